@@ -1,0 +1,122 @@
+/*
+ * cuvil_model.h -- the ABI every Cuvil-compiled model exports.
+ *
+ * A model compiled by `cuvil-compile --model m.onnx --output m.so` is a shared library (or a
+ * static archive) that needs nothing beside libc and libm. Its generated header `m.h` declares
+ * the prefixed entry points (`<prefix>_create`, `<prefix>_run`, ...); every model also exposes
+ * one descriptor, `<prefix>_model()`, so that a host that only knows this header (cuvil-run,
+ * the Python package) can drive any model. A shared library additionally exports the fixed
+ * symbol CUVIL_MODEL_ENTRY_SYMBOL, which returns the same descriptor, for dlopen.
+ *
+ * Usage with dlopen:
+ *
+ *     void *h = dlopen("./m.so", RTLD_NOW | RTLD_LOCAL);
+ *     const cuvil_model_desc *(*entry)(void) = dlsym(h, CUVIL_MODEL_ENTRY_SYMBOL);
+ *     const cuvil_model_desc *d = entry();
+ *     cuvil_model *m = NULL;
+ *     if (d->create(NULL, &m) != CUVIL_OK) { puts(m ? d->errmsg(m) : "out of memory"); ... }
+ *     const void *in[] = { input0 };   void *out[] = { output0 };
+ *     if (d->run(m, in, out) != CUVIL_OK) puts(d->errmsg(m));
+ *     d->destroy(m);
+ *
+ * Buffers are owned by the caller and are used in place (zero copy): input i must hold
+ * d->inputs[i] elements laid out densely in row-major order with the dims the model reports.
+ * A context is not thread-safe, but contexts are independent: N threads may run N contexts of
+ * the same model at once, sharing one copy of the weights.
+ */
+#ifndef CUVIL_MODEL_H
+#define CUVIL_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CUVIL_MODEL_ABI_VERSION 1
+#define CUVIL_MODEL_ENTRY_SYMBOL "cuvil_model_entry"
+#define CUVIL_MAX_DIMS 8
+
+/* Status of every call. Keep in ORDER with cuvil_status_names[] in src/util/status.c. */
+typedef enum cuvil_status {
+    CUVIL_OK = 0,
+    CUVIL_ERR_INVALID_ARG,   /* a bad argument from the caller */
+    CUVIL_ERR_MODEL,         /* the model file is malformed or inconsistent */
+    CUVIL_ERR_UNSUPPORTED,   /* valid, but not supported by this version */
+    CUVIL_ERR_SHAPE,         /* shapes do not agree */
+    CUVIL_ERR_DTYPE,         /* element types do not agree */
+    CUVIL_ERR_NOMEM,         /* an allocation failed */
+    CUVIL_ERR_IO,            /* reading or writing a file failed */
+    CUVIL_ERR_TOOLCHAIN,     /* the C compiler or linker failed */
+    CUVIL_ERR_INTERNAL       /* a bug in Cuvil */
+} cuvil_status;
+
+/* Element types; the numbers are ONNX's TensorProto.DataType so they can be passed through. */
+typedef enum cuvil_dtype {
+    CUVIL_DTYPE_UNDEFINED = 0,
+    CUVIL_DTYPE_FLOAT32 = 1,
+    CUVIL_DTYPE_UINT8 = 2,
+    CUVIL_DTYPE_INT8 = 3,
+    CUVIL_DTYPE_UINT16 = 4,
+    CUVIL_DTYPE_INT16 = 5,
+    CUVIL_DTYPE_INT32 = 6,
+    CUVIL_DTYPE_INT64 = 7,
+    CUVIL_DTYPE_STRING = 8,
+    CUVIL_DTYPE_BOOL = 9,
+    CUVIL_DTYPE_FLOAT16 = 10,
+    CUVIL_DTYPE_FLOAT64 = 11,
+    CUVIL_DTYPE_UINT32 = 12,
+    CUVIL_DTYPE_UINT64 = 13,
+    CUVIL_DTYPE_BFLOAT16 = 16
+} cuvil_dtype;
+
+/* One input or output. dims[i] is the size the model was compiled for; where the ONNX model
+ * left dim i symbolic, dim_names[i] is its name (e.g. "batch"), else NULL. */
+typedef struct cuvil_tensor_info {
+    const char *name;
+    cuvil_dtype dtype;
+    int ndim;
+    int64_t dims[CUVIL_MAX_DIMS];
+    const char *dim_names[CUVIL_MAX_DIMS];
+    size_t nbytes;           /* product of dims times the element size */
+} cuvil_tensor_info;
+
+/* Options for create; NULL means all defaults. */
+typedef struct cuvil_model_options {
+    int n_threads;              /* 0 or 1: run on the calling thread */
+    const char *weights_path;   /* reserved for external weights; must be NULL for now */
+} cuvil_model_options;
+
+typedef struct cuvil_model cuvil_model;   /* one execution context */
+
+typedef struct cuvil_model_desc {
+    uint32_t abi_version;       /* CUVIL_MODEL_ABI_VERSION */
+    const char *name;           /* symbol prefix the model was compiled with */
+    int n_inputs;
+    int n_outputs;
+    const cuvil_tensor_info *inputs;
+    const cuvil_tensor_info *outputs;
+    const char *model_sha256;   /* of the ONNX file the model was compiled from */
+    const char *cuvil_version;
+    const char *target;         /* e.g. "x86_64-avx2" */
+    const char *options;        /* the compile options, as text */
+    size_t arena_bytes;         /* activation memory one context allocates */
+    size_t weights_bytes;
+
+    /* Creates a context. On success returns CUVIL_OK and *out. On failure *out may still be
+     * set, so the message can be read with errmsg(); destroy() it either way. */
+    cuvil_status (*create)(const cuvil_model_options *opts, cuvil_model **out);
+    /* Runs the model: inputs[i] and outputs[i] in the order of the descriptor. */
+    cuvil_status (*run)(cuvil_model *m, const void *const *inputs, void *const *outputs);
+    /* The message of the last failed call on m ("" if none). Owned by m. */
+    const char *(*errmsg)(const cuvil_model *m);
+    void (*destroy)(cuvil_model *m);
+} cuvil_model_desc;
+
+typedef const cuvil_model_desc *(*cuvil_model_entry_fn)(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CUVIL_MODEL_H */

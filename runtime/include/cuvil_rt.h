@@ -1,0 +1,314 @@
+/*
+ * cuvil_rt.h -- the kernel API that generated model code calls.
+ *
+ * Everything here is compiled INTO every model (runtime/ never includes compiler code). The
+ * compiler also links the same kernels to evaluate constant subgraphs at compile time.
+ *
+ * Conventions:
+ *  - Every kernel takes a `const *_params *` whose fields are constants the compiler knows; the
+ *    generated code declares these as `static const` initialisers, so field order matters:
+ *    keep struct layouts in sync with src/codegen (which prints them field by field).
+ *  - Tensors are dense, row-major. Sizes are element counts unless a name starts with `nb`.
+ *  - Kernels never allocate. Those that need temporary memory take a `scratch` pointer with
+ *    room for `*_scratch_size(p)` bytes (64-byte aligned), carved from the model's arena.
+ *  - Output buffers never alias inputs unless a kernel says it allows it.
+ *
+ * Usage (what generated code looks like):
+ *
+ *     static const cuvil_conv2d_params p = { .N = 1, .C = 3, ... };
+ *     cuvil_f32_conv2d(&p, x, w, b, NULL, y, scratch);
+ */
+#ifndef CUVIL_RT_H
+#define CUVIL_RT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CUVIL_RT_MAX_DIMS 8
+
+/* Activation applied elementwise; also the unary ops. Keep in ORDER with cuvil_act_names[]
+ * in runtime/kernels/elementwise/unary.c. */
+typedef enum cuvil_act {
+    CUVIL_ACT_NONE = 0,      /* y = x */
+    CUVIL_ACT_RELU,          /* max(x, 0) */
+    CUVIL_ACT_LEAKY_RELU,    /* x >= 0 ? x : alpha * x */
+    CUVIL_ACT_CLIP,          /* min(max(x, alpha), beta) */
+    CUVIL_ACT_SIGMOID,       /* 1 / (1 + exp(-x)) */
+    CUVIL_ACT_HARD_SIGMOID,  /* max(0, min(1, alpha * x + beta)) */
+    CUVIL_ACT_HARD_SWISH,    /* x * max(0, min(1, x / 6 + 0.5)) */
+    CUVIL_ACT_TANH,
+    CUVIL_ACT_EXP,
+    CUVIL_ACT_LOG,
+    CUVIL_ACT_SQRT,
+    CUVIL_ACT_NEG,
+    CUVIL_ACT_ABS,
+    CUVIL_ACT_RECIPROCAL,
+    CUVIL_ACT_ERF,
+    CUVIL_ACT_GELU,          /* 0.5 x (1 + erf(x / sqrt 2)) */
+    CUVIL_ACT_ELU,           /* x >= 0 ? x : alpha * (exp(x) - 1) */
+    CUVIL_ACT_SOFTPLUS,      /* log(1 + exp(x)) */
+    CUVIL_ACT_MISH,          /* x * tanh(softplus(x)) */
+    CUVIL_ACT_SILU,          /* x * sigmoid(x) */
+    CUVIL_ACT_FLOOR,
+    CUVIL_ACT_CEIL,
+    CUVIL_ACT_ROUND,         /* half to even, as ONNX Round */
+    CUVIL_ACT__COUNT
+} cuvil_act;
+
+/* One activation with its parameters (alpha/beta as in the comments above). */
+typedef struct cuvil_act_params {
+    int act;                 /* cuvil_act */
+    float alpha;
+    float beta;
+} cuvil_act_params;
+
+/* ===== GEMM ====================================================================== */
+/* C[m,n] = act(alpha * sum_k A'[m,k] B'[k,n] + beta * bias[m*bias_rs + n*bias_cs])
+ * where A' = trans_a ? A^T : A (A is stored [K,M] with row stride lda when transposed, else
+ * [M,K]), likewise B'. bias may be NULL (then beta is ignored); its strides may be 0 to
+ * broadcast (bias_rs = 0, bias_cs = 1 is a per-column [N] bias).
+ * batch > 1 repeats the product: A, B, bias and C advance by *_bstride elements per batch
+ * item. For broadcasting batched MatMul the compiler emits one call per distinct stride
+ * pattern, so strides may be 0. */
+typedef struct cuvil_gemm_params {
+    int64_t M, N, K;
+    int64_t lda, ldb, ldc;
+    int trans_a, trans_b;
+    float alpha, beta;
+    int64_t bias_rs, bias_cs;
+    int64_t batch;
+    int64_t a_bstride, b_bstride, c_bstride, bias_bstride;
+    cuvil_act_params act;
+} cuvil_gemm_params;
+
+size_t cuvil_f32_gemm_scratch_size(const cuvil_gemm_params *p);
+void cuvil_f32_gemm(const cuvil_gemm_params *p, const float *A, const float *B,
+                    const float *bias, float *C, void *scratch);
+/* Naive reference with the same contract (no scratch); used by tests and constant folding. */
+void cuvil_f32_gemm__scalar(const cuvil_gemm_params *p, const float *A, const float *B,
+                            const float *bias, float *C);
+
+/* ===== Convolution ================================================================ */
+/* 2-D convolution, NCHW, weights [M, C/group, KH, KW], bias [M] or NULL.
+ * y = act(conv(x, w) + bias + residual), residual [N,M,OH,OW] or NULL. residual may be the
+ * same buffer as y (an in-place residual add) but neither may alias x.
+ * A 1-D convolution is a 2-D one with H = KH = OH = 1. */
+typedef struct cuvil_conv2d_params {
+    int64_t N, C, H, W;
+    int64_t M, OH, OW;
+    int64_t KH, KW;
+    int64_t stride_h, stride_w;
+    int64_t pad_t, pad_l;        /* bottom/right padding is implied by OH/OW */
+    int64_t dil_h, dil_w;
+    int64_t group;
+    cuvil_act_params act;
+} cuvil_conv2d_params;
+
+size_t cuvil_f32_conv2d_scratch_size(const cuvil_conv2d_params *p);
+void cuvil_f32_conv2d(const cuvil_conv2d_params *p, const float *x, const float *w,
+                      const float *bias, const float *residual, float *y, void *scratch);
+void cuvil_f32_conv2d__scalar(const cuvil_conv2d_params *p, const float *x, const float *w,
+                              const float *bias, const float *residual, float *y);
+
+/* 2-D transposed convolution, NCHW, weights [C, M/group, KH, KW], bias [M] or NULL.
+ * y[n, m, oh, ow] accumulates x[n,c,h,w] * w[c, m', kh, kw] where
+ * oh = h*stride_h - pad_t + kh*dil_h (likewise ow); OH/OW are given (they include
+ * output_padding). */
+typedef struct cuvil_conv_transpose2d_params {
+    int64_t N, C, H, W;
+    int64_t M, OH, OW;
+    int64_t KH, KW;
+    int64_t stride_h, stride_w;
+    int64_t pad_t, pad_l;
+    int64_t dil_h, dil_w;
+    int64_t group;
+    cuvil_act_params act;
+} cuvil_conv_transpose2d_params;
+
+size_t cuvil_f32_conv_transpose2d_scratch_size(const cuvil_conv_transpose2d_params *p);
+void cuvil_f32_conv_transpose2d(const cuvil_conv_transpose2d_params *p, const float *x,
+                                const float *w, const float *bias, float *y, void *scratch);
+void cuvil_f32_conv_transpose2d__scalar(const cuvil_conv_transpose2d_params *p,
+                                        const float *x, const float *w, const float *bias,
+                                        float *y);
+
+/* ===== Pooling ==================================================================== */
+enum { CUVIL_POOL_MAX = 0, CUVIL_POOL_AVG = 1, CUVIL_POOL_LP2 = 2 };
+
+/* 2-D pooling, NCHW. Window of output (oh, ow) starts at oh*stride_h - pad_t and covers
+ * KH taps spaced dil_h. Taps outside the input are skipped. For AVG the divisor is the number
+ * of taps inside the input, or, when count_include_pad, the number of taps inside the padded
+ * input [-pad_t, H + pad_b) (so windows that ceil_mode pushes past the padding count less).
+ * Global pooling is KH = H, KW = W, OH = OW = 1. */
+typedef struct cuvil_pool2d_params {
+    int kind;
+    int64_t N, C, H, W;
+    int64_t OH, OW;
+    int64_t KH, KW;
+    int64_t stride_h, stride_w;
+    int64_t pad_t, pad_l, pad_b, pad_r;
+    int64_t dil_h, dil_w;
+    int count_include_pad;
+} cuvil_pool2d_params;
+
+void cuvil_f32_pool2d(const cuvil_pool2d_params *p, const float *x, float *y);
+void cuvil_f32_pool2d__scalar(const cuvil_pool2d_params *p, const float *x, float *y);
+
+/* ===== Elementwise ================================================================ */
+/* y[i] = act(x[i]) for i < n. y may equal x. */
+void cuvil_f32_unary(const cuvil_act_params *a, const float *x, float *y, size_t n);
+void cuvil_f32_unary__scalar(const cuvil_act_params *a, const float *x, float *y, size_t n);
+/* One element, for epilogues and tests. */
+float cuvil_f32_act1(const cuvil_act_params *a, float x);
+
+/* Keep in ORDER with the switch in runtime/kernels/elementwise/binary.c. */
+enum {
+    CUVIL_BIN_ADD = 0, CUVIL_BIN_SUB, CUVIL_BIN_MUL, CUVIL_BIN_DIV, CUVIL_BIN_POW,
+    CUVIL_BIN_MAX, CUVIL_BIN_MIN,
+    CUVIL_BIN_PRELU,    /* a >= 0 ? a : a * b */
+    CUVIL_BIN__COUNT
+};
+
+/* y[idx] = act(a[idx . a_strides] OP b[idx . b_strides]) over the output index space dims
+ * (numpy broadcasting: a broadcast dim has stride 0). y may equal a or b when that operand is
+ * not broadcast. */
+typedef struct cuvil_binary_params {
+    int op;
+    int ndim;
+    int64_t dims[CUVIL_RT_MAX_DIMS];
+    int64_t a_strides[CUVIL_RT_MAX_DIMS];
+    int64_t b_strides[CUVIL_RT_MAX_DIMS];
+    cuvil_act_params act;
+} cuvil_binary_params;
+
+void cuvil_f32_binary(const cuvil_binary_params *p, const float *a, const float *b, float *y);
+void cuvil_f32_binary__scalar(const cuvil_binary_params *p, const float *a, const float *b,
+                              float *y);
+
+/* y[n,c,i] = act(x[n,c,i] * scale[c] + shift[c]), x viewed as [N, C, inner]; y may equal x.
+ * (Inference BatchNormalization after the compiler folds mean/var/eps into scale/shift.) */
+typedef struct cuvil_channel_affine_params {
+    int64_t N, C, inner;
+    cuvil_act_params act;
+} cuvil_channel_affine_params;
+
+void cuvil_f32_channel_affine(const cuvil_channel_affine_params *p, const float *x,
+                              const float *scale, const float *shift, float *y);
+
+/* ===== Normalisation and reductions ================================================ */
+/* x viewed as [outer, axis_len, inner]; softmax (or log-softmax) along the middle axis. */
+typedef struct cuvil_softmax_params {
+    int64_t outer, axis_len, inner;
+    int log;
+} cuvil_softmax_params;
+
+void cuvil_f32_softmax(const cuvil_softmax_params *p, const float *x, float *y);
+void cuvil_f32_softmax__scalar(const cuvil_softmax_params *p, const float *x, float *y);
+
+enum {
+    CUVIL_REDUCE_SUM = 0, CUVIL_REDUCE_MEAN, CUVIL_REDUCE_MAX, CUVIL_REDUCE_MIN,
+    CUVIL_REDUCE_PROD, CUVIL_REDUCE_SUM_SQUARE, CUVIL_REDUCE_L1, CUVIL_REDUCE_L2,
+    CUVIL_REDUCE_LOG_SUM_EXP
+};
+
+/* Reduces x[dims] over the axes whose bit is set in mask; y has the kept dims in order (the
+ * keepdims question is only a reshape). An empty mask copies. */
+typedef struct cuvil_reduce_params {
+    int op;
+    int ndim;
+    int64_t dims[CUVIL_RT_MAX_DIMS];
+    uint32_t mask;
+} cuvil_reduce_params;
+
+void cuvil_f32_reduce(const cuvil_reduce_params *p, const float *x, float *y);
+
+/* ===== Data movement (dtype-agnostic: elem_size bytes per element) ================= */
+/* y = transpose(x, perm): y dim i is x dim perm[i]; dims are x's. */
+typedef struct cuvil_transpose_params {
+    int ndim;
+    int64_t elem_size;
+    int64_t dims[CUVIL_RT_MAX_DIMS];
+    int perm[CUVIL_RT_MAX_DIMS];
+} cuvil_transpose_params;
+
+void cuvil_transpose(const cuvil_transpose_params *p, const void *x, void *y);
+
+/* Concat: the output is `outer` rows; row r is, for each input i in order, the nb_chunk[i]
+ * bytes of input i's row r. Split is the inverse. */
+void cuvil_concat(int64_t outer, int n_in, const int64_t *nb_chunk, const void *const *ins,
+                  void *y);
+void cuvil_split(int64_t outer, int n_out, const int64_t *nb_chunk, const void *x,
+                 void *const *outs);
+
+/* y[i0..] = x[starts[d] + i_d * steps[d] ...] for the out dims; steps may be negative. */
+typedef struct cuvil_slice_params {
+    int ndim;
+    int64_t elem_size;
+    int64_t in_dims[CUVIL_RT_MAX_DIMS];
+    int64_t out_dims[CUVIL_RT_MAX_DIMS];
+    int64_t starts[CUVIL_RT_MAX_DIMS];
+    int64_t steps[CUVIL_RT_MAX_DIMS];
+} cuvil_slice_params;
+
+void cuvil_slice(const cuvil_slice_params *p, const void *x, void *y);
+
+enum { CUVIL_PAD_CONSTANT = 0, CUVIL_PAD_REFLECT, CUVIL_PAD_EDGE, CUVIL_PAD_WRAP };
+
+/* out_dims[d] = in_dims[d] + pad_begin[d] + pad_end[d]; pads may be negative (crop). */
+typedef struct cuvil_pad_params {
+    int mode;
+    int ndim;
+    int64_t in_dims[CUVIL_RT_MAX_DIMS];
+    int64_t out_dims[CUVIL_RT_MAX_DIMS];
+    int64_t pad_begin[CUVIL_RT_MAX_DIMS];
+    float value;
+} cuvil_pad_params;
+
+void cuvil_f32_pad(const cuvil_pad_params *p, const float *x, float *y);
+
+/* Gather along one axis with constant indices: x viewed as [outer, axis_len, inner*elem],
+ * y[o, j, :] = x[o, idx[j], :]; indices are already made non-negative by the compiler. */
+typedef struct cuvil_gather_params {
+    int64_t outer, axis_len, nb_inner, n_idx;
+} cuvil_gather_params;
+
+void cuvil_gather(const cuvil_gather_params *p, const int64_t *idx, const void *x, void *y);
+
+/* ===== Resize ====================================================================== */
+enum { CUVIL_RESIZE_NEAREST = 0, CUVIL_RESIZE_LINEAR, CUVIL_RESIZE_CUBIC };
+/* keep in ORDER with ONNX coordinate_transformation_mode names in src/frontend/onnx/ops */
+enum {
+    CUVIL_COORD_HALF_PIXEL = 0, CUVIL_COORD_ASYMMETRIC, CUVIL_COORD_ALIGN_CORNERS,
+    CUVIL_COORD_PYTORCH_HALF_PIXEL, CUVIL_COORD_TF_HALF_PIXEL_FOR_NN,
+    CUVIL_COORD_HALF_PIXEL_SYMMETRIC
+};
+enum {
+    CUVIL_NEAREST_ROUND_PREFER_FLOOR = 0, CUVIL_NEAREST_ROUND_PREFER_CEIL, CUVIL_NEAREST_FLOOR,
+    CUVIL_NEAREST_CEIL
+};
+
+/* ONNX Resize (opset 11+ semantics; the compiler maps Upsample and opset-10 Resize onto it).
+ * For each axis d: x_orig = transform(y_index, scales[d], in_dims[d], out_dims[d]) and the
+ * value is interpolated along every axis whose in/out sizes or scale differ (n-linear for
+ * LINEAR, cubic with cubic_coeff_a / exclude_outside for CUBIC). extrapolation_value is used
+ * for tf_crop_and_resize only, which the compiler does not emit. */
+typedef struct cuvil_resize_params {
+    int mode, coord_mode, nearest_mode;
+    int ndim;
+    int64_t in_dims[CUVIL_RT_MAX_DIMS];
+    int64_t out_dims[CUVIL_RT_MAX_DIMS];
+    float scales[CUVIL_RT_MAX_DIMS];
+    float cubic_coeff_a;
+    int exclude_outside;
+} cuvil_resize_params;
+
+void cuvil_f32_resize(const cuvil_resize_params *p, const float *x, float *y);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CUVIL_RT_H */
