@@ -1,3 +1,96 @@
-/* placeholder */
+/* cuvil-compile -- compiles an ONNX model into a shared library (or archive, C sources, IR).
+ * Thin: parses arguments and calls cuvil_compile_file(). */
+#include <cuvil/cuvil.h>
+
+#include <errno.h>
 #include <stdio.h>
-int main(void) { fputs("not built yet\n", stderr); return 1; }
+#include <stdlib.h>
+#include <string.h>
+
+static void usage(FILE *f) {
+    fputs("usage: cuvil-compile --model M.onnx --output OUT [options]\n"
+          "  --output OUT          M.so (default), M.a, a folder for --emit c, a file or - for ir/dot\n"
+          "  --emit so|a|c|ir|dot  what to write (default: from OUT's extension, else so)\n"
+          "  --target T            x86_64-avx2 | generic (default: this machine's ISA)\n"
+          "  --opt-level N         0..3 (default 2)\n"
+          "  --dim NAME=N          fix the model's symbolic dim NAME to N (default 1); repeatable\n"
+          "  --name PREFIX         symbol prefix of the model's C API (default: OUT's file name)\n"
+          "  --disable-pass NAME   skip an optional pass; repeatable\n"
+          "  --dump-ir-after NAME  print the IR after pass NAME (or 'all', 'load') to stderr\n"
+          "  --cc CC               C compiler (default: $CC, else the one Cuvil was built with)\n"
+          "  --keep-sources        keep the generated C next to the output\n"
+          "  -v, --verbose         print compiler commands\n"
+          "  --version, --help\n", f);
+}
+
+static int fail(const char *msg, const char *arg) {
+    fprintf(stderr, "cuvil-compile: %s%s%s\n", msg, arg ? ": " : "", arg ? arg : "");
+    return 2;
+}
+
+int main(int argc, char **argv) {
+    cuvil_options o;
+    cuvil_options_init(&o);
+    const char *model = NULL, *output = NULL, *emit = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+#define NEED_VALUE() do { if (!v) return fail("missing value for", a); i++; } while (0)
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
+        else if (!strcmp(a, "--version")) { printf("cuvil-compile %s\n", cuvil_version()); return 0; }
+        else if (!strcmp(a, "--model")) { NEED_VALUE(); model = v; }
+        else if (!strcmp(a, "--output") || !strcmp(a, "-o")) { NEED_VALUE(); output = v; }
+        else if (!strcmp(a, "--emit")) { NEED_VALUE(); emit = v; }
+        else if (!strcmp(a, "--target")) { NEED_VALUE(); o.target = v; }
+        else if (!strcmp(a, "--opt-level") || !strncmp(a, "-O", 2)) {
+            const char *num = a + 2;
+            if (a[1] != 'O') {
+                NEED_VALUE();
+                num = v;
+            }
+            char *end;
+            long n = strtol(num, &end, 10);
+            if (!*num || *end || n < 0 || n > 3) return fail("--opt-level must be 0..3, got", num);
+            o.opt_level = (int)n;
+        } else if (!strcmp(a, "--dim")) {
+            NEED_VALUE();
+            const char *eq = strchr(v, '=');
+            if (!eq || eq == v) return fail("--dim wants NAME=N, got", v);
+            char *end;
+            errno = 0;
+            long long n = strtoll(eq + 1, &end, 10);
+            if (!eq[1] || *end || errno || n <= 0) return fail("--dim wants a positive integer, got", v);
+            if (o.n_dims == CUVIL_MAX_DIM_BINDINGS) return fail("too many --dim options", NULL);
+            char *name = strndup(v, (size_t)(eq - v));
+            if (!name) return fail("out of memory", NULL);
+            o.dims[o.n_dims].name = name;
+            o.dims[o.n_dims++].value = n;
+        } else if (!strcmp(a, "--name")) { NEED_VALUE(); o.name = v; }
+        else if (!strcmp(a, "--disable-pass")) {
+            NEED_VALUE();
+            if (o.n_disabled == CUVIL_MAX_DISABLED_PASSES) return fail("too many --disable-pass options", NULL);
+            o.disabled_passes[o.n_disabled++] = v;
+        } else if (!strcmp(a, "--dump-ir-after")) { NEED_VALUE(); o.dump_after = v; }
+        else if (!strcmp(a, "--cc")) { NEED_VALUE(); o.cc = v; }
+        else if (!strcmp(a, "--keep-sources")) o.keep_sources = 1;
+        else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) o.verbose = 1;
+        else return fail("unknown argument (see --help)", a);
+#undef NEED_VALUE
+    }
+    if (!model || !output) return fail("--model and --output are required (see --help)", NULL);
+    size_t ol = strlen(output);
+    if (!emit) emit = ol > 2 && !strcmp(output + ol - 2, ".a") ? "a" : "so";
+    if (!strcmp(emit, "so")) o.emit = CUVIL_EMIT_SO;
+    else if (!strcmp(emit, "a")) o.emit = CUVIL_EMIT_A;
+    else if (!strcmp(emit, "c")) o.emit = CUVIL_EMIT_C;
+    else if (!strcmp(emit, "ir")) o.emit = CUVIL_EMIT_IR;
+    else if (!strcmp(emit, "dot")) o.emit = CUVIL_EMIT_DOT;
+    else return fail("--emit must be so, a, c, ir or dot, got", emit);
+    cuvil_ctx *ctx = NULL;
+    if (cuvil_ctx_create(&ctx) != CUVIL_OK) return fail("out of memory", NULL);
+    cuvil_status s = cuvil_compile_file(ctx, model, &o, output);
+    if (s != CUVIL_OK) fprintf(stderr, "cuvil-compile: %s\n", cuvil_errmsg(ctx));
+    cuvil_ctx_destroy(ctx);
+    for (int i = 0; i < o.n_dims; i++) free((char *)o.dims[i].name);
+    return s == CUVIL_OK ? 0 : 1;
+}

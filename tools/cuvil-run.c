@@ -1,3 +1,843 @@
-/* placeholder */
+/*
+ * cuvil-run -- load a compiled model (.so), feed it tensors from files, write its outputs as
+ * .npy, optionally time it. Thin: argument parsing and reporting; the model does the work and
+ * libcuvil reads and writes the tensor files.
+ *
+ *     cuvil-run M.so [--input NAME=FILE]... [--output-dir DIR] [--threads N]
+ *                    [--bench ITERS] [--warmup N] [--json] [--info]
+ *
+ * The contract (tests/unit/test_tensor_io.c and tests/python check it):
+ *   - M.so is dlopen'ed as given ("./" is prepended to a bare file name); it must export
+ *     CUVIL_MODEL_ENTRY_SYMBOL with this ABI version.
+ *   - Every model input is given exactly once, as a .npy or ONNX TensorProto file whose dtype
+ *     and shape equal the model's exactly (no conversion; a symbolic dim mismatch suggests the
+ *     --dim to recompile with). NAME= may be left out when the model has one input.
+ *   - The model runs once; DIR/<output name>.npy is written for every output (DIR defaults to
+ *     "." and is created; '/', '\\' and control characters in names become '_'). With --bench,
+ *     ITERS more runs are timed after the warmup runs, and the outputs (of the first run) are
+ *     written only when --output-dir is given. --json prints exactly one JSON line on stdout.
+ *   - --info describes the model and exits, unless inputs are given too.
+ *   - Exit status 0 on success; on any failure 1, exactly one line on stderr starting with
+ *     "cuvil-run: ", and no output file left behind (and no directory it created).
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
-int main(void) { fputs("not built yet\n", stderr); return 1; }
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cuvil/cuvil.h"
+
+#define BUF_ALIGN 64
+#define MAX_MODEL_TENSORS 4096   /* sanity bound on a descriptor read from a foreign .so */
+
+static const char usage_text[] =
+    "usage: cuvil-run MODEL.so [options]\n"
+    "  --input NAME=FILE   an input tensor (.npy or ONNX TensorProto .pb); repeat for each\n"
+    "                      model input; NAME= may be left out when the model has one input\n"
+    "  --output-dir DIR    write DIR/<output>.npy for each output (default: .)\n"
+    "  --threads N         threads for the model context (default: 1)\n"
+    "  --bench ITERS       after the first run, time ITERS more runs (outputs are then\n"
+    "                      written only if --output-dir is given)\n"
+    "  --warmup N          untimed runs before timing (default: min(10, ITERS/10))\n"
+    "  --json              print one JSON line on stdout instead of text\n"
+    "  --info              print the model's description; runs only if inputs are given\n"
+    "  -h, --help          this text\n";
+
+/* ===== errors: the first one wins and is printed once, at exit =============================== */
+
+static char g_err[2048];
+
+static int errf(const char *fmt, ...) {
+    if (g_err[0] == '\0') {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(g_err, sizeof g_err, fmt, ap);
+        va_end(ap);
+        for (char *p = g_err; *p; p++)
+            if (*p == '\n' || *p == '\r')
+                *p = ' ';
+    }
+    return 1;
+}
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static void *alloc_aligned(size_t n) {
+    void *p = NULL;
+    size_t rounded = (n + BUF_ALIGN - 1) / BUF_ALIGN * BUF_ALIGN;
+    if (rounded < n || posix_memalign(&p, BUF_ALIGN, rounded ? rounded : BUF_ALIGN) != 0)
+        return NULL;
+    memset(p, 0, rounded ? rounded : BUF_ALIGN);
+    return p;
+}
+
+static const char *str_or(const char *s, const char *dflt) {
+    return s ? s : dflt;
+}
+
+/* ===== arguments ============================================================================= */
+
+typedef struct args {
+    const char *model;
+    const char **inputs;   /* the --input values, argv order */
+    int n_inputs;
+    const char *output_dir;
+    int threads;
+    long bench;            /* -1: no --bench */
+    long warmup;           /* -1: default */
+    bool json, info, help;
+} args;
+
+static bool parse_long(const char *s, long lo, long hi, long *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end != '\0' || v < lo || v > hi)
+        return false;
+    *out = v;
+    return true;
+}
+
+static int parse_args(int argc, char **argv, args *a) {
+    a->inputs = calloc((size_t)argc, sizeof *a->inputs);
+    if (!a->inputs)
+        return errf("out of memory");
+    a->bench = -1;
+    a->warmup = -1;
+    bool only_positional = false;
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (only_positional || arg[0] != '-' || arg[1] == '\0') {
+            if (a->model)
+                return errf("unexpected argument '%s' (the model is '%s'; see --help)", arg,
+                            a->model);
+            a->model = arg;
+            continue;
+        }
+        if (strcmp(arg, "--") == 0) {
+            only_positional = true;
+            continue;
+        }
+        if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
+            a->help = true;
+            continue;
+        }
+        if (strcmp(arg, "--json") == 0) {
+            a->json = true;
+            continue;
+        }
+        if (strcmp(arg, "--info") == 0) {
+            a->info = true;
+            continue;
+        }
+        /* options with a value: "--opt VALUE" or "--opt=VALUE" */
+        static const char *const valued[] = {"--input", "--output-dir", "--threads", "--bench",
+                                             "--warmup"};
+        const char *opt = NULL, *val = NULL;
+        for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++) {
+            size_t n = strlen(valued[k]);
+            if (strncmp(arg, valued[k], n) == 0 && (arg[n] == '\0' || arg[n] == '=')) {
+                opt = valued[k];
+                if (arg[n] == '=')
+                    val = arg + n + 1;
+                else if (i + 1 < argc)
+                    val = argv[++i];
+                else
+                    return errf("%s needs a value (see --help)", opt);
+                break;
+            }
+        }
+        if (!opt)
+            return errf("unknown option '%s' (see --help)", arg);
+        long v;
+        if (strcmp(opt, "--input") == 0) {
+            a->inputs[a->n_inputs++] = val;
+        } else if (strcmp(opt, "--output-dir") == 0) {
+            if (!*val)
+                return errf("--output-dir needs a directory");
+            a->output_dir = val;
+        } else if (strcmp(opt, "--threads") == 0) {
+            if (!parse_long(val, 0, 4096, &v))
+                return errf("--threads '%s': expected an integer in 0..4096", val);
+            a->threads = (int)v;
+        } else if (strcmp(opt, "--bench") == 0) {
+            if (!parse_long(val, 1, 100000000, &v))
+                return errf("--bench '%s': expected a number of iterations >= 1", val);
+            a->bench = v;
+        } else {
+            if (!parse_long(val, 0, 100000000, &v))
+                return errf("--warmup '%s': expected an integer >= 0", val);
+            a->warmup = v;
+        }
+    }
+    if (a->help)
+        return 0;
+    if (!a->model)
+        return errf("no model given (usage: cuvil-run MODEL.so [--input NAME=FILE]...; "
+                    "see --help)");
+    if (a->warmup >= 0 && a->bench < 0)
+        return errf("--warmup needs --bench");
+    return 0;
+}
+
+/* ===== shapes as text ======================================================================== */
+
+/* "[1,3,224,224]" */
+static const char *dims_str(char *buf, size_t len, int ndim, const int64_t *dims) {
+    size_t n = 0;
+    n += (size_t)snprintf(buf, len, "[");
+    for (int i = 0; i < ndim && n < len; i++)
+        n += (size_t)snprintf(buf + n, len - n, "%s%" PRId64, i ? "," : "", dims[i]);
+    if (n < len)
+        snprintf(buf + n, len - n, "]");
+    return buf;
+}
+
+/* "float32[batch=1,3,224,224]" */
+static const char *info_str(char *buf, size_t len, const cuvil_tensor_info *t) {
+    size_t n = (size_t)snprintf(buf, len, "%s[", cuvil_dtype_name(t->dtype));
+    for (int i = 0; i < t->ndim && n < len; i++) {
+        if (t->dim_names[i])
+            n += (size_t)snprintf(buf + n, len - n, "%s%s=%" PRId64, i ? "," : "",
+                                  t->dim_names[i], t->dims[i]);
+        else
+            n += (size_t)snprintf(buf + n, len - n, "%s%" PRId64, i ? "," : "", t->dims[i]);
+    }
+    if (n < len)
+        snprintf(buf + n, len - n, "]");
+    return buf;
+}
+
+/* ===== JSON ================================================================================== */
+
+static void json_str(FILE *f, const char *s) {
+    if (!s) {
+        fputs("null", f);
+        return;
+    }
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p < 0x20 || *p == 0x7f)
+            fprintf(f, "\\u%04x", *p);
+        else
+            fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+static void json_tensors(FILE *f, const cuvil_tensor_info *t, int n) {
+    fputc('[', f);
+    for (int i = 0; i < n; i++) {
+        fprintf(f, "%s{\"name\": ", i ? ", " : "");
+        json_str(f, t[i].name);
+        fprintf(f, ", \"dtype\": \"%s\", \"shape\": [", cuvil_dtype_name(t[i].dtype));
+        for (int d = 0; d < t[i].ndim; d++)
+            fprintf(f, "%s%" PRId64, d ? ", " : "", t[i].dims[d]);
+        fputs("], \"dim_names\": [", f);
+        for (int d = 0; d < t[i].ndim; d++) {
+            fputs(d ? ", " : "", f);
+            json_str(f, t[i].dim_names[d]);
+        }
+        fprintf(f, "], \"nbytes\": %zu}", t[i].nbytes);
+    }
+    fputc(']', f);
+}
+
+static void json_info(FILE *f, const cuvil_model_desc *d) {
+    fputs("{\"name\": ", f);
+    json_str(f, d->name);
+    fputs(", \"target\": ", f);
+    json_str(f, d->target);
+    fputs(", \"cuvil_version\": ", f);
+    json_str(f, d->cuvil_version);
+    fputs(", \"sha256\": ", f);
+    json_str(f, d->model_sha256);
+    fputs(", \"options\": ", f);
+    json_str(f, d->options);
+    fprintf(f, ", \"abi_version\": %" PRIu32 ", \"arena_bytes\": %zu, \"weights_bytes\": %zu",
+            d->abi_version, d->arena_bytes, d->weights_bytes);
+    fputs(", \"inputs\": ", f);
+    json_tensors(f, d->inputs, d->n_inputs);
+    fputs(", \"outputs\": ", f);
+    json_tensors(f, d->outputs, d->n_outputs);
+    fputc('}', f);
+}
+
+static void print_info(FILE *f, const char *path, const cuvil_model_desc *d) {
+    char buf[512];
+    fprintf(f, "model:    %s\n", path);
+    fprintf(f, "name:     %s\n", str_or(d->name, "(none)"));
+    fprintf(f, "target:   %s\n", str_or(d->target, "(none)"));
+    fprintf(f, "cuvil:    %s\n", str_or(d->cuvil_version, "(none)"));
+    fprintf(f, "sha256:   %s\n", str_or(d->model_sha256, "(none)"));
+    fprintf(f, "options:  %s\n", str_or(d->options, "(none)"));
+    fprintf(f, "abi:      %" PRIu32 "\n", d->abi_version);
+    fprintf(f, "arena:    %zu bytes (%.2f MiB)\n", d->arena_bytes,
+            (double)d->arena_bytes / (1024.0 * 1024.0));
+    fprintf(f, "weights:  %zu bytes (%.2f MiB)\n", d->weights_bytes,
+            (double)d->weights_bytes / (1024.0 * 1024.0));
+    fprintf(f, "inputs:\n");
+    for (int i = 0; i < d->n_inputs; i++)
+        fprintf(f, "  %s: %s\n", d->inputs[i].name, info_str(buf, sizeof buf, &d->inputs[i]));
+    fprintf(f, "outputs:\n");
+    for (int i = 0; i < d->n_outputs; i++)
+        fprintf(f, "  %s: %s\n", d->outputs[i].name, info_str(buf, sizeof buf, &d->outputs[i]));
+}
+
+/* ===== loading the model ===================================================================== */
+
+static int check_tensor_info(const char *path, const char *kind, int i,
+                             const cuvil_tensor_info *t) {
+    if (!t->name)
+        return errf("%s: malformed model descriptor: %s %d has no name", path, kind, i);
+    if (t->ndim < 0 || t->ndim > CUVIL_MAX_DIMS)
+        return errf("%s: malformed model descriptor: %s '%s' has ndim %d", path, kind, t->name,
+                    t->ndim);
+    size_t n = cuvil_dtype_size(t->dtype);
+    if (n == 0)
+        return errf("%s: %s '%s' has dtype %s, which cuvil-run cannot feed", path, kind,
+                    t->name, cuvil_dtype_name(t->dtype));
+    for (int d = 0; d < t->ndim; d++)
+        if (t->dims[d] < 0 || (uint64_t)t->dims[d] > SIZE_MAX ||
+            __builtin_mul_overflow(n, (size_t)t->dims[d], &n))
+            return errf("%s: malformed model descriptor: %s '%s' has an invalid shape", path,
+                        kind, t->name);
+    if (n != t->nbytes)
+        return errf("%s: malformed model descriptor: %s '%s' says %zu bytes, its shape needs %zu",
+                    path, kind, t->name, t->nbytes, n);
+    return 0;
+}
+
+static int check_desc(const char *path, const cuvil_model_desc *d) {
+    if (d->abi_version != CUVIL_MODEL_ABI_VERSION)
+        return errf("%s: model ABI version %" PRIu32 ", this cuvil-run supports %d; recompile the "
+                    "model with this Cuvil", path, d->abi_version, CUVIL_MODEL_ABI_VERSION);
+    if (d->n_inputs < 0 || d->n_inputs > MAX_MODEL_TENSORS || d->n_outputs < 0 ||
+        d->n_outputs > MAX_MODEL_TENSORS || (d->n_inputs && !d->inputs) ||
+        (d->n_outputs && !d->outputs) || !d->create || !d->run || !d->errmsg || !d->destroy)
+        return errf("%s: malformed model descriptor", path);
+    for (int i = 0; i < d->n_inputs; i++)
+        if (check_tensor_info(path, "input", i, &d->inputs[i]))
+            return 1;
+    for (int i = 0; i < d->n_outputs; i++)
+        if (check_tensor_info(path, "output", i, &d->outputs[i]))
+            return 1;
+    return 0;
+}
+
+static int load_model(const char *path, void **handle, const cuvil_model_desc **desc) {
+    /* dlopen searches the library path for a bare name; a model file is meant literally */
+    size_t n = strlen(path) + 3;
+    char *p = malloc(n);
+    if (!p)
+        return errf("out of memory");
+    snprintf(p, n, "%s%s", strchr(path, '/') ? "" : "./", path);
+    *handle = dlopen(p, RTLD_NOW | RTLD_LOCAL);
+    free(p);
+    if (!*handle) {
+        const char *e = dlerror();
+        return errf("cannot load model: %s", e ? e : path);
+    }
+    void *sym = dlsym(*handle, CUVIL_MODEL_ENTRY_SYMBOL);
+    if (!sym)
+        return errf("%s: not a Cuvil model (no symbol '%s')", path, CUVIL_MODEL_ENTRY_SYMBOL);
+    cuvil_model_entry_fn entry;
+    memcpy(&entry, &sym, sizeof entry);   /* object to function pointer, as POSIX allows */
+    *desc = entry();
+    if (!*desc)
+        return errf("%s: %s() returned NULL", path, CUVIL_MODEL_ENTRY_SYMBOL);
+    return check_desc(path, *desc);
+}
+
+/* ===== inputs ================================================================================ */
+
+/* Lists the model's input names into buf: "x, mask". */
+static const char *input_names(char *buf, size_t len, const cuvil_model_desc *d) {
+    size_t n = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < d->n_inputs && n < len; i++)
+        n += (size_t)snprintf(buf + n, len - n, "%s%s", i ? ", " : "", d->inputs[i].name);
+    if (d->n_inputs == 0)
+        snprintf(buf, len, "(none)");
+    return buf;
+}
+
+/* Maps each --input to a model input: files[i] is the file for input i. */
+static int resolve_inputs(const args *a, const cuvil_model_desc *d, const char **files) {
+    char names[1024];
+    for (int k = 0; k < a->n_inputs; k++) {
+        const char *s = a->inputs[k];
+        int idx = -1;
+        size_t best = 0;
+        for (int i = 0; i < d->n_inputs; i++) {
+            size_t len = strlen(d->inputs[i].name);
+            if (strncmp(s, d->inputs[i].name, len) == 0 && s[len] == '=' &&
+                (idx < 0 || len > best)) {
+                idx = i;
+                best = len;
+            }
+        }
+        const char *file;
+        if (idx >= 0) {
+            file = s + best + 1;
+        } else if (!strchr(s, '=') || (d->n_inputs == 1 && access(s, F_OK) == 0)) {
+            if (d->n_inputs != 1)
+                return errf("--input %s: the model has %d inputs (%s); name it with "
+                            "--input NAME=FILE", s, d->n_inputs,
+                            input_names(names, sizeof names, d));
+            idx = 0;
+            file = s;
+        } else {
+            return errf("unknown input '%.*s'; the model's inputs are: %s",
+                        (int)(strchr(s, '=') - s), s, input_names(names, sizeof names, d));
+        }
+        if (!*file)
+            return errf("--input %s: no file given", s);
+        if (files[idx])
+            return errf("input '%s' given twice ('%s' and '%s')", d->inputs[idx].name,
+                        files[idx], file);
+        files[idx] = file;
+    }
+    char missing[1024];
+    size_t n = 0;
+    int n_missing = 0;
+    for (int i = 0; i < d->n_inputs; i++) {
+        if (files[i] || n >= sizeof missing)
+            continue;
+        n += (size_t)snprintf(missing + n, sizeof missing - n, "%s'%s' (%s)",
+                              n_missing ? ", " : "", d->inputs[i].name,
+                              info_str(names, sizeof names, &d->inputs[i]));
+        n_missing++;
+    }
+    if (n_missing)
+        return errf("missing input%s %s; pass --input %s=FILE", n_missing > 1 ? "s" : "",
+                    missing, d->n_inputs == 1 ? d->inputs[0].name : "NAME");
+    return 0;
+}
+
+/* The file's tensor must be exactly what the model was compiled for. */
+static int check_input(const cuvil_tensor_info *ti, const char *file, const cuvil_host_tensor *t) {
+    if (t->dtype != ti->dtype)
+        return errf("input '%s': file %s holds %s, model expects %s (no implicit conversion; "
+                    "convert the file, e.g. a.astype('%s'))", ti->name, file,
+                    cuvil_dtype_name(t->dtype), cuvil_dtype_name(ti->dtype),
+                    cuvil_dtype_name(ti->dtype));
+    bool same = t->ndim == ti->ndim;
+    for (int i = 0; same && i < t->ndim; i++)
+        same = t->dims[i] == ti->dims[i];
+    if (same && t->nbytes == ti->nbytes)
+        return 0;
+    char fs[256], ms[256], syms[512] = "", hint[512] = "";
+    size_t ns = 0, nh = 0;
+    bool only_symbolic = t->ndim == ti->ndim;
+    for (int i = 0; i < ti->ndim; i++) {
+        if (ti->dim_names[i] && ns < sizeof syms)
+            ns += (size_t)snprintf(syms + ns, sizeof syms - ns, "%s%s=%" PRId64,
+                                   ns ? ", " : " (", ti->dim_names[i], ti->dims[i]);
+        if (t->ndim != ti->ndim || t->dims[i] == ti->dims[i])
+            continue;
+        if (!ti->dim_names[i])
+            only_symbolic = false;
+        else if (nh < sizeof hint)
+            nh += (size_t)snprintf(hint + nh, sizeof hint - nh, "%s--dim %s=%" PRId64,
+                                   nh ? " " : "; recompile with ", ti->dim_names[i],
+                                   t->dims[i]);
+    }
+    if (ns && ns < sizeof syms)
+        snprintf(syms + ns, sizeof syms - ns, ")");
+    return errf("input '%s': file %s has shape %s, model was compiled for %s%s%s", ti->name,
+                file, dims_str(fs, sizeof fs, t->ndim, t->dims),
+                dims_str(ms, sizeof ms, ti->ndim, ti->dims), syms, only_symbolic ? hint : "");
+}
+
+/* ===== outputs =============================================================================== */
+
+/* A file name for an output: the output's name, with the characters that cannot or should not
+ * be in a file name ('/', '\\', control characters) replaced by '_'; never empty, "." or "..".
+ * Other characters (':' as in "logits:0", spaces, UTF-8) are kept, so names stay predictable. */
+static void output_file_name(char *buf, size_t len, const char *name, int index) {
+    size_t n = 0;
+    for (const char *p = name; *p && n + 1 < len && n < 200; p++) {
+        unsigned char c = (unsigned char)*p;
+        buf[n++] = (c == '/' || c == '\\' || c < 0x20 || c == 0x7f) ? '_' : (char)c;
+    }
+    buf[n] = '\0';
+    if (n == 0)
+        snprintf(buf, len, "output%d", index);
+    else if (strcmp(buf, ".") == 0 || strcmp(buf, "..") == 0)
+        memset(buf, '_', n);
+}
+
+/* mkdir -p; the directories it made are appended to made[] (for removal on failure). */
+static int make_dirs(const char *dir, char **made, int *n_made, int max_made) {
+    char *p = strdup(dir);
+    if (!p)
+        return errf("out of memory");
+    size_t len = strlen(p);
+    for (size_t i = 1; i <= len; i++) {
+        if (p[i] != '/' && p[i] != '\0')
+            continue;
+        char saved = p[i];
+        p[i] = '\0';
+        if (mkdir(p, 0777) == 0) {
+            char *copy = *n_made < max_made ? strdup(p) : NULL;
+            if (copy)
+                made[(*n_made)++] = copy;
+        } else {
+            struct stat sb;
+            if (errno != EEXIST || stat(p, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+                int e = errno == EEXIST ? ENOTDIR : errno;
+                errf("--output-dir %s: cannot create '%s': %s", dir, p, strerror(e));
+                free(p);
+                return 1;
+            }
+        }
+        p[i] = saved;
+    }
+    free(p);
+    return 0;
+}
+
+/* Up to 8 leading values, "[3, 5, 7]" or "[3, 5, ...]". */
+static void preview(FILE *f, const cuvil_tensor_info *t, const void *data) {
+    size_t count = t->nbytes / cuvil_dtype_size(t->dtype);
+    fputc('[', f);
+    for (size_t i = 0; i < count && i < 8; i++) {
+        fputs(i ? ", " : "", f);
+        const char *p = (const char *)data + i * cuvil_dtype_size(t->dtype);
+        switch (t->dtype) {
+        case CUVIL_DTYPE_FLOAT32: { float v; memcpy(&v, p, 4); fprintf(f, "%g", v); break; }
+        case CUVIL_DTYPE_FLOAT64: { double v; memcpy(&v, p, 8); fprintf(f, "%g", v); break; }
+        case CUVIL_DTYPE_INT64: { int64_t v; memcpy(&v, p, 8); fprintf(f, "%" PRId64, v); break; }
+        case CUVIL_DTYPE_INT32: { int32_t v; memcpy(&v, p, 4); fprintf(f, "%" PRId32, v); break; }
+        case CUVIL_DTYPE_INT8: fprintf(f, "%d", (int)*(const int8_t *)p); break;
+        case CUVIL_DTYPE_UINT8:
+        case CUVIL_DTYPE_BOOL: fprintf(f, "%u", (unsigned)*(const uint8_t *)p); break;
+        default: fputs("?", f); break;
+        }
+    }
+    fputs(count > 8 ? ", ...]" : "]", f);
+}
+
+/* ===== timing statistics ===================================================================== */
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+typedef struct bench_stats {
+    double median, p99, min, mean;
+} bench_stats;
+
+static bench_stats stats_of(double *t, long n) {
+    bench_stats s = {0, 0, 0, 0};
+    if (n <= 0)
+        return s;
+    qsort(t, (size_t)n, sizeof *t, cmp_double);
+    s.median = n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
+    long k = (long)ceil(0.99 * (double)n) - 1;   /* nearest rank */
+    s.p99 = t[k < 0 ? 0 : k];
+    s.min = t[0];
+    double sum = 0;
+    for (long i = 0; i < n; i++)
+        sum += t[i];
+    s.mean = sum / (double)n;
+    return s;
+}
+
+static double peak_rss_mb(void) {
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0)
+        return 0;
+    return (double)ru.ru_maxrss / 1024.0;   /* Linux: kilobytes */
+}
+
+/* ===== main ================================================================================== */
+
+int main(int argc, char **argv) {
+    args a = {0};
+    void *handle = NULL;
+    const cuvil_model_desc *d = NULL;
+    cuvil_model *m = NULL;
+    const char **files = NULL;
+    cuvil_host_tensor *tin = NULL;
+    void **in_owned = NULL, **out_bufs = NULL, **bench_bufs = NULL;
+    const void **in_ptrs = NULL;
+    char **out_paths = NULL;
+    char *made_dirs[64];
+    int n_made = 0, n_written = 0;
+    double *times = NULL;
+    int rc = 1;
+
+    if (parse_args(argc, argv, &a))
+        goto done;
+    if (a.help) {
+        fputs(usage_text, stdout);
+        rc = 0;
+        goto done;
+    }
+
+    double t_load = now_ms();
+    if (load_model(a.model, &handle, &d))
+        goto done;
+    t_load = now_ms() - t_load;
+
+    if (a.info && a.n_inputs == 0) {
+        if (a.json) {
+            fputs("{\"model\": ", stdout);
+            json_str(stdout, a.model);
+            fputs(", \"info\": ", stdout);
+            json_info(stdout, d);
+            fputs("}\n", stdout);
+        } else {
+            print_info(stdout, a.model, d);
+        }
+        rc = 0;
+        goto done;
+    }
+
+    /* ---- inputs: every model input exactly once, exact dtype and shape ---- */
+    int ni = d->n_inputs, no = d->n_outputs;
+    files = calloc((size_t)ni + 1, sizeof *files);
+    tin = calloc((size_t)ni + 1, sizeof *tin);
+    in_owned = calloc((size_t)ni + 1, sizeof *in_owned);
+    in_ptrs = calloc((size_t)ni + 1, sizeof *in_ptrs);
+    out_bufs = calloc((size_t)no + 1, sizeof *out_bufs);
+    out_paths = calloc((size_t)no + 1, sizeof *out_paths);
+    if (!files || !tin || !in_owned || !in_ptrs || !out_bufs || !out_paths) {
+        errf("out of memory");
+        goto done;
+    }
+    if (resolve_inputs(&a, d, files))
+        goto done;
+    for (int i = 0; i < ni; i++) {
+        char e[1024];
+        if (cuvil_tensor_read(files[i], &tin[i], e, sizeof e) != CUVIL_OK) {
+            errf("input '%s': %s", d->inputs[i].name, e);
+            goto done;
+        }
+        if (check_input(&d->inputs[i], files[i], &tin[i]))
+            goto done;
+        in_ptrs[i] = tin[i].data;
+        if ((uintptr_t)tin[i].data % BUF_ALIGN != 0) {
+            if (!(in_owned[i] = alloc_aligned(tin[i].nbytes))) {
+                errf("out of memory for input '%s' (%zu bytes)", d->inputs[i].name, tin[i].nbytes);
+                goto done;
+            }
+            memcpy(in_owned[i], tin[i].data, tin[i].nbytes);
+            in_ptrs[i] = in_owned[i];
+        }
+    }
+    for (int i = 0; i < no; i++) {
+        if (!(out_bufs[i] = alloc_aligned(d->outputs[i].nbytes))) {
+            errf("out of memory for output '%s' (%zu bytes)", d->outputs[i].name,
+                 d->outputs[i].nbytes);
+            goto done;
+        }
+    }
+
+    /* ---- create and run ---- */
+    int threads = a.threads;
+    cuvil_model_options opts = {.n_threads = threads, .weights_path = NULL};
+    double t_create = now_ms();
+    cuvil_status st = d->create(&opts, &m);
+    t_create = now_ms() - t_create;
+    if (st != CUVIL_OK) {
+        const char *msg = m ? d->errmsg(m) : NULL;
+        errf("%s: create failed: %s", a.model, msg && *msg ? msg : cuvil_status_str(st));
+        goto done;
+    }
+    double load_ms = t_load + t_create;
+    void *const *outs = out_bufs;
+    const void *const *ins = in_ptrs;
+    double first_ms = now_ms();
+    st = d->run(m, ins, outs);
+    first_ms = now_ms() - first_ms;
+    if (st != CUVIL_OK) {
+        const char *msg = d->errmsg(m);
+        errf("%s: run failed: %s", a.model, msg && *msg ? msg : cuvil_status_str(st));
+        goto done;
+    }
+
+    bench_stats bs = {0, 0, 0, 0};
+    long warmup = 0;
+    if (a.bench > 0) {
+        warmup = a.warmup >= 0 ? a.warmup : (a.bench / 10 < 10 ? a.bench / 10 : 10);
+        times = malloc((size_t)a.bench * sizeof *times);
+        /* the timed runs write elsewhere: the files hold the first run's results */
+        bench_bufs = calloc((size_t)no + 1, sizeof *bench_bufs);
+        if (!times || !bench_bufs) {
+            errf("out of memory");
+            goto done;
+        }
+        for (int i = 0; i < no; i++) {
+            if (!(bench_bufs[i] = alloc_aligned(d->outputs[i].nbytes))) {
+                errf("out of memory for output '%s' (%zu bytes)", d->outputs[i].name,
+                     d->outputs[i].nbytes);
+                goto done;
+            }
+        }
+        void *const *bench_outs = bench_bufs;
+        for (long i = 0; i < warmup + a.bench; i++) {
+            double t0 = now_ms();
+            st = d->run(m, ins, bench_outs);
+            double t1 = now_ms();
+            if (st != CUVIL_OK) {
+                const char *msg = d->errmsg(m);
+                errf("%s: run %ld failed: %s", a.model, i + 2,
+                     msg && *msg ? msg : cuvil_status_str(st));
+                goto done;
+            }
+            if (i >= warmup)
+                times[i - warmup] = t1 - t0;
+        }
+        bs = stats_of(times, a.bench);
+    }
+
+    /* ---- outputs: written only after every run succeeded, all or none ---- */
+    bool write_outputs = a.bench < 0 || a.output_dir;
+    if (write_outputs && no > 0) {
+        const char *dir = a.output_dir ? a.output_dir : ".";
+        if (make_dirs(dir, made_dirs, &n_made, (int)(sizeof made_dirs / sizeof made_dirs[0])))
+            goto done;
+        char (*fnames)[256] = calloc((size_t)no, sizeof *fnames);
+        if (!fnames) {
+            errf("out of memory");
+            goto done;
+        }
+        for (int i = 0; i < no; i++) {
+            output_file_name(fnames[i], sizeof fnames[i] - 16, d->outputs[i].name, i);
+            for (int j = 0; j < i; j++) {
+                if (strcmp(fnames[i], fnames[j]) == 0) {   /* "a/b" and "a_b" */
+                    size_t l = strlen(fnames[i]);
+                    snprintf(fnames[i] + l, sizeof fnames[i] - l, "_%d", i);
+                    j = -1;   /* re-check against all */
+                }
+            }
+            size_t plen = strlen(dir) + strlen(fnames[i]) + 8;
+            if (!(out_paths[i] = malloc(plen))) {
+                free(fnames);
+                errf("out of memory");
+                goto done;
+            }
+            snprintf(out_paths[i], plen, "%s/%s.npy", dir, fnames[i]);
+        }
+        free(fnames);
+        for (int i = 0; i < no; i++) {
+            const cuvil_tensor_info *to = &d->outputs[i];
+            cuvil_host_tensor t = {.dtype = to->dtype, .ndim = to->ndim, .data = out_bufs[i],
+                                   .nbytes = to->nbytes};
+            memcpy(t.dims, to->dims, sizeof t.dims);
+            char e[1024];
+            if (cuvil_npy_write(out_paths[i], &t, e, sizeof e) != CUVIL_OK) {
+                errf("output '%s': %s", to->name, e);
+                goto done;
+            }
+            n_written++;
+        }
+    }
+
+    /* ---- report ---- */
+    double rss = peak_rss_mb();
+    int threads_used = threads > 1 ? threads : 1;
+    if (a.json) {
+        fputs("{\"model\": ", stdout);
+        json_str(stdout, a.model);
+        fprintf(stdout, ", \"threads\": %d, \"load_ms\": %.4f, \"first_ms\": %.4f", threads_used,
+                load_ms, first_ms);
+        if (a.bench > 0)
+            fprintf(stdout, ", \"iters\": %ld, \"warmup\": %ld, \"median_ms\": %.4f, "
+                    "\"p99_ms\": %.4f, \"min_ms\": %.4f, \"mean_ms\": %.4f", a.bench, warmup,
+                    bs.median, bs.p99, bs.min, bs.mean);
+        fprintf(stdout, ", \"peak_rss_mb\": %.2f, \"outputs\": [", rss);
+        for (int i = 0; i < n_written; i++) {
+            fprintf(stdout, "%s{\"name\": ", i ? ", " : "");
+            json_str(stdout, d->outputs[i].name);
+            fputs(", \"file\": ", stdout);
+            json_str(stdout, out_paths[i]);
+            fputc('}', stdout);
+        }
+        fputc(']', stdout);
+        if (a.info) {
+            fputs(", \"info\": ", stdout);
+            json_info(stdout, d);
+        }
+        fputs("}\n", stdout);
+    } else {
+        if (a.info)
+            print_info(stdout, a.model, d);
+        char buf[512];
+        for (int i = 0; i < n_written; i++) {
+            printf("%s: %s = ", d->outputs[i].name, info_str(buf, sizeof buf, &d->outputs[i]));
+            preview(stdout, &d->outputs[i], out_bufs[i]);
+            printf(" -> %s\n", out_paths[i]);
+        }
+        if (a.bench > 0) {
+            printf("model:     %s (threads=%d)\n", a.model, threads_used);
+            printf("load:      %.3f ms (dlopen + create)\n", load_ms);
+            printf("first run: %.3f ms\n", first_ms);
+            printf("%ld runs (after %ld warmup): median %.3f ms, p99 %.3f ms, min %.3f ms, "
+                   "mean %.3f ms\n", a.bench, warmup, bs.median, bs.p99, bs.min, bs.mean);
+            printf("peak RSS:  %.1f MB\n", rss);
+        }
+    }
+    if (fflush(stdout) != 0) {
+        errf("cannot write to stdout: %s", strerror(errno));
+        goto done;
+    }
+    rc = 0;
+
+done:
+    if (rc != 0) {
+        /* no partial results: remove what this run wrote, then the directories it made */
+        for (int i = 0; i < n_written; i++)
+            unlink(out_paths[i]);
+        for (int i = n_made - 1; i >= 0; i--)
+            rmdir(made_dirs[i]);
+        fprintf(stderr, "cuvil-run: %s\n", g_err[0] ? g_err : "failed");
+    }
+    for (int i = 0; i < n_made; i++)
+        free(made_dirs[i]);
+    if (m)
+        d->destroy(m);
+    if (d) {
+        for (int i = 0; tin && i < d->n_inputs; i++)
+            cuvil_host_tensor_free(&tin[i]);
+        for (int i = 0; in_owned && i < d->n_inputs; i++)
+            free(in_owned[i]);
+        for (int i = 0; out_bufs && i < d->n_outputs; i++)
+            free(out_bufs[i]);
+        for (int i = 0; bench_bufs && i < d->n_outputs; i++)
+            free(bench_bufs[i]);
+        for (int i = 0; out_paths && i < d->n_outputs; i++)
+            free(out_paths[i]);
+    }
+    free(times);
+    free(files);
+    free(tin);
+    free(in_owned);
+    free(in_ptrs);
+    free(out_bufs);
+    free(bench_bufs);
+    free(out_paths);
+    free(a.inputs);
+    if (handle)
+        dlclose(handle);
+    return rc;
+}

@@ -1,0 +1,421 @@
+/*
+ * conv2d.c -- 2-D convolution, NCHW: y = act(conv(x, w) + bias + residual).
+ *
+ * Three paths, chosen from the (constant) shape:
+ *  - C/group == 1 (depthwise, any channel multiplier): a direct loop, one output row at a time,
+ *    accumulating one kernel tap over the whole row per pass (vectorises over output width).
+ *  - 1x1, stride 1, no padding: per image and group, Y[Mg, H*W] = W[Mg, Cg] x X[Cg, H*W], a
+ *    plain GEMM on the input as it lies.
+ *  - anything else: the same GEMM with K = Cg*KH*KW, where the B operand is the im2col matrix.
+ *    It is never materialised: the GEMM's B packer reads the image directly into the packed
+ *    NR-wide panels (im2col and packing in one pass, so the scratch is just the GEMM's).
+ * Bias, the residual (which may be y itself) and the activation are fused into the GEMM
+ * epilogue.
+ */
+#include <string.h>
+
+#include "../rt_int.h"
+
+/* ===== im2col packer =================================================================== */
+typedef struct im2col_ctx {
+    const float *x; /* first input channel of the group, one image */
+    int64_t C, H, W, KH, KW, sh, sw, pt, pl, dh, dw, OH, OW;
+} im2col_ctx;
+
+typedef struct seg {
+    int64_t oh, ow, len, pos;
+} seg;
+
+#define MAX_NR 64
+
+/* Columns t in [0, len) of an output-row segment read input columns iw0 + t*sw; the ones
+ * inside [0, W) are [*lo, *hi). */
+static inline void clip_cols(int64_t iw0, int64_t sw, int64_t len, int64_t W, int64_t *lo,
+                             int64_t *hi) {
+    int64_t l = iw0 >= 0 ? 0 : (-iw0 + sw - 1) / sw;
+    int64_t h = W - iw0 > 0 ? (W - iw0 + sw - 1) / sw : 0;
+    if (l > len) l = len;
+    if (h > len) h = len;
+    if (h < l) h = l;
+    *lo = l;
+    *hi = h;
+}
+
+/* Where one output-row segment reads within a channel, for one kernel tap (kh, kw). */
+typedef struct plan {
+    int64_t off;    /* input offset of the segment's first column (may be outside) */
+    int64_t lo, hi; /* the columns t in [lo, hi) read inside the input; the rest are 0 */
+} plan;
+
+#define PLAN_CAP 1024 /* plans kept per panel: taps x segments */
+
+/* Packs the im2col matrix B[k = (c, kh, kw)][j = (oh, ow)] of one image and group. Per panel
+ * of NR output pixels the geometry (which output-row segments it covers, where each kernel
+ * tap reads, what is clipped) is the same for every channel, so it is planned once per tap;
+ * then channels are walked in the order the packed rows are laid out (c outer, taps inner),
+ * so the writes are sequential and the reads stay within a few rows of one channel. */
+static void pack_b_im2col(const void *vctx, int64_t k0, int64_t kc, int64_t n0, int64_t nc,
+                          int nr, float *dst) {
+    const im2col_ctx *g = (const im2col_ctx *)vctx;
+    const int64_t KK = g->KH * g->KW, HW = g->H * g->W, sw = g->sw;
+    seg segs[MAX_NR];
+    plan plans[PLAN_CAP];
+    unsigned char full[PLAN_CAP]; /* per tap: every segment unclipped, stride 1 */
+    for (int64_t j0 = 0; j0 < nc; j0 += nr, dst += kc * nr) {
+        const int64_t cols = cuvil_min_i64(nr, nc - j0);
+        int nseg = 0;
+        for (int64_t j = n0 + j0, pos = 0, rem = cols; rem > 0; nseg++) {
+            const int64_t oh = j / g->OW, ow = j % g->OW;
+            const int64_t len = cuvil_min_i64(rem, g->OW - ow);
+            segs[nseg] = (seg){oh, ow, len, pos};
+            j += len;
+            pos += len;
+            rem -= len;
+        }
+        if (cols < nr)
+            for (int64_t kk = 0; kk < kc; kk++)
+                memset(dst + kk * nr + cols, 0, (size_t)(nr - cols) * sizeof(float));
+        const int single = nseg == 1 && cols == nr;
+        /* taps in batches that fit the plan buffer */
+        const int64_t tb = PLAN_CAP / nseg;
+        for (int64_t t0 = 0; t0 < KK; t0 += tb) {
+            const int64_t t1 = cuvil_min_i64(KK, t0 + tb);
+            for (int64_t t = t0; t < t1; t++) {
+                const int64_t kh = t / g->KW, kw = t % g->KW;
+                int f = sw == 1;
+                for (int s = 0; s < nseg; s++) {
+                    plan *pl = &plans[(t - t0) * nseg + s];
+                    const int64_t ih = segs[s].oh * g->sh - g->pt + kh * g->dh;
+                    const int64_t iw0 = segs[s].ow * sw - g->pl + kw * g->dw;
+                    pl->off = ih * g->W + iw0;
+                    if (ih >= 0 && ih < g->H) {
+                        clip_cols(iw0, sw, segs[s].len, g->W, &pl->lo, &pl->hi);
+                    } else {
+                        pl->lo = pl->hi = 0;
+                    }
+                    f &= pl->lo == 0 && pl->hi == segs[s].len;
+                }
+                full[t - t0] = (unsigned char)f;
+            }
+            /* rows k = c*KK + t in [k0, k0 + kc) with t in [t0, t1) */
+            const int64_t c_first = cuvil_max_i64(0, (k0 - t1 + 1 + KK - 1) / KK);
+            const int64_t c_last = cuvil_min_i64(g->C - 1, (k0 + kc - 1 - t0) / KK);
+            for (int64_t c = c_first; c <= c_last; c++) {
+                const float *xc = g->x + c * HW;
+                const int64_t ta = cuvil_max_i64(t0, k0 - c * KK);
+                const int64_t tz = cuvil_min_i64(t1, k0 + kc - c * KK);
+                for (int64_t t = ta; t < tz; t++) {
+                    float *d = dst + (c * KK + t - k0) * nr;
+                    const plan *pl = &plans[(t - t0) * nseg];
+                    if (single && full[t - t0]) {
+                        const float *xs = xc + pl->off;
+                        if (nr == 16)
+                            memcpy(d, xs, 16 * sizeof(float));
+                        else
+                            memcpy(d, xs, (size_t)nr * sizeof(float));
+                    } else if (full[t - t0]) {
+                        for (int s = 0; s < nseg; s++) {
+                            float *ds = d + segs[s].pos;
+                            const float *xs = xc + pl[s].off;
+                            memcpy(ds, xs, (size_t)segs[s].len * sizeof(float));
+                        }
+                    } else {
+                        for (int s = 0; s < nseg; s++) {
+                            float *ds = d + segs[s].pos;
+                            const int64_t len = segs[s].len, lo = pl[s].lo, hi = pl[s].hi;
+                            const int64_t off = pl[s].off;
+                            for (int64_t q = 0; q < lo; q++) ds[q] = 0.0f;
+                            for (int64_t q = lo; q < hi; q++) ds[q] = xc[off + q * sw];
+                            for (int64_t q = hi; q < len; q++) ds[q] = 0.0f;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* ===== Depthwise direct loop =========================================================== */
+static void act_inplace(const cuvil_act_params *a, float *y, int64_t n) {
+    if (a->act != CUVIL_ACT_NONE) cuvil_f32_unary(a, y, y, (size_t)n);
+}
+
+/* One output row of a KxK, stride S, undilated depthwise conv over the columns whose taps are
+ * all inside the input: K and S are constants at each call site, so the tap loops unroll and
+ * the loop over output columns vectorises with every partial sum in registers. */
+static inline __attribute__((always_inline)) void dw_row_fixed(
+    const float *const *rows, const float *wk, float b, const float *rr, float *yr, int64_t lo,
+    int64_t hi, int64_t pl, const int K, const int S) {
+    const float *r[5];
+    float wl[25];
+    for (int kh = 0; kh < K; kh++) r[kh] = rows[kh];
+    for (int t = 0; t < K * K; t++) wl[t] = wk[t];
+    if (rr) {
+        for (int64_t ow = lo; ow < hi; ow++) {
+            const int64_t base = ow * S - pl;
+            float acc = b;
+            for (int kh = 0; kh < K; kh++)
+                for (int kw = 0; kw < K; kw++) acc += wl[kh * K + kw] * r[kh][base + kw];
+            yr[ow] = acc + rr[ow];
+        }
+    } else {
+        for (int64_t ow = lo; ow < hi; ow++) {
+            const int64_t base = ow * S - pl;
+            float acc = b;
+            for (int kh = 0; kh < K; kh++)
+                for (int kw = 0; kw < K; kw++) acc += wl[kh * K + kw] * r[kh][base + kw];
+            yr[ow] = acc;
+        }
+    }
+}
+
+/* Same sum for one border column, checking each tap. */
+static inline float dw_point(const float *const *rows, const float *wk, float b, int64_t ow,
+                             int64_t K, int64_t S, int64_t pl, int64_t W) {
+    float acc = b;
+    const int64_t base = ow * S - pl;
+    for (int64_t kh = 0; kh < K; kh++)
+        for (int64_t kw = 0; kw < K; kw++) {
+            const int64_t iw = base + kw;
+            if (iw >= 0 && iw < W) acc += wk[kh * K + kw] * rows[kh][iw];
+        }
+    return acc;
+}
+
+static void dw_fixed(const cuvil_conv2d_params *p, const float *x, const float *w,
+                     const float *bias, const float *residual, float *y, const float *zero) {
+    const int64_t H = p->H, W = p->W, OH = p->OH, OW = p->OW, K = p->KH, S = p->stride_w;
+    const int64_t mult = p->M / p->group, pl = p->pad_l;
+    int64_t lo = (pl + S - 1) / S;
+    int64_t hi = W - K + pl >= 0 ? (W - K + pl) / S + 1 : 0;
+    if (hi > OW) hi = OW;
+    if (lo > OW) lo = OW;
+    if (hi < lo) hi = lo;
+    for (int64_t n = 0; n < p->N; n++)
+        for (int64_t m = 0; m < p->M; m++) {
+            const float *xc = x + (n * p->C + m / mult) * H * W;
+            const float *wm = w + m * K * K;
+            float *ym = y + (n * p->M + m) * OH * OW;
+            const float *rm = residual ? residual + (n * p->M + m) * OH * OW : NULL;
+            const float b = bias ? bias[m] : 0.0f;
+            for (int64_t oh = 0; oh < OH; oh++) {
+                const float *rows[5];
+                for (int64_t kh = 0; kh < K; kh++) {
+                    const int64_t ih = oh * S - p->pad_t + kh;
+                    rows[kh] = ih >= 0 && ih < H ? xc + ih * W : zero;
+                }
+                float *yr = ym + oh * OW;
+                const float *rr = rm ? rm + oh * OW : NULL;
+                for (int64_t ow = 0; ow < lo; ow++)
+                    yr[ow] = dw_point(rows, wm, b, ow, K, S, pl, W) + (rr ? rr[ow] : 0.0f);
+                if (K == 3 && S == 1)
+                    dw_row_fixed(rows, wm, b, rr, yr, lo, hi, pl, 3, 1);
+                else if (K == 3)
+                    dw_row_fixed(rows, wm, b, rr, yr, lo, hi, pl, 3, 2);
+                else if (S == 1)
+                    dw_row_fixed(rows, wm, b, rr, yr, lo, hi, pl, 5, 1);
+                else
+                    dw_row_fixed(rows, wm, b, rr, yr, lo, hi, pl, 5, 2);
+                for (int64_t ow = hi; ow < OW; ow++)
+                    yr[ow] = dw_point(rows, wm, b, ow, K, S, pl, W) + (rr ? rr[ow] : 0.0f);
+                act_inplace(&p->act, yr, OW);
+            }
+        }
+}
+
+/* Scratch: an accumulator row of OW floats, then a zero row of W floats. */
+static size_t dw_scratch_size(const cuvil_conv2d_params *p) {
+    return CUVIL_ALIGN_UP((size_t)p->OW * sizeof(float), 64) +
+           CUVIL_ALIGN_UP((size_t)p->W * sizeof(float), 64);
+}
+
+void cuvil_f32_dwconv2d(const cuvil_conv2d_params *p, const float *x, const float *w,
+                        const float *bias, const float *residual, float *y, float *row) {
+    const int64_t H = p->H, W = p->W, OH = p->OH, OW = p->OW, KH = p->KH, KW = p->KW;
+    const int64_t sh = p->stride_h, sw = p->stride_w, dh = p->dil_h, dw = p->dil_w;
+    const int64_t mult = p->M / p->group; /* output channels per input channel */
+    if (KH == KW && (KH == 3 || KH == 5) && sh == sw && (sw == 1 || sw == 2) && dh == 1 &&
+        dw == 1) {
+        float *zero = (float *)((char *)row + CUVIL_ALIGN_UP((size_t)OW * sizeof(float), 64));
+        memset(zero, 0, (size_t)W * sizeof(float));
+        dw_fixed(p, x, w, bias, residual, y, zero);
+        return;
+    }
+    for (int64_t n = 0; n < p->N; n++)
+        for (int64_t m = 0; m < p->M; m++) {
+            const float *xc = x + (n * p->C + m / mult) * H * W;
+            const float *wm = w + m * KH * KW;
+            float *ym = y + (n * p->M + m) * OH * OW;
+            const float *rm = residual ? residual + (n * p->M + m) * OH * OW : NULL;
+            const float b = bias ? bias[m] : 0.0f;
+            for (int64_t oh = 0; oh < OH; oh++) {
+                for (int64_t ow = 0; ow < OW; ow++) row[ow] = b;
+                for (int64_t kh = 0; kh < KH; kh++) {
+                    const int64_t ih = oh * sh - p->pad_t + kh * dh;
+                    if (ih < 0 || ih >= H) continue;
+                    const float *xr = xc + ih * W;
+                    for (int64_t kw = 0; kw < KW; kw++) {
+                        const float wv = wm[kh * KW + kw];
+                        const int64_t off = kw * dw - p->pad_l;
+                        int64_t lo, hi;
+                        clip_cols(off, sw, OW, W, &lo, &hi);
+                        if (sw == 1) {
+                            for (int64_t ow = lo; ow < hi; ow++) row[ow] += wv * xr[ow + off];
+                        } else if (sw == 2) {
+                            for (int64_t ow = lo; ow < hi; ow++) row[ow] += wv * xr[2 * ow + off];
+                        } else {
+                            for (int64_t ow = lo; ow < hi; ow++) row[ow] += wv * xr[ow * sw + off];
+                        }
+                    }
+                }
+                float *yr = ym + oh * OW;
+                if (rm) {
+                    const float *rr = rm + oh * OW;
+                    for (int64_t ow = 0; ow < OW; ow++) yr[ow] = row[ow] + rr[ow];
+                } else {
+                    memcpy(yr, row, (size_t)OW * sizeof(float));
+                }
+                act_inplace(&p->act, yr, OW);
+            }
+        }
+}
+
+/* ===== Dispatch ======================================================================== */
+static int is_depthwise(const cuvil_conv2d_params *p) { return p->group == p->C; }
+
+static int is_pointwise(const cuvil_conv2d_params *p) {
+    return p->KH == 1 && p->KW == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_t == 0 &&
+           p->pad_l == 0 && p->OH == p->H && p->OW == p->W;
+}
+
+/* Explicit zero padding: the im2col packer then never clips (whole-run copies only). */
+static int64_t pad_end(int64_t in, int64_t out, int64_t k, int64_t s, int64_t d, int64_t pb) {
+    const int64_t e = (out - 1) * s + (k - 1) * d + 1 - in - pb;
+    return e > 0 ? e : 0;
+}
+
+static int use_padded(const cuvil_conv2d_params *p) {
+    return !is_pointwise(p) &&
+           (p->pad_t > 0 || p->pad_l > 0 ||
+            pad_end(p->H, p->OH, p->KH, p->stride_h, p->dil_h, p->pad_t) > 0 ||
+            pad_end(p->W, p->OW, p->KW, p->stride_w, p->dil_w, p->pad_l) > 0);
+}
+
+static size_t padded_floats(const cuvil_conv2d_params *p) {
+    const int64_t Hp = p->pad_t + p->H + pad_end(p->H, p->OH, p->KH, p->stride_h, p->dil_h, p->pad_t);
+    const int64_t Wp = p->pad_l + p->W + pad_end(p->W, p->OW, p->KW, p->stride_w, p->dil_w, p->pad_l);
+    return (size_t)(p->C * Hp * Wp);
+}
+
+size_t cuvil_f32_conv2d_scratch_size_ex(const cuvil_conv2d_params *p,
+                                        const cuvil_gemm_blocking *b) {
+    if (is_depthwise(p)) return dw_scratch_size(p);
+    const int64_t Cg = p->C / p->group, Mg = p->M / p->group;
+    size_t n = CUVIL_ALIGN_UP(cuvil_gemm_job_scratch_size(Mg, p->OH * p->OW, Cg * p->KH * p->KW, b), 64);
+    if (use_padded(p)) n += CUVIL_ALIGN_UP(padded_floats(p) * sizeof(float), 64);
+    return n;
+}
+
+size_t cuvil_f32_conv2d_scratch_size(const cuvil_conv2d_params *p) {
+    return cuvil_f32_conv2d_scratch_size_ex(p, cuvil_gemm_default_blocking());
+}
+
+void cuvil_f32_conv2d_ex(const cuvil_conv2d_params *p, const float *x, const float *w,
+                         const float *bias, const float *residual, float *y, void *scratch,
+                         const cuvil_gemm_blocking *b) {
+    if (p->N <= 0 || p->M <= 0 || p->OH <= 0 || p->OW <= 0) return;
+    if (is_depthwise(p)) {
+        cuvil_f32_dwconv2d(p, x, w, bias, residual, y, (float *)scratch);
+        return;
+    }
+    const int64_t G = p->group, Cg = p->C / G, Mg = p->M / G;
+    const int64_t OHW = p->OH * p->OW, KK = p->KH * p->KW;
+    const int pointwise = is_pointwise(p), padded = use_padded(p);
+    const int64_t Hp = padded ? p->pad_t + p->H + pad_end(p->H, p->OH, p->KH, p->stride_h, p->dil_h, p->pad_t) : p->H;
+    const int64_t Wp = padded ? p->pad_l + p->W + pad_end(p->W, p->OW, p->KW, p->stride_w, p->dil_w, p->pad_l) : p->W;
+    const int64_t HW = p->H * p->W, HWp = Hp * Wp;
+    float *xpad = padded ? (float *)((char *)scratch +
+                                     CUVIL_ALIGN_UP(cuvil_gemm_job_scratch_size(Mg, OHW, Cg * KK, b), 64))
+                         : NULL;
+    cuvil_gemm_job j;
+    memset(&j, 0, sizeof j);
+    j.M = Mg;
+    j.N = OHW;
+    j.K = Cg * KK;
+    j.lda = Cg * KK;
+    j.alpha = 1.0f;
+    j.ldb = HW;
+    j.ldc = OHW;
+    j.ld_init = OHW;
+    j.bias_rs = 1;
+    j.bias_cs = 0;
+    j.beta = 1.0f;
+    j.act = p->act;
+    im2col_ctx ctx = {NULL, Cg, Hp, Wp, p->KH, p->KW, p->stride_h, p->stride_w,
+                      padded ? 0 : p->pad_t, padded ? 0 : p->pad_l, p->dil_h, p->dil_w, p->OH, p->OW};
+    if (!pointwise) {
+        j.pack_b = pack_b_im2col;
+        j.pack_b_ctx = &ctx;
+    }
+    for (int64_t n = 0; n < p->N; n++) {
+        const float *xn = x + n * p->C * HW;
+        if (padded) {
+            for (int64_t c = 0; c < p->C; c++) {
+                float *dc = xpad + c * HWp;
+                const float *sc = xn + c * HW;
+                memset(dc, 0, (size_t)(p->pad_t * Wp) * sizeof(float));
+                for (int64_t h = 0; h < p->H; h++) {
+                    float *dr = dc + (p->pad_t + h) * Wp;
+                    memset(dr, 0, (size_t)p->pad_l * sizeof(float));
+                    memcpy(dr + p->pad_l, sc + h * p->W, (size_t)p->W * sizeof(float));
+                    memset(dr + p->pad_l + p->W, 0, (size_t)(Wp - p->pad_l - p->W) * sizeof(float));
+                }
+                memset(dc + (p->pad_t + p->H) * Wp, 0,
+                       (size_t)((Hp - p->pad_t - p->H) * Wp) * sizeof(float));
+            }
+        }
+        for (int64_t g = 0; g < G; g++) {
+            const int64_t yoff = (n * p->M + g * Mg) * OHW;
+            j.A = w + g * Mg * Cg * KK;
+            j.B = xn + g * Cg * HW;
+            ctx.x = padded ? xpad + g * Cg * HWp : xn + g * Cg * HW;
+            j.C = y + yoff;
+            j.c_init = residual ? residual + yoff : NULL;
+            j.bias = bias ? bias + g * Mg : NULL;
+            cuvil_f32_gemm_run(&j, b, scratch);
+        }
+    }
+}
+
+void cuvil_f32_conv2d(const cuvil_conv2d_params *p, const float *x, const float *w,
+                      const float *bias, const float *residual, float *y, void *scratch) {
+    cuvil_f32_conv2d_ex(p, x, w, bias, residual, y, scratch, cuvil_gemm_default_blocking());
+}
+
+void cuvil_f32_conv2d__scalar(const cuvil_conv2d_params *p, const float *x, const float *w,
+                              const float *bias, const float *residual, float *y) {
+    const int64_t Cg = p->C / p->group, Mg = p->M / p->group;
+    for (int64_t n = 0; n < p->N; n++)
+        for (int64_t m = 0; m < p->M; m++) {
+            const int64_t g = m / Mg;
+            for (int64_t oh = 0; oh < p->OH; oh++)
+                for (int64_t ow = 0; ow < p->OW; ow++) {
+                    float acc = 0.0f;
+                    for (int64_t c = 0; c < Cg; c++)
+                        for (int64_t kh = 0; kh < p->KH; kh++) {
+                            const int64_t ih = oh * p->stride_h - p->pad_t + kh * p->dil_h;
+                            if (ih < 0 || ih >= p->H) continue;
+                            for (int64_t kw = 0; kw < p->KW; kw++) {
+                                const int64_t iw = ow * p->stride_w - p->pad_l + kw * p->dil_w;
+                                if (iw < 0 || iw >= p->W) continue;
+                                acc += x[((n * p->C + g * Cg + c) * p->H + ih) * p->W + iw] *
+                                       w[((m * Cg + c) * p->KH + kh) * p->KW + kw];
+                            }
+                        }
+                    const int64_t yi = ((n * p->M + m) * p->OH + oh) * p->OW + ow;
+                    if (bias) acc += bias[m];
+                    if (residual) acc += residual[yi];
+                    y[yi] = cuvil_f32_act1(&p->act, acc);
+                }
+        }
+}

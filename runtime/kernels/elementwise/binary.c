@@ -1,0 +1,140 @@
+/*
+ * binary.c -- broadcasting binary elementwise ops: y = act(a OP b).
+ *
+ * The optimised path first simplifies the index space: size-1 dims are dropped and adjacent
+ * dims are merged wherever both operands (and the dense output) stay contiguous across them,
+ * so [N,C,H,W] + [1,C,1,1] becomes [N, C, H*W] with b strides (0, 1, 0). The innermost run is
+ * then one of four loops (both contiguous, a or b a broadcast scalar, general strides) that the
+ * compiler vectorises; the activation is applied to each finished run while it is in L1.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "../rt_int.h"
+
+/* keep in ORDER with the CUVIL_BIN_* enum in cuvil_rt.h */
+static inline float bin1(int op, float a, float b) {
+    switch (op) {
+    case CUVIL_BIN_ADD: return a + b;
+    case CUVIL_BIN_SUB: return a - b;
+    case CUVIL_BIN_MUL: return a * b;
+    case CUVIL_BIN_DIV: return a / b;
+    case CUVIL_BIN_POW: return powf(a, b);
+    case CUVIL_BIN_MAX: return a > b ? a : b;
+    case CUVIL_BIN_MIN: return a < b ? a : b;
+    case CUVIL_BIN_PRELU: return a >= 0.0f ? a : a * b;
+    default: return 0.0f;
+    }
+}
+
+void cuvil_f32_binary__scalar(const cuvil_binary_params *p, const float *a, const float *b,
+                              float *y) {
+    int64_t idx[CUVIL_RT_MAX_DIMS] = {0};
+    int64_t total = 1;
+    for (int d = 0; d < p->ndim; d++) total *= p->dims[d];
+    for (int64_t i = 0; i < total; i++) {
+        int64_t ia = 0, ib = 0;
+        for (int d = 0; d < p->ndim; d++) {
+            ia += idx[d] * p->a_strides[d];
+            ib += idx[d] * p->b_strides[d];
+        }
+        y[i] = cuvil_f32_act1(&p->act, bin1(p->op, a[ia], b[ib]));
+        for (int d = p->ndim - 1; d >= 0; d--) {
+            if (++idx[d] < p->dims[d]) break;
+            idx[d] = 0;
+        }
+    }
+}
+
+/* The innermost run: n outputs, operand strides sa, sb. */
+#define RUN(EXPR)                                                                  \
+    do {                                                                           \
+        if (sa == 1 && sb == 1) {                                                  \
+            for (int64_t i = 0; i < n; i++) {                                      \
+                const float av = a[i], bv = b[i];                                  \
+                y[i] = (EXPR);                                                     \
+            }                                                                      \
+        } else if (sa == 1 && sb == 0) {                                           \
+            const float bv = b[0];                                                 \
+            for (int64_t i = 0; i < n; i++) {                                      \
+                const float av = a[i];                                             \
+                y[i] = (EXPR);                                                     \
+            }                                                                      \
+        } else if (sa == 0 && sb == 1) {                                           \
+            const float av = a[0];                                                 \
+            for (int64_t i = 0; i < n; i++) {                                      \
+                const float bv = b[i];                                             \
+                y[i] = (EXPR);                                                     \
+            }                                                                      \
+        } else {                                                                   \
+            for (int64_t i = 0; i < n; i++) {                                      \
+                const float av = a[i * sa], bv = b[i * sb];                        \
+                y[i] = (EXPR);                                                     \
+            }                                                                      \
+        }                                                                          \
+    } while (0)
+
+static void run(int op, const float *a, int64_t sa, const float *b, int64_t sb, float *y,
+                int64_t n) {
+    switch (op) {
+    case CUVIL_BIN_ADD: RUN(av + bv); break;
+    case CUVIL_BIN_SUB: RUN(av - bv); break;
+    case CUVIL_BIN_MUL: RUN(av * bv); break;
+    case CUVIL_BIN_DIV: RUN(av / bv); break;
+    case CUVIL_BIN_POW:
+        if (sb == 0 && b[0] == 2.0f)
+            RUN(((void)bv, av * av));
+        else
+            RUN(powf(av, bv));
+        break;
+    case CUVIL_BIN_MAX: RUN(av > bv ? av : bv); break;
+    case CUVIL_BIN_MIN: RUN(av < bv ? av : bv); break;
+    case CUVIL_BIN_PRELU: RUN(av >= 0.0f ? av : av * bv); break;
+    default: break;
+    }
+}
+#undef RUN
+
+void cuvil_f32_binary(const cuvil_binary_params *p, const float *a, const float *b, float *y) {
+    /* Simplify: drop size-1 dims, merge dims that are contiguous for both operands. */
+    int64_t dims[CUVIL_RT_MAX_DIMS], as[CUVIL_RT_MAX_DIMS], bs[CUVIL_RT_MAX_DIMS];
+    int nd = 0;
+    for (int d = 0; d < p->ndim; d++) {
+        if (p->dims[d] == 0) return;
+        if (p->dims[d] == 1) continue;
+        if (nd > 0 && as[nd - 1] == p->a_strides[d] * p->dims[d] &&
+            bs[nd - 1] == p->b_strides[d] * p->dims[d]) {
+            dims[nd - 1] *= p->dims[d];
+            as[nd - 1] = p->a_strides[d];
+            bs[nd - 1] = p->b_strides[d];
+            continue;
+        }
+        dims[nd] = p->dims[d];
+        as[nd] = p->a_strides[d];
+        bs[nd] = p->b_strides[d];
+        nd++;
+    }
+    if (nd == 0) {
+        dims[0] = 1;
+        as[0] = bs[0] = 0;
+        nd = 1;
+    }
+    const int64_t n = dims[nd - 1], sa = as[nd - 1], sb = bs[nd - 1];
+    int64_t idx[CUVIL_RT_MAX_DIMS] = {0};
+    int64_t outer = 1;
+    for (int d = 0; d < nd - 1; d++) outer *= dims[d];
+    int64_t ia = 0, ib = 0;
+    for (int64_t o = 0; o < outer; o++) {
+        float *yo = y + o * n;
+        run(p->op, a + ia, sa, b + ib, sb, yo, n);
+        if (p->act.act != CUVIL_ACT_NONE) cuvil_f32_unary(&p->act, yo, yo, (size_t)n);
+        for (int d = nd - 2; d >= 0; d--) {
+            ia += as[d];
+            ib += bs[d];
+            if (++idx[d] < dims[d]) break;
+            ia -= as[d] * dims[d];
+            ib -= bs[d] * dims[d];
+            idx[d] = 0;
+        }
+    }
+}

@@ -1,0 +1,138 @@
+/*
+ * unary.c -- activations and unary elementwise ops (y = act(x)).
+ *
+ * cuvil_f32_act1() is the one definition of every activation's semantics; the __scalar
+ * reference is a loop over it. The optimised cuvil_f32_unary() writes the cheap ops as plain
+ * loops that the compiler vectorises, and on x86_64-avx2 sends the exp-based ones (exp,
+ * sigmoid, SiLU, tanh) to the vector versions in unary_avx2.c.
+ */
+#include <math.h>
+
+#include "../rt_int.h"
+
+/* keep in ORDER with enum cuvil_act in cuvil_rt.h */
+const char *const cuvil_act_names[CUVIL_ACT__COUNT] = {
+    "None", "Relu",  "LeakyRelu",  "Clip", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh",
+    "Exp",  "Log",   "Sqrt",       "Neg",  "Abs",     "Reciprocal",  "Erf",       "Gelu",
+    "Elu",  "Softplus", "Mish",    "Silu", "Floor",   "Ceil",        "Round",
+};
+
+static inline float softplus1(float x) {
+    /* log(1 + exp(x)) without overflow for large x */
+    return x > 0.0f ? x + log1pf(expf(-x)) : log1pf(expf(x));
+}
+
+float cuvil_f32_act1(const cuvil_act_params *a, float x) {
+    switch (a->act) {
+    case CUVIL_ACT_NONE: return x;
+    case CUVIL_ACT_RELU: return x < 0.0f ? 0.0f : x; /* NaN propagates */
+    case CUVIL_ACT_LEAKY_RELU: return x >= 0.0f ? x : a->alpha * x;
+    case CUVIL_ACT_CLIP: {
+        float v = x < a->alpha ? a->alpha : x;
+        return v > a->beta ? a->beta : v;
+    }
+    case CUVIL_ACT_SIGMOID: return 1.0f / (1.0f + expf(-x));
+    case CUVIL_ACT_HARD_SIGMOID: {
+        float v = a->alpha * x + a->beta;
+        v = v < 1.0f ? v : 1.0f;
+        return v > 0.0f ? v : 0.0f;
+    }
+    case CUVIL_ACT_HARD_SWISH: {
+        float v = x * (1.0f / 6.0f) + 0.5f;
+        v = v < 1.0f ? v : 1.0f;
+        return x * (v > 0.0f ? v : 0.0f);
+    }
+    case CUVIL_ACT_TANH: return tanhf(x);
+    case CUVIL_ACT_EXP: return expf(x);
+    case CUVIL_ACT_LOG: return logf(x);
+    case CUVIL_ACT_SQRT: return sqrtf(x);
+    case CUVIL_ACT_NEG: return -x;
+    case CUVIL_ACT_ABS: return fabsf(x);
+    case CUVIL_ACT_RECIPROCAL: return 1.0f / x;
+    case CUVIL_ACT_ERF: return erff(x);
+    case CUVIL_ACT_GELU: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752440f));
+    case CUVIL_ACT_ELU: return x >= 0.0f ? x : a->alpha * expm1f(x);
+    case CUVIL_ACT_SOFTPLUS: return softplus1(x);
+    case CUVIL_ACT_MISH: return x * tanhf(softplus1(x));
+    case CUVIL_ACT_SILU: return x / (1.0f + expf(-x));
+    case CUVIL_ACT_FLOOR: return floorf(x);
+    case CUVIL_ACT_CEIL: return ceilf(x);
+    case CUVIL_ACT_ROUND: return rintf(x); /* default rounding mode: half to even */
+    default: return x;
+    }
+}
+
+void cuvil_f32_unary__scalar(const cuvil_act_params *a, const float *x, float *y, size_t n) {
+    for (size_t i = 0; i < n; i++) y[i] = cuvil_f32_act1(a, x[i]);
+}
+
+void cuvil_f32_unary(const cuvil_act_params *a, const float *x, float *y, size_t n) {
+    const float al = a->alpha, be = a->beta;
+    switch (a->act) {
+    case CUVIL_ACT_NONE:
+        if (x != y)
+            for (size_t i = 0; i < n; i++) y[i] = x[i];
+        return;
+    case CUVIL_ACT_RELU:
+        for (size_t i = 0; i < n; i++) y[i] = x[i] < 0.0f ? 0.0f : x[i];
+        return;
+    case CUVIL_ACT_LEAKY_RELU:
+        for (size_t i = 0; i < n; i++) y[i] = x[i] >= 0.0f ? x[i] : al * x[i];
+        return;
+    case CUVIL_ACT_CLIP:
+        for (size_t i = 0; i < n; i++) {
+            float v = x[i] < al ? al : x[i];
+            y[i] = v > be ? be : v;
+        }
+        return;
+    case CUVIL_ACT_HARD_SIGMOID:
+        for (size_t i = 0; i < n; i++) {
+            float v = al * x[i] + be;
+            v = v < 1.0f ? v : 1.0f;
+            y[i] = v > 0.0f ? v : 0.0f;
+        }
+        return;
+    case CUVIL_ACT_HARD_SWISH:
+        for (size_t i = 0; i < n; i++) {
+            float v = x[i] * (1.0f / 6.0f) + 0.5f;
+            v = v < 1.0f ? v : 1.0f;
+            y[i] = x[i] * (v > 0.0f ? v : 0.0f);
+        }
+        return;
+    case CUVIL_ACT_SQRT:
+        for (size_t i = 0; i < n; i++) y[i] = sqrtf(x[i]);
+        return;
+    case CUVIL_ACT_NEG:
+        for (size_t i = 0; i < n; i++) y[i] = -x[i];
+        return;
+    case CUVIL_ACT_ABS:
+        for (size_t i = 0; i < n; i++) y[i] = fabsf(x[i]);
+        return;
+    case CUVIL_ACT_RECIPROCAL:
+        for (size_t i = 0; i < n; i++) y[i] = 1.0f / x[i];
+        return;
+    case CUVIL_ACT_FLOOR:
+        for (size_t i = 0; i < n; i++) y[i] = floorf(x[i]);
+        return;
+    case CUVIL_ACT_CEIL:
+        for (size_t i = 0; i < n; i++) y[i] = ceilf(x[i]);
+        return;
+    case CUVIL_ACT_ROUND:
+        for (size_t i = 0; i < n; i++) y[i] = rintf(x[i]);
+        return;
+    default:
+#if CUVIL_HAVE_AVX2
+        if (cuvil_f32_unary__avx2(a, x, y, n)) return;
+#endif
+        cuvil_f32_unary__scalar(a, x, y, n);
+        return;
+    }
+}
+
+void cuvil_f32_vexp(const float *x, float *y, size_t n) {
+#if CUVIL_HAVE_AVX2
+    cuvil_f32_vexp__avx2(x, y, n);
+#else
+    for (size_t i = 0; i < n; i++) y[i] = expf(x[i]);
+#endif
+}

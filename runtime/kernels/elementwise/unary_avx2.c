@@ -1,0 +1,99 @@
+/*
+ * unary_avx2.c -- AVX2+FMA versions of the exp-based activations (x86_64-avx2 target only).
+ *
+ * exp is the Cephes single-precision scheme: x = n ln2 + r with |r| <= ln2/2 (ln2 split in two
+ * parts so r is exact), exp(r) by a degree-6 polynomial, scaled by 2^n. The scale is applied as
+ * two powers of two so that results in the subnormal range and overflow to +inf come out the
+ * way libm's expf gives them. Accuracy is about 1 ulp over the whole range.
+ * tanh uses Cephes' odd polynomial below |x| = 0.625 (where 1 - 2/(e^2x + 1) would cancel) and
+ * the exp form above it.
+ */
+#include <immintrin.h>
+#include <math.h>
+
+#include "../rt_int.h"
+
+static inline __m256 exp256(__m256 x) {
+    const __m256 hi = _mm256_set1_ps(89.0f), lo = _mm256_set1_ps(-104.0f);
+    const __m256 nan_mask = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
+    __m256 xc = _mm256_min_ps(_mm256_max_ps(x, lo), hi);
+    __m256 n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(1.44269504088896341f)),
+                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), xc);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+    __m256 p = _mm256_set1_ps(1.9875691500E-4f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507E-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073E-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894E-2f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459E-1f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201E-1f));
+    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    /* 2^n = 2^n1 * 2^n2 with n1 = n >> 1: both halves stay normal for n in [-150, 128]. */
+    __m256i ni = _mm256_cvtps_epi32(n);
+    __m256i n1 = _mm256_srai_epi32(ni, 1);
+    __m256i n2 = _mm256_sub_epi32(ni, n1);
+    const __m256i bias = _mm256_set1_epi32(127);
+    __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23));
+    __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23));
+    __m256 res = _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
+    return _mm256_blendv_ps(res, _mm256_add_ps(x, x), nan_mask);
+}
+
+static inline __m256 sigmoid256(__m256 x) {
+    const __m256 one = _mm256_set1_ps(1.0f);
+    __m256 e = exp256(_mm256_sub_ps(_mm256_setzero_ps(), x));
+    return _mm256_div_ps(one, _mm256_add_ps(one, e));
+}
+
+static inline __m256 silu256(__m256 x) {
+    const __m256 one = _mm256_set1_ps(1.0f);
+    __m256 e = exp256(_mm256_sub_ps(_mm256_setzero_ps(), x));
+    return _mm256_div_ps(x, _mm256_add_ps(one, e));
+}
+
+static inline __m256 tanh256(__m256 x) {
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    const __m256 one = _mm256_set1_ps(1.0f);
+    __m256 ax = _mm256_andnot_ps(sign, x);
+    /* large: 1 - 2 / (exp(2|x|) + 1), sign restored */
+    __m256 e = exp256(_mm256_add_ps(ax, ax));
+    __m256 big = _mm256_sub_ps(one, _mm256_div_ps(_mm256_set1_ps(2.0f), _mm256_add_ps(e, one)));
+    big = _mm256_or_ps(big, _mm256_and_ps(sign, x));
+    /* small: x + x^3 P(x^2) */
+    __m256 z = _mm256_mul_ps(x, x);
+    __m256 p = _mm256_set1_ps(-5.70498872745E-3f);
+    p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(2.06390887954E-2f));
+    p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(-5.37397155531E-2f));
+    p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(1.33314422036E-1f));
+    p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(-3.33332819422E-1f));
+    __m256 small = _mm256_fmadd_ps(_mm256_mul_ps(p, z), x, x);
+    __m256 is_small = _mm256_cmp_ps(ax, _mm256_set1_ps(0.625f), _CMP_LT_OQ);
+    __m256 r = _mm256_blendv_ps(big, small, is_small);
+    /* NaN in, NaN out (the big branch would give 1 - 2/NaN = NaN already; keep it explicit) */
+    return _mm256_blendv_ps(r, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+}
+
+#define VLOOP(F)                                                        \
+    do {                                                                \
+        size_t i = 0;                                                   \
+        for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, F(_mm256_loadu_ps(x + i))); \
+        if (i < n) {                                                    \
+            float t[8] = {0};                                           \
+            for (size_t k = 0; k < n - i; k++) t[k] = x[i + k];         \
+            __m256 v = F(_mm256_loadu_ps(t));                           \
+            _mm256_storeu_ps(t, v);                                     \
+            for (size_t k = 0; k < n - i; k++) y[i + k] = t[k];         \
+        }                                                               \
+    } while (0)
+
+void cuvil_f32_vexp__avx2(const float *x, float *y, size_t n) { VLOOP(exp256); }
+
+int cuvil_f32_unary__avx2(const cuvil_act_params *a, const float *x, float *y, size_t n) {
+    switch (a->act) {
+    case CUVIL_ACT_EXP: VLOOP(exp256); return 1;
+    case CUVIL_ACT_SIGMOID: VLOOP(sigmoid256); return 1;
+    case CUVIL_ACT_SILU: VLOOP(silu256); return 1;
+    case CUVIL_ACT_TANH: VLOOP(tanh256); return 1;
+    default: return 0;
+    }
+}

@@ -1,0 +1,333 @@
+/*
+ * gemm.c -- blocked single-precision GEMM (BLIS/GotoBLAS structure) shared by GEMM, MatMul,
+ * Conv and ConvTranspose.
+ *
+ * Loop nest, outermost first:
+ *   jc over N in steps of NC   B block  (kc x nc, packed, lives in L2)
+ *   pc over K in steps of KC     pack B[pc.., jc..] into NR-wide panels
+ *   ic over M in steps of MC     pack alpha*A[ic.., pc..] into MR-tall panels (L2)
+ *   jr over nc in steps of NR    one B micro-panel stays in L1
+ *   ir over mc in steps of MR    microkernel: MR x NR tile of C, accumulators in registers
+ * The first K block stores C = A*B (+ c_init, e.g. a residual, which may be C itself); later
+ * blocks accumulate onto C; after the last K block the tile, still in L1, gets the epilogue
+ * (beta * bias, activation). The microkernel is picked from cuvil_f32_gemm_ukernels[]
+ * (6x16 AVX2+FMA on x86_64-avx2, a portable 4x8 otherwise).
+ */
+#include <string.h>
+
+#include "../rt_int.h"
+
+/* ===== Microkernel table ========================================================== */
+const cuvil_gemm_ukernel_desc cuvil_f32_gemm_ukernels[] = {
+    {cuvil_f32_gemm_ukernel_4x8__scalar, 4, 8, "4x8__scalar"},
+#if CUVIL_HAVE_AVX2
+    {cuvil_f32_gemm_ukernel_6x16__avx2_fma, 6, 16, "6x16__avx2_fma"},
+#endif
+};
+const int cuvil_f32_gemm_n_ukernels =
+    (int)(sizeof cuvil_f32_gemm_ukernels / sizeof cuvil_f32_gemm_ukernels[0]);
+
+/* KC: a kc x NR B micro-panel (16 KiB at 256 x 16) stays in L1 next to an A micro-panel;
+ * MC x KC of A (144 KiB) and KC x NC of B (1 MiB at 256 x 1024) share L2 (2 MiB per core on
+ * the Sapphire Rapids this was tuned on; a 256 KiB-L2 part would want a smaller NC). */
+static const cuvil_gemm_blocking default_blocking = {
+    &cuvil_f32_gemm_ukernels[sizeof cuvil_f32_gemm_ukernels / sizeof cuvil_f32_gemm_ukernels[0] - 1],
+#if CUVIL_HAVE_AVX2
+    144, 256, 1024,
+#else
+    128, 256, 1024,
+#endif
+};
+
+const cuvil_gemm_blocking *cuvil_gemm_default_blocking(void) { return &default_blocking; }
+
+/* ===== Portable microkernel ======================================================== */
+/* Plain C written so that -O3 keeps the 4x8 accumulators in vector registers (two SSE or one
+ * AVX register per row). Same packing and contract as the ISA-specific ones. */
+void cuvil_f32_gemm_ukernel_4x8__scalar(size_t kc, const float *a, const float *b, float *c,
+                                        size_t ldc, size_t mr, size_t nr, const float *c_in,
+                                        size_t ld_in) {
+    float acc[4][8];
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 8; j++) acc[i][j] = 0.0f;
+    for (size_t k = 0; k < kc; k++) {
+        for (int i = 0; i < 4; i++) {
+            const float ai = a[i];
+            for (int j = 0; j < 8; j++) acc[i][j] += ai * b[j];
+        }
+        a += 4;
+        b += 8;
+    }
+    for (size_t i = 0; i < mr; i++) {
+        float *ci = c + i * ldc;
+        if (c_in) {
+            const float *ii = c_in + i * ld_in;
+            for (size_t j = 0; j < nr; j++) ci[j] = acc[i][j] + ii[j];
+        } else {
+            for (size_t j = 0; j < nr; j++) ci[j] = acc[i][j];
+        }
+    }
+}
+
+/* ===== Packing ======================================================================= */
+/* alpha * A'[m0 .. m0+mc, k0 .. k0+kc) into ceil(mc/MR) panels of kc x MR, zero padded. */
+static void pack_a(const cuvil_gemm_job *j, int64_t m0, int64_t mc, int64_t k0, int64_t kc,
+                   int mr, float *dst) {
+    const float alpha = j->alpha;
+    for (int64_t i0 = 0; i0 < mc; i0 += mr) {
+        const int64_t rows = cuvil_min_i64(mr, mc - i0);
+        if (!j->trans_a) {
+            /* A is [M, K]: each packed k step gathers one element of each of MR rows. */
+            const float *src = j->A + (m0 + i0) * j->lda + k0;
+            if (rows == mr) {
+                for (int64_t k = 0; k < kc; k++)
+                    for (int i = 0; i < mr; i++) dst[k * mr + i] = alpha * src[i * j->lda + k];
+            } else {
+                for (int64_t k = 0; k < kc; k++) {
+                    int64_t i = 0;
+                    for (; i < rows; i++) dst[k * mr + i] = alpha * src[i * j->lda + k];
+                    for (; i < mr; i++) dst[k * mr + i] = 0.0f;
+                }
+            }
+        } else {
+            /* A is [K, M]: a packed k step is MR contiguous elements. */
+            const float *src = j->A + k0 * j->lda + m0 + i0;
+            for (int64_t k = 0; k < kc; k++) {
+                int64_t i = 0;
+                for (; i < rows; i++) dst[k * mr + i] = alpha * src[k * j->lda + i];
+                for (; i < mr; i++) dst[k * mr + i] = 0.0f;
+            }
+        }
+        dst += kc * mr;
+    }
+}
+
+static void pack_b_dense(const cuvil_gemm_job *j, int64_t k0, int64_t kc, int64_t n0, int64_t nc,
+                         int nr, float *dst) {
+    for (int64_t j0 = 0; j0 < nc; j0 += nr) {
+        const int64_t cols = cuvil_min_i64(nr, nc - j0);
+        if (!j->trans_b) {
+            const float *src = j->B + k0 * j->ldb + n0 + j0;
+            if (cols == nr) {
+                for (int64_t k = 0; k < kc; k++)
+                    memcpy(dst + k * nr, src + k * j->ldb, (size_t)nr * sizeof(float));
+            } else {
+                for (int64_t k = 0; k < kc; k++) {
+                    int64_t c = 0;
+                    for (; c < cols; c++) dst[k * nr + c] = src[k * j->ldb + c];
+                    for (; c < nr; c++) dst[k * nr + c] = 0.0f;
+                }
+            }
+        } else {
+            /* B is [N, K]: walk each of the NR rows contiguously. */
+            const float *src = j->B + (n0 + j0) * j->ldb + k0;
+            for (int64_t c = 0; c < cols; c++) {
+                const float *s = src + c * j->ldb;
+                for (int64_t k = 0; k < kc; k++) dst[k * nr + c] = s[k];
+            }
+            for (int64_t c = cols; c < nr; c++)
+                for (int64_t k = 0; k < kc; k++) dst[k * nr + c] = 0.0f;
+        }
+        dst += kc * nr;
+    }
+}
+
+/* ===== Epilogue ====================================================================== */
+static void act_row(const cuvil_act_params *a, float *r, int64_t n) {
+    switch (a->act) {
+    case CUVIL_ACT_NONE:
+        return;
+    case CUVIL_ACT_RELU:
+        for (int64_t i = 0; i < n; i++) r[i] = r[i] < 0.0f ? 0.0f : r[i];
+        return;
+    case CUVIL_ACT_LEAKY_RELU: {
+        const float al = a->alpha;
+        for (int64_t i = 0; i < n; i++) r[i] = r[i] >= 0.0f ? r[i] : al * r[i];
+        return;
+    }
+    case CUVIL_ACT_CLIP: {
+        const float lo = a->alpha, hi = a->beta;
+        for (int64_t i = 0; i < n; i++) {
+            float v = r[i] < lo ? lo : r[i];
+            r[i] = v > hi ? hi : v;
+        }
+        return;
+    }
+    default:
+        cuvil_f32_unary(a, r, r, (size_t)n);
+        return;
+    }
+}
+
+void cuvil_gemm_epilogue_tile(const cuvil_gemm_job *j, int64_t m0, int64_t n0, int64_t mr,
+                              int64_t nr) {
+    float *c = j->C + m0 * j->ldc + n0;
+    if (j->bias) {
+        const float beta = j->beta;
+        for (int64_t i = 0; i < mr; i++) {
+            float *ci = c + i * j->ldc;
+            const float *bi = j->bias + (m0 + i) * j->bias_rs + n0 * j->bias_cs;
+            if (j->bias_cs == 0) {
+                const float bv = beta * bi[0];
+                for (int64_t jj = 0; jj < nr; jj++) ci[jj] += bv;
+            } else if (j->bias_cs == 1) {
+                for (int64_t jj = 0; jj < nr; jj++) ci[jj] += beta * bi[jj];
+            } else {
+                for (int64_t jj = 0; jj < nr; jj++) ci[jj] += beta * bi[jj * j->bias_cs];
+            }
+        }
+    }
+    if (j->act.act != CUVIL_ACT_NONE)
+        for (int64_t i = 0; i < mr; i++) act_row(&j->act, c + i * j->ldc, nr);
+}
+
+/* ===== Driver ======================================================================== */
+static int64_t pick_kc(int64_t K, int64_t kc_max) {
+    /* Split K into equal blocks rather than KC, KC, ..., small remainder. */
+    int64_t nblk = (K + kc_max - 1) / kc_max;
+    return (K + nblk - 1) / nblk;
+}
+
+size_t cuvil_gemm_job_scratch_size(int64_t M, int64_t N, int64_t K,
+                                   const cuvil_gemm_blocking *b) {
+    if (M <= 0 || N <= 0 || K <= 0) return 0;
+    const int64_t mr = b->uk->mr, nr = b->uk->nr;
+    const int64_t kc = pick_kc(K, b->kc);
+    const int64_t mc = CUVIL_ALIGN_UP(cuvil_min_i64(b->mc, M), mr);
+    const int64_t nc = CUVIL_ALIGN_UP(cuvil_min_i64(b->nc, N), nr);
+    size_t a_bytes = CUVIL_ALIGN_UP((size_t)(mc * kc) * sizeof(float), 64);
+    size_t b_bytes = CUVIL_ALIGN_UP((size_t)(kc * nc) * sizeof(float), 64);
+    return a_bytes + b_bytes;
+}
+
+void cuvil_f32_gemm_run(const cuvil_gemm_job *j, const cuvil_gemm_blocking *b, void *scratch) {
+    const int64_t M = j->M, N = j->N, K = j->K;
+    if (M <= 0 || N <= 0) return;
+    if (K <= 0) {
+        /* Empty sum: C = c_init + epilogue. */
+        for (int64_t m = 0; m < M; m++) {
+            float *c = j->C + m * j->ldc;
+            if (j->c_init) {
+                const float *ci = j->c_init + m * j->ld_init;
+                if (ci != c) memmove(c, ci, (size_t)N * sizeof(float));
+            } else {
+                memset(c, 0, (size_t)N * sizeof(float));
+            }
+            cuvil_gemm_epilogue_tile(j, m, 0, 1, N);
+        }
+        return;
+    }
+    const cuvil_gemm_ukernel_desc *uk = b->uk;
+    const int mr = uk->mr, nr = uk->nr;
+    const int64_t kc_max = pick_kc(K, b->kc);
+    const int64_t mc_max = CUVIL_ALIGN_UP(cuvil_min_i64(b->mc, M), mr);
+    const int64_t nc_max = CUVIL_ALIGN_UP(cuvil_min_i64(b->nc, N), nr);
+    float *ap = (float *)scratch;
+    float *bp = ap + CUVIL_ALIGN_UP((size_t)(mc_max * kc_max), 16);
+    const int has_epilogue = j->bias != NULL || j->act.act != CUVIL_ACT_NONE;
+
+    for (int64_t jc = 0; jc < N; jc += nc_max) {
+        const int64_t nc = cuvil_min_i64(nc_max, N - jc);
+        for (int64_t pc = 0; pc < K; pc += kc_max) {
+            const int64_t kc = cuvil_min_i64(kc_max, K - pc);
+            const int first = pc == 0, last = pc + kc == K;
+            if (j->pack_b)
+                j->pack_b(j->pack_b_ctx, pc, kc, jc, nc, nr, bp);
+            else
+                pack_b_dense(j, pc, kc, jc, nc, nr, bp);
+            for (int64_t ic = 0; ic < M; ic += mc_max) {
+                const int64_t mc = cuvil_min_i64(mc_max, M - ic);
+                pack_a(j, ic, mc, pc, kc, mr, ap);
+                for (int64_t jr = 0; jr < nc; jr += nr) {
+                    const int64_t n0 = jc + jr;
+                    const size_t nrr = (size_t)cuvil_min_i64(nr, nc - jr);
+                    const float *bpanel = bp + jr * kc;
+                    for (int64_t ir = 0; ir < mc; ir += mr) {
+                        const int64_t m0 = ic + ir;
+                        const size_t mrr = (size_t)cuvil_min_i64(mr, mc - ir);
+                        float *c = j->C + m0 * j->ldc + n0;
+                        const float *cin;
+                        size_t ld_in;
+                        if (!first) {
+                            cin = c;
+                            ld_in = (size_t)j->ldc;
+                        } else if (j->c_init) {
+                            cin = j->c_init + m0 * j->ld_init + n0;
+                            ld_in = (size_t)j->ld_init;
+                        } else {
+                            cin = NULL;
+                            ld_in = 0;
+                        }
+                        uk->fn((size_t)kc, ap + ir * kc, bpanel, c, (size_t)j->ldc, mrr, nrr,
+                               cin, ld_in);
+                        if (last && has_epilogue)
+                            cuvil_gemm_epilogue_tile(j, m0, n0, (int64_t)mrr, (int64_t)nrr);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* ===== Public GEMM =================================================================== */
+size_t cuvil_f32_gemm_scratch_size_ex(const cuvil_gemm_params *p, const cuvil_gemm_blocking *b) {
+    return cuvil_gemm_job_scratch_size(p->M, p->N, p->K, b);
+}
+
+size_t cuvil_f32_gemm_scratch_size(const cuvil_gemm_params *p) {
+    return cuvil_f32_gemm_scratch_size_ex(p, &default_blocking);
+}
+
+void cuvil_f32_gemm_ex(const cuvil_gemm_params *p, const float *A, const float *B,
+                       const float *bias, float *C, void *scratch, const cuvil_gemm_blocking *b) {
+    cuvil_gemm_job j;
+    memset(&j, 0, sizeof j);
+    j.M = p->M;
+    j.N = p->N;
+    j.K = p->K;
+    j.lda = p->lda;
+    j.trans_a = p->trans_a;
+    j.alpha = p->alpha;
+    j.ldb = p->ldb;
+    j.trans_b = p->trans_b;
+    j.ldc = p->ldc;
+    j.bias_rs = p->bias_rs;
+    j.bias_cs = p->bias_cs;
+    j.beta = p->beta;
+    j.act = p->act;
+    const int64_t batch = p->batch > 0 ? p->batch : 1;
+    for (int64_t i = 0; i < batch; i++) {
+        j.A = A + i * p->a_bstride;
+        j.B = B + i * p->b_bstride;
+        j.C = C + i * p->c_bstride;
+        j.bias = bias ? bias + i * p->bias_bstride : NULL;
+        cuvil_f32_gemm_run(&j, b, scratch);
+    }
+}
+
+void cuvil_f32_gemm(const cuvil_gemm_params *p, const float *A, const float *B,
+                    const float *bias, float *C, void *scratch) {
+    cuvil_f32_gemm_ex(p, A, B, bias, C, scratch, &default_blocking);
+}
+
+void cuvil_f32_gemm__scalar(const cuvil_gemm_params *p, const float *A, const float *B,
+                            const float *bias, float *C) {
+    const int64_t batch = p->batch > 0 ? p->batch : 1;
+    for (int64_t bi = 0; bi < batch; bi++) {
+        const float *a = A + bi * p->a_bstride, *b = B + bi * p->b_bstride;
+        const float *bb = bias ? bias + bi * p->bias_bstride : NULL;
+        float *c = C + bi * p->c_bstride;
+        for (int64_t m = 0; m < p->M; m++)
+            for (int64_t n = 0; n < p->N; n++) {
+                float acc = 0.0f;
+                for (int64_t k = 0; k < p->K; k++) {
+                    float av = p->trans_a ? a[k * p->lda + m] : a[m * p->lda + k];
+                    float bv = p->trans_b ? b[n * p->ldb + k] : b[k * p->ldb + n];
+                    acc += av * bv;
+                }
+                float v = p->alpha * acc;
+                if (bb) v += p->beta * bb[m * p->bias_rs + n * p->bias_cs];
+                c[m * p->ldc + n] = cuvil_f32_act1(&p->act, v);
+            }
+    }
+}

@@ -1,0 +1,124 @@
+/*
+ * softmax.c -- Softmax / LogSoftmax along the middle axis of x viewed as [outer, len, inner].
+ *
+ * Numerically stable: y = exp(x - max) / sum exp(x - max), log form x - max - log(sum).
+ * inner == 1 (the usual last-axis case) works row by row with 8 partial maxima/sums so the
+ * compiler can vectorise the reductions; inner > 1 vectorises across `inner` instead, in chunks
+ * whose running max/sum live on the stack (kernels have no scratch here).
+ */
+#include <math.h>
+
+#include "../rt_int.h"
+
+#define CHUNK 256
+
+static float row_max(const float *x, int64_t n) {
+    float m8[8];
+    int64_t i = 0;
+    if (n >= 8) {
+        for (int k = 0; k < 8; k++) m8[k] = x[k];
+        for (i = 8; i + 8 <= n; i += 8)
+            for (int k = 0; k < 8; k++) m8[k] = x[i + k] > m8[k] ? x[i + k] : m8[k];
+    } else {
+        for (int k = 0; k < 8; k++) m8[k] = x[0];
+    }
+    float m = m8[0];
+    for (int k = 1; k < 8; k++) m = m8[k] > m ? m8[k] : m;
+    for (; i < n; i++) m = x[i] > m ? x[i] : m;
+    return m;
+}
+
+static float row_sum(const float *x, int64_t n) {
+    float s8[8] = {0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++) s8[k] += x[i + k];
+    float s = 0.0f;
+    for (int k = 0; k < 8; k++) s += s8[k];
+    for (; i < n; i++) s += x[i];
+    return s;
+}
+
+static void softmax_rows(const cuvil_softmax_params *p, const float *x, float *y) {
+    const int64_t L = p->axis_len;
+    for (int64_t o = 0; o < p->outer; o++) {
+        const float *xr = x + o * L;
+        float *yr = y + o * L;
+        const float m = row_max(xr, L);
+        for (int64_t i = 0; i < L; i++) yr[i] = xr[i] - m;
+        cuvil_f32_vexp(yr, yr, (size_t)L);
+        const float s = row_sum(yr, L);
+        if (p->log) {
+            /* (x - m) first: exact, so large inputs keep their precision */
+            const float ls = logf(s);
+            for (int64_t i = 0; i < L; i++) yr[i] = (xr[i] - m) - ls;
+        } else {
+            const float inv = 1.0f / s;
+            for (int64_t i = 0; i < L; i++) yr[i] *= inv;
+        }
+    }
+}
+
+static void softmax_strided(const cuvil_softmax_params *p, const float *x, float *y) {
+    const int64_t L = p->axis_len, I = p->inner;
+    float m[CHUNK], s[CHUNK];
+    for (int64_t o = 0; o < p->outer; o++) {
+        const float *xo = x + o * L * I;
+        float *yo = y + o * L * I;
+        for (int64_t i0 = 0; i0 < I; i0 += CHUNK) {
+            const int64_t n = cuvil_min_i64(CHUNK, I - i0);
+            for (int64_t i = 0; i < n; i++) {
+                m[i] = xo[i0 + i];
+                s[i] = 0.0f;
+            }
+            for (int64_t a = 1; a < L; a++) {
+                const float *xa = xo + a * I + i0;
+                for (int64_t i = 0; i < n; i++) m[i] = xa[i] > m[i] ? xa[i] : m[i];
+            }
+            for (int64_t a = 0; a < L; a++) {
+                const float *xa = xo + a * I + i0;
+                float *ya = yo + a * I + i0;
+                for (int64_t i = 0; i < n; i++) ya[i] = xa[i] - m[i];
+                cuvil_f32_vexp(ya, ya, (size_t)n);
+                for (int64_t i = 0; i < n; i++) s[i] += ya[i];
+            }
+            if (p->log) {
+                for (int64_t i = 0; i < n; i++) s[i] = logf(s[i]);
+                for (int64_t a = 0; a < L; a++) {
+                    const float *xa = xo + a * I + i0;
+                    float *ya = yo + a * I + i0;
+                    for (int64_t i = 0; i < n; i++) ya[i] = (xa[i] - m[i]) - s[i];
+                }
+            } else {
+                for (int64_t i = 0; i < n; i++) s[i] = 1.0f / s[i];
+                for (int64_t a = 0; a < L; a++) {
+                    float *ya = yo + a * I + i0;
+                    for (int64_t i = 0; i < n; i++) ya[i] *= s[i];
+                }
+            }
+        }
+    }
+}
+
+void cuvil_f32_softmax(const cuvil_softmax_params *p, const float *x, float *y) {
+    if (p->outer <= 0 || p->axis_len <= 0 || p->inner <= 0) return;
+    if (p->inner == 1)
+        softmax_rows(p, x, y);
+    else
+        softmax_strided(p, x, y);
+}
+
+void cuvil_f32_softmax__scalar(const cuvil_softmax_params *p, const float *x, float *y) {
+    const int64_t L = p->axis_len, I = p->inner;
+    for (int64_t o = 0; o < p->outer; o++)
+        for (int64_t i = 0; i < I; i++) {
+            const float *xr = x + o * L * I + i;
+            float *yr = y + o * L * I + i;
+            float m = -INFINITY;
+            for (int64_t a = 0; a < L; a++) m = xr[a * I] > m ? xr[a * I] : m;
+            float s = 0.0f;
+            for (int64_t a = 0; a < L; a++) s += expf(xr[a * I] - m);
+            for (int64_t a = 0; a < L; a++)
+                yr[a * I] = p->log ? (xr[a * I] - m) - logf(s) : expf(xr[a * I] - m) / s;
+        }
+}

@@ -1,0 +1,186 @@
+/*
+ * pool2d.c -- MaxPool / AveragePool / LpPool(p=2), NCHW, with strides, dilations, asymmetric
+ * pads and ceil_mode (the caller's OH/OW).
+ *
+ * Semantics (as ONNX Runtime): taps outside the input are skipped; a window with no tap inside
+ * gives -FLT_MAX for max and 0 for avg/lp. The average divisor is the number of taps inside
+ * the input, or with count_include_pad the number inside the padded extent [-pad_t, H + pad_b)
+ * x [-pad_l, W + pad_r).
+ *
+ * The optimised version works one output row at a time: for every valid kernel row and column
+ * it folds one tap into the whole output row (the y row is the accumulator), each pass a plain
+ * loop over the columns whose tap is inside the input, which the compiler vectorises for
+ * stride 1 and 2. Divisors are counted per row (rows) and per column (cols) because the valid
+ * tap set of a window is a product of the two. Global pooling is a contiguous reduction.
+ */
+#include <float.h>
+#include <math.h>
+
+#include "../rt_int.h"
+
+/* Taps k in [0, K) with lo_lim <= start + k*d < hi_lim. */
+static int64_t count_taps(int64_t start, int64_t K, int64_t d, int64_t lo_lim, int64_t hi_lim) {
+    int64_t n = 0;
+    for (int64_t k = 0; k < K; k++) {
+        const int64_t i = start + k * d;
+        n += i >= lo_lim && i < hi_lim;
+    }
+    return n;
+}
+
+void cuvil_f32_pool2d__scalar(const cuvil_pool2d_params *p, const float *x, float *y) {
+    const int64_t H = p->H, W = p->W;
+    for (int64_t nc = 0; nc < p->N * p->C; nc++) {
+        const float *xc = x + nc * H * W;
+        float *yc = y + nc * p->OH * p->OW;
+        for (int64_t oh = 0; oh < p->OH; oh++)
+            for (int64_t ow = 0; ow < p->OW; ow++) {
+                const int64_t h0 = oh * p->stride_h - p->pad_t, w0 = ow * p->stride_w - p->pad_l;
+                float acc = p->kind == CUVIL_POOL_MAX ? -FLT_MAX : 0.0f;
+                int64_t cnt = 0;
+                for (int64_t kh = 0; kh < p->KH; kh++) {
+                    const int64_t ih = h0 + kh * p->dil_h;
+                    if (ih < 0 || ih >= H) continue;
+                    for (int64_t kw = 0; kw < p->KW; kw++) {
+                        const int64_t iw = w0 + kw * p->dil_w;
+                        if (iw < 0 || iw >= W) continue;
+                        const float v = xc[ih * W + iw];
+                        if (p->kind == CUVIL_POOL_MAX)
+                            acc = v > acc ? v : acc;
+                        else if (p->kind == CUVIL_POOL_AVG)
+                            acc += v;
+                        else
+                            acc += v * v;
+                        cnt++;
+                    }
+                }
+                if (p->kind == CUVIL_POOL_AVG) {
+                    if (p->count_include_pad)
+                        cnt = count_taps(h0, p->KH, p->dil_h, -p->pad_t, H + p->pad_b) *
+                              count_taps(w0, p->KW, p->dil_w, -p->pad_l, W + p->pad_r);
+                    acc = cnt > 0 ? acc / (float)cnt : 0.0f;
+                } else if (p->kind == CUVIL_POOL_LP2) {
+                    acc = sqrtf(acc);
+                }
+                yc[oh * p->OW + ow] = acc;
+            }
+    }
+}
+
+static void global_pool(const cuvil_pool2d_params *p, const float *x, float *y) {
+    const int64_t HW = p->H * p->W;
+    for (int64_t nc = 0; nc < p->N * p->C; nc++) {
+        const float *xc = x + nc * HW;
+        float a8[8];
+        int64_t i = 0;
+        float acc;
+        if (p->kind == CUVIL_POOL_MAX) {
+            for (int k = 0; k < 8; k++) a8[k] = -FLT_MAX;
+            for (; i + 8 <= HW; i += 8)
+                for (int k = 0; k < 8; k++) a8[k] = xc[i + k] > a8[k] ? xc[i + k] : a8[k];
+            acc = -FLT_MAX;
+            for (int k = 0; k < 8; k++) acc = a8[k] > acc ? a8[k] : acc;
+            for (; i < HW; i++) acc = xc[i] > acc ? xc[i] : acc;
+        } else if (p->kind == CUVIL_POOL_AVG) {
+            for (int k = 0; k < 8; k++) a8[k] = 0.0f;
+            for (; i + 8 <= HW; i += 8)
+                for (int k = 0; k < 8; k++) a8[k] += xc[i + k];
+            acc = 0.0f;
+            for (int k = 0; k < 8; k++) acc += a8[k];
+            for (; i < HW; i++) acc += xc[i];
+            acc /= (float)HW;
+        } else {
+            for (int k = 0; k < 8; k++) a8[k] = 0.0f;
+            for (; i + 8 <= HW; i += 8)
+                for (int k = 0; k < 8; k++) a8[k] += xc[i + k] * xc[i + k];
+            acc = 0.0f;
+            for (int k = 0; k < 8; k++) acc += a8[k];
+            for (; i < HW; i++) acc += xc[i] * xc[i];
+            acc = sqrtf(acc);
+        }
+        y[nc] = acc;
+    }
+}
+
+#define MAX_ROW_STACK 4096
+
+void cuvil_f32_pool2d(const cuvil_pool2d_params *p, const float *x, float *y) {
+    const int64_t H = p->H, W = p->W, OH = p->OH, OW = p->OW;
+    const int64_t sh = p->stride_h, sw = p->stride_w, dh = p->dil_h, dw = p->dil_w;
+    if (OH <= 0 || OW <= 0) return;
+    if (OH == 1 && OW == 1 && p->KH == H && p->KW == W && p->pad_t == 0 && p->pad_l == 0 &&
+        (p->dil_h == 1 || H == 1) && (p->dil_w == 1 || W == 1)) {
+        global_pool(p, x, y);
+        return;
+    }
+    if (OW > MAX_ROW_STACK) {
+        cuvil_f32_pool2d__scalar(p, x, y);
+        return;
+    }
+    /* per output column: number of taps inside (or, count_include_pad, inside the padding) */
+    float colcnt[MAX_ROW_STACK];
+    if (p->kind == CUVIL_POOL_AVG)
+        for (int64_t ow = 0; ow < OW; ow++) {
+            const int64_t w0 = ow * sw - p->pad_l;
+            colcnt[ow] = (float)(p->count_include_pad
+                                     ? count_taps(w0, p->KW, dw, -p->pad_l, W + p->pad_r)
+                                     : count_taps(w0, p->KW, dw, 0, W));
+        }
+    const int is_max = p->kind == CUVIL_POOL_MAX;
+    for (int64_t nc = 0; nc < p->N * p->C; nc++) {
+        const float *xc = x + nc * H * W;
+        float *yc = y + nc * OH * OW;
+        for (int64_t oh = 0; oh < OH; oh++) {
+            float *yr = yc + oh * OW;
+            const float init = is_max ? -FLT_MAX : 0.0f;
+            for (int64_t ow = 0; ow < OW; ow++) yr[ow] = init;
+            const int64_t h0 = oh * sh - p->pad_t;
+            int64_t rowcnt = 0;
+            for (int64_t kh = 0; kh < p->KH; kh++) {
+                const int64_t ih = h0 + kh * dh;
+                if (ih < 0 || ih >= H) continue;
+                rowcnt++;
+                const float *xr = xc + ih * W;
+                for (int64_t kw = 0; kw < p->KW; kw++) {
+                    const int64_t off = kw * dw - p->pad_l;
+                    int64_t lo = off >= 0 ? 0 : (-off + sw - 1) / sw;
+                    int64_t hi = W - off > 0 ? (W - off + sw - 1) / sw : 0;
+                    if (hi > OW) hi = OW;
+                    if (is_max) {
+                        if (sw == 1)
+                            for (int64_t ow = lo; ow < hi; ow++) {
+                                const float v = xr[ow + off];
+                                yr[ow] = v > yr[ow] ? v : yr[ow];
+                            }
+                        else
+                            for (int64_t ow = lo; ow < hi; ow++) {
+                                const float v = xr[ow * sw + off];
+                                yr[ow] = v > yr[ow] ? v : yr[ow];
+                            }
+                    } else if (p->kind == CUVIL_POOL_AVG) {
+                        if (sw == 1)
+                            for (int64_t ow = lo; ow < hi; ow++) yr[ow] += xr[ow + off];
+                        else
+                            for (int64_t ow = lo; ow < hi; ow++) yr[ow] += xr[ow * sw + off];
+                    } else {
+                        for (int64_t ow = lo; ow < hi; ow++) {
+                            const float v = xr[ow * sw + off];
+                            yr[ow] += v * v;
+                        }
+                    }
+                }
+            }
+            if (p->kind == CUVIL_POOL_AVG) {
+                const float rc = (float)(p->count_include_pad
+                                             ? count_taps(h0, p->KH, dh, -p->pad_t, H + p->pad_b)
+                                             : rowcnt);
+                for (int64_t ow = 0; ow < OW; ow++) {
+                    const float cnt = rc * colcnt[ow];
+                    yr[ow] = cnt > 0.0f ? yr[ow] / cnt : 0.0f;
+                }
+            } else if (p->kind == CUVIL_POOL_LP2) {
+                for (int64_t ow = 0; ow < OW; ow++) yr[ow] = sqrtf(yr[ow]);
+            }
+        }
+    }
+}

@@ -1,0 +1,271 @@
+/*
+ * resize.c -- ONNX Resize (opset 11-19 semantics): nearest, n-linear, cubic.
+ *
+ * Along each axis an output index o maps to a source coordinate x by the
+ * coordinate_transformation_mode (in float, the way ONNX Runtime evaluates it; the ONNX
+ * reference uses double, which only differs where a coordinate lands within an ulp of a
+ * rounding tie):
+ *   half_pixel            (o + 0.5) / scale - 0.5
+ *   asymmetric            o / scale
+ *   align_corners         out == 1 ? 0 : o * (in - 1) / (out - 1)
+ *   pytorch_half_pixel    out > 1 ? (o + 0.5) / scale - 0.5 : 0
+ *   tf_half_pixel_for_nn  (o + 0.5) / scale
+ *   half_pixel_symmetric  in/2 * (1 - out / (scale*in)) + (o + 0.5) / scale - 0.5
+ * and becomes taps (input index, weight):
+ *   nearest  one tap: x if integral, else floor/ceil by nearest_mode (round_prefer_floor
+ *            takes floor at exactly .5, round_prefer_ceil takes ceil);
+ *   linear   floor(x) with 1 - r and floor(x) + 1 with r, r = x - floor(x);
+ *   cubic    floor(x) - 1 .. floor(x) + 2 with Keys' coefficients for cubic_coeff_a; with
+ *            exclude_outside the taps outside the input get weight 0 and the rest are
+ *            renormalised.
+ * Where the ONNX reference and ONNX Runtime disagree this follows ONNX Runtime and the spec:
+ * pytorch_half_pixel gives 0 (not -0.5) for a length-1 output, align_corners uses the integer
+ * output length, exclude_outside only changes cubic. Antialiasing is not supported (not in
+ * the params).
+ * Tap indices are then clamped into [0, in) (the reference's edge padding). An axis whose size
+ * and scale are both unchanged is not interpolated. The value is the sum over all tap
+ * combinations of the product of the axes' weights (separable, evaluated directly).
+ *
+ * The optimised version walks output rows (all axes but the last): the outer axes' taps are
+ * combined once per row into (source row, weight) pairs, and the last axis uses a table of
+ * taps built once per chunk of output columns (kernels have no scratch here, so the table
+ * lives on the stack). Pure nearest resizes become gathers.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "../rt_int.h"
+
+#define MAX_TAPS 4
+#define CHUNK 256
+#define MAX_COMBOS 64
+
+static int is_identity(const cuvil_resize_params *p, int d) {
+    return p->in_dims[d] == p->out_dims[d] && p->scales[d] == 1.0f;
+}
+
+static float axis_scale(const cuvil_resize_params *p, int d) {
+    const float s = p->scales[d];
+    if (s > 0.0f) return s;
+    return p->in_dims[d] > 0 ? (float)p->out_dims[d] / (float)p->in_dims[d] : 1.0f;
+}
+
+/* Source coordinate of output index o along axis d, in ONNX Runtime's arithmetic (float, with
+ * half_pixel_symmetric's mixed float/double), so that ties in nearest rounding land the same
+ * way even when the scale is not exact in float (e.g. 3/7). */
+static float src_coord(const cuvil_resize_params *p, int d, int64_t o) {
+    const float s = axis_scale(p, d);
+    const float in = (float)p->in_dims[d], out = (float)p->out_dims[d];
+    const float xr = (float)o;
+    switch (p->coord_mode) {
+    case CUVIL_COORD_ASYMMETRIC: return xr / s;
+    case CUVIL_COORD_ALIGN_CORNERS: return out == 1.0f ? 0.0f : xr * (in - 1.0f) / (out - 1.0f);
+    case CUVIL_COORD_PYTORCH_HALF_PIXEL: return out > 1.0f ? (xr + 0.5f) / s - 0.5f : 0.0f;
+    case CUVIL_COORD_TF_HALF_PIXEL_FOR_NN: return (xr + 0.5f) / s;
+    case CUVIL_COORD_HALF_PIXEL_SYMMETRIC: {
+        const float output_width = s * in;
+        const float adjustment = out / output_width;
+        const float center = in / 2.0f;
+        const float offset = center * (1.0f - adjustment);
+        return (float)((double)offset + ((double)xr + 0.5) / (double)s - 0.5);
+    }
+    case CUVIL_COORD_HALF_PIXEL:
+    default: return ((xr + 0.5f) / s) - 0.5f;
+    }
+}
+
+static inline int64_t clampi(int64_t i, int64_t n) { return i < 0 ? 0 : i >= n ? n - 1 : i; }
+
+/* Number of taps per output index along axis d (fixed per axis). */
+static int axis_ntaps(const cuvil_resize_params *p, int d) {
+    if (is_identity(p, d) || p->mode == CUVIL_RESIZE_NEAREST) return 1;
+    return p->mode == CUVIL_RESIZE_LINEAR ? 2 : 4;
+}
+
+/* Taps of output index o along axis d: exactly axis_ntaps(p, d) of them. */
+static void axis_taps(const cuvil_resize_params *p, int d, int64_t o, int64_t *idx, float *w) {
+    const int64_t in = p->in_dims[d];
+    if (is_identity(p, d)) {
+        idx[0] = o;
+        w[0] = 1.0f;
+        return;
+    }
+    const float x = src_coord(p, d, o);
+    const float fl = floorf(x);
+    const float r = x - fl; /* exact */
+    const int64_t x0 = (int64_t)fl;
+    if (p->mode == CUVIL_RESIZE_NEAREST) {
+        int64_t i = x0;
+        if (r != 0.0f) {
+            switch (p->nearest_mode) {
+            case CUVIL_NEAREST_ROUND_PREFER_CEIL: i = r < 0.5f ? x0 : x0 + 1; break;
+            case CUVIL_NEAREST_FLOOR: i = x0; break;
+            case CUVIL_NEAREST_CEIL: i = x0 + 1; break;
+            case CUVIL_NEAREST_ROUND_PREFER_FLOOR:
+            default: i = r <= 0.5f ? x0 : x0 + 1; break;
+            }
+        }
+        idx[0] = clampi(i, in);
+        w[0] = 1.0f;
+        return;
+    }
+    if (p->mode == CUVIL_RESIZE_LINEAR) {
+        idx[0] = clampi(x0, in);
+        idx[1] = clampi(x0 + 1, in);
+        w[0] = 1.0f - r;
+        w[1] = r;
+        return;
+    }
+    /* cubic */
+    const double A = (double)p->cubic_coeff_a;
+    const double r1 = (double)r + 1.0, s = 1.0 - (double)r, s1 = s + 1.0;
+    double c[4];
+    c[0] = ((A * r1 - 5.0 * A) * r1 + 8.0 * A) * r1 - 4.0 * A;
+    c[1] = ((A + 2.0) * r - (A + 3.0)) * r * r + 1.0;
+    c[2] = ((A + 2.0) * s - (A + 3.0)) * s * s + 1.0;
+    c[3] = ((A * s1 - 5.0 * A) * s1 + 8.0 * A) * s1 - 4.0 * A;
+    if (p->exclude_outside) {
+        double sum = 0.0;
+        for (int t = 0; t < 4; t++) {
+            const int64_t i = x0 - 1 + t;
+            if (i < 0 || i >= in) c[t] = 0.0;
+            sum += c[t];
+        }
+        if (sum != 0.0)
+            for (int t = 0; t < 4; t++) c[t] /= sum;
+    }
+    for (int t = 0; t < 4; t++) {
+        idx[t] = clampi(x0 - 1 + t, in);
+        w[t] = (float)c[t];
+    }
+}
+
+void cuvil_f32_resize__scalar(const cuvil_resize_params *p, const float *x, float *y) {
+    const int nd = p->ndim;
+    int64_t xs[CUVIL_RT_MAX_DIMS], oidx[CUVIL_RT_MAX_DIMS] = {0};
+    int64_t st = 1, total = 1;
+    for (int d = nd - 1; d >= 0; d--) {
+        xs[d] = st;
+        st *= p->in_dims[d];
+    }
+    for (int d = 0; d < nd; d++) total *= p->out_dims[d];
+    int nt[CUVIL_RT_MAX_DIMS] = {0};
+    for (int d = 0; d < nd; d++) nt[d] = axis_ntaps(p, d);
+    for (int64_t t = 0; t < total; t++) {
+        int64_t ti[CUVIL_RT_MAX_DIMS][MAX_TAPS];
+        float tw[CUVIL_RT_MAX_DIMS][MAX_TAPS];
+        for (int d = 0; d < nd; d++) axis_taps(p, d, oidx[d], ti[d], tw[d]);
+        int k[CUVIL_RT_MAX_DIMS] = {0};
+        double acc = 0.0;
+        for (;;) {
+            double wgt = 1.0;
+            int64_t off = 0;
+            for (int d = 0; d < nd; d++) {
+                wgt *= tw[d][k[d]];
+                off += ti[d][k[d]] * xs[d];
+            }
+            acc += wgt * x[off];
+            int d = nd - 1;
+            for (; d >= 0; d--) {
+                if (++k[d] < nt[d]) break;
+                k[d] = 0;
+            }
+            if (d < 0) break;
+        }
+        y[t] = (float)acc;
+        for (int d = nd - 1; d >= 0; d--) {
+            if (++oidx[d] < p->out_dims[d]) break;
+            oidx[d] = 0;
+        }
+    }
+}
+
+void cuvil_f32_resize(const cuvil_resize_params *p, const float *x, float *y) {
+    const int nd = p->ndim;
+    int64_t total = 1;
+    for (int d = 0; d < nd; d++) total *= p->out_dims[d];
+    if (total <= 0) return;
+    if (nd == 0) {
+        y[0] = x[0];
+        return;
+    }
+    int nt[CUVIL_RT_MAX_DIMS] = {0};
+    int64_t combos = 1;
+    for (int d = 0; d < nd; d++) {
+        nt[d] = axis_ntaps(p, d);
+        if (d < nd - 1) combos *= nt[d];
+    }
+    if (combos > MAX_COMBOS) {
+        cuvil_f32_resize__scalar(p, x, y);
+        return;
+    }
+    int64_t xs[CUVIL_RT_MAX_DIMS];
+    int64_t st = 1;
+    for (int d = nd - 1; d >= 0; d--) {
+        xs[d] = st;
+        st *= p->in_dims[d];
+    }
+    const int last = nd - 1, T = nt[last];
+    const int64_t OL = p->out_dims[last];
+    int64_t rows = 1;
+    for (int d = 0; d < last; d++) rows *= p->out_dims[d];
+
+    int64_t ii[CHUNK * MAX_TAPS];
+    float ww[CHUNK * MAX_TAPS];
+    float acc[CHUNK];
+    int64_t coff[MAX_COMBOS];
+    float cw[MAX_COMBOS];
+    for (int64_t j0 = 0; j0 < OL; j0 += CHUNK) {
+        const int64_t nj = cuvil_min_i64(CHUNK, OL - j0);
+        for (int64_t j = 0; j < nj; j++) axis_taps(p, last, j0 + j, ii + j * T, ww + j * T);
+        int64_t oidx[CUVIL_RT_MAX_DIMS] = {0};
+        for (int64_t r = 0; r < rows; r++) {
+            /* (source row offset, weight) for every combination of the outer axes' taps */
+            int nc = 1;
+            coff[0] = 0;
+            cw[0] = 1.0f;
+            for (int d = 0; d < last; d++) {
+                int64_t ti[MAX_TAPS];
+                float tw[MAX_TAPS];
+                axis_taps(p, d, oidx[d], ti, tw);
+                const int n = nt[d];
+                for (int c = nc - 1; c >= 0; c--)
+                    for (int t = n - 1; t >= 0; t--) {
+                        coff[c * n + t] = coff[c] + ti[t] * xs[d];
+                        cw[c * n + t] = cw[c] * tw[t];
+                    }
+                nc *= n;
+            }
+            float *yr = y + r * OL + j0;
+            if (T == 1 && nc == 1 && cw[0] == 1.0f) {
+                const float *xr = x + coff[0];
+                for (int64_t j = 0; j < nj; j++) yr[j] = xr[ii[j]];
+            } else {
+                for (int64_t j = 0; j < nj; j++) acc[j] = 0.0f;
+                for (int c = 0; c < nc; c++) {
+                    const float *xr = x + coff[c];
+                    const float wc = cw[c];
+                    if (T == 1) {
+                        for (int64_t j = 0; j < nj; j++) acc[j] += wc * xr[ii[j]];
+                    } else if (T == 2) {
+                        for (int64_t j = 0; j < nj; j++)
+                            acc[j] += wc * (ww[2 * j] * xr[ii[2 * j]] +
+                                            ww[2 * j + 1] * xr[ii[2 * j + 1]]);
+                    } else {
+                        for (int64_t j = 0; j < nj; j++) {
+                            const int64_t *ij = ii + 4 * j;
+                            const float *wj = ww + 4 * j;
+                            acc[j] += wc * (wj[0] * xr[ij[0]] + wj[1] * xr[ij[1]] +
+                                            wj[2] * xr[ij[2]] + wj[3] * xr[ij[3]]);
+                        }
+                    }
+                }
+                memcpy(yr, acc, (size_t)nj * sizeof(float));
+            }
+            for (int d = last - 1; d >= 0; d--) {
+                if (++oidx[d] < p->out_dims[d]) break;
+                oidx[d] = 0;
+            }
+        }
+    }
+}

@@ -1,0 +1,150 @@
+/*
+ * rt_int.h -- private declarations shared by the kernel families in runtime/kernels/.
+ *
+ * Not part of the model ABI: generated code only sees cuvil_rt.h. What lives here:
+ *  - the blocked GEMM driver (cuvil_f32_gemm_run) that GEMM, Conv and ConvTranspose share, with
+ *    its pluggable B packer (Conv packs im2col columns straight from the image) and its fused
+ *    epilogue (initial C such as a residual, bias, activation);
+ *  - the GEMM microkernel table (one list, expanded by dispatch and by the unit tests);
+ *  - vectorised helpers (exp, activation on a buffer) that several families use;
+ *  - `__scalar` references for the families whose public header declares none, so tests can
+ *    check optimised and reference paths alike.
+ * Unit tests include this file by relative path to reach the internal entry points.
+ */
+#ifndef CUVIL_RT_INT_H
+#define CUVIL_RT_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cuvil_rt.h"
+
+#ifndef CUVIL_HAVE_AVX2
+#define CUVIL_HAVE_AVX2 0
+#endif
+
+#define CUVIL_ALIGN_UP(x, a) (((x) + (a) - 1) / (a) * (a))
+
+static inline int64_t cuvil_min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
+static inline int64_t cuvil_max_i64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+/* ===== Elementwise helpers ========================================================== */
+/* keep in ORDER with enum cuvil_act */
+extern const char *const cuvil_act_names[CUVIL_ACT__COUNT];
+
+/* y[i] = exp(x[i]); y may equal x. Vectorised where the target allows. */
+void cuvil_f32_vexp(const float *x, float *y, size_t n);
+#if CUVIL_HAVE_AVX2
+/* Vector versions of the transcendental activations (elementwise/unary_avx2.c). Each handles
+ * any n (a scalar tail included); y may equal x. Return 0 when `act` has no AVX2 version. */
+int cuvil_f32_unary__avx2(const cuvil_act_params *a, const float *x, float *y, size_t n);
+void cuvil_f32_vexp__avx2(const float *x, float *y, size_t n);
+#endif
+
+/* ===== GEMM driver ================================================================== */
+/* A microkernel computes one MR x NR tile: acc = sum_k a[k*MR + i] * b[k*NR + j] over kc packed
+ * steps, then c[i*ldc + j] = acc + (c_in ? c_in[i*ld_in + j] : 0) for i < mr, j < nr (the
+ * packed operands are zero padded to MR/NR, so only the stores are partial). c_in may equal c
+ * (accumulating over K blocks). kc may be 0. */
+typedef void (*cuvil_f32_gemm_ukernel_fn)(size_t kc, const float *a, const float *b, float *c,
+                                          size_t ldc, size_t mr, size_t nr, const float *c_in,
+                                          size_t ld_in);
+
+typedef struct cuvil_gemm_ukernel_desc {
+    cuvil_f32_gemm_ukernel_fn fn;
+    int mr, nr;
+    const char *name;
+} cuvil_gemm_ukernel_desc;
+
+void cuvil_f32_gemm_ukernel_4x8__scalar(size_t kc, const float *a, const float *b, float *c,
+                                        size_t ldc, size_t mr, size_t nr, const float *c_in,
+                                        size_t ld_in);
+#if CUVIL_HAVE_AVX2
+void cuvil_f32_gemm_ukernel_6x16__avx2_fma(size_t kc, const float *a, const float *b, float *c,
+                                           size_t ldc, size_t mr, size_t nr, const float *c_in,
+                                           size_t ld_in);
+#endif
+
+/* Every microkernel this archive was built with, best last; the default is the last one. */
+extern const cuvil_gemm_ukernel_desc cuvil_f32_gemm_ukernels[];
+extern const int cuvil_f32_gemm_n_ukernels;
+
+/* Cache blocking (BLIS names): kc rows of K per packed panel, mc rows of A per packed block,
+ * nc columns of B per packed block. Tests shrink these to exercise every loop edge. */
+typedef struct cuvil_gemm_blocking {
+    const cuvil_gemm_ukernel_desc *uk;
+    int64_t mc, kc, nc;
+} cuvil_gemm_blocking;
+
+const cuvil_gemm_blocking *cuvil_gemm_default_blocking(void);
+
+/* Packs rows [k0, k0+kc) x columns [n0, n0+nc) of the (virtual) B operand into `dst` as
+ * ceil(nc/nr) panels, each kc x nr row-major, zero padded past nc. */
+typedef void (*cuvil_gemm_pack_b_fn)(const void *ctx, int64_t k0, int64_t kc, int64_t n0,
+                                     int64_t nc, int nr, float *dst);
+
+/* One (unbatched) product:
+ *   C[m,n] = act(alpha * sum_k A'[m,k] B'[k,n] + c_init[m,n] + beta * bias[m*rs + n*cs])
+ * c_init (ld_init) may be NULL or equal C (in-place residual). B is read through pack_b when
+ * it is non-NULL, else it is the dense B/ldb/trans_b. */
+typedef struct cuvil_gemm_job {
+    int64_t M, N, K;
+    const float *A;
+    int64_t lda;
+    int trans_a;
+    float alpha;
+    const float *B;
+    int64_t ldb;
+    int trans_b;
+    cuvil_gemm_pack_b_fn pack_b;
+    const void *pack_b_ctx;
+    float *C;
+    int64_t ldc;
+    const float *c_init;
+    int64_t ld_init;
+    const float *bias;
+    int64_t bias_rs, bias_cs;
+    float beta;
+    cuvil_act_params act;
+} cuvil_gemm_job;
+
+size_t cuvil_gemm_job_scratch_size(int64_t M, int64_t N, int64_t K, const cuvil_gemm_blocking *b);
+void cuvil_f32_gemm_run(const cuvil_gemm_job *j, const cuvil_gemm_blocking *b, void *scratch);
+
+/* cuvil_f32_gemm with an explicit blocking (tests). */
+size_t cuvil_f32_gemm_scratch_size_ex(const cuvil_gemm_params *p, const cuvil_gemm_blocking *b);
+void cuvil_f32_gemm_ex(const cuvil_gemm_params *p, const float *A, const float *B,
+                       const float *bias, float *C, void *scratch, const cuvil_gemm_blocking *b);
+
+/* Applies C = act(C + beta * bias) to an mr x nr tile at (m0, n0) of the product. */
+void cuvil_gemm_epilogue_tile(const cuvil_gemm_job *j, int64_t m0, int64_t n0, int64_t mr,
+                              int64_t nr);
+
+/* ===== Convolution (internal variants) ============================================== */
+size_t cuvil_f32_conv2d_scratch_size_ex(const cuvil_conv2d_params *p,
+                                        const cuvil_gemm_blocking *b);
+void cuvil_f32_conv2d_ex(const cuvil_conv2d_params *p, const float *x, const float *w,
+                         const float *bias, const float *residual, float *y, void *scratch,
+                         const cuvil_gemm_blocking *b);
+/* The depthwise direct loop, usable whenever C/group == 1; `row` is the scratch of
+ * cuvil_f32_conv2d_scratch_size (OW + W floats, each part 64-byte aligned). */
+void cuvil_f32_dwconv2d(const cuvil_conv2d_params *p, const float *x, const float *w,
+                        const float *bias, const float *residual, float *y, float *row);
+
+/* ===== Data movement ================================================================ */
+/* dst (dense, dims[ndim]) = src viewed with the given byte strides (any sign). Simplifies the
+ * dims (drops size 1, merges contiguous runs), then copies rows with memcpy, transposes in
+ * tiles when the source's contiguous dim is not the destination's, or walks strides. */
+void cuvil_strided_copy(int ndim, const int64_t *dims, const int64_t *src_strides,
+                        int64_t elem_size, const void *src, void *dst);
+
+/* ===== References for families whose public header declares none =================== */
+void cuvil_f32_channel_affine__scalar(const cuvil_channel_affine_params *p, const float *x,
+                                      const float *scale, const float *shift, float *y);
+void cuvil_f32_reduce__scalar(const cuvil_reduce_params *p, const float *x, float *y);
+void cuvil_transpose__scalar(const cuvil_transpose_params *p, const void *x, void *y);
+void cuvil_slice__scalar(const cuvil_slice_params *p, const void *x, void *y);
+void cuvil_f32_pad__scalar(const cuvil_pad_params *p, const float *x, float *y);
+void cuvil_f32_resize__scalar(const cuvil_resize_params *p, const float *x, float *y);
+
+#endif /* CUVIL_RT_INT_H */

@@ -1,0 +1,403 @@
+/* codegen.c -- CIR (after passes and memory planning) to readable C: one static function per
+ * node, kernel parameters as static const initialisers, the model ABI of cuvil_model.h.
+ * Constants go into a weights blob that weights.S links in with .incbin. */
+#include "codegen/codegen_int.h"
+#include "frontend/onnx/ops/ops_int.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <string.h>
+
+struct cg_ctx {
+    cir_graph *g;
+    cg_plan plan;
+    cuvil_sb params;        /* file-scope parameter blocks */
+    cuvil_sb body;          /* the current node's body */
+    cuvil_sb scratch;       /* scratch-size expressions */
+    cuvil_sb *weights;
+    int64_t *const_off;     /* per value id: offset in the blob, -1 if not placed */
+    int n_params;
+    bool uses_scratch;
+    cuvil_arena strs;       /* strings handed to op emitters */
+};
+
+#define BLOB_ALIGN 64
+
+const char *cg_ctype(cuvil_dtype t) {
+    switch (t) {
+    case CUVIL_DTYPE_FLOAT32: return "float";
+    case CUVIL_DTYPE_FLOAT64: return "double";
+    case CUVIL_DTYPE_INT64: return "int64_t";
+    case CUVIL_DTYPE_INT32: return "int32_t";
+    case CUVIL_DTYPE_INT16: return "int16_t";
+    case CUVIL_DTYPE_INT8: return "int8_t";
+    case CUVIL_DTYPE_UINT8: case CUVIL_DTYPE_BOOL: return "uint8_t";
+    case CUVIL_DTYPE_UINT16: case CUVIL_DTYPE_FLOAT16: case CUVIL_DTYPE_BFLOAT16: return "uint16_t";
+    case CUVIL_DTYPE_UINT32: return "uint32_t";
+    case CUVIL_DTYPE_UINT64: return "uint64_t";
+    default: return "unsigned char";
+    }
+}
+
+static const char *fmt_str(cg_ctx *cg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static const char *fmt_str(cg_ctx *cg, const char *fmt, ...) {
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    const char *s = cuvil_arena_strdup(&cg->strs, buf);
+    return s ? s : "NULL /* out of memory */";
+}
+
+static int64_t blob_place(cg_ctx *cg, const void *data, size_t nbytes) {
+    size_t off = cuvil_align_up(cg->weights->len, BLOB_ALIGN);
+    static const char zeros[BLOB_ALIGN];
+    cuvil_sb_append(cg->weights, zeros, off - cg->weights->len);
+    cuvil_sb_append(cg->weights, data, nbytes);
+    return (int64_t)off;
+}
+
+static const char *ptr(cg_ctx *cg, int vid, bool writable) {
+    cir_value *v = &cg->g->values[vid];
+    cg_loc l = cg->plan.loc[vid];
+    const char *t = cg_ctype(v->dtype), *c = writable ? "" : "const ";
+    switch (l.kind) {
+    case CG_LOC_INPUT: return fmt_str(cg, "((const %s *)in[%lld])", t, (long long)l.index);
+    case CG_LOC_OUTPUT: return fmt_str(cg, "((%s%s *)out[%lld])", c, t, (long long)l.index);
+    case CG_LOC_ARENA: return fmt_str(cg, "((%s%s *)(A + %lld))", c, t, (long long)l.index);
+    case CG_LOC_CONST: {
+        int r = (int)l.index;
+        if (cg->const_off[r] < 0) {
+            cir_value *rv = &cg->g->values[r];
+            cg->const_off[r] = blob_place(cg, rv->data, cir_nbytes(rv));
+        }
+        return fmt_str(cg, "((const %s *)(WEIGHTS + %lld))", t, (long long)cg->const_off[r]);
+    }
+    default: return "NULL /* no storage planned */";
+    }
+}
+
+const char *cg_in(cg_ctx *cg, int value_id) { return ptr(cg, value_id, false); }
+const char *cg_out(cg_ctx *cg, int value_id) { return ptr(cg, value_id, true); }
+
+const char *cg_data(cg_ctx *cg, const void *data, size_t nbytes, cuvil_dtype dtype) {
+    int64_t off = blob_place(cg, data, nbytes);
+    return fmt_str(cg, "((const %s *)(WEIGHTS + %lld))", cg_ctype(dtype), (long long)off);
+}
+
+const char *cg_param(cg_ctx *cg, const char *type, const char *init_fmt, ...) {
+    int k = cg->n_params++;
+    size_t tl = strlen(type);
+    bool array = tl > 2 && !strcmp(type + tl - 2, "[]");
+    cuvil_sb_printf(&cg->params, "static const %.*s P%d%s = ", (int)(array ? tl - 2 : tl), type, k, array ? "[]" : "");
+    va_list ap;
+    va_start(ap, init_fmt);
+    cuvil_sb_vprintf(&cg->params, init_fmt, ap);
+    va_end(ap);
+    cuvil_sb_puts(&cg->params, ";\n");
+    return fmt_str(cg, "P%d", k);
+}
+
+const char *cg_scratch(cg_ctx *cg, const char *size_expr_fmt, ...) {
+    char buf[512];
+    va_list ap;
+    va_start(ap, size_expr_fmt);
+    vsnprintf(buf, sizeof buf, size_expr_fmt, ap);
+    va_end(ap);
+    cuvil_sb_printf(&cg->scratch, "    t = %s;\n    if (t > s) s = t;\n", buf);
+    cg->uses_scratch = true;
+    return "S";
+}
+
+void cg_printf(cg_ctx *cg, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    cuvil_sb_vprintf(&cg->body, fmt, ap);
+    va_end(ap);
+}
+
+const char *cg_float(float x, char buf[32]) {
+    if (isinf(x)) snprintf(buf, 32, "%sINFINITY", x < 0 ? "-" : "");
+    else if (isnan(x)) snprintf(buf, 32, "NAN");
+    else {
+        snprintf(buf, 32, "%.9g", (double)x);
+        if (!strpbrk(buf, ".eE")) strcat(buf, ".0");
+        strcat(buf, "f");
+    }
+    return buf;
+}
+
+const char *cg_act(const cuvil_act_params *a, char buf[128]) {
+    static const char *const names[] = {
+        "CUVIL_ACT_NONE", "CUVIL_ACT_RELU", "CUVIL_ACT_LEAKY_RELU", "CUVIL_ACT_CLIP", "CUVIL_ACT_SIGMOID",
+        "CUVIL_ACT_HARD_SIGMOID", "CUVIL_ACT_HARD_SWISH", "CUVIL_ACT_TANH", "CUVIL_ACT_EXP", "CUVIL_ACT_LOG",
+        "CUVIL_ACT_SQRT", "CUVIL_ACT_NEG", "CUVIL_ACT_ABS", "CUVIL_ACT_RECIPROCAL", "CUVIL_ACT_ERF", "CUVIL_ACT_GELU",
+        "CUVIL_ACT_ELU", "CUVIL_ACT_SOFTPLUS", "CUVIL_ACT_MISH", "CUVIL_ACT_SILU", "CUVIL_ACT_FLOOR", "CUVIL_ACT_CEIL",
+        "CUVIL_ACT_ROUND",
+    }; /* keep in ORDER with enum cuvil_act */
+    _Static_assert(sizeof names / sizeof names[0] == CUVIL_ACT__COUNT, "cuvil_act names");
+    char al[32], be[32];
+    CUVIL_ASSERT(a->act >= 0 && a->act < CUVIL_ACT__COUNT);
+    snprintf(buf, 128, "{ .act = %s, .alpha = %s, .beta = %s }", names[a->act], cg_float(a->alpha, al), cg_float(a->beta, be));
+    return buf;
+}
+
+const char *cg_i64s(cg_ctx *cg, const int64_t *v, int n) {
+    cuvil_sb sb = {0};
+    cuvil_sb_puts(&sb, "{ ");
+    for (int i = 0; i < n; i++) cuvil_sb_printf(&sb, "%s%lld", i ? ", " : "", (long long)v[i]);
+    cuvil_sb_puts(&sb, n ? " }" : "0 }");
+    const char *s = cuvil_arena_strdup(&cg->strs, sb.s ? sb.s : "{ 0 }");
+    cuvil_sb_free(&sb);
+    return s ? s : "{ 0 }";
+}
+
+/* ===== The model file ================================================================ */
+/* Comment-safe text: model strings never end a comment or start a trigraph. */
+static void comment_str(cuvil_sb *o, const char *s) {
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c < 0x20 || c >= 0x7f) cuvil_sb_puts(o, "?");
+        else if (c == '*' && s[1] == '/') cuvil_sb_puts(o, "*_");
+        else if (c == '?' && s[1] == '?') cuvil_sb_puts(o, "?_");
+        else if (c == '\\') cuvil_sb_puts(o, "\\_");
+        else cuvil_sb_append(o, s, 1);
+    }
+}
+
+static void tensor_infos(cir_graph *g, cuvil_sb *o, const char *name, const int *ids, int n) {
+    char lit_buf[2];
+    (void)lit_buf;
+    cuvil_sb_printf(o, "static const cuvil_tensor_info %s[%d] = {\n", name, n ? n : 1);
+    for (int i = 0; i < n; i++) {
+        cir_value *v = &g->values[ids[i]];
+        cuvil_sb_puts(o, "    { \"");
+        cuvil_sb_c_escape(o, v->name);
+        cuvil_sb_printf(o, "\", (cuvil_dtype)%d, %d, {", (int)v->dtype, v->ndim);
+        for (int d = 0; d < v->ndim; d++) cuvil_sb_printf(o, "%s%lld", d ? ", " : " ", (long long)v->dims[d]);
+        cuvil_sb_puts(o, v->ndim ? " }, {" : "0 }, {");
+        for (int d = 0; d < v->ndim; d++) {
+            cuvil_sb_puts(o, d ? ", " : " ");
+            if (v->dim_sym[d] >= 0) {
+                cuvil_sb_puts(o, "\"");
+                cuvil_sb_c_escape(o, g->syms[v->dim_sym[d]].name);
+                cuvil_sb_puts(o, "\"");
+            } else {
+                cuvil_sb_puts(o, "NULL");
+            }
+        }
+        cuvil_sb_printf(o, "%s}, %zu },\n", v->ndim ? " " : "NULL ", cir_nbytes(v));
+    }
+    if (!n) cuvil_sb_puts(o, "    { 0 },\n");
+    cuvil_sb_puts(o, "};\n");
+}
+
+static void shape_comment(cir_graph *g, cuvil_sb *o, const int *ids, int n) {
+    char sh[256];
+    for (int i = 0, k = 0; i < n; i++) {
+        if (ids[i] < 0) continue;
+        cuvil_sb_puts(o, k++ ? ", " : "");
+        comment_str(o, g->values[ids[i]].name);
+        cuvil_sb_puts(o, " ");
+        cuvil_sb_puts(o, cir_shape_str(g, &g->values[ids[i]], sh, sizeof sh));
+    }
+}
+
+static void options_text(const cuvil_options *o, const char *target, cuvil_sb *out) {
+    cuvil_sb_printf(out, "--target %s --opt-level %d", target, o->opt_level);
+    for (int i = 0; i < o->n_dims; i++) cuvil_sb_printf(out, " --dim %s=%lld", o->dims[i].name, (long long)o->dims[i].value);
+    for (int i = 0; i < o->n_disabled; i++) cuvil_sb_printf(out, " --disable-pass %s", o->disabled_passes[i]);
+}
+
+cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefix, const char *target,
+                         const char *abi_h, cg_output *out) {
+    memset(out, 0, sizeof *out);
+    cg_ctx cg = {.g = g, .weights = &out->weights};
+    cuvil_status st = cg_plan_memory(g, &cg.plan);
+    if (st) return st;
+    cg.const_off = malloc(sizeof(int64_t) * ((size_t)g->n_values + 1));
+    if (!cg.const_off) {
+        cg_plan_free(&cg.plan);
+        return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+    }
+    for (int i = 0; i < g->n_values; i++) cg.const_off[i] = -1;
+    out->arena_bytes = cg.plan.arena_bytes;
+
+    cuvil_sb nodes = {0}, calls = {0}, opts = {0};
+    options_text(o, target, &opts);
+    char desc[512];
+    int n_emitted = 0;
+    for (int i = 0; i < g->n_nodes && !st; i++) {
+        cir_node *n = &g->nodes[i];
+        if (n->dead) continue;
+        cg.body.len = 0;
+        if (cg.body.s) cg.body.s[0] = 0;
+        for (int j = 0; j < n->n_out; j++) {
+            cir_value *v = cir_val(g, n->out[j]);
+            if (v && v->dtype != CUVIL_DTYPE_FLOAT32 && v->dtype != CUVIL_DTYPE_BOOL) {
+                char sh[256];
+                st = cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED,
+                                  "output '%s' %s would be computed at run time; only float32 is supported at run time "
+                                  "(integer values must fold to constants)", v->name, cir_shape_str(g, v, sh, sizeof sh));
+                break;
+            }
+        }
+        if (st) break;
+        if (n->def->flags & CIR_OP_ALIAS) {
+            if (cg.plan.aliased[i]) continue;   /* shares its input's bytes: nothing to run */
+            cg_printf(&cg, "    memcpy(%s, %s, %zu);\n", cg_out(&cg, n->out[0]), cg_in(&cg, n->in[0]),
+                      cir_nbytes(cir_out(g, n, 0)));
+        } else if (!n->def->emit) {
+            st = cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "is only supported when its inputs are constant");
+            break;
+        } else if ((st = n->def->emit(&cg, g, n))) {
+            break;
+        }
+        cuvil_sb_puts(&nodes, "\n/* ");
+        comment_str(&nodes, cir_node_desc(n, desc, sizeof desc));
+        if (n->fused) {
+            cuvil_sb_puts(&nodes, " +");
+            comment_str(&nodes, n->fused);
+        }
+        cuvil_sb_puts(&nodes, ": ");
+        shape_comment(g, &nodes, n->in, n->n_in);
+        if (n->residual >= 0) {
+            cuvil_sb_puts(&nodes, " + residual ");
+            shape_comment(g, &nodes, &n->residual, 1);
+        }
+        cuvil_sb_puts(&nodes, " -> ");
+        shape_comment(g, &nodes, n->out, n->n_out);
+        cuvil_sb_printf(&nodes, " */\nstatic void node%d(unsigned char *A, void *S, const void *const *in, void *const *out) {\n"
+                                "    (void)A; (void)S; (void)in; (void)out;\n%s}\n",
+                        n_emitted, cg.body.s ? cg.body.s : "");
+        cuvil_sb_printf(&calls, "    node%d(A, S, in, out);\n", n_emitted);
+        n_emitted++;
+    }
+    /* graph outputs that no node writes: constants, inputs, repeated outputs */
+    for (int i = 0; i < g->n_outputs && !st; i++) {
+        cir_value *v = &g->values[g->outputs[i]];
+        if (v->kind == CIR_VAL_ACT && v->output_index == i) continue;
+        const char *src = v->kind == CIR_VAL_ACT ? fmt_str(&cg, "out[%d]", v->output_index) : cg_in(&cg, v->id);
+        cuvil_sb_printf(&calls, "    memcpy(out[%d], %s, %zu);\n", i, src, cir_nbytes(v));
+    }
+    if (!st) {
+        cuvil_sb *c = &out->model_c;
+        cuvil_sb_printf(c, "/* Generated by Cuvil %s from ", cuvil_version());
+        comment_str(c, g->model_path ? g->model_path : "?");
+        cuvil_sb_printf(c, " (sha256 %s).\n * Options: ", g->model_sha256);
+        comment_str(c, opts.s ? opts.s : "");
+        cuvil_sb_printf(c, "\n * Do not edit: regenerate with cuvil-compile. */\n"
+                           "#include <math.h>\n#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n\n"
+                           "#include \"cuvil_rt.h\"\n#include \"%s.h\"\n\n"
+                           "#define CUVIL_EXPORT __attribute__((visibility(\"default\")))\n"
+                           "extern const unsigned char %s_weights[];\n#define WEIGHTS %s_weights\n\n"
+                           "struct cuvil_model {\n    unsigned char *arena;\n    unsigned char *scratch;\n    char err[512];\n};\n\n"
+                           "/* ===== kernel parameters ===== */\n%s"
+                           "\n/* ===== one function per node ===== */%s",
+                        prefix, prefix, prefix, cg.params.s ? cg.params.s : "", nodes.s ? nodes.s : "");
+        cuvil_sb_printf(c, "\nstatic size_t scratch_bytes(void) {\n    size_t s = 0, t = 0;\n%s    (void)t;\n    return s;\n}\n\n",
+                        cg.scratch.s ? cg.scratch.s : "");
+        tensor_infos(g, c, "inputs_", g->inputs, g->n_inputs);
+        tensor_infos(g, c, "outputs_", g->outputs, g->n_outputs);
+        cuvil_sb_printf(c,
+            "\n#define ARENA_BYTES ((size_t)%zu)\n#define N_INPUTS %d\n#define N_OUTPUTS %d\n\n"
+            "static void set_err(cuvil_model *m, const char *msg, const char *name) {\n"
+            "    snprintf(m->err, sizeof m->err, \"%%s%%s%%s\", msg, name ? \": \" : \"\", name ? name : \"\");\n}\n\n"
+            "CUVIL_EXPORT cuvil_status %s_create(const cuvil_model_options *opts, cuvil_model **out) {\n"
+            "    if (!out) return CUVIL_ERR_INVALID_ARG;\n"
+            "    *out = NULL;\n"
+            "    cuvil_model *m = calloc(1, sizeof *m);\n"
+            "    if (!m) return CUVIL_ERR_NOMEM;\n"
+            "    *out = m;\n"
+            "    if (opts && opts->weights_path) {\n"
+            "        set_err(m, \"external weights are not supported by this model\", opts->weights_path);\n"
+            "        return CUVIL_ERR_UNSUPPORTED;\n"
+            "    }\n"
+            "    size_t arena = (ARENA_BYTES + 63) / 64 * 64, scratch = (scratch_bytes() + 63) / 64 * 64;\n"
+            "    m->arena = aligned_alloc(64, arena + scratch + 64);\n"
+            "    if (!m->arena) {\n"
+            "        set_err(m, \"out of memory allocating the activation arena\", NULL);\n"
+            "        return CUVIL_ERR_NOMEM;\n"
+            "    }\n"
+            "    m->scratch = m->arena + arena;\n"
+            "    return CUVIL_OK;\n}\n\n"
+            "CUVIL_EXPORT cuvil_status %s_run(cuvil_model *m, const void *const *in, void *const *out) {\n"
+            "    if (!m) return CUVIL_ERR_INVALID_ARG;\n"
+            "    m->err[0] = 0;\n"
+            "    if (N_INPUTS && !in) { set_err(m, \"inputs array is NULL\", NULL); return CUVIL_ERR_INVALID_ARG; }\n"
+            "    if (!out) { set_err(m, \"outputs array is NULL\", NULL); return CUVIL_ERR_INVALID_ARG; }\n"
+            "    for (int i = 0; i < N_INPUTS; i++)\n"
+            "        if (!in[i]) { set_err(m, \"input buffer is NULL\", inputs_[i].name); return CUVIL_ERR_INVALID_ARG; }\n"
+            "    for (int i = 0; i < N_OUTPUTS; i++)\n"
+            "        if (!out[i]) { set_err(m, \"output buffer is NULL\", outputs_[i].name); return CUVIL_ERR_INVALID_ARG; }\n"
+            "    unsigned char *A = m->arena;\n"
+            "    void *S = m->scratch;\n"
+            "    (void)A; (void)S;\n%s"
+            "    return CUVIL_OK;\n}\n\n"
+            "CUVIL_EXPORT const char *%s_errmsg(const cuvil_model *m) { return m ? m->err : \"no model\"; }\n\n"
+            "CUVIL_EXPORT void %s_destroy(cuvil_model *m) {\n    if (!m) return;\n    free(m->arena);\n    free(m);\n}\n\n",
+            cg.plan.arena_bytes, g->n_inputs, g->n_outputs, prefix, prefix, calls.s ? calls.s : "", prefix, prefix);
+        cuvil_sb_printf(c, "static const cuvil_model_desc desc_ = {\n    CUVIL_MODEL_ABI_VERSION, \"%s\", N_INPUTS, N_OUTPUTS, inputs_, outputs_,\n"
+                           "    \"%s\", \"%s\", \"%s\", \"", prefix, g->model_sha256, cuvil_version(), target);
+        cuvil_sb_c_escape(c, opts.s ? opts.s : "");
+        cuvil_sb_printf(c, "\",\n    ARENA_BYTES, %zu,\n    %s_create, %s_run, %s_errmsg, %s_destroy,\n};\n\n"
+                           "CUVIL_EXPORT const cuvil_model_desc *%s_model(void) { return &desc_; }\n\n"
+                           "#ifdef CUVIL_MODEL_SHARED\n"
+                           "CUVIL_EXPORT const cuvil_model_desc *cuvil_model_entry(void) { return &desc_; }\n#endif\n",
+                        out->weights.len, prefix, prefix, prefix, prefix, prefix);
+        if (c->oom || out->weights.oom || nodes.oom || calls.oom) st = cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory generating C");
+    }
+    cuvil_sb_free(&nodes);
+    cuvil_sb_free(&calls);
+    cuvil_sb_free(&opts);
+    cuvil_sb_free(&cg.params);
+    cuvil_sb_free(&cg.body);
+    cuvil_sb_free(&cg.scratch);
+    cuvil_arena_free(&cg.strs);
+    free(cg.const_off);
+    cg_plan_free(&cg.plan);
+    if (!st) {
+        /* the header: the ABI (self-contained) and the prefixed entry points */
+        cuvil_sb *h = &out->model_h;
+        char up[256];
+        size_t k = 0;
+        for (; prefix[k] && k < sizeof up - 1; k++) up[k] = (char)toupper((unsigned char)prefix[k]);
+        up[k] = 0;
+        cuvil_sb_printf(h, "/* %s.h -- generated by Cuvil %s from ", prefix, cuvil_version());
+        comment_str(h, g->model_path ? g->model_path : "?");
+        cuvil_sb_printf(h, ".\n *\n * Inputs:\n");
+        char sh[256];
+        for (int i = 0; i < g->n_inputs; i++) {
+            cuvil_sb_printf(h, " *   %d: ", i);
+            comment_str(h, g->values[g->inputs[i]].name);
+            cuvil_sb_printf(h, " %s\n", cir_shape_str(g, &g->values[g->inputs[i]], sh, sizeof sh));
+        }
+        cuvil_sb_puts(h, " * Outputs:\n");
+        for (int i = 0; i < g->n_outputs; i++) {
+            cuvil_sb_printf(h, " *   %d: ", i);
+            comment_str(h, g->values[g->outputs[i]].name);
+            cuvil_sb_printf(h, " %s\n", cir_shape_str(g, &g->values[g->outputs[i]], sh, sizeof sh));
+        }
+        cuvil_sb_printf(h, " *\n * Buffers are dense row-major, in the order above; see cuvil_model.h below.\n */\n"
+                           "#ifndef %s_MODEL_H\n#define %s_MODEL_H\n\n", up, up);
+        cuvil_sb_puts(h, abi_h);
+        cuvil_sb_printf(h, "\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n"
+                           "#define %s_N_INPUTS %d\n#define %s_N_OUTPUTS %d\n\n"
+                           "const cuvil_model_desc *%s_model(void);\n"
+                           "cuvil_status %s_create(const cuvil_model_options *opts, cuvil_model **out);\n"
+                           "cuvil_status %s_run(cuvil_model *m, const void *const *inputs, void *const *outputs);\n"
+                           "const char *%s_errmsg(const cuvil_model *m);\n"
+                           "void %s_destroy(cuvil_model *m);\n\n"
+                           "#ifdef __cplusplus\n}\n#endif\n#endif\n",
+                        up, g->n_inputs, up, g->n_outputs, prefix, prefix, prefix, prefix, prefix);
+        if (h->oom) st = cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory generating the header");
+    }
+    return st;
+}
+
+void cg_output_free(cg_output *out) {
+    cuvil_sb_free(&out->model_c);
+    cuvil_sb_free(&out->model_h);
+    cuvil_sb_free(&out->weights);
+}

@@ -1,0 +1,78 @@
+/*
+ * codegen_int.h -- the C emitter's interface for ops, memory planning and the compiler driver.
+ *
+ * Each live node becomes one `static void nK(...)` function in the generated model.c whose
+ * body the op's emit() writes with cg_printf(); pointer expressions for its operands come from
+ * cg_in()/cg_out(), kernel parameter blocks become file-scope `static const` initialisers via
+ * cg_param(). Constants are placed in the weights blob when first referenced, so weights no
+ * node reads are never written.
+ */
+#ifndef CUVIL_CODEGEN_INT_H
+#define CUVIL_CODEGEN_INT_H
+
+#include "ir/cir.h"
+
+typedef struct cg_ctx cg_ctx;
+
+/* C element type name for a dtype ("float", "int64_t", ...). */
+const char *cg_ctype(cuvil_dtype t);
+/* Pointer expressions, e.g. "((const float *)(W + 4096))", "((float *)(A + 0))",
+ * "((const float *)in[0])". Valid until the node's emission ends. */
+const char *cg_in(cg_ctx *cg, int value_id);
+const char *cg_out(cg_ctx *cg, int value_id);
+/* Places nbytes of compile-time data (e.g. folded BatchNorm scale) in the weights blob and
+ * returns a const pointer expression of element type dtype. */
+const char *cg_data(cg_ctx *cg, const void *data, size_t nbytes, cuvil_dtype dtype);
+/* Declares `static const <type> P<k> = <init>;` at file scope and returns "P<k>"; a type
+ * ending in "[]" declares an array (`static const int64_t P<k>[] = ...`). */
+const char *cg_param(cg_ctx *cg, const char *type, const char *init_fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Records that the node needs scratch memory: size_expr is evaluated once in create(), e.g.
+ * "cuvil_f32_conv2d_scratch_size(&P3)". Returns the scratch pointer expression ("S"). */
+const char *cg_scratch(cg_ctx *cg, const char *size_expr_fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Appends to the current node's body. */
+void cg_printf(cg_ctx *cg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A float as a C literal that round-trips exactly ("1.5f", "INFINITY"). Returns buf. */
+const char *cg_float(float x, char buf[32]);
+/* "{ .act = 1, .alpha = 0.0f, .beta = 0.0f }" for activation params. Returns buf. */
+const char *cg_act(const cuvil_act_params *a, char buf[128]);
+/* An int64 array as "{ 1, 2, 3 }" (n elements). Returns a string valid for the node. */
+const char *cg_i64s(cg_ctx *cg, const int64_t *v, int n);
+
+/* ===== Memory plan (memplan.c) ====================================================== */
+typedef enum cg_loc_kind { CG_LOC_NONE = 0, CG_LOC_INPUT, CG_LOC_OUTPUT, CG_LOC_ARENA, CG_LOC_CONST } cg_loc_kind;
+
+typedef struct cg_loc {
+    cg_loc_kind kind;
+    int64_t index;     /* input/output position, or byte offset in arena/weights */
+} cg_loc;
+
+typedef struct cg_plan {
+    cg_loc *loc;        /* per value id */
+    bool *aliased;      /* per node: an ALIAS node whose output shares its input's bytes */
+    size_t arena_bytes;
+} cg_plan;
+
+/* Plans storage for every value: graph inputs/outputs use the caller's buffers, alias nodes
+ * share bytes where they can, other activations get offsets in one arena from their lifetimes
+ * (greedy by size); constants are left CG_LOC_CONST with offsets assigned later by codegen.
+ * Then verifies that no two values live at the same time overlap. */
+cuvil_status cg_plan_memory(cir_graph *g, cg_plan *plan);
+void cg_plan_free(cg_plan *plan);
+
+/* ===== Driver (codegen.c) ============================================================ */
+typedef struct cg_output {
+    cuvil_sb model_c;      /* model.c */
+    cuvil_sb model_h;      /* <prefix>.h */
+    cuvil_sb weights;      /* weights.bin */
+    size_t arena_bytes;
+} cg_output;
+
+/* Emits the C for graph g (after passes). prefix: the symbol prefix; abi_h: the text of
+ * cuvil_model.h, pasted into the model's header so that it is self-contained. */
+cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefix,
+                         const char *target, const char *abi_h, cg_output *out);
+void cg_output_free(cg_output *out);
+
+#endif

@@ -1,0 +1,21 @@
+/* toolchain_int.h -- invoking the C compiler on generated code. */
+#ifndef CUVIL_TOOLCHAIN_INT_H
+#define CUVIL_TOOLCHAIN_INT_H
+
+#include "codegen/codegen_int.h"
+
+/* "x86_64-avx2" when the host has AVX2+FMA, else "generic". */
+const char *cuvil_host_target(void);
+/* OK when this build has a runtime for target, else an error listing the ones it has. */
+cuvil_status cuvil_check_target(cuvil_ctx *ctx, const char *target);
+/* The text of cuvil_model.h (malloc'd), pasted into every model header. */
+cuvil_status cuvil_read_abi_header(cuvil_ctx *ctx, char **text);
+/* Compiles gen into a shared library (o->emit SO) or static archive (A) at output, with the
+ * header beside it; nothing is left at output on failure. */
+cuvil_status cuvil_build_library(cuvil_ctx *ctx, const cg_output *gen, const char *prefix, const char *target,
+                                 const cuvil_options *o, const char *output);
+/* Writes a folder with the sources, the runtime and a Makefile (--emit c). */
+cuvil_status cuvil_emit_sources(cuvil_ctx *ctx, const cg_output *gen, const char *prefix, const char *target,
+                                const char *output);
+
+#endif

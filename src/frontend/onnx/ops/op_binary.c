@@ -1,0 +1,124 @@
+/* op_binary.c -- Add, Sub, Mul, Div, Pow, Max, Min, PRelu with numpy broadcasting. */
+#include "frontend/onnx/ops/ops_int.h"
+
+#include <math.h>
+#include <string.h>
+
+static int binop(const cir_node *n) {
+    static const char *const names[] = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "PRelu"};
+    /* keep in ORDER with CUVIL_BIN_* */
+    for (int i = 0; i < CUVIL_BIN__COUNT; i++)
+        if (!strcmp(names[i], n->op)) return i;
+    CUVIL_ASSERT(!"not a binary op");
+}
+
+static cuvil_status binary_infer(cir_graph *g, cir_node *n) {
+    bool variadic = !strcmp(n->op, "Max") || !strcmp(n->op, "Min");
+    cuvil_status s = op_check_arity(g, n, variadic ? 1 : 2, 2, 1, 1);
+    if (s) return s;
+    cir_value *a = cir_in(g, n, 0), *b = cir_in(g, n, 1 < n->n_in ? 1 : 0);
+    if (!b) b = a;
+    int op = binop(n);
+    if (a->dtype != b->dtype && op != CUVIL_BIN_POW)
+        return cir_node_err(g, n, CUVIL_ERR_DTYPE, "inputs '%s' (%s) and '%s' (%s) differ in type", a->name,
+                            cuvil_dtype_name(a->dtype), b->name, cuvil_dtype_name(b->dtype));
+    int ndim;
+    int64_t dims[CIR_MAX_DIMS];
+    if (op == CUVIL_BIN_PRELU) {
+        /* the slope broadcasts onto X (unidirectional) */
+        if ((s = op_broadcast(g, n, a, b, &ndim, dims))) return s;
+        if (ndim != a->ndim || memcmp(dims, a->dims, sizeof(int64_t) * (size_t)ndim))
+            return cir_node_err(g, n, CUVIL_ERR_SHAPE, "slope '%s' does not broadcast to X's shape", b->name);
+    } else if ((s = op_broadcast(g, n, a, b, &ndim, dims))) {
+        return s;
+    }
+    cir_set_shape(cir_out(g, n, 0), a->dtype, ndim, dims);
+    bool all_const = cir_is_const(a) && cir_is_const(b);
+    /* a constant exponent of another numeric type is converted to float32 by emit */
+    bool b_converts = op == CUVIL_BIN_POW && cir_is_const(b) && cuvil_dtype_size(b->dtype);
+    if (!all_const && ((s = op_need_f32(g, n, 0)) || (!b_converts && (s = op_need_f32(g, n, b == a ? 0 : 1))))) return s;
+    return CUVIL_OK;
+}
+
+static double apply(int op, double x, double y, bool integer) {
+    switch (op) {
+    case CUVIL_BIN_ADD: return x + y;
+    case CUVIL_BIN_SUB: return x - y;
+    case CUVIL_BIN_MUL: return x * y;
+    case CUVIL_BIN_DIV: return integer ? (y != 0 ? (double)((int64_t)x / (int64_t)y) : 0) : x / y;
+    case CUVIL_BIN_POW: return pow(x, y);
+    case CUVIL_BIN_MAX: return x > y ? x : y;
+    case CUVIL_BIN_MIN: return x < y ? x : y;
+    case CUVIL_BIN_PRELU: return x >= 0 ? x : x * y;
+    default: CUVIL_ASSERT(!"binary op");
+    }
+}
+
+static void params(cir_graph *g, cir_node *n, cuvil_binary_params *p) {
+    cir_value *a = cir_in(g, n, 0), *b = cir_in(g, n, 1) ? cir_in(g, n, 1) : a, *y = cir_out(g, n, 0);
+    memset(p, 0, sizeof *p);
+    p->op = binop(n);
+    p->ndim = y->ndim;
+    for (int i = 0; i < y->ndim; i++) p->dims[i] = y->dims[i];
+    op_bcast_strides(a, y->ndim, y->dims, p->a_strides);
+    op_bcast_strides(b, y->ndim, y->dims, p->b_strides);
+    p->act = n->act;
+}
+
+static cuvil_status binary_fold(cir_graph *g, cir_node *n) {
+    cir_value *a = cir_in(g, n, 0), *b = cir_in(g, n, 1) ? cir_in(g, n, 1) : a, *y = cir_out(g, n, 0);
+    if (!cir_value_make_const(g, y)) return g->ctx->status;
+    cuvil_binary_params p;
+    params(g, n, &p);
+    if (y->dtype == CUVIL_DTYPE_FLOAT32 && b->dtype == CUVIL_DTYPE_FLOAT32) {
+        cuvil_f32_binary__scalar(&p, a->data, b->data, y->data);
+        return CUVIL_OK;
+    }
+    bool integer = y->dtype != CUVIL_DTYPE_FLOAT32 && y->dtype != CUVIL_DTYPE_FLOAT64;
+    int64_t cnt = cir_numel(y), idx[CIR_MAX_DIMS] = {0};
+    for (int64_t i = 0; i < cnt; i++) {
+        int64_t ia = 0, ib = 0;
+        for (int d = 0; d < p.ndim; d++) {
+            ia += idx[d] * p.a_strides[d];
+            ib += idx[d] * p.b_strides[d];
+        }
+        double r = apply(p.op, cir_const_f64(a, ia), cir_const_f64(b, ib), integer);
+        if (integer) cir_const_set_i64(y, i, (int64_t)r);
+        else cir_const_set_f64(y, i, r);
+        for (int d = p.ndim - 1; d >= 0 && ++idx[d] == p.dims[d]; d--) idx[d] = 0;
+    }
+    return CUVIL_OK;
+}
+
+static cuvil_status binary_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    cuvil_binary_params p;
+    params(g, n, &p);
+    char act[128];
+    const char *ps = cg_param(cg, "cuvil_binary_params", "{ .op = %d, .ndim = %d, .dims = %s, .a_strides = %s, .b_strides = %s, .act = %s }",
+                              p.op, p.ndim, cg_i64s(cg, p.dims, p.ndim), cg_i64s(cg, p.a_strides, p.ndim),
+                              cg_i64s(cg, p.b_strides, p.ndim), cg_act(&p.act, act));
+    int bi = n->n_in > 1 && n->in[1] >= 0 ? n->in[1] : n->in[0];
+    cir_value *b = &g->values[bi];
+    const char *bexpr = cg_in(cg, bi);
+    if (b->dtype != CUVIL_DTYPE_FLOAT32) {   /* Pow's constant exponent: as float32 */
+        int64_t cnt = cir_numel(b);
+        float *f = malloc(sizeof(float) * (size_t)(cnt ? cnt : 1));
+        if (!f) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+        for (int64_t i = 0; i < cnt; i++) f[i] = (float)cir_const_f64(b, i);
+        bexpr = cg_data(cg, f, sizeof(float) * (size_t)cnt, CUVIL_DTYPE_FLOAT32);
+        free(f);
+    }
+    cg_printf(cg, "    cuvil_f32_binary(&%s, %s, %s, %s);\n", ps, cg_in(cg, n->in[0]), bexpr, cg_out(cg, n->out[0]));
+    return CUVIL_OK;
+}
+
+#define BINARY(name) \
+    const cir_opdef cir_op_##name = {#name, "", 1, CIR_OP_TAKES_ACT, binary_infer, binary_fold, binary_emit, NULL};
+BINARY(Add)
+BINARY(Sub)
+BINARY(Mul)
+BINARY(Div)
+BINARY(Pow)
+BINARY(Max)
+BINARY(Min)
+BINARY(PRelu)

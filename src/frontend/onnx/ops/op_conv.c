@@ -1,0 +1,194 @@
+/* op_conv.c -- Conv and ConvTranspose (1-D and 2-D, groups, dilations, auto_pad). */
+#include "frontend/onnx/ops/ops_int.h"
+
+#include <string.h>
+
+typedef struct conv_geo {
+    int nsp;                      /* spatial dims: 1 or 2 */
+    int64_t k[2], s[2], d[2], pb[2], pe[2], in[2], out[2];
+    int64_t group, N, C, M;
+} conv_geo;
+
+/* Reads an INTS attribute of nsp elements, or fills def. */
+static cuvil_status spatial_attr(cir_graph *g, cir_node *n, const char *name, int nsp, int64_t def, int64_t *out,
+                                 int count_mult) {
+    const int64_t *v;
+    int cnt = cir_attr_ints(n, name, &v);
+    if (cnt < 0) {
+        for (int i = 0; i < nsp * count_mult; i++) out[i] = def;
+        return CUVIL_OK;
+    }
+    if (cnt != nsp * count_mult)
+        return cir_node_err(g, n, CUVIL_ERR_MODEL, "attribute %s has %d values, expected %d", name, cnt, nsp * count_mult);
+    for (int i = 0; i < cnt; i++) out[i] = v[i];
+    return CUVIL_OK;
+}
+
+static cuvil_status geometry(cir_graph *g, cir_node *n, bool transpose, conv_geo *c) {
+    memset(c, 0, sizeof *c);
+    cir_value *x = cir_in(g, n, 0), *w = cir_in(g, n, 1);
+    if (x->ndim < 3 || x->ndim > 4)
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' has rank %d; only 1-D and 2-D convolutions are supported",
+                            x->name, x->ndim);
+    if (w->ndim != x->ndim)
+        return cir_node_err(g, n, CUVIL_ERR_MODEL, "weight '%s' has rank %d, input has rank %d", w->name, w->ndim, x->ndim);
+    c->nsp = x->ndim - 2;
+    c->N = x->dims[0];
+    c->C = x->dims[1];
+    c->group = cir_attr_int(n, "group", 1);
+    if (c->group <= 0 || c->C % c->group)
+        return cir_node_err(g, n, CUVIL_ERR_MODEL, "group=%lld does not divide C=%lld", (long long)c->group, (long long)c->C);
+    if (!transpose) {
+        c->M = w->dims[0];
+        if (w->dims[1] * c->group != c->C)
+            return cir_node_err(g, n, CUVIL_ERR_SHAPE, "weight '%s' has %lld input channels per group, input has C=%lld with group=%lld",
+                                w->name, (long long)w->dims[1], (long long)c->C, (long long)c->group);
+        if (c->M % c->group)
+            return cir_node_err(g, n, CUVIL_ERR_MODEL, "group=%lld does not divide M=%lld", (long long)c->group, (long long)c->M);
+    } else {
+        if (w->dims[0] != c->C)
+            return cir_node_err(g, n, CUVIL_ERR_SHAPE, "weight '%s' has %lld input channels, input has C=%lld",
+                                w->name, (long long)w->dims[0], (long long)c->C);
+        c->M = w->dims[1] * c->group;
+    }
+    int64_t ks[2], pads[4], op[2];
+    cuvil_status s;
+    if ((s = spatial_attr(g, n, "strides", c->nsp, 1, c->s, 1)) || (s = spatial_attr(g, n, "dilations", c->nsp, 1, c->d, 1)) ||
+        (s = spatial_attr(g, n, "pads", c->nsp, 0, pads, 2)) || (s = spatial_attr(g, n, "kernel_shape", c->nsp, -1, ks, 1)) ||
+        (s = spatial_attr(g, n, "output_padding", c->nsp, 0, op, 1)))
+        return s;
+    const char *ap = cir_attr_str(n, "auto_pad", "NOTSET");
+    for (int i = 0; i < c->nsp; i++) {
+        c->in[i] = x->dims[2 + i];
+        c->k[i] = w->dims[2 + i];
+        if (ks[i] >= 0 && ks[i] != c->k[i])
+            return cir_node_err(g, n, CUVIL_ERR_SHAPE, "kernel_shape[%d]=%lld but weight '%s' has %lld", i,
+                                (long long)ks[i], w->name, (long long)c->k[i]);
+        if (c->s[i] <= 0 || c->d[i] <= 0)
+            return cir_node_err(g, n, CUVIL_ERR_MODEL, "strides and dilations must be positive");
+        int64_t ek = (c->k[i] - 1) * c->d[i] + 1;
+        if (!transpose) {
+            if (!strcmp(ap, "NOTSET")) {
+                c->pb[i] = pads[i];
+                c->pe[i] = pads[i + c->nsp];
+                c->out[i] = (c->in[i] + c->pb[i] + c->pe[i] - ek) / c->s[i] + 1;
+            } else if (!strcmp(ap, "VALID")) {
+                c->out[i] = (c->in[i] - ek) / c->s[i] + 1;
+            } else if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
+                c->out[i] = (c->in[i] + c->s[i] - 1) / c->s[i];
+                int64_t total = (c->out[i] - 1) * c->s[i] + ek - c->in[i];
+                if (total < 0) total = 0;
+                bool upper = !strcmp(ap, "SAME_UPPER");
+                c->pb[i] = upper ? total / 2 : total - total / 2;
+                c->pe[i] = total - c->pb[i];
+            } else {
+                return cir_node_err(g, n, CUVIL_ERR_MODEL, "unknown auto_pad '%s'", ap);
+            }
+        } else {
+            const int64_t *os;
+            int nos = cir_attr_ints(n, "output_shape", &os);
+            int64_t full = c->s[i] * (c->in[i] - 1) + op[i] + ek;
+            if (nos >= c->nsp || strcmp(ap, "NOTSET") != 0) {
+                int64_t target = nos >= c->nsp ? os[nos - c->nsp + i] : c->in[i] * c->s[i];
+                int64_t total = full - target;
+                if (total < 0) total = 0;
+                if (!strcmp(ap, "SAME_UPPER")) {
+                    c->pb[i] = total / 2;
+                    c->pe[i] = total - total / 2;
+                } else {
+                    c->pb[i] = total - total / 2;
+                    c->pe[i] = total / 2;
+                }
+                c->out[i] = target;
+            } else {
+                c->pb[i] = pads[i];
+                c->pe[i] = pads[i + c->nsp];
+                c->out[i] = full - c->pb[i] - c->pe[i];
+            }
+        }
+        if (c->out[i] <= 0)
+            return cir_node_err(g, n, CUVIL_ERR_SHAPE, "output size %lld along spatial dim %d is not positive",
+                                (long long)c->out[i], i);
+    }
+    cir_value *b = cir_in(g, n, 2);
+    if (b && (b->ndim != 1 || b->dims[0] != c->M))
+        return cir_node_err(g, n, CUVIL_ERR_SHAPE, "bias '%s' must have shape [%lld]", b->name, (long long)c->M);
+    return CUVIL_OK;
+}
+
+static cuvil_status infer_common(cir_graph *g, cir_node *n, bool transpose) {
+    cuvil_status s;
+    if ((s = op_check_arity(g, n, 2, 3, 1, 1)) || (s = op_need_f32(g, n, 0)) || (s = op_need_f32(g, n, 1)) ||
+        (cir_in(g, n, 2) && (s = op_need_f32(g, n, 2))))
+        return s;
+    conv_geo c;
+    if ((s = geometry(g, n, transpose, &c))) return s;
+    int64_t dims[4] = {c.N, c.M, c.out[0], c.out[1]};
+    cir_set_shape(cir_out(g, n, 0), CUVIL_DTYPE_FLOAT32, 2 + c.nsp, dims);
+    return CUVIL_OK;
+}
+
+static cuvil_status conv_infer(cir_graph *g, cir_node *n) { return infer_common(g, n, false); }
+static cuvil_status convt_infer(cir_graph *g, cir_node *n) { return infer_common(g, n, true); }
+
+/* Both params structs share their leading fields; print them once. */
+static const char *geo_fields(const conv_geo *c, const cuvil_act_params *act, char *buf, size_t len) {
+    bool one = c->nsp == 1;
+    char a[128];
+    snprintf(buf, len,
+             ".N = %lld, .C = %lld, .H = %lld, .W = %lld, .M = %lld, .OH = %lld, .OW = %lld, .KH = %lld, .KW = %lld, "
+             ".stride_h = %lld, .stride_w = %lld, .pad_t = %lld, .pad_l = %lld, .dil_h = %lld, .dil_w = %lld, "
+             ".group = %lld, .act = %s",
+             (long long)c->N, (long long)c->C, (long long)(one ? 1 : c->in[0]), (long long)c->in[one ? 0 : 1],
+             (long long)c->M, (long long)(one ? 1 : c->out[0]), (long long)c->out[one ? 0 : 1],
+             (long long)(one ? 1 : c->k[0]), (long long)c->k[one ? 0 : 1], (long long)(one ? 1 : c->s[0]),
+             (long long)c->s[one ? 0 : 1], (long long)(one ? 0 : c->pb[0]), (long long)c->pb[one ? 0 : 1],
+             (long long)(one ? 1 : c->d[0]), (long long)c->d[one ? 0 : 1], (long long)c->group, cg_act(act, a));
+    return buf;
+}
+
+static cuvil_status conv_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    conv_geo c;
+    cuvil_status s = geometry(g, n, false, &c);
+    if (s) return s;
+    char f[1024];
+    const char *p = cg_param(cg, "cuvil_conv2d_params", "{ %s }", geo_fields(&c, &n->act, f, sizeof f));
+    const char *S = cg_scratch(cg, "cuvil_f32_conv2d_scratch_size(&%s)", p);
+    cg_printf(cg, "    cuvil_f32_conv2d(&%s, %s, %s, %s, %s, %s, %s);\n", p, cg_in(cg, n->in[0]), cg_in(cg, n->in[1]),
+              cir_in(g, n, 2) ? cg_in(cg, n->in[2]) : "NULL", n->residual >= 0 ? cg_in(cg, n->residual) : "NULL",
+              cg_out(cg, n->out[0]), S);
+    return CUVIL_OK;
+}
+
+static cuvil_status convt_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    conv_geo c;
+    cuvil_status s = geometry(g, n, true, &c);
+    if (s) return s;
+    char f[1024];
+    const char *p = cg_param(cg, "cuvil_conv_transpose2d_params", "{ %s }", geo_fields(&c, &n->act, f, sizeof f));
+    const char *S = cg_scratch(cg, "cuvil_f32_conv_transpose2d_scratch_size(&%s)", p);
+    cg_printf(cg, "    cuvil_f32_conv_transpose2d(&%s, %s, %s, %s, %s, %s);\n", p, cg_in(cg, n->in[0]),
+              cg_in(cg, n->in[1]), cir_in(g, n, 2) ? cg_in(cg, n->in[2]) : "NULL", cg_out(cg, n->out[0]), S);
+    return CUVIL_OK;
+}
+
+/* Folding with the reference kernels, for convolutions of constants (rare: weight-only chains). */
+static cuvil_status conv_fold(cir_graph *g, cir_node *n) {
+    conv_geo c;
+    cuvil_status s = geometry(g, n, false, &c);
+    if (s) return s;
+    cir_value *y = cir_out(g, n, 0);
+    float *out = cir_value_make_const(g, y);
+    if (!out) return g->ctx->status;
+    cuvil_conv2d_params p = {c.N, c.C, c.nsp == 1 ? 1 : c.in[0], c.in[c.nsp - 1], c.M, c.nsp == 1 ? 1 : c.out[0],
+                             c.out[c.nsp - 1], c.nsp == 1 ? 1 : c.k[0], c.k[c.nsp - 1], c.nsp == 1 ? 1 : c.s[0],
+                             c.s[c.nsp - 1], c.nsp == 1 ? 0 : c.pb[0], c.pb[c.nsp - 1], c.nsp == 1 ? 1 : c.d[0],
+                             c.d[c.nsp - 1], c.group, n->act};
+    cir_value *b = cir_in(g, n, 2);
+    cuvil_f32_conv2d__scalar(&p, cir_in(g, n, 0)->data, cir_in(g, n, 1)->data, b ? b->data : NULL,
+                             n->residual >= 0 ? g->values[n->residual].data : NULL, out);
+    return CUVIL_OK;
+}
+
+const cir_opdef cir_op_Conv = {"Conv", "", 1, CIR_OP_TAKES_ACT | CIR_OP_TAKES_RESIDUAL, conv_infer, conv_fold, conv_emit, NULL};
+const cir_opdef cir_op_ConvTranspose = {"ConvTranspose", "", 1, CIR_OP_TAKES_ACT, convt_infer, NULL, convt_emit, NULL};

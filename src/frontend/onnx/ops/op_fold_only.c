@@ -1,0 +1,421 @@
+/* op_fold_only.c -- ops that exporters use for shape arithmetic, supported when every input is
+ * constant (they fold): ConstantOfShape, Range, Expand, Equal, Less, Greater, LessOrEqual,
+ * GreaterOrEqual, Not, And, Or, Where, Tile, Sum, Mean. Expand also runs at run time on
+ * float32 data with a constant shape. */
+#include "frontend/onnx/ops/ops_int.h"
+
+#include <math.h>
+#include <string.h>
+
+#define FOLD_MAX_BYTES ((size_t)1 << 30)   /* a folded constant larger than this is refused */
+
+/* ===== Helpers ========================================================================== */
+/* Errors when an input is computed at run time: these ops have no kernel. */
+static cuvil_status need_const(cir_graph *g, cir_node *n) {
+    for (int i = 0; i < n->n_in; i++) {
+        cir_value *v = cir_in(g, n, i);
+        if (v && !cir_is_const(v))
+            return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED,
+                                "%s is only supported on constant inputs (shape arithmetic); input '%s' is computed at run time",
+                                n->op, v->name);
+    }
+    return CUVIL_OK;
+}
+
+static bool is_float(cuvil_dtype t) {
+    return t == CUVIL_DTYPE_FLOAT32 || t == CUVIL_DTYPE_FLOAT64 || t == CUVIL_DTYPE_FLOAT16 || t == CUVIL_DTYPE_BFLOAT16;
+}
+
+static bool known_type(cuvil_dtype t) { return t != CUVIL_DTYPE_STRING && cuvil_dtype_size(t) != 0; }
+
+/* Sets output 0 after checking that its size is sane (model-supplied dims multiply). */
+static cuvil_status set_out(cir_graph *g, cir_node *n, cuvil_dtype t, int ndim, const int64_t *dims) {
+    size_t nb = cuvil_dtype_size(t);
+    for (int d = 0; d < ndim; d++)
+        if (dims[d] < 0 || cuvil_mul_ovf(nb, (size_t)dims[d], &nb) || nb > FOLD_MAX_BYTES)
+            return cir_node_err(g, n, dims[d] < 0 ? CUVIL_ERR_MODEL : CUVIL_ERR_UNSUPPORTED,
+                                "output dim %d = %lld is invalid or makes the output larger than %zu bytes", d,
+                                (long long)dims[d], FOLD_MAX_BYTES);
+    cir_set_shape(cir_out(g, n, 0), t, ndim, dims);
+    return CUVIL_OK;
+}
+
+/* numpy broadcast of inputs [first, first + count) into ndim/dims. */
+static cuvil_status bcast_inputs(cir_graph *g, cir_node *n, int first, int count, int *ndim, int64_t *dims) {
+    cir_value acc = *cir_in(g, n, first);
+    for (int i = first + 1; i < first + count; i++) {
+        int nd;
+        int64_t d[CIR_MAX_DIMS];
+        cuvil_status s = op_broadcast(g, n, &acc, cir_in(g, n, i), &nd, d);
+        if (s) return s;
+        acc.ndim = nd;
+        memcpy(acc.dims, d, sizeof d);
+    }
+    *ndim = acc.ndim;
+    memcpy(dims, acc.dims, sizeof(int64_t) * (size_t)acc.ndim);
+    return CUVIL_OK;
+}
+
+/* Walks the output index space: offsets of element i's source in each broadcast input. */
+typedef struct bcast_walk {
+    int ndim, n;
+    int64_t dims[CIR_MAX_DIMS], idx[CIR_MAX_DIMS];
+    int64_t strides[3][CIR_MAX_DIMS];
+    int64_t off[3];
+} bcast_walk;
+
+static void walk_init(bcast_walk *w, const cir_value *y, const cir_value *const *ins, int n) {
+    memset(w, 0, sizeof *w);
+    w->ndim = y->ndim;
+    w->n = n;
+    memcpy(w->dims, y->dims, sizeof w->dims);
+    for (int k = 0; k < n; k++) op_bcast_strides(ins[k], y->ndim, y->dims, w->strides[k]);
+}
+
+static void walk_next(bcast_walk *w) {
+    for (int d = w->ndim - 1; d >= 0; d--) {
+        for (int k = 0; k < w->n; k++) w->off[k] += w->strides[k][d];
+        if (++w->idx[d] < w->dims[d]) return;
+        for (int k = 0; k < w->n; k++) w->off[k] -= w->strides[k][d] * w->dims[d];
+        w->idx[d] = 0;
+    }
+}
+
+/* Copies each output element from its broadcast source (any dtype). */
+static void bcast_copy(const cir_value *x, cir_value *y) {
+    size_t es = cuvil_dtype_size(y->dtype);
+    const cir_value *ins[1] = {x};
+    bcast_walk w;
+    walk_init(&w, y, ins, 1);
+    int64_t cnt = cir_numel(y);
+    for (int64_t i = 0; i < cnt; i++, walk_next(&w))
+        memcpy((char *)y->data + (size_t)i * es, (const char *)x->data + (size_t)w.off[0] * es, es);
+}
+
+/* ===== ConstantOfShape ================================================================== */
+static cuvil_status cos_infer(cir_graph *g, cir_node *n) {
+    cuvil_status s = op_check_arity(g, n, 1, 1, 1, 1);
+    if (s) return s;
+    int64_t dims[CIR_MAX_DIMS];
+    int nd;
+    if ((s = op_const_ints(g, n, 0, "input", dims, CIR_MAX_DIMS, &nd))) return s;
+    cuvil_dtype t = CUVIL_DTYPE_FLOAT32;
+    const cir_attr *a = cir_attr_find(n, "value");
+    if (a) {
+        cir_value *v = a->type == CIR_ATTR_TENSOR ? cir_val(g, a->tensor) : NULL;
+        if (!v || cir_numel(v) != 1)
+            return cir_node_err(g, n, CUVIL_ERR_MODEL, "attribute value must be a one-element tensor");
+        if (!known_type(v->dtype))
+            return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "value of type %s", cuvil_dtype_name(v->dtype));
+        t = v->dtype;
+    }
+    return set_out(g, n, t, nd, dims);
+}
+
+static cuvil_status cos_fold(cir_graph *g, cir_node *n) {
+    cir_value *y = cir_out(g, n, 0);
+    const cir_attr *a = cir_attr_find(n, "value");
+    if (!cir_value_make_const(g, y)) return g->ctx->status;
+    if (!a) return CUVIL_OK;   /* float32 zeros */
+    size_t es = cuvil_dtype_size(y->dtype);
+    const void *v = g->values[a->tensor].data;
+    int64_t cnt = cir_numel(y);
+    for (int64_t i = 0; i < cnt; i++) memcpy((char *)y->data + (size_t)i * es, v, es);
+    return CUVIL_OK;
+}
+
+/* ===== Range ============================================================================== */
+/* Element count max(ceil((limit - start) / delta), 0), exact for integer types. */
+static cuvil_status range_count(cir_graph *g, cir_node *n, int64_t *count) {
+    cir_value *a = cir_in(g, n, 0), *b = cir_in(g, n, 1), *c = cir_in(g, n, 2);
+    if (is_float(a->dtype)) {
+        double start = cir_const_f64(a, 0), limit = cir_const_f64(b, 0), delta = cir_const_f64(c, 0);
+        double k = ceil((limit - start) / delta);
+        if (delta == 0 || isnan(k)) return cir_node_err(g, n, CUVIL_ERR_MODEL, "delta is 0 or the range is not a number");
+        if (k > 1e15) return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "the range has %g elements", k);
+        *count = k > 0 ? (int64_t)k : 0;
+        return CUVIL_OK;
+    }
+    int64_t start = cir_const_i64(a, 0), limit = cir_const_i64(b, 0), delta = cir_const_i64(c, 0), diff;
+    if (delta == 0) return cir_node_err(g, n, CUVIL_ERR_MODEL, "delta is 0");
+    if (__builtin_sub_overflow(limit, start, &diff))
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "the range from %lld to %lld is too large", (long long)start,
+                            (long long)limit);
+    /* ceil division with operands of one sign; C truncation toward zero is the ceiling */
+    if (delta > 0) *count = diff > 0 ? 1 + (diff - 1) / delta : 0;
+    else *count = diff < 0 ? 1 + (diff + 1) / delta : 0;
+    return CUVIL_OK;
+}
+
+static cuvil_status range_infer(cir_graph *g, cir_node *n) {
+    cuvil_status s = op_check_arity(g, n, 3, 3, 1, 1);
+    if (s) return s;
+    cir_value *a = cir_in(g, n, 0);
+    cuvil_dtype t = a->dtype;
+    if (t != CUVIL_DTYPE_FLOAT32 && t != CUVIL_DTYPE_FLOAT64 && t != CUVIL_DTYPE_INT16 && t != CUVIL_DTYPE_INT32 &&
+        t != CUVIL_DTYPE_INT64)
+        return cir_node_err(g, n, CUVIL_ERR_DTYPE, "start '%s' has type %s; Range takes float, double, int16, int32, int64",
+                            a->name, cuvil_dtype_name(t));
+    for (int i = 0; i < 3; i++) {
+        cir_value *v = cir_in(g, n, i);
+        if (v->dtype != t)
+            return cir_node_err(g, n, CUVIL_ERR_DTYPE, "input '%s' is %s, start is %s", v->name, cuvil_dtype_name(v->dtype),
+                                cuvil_dtype_name(t));
+        if (cir_numel(v) != 1) return cir_node_err(g, n, CUVIL_ERR_SHAPE, "input '%s' must be a scalar", v->name);
+    }
+    if ((s = need_const(g, n))) return s;
+    int64_t count;
+    if ((s = range_count(g, n, &count))) return s;
+    return set_out(g, n, t, 1, &count);
+}
+
+static cuvil_status range_fold(cir_graph *g, cir_node *n) {
+    cir_value *a = cir_in(g, n, 0), *c = cir_in(g, n, 2), *y = cir_out(g, n, 0);
+    if (!cir_value_make_const(g, y)) return g->ctx->status;
+    int64_t cnt = y->dims[0];
+    if (is_float(y->dtype)) {
+        /* start + i * delta, rounded once to the output type (numpy's arange) */
+        double start = cir_const_f64(a, 0), delta = cir_const_f64(c, 0);
+        for (int64_t i = 0; i < cnt; i++) cir_const_set_f64(y, i, start + (double)i * delta);
+    } else {
+        int64_t start = cir_const_i64(a, 0), delta = cir_const_i64(c, 0);
+        for (int64_t i = 0; i < cnt; i++) cir_const_set_i64(y, i, start + i * delta);   /* stays within [start, limit) */
+    }
+    return CUVIL_OK;
+}
+
+/* ===== Expand =============================================================================== */
+static cuvil_status expand_infer(cir_graph *g, cir_node *n) {
+    cuvil_status s = op_check_arity(g, n, 2, 2, 1, 1);
+    if (s) return s;
+    cir_value *x = cir_in(g, n, 0), shape;
+    memset(&shape, 0, sizeof shape);
+    shape.name = cir_in(g, n, 1)->name;
+    if ((s = op_const_ints(g, n, 1, "shape", shape.dims, CIR_MAX_DIMS, &shape.ndim))) return s;
+    for (int d = 0; d < shape.ndim; d++)
+        if (shape.dims[d] < 0)
+            return cir_node_err(g, n, CUVIL_ERR_MODEL, "shape[%d]=%lld is negative", d, (long long)shape.dims[d]);
+    if (!known_type(x->dtype))
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' has type %s", x->name, cuvil_dtype_name(x->dtype));
+    int nd;
+    int64_t dims[CIR_MAX_DIMS];
+    if ((s = op_broadcast(g, n, x, &shape, &nd, dims)) || (s = set_out(g, n, x->dtype, nd, dims))) return s;
+    return cir_is_const(x) ? CUVIL_OK : op_need_f32(g, n, 0);
+}
+
+static cuvil_status expand_fold(cir_graph *g, cir_node *n) {
+    cir_value *y = cir_out(g, n, 0);
+    if (!cir_value_make_const(g, y)) return g->ctx->status;
+    bcast_copy(cir_in(g, n, 0), y);
+    return CUVIL_OK;
+}
+
+/* x * 1.0f with x broadcast: exact for every float (-0.0, infinities and NaN included),
+ * so the binary kernel does the broadcasting copy. */
+static cuvil_status expand_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    cir_value *x = cir_in(g, n, 0), *y = cir_out(g, n, 0);
+    static const float one = 1.0f;
+    const char *b = cg_data(cg, &one, sizeof one, CUVIL_DTYPE_FLOAT32);
+    int64_t as[CIR_MAX_DIMS], bs[CIR_MAX_DIMS] = {0};
+    op_bcast_strides(x, y->ndim, y->dims, as);
+    cuvil_act_params none = {CUVIL_ACT_NONE, 0.0f, 0.0f};
+    char act[128];
+    const char *ps = cg_param(cg, "cuvil_binary_params",
+                              "{ .op = %d, .ndim = %d, .dims = %s, .a_strides = %s, .b_strides = %s, .act = %s }", CUVIL_BIN_MUL,
+                              y->ndim, cg_i64s(cg, y->dims, y->ndim), cg_i64s(cg, as, y->ndim), cg_i64s(cg, bs, y->ndim),
+                              cg_act(&none, act));
+    cg_printf(cg, "    cuvil_f32_binary(&%s, %s, %s, %s);\n", ps, cg_in(cg, n->in[0]), b, cg_out(cg, n->out[0]));
+    return CUVIL_OK;
+}
+
+/* ===== Comparisons and logic ============================================================ */
+enum { L_EQ, L_LT, L_GT, L_LE, L_GE, L_NOT, L_AND, L_OR };
+
+static int logic_op(const cir_node *n) {
+    static const char *const names[] = {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Not", "And", "Or"};
+    /* keep in ORDER with L_* */
+    for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
+        if (!strcmp(names[i], n->op)) return i;
+    CUVIL_ASSERT(!"not a logic op");
+}
+
+static cuvil_status logic_infer(cir_graph *g, cir_node *n) {
+    int op = logic_op(n), nin = op == L_NOT ? 1 : 2;
+    cuvil_status s = op_check_arity(g, n, nin, nin, 1, 1);
+    if (s) return s;
+    cir_value *a = cir_in(g, n, 0), *b = cir_in(g, n, nin - 1);
+    bool logical = op >= L_NOT;
+    if (logical && (a->dtype != CUVIL_DTYPE_BOOL || b->dtype != CUVIL_DTYPE_BOOL))
+        return cir_node_err(g, n, CUVIL_ERR_DTYPE, "inputs must be bool; '%s' is %s",
+                            a->dtype != CUVIL_DTYPE_BOOL ? a->name : b->name,
+                            cuvil_dtype_name(a->dtype != CUVIL_DTYPE_BOOL ? a->dtype : b->dtype));
+    if (a->dtype != b->dtype)
+        return cir_node_err(g, n, CUVIL_ERR_DTYPE, "inputs '%s' (%s) and '%s' (%s) differ in type", a->name,
+                            cuvil_dtype_name(a->dtype), b->name, cuvil_dtype_name(b->dtype));
+    if (!known_type(a->dtype))
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' has type %s", a->name, cuvil_dtype_name(a->dtype));
+    int nd;
+    int64_t dims[CIR_MAX_DIMS];
+    if ((s = bcast_inputs(g, n, 0, nin, &nd, dims)) || (s = set_out(g, n, CUVIL_DTYPE_BOOL, nd, dims))) return s;
+    return need_const(g, n);
+}
+
+static cuvil_status logic_fold(cir_graph *g, cir_node *n) {
+    int op = logic_op(n), nin = op == L_NOT ? 1 : 2;
+    cir_value *a = cir_in(g, n, 0), *b = cir_in(g, n, nin - 1), *y = cir_out(g, n, 0);
+    if (!cir_value_make_const(g, y)) return g->ctx->status;
+    const cir_value *ins[2] = {a, b};
+    bcast_walk w;
+    walk_init(&w, y, ins, 2);
+    bool fp = is_float(a->dtype);
+    int64_t cnt = cir_numel(y);
+    for (int64_t i = 0; i < cnt; i++, walk_next(&w)) {
+        int r;
+        if (op >= L_NOT) {
+            bool p = cir_const_i64(a, w.off[0]) != 0, q = cir_const_i64(b, w.off[1]) != 0;
+            r = op == L_NOT ? !p : op == L_AND ? p && q : p || q;
+        } else {
+            /* integers compare exactly; floats as doubles (NaN compares false, as in IEEE) */
+            int c;
+            if (fp) {
+                double p = cir_const_f64(a, w.off[0]), q = cir_const_f64(b, w.off[1]);
+                c = p < q ? -1 : p > q ? 1 : p == q ? 0 : 2;
+            } else {
+                int64_t p = cir_const_i64(a, w.off[0]), q = cir_const_i64(b, w.off[1]);
+                c = p < q ? -1 : p > q;
+            }
+            r = op == L_EQ   ? c == 0
+                : op == L_LT ? c == -1
+                : op == L_GT ? c == 1
+                : op == L_LE ? c == -1 || c == 0
+                             : c == 1 || c == 0;
+        }
+        ((uint8_t *)y->data)[i] = (uint8_t)r;
+    }
+    return CUVIL_OK;
+}
+
+/* ===== Where ================================================================================ */
+static cuvil_status where_infer(cir_graph *g, cir_node *n) {
+    cuvil_status s = op_check_arity(g, n, 3, 3, 1, 1);
+    if (s) return s;
+    cir_value *c = cir_in(g, n, 0), *x = cir_in(g, n, 1), *y = cir_in(g, n, 2);
+    if (c->dtype != CUVIL_DTYPE_BOOL)
+        return cir_node_err(g, n, CUVIL_ERR_DTYPE, "condition '%s' is %s, not bool", c->name, cuvil_dtype_name(c->dtype));
+    if (x->dtype != y->dtype)
+        return cir_node_err(g, n, CUVIL_ERR_DTYPE, "inputs '%s' (%s) and '%s' (%s) differ in type", x->name,
+                            cuvil_dtype_name(x->dtype), y->name, cuvil_dtype_name(y->dtype));
+    if (!known_type(x->dtype))
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' has type %s", x->name, cuvil_dtype_name(x->dtype));
+    int nd;
+    int64_t dims[CIR_MAX_DIMS];
+    if ((s = bcast_inputs(g, n, 0, 3, &nd, dims)) || (s = set_out(g, n, x->dtype, nd, dims))) return s;
+    return need_const(g, n);
+}
+
+static cuvil_status where_fold(cir_graph *g, cir_node *n) {
+    cir_value *c = cir_in(g, n, 0), *x = cir_in(g, n, 1), *y = cir_in(g, n, 2), *out = cir_out(g, n, 0);
+    if (!cir_value_make_const(g, out)) return g->ctx->status;
+    const cir_value *ins[3] = {c, x, y};
+    bcast_walk w;
+    walk_init(&w, out, ins, 3);
+    size_t es = cuvil_dtype_size(out->dtype);
+    int64_t cnt = cir_numel(out);
+    for (int64_t i = 0; i < cnt; i++, walk_next(&w)) {
+        bool pick_x = ((const uint8_t *)c->data)[w.off[0]] != 0;
+        const cir_value *src = pick_x ? x : y;
+        memcpy((char *)out->data + (size_t)i * es, (const char *)src->data + (size_t)w.off[pick_x ? 1 : 2] * es, es);
+    }
+    return CUVIL_OK;
+}
+
+/* ===== Tile ================================================================================== */
+static cuvil_status tile_infer(cir_graph *g, cir_node *n) {
+    cuvil_status s = op_check_arity(g, n, 2, 2, 1, 1);
+    if (s) return s;
+    cir_value *x = cir_in(g, n, 0);
+    int64_t rep[CIR_MAX_DIMS], dims[CIR_MAX_DIMS];
+    int cnt;
+    if ((s = op_const_ints(g, n, 1, "repeats", rep, CIR_MAX_DIMS, &cnt))) return s;
+    if (cnt != x->ndim)
+        return cir_node_err(g, n, CUVIL_ERR_MODEL, "repeats has %d values for input '%s' of rank %d", cnt, x->name, x->ndim);
+    if (!known_type(x->dtype))
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' has type %s", x->name, cuvil_dtype_name(x->dtype));
+    for (int d = 0; d < cnt; d++) {
+        if (rep[d] < 0 || __builtin_mul_overflow(x->dims[d], rep[d], &dims[d]))
+            return cir_node_err(g, n, CUVIL_ERR_MODEL, "repeats[%d]=%lld is invalid", d, (long long)rep[d]);
+    }
+    if ((s = set_out(g, n, x->dtype, x->ndim, dims))) return s;
+    return need_const(g, n);
+}
+
+static cuvil_status tile_fold(cir_graph *g, cir_node *n) {
+    cir_value *x = cir_in(g, n, 0), *y = cir_out(g, n, 0);
+    if (!cir_value_make_const(g, y)) return g->ctx->status;
+    size_t es = cuvil_dtype_size(y->dtype);
+    int64_t cnt = cir_numel(y), idx[CIR_MAX_DIMS] = {0};
+    for (int64_t i = 0; i < cnt; i++) {
+        int64_t off = 0;
+        for (int d = 0; d < x->ndim; d++) off = off * x->dims[d] + idx[d] % x->dims[d];
+        memcpy((char *)y->data + (size_t)i * es, (const char *)x->data + (size_t)off * es, es);
+        for (int d = y->ndim - 1; d >= 0 && ++idx[d] == y->dims[d]; d--) idx[d] = 0;
+    }
+    return CUVIL_OK;
+}
+
+/* ===== Sum, Mean ============================================================================= */
+static cuvil_status sum_infer(cir_graph *g, cir_node *n) {
+    cuvil_status s = op_check_arity(g, n, 1, -1, 1, 1);
+    if (s) return s;
+    cir_value *a = cir_in(g, n, 0);
+    for (int i = 0; i < n->n_in; i++) {
+        cir_value *v = cir_in(g, n, i);
+        if (!v) return cir_node_err(g, n, CUVIL_ERR_MODEL, "input %d is missing", i);
+        if (v->dtype != a->dtype)
+            return cir_node_err(g, n, CUVIL_ERR_DTYPE, "inputs '%s' (%s) and '%s' (%s) differ in type", a->name,
+                                cuvil_dtype_name(a->dtype), v->name, cuvil_dtype_name(v->dtype));
+    }
+    if (a->dtype != CUVIL_DTYPE_FLOAT32 && a->dtype != CUVIL_DTYPE_FLOAT64)
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' is %s; only float32 and float64 are supported", a->name,
+                            cuvil_dtype_name(a->dtype));
+    int nd;
+    int64_t dims[CIR_MAX_DIMS];
+    if ((s = bcast_inputs(g, n, 0, n->n_in, &nd, dims)) || (s = set_out(g, n, a->dtype, nd, dims))) return s;
+    return need_const(g, n);
+}
+
+static cuvil_status sum_fold(cir_graph *g, cir_node *n) {
+    cir_value *y = cir_out(g, n, 0);
+    if (!cir_value_make_const(g, y)) return g->ctx->status;
+    bool mean = !strcmp(n->op, "Mean");
+    int64_t cnt = cir_numel(y);
+    /* inputs in order, each broadcast onto y, accumulated in double */
+    double *acc = calloc((size_t)cnt + 1, sizeof *acc);
+    if (!acc) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+    for (int k = 0; k < n->n_in; k++) {
+        cir_value *x = cir_in(g, n, k);
+        const cir_value *ins[1] = {x};
+        bcast_walk w;
+        walk_init(&w, y, ins, 1);
+        for (int64_t i = 0; i < cnt; i++, walk_next(&w)) acc[i] += cir_const_f64(x, w.off[0]);
+    }
+    for (int64_t i = 0; i < cnt; i++) cir_const_set_f64(y, i, mean ? acc[i] / n->n_in : acc[i]);
+    free(acc);
+    return CUVIL_OK;
+}
+
+const cir_opdef cir_op_ConstantOfShape = {"ConstantOfShape", "", 9, 0, cos_infer, cos_fold, NULL, NULL};
+const cir_opdef cir_op_Range = {"Range", "", 11, 0, range_infer, range_fold, NULL, NULL};
+const cir_opdef cir_op_Expand = {"Expand", "", 8, 0, expand_infer, expand_fold, expand_emit, NULL};
+const cir_opdef cir_op_Equal = {"Equal", "", 7, 0, logic_infer, logic_fold, NULL, NULL};
+const cir_opdef cir_op_Less = {"Less", "", 7, 0, logic_infer, logic_fold, NULL, NULL};
+const cir_opdef cir_op_Greater = {"Greater", "", 7, 0, logic_infer, logic_fold, NULL, NULL};
+const cir_opdef cir_op_LessOrEqual = {"LessOrEqual", "", 12, 0, logic_infer, logic_fold, NULL, NULL};
+const cir_opdef cir_op_GreaterOrEqual = {"GreaterOrEqual", "", 12, 0, logic_infer, logic_fold, NULL, NULL};
+const cir_opdef cir_op_Not = {"Not", "", 1, 0, logic_infer, logic_fold, NULL, NULL};
+const cir_opdef cir_op_And = {"And", "", 7, 0, logic_infer, logic_fold, NULL, NULL};
+const cir_opdef cir_op_Or = {"Or", "", 7, 0, logic_infer, logic_fold, NULL, NULL};
+const cir_opdef cir_op_Where = {"Where", "", 9, 0, where_infer, where_fold, NULL, NULL};
+const cir_opdef cir_op_Tile = {"Tile", "", 6, 0, tile_infer, tile_fold, NULL, NULL};
+const cir_opdef cir_op_Sum = {"Sum", "", 6, 0, sum_infer, sum_fold, NULL, NULL};
+const cir_opdef cir_op_Mean = {"Mean", "", 6, 0, sum_infer, sum_fold, NULL, NULL};

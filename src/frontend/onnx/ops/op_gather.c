@@ -1,0 +1,104 @@
+/* op_gather.c -- Gather along one axis. Folds for any dtype; at run time the data is float32
+ * and the indices are constant (normalised to non-negative int64 in the weights). */
+#include "frontend/onnx/ops/ops_int.h"
+
+#include <string.h>
+
+/* The kernel view [outer, axis_len, nb_inner] of the data and the axis. */
+static cuvil_status gather_params(cir_graph *g, cir_node *n, int *axis, cuvil_gather_params *p) {
+    cir_value *x = cir_in(g, n, 0), *idx = cir_in(g, n, 1);
+    cuvil_status s = op_axis(g, n, cir_attr_int(n, "axis", 0), x->ndim, "axis", axis);
+    if (s) return s;
+    memset(p, 0, sizeof *p);
+    p->outer = 1;
+    p->axis_len = x->dims[*axis];
+    p->nb_inner = (int64_t)cuvil_dtype_size(x->dtype);
+    for (int d = 0; d < *axis; d++) p->outer *= x->dims[d];
+    for (int d = *axis + 1; d < x->ndim; d++) p->nb_inner *= x->dims[d];
+    p->n_idx = cir_numel(idx);
+    return CUVIL_OK;
+}
+
+/* The constant indices made non-negative, in a malloc'd array the caller frees; NULL after an
+ * error (an index out of range, or out of memory). */
+static int64_t *gather_indices(cir_graph *g, cir_node *n, const cuvil_gather_params *p) {
+    cir_value *idx = cir_in(g, n, 1);
+    int64_t *out = malloc(sizeof(int64_t) * (size_t)(p->n_idx + 1));
+    if (!out) {
+        cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    for (int64_t i = 0; i < p->n_idx; i++) {
+        int64_t v = cir_const_i64(idx, i), w = v < 0 ? v + p->axis_len : v;
+        if (w < 0 || w >= p->axis_len) {
+            cir_node_err(g, n, CUVIL_ERR_MODEL, "index %lld (element %lld of '%s') is out of range for an axis of size %lld",
+                         (long long)v, (long long)i, idx->name, (long long)p->axis_len);
+            free(out);
+            return NULL;
+        }
+        out[i] = w;
+    }
+    return out;
+}
+
+static cuvil_status gather_infer(cir_graph *g, cir_node *n) {
+    cuvil_status s = op_check_arity(g, n, 2, 2, 1, 1);
+    if (s) return s;
+    cir_value *x = cir_in(g, n, 0), *idx = cir_in(g, n, 1);
+    if (idx->dtype != CUVIL_DTYPE_INT64 && idx->dtype != CUVIL_DTYPE_INT32)
+        return cir_node_err(g, n, CUVIL_ERR_MODEL, "indices '%s' must be int32 or int64, not %s", idx->name,
+                            cuvil_dtype_name(idx->dtype));
+    if (cuvil_dtype_size(x->dtype) == 0)
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' has type %s", x->name, cuvil_dtype_name(x->dtype));
+    int axis;
+    cuvil_gather_params p;
+    if ((s = gather_params(g, n, &axis, &p))) return s;
+    int r = x->ndim - 1 + idx->ndim;
+    if (r > CIR_MAX_DIMS)
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "the output would have rank %d; at most %d is supported", r,
+                            CIR_MAX_DIMS);
+    int64_t dims[CIR_MAX_DIMS];
+    int nd = 0;
+    for (int d = 0; d < axis; d++) dims[nd++] = x->dims[d];
+    for (int d = 0; d < idx->ndim; d++) dims[nd++] = idx->dims[d];
+    for (int d = axis + 1; d < x->ndim; d++) dims[nd++] = x->dims[d];
+    cir_set_shape(cir_out(g, n, 0), x->dtype, nd, dims);
+    if (!cir_is_const(idx))
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED,
+                            "indices '%s' are computed at run time; Cuvil supports Gather with constant indices only",
+                            idx->name);
+    int64_t *norm = gather_indices(g, n, &p);   /* validates every index now */
+    if (!norm) return g->ctx->status;
+    free(norm);
+    return cir_is_const(x) ? CUVIL_OK : op_need_f32(g, n, 0);
+}
+
+static cuvil_status gather_fold(cir_graph *g, cir_node *n) {
+    int axis;
+    cuvil_gather_params p;
+    cuvil_status s = gather_params(g, n, &axis, &p);
+    if (s) return s;
+    int64_t *idx = gather_indices(g, n, &p);
+    if (!idx) return g->ctx->status;
+    cir_value *y = cir_out(g, n, 0);
+    if (cir_value_make_const(g, y)) cuvil_gather(&p, idx, cir_in(g, n, 0)->data, y->data);
+    free(idx);
+    return y->data ? CUVIL_OK : g->ctx->status;
+}
+
+static cuvil_status gather_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    int axis;
+    cuvil_gather_params p;
+    cuvil_status s = gather_params(g, n, &axis, &p);
+    if (s) return s;
+    int64_t *idx = gather_indices(g, n, &p);
+    if (!idx) return g->ctx->status;
+    const char *is = cg_data(cg, idx, sizeof(int64_t) * (size_t)p.n_idx, CUVIL_DTYPE_INT64);
+    free(idx);
+    const char *ps = cg_param(cg, "cuvil_gather_params", "{ .outer = %lld, .axis_len = %lld, .nb_inner = %lld, .n_idx = %lld }",
+                              (long long)p.outer, (long long)p.axis_len, (long long)p.nb_inner, (long long)p.n_idx);
+    cg_printf(cg, "    cuvil_gather(&%s, %s, %s, %s);\n", ps, is, cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));
+    return CUVIL_OK;
+}
+
+const cir_opdef cir_op_Gather = {"Gather", "", 1, 0, gather_infer, gather_fold, gather_emit, NULL};

@@ -1,0 +1,207 @@
+/* op_gemm.c -- Gemm (transA/transB, alpha, beta, broadcast C) and MatMul (numpy semantics:
+ * 1-D operands, broadcast batch dims). Both run on cuvil_f32_gemm. */
+#include "frontend/onnx/ops/ops_int.h"
+
+#include <string.h>
+
+static cuvil_status gemm_params(cir_graph *g, cir_node *n, cuvil_gemm_params *p) {
+    cir_value *a = cir_in(g, n, 0), *b = cir_in(g, n, 1), *c = cir_in(g, n, 2);
+    memset(p, 0, sizeof *p);
+    if (a->ndim != 2 || b->ndim != 2)
+        return cir_node_err(g, n, CUVIL_ERR_SHAPE, "A and B must be 2-D (got rank %d and %d)", a->ndim, b->ndim);
+    p->trans_a = (int)cir_attr_int(n, "transA", 0);
+    p->trans_b = (int)cir_attr_int(n, "transB", 0);
+    p->M = p->trans_a ? a->dims[1] : a->dims[0];
+    p->K = p->trans_a ? a->dims[0] : a->dims[1];
+    int64_t kb = p->trans_b ? b->dims[1] : b->dims[0];
+    p->N = p->trans_b ? b->dims[0] : b->dims[1];
+    if (kb != p->K) {
+        char sa[256], sb[256];
+        return cir_node_err(g, n, CUVIL_ERR_SHAPE, "inner dims differ: A '%s' %s (transA=%d), B '%s' %s (transB=%d)", a->name,
+                            cir_shape_str(g, a, sa, sizeof sa), p->trans_a, b->name, cir_shape_str(g, b, sb, sizeof sb), p->trans_b);
+    }
+    p->lda = a->dims[1];
+    p->ldb = b->dims[1];
+    p->ldc = p->N;
+    p->alpha = cir_attr_float(n, "alpha", 1.0f);
+    p->beta = cir_attr_float(n, "beta", 1.0f);
+    p->batch = 1;
+    p->act = n->act;
+    if (c) {
+        int64_t cm = c->ndim >= 2 ? c->dims[c->ndim - 2] : 1, cn = c->ndim >= 1 ? c->dims[c->ndim - 1] : 1;
+        if (c->ndim > 2 || (cm != 1 && cm != p->M) || (cn != 1 && cn != p->N))
+            return cir_node_err(g, n, CUVIL_ERR_SHAPE, "C '%s' does not broadcast to [%lld,%lld]", c->name, (long long)p->M,
+                                (long long)p->N);
+        p->bias_rs = cm == 1 ? 0 : cn;
+        p->bias_cs = cn == 1 ? 0 : 1;
+    }
+    return CUVIL_OK;
+}
+
+static cuvil_status gemm_infer(cir_graph *g, cir_node *n) {
+    cuvil_status s = op_check_arity(g, n, 2, 3, 1, 1);
+    if (s || (s = op_need_f32(g, n, 0)) || (s = op_need_f32(g, n, 1)) || (cir_in(g, n, 2) && (s = op_need_f32(g, n, 2))))
+        return s;
+    cuvil_gemm_params p;
+    if ((s = gemm_params(g, n, &p))) return s;
+    int64_t dims[2] = {p.M, p.N};
+    cir_set_shape(cir_out(g, n, 0), CUVIL_DTYPE_FLOAT32, 2, dims);
+    return CUVIL_OK;
+}
+
+/* MatMul: out = broadcast(batch) + [M, N]. When each operand's batch is either the full output
+ * batch (contiguous) or one shared matrix, one batched call does it; other broadcasts set
+ * *n_irregular to the batch count and, if offs is given, fill offs[2i], offs[2i+1] with the
+ * element offsets of A and B for output matrix i. */
+static cuvil_status matmul_params(cir_graph *g, cir_node *n, cuvil_gemm_params *p, int *ndim, int64_t *dims,
+                                  int64_t *n_irregular, int64_t *offs) {
+    cir_value *a = cir_in(g, n, 0), *b = cir_in(g, n, 1);
+    memset(p, 0, sizeof *p);
+    *n_irregular = 0;
+    if (a->ndim < 1 || b->ndim < 1) return cir_node_err(g, n, CUVIL_ERR_SHAPE, "operands must have rank >= 1");
+    int64_t M = a->ndim == 1 ? 1 : a->dims[a->ndim - 2], K = a->dims[a->ndim - 1];
+    int64_t Kb = b->ndim == 1 ? b->dims[0] : b->dims[b->ndim - 2], N = b->ndim == 1 ? 1 : b->dims[b->ndim - 1];
+    if (K != Kb) {
+        char sa[256], sb[256];
+        return cir_node_err(g, n, CUVIL_ERR_SHAPE, "inner dims differ: '%s' %s and '%s' %s", a->name,
+                            cir_shape_str(g, a, sa, sizeof sa), b->name, cir_shape_str(g, b, sb, sizeof sb));
+    }
+    int ba = a->ndim > 2 ? a->ndim - 2 : 0, bb = b->ndim > 2 ? b->ndim - 2 : 0, br = ba > bb ? ba : bb;
+    int64_t bdims[CIR_MAX_DIMS], batch = 1, na = 1, nb = 1;
+    for (int i = 0; i < br; i++) {
+        int ia = i - (br - ba), ib = i - (br - bb);
+        int64_t da = ia >= 0 ? a->dims[ia] : 1, db = ib >= 0 ? b->dims[ib] : 1;
+        if (da != db && da != 1 && db != 1) return cir_node_err(g, n, CUVIL_ERR_SHAPE, "batch dims do not broadcast");
+        bdims[i] = da == 1 ? db : da;
+        batch *= bdims[i];
+        na *= da;
+        nb *= db;
+    }
+    bool irregular = (na != 1 && na != batch) || (nb != 1 && nb != batch);
+    if (irregular && offs) {
+        /* per-item element offsets of A and B for a broadcast neither contiguous nor shared */
+        int64_t sa[CIR_MAX_DIMS], sb[CIR_MAX_DIMS], ma = M * K, mb = K * N;
+        for (int i = br - 1; i >= 0; i--) {
+            int ia = i - (br - ba), ib = i - (br - bb);
+            int64_t da = ia >= 0 ? a->dims[ia] : 1, db = ib >= 0 ? b->dims[ib] : 1;
+            sa[i] = da == 1 ? 0 : ma;
+            sb[i] = db == 1 ? 0 : mb;
+            ma *= da;
+            mb *= db;
+        }
+        for (int64_t it = 0; it < batch; it++) {
+            int64_t rem = it, oa = 0, ob = 0;
+            for (int i = br - 1; i >= 0; i--) {
+                int64_t idx = rem % bdims[i];
+                rem /= bdims[i];
+                oa += idx * sa[i];
+                ob += idx * sb[i];
+            }
+            offs[2 * it] = oa;
+            offs[2 * it + 1] = ob;
+        }
+    }
+    if (irregular) {
+        p->M = M;
+        p->batch = 1;   /* the caller loops over the offset table */
+        *n_irregular = batch;
+    } else if (nb == 1 && na == batch) {
+        /* the A operand is [batch, M, K] contiguous: when B is shared, fold batch into M */
+        p->M = M * batch;
+        p->batch = 1;
+    } else {
+        p->M = M;
+        p->batch = batch;
+        p->a_bstride = na == 1 ? 0 : M * K;
+        p->b_bstride = nb == 1 ? 0 : K * N;
+        p->c_bstride = M * N;
+    }
+    p->N = N;
+    p->K = K;
+    p->lda = K;
+    p->ldb = N;
+    p->ldc = N;
+    p->alpha = 1.0f;
+    p->act = n->act;
+    *ndim = 0;
+    for (int i = 0; i < br; i++) dims[(*ndim)++] = bdims[i];
+    if (a->ndim > 1) dims[(*ndim)++] = M;
+    if (b->ndim > 1) dims[(*ndim)++] = N;
+    return CUVIL_OK;
+}
+
+static cuvil_status matmul_infer(cir_graph *g, cir_node *n) {
+    cuvil_status s = op_check_arity(g, n, 2, 2, 1, 1);
+    if (s || (s = op_need_f32(g, n, 0)) || (s = op_need_f32(g, n, 1))) return s;
+    cuvil_gemm_params p;
+    int ndim;
+    int64_t dims[CIR_MAX_DIMS], irregular;
+    if ((s = matmul_params(g, n, &p, &ndim, dims, &irregular, NULL))) return s;
+    cir_set_shape(cir_out(g, n, 0), CUVIL_DTYPE_FLOAT32, ndim, dims);
+    return CUVIL_OK;
+}
+
+/* Params of either op; for an irregular MatMul broadcast, *offs gets a malloc'd offset table
+ * (caller frees) and *n_irregular its length. */
+static cuvil_status any_params(cir_graph *g, cir_node *n, cuvil_gemm_params *p, int64_t *n_irregular, int64_t **offs) {
+    int ndim;
+    int64_t dims[CIR_MAX_DIMS];
+    *n_irregular = 0;
+    *offs = NULL;
+    if (!strcmp(n->op, "Gemm")) return gemm_params(g, n, p);
+    cuvil_status s = matmul_params(g, n, p, &ndim, dims, n_irregular, NULL);
+    if (s || !*n_irregular) return s;
+    *offs = malloc(sizeof(int64_t) * 2 * (size_t)*n_irregular);
+    if (!*offs) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+    return matmul_params(g, n, p, &ndim, dims, n_irregular, *offs);
+}
+
+static cuvil_status gemm_fold(cir_graph *g, cir_node *n) {
+    cuvil_gemm_params p;
+    int64_t nirr, *offs;
+    cuvil_status s = any_params(g, n, &p, &nirr, &offs);
+    if (s) return s;
+    cir_value *y = cir_out(g, n, 0), *c = cir_in(g, n, 2);
+    const float *A = cir_in(g, n, 0)->data, *B = cir_in(g, n, 1)->data;
+    if (!cir_value_make_const(g, y)) {
+        free(offs);
+        return g->ctx->status;
+    }
+    if (!nirr) cuvil_f32_gemm__scalar(&p, A, B, c ? c->data : NULL, y->data);
+    for (int64_t i = 0; i < nirr; i++)
+        cuvil_f32_gemm__scalar(&p, A + offs[2 * i], B + offs[2 * i + 1], NULL, (float *)y->data + i * p.M * p.N);
+    free(offs);
+    return CUVIL_OK;
+}
+
+static cuvil_status gemm_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    cuvil_gemm_params p;
+    int64_t nirr, *offs;
+    cuvil_status s = any_params(g, n, &p, &nirr, &offs);
+    if (s) return s;
+    char al[32], be[32], act[128];
+    const char *ps = cg_param(cg, "cuvil_gemm_params",
+                              "{ .M = %lld, .N = %lld, .K = %lld, .lda = %lld, .ldb = %lld, .ldc = %lld, .trans_a = %d, "
+                              ".trans_b = %d, .alpha = %s, .beta = %s, .bias_rs = %lld, .bias_cs = %lld, .batch = %lld, "
+                              ".a_bstride = %lld, .b_bstride = %lld, .c_bstride = %lld, .bias_bstride = 0, .act = %s }",
+                              (long long)p.M, (long long)p.N, (long long)p.K, (long long)p.lda, (long long)p.ldb,
+                              (long long)p.ldc, p.trans_a, p.trans_b, cg_float(p.alpha, al), cg_float(p.beta, be),
+                              (long long)p.bias_rs, (long long)p.bias_cs, (long long)p.batch, (long long)p.a_bstride,
+                              (long long)p.b_bstride, (long long)p.c_bstride, cg_act(&p.act, act));
+    const char *S = cg_scratch(cg, "cuvil_f32_gemm_scratch_size(&%s)", ps);
+    cir_value *c = cir_in(g, n, 2);
+    if (nirr) {
+        const char *tab = cg_param(cg, "int64_t[]", "%s", cg_i64s(cg, offs, (int)(2 * nirr)));
+        free(offs);
+        cg_printf(cg, "    for (int64_t i = 0; i < %lld; i++)\n        cuvil_f32_gemm(&%s, %s + %s[2 * i], %s + %s[2 * i + 1], NULL, "
+                      "%s + i * %lld, %s);\n", (long long)nirr, ps, cg_in(cg, n->in[0]), tab, cg_in(cg, n->in[1]), tab,
+                  cg_out(cg, n->out[0]), (long long)(p.M * p.N), S);
+        return CUVIL_OK;
+    }
+    cg_printf(cg, "    cuvil_f32_gemm(&%s, %s, %s, %s, %s, %s);\n", ps, cg_in(cg, n->in[0]), cg_in(cg, n->in[1]),
+              c ? cg_in(cg, n->in[2]) : "NULL", cg_out(cg, n->out[0]), S);
+    return CUVIL_OK;
+}
+
+const cir_opdef cir_op_Gemm = {"Gemm", "", 1, CIR_OP_TAKES_ACT, gemm_infer, gemm_fold, gemm_emit, NULL};
+const cir_opdef cir_op_MatMul = {"MatMul", "", 1, CIR_OP_TAKES_ACT, matmul_infer, gemm_fold, gemm_emit, NULL};

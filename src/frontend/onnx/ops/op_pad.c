@@ -1,0 +1,115 @@
+/* op_pad.c -- Pad: constant/reflect/edge/wrap, pads from the attribute before opset 11 and
+ * from constant inputs after (with constant_value, and opset 18's axes). Negative pads crop.
+ * float32, at run time and when folded. */
+#include "frontend/onnx/ops/ops_int.h"
+
+#include <string.h>
+
+static cuvil_status pad_params(cir_graph *g, cir_node *n, cuvil_pad_params *p) {
+    cir_value *x = cir_in(g, n, 0);
+    int r = x->ndim;
+    int64_t pads[2 * CIR_MAX_DIMS], axes[CIR_MAX_DIMS];
+    int np, na = -1;
+    cuvil_status s;
+    memset(p, 0, sizeof *p);
+    if (n->opset < 11) {
+        const int64_t *a;
+        np = cir_attr_ints(n, "pads", &a);
+        if (np < 0) np = cir_attr_ints(n, "paddings", &a);   /* opset 1's name */
+        if (np < 0) return cir_node_err(g, n, CUVIL_ERR_MODEL, "attribute pads is required");
+        if (np > 2 * CIR_MAX_DIMS) return cir_node_err(g, n, CUVIL_ERR_MODEL, "attribute pads has %d values", np);
+        memcpy(pads, a, sizeof(int64_t) * (size_t)np);
+        p->value = cir_attr_float(n, "value", 0.0f);
+    } else {
+        if ((s = op_const_ints(g, n, 1, "pads", pads, 2 * CIR_MAX_DIMS, &np))) return s;
+        cir_value *cv = cir_in(g, n, 2);
+        if (cv && !cir_is_const(cv))
+            return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED,
+                                "constant_value '%s' is computed at run time; Cuvil needs it constant", cv->name);
+        if (cv && cir_numel(cv) > 1)
+            return cir_node_err(g, n, CUVIL_ERR_MODEL, "constant_value '%s' has %lld elements; it must be a scalar", cv->name,
+                                (long long)cir_numel(cv));
+        p->value = cv && cir_numel(cv) == 1 ? (float)cir_const_f64(cv, 0) : 0.0f;
+        if (cir_in(g, n, 3) && (s = op_const_ints(g, n, 3, "axes", axes, CIR_MAX_DIMS, &na))) return s;
+    }
+    const char *mode = cir_attr_str(n, "mode", "constant");
+    if (!strcmp(mode, "constant")) p->mode = CUVIL_PAD_CONSTANT;
+    else if (!strcmp(mode, "reflect")) p->mode = CUVIL_PAD_REFLECT;
+    else if (!strcmp(mode, "edge")) p->mode = CUVIL_PAD_EDGE;
+    else if (!strcmp(mode, "wrap")) p->mode = CUVIL_PAD_WRAP;
+    else return cir_node_err(g, n, CUVIL_ERR_MODEL, "unknown mode '%s'", mode);
+
+    int nax = na >= 0 ? na : r;
+    if (np != 2 * nax)
+        return cir_node_err(g, n, CUVIL_ERR_MODEL, "pads has %d values; expected %d (2 x %d axes)", np, 2 * nax, nax);
+    p->ndim = r;
+    int64_t pad_end[CIR_MAX_DIMS] = {0};
+    bool seen[CIR_MAX_DIMS] = {0};
+    for (int i = 0; i < nax; i++) {
+        int ax = i;
+        if (na >= 0 && (s = op_axis(g, n, axes[i], r, "axes", &ax))) return s;
+        if (seen[ax]) return cir_node_err(g, n, CUVIL_ERR_MODEL, "axis %d is repeated in axes", ax);
+        seen[ax] = true;
+        p->pad_begin[ax] = pads[i];
+        pad_end[ax] = pads[nax + i];
+    }
+    for (int d = 0; d < r; d++) {
+        int64_t in = x->dims[d], b = p->pad_begin[d], e = pad_end[d];
+        /* |pads| are bounded by the checks below or produce a negative size: no overflow */
+        if (b < -in || e < -in || b > (INT64_C(1) << 40) || e > (INT64_C(1) << 40))
+            return cir_node_err(g, n, CUVIL_ERR_SHAPE, "pads %lld, %lld are invalid for axis %d of size %lld", (long long)b,
+                                (long long)e, d, (long long)in);
+        int64_t out = in + b + e, kept = in + (b < 0 ? b : 0) + (e < 0 ? e : 0);
+        if (out < 0 || kept < 0)
+            return cir_node_err(g, n, CUVIL_ERR_SHAPE, "pads %lld, %lld crop more than axis %d of size %lld holds",
+                                (long long)b, (long long)e, d, (long long)in);
+        p->in_dims[d] = in;
+        p->out_dims[d] = out;
+        if (p->mode != CUVIL_PAD_CONSTANT && (b > 0 || e > 0)) {
+            if (kept == 0)
+                return cir_node_err(g, n, CUVIL_ERR_MODEL, "mode '%s' cannot pad axis %d, which has no elements left", mode, d);
+            /* what ONNX Runtime accepts: a reflection does not repeat the border element */
+            int64_t lim = p->mode == CUVIL_PAD_REFLECT ? kept - 1 : p->mode == CUVIL_PAD_WRAP ? kept : INT64_MAX;
+            if (b > lim || e > lim)
+                return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED,
+                                    "mode '%s': pads %lld, %lld exceed what axis %d of size %lld allows", mode, (long long)b,
+                                    (long long)e, d, (long long)kept);
+        }
+    }
+    return CUVIL_OK;
+}
+
+static cuvil_status pad_infer(cir_graph *g, cir_node *n) {
+    cuvil_status s = op_check_arity(g, n, n->opset < 11 ? 1 : 2, n->opset < 11 ? 1 : 4, 1, 1);
+    if (s || (s = op_need_f32(g, n, 0))) return s;
+    cir_value *x = cir_in(g, n, 0);
+    cuvil_pad_params p;
+    if ((s = pad_params(g, n, &p))) return s;
+    cir_set_shape(cir_out(g, n, 0), x->dtype, p.ndim, p.out_dims);
+    return CUVIL_OK;
+}
+
+static cuvil_status pad_fold(cir_graph *g, cir_node *n) {
+    cuvil_pad_params p;
+    cuvil_status s = pad_params(g, n, &p);
+    if (s) return s;
+    cir_value *y = cir_out(g, n, 0);
+    if (!cir_value_make_const(g, y)) return g->ctx->status;
+    cuvil_f32_pad(&p, cir_in(g, n, 0)->data, y->data);
+    return CUVIL_OK;
+}
+
+static cuvil_status pad_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    cuvil_pad_params p;
+    cuvil_status s = pad_params(g, n, &p);
+    if (s) return s;
+    char v[32];
+    const char *ps = cg_param(cg, "cuvil_pad_params",
+                              "{ .mode = %d, .ndim = %d, .in_dims = %s, .out_dims = %s, .pad_begin = %s, .value = %s }",
+                              p.mode, p.ndim, cg_i64s(cg, p.in_dims, p.ndim), cg_i64s(cg, p.out_dims, p.ndim),
+                              cg_i64s(cg, p.pad_begin, p.ndim), cg_float(p.value, v));
+    cg_printf(cg, "    cuvil_f32_pad(&%s, %s, %s);\n", ps, cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));
+    return CUVIL_OK;
+}
+
+const cir_opdef cir_op_Pad = {"Pad", "", 1, 0, pad_infer, pad_fold, pad_emit, NULL};

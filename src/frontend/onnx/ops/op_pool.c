@@ -1,0 +1,140 @@
+/* op_pool.c -- MaxPool, AveragePool (1-D/2-D, ceil_mode, count_include_pad, dilations,
+ * auto_pad), GlobalAveragePool, GlobalMaxPool. */
+#include "frontend/onnx/ops/ops_int.h"
+
+#include <string.h>
+
+static cuvil_status pool_params(cir_graph *g, cir_node *n, cuvil_pool2d_params *p) {
+    cir_value *x = cir_in(g, n, 0);
+    memset(p, 0, sizeof *p);
+    bool global = !strncmp(n->op, "Global", 6);
+    p->kind = strstr(n->op, "Max") ? CUVIL_POOL_MAX : CUVIL_POOL_AVG;
+    if (x->ndim < 3) return cir_node_err(g, n, CUVIL_ERR_SHAPE, "input '%s' has rank %d < 3", x->name, x->ndim);
+    p->N = x->dims[0];
+    p->C = x->dims[1];
+    p->dil_h = p->dil_w = p->stride_h = p->stride_w = 1;
+    if (global) {
+        int64_t sp = 1;
+        for (int i = 2; i < x->ndim; i++) sp *= x->dims[i];
+        p->H = 1;
+        p->W = sp;
+        p->KH = 1;
+        p->KW = sp;
+        p->OH = p->OW = 1;
+        return CUVIL_OK;
+    }
+    int nsp = x->ndim - 2;
+    if (nsp > 2) return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "only 1-D and 2-D pooling is supported (input rank %d)", x->ndim);
+    const int64_t *ks, *st, *pads, *dil;
+    int nks = cir_attr_ints(n, "kernel_shape", &ks), nst = cir_attr_ints(n, "strides", &st);
+    int npd = cir_attr_ints(n, "pads", &pads), ndl = cir_attr_ints(n, "dilations", &dil);
+    if (nks != nsp) return cir_node_err(g, n, CUVIL_ERR_MODEL, "kernel_shape must have %d values", nsp);
+    if ((nst >= 0 && nst != nsp) || (npd >= 0 && npd != 2 * nsp) || (ndl >= 0 && ndl != nsp))
+        return cir_node_err(g, n, CUVIL_ERR_MODEL, "strides/pads/dilations do not match %d spatial dims", nsp);
+    if (cir_attr_int(n, "storage_order", 0))
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "storage_order=1 is not supported");
+    if (n->n_out > 1 && n->out[1] >= 0)
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "the Indices output is not supported");
+    bool ceil_mode = cir_attr_int(n, "ceil_mode", 0) != 0;
+    const char *ap = cir_attr_str(n, "auto_pad", "NOTSET");
+    int64_t in[2], k[2], s[2], d[2], pb[2], pe[2], out[2];
+    for (int i = 0; i < nsp; i++) {
+        in[i] = x->dims[2 + i];
+        k[i] = ks[i];
+        s[i] = nst > 0 ? st[i] : 1;
+        d[i] = ndl > 0 ? dil[i] : 1;
+        pb[i] = npd > 0 ? pads[i] : 0;
+        pe[i] = npd > 0 ? pads[i + nsp] : 0;
+        if (k[i] <= 0 || s[i] <= 0 || d[i] <= 0 || pb[i] < 0 || pe[i] < 0)
+            return cir_node_err(g, n, CUVIL_ERR_MODEL, "kernel_shape, strides and dilations must be positive, pads >= 0");
+        int64_t ek = (k[i] - 1) * d[i] + 1;
+        if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
+            out[i] = (in[i] + s[i] - 1) / s[i];
+            int64_t total = (out[i] - 1) * s[i] + ek - in[i];
+            if (total < 0) total = 0;
+            pb[i] = !strcmp(ap, "SAME_UPPER") ? total / 2 : total - total / 2;
+            pe[i] = total - pb[i];
+        } else if (!strcmp(ap, "VALID")) {
+            pb[i] = pe[i] = 0;
+            out[i] = (in[i] - ek) / s[i] + 1;
+        } else if (!strcmp(ap, "NOTSET")) {
+            int64_t span = in[i] + pb[i] + pe[i] - ek;
+            if (span < 0) return cir_node_err(g, n, CUVIL_ERR_SHAPE, "window larger than the padded input");
+            out[i] = (ceil_mode ? (span + s[i] - 1) / s[i] : span / s[i]) + 1;
+            /* the last window must start inside the input or its left padding (as ORT, PyTorch) */
+            if (ceil_mode && (out[i] - 1) * s[i] >= in[i] + pb[i]) out[i]--;
+        } else {
+            return cir_node_err(g, n, CUVIL_ERR_MODEL, "unknown auto_pad '%s'", ap);
+        }
+        if (out[i] <= 0) return cir_node_err(g, n, CUVIL_ERR_SHAPE, "output size along spatial dim %d is not positive", i);
+    }
+    int o = nsp == 1 ? 1 : 0;   /* a 1-D pool is a 2-D one with H = 1 */
+    p->H = o ? 1 : in[0];
+    p->W = in[nsp - 1];
+    p->OH = o ? 1 : out[0];
+    p->OW = out[nsp - 1];
+    p->KH = o ? 1 : k[0];
+    p->KW = k[nsp - 1];
+    p->stride_h = o ? 1 : s[0];
+    p->stride_w = s[nsp - 1];
+    p->pad_t = o ? 0 : pb[0];
+    p->pad_l = pb[nsp - 1];
+    p->pad_b = o ? 0 : pe[0];
+    p->pad_r = pe[nsp - 1];
+    p->dil_h = o ? 1 : d[0];
+    p->dil_w = d[nsp - 1];
+    p->count_include_pad = (int)cir_attr_int(n, "count_include_pad", 0);
+    return CUVIL_OK;
+}
+
+static cuvil_status pool_infer(cir_graph *g, cir_node *n) {
+    cuvil_status s = op_check_arity(g, n, 1, 1, 1, 2);
+    if (s || (s = op_need_f32(g, n, 0))) return s;
+    cuvil_pool2d_params p;
+    if ((s = pool_params(g, n, &p))) return s;
+    cir_value *x = cir_in(g, n, 0);
+    int64_t dims[CIR_MAX_DIMS];
+    dims[0] = p.N;
+    dims[1] = p.C;
+    if (!strncmp(n->op, "Global", 6)) {
+        for (int i = 2; i < x->ndim; i++) dims[i] = 1;
+    } else if (x->ndim == 3) {
+        dims[2] = p.OW;
+    } else {
+        dims[2] = p.OH;
+        dims[3] = p.OW;
+    }
+    cir_set_shape(cir_out(g, n, 0), CUVIL_DTYPE_FLOAT32, x->ndim, dims);
+    return CUVIL_OK;
+}
+
+static cuvil_status pool_fold(cir_graph *g, cir_node *n) {
+    cuvil_pool2d_params p;
+    cuvil_status s = pool_params(g, n, &p);
+    if (s) return s;
+    cir_value *y = cir_out(g, n, 0);
+    if (!cir_value_make_const(g, y)) return g->ctx->status;
+    cuvil_f32_pool2d__scalar(&p, cir_in(g, n, 0)->data, y->data);
+    return CUVIL_OK;
+}
+
+static cuvil_status pool_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    cuvil_pool2d_params p;
+    cuvil_status s = pool_params(g, n, &p);
+    if (s) return s;
+    const char *ps = cg_param(cg, "cuvil_pool2d_params",
+                              "{ .kind = %d, .N = %lld, .C = %lld, .H = %lld, .W = %lld, .OH = %lld, .OW = %lld, .KH = %lld, "
+                              ".KW = %lld, .stride_h = %lld, .stride_w = %lld, .pad_t = %lld, .pad_l = %lld, .pad_b = %lld, "
+                              ".pad_r = %lld, .dil_h = %lld, .dil_w = %lld, .count_include_pad = %d }",
+                              p.kind, (long long)p.N, (long long)p.C, (long long)p.H, (long long)p.W, (long long)p.OH,
+                              (long long)p.OW, (long long)p.KH, (long long)p.KW, (long long)p.stride_h,
+                              (long long)p.stride_w, (long long)p.pad_t, (long long)p.pad_l, (long long)p.pad_b,
+                              (long long)p.pad_r, (long long)p.dil_h, (long long)p.dil_w, p.count_include_pad);
+    cg_printf(cg, "    cuvil_f32_pool2d(&%s, %s, %s);\n", ps, cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));
+    return CUVIL_OK;
+}
+
+const cir_opdef cir_op_MaxPool = {"MaxPool", "", 1, 0, pool_infer, pool_fold, pool_emit, NULL};
+const cir_opdef cir_op_AveragePool = {"AveragePool", "", 1, 0, pool_infer, pool_fold, pool_emit, NULL};
+const cir_opdef cir_op_GlobalAveragePool = {"GlobalAveragePool", "", 1, 0, pool_infer, pool_fold, pool_emit, NULL};
+const cir_opdef cir_op_GlobalMaxPool = {"GlobalMaxPool", "", 1, 0, pool_infer, pool_fold, pool_emit, NULL};

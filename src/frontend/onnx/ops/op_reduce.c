@@ -1,0 +1,185 @@
+/* op_reduce.c -- ReduceMean, ReduceSum, ReduceMax, ReduceMin, ReduceProd, ReduceSumSquare,
+ * ReduceL1, ReduceL2, ReduceLogSumExp. Axes are an attribute until the opset where they became
+ * an input (ReduceSum 13, the others 18). float32 at run time and folded with the same kernel;
+ * other numeric types fold with a naive loop (shape arithmetic). */
+#include "frontend/onnx/ops/ops_int.h"
+
+#include <math.h>
+#include <string.h>
+
+static const struct {
+    const char *op;
+    int kind;
+    int axes_input_since;
+} reduce_ops[] = {
+    {"ReduceSum", CUVIL_REDUCE_SUM, 13},         {"ReduceMean", CUVIL_REDUCE_MEAN, 18},
+    {"ReduceMax", CUVIL_REDUCE_MAX, 18},         {"ReduceMin", CUVIL_REDUCE_MIN, 18},
+    {"ReduceProd", CUVIL_REDUCE_PROD, 18},       {"ReduceSumSquare", CUVIL_REDUCE_SUM_SQUARE, 18},
+    {"ReduceL1", CUVIL_REDUCE_L1, 18},           {"ReduceL2", CUVIL_REDUCE_L2, 18},
+    {"ReduceLogSumExp", CUVIL_REDUCE_LOG_SUM_EXP, 18},
+};
+
+/* The kernel parameters (mask bit d: axis d is reduced) and the output shape. Absent or
+ * empty axes reduce everything, unless noop_with_empty_axes makes the node an identity. */
+static cuvil_status reduce_params(cir_graph *g, cir_node *n, cuvil_reduce_params *p, int *ndim, int64_t *dims) {
+    cir_value *x = cir_in(g, n, 0);
+    size_t k = 0;
+    while (strcmp(reduce_ops[k].op, n->op)) k++;
+    memset(p, 0, sizeof *p);
+    p->op = reduce_ops[k].kind;
+    p->ndim = x->ndim;
+    for (int d = 0; d < x->ndim; d++) p->dims[d] = x->dims[d];
+    int64_t axes[CIR_MAX_DIMS];
+    int na = -1;
+    cuvil_status s;
+    if (n->opset >= reduce_ops[k].axes_input_since) {
+        if (cir_in(g, n, 1) && (s = op_const_ints(g, n, 1, "axes", axes, CIR_MAX_DIMS, &na))) return s;
+    } else {
+        const int64_t *a;
+        na = cir_attr_ints(n, "axes", &a);
+        if (na > CIR_MAX_DIMS) return cir_node_err(g, n, CUVIL_ERR_MODEL, "attribute axes has %d values", na);
+        if (na > 0) memcpy(axes, a, sizeof(int64_t) * (size_t)na);
+    }
+    bool keepdims = cir_attr_int(n, "keepdims", 1) != 0;
+    if (na <= 0) {
+        if (cir_attr_int(n, "noop_with_empty_axes", 0)) {
+            p->mask = 0;
+            *ndim = x->ndim;
+            memcpy(dims, x->dims, sizeof(int64_t) * (size_t)x->ndim);
+            return CUVIL_OK;
+        }
+        p->mask = x->ndim ? (uint32_t)((1u << x->ndim) - 1) : 0;
+    }
+    for (int i = 0; i < na; i++) {
+        int ax;
+        if ((s = op_axis(g, n, axes[i], x->ndim, "axes", &ax))) return s;
+        if (p->mask & (1u << ax)) return cir_node_err(g, n, CUVIL_ERR_MODEL, "axis %d is repeated in axes", ax);
+        p->mask |= 1u << ax;
+    }
+    *ndim = 0;
+    for (int d = 0; d < x->ndim; d++) {
+        if (!(p->mask & (1u << d))) dims[(*ndim)++] = x->dims[d];
+        else if (keepdims) dims[(*ndim)++] = 1;
+    }
+    return CUVIL_OK;
+}
+
+static cuvil_status reduce_infer(cir_graph *g, cir_node *n) {
+    cuvil_status s = op_check_arity(g, n, 1, 2, 1, 1);
+    if (s) return s;
+    cir_value *x = cir_in(g, n, 0);
+    if (x->dtype == CUVIL_DTYPE_STRING || x->dtype == CUVIL_DTYPE_BOOL || cuvil_dtype_size(x->dtype) == 0)
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' has type %s", x->name, cuvil_dtype_name(x->dtype));
+    cuvil_reduce_params p;
+    int ndim;
+    int64_t dims[CIR_MAX_DIMS];
+    if ((s = reduce_params(g, n, &p, &ndim, dims))) return s;
+    cir_set_shape(cir_out(g, n, 0), x->dtype, ndim, dims);
+    return cir_is_const(x) ? CUVIL_OK : op_need_f32(g, n, 0);
+}
+
+/* Integer arithmetic wraps like the types it models instead of overflowing (undefined in C). */
+static int64_t wrap_add(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
+static int64_t wrap_mul(int64_t a, int64_t b) { return (int64_t)((uint64_t)a * (uint64_t)b); }
+
+/* Naive reduction for the types the kernel does not take: accumulates in int64 for integer
+ * types (exact shape products) and in double otherwise. */
+static cuvil_status reduce_fold_generic(cir_graph *g, const cuvil_reduce_params *p, cir_value *x, cir_value *y) {
+    int64_t nout = cir_numel(y), nin = cir_numel(x), count = 1;
+    bool integer = x->dtype != CUVIL_DTYPE_FLOAT64 && x->dtype != CUVIL_DTYPE_FLOAT16 && x->dtype != CUVIL_DTYPE_BFLOAT16;
+    for (int d = 0; d < p->ndim; d++)
+        if (p->mask & (1u << d)) count *= p->dims[d];
+    int64_t *ai = calloc((size_t)nout + 1, sizeof *ai);
+    double *af = calloc((size_t)nout + 1, sizeof *af), *am = calloc((size_t)nout + 1, sizeof *am);
+    if (!ai || !af || !am) {
+        free(ai), free(af), free(am);
+        return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+    }
+    int op = p->op;
+    for (int64_t o = 0; o < nout; o++) {
+        ai[o] = op == CUVIL_REDUCE_PROD ? 1 : op == CUVIL_REDUCE_MAX ? INT64_MIN : op == CUVIL_REDUCE_MIN ? INT64_MAX : 0;
+        af[o] = op == CUVIL_REDUCE_PROD ? 1 : op == CUVIL_REDUCE_MAX ? -INFINITY : op == CUVIL_REDUCE_MIN ? INFINITY : 0;
+        am[o] = -INFINITY;
+    }
+    /* LogSumExp: a first pass for the maximum so exp() cannot overflow */
+    for (int pass = op == CUVIL_REDUCE_LOG_SUM_EXP ? 0 : 1; pass < 2; pass++) {
+        int64_t idx[CIR_MAX_DIMS] = {0};
+        for (int64_t i = 0; i < nin; i++) {
+            int64_t o = 0;
+            for (int d = 0; d < p->ndim; d++)
+                if (!(p->mask & (1u << d))) o = o * p->dims[d] + idx[d];
+            double v = cir_const_f64(x, i);
+            int64_t w = integer ? cir_const_i64(x, i) : 0;
+            if (pass == 0) {
+                am[o] = v > am[o] ? v : am[o];
+            } else {
+                switch (op) {
+                case CUVIL_REDUCE_SUM:
+                case CUVIL_REDUCE_MEAN: ai[o] = wrap_add(ai[o], w), af[o] += v; break;
+                case CUVIL_REDUCE_MAX: ai[o] = w > ai[o] ? w : ai[o], af[o] = v > af[o] ? v : af[o]; break;
+                case CUVIL_REDUCE_MIN: ai[o] = w < ai[o] ? w : ai[o], af[o] = v < af[o] ? v : af[o]; break;
+                case CUVIL_REDUCE_PROD: ai[o] = wrap_mul(ai[o], w), af[o] *= v; break;
+                case CUVIL_REDUCE_SUM_SQUARE:
+                case CUVIL_REDUCE_L2: ai[o] = wrap_add(ai[o], wrap_mul(w, w)), af[o] += v * v; break;
+                case CUVIL_REDUCE_L1: ai[o] = wrap_add(ai[o], w < 0 ? wrap_mul(w, -1) : w), af[o] += fabs(v); break;
+                case CUVIL_REDUCE_LOG_SUM_EXP: af[o] += isinf(am[o]) ? 0 : exp(v - am[o]); break;
+                default: break;
+                }
+            }
+            for (int d = p->ndim - 1; d >= 0 && ++idx[d] == p->dims[d]; d--) idx[d] = 0;
+        }
+    }
+    for (int64_t o = 0; o < nout; o++) {
+        switch (op) {
+        case CUVIL_REDUCE_MEAN:
+            if (integer) cir_const_set_i64(y, o, count ? ai[o] / count : 0);
+            else cir_const_set_f64(y, o, af[o] / (double)count);
+            break;
+        case CUVIL_REDUCE_L2: cir_const_set_f64(y, o, sqrt(integer ? (double)ai[o] : af[o])); break;
+        case CUVIL_REDUCE_LOG_SUM_EXP: cir_const_set_f64(y, o, isinf(am[o]) ? am[o] : am[o] + log(af[o])); break;
+        default:
+            if (integer) cir_const_set_i64(y, o, ai[o]);
+            else cir_const_set_f64(y, o, af[o]);
+        }
+    }
+    free(ai), free(af), free(am);
+    return CUVIL_OK;
+}
+
+static cuvil_status reduce_fold(cir_graph *g, cir_node *n) {
+    cuvil_reduce_params p;
+    int ndim;
+    int64_t dims[CIR_MAX_DIMS];
+    cuvil_status s = reduce_params(g, n, &p, &ndim, dims);
+    if (s) return s;
+    cir_value *x = cir_in(g, n, 0), *y = cir_out(g, n, 0);
+    if (!cir_value_make_const(g, y)) return g->ctx->status;
+    if (x->dtype == CUVIL_DTYPE_FLOAT32) {
+        cuvil_f32_reduce(&p, x->data, y->data);   /* no __scalar twin: the compiler links the portable runtime */
+        return CUVIL_OK;
+    }
+    return reduce_fold_generic(g, &p, x, y);
+}
+
+static cuvil_status reduce_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    cuvil_reduce_params p;
+    int ndim;
+    int64_t dims[CIR_MAX_DIMS];
+    cuvil_status s = reduce_params(g, n, &p, &ndim, dims);
+    if (s) return s;
+    const char *ps = cg_param(cg, "cuvil_reduce_params", "{ .op = %d, .ndim = %d, .dims = %s, .mask = %uu }", p.op, p.ndim,
+                              cg_i64s(cg, p.dims, p.ndim), (unsigned)p.mask);
+    cg_printf(cg, "    cuvil_f32_reduce(&%s, %s, %s);\n", ps, cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));
+    return CUVIL_OK;
+}
+
+#define REDUCE(name) const cir_opdef cir_op_##name = {#name, "", 1, 0, reduce_infer, reduce_fold, reduce_emit, NULL};
+REDUCE(ReduceSum)
+REDUCE(ReduceMean)
+REDUCE(ReduceMax)
+REDUCE(ReduceMin)
+REDUCE(ReduceProd)
+REDUCE(ReduceSumSquare)
+REDUCE(ReduceL1)
+REDUCE(ReduceL2)
+REDUCE(ReduceLogSumExp)

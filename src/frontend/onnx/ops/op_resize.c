@@ -1,0 +1,197 @@
+/* op_resize.c -- Resize (opsets 10, 11, 13, 18, 19) and Upsample (7, 9), float32, onto the one
+ * cuvil_f32_resize kernel. Scales or sizes must be constant. Resize-10 and Upsample behave as
+ * ONNX Runtime runs them: asymmetric coordinates and its "simple" nearest rounding. */
+#include "frontend/onnx/ops/ops_int.h"
+
+#include <math.h>
+#include <string.h>
+
+/* keep in ORDER with CUVIL_COORD_* */
+static const char *const coord_names[] = {"half_pixel",          "asymmetric",           "align_corners",
+                                          "pytorch_half_pixel", "tf_half_pixel_for_nn", "half_pixel_symmetric"};
+/* keep in ORDER with CUVIL_NEAREST_* */
+static const char *const nearest_names[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
+
+static int name_index(const char *const *names, int count, const char *s) {
+    for (int i = 0; i < count; i++)
+        if (!strcmp(names[i], s)) return i;
+    return -1;
+}
+
+/* Reads a constant float tensor (the scales) into out; *count -1 when absent or empty. */
+static cuvil_status const_floats(cir_graph *g, cir_node *n, int i, float *out, int *count) {
+    cir_value *v = cir_in(g, n, i);
+    *count = -1;
+    if (!v || cir_numel(v) == 0) return CUVIL_OK;
+    if (!cir_is_const(v))
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "scales '%s' are computed at run time; Cuvil needs them constant",
+                            v->name);
+    if (v->dtype != CUVIL_DTYPE_FLOAT32 && v->dtype != CUVIL_DTYPE_FLOAT64 && v->dtype != CUVIL_DTYPE_FLOAT16)
+        return cir_node_err(g, n, CUVIL_ERR_MODEL, "scales '%s' must be float, not %s", v->name, cuvil_dtype_name(v->dtype));
+    if (cir_numel(v) > CIR_MAX_DIMS)
+        return cir_node_err(g, n, CUVIL_ERR_MODEL, "scales '%s' has %lld values", v->name, (long long)cir_numel(v));
+    *count = (int)cir_numel(v);
+    for (int j = 0; j < *count; j++) out[j] = (float)cir_const_f64(v, j);
+    return CUVIL_OK;
+}
+
+static cuvil_status resize_params(cir_graph *g, cir_node *n, cuvil_resize_params *p) {
+    cir_value *x = cir_in(g, n, 0);
+    bool upsample = !strcmp(n->op, "Upsample"), legacy = upsample || n->opset < 11;
+    int r = x->ndim, nsc = -1, nsz = -1;
+    float sc[CIR_MAX_DIMS];
+    int64_t sz[CIR_MAX_DIMS];
+    cuvil_status s;
+    memset(p, 0, sizeof *p);
+
+    /* ---- scales or sizes ---- */
+    if (upsample && n->opset < 9) {
+        const cir_attr *a = cir_attr_find(n, "scales");
+        if (!a || a->type != CIR_ATTR_FLOATS) return cir_node_err(g, n, CUVIL_ERR_MODEL, "attribute scales is required");
+        if (a->n > CIR_MAX_DIMS) return cir_node_err(g, n, CUVIL_ERR_MODEL, "attribute scales has %d values", a->n);
+        nsc = a->n;
+        memcpy(sc, a->floats, sizeof(float) * (size_t)nsc);
+    } else if (legacy) {
+        if ((s = const_floats(g, n, 1, sc, &nsc))) return s;
+        if (nsc < 0) return cir_node_err(g, n, CUVIL_ERR_MODEL, "input scales is required");
+    } else {
+        if ((s = const_floats(g, n, 2, sc, &nsc))) return s;
+        cir_value *sv = cir_in(g, n, 3);
+        if (sv && cir_numel(sv) > 0 && (s = op_const_ints(g, n, 3, "sizes", sz, CIR_MAX_DIMS, &nsz))) return s;
+        if ((nsc >= 0) == (nsz >= 0))
+            return cir_node_err(g, n, CUVIL_ERR_MODEL, "exactly one of scales and sizes must be given (non-empty)");
+    }
+
+    /* ---- the axes they apply to (opset 18) ---- */
+    const int64_t *axa = NULL;
+    int na = legacy ? -1 : cir_attr_ints(n, "axes", &axa), axes[CIR_MAX_DIMS];
+    if (na > CIR_MAX_DIMS) return cir_node_err(g, n, CUVIL_ERR_MODEL, "attribute axes has %d values", na);
+    bool seen[CIR_MAX_DIMS] = {0};
+    for (int i = 0; i < (na < 0 ? r : na); i++) {
+        axes[i] = i;
+        if (na >= 0 && (s = op_axis(g, n, axa[i], r, "axes", &axes[i]))) return s;
+        if (seen[axes[i]]) return cir_node_err(g, n, CUVIL_ERR_MODEL, "axis %d is repeated in axes", axes[i]);
+        seen[axes[i]] = true;
+    }
+    int nax = na < 0 ? r : na, given = nsc >= 0 ? nsc : nsz;
+    if (given != nax)
+        return cir_node_err(g, n, CUVIL_ERR_MODEL, "%s has %d values; expected %d", nsc >= 0 ? "scales" : "sizes", given, nax);
+
+    p->ndim = r;
+    for (int d = 0; d < r; d++) {
+        p->in_dims[d] = p->out_dims[d] = x->dims[d];
+        p->scales[d] = 1.0f;
+    }
+    for (int i = 0; i < nax; i++) {
+        int d = axes[i];
+        int64_t in = x->dims[d], out;
+        if (nsc >= 0) {
+            if (!(sc[i] > 0) || isinf(sc[i]))
+                return cir_node_err(g, n, CUVIL_ERR_MODEL, "scales[%d]=%g is not a positive number", i, (double)sc[i]);
+            /* as ONNX Runtime computes it: float scale times the dim, truncated */
+            float prod = sc[i] * (float)in;
+            if (prod >= 9.0e15f)
+                return cir_node_err(g, n, CUVIL_ERR_SHAPE, "scales[%d]=%g makes axis %d too large", i, (double)sc[i], d);
+            out = (int64_t)prod;
+            if (out <= 0)
+                return cir_node_err(g, n, CUVIL_ERR_SHAPE, "axis %d of '%s' (size %lld) would become empty with scale %g", d,
+                                    x->name, (long long)in, (double)sc[i]);
+            p->scales[d] = sc[i];
+        } else {
+            out = sz[i];
+            if (out <= 0) return cir_node_err(g, n, CUVIL_ERR_MODEL, "sizes[%d]=%lld is not positive", i, (long long)out);
+            if (in == 0) return cir_node_err(g, n, CUVIL_ERR_SHAPE, "cannot resize axis %d of '%s', which is empty", d, x->name);
+            /* 0 asks the kernel to use out/in in double, as ONNX's reference does: a float
+             * ratio (5/12 -> 0.41666666f) moves exact nearest-neighbour ties off .5 */
+            p->scales[d] = out == in ? 1.0f : 0.0f;
+        }
+        p->out_dims[d] = out;
+    }
+
+    /* ---- interpolation attributes ---- */
+    const char *mode = cir_attr_str(n, "mode", "nearest");
+    if (!strcmp(mode, "nearest")) p->mode = CUVIL_RESIZE_NEAREST;
+    else if (!strcmp(mode, "linear") || (legacy && !strcmp(mode, "bilinear"))) p->mode = CUVIL_RESIZE_LINEAR;
+    else if (!legacy && !strcmp(mode, "cubic")) p->mode = CUVIL_RESIZE_CUBIC;
+    else return cir_node_err(g, n, CUVIL_ERR_MODEL, "unknown mode '%s'", mode);
+    if (legacy) {
+        /* Before opset 11 there is no coordinate_transformation_mode or nearest_mode: ONNX
+         * Runtime maps output to input coordinates asymmetrically and rounds nearest
+         * neighbours down when upsampling, up when downsampling (per axis). */
+        p->coord_mode = CUVIL_COORD_ASYMMETRIC;
+        bool up = false, down = false;
+        for (int d = 0; d < r; d++) {
+            up |= p->scales[d] > 1.0f;
+            down |= p->scales[d] < 1.0f;
+        }
+        if (p->mode == CUVIL_RESIZE_NEAREST && up && down)
+            return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "nearest mode that upsamples some axes and downsamples others");
+        p->nearest_mode = down ? CUVIL_NEAREST_CEIL : CUVIL_NEAREST_FLOOR;
+        p->cubic_coeff_a = -0.75f;
+        return CUVIL_OK;
+    }
+    const char *cm = cir_attr_str(n, "coordinate_transformation_mode", "half_pixel");
+    if (!strcmp(cm, "tf_crop_and_resize"))
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "coordinate_transformation_mode 'tf_crop_and_resize' is not supported");
+    if ((p->coord_mode = name_index(coord_names, (int)(sizeof coord_names / sizeof coord_names[0]), cm)) < 0)
+        return cir_node_err(g, n, CUVIL_ERR_MODEL, "unknown coordinate_transformation_mode '%s'", cm);
+    const char *nm = cir_attr_str(n, "nearest_mode", "round_prefer_floor");
+    if ((p->nearest_mode = name_index(nearest_names, (int)(sizeof nearest_names / sizeof nearest_names[0]), nm)) < 0)
+        return cir_node_err(g, n, CUVIL_ERR_MODEL, "unknown nearest_mode '%s'", nm);
+    p->cubic_coeff_a = cir_attr_float(n, "cubic_coeff_a", -0.75f);
+    p->exclude_outside = cir_attr_int(n, "exclude_outside", 0) != 0;
+    if (cir_attr_int(n, "antialias", 0) != 0)
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "antialias=%lld is not supported",
+                            (long long)cir_attr_int(n, "antialias", 0));
+    const char *kar = cir_attr_str(n, "keep_aspect_ratio_policy", "stretch");
+    if (strcmp(kar, "stretch") != 0) {
+        if (strcmp(kar, "not_larger") != 0 && strcmp(kar, "not_smaller") != 0)
+            return cir_node_err(g, n, CUVIL_ERR_MODEL, "unknown keep_aspect_ratio_policy '%s'", kar);
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "keep_aspect_ratio_policy '%s' is not supported", kar);
+    }
+    return CUVIL_OK;
+}
+
+static cuvil_status resize_infer(cir_graph *g, cir_node *n) {
+    bool upsample = !strcmp(n->op, "Upsample");
+    int hi = upsample ? (n->opset < 9 ? 1 : 2) : n->opset < 11 ? 2 : 4;
+    int lo = upsample && n->opset < 9 ? 1 : n->opset >= 13 && !upsample ? 1 : 2;
+    cuvil_status s = op_check_arity(g, n, lo, hi, 1, 1);
+    if (s || (s = op_need_f32(g, n, 0))) return s;
+    cir_value *x = cir_in(g, n, 0);
+    cuvil_resize_params p;
+    if ((s = resize_params(g, n, &p))) return s;
+    cir_set_shape(cir_out(g, n, 0), x->dtype, p.ndim, p.out_dims);
+    return CUVIL_OK;
+}
+
+static cuvil_status resize_fold(cir_graph *g, cir_node *n) {
+    cuvil_resize_params p;
+    cuvil_status s = resize_params(g, n, &p);
+    if (s) return s;
+    cir_value *y = cir_out(g, n, 0);
+    if (!cir_value_make_const(g, y)) return g->ctx->status;
+    cuvil_f32_resize(&p, cir_in(g, n, 0)->data, y->data);
+    return CUVIL_OK;
+}
+
+static cuvil_status resize_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    cuvil_resize_params p;
+    cuvil_status s = resize_params(g, n, &p);
+    if (s) return s;
+    char scales[CIR_MAX_DIMS * 36 + 8], buf[32], a[32];
+    size_t o = (size_t)snprintf(scales, sizeof scales, "{");
+    for (int d = 0; d < p.ndim; d++)
+        o += (size_t)snprintf(scales + o, sizeof scales - o, "%s%s", d ? ", " : " ", cg_float(p.scales[d], buf));
+    snprintf(scales + o, sizeof scales - o, "%s", p.ndim ? " }" : " 0 }");
+    const char *ps = cg_param(cg, "cuvil_resize_params",
+                              "{ .mode = %d, .coord_mode = %d, .nearest_mode = %d, .ndim = %d, .in_dims = %s, .out_dims = %s, "
+                              ".scales = %s, .cubic_coeff_a = %s, .exclude_outside = %d }",
+                              p.mode, p.coord_mode, p.nearest_mode, p.ndim, cg_i64s(cg, p.in_dims, p.ndim),
+                              cg_i64s(cg, p.out_dims, p.ndim), scales, cg_float(p.cubic_coeff_a, a), p.exclude_outside);
+    cg_printf(cg, "    cuvil_f32_resize(&%s, %s, %s);\n", ps, cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));
+    return CUVIL_OK;
+}
+
+const cir_opdef cir_op_Resize = {"Resize", "", 10, 0, resize_infer, resize_fold, resize_emit, NULL};
+const cir_opdef cir_op_Upsample = {"Upsample", "", 7, 0, resize_infer, resize_fold, resize_emit, NULL};

@@ -1,0 +1,114 @@
+/* op_slice.c -- Slice (attributes before opset 10, constant inputs after; any dtype when
+ * folded, float32 at run time). */
+#include "frontend/onnx/ops/ops_int.h"
+
+#include <string.h>
+
+/* Reads starts/ends/axes/steps and computes the kernel parameters with ONNX's clamping:
+ * negative starts/ends count from the end; for step > 0 both clamp to [0, dim], for step < 0
+ * start clamps to [0, dim-1] and end to [-1, dim-1]; the output has
+ * max(0, ceil((end - start) / step)) elements along the axis. */
+static cuvil_status slice_params(cir_graph *g, cir_node *n, cuvil_slice_params *p) {
+    cir_value *x = cir_in(g, n, 0);
+    int64_t starts[CIR_MAX_DIMS], ends[CIR_MAX_DIMS], axes[CIR_MAX_DIMS], steps[CIR_MAX_DIMS];
+    int ns, ne, na = -1, nst = -1;
+    cuvil_status s;
+    if (n->opset < 10) {
+        const int64_t *a;
+        ns = cir_attr_ints(n, "starts", &a);
+        if (ns < 0 || ns > CIR_MAX_DIMS)
+            return cir_node_err(g, n, CUVIL_ERR_MODEL, "attribute starts is missing or has more than %d values", CIR_MAX_DIMS);
+        memcpy(starts, a, sizeof(int64_t) * (size_t)ns);
+        ne = cir_attr_ints(n, "ends", &a);
+        if (ne < 0 || ne > CIR_MAX_DIMS)
+            return cir_node_err(g, n, CUVIL_ERR_MODEL, "attribute ends is missing or has more than %d values", CIR_MAX_DIMS);
+        memcpy(ends, a, sizeof(int64_t) * (size_t)ne);
+        na = cir_attr_ints(n, "axes", &a);
+        if (na == 0) na = -1;   /* an empty list means "the first ns axes", as ONNX's reference reads it */
+        if (na > CIR_MAX_DIMS) return cir_node_err(g, n, CUVIL_ERR_MODEL, "attribute axes has %d values", na);
+        if (na > 0) memcpy(axes, a, sizeof(int64_t) * (size_t)na);
+    } else {
+        if ((s = op_const_ints(g, n, 1, "starts", starts, CIR_MAX_DIMS, &ns)) ||
+            (s = op_const_ints(g, n, 2, "ends", ends, CIR_MAX_DIMS, &ne)) ||
+            (cir_in(g, n, 3) && (s = op_const_ints(g, n, 3, "axes", axes, CIR_MAX_DIMS, &na))) ||
+            (cir_in(g, n, 4) && (s = op_const_ints(g, n, 4, "steps", steps, CIR_MAX_DIMS, &nst))))
+            return s;
+    }
+    if (ne != ns) return cir_node_err(g, n, CUVIL_ERR_MODEL, "starts has %d values but ends has %d", ns, ne);
+    if (na >= 0 && na != ns) return cir_node_err(g, n, CUVIL_ERR_MODEL, "starts has %d values but axes has %d", ns, na);
+    if (nst >= 0 && nst != ns) return cir_node_err(g, n, CUVIL_ERR_MODEL, "starts has %d values but steps has %d", ns, nst);
+    if (na < 0 && ns > x->ndim)
+        return cir_node_err(g, n, CUVIL_ERR_MODEL, "starts has %d values for input '%s' of rank %d", ns, x->name, x->ndim);
+
+    memset(p, 0, sizeof *p);
+    p->ndim = x->ndim;
+    p->elem_size = (int64_t)cuvil_dtype_size(x->dtype);
+    for (int d = 0; d < x->ndim; d++) {
+        p->in_dims[d] = p->out_dims[d] = x->dims[d];
+        p->steps[d] = 1;
+    }
+    bool seen[CIR_MAX_DIMS] = {0};
+    for (int i = 0; i < ns; i++) {
+        int ax = i;
+        if (na >= 0 && (s = op_axis(g, n, axes[i], x->ndim, "axes", &ax))) return s;
+        if (seen[ax]) return cir_node_err(g, n, CUVIL_ERR_MODEL, "axis %d is repeated in axes", ax);
+        seen[ax] = true;
+        int64_t step = nst >= 0 ? steps[i] : 1, dim = x->dims[ax], start = starts[i], end = ends[i];
+        if (step == 0) return cir_node_err(g, n, CUVIL_ERR_MODEL, "steps[%d] is 0", i);
+        if (start < 0) start += dim;   /* cannot overflow: dim >= 0 */
+        if (end < 0) end += dim;
+        int64_t cnt;
+        if (step > 0) {
+            start = start < 0 ? 0 : start > dim ? dim : start;
+            end = end < 0 ? 0 : end > dim ? dim : end;
+            /* ceil((end - start) / step) without overflowing for huge steps */
+            cnt = end > start ? 1 + (end - start - 1) / step : 0;
+        } else {
+            start = start < 0 ? 0 : start > dim - 1 ? dim - 1 : start;
+            end = end < -1 ? -1 : end > dim - 1 ? dim - 1 : end;
+            /* both operands of the division are <= 0: C's truncation is the ceiling */
+            cnt = start > end ? 1 + (end - start + 1) / step : 0;
+        }
+        if (cnt == 0) start = 0;
+        p->starts[ax] = start;
+        p->steps[ax] = step;
+        p->out_dims[ax] = cnt;
+    }
+    return CUVIL_OK;
+}
+
+static cuvil_status slice_infer(cir_graph *g, cir_node *n) {
+    cuvil_status s = op_check_arity(g, n, n->opset < 10 ? 1 : 3, n->opset < 10 ? 1 : 5, 1, 1);
+    if (s) return s;
+    cir_value *x = cir_in(g, n, 0);
+    if (cuvil_dtype_size(x->dtype) == 0)
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' has type %s", x->name, cuvil_dtype_name(x->dtype));
+    cuvil_slice_params p;
+    if ((s = slice_params(g, n, &p))) return s;
+    cir_set_shape(cir_out(g, n, 0), x->dtype, p.ndim, p.out_dims);
+    return cir_is_const(x) ? CUVIL_OK : op_need_f32(g, n, 0);
+}
+
+static cuvil_status slice_fold(cir_graph *g, cir_node *n) {
+    cuvil_slice_params p;
+    cuvil_status s = slice_params(g, n, &p);
+    if (s) return s;
+    cir_value *y = cir_out(g, n, 0);
+    if (!cir_value_make_const(g, y)) return g->ctx->status;
+    cuvil_slice(&p, cir_in(g, n, 0)->data, y->data);
+    return CUVIL_OK;
+}
+
+static cuvil_status slice_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    cuvil_slice_params p;
+    cuvil_status s = slice_params(g, n, &p);
+    if (s) return s;
+    const char *ps = cg_param(cg, "cuvil_slice_params",
+                              "{ .ndim = %d, .elem_size = %lld, .in_dims = %s, .out_dims = %s, .starts = %s, .steps = %s }",
+                              p.ndim, (long long)p.elem_size, cg_i64s(cg, p.in_dims, p.ndim), cg_i64s(cg, p.out_dims, p.ndim),
+                              cg_i64s(cg, p.starts, p.ndim), cg_i64s(cg, p.steps, p.ndim));
+    cg_printf(cg, "    cuvil_slice(&%s, %s, %s);\n", ps, cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));
+    return CUVIL_OK;
+}
+
+const cir_opdef cir_op_Slice = {"Slice", "", 1, 0, slice_infer, slice_fold, slice_emit, NULL};

@@ -1,0 +1,116 @@
+/* op_split.c -- Split (sizes from the attribute before opset 13, a constant input from 13,
+ * num_outputs from 18; any dtype when folded, float32 at run time). */
+#include "frontend/onnx/ops/ops_int.h"
+
+#include <string.h>
+
+#define SPLIT_MAX 64   /* the loader's limit on a node's outputs */
+
+/* The split axis and the size of every chunk along it (n->n_out of them). */
+static cuvil_status split_sizes(cir_graph *g, cir_node *n, int *axis, int64_t *sizes) {
+    cir_value *x = cir_in(g, n, 0);
+    cuvil_status s;
+    if ((s = op_axis(g, n, cir_attr_int(n, "axis", 0), x->ndim, "axis", axis))) return s;
+    int64_t dim = x->dims[*axis];
+    const cir_attr *num = cir_attr_find(n, "num_outputs");
+    int cnt = -1;
+    if (cir_in(g, n, 1)) {
+        /* opset 13+ (and the optional input of opset 1) */
+        if ((s = op_const_ints(g, n, 1, "split", sizes, SPLIT_MAX, &cnt))) return s;
+    } else if (n->opset < 13) {
+        const int64_t *a;
+        cnt = cir_attr_ints(n, "split", &a);
+        if (cnt > SPLIT_MAX) return cir_node_err(g, n, CUVIL_ERR_MODEL, "attribute split has %d values", cnt);
+        if (cnt > 0) memcpy(sizes, a, sizeof(int64_t) * (size_t)cnt);
+    }
+    if (cnt >= 0 && num)
+        return cir_node_err(g, n, CUVIL_ERR_MODEL, "both 'split' and num_outputs=%lld are given", (long long)num->i);
+    if (cnt >= 0) {
+        if (cnt != n->n_out)
+            return cir_node_err(g, n, CUVIL_ERR_MODEL, "split has %d values for %d outputs", cnt, n->n_out);
+        int64_t sum = 0;
+        for (int i = 0; i < cnt; i++) {
+            if (sizes[i] < 0 || sizes[i] > dim)
+                return cir_node_err(g, n, CUVIL_ERR_MODEL, "split[%d]=%lld is invalid", i, (long long)sizes[i]);
+            sum += sizes[i];
+        }
+        if (sum != dim)
+            return cir_node_err(g, n, CUVIL_ERR_SHAPE, "split sizes add up to %lld but axis %d of '%s' has %lld",
+                                (long long)sum, *axis, x->name, (long long)dim);
+        return CUVIL_OK;
+    }
+    if (num) {
+        /* opset 18: ceil(dim / num_outputs) each, the last chunk takes what is left */
+        if (num->i != n->n_out)
+            return cir_node_err(g, n, CUVIL_ERR_MODEL, "num_outputs=%lld but the node has %d outputs", (long long)num->i,
+                                n->n_out);
+        int64_t chunk = (dim + n->n_out - 1) / n->n_out, last = dim - chunk * (n->n_out - 1);
+        if (last < 0)
+            return cir_node_err(g, n, CUVIL_ERR_MODEL, "num_outputs=%d cannot split axis %d of size %lld into chunks of %lld",
+                                n->n_out, *axis, (long long)dim, (long long)chunk);
+        for (int i = 0; i < n->n_out; i++) sizes[i] = i == n->n_out - 1 ? last : chunk;
+        return CUVIL_OK;
+    }
+    if (dim % n->n_out)
+        return cir_node_err(g, n, CUVIL_ERR_SHAPE, "axis %d of '%s' has size %lld, which does not split into %d equal parts",
+                            *axis, x->name, (long long)dim, n->n_out);
+    for (int i = 0; i < n->n_out; i++) sizes[i] = dim / n->n_out;
+    return CUVIL_OK;
+}
+
+static cuvil_status split_infer(cir_graph *g, cir_node *n) {
+    cuvil_status s = op_check_arity(g, n, 1, 2, 1, SPLIT_MAX);
+    if (s) return s;
+    cir_value *x = cir_in(g, n, 0);
+    for (int i = 0; i < n->n_out; i++)
+        if (n->out[i] < 0) return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "output %d is omitted", i);
+    if (cuvil_dtype_size(x->dtype) == 0)
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' has type %s", x->name, cuvil_dtype_name(x->dtype));
+    int axis;
+    int64_t sizes[SPLIT_MAX], dims[CIR_MAX_DIMS];
+    if ((s = split_sizes(g, n, &axis, sizes))) return s;
+    memcpy(dims, x->dims, sizeof dims);
+    for (int i = 0; i < n->n_out; i++) {
+        dims[axis] = sizes[i];
+        cir_set_shape(cir_out(g, n, i), x->dtype, x->ndim, dims);
+    }
+    return cir_is_const(x) ? CUVIL_OK : op_need_f32(g, n, 0);
+}
+
+/* outer = product of dims before the axis; chunk[i] = bytes of output i per outer row. */
+static int64_t split_layout(cir_graph *g, cir_node *n, int axis, const int64_t *sizes, int64_t *chunk) {
+    cir_value *x = cir_in(g, n, 0);
+    int64_t outer = 1, inner = (int64_t)cuvil_dtype_size(x->dtype);
+    for (int d = 0; d < axis; d++) outer *= x->dims[d];
+    for (int d = axis + 1; d < x->ndim; d++) inner *= x->dims[d];
+    for (int i = 0; i < n->n_out; i++) chunk[i] = sizes[i] * inner;
+    return outer;
+}
+
+static cuvil_status split_fold(cir_graph *g, cir_node *n) {
+    int axis;
+    int64_t sizes[SPLIT_MAX], chunk[SPLIT_MAX];
+    void *outs[SPLIT_MAX];
+    cuvil_status s = split_sizes(g, n, &axis, sizes);
+    if (s) return s;
+    for (int i = 0; i < n->n_out; i++)
+        if (!(outs[i] = cir_value_make_const(g, cir_out(g, n, i)))) return g->ctx->status;
+    int64_t outer = split_layout(g, n, axis, sizes, chunk);
+    cuvil_split(outer, n->n_out, chunk, cir_in(g, n, 0)->data, outs);
+    return CUVIL_OK;
+}
+
+static cuvil_status split_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    int axis;
+    int64_t sizes[SPLIT_MAX], chunk[SPLIT_MAX];
+    cuvil_status s = split_sizes(g, n, &axis, sizes);
+    if (s) return s;
+    int64_t outer = split_layout(g, n, axis, sizes, chunk);
+    const char *cs = cg_param(cg, "int64_t[]", "%s", cg_i64s(cg, chunk, n->n_out));
+    cg_printf(cg, "    void *outs[%d] = {", n->n_out);
+    for (int i = 0; i < n->n_out; i++) cg_printf(cg, "%s%s", i ? ", " : " ", cg_out(cg, n->out[i]));
+    cg_printf(cg, " };\n    cuvil_split(%lld, %d, %s, %s, outs);\n", (long long)outer, n->n_out, cs, cg_in(cg, n->in[0]));
+    return CUVIL_OK;
+}
+
+const cir_opdef cir_op_Split = {"Split", "", 1, 0, split_infer, split_fold, split_emit, NULL};

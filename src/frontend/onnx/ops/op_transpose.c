@@ -1,0 +1,128 @@
+/* op_transpose.c -- Transpose (any dtype when folded, float32 at run time) and Concat. */
+#include "frontend/onnx/ops/ops_int.h"
+
+#include <string.h>
+
+static cuvil_status perm_of(cir_graph *g, cir_node *n, cuvil_transpose_params *p) {
+    cir_value *x = cir_in(g, n, 0);
+    memset(p, 0, sizeof *p);
+    p->ndim = x->ndim;
+    p->elem_size = (int64_t)cuvil_dtype_size(x->dtype);
+    const int64_t *perm;
+    int cnt = cir_attr_ints(n, "perm", &perm);
+    if (cnt >= 0 && cnt != x->ndim)
+        return cir_node_err(g, n, CUVIL_ERR_MODEL, "perm has %d values for rank %d", cnt, x->ndim);
+    bool seen[CIR_MAX_DIMS] = {0};
+    for (int i = 0; i < x->ndim; i++) {
+        p->dims[i] = x->dims[i];
+        int64_t v = cnt >= 0 ? perm[i] : x->ndim - 1 - i;
+        if (v < 0 || v >= x->ndim || seen[v]) return cir_node_err(g, n, CUVIL_ERR_MODEL, "perm is not a permutation");
+        seen[v] = true;
+        p->perm[i] = (int)v;
+    }
+    return CUVIL_OK;
+}
+
+static cuvil_status transpose_infer(cir_graph *g, cir_node *n) {
+    cuvil_status s = op_check_arity(g, n, 1, 1, 1, 1);
+    if (s) return s;
+    cuvil_transpose_params p;
+    if ((s = perm_of(g, n, &p))) return s;
+    cir_value *x = cir_in(g, n, 0);
+    int64_t dims[CIR_MAX_DIMS];
+    for (int i = 0; i < p.ndim; i++) dims[i] = x->dims[p.perm[i]];
+    cir_set_shape(cir_out(g, n, 0), x->dtype, x->ndim, dims);
+    return cir_is_const(x) ? CUVIL_OK : op_need_f32(g, n, 0);
+}
+
+static cuvil_status transpose_fold(cir_graph *g, cir_node *n) {
+    cuvil_transpose_params p;
+    cuvil_status s = perm_of(g, n, &p);
+    if (s) return s;
+    cir_value *y = cir_out(g, n, 0);
+    if (!cir_value_make_const(g, y)) return g->ctx->status;
+    cuvil_transpose(&p, cir_in(g, n, 0)->data, y->data);
+    return CUVIL_OK;
+}
+
+static cuvil_status transpose_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    cuvil_transpose_params p;
+    cuvil_status s = perm_of(g, n, &p);
+    if (s) return s;
+    cuvil_sb perm = {0};
+    cuvil_sb_puts(&perm, "{ ");
+    for (int i = 0; i < p.ndim; i++) cuvil_sb_printf(&perm, "%s%d", i ? ", " : "", p.perm[i]);
+    cuvil_sb_puts(&perm, " }");
+    const char *ps = cg_param(cg, "cuvil_transpose_params", "{ .ndim = %d, .elem_size = %lld, .dims = %s, .perm = %s }",
+                              p.ndim, (long long)p.elem_size, cg_i64s(cg, p.dims, p.ndim), perm.s ? perm.s : "{0}");
+    cuvil_sb_free(&perm);
+    cg_printf(cg, "    cuvil_transpose(&%s, %s, %s);\n", ps, cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));
+    return CUVIL_OK;
+}
+
+/* ===== Concat ========================================================================= */
+static cuvil_status concat_infer(cir_graph *g, cir_node *n) {
+    cuvil_status s = op_check_arity(g, n, 1, -1, 1, 1);
+    if (s) return s;
+    cir_value *x0 = cir_in(g, n, 0);
+    int ax;
+    if (!cir_attr_find(n, "axis")) return cir_node_err(g, n, CUVIL_ERR_MODEL, "attribute axis is required");
+    if ((s = op_axis(g, n, cir_attr_int(n, "axis", 0), x0->ndim, "axis", &ax))) return s;
+    int64_t dims[CIR_MAX_DIMS];
+    memcpy(dims, x0->dims, sizeof dims);
+    dims[ax] = 0;
+    bool all_const = true;
+    for (int i = 0; i < n->n_in; i++) {
+        cir_value *x = cir_in(g, n, i);
+        if (!x) return cir_node_err(g, n, CUVIL_ERR_MODEL, "input %d is missing", i);
+        if (x->dtype != x0->dtype || x->ndim != x0->ndim)
+            return cir_node_err(g, n, CUVIL_ERR_SHAPE, "input '%s' differs from '%s' in type or rank", x->name, x0->name);
+        for (int d = 0; d < x->ndim; d++)
+            if (d != ax && x->dims[d] != x0->dims[d]) {
+                char a[256], b[256];
+                return cir_node_err(g, n, CUVIL_ERR_SHAPE, "input '%s' %s does not match '%s' %s outside axis %d", x->name,
+                                    cir_shape_str(g, x, a, sizeof a), x0->name, cir_shape_str(g, x0, b, sizeof b), ax);
+            }
+        dims[ax] += x->dims[ax];
+        all_const &= cir_is_const(x);
+    }
+    cir_set_shape(cir_out(g, n, 0), x0->dtype, x0->ndim, dims);
+    return all_const ? CUVIL_OK : op_need_f32(g, n, 0);
+}
+
+/* outer = product of dims before axis; chunk[i] = bytes of input i per outer row. */
+static int64_t concat_layout(cir_graph *g, cir_node *n, int64_t *chunk) {
+    cir_value *y = cir_out(g, n, 0);
+    int ax;
+    op_axis(g, n, cir_attr_int(n, "axis", 0), y->ndim, "axis", &ax);
+    int64_t outer = 1, inner = (int64_t)cuvil_dtype_size(y->dtype);
+    for (int d = 0; d < ax; d++) outer *= y->dims[d];
+    for (int d = ax + 1; d < y->ndim; d++) inner *= y->dims[d];
+    for (int i = 0; i < n->n_in; i++) chunk[i] = cir_in(g, n, i)->dims[ax] * inner;
+    return outer;
+}
+
+static cuvil_status concat_fold(cir_graph *g, cir_node *n) {
+    int64_t *chunk = cuvil_arena_alloc(&g->arena, sizeof(int64_t) * (size_t)n->n_in);
+    const void **ins = cuvil_arena_alloc(&g->arena, sizeof(void *) * (size_t)n->n_in);
+    cir_value *y = cir_out(g, n, 0);
+    if (!chunk || !ins || !cir_value_make_const(g, y)) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+    int64_t outer = concat_layout(g, n, chunk);
+    for (int i = 0; i < n->n_in; i++) ins[i] = cir_in(g, n, i)->data;
+    cuvil_concat(outer, n->n_in, chunk, ins, y->data);
+    return CUVIL_OK;
+}
+
+static cuvil_status concat_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    int64_t *chunk = cuvil_arena_alloc(&g->arena, sizeof(int64_t) * (size_t)n->n_in);
+    if (!chunk) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+    int64_t outer = concat_layout(g, n, chunk);
+    const char *cs = cg_param(cg, "int64_t[]", "%s", cg_i64s(cg, chunk, n->n_in));
+    cg_printf(cg, "    const void *ins[%d] = {", n->n_in);
+    for (int i = 0; i < n->n_in; i++) cg_printf(cg, "%s%s", i ? ", " : " ", cg_in(cg, n->in[i]));
+    cg_printf(cg, " };\n    cuvil_concat(%lld, %d, %s, ins, %s);\n", (long long)outer, n->n_in, cs, cg_out(cg, n->out[0]));
+    return CUVIL_OK;
+}
+
+const cir_opdef cir_op_Transpose = {"Transpose", "", 1, 0, transpose_infer, transpose_fold, transpose_emit, NULL};
+const cir_opdef cir_op_Concat = {"Concat", "", 1, 0, concat_infer, concat_fold, concat_emit, NULL};

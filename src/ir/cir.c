@@ -1,0 +1,314 @@
+/* cir.c -- CIR graph construction, attributes, constants, use counts. See cir.h. */
+#include "ir/cir.h"
+
+#include <math.h>
+#include <string.h>
+
+cir_graph *cir_graph_new(cuvil_ctx *ctx) {
+    cir_graph *g = calloc(1, sizeof *g);
+    if (!g) {
+        cuvil_err(ctx, CUVIL_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    g->ctx = ctx;
+    g->name = "model";
+    return g;
+}
+
+void cir_graph_free(cir_graph *g) {
+    if (!g) return;
+    free(g->values);
+    free(g->nodes);
+    cuvil_arena_free(&g->arena);
+    free(g);
+}
+
+static bool grow(cir_graph *g, void **arr, int *cap, int need, size_t elem) {
+    if (need <= *cap) return true;
+    int nc = *cap ? *cap * 2 : 64;
+    while (nc < need) nc *= 2;
+    void *p = realloc(*arr, (size_t)nc * elem);
+    if (!p) {
+        cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory growing the graph");
+        return false;
+    }
+    memset((char *)p + (size_t)*cap * elem, 0, (size_t)(nc - *cap) * elem);
+    *arr = p;
+    *cap = nc;
+    return true;
+}
+
+int cir_value_add(cir_graph *g, const char *name, cir_value_kind kind) {
+    if (!grow(g, (void **)&g->values, &g->cap_values, g->n_values + 1, sizeof(cir_value)))
+        return -1;
+    int id = g->n_values++;
+    cir_value *v = &g->values[id];
+    memset(v, 0, sizeof *v);
+    v->id = id;
+    v->name = cuvil_arena_strdup(&g->arena, name ? name : "");
+    v->kind = kind;
+    v->ndim = -1;
+    v->producer = -1;
+    v->output_index = -1;
+    for (int i = 0; i < CIR_MAX_DIMS; i++) v->dim_sym[i] = -1;
+    return id;
+}
+
+void *cir_value_make_const(cir_graph *g, cir_value *v) {
+    size_t nb = cir_nbytes(v);
+    void *d = cuvil_arena_alloc(&g->arena, nb);
+    if (!d) {
+        cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory for constant '%s' (%zu bytes)", v->name, nb);
+        return NULL;
+    }
+    v->kind = CIR_VAL_CONST;
+    v->data = d;
+    return d;
+}
+
+int cir_const_add(cir_graph *g, const char *name, cuvil_dtype dtype, int ndim,
+                  const int64_t *dims, const void *data) {
+    int id = cir_value_add(g, name, CIR_VAL_CONST);
+    if (id < 0) return -1;
+    cir_value *v = &g->values[id];
+    cir_set_shape(v, dtype, ndim, dims);
+    void *d = cir_value_make_const(g, v);
+    if (!d) return -1;
+    if (data) memcpy(d, data, cir_nbytes(v));
+    return id;
+}
+
+int cir_node_add(cir_graph *g, const char *op, const char *name, int n_in, const int *in,
+                 int n_out, const int *out) {
+    if (!grow(g, (void **)&g->nodes, &g->cap_nodes, g->n_nodes + 1, sizeof(cir_node))) return -1;
+    int idx = g->n_nodes;
+    cir_node *n = &g->nodes[idx];
+    memset(n, 0, sizeof *n);
+    n->id = idx;
+    n->op = cuvil_arena_strdup(&g->arena, op);
+    n->domain = "";
+    n->name = cuvil_arena_strdup(&g->arena, name);
+    n->opset = g->opset;
+    n->residual = -1;
+    n->in = cuvil_arena_alloc(&g->arena, sizeof(int) * (size_t)(n_in + 1));
+    n->out = cuvil_arena_alloc(&g->arena, sizeof(int) * (size_t)(n_out + 1));
+    if (!n->op || !n->name || !n->in || !n->out) {
+        cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+        return -1;
+    }
+    n->n_in = n_in;
+    n->n_out = n_out;
+    if (n_in) memcpy(n->in, in, sizeof(int) * (size_t)n_in);
+    if (n_out) memcpy(n->out, out, sizeof(int) * (size_t)n_out);
+    g->n_nodes++;
+    return idx;
+}
+
+int64_t cir_numel(const cir_value *v) {
+    int64_t n = 1;
+    for (int i = 0; i < v->ndim; i++) n *= v->dims[i];
+    return n;
+}
+
+size_t cir_nbytes(const cir_value *v) {
+    return (size_t)cir_numel(v) * cuvil_dtype_size(v->dtype);
+}
+
+bool cir_is_const(const cir_value *v) { return v && v->kind == CIR_VAL_CONST; }
+
+void cir_set_shape(cir_value *v, cuvil_dtype dtype, int ndim, const int64_t *dims) {
+    CUVIL_ASSERT(ndim >= 0 && ndim <= CIR_MAX_DIMS);
+    v->dtype = dtype;
+    v->ndim = ndim;
+    for (int i = 0; i < CIR_MAX_DIMS; i++) {
+        v->dims[i] = i < ndim ? dims[i] : 0;
+        v->dim_sym[i] = -1;
+    }
+}
+
+const char *cir_dtype_short(cuvil_dtype t) {
+    switch (t) {
+    case CUVIL_DTYPE_FLOAT32: return "f32";
+    case CUVIL_DTYPE_FLOAT64: return "f64";
+    case CUVIL_DTYPE_FLOAT16: return "f16";
+    case CUVIL_DTYPE_BFLOAT16: return "bf16";
+    case CUVIL_DTYPE_INT64: return "i64";
+    case CUVIL_DTYPE_INT32: return "i32";
+    case CUVIL_DTYPE_INT16: return "i16";
+    case CUVIL_DTYPE_INT8: return "i8";
+    case CUVIL_DTYPE_UINT8: return "u8";
+    case CUVIL_DTYPE_UINT16: return "u16";
+    case CUVIL_DTYPE_UINT32: return "u32";
+    case CUVIL_DTYPE_UINT64: return "u64";
+    case CUVIL_DTYPE_BOOL: return "bool";
+    case CUVIL_DTYPE_STRING: return "string";
+    default: return "?";
+    }
+}
+
+char *cir_shape_str(const cir_graph *g, const cir_value *v, char *buf, size_t len) {
+    size_t o = (size_t)snprintf(buf, len, "%s", cir_dtype_short(v->dtype));
+    if (v->ndim < 0) {
+        snprintf(buf + (o < len ? o : len), o < len ? len - o : 0, "[?]");
+        return buf;
+    }
+    for (int i = 0; i < v->ndim && o < len; i++) {
+        const char *sep = i ? "," : "[";
+        if (v->dim_sym[i] >= 0)
+            o += (size_t)snprintf(buf + o, len - o, "%s%s=%lld", sep, g->syms[v->dim_sym[i]].name,
+                                  (long long)v->dims[i]);
+        else
+            o += (size_t)snprintf(buf + o, len - o, "%s%lld", sep, (long long)v->dims[i]);
+    }
+    if (o < len) snprintf(buf + o, len - o, v->ndim ? "]" : "[]");
+    return buf;
+}
+
+/* ===== Attributes ===================================================================== */
+const cir_attr *cir_attr_find(const cir_node *n, const char *name) {
+    for (int i = 0; i < n->n_attrs; i++)
+        if (strcmp(n->attrs[i].name, name) == 0) return &n->attrs[i];
+    return NULL;
+}
+
+int64_t cir_attr_int(const cir_node *n, const char *name, int64_t def) {
+    const cir_attr *a = cir_attr_find(n, name);
+    return a && a->type == CIR_ATTR_INT ? a->i : def;
+}
+
+float cir_attr_float(const cir_node *n, const char *name, float def) {
+    const cir_attr *a = cir_attr_find(n, name);
+    if (!a) return def;
+    if (a->type == CIR_ATTR_FLOAT) return a->f;
+    if (a->type == CIR_ATTR_INT) return (float)a->i;
+    return def;
+}
+
+const char *cir_attr_str(const cir_node *n, const char *name, const char *def) {
+    const cir_attr *a = cir_attr_find(n, name);
+    return a && a->type == CIR_ATTR_STRING ? a->s : def;
+}
+
+int cir_attr_ints(const cir_node *n, const char *name, const int64_t **out) {
+    const cir_attr *a = cir_attr_find(n, name);
+    if (!a || a->type != CIR_ATTR_INTS) {
+        *out = NULL;
+        return -1;
+    }
+    *out = a->ints;
+    return a->n;
+}
+
+/* ===== Constant element access ========================================================== */
+int64_t cir_const_i64(const cir_value *v, int64_t i) {
+    const void *d = v->data;
+    switch (v->dtype) {
+    case CUVIL_DTYPE_INT64: return ((const int64_t *)d)[i];
+    case CUVIL_DTYPE_INT32: return ((const int32_t *)d)[i];
+    case CUVIL_DTYPE_INT16: return ((const int16_t *)d)[i];
+    case CUVIL_DTYPE_INT8: return ((const int8_t *)d)[i];
+    case CUVIL_DTYPE_UINT8: return ((const uint8_t *)d)[i];
+    case CUVIL_DTYPE_UINT16: return ((const uint16_t *)d)[i];
+    case CUVIL_DTYPE_UINT32: return ((const uint32_t *)d)[i];
+    case CUVIL_DTYPE_UINT64: return (int64_t)((const uint64_t *)d)[i];
+    case CUVIL_DTYPE_BOOL: return ((const uint8_t *)d)[i] != 0;
+    case CUVIL_DTYPE_FLOAT32: return (int64_t)((const float *)d)[i];
+    case CUVIL_DTYPE_FLOAT64: return (int64_t)((const double *)d)[i];
+    default: CUVIL_ASSERT(!"cir_const_i64: unsupported dtype");
+    }
+}
+
+static float half_to_float(uint16_t h) {
+    uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
+    if (exp == 0) {
+        if (man == 0) bits = sign;
+        else {
+            exp = 127 - 15 + 1;
+            while (!(man & 0x400)) { man <<= 1; exp--; }
+            bits = sign | (exp << 23) | ((man & 0x3ff) << 13);
+        }
+    } else if (exp == 31) bits = sign | 0x7f800000u | (man << 13);
+    else bits = sign | ((exp + 127 - 15) << 23) | (man << 13);
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+double cir_const_f64(const cir_value *v, int64_t i) {
+    const void *d = v->data;
+    switch (v->dtype) {
+    case CUVIL_DTYPE_FLOAT32: return ((const float *)d)[i];
+    case CUVIL_DTYPE_FLOAT64: return ((const double *)d)[i];
+    case CUVIL_DTYPE_FLOAT16: return half_to_float(((const uint16_t *)d)[i]);
+    case CUVIL_DTYPE_BFLOAT16: {
+        uint32_t bits = (uint32_t)((const uint16_t *)d)[i] << 16;
+        float f;
+        memcpy(&f, &bits, 4);
+        return f;
+    }
+    default: return (double)cir_const_i64(v, i);
+    }
+}
+
+void cir_const_set_f64(cir_value *v, int64_t i, double x) {
+    void *d = v->data;
+    switch (v->dtype) {
+    case CUVIL_DTYPE_FLOAT32: ((float *)d)[i] = (float)x; break;
+    case CUVIL_DTYPE_FLOAT64: ((double *)d)[i] = x; break;
+    case CUVIL_DTYPE_BOOL: ((uint8_t *)d)[i] = x != 0; break;
+    default: cir_const_set_i64(v, i, (int64_t)x); break;
+    }
+}
+
+void cir_const_set_i64(cir_value *v, int64_t i, int64_t x) {
+    void *d = v->data;
+    switch (v->dtype) {
+    case CUVIL_DTYPE_INT64: ((int64_t *)d)[i] = x; break;
+    case CUVIL_DTYPE_INT32: ((int32_t *)d)[i] = (int32_t)x; break;
+    case CUVIL_DTYPE_INT16: ((int16_t *)d)[i] = (int16_t)x; break;
+    case CUVIL_DTYPE_INT8: ((int8_t *)d)[i] = (int8_t)x; break;
+    case CUVIL_DTYPE_UINT8: ((uint8_t *)d)[i] = (uint8_t)x; break;
+    case CUVIL_DTYPE_UINT16: ((uint16_t *)d)[i] = (uint16_t)x; break;
+    case CUVIL_DTYPE_UINT32: ((uint32_t *)d)[i] = (uint32_t)x; break;
+    case CUVIL_DTYPE_UINT64: ((uint64_t *)d)[i] = (uint64_t)x; break;
+    case CUVIL_DTYPE_BOOL: ((uint8_t *)d)[i] = x != 0; break;
+    case CUVIL_DTYPE_FLOAT32: ((float *)d)[i] = (float)x; break;
+    case CUVIL_DTYPE_FLOAT64: ((double *)d)[i] = (double)x; break;
+    default: CUVIL_ASSERT(!"cir_const_set_i64: unsupported dtype");
+    }
+}
+
+/* ===== Uses ================================================================================== */
+void cir_graph_count_uses(cir_graph *g) {
+    for (int i = 0; i < g->n_values; i++) {
+        g->values[i].n_uses = 0;
+        if (g->values[i].kind == CIR_VAL_ACT) g->values[i].producer = -1;
+    }
+    for (int i = 0; i < g->n_nodes; i++) {
+        cir_node *n = &g->nodes[i];
+        if (n->dead) continue;
+        for (int j = 0; j < n->n_in; j++)
+            if (n->in[j] >= 0) g->values[n->in[j]].n_uses++;
+        if (n->residual >= 0) g->values[n->residual].n_uses++;
+        for (int j = 0; j < n->n_out; j++)
+            if (n->out[j] >= 0 && g->values[n->out[j]].kind == CIR_VAL_ACT)
+                g->values[n->out[j]].producer = i;
+    }
+    for (int i = 0; i < g->n_outputs; i++) g->values[g->outputs[i]].n_uses++;
+}
+
+/* ===== Messages ============================================================================== */
+const char *cir_node_desc(const cir_node *n, char *buf, size_t len) {
+    snprintf(buf, len, "%s%s%s '%s'", n->domain && *n->domain ? n->domain : "",
+             n->domain && *n->domain ? "." : "", n->op, n->name);
+    return buf;
+}
+
+cuvil_status cir_node_err(cir_graph *g, const cir_node *n, cuvil_status s, const char *fmt, ...) {
+    char desc[512], msg[1536];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return cuvil_err(g->ctx, s, "%s: %s", cir_node_desc(n, desc, sizeof desc), msg);
+}

@@ -1,0 +1,56 @@
+/* verify.c -- structural checks any pass boundary can run. See cir_verify() in cir.h. */
+#include "ir/cir.h"
+
+#include <string.h>
+
+cuvil_status cir_verify(cir_graph *g, bool shapes, const char *after_pass) {
+    const char *when = after_pass ? after_pass : "load";
+    uint8_t *defined = calloc((size_t)g->n_values + 1, 1);
+    if (!defined) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+    cuvil_status st = CUVIL_OK;
+    char desc[512];
+    for (int i = 0; i < g->n_values; i++)
+        if (g->values[i].kind != CIR_VAL_ACT) defined[i] = 1;
+    for (int i = 0; i < g->n_nodes && st == CUVIL_OK; i++) {
+        cir_node *n = &g->nodes[i];
+        if (n->dead) continue;
+        for (int j = 0; j < n->n_in + 1 && st == CUVIL_OK; j++) {
+            int v = j < n->n_in ? n->in[j] : n->residual;
+            if (v < 0) continue;
+            if (v >= g->n_values)
+                st = cuvil_err(g->ctx, CUVIL_ERR_INTERNAL, "verify after %s: %s: input id %d out of range",
+                               when, cir_node_desc(n, desc, sizeof desc), v);
+            else if (!defined[v])
+                st = cuvil_err(g->ctx, CUVIL_ERR_INTERNAL,
+                               "verify after %s: %s: input '%s' is used before it is defined",
+                               when, cir_node_desc(n, desc, sizeof desc), g->values[v].name);
+        }
+        for (int j = 0; j < n->n_out && st == CUVIL_OK; j++) {
+            int v = n->out[j];
+            if (v < 0) continue;
+            cir_value *val = &g->values[v];
+            if (defined[v] && val->kind == CIR_VAL_ACT)
+                st = cuvil_err(g->ctx, CUVIL_ERR_INTERNAL, "verify after %s: %s: output '%s' is defined twice",
+                               when, cir_node_desc(n, desc, sizeof desc), val->name);
+            else if (val->kind != CIR_VAL_ACT)
+                st = cuvil_err(g->ctx, CUVIL_ERR_INTERNAL,
+                               "verify after %s: %s: output '%s' is an input or constant", when,
+                               cir_node_desc(n, desc, sizeof desc), val->name);
+            else if (shapes && (val->ndim < 0 || val->dtype == CUVIL_DTYPE_UNDEFINED))
+                st = cuvil_err(g->ctx, CUVIL_ERR_INTERNAL, "verify after %s: %s: output '%s' has no shape",
+                               when, cir_node_desc(n, desc, sizeof desc), val->name);
+            defined[v] = 1;
+        }
+    }
+    for (int i = 0; i < g->n_outputs && st == CUVIL_OK; i++)
+        if (!defined[g->outputs[i]])
+            st = cuvil_err(g->ctx, CUVIL_ERR_INTERNAL, "verify after %s: graph output '%s' is never defined",
+                           when, g->values[g->outputs[i]].name);
+    for (int i = 0; i < g->n_values && st == CUVIL_OK; i++) {
+        cir_value *v = &g->values[i];
+        if (v->kind == CIR_VAL_CONST && v->ndim >= 0 && !v->data && cir_numel(v) > 0)
+            st = cuvil_err(g->ctx, CUVIL_ERR_INTERNAL, "verify after %s: constant '%s' has no data", when, v->name);
+    }
+    free(defined);
+    return st;
+}

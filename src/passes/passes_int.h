@@ -1,0 +1,27 @@
+/* passes_int.h -- the pass interface: CIR -> CIR, one pass per file, pipeline in passes.inc. */
+#ifndef CUVIL_PASSES_INT_H
+#define CUVIL_PASSES_INT_H
+
+#include "frontend/onnx/ops/ops_int.h"
+#include "ir/cir.h"
+
+typedef struct cuvil_pass {
+    const char *name;
+    int opt_level;        /* runs when the options' opt_level >= this */
+    bool required;
+    cuvil_status (*run)(cir_graph *g, const cuvil_options *o);
+} cuvil_pass;
+
+#define PASS(name, lvl, req) cuvil_status cuvil_pass_##name(cir_graph *g, const cuvil_options *o);
+#include "passes/passes.inc"
+#undef PASS
+
+/* Runs the pipeline with verification between passes and the dumps o asks for. */
+cuvil_status cuvil_run_passes(cir_graph *g, const cuvil_options *o);
+
+/* Folds node n (all inputs constant, def->fold set): computes outputs, marks n dead. */
+cuvil_status cuvil_fold_node(cir_graph *g, cir_node *n);
+/* True when every present input of n is constant. */
+bool cuvil_inputs_const(cir_graph *g, const cir_node *n);
+
+#endif

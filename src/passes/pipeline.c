@@ -1,0 +1,82 @@
+/* pipeline.c -- runs the passes of passes.inc in order, verifying the graph after each. */
+#include "passes/passes_int.h"
+
+#include <string.h>
+
+static const cuvil_pass pipeline[] = {
+#define PASS(name, lvl, req) {#name, lvl, req, cuvil_pass_##name},
+#include "passes/passes.inc"
+#undef PASS
+};
+#define N_PASSES (int)(sizeof pipeline / sizeof pipeline[0])
+
+bool cuvil_inputs_const(cir_graph *g, const cir_node *n) {
+    for (int i = 0; i < n->n_in; i++)
+        if (n->in[i] >= 0 && !cir_is_const(&g->values[n->in[i]])) return false;
+    return n->residual < 0 || cir_is_const(&g->values[n->residual]);
+}
+
+cuvil_status cuvil_fold_node(cir_graph *g, cir_node *n) {
+    CUVIL_ASSERT(n->def && n->def->fold);
+    cuvil_status s = n->def->fold(g, n);
+    if (s) return s;
+    for (int i = 0; i < n->n_out; i++) {
+        cir_value *v = cir_val(g, n->out[i]);
+        if (v && v->kind != CIR_VAL_CONST) return cir_node_err(g, n, CUVIL_ERR_INTERNAL, "fold left output %d unset", i);
+        if (v) v->producer = -1;
+    }
+    n->dead = true;
+    return CUVIL_OK;
+}
+
+static bool disabled(const cuvil_options *o, const char *name) {
+    for (int i = 0; i < o->n_disabled; i++)
+        if (!strcmp(o->disabled_passes[i], name)) return true;
+    return false;
+}
+
+cuvil_status cuvil_run_passes(cir_graph *g, const cuvil_options *o) {
+    for (int i = 0; i < o->n_disabled; i++) {
+        int found = -1;
+        for (int j = 0; j < N_PASSES; j++)
+            if (!strcmp(pipeline[j].name, o->disabled_passes[i])) found = j;
+        if (found < 0) {
+            cuvil_sb names = {0};
+            for (int j = 0; j < N_PASSES; j++) cuvil_sb_printf(&names, "%s%s", j ? ", " : "", pipeline[j].name);
+            cuvil_status s = cuvil_err(g->ctx, CUVIL_ERR_INVALID_ARG, "--disable-pass %s: no such pass (passes: %s)",
+                                       o->disabled_passes[i], names.s ? names.s : "");
+            cuvil_sb_free(&names);
+            return s;
+        }
+        if (pipeline[found].required)
+            return cuvil_err(g->ctx, CUVIL_ERR_INVALID_ARG, "--disable-pass %s: this pass is required", pipeline[found].name);
+    }
+    if (o->dump_after && strcmp(o->dump_after, "all") && strcmp(o->dump_after, "load")) {
+        bool ok = false;
+        for (int j = 0; j < N_PASSES; j++) ok |= !strcmp(pipeline[j].name, o->dump_after);
+        if (!ok) return cuvil_err(g->ctx, CUVIL_ERR_INVALID_ARG, "--dump-ir-after %s: no such pass", o->dump_after);
+    }
+    FILE *df = o->dump_file ? o->dump_file : stderr;
+    if (o->dump_after && (!strcmp(o->dump_after, "all") || !strcmp(o->dump_after, "load"))) {
+        cuvil_sb sb = {0};
+        cir_print_text(g, &sb);
+        fprintf(df, "# IR after load\n%s", sb.s ? sb.s : "");
+        cuvil_sb_free(&sb);
+    }
+    for (int i = 0; i < N_PASSES; i++) {
+        const cuvil_pass *p = &pipeline[i];
+        if ((!p->required && o->opt_level < p->opt_level) || disabled(o, p->name)) continue;
+        cir_graph_count_uses(g);
+        cuvil_status s = p->run(g, o);
+        if (s) return s;
+        if ((s = cir_verify(g, true, p->name))) return s;
+        if (o->dump_after && (!strcmp(o->dump_after, "all") || !strcmp(o->dump_after, p->name))) {
+            cuvil_sb sb = {0};
+            cir_print_text(g, &sb);
+            fprintf(df, "# IR after %s\n%s", p->name, sb.s ? sb.s : "");
+            cuvil_sb_free(&sb);
+        }
+    }
+    cir_graph_count_uses(g);
+    return CUVIL_OK;
+}

@@ -1,0 +1,850 @@
+/*
+ * tensor_io.c -- dense host tensors in files: .npy (read and write) and ONNX TensorProto .pb
+ * (read), used by cuvil-run, the tests and the Python package's fixtures.
+ *
+ * The format of a file is chosen by its content: a .npy file starts with "\x93NUMPY", anything
+ * else is parsed as a serialized onnx.TensorProto. Every number read from a file is untrusted:
+ * dims and sizes go through the overflow-checked helpers below before anything is allocated,
+ * and the payload must be exactly as long as the header says.
+ *
+ * Messages are one line, "<path>: <problem>", written into the caller's buffer.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cuvil/cuvil.h"
+#include "onnx.pb-c.h"
+#include "util/util.h"
+
+/* Tensor data is allocated with this alignment so that callers (cuvil-run) can hand it to a
+ * compiled model, which expects 64-byte aligned buffers, without copying. */
+#define TENSOR_ALIGN 64
+/* numpy refuses headers above 10000 bytes by default; we allow more but not without bound. */
+#define NPY_MAX_HEADER (1u << 20)
+#define NPY_MAGIC "\x93NUMPY"
+#define NPY_MAGIC_LEN 6
+
+/* ===== errors and checked arithmetic ========================================================= */
+
+static cuvil_status fail(char *err, size_t errlen, cuvil_status st, const char *path,
+                         const char *fmt, ...) {
+    if (err == NULL || errlen == 0)
+        return st;
+    int n = snprintf(err, errlen, "%s: ", path ? path : "(null)");
+    if (n < 0)
+        n = 0;
+    if ((size_t)n < errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
+        va_end(ap);
+    }
+    /* one line, whatever the path or the file's strings contained */
+    for (char *p = err; *p; p++)
+        if (*p == '\n' || *p == '\r')
+            *p = ' ';
+    return st;
+}
+
+static bool mul_size(size_t a, size_t b, size_t *out) {
+    return !cuvil_mul_ovf(a, b, out);
+}
+
+/* Number of elements of dims[0..ndim) times elem_size; false on a negative dim or overflow. */
+static bool tensor_nbytes(int ndim, const int64_t *dims, size_t elem_size, size_t *out) {
+    size_t n = elem_size;
+    for (int i = 0; i < ndim; i++) {
+        if (dims[i] < 0 || (uint64_t)dims[i] > SIZE_MAX || !mul_size(n, (size_t)dims[i], &n))
+            return false;
+    }
+    *out = n;
+    return true;
+}
+
+static bool tensor_count(int ndim, const int64_t *dims, size_t *out) {
+    return tensor_nbytes(ndim, dims, 1, out);
+}
+
+/* "float32[2,3]" into buf. */
+static const char *shape_str(char *buf, size_t len, cuvil_dtype dt, int ndim, const int64_t *dims) {
+    int n = snprintf(buf, len, "%s[", cuvil_dtype_name(dt));
+    for (int i = 0; i < ndim && n >= 0 && (size_t)n < len; i++)
+        n += snprintf(buf + n, len - (size_t)n, "%s%" PRId64, i ? "," : "", dims[i]);
+    if (n >= 0 && (size_t)n < len)
+        snprintf(buf + n, len - (size_t)n, "]");
+    return buf;
+}
+
+static bool host_is_little_endian(void) {
+    const uint16_t one = 1;
+    uint8_t b;
+    memcpy(&b, &one, 1);
+    return b == 1;
+}
+
+static void *alloc_aligned(size_t n) {
+    void *p = NULL;
+    if (posix_memalign(&p, TENSOR_ALIGN, n ? n : 1) != 0)
+        return NULL;
+    return p;
+}
+
+/* ===== file reading helpers ================================================================== */
+
+/* Reads up to n bytes; returns how many were read (less than n only at end of file), or -1
+ * with errno set. */
+static ssize_t read_full(int fd, void *buf, size_t n) {
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = read(fd, (char *)buf + got, n - got);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        if (r == 0)
+            break;
+        got += (size_t)r;
+    }
+    return (ssize_t)got;
+}
+
+static bool write_full(int fd, const void *buf, size_t n) {
+    size_t done = 0;
+    while (done < n) {
+        ssize_t w = write(fd, (const char *)buf + done, n - done);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return false;
+        }
+        done += (size_t)w;
+    }
+    return true;
+}
+
+/* ===== dtype <-> numpy descr ================================================================= */
+
+static const struct {
+    const char *code;   /* kind + item size, as in numpy's dtype.str without the byte order */
+    cuvil_dtype dtype;
+} npy_codes[] = {
+    {"f4", CUVIL_DTYPE_FLOAT32}, {"f8", CUVIL_DTYPE_FLOAT64}, {"f2", CUVIL_DTYPE_FLOAT16},
+    {"i1", CUVIL_DTYPE_INT8},    {"i2", CUVIL_DTYPE_INT16},   {"i4", CUVIL_DTYPE_INT32},
+    {"i8", CUVIL_DTYPE_INT64},   {"u1", CUVIL_DTYPE_UINT8},   {"u2", CUVIL_DTYPE_UINT16},
+    {"u4", CUVIL_DTYPE_UINT32},  {"u8", CUVIL_DTYPE_UINT64},  {"b1", CUVIL_DTYPE_BOOL},
+};
+#define N_NPY_CODES (sizeof npy_codes / sizeof npy_codes[0])
+
+static const char *npy_code_of(cuvil_dtype dt) {
+    for (size_t i = 0; i < N_NPY_CODES; i++)
+        if (npy_codes[i].dtype == dt)
+            return npy_codes[i].code;
+    return NULL;
+}
+
+/* Maps a numpy descr string ("<f4", "|u1", "=i8") to a dtype. */
+static cuvil_status npy_parse_descr(const char *path, const char *descr, cuvil_dtype *out,
+                                    char *err, size_t errlen) {
+    char order = '=';
+    const char *code = descr;
+    if (*code == '<' || *code == '>' || *code == '|' || *code == '=')
+        order = *code++;
+    for (size_t i = 0; i < N_NPY_CODES; i++) {
+        if (strcmp(code, npy_codes[i].code) != 0)
+            continue;
+        cuvil_dtype dt = npy_codes[i].dtype;
+        if (cuvil_dtype_size(dt) > 1) {
+            /* byte order matters only for multi-byte elements */
+            if (order == '>' || (order == '=' && !host_is_little_endian()))
+                return fail(err, errlen, CUVIL_ERR_UNSUPPORTED, path,
+                            "big-endian dtype '%s' is not supported; convert with "
+                            "a.astype('<%s')", descr, code);
+            if (order == '|')
+                return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path,
+                            "invalid dtype descr '%s' ('|' is only valid for 1-byte types)",
+                            descr);
+        }
+        *out = dt;
+        return CUVIL_OK;
+    }
+    return fail(err, errlen, CUVIL_ERR_UNSUPPORTED, path,
+                "dtype '%s' is not supported (supported: float16/32/64, int8/16/32/64, "
+                "uint8/16/32/64, bool)", descr);
+}
+
+/* ===== .npy header parser ==================================================================== */
+/* The header is a Python dict literal:
+ *     {'descr': '<f4', 'fortran_order': False, 'shape': (1, 3, 224, 224), }
+ * numpy evaluates it with ast.literal_eval; we accept the subset numpy writes (either quote,
+ * any whitespace, optional trailing commas, Python 2 'L' suffixes). */
+
+typedef struct npy_header {
+    char descr[32];
+    bool fortran_order;
+    int ndim;
+    int64_t dims[CUVIL_MAX_DIMS];
+} npy_header;
+
+typedef struct hparser {
+    const char *p;
+    const char *path;
+    char *err;
+    size_t errlen;
+} hparser;
+
+static void hp_ws(hparser *h) {
+    while (*h->p == ' ' || *h->p == '\t' || *h->p == '\n' || *h->p == '\r')
+        h->p++;
+}
+
+/* A quoted string into buf (truncation is an error). */
+static cuvil_status hp_string(hparser *h, char *buf, size_t len, const char *what) {
+    char q = *h->p;
+    if (q != '\'' && q != '"')
+        return fail(h->err, h->errlen, CUVIL_ERR_INVALID_ARG, h->path,
+                    "malformed .npy header: expected a quoted %s", what);
+    h->p++;
+    size_t n = 0;
+    while (*h->p && *h->p != q) {
+        if (*h->p == '\\' || n + 1 >= len)
+            return fail(h->err, h->errlen, CUVIL_ERR_INVALID_ARG, h->path,
+                        "malformed .npy header: unsupported or overlong %s", what);
+        buf[n++] = *h->p++;
+    }
+    if (*h->p != q)
+        return fail(h->err, h->errlen, CUVIL_ERR_INVALID_ARG, h->path,
+                    "malformed .npy header: unterminated %s", what);
+    h->p++;
+    buf[n] = '\0';
+    return CUVIL_OK;
+}
+
+static cuvil_status hp_int(hparser *h, int64_t *out) {
+    if (*h->p == '-')
+        return fail(h->err, h->errlen, CUVIL_ERR_INVALID_ARG, h->path,
+                    "malformed .npy header: negative dimension in shape");
+    if (*h->p < '0' || *h->p > '9')
+        return fail(h->err, h->errlen, CUVIL_ERR_INVALID_ARG, h->path,
+                    "malformed .npy header: expected an integer in shape");
+    int64_t v = 0;
+    while (*h->p >= '0' && *h->p <= '9') {
+        if (__builtin_mul_overflow(v, (int64_t)10, &v) ||
+            __builtin_add_overflow(v, (int64_t)(*h->p - '0'), &v))
+            return fail(h->err, h->errlen, CUVIL_ERR_INVALID_ARG, h->path,
+                        "malformed .npy header: dimension in shape does not fit in 64 bits");
+        h->p++;
+    }
+    if (*h->p == 'L' || *h->p == 'l')
+        h->p++;
+    *out = v;
+    return CUVIL_OK;
+}
+
+static cuvil_status hp_shape(hparser *h, npy_header *hd) {
+    if (*h->p != '(')
+        return fail(h->err, h->errlen, CUVIL_ERR_INVALID_ARG, h->path,
+                    "malformed .npy header: 'shape' is not a tuple");
+    h->p++;
+    hd->ndim = 0;
+    for (;;) {
+        hp_ws(h);
+        if (*h->p == ')')
+            break;
+        int64_t v = 0;
+        cuvil_status st = hp_int(h, &v);
+        if (st != CUVIL_OK)
+            return st;
+        if (hd->ndim == CUVIL_MAX_DIMS)
+            return fail(h->err, h->errlen, CUVIL_ERR_UNSUPPORTED, h->path,
+                        "shape has more than %d dims, Cuvil supports at most %d",
+                        CUVIL_MAX_DIMS, CUVIL_MAX_DIMS);
+        hd->dims[hd->ndim++] = v;
+        hp_ws(h);
+        if (*h->p == ',') {
+            h->p++;
+            continue;
+        }
+        if (*h->p != ')')
+            return fail(h->err, h->errlen, CUVIL_ERR_INVALID_ARG, h->path,
+                        "malformed .npy header: bad 'shape' tuple");
+    }
+    h->p++;
+    return CUVIL_OK;
+}
+
+static cuvil_status npy_parse_header(const char *path, const char *text, npy_header *hd,
+                                     char *err, size_t errlen) {
+    hparser h = {text, path, err, errlen};
+    bool seen_descr = false, seen_order = false, seen_shape = false;
+    cuvil_status st;
+    memset(hd, 0, sizeof *hd);
+    hp_ws(&h);
+    if (*h.p != '{')
+        return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path,
+                    "malformed .npy header: expected '{'");
+    h.p++;
+    for (;;) {
+        hp_ws(&h);
+        if (*h.p == '}')
+            break;
+        char key[32];
+        if ((st = hp_string(&h, key, sizeof key, "key")) != CUVIL_OK)
+            return st;
+        hp_ws(&h);
+        if (*h.p != ':')
+            return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path,
+                        "malformed .npy header: expected ':' after '%s'", key);
+        h.p++;
+        hp_ws(&h);
+        bool *seen;
+        if (strcmp(key, "descr") == 0) {
+            seen = &seen_descr;
+            if (*h.p != '\'' && *h.p != '"')
+                return fail(err, errlen, CUVIL_ERR_UNSUPPORTED, path,
+                            "structured dtypes are not supported (descr is not a string)");
+            if ((st = hp_string(&h, hd->descr, sizeof hd->descr, "descr")) != CUVIL_OK)
+                return st;
+        } else if (strcmp(key, "fortran_order") == 0) {
+            seen = &seen_order;
+            if (strncmp(h.p, "True", 4) == 0) {
+                hd->fortran_order = true;
+                h.p += 4;
+            } else if (strncmp(h.p, "False", 5) == 0) {
+                hd->fortran_order = false;
+                h.p += 5;
+            } else {
+                return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path,
+                            "malformed .npy header: 'fortran_order' is not True or False");
+            }
+        } else if (strcmp(key, "shape") == 0) {
+            seen = &seen_shape;
+            if ((st = hp_shape(&h, hd)) != CUVIL_OK)
+                return st;
+        } else {
+            return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path,
+                        "malformed .npy header: unexpected key '%s'", key);
+        }
+        if (*seen)
+            return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path,
+                        "malformed .npy header: key '%s' appears twice", key);
+        *seen = true;
+        hp_ws(&h);
+        if (*h.p == ',') {
+            h.p++;
+            continue;
+        }
+        if (*h.p != '}')
+            return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path,
+                        "malformed .npy header: expected ',' or '}' after '%s'", key);
+    }
+    h.p++;
+    hp_ws(&h);
+    if (*h.p != '\0')
+        return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path,
+                    "malformed .npy header: unexpected text after the dict");
+    const char *missing = !seen_descr ? "descr" : !seen_order ? "fortran_order"
+                        : !seen_shape ? "shape" : NULL;
+    if (missing)
+        return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path,
+                    "malformed .npy header: no '%s' key", missing);
+    return CUVIL_OK;
+}
+
+/* ===== .npy reader =========================================================================== */
+
+/* fd is positioned just after the 6-byte magic. */
+static cuvil_status npy_read(const char *path, int fd, const struct stat *sb,
+                             cuvil_host_tensor *out, char *err, size_t errlen) {
+    unsigned char ver[2];
+    ssize_t r = read_full(fd, ver, 2);
+    if (r < 0)
+        return fail(err, errlen, CUVIL_ERR_IO, path, "read failed: %s", strerror(errno));
+    if (r < 2)
+        return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path, "truncated .npy header");
+    if (ver[0] < 1 || ver[0] > 3 || ver[1] != 0)
+        return fail(err, errlen, CUVIL_ERR_UNSUPPORTED, path,
+                    "unsupported .npy format version %u.%u (supported: 1.0, 2.0, 3.0)",
+                    ver[0], ver[1]);
+
+    /* header length: little-endian u16 in 1.0, u32 in 2.0 and 3.0 */
+    unsigned char lenb[4] = {0, 0, 0, 0};
+    size_t nlen = ver[0] == 1 ? 2 : 4;
+    r = read_full(fd, lenb, nlen);
+    if (r < 0)
+        return fail(err, errlen, CUVIL_ERR_IO, path, "read failed: %s", strerror(errno));
+    if ((size_t)r < nlen)
+        return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path, "truncated .npy header");
+    uint32_t hlen = (uint32_t)lenb[0] | (uint32_t)lenb[1] << 8 | (uint32_t)lenb[2] << 16 |
+                    (uint32_t)lenb[3] << 24;
+    if (hlen > NPY_MAX_HEADER)
+        return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path,
+                    ".npy header length %" PRIu32 " is implausibly large", hlen);
+    size_t data_off = NPY_MAGIC_LEN + 2 + nlen + hlen;
+
+    char *text = malloc((size_t)hlen + 1);
+    if (!text)
+        return fail(err, errlen, CUVIL_ERR_NOMEM, path, "out of memory");
+    r = read_full(fd, text, hlen);
+    if (r < 0 || (size_t)r < hlen) {
+        free(text);
+        if (r < 0)
+            return fail(err, errlen, CUVIL_ERR_IO, path, "read failed: %s", strerror(errno));
+        return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path,
+                    "truncated .npy header: %" PRIu32 " header bytes expected, file holds %zd",
+                    hlen, r);
+    }
+    text[hlen] = '\0';
+    if (strlen(text) != hlen) {
+        free(text);
+        return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path,
+                    "malformed .npy header: contains a NUL byte");
+    }
+    npy_header hd;
+    cuvil_status st = npy_parse_header(path, text, &hd, err, errlen);
+    free(text);
+    if (st != CUVIL_OK)
+        return st;
+    if (hd.fortran_order)
+        return fail(err, errlen, CUVIL_ERR_UNSUPPORTED, path,
+                    "fortran_order=True is not supported; save a C-ordered array "
+                    "(numpy.ascontiguousarray)");
+    cuvil_dtype dt = CUVIL_DTYPE_UNDEFINED;
+    if ((st = npy_parse_descr(path, hd.descr, &dt, err, errlen)) != CUVIL_OK)
+        return st;
+
+    char sbuf[256];
+    size_t nbytes;
+    if (!tensor_nbytes(hd.ndim, hd.dims, cuvil_dtype_size(dt), &nbytes))
+        return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path,
+                    "shape %s is too large (size overflows)",
+                    shape_str(sbuf, sizeof sbuf, dt, hd.ndim, hd.dims));
+    /* For a regular file the size is known up front: refuse before allocating (a forged
+     * header must not make us allocate gigabytes). */
+    if (S_ISREG(sb->st_mode)) {
+        uint64_t fsize = (uint64_t)sb->st_size;
+        uint64_t have = fsize > data_off ? fsize - data_off : 0;
+        if (have != nbytes)
+            return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path,
+                        "%s: header says %s = %zu bytes of data, file holds %" PRIu64,
+                        have < nbytes ? "truncated" : "trailing data",
+                        shape_str(sbuf, sizeof sbuf, dt, hd.ndim, hd.dims), nbytes, have);
+    }
+    void *data = alloc_aligned(nbytes);
+    if (!data)
+        return fail(err, errlen, CUVIL_ERR_NOMEM, path, "out of memory (%zu bytes)", nbytes);
+    r = read_full(fd, data, nbytes);
+    if (r < 0 || (size_t)r != nbytes) {
+        free(data);
+        if (r < 0)
+            return fail(err, errlen, CUVIL_ERR_IO, path, "read failed: %s", strerror(errno));
+        return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path,
+                    "truncated: header says %s = %zu bytes of data, file holds %zd",
+                    shape_str(sbuf, sizeof sbuf, dt, hd.ndim, hd.dims), nbytes, r);
+    }
+    char extra;
+    r = read_full(fd, &extra, 1);
+    if (r != 0) {
+        free(data);
+        if (r < 0)
+            return fail(err, errlen, CUVIL_ERR_IO, path, "read failed: %s", strerror(errno));
+        return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path,
+                    "trailing data: header says %s = %zu bytes of data, file holds more",
+                    shape_str(sbuf, sizeof sbuf, dt, hd.ndim, hd.dims), nbytes);
+    }
+    out->dtype = dt;
+    out->ndim = hd.ndim;
+    memcpy(out->dims, hd.dims, sizeof hd.dims);
+    out->data = data;
+    out->nbytes = nbytes;
+    out->name = NULL;
+    return CUVIL_OK;
+}
+
+/* ===== ONNX TensorProto reader =============================================================== */
+
+/* Reads the rest of fd after the `n0` bytes already in `head` into one malloc'd buffer. */
+static cuvil_status read_rest(const char *path, int fd, const struct stat *sb,
+                              const unsigned char *head, size_t n0, unsigned char **out,
+                              size_t *outlen, char *err, size_t errlen) {
+    size_t cap = 1 << 16;
+    if (S_ISREG(sb->st_mode) && (uint64_t)sb->st_size < SIZE_MAX - 1)
+        cap = (size_t)sb->st_size + 1;   /* +1: so the final read sees end of file */
+    if (cap < n0 + 1)
+        cap = n0 + 1;
+    unsigned char *buf = malloc(cap);
+    if (!buf)
+        return fail(err, errlen, CUVIL_ERR_NOMEM, path, "out of memory");
+    memcpy(buf, head, n0);
+    size_t len = n0;
+    for (;;) {
+        if (len == cap) {
+            size_t ncap;
+            if (!mul_size(cap, 2, &ncap)) {
+                free(buf);
+                return fail(err, errlen, CUVIL_ERR_NOMEM, path, "file too large");
+            }
+            unsigned char *nb = realloc(buf, ncap);
+            if (!nb) {
+                free(buf);
+                return fail(err, errlen, CUVIL_ERR_NOMEM, path, "out of memory");
+            }
+            buf = nb;
+            cap = ncap;
+        }
+        ssize_t r = read_full(fd, buf + len, cap - len);
+        if (r < 0) {
+            free(buf);
+            return fail(err, errlen, CUVIL_ERR_IO, path, "read failed: %s", strerror(errno));
+        }
+        len += (size_t)r;
+        if (len < cap)
+            break;
+    }
+    *out = buf;
+    *outlen = len;
+    return CUVIL_OK;
+}
+
+/* Stores v, taken from a widened TensorProto field, as element i of a tensor of dtype dt
+ * (little-endian, truncating to the element width as onnx.numpy_helper does). */
+static void store_int(void *data, size_t i, cuvil_dtype dt, uint64_t v) {
+    switch (dt) {
+    case CUVIL_DTYPE_BOOL: ((uint8_t *)data)[i] = v != 0; break;
+    case CUVIL_DTYPE_UINT8:
+    case CUVIL_DTYPE_INT8: ((uint8_t *)data)[i] = (uint8_t)v; break;
+    case CUVIL_DTYPE_UINT16:
+    case CUVIL_DTYPE_INT16:
+    case CUVIL_DTYPE_FLOAT16:
+    case CUVIL_DTYPE_BFLOAT16: {
+        uint16_t x = (uint16_t)v;
+        memcpy((char *)data + 2 * i, &x, 2);
+        break;
+    }
+    case CUVIL_DTYPE_UINT32:
+    case CUVIL_DTYPE_INT32: {
+        uint32_t x = (uint32_t)v;
+        memcpy((char *)data + 4 * i, &x, 4);
+        break;
+    }
+    default: memcpy((char *)data + 8 * i, &v, 8); break;
+    }
+}
+
+static cuvil_status pb_convert(const char *path, const Onnx__TensorProto *tp,
+                               cuvil_host_tensor *out, char *err, size_t errlen) {
+    char sbuf[256];
+    if (!tp->has_data_type)
+        return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path,
+                    "not a .npy file (no \\x93NUMPY magic) and not an ONNX TensorProto "
+                    "(no data_type field)");
+    cuvil_dtype dt = (cuvil_dtype)tp->data_type;
+    size_t esize = cuvil_dtype_size(dt);
+    if (dt == CUVIL_DTYPE_STRING || esize == 0)
+        return fail(err, errlen, CUVIL_ERR_UNSUPPORTED, path,
+                    "TensorProto data_type %" PRId32 " (%s) is not supported", tp->data_type,
+                    cuvil_dtype_name(dt));
+    if (tp->has_data_location &&
+        tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
+        return fail(err, errlen, CUVIL_ERR_UNSUPPORTED, path,
+                    "TensorProto with external data is not supported");
+    if (tp->segment)
+        return fail(err, errlen, CUVIL_ERR_UNSUPPORTED, path,
+                    "segmented TensorProto is not supported");
+    if (tp->n_dims > CUVIL_MAX_DIMS)
+        return fail(err, errlen, CUVIL_ERR_UNSUPPORTED, path,
+                    "TensorProto has %zu dims, Cuvil supports at most %d", tp->n_dims,
+                    CUVIL_MAX_DIMS);
+    int ndim = (int)tp->n_dims;
+    int64_t dims[CUVIL_MAX_DIMS] = {0};
+    for (int i = 0; i < ndim; i++) {
+        if (tp->dims[i] < 0)
+            return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path,
+                        "TensorProto has negative dim %" PRId64 " at axis %d", tp->dims[i], i);
+        dims[i] = tp->dims[i];
+    }
+    size_t count, nbytes;
+    if (!tensor_count(ndim, dims, &count) || !tensor_nbytes(ndim, dims, esize, &nbytes))
+        return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path,
+                    "shape %s is too large (size overflows)",
+                    shape_str(sbuf, sizeof sbuf, dt, ndim, dims));
+
+    /* Which typed field the ONNX spec puts this dtype in. */
+    const char *field;
+    size_t nfield;
+    switch (dt) {
+    case CUVIL_DTYPE_FLOAT32: field = "float_data"; nfield = tp->n_float_data; break;
+    case CUVIL_DTYPE_FLOAT64: field = "double_data"; nfield = tp->n_double_data; break;
+    case CUVIL_DTYPE_INT64: field = "int64_data"; nfield = tp->n_int64_data; break;
+    case CUVIL_DTYPE_UINT32:
+    case CUVIL_DTYPE_UINT64: field = "uint64_data"; nfield = tp->n_uint64_data; break;
+    default: field = "int32_data"; nfield = tp->n_int32_data; break;
+    }
+    const struct { const char *name; size_t n; } typed[] = {
+        {"float_data", tp->n_float_data},   {"double_data", tp->n_double_data},
+        {"int64_data", tp->n_int64_data},   {"uint64_data", tp->n_uint64_data},
+        {"int32_data", tp->n_int32_data},   {"string_data", tp->n_string_data},
+    };
+    for (size_t i = 0; i < sizeof typed / sizeof typed[0]; i++) {
+        if (typed[i].n == 0 || strcmp(typed[i].name, field) == 0)
+            continue;
+        return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path,
+                    "TensorProto of data_type %s holds its data in %s (expected raw_data or %s)",
+                    cuvil_dtype_name(dt), typed[i].name, field);
+    }
+    bool raw = tp->has_raw_data && (tp->raw_data.len > 0 || nfield == 0);
+    if (raw && nfield > 0)
+        return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path,
+                    "TensorProto holds data in both raw_data and %s", field);
+    if (raw && tp->raw_data.len != nbytes)
+        return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path,
+                    "TensorProto %s needs %zu bytes, raw_data holds %zu",
+                    shape_str(sbuf, sizeof sbuf, dt, ndim, dims), nbytes, tp->raw_data.len);
+    if (!raw && nfield != count)
+        return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path,
+                    "TensorProto %s needs %zu elements, %s holds %zu",
+                    shape_str(sbuf, sizeof sbuf, dt, ndim, dims), count, field, nfield);
+    if (!host_is_little_endian())   /* LCOV_EXCL_LINE: no big-endian target yet */
+        return fail(err, errlen, CUVIL_ERR_UNSUPPORTED, path, "big-endian hosts are not supported");
+
+    void *data = alloc_aligned(nbytes);
+    if (!data)
+        return fail(err, errlen, CUVIL_ERR_NOMEM, path, "out of memory (%zu bytes)", nbytes);
+    if (raw) {
+        if (nbytes)
+            memcpy(data, tp->raw_data.data, nbytes);
+    } else {
+        switch (dt) {
+        case CUVIL_DTYPE_FLOAT32: memcpy(data, tp->float_data, nbytes); break;
+        case CUVIL_DTYPE_FLOAT64: memcpy(data, tp->double_data, nbytes); break;
+        case CUVIL_DTYPE_INT64: memcpy(data, tp->int64_data, nbytes); break;
+        case CUVIL_DTYPE_UINT32:
+        case CUVIL_DTYPE_UINT64:
+            for (size_t i = 0; i < count; i++)
+                store_int(data, i, dt, tp->uint64_data[i]);
+            break;
+        default:
+            for (size_t i = 0; i < count; i++)
+                store_int(data, i, dt, (uint64_t)(int64_t)tp->int32_data[i]);
+            break;
+        }
+    }
+    char *name = NULL;
+    if (tp->name && tp->name[0]) {
+        name = strdup(tp->name);
+        if (!name) {
+            free(data);
+            return fail(err, errlen, CUVIL_ERR_NOMEM, path, "out of memory");
+        }
+    }
+    out->dtype = dt;
+    out->ndim = ndim;
+    memcpy(out->dims, dims, sizeof dims);
+    out->data = data;
+    out->nbytes = nbytes;
+    out->name = name;
+    return CUVIL_OK;
+}
+
+static cuvil_status pb_read(const char *path, int fd, const struct stat *sb,
+                            const unsigned char *head, size_t n0, cuvil_host_tensor *out,
+                            char *err, size_t errlen) {
+    unsigned char *buf = NULL;
+    size_t len = 0;
+    cuvil_status st = read_rest(path, fd, sb, head, n0, &buf, &len, err, errlen);
+    if (st != CUVIL_OK)
+        return st;
+    if (len == 0) {
+        free(buf);
+        return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path,
+                    "empty file (expected .npy or ONNX TensorProto)");
+    }
+    Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, len, buf);
+    free(buf);
+    if (!tp)
+        return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path,
+                    "not a .npy file (no \\x93NUMPY magic) and not a valid ONNX TensorProto");
+    st = pb_convert(path, tp, out, err, errlen);
+    onnx__tensor_proto__free_unpacked(tp, NULL);
+    return st;
+}
+
+/* ===== public API ============================================================================ */
+
+cuvil_status cuvil_tensor_read(const char *path, cuvil_host_tensor *out, char *err,
+                               size_t errlen) {
+    if (err && errlen)
+        err[0] = '\0';
+    if (!out || !path)
+        return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path, "cuvil_tensor_read: NULL argument");
+    memset(out, 0, sizeof *out);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return fail(err, errlen, CUVIL_ERR_IO, path, "cannot open: %s", strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) {
+        int e = errno;
+        close(fd);
+        return fail(err, errlen, CUVIL_ERR_IO, path, "cannot stat: %s", strerror(e));
+    }
+    if (S_ISDIR(sb.st_mode)) {
+        close(fd);
+        return fail(err, errlen, CUVIL_ERR_IO, path, "is a directory, not a tensor file");
+    }
+    unsigned char head[NPY_MAGIC_LEN];
+    ssize_t r = read_full(fd, head, sizeof head);
+    cuvil_status st;
+    if (r < 0) {
+        st = fail(err, errlen, CUVIL_ERR_IO, path, "read failed: %s", strerror(errno));
+    } else if ((size_t)r == NPY_MAGIC_LEN && memcmp(head, NPY_MAGIC, NPY_MAGIC_LEN) == 0) {
+        st = npy_read(path, fd, &sb, out, err, errlen);
+    } else if (r > 0 && memcmp(head, NPY_MAGIC, (size_t)r) == 0) {
+        st = fail(err, errlen, CUVIL_ERR_INVALID_ARG, path, "truncated .npy magic");
+    } else {
+        st = pb_read(path, fd, &sb, head, (size_t)r, out, err, errlen);
+    }
+    close(fd);
+    if (st != CUVIL_OK)
+        memset(out, 0, sizeof *out);
+    return st;
+}
+
+void cuvil_host_tensor_free(cuvil_host_tensor *t) {
+    if (!t)
+        return;
+    free(t->data);
+    free(t->name);
+    memset(t, 0, sizeof *t);
+}
+
+/* ===== .npy writer =========================================================================== */
+
+/* The header numpy's np.save writes (format 1.0), byte for byte: the dict repr, spare room to
+ * grow the first axis in place, spaces up to a 64-byte boundary and a newline. Returns the
+ * total length of magic + version + length + header, or 0 if it does not fit. */
+static size_t npy_make_header(char *buf, size_t len, const char *descr, int ndim,
+                              const int64_t *dims) {
+    char dict[512];
+    int n = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (",
+                     descr);
+    for (int i = 0; i < ndim; i++)
+        n += snprintf(dict + n, sizeof dict - (size_t)n, "%s%" PRId64, i ? ", " : "", dims[i]);
+    n += snprintf(dict + n, sizeof dict - (size_t)n, "%s), }", ndim == 1 ? "," : "");
+    if (ndim > 0) {
+        /* numpy: GROWTH_AXIS_MAX_DIGITS (21) - len(repr(shape[0])) spaces */
+        int digits = snprintf(NULL, 0, "%" PRId64, dims[0]);
+        for (int i = digits; i < 21; i++)
+            dict[n++] = ' ';
+    }
+    size_t hlen = (size_t)n + 1;                    /* + '\n' */
+    size_t pad = 64 - (NPY_MAGIC_LEN + 2 + 2 + hlen) % 64;
+    size_t total = NPY_MAGIC_LEN + 2 + 2 + hlen + pad;
+    if (total > len || hlen + pad > 0xffff)
+        return 0;   /* LCOV_EXCL_LINE: at most 8 dims always fit */
+    memcpy(buf, NPY_MAGIC, NPY_MAGIC_LEN);
+    buf[6] = 1;
+    buf[7] = 0;
+    buf[8] = (char)((hlen + pad) & 0xff);
+    buf[9] = (char)((hlen + pad) >> 8);
+    memcpy(buf + 10, dict, (size_t)n);
+    memset(buf + 10 + n, ' ', pad);
+    buf[total - 1] = '\n';
+    return total;
+}
+
+static atomic_uint tmp_counter;
+
+/* Creates a fresh "<path>.tmpXXXXXX" with mode 0666 & ~umask (mkstemp would give 0600). */
+static int open_tmp(const char *path, char *tmp, size_t tmplen) {
+    static const char chars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t seed = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^
+                    ((uint64_t)getpid() << 40) ^ (uint64_t)(uintptr_t)tmp;
+    for (int attempt = 0; attempt < 100; attempt++) {
+        /* splitmix64 */
+        uint64_t z = (seed += 0x9e3779b97f4a7c15ull + atomic_fetch_add(&tmp_counter, 1));
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        z ^= z >> 31;
+        char suffix[7];
+        for (int i = 0; i < 6; i++, z /= 62)
+            suffix[i] = chars[z % 62];
+        suffix[6] = '\0';
+        snprintf(tmp, tmplen, "%s.tmp%s", path, suffix);
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd >= 0 || errno != EEXIST)
+            return fd;
+    }
+    return -1;   /* errno is EEXIST */
+}
+
+cuvil_status cuvil_npy_write(const char *path, const cuvil_host_tensor *t, char *err,
+                             size_t errlen) {
+    char sbuf[256];
+    if (err && errlen)
+        err[0] = '\0';
+    if (!path || !t)
+        return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path, "cuvil_npy_write: NULL argument");
+    const char *code = npy_code_of(t->dtype);
+    if (!code)
+        return fail(err, errlen, CUVIL_ERR_UNSUPPORTED, path,
+                    "cannot write dtype %s as .npy (numpy has no such type)",
+                    cuvil_dtype_name(t->dtype));
+    if (t->ndim < 0 || t->ndim > CUVIL_MAX_DIMS)
+        return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path,
+                    "tensor has %d dims (0..%d allowed)", t->ndim, CUVIL_MAX_DIMS);
+    size_t nbytes;
+    if (!tensor_nbytes(t->ndim, t->dims, cuvil_dtype_size(t->dtype), &nbytes))
+        return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path,
+                    "tensor shape %s is invalid (negative dim or size overflow)",
+                    shape_str(sbuf, sizeof sbuf, t->dtype, t->ndim, t->dims));
+    if (nbytes != t->nbytes)
+        return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path,
+                    "tensor %s is %zu bytes but nbytes says %zu",
+                    shape_str(sbuf, sizeof sbuf, t->dtype, t->ndim, t->dims), nbytes, t->nbytes);
+    if (nbytes > 0 && !t->data)
+        return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path, "tensor has no data");
+
+    char descr[4] = {cuvil_dtype_size(t->dtype) == 1 ? '|' : '<', code[0], code[1], '\0'};
+    char header[1024];
+    size_t hsize = npy_make_header(header, sizeof header, descr, t->ndim, t->dims);
+    if (hsize == 0)   /* LCOV_EXCL_LINE */
+        return fail(err, errlen, CUVIL_ERR_INTERNAL, path, ".npy header does not fit");
+
+    size_t tmplen = strlen(path) + 16;
+    char *tmp = malloc(tmplen);
+    if (!tmp)
+        return fail(err, errlen, CUVIL_ERR_NOMEM, path, "out of memory");
+    int fd = open_tmp(path, tmp, tmplen);
+    if (fd < 0) {
+        cuvil_status st = fail(err, errlen, CUVIL_ERR_IO, path,
+                               "cannot create temporary file '%s': %s", tmp, strerror(errno));
+        free(tmp);
+        return st;
+    }
+    cuvil_status st = CUVIL_OK;
+    if (!write_full(fd, header, hsize) || !write_full(fd, t->data, nbytes)) {
+        st = fail(err, errlen, CUVIL_ERR_IO, path, "write failed: %s", strerror(errno));
+        close(fd);
+    } else if (close(fd) != 0) {
+        st = fail(err, errlen, CUVIL_ERR_IO, path, "write failed: %s", strerror(errno));
+    } else if (rename(tmp, path) != 0) {
+        st = fail(err, errlen, CUVIL_ERR_IO, path, "cannot rename '%s' into place: %s", tmp,
+                  strerror(errno));
+    }
+    if (st != CUVIL_OK)
+        unlink(tmp);
+    free(tmp);
+    return st;
+}

@@ -1,0 +1,288 @@
+/* util.c -- arena, context errors, string buffer, map, files. See util.h. */
+#include "util/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <nettle/sha2.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+_Noreturn void cuvil_panic(const char *file, int line, const char *what) {
+    fprintf(stderr, "cuvil: internal error at %s:%d: %s\n", file, line, what);
+    abort();
+}
+
+/* ===== Arena ========================================================================== */
+struct cuvil_arena_block {
+    cuvil_arena_block *next;
+    size_t used, cap;
+    _Alignas(64) unsigned char data[];
+};
+
+#define ARENA_BLOCK (1u << 20)
+
+void *cuvil_arena_alloc(cuvil_arena *a, size_t n) {
+    n = cuvil_align_up(n ? n : 1, 64);
+    cuvil_arena_block *b = a->head;
+    if (!b || b->cap - b->used < n) {
+        size_t cap = n > ARENA_BLOCK ? n : ARENA_BLOCK;
+        b = aligned_alloc(64, cuvil_align_up(sizeof *b + cap, 64));
+        if (!b) return NULL;
+        b->cap = cap;
+        b->used = 0;
+        /* a big one-off block goes behind the head so the head's free space is kept */
+        if (a->head && cap == n) {
+            b->next = a->head->next;
+            a->head->next = b;
+        } else {
+            b->next = a->head;
+            a->head = b;
+        }
+    }
+    void *p = b->data + b->used;
+    b->used += n;
+    memset(p, 0, n);
+    return p;
+}
+
+char *cuvil_arena_strdup(cuvil_arena *a, const char *s) {
+    if (!s) return NULL;
+    return cuvil_arena_memdup(a, s, strlen(s) + 1);
+}
+
+void *cuvil_arena_memdup(cuvil_arena *a, const void *p, size_t n) {
+    void *d = cuvil_arena_alloc(a, n);
+    if (d && n) memcpy(d, p, n);
+    return d;
+}
+
+void cuvil_arena_free(cuvil_arena *a) {
+    cuvil_arena_block *b = a->head;
+    while (b) {
+        cuvil_arena_block *n = b->next;
+        free(b);
+        b = n;
+    }
+    a->head = NULL;
+}
+
+/* ===== Context ======================================================================== */
+cuvil_status cuvil_err(cuvil_ctx *ctx, cuvil_status status, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ctx->errmsg, sizeof ctx->errmsg, fmt, ap);
+    va_end(ap);
+    ctx->status = status;
+    return status;
+}
+
+cuvil_status cuvil_err_prefix(cuvil_ctx *ctx, const char *fmt, ...) {
+    char prefix[512], old[sizeof ctx->errmsg];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(prefix, sizeof prefix, fmt, ap);
+    va_end(ap);
+    memcpy(old, ctx->errmsg, sizeof old);
+    snprintf(ctx->errmsg, sizeof ctx->errmsg, "%s%s", prefix, old);
+    return ctx->status;
+}
+
+cuvil_status cuvil_ctx_create(cuvil_ctx **out) {
+    *out = calloc(1, sizeof **out);
+    return *out ? CUVIL_OK : CUVIL_ERR_NOMEM;
+}
+
+void cuvil_ctx_destroy(cuvil_ctx *ctx) {
+    if (!ctx) return;
+    cuvil_arena_free(&ctx->arena);
+    free(ctx);
+}
+
+const char *cuvil_errmsg(const cuvil_ctx *ctx) { return ctx ? ctx->errmsg : "no context"; }
+
+/* ===== String buffer ================================================================== */
+static bool sb_reserve(cuvil_sb *b, size_t extra) {
+    if (b->oom) return false;
+    if (b->len + extra + 1 <= b->cap) return true;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + extra + 1) cap *= 2;
+    char *s = realloc(b->s, cap);
+    if (!s) {
+        b->oom = true;
+        return false;
+    }
+    b->s = s;
+    b->cap = cap;
+    return true;
+}
+
+void cuvil_sb_vprintf(cuvil_sb *b, const char *fmt, va_list ap) {
+    va_list ap2;
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap2);
+    va_end(ap2);
+    if (n < 0 || !sb_reserve(b, (size_t)n)) return;
+    vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
+    b->len += (size_t)n;
+}
+
+void cuvil_sb_printf(cuvil_sb *b, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    cuvil_sb_vprintf(b, fmt, ap);
+    va_end(ap);
+}
+
+void cuvil_sb_append(cuvil_sb *b, const void *p, size_t n) {
+    if (!sb_reserve(b, n)) return;
+    memcpy(b->s + b->len, p, n);
+    b->len += n;
+    b->s[b->len] = 0;
+}
+
+void cuvil_sb_puts(cuvil_sb *b, const char *s) { cuvil_sb_append(b, s, strlen(s)); }
+
+void cuvil_sb_c_escape(cuvil_sb *b, const char *s) {
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\') cuvil_sb_printf(b, "\\%c", *p);
+        else if (*p < 0x20 || *p >= 0x7f || *p == '?') cuvil_sb_printf(b, "\\%03o", *p);
+        else cuvil_sb_append(b, p, 1);
+    }
+}
+
+void cuvil_sb_free(cuvil_sb *b) {
+    free(b->s);
+    memset(b, 0, sizeof *b);
+}
+
+/* ===== Map (FNV-1a, linear probing) ==================================================== */
+static size_t hash_str(const char *s) {
+    size_t h = 1469598103934665603ull;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static bool map_grow(cuvil_map *m) {
+    size_t cap = m->cap ? m->cap * 2 : 64;
+    const char **keys = calloc(cap, sizeof *keys);
+    int *vals = calloc(cap, sizeof *vals);
+    if (!keys || !vals) {
+        free(keys);
+        free(vals);
+        return false;
+    }
+    for (size_t i = 0; i < m->cap; i++) {
+        if (!m->keys[i]) continue;
+        size_t j = hash_str(m->keys[i]) & (cap - 1);
+        while (keys[j]) j = (j + 1) & (cap - 1);
+        keys[j] = m->keys[i];
+        vals[j] = m->vals[i];
+    }
+    free(m->keys);
+    free(m->vals);
+    m->keys = keys;
+    m->vals = vals;
+    m->cap = cap;
+    return true;
+}
+
+bool cuvil_map_put(cuvil_map *m, const char *key, int val) {
+    if ((m->n + 1) * 2 > m->cap && !map_grow(m)) return false;
+    size_t j = hash_str(key) & (m->cap - 1);
+    while (m->keys[j] && strcmp(m->keys[j], key) != 0) j = (j + 1) & (m->cap - 1);
+    if (!m->keys[j]) m->n++;
+    m->keys[j] = key;
+    m->vals[j] = val;
+    return true;
+}
+
+int cuvil_map_get(const cuvil_map *m, const char *key) {
+    if (!m->cap) return -1;
+    size_t j = hash_str(key) & (m->cap - 1);
+    while (m->keys[j]) {
+        if (strcmp(m->keys[j], key) == 0) return m->vals[j];
+        j = (j + 1) & (m->cap - 1);
+    }
+    return -1;
+}
+
+void cuvil_map_free(cuvil_map *m) {
+    free(m->keys);
+    free(m->vals);
+    memset(m, 0, sizeof *m);
+}
+
+/* ===== Files ========================================================================== */
+cuvil_status cuvil_read_file(cuvil_ctx *ctx, const char *path, uint8_t **data, size_t *size) {
+    *data = NULL;
+    *size = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return cuvil_err(ctx, CUVIL_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        fclose(f);
+        return cuvil_err(ctx, CUVIL_ERR_IO, "%s: not a regular file", path);
+    }
+    uint8_t *buf = malloc(st.st_size ? (size_t)st.st_size : 1);
+    if (!buf) {
+        fclose(f);
+        return cuvil_err(ctx, CUVIL_ERR_NOMEM, "%s: out of memory reading %lld bytes", path,
+                         (long long)st.st_size);
+    }
+    size_t n = fread(buf, 1, (size_t)st.st_size, f);
+    int bad = ferror(f);
+    fclose(f);
+    if (bad || n != (size_t)st.st_size) {
+        free(buf);
+        return cuvil_err(ctx, CUVIL_ERR_IO, "%s: read failed", path);
+    }
+    *data = buf;
+    *size = n;
+    return CUVIL_OK;
+}
+
+cuvil_status cuvil_write_file_atomic(cuvil_ctx *ctx, const char *path, const void *data,
+                                     size_t size) {
+    size_t plen = strlen(path);
+    char *tmp = malloc(plen + 16);
+    if (!tmp) return cuvil_err(ctx, CUVIL_ERR_NOMEM, "out of memory");
+    memcpy(tmp, path, plen);
+    memcpy(tmp + plen, ".tmpXXXXXX", 11);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        cuvil_status s = cuvil_err(ctx, CUVIL_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
+        free(tmp);
+        return s;
+    }
+    const uint8_t *p = data;
+    size_t left = size;
+    while (left) {
+        ssize_t w = write(fd, p, left);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            break;
+        }
+        p += w;
+        left -= (size_t)w;
+    }
+    fchmod(fd, 0644);
+    if (close(fd) != 0 || left || rename(tmp, path) != 0) {
+        cuvil_status s = cuvil_err(ctx, CUVIL_ERR_IO, "%s: write failed: %s", path, strerror(errno));
+        unlink(tmp);
+        free(tmp);
+        return s;
+    }
+    free(tmp);
+    return CUVIL_OK;
+}
+
+void cuvil_sha256_hex(const void *data, size_t size, char out[65]) {
+    struct sha256_ctx c;
+    uint8_t d[SHA256_DIGEST_SIZE];
+    sha256_init(&c);
+    sha256_update(&c, size, data);
+    sha256_digest(&c, sizeof d, d);
+    for (int i = 0; i < SHA256_DIGEST_SIZE; i++) sprintf(out + 2 * i, "%02x", d[i]);
+    out[64] = 0;
+}

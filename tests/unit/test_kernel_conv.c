@@ -1,0 +1,301 @@
+/*
+ * test_kernel_conv.c -- cuvil_f32_conv2d and cuvil_f32_conv_transpose2d (optimised, __scalar,
+ * and conv2d through every GEMM microkernel with shrunken cache blocks) against naive
+ * double-precision loops written here.
+ *
+ * Conv2d cases cover the three kernel paths (1x1 GEMM, im2col GEMM, depthwise direct loop with
+ * its fixed 3x3/5x5 and generic variants): 1x1 with and without stride/padding, 3x3/5x5/7x7,
+ * stride 2, asymmetric and bottom/right-only padding (ceil-mode shapes), dilations, groups,
+ * depthwise with channel multipliers, 1-D convs, batches, bias/residual combinations including
+ * an in-place residual (residual == y), and every activation (on small-integer data, so the
+ * sums are exact and only the activation's rounding is compared).
+ */
+#include "kernel_test_util.h"
+#include "../../runtime/kernels/rt_int.h"
+
+typedef struct conv_case {
+    int64_t N, C, H, W, M, KH, KW, sh, sw, pt, pl, pb, pr, dh, dw, group;
+} conv_case;
+
+static cuvil_conv2d_params to_params(const conv_case *c) {
+    cuvil_conv2d_params p;
+    memset(&p, 0, sizeof p);
+    p.N = c->N;
+    p.C = c->C;
+    p.H = c->H;
+    p.W = c->W;
+    p.M = c->M;
+    p.KH = c->KH;
+    p.KW = c->KW;
+    p.stride_h = c->sh;
+    p.stride_w = c->sw;
+    p.pad_t = c->pt;
+    p.pad_l = c->pl;
+    p.dil_h = c->dh;
+    p.dil_w = c->dw;
+    p.group = c->group;
+    p.OH = (c->H + c->pt + c->pb - (c->dh * (c->KH - 1) + 1)) / c->sh + 1;
+    p.OW = (c->W + c->pl + c->pr - (c->dw * (c->KW - 1) + 1)) / c->sw + 1;
+    return p;
+}
+
+static void naive_conv(const cuvil_conv2d_params *p, const float *x, const float *w,
+                       const float *bias, const float *res, double *ref) {
+    const int64_t Cg = p->C / p->group, Mg = p->M / p->group;
+    for (int64_t n = 0; n < p->N; n++)
+        for (int64_t m = 0; m < p->M; m++)
+            for (int64_t oh = 0; oh < p->OH; oh++)
+                for (int64_t ow = 0; ow < p->OW; ow++) {
+                    double acc = bias ? bias[m] : 0.0;
+                    const int64_t g = m / Mg;
+                    for (int64_t c = 0; c < Cg; c++)
+                        for (int64_t kh = 0; kh < p->KH; kh++)
+                            for (int64_t kw = 0; kw < p->KW; kw++) {
+                                const int64_t ih = oh * p->stride_h - p->pad_t + kh * p->dil_h;
+                                const int64_t iw = ow * p->stride_w - p->pad_l + kw * p->dil_w;
+                                if (ih < 0 || ih >= p->H || iw < 0 || iw >= p->W) continue;
+                                acc += (double)x[((n * p->C + g * Cg + c) * p->H + ih) * p->W + iw] *
+                                       w[((m * Cg + c) * p->KH + kh) * p->KW + kw];
+                            }
+                    const int64_t yi = ((n * p->M + m) * p->OH + oh) * p->OW + ow;
+                    if (res) acc += res[yi];
+                    ref[yi] = ktu_actp(&p->act, acc);
+                }
+}
+
+static const cuvil_gemm_blocking *tiny_blocking(int uk) {
+    static cuvil_gemm_blocking b[8];
+    b[uk].uk = &cuvil_f32_gemm_ukernels[uk];
+    b[uk].mc = b[uk].uk->mr + 1;
+    b[uk].kc = 5;
+    b[uk].nc = 2 * b[uk].uk->nr;
+    return &b[uk];
+}
+
+/* res_mode: 0 none, 1 separate buffer, 2 in place (residual == y) */
+static void run_conv(const conv_case *cc, int with_bias, int res_mode, int act, int int_data) {
+    cuvil_conv2d_params p = to_params(cc);
+    p.act = ktu_act_params(act);
+    char label[300];
+    snprintf(label, sizeof label,
+             "conv N=%lld C=%lld %lldx%lld M=%lld k=%lldx%lld s=%lld,%lld pads=%lld,%lld,%lld,%lld "
+             "dil=%lld,%lld g=%lld bias=%d res=%d act=%s",
+             (long long)cc->N, (long long)cc->C, (long long)cc->H, (long long)cc->W,
+             (long long)cc->M, (long long)cc->KH, (long long)cc->KW, (long long)cc->sh,
+             (long long)cc->sw, (long long)cc->pt, (long long)cc->pl, (long long)cc->pb,
+             (long long)cc->pr, (long long)cc->dh, (long long)cc->dw, (long long)cc->group,
+             with_bias, res_mode, cuvil_act_names[act]);
+    const size_t nx = (size_t)(p.N * p.C * p.H * p.W);
+    const size_t nw = (size_t)(p.M * (p.C / p.group) * p.KH * p.KW);
+    const size_t ny = (size_t)(p.N * p.M * p.OH * p.OW);
+    float *x = ktu_falloc(nx), *w = ktu_falloc(nw), *b = ktu_falloc((size_t)p.M);
+    float *res = ktu_falloc(ny), *y = ktu_falloc(ny);
+    if (int_data) {
+        ktu_fill_int(x, nx, 2);
+        ktu_fill_int(w, nw, 2);
+        ktu_fill_int(b, (size_t)p.M, 3);
+        ktu_fill_int(res, ny, 3);
+    } else {
+        ktu_fill(x, nx, -1, 1);
+        ktu_fill(w, nw, -1, 1);
+        ktu_fill(b, (size_t)p.M, -1, 1);
+        ktu_fill(res, ny, -1, 1);
+    }
+    double *ref = malloc(ny * sizeof(double));
+    naive_conv(&p, x, w, with_bias ? b : NULL, res_mode ? res : NULL, ref);
+    const double rtol = int_data ? 2e-6 : 1e-4, atol = int_data ? 1e-6 : 1e-4;
+    const float *bias = with_bias ? b : NULL;
+
+    for (int v = -2; v < cuvil_f32_gemm_n_ukernels; v++) {
+        /* residual in place: y starts as the residual */
+        const float *r = NULL;
+        if (res_mode == 1) r = res;
+        if (res_mode == 2) {
+            memcpy(y, res, ny * sizeof(float));
+            r = y;
+        } else {
+            for (size_t i = 0; i < ny; i++) y[i] = NAN;
+        }
+        void *scratch = NULL;
+        if (v == -2) {
+            scratch = ktu_alloc(cuvil_f32_conv2d_scratch_size(&p));
+            cuvil_f32_conv2d(&p, x, w, bias, r, y, scratch);
+            ktu_check(y, ref, ny, rtol, atol, "%s [public]", label);
+        } else if (v == -1) {
+            cuvil_f32_conv2d__scalar(&p, x, w, bias, r, y);
+            ktu_check(y, ref, ny, rtol, atol, "%s [__scalar]", label);
+        } else {
+            const cuvil_gemm_blocking *blk = tiny_blocking(v);
+            scratch = ktu_alloc(cuvil_f32_conv2d_scratch_size_ex(&p, blk));
+            cuvil_f32_conv2d_ex(&p, x, w, bias, r, y, scratch, blk);
+            ktu_check(y, ref, ny, rtol, atol, "%s [%s]", label, blk->uk->name);
+        }
+        free(scratch);
+    }
+    free(x);
+    free(w);
+    free(b);
+    free(res);
+    free(y);
+    free(ref);
+}
+
+static const conv_case conv_cases[] = {
+    /*  N  C   H   W   M  KH KW sh sw pt pl pb pr dh dw g */
+    {1, 3, 5, 7, 4, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},     /* pointwise GEMM */
+    {2, 17, 6, 5, 13, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},   /* pointwise, batch, odd sizes */
+    {1, 8, 9, 9, 6, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 1},     /* 1x1 stride 2 */
+    {1, 4, 5, 5, 7, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},     /* 1x1 with padding */
+    {1, 3, 8, 8, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},     /* 3x3 same */
+    {2, 5, 9, 11, 7, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1},    /* 3x3 stride 2 */
+    {1, 6, 10, 10, 8, 3, 3, 2, 2, 0, 0, 1, 1, 1, 1, 1},   /* TF-style SAME: bottom/right only */
+    {1, 4, 7, 9, 6, 3, 3, 1, 2, 2, 0, 1, 3, 1, 1, 1},     /* asymmetric pads and strides */
+    {1, 3, 15, 13, 8, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 1},   /* 7x7 stem */
+    {1, 4, 12, 12, 5, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 1},   /* 5x5 */
+    {1, 4, 11, 12, 6, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 1},   /* dilation 2 */
+    {1, 3, 9, 10, 4, 3, 2, 1, 1, 1, 0, 1, 0, 3, 1, 1},    /* non-square kernel, mixed dilation */
+    {1, 8, 7, 7, 12, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2},    /* groups 2 */
+    {2, 12, 6, 6, 8, 3, 3, 2, 2, 1, 1, 0, 0, 1, 1, 4},    /* groups 4, stride 2 */
+    {1, 6, 6, 6, 6, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 3},     /* grouped pointwise */
+    {1, 7, 9, 19, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 7},    /* depthwise 3x3 s1 */
+    {2, 5, 10, 21, 5, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 5},   /* depthwise 3x3 s2 */
+    {1, 4, 9, 23, 4, 3, 3, 2, 2, 0, 0, 1, 1, 1, 1, 4},    /* depthwise 3x3 s2 SAME-upper */
+    {1, 3, 12, 17, 3, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 3},   /* depthwise 5x5 s1 */
+    {1, 3, 11, 18, 3, 5, 5, 2, 2, 2, 2, 2, 2, 1, 1, 3},   /* depthwise 5x5 s2 */
+    {1, 3, 3, 4, 3, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 3},     /* depthwise kernel wider than input */
+    {1, 4, 10, 10, 4, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 4},   /* depthwise dilated (generic loop) */
+    {1, 3, 8, 9, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3},     /* depthwise multiplier 2 */
+    {1, 4, 9, 9, 4, 7, 7, 3, 3, 3, 3, 3, 3, 1, 1, 4},     /* depthwise 7x7 stride 3 (generic) */
+    {1, 4, 1, 30, 6, 1, 5, 1, 1, 0, 2, 0, 2, 1, 1, 1},    /* 1-D */
+    {2, 6, 1, 25, 6, 1, 3, 1, 2, 0, 1, 0, 1, 1, 2, 6},    /* 1-D depthwise, stride and dilation */
+    {1, 70, 6, 7, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},    /* K = 630 > KC */
+    {1, 16, 20, 21, 150, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1}, /* M > MC, N > NC */
+};
+
+static void test_conv2d(void) {
+    const int n = (int)(sizeof conv_cases / sizeof conv_cases[0]);
+    for (int i = 0; i < n; i++) {
+        run_conv(&conv_cases[i], i % 2, 0, CUVIL_ACT_NONE, 0);
+        run_conv(&conv_cases[i], 1, 1 + i % 2, CUVIL_ACT_RELU, 0);
+        run_conv(&conv_cases[i], 1, 2, CUVIL_ACT_SILU, 1);
+    }
+    /* every activation through each path, with bias and in-place/separate residual */
+    static const int paths[] = {1, 4, 15, 24};
+    for (int act = 0; act < CUVIL_ACT__COUNT; act++)
+        for (size_t k = 0; k < sizeof paths / sizeof paths[0]; k++)
+            run_conv(&conv_cases[paths[k]], 1, 1 + (act + (int)k) % 2, act, 1);
+}
+
+/* ---- ConvTranspose ---------------------------------------------------------------------- */
+typedef struct convt_case {
+    int64_t N, C, H, W, M, KH, KW, sh, sw, pt, pl, pb, pr, dh, dw, oph, opw, group;
+} convt_case;
+
+static void run_convt(const convt_case *cc, int with_bias, int act) {
+    cuvil_conv_transpose2d_params p;
+    memset(&p, 0, sizeof p);
+    p.N = cc->N;
+    p.C = cc->C;
+    p.H = cc->H;
+    p.W = cc->W;
+    p.M = cc->M;
+    p.KH = cc->KH;
+    p.KW = cc->KW;
+    p.stride_h = cc->sh;
+    p.stride_w = cc->sw;
+    p.pad_t = cc->pt;
+    p.pad_l = cc->pl;
+    p.dil_h = cc->dh;
+    p.dil_w = cc->dw;
+    p.group = cc->group;
+    p.OH = (cc->H - 1) * cc->sh - cc->pt - cc->pb + cc->dh * (cc->KH - 1) + 1 + cc->oph;
+    p.OW = (cc->W - 1) * cc->sw - cc->pl - cc->pr + cc->dw * (cc->KW - 1) + 1 + cc->opw;
+    p.act = ktu_act_params(act);
+    char label[300];
+    snprintf(label, sizeof label,
+             "convT N=%lld C=%lld %lldx%lld M=%lld k=%lldx%lld s=%lld,%lld pads=%lld,%lld,%lld,%lld "
+             "dil=%lld,%lld outpad=%lld,%lld g=%lld bias=%d act=%s",
+             (long long)cc->N, (long long)cc->C, (long long)cc->H, (long long)cc->W,
+             (long long)cc->M, (long long)cc->KH, (long long)cc->KW, (long long)cc->sh,
+             (long long)cc->sw, (long long)cc->pt, (long long)cc->pl, (long long)cc->pb,
+             (long long)cc->pr, (long long)cc->dh, (long long)cc->dw, (long long)cc->oph,
+             (long long)cc->opw, (long long)cc->group, with_bias, cuvil_act_names[act]);
+    const int64_t Cg = p.C / p.group, Mg = p.M / p.group;
+    const size_t nx = (size_t)(p.N * p.C * p.H * p.W);
+    const size_t nw = (size_t)(p.C * Mg * p.KH * p.KW);
+    const size_t ny = (size_t)(p.N * p.M * p.OH * p.OW);
+    float *x = ktu_falloc(nx), *w = ktu_falloc(nw), *b = ktu_falloc((size_t)p.M);
+    float *y = ktu_falloc(ny);
+    const int int_data = act != CUVIL_ACT_NONE;
+    if (int_data) {
+        ktu_fill_int(x, nx, 2);
+        ktu_fill_int(w, nw, 2);
+        ktu_fill_int(b, (size_t)p.M, 3);
+    } else {
+        ktu_fill(x, nx, -1, 1);
+        ktu_fill(w, nw, -1, 1);
+        ktu_fill(b, (size_t)p.M, -1, 1);
+    }
+    /* naive: gather form, written independently of the kernels' scatter form */
+    double *ref = malloc(ny * sizeof(double));
+    for (int64_t n = 0; n < p.N; n++)
+        for (int64_t m = 0; m < p.M; m++)
+            for (int64_t oh = 0; oh < p.OH; oh++)
+                for (int64_t ow = 0; ow < p.OW; ow++) {
+                    const int64_t g = m / Mg, mm = m % Mg;
+                    double acc = with_bias ? b[m] : 0.0;
+                    for (int64_t c = g * Cg; c < (g + 1) * Cg; c++)
+                        for (int64_t kh = 0; kh < p.KH; kh++)
+                            for (int64_t kw = 0; kw < p.KW; kw++) {
+                                const int64_t th = oh + p.pad_t - kh * p.dil_h;
+                                const int64_t tw = ow + p.pad_l - kw * p.dil_w;
+                                if (th < 0 || tw < 0 || th % p.stride_h || tw % p.stride_w) continue;
+                                const int64_t h = th / p.stride_h, wi = tw / p.stride_w;
+                                if (h >= p.H || wi >= p.W) continue;
+                                acc += (double)x[((n * p.C + c) * p.H + h) * p.W + wi] *
+                                       w[((c * Mg + mm) * p.KH + kh) * p.KW + kw];
+                            }
+                    ref[((n * p.M + m) * p.OH + oh) * p.OW + ow] = ktu_actp(&p.act, acc);
+                }
+    const double rtol = int_data ? 2e-6 : 1e-4, atol = int_data ? 1e-6 : 1e-4;
+    for (size_t i = 0; i < ny; i++) y[i] = NAN;
+    void *scratch = ktu_alloc(cuvil_f32_conv_transpose2d_scratch_size(&p));
+    cuvil_f32_conv_transpose2d(&p, x, w, with_bias ? b : NULL, y, scratch);
+    ktu_check(y, ref, ny, rtol, atol, "%s [public]", label);
+    for (size_t i = 0; i < ny; i++) y[i] = NAN;
+    cuvil_f32_conv_transpose2d__scalar(&p, x, w, with_bias ? b : NULL, y);
+    ktu_check(y, ref, ny, rtol, atol, "%s [__scalar]", label);
+    free(scratch);
+    free(x);
+    free(w);
+    free(b);
+    free(y);
+    free(ref);
+}
+
+static const convt_case convt_cases[] = {
+    /*  N  C  H  W  M  KH KW sh sw pt pl pb pr dh dw oph opw g */
+    {1, 3, 4, 5, 2, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1},   /* upsample x2, output_padding */
+    {2, 4, 5, 4, 6, 4, 4, 2, 2, 1, 1, 1, 1, 1, 1, 0, 0, 1},   /* 4x4 s2 (DCGAN) */
+    {1, 5, 3, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 1},   /* 1x1 */
+    {1, 4, 4, 6, 6, 3, 3, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 2},   /* groups, no padding (grows) */
+    {1, 2, 5, 5, 3, 3, 2, 3, 2, 0, 1, 2, 0, 2, 1, 2, 1, 1},   /* stride 3, dilation, asym */
+    {1, 6, 3, 4, 6, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 0, 0, 6},   /* depthwise transposed */
+    {1, 3, 1, 9, 4, 1, 4, 1, 2, 0, 1, 0, 1, 1, 1, 0, 1, 1},   /* 1-D */
+    {1, 2, 32, 32, 70, 4, 4, 2, 2, 1, 1, 1, 1, 1, 1, 0, 0, 1}, /* col buffer in chunks */
+};
+
+static void test_conv_transpose2d(void) {
+    const int n = (int)(sizeof convt_cases / sizeof convt_cases[0]);
+    for (int i = 0; i < n; i++) {
+        run_convt(&convt_cases[i], i % 2, CUVIL_ACT_NONE);
+        run_convt(&convt_cases[i], 1, CUVIL_ACT_NONE);
+    }
+    for (int act = 1; act < CUVIL_ACT__COUNT; act++) run_convt(&convt_cases[act % n], 1, act);
+}
+
+int main(void) {
+    test_conv2d();
+    test_conv_transpose2d();
+    return ktu_finish("test_kernel_conv");
+}

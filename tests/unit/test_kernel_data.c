@@ -1,0 +1,344 @@
+/*
+ * test_kernel_data.c -- data movement kernels (transpose, concat, split, slice, pad, gather),
+ * optimised and reference versions, against naive index arithmetic written here.
+ *
+ * Transpose: every permutation of 2-, 3- and 4-D shapes (with size-1 axes and sizes that
+ * exercise the tiled path) at element sizes 1, 2, 4, 8 and 3. Slice: positive and negative
+ * steps, steps > 1, starts in the middle, full and empty extents. Pad: every mode with positive,
+ * negative (crop), mixed and oversized (wider than the axis) pads. Concat/Split and Gather on
+ * uneven chunks.
+ */
+#include "kernel_test_util.h"
+#include "../../runtime/kernels/rt_int.h"
+
+static void fill_bytes(unsigned char *p, size_t n) {
+    for (size_t i = 0; i < n; i++) p[i] = (unsigned char)(ktu_u32() & 0xff);
+}
+
+static void check_bytes(const void *got, const void *want, size_t n, const char *what) {
+    ktu_checks++;
+    if (memcmp(got, want, n) != 0) {
+        size_t i = 0;
+        while (((const unsigned char *)got)[i] == ((const unsigned char *)want)[i]) i++;
+        ktu_fail("%s: first differing byte %zu of %zu", what, i, n);
+    }
+}
+
+/* ---- Transpose -------------------------------------------------------------------------- */
+static int next_perm(int *a, int n) {
+    int i = n - 2;
+    while (i >= 0 && a[i] >= a[i + 1]) i--;
+    if (i < 0) return 0;
+    int j = n - 1;
+    while (a[j] <= a[i]) j--;
+    int t = a[i];
+    a[i] = a[j];
+    a[j] = t;
+    for (int l = i + 1, r = n - 1; l < r; l++, r--) {
+        t = a[l];
+        a[l] = a[r];
+        a[r] = t;
+    }
+    return 1;
+}
+
+static void run_transpose(int ndim, const int64_t *dims, int64_t es) {
+    cuvil_transpose_params p;
+    memset(&p, 0, sizeof p);
+    p.ndim = ndim;
+    p.elem_size = es;
+    int64_t total = 1;
+    for (int d = 0; d < ndim; d++) {
+        p.dims[d] = dims[d];
+        p.perm[d] = d;
+        total *= dims[d];
+    }
+    const size_t nb = (size_t)(total * es);
+    unsigned char *x = ktu_alloc(nb), *y = ktu_alloc(nb), *ref = ktu_alloc(nb);
+    fill_bytes(x, nb);
+    do {
+        /* naive: for each output index, its input index */
+        int64_t xs[8], idx[8] = {0};
+        int64_t s = 1;
+        for (int d = ndim - 1; d >= 0; d--) {
+            xs[d] = s;
+            s *= dims[d];
+        }
+        for (int64_t t = 0; t < total; t++) {
+            int64_t off = 0;
+            for (int i = 0; i < ndim; i++) off += idx[i] * xs[p.perm[i]];
+            memcpy(ref + t * es, x + off * es, (size_t)es);
+            for (int i = ndim - 1; i >= 0; i--) {
+                if (++idx[i] < dims[p.perm[i]]) break;
+                idx[i] = 0;
+            }
+        }
+        char what[128];
+        int len = snprintf(what, sizeof what, "transpose es=%lld dims", (long long)es);
+        for (int d = 0; d < ndim; d++)
+            len += snprintf(what + len, sizeof what - (size_t)len, "%s%lld", d ? "x" : "=", (long long)dims[d]);
+        len += snprintf(what + len, sizeof what - (size_t)len, " perm");
+        for (int d = 0; d < ndim; d++)
+            len += snprintf(what + len, sizeof what - (size_t)len, "%s%d", d ? "," : "=", p.perm[d]);
+        memset(y, 0xAB, nb);
+        cuvil_transpose(&p, x, y);
+        snprintf(what + len, sizeof what - (size_t)len, " [public]");
+        check_bytes(y, ref, nb, what);
+        memset(y, 0xAB, nb);
+        cuvil_transpose__scalar(&p, x, y);
+        snprintf(what + len, sizeof what - (size_t)len, " [__scalar]");
+        check_bytes(y, ref, nb, what);
+    } while (next_perm(p.perm, ndim));
+    free(x);
+    free(y);
+    free(ref);
+}
+
+static void test_transpose(void) {
+    static const int64_t d2[] = {37, 21};
+    static const int64_t d3[] = {5, 18, 7};
+    static const int64_t d4[] = {2, 3, 17, 20};
+    static const int64_t d4b[] = {3, 1, 4, 1};
+    static const int64_t d1[] = {9};
+    static const int64_t es[] = {1, 2, 4, 8, 3};
+    for (size_t e = 0; e < sizeof es / sizeof es[0]; e++) {
+        run_transpose(2, d2, es[e]);
+        run_transpose(3, d3, es[e]);
+        run_transpose(4, d4, es[e]);
+        run_transpose(4, d4b, es[e]);
+        run_transpose(1, d1, es[e]);
+    }
+}
+
+/* ---- Slice ------------------------------------------------------------------------------- */
+typedef struct slice_case {
+    int ndim;
+    int64_t in[4], start[4], step[4], out[4];
+} slice_case;
+
+static void test_slice(void) {
+    static const slice_case cases[] = {
+        {2, {6, 7}, {1, 2}, {1, 1}, {4, 5}},
+        {2, {6, 7}, {5, 6}, {-1, -1}, {6, 7}},           /* full reverse */
+        {3, {4, 5, 6}, {0, 4, 1}, {2, -2, 2}, {2, 3, 3}},
+        {3, {4, 5, 6}, {3, 0, 5}, {-3, 1, -4}, {2, 5, 2}},
+        {4, {2, 3, 4, 5}, {0, 0, 0, 0}, {1, 1, 1, 1}, {2, 3, 4, 5}}, /* identity */
+        {4, {2, 3, 4, 9}, {1, 1, 0, 8}, {1, 1, 1, -3}, {1, 2, 4, 3}},
+        {1, {10}, {9}, {-1}, {10}},
+        {2, {5, 4}, {0, 3}, {1, 1}, {5, 0}},              /* empty */
+        {3, {3, 4, 20}, {0, 1, 2}, {1, 1, 1}, {3, 2, 16}}, /* contiguous rows */
+    };
+    static const int64_t es[] = {4, 1, 8, 2};
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
+        for (size_t e = 0; e < sizeof es / sizeof es[0]; e++) {
+            const slice_case *c = &cases[ci];
+            cuvil_slice_params p;
+            memset(&p, 0, sizeof p);
+            p.ndim = c->ndim;
+            p.elem_size = es[e];
+            int64_t nin = 1, nout = 1;
+            for (int d = 0; d < c->ndim; d++) {
+                p.in_dims[d] = c->in[d];
+                p.out_dims[d] = c->out[d];
+                p.starts[d] = c->start[d];
+                p.steps[d] = c->step[d];
+                nin *= c->in[d];
+                nout *= c->out[d];
+            }
+            unsigned char *x = ktu_alloc((size_t)(nin * es[e]));
+            unsigned char *y = ktu_alloc((size_t)(nout * es[e]) + 8), *ref = ktu_alloc((size_t)(nout * es[e]) + 8);
+            fill_bytes(x, (size_t)(nin * es[e]));
+            int64_t idx[4] = {0};
+            for (int64_t t = 0; t < nout; t++) {
+                int64_t off = 0;
+                for (int d = 0; d < c->ndim; d++) {
+                    int64_t s = 1;
+                    for (int d2 = d + 1; d2 < c->ndim; d2++) s *= c->in[d2];
+                    off += (c->start[d] + idx[d] * c->step[d]) * s;
+                }
+                memcpy(ref + t * es[e], x + off * es[e], (size_t)es[e]);
+                for (int d = c->ndim - 1; d >= 0; d--) {
+                    if (++idx[d] < c->out[d]) break;
+                    idx[d] = 0;
+                }
+            }
+            memset(ref + nout * es[e], 0xCD, 8);
+            for (int v = 0; v < 2; v++) {
+                memset(y, 0xCD, (size_t)(nout * es[e]) + 8);
+                if (v)
+                    cuvil_slice__scalar(&p, x, y);
+                else
+                    cuvil_slice(&p, x, y);
+                char what[64];
+                snprintf(what, sizeof what, "slice case %zu es=%lld [%s]", ci, (long long)es[e],
+                         v ? "__scalar" : "public");
+                check_bytes(y, ref, (size_t)(nout * es[e]) + 8, what);
+            }
+            free(x);
+            free(y);
+            free(ref);
+        }
+}
+
+/* ---- Pad --------------------------------------------------------------------------------- */
+static const char *pad_names[] = {"constant", "reflect", "edge", "wrap"};
+
+/* numpy-style padding of one index after cropping: written as loops, not formulas */
+static int64_t naive_pad_index(int mode, int64_t in, int64_t pb, int64_t pe, int64_t o) {
+    const int64_t lo = pb < 0 ? -pb : 0, len = in - lo - (pe < 0 ? -pe : 0);
+    int64_t j = o - (pb > 0 ? pb : 0);
+    if (j >= 0 && j < len) return lo + j;
+    if (mode == CUVIL_PAD_CONSTANT) return -1;
+    if (mode == CUVIL_PAD_EDGE) return lo + (j < 0 ? 0 : len - 1);
+    if (mode == CUVIL_PAD_WRAP) {
+        while (j < 0) j += len;
+        while (j >= len) j -= len;
+        return lo + j;
+    }
+    /* reflect: bounce between the ends without repeating them */
+    if (len == 1) return lo;
+    int64_t pos = 0, dir = 1;
+    const int64_t steps = j < 0 ? -j : j;
+    if (j < 0) dir = -1;
+    for (int64_t s = 0; s < steps; s++) {
+        if (pos + dir < 0 || pos + dir >= len) dir = -dir;
+        pos += dir;
+    }
+    return lo + pos;
+}
+
+typedef struct pad_case {
+    int ndim;
+    int64_t in[4], pb[4], pe[4];
+} pad_case;
+
+static void test_pad(void) {
+    static const pad_case cases[] = {
+        {1, {5}, {2}, {3}},
+        {1, {5}, {7}, {9}},                          /* wider than the axis */
+        {1, {1}, {2}, {1}},                          /* length-1 axis */
+        {2, {4, 6}, {1, 2}, {2, 1}},
+        {2, {4, 6}, {-1, 0}, {0, -2}},               /* crops only */
+        {2, {5, 6}, {-2, 3}, {4, -1}},               /* crop one side, pad the other */
+        {3, {2, 3, 4}, {0, 1, 0}, {1, 0, 3}},
+        {4, {1, 2, 5, 6}, {0, 0, 2, 3}, {0, 0, 1, 4}},
+        {4, {2, 3, 4, 5}, {1, -1, 2, -2}, {-1, 2, -1, 6}},
+        {2, {3, 40}, {0, 5}, {0, 7}},
+    };
+    for (int mode = 0; mode < 4; mode++)
+        for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+            const pad_case *c = &cases[ci];
+            cuvil_pad_params p;
+            memset(&p, 0, sizeof p);
+            p.mode = mode;
+            p.ndim = c->ndim;
+            p.value = 2.5f;
+            int64_t nin = 1, nout = 1;
+            for (int d = 0; d < c->ndim; d++) {
+                p.in_dims[d] = c->in[d];
+                p.pad_begin[d] = c->pb[d];
+                p.out_dims[d] = c->in[d] + c->pb[d] + c->pe[d];
+                nin *= c->in[d];
+                nout *= p.out_dims[d];
+            }
+            float *x = ktu_falloc((size_t)nin), *y = ktu_falloc((size_t)nout);
+            ktu_fill(x, (size_t)nin, -1, 1);
+            double *ref = malloc((size_t)nout * sizeof(double));
+            int64_t idx[4] = {0};
+            for (int64_t t = 0; t < nout; t++) {
+                int64_t off = 0;
+                int inside = 1;
+                for (int d = 0; d < c->ndim; d++) {
+                    const int64_t i = naive_pad_index(mode, c->in[d], c->pb[d], c->pe[d], idx[d]);
+                    if (i < 0) inside = 0;
+                    off = off * c->in[d] + (i < 0 ? 0 : i);
+                }
+                ref[t] = inside ? x[off] : p.value;
+                for (int d = c->ndim - 1; d >= 0; d--) {
+                    if (++idx[d] < p.out_dims[d]) break;
+                    idx[d] = 0;
+                }
+            }
+            for (int v = 0; v < 2; v++) {
+                for (int64_t i = 0; i < nout; i++) y[i] = NAN;
+                if (v)
+                    cuvil_f32_pad__scalar(&p, x, y);
+                else
+                    cuvil_f32_pad(&p, x, y);
+                ktu_check(y, ref, (size_t)nout, 0, 0, "pad %s case %zu [%s]", pad_names[mode], ci,
+                          v ? "__scalar" : "public");
+            }
+            free(x);
+            free(y);
+            free(ref);
+        }
+}
+
+/* ---- Concat / Split ------------------------------------------------------------------------ */
+static void test_concat_split(void) {
+    static const int64_t chunks[][4] = {{4, 12, 0, 8}, {1, 3, 5, 7}, {64, 4, 4, 100}};
+    static const int64_t outers[] = {1, 3, 17};
+    for (size_t ci = 0; ci < 3; ci++)
+        for (size_t oi = 0; oi < 3; oi++) {
+            const int64_t outer = outers[oi];
+            const int n = 4;
+            int64_t row = 0;
+            for (int i = 0; i < n; i++) row += chunks[ci][i];
+            unsigned char *ins[4], *outs[4];
+            for (int i = 0; i < n; i++) {
+                ins[i] = ktu_alloc((size_t)(outer * chunks[ci][i]));
+                outs[i] = ktu_alloc((size_t)(outer * chunks[ci][i]));
+                fill_bytes(ins[i], (size_t)(outer * chunks[ci][i]));
+            }
+            unsigned char *y = ktu_alloc((size_t)(outer * row)), *ref = ktu_alloc((size_t)(outer * row));
+            for (int64_t r = 0, pos = 0; r < outer; r++)
+                for (int i = 0; i < n; i++)
+                    for (int64_t b = 0; b < chunks[ci][i]; b++) ref[pos++] = ins[i][r * chunks[ci][i] + b];
+            cuvil_concat(outer, n, chunks[ci], (const void *const *)ins, y);
+            char what[64];
+            snprintf(what, sizeof what, "concat chunks %zu outer %lld", ci, (long long)outer);
+            check_bytes(y, ref, (size_t)(outer * row), what);
+            cuvil_split(outer, n, chunks[ci], ref, (void *const *)outs);
+            for (int i = 0; i < n; i++) {
+                snprintf(what, sizeof what, "split chunks %zu outer %lld output %d", ci, (long long)outer, i);
+                check_bytes(outs[i], ins[i], (size_t)(outer * chunks[ci][i]), what);
+                free(ins[i]);
+                free(outs[i]);
+            }
+            free(y);
+            free(ref);
+        }
+}
+
+/* ---- Gather -------------------------------------------------------------------------------- */
+static void test_gather(void) {
+    static const int64_t nbs[] = {4, 8, 12, 1, 40};
+    static const int64_t idx[] = {3, 0, 3, 5, 1, 2, 4};
+    for (size_t bi = 0; bi < sizeof nbs / sizeof nbs[0]; bi++)
+        for (int64_t outer = 1; outer <= 3; outer++) {
+            cuvil_gather_params p = {outer, 6, nbs[bi], 7};
+            const size_t nx = (size_t)(outer * 6 * nbs[bi]), ny = (size_t)(outer * 7 * nbs[bi]);
+            unsigned char *x = ktu_alloc(nx), *y = ktu_alloc(ny), *ref = ktu_alloc(ny);
+            fill_bytes(x, nx);
+            for (int64_t o = 0; o < outer; o++)
+                for (int64_t j = 0; j < 7; j++)
+                    for (int64_t b = 0; b < nbs[bi]; b++)
+                        ref[(o * 7 + j) * nbs[bi] + b] = x[(o * 6 + idx[j]) * nbs[bi] + b];
+            cuvil_gather(&p, idx, x, y);
+            char what[64];
+            snprintf(what, sizeof what, "gather nb=%lld outer=%lld", (long long)nbs[bi], (long long)outer);
+            check_bytes(y, ref, ny, what);
+            free(x);
+            free(y);
+            free(ref);
+        }
+}
+
+int main(void) {
+    test_transpose();
+    test_slice();
+    test_pad();
+    test_concat_split();
+    test_gather();
+    return ktu_finish("test_kernel_data");
+}

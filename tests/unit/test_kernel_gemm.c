@@ -1,0 +1,270 @@
+/*
+ * test_kernel_gemm.c -- cuvil_f32_gemm, its __scalar reference and every GEMM microkernel
+ * against a naive double-precision loop written here.
+ *
+ * Covers: M < MR, N < NR, K not a multiple of the unroll, transposed A/B, leading dimensions
+ * larger than the rows, alpha, beta, every bias broadcast pattern, batches with zero strides,
+ * K = 0, every activation in the epilogue (on small-integer data so the sum is exact and the
+ * comparison measures the activation alone), shrunken cache blocks so each loop of the
+ * blocked driver runs more than once, and a 512^3 product (timed, for information). Also
+ * checks that C outside the M x N window (the ldc padding) is never written.
+ */
+#include <time.h>
+
+#include "kernel_test_util.h"
+#include "../../runtime/kernels/rt_int.h"
+
+#define SENTINEL 12345.0f
+
+static size_t extent(int64_t rows, int64_t cols, int64_t ld) {
+    return rows > 0 && cols > 0 ? (size_t)((rows - 1) * ld + cols) : 0;
+}
+
+static void naive(const cuvil_gemm_params *p, const float *A, const float *B, const float *bias,
+                  double *ref) {
+    for (int64_t b = 0; b < p->batch; b++)
+        for (int64_t m = 0; m < p->M; m++)
+            for (int64_t n = 0; n < p->N; n++) {
+                const float *a = A + b * p->a_bstride, *bb = B + b * p->b_bstride;
+                double acc = 0;
+                for (int64_t k = 0; k < p->K; k++) {
+                    double av = p->trans_a ? a[k * p->lda + m] : a[m * p->lda + k];
+                    double bv = p->trans_b ? bb[n * p->ldb + k] : bb[k * p->ldb + n];
+                    acc += av * bv;
+                }
+                double v = p->alpha * acc;
+                if (bias)
+                    v += (double)p->beta *
+                         bias[b * p->bias_bstride + m * p->bias_rs + n * p->bias_cs];
+                ref[(b * p->M + m) * p->N + n] = ktu_actp(&p->act, v);
+            }
+}
+
+enum { RUN_PUBLIC, RUN_SCALAR, RUN_EX };
+
+/* Runs one variant; returns 1 when C matches ref and the padding is untouched. */
+static int run_variant(const cuvil_gemm_params *p, const float *A, const float *B,
+                       const float *bias, float *C, size_t c_size, const double *ref, int how,
+                       const cuvil_gemm_blocking *blk, double rtol, double atol,
+                       const char *label) {
+    for (size_t i = 0; i < c_size; i++) C[i] = SENTINEL;
+    void *scratch = NULL;
+    const char *vname = how == RUN_PUBLIC ? "public" : how == RUN_SCALAR ? "__scalar" : blk->uk->name;
+    if (how == RUN_PUBLIC) {
+        scratch = ktu_alloc(cuvil_f32_gemm_scratch_size(p));
+        cuvil_f32_gemm(p, A, B, bias, C, scratch);
+    } else if (how == RUN_SCALAR) {
+        cuvil_f32_gemm__scalar(p, A, B, bias, C);
+    } else {
+        scratch = ktu_alloc(cuvil_f32_gemm_scratch_size_ex(p, blk));
+        cuvil_f32_gemm_ex(p, A, B, bias, C, scratch, blk);
+    }
+    free(scratch);
+    const size_t mn = (size_t)(p->batch * p->M * p->N);
+    float *got = ktu_falloc(mn ? mn : 1);
+    char *inside = calloc(c_size ? c_size : 1, 1);
+    for (int64_t b = 0; b < p->batch; b++)
+        for (int64_t m = 0; m < p->M; m++)
+            for (int64_t n = 0; n < p->N; n++) {
+                const size_t ci = (size_t)(b * p->c_bstride + m * p->ldc + n);
+                got[(b * p->M + m) * p->N + n] = C[ci];
+                inside[ci] = 1;
+            }
+    int ok = ktu_check(got, ref, mn, rtol, atol, "%s [%s]", label, vname);
+    for (size_t i = 0; i < c_size && ok; i++)
+        if (!inside[i] && C[i] != SENTINEL) {
+            ktu_fail("%s [%s]: wrote C[%zu] outside the M x N window", label, vname, i);
+            ok = 0;
+        }
+    free(got);
+    free(inside);
+    return ok;
+}
+
+/* bias patterns: 0 none, 1 per column [N], 2 per row [M], 3 full [M, N], 4 scalar,
+ * 5 full column-major */
+static void set_bias(cuvil_gemm_params *p, int pattern) {
+    switch (pattern) {
+    case 1: p->bias_rs = 0; p->bias_cs = 1; break;
+    case 2: p->bias_rs = 1; p->bias_cs = 0; break;
+    case 3: p->bias_rs = p->N; p->bias_cs = 1; break;
+    case 4: p->bias_rs = 0; p->bias_cs = 0; break;
+    case 5: p->bias_rs = 1; p->bias_cs = p->M; break;
+    default: p->bias_rs = p->bias_cs = 0; break;
+    }
+}
+
+static const cuvil_gemm_blocking *tiny_blocking(int uk) {
+    static cuvil_gemm_blocking b[8];
+    b[uk].uk = &cuvil_f32_gemm_ukernels[uk];
+    b[uk].mc = 2 * b[uk].uk->mr + 1; /* not a multiple of MR on purpose */
+    b[uk].kc = 7;
+    b[uk].nc = 3 * b[uk].uk->nr;
+    return &b[uk];
+}
+
+/* data: 0 random in [-1, 1), 1 small integers (exact sums) */
+static void run_case(cuvil_gemm_params p, int bias_pattern, int data, const char *label) {
+    char buf[256];
+    snprintf(buf, sizeof buf,
+             "%s M=%lld N=%lld K=%lld ta=%d tb=%d lda=%lld ldb=%lld ldc=%lld alpha=%g beta=%g "
+             "bias=%d batch=%lld act=%s",
+             label, (long long)p.M, (long long)p.N, (long long)p.K, p.trans_a, p.trans_b,
+             (long long)p.lda, (long long)p.ldb, (long long)p.ldc, p.alpha, p.beta, bias_pattern,
+             (long long)p.batch, cuvil_act_names[p.act.act]);
+    set_bias(&p, bias_pattern);
+    const size_t a_ext = p.trans_a ? extent(p.K, p.M, p.lda) : extent(p.M, p.K, p.lda);
+    const size_t b_ext = p.trans_b ? extent(p.N, p.K, p.ldb) : extent(p.K, p.N, p.ldb);
+    const size_t c_ext = extent(p.M, p.N, p.ldc);
+    const size_t bias_ext = (size_t)((p.M - 1) * p.bias_rs + (p.N - 1) * p.bias_cs + 1);
+    const size_t a_size = (size_t)((p.batch - 1) * p.a_bstride) + a_ext;
+    const size_t b_size = (size_t)((p.batch - 1) * p.b_bstride) + b_ext;
+    const size_t c_size = (size_t)((p.batch - 1) * p.c_bstride) + c_ext;
+    const size_t bias_size = (size_t)((p.batch - 1) * p.bias_bstride) + bias_ext;
+    float *A = ktu_falloc(a_size + 1), *B = ktu_falloc(b_size + 1), *C = ktu_falloc(c_size + 1);
+    float *bias = bias_pattern ? ktu_falloc(bias_size) : NULL;
+    if (data) {
+        ktu_fill_int(A, a_size, 2);
+        ktu_fill_int(B, b_size, 2);
+        if (bias) ktu_fill_int(bias, bias_size, 3);
+    } else {
+        ktu_fill(A, a_size, -1, 1);
+        ktu_fill(B, b_size, -1, 1);
+        if (bias) ktu_fill(bias, bias_size, -1, 1);
+    }
+    const size_t mn = (size_t)(p.batch * p.M * p.N);
+    double *ref = malloc((mn ? mn : 1) * sizeof(double));
+    naive(&p, A, B, bias, ref);
+    /* exact integer data: only the activation's own rounding remains */
+    const double rtol = data ? 2e-6 : 1e-4, atol = data ? 1e-6 : 1e-4;
+    run_variant(&p, A, B, bias, C, c_size, ref, RUN_PUBLIC, NULL, rtol, atol, buf);
+    run_variant(&p, A, B, bias, C, c_size, ref, RUN_SCALAR, NULL, rtol, atol, buf);
+    for (int u = 0; u < cuvil_f32_gemm_n_ukernels; u++)
+        run_variant(&p, A, B, bias, C, c_size, ref, RUN_EX, tiny_blocking(u), rtol, atol, buf);
+    free(A);
+    free(B);
+    free(C);
+    free(bias);
+    free(ref);
+}
+
+static cuvil_gemm_params make(int64_t M, int64_t N, int64_t K, int ta, int tb, int pad) {
+    cuvil_gemm_params p;
+    memset(&p, 0, sizeof p);
+    p.M = M;
+    p.N = N;
+    p.K = K;
+    p.trans_a = ta;
+    p.trans_b = tb;
+    p.lda = (ta ? M : K) + pad;
+    p.ldb = (tb ? K : N) + pad;
+    p.ldc = N + pad;
+    p.alpha = 1.0f;
+    p.beta = 1.0f;
+    p.batch = 1;
+    p.act.act = CUVIL_ACT_NONE;
+    return p;
+}
+
+static void test_shapes(void) {
+    static const int64_t Ms[] = {1, 5, 6, 7, 13};
+    static const int64_t Ns[] = {1, 8, 15, 16, 17, 33};
+    static const int64_t Ks[] = {1, 3, 16, 37};
+    int counter = 0;
+    for (size_t mi = 0; mi < sizeof Ms / sizeof Ms[0]; mi++)
+        for (size_t ni = 0; ni < sizeof Ns / sizeof Ns[0]; ni++)
+            for (size_t ki = 0; ki < sizeof Ks / sizeof Ks[0]; ki++)
+                for (int t = 0; t < 4; t++) {
+                    cuvil_gemm_params p = make(Ms[mi], Ns[ni], Ks[ki], t & 1, t >> 1, counter % 3);
+                    static const float alphas[] = {1.0f, 0.5f, -2.0f};
+                    static const float betas[] = {1.0f, 0.25f};
+                    p.alpha = alphas[counter % 3];
+                    p.beta = betas[(counter / 3) % 2];
+                    run_case(p, counter % 6, 0, "shape");
+                    counter++;
+                }
+}
+
+static void test_activations(void) {
+    for (int act = 0; act < CUVIL_ACT__COUNT; act++)
+        for (int t = 0; t < 4; t++) {
+            cuvil_gemm_params p = make(7 + t, 19, 9 + 2 * t, t & 1, t >> 1, 1);
+            p.act = ktu_act_params(act);
+            p.alpha = t == 3 ? 0.5f : 1.0f;
+            p.beta = t == 2 ? 0.25f : 1.0f;
+            run_case(p, 1 + t % 3, 1, "act");
+        }
+}
+
+static void test_batches(void) {
+    for (int t = 0; t < 4; t++) {
+        /* batch 3: A broadcast (stride 0), B and C strided, per-batch bias */
+        cuvil_gemm_params p = make(5, 18, 11, t & 1, t >> 1, 2);
+        p.batch = 3;
+        const int64_t a_ext = (int64_t)(p.trans_a ? extent(p.K, p.M, p.lda) : extent(p.M, p.K, p.lda));
+        const int64_t b_ext = (int64_t)(p.trans_b ? extent(p.N, p.K, p.ldb) : extent(p.K, p.N, p.ldb));
+        p.a_bstride = 0;
+        p.b_bstride = b_ext + 5;
+        p.c_bstride = p.M * p.ldc + 7;
+        p.bias_bstride = p.N;
+        run_case(p, 1, 0, "batch A broadcast");
+        /* B broadcast, bias shared (stride 0) */
+        p.a_bstride = a_ext + 1;
+        p.b_bstride = 0;
+        p.bias_bstride = 0;
+        p.act.act = CUVIL_ACT_RELU;
+        run_case(p, 3, 0, "batch B broadcast");
+    }
+}
+
+static void test_k_zero(void) {
+    for (int bias = 0; bias < 3; bias++) {
+        cuvil_gemm_params p = make(3, 5, 0, 0, 0, 0);
+        p.lda = 1;
+        p.ldb = 5;
+        p.beta = 0.5f;
+        p.act = ktu_act_params(CUVIL_ACT_SIGMOID);
+        run_case(p, bias, 0, "K=0");
+    }
+}
+
+static void test_large(void) {
+    /* crosses MC and KC with the default blocking */
+    run_case(make(257, 301, 519, 0, 0, 3), 2, 0, "large");
+    run_case(make(150, 97, 300, 1, 1, 0), 1, 0, "large transposed");
+
+    /* 512^3: correctness of the public path, and its speed for information */
+    const int64_t n = 512;
+    cuvil_gemm_params p = make(n, n, n, 0, 0, 0);
+    float *A = ktu_falloc((size_t)(n * n)), *B = ktu_falloc((size_t)(n * n));
+    float *C = ktu_falloc((size_t)(n * n));
+    ktu_fill(A, (size_t)(n * n), -1, 1);
+    ktu_fill(B, (size_t)(n * n), -1, 1);
+    void *scratch = ktu_alloc(cuvil_f32_gemm_scratch_size(&p));
+    cuvil_f32_gemm(&p, A, B, NULL, C, scratch); /* warm-up */
+    struct timespec t0, t1;
+    const int reps = 5;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int r = 0; r < reps; r++) cuvil_f32_gemm(&p, A, B, NULL, C, scratch);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    const double s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    printf("gemm 512^3 (%s): %.1f GFLOP/s\n", cuvil_gemm_default_blocking()->uk->name,
+           2.0 * (double)(n * n * n) * reps / s * 1e-9);
+    double *ref = malloc((size_t)(n * n) * sizeof(double));
+    naive(&p, A, B, NULL, ref);
+    ktu_check(C, ref, (size_t)(n * n), 1e-4, 1e-4, "gemm 512^3");
+    free(ref);
+    free(scratch);
+    free(A);
+    free(B);
+    free(C);
+}
+
+int main(void) {
+    test_shapes();
+    test_activations();
+    test_batches();
+    test_k_zero();
+    test_large();
+    return ktu_finish("test_kernel_gemm");
+}

@@ -1,0 +1,212 @@
+/*
+ * test_kernel_normalization.c -- softmax / log-softmax, reductions and the channel affine
+ * (folded BatchNorm), optimised and reference versions, against double-precision loops
+ * written here.
+ *
+ * Softmax: last axis (inner 1) and middle axes (inner > 1, including more than one stack chunk),
+ * axis length 1, and inputs around 1000 that overflow a naive exp. Reduce: every op over every
+ * axis mask of a 4-D tensor, plus shapes with size-1 axes, long contiguous and long kept inner
+ * runs, and LogSumExp of large values. Channel affine: inner 1 and > 1, in place, activations.
+ */
+#include <float.h>
+
+#include "kernel_test_util.h"
+#include "../../runtime/kernels/rt_int.h"
+
+/* ---- Softmax ---------------------------------------------------------------------------- */
+static void run_softmax(int64_t outer, int64_t len, int64_t inner, int is_log, float lo, float hi) {
+    cuvil_softmax_params p = {outer, len, inner, is_log};
+    const size_t n = (size_t)(outer * len * inner);
+    float *x = ktu_falloc(n), *y = ktu_falloc(n);
+    ktu_fill(x, n, lo, hi);
+    double *ref = malloc(n * sizeof(double));
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < inner; i++) {
+            double m = -INFINITY, s = 0;
+            for (int64_t a = 0; a < len; a++) m = fmax(m, x[(o * len + a) * inner + i]);
+            for (int64_t a = 0; a < len; a++) s += exp(x[(o * len + a) * inner + i] - m);
+            for (int64_t a = 0; a < len; a++) {
+                const double v = x[(o * len + a) * inner + i];
+                ref[(o * len + a) * inner + i] = is_log ? v - m - log(s) : exp(v - m) / s;
+            }
+        }
+    for (int v = 0; v < 2; v++) {
+        for (size_t i = 0; i < n; i++) y[i] = NAN;
+        if (v)
+            cuvil_f32_softmax__scalar(&p, x, y);
+        else
+            cuvil_f32_softmax(&p, x, y);
+        ktu_check(y, ref, n, 1e-5, 1e-6, "%s outer=%lld len=%lld inner=%lld range=[%g,%g] [%s]",
+                  is_log ? "logsoftmax" : "softmax", (long long)outer, (long long)len,
+                  (long long)inner, lo, hi, v ? "__scalar" : "public");
+    }
+    free(x);
+    free(y);
+    free(ref);
+}
+
+static void test_softmax(void) {
+    for (int lg = 0; lg < 2; lg++) {
+        run_softmax(3, 10, 1, lg, -5, 5);
+        run_softmax(2, 1000, 1, lg, -5, 5);
+        run_softmax(4, 7, 1, lg, 990, 1010); /* overflows without the max shift */
+        run_softmax(5, 1, 1, lg, -5, 5);
+        run_softmax(2, 9, 13, lg, -5, 5);
+        run_softmax(2, 5, 300, lg, -10, 10); /* inner crosses a stack chunk */
+        run_softmax(1, 3, 7, lg, -1000, -980);
+        run_softmax(3, 1, 6, lg, -5, 5);
+    }
+}
+
+/* ---- Reduce ------------------------------------------------------------------------------- */
+static const char *red_names[] = {"Sum", "Mean", "Max", "Min", "Prod", "SumSquare", "L1", "L2",
+                                  "LogSumExp"};
+
+static void run_reduce(int op, int ndim, const int64_t *dims, uint32_t mask, float lo, float hi) {
+    cuvil_reduce_params p;
+    memset(&p, 0, sizeof p);
+    p.op = op;
+    p.ndim = ndim;
+    int64_t total = 1, nout = 1, count = 1;
+    for (int d = 0; d < ndim; d++) {
+        p.dims[d] = dims[d];
+        total *= dims[d];
+        if ((mask >> d) & 1u)
+            count *= dims[d];
+        else
+            nout *= dims[d];
+    }
+    p.mask = mask;
+    float *x = ktu_falloc((size_t)total), *y = ktu_falloc((size_t)nout + 1);
+    ktu_fill(x, (size_t)total, lo, hi);
+    /* naive: accumulate every input into its output slot, in double */
+    double *acc = malloc((size_t)nout * sizeof(double)), *mx = malloc((size_t)nout * sizeof(double));
+    for (int64_t o = 0; o < nout; o++) {
+        mx[o] = -INFINITY;
+        acc[o] = op == CUVIL_REDUCE_MAX ? -INFINITY : op == CUVIL_REDUCE_MIN ? INFINITY
+                 : op == CUVIL_REDUCE_PROD ? 1.0 : 0.0;
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        int64_t idx[CUVIL_RT_MAX_DIMS] = {0};
+        for (int64_t t = 0; t < total; t++) {
+            int64_t o = 0;
+            for (int d = 0; d < ndim; d++)
+                if (!((mask >> d) & 1u)) o = o * dims[d] + idx[d];
+            const double v = x[t];
+            if (pass == 0) {
+                mx[o] = fmax(mx[o], v);
+            } else {
+                switch (op) {
+                case CUVIL_REDUCE_SUM: case CUVIL_REDUCE_MEAN: acc[o] += v; break;
+                case CUVIL_REDUCE_MAX: acc[o] = fmax(acc[o], v); break;
+                case CUVIL_REDUCE_MIN: acc[o] = fmin(acc[o], v); break;
+                case CUVIL_REDUCE_PROD: acc[o] *= v; break;
+                case CUVIL_REDUCE_SUM_SQUARE: case CUVIL_REDUCE_L2: acc[o] += v * v; break;
+                case CUVIL_REDUCE_L1: acc[o] += fabs(v); break;
+                case CUVIL_REDUCE_LOG_SUM_EXP: acc[o] += exp(v - mx[o]); break;
+                default: break;
+                }
+            }
+            for (int d = ndim - 1; d >= 0; d--) {
+                if (++idx[d] < dims[d]) break;
+                idx[d] = 0;
+            }
+        }
+    }
+    for (int64_t o = 0; o < nout; o++) {
+        if (op == CUVIL_REDUCE_MEAN) acc[o] /= (double)count;
+        if (op == CUVIL_REDUCE_L2) acc[o] = sqrt(acc[o]);
+        if (op == CUVIL_REDUCE_LOG_SUM_EXP) acc[o] = mx[o] + log(acc[o]);
+    }
+    char shape[64] = "";
+    for (int d = 0; d < ndim; d++)
+        snprintf(shape + strlen(shape), sizeof shape - strlen(shape), "%s%lld", d ? "x" : "",
+                 (long long)dims[d]);
+    for (int v = 0; v < 2; v++) {
+        for (int64_t o = 0; o <= nout; o++) y[o] = 777.0f;
+        if (v)
+            cuvil_f32_reduce__scalar(&p, x, y);
+        else
+            cuvil_f32_reduce(&p, x, y);
+        ktu_check(y, acc, (size_t)nout, 2e-5, 1e-5, "reduce %s %s mask=0x%x [%s]", red_names[op],
+                  shape, mask, v ? "__scalar" : "public");
+        if (y[nout] != 777.0f) ktu_fail("reduce %s %s mask=0x%x wrote past the end", red_names[op], shape, mask);
+    }
+    free(x);
+    free(y);
+    free(acc);
+    free(mx);
+}
+
+static void test_reduce(void) {
+    static const int64_t d4[] = {3, 4, 5, 6};
+    static const int64_t d1s[] = {2, 1, 7, 1, 9};
+    static const int64_t wide[] = {3, 700};
+    static const int64_t tall[] = {40, 2, 300};
+    static const int64_t d1[] = {37};
+    for (int op = 0; op <= CUVIL_REDUCE_LOG_SUM_EXP; op++) {
+        const float lo = op == CUVIL_REDUCE_PROD ? 0.6f : -2.0f;
+        const float hi = op == CUVIL_REDUCE_PROD ? 1.5f : 2.0f;
+        for (uint32_t m = 0; m < 16; m++) run_reduce(op, 4, d4, m, lo, hi);
+        for (uint32_t m = 0; m < 32; m += 3) run_reduce(op, 5, d1s, m, lo, hi);
+        run_reduce(op, 2, wide, 2, lo, hi);
+        run_reduce(op, 2, wide, 1, lo, hi);
+        run_reduce(op, 3, tall, 5, lo, hi);
+        run_reduce(op, 3, tall, 2, lo, hi);
+        run_reduce(op, 1, d1, 1, lo, hi);
+        run_reduce(op, 1, d1, 0, lo, hi);
+    }
+    run_reduce(CUVIL_REDUCE_LOG_SUM_EXP, 4, d4, 0xA, 80.0f, 100.0f); /* exp overflows unshifted */
+    run_reduce(CUVIL_REDUCE_LOG_SUM_EXP, 2, wide, 2, 80.0f, 100.0f);
+}
+
+/* ---- Channel affine ------------------------------------------------------------------- */
+static void run_affine(int64_t N, int64_t C, int64_t inner, int act) {
+    cuvil_channel_affine_params p = {N, C, inner, ktu_act_params(act)};
+    const size_t n = (size_t)(N * C * inner);
+    float *x0 = ktu_falloc(n), *x = ktu_falloc(n), *y = ktu_falloc(n);
+    float *sc = ktu_falloc((size_t)C), *sh = ktu_falloc((size_t)C);
+    ktu_fill(x0, n, -3, 3);
+    ktu_fill(sc, (size_t)C, -2, 2);
+    ktu_fill(sh, (size_t)C, -1, 1);
+    double *ref = malloc(n * sizeof(double));
+    for (int64_t i = 0; i < N * C * inner; i++) {
+        const int64_t c = (i / inner) % C;
+        ref[i] = ktu_actp(&p.act, (double)x0[i] * sc[c] + sh[c]);
+    }
+    for (int v = 0; v < 4; v++) {
+        memcpy(x, x0, n * sizeof(float));
+        float *out = v & 1 ? x : y;
+        if (v < 2)
+            cuvil_f32_channel_affine(&p, x, sc, sh, out);
+        else
+            cuvil_f32_channel_affine__scalar(&p, x, sc, sh, out);
+        ktu_check(out, ref, n, 2e-5, 2e-6, "channel_affine N=%lld C=%lld inner=%lld act=%s [%s%s]",
+                  (long long)N, (long long)C, (long long)inner, cuvil_act_names[act],
+                  v < 2 ? "public" : "__scalar", v & 1 ? ", in place" : "");
+    }
+    free(x0);
+    free(x);
+    free(y);
+    free(sc);
+    free(sh);
+    free(ref);
+}
+
+static void test_affine(void) {
+    run_affine(2, 5, 17, CUVIL_ACT_NONE);
+    run_affine(3, 19, 1, CUVIL_ACT_NONE);
+    run_affine(1, 4, 64, CUVIL_ACT_RELU);
+    run_affine(2, 3, 9, CUVIL_ACT_CLIP);
+    run_affine(4, 7, 1, CUVIL_ACT_SIGMOID);
+    run_affine(1, 3, 33, CUVIL_ACT_HARD_SWISH);
+    run_affine(1, 2, 20, CUVIL_ACT_SILU);
+    run_affine(1, 2, 20, CUVIL_ACT_LEAKY_RELU);
+}
+
+int main(void) {
+    test_softmax();
+    test_reduce();
+    test_affine();
+    return ktu_finish("test_kernel_normalization");
+}
