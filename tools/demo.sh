@@ -49,3 +49,19 @@ step "cuvil-run --info"
 
 step "cuvil-run --bench 100"
 "$run" "$out/tinycnn.so" --input "$sample" --bench 100
+
+step "check against ONNX Runtime's output for the same input (examples/models/sample_ref.npy)"
+"$run" "$out/tinycnn.so" --input "$sample" --output-dir "$out/run" > /dev/null
+py="${CUVIL_VENV:-${XDG_DATA_HOME:-$HOME/.local/share}/cuvil/venv}/bin/python"
+if [ -x "$py" ]; then
+  "$py" - "$out/run/logits.npy" "$repo/examples/models/sample_ref.npy" <<'PY'
+import sys, numpy as np
+got, ref = np.load(sys.argv[1]), np.load(sys.argv[2])
+err = float(np.abs(got - ref).max())
+print(f"max |cuvil - onnxruntime| = {err:.3g} (max |ref| = {float(np.abs(ref).max()):.3g}); "
+      f"top class {int(got.argmax())} vs {int(ref.argmax())}")
+sys.exit(0 if np.allclose(got, ref, rtol=1e-3, atol=1e-4 * float(np.abs(ref).max())) else 1)
+PY
+else
+  echo "(no project virtualenv: run tools/setup/setup.sh to compare with ONNX Runtime)"
+fi

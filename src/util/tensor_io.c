@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "cuvil/cuvil.h"
-#include "onnx.pb-c.h"
+#include "frontend/onnx/onnx_int.h"
 #include "util/util.h"
 
 /* Tensor data is allocated with this alignment so that callers (cuvil-run) can hand it to a
@@ -69,10 +69,6 @@ static bool tensor_nbytes(int ndim, const int64_t *dims, size_t elem_size, size_
     }
     *out = n;
     return true;
-}
-
-static bool tensor_count(int ndim, const int64_t *dims, size_t *out) {
-    return tensor_nbytes(ndim, dims, 1, out);
 }
 
 /* "float32[2,3]" into buf. */
@@ -516,136 +512,40 @@ static cuvil_status read_rest(const char *path, int fd, const struct stat *sb,
     return CUVIL_OK;
 }
 
-/* Stores v, taken from a widened TensorProto field, as element i of a tensor of dtype dt
- * (little-endian, truncating to the element width as onnx.numpy_helper does). */
-static void store_int(void *data, size_t i, cuvil_dtype dt, uint64_t v) {
-    switch (dt) {
-    case CUVIL_DTYPE_BOOL: ((uint8_t *)data)[i] = v != 0; break;
-    case CUVIL_DTYPE_UINT8:
-    case CUVIL_DTYPE_INT8: ((uint8_t *)data)[i] = (uint8_t)v; break;
-    case CUVIL_DTYPE_UINT16:
-    case CUVIL_DTYPE_INT16:
-    case CUVIL_DTYPE_FLOAT16:
-    case CUVIL_DTYPE_BFLOAT16: {
-        uint16_t x = (uint16_t)v;
-        memcpy((char *)data + 2 * i, &x, 2);
-        break;
-    }
-    case CUVIL_DTYPE_UINT32:
-    case CUVIL_DTYPE_INT32: {
-        uint32_t x = (uint32_t)v;
-        memcpy((char *)data + 4 * i, &x, 4);
-        break;
-    }
-    default: memcpy((char *)data + 8 * i, &v, 8); break;
-    }
+static void *aligned_alloc_cb(void *unused, size_t n) {
+    (void)unused;
+    return alloc_aligned(n);
 }
 
+/* The TensorProto decoder is the ONNX frontend's (one decoder for initializers and .pb files);
+ * its message is re-worded as "<path>: <problem>". */
 static cuvil_status pb_convert(const char *path, const Onnx__TensorProto *tp,
                                cuvil_host_tensor *out, char *err, size_t errlen) {
-    char sbuf[256];
     if (!tp->has_data_type)
         return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path,
                     "not a .npy file (no \\x93NUMPY magic) and not an ONNX TensorProto "
                     "(no data_type field)");
-    cuvil_dtype dt = (cuvil_dtype)tp->data_type;
-    size_t esize = cuvil_dtype_size(dt);
-    if (dt == CUVIL_DTYPE_STRING || esize == 0)
-        return fail(err, errlen, CUVIL_ERR_UNSUPPORTED, path,
-                    "TensorProto data_type %" PRId32 " (%s) is not supported", tp->data_type,
-                    cuvil_dtype_name(dt));
-    if (tp->has_data_location &&
-        tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
-        return fail(err, errlen, CUVIL_ERR_UNSUPPORTED, path,
-                    "TensorProto with external data is not supported");
-    if (tp->segment)
-        return fail(err, errlen, CUVIL_ERR_UNSUPPORTED, path,
-                    "segmented TensorProto is not supported");
-    if (tp->n_dims > CUVIL_MAX_DIMS)
-        return fail(err, errlen, CUVIL_ERR_UNSUPPORTED, path,
-                    "TensorProto has %zu dims, Cuvil supports at most %d", tp->n_dims,
-                    CUVIL_MAX_DIMS);
-    int ndim = (int)tp->n_dims;
+    if (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
+        return fail(err, errlen, CUVIL_ERR_UNSUPPORTED, path, "TensorProto with external data is not supported");
+    cuvil_ctx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    void *data = NULL;
+    size_t nbytes = 0;
+    cuvil_dtype dt;
+    int ndim;
     int64_t dims[CUVIL_MAX_DIMS] = {0};
-    for (int i = 0; i < ndim; i++) {
-        if (tp->dims[i] < 0)
-            return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path,
-                        "TensorProto has negative dim %" PRId64 " at axis %d", tp->dims[i], i);
-        dims[i] = tp->dims[i];
-    }
-    size_t count, nbytes;
-    if (!tensor_count(ndim, dims, &count) || !tensor_nbytes(ndim, dims, esize, &nbytes))
-        return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path,
-                    "shape %s is too large (size overflows)",
-                    shape_str(sbuf, sizeof sbuf, dt, ndim, dims));
-
-    /* Which typed field the ONNX spec puts this dtype in. */
-    const char *field;
-    size_t nfield;
-    switch (dt) {
-    case CUVIL_DTYPE_FLOAT32: field = "float_data"; nfield = tp->n_float_data; break;
-    case CUVIL_DTYPE_FLOAT64: field = "double_data"; nfield = tp->n_double_data; break;
-    case CUVIL_DTYPE_INT64: field = "int64_data"; nfield = tp->n_int64_data; break;
-    case CUVIL_DTYPE_UINT32:
-    case CUVIL_DTYPE_UINT64: field = "uint64_data"; nfield = tp->n_uint64_data; break;
-    default: field = "int32_data"; nfield = tp->n_int32_data; break;
-    }
-    const struct { const char *name; size_t n; } typed[] = {
-        {"float_data", tp->n_float_data},   {"double_data", tp->n_double_data},
-        {"int64_data", tp->n_int64_data},   {"uint64_data", tp->n_uint64_data},
-        {"int32_data", tp->n_int32_data},   {"string_data", tp->n_string_data},
-    };
-    for (size_t i = 0; i < sizeof typed / sizeof typed[0]; i++) {
-        if (typed[i].n == 0 || strcmp(typed[i].name, field) == 0)
-            continue;
-        return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path,
-                    "TensorProto of data_type %s holds its data in %s (expected raw_data or %s)",
-                    cuvil_dtype_name(dt), typed[i].name, field);
-    }
-    bool raw = tp->has_raw_data && (tp->raw_data.len > 0 || nfield == 0);
-    if (raw && nfield > 0)
-        return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path,
-                    "TensorProto holds data in both raw_data and %s", field);
-    if (raw && tp->raw_data.len != nbytes)
-        return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path,
-                    "TensorProto %s needs %zu bytes, raw_data holds %zu",
-                    shape_str(sbuf, sizeof sbuf, dt, ndim, dims), nbytes, tp->raw_data.len);
-    if (!raw && nfield != count)
-        return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path,
-                    "TensorProto %s needs %zu elements, %s holds %zu",
-                    shape_str(sbuf, sizeof sbuf, dt, ndim, dims), count, field, nfield);
-    if (!host_is_little_endian())   /* LCOV_EXCL_LINE: no big-endian target yet */
-        return fail(err, errlen, CUVIL_ERR_UNSUPPORTED, path, "big-endian hosts are not supported");
-
-    void *data = alloc_aligned(nbytes);
-    if (!data)
-        return fail(err, errlen, CUVIL_ERR_NOMEM, path, "out of memory (%zu bytes)", nbytes);
-    if (raw) {
-        if (nbytes)
-            memcpy(data, tp->raw_data.data, nbytes);
-    } else {
-        switch (dt) {
-        case CUVIL_DTYPE_FLOAT32: memcpy(data, tp->float_data, nbytes); break;
-        case CUVIL_DTYPE_FLOAT64: memcpy(data, tp->double_data, nbytes); break;
-        case CUVIL_DTYPE_INT64: memcpy(data, tp->int64_data, nbytes); break;
-        case CUVIL_DTYPE_UINT32:
-        case CUVIL_DTYPE_UINT64:
-            for (size_t i = 0; i < count; i++)
-                store_int(data, i, dt, tp->uint64_data[i]);
-            break;
-        default:
-            for (size_t i = 0; i < count; i++)
-                store_int(data, i, dt, (uint64_t)(int64_t)tp->int32_data[i]);
-            break;
-        }
+    cuvil_status st = cuvil_onnx_tensor_decode(&ctx, tp, NULL, "", CUVIL_ERR_INVALID_ARG, aligned_alloc_cb, NULL, &dt,
+                                               &ndim, dims, &data, &nbytes);
+    if (st != CUVIL_OK) {
+        free(data);
+        const char *msg = ctx.errmsg;
+        if (!strncmp(msg, "tensor '': ", 11)) msg += 11;
+        return fail(err, errlen, st, path, "TensorProto: %s", msg);
     }
     char *name = NULL;
-    if (tp->name && tp->name[0]) {
-        name = strdup(tp->name);
-        if (!name) {
-            free(data);
-            return fail(err, errlen, CUVIL_ERR_NOMEM, path, "out of memory");
-        }
+    if (tp->name && tp->name[0] && !(name = strdup(tp->name))) {
+        free(data);
+        return fail(err, errlen, CUVIL_ERR_NOMEM, path, "out of memory");
     }
     out->dtype = dt;
     out->ndim = ndim;

@@ -18,4 +18,13 @@ cuvil_status cuvil_onnx_tensor_data(cuvil_ctx *ctx, cuvil_arena *arena, const On
                                     const char *model_dir, const char *what, cuvil_dtype *dtype,
                                     int *ndim, int64_t dims[CUVIL_MAX_DIMS], void **data);
 
+/* The decoder behind cuvil_onnx_tensor_data, shared with the .pb reader of cuvil_tensor_read:
+ * data must be in raw_data, the one typed field the spec names for its dtype, or (with
+ * model_dir) an external file. Malformed tensors get status `malformed`; the data is allocated
+ * with alloc(alloc_arg, nbytes). */
+cuvil_status cuvil_onnx_tensor_decode(cuvil_ctx *ctx, const Onnx__TensorProto *t, const char *model_dir,
+                                      const char *what, cuvil_status malformed, void *(*alloc)(void *, size_t),
+                                      void *alloc_arg, cuvil_dtype *dtype, int *ndim, int64_t dims[CUVIL_MAX_DIMS],
+                                      void **data, size_t *nbytes);
+
 #endif

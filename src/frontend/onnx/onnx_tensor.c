@@ -97,82 +97,114 @@ static cuvil_status read_external(cuvil_ctx *ctx, const Onnx__TensorProto *t, co
     return CUVIL_OK;
 }
 
-cuvil_status cuvil_onnx_tensor_data(cuvil_ctx *ctx, cuvil_arena *arena, const Onnx__TensorProto *t,
-                                    const char *model_dir, const char *what, cuvil_dtype *dtype,
-                                    int *ndim, int64_t dims[CUVIL_MAX_DIMS], void **data) {
+/* Stores v, taken from a widened TensorProto field, as element i of dtype dt (truncating to the
+ * element width, as onnx.numpy_helper does). */
+static void store_int(void *data, size_t i, cuvil_dtype dt, uint64_t v) {
+    switch (cuvil_dtype_size(dt)) {
+    case 1: ((uint8_t *)data)[i] = dt == CUVIL_DTYPE_BOOL ? v != 0 : (uint8_t)v; break;
+    case 2: ((uint16_t *)data)[i] = (uint16_t)v; break;
+    case 4: ((uint32_t *)data)[i] = (uint32_t)v; break;
+    default: ((uint64_t *)data)[i] = v; break;
+    }
+}
+
+static const char *shape_text(char *buf, size_t len, cuvil_dtype dt, int ndim, const int64_t *dims) {
+    size_t o = (size_t)snprintf(buf, len, "%s[", cuvil_dtype_name(dt));
+    for (int i = 0; i < ndim && o < len; i++) o += (size_t)snprintf(buf + o, len - o, "%s%lld", i ? "," : "", (long long)dims[i]);
+    if (o < len) snprintf(buf + o, len - o, "]");
+    return buf;
+}
+
+cuvil_status cuvil_onnx_tensor_decode(cuvil_ctx *ctx, const Onnx__TensorProto *t, const char *model_dir,
+                                      const char *what, cuvil_status malformed, void *(*alloc)(void *, size_t),
+                                      void *alloc_arg, cuvil_dtype *dtype, int *ndim, int64_t dims[CUVIL_MAX_DIMS],
+                                      void **data, size_t *nbytes_out) {
+    char sbuf[256];
+    if (!t->has_data_type)
+        return cuvil_err(ctx, malformed, "tensor '%s': no data_type", what);
     cuvil_dtype dt = (cuvil_dtype)t->data_type;
     size_t esize = cuvil_dtype_size(dt);
-    if (!esize)
-        return cuvil_err(ctx, CUVIL_ERR_UNSUPPORTED, "tensor '%s': data type %d is not supported",
-                         what, (int)t->data_type);
+    if (dt == CUVIL_DTYPE_STRING || !esize)
+        return cuvil_err(ctx, CUVIL_ERR_UNSUPPORTED, "tensor '%s': data_type %d (%s) is not supported", what,
+                         (int)t->data_type, cuvil_dtype_name(dt));
+    if (t->segment) return cuvil_err(ctx, CUVIL_ERR_UNSUPPORTED, "tensor '%s': segmented tensors are not supported", what);
     if (t->n_dims > CUVIL_MAX_DIMS)
-        return cuvil_err(ctx, CUVIL_ERR_UNSUPPORTED, "tensor '%s': %zu dims, at most %d supported",
-                         what, t->n_dims, CUVIL_MAX_DIMS);
-    size_t numel = 1;
+        return cuvil_err(ctx, CUVIL_ERR_UNSUPPORTED, "tensor '%s': %zu dims, at most %d supported", what, t->n_dims,
+                         CUVIL_MAX_DIMS);
+    size_t numel = 1, nbytes;
     for (size_t i = 0; i < t->n_dims; i++) {
         if (t->dims[i] < 0)
-            return cuvil_err(ctx, CUVIL_ERR_MODEL, "tensor '%s': negative dim %lld", what, (long long)t->dims[i]);
-        if (cuvil_mul_ovf(numel, (size_t)t->dims[i], &numel))
-            return cuvil_err(ctx, CUVIL_ERR_MODEL, "tensor '%s': size overflows", what);
+            return cuvil_err(ctx, malformed, "tensor '%s': negative dim %lld at axis %zu", what, (long long)t->dims[i], i);
         dims[i] = t->dims[i];
+        if (cuvil_mul_ovf(numel, (size_t)t->dims[i], &numel))
+            return cuvil_err(ctx, malformed, "tensor '%s': shape %s is too large (size overflows)", what,
+                             shape_text(sbuf, sizeof sbuf, dt, (int)i + 1, dims));
     }
-    size_t nbytes;
     if (cuvil_mul_ovf(numel, esize, &nbytes))
-        return cuvil_err(ctx, CUVIL_ERR_MODEL, "tensor '%s': size overflows", what);
-    void *d = cuvil_arena_alloc(arena, nbytes);
-    if (!d) return cuvil_err(ctx, CUVIL_ERR_NOMEM, "tensor '%s': out of memory for %zu bytes", what, nbytes);
+        return cuvil_err(ctx, malformed, "tensor '%s': shape %s is too large (size overflows)", what,
+                         shape_text(sbuf, sizeof sbuf, dt, (int)t->n_dims, dims));
     *dtype = dt;
     *ndim = (int)t->n_dims;
+    shape_text(sbuf, sizeof sbuf, dt, *ndim, dims);
+    bool external = t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+
+    /* which typed field the ONNX spec puts this dtype in; data anywhere else is an error */
+    const char *field;
+    size_t nfield;
+    switch (dt) {
+    case CUVIL_DTYPE_FLOAT32: field = "float_data"; nfield = t->n_float_data; break;
+    case CUVIL_DTYPE_FLOAT64: field = "double_data"; nfield = t->n_double_data; break;
+    case CUVIL_DTYPE_INT64: field = "int64_data"; nfield = t->n_int64_data; break;
+    case CUVIL_DTYPE_UINT32: case CUVIL_DTYPE_UINT64: field = "uint64_data"; nfield = t->n_uint64_data; break;
+    default: field = "int32_data"; nfield = t->n_int32_data; break;
+    }
+    const struct { const char *name; size_t n; } typed[] = {
+        {"float_data", t->n_float_data}, {"double_data", t->n_double_data}, {"int64_data", t->n_int64_data},
+        {"uint64_data", t->n_uint64_data}, {"int32_data", t->n_int32_data}, {"string_data", t->n_string_data},
+    };
+    for (size_t i = 0; i < sizeof typed / sizeof typed[0]; i++)
+        if (typed[i].n && strcmp(typed[i].name, field))
+            return cuvil_err(ctx, malformed, "tensor '%s': data type %s holds its data in %s (expected raw_data or %s)",
+                             what, cuvil_dtype_name(dt), typed[i].name, field);
+    bool raw = !external && t->has_raw_data && (t->raw_data.len > 0 || nfield == 0);
+    if ((raw || external) && nfield)
+        return cuvil_err(ctx, malformed, "tensor '%s': holds data in both %s and %s", what,
+                         external ? "an external file" : "raw_data", field);
+    if (raw && t->raw_data.len != nbytes)
+        return cuvil_err(ctx, malformed, "tensor '%s': %s needs %zu bytes, raw_data holds %zu", what, sbuf, nbytes,
+                         t->raw_data.len);
+    if (!raw && !external && nfield != numel)
+        return cuvil_err(ctx, malformed, "tensor '%s': %s needs %zu elements, %s holds %zu", what, sbuf, numel, field,
+                         nfield);
+    void *d = alloc(alloc_arg, nbytes);
+    if (!d) return cuvil_err(ctx, CUVIL_ERR_NOMEM, "tensor '%s': out of memory for %zu bytes", what, nbytes);
     *data = d;
-    if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
-        return read_external(ctx, t, model_dir, what, d, nbytes);
-    if (t->has_raw_data) {
-        if (t->raw_data.len != nbytes)
-            return cuvil_err(ctx, CUVIL_ERR_MODEL, "tensor '%s': raw_data has %zu bytes, shape needs %zu",
-                             what, t->raw_data.len, nbytes);
+    *nbytes_out = nbytes;
+    if (external) return read_external(ctx, t, model_dir, what, d, nbytes);
+    if (raw) {
         if (nbytes) memcpy(d, t->raw_data.data, nbytes);
         return CUVIL_OK;
     }
-    size_t have = 0;
     switch (dt) {
-    case CUVIL_DTYPE_FLOAT32:
-        have = t->n_float_data;
-        if (have == numel) memcpy(d, t->float_data, nbytes);
-        break;
-    case CUVIL_DTYPE_FLOAT64:
-        have = t->n_double_data;
-        if (have == numel) memcpy(d, t->double_data, nbytes);
-        break;
-    case CUVIL_DTYPE_INT64:
-        have = t->n_int64_data;
-        if (have == numel) memcpy(d, t->int64_data, nbytes);
-        break;
-    case CUVIL_DTYPE_UINT32:
-    case CUVIL_DTYPE_UINT64:
-        have = t->n_uint64_data;
-        if (have == numel)
-            for (size_t i = 0; i < numel; i++) {
-                if (dt == CUVIL_DTYPE_UINT32) ((uint32_t *)d)[i] = (uint32_t)t->uint64_data[i];
-                else ((uint64_t *)d)[i] = t->uint64_data[i];
-            }
-        break;
-    case CUVIL_DTYPE_INT32: case CUVIL_DTYPE_INT16: case CUVIL_DTYPE_INT8: case CUVIL_DTYPE_UINT16:
-    case CUVIL_DTYPE_UINT8: case CUVIL_DTYPE_BOOL: case CUVIL_DTYPE_FLOAT16: case CUVIL_DTYPE_BFLOAT16:
-        have = t->n_int32_data;
-        if (have == numel)
-            for (size_t i = 0; i < numel; i++) {
-                int32_t x = t->int32_data[i];
-                switch (esize) {
-                case 1: ((uint8_t *)d)[i] = (uint8_t)x; break;
-                case 2: ((uint16_t *)d)[i] = (uint16_t)x; break;
-                default: ((int32_t *)d)[i] = x; break;
-                }
-            }
+    case CUVIL_DTYPE_FLOAT32: memcpy(d, t->float_data, nbytes); break;
+    case CUVIL_DTYPE_FLOAT64: memcpy(d, t->double_data, nbytes); break;
+    case CUVIL_DTYPE_INT64: memcpy(d, t->int64_data, nbytes); break;
+    case CUVIL_DTYPE_UINT32: case CUVIL_DTYPE_UINT64:
+        for (size_t i = 0; i < numel; i++) store_int(d, i, dt, t->uint64_data[i]);
         break;
     default:
-        return cuvil_err(ctx, CUVIL_ERR_UNSUPPORTED, "tensor '%s': data type %d is not supported", what, (int)dt);
+        for (size_t i = 0; i < numel; i++) store_int(d, i, dt, (uint64_t)(int64_t)t->int32_data[i]);
+        break;
     }
-    if (have != numel)
-        return cuvil_err(ctx, CUVIL_ERR_MODEL, "tensor '%s': holds %zu elements, shape needs %zu", what, have, numel);
     return CUVIL_OK;
+}
+
+static void *arena_alloc(void *arena, size_t n) { return cuvil_arena_alloc(arena, n); }
+
+cuvil_status cuvil_onnx_tensor_data(cuvil_ctx *ctx, cuvil_arena *arena, const Onnx__TensorProto *t,
+                                    const char *model_dir, const char *what, cuvil_dtype *dtype,
+                                    int *ndim, int64_t dims[CUVIL_MAX_DIMS], void **data) {
+    size_t nbytes;
+    return cuvil_onnx_tensor_decode(ctx, t, model_dir, what, CUVIL_ERR_MODEL, arena_alloc, arena, dtype, ndim, dims,
+                                    data, &nbytes);
 }
