@@ -561,7 +561,18 @@ static bench_stats stats_of(double *t, long n) {
     return s;
 }
 
+/* This process's peak RSS. VmHWM first: Linux keeps ru_maxrss across execve, so a cuvil-run
+ * started by a big parent (a Python benchmark) would report the parent's footprint. */
 static double peak_rss_mb(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    if (f) {
+        char line[256];
+        long kb = -1;
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "VmHWM: %ld kB", &kb) == 1) break;
+        fclose(f);
+        if (kb >= 0) return (double)kb / 1024.0;
+    }
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) != 0)
         return 0;

@@ -18,7 +18,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import cuvil_testlib as tl
-from onnx_cases import Case, R, node, small_cnn
+from onnx_cases import node, small_cnn
 
 pytestmark = pytest.mark.usefixtures("cuvil_works")
 

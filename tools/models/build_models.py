@@ -43,7 +43,7 @@ import sys
 import tempfile
 import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -229,18 +229,16 @@ def build_torch_model(name: str):
 
 
 def _versions() -> dict:
-    import onnx
-    import torch
-    import torchvision
+    """Versions of what shapes an export, read without importing torch (that takes seconds)."""
+    from importlib.metadata import PackageNotFoundError, version
 
-    v = {"torch": torch.__version__, "torchvision": torchvision.__version__, "onnx": onnx.__version__}
-    try:
-        import onnxscript
-
-        v["onnxscript"] = onnxscript.__version__
-    except ImportError:  # the TorchScript exporter does not need it
-        v["onnxscript"] = "none"
-    return v
+    out = {}
+    for pkg in ("torch", "torchvision", "onnx", "onnxscript"):
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:   # onnxscript: only the dynamo exporter needs it
+            out[pkg] = "none"
+    return out
 
 
 def export_settings(spec: ExportSpec) -> dict:
@@ -269,12 +267,17 @@ def cache_dir() -> Path:
     return Path(d).expanduser() if d else Path.home() / ".cache" / "cuvil" / "test-models"
 
 
+def _key_prefix(spec: ExportSpec) -> str:
+    return f"{spec.id}-torch{_versions()['torch'].replace('+', '_')}-"
+
+
 def cache_key(spec: ExportSpec) -> str:
+    """<model>-<exporter><opset>[-variant]-torch<version>-s<settings hash>-h<script hash>"""
     script = hashlib.sha256(HERE.read_bytes()).hexdigest()[:12]
-    blob = json.dumps({"settings": export_settings(spec), "versions": _versions()}, sort_keys=True)
+    blob = json.dumps({"settings": export_settings(spec), "versions": _versions()},
+                      sort_keys=True)
     settings = hashlib.sha256(blob.encode()).hexdigest()[:12]
-    torch_v = _versions()["torch"].replace("+", "_")
-    return f"{spec.id}-torch{torch_v}-s{settings}-h{script}"
+    return f"{_key_prefix(spec)}s{settings}-h{script}"
 
 
 def export_model(spec: ExportSpec, path: Path, quiet: bool = True) -> float:
@@ -302,12 +305,16 @@ def export_model(spec: ExportSpec, path: Path, quiet: bool = True) -> float:
     sink = io.StringIO()
     redirect = (contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink)) if quiet else ()
     t0 = time.perf_counter()
-    with contextlib.ExitStack() as st, warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for r in redirect:
-            st.enter_context(r)
-        with torch.no_grad():
-            torch.onnx.export(model, (x,), str(path), **kw)
+    try:
+        with contextlib.ExitStack() as st, warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for r in redirect:
+                st.enter_context(r)
+            with torch.no_grad():
+                torch.onnx.export(model, (x,), str(path), **kw)
+    except Exception:
+        sys.stderr.write(f"export of {spec.id} failed; the exporter said:\n{sink.getvalue()}\n")
+        raise
     return time.perf_counter() - t0
 
 
@@ -316,8 +323,10 @@ def _sidecars(onnx_path: Path) -> list:
     import onnx
 
     m = onnx.load(str(onnx_path), load_external_data=False)
+    tensors = list(m.graph.initializer) + [a.t for n in m.graph.node for a in n.attribute
+                                           if a.type == onnx.AttributeProto.TENSOR]
     locs = set()
-    for t in onnx.external_data_helper._get_all_tensors(m):
+    for t in tensors:
         if t.data_location == onnx.TensorProto.EXTERNAL:
             for e in t.external_data:
                 if e.key == "location":
@@ -349,15 +358,14 @@ def get_model(model: str, exporter: str, opset: int, variant: str = "",
         for side in _sidecars(tmp):     # data first, so a visible .onnx always has its data
             os.replace(Path(td) / side, cache / side)
         os.replace(tmp, dst)
-    _prune(cache, key)
+    _prune(cache, spec, key)
     return dst
 
 
-def _prune(cache: Path, key: str) -> None:
+def _prune(cache: Path, spec: ExportSpec, key: str) -> None:
     """Removes the stale exports of the same model/exporter and torch version (an older hash
     of this script or other settings): ResNet-50 is 100 MB a copy."""
-    prefix = key[: key.index("-s", key.index("-torch"))] + "-s"
-    for p in cache.glob(prefix + "*.onnx"):
+    for p in cache.glob(_key_prefix(spec) + "s*.onnx"):
         if p.name != f"{key}.onnx":
             for side in _sidecars(p) if p.exists() else []:
                 (cache / side).unlink(missing_ok=True)
