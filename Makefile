@@ -29,7 +29,7 @@ test-c:
 	@cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
 
 test-python:
-	@CUVIL_BUILD=$(abspath $(BUILD)) $(PY) -m pytest -q tests/python
+	@CUVIL_BUILD=$(abspath $(BUILD)) $(PY) -m pytest -q -p no:cacheprovider --basetemp=$(abspath $(BUILD))/pytest-tmp tests/python
 
 clean:
 	rm -rf $(BUILD) $(BUILD).cmake.log

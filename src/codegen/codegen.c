@@ -17,7 +17,6 @@ struct cg_ctx {
     cuvil_sb *weights;
     int64_t *const_off;     /* per value id: offset in the blob, -1 if not placed */
     int n_params;
-    bool uses_scratch;
     cuvil_arena strs;       /* strings handed to op emitters */
 };
 
@@ -106,7 +105,6 @@ const char *cg_scratch(cg_ctx *cg, const char *size_expr_fmt, ...) {
     vsnprintf(buf, sizeof buf, size_expr_fmt, ap);
     va_end(ap);
     cuvil_sb_printf(&cg->scratch, "    t = %s;\n    if (t > s) s = t;\n", buf);
-    cg->uses_scratch = true;
     return "S";
 }
 
@@ -167,8 +165,6 @@ static void comment_str(cuvil_sb *o, const char *s) {
 }
 
 static void tensor_infos(cir_graph *g, cuvil_sb *o, const char *name, const int *ids, int n) {
-    char lit_buf[2];
-    (void)lit_buf;
     cuvil_sb_printf(o, "static const cuvil_tensor_info %s[%d] = {\n", name, n ? n : 1);
     for (int i = 0; i < n; i++) {
         cir_value *v = &g->values[ids[i]];

@@ -24,13 +24,9 @@ static void print_attr(cuvil_sb *o, const cir_attr *a) {
     }
 }
 
-static void value_ref(cuvil_sb *o, cir_graph *g, int id) {
-    if (id < 0) {
-        cuvil_sb_puts(o, "_");
-        return;
-    }
-    cuvil_sb_printf(o, "%%%d", id);
-    (void)g;
+static void value_ref(cuvil_sb *o, int id) {
+    if (id < 0) cuvil_sb_puts(o, "_");
+    else cuvil_sb_printf(o, "%%%d", id);
 }
 
 void cir_print_text(cir_graph *g, cuvil_sb *o) {
@@ -65,14 +61,14 @@ void cir_print_text(cir_graph *g, cuvil_sb *o) {
         cuvil_sb_puts(o, "  ");
         for (int j = 0; j < n->n_out; j++) {
             if (j) cuvil_sb_puts(o, ", ");
-            value_ref(o, g, n->out[j]);
+            value_ref(o, n->out[j]);
         }
         cuvil_sb_printf(o, " = %s%s%s \"", *n->domain ? n->domain : "", *n->domain ? "." : "", n->op);
         cuvil_sb_c_escape(o, n->name);
         cuvil_sb_puts(o, "\" (");
         for (int j = 0; j < n->n_in; j++) {
             if (j) cuvil_sb_puts(o, ", ");
-            value_ref(o, g, n->in[j]);
+            value_ref(o, n->in[j]);
         }
         cuvil_sb_puts(o, ")");
         if (n->n_attrs || n->act.act || n->residual >= 0) {

@@ -81,8 +81,13 @@ def _indent(text: str, limit: int = 6000) -> str:
     return "\n".join("    " + line for line in text.rstrip().splitlines()) or "    (empty)"
 
 
-def run_tool(tool: str, args, timeout: int = RUN_TIMEOUT, cwd=None) -> subprocess.CompletedProcess:
-    """Runs build/bin/<tool> with args; never raises on a non-zero exit."""
+def run_tool(tool: str, args, timeout: int = RUN_TIMEOUT,
+             cwd=None) -> subprocess.CompletedProcess:
+    """Runs build/bin/<tool> with args in cwd (default: the system's temporary folder, never
+    the checkout); never raises on a non-zero exit."""
+    import tempfile
+
+    cwd = cwd if cwd is not None else tempfile.gettempdir()
     argv = [str(bin_path(tool))] + [str(a) for a in args]
     try:
         return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=cwd,
@@ -113,10 +118,14 @@ def compile_args(onnx_path, output, *, emit=None, target=None, opt_level=None, d
     return args + [str(a) for a in extra]
 
 
-def compile_raw(onnx_path, output, **opts) -> subprocess.CompletedProcess:
-    """cuvil-compile --model onnx_path --output output [options]; returns the process."""
+def compile_raw(onnx_path, output, cwd=None, **opts) -> subprocess.CompletedProcess:
+    """cuvil-compile --model onnx_path --output output [options]; returns the process. Runs in
+    cwd, by default the output's folder (so that stray files never land in the checkout)."""
     timeout = opts.pop("timeout", COMPILE_TIMEOUT)
-    return run_tool("cuvil-compile", compile_args(onnx_path, output, **opts), timeout=timeout)
+    if cwd is None and str(output) != "-" and Path(output).parent.is_dir():
+        cwd = Path(output).parent
+    return run_tool("cuvil-compile", compile_args(onnx_path, output, **opts), timeout=timeout,
+                    cwd=cwd)
 
 
 def compile(onnx_path, out_dir, *, stem=None, emit="so", **opts) -> Path:  # noqa: A001
@@ -185,7 +194,7 @@ def run_raw(so, inputs: dict, work_dir, *, fmt: str = "npy", threads=None, extra
     if threads is not None:
         args += ["--threads", str(threads)]
     args += list(extra)
-    return run_tool("cuvil-run", args), out_dir
+    return run_tool("cuvil-run", args, cwd=work_dir), out_dir
 
 
 def read_outputs(out_dir) -> dict:
@@ -194,10 +203,16 @@ def read_outputs(out_dir) -> dict:
             for p in sorted(Path(out_dir).iterdir()) if p.name.endswith(".npy")}
 
 
-def run(so, inputs: dict, work_dir, **kw) -> dict:
+def run(so, inputs: dict, work_dir=None, **kw) -> dict:
     """Runs the compiled model so on inputs (name -> ndarray) and returns {output: ndarray},
     keyed by the file names cuvil-run wrote (see output_file_stem). work_dir: a per-test
-    folder (pytest's tmp_path); the inputs and outputs are written under it."""
+    folder (pytest's tmp_path) that the inputs and outputs are written under; without it a
+    temporary folder, removed afterwards."""
+    if work_dir is None:
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="cuvil-run-") as td:
+            return run(so, inputs, td, **kw)
     proc, out_dir = run_raw(so, inputs, work_dir, **kw)
     if proc.returncode != 0:
         raise CuvilError("cuvil-run", proc)

@@ -251,6 +251,7 @@ GOOD_DIM = ["--dim", "batch=1"]
     ("dim-not-a-number", ["--dim", "batch=many"]),
     ("dim-zero", ["--dim", "batch=0"]),
     ("dim-negative", ["--dim", "batch=-1"]),
+    ("dim-unknown-name", GOOD_DIM + ["--dim", "nosuchdim=2"]),
     ("unknown-option", GOOD_DIM + ["--frobnicate"]),
 ])
 def test_compile_refuses_bad_option(what, extra, tmp_path):
@@ -271,15 +272,20 @@ def test_compile_good_options_control(tmp_path):
 
 def test_compile_without_model_argument(tmp_path):
     out = tmp_path / "m.so"
-    proc = tl.run_tool("cuvil-compile", ["--output", out])
+    proc = tl.run_tool("cuvil-compile", ["--output", out], cwd=tmp_path)
     tl.assert_clean_failure(proc, absent=_outputs(out), mentions=["--model"], max_lines=20)
 
 
 def test_compile_into_missing_folder(tmp_path):
-    p, *_ = _save_small(tmp_path)
+    """Either creates the folder and writes a working model, or fails cleanly."""
+    p, _, inputs, ref = _save_small(tmp_path)
     out = tmp_path / "no" / "such" / "dir" / "m.so"
-    proc = tl.compile_raw(p, out)
-    tl.assert_clean_failure(proc, absent=_outputs(out))
+    proc = tl.compile_raw(p, out, cwd=tmp_path)
+    if proc.returncode == 0:
+        assert out.is_file() and out.with_suffix(".h").is_file()
+        tl.assert_outputs_close(tl.run(out, inputs, tmp_path / "run"), ref)
+    else:
+        tl.assert_clean_failure(proc, absent=_outputs(out))
 
 
 # --------------------------------------------------------------------------------------------
@@ -297,7 +303,7 @@ def small_so(tmp_path_factory):
 def _run_bad(so, args, tmp_path):
     out_dir = tmp_path / "outputs"
     out_dir.mkdir()
-    proc = tl.run_tool("cuvil-run", [so] + args + ["--output-dir", out_dir])
+    proc = tl.run_tool("cuvil-run", [so] + args + ["--output-dir", out_dir], cwd=tmp_path)
     return proc, out_dir
 
 

@@ -91,11 +91,11 @@ def test_emit_text_to_file(small, emit, tmp_path):
 @pytest.mark.parametrize("emit", ["ir", "dot"])
 def test_emit_text_to_stdout(small, emit, tmp_path):
     p, _, _ = small
-    proc = tl.compile_raw(p, "-", emit=emit)
+    proc = tl.compile_raw(p, "-", emit=emit, cwd=tmp_path)
     if proc.returncode != 0:
         raise tl.CuvilError("cuvil-compile", proc)
     assert proc.stdout.strip(), f"--emit {emit} --output - printed nothing"
-    assert not (tmp_path / "-").exists()
+    assert not list(tmp_path.iterdir()), f"--output - wrote files: {list(tmp_path.iterdir())}"
     if emit == "dot":
         assert proc.stdout.lstrip().startswith("digraph"), proc.stdout[:200]
         _check_dot(proc.stdout, tmp_path)
@@ -128,7 +128,7 @@ def test_info_reports_built_dims(tmp_path):
     p = tmp_path / "sym.onnx"
     onnx.save(m, p)
     so = tl.compile(p, tmp_path / "build", dims={"batch": 3})
-    proc = tl.run_tool("cuvil-run", [so, "--info"])
+    proc = tl.run_tool("cuvil-run", [so, "--info"], cwd=tmp_path)
     if proc.returncode != 0:
         raise tl.CuvilError("cuvil-run --info", proc)
     info = proc.stdout
@@ -140,15 +140,26 @@ def test_info_reports_built_dims(tmp_path):
     assert re.search(r"\b3\D{1,3}10\b", info), f"output dims [3, 10] not in --info:\n{info}"
 
 
-def test_info_reports_metadata(small_so):
+def test_info_reports_metadata(small_so, tmp_path):
     so, _, _ = small_so
-    proc = tl.run_tool("cuvil-run", [so, "--info"])
+    proc = tl.run_tool("cuvil-run", [so, "--info"], cwd=tmp_path)
     if proc.returncode != 0:
         raise tl.CuvilError("cuvil-run --info", proc)
     low = proc.stdout.lower()
     assert "float32" in low or "float" in low, proc.stdout
     # the descriptor carries the model's sha256 and the target
     assert re.search(r"[0-9a-f]{16,}", low), f"no sha256 in --info:\n{proc.stdout}"
+
+
+def test_symbolic_dim_defaults_to_1(tmp_path):
+    """Without --dim a symbolic dim is 1 (cuvil-compile --help: '--dim NAME=N ... (default
+    1)')."""
+    m, _, _ = small_cnn("symbolic").build()
+    p = tmp_path / "sym.onnx"
+    onnx.save(m, p)
+    x = tl.seeded_rng("default-dim").standard_normal((1, 3, 8, 8), dtype=np.float32)
+    got = tl.compile_and_run(p, {"x": x}, tmp_path)
+    tl.assert_outputs_close(got, tl.ort_run(p, {"x": x}))
 
 
 def test_symbolic_batch3_model_runs_batch3(tmp_path):

@@ -4,7 +4,7 @@ tools/models/build_models.py for the matrix -- compiled by cuvil-compile, run by
 a seeded N(0,1) input, and compared with ONNX Runtime on the same ONNX file.
 
 The exported files are cached (${CUVIL_TEST_CACHE:-~/.cache/cuvil/test-models}); the first run
-exports them (about 30 s on 2 cores for all of them), later runs do not. ResNet-50 is marked
+exports them (about 45 s on 2 cores for all of them), later runs do not. ResNet-50 is marked
 slow: `-m "not slow"` leaves it out.
 """
 from __future__ import annotations
@@ -45,3 +45,18 @@ def test_model_batch2(spec, tmp_path):
     got = tl.run(so, {INPUT_NAME: x}, tmp_path / "run")
     ref = tl.ort_run(onnx_path, {INPUT_NAME: x})
     tl.assert_outputs_close(got, ref)
+
+
+def test_demo_model(tmp_path):
+    """The bundled demo (examples/make_model.py): its reference output is ONNX Runtime's, and
+    Cuvil reproduces it."""
+    import numpy as np
+
+    d = tl.REPO / "examples" / "models"
+    onnx_path = d / "tinycnn.onnx"
+    x, want = np.load(d / "sample.npy"), np.load(d / "sample_ref.npy")
+    tl.assert_close(tl.ort_run(onnx_path, {"input": x})["logits"], want,
+                    name="ONNX Runtime vs sample_ref.npy")
+    got = tl.compile_and_run(onnx_path, {"input": x}, tmp_path)
+    tl.assert_outputs_close(got, {"logits": want})
+    assert int(got["logits"].argmax()) == int(want.argmax())

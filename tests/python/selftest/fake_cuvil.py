@@ -106,19 +106,18 @@ def _load_checked(path: Path):
 
 
 def _fix_dims(m, dims: dict):
+    """Fixes every symbolic dim: to --dim NAME=N, else 1 (as cuvil-compile does)."""
     inits = {t.name for t in m.graph.initializer}
-    outs = {o.name for o in m.graph.output}
-    for vi in list(m.graph.input) + list(m.graph.output):
-        if vi.name in inits:
-            continue
+    vis = [vi for vi in list(m.graph.input) + list(m.graph.output) if vi.name not in inits]
+    known = {d.dim_param for vi in vis for d in vi.type.tensor_type.shape.dim if d.dim_param}
+    for name in dims:
+        if name not in known:
+            die(f"--dim {name}: the model has no symbolic dim named '{name}'")
+    for vi in vis:
         for k, d in enumerate(vi.type.tensor_type.shape.dim):
             if d.dim_param:
                 name = d.dim_param
-                if name not in dims:
-                    if vi.name in outs:
-                        continue
-                    die(f"input '{vi.name}' has symbolic dim '{name}': give --dim {name}=N")
-                d.dim_value = dims[name]          # clears dim_param (a oneof)
+                d.dim_value = dims.get(name, 1)   # clears dim_param (a oneof)
                 m.metadata_props.add(key=f"dimname:{vi.name}:{k}", value=name)
 
 
