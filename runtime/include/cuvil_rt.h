@@ -31,7 +31,7 @@ extern "C" {
 #define CUVIL_RT_MAX_DIMS 8
 
 /* Activation applied elementwise; also the unary ops. Keep in ORDER with cuvil_act_names[]
- * in runtime/kernels/elementwise/unary.c. */
+ * (runtime/kernels/rt_int.h, unary.c) and the names in src/codegen/codegen.c. */
 typedef enum cuvil_act {
     CUVIL_ACT_NONE = 0,      /* y = x */
     CUVIL_ACT_RELU,          /* max(x, 0) */
@@ -67,6 +67,7 @@ typedef struct cuvil_act_params {
 } cuvil_act_params;
 
 /* ===== GEMM ====================================================================== */
+/* batch == 0 means no work (an empty tensor). */
 /* C[m,n] = act(alpha * sum_k A'[m,k] B'[k,n] + beta * bias[m*bias_rs + n*bias_cs])
  * where A' = trans_a ? A^T : A (A is stored [K,M] with row stride lda when transposed, else
  * [M,K]), likewise B'. bias may be NULL (then beta is ignored); its strides may be 0 to
@@ -139,7 +140,8 @@ void cuvil_f32_conv_transpose2d__scalar(const cuvil_conv_transpose2d_params *p,
 /* ===== Pooling ==================================================================== */
 enum { CUVIL_POOL_MAX = 0, CUVIL_POOL_AVG = 1, CUVIL_POOL_LP2 = 2 };
 
-/* 2-D pooling, NCHW. Window of output (oh, ow) starts at oh*stride_h - pad_t and covers
+/* 2-D pooling, NCHW. A window with no tap inside the input gives -FLT_MAX for MAX (as ONNX
+ * Runtime) and 0 for AVG/LP2. Window of output (oh, ow) starts at oh*stride_h - pad_t and covers
  * KH taps spaced dil_h. Taps outside the input are skipped. For AVG the divisor is the number
  * of taps inside the input, or, when count_include_pad, the number of taps inside the padded
  * input [-pad_t, H + pad_b) (so windows that ceil_mode pushes past the padding count less).
@@ -174,8 +176,8 @@ enum {
 };
 
 /* y[idx] = act(a[idx . a_strides] OP b[idx . b_strides]) over the output index space dims
- * (numpy broadcasting: a broadcast dim has stride 0). y may equal a or b when that operand is
- * not broadcast. */
+ * (numpy broadcasting: a broadcast dim has stride 0). y may equal a or b when that operand has
+ * y's dense row-major strides (not broadcast, not transposed). */
 typedef struct cuvil_binary_params {
     int op;
     int ndim;
@@ -200,7 +202,8 @@ void cuvil_f32_channel_affine(const cuvil_channel_affine_params *p, const float 
                               const float *scale, const float *shift, float *y);
 
 /* ===== Normalisation and reductions ================================================ */
-/* x viewed as [outer, axis_len, inner]; softmax (or log-softmax) along the middle axis. */
+/* x viewed as [outer, axis_len, inner]; softmax (or log-softmax) along the middle axis.
+ * y may equal x. */
 typedef struct cuvil_softmax_params {
     int64_t outer, axis_len, inner;
     int log;
@@ -215,6 +218,8 @@ enum {
     CUVIL_REDUCE_LOG_SUM_EXP
 };
 
+/* The portable references of the families below (reduce, channel_affine, pad, resize,
+ * transpose, slice) are declared in runtime/kernels/rt_int.h for the tests. */
 /* Reduces x[dims] over the axes whose bit is set in mask; y has the kept dims in order (the
  * keepdims question is only a reshape). An empty mask copies. */
 typedef struct cuvil_reduce_params {
@@ -294,8 +299,10 @@ enum {
 /* ONNX Resize (opset 11+ semantics; the compiler maps Upsample and opset-10 Resize onto it).
  * For each axis d: x_orig = transform(y_index, scales[d], in_dims[d], out_dims[d]) and the
  * value is interpolated along every axis whose in/out sizes or scale differ (n-linear for
- * LINEAR, cubic with cubic_coeff_a / exclude_outside for CUBIC). extrapolation_value is used
- * for tf_crop_and_resize only, which the compiler does not emit. */
+ * LINEAR, cubic with cubic_coeff_a / exclude_outside for CUBIC). scales[d] <= 0 means
+ * "out_dims[d] / in_dims[d]" (what ONNX uses when the model gives sizes, not scales).
+ * Coordinates are computed in float as ONNX Runtime does, so ties round as it does.
+ * tf_crop_and_resize, antialias and keep_aspect_ratio_policy are not supported. */
 typedef struct cuvil_resize_params {
     int mode, coord_mode, nearest_mode;
     int ndim;

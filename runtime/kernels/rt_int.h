@@ -63,6 +63,11 @@ void cuvil_f32_gemm_ukernel_4x8__scalar(size_t kc, const float *a, const float *
 void cuvil_f32_gemm_ukernel_6x16__avx2_fma(size_t kc, const float *a, const float *b, float *c,
                                            size_t ldc, size_t mr, size_t nr, const float *c_in,
                                            size_t ld_in);
+/* c[n] = alpha * dot(a[0..K), B[n*ldb ..]) + (c_in ? c_in[n] : 0) for n < N (c_in may be c). */
+void cuvil_f32_gemv_t__avx2_fma(size_t K, size_t N, const float *a, const float *B, size_t ldb,
+                                float alpha, const float *c_in, float *c);
+/* dst[k*16 + c] = src[c*ld + k] for c < 16, k < kc (a 16-wide panel of a transposed B). */
+void cuvil_f32_gemm_pack_b_t16__avx2(size_t kc, const float *src, size_t ld, float *dst);
 #endif
 
 /* Every microkernel this archive was built with, best last; the default is the last one. */
@@ -127,7 +132,8 @@ void cuvil_f32_conv2d_ex(const cuvil_conv2d_params *p, const float *x, const flo
                          const float *bias, const float *residual, float *y, void *scratch,
                          const cuvil_gemm_blocking *b);
 /* The depthwise direct loop, usable whenever C/group == 1; `row` is the scratch of
- * cuvil_f32_conv2d_scratch_size (OW + W floats, each part 64-byte aligned). */
+ * cuvil_f32_conv2d_scratch_size (a row of OW floats, then the zero-padded input plane for the
+ * 3x3/5x5 kernels; each part 64-byte aligned). */
 void cuvil_f32_dwconv2d(const cuvil_conv2d_params *p, const float *x, const float *w,
                         const float *bias, const float *residual, float *y, float *row);
 

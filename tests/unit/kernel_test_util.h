@@ -127,8 +127,8 @@ static inline int ktu_check(const float *got, const double *ref, size_t n, doubl
 }
 
 /* Same for a float reference. */
-static inline int ktu_check_f(const float *got, const float *ref, size_t n, double rtol, double atol,
-                       const char *what, ...) {
+static inline int ktu_check_f(const float *got, const float *ref, size_t n, double rtol,
+                              double atol, const char *what, ...) {
     ktu_checks++;
     for (size_t i = 0; i < n; i++) {
         if (!ktu_close(got[i], (double)ref[i], rtol, atol)) {

@@ -54,8 +54,9 @@ static void naive_conv(const cuvil_conv2d_params *p, const float *x, const float
                                 const int64_t ih = oh * p->stride_h - p->pad_t + kh * p->dil_h;
                                 const int64_t iw = ow * p->stride_w - p->pad_l + kw * p->dil_w;
                                 if (ih < 0 || ih >= p->H || iw < 0 || iw >= p->W) continue;
-                                acc += (double)x[((n * p->C + g * Cg + c) * p->H + ih) * p->W + iw] *
-                                       w[((m * Cg + c) * p->KH + kh) * p->KW + kw];
+                                acc +=
+                                    (double)x[((n * p->C + g * Cg + c) * p->H + ih) * p->W + iw] *
+                                    w[((m * Cg + c) * p->KH + kh) * p->KW + kw];
                             }
                     const int64_t yi = ((n * p->M + m) * p->OH + oh) * p->OW + ow;
                     if (res) acc += res[yi];
@@ -170,6 +171,9 @@ static const conv_case conv_cases[] = {
     {2, 6, 1, 25, 6, 1, 3, 1, 2, 0, 1, 0, 1, 1, 2, 6},    /* 1-D depthwise, stride and dilation */
     {1, 70, 6, 7, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},    /* K = 630 > KC */
     {1, 16, 20, 21, 150, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1}, /* M > MC, N > NC */
+    {1, 4, 5, 6, 2, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 2},     /* pointwise, 1 output per group: GEMV */
+    {2, 5, 4, 7, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},     /* single output channel: GEMV */
+    {1, 3, 6, 5, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},     /* single output channel, im2col */
 };
 
 static void test_conv2d(void) {
@@ -212,14 +216,15 @@ static void run_convt(const convt_case *cc, int with_bias, int act) {
     p.OW = (cc->W - 1) * cc->sw - cc->pl - cc->pr + cc->dw * (cc->KW - 1) + 1 + cc->opw;
     p.act = ktu_act_params(act);
     char label[300];
-    snprintf(label, sizeof label,
-             "convT N=%lld C=%lld %lldx%lld M=%lld k=%lldx%lld s=%lld,%lld pads=%lld,%lld,%lld,%lld "
-             "dil=%lld,%lld outpad=%lld,%lld g=%lld bias=%d act=%s",
-             (long long)cc->N, (long long)cc->C, (long long)cc->H, (long long)cc->W,
-             (long long)cc->M, (long long)cc->KH, (long long)cc->KW, (long long)cc->sh,
-             (long long)cc->sw, (long long)cc->pt, (long long)cc->pl, (long long)cc->pb,
-             (long long)cc->pr, (long long)cc->dh, (long long)cc->dw, (long long)cc->oph,
-             (long long)cc->opw, (long long)cc->group, with_bias, cuvil_act_names[act]);
+    snprintf(
+        label, sizeof label,
+        "convT N=%lld C=%lld %lldx%lld M=%lld k=%lldx%lld s=%lld,%lld pads=%lld,%lld,%lld,%lld "
+        "dil=%lld,%lld outpad=%lld,%lld g=%lld bias=%d act=%s",
+        (long long)cc->N, (long long)cc->C, (long long)cc->H, (long long)cc->W, (long long)cc->M,
+        (long long)cc->KH, (long long)cc->KW, (long long)cc->sh, (long long)cc->sw,
+        (long long)cc->pt, (long long)cc->pl, (long long)cc->pb, (long long)cc->pr,
+        (long long)cc->dh, (long long)cc->dw, (long long)cc->oph, (long long)cc->opw,
+        (long long)cc->group, with_bias, cuvil_act_names[act]);
     const int64_t Cg = p.C / p.group, Mg = p.M / p.group;
     const size_t nx = (size_t)(p.N * p.C * p.H * p.W);
     const size_t nw = (size_t)(p.C * Mg * p.KH * p.KW);
@@ -249,7 +254,8 @@ static void run_convt(const convt_case *cc, int with_bias, int act) {
                             for (int64_t kw = 0; kw < p.KW; kw++) {
                                 const int64_t th = oh + p.pad_t - kh * p.dil_h;
                                 const int64_t tw = ow + p.pad_l - kw * p.dil_w;
-                                if (th < 0 || tw < 0 || th % p.stride_h || tw % p.stride_w) continue;
+                                if (th < 0 || tw < 0 || th % p.stride_h || tw % p.stride_w)
+                                    continue;
                                 const int64_t h = th / p.stride_h, wi = tw / p.stride_w;
                                 if (h >= p.H || wi >= p.W) continue;
                                 acc += (double)x[((n * p.C + c) * p.H + h) * p.W + wi] *

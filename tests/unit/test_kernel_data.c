@@ -76,10 +76,12 @@ static void run_transpose(int ndim, const int64_t *dims, int64_t es) {
         char what[128];
         int len = snprintf(what, sizeof what, "transpose es=%lld dims", (long long)es);
         for (int d = 0; d < ndim; d++)
-            len += snprintf(what + len, sizeof what - (size_t)len, "%s%lld", d ? "x" : "=", (long long)dims[d]);
+            len += snprintf(what + len, sizeof what - (size_t)len, "%s%lld", d ? "x" : "=",
+                            (long long)dims[d]);
         len += snprintf(what + len, sizeof what - (size_t)len, " perm");
         for (int d = 0; d < ndim; d++)
-            len += snprintf(what + len, sizeof what - (size_t)len, "%s%d", d ? "," : "=", p.perm[d]);
+            len +=
+                snprintf(what + len, sizeof what - (size_t)len, "%s%d", d ? "," : "=", p.perm[d]);
         memset(y, 0xAB, nb);
         cuvil_transpose(&p, x, y);
         snprintf(what + len, sizeof what - (size_t)len, " [public]");
@@ -146,7 +148,8 @@ static void test_slice(void) {
                 nout *= c->out[d];
             }
             unsigned char *x = ktu_alloc((size_t)(nin * es[e]));
-            unsigned char *y = ktu_alloc((size_t)(nout * es[e]) + 8), *ref = ktu_alloc((size_t)(nout * es[e]) + 8);
+            unsigned char *y = ktu_alloc((size_t)(nout * es[e]) + 8),
+                          *ref = ktu_alloc((size_t)(nout * es[e]) + 8);
             fill_bytes(x, (size_t)(nin * es[e]));
             int64_t idx[4] = {0};
             for (int64_t t = 0; t < nout; t++) {
@@ -290,17 +293,20 @@ static void test_concat_split(void) {
                 outs[i] = ktu_alloc((size_t)(outer * chunks[ci][i]));
                 fill_bytes(ins[i], (size_t)(outer * chunks[ci][i]));
             }
-            unsigned char *y = ktu_alloc((size_t)(outer * row)), *ref = ktu_alloc((size_t)(outer * row));
+            unsigned char *y = ktu_alloc((size_t)(outer * row)),
+                          *ref = ktu_alloc((size_t)(outer * row));
             for (int64_t r = 0, pos = 0; r < outer; r++)
                 for (int i = 0; i < n; i++)
-                    for (int64_t b = 0; b < chunks[ci][i]; b++) ref[pos++] = ins[i][r * chunks[ci][i] + b];
+                    for (int64_t b = 0; b < chunks[ci][i]; b++)
+                        ref[pos++] = ins[i][r * chunks[ci][i] + b];
             cuvil_concat(outer, n, chunks[ci], (const void *const *)ins, y);
             char what[64];
             snprintf(what, sizeof what, "concat chunks %zu outer %lld", ci, (long long)outer);
             check_bytes(y, ref, (size_t)(outer * row), what);
             cuvil_split(outer, n, chunks[ci], ref, (void *const *)outs);
             for (int i = 0; i < n; i++) {
-                snprintf(what, sizeof what, "split chunks %zu outer %lld output %d", ci, (long long)outer, i);
+                snprintf(what, sizeof what, "split chunks %zu outer %lld output %d", ci,
+                         (long long)outer, i);
                 check_bytes(outs[i], ins[i], (size_t)(outer * chunks[ci][i]), what);
                 free(ins[i]);
                 free(outs[i]);
@@ -326,7 +332,8 @@ static void test_gather(void) {
                         ref[(o * 7 + j) * nbs[bi] + b] = x[(o * 6 + idx[j]) * nbs[bi] + b];
             cuvil_gather(&p, idx, x, y);
             char what[64];
-            snprintf(what, sizeof what, "gather nb=%lld outer=%lld", (long long)nbs[bi], (long long)outer);
+            snprintf(what, sizeof what, "gather nb=%lld outer=%lld", (long long)nbs[bi],
+                     (long long)outer);
             check_bytes(y, ref, ny, what);
             free(x);
             free(y);

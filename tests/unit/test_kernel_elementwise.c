@@ -58,7 +58,8 @@ static void test_unary(void) {
                     cuvil_f32_unary__scalar(&a, x, out, n);
                 ktu_check(out, ref, n, rtol, atol, "unary %s n=%zu [%s%s]", cuvil_act_names[act],
                           n, v < 2 ? "public" : "__scalar", v & 1 ? ", in place" : "");
-                if (out[n] != 777.0f) ktu_fail("unary %s n=%zu wrote past the end", cuvil_act_names[act], n);
+                if (out[n] != 777.0f)
+                    ktu_fail("unary %s n=%zu wrote past the end", cuvil_act_names[act], n);
             }
             /* the per-element entry point used by epilogues */
             for (size_t i = 0; i < n; i++) y[i] = cuvil_f32_act1(&a, x0[i]);
@@ -113,8 +114,10 @@ static const bcase bcases[] = {
 static void fill_bin(int op, float *v, int64_t n, int is_b) {
     for (int64_t i = 0; i < n; i++) {
         if (op == CUVIL_BIN_POW)
-            v[i] = is_b ? (i % 4 == 0 ? 2.0f : (float)((int)(ktu_u32() % 7) - 3) + (i % 3 == 0 ? 0.5f : 0.0f))
-                        : ktu_uniform(0.1f, 3.0f) * (i % 5 == 0 ? -1.0f : 1.0f);
+            v[i] =
+                is_b ? (i % 4 == 0 ? 2.0f
+                                   : (float)((int)(ktu_u32() % 7) - 3) + (i % 3 == 0 ? 0.5f : 0.0f))
+                     : ktu_uniform(0.1f, 3.0f) * (i % 5 == 0 ? -1.0f : 1.0f);
         else if (op == CUVIL_BIN_DIV && is_b)
             v[i] = ktu_uniform(0.5f, 2.0f) * (i % 2 ? -1.0f : 1.0f);
         else

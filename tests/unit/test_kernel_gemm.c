@@ -49,7 +49,9 @@ static int run_variant(const cuvil_gemm_params *p, const float *A, const float *
                        const char *label) {
     for (size_t i = 0; i < c_size; i++) C[i] = SENTINEL;
     void *scratch = NULL;
-    const char *vname = how == RUN_PUBLIC ? "public" : how == RUN_SCALAR ? "__scalar" : blk->uk->name;
+    const char *vname = how == RUN_PUBLIC   ? "public"
+                        : how == RUN_SCALAR ? "__scalar"
+                                            : blk->uk->name;
     if (how == RUN_PUBLIC) {
         scratch = ktu_alloc(cuvil_f32_gemm_scratch_size(p));
         cuvil_f32_gemm(p, A, B, bias, C, scratch);
@@ -201,8 +203,10 @@ static void test_batches(void) {
         /* batch 3: A broadcast (stride 0), B and C strided, per-batch bias */
         cuvil_gemm_params p = make(5, 18, 11, t & 1, t >> 1, 2);
         p.batch = 3;
-        const int64_t a_ext = (int64_t)(p.trans_a ? extent(p.K, p.M, p.lda) : extent(p.M, p.K, p.lda));
-        const int64_t b_ext = (int64_t)(p.trans_b ? extent(p.N, p.K, p.ldb) : extent(p.K, p.N, p.ldb));
+        const int64_t a_ext =
+            (int64_t)(p.trans_a ? extent(p.K, p.M, p.lda) : extent(p.M, p.K, p.lda));
+        const int64_t b_ext =
+            (int64_t)(p.trans_b ? extent(p.N, p.K, p.ldb) : extent(p.K, p.N, p.ldb));
         p.a_bstride = 0;
         p.b_bstride = b_ext + 5;
         p.c_bstride = p.M * p.ldc + 7;
@@ -215,6 +219,24 @@ static void test_batches(void) {
         p.act.act = CUVIL_ACT_RELU;
         run_case(p, 3, 0, "batch B broadcast");
     }
+}
+
+static void test_empty_batch(void) {
+    /* batch 0 (a zero-sized batch dim): nothing is read or written */
+    cuvil_gemm_params p = make(4, 5, 3, 0, 0, 0);
+    p.batch = 0;
+    float C[20];
+    for (int i = 0; i < 20; i++) C[i] = SENTINEL;
+    void *scratch = ktu_alloc(cuvil_f32_gemm_scratch_size(&p));
+    cuvil_f32_gemm(&p, NULL, NULL, NULL, C, scratch);
+    cuvil_f32_gemm__scalar(&p, NULL, NULL, NULL, C);
+    free(scratch);
+    ktu_checks++;
+    for (int i = 0; i < 20; i++)
+        if (C[i] != SENTINEL) {
+            ktu_fail("batch=0 wrote C[%d]", i);
+            break;
+        }
 }
 
 static void test_k_zero(void) {
@@ -265,6 +287,7 @@ int main(void) {
     test_activations();
     test_batches();
     test_k_zero();
+    test_empty_batch();
     test_large();
     return ktu_finish("test_kernel_gemm");
 }

@@ -30,15 +30,26 @@ static void run_softmax(int64_t outer, int64_t len, int64_t inner, int is_log, f
                 ref[(o * len + a) * inner + i] = is_log ? v - m - log(s) : exp(v - m) / s;
             }
         }
-    for (int v = 0; v < 2; v++) {
-        for (size_t i = 0; i < n; i++) y[i] = NAN;
-        if (v)
-            cuvil_f32_softmax__scalar(&p, x, y);
-        else
-            cuvil_f32_softmax(&p, x, y);
-        ktu_check(y, ref, n, 1e-5, 1e-6, "%s outer=%lld len=%lld inner=%lld range=[%g,%g] [%s]",
+    for (int v = 0; v < 3; v++) {
+        float *out = y;
+        if (v == 2) { /* in place: the kernel reads each x before writing that y */
+            out = ktu_falloc(n);
+            memcpy(out, x, n * sizeof(float));
+            cuvil_f32_softmax(&p, out, out);
+        } else {
+            for (size_t i = 0; i < n; i++) y[i] = NAN;
+            if (v)
+                cuvil_f32_softmax__scalar(&p, x, y);
+            else
+                cuvil_f32_softmax(&p, x, y);
+        }
+        ktu_check(out, ref, n, 1e-5, 1e-6, "%s outer=%lld len=%lld inner=%lld range=[%g,%g] [%s]",
                   is_log ? "logsoftmax" : "softmax", (long long)outer, (long long)len,
-                  (long long)inner, lo, hi, v ? "__scalar" : "public");
+                  (long long)inner, lo, hi,
+                  v == 1 ? "__scalar"
+                  : v    ? "public, in place"
+                         : "public");
+        if (out != y) free(out);
     }
     free(x);
     free(y);
@@ -80,7 +91,8 @@ static void run_reduce(int op, int ndim, const int64_t *dims, uint32_t mask, flo
     float *x = ktu_falloc((size_t)total), *y = ktu_falloc((size_t)nout + 1);
     ktu_fill(x, (size_t)total, lo, hi);
     /* naive: accumulate every input into its output slot, in double */
-    double *acc = malloc((size_t)nout * sizeof(double)), *mx = malloc((size_t)nout * sizeof(double));
+    double *acc = malloc((size_t)nout * sizeof(double)),
+           *mx = malloc((size_t)nout * sizeof(double));
     for (int64_t o = 0; o < nout; o++) {
         mx[o] = -INFINITY;
         acc[o] = op == CUVIL_REDUCE_MAX ? -INFINITY : op == CUVIL_REDUCE_MIN ? INFINITY
@@ -130,7 +142,8 @@ static void run_reduce(int op, int ndim, const int64_t *dims, uint32_t mask, flo
             cuvil_f32_reduce(&p, x, y);
         ktu_check(y, acc, (size_t)nout, 2e-5, 1e-5, "reduce %s %s mask=0x%x [%s]", red_names[op],
                   shape, mask, v ? "__scalar" : "public");
-        if (y[nout] != 777.0f) ktu_fail("reduce %s %s mask=0x%x wrote past the end", red_names[op], shape, mask);
+        if (y[nout] != 777.0f)
+            ktu_fail("reduce %s %s mask=0x%x wrote past the end", red_names[op], shape, mask);
     }
     free(x);
     free(y);

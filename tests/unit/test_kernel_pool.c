@@ -79,13 +79,14 @@ static void run_pool(const pool_case *c, int kind, int cip) {
     p.OH = out_size(c->H, c->KH, c->sh, c->pt, c->pb, c->dh, c->ceil_mode);
     p.OW = out_size(c->W, c->KW, c->sw, c->pl, c->pr, c->dw, c->ceil_mode);
     char label[256];
-    snprintf(label, sizeof label,
-             "pool kind=%d %lldx%lld k=%lldx%lld s=%lld,%lld pads=%lld,%lld,%lld,%lld dil=%lld,%lld "
-             "ceil=%d cip=%d -> %lldx%lld",
-             kind, (long long)c->H, (long long)c->W, (long long)c->KH, (long long)c->KW,
-             (long long)c->sh, (long long)c->sw, (long long)c->pt, (long long)c->pl,
-             (long long)c->pb, (long long)c->pr, (long long)c->dh, (long long)c->dw,
-             c->ceil_mode, cip, (long long)p.OH, (long long)p.OW);
+    snprintf(
+        label, sizeof label,
+        "pool kind=%d %lldx%lld k=%lldx%lld s=%lld,%lld pads=%lld,%lld,%lld,%lld dil=%lld,%lld "
+        "ceil=%d cip=%d -> %lldx%lld",
+        kind, (long long)c->H, (long long)c->W, (long long)c->KH, (long long)c->KW,
+        (long long)c->sh, (long long)c->sw, (long long)c->pt, (long long)c->pl, (long long)c->pb,
+        (long long)c->pr, (long long)c->dh, (long long)c->dw, c->ceil_mode, cip, (long long)p.OH,
+        (long long)p.OW);
     const size_t nx = (size_t)(p.N * p.C * p.H * p.W), ny = (size_t)(p.N * p.C * p.OH * p.OW);
     float *x = ktu_falloc(nx), *y = ktu_falloc(ny);
     ktu_fill(x, nx, -2, 2);

@@ -7,6 +7,9 @@
  * output length is 1, align_corners divides by (out - 1) with the integer output length, and
  * exclude_outside only affects cubic.
  *
+ * Rounding ties in nearest mode allow 1e-6 of float error (ONNX Runtime 1.32's rule), so that
+ * e.g. 1 / (2/7.f) = 3.4999998 rounds as the 3.5 it stands for.
+ *
  * Covers nearest with every nearest_mode, linear and cubic (two cubic_coeff_a values, with and
  * without exclude_outside), every coordinate_transformation_mode, up- and down-sampling by
  * integer and fractional factors, scales that do not match out/in, outputs of length 1, axes
@@ -45,8 +48,9 @@ static int coeffs(const cuvil_resize_params *p, double ratio, int is_int, double
             return 2;
         }
         switch (p->nearest_mode) {
-        case CUVIL_NEAREST_ROUND_PREFER_FLOOR: c[0] = ratio <= 0.5; c[1] = ratio > 0.5; break;
-        case CUVIL_NEAREST_ROUND_PREFER_CEIL: c[0] = ratio < 0.5; c[1] = ratio >= 0.5; break;
+        /* ties allow 1e-6 of float error in the coordinate, as ONNX Runtime 1.32 does */
+        case CUVIL_NEAREST_ROUND_PREFER_FLOOR: c[0] = ratio <= 0.5 + 1e-6; c[1] = !c[0]; break;
+        case CUVIL_NEAREST_ROUND_PREFER_CEIL: c[0] = ratio < 0.5 - 1e-6; c[1] = !c[0]; break;
         case CUVIL_NEAREST_FLOOR: c[0] = 1; c[1] = 0; break;
         default: c[0] = 0; c[1] = 1; break;
         }
@@ -72,7 +76,8 @@ static void resize_axis(const cuvil_resize_params *p, int ax, const double *src,
     for (int d = 0; d < ax; d++) outer *= sd[d];
     for (int d = ax + 1; d < p->ndim; d++) inner *= sd[d];
     const int64_t in = sd[ax];
-    const float scale = p->scales[ax];
+    /* scale 0 stands for out / in (what the frontend passes when Resize gives sizes) */
+    const float scale = p->scales[ax] > 0 ? p->scales[ax] : (float)out / (float)in;
     for (int64_t o = 0; o < out; o++) {
         const double x = coord(p->coord_mode, o, scale, in, p->out_dims[ax]);
         const double fl = floor(x);
@@ -138,15 +143,17 @@ static void run_resize(const cuvil_resize_params *p) {
         b = t;
     }
     char label[256];
-    int len = snprintf(label, sizeof label, "resize %s %s", mode_names[p->mode], coord_names[p->coord_mode]);
+    int len = snprintf(label, sizeof label, "resize %s %s", mode_names[p->mode],
+                       coord_names[p->coord_mode]);
     if (p->mode == CUVIL_RESIZE_NEAREST)
-        len += snprintf(label + len, sizeof label - (size_t)len, " %s", nearest_names[p->nearest_mode]);
+        len += snprintf(label + len, sizeof label - (size_t)len, " %s",
+                        nearest_names[p->nearest_mode]);
     if (p->mode == CUVIL_RESIZE_CUBIC)
-        len += snprintf(label + len, sizeof label - (size_t)len, " A=%g exclude=%d", p->cubic_coeff_a,
-                        p->exclude_outside);
+        len += snprintf(label + len, sizeof label - (size_t)len, " A=%g exclude=%d",
+                        p->cubic_coeff_a, p->exclude_outside);
     for (int d = 0; d < p->ndim; d++)
         len += snprintf(label + len, sizeof label - (size_t)len, " %lld->%lld(x%g)",
-                        (long long)p->in_dims[d], (long long)p->out_dims[d], p->scales[d]);
+                        (long long)p->in_dims[d], (long long)p->out_dims[d], (double)p->scales[d]);
     const double tol = p->mode == CUVIL_RESIZE_NEAREST ? 0.0 : 1e-5;
     for (int v = 0; v < 2; v++) {
         for (int64_t i = 0; i < nout; i++) y[i] = NAN;
@@ -181,35 +188,44 @@ static const shape_case shapes[] = {
     {4, {1, 1, 5, 10}, {1, 1, 3, 6}, {1, 1, 0.6f, 0.65f}},   /* scales not equal to out/in */
     {2, {5, 6}, {5, 9}, {1.1f, 1.5f}},              /* same size, scale != 1: interpolated */
     {4, {1, 3, 2, 300}, {1, 3, 3, 520}, {0}},       /* wide rows cross a chunk */
+    {1, {20}, {6}, {0}},                            /* exact .5 ties that float misses by an ulp */
+    {1, {7}, {38}, {0}},
 };
 
 int main(void) {
-    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
-        const shape_case *s = &shapes[si];
-        cuvil_resize_params p;
-        memset(&p, 0, sizeof p);
-        p.ndim = s->ndim;
-        for (int d = 0; d < s->ndim; d++) {
-            p.in_dims[d] = s->in[d];
-            p.out_dims[d] = s->out[d];
-            p.scales[d] = s->scales[0] != 0 ? s->scales[d] : (float)s->out[d] / (float)s->in[d];
-        }
-        for (int cm = 0; cm <= CUVIL_COORD_HALF_PIXEL_SYMMETRIC; cm++) {
-            p.coord_mode = cm;
-            p.mode = CUVIL_RESIZE_NEAREST;
-            for (int nm = 0; nm <= CUVIL_NEAREST_CEIL; nm++) {
-                p.nearest_mode = nm;
-                run_resize(&p);
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+        for (int zero_scales = 0; zero_scales < 2; zero_scales++) {
+            const shape_case *s = &shapes[si];
+            if (zero_scales && s->scales[0] != 0) continue; /* only for sizes-derived scales */
+            cuvil_resize_params p;
+            memset(&p, 0, sizeof p);
+            p.ndim = s->ndim;
+            for (int d = 0; d < s->ndim; d++) {
+                p.in_dims[d] = s->in[d];
+                p.out_dims[d] = s->out[d];
+                if (s->scales[0] != 0)
+                    p.scales[d] = s->scales[d];
+                else if (zero_scales)
+                    p.scales[d] = s->in[d] == s->out[d] ? 1.0f : 0.0f;
+                else
+                    p.scales[d] = (float)s->out[d] / (float)s->in[d];
             }
-            p.mode = CUVIL_RESIZE_LINEAR;
-            run_resize(&p);
-            p.mode = CUVIL_RESIZE_CUBIC;
-            for (int k = 0; k < 4; k++) {
-                p.cubic_coeff_a = k & 1 ? -0.5f : -0.75f;
-                p.exclude_outside = k >> 1;
+            for (int cm = 0; cm <= CUVIL_COORD_HALF_PIXEL_SYMMETRIC; cm++) {
+                p.coord_mode = cm;
+                p.mode = CUVIL_RESIZE_NEAREST;
+                for (int nm = 0; nm <= CUVIL_NEAREST_CEIL; nm++) {
+                    p.nearest_mode = nm;
+                    run_resize(&p);
+                }
+                p.mode = CUVIL_RESIZE_LINEAR;
                 run_resize(&p);
+                p.mode = CUVIL_RESIZE_CUBIC;
+                for (int k = 0; k < 4; k++) {
+                    p.cubic_coeff_a = k & 1 ? -0.5f : -0.75f;
+                    p.exclude_outside = k >> 1;
+                    run_resize(&p);
+                }
             }
         }
-    }
     return ktu_finish("test_kernel_resize");
 }

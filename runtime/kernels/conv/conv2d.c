@@ -2,16 +2,20 @@
  * conv2d.c -- 2-D convolution, NCHW: y = act(conv(x, w) + bias + residual).
  *
  * Three paths, chosen from the (constant) shape:
- *  - C/group == 1 (depthwise, any channel multiplier): a direct loop, one output row at a time,
- *    accumulating one kernel tap over the whole row per pass (vectorises over output width).
+ *  - C/group == 1 (depthwise, any channel multiplier): a direct loop over output rows. 3x3 and
+ *    5x5 kernels with stride 1 or 2 keep every partial sum in registers across the taps and
+ *    vectorise over the output width (borders are done per column); other shapes fold one tap
+ *    at a time into a row accumulator.
  *  - 1x1, stride 1, no padding: per image and group, Y[Mg, H*W] = W[Mg, Cg] x X[Cg, H*W], a
  *    plain GEMM on the input as it lies.
  *  - anything else: the same GEMM with K = Cg*KH*KW, where the B operand is the im2col matrix.
  *    It is never materialised: the GEMM's B packer reads the image directly into the packed
- *    NR-wide panels (im2col and packing in one pass, so the scratch is just the GEMM's).
+ *    NR-wide panels (im2col and packing in one pass). A padded conv first copies the image
+ *    with explicit zero borders into scratch, so that packing never clips.
  * Bias, the residual (which may be y itself) and the activation are fused into the GEMM
- * epilogue.
+ * epilogue. Scratch: GEMM packing (+ the padded image), or two rows for depthwise.
  */
+#include <math.h>
 #include <string.h>
 
 #include "../rt_int.h"
@@ -26,7 +30,7 @@ typedef struct seg {
     int64_t oh, ow, len, pos;
 } seg;
 
-#define MAX_NR 64
+#define MAX_NR 64 /* widest microkernel the packer supports (ours are 8 and 16) */
 
 /* Columns t in [0, len) of an output-row segment read input columns iw0 + t*sw; the ones
  * inside [0, W) are [*lo, *hi). */
@@ -47,7 +51,18 @@ typedef struct plan {
     int64_t lo, hi; /* the columns t in [lo, hi) read inside the input; the rest are 0 */
 } plan;
 
-#define PLAN_CAP 1024 /* plans kept per panel: taps x segments */
+#define PLAN_CAP 256 /* plans kept per panel (taps x segments), on the stack */
+
+/* memcpy of up to 16 floats with a constant size per case, so each is a couple of moves
+ * rather than a call into libc (panels split across output rows copy short runs). */
+static inline void copy_run(float *d, const float *s, int64_t n) {
+    switch (n) {
+#define C(k) case k: memcpy(d, s, k * sizeof(float)); return;
+        C(1) C(2) C(3) C(4) C(5) C(6) C(7) C(8) C(9) C(10) C(11) C(12) C(13) C(14) C(15) C(16)
+#undef C
+    default: memcpy(d, s, (size_t)n * sizeof(float)); return;
+    }
+}
 
 /* Packs the im2col matrix B[k = (c, kh, kw)][j = (oh, ow)] of one image and group. Per panel
  * of NR output pixels the geometry (which output-row segments it covers, where each kernel
@@ -60,7 +75,7 @@ static void pack_b_im2col(const void *vctx, int64_t k0, int64_t kc, int64_t n0, 
     const int64_t KK = g->KH * g->KW, HW = g->H * g->W, sw = g->sw;
     seg segs[MAX_NR];
     plan plans[PLAN_CAP];
-    unsigned char full[PLAN_CAP]; /* per tap: every segment unclipped, stride 1 */
+    unsigned char full[PLAN_CAP]; /* per tap: no segment clipped */
     for (int64_t j0 = 0; j0 < nc; j0 += nr, dst += kc * nr) {
         const int64_t cols = cuvil_min_i64(nr, nc - j0);
         int nseg = 0;
@@ -82,7 +97,7 @@ static void pack_b_im2col(const void *vctx, int64_t k0, int64_t kc, int64_t n0, 
             const int64_t t1 = cuvil_min_i64(KK, t0 + tb);
             for (int64_t t = t0; t < t1; t++) {
                 const int64_t kh = t / g->KW, kw = t % g->KW;
-                int f = sw == 1;
+                int f = 1;
                 for (int s = 0; s < nseg; s++) {
                     plan *pl = &plans[(t - t0) * nseg + s];
                     const int64_t ih = segs[s].oh * g->sh - g->pt + kh * g->dh;
@@ -107,17 +122,23 @@ static void pack_b_im2col(const void *vctx, int64_t k0, int64_t kc, int64_t n0, 
                 for (int64_t t = ta; t < tz; t++) {
                     float *d = dst + (c * KK + t - k0) * nr;
                     const plan *pl = &plans[(t - t0) * nseg];
-                    if (single && full[t - t0]) {
+                    if (sw == 1 && single && full[t - t0]) {
                         const float *xs = xc + pl->off;
                         if (nr == 16)
                             memcpy(d, xs, 16 * sizeof(float));
                         else
                             memcpy(d, xs, (size_t)nr * sizeof(float));
-                    } else if (full[t - t0]) {
+                    } else if (sw == 1 && full[t - t0]) {
                         for (int s = 0; s < nseg; s++) {
                             float *ds = d + segs[s].pos;
                             const float *xs = xc + pl[s].off;
-                            memcpy(ds, xs, (size_t)segs[s].len * sizeof(float));
+                            copy_run(ds, xs, segs[s].len);
+                        }
+                    } else if (sw == 2 && full[t - t0]) {
+                        for (int s = 0; s < nseg; s++) {
+                            float *ds = d + segs[s].pos;
+                            const float *xs = xc + pl[s].off;
+                            for (int64_t q = 0; q < segs[s].len; q++) ds[q] = xs[2 * q];
                         }
                     } else {
                         for (int s = 0; s < nseg; s++) {
@@ -140,93 +161,123 @@ static void act_inplace(const cuvil_act_params *a, float *y, int64_t n) {
     if (a->act != CUVIL_ACT_NONE) cuvil_f32_unary(a, y, y, (size_t)n);
 }
 
-/* One output row of a KxK, stride S, undilated depthwise conv over the columns whose taps are
- * all inside the input: K and S are constants at each call site, so the tap loops unroll and
- * the loop over output columns vectorises with every partial sum in registers. */
+/* Bottom/right zero padding implied by the output size (never negative). */
+static int64_t pad_end(int64_t in, int64_t out, int64_t k, int64_t s, int64_t d, int64_t pb) {
+    const int64_t e = (out - 1) * s + (k - 1) * d + 1 - in - pb;
+    return e > 0 ? e : 0;
+}
+
+/* One output row of a KxK, stride S, undilated depthwise conv reading zero-padded input rows
+ * (so no column is a border case). K and S are constants at each call site: the tap loops
+ * unroll and the loop over output columns vectorises with every partial sum in registers. */
 static inline __attribute__((always_inline)) void dw_row_fixed(
-    const float *const *rows, const float *wk, float b, const float *rr, float *yr, int64_t lo,
-    int64_t hi, int64_t pl, const int K, const int S) {
+    const float *const *rows, const float *wk, float b, const float *rr, float *yr, int64_t OW,
+    float lo, float hi, const int K, const int S) {
     const float *r[5];
     float wl[25];
     for (int kh = 0; kh < K; kh++) r[kh] = rows[kh];
     for (int t = 0; t < K * K; t++) wl[t] = wk[t];
+    /* lo/hi: Relu and Clip fused (+-inf otherwise); NaN passes through as in cuvil_f32_act1 */
     if (rr) {
-        for (int64_t ow = lo; ow < hi; ow++) {
-            const int64_t base = ow * S - pl;
+        for (int64_t ow = 0; ow < OW; ow++) {
+            const int64_t base = ow * S;
             float acc = b;
             for (int kh = 0; kh < K; kh++)
                 for (int kw = 0; kw < K; kw++) acc += wl[kh * K + kw] * r[kh][base + kw];
-            yr[ow] = acc + rr[ow];
+            acc += rr[ow];
+            acc = acc < lo ? lo : acc;
+            yr[ow] = acc > hi ? hi : acc;
         }
     } else {
-        for (int64_t ow = lo; ow < hi; ow++) {
-            const int64_t base = ow * S - pl;
+        for (int64_t ow = 0; ow < OW; ow++) {
+            const int64_t base = ow * S;
             float acc = b;
             for (int kh = 0; kh < K; kh++)
                 for (int kw = 0; kw < K; kw++) acc += wl[kh * K + kw] * r[kh][base + kw];
-            yr[ow] = acc;
+            acc = acc < lo ? lo : acc;
+            yr[ow] = acc > hi ? hi : acc;
         }
     }
 }
 
-/* Same sum for one border column, checking each tap. */
-static inline float dw_point(const float *const *rows, const float *wk, float b, int64_t ow,
-                             int64_t K, int64_t S, int64_t pl, int64_t W) {
-    float acc = b;
-    const int64_t base = ow * S - pl;
-    for (int64_t kh = 0; kh < K; kh++)
-        for (int64_t kw = 0; kw < K; kw++) {
-            const int64_t iw = base + kw;
-            if (iw >= 0 && iw < W) acc += wk[kh * K + kw] * rows[kh][iw];
-        }
-    return acc;
+/* One function per (K, S), so each gets its own register allocation (the weights stay in
+ * registers instead of being spilled, as they are when all four share one body). */
+#define DW_ROW(K, S)                                                                           \
+    static __attribute__((noinline)) void dw_row_##K##x##K##s##S(                             \
+        const float *const *rows, const float *wk, float b, const float *rr, float *yr,       \
+        int64_t OW, float lo, float hi) {                                                      \
+        dw_row_fixed(rows, wk, b, rr, yr, OW, lo, hi, K, S);                                   \
+    }
+DW_ROW(3, 1)
+DW_ROW(3, 2)
+DW_ROW(5, 1)
+DW_ROW(5, 2)
+#undef DW_ROW
+
+static int dw_is_fixed(const cuvil_conv2d_params *p) {
+    return p->KH == p->KW && (p->KH == 3 || p->KH == 5) && p->stride_h == p->stride_w &&
+           (p->stride_w == 1 || p->stride_w == 2) && p->dil_h == 1 && p->dil_w == 1;
 }
 
+static void dw_plane_dims(const cuvil_conv2d_params *p, int64_t *Hp, int64_t *Wp) {
+    *Hp = p->pad_t + p->H + pad_end(p->H, p->OH, p->KH, p->stride_h, 1, p->pad_t);
+    *Wp = p->pad_l + p->W + pad_end(p->W, p->OW, p->KW, p->stride_w, 1, p->pad_l);
+}
+
+/* The fixed 3x3/5x5 path: each input channel is first copied into a zero-padded plane. */
 static void dw_fixed(const cuvil_conv2d_params *p, const float *x, const float *w,
-                     const float *bias, const float *residual, float *y, const float *zero) {
+                     const float *bias, const float *residual, float *y, float *plane) {
     const int64_t H = p->H, W = p->W, OH = p->OH, OW = p->OW, K = p->KH, S = p->stride_w;
-    const int64_t mult = p->M / p->group, pl = p->pad_l;
-    int64_t lo = (pl + S - 1) / S;
-    int64_t hi = W - K + pl >= 0 ? (W - K + pl) / S + 1 : 0;
-    if (hi > OW) hi = OW;
-    if (lo > OW) lo = OW;
-    if (hi < lo) hi = lo;
+    const int64_t mult = p->M / p->group, pt = p->pad_t, pl = p->pad_l;
+    int64_t Hp, Wp;
+    dw_plane_dims(p, &Hp, &Wp);
+    int64_t cur = -1;
+    memset(plane, 0, (size_t)(Hp * Wp) * sizeof(float)); /* borders stay zero */
+    const int fused = p->act.act == CUVIL_ACT_NONE || p->act.act == CUVIL_ACT_RELU ||
+                      p->act.act == CUVIL_ACT_CLIP;
+    const float lo = p->act.act == CUVIL_ACT_RELU ? 0.0f
+                     : p->act.act == CUVIL_ACT_CLIP ? p->act.alpha : -INFINITY;
+    const float hi = p->act.act == CUVIL_ACT_CLIP ? p->act.beta : INFINITY;
     for (int64_t n = 0; n < p->N; n++)
         for (int64_t m = 0; m < p->M; m++) {
-            const float *xc = x + (n * p->C + m / mult) * H * W;
+            const int64_t ci = n * p->C + m / mult;
+            if (ci != cur) {
+                const float *xc = x + ci * H * W;
+                for (int64_t h = 0; h < H; h++)
+                    memcpy(plane + (pt + h) * Wp + pl, xc + h * W, (size_t)W * sizeof(float));
+                cur = ci;
+            }
             const float *wm = w + m * K * K;
             float *ym = y + (n * p->M + m) * OH * OW;
             const float *rm = residual ? residual + (n * p->M + m) * OH * OW : NULL;
             const float b = bias ? bias[m] : 0.0f;
             for (int64_t oh = 0; oh < OH; oh++) {
                 const float *rows[5];
-                for (int64_t kh = 0; kh < K; kh++) {
-                    const int64_t ih = oh * S - p->pad_t + kh;
-                    rows[kh] = ih >= 0 && ih < H ? xc + ih * W : zero;
-                }
+                for (int64_t kh = 0; kh < K; kh++) rows[kh] = plane + (oh * S + kh) * Wp;
                 float *yr = ym + oh * OW;
                 const float *rr = rm ? rm + oh * OW : NULL;
-                for (int64_t ow = 0; ow < lo; ow++)
-                    yr[ow] = dw_point(rows, wm, b, ow, K, S, pl, W) + (rr ? rr[ow] : 0.0f);
                 if (K == 3 && S == 1)
-                    dw_row_fixed(rows, wm, b, rr, yr, lo, hi, pl, 3, 1);
+                    dw_row_3x3s1(rows, wm, b, rr, yr, OW, lo, hi);
                 else if (K == 3)
-                    dw_row_fixed(rows, wm, b, rr, yr, lo, hi, pl, 3, 2);
+                    dw_row_3x3s2(rows, wm, b, rr, yr, OW, lo, hi);
                 else if (S == 1)
-                    dw_row_fixed(rows, wm, b, rr, yr, lo, hi, pl, 5, 1);
+                    dw_row_5x5s1(rows, wm, b, rr, yr, OW, lo, hi);
                 else
-                    dw_row_fixed(rows, wm, b, rr, yr, lo, hi, pl, 5, 2);
-                for (int64_t ow = hi; ow < OW; ow++)
-                    yr[ow] = dw_point(rows, wm, b, ow, K, S, pl, W) + (rr ? rr[ow] : 0.0f);
-                act_inplace(&p->act, yr, OW);
+                    dw_row_5x5s2(rows, wm, b, rr, yr, OW, lo, hi);
+                if (!fused) act_inplace(&p->act, yr, OW);
             }
         }
 }
 
-/* Scratch: an accumulator row of OW floats, then a zero row of W floats. */
+/* Scratch: an accumulator row of OW floats, then (fixed path) the padded input plane. */
 static size_t dw_scratch_size(const cuvil_conv2d_params *p) {
-    return CUVIL_ALIGN_UP((size_t)p->OW * sizeof(float), 64) +
-           CUVIL_ALIGN_UP((size_t)p->W * sizeof(float), 64);
+    size_t n = CUVIL_ALIGN_UP((size_t)p->OW * sizeof(float), 64);
+    if (dw_is_fixed(p)) {
+        int64_t Hp, Wp;
+        dw_plane_dims(p, &Hp, &Wp);
+        n += CUVIL_ALIGN_UP((size_t)(Hp * Wp) * sizeof(float), 64);
+    }
+    return n;
 }
 
 void cuvil_f32_dwconv2d(const cuvil_conv2d_params *p, const float *x, const float *w,
@@ -234,11 +285,9 @@ void cuvil_f32_dwconv2d(const cuvil_conv2d_params *p, const float *x, const floa
     const int64_t H = p->H, W = p->W, OH = p->OH, OW = p->OW, KH = p->KH, KW = p->KW;
     const int64_t sh = p->stride_h, sw = p->stride_w, dh = p->dil_h, dw = p->dil_w;
     const int64_t mult = p->M / p->group; /* output channels per input channel */
-    if (KH == KW && (KH == 3 || KH == 5) && sh == sw && (sw == 1 || sw == 2) && dh == 1 &&
-        dw == 1) {
-        float *zero = (float *)((char *)row + CUVIL_ALIGN_UP((size_t)OW * sizeof(float), 64));
-        memset(zero, 0, (size_t)W * sizeof(float));
-        dw_fixed(p, x, w, bias, residual, y, zero);
+    if (dw_is_fixed(p)) {
+        dw_fixed(p, x, w, bias, residual, y,
+                 (float *)((char *)row + CUVIL_ALIGN_UP((size_t)OW * sizeof(float), 64)));
         return;
     }
     for (int64_t n = 0; n < p->N; n++)
@@ -289,11 +338,6 @@ static int is_pointwise(const cuvil_conv2d_params *p) {
 }
 
 /* Explicit zero padding: the im2col packer then never clips (whole-run copies only). */
-static int64_t pad_end(int64_t in, int64_t out, int64_t k, int64_t s, int64_t d, int64_t pb) {
-    const int64_t e = (out - 1) * s + (k - 1) * d + 1 - in - pb;
-    return e > 0 ? e : 0;
-}
-
 static int use_padded(const cuvil_conv2d_params *p) {
     return !is_pointwise(p) &&
            (p->pad_t > 0 || p->pad_l > 0 ||
@@ -301,18 +345,27 @@ static int use_padded(const cuvil_conv2d_params *p) {
             pad_end(p->W, p->OW, p->KW, p->stride_w, p->dil_w, p->pad_l) > 0);
 }
 
-static size_t padded_floats(const cuvil_conv2d_params *p) {
-    const int64_t Hp = p->pad_t + p->H + pad_end(p->H, p->OH, p->KH, p->stride_h, p->dil_h, p->pad_t);
-    const int64_t Wp = p->pad_l + p->W + pad_end(p->W, p->OW, p->KW, p->stride_w, p->dil_w, p->pad_l);
-    return (size_t)(p->C * Hp * Wp);
+/* Height and width of the zero-padded copy of the input. */
+static void padded_dims(const cuvil_conv2d_params *p, int64_t *Hp, int64_t *Wp) {
+    *Hp = p->pad_t + p->H + pad_end(p->H, p->OH, p->KH, p->stride_h, p->dil_h, p->pad_t);
+    *Wp = p->pad_l + p->W + pad_end(p->W, p->OW, p->KW, p->stride_w, p->dil_w, p->pad_l);
+}
+
+static size_t gemm_scratch(const cuvil_conv2d_params *p, const cuvil_gemm_blocking *b) {
+    const int64_t Cg = p->C / p->group, Mg = p->M / p->group;
+    return CUVIL_ALIGN_UP(cuvil_gemm_job_scratch_size(Mg, p->OH * p->OW, Cg * p->KH * p->KW, b),
+                          64);
 }
 
 size_t cuvil_f32_conv2d_scratch_size_ex(const cuvil_conv2d_params *p,
                                         const cuvil_gemm_blocking *b) {
     if (is_depthwise(p)) return dw_scratch_size(p);
-    const int64_t Cg = p->C / p->group, Mg = p->M / p->group;
-    size_t n = CUVIL_ALIGN_UP(cuvil_gemm_job_scratch_size(Mg, p->OH * p->OW, Cg * p->KH * p->KW, b), 64);
-    if (use_padded(p)) n += CUVIL_ALIGN_UP(padded_floats(p) * sizeof(float), 64);
+    size_t n = gemm_scratch(p, b);
+    if (use_padded(p)) {
+        int64_t Hp, Wp;
+        padded_dims(p, &Hp, &Wp);
+        n += CUVIL_ALIGN_UP((size_t)(p->C * Hp * Wp) * sizeof(float), 64);
+    }
     return n;
 }
 
@@ -331,12 +384,10 @@ void cuvil_f32_conv2d_ex(const cuvil_conv2d_params *p, const float *x, const flo
     const int64_t G = p->group, Cg = p->C / G, Mg = p->M / G;
     const int64_t OHW = p->OH * p->OW, KK = p->KH * p->KW;
     const int pointwise = is_pointwise(p), padded = use_padded(p);
-    const int64_t Hp = padded ? p->pad_t + p->H + pad_end(p->H, p->OH, p->KH, p->stride_h, p->dil_h, p->pad_t) : p->H;
-    const int64_t Wp = padded ? p->pad_l + p->W + pad_end(p->W, p->OW, p->KW, p->stride_w, p->dil_w, p->pad_l) : p->W;
+    int64_t Hp = p->H, Wp = p->W;
+    if (padded) padded_dims(p, &Hp, &Wp);
     const int64_t HW = p->H * p->W, HWp = Hp * Wp;
-    float *xpad = padded ? (float *)((char *)scratch +
-                                     CUVIL_ALIGN_UP(cuvil_gemm_job_scratch_size(Mg, OHW, Cg * KK, b), 64))
-                         : NULL;
+    float *xpad = padded ? (float *)((char *)scratch + gemm_scratch(p, b)) : NULL;
     cuvil_gemm_job j;
     memset(&j, 0, sizeof j);
     j.M = Mg;
@@ -352,7 +403,8 @@ void cuvil_f32_conv2d_ex(const cuvil_conv2d_params *p, const float *x, const flo
     j.beta = 1.0f;
     j.act = p->act;
     im2col_ctx ctx = {NULL, Cg, Hp, Wp, p->KH, p->KW, p->stride_h, p->stride_w,
-                      padded ? 0 : p->pad_t, padded ? 0 : p->pad_l, p->dil_h, p->dil_w, p->OH, p->OW};
+                      padded ? 0 : p->pad_t, padded ? 0 : p->pad_l, p->dil_h, p->dil_w,
+                      p->OH, p->OW};
     if (!pointwise) {
         j.pack_b = pack_b_im2col;
         j.pack_b_ctx = &ctx;

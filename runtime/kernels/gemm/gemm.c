@@ -11,7 +11,11 @@
  * The first K block stores C = A*B (+ c_init, e.g. a residual, which may be C itself); later
  * blocks accumulate onto C; after the last K block the tile, still in L1, gets the epilogue
  * (beta * bias, activation). The microkernel is picked from cuvil_f32_gemm_ukernels[]
- * (6x16 AVX2+FMA on x86_64-avx2, a portable 4x8 otherwise).
+ * (6x16 AVX2+FMA on x86_64-avx2, a portable 4x8 otherwise). K is cut into equal blocks of at
+ * most KC; alpha is folded into the packed A; edge tiles compute a full MR x NR tile on the
+ * zero-padded panels and store only the valid part. A transposed B is packed with 8x8
+ * register transposes on AVX2. A single-row product (M == 1, e.g. a batch-1 fully connected
+ * layer) skips packing and streams B once (GEMV).
  */
 #include <string.h>
 
@@ -30,8 +34,9 @@ const int cuvil_f32_gemm_n_ukernels =
 /* KC: a kc x NR B micro-panel (16 KiB at 256 x 16) stays in L1 next to an A micro-panel;
  * MC x KC of A (144 KiB) and KC x NC of B (1 MiB at 256 x 1024) share L2 (2 MiB per core on
  * the Sapphire Rapids this was tuned on; a 256 KiB-L2 part would want a smaller NC). */
+#define N_UKERNELS (sizeof cuvil_f32_gemm_ukernels / sizeof cuvil_f32_gemm_ukernels[0])
 static const cuvil_gemm_blocking default_blocking = {
-    &cuvil_f32_gemm_ukernels[sizeof cuvil_f32_gemm_ukernels / sizeof cuvil_f32_gemm_ukernels[0] - 1],
+    &cuvil_f32_gemm_ukernels[N_UKERNELS - 1],
 #if CUVIL_HAVE_AVX2
     144, 256, 1024,
 #else
@@ -121,6 +126,13 @@ static void pack_b_dense(const cuvil_gemm_job *j, int64_t k0, int64_t kc, int64_
         } else {
             /* B is [N, K]: walk each of the NR rows contiguously. */
             const float *src = j->B + (n0 + j0) * j->ldb + k0;
+#if CUVIL_HAVE_AVX2
+            if (nr == 16 && cols == 16) {
+                cuvil_f32_gemm_pack_b_t16__avx2((size_t)kc, src, (size_t)j->ldb, dst);
+                dst += kc * nr;
+                continue;
+            }
+#endif
             for (int64_t c = 0; c < cols; c++) {
                 const float *s = src + c * j->ldb;
                 for (int64_t k = 0; k < kc; k++) dst[k * nr + c] = s[k];
@@ -181,6 +193,90 @@ void cuvil_gemm_epilogue_tile(const cuvil_gemm_job *j, int64_t m0, int64_t n0, i
         for (int64_t i = 0; i < mr; i++) act_row(&j->act, c + i * j->ldc, nr);
 }
 
+/* ===== M == 1: GEMV without packing =================================================== */
+/* A single row (a fully connected layer at batch 1) would spend more time packing B than
+ * multiplying, so it streams B once instead: dot products over B's rows when B is [N, K]
+ * (trans_b), or a sum of scaled rows of B accumulated a chunk of columns at a time. */
+#define GEMV_CHUNK 256
+
+static int gemv_applies(const cuvil_gemm_job *j) {
+    return j->M == 1 && j->pack_b == NULL && (!j->trans_a || j->lda == 1 || j->K == 1);
+}
+
+static void gemv(const cuvil_gemm_job *j) {
+    const int64_t N = j->N, K = j->K;
+    const float *a = j->A, alpha = j->alpha;
+    const float *ci = j->c_init;
+    float *c = j->C;
+    if (j->trans_b) {
+#if CUVIL_HAVE_AVX2
+        cuvil_f32_gemv_t__avx2_fma((size_t)K, (size_t)N, a, j->B, (size_t)j->ldb, alpha, ci, c);
+        cuvil_gemm_epilogue_tile(j, 0, 0, 1, N);
+        return;
+#endif
+        int64_t n = 0;
+        for (; n + 4 <= N; n += 4) {
+            const float *b0 = j->B + n * j->ldb, *b1 = b0 + j->ldb, *b2 = b1 + j->ldb,
+                        *b3 = b2 + j->ldb;
+            float s0[8] = {0}, s1[8] = {0}, s2[8] = {0}, s3[8] = {0};
+            int64_t k = 0;
+            for (; k + 8 <= K; k += 8)
+                for (int l = 0; l < 8; l++) {
+                    const float av = a[k + l];
+                    s0[l] += av * b0[k + l];
+                    s1[l] += av * b1[k + l];
+                    s2[l] += av * b2[k + l];
+                    s3[l] += av * b3[k + l];
+                }
+            float t0 = 0.0f, t1 = 0.0f, t2 = 0.0f, t3 = 0.0f;
+            for (int l = 0; l < 8; l++) {
+                t0 += s0[l];
+                t1 += s1[l];
+                t2 += s2[l];
+                t3 += s3[l];
+            }
+            for (; k < K; k++) {
+                t0 += a[k] * b0[k];
+                t1 += a[k] * b1[k];
+                t2 += a[k] * b2[k];
+                t3 += a[k] * b3[k];
+            }
+            const float r0 = alpha * t0, r1 = alpha * t1, r2 = alpha * t2, r3 = alpha * t3;
+            c[n] = ci ? r0 + ci[n] : r0;
+            c[n + 1] = ci ? r1 + ci[n + 1] : r1;
+            c[n + 2] = ci ? r2 + ci[n + 2] : r2;
+            c[n + 3] = ci ? r3 + ci[n + 3] : r3;
+        }
+        for (; n < N; n++) {
+            const float *b0 = j->B + n * j->ldb;
+            float s0[8] = {0};
+            int64_t k = 0;
+            for (; k + 8 <= K; k += 8)
+                for (int l = 0; l < 8; l++) s0[l] += a[k + l] * b0[k + l];
+            float t0 = 0.0f;
+            for (int l = 0; l < 8; l++) t0 += s0[l];
+            for (; k < K; k++) t0 += a[k] * b0[k];
+            c[n] = ci ? alpha * t0 + ci[n] : alpha * t0;
+        }
+    } else {
+        float acc[GEMV_CHUNK];
+        for (int64_t n0 = 0; n0 < N; n0 += GEMV_CHUNK) {
+            const int64_t nn = cuvil_min_i64(GEMV_CHUNK, N - n0);
+            for (int64_t t = 0; t < nn; t++) acc[t] = 0.0f;
+            for (int64_t k = 0; k < K; k++) {
+                const float av = a[k];
+                const float *bk = j->B + k * j->ldb + n0;
+                for (int64_t t = 0; t < nn; t++) acc[t] += av * bk[t];
+            }
+            if (ci)
+                for (int64_t t = 0; t < nn; t++) c[n0 + t] = alpha * acc[t] + ci[n0 + t];
+            else
+                for (int64_t t = 0; t < nn; t++) c[n0 + t] = alpha * acc[t];
+        }
+    }
+    cuvil_gemm_epilogue_tile(j, 0, 0, 1, N);
+}
+
 /* ===== Driver ======================================================================== */
 static int64_t pick_kc(int64_t K, int64_t kc_max) {
     /* Split K into equal blocks rather than KC, KC, ..., small remainder. */
@@ -215,6 +311,10 @@ void cuvil_f32_gemm_run(const cuvil_gemm_job *j, const cuvil_gemm_blocking *b, v
             }
             cuvil_gemm_epilogue_tile(j, m, 0, 1, N);
         }
+        return;
+    }
+    if (gemv_applies(j)) {
+        gemv(j);
         return;
     }
     const cuvil_gemm_ukernel_desc *uk = b->uk;
@@ -295,7 +395,7 @@ void cuvil_f32_gemm_ex(const cuvil_gemm_params *p, const float *A, const float *
     j.bias_cs = p->bias_cs;
     j.beta = p->beta;
     j.act = p->act;
-    const int64_t batch = p->batch > 0 ? p->batch : 1;
+    const int64_t batch = p->batch; /* 0: an empty batch, nothing to do */
     for (int64_t i = 0; i < batch; i++) {
         j.A = A + i * p->a_bstride;
         j.B = B + i * p->b_bstride;
@@ -312,7 +412,7 @@ void cuvil_f32_gemm(const cuvil_gemm_params *p, const float *A, const float *B,
 
 void cuvil_f32_gemm__scalar(const cuvil_gemm_params *p, const float *A, const float *B,
                             const float *bias, float *C) {
-    const int64_t batch = p->batch > 0 ? p->batch : 1;
+    const int64_t batch = p->batch; /* 0: an empty batch, nothing to do */
     for (int64_t bi = 0; bi < batch; bi++) {
         const float *a = A + bi * p->a_bstride, *b = B + bi * p->b_bstride;
         const float *bb = bias ? bias + bi * p->bias_bstride : NULL;

@@ -107,3 +107,104 @@ void cuvil_f32_gemm_ukernel_6x16__avx2_fma(size_t kc, const float *a, const floa
         }
     }
 }
+
+/* ===== GEMV with B stored [N, K] (M == 1, trans_b) ===================================== */
+static inline float hsum256(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* c[n] = alpha * dot(a, B[n, :]) (+ c_in[n]) for n < N: four rows of B per pass share the
+ * loads of a; two accumulators per row hide the FMA latency. */
+void cuvil_f32_gemv_t__avx2_fma(size_t K, size_t N, const float *a, const float *B, size_t ldb,
+                                float alpha, const float *c_in, float *c) {
+    size_t n = 0;
+    for (; n + 4 <= N; n += 4) {
+        const float *b0 = B + n * ldb, *b1 = b0 + ldb, *b2 = b1 + ldb, *b3 = b2 + ldb;
+        __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+        __m256 s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
+        __m256 u0 = _mm256_setzero_ps(), u1 = _mm256_setzero_ps();
+        __m256 u2 = _mm256_setzero_ps(), u3 = _mm256_setzero_ps();
+        size_t k = 0;
+        for (; k + 16 <= K; k += 16) {
+            const __m256 a0 = _mm256_loadu_ps(a + k), a1 = _mm256_loadu_ps(a + k + 8);
+            s0 = _mm256_fmadd_ps(a0, _mm256_loadu_ps(b0 + k), s0);
+            s1 = _mm256_fmadd_ps(a0, _mm256_loadu_ps(b1 + k), s1);
+            s2 = _mm256_fmadd_ps(a0, _mm256_loadu_ps(b2 + k), s2);
+            s3 = _mm256_fmadd_ps(a0, _mm256_loadu_ps(b3 + k), s3);
+            u0 = _mm256_fmadd_ps(a1, _mm256_loadu_ps(b0 + k + 8), u0);
+            u1 = _mm256_fmadd_ps(a1, _mm256_loadu_ps(b1 + k + 8), u1);
+            u2 = _mm256_fmadd_ps(a1, _mm256_loadu_ps(b2 + k + 8), u2);
+            u3 = _mm256_fmadd_ps(a1, _mm256_loadu_ps(b3 + k + 8), u3);
+        }
+        for (; k + 8 <= K; k += 8) {
+            const __m256 a0 = _mm256_loadu_ps(a + k);
+            s0 = _mm256_fmadd_ps(a0, _mm256_loadu_ps(b0 + k), s0);
+            s1 = _mm256_fmadd_ps(a0, _mm256_loadu_ps(b1 + k), s1);
+            s2 = _mm256_fmadd_ps(a0, _mm256_loadu_ps(b2 + k), s2);
+            s3 = _mm256_fmadd_ps(a0, _mm256_loadu_ps(b3 + k), s3);
+        }
+        float t0 = hsum256(_mm256_add_ps(s0, u0)), t1 = hsum256(_mm256_add_ps(s1, u1));
+        float t2 = hsum256(_mm256_add_ps(s2, u2)), t3 = hsum256(_mm256_add_ps(s3, u3));
+        for (; k < K; k++) {
+            t0 += a[k] * b0[k];
+            t1 += a[k] * b1[k];
+            t2 += a[k] * b2[k];
+            t3 += a[k] * b3[k];
+        }
+        c[n] = alpha * t0 + (c_in ? c_in[n] : 0.0f);
+        c[n + 1] = alpha * t1 + (c_in ? c_in[n + 1] : 0.0f);
+        c[n + 2] = alpha * t2 + (c_in ? c_in[n + 2] : 0.0f);
+        c[n + 3] = alpha * t3 + (c_in ? c_in[n + 3] : 0.0f);
+    }
+    for (; n < N; n++) {
+        const float *b0 = B + n * ldb;
+        __m256 s0 = _mm256_setzero_ps();
+        size_t k = 0;
+        for (; k + 8 <= K; k += 8)
+            s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + k), _mm256_loadu_ps(b0 + k), s0);
+        float t0 = hsum256(s0);
+        for (; k < K; k++) t0 += a[k] * b0[k];
+        c[n] = alpha * t0 + (c_in ? c_in[n] : 0.0f);
+    }
+}
+
+/* ===== Packing a transposed B ([N, K] storage) into 16-wide panels ===================== */
+static inline void transpose8x8(__m256 *r) {
+    const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+    const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+    const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+    const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+    const __m256 u0 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0));
+    const __m256 u1 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
+    const __m256 u2 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0));
+    const __m256 u3 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
+    const __m256 u4 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(1, 0, 1, 0));
+    const __m256 u5 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(3, 2, 3, 2));
+    const __m256 u6 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(1, 0, 1, 0));
+    const __m256 u7 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(3, 2, 3, 2));
+    r[0] = _mm256_permute2f128_ps(u0, u4, 0x20);
+    r[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
+    r[2] = _mm256_permute2f128_ps(u2, u6, 0x20);
+    r[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
+    r[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
+    r[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
+    r[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
+    r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
+}
+
+/* dst[k*16 + c] = src[c*ld + k] for c < 16, k < kc: one full 16-wide panel of B' = B^T. */
+void cuvil_f32_gemm_pack_b_t16__avx2(size_t kc, const float *src, size_t ld, float *dst) {
+    size_t k = 0;
+    for (; k + 8 <= kc; k += 8)
+        for (size_t c0 = 0; c0 < 16; c0 += 8) {
+            __m256 r[8];
+            for (int i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(src + (c0 + (size_t)i) * ld + k);
+            transpose8x8(r);
+            for (int i = 0; i < 8; i++) _mm256_storeu_ps(dst + (k + (size_t)i) * 16 + c0, r[i]);
+        }
+    for (; k < kc; k++)
+        for (size_t c = 0; c < 16; c++) dst[k * 16 + c] = src[c * ld + k];
+}

@@ -4,7 +4,8 @@
  * Numerically stable: y = exp(x - max) / sum exp(x - max), log form x - max - log(sum).
  * inner == 1 (the usual last-axis case) works row by row with 8 partial maxima/sums so the
  * compiler can vectorise the reductions; inner > 1 vectorises across `inner` instead, in chunks
- * whose running max/sum live on the stack (kernels have no scratch here).
+ * whose running max/sum live on the stack (kernels have no scratch here). Both read every x
+ * before writing the y at the same place, so y == x works (the header does not promise it).
  */
 #include <math.h>
 
@@ -39,21 +40,33 @@ static float row_sum(const float *x, int64_t n) {
     return s;
 }
 
+/* Sum of exp(x[i] - m) through a stack buffer, leaving x untouched. */
+static float sum_exp(const float *x, int64_t n, float m) {
+    float t[CHUNK];
+    float s = 0.0f;
+    for (int64_t i0 = 0; i0 < n; i0 += CHUNK) {
+        const int64_t c = cuvil_min_i64(CHUNK, n - i0);
+        for (int64_t i = 0; i < c; i++) t[i] = x[i0 + i] - m;
+        cuvil_f32_vexp(t, t, (size_t)c);
+        s += row_sum(t, c);
+    }
+    return s;
+}
+
 static void softmax_rows(const cuvil_softmax_params *p, const float *x, float *y) {
     const int64_t L = p->axis_len;
     for (int64_t o = 0; o < p->outer; o++) {
         const float *xr = x + o * L;
         float *yr = y + o * L;
         const float m = row_max(xr, L);
-        for (int64_t i = 0; i < L; i++) yr[i] = xr[i] - m;
-        cuvil_f32_vexp(yr, yr, (size_t)L);
-        const float s = row_sum(yr, L);
         if (p->log) {
             /* (x - m) first: exact, so large inputs keep their precision */
-            const float ls = logf(s);
+            const float ls = logf(sum_exp(xr, L, m));
             for (int64_t i = 0; i < L; i++) yr[i] = (xr[i] - m) - ls;
         } else {
-            const float inv = 1.0f / s;
+            for (int64_t i = 0; i < L; i++) yr[i] = xr[i] - m;
+            cuvil_f32_vexp(yr, yr, (size_t)L);
+            const float inv = 1.0f / row_sum(yr, L);
             for (int64_t i = 0; i < L; i++) yr[i] *= inv;
         }
     }
@@ -61,7 +74,7 @@ static void softmax_rows(const cuvil_softmax_params *p, const float *x, float *y
 
 static void softmax_strided(const cuvil_softmax_params *p, const float *x, float *y) {
     const int64_t L = p->axis_len, I = p->inner;
-    float m[CHUNK], s[CHUNK];
+    float m[CHUNK], s[CHUNK], t[CHUNK];
     for (int64_t o = 0; o < p->outer; o++) {
         const float *xo = x + o * L * I;
         float *yo = y + o * L * I;
@@ -77,10 +90,11 @@ static void softmax_strided(const cuvil_softmax_params *p, const float *x, float
             }
             for (int64_t a = 0; a < L; a++) {
                 const float *xa = xo + a * I + i0;
-                float *ya = yo + a * I + i0;
-                for (int64_t i = 0; i < n; i++) ya[i] = xa[i] - m[i];
-                cuvil_f32_vexp(ya, ya, (size_t)n);
-                for (int64_t i = 0; i < n; i++) s[i] += ya[i];
+                /* the log form needs x again afterwards, so it sums through t */
+                float *ea = p->log ? t : yo + a * I + i0;
+                for (int64_t i = 0; i < n; i++) ea[i] = xa[i] - m[i];
+                cuvil_f32_vexp(ea, ea, (size_t)n);
+                for (int64_t i = 0; i < n; i++) s[i] += ea[i];
             }
             if (p->log) {
                 for (int64_t i = 0; i < n; i++) s[i] = logf(s[i]);

@@ -13,7 +13,8 @@
  *   half_pixel_symmetric  in/2 * (1 - out / (scale*in)) + (o + 0.5) / scale - 0.5
  * and becomes taps (input index, weight):
  *   nearest  one tap: x if integral, else floor/ceil by nearest_mode (round_prefer_floor
- *            takes floor at exactly .5, round_prefer_ceil takes ceil);
+ *            takes floor at .5, round_prefer_ceil takes ceil; "at .5" allows 1e-6 of float
+ *            error, as ONNX Runtime does);
  *   linear   floor(x) with 1 - r and floor(x) + 1 with r, r = x - floor(x);
  *   cubic    floor(x) - 1 .. floor(x) + 2 with Keys' coefficients for cubic_coeff_a; with
  *            exclude_outside the taps outside the input get weight 0 and the rest are
@@ -39,6 +40,9 @@
 #define MAX_TAPS 4
 #define CHUNK 256
 #define MAX_COMBOS 64
+/* A fractional part within this of .5 is a rounding tie (round_prefer_floor/ceil), as in ONNX
+ * Runtime 1.32: a float coordinate such as 1 / (2/7.f) = 3.4999998 is meant to be 3.5. */
+#define TIE_EPS 1e-6f
 
 static int is_identity(const cuvil_resize_params *p, int d) {
     return p->in_dims[d] == p->out_dims[d] && p->scales[d] == 1.0f;
@@ -98,11 +102,11 @@ static void axis_taps(const cuvil_resize_params *p, int d, int64_t o, int64_t *i
         int64_t i = x0;
         if (r != 0.0f) {
             switch (p->nearest_mode) {
-            case CUVIL_NEAREST_ROUND_PREFER_CEIL: i = r < 0.5f ? x0 : x0 + 1; break;
+            case CUVIL_NEAREST_ROUND_PREFER_CEIL: i = r < 0.5f - TIE_EPS ? x0 : x0 + 1; break;
             case CUVIL_NEAREST_FLOOR: i = x0; break;
             case CUVIL_NEAREST_CEIL: i = x0 + 1; break;
             case CUVIL_NEAREST_ROUND_PREFER_FLOOR:
-            default: i = r <= 0.5f ? x0 : x0 + 1; break;
+            default: i = r <= 0.5f + TIE_EPS ? x0 : x0 + 1; break;
             }
         }
         idx[0] = clampi(i, in);

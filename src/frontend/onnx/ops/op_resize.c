@@ -101,8 +101,9 @@ static cuvil_status resize_params(cir_graph *g, cir_node *n, cuvil_resize_params
             out = sz[i];
             if (out <= 0) return cir_node_err(g, n, CUVIL_ERR_MODEL, "sizes[%d]=%lld is not positive", i, (long long)out);
             if (in == 0) return cir_node_err(g, n, CUVIL_ERR_SHAPE, "cannot resize axis %d of '%s', which is empty", d, x->name);
-            /* 0 asks the kernel to use out/in in double, as ONNX's reference does: a float
-             * ratio (5/12 -> 0.41666666f) moves exact nearest-neighbour ties off .5 */
+            /* 0 asks the kernel to derive the scale from out/in itself (cuvil_rt.h), in the
+             * arithmetic ONNX Runtime uses; a rounded ratio here (5/12 -> 0.41666666f) would
+             * move exact nearest-neighbour ties off .5 */
             p->scales[d] = out == in ? 1.0f : 0.0f;
         }
         p->out_dims[d] = out;
