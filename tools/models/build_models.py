@@ -98,6 +98,9 @@ EXPORTS = [
     ExportSpec("resnet50", "torchscript", 13),
     ExportSpec("resnet50", "dynamo", 18),
     ExportSpec("mobilenet_v2", "torchscript", 13),
+    # the oldest opsets Cuvil claims: Clip with attributes (opset 7..10), Flatten/Gemm of old
+    ExportSpec("mobilenet_v2", "torchscript", 9),
+    ExportSpec("resnet18", "torchscript", 7),
     ExportSpec("mobilenet_v2", "dynamo", 18),
     ExportSpec("custom_cnn", "torchscript", 13),
     ExportSpec("custom_cnn", "torchscript", 11),
