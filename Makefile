@@ -5,7 +5,7 @@ CUVIL_VENV ?= $(or $(XDG_DATA_HOME),$(HOME)/.local/share)/cuvil/venv
 export CUVIL_VENV
 PY := $(CUVIL_VENV)/bin/python
 
-.PHONY: all build setup setup-debs demo test test-c test-python clean
+.PHONY: all build setup setup-debs demo test test-c test-python test-sanitize clean
 
 all: build
 
@@ -23,7 +23,18 @@ build: setup-debs
 demo: setup build
 	@tools/demo.sh $(BUILD)
 
+# Every test, then again on a build with AddressSanitizer + UBSan (the compiler, the tools and
+# the kernels; compiled models stay plain). `make test SANITIZE=0` skips the second round.
+SANITIZE ?= 1
 test: setup build test-c test-python
+ifeq ($(SANITIZE),1)
+	@$(MAKE) --no-print-directory test-sanitize
+endif
+
+test-sanitize: setup-debs
+	@cmake -S . -B $(BUILD)-asan -DCMAKE_BUILD_TYPE=Debug -DCUVIL_SANITIZE=ON > $(BUILD)-asan.cmake.log 2>&1 || { cat $(BUILD)-asan.cmake.log; exit 1; }
+	@cmake --build $(BUILD)-asan -j$(JOBS)
+	@$(MAKE) --no-print-directory test-c test-python BUILD=$(BUILD)-asan
 
 test-c:
 	@cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
@@ -32,4 +43,4 @@ test-python:
 	@CUVIL_BUILD=$(abspath $(BUILD)) $(PY) -m pytest -q -p no:cacheprovider --basetemp=$(abspath $(BUILD))/pytest-tmp tests/python
 
 clean:
-	rm -rf $(BUILD) $(BUILD).cmake.log
+	rm -rf $(BUILD) $(BUILD).cmake.log $(BUILD)-asan $(BUILD)-asan.cmake.log

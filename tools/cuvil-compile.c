@@ -32,6 +32,7 @@ int main(int argc, char **argv) {
     cuvil_options o;
     cuvil_options_init(&o);
     const char *model = NULL, *output = NULL, *emit = NULL;
+    static char dim_names[CUVIL_MAX_DIM_BINDINGS][256];
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -61,8 +62,10 @@ int main(int argc, char **argv) {
             long long n = strtoll(eq + 1, &end, 10);
             if (!eq[1] || *end || errno || n <= 0) return fail("--dim wants a positive integer, got", v);
             if (o.n_dims == CUVIL_MAX_DIM_BINDINGS) return fail("too many --dim options", NULL);
-            char *name = strndup(v, (size_t)(eq - v));
-            if (!name) return fail("out of memory", NULL);
+            if ((size_t)(eq - v) >= sizeof dim_names[0]) return fail("--dim name too long", v);
+            char *name = dim_names[o.n_dims];
+            memcpy(name, v, (size_t)(eq - v));
+            name[eq - v] = 0;
             o.dims[o.n_dims].name = name;
             o.dims[o.n_dims++].value = n;
         } else if (!strcmp(a, "--name")) { NEED_VALUE(); o.name = v; }
@@ -91,6 +94,5 @@ int main(int argc, char **argv) {
     cuvil_status s = cuvil_compile_file(ctx, model, &o, output);
     if (s != CUVIL_OK) fprintf(stderr, "cuvil-compile: %s\n", cuvil_errmsg(ctx));
     cuvil_ctx_destroy(ctx);
-    for (int i = 0; i < o.n_dims; i++) free((char *)o.dims[i].name);
     return s == CUVIL_OK ? 0 : 1;
 }

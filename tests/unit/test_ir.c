@@ -46,11 +46,11 @@ static cir_node *node(cir_graph *g, const char *op, int n_in, const int *in, int
 
 static void attr_ints(cir_graph *g, cir_node *n, const char *name, int cnt, const int64_t *v) {
     cir_attr *a = cuvil_arena_alloc(&g->arena, sizeof(cir_attr) * (size_t)(n->n_attrs + 1));
-    memcpy(a, n->attrs, sizeof(cir_attr) * (size_t)n->n_attrs);
+    if (n->n_attrs) memcpy(a, n->attrs, sizeof(cir_attr) * (size_t)n->n_attrs);
     a[n->n_attrs].name = name;
     a[n->n_attrs].type = CIR_ATTR_INTS;
     a[n->n_attrs].n = cnt;
-    a[n->n_attrs].ints = cuvil_arena_memdup(&g->arena, v, sizeof(int64_t) * (size_t)cnt);
+    a[n->n_attrs].ints = cnt ? cuvil_arena_memdup(&g->arena, v, sizeof(int64_t) * (size_t)cnt) : NULL;
     n->attrs = a;
     n->n_attrs++;
 }
