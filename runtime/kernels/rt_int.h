@@ -34,6 +34,8 @@ extern const char *const cuvil_act_names[CUVIL_ACT__COUNT];
 
 /* y[i] = exp(x[i]); y may equal x. Vectorised where the target allows. */
 void cuvil_f32_vexp(const float *x, float *y, size_t n);
+/* sum of exp(x[i] - m) for i < n, through a stack buffer (x untouched); softmax.c */
+float cuvil_f32_sum_exp_shifted(const float *x, int64_t n, float m);
 #if CUVIL_HAVE_AVX2
 /* Vector versions of the transcendental activations (elementwise/unary_avx2.c). Each handles
  * any n (a scalar tail included); y may equal x. Return 0 when `act` has no AVX2 version. */

@@ -91,18 +91,6 @@ static float seg_prod(const float *x, int64_t n, float p) {
     return p;
 }
 
-static float seg_sumexp(const float *x, int64_t n, float m) {
-    float t[CHUNK];
-    float s = 0.0f;
-    for (int64_t i0 = 0; i0 < n; i0 += CHUNK) {
-        const int64_t c = cuvil_min_i64(CHUNK, n - i0);
-        for (int64_t i = 0; i < c; i++) t[i] = x[i0 + i] - m;
-        cuvil_f32_vexp(t, t, (size_t)c);
-        s += seg_sum(t, c, 0);
-    }
-    return s;
-}
-
 /* Iterates the offsets of an odometer: call with *t = 0 .. total-1 in order. */
 static inline int64_t odo_next(const odo *o, int64_t *idx, int64_t off) {
     for (int d = o->n - 1; d >= 0; d--) {
@@ -135,7 +123,7 @@ static float reduce_segments(int op, const float *x, const odo *red, int64_t n, 
         acc = 0.0f;
         off = 0;
         for (int64_t s = 0; s < nseg; s++) {
-            acc += seg_sumexp(x + off, n, m);
+            acc += cuvil_f32_sum_exp_shifted(x + off, n, m);
             off = odo_next(red, idx, off);
         }
         return finish(op, acc, m, count);

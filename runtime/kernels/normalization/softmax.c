@@ -40,8 +40,7 @@ static float row_sum(const float *x, int64_t n) {
     return s;
 }
 
-/* Sum of exp(x[i] - m) through a stack buffer, leaving x untouched. */
-static float sum_exp(const float *x, int64_t n, float m) {
+float cuvil_f32_sum_exp_shifted(const float *x, int64_t n, float m) {
     float t[CHUNK];
     float s = 0.0f;
     for (int64_t i0 = 0; i0 < n; i0 += CHUNK) {
@@ -61,7 +60,7 @@ static void softmax_rows(const cuvil_softmax_params *p, const float *x, float *y
         const float m = row_max(xr, L);
         if (p->log) {
             /* (x - m) first: exact, so large inputs keep their precision */
-            const float ls = logf(sum_exp(xr, L, m));
+            const float ls = logf(cuvil_f32_sum_exp_shifted(xr, L, m));
             for (int64_t i = 0; i < L; i++) yr[i] = (xr[i] - m) - ls;
         } else {
             for (int64_t i = 0; i < L; i++) yr[i] = xr[i] - m;
