@@ -207,10 +207,15 @@ static cuvil_status load_nodes(loader *L, const Onnx__GraphProto *gp) {
                             opset, def ? ": this opset version is older than Cuvil supports" : "");
             n_unknown++;
         }
-        int in[64], out[64];
-        if (np->n_input > 64 || np->n_output > 64) {
+        if (np->n_input > INT_MAX / 2 || np->n_output > INT_MAX / 2) {
             cuvil_sb_free(&unknown);
-            return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED, "%s '%s': more than 64 inputs or outputs", op, name);
+            return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s '%s': too many inputs or outputs", op, name);
+        }
+        int *in = cuvil_arena_alloc(&L->g->arena, sizeof(int) * (np->n_input + 1));
+        int *out = cuvil_arena_alloc(&L->g->arena, sizeof(int) * (np->n_output + 1));
+        if (!in || !out) {
+            cuvil_sb_free(&unknown);
+            return cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
         }
         for (size_t j = 0; j < np->n_input; j++) {
             const char *iname = np->input[j];
