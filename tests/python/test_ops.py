@@ -422,6 +422,8 @@ add(
     concat("axis0", [[2, 3], [4, 3]], 0),
     concat("with-initializer", [[1, 4, 3, 3], [1, 2, 3, 3]], 1, init_idx=(1,)),
     concat("single-input", [[2, 3]], 1),
+    # more inputs than any fixed-size table in the loader would hold (DenseNet-style concats)
+    concat("100-inputs", [[1, 2, 3]] * 100, 1, init_idx=tuple(range(0, 100, 3))),
     concat("opset11", [[1, 3, 2, 2], [1, 3, 2, 2]], 1, opset=11),
 )
 
