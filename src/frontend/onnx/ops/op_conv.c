@@ -131,19 +131,31 @@ static cuvil_status infer_common(cir_graph *g, cir_node *n, bool transpose) {
 static cuvil_status conv_infer(cir_graph *g, cir_node *n) { return infer_common(g, n, false); }
 static cuvil_status convt_infer(cir_graph *g, cir_node *n) { return infer_common(g, n, true); }
 
-/* Both params structs share their leading fields; print them once. */
+/* The kernel's view of the geometry: a 1-D convolution is a 2-D one with H = KH = OH = 1.
+ * cuvil_conv_transpose2d_params has the same fields, so both ops go through this one struct. */
+static cuvil_conv2d_params geo_params(const conv_geo *c, const cuvil_act_params *act) {
+    int h = c->nsp == 1 ? -1 : 0, w = c->nsp - 1;   /* h < 0: the absent H axis */
+    cuvil_conv2d_params p = {
+        .N = c->N, .C = c->C, .H = h < 0 ? 1 : c->in[h], .W = c->in[w], .M = c->M,
+        .OH = h < 0 ? 1 : c->out[h], .OW = c->out[w], .KH = h < 0 ? 1 : c->k[h], .KW = c->k[w],
+        .stride_h = h < 0 ? 1 : c->s[h], .stride_w = c->s[w], .pad_t = h < 0 ? 0 : c->pb[h], .pad_l = c->pb[w],
+        .dil_h = h < 0 ? 1 : c->d[h], .dil_w = c->d[w], .group = c->group, .act = *act,
+    };
+    return p;
+}
+
+/* The fields of geo_params() as a C initialiser (shared by both params structs). */
 static const char *geo_fields(const conv_geo *c, const cuvil_act_params *act, char *buf, size_t len) {
-    bool one = c->nsp == 1;
+    cuvil_conv2d_params p = geo_params(c, act);
     char a[128];
     snprintf(buf, len,
              ".N = %lld, .C = %lld, .H = %lld, .W = %lld, .M = %lld, .OH = %lld, .OW = %lld, .KH = %lld, .KW = %lld, "
              ".stride_h = %lld, .stride_w = %lld, .pad_t = %lld, .pad_l = %lld, .dil_h = %lld, .dil_w = %lld, "
              ".group = %lld, .act = %s",
-             (long long)c->N, (long long)c->C, (long long)(one ? 1 : c->in[0]), (long long)c->in[one ? 0 : 1],
-             (long long)c->M, (long long)(one ? 1 : c->out[0]), (long long)c->out[one ? 0 : 1],
-             (long long)(one ? 1 : c->k[0]), (long long)c->k[one ? 0 : 1], (long long)(one ? 1 : c->s[0]),
-             (long long)c->s[one ? 0 : 1], (long long)(one ? 0 : c->pb[0]), (long long)c->pb[one ? 0 : 1],
-             (long long)(one ? 1 : c->d[0]), (long long)c->d[one ? 0 : 1], (long long)c->group, cg_act(act, a));
+             (long long)p.N, (long long)p.C, (long long)p.H, (long long)p.W, (long long)p.M, (long long)p.OH,
+             (long long)p.OW, (long long)p.KH, (long long)p.KW, (long long)p.stride_h, (long long)p.stride_w,
+             (long long)p.pad_t, (long long)p.pad_l, (long long)p.dil_h, (long long)p.dil_w, (long long)p.group,
+             cg_act(&p.act, a));
     return buf;
 }
 
@@ -180,10 +192,7 @@ static cuvil_status conv_fold(cir_graph *g, cir_node *n) {
     cir_value *y = cir_out(g, n, 0);
     float *out = cir_value_make_const(g, y);
     if (!out) return g->ctx->status;
-    cuvil_conv2d_params p = {c.N, c.C, c.nsp == 1 ? 1 : c.in[0], c.in[c.nsp - 1], c.M, c.nsp == 1 ? 1 : c.out[0],
-                             c.out[c.nsp - 1], c.nsp == 1 ? 1 : c.k[0], c.k[c.nsp - 1], c.nsp == 1 ? 1 : c.s[0],
-                             c.s[c.nsp - 1], c.nsp == 1 ? 0 : c.pb[0], c.pb[c.nsp - 1], c.nsp == 1 ? 1 : c.d[0],
-                             c.d[c.nsp - 1], c.group, n->act};
+    cuvil_conv2d_params p = geo_params(&c, &n->act);
     cir_value *b = cir_in(g, n, 2);
     cuvil_f32_conv2d__scalar(&p, cir_in(g, n, 0)->data, cir_in(g, n, 1)->data, b ? b->data : NULL,
                              n->residual >= 0 ? g->values[n->residual].data : NULL, out);
