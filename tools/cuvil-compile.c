@@ -19,6 +19,9 @@ static void usage(FILE *f) {
           "  --dump-ir-after NAME  print the IR after pass NAME (or 'all', 'load') to stderr\n"
           "  --cc CC               C compiler (default: $CC, else the one Cuvil was built with)\n"
           "  --keep-sources        keep the generated C next to the output\n"
+          "  --limit NAME=N        raise a bound on untrusted models (docs/SECURITY.md): model_bytes,\n"
+          "                        nesting, subgraph_depth, nodes, values, dim, tensor_bytes,\n"
+          "                        total_bytes, folded_bytes; N may end in K, M, G or T\n"
           "  -v, --verbose         print compiler commands\n"
           "  --version, --help\n", f);
 }
@@ -76,6 +79,15 @@ int main(int argc, char **argv) {
         } else if (!strcmp(a, "--dump-ir-after")) { NEED_VALUE(); o.dump_after = v; }
         else if (!strcmp(a, "--cc")) { NEED_VALUE(); o.cc = v; }
         else if (!strcmp(a, "--keep-sources")) o.keep_sources = 1;
+        else if (!strcmp(a, "--limit")) {
+            NEED_VALUE();
+            const char *eq = strchr(v, '=');
+            char name[64], err[512];
+            if (!eq || eq == v || (size_t)(eq - v) >= sizeof name) return fail("--limit wants NAME=N, got", v);
+            memcpy(name, v, (size_t)(eq - v));
+            name[eq - v] = 0;
+            if (cuvil_limits_set(&o.limits, name, eq + 1, err, sizeof err) != CUVIL_OK) return fail(err, NULL);
+        }
         else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) o.verbose = 1;
         else return fail("unknown argument (see --help)", a);
 #undef NEED_VALUE
@@ -91,6 +103,8 @@ int main(int argc, char **argv) {
     else return fail("--emit must be so, a, c, ir or dot, got", emit);
     cuvil_ctx *ctx = NULL;
     if (cuvil_ctx_create(&ctx) != CUVIL_OK) return fail("out of memory", NULL);
+    /* Ctrl-C, a kill or a file-size limit never leaves a build folder or temp file behind */
+    cuvil_install_signal_cleanup();
     cuvil_status s = cuvil_compile_file(ctx, model, &o, output);
     if (s != CUVIL_OK) fprintf(stderr, "cuvil-compile: %s\n", cuvil_errmsg(ctx));
     cuvil_ctx_destroy(ctx);

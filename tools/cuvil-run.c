@@ -21,7 +21,10 @@
  *     "cuvil-run: ", and no output file left behind (and no directory it created).
  */
 #include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -340,7 +343,47 @@ static int check_desc(const char *path, const cuvil_model_desc *d) {
     return 0;
 }
 
+/* A truncated or forged shared library can make dlopen map a segment past the end of the file
+ * and die with SIGBUS when it touches it. Before dlopen: a regular file, an ELF header of this
+ * machine's class, and every program header's file range and the section table inside it. */
+static int check_elf(const char *path) {
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0)
+        return errf("cannot load model: %s: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return errf("cannot load model: %s: not a regular file", path);
+    }
+    uint64_t size = (uint64_t)st.st_size;
+    Elf64_Ehdr eh;
+    int bad = 0;
+    const char *why = NULL;
+    if (pread(fd, &eh, sizeof eh, 0) != (ssize_t)sizeof eh || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0)
+        why = "not an ELF shared library";
+    else if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ehsize < sizeof eh || eh.e_phentsize != sizeof(Elf64_Phdr))
+        why = "not a 64-bit ELF shared library for this machine";
+    else if (eh.e_phoff > size || (uint64_t)eh.e_phnum * sizeof(Elf64_Phdr) > size - eh.e_phoff)
+        why = "truncated (its program headers lie past the end of the file)";
+    else if (eh.e_shnum && (eh.e_shoff > size || eh.e_shentsize != sizeof(Elf64_Shdr) ||
+                            (uint64_t)eh.e_shnum * sizeof(Elf64_Shdr) > size - eh.e_shoff))
+        why = "truncated (its section headers lie past the end of the file)";
+    for (int i = 0; !why && i < eh.e_phnum; i++) {
+        Elf64_Phdr ph;
+        if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + (uint64_t)i * sizeof ph)) != (ssize_t)sizeof ph)
+            why = "unreadable program header";
+        else if (ph.p_offset > size || ph.p_filesz > size - ph.p_offset)
+            why = "truncated (a segment lies past the end of the file)";
+    }
+    close(fd);
+    if (why)
+        bad = errf("cannot load model: %s: %s", path, why);
+    return bad;
+}
+
 static int load_model(const char *path, void **handle, const cuvil_model_desc **desc) {
+    if (check_elf(path))
+        return 1;
     /* dlopen searches the library path for a bare name; a model file is meant literally */
     size_t n = strlen(path) + 3;
     char *p = malloc(n);
@@ -596,6 +639,8 @@ int main(int argc, char **argv) {
     double *times = NULL;
     int rc = 1;
 
+    /* a file-size limit (ulimit -f) makes a write fail with EFBIG, reported, not a kill */
+    signal(SIGXFSZ, SIG_IGN);
     if (parse_args(argc, argv, &a))
         goto done;
     if (a.help) {
@@ -639,8 +684,17 @@ int main(int argc, char **argv) {
         goto done;
     for (int i = 0; i < ni; i++) {
         char e[1024];
-        if (cuvil_tensor_read(files[i], &tin[i], e, sizeof e) != CUVIL_OK) {
+        /* the file holds this input's bytes plus a header: anything much larger is refused
+         * before it is read (a FIFO or /dev/zero is refused outright) */
+        if (cuvil_tensor_read_max(files[i], (uint64_t)d->inputs[i].nbytes + (1u << 20), &tin[i], e,
+                                  sizeof e) != CUVIL_OK) {
             errf("input '%s': %s", d->inputs[i].name, e);
+            goto done;
+        }
+        if (tin[i].name && strcmp(tin[i].name, d->inputs[i].name) != 0) {
+            errf("input '%s': file %s holds the tensor '%s' (a TensorProto names its input; give "
+                 "the file for '%s', or a .npy)", d->inputs[i].name, files[i], tin[i].name,
+                 d->inputs[i].name);
             goto done;
         }
         if (check_input(&d->inputs[i], files[i], &tin[i]))

@@ -51,6 +51,28 @@ typedef struct cuvil_dim_binding {
     int64_t value;
 } cuvil_dim_binding;
 
+/* Bounds on what an untrusted model may make the compiler do. Each has a documented default
+ * (docs/SECURITY.md) that cuvil_options_init() sets and `cuvil-compile --limit NAME=N` raises;
+ * going over one is an error naming the limit, never a crash or a hang. */
+typedef struct cuvil_limits {
+    uint64_t model_bytes;     /* size of the model file (default 4 GiB) */
+    int64_t nesting;          /* protobuf message nesting depth (default 64) */
+    int64_t subgraph_depth;   /* graphs inside graphs (If/Loop bodies) (default 8) */
+    int64_t nodes;            /* nodes in the graph (default 4,000,000) */
+    int64_t values;           /* values in the graph (default 16,000,000) */
+    int64_t dim;              /* any single dim, and any size-like attribute (default 2^32) */
+    uint64_t tensor_bytes;    /* one tensor: product of its dims (0 counted as 1) times the
+                                 element size (default 16 GiB) */
+    uint64_t total_bytes;     /* all constants, as loaded and folded (default 32 GiB) */
+    uint64_t folded_bytes;    /* one constant computed at compile time (default 1 GiB) */
+} cuvil_limits;
+
+/* Sets limit `name` (a field of cuvil_limits) from a decimal string with an optional K, M, G
+ * or T suffix (powers of 1024). Returns CUVIL_OK or CUVIL_ERR_INVALID_ARG with a message in
+ * err naming the limits that exist. */
+cuvil_status cuvil_limits_set(cuvil_limits *l, const char *name, const char *value, char *err,
+                              size_t errlen);
+
 typedef struct cuvil_options {
     cuvil_emit emit;
     const char *target;          /* NULL: the host's ISA ("x86_64-avx2" or "generic") */
@@ -65,6 +87,7 @@ typedef struct cuvil_options {
     const char *cc;              /* C compiler; NULL: $CC, else the one Cuvil was built with */
     int keep_sources;            /* keep the generated C next to a .so (debugging) */
     int verbose;                 /* print compiler commands and pass timings to stderr */
+    cuvil_limits limits;         /* bounds on untrusted input; defaults from cuvil_options_init */
 } cuvil_options;
 
 typedef struct cuvil_ctx cuvil_ctx;
@@ -77,9 +100,21 @@ const char *cuvil_errmsg(const cuvil_ctx *ctx);
 void cuvil_options_init(cuvil_options *o);
 
 /* Compiles the ONNX model at model_path into output_path (see cuvil_emit). On failure nothing
- * is left at output_path. */
+ * is left at output_path.
+ *
+ * Output safety: Cuvil never deletes or overwrites what it did not write. It refuses an output
+ * (or the header beside a library) that is the model itself, that exists and was not written by
+ * Cuvil, and for --emit c a folder that is not empty and holds no Cuvil marker file (or holds
+ * files the marker does not list). Everything is written to temporary names and renamed into
+ * place; temporaries are removed on every exit path (see cuvil_install_signal_cleanup). */
 cuvil_status cuvil_compile_file(cuvil_ctx *ctx, const char *model_path, const cuvil_options *o,
                                 const char *output_path);
+
+/* Installs handlers for SIGINT, SIGTERM, SIGHUP and SIGQUIT that remove the compiler's
+ * temporary files and build folders, stop a running C compiler, and then let the signal take
+ * its default effect; also ignores SIGXFSZ, so that a file-size limit is a write error with a
+ * message rather than a kill. For programs (cuvil-compile) that own their signal handling. */
+void cuvil_install_signal_cleanup(void);
 
 /* ===== Tensor files (used by cuvil-run and the tests) ============================== */
 /* A dense host tensor; data is malloc'd and owned by the struct. */
@@ -101,6 +136,11 @@ const char *cuvil_dtype_name(cuvil_dtype dtype);
  * message naming the file and the problem into err (errlen bytes) and returns a status. */
 cuvil_status cuvil_tensor_read(const char *path, cuvil_host_tensor *out, char *err,
                                size_t errlen);
+/* The same for a file of at most max_bytes (cuvil_tensor_read allows the default tensor_bytes
+ * limit plus a header). Only regular files are read: a FIFO or a device (/dev/zero) is refused
+ * before anything is read. */
+cuvil_status cuvil_tensor_read_max(const char *path, uint64_t max_bytes, cuvil_host_tensor *out, char *err,
+                                   size_t errlen);
 /* Writes t as .npy atomically (temp file + rename): on failure no file is left at path. */
 cuvil_status cuvil_npy_write(const char *path, const cuvil_host_tensor *t, char *err,
                              size_t errlen);

@@ -34,7 +34,7 @@
 extern "C" {
 #endif
 
-#define CUVIL_MODEL_ABI_VERSION 1
+#define CUVIL_MODEL_ABI_VERSION 2   /* 2: cuvil_model_options gained alloc/free */
 #define CUVIL_MODEL_ENTRY_SYMBOL "cuvil_model_entry"
 #define CUVIL_MAX_DIMS 8
 
@@ -86,6 +86,13 @@ typedef struct cuvil_tensor_info {
 typedef struct cuvil_model_options {
     int n_threads;              /* 0 or 1: run on the calling thread */
     const char *weights_path;   /* reserved for external weights; must be NULL for now */
+    /* Where the context's memory (the context and its activation arena: create's only
+     * allocations; run never allocates) comes from: alloc(size, align, alloc_user) returns
+     * `align`-aligned memory or NULL, free(p, alloc_user) releases it. Both NULL: the C
+     * library's aligned_alloc/free. Give both or neither. */
+    void *(*alloc)(size_t size, size_t align, void *user);
+    void (*free)(void *p, void *user);
+    void *alloc_user;
 } cuvil_model_options;
 
 typedef struct cuvil_model cuvil_model;   /* one execution context */

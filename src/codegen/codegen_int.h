@@ -37,7 +37,9 @@ void cg_printf(cg_ctx *cg, const char *fmt, ...) __attribute__((format(printf, 2
 const char *cg_float(float x, char buf[32]);
 /* "{ .act = 1, .alpha = 0.0f, .beta = 0.0f }" for activation params. Returns buf. */
 const char *cg_act(const cuvil_act_params *a, char buf[128]);
-/* An int64 array as "{ 1, 2, 3 }" (n elements). Returns a string valid for the node. */
+/* An int64 as a C literal that is valid for every value (INT64_MIN included). Returns buf. */
+const char *cg_i64(int64_t v, char buf[32]);
+/* An int64 array as "{ 1LL, 2LL, 3LL }" (n elements). Returns a string valid for the node. */
 const char *cg_i64s(cg_ctx *cg, const int64_t *v, int n);
 
 /* ===== Memory plan (memplan.c) ====================================================== */

@@ -1,6 +1,13 @@
 /* memplan.c -- storage for every value: caller buffers for graph inputs/outputs, shared bytes
  * for alias ops, and one activation arena laid out from lifetimes (greedy by size, as
- * TFLite's and onnx2c's planners), verified before codegen. See cg_plan_memory(). */
+ * TFLite's and onnx2c's planners), verified before codegen. See cg_plan_memory().
+ *
+ * Time: placing a value looks only at the values live at the same time as it, found with a
+ * segment tree over the lifetimes sorted by start, so a graph of bounded width plans in
+ * O(n log n). A graph where very many values are live at once (a Concat of 100,000 inputs)
+ * could make greedy placement quadratic; past a budget of such conflicts the remaining, smaller
+ * values are placed one after another above the rest, which is linear and still correct. The
+ * verification is a sweep over time with a segment tree over byte offsets: O(n log n). */
 #include "codegen/codegen_int.h"
 #include "frontend/onnx/ops/ops_int.h"
 
@@ -17,22 +24,253 @@ typedef struct interval {
 static int by_size_desc(const void *a, const void *b) {
     const interval *x = a, *y = b;
     if (x->size != y->size) return x->size < y->size ? 1 : -1;
-    return x->first - y->first;   /* deterministic */
+    if (x->first != y->first) return x->first - y->first;   /* deterministic */
+    return x->value - y->value;
 }
 
-static bool overlap_time(const interval *a, const interval *b) { return a->first <= b->last && b->first <= a->last; }
-static bool overlap_bytes(const interval *a, const interval *b) {
-    return a->offset < b->offset + b->size && b->offset < a->offset + a->size;
+/* ===== Placement: which placed intervals overlap a lifetime ============================= */
+/* A segment tree over the intervals sorted by `first`; a node holds the largest `last` among
+ * the placed intervals of its range (-1: none placed). */
+typedef struct lifetimes {
+    int n, size;
+    int *order;          /* leaf k -> index into iv, sorted by first */
+    int *pos;            /* index into iv -> leaf */
+    int *maxlast;        /* 2 * size nodes */
+    const interval *iv;
+} lifetimes;
+
+typedef struct start_key {
+    int first, idx;
+} start_key;
+
+static int by_first(const void *a, const void *b) {
+    const start_key *x = a, *y = b;
+    if (x->first != y->first) return x->first - y->first;
+    return x->idx - y->idx;
+}
+
+static bool lifetimes_init(lifetimes *t, const interval *iv, int n) {
+    memset(t, 0, sizeof *t);
+    t->n = n;
+    t->iv = iv;
+    t->size = 1;
+    while (t->size < n) t->size *= 2;
+    t->order = cuvil_malloc(sizeof(int) * (size_t)(n + 1));
+    t->pos = cuvil_malloc(sizeof(int) * (size_t)(n + 1));
+    t->maxlast = cuvil_malloc(sizeof(int) * (size_t)(2 * t->size));
+    start_key *keys = cuvil_malloc(sizeof(start_key) * (size_t)(n + 1));
+    if (!t->order || !t->pos || !t->maxlast || !keys) {
+        cuvil_free(keys);
+        return false;
+    }
+    for (int i = 0; i < n; i++) keys[i] = (start_key){iv[i].first, i};
+    qsort(keys, (size_t)n, sizeof *keys, by_first);
+    for (int k = 0; k < n; k++) {
+        t->order[k] = keys[k].idx;
+        t->pos[keys[k].idx] = k;
+    }
+    cuvil_free(keys);
+    for (int k = 0; k < 2 * t->size; k++) t->maxlast[k] = -1;
+    return true;
+}
+
+static void lifetimes_free(lifetimes *t) {
+    cuvil_free(t->order);
+    cuvil_free(t->pos);
+    cuvil_free(t->maxlast);
+}
+
+static void lifetimes_place(lifetimes *t, int i) {
+    int k = t->size + t->pos[i], last = t->iv[i].last;
+    for (; k >= 1; k /= 2) {
+        if (t->maxlast[k] >= last) break;
+        t->maxlast[k] = last;
+    }
+}
+
+/* Appends to out[] the placed intervals with first <= b and last >= a (stops at cap; returns
+ * the count, which may exceed cap to tell the caller). Iterative, with an explicit stack. */
+static int lifetimes_query(const lifetimes *t, int a, int b, int *out, int cap) {
+    typedef struct qframe {
+        int k, lo, span;   /* tree node and its leaf range [lo, lo + span) */
+    } qframe;
+    qframe stack[96];   /* depth-first: at most one pending sibling per level */
+    int found = 0, sp = 0;
+    stack[sp++] = (qframe){1, 0, t->size};
+    while (sp) {
+        int k = stack[sp - 1].k, lo = stack[sp - 1].lo, span = stack[sp - 1].span;
+        sp--;
+        if (t->maxlast[k] < a) continue;   /* nothing placed here lives until a */
+        if (lo >= t->n || t->iv[t->order[lo]].first > b) continue;   /* sorted: nothing here starts by b */
+        if (span == 1) {
+            if (found < cap) out[found] = t->order[lo];
+            found++;
+            continue;
+        }
+        stack[sp++] = (qframe){2 * k + 1, lo + span / 2, span / 2};
+        stack[sp++] = (qframe){2 * k, lo, span / 2};
+    }
+    return found;
+}
+
+static int by_offset(const void *a, const void *b) {
+    const interval *x = *(interval *const *)a, *y = *(interval *const *)b;
+    return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+/* Greedy by size: each interval at the lowest offset that fits between the already placed
+ * intervals it overlaps in time. Returns the arena size, or false when out of memory. */
+static bool place_all(interval *iv, int ni, size_t *arena_out) {
+    lifetimes t;
+    int *hits = cuvil_malloc(sizeof(int) * (size_t)(ni + 1));
+    interval **live = cuvil_malloc(sizeof(interval *) * (size_t)(ni + 1));
+    bool ok = hits && live && lifetimes_init(&t, iv, ni);
+    size_t arena = 0;
+    /* conflicts examined so far; past the budget, the rest go one after another (linear) */
+    int64_t budget = 64 * (int64_t)ni + 1000000, spent = 0;
+    for (int i = 0; ok && i < ni; i++) {
+        if (spent > budget) {
+            iv[i].offset = arena;
+            arena += iv[i].size;
+            continue;
+        }
+        int nl = lifetimes_query(&t, iv[i].first, iv[i].last, hits, ni);
+        spent += nl;
+        for (int j = 0; j < nl; j++) live[j] = &iv[hits[j]];
+        qsort(live, (size_t)nl, sizeof *live, by_offset);
+        size_t off = 0;
+        for (int j = 0; j < nl; j++) {
+            if (live[j]->offset >= off + iv[i].size) break;
+            if (live[j]->offset + live[j]->size > off) off = live[j]->offset + live[j]->size;
+        }
+        iv[i].offset = off;
+        if (off + iv[i].size > arena) arena = off + iv[i].size;
+        lifetimes_place(&t, i);
+    }
+    if (hits && live) lifetimes_free(&t);
+    cuvil_free(hits);
+    cuvil_free(live);
+    *arena_out = arena;
+    return ok;
+}
+
+/* ===== Verification: no two intervals live at one time share a byte ===================== */
+/* Sweep over time; a segment tree over the compressed byte coordinates counts how many live
+ * intervals cover each elementary byte range (range add, range max). */
+typedef struct cover {
+    int size;
+    int *mx, *lazy;
+} cover;
+
+static void cover_add(cover *c, int k, int lo, int hi, int a, int b, int v) {
+    if (b <= lo || hi <= a) return;
+    if (a <= lo && hi <= b) {
+        c->mx[k] += v;
+        c->lazy[k] += v;
+        return;
+    }
+    int mid = (lo + hi) / 2;
+    cover_add(c, 2 * k, lo, mid, a, b, v);
+    cover_add(c, 2 * k + 1, mid, hi, a, b, v);
+    c->mx[k] = c->lazy[k] + (c->mx[2 * k] > c->mx[2 * k + 1] ? c->mx[2 * k] : c->mx[2 * k + 1]);
+}
+
+static int cover_max(const cover *c, int k, int lo, int hi, int a, int b) {
+    if (b <= lo || hi <= a) return 0;
+    if (a <= lo && hi <= b) return c->mx[k];
+    int mid = (lo + hi) / 2, l = cover_max(c, 2 * k, lo, mid, a, b), r = cover_max(c, 2 * k + 1, mid, hi, a, b);
+    return c->lazy[k] + (l > r ? l : r);
+}
+
+static int cmp_size_t(const void *a, const void *b) {
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int coord_of(const size_t *xs, int n, size_t x) {
+    int lo = 0, hi = n;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (xs[mid] < x) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+typedef struct event {
+    int time, kind, i;    /* kind 0: removal (at last + 1), 1: addition (at first) */
+} event;
+
+static int by_event(const void *a, const void *b) {
+    const event *x = a, *y = b;
+    if (x->time != y->time) return x->time - y->time;
+    if (x->kind != y->kind) return x->kind - y->kind;
+    return x->i - y->i;
+}
+
+/* Returns -1 when the plan is sound, else the index of an interval that overlaps another
+ * (*other gets the second), or -2 when out of memory. */
+static int verify_plan(const interval *iv, int ni, int *other) {
+    size_t *xs = cuvil_malloc(sizeof(size_t) * (size_t)(2 * ni + 1));
+    event *ev = cuvil_malloc(sizeof(event) * (size_t)(2 * ni + 1));
+    cover c = {0};
+    int bad = -1, nx = 0;
+    if (!xs || !ev) {
+        bad = -2;
+        goto done;
+    }
+    for (int i = 0; i < ni; i++) {
+        xs[nx++] = iv[i].offset;
+        xs[nx++] = iv[i].offset + iv[i].size;
+        ev[2 * i] = (event){iv[i].first, 1, i};
+        ev[2 * i + 1] = (event){iv[i].last + 1, 0, i};
+    }
+    qsort(xs, (size_t)nx, sizeof *xs, cmp_size_t);
+    int u = 0;
+    for (int i = 0; i < nx; i++)
+        if (!u || xs[i] != xs[u - 1]) xs[u++] = xs[i];
+    nx = u;
+    c.size = 1;
+    while (c.size < nx) c.size *= 2;
+    c.mx = cuvil_calloc((size_t)(2 * c.size), sizeof(int));
+    c.lazy = cuvil_calloc((size_t)(2 * c.size), sizeof(int));
+    if (!c.mx || !c.lazy) {
+        bad = -2;
+        goto done;
+    }
+    qsort(ev, (size_t)(2 * ni), sizeof *ev, by_event);
+    for (int e = 0; e < 2 * ni && bad < 0; e++) {
+        const interval *v = &iv[ev[e].i];
+        int a = coord_of(xs, nx, v->offset), b = coord_of(xs, nx, v->offset + v->size);
+        if (ev[e].kind == 0) {
+            cover_add(&c, 1, 0, c.size, a, b, -1);
+        } else if (cover_max(&c, 1, 0, c.size, a, b) > 0) {
+            bad = ev[e].i;
+            /* find the partner for the message (rare: only on a bug) */
+            for (int j = 0; j < ni; j++)
+                if (j != bad && iv[j].first <= v->last && v->first <= iv[j].last && iv[j].offset < v->offset + v->size &&
+                    v->offset < iv[j].offset + iv[j].size)
+                    *other = j;
+        } else {
+            cover_add(&c, 1, 0, c.size, a, b, 1);
+        }
+    }
+done:
+    cuvil_free(xs);
+    cuvil_free(ev);
+    cuvil_free(c.mx);
+    cuvil_free(c.lazy);
+    return bad;
 }
 
 cuvil_status cg_plan_memory(cir_graph *g, cg_plan *plan) {
     memset(plan, 0, sizeof *plan);
     int nv = g->n_values, nn = g->n_nodes;
-    plan->loc = calloc((size_t)nv + 1, sizeof *plan->loc);
-    plan->aliased = calloc((size_t)nn + 1, sizeof *plan->aliased);
-    int *root = malloc(sizeof(int) * ((size_t)nv + 1));
-    int *first = malloc(sizeof(int) * ((size_t)nv + 1)), *last = malloc(sizeof(int) * ((size_t)nv + 1));
-    interval *iv = calloc((size_t)nv + 1, sizeof *iv);
+    plan->loc = cuvil_calloc((size_t)nv + 1, sizeof *plan->loc);
+    plan->aliased = cuvil_calloc((size_t)nn + 1, sizeof *plan->aliased);
+    int *root = cuvil_malloc(sizeof(int) * ((size_t)nv + 1));
+    int *first = cuvil_malloc(sizeof(int) * ((size_t)nv + 1)), *last = cuvil_malloc(sizeof(int) * ((size_t)nv + 1));
+    interval *iv = cuvil_calloc((size_t)nv + 1, sizeof *iv);
     cuvil_status st = CUVIL_OK;
     if (!plan->loc || !plan->aliased || !root || !first || !last || !iv) {
         st = cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory planning memory");
@@ -81,41 +319,17 @@ cuvil_status cg_plan_memory(cir_graph *g, cg_plan *plan) {
         ni++;
     }
     qsort(iv, (size_t)ni, sizeof *iv, by_size_desc);
-    /* greedy: lowest offset that fits between already-placed intervals live at the same time */
-    interval **live = malloc(sizeof(interval *) * ((size_t)ni + 1));
-    if (!live) {
+    size_t arena = 0;
+    if (!place_all(iv, ni, &arena)) {
         st = cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory planning memory");
         goto done;
     }
-    size_t arena = 0;
-    for (int i = 0; i < ni; i++) {
-        int nl = 0;
-        for (int j = 0; j < i; j++)
-            if (overlap_time(&iv[i], &iv[j])) live[nl++] = &iv[j];
-        /* sort the conflicting ones by offset (insertion sort: lists are short) */
-        for (int a = 1; a < nl; a++)
-            for (int b = a; b > 0 && live[b - 1]->offset > live[b]->offset; b--) {
-                interval *t = live[b];
-                live[b] = live[b - 1];
-                live[b - 1] = t;
-            }
-        size_t off = 0;
-        for (int j = 0; j < nl; j++) {
-            if (live[j]->offset >= off + iv[i].size) break;
-            if (live[j]->offset + live[j]->size > off) off = live[j]->offset + live[j]->size;
-        }
-        iv[i].offset = off;
-        if (off + iv[i].size > arena) arena = off + iv[i].size;
-    }
-    free(live);
-    /* verify the plan: no two values live at the same time share a byte */
-    for (int i = 0; i < ni && !st; i++)
-        for (int j = i + 1; j < ni; j++)
-            if (overlap_time(&iv[i], &iv[j]) && overlap_bytes(&iv[i], &iv[j])) {
-                st = cuvil_err(g->ctx, CUVIL_ERR_INTERNAL, "memory plan: '%s' and '%s' overlap",
-                               g->values[iv[i].value].name, g->values[iv[j].value].name);
-                break;
-            }
+    int other = -1, bad = verify_plan(iv, ni, &other);
+    if (bad == -2) st = cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory verifying the memory plan");
+    else if (bad >= 0)
+        st = cuvil_err(g->ctx, CUVIL_ERR_INTERNAL, "memory plan: '%s' and '%s' overlap", g->values[iv[bad].value].name,
+                       other >= 0 ? g->values[iv[other].value].name : "?");
+    if (st) goto done;
     plan->arena_bytes = arena;
     for (int i = 0; i < ni; i++) plan->loc[iv[i].value] = (cg_loc){CG_LOC_ARENA, (int64_t)iv[i].offset};
     for (int i = 0; i < g->n_inputs; i++) plan->loc[g->inputs[i]] = (cg_loc){CG_LOC_INPUT, i};
@@ -127,16 +341,16 @@ cuvil_status cg_plan_memory(cir_graph *g, cg_plan *plan) {
     for (int v = 0; v < nv; v++)
         if (root[v] != v) plan->loc[v] = plan->loc[root[v]];
 done:
-    free(root);
-    free(first);
-    free(last);
-    free(iv);
+    cuvil_free(root);
+    cuvil_free(first);
+    cuvil_free(last);
+    cuvil_free(iv);
     if (st) cg_plan_free(plan);
     return st;
 }
 
 void cg_plan_free(cg_plan *plan) {
-    free(plan->loc);
-    free(plan->aliased);
+    cuvil_free(plan->loc);
+    cuvil_free(plan->aliased);
     memset(plan, 0, sizeof *plan);
 }

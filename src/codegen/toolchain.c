@@ -1,18 +1,29 @@
 /* toolchain.c -- writes the generated sources and invokes the C compiler: a shared library,
- * a static archive, or a folder of C sources with a Makefile for other toolchains. */
+ * a static archive, or a folder of C sources with a Makefile for other toolchains.
+ *
+ * Output safety (cuvil.h): nothing is written where the user's files are until everything is
+ * built. Sources are compiled in a build folder beside the output, registered for removal on
+ * every exit path (tmpfiles.c), with the compiler run inside that folder on relative names, so
+ * that no part of an output path (commas, spaces, newlines, quotes) reaches a command line or
+ * a script. Finished files are renamed into place. An existing output is replaced only when
+ * Cuvil wrote it: a library carries a marker string, a header its generated first line, an IR
+ * or DOT file its generated header, and a source folder a manifest of what Cuvil put in it. */
 #include "codegen/toolchain_int.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
+#include <limits.h>
 #include <spawn.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 extern char **environ;
+
+#define MANIFEST ".cuvil-output"
 
 /* ===== Where Cuvil's runtime lives ======================================================= */
 /* $CUVIL_SOURCE_DIR / $CUVIL_BUILD_DIR override the paths baked in at build time, so a moved
@@ -51,61 +62,273 @@ static const char *target_cflags(const char *target) {
 }
 
 cuvil_status cuvil_read_abi_header(cuvil_ctx *ctx, char **text) {
-    char path[4096];
+    char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/include/cuvil/cuvil_model.h", source_dir());
     uint8_t *d;
     size_t n;
-    cuvil_status s = cuvil_read_file(ctx, path, &d, &n);
+    cuvil_status s = cuvil_read_file(ctx, path, "ABI header", (uint64_t)1 << 24, NULL, &d, &n);
     if (s) return s;
-    char *t = realloc(d, n + 1);
-    if (!t) {
-        free(d);
-        return cuvil_err(ctx, CUVIL_ERR_NOMEM, "out of memory");
-    }
-    t[n] = 0;
-    *text = t;
+    d[n] = 0;   /* cuvil_read_file leaves room for it */
+    *text = (char *)d;
     return CUVIL_OK;
 }
 
+/* ===== Paths ============================================================================== */
+static bool path_join(char *out, size_t len, const char *dir, const char *name) {
+    return (size_t)snprintf(out, len, "%s/%s", dir, name) < len;
+}
+
+/* Header path: the output path with its extension (if any) replaced by ".h". */
+static void header_path(const char *output, char *out, size_t len) {
+    snprintf(out, len, "%s", output);
+    char *slash = strrchr(out, '/'), *base = slash ? slash + 1 : out, *dot = strrchr(base, '.');
+    if (dot && dot > base) *dot = 0;
+    size_t n = strlen(out);
+    snprintf(out + n, len - n, ".h");
+}
+
+/* True when a and b name the same existing file. */
+static bool same_file(const char *a, const char *b) {
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/* ===== Recognising Cuvil's own outputs ===================================================== */
+/* The marker every compiled model carries (model.c defines it; see codegen.c). Written here in
+ * two pieces so that this library, which prints it, does not itself contain it. */
+#define MARKER_A "CUVIL-MODEL-"
+#define MARKER_B "OUTPUT-v1"
+
+/* Does the file at path start with `magic` and contain `needle` within its first `window`
+ * bytes (0: anywhere)? */
+static bool file_has(const char *path, const char *magic, const char *needle, size_t window) {
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) return false;
+    struct stat st;
+    bool found = false;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+        size_t n = (size_t)st.st_size;
+        const char *p = mmap(NULL, n, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (p != MAP_FAILED) {
+            size_t ml = strlen(magic), w = window && window < n ? window : n;
+            found = n >= ml && !memcmp(p, magic, ml) && memmem(p, w, needle, strlen(needle)) != NULL;
+            munmap((void *)p, n);
+        }
+    }
+    close(fd);
+    return found;
+}
+
+/* Refuses to replace path unless it is absent or Cuvil wrote it (`ours`), or when it is the
+ * model or a link. what: "output", "header". */
+static cuvil_status check_replace(cuvil_ctx *ctx, const char *path, const char *model, const char *what,
+                                  bool (*ours)(const char *)) {
+    struct stat st;
+    if (lstat(path, &st) != 0) {
+        if (errno == ENOENT) return CUVIL_OK;
+        return cuvil_err(ctx, CUVIL_ERR_IO, "%s: %s", path, strerror(errno));
+    }
+    if (model && same_file(path, model))
+        return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "%s: the %s would overwrite the model itself", path, what);
+    if (S_ISLNK(st.st_mode))
+        return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "%s: the %s path is a symbolic link; Cuvil does not replace it", path,
+                         what);
+    if (S_ISDIR(st.st_mode)) return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "%s: the %s path is a folder", path, what);
+    if (!S_ISREG(st.st_mode) || !ours(path))
+        return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG,
+                         "%s: exists and was not written by Cuvil; refusing to overwrite it (remove it or choose another "
+                         "--output)", path);
+    return CUVIL_OK;
+}
+
+static bool is_library(const char *p) {
+    return file_has(p, "\177ELF", MARKER_A MARKER_B, 0) || file_has(p, "!<arch>\n", MARKER_A MARKER_B, 0);
+}
+static bool is_header(const char *p) { return file_has(p, "/* ", " -- generated by Cuvil ", 512); }
+static bool is_text(const char *p) {
+    return file_has(p, "# CIR", "generated by Cuvil ", 512) || file_has(p, "digraph cir {", "generated by Cuvil ", 512);
+}
+
+/* ===== A folder written by --emit c: its manifest ====================================== */
+/* The manifest lists one relative path per line: what Cuvil wrote, and what the folder's
+ * Makefile builds. A folder may be replaced when it holds nothing else. */
+typedef struct manifest {
+    cuvil_map set;
+    cuvil_arena strs;
+    char unknown[PATH_MAX];   /* the first entry not in the manifest */
+} manifest;
+
+/* Walks dir (rel: its path inside the output folder) for an entry the manifest does not list;
+ * returns 1 when one is found (in m->unknown), -1 on a read error, 0 when all is listed. */
+static int find_unlisted(manifest *m, const char *dir, const char *rel, int depth) {
+    DIR *dp = opendir(dir);
+    if (!dp) return -1;
+    int r = 0;
+    struct dirent *e;
+    while (!r && (e = readdir(dp))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        char path[PATH_MAX], sub[PATH_MAX];
+        if (!path_join(path, sizeof path, dir, e->d_name) ||
+            (size_t)snprintf(sub, sizeof sub, "%s%s%s", rel, *rel ? "/" : "", e->d_name) >= sizeof sub)
+            return closedir(dp), -1;
+        struct stat st;
+        if (lstat(path, &st) != 0) r = -1;
+        else if (S_ISDIR(st.st_mode) && depth < 16) r = find_unlisted(m, path, sub, depth + 1);
+        else if (!S_ISREG(st.st_mode) || cuvil_map_get(&m->set, sub) < 0) {
+            snprintf(m->unknown, sizeof m->unknown, "%s", sub);
+            r = 1;
+        }
+    }
+    closedir(dp);
+    return r;
+}
+
+/* Reads dir's manifest; *n_found is the number of entries outside it (the first in m->unknown).
+ * Returns false when there is no readable manifest. */
+static bool read_manifest(cuvil_ctx *ctx, const char *dir, manifest *m) {
+    char path[PATH_MAX];
+    if (!path_join(path, sizeof path, dir, MANIFEST)) return false;
+    uint8_t *d;
+    size_t n;
+    cuvil_ctx quiet = {0};
+    if (cuvil_read_file(&quiet, path, "manifest", (uint64_t)1 << 24, NULL, &d, &n)) return false;
+    (void)ctx;
+    d[n] = 0;
+    bool ok = !strncmp((char *)d, "# Written by Cuvil", 18);
+    for (char *line = (char *)d; ok && *line;) {
+        char *end = strchr(line, '\n');
+        if (end) *end = 0;
+        if (*line && *line != '#') {
+            const char *copy = cuvil_arena_strdup(&m->strs, line);
+            ok = copy && cuvil_map_put(&m->set, copy, 1);
+        }
+        line = end ? end + 1 : line + strlen(line);
+    }
+    cuvil_free(d);
+    return ok && cuvil_map_put(&m->set, MANIFEST, 1);
+}
+
+/* The whole of dir is Cuvil's (a manifest lists every file in it)? Else an error naming why. */
+static cuvil_status check_folder(cuvil_ctx *ctx, const char *dir, const char *model) {
+    static const char hint[] = "remove it or choose another --output";
+    struct stat st;
+    if (lstat(dir, &st) != 0) {
+        if (errno == ENOENT) return CUVIL_OK;
+        return cuvil_err(ctx, CUVIL_ERR_IO, "%s: %s", dir, strerror(errno));
+    }
+    if (S_ISLNK(st.st_mode))
+        return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "%s: is a symbolic link; Cuvil does not replace it", dir);
+    if (!S_ISDIR(st.st_mode))
+        return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "%s: exists and is not a folder (--emit c writes a folder)", dir);
+    char rd[PATH_MAX], rm[PATH_MAX];
+    if (model && realpath(dir, rd) && realpath(model, rm) && !strncmp(rm, rd, strlen(rd)) && rm[strlen(rd)] == '/')
+        return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "%s: the output folder holds the model; %s", dir, hint);
+    DIR *dp = opendir(dir);
+    if (!dp) return cuvil_err(ctx, CUVIL_ERR_IO, "%s: %s", dir, strerror(errno));
+    bool empty = true;
+    struct dirent *e;
+    while ((e = readdir(dp)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) empty = false;
+    closedir(dp);
+    if (empty) return CUVIL_OK;
+    manifest m = {0};
+    cuvil_status s = CUVIL_OK;
+    if (!read_manifest(ctx, dir, &m)) {
+        s = cuvil_err(ctx, CUVIL_ERR_INVALID_ARG,
+                      "%s: the folder is not empty and was not written by Cuvil (no %s manifest); refusing to replace it "
+                      "(%s)", dir, MANIFEST, hint);
+    } else {
+        int r = find_unlisted(&m, dir, "", 0);
+        if (r > 0)
+            s = cuvil_err(ctx, CUVIL_ERR_INVALID_ARG,
+                          "%s: holds '%s', which Cuvil did not write; refusing to replace the folder (%s)", dir, m.unknown,
+                          hint);
+        else if (r < 0)
+            s = cuvil_err(ctx, CUVIL_ERR_IO, "%s: cannot read the folder: %s", dir, strerror(errno));
+    }
+    cuvil_map_free(&m.set);
+    cuvil_arena_free(&m.strs);
+    return s;
+}
+
+/* ===== Before any work: is the output acceptable? ====================================== */
+cuvil_status cuvil_check_output(cuvil_ctx *ctx, const char *model, const cuvil_options *o, const char *output) {
+    size_t n = strlen(output);
+    if (!n) return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "--output is empty");
+    if (o->emit == CUVIL_EMIT_IR || o->emit == CUVIL_EMIT_DOT) {
+        if (!strcmp(output, "-")) return CUVIL_OK;
+        return check_replace(ctx, output, model, "output", is_text);
+    }
+    const char *base = strrchr(output, '/');
+    base = base ? base + 1 : output;
+    if (!*base || !strcmp(base, ".") || !strcmp(base, ".."))
+        return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "--output %s: name a file or folder, not '%s'", output,
+                         *base ? base : "/");
+    if (n >= PATH_MAX - 64) return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "--output: the path is too long");
+    if (o->emit == CUVIL_EMIT_C) return check_folder(ctx, output, model);
+    char hdr[PATH_MAX];
+    header_path(output, hdr, sizeof hdr);
+    if (!strcmp(hdr, output))
+        return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG,
+                         "--output %s: the library would have the header's name (the header goes beside it as NAME.h); "
+                         "use a .so or .a name", output);
+    cuvil_status s = check_replace(ctx, output, model, "output", is_library);
+    if (!s) s = check_replace(ctx, hdr, model, "header", is_header);
+    return s;
+}
+
 /* ===== Running the compiler ============================================================= */
-/* Runs argv with stdout+stderr to a log; on failure the message quotes the log's start. */
-static cuvil_status run_cmd(cuvil_ctx *ctx, char *const *argv, const char *logpath, bool verbose) {
+/* Runs argv inside dir (relative names only), stdin from in_name (or /dev/null), stdout and
+ * stderr to dir/cc.log; on failure the message quotes the log's start. */
+static cuvil_status run_cmd(cuvil_ctx *ctx, const char *dir, char *const *argv, const char *in_name, bool verbose) {
     if (verbose) {
-        for (int i = 0; argv[i]; i++) fprintf(stderr, "%s%s", i ? " " : "cuvil: ", argv[i]);
+        fprintf(stderr, "cuvil: (in %s)", dir);
+        for (int i = 0; argv[i]; i++) fprintf(stderr, " %s", argv[i]);
         fputc('\n', stderr);
     }
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, logpath, O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_addchdir_np(&fa, dir);
+    posix_spawn_file_actions_addopen(&fa, 0, in_name ? in_name : "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, "cc.log", O_WRONLY | O_CREAT | O_APPEND, 0644);
     posix_spawn_file_actions_adddup2(&fa, 1, 2);
     pid_t pid;
     int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
     if (rc != 0) return cuvil_err(ctx, CUVIL_ERR_TOOLCHAIN, "cannot run %s: %s", argv[0], strerror(rc));
+    cuvil_tmp_set_child(pid);
     int status;
     while (waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR) return cuvil_err(ctx, CUVIL_ERR_TOOLCHAIN, "waitpid: %s", strerror(errno));
+        if (errno != EINTR) {
+            cuvil_tmp_set_child(0);
+            return cuvil_err(ctx, CUVIL_ERR_TOOLCHAIN, "waitpid: %s", strerror(errno));
+        }
+    cuvil_tmp_set_child(0);
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return CUVIL_OK;
-    char log[1200] = "";
-    FILE *f = fopen(logpath, "r");
-    if (f) {
-        size_t k = fread(log, 1, sizeof log - 1, f);
-        log[k] = 0;
-        fclose(f);
+    char log[1200] = "", lp[PATH_MAX];
+    if (path_join(lp, sizeof lp, dir, "cc.log")) {
+        FILE *f = fopen(lp, "r");
+        if (f) {
+            size_t k = fread(log, 1, sizeof log - 1, f);
+            log[k] = 0;
+            fclose(f);
+        }
     }
-    return cuvil_err(ctx, CUVIL_ERR_TOOLCHAIN, "%s failed (exit %d):\n%s", argv[0],
-                     WIFEXITED(status) ? WEXITSTATUS(status) : -1, log);
+    if (WIFSIGNALED(status))
+        return cuvil_err(ctx, CUVIL_ERR_TOOLCHAIN, "%s was killed by signal %d:\n%s", argv[0], WTERMSIG(status), log);
+    return cuvil_err(ctx, CUVIL_ERR_TOOLCHAIN, "%s failed (exit %d):\n%s", argv[0], WEXITSTATUS(status), log);
 }
 
 /* Splits a space-separated string into argv slots (no quoting: flags only). */
 static int split_into(char *s, char **argv, int at, int max) {
-    for (char *tok = strtok(s, " "); tok && at < max - 1; tok = strtok(NULL, " ")) argv[at++] = tok;
+    char *save = NULL;
+    for (char *tok = strtok_r(s, " ", &save); tok && at < max - 1; tok = strtok_r(NULL, " ", &save)) argv[at++] = tok;
     return at;
 }
 
 static cuvil_status write_text(cuvil_ctx *ctx, const char *dir, const char *name, const void *data, size_t n) {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
+    char path[PATH_MAX];
+    if (!path_join(path, sizeof path, dir, name)) return cuvil_err(ctx, CUVIL_ERR_IO, "%s: path too long", dir);
     return cuvil_write_file_atomic(ctx, path, data ? data : "", n);
 }
 
@@ -124,56 +347,46 @@ static cuvil_status write_sources(cuvil_ctx *ctx, const char *dir, const char *p
     cuvil_sb s = {0};
     weights_asm(&s, prefix);
     cuvil_status st;
-    if ((st = write_text(ctx, dir, "model.c", gen->model_c.s, gen->model_c.len)) ||
-        (st = write_text(ctx, dir, hname, gen->model_h.s, gen->model_h.len)) ||
-        (st = write_text(ctx, dir, "weights.bin", gen->weights.s, gen->weights.len)) ||
-        (st = write_text(ctx, dir, "weights.S", s.s, s.len))) {
-        cuvil_sb_free(&s);
-        return st;
-    }
+    if (s.oom) st = cuvil_err(ctx, CUVIL_ERR_NOMEM, "out of memory");
+    else if (!(st = write_text(ctx, dir, "model.c", gen->model_c.s, gen->model_c.len)) &&
+             !(st = write_text(ctx, dir, hname, gen->model_h.s, gen->model_h.len)) &&
+             !(st = write_text(ctx, dir, "weights.bin", gen->weights.s, gen->weights.len)))
+        st = write_text(ctx, dir, "weights.S", s.s, s.len);
     cuvil_sb_free(&s);
-    return CUVIL_OK;
+    return st;
 }
 
-static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
-    (void)sb; (void)flag; (void)ftw;
-    return remove(p);
+/* The C compiler's command words: o->cc, else $CC, else the one Cuvil was built with. */
+static const char *cc_words(const cuvil_options *o, char *buf, size_t len) {
+    const char *cc = o->cc ? o->cc : getenv("CC");
+    snprintf(buf, len, "%s", cc && *cc ? cc : CUVIL_C_COMPILER);
+    return buf;
 }
-static void rm_tree(const char *dir) { nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
 
-/* Compiles model.c and weights.S in dir to objects; returns their paths in dir. */
+/* Compiles model.c and weights.S in dir to model.o and weights.o. */
 static cuvil_status compile_objects(cuvil_ctx *ctx, const char *dir, const char *target, const cuvil_options *o,
                                     bool shared) {
-    char cc_buf[1024], flags_buf[256], inc_rt[4200], inc_dir[4200], src[4200], obj[4200], log[4200];
-    const char *cc = o->cc ? o->cc : getenv("CC");
-    snprintf(cc_buf, sizeof cc_buf, "%s", cc && *cc ? cc : CUVIL_C_COMPILER);
-    snprintf(flags_buf, sizeof flags_buf, "%s", target_cflags(target));
+    char cc_buf[1024], inc_rt[PATH_MAX + 8];
+    cc_words(o, cc_buf, sizeof cc_buf);
     snprintf(inc_rt, sizeof inc_rt, "-I%s/runtime/include", source_dir());
-    snprintf(inc_dir, sizeof inc_dir, "-I%s", dir);
-    snprintf(log, sizeof log, "%s/cc.log", dir);
-    const char *files[2][2] = {{"model.c", "model.o"}, {"weights.S", "weights.o"}};
+    static const char *const files[2][2] = {{"model.c", "model.o"}, {"weights.S", "weights.o"}};
     for (int f = 0; f < 2; f++) {
         char *argv[96];
         char cc_copy[1024], fl_copy[256];
         snprintf(cc_copy, sizeof cc_copy, "%s", cc_buf);
-        snprintf(fl_copy, sizeof fl_copy, "%s", flags_buf);
+        snprintf(fl_copy, sizeof fl_copy, "%s", target_cflags(target));
         int a = split_into(cc_copy, argv, 0, 32);
+        if (!a) return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "the C compiler command is empty");
         const char *fixed[] = {"-std=c11", "-O2", "-fPIC", "-fvisibility=hidden", "-Wall", "-Wextra", "-Werror",
-                               shared ? "-DCUVIL_MODEL_SHARED" : "-DCUVIL_MODEL_STATIC", inc_rt, inc_dir, "-c"};
+                               shared ? "-DCUVIL_MODEL_SHARED" : "-DCUVIL_MODEL_STATIC", inc_rt, "-I.", "-c"};
         for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) argv[a++] = (char *)fixed[i];
         a = split_into(fl_copy, argv, a, 60);
-        snprintf(src, sizeof src, "%s/%s", dir, files[f][0]);
-        snprintf(obj, sizeof obj, "%s/%s", dir, files[f][1]);
-        argv[a++] = src;
+        argv[a++] = (char *)files[f][0];
         argv[a++] = "-o";
-        argv[a++] = obj;
-        char wa[4300];
-        if (f == 1) {  /* .incbin finds weights.bin through the assembler's include path */
-            snprintf(wa, sizeof wa, "-Wa,-I%s", dir);
-            argv[a++] = wa;
-        }
+        argv[a++] = (char *)files[f][1];
+        if (f == 1) argv[a++] = "-Wa,-I.";   /* .incbin finds weights.bin in the build folder */
         argv[a] = NULL;
-        cuvil_status s = run_cmd(ctx, argv, log, o->verbose);
+        cuvil_status s = run_cmd(ctx, dir, argv, NULL, o->verbose);
         if (s) return s;
     }
     return CUVIL_OK;
@@ -187,93 +400,86 @@ static cuvil_status runtime_archive(cuvil_ctx *ctx, const char *target, char *ou
     return CUVIL_OK;
 }
 
-/* A build folder next to the output, so the final rename is atomic on one filesystem. */
+static cuvil_status copy_file(cuvil_ctx *ctx, const char *from, const char *to) {
+    uint8_t *d;
+    size_t n;
+    cuvil_status s = cuvil_read_file(ctx, from, "file", UINT64_MAX, NULL, &d, &n);
+    if (s) return s;
+    s = cuvil_write_file_atomic(ctx, to, d, n);
+    cuvil_free(d);
+    return s;
+}
+
+/* A build folder beside the output (so the final renames stay on one filesystem), registered
+ * for removal on every exit path. */
 static cuvil_status make_build_dir(cuvil_ctx *ctx, const char *output, char *dir, size_t len) {
-    snprintf(dir, len, "%s.cuvil-build-XXXXXX", output);
+    if ((size_t)snprintf(dir, len, "%s.cuvil-build-XXXXXX", output) >= len)
+        return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "%s: path too long", output);
     if (!mkdtemp(dir)) return cuvil_err(ctx, CUVIL_ERR_IO, "%s: cannot create a build folder beside it: %s", output, strerror(errno));
+    if (!cuvil_tmp_register(dir)) {
+        rmdir(dir);
+        return cuvil_err(ctx, CUVIL_ERR_INTERNAL, "too many temporary folders at once");
+    }
     return CUVIL_OK;
 }
 
-static cuvil_status move_into_place(cuvil_ctx *ctx, const char *from, const char *to) {
-    if (rename(from, to) != 0) return cuvil_err(ctx, CUVIL_ERR_IO, "%s: cannot write: %s", to, strerror(errno));
-    return CUVIL_OK;
-}
-
-/* Header path: the output path with its extension replaced by ".h". */
-static void header_path(const char *output, char *out, size_t len) {
-    snprintf(out, len, "%s", output);
-    char *slash = strrchr(out, '/'), *dot = strrchr(out, '.');
-    if (dot && (!slash || dot > slash)) *dot = 0;
-    size_t n = strlen(out);
-    snprintf(out + n, len - n, ".h");
+static void finish_build_dir(const cuvil_options *o, const char *dir) {
+    if (o->keep_sources) {
+        cuvil_tmp_forget(dir);
+        fprintf(stderr, "cuvil: generated sources kept in %s\n", dir);
+    } else {
+        cuvil_tmp_remove(dir);
+    }
 }
 
 cuvil_status cuvil_build_library(cuvil_ctx *ctx, const cg_output *gen, const char *prefix, const char *target,
-                                 const cuvil_options *o, const char *output) {
-    char dir[4200], rt[4200], lib[4300], hdr[4300], hsrc[4300], log[4300];
+                                 const cuvil_options *o, const char *model, const char *output) {
+    char dir[PATH_MAX], rt[PATH_MAX], hdr[PATH_MAX], path[PATH_MAX];
     cuvil_status s = runtime_archive(ctx, target, rt, sizeof rt);
     if (s || (s = make_build_dir(ctx, output, dir, sizeof dir))) return s;
     bool shared = o->emit != CUVIL_EMIT_A;
     if ((s = write_sources(ctx, dir, prefix, gen)) || (s = compile_objects(ctx, dir, target, o, shared))) goto done;
-    snprintf(log, sizeof log, "%s/cc.log", dir);
-    snprintf(lib, sizeof lib, "%s/out.lib", dir);
-    char mo[4300], wo[4300];
-    snprintf(mo, sizeof mo, "%s/model.o", dir);
-    snprintf(wo, sizeof wo, "%s/weights.o", dir);
     if (shared) {
         char cc_copy[1024];
-        const char *cc = o->cc ? o->cc : getenv("CC");
-        snprintf(cc_copy, sizeof cc_copy, "%s", cc && *cc ? cc : CUVIL_C_COMPILER);
+        cc_words(o, cc_copy, sizeof cc_copy);
         char *argv[64];
-        int a = split_into(cc_copy, argv, 0, 64);
-        argv[a++] = "-shared";
-        argv[a++] = "-o";
-        argv[a++] = lib;
-        argv[a++] = mo;
-        argv[a++] = wo;
-        argv[a++] = rt;
-        argv[a++] = "-lm";
-        argv[a++] = "-Wl,--no-undefined";
+        int a = split_into(cc_copy, argv, 0, 48);
+        const char *rest[] = {"-shared", "-o", "out.lib", "model.o", "weights.o", rt, "-lm", "-Wl,--no-undefined"};
+        for (size_t i = 0; i < sizeof rest / sizeof rest[0]; i++) argv[a++] = (char *)rest[i];
         argv[a] = NULL;
-        if ((s = run_cmd(ctx, argv, log, o->verbose))) goto done;
+        if ((s = run_cmd(ctx, dir, argv, NULL, o->verbose))) goto done;
     } else {
-        /* one self-contained archive: the model's objects plus the runtime's (ar's MRI script) */
-        char mri[4300], script[16000];
-        snprintf(mri, sizeof mri, "%s/archive.mri", dir);
-        snprintf(script, sizeof script, "CREATE %s\nADDLIB %s\nADDMOD %s\nADDMOD %s\nSAVE\nEND\n", lib, rt, mo, wo);
-        if ((s = cuvil_write_file_atomic(ctx, mri, script, strlen(script)))) goto done;
-        char *argv[] = {"sh", "-c", NULL, NULL};
-        char cmd[9000];
-        snprintf(cmd, sizeof cmd, "ar -M < '%s'", mri);
-        argv[2] = cmd;
-        if (strchr(mri, '\'')) {
-            s = cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "output path must not contain a quote for --emit a");
+        /* one self-contained archive: the model's objects plus the runtime's (ar's MRI script,
+         * on fixed names inside the build folder, read from stdin: no shell) */
+        static const char script[] = "CREATE out.lib\nADDLIB rt.a\nADDMOD model.o\nADDMOD weights.o\nSAVE\nEND\n";
+        if (!path_join(path, sizeof path, dir, "rt.a") || (s = copy_file(ctx, rt, path)) ||
+            (s = write_text(ctx, dir, "archive.mri", script, sizeof script - 1)))
             goto done;
-        }
-        if ((s = run_cmd(ctx, argv, log, o->verbose))) goto done;
+        char *argv[] = {"ar", "-M", NULL};
+        if ((s = run_cmd(ctx, dir, argv, "archive.mri", o->verbose))) goto done;
     }
+    /* into place: checked again (the build took a while), the library first, then the header */
     header_path(output, hdr, sizeof hdr);
+    if ((s = cuvil_check_output(ctx, model, o, output))) goto done;
+    if (!path_join(path, sizeof path, dir, "out.lib")) goto done;
+    if (rename(path, output) != 0) {
+        s = cuvil_err(ctx, CUVIL_ERR_IO, "%s: cannot write: %s", output, strerror(errno));
+        goto done;
+    }
+    char hsrc[PATH_MAX + 300];
     snprintf(hsrc, sizeof hsrc, "%s/%s.h", dir, prefix);
-    if ((s = move_into_place(ctx, hsrc, hdr)) || (s = move_into_place(ctx, lib, output))) goto done;
+    if (rename(hsrc, hdr) != 0) {
+        s = cuvil_err(ctx, CUVIL_ERR_IO, "%s: cannot write: %s", hdr, strerror(errno));
+        unlink(output);   /* the library just put there: no half output */
+    }
 done:
-    if (o->keep_sources) fprintf(stderr, "cuvil: generated sources kept in %s\n", dir);
-    else rm_tree(dir);
+    finish_build_dir(o, dir);
     return s;
 }
 
 /* ===== --emit c: a portable source folder ============================================== */
-static cuvil_status copy_file(cuvil_ctx *ctx, const char *from, const char *to) {
-    uint8_t *d;
-    size_t n;
-    cuvil_status s = cuvil_read_file(ctx, from, &d, &n);
-    if (s) return s;
-    s = cuvil_write_file_atomic(ctx, to, d, n);
-    free(d);
-    return s;
-}
-
 static cuvil_status mkdir_p(cuvil_ctx *ctx, const char *path) {
-    char tmp[4200];
+    char tmp[PATH_MAX];
     snprintf(tmp, sizeof tmp, "%s", path);
     for (char *p = tmp + 1; *p; p++)
         if (*p == '/') {
@@ -285,28 +491,35 @@ static cuvil_status mkdir_p(cuvil_ctx *ctx, const char *path) {
     return CUVIL_OK;
 }
 
-/* Copies runtime/ (headers and kernel sources) recursively into dst/runtime. */
-static cuvil_status copy_runtime(cuvil_ctx *ctx, const char *src, const char *dst, cuvil_sb *srcs, const char *rel) {
+/* Copies runtime/ (headers and kernel sources) recursively into dst/runtime; lists the C files
+ * in srcs (Makefile syntax) and every file (and the object each C file becomes) in files. */
+static cuvil_status copy_runtime(cuvil_ctx *ctx, const char *src, const char *dst, cuvil_sb *srcs, cuvil_sb *files,
+                                 const char *rel, int depth) {
+    if (depth > 8) return CUVIL_OK;
     DIR *d = opendir(src);
     if (!d) return cuvil_err(ctx, CUVIL_ERR_IO, "%s: %s", src, strerror(errno));
     cuvil_status s = mkdir_p(ctx, dst);
     struct dirent *e;
     while (!s && (e = readdir(d))) {
         if (e->d_name[0] == '.') continue;
-        char from[4200], to[4200], r[4200];
-        snprintf(from, sizeof from, "%s/%s", src, e->d_name);
-        snprintf(to, sizeof to, "%s/%s", dst, e->d_name);
-        snprintf(r, sizeof r, "%s/%s", rel, e->d_name);
+        char from[PATH_MAX], to[PATH_MAX], r[PATH_MAX];
+        if (!path_join(from, sizeof from, src, e->d_name) || !path_join(to, sizeof to, dst, e->d_name) ||
+            !path_join(r, sizeof r, rel, e->d_name))
+            continue;
         struct stat st;
         if (stat(from, &st) != 0) continue;
         if (S_ISDIR(st.st_mode)) {
-            s = copy_runtime(ctx, from, to, srcs, r);
+            s = copy_runtime(ctx, from, to, srcs, files, r, depth + 1);
         } else {
             size_t l = strlen(e->d_name);
             bool is_c = l > 2 && !strcmp(e->d_name + l - 2, ".c");
             if (is_c || (l > 2 && !strcmp(e->d_name + l - 2, ".h")) || (l > 4 && !strcmp(e->d_name + l - 4, ".inc"))) {
                 s = copy_file(ctx, from, to);
-                if (is_c) cuvil_sb_printf(srcs, " \\\n\t%s", r);
+                cuvil_sb_printf(files, "%s\n", r);
+                if (is_c) {
+                    cuvil_sb_printf(srcs, " \\\n\t%s", r);
+                    cuvil_sb_printf(files, "%.*s.o\n", (int)(strlen(r) - 2), r);
+                }
             }
         }
     }
@@ -315,18 +528,19 @@ static cuvil_status copy_runtime(cuvil_ctx *ctx, const char *src, const char *ds
 }
 
 cuvil_status cuvil_emit_sources(cuvil_ctx *ctx, const cg_output *gen, const char *prefix, const char *target,
-                                const char *output) {
-    struct stat st;
-    if (stat(output, &st) == 0 && !S_ISDIR(st.st_mode))
-        return cuvil_err(ctx, CUVIL_ERR_IO, "%s: exists and is not a folder", output);
-    char tmp[4200];
+                                const cuvil_options *o, const char *model, const char *output) {
+    char tmp[PATH_MAX], old[PATH_MAX];
     cuvil_status s = make_build_dir(ctx, output, tmp, sizeof tmp);
     if (s) return s;
-    cuvil_sb srcs = {0}, mk = {0};
-    char rt_src[4200], rt_dst[4300];
+    cuvil_sb srcs = {0}, mk = {0}, files = {0};
+    char rt_src[PATH_MAX], rt_dst[PATH_MAX];
     snprintf(rt_src, sizeof rt_src, "%s/runtime", source_dir());
-    snprintf(rt_dst, sizeof rt_dst, "%s/runtime", tmp);
-    if ((s = write_sources(ctx, tmp, prefix, gen)) || (s = copy_runtime(ctx, rt_src, rt_dst, &srcs, "runtime"))) goto done;
+    if (!path_join(rt_dst, sizeof rt_dst, tmp, "runtime")) {
+        s = cuvil_err(ctx, CUVIL_ERR_IO, "%s: path too long", tmp);
+        goto done;
+    }
+    if ((s = write_sources(ctx, tmp, prefix, gen)) || (s = copy_runtime(ctx, rt_src, rt_dst, &srcs, &files, "runtime", 0)))
+        goto done;
     bool avx2 = !strcmp(target, "x86_64-avx2");
     cuvil_sb_printf(&mk,
                     "# Builds the model '%s' (target %s) with any C11 compiler: lib%s.so and lib%s.a.\n"
@@ -347,13 +561,44 @@ cuvil_status cuvil_emit_sources(cuvil_ctx *ctx, const cg_output *gen, const char
                     prefix, target, prefix, prefix, cuvil_version(), avx2 ? "-mavx2 -mfma -mf16c -DCUVIL_HAVE_AVX2=1" : "",
                     srcs.s ? srcs.s : "", avx2 ? "%_avx512.c %_neon.c %_rvv.c" : "%_avx2.c %_avx512.c %_neon.c %_rvv.c",
                     prefix, prefix, prefix, prefix, prefix, prefix, prefix);
-    if ((s = write_text(ctx, tmp, "Makefile", mk.s, mk.len))) goto done;
-    /* replace the output folder */
-    if (stat(output, &st) == 0) rm_tree(output);
-    s = move_into_place(ctx, tmp, output);
+    cuvil_sb man = {0};
+    cuvil_sb_printf(&man,
+                    "# Written by Cuvil %s (cuvil-compile --emit c). Cuvil replaces this folder only while it holds\n"
+                    "# nothing but the files below: what Cuvil wrote, and what its Makefile builds.\n"
+                    "model.c\n%s.h\nweights.bin\nweights.S\nMakefile\nmodel.o\nweights.o\nlib%s.so\nlib%s.a\n%s",
+                    cuvil_version(), prefix, prefix, prefix, files.s ? files.s : "");
+    if (mk.oom || man.oom || srcs.oom || files.oom) s = cuvil_err(ctx, CUVIL_ERR_NOMEM, "out of memory");
+    if (!s) s = write_text(ctx, tmp, "Makefile", mk.s, mk.len);
+    if (!s) s = write_text(ctx, tmp, MANIFEST, man.s, man.len);
+    cuvil_sb_free(&man);
+    if (s) goto done;
+    /* replace the folder: checked again now; the old one moves aside, the new one in, the old
+     * one (all Cuvil's, as just checked) goes */
+    if ((s = cuvil_check_output(ctx, model, o, output))) goto done;
+    struct stat st;
+    bool had_old = lstat(output, &st) == 0;
+    if (had_old) {
+        if ((size_t)snprintf(old, sizeof old, "%s.cuvil-old-XXXXXX", output) >= sizeof old || !mkdtemp(old) ||
+            !cuvil_tmp_register(old) || rename(output, old) != 0) {
+            s = cuvil_err(ctx, CUVIL_ERR_IO, "%s: cannot move the previous output aside: %s", output, strerror(errno));
+            if (old[0] && access(old, F_OK) == 0) cuvil_tmp_remove(old);
+            goto done;
+        }
+    }
+    if (rename(tmp, output) != 0) {
+        s = cuvil_err(ctx, CUVIL_ERR_IO, "%s: cannot write: %s", output, strerror(errno));
+        if (had_old) {
+            cuvil_tmp_forget(old);
+            rename(old, output);
+        }
+        goto done;
+    }
+    cuvil_tmp_forget(tmp);
+    if (had_old) cuvil_tmp_remove(old);
 done:
-    if (s) rm_tree(tmp);
+    cuvil_tmp_remove(tmp);   /* a no-op once renamed into place */
     cuvil_sb_free(&srcs);
     cuvil_sb_free(&mk);
+    cuvil_sb_free(&files);
     return s;
 }

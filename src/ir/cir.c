@@ -1,33 +1,39 @@
 /* cir.c -- CIR graph construction, attributes, constants, use counts. See cir.h. */
 #include "ir/cir.h"
 
+#include <limits.h>
 #include <math.h>
 #include <string.h>
 
 cir_graph *cir_graph_new(cuvil_ctx *ctx) {
-    cir_graph *g = calloc(1, sizeof *g);
+    cir_graph *g = cuvil_calloc(1, sizeof *g);
     if (!g) {
         cuvil_err(ctx, CUVIL_ERR_NOMEM, "out of memory");
         return NULL;
     }
     g->ctx = ctx;
     g->name = "model";
+    cuvil_limits_init(&g->limits);
     return g;
 }
 
 void cir_graph_free(cir_graph *g) {
     if (!g) return;
-    free(g->values);
-    free(g->nodes);
+    cuvil_free(g->values);
+    cuvil_free(g->nodes);
     cuvil_arena_free(&g->arena);
-    free(g);
+    cuvil_free(g);
 }
 
 static bool grow(cir_graph *g, void **arr, int *cap, int need, size_t elem) {
     if (need <= *cap) return true;
+    if (need > INT_MAX / 2) {
+        cuvil_err(g->ctx, CUVIL_ERR_UNSUPPORTED, "the graph has too many values or nodes");
+        return false;
+    }
     int nc = *cap ? *cap * 2 : 64;
     while (nc < need) nc *= 2;
-    void *p = realloc(*arr, (size_t)nc * elem);
+    void *p = cuvil_realloc(*arr, (size_t)nc * elem);
     if (!p) {
         cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory growing the graph");
         return false;
@@ -50,12 +56,24 @@ int cir_value_add(cir_graph *g, const char *name, cir_value_kind kind) {
     v->ndim = -1;
     v->producer = -1;
     v->output_index = -1;
+    v->decl_ndim = -1;
     for (int i = 0; i < CIR_MAX_DIMS; i++) v->dim_sym[i] = -1;
+    if (!v->name) {
+        g->n_values--;
+        cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+        return -1;
+    }
     return id;
 }
 
 void *cir_value_make_const(cir_graph *g, cir_value *v) {
     size_t nb = cir_nbytes(v);
+    if (g->const_bytes + nb > g->limits.total_bytes || nb > g->limits.total_bytes) {
+        cuvil_err(g->ctx, CUVIL_ERR_UNSUPPORTED,
+                  "constant '%s' (%zu bytes) brings the model's constants over the limit total_bytes=%llu (raise it "
+                  "with --limit total_bytes=N)", v->name, nb, (unsigned long long)g->limits.total_bytes);
+        return NULL;
+    }
     void *d = cuvil_arena_alloc(&g->arena, nb);
     if (!d) {
         cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory for constant '%s' (%zu bytes)", v->name, nb);
@@ -63,15 +81,19 @@ void *cir_value_make_const(cir_graph *g, cir_value *v) {
     }
     v->kind = CIR_VAL_CONST;
     v->data = d;
+    g->const_bytes += nb;
     return d;
 }
 
 int cir_const_add(cir_graph *g, const char *name, cuvil_dtype dtype, int ndim,
                   const int64_t *dims, const void *data) {
+    CUVIL_ASSERT(ndim >= 0 && ndim <= CIR_MAX_DIMS);
+    int64_t d0[CIR_MAX_DIMS];   /* dims may point into g->values, which cir_value_add may move */
+    if (ndim) memcpy(d0, dims, sizeof(int64_t) * (size_t)ndim);
     int id = cir_value_add(g, name, CIR_VAL_CONST);
     if (id < 0) return -1;
     cir_value *v = &g->values[id];
-    cir_set_shape(v, dtype, ndim, dims);
+    cir_set_shape(v, dtype, ndim, d0);
     void *d = cir_value_make_const(g, v);
     if (!d) return -1;
     if (data) memcpy(d, data, cir_nbytes(v));
@@ -146,22 +168,47 @@ const char *cir_dtype_short(cuvil_dtype t) {
     }
 }
 
+/* Appends printf output to buf[*o..len), truncating; *o never passes len - 1. */
+static void put(char *buf, size_t len, size_t *o, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void put(char *buf, size_t len, size_t *o, const char *fmt, ...) {
+    if (*o + 1 >= len) return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf + *o, len - *o, fmt, ap);
+    va_end(ap);
+    if (n > 0) *o = *o + (size_t)n < len ? *o + (size_t)n : len - 1;
+}
+
 char *cir_shape_str(const cir_graph *g, const cir_value *v, char *buf, size_t len) {
-    size_t o = (size_t)snprintf(buf, len, "%s", cir_dtype_short(v->dtype));
+    size_t o = 0;
+    buf[0] = 0;
+    put(buf, len, &o, "%s", cir_dtype_short(v->dtype));
     if (v->ndim < 0) {
-        snprintf(buf + (o < len ? o : len), o < len ? len - o : 0, "[?]");
+        put(buf, len, &o, "[?]");
         return buf;
     }
-    for (int i = 0; i < v->ndim && o < len; i++) {
-        const char *sep = i ? "," : "[";
-        if (v->dim_sym[i] >= 0)
-            o += (size_t)snprintf(buf + o, len - o, "%s%s=%lld", sep, g->syms[v->dim_sym[i]].name,
-                                  (long long)v->dims[i]);
-        else
-            o += (size_t)snprintf(buf + o, len - o, "%s%lld", sep, (long long)v->dims[i]);
+    put(buf, len, &o, "[");
+    for (int i = 0; i < v->ndim; i++) {
+        if (i) put(buf, len, &o, ",");
+        if (v->dim_sym[i] >= 0) {
+            char safe[68];
+            size_t k = 0;
+            for (const char *p = g->syms[v->dim_sym[i]].name; *p && k < 64; p++) safe[k++] = cuvil_safe_char((unsigned char)*p);
+            safe[k] = 0;
+            put(buf, len, &o, "%s=%lld", safe, (long long)v->dims[i]);
+        } else {
+            put(buf, len, &o, "%lld", (long long)v->dims[i]);
+        }
     }
-    if (o < len) snprintf(buf + o, len - o, v->ndim ? "]" : "[]");
+    put(buf, len, &o, "]");
     return buf;
+}
+
+cuvil_status cir_check_shape(cir_graph *g, const cir_node *n, const cir_value *v) {
+    char why[256], sh[256];
+    if (cuvil_shape_ok(&g->limits, cuvil_dtype_size(v->dtype), v->ndim, v->dims, why, sizeof why)) return CUVIL_OK;
+    if (n) return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "output '%s' %s: %s", v->name, cir_shape_str(g, v, sh, sizeof sh), why);
+    return cuvil_err(g->ctx, CUVIL_ERR_UNSUPPORTED, "'%s' %s: %s", v->name, cir_shape_str(g, v, sh, sizeof sh), why);
 }
 
 /* ===== Attributes ===================================================================== */

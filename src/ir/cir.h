@@ -38,6 +38,11 @@ typedef struct cir_value {
     int producer;              /* node index, -1 for inputs and constants */
     int n_uses;                /* computed by cir_graph_count_uses() */
     int output_index;          /* position among graph outputs, -1 if not an output */
+    /* What the model declares for this value (a graph output or a value_info entry), checked
+     * against what shape inference finds. decl_dtype UNDEFINED: nothing declared. */
+    cuvil_dtype decl_dtype;
+    int decl_ndim;             /* -1: no shape declared */
+    int64_t decl_dims[CIR_MAX_DIMS];   /* -1: not a fixed number (symbolic or absent) */
 } cir_value;
 
 typedef enum cir_attr_type {
@@ -100,6 +105,8 @@ typedef struct cir_graph {
     cir_sym syms[32];
     char model_sha256[65];
     const char *model_path;
+    cuvil_limits limits;       /* bounds on what the model may make the compiler do */
+    uint64_t const_bytes;      /* bytes of constant data held, checked against limits.total_bytes */
 } cir_graph;
 
 cir_graph *cir_graph_new(cuvil_ctx *ctx);
@@ -107,10 +114,12 @@ void cir_graph_free(cir_graph *g);
 
 /* Adds a value with no shape yet; returns its id or -1 (out of memory, message on ctx). */
 int cir_value_add(cir_graph *g, const char *name, cir_value_kind kind);
-/* Adds a constant value holding a copy of data (nbytes must match dtype x dims). */
+/* Adds a constant value holding a copy of data (nbytes must match dtype x dims). dims may
+ * point into the graph (it is copied before the graph grows). */
 int cir_const_add(cir_graph *g, const char *name, cuvil_dtype dtype, int ndim,
                   const int64_t *dims, const void *data);
-/* Makes v a constant with fresh zeroed data of its dtype and shape; returns the data. */
+/* Makes v a constant with fresh zeroed data of its dtype and shape; returns the data, or NULL
+ * (message on the context) when out of memory or over limits.total_bytes. */
 void *cir_value_make_const(cir_graph *g, cir_value *v);
 /* Adds a node; inputs/outputs are copied. Returns its index or -1. */
 int cir_node_add(cir_graph *g, const char *op, const char *name, int n_in, const int *in,
@@ -130,7 +139,11 @@ size_t cir_nbytes(const cir_value *v);
 bool cir_is_const(const cir_value *v);
 /* Sets v's dtype and shape (dims copied, symbols cleared). */
 void cir_set_shape(cir_value *v, cuvil_dtype dtype, int ndim, const int64_t *dims);
-/* "f32[1,3,224,224]" with symbolic dims as "batch=1"; returns buf. */
+/* Checks v's shape against the graph's limits (cuvil_shape_ok); errors name node n (or the
+ * value alone when n is NULL). Shape inference runs it on every output it sets. */
+cuvil_status cir_check_shape(cir_graph *g, const cir_node *n, const cir_value *v);
+/* "f32[1,3,224,224]" with symbolic dims as "batch=1"; returns buf. Symbol names are written
+ * through cuvil_safe_char(), so the text is safe in comments, DOT and messages. */
 char *cir_shape_str(const cir_graph *g, const cir_value *v, char *buf, size_t len);
 const char *cir_dtype_short(cuvil_dtype t);
 

@@ -5,7 +5,7 @@
 
 cuvil_status cir_verify(cir_graph *g, bool shapes, const char *after_pass) {
     const char *when = after_pass ? after_pass : "load";
-    uint8_t *defined = calloc((size_t)g->n_values + 1, 1);
+    uint8_t *defined = cuvil_calloc((size_t)g->n_values + 1, 1);
     if (!defined) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
     cuvil_status st = CUVIL_OK;
     char desc[512];
@@ -51,6 +51,6 @@ cuvil_status cir_verify(cir_graph *g, bool shapes, const char *after_pass) {
         if (v->kind == CIR_VAL_CONST && v->ndim >= 0 && !v->data && cir_numel(v) > 0)
             st = cuvil_err(g->ctx, CUVIL_ERR_INTERNAL, "verify after %s: constant '%s' has no data", when, v->name);
     }
-    free(defined);
+    cuvil_free(defined);
     return st;
 }

@@ -17,6 +17,31 @@ static bool worth_folding_now(cir_graph *g, const cir_node *n) {
     return true;
 }
 
+/* What the model declares for v must agree with what inference found: the element type always
+ * (as ONNX Runtime requires), and for a graph output the rank and every fixed dim too, since
+ * the compiled model's interface reports them. */
+static cuvil_status check_declared(cir_graph *g, const cir_node *n, const cir_value *v) {
+    char sh[256];
+    if (v->decl_dtype != CUVIL_DTYPE_UNDEFINED && v->decl_dtype != v->dtype)
+        return cir_node_err(g, n, CUVIL_ERR_DTYPE, "output '%s' is %s, but the model declares it %s", v->name,
+                            cuvil_dtype_name(v->dtype), cuvil_dtype_name(v->decl_dtype));
+    if (v->output_index < 0 || v->decl_ndim < 0) return CUVIL_OK;
+    bool same = v->decl_ndim == v->ndim;
+    for (int i = 0; same && i < v->ndim; i++) same = v->decl_dims[i] < 0 || v->decl_dims[i] == v->dims[i];
+    if (same) return CUVIL_OK;
+    cuvil_sb d = {0};
+    cuvil_sb_puts(&d, "[");
+    for (int i = 0; i < v->decl_ndim; i++) {
+        if (v->decl_dims[i] < 0) cuvil_sb_printf(&d, "%s?", i ? "," : "");
+        else cuvil_sb_printf(&d, "%s%lld", i ? "," : "", (long long)v->decl_dims[i]);
+    }
+    cuvil_sb_puts(&d, "]");
+    cuvil_status s = cir_node_err(g, n, CUVIL_ERR_SHAPE, "graph output '%s' is %s, but the model declares it %s", v->name,
+                                  cir_shape_str(g, v, sh, sizeof sh), d.s ? d.s : "?");
+    cuvil_sb_free(&d);
+    return s;
+}
+
 cuvil_status cuvil_pass_shape_infer(cir_graph *g, const cuvil_options *o) {
     (void)o;
     for (int i = 0; i < g->n_nodes; i++) {
@@ -28,8 +53,11 @@ cuvil_status cuvil_pass_shape_infer(cir_graph *g, const cuvil_options *o) {
         if (n->dead) continue;   /* infer produced constants (Constant, Shape) */
         for (int j = 0; j < n->n_out; j++) {
             cir_value *v = cir_val(g, n->out[j]);
-            if (v && v->ndim < 0) return cir_node_err(g, n, CUVIL_ERR_INTERNAL, "output %d has no shape after infer", j);
-            if (v) v->producer = i;
+            if (!v) continue;
+            if (v->ndim < 0) return cir_node_err(g, n, CUVIL_ERR_INTERNAL, "output %d has no shape after infer", j);
+            v->producer = i;
+            /* every shape that enters the IR is bounded: later size arithmetic cannot overflow */
+            if ((s = cir_check_shape(g, n, v)) || (s = check_declared(g, n, v))) return s;
         }
         if (n->def->fold && cuvil_inputs_const(g, n) && worth_folding_now(g, n) && (s = cuvil_fold_node(g, n)))
             return s;

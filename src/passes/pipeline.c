@@ -18,6 +18,16 @@ bool cuvil_inputs_const(cir_graph *g, const cir_node *n) {
 
 cuvil_status cuvil_fold_node(cir_graph *g, cir_node *n) {
     CUVIL_ASSERT(n->def && n->def->fold);
+    uint64_t bytes = 0;
+    for (int i = 0; i < n->n_out; i++) {
+        cir_value *v = cir_val(g, n->out[i]);
+        if (v) bytes += cir_nbytes(v);   /* each is bounded by limits.tensor_bytes: no overflow */
+    }
+    if (bytes > g->limits.folded_bytes)
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED,
+                            "computing it at compile time would make a constant of %llu bytes, over the limit "
+                            "folded_bytes=%llu (raise it with --limit folded_bytes=N)", (unsigned long long)bytes,
+                            (unsigned long long)g->limits.folded_bytes);
     cuvil_status s = n->def->fold(g, n);
     if (s) return s;
     for (int i = 0; i < n->n_out; i++) {

@@ -88,12 +88,7 @@ static bool host_is_little_endian(void) {
     return b == 1;
 }
 
-static void *alloc_aligned(size_t n) {
-    void *p = NULL;
-    if (posix_memalign(&p, TENSOR_ALIGN, n ? n : 1) != 0)
-        return NULL;
-    return p;
-}
+static void *alloc_aligned(size_t n) { return cuvil_aligned_alloc(TENSOR_ALIGN, n); }
 
 /* ===== file reading helpers ================================================================== */
 
@@ -388,12 +383,12 @@ static cuvil_status npy_read(const char *path, int fd, const struct stat *sb,
                     ".npy header length %" PRIu32 " is implausibly large", hlen);
     size_t data_off = NPY_MAGIC_LEN + 2 + nlen + hlen;
 
-    char *text = malloc((size_t)hlen + 1);
+    char *text = cuvil_malloc((size_t)hlen + 1);
     if (!text)
         return fail(err, errlen, CUVIL_ERR_NOMEM, path, "out of memory");
     r = read_full(fd, text, hlen);
     if (r < 0 || (size_t)r < hlen) {
-        free(text);
+        cuvil_free(text);
         if (r < 0)
             return fail(err, errlen, CUVIL_ERR_IO, path, "read failed: %s", strerror(errno));
         return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path,
@@ -402,13 +397,13 @@ static cuvil_status npy_read(const char *path, int fd, const struct stat *sb,
     }
     text[hlen] = '\0';
     if (strlen(text) != hlen) {
-        free(text);
+        cuvil_free(text);
         return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path,
                     "malformed .npy header: contains a NUL byte");
     }
     npy_header hd;
     cuvil_status st = npy_parse_header(path, text, &hd, err, errlen);
-    free(text);
+    cuvil_free(text);
     if (st != CUVIL_OK)
         return st;
     if (hd.fortran_order)
@@ -441,7 +436,7 @@ static cuvil_status npy_read(const char *path, int fd, const struct stat *sb,
         return fail(err, errlen, CUVIL_ERR_NOMEM, path, "out of memory (%zu bytes)", nbytes);
     r = read_full(fd, data, nbytes);
     if (r < 0 || (size_t)r != nbytes) {
-        free(data);
+        cuvil_free(data);
         if (r < 0)
             return fail(err, errlen, CUVIL_ERR_IO, path, "read failed: %s", strerror(errno));
         return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path,
@@ -451,7 +446,7 @@ static cuvil_status npy_read(const char *path, int fd, const struct stat *sb,
     char extra;
     r = read_full(fd, &extra, 1);
     if (r != 0) {
-        free(data);
+        cuvil_free(data);
         if (r < 0)
             return fail(err, errlen, CUVIL_ERR_IO, path, "read failed: %s", strerror(errno));
         return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path,
@@ -478,7 +473,7 @@ static cuvil_status read_rest(const char *path, int fd, const struct stat *sb,
         cap = (size_t)sb->st_size + 1;   /* +1: so the final read sees end of file */
     if (cap < n0 + 1)
         cap = n0 + 1;
-    unsigned char *buf = malloc(cap);
+    unsigned char *buf = cuvil_malloc(cap);
     if (!buf)
         return fail(err, errlen, CUVIL_ERR_NOMEM, path, "out of memory");
     memcpy(buf, head, n0);
@@ -487,12 +482,12 @@ static cuvil_status read_rest(const char *path, int fd, const struct stat *sb,
         if (len == cap) {
             size_t ncap;
             if (!mul_size(cap, 2, &ncap)) {
-                free(buf);
+                cuvil_free(buf);
                 return fail(err, errlen, CUVIL_ERR_NOMEM, path, "file too large");
             }
-            unsigned char *nb = realloc(buf, ncap);
+            unsigned char *nb = cuvil_realloc(buf, ncap);
             if (!nb) {
-                free(buf);
+                cuvil_free(buf);
                 return fail(err, errlen, CUVIL_ERR_NOMEM, path, "out of memory");
             }
             buf = nb;
@@ -500,7 +495,7 @@ static cuvil_status read_rest(const char *path, int fd, const struct stat *sb,
         }
         ssize_t r = read_full(fd, buf + len, cap - len);
         if (r < 0) {
-            free(buf);
+            cuvil_free(buf);
             return fail(err, errlen, CUVIL_ERR_IO, path, "read failed: %s", strerror(errno));
         }
         len += (size_t)r;
@@ -534,17 +529,17 @@ static cuvil_status pb_convert(const char *path, const Onnx__TensorProto *tp,
     cuvil_dtype dt;
     int ndim;
     int64_t dims[CUVIL_MAX_DIMS] = {0};
-    cuvil_status st = cuvil_onnx_tensor_decode(&ctx, tp, NULL, "", CUVIL_ERR_INVALID_ARG, aligned_alloc_cb, NULL, &dt,
+    cuvil_status st = cuvil_onnx_tensor_decode(&ctx, tp, NULL, "", NULL, CUVIL_ERR_INVALID_ARG, aligned_alloc_cb, NULL, &dt,
                                                &ndim, dims, &data, &nbytes);
     if (st != CUVIL_OK) {
-        free(data);
+        cuvil_free(data);
         const char *msg = ctx.errmsg;
         if (!strncmp(msg, "tensor '': ", 11)) msg += 11;
         return fail(err, errlen, st, path, "TensorProto: %s", msg);
     }
     char *name = NULL;
-    if (tp->name && tp->name[0] && !(name = strdup(tp->name))) {
-        free(data);
+    if (tp->name && tp->name[0] && !(name = cuvil_strdup(tp->name))) {
+        cuvil_free(data);
         return fail(err, errlen, CUVIL_ERR_NOMEM, path, "out of memory");
     }
     out->dtype = dt;
@@ -565,17 +560,27 @@ static cuvil_status pb_read(const char *path, int fd, const struct stat *sb,
     if (st != CUVIL_OK)
         return st;
     if (len == 0) {
-        free(buf);
+        cuvil_free(buf);
         return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path,
                     "empty file (expected .npy or ONNX TensorProto)");
     }
-    Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, len, buf);
-    free(buf);
+    /* the same guards as for a model: bounded nesting is trivially true for a TensorProto, but
+     * a NUL byte in its name or external-data strings must not be cut silently */
+    cuvil_ctx pctx;
+    memset(&pctx, 0, sizeof pctx);
+    cuvil_limits lim;
+    cuvil_limits_init(&lim);
+    if (cuvil_onnx_prescan_tensor(&pctx, buf, len, &lim) != CUVIL_OK) {
+        cuvil_free(buf);
+        return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path, "TensorProto: %s", pctx.errmsg);
+    }
+    Onnx__TensorProto *tp = onnx__tensor_proto__unpack(&cuvil_pb_allocator, len, buf);
+    cuvil_free(buf);
     if (!tp)
         return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path,
                     "not a .npy file (no \\x93NUMPY magic) and not a valid ONNX TensorProto");
     st = pb_convert(path, tp, out, err, errlen);
-    onnx__tensor_proto__free_unpacked(tp, NULL);
+    onnx__tensor_proto__free_unpacked(tp, &cuvil_pb_allocator);
     return st;
 }
 
@@ -583,12 +588,20 @@ static cuvil_status pb_read(const char *path, int fd, const struct stat *sb,
 
 cuvil_status cuvil_tensor_read(const char *path, cuvil_host_tensor *out, char *err,
                                size_t errlen) {
+    cuvil_limits l;
+    cuvil_limits_init(&l);
+    return cuvil_tensor_read_max(path, l.tensor_bytes + NPY_MAX_HEADER + 64, out, err, errlen);
+}
+
+cuvil_status cuvil_tensor_read_max(const char *path, uint64_t max_bytes, cuvil_host_tensor *out, char *err,
+                                   size_t errlen) {
     if (err && errlen)
         err[0] = '\0';
     if (!out || !path)
         return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path, "cuvil_tensor_read: NULL argument");
     memset(out, 0, sizeof *out);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO must not block the open; only regular files are read */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0)
         return fail(err, errlen, CUVIL_ERR_IO, path, "cannot open: %s", strerror(errno));
     struct stat sb;
@@ -601,6 +614,18 @@ cuvil_status cuvil_tensor_read(const char *path, cuvil_host_tensor *out, char *e
         close(fd);
         return fail(err, errlen, CUVIL_ERR_IO, path, "is a directory, not a tensor file");
     }
+    if (!S_ISREG(sb.st_mode)) {
+        close(fd);
+        return fail(err, errlen, CUVIL_ERR_IO, path, "is not a regular file (a device, FIFO or socket)");
+    }
+    if ((uint64_t)sb.st_size > max_bytes) {
+        close(fd);
+        return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path, "the file is %llu bytes, more than the %llu expected",
+                    (unsigned long long)sb.st_size, (unsigned long long)max_bytes);
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0)
+        fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
     unsigned char head[NPY_MAGIC_LEN];
     ssize_t r = read_full(fd, head, sizeof head);
     cuvil_status st;
@@ -622,8 +647,8 @@ cuvil_status cuvil_tensor_read(const char *path, cuvil_host_tensor *out, char *e
 void cuvil_host_tensor_free(cuvil_host_tensor *t) {
     if (!t)
         return;
-    free(t->data);
-    free(t->name);
+    cuvil_free(t->data);
+    cuvil_free(t->name);
     memset(t, 0, sizeof *t);
 }
 
@@ -723,14 +748,14 @@ cuvil_status cuvil_npy_write(const char *path, const cuvil_host_tensor *t, char 
         return fail(err, errlen, CUVIL_ERR_INTERNAL, path, ".npy header does not fit");
 
     size_t tmplen = strlen(path) + 16;
-    char *tmp = malloc(tmplen);
+    char *tmp = cuvil_malloc(tmplen);
     if (!tmp)
         return fail(err, errlen, CUVIL_ERR_NOMEM, path, "out of memory");
     int fd = open_tmp(path, tmp, tmplen);
     if (fd < 0) {
         cuvil_status st = fail(err, errlen, CUVIL_ERR_IO, path,
                                "cannot create temporary file '%s': %s", tmp, strerror(errno));
-        free(tmp);
+        cuvil_free(tmp);
         return st;
     }
     cuvil_status st = CUVIL_OK;
@@ -745,6 +770,6 @@ cuvil_status cuvil_npy_write(const char *path, const cuvil_host_tensor *t, char 
     }
     if (st != CUVIL_OK)
         unlink(tmp);
-    free(tmp);
+    cuvil_free(tmp);
     return st;
 }

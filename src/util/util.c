@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <nettle/sha2.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -23,11 +24,14 @@ struct cuvil_arena_block {
 #define ARENA_BLOCK (1u << 20)
 
 void *cuvil_arena_alloc(cuvil_arena *a, size_t n) {
+    if (n > SIZE_MAX / 2) return NULL;
     n = cuvil_align_up(n ? n : 1, 64);
     cuvil_arena_block *b = a->head;
     if (!b || b->cap - b->used < n) {
         size_t cap = n > ARENA_BLOCK ? n : ARENA_BLOCK;
-        b = aligned_alloc(64, cuvil_align_up(sizeof *b + cap, 64));
+        size_t bytes;
+        if (cuvil_add_ovf(sizeof *b, cap, &bytes) || bytes > SIZE_MAX - 64) return NULL;
+        b = cuvil_aligned_alloc(64, cuvil_align_up(bytes, 64));
         if (!b) return NULL;
         b->cap = cap;
         b->used = 0;
@@ -61,7 +65,7 @@ void cuvil_arena_free(cuvil_arena *a) {
     cuvil_arena_block *b = a->head;
     while (b) {
         cuvil_arena_block *n = b->next;
-        free(b);
+        cuvil_free(b);
         b = n;
     }
     a->head = NULL;
@@ -89,14 +93,14 @@ cuvil_status cuvil_err_prefix(cuvil_ctx *ctx, const char *fmt, ...) {
 }
 
 cuvil_status cuvil_ctx_create(cuvil_ctx **out) {
-    *out = calloc(1, sizeof **out);
+    *out = cuvil_calloc(1, sizeof **out);
     return *out ? CUVIL_OK : CUVIL_ERR_NOMEM;
 }
 
 void cuvil_ctx_destroy(cuvil_ctx *ctx) {
     if (!ctx) return;
     cuvil_arena_free(&ctx->arena);
-    free(ctx);
+    cuvil_free(ctx);
 }
 
 const char *cuvil_errmsg(const cuvil_ctx *ctx) { return ctx ? ctx->errmsg : "no context"; }
@@ -106,8 +110,12 @@ static bool sb_reserve(cuvil_sb *b, size_t extra) {
     if (b->oom) return false;
     if (b->len + extra + 1 <= b->cap) return true;
     size_t cap = b->cap ? b->cap : 256;
+    if (extra > SIZE_MAX / 4 - b->len) {
+        b->oom = true;
+        return false;
+    }
     while (cap < b->len + extra + 1) cap *= 2;
-    char *s = realloc(b->s, cap);
+    char *s = cuvil_realloc(b->s, cap);
     if (!s) {
         b->oom = true;
         return false;
@@ -151,8 +159,31 @@ void cuvil_sb_c_escape(cuvil_sb *b, const char *s) {
     }
 }
 
+char cuvil_safe_char(unsigned char c) {
+    static const char keep[] = "_ .,:;=+-[]()<>#@!%&|^~{}$'";
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || (c && strchr(keep, c));
+    return ok ? (char)c : '_';
+}
+
+void cuvil_sb_safe_text(cuvil_sb *b, const char *s, size_t max) {
+    size_t i = 0;
+    for (; s[i] && i < max; i++) {
+        char out = cuvil_safe_char((unsigned char)s[i]);
+        cuvil_sb_append(b, &out, 1);
+    }
+    if (s[i]) cuvil_sb_puts(b, "...");
+}
+
+void cuvil_sb_dot_escape(cuvil_sb *b, const char *s) {
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\') cuvil_sb_printf(b, "\\%c", *p);
+        else if (*p < 0x20 || *p == 0x7f) cuvil_sb_puts(b, " ");
+        else cuvil_sb_append(b, p, 1);
+    }
+}
+
 void cuvil_sb_free(cuvil_sb *b) {
-    free(b->s);
+    cuvil_free(b->s);
     memset(b, 0, sizeof *b);
 }
 
@@ -165,11 +196,11 @@ static size_t hash_str(const char *s) {
 
 static bool map_grow(cuvil_map *m) {
     size_t cap = m->cap ? m->cap * 2 : 64;
-    const char **keys = calloc(cap, sizeof *keys);
-    int *vals = calloc(cap, sizeof *vals);
+    const char **keys = cuvil_calloc(cap, sizeof *keys);
+    int *vals = cuvil_calloc(cap, sizeof *vals);
     if (!keys || !vals) {
-        free(keys);
-        free(vals);
+        cuvil_free(keys);
+        cuvil_free(vals);
         return false;
     }
     for (size_t i = 0; i < m->cap; i++) {
@@ -179,8 +210,8 @@ static bool map_grow(cuvil_map *m) {
         keys[j] = m->keys[i];
         vals[j] = m->vals[i];
     }
-    free(m->keys);
-    free(m->vals);
+    cuvil_free(m->keys);
+    cuvil_free(m->vals);
     m->keys = keys;
     m->vals = vals;
     m->cap = cap;
@@ -208,72 +239,138 @@ int cuvil_map_get(const cuvil_map *m, const char *key) {
 }
 
 void cuvil_map_free(cuvil_map *m) {
-    free(m->keys);
-    free(m->vals);
+    cuvil_free(m->keys);
+    cuvil_free(m->vals);
     memset(m, 0, sizeof *m);
 }
 
 /* ===== Files ========================================================================== */
-cuvil_status cuvil_read_file(cuvil_ctx *ctx, const char *path, uint8_t **data, size_t *size) {
+int cuvil_open_regular(cuvil_ctx *ctx, const char *path, const char *what, uint64_t max_bytes, const char *limit_name,
+                       uint64_t *size) {
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) {
+        cuvil_err(ctx, CUVIL_ERR_IO, "%s: cannot open %s: %s", path, what, strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        cuvil_err(ctx, CUVIL_ERR_IO, "%s: the %s is not a regular file", path, what);
+        return -1;
+    }
+    if ((uint64_t)st.st_size > max_bytes) {
+        close(fd);
+        if (limit_name)
+            cuvil_err(ctx, CUVIL_ERR_UNSUPPORTED, "%s: the %s is %llu bytes, over the limit %s=%llu (raise it with --limit %s=N)",
+                      path, what, (unsigned long long)st.st_size, limit_name, (unsigned long long)max_bytes, limit_name);
+        else
+            cuvil_err(ctx, CUVIL_ERR_UNSUPPORTED, "%s: the %s is %llu bytes, more than the %llu allowed", path, what,
+                      (unsigned long long)st.st_size, (unsigned long long)max_bytes);
+        return -1;
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    *size = (uint64_t)st.st_size;
+    return fd;
+}
+
+cuvil_status cuvil_read_file(cuvil_ctx *ctx, const char *path, const char *what, uint64_t max_bytes,
+                             const char *limit_name, uint8_t **data, size_t *size) {
     *data = NULL;
     *size = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return cuvil_err(ctx, CUVIL_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-        fclose(f);
-        return cuvil_err(ctx, CUVIL_ERR_IO, "%s: not a regular file", path);
+    uint64_t fsize;
+    int fd = cuvil_open_regular(ctx, path, what, max_bytes, limit_name, &fsize);
+    if (fd < 0) return ctx->status;
+    if (fsize > SIZE_MAX - 1) {
+        close(fd);
+        return cuvil_err(ctx, CUVIL_ERR_NOMEM, "%s: too large to read", path);
     }
-    uint8_t *buf = malloc(st.st_size ? (size_t)st.st_size : 1);
+    uint8_t *buf = cuvil_malloc((size_t)fsize + 1);
     if (!buf) {
-        fclose(f);
-        return cuvil_err(ctx, CUVIL_ERR_NOMEM, "%s: out of memory reading %lld bytes", path,
-                         (long long)st.st_size);
+        close(fd);
+        return cuvil_err(ctx, CUVIL_ERR_NOMEM, "%s: out of memory reading %llu bytes", path, (unsigned long long)fsize);
     }
-    size_t n = fread(buf, 1, (size_t)st.st_size, f);
-    int bad = ferror(f);
-    fclose(f);
-    if (bad || n != (size_t)st.st_size) {
-        free(buf);
-        return cuvil_err(ctx, CUVIL_ERR_IO, "%s: read failed", path);
+    /* read what fstat promised, and notice a file that changed size meanwhile */
+    size_t got = 0;
+    for (;;) {
+        ssize_t r = read(fd, buf + got, (size_t)fsize + 1 - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            int e = errno;
+            close(fd);
+            cuvil_free(buf);
+            return cuvil_err(ctx, CUVIL_ERR_IO, "%s: read failed: %s", path, strerror(e));
+        }
+        if (r == 0) break;
+        got += (size_t)r;
+        if (got > fsize) break;
+    }
+    close(fd);
+    if (got != fsize) {
+        cuvil_free(buf);
+        return cuvil_err(ctx, CUVIL_ERR_IO, "%s: the file changed size while it was read", path);
     }
     *data = buf;
-    *size = n;
+    *size = got;
     return CUVIL_OK;
+}
+
+static atomic_long write_fail_at;   /* 0: never */
+
+void cuvil_write_fail_after(long n) { atomic_store(&write_fail_at, n > 0 ? n : 0); }
+
+/* True when this write must fail (fault injection: a full disk). */
+static bool injected_write_failure(void) {
+    long n = atomic_load(&write_fail_at);
+    if (n <= 0) return false;
+    if (n == 1) {
+        atomic_store(&write_fail_at, 0);
+        return true;
+    }
+    atomic_store(&write_fail_at, n - 1);
+    return false;
 }
 
 cuvil_status cuvil_write_file_atomic(cuvil_ctx *ctx, const char *path, const void *data,
                                      size_t size) {
     size_t plen = strlen(path);
-    char *tmp = malloc(plen + 16);
+    char *tmp = cuvil_malloc(plen + 16);
     if (!tmp) return cuvil_err(ctx, CUVIL_ERR_NOMEM, "out of memory");
     memcpy(tmp, path, plen);
     memcpy(tmp + plen, ".tmpXXXXXX", 11);
     int fd = mkstemp(tmp);
     if (fd < 0) {
         cuvil_status s = cuvil_err(ctx, CUVIL_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
-        free(tmp);
+        cuvil_free(tmp);
         return s;
     }
+    bool registered = cuvil_tmp_register(tmp);
     const uint8_t *p = data;
     size_t left = size;
-    while (left) {
+    int err = 0;
+    if (injected_write_failure()) err = ENOSPC;
+    while (left && !err) {
         ssize_t w = write(fd, p, left);
         if (w < 0) {
             if (errno == EINTR) continue;
+            err = errno;
             break;
         }
         p += w;
         left -= (size_t)w;
     }
-    fchmod(fd, 0644);
-    if (close(fd) != 0 || left || rename(tmp, path) != 0) {
-        cuvil_status s = cuvil_err(ctx, CUVIL_ERR_IO, "%s: write failed: %s", path, strerror(errno));
+    if (fchmod(fd, 0644) != 0 && !err) err = errno;
+    if (close(fd) != 0 && !err) err = errno;
+    if (!err && rename(tmp, path) != 0) err = errno;
+    if (registered) cuvil_tmp_forget(tmp);
+    if (err) {
+        cuvil_status s = cuvil_err(ctx, CUVIL_ERR_IO, "%s: write failed: %s", path, strerror(err));
         unlink(tmp);
-        free(tmp);
+        cuvil_free(tmp);
         return s;
     }
-    free(tmp);
+    cuvil_free(tmp);
     return CUVIL_OK;
 }
 

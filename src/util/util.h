@@ -14,6 +14,23 @@
 
 #include "cuvil/cuvil.h"
 
+/* ===== Allocation ======================================================================
+ * Every allocation of the compiler goes through these, so that a test can make the N-th one
+ * fail (fault injection) and count what is still allocated (leak check without a sanitizer).
+ * cuvil_free() releases memory from any of them. */
+void *cuvil_malloc(size_t n);
+void *cuvil_calloc(size_t n, size_t size);
+void *cuvil_realloc(void *p, size_t n);
+void *cuvil_aligned_alloc(size_t align, size_t n);   /* any n; align a power of two >= 8 */
+char *cuvil_strdup(const char *s);
+void cuvil_free(void *p);
+/* Test hooks (not for production use): after `n` more successful allocations every further
+ * one fails (n < 0: never). Returns the number of allocations made so far. */
+void cuvil_alloc_fail_after(long n);
+long cuvil_alloc_count(void);
+/* Allocations made through the functions above and not yet freed. */
+long cuvil_alloc_outstanding(void);
+
 /* A broken internal invariant: abort with file and line (never for bad user input). */
 #define CUVIL_ASSERT(x)                                                                      \
     do {                                                                                     \
@@ -47,6 +64,15 @@ cuvil_status cuvil_err(cuvil_ctx *ctx, cuvil_status status, const char *fmt, ...
 cuvil_status cuvil_err_prefix(cuvil_ctx *ctx, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* ===== Limits (limits.c) ===================================================================== */
+/* Fills l with the documented defaults. */
+void cuvil_limits_init(cuvil_limits *l);
+/* Checks a shape against the limits: every dim in [0, l->dim], and the product of the dims
+ * (a 0 counted as 1, so that every partial product is bounded too) times esize at most
+ * l->tensor_bytes. On failure writes the reason into why and returns false. Every shape that
+ * enters the IR passes this check, so size arithmetic on IR shapes cannot overflow. */
+bool cuvil_shape_ok(const cuvil_limits *l, size_t esize, int ndim, const int64_t *dims, char *why, size_t len);
+
 /* ===== String buffer ========================================================================= */
 typedef struct cuvil_sb {
     char *s;
@@ -60,6 +86,16 @@ void cuvil_sb_puts(cuvil_sb *b, const char *s);
 void cuvil_sb_append(cuvil_sb *b, const void *p, size_t n);
 /* Appends s as the body of a C string literal (escaped, no quotes). */
 void cuvil_sb_c_escape(cuvil_sb *b, const char *s);
+/* Appends text that is safe inside a C block comment, a DOT string and a terminal: letters,
+ * digits and `_ .,:;=+-[]()<>#@!%&|^~{}$'` are kept, every other byte (among them `*`, `/`,
+ * `\`, `?`, quotes, control characters and non-ASCII) becomes '_'; at most max bytes of s are
+ * used (then "..." is appended). The model's strings reach comments only through this. */
+void cuvil_sb_safe_text(cuvil_sb *b, const char *s, size_t max);
+/* The character cuvil_sb_safe_text() writes for c: c itself, or '_'. */
+char cuvil_safe_char(unsigned char c);
+/* Appends s escaped for a DOT double-quoted string: quotes and backslashes escaped, control
+ * characters as spaces. */
+void cuvil_sb_dot_escape(cuvil_sb *b, const char *s);
 void cuvil_sb_free(cuvil_sb *b);
 
 /* ===== String -> int map (open addressing) ======================================== */
@@ -84,12 +120,55 @@ static inline bool cuvil_add_ovf(size_t a, size_t b, size_t *out) {
 }
 static inline size_t cuvil_align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
+/* int64 arithmetic on model numbers with a sticky overflow flag: a chain of operations is
+ * written plainly and checked once, `if (ovf) return error`. On overflow the result is 0. */
+static inline int64_t cuvil_i64_add(bool *ovf, int64_t a, int64_t b) {
+    int64_t r;
+    if (__builtin_add_overflow(a, b, &r)) { *ovf = true; return 0; }
+    return r;
+}
+static inline int64_t cuvil_i64_sub(bool *ovf, int64_t a, int64_t b) {
+    int64_t r;
+    if (__builtin_sub_overflow(a, b, &r)) { *ovf = true; return 0; }
+    return r;
+}
+static inline int64_t cuvil_i64_mul(bool *ovf, int64_t a, int64_t b) {
+    int64_t r;
+    if (__builtin_mul_overflow(a, b, &r)) { *ovf = true; return 0; }
+    return r;
+}
+
 /* ===== Files ======================================================================== */
-/* Reads a whole file into a malloc'd buffer. Returns CUVIL_OK or a status with a message on ctx. */
-cuvil_status cuvil_read_file(cuvil_ctx *ctx, const char *path, uint8_t **data, size_t *size);
-/* Writes data to path atomically (temp file in the same folder, then rename). */
+/* Opens path for reading without blocking on a FIFO or device, and checks that it is a
+ * regular file of at most max_bytes. Returns the fd (>= 0) and its size, or -1 with a message
+ * on ctx naming `what` ("model", "external data file 'w.bin'"). */
+int cuvil_open_regular(cuvil_ctx *ctx, const char *path, const char *what, uint64_t max_bytes,
+                       const char *limit_name, uint64_t *size);
+/* Reads a whole regular file of at most max_bytes (the limit called limit_name in messages,
+ * if not NULL) into a cuvil_malloc'd buffer. Returns CUVIL_OK or a status with a message on
+ * ctx. */
+cuvil_status cuvil_read_file(cuvil_ctx *ctx, const char *path, const char *what, uint64_t max_bytes,
+                             const char *limit_name, uint8_t **data, size_t *size);
+/* Writes data to path atomically (temp file in the same folder, then rename); on failure
+ * (a full disk, a signal) no temp file is left. */
 cuvil_status cuvil_write_file_atomic(cuvil_ctx *ctx, const char *path, const void *data,
                                      size_t size);
+/* Test hook: the N-th write through cuvil_write_file_atomic() from now fails with ENOSPC
+ * (n <= 0: never). */
+void cuvil_write_fail_after(long n);
+
+/* ===== Temporary paths removed on every exit (tmpfiles.c) ==========================
+ * A folder or file registered here is removed by cuvil_tmp_remove(), and also when the
+ * process is killed by a signal that cuvil_install_signal_cleanup() covers. At most
+ * CUVIL_TMP_MAX are registered at once. */
+#define CUVIL_TMP_MAX 16
+bool cuvil_tmp_register(const char *path);
+/* Forgets path without removing it (it was renamed into place). */
+void cuvil_tmp_forget(const char *path);
+/* Removes path (a file, or a folder with everything in it) and forgets it. */
+void cuvil_tmp_remove(const char *path);
+/* The child process the compiler waits for, killed first by the signal cleanup (0: none). */
+void cuvil_tmp_set_child(long pid);
 /* Lower-case hex SHA-256 of data into out[65]. */
 void cuvil_sha256_hex(const void *data, size_t size, char out[65]);
 

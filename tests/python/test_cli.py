@@ -319,7 +319,7 @@ def test_name_prefix_and_abi(small, tmp_path):
     (d,) = _abi_probe((so, "mynet"))
     assert d["has_entry"], f"{so.name} does not export cuvil_model_entry"
     assert d["has_prefix_model"], f"{so.name} does not export mynet_model"
-    assert (d["abi"], d["name"], d["n_in"], d["n_out"]) == (1, "mynet", 1, 1), d
+    assert (d["abi"], d["name"], d["n_in"], d["n_out"]) == (2, "mynet", 1, 1), d
     assert d["prefix_model_name"] == "mynet", d
     got = tl.run(so, inputs, tmp_path / "run")
     tl.assert_outputs_close(got, ref)
@@ -335,11 +335,23 @@ def test_two_models_in_one_process(small, tmp_path):
     assert (da["prefix_model_name"], db["prefix_model_name"]) == ("net_a", "net_b"), (da, db)
 
 
-def test_compile_overwrites_existing_output(small, tmp_path):
+def test_compile_overwrites_its_own_previous_output(small, tmp_path):
     p, inputs, ref = small
-    out = tmp_path / "m.so"
-    out.write_text("stale")
-    (tmp_path / "m.h").write_text("stale")
+    first = tl.compile(p, tmp_path, stem="m", opt_level=0)
+    before = first.read_bytes()
     so = tl.compile(p, tmp_path, stem="m")
     assert so.read_bytes()[:4] == b"\x7fELF"
+    assert so.read_bytes() != before, "the second compile (another opt level) did not replace the library"
     tl.assert_outputs_close(tl.run(so, inputs, tmp_path / "run"), ref)
+
+
+@pytest.mark.parametrize("stale", ["m.so", "m.h"])
+def test_compile_refuses_to_overwrite_files_it_did_not_write(small, stale, tmp_path):
+    """A file at the output (or header) path that Cuvil did not write is a user's: refused, kept."""
+    p, _, _ = small
+    (tmp_path / stale).write_text("a user's file\n")
+    proc = tl.compile_raw(p, tmp_path / "m.so")
+    assert proc.returncode == 1, proc.stderr
+    assert "was not written by Cuvil" in proc.stderr and stale in proc.stderr, proc.stderr
+    assert (tmp_path / stale).read_text() == "a user's file\n"
+    assert sorted(x.name for x in tmp_path.iterdir()) == [stale], list(tmp_path.iterdir())

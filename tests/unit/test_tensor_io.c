@@ -242,6 +242,9 @@ static proc run_cmd(const char *cwd, ...) {
     return run_argv(cwd, argv);
 }
 
+#define CUVIL_STR_(x) #x
+#define CUVIL_STR(x) CUVIL_STR_(x)
+
 /* cuvil-run's contract for a failure: status 1, one line on stderr starting "cuvil-run: ",
  * nothing on stdout. */
 static void check_run_failure(const proc *p, const char *what) {
@@ -921,7 +924,7 @@ static void test_pb(void) {
         dims[0] = INT64_MAX;
         p = tp("hugedim.pb");
         write_pb(p, &m);
-        read_fails(p, CUVIL_ERR_INVALID_ARG, "too large", NULL);
+        read_fails(p, CUVIL_ERR_INVALID_ARG, "over the limit dim=", NULL);
         /* a valid protobuf message with no data_type: not a tensor */
         Onnx__TensorProto e = ONNX__TENSOR_PROTO__INIT;
         e.name = "x";
@@ -1174,7 +1177,7 @@ static void test_run_failures(void) {
     proc_free(&p);
     /* models that are not loadable */
     p = cuvil_run(NULL, tp("fake_abi.so"), "--input", tp("x.npy"), NULL);
-    check_run_failure(&p, "model ABI version 99, this cuvil-run supports 1");
+    check_run_failure(&p, "model ABI version 99, this cuvil-run supports " CUVIL_STR(CUVIL_MODEL_ABI_VERSION));
     proc_free(&p);
     p = cuvil_run(NULL, tp("noentry.so"), "--input", tp("x.npy"), NULL);
     check_run_failure(&p, "not a Cuvil model (no symbol 'cuvil_model_entry')");

@@ -6,24 +6,51 @@
 #include "onnx.pb-c.h"
 
 /* Loads the ONNX model at path into a new graph. Symbolic dims are bound from o->dims (default
- * 1). Every op the compiler does not know is reported at once. On failure returns a status
- * with the message on ctx and *out = NULL. */
+ * 1). Every op the compiler does not know is reported at once. Everything in the file is
+ * checked against the ONNX spec, ONNX's operator schemas and o->limits. On failure returns a
+ * status with the message on ctx and *out = NULL. */
 cuvil_status cuvil_onnx_load(cuvil_ctx *ctx, const char *path, const cuvil_options *o,
                              cir_graph **out);
+/* The same from bytes in memory (the fuzzers use it). `path` names the model in messages and
+ * records where it came from; model_dir is where external data lives (NULL: refused). */
+cuvil_status cuvil_onnx_load_buffer(cuvil_ctx *ctx, const uint8_t *data, size_t size, const char *path,
+                                    const char *model_dir, const cuvil_options *o, cir_graph **out);
+
+/* Walks the protobuf wire format before protobuf-c unpacks it: refuses nesting deeper than
+ * lim->nesting, graphs nested deeper than lim->subgraph_depth, and strings with a NUL byte.
+ * Malformed wire data passes (protobuf-c refuses it). onnx_prescan.c. */
+cuvil_status cuvil_onnx_prescan(cuvil_ctx *ctx, const uint8_t *data, size_t size, const cuvil_limits *lim);
+/* The same for a serialized TensorProto (.pb tensor files). */
+cuvil_status cuvil_onnx_prescan_tensor(cuvil_ctx *ctx, const uint8_t *data, size_t size, const cuvil_limits *lim);
+
+/* Checks a node against ONNX's schema for its op at opset: input/output counts, attribute
+ * names, types, repeats, required attributes. desc names the node in messages. Ops ONNX has
+ * no schema for pass (the loader reports unsupported ops). onnx_schema.c. */
+cuvil_status cuvil_onnx_check_node(cuvil_ctx *ctx, const Onnx__NodeProto *np, const char *desc, int opset);
+/* The newest opset and IR version the schema table knows. */
+int cuvil_onnx_max_opset(void);
+int cuvil_onnx_max_ir_version(void);
+/* The first opset in which ONNX defines op, 0 if never. */
+int cuvil_onnx_first_opset(const char *op);
+
+/* protobuf-c allocator that goes through cuvil_malloc/cuvil_free (fault injection). */
+extern ProtobufCAllocator cuvil_pb_allocator;
 
 /* Converts a TensorProto's data (raw_data, typed fields, or external data relative to
  * model_dir; model_dir NULL refuses external data) into dense little-endian bytes allocated
- * in arena. `what` names the tensor in messages. Sets *dtype, *ndim, dims, *data. */
+ * in arena. `what` names the tensor in messages. The shape is checked against lim. Sets
+ * *dtype, *ndim, dims, *data. */
 cuvil_status cuvil_onnx_tensor_data(cuvil_ctx *ctx, cuvil_arena *arena, const Onnx__TensorProto *t,
-                                    const char *model_dir, const char *what, cuvil_dtype *dtype,
-                                    int *ndim, int64_t dims[CUVIL_MAX_DIMS], void **data);
+                                    const char *model_dir, const char *what, const cuvil_limits *lim,
+                                    cuvil_dtype *dtype, int *ndim, int64_t dims[CUVIL_MAX_DIMS], void **data);
 
 /* The decoder behind cuvil_onnx_tensor_data, shared with the .pb reader of cuvil_tensor_read:
  * data must be in raw_data, the one typed field the spec names for its dtype, or (with
  * model_dir) an external file. Malformed tensors get status `malformed`; the data is allocated
- * with alloc(alloc_arg, nbytes). */
+ * with alloc(alloc_arg, nbytes). lim bounds the shape (NULL: the default limits). */
 cuvil_status cuvil_onnx_tensor_decode(cuvil_ctx *ctx, const Onnx__TensorProto *t, const char *model_dir,
-                                      const char *what, cuvil_status malformed, void *(*alloc)(void *, size_t),
+                                      const char *what, const cuvil_limits *lim, cuvil_status malformed,
+                                      void *(*alloc)(void *, size_t),
                                       void *alloc_arg, cuvil_dtype *dtype, int *ndim, int64_t dims[CUVIL_MAX_DIMS],
                                       void **data, size_t *nbytes);
 

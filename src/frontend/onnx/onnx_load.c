@@ -1,4 +1,11 @@
-/* onnx_load.c -- ONNX ModelProto (protobuf-c) to CIR. See onnx_int.h. */
+/* onnx_load.c -- ONNX ModelProto (protobuf-c) to CIR. See onnx_int.h.
+ *
+ * This is the trust boundary: the model file comes from a stranger. Before protobuf-c sees it,
+ * onnx_prescan.c bounds its nesting and refuses NUL bytes in strings; after, every field that
+ * matters is checked here against the ONNX spec (IR version, opsets, names defined once,
+ * shapes, topological order), against ONNX's operator schemas (onnx_schema.c) and against the
+ * limits in the options. Names stay data: they are copied, compared and printed in messages,
+ * never interpreted. */
 #include "frontend/onnx/onnx_int.h"
 #include "frontend/onnx/ops/ops_int.h"
 
@@ -10,20 +17,59 @@ typedef struct loader {
     cuvil_ctx *ctx;
     cir_graph *g;
     const cuvil_options *o;
+    const cuvil_limits *lim;
     cuvil_map names;          /* value name -> id */
-    char model_dir[PATH_MAX];
+    cuvil_map later;          /* node output name -> node index, to explain a use before definition */
+    const char *model_dir;    /* NULL: external data refused */
     Onnx__ModelProto *m;
 } loader;
 
+static void *pb_alloc(void *unused, size_t n) {
+    (void)unused;
+    return cuvil_malloc(n);
+}
+static void pb_free(void *unused, void *p) {
+    (void)unused;
+    cuvil_free(p);
+}
+ProtobufCAllocator cuvil_pb_allocator = {pb_alloc, pb_free, NULL};
+
+static bool is_default_domain(const char *d) { return !d || !*d || !strcmp(d, "ai.onnx"); }
+
 static int opset_of(const Onnx__ModelProto *m, const char *domain) {
-    bool dflt = !domain || !*domain || !strcmp(domain, "ai.onnx");
+    bool dflt = is_default_domain(domain);
     for (size_t i = 0; i < m->n_opset_import; i++) {
         const char *d = m->opset_import[i]->domain;
-        bool d_dflt = !d || !*d || !strcmp(d, "ai.onnx");
-        if ((dflt && d_dflt) || (!dflt && d && !strcmp(d, domain)))
-            return (int)m->opset_import[i]->version;
+        if ((dflt && is_default_domain(d)) || (!dflt && d && !strcmp(d, domain)))
+            return m->opset_import[i]->version > INT_MAX ? INT_MAX : (int)m->opset_import[i]->version;
     }
     return -1;
+}
+
+static cuvil_status check_opsets(loader *L) {
+    const Onnx__ModelProto *m = L->m;
+    for (size_t i = 0; i < m->n_opset_import; i++) {
+        const char *d = m->opset_import[i]->domain;
+        for (size_t j = 0; j < i; j++) {
+            const char *e = m->opset_import[j]->domain;
+            if ((is_default_domain(d) && is_default_domain(e)) || (d && e && !strcmp(d, e)))
+                return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "the model imports the opset of domain '%s' twice",
+                                 is_default_domain(d) ? "ai.onnx" : d);
+        }
+        if (is_default_domain(d)) {
+            int64_t v = m->opset_import[i]->version;
+            if (v < 1)
+                return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "the model imports opset %lld of the ONNX domain, which does not exist",
+                                 (long long)v);
+            if (v > cuvil_onnx_max_opset())
+                return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED,
+                                 "the model uses opset %lld of the ONNX domain; this Cuvil knows opsets up to %d",
+                                 (long long)v, cuvil_onnx_max_opset());
+        }
+    }
+    if (opset_of(m, "") < 0)
+        return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "the model imports no opset for the default ONNX domain");
+    return CUVIL_OK;
 }
 
 static int sym_get(loader *L, const char *name) {
@@ -34,16 +80,91 @@ static int sym_get(loader *L, const char *name) {
     int64_t val = 1;
     for (int i = 0; i < L->o->n_dims; i++)
         if (!strcmp(L->o->dims[i].name, name)) val = L->o->dims[i].value;
-    g->syms[g->n_syms].name = cuvil_arena_strdup(&g->arena, name);
+    const char *copy = cuvil_arena_strdup(&g->arena, name);
+    if (!copy) return -2;
+    g->syms[g->n_syms].name = copy;
     g->syms[g->n_syms].value = val;
     return g->n_syms++;
 }
 
-static cuvil_status add_name(loader *L, const char *name, int id) {
+static cuvil_status add_name(loader *L, int id) {
     if (!cuvil_map_put(&L->names, L->g->values[id].name, id))
         return cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
-    (void)name;
     return CUVIL_OK;
+}
+
+static cuvil_status count_value(loader *L) {
+    if (L->g->n_values >= L->lim->values)
+        return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED,
+                         "the model has more than %lld values; the limit is values=%lld (raise it with --limit values=N)",
+                         (long long)L->lim->values, (long long)L->lim->values);
+    return CUVIL_OK;
+}
+
+/* A value's declared tensor type: dtype and shape (dims -1 where not a fixed number). */
+typedef struct decl {
+    cuvil_dtype dtype;
+    int ndim;                  /* -1: no shape */
+    int64_t dims[CUVIL_MAX_DIMS];
+    const Onnx__TensorShapeProto *shape;
+} decl;
+
+/* Reads a ValueInfoProto's type. `what` is "graph input", "graph output" or "value_info". */
+static cuvil_status read_decl(loader *L, const Onnx__ValueInfoProto *vi, const char *what, decl *d) {
+    const char *name = vi->name ? vi->name : "";
+    memset(d, 0, sizeof *d);
+    d->ndim = -1;
+    const Onnx__TypeProto *tp = vi->type;
+    if (!tp) return CUVIL_OK;
+    if (tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type)
+        return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED, "%s '%s': only tensors are supported (not sequences, maps or optionals)",
+                         what, name);
+    const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
+    if (tt->has_elem_type) {
+        d->dtype = (cuvil_dtype)tt->elem_type;
+        if (!cuvil_dtype_size(d->dtype) || d->dtype == CUVIL_DTYPE_STRING)
+            return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED, "%s '%s': element type %d (%s) is not supported", what, name,
+                             (int)tt->elem_type, cuvil_dtype_name(d->dtype));
+    }
+    if (!tt->shape) return CUVIL_OK;
+    if (tt->shape->n_dim > CUVIL_MAX_DIMS)
+        return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED, "%s '%s': rank %zu; at most %d is supported", what, name,
+                         tt->shape->n_dim, CUVIL_MAX_DIMS);
+    d->ndim = (int)tt->shape->n_dim;
+    d->shape = tt->shape;
+    for (int i = 0; i < d->ndim; i++) {
+        const Onnx__TensorShapeProto__Dimension *dim = tt->shape->dim[i];
+        d->dims[i] = -1;
+        if (dim->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) continue;
+        if (dim->dim_value < 0)
+            return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s '%s': dim %d is %lld; a dim_value must not be negative", what,
+                             name, i, (long long)dim->dim_value);
+        if (dim->dim_value > L->lim->dim)
+            return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED,
+                             "%s '%s': dim %d = %lld is over the limit dim=%lld (raise it with --limit dim=N)", what, name,
+                             i, (long long)dim->dim_value, (long long)L->lim->dim);
+        d->dims[i] = dim->dim_value;
+    }
+    return CUVIL_OK;
+}
+
+static void set_decl(cir_value *v, const decl *d) {
+    v->decl_dtype = d->dtype;
+    v->decl_ndim = d->ndim;
+    for (int i = 0; i < CIR_MAX_DIMS; i++) v->decl_dims[i] = i < d->ndim ? d->dims[i] : -1;
+}
+
+/* "float32[1,3,?,?]" */
+static const char *decl_str(const decl *d, char *buf, size_t len) {
+    size_t o = (size_t)snprintf(buf, len, "%s", cuvil_dtype_name(d->dtype));
+    if (d->ndim < 0) return buf;
+    o += (size_t)snprintf(buf + o, o < len ? len - o : 0, "[");
+    for (int i = 0; i < d->ndim && o < len; i++) {
+        if (d->dims[i] < 0) o += (size_t)snprintf(buf + o, len - o, "%s?", i ? "," : "");
+        else o += (size_t)snprintf(buf + o, len - o, "%s%lld", i ? "," : "", (long long)d->dims[i]);
+    }
+    if (o < len) snprintf(buf + o, len - o, "]");
+    return buf;
 }
 
 static cuvil_status load_initializers(loader *L, const Onnx__GraphProto *gp) {
@@ -51,18 +172,28 @@ static cuvil_status load_initializers(loader *L, const Onnx__GraphProto *gp) {
     for (size_t i = 0; i < gp->n_initializer; i++) {
         const Onnx__TensorProto *t = gp->initializer[i];
         const char *name = t->name ? t->name : "";
+        if (!*name) return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "initializer %zu has no name", i);
+        if (cuvil_map_get(&L->names, name) >= 0)
+            return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "initializer '%s' is defined twice", name);
+        cuvil_status s = count_value(L);
+        if (s) return s;
         cuvil_dtype dt;
         int ndim;
         int64_t dims[CUVIL_MAX_DIMS];
         void *data;
-        cuvil_status s = cuvil_onnx_tensor_data(L->ctx, &g->arena, t, L->model_dir, name, &dt,
-                                                &ndim, dims, &data);
-        if (s) return s;
+        if ((s = cuvil_onnx_tensor_data(L->ctx, &g->arena, t, L->model_dir, name, L->lim, &dt, &ndim, dims, &data)))
+            return s;
         int id = cir_value_add(g, name, CIR_VAL_CONST);
         if (id < 0) return L->ctx->status;
-        cir_set_shape(&g->values[id], dt, ndim, dims);
-        g->values[id].data = data;
-        if ((s = add_name(L, name, id))) return s;
+        cir_value *v = &g->values[id];
+        cir_set_shape(v, dt, ndim, dims);
+        v->data = data;
+        g->const_bytes += cir_nbytes(v);
+        if (g->const_bytes > L->lim->total_bytes)
+            return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED,
+                             "initializer '%s' brings the model's constants over the limit total_bytes=%llu (raise it with "
+                             "--limit total_bytes=N)", name, (unsigned long long)L->lim->total_bytes);
+        if ((s = add_name(L, id))) return s;
     }
     if (gp->n_sparse_initializer)
         return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED, "sparse initializers are not supported");
@@ -76,49 +207,63 @@ static cuvil_status load_inputs(loader *L, const Onnx__GraphProto *gp) {
     for (size_t i = 0; i < gp->n_input; i++) {
         const Onnx__ValueInfoProto *vi = gp->input[i];
         const char *name = vi->name ? vi->name : "";
-        if (cuvil_map_get(&L->names, name) >= 0) continue;  /* an initializer (IR < 4 style) */
-        const Onnx__TypeProto *tp = vi->type;
-        if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type)
-            return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED,
-                             "graph input '%s': only tensor inputs are supported", name);
-        const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
-        cuvil_dtype dt = (cuvil_dtype)tt->elem_type;
-        if (!cuvil_dtype_size(dt))
-            return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED, "graph input '%s': element type %d is not supported",
-                             name, (int)tt->elem_type);
-        if (!tt->shape)
-            return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED,
-                             "graph input '%s': the model gives no shape (rank unknown)", name);
-        if (tt->shape->n_dim > CUVIL_MAX_DIMS)
-            return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED, "graph input '%s': rank %zu > %d", name,
-                             tt->shape->n_dim, CUVIL_MAX_DIMS);
+        if (!*name) return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "graph input %zu has no name", i);
+        for (size_t j = 0; j < i; j++)
+            if (gp->input[j]->name && !strcmp(gp->input[j]->name, name))
+                return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "graph input '%s' is declared twice", name);
+        decl d;
+        cuvil_status s = read_decl(L, vi, "graph input", &d);
+        if (s) return s;
+        int init = cuvil_map_get(&L->names, name);
+        if (init >= 0) {
+            /* an initializer listed as an input (IR < 4 style, or a default value): the two must agree */
+            cir_value *c = &g->values[init];
+            bool same = d.dtype == CUVIL_DTYPE_UNDEFINED || d.dtype == c->dtype;
+            if (d.ndim >= 0) {
+                same &= d.ndim == c->ndim;
+                for (int k = 0; same && k < d.ndim; k++) same &= d.dims[k] < 0 || d.dims[k] == c->dims[k];
+            }
+            if (!same) {
+                char a[256], b[256];
+                return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "graph input '%s' is declared %s but its initializer is %s", name,
+                                 decl_str(&d, a, sizeof a), cir_shape_str(g, c, b, sizeof b));
+            }
+            continue;   /* Cuvil treats it as the constant */
+        }
+        if (!vi->type)
+            return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "graph input '%s' has no type", name);
+        if (d.dtype == CUVIL_DTYPE_UNDEFINED)
+            return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "graph input '%s' has no element type", name);
+        if (d.ndim < 0)
+            return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED, "graph input '%s': the model gives no shape (rank unknown)", name);
+        if ((s = count_value(L))) return s;
         int id = cir_value_add(g, name, CIR_VAL_INPUT);
         if (id < 0) return L->ctx->status;
-        cir_value *v = &g->values[id];
         int64_t dims[CUVIL_MAX_DIMS];
         int syms[CUVIL_MAX_DIMS];
-        for (size_t d = 0; d < tt->shape->n_dim; d++) {
-            const Onnx__TensorShapeProto__Dimension *dim = tt->shape->dim[d];
-            syms[d] = -1;
-            if (dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE && dim->dim_value >= 0) {
-                dims[d] = dim->dim_value;
-            } else {
-                char anon[256];
-                const char *sname = dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
-                                            dim->dim_param && *dim->dim_param
-                                        ? dim->dim_param
-                                        : (snprintf(anon, sizeof anon, "%s_dim%zu", name, d), anon);
-                syms[d] = sym_get(L, sname);
-                if (syms[d] < 0)
-                    return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED, "graph input '%s': too many symbolic dims", name);
-                dims[d] = g->syms[syms[d]].value;
-            }
+        for (int k = 0; k < d.ndim; k++) {
+            const Onnx__TensorShapeProto__Dimension *dim = d.shape->dim[k];
+            syms[k] = -1;
+            dims[k] = d.dims[k];
+            if (dims[k] >= 0) continue;
+            char anon[300];
+            const char *sname = dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM && dim->dim_param &&
+                                        *dim->dim_param
+                                    ? dim->dim_param
+                                    : (snprintf(anon, sizeof anon, "%.200s_dim%d", name, k), anon);
+            syms[k] = sym_get(L, sname);
+            if (syms[k] == -2) return cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
+            if (syms[k] < 0)
+                return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED, "graph input '%s': too many symbolic dims (at most %d)", name,
+                                 (int)(sizeof g->syms / sizeof g->syms[0]));
+            dims[k] = g->syms[syms[k]].value;
         }
-        cir_set_shape(v, dt, (int)tt->shape->n_dim, dims);
-        for (size_t d = 0; d < tt->shape->n_dim; d++) v->dim_sym[d] = syms[d];
+        cir_value *v = &g->values[id];
+        cir_set_shape(v, d.dtype, d.ndim, dims);
+        for (int k = 0; k < d.ndim; k++) v->dim_sym[k] = syms[k];
+        if ((s = cir_check_shape(g, NULL, v))) return cuvil_err_prefix(L->ctx, "graph input ");
         g->inputs[g->n_inputs++] = id;
-        cuvil_status s = add_name(L, name, id);
-        if (s) return s;
+        if ((s = add_name(L, id))) return s;
     }
     return CUVIL_OK;
 }
@@ -127,11 +272,15 @@ static cuvil_status load_attr(loader *L, cir_node *n, const Onnx__AttributeProto
     cir_graph *g = L->g;
     char desc[512];
     a->name = cuvil_arena_strdup(&g->arena, ap->name ? ap->name : "");
+    if (!a->name) return cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
     a->type = (cir_attr_type)ap->type;
     switch (ap->type) {
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT: a->f = ap->f; break;
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT: a->i = ap->i; break;
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING: {
+        if (memchr(ap->s.data, 0, ap->s.len))
+            return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: attribute '%s' holds a NUL byte",
+                             cir_node_desc(n, desc, sizeof desc), a->name);
         char *s = cuvil_arena_alloc(&g->arena, ap->s.len + 1);
         if (!s) return cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
         if (ap->s.len) memcpy(s, ap->s.data, ap->s.len);
@@ -139,17 +288,26 @@ static cuvil_status load_attr(loader *L, cir_node *n, const Onnx__AttributeProto
         break;
     }
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS:
+        if (ap->n_floats > INT_MAX) return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED, "attribute '%s' is too long", a->name);
         a->n = (int)ap->n_floats;
         a->floats = cuvil_arena_memdup(&g->arena, ap->floats, sizeof(float) * ap->n_floats);
+        if (!a->floats) return cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
         break;
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS:
+        if (ap->n_ints > INT_MAX) return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED, "attribute '%s' is too long", a->name);
         a->n = (int)ap->n_ints;
         a->ints = cuvil_arena_memdup(&g->arena, ap->ints, sizeof(int64_t) * ap->n_ints);
+        if (!a->ints) return cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
         break;
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS:
+        if (ap->n_strings > INT_MAX) return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED, "attribute '%s' is too long", a->name);
         a->n = (int)ap->n_strings;
         a->strings = cuvil_arena_alloc(&g->arena, sizeof(char *) * (ap->n_strings + 1));
+        if (!a->strings) return cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
         for (size_t i = 0; i < ap->n_strings; i++) {
+            if (memchr(ap->strings[i].data, 0, ap->strings[i].len))
+                return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: attribute '%s' holds a NUL byte",
+                                 cir_node_desc(n, desc, sizeof desc), a->name);
             char *s = cuvil_arena_alloc(&g->arena, ap->strings[i].len + 1);
             if (!s) return cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
             if (ap->strings[i].len) memcpy(s, ap->strings[i].data, ap->strings[i].len);
@@ -159,19 +317,26 @@ static cuvil_status load_attr(loader *L, cir_node *n, const Onnx__AttributeProto
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR: {
         if (!ap->t) return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: attribute '%s' has no tensor",
                                      cir_node_desc(n, desc, sizeof desc), a->name);
+        cuvil_status s = count_value(L);
+        if (s) return s;
         cuvil_dtype dt;
         int ndim;
         int64_t dims[CUVIL_MAX_DIMS];
         void *data;
         char what[600];
-        snprintf(what, sizeof what, "%s.%s", n->name, a->name);
-        cuvil_status s = cuvil_onnx_tensor_data(L->ctx, &g->arena, ap->t, L->model_dir, what, &dt,
-                                                &ndim, dims, &data);
-        if (s) return cuvil_err_prefix(L->ctx, "%s: ", cir_node_desc(n, desc, sizeof desc));
+        snprintf(what, sizeof what, "%.280s.%.280s", n->name, a->name);
+        if ((s = cuvil_onnx_tensor_data(L->ctx, &g->arena, ap->t, L->model_dir, what, L->lim, &dt, &ndim, dims, &data)))
+            return cuvil_err_prefix(L->ctx, "%s: ", cir_node_desc(n, desc, sizeof desc));
         int id = cir_value_add(g, what, CIR_VAL_CONST);
         if (id < 0) return L->ctx->status;
         cir_set_shape(&g->values[id], dt, ndim, dims);
         g->values[id].data = data;
+        g->const_bytes += cir_nbytes(&g->values[id]);
+        if (g->const_bytes > L->lim->total_bytes)
+            return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED,
+                             "%s: attribute '%s' brings the model's constants over the limit total_bytes=%llu (raise it "
+                             "with --limit total_bytes=N)", cir_node_desc(n, desc, sizeof desc), a->name,
+                             (unsigned long long)L->lim->total_bytes);
         a->tensor = id;
         break;
     }
@@ -184,94 +349,129 @@ static cuvil_status load_attr(loader *L, cir_node *n, const Onnx__AttributeProto
         return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED, "%s: attribute '%s' has unsupported type %d",
                          cir_node_desc(n, desc, sizeof desc), a->name, (int)ap->type);
     }
-    if ((a->n && ((a->type == CIR_ATTR_FLOATS && !a->floats) || (a->type == CIR_ATTR_INTS && !a->ints))) || !a->name)
-        return cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
     return CUVIL_OK;
+}
+
+/* "Conv 'conv1'" for messages about a node not yet in the graph. */
+static const char *node_desc(const char *domain, const char *op, const char *name, char *buf, size_t len) {
+    snprintf(buf, len, "%s%s%.200s '%.300s'", domain, *domain ? "." : "", op, name);
+    return buf;
 }
 
 static cuvil_status load_nodes(loader *L, const Onnx__GraphProto *gp) {
     cir_graph *g = L->g;
     cuvil_sb unknown = {0};
     int n_unknown = 0;
-    for (size_t i = 0; i < gp->n_node; i++) {
+    cuvil_status s = CUVIL_OK;
+    char desc[600];
+    if ((int64_t)gp->n_node > L->lim->nodes)
+        return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED,
+                         "the model has %zu nodes; the limit is nodes=%lld (raise it with --limit nodes=N)", gp->n_node,
+                         (long long)L->lim->nodes);
+    /* where each name is produced, to tell an unsorted graph or a cycle from a dangling input */
+    for (size_t i = 0; i < gp->n_node; i++)
+        for (size_t j = 0; j < gp->node[i]->n_output; j++) {
+            const char *o = gp->node[i]->output[j];
+            if (o && *o && cuvil_map_get(&L->later, o) < 0 && !cuvil_map_put(&L->later, o, (int)i))
+                return cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
+        }
+    for (size_t i = 0; i < gp->n_node && !s; i++) {
         const Onnx__NodeProto *np = gp->node[i];
         const char *op = np->op_type ? np->op_type : "";
         const char *domain = np->domain ? np->domain : "";
         if (!strcmp(domain, "ai.onnx")) domain = "";
         char synth[128];
-        const char *name = np->name && *np->name ? np->name : (snprintf(synth, sizeof synth, "%s_%zu", op, i), synth);
+        const char *name = np->name && *np->name ? np->name : (snprintf(synth, sizeof synth, "%.60s_%zu", op, i), synth);
+        node_desc(domain, op, name, desc, sizeof desc);
+        if (!*op) {
+            s = cuvil_err(L->ctx, CUVIL_ERR_MODEL, "node %zu has no op_type", i);
+            break;
+        }
         int opset = opset_of(L->m, domain);
         const cir_opdef *def = cir_op_lookup(domain, op);
         if (!def || opset < def->since) {
-            cuvil_sb_printf(&unknown, "\n  %s%s%s '%s' (opset %d)%s", domain, *domain ? "." : "", op, name,
-                            opset, def ? ": this opset version is older than Cuvil supports" : "");
+            int first = !*domain ? cuvil_onnx_first_opset(op) : 0;
+            if (opset < 0)
+                cuvil_sb_printf(&unknown, "\n  %s: the model imports no opset for domain '%s'", desc, domain);
+            else if (first > opset)
+                cuvil_sb_printf(&unknown, "\n  %s: %s does not exist in opset %d (ONNX added it in opset %d)", desc, op,
+                                opset, first);
+            else
+                cuvil_sb_printf(&unknown, "\n  %s (opset %d)%s", desc, opset,
+                                def ? ": this opset version is older than Cuvil supports" : "");
             n_unknown++;
+        } else if ((s = cuvil_onnx_check_node(L->ctx, np, desc, opset))) {
+            break;
         }
         if (np->n_input > INT_MAX / 2 || np->n_output > INT_MAX / 2) {
-            cuvil_sb_free(&unknown);
-            return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s '%s': too many inputs or outputs", op, name);
+            s = cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: too many inputs or outputs", desc);
+            break;
         }
         int *in = cuvil_arena_alloc(&L->g->arena, sizeof(int) * (np->n_input + 1));
         int *out = cuvil_arena_alloc(&L->g->arena, sizeof(int) * (np->n_output + 1));
         if (!in || !out) {
-            cuvil_sb_free(&unknown);
-            return cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
+            s = cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
+            break;
         }
-        for (size_t j = 0; j < np->n_input; j++) {
+        for (size_t j = 0; j < np->n_input && !s; j++) {
             const char *iname = np->input[j];
             if (!iname || !*iname) {
                 in[j] = -1;
                 continue;
             }
             in[j] = cuvil_map_get(&L->names, iname);
-            if (in[j] < 0) {
-                cuvil_sb_free(&unknown);
-                return cuvil_err(L->ctx, CUVIL_ERR_MODEL,
-                                 "%s '%s': input '%s' is not a graph input, an initializer or the output of an "
-                                 "earlier node (is the graph sorted?)", op, name, iname);
-            }
+            if (in[j] >= 0) continue;
+            int at = cuvil_map_get(&L->later, iname);
+            if (at >= (int)i)
+                s = cuvil_err(L->ctx, CUVIL_ERR_MODEL,
+                              "%s: input '%s' is produced by node %d, which comes %s (ONNX requires the nodes in "
+                              "topological order; the graph is unsorted or has a cycle)", desc, iname, at,
+                              at == (int)i ? "is this node itself" : "later");
+            else
+                s = cuvil_err(L->ctx, CUVIL_ERR_MODEL,
+                              "%s: input '%s' is not a graph input, an initializer or the output of any node", desc, iname);
         }
-        for (size_t j = 0; j < np->n_output; j++) {
+        for (size_t j = 0; j < np->n_output && !s; j++) {
             const char *oname = np->output[j];
             if (!oname || !*oname) {
                 out[j] = -1;
                 continue;
             }
             if (cuvil_map_get(&L->names, oname) >= 0) {
-                cuvil_sb_free(&unknown);
-                return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s '%s': output '%s' is defined twice", op, name, oname);
+                s = cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: output '%s' is defined twice", desc, oname);
+                break;
             }
+            if ((s = count_value(L))) break;
             out[j] = cir_value_add(g, oname, CIR_VAL_ACT);
-            if (out[j] < 0) return L->ctx->status;
-            cuvil_status s = add_name(L, oname, out[j]);
-            if (s) return s;
+            if (out[j] < 0) s = L->ctx->status;
+            else s = add_name(L, out[j]);
         }
+        if (s) break;
         int idx = cir_node_add(g, op, name, (int)np->n_input, in, (int)np->n_output, out);
-        if (idx < 0) return L->ctx->status;
+        if (idx < 0) {
+            s = L->ctx->status;
+            break;
+        }
         cir_node *n = &g->nodes[idx];
         n->domain = cuvil_arena_strdup(&g->arena, domain);
         n->opset = opset;
         n->def = def;
-        n->n_attrs = (int)np->n_attribute;
         n->attrs = cuvil_arena_alloc(&g->arena, sizeof(cir_attr) * (np->n_attribute + 1));
-        if (!n->attrs) return cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
-        for (size_t j = 0; j < np->n_attribute; j++) {
-            cuvil_status s = load_attr(L, n, np->attribute[j], &n->attrs[j]);
-            if (s) {
-                cuvil_sb_free(&unknown);
-                return s;
-            }
+        if (!n->attrs || !n->domain) {
+            s = cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
+            break;
+        }
+        for (size_t j = 0; j < np->n_attribute && !s; j++) {
+            s = load_attr(L, n, np->attribute[j], &n->attrs[j]);
+            if (!s) n->n_attrs++;
         }
     }
-    if (n_unknown) {
-        cuvil_status s = cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED, "%d node%s use%s ops Cuvil does not support:%s",
-                                   n_unknown, n_unknown > 1 ? "s" : "", n_unknown > 1 ? "" : "s",
-                                   unknown.s ? unknown.s : "");
-        cuvil_sb_free(&unknown);
-        return s;
-    }
+    if (!s && n_unknown)
+        s = cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED, "%d node%s use%s ops Cuvil does not support:%s", n_unknown,
+                      n_unknown > 1 ? "s" : "", n_unknown > 1 ? "" : "s", unknown.s ? unknown.s : "");
+    if (!s && unknown.oom) s = cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
     cuvil_sb_free(&unknown);
-    return CUVIL_OK;
+    return s;
 }
 
 static cuvil_status load_outputs(loader *L, const Onnx__GraphProto *gp) {
@@ -281,11 +481,37 @@ static cuvil_status load_outputs(loader *L, const Onnx__GraphProto *gp) {
     if (!g->outputs) return cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
     for (size_t i = 0; i < gp->n_output; i++) {
         const char *name = gp->output[i]->name ? gp->output[i]->name : "";
+        if (!*name) return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "graph output %zu has no name", i);
+        for (size_t j = 0; j < i; j++)
+            if (gp->output[j]->name && !strcmp(gp->output[j]->name, name))
+                return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "graph output '%s' is listed twice", name);
         int id = cuvil_map_get(&L->names, name);
         if (id < 0)
             return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "graph output '%s' is not produced by any node", name);
+        decl d;
+        cuvil_status s = read_decl(L, gp->output[i], "graph output", &d);
+        if (s) return s;
+        cir_value *v = &g->values[id];
+        if (v->kind == CIR_VAL_ACT) set_decl(v, &d);
         g->outputs[g->n_outputs++] = id;
-        if (g->values[id].output_index < 0) g->values[id].output_index = (int)i;
+        if (v->output_index < 0) v->output_index = (int)i;
+    }
+    return CUVIL_OK;
+}
+
+/* value_info: declared types of intermediate values, checked after shape inference. */
+static cuvil_status load_value_info(loader *L, const Onnx__GraphProto *gp) {
+    for (size_t i = 0; i < gp->n_value_info; i++) {
+        const Onnx__ValueInfoProto *vi = gp->value_info[i];
+        int id = cuvil_map_get(&L->names, vi->name ? vi->name : "");
+        if (id < 0) continue;   /* describes a value the graph does not have: ignored, as ONNX Runtime does */
+        cir_value *v = &L->g->values[id];
+        if (v->kind != CIR_VAL_ACT || v->output_index >= 0) continue;
+        decl d;
+        cuvil_status s = read_decl(L, vi, "value_info", &d);
+        if (s) return s;
+        /* only the element type binds: ONNX Runtime merges a conflicting value_info shape leniently */
+        v->decl_dtype = d.dtype;
     }
     return CUVIL_OK;
 }
@@ -303,62 +529,78 @@ static cuvil_status check_dims_used(loader *L) {
             cuvil_sb_free(&names);
             return s;
         }
-        if (L->o->dims[i].value <= 0)
-            return cuvil_err(L->ctx, CUVIL_ERR_INVALID_ARG, "--dim %s=%lld: must be positive",
-                             L->o->dims[i].name, (long long)L->o->dims[i].value);
+        if (L->o->dims[i].value <= 0 || L->o->dims[i].value > L->lim->dim)
+            return cuvil_err(L->ctx, CUVIL_ERR_INVALID_ARG, "--dim %s=%lld: must be in 1..%lld", L->o->dims[i].name,
+                             (long long)L->o->dims[i].value, (long long)L->lim->dim);
     }
     return CUVIL_OK;
+}
+
+cuvil_status cuvil_onnx_load_buffer(cuvil_ctx *ctx, const uint8_t *data, size_t size, const char *path,
+                                    const char *model_dir, const cuvil_options *o, cir_graph **out) {
+    *out = NULL;
+    loader L = {.ctx = ctx, .o = o, .lim = &o->limits, .model_dir = model_dir};
+    cuvil_status s = cuvil_onnx_prescan(ctx, data, size, &o->limits);
+    if (s) return cuvil_err_prefix(ctx, "%s: ", path);
+    L.m = onnx__model_proto__unpack(&cuvil_pb_allocator, size, data);
+    if (!L.m)
+        return cuvil_err(ctx, CUVIL_ERR_MODEL,
+                         "%s: not a valid ONNX model (protobuf decoding failed: the file is truncated or not ONNX)", path);
+    if (!L.m->graph || !L.m->has_ir_version || L.m->ir_version <= 0) {
+        s = cuvil_err(ctx, CUVIL_ERR_MODEL, "%s: not an ONNX model (%s)", path, !L.m->graph ? "no graph" : "no ir_version");
+        goto done;
+    }
+    if (L.m->ir_version > cuvil_onnx_max_ir_version()) {
+        s = cuvil_err(ctx, CUVIL_ERR_UNSUPPORTED, "%s: ir_version %lld is newer than this Cuvil knows (up to %d)", path,
+                      (long long)L.m->ir_version, cuvil_onnx_max_ir_version());
+        goto done;
+    }
+    if ((s = check_opsets(&L))) goto done;
+    L.g = cir_graph_new(ctx);
+    if (!L.g) {
+        s = CUVIL_ERR_NOMEM;
+        goto done;
+    }
+    L.g->limits = o->limits;
+    L.g->opset = opset_of(L.m, "");
+    cuvil_sha256_hex(data, size, L.g->model_sha256);
+    L.g->model_path = cuvil_arena_strdup(&L.g->arena, path);
+    if (L.m->graph->name && *L.m->graph->name) L.g->name = cuvil_arena_strdup(&L.g->arena, L.m->graph->name);
+    if (!L.g->model_path || !L.g->name) {
+        s = cuvil_err(ctx, CUVIL_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    if ((s = load_initializers(&L, L.m->graph)) || (s = load_inputs(&L, L.m->graph)) ||
+        (s = load_nodes(&L, L.m->graph)) || (s = load_outputs(&L, L.m->graph)) ||
+        (s = load_value_info(&L, L.m->graph)) || (s = check_dims_used(&L)))
+        goto done;
+    s = cir_verify(L.g, false, NULL);
+done:
+    if (s) {
+        if (s != CUVIL_ERR_NOMEM && strncmp(ctx->errmsg, path, strlen(path)) != 0) cuvil_err_prefix(ctx, "%s: ", path);
+        cir_graph_free(L.g);
+        L.g = NULL;
+    }
+    cuvil_map_free(&L.names);
+    cuvil_map_free(&L.later);
+    onnx__model_proto__free_unpacked(L.m, &cuvil_pb_allocator);
+    *out = L.g;
+    return s;
 }
 
 cuvil_status cuvil_onnx_load(cuvil_ctx *ctx, const char *path, const cuvil_options *o, cir_graph **out) {
     *out = NULL;
     uint8_t *buf;
     size_t size;
-    cuvil_status s = cuvil_read_file(ctx, path, &buf, &size);
+    cuvil_status s = cuvil_read_file(ctx, path, "model", o->limits.model_bytes, "model_bytes", &buf, &size);
     if (s) return s;
-    loader L = {.ctx = ctx, .o = o};
-    char tmp[PATH_MAX];
-    snprintf(tmp, sizeof tmp, "%s", path);
-    snprintf(L.model_dir, sizeof L.model_dir, "%s", dirname(tmp));
-    L.m = onnx__model_proto__unpack(NULL, size, buf);
-    if (!L.m) {
-        free(buf);
-        return cuvil_err(ctx, CUVIL_ERR_MODEL,
-                         "%s: not a valid ONNX model (protobuf decoding failed: the file is truncated or not ONNX)",
-                         path);
+    char *tmp = cuvil_strdup(path);
+    if (!tmp) {
+        cuvil_free(buf);
+        return cuvil_err(ctx, CUVIL_ERR_NOMEM, "out of memory");
     }
-    if (!L.m->graph || !L.m->has_ir_version || L.m->ir_version <= 0) {
-        s = cuvil_err(ctx, CUVIL_ERR_MODEL, "%s: not an ONNX model (%s)", path,
-                      !L.m->graph ? "no graph" : "no ir_version");
-        goto done;
-    }
-    L.g = cir_graph_new(ctx);
-    if (!L.g) {
-        s = CUVIL_ERR_NOMEM;
-        goto done;
-    }
-    L.g->opset = opset_of(L.m, "");
-    if (L.g->opset < 0) {
-        s = cuvil_err(ctx, CUVIL_ERR_MODEL, "%s: the model imports no opset for the default ONNX domain", path);
-        goto done;
-    }
-    cuvil_sha256_hex(buf, size, L.g->model_sha256);
-    L.g->model_path = cuvil_arena_strdup(&L.g->arena, path);
-    if (L.m->graph->name && *L.m->graph->name) L.g->name = cuvil_arena_strdup(&L.g->arena, L.m->graph->name);
-    if ((s = load_initializers(&L, L.m->graph)) || (s = load_inputs(&L, L.m->graph)) ||
-        (s = load_nodes(&L, L.m->graph)) || (s = load_outputs(&L, L.m->graph)) || (s = check_dims_used(&L)))
-        goto done;
-    s = cir_verify(L.g, false, NULL);
-done:
-    if (s) {
-        if (s != CUVIL_ERR_NOMEM && strncmp(ctx->errmsg, path, strlen(path)) != 0)
-            cuvil_err_prefix(ctx, "%s: ", path);
-        cir_graph_free(L.g);
-        L.g = NULL;
-    }
-    cuvil_map_free(&L.names);
-    onnx__model_proto__free_unpacked(L.m, NULL);
-    free(buf);
-    *out = L.g;
+    s = cuvil_onnx_load_buffer(ctx, buf, size, path, dirname(tmp), o, out);
+    cuvil_free(tmp);
+    cuvil_free(buf);
     return s;
 }

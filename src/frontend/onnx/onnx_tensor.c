@@ -58,10 +58,14 @@ static cuvil_status read_external(cuvil_ctx *ctx, const Onnx__TensorProto *t, co
     if (!model_dir)
         return cuvil_err(ctx, CUVIL_ERR_MODEL, "tensor '%s': external data is not allowed here", what);
     const char *loc = NULL;
-    uint64_t off = 0, len = UINT64_MAX;
+    uint64_t off = 0, len = 0;
+    bool has_off = false, has_len = false, has_loc = false;
     for (size_t i = 0; i < t->n_external_data; i++) {
         const char *k = t->external_data[i]->key, *v = t->external_data[i]->value;
         if (!k) continue;
+        bool *seen = !strcmp(k, "location") ? &has_loc : !strcmp(k, "offset") ? &has_off : !strcmp(k, "length") ? &has_len : NULL;
+        if (seen && *seen) return cuvil_err(ctx, CUVIL_ERR_MODEL, "tensor '%s': external data key '%s' is given twice", what, k);
+        if (seen) *seen = true;
         if (!strcmp(k, "location")) loc = v;
         else if (!strcmp(k, "offset") && !parse_u64(v, &off))
             return cuvil_err(ctx, CUVIL_ERR_MODEL, "tensor '%s': bad external data offset '%s'", what, v ? v : "");
@@ -71,13 +75,15 @@ static cuvil_status read_external(cuvil_ctx *ctx, const Onnx__TensorProto *t, co
     char path[PATH_MAX];
     cuvil_status s = external_path(ctx, model_dir, loc, what, path, sizeof path);
     if (s) return s;
-    if (len != UINT64_MAX && len != nbytes)
+    if (has_len && len != nbytes)
         return cuvil_err(ctx, CUVIL_ERR_MODEL, "tensor '%s': external data length %llu, expected %zu bytes",
                          what, (unsigned long long)len, nbytes);
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return cuvil_err(ctx, CUVIL_ERR_IO, "tensor '%s': %s: %s", what, loc, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0 || (uint64_t)st.st_size < off || (uint64_t)st.st_size - off < nbytes) {
+    uint64_t fsize;
+    char what_file[300];
+    snprintf(what_file, sizeof what_file, "external data file of tensor '%.200s'", what);
+    int fd = cuvil_open_regular(ctx, path, what_file, UINT64_MAX, NULL, &fsize);
+    if (fd < 0) return ctx->status;
+    if (fsize < off || fsize - off < nbytes) {
         close(fd);
         return cuvil_err(ctx, CUVIL_ERR_MODEL,
                          "tensor '%s': external data file '%s' is too short for %zu bytes at offset %llu",
@@ -116,7 +122,8 @@ static const char *shape_text(char *buf, size_t len, cuvil_dtype dt, int ndim, c
 }
 
 cuvil_status cuvil_onnx_tensor_decode(cuvil_ctx *ctx, const Onnx__TensorProto *t, const char *model_dir,
-                                      const char *what, cuvil_status malformed, void *(*alloc)(void *, size_t),
+                                      const char *what, const cuvil_limits *lim, cuvil_status malformed,
+                                      void *(*alloc)(void *, size_t),
                                       void *alloc_arg, cuvil_dtype *dtype, int *ndim, int64_t dims[CUVIL_MAX_DIMS],
                                       void **data, size_t *nbytes_out) {
     char sbuf[256];
@@ -140,6 +147,17 @@ cuvil_status cuvil_onnx_tensor_decode(cuvil_ctx *ctx, const Onnx__TensorProto *t
             return cuvil_err(ctx, malformed, "tensor '%s': shape %s is too large (size overflows)", what,
                              shape_text(sbuf, sizeof sbuf, dt, (int)i + 1, dims));
     }
+    cuvil_limits dflt;
+    if (!lim) {
+        cuvil_limits_init(&dflt);
+        lim = &dflt;
+    }
+    char why[256];
+    /* over a limit: "unsupported" in a model (the limit can be raised); a tensor file is just
+     * a bad argument */
+    if (!cuvil_shape_ok(lim, esize, (int)t->n_dims, dims, why, sizeof why))
+        return cuvil_err(ctx, malformed == CUVIL_ERR_MODEL ? CUVIL_ERR_UNSUPPORTED : malformed, "tensor '%s' %s: %s", what,
+                         shape_text(sbuf, sizeof sbuf, dt, (int)t->n_dims, dims), why);
     if (cuvil_mul_ovf(numel, esize, &nbytes))
         return cuvil_err(ctx, malformed, "tensor '%s': shape %s is too large (size overflows)", what,
                          shape_text(sbuf, sizeof sbuf, dt, (int)t->n_dims, dims));
@@ -202,9 +220,9 @@ cuvil_status cuvil_onnx_tensor_decode(cuvil_ctx *ctx, const Onnx__TensorProto *t
 static void *arena_alloc(void *arena, size_t n) { return cuvil_arena_alloc(arena, n); }
 
 cuvil_status cuvil_onnx_tensor_data(cuvil_ctx *ctx, cuvil_arena *arena, const Onnx__TensorProto *t,
-                                    const char *model_dir, const char *what, cuvil_dtype *dtype,
-                                    int *ndim, int64_t dims[CUVIL_MAX_DIMS], void **data) {
+                                    const char *model_dir, const char *what, const cuvil_limits *lim,
+                                    cuvil_dtype *dtype, int *ndim, int64_t dims[CUVIL_MAX_DIMS], void **data) {
     size_t nbytes;
-    return cuvil_onnx_tensor_decode(ctx, t, model_dir, what, CUVIL_ERR_MODEL, arena_alloc, arena, dtype, ndim, dims,
-                                    data, &nbytes);
+    return cuvil_onnx_tensor_decode(ctx, t, model_dir, what, lim, CUVIL_ERR_MODEL, arena_alloc, arena, dtype, ndim,
+                                    dims, data, &nbytes);
 }

@@ -64,12 +64,12 @@ static cuvil_status bn_fold(cir_graph *g, cir_node *n) {
 
 static cuvil_status bn_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
     int64_t C = cir_in(g, n, 0)->dims[1];
-    float *sc = malloc(sizeof(float) * (size_t)C * 2);
+    float *sc = cuvil_malloc(sizeof(float) * (size_t)C * 2);
     if (!sc) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
     bn_affine(g, n, sc, sc + C);
     const char *scale = cg_data(cg, sc, sizeof(float) * (size_t)C, CUVIL_DTYPE_FLOAT32);
     const char *shift = cg_data(cg, sc + C, sizeof(float) * (size_t)C, CUVIL_DTYPE_FLOAT32);
-    free(sc);
+    cuvil_free(sc);
     cuvil_channel_affine_params p;
     bn_params(g, n, &p);
     char a[128];

@@ -102,11 +102,11 @@ static cuvil_status binary_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
     const char *bexpr = cg_in(cg, bi);
     if (b->dtype != CUVIL_DTYPE_FLOAT32) {   /* Pow's constant exponent: as float32 */
         int64_t cnt = cir_numel(b);
-        float *f = malloc(sizeof(float) * (size_t)(cnt ? cnt : 1));
+        float *f = cuvil_malloc(sizeof(float) * (size_t)(cnt ? cnt : 1));
         if (!f) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
         for (int64_t i = 0; i < cnt; i++) f[i] = (float)cir_const_f64(b, i);
         bexpr = cg_data(cg, f, sizeof(float) * (size_t)cnt, CUVIL_DTYPE_FLOAT32);
-        free(f);
+        cuvil_free(f);
     }
     cg_printf(cg, "    cuvil_f32_binary(&%s, %s, %s, %s);\n", ps, cg_in(cg, n->in[0]), bexpr, cg_out(cg, n->out[0]));
     return CUVIL_OK;

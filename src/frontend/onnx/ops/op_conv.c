@@ -36,7 +36,7 @@ static cuvil_status geometry(cir_graph *g, cir_node *n, bool transpose, conv_geo
     c->N = x->dims[0];
     c->C = x->dims[1];
     c->group = cir_attr_int(n, "group", 1);
-    if (c->group <= 0 || c->C % c->group)
+    if (c->group <= 0 || c->group > g->limits.dim || c->C % c->group)
         return cir_node_err(g, n, CUVIL_ERR_MODEL, "group=%lld does not divide C=%lld", (long long)c->group, (long long)c->C);
     if (!transpose) {
         c->M = w->dims[0];
@@ -49,7 +49,11 @@ static cuvil_status geometry(cir_graph *g, cir_node *n, bool transpose, conv_geo
         if (w->dims[0] != c->C)
             return cir_node_err(g, n, CUVIL_ERR_SHAPE, "weight '%s' has %lld input channels, input has C=%lld",
                                 w->name, (long long)w->dims[0], (long long)c->C);
-        c->M = w->dims[1] * c->group;
+        bool ovf = false;
+        c->M = cuvil_i64_mul(&ovf, w->dims[1], c->group);
+        if (ovf || c->M > g->limits.dim)
+            return cir_node_err(g, n, CUVIL_ERR_SHAPE, "weight '%s' with group=%lld gives too many output channels",
+                                w->name, (long long)c->group);
     }
     int64_t ks[2], pads[4], op[2];
     cuvil_status s;
@@ -57,6 +61,15 @@ static cuvil_status geometry(cir_graph *g, cir_node *n, bool transpose, conv_geo
         (s = spatial_attr(g, n, "pads", c->nsp, 0, pads, 2)) || (s = spatial_attr(g, n, "kernel_shape", c->nsp, -1, ks, 1)) ||
         (s = spatial_attr(g, n, "output_padding", c->nsp, 0, op, 1)))
         return s;
+    for (int i = 0; i < 2 * c->nsp; i++)
+        if (pads[i] < 0 || pads[i] > g->limits.dim)
+            return cir_node_err(g, n, CUVIL_ERR_MODEL, "pads[%d]=%lld is out of range (0..%lld)", i, (long long)pads[i],
+                                (long long)g->limits.dim);
+    for (int i = 0; i < c->nsp; i++)
+        if (c->s[i] > g->limits.dim || c->d[i] > g->limits.dim || op[i] < 0 || op[i] > g->limits.dim)
+            return cir_node_err(g, n, CUVIL_ERR_MODEL, "strides, dilations or output_padding out of range (1..%lld)",
+                                (long long)g->limits.dim);
+    bool ovf = false;
     const char *ap = cir_attr_str(n, "auto_pad", "NOTSET");
     for (int i = 0; i < c->nsp; i++) {
         c->in[i] = x->dims[2 + i];
@@ -66,17 +79,26 @@ static cuvil_status geometry(cir_graph *g, cir_node *n, bool transpose, conv_geo
                                 (long long)ks[i], w->name, (long long)c->k[i]);
         if (c->s[i] <= 0 || c->d[i] <= 0)
             return cir_node_err(g, n, CUVIL_ERR_MODEL, "strides and dilations must be positive");
-        int64_t ek = (c->k[i] - 1) * c->d[i] + 1;
+        if (c->k[i] <= 0)
+            return cir_node_err(g, n, CUVIL_ERR_SHAPE, "weight '%s' has an empty kernel (size %lld along spatial dim %d)",
+                                w->name, (long long)c->k[i], i);
+        /* every operand is at most limits.dim (2^32 by default): products are checked */
+        int64_t ek = cuvil_i64_add(&ovf, cuvil_i64_mul(&ovf, c->k[i] - 1, c->d[i]), 1);
         if (!transpose) {
             if (!strcmp(ap, "NOTSET")) {
                 c->pb[i] = pads[i];
                 c->pe[i] = pads[i + c->nsp];
-                c->out[i] = (c->in[i] + c->pb[i] + c->pe[i] - ek) / c->s[i] + 1;
+                int64_t span = c->in[i] + c->pb[i] + c->pe[i] - ek;
+                if (span < 0)
+                    return cir_node_err(g, n, CUVIL_ERR_SHAPE, "the kernel (%lld with dilation %lld) is larger than the "
+                                        "padded input (%lld) along spatial dim %d", (long long)c->k[i], (long long)c->d[i],
+                                        (long long)(c->in[i] + c->pb[i] + c->pe[i]), i);
+                c->out[i] = span / c->s[i] + 1;
             } else if (!strcmp(ap, "VALID")) {
-                c->out[i] = (c->in[i] - ek) / c->s[i] + 1;
+                c->out[i] = c->in[i] < ek ? 0 : (c->in[i] - ek) / c->s[i] + 1;
             } else if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
                 c->out[i] = (c->in[i] + c->s[i] - 1) / c->s[i];
-                int64_t total = (c->out[i] - 1) * c->s[i] + ek - c->in[i];
+                int64_t total = cuvil_i64_sub(&ovf, cuvil_i64_add(&ovf, cuvil_i64_mul(&ovf, c->out[i] - 1, c->s[i]), ek), c->in[i]);
                 if (total < 0) total = 0;
                 bool upper = !strcmp(ap, "SAME_UPPER");
                 c->pb[i] = upper ? total / 2 : total - total / 2;
@@ -87,9 +109,11 @@ static cuvil_status geometry(cir_graph *g, cir_node *n, bool transpose, conv_geo
         } else {
             const int64_t *os;
             int nos = cir_attr_ints(n, "output_shape", &os);
-            int64_t full = c->s[i] * (c->in[i] - 1) + op[i] + ek;
+            int64_t full = cuvil_i64_add(&ovf, cuvil_i64_add(&ovf, cuvil_i64_mul(&ovf, c->s[i], c->in[i] - 1), op[i]), ek);
             if (nos >= c->nsp || strcmp(ap, "NOTSET") != 0) {
-                int64_t target = nos >= c->nsp ? os[nos - c->nsp + i] : c->in[i] * c->s[i];
+                int64_t target = nos >= c->nsp ? os[nos - c->nsp + i] : cuvil_i64_mul(&ovf, c->in[i], c->s[i]);
+                if (target < 0 || target > g->limits.dim)
+                    return cir_node_err(g, n, CUVIL_ERR_MODEL, "output_shape %lld is out of range", (long long)target);
                 int64_t total = full - target;
                 if (total < 0) total = 0;
                 if (!strcmp(ap, "SAME_UPPER")) {
@@ -106,6 +130,9 @@ static cuvil_status geometry(cir_graph *g, cir_node *n, bool transpose, conv_geo
                 c->out[i] = full - c->pb[i] - c->pe[i];
             }
         }
+        if (ovf)
+            return cir_node_err(g, n, CUVIL_ERR_SHAPE, "the output size along spatial dim %d overflows (kernel %lld, "
+                                "stride %lld, dilation %lld)", i, (long long)c->k[i], (long long)c->s[i], (long long)c->d[i]);
         if (c->out[i] <= 0)
             return cir_node_err(g, n, CUVIL_ERR_SHAPE, "output size %lld along spatial dim %d is not positive",
                                 (long long)c->out[i], i);

@@ -7,7 +7,6 @@
 #include <math.h>
 #include <string.h>
 
-#define FOLD_MAX_BYTES ((size_t)1 << 30)   /* a folded constant larger than this is refused */
 
 /* ===== Helpers ========================================================================== */
 /* Errors when an input is computed at run time: these ops have no kernel. */
@@ -28,14 +27,12 @@ static bool is_float(cuvil_dtype t) {
 
 static bool known_type(cuvil_dtype t) { return t != CUVIL_DTYPE_STRING && cuvil_dtype_size(t) != 0; }
 
-/* Sets output 0 after checking that its size is sane (model-supplied dims multiply). */
+/* Sets output 0 after checking its dims (model-supplied) are not negative; shape inference then
+ * checks the whole shape against the limits, and folding against limits.folded_bytes. */
 static cuvil_status set_out(cir_graph *g, cir_node *n, cuvil_dtype t, int ndim, const int64_t *dims) {
-    size_t nb = cuvil_dtype_size(t);
     for (int d = 0; d < ndim; d++)
-        if (dims[d] < 0 || cuvil_mul_ovf(nb, (size_t)dims[d], &nb) || nb > FOLD_MAX_BYTES)
-            return cir_node_err(g, n, dims[d] < 0 ? CUVIL_ERR_MODEL : CUVIL_ERR_UNSUPPORTED,
-                                "output dim %d = %lld is invalid or makes the output larger than %zu bytes", d,
-                                (long long)dims[d], FOLD_MAX_BYTES);
+        if (dims[d] < 0)
+            return cir_node_err(g, n, CUVIL_ERR_MODEL, "output dim %d = %lld is negative", d, (long long)dims[d]);
     cir_set_shape(cir_out(g, n, 0), t, ndim, dims);
     return CUVIL_OK;
 }
@@ -190,6 +187,7 @@ static cuvil_status expand_infer(cir_graph *g, cir_node *n) {
     if (s) return s;
     cir_value *x = cir_in(g, n, 0), shape;
     memset(&shape, 0, sizeof shape);
+    for (int d = 0; d < CIR_MAX_DIMS; d++) shape.dim_sym[d] = -1;
     shape.name = cir_in(g, n, 1)->name;
     if ((s = op_const_ints(g, n, 1, "shape", shape.dims, CIR_MAX_DIMS, &shape.ndim))) return s;
     for (int d = 0; d < shape.ndim; d++)
@@ -390,7 +388,7 @@ static cuvil_status sum_fold(cir_graph *g, cir_node *n) {
     bool mean = !strcmp(n->op, "Mean");
     int64_t cnt = cir_numel(y);
     /* inputs in order, each broadcast onto y, accumulated in double */
-    double *acc = calloc((size_t)cnt + 1, sizeof *acc);
+    double *acc = cuvil_calloc((size_t)cnt + 1, sizeof *acc);
     if (!acc) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
     for (int k = 0; k < n->n_in; k++) {
         cir_value *x = cir_in(g, n, k);
@@ -400,7 +398,7 @@ static cuvil_status sum_fold(cir_graph *g, cir_node *n) {
         for (int64_t i = 0; i < cnt; i++, walk_next(&w)) acc[i] += cir_const_f64(x, w.off[0]);
     }
     for (int64_t i = 0; i < cnt; i++) cir_const_set_f64(y, i, mean ? acc[i] / n->n_in : acc[i]);
-    free(acc);
+    cuvil_free(acc);
     return CUVIL_OK;
 }
 

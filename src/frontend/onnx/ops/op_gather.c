@@ -23,7 +23,7 @@ static cuvil_status gather_params(cir_graph *g, cir_node *n, int *axis, cuvil_ga
  * error (an index out of range, or out of memory). */
 static int64_t *gather_indices(cir_graph *g, cir_node *n, const cuvil_gather_params *p) {
     cir_value *idx = cir_in(g, n, 1);
-    int64_t *out = malloc(sizeof(int64_t) * (size_t)(p->n_idx + 1));
+    int64_t *out = cuvil_malloc(sizeof(int64_t) * (size_t)(p->n_idx + 1));
     if (!out) {
         cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
         return NULL;
@@ -33,7 +33,7 @@ static int64_t *gather_indices(cir_graph *g, cir_node *n, const cuvil_gather_par
         if (w < 0 || w >= p->axis_len) {
             cir_node_err(g, n, CUVIL_ERR_MODEL, "index %lld (element %lld of '%s') is out of range for an axis of size %lld",
                          (long long)v, (long long)i, idx->name, (long long)p->axis_len);
-            free(out);
+            cuvil_free(out);
             return NULL;
         }
         out[i] = w;
@@ -69,7 +69,7 @@ static cuvil_status gather_infer(cir_graph *g, cir_node *n) {
                             idx->name);
     int64_t *norm = gather_indices(g, n, &p);   /* validates every index now */
     if (!norm) return g->ctx->status;
-    free(norm);
+    cuvil_free(norm);
     return cir_is_const(x) ? CUVIL_OK : op_need_f32(g, n, 0);
 }
 
@@ -82,7 +82,7 @@ static cuvil_status gather_fold(cir_graph *g, cir_node *n) {
     if (!idx) return g->ctx->status;
     cir_value *y = cir_out(g, n, 0);
     if (cir_value_make_const(g, y)) cuvil_gather(&p, idx, cir_in(g, n, 0)->data, y->data);
-    free(idx);
+    cuvil_free(idx);
     return y->data ? CUVIL_OK : g->ctx->status;
 }
 
@@ -94,7 +94,7 @@ static cuvil_status gather_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
     int64_t *idx = gather_indices(g, n, &p);
     if (!idx) return g->ctx->status;
     const char *is = cg_data(cg, idx, sizeof(int64_t) * (size_t)p.n_idx, CUVIL_DTYPE_INT64);
-    free(idx);
+    cuvil_free(idx);
     const char *ps = cg_param(cg, "cuvil_gather_params", "{ .outer = %lld, .axis_len = %lld, .nb_inner = %lld, .n_idx = %lld }",
                               (long long)p.outer, (long long)p.axis_len, (long long)p.nb_inner, (long long)p.n_idx);
     cg_printf(cg, "    cuvil_gather(&%s, %s, %s, %s);\n", ps, is, cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));

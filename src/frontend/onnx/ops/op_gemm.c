@@ -68,15 +68,20 @@ static cuvil_status matmul_params(cir_graph *g, cir_node *n, cuvil_gemm_params *
     }
     int ba = a->ndim > 2 ? a->ndim - 2 : 0, bb = b->ndim > 2 ? b->ndim - 2 : 0, br = ba > bb ? ba : bb;
     int64_t bdims[CIR_MAX_DIMS], batch = 1, na = 1, nb = 1;
+    bool ovf = false;
     for (int i = 0; i < br; i++) {
         int ia = i - (br - ba), ib = i - (br - bb);
         int64_t da = ia >= 0 ? a->dims[ia] : 1, db = ib >= 0 ? b->dims[ib] : 1;
         if (da != db && da != 1 && db != 1) return cir_node_err(g, n, CUVIL_ERR_SHAPE, "batch dims do not broadcast");
         bdims[i] = da == 1 ? db : da;
-        batch *= bdims[i];
-        na *= da;
+        batch = cuvil_i64_mul(&ovf, batch, bdims[i]);
+        na *= da;   /* products of input dims: bounded by the inputs' size limit */
         nb *= db;
     }
+    /* the output's size: checked here because the offset table below is sized by it */
+    if (ovf || cuvil_i64_mul(&ovf, cuvil_i64_mul(&ovf, batch, M), N) > (int64_t)(g->limits.tensor_bytes / 4) || ovf)
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "the output would be over the limit tensor_bytes=%llu",
+                            (unsigned long long)g->limits.tensor_bytes);
     bool irregular = (na != 1 && na != batch) || (nb != 1 && nb != batch);
     if (irregular && offs) {
         /* per-item element offsets of A and B for a broadcast neither contiguous nor shared */
@@ -151,7 +156,7 @@ static cuvil_status any_params(cir_graph *g, cir_node *n, cuvil_gemm_params *p, 
     if (!strcmp(n->op, "Gemm")) return gemm_params(g, n, p);
     cuvil_status s = matmul_params(g, n, p, &ndim, dims, n_irregular, NULL);
     if (s || !*n_irregular) return s;
-    *offs = malloc(sizeof(int64_t) * 2 * (size_t)*n_irregular);
+    *offs = cuvil_malloc(sizeof(int64_t) * 2 * (size_t)*n_irregular);
     if (!*offs) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
     return matmul_params(g, n, p, &ndim, dims, n_irregular, *offs);
 }
@@ -164,13 +169,13 @@ static cuvil_status gemm_fold(cir_graph *g, cir_node *n) {
     cir_value *y = cir_out(g, n, 0), *c = cir_in(g, n, 2);
     const float *A = cir_in(g, n, 0)->data, *B = cir_in(g, n, 1)->data;
     if (!cir_value_make_const(g, y)) {
-        free(offs);
+        cuvil_free(offs);
         return g->ctx->status;
     }
     if (!nirr) cuvil_f32_gemm__scalar(&p, A, B, c ? c->data : NULL, y->data);
     for (int64_t i = 0; i < nirr; i++)
         cuvil_f32_gemm__scalar(&p, A + offs[2 * i], B + offs[2 * i + 1], NULL, (float *)y->data + i * p.M * p.N);
-    free(offs);
+    cuvil_free(offs);
     return CUVIL_OK;
 }
 
@@ -192,7 +197,7 @@ static cuvil_status gemm_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
     cir_value *c = cir_in(g, n, 2);
     if (nirr) {
         const char *tab = cg_param(cg, "int64_t[]", "%s", cg_i64s(cg, offs, (int)(2 * nirr)));
-        free(offs);
+        cuvil_free(offs);
         cg_printf(cg, "    for (int64_t i = 0; i < %lld; i++)\n        cuvil_f32_gemm(&%s, %s + %s[2 * i], %s + %s[2 * i + 1], NULL, "
                       "%s + i * %lld, %s);\n", (long long)nirr, ps, cg_in(cg, n->in[0]), tab, cg_in(cg, n->in[1]), tab,
                   cg_out(cg, n->out[0]), (long long)(p.M * p.N), S);

@@ -47,16 +47,27 @@ static cuvil_status pool_params(cir_graph *g, cir_node *n, cuvil_pool2d_params *
         pe[i] = npd > 0 ? pads[i + nsp] : 0;
         if (k[i] <= 0 || s[i] <= 0 || d[i] <= 0 || pb[i] < 0 || pe[i] < 0)
             return cir_node_err(g, n, CUVIL_ERR_MODEL, "kernel_shape, strides and dilations must be positive, pads >= 0");
-        int64_t ek = (k[i] - 1) * d[i] + 1;
+        int64_t lim = g->limits.dim;
+        if (k[i] > lim || s[i] > lim || d[i] > lim || pb[i] > lim || pe[i] > lim)
+            return cir_node_err(g, n, CUVIL_ERR_MODEL, "kernel_shape, strides, dilations or pads over the limit dim=%lld",
+                                (long long)lim);
+        if (pb[i] >= k[i] || pe[i] >= k[i])
+            return cir_node_err(g, n, CUVIL_ERR_MODEL, "pads %lld, %lld along spatial dim %d must be smaller than the "
+                                "kernel (%lld), as ONNX Runtime requires", (long long)pb[i], (long long)pe[i], i, (long long)k[i]);
+        bool ovf = false;
+        int64_t ek = cuvil_i64_add(&ovf, cuvil_i64_mul(&ovf, k[i] - 1, d[i]), 1);
+        if (ovf) return cir_node_err(g, n, CUVIL_ERR_SHAPE, "kernel %lld with dilation %lld is too large", (long long)k[i],
+                                     (long long)d[i]);
         if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
             out[i] = (in[i] + s[i] - 1) / s[i];
-            int64_t total = (out[i] - 1) * s[i] + ek - in[i];
+            int64_t total = cuvil_i64_sub(&ovf, cuvil_i64_add(&ovf, cuvil_i64_mul(&ovf, out[i] - 1, s[i]), ek), in[i]);
+            if (ovf) return cir_node_err(g, n, CUVIL_ERR_SHAPE, "padding along spatial dim %d overflows", i);
             if (total < 0) total = 0;
             pb[i] = !strcmp(ap, "SAME_UPPER") ? total / 2 : total - total / 2;
             pe[i] = total - pb[i];
         } else if (!strcmp(ap, "VALID")) {
             pb[i] = pe[i] = 0;
-            out[i] = (in[i] - ek) / s[i] + 1;
+            out[i] = in[i] < ek ? 0 : (in[i] - ek) / s[i] + 1;
         } else if (!strcmp(ap, "NOTSET")) {
             int64_t span = in[i] + pb[i] + pe[i] - ek;
             if (span < 0) return cir_node_err(g, n, CUVIL_ERR_SHAPE, "window larger than the padded input");

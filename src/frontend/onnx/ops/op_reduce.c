@@ -89,10 +89,10 @@ static cuvil_status reduce_fold_generic(cir_graph *g, const cuvil_reduce_params 
     bool integer = x->dtype != CUVIL_DTYPE_FLOAT64 && x->dtype != CUVIL_DTYPE_FLOAT16 && x->dtype != CUVIL_DTYPE_BFLOAT16;
     for (int d = 0; d < p->ndim; d++)
         if (p->mask & (1u << d)) count *= p->dims[d];
-    int64_t *ai = calloc((size_t)nout + 1, sizeof *ai);
-    double *af = calloc((size_t)nout + 1, sizeof *af), *am = calloc((size_t)nout + 1, sizeof *am);
+    int64_t *ai = cuvil_calloc((size_t)nout + 1, sizeof *ai);
+    double *af = cuvil_calloc((size_t)nout + 1, sizeof *af), *am = cuvil_calloc((size_t)nout + 1, sizeof *am);
     if (!ai || !af || !am) {
-        free(ai), free(af), free(am);
+        cuvil_free(ai), cuvil_free(af), cuvil_free(am);
         return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
     }
     int op = p->op;
@@ -142,7 +142,7 @@ static cuvil_status reduce_fold_generic(cir_graph *g, const cuvil_reduce_params 
             else cir_const_set_f64(y, o, af[o]);
         }
     }
-    free(ai), free(af), free(am);
+    cuvil_free(ai), cuvil_free(af), cuvil_free(am);
     return CUVIL_OK;
 }
 

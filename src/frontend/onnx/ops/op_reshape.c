@@ -8,8 +8,12 @@
 static cuvil_status set_out(cir_graph *g, cir_node *n, int ndim, const int64_t *dims) {
     cir_value *x = cir_in(g, n, 0);
     int64_t cnt = 1;
-    for (int i = 0; i < ndim; i++) cnt *= dims[i];
-    if (cnt != cir_numel(x)) {
+    bool ovf = false;
+    for (int i = 0; i < ndim; i++) cnt = cuvil_i64_mul(&ovf, cnt, dims[i]);
+    if (ovf || cnt != cir_numel(x)) {
+        if (ovf)
+            return cir_node_err(g, n, CUVIL_ERR_SHAPE, "cannot reshape '%s' (%lld elements): the target shape's product "
+                                "overflows", x->name, (long long)cir_numel(x));
         char sx[256];
         return cir_node_err(g, n, CUVIL_ERR_SHAPE, "cannot reshape '%s' %s (%lld elements) to %lld elements", x->name,
                             cir_shape_str(g, x, sx, sizeof sx), (long long)cir_numel(x), (long long)cnt);
@@ -49,7 +53,8 @@ static cuvil_status reshape_infer(cir_graph *g, cir_node *n) {
         } else {
             dims[i] = shape[i];
         }
-        known *= dims[i];
+        if (__builtin_mul_overflow(known, dims[i], &known))
+            return cir_node_err(g, n, CUVIL_ERR_SHAPE, "shape's product overflows (at shape[%d]=%lld)", i, (long long)dims[i]);
     }
     if (infer_at >= 0) {
         if (known == 0 || cir_numel(x) % known)

@@ -70,6 +70,11 @@ static cuvil_status slice_params(cir_graph *g, cir_node *n, cuvil_slice_params *
             cnt = start > end ? 1 + (end - start + 1) / step : 0;
         }
         if (cnt == 0) start = 0;
+        /* a step longer than the axis selects one element whatever its size: keep it small, so
+         * that kernel index arithmetic and the generated C literal stay in range (INT64_MIN) */
+        int64_t maxstep = dim > 0 ? dim : 1;
+        if (step > maxstep) step = maxstep;
+        if (step < -maxstep) step = -maxstep;
         p->starts[ax] = start;
         p->steps[ax] = step;
         p->out_dims[ax] = cnt;

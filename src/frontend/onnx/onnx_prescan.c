@@ -1,0 +1,96 @@
+/* onnx_prescan.c -- a walk over the protobuf wire format of a model, guided by the protobuf-c
+ * descriptors, before protobuf-c unpacks it. protobuf-c recurses once per nesting level with no
+ * bound, and keeps strings NUL-terminated with no length; so a hostile file could overflow the
+ * stack (a TypeProto nested 5,000 deep) or hide a name's tail behind a NUL byte
+ * ("w.bin\0../../etc/passwd"). This walk bounds the nesting depth and the depth of graphs
+ * inside graphs, and refuses a string field that holds a NUL byte. It recurses at most
+ * limits.nesting levels. Malformed wire data is left for protobuf-c to refuse. */
+#include "frontend/onnx/onnx_int.h"
+
+#include <string.h>
+
+typedef struct scan {
+    cuvil_ctx *ctx;
+    const cuvil_limits *lim;
+    bool malformed;         /* the wire data is broken: protobuf-c will say so */
+} scan;
+
+static bool varint(const uint8_t **p, const uint8_t *end, uint64_t *out) {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+        if (*p >= end) return false;
+        uint8_t b = *(*p)++;
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *out = v;
+            return true;
+        }
+    }
+    return false;
+}
+
+static cuvil_status walk(scan *s, const ProtobufCMessageDescriptor *d, const uint8_t *p, const uint8_t *end, int depth,
+                         int graphs) {
+    if (depth > s->lim->nesting)
+        return cuvil_err(s->ctx, CUVIL_ERR_UNSUPPORTED,
+                         "protobuf messages are nested more than %lld deep (at a %s); the limit is nesting=%lld "
+                         "(raise it with --limit nesting=N)", (long long)s->lim->nesting, d->name,
+                         (long long)s->lim->nesting);
+    if (d == &onnx__graph_proto__descriptor && ++graphs - 1 > s->lim->subgraph_depth)
+        return cuvil_err(s->ctx, CUVIL_ERR_UNSUPPORTED,
+                         "graphs are nested more than %lld deep (If/Loop/Scan bodies inside each other); the limit is "
+                         "subgraph_depth=%lld (raise it with --limit subgraph_depth=N)",
+                         (long long)s->lim->subgraph_depth, (long long)s->lim->subgraph_depth);
+    while (p < end) {
+        uint64_t key, len;
+        if (!varint(&p, end, &key)) goto bad;
+        unsigned wt = (unsigned)(key & 7);
+        uint64_t num = key >> 3;
+        if (num == 0 || num > 0x1fffffff) goto bad;
+        const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field(d, (unsigned)num);
+        switch (wt) {
+        case 0:
+            if (!varint(&p, end, &len)) goto bad;
+            break;
+        case 1:
+            if (end - p < 8) goto bad;
+            p += 8;
+            break;
+        case 5:
+            if (end - p < 4) goto bad;
+            p += 4;
+            break;
+        case 2: {
+            if (!varint(&p, end, &len) || len > (uint64_t)(end - p)) goto bad;
+            const uint8_t *q = p;
+            p += len;
+            if (!f) break;
+            if (f->type == PROTOBUF_C_TYPE_MESSAGE) {
+                cuvil_status st = walk(s, f->descriptor, q, p, depth + 1, graphs);
+                if (st || s->malformed) return st;
+            } else if (f->type == PROTOBUF_C_TYPE_STRING && memchr(q, 0, (size_t)len)) {
+                return cuvil_err(s->ctx, CUVIL_ERR_MODEL,
+                                 "a string field (%s.%s) contains a NUL byte; names and paths in a model must not",
+                                 d->name, f->name);
+            }
+            break;
+        }
+        default:
+            goto bad;   /* groups (3, 4) do not occur in ONNX; 6 and 7 do not exist */
+        }
+    }
+    return CUVIL_OK;
+bad:
+    s->malformed = true;
+    return CUVIL_OK;
+}
+
+cuvil_status cuvil_onnx_prescan(cuvil_ctx *ctx, const uint8_t *data, size_t size, const cuvil_limits *lim) {
+    scan s = {.ctx = ctx, .lim = lim};
+    return walk(&s, &onnx__model_proto__descriptor, data, data + size, 1, 0);
+}
+
+cuvil_status cuvil_onnx_prescan_tensor(cuvil_ctx *ctx, const uint8_t *data, size_t size, const cuvil_limits *lim) {
+    scan s = {.ctx = ctx, .lim = lim};
+    return walk(&s, &onnx__tensor_proto__descriptor, data, data + size, 1, 0);
+}

@@ -1,0 +1,117 @@
+/* tmpfiles.c -- temporary files and build folders that must not outlive the compiler, even
+ * when it is killed by a signal (util.h). The signal handler uses only async-signal-safe calls
+ * (open, getdents64, unlinkat, close, kill, waitpid, sigaction, raise): the registry is a fixed
+ * table of fixed-size paths, and folders are walked with raw getdents64 into stack buffers. */
+#include "util/util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static struct {
+    volatile sig_atomic_t used;
+    char path[PATH_MAX];
+} slots[CUVIL_TMP_MAX];
+static volatile sig_atomic_t child_pid;
+
+bool cuvil_tmp_register(const char *path) {
+    size_t n = strlen(path);
+    if (n >= PATH_MAX) return false;
+    for (int i = 0; i < CUVIL_TMP_MAX; i++) {
+        if (slots[i].used) continue;
+        memcpy(slots[i].path, path, n + 1);
+        slots[i].used = 1;   /* only now can the handler see it */
+        return true;
+    }
+    return false;
+}
+
+void cuvil_tmp_forget(const char *path) {
+    for (int i = 0; i < CUVIL_TMP_MAX; i++)
+        if (slots[i].used && !strcmp(slots[i].path, path)) slots[i].used = 0;
+}
+
+void cuvil_tmp_set_child(long pid) { child_pid = (sig_atomic_t)pid; }
+
+struct dirent64_raw {
+    unsigned long long d_ino;
+    long long d_off;
+    unsigned short d_reclen;
+    unsigned char d_type;
+    char d_name[];
+};
+
+/* Removes the entry `name` of the folder dirfd, recursing into folders (depth-bounded: our
+ * own build trees are a few levels deep). Returns true when it is gone. Async-signal-safe. */
+static bool remove_at(int dirfd, const char *name, int depth) {
+    if (unlinkat(dirfd, name, 0) == 0 || errno == ENOENT) return true;
+    if (depth > 16) return false;
+    int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return false;
+    char buf[4096];
+    /* read a batch, remove it, read again from the start until nothing is left (or nothing
+     * more can be removed) */
+    for (;;) {
+        long n = syscall(SYS_getdents64, fd, buf, sizeof buf);
+        if (n <= 0) break;
+        bool progress = false;
+        for (long off = 0; off < n;) {
+            struct dirent64_raw *e = (void *)(buf + off);
+            off += e->d_reclen;
+            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+            progress |= remove_at(fd, e->d_name, depth + 1);
+        }
+        if (!progress || lseek(fd, 0, SEEK_SET) != 0) break;
+    }
+    close(fd);
+    return unlinkat(dirfd, name, AT_REMOVEDIR) == 0 || errno == ENOENT;
+}
+
+void cuvil_tmp_remove(const char *path) {
+    cuvil_tmp_forget(path);
+    remove_at(AT_FDCWD, path, 0);
+}
+
+static void on_signal(int sig) {
+    int saved = errno;
+    pid_t pid = (pid_t)child_pid;
+    if (pid > 0) {
+        kill(pid, SIGTERM);
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {}
+    }
+    for (int i = 0; i < CUVIL_TMP_MAX; i++)
+        if (slots[i].used) {
+            slots[i].used = 0;
+            remove_at(AT_FDCWD, slots[i].path, 0);
+        }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = SIG_DFL;
+    sigemptyset(&sa.sa_mask);
+    sigaction(sig, &sa, NULL);
+    errno = saved;
+    raise(sig);   /* delivered when the handler returns: the default action, exit status included */
+}
+
+void cuvil_install_signal_cleanup(void) {
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) sigaddset(&sa.sa_mask, sigs[i]);
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+        struct sigaction old;
+        /* a signal the parent set to be ignored (nohup) stays ignored */
+        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN) continue;
+        sigaction(sigs[i], &sa, NULL);
+    }
+    signal(SIGXFSZ, SIG_IGN);
+}
