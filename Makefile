@@ -5,7 +5,7 @@ CUVIL_VENV ?= $(or $(XDG_DATA_HOME),$(HOME)/.local/share)/cuvil/venv
 export CUVIL_VENV
 PY := $(CUVIL_VENV)/bin/python
 
-.PHONY: all build setup setup-debs demo test test-c test-python test-sanitize clean
+.PHONY: all build setup setup-debs demo test test-c test-python test-sanitize fuzz clean
 
 all: build
 
@@ -24,11 +24,16 @@ demo: setup build
 	@tools/demo.sh $(BUILD)
 
 # Every test, then again on a build with AddressSanitizer + UBSan (the compiler, the tools and
-# the kernels; compiled models stay plain). `make test SANITIZE=0` skips the second round.
+# the kernels; compiled models stay plain), then each fuzz target for FUZZ_SECONDS (a short run
+# that must find nothing). `make test SANITIZE=0 FUZZ_SECONDS=0` skips the last two.
 SANITIZE ?= 1
+FUZZ_SECONDS ?= 60
 test: setup build test-c test-python
 ifeq ($(SANITIZE),1)
 	@$(MAKE) --no-print-directory test-sanitize
+endif
+ifneq ($(FUZZ_SECONDS),0)
+	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_SECONDS)
 endif
 
 test-sanitize: setup-debs
@@ -42,5 +47,15 @@ test-c:
 test-python:
 	@CUVIL_BUILD=$(abspath $(BUILD)) $(PY) -m pytest -q -p no:cacheprovider --basetemp=$(abspath $(BUILD))/pytest-tmp tests/python
 
+# libFuzzer targets (clang, ASan+UBSan) on the seed corpus, FUZZ_SECONDS each; the working
+# corpus is kept in build-fuzz/corpus between runs, findings go to build-fuzz/findings.
+# FUZZ_TARGETS picks some: make fuzz FUZZ_SECONDS=1800 FUZZ_TARGETS=fuzz_model_struct
+FUZZ_TARGETS ?=
+fuzz: setup
+	@cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Release -DCUVIL_FUZZ=ON > build-fuzz.cmake.log 2>&1 || { cat build-fuzz.cmake.log; exit 1; }
+	@cmake --build build-fuzz -j$(JOBS)
+	@$(PY) fuzz/make_seeds.py build-fuzz/seeds
+	@fuzz/run.sh build-fuzz $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
 clean:
-	rm -rf $(BUILD) $(BUILD).cmake.log $(BUILD)-asan $(BUILD)-asan.cmake.log
+	rm -rf $(BUILD) $(BUILD).cmake.log $(BUILD)-asan $(BUILD)-asan.cmake.log build-fuzz build-fuzz.cmake.log

@@ -44,11 +44,14 @@ typedef struct cuvil_arena {
     cuvil_arena_block *head;
 } cuvil_arena;
 
-/* Zeroed, 64-byte aligned memory owned by the arena; NULL only when out of memory. */
+/* Zeroed memory owned by the arena, 64-byte aligned when n >= 64 (16 below); NULL only when
+ * out of memory. */
 void *cuvil_arena_alloc(cuvil_arena *a, size_t n);
 char *cuvil_arena_strdup(cuvil_arena *a, const char *s);
 void *cuvil_arena_memdup(cuvil_arena *a, const void *p, size_t n);
 void cuvil_arena_free(cuvil_arena *a);
+/* Frees everything but the first block and empties it: memory for another round. */
+void cuvil_arena_reset(cuvil_arena *a);
 
 /* ===== Context ============================================================================ */
 struct cuvil_ctx {

@@ -278,7 +278,7 @@ static cuvil_status load_attr(loader *L, cir_node *n, const Onnx__AttributeProto
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT: a->f = ap->f; break;
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT: a->i = ap->i; break;
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING: {
-        if (memchr(ap->s.data, 0, ap->s.len))
+        if (ap->s.len && memchr(ap->s.data, 0, ap->s.len))
             return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: attribute '%s' holds a NUL byte",
                              cir_node_desc(n, desc, sizeof desc), a->name);
         char *s = cuvil_arena_alloc(&g->arena, ap->s.len + 1);
@@ -305,7 +305,7 @@ static cuvil_status load_attr(loader *L, cir_node *n, const Onnx__AttributeProto
         a->strings = cuvil_arena_alloc(&g->arena, sizeof(char *) * (ap->n_strings + 1));
         if (!a->strings) return cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
         for (size_t i = 0; i < ap->n_strings; i++) {
-            if (memchr(ap->strings[i].data, 0, ap->strings[i].len))
+            if (ap->strings[i].len && memchr(ap->strings[i].data, 0, ap->strings[i].len))
                 return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: attribute '%s' holds a NUL byte",
                                  cir_node_desc(n, desc, sizeof desc), a->name);
             char *s = cuvil_arena_alloc(&g->arena, ap->strings[i].len + 1);
@@ -422,11 +422,12 @@ static cuvil_status load_nodes(loader *L, const Onnx__GraphProto *gp) {
             in[j] = cuvil_map_get(&L->names, iname);
             if (in[j] >= 0) continue;
             int at = cuvil_map_get(&L->later, iname);
-            if (at >= (int)i)
+            if (at == (int)i)
+                s = cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: input '%s' is the node's own output (a cycle)", desc, iname);
+            else if (at > (int)i)
                 s = cuvil_err(L->ctx, CUVIL_ERR_MODEL,
-                              "%s: input '%s' is produced by node %d, which comes %s (ONNX requires the nodes in "
-                              "topological order; the graph is unsorted or has a cycle)", desc, iname, at,
-                              at == (int)i ? "is this node itself" : "later");
+                              "%s: input '%s' is produced by node %d, which comes later (ONNX requires the nodes in "
+                              "topological order; the graph is unsorted or has a cycle)", desc, iname, at);
             else
                 s = cuvil_err(L->ctx, CUVIL_ERR_MODEL,
                               "%s: input '%s' is not a graph input, an initializer or the output of any node", desc, iname);

@@ -95,8 +95,8 @@ cuvil_status cuvil_onnx_check_node(cuvil_ctx *ctx, const Onnx__NodeProto *np, co
                              np->op_type, s->since, s->n_attrs ? "" : "none", known);
         }
         if ((int)a->type != s->attrs[k].type)
-            return cuvil_err(ctx, CUVIL_ERR_MODEL, "%s: attribute '%s' is a %s; %s-%d expects a %s", desc, name,
-                             a->has_type ? type_name((int)a->type) : "value without a type", np->op_type, s->since,
+            return cuvil_err(ctx, CUVIL_ERR_MODEL, "%s: attribute '%s' has type %s; %s-%d expects %s", desc, name,
+                             a->has_type ? type_name((int)a->type) : "(none)", np->op_type, s->since,
                              type_name(s->attrs[k].type));
     }
     for (int k = 0; k < s->n_attrs; k++) {

@@ -203,6 +203,7 @@ cuvil_status cuvil_onnx_tensor_decode(cuvil_ctx *ctx, const Onnx__TensorProto *t
         if (nbytes) memcpy(d, t->raw_data.data, nbytes);
         return CUVIL_OK;
     }
+    if (!nbytes) return CUVIL_OK;   /* an empty tensor: the typed field may be absent (NULL) */
     switch (dt) {
     case CUVIL_DTYPE_FLOAT32: memcpy(d, t->float_data, nbytes); break;
     case CUVIL_DTYPE_FLOAT64: memcpy(d, t->double_data, nbytes); break;
