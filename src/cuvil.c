@@ -72,7 +72,7 @@ cuvil_status cuvil_compile_file(cuvil_ctx *ctx, const char *model_path, const cu
     if ((s = cuvil_read_abi_header(ctx, &abi))) goto done;
     cg_output gen;
     s = cg_generate(g, o, prefix, target, abi, &gen);
-    free(abi);
+    cuvil_free(abi);
     if (!s) {
         if (o->emit == CUVIL_EMIT_C) s = cuvil_emit_sources(ctx, &gen, prefix, target, o, model_path, output);
         else s = cuvil_build_library(ctx, &gen, prefix, target, o, model_path, output);

@@ -59,7 +59,8 @@ cuvil_status cuvil_pass_shape_infer(cir_graph *g, const cuvil_options *o) {
             /* every shape that enters the IR is bounded: later size arithmetic cannot overflow */
             if ((s = cir_check_shape(g, n, v)) || (s = check_declared(g, n, v))) return s;
         }
-        if (n->def->fold && cuvil_inputs_const(g, n) && worth_folding_now(g, n) && (s = cuvil_fold_node(g, n)))
+        if (n->def->fold && cuvil_inputs_const(g, n) && worth_folding_now(g, n) && cuvil_fold_affordable(g, n) &&
+            (s = cuvil_fold_node(g, n)))
             return s;
     }
     return CUVIL_OK;

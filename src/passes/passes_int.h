@@ -21,6 +21,12 @@ cuvil_status cuvil_run_passes(cir_graph *g, const cuvil_options *o);
 
 /* Folds node n (all inputs constant, def->fold set): computes outputs, marks n dead. */
 cuvil_status cuvil_fold_node(cir_graph *g, cir_node *n);
+/* Folding runs the scalar reference kernels at compile time: its work is bounded, so that no
+ * model makes the compiler compute for hours (a constant image convolved with a huge kernel).
+ * Over the budget (multiply-adds, or output elements for other ops) a node that has a kernel
+ * stays in the graph and runs in the compiled model instead. */
+#define CUVIL_FOLD_MAX_WORK ((int64_t)1 << 30)
+bool cuvil_fold_affordable(cir_graph *g, const cir_node *n);
 /* True when every present input of n is constant. */
 bool cuvil_inputs_const(cir_graph *g, const cir_node *n);
 

@@ -16,6 +16,23 @@ bool cuvil_inputs_const(cir_graph *g, const cir_node *n) {
     return n->residual < 0 || cir_is_const(&g->values[n->residual]);
 }
 
+bool cuvil_fold_affordable(cir_graph *g, const cir_node *n) {
+    /* every shape is bounded (cuvil_shape_ok), so these products stay far from overflow */
+    cir_value *y = cir_val(g, n->out[0]);
+    if (!y || !n->def->emit) return true;   /* fold-only ops are linear in their output */
+    int64_t per_output = 1;
+    if (!strcmp(n->op, "Conv")) {
+        cir_value *w = cir_in(g, n, 1);
+        per_output = w && w->ndim > 0 && w->dims[0] > 0 ? cir_numel(w) / w->dims[0] : 1;
+    } else if (!strcmp(n->op, "Gemm") || !strcmp(n->op, "MatMul")) {
+        cir_value *a = cir_in(g, n, 0);
+        bool ta = !strcmp(n->op, "Gemm") && cir_attr_int(n, "transA", 0);
+        per_output = a && a->ndim > 0 ? a->dims[ta ? 0 : a->ndim - 1] : 1;
+    }
+    double work = (double)cir_numel(y) * (double)(per_output > 0 ? per_output : 1);
+    return work <= (double)CUVIL_FOLD_MAX_WORK;
+}
+
 cuvil_status cuvil_fold_node(cir_graph *g, cir_node *n) {
     CUVIL_ASSERT(n->def && n->def->fold);
     uint64_t bytes = 0;

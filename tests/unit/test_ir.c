@@ -6,16 +6,7 @@
 
 #include <string.h>
 
-static int failures;
-#define CHECK(cond, ...)                                                       \
-    do {                                                                       \
-        if (!(cond)) {                                                         \
-            failures++;                                                        \
-            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);    \
-            fprintf(stderr, __VA_ARGS__);                                      \
-            fputc('\n', stderr);                                               \
-        }                                                                      \
-    } while (0)
+#include "check.h"
 
 static int add_act(cir_graph *g, const char *name) { return cir_value_add(g, name, CIR_VAL_ACT); }
 

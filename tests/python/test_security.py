@@ -1,0 +1,483 @@
+"""Regression tests for the untrusted-model defects (docs/SECURITY.md): code injection through
+names, data loss through outputs, crashes, overflows, hangs and runaway memory, valid models
+that used to fail inside the C compiler, and interrupted or failing builds that left files.
+The malformed-model corpus (test_malformed.py) holds the refusals; this file holds what needs
+more than one command: models that must compile and run correctly, files that must survive,
+processes that are interrupted."""
+from __future__ import annotations
+
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import cuvil_testlib as tl
+from onnx_cases import small_cnn
+
+pytestmark = pytest.mark.usefixtures("cuvil_works")
+T = TensorProto
+PAYLOAD = "b */ __attribute__((constructor)) static void pwn(void){ __builtin_trap(); } /* "
+
+
+def _vi(name, shape, et=T.FLOAT):
+    return helper.make_tensor_value_info(name, et, shape)
+
+
+def _model(nodes, inputs, outputs, inits=(), opset=13):
+    g = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(inits))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    return m
+
+
+def _relu_chain_with_names(in_name, out_name, dim_param=None, node_name=None):
+    d0 = dim_param if dim_param is not None else 2
+    m = _model([helper.make_node("Relu", [in_name], ["h"], name=node_name or "relu"),
+                helper.make_node("Neg", ["h"], [out_name], name="neg")],
+               [_vi(in_name, [d0, 3])], [_vi(out_name, [d0, 3])])
+    return m
+
+
+def _leftovers(folder: Path) -> list:
+    """Temporary files and build folders Cuvil may have left in folder."""
+    return sorted(p.name for p in folder.iterdir() if ".cuvil-build-" in p.name or ".cuvil-old-" in p.name
+                  or ".tmp" in p.name)
+
+
+def _code_only(c_text: str) -> str:
+    """C source with comments and string/char literals removed (a small lexer: enough to tell
+    whether a text occurs as code)."""
+    out, i, n = [], 0, len(c_text)
+    while i < n:
+        if c_text.startswith("/*", i):
+            j = c_text.find("*/", i + 2)
+            i = n if j < 0 else j + 2
+            out.append(" ")
+        elif c_text.startswith("//", i):
+            j = c_text.find("\n", i)
+            i = n if j < 0 else j
+        elif c_text[i] in "\"'":
+            q, j = c_text[i], i + 1
+            while j < n and c_text[j] != q:
+                j += 2 if c_text[j] == "\\" else 1
+            i = j + 1
+            out.append('""')
+        else:
+            out.append(c_text[i])
+            i += 1
+    return "".join(out)
+
+
+def _nm_symbols(lib: Path) -> str:
+    nm = shutil.which("nm")
+    assert nm, "nm (binutils) is needed"
+    return subprocess.run([nm, "-a", str(lib)], capture_output=True, text=True, check=True).stdout
+
+
+# --------------------------------------------------------------------------------------------
+# 1. Code injection: names are data
+# --------------------------------------------------------------------------------------------
+
+def test_dim_param_cannot_inject_code(tmp_path):
+    """A dim_param that closes a comment and declares a constructor: compiled as a name only."""
+    m = _relu_chain_with_names("x", "y", dim_param=PAYLOAD)
+    p = tmp_path / "evil.onnx"
+    onnx.save(m, p)
+    so = tl.compile(p, tmp_path / "build", dims={PAYLOAD: 2})
+    assert "pwn" not in _nm_symbols(so), "the payload was compiled as code"
+    # loading the library runs no constructor (it would trap), and the name is reported intact
+    info = tl.run_tool("cuvil-run", [so, "--info", "--json"])
+    assert info.returncode == 0, info.stderr
+    import json
+    d = json.loads(info.stdout)["info"]
+    assert d["inputs"][0]["dim_names"][0] == PAYLOAD
+    # the generated sources and the header hold it only as an escaped literal or cut text
+    src = tl.compile(p, tmp_path / "src", emit="c", dims={PAYLOAD: 2})
+    for f in [src / "model.c", src / "evil.h", so.with_suffix(".h")]:
+        code = _code_only(f.read_text())
+        assert "pwn" not in code and "constructor" not in code, f"{f}: the payload is outside comments and strings"
+    # the header compiles cleanly on its own, as a user's program would include it
+    hdr = so.with_suffix(".h")
+    r = subprocess.run(["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-fsyntax-only", "-x", "c", str(hdr)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    x = np.array([[-1, 2, -3], [4, -5, 6]], np.float32)
+    got = tl.run(so, {"x": x}, tmp_path / "run")
+    np.testing.assert_array_equal(got["y"], -np.maximum(x, 0))
+
+
+def test_dot_output_escapes_names(tmp_path):
+    """Names and dim_params that would close a DOT string and add a node stay inside labels."""
+    evil = '"]; x [label="'
+    m = _relu_chain_with_names('in"\\put', 'out\n"y', dim_param=evil, node_name='n"]; z [shape=box')
+    p = tmp_path / "evil.onnx"
+    onnx.save(m, p)
+    dot_file = tl.compile(p, tmp_path, emit="dot")
+    dot = shutil.which("dot")
+    assert dot, "graphviz is installed by the setup"
+    r = subprocess.run([dot, "-Tplain", str(dot_file)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    nodes = sorted(line.split()[1] for line in r.stdout.splitlines() if line.startswith("node "))
+    assert all(n[0] in "vno" and (n[1:].isdigit() or n.startswith("out")) for n in nodes), nodes
+    assert len(nodes) == 4, nodes   # input, two ops, output
+
+
+@pytest.mark.parametrize("case", ["comment-opener", "long-names"])
+def test_valid_names_compile_and_run(case, tmp_path):
+    """Names that used to break the C compiler (-Werror=comment, -Werror=format-truncation)."""
+    if case == "comment-opener":
+        names = ("in/*put", "out */ /* put", "conv /* 1")
+    else:
+        names = ("i" * 600, "o" * 700, "n" * 800)
+    m = _relu_chain_with_names(names[0], names[1], node_name=names[2])
+    p = tmp_path / "names.onnx"
+    onnx.save(m, p)
+    so = tl.compile(p, tmp_path / "build")
+    x = np.array([[-1, 2, -3], [4, -5, 6]], np.float32)
+    proc, out = tl.run_raw(so, {names[0]: x}, tmp_path / "run")
+    assert proc.returncode == 0, proc.stderr
+    (got,) = tl.read_outputs(out).values()
+    np.testing.assert_array_equal(got, -np.maximum(x, 0))
+
+
+# --------------------------------------------------------------------------------------------
+# 2. Data loss: Cuvil never deletes or overwrites what it did not write
+# --------------------------------------------------------------------------------------------
+
+@pytest.fixture
+def small(tmp_path):
+    m, inputs, ref = small_cnn().build()
+    p = tmp_path / "model.onnx"
+    onnx.save(m, p)
+    return p, inputs, ref
+
+
+def test_emit_c_refuses_folder_with_user_files(small, tmp_path):
+    p, _, _ = small
+    d = tmp_path / "project"
+    d.mkdir()
+    (d / "main.c").write_text("int main(void) { return 0; }\n")
+    proc = tl.compile_raw(p, d, emit="c")
+    tl.assert_clean_failure(proc, mentions=["not written by cuvil"])
+    assert sorted(x.name for x in d.iterdir()) == ["main.c"]
+    assert (d / "main.c").read_text() == "int main(void) { return 0; }\n"
+    assert not _leftovers(tmp_path)
+
+
+def test_emit_c_dot_is_refused(small, tmp_path):
+    p, _, _ = small
+    work = tmp_path / "work"
+    work.mkdir()
+    shutil.copy(p, work / "model.onnx")
+    (work / "notes.txt").write_text("mine")
+    proc = tl.compile_raw(work / "model.onnx", ".", emit="c", cwd=work)
+    tl.assert_clean_failure(proc)
+    assert sorted(x.name for x in work.iterdir()) == ["model.onnx", "notes.txt"]
+
+
+def test_emit_c_replaces_its_own_folder_but_not_a_users_file_in_it(small, tmp_path):
+    p, _, _ = small
+    d = tmp_path / "gen"
+    tl.compile(p, tmp_path, emit="c", stem="gen")
+    # what the folder's Makefile builds counts as Cuvil's
+    (d / "model.o").write_bytes(b"obj")
+    (d / "libgen.so").write_bytes(b"lib")
+    kernel = next((d / "runtime").rglob("*.c"))
+    kernel.with_suffix(".o").write_bytes(b"obj")
+    tl.compile(p, tmp_path, emit="c", stem="gen", opt_level=0)
+    assert (d / "Makefile").is_file() and not (d / "model.o").exists()
+    # a file of the user's inside: refused, kept
+    (d / "my_notes.md").write_text("keep me")
+    proc = tl.compile_raw(p, d, emit="c")
+    tl.assert_clean_failure(proc, mentions=["my_notes.md"])
+    assert (d / "my_notes.md").read_text() == "keep me" and (d / "Makefile").is_file()
+    assert not _leftovers(tmp_path)
+
+
+def test_output_that_is_the_model_is_refused(small, tmp_path):
+    p, _, _ = small
+    before = p.read_bytes()
+    for emit, out in [(None, p), ("ir", p), (None, p.with_suffix(".so"))]:
+        if out != p:
+            # the header path of model.so is model.h; make the model be that header
+            out = tmp_path / "x.so"
+            shutil.copy(p, tmp_path / "x.h")
+        proc = tl.compile_raw(out if out == p else tmp_path / "x.h", out, emit=emit)
+        tl.assert_clean_failure(proc, any_of=["the model itself", "not written by cuvil"])
+    assert p.read_bytes() == before
+    assert (tmp_path / "x.h").read_bytes() == before
+
+
+def test_output_named_like_the_header_is_refused(small, tmp_path):
+    p, _, _ = small
+    proc = tl.compile_raw(p, tmp_path / "out.h")
+    tl.assert_clean_failure(proc, mentions=["header"])
+    assert not (tmp_path / "out.h").exists()
+
+
+def test_existing_text_file_is_not_overwritten_by_emit_ir(small, tmp_path):
+    p, _, _ = small
+    notes = tmp_path / "notes.ir"
+    notes.write_text("my notes")
+    proc = tl.compile_raw(p, notes, emit="ir")
+    tl.assert_clean_failure(proc, mentions=["not written by cuvil"])
+    assert notes.read_text() == "my notes"
+    tl.compile(p, tmp_path, emit="ir", stem="mine")
+    tl.compile(p, tmp_path, emit="ir", stem="mine", opt_level=0)   # its own file: replaced
+
+
+@pytest.mark.parametrize("emit", ["so", "a", "c"])
+def test_output_paths_with_commas_spaces_and_newlines(small, emit, tmp_path):
+    p, inputs, ref = small
+    d = tmp_path / "a, b\nc d"
+    d.mkdir()
+    name = {"so": "m,1 x.so", "a": "m,1 x.a", "c": "m,1 x"}[emit]
+    out = d / name
+    proc = tl.compile_raw(p, out, emit=emit)
+    assert proc.returncode == 0, proc.stderr
+    assert not _leftovers(d) and not _leftovers(tmp_path)
+    if emit == "so":
+        tl.assert_outputs_close(tl.run(out, inputs, tmp_path / "run"), ref)
+        assert (d / "m,1 x.h").is_file()
+    elif emit == "a":
+        members = subprocess.run(["ar", "t", str(out)], capture_output=True, text=True, check=True).stdout
+        assert "model.o" in members and "weights.o" in members
+    else:
+        assert (out / "model.c").is_file() and (out / "Makefile").is_file()
+
+
+# --------------------------------------------------------------------------------------------
+# 3. Crashes
+# --------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("extra_initializers", [50, 55, 58, 61, 64, 70])
+def test_conv_batchnorm_fold_with_many_initializers(extra_initializers, tmp_path):
+    """BatchNorm folding adds constants while it holds a pointer to the weight's dims: the value
+    array must not move under it (use-after-free at a capacity boundary)."""
+    rng = tl.seeded_rng(f"bnfold-{extra_initializers}")
+    C, M = 3, 4
+    inits = [numpy_helper.from_array(rng.standard_normal((M, C, 3, 3)).astype(np.float32), "w"),
+             numpy_helper.from_array(rng.standard_normal(M).astype(np.float32), "b"),
+             numpy_helper.from_array(rng.standard_normal(M).astype(np.float32), "gamma"),
+             numpy_helper.from_array(rng.standard_normal(M).astype(np.float32), "beta"),
+             numpy_helper.from_array(rng.standard_normal(M).astype(np.float32), "mean"),
+             numpy_helper.from_array(rng.uniform(0.5, 2, M).astype(np.float32), "var")]
+    inits += [numpy_helper.from_array(np.full((1,), i, np.float32), f"unused{i}") for i in range(extra_initializers)]
+    m = _model([helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+                helper.make_node("BatchNormalization", ["c", "gamma", "beta", "mean", "var"], ["y"])],
+               [_vi("x", [1, C, 6, 6])], [_vi("y", [1, M, 6, 6])], inits)
+    p = tmp_path / "bn.onnx"
+    onnx.save(m, p)
+    x = rng.standard_normal((1, C, 6, 6)).astype(np.float32)
+    got = tl.compile_and_run(p, {"x": x}, tmp_path)
+    tl.assert_outputs_close(got, tl.ort_run(m, {"x": x}))
+
+
+def test_cuvil_run_refuses_truncated_library(small, tmp_path):
+    p, _, _ = small
+    so = tl.compile(p, tmp_path / "build")
+    data = so.read_bytes()
+    for keep in [16, 64, len(data) // 10, len(data) // 2, len(data) - 100, len(data) - 1]:
+        bad = tmp_path / f"trunc{keep}.so"
+        bad.write_bytes(data[:keep])
+        proc = tl.run_tool("cuvil-run", [bad, "--info"])
+        tl.assert_clean_failure(proc, mentions=["cannot load model"], what=f"truncated to {keep} bytes")
+
+
+# --------------------------------------------------------------------------------------------
+# 5. Hangs and unbounded memory
+# --------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("special", ["/dev/zero", "fifo"])
+def test_cuvil_run_refuses_special_input_files(small, special, tmp_path):
+    p, _, _ = small
+    so = tl.compile(p, tmp_path / "build")
+    f = special
+    if special == "fifo":
+        f = tmp_path / "in.fifo"
+        os.mkfifo(f)
+    t0 = time.monotonic()
+    proc = tl.run_tool("cuvil-run", [so, "--input", f"x={f}", "--output-dir", tmp_path / "out"], timeout=60)
+    assert time.monotonic() - t0 < 30
+    tl.assert_clean_failure(proc, mentions=["not a regular file"], absent=[tmp_path / "out"])
+
+
+def test_cuvil_run_refuses_pb_input_named_for_another_input(small, tmp_path):
+    p, inputs, _ = small
+    so = tl.compile(p, tmp_path / "build")
+    f = tmp_path / "other.pb"
+    f.write_bytes(numpy_helper.from_array(inputs["x"], name="not_x").SerializeToString())
+    proc = tl.run_tool("cuvil-run", [so, "--input", f"x={f}", "--output-dir", tmp_path / "out"])
+    tl.assert_clean_failure(proc, mentions=["holds the tensor 'not_x'"], absent=[tmp_path / "out"])
+
+
+def _chain(n: int) -> onnx.ModelProto:
+    nodes = [helper.make_node("Relu" if i % 2 == 0 else "Neg", ["x" if i == 0 else f"h{i}"],
+                              [f"h{i + 1}" if i < n - 1 else "y"]) for i in range(n)]
+    return _model(nodes, [_vi("x", [1, 16])], [_vi("y", [1, 16])])
+
+
+def test_codegen_time_is_linear_in_graph_size(tmp_path):
+    """A 200,000-node chain through --emit c in under 5 s (the plain build; a sanitizer build is
+    allowed 4x), and 4x the nodes take well under 16x the time of a quarter of them."""
+    times = {}
+    for n in (50000, 200000):
+        p = tmp_path / f"chain{n}.onnx"
+        onnx.save(_chain(n), p)
+        t0 = time.monotonic()
+        proc = tl.compile_raw(p, tmp_path / f"out{n}", emit="c")
+        times[n] = time.monotonic() - t0
+        assert proc.returncode == 0, proc.stderr
+        shutil.rmtree(tmp_path / f"out{n}")
+    budget = 5.0 * (4 if tl.build_dir().name.endswith("-asan") else 1)
+    assert times[200000] < budget, times
+    assert times[200000] < 8 * max(times[50000], 0.05), f"not linear: {times}"
+
+
+SLOW_CC = """#!/bin/sh
+# a C compiler that announces itself and then takes its time
+echo $$ > "{pidfile}"
+sleep 60
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_interrupted_compile_leaves_nothing(small, sig, tmp_path):
+    p, _, _ = small
+    pidfile = tmp_path / "cc.pid"
+    cc = tmp_path / "slowcc.sh"
+    cc.write_text(SLOW_CC.format(pidfile=pidfile))
+    cc.chmod(0o755)
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    argv = [str(tl.bin_path("cuvil-compile")), "--model", str(p), "--output", str(out_dir / "m.so"), "--cc", str(cc)]
+    proc = subprocess.Popen(argv, cwd=out_dir, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not pidfile.exists() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    assert pidfile.exists(), "the C compiler never started"
+    assert any(".cuvil-build-" in x.name for x in out_dir.iterdir()), "no build folder while compiling?"
+    proc.send_signal(sig)
+    proc.wait(timeout=30)
+    assert proc.returncode == -sig, (proc.returncode, proc.stderr.read())
+    assert not list(out_dir.iterdir()), f"left behind: {list(out_dir.iterdir())}"
+    cc_pid = int(pidfile.read_text())
+    time.sleep(0.2)
+    alive = Path(f"/proc/{cc_pid}").exists() and "Z" not in Path(f"/proc/{cc_pid}/stat").read_text().split()[2]
+    assert not alive, "the C compiler was left running"
+
+
+# --------------------------------------------------------------------------------------------
+# 6. Valid models that used to fail inside the C compiler
+# --------------------------------------------------------------------------------------------
+
+def test_slice_with_int64_min_step_compiles_and_matches(tmp_path):
+    def c(n, v):
+        return numpy_helper.from_array(np.asarray(v, np.int64), n)
+    m = _model([helper.make_node("Slice", ["x", "s", "e", "a", "st"], ["y"])], [_vi("x", [5, 4])], [_vi("y", None)],
+               [c("s", [-1]), c("e", [-(2**63)]), c("a", [0]), c("st", [-(2**63)])])
+    p = tmp_path / "slice.onnx"
+    onnx.save(m, p)
+    x = np.arange(20, dtype=np.float32).reshape(5, 4)
+    got = tl.compile_and_run(p, {"x": x}, tmp_path)
+    tl.assert_outputs_close(got, tl.ort_run(m, {"x": x}))
+
+
+# --------------------------------------------------------------------------------------------
+# Failing toolchain, full disk, failing dlopen: clear errors, no partial files
+# --------------------------------------------------------------------------------------------
+
+def test_failing_c_compiler(small, tmp_path):
+    p, _, _ = small
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    proc = tl.compile_raw(p, out_dir / "m.so", extra=["--cc", "false"])
+    tl.assert_clean_failure(proc, mentions=["false failed"], absent=[out_dir], max_lines=3)
+
+
+def test_full_disk(small, tmp_path):
+    """A file-size limit stands in for a full disk: every write fails past 1 KiB."""
+    p, _, _ = small
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+
+    def limit(n=1024):
+        resource.setrlimit(resource.RLIMIT_FSIZE, (n, n))
+
+    argv = [str(tl.bin_path("cuvil-compile")), "--model", str(p), "--output", str(out_dir / "m.so")]
+    proc = subprocess.run(argv, capture_output=True, text=True, cwd=out_dir, preexec_fn=limit, timeout=300)
+    tl.assert_clean_failure(proc, mentions=["write failed", "file too large"], absent=[out_dir])
+    for emit in ("c", "ir"):
+        argv = [str(tl.bin_path("cuvil-compile")), "--model", str(p), "--output", str(out_dir / "gen"), "--emit", emit]
+        proc = subprocess.run(argv, capture_output=True, text=True, cwd=out_dir, preexec_fn=lambda: limit(128),
+                              timeout=300)
+        tl.assert_clean_failure(proc, mentions=["write failed"], absent=[out_dir])
+
+
+def test_failing_dlopen(tmp_path):
+    """A shared library whose dependencies cannot be resolved: one clear message, no outputs."""
+    src = tmp_path / "bad.c"
+    src.write_text("void missing_function(void);\nvoid f(void) { missing_function(); }\n")
+    lib = tmp_path / "bad.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(lib), str(src)], check=True)
+    proc = tl.run_tool("cuvil-run", [lib, "--input", f"x={tmp_path / 'none.npy'}", "--output-dir", tmp_path / "out"])
+    tl.assert_clean_failure(proc, mentions=["cannot load model", "missing_function"], absent=[tmp_path / "out"])
+
+
+def test_model_create_uses_the_callers_allocator_and_survives_its_failure(small, tmp_path):
+    """The model ABI's allocator option (fault injection for create): each of create's
+    allocations failing in turn gives CUVIL_ERR_NOMEM and frees what it took."""
+    import ctypes
+
+    p, _, _ = small
+    so = tl.compile(p, tmp_path / "build")
+    lib = ctypes.CDLL(str(so))
+    ALLOC = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p)
+    FREE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
+
+    class Options(ctypes.Structure):
+        _fields_ = [("n_threads", ctypes.c_int), ("weights_path", ctypes.c_char_p), ("alloc", ALLOC),
+                    ("free", FREE), ("alloc_user", ctypes.c_void_p)]
+
+    libc = ctypes.CDLL(None)
+    libc.aligned_alloc.restype = ctypes.c_void_p
+    libc.aligned_alloc.argtypes = [ctypes.c_size_t, ctypes.c_size_t]
+    libc.free.argtypes = [ctypes.c_void_p]
+    create, destroy = lib.model_create, lib.model_destroy
+    create.argtypes = [ctypes.POINTER(Options), ctypes.POINTER(ctypes.c_void_p)]
+    destroy.argtypes = [ctypes.c_void_p]
+    for fail_at in range(4):
+        state = {"n": 0, "live": set()}
+
+        def alloc(size, align, user, state=state, fail_at=fail_at):
+            state["n"] += 1
+            if state["n"] == fail_at + 1:
+                return None
+            ptr = libc.aligned_alloc(align, (size + align - 1) // align * align)
+            state["live"].add(ptr)
+            return ptr
+
+        def free(ptr, user, state=state):
+            state["live"].discard(ptr)
+            libc.free(ptr)
+
+        a, f = ALLOC(alloc), FREE(free)
+        opts = Options(1, None, a, f, None)
+        m = ctypes.c_void_p()
+        st = create(ctypes.byref(opts), ctypes.byref(m))
+        if fail_at < 2:
+            assert st == 6, f"allocation {fail_at + 1} failed, create returned {st} (want CUVIL_ERR_NOMEM=6)"
+        else:
+            assert st == 0 and state["n"] == 2, (st, state["n"])
+        if m.value:
+            destroy(m)
+        assert not state["live"], f"allocation {fail_at + 1} failing leaked {len(state['live'])} blocks"
