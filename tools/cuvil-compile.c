@@ -106,7 +106,14 @@ int main(int argc, char **argv) {
     /* Ctrl-C, a kill or a file-size limit never leaves a build folder or temp file behind */
     cuvil_install_signal_cleanup();
     cuvil_status s = cuvil_compile_file(ctx, model, &o, output);
-    if (s != CUVIL_OK) fprintf(stderr, "cuvil-compile: %s\n", cuvil_errmsg(ctx));
+    if (s != CUVIL_OK) {
+        /* the message quotes names from the model: control characters (terminal escapes) are
+         * shown as '?'; the message's own line breaks stay */
+        fputs("cuvil-compile: ", stderr);
+        for (const unsigned char *p = (const unsigned char *)cuvil_errmsg(ctx); *p; p++)
+            fputc(*p == '\n' || *p == '\t' || (*p >= 0x20 && *p != 0x7f) ? *p : '?', stderr);
+        fputc('\n', stderr);
+    }
     cuvil_ctx_destroy(ctx);
     return s == CUVIL_OK ? 0 : 1;
 }

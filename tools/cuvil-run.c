@@ -65,9 +65,13 @@ static int errf(const char *fmt, ...) {
         va_start(ap, fmt);
         vsnprintf(g_err, sizeof g_err, fmt, ap);
         va_end(ap);
-        for (char *p = g_err; *p; p++)
-            if (*p == '\n' || *p == '\r')
+        /* one line, and no terminal escapes from a file's or a model's names */
+        for (char *p = g_err; *p; p++) {
+            if (*p == '\n' || *p == '\r' || *p == '\t')
                 *p = ' ';
+            else if ((unsigned char)*p < 0x20 || *p == 0x7f)
+                *p = '?';
+        }
     }
     return 1;
 }

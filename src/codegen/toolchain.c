@@ -418,7 +418,8 @@ static cuvil_status make_build_dir(cuvil_ctx *ctx, const char *output, char *dir
     if (!mkdtemp(dir)) return cuvil_err(ctx, CUVIL_ERR_IO, "%s: cannot create a build folder beside it: %s", output, strerror(errno));
     if (!cuvil_tmp_register(dir)) {
         rmdir(dir);
-        return cuvil_err(ctx, CUVIL_ERR_INTERNAL, "too many temporary folders at once");
+        return cuvil_err(ctx, CUVIL_ERR_UNSUPPORTED, "too many compiles at once in this process (at most %d)",
+                         CUVIL_TMP_MAX / 2);
     }
     return CUVIL_OK;
 }

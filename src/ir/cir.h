@@ -130,7 +130,9 @@ static inline cir_value *cir_val(cir_graph *g, int id) { return id < 0 ? NULL : 
 static inline cir_value *cir_in(cir_graph *g, const cir_node *n, int i) {
     return i < n->n_in && n->in[i] >= 0 ? &g->values[n->in[i]] : NULL;
 }
+/* Output i, which must exist (required outputs are named: the loader checks it). */
 static inline cir_value *cir_out(cir_graph *g, const cir_node *n, int i) {
+    CUVIL_ASSERT(i < n->n_out && n->out[i] >= 0);
     return &g->values[n->out[i]];
 }
 

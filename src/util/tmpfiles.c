@@ -9,36 +9,45 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* A slot is FREE, CLAIMED (a thread is writing its path) or LIVE (the handler may remove it).
+ * Threads claim slots with a compare-and-swap; the handler reads only LIVE ones. Lock-free
+ * atomics are async-signal-safe. */
+enum { FREE = 0, CLAIMED = 1, LIVE = 2 };
 static struct {
-    volatile sig_atomic_t used;
+    atomic_int state;
     char path[PATH_MAX];
 } slots[CUVIL_TMP_MAX];
-static volatile sig_atomic_t child_pid;
+static atomic_long child_pid;
 
 bool cuvil_tmp_register(const char *path) {
     size_t n = strlen(path);
     if (n >= PATH_MAX) return false;
     for (int i = 0; i < CUVIL_TMP_MAX; i++) {
-        if (slots[i].used) continue;
+        int expect = FREE;
+        if (!atomic_compare_exchange_strong(&slots[i].state, &expect, CLAIMED)) continue;
         memcpy(slots[i].path, path, n + 1);
-        slots[i].used = 1;   /* only now can the handler see it */
+        atomic_store(&slots[i].state, LIVE);   /* only now can the handler see it */
         return true;
     }
     return false;
 }
 
 void cuvil_tmp_forget(const char *path) {
-    for (int i = 0; i < CUVIL_TMP_MAX; i++)
-        if (slots[i].used && !strcmp(slots[i].path, path)) slots[i].used = 0;
+    for (int i = 0; i < CUVIL_TMP_MAX; i++) {
+        if (atomic_load(&slots[i].state) != LIVE || strcmp(slots[i].path, path)) continue;
+        int expect = LIVE;
+        atomic_compare_exchange_strong(&slots[i].state, &expect, FREE);
+    }
 }
 
-void cuvil_tmp_set_child(long pid) { child_pid = (sig_atomic_t)pid; }
+void cuvil_tmp_set_child(long pid) { atomic_store(&child_pid, pid); }
 
 struct dirent64_raw {
     unsigned long long d_ino;
@@ -75,22 +84,19 @@ static bool remove_at(int dirfd, const char *name, int depth) {
 }
 
 void cuvil_tmp_remove(const char *path) {
+    remove_at(AT_FDCWD, path, 0);   /* first: a signal meanwhile still finds it registered */
     cuvil_tmp_forget(path);
-    remove_at(AT_FDCWD, path, 0);
 }
 
 static void on_signal(int sig) {
     int saved = errno;
-    pid_t pid = (pid_t)child_pid;
+    pid_t pid = (pid_t)atomic_load(&child_pid);
     if (pid > 0) {
         kill(pid, SIGTERM);
         while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {}
     }
     for (int i = 0; i < CUVIL_TMP_MAX; i++)
-        if (slots[i].used) {
-            slots[i].used = 0;
-            remove_at(AT_FDCWD, slots[i].path, 0);
-        }
+        if (atomic_load(&slots[i].state) == LIVE) remove_at(AT_FDCWD, slots[i].path, 0);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = SIG_DFL;

@@ -163,8 +163,8 @@ void cuvil_write_fail_after(long n);
 /* ===== Temporary paths removed on every exit (tmpfiles.c) ==========================
  * A folder or file registered here is removed by cuvil_tmp_remove(), and also when the
  * process is killed by a signal that cuvil_install_signal_cleanup() covers. At most
- * CUVIL_TMP_MAX are registered at once. */
-#define CUVIL_TMP_MAX 16
+ * CUVIL_TMP_MAX are registered at once (a thread-safe, lock-free table). */
+#define CUVIL_TMP_MAX 64
 bool cuvil_tmp_register(const char *path);
 /* Forgets path without removing it (it was renamed into place). */
 void cuvil_tmp_forget(const char *path);

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes src/frontend/onnx/onnx_schema.inc: for every ONNX op Cuvil supports (ops.inc) and each
-version of it, the attributes ONNX defines (name, type, required) and the input and output
-counts it allows, taken from the `onnx` package's own operator schemas. The loader checks every
+version of it, the attributes ONNX defines (name, type, required), the input and output counts
+it allows and which of them are optional, taken from the `onnx` package's own operator schemas. The loader checks every
 node against it, as ONNX's checker and ONNX Runtime do: unknown, misspelt, mistyped, repeated
 and missing required attributes, and input/output counts, are errors.
 
@@ -22,6 +22,12 @@ OPS_INC = ROOT / "src/frontend/onnx/ops/ops.inc"
 OUT = ROOT / "src/frontend/onnx/onnx_schema.inc"
 
 
+def opts(params) -> str:
+    """One letter per formal input or output: S single (required), O optional, V variadic."""
+    letter = {"Single": "S", "Optional": "O", "Variadic": "V"}
+    return "".join(letter[p.option.name] for p in params)
+
+
 def main() -> int:
     ops = re.findall(r"^OP\((\w+)\)", OPS_INC.read_text(), re.M)
     history: dict[str, list] = {}
@@ -40,7 +46,7 @@ def main() -> int:
         "",
     ]
     table = []
-    for op in sorted(history):
+    for op in sorted(history, key=lambda o: o.encode()):
         for s in sorted(history[op], key=lambda s: s.since_version):
             attrs = sorted(s.attributes.values(), key=lambda a: a.name)
             ident = f"attrs_{op}_{s.since_version}"
@@ -50,9 +56,10 @@ def main() -> int:
                 lines.append(f"static const onnx_attr_spec {ident}[] = {{{rows}}};")
             table.append(
                 f'    {{"{op}", {s.since_version}, {1 if s.deprecated else 0}, {s.min_input}, {s.max_input}, '
-                f"{s.min_output}, {s.max_output}, {len(attrs)}, {ident if attrs else 'NULL'}}},")
+                f'{s.min_output}, {s.max_output}, "{opts(s.inputs)}", "{opts(s.outputs)}", '
+                f"{len(attrs)}, {ident if attrs else 'NULL'}}},")
     lines.append("")
-    lines.append("/* sorted by op, then since_version */")
+    lines.append("/* sorted by op (byte order: the loader binary-searches it), then since_version */")
     lines.append("static const onnx_schema onnx_schemas[] = {")
     lines += table
     lines.append("};")

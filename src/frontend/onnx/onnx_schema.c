@@ -21,9 +21,20 @@ typedef struct onnx_attr_spec {
 
 typedef struct onnx_schema {
     const char *op;
-    int since, deprecated, min_in, max_in, min_out, max_out, n_attrs;
+    int since, deprecated, min_in, max_in, min_out, max_out;
+    const char *in_opts, *out_opts;   /* per formal parameter: S single, O optional, V variadic */
+    int n_attrs;
     const onnx_attr_spec *attrs;
 } onnx_schema;
+
+/* Whether position k of a node's inputs (or outputs) must be named: its formal parameter (the
+ * last one for the positions a variadic parameter takes) is not optional. */
+static bool required_at(const char *opts, size_t k) {
+    size_t n = strlen(opts);
+    if (!n) return false;
+    char o = k < n ? opts[k] : opts[n - 1] == 'V' ? 'V' : 'O';
+    return o != 'O';
+}
 
 #include "frontend/onnx/onnx_schema.inc"
 
@@ -42,13 +53,17 @@ static const char *type_name(int t) {
 /* The schema version in force for op at opset: the latest with since <= opset. *first gets
  * the op's first version (0 when ONNX has no such op). */
 static const onnx_schema *find(const char *op, int opset, int *first) {
-    const onnx_schema *best = NULL;
-    *first = 0;
-    for (int i = 0; i < N_SCHEMAS; i++) {
-        if (strcmp(onnx_schemas[i].op, op)) continue;
-        if (!*first) *first = onnx_schemas[i].since;
-        if (onnx_schemas[i].since <= opset) best = &onnx_schemas[i];
+    /* the table is sorted by op (byte order), then since: binary search for the op's first row */
+    int lo = 0, hi = N_SCHEMAS;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (strcmp(onnx_schemas[mid].op, op) < 0) lo = mid + 1;
+        else hi = mid;
     }
+    const onnx_schema *best = NULL;
+    *first = lo < N_SCHEMAS && !strcmp(onnx_schemas[lo].op, op) ? onnx_schemas[lo].since : 0;
+    for (int i = lo; i < N_SCHEMAS && !strcmp(onnx_schemas[i].op, op); i++)
+        if (onnx_schemas[i].since <= opset) best = &onnx_schemas[i];
     return best;
 }
 
@@ -73,6 +88,14 @@ cuvil_status cuvil_onnx_check_node(cuvil_ctx *ctx, const Onnx__NodeProto *np, co
         return cuvil_err(ctx, CUVIL_ERR_MODEL, "%s: has %zu outputs; %s-%d has %d to %d", desc, np->n_output,
                          np->op_type, s->since, s->min_out, s->max_out);
     }
+    for (size_t k = 0; k < np->n_input; k++)
+        if ((!np->input[k] || !*np->input[k]) && required_at(s->in_opts, k))
+            return cuvil_err(ctx, CUVIL_ERR_MODEL, "%s: input %zu is required by %s-%d but has no name", desc, k,
+                             np->op_type, s->since);
+    for (size_t k = 0; k < np->n_output; k++)
+        if ((!np->output[k] || !*np->output[k]) && required_at(s->out_opts, k))
+            return cuvil_err(ctx, CUVIL_ERR_MODEL, "%s: output %zu is required by %s-%d but has no name", desc, k,
+                             np->op_type, s->since);
     for (size_t i = 0; i < np->n_attribute; i++) {
         const Onnx__AttributeProto *a = np->attribute[i];
         const char *name = a->name ? a->name : "";
