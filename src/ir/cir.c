@@ -247,6 +247,41 @@ int cir_attr_ints(const cir_node *n, const char *name, const int64_t **out) {
 }
 
 /* ===== Constant element access ========================================================== */
+int64_t cir_f64_to_i64(double x) {
+    if (x != x) return 0;
+    if (x >= 9223372036854775807.0) return INT64_MAX;
+    if (x <= -9223372036854775808.0) return INT64_MIN;
+    return (int64_t)x;
+}
+
+uint16_t cir_f32_to_f16(float f) {
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint32_t sign = (x >> 16) & 0x8000u, exp = (x >> 23) & 0xffu, man = x & 0x7fffffu;
+    if (exp == 0xff) return (uint16_t)(sign | 0x7c00u | (man ? 0x200u : 0));
+    int e = (int)exp - 127 + 15;
+    if (e >= 31) return (uint16_t)(sign | 0x7c00u);
+    if (e <= 0) {                                   /* subnormal half, or zero */
+        if (e < -10) return (uint16_t)sign;
+        man |= 0x800000u;
+        int shift = 14 - e;
+        uint32_t h = man >> shift, rem = man & ((1u << shift) - 1), half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (h & 1))) h++;
+        return (uint16_t)(sign | h);
+    }
+    uint32_t h = ((uint32_t)e << 10) | (man >> 13), rem = man & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (h & 1))) h++;   /* may carry into the exponent: fine */
+    return (uint16_t)(sign | h);
+}
+
+uint16_t cir_f32_to_bf16(float f) {
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u);
+    x += 0x7fffu + ((x >> 16) & 1u);
+    return (uint16_t)(x >> 16);
+}
+
 int64_t cir_const_i64(const cir_value *v, int64_t i) {
     const void *d = v->data;
     switch (v->dtype) {
@@ -259,8 +294,9 @@ int64_t cir_const_i64(const cir_value *v, int64_t i) {
     case CUVIL_DTYPE_UINT32: return ((const uint32_t *)d)[i];
     case CUVIL_DTYPE_UINT64: return (int64_t)((const uint64_t *)d)[i];
     case CUVIL_DTYPE_BOOL: return ((const uint8_t *)d)[i] != 0;
-    case CUVIL_DTYPE_FLOAT32: return (int64_t)((const float *)d)[i];
-    case CUVIL_DTYPE_FLOAT64: return (int64_t)((const double *)d)[i];
+    case CUVIL_DTYPE_FLOAT32: return cir_f64_to_i64(((const float *)d)[i]);
+    case CUVIL_DTYPE_FLOAT64: return cir_f64_to_i64(((const double *)d)[i]);
+    case CUVIL_DTYPE_FLOAT16: case CUVIL_DTYPE_BFLOAT16: return cir_f64_to_i64(cir_const_f64(v, i));
     default: CUVIL_ASSERT(!"cir_const_i64: unsupported dtype");
     }
 }
@@ -302,8 +338,10 @@ void cir_const_set_f64(cir_value *v, int64_t i, double x) {
     switch (v->dtype) {
     case CUVIL_DTYPE_FLOAT32: ((float *)d)[i] = (float)x; break;
     case CUVIL_DTYPE_FLOAT64: ((double *)d)[i] = x; break;
+    case CUVIL_DTYPE_FLOAT16: ((uint16_t *)d)[i] = cir_f32_to_f16((float)x); break;
+    case CUVIL_DTYPE_BFLOAT16: ((uint16_t *)d)[i] = cir_f32_to_bf16((float)x); break;
     case CUVIL_DTYPE_BOOL: ((uint8_t *)d)[i] = x != 0; break;
-    default: cir_const_set_i64(v, i, (int64_t)x); break;
+    default: cir_const_set_i64(v, i, cir_f64_to_i64(x)); break;
     }
 }
 
@@ -321,6 +359,8 @@ void cir_const_set_i64(cir_value *v, int64_t i, int64_t x) {
     case CUVIL_DTYPE_BOOL: ((uint8_t *)d)[i] = x != 0; break;
     case CUVIL_DTYPE_FLOAT32: ((float *)d)[i] = (float)x; break;
     case CUVIL_DTYPE_FLOAT64: ((double *)d)[i] = (double)x; break;
+    case CUVIL_DTYPE_FLOAT16: ((uint16_t *)d)[i] = cir_f32_to_f16((float)x); break;
+    case CUVIL_DTYPE_BFLOAT16: ((uint16_t *)d)[i] = cir_f32_to_bf16((float)x); break;
     default: CUVIL_ASSERT(!"cir_const_set_i64: unsupported dtype");
     }
 }

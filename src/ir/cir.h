@@ -157,6 +157,13 @@ const char *cir_attr_str(const cir_node *n, const char *name, const char *def);
 /* Integer list: returns the count (or -1 when absent) and a pointer to the elements. */
 int cir_attr_ints(const cir_node *n, const char *name, const int64_t **out);
 
+/* Conversions without undefined behaviour: double -> int64 truncates toward zero, NaN gives 0,
+ * out-of-range values saturate; float -> IEEE half and -> bfloat16 round to nearest even
+ * (overflow to infinity, NaN stays NaN). */
+int64_t cir_f64_to_i64(double x);
+uint16_t cir_f32_to_f16(float f);
+uint16_t cir_f32_to_bf16(float f);
+
 /* Reads element i of a constant as int64 / double (any numeric dtype). */
 int64_t cir_const_i64(const cir_value *v, int64_t i);
 double cir_const_f64(const cir_value *v, int64_t i);

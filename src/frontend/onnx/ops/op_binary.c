@@ -40,12 +40,29 @@ static cuvil_status binary_infer(cir_graph *g, cir_node *n) {
     return CUVIL_OK;
 }
 
-static double apply(int op, double x, double y, bool integer) {
+/* Integer arithmetic as the hardware does it: two's complement wrap-around (no undefined
+ * behaviour on overflow), division truncating, x / 0 = 0 and INT64_MIN / -1 = INT64_MIN. The
+ * result is then narrowed to the output type by cir_const_set_i64. */
+static int64_t apply_int(int op, int64_t x, int64_t y) {
+    switch (op) {
+    case CUVIL_BIN_ADD: return (int64_t)((uint64_t)x + (uint64_t)y);
+    case CUVIL_BIN_SUB: return (int64_t)((uint64_t)x - (uint64_t)y);
+    case CUVIL_BIN_MUL: return (int64_t)((uint64_t)x * (uint64_t)y);
+    case CUVIL_BIN_DIV: return y == 0 ? 0 : (x == INT64_MIN && y == -1) ? INT64_MIN : x / y;
+    case CUVIL_BIN_POW: return cir_f64_to_i64(pow((double)x, (double)y));
+    case CUVIL_BIN_MAX: return x > y ? x : y;
+    case CUVIL_BIN_MIN: return x < y ? x : y;
+    case CUVIL_BIN_PRELU: return x >= 0 ? x : (int64_t)((uint64_t)x * (uint64_t)y);
+    default: CUVIL_ASSERT(!"binary op");
+    }
+}
+
+static double apply(int op, double x, double y) {
     switch (op) {
     case CUVIL_BIN_ADD: return x + y;
     case CUVIL_BIN_SUB: return x - y;
     case CUVIL_BIN_MUL: return x * y;
-    case CUVIL_BIN_DIV: return integer ? (y != 0 ? (double)((int64_t)x / (int64_t)y) : 0) : x / y;
+    case CUVIL_BIN_DIV: return x / y;
     case CUVIL_BIN_POW: return pow(x, y);
     case CUVIL_BIN_MAX: return x > y ? x : y;
     case CUVIL_BIN_MIN: return x < y ? x : y;
@@ -74,7 +91,8 @@ static cuvil_status binary_fold(cir_graph *g, cir_node *n) {
         cuvil_f32_binary__scalar(&p, a->data, b->data, y->data);
         return CUVIL_OK;
     }
-    bool integer = y->dtype != CUVIL_DTYPE_FLOAT32 && y->dtype != CUVIL_DTYPE_FLOAT64;
+    bool integer = y->dtype != CUVIL_DTYPE_FLOAT32 && y->dtype != CUVIL_DTYPE_FLOAT64 &&
+                   y->dtype != CUVIL_DTYPE_FLOAT16 && y->dtype != CUVIL_DTYPE_BFLOAT16;
     int64_t cnt = cir_numel(y), idx[CIR_MAX_DIMS] = {0};
     for (int64_t i = 0; i < cnt; i++) {
         int64_t ia = 0, ib = 0;
@@ -82,9 +100,8 @@ static cuvil_status binary_fold(cir_graph *g, cir_node *n) {
             ia += idx[d] * p.a_strides[d];
             ib += idx[d] * p.b_strides[d];
         }
-        double r = apply(p.op, cir_const_f64(a, ia), cir_const_f64(b, ib), integer);
-        if (integer) cir_const_set_i64(y, i, (int64_t)r);
-        else cir_const_set_f64(y, i, r);
+        if (integer) cir_const_set_i64(y, i, apply_int(p.op, cir_const_i64(a, ia), cir_const_i64(b, ib)));
+        else cir_const_set_f64(y, i, apply(p.op, cir_const_f64(a, ia), cir_const_f64(b, ib)));
         for (int d = p.ndim - 1; d >= 0 && ++idx[d] == p.dims[d]; d--) idx[d] = 0;
     }
     return CUVIL_OK;

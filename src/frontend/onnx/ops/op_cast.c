@@ -48,44 +48,6 @@ static cuvil_status cast_infer(cir_graph *g, cir_node *n) {
     return CUVIL_OK;
 }
 
-/* ===== Conversions to the 16-bit float types (round to nearest even) ================ */
-static uint16_t float_to_half(float f) {
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    uint32_t sign = (x >> 16) & 0x8000u, exp = (x >> 23) & 0xffu, man = x & 0x7fffffu;
-    if (exp == 0xff) return (uint16_t)(sign | 0x7c00u | (man ? 0x200u : 0));   /* inf, NaN */
-    int e = (int)exp - 127 + 15;
-    if (e >= 31) return (uint16_t)(sign | 0x7c00u);                              /* overflow */
-    if (e <= 0) {                                                                /* subnormal or 0 */
-        if (e < -10) return (uint16_t)sign;
-        man |= 0x800000u;
-        int shift = 14 - e;
-        uint32_t h = man >> shift, rem = man & ((1u << shift) - 1), half = 1u << (shift - 1);
-        if (rem > half || (rem == half && (h & 1))) h++;
-        return (uint16_t)(sign | h);
-    }
-    uint32_t h = ((uint32_t)e << 10) | (man >> 13), rem = man & 0x1fffu;
-    if (rem > 0x1000u || (rem == 0x1000u && (h & 1))) h++;   /* may carry into the exponent: still right */
-    return (uint16_t)(sign | h);
-}
-
-static uint16_t float_to_bf16(float f) {
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u);  /* quiet NaN */
-    x += 0x7fffu + ((x >> 16) & 1u);
-    return (uint16_t)(x >> 16);
-}
-
-/* Float -> integer: truncation toward zero as C does, NaN -> 0, saturating at int64's range
- * (narrower types then wrap, as numpy's astype does on x86). */
-static int64_t float_to_i64(double v) {
-    if (isnan(v)) return 0;
-    if (v >= 9223372036854775807.0) return INT64_MAX;
-    if (v <= -9223372036854775808.0) return INT64_MIN;
-    return (int64_t)v;
-}
-
 static cuvil_status cast_fold(cir_graph *g, cir_node *n) {
     cir_value *x = cir_in(g, n, 0), *y = cir_out(g, n, 0);
     if (!cir_value_make_const(g, y)) return g->ctx->status;
@@ -102,7 +64,7 @@ static cuvil_status cast_fold(cir_graph *g, cir_node *n) {
             float f = from == CUVIL_DTYPE_UINT64 ? (float)((const uint64_t *)x->data)[i]
                       : is_float(from)           ? (float)cir_const_f64(x, i)
                                                  : (float)cir_const_i64(x, i);
-            ((uint16_t *)y->data)[i] = to == CUVIL_DTYPE_FLOAT16 ? float_to_half(f) : float_to_bf16(f);
+            ((uint16_t *)y->data)[i] = to == CUVIL_DTYPE_FLOAT16 ? cir_f32_to_f16(f) : cir_f32_to_bf16(f);
         } else if (to == CUVIL_DTYPE_FLOAT32) {
             /* one rounding step, straight from the source type */
             ((float *)y->data)[i] = from == CUVIL_DTYPE_UINT64 ? (float)((const uint64_t *)x->data)[i]
@@ -117,7 +79,7 @@ static cuvil_status cast_fold(cir_graph *g, cir_node *n) {
             if (to == CUVIL_DTYPE_UINT64 && v >= 9223372036854775808.0 && v < 18446744073709551616.0)
                 ((uint64_t *)y->data)[i] = (uint64_t)v;
             else
-                cir_const_set_i64(y, i, float_to_i64(v));
+                cir_const_set_i64(y, i, cir_f64_to_i64(v));
         } else {
             cir_const_set_i64(y, i, cir_const_i64(x, i));   /* integers wrap, as C's conversions do */
         }
