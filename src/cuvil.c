@@ -14,7 +14,9 @@ void cuvil_options_init(cuvil_options *o) {
     cuvil_limits_init(&o->limits);
 }
 
-/* The symbol prefix: --name, else the output file's stem made into a C identifier. */
+/* The symbol prefix: --name, else the output file's stem made into a C identifier. Names
+ * starting with "cuvil" are Cuvil's own (cuvil_model, cuvil_rt.h): a stem like that gets "m_"
+ * in front, and --name refuses it. */
 static cuvil_status pick_prefix(cuvil_ctx *ctx, const cuvil_options *o, const char *output, char *out, size_t len) {
     if (o->name) {
         if (!*o->name || strlen(o->name) >= len - 1 || isdigit((unsigned char)o->name[0]))
@@ -22,17 +24,20 @@ static cuvil_status pick_prefix(cuvil_ctx *ctx, const cuvil_options *o, const ch
         for (const char *p = o->name; *p; p++)
             if (!isalnum((unsigned char)*p) && *p != '_')
                 return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "--name '%s': must be a C identifier", o->name);
+        if (!strncmp(o->name, "cuvil", 5))
+            return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "--name '%s': names starting with 'cuvil' are reserved", o->name);
         snprintf(out, len, "%s", o->name);
         return CUVIL_OK;
     }
     const char *base = strrchr(output, '/');
     base = base ? base + 1 : output;
+    if (!strncmp(base, "lib", 3) && base[3] && base[3] != '.') base += 3;   /* libfoo.so -> foo */
+    char stem[128];
     size_t k = 0;
-    if (isdigit((unsigned char)*base)) out[k++] = 'm';
-    for (const char *p = base; *p && *p != '.' && k < len - 1; p++) out[k++] = isalnum((unsigned char)*p) ? *p : '_';
-    if (!k) out[k++] = 'm';
-    out[k] = 0;
-    if (!strncmp(out, "lib", 3) && out[3]) memmove(out, out + 3, k - 2);   /* libfoo.so -> foo */
+    for (const char *p = base; *p && *p != '.' && k < sizeof stem - 1; p++) stem[k++] = isalnum((unsigned char)*p) ? *p : '_';
+    stem[k] = 0;
+    bool fix = !k || isdigit((unsigned char)stem[0]) || !strncmp(stem, "cuvil", 5);
+    snprintf(out, len, "%s%s", fix ? (k ? "m_" : "m") : "", stem);
     return CUVIL_OK;
 }
 

@@ -108,10 +108,13 @@ int main(int argc, char **argv) {
     cuvil_status s = cuvil_compile_file(ctx, model, &o, output);
     if (s != CUVIL_OK) {
         /* the message quotes names from the model: control characters (terminal escapes) are
-         * shown as '?'; the message's own line breaks stay */
+         * shown as '?', and every line after the first is indented, so that no name can forge
+         * a line of its own ("cuvil-compile: ok") */
         fputs("cuvil-compile: ", stderr);
-        for (const unsigned char *p = (const unsigned char *)cuvil_errmsg(ctx); *p; p++)
-            fputc(*p == '\n' || *p == '\t' || (*p >= 0x20 && *p != 0x7f) ? *p : '?', stderr);
+        for (const unsigned char *p = (const unsigned char *)cuvil_errmsg(ctx); *p; p++) {
+            if (*p == '\n') fputs(p[1] ? "\n  " : "", stderr);
+            else fputc(*p == '\t' || (*p >= 0x20 && *p != 0x7f) ? *p : '?', stderr);
+        }
         fputc('\n', stderr);
     }
     cuvil_ctx_destroy(ctx);

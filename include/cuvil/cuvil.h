@@ -58,13 +58,17 @@ typedef struct cuvil_limits {
     uint64_t model_bytes;     /* size of the model file (default 4 GiB) */
     int64_t nesting;          /* protobuf message nesting depth (default 64) */
     int64_t subgraph_depth;   /* graphs inside graphs (If/Loop bodies) (default 8) */
-    int64_t nodes;            /* nodes in the graph (default 4,000,000) */
-    int64_t values;           /* values in the graph (default 16,000,000) */
+    int64_t nodes;            /* nodes in the graph (default 1,000,000) */
+    int64_t values;           /* values in the graph (default 4,000,000), and protobuf messages
+                                 and strings in the file (each is a memory block when parsed) */
     int64_t dim;              /* any single dim, and any size-like attribute (default 2^32) */
     uint64_t tensor_bytes;    /* one tensor: product of its dims (0 counted as 1) times the
                                  element size (default 16 GiB) */
     uint64_t total_bytes;     /* all constants, as loaded and folded (default 32 GiB) */
-    uint64_t folded_bytes;    /* one constant computed at compile time (default 1 GiB) */
+    uint64_t folded_bytes;    /* all constants computed at compile time together (default 1 GiB) */
+    int64_t fold_ops;         /* the work of computing one node at compile time, in elementary
+                                 operations (default 2^30, about a second); a node with a kernel
+                                 over it runs in the compiled model instead */
 } cuvil_limits;
 
 /* Sets limit `name` (a field of cuvil_limits) from a decimal string with an optional K, M, G

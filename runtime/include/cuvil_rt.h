@@ -242,6 +242,25 @@ typedef struct cuvil_transpose_params {
 
 void cuvil_transpose(const cuvil_transpose_params *p, const void *x, void *y);
 
+/* Where a buffer of the generated code lives, for kernels that take a list of buffers (Concat,
+ * Split): the list is a static table of references, resolved at run time into pointers in
+ * scratch memory, so a node with many inputs needs neither stack nor code per input. */
+typedef enum cuvil_ref_kind {
+    CUVIL_REF_ARENA = 0,     /* byte offset in the activation arena */
+    CUVIL_REF_WEIGHTS,       /* byte offset in the weights blob */
+    CUVIL_REF_INPUT,         /* graph input number */
+    CUVIL_REF_OUTPUT         /* graph output number */
+} cuvil_ref_kind;
+
+typedef struct cuvil_ref {
+    int32_t kind;            /* cuvil_ref_kind */
+    int64_t index;
+} cuvil_ref;
+
+/* ptrs[i] = the address refs[i] names. */
+void cuvil_resolve_refs(const cuvil_ref *refs, int64_t n, unsigned char *arena, const unsigned char *weights,
+                        const void *const *in, void *const *out, void **ptrs);
+
 /* Concat: the output is `outer` rows; row r is, for each input i in order, the nb_chunk[i]
  * bytes of input i's row r. Split is the inverse. */
 void cuvil_concat(int64_t outer, int n_in, const int64_t *nb_chunk, const void *const *ins,

@@ -78,6 +78,37 @@ static const char *ptr(cg_ctx *cg, int vid, bool writable) {
     }
 }
 
+const char *cg_refs(cg_ctx *cg, const int *ids, int n) {
+    static const char *const kinds[] = {"CUVIL_REF_ARENA", "CUVIL_REF_WEIGHTS", "CUVIL_REF_INPUT", "CUVIL_REF_OUTPUT"};
+    cuvil_sb sb = {0};
+    cuvil_sb_puts(&sb, "{");
+    for (int i = 0; i < n; i++) {
+        int vid = ids[i];
+        cg_loc l = cg->plan.loc[vid];
+        int kind = 0;
+        int64_t index = l.index;
+        switch (l.kind) {
+        case CG_LOC_ARENA: kind = 0; break;
+        case CG_LOC_INPUT: kind = 2; break;
+        case CG_LOC_OUTPUT: kind = 3; break;
+        case CG_LOC_CONST:
+            if (cg->const_off[l.index] < 0) {
+                cir_value *rv = &cg->g->values[l.index];
+                cg->const_off[l.index] = blob_place(cg, rv->data, cir_nbytes(rv));
+            }
+            kind = 1;
+            index = cg->const_off[l.index];
+            break;
+        default: CUVIL_ASSERT(!"cg_refs: a value without storage");
+        }
+        cuvil_sb_printf(&sb, "%s{ %s, %lld }", i ? ", " : " ", kinds[kind], (long long)index);
+    }
+    cuvil_sb_puts(&sb, " }");
+    const char *p = sb.oom ? NULL : cg_param(cg, "cuvil_ref[]", "%s", sb.s);
+    cuvil_sb_free(&sb);
+    return p ? p : "NULL /* out of memory */";
+}
+
 const char *cg_in(cg_ctx *cg, int value_id) { return ptr(cg, value_id, false); }
 const char *cg_out(cg_ctx *cg, int value_id) { return ptr(cg, value_id, true); }
 
@@ -238,7 +269,7 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
                            "#include \"cuvil_rt.h\"\n#include \"%s.h\"\n\n"
                            "#define CUVIL_EXPORT __attribute__((visibility(\"default\")))\n"
                            "/* Tells a later cuvil-compile that this library is Cuvil's to replace. */\n"
-                           "__attribute__((used)) static const char cuvil_marker_[] = \"CUVIL-MODEL-\" \"OUTPUT-v1\";\n"
+                           "__attribute__((used)) static const char cuvil_marker_[] = \"CUVIL-MODEL-\" \"OUTPUT-V1\";\n"
                            "extern const unsigned char %s_weights[];\n#define WEIGHTS %s_weights\n\n"
                            "struct cuvil_model {\n    unsigned char *arena;\n    unsigned char *scratch;\n"
                            "    void (*free)(void *p, void *user);\n    void *user;\n    char err[512];\n};\n\n"

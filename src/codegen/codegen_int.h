@@ -20,6 +20,8 @@ const char *cg_ctype(cuvil_dtype t);
  * "((const float *)in[0])". Valid until the node's emission ends. */
 const char *cg_in(cg_ctx *cg, int value_id);
 const char *cg_out(cg_ctx *cg, int value_id);
+/* A static table of cuvil_ref for the n values ids (see cuvil_resolve_refs); returns its name. */
+const char *cg_refs(cg_ctx *cg, const int *ids, int n);
 /* Places nbytes of compile-time data (e.g. folded BatchNorm scale) in the weights blob and
  * returns a const pointer expression of element type dtype. */
 const char *cg_data(cg_ctx *cg, const void *data, size_t nbytes, cuvil_dtype dtype);

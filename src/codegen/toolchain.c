@@ -11,6 +11,7 @@
 #include "codegen/toolchain_int.h"
 
 #include <dirent.h>
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -94,28 +95,113 @@ static bool same_file(const char *a, const char *b) {
 }
 
 /* ===== Recognising Cuvil's own outputs ===================================================== */
-/* The marker every compiled model carries (model.c defines it; see codegen.c). Written here in
- * two pieces so that this library, which prints it, does not itself contain it. */
-#define MARKER_A "CUVIL-MODEL-"
-#define MARKER_B "OUTPUT-v1"
-
-/* Does the file at path start with `magic` and contain `needle` within its first `window`
- * bytes (0: anywhere)? */
-static bool file_has(const char *path, const char *magic, const char *needle, size_t window) {
+/* Is the file at path one Cuvil wrote? Each kind has its own sign, and none of them can be
+ * found in other files by accident:
+ *   - a shared library: an ELF shared object (no program interpreter: not an executable) whose
+ *     dynamic symbol table defines cuvil_model_entry, which every model library exports and
+ *     nothing else does (Cuvil's own libraries and tools do not);
+ *   - a static archive: an ar archive with a member model.o holding the marker string that
+ *     model.c defines (see codegen.c); libcuvil.a has no such member;
+ *   - a header, an IR or DOT file: its generated first line(s).
+ * Reads are bounds-checked against the file's size: a hostile file is just "not Cuvil's". */
+static bool map_file(const char *path, const unsigned char **data, size_t *size) {
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
     if (fd < 0) return false;
     struct stat st;
-    bool found = false;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
-        size_t n = (size_t)st.st_size;
-        const char *p = mmap(NULL, n, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (p != MAP_FAILED) {
-            size_t ml = strlen(magic), w = window && window < n ? window : n;
-            found = n >= ml && !memcmp(p, magic, ml) && memmem(p, w, needle, strlen(needle)) != NULL;
-            munmap((void *)p, n);
-        }
+    bool ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0;
+    if (ok) {
+        *size = (size_t)st.st_size;
+        *data = mmap(NULL, *size, PROT_READ, MAP_PRIVATE, fd, 0);
+        ok = *data != MAP_FAILED;
     }
     close(fd);
+    return ok;
+}
+
+static bool range_ok(size_t size, uint64_t off, uint64_t len) { return off <= size && len <= size - off; }
+
+static bool exports_model_entry(const unsigned char *p, size_t n) {
+    Elf64_Ehdr eh;
+    if (n < sizeof eh) return false;
+    memcpy(&eh, p, sizeof eh);
+    if (memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_type != ET_DYN ||
+        eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_shentsize != sizeof(Elf64_Shdr) ||
+        !range_ok(n, eh.e_phoff, (uint64_t)eh.e_phnum * sizeof(Elf64_Phdr)) ||
+        !range_ok(n, eh.e_shoff, (uint64_t)eh.e_shnum * sizeof(Elf64_Shdr)))
+        return false;
+    for (int i = 0; i < eh.e_phnum; i++) {
+        Elf64_Phdr ph;
+        memcpy(&ph, p + eh.e_phoff + (uint64_t)i * sizeof ph, sizeof ph);
+        if (ph.p_type == PT_INTERP) return false;   /* a program, not a library */
+    }
+    static const char want[] = "cuvil_model_entry";
+    for (int i = 0; i < eh.e_shnum; i++) {
+        Elf64_Shdr sh, str;
+        memcpy(&sh, p + eh.e_shoff + (uint64_t)i * sizeof sh, sizeof sh);
+        if (sh.sh_type != SHT_DYNSYM || sh.sh_link >= eh.e_shnum || sh.sh_entsize != sizeof(Elf64_Sym) ||
+            !range_ok(n, sh.sh_offset, sh.sh_size))
+            continue;
+        memcpy(&str, p + eh.e_shoff + (uint64_t)sh.sh_link * sizeof str, sizeof str);
+        if (!range_ok(n, str.sh_offset, str.sh_size)) continue;
+        for (uint64_t k = 0; k < sh.sh_size / sizeof(Elf64_Sym); k++) {
+            Elf64_Sym sym;
+            memcpy(&sym, p + sh.sh_offset + k * sizeof sym, sizeof sym);
+            if (sym.st_shndx == SHN_UNDEF || sym.st_name >= str.sh_size || str.sh_size - sym.st_name < sizeof want)
+                continue;
+            if (!memcmp(p + str.sh_offset + sym.st_name, want, sizeof want)) return true;
+        }
+    }
+    return false;
+}
+
+/* The marker model.c defines, stored here with every byte XOR 0x20 so that this library does
+ * not itself contain it. */
+static void marker(char out[32]) {
+    static const unsigned char enc[] = {
+        'C' ^ 0x20, 'U' ^ 0x20, 'V' ^ 0x20, 'I' ^ 0x20, 'L' ^ 0x20, '-' ^ 0x20, 'M' ^ 0x20,
+        'O' ^ 0x20, 'D' ^ 0x20, 'E' ^ 0x20, 'L' ^ 0x20, '-' ^ 0x20, 'O' ^ 0x20, 'U' ^ 0x20,
+        'T' ^ 0x20, 'P' ^ 0x20, 'U' ^ 0x20, 'T' ^ 0x20, '-' ^ 0x20, 'V' ^ 0x20, '1' ^ 0x20,
+    };
+    size_t i = 0;
+    for (; i < sizeof enc; i++) out[i] = (char)(enc[i] ^ 0x20);
+    out[i] = 0;
+}
+
+static bool archive_has_model(const unsigned char *p, size_t n) {
+    if (n < 8 || memcmp(p, "!<arch>\n", 8)) return false;
+    char m[32];
+    marker(m);
+    for (size_t off = 8; off + 60 <= n;) {
+        const unsigned char *h = p + off;
+        char sz[11];
+        memcpy(sz, h + 48, 10);
+        sz[10] = 0;
+        char *end;
+        unsigned long long len = strtoull(sz, &end, 10);
+        if (end == sz || memcmp(h + 58, "`\n", 2) || !range_ok(n, off + 60, len)) return false;
+        if (!memcmp(h, "model.o/        ", 16) && memmem(h + 60, (size_t)len, m, strlen(m))) return true;
+        off += 60 + len + (len & 1);
+    }
+    return false;
+}
+
+static bool is_library(const char *path) {
+    const unsigned char *p;
+    size_t n;
+    if (!map_file(path, &p, &n)) return false;
+    bool ours = exports_model_entry(p, n) || archive_has_model(p, n);
+    munmap((void *)p, n);
+    return ours;
+}
+
+/* Does the file start with `magic` and hold `needle` within its first `window` bytes? */
+static bool file_has(const char *path, const char *magic, const char *needle, size_t window) {
+    const unsigned char *p;
+    size_t n;
+    if (!map_file(path, &p, &n)) return false;
+    size_t ml = strlen(magic), w = window < n ? window : n;
+    bool found = n >= ml && !memcmp(p, magic, ml) && memmem(p, w, needle, strlen(needle)) != NULL;
+    munmap((void *)p, n);
     return found;
 }
 
@@ -141,9 +227,6 @@ static cuvil_status check_replace(cuvil_ctx *ctx, const char *path, const char *
     return CUVIL_OK;
 }
 
-static bool is_library(const char *p) {
-    return file_has(p, "\177ELF", MARKER_A MARKER_B, 0) || file_has(p, "!<arch>\n", MARKER_A MARKER_B, 0);
-}
 static bool is_header(const char *p) { return file_has(p, "/* ", " -- generated by Cuvil ", 512); }
 static bool is_text(const char *p) {
     return file_has(p, "# CIR", "generated by Cuvil ", 512) || file_has(p, "digraph cir {", "generated by Cuvil ", 512);
@@ -292,9 +375,18 @@ static cuvil_status run_cmd(cuvil_ctx *ctx, const char *dir, char *const *argv, 
     posix_spawn_file_actions_addopen(&fa, 0, in_name ? in_name : "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_addopen(&fa, 1, "cc.log", O_WRONLY | O_CREAT | O_APPEND, 0644);
     posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    /* with the signal cleanup installed, the compiler gets a process group of its own so that
+     * the handler can stop cc1 and as too, not only the driver */
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    if (cuvil_tmp_own_group()) {
+        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+        posix_spawnattr_setpgroup(&attr, 0);
+    }
     pid_t pid;
-    int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+    int rc = posix_spawnp(&pid, argv[0], &fa, &attr, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&attr);
     if (rc != 0) return cuvil_err(ctx, CUVIL_ERR_TOOLCHAIN, "cannot run %s: %s", argv[0], strerror(rc));
     cuvil_tmp_set_child(pid);
     int status;
@@ -378,7 +470,7 @@ static cuvil_status compile_objects(cuvil_ctx *ctx, const char *dir, const char 
         int a = split_into(cc_copy, argv, 0, 32);
         if (!a) return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "the C compiler command is empty");
         const char *fixed[] = {"-std=c11", "-O2", "-fPIC", "-fvisibility=hidden", "-Wall", "-Wextra", "-Werror",
-                               shared ? "-DCUVIL_MODEL_SHARED" : "-DCUVIL_MODEL_STATIC", inc_rt, "-I.", "-c"};
+                               shared ? "-DCUVIL_MODEL_SHARED" : "-DCUVIL_MODEL_STATIC", inc_rt, "-c"};
         for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) argv[a++] = (char *)fixed[i];
         a = split_into(fl_copy, argv, a, 60);
         argv[a++] = (char *)files[f][0];
@@ -548,7 +640,7 @@ cuvil_status cuvil_emit_sources(cuvil_ctx *ctx, const cg_output *gen, const char
                     "# Generated by Cuvil %s. Cross builds: make CC=aarch64-linux-gnu-gcc (target generic).\n"
                     "CC ?= cc\nAR ?= ar\nCFLAGS ?= -O2\n"
                     "ISA_FLAGS = %s\n"
-                    "ALL_FLAGS = -std=c11 -fPIC -fvisibility=hidden -D_GNU_SOURCE -Iruntime/include -I. $(ISA_FLAGS) $(CFLAGS)\n"
+                    "ALL_FLAGS = -std=c11 -fPIC -fvisibility=hidden -D_GNU_SOURCE -Iruntime/include $(ISA_FLAGS) $(CFLAGS)\n"
                     "RUNTIME_SRC =%s\n"
                     "RUNTIME_SRC := $(filter-out %s,$(RUNTIME_SRC))\n"
                     "RUNTIME_OBJ = $(RUNTIME_SRC:.c=.o)\n\n"
@@ -586,6 +678,7 @@ cuvil_status cuvil_emit_sources(cuvil_ctx *ctx, const cg_output *gen, const char
             goto done;
         }
     }
+    chmod(tmp, 0755);   /* mkdtemp made it private; the folder is an ordinary source tree */
     if (rename(tmp, output) != 0) {
         s = cuvil_err(ctx, CUVIL_ERR_IO, "%s: cannot write: %s", output, strerror(errno));
         if (had_old) {

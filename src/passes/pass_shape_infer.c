@@ -1,7 +1,8 @@
 /* pass_shape_infer.c -- infers every value's dtype and shape in node order, and folds nodes
  * whose inputs are all constant when their result is shape data (integers) or small: the
  * Shape -> Gather -> Concat -> Reshape chains exporters emit must be constant before the
- * Reshape can be inferred. Larger float constants are left to const_fold. */
+ * Reshape can be inferred. Larger float constants are left to const_fold, except for ops that
+ * can only be folded (no kernel): the next node's inference may need their result. */
 #include "passes/passes_int.h"
 
 #define SMALL_FOLD_ELEMS 4096
@@ -59,7 +60,8 @@ cuvil_status cuvil_pass_shape_infer(cir_graph *g, const cuvil_options *o) {
             /* every shape that enters the IR is bounded: later size arithmetic cannot overflow */
             if ((s = cir_check_shape(g, n, v)) || (s = check_declared(g, n, v))) return s;
         }
-        if (n->def->fold && cuvil_inputs_const(g, n) && worth_folding_now(g, n) && cuvil_fold_affordable(g, n) &&
+        if (n->def->fold && cuvil_inputs_const(g, n) && (worth_folding_now(g, n) || !n->def->emit) &&
+            cuvil_fold_wanted(g, n) &&
             (s = cuvil_fold_node(g, n)))
             return s;
     }

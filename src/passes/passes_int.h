@@ -21,12 +21,17 @@ cuvil_status cuvil_run_passes(cir_graph *g, const cuvil_options *o);
 
 /* Folds node n (all inputs constant, def->fold set): computes outputs, marks n dead. */
 cuvil_status cuvil_fold_node(cir_graph *g, cir_node *n);
-/* Folding runs the scalar reference kernels at compile time: its work is bounded, so that no
- * model makes the compiler compute for hours (a constant image convolved with a huge kernel).
- * Over the budget (multiply-adds, or output elements for other ops) a node that has a kernel
- * stays in the graph and runs in the compiled model instead. */
-#define CUVIL_FOLD_MAX_WORK ((int64_t)1 << 30)
-bool cuvil_fold_affordable(cir_graph *g, const cir_node *n);
+/* Folding runs the scalar reference kernels at compile time. Its work (an estimate in
+ * elementary operations: multiply-adds for Conv/Gemm/MatMul, window elements for pools, input
+ * and output elements for the rest) is bounded by limits.fold_ops, so that no model makes the
+ * compiler compute for hours; a node with a kernel over the bound is left to run in the compiled
+ * model (cuvil_fold_wanted), one without is an error (cuvil_fold_node). */
+double cuvil_fold_work(cir_graph *g, const cir_node *n);
+/* Whether n (all inputs constant, def->fold set) should be folded now: cheap enough, or an op
+ * that can only be folded (then cuvil_fold_node reports one that is too costly). */
+static inline bool cuvil_fold_wanted(cir_graph *g, const cir_node *n) {
+    return !n->def->emit || cuvil_fold_work(g, n) <= (double)g->limits.fold_ops;
+}
 /* True when every present input of n is constant. */
 bool cuvil_inputs_const(cir_graph *g, const cir_node *n);
 

@@ -16,21 +16,33 @@ bool cuvil_inputs_const(cir_graph *g, const cir_node *n) {
     return n->residual < 0 || cir_is_const(&g->values[n->residual]);
 }
 
-bool cuvil_fold_affordable(cir_graph *g, const cir_node *n) {
-    /* every shape is bounded (cuvil_shape_ok), so these products stay far from overflow */
+double cuvil_fold_work(cir_graph *g, const cir_node *n) {
+    /* every shape is bounded (cuvil_shape_ok); doubles hold these products without overflow */
     cir_value *y = cir_val(g, n->out[0]);
-    if (!y || !n->def->emit) return true;   /* fold-only ops are linear in their output */
-    int64_t per_output = 1;
+    if (!y) return 0;
+    double out = (double)cir_numel(y), in = 0;
+    for (int i = 0; i < n->n_in; i++) {
+        cir_value *v = cir_in(g, n, i);
+        if (v) in += (double)cir_numel(v);
+    }
+    double per_output = 1;
     if (!strcmp(n->op, "Conv")) {
         cir_value *w = cir_in(g, n, 1);
-        per_output = w && w->ndim > 0 && w->dims[0] > 0 ? cir_numel(w) / w->dims[0] : 1;
+        per_output = w && w->ndim > 0 && w->dims[0] > 0 ? (double)cir_numel(w) / (double)w->dims[0] : 1;
     } else if (!strcmp(n->op, "Gemm") || !strcmp(n->op, "MatMul")) {
         cir_value *a = cir_in(g, n, 0);
         bool ta = !strcmp(n->op, "Gemm") && cir_attr_int(n, "transA", 0);
-        per_output = a && a->ndim > 0 ? a->dims[ta ? 0 : a->ndim - 1] : 1;
+        per_output = a && a->ndim > 0 ? (double)a->dims[ta ? 0 : a->ndim - 1] : 1;
+    } else if (!strcmp(n->op, "MaxPool") || !strcmp(n->op, "AveragePool")) {
+        const int64_t *k;
+        int nk = cir_attr_ints(n, "kernel_shape", &k);
+        for (int i = 0; i < nk; i++) per_output *= (double)(k[i] > 0 ? k[i] : 1);
+    } else if (!strcmp(n->op, "Sum") || !strcmp(n->op, "Mean")) {
+        per_output = n->n_in;
+    } else if (!strcmp(n->op, "Resize") || !strcmp(n->op, "Upsample")) {
+        per_output = 1 << (2 * (y->ndim < 4 ? y->ndim : 4));   /* cubic: 4 taps per axis */
     }
-    double work = (double)cir_numel(y) * (double)(per_output > 0 ? per_output : 1);
-    return work <= (double)CUVIL_FOLD_MAX_WORK;
+    return in + out * (per_output > 1 ? per_output : 1);
 }
 
 cuvil_status cuvil_fold_node(cir_graph *g, cir_node *n) {
@@ -40,11 +52,17 @@ cuvil_status cuvil_fold_node(cir_graph *g, cir_node *n) {
         cir_value *v = cir_val(g, n->out[i]);
         if (v) bytes += cir_nbytes(v);   /* each is bounded by limits.tensor_bytes: no overflow */
     }
-    if (bytes > g->limits.folded_bytes)
+    if (bytes > g->limits.folded_bytes || g->folded_bytes > g->limits.folded_bytes - bytes)
         return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED,
-                            "computing it at compile time would make a constant of %llu bytes, over the limit "
-                            "folded_bytes=%llu (raise it with --limit folded_bytes=N)", (unsigned long long)bytes,
-                            (unsigned long long)g->limits.folded_bytes);
+                            "computing it at compile time would bring the constants computed at compile time to %llu "
+                            "bytes, over the limit folded_bytes=%llu (raise it with --limit folded_bytes=N)",
+                            (unsigned long long)(g->folded_bytes + bytes), (unsigned long long)g->limits.folded_bytes);
+    double work = cuvil_fold_work(g, n);
+    if (work > (double)g->limits.fold_ops)
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED,
+                            "computing it at compile time would take about %.3g operations, over the limit "
+                            "fold_ops=%lld (raise it with --limit fold_ops=N)", work, (long long)g->limits.fold_ops);
+    g->folded_bytes += bytes;
     cuvil_status s = n->def->fold(g, n);
     if (s) return s;
     for (int i = 0; i < n->n_out; i++) {

@@ -572,6 +572,9 @@ static cuvil_status pb_read(const char *path, int fd, const struct stat *sb,
     cuvil_limits_init(&lim);
     if (cuvil_onnx_prescan_tensor(&pctx, buf, len, &lim) != CUVIL_OK) {
         cuvil_free(buf);
+        if (strstr(pctx.errmsg, "protobuf decoding failed"))
+            return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path,
+                        "not a .npy file (no \\x93NUMPY magic) and not a valid ONNX TensorProto");
         return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path, "TensorProto: %s", pctx.errmsg);
     }
     Onnx__TensorProto *tp = onnx__tensor_proto__unpack(&cuvil_pb_allocator, len, buf);

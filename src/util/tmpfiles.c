@@ -88,10 +88,16 @@ void cuvil_tmp_remove(const char *path) {
     cuvil_tmp_forget(path);
 }
 
+static atomic_int handlers_installed;
+
+bool cuvil_tmp_own_group(void) { return atomic_load(&handlers_installed) != 0; }
+
 static void on_signal(int sig) {
     int saved = errno;
     pid_t pid = (pid_t)atomic_load(&child_pid);
     if (pid > 0) {
+        /* the C compiler runs in its own process group (cc1 and as included): stop all of it */
+        kill(-pid, SIGTERM);
         kill(pid, SIGTERM);
         while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {}
     }
@@ -107,7 +113,9 @@ static void on_signal(int sig) {
 }
 
 void cuvil_install_signal_cleanup(void) {
-    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+    /* every catchable signal whose default action ends the process */
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGALRM, SIGUSR1, SIGUSR2,
+                               SIGXCPU, SIGVTALRM, SIGPROF, SIGPOLL, SIGPWR, SIGSTKFLT};
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
@@ -120,4 +128,5 @@ void cuvil_install_signal_cleanup(void) {
         sigaction(sigs[i], &sa, NULL);
     }
     signal(SIGXFSZ, SIG_IGN);
+    atomic_store(&handlers_installed, 1);
 }

@@ -5,6 +5,8 @@
 #include <fcntl.h>
 #include <nettle/sha2.h>
 #include <stdatomic.h>
+#include <sys/random.h>
+#include <time.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -191,11 +193,30 @@ void cuvil_sb_safe_text(cuvil_sb *b, const char *s, size_t max) {
     if (s[i]) cuvil_sb_puts(b, "...");
 }
 
+/* Length of the valid UTF-8 sequence at p (1..4), or 0 when p does not start one. */
+static int utf8_len(const unsigned char *p) {
+    int n = p[0] < 0xc2 ? 0 : p[0] < 0xe0 ? 2 : p[0] < 0xf0 ? 3 : p[0] < 0xf5 ? 4 : 0;
+    for (int i = 1; i < n; i++)
+        if ((p[i] & 0xc0) != 0x80) return 0;
+    if (n == 3 && ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] >= 0xa0))) return 0;   /* overlong, surrogate */
+    if (n == 4 && ((p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] >= 0x90))) return 0;   /* overlong, > U+10FFFF */
+    return n;
+}
+
 void cuvil_sb_dot_escape(cuvil_sb *b, const char *s) {
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
         if (*p == '"' || *p == '\\') cuvil_sb_printf(b, "\\%c", *p);
         else if (*p < 0x20 || *p == 0x7f) cuvil_sb_puts(b, " ");
-        else cuvil_sb_append(b, p, 1);
+        else if (*p < 0x80) cuvil_sb_append(b, p, 1);
+        else {   /* Graphviz reads UTF-8: valid sequences pass, other bytes become '?' */
+            int n = utf8_len(p);
+            if (n) {
+                cuvil_sb_append(b, p, (size_t)n);
+                p += n - 1;
+            } else {
+                cuvil_sb_puts(b, "?");
+            }
+        }
     }
 }
 
@@ -204,11 +225,58 @@ void cuvil_sb_free(cuvil_sb *b) {
     memset(b, 0, sizeof *b);
 }
 
-/* ===== Map (FNV-1a, linear probing) ==================================================== */
+/* ===== Map (SipHash-1-3 with a random key, linear probing) ============================= */
+/* The keys are names from the model: an unkeyed hash (FNV-1a) lets a hostile file pick names
+ * that all collide and make every lookup walk the table (131,072 initializers: a minute). With
+ * a secret per-process key, collisions cannot be planned. */
+static _Atomic uint64_t sip_k0, sip_k1;
+static atomic_int sip_ready;
+
+static void sip_init(void) {
+    if (atomic_load(&sip_ready)) return;
+    uint64_t k[2] = {0, 0};
+    if (getrandom(k, sizeof k, GRND_NONBLOCK) != (ssize_t)sizeof k) {
+        struct timespec ts;   /* no entropy yet (early boot): the clock and pid still vary */
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        k[0] ^= (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
+        k[1] ^= (uint64_t)ts.tv_sec * 0xbf58476d1ce4e5b9ull ^ (uint64_t)(uintptr_t)&k;
+    }
+    atomic_store(&sip_k0, k[0]);
+    atomic_store(&sip_k1, k[1]);
+    atomic_store(&sip_ready, 1);
+}
+
+#define ROTL(x, b) (uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
+#define SIPROUND                                                                             \
+    do {                                                                                     \
+        v0 += v1; v1 = ROTL(v1, 13); v1 ^= v0; v0 = ROTL(v0, 32);                            \
+        v2 += v3; v3 = ROTL(v3, 16); v3 ^= v2;                                               \
+        v0 += v3; v3 = ROTL(v3, 21); v3 ^= v0;                                               \
+        v2 += v1; v1 = ROTL(v1, 17); v1 ^= v2; v2 = ROTL(v2, 32);                            \
+    } while (0)
+
 static size_t hash_str(const char *s) {
-    size_t h = 1469598103934665603ull;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
+    uint64_t k0 = atomic_load(&sip_k0), k1 = atomic_load(&sip_k1);
+    uint64_t v0 = k0 ^ 0x736f6d6570736575ull, v1 = k1 ^ 0x646f72616e646f6dull;
+    uint64_t v2 = k0 ^ 0x6c7967656e657261ull, v3 = k1 ^ 0x7465646279746573ull;
+    size_t len = strlen(s), i = 0;
+    for (; i + 8 <= len; i += 8) {
+        uint64_t m;
+        memcpy(&m, s + i, 8);
+        v3 ^= m;
+        SIPROUND;
+        v0 ^= m;
+    }
+    uint64_t last = (uint64_t)len << 56;
+    for (size_t j = 0; i + j < len; j++) last |= (uint64_t)(unsigned char)s[i + j] << (8 * j);
+    v3 ^= last;
+    SIPROUND;
+    v0 ^= last;
+    v2 ^= 0xff;
+    SIPROUND;
+    SIPROUND;
+    SIPROUND;
+    return (size_t)(v0 ^ v1 ^ v2 ^ v3);
 }
 
 static bool map_grow(cuvil_map *m) {
@@ -236,6 +304,7 @@ static bool map_grow(cuvil_map *m) {
 }
 
 bool cuvil_map_put(cuvil_map *m, const char *key, int val) {
+    sip_init();
     if ((m->n + 1) * 2 > m->cap && !map_grow(m)) return false;
     size_t j = hash_str(key) & (m->cap - 1);
     while (m->keys[j] && strcmp(m->keys[j], key) != 0) j = (j + 1) & (m->cap - 1);

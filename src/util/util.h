@@ -97,7 +97,7 @@ void cuvil_sb_safe_text(cuvil_sb *b, const char *s, size_t max);
 /* The character cuvil_sb_safe_text() writes for c: c itself, or '_'. */
 char cuvil_safe_char(unsigned char c);
 /* Appends s escaped for a DOT double-quoted string: quotes and backslashes escaped, control
- * characters as spaces. */
+ * characters as spaces, bytes that are not valid UTF-8 as '?'. */
 void cuvil_sb_dot_escape(cuvil_sb *b, const char *s);
 void cuvil_sb_free(cuvil_sb *b);
 
@@ -172,6 +172,9 @@ void cuvil_tmp_forget(const char *path);
 void cuvil_tmp_remove(const char *path);
 /* The child process the compiler waits for, killed first by the signal cleanup (0: none). */
 void cuvil_tmp_set_child(long pid);
+/* True once cuvil_install_signal_cleanup() ran: then the C compiler is started in a process
+ * group of its own, which the handler stops as a whole (the driver and its cc1 and as). */
+bool cuvil_tmp_own_group(void);
 /* Lower-case hex SHA-256 of data into out[65]. */
 void cuvil_sha256_hex(const void *data, size_t size, char out[65]);
 

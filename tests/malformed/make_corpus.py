@@ -146,6 +146,22 @@ def cases() -> dict:
     c["deep-if-3000"] = Case(deep_if(3000), "graphs are nested more than 8 deep")
     c["deep-if-20"] = Case(deep_if(20), "graphs are nested more than 8 deep")
 
+    # a field number past 2^29-1 (protobuf-c reads it as an unknown field; the pre-scan must not
+    # stop there and leave what follows unchecked)
+    bigtag = varint(2**32) + varint(0)
+    c["bigtag-then-deep-nesting"] = Case(bigtag + seq, "not a valid ONNX model")
+    m = relu_model()
+    m.graph.node[0].name = "relu\x00../../etc"
+    c["bigtag-then-nul-in-name"] = Case(bigtag + b(m), "not a valid ONNX model")
+    g_bytes = bytes(b(relu_model()))
+    c["bigtag-inside-graph"] = Case(field_varint(1, 8) + field_bytes(7, varint(2**32) + varint(0)) + g_bytes[2:],
+                                    "not a valid ONNX model")
+    # ten million empty initializers would take gigabytes once parsed: refused before parsing
+    empties = field_bytes(5, b"") * 5_000_000
+    c["five-million-empty-initializers"] = Case(field_varint(1, 8) + field_bytes(7, empties)
+                                                + field_bytes(8, field_bytes(1, b"") + field_varint(2, 13)),
+                                                "protobuf messages and strings (the limit is values=")
+
     # strings with a NUL byte (protobuf-c would cut them at the NUL)
     m = relu_model()
     m.graph.node[0].name = "relu\x00hidden"
@@ -284,9 +300,43 @@ def cases() -> dict:
     c["tile-bomb"] = Case(
         b(model([helper.make_node("Tile", ["c", "r"], ["y"])], [], [vi("y", None)],
                 [const_f32("c", [1.0, 2.0]), const_i64("r", [10**12])])), "over the limit dim=")
+    c["sum-fold-bomb"] = Case(
+        b(model([helper.make_node("ConstantOfShape", ["s"], ["a"]), helper.make_node("Sum", ["a"] * 1100, ["y"])],
+                [], [vi("y", None)], [const_i64("s", [1024, 1024])])), "over the limit fold_ops=")
+    c["folded-bytes-in-total"] = Case(
+        b(model([helper.make_node("ConstantOfShape", ["s"], ["y"]), helper.make_node("ConstantOfShape", ["s"], ["z"])],
+                [], [vi("y", None), vi("z", None)], [const_i64("s", [40, 1024, 1024])])),
+        "over the limit folded_bytes=67108864", args=["--limit", "folded_bytes=64M"])
     many = [helper.make_node("Relu", ["x" if i == 0 else f"h{i}"], [f"h{i + 1}" if i < 9 else "y"]) for i in range(10)]
     c["over-the-node-limit"] = Case(b(model(many, [vi("x", [3])], [vi("y", [3])])), "the limit is nodes=5",
                                     args=["--limit", "nodes=5"])
+
+    # semantics ONNX Runtime refuses, or that Cuvil does not implement
+    c["add-opset6-axis-broadcast"] = Case(
+        b(model([helper.make_node("Add", ["x", "bb"], ["y"], broadcast=1, axis=1)], [vi("x", [2, 3, 3])],
+                [vi("y", None)], [const_f32("bb", [10, 20, 30])], opset=6)), "older than Cuvil supports")
+    c["gemm-opset6"] = Case(
+        b(model([helper.make_node("Gemm", ["a", "w", "cc"], ["y"], broadcast=0)], [vi("a", [2, 3])], [vi("y", None)],
+                [const_f32("w", np.ones((3, 4))), const_f32("cc", np.ones((1, 4)))], opset=6)), "older than Cuvil supports")
+    m = model([helper.make_node("BatchNormalization", ["x", "g", "bb", "mm", "v"], ["y"], spatial=0)],
+              [vi("x", [1, 2, 3, 3])], [vi("y", None)],
+              [const_f32(n, np.ones(2)) for n in ("g", "bb", "mm", "v")], opset=7)
+    c["batchnorm-spatial-0"] = Case(b(m), "spatial=0")
+
+    def convt(**attrs):
+        return model([helper.make_node("ConvTranspose", ["x", "w"], ["y"], **attrs)], [vi("x", [1, 2, 5, 5])],
+                     [vi("y", None)], [const_f32("w", np.ones((2, 3, 3, 3)))], opset=11)
+    c["convtranspose-output-padding-ge-stride"] = Case(b(convt(strides=[2, 2], output_padding=[2, 2])),
+                                                       "must be smaller than the stride")
+    c["convtranspose-output-shape-too-large"] = Case(b(convt(output_shape=[30, 30])), "is larger than the")
+    c["conv-auto-pad-and-pads"] = Case(b(conv(auto_pad="VALID", pads=[1, 1, 1, 1])),
+                                       "pads and auto_pad='VALID' are both given")
+    c["global-pool-empty-spatial"] = Case(
+        b(model([helper.make_node("GlobalAveragePool", ["x"], ["y"])], [vi("x", [1, 2, 0, 3])], [vi("y", None)])),
+        "no spatial elements")
+    c["constantofshape-scalar-shape"] = Case(
+        b(model([helper.make_node("ConstantOfShape", ["s"], ["y"])], [], [vi("y", None)], [const_i64("s", 3)])),
+        "must be 1-D")
 
     # declared types that disagree with what the graph computes
     c["declared-output-dtype"] = Case(b(model([helper.make_node("Relu", ["x"], ["y"])], [vi("x", [2, 3])],

@@ -344,13 +344,16 @@ def test_codegen_time_is_linear_in_graph_size(tmp_path):
 
 
 SLOW_CC = """#!/bin/sh
-# a C compiler that announces itself and then takes its time
+# a C compiler that announces itself, starts a helper (as gcc starts cc1) and takes its time
 echo $$ > "{pidfile}"
-sleep 60
+sleep 60 &
+echo $! > "{pidfile}.child"
+wait
 """
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGPIPE, signal.SIGUSR1,
+                                 signal.SIGALRM, signal.SIGXCPU])
 def test_interrupted_compile_leaves_nothing(small, sig, tmp_path):
     p, _, _ = small
     pidfile = tmp_path / "cc.pid"
@@ -361,19 +364,22 @@ def test_interrupted_compile_leaves_nothing(small, sig, tmp_path):
     out_dir.mkdir()
     argv = [str(tl.bin_path("cuvil-compile")), "--model", str(p), "--output", str(out_dir / "m.so"), "--cc", str(cc)]
     proc = subprocess.Popen(argv, cwd=out_dir, stderr=subprocess.PIPE, text=True)
+    child = Path(str(pidfile) + ".child")
     deadline = time.monotonic() + 60
-    while not pidfile.exists() and time.monotonic() < deadline and proc.poll() is None:
+    while not child.exists() and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.05)
-    assert pidfile.exists(), "the C compiler never started"
+    assert child.exists(), "the C compiler never started"
+    time.sleep(0.1)
     assert any(".cuvil-build-" in x.name for x in out_dir.iterdir()), "no build folder while compiling?"
     proc.send_signal(sig)
     proc.wait(timeout=30)
     assert proc.returncode == -sig, (proc.returncode, proc.stderr.read())
     assert not list(out_dir.iterdir()), f"left behind: {list(out_dir.iterdir())}"
-    cc_pid = int(pidfile.read_text())
-    time.sleep(0.2)
-    alive = Path(f"/proc/{cc_pid}").exists() and "Z" not in Path(f"/proc/{cc_pid}/stat").read_text().split()[2]
-    assert not alive, "the C compiler was left running"
+    time.sleep(0.3)
+    for pid in (int(pidfile.read_text()), int(child.read_text())):
+        stat = Path(f"/proc/{pid}/stat")
+        alive = stat.exists() and stat.read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+        assert not alive, f"process {pid} of the C compiler was left running"
 
 
 # --------------------------------------------------------------------------------------------
@@ -481,3 +487,144 @@ def test_model_create_uses_the_callers_allocator_and_survives_its_failure(small,
         if m.value:
             destroy(m)
         assert not state["live"], f"allocation {fail_at + 1} failing leaked {len(state['live'])} blocks"
+
+
+# --------------------------------------------------------------------------------------------
+# Found by a hostile review (helper): regressions
+# --------------------------------------------------------------------------------------------
+
+def test_cuvils_own_binaries_and_programs_are_not_taken_for_its_outputs(small, tmp_path):
+    """A file is Cuvil's to replace only if it is a model library (exports cuvil_model_entry, no
+    program interpreter) or a model archive (a model.o member with the marker): not cuvil-compile
+    itself, not libcuvil, not a program that links a model statically."""
+    p, _, _ = small
+    victims = {"cuvil-compile-copy": tl.bin_path("cuvil-compile"),
+               "libcuvil-copy.so": tl.build_dir() / "lib" / "libcuvil.so",
+               "libcuvil-copy.a": tl.build_dir() / "lib" / "libcuvil.a"}
+    for name, src in victims.items():
+        shutil.copy(src, tmp_path / name)
+    # a program that links a compiled model's archive carries the archive's marker
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    proc = tl.compile_raw(p, lib / "libmodel.a")
+    assert proc.returncode == 0, proc.stderr
+    main_c = tmp_path / "main.c"
+    main_c.write_text('#include "libmodel.h"\nint main(void) { return model_model() == 0; }\n')
+    r = subprocess.run(["cc", "-std=c11", "-I", str(lib), "-o", str(tmp_path / "myapp"), str(main_c),
+                        str(lib / "libmodel.a"), "-lm"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    for name in list(victims) + ["myapp"]:
+        before = (tmp_path / name).read_bytes()
+        proc = tl.compile_raw(p, tmp_path / name)
+        tl.assert_clean_failure(proc, mentions=["was not written by cuvil"], what=name)
+        assert (tmp_path / name).read_bytes() == before, f"{name} was changed"
+    # its own previous library and archive it does replace
+    assert tl.compile_raw(p, lib / "libmodel.a").returncode == 0
+    so = tl.compile(p, tmp_path / "again", stem="net")
+    assert tl.compile_raw(p, so).returncode == 0
+
+
+@pytest.mark.parametrize("what", ["inputs", "outputs", "opsets", "initializers"])
+def test_wide_models_load_in_linear_time(what, tmp_path):
+    """100,000 graph inputs, outputs, opset imports or initializers: no pairwise comparisons."""
+    n = 100_000
+    if what == "opsets":
+        m = _model([helper.make_node("Relu", ["x"], ["y"])], [_vi("x", [2])], [_vi("y", [2])])
+        m.opset_import.extend(helper.make_opsetid(f"com.example.d{i}", 1) for i in range(n))
+    elif what == "inputs":
+        m = _model([helper.make_node("Relu", ["x0"], ["y"])], [_vi(f"x{i}", [1]) for i in range(n)], [_vi("y", [1])])
+    elif what == "outputs":
+        m = _model([helper.make_node("Relu", ["x"], ["y"])], [_vi("x", [1])], [_vi("y", [1])])
+        m.graph.output.extend(_vi(f"o{i}", [1]) for i in range(n))
+        m.graph.node.extend(helper.make_node("Identity", ["y"], [f"o{i}"]) for i in range(n))
+    else:
+        m = _model([helper.make_node("Relu", ["x"], ["y"])], [_vi("x", [1])], [_vi("y", [1])],
+                   [numpy_helper.from_array(np.zeros(1, np.float32), f"w{i}") for i in range(n)])
+    p = tmp_path / "wide.onnx"
+    onnx.save(m, p)
+    t0 = time.monotonic()
+    proc = tl.compile_raw(p, tmp_path / "m.ir", emit="ir", timeout=120)
+    elapsed = time.monotonic() - t0
+    assert proc.returncode == 0 or (proc.returncode == 1 and proc.stderr.startswith("cuvil-compile:")), proc.stderr
+    assert elapsed < 10 * (4 if tl.build_dir().name.endswith("-asan") else 1), f"{elapsed:.1f} s"
+
+
+def test_concat_of_many_inputs_compiles_and_runs(tmp_path):
+    """The inputs of a Concat are a static table, not a stack array or code per input."""
+    n = 20_000
+    m = _model([helper.make_node("Concat", ["x"] * n, ["y"], axis=0)], [_vi("x", [1, 2])], [_vi("y", [n, 2])])
+    p = tmp_path / "wide.onnx"
+    onnx.save(m, p)
+    x = np.array([[1.5, -2.0]], np.float32)
+    t0 = time.monotonic()
+    got = tl.compile_and_run(p, {"x": x}, tmp_path)
+    assert time.monotonic() - t0 < 120
+    np.testing.assert_array_equal(got["y"], np.repeat(x, n, axis=0))
+
+
+def test_folding_that_would_take_too_long_is_left_to_run_time(tmp_path):
+    """A MaxPool with a 2048x2048 window over a constant: ~10^14 operations to fold; the compiler
+    leaves it to the compiled model and finishes at once."""
+    m = _model([helper.make_node("ConstantOfShape", ["s"], ["c"]),
+                helper.make_node("MaxPool", ["c"], ["y"], kernel_shape=[2048, 2048])],
+               [], [_vi("y", None)], [numpy_helper.from_array(np.array([1, 1, 4096, 4096], np.int64), "s")])
+    p = tmp_path / "bomb.onnx"
+    onnx.save(m, p)
+    t0 = time.monotonic()
+    proc = tl.compile_raw(p, tmp_path / "out", emit="c", timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert time.monotonic() - t0 < 20
+
+
+@pytest.mark.parametrize("stem", ["stdint", "string", "math", "cuvil_rt", "cuvil", "libcuvil", "lib1", "lib2dconv"])
+def test_output_names_that_clash_with_headers_or_cuvil(small, stem, tmp_path):
+    p, inputs, ref = small
+    so = tl.compile(p, tmp_path / "build", stem=stem)
+    tl.assert_outputs_close(tl.run(so, inputs, tmp_path / "run"), ref)
+    src = tl.compile(p, tmp_path / "src", emit="c", stem=stem)
+    assert oct(src.stat().st_mode & 0o777) == oct(0o755 & ~_umask())
+
+
+def _umask() -> int:
+    old = os.umask(0)
+    os.umask(old)
+    return old
+
+
+def test_error_lines_cannot_be_forged_by_names(tmp_path):
+    m = _model([helper.make_node("FancyOp", ["x"], ["y"], name="n\ncuvil-compile: compiled fine\x1b[2J")],
+               [_vi("x", [1])], [_vi("y", [1])])
+    p = tmp_path / "forge.onnx"
+    onnx.save(m, p)
+    proc = tl.compile_raw(p, tmp_path / "m.so")
+    assert proc.returncode == 1
+    lines = proc.stderr.splitlines()
+    assert sum(line.startswith("cuvil-compile:") for line in lines) == 1, proc.stderr
+    assert "\x1b" not in proc.stderr
+
+
+def test_dot_output_is_valid_utf8(tmp_path):
+    m = _relu_chain_with_names("inAB", "out")
+    p = tmp_path / "u.onnx"
+    p.write_bytes(m.SerializeToString().replace(b"inAB", b"in\xff\xfe"))   # same length: not UTF-8
+    dot_file = tl.compile(p, tmp_path, emit="dot")
+    dot_file.read_bytes().decode("utf-8")   # raises if not UTF-8
+    r = subprocess.run([shutil.which("dot"), "-Tplain", str(dot_file)], capture_output=True, text=True)
+    assert r.returncode == 0 and "Warning" not in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("op,inputs,attrs", [
+    ("HardSigmoid", 1, {}), ("Max", 2, {}), ("Min", 2, {}), ("Clip", 1, {}), ("Relu", 1, {}),
+    ("ReduceMax", 1, {"keepdims": 0}), ("ReduceMin", 1, {"keepdims": 0}),
+])
+def test_nan_and_infinity_match_onnx_runtime(op, inputs, attrs, tmp_path):
+    vals = [np.array([np.nan, 1.0, np.inf, -np.inf, -0.0, 3.0], np.float32),
+            np.array([1.0, np.nan, -np.inf, 2.0, 0.0, np.nan], np.float32)]
+    names = [f"x{i}" for i in range(inputs)]
+    out_shape = [] if op.startswith("Reduce") else [6]
+    m = _model([helper.make_node(op, names, ["y"], **attrs)], [_vi(n, [6]) for n in names], [_vi("y", out_shape)])
+    p = tmp_path / "m.onnx"
+    onnx.save(m, p)
+    feeds = {n: vals[i] for i, n in enumerate(names)}
+    got = tl.compile_and_run(p, feeds, tmp_path)
+    np.testing.assert_array_equal(got["y"], tl.ort_run(m, feeds)["y"])

@@ -61,7 +61,7 @@ static inline double ktu_act(int act, double alpha, double beta, double x) {
     case CUVIL_ACT_LEAKY_RELU: return x >= 0 ? x : alpha * x;
     case CUVIL_ACT_CLIP: return isnan(x) ? x : fmin(fmax(x, alpha), beta);
     case CUVIL_ACT_SIGMOID: return 1.0 / (1.0 + exp(-x));
-    case CUVIL_ACT_HARD_SIGMOID: return fmax(0.0, fmin(1.0, alpha * x + beta));
+    case CUVIL_ACT_HARD_SIGMOID: return isnan(x) ? x : fmax(0.0, fmin(1.0, alpha * x + beta));   /* NaN stays NaN (ONNX Runtime) */
     case CUVIL_ACT_HARD_SWISH: return x * fmax(0.0, fmin(1.0, x / 6.0 + 0.5));
     case CUVIL_ACT_TANH: return tanh(x);
     case CUVIL_ACT_EXP: return exp(x);

@@ -80,8 +80,8 @@ static double bin_ref(int op, double a, double b) {
     case CUVIL_BIN_MUL: return a * b;
     case CUVIL_BIN_DIV: return a / b;
     case CUVIL_BIN_POW: return pow(a, b);
-    case CUVIL_BIN_MAX: return a > b ? a : b;
-    case CUVIL_BIN_MIN: return a < b ? a : b;
+    case CUVIL_BIN_MAX: return isnan(a) || isnan(b) ? NAN : fmax(a, b);   /* NaN propagates (ONNX Runtime) */
+    case CUVIL_BIN_MIN: return isnan(a) || isnan(b) ? NAN : fmin(a, b);
     case CUVIL_BIN_PRELU: return a >= 0 ? a : a * b;
     default: return NAN;
     }

@@ -110,8 +110,8 @@ static void run_reduce(int op, int ndim, const int64_t *dims, uint32_t mask, flo
             } else {
                 switch (op) {
                 case CUVIL_REDUCE_SUM: case CUVIL_REDUCE_MEAN: acc[o] += v; break;
-                case CUVIL_REDUCE_MAX: acc[o] = fmax(acc[o], v); break;
-                case CUVIL_REDUCE_MIN: acc[o] = fmin(acc[o], v); break;
+                case CUVIL_REDUCE_MAX: acc[o] = isnan(acc[o]) || isnan(v) ? NAN : fmax(acc[o], v); break;   /* NaN propagates */
+                case CUVIL_REDUCE_MIN: acc[o] = isnan(acc[o]) || isnan(v) ? NAN : fmin(acc[o], v); break;
                 case CUVIL_REDUCE_PROD: acc[o] *= v; break;
                 case CUVIL_REDUCE_SUM_SQUARE: case CUVIL_REDUCE_L2: acc[o] += v * v; break;
                 case CUVIL_REDUCE_L1: acc[o] += fabs(v); break;

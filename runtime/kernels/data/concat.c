@@ -6,6 +6,19 @@
 
 #include "../rt_int.h"
 
+void cuvil_resolve_refs(const cuvil_ref *refs, int64_t n, unsigned char *arena, const unsigned char *weights,
+                        const void *const *in, void *const *out, void **ptrs) {
+    for (int64_t i = 0; i < n; i++) {
+        const cuvil_ref *r = &refs[i];
+        switch (r->kind) {
+        case CUVIL_REF_ARENA: ptrs[i] = arena + r->index; break;
+        case CUVIL_REF_WEIGHTS: ptrs[i] = (void *)(uintptr_t)(weights + r->index); break;
+        case CUVIL_REF_INPUT: ptrs[i] = (void *)(uintptr_t)in[r->index]; break;
+        default: ptrs[i] = out[r->index]; break;
+        }
+    }
+}
+
 void cuvil_concat(int64_t outer, int n_in, const int64_t *nb_chunk, const void *const *ins,
                   void *y) {
     int64_t row = 0;

@@ -20,8 +20,8 @@ static inline float bin1(int op, float a, float b) {
     case CUVIL_BIN_MUL: return a * b;
     case CUVIL_BIN_DIV: return a / b;
     case CUVIL_BIN_POW: return powf(a, b);
-    case CUVIL_BIN_MAX: return a > b ? a : b;
-    case CUVIL_BIN_MIN: return a < b ? a : b;
+    case CUVIL_BIN_MAX: return a > b || a != a ? a : b;   /* NaN from either side propagates */
+    case CUVIL_BIN_MIN: return a < b || a != a ? a : b;
     case CUVIL_BIN_PRELU: return a >= 0.0f ? a : a * b;
     default: return 0.0f;
     }
@@ -87,8 +87,8 @@ static void run(int op, const float *a, int64_t sa, const float *b, int64_t sb, 
         else
             RUN(powf(av, bv));
         break;
-    case CUVIL_BIN_MAX: RUN(av > bv ? av : bv); break;
-    case CUVIL_BIN_MIN: RUN(av < bv ? av : bv); break;
+    case CUVIL_BIN_MAX: RUN(av > bv || av != av ? av : bv); break;
+    case CUVIL_BIN_MIN: RUN(av < bv || av != av ? av : bv); break;
     case CUVIL_BIN_PRELU: RUN(av >= 0.0f ? av : av * bv); break;
     default: break;
     }

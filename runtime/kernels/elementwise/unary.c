@@ -34,6 +34,7 @@ float cuvil_f32_act1(const cuvil_act_params *a, float x) {
     case CUVIL_ACT_SIGMOID: return 1.0f / (1.0f + expf(-x));
     case CUVIL_ACT_HARD_SIGMOID: {
         float v = a->alpha * x + a->beta;
+        if (v != v) return v;   /* NaN propagates */
         v = v < 1.0f ? v : 1.0f;
         return v > 0.0f ? v : 0.0f;
     }
@@ -88,8 +89,8 @@ void cuvil_f32_unary(const cuvil_act_params *a, const float *x, float *y, size_t
     case CUVIL_ACT_HARD_SIGMOID:
         for (size_t i = 0; i < n; i++) {
             float v = al * x[i] + be;
-            v = v < 1.0f ? v : 1.0f;
-            y[i] = v > 0.0f ? v : 0.0f;
+            float c = v < 1.0f ? v : 1.0f;
+            y[i] = v != v ? v : c > 0.0f ? c : 0.0f;   /* NaN propagates */
         }
         return;
     case CUVIL_ACT_HARD_SWISH:

@@ -69,9 +69,9 @@ static float seg_max(const float *x, int64_t n, float m) {
     int64_t i = 0;
     for (int k = 0; k < 8; k++) a8[k] = m;
     for (; i + 8 <= n; i += 8)
-        for (int k = 0; k < 8; k++) a8[k] = x[i + k] > a8[k] ? x[i + k] : a8[k];
-    for (int k = 0; k < 8; k++) m = a8[k] > m ? a8[k] : m;
-    for (; i < n; i++) m = x[i] > m ? x[i] : m;
+        for (int k = 0; k < 8; k++) a8[k] = x[i + k] > a8[k] || x[i + k] != x[i + k] ? x[i + k] : a8[k];
+    for (int k = 0; k < 8; k++) m = a8[k] > m || a8[k] != a8[k] ? a8[k] : m;
+    for (; i < n; i++) m = x[i] > m || x[i] != x[i] ? x[i] : m;
     return m;
 }
 
@@ -80,9 +80,9 @@ static float seg_min(const float *x, int64_t n, float m) {
     int64_t i = 0;
     for (int k = 0; k < 8; k++) a8[k] = m;
     for (; i + 8 <= n; i += 8)
-        for (int k = 0; k < 8; k++) a8[k] = x[i + k] < a8[k] ? x[i + k] : a8[k];
-    for (int k = 0; k < 8; k++) m = a8[k] < m ? a8[k] : m;
-    for (; i < n; i++) m = x[i] < m ? x[i] : m;
+        for (int k = 0; k < 8; k++) a8[k] = x[i + k] < a8[k] || x[i + k] != x[i + k] ? x[i + k] : a8[k];
+    for (int k = 0; k < 8; k++) m = a8[k] < m || a8[k] != a8[k] ? a8[k] : m;
+    for (; i < n; i++) m = x[i] < m || x[i] != x[i] ? x[i] : m;
     return m;
 }
 
@@ -192,10 +192,10 @@ static void reduce_rows(int op, const float *x, const odo *red, int64_t n, int64
                 for (int64_t i = 0; i < c; i++) acc[i] += fabsf(xr[i]);
                 break;
             case CUVIL_REDUCE_MAX:
-                for (int64_t i = 0; i < c; i++) acc[i] = xr[i] > acc[i] ? xr[i] : acc[i];
+                for (int64_t i = 0; i < c; i++) acc[i] = xr[i] > acc[i] || xr[i] != xr[i] ? xr[i] : acc[i];
                 break;
             case CUVIL_REDUCE_MIN:
-                for (int64_t i = 0; i < c; i++) acc[i] = xr[i] < acc[i] ? xr[i] : acc[i];
+                for (int64_t i = 0; i < c; i++) acc[i] = xr[i] < acc[i] || xr[i] != xr[i] ? xr[i] : acc[i];
                 break;
             case CUVIL_REDUCE_PROD:
                 for (int64_t i = 0; i < c; i++) acc[i] *= xr[i];
@@ -317,8 +317,8 @@ void cuvil_f32_reduce__scalar(const cuvil_reduce_params *p, const float *x, floa
             case CUVIL_REDUCE_SUM_SQUARE:
             case CUVIL_REDUCE_L2: acc += v * v; break;
             case CUVIL_REDUCE_L1: acc += fabs(v); break;
-            case CUVIL_REDUCE_MAX: acc = v > acc ? v : acc; break;
-            case CUVIL_REDUCE_MIN: acc = v < acc ? v : acc; break;
+            case CUVIL_REDUCE_MAX: acc = v > acc || v != v ? v : acc; break;
+            case CUVIL_REDUCE_MIN: acc = v < acc || v != v ? v : acc; break;
             case CUVIL_REDUCE_PROD: acc *= v; break;
             case CUVIL_REDUCE_LOG_SUM_EXP: acc += isinf(m) ? 0.0 : exp(v - m); break;
             default: break;

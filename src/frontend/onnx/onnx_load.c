@@ -20,6 +20,8 @@ typedef struct loader {
     const cuvil_limits *lim;
     cuvil_map names;          /* value name -> id */
     cuvil_map later;          /* node output name -> node index, to explain a use before definition */
+    cuvil_map declared;       /* graph input names (repeats) */
+    cuvil_map listed;         /* graph output names (repeats) */
     const char *model_dir;    /* NULL: external data refused */
     Onnx__ModelProto *m;
 } loader;
@@ -48,14 +50,19 @@ static int opset_of(const Onnx__ModelProto *m, const char *domain) {
 
 static cuvil_status check_opsets(loader *L) {
     const Onnx__ModelProto *m = L->m;
+    cuvil_map seen = {0};
+    cuvil_status st = CUVIL_OK;
+    for (size_t i = 0; i < m->n_opset_import && !st; i++) {
+        const char *d = m->opset_import[i]->domain, *key = is_default_domain(d) ? "ai.onnx" : d;
+        if (cuvil_map_get(&seen, key) >= 0)
+            st = cuvil_err(L->ctx, CUVIL_ERR_MODEL, "the model imports the opset of domain '%s' twice", key);
+        else if (!cuvil_map_put(&seen, key, 1))
+            st = cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
+    }
+    cuvil_map_free(&seen);
+    if (st) return st;
     for (size_t i = 0; i < m->n_opset_import; i++) {
         const char *d = m->opset_import[i]->domain;
-        for (size_t j = 0; j < i; j++) {
-            const char *e = m->opset_import[j]->domain;
-            if ((is_default_domain(d) && is_default_domain(e)) || (d && e && !strcmp(d, e)))
-                return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "the model imports the opset of domain '%s' twice",
-                                 is_default_domain(d) ? "ai.onnx" : d);
-        }
         if (is_default_domain(d)) {
             int64_t v = m->opset_import[i]->version;
             if (v < 1)
@@ -208,9 +215,9 @@ static cuvil_status load_inputs(loader *L, const Onnx__GraphProto *gp) {
         const Onnx__ValueInfoProto *vi = gp->input[i];
         const char *name = vi->name ? vi->name : "";
         if (!*name) return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "graph input %zu has no name", i);
-        for (size_t j = 0; j < i; j++)
-            if (gp->input[j]->name && !strcmp(gp->input[j]->name, name))
-                return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "graph input '%s' is declared twice", name);
+        if (cuvil_map_get(&L->declared, name) >= 0)
+            return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "graph input '%s' is declared twice", name);
+        if (!cuvil_map_put(&L->declared, name, (int)i)) return cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
         decl d;
         cuvil_status s = read_decl(L, vi, "graph input", &d);
         if (s) return s;
@@ -483,9 +490,9 @@ static cuvil_status load_outputs(loader *L, const Onnx__GraphProto *gp) {
     for (size_t i = 0; i < gp->n_output; i++) {
         const char *name = gp->output[i]->name ? gp->output[i]->name : "";
         if (!*name) return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "graph output %zu has no name", i);
-        for (size_t j = 0; j < i; j++)
-            if (gp->output[j]->name && !strcmp(gp->output[j]->name, name))
-                return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "graph output '%s' is listed twice", name);
+        if (cuvil_map_get(&L->listed, name) >= 0)
+            return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "graph output '%s' is listed twice", name);
+        if (!cuvil_map_put(&L->listed, name, (int)i)) return cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
         int id = cuvil_map_get(&L->names, name);
         if (id < 0)
             return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "graph output '%s' is not produced by any node", name);
@@ -584,6 +591,8 @@ done:
     }
     cuvil_map_free(&L.names);
     cuvil_map_free(&L.later);
+    cuvil_map_free(&L.declared);
+    cuvil_map_free(&L.listed);
     onnx__model_proto__free_unpacked(L.m, &cuvil_pb_allocator);
     *out = L.g;
     return s;

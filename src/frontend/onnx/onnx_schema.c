@@ -96,12 +96,14 @@ cuvil_status cuvil_onnx_check_node(cuvil_ctx *ctx, const Onnx__NodeProto *np, co
         if ((!np->output[k] || !*np->output[k]) && required_at(s->out_opts, k))
             return cuvil_err(ctx, CUVIL_ERR_MODEL, "%s: output %zu is required by %s-%d but has no name", desc, k,
                              np->op_type, s->since);
+    /* every attribute must be one the schema names, so repeats are found by schema index:
+     * linear in the node's attributes however many a hostile node has */
+    bool seen[64] = {false};
+    if (s->n_attrs > (int)(sizeof seen / sizeof seen[0]))
+        return cuvil_err(ctx, CUVIL_ERR_INTERNAL, "%s: the schema of %s has too many attributes", desc, np->op_type);
     for (size_t i = 0; i < np->n_attribute; i++) {
         const Onnx__AttributeProto *a = np->attribute[i];
         const char *name = a->name ? a->name : "";
-        for (size_t j = 0; j < i; j++)
-            if (!strcmp(np->attribute[j]->name ? np->attribute[j]->name : "", name))
-                return cuvil_err(ctx, CUVIL_ERR_MODEL, "%s: attribute '%s' is given twice", desc, name);
         if (a->ref_attr_name && *a->ref_attr_name)
             return cuvil_err(ctx, CUVIL_ERR_MODEL,
                              "%s: attribute '%s' refers to a function attribute ('%s'), which is only valid inside a "
@@ -117,18 +119,16 @@ cuvil_status cuvil_onnx_check_node(cuvil_ctx *ctx, const Onnx__NodeProto *np, co
             return cuvil_err(ctx, CUVIL_ERR_MODEL, "%s: unknown attribute '%s' (%s-%d has %s%s)", desc, name,
                              np->op_type, s->since, s->n_attrs ? "" : "none", known);
         }
+        if (seen[k]) return cuvil_err(ctx, CUVIL_ERR_MODEL, "%s: attribute '%s' is given twice", desc, name);
+        seen[k] = true;
         if ((int)a->type != s->attrs[k].type)
             return cuvil_err(ctx, CUVIL_ERR_MODEL, "%s: attribute '%s' has type %s; %s-%d expects %s", desc, name,
                              a->has_type ? type_name((int)a->type) : "(none)", np->op_type, s->since,
                              type_name(s->attrs[k].type));
     }
-    for (int k = 0; k < s->n_attrs; k++) {
-        if (!s->attrs[k].required) continue;
-        size_t i = 0;
-        while (i < np->n_attribute && strcmp(np->attribute[i]->name ? np->attribute[i]->name : "", s->attrs[k].name)) i++;
-        if (i == np->n_attribute)
+    for (int k = 0; k < s->n_attrs; k++)
+        if (s->attrs[k].required && !seen[k])
             return cuvil_err(ctx, CUVIL_ERR_MODEL, "%s: required attribute '%s' is missing", desc, s->attrs[k].name);
-    }
     return CUVIL_OK;
 }
 

@@ -7,6 +7,8 @@
 static cuvil_status bn_infer(cir_graph *g, cir_node *n) {
     cuvil_status s = op_check_arity(g, n, 5, 5, 1, 5);
     if (s) return s;
+    if (cir_attr_int(n, "spatial", 1) == 0)
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "spatial=0 (statistics per activation, opsets 7-8) is not supported");
     if (cir_attr_int(n, "training_mode", 0))
         return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "training_mode=1 is not supported (inference only)");
     for (int i = 1; i < n->n_out; i++)

@@ -129,8 +129,10 @@ static cuvil_status binary_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
     return CUVIL_OK;
 }
 
+/* From opset 7: before it, Add & co. broadcast only with broadcast=1 and an `axis` (not numpy
+ * style), which Cuvil does not implement. */
 #define BINARY(name) \
-    const cir_opdef cir_op_##name = {#name, "", 1, CIR_OP_TAKES_ACT, binary_infer, binary_fold, binary_emit, NULL};
+    const cir_opdef cir_op_##name = {#name, "", 7, CIR_OP_TAKES_ACT, binary_infer, binary_fold, binary_emit, NULL};
 BINARY(Add)
 BINARY(Sub)
 BINARY(Mul)

@@ -71,6 +71,9 @@ static cuvil_status geometry(cir_graph *g, cir_node *n, bool transpose, conv_geo
                                 (long long)g->limits.dim);
     bool ovf = false;
     const char *ap = cir_attr_str(n, "auto_pad", "NOTSET");
+    const int64_t *unused;
+    if (strcmp(ap, "NOTSET") != 0 && cir_attr_ints(n, "pads", &unused) >= 0)
+        return cir_node_err(g, n, CUVIL_ERR_MODEL, "pads and auto_pad='%s' are both given", ap);
     for (int i = 0; i < c->nsp; i++) {
         c->in[i] = x->dims[2 + i];
         c->k[i] = w->dims[2 + i];
@@ -109,12 +112,19 @@ static cuvil_status geometry(cir_graph *g, cir_node *n, bool transpose, conv_geo
         } else {
             const int64_t *os;
             int nos = cir_attr_ints(n, "output_shape", &os);
+            if (op[i] >= c->s[i] && op[i] >= c->d[i])
+                return cir_node_err(g, n, CUVIL_ERR_MODEL, "output_padding[%d]=%lld must be smaller than the stride (%lld) "
+                                    "or the dilation (%lld)", i, (long long)op[i], (long long)c->s[i], (long long)c->d[i]);
             int64_t full = cuvil_i64_add(&ovf, cuvil_i64_add(&ovf, cuvil_i64_mul(&ovf, c->s[i], c->in[i] - 1), op[i]), ek);
             if (nos >= c->nsp || strcmp(ap, "NOTSET") != 0) {
                 int64_t target = nos >= c->nsp ? os[nos - c->nsp + i] : cuvil_i64_mul(&ovf, c->in[i], c->s[i]);
                 if (target < 0 || target > g->limits.dim)
                     return cir_node_err(g, n, CUVIL_ERR_MODEL, "output_shape %lld is out of range", (long long)target);
                 int64_t total = full - target;
+                if (total < 0 && nos >= c->nsp)
+                    return cir_node_err(g, n, CUVIL_ERR_SHAPE, "output_shape %lld along spatial dim %d is larger than the "
+                                        "%lld this input, kernel, stride and output_padding give", (long long)target, i,
+                                        (long long)full);
                 if (total < 0) total = 0;
                 if (!strcmp(ap, "SAME_UPPER")) {
                     c->pb[i] = total / 2;

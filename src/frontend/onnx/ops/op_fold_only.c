@@ -93,6 +93,9 @@ static void bcast_copy(const cir_value *x, cir_value *y) {
 static cuvil_status cos_infer(cir_graph *g, cir_node *n) {
     cuvil_status s = op_check_arity(g, n, 1, 1, 1, 1);
     if (s) return s;
+    if (cir_in(g, n, 0)->ndim != 1)
+        return cir_node_err(g, n, CUVIL_ERR_SHAPE, "the shape input '%s' must be 1-D, it has rank %d", cir_in(g, n, 0)->name,
+                            cir_in(g, n, 0)->ndim);
     int64_t dims[CIR_MAX_DIMS];
     int nd;
     if ((s = op_const_ints(g, n, 0, "input", dims, CIR_MAX_DIMS, &nd))) return s;

@@ -208,5 +208,6 @@ static cuvil_status gemm_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
     return CUVIL_OK;
 }
 
-const cir_opdef cir_op_Gemm = {"Gemm", "", 1, CIR_OP_TAKES_ACT, gemm_infer, gemm_fold, gemm_emit, NULL};
+/* Gemm from opset 7: before it, C broadcasts only with broadcast=1 (Cuvil always broadcasts). */
+const cir_opdef cir_op_Gemm = {"Gemm", "", 7, CIR_OP_TAKES_ACT, gemm_infer, gemm_fold, gemm_emit, NULL};
 const cir_opdef cir_op_MatMul = {"MatMul", "", 1, CIR_OP_TAKES_ACT, matmul_infer, gemm_fold, gemm_emit, NULL};

@@ -16,6 +16,8 @@ static cuvil_status pool_params(cir_graph *g, cir_node *n, cuvil_pool2d_params *
     if (global) {
         int64_t sp = 1;
         for (int i = 2; i < x->ndim; i++) sp *= x->dims[i];
+        if (sp == 0)
+            return cir_node_err(g, n, CUVIL_ERR_SHAPE, "input '%s' has no spatial elements to pool over", x->name);
         p->H = 1;
         p->W = sp;
         p->KH = 1;
@@ -37,6 +39,8 @@ static cuvil_status pool_params(cir_graph *g, cir_node *n, cuvil_pool2d_params *
         return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "the Indices output is not supported");
     bool ceil_mode = cir_attr_int(n, "ceil_mode", 0) != 0;
     const char *ap = cir_attr_str(n, "auto_pad", "NOTSET");
+    if (strcmp(ap, "NOTSET") != 0 && npd >= 0)
+        return cir_node_err(g, n, CUVIL_ERR_MODEL, "pads and auto_pad='%s' are both given", ap);
     int64_t in[2], k[2], s[2], d[2], pb[2], pe[2], out[2];
     for (int i = 0; i < nsp; i++) {
         in[i] = x->dims[2 + i];

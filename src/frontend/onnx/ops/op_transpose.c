@@ -118,9 +118,12 @@ static cuvil_status concat_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
     if (!chunk) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
     int64_t outer = concat_layout(g, n, chunk);
     const char *cs = cg_param(cg, "int64_t[]", "%s", cg_i64s(cg, chunk, n->n_in));
-    cg_printf(cg, "    const void *ins[%d] = {", n->n_in);
-    for (int i = 0; i < n->n_in; i++) cg_printf(cg, "%s%s", i ? ", " : " ", cg_in(cg, n->in[i]));
-    cg_printf(cg, " };\n    cuvil_concat(%lld, %d, %s, ins, %s);\n", (long long)outer, n->n_in, cs, cg_out(cg, n->out[0]));
+    /* the inputs as a static table resolved into scratch: no stack, no code per input */
+    const char *refs = cg_refs(cg, n->in, n->n_in);
+    const char *S = cg_scratch(cg, "%zu", sizeof(void *) * (size_t)n->n_in);
+    cg_printf(cg, "    cuvil_resolve_refs(%s, %d, A, WEIGHTS, in, out, (void **)%s);\n", refs, n->n_in, S);
+    cg_printf(cg, "    cuvil_concat(%lld, %d, %s, (const void *const *)%s, %s);\n", (long long)outer, n->n_in, cs, S,
+              cg_out(cg, n->out[0]));
     return CUVIL_OK;
 }
 

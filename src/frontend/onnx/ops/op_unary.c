@@ -1,11 +1,13 @@
 /* op_unary.c -- elementwise activations and math: Relu, LeakyRelu, Clip, Sigmoid, ... */
 #include "frontend/onnx/ops/ops_int.h"
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
 /* The activation a unary node applies, from its op type and attributes/inputs. Clip's min
- * and max come from attributes before opset 11 and from (constant) inputs after. */
+ * and max come from attributes before opset 11 and from (constant) inputs after; absent, they
+ * are float's lowest and highest values (the spec's defaults: infinities are clamped). */
 static bool unary_act(cir_graph *g, const cir_node *n, cuvil_act_params *a) {
     static const struct { const char *op; int act; float alpha, beta; } table[] = {
         {"Relu", CUVIL_ACT_RELU, 0, 0},         {"LeakyRelu", CUVIL_ACT_LEAKY_RELU, 0.01f, 0},
@@ -17,7 +19,7 @@ static bool unary_act(cir_graph *g, const cir_node *n, cuvil_act_params *a) {
         {"Erf", CUVIL_ACT_ERF, 0, 0},           {"Elu", CUVIL_ACT_ELU, 1.0f, 0},
         {"Softplus", CUVIL_ACT_SOFTPLUS, 0, 0}, {"Floor", CUVIL_ACT_FLOOR, 0, 0},
         {"Ceil", CUVIL_ACT_CEIL, 0, 0},         {"Round", CUVIL_ACT_ROUND, 0, 0},
-        {"Gelu", CUVIL_ACT_GELU, 0, 0},         {"Clip", CUVIL_ACT_CLIP, -INFINITY, INFINITY},
+        {"Gelu", CUVIL_ACT_GELU, 0, 0},         {"Clip", CUVIL_ACT_CLIP, 0, 0},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
         if (strcmp(table[i].op, n->op)) continue;
@@ -26,13 +28,13 @@ static bool unary_act(cir_graph *g, const cir_node *n, cuvil_act_params *a) {
         a->beta = cir_attr_float(n, "beta", table[i].beta);
         if (a->act == CUVIL_ACT_CLIP) {
             if (n->opset < 11) {
-                a->alpha = cir_attr_float(n, "min", -INFINITY);
-                a->beta = cir_attr_float(n, "max", INFINITY);
+                a->alpha = cir_attr_float(n, "min", -FLT_MAX);
+                a->beta = cir_attr_float(n, "max", FLT_MAX);
             } else {
                 cir_value *lo = cir_in(g, n, 1), *hi = cir_in(g, n, 2);
                 if ((lo && !cir_is_const(lo)) || (hi && !cir_is_const(hi))) return false;
-                a->alpha = lo ? (float)cir_const_f64(lo, 0) : -INFINITY;
-                a->beta = hi ? (float)cir_const_f64(hi, 0) : INFINITY;
+                a->alpha = lo ? (float)cir_const_f64(lo, 0) : -FLT_MAX;
+                a->beta = hi ? (float)cir_const_f64(hi, 0) : FLT_MAX;
             }
         }
         if (a->act == CUVIL_ACT_GELU && strcmp(cir_attr_str(n, "approximate", "none"), "none") != 0) return false;
