@@ -21,7 +21,7 @@ static void usage(FILE *f) {
           "  --keep-sources        keep the generated C next to the output\n"
           "  --limit NAME=N        raise a bound on untrusted models (docs/SECURITY.md): model_bytes,\n"
           "                        nesting, subgraph_depth, nodes, values, dim, tensor_bytes,\n"
-          "                        total_bytes, folded_bytes; N may end in K, M, G or T\n"
+          "                        total_bytes, folded_bytes, fold_ops; N may end in K, M, G or T\n"
           "  -v, --verbose         print compiler commands\n"
           "  --version, --help\n", f);
 }

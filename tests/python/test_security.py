@@ -628,3 +628,22 @@ def test_nan_and_infinity_match_onnx_runtime(op, inputs, attrs, tmp_path):
     feeds = {n: vals[i] for i, n in enumerate(names)}
     got = tl.compile_and_run(p, feeds, tmp_path)
     np.testing.assert_array_equal(got["y"], tl.ort_run(m, feeds)["y"])
+
+
+@pytest.mark.parametrize("arg,expect", [
+    ("bogus=1", "no such limit (limits: model_bytes, nesting"), ("nodes=abc", "expected a positive integer"),
+    ("nodes=0", "expected a positive integer"), ("nodes", "--limit wants NAME=N"), ("dim=-5", "expected a positive"),
+    ("tensor_bytes=99999999999T", "expected a positive integer"),
+])
+def test_limit_option_is_checked(small, arg, expect, tmp_path):
+    p, _, _ = small
+    proc = tl.compile_raw(p, tmp_path / "m.so", extra=["--limit", arg])
+    tl.assert_clean_failure(proc, mentions=[expect], absent=[tmp_path / "m.so"])
+
+
+def test_limits_can_be_raised_and_lowered(small, tmp_path):
+    p, inputs, ref = small
+    proc = tl.compile_raw(p, tmp_path / "m.so", extra=["--limit", "nodes=3"])
+    tl.assert_clean_failure(proc, mentions=["the limit is nodes=3"])
+    so = tl.compile(p, tmp_path, stem="ok", extra=["--limit", "nodes=1K", "--limit", "tensor_bytes=1G"])
+    tl.assert_outputs_close(tl.run(so, inputs, tmp_path / "run"), ref)
