@@ -17,6 +17,7 @@ static void fuzz_options(cuvil_options *o) {
     o->limits.total_bytes = (uint64_t)256 << 20;
     o->limits.folded_bytes = (uint64_t)16 << 20;
     o->limits.nodes = 20000;
+    o->limits.fold_ops = (int64_t)1 << 24;   /* instrumented folding is ~10x slower */
     o->limits.values = 100000;
 }
 

@@ -66,9 +66,10 @@ typedef struct cuvil_limits {
                                  element size (default 16 GiB) */
     uint64_t total_bytes;     /* all constants, as loaded and folded (default 32 GiB) */
     uint64_t folded_bytes;    /* all constants computed at compile time together (default 1 GiB) */
-    int64_t fold_ops;         /* the work of computing one node at compile time, in elementary
-                                 operations (default 2^30, about a second); a node with a kernel
-                                 over it runs in the compiled model instead */
+    int64_t fold_ops;         /* the work of computing constants at compile time, in units of about
+                                 a nanosecond, for the whole compile (default 2^32, a few
+                                 seconds); a node with a kernel over it runs in the compiled
+                                 model instead */
 } cuvil_limits;
 
 /* Sets limit `name` (a field of cuvil_limits) from a decimal string with an optional K, M, G

@@ -108,6 +108,7 @@ typedef struct cir_graph {
     cuvil_limits limits;       /* bounds on what the model may make the compiler do */
     uint64_t const_bytes;      /* bytes of constant data held, checked against limits.total_bytes */
     uint64_t folded_bytes;     /* of those, computed at compile time (limits.folded_bytes) */
+    double fold_work;          /* work spent folding so far (limits.fold_ops, cuvil_fold_work) */
 } cir_graph;
 
 cir_graph *cir_graph_new(cuvil_ctx *ctx);

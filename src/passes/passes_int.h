@@ -21,16 +21,16 @@ cuvil_status cuvil_run_passes(cir_graph *g, const cuvil_options *o);
 
 /* Folds node n (all inputs constant, def->fold set): computes outputs, marks n dead. */
 cuvil_status cuvil_fold_node(cir_graph *g, cir_node *n);
-/* Folding runs the scalar reference kernels at compile time. Its work (an estimate in
- * elementary operations: multiply-adds for Conv/Gemm/MatMul, window elements for pools, input
- * and output elements for the rest) is bounded by limits.fold_ops, so that no model makes the
- * compiler compute for hours; a node with a kernel over the bound is left to run in the compiled
- * model (cuvil_fold_wanted), one without is an error (cuvil_fold_node). */
+/* Folding runs the scalar reference kernels at compile time. Its work (an estimate in units of
+ * about a nanosecond, cuvil_fold_work) is bounded for the whole compile by limits.fold_ops, so
+ * that no model makes the compiler compute for hours; a node with a kernel that would go over
+ * the budget is left to run in the compiled model (cuvil_fold_wanted), one without is an error
+ * (cuvil_fold_node). */
 double cuvil_fold_work(cir_graph *g, const cir_node *n);
-/* Whether n (all inputs constant, def->fold set) should be folded now: cheap enough, or an op
- * that can only be folded (then cuvil_fold_node reports one that is too costly). */
+/* Whether n (all inputs constant, def->fold set) should be folded now: within what is left of
+ * the budget, or an op that can only be folded (then cuvil_fold_node reports one too costly). */
 static inline bool cuvil_fold_wanted(cir_graph *g, const cir_node *n) {
-    return !n->def->emit || cuvil_fold_work(g, n) <= (double)g->limits.fold_ops;
+    return !n->def->emit || cuvil_fold_work(g, n) <= (double)g->limits.fold_ops - g->fold_work;
 }
 /* True when every present input of n is constant. */
 bool cuvil_inputs_const(cir_graph *g, const cir_node *n);

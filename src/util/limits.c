@@ -22,7 +22,7 @@ static const struct {
     {"tensor_bytes", offsetof(cuvil_limits, tensor_bytes), true, 16 * GiB},
     {"total_bytes", offsetof(cuvil_limits, total_bytes), true, 32 * GiB},
     {"folded_bytes", offsetof(cuvil_limits, folded_bytes), true, 1 * GiB},
-    {"fold_ops", offsetof(cuvil_limits, fold_ops), false, (uint64_t)1 << 30},
+    {"fold_ops", offsetof(cuvil_limits, fold_ops), false, (uint64_t)1 << 32},
 };
 #define N_LIMITS (sizeof table / sizeof table[0])
 
