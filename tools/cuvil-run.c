@@ -285,25 +285,46 @@ static void json_info(FILE *f, const cuvil_model_desc *d) {
     fputc('}', f);
 }
 
+/* Text from a model (names) on a terminal: control characters are shown as '?', so that no name
+ * can move the cursor, clear the screen or set the terminal's title. */
+static void safe_puts(FILE *f, const char *s) {
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        fputc(*p < 0x20 || *p == 0x7f ? '?' : *p, f);
+}
+
+static void safe_line(FILE *f, const char *label, const char *s) {
+    fputs(label, f);
+    safe_puts(f, s);
+    fputc('\n', f);
+}
+
 static void print_info(FILE *f, const char *path, const cuvil_model_desc *d) {
     char buf[512];
-    fprintf(f, "model:    %s\n", path);
-    fprintf(f, "name:     %s\n", str_or(d->name, "(none)"));
-    fprintf(f, "target:   %s\n", str_or(d->target, "(none)"));
-    fprintf(f, "cuvil:    %s\n", str_or(d->cuvil_version, "(none)"));
-    fprintf(f, "sha256:   %s\n", str_or(d->model_sha256, "(none)"));
-    fprintf(f, "options:  %s\n", str_or(d->options, "(none)"));
+    safe_line(f, "model:    ", path);
+    safe_line(f, "name:     ", str_or(d->name, "(none)"));
+    safe_line(f, "target:   ", str_or(d->target, "(none)"));
+    safe_line(f, "cuvil:    ", str_or(d->cuvil_version, "(none)"));
+    safe_line(f, "sha256:   ", str_or(d->model_sha256, "(none)"));
+    safe_line(f, "options:  ", str_or(d->options, "(none)"));
     fprintf(f, "abi:      %" PRIu32 "\n", d->abi_version);
     fprintf(f, "arena:    %zu bytes (%.2f MiB)\n", d->arena_bytes,
             (double)d->arena_bytes / (1024.0 * 1024.0));
     fprintf(f, "weights:  %zu bytes (%.2f MiB)\n", d->weights_bytes,
             (double)d->weights_bytes / (1024.0 * 1024.0));
     fprintf(f, "inputs:\n");
-    for (int i = 0; i < d->n_inputs; i++)
-        fprintf(f, "  %s: %s\n", d->inputs[i].name, info_str(buf, sizeof buf, &d->inputs[i]));
+    for (int i = 0; i < d->n_inputs; i++) {
+        fputs("  ", f);
+        safe_puts(f, d->inputs[i].name);
+        fputs(": ", f);
+        safe_line(f, "", info_str(buf, sizeof buf, &d->inputs[i]));
+    }
     fprintf(f, "outputs:\n");
-    for (int i = 0; i < d->n_outputs; i++)
-        fprintf(f, "  %s: %s\n", d->outputs[i].name, info_str(buf, sizeof buf, &d->outputs[i]));
+    for (int i = 0; i < d->n_outputs; i++) {
+        fputs("  ", f);
+        safe_puts(f, d->outputs[i].name);
+        fputs(": ", f);
+        safe_line(f, "", info_str(buf, sizeof buf, &d->outputs[i]));
+    }
 }
 
 /* ===== loading the model ===================================================================== */
@@ -638,6 +659,7 @@ int main(int argc, char **argv) {
     void **in_owned = NULL, **out_bufs = NULL, **bench_bufs = NULL;
     const void **in_ptrs = NULL;
     char **out_paths = NULL;
+    bool *existed = NULL;   /* per output: its file was there before this run */
     char *made_dirs[64];
     int n_made = 0, n_written = 0;
     double *times = NULL;
@@ -680,7 +702,8 @@ int main(int argc, char **argv) {
     in_ptrs = calloc((size_t)ni + 1, sizeof *in_ptrs);
     out_bufs = calloc((size_t)no + 1, sizeof *out_bufs);
     out_paths = calloc((size_t)no + 1, sizeof *out_paths);
-    if (!files || !tin || !in_owned || !in_ptrs || !out_bufs || !out_paths) {
+    existed = calloc((size_t)no + 1, sizeof *existed);
+    if (!files || !tin || !in_owned || !in_ptrs || !out_bufs || !out_paths || !existed) {
         errf("out of memory");
         goto done;
     }
@@ -808,6 +831,24 @@ int main(int argc, char **argv) {
             snprintf(out_paths[i], plen, "%s/%s.npy", dir, fnames[i]);
         }
         free(fnames);
+        /* an output file never replaces an input of this run or the model (an output named
+         * "data" would otherwise overwrite ./data.npy while it is the input); a file that existed
+         * before is never removed on failure */
+        for (int i = 0; i < no; i++) {
+            struct stat so, si;
+            existed[i] = lstat(out_paths[i], &so) == 0;
+            if (!existed[i])
+                continue;
+            for (int k = 0; k <= ni; k++) {
+                const char *other = k < ni ? files[k] : a.model;
+                if (stat(other, &si) == 0 && stat(out_paths[i], &so) == 0 && si.st_dev == so.st_dev &&
+                    si.st_ino == so.st_ino) {
+                    errf("output '%s' would be written to %s, which is %s of this run; choose another "
+                         "--output-dir", d->outputs[i].name, out_paths[i], k < ni ? "an input" : "the model");
+                    goto done;
+                }
+            }
+        }
         for (int i = 0; i < no; i++) {
             const cuvil_tensor_info *to = &d->outputs[i];
             cuvil_host_tensor t = {.dtype = to->dtype, .ndim = to->ndim, .data = out_bufs[i],
@@ -853,12 +894,18 @@ int main(int argc, char **argv) {
             print_info(stdout, a.model, d);
         char buf[512];
         for (int i = 0; i < n_written; i++) {
-            printf("%s: %s = ", d->outputs[i].name, info_str(buf, sizeof buf, &d->outputs[i]));
+            safe_puts(stdout, d->outputs[i].name);
+            fputs(": ", stdout);
+            safe_puts(stdout, info_str(buf, sizeof buf, &d->outputs[i]));
+            fputs(" = ", stdout);
             preview(stdout, &d->outputs[i], out_bufs[i]);
-            printf(" -> %s\n", out_paths[i]);
+            fputs(" -> ", stdout);
+            safe_line(stdout, "", out_paths[i]);
         }
         if (a.bench > 0) {
-            printf("model:     %s (threads=%d)\n", a.model, threads_used);
+            fputs("model:     ", stdout);
+            safe_puts(stdout, a.model);
+            printf(" (threads=%d)\n", threads_used);
             printf("load:      %.3f ms (dlopen + create)\n", load_ms);
             printf("first run: %.3f ms\n", first_ms);
             printf("%ld runs (after %ld warmup): median %.3f ms, p99 %.3f ms, min %.3f ms, "
@@ -874,9 +921,11 @@ int main(int argc, char **argv) {
 
 done:
     if (rc != 0) {
-        /* no partial results: remove what this run wrote, then the directories it made */
+        /* no partial results: remove the files this run created (never one that was there
+         * before), then the directories it made */
         for (int i = 0; i < n_written; i++)
-            unlink(out_paths[i]);
+            if (!existed[i])
+                unlink(out_paths[i]);
         for (int i = n_made - 1; i >= 0; i--)
             rmdir(made_dirs[i]);
         fprintf(stderr, "cuvil-run: %s\n", g_err[0] ? g_err : "failed");
@@ -905,6 +954,7 @@ done:
     free(out_bufs);
     free(bench_bufs);
     free(out_paths);
+    free(existed);
     free(a.inputs);
     if (handle)
         dlclose(handle);

@@ -58,14 +58,15 @@ typedef struct cuvil_limits {
     uint64_t model_bytes;     /* size of the model file (default 4 GiB) */
     int64_t nesting;          /* protobuf message nesting depth (default 64) */
     int64_t subgraph_depth;   /* graphs inside graphs (If/Loop bodies) (default 8) */
-    int64_t nodes;            /* nodes in the graph (default 1,000,000) */
+    int64_t nodes;            /* nodes in the graph (default 100,000) */
     int64_t values;           /* values in the graph (default 4,000,000), and protobuf messages
                                  and strings in the file (each is a memory block when parsed) */
     int64_t dim;              /* any single dim, and any size-like attribute (default 2^32) */
     uint64_t tensor_bytes;    /* one tensor: product of its dims (0 counted as 1) times the
                                  element size (default 16 GiB) */
     uint64_t total_bytes;     /* all constants, as loaded and folded (default 32 GiB) */
-    uint64_t folded_bytes;    /* all constants computed at compile time together (default 1 GiB) */
+    uint64_t folded_bytes;    /* all constants computed at compile time together, and data
+                                 kernels derive from constants (default 256 MiB) */
     int64_t fold_ops;         /* the work of computing constants at compile time, in units of about
                                  a nanosecond, for the whole compile (default 2^32, a few
                                  seconds); a node with a kernel over it runs in the compiled
@@ -115,10 +116,13 @@ void cuvil_options_init(cuvil_options *o);
 cuvil_status cuvil_compile_file(cuvil_ctx *ctx, const char *model_path, const cuvil_options *o,
                                 const char *output_path);
 
-/* Installs handlers for SIGINT, SIGTERM, SIGHUP and SIGQUIT that remove the compiler's
- * temporary files and build folders, stop a running C compiler, and then let the signal take
- * its default effect; also ignores SIGXFSZ, so that a file-size limit is a write error with a
- * message rather than a kill. For programs (cuvil-compile) that own their signal handling. */
+/* Installs handlers for every catchable signal that would end the process (SIGINT, SIGTERM,
+ * SIGHUP, SIGQUIT, SIGPIPE, SIGALRM, SIGUSR1/2, SIGXCPU, SIGABRT, the real-time signals, ...;
+ * not the crash signals SIGSEGV, SIGBUS, SIGILL, SIGFPE) that remove the compiler's temporary
+ * files and build folders, stop a running C compiler (which then runs in a process group of its
+ * own), and let the signal take its default effect; also ignores SIGXFSZ, so that a file-size
+ * limit is a write error with a message rather than a kill. For programs (cuvil-compile) that
+ * own their signal handling. */
 void cuvil_install_signal_cleanup(void);
 
 /* ===== Tensor files (used by cuvil-run and the tests) ============================== */

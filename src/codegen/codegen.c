@@ -19,6 +19,7 @@ struct cg_ctx {
     int64_t *const_off;     /* per value id: offset in the blob, -1 if not placed */
     int n_params;
     cuvil_arena strs;       /* strings handed to op emitters */
+    bool over_limit;        /* cg_data went over limits.folded_bytes */
 };
 
 #define BLOB_ALIGN 64
@@ -113,6 +114,14 @@ const char *cg_in(cg_ctx *cg, int value_id) { return ptr(cg, value_id, false); }
 const char *cg_out(cg_ctx *cg, int value_id) { return ptr(cg, value_id, true); }
 
 const char *cg_data(cg_ctx *cg, const void *data, size_t nbytes, cuvil_dtype dtype) {
+    /* data derived at compile time (converted exponents, normalised indices, folded BatchNorm
+     * scales) counts as folded: one shared constant used by many nodes must not multiply */
+    cir_graph *g = cg->g;
+    if (nbytes > g->limits.folded_bytes || g->folded_bytes > g->limits.folded_bytes - nbytes) {
+        cg->over_limit = true;
+        return "NULL /* over the folded_bytes limit */";
+    }
+    g->folded_bytes += nbytes;
     int64_t off = blob_place(cg, data, nbytes);
     return fmt_str(cg, "((const %s *)(WEIGHTS + %lld))", cg_ctype(dtype), (long long)off);
 }
@@ -303,6 +312,13 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
             st = cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "is only supported when its inputs are constant");
             break;
         } else if ((st = n->def->emit(&cg, g, n))) {
+            break;
+        }
+        if (cg.over_limit) {
+            st = cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED,
+                              "its kernel's constant data brings the constants computed at compile time over the limit "
+                              "folded_bytes=%llu (raise it with --limit folded_bytes=N)",
+                              (unsigned long long)g->limits.folded_bytes);
             break;
         }
         cuvil_sb_puts(nodes, "\n/* ");

@@ -98,10 +98,12 @@ static bool same_file(const char *a, const char *b) {
 /* Is the file at path one Cuvil wrote? Each kind has its own sign, and none of them can be
  * found in other files by accident:
  *   - a shared library: an ELF shared object (no program interpreter: not an executable) whose
- *     dynamic symbol table defines cuvil_model_entry, which every model library exports and
- *     nothing else does (Cuvil's own libraries and tools do not);
- *   - a static archive: an ar archive with a member model.o holding the marker string that
- *     model.c defines (see codegen.c); libcuvil.a has no such member;
+ *     dynamic symbols are exactly what a model library exports: cuvil_model_entry and
+ *     P_model, P_create, P_run, P_errmsg, P_destroy for one prefix P. Cuvil's own libraries and
+ *     tools, programs, and a user's library that links a model's objects among its own code all
+ *     export something else;
+ *   - a static archive: an ar archive whose members are model.o (holding the marker string
+ *     model.c defines, see codegen.c), weights.o and the runtime's objects, and nothing else;
  *   - a header, an IR or DOT file: its generated first line(s).
  * Reads are bounds-checked against the file's size: a hostile file is just "not Cuvil's". */
 static bool map_file(const char *path, const unsigned char **data, size_t *size) {
@@ -120,7 +122,26 @@ static bool map_file(const char *path, const unsigned char **data, size_t *size)
 
 static bool range_ok(size_t size, uint64_t off, uint64_t len) { return off <= size && len <= size - off; }
 
-static bool exports_model_entry(const unsigned char *p, size_t n) {
+/* Is name one of the symbols a model library exports? Sets *prefix_len for P_<fn> names. */
+static bool model_symbol(const char *name, size_t len, size_t *prefix_len) {
+    static const char *const fns[] = {"_model", "_create", "_run", "_errmsg", "_destroy"};
+    *prefix_len = 0;
+    if (len == 17 && !memcmp(name, "cuvil_model_entry", 17)) return true;
+    for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
+        size_t fl = strlen(fns[i]);
+        if (len > fl && !memcmp(name + len - fl, fns[i], fl)) {
+            *prefix_len = len - fl;
+            return true;
+        }
+    }
+    /* what some linkers add to every shared object */
+    static const char *const linker[] = {"_init", "_fini", "__bss_start", "_edata", "_end"};
+    for (size_t i = 0; i < sizeof linker / sizeof linker[0]; i++)
+        if (len == strlen(linker[i]) && !memcmp(name, linker[i], len)) return true;
+    return false;
+}
+
+static bool is_model_library(const unsigned char *p, size_t n) {
     Elf64_Ehdr eh;
     if (n < sizeof eh) return false;
     memcpy(&eh, p, sizeof eh);
@@ -134,24 +155,37 @@ static bool exports_model_entry(const unsigned char *p, size_t n) {
         memcpy(&ph, p + eh.e_phoff + (uint64_t)i * sizeof ph, sizeof ph);
         if (ph.p_type == PT_INTERP) return false;   /* a program, not a library */
     }
-    static const char want[] = "cuvil_model_entry";
-    for (int i = 0; i < eh.e_shnum; i++) {
+    bool entry = false, other = false;
+    const unsigned char *prefix = NULL;
+    size_t prefix_len = 0;
+    for (int i = 0; i < eh.e_shnum && !other; i++) {
         Elf64_Shdr sh, str;
         memcpy(&sh, p + eh.e_shoff + (uint64_t)i * sizeof sh, sizeof sh);
-        if (sh.sh_type != SHT_DYNSYM || sh.sh_link >= eh.e_shnum || sh.sh_entsize != sizeof(Elf64_Sym) ||
-            !range_ok(n, sh.sh_offset, sh.sh_size))
-            continue;
+        if (sh.sh_type != SHT_DYNSYM) continue;
+        if (sh.sh_link >= eh.e_shnum || sh.sh_entsize != sizeof(Elf64_Sym) || !range_ok(n, sh.sh_offset, sh.sh_size))
+            return false;
         memcpy(&str, p + eh.e_shoff + (uint64_t)sh.sh_link * sizeof str, sizeof str);
-        if (!range_ok(n, str.sh_offset, str.sh_size)) continue;
-        for (uint64_t k = 0; k < sh.sh_size / sizeof(Elf64_Sym); k++) {
+        if (!range_ok(n, str.sh_offset, str.sh_size)) return false;
+        for (uint64_t k = 0; k < sh.sh_size / sizeof(Elf64_Sym) && !other; k++) {
             Elf64_Sym sym;
             memcpy(&sym, p + sh.sh_offset + k * sizeof sym, sizeof sym);
-            if (sym.st_shndx == SHN_UNDEF || sym.st_name >= str.sh_size || str.sh_size - sym.st_name < sizeof want)
-                continue;
-            if (!memcmp(p + str.sh_offset + sym.st_name, want, sizeof want)) return true;
+            if (sym.st_shndx == SHN_UNDEF || sym.st_name == 0) continue;   /* imports, the null symbol */
+            if (sym.st_name >= str.sh_size) return false;
+            const char *name = (const char *)p + str.sh_offset + sym.st_name;
+            const void *nul = memchr(name, 0, str.sh_size - sym.st_name);
+            if (!nul) return false;
+            size_t len = (size_t)((const char *)nul - name), pl;
+            if (!model_symbol(name, len, &pl)) {
+                other = true;
+            } else if (pl) {   /* all P_<fn> share one prefix */
+                if (!prefix) prefix = (const unsigned char *)name, prefix_len = pl;
+                else if (pl != prefix_len || memcmp(prefix, name, pl)) other = true;
+            } else if (len == 17) {
+                entry = true;
+            }
         }
     }
-    return false;
+    return entry && !other;
 }
 
 /* The marker model.c defines, stored here with every byte XOR 0x20 so that this library does
@@ -167,10 +201,13 @@ static void marker(char out[32]) {
     out[i] = 0;
 }
 
-static bool archive_has_model(const unsigned char *p, size_t n) {
+/* Calls fn(name, data, size, arg) for each member of the ar archive at p; false when the
+ * archive is malformed or fn returns false. */
+static bool ar_members(const unsigned char *p, size_t n, bool (*fn)(const char *, const unsigned char *, size_t, void *),
+                       void *arg) {
     if (n < 8 || memcmp(p, "!<arch>\n", 8)) return false;
-    char m[32];
-    marker(m);
+    const unsigned char *longnames = NULL;   /* GNU ar's "//" member: names over 15 characters */
+    size_t nlong = 0;
     for (size_t off = 8; off + 60 <= n;) {
         const unsigned char *h = p + off;
         char sz[11];
@@ -179,17 +216,94 @@ static bool archive_has_model(const unsigned char *p, size_t n) {
         char *end;
         unsigned long long len = strtoull(sz, &end, 10);
         if (end == sz || memcmp(h + 58, "`\n", 2) || !range_ok(n, off + 60, len)) return false;
-        if (!memcmp(h, "model.o/        ", 16) && memmem(h + 60, (size_t)len, m, strlen(m))) return true;
+        char name[256];
+        memcpy(name, h, 16);
+        name[16] = 0;
+        if (!memcmp(name, "//", 2)) {
+            longnames = h + 60;
+            nlong = (size_t)len;
+            strcpy(name, "//");
+        } else if (name[0] == '/' && name[1] >= '0' && name[1] <= '9') {
+            /* "/123": the name at offset 123 of the long-name table, ending in "/\n" */
+            unsigned long long at = strtoull(name + 1, NULL, 10);
+            if (!longnames || at >= nlong) return false;
+            size_t k = 0;
+            while (at + k < nlong && longnames[at + k] != '/' && longnames[at + k] != '\n' && k < sizeof name - 1) {
+                name[k] = (char)longnames[at + k];
+                k++;
+            }
+            name[k] = 0;
+        } else {
+            char *slash = strchr(name, '/');
+            if (slash && slash != name) *slash = 0;   /* "model.o/        " -> "model.o" */
+            else if (slash) strcpy(name, "/");        /* the symbol index */
+            else {                                    /* BSD-style: space padded */
+                size_t k = strlen(name);
+                while (k && name[k - 1] == ' ') name[--k] = 0;
+            }
+        }
+        if (!fn(name, h + 60, (size_t)len, arg)) return false;
         off += 60 + len + (len & 1);
     }
+    return true;
+}
+
+static bool collect_name(const char *name, const unsigned char *data, size_t size, void *arg) {
+    (void)data, (void)size;
+    if (cuvil_map_get(arg, name) >= 0) return true;   /* in both targets' archives */
+    char *copy = cuvil_strdup(name);
+    if (copy && cuvil_map_put(arg, copy, 1)) return true;
+    cuvil_free(copy);
     return false;
+}
+
+typedef struct archive_check {
+    cuvil_map runtime;   /* member names of the runtime archives this build has */
+    bool model;          /* a model.o with the marker was seen */
+} archive_check;
+
+static bool check_member(const char *name, const unsigned char *data, size_t size, void *arg) {
+    archive_check *c = arg;
+    if (!strcmp(name, "model.o")) {
+        char m[32];
+        marker(m);
+        c->model = memmem(data, size, m, strlen(m)) != NULL;
+        return c->model;
+    }
+    /* the symbol index and long-name table are the archive's own; weights.o is the model's;
+     * everything else must be a member of a runtime archive */
+    return !strcmp(name, "/") || !strcmp(name, "//") || !strcmp(name, "weights.o") ||
+           cuvil_map_get(&c->runtime, name) >= 0;
+}
+
+/* Is the archive made of a model.o with the marker, weights.o and the runtime's objects only? */
+static bool is_model_archive(const unsigned char *p, size_t n) {
+    if (n < 8 || memcmp(p, "!<arch>\n", 8)) return false;
+    archive_check c = {0};
+    const char *list = CUVIL_TARGETS;
+    for (const char *t = list; *t;) {
+        size_t len = strcspn(t, ",");
+        char path[PATH_MAX];
+        const unsigned char *rp;
+        size_t rn;
+        if ((size_t)snprintf(path, sizeof path, "%s/lib/cuvil/%.*s/libcuvil_rt.a", build_dir(), (int)len, t) < sizeof path &&
+            map_file(path, &rp, &rn)) {
+            ar_members(rp, rn, collect_name, &c.runtime);
+            munmap((void *)rp, rn);
+        }
+        t += len + (t[len] == ',');
+    }
+    bool ok = ar_members(p, n, check_member, &c) && c.model;
+    for (size_t i = 0; i < c.runtime.cap; i++) cuvil_free((void *)c.runtime.keys[i]);
+    cuvil_map_free(&c.runtime);
+    return ok;
 }
 
 static bool is_library(const char *path) {
     const unsigned char *p;
     size_t n;
     if (!map_file(path, &p, &n)) return false;
-    bool ours = exports_model_entry(p, n) || archive_has_model(p, n);
+    bool ours = is_model_library(p, n) || is_model_archive(p, n);
     munmap((void *)p, n);
     return ours;
 }
@@ -255,8 +369,11 @@ static int find_unlisted(manifest *m, const char *dir, const char *rel, int dept
             (size_t)snprintf(sub, sizeof sub, "%s%s%s", rel, *rel ? "/" : "", e->d_name) >= sizeof sub)
             return closedir(dp), -1;
         struct stat st;
+        char dirkey[PATH_MAX + 1];
+        snprintf(dirkey, sizeof dirkey, "%s/", sub);
         if (lstat(path, &st) != 0) r = -1;
-        else if (S_ISDIR(st.st_mode) && depth < 16) r = find_unlisted(m, path, sub, depth + 1);
+        else if (S_ISDIR(st.st_mode) && depth < 16 && cuvil_map_get(&m->set, dirkey) >= 0)
+            r = find_unlisted(m, path, sub, depth + 1);
         else if (!S_ISREG(st.st_mode) || cuvil_map_get(&m->set, sub) < 0) {
             snprintf(m->unknown, sizeof m->unknown, "%s", sub);
             r = 1;
@@ -602,6 +719,7 @@ static cuvil_status copy_runtime(cuvil_ctx *ctx, const char *src, const char *ds
         struct stat st;
         if (stat(from, &st) != 0) continue;
         if (S_ISDIR(st.st_mode)) {
+            cuvil_sb_printf(files, "%s/\n", r);   /* folders are listed too (with a slash) */
             s = copy_runtime(ctx, from, to, srcs, files, r, depth + 1);
         } else {
             size_t l = strlen(e->d_name);
@@ -658,7 +776,7 @@ cuvil_status cuvil_emit_sources(cuvil_ctx *ctx, const cg_output *gen, const char
     cuvil_sb_printf(&man,
                     "# Written by Cuvil %s (cuvil-compile --emit c). Cuvil replaces this folder only while it holds\n"
                     "# nothing but the files below: what Cuvil wrote, and what its Makefile builds.\n"
-                    "model.c\n%s.h\nweights.bin\nweights.S\nMakefile\nmodel.o\nweights.o\nlib%s.so\nlib%s.a\n%s",
+                    "model.c\n%s.h\nweights.bin\nweights.S\nMakefile\nmodel.o\nweights.o\nlib%s.so\nlib%s.a\nruntime/\n%s",
                     cuvil_version(), prefix, prefix, prefix, files.s ? files.s : "");
     if (mk.oom || man.oom || srcs.oom || files.oom) s = cuvil_err(ctx, CUVIL_ERR_NOMEM, "out of memory");
     if (!s) s = write_text(ctx, tmp, "Makefile", mk.s, mk.len);

@@ -51,7 +51,13 @@ cuvil_status cuvil_pass_shape_infer(cir_graph *g, const cuvil_options *o) {
         CUVIL_ASSERT(n->def);
         cuvil_status s = n->def->infer(g, n);
         if (s) return s;
-        if (n->dead) continue;   /* infer produced constants (Constant, Shape) */
+        if (n->dead) {   /* infer produced constants (Constant, Shape, Size): still as declared? */
+            for (int j = 0; j < n->n_out; j++) {
+                cir_value *v = cir_val(g, n->out[j]);
+                if (v && (s = check_declared(g, n, v))) return s;
+            }
+            continue;
+        }
         for (int j = 0; j < n->n_out; j++) {
             cir_value *v = cir_val(g, n->out[j]);
             if (!v) continue;

@@ -28,10 +28,9 @@ cuvil_status cuvil_fold_node(cir_graph *g, cir_node *n);
  * (cuvil_fold_node). */
 double cuvil_fold_work(cir_graph *g, const cir_node *n);
 /* Whether n (all inputs constant, def->fold set) should be folded now: within what is left of
- * the budget, or an op that can only be folded (then cuvil_fold_node reports one too costly). */
-static inline bool cuvil_fold_wanted(cir_graph *g, const cir_node *n) {
-    return !n->def->emit || cuvil_fold_work(g, n) <= (double)g->limits.fold_ops - g->fold_work;
-}
+ * the work budget and of folded_bytes, or an op that can only be folded (then cuvil_fold_node
+ * reports one that is too costly). */
+bool cuvil_fold_wanted(cir_graph *g, const cir_node *n);
 /* True when every present input of n is constant. */
 bool cuvil_inputs_const(cir_graph *g, const cir_node *n);
 

@@ -52,6 +52,17 @@ double cuvil_fold_work(cir_graph *g, const cir_node *n) {
     return 8 * (in + out * per_output);
 }
 
+bool cuvil_fold_wanted(cir_graph *g, const cir_node *n) {
+    if (!n->def->emit) return true;
+    uint64_t bytes = 0;
+    for (int i = 0; i < n->n_out; i++) {
+        cir_value *v = cir_val(g, n->out[i]);
+        if (v) bytes += cir_nbytes(v);
+    }
+    return cuvil_fold_work(g, n) <= (double)g->limits.fold_ops - g->fold_work &&
+           bytes <= g->limits.folded_bytes && g->folded_bytes <= g->limits.folded_bytes - bytes;
+}
+
 cuvil_status cuvil_fold_node(cir_graph *g, cir_node *n) {
     CUVIL_ASSERT(n->def && n->def->fold);
     uint64_t bytes = 0;

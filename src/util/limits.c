@@ -16,12 +16,12 @@ static const struct {
     {"model_bytes", offsetof(cuvil_limits, model_bytes), true, 4 * GiB},
     {"nesting", offsetof(cuvil_limits, nesting), false, 64},
     {"subgraph_depth", offsetof(cuvil_limits, subgraph_depth), false, 8},
-    {"nodes", offsetof(cuvil_limits, nodes), false, 1000000},
+    {"nodes", offsetof(cuvil_limits, nodes), false, 100000},
     {"values", offsetof(cuvil_limits, values), false, 4000000},
     {"dim", offsetof(cuvil_limits, dim), false, (uint64_t)1 << 32},
     {"tensor_bytes", offsetof(cuvil_limits, tensor_bytes), true, 16 * GiB},
     {"total_bytes", offsetof(cuvil_limits, total_bytes), true, 32 * GiB},
-    {"folded_bytes", offsetof(cuvil_limits, folded_bytes), true, 1 * GiB},
+    {"folded_bytes", offsetof(cuvil_limits, folded_bytes), true, GiB / 4},
     {"fold_ops", offsetof(cuvil_limits, fold_ops), false, (uint64_t)1 << 32},
 };
 #define N_LIMITS (sizeof table / sizeof table[0])

@@ -112,16 +112,23 @@ static void on_signal(int sig) {
     raise(sig);   /* delivered when the handler returns: the default action, exit status included */
 }
 
+/* Every catchable signal whose default action ends the process, but those that mean a crash of
+ * this process (SIGSEGV, SIGBUS, SIGILL, SIGFPE: state may be corrupt, and a sanitizer's report
+ * matters more) and SIGKILL, which cannot be caught: termination requests, SIGPIPE, timers,
+ * resource limits, SIGABRT (an internal check failing), SIGTRAP, SIGSYS and the real-time
+ * signals. */
 void cuvil_install_signal_cleanup(void) {
-    /* every catchable signal whose default action ends the process */
-    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGALRM, SIGUSR1, SIGUSR2,
-                               SIGXCPU, SIGVTALRM, SIGPROF, SIGPOLL, SIGPWR, SIGSTKFLT};
+    static const int fixed[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGALRM, SIGUSR1, SIGUSR2, SIGXCPU,
+                                SIGVTALRM, SIGPROF, SIGPOLL, SIGPWR, SIGSTKFLT, SIGABRT, SIGTRAP, SIGSYS};
+    int sigs[sizeof fixed / sizeof fixed[0] + 64], n = 0;
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) sigs[n++] = fixed[i];
+    for (int s = SIGRTMIN; s <= SIGRTMAX && n < (int)(sizeof sigs / sizeof sigs[0]); s++) sigs[n++] = s;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
-    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) sigaddset(&sa.sa_mask, sigs[i]);
-    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+    for (int i = 0; i < n; i++) sigaddset(&sa.sa_mask, sigs[i]);
+    for (int i = 0; i < n; i++) {
         struct sigaction old;
         /* a signal the parent set to be ignored (nohup) stays ignored */
         if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN) continue;

@@ -322,6 +322,12 @@ def cases() -> dict:
               [vi("x", [1, 2, 3, 3])], [vi("y", None)],
               [const_f32(n, np.ones(2)) for n in ("g", "bb", "mm", "v")], opset=7)
     c["batchnorm-spatial-0"] = Case(b(m), "spatial=0")
+    m = model([helper.make_node("BatchNormalization", ["x", "g", "bb", "mm", "v"], ["y"])],
+              [vi("x", [1, 2, 3, 3])], [vi("y", None)],
+              [const_f32(n, np.ones(2)) for n in ("g", "bb", "mm", "v")], opset=6)
+    c["batchnorm6-training-mode"] = Case(b(m), "is_test=0 (training mode")
+    c["dropout6-training-mode"] = Case(b(model([helper.make_node("Dropout", ["x"], ["y"])], [vi("x", [3])], [vi("y", None)],
+                                              opset=6)), "is_test=0 (training mode")
 
     def convt(**attrs):
         return model([helper.make_node("ConvTranspose", ["x", "w"], ["y"], **attrs)], [vi("x", [1, 2, 5, 5])],
@@ -338,11 +344,42 @@ def cases() -> dict:
         b(model([helper.make_node("ConstantOfShape", ["s"], ["y"])], [], [vi("y", None)], [const_i64("s", 3)])),
         "must be 1-D")
 
+    c["op-before-it-exists"] = Case(
+        b(model([helper.make_node("HardSwish", ["x"], ["y"])], [vi("x", [3])], [vi("y", [3])], opset=13)),
+        "HardSwish does not exist in opset 13 (ONNX added it in opset 14)")
+    c["max-opset7-without-broadcasting"] = Case(
+        b(model([helper.make_node("Max", ["x", "z"], ["y"])], [vi("x", [2, 3]), vi("z", [3])], [vi("y", None)], opset=7)),
+        "older than Cuvil supports")
+    c["batchnorm14-running-outputs"] = Case(
+        b(model([helper.make_node("BatchNormalization", ["x", "g", "bb", "mm", "v"], ["y", "rm", "rv"])],
+                [vi("x", [1, 2, 3, 3])], [vi("y", None)], [const_f32(n, np.ones(2)) for n in ("g", "bb", "mm", "v")],
+                opset=15)), "only produced with training_mode=1")
+    c["convtranspose-output-shape-4-values"] = Case(b(convt(output_shape=[1, 3, 11, 11])), "output_shape has 4 values")
+    c["convtranspose-output-padding-with-dilation"] = Case(
+        b(convt(strides=[1, 1], dilations=[2, 2], output_padding=[1, 1])), "must be smaller than the stride")
+    c["conv-dilation-with-same-padding"] = Case(b(conv(auto_pad="SAME_UPPER", dilations=[2, 2])),
+                                                "dilations with auto_pad='SAME_UPPER'")
+    c["integer-division-by-zero"] = Case(
+        b(model([helper.make_node("Div", ["a", "z"], ["y"])], [], [vi("y", None, T.INT64)],
+                [const_i64("a", [6, 8]), const_i64("z", [2, 0])])), "integer division by zero")
+    g_once = b(relu_model())
+    c["singular-field-repeated"] = Case(g_once + field_bytes(7, field_bytes(1, b"")) * 1000,
+                                        "which holds one message, is given more than once")
+    c["unknown-fields-flood"] = Case(g_once + (varint(100 << 3) + varint(0)) * 5_000_000,
+                                     "protobuf messages and strings (the limit is values=")
+    c["pow-exponent-copied-per-node"] = Case(
+        b(model([helper.make_node("Pow", ["x", "e"], [f"y{i}"]) for i in range(8)], [vi("x", [1 << 20])],
+                [vi(f"y{i}", None) for i in range(8)], [const_i64("e", np.full(1 << 20, 2))])),
+        "its kernel's constant data brings the constants computed at compile time over the limit folded_bytes=16777216",
+        args=["--limit", "folded_bytes=16M"])
+
     # declared types that disagree with what the graph computes
     c["declared-output-dtype"] = Case(b(model([helper.make_node("Relu", ["x"], ["y"])], [vi("x", [2, 3])],
                                               [vi("y", [2, 3], T.INT64)])), "but the model declares it int64")
     c["declared-output-shape"] = Case(b(model([helper.make_node("Relu", ["x"], ["y"])], [vi("x", [2, 3])],
                                               [vi("y", [2, 4])])), "but the model declares it [2,4]")
+    m = model([helper.make_node("Size", ["x"], ["y"])], [vi("x", [2, 3])], [vi("y", [], T.FLOAT)])
+    c["declared-size-output-float"] = Case(b(m), "but the model declares it float32")
     c["declared-value-info-dtype"] = Case(
         b(model([helper.make_node("Relu", ["x"], ["h"]), helper.make_node("Relu", ["h"], ["y"])], [vi("x", [2, 3])],
                 [vi("y", [2, 3])], value_info=[vi("h", [2, 3], T.INT32)])), "but the model declares it int32")

@@ -34,7 +34,7 @@ static float identity(int op) {
 /* acc from the accumulated value; m is the max for LogSumExp, count the reduced size */
 static inline float finish(int op, float acc, float m, int64_t count) {
     switch (op) {
-    case CUVIL_REDUCE_MEAN: return acc / (float)count;
+    case CUVIL_REDUCE_MEAN: return count ? acc / (float)count : 0.0f;   /* of nothing: 0, as ONNX Runtime */
     case CUVIL_REDUCE_L2: return sqrtf(acc);
     case CUVIL_REDUCE_LOG_SUM_EXP: return isinf(m) ? m : m + logf(acc);
     default: return acc;

@@ -22,6 +22,7 @@ typedef struct loader {
     cuvil_map later;          /* node output name -> node index, to explain a use before definition */
     cuvil_map declared;       /* graph input names (repeats) */
     cuvil_map listed;         /* graph output names (repeats) */
+    cuvil_map opsets;         /* domain ("ai.onnx" for the default) -> index in opset_import */
     const char *model_dir;    /* NULL: external data refused */
     Onnx__ModelProto *m;
 } loader;
@@ -38,29 +39,23 @@ ProtobufCAllocator cuvil_pb_allocator = {pb_alloc, pb_free, NULL};
 
 static bool is_default_domain(const char *d) { return !d || !*d || !strcmp(d, "ai.onnx"); }
 
-static int opset_of(const Onnx__ModelProto *m, const char *domain) {
-    bool dflt = is_default_domain(domain);
-    for (size_t i = 0; i < m->n_opset_import; i++) {
-        const char *d = m->opset_import[i]->domain;
-        if ((dflt && is_default_domain(d)) || (!dflt && d && !strcmp(d, domain)))
-            return m->opset_import[i]->version > INT_MAX ? INT_MAX : (int)m->opset_import[i]->version;
-    }
-    return -1;
+/* The opset the model imports for domain, or -1: looked up in L->opsets (check_opsets fills it
+ * once; a scan per node would be quadratic for a model with many imports). */
+static int opset_of(loader *L, const char *domain) {
+    int i = cuvil_map_get(&L->opsets, is_default_domain(domain) ? "ai.onnx" : domain);
+    if (i < 0) return -1;
+    int64_t v = L->m->opset_import[i]->version;
+    return v > INT_MAX ? INT_MAX : v < 0 ? -1 : (int)v;
 }
 
 static cuvil_status check_opsets(loader *L) {
     const Onnx__ModelProto *m = L->m;
-    cuvil_map seen = {0};
-    cuvil_status st = CUVIL_OK;
-    for (size_t i = 0; i < m->n_opset_import && !st; i++) {
+    for (size_t i = 0; i < m->n_opset_import; i++) {
         const char *d = m->opset_import[i]->domain, *key = is_default_domain(d) ? "ai.onnx" : d;
-        if (cuvil_map_get(&seen, key) >= 0)
-            st = cuvil_err(L->ctx, CUVIL_ERR_MODEL, "the model imports the opset of domain '%s' twice", key);
-        else if (!cuvil_map_put(&seen, key, 1))
-            st = cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
+        if (cuvil_map_get(&L->opsets, key) >= 0)
+            return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "the model imports the opset of domain '%s' twice", key);
+        if (!cuvil_map_put(&L->opsets, key, (int)i)) return cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
     }
-    cuvil_map_free(&seen);
-    if (st) return st;
     for (size_t i = 0; i < m->n_opset_import; i++) {
         const char *d = m->opset_import[i]->domain;
         if (is_default_domain(d)) {
@@ -74,7 +69,7 @@ static cuvil_status check_opsets(loader *L) {
                                  (long long)v, cuvil_onnx_max_opset());
         }
     }
-    if (opset_of(m, "") < 0)
+    if (opset_of(L, "") < 0)
         return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "the model imports no opset for the default ONNX domain");
     return CUVIL_OK;
 }
@@ -394,10 +389,10 @@ static cuvil_status load_nodes(loader *L, const Onnx__GraphProto *gp) {
             s = cuvil_err(L->ctx, CUVIL_ERR_MODEL, "node %zu has no op_type", i);
             break;
         }
-        int opset = opset_of(L->m, domain);
+        int opset = opset_of(L, domain);
         const cir_opdef *def = cir_op_lookup(domain, op);
-        if (!def || opset < def->since) {
-            int first = !*domain ? cuvil_onnx_first_opset(op) : 0;
+        int first = !*domain ? cuvil_onnx_first_opset(op) : 0;
+        if (!def || opset < def->since || (first && opset < first)) {
             if (opset < 0)
                 cuvil_sb_printf(&unknown, "\n  %s: the model imports no opset for domain '%s'", desc, domain);
             else if (first > opset)
@@ -570,7 +565,7 @@ cuvil_status cuvil_onnx_load_buffer(cuvil_ctx *ctx, const uint8_t *data, size_t 
         goto done;
     }
     L.g->limits = o->limits;
-    L.g->opset = opset_of(L.m, "");
+    L.g->opset = opset_of(&L, "");
     cuvil_sha256_hex(data, size, L.g->model_sha256);
     L.g->model_path = cuvil_arena_strdup(&L.g->arena, path);
     if (L.m->graph->name && *L.m->graph->name) L.g->name = cuvil_arena_strdup(&L.g->arena, L.m->graph->name);
@@ -593,6 +588,7 @@ done:
     cuvil_map_free(&L.later);
     cuvil_map_free(&L.declared);
     cuvil_map_free(&L.listed);
+    cuvil_map_free(&L.opsets);
     onnx__model_proto__free_unpacked(L.m, &cuvil_pb_allocator);
     *out = L.g;
     return s;

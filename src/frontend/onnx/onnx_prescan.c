@@ -47,6 +47,9 @@ static cuvil_status walk(scan *s, const ProtobufCMessageDescriptor *d, const uin
                          "subgraph_depth=%lld (raise it with --limit subgraph_depth=N)",
                          (long long)s->lim->subgraph_depth, (long long)s->lim->subgraph_depth);
     if (++s->elements > s->max_elements) goto too_many;
+    /* singular message fields seen in this message: protobuf-c merges a repeated one into the
+     * first, copying it each time (100,000 repeats of `graph` in 400 KB took 15 s) */
+    uint64_t seen_once = 0;
     while (p < end) {
         uint64_t key, len;
         if (!varint(&p, end, &key)) goto bad;
@@ -54,6 +57,17 @@ static cuvil_status walk(scan *s, const ProtobufCMessageDescriptor *d, const uin
         uint64_t num = key >> 3;
         if (num == 0 || num > 0x1fffffff) goto bad;
         const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field(d, (unsigned)num);
+        /* protobuf-c keeps every field it does not know, one allocation each */
+        if (!f && ++s->elements > s->max_elements) goto too_many;
+        if (f && f->type == PROTOBUF_C_TYPE_MESSAGE && f->label != PROTOBUF_C_LABEL_REPEATED) {
+            size_t idx = (size_t)(f - d->fields);
+            if (idx < 64) {
+                if (seen_once & ((uint64_t)1 << idx))
+                    return cuvil_err(s->ctx, CUVIL_ERR_MODEL, "the field %s.%s, which holds one message, is given more than once",
+                                     d->name, f->name);
+                seen_once |= (uint64_t)1 << idx;
+            }
+        }
         switch (wt) {
         case 0:
             if (!varint(&p, end, &len)) goto bad;

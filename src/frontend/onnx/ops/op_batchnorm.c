@@ -7,10 +7,19 @@
 static cuvil_status bn_infer(cir_graph *g, cir_node *n) {
     cuvil_status s = op_check_arity(g, n, 5, 5, 1, 5);
     if (s) return s;
+    /* before opset 7, is_test=0 (the default) means training mode */
+    if (n->opset < 7 && cir_attr_int(n, "is_test", 0) != 1)
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "is_test=0 (training mode, opsets before 7) is not supported");
     if (cir_attr_int(n, "spatial", 1) == 0)
         return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "spatial=0 (statistics per activation, opsets 7-8) is not supported");
     if (cir_attr_int(n, "training_mode", 0))
         return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "training_mode=1 is not supported (inference only)");
+    /* from opset 14 the running-statistics outputs exist only in training mode */
+    if (n->opset >= 14)
+        for (int i = 1; i < n->n_out; i++)
+            if (n->out[i] >= 0)
+                return cir_node_err(g, n, CUVIL_ERR_MODEL, "output %d (running statistics) is only produced with "
+                                    "training_mode=1", i);
     for (int i = 1; i < n->n_out; i++)
         if (n->out[i] >= 0 && g->values[n->out[i]].n_uses)
             return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "output %d (running statistics) is used; inference only", i);

@@ -48,7 +48,7 @@ static int64_t apply_int(int op, int64_t x, int64_t y) {
     case CUVIL_BIN_ADD: return (int64_t)((uint64_t)x + (uint64_t)y);
     case CUVIL_BIN_SUB: return (int64_t)((uint64_t)x - (uint64_t)y);
     case CUVIL_BIN_MUL: return (int64_t)((uint64_t)x * (uint64_t)y);
-    case CUVIL_BIN_DIV: return y == 0 ? 0 : (x == INT64_MIN && y == -1) ? INT64_MIN : x / y;
+    case CUVIL_BIN_DIV: return y == 0 ? 0 : (x == INT64_MIN && y == -1) ? INT64_MIN : x / y;   /* 0: refused before */
     case CUVIL_BIN_POW: return cir_f64_to_i64(pow((double)x, (double)y));
     case CUVIL_BIN_MAX: return x > y ? x : y;
     case CUVIL_BIN_MIN: return x < y ? x : y;
@@ -93,6 +93,9 @@ static cuvil_status binary_fold(cir_graph *g, cir_node *n) {
     }
     bool integer = y->dtype != CUVIL_DTYPE_FLOAT32 && y->dtype != CUVIL_DTYPE_FLOAT64 &&
                    y->dtype != CUVIL_DTYPE_FLOAT16 && y->dtype != CUVIL_DTYPE_BFLOAT16;
+    if (integer && p.op == CUVIL_BIN_DIV)   /* as ONNX Runtime refuses it when the session starts */
+        for (int64_t i = 0; i < cir_numel(b); i++)
+            if (cir_const_i64(b, i) == 0) return cir_node_err(g, n, CUVIL_ERR_MODEL, "integer division by zero");
     int64_t cnt = cir_numel(y), idx[CIR_MAX_DIMS] = {0};
     for (int64_t i = 0; i < cnt; i++) {
         int64_t ia = 0, ib = 0;
@@ -130,14 +133,14 @@ static cuvil_status binary_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
 }
 
 /* From opset 7: before it, Add & co. broadcast only with broadcast=1 and an `axis` (not numpy
- * style), which Cuvil does not implement. */
-#define BINARY(name) \
-    const cir_opdef cir_op_##name = {#name, "", 7, CIR_OP_TAKES_ACT, binary_infer, binary_fold, binary_emit, NULL};
-BINARY(Add)
-BINARY(Sub)
-BINARY(Mul)
-BINARY(Div)
-BINARY(Pow)
-BINARY(Max)
-BINARY(Min)
-BINARY(PRelu)
+ * style), which Cuvil does not implement; Max and Min from 8, when they began to broadcast. */
+#define BINARY(name, since) \
+    const cir_opdef cir_op_##name = {#name, "", since, CIR_OP_TAKES_ACT, binary_infer, binary_fold, binary_emit, NULL};
+BINARY(Add, 7)
+BINARY(Sub, 7)
+BINARY(Mul, 7)
+BINARY(Div, 7)
+BINARY(Pow, 7)
+BINARY(Max, 8)   /* Max and Min broadcast from opset 8 (numpy style, as Cuvil computes them) */
+BINARY(Min, 8)
+BINARY(PRelu, 7)

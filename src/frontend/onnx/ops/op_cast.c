@@ -75,11 +75,19 @@ static cuvil_status cast_fold(cir_graph *g, cir_node *n) {
                                      : is_float(from)           ? cir_const_f64(x, i)
                                                                 : (double)cir_const_i64(x, i);
         } else if (is_float(from)) {
+            /* Out of range (and NaN) is undefined in ONNX; this is what x86's truncating
+             * conversions give, so what ONNX Runtime gives there: the narrowest of int32 and
+             * int64 that holds the target converts, out-of-range values become its minimum, and
+             * narrower targets take the low bits. */
             double v = cir_const_f64(x, i);
+            bool wide = to == CUVIL_DTYPE_INT64 || to == CUVIL_DTYPE_UINT64 || to == CUVIL_DTYPE_UINT32;
+            double lim = wide ? 9223372036854775808.0 : 2147483648.0;
             if (to == CUVIL_DTYPE_UINT64 && v >= 9223372036854775808.0 && v < 18446744073709551616.0)
                 ((uint64_t *)y->data)[i] = (uint64_t)v;
+            else if (v != v || v >= lim || v < -lim)
+                cir_const_set_i64(y, i, wide ? INT64_MIN : INT32_MIN);
             else
-                cir_const_set_i64(y, i, cir_f64_to_i64(v));
+                cir_const_set_i64(y, i, (int64_t)v);
         } else {
             cir_const_set_i64(y, i, cir_const_i64(x, i));   /* integers wrap, as C's conversions do */
         }

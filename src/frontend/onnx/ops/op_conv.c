@@ -74,6 +74,10 @@ static cuvil_status geometry(cir_graph *g, cir_node *n, bool transpose, conv_geo
     const int64_t *unused;
     if (strcmp(ap, "NOTSET") != 0 && cir_attr_ints(n, "pads", &unused) >= 0)
         return cir_node_err(g, n, CUVIL_ERR_MODEL, "pads and auto_pad='%s' are both given", ap);
+    const int64_t *os0;
+    int nos0 = cir_attr_ints(n, "output_shape", &os0);
+    if (transpose && nos0 >= 0 && nos0 != c->nsp)
+        return cir_node_err(g, n, CUVIL_ERR_MODEL, "output_shape has %d values; it gives the %d spatial dims", nos0, c->nsp);
     for (int i = 0; i < c->nsp; i++) {
         c->in[i] = x->dims[2 + i];
         c->k[i] = w->dims[2 + i];
@@ -85,6 +89,9 @@ static cuvil_status geometry(cir_graph *g, cir_node *n, bool transpose, conv_geo
         if (c->k[i] <= 0)
             return cir_node_err(g, n, CUVIL_ERR_SHAPE, "weight '%s' has an empty kernel (size %lld along spatial dim %d)",
                                 w->name, (long long)c->k[i], i);
+        if (c->d[i] > 1 && (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")))
+            return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "dilations with auto_pad='%s' (ONNX Runtime refuses it too)",
+                                ap);
         /* every operand is at most limits.dim (2^32 by default): products are checked */
         int64_t ek = cuvil_i64_add(&ovf, cuvil_i64_mul(&ovf, c->k[i] - 1, c->d[i]), 1);
         if (!transpose) {
@@ -112,12 +119,12 @@ static cuvil_status geometry(cir_graph *g, cir_node *n, bool transpose, conv_geo
         } else {
             const int64_t *os;
             int nos = cir_attr_ints(n, "output_shape", &os);
-            if (op[i] >= c->s[i] && op[i] >= c->d[i])
-                return cir_node_err(g, n, CUVIL_ERR_MODEL, "output_padding[%d]=%lld must be smaller than the stride (%lld) "
-                                    "or the dilation (%lld)", i, (long long)op[i], (long long)c->s[i], (long long)c->d[i]);
+            if (op[i] >= c->s[i])
+                return cir_node_err(g, n, CUVIL_ERR_MODEL, "output_padding[%d]=%lld must be smaller than the stride (%lld), "
+                                    "as ONNX Runtime requires", i, (long long)op[i], (long long)c->s[i]);
             int64_t full = cuvil_i64_add(&ovf, cuvil_i64_add(&ovf, cuvil_i64_mul(&ovf, c->s[i], c->in[i] - 1), op[i]), ek);
             if (nos >= c->nsp || strcmp(ap, "NOTSET") != 0) {
-                int64_t target = nos >= c->nsp ? os[nos - c->nsp + i] : cuvil_i64_mul(&ovf, c->in[i], c->s[i]);
+                int64_t target = nos >= c->nsp ? os[i] : cuvil_i64_mul(&ovf, c->in[i], c->s[i]);
                 if (target < 0 || target > g->limits.dim)
                     return cir_node_err(g, n, CUVIL_ERR_MODEL, "output_shape %lld is out of range", (long long)target);
                 int64_t total = full - target;

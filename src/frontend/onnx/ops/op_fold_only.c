@@ -418,5 +418,6 @@ const cir_opdef cir_op_And = {"And", "", 7, 0, logic_infer, logic_fold, NULL, NU
 const cir_opdef cir_op_Or = {"Or", "", 7, 0, logic_infer, logic_fold, NULL, NULL};
 const cir_opdef cir_op_Where = {"Where", "", 9, 0, where_infer, where_fold, NULL, NULL};
 const cir_opdef cir_op_Tile = {"Tile", "", 6, 0, tile_infer, tile_fold, NULL, NULL};
-const cir_opdef cir_op_Sum = {"Sum", "", 6, 0, sum_infer, sum_fold, NULL, NULL};
-const cir_opdef cir_op_Mean = {"Mean", "", 6, 0, sum_infer, sum_fold, NULL, NULL};
+/* Sum and Mean from opset 8, when they began to broadcast */
+const cir_opdef cir_op_Sum = {"Sum", "", 8, 0, sum_infer, sum_fold, NULL, NULL};
+const cir_opdef cir_op_Mean = {"Mean", "", 8, 0, sum_infer, sum_fold, NULL, NULL};

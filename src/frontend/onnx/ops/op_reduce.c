@@ -133,7 +133,7 @@ static cuvil_status reduce_fold_generic(cir_graph *g, const cuvil_reduce_params 
         switch (op) {
         case CUVIL_REDUCE_MEAN:
             if (integer) cir_const_set_i64(y, o, count ? ai[o] / count : 0);
-            else cir_const_set_f64(y, o, af[o] / (double)count);
+            else cir_const_set_f64(y, o, count ? af[o] / (double)count : 0.0);   /* of nothing: 0 */
             break;
         case CUVIL_REDUCE_L2: cir_const_set_f64(y, o, sqrt(integer ? (double)ai[o] : af[o])); break;
         case CUVIL_REDUCE_LOG_SUM_EXP: cir_const_set_f64(y, o, isinf(am[o]) ? am[o] : am[o] + log(af[o])); break;

@@ -140,6 +140,8 @@ static cuvil_status identity_infer(cir_graph *g, cir_node *n) {
     if (s) return s;
     if (dropout && n->n_out > 1 && n->out[1] >= 0 && g->values[n->out[1]].n_uses)
         return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "the mask output is used; inference only");
+    if (dropout && n->opset < 7 && cir_attr_int(n, "is_test", 0) != 1)
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "is_test=0 (training mode, opsets before 7) is not supported");
     if (dropout && n->n_in > 2 && n->in[2] >= 0) {
         cir_value *t = cir_in(g, n, 2);
         if (!cir_is_const(t) || cir_const_i64(t, 0))

@@ -76,6 +76,17 @@ static cuvil_status unary_fold(cir_graph *g, cir_node *n) {
         cuvil_f32_unary__scalar(&a, x->data, y->data, (size_t)cnt);
         return CUVIL_OK;
     }
+    bool integer = x->dtype != CUVIL_DTYPE_FLOAT64 && x->dtype != CUVIL_DTYPE_FLOAT16 && x->dtype != CUVIL_DTYPE_BFLOAT16;
+    if (integer && (a.act == CUVIL_ACT_NEG || a.act == CUVIL_ACT_ABS || a.act == CUVIL_ACT_RELU)) {
+        /* exact in int64, wrapping as two's complement does (Abs(INT64_MIN) = INT64_MIN) */
+        for (int64_t i = 0; i < cnt; i++) {
+            int64_t v = cir_const_i64(x, i);
+            uint64_t neg = 0 - (uint64_t)v;
+            int64_t r = a.act == CUVIL_ACT_RELU ? (v < 0 ? 0 : v) : (a.act == CUVIL_ACT_NEG || v < 0) ? (int64_t)neg : v;
+            cir_const_set_i64(y, i, r);
+        }
+        return CUVIL_OK;
+    }
     for (int64_t i = 0; i < cnt; i++) cir_const_set_f64(y, i, cuvil_f32_act1(&a, (float)cir_const_f64(x, i)));
     return CUVIL_OK;
 }
