@@ -12,6 +12,32 @@ static int binop(const cir_node *n) {
     CUVIL_ASSERT(!"not a binary op");
 }
 
+static bool same_shape(const cir_value *a, const cir_value *b) {
+    return a->ndim == b->ndim && !memcmp(a->dims, b->dims, sizeof(int64_t) * (size_t)a->ndim);
+}
+
+/* Before numpy-style broadcasting (opset 7 for Add & co., 8 for Max/Min): operands of the same
+ * shape, or, with broadcast=1, B matching a run of A's dims that starts at `axis` (default:
+ * its trailing dims), B's dims of size 1 broadcasting. The run at the trailing dims is numpy's
+ * rule; any other axis is not, and is refused. Max/Min before 8 take equal shapes only. */
+static cuvil_status check_legacy_broadcast(cir_graph *g, cir_node *n, const cir_value *a, const cir_value *b) {
+    bool maxmin = !strcmp(n->op, "Max") || !strcmp(n->op, "Min");
+    /* PRelu had no broadcast attribute: a slope of one element applies to all (numpy agrees) */
+    if (n->opset >= (maxmin ? 8 : 7) || same_shape(a, b) || !strcmp(n->op, "PRelu")) return CUVIL_OK;
+    char sa[256], sb[256];
+    if (maxmin || !cir_attr_int(n, "broadcast", 0))
+        return cir_node_err(g, n, CUVIL_ERR_SHAPE, "inputs '%s' %s and '%s' %s must have one shape (opset %d has no "
+                            "broadcasting%s)", a->name, cir_shape_str(g, a, sa, sizeof sa), b->name,
+                            cir_shape_str(g, b, sb, sizeof sb), n->opset, maxmin ? "" : " without broadcast=1");
+    if (b->ndim > a->ndim)
+        return cir_node_err(g, n, CUVIL_ERR_SHAPE, "'%s' has more dims than '%s'", b->name, a->name);
+    const cir_attr *ax = cir_attr_find(n, "axis");
+    if (ax && ax->i != a->ndim - b->ndim && !(ax->i < 0 && ax->i + a->ndim == a->ndim - b->ndim))
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "broadcasting at axis=%lld (opsets before 7) is not supported; "
+                            "only at the trailing dims", (long long)ax->i);
+    return CUVIL_OK;
+}
+
 static cuvil_status binary_infer(cir_graph *g, cir_node *n) {
     bool variadic = !strcmp(n->op, "Max") || !strcmp(n->op, "Min");
     cuvil_status s = op_check_arity(g, n, variadic ? 1 : 2, 2, 1, 1);
@@ -24,6 +50,7 @@ static cuvil_status binary_infer(cir_graph *g, cir_node *n) {
                             cuvil_dtype_name(a->dtype), b->name, cuvil_dtype_name(b->dtype));
     int ndim;
     int64_t dims[CIR_MAX_DIMS];
+    if ((s = check_legacy_broadcast(g, n, a, b))) return s;
     if (op == CUVIL_BIN_PRELU) {
         /* the slope broadcasts onto X (unidirectional) */
         if ((s = op_broadcast(g, n, a, b, &ndim, dims))) return s;
@@ -132,15 +159,13 @@ static cuvil_status binary_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
     return CUVIL_OK;
 }
 
-/* From opset 7: before it, Add & co. broadcast only with broadcast=1 and an `axis` (not numpy
- * style), which Cuvil does not implement; Max and Min from 8, when they began to broadcast. */
-#define BINARY(name, since) \
-    const cir_opdef cir_op_##name = {#name, "", since, CIR_OP_TAKES_ACT, binary_infer, binary_fold, binary_emit, NULL};
-BINARY(Add, 7)
-BINARY(Sub, 7)
-BINARY(Mul, 7)
-BINARY(Div, 7)
-BINARY(Pow, 7)
-BINARY(Max, 8)   /* Max and Min broadcast from opset 8 (numpy style, as Cuvil computes them) */
-BINARY(Min, 8)
-BINARY(PRelu, 7)
+#define BINARY(name) \
+    const cir_opdef cir_op_##name = {#name, "", 1, CIR_OP_TAKES_ACT, binary_infer, binary_fold, binary_emit, NULL};
+BINARY(Add)
+BINARY(Sub)
+BINARY(Mul)
+BINARY(Div)
+BINARY(Pow)
+BINARY(Max)
+BINARY(Min)
+BINARY(PRelu)

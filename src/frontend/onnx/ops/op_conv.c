@@ -128,10 +128,13 @@ static cuvil_status geometry(cir_graph *g, cir_node *n, bool transpose, conv_geo
                 if (target < 0 || target > g->limits.dim)
                     return cir_node_err(g, n, CUVIL_ERR_MODEL, "output_shape %lld is out of range", (long long)target);
                 int64_t total = full - target;
-                if (total < 0 && nos >= c->nsp)
-                    return cir_node_err(g, n, CUVIL_ERR_SHAPE, "output_shape %lld along spatial dim %d is larger than the "
-                                        "%lld this input, kernel, stride and output_padding give", (long long)target, i,
-                                        (long long)full);
+                /* as ONNX Runtime checks it: the input size an explicit output_shape implies must be
+                 * this input's (an output up to stride - 1 longer than `full` gets the extra rows) */
+                int64_t span = target - ek - op[i];
+                if (nos >= c->nsp && (span < 0 || span / c->s[i] + 1 != c->in[i]))
+                    return cir_node_err(g, n, CUVIL_ERR_SHAPE, "output_shape %lld along spatial dim %d does not fit this "
+                                        "input (it implies an input of %lld, the input has %lld)", (long long)target, i,
+                                        (long long)(span < 0 ? 0 : span / c->s[i] + 1), (long long)c->in[i]);
                 if (total < 0) total = 0;
                 if (!strcmp(ap, "SAME_UPPER")) {
                     c->pb[i] = total / 2;

@@ -379,6 +379,12 @@ static cuvil_status sum_infer(cir_graph *g, cir_node *n) {
     if (a->dtype != CUVIL_DTYPE_FLOAT32 && a->dtype != CUVIL_DTYPE_FLOAT64)
         return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' is %s; only float32 and float64 are supported", a->name,
                             cuvil_dtype_name(a->dtype));
+    for (int i = 1; n->opset < 8 && i < n->n_in; i++) {   /* no broadcasting before opset 8 */
+        cir_value *v = cir_in(g, n, i);
+        if (v->ndim != a->ndim || memcmp(v->dims, a->dims, sizeof(int64_t) * (size_t)a->ndim))
+            return cir_node_err(g, n, CUVIL_ERR_SHAPE, "inputs '%s' and '%s' must have one shape (opset %d has no "
+                                "broadcasting)", a->name, v->name, n->opset);
+    }
     int nd;
     int64_t dims[CIR_MAX_DIMS];
     if ((s = bcast_inputs(g, n, 0, n->n_in, &nd, dims)) || (s = set_out(g, n, a->dtype, nd, dims))) return s;
@@ -418,6 +424,5 @@ const cir_opdef cir_op_And = {"And", "", 7, 0, logic_infer, logic_fold, NULL, NU
 const cir_opdef cir_op_Or = {"Or", "", 7, 0, logic_infer, logic_fold, NULL, NULL};
 const cir_opdef cir_op_Where = {"Where", "", 9, 0, where_infer, where_fold, NULL, NULL};
 const cir_opdef cir_op_Tile = {"Tile", "", 6, 0, tile_infer, tile_fold, NULL, NULL};
-/* Sum and Mean from opset 8, when they began to broadcast */
-const cir_opdef cir_op_Sum = {"Sum", "", 8, 0, sum_infer, sum_fold, NULL, NULL};
-const cir_opdef cir_op_Mean = {"Mean", "", 8, 0, sum_infer, sum_fold, NULL, NULL};
+const cir_opdef cir_op_Sum = {"Sum", "", 6, 0, sum_infer, sum_fold, NULL, NULL};
+const cir_opdef cir_op_Mean = {"Mean", "", 6, 0, sum_infer, sum_fold, NULL, NULL};

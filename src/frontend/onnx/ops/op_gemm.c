@@ -32,6 +32,10 @@ static cuvil_status gemm_params(cir_graph *g, cir_node *n, cuvil_gemm_params *p)
         if (c->ndim > 2 || (cm != 1 && cm != p->M) || (cn != 1 && cn != p->N))
             return cir_node_err(g, n, CUVIL_ERR_SHAPE, "C '%s' does not broadcast to [%lld,%lld]", c->name, (long long)p->M,
                                 (long long)p->N);
+        /* before opset 7, C broadcasts only with broadcast=1 */
+        if (n->opset < 7 && !cir_attr_int(n, "broadcast", 0) && (c->ndim != 2 || cm != p->M || cn != p->N))
+            return cir_node_err(g, n, CUVIL_ERR_SHAPE, "C '%s' must be [%lld,%lld] without broadcast=1 (opset %d)", c->name,
+                                (long long)p->M, (long long)p->N, n->opset);
         p->bias_rs = cm == 1 ? 0 : cn;
         p->bias_cs = cn == 1 ? 0 : 1;
     }
@@ -208,6 +212,5 @@ static cuvil_status gemm_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
     return CUVIL_OK;
 }
 
-/* Gemm from opset 7: before it, C broadcasts only with broadcast=1 (Cuvil always broadcasts). */
-const cir_opdef cir_op_Gemm = {"Gemm", "", 7, CIR_OP_TAKES_ACT, gemm_infer, gemm_fold, gemm_emit, NULL};
+const cir_opdef cir_op_Gemm = {"Gemm", "", 1, CIR_OP_TAKES_ACT, gemm_infer, gemm_fold, gemm_emit, NULL};
 const cir_opdef cir_op_MatMul = {"MatMul", "", 1, CIR_OP_TAKES_ACT, matmul_infer, gemm_fold, gemm_emit, NULL};

@@ -1,0 +1,146 @@
+#!/usr/bin/env python3
+"""ONNX's backend node tests through Cuvil: each case's model.onnx is compiled with
+cuvil-compile, run by cuvil-run on every test_data_set_* (input_*.pb), and its outputs are
+compared with the case's expected output_*.pb (rtol 1e-3, atol 1e-5, NaN equal to NaN; the
+tolerances of ONNX's own backend runner).
+
+    $CUVIL_VENV/bin/python tools/onnx_conformance.py [--data DIR] [--build BUILD] [-j N]
+                                                     [--filter SUBSTRING] [--json OUT]
+
+DIR defaults to Debian's libonnx-testdata (1.12: 932 node cases, 1,072 models in all with the
+simple/pytorch/real folders). Prints one line per case that is not a pass, then the totals:
+pass, refused (cuvil-compile or cuvil-run said no, cleanly), wrong (ran, wrong numbers),
+crashed (a signal or a sanitizer report). A developer tool, not a test: it reports where Cuvil
+stands against the ONNX spec.
+"""
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as cf
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_DATA = Path("/usr/share/libonnx-testdata/data")
+
+
+def load_pb(path: Path):
+    t = onnx.TensorProto()
+    t.ParseFromString(path.read_bytes())
+    return t.name, numpy_helper.to_array(t)
+
+
+def run_case(case: Path, build: Path, work: Path) -> tuple[str, str]:
+    """(status, detail) for one case folder."""
+    model = case / "model.onnx"
+    sets = sorted(p for p in case.glob("test_data_set_*") if p.is_dir())
+    if not model.is_file() or not sets:
+        return "skipped", "no model or no data"
+    try:
+        m = onnx.load(str(model), load_external_data=False)
+    except Exception as e:  # noqa: BLE001
+        return "refused", f"onnx cannot load it: {e}"
+    init = {i.name for i in m.graph.initializer}
+    inputs = [i.name for i in m.graph.input if i.name not in init]
+    outputs = [o.name for o in m.graph.output]
+    work.mkdir(parents=True, exist_ok=True)
+    so = work / "m.so"
+    # bind symbolic input dims from the first data set's shapes
+    dims = {}
+    first = sorted(sets[0].glob("input_*.pb"))
+    for vi, f in zip([i for i in m.graph.input if i.name not in init], first):
+        _, arr = load_pb(f)
+        for d, n in zip(vi.type.tensor_type.shape.dim, arr.shape):
+            if d.dim_param:
+                dims[d.dim_param] = n
+    args = [str(build / "bin" / "cuvil-compile"), "--model", str(model), "--output", str(so)]
+    for k, v in dims.items():
+        args += ["--dim", f"{k}={v}"]
+    p = subprocess.run(args, capture_output=True, text=True, errors="replace", timeout=600, cwd=work)
+    if p.returncode < 0 or "Sanitizer" in p.stderr:
+        return "crashed", f"cuvil-compile: {p.stderr.strip()[:300]}"
+    if p.returncode != 0:
+        msg = " | ".join(line.strip() for line in p.stderr.strip().splitlines())
+        return "refused", msg.split(": ", 1)[-1][:400] if msg else f"exit {p.returncode}"
+    for ds in sets:
+        ins = sorted(ds.glob("input_*.pb"), key=lambda q: int(q.stem.split("_")[1]))
+        outs = sorted(ds.glob("output_*.pb"), key=lambda q: int(q.stem.split("_")[1]))
+        od = work / ("out_" + ds.name)
+        if od.exists():
+            shutil.rmtree(od)
+        args = [str(build / "bin" / "cuvil-run"), str(so), "--output-dir", str(od)]
+        for name, f in zip(inputs, ins):
+            args += ["--input", f"{name}={f}"]
+        p = subprocess.run(args, capture_output=True, text=True, errors="replace", timeout=600, cwd=work)
+        if p.returncode < 0 or "Sanitizer" in p.stderr:
+            return "crashed", f"cuvil-run: {p.stderr.strip()[:300]}"
+        if p.returncode != 0:
+            return "refused", p.stderr.strip()[:300]
+        got_files = {f.name[:-4]: f for f in od.glob("*.npy")}
+        for name, f in zip(outputs, outs):
+            _, want = load_pb(f)
+            stem = "".join("_" if c in "/\\" or ord(c) < 32 else c for c in name) or "output"
+            if stem not in got_files:
+                return "wrong", f"no output file for '{name}'"
+            got = np.load(got_files[stem], allow_pickle=False)
+            if got.shape != want.shape or got.dtype != want.dtype:
+                return "wrong", f"{name}: got {got.dtype}{list(got.shape)}, want {want.dtype}{list(want.shape)}"
+            if want.dtype.kind in "fc":
+                ok = np.allclose(got, want, rtol=1e-3, atol=1e-5, equal_nan=True)
+            else:
+                ok = np.array_equal(got, want)
+            if not ok:
+                err = np.max(np.abs(got.astype(np.float64) - want.astype(np.float64))) if got.size else 0
+                return "wrong", f"{name}: max abs error {err:.3g}"
+    return "pass", ""
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    ap.add_argument("--build", type=Path, default=ROOT / "build")
+    ap.add_argument("-j", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--filter", default="")
+    ap.add_argument("--json", type=Path)
+    ap.add_argument("--all-folders", action="store_true", help="not only node/: simple, pytorch-*, real")
+    a = ap.parse_args()
+    folders = ["node"] + (["simple", "pytorch-converted", "pytorch-operator", "real"] if a.all_folders else [])
+    cases = [c for f in folders for c in sorted((a.data / f).glob("*")) if c.is_dir() and a.filter in c.name]
+    results = {}
+    with tempfile.TemporaryDirectory(prefix="cuvil-conformance-") as td, cf.ThreadPoolExecutor(a.j) as pool:
+        futs = {pool.submit(run_case, c, a.build.resolve(), Path(td) / f"{c.parent.name}-{c.name}"): c for c in cases}
+        for fut in cf.as_completed(futs):
+            c = futs[fut]
+            try:
+                status, detail = fut.result()
+            except subprocess.TimeoutExpired:
+                status, detail = "crashed", "timed out"
+            except Exception as e:  # noqa: BLE001  (data this script cannot read: not a tensor)
+                status, detail = "skipped", f"unreadable test data: {type(e).__name__}: {str(e)[:120]}"
+            results[f"{c.parent.name}/{c.name}"] = (status, detail)
+            shutil.rmtree(Path(td) / f"{c.parent.name}-{c.name}", ignore_errors=True)
+    counts = {}
+    for name in sorted(results):
+        status, detail = results[name]
+        counts[status] = counts.get(status, 0) + 1
+        if status != "pass":
+            print(f"{status:8} {name}: {detail}")
+    total = sum(counts.values())
+    print(f"\n{total} cases: " + ", ".join(f"{counts.get(s, 0)} {s}" for s in ("pass", "refused", "wrong", "crashed",
+                                                                            "skipped")))
+    if a.json:
+        a.json.write_text(json.dumps({k: {"status": s, "detail": d} for k, (s, d) in results.items()}, indent=1))
+    return 1 if counts.get("crashed") or counts.get("wrong") else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
