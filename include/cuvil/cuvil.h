@@ -125,6 +125,69 @@ cuvil_status cuvil_compile_file(cuvil_ctx *ctx, const char *model_path, const cu
  * own their signal handling. */
 void cuvil_install_signal_cleanup(void);
 
+/* ===== Building a graph without a model file ======================================= */
+/* A CIR graph built by calls: graph inputs, constants, nodes of CIR ops ("conv", "add",
+ * "reshape", ...: the names `cuvil-compile --emit ir` prints; docs/OPS.md lists them with their
+ * attributes) and graph outputs, then compiled like a model file. Values are referred to by the
+ * ids these calls return (-1 stands for an omitted optional input). Names are data: they appear
+ * in messages and in the compiled model's tensor descriptions, never as code.
+ *
+ *     cuvil_graph *gr;
+ *     cuvil_graph_create(ctx, "tiny", &gr);
+ *     int64_t dims[2] = {1, 4};
+ *     int x = cuvil_graph_input(gr, "x", CUVIL_DTYPE_FLOAT32, 2, dims, NULL);
+ *     int y;
+ *     cuvil_graph_node(gr, "relu", "act", 1, &x, 1, &y, NULL, 0, NULL);
+ *     cuvil_graph_output(gr, y);
+ *     cuvil_compile_graph(gr, &o, "tiny.so");
+ *     cuvil_graph_destroy(gr);
+ */
+typedef enum cuvil_attr_type {
+    CUVIL_ATTR_INT = 1,
+    CUVIL_ATTR_FLOAT,
+    CUVIL_ATTR_STRING,    /* enum-valued attributes ("same_upper") and dtype names ("int64") */
+    CUVIL_ATTR_INTS,
+    CUVIL_ATTR_FLOATS
+} cuvil_attr_type;
+
+typedef struct cuvil_attr {
+    const char *name;
+    cuvil_attr_type type;
+    int64_t i;
+    float f;
+    const char *s;
+    const int64_t *ints;   /* INTS: n elements */
+    const float *floats;   /* FLOATS: n elements */
+    size_t n;
+} cuvil_attr;
+
+typedef struct cuvil_graph cuvil_graph;
+
+/* Creates an empty graph whose errors are reported on ctx. */
+cuvil_status cuvil_graph_create(cuvil_ctx *ctx, const char *name, cuvil_graph **out);
+void cuvil_graph_destroy(cuvil_graph *g);
+/* Adds a graph input; dim_names (NULL, or ndim entries each NULL or a name) label dims as
+ * symbols. Returns the value id, or -1 with a message on the context. */
+int cuvil_graph_input(cuvil_graph *g, const char *name, cuvil_dtype dtype, int ndim, const int64_t *dims,
+                      const char *const *dim_names);
+/* Adds a constant holding a copy of data (dense, row-major, dtype's size per element).
+ * Returns the value id, or -1. */
+int cuvil_graph_constant(cuvil_graph *g, const char *name, cuvil_dtype dtype, int ndim, const int64_t *dims,
+                         const void *data);
+/* Adds a node of CIR op `op` reading n_in value ids; its n_out outputs are new values whose
+ * ids are written to outputs (out_names: NULL, or n_out names, NULL for "<node>:<i>"). The
+ * attributes are checked against the op's table: unknown, repeated or mistyped ones are
+ * errors. Shapes are inferred when the graph is compiled. */
+cuvil_status cuvil_graph_node(cuvil_graph *g, const char *op, const char *name, int n_in, const int *inputs,
+                              int n_out, int *outputs, const char *const *out_names, int n_attrs,
+                              const cuvil_attr *attrs);
+/* Marks a value as a graph output (in call order). */
+cuvil_status cuvil_graph_output(cuvil_graph *g, int value);
+/* Compiles the graph as cuvil_compile_file() compiles a model (same options and outputs; dims
+ * are the numbers the graph was built with, so o->n_dims must be 0). A graph is compiled once:
+ * the passes rewrite it, and a second call is an error. */
+cuvil_status cuvil_compile_graph(cuvil_graph *g, const cuvil_options *o, const char *output_path);
+
 /* ===== Tensor files (used by cuvil-run and the tests) ============================== */
 /* A dense host tensor; data is malloc'd and owned by the struct. */
 typedef struct cuvil_host_tensor {

@@ -304,7 +304,7 @@ void cuvil_gather(const cuvil_gather_params *p, const int64_t *idx, const void *
 
 /* ===== Resize ====================================================================== */
 enum { CUVIL_RESIZE_NEAREST = 0, CUVIL_RESIZE_LINEAR, CUVIL_RESIZE_CUBIC };
-/* keep in ORDER with ONNX coordinate_transformation_mode names in src/frontend/onnx/ops */
+/* keep in ORDER with the coordinate_transformation_mode names of src/ir/ops/op_resize.c */
 enum {
     CUVIL_COORD_HALF_PIXEL = 0, CUVIL_COORD_ASYMMETRIC, CUVIL_COORD_ALIGN_CORNERS,
     CUVIL_COORD_PYTORCH_HALF_PIXEL, CUVIL_COORD_TF_HALF_PIXEL_FOR_NN,

@@ -2,7 +2,7 @@
  * node, kernel parameters as static const initialisers, the model ABI of cuvil_model.h.
  * Constants go into a weights blob that weights.S links in with .incbin. */
 #include "codegen/codegen_int.h"
-#include "frontend/onnx/ops/ops_int.h"
+#include "ir/ops/ops.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -24,18 +24,18 @@ struct cg_ctx {
 
 #define BLOB_ALIGN 64
 
-const char *cg_ctype(cuvil_dtype t) {
+const char *cg_ctype(cir_dtype t) {
     switch (t) {
-    case CUVIL_DTYPE_FLOAT32: return "float";
-    case CUVIL_DTYPE_FLOAT64: return "double";
-    case CUVIL_DTYPE_INT64: return "int64_t";
-    case CUVIL_DTYPE_INT32: return "int32_t";
-    case CUVIL_DTYPE_INT16: return "int16_t";
-    case CUVIL_DTYPE_INT8: return "int8_t";
-    case CUVIL_DTYPE_UINT8: case CUVIL_DTYPE_BOOL: return "uint8_t";
-    case CUVIL_DTYPE_UINT16: case CUVIL_DTYPE_FLOAT16: case CUVIL_DTYPE_BFLOAT16: return "uint16_t";
-    case CUVIL_DTYPE_UINT32: return "uint32_t";
-    case CUVIL_DTYPE_UINT64: return "uint64_t";
+    case CIR_F32: return "float";
+    case CIR_F64: return "double";
+    case CIR_I64: return "int64_t";
+    case CIR_I32: return "int32_t";
+    case CIR_I16: return "int16_t";
+    case CIR_I8: return "int8_t";
+    case CIR_U8: case CIR_BOOL: return "uint8_t";
+    case CIR_U16: case CIR_F16: case CIR_BF16: return "uint16_t";
+    case CIR_U32: return "uint32_t";
+    case CIR_U64: return "uint64_t";
     default: return "unsigned char";
     }
 }
@@ -60,7 +60,7 @@ static int64_t blob_place(cg_ctx *cg, const void *data, size_t nbytes) {
 }
 
 static const char *ptr(cg_ctx *cg, int vid, bool writable) {
-    cir_value *v = &cg->g->values[vid];
+    cir_value *v = cir_val(cg->g, vid);
     cg_loc l = cg->plan.loc[vid];
     const char *t = cg_ctype(v->dtype), *c = writable ? "" : "const ";
     switch (l.kind) {
@@ -70,7 +70,7 @@ static const char *ptr(cg_ctx *cg, int vid, bool writable) {
     case CG_LOC_CONST: {
         int r = (int)l.index;
         if (cg->const_off[r] < 0) {
-            cir_value *rv = &cg->g->values[r];
+            cir_value *rv = cir_val(cg->g, r);
             cg->const_off[r] = blob_place(cg, rv->data, cir_nbytes(rv));
         }
         return fmt_str(cg, "((const %s *)(WEIGHTS + %lld))", t, (long long)cg->const_off[r]);
@@ -94,7 +94,7 @@ const char *cg_refs(cg_ctx *cg, const int *ids, int n) {
         case CG_LOC_OUTPUT: kind = 3; break;
         case CG_LOC_CONST:
             if (cg->const_off[l.index] < 0) {
-                cir_value *rv = &cg->g->values[l.index];
+                cir_value *rv = cir_val(cg->g, l.index);
                 cg->const_off[l.index] = blob_place(cg, rv->data, cir_nbytes(rv));
             }
             kind = 1;
@@ -113,7 +113,7 @@ const char *cg_refs(cg_ctx *cg, const int *ids, int n) {
 const char *cg_in(cg_ctx *cg, int value_id) { return ptr(cg, value_id, false); }
 const char *cg_out(cg_ctx *cg, int value_id) { return ptr(cg, value_id, true); }
 
-const char *cg_data(cg_ctx *cg, const void *data, size_t nbytes, cuvil_dtype dtype) {
+const char *cg_data(cg_ctx *cg, const void *data, size_t nbytes, cir_dtype dtype) {
     /* data derived at compile time (converted exponents, normalised indices, folded BatchNorm
      * scales) counts as folded: one shared constant used by many nodes must not multiply */
     cir_graph *g = cg->g;
@@ -210,10 +210,10 @@ static void comment_str(cuvil_sb *o, const char *s) { cuvil_sb_safe_text(o, s, C
 static void tensor_infos(cir_graph *g, cuvil_sb *o, const char *name, const int *ids, int n) {
     cuvil_sb_printf(o, "static const cuvil_tensor_info %s[%d] = {\n", name, n ? n : 1);
     for (int i = 0; i < n; i++) {
-        cir_value *v = &g->values[ids[i]];
+        cir_value *v = cir_val(g, ids[i]);
         cuvil_sb_puts(o, "    { \"");
         cuvil_sb_c_escape(o, v->name);
-        cuvil_sb_printf(o, "\", (cuvil_dtype)%d, %d, {", (int)v->dtype, v->ndim);
+        cuvil_sb_printf(o, "\", (cuvil_dtype)%d, %d, {", (int)cir_dtype_to_public(v->dtype), v->ndim);
         for (int d = 0; d < v->ndim; d++) cuvil_sb_printf(o, "%s%lld", d ? ", " : " ", (long long)v->dims[d]);
         cuvil_sb_puts(o, v->ndim ? " }, {" : "0 }, {");
         for (int d = 0; d < v->ndim; d++) {
@@ -237,9 +237,9 @@ static void shape_comment(cir_graph *g, cuvil_sb *o, const int *ids, int n) {
     for (int i = 0, k = 0; i < n; i++) {
         if (ids[i] < 0) continue;
         cuvil_sb_puts(o, k++ ? ", " : "");
-        comment_str(o, g->values[ids[i]].name);
+        comment_str(o, cir_val(g, ids[i])->name);
         cuvil_sb_puts(o, " ");
-        cuvil_sb_safe_text(o, cir_shape_str(g, &g->values[ids[i]], sh, sizeof sh), sizeof sh);
+        cuvil_sb_safe_text(o, cir_shape_str(g, cir_val(g, ids[i]), sh, sizeof sh), sizeof sh);
     }
 }
 
@@ -288,14 +288,14 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
     char desc[512];
     int n_emitted = 0;
     for (int i = 0; i < g->n_nodes && !st; i++) {
-        cir_node *n = &g->nodes[i];
+        cir_node *n = cir_node_at(g, i);
         if (n->dead) continue;
         cuvil_arena_reset(&cg.strs);   /* strings handed to emitters live for one node */
         cg.body.len = 0;
         if (cg.body.s) cg.body.s[0] = 0;
         for (int j = 0; j < n->n_out; j++) {
             cir_value *v = cir_val(g, n->out[j]);
-            if (v && v->dtype != CUVIL_DTYPE_FLOAT32 && v->dtype != CUVIL_DTYPE_BOOL) {
+            if (v && v->dtype != CIR_F32 && v->dtype != CIR_BOOL) {
                 char sh[256];
                 st = cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED,
                                   "output '%s' %s would be computed at run time; only float32 is supported at run time "
@@ -304,7 +304,7 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
             }
         }
         if (st) break;
-        if (n->def->flags & CIR_OP_ALIAS) {
+        if (n->def->flags & CIR_OPF_ALIAS) {
             if (cg.plan.aliased[i]) continue;   /* shares its input's bytes: nothing to run */
             cg_printf(&cg, "    memcpy(%s, %s, %zu);\n", cg_out(&cg, n->out[0]), cg_in(&cg, n->in[0]),
                       cir_nbytes(cir_out(g, n, 0)));
@@ -346,7 +346,7 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
     }
     /* graph outputs that no node writes: constants, inputs, repeated outputs */
     for (int i = 0; i < g->n_outputs && !st; i++) {
-        cir_value *v = &g->values[g->outputs[i]];
+        cir_value *v = cir_val(g, g->outputs[i]);
         if (v->kind == CIR_VAL_ACT && v->output_index == i) continue;
         const char *src = v->kind == CIR_VAL_ACT ? fmt_str(&cg, "out[%d]", v->output_index) : cg_in(&cg, v->id);
         cuvil_sb_printf(&calls, "    memcpy(out[%d], %s, %zu);\n", i, src, cir_nbytes(v));
@@ -443,17 +443,17 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
         char sh[256];
         for (int i = 0; i < g->n_inputs; i++) {
             cuvil_sb_printf(h, " *   %d: ", i);
-            comment_str(h, g->values[g->inputs[i]].name);
+            comment_str(h, cir_val(g, g->inputs[i])->name);
             cuvil_sb_puts(h, " ");
-            cuvil_sb_safe_text(h, cir_shape_str(g, &g->values[g->inputs[i]], sh, sizeof sh), sizeof sh);
+            cuvil_sb_safe_text(h, cir_shape_str(g, cir_val(g, g->inputs[i]), sh, sizeof sh), sizeof sh);
             cuvil_sb_puts(h, "\n");
         }
         cuvil_sb_puts(h, " * Outputs:\n");
         for (int i = 0; i < g->n_outputs; i++) {
             cuvil_sb_printf(h, " *   %d: ", i);
-            comment_str(h, g->values[g->outputs[i]].name);
+            comment_str(h, cir_val(g, g->outputs[i])->name);
             cuvil_sb_puts(h, " ");
-            cuvil_sb_safe_text(h, cir_shape_str(g, &g->values[g->outputs[i]], sh, sizeof sh), sizeof sh);
+            cuvil_sb_safe_text(h, cir_shape_str(g, cir_val(g, g->outputs[i]), sh, sizeof sh), sizeof sh);
             cuvil_sb_puts(h, "\n");
         }
         cuvil_sb_printf(h, " *\n * Buffers are dense row-major, in the order above; see cuvil_model.h below.\n */\n"

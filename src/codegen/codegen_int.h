@@ -15,7 +15,7 @@
 typedef struct cg_ctx cg_ctx;
 
 /* C element type name for a dtype ("float", "int64_t", ...). */
-const char *cg_ctype(cuvil_dtype t);
+const char *cg_ctype(cir_dtype t);
 /* Pointer expressions, e.g. "((const float *)(W + 4096))", "((float *)(A + 0))",
  * "((const float *)in[0])". Valid until the node's emission ends. */
 const char *cg_in(cg_ctx *cg, int value_id);
@@ -24,7 +24,7 @@ const char *cg_out(cg_ctx *cg, int value_id);
 const char *cg_refs(cg_ctx *cg, const int *ids, int n);
 /* Places nbytes of compile-time data (e.g. folded BatchNorm scale) in the weights blob and
  * returns a const pointer expression of element type dtype. */
-const char *cg_data(cg_ctx *cg, const void *data, size_t nbytes, cuvil_dtype dtype);
+const char *cg_data(cg_ctx *cg, const void *data, size_t nbytes, cir_dtype dtype);
 /* Declares `static const <type> P<k> = <init>;` at file scope and returns "P<k>"; a type
  * ending in "[]" declares an array (`static const int64_t P<k>[] = ...`). */
 const char *cg_param(cg_ctx *cg, const char *type, const char *init_fmt, ...)

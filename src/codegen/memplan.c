@@ -9,7 +9,7 @@
  * values are placed one after another above the rest, which is linear and still correct. The
  * verification is a sweep over time with a segment tree over byte offsets: O(n log n). */
 #include "codegen/codegen_int.h"
-#include "frontend/onnx/ops/ops_int.h"
+#include "ir/ops/ops.h"
 
 #include <string.h>
 
@@ -283,8 +283,8 @@ cuvil_status cg_plan_memory(cir_graph *g, cg_plan *plan) {
     }
     /* alias ops share their input's bytes unless their output is a caller's buffer */
     for (int i = 0; i < nn; i++) {
-        cir_node *n = &g->nodes[i];
-        if (n->dead || !(n->def->flags & CIR_OP_ALIAS)) continue;
+        cir_node *n = cir_node_at(g, i);
+        if (n->dead || !(n->def->flags & CIR_OPF_ALIAS)) continue;
         cir_value *y = cir_out(g, n, 0);
         if (y->output_index >= 0) continue;
         plan->aliased[i] = true;
@@ -292,7 +292,7 @@ cuvil_status cg_plan_memory(cir_graph *g, cg_plan *plan) {
     }
     /* lifetimes of roots: from the producing node to the last use of any alias */
     for (int i = 0; i < nn; i++) {
-        cir_node *n = &g->nodes[i];
+        cir_node *n = cir_node_at(g, i);
         if (n->dead) continue;
         for (int j = 0; j < n->n_out; j++) {
             int v = n->out[j];
@@ -310,7 +310,7 @@ cuvil_status cg_plan_memory(cir_graph *g, cg_plan *plan) {
     }
     int ni = 0;
     for (int v = 0; v < nv; v++) {
-        cir_value *val = &g->values[v];
+        cir_value *val = cir_val(g, v);
         if (val->kind != CIR_VAL_ACT || root[v] != v || val->output_index >= 0 || first[v] < 0) continue;
         iv[ni].value = v;
         iv[ni].first = first[v];
@@ -327,14 +327,14 @@ cuvil_status cg_plan_memory(cir_graph *g, cg_plan *plan) {
     int other = -1, bad = verify_plan(iv, ni, &other);
     if (bad == -2) st = cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory verifying the memory plan");
     else if (bad >= 0)
-        st = cuvil_err(g->ctx, CUVIL_ERR_INTERNAL, "memory plan: '%s' and '%s' overlap", g->values[iv[bad].value].name,
-                       other >= 0 ? g->values[iv[other].value].name : "?");
+        st = cuvil_err(g->ctx, CUVIL_ERR_INTERNAL, "memory plan: '%s' and '%s' overlap", cir_val(g, iv[bad].value)->name,
+                       other >= 0 ? cir_val(g, iv[other].value)->name : "?");
     if (st) goto done;
     plan->arena_bytes = arena;
     for (int i = 0; i < ni; i++) plan->loc[iv[i].value] = (cg_loc){CG_LOC_ARENA, (int64_t)iv[i].offset};
     for (int i = 0; i < g->n_inputs; i++) plan->loc[g->inputs[i]] = (cg_loc){CG_LOC_INPUT, i};
     for (int v = 0; v < nv; v++) {
-        cir_value *val = &g->values[v];
+        cir_value *val = cir_val(g, v);
         if (val->kind == CIR_VAL_CONST) plan->loc[v] = (cg_loc){CG_LOC_CONST, v};
         else if (val->kind == CIR_VAL_ACT && val->output_index >= 0) plan->loc[v] = (cg_loc){CG_LOC_OUTPUT, val->output_index};
     }

@@ -1,5 +1,6 @@
-/* cir.c -- CIR graph construction, attributes, constants, use counts. See cir.h. */
-#include "ir/cir.h"
+/* cir.c -- CIR graph construction (pointer-stable chunked storage), constants, use counts. See
+ * cir.h. */
+#include "ir/ops/ops.h"
 
 #include <limits.h>
 #include <math.h>
@@ -19,50 +20,67 @@ cir_graph *cir_graph_new(cuvil_ctx *ctx) {
 
 void cir_graph_free(cir_graph *g) {
     if (!g) return;
-    cuvil_free(g->values);
-    cuvil_free(g->nodes);
+    for (int i = 0; i < g->n_values && g->vchunks; i += CIR_CHUNK) cuvil_free(g->vchunks[i >> CIR_CHUNK_SHIFT]);
+    for (int i = 0; i < g->n_nodes && g->nchunks; i += CIR_CHUNK) cuvil_free(g->nchunks[i >> CIR_CHUNK_SHIFT]);
+    cuvil_free(g->vchunks);
+    cuvil_free(g->nchunks);
+    cuvil_free(g->inputs);
+    cuvil_free(g->outputs);
     cuvil_arena_free(&g->arena);
     cuvil_free(g);
 }
 
-static bool grow(cir_graph *g, void **arr, int *cap, int need, size_t elem) {
-    if (need <= *cap) return true;
-    if (need > INT_MAX / 2) {
+/* Makes room for element `count` (0-based index count) in chunked storage: a new chunk when
+ * count starts one. Chunks never move; only the array of chunk pointers grows. */
+static bool chunk_room(cir_graph *g, void ***chunks, int *cap, int count, size_t elem) {
+    if (count & (CIR_CHUNK - 1)) return true;
+    if (count > INT_MAX - CIR_CHUNK) {
         cuvil_err(g->ctx, CUVIL_ERR_UNSUPPORTED, "the graph has too many values or nodes");
         return false;
     }
-    int nc = *cap ? *cap * 2 : 64;
-    while (nc < need) nc *= 2;
-    void *p = cuvil_realloc(*arr, (size_t)nc * elem);
-    if (!p) {
+    int c = count >> CIR_CHUNK_SHIFT;
+    if (c >= *cap) {
+        int nc = *cap ? *cap * 2 : 8;
+        void **p = cuvil_realloc(*chunks, sizeof(void *) * (size_t)nc);
+        if (!p) {
+            cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory growing the graph");
+            return false;
+        }
+        *chunks = p;
+        *cap = nc;
+    }
+    (*chunks)[c] = cuvil_calloc(CIR_CHUNK, elem);
+    if (!(*chunks)[c]) {
         cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory growing the graph");
         return false;
     }
-    memset((char *)p + (size_t)*cap * elem, 0, (size_t)(nc - *cap) * elem);
-    *arr = p;
-    *cap = nc;
     return true;
 }
 
 int cir_value_add(cir_graph *g, const char *name, cir_value_kind kind) {
-    if (!grow(g, (void **)&g->values, &g->cap_values, g->n_values + 1, sizeof(cir_value)))
+    if (g->n_values >= g->limits.values) {
+        cuvil_err(g->ctx, CUVIL_ERR_UNSUPPORTED,
+                  "the graph has more than %lld values; the limit is values=%lld (raise it with --limit values=N)",
+                  (long long)g->limits.values, (long long)g->limits.values);
         return -1;
+    }
+    if (!chunk_room(g, (void ***)&g->vchunks, &g->cap_vchunks, g->n_values, sizeof(cir_value))) return -1;
+    const char *copy = cuvil_arena_strdup(&g->arena, name ? name : "");
+    if (!copy) {
+        cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+        return -1;
+    }
     int id = g->n_values++;
-    cir_value *v = &g->values[id];
+    cir_value *v = &g->vchunks[id >> CIR_CHUNK_SHIFT][id & (CIR_CHUNK - 1)];
     memset(v, 0, sizeof *v);
     v->id = id;
-    v->name = cuvil_arena_strdup(&g->arena, name ? name : "");
+    v->name = copy;
     v->kind = kind;
     v->ndim = -1;
     v->producer = -1;
     v->output_index = -1;
     v->decl_ndim = -1;
     for (int i = 0; i < CIR_MAX_DIMS; i++) v->dim_sym[i] = -1;
-    if (!v->name) {
-        g->n_values--;
-        cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
-        return -1;
-    }
     return id;
 }
 
@@ -74,25 +92,25 @@ void *cir_value_make_const(cir_graph *g, cir_value *v) {
                   "with --limit total_bytes=N)", v->name, nb, (unsigned long long)g->limits.total_bytes);
         return NULL;
     }
-    void *d = cuvil_arena_alloc(&g->arena, nb);
+    void *d = cuvil_arena_alloc(&g->arena, nb ? nb : 1);
     if (!d) {
         cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory for constant '%s' (%zu bytes)", v->name, nb);
         return NULL;
     }
+    memset(d, 0, nb ? nb : 1);
     v->kind = CIR_VAL_CONST;
     v->data = d;
     g->const_bytes += nb;
     return d;
 }
 
-int cir_const_add(cir_graph *g, const char *name, cuvil_dtype dtype, int ndim,
-                  const int64_t *dims, const void *data) {
+int cir_const_add(cir_graph *g, const char *name, cir_dtype dtype, int ndim, const int64_t *dims, const void *data) {
     CUVIL_ASSERT(ndim >= 0 && ndim <= CIR_MAX_DIMS);
-    int64_t d0[CIR_MAX_DIMS];   /* dims may point into g->values, which cir_value_add may move */
+    int64_t d0[CIR_MAX_DIMS];
     if (ndim) memcpy(d0, dims, sizeof(int64_t) * (size_t)ndim);
     int id = cir_value_add(g, name, CIR_VAL_CONST);
     if (id < 0) return -1;
-    cir_value *v = &g->values[id];
+    cir_value *v = cir_val(g, id);
     cir_set_shape(v, dtype, ndim, d0);
     void *d = cir_value_make_const(g, v);
     if (!d) return -1;
@@ -100,30 +118,67 @@ int cir_const_add(cir_graph *g, const char *name, cuvil_dtype dtype, int ndim,
     return id;
 }
 
-int cir_node_add(cir_graph *g, const char *op, const char *name, int n_in, const int *in,
+int cir_node_add(cir_graph *g, cir_op_kind kind, const char *name, const char *src_op, int n_in, const int *in,
                  int n_out, const int *out) {
-    if (!grow(g, (void **)&g->nodes, &g->cap_nodes, g->n_nodes + 1, sizeof(cir_node))) return -1;
-    int idx = g->n_nodes;
-    cir_node *n = &g->nodes[idx];
-    memset(n, 0, sizeof *n);
-    n->id = idx;
-    n->op = cuvil_arena_strdup(&g->arena, op);
-    n->domain = "";
-    n->name = cuvil_arena_strdup(&g->arena, name);
-    n->opset = g->opset;
-    n->residual = -1;
-    n->in = cuvil_arena_alloc(&g->arena, sizeof(int) * (size_t)(n_in + 1));
-    n->out = cuvil_arena_alloc(&g->arena, sizeof(int) * (size_t)(n_out + 1));
-    if (!n->op || !n->name || !n->in || !n->out) {
+    if (g->n_nodes >= g->limits.nodes) {
+        cuvil_err(g->ctx, CUVIL_ERR_UNSUPPORTED,
+                  "the graph has more than %lld nodes; the limit is nodes=%lld (raise it with --limit nodes=N)",
+                  (long long)g->limits.nodes, (long long)g->limits.nodes);
+        return -1;
+    }
+    if (n_in < 0 || n_out < 0 || n_in > INT_MAX / 2 - 1 || n_out > INT_MAX / 2 - 1) {
+        cuvil_err(g->ctx, CUVIL_ERR_INVALID_ARG, "node '%s': bad input or output count", name ? name : "");
+        return -1;
+    }
+    if (!chunk_room(g, (void ***)&g->nchunks, &g->cap_nchunks, g->n_nodes, sizeof(cir_node))) return -1;
+    const cir_opdef *def = cir_op_def(kind);
+    const char *nm = cuvil_arena_strdup(&g->arena, name ? name : "");
+    const char *so = cuvil_arena_strdup(&g->arena, src_op ? src_op : def->name);
+    int *ins = cuvil_arena_alloc(&g->arena, sizeof(int) * (size_t)(n_in + 1));
+    int *outs = cuvil_arena_alloc(&g->arena, sizeof(int) * (size_t)(n_out + 1));
+    if (!nm || !so || !ins || !outs) {
         cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
         return -1;
     }
+    int id = g->n_nodes++;
+    cir_node *n = cir_node_at(g, id);
+    memset(n, 0, sizeof *n);
+    n->id = id;
+    n->kind = kind;
+    n->def = def;
+    n->name = nm;
+    n->src_op = so;
+    n->residual = -1;
+    n->in = ins;
+    n->out = outs;
     n->n_in = n_in;
     n->n_out = n_out;
     if (n_in) memcpy(n->in, in, sizeof(int) * (size_t)n_in);
     if (n_out) memcpy(n->out, out, sizeof(int) * (size_t)n_out);
-    g->n_nodes++;
-    return idx;
+    n->in[n_in] = n->out[n_out] = -1;
+    return id;
+}
+
+static cuvil_status id_list_add(cir_graph *g, int **list, int *n, int *cap, int id) {
+    if (*n == *cap) {
+        int nc = *cap ? *cap * 2 : 8;
+        int *p = cuvil_realloc(*list, sizeof(int) * (size_t)nc);
+        if (!p) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+        *list = p;
+        *cap = nc;
+    }
+    (*list)[(*n)++] = id;
+    return CUVIL_OK;
+}
+
+cuvil_status cir_graph_add_input(cir_graph *g, int id) {
+    return id_list_add(g, &g->inputs, &g->n_inputs, &g->cap_inputs, id);
+}
+
+cuvil_status cir_graph_add_output(cir_graph *g, int id) {
+    cuvil_status s = id_list_add(g, &g->outputs, &g->n_outputs, &g->cap_outputs, id);
+    if (!s && cir_val(g, id)->output_index < 0) cir_val(g, id)->output_index = g->n_outputs - 1;
+    return s;
 }
 
 int64_t cir_numel(const cir_value *v) {
@@ -133,38 +188,18 @@ int64_t cir_numel(const cir_value *v) {
 }
 
 size_t cir_nbytes(const cir_value *v) {
-    return (size_t)cir_numel(v) * cuvil_dtype_size(v->dtype);
+    return (size_t)cir_numel(v) * cir_dtype_size(v->dtype);
 }
 
 bool cir_is_const(const cir_value *v) { return v && v->kind == CIR_VAL_CONST; }
 
-void cir_set_shape(cir_value *v, cuvil_dtype dtype, int ndim, const int64_t *dims) {
+void cir_set_shape(cir_value *v, cir_dtype dtype, int ndim, const int64_t *dims) {
     CUVIL_ASSERT(ndim >= 0 && ndim <= CIR_MAX_DIMS);
     v->dtype = dtype;
     v->ndim = ndim;
     for (int i = 0; i < CIR_MAX_DIMS; i++) {
         v->dims[i] = i < ndim ? dims[i] : 0;
         v->dim_sym[i] = -1;
-    }
-}
-
-const char *cir_dtype_short(cuvil_dtype t) {
-    switch (t) {
-    case CUVIL_DTYPE_FLOAT32: return "f32";
-    case CUVIL_DTYPE_FLOAT64: return "f64";
-    case CUVIL_DTYPE_FLOAT16: return "f16";
-    case CUVIL_DTYPE_BFLOAT16: return "bf16";
-    case CUVIL_DTYPE_INT64: return "i64";
-    case CUVIL_DTYPE_INT32: return "i32";
-    case CUVIL_DTYPE_INT16: return "i16";
-    case CUVIL_DTYPE_INT8: return "i8";
-    case CUVIL_DTYPE_UINT8: return "u8";
-    case CUVIL_DTYPE_UINT16: return "u16";
-    case CUVIL_DTYPE_UINT32: return "u32";
-    case CUVIL_DTYPE_UINT64: return "u64";
-    case CUVIL_DTYPE_BOOL: return "bool";
-    case CUVIL_DTYPE_STRING: return "string";
-    default: return "?";
     }
 }
 
@@ -206,44 +241,9 @@ char *cir_shape_str(const cir_graph *g, const cir_value *v, char *buf, size_t le
 
 cuvil_status cir_check_shape(cir_graph *g, const cir_node *n, const cir_value *v) {
     char why[256], sh[256];
-    if (cuvil_shape_ok(&g->limits, cuvil_dtype_size(v->dtype), v->ndim, v->dims, why, sizeof why)) return CUVIL_OK;
+    if (cuvil_shape_ok(&g->limits, cir_dtype_size(v->dtype), v->ndim, v->dims, why, sizeof why)) return CUVIL_OK;
     if (n) return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "output '%s' %s: %s", v->name, cir_shape_str(g, v, sh, sizeof sh), why);
     return cuvil_err(g->ctx, CUVIL_ERR_UNSUPPORTED, "'%s' %s: %s", v->name, cir_shape_str(g, v, sh, sizeof sh), why);
-}
-
-/* ===== Attributes ===================================================================== */
-const cir_attr *cir_attr_find(const cir_node *n, const char *name) {
-    for (int i = 0; i < n->n_attrs; i++)
-        if (strcmp(n->attrs[i].name, name) == 0) return &n->attrs[i];
-    return NULL;
-}
-
-int64_t cir_attr_int(const cir_node *n, const char *name, int64_t def) {
-    const cir_attr *a = cir_attr_find(n, name);
-    return a && a->type == CIR_ATTR_INT ? a->i : def;
-}
-
-float cir_attr_float(const cir_node *n, const char *name, float def) {
-    const cir_attr *a = cir_attr_find(n, name);
-    if (!a) return def;
-    if (a->type == CIR_ATTR_FLOAT) return a->f;
-    if (a->type == CIR_ATTR_INT) return (float)a->i;
-    return def;
-}
-
-const char *cir_attr_str(const cir_node *n, const char *name, const char *def) {
-    const cir_attr *a = cir_attr_find(n, name);
-    return a && a->type == CIR_ATTR_STRING ? a->s : def;
-}
-
-int cir_attr_ints(const cir_node *n, const char *name, const int64_t **out) {
-    const cir_attr *a = cir_attr_find(n, name);
-    if (!a || a->type != CIR_ATTR_INTS) {
-        *out = NULL;
-        return -1;
-    }
-    *out = a->ints;
-    return a->n;
 }
 
 /* ===== Constant element access ========================================================== */
@@ -285,23 +285,23 @@ uint16_t cir_f32_to_bf16(float f) {
 int64_t cir_const_i64(const cir_value *v, int64_t i) {
     const void *d = v->data;
     switch (v->dtype) {
-    case CUVIL_DTYPE_INT64: return ((const int64_t *)d)[i];
-    case CUVIL_DTYPE_INT32: return ((const int32_t *)d)[i];
-    case CUVIL_DTYPE_INT16: return ((const int16_t *)d)[i];
-    case CUVIL_DTYPE_INT8: return ((const int8_t *)d)[i];
-    case CUVIL_DTYPE_UINT8: return ((const uint8_t *)d)[i];
-    case CUVIL_DTYPE_UINT16: return ((const uint16_t *)d)[i];
-    case CUVIL_DTYPE_UINT32: return ((const uint32_t *)d)[i];
-    case CUVIL_DTYPE_UINT64: return (int64_t)((const uint64_t *)d)[i];
-    case CUVIL_DTYPE_BOOL: return ((const uint8_t *)d)[i] != 0;
-    case CUVIL_DTYPE_FLOAT32: return cir_f64_to_i64(((const float *)d)[i]);
-    case CUVIL_DTYPE_FLOAT64: return cir_f64_to_i64(((const double *)d)[i]);
-    case CUVIL_DTYPE_FLOAT16: case CUVIL_DTYPE_BFLOAT16: return cir_f64_to_i64(cir_const_f64(v, i));
+    case CIR_I64: return ((const int64_t *)d)[i];
+    case CIR_I32: return ((const int32_t *)d)[i];
+    case CIR_I16: return ((const int16_t *)d)[i];
+    case CIR_I8: return ((const int8_t *)d)[i];
+    case CIR_U8: return ((const uint8_t *)d)[i];
+    case CIR_U16: return ((const uint16_t *)d)[i];
+    case CIR_U32: return ((const uint32_t *)d)[i];
+    case CIR_U64: return (int64_t)((const uint64_t *)d)[i];
+    case CIR_BOOL: return ((const uint8_t *)d)[i] != 0;
+    case CIR_F32: return cir_f64_to_i64(((const float *)d)[i]);
+    case CIR_F64: return cir_f64_to_i64(((const double *)d)[i]);
+    case CIR_F16: case CIR_BF16: return cir_f64_to_i64(cir_const_f64(v, i));
     default: CUVIL_ASSERT(!"cir_const_i64: unsupported dtype");
     }
 }
 
-static float half_to_float(uint16_t h) {
+float cir_f16_to_f32(uint16_t h) {
     uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
     if (exp == 0) {
         if (man == 0) bits = sign;
@@ -317,18 +317,20 @@ static float half_to_float(uint16_t h) {
     return f;
 }
 
+float cir_bf16_to_f32(uint16_t h) {
+    uint32_t bits = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
 double cir_const_f64(const cir_value *v, int64_t i) {
     const void *d = v->data;
     switch (v->dtype) {
-    case CUVIL_DTYPE_FLOAT32: return ((const float *)d)[i];
-    case CUVIL_DTYPE_FLOAT64: return ((const double *)d)[i];
-    case CUVIL_DTYPE_FLOAT16: return half_to_float(((const uint16_t *)d)[i]);
-    case CUVIL_DTYPE_BFLOAT16: {
-        uint32_t bits = (uint32_t)((const uint16_t *)d)[i] << 16;
-        float f;
-        memcpy(&f, &bits, 4);
-        return f;
-    }
+    case CIR_F32: return ((const float *)d)[i];
+    case CIR_F64: return ((const double *)d)[i];
+    case CIR_F16: return cir_f16_to_f32(((const uint16_t *)d)[i]);
+    case CIR_BF16: return cir_bf16_to_f32(((const uint16_t *)d)[i]);
     default: return (double)cir_const_i64(v, i);
     }
 }
@@ -336,11 +338,11 @@ double cir_const_f64(const cir_value *v, int64_t i) {
 void cir_const_set_f64(cir_value *v, int64_t i, double x) {
     void *d = v->data;
     switch (v->dtype) {
-    case CUVIL_DTYPE_FLOAT32: ((float *)d)[i] = (float)x; break;
-    case CUVIL_DTYPE_FLOAT64: ((double *)d)[i] = x; break;
-    case CUVIL_DTYPE_FLOAT16: ((uint16_t *)d)[i] = cir_f32_to_f16((float)x); break;
-    case CUVIL_DTYPE_BFLOAT16: ((uint16_t *)d)[i] = cir_f32_to_bf16((float)x); break;
-    case CUVIL_DTYPE_BOOL: ((uint8_t *)d)[i] = x != 0; break;
+    case CIR_F32: ((float *)d)[i] = (float)x; break;
+    case CIR_F64: ((double *)d)[i] = x; break;
+    case CIR_F16: ((uint16_t *)d)[i] = cir_f32_to_f16((float)x); break;
+    case CIR_BF16: ((uint16_t *)d)[i] = cir_f32_to_bf16((float)x); break;
+    case CIR_BOOL: ((uint8_t *)d)[i] = x != 0; break;
     default: cir_const_set_i64(v, i, cir_f64_to_i64(x)); break;
     }
 }
@@ -348,19 +350,19 @@ void cir_const_set_f64(cir_value *v, int64_t i, double x) {
 void cir_const_set_i64(cir_value *v, int64_t i, int64_t x) {
     void *d = v->data;
     switch (v->dtype) {
-    case CUVIL_DTYPE_INT64: ((int64_t *)d)[i] = x; break;
-    case CUVIL_DTYPE_INT32: ((int32_t *)d)[i] = (int32_t)x; break;
-    case CUVIL_DTYPE_INT16: ((int16_t *)d)[i] = (int16_t)x; break;
-    case CUVIL_DTYPE_INT8: ((int8_t *)d)[i] = (int8_t)x; break;
-    case CUVIL_DTYPE_UINT8: ((uint8_t *)d)[i] = (uint8_t)x; break;
-    case CUVIL_DTYPE_UINT16: ((uint16_t *)d)[i] = (uint16_t)x; break;
-    case CUVIL_DTYPE_UINT32: ((uint32_t *)d)[i] = (uint32_t)x; break;
-    case CUVIL_DTYPE_UINT64: ((uint64_t *)d)[i] = (uint64_t)x; break;
-    case CUVIL_DTYPE_BOOL: ((uint8_t *)d)[i] = x != 0; break;
-    case CUVIL_DTYPE_FLOAT32: ((float *)d)[i] = (float)x; break;
-    case CUVIL_DTYPE_FLOAT64: ((double *)d)[i] = (double)x; break;
-    case CUVIL_DTYPE_FLOAT16: ((uint16_t *)d)[i] = cir_f32_to_f16((float)x); break;
-    case CUVIL_DTYPE_BFLOAT16: ((uint16_t *)d)[i] = cir_f32_to_bf16((float)x); break;
+    case CIR_I64: ((int64_t *)d)[i] = x; break;
+    case CIR_I32: ((int32_t *)d)[i] = (int32_t)x; break;
+    case CIR_I16: ((int16_t *)d)[i] = (int16_t)x; break;
+    case CIR_I8: ((int8_t *)d)[i] = (int8_t)x; break;
+    case CIR_U8: ((uint8_t *)d)[i] = (uint8_t)x; break;
+    case CIR_U16: ((uint16_t *)d)[i] = (uint16_t)x; break;
+    case CIR_U32: ((uint32_t *)d)[i] = (uint32_t)x; break;
+    case CIR_U64: ((uint64_t *)d)[i] = (uint64_t)x; break;
+    case CIR_BOOL: ((uint8_t *)d)[i] = x != 0; break;
+    case CIR_F32: ((float *)d)[i] = (float)x; break;
+    case CIR_F64: ((double *)d)[i] = (double)x; break;
+    case CIR_F16: ((uint16_t *)d)[i] = cir_f32_to_f16((float)x); break;
+    case CIR_BF16: ((uint16_t *)d)[i] = cir_f32_to_bf16((float)x); break;
     default: CUVIL_ASSERT(!"cir_const_set_i64: unsupported dtype");
     }
 }
@@ -368,26 +370,25 @@ void cir_const_set_i64(cir_value *v, int64_t i, int64_t x) {
 /* ===== Uses ================================================================================== */
 void cir_graph_count_uses(cir_graph *g) {
     for (int i = 0; i < g->n_values; i++) {
-        g->values[i].n_uses = 0;
-        if (g->values[i].kind == CIR_VAL_ACT) g->values[i].producer = -1;
+        cir_value *v = cir_val(g, i);
+        v->n_uses = 0;
+        if (v->kind == CIR_VAL_ACT) v->producer = -1;
     }
     for (int i = 0; i < g->n_nodes; i++) {
-        cir_node *n = &g->nodes[i];
+        cir_node *n = cir_node_at(g, i);
         if (n->dead) continue;
         for (int j = 0; j < n->n_in; j++)
-            if (n->in[j] >= 0) g->values[n->in[j]].n_uses++;
-        if (n->residual >= 0) g->values[n->residual].n_uses++;
+            if (n->in[j] >= 0) cir_val(g, n->in[j])->n_uses++;
+        if (n->residual >= 0) cir_val(g, n->residual)->n_uses++;
         for (int j = 0; j < n->n_out; j++)
-            if (n->out[j] >= 0 && g->values[n->out[j]].kind == CIR_VAL_ACT)
-                g->values[n->out[j]].producer = i;
+            if (n->out[j] >= 0 && cir_val(g, n->out[j])->kind == CIR_VAL_ACT) cir_val(g, n->out[j])->producer = i;
     }
-    for (int i = 0; i < g->n_outputs; i++) g->values[g->outputs[i]].n_uses++;
+    for (int i = 0; i < g->n_outputs; i++) cir_val(g, g->outputs[i])->n_uses++;
 }
 
 /* ===== Messages ============================================================================== */
 const char *cir_node_desc(const cir_node *n, char *buf, size_t len) {
-    snprintf(buf, len, "%s%s%s '%s'", n->domain && *n->domain ? n->domain : "",
-             n->domain && *n->domain ? "." : "", n->op, n->name);
+    snprintf(buf, len, "%s '%s'", n->src_op, n->name);
     return buf;
 }
 

@@ -2,14 +2,24 @@
  * cir.h -- CIR, Cuvil's typed dataflow graph.
  *
  * A graph is a list of values and a list of nodes in topological order. Values have a dtype
- * and a shape whose dims are integers, each optionally tied to a named symbol (the `batch` an
- * exporter leaves open); this version binds every symbol to a number before shape inference,
- * and keeps the name so the compiled model can report it. A value is one of: a graph input,
- * a constant (data known at compile time), or an activation produced by a node. Nodes carry
- * the ONNX op type and attributes as loaded, the source node name (for messages and generated
- * comments), and what passes add: a fused activation and a fused residual input.
+ * (CIR's own enum, cir_dtype) and a shape whose dims are integers, each optionally tied to a
+ * named symbol (the `batch` an exporter leaves open); this version binds every symbol to a
+ * number before shape inference and keeps the name so the compiled model can report it. A
+ * value is one of: a graph input, a constant (data known at compile time), or an activation
+ * produced by a node.
  *
- * All memory belongs to the graph's arena; cir_graph_free() releases everything.
+ * The IR owns its ops (ir/ops/ops.inc): a node has an op kind, that op's attributes (typed
+ * and checked against the op's attribute table, ir/ops/ops.h; absent ones take the table's
+ * default), its source node name and
+ * source op name (both only for messages and generated comments), and what passes add: a
+ * fused activation and a fused residual input. Nothing in a node depends on where the graph
+ * came from; frontends map their ops onto these (src/frontend/onnx/onnx_ops.c).
+ *
+ * Storage is pointer-stable: values and nodes live in fixed-size chunks that never move, so a
+ * cir_value * or cir_node * stays valid while the graph grows (cir_val, cir_node_at). Refer
+ * to them by id across calls that add to the graph anyway; ids are what nodes store.
+ *
+ * All memory belongs to the graph; cir_graph_free() releases everything.
  */
 #ifndef CUVIL_CIR_H
 #define CUVIL_CIR_H
@@ -20,6 +30,48 @@
 
 #define CIR_MAX_DIMS CUVIL_MAX_DIMS
 
+/* ===== Element types ================================================================== */
+/* CIR's element types, numbered densely (tables and loops over every dtype index by them).
+ * Keep in ORDER with the table in src/ir/dtype.c. */
+typedef enum cir_dtype {
+    CIR_UNDEF = 0,
+    CIR_F32, CIR_F64, CIR_F16, CIR_BF16,
+    CIR_I8, CIR_I16, CIR_I32, CIR_I64,
+    CIR_U8, CIR_U16, CIR_U32, CIR_U64,
+    CIR_BOOL,
+    CIR_DTYPE__COUNT
+} cir_dtype;
+
+size_t cir_dtype_size(cir_dtype t);          /* bytes per element; 0 for CIR_UNDEF */
+const char *cir_dtype_name(cir_dtype t);     /* "float32", "int64", "bool", ... */
+const char *cir_dtype_short(cir_dtype t);    /* "f32", "i64", "bool", ... */
+bool cir_dtype_is_float(cir_dtype t);        /* f32, f64, f16, bf16 */
+bool cir_dtype_is_int(cir_dtype t);          /* signed or unsigned integers (not bool) */
+bool cir_dtype_is_signed(cir_dtype t);       /* signed integers and floats */
+/* The public (ABI) element type and back; CIR_UNDEF for a public type CIR does not hold
+ * (string, complex, float8). */
+cir_dtype cir_dtype_from_public(cuvil_dtype t);
+cuvil_dtype cir_dtype_to_public(cir_dtype t);
+/* By name ("float32" or "f32"), CIR_UNDEF if none. */
+cir_dtype cir_dtype_by_name(const char *name);
+
+/* ===== Ops ============================================================================= */
+typedef enum cir_op_kind {
+    CIR_OP_NONE = 0,
+#define CIR_OP(kind, name) CIR_OP_##kind,
+#include "ir/ops/ops.inc"
+#undef CIR_OP
+    CIR_OP__COUNT
+} cir_op_kind;
+
+/* An activation fused into a node's epilogue: one of the elementwise ops that can fuse
+ * (CIR_OP_IS_ACT: relu, clip, sigmoid, ...) with its parameters; op CIR_OP_NONE for none. */
+typedef struct cir_act {
+    cir_op_kind op;
+    float alpha, beta;
+} cir_act;
+
+/* ===== Values ========================================================================== */
 typedef enum cir_value_kind {
     CIR_VAL_ACT = 0,   /* produced by a node */
     CIR_VAL_INPUT,     /* a graph input: caller's buffer */
@@ -28,60 +80,55 @@ typedef enum cir_value_kind {
 
 typedef struct cir_value {
     int id;
-    const char *name;          /* ONNX name; for messages and comments only */
+    const char *name;          /* source name; for messages and escaped strings only */
     cir_value_kind kind;
-    cuvil_dtype dtype;         /* UNDEFINED until inferred */
+    cir_dtype dtype;           /* CIR_UNDEF until inferred */
     int ndim;                  /* -1 until inferred */
     int64_t dims[CIR_MAX_DIMS];
     int dim_sym[CIR_MAX_DIMS]; /* index into graph->syms, or -1 */
-    void *data;                /* CIR_VAL_CONST: dense row-major data, arena-owned */
-    int producer;              /* node index, -1 for inputs and constants */
+    void *data;                /* CIR_VAL_CONST: dense row-major data, owned by the graph */
+    int producer;              /* node id, -1 for inputs and constants */
     int n_uses;                /* computed by cir_graph_count_uses() */
     int output_index;          /* position among graph outputs, -1 if not an output */
-    /* What the model declares for this value (a graph output or a value_info entry), checked
-     * against what shape inference finds. decl_dtype UNDEFINED: nothing declared. */
-    cuvil_dtype decl_dtype;
+    /* What the source declares for this value (a graph output or a value_info entry), checked
+     * against what shape inference finds. decl_dtype CIR_UNDEF: nothing declared. */
+    cir_dtype decl_dtype;
     int decl_ndim;             /* -1: no shape declared */
     int64_t decl_dims[CIR_MAX_DIMS];   /* -1: not a fixed number (symbolic or absent) */
 } cir_value;
 
-typedef enum cir_attr_type {
-    CIR_ATTR_FLOAT = 1, CIR_ATTR_INT, CIR_ATTR_STRING, CIR_ATTR_TENSOR, CIR_ATTR_GRAPH,
-    CIR_ATTR_FLOATS = 6, CIR_ATTR_INTS, CIR_ATTR_STRINGS
-} cir_attr_type; /* numbers are ONNX's AttributeProto.AttributeType */
-
-typedef struct cir_attr {
-    const char *name;
-    cir_attr_type type;
-    float f;
-    int64_t i;
-    const char *s;
-    int n;                     /* count for FLOATS/INTS/STRINGS */
-    float *floats;
-    int64_t *ints;
-    const char **strings;
-    int tensor;                /* CIR_ATTR_TENSOR: a constant value id */
-} cir_attr;
-
+/* ===== Nodes =========================================================================== */
 struct cir_opdef;
+struct cir_attr_spec;
+
+/* One attribute set on a node: its entry in the op's table (name, type, default) and value.
+ * INT, ENUM (index into the spec's names) and DTYPE (a cir_dtype) use i; FLOAT uses f; INTS
+ * and FLOATS use n and ints/floats. Read them with the accessors of ir/ops/ops.h. */
+typedef struct cir_attr {
+    const struct cir_attr_spec *spec;
+    int64_t i;
+    float f;
+    int n;
+    int64_t *ints;
+    float *floats;
+} cir_attr;
 
 typedef struct cir_node {
     int id;
-    const char *op;            /* ONNX op type, e.g. "Conv" */
-    const char *domain;        /* "" for the default ONNX domain */
-    const char *name;          /* ONNX node name, or a synthesised "Conv_12" */
-    int opset;                 /* opset version of the node's domain */
-    const struct cir_opdef *def;
-    int n_in, n_out;
-    int *in;                   /* value ids; -1 for an omitted optional input */
-    int *out;
+    cir_op_kind kind;
+    const struct cir_opdef *def;   /* cir_op_def(kind) */
     int n_attrs;
-    cir_attr *attrs;
+    cir_attr *attrs;           /* the attributes set (others take the spec's default) */
+    const char *name;          /* source node name, or a synthesised "conv_12" */
+    const char *src_op;        /* what the source called the op ("Conv", "Upsample"): messages only */
+    int n_in, n_out;
+    int *in;                   /* value ids; -1 for an omitted optional input; one spare slot */
+    int *out;
     bool dead;                 /* removed by a pass; skipped everywhere, dropped by DCE */
     /* added by passes */
-    cuvil_act_params act;      /* fused activation applied to the output */
+    cir_act act;               /* fused activation applied to the output */
     int residual;              /* value id added before the activation, or -1 */
-    const char *fused;         /* names of the ops fused in, for comments ("BatchNormalization+Relu") */
+    const char *fused;         /* names of the ops fused in, for comments ("batch_norm+relu") */
 } cir_node;
 
 typedef struct cir_sym {
@@ -89,16 +136,20 @@ typedef struct cir_sym {
     int64_t value;
 } cir_sym;
 
+/* Values and nodes live in chunks of CIR_CHUNK elements that never move. */
+#define CIR_CHUNK_SHIFT 9
+#define CIR_CHUNK (1 << CIR_CHUNK_SHIFT)
+
 typedef struct cir_graph {
     cuvil_ctx *ctx;
     cuvil_arena arena;
     const char *name;
-    int opset;                 /* default-domain opset */
-    int n_values, cap_values;
-    cir_value *values;
-    int n_nodes, cap_nodes;
-    cir_node *nodes;
+    int n_values, n_nodes;
+    cir_value **vchunks;       /* chunk pointers (this array may move; chunks do not) */
+    cir_node **nchunks;
+    int cap_vchunks, cap_nchunks;
     int n_inputs, n_outputs;
+    int cap_inputs, cap_outputs;
     int *inputs;               /* value ids */
     int *outputs;              /* value ids */
     int n_syms;
@@ -114,50 +165,52 @@ typedef struct cir_graph {
 cir_graph *cir_graph_new(cuvil_ctx *ctx);
 void cir_graph_free(cir_graph *g);
 
-/* Adds a value with no shape yet; returns its id or -1 (out of memory, message on ctx). */
+static inline cir_value *cir_val(const cir_graph *g, int id) {
+    return id < 0 ? NULL : &g->vchunks[id >> CIR_CHUNK_SHIFT][id & (CIR_CHUNK - 1)];
+}
+static inline cir_node *cir_node_at(const cir_graph *g, int id) {
+    return &g->nchunks[id >> CIR_CHUNK_SHIFT][id & (CIR_CHUNK - 1)];
+}
+/* Input i of n, or NULL if absent/omitted. */
+static inline cir_value *cir_in(const cir_graph *g, const cir_node *n, int i) {
+    return i < n->n_in && n->in[i] >= 0 ? cir_val(g, n->in[i]) : NULL;
+}
+/* Output i, which must exist (frontends only create nodes whose required outputs exist). */
+static inline cir_value *cir_out(const cir_graph *g, const cir_node *n, int i) {
+    CUVIL_ASSERT(i < n->n_out && n->out[i] >= 0);
+    return cir_val(g, n->out[i]);
+}
+
+/* Adds a value with no shape yet; returns its id, or -1 (out of memory or over
+ * limits.values; message on ctx). */
 int cir_value_add(cir_graph *g, const char *name, cir_value_kind kind);
-/* Adds a constant value holding a copy of data (nbytes must match dtype x dims). dims may
- * point into the graph (it is copied before the graph grows). */
-int cir_const_add(cir_graph *g, const char *name, cuvil_dtype dtype, int ndim,
+/* Adds a constant value holding a copy of data (NULL: zeros); nbytes follow from dtype and
+ * dims. Returns its id or -1 (message on ctx). */
+int cir_const_add(cir_graph *g, const char *name, cir_dtype dtype, int ndim,
                   const int64_t *dims, const void *data);
 /* Makes v a constant with fresh zeroed data of its dtype and shape; returns the data, or NULL
  * (message on the context) when out of memory or over limits.total_bytes. */
 void *cir_value_make_const(cir_graph *g, cir_value *v);
-/* Adds a node; inputs/outputs are copied. Returns its index or -1. */
-int cir_node_add(cir_graph *g, const char *op, const char *name, int n_in, const int *in,
-                 int n_out, const int *out);
-
-static inline cir_value *cir_val(cir_graph *g, int id) { return id < 0 ? NULL : &g->values[id]; }
-/* Input i of n, or NULL if absent/omitted. */
-static inline cir_value *cir_in(cir_graph *g, const cir_node *n, int i) {
-    return i < n->n_in && n->in[i] >= 0 ? &g->values[n->in[i]] : NULL;
-}
-/* Output i, which must exist (required outputs are named: the loader checks it). */
-static inline cir_value *cir_out(cir_graph *g, const cir_node *n, int i) {
-    CUVIL_ASSERT(i < n->n_out && n->out[i] >= 0);
-    return &g->values[n->out[i]];
-}
+/* Adds a node of op `kind` with no attributes set (see cir_node_set_attr in ir/ops/ops.h);
+ * inputs/outputs are copied. src_op NULL: the CIR op name. Returns its id or -1 (message on
+ * ctx: out of memory, over limits.nodes). */
+int cir_node_add(cir_graph *g, cir_op_kind kind, const char *name, const char *src_op,
+                 int n_in, const int *in, int n_out, const int *out);
+/* Appends a graph input / output (value ids). */
+cuvil_status cir_graph_add_input(cir_graph *g, int id);
+cuvil_status cir_graph_add_output(cir_graph *g, int id);
 
 int64_t cir_numel(const cir_value *v);
 size_t cir_nbytes(const cir_value *v);
 bool cir_is_const(const cir_value *v);
 /* Sets v's dtype and shape (dims copied, symbols cleared). */
-void cir_set_shape(cir_value *v, cuvil_dtype dtype, int ndim, const int64_t *dims);
+void cir_set_shape(cir_value *v, cir_dtype dtype, int ndim, const int64_t *dims);
 /* Checks v's shape against the graph's limits (cuvil_shape_ok); errors name node n (or the
  * value alone when n is NULL). Shape inference runs it on every output it sets. */
 cuvil_status cir_check_shape(cir_graph *g, const cir_node *n, const cir_value *v);
 /* "f32[1,3,224,224]" with symbolic dims as "batch=1"; returns buf. Symbol names are written
  * through cuvil_safe_char(), so the text is safe in comments, DOT and messages. */
 char *cir_shape_str(const cir_graph *g, const cir_value *v, char *buf, size_t len);
-const char *cir_dtype_short(cuvil_dtype t);
-
-/* Attribute access with defaults; NULL/def when absent. */
-const cir_attr *cir_attr_find(const cir_node *n, const char *name);
-int64_t cir_attr_int(const cir_node *n, const char *name, int64_t def);
-float cir_attr_float(const cir_node *n, const char *name, float def);
-const char *cir_attr_str(const cir_node *n, const char *name, const char *def);
-/* Integer list: returns the count (or -1 when absent) and a pointer to the elements. */
-int cir_attr_ints(const cir_node *n, const char *name, const int64_t **out);
 
 /* Conversions without undefined behaviour: double -> int64 truncates toward zero, NaN gives 0,
  * out-of-range values saturate; float -> IEEE half and -> bfloat16 round to nearest even
@@ -165,8 +218,10 @@ int cir_attr_ints(const cir_node *n, const char *name, const int64_t **out);
 int64_t cir_f64_to_i64(double x);
 uint16_t cir_f32_to_f16(float f);
 uint16_t cir_f32_to_bf16(float f);
+float cir_f16_to_f32(uint16_t h);
+float cir_bf16_to_f32(uint16_t h);
 
-/* Reads element i of a constant as int64 / double (any numeric dtype). */
+/* Reads element i of a constant as int64 / double (any dtype). */
 int64_t cir_const_i64(const cir_value *v, int64_t i);
 double cir_const_f64(const cir_value *v, int64_t i);
 /* Writes element i of a constant from a double / int64 (converted to its dtype). */
@@ -181,11 +236,12 @@ void cir_graph_count_uses(cir_graph *g);
  * `shapes` is set; outputs defined. Returns CUVIL_OK or CUVIL_ERR_INTERNAL with a message. */
 cuvil_status cir_verify(cir_graph *g, bool shapes, const char *after_pass);
 
-/* Printers. Text: one line per value declaration and node. DOT: a Graphviz digraph. */
+/* Printers. Text: one line per value declaration and node, with each op's attributes. DOT:
+ * a Graphviz digraph. */
 void cir_print_text(cir_graph *g, cuvil_sb *out);
 void cir_print_dot(cir_graph *g, cuvil_sb *out);
 
-/* Message prefix for node n: "Conv 'conv1': ". Returns buf. */
+/* Message prefix for node n: "Conv 'conv1'" (the source op). Returns buf. */
 const char *cir_node_desc(const cir_node *n, char *buf, size_t len);
 /* Records an error about node n: "<op> '<name>': <message>". */
 cuvil_status cir_node_err(cir_graph *g, const cir_node *n, cuvil_status s, const char *fmt, ...)

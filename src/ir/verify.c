@@ -10,9 +10,9 @@ cuvil_status cir_verify(cir_graph *g, bool shapes, const char *after_pass) {
     cuvil_status st = CUVIL_OK;
     char desc[512];
     for (int i = 0; i < g->n_values; i++)
-        if (g->values[i].kind != CIR_VAL_ACT) defined[i] = 1;
+        if (cir_val(g, i)->kind != CIR_VAL_ACT) defined[i] = 1;
     for (int i = 0; i < g->n_nodes && st == CUVIL_OK; i++) {
-        cir_node *n = &g->nodes[i];
+        cir_node *n = cir_node_at(g, i);
         if (n->dead) continue;
         for (int j = 0; j < n->n_in + 1 && st == CUVIL_OK; j++) {
             int v = j < n->n_in ? n->in[j] : n->residual;
@@ -23,12 +23,12 @@ cuvil_status cir_verify(cir_graph *g, bool shapes, const char *after_pass) {
             else if (!defined[v])
                 st = cuvil_err(g->ctx, CUVIL_ERR_INTERNAL,
                                "verify after %s: %s: input '%s' is used before it is defined",
-                               when, cir_node_desc(n, desc, sizeof desc), g->values[v].name);
+                               when, cir_node_desc(n, desc, sizeof desc), cir_val(g, v)->name);
         }
         for (int j = 0; j < n->n_out && st == CUVIL_OK; j++) {
             int v = n->out[j];
             if (v < 0) continue;
-            cir_value *val = &g->values[v];
+            cir_value *val = cir_val(g, v);
             if (defined[v] && val->kind == CIR_VAL_ACT)
                 st = cuvil_err(g->ctx, CUVIL_ERR_INTERNAL, "verify after %s: %s: output '%s' is defined twice",
                                when, cir_node_desc(n, desc, sizeof desc), val->name);
@@ -36,7 +36,7 @@ cuvil_status cir_verify(cir_graph *g, bool shapes, const char *after_pass) {
                 st = cuvil_err(g->ctx, CUVIL_ERR_INTERNAL,
                                "verify after %s: %s: output '%s' is an input or constant", when,
                                cir_node_desc(n, desc, sizeof desc), val->name);
-            else if (shapes && (val->ndim < 0 || val->dtype == CUVIL_DTYPE_UNDEFINED))
+            else if (shapes && (val->ndim < 0 || val->dtype == CIR_UNDEF))
                 st = cuvil_err(g->ctx, CUVIL_ERR_INTERNAL, "verify after %s: %s: output '%s' has no shape",
                                when, cir_node_desc(n, desc, sizeof desc), val->name);
             defined[v] = 1;
@@ -45,9 +45,9 @@ cuvil_status cir_verify(cir_graph *g, bool shapes, const char *after_pass) {
     for (int i = 0; i < g->n_outputs && st == CUVIL_OK; i++)
         if (!defined[g->outputs[i]])
             st = cuvil_err(g->ctx, CUVIL_ERR_INTERNAL, "verify after %s: graph output '%s' is never defined",
-                           when, g->values[g->outputs[i]].name);
+                           when, cir_val(g, g->outputs[i])->name);
     for (int i = 0; i < g->n_values && st == CUVIL_OK; i++) {
-        cir_value *v = &g->values[i];
+        cir_value *v = cir_val(g, i);
         if (v->kind == CIR_VAL_CONST && v->ndim >= 0 && !v->data && cir_numel(v) > 0)
             st = cuvil_err(g->ctx, CUVIL_ERR_INTERNAL, "verify after %s: constant '%s' has no data", when, v->name);
     }

@@ -1,4 +1,4 @@
-/* pass_bn_fold.c -- Conv followed by BatchNormalization (inference) becomes one Conv:
+/* pass_bn_fold.c -- conv followed by batch_norm becomes one conv:
  * W'[m] = W[m] * s[m], B'[m] = (B[m] - mean[m]) * s[m] + beta[m], s = gamma / sqrt(var + eps).
  * New constants are made, so weights shared with other nodes are left untouched. */
 #include "passes/passes_int.h"
@@ -9,13 +9,11 @@
 static bool foldable(cir_graph *g, const cir_node *bn, cir_node **conv_out) {
     cir_value *x = cir_in(g, bn, 0);
     if (!x || x->producer < 0 || x->n_uses != 1 || x->output_index >= 0) return false;
-    cir_node *c = &g->nodes[x->producer];
-    if (c->dead || strcmp(c->op, "Conv") || c->act.act != CUVIL_ACT_NONE || c->residual >= 0) return false;
+    cir_node *c = cir_node_at(g, x->producer);
+    if (c->dead || c->kind != CIR_OP_CONV || c->act.op != CIR_OP_NONE || c->residual >= 0) return false;
     if (!cir_is_const(cir_in(g, c, 1)) || (cir_in(g, c, 2) && !cir_is_const(cir_in(g, c, 2)))) return false;
     for (int i = 1; i < 5; i++)
         if (!cir_is_const(cir_in(g, bn, i))) return false;
-    for (int i = 1; i < bn->n_out; i++)
-        if (bn->out[i] >= 0 && g->values[bn->out[i]].n_uses) return false;
     *conv_out = c;
     return true;
 }
@@ -23,22 +21,22 @@ static bool foldable(cir_graph *g, const cir_node *bn, cir_node **conv_out) {
 cuvil_status cuvil_pass_bn_fold(cir_graph *g, const cuvil_options *o) {
     (void)o;
     for (int i = 0; i < g->n_nodes; i++) {
-        cir_node *bn = &g->nodes[i], *c;
-        if (bn->dead || strcmp(bn->op, "BatchNormalization") || *bn->domain || !foldable(g, bn, &c)) continue;
+        cir_node *bn = cir_node_at(g, i), *c;
+        if (bn->dead || bn->kind != CIR_OP_BATCH_NORM || !foldable(g, bn, &c)) continue;
         cir_value *w = cir_in(g, c, 1);
-        double eps = cir_attr_float(bn, "epsilon", 1e-5f);
+        double eps = cir_attr_float(bn, "epsilon");
         int64_t M = w->dims[0], per = cir_numel(w) / M;
         char name[512];
         snprintf(name, sizeof name, "%s+%s.weight", c->name, bn->name);
-        int wid = cir_const_add(g, name, CUVIL_DTYPE_FLOAT32, w->ndim, w->dims, NULL);
+        int wid = cir_const_add(g, name, CIR_F32, w->ndim, w->dims, NULL);
         snprintf(name, sizeof name, "%s+%s.bias", c->name, bn->name);
-        int bid = cir_const_add(g, name, CUVIL_DTYPE_FLOAT32, 1, &M, NULL);
+        int bid = cir_const_add(g, name, CIR_F32, 1, &M, NULL);
         if (wid < 0 || bid < 0) return g->ctx->status;
-        /* adding values may have moved the array: take pointers only now */
+        /* values live in pointer-stable storage: w stays valid, but re-read for clarity */
         w = cir_in(g, c, 1);
         cir_value *b = cir_in(g, c, 2);
         cir_value *gam = cir_in(g, bn, 1), *bet = cir_in(g, bn, 2), *mean = cir_in(g, bn, 3), *var = cir_in(g, bn, 4);
-        float *nw = g->values[wid].data, *nb = g->values[bid].data;
+        float *nw = cir_val(g, wid)->data, *nb = cir_val(g, bid)->data;
         const float *ow = w->data;
         for (int64_t m = 0; m < M; m++) {
             double s = cir_const_f64(gam, m) / sqrt(cir_const_f64(var, m) + eps);
@@ -49,10 +47,10 @@ cuvil_status cuvil_pass_bn_fold(cir_graph *g, const cuvil_options *o) {
         c->in[1] = wid;
         c->in[2] = bid;
         if (c->n_in < 3) c->n_in = 3;   /* the node's input array has a spare slot */
-        g->values[c->out[0]].n_uses = 0;
+        cir_val(g, c->out[0])->n_uses = 0;
         c->out[0] = bn->out[0];
-        g->values[bn->out[0]].producer = c->id;
-        c->fused = "BatchNormalization";
+        cir_val(g, bn->out[0])->producer = c->id;
+        c->fused = bn->src_op;
         bn->dead = true;
     }
     return CUVIL_OK;

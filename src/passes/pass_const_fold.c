@@ -5,7 +5,7 @@
 cuvil_status cuvil_pass_const_fold(cir_graph *g, const cuvil_options *o) {
     (void)o;
     for (int i = 0; i < g->n_nodes; i++) {
-        cir_node *n = &g->nodes[i];
+        cir_node *n = cir_node_at(g, i);
         if (n->dead || !n->def->fold || !cuvil_inputs_const(g, n) || !cuvil_fold_wanted(g, n)) continue;
         cuvil_status s = cuvil_fold_node(g, n);
         if (s) return s;

@@ -6,15 +6,15 @@ cuvil_status cuvil_pass_dce(cir_graph *g, const cuvil_options *o) {
     (void)o;
     cir_graph_count_uses(g);
     for (int i = g->n_nodes - 1; i >= 0; i--) {
-        cir_node *n = &g->nodes[i];
+        cir_node *n = cir_node_at(g, i);
         if (n->dead) continue;
         bool used = false;
-        for (int j = 0; j < n->n_out; j++) used |= n->out[j] >= 0 && g->values[n->out[j]].n_uses > 0;
+        for (int j = 0; j < n->n_out; j++) used |= n->out[j] >= 0 && cir_val(g, n->out[j])->n_uses > 0;
         if (used) continue;
         n->dead = true;
         for (int j = 0; j < n->n_in; j++)
-            if (n->in[j] >= 0) g->values[n->in[j]].n_uses--;
-        if (n->residual >= 0) g->values[n->residual].n_uses--;
+            if (n->in[j] >= 0) cir_val(g, n->in[j])->n_uses--;
+        if (n->residual >= 0) cir_val(g, n->residual)->n_uses--;
     }
     return CUVIL_OK;
 }

@@ -1,5 +1,5 @@
-/* pass_fuse_residual.c -- Add(Conv(x), r) with r of the same shape becomes one Conv that adds
- * r in its epilogue. The Conv moves to the Add's place in the schedule (its inputs are all
+/* pass_fuse_residual.c -- add(conv(x), r) with r of the same shape becomes one conv that adds
+ * r in its epilogue. The conv moves to the add's place in the schedule (its inputs are all
  * ready earlier), so r is ready too. */
 #include "passes/passes_int.h"
 
@@ -12,22 +12,25 @@ static bool same_shape(const cir_value *a, const cir_value *b) {
 cuvil_status cuvil_pass_fuse_residual(cir_graph *g, const cuvil_options *o) {
     (void)o;
     for (int i = 0; i < g->n_nodes; i++) {
-        cir_node *add = &g->nodes[i];
-        if (add->dead || strcmp(add->op, "Add") || *add->domain || add->act.act || add->n_in != 2) continue;
+        cir_node *add = cir_node_at(g, i);
+        if (add->dead || add->kind != CIR_OP_ADD || add->act.op || add->n_in != 2) continue;
         for (int side = 0; side < 2; side++) {
             cir_value *x = cir_in(g, add, side), *r = cir_in(g, add, 1 - side), *y = cir_out(g, add, 0);
             if (!x || !r || x->producer < 0 || x->n_uses != 1 || x->output_index >= 0 || x == r) continue;
-            cir_node *c = &g->nodes[x->producer];
-            if (c->dead || !(c->def->flags & CIR_OP_TAKES_RESIDUAL) || c->act.act || c->residual >= 0) continue;
+            cir_node *c = cir_node_at(g, x->producer);
+            if (c->dead || !(c->def->flags & CIR_OPF_TAKES_RESIDUAL) || c->act.op || c->residual >= 0) continue;
             if (!same_shape(x, y) || !same_shape(r, y) || r->kind == CIR_VAL_CONST) continue;
             cir_node moved = *c;
             moved.id = add->id;
             moved.residual = r->id;
             moved.out[0] = add->out[0];
-            moved.fused = c->fused ? "BatchNormalization+Add" : "Add";
+            char *f = cuvil_arena_alloc(&g->arena, strlen(c->fused ? c->fused : "") + strlen(add->src_op) + 2);
+            if (!f) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+            sprintf(f, "%s%s%s", c->fused ? c->fused : "", c->fused ? "+" : "", add->src_op);
+            moved.fused = f;
             c->dead = true;
             *add = moved;
-            g->values[y->id].producer = add->id;
+            cir_val(g, y->id)->producer = add->id;
             x->n_uses = 0;
             break;
         }

@@ -11,9 +11,7 @@ static bool worth_folding_now(cir_graph *g, const cir_node *n) {
     for (int i = 0; i < n->n_out; i++) {
         cir_value *v = cir_val(g, n->out[i]);
         if (!v) continue;
-        bool is_float = v->dtype == CUVIL_DTYPE_FLOAT32 || v->dtype == CUVIL_DTYPE_FLOAT64 ||
-                        v->dtype == CUVIL_DTYPE_FLOAT16 || v->dtype == CUVIL_DTYPE_BFLOAT16;
-        if (is_float && cir_numel(v) > SMALL_FOLD_ELEMS) return false;
+        if (cir_dtype_is_float(v->dtype) && cir_numel(v) > SMALL_FOLD_ELEMS) return false;
     }
     return true;
 }
@@ -23,9 +21,9 @@ static bool worth_folding_now(cir_graph *g, const cir_node *n) {
  * the compiled model's interface reports them. */
 static cuvil_status check_declared(cir_graph *g, const cir_node *n, const cir_value *v) {
     char sh[256];
-    if (v->decl_dtype != CUVIL_DTYPE_UNDEFINED && v->decl_dtype != v->dtype)
+    if (v->decl_dtype != CIR_UNDEF && v->decl_dtype != v->dtype)
         return cir_node_err(g, n, CUVIL_ERR_DTYPE, "output '%s' is %s, but the model declares it %s", v->name,
-                            cuvil_dtype_name(v->dtype), cuvil_dtype_name(v->decl_dtype));
+                            cir_dtype_name(v->dtype), cir_dtype_name(v->decl_dtype));
     if (v->output_index < 0 || v->decl_ndim < 0) return CUVIL_OK;
     bool same = v->decl_ndim == v->ndim;
     for (int i = 0; same && i < v->ndim; i++) same = v->decl_dims[i] < 0 || v->decl_dims[i] == v->dims[i];
@@ -46,12 +44,13 @@ static cuvil_status check_declared(cir_graph *g, const cir_node *n, const cir_va
 cuvil_status cuvil_pass_shape_infer(cir_graph *g, const cuvil_options *o) {
     (void)o;
     for (int i = 0; i < g->n_nodes; i++) {
-        cir_node *n = &g->nodes[i];
+        cir_node *n = cir_node_at(g, i);
         if (n->dead) continue;
         CUVIL_ASSERT(n->def);
-        cuvil_status s = n->def->infer(g, n);
+        cuvil_status s = cir_node_check_attrs(g, n);
+        if (!s) s = n->def->infer(g, n);
         if (s) return s;
-        if (n->dead) {   /* infer produced constants (Constant, Shape, Size): still as declared? */
+        if (n->dead) {   /* infer produced constants (shape, size): still as declared? */
             for (int j = 0; j < n->n_out; j++) {
                 cir_value *v = cir_val(g, n->out[j]);
                 if (v && (s = check_declared(g, n, v))) return s;

@@ -2,7 +2,7 @@
 #ifndef CUVIL_PASSES_INT_H
 #define CUVIL_PASSES_INT_H
 
-#include "frontend/onnx/ops/ops_int.h"
+#include "ir/ops/ops.h"
 #include "ir/cir.h"
 
 typedef struct cuvil_pass {

@@ -12,8 +12,8 @@ static const cuvil_pass pipeline[] = {
 
 bool cuvil_inputs_const(cir_graph *g, const cir_node *n) {
     for (int i = 0; i < n->n_in; i++)
-        if (n->in[i] >= 0 && !cir_is_const(&g->values[n->in[i]])) return false;
-    return n->residual < 0 || cir_is_const(&g->values[n->residual]);
+        if (n->in[i] >= 0 && !cir_is_const(cir_val(g, n->in[i]))) return false;
+    return n->residual < 0 || cir_is_const(cir_val(g, n->residual));
 }
 
 double cuvil_fold_work(cir_graph *g, const cir_node *n) {
@@ -28,27 +28,27 @@ double cuvil_fold_work(cir_graph *g, const cir_node *n) {
         cir_value *v = cir_in(g, n, i);
         if (v) in += (double)cir_numel(v);
     }
-    if (!strcmp(n->op, "Conv")) {
+    if (n->kind == CIR_OP_CONV) {
         cir_value *w = cir_in(g, n, 1);
         double per = w && w->ndim > 0 && w->dims[0] > 0 ? (double)cir_numel(w) / (double)w->dims[0] : 1;
         return in + out * (per > 1 ? per : 1);
     }
-    if (!strcmp(n->op, "Gemm") || !strcmp(n->op, "MatMul")) {
+    if (n->kind == CIR_OP_GEMM || n->kind == CIR_OP_MATMUL) {
         cir_value *a = cir_in(g, n, 0);
-        bool ta = !strcmp(n->op, "Gemm") && cir_attr_int(n, "transA", 0);
+        bool ta = n->kind == CIR_OP_GEMM && cir_attr_int(n, "trans_a");
         double k = a && a->ndim > 0 ? (double)a->dims[ta ? 0 : a->ndim - 1] : 1;
         return in + out * (k > 1 ? k : 1);
     }
-    if (!strcmp(n->op, "MaxPool") || !strcmp(n->op, "AveragePool")) {
+    if (n->kind == CIR_OP_MAX_POOL || n->kind == CIR_OP_AVG_POOL) {
         const int64_t *k;
         double win = 1;
         int nk = cir_attr_ints(n, "kernel_shape", &k);
         for (int i = 0; i < nk; i++) win *= (double)(k[i] > 0 ? k[i] : 1);
         return in + out * win;
     }
-    double per_output = !strcmp(n->op, "Sum") || !strcmp(n->op, "Mean") ? n->n_in
-                        : !strcmp(n->op, "Resize") || !strcmp(n->op, "Upsample") ? 1 << (2 * (y->ndim < 4 ? y->ndim : 4))
-                                                                                 : 1;
+    double per_output = n->kind == CIR_OP_SUM || n->kind == CIR_OP_MEAN ? n->n_in
+                        : n->kind == CIR_OP_RESIZE                       ? 1 << (2 * (y->ndim < 4 ? y->ndim : 4))
+                                                                         : 1;
     return 8 * (in + out * per_output);
 }
 

@@ -317,7 +317,7 @@ def cases() -> dict:
                 [vi("y", None)], [const_f32("bb", [10, 20, 30])], opset=6)), "broadcasting at axis=1 (opsets before 7) is not supported")
     c["gemm-opset6"] = Case(
         b(model([helper.make_node("Gemm", ["a", "w", "cc"], ["y"], broadcast=0)], [vi("a", [2, 3])], [vi("y", None)],
-                [const_f32("w", np.ones((3, 4))), const_f32("cc", np.ones((1, 4)))], opset=6)), "must be [2,4] without broadcast=1")
+                [const_f32("w", np.ones((3, 4))), const_f32("cc", np.ones((1, 4)))], opset=6)), "must be [2,4] (this node does not broadcast C")
     m = model([helper.make_node("BatchNormalization", ["x", "g", "bb", "mm", "v"], ["y"], spatial=0)],
               [vi("x", [1, 2, 3, 3])], [vi("y", None)],
               [const_f32(n, np.ones(2)) for n in ("g", "bb", "mm", "v")], opset=7)
@@ -336,7 +336,7 @@ def cases() -> dict:
                                                        "must be smaller than the stride")
     c["convtranspose-output-shape-too-large"] = Case(b(convt(output_shape=[30, 30])), "does not fit this input")
     c["conv-auto-pad-and-pads"] = Case(b(conv(auto_pad="VALID", pads=[1, 1, 1, 1])),
-                                       "pads and auto_pad='VALID' are both given")
+                                       "pads and auto_pad='valid' are both given")
     c["global-pool-empty-spatial"] = Case(
         b(model([helper.make_node("GlobalAveragePool", ["x"], ["y"])], [vi("x", [1, 2, 0, 3])], [vi("y", None)])),
         "no spatial elements")
@@ -349,7 +349,7 @@ def cases() -> dict:
         "HardSwish does not exist in opset 13 (ONNX added it in opset 14)")
     c["max-opset7-without-broadcasting"] = Case(
         b(model([helper.make_node("Max", ["x", "z"], ["y"])], [vi("x", [2, 3]), vi("z", [3])], [vi("y", None)], opset=7)),
-        "must have one shape (opset 7 has no broadcasting)")
+        "must have one shape (this node does not broadcast")
     c["batchnorm14-running-outputs"] = Case(
         b(model([helper.make_node("BatchNormalization", ["x", "g", "bb", "mm", "v"], ["y", "rm", "rv"])],
                 [vi("x", [1, 2, 3, 3])], [vi("y", None)], [const_f32(n, np.ones(2)) for n in ("g", "bb", "mm", "v")],
@@ -358,7 +358,7 @@ def cases() -> dict:
     c["convtranspose-output-padding-with-dilation"] = Case(
         b(convt(strides=[1, 1], dilations=[2, 2], output_padding=[1, 1])), "must be smaller than the stride")
     c["conv-dilation-with-same-padding"] = Case(b(conv(auto_pad="SAME_UPPER", dilations=[2, 2])),
-                                                "dilations with auto_pad='SAME_UPPER'")
+                                                "dilations with auto_pad='same_upper'")
     c["integer-division-by-zero"] = Case(
         b(model([helper.make_node("Div", ["a", "z"], ["y"])], [], [vi("y", None, T.INT64)],
                 [const_i64("a", [6, 8]), const_i64("z", [2, 0])])), "integer division by zero")

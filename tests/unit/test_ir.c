@@ -1,7 +1,7 @@
 /* test_ir.c -- CIR construction, the verifier, the printers, shape inference and the
  * memory plan, on graphs built by hand. Expected shapes are computed by hand here. */
 #include "codegen/codegen_int.h"
-#include "frontend/onnx/ops/ops_int.h"
+#include "ir/ops/ops.h"
 #include "passes/passes_int.h"
 
 #include <string.h>
@@ -12,65 +12,52 @@ static int add_act(cir_graph *g, const char *name) { return cir_value_add(g, nam
 
 static int add_input(cir_graph *g, const char *name, int ndim, const int64_t *dims) {
     int id = cir_value_add(g, name, CIR_VAL_INPUT);
-    cir_set_shape(&g->values[id], CUVIL_DTYPE_FLOAT32, ndim, dims);
-    g->inputs = g->inputs ? g->inputs : cuvil_arena_alloc(&g->arena, sizeof(int) * 8);
-    g->inputs[g->n_inputs++] = id;
+    cir_set_shape(cir_val(g, id), CIR_F32, ndim, dims);
+    CHECK(cir_graph_add_input(g, id) == CUVIL_OK, "add input");
     return id;
 }
 
 static void set_outputs(cir_graph *g, int n, const int *ids) {
-    g->outputs = cuvil_arena_alloc(&g->arena, sizeof(int) * (size_t)n);
-    for (int i = 0; i < n; i++) {
-        g->outputs[i] = ids[i];
-        g->values[ids[i]].output_index = i;
-    }
-    g->n_outputs = n;
+    for (int i = 0; i < n; i++) CHECK(cir_graph_add_output(g, ids[i]) == CUVIL_OK, "add output");
 }
 
-static cir_node *node(cir_graph *g, const char *op, int n_in, const int *in, int out) {
-    int idx = cir_node_add(g, op, op, n_in, in, 1, &out);
-    cir_node *n = &g->nodes[idx];
-    n->def = cir_op_lookup("", op);
-    n->opset = 13;
-    return n;
+static cir_node *node(cir_graph *g, cir_op_kind kind, int n_in, const int *in, int out) {
+    int idx = cir_node_add(g, kind, cir_op_def(kind)->name, NULL, n_in, in, 1, &out);
+    CUVIL_ASSERT(idx >= 0);
+    return cir_node_at(g, idx);
 }
 
 static void attr_ints(cir_graph *g, cir_node *n, const char *name, int cnt, const int64_t *v) {
-    cir_attr *a = cuvil_arena_alloc(&g->arena, sizeof(cir_attr) * (size_t)(n->n_attrs + 1));
-    if (n->n_attrs) memcpy(a, n->attrs, sizeof(cir_attr) * (size_t)n->n_attrs);
-    a[n->n_attrs].name = name;
-    a[n->n_attrs].type = CIR_ATTR_INTS;
-    a[n->n_attrs].n = cnt;
-    a[n->n_attrs].ints = cnt ? cuvil_arena_memdup(&g->arena, v, sizeof(int64_t) * (size_t)cnt) : NULL;
-    n->attrs = a;
-    n->n_attrs++;
+    cuvil_attr a = {.name = name, .type = CUVIL_ATTR_INTS, .ints = v, .n = (size_t)cnt};
+    CHECK(cir_node_set_attr(g, n, &a) == CUVIL_OK, "set %s: %s", name, cuvil_errmsg(g->ctx));
+}
+
+static void attr_int(cir_graph *g, cir_node *n, const char *name, int64_t v) {
+    cuvil_attr a = {.name = name, .type = CUVIL_ATTR_INT, .i = v};
+    CHECK(cir_node_set_attr(g, n, &a) == CUVIL_OK, "set %s: %s", name, cuvil_errmsg(g->ctx));
 }
 
 /* A small CNN: conv(3x3, pad 1, stride 2) -> relu -> maxpool(2) -> flatten -> gemm. */
 static cir_graph *small_cnn(cuvil_ctx *ctx) {
     cir_graph *g = cir_graph_new(ctx);
-    g->opset = 13;
     int64_t xd[4] = {1, 3, 32, 32}, wd[4] = {16, 3, 3, 3}, fd[2] = {10, 16 * 8 * 8};
     int x = add_input(g, "x", 4, xd);
     float *w = calloc(16 * 3 * 3 * 3, sizeof(float)), *f = calloc(10 * 1024, sizeof(float));
-    int W = cir_const_add(g, "w", CUVIL_DTYPE_FLOAT32, 4, wd, w);
-    int F = cir_const_add(g, "f", CUVIL_DTYPE_FLOAT32, 2, fd, f);
+    int W = cir_const_add(g, "w", CIR_F32, 4, wd, w);
+    int F = cir_const_add(g, "f", CIR_F32, 2, fd, f);
     free(w);
     free(f);
     int c = add_act(g, "c"), r = add_act(g, "r"), p = add_act(g, "p"), fl = add_act(g, "fl"), y = add_act(g, "y");
-    cir_node *conv = node(g, "Conv", 2, (int[]){x, W}, c);
+    cir_node *conv = node(g, CIR_OP_CONV, 2, (int[]){x, W}, c);
     attr_ints(g, conv, "pads", 4, (int64_t[]){1, 1, 1, 1});
     attr_ints(g, conv, "strides", 2, (int64_t[]){2, 2});
-    node(g, "Relu", 1, (int[]){c}, r);
-    cir_node *mp = node(g, "MaxPool", 1, (int[]){r}, p);
+    node(g, CIR_OP_RELU, 1, (int[]){c}, r);
+    cir_node *mp = node(g, CIR_OP_MAX_POOL, 1, (int[]){r}, p);
     attr_ints(g, mp, "kernel_shape", 2, (int64_t[]){2, 2});
     attr_ints(g, mp, "strides", 2, (int64_t[]){2, 2});
-    node(g, "Flatten", 1, (int[]){p}, fl);
-    cir_node *gm = node(g, "Gemm", 2, (int[]){fl, F}, y);
-    attr_ints(g, gm, "dummy", 0, NULL);
-    gm->attrs[0].type = CIR_ATTR_INT;   /* transB = 1 */
-    gm->attrs[0].name = "transB";
-    gm->attrs[0].i = 1;
+    node(g, CIR_OP_FLATTEN, 1, (int[]){p}, fl);
+    cir_node *gm = node(g, CIR_OP_GEMM, 2, (int[]){fl, F}, y);
+    attr_int(g, gm, "trans_b", 1);
     set_outputs(g, 1, &y);
     return g;
 }
@@ -83,8 +70,8 @@ static void test_shapes_and_printers(cuvil_ctx *ctx) {
     o.opt_level = 0;
     CHECK(cuvil_run_passes(g, &o) == CUVIL_OK, "%s", cuvil_errmsg(ctx));
     /* conv: (32 + 2 - 3) / 2 + 1 = 16; pool: 16 / 2 = 8; flatten 16*8*8 = 1024; gemm -> 10 */
-    const cir_value *c = &g->values[g->nodes[0].out[0]], *p = &g->values[g->nodes[2].out[0]];
-    const cir_value *fl = &g->values[g->nodes[3].out[0]], *y = &g->values[g->outputs[0]];
+    const cir_value *c = cir_val(g, cir_node_at(g, 0)->out[0]), *p = cir_val(g, cir_node_at(g, 2)->out[0]);
+    const cir_value *fl = cir_val(g, cir_node_at(g, 3)->out[0]), *y = cir_val(g, g->outputs[0]);
     CHECK(c->ndim == 4 && c->dims[1] == 16 && c->dims[2] == 16 && c->dims[3] == 16, "conv out");
     CHECK(p->dims[2] == 8 && p->dims[3] == 8, "pool out %lld", (long long)p->dims[2]);
     CHECK(fl->ndim == 2 && fl->dims[0] == 1 && fl->dims[1] == 1024, "flatten out");
@@ -92,7 +79,7 @@ static void test_shapes_and_printers(cuvil_ctx *ctx) {
     cuvil_sb t = {0}, d = {0};
     cir_print_text(g, &t);
     cir_print_dot(g, &d);
-    CHECK(t.s && strstr(t.s, "Conv \"Conv\"") && strstr(t.s, "f32[1,10]"), "text printer:\n%s", t.s);
+    CHECK(t.s && strstr(t.s, "conv \"conv\"") && strstr(t.s, "trans_b=1") && strstr(t.s, "f32[1,10]"), "text printer:\n%s", t.s);
     CHECK(d.s && !strncmp(d.s, "digraph", 7) && strstr(d.s, "->"), "dot printer");
     cuvil_sb_free(&t);
     cuvil_sb_free(&d);
@@ -102,7 +89,7 @@ static void test_shapes_and_printers(cuvil_ctx *ctx) {
     g = small_cnn(ctx);
     o.opt_level = 2;
     CHECK(cuvil_run_passes(g, &o) == CUVIL_OK, "%s", cuvil_errmsg(ctx));
-    CHECK(g->nodes[0].act.act == CUVIL_ACT_RELU && g->nodes[1].dead, "relu fused into conv");
+    CHECK(cir_node_at(g, 0)->act.op == CIR_OP_RELU && cir_node_at(g, 1)->dead, "relu fused into conv");
     cir_graph_free(g);
 }
 
@@ -111,8 +98,8 @@ static void test_verifier(cuvil_ctx *ctx) {
     int64_t d[1] = {4};
     int x = add_input(g, "x", 1, d);
     int a = add_act(g, "a"), b = add_act(g, "b");
-    node(g, "Relu", 1, (int[]){b}, a);   /* uses b before it is defined */
-    node(g, "Relu", 1, (int[]){x}, b);
+    node(g, CIR_OP_RELU, 1, (int[]){b}, a);   /* uses b before it is defined */
+    node(g, CIR_OP_RELU, 1, (int[]){x}, b);
     set_outputs(g, 1, &a);
     CHECK(cir_verify(g, false, NULL) == CUVIL_ERR_INTERNAL && strstr(cuvil_errmsg(ctx), "before it is defined"),
           "verifier missed use-before-def: %s", cuvil_errmsg(ctx));
@@ -121,8 +108,8 @@ static void test_verifier(cuvil_ctx *ctx) {
     g = cir_graph_new(ctx);
     x = add_input(g, "x", 1, d);
     a = add_act(g, "a");
-    node(g, "Relu", 1, (int[]){x}, a);
-    node(g, "Relu", 1, (int[]){x}, a);   /* defined twice */
+    node(g, CIR_OP_RELU, 1, (int[]){x}, a);
+    node(g, CIR_OP_RELU, 1, (int[]){x}, a);   /* defined twice */
     set_outputs(g, 1, &a);
     CHECK(cir_verify(g, false, NULL) == CUVIL_ERR_INTERNAL && strstr(cuvil_errmsg(ctx), "defined twice"),
           "verifier missed double definition: %s", cuvil_errmsg(ctx));
@@ -131,14 +118,13 @@ static void test_verifier(cuvil_ctx *ctx) {
 
 static void test_shape_errors(cuvil_ctx *ctx) {
     cir_graph *g = cir_graph_new(ctx);
-    g->opset = 13;
     int64_t da[2] = {2, 3}, db[2] = {4, 3};
     int a = add_input(g, "a", 2, da), b = add_input(g, "b", 2, db), y = add_act(g, "y");
-    node(g, "Add", 2, (int[]){a, b}, y);
+    node(g, CIR_OP_ADD, 2, (int[]){a, b}, y);
     set_outputs(g, 1, &y);
     cuvil_options o;
     cuvil_options_init(&o);
-    CHECK(cuvil_run_passes(g, &o) == CUVIL_ERR_SHAPE && strstr(cuvil_errmsg(ctx), "Add 'Add'") &&
+    CHECK(cuvil_run_passes(g, &o) == CUVIL_ERR_SHAPE && strstr(cuvil_errmsg(ctx), "add 'add'") &&
               strstr(cuvil_errmsg(ctx), "f32[2,3]") && strstr(cuvil_errmsg(ctx), "f32[4,3]"),
           "broadcast error: %s", cuvil_errmsg(ctx));
     cir_graph_free(g);
@@ -149,7 +135,6 @@ static void test_shape_errors(cuvil_ctx *ctx) {
 static void test_memplan(cuvil_ctx *ctx) {
     for (int seed = 1; seed <= 20; seed++) {
         cir_graph *g = cir_graph_new(ctx);
-        g->opset = 13;
         unsigned r = (unsigned)seed * 2654435761u;
         int64_t d[2] = {1, 8};
         int vals[64], nv = 0;
@@ -158,9 +143,9 @@ static void test_memplan(cuvil_ctx *ctx) {
             r = r * 1103515245u + 12345u;
             int a = vals[nv - 1], b = vals[(r >> 8) % (unsigned)nv];
             int y = add_act(g, "v");
-            if ((r >> 4) % 3 == 0) node(g, "Relu", 1, (int[]){a}, y);
-            else if ((r >> 4) % 3 == 1) node(g, "Add", 2, (int[]){a, b}, y);
-            else node(g, "Flatten", 1, (int[]){a}, y);   /* an alias: shares bytes */
+            if ((r >> 4) % 3 == 0) node(g, CIR_OP_RELU, 1, (int[]){a}, y);
+            else if ((r >> 4) % 3 == 1) node(g, CIR_OP_ADD, 2, (int[]){a, b}, y);
+            else node(g, CIR_OP_FLATTEN, 1, (int[]){a}, y);   /* an alias: shares bytes */
             vals[nv++] = y;
         }
         set_outputs(g, 1, &vals[nv - 1]);
@@ -179,9 +164,9 @@ static void test_memplan(cuvil_ctx *ctx) {
             first[v] = last[v] = -1;
         }
         for (int i = 0; i < g->n_nodes; i++)
-            if (!g->nodes[i].dead && plan.aliased[i]) root[g->nodes[i].out[0]] = root[g->nodes[i].in[0]];
+            if (!cir_node_at(g, i)->dead && plan.aliased[i]) root[cir_node_at(g, i)->out[0]] = root[cir_node_at(g, i)->in[0]];
         for (int i = 0; i < g->n_nodes; i++) {
-            cir_node *nd = &g->nodes[i];
+            cir_node *nd = cir_node_at(g, i);
             if (nd->dead) continue;
             int o = root[nd->out[0]];
             if (first[o] < 0) first[o] = i;
@@ -203,7 +188,7 @@ static void test_memplan(cuvil_ctx *ctx) {
             }
         }
         for (int v = 0; v < n; v++)
-            if (root[v] != v && g->values[v].kind == CIR_VAL_ACT && g->values[v].output_index < 0)
+            if (root[v] != v && cir_val(g, v)->kind == CIR_VAL_ACT && cir_val(g, v)->output_index < 0)
                 CHECK(plan.loc[v].kind == plan.loc[root[v]].kind && plan.loc[v].index == plan.loc[root[v]].index,
                       "seed %d: alias %d does not share its source's storage", seed, v);
         CHECK(arena_vals > 3, "seed %d: only %d arena values", seed, arena_vals);
@@ -216,6 +201,82 @@ static void test_memplan(cuvil_ctx *ctx) {
     }
 }
 
+/* Pointer-stable storage: a graph grown past several chunk boundaries (values and nodes) while
+ * pointers taken early stay valid, then run through every pass and the memory plan (the
+ * sanitizer build checks every access). Passes add values (bn_fold's constants) while they
+ * hold node pointers. */
+static void test_storage_growth(cuvil_ctx *ctx) {
+    cir_graph *g = cir_graph_new(ctx);
+    int64_t d[4] = {1, 2, 3, 3}, wd[4] = {2, 2, 1, 1}, cd[1] = {2};
+    int x = add_input(g, "x", 4, d);
+    cir_value *xv = cir_val(g, x);
+    float w[4] = {1, 0, 0, 1}, one[2] = {1, 1}, zero[2] = {0, 0};
+    int cur = x, n_conv = 0;
+    cir_node *first = NULL;
+    for (int i = 0; i < 3 * CIR_CHUNK / 2; i++) {
+        /* conv -> batch_norm -> relu: bn_fold and fuse_act rewrite every triple */
+        int W = cir_const_add(g, "w", CIR_F32, 4, wd, w);
+        int y = add_act(g, "c");
+        cir_node *c = node(g, CIR_OP_CONV, 2, (int[]){cur, W}, y);
+        if (!first) first = c;
+        int bn[5] = {y, cir_const_add(g, "g", CIR_F32, 1, cd, one), cir_const_add(g, "b", CIR_F32, 1, cd, zero),
+                     cir_const_add(g, "m", CIR_F32, 1, cd, zero), cir_const_add(g, "v", CIR_F32, 1, cd, one)};
+        int z = add_act(g, "bn");
+        node(g, CIR_OP_BATCH_NORM, 5, bn, z);
+        int r = add_act(g, "r");
+        node(g, CIR_OP_RELU, 1, (int[]){z}, r);
+        cur = r;
+        n_conv++;
+    }
+    set_outputs(g, 1, &cur);
+    CHECK(g->n_values > 4 * CIR_CHUNK && g->n_nodes > 4 * CIR_CHUNK, "grew to %d values, %d nodes", g->n_values, g->n_nodes);
+    CHECK(cir_val(g, x) == xv && xv->id == x && !strcmp(xv->name, "x"), "a value moved while the graph grew");
+    CHECK(cir_node_at(g, 0) == first && first->kind == CIR_OP_CONV, "a node moved while the graph grew");
+    cuvil_options o;
+    cuvil_options_init(&o);
+    CHECK(cuvil_run_passes(g, &o) == CUVIL_OK, "%s", cuvil_errmsg(ctx));
+    int live = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        cir_node *n = cir_node_at(g, i);
+        if (n->dead) continue;
+        live++;
+        CHECK(n->kind == CIR_OP_CONV && n->act.op == CIR_OP_RELU, "node %d is %s, not a conv with relu fused", i,
+              n->def->name);
+    }
+    CHECK(live == n_conv, "%d live nodes for %d convolutions", live, n_conv);
+    cg_plan plan;
+    CHECK(cg_plan_memory(g, &plan) == CUVIL_OK, "%s", cuvil_errmsg(ctx));
+    cg_plan_free(&plan);
+    cir_graph_free(g);
+}
+
+/* docs/OPS.md lists every op of the registry, each with all its attributes. */
+static void test_ops_doc(void) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/docs/OPS.md", CUVIL_TEST_SOURCE_DIR);
+    FILE *f = fopen(path, "rb");
+    CHECK(f, "cannot open %s", path);
+    if (!f) return;
+    static char doc[1 << 16];
+    size_t n = fread(doc, 1, sizeof doc - 1, f);
+    fclose(f);
+    doc[n] = 0;
+    for (int k = 1; k < CIR_OP__COUNT; k++) {
+        const cir_opdef *d = cir_op_def((cir_op_kind)k);
+        char key[96];
+        snprintf(key, sizeof key, "\n| `%s` |", d->name);
+        const char *row = strstr(doc, key);
+        CHECK(row, "docs/OPS.md has no row for %s", d->name);
+        if (!row) continue;
+        const char *end = strchr(row + 1, '\n');
+        for (const cir_attr_spec *a = d->attrs; a && a->name; a++) {
+            snprintf(key, sizeof key, "`%s`", a->name);
+            const char *at = strstr(row, key);
+            CHECK(at && (!end || at < end), "docs/OPS.md: %s lacks attribute %s", d->name, a->name);
+        }
+    }
+}
+
 int main(void) {
     cuvil_ctx *ctx;
     if (cuvil_ctx_create(&ctx)) return 1;
@@ -223,6 +284,8 @@ int main(void) {
     test_verifier(ctx);
     test_shape_errors(ctx);
     test_memplan(ctx);
+    test_storage_growth(ctx);
+    test_ops_doc();
     cuvil_ctx_destroy(ctx);
     if (failures) {
         fprintf(stderr, "%d check(s) failed\n", failures);

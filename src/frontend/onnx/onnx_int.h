@@ -33,6 +33,47 @@ int cuvil_onnx_max_ir_version(void);
 /* The first opset in which ONNX defines op, 0 if never. */
 int cuvil_onnx_first_opset(const char *op);
 
+/* ===== Mapping ONNX ops onto CIR ops (onnx_ops.c) ======================================= */
+/* One attribute of an ONNX node in its public form; TENSOR attributes are loaded as constant
+ * values (tensor: the value id, else -1). */
+typedef struct onnx_attr {
+    const char *name;
+    cuvil_attr a;
+    int tensor;
+    bool used;             /* consumed by the op's mapping (not passed through) */
+} onnx_attr;
+
+/* An ONNX node whose inputs and outputs are CIR value ids (-1: omitted). */
+typedef struct onnx_node {
+    const char *op, *name, *desc;   /* desc: "Conv 'conv1'" for messages */
+    int opset;
+    int n_in, n_out;
+    int *in, *out;
+    int n_attrs;
+    onnx_attr *attrs;
+} onnx_node;
+
+/* An output an ONNX op has and its CIR op does not (a Dropout mask, BatchNormalization's
+ * running statistics, MaxPool's indices): fine unless something uses it. */
+typedef struct onnx_dropped {
+    int value;
+    const char *desc, *why;
+} onnx_dropped;
+
+typedef struct onnx_mapper {
+    cir_graph *g;
+    onnx_dropped *dropped;
+    int n_dropped, cap_dropped;
+} onnx_mapper;
+
+/* The first opset of the ONNX domain Cuvil supports `op` from; 0 when it does not support it. */
+int cuvil_onnx_op_since(const char *op);
+/* Adds CIR for node on (zero or more nodes and constants). Errors name the node. */
+cuvil_status cuvil_onnx_map_node(onnx_mapper *m, onnx_node *on);
+/* After the graph is loaded: an error if a dropped output is used by a node or is a graph
+ * output. */
+cuvil_status cuvil_onnx_check_dropped(onnx_mapper *m);
+
 /* protobuf-c allocator that goes through cuvil_malloc/cuvil_free (fault injection). */
 extern ProtobufCAllocator cuvil_pb_allocator;
 

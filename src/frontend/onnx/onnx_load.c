@@ -7,7 +7,7 @@
  * limits in the options. Names stay data: they are copied, compared and printed in messages,
  * never interpreted. */
 #include "frontend/onnx/onnx_int.h"
-#include "frontend/onnx/ops/ops_int.h"
+#include "ir/ops/ops.h"
 
 #include <libgen.h>
 #include <limits.h>
@@ -25,6 +25,7 @@ typedef struct loader {
     cuvil_map opsets;         /* domain ("ai.onnx" for the default) -> index in opset_import */
     const char *model_dir;    /* NULL: external data refused */
     Onnx__ModelProto *m;
+    onnx_mapper map;          /* ONNX ops onto CIR ops (onnx_ops.c) */
 } loader;
 
 static void *pb_alloc(void *unused, size_t n) {
@@ -90,7 +91,7 @@ static int sym_get(loader *L, const char *name) {
 }
 
 static cuvil_status add_name(loader *L, int id) {
-    if (!cuvil_map_put(&L->names, L->g->values[id].name, id))
+    if (!cuvil_map_put(&L->names, cir_val(L->g, id)->name, id))
         return cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
     return CUVIL_OK;
 }
@@ -105,7 +106,7 @@ static cuvil_status count_value(loader *L) {
 
 /* A value's declared tensor type: dtype and shape (dims -1 where not a fixed number). */
 typedef struct decl {
-    cuvil_dtype dtype;
+    cir_dtype dtype;
     int ndim;                  /* -1: no shape */
     int64_t dims[CUVIL_MAX_DIMS];
     const Onnx__TensorShapeProto *shape;
@@ -123,10 +124,10 @@ static cuvil_status read_decl(loader *L, const Onnx__ValueInfoProto *vi, const c
                          what, name);
     const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
     if (tt->has_elem_type) {
-        d->dtype = (cuvil_dtype)tt->elem_type;
-        if (!cuvil_dtype_size(d->dtype) || d->dtype == CUVIL_DTYPE_STRING)
+        d->dtype = tt->elem_type > 0 && tt->elem_type < 64 ? cir_dtype_from_public((cuvil_dtype)tt->elem_type) : CIR_UNDEF;
+        if (d->dtype == CIR_UNDEF)
             return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED, "%s '%s': element type %d (%s) is not supported", what, name,
-                             (int)tt->elem_type, cuvil_dtype_name(d->dtype));
+                             (int)tt->elem_type, cuvil_dtype_name((cuvil_dtype)tt->elem_type));
     }
     if (!tt->shape) return CUVIL_OK;
     if (tt->shape->n_dim > CUVIL_MAX_DIMS)
@@ -158,7 +159,7 @@ static void set_decl(cir_value *v, const decl *d) {
 
 /* "float32[1,3,?,?]" */
 static const char *decl_str(const decl *d, char *buf, size_t len) {
-    size_t o = (size_t)snprintf(buf, len, "%s", cuvil_dtype_name(d->dtype));
+    size_t o = (size_t)snprintf(buf, len, "%s", cir_dtype_name(d->dtype));
     if (d->ndim < 0) return buf;
     o += (size_t)snprintf(buf + o, o < len ? len - o : 0, "[");
     for (int i = 0; i < d->ndim && o < len; i++) {
@@ -185,10 +186,14 @@ static cuvil_status load_initializers(loader *L, const Onnx__GraphProto *gp) {
         void *data;
         if ((s = cuvil_onnx_tensor_data(L->ctx, &g->arena, t, L->model_dir, name, L->lim, &dt, &ndim, dims, &data)))
             return s;
+        cir_dtype ct = cir_dtype_from_public(dt);
+        if (ct == CIR_UNDEF)
+            return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED, "initializer '%s': element type %s is not supported", name,
+                             cuvil_dtype_name(dt));
         int id = cir_value_add(g, name, CIR_VAL_CONST);
         if (id < 0) return L->ctx->status;
-        cir_value *v = &g->values[id];
-        cir_set_shape(v, dt, ndim, dims);
+        cir_value *v = cir_val(g, id);
+        cir_set_shape(v, ct, ndim, dims);
         v->data = data;
         g->const_bytes += cir_nbytes(v);
         if (g->const_bytes > L->lim->total_bytes)
@@ -204,8 +209,6 @@ static cuvil_status load_initializers(loader *L, const Onnx__GraphProto *gp) {
 
 static cuvil_status load_inputs(loader *L, const Onnx__GraphProto *gp) {
     cir_graph *g = L->g;
-    g->inputs = cuvil_arena_alloc(&g->arena, sizeof(int) * (gp->n_input + 1));
-    if (!g->inputs) return cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
     for (size_t i = 0; i < gp->n_input; i++) {
         const Onnx__ValueInfoProto *vi = gp->input[i];
         const char *name = vi->name ? vi->name : "";
@@ -219,8 +222,8 @@ static cuvil_status load_inputs(loader *L, const Onnx__GraphProto *gp) {
         int init = cuvil_map_get(&L->names, name);
         if (init >= 0) {
             /* an initializer listed as an input (IR < 4 style, or a default value): the two must agree */
-            cir_value *c = &g->values[init];
-            bool same = d.dtype == CUVIL_DTYPE_UNDEFINED || d.dtype == c->dtype;
+            cir_value *c = cir_val(g, init);
+            bool same = d.dtype == CIR_UNDEF || d.dtype == c->dtype;
             if (d.ndim >= 0) {
                 same &= d.ndim == c->ndim;
                 for (int k = 0; same && k < d.ndim; k++) same &= d.dims[k] < 0 || d.dims[k] == c->dims[k];
@@ -234,7 +237,7 @@ static cuvil_status load_inputs(loader *L, const Onnx__GraphProto *gp) {
         }
         if (!vi->type)
             return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "graph input '%s' has no type", name);
-        if (d.dtype == CUVIL_DTYPE_UNDEFINED)
+        if (d.dtype == CIR_UNDEF)
             return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "graph input '%s' has no element type", name);
         if (d.ndim < 0)
             return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED, "graph input '%s': the model gives no shape (rank unknown)", name);
@@ -260,65 +263,65 @@ static cuvil_status load_inputs(loader *L, const Onnx__GraphProto *gp) {
                                  (int)(sizeof g->syms / sizeof g->syms[0]));
             dims[k] = g->syms[syms[k]].value;
         }
-        cir_value *v = &g->values[id];
+        cir_value *v = cir_val(g, id);
         cir_set_shape(v, d.dtype, d.ndim, dims);
         for (int k = 0; k < d.ndim; k++) v->dim_sym[k] = syms[k];
         if ((s = cir_check_shape(g, NULL, v))) return cuvil_err_prefix(L->ctx, "graph input ");
-        g->inputs[g->n_inputs++] = id;
+        if ((s = cir_graph_add_input(g, id))) return s;
         if ((s = add_name(L, id))) return s;
     }
     return CUVIL_OK;
 }
 
-static cuvil_status load_attr(loader *L, cir_node *n, const Onnx__AttributeProto *ap, cir_attr *a) {
+/* One AttributeProto in its public form (a TENSOR attribute becomes a constant value). desc
+ * names the node. */
+static cuvil_status load_attr(loader *L, const char *desc, const char *node_name, const Onnx__AttributeProto *ap,
+                              onnx_attr *a) {
     cir_graph *g = L->g;
-    char desc[512];
+    memset(a, 0, sizeof *a);
+    a->tensor = -1;
     a->name = cuvil_arena_strdup(&g->arena, ap->name ? ap->name : "");
     if (!a->name) return cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
-    a->type = (cir_attr_type)ap->type;
+    a->a.name = a->name;
     switch (ap->type) {
-    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT: a->f = ap->f; break;
-    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT: a->i = ap->i; break;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT: a->a.type = CUVIL_ATTR_FLOAT; a->a.f = ap->f; break;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT: a->a.type = CUVIL_ATTR_INT; a->a.i = ap->i; break;
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING: {
         if (ap->s.len && memchr(ap->s.data, 0, ap->s.len))
-            return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: attribute '%s' holds a NUL byte",
-                             cir_node_desc(n, desc, sizeof desc), a->name);
-        char *s = cuvil_arena_alloc(&g->arena, ap->s.len + 1);
-        if (!s) return cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
-        if (ap->s.len) memcpy(s, ap->s.data, ap->s.len);
-        a->s = s;
+            return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: attribute '%s' holds a NUL byte", desc, a->name);
+        char *str = cuvil_arena_alloc(&g->arena, ap->s.len + 1);
+        if (!str) return cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
+        if (ap->s.len) memcpy(str, ap->s.data, ap->s.len);
+        str[ap->s.len] = 0;
+        a->a.type = CUVIL_ATTR_STRING;
+        a->a.s = str;
         break;
     }
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS:
-        if (ap->n_floats > INT_MAX) return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED, "attribute '%s' is too long", a->name);
-        a->n = (int)ap->n_floats;
-        a->floats = cuvil_arena_memdup(&g->arena, ap->floats, sizeof(float) * ap->n_floats);
-        if (!a->floats) return cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
+        if (ap->n_floats > INT_MAX / 8) return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED, "%s: attribute '%s' is too long", desc, a->name);
+        a->a.type = CUVIL_ATTR_FLOATS;
+        a->a.n = ap->n_floats;
+        float *fl = cuvil_arena_alloc(&g->arena, sizeof(float) * (ap->n_floats + 1));
+        if (!fl) return cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
+        if (ap->n_floats) memcpy(fl, ap->floats, sizeof(float) * ap->n_floats);
+        a->a.floats = fl;
         break;
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS:
-        if (ap->n_ints > INT_MAX) return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED, "attribute '%s' is too long", a->name);
-        a->n = (int)ap->n_ints;
-        a->ints = cuvil_arena_memdup(&g->arena, ap->ints, sizeof(int64_t) * ap->n_ints);
-        if (!a->ints) return cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
+        if (ap->n_ints > INT_MAX / 8) return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED, "%s: attribute '%s' is too long", desc, a->name);
+        a->a.type = CUVIL_ATTR_INTS;
+        a->a.n = ap->n_ints;
+        int64_t *iv = cuvil_arena_alloc(&g->arena, sizeof(int64_t) * (ap->n_ints + 1));
+        if (!iv) return cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
+        if (ap->n_ints) memcpy(iv, ap->ints, sizeof(int64_t) * ap->n_ints);
+        a->a.ints = iv;
         break;
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS:
-        if (ap->n_strings > INT_MAX) return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED, "attribute '%s' is too long", a->name);
-        a->n = (int)ap->n_strings;
-        a->strings = cuvil_arena_alloc(&g->arena, sizeof(char *) * (ap->n_strings + 1));
-        if (!a->strings) return cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
-        for (size_t i = 0; i < ap->n_strings; i++) {
+        for (size_t i = 0; i < ap->n_strings; i++)
             if (ap->strings[i].len && memchr(ap->strings[i].data, 0, ap->strings[i].len))
-                return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: attribute '%s' holds a NUL byte",
-                                 cir_node_desc(n, desc, sizeof desc), a->name);
-            char *s = cuvil_arena_alloc(&g->arena, ap->strings[i].len + 1);
-            if (!s) return cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
-            if (ap->strings[i].len) memcpy(s, ap->strings[i].data, ap->strings[i].len);
-            a->strings[i] = s;
-        }
-        break;
+                return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: attribute '%s' holds a NUL byte", desc, a->name);
+        break;   /* no CIR op takes a list of strings: type 0, refused unless the mapping ignores it */
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR: {
-        if (!ap->t) return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: attribute '%s' has no tensor",
-                                     cir_node_desc(n, desc, sizeof desc), a->name);
+        if (!ap->t) return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: attribute '%s' has no tensor", desc, a->name);
         cuvil_status s = count_value(L);
         if (s) return s;
         cuvil_dtype dt;
@@ -326,30 +329,32 @@ static cuvil_status load_attr(loader *L, cir_node *n, const Onnx__AttributeProto
         int64_t dims[CUVIL_MAX_DIMS];
         void *data;
         char what[600];
-        snprintf(what, sizeof what, "%.280s.%.280s", n->name, a->name);
+        snprintf(what, sizeof what, "%.280s.%.280s", node_name, a->name);
         if ((s = cuvil_onnx_tensor_data(L->ctx, &g->arena, ap->t, L->model_dir, what, L->lim, &dt, &ndim, dims, &data)))
-            return cuvil_err_prefix(L->ctx, "%s: ", cir_node_desc(n, desc, sizeof desc));
+            return cuvil_err_prefix(L->ctx, "%s: ", desc);
+        cir_dtype ct = cir_dtype_from_public(dt);
+        if (ct == CIR_UNDEF)
+            return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED, "%s: attribute '%s': element type %s is not supported", desc,
+                             a->name, cuvil_dtype_name(dt));
         int id = cir_value_add(g, what, CIR_VAL_CONST);
         if (id < 0) return L->ctx->status;
-        cir_set_shape(&g->values[id], dt, ndim, dims);
-        g->values[id].data = data;
-        g->const_bytes += cir_nbytes(&g->values[id]);
+        cir_set_shape(cir_val(g, id), ct, ndim, dims);
+        cir_val(g, id)->data = data;
+        g->const_bytes += cir_nbytes(cir_val(g, id));
         if (g->const_bytes > L->lim->total_bytes)
             return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED,
                              "%s: attribute '%s' brings the model's constants over the limit total_bytes=%llu (raise it "
-                             "with --limit total_bytes=N)", cir_node_desc(n, desc, sizeof desc), a->name,
-                             (unsigned long long)L->lim->total_bytes);
+                             "with --limit total_bytes=N)", desc, a->name, (unsigned long long)L->lim->total_bytes);
         a->tensor = id;
         break;
     }
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH:
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPHS:
         return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED,
-                         "%s: attribute '%s' is a subgraph; control flow (If/Loop/Scan) is not supported yet",
-                         cir_node_desc(n, desc, sizeof desc), a->name);
+                         "%s: attribute '%s' is a subgraph; control flow (If/Loop/Scan) is not supported yet", desc, a->name);
     default:
-        return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED, "%s: attribute '%s' has unsupported type %d",
-                         cir_node_desc(n, desc, sizeof desc), a->name, (int)ap->type);
+        return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED, "%s: attribute '%s' has unsupported type %d", desc, a->name,
+                         (int)ap->type);
     }
     return CUVIL_OK;
 }
@@ -390,9 +395,10 @@ static cuvil_status load_nodes(loader *L, const Onnx__GraphProto *gp) {
             break;
         }
         int opset = opset_of(L, domain);
-        const cir_opdef *def = cir_op_lookup(domain, op);
+        int since = !*domain ? cuvil_onnx_op_since(op) : 0;
         int first = !*domain ? cuvil_onnx_first_opset(op) : 0;
-        if (!def || opset < def->since || (first && opset < first)) {
+        bool supported = since > 0 && opset >= since && !(first && opset < first);
+        if (!supported) {
             if (opset < 0)
                 cuvil_sb_printf(&unknown, "\n  %s: the model imports no opset for domain '%s'", desc, domain);
             else if (first > opset)
@@ -400,7 +406,7 @@ static cuvil_status load_nodes(loader *L, const Onnx__GraphProto *gp) {
                                 opset, first);
             else
                 cuvil_sb_printf(&unknown, "\n  %s (opset %d)%s", desc, opset,
-                                def ? ": this opset version is older than Cuvil supports" : "");
+                                since ? ": this opset version is older than Cuvil supports" : "");
             n_unknown++;
         } else if ((s = cuvil_onnx_check_node(L->ctx, np, desc, opset))) {
             break;
@@ -450,24 +456,19 @@ static cuvil_status load_nodes(loader *L, const Onnx__GraphProto *gp) {
             else s = add_name(L, out[j]);
         }
         if (s) break;
-        int idx = cir_node_add(g, op, name, (int)np->n_input, in, (int)np->n_output, out);
-        if (idx < 0) {
-            s = L->ctx->status;
-            break;
-        }
-        cir_node *n = &g->nodes[idx];
-        n->domain = cuvil_arena_strdup(&g->arena, domain);
-        n->opset = opset;
-        n->def = def;
-        n->attrs = cuvil_arena_alloc(&g->arena, sizeof(cir_attr) * (np->n_attribute + 1));
-        if (!n->attrs || !n->domain) {
+        if (!supported) continue;   /* reported with the others once every node is read */
+        onnx_node on = {.op = op, .name = name, .desc = desc, .opset = opset, .n_in = (int)np->n_input,
+                        .n_out = (int)np->n_output, .in = in, .out = out};
+        on.attrs = cuvil_arena_alloc(&g->arena, sizeof(onnx_attr) * (np->n_attribute + 1));
+        if (!on.attrs) {
             s = cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
             break;
         }
         for (size_t j = 0; j < np->n_attribute && !s; j++) {
-            s = load_attr(L, n, np->attribute[j], &n->attrs[j]);
-            if (!s) n->n_attrs++;
+            s = load_attr(L, desc, name, np->attribute[j], &on.attrs[j]);
+            if (!s) on.n_attrs++;
         }
+        if (!s) s = cuvil_onnx_map_node(&L->map, &on);
     }
     if (!s && n_unknown)
         s = cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED, "%d node%s use%s ops Cuvil does not support:%s", n_unknown,
@@ -480,8 +481,6 @@ static cuvil_status load_nodes(loader *L, const Onnx__GraphProto *gp) {
 static cuvil_status load_outputs(loader *L, const Onnx__GraphProto *gp) {
     cir_graph *g = L->g;
     if (!gp->n_output) return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "the graph has no outputs");
-    g->outputs = cuvil_arena_alloc(&g->arena, sizeof(int) * gp->n_output);
-    if (!g->outputs) return cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
     for (size_t i = 0; i < gp->n_output; i++) {
         const char *name = gp->output[i]->name ? gp->output[i]->name : "";
         if (!*name) return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "graph output %zu has no name", i);
@@ -494,10 +493,13 @@ static cuvil_status load_outputs(loader *L, const Onnx__GraphProto *gp) {
         decl d;
         cuvil_status s = read_decl(L, gp->output[i], "graph output", &d);
         if (s) return s;
-        cir_value *v = &g->values[id];
+        cir_value *v = cir_val(g, id);
         if (v->kind == CIR_VAL_ACT) set_decl(v, &d);
-        g->outputs[g->n_outputs++] = id;
-        if (v->output_index < 0) v->output_index = (int)i;
+        else if (v->kind == CIR_VAL_CONST && d.dtype != CIR_UNDEF && d.dtype != v->dtype)
+            /* an initializer or a Constant's value: known now */
+            return cuvil_err(L->ctx, CUVIL_ERR_DTYPE, "graph output '%s' is %s, but the model declares it %s", name,
+                             cir_dtype_name(v->dtype), cir_dtype_name(d.dtype));
+        if ((s = cir_graph_add_output(g, id))) return s;
     }
     return CUVIL_OK;
 }
@@ -508,7 +510,7 @@ static cuvil_status load_value_info(loader *L, const Onnx__GraphProto *gp) {
         const Onnx__ValueInfoProto *vi = gp->value_info[i];
         int id = cuvil_map_get(&L->names, vi->name ? vi->name : "");
         if (id < 0) continue;   /* describes a value the graph does not have: ignored, as ONNX Runtime does */
-        cir_value *v = &L->g->values[id];
+        cir_value *v = cir_val(L->g, id);
         if (v->kind != CIR_VAL_ACT || v->output_index >= 0) continue;
         decl d;
         cuvil_status s = read_decl(L, vi, "value_info", &d);
@@ -565,7 +567,7 @@ cuvil_status cuvil_onnx_load_buffer(cuvil_ctx *ctx, const uint8_t *data, size_t 
         goto done;
     }
     L.g->limits = o->limits;
-    L.g->opset = opset_of(&L, "");
+    L.map.g = L.g;
     cuvil_sha256_hex(data, size, L.g->model_sha256);
     L.g->model_path = cuvil_arena_strdup(&L.g->arena, path);
     if (L.m->graph->name && *L.m->graph->name) L.g->name = cuvil_arena_strdup(&L.g->arena, L.m->graph->name);
@@ -575,7 +577,7 @@ cuvil_status cuvil_onnx_load_buffer(cuvil_ctx *ctx, const uint8_t *data, size_t 
     }
     if ((s = load_initializers(&L, L.m->graph)) || (s = load_inputs(&L, L.m->graph)) ||
         (s = load_nodes(&L, L.m->graph)) || (s = load_outputs(&L, L.m->graph)) ||
-        (s = load_value_info(&L, L.m->graph)) || (s = check_dims_used(&L)))
+        (s = load_value_info(&L, L.m->graph)) || (s = cuvil_onnx_check_dropped(&L.map)) || (s = check_dims_used(&L)))
         goto done;
     s = cir_verify(L.g, false, NULL);
 done:
@@ -589,6 +591,7 @@ done:
     cuvil_map_free(&L.declared);
     cuvil_map_free(&L.listed);
     cuvil_map_free(&L.opsets);
+    cuvil_free(L.map.dropped);
     onnx__model_proto__free_unpacked(L.m, &cuvil_pb_allocator);
     *out = L.g;
     return s;

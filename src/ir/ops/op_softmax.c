@@ -1,19 +1,18 @@
-/* op_softmax.c -- Softmax and LogSoftmax. Before opset 13 the input is coerced to 2-D
- * [prod(dims[:axis]), prod(dims[axis:])] (axis default 1); from 13 they act along one axis
- * (default -1). */
-#include "frontend/onnx/ops/ops_int.h"
+/* op_softmax.c -- softmax and log_softmax along one axis (default -1); with coerce_2d=1 (ONNX
+ * before opset 13) over the input coerced to 2-D [prod(dims[:axis]), prod(dims[axis:])]. */
+#include "ir/ops/ops.h"
 
 #include <string.h>
 
 static cuvil_status softmax_params(cir_graph *g, cir_node *n, cuvil_softmax_params *p) {
     cir_value *x = cir_in(g, n, 0);
-    bool coerce = n->opset < 13;
+    bool coerce = cir_attr_int(n, "coerce_2d") != 0;
     int ax;
-    cuvil_status s = op_axis(g, n, cir_attr_int(n, "axis", coerce ? 1 : -1), x->ndim, "axis", &ax);
+    cuvil_status s = op_axis(g, n, cir_attr_int(n, "axis"), x->ndim, "axis", &ax);
     if (s) return s;
     memset(p, 0, sizeof *p);
     p->outer = p->axis_len = p->inner = 1;
-    p->log = !strcmp(n->op, "LogSoftmax");
+    p->log = n->kind == CIR_OP_LOG_SOFTMAX;
     for (int d = 0; d < x->ndim; d++) {
         if (d < ax) p->outer *= x->dims[d];
         else if (d == ax || coerce) p->axis_len *= x->dims[d];
@@ -52,5 +51,12 @@ static cuvil_status softmax_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
     return CUVIL_OK;
 }
 
-const cir_opdef cir_op_Softmax = {"Softmax", "", 1, 0, softmax_infer, softmax_fold, softmax_emit, NULL};
-const cir_opdef cir_op_LogSoftmax = {"LogSoftmax", "", 1, 0, softmax_infer, softmax_fold, softmax_emit, NULL};
+static const cir_attr_spec softmax_attrs[] = {
+    {"axis", CIR_ATTR_INT, -1, 0, NULL, false},
+    {"coerce_2d", CIR_ATTR_INT, 0, 0, NULL, false},
+    CIR_ATTR_END,
+};
+
+const cir_opdef cir_op_softmax = {"softmax", 0, 1, 1, 1, 1, softmax_attrs, softmax_infer, softmax_fold, softmax_emit, NULL, 0};
+const cir_opdef cir_op_log_softmax = {"log_softmax", 0, 1, 1, 1, 1, softmax_attrs, softmax_infer, softmax_fold, softmax_emit,
+                                      NULL, 0};

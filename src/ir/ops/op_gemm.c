@@ -1,6 +1,6 @@
-/* op_gemm.c -- Gemm (transA/transB, alpha, beta, broadcast C) and MatMul (numpy semantics:
+/* op_gemm.c -- gemm (trans_a/trans_b, alpha, beta, broadcast C) and matmul (numpy semantics:
  * 1-D operands, broadcast batch dims). Both run on cuvil_f32_gemm. */
-#include "frontend/onnx/ops/ops_int.h"
+#include "ir/ops/ops.h"
 
 #include <string.h>
 
@@ -9,8 +9,8 @@ static cuvil_status gemm_params(cir_graph *g, cir_node *n, cuvil_gemm_params *p)
     memset(p, 0, sizeof *p);
     if (a->ndim != 2 || b->ndim != 2)
         return cir_node_err(g, n, CUVIL_ERR_SHAPE, "A and B must be 2-D (got rank %d and %d)", a->ndim, b->ndim);
-    p->trans_a = (int)cir_attr_int(n, "transA", 0);
-    p->trans_b = (int)cir_attr_int(n, "transB", 0);
+    p->trans_a = (int)cir_attr_int(n, "trans_a");
+    p->trans_b = (int)cir_attr_int(n, "trans_b");
     p->M = p->trans_a ? a->dims[1] : a->dims[0];
     p->K = p->trans_a ? a->dims[0] : a->dims[1];
     int64_t kb = p->trans_b ? b->dims[1] : b->dims[0];
@@ -23,19 +23,19 @@ static cuvil_status gemm_params(cir_graph *g, cir_node *n, cuvil_gemm_params *p)
     p->lda = a->dims[1];
     p->ldb = b->dims[1];
     p->ldc = p->N;
-    p->alpha = cir_attr_float(n, "alpha", 1.0f);
-    p->beta = cir_attr_float(n, "beta", 1.0f);
+    p->alpha = cir_attr_float(n, "alpha");
+    p->beta = cir_attr_float(n, "beta");
     p->batch = 1;
-    p->act = n->act;
+    p->act = cir_act_params(&n->act);
     if (c) {
         int64_t cm = c->ndim >= 2 ? c->dims[c->ndim - 2] : 1, cn = c->ndim >= 1 ? c->dims[c->ndim - 1] : 1;
         if (c->ndim > 2 || (cm != 1 && cm != p->M) || (cn != 1 && cn != p->N))
             return cir_node_err(g, n, CUVIL_ERR_SHAPE, "C '%s' does not broadcast to [%lld,%lld]", c->name, (long long)p->M,
                                 (long long)p->N);
-        /* before opset 7, C broadcasts only with broadcast=1 */
-        if (n->opset < 7 && !cir_attr_int(n, "broadcast", 0) && (c->ndim != 2 || cm != p->M || cn != p->N))
-            return cir_node_err(g, n, CUVIL_ERR_SHAPE, "C '%s' must be [%lld,%lld] without broadcast=1 (opset %d)", c->name,
-                                (long long)p->M, (long long)p->N, n->opset);
+        /* broadcast_c=0 (ONNX before opset 7 without broadcast=1): C must be [M, N] */
+        if (!cir_attr_int(n, "broadcast_c") && (c->ndim != 2 || cm != p->M || cn != p->N))
+            return cir_node_err(g, n, CUVIL_ERR_SHAPE, "C '%s' must be [%lld,%lld] (this node does not broadcast C: "
+                                "broadcast_c=0)", c->name, (long long)p->M, (long long)p->N);
         p->bias_rs = cm == 1 ? 0 : cn;
         p->bias_cs = cn == 1 ? 0 : 1;
     }
@@ -49,7 +49,7 @@ static cuvil_status gemm_infer(cir_graph *g, cir_node *n) {
     cuvil_gemm_params p;
     if ((s = gemm_params(g, n, &p))) return s;
     int64_t dims[2] = {p.M, p.N};
-    cir_set_shape(cir_out(g, n, 0), CUVIL_DTYPE_FLOAT32, 2, dims);
+    cir_set_shape(cir_out(g, n, 0), CIR_F32, 2, dims);
     return CUVIL_OK;
 }
 
@@ -131,7 +131,7 @@ static cuvil_status matmul_params(cir_graph *g, cir_node *n, cuvil_gemm_params *
     p->ldb = N;
     p->ldc = N;
     p->alpha = 1.0f;
-    p->act = n->act;
+    p->act = cir_act_params(&n->act);
     *ndim = 0;
     for (int i = 0; i < br; i++) dims[(*ndim)++] = bdims[i];
     if (a->ndim > 1) dims[(*ndim)++] = M;
@@ -146,7 +146,7 @@ static cuvil_status matmul_infer(cir_graph *g, cir_node *n) {
     int ndim;
     int64_t dims[CIR_MAX_DIMS], irregular;
     if ((s = matmul_params(g, n, &p, &ndim, dims, &irregular, NULL))) return s;
-    cir_set_shape(cir_out(g, n, 0), CUVIL_DTYPE_FLOAT32, ndim, dims);
+    cir_set_shape(cir_out(g, n, 0), CIR_F32, ndim, dims);
     return CUVIL_OK;
 }
 
@@ -157,7 +157,7 @@ static cuvil_status any_params(cir_graph *g, cir_node *n, cuvil_gemm_params *p, 
     int64_t dims[CIR_MAX_DIMS];
     *n_irregular = 0;
     *offs = NULL;
-    if (!strcmp(n->op, "Gemm")) return gemm_params(g, n, p);
+    if (n->kind == CIR_OP_GEMM) return gemm_params(g, n, p);
     cuvil_status s = matmul_params(g, n, p, &ndim, dims, n_irregular, NULL);
     if (s || !*n_irregular) return s;
     *offs = cuvil_malloc(sizeof(int64_t) * 2 * (size_t)*n_irregular);
@@ -212,5 +212,14 @@ static cuvil_status gemm_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
     return CUVIL_OK;
 }
 
-const cir_opdef cir_op_Gemm = {"Gemm", "", 1, CIR_OP_TAKES_ACT, gemm_infer, gemm_fold, gemm_emit, NULL};
-const cir_opdef cir_op_MatMul = {"MatMul", "", 1, CIR_OP_TAKES_ACT, matmul_infer, gemm_fold, gemm_emit, NULL};
+static const cir_attr_spec gemm_attrs[] = {
+    {"trans_a", CIR_ATTR_INT, 0, 0, NULL, false},
+    {"trans_b", CIR_ATTR_INT, 0, 0, NULL, false},
+    {"alpha", CIR_ATTR_FLOAT, 0, 1.0f, NULL, false},
+    {"beta", CIR_ATTR_FLOAT, 0, 1.0f, NULL, false},
+    {"broadcast_c", CIR_ATTR_INT, 1, 0, NULL, false},
+    CIR_ATTR_END,
+};
+
+const cir_opdef cir_op_gemm = {"gemm", CIR_OPF_TAKES_ACT, 2, 3, 1, 1, gemm_attrs, gemm_infer, gemm_fold, gemm_emit, NULL, 0};
+const cir_opdef cir_op_matmul = {"matmul", CIR_OPF_TAKES_ACT, 2, 2, 1, 1, NULL, matmul_infer, gemm_fold, gemm_emit, NULL, 0};

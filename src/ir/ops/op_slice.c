@@ -1,6 +1,6 @@
-/* op_slice.c -- Slice (attributes before opset 10, constant inputs after; any dtype when
+/* op_slice.c -- slice (x, starts, ends, [axes], [steps]; constant starts..steps; any dtype when
  * folded, float32 at run time). */
-#include "frontend/onnx/ops/ops_int.h"
+#include "ir/ops/ops.h"
 
 #include <string.h>
 
@@ -13,27 +13,11 @@ static cuvil_status slice_params(cir_graph *g, cir_node *n, cuvil_slice_params *
     int64_t starts[CIR_MAX_DIMS], ends[CIR_MAX_DIMS], axes[CIR_MAX_DIMS], steps[CIR_MAX_DIMS];
     int ns, ne, na = -1, nst = -1;
     cuvil_status s;
-    if (n->opset < 10) {
-        const int64_t *a;
-        ns = cir_attr_ints(n, "starts", &a);
-        if (ns < 0 || ns > CIR_MAX_DIMS)
-            return cir_node_err(g, n, CUVIL_ERR_MODEL, "attribute starts is missing or has more than %d values", CIR_MAX_DIMS);
-        memcpy(starts, a, sizeof(int64_t) * (size_t)ns);
-        ne = cir_attr_ints(n, "ends", &a);
-        if (ne < 0 || ne > CIR_MAX_DIMS)
-            return cir_node_err(g, n, CUVIL_ERR_MODEL, "attribute ends is missing or has more than %d values", CIR_MAX_DIMS);
-        memcpy(ends, a, sizeof(int64_t) * (size_t)ne);
-        na = cir_attr_ints(n, "axes", &a);
-        if (na == 0) na = -1;   /* an empty list means "the first ns axes", as ONNX's reference reads it */
-        if (na > CIR_MAX_DIMS) return cir_node_err(g, n, CUVIL_ERR_MODEL, "attribute axes has %d values", na);
-        if (na > 0) memcpy(axes, a, sizeof(int64_t) * (size_t)na);
-    } else {
-        if ((s = op_const_ints(g, n, 1, "starts", starts, CIR_MAX_DIMS, &ns)) ||
-            (s = op_const_ints(g, n, 2, "ends", ends, CIR_MAX_DIMS, &ne)) ||
-            (cir_in(g, n, 3) && (s = op_const_ints(g, n, 3, "axes", axes, CIR_MAX_DIMS, &na))) ||
-            (cir_in(g, n, 4) && (s = op_const_ints(g, n, 4, "steps", steps, CIR_MAX_DIMS, &nst))))
-            return s;
-    }
+    if ((s = op_const_ints(g, n, 1, "starts", starts, CIR_MAX_DIMS, &ns)) ||
+        (s = op_const_ints(g, n, 2, "ends", ends, CIR_MAX_DIMS, &ne)) ||
+        (cir_in(g, n, 3) && (s = op_const_ints(g, n, 3, "axes", axes, CIR_MAX_DIMS, &na))) ||
+        (cir_in(g, n, 4) && (s = op_const_ints(g, n, 4, "steps", steps, CIR_MAX_DIMS, &nst))))
+        return s;
     if (ne != ns) return cir_node_err(g, n, CUVIL_ERR_MODEL, "starts has %d values but ends has %d", ns, ne);
     if (na >= 0 && na != ns) return cir_node_err(g, n, CUVIL_ERR_MODEL, "starts has %d values but axes has %d", ns, na);
     if (nst >= 0 && nst != ns) return cir_node_err(g, n, CUVIL_ERR_MODEL, "starts has %d values but steps has %d", ns, nst);
@@ -42,7 +26,7 @@ static cuvil_status slice_params(cir_graph *g, cir_node *n, cuvil_slice_params *
 
     memset(p, 0, sizeof *p);
     p->ndim = x->ndim;
-    p->elem_size = (int64_t)cuvil_dtype_size(x->dtype);
+    p->elem_size = (int64_t)cir_dtype_size(x->dtype);
     for (int d = 0; d < x->ndim; d++) {
         p->in_dims[d] = p->out_dims[d] = x->dims[d];
         p->steps[d] = 1;
@@ -83,11 +67,11 @@ static cuvil_status slice_params(cir_graph *g, cir_node *n, cuvil_slice_params *
 }
 
 static cuvil_status slice_infer(cir_graph *g, cir_node *n) {
-    cuvil_status s = op_check_arity(g, n, n->opset < 10 ? 1 : 3, n->opset < 10 ? 1 : 5, 1, 1);
+    cuvil_status s = op_check_arity(g, n, 3, 5, 1, 1);
     if (s) return s;
     cir_value *x = cir_in(g, n, 0);
-    if (cuvil_dtype_size(x->dtype) == 0)
-        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' has type %s", x->name, cuvil_dtype_name(x->dtype));
+    if (cir_dtype_size(x->dtype) == 0)
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' has type %s", x->name, cir_dtype_name(x->dtype));
     cuvil_slice_params p;
     if ((s = slice_params(g, n, &p))) return s;
     cir_set_shape(cir_out(g, n, 0), x->dtype, p.ndim, p.out_dims);
@@ -116,4 +100,4 @@ static cuvil_status slice_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
     return CUVIL_OK;
 }
 
-const cir_opdef cir_op_Slice = {"Slice", "", 1, 0, slice_infer, slice_fold, slice_emit, NULL};
+const cir_opdef cir_op_slice = {"slice", 0, 3, 5, 1, 1, NULL, slice_infer, slice_fold, slice_emit, NULL, 0};

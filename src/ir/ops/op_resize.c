@@ -1,22 +1,22 @@
-/* op_resize.c -- Resize (opsets 10, 11, 13, 18, 19) and Upsample (7, 9), float32, onto the one
- * cuvil_f32_resize kernel. Scales or sizes must be constant. Resize-10 and Upsample behave as
- * ONNX Runtime runs them: asymmetric coordinates and its "simple" nearest rounding. */
-#include "frontend/onnx/ops/ops_int.h"
+/* op_resize.c -- resize (x, [roi], [scales], [sizes]), float32, onto the one cuvil_f32_resize
+ * kernel. Scales or sizes must be constant. nearest_mode "simple" is ONNX Runtime's rounding
+ * for ONNX's Resize-10 and Upsample, which the frontend maps here with asymmetric coordinates. */
+#include "ir/ops/ops.h"
 
 #include <math.h>
 #include <string.h>
 
-/* keep in ORDER with CUVIL_COORD_* */
+/* keep in ORDER with CUVIL_COORD_*, then tf_crop_and_resize (refused) */
 static const char *const coord_names[] = {"half_pixel",          "asymmetric",           "align_corners",
-                                          "pytorch_half_pixel", "tf_half_pixel_for_nn", "half_pixel_symmetric"};
-/* keep in ORDER with CUVIL_NEAREST_* */
-static const char *const nearest_names[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
-
-static int name_index(const char *const *names, int count, const char *s) {
-    for (int i = 0; i < count; i++)
-        if (!strcmp(names[i], s)) return i;
-    return -1;
-}
+                                          "pytorch_half_pixel", "tf_half_pixel_for_nn", "half_pixel_symmetric",
+                                          "tf_crop_and_resize", NULL};
+enum { COORD_TF_CROP_AND_RESIZE = 6 };
+/* keep in ORDER with CUVIL_NEAREST_*, then "simple": ONNX Runtime's rounding for Resize-10 and
+ * Upsample (down when every axis upsamples, up when every axis downsamples) */
+static const char *const nearest_names[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil", "simple", NULL};
+enum { NEAREST_SIMPLE = 4 };
+static const char *const mode_names[] = {"nearest", "linear", "cubic", NULL};   /* ORDER: CUVIL_RESIZE_* */
+static const char *const kar_names[] = {"stretch", "not_larger", "not_smaller", NULL};
 
 /* Reads a constant float tensor (the scales) into out; *count -1 when absent or empty. */
 static cuvil_status const_floats(cir_graph *g, cir_node *n, int i, float *out, int *count) {
@@ -26,8 +26,8 @@ static cuvil_status const_floats(cir_graph *g, cir_node *n, int i, float *out, i
     if (!cir_is_const(v))
         return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "scales '%s' are computed at run time; Cuvil needs them constant",
                             v->name);
-    if (v->dtype != CUVIL_DTYPE_FLOAT32 && v->dtype != CUVIL_DTYPE_FLOAT64 && v->dtype != CUVIL_DTYPE_FLOAT16)
-        return cir_node_err(g, n, CUVIL_ERR_MODEL, "scales '%s' must be float, not %s", v->name, cuvil_dtype_name(v->dtype));
+    if (v->dtype != CIR_F32 && v->dtype != CIR_F64 && v->dtype != CIR_F16)
+        return cir_node_err(g, n, CUVIL_ERR_MODEL, "scales '%s' must be float, not %s", v->name, cir_dtype_name(v->dtype));
     if (cir_numel(v) > CIR_MAX_DIMS)
         return cir_node_err(g, n, CUVIL_ERR_MODEL, "scales '%s' has %lld values", v->name, (long long)cir_numel(v));
     *count = (int)cir_numel(v);
@@ -37,7 +37,6 @@ static cuvil_status const_floats(cir_graph *g, cir_node *n, int i, float *out, i
 
 static cuvil_status resize_params(cir_graph *g, cir_node *n, cuvil_resize_params *p) {
     cir_value *x = cir_in(g, n, 0);
-    bool upsample = !strcmp(n->op, "Upsample"), legacy = upsample || n->opset < 11;
     int r = x->ndim, nsc = -1, nsz = -1;
     float sc[CIR_MAX_DIMS];
     int64_t sz[CIR_MAX_DIMS];
@@ -45,26 +44,15 @@ static cuvil_status resize_params(cir_graph *g, cir_node *n, cuvil_resize_params
     memset(p, 0, sizeof *p);
 
     /* ---- scales or sizes ---- */
-    if (upsample && n->opset < 9) {
-        const cir_attr *a = cir_attr_find(n, "scales");
-        if (!a || a->type != CIR_ATTR_FLOATS) return cir_node_err(g, n, CUVIL_ERR_MODEL, "attribute scales is required");
-        if (a->n > CIR_MAX_DIMS) return cir_node_err(g, n, CUVIL_ERR_MODEL, "attribute scales has %d values", a->n);
-        nsc = a->n;
-        memcpy(sc, a->floats, sizeof(float) * (size_t)nsc);
-    } else if (legacy) {
-        if ((s = const_floats(g, n, 1, sc, &nsc))) return s;
-        if (nsc < 0) return cir_node_err(g, n, CUVIL_ERR_MODEL, "input scales is required");
-    } else {
-        if ((s = const_floats(g, n, 2, sc, &nsc))) return s;
-        cir_value *sv = cir_in(g, n, 3);
-        if (sv && cir_numel(sv) > 0 && (s = op_const_ints(g, n, 3, "sizes", sz, CIR_MAX_DIMS, &nsz))) return s;
-        if ((nsc >= 0) == (nsz >= 0))
-            return cir_node_err(g, n, CUVIL_ERR_MODEL, "exactly one of scales and sizes must be given (non-empty)");
-    }
+    if ((s = const_floats(g, n, 2, sc, &nsc))) return s;
+    cir_value *sv = cir_in(g, n, 3);
+    if (sv && cir_numel(sv) > 0 && (s = op_const_ints(g, n, 3, "sizes", sz, CIR_MAX_DIMS, &nsz))) return s;
+    if ((nsc >= 0) == (nsz >= 0))
+        return cir_node_err(g, n, CUVIL_ERR_MODEL, "exactly one of scales and sizes must be given (non-empty)");
 
     /* ---- the axes they apply to (opset 18) ---- */
     const int64_t *axa = NULL;
-    int na = legacy ? -1 : cir_attr_ints(n, "axes", &axa), axes[CIR_MAX_DIMS];
+    int na = cir_attr_ints(n, "axes", &axa), axes[CIR_MAX_DIMS];
     if (na > CIR_MAX_DIMS) return cir_node_err(g, n, CUVIL_ERR_MODEL, "attribute axes has %d values", na);
     bool seen[CIR_MAX_DIMS] = {0};
     for (int i = 0; i < (na < 0 ? r : na); i++) {
@@ -110,16 +98,14 @@ static cuvil_status resize_params(cir_graph *g, cir_node *n, cuvil_resize_params
     }
 
     /* ---- interpolation attributes ---- */
-    const char *mode = cir_attr_str(n, "mode", "nearest");
-    if (!strcmp(mode, "nearest")) p->mode = CUVIL_RESIZE_NEAREST;
-    else if (!strcmp(mode, "linear") || (legacy && !strcmp(mode, "bilinear"))) p->mode = CUVIL_RESIZE_LINEAR;
-    else if (!legacy && !strcmp(mode, "cubic")) p->mode = CUVIL_RESIZE_CUBIC;
-    else return cir_node_err(g, n, CUVIL_ERR_MODEL, "unknown mode '%s'", mode);
-    if (legacy) {
-        /* Before opset 11 there is no coordinate_transformation_mode or nearest_mode: ONNX
-         * Runtime maps output to input coordinates asymmetrically and rounds nearest
-         * neighbours down when upsampling, up when downsampling (per axis). */
-        p->coord_mode = CUVIL_COORD_ASYMMETRIC;
+    p->mode = (int)cir_attr_int(n, "mode");
+    p->cubic_coeff_a = cir_attr_float(n, "cubic_coeff_a");
+    p->exclude_outside = cir_attr_int(n, "exclude_outside") != 0;
+    int cm = (int)cir_attr_int(n, "coordinate_transformation_mode"), nm = (int)cir_attr_int(n, "nearest_mode");
+    if (cm == COORD_TF_CROP_AND_RESIZE)
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "coordinate_transformation_mode 'tf_crop_and_resize' is not supported");
+    p->coord_mode = cm;
+    if (nm == NEAREST_SIMPLE) {
         bool up = false, down = false;
         for (int d = 0; d < r; d++) {
             up |= p->scales[d] > 1.0f;
@@ -127,37 +113,20 @@ static cuvil_status resize_params(cir_graph *g, cir_node *n, cuvil_resize_params
         }
         if (p->mode == CUVIL_RESIZE_NEAREST && up && down)
             return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "nearest mode that upsamples some axes and downsamples others");
-        p->nearest_mode = down ? CUVIL_NEAREST_CEIL : CUVIL_NEAREST_FLOOR;
-        p->cubic_coeff_a = -0.75f;
-        return CUVIL_OK;
+        nm = down ? CUVIL_NEAREST_CEIL : CUVIL_NEAREST_FLOOR;
     }
-    const char *cm = cir_attr_str(n, "coordinate_transformation_mode", "half_pixel");
-    if (!strcmp(cm, "tf_crop_and_resize"))
-        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "coordinate_transformation_mode 'tf_crop_and_resize' is not supported");
-    if ((p->coord_mode = name_index(coord_names, (int)(sizeof coord_names / sizeof coord_names[0]), cm)) < 0)
-        return cir_node_err(g, n, CUVIL_ERR_MODEL, "unknown coordinate_transformation_mode '%s'", cm);
-    const char *nm = cir_attr_str(n, "nearest_mode", "round_prefer_floor");
-    if ((p->nearest_mode = name_index(nearest_names, (int)(sizeof nearest_names / sizeof nearest_names[0]), nm)) < 0)
-        return cir_node_err(g, n, CUVIL_ERR_MODEL, "unknown nearest_mode '%s'", nm);
-    p->cubic_coeff_a = cir_attr_float(n, "cubic_coeff_a", -0.75f);
-    p->exclude_outside = cir_attr_int(n, "exclude_outside", 0) != 0;
-    if (cir_attr_int(n, "antialias", 0) != 0)
+    p->nearest_mode = nm;
+    if (cir_attr_int(n, "antialias") != 0)
         return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "antialias=%lld is not supported",
-                            (long long)cir_attr_int(n, "antialias", 0));
-    const char *kar = cir_attr_str(n, "keep_aspect_ratio_policy", "stretch");
-    if (strcmp(kar, "stretch") != 0) {
-        if (strcmp(kar, "not_larger") != 0 && strcmp(kar, "not_smaller") != 0)
-            return cir_node_err(g, n, CUVIL_ERR_MODEL, "unknown keep_aspect_ratio_policy '%s'", kar);
-        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "keep_aspect_ratio_policy '%s' is not supported", kar);
-    }
+                            (long long)cir_attr_int(n, "antialias"));
+    if (cir_attr_int(n, "keep_aspect_ratio_policy") != 0)
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "keep_aspect_ratio_policy '%s' is not supported",
+                            cir_attr_enum_name(n, "keep_aspect_ratio_policy"));
     return CUVIL_OK;
 }
 
 static cuvil_status resize_infer(cir_graph *g, cir_node *n) {
-    bool upsample = !strcmp(n->op, "Upsample");
-    int hi = upsample ? (n->opset < 9 ? 1 : 2) : n->opset < 11 ? 2 : 4;
-    int lo = upsample && n->opset < 9 ? 1 : n->opset >= 13 && !upsample ? 1 : 2;
-    cuvil_status s = op_check_arity(g, n, lo, hi, 1, 1);
+    cuvil_status s = op_check_arity(g, n, 1, 4, 1, 1);
     if (s || (s = op_need_f32(g, n, 0))) return s;
     cir_value *x = cir_in(g, n, 0);
     cuvil_resize_params p;
@@ -194,5 +163,17 @@ static cuvil_status resize_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
     return CUVIL_OK;
 }
 
-const cir_opdef cir_op_Resize = {"Resize", "", 10, 0, resize_infer, resize_fold, resize_emit, NULL};
-const cir_opdef cir_op_Upsample = {"Upsample", "", 7, 0, resize_infer, resize_fold, resize_emit, NULL};
+static const cir_attr_spec resize_attrs[] = {
+    {"mode", CIR_ATTR_ENUM, CUVIL_RESIZE_NEAREST, 0, mode_names, false},
+    {"coordinate_transformation_mode", CIR_ATTR_ENUM, CUVIL_COORD_HALF_PIXEL, 0, coord_names, false},
+    {"nearest_mode", CIR_ATTR_ENUM, CUVIL_NEAREST_ROUND_PREFER_FLOOR, 0, nearest_names, false},
+    {"cubic_coeff_a", CIR_ATTR_FLOAT, 0, -0.75f, NULL, false},
+    {"exclude_outside", CIR_ATTR_INT, 0, 0, NULL, false},
+    {"antialias", CIR_ATTR_INT, 0, 0, NULL, false},
+    {"keep_aspect_ratio_policy", CIR_ATTR_ENUM, 0, 0, kar_names, false},
+    {"axes", CIR_ATTR_INTS, 0, 0, NULL, false},
+    {"extrapolation_value", CIR_ATTR_FLOAT, 0, 0.0f, NULL, false},   /* tf_crop_and_resize only */
+    CIR_ATTR_END,
+};
+
+const cir_opdef cir_op_resize = {"resize", 0, 1, 4, 1, 1, resize_attrs, resize_infer, resize_fold, resize_emit, NULL, 0};

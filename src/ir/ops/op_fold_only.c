@@ -1,8 +1,8 @@
 /* op_fold_only.c -- ops that exporters use for shape arithmetic, supported when every input is
- * constant (they fold): ConstantOfShape, Range, Expand, Equal, Less, Greater, LessOrEqual,
- * GreaterOrEqual, Not, And, Or, Where, Tile, Sum, Mean. Expand also runs at run time on
- * float32 data with a constant shape. */
-#include "frontend/onnx/ops/ops_int.h"
+ * constant (they fold): constant_of_shape (shape, [value]), range, expand, equal, less,
+ * greater, less_equal, greater_equal, not, and, or, where, tile, sum, mean. expand also runs
+ * at run time on float32 data with a constant shape. */
+#include "ir/ops/ops.h"
 
 #include <math.h>
 #include <string.h>
@@ -16,20 +16,18 @@ static cuvil_status need_const(cir_graph *g, cir_node *n) {
         if (v && !cir_is_const(v))
             return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED,
                                 "%s is only supported on constant inputs (shape arithmetic); input '%s' is computed at run time",
-                                n->op, v->name);
+                                n->src_op, v->name);
     }
     return CUVIL_OK;
 }
 
-static bool is_float(cuvil_dtype t) {
-    return t == CUVIL_DTYPE_FLOAT32 || t == CUVIL_DTYPE_FLOAT64 || t == CUVIL_DTYPE_FLOAT16 || t == CUVIL_DTYPE_BFLOAT16;
-}
+static bool is_float(cir_dtype t) { return cir_dtype_is_float(t); }
 
-static bool known_type(cuvil_dtype t) { return t != CUVIL_DTYPE_STRING && cuvil_dtype_size(t) != 0; }
+static bool known_type(cir_dtype t) { return cir_dtype_size(t) != 0; }
 
 /* Sets output 0 after checking its dims (model-supplied) are not negative; shape inference then
  * checks the whole shape against the limits, and folding against limits.folded_bytes. */
-static cuvil_status set_out(cir_graph *g, cir_node *n, cuvil_dtype t, int ndim, const int64_t *dims) {
+static cuvil_status set_out(cir_graph *g, cir_node *n, cir_dtype t, int ndim, const int64_t *dims) {
     for (int d = 0; d < ndim; d++)
         if (dims[d] < 0)
             return cir_node_err(g, n, CUVIL_ERR_MODEL, "output dim %d = %lld is negative", d, (long long)dims[d]);
@@ -80,7 +78,7 @@ static void walk_next(bcast_walk *w) {
 
 /* Copies each output element from its broadcast source (any dtype). */
 static void bcast_copy(const cir_value *x, cir_value *y) {
-    size_t es = cuvil_dtype_size(y->dtype);
+    size_t es = cir_dtype_size(y->dtype);
     const cir_value *ins[1] = {x};
     bcast_walk w;
     walk_init(&w, y, ins, 1);
@@ -91,7 +89,7 @@ static void bcast_copy(const cir_value *x, cir_value *y) {
 
 /* ===== ConstantOfShape ================================================================== */
 static cuvil_status cos_infer(cir_graph *g, cir_node *n) {
-    cuvil_status s = op_check_arity(g, n, 1, 1, 1, 1);
+    cuvil_status s = op_check_arity(g, n, 1, 2, 1, 1);
     if (s) return s;
     if (cir_in(g, n, 0)->ndim != 1)
         return cir_node_err(g, n, CUVIL_ERR_SHAPE, "the shape input '%s' must be 1-D, it has rank %d", cir_in(g, n, 0)->name,
@@ -99,14 +97,13 @@ static cuvil_status cos_infer(cir_graph *g, cir_node *n) {
     int64_t dims[CIR_MAX_DIMS];
     int nd;
     if ((s = op_const_ints(g, n, 0, "input", dims, CIR_MAX_DIMS, &nd))) return s;
-    cuvil_dtype t = CUVIL_DTYPE_FLOAT32;
-    const cir_attr *a = cir_attr_find(n, "value");
-    if (a) {
-        cir_value *v = a->type == CIR_ATTR_TENSOR ? cir_val(g, a->tensor) : NULL;
-        if (!v || cir_numel(v) != 1)
-            return cir_node_err(g, n, CUVIL_ERR_MODEL, "attribute value must be a one-element tensor");
+    cir_dtype t = CIR_F32;
+    cir_value *v = cir_in(g, n, 1);
+    if (v) {
+        if (!cir_is_const(v) || cir_numel(v) != 1)
+            return cir_node_err(g, n, CUVIL_ERR_MODEL, "value '%s' must be a constant one-element tensor", v->name);
         if (!known_type(v->dtype))
-            return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "value of type %s", cuvil_dtype_name(v->dtype));
+            return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "value of type %s", cir_dtype_name(v->dtype));
         t = v->dtype;
     }
     return set_out(g, n, t, nd, dims);
@@ -114,11 +111,11 @@ static cuvil_status cos_infer(cir_graph *g, cir_node *n) {
 
 static cuvil_status cos_fold(cir_graph *g, cir_node *n) {
     cir_value *y = cir_out(g, n, 0);
-    const cir_attr *a = cir_attr_find(n, "value");
+    cir_value *val = cir_in(g, n, 1);
     if (!cir_value_make_const(g, y)) return g->ctx->status;
-    if (!a) return CUVIL_OK;   /* float32 zeros */
-    size_t es = cuvil_dtype_size(y->dtype);
-    const void *v = g->values[a->tensor].data;
+    if (!val) return CUVIL_OK;   /* float32 zeros */
+    size_t es = cir_dtype_size(y->dtype);
+    const void *v = val->data;
     int64_t cnt = cir_numel(y);
     for (int64_t i = 0; i < cnt; i++) memcpy((char *)y->data + (size_t)i * es, v, es);
     return CUVIL_OK;
@@ -151,16 +148,16 @@ static cuvil_status range_infer(cir_graph *g, cir_node *n) {
     cuvil_status s = op_check_arity(g, n, 3, 3, 1, 1);
     if (s) return s;
     cir_value *a = cir_in(g, n, 0);
-    cuvil_dtype t = a->dtype;
-    if (t != CUVIL_DTYPE_FLOAT32 && t != CUVIL_DTYPE_FLOAT64 && t != CUVIL_DTYPE_INT16 && t != CUVIL_DTYPE_INT32 &&
-        t != CUVIL_DTYPE_INT64)
+    cir_dtype t = a->dtype;
+    if (t != CIR_F32 && t != CIR_F64 && t != CIR_I16 && t != CIR_I32 &&
+        t != CIR_I64)
         return cir_node_err(g, n, CUVIL_ERR_DTYPE, "start '%s' has type %s; Range takes float, double, int16, int32, int64",
-                            a->name, cuvil_dtype_name(t));
+                            a->name, cir_dtype_name(t));
     for (int i = 0; i < 3; i++) {
         cir_value *v = cir_in(g, n, i);
         if (v->dtype != t)
-            return cir_node_err(g, n, CUVIL_ERR_DTYPE, "input '%s' is %s, start is %s", v->name, cuvil_dtype_name(v->dtype),
-                                cuvil_dtype_name(t));
+            return cir_node_err(g, n, CUVIL_ERR_DTYPE, "input '%s' is %s, start is %s", v->name, cir_dtype_name(v->dtype),
+                                cir_dtype_name(t));
         if (cir_numel(v) != 1) return cir_node_err(g, n, CUVIL_ERR_SHAPE, "input '%s' must be a scalar", v->name);
     }
     if ((s = need_const(g, n))) return s;
@@ -197,7 +194,7 @@ static cuvil_status expand_infer(cir_graph *g, cir_node *n) {
         if (shape.dims[d] < 0)
             return cir_node_err(g, n, CUVIL_ERR_MODEL, "shape[%d]=%lld is negative", d, (long long)shape.dims[d]);
     if (!known_type(x->dtype))
-        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' has type %s", x->name, cuvil_dtype_name(x->dtype));
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' has type %s", x->name, cir_dtype_name(x->dtype));
     int nd;
     int64_t dims[CIR_MAX_DIMS];
     if ((s = op_broadcast(g, n, x, &shape, &nd, dims)) || (s = set_out(g, n, x->dtype, nd, dims))) return s;
@@ -216,7 +213,7 @@ static cuvil_status expand_fold(cir_graph *g, cir_node *n) {
 static cuvil_status expand_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
     cir_value *x = cir_in(g, n, 0), *y = cir_out(g, n, 0);
     static const float one = 1.0f;
-    const char *b = cg_data(cg, &one, sizeof one, CUVIL_DTYPE_FLOAT32);
+    const char *b = cg_data(cg, &one, sizeof one, CIR_F32);
     int64_t as[CIR_MAX_DIMS], bs[CIR_MAX_DIMS] = {0};
     op_bcast_strides(x, y->ndim, y->dims, as);
     cuvil_act_params none = {CUVIL_ACT_NONE, 0.0f, 0.0f};
@@ -233,11 +230,17 @@ static cuvil_status expand_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
 enum { L_EQ, L_LT, L_GT, L_LE, L_GE, L_NOT, L_AND, L_OR };
 
 static int logic_op(const cir_node *n) {
-    static const char *const names[] = {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Not", "And", "Or"};
-    /* keep in ORDER with L_* */
-    for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
-        if (!strcmp(names[i], n->op)) return i;
-    CUVIL_ASSERT(!"not a logic op");
+    switch (n->kind) {
+    case CIR_OP_EQUAL: return L_EQ;
+    case CIR_OP_LESS: return L_LT;
+    case CIR_OP_GREATER: return L_GT;
+    case CIR_OP_LESS_EQUAL: return L_LE;
+    case CIR_OP_GREATER_EQUAL: return L_GE;
+    case CIR_OP_NOT: return L_NOT;
+    case CIR_OP_AND: return L_AND;
+    case CIR_OP_OR: return L_OR;
+    default: CUVIL_ASSERT(!"not a logic op");
+    }
 }
 
 static cuvil_status logic_infer(cir_graph *g, cir_node *n) {
@@ -246,18 +249,18 @@ static cuvil_status logic_infer(cir_graph *g, cir_node *n) {
     if (s) return s;
     cir_value *a = cir_in(g, n, 0), *b = cir_in(g, n, nin - 1);
     bool logical = op >= L_NOT;
-    if (logical && (a->dtype != CUVIL_DTYPE_BOOL || b->dtype != CUVIL_DTYPE_BOOL))
+    if (logical && (a->dtype != CIR_BOOL || b->dtype != CIR_BOOL))
         return cir_node_err(g, n, CUVIL_ERR_DTYPE, "inputs must be bool; '%s' is %s",
-                            a->dtype != CUVIL_DTYPE_BOOL ? a->name : b->name,
-                            cuvil_dtype_name(a->dtype != CUVIL_DTYPE_BOOL ? a->dtype : b->dtype));
+                            a->dtype != CIR_BOOL ? a->name : b->name,
+                            cir_dtype_name(a->dtype != CIR_BOOL ? a->dtype : b->dtype));
     if (a->dtype != b->dtype)
         return cir_node_err(g, n, CUVIL_ERR_DTYPE, "inputs '%s' (%s) and '%s' (%s) differ in type", a->name,
-                            cuvil_dtype_name(a->dtype), b->name, cuvil_dtype_name(b->dtype));
+                            cir_dtype_name(a->dtype), b->name, cir_dtype_name(b->dtype));
     if (!known_type(a->dtype))
-        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' has type %s", a->name, cuvil_dtype_name(a->dtype));
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' has type %s", a->name, cir_dtype_name(a->dtype));
     int nd;
     int64_t dims[CIR_MAX_DIMS];
-    if ((s = bcast_inputs(g, n, 0, nin, &nd, dims)) || (s = set_out(g, n, CUVIL_DTYPE_BOOL, nd, dims))) return s;
+    if ((s = bcast_inputs(g, n, 0, nin, &nd, dims)) || (s = set_out(g, n, CIR_BOOL, nd, dims))) return s;
     return need_const(g, n);
 }
 
@@ -301,13 +304,13 @@ static cuvil_status where_infer(cir_graph *g, cir_node *n) {
     cuvil_status s = op_check_arity(g, n, 3, 3, 1, 1);
     if (s) return s;
     cir_value *c = cir_in(g, n, 0), *x = cir_in(g, n, 1), *y = cir_in(g, n, 2);
-    if (c->dtype != CUVIL_DTYPE_BOOL)
-        return cir_node_err(g, n, CUVIL_ERR_DTYPE, "condition '%s' is %s, not bool", c->name, cuvil_dtype_name(c->dtype));
+    if (c->dtype != CIR_BOOL)
+        return cir_node_err(g, n, CUVIL_ERR_DTYPE, "condition '%s' is %s, not bool", c->name, cir_dtype_name(c->dtype));
     if (x->dtype != y->dtype)
         return cir_node_err(g, n, CUVIL_ERR_DTYPE, "inputs '%s' (%s) and '%s' (%s) differ in type", x->name,
-                            cuvil_dtype_name(x->dtype), y->name, cuvil_dtype_name(y->dtype));
+                            cir_dtype_name(x->dtype), y->name, cir_dtype_name(y->dtype));
     if (!known_type(x->dtype))
-        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' has type %s", x->name, cuvil_dtype_name(x->dtype));
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' has type %s", x->name, cir_dtype_name(x->dtype));
     int nd;
     int64_t dims[CIR_MAX_DIMS];
     if ((s = bcast_inputs(g, n, 0, 3, &nd, dims)) || (s = set_out(g, n, x->dtype, nd, dims))) return s;
@@ -320,7 +323,7 @@ static cuvil_status where_fold(cir_graph *g, cir_node *n) {
     const cir_value *ins[3] = {c, x, y};
     bcast_walk w;
     walk_init(&w, out, ins, 3);
-    size_t es = cuvil_dtype_size(out->dtype);
+    size_t es = cir_dtype_size(out->dtype);
     int64_t cnt = cir_numel(out);
     for (int64_t i = 0; i < cnt; i++, walk_next(&w)) {
         bool pick_x = ((const uint8_t *)c->data)[w.off[0]] != 0;
@@ -341,7 +344,7 @@ static cuvil_status tile_infer(cir_graph *g, cir_node *n) {
     if (cnt != x->ndim)
         return cir_node_err(g, n, CUVIL_ERR_MODEL, "repeats has %d values for input '%s' of rank %d", cnt, x->name, x->ndim);
     if (!known_type(x->dtype))
-        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' has type %s", x->name, cuvil_dtype_name(x->dtype));
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' has type %s", x->name, cir_dtype_name(x->dtype));
     for (int d = 0; d < cnt; d++) {
         if (rep[d] < 0 || __builtin_mul_overflow(x->dims[d], rep[d], &dims[d]))
             return cir_node_err(g, n, CUVIL_ERR_MODEL, "repeats[%d]=%lld is invalid", d, (long long)rep[d]);
@@ -353,7 +356,7 @@ static cuvil_status tile_infer(cir_graph *g, cir_node *n) {
 static cuvil_status tile_fold(cir_graph *g, cir_node *n) {
     cir_value *x = cir_in(g, n, 0), *y = cir_out(g, n, 0);
     if (!cir_value_make_const(g, y)) return g->ctx->status;
-    size_t es = cuvil_dtype_size(y->dtype);
+    size_t es = cir_dtype_size(y->dtype);
     int64_t cnt = cir_numel(y), idx[CIR_MAX_DIMS] = {0};
     for (int64_t i = 0; i < cnt; i++) {
         int64_t off = 0;
@@ -374,16 +377,17 @@ static cuvil_status sum_infer(cir_graph *g, cir_node *n) {
         if (!v) return cir_node_err(g, n, CUVIL_ERR_MODEL, "input %d is missing", i);
         if (v->dtype != a->dtype)
             return cir_node_err(g, n, CUVIL_ERR_DTYPE, "inputs '%s' (%s) and '%s' (%s) differ in type", a->name,
-                                cuvil_dtype_name(a->dtype), v->name, cuvil_dtype_name(v->dtype));
+                                cir_dtype_name(a->dtype), v->name, cir_dtype_name(v->dtype));
     }
-    if (a->dtype != CUVIL_DTYPE_FLOAT32 && a->dtype != CUVIL_DTYPE_FLOAT64)
+    if (a->dtype != CIR_F32 && a->dtype != CIR_F64)
         return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' is %s; only float32 and float64 are supported", a->name,
-                            cuvil_dtype_name(a->dtype));
-    for (int i = 1; n->opset < 8 && i < n->n_in; i++) {   /* no broadcasting before opset 8 */
+                            cir_dtype_name(a->dtype));
+    bool numpy = cir_attr_int(n, "broadcast") == 0;
+    for (int i = 1; !numpy && i < n->n_in; i++) {   /* broadcast=none: ONNX before opset 8 */
         cir_value *v = cir_in(g, n, i);
         if (v->ndim != a->ndim || memcmp(v->dims, a->dims, sizeof(int64_t) * (size_t)a->ndim))
-            return cir_node_err(g, n, CUVIL_ERR_SHAPE, "inputs '%s' and '%s' must have one shape (opset %d has no "
-                                "broadcasting)", a->name, v->name, n->opset);
+            return cir_node_err(g, n, CUVIL_ERR_SHAPE, "inputs '%s' and '%s' must have one shape (this node does not "
+                                "broadcast: broadcast=none)", a->name, v->name);
     }
     int nd;
     int64_t dims[CIR_MAX_DIMS];
@@ -394,7 +398,7 @@ static cuvil_status sum_infer(cir_graph *g, cir_node *n) {
 static cuvil_status sum_fold(cir_graph *g, cir_node *n) {
     cir_value *y = cir_out(g, n, 0);
     if (!cir_value_make_const(g, y)) return g->ctx->status;
-    bool mean = !strcmp(n->op, "Mean");
+    bool mean = n->kind == CIR_OP_MEAN;
     int64_t cnt = cir_numel(y);
     /* inputs in order, each broadcast onto y, accumulated in double */
     double *acc = cuvil_calloc((size_t)cnt + 1, sizeof *acc);
@@ -411,18 +415,23 @@ static cuvil_status sum_fold(cir_graph *g, cir_node *n) {
     return CUVIL_OK;
 }
 
-const cir_opdef cir_op_ConstantOfShape = {"ConstantOfShape", "", 9, 0, cos_infer, cos_fold, NULL, NULL};
-const cir_opdef cir_op_Range = {"Range", "", 11, 0, range_infer, range_fold, NULL, NULL};
-const cir_opdef cir_op_Expand = {"Expand", "", 8, 0, expand_infer, expand_fold, expand_emit, NULL};
-const cir_opdef cir_op_Equal = {"Equal", "", 7, 0, logic_infer, logic_fold, NULL, NULL};
-const cir_opdef cir_op_Less = {"Less", "", 7, 0, logic_infer, logic_fold, NULL, NULL};
-const cir_opdef cir_op_Greater = {"Greater", "", 7, 0, logic_infer, logic_fold, NULL, NULL};
-const cir_opdef cir_op_LessOrEqual = {"LessOrEqual", "", 12, 0, logic_infer, logic_fold, NULL, NULL};
-const cir_opdef cir_op_GreaterOrEqual = {"GreaterOrEqual", "", 12, 0, logic_infer, logic_fold, NULL, NULL};
-const cir_opdef cir_op_Not = {"Not", "", 1, 0, logic_infer, logic_fold, NULL, NULL};
-const cir_opdef cir_op_And = {"And", "", 7, 0, logic_infer, logic_fold, NULL, NULL};
-const cir_opdef cir_op_Or = {"Or", "", 7, 0, logic_infer, logic_fold, NULL, NULL};
-const cir_opdef cir_op_Where = {"Where", "", 9, 0, where_infer, where_fold, NULL, NULL};
-const cir_opdef cir_op_Tile = {"Tile", "", 6, 0, tile_infer, tile_fold, NULL, NULL};
-const cir_opdef cir_op_Sum = {"Sum", "", 6, 0, sum_infer, sum_fold, NULL, NULL};
-const cir_opdef cir_op_Mean = {"Mean", "", 6, 0, sum_infer, sum_fold, NULL, NULL};
+static const char *const sum_bcast[] = {"numpy", "none", NULL};
+static const cir_attr_spec sum_attrs[] = {{"broadcast", CIR_ATTR_ENUM, 0, 0, sum_bcast, false}, CIR_ATTR_END};
+
+#define FOLD_OP(name, lo, hi, attrs, infer, fold, emit) \
+    const cir_opdef cir_op_##name = {#name, 0, lo, hi, 1, 1, attrs, infer, fold, emit, NULL, 0};
+FOLD_OP(constant_of_shape, 1, 2, NULL, cos_infer, cos_fold, NULL)
+FOLD_OP(range, 3, 3, NULL, range_infer, range_fold, NULL)
+FOLD_OP(expand, 2, 2, NULL, expand_infer, expand_fold, expand_emit)
+FOLD_OP(equal, 2, 2, NULL, logic_infer, logic_fold, NULL)
+FOLD_OP(less, 2, 2, NULL, logic_infer, logic_fold, NULL)
+FOLD_OP(greater, 2, 2, NULL, logic_infer, logic_fold, NULL)
+FOLD_OP(less_equal, 2, 2, NULL, logic_infer, logic_fold, NULL)
+FOLD_OP(greater_equal, 2, 2, NULL, logic_infer, logic_fold, NULL)
+FOLD_OP(not, 1, 1, NULL, logic_infer, logic_fold, NULL)
+FOLD_OP(and, 2, 2, NULL, logic_infer, logic_fold, NULL)
+FOLD_OP(or, 2, 2, NULL, logic_infer, logic_fold, NULL)
+FOLD_OP(where, 3, 3, NULL, where_infer, where_fold, NULL)
+FOLD_OP(tile, 2, 2, NULL, tile_infer, tile_fold, NULL)
+FOLD_OP(sum, 1, -1, sum_attrs, sum_infer, sum_fold, NULL)
+FOLD_OP(mean, 1, -1, sum_attrs, sum_infer, sum_fold, NULL)

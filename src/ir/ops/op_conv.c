@@ -1,5 +1,5 @@
-/* op_conv.c -- Conv and ConvTranspose (1-D and 2-D, groups, dilations, auto_pad). */
-#include "frontend/onnx/ops/ops_int.h"
+/* op_conv.c -- conv and conv_transpose (1-D and 2-D, groups, dilations, auto_pad). */
+#include "ir/ops/ops.h"
 
 #include <string.h>
 
@@ -35,7 +35,7 @@ static cuvil_status geometry(cir_graph *g, cir_node *n, bool transpose, conv_geo
     c->nsp = x->ndim - 2;
     c->N = x->dims[0];
     c->C = x->dims[1];
-    c->group = cir_attr_int(n, "group", 1);
+    c->group = cir_attr_int(n, "group");
     if (c->group <= 0 || c->group > g->limits.dim || c->C % c->group)
         return cir_node_err(g, n, CUVIL_ERR_MODEL, "group=%lld does not divide C=%lld", (long long)c->group, (long long)c->C);
     if (!transpose) {
@@ -55,11 +55,11 @@ static cuvil_status geometry(cir_graph *g, cir_node *n, bool transpose, conv_geo
             return cir_node_err(g, n, CUVIL_ERR_SHAPE, "weight '%s' with group=%lld gives too many output channels",
                                 w->name, (long long)c->group);
     }
-    int64_t ks[2], pads[4], op[2];
+    int64_t ks[2], pads[4], op[2] = {0, 0};
     cuvil_status s;
     if ((s = spatial_attr(g, n, "strides", c->nsp, 1, c->s, 1)) || (s = spatial_attr(g, n, "dilations", c->nsp, 1, c->d, 1)) ||
         (s = spatial_attr(g, n, "pads", c->nsp, 0, pads, 2)) || (s = spatial_attr(g, n, "kernel_shape", c->nsp, -1, ks, 1)) ||
-        (s = spatial_attr(g, n, "output_padding", c->nsp, 0, op, 1)))
+        (transpose && (s = spatial_attr(g, n, "output_padding", c->nsp, 0, op, 1))))
         return s;
     for (int i = 0; i < 2 * c->nsp; i++)
         if (pads[i] < 0 || pads[i] > g->limits.dim)
@@ -70,12 +70,14 @@ static cuvil_status geometry(cir_graph *g, cir_node *n, bool transpose, conv_geo
             return cir_node_err(g, n, CUVIL_ERR_MODEL, "strides, dilations or output_padding out of range (1..%lld)",
                                 (long long)g->limits.dim);
     bool ovf = false;
-    const char *ap = cir_attr_str(n, "auto_pad", "NOTSET");
+    int ap = (int)cir_attr_int(n, "auto_pad");
+    const char *apn = cir_auto_pad_names[ap];
+    bool same = ap == CIR_PAD_SAME_UPPER || ap == CIR_PAD_SAME_LOWER;
     const int64_t *unused;
-    if (strcmp(ap, "NOTSET") != 0 && cir_attr_ints(n, "pads", &unused) >= 0)
-        return cir_node_err(g, n, CUVIL_ERR_MODEL, "pads and auto_pad='%s' are both given", ap);
-    const int64_t *os0;
-    int nos0 = cir_attr_ints(n, "output_shape", &os0);
+    if (ap != CIR_PAD_EXPLICIT && cir_attr_ints(n, "pads", &unused) >= 0)
+        return cir_node_err(g, n, CUVIL_ERR_MODEL, "pads and auto_pad='%s' are both given", apn);
+    const int64_t *os0 = NULL;
+    int nos0 = transpose ? cir_attr_ints(n, "output_shape", &os0) : -1;
     if (transpose && nos0 >= 0 && nos0 != c->nsp)
         return cir_node_err(g, n, CUVIL_ERR_MODEL, "output_shape has %d values; it gives the %d spatial dims", nos0, c->nsp);
     for (int i = 0; i < c->nsp; i++) {
@@ -89,13 +91,13 @@ static cuvil_status geometry(cir_graph *g, cir_node *n, bool transpose, conv_geo
         if (c->k[i] <= 0)
             return cir_node_err(g, n, CUVIL_ERR_SHAPE, "weight '%s' has an empty kernel (size %lld along spatial dim %d)",
                                 w->name, (long long)c->k[i], i);
-        if (c->d[i] > 1 && (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")))
+        if (c->d[i] > 1 && same)
             return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "dilations with auto_pad='%s' (ONNX Runtime refuses it too)",
-                                ap);
+                                apn);
         /* every operand is at most limits.dim (2^32 by default): products are checked */
         int64_t ek = cuvil_i64_add(&ovf, cuvil_i64_mul(&ovf, c->k[i] - 1, c->d[i]), 1);
         if (!transpose) {
-            if (!strcmp(ap, "NOTSET")) {
+            if (ap == CIR_PAD_EXPLICIT) {
                 c->pb[i] = pads[i];
                 c->pe[i] = pads[i + c->nsp];
                 int64_t span = c->in[i] + c->pb[i] + c->pe[i] - ek;
@@ -104,17 +106,15 @@ static cuvil_status geometry(cir_graph *g, cir_node *n, bool transpose, conv_geo
                                         "padded input (%lld) along spatial dim %d", (long long)c->k[i], (long long)c->d[i],
                                         (long long)(c->in[i] + c->pb[i] + c->pe[i]), i);
                 c->out[i] = span / c->s[i] + 1;
-            } else if (!strcmp(ap, "VALID")) {
+            } else if (ap == CIR_PAD_VALID) {
                 c->out[i] = c->in[i] < ek ? 0 : (c->in[i] - ek) / c->s[i] + 1;
-            } else if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
+            } else {
                 c->out[i] = (c->in[i] + c->s[i] - 1) / c->s[i];
                 int64_t total = cuvil_i64_sub(&ovf, cuvil_i64_add(&ovf, cuvil_i64_mul(&ovf, c->out[i] - 1, c->s[i]), ek), c->in[i]);
                 if (total < 0) total = 0;
-                bool upper = !strcmp(ap, "SAME_UPPER");
+                bool upper = ap == CIR_PAD_SAME_UPPER;
                 c->pb[i] = upper ? total / 2 : total - total / 2;
                 c->pe[i] = total - c->pb[i];
-            } else {
-                return cir_node_err(g, n, CUVIL_ERR_MODEL, "unknown auto_pad '%s'", ap);
             }
         } else {
             const int64_t *os;
@@ -123,7 +123,7 @@ static cuvil_status geometry(cir_graph *g, cir_node *n, bool transpose, conv_geo
                 return cir_node_err(g, n, CUVIL_ERR_MODEL, "output_padding[%d]=%lld must be smaller than the stride (%lld), "
                                     "as ONNX Runtime requires", i, (long long)op[i], (long long)c->s[i]);
             int64_t full = cuvil_i64_add(&ovf, cuvil_i64_add(&ovf, cuvil_i64_mul(&ovf, c->s[i], c->in[i] - 1), op[i]), ek);
-            if (nos >= c->nsp || strcmp(ap, "NOTSET") != 0) {
+            if (nos >= c->nsp || ap != CIR_PAD_EXPLICIT) {
                 int64_t target = nos >= c->nsp ? os[i] : cuvil_i64_mul(&ovf, c->in[i], c->s[i]);
                 if (target < 0 || target > g->limits.dim)
                     return cir_node_err(g, n, CUVIL_ERR_MODEL, "output_shape %lld is out of range", (long long)target);
@@ -136,7 +136,7 @@ static cuvil_status geometry(cir_graph *g, cir_node *n, bool transpose, conv_geo
                                         "input (it implies an input of %lld, the input has %lld)", (long long)target, i,
                                         (long long)(span < 0 ? 0 : span / c->s[i] + 1), (long long)c->in[i]);
                 if (total < 0) total = 0;
-                if (!strcmp(ap, "SAME_UPPER")) {
+                if (ap == CIR_PAD_SAME_UPPER) {
                     c->pb[i] = total / 2;
                     c->pe[i] = total - total / 2;
                 } else {
@@ -171,7 +171,7 @@ static cuvil_status infer_common(cir_graph *g, cir_node *n, bool transpose) {
     conv_geo c;
     if ((s = geometry(g, n, transpose, &c))) return s;
     int64_t dims[4] = {c.N, c.M, c.out[0], c.out[1]};
-    cir_set_shape(cir_out(g, n, 0), CUVIL_DTYPE_FLOAT32, 2 + c.nsp, dims);
+    cir_set_shape(cir_out(g, n, 0), CIR_F32, 2 + c.nsp, dims);
     return CUVIL_OK;
 }
 
@@ -180,19 +180,19 @@ static cuvil_status convt_infer(cir_graph *g, cir_node *n) { return infer_common
 
 /* The kernel's view of the geometry: a 1-D convolution is a 2-D one with H = KH = OH = 1.
  * cuvil_conv_transpose2d_params has the same fields, so both ops go through this one struct. */
-static cuvil_conv2d_params geo_params(const conv_geo *c, const cuvil_act_params *act) {
+static cuvil_conv2d_params geo_params(const conv_geo *c, const cir_act *act) {
     int h = c->nsp == 1 ? -1 : 0, w = c->nsp - 1;   /* h < 0: the absent H axis */
     cuvil_conv2d_params p = {
         .N = c->N, .C = c->C, .H = h < 0 ? 1 : c->in[h], .W = c->in[w], .M = c->M,
         .OH = h < 0 ? 1 : c->out[h], .OW = c->out[w], .KH = h < 0 ? 1 : c->k[h], .KW = c->k[w],
         .stride_h = h < 0 ? 1 : c->s[h], .stride_w = c->s[w], .pad_t = h < 0 ? 0 : c->pb[h], .pad_l = c->pb[w],
-        .dil_h = h < 0 ? 1 : c->d[h], .dil_w = c->d[w], .group = c->group, .act = *act,
+        .dil_h = h < 0 ? 1 : c->d[h], .dil_w = c->d[w], .group = c->group, .act = cir_act_params(act),
     };
     return p;
 }
 
 /* The fields of geo_params() as a C initialiser (shared by both params structs). */
-static const char *geo_fields(const conv_geo *c, const cuvil_act_params *act, char *buf, size_t len) {
+static const char *geo_fields(const conv_geo *c, const cir_act *act, char *buf, size_t len) {
     cuvil_conv2d_params p = geo_params(c, act);
     char a[128];
     snprintf(buf, len,
@@ -242,9 +242,33 @@ static cuvil_status conv_fold(cir_graph *g, cir_node *n) {
     cuvil_conv2d_params p = geo_params(&c, &n->act);
     cir_value *b = cir_in(g, n, 2);
     cuvil_f32_conv2d__scalar(&p, cir_in(g, n, 0)->data, cir_in(g, n, 1)->data, b ? b->data : NULL,
-                             n->residual >= 0 ? g->values[n->residual].data : NULL, out);
+                             n->residual >= 0 ? cir_val(g, n->residual)->data : NULL, out);
     return CUVIL_OK;
 }
 
-const cir_opdef cir_op_Conv = {"Conv", "", 1, CIR_OP_TAKES_ACT | CIR_OP_TAKES_RESIDUAL, conv_infer, conv_fold, conv_emit, NULL};
-const cir_opdef cir_op_ConvTranspose = {"ConvTranspose", "", 1, CIR_OP_TAKES_ACT, convt_infer, NULL, convt_emit, NULL};
+static const cir_attr_spec conv_attrs[] = {
+    {"group", CIR_ATTR_INT, 1, 0, NULL, false},
+    {"strides", CIR_ATTR_INTS, 0, 0, NULL, false},
+    {"dilations", CIR_ATTR_INTS, 0, 0, NULL, false},
+    {"pads", CIR_ATTR_INTS, 0, 0, NULL, false},
+    {"kernel_shape", CIR_ATTR_INTS, 0, 0, NULL, false},
+    {"auto_pad", CIR_ATTR_ENUM, CIR_PAD_EXPLICIT, 0, cir_auto_pad_names, false},
+    CIR_ATTR_END,
+};
+
+static const cir_attr_spec convt_attrs[] = {
+    {"group", CIR_ATTR_INT, 1, 0, NULL, false},
+    {"strides", CIR_ATTR_INTS, 0, 0, NULL, false},
+    {"dilations", CIR_ATTR_INTS, 0, 0, NULL, false},
+    {"pads", CIR_ATTR_INTS, 0, 0, NULL, false},
+    {"kernel_shape", CIR_ATTR_INTS, 0, 0, NULL, false},
+    {"auto_pad", CIR_ATTR_ENUM, CIR_PAD_EXPLICIT, 0, cir_auto_pad_names, false},
+    {"output_padding", CIR_ATTR_INTS, 0, 0, NULL, false},
+    {"output_shape", CIR_ATTR_INTS, 0, 0, NULL, false},
+    CIR_ATTR_END,
+};
+
+const cir_opdef cir_op_conv = {"conv", CIR_OPF_TAKES_ACT | CIR_OPF_TAKES_RESIDUAL, 2, 3, 1, 1, conv_attrs,
+                               conv_infer, conv_fold, conv_emit, NULL, 0};
+const cir_opdef cir_op_conv_transpose = {"conv_transpose", CIR_OPF_TAKES_ACT, 2, 3, 1, 1, convt_attrs,
+                                         convt_infer, NULL, convt_emit, NULL, 0};

@@ -1,7 +1,6 @@
-/* op_pad.c -- Pad: constant/reflect/edge/wrap, pads from the attribute before opset 11 and
- * from constant inputs after (with constant_value, and opset 18's axes). Negative pads crop.
- * float32, at run time and when folded. */
-#include "frontend/onnx/ops/ops_int.h"
+/* op_pad.c -- pad (x, pads, [constant_value], [axes]): constant/reflect/edge/wrap, pads and
+ * the value constant. Negative pads crop. float32, at run time and when folded. */
+#include "ir/ops/ops.h"
 
 #include <string.h>
 
@@ -12,32 +11,18 @@ static cuvil_status pad_params(cir_graph *g, cir_node *n, cuvil_pad_params *p) {
     int np, na = -1;
     cuvil_status s;
     memset(p, 0, sizeof *p);
-    if (n->opset < 11) {
-        const int64_t *a;
-        np = cir_attr_ints(n, "pads", &a);
-        if (np < 0) np = cir_attr_ints(n, "paddings", &a);   /* opset 1's name */
-        if (np < 0) return cir_node_err(g, n, CUVIL_ERR_MODEL, "attribute pads is required");
-        if (np > 2 * CIR_MAX_DIMS) return cir_node_err(g, n, CUVIL_ERR_MODEL, "attribute pads has %d values", np);
-        memcpy(pads, a, sizeof(int64_t) * (size_t)np);
-        p->value = cir_attr_float(n, "value", 0.0f);
-    } else {
-        if ((s = op_const_ints(g, n, 1, "pads", pads, 2 * CIR_MAX_DIMS, &np))) return s;
-        cir_value *cv = cir_in(g, n, 2);
-        if (cv && !cir_is_const(cv))
-            return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED,
-                                "constant_value '%s' is computed at run time; Cuvil needs it constant", cv->name);
-        if (cv && cir_numel(cv) > 1)
-            return cir_node_err(g, n, CUVIL_ERR_MODEL, "constant_value '%s' has %lld elements; it must be a scalar", cv->name,
-                                (long long)cir_numel(cv));
-        p->value = cv && cir_numel(cv) == 1 ? (float)cir_const_f64(cv, 0) : 0.0f;
-        if (cir_in(g, n, 3) && (s = op_const_ints(g, n, 3, "axes", axes, CIR_MAX_DIMS, &na))) return s;
-    }
-    const char *mode = cir_attr_str(n, "mode", "constant");
-    if (!strcmp(mode, "constant")) p->mode = CUVIL_PAD_CONSTANT;
-    else if (!strcmp(mode, "reflect")) p->mode = CUVIL_PAD_REFLECT;
-    else if (!strcmp(mode, "edge")) p->mode = CUVIL_PAD_EDGE;
-    else if (!strcmp(mode, "wrap")) p->mode = CUVIL_PAD_WRAP;
-    else return cir_node_err(g, n, CUVIL_ERR_MODEL, "unknown mode '%s'", mode);
+    if ((s = op_const_ints(g, n, 1, "pads", pads, 2 * CIR_MAX_DIMS, &np))) return s;
+    cir_value *cv = cir_in(g, n, 2);
+    if (cv && !cir_is_const(cv))
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED,
+                            "constant_value '%s' is computed at run time; Cuvil needs it constant", cv->name);
+    if (cv && cir_numel(cv) > 1)
+        return cir_node_err(g, n, CUVIL_ERR_MODEL, "constant_value '%s' has %lld elements; it must be a scalar", cv->name,
+                            (long long)cir_numel(cv));
+    p->value = cv && cir_numel(cv) == 1 ? (float)cir_const_f64(cv, 0) : 0.0f;
+    if (cir_in(g, n, 3) && (s = op_const_ints(g, n, 3, "axes", axes, CIR_MAX_DIMS, &na))) return s;
+    const char *mode = cir_attr_enum_name(n, "mode");
+    p->mode = (int)cir_attr_int(n, "mode");   /* pad_modes is in CUVIL_PAD_* order */
 
     int nax = na >= 0 ? na : r;
     if (np != 2 * nax)
@@ -80,7 +65,7 @@ static cuvil_status pad_params(cir_graph *g, cir_node *n, cuvil_pad_params *p) {
 }
 
 static cuvil_status pad_infer(cir_graph *g, cir_node *n) {
-    cuvil_status s = op_check_arity(g, n, n->opset < 11 ? 1 : 2, n->opset < 11 ? 1 : 4, 1, 1);
+    cuvil_status s = op_check_arity(g, n, 2, 4, 1, 1);
     if (s || (s = op_need_f32(g, n, 0))) return s;
     cir_value *x = cir_in(g, n, 0);
     cuvil_pad_params p;
@@ -112,4 +97,7 @@ static cuvil_status pad_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
     return CUVIL_OK;
 }
 
-const cir_opdef cir_op_Pad = {"Pad", "", 1, 0, pad_infer, pad_fold, pad_emit, NULL};
+static const char *const pad_modes[] = {"constant", "reflect", "edge", "wrap", NULL};   /* ORDER: CUVIL_PAD_* */
+static const cir_attr_spec pad_attrs[] = {{"mode", CIR_ATTR_ENUM, 0, 0, pad_modes, false}, CIR_ATTR_END};
+
+const cir_opdef cir_op_pad = {"pad", 0, 2, 4, 1, 1, pad_attrs, pad_infer, pad_fold, pad_emit, NULL, 0};

@@ -1,6 +1,6 @@
-/* op_split.c -- Split (sizes from the attribute before opset 13, a constant input from 13,
- * num_outputs from 18; any dtype when folded, float32 at run time). */
-#include "frontend/onnx/ops/ops_int.h"
+/* op_split.c -- split (sizes from the constant input 1, or num_outputs, or equal parts; any
+ * dtype when folded, float32 at run time). */
+#include "ir/ops/ops.h"
 
 #include <string.h>
 
@@ -10,21 +10,14 @@
 static cuvil_status split_sizes(cir_graph *g, cir_node *n, int *axis, int64_t *sizes) {
     cir_value *x = cir_in(g, n, 0);
     cuvil_status s;
-    if ((s = op_axis(g, n, cir_attr_int(n, "axis", 0), x->ndim, "axis", axis))) return s;
+    if ((s = op_axis(g, n, cir_attr_int(n, "axis"), x->ndim, "axis", axis))) return s;
     int64_t dim = x->dims[*axis];
-    const cir_attr *num = cir_attr_find(n, "num_outputs");
+    bool num = cir_attr_has(n, "num_outputs");
+    int64_t num_outputs = cir_attr_int(n, "num_outputs");
     int cnt = -1;
-    if (cir_in(g, n, 1)) {
-        /* opset 13+ (and the optional input of opset 1) */
-        if ((s = op_const_ints(g, n, 1, "split", sizes, SPLIT_MAX, &cnt))) return s;
-    } else if (n->opset < 13) {
-        const int64_t *a;
-        cnt = cir_attr_ints(n, "split", &a);
-        if (cnt > SPLIT_MAX) return cir_node_err(g, n, CUVIL_ERR_MODEL, "attribute split has %d values", cnt);
-        if (cnt > 0) memcpy(sizes, a, sizeof(int64_t) * (size_t)cnt);
-    }
+    if (cir_in(g, n, 1) && (s = op_const_ints(g, n, 1, "split", sizes, SPLIT_MAX, &cnt))) return s;
     if (cnt >= 0 && num)
-        return cir_node_err(g, n, CUVIL_ERR_MODEL, "both 'split' and num_outputs=%lld are given", (long long)num->i);
+        return cir_node_err(g, n, CUVIL_ERR_MODEL, "both 'split' and num_outputs=%lld are given", (long long)num_outputs);
     if (cnt >= 0) {
         if (cnt != n->n_out)
             return cir_node_err(g, n, CUVIL_ERR_MODEL, "split has %d values for %d outputs", cnt, n->n_out);
@@ -41,8 +34,8 @@ static cuvil_status split_sizes(cir_graph *g, cir_node *n, int *axis, int64_t *s
     }
     if (num) {
         /* opset 18: ceil(dim / num_outputs) each, the last chunk takes what is left */
-        if (num->i != n->n_out)
-            return cir_node_err(g, n, CUVIL_ERR_MODEL, "num_outputs=%lld but the node has %d outputs", (long long)num->i,
+        if (num_outputs != n->n_out)
+            return cir_node_err(g, n, CUVIL_ERR_MODEL, "num_outputs=%lld but the node has %d outputs", (long long)num_outputs,
                                 n->n_out);
         int64_t chunk = (dim + n->n_out - 1) / n->n_out, last = dim - chunk * (n->n_out - 1);
         if (last < 0)
@@ -64,8 +57,8 @@ static cuvil_status split_infer(cir_graph *g, cir_node *n) {
     cir_value *x = cir_in(g, n, 0);
     for (int i = 0; i < n->n_out; i++)
         if (n->out[i] < 0) return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "output %d is omitted", i);
-    if (cuvil_dtype_size(x->dtype) == 0)
-        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' has type %s", x->name, cuvil_dtype_name(x->dtype));
+    if (cir_dtype_size(x->dtype) == 0)
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' has type %s", x->name, cir_dtype_name(x->dtype));
     int axis;
     int64_t sizes[SPLIT_MAX], dims[CIR_MAX_DIMS];
     if ((s = split_sizes(g, n, &axis, sizes))) return s;
@@ -80,7 +73,7 @@ static cuvil_status split_infer(cir_graph *g, cir_node *n) {
 /* outer = product of dims before the axis; chunk[i] = bytes of output i per outer row. */
 static int64_t split_layout(cir_graph *g, cir_node *n, int axis, const int64_t *sizes, int64_t *chunk) {
     cir_value *x = cir_in(g, n, 0);
-    int64_t outer = 1, inner = (int64_t)cuvil_dtype_size(x->dtype);
+    int64_t outer = 1, inner = (int64_t)cir_dtype_size(x->dtype);
     for (int d = 0; d < axis; d++) outer *= x->dims[d];
     for (int d = axis + 1; d < x->ndim; d++) inner *= x->dims[d];
     for (int i = 0; i < n->n_out; i++) chunk[i] = sizes[i] * inner;
@@ -116,4 +109,10 @@ static cuvil_status split_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
     return CUVIL_OK;
 }
 
-const cir_opdef cir_op_Split = {"Split", "", 1, 0, split_infer, split_fold, split_emit, NULL};
+static const cir_attr_spec split_attrs[] = {
+    {"axis", CIR_ATTR_INT, 0, 0, NULL, false},
+    {"num_outputs", CIR_ATTR_INT, 0, 0, NULL, false},
+    CIR_ATTR_END,
+};
+
+const cir_opdef cir_op_split = {"split", 0, 1, 2, 1, SPLIT_MAX, split_attrs, split_infer, split_fold, split_emit, NULL, 0};

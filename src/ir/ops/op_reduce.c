@@ -1,48 +1,42 @@
-/* op_reduce.c -- ReduceMean, ReduceSum, ReduceMax, ReduceMin, ReduceProd, ReduceSumSquare,
- * ReduceL1, ReduceL2, ReduceLogSumExp. Axes are an attribute until the opset where they became
- * an input (ReduceSum 13, the others 18). float32 at run time and folded with the same kernel;
- * other numeric types fold with a naive loop (shape arithmetic). */
-#include "frontend/onnx/ops/ops_int.h"
+/* op_reduce.c -- reduce_sum, reduce_mean, reduce_max, reduce_min, reduce_prod,
+ * reduce_sum_square, reduce_l1, reduce_l2, reduce_log_sum_exp over the constant axes of input 1
+ * (absent or empty: all, unless noop_with_empty_axes). float32 at run time and folded with the
+ * same kernel; other numeric types fold with a naive loop (shape arithmetic). */
+#include "ir/ops/ops.h"
 
 #include <math.h>
 #include <string.h>
 
-static const struct {
-    const char *op;
-    int kind;
-    int axes_input_since;
-} reduce_ops[] = {
-    {"ReduceSum", CUVIL_REDUCE_SUM, 13},         {"ReduceMean", CUVIL_REDUCE_MEAN, 18},
-    {"ReduceMax", CUVIL_REDUCE_MAX, 18},         {"ReduceMin", CUVIL_REDUCE_MIN, 18},
-    {"ReduceProd", CUVIL_REDUCE_PROD, 18},       {"ReduceSumSquare", CUVIL_REDUCE_SUM_SQUARE, 18},
-    {"ReduceL1", CUVIL_REDUCE_L1, 18},           {"ReduceL2", CUVIL_REDUCE_L2, 18},
-    {"ReduceLogSumExp", CUVIL_REDUCE_LOG_SUM_EXP, 18},
-};
+static int reduce_kind(const cir_node *n) {
+    switch (n->kind) {
+    case CIR_OP_REDUCE_SUM: return CUVIL_REDUCE_SUM;
+    case CIR_OP_REDUCE_MEAN: return CUVIL_REDUCE_MEAN;
+    case CIR_OP_REDUCE_MAX: return CUVIL_REDUCE_MAX;
+    case CIR_OP_REDUCE_MIN: return CUVIL_REDUCE_MIN;
+    case CIR_OP_REDUCE_PROD: return CUVIL_REDUCE_PROD;
+    case CIR_OP_REDUCE_SUM_SQUARE: return CUVIL_REDUCE_SUM_SQUARE;
+    case CIR_OP_REDUCE_L1: return CUVIL_REDUCE_L1;
+    case CIR_OP_REDUCE_L2: return CUVIL_REDUCE_L2;
+    case CIR_OP_REDUCE_LOG_SUM_EXP: return CUVIL_REDUCE_LOG_SUM_EXP;
+    default: CUVIL_ASSERT(!"not a reduction");
+    }
+}
 
 /* The kernel parameters (mask bit d: axis d is reduced) and the output shape. Absent or
  * empty axes reduce everything, unless noop_with_empty_axes makes the node an identity. */
 static cuvil_status reduce_params(cir_graph *g, cir_node *n, cuvil_reduce_params *p, int *ndim, int64_t *dims) {
     cir_value *x = cir_in(g, n, 0);
-    size_t k = 0;
-    while (strcmp(reduce_ops[k].op, n->op)) k++;
     memset(p, 0, sizeof *p);
-    p->op = reduce_ops[k].kind;
+    p->op = reduce_kind(n);
     p->ndim = x->ndim;
     for (int d = 0; d < x->ndim; d++) p->dims[d] = x->dims[d];
     int64_t axes[CIR_MAX_DIMS];
     int na = -1;
     cuvil_status s;
-    if (n->opset >= reduce_ops[k].axes_input_since) {
-        if (cir_in(g, n, 1) && (s = op_const_ints(g, n, 1, "axes", axes, CIR_MAX_DIMS, &na))) return s;
-    } else {
-        const int64_t *a;
-        na = cir_attr_ints(n, "axes", &a);
-        if (na > CIR_MAX_DIMS) return cir_node_err(g, n, CUVIL_ERR_MODEL, "attribute axes has %d values", na);
-        if (na > 0) memcpy(axes, a, sizeof(int64_t) * (size_t)na);
-    }
-    bool keepdims = cir_attr_int(n, "keepdims", 1) != 0;
+    if (cir_in(g, n, 1) && (s = op_const_ints(g, n, 1, "axes", axes, CIR_MAX_DIMS, &na))) return s;
+    bool keepdims = cir_attr_int(n, "keepdims") != 0;
     if (na <= 0) {
-        if (cir_attr_int(n, "noop_with_empty_axes", 0)) {
+        if (cir_attr_int(n, "noop_with_empty_axes")) {
             p->mask = 0;
             *ndim = x->ndim;
             memcpy(dims, x->dims, sizeof(int64_t) * (size_t)x->ndim);
@@ -68,8 +62,8 @@ static cuvil_status reduce_infer(cir_graph *g, cir_node *n) {
     cuvil_status s = op_check_arity(g, n, 1, 2, 1, 1);
     if (s) return s;
     cir_value *x = cir_in(g, n, 0);
-    if (x->dtype == CUVIL_DTYPE_STRING || x->dtype == CUVIL_DTYPE_BOOL || cuvil_dtype_size(x->dtype) == 0)
-        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' has type %s", x->name, cuvil_dtype_name(x->dtype));
+    if (x->dtype == CIR_BOOL || cir_dtype_size(x->dtype) == 0)
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' has type %s", x->name, cir_dtype_name(x->dtype));
     cuvil_reduce_params p;
     int ndim;
     int64_t dims[CIR_MAX_DIMS];
@@ -86,7 +80,7 @@ static int64_t wrap_mul(int64_t a, int64_t b) { return (int64_t)((uint64_t)a * (
  * types (exact shape products) and in double otherwise. */
 static cuvil_status reduce_fold_generic(cir_graph *g, const cuvil_reduce_params *p, cir_value *x, cir_value *y) {
     int64_t nout = cir_numel(y), nin = cir_numel(x), count = 1;
-    bool integer = x->dtype != CUVIL_DTYPE_FLOAT64 && x->dtype != CUVIL_DTYPE_FLOAT16 && x->dtype != CUVIL_DTYPE_BFLOAT16;
+    bool integer = x->dtype != CIR_F64 && x->dtype != CIR_F16 && x->dtype != CIR_BF16;
     for (int d = 0; d < p->ndim; d++)
         if (p->mask & (1u << d)) count *= p->dims[d];
     int64_t *ai = cuvil_calloc((size_t)nout + 1, sizeof *ai);
@@ -154,7 +148,7 @@ static cuvil_status reduce_fold(cir_graph *g, cir_node *n) {
     if (s) return s;
     cir_value *x = cir_in(g, n, 0), *y = cir_out(g, n, 0);
     if (!cir_value_make_const(g, y)) return g->ctx->status;
-    if (x->dtype == CUVIL_DTYPE_FLOAT32) {
+    if (x->dtype == CIR_F32) {
         cuvil_f32_reduce(&p, x->data, y->data);   /* no __scalar twin: the compiler links the portable runtime */
         return CUVIL_OK;
     }
@@ -173,13 +167,20 @@ static cuvil_status reduce_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
     return CUVIL_OK;
 }
 
-#define REDUCE(name) const cir_opdef cir_op_##name = {#name, "", 1, 0, reduce_infer, reduce_fold, reduce_emit, NULL};
-REDUCE(ReduceSum)
-REDUCE(ReduceMean)
-REDUCE(ReduceMax)
-REDUCE(ReduceMin)
-REDUCE(ReduceProd)
-REDUCE(ReduceSumSquare)
-REDUCE(ReduceL1)
-REDUCE(ReduceL2)
-REDUCE(ReduceLogSumExp)
+static const cir_attr_spec reduce_attrs[] = {
+    {"keepdims", CIR_ATTR_INT, 1, 0, NULL, false},
+    {"noop_with_empty_axes", CIR_ATTR_INT, 0, 0, NULL, false},
+    CIR_ATTR_END,
+};
+
+#define REDUCE(name) \
+    const cir_opdef cir_op_##name = {#name, 0, 1, 2, 1, 1, reduce_attrs, reduce_infer, reduce_fold, reduce_emit, NULL, 0};
+REDUCE(reduce_sum)
+REDUCE(reduce_mean)
+REDUCE(reduce_max)
+REDUCE(reduce_min)
+REDUCE(reduce_prod)
+REDUCE(reduce_sum_square)
+REDUCE(reduce_l1)
+REDUCE(reduce_l2)
+REDUCE(reduce_log_sum_exp)

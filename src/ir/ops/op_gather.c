@@ -1,18 +1,18 @@
-/* op_gather.c -- Gather along one axis. Folds for any dtype; at run time the data is float32
+/* op_gather.c -- gather along one axis. Folds for any dtype; at run time the data is float32
  * and the indices are constant (normalised to non-negative int64 in the weights). */
-#include "frontend/onnx/ops/ops_int.h"
+#include "ir/ops/ops.h"
 
 #include <string.h>
 
 /* The kernel view [outer, axis_len, nb_inner] of the data and the axis. */
 static cuvil_status gather_params(cir_graph *g, cir_node *n, int *axis, cuvil_gather_params *p) {
     cir_value *x = cir_in(g, n, 0), *idx = cir_in(g, n, 1);
-    cuvil_status s = op_axis(g, n, cir_attr_int(n, "axis", 0), x->ndim, "axis", axis);
+    cuvil_status s = op_axis(g, n, cir_attr_int(n, "axis"), x->ndim, "axis", axis);
     if (s) return s;
     memset(p, 0, sizeof *p);
     p->outer = 1;
     p->axis_len = x->dims[*axis];
-    p->nb_inner = (int64_t)cuvil_dtype_size(x->dtype);
+    p->nb_inner = (int64_t)cir_dtype_size(x->dtype);
     for (int d = 0; d < *axis; d++) p->outer *= x->dims[d];
     for (int d = *axis + 1; d < x->ndim; d++) p->nb_inner *= x->dims[d];
     p->n_idx = cir_numel(idx);
@@ -45,11 +45,11 @@ static cuvil_status gather_infer(cir_graph *g, cir_node *n) {
     cuvil_status s = op_check_arity(g, n, 2, 2, 1, 1);
     if (s) return s;
     cir_value *x = cir_in(g, n, 0), *idx = cir_in(g, n, 1);
-    if (idx->dtype != CUVIL_DTYPE_INT64 && idx->dtype != CUVIL_DTYPE_INT32)
+    if (idx->dtype != CIR_I64 && idx->dtype != CIR_I32)
         return cir_node_err(g, n, CUVIL_ERR_MODEL, "indices '%s' must be int32 or int64, not %s", idx->name,
-                            cuvil_dtype_name(idx->dtype));
-    if (cuvil_dtype_size(x->dtype) == 0)
-        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' has type %s", x->name, cuvil_dtype_name(x->dtype));
+                            cir_dtype_name(idx->dtype));
+    if (cir_dtype_size(x->dtype) == 0)
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' has type %s", x->name, cir_dtype_name(x->dtype));
     int axis;
     cuvil_gather_params p;
     if ((s = gather_params(g, n, &axis, &p))) return s;
@@ -93,7 +93,7 @@ static cuvil_status gather_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
     if (s) return s;
     int64_t *idx = gather_indices(g, n, &p);
     if (!idx) return g->ctx->status;
-    const char *is = cg_data(cg, idx, sizeof(int64_t) * (size_t)p.n_idx, CUVIL_DTYPE_INT64);
+    const char *is = cg_data(cg, idx, sizeof(int64_t) * (size_t)p.n_idx, CIR_I64);
     cuvil_free(idx);
     const char *ps = cg_param(cg, "cuvil_gather_params", "{ .outer = %lld, .axis_len = %lld, .nb_inner = %lld, .n_idx = %lld }",
                               (long long)p.outer, (long long)p.axis_len, (long long)p.nb_inner, (long long)p.n_idx);
@@ -101,4 +101,6 @@ static cuvil_status gather_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
     return CUVIL_OK;
 }
 
-const cir_opdef cir_op_Gather = {"Gather", "", 1, 0, gather_infer, gather_fold, gather_emit, NULL};
+static const cir_attr_spec gather_attrs[] = {{"axis", CIR_ATTR_INT, 0, 0, NULL, false}, CIR_ATTR_END};
+
+const cir_opdef cir_op_gather = {"gather", 0, 2, 2, 1, 1, gather_attrs, gather_infer, gather_fold, gather_emit, NULL, 0};

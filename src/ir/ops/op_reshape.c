@@ -1,7 +1,7 @@
-/* op_reshape.c -- ops that only reinterpret the bytes of their input: Reshape, Flatten,
- * Squeeze, Unsqueeze, Identity, Dropout (inference). Codegen shares the input's storage
- * (CIR_OP_ALIAS) or copies when it cannot. */
-#include "frontend/onnx/ops/ops_int.h"
+/* op_reshape.c -- ops that only reinterpret the bytes of their input: reshape, flatten,
+ * squeeze, unsqueeze, identity. Codegen shares the input's storage (CIR_OPF_ALIAS) or copies
+ * when it cannot. */
+#include "ir/ops/ops.h"
 
 #include <string.h>
 
@@ -23,20 +23,13 @@ static cuvil_status set_out(cir_graph *g, cir_node *n, int ndim, const int64_t *
 }
 
 static cuvil_status reshape_infer(cir_graph *g, cir_node *n) {
-    cuvil_status s = op_check_arity(g, n, n->opset < 5 ? 1 : 2, n->opset < 5 ? 1 : 2, 1, 1);
+    cuvil_status s = op_check_arity(g, n, 2, 2, 1, 1);
     if (s) return s;
     cir_value *x = cir_in(g, n, 0);
     int64_t shape[CIR_MAX_DIMS], dims[CIR_MAX_DIMS];
     int cnt;
-    if (n->opset < 5) {
-        const int64_t *a;
-        cnt = cir_attr_ints(n, "shape", &a);
-        if (cnt < 0 || cnt > CIR_MAX_DIMS) return cir_node_err(g, n, CUVIL_ERR_MODEL, "bad 'shape' attribute");
-        memcpy(shape, a, sizeof(int64_t) * (size_t)cnt);
-    } else if ((s = op_const_ints(g, n, 1, "shape", shape, CIR_MAX_DIMS, &cnt))) {
-        return s;
-    }
-    bool allowzero = cir_attr_int(n, "allowzero", 0) != 0;
+    if ((s = op_const_ints(g, n, 1, "shape", shape, CIR_MAX_DIMS, &cnt))) return s;
+    bool allowzero = cir_attr_int(n, "allowzero") != 0;
     int infer_at = -1;
     int64_t known = 1;
     for (int i = 0; i < cnt; i++) {
@@ -69,7 +62,7 @@ static cuvil_status flatten_infer(cir_graph *g, cir_node *n) {
     cuvil_status s = op_check_arity(g, n, 1, 1, 1, 1);
     if (s) return s;
     cir_value *x = cir_in(g, n, 0);
-    int64_t axis = cir_attr_int(n, "axis", 1);
+    int64_t axis = cir_attr_int(n, "axis");
     if (axis < -x->ndim || axis > x->ndim)
         return cir_node_err(g, n, CUVIL_ERR_MODEL, "axis=%lld out of range for rank %d", (long long)axis, x->ndim);
     if (axis < 0) axis += x->ndim;
@@ -78,15 +71,8 @@ static cuvil_status flatten_infer(cir_graph *g, cir_node *n) {
     return set_out(g, n, 2, dims);
 }
 
-/* Axes from the attribute (before opset 13) or the optional input 1. */
+/* Axes from the optional input 1 (-1: absent). */
 static cuvil_status get_axes(cir_graph *g, cir_node *n, int64_t *axes, int *cnt) {
-    if (n->opset < 13) {
-        const int64_t *a;
-        *cnt = cir_attr_ints(n, "axes", &a);
-        if (*cnt > CIR_MAX_DIMS) return cir_node_err(g, n, CUVIL_ERR_MODEL, "too many axes");
-        if (*cnt > 0) memcpy(axes, a, sizeof(int64_t) * (size_t)*cnt);
-        return CUVIL_OK;
-    }
     *cnt = -1;
     if (!cir_in(g, n, 1)) return CUVIL_OK;
     return op_const_ints(g, n, 1, "axes", axes, CIR_MAX_DIMS, cnt);
@@ -114,7 +100,7 @@ static cuvil_status squeeze_infer(cir_graph *g, cir_node *n) {
 }
 
 static cuvil_status unsqueeze_infer(cir_graph *g, cir_node *n) {
-    cuvil_status s = op_check_arity(g, n, n->opset < 13 ? 1 : 2, 2, 1, 1);
+    cuvil_status s = op_check_arity(g, n, 2, 2, 1, 1);
     if (s) return s;
     cir_value *x = cir_in(g, n, 0);
     int64_t axes[CIR_MAX_DIMS], dims[CIR_MAX_DIMS];
@@ -135,20 +121,9 @@ static cuvil_status unsqueeze_infer(cir_graph *g, cir_node *n) {
 }
 
 static cuvil_status identity_infer(cir_graph *g, cir_node *n) {
-    bool dropout = !strcmp(n->op, "Dropout");
-    cuvil_status s = op_check_arity(g, n, 1, dropout ? 3 : 1, 1, dropout ? 2 : 1);
+    cuvil_status s = op_check_arity(g, n, 1, 1, 1, 1);
     if (s) return s;
-    if (dropout && n->n_out > 1 && n->out[1] >= 0 && g->values[n->out[1]].n_uses)
-        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "the mask output is used; inference only");
-    if (dropout && n->opset < 7 && cir_attr_int(n, "is_test", 0) != 1)
-        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "is_test=0 (training mode, opsets before 7) is not supported");
-    if (dropout && n->n_in > 2 && n->in[2] >= 0) {
-        cir_value *t = cir_in(g, n, 2);
-        if (!cir_is_const(t) || cir_const_i64(t, 0))
-            return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "training_mode must be a constant false");
-    }
     cir_value *x = cir_in(g, n, 0);
-    if (dropout && n->n_out > 1 && n->out[1] >= 0) cir_set_shape(cir_out(g, n, 1), CUVIL_DTYPE_BOOL, x->ndim, x->dims);
     return set_out(g, n, x->ndim, x->dims);
 }
 
@@ -159,9 +134,11 @@ static cuvil_status alias_fold(cir_graph *g, cir_node *n) {
     return CUVIL_OK;
 }
 
-const cir_opdef cir_op_Reshape = {"Reshape", "", 1, CIR_OP_ALIAS, reshape_infer, alias_fold, NULL, NULL};
-const cir_opdef cir_op_Flatten = {"Flatten", "", 1, CIR_OP_ALIAS, flatten_infer, alias_fold, NULL, NULL};
-const cir_opdef cir_op_Squeeze = {"Squeeze", "", 1, CIR_OP_ALIAS, squeeze_infer, alias_fold, NULL, NULL};
-const cir_opdef cir_op_Unsqueeze = {"Unsqueeze", "", 1, CIR_OP_ALIAS, unsqueeze_infer, alias_fold, NULL, NULL};
-const cir_opdef cir_op_Identity = {"Identity", "", 1, CIR_OP_ALIAS, identity_infer, alias_fold, NULL, NULL};
-const cir_opdef cir_op_Dropout = {"Dropout", "", 1, CIR_OP_ALIAS, identity_infer, alias_fold, NULL, NULL};
+static const cir_attr_spec reshape_attrs[] = {{"allowzero", CIR_ATTR_INT, 0, 0, NULL, false}, CIR_ATTR_END};
+static const cir_attr_spec flatten_attrs[] = {{"axis", CIR_ATTR_INT, 1, 0, NULL, false}, CIR_ATTR_END};
+
+const cir_opdef cir_op_reshape = {"reshape", CIR_OPF_ALIAS, 2, 2, 1, 1, reshape_attrs, reshape_infer, alias_fold, NULL, NULL, 0};
+const cir_opdef cir_op_flatten = {"flatten", CIR_OPF_ALIAS, 1, 1, 1, 1, flatten_attrs, flatten_infer, alias_fold, NULL, NULL, 0};
+const cir_opdef cir_op_squeeze = {"squeeze", CIR_OPF_ALIAS, 1, 2, 1, 1, NULL, squeeze_infer, alias_fold, NULL, NULL, 0};
+const cir_opdef cir_op_unsqueeze = {"unsqueeze", CIR_OPF_ALIAS, 2, 2, 1, 1, NULL, unsqueeze_infer, alias_fold, NULL, NULL, 0};
+const cir_opdef cir_op_identity = {"identity", CIR_OPF_ALIAS, 1, 1, 1, 1, NULL, identity_infer, alias_fold, NULL, NULL, 0};

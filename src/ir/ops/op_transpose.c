@@ -1,5 +1,5 @@
-/* op_transpose.c -- Transpose (any dtype when folded, float32 at run time) and Concat. */
-#include "frontend/onnx/ops/ops_int.h"
+/* op_transpose.c -- transpose (any dtype when folded, float32 at run time) and concat. */
+#include "ir/ops/ops.h"
 
 #include <string.h>
 
@@ -7,7 +7,7 @@ static cuvil_status perm_of(cir_graph *g, cir_node *n, cuvil_transpose_params *p
     cir_value *x = cir_in(g, n, 0);
     memset(p, 0, sizeof *p);
     p->ndim = x->ndim;
-    p->elem_size = (int64_t)cuvil_dtype_size(x->dtype);
+    p->elem_size = (int64_t)cir_dtype_size(x->dtype);
     const int64_t *perm;
     int cnt = cir_attr_ints(n, "perm", &perm);
     if (cnt >= 0 && cnt != x->ndim)
@@ -66,8 +66,7 @@ static cuvil_status concat_infer(cir_graph *g, cir_node *n) {
     if (s) return s;
     cir_value *x0 = cir_in(g, n, 0);
     int ax;
-    if (!cir_attr_find(n, "axis")) return cir_node_err(g, n, CUVIL_ERR_MODEL, "attribute axis is required");
-    if ((s = op_axis(g, n, cir_attr_int(n, "axis", 0), x0->ndim, "axis", &ax))) return s;
+    if ((s = op_axis(g, n, cir_attr_int(n, "axis"), x0->ndim, "axis", &ax))) return s;
     int64_t dims[CIR_MAX_DIMS];
     memcpy(dims, x0->dims, sizeof dims);
     dims[ax] = 0;
@@ -94,8 +93,8 @@ static cuvil_status concat_infer(cir_graph *g, cir_node *n) {
 static int64_t concat_layout(cir_graph *g, cir_node *n, int64_t *chunk) {
     cir_value *y = cir_out(g, n, 0);
     int ax;
-    op_axis(g, n, cir_attr_int(n, "axis", 0), y->ndim, "axis", &ax);
-    int64_t outer = 1, inner = (int64_t)cuvil_dtype_size(y->dtype);
+    op_axis(g, n, cir_attr_int(n, "axis"), y->ndim, "axis", &ax);
+    int64_t outer = 1, inner = (int64_t)cir_dtype_size(y->dtype);
     for (int d = 0; d < ax; d++) outer *= y->dims[d];
     for (int d = ax + 1; d < y->ndim; d++) inner *= y->dims[d];
     for (int i = 0; i < n->n_in; i++) chunk[i] = cir_in(g, n, i)->dims[ax] * inner;
@@ -127,5 +126,9 @@ static cuvil_status concat_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
     return CUVIL_OK;
 }
 
-const cir_opdef cir_op_Transpose = {"Transpose", "", 1, 0, transpose_infer, transpose_fold, transpose_emit, NULL};
-const cir_opdef cir_op_Concat = {"Concat", "", 1, 0, concat_infer, concat_fold, concat_emit, NULL};
+static const cir_attr_spec transpose_attrs[] = {{"perm", CIR_ATTR_INTS, 0, 0, NULL, false}, CIR_ATTR_END};
+static const cir_attr_spec concat_attrs[] = {{"axis", CIR_ATTR_INT, 0, 0, NULL, true}, CIR_ATTR_END};
+
+const cir_opdef cir_op_transpose = {"transpose", 0, 1, 1, 1, 1, transpose_attrs, transpose_infer, transpose_fold,
+                                    transpose_emit, NULL, 0};
+const cir_opdef cir_op_concat = {"concat", 0, 1, -1, 1, 1, concat_attrs, concat_infer, concat_fold, concat_emit, NULL, 0};

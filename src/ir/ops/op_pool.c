@@ -1,14 +1,14 @@
-/* op_pool.c -- MaxPool, AveragePool (1-D/2-D, ceil_mode, count_include_pad, dilations,
- * auto_pad), GlobalAveragePool, GlobalMaxPool. */
-#include "frontend/onnx/ops/ops_int.h"
+/* op_pool.c -- max_pool, avg_pool (1-D/2-D, ceil_mode, count_include_pad, dilations,
+ * auto_pad), global_avg_pool, global_max_pool. */
+#include "ir/ops/ops.h"
 
 #include <string.h>
 
 static cuvil_status pool_params(cir_graph *g, cir_node *n, cuvil_pool2d_params *p) {
     cir_value *x = cir_in(g, n, 0);
     memset(p, 0, sizeof *p);
-    bool global = !strncmp(n->op, "Global", 6);
-    p->kind = strstr(n->op, "Max") ? CUVIL_POOL_MAX : CUVIL_POOL_AVG;
+    bool global = n->kind == CIR_OP_GLOBAL_AVG_POOL || n->kind == CIR_OP_GLOBAL_MAX_POOL;
+    p->kind = n->kind == CIR_OP_MAX_POOL || n->kind == CIR_OP_GLOBAL_MAX_POOL ? CUVIL_POOL_MAX : CUVIL_POOL_AVG;
     if (x->ndim < 3) return cir_node_err(g, n, CUVIL_ERR_SHAPE, "input '%s' has rank %d < 3", x->name, x->ndim);
     p->N = x->dims[0];
     p->C = x->dims[1];
@@ -33,14 +33,12 @@ static cuvil_status pool_params(cir_graph *g, cir_node *n, cuvil_pool2d_params *
     if (nks != nsp) return cir_node_err(g, n, CUVIL_ERR_MODEL, "kernel_shape must have %d values", nsp);
     if ((nst >= 0 && nst != nsp) || (npd >= 0 && npd != 2 * nsp) || (ndl >= 0 && ndl != nsp))
         return cir_node_err(g, n, CUVIL_ERR_MODEL, "strides/pads/dilations do not match %d spatial dims", nsp);
-    if (cir_attr_int(n, "storage_order", 0))
+    if (p->kind == CUVIL_POOL_MAX && cir_attr_int(n, "storage_order"))
         return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "storage_order=1 is not supported");
-    if (n->n_out > 1 && n->out[1] >= 0)
-        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "the Indices output is not supported");
-    bool ceil_mode = cir_attr_int(n, "ceil_mode", 0) != 0;
-    const char *ap = cir_attr_str(n, "auto_pad", "NOTSET");
-    if (strcmp(ap, "NOTSET") != 0 && npd >= 0)
-        return cir_node_err(g, n, CUVIL_ERR_MODEL, "pads and auto_pad='%s' are both given", ap);
+    bool ceil_mode = cir_attr_int(n, "ceil_mode") != 0;
+    int ap = (int)cir_attr_int(n, "auto_pad");
+    if (ap != CIR_PAD_EXPLICIT && npd >= 0)
+        return cir_node_err(g, n, CUVIL_ERR_MODEL, "pads and auto_pad='%s' are both given", cir_auto_pad_names[ap]);
     int64_t in[2], k[2], s[2], d[2], pb[2], pe[2], out[2];
     for (int i = 0; i < nsp; i++) {
         in[i] = x->dims[2 + i];
@@ -62,24 +60,22 @@ static cuvil_status pool_params(cir_graph *g, cir_node *n, cuvil_pool2d_params *
         int64_t ek = cuvil_i64_add(&ovf, cuvil_i64_mul(&ovf, k[i] - 1, d[i]), 1);
         if (ovf) return cir_node_err(g, n, CUVIL_ERR_SHAPE, "kernel %lld with dilation %lld is too large", (long long)k[i],
                                      (long long)d[i]);
-        if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
+        if (ap == CIR_PAD_SAME_UPPER || ap == CIR_PAD_SAME_LOWER) {
             out[i] = (in[i] + s[i] - 1) / s[i];
             int64_t total = cuvil_i64_sub(&ovf, cuvil_i64_add(&ovf, cuvil_i64_mul(&ovf, out[i] - 1, s[i]), ek), in[i]);
             if (ovf) return cir_node_err(g, n, CUVIL_ERR_SHAPE, "padding along spatial dim %d overflows", i);
             if (total < 0) total = 0;
-            pb[i] = !strcmp(ap, "SAME_UPPER") ? total / 2 : total - total / 2;
+            pb[i] = ap == CIR_PAD_SAME_UPPER ? total / 2 : total - total / 2;
             pe[i] = total - pb[i];
-        } else if (!strcmp(ap, "VALID")) {
+        } else if (ap == CIR_PAD_VALID) {
             pb[i] = pe[i] = 0;
             out[i] = in[i] < ek ? 0 : (in[i] - ek) / s[i] + 1;
-        } else if (!strcmp(ap, "NOTSET")) {
+        } else {
             int64_t span = in[i] + pb[i] + pe[i] - ek;
             if (span < 0) return cir_node_err(g, n, CUVIL_ERR_SHAPE, "window larger than the padded input");
             out[i] = (ceil_mode ? (span + s[i] - 1) / s[i] : span / s[i]) + 1;
             /* the last window must start inside the input or its left padding (as ORT, PyTorch) */
             if (ceil_mode && (out[i] - 1) * s[i] >= in[i] + pb[i]) out[i]--;
-        } else {
-            return cir_node_err(g, n, CUVIL_ERR_MODEL, "unknown auto_pad '%s'", ap);
         }
         if (out[i] <= 0) return cir_node_err(g, n, CUVIL_ERR_SHAPE, "output size along spatial dim %d is not positive", i);
     }
@@ -98,12 +94,12 @@ static cuvil_status pool_params(cir_graph *g, cir_node *n, cuvil_pool2d_params *
     p->pad_r = pe[nsp - 1];
     p->dil_h = o ? 1 : d[0];
     p->dil_w = d[nsp - 1];
-    p->count_include_pad = (int)cir_attr_int(n, "count_include_pad", 0);
+    p->count_include_pad = p->kind == CUVIL_POOL_AVG ? (int)cir_attr_int(n, "count_include_pad") : 0;
     return CUVIL_OK;
 }
 
 static cuvil_status pool_infer(cir_graph *g, cir_node *n) {
-    cuvil_status s = op_check_arity(g, n, 1, 1, 1, 2);
+    cuvil_status s = op_check_arity(g, n, 1, 1, 1, 1);
     if (s || (s = op_need_f32(g, n, 0))) return s;
     cuvil_pool2d_params p;
     if ((s = pool_params(g, n, &p))) return s;
@@ -111,7 +107,7 @@ static cuvil_status pool_infer(cir_graph *g, cir_node *n) {
     int64_t dims[CIR_MAX_DIMS];
     dims[0] = p.N;
     dims[1] = p.C;
-    if (!strncmp(n->op, "Global", 6)) {
+    if (n->kind == CIR_OP_GLOBAL_AVG_POOL || n->kind == CIR_OP_GLOBAL_MAX_POOL) {
         for (int i = 2; i < x->ndim; i++) dims[i] = 1;
     } else if (x->ndim == 3) {
         dims[2] = p.OW;
@@ -119,7 +115,7 @@ static cuvil_status pool_infer(cir_graph *g, cir_node *n) {
         dims[2] = p.OH;
         dims[3] = p.OW;
     }
-    cir_set_shape(cir_out(g, n, 0), CUVIL_DTYPE_FLOAT32, x->ndim, dims);
+    cir_set_shape(cir_out(g, n, 0), CIR_F32, x->ndim, dims);
     return CUVIL_OK;
 }
 
@@ -149,7 +145,29 @@ static cuvil_status pool_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
     return CUVIL_OK;
 }
 
-const cir_opdef cir_op_MaxPool = {"MaxPool", "", 1, 0, pool_infer, pool_fold, pool_emit, NULL};
-const cir_opdef cir_op_AveragePool = {"AveragePool", "", 1, 0, pool_infer, pool_fold, pool_emit, NULL};
-const cir_opdef cir_op_GlobalAveragePool = {"GlobalAveragePool", "", 1, 0, pool_infer, pool_fold, pool_emit, NULL};
-const cir_opdef cir_op_GlobalMaxPool = {"GlobalMaxPool", "", 1, 0, pool_infer, pool_fold, pool_emit, NULL};
+static const cir_attr_spec max_pool_attrs[] = {
+    {"kernel_shape", CIR_ATTR_INTS, 0, 0, NULL, true},
+    {"strides", CIR_ATTR_INTS, 0, 0, NULL, false},
+    {"pads", CIR_ATTR_INTS, 0, 0, NULL, false},
+    {"dilations", CIR_ATTR_INTS, 0, 0, NULL, false},
+    {"auto_pad", CIR_ATTR_ENUM, CIR_PAD_EXPLICIT, 0, cir_auto_pad_names, false},
+    {"ceil_mode", CIR_ATTR_INT, 0, 0, NULL, false},
+    {"storage_order", CIR_ATTR_INT, 0, 0, NULL, false},
+    CIR_ATTR_END,
+};
+
+static const cir_attr_spec avg_pool_attrs[] = {
+    {"kernel_shape", CIR_ATTR_INTS, 0, 0, NULL, true},
+    {"strides", CIR_ATTR_INTS, 0, 0, NULL, false},
+    {"pads", CIR_ATTR_INTS, 0, 0, NULL, false},
+    {"dilations", CIR_ATTR_INTS, 0, 0, NULL, false},
+    {"auto_pad", CIR_ATTR_ENUM, CIR_PAD_EXPLICIT, 0, cir_auto_pad_names, false},
+    {"ceil_mode", CIR_ATTR_INT, 0, 0, NULL, false},
+    {"count_include_pad", CIR_ATTR_INT, 0, 0, NULL, false},
+    CIR_ATTR_END,
+};
+
+const cir_opdef cir_op_max_pool = {"max_pool", 0, 1, 1, 1, 1, max_pool_attrs, pool_infer, pool_fold, pool_emit, NULL, 0};
+const cir_opdef cir_op_avg_pool = {"avg_pool", 0, 1, 1, 1, 1, avg_pool_attrs, pool_infer, pool_fold, pool_emit, NULL, 0};
+const cir_opdef cir_op_global_avg_pool = {"global_avg_pool", 0, 1, 1, 1, 1, NULL, pool_infer, pool_fold, pool_emit, NULL, 0};
+const cir_opdef cir_op_global_max_pool = {"global_max_pool", 0, 1, 1, 1, 1, NULL, pool_infer, pool_fold, pool_emit, NULL, 0};

@@ -1,45 +1,53 @@
-/* op_binary.c -- Add, Sub, Mul, Div, Pow, Max, Min, PRelu with numpy broadcasting. */
-#include "frontend/onnx/ops/ops_int.h"
+/* op_binary.c -- add, sub, mul, div, pow, max, min, prelu with numpy broadcasting. */
+#include "ir/ops/ops.h"
 
 #include <math.h>
 #include <string.h>
 
 static int binop(const cir_node *n) {
-    static const char *const names[] = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "PRelu"};
-    /* keep in ORDER with CUVIL_BIN_* */
-    for (int i = 0; i < CUVIL_BIN__COUNT; i++)
-        if (!strcmp(names[i], n->op)) return i;
-    CUVIL_ASSERT(!"not a binary op");
+    switch (n->kind) {
+    case CIR_OP_ADD: return CUVIL_BIN_ADD;
+    case CIR_OP_SUB: return CUVIL_BIN_SUB;
+    case CIR_OP_MUL: return CUVIL_BIN_MUL;
+    case CIR_OP_DIV: return CUVIL_BIN_DIV;
+    case CIR_OP_POW: return CUVIL_BIN_POW;
+    case CIR_OP_MAX: return CUVIL_BIN_MAX;
+    case CIR_OP_MIN: return CUVIL_BIN_MIN;
+    case CIR_OP_PRELU: return CUVIL_BIN_PRELU;
+    default: CUVIL_ASSERT(!"not a binary op");
+    }
 }
+
+static const char *const bcast_names[] = {"numpy", "none", "legacy", NULL};
+enum { BCAST_NUMPY, BCAST_NONE, BCAST_LEGACY };
 
 static bool same_shape(const cir_value *a, const cir_value *b) {
     return a->ndim == b->ndim && !memcmp(a->dims, b->dims, sizeof(int64_t) * (size_t)a->ndim);
 }
 
-/* Before numpy-style broadcasting (opset 7 for Add & co., 8 for Max/Min): operands of the same
- * shape, or, with broadcast=1, B matching a run of A's dims that starts at `axis` (default:
+/* broadcast="none": operands of one shape (ONNX before opset 7, or 8 for max/min, without
+ * broadcast=1). broadcast="legacy": B matches a run of A's dims that starts at `axis` (absent:
  * its trailing dims), B's dims of size 1 broadcasting. The run at the trailing dims is numpy's
- * rule; any other axis is not, and is refused. Max/Min before 8 take equal shapes only. */
+ * rule; any other axis is refused. */
 static cuvil_status check_legacy_broadcast(cir_graph *g, cir_node *n, const cir_value *a, const cir_value *b) {
-    bool maxmin = !strcmp(n->op, "Max") || !strcmp(n->op, "Min");
-    /* PRelu had no broadcast attribute: a slope of one element applies to all (numpy agrees) */
-    if (n->opset >= (maxmin ? 8 : 7) || same_shape(a, b) || !strcmp(n->op, "PRelu")) return CUVIL_OK;
+    int mode = (int)cir_attr_int(n, "broadcast");
+    if (mode == BCAST_NUMPY || same_shape(a, b)) return CUVIL_OK;
     char sa[256], sb[256];
-    if (maxmin || !cir_attr_int(n, "broadcast", 0))
-        return cir_node_err(g, n, CUVIL_ERR_SHAPE, "inputs '%s' %s and '%s' %s must have one shape (opset %d has no "
-                            "broadcasting%s)", a->name, cir_shape_str(g, a, sa, sizeof sa), b->name,
-                            cir_shape_str(g, b, sb, sizeof sb), n->opset, maxmin ? "" : " without broadcast=1");
+    if (mode == BCAST_NONE)
+        return cir_node_err(g, n, CUVIL_ERR_SHAPE, "inputs '%s' %s and '%s' %s must have one shape (this node does not "
+                            "broadcast: broadcast=none)", a->name, cir_shape_str(g, a, sa, sizeof sa), b->name,
+                            cir_shape_str(g, b, sb, sizeof sb));
     if (b->ndim > a->ndim)
         return cir_node_err(g, n, CUVIL_ERR_SHAPE, "'%s' has more dims than '%s'", b->name, a->name);
-    const cir_attr *ax = cir_attr_find(n, "axis");
-    if (ax && ax->i != a->ndim - b->ndim && !(ax->i < 0 && ax->i + a->ndim == a->ndim - b->ndim))
+    int64_t ax = cir_attr_int(n, "axis");
+    if (cir_attr_has(n, "axis") && ax != a->ndim - b->ndim && !(ax < 0 && ax + a->ndim == a->ndim - b->ndim))
         return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "broadcasting at axis=%lld (opsets before 7) is not supported; "
-                            "only at the trailing dims", (long long)ax->i);
+                            "only at the trailing dims", (long long)ax);
     return CUVIL_OK;
 }
 
 static cuvil_status binary_infer(cir_graph *g, cir_node *n) {
-    bool variadic = !strcmp(n->op, "Max") || !strcmp(n->op, "Min");
+    bool variadic = n->kind == CIR_OP_MAX || n->kind == CIR_OP_MIN;
     cuvil_status s = op_check_arity(g, n, variadic ? 1 : 2, 2, 1, 1);
     if (s) return s;
     cir_value *a = cir_in(g, n, 0), *b = cir_in(g, n, 1 < n->n_in ? 1 : 0);
@@ -47,7 +55,7 @@ static cuvil_status binary_infer(cir_graph *g, cir_node *n) {
     int op = binop(n);
     if (a->dtype != b->dtype && op != CUVIL_BIN_POW)
         return cir_node_err(g, n, CUVIL_ERR_DTYPE, "inputs '%s' (%s) and '%s' (%s) differ in type", a->name,
-                            cuvil_dtype_name(a->dtype), b->name, cuvil_dtype_name(b->dtype));
+                            cir_dtype_name(a->dtype), b->name, cir_dtype_name(b->dtype));
     int ndim;
     int64_t dims[CIR_MAX_DIMS];
     if ((s = check_legacy_broadcast(g, n, a, b))) return s;
@@ -62,7 +70,7 @@ static cuvil_status binary_infer(cir_graph *g, cir_node *n) {
     cir_set_shape(cir_out(g, n, 0), a->dtype, ndim, dims);
     bool all_const = cir_is_const(a) && cir_is_const(b);
     /* a constant exponent of another numeric type is converted to float32 by emit */
-    bool b_converts = op == CUVIL_BIN_POW && cir_is_const(b) && cuvil_dtype_size(b->dtype);
+    bool b_converts = op == CUVIL_BIN_POW && cir_is_const(b) && cir_dtype_size(b->dtype);
     if (!all_const && ((s = op_need_f32(g, n, 0)) || (!b_converts && (s = op_need_f32(g, n, b == a ? 0 : 1))))) return s;
     return CUVIL_OK;
 }
@@ -106,7 +114,7 @@ static void params(cir_graph *g, cir_node *n, cuvil_binary_params *p) {
     for (int i = 0; i < y->ndim; i++) p->dims[i] = y->dims[i];
     op_bcast_strides(a, y->ndim, y->dims, p->a_strides);
     op_bcast_strides(b, y->ndim, y->dims, p->b_strides);
-    p->act = n->act;
+    p->act = cir_act_params(&n->act);
 }
 
 static cuvil_status binary_fold(cir_graph *g, cir_node *n) {
@@ -114,12 +122,11 @@ static cuvil_status binary_fold(cir_graph *g, cir_node *n) {
     if (!cir_value_make_const(g, y)) return g->ctx->status;
     cuvil_binary_params p;
     params(g, n, &p);
-    if (y->dtype == CUVIL_DTYPE_FLOAT32 && b->dtype == CUVIL_DTYPE_FLOAT32) {
+    if (y->dtype == CIR_F32 && b->dtype == CIR_F32) {
         cuvil_f32_binary__scalar(&p, a->data, b->data, y->data);
         return CUVIL_OK;
     }
-    bool integer = y->dtype != CUVIL_DTYPE_FLOAT32 && y->dtype != CUVIL_DTYPE_FLOAT64 &&
-                   y->dtype != CUVIL_DTYPE_FLOAT16 && y->dtype != CUVIL_DTYPE_BFLOAT16;
+    bool integer = !cir_dtype_is_float(y->dtype);
     if (integer && p.op == CUVIL_BIN_DIV)   /* as ONNX Runtime refuses it when the session starts */
         for (int64_t i = 0; i < cir_numel(b); i++)
             if (cir_const_i64(b, i) == 0) return cir_node_err(g, n, CUVIL_ERR_MODEL, "integer division by zero");
@@ -145,27 +152,34 @@ static cuvil_status binary_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
                               p.op, p.ndim, cg_i64s(cg, p.dims, p.ndim), cg_i64s(cg, p.a_strides, p.ndim),
                               cg_i64s(cg, p.b_strides, p.ndim), cg_act(&p.act, act));
     int bi = n->n_in > 1 && n->in[1] >= 0 ? n->in[1] : n->in[0];
-    cir_value *b = &g->values[bi];
+    cir_value *b = cir_val(g, bi);
     const char *bexpr = cg_in(cg, bi);
-    if (b->dtype != CUVIL_DTYPE_FLOAT32) {   /* Pow's constant exponent: as float32 */
+    if (b->dtype != CIR_F32) {   /* Pow's constant exponent: as float32 */
         int64_t cnt = cir_numel(b);
         float *f = cuvil_malloc(sizeof(float) * (size_t)(cnt ? cnt : 1));
         if (!f) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
         for (int64_t i = 0; i < cnt; i++) f[i] = (float)cir_const_f64(b, i);
-        bexpr = cg_data(cg, f, sizeof(float) * (size_t)cnt, CUVIL_DTYPE_FLOAT32);
+        bexpr = cg_data(cg, f, sizeof(float) * (size_t)cnt, CIR_F32);
         cuvil_free(f);
     }
     cg_printf(cg, "    cuvil_f32_binary(&%s, %s, %s, %s);\n", ps, cg_in(cg, n->in[0]), bexpr, cg_out(cg, n->out[0]));
     return CUVIL_OK;
 }
 
-#define BINARY(name) \
-    const cir_opdef cir_op_##name = {#name, "", 1, CIR_OP_TAKES_ACT, binary_infer, binary_fold, binary_emit, NULL};
-BINARY(Add)
-BINARY(Sub)
-BINARY(Mul)
-BINARY(Div)
-BINARY(Pow)
-BINARY(Max)
-BINARY(Min)
-BINARY(PRelu)
+static const cir_attr_spec binary_attrs[] = {
+    {"broadcast", CIR_ATTR_ENUM, BCAST_NUMPY, 0, bcast_names, false},
+    {"axis", CIR_ATTR_INT, 0, 0, NULL, false},
+    CIR_ATTR_END,
+};
+
+#define BINARY(name, lo) \
+    const cir_opdef cir_op_##name = {#name, CIR_OPF_TAKES_ACT, lo, 2, 1, 1, binary_attrs, binary_infer, binary_fold, \
+                                     binary_emit, NULL, 0};
+BINARY(add, 2)
+BINARY(sub, 2)
+BINARY(mul, 2)
+BINARY(div, 2)
+BINARY(pow, 2)
+BINARY(max, 1)
+BINARY(min, 1)
+BINARY(prelu, 2)

@@ -1,0 +1,499 @@
+/* onnx_ops.c -- ONNX ops onto CIR ops. Each supported (op, opset) becomes canonical CIR: legacy
+ * attribute forms become constant inputs (Reshape-1's shape, Squeeze/Unsqueeze/Reduce axes,
+ * Split sizes, Slice-1's starts/ends/axes, Pad-2's pads and value, Clip-6's bounds,
+ * Upsample-7's scales), opset-dependent defaults become explicit attributes (Softmax's axis,
+ * Concat-1's axis), renamed or re-spelled attributes get CIR's names (transA -> trans_a,
+ * auto_pad NOTSET -> explicit), and ops that are another op in disguise become it (Dropout ->
+ * identity, CastLike -> cast, Upsample and Resize-10 -> resize, Constant -> a constant value).
+ * After this file nothing looks at an ONNX op name or opset number. */
+#include "frontend/onnx/onnx_int.h"
+#include "ir/ops/ops.h"
+
+#include <ctype.h>
+#include <float.h>
+#include <string.h>
+
+typedef cuvil_status (*map_fn)(onnx_mapper *m, onnx_node *on, cir_op_kind kind);
+
+typedef struct op_map {
+    const char *op;
+    int since;
+    cir_op_kind kind;
+    map_fn map;          /* NULL: map_plain */
+} op_map;
+
+/* ===== Helpers ============================================================================ */
+static onnx_attr *attr(onnx_node *on, const char *name) {
+    for (int i = 0; i < on->n_attrs; i++)
+        if (!strcmp(on->attrs[i].name, name)) {
+            on->attrs[i].used = true;
+            return &on->attrs[i];
+        }
+    return NULL;
+}
+
+static int64_t attr_int(onnx_node *on, const char *name, int64_t def) {
+    onnx_attr *a = attr(on, name);
+    return a && a->a.type == CUVIL_ATTR_INT ? a->a.i : def;
+}
+
+static cuvil_status node_err(onnx_mapper *m, const onnx_node *on, cuvil_status s, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static cuvil_status node_err(onnx_mapper *m, const onnx_node *on, cuvil_status s, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return cuvil_err(m->g->ctx, s, "%s: %s", on->desc, msg);
+}
+
+/* A constant made from an attribute: "<node>.<what>". Returns its id or -1. */
+static int const_from(onnx_mapper *m, const onnx_node *on, const char *what, cir_dtype t, int ndim, const int64_t *dims,
+                      const void *data) {
+    char name[600];
+    snprintf(name, sizeof name, "%.280s.%.280s", on->name, what);
+    return cir_const_add(m->g, name, t, ndim, dims, data);
+}
+
+/* An INTS attribute as a 1-D int64 constant input; -1 when absent (*err set on failure). */
+static int ints_input(onnx_mapper *m, onnx_node *on, const char *name, bool *err) {
+    onnx_attr *a = attr(on, name);
+    if (!a) return -1;
+    int64_t n = (int64_t)a->a.n;
+    int id = const_from(m, on, name, CIR_I64, 1, &n, a->a.ints);
+    if (id < 0) *err = true;
+    return id;
+}
+
+static int f32_scalar(onnx_mapper *m, onnx_node *on, const char *what, float v, bool *err) {
+    int id = const_from(m, on, what, CIR_F32, 0, NULL, &v);
+    if (id < 0) *err = true;
+    return id;
+}
+
+static cuvil_status drop_output(onnx_mapper *m, onnx_node *on, int i, const char *why) {
+    if (i >= on->n_out || on->out[i] < 0) return CUVIL_OK;
+    if (m->n_dropped == m->cap_dropped) {
+        int nc = m->cap_dropped ? 2 * m->cap_dropped : 8;
+        onnx_dropped *p = cuvil_realloc(m->dropped, sizeof *p * (size_t)nc);
+        if (!p) return cuvil_err(m->g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+        m->dropped = p;
+        m->cap_dropped = nc;
+    }
+    const char *desc = cuvil_arena_strdup(&m->g->arena, on->desc);
+    if (!desc) return cuvil_err(m->g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+    m->dropped[m->n_dropped++] = (onnx_dropped){on->out[i], desc, why};
+    return CUVIL_OK;
+}
+
+/* Adds the CIR node: inputs/outputs as given, the attributes `set` (n_set of them), then every
+ * ONNX attribute no mapping consumed, under its own name (the CIR op refuses ones it does not
+ * have). `ignore` lists ONNX attributes with no meaning for inference. */
+static cuvil_status add_node(onnx_mapper *m, onnx_node *on, cir_op_kind kind, int n_in, const int *in, int n_out,
+                             const int *out, const cuvil_attr *set, int n_set, const char *const *ignore) {
+    cir_graph *g = m->g;
+    int id = cir_node_add(g, kind, on->name, on->op, n_in, in, n_out, out);
+    if (id < 0) return g->ctx->status;
+    cir_node *n = cir_node_at(g, id);
+    cuvil_status s;
+    for (int i = 0; i < n_set; i++)
+        if ((s = cir_node_set_attr(g, n, &set[i]))) return s;
+    for (int i = 0; i < on->n_attrs; i++) {
+        onnx_attr *a = &on->attrs[i];
+        bool skip = a->used;
+        for (int k = 0; ignore && ignore[k] && !skip; k++) skip = !strcmp(ignore[k], a->name);
+        if (skip) continue;
+        if (a->tensor >= 0 || a->a.type == 0)
+            return node_err(m, on, CUVIL_ERR_UNSUPPORTED, "attribute '%s' is not supported", a->name);
+        if ((s = cir_node_set_attr(g, n, &a->a))) return s;
+    }
+    return CUVIL_OK;
+}
+
+static const char *const no_ignore[] = {NULL};
+static const char *const legacy_ignore[] = {"consumed_inputs", NULL};   /* opset 1's in-place hint */
+
+static cuvil_status map_plain(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
+    return add_node(m, on, kind, on->n_in, on->in, on->n_out, on->out, NULL, 0, legacy_ignore);
+}
+
+/* auto_pad: ONNX's NOTSET/SAME_UPPER/... as CIR's explicit/same_upper/... */
+static cuvil_status auto_pad(onnx_mapper *m, onnx_node *on, cuvil_attr *out, char *buf, size_t len, int *n_set) {
+    onnx_attr *a = attr(on, "auto_pad");
+    if (!a) return CUVIL_OK;
+    const char *v = a->a.s ? a->a.s : "";
+    if (!strcmp(v, "NOTSET")) v = "explicit";
+    else if (strcmp(v, "SAME_UPPER") && strcmp(v, "SAME_LOWER") && strcmp(v, "VALID"))
+        return node_err(m, on, CUVIL_ERR_MODEL, "unknown auto_pad '%s'", v);
+    size_t k = 0;
+    for (; v[k] && k < len - 1; k++) buf[k] = (char)tolower((unsigned char)v[k]);
+    buf[k] = 0;
+    out[(*n_set)++] = (cuvil_attr){.name = "auto_pad", .type = CUVIL_ATTR_STRING, .s = buf};
+    return CUVIL_OK;
+}
+
+/* ===== Per-op mappings ===================================================================== */
+static cuvil_status map_conv_pool(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
+    cuvil_attr set[1];
+    char buf[16];
+    int n_set = 0;
+    cuvil_status s = auto_pad(m, on, set, buf, sizeof buf, &n_set);
+    if (s) return s;
+    if (kind == CIR_OP_MAX_POOL && (s = drop_output(m, on, 1, "the Indices output is not supported"))) return s;
+    return add_node(m, on, kind, on->n_in, on->in, on->n_out > 1 ? 1 : on->n_out, on->out, set, n_set, no_ignore);
+}
+
+static cuvil_status map_batch_norm(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
+    /* before opset 7, is_test=0 (the default) means training mode */
+    if (on->opset < 7 && attr_int(on, "is_test", 0) != 1)
+        return node_err(m, on, CUVIL_ERR_UNSUPPORTED, "is_test=0 (training mode, opsets before 7) is not supported");
+    if (attr_int(on, "spatial", 1) == 0)
+        return node_err(m, on, CUVIL_ERR_UNSUPPORTED, "spatial=0 (statistics per activation, opsets 7-8) is not supported");
+    if (attr_int(on, "training_mode", 0))
+        return node_err(m, on, CUVIL_ERR_UNSUPPORTED, "training_mode=1 is not supported (inference only)");
+    /* from opset 14 the running-statistics outputs exist only in training mode */
+    for (int i = 1; i < on->n_out; i++) {
+        if (on->out[i] < 0) continue;
+        if (on->opset >= 14)
+            return node_err(m, on, CUVIL_ERR_MODEL, "output %d (running statistics) is only produced with training_mode=1",
+                            i);
+        cuvil_status s = drop_output(m, on, i, "running statistics; inference only");
+        if (s) return s;
+    }
+    static const char *const ignore[] = {"momentum", "consumed_inputs", NULL};
+    return add_node(m, on, kind, on->n_in, on->in, 1, on->out, NULL, 0, ignore);
+}
+
+static cuvil_status map_dropout(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
+    if (on->opset < 7 && attr_int(on, "is_test", 0) != 1)
+        return node_err(m, on, CUVIL_ERR_UNSUPPORTED, "is_test=0 (training mode, opsets before 7) is not supported");
+    if (on->n_in > 2 && on->in[2] >= 0) {
+        cir_value *t = cir_val(m->g, on->in[2]);
+        if (!cir_is_const(t) || cir_numel(t) != 1 || cir_const_i64(t, 0))
+            return node_err(m, on, CUVIL_ERR_UNSUPPORTED, "training_mode must be a constant false");
+    }
+    cuvil_status s = drop_output(m, on, 1, "the mask output; inference only");
+    if (s) return s;
+    static const char *const ignore[] = {"ratio", "seed", "consumed_inputs", NULL};
+    return add_node(m, on, kind, 1, on->in, 1, on->out, NULL, 0, ignore);
+}
+
+static cuvil_status map_clip(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
+    if (on->opset >= 11) return map_plain(m, on, kind);
+    /* Clip-1/6: bounds are attributes; absent, float's lowest and highest values */
+    onnx_attr *lo = attr(on, "min"), *hi = attr(on, "max");
+    bool err = false;
+    int in[3] = {on->in[0], lo ? f32_scalar(m, on, "min", lo->a.f, &err) : -1,
+                 hi ? f32_scalar(m, on, "max", hi->a.f, &err) : -1};
+    if (err) return m->g->ctx->status;
+    return add_node(m, on, kind, 3, in, on->n_out, on->out, NULL, 0, legacy_ignore);
+}
+
+/* Add, Sub, Mul, Div, Pow before opset 7 (Max, Min 8; Sum, Mean 8): no broadcasting unless
+ * broadcast=1, which aligns B at `axis`. */
+static cuvil_status legacy_bcast(onnx_mapper *m, onnx_node *on, cir_op_kind kind, cuvil_attr *set, int *n_set) {
+    (void)m;
+    bool maxmin = kind == CIR_OP_MAX || kind == CIR_OP_MIN || kind == CIR_OP_SUM || kind == CIR_OP_MEAN;
+    if (kind == CIR_OP_PRELU || on->opset >= (maxmin ? 8 : 7)) return CUVIL_OK;
+    bool b = !maxmin && attr_int(on, "broadcast", 0) != 0;
+    set[(*n_set)++] = (cuvil_attr){.name = "broadcast", .type = CUVIL_ATTR_STRING, .s = b ? "legacy" : "none"};
+    onnx_attr *ax = attr(on, "axis");
+    if (ax && b) set[(*n_set)++] = ax->a;
+    return CUVIL_OK;
+}
+
+static cuvil_status map_binary(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
+    cuvil_attr set[2];
+    int n_set = 0;
+    cuvil_status s = legacy_bcast(m, on, kind, set, &n_set);
+    if (s) return s;
+    int nin = on->n_in;
+    if ((kind == CIR_OP_MAX || kind == CIR_OP_MIN) && nin > 2) {
+        /* variadic Max/Min: a chain of two-input nodes, each output an intermediate value */
+        int acc = on->in[0];
+        for (int i = 1; i < nin - 1; i++) {
+            char name[600];
+            snprintf(name, sizeof name, "%.280s:%d", on->name, i);
+            int t = cir_value_add(m->g, name, CIR_VAL_ACT);
+            if (t < 0) return m->g->ctx->status;
+            int in2[2] = {acc, on->in[i]};
+            if ((s = add_node(m, on, kind, 2, in2, 1, &t, set, n_set, legacy_ignore))) return s;
+            acc = t;
+        }
+        int in2[2] = {acc, on->in[nin - 1]};
+        return add_node(m, on, kind, 2, in2, on->n_out, on->out, set, n_set, legacy_ignore);
+    }
+    return add_node(m, on, kind, nin, on->in, on->n_out, on->out, set, n_set, legacy_ignore);
+}
+
+static cuvil_status map_gemm(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
+    cuvil_attr set[3];
+    int n_set = 0;
+    onnx_attr *ta = attr(on, "transA"), *tb = attr(on, "transB");
+    if (ta) set[n_set++] = (cuvil_attr){.name = "trans_a", .type = CUVIL_ATTR_INT, .i = ta->a.i};
+    if (tb) set[n_set++] = (cuvil_attr){.name = "trans_b", .type = CUVIL_ATTR_INT, .i = tb->a.i};
+    if (on->opset < 7) set[n_set++] = (cuvil_attr){.name = "broadcast_c", .type = CUVIL_ATTR_INT, .i = attr_int(on, "broadcast", 0)};
+    return add_node(m, on, kind, on->n_in, on->in, on->n_out, on->out, set, n_set, no_ignore);
+}
+
+/* An attribute that later opsets made input `slot`: the node gets it as a constant there. */
+static cuvil_status map_attr_to_input(onnx_mapper *m, onnx_node *on, cir_op_kind kind, const char *name, int slot,
+                                      int since_input) {
+    if (on->opset >= since_input) return map_plain(m, on, kind);
+    bool err = false;
+    int in[2] = {on->in[0], ints_input(m, on, name, &err)};
+    if (err) return m->g->ctx->status;
+    for (int i = 1; i < on->n_in && i < 2; i++)
+        if (on->in[i] >= 0 && in[1] < 0) in[1] = on->in[i];   /* Split-1's optional input */
+    return add_node(m, on, kind, in[slot] >= 0 ? slot + 1 : 1, in, on->n_out, on->out, NULL, 0, legacy_ignore);
+}
+
+static cuvil_status map_reshape(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
+    return map_attr_to_input(m, on, kind, "shape", 1, 5);
+}
+static cuvil_status map_squeeze(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
+    return map_attr_to_input(m, on, kind, "axes", 1, 13);
+}
+static cuvil_status map_split(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
+    return map_attr_to_input(m, on, kind, "split", 1, 13);
+}
+static cuvil_status map_reduce(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
+    return map_attr_to_input(m, on, kind, "axes", 1, kind == CIR_OP_REDUCE_SUM ? 13 : 18);
+}
+
+static cuvil_status map_concat(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
+    bool has = false;
+    for (int i = 0; i < on->n_attrs; i++) has |= !strcmp(on->attrs[i].name, "axis");
+    if (on->opset >= 4 || has) return map_plain(m, on, kind);
+    cuvil_attr set[1] = {{.name = "axis", .type = CUVIL_ATTR_INT, .i = 1}};   /* Concat-1's default */
+    return add_node(m, on, kind, on->n_in, on->in, on->n_out, on->out, set, 1, no_ignore);
+}
+
+static cuvil_status map_softmax(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
+    cuvil_attr set[2];
+    int n_set = 0;
+    bool coerce = on->opset < 13;
+    set[n_set++] = (cuvil_attr){.name = "axis", .type = CUVIL_ATTR_INT, .i = attr_int(on, "axis", coerce ? 1 : -1)};
+    if (coerce) set[n_set++] = (cuvil_attr){.name = "coerce_2d", .type = CUVIL_ATTR_INT, .i = 1};
+    return add_node(m, on, kind, on->n_in, on->in, on->n_out, on->out, set, n_set, no_ignore);
+}
+
+static cuvil_status map_slice(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
+    if (on->opset >= 10) return map_plain(m, on, kind);
+    bool err = false;
+    if (!attr(on, "starts") || !attr(on, "ends"))
+        return node_err(m, on, CUVIL_ERR_MODEL, "attributes starts and ends are required");
+    int in[4] = {on->in[0], ints_input(m, on, "starts", &err), ints_input(m, on, "ends", &err), -1};
+    onnx_attr *ax = attr(on, "axes");
+    /* an empty list means "the first len(starts) axes", as ONNX's reference reads it */
+    if (ax && ax->a.n > 0) in[3] = ints_input(m, on, "axes", &err);
+    if (err) return m->g->ctx->status;
+    return add_node(m, on, kind, in[3] >= 0 ? 4 : 3, in, on->n_out, on->out, NULL, 0, no_ignore);
+}
+
+static cuvil_status map_pad(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
+    if (on->opset >= 11) return map_plain(m, on, kind);
+    bool err = false;
+    onnx_attr *p = attr(on, "pads");
+    if (!p) p = attr(on, "paddings");   /* opset 1's name */
+    if (!p) return node_err(m, on, CUVIL_ERR_MODEL, "attribute pads is required");
+    int64_t n = (int64_t)p->a.n;
+    int in[3] = {on->in[0], const_from(m, on, "pads", CIR_I64, 1, &n, p->a.ints), -1};
+    if (in[1] < 0) return m->g->ctx->status;
+    onnx_attr *v = attr(on, "value");
+    if (v) in[2] = f32_scalar(m, on, "value", v->a.f, &err);
+    if (err) return m->g->ctx->status;
+    return add_node(m, on, kind, in[2] >= 0 ? 3 : 2, in, on->n_out, on->out, NULL, 0, no_ignore);
+}
+
+static cuvil_status map_cast(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
+    /* CastLike (two inputs) is a cast to input 1's type */
+    onnx_attr *to = attr(on, "to");
+    cuvil_attr set[1];
+    int n_set = 0;
+    if (to) set[n_set++] = (cuvil_attr){.name = "to", .type = CUVIL_ATTR_INT, .i = to->a.i};
+    static const char *const ignore[] = {"saturate", NULL};   /* float8 targets only */
+    return add_node(m, on, kind, on->n_in, on->in, on->n_out, on->out, set, n_set, ignore);
+}
+
+/* Resize-10 and Upsample: asymmetric coordinates, ONNX Runtime's "simple" nearest rounding. */
+static cuvil_status map_resize(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
+    bool upsample = !strcmp(on->op, "Upsample");
+    if (!upsample && on->opset >= 11) return map_plain(m, on, kind);
+    onnx_attr *mode = attr(on, "mode");
+    const char *mv = mode && mode->a.s ? mode->a.s : "nearest";
+    if (!strcmp(mv, "bilinear")) mv = "linear";
+    if (strcmp(mv, "nearest") && strcmp(mv, "linear")) return node_err(m, on, CUVIL_ERR_MODEL, "unknown mode '%s'", mv);
+    int in[3] = {on->in[0], -1, on->n_in > 1 ? on->in[1] : -1};
+    if (upsample && on->opset < 9) {
+        onnx_attr *sc = attr(on, "scales");
+        if (!sc) return node_err(m, on, CUVIL_ERR_MODEL, "attribute scales is required");
+        int64_t n = (int64_t)sc->a.n;
+        if ((in[2] = const_from(m, on, "scales", CIR_F32, 1, &n, sc->a.floats)) < 0) return m->g->ctx->status;
+    }
+    if (in[2] < 0) return node_err(m, on, CUVIL_ERR_MODEL, "input scales is required");
+    cuvil_attr set[3] = {
+        {.name = "mode", .type = CUVIL_ATTR_STRING, .s = mv},
+        {.name = "coordinate_transformation_mode", .type = CUVIL_ATTR_STRING, .s = "asymmetric"},
+        {.name = "nearest_mode", .type = CUVIL_ATTR_STRING, .s = "simple"},
+    };
+    return add_node(m, on, kind, 3, in, on->n_out, on->out, set, 3, no_ignore);
+}
+
+static cuvil_status map_constant_of_shape(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
+    onnx_attr *v = attr(on, "value");
+    int in[2] = {on->in[0], v ? v->tensor : -1};
+    if (v && v->tensor < 0) return node_err(m, on, CUVIL_ERR_MODEL, "attribute value must be a tensor");
+    return add_node(m, on, kind, v ? 2 : 1, in, on->n_out, on->out, NULL, 0, no_ignore);
+}
+
+/* Constant: its output becomes a constant value; no node. */
+static cuvil_status map_constant(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
+    (void)kind;
+    cir_graph *g = m->g;
+    if (on->n_attrs != 1) return node_err(m, on, CUVIL_ERR_MODEL, "needs exactly one value attribute");
+    onnx_attr *a = &on->attrs[0];
+    cir_value *y = cir_val(g, on->out[0]);
+    int64_t cnt = (int64_t)a->a.n;
+    const void *src;
+    if (!strcmp(a->name, "value") && a->tensor >= 0) {
+        cir_value *t = cir_val(g, a->tensor);
+        cir_set_shape(y, t->dtype, t->ndim, t->dims);
+        src = t->data;
+    } else if (!strcmp(a->name, "value_float") && a->a.type == CUVIL_ATTR_FLOAT) {
+        cir_set_shape(y, CIR_F32, 0, NULL);
+        src = &a->a.f;
+    } else if (!strcmp(a->name, "value_int") && a->a.type == CUVIL_ATTR_INT) {
+        cir_set_shape(y, CIR_I64, 0, NULL);
+        src = &a->a.i;
+    } else if (!strcmp(a->name, "value_floats") && a->a.type == CUVIL_ATTR_FLOATS) {
+        cir_set_shape(y, CIR_F32, 1, &cnt);
+        src = a->a.floats;
+    } else if (!strcmp(a->name, "value_ints") && a->a.type == CUVIL_ATTR_INTS) {
+        cir_set_shape(y, CIR_I64, 1, &cnt);
+        src = a->a.ints;
+    } else {
+        return node_err(m, on, CUVIL_ERR_UNSUPPORTED, "value attribute '%s' is not supported", a->name);
+    }
+    if (!cir_value_make_const(g, y)) return g->ctx->status;
+    if (cir_nbytes(y)) memcpy(y->data, src, cir_nbytes(y));
+    return CUVIL_OK;
+}
+
+/* ===== The table =========================================================================== */
+static const op_map table[] = {
+    {"Conv", 1, CIR_OP_CONV, map_conv_pool},
+    {"ConvTranspose", 1, CIR_OP_CONV_TRANSPOSE, map_conv_pool},
+    {"BatchNormalization", 1, CIR_OP_BATCH_NORM, map_batch_norm},
+    {"Relu", 1, CIR_OP_RELU, NULL},
+    {"LeakyRelu", 1, CIR_OP_LEAKY_RELU, NULL},
+    {"Clip", 1, CIR_OP_CLIP, map_clip},
+    {"Sigmoid", 1, CIR_OP_SIGMOID, NULL},
+    {"HardSigmoid", 1, CIR_OP_HARD_SIGMOID, NULL},
+    {"HardSwish", 1, CIR_OP_HARD_SWISH, NULL},
+    {"Tanh", 1, CIR_OP_TANH, NULL},
+    {"Exp", 1, CIR_OP_EXP, NULL},
+    {"Log", 1, CIR_OP_LOG, NULL},
+    {"Sqrt", 1, CIR_OP_SQRT, NULL},
+    {"Neg", 1, CIR_OP_NEG, NULL},
+    {"Abs", 1, CIR_OP_ABS, NULL},
+    {"Reciprocal", 1, CIR_OP_RECIPROCAL, NULL},
+    {"Erf", 1, CIR_OP_ERF, NULL},
+    {"Elu", 1, CIR_OP_ELU, NULL},
+    {"Softplus", 1, CIR_OP_SOFTPLUS, NULL},
+    {"Floor", 1, CIR_OP_FLOOR, NULL},
+    {"Ceil", 1, CIR_OP_CEIL, NULL},
+    {"Round", 1, CIR_OP_ROUND, NULL},
+    {"Gelu", 1, CIR_OP_GELU, NULL},
+    {"Add", 1, CIR_OP_ADD, map_binary},
+    {"Sub", 1, CIR_OP_SUB, map_binary},
+    {"Mul", 1, CIR_OP_MUL, map_binary},
+    {"Div", 1, CIR_OP_DIV, map_binary},
+    {"Pow", 1, CIR_OP_POW, map_binary},
+    {"Max", 1, CIR_OP_MAX, map_binary},
+    {"Min", 1, CIR_OP_MIN, map_binary},
+    {"PRelu", 1, CIR_OP_PRELU, map_binary},
+    {"MaxPool", 1, CIR_OP_MAX_POOL, map_conv_pool},
+    {"AveragePool", 1, CIR_OP_AVG_POOL, map_conv_pool},
+    {"GlobalAveragePool", 1, CIR_OP_GLOBAL_AVG_POOL, NULL},
+    {"GlobalMaxPool", 1, CIR_OP_GLOBAL_MAX_POOL, NULL},
+    {"Reshape", 1, CIR_OP_RESHAPE, map_reshape},
+    {"Flatten", 1, CIR_OP_FLATTEN, NULL},
+    {"Squeeze", 1, CIR_OP_SQUEEZE, map_squeeze},
+    {"Unsqueeze", 1, CIR_OP_UNSQUEEZE, map_squeeze},
+    {"Identity", 1, CIR_OP_IDENTITY, NULL},
+    {"Dropout", 1, CIR_OP_IDENTITY, map_dropout},
+    {"Transpose", 1, CIR_OP_TRANSPOSE, NULL},
+    {"Concat", 1, CIR_OP_CONCAT, map_concat},
+    {"Gemm", 1, CIR_OP_GEMM, map_gemm},
+    {"MatMul", 1, CIR_OP_MATMUL, NULL},
+    {"Constant", 1, CIR_OP_NONE, map_constant},
+    {"Shape", 1, CIR_OP_SHAPE, NULL},
+    {"Size", 1, CIR_OP_SIZE, NULL},
+    {"Slice", 1, CIR_OP_SLICE, map_slice},
+    {"Split", 1, CIR_OP_SPLIT, map_split},
+    {"Softmax", 1, CIR_OP_SOFTMAX, map_softmax},
+    {"LogSoftmax", 1, CIR_OP_LOG_SOFTMAX, map_softmax},
+    {"Gather", 1, CIR_OP_GATHER, NULL},
+    {"Cast", 6, CIR_OP_CAST, map_cast},
+    {"CastLike", 15, CIR_OP_CAST, map_cast},
+    {"Pad", 1, CIR_OP_PAD, map_pad},
+    {"ReduceSum", 1, CIR_OP_REDUCE_SUM, map_reduce},
+    {"ReduceMean", 1, CIR_OP_REDUCE_MEAN, map_reduce},
+    {"ReduceMax", 1, CIR_OP_REDUCE_MAX, map_reduce},
+    {"ReduceMin", 1, CIR_OP_REDUCE_MIN, map_reduce},
+    {"ReduceProd", 1, CIR_OP_REDUCE_PROD, map_reduce},
+    {"ReduceSumSquare", 1, CIR_OP_REDUCE_SUM_SQUARE, map_reduce},
+    {"ReduceL1", 1, CIR_OP_REDUCE_L1, map_reduce},
+    {"ReduceL2", 1, CIR_OP_REDUCE_L2, map_reduce},
+    {"ReduceLogSumExp", 1, CIR_OP_REDUCE_LOG_SUM_EXP, map_reduce},
+    {"Resize", 10, CIR_OP_RESIZE, map_resize},
+    {"Upsample", 7, CIR_OP_RESIZE, map_resize},
+    {"ConstantOfShape", 9, CIR_OP_CONSTANT_OF_SHAPE, map_constant_of_shape},
+    {"Range", 11, CIR_OP_RANGE, NULL},
+    {"Expand", 8, CIR_OP_EXPAND, NULL},
+    {"Equal", 7, CIR_OP_EQUAL, NULL},
+    {"Less", 7, CIR_OP_LESS, NULL},
+    {"Greater", 7, CIR_OP_GREATER, NULL},
+    {"LessOrEqual", 12, CIR_OP_LESS_EQUAL, NULL},
+    {"GreaterOrEqual", 12, CIR_OP_GREATER_EQUAL, NULL},
+    {"Not", 1, CIR_OP_NOT, NULL},
+    {"And", 7, CIR_OP_AND, NULL},
+    {"Or", 7, CIR_OP_OR, NULL},
+    {"Where", 9, CIR_OP_WHERE, NULL},
+    {"Tile", 6, CIR_OP_TILE, NULL},
+    {"Sum", 6, CIR_OP_SUM, map_binary},
+    {"Mean", 6, CIR_OP_MEAN, map_binary},
+};
+
+static const op_map *lookup(const char *op) {
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+        if (!strcmp(table[i].op, op)) return &table[i];
+    return NULL;
+}
+
+int cuvil_onnx_op_since(const char *op) {
+    const op_map *e = lookup(op);
+    return e ? e->since : 0;
+}
+
+cuvil_status cuvil_onnx_map_node(onnx_mapper *m, onnx_node *on) {
+    const op_map *e = lookup(on->op);
+    CUVIL_ASSERT(e && on->opset >= e->since);
+    for (int i = 0; i < on->n_attrs; i++) on->attrs[i].used = false;
+    return e->map ? e->map(m, on, e->kind) : map_plain(m, on, e->kind);
+}
+
+cuvil_status cuvil_onnx_check_dropped(onnx_mapper *m) {
+    cir_graph *g = m->g;
+    if (!m->n_dropped) return CUVIL_OK;
+    cir_graph_count_uses(g);
+    for (int i = 0; i < m->n_dropped; i++) {
+        cir_value *v = cir_val(g, m->dropped[i].value);
+        if (v->n_uses)
+            return cuvil_err(g->ctx, CUVIL_ERR_UNSUPPORTED, "%s: output '%s' (%s) is used", m->dropped[i].desc, v->name,
+                             m->dropped[i].why);
+    }
+    return CUVIL_OK;
+}

@@ -1,0 +1,50 @@
+/* dtype.c -- CIR's element types (cir_dtype, cir.h): sizes, names, classes and the mapping to
+ * the public (ABI) numbering of cuvil_dtype. */
+#include "ir/cir.h"
+
+#include <string.h>
+
+static const struct {
+    const char *name, *short_name;
+    size_t size;
+    cuvil_dtype pub;
+    unsigned char is_float, is_int, is_signed;
+} table[CIR_DTYPE__COUNT] = {
+    [CIR_UNDEF] = {"undefined", "?", 0, CUVIL_DTYPE_UNDEFINED, 0, 0, 0},
+    [CIR_F32] = {"float32", "f32", 4, CUVIL_DTYPE_FLOAT32, 1, 0, 1},
+    [CIR_F64] = {"float64", "f64", 8, CUVIL_DTYPE_FLOAT64, 1, 0, 1},
+    [CIR_F16] = {"float16", "f16", 2, CUVIL_DTYPE_FLOAT16, 1, 0, 1},
+    [CIR_BF16] = {"bfloat16", "bf16", 2, CUVIL_DTYPE_BFLOAT16, 1, 0, 1},
+    [CIR_I8] = {"int8", "i8", 1, CUVIL_DTYPE_INT8, 0, 1, 1},
+    [CIR_I16] = {"int16", "i16", 2, CUVIL_DTYPE_INT16, 0, 1, 1},
+    [CIR_I32] = {"int32", "i32", 4, CUVIL_DTYPE_INT32, 0, 1, 1},
+    [CIR_I64] = {"int64", "i64", 8, CUVIL_DTYPE_INT64, 0, 1, 1},
+    [CIR_U8] = {"uint8", "u8", 1, CUVIL_DTYPE_UINT8, 0, 1, 0},
+    [CIR_U16] = {"uint16", "u16", 2, CUVIL_DTYPE_UINT16, 0, 1, 0},
+    [CIR_U32] = {"uint32", "u32", 4, CUVIL_DTYPE_UINT32, 0, 1, 0},
+    [CIR_U64] = {"uint64", "u64", 8, CUVIL_DTYPE_UINT64, 0, 1, 0},
+    [CIR_BOOL] = {"bool", "bool", 1, CUVIL_DTYPE_BOOL, 0, 0, 0},
+};
+
+static bool valid(cir_dtype t) { return (unsigned)t < CIR_DTYPE__COUNT; }
+
+size_t cir_dtype_size(cir_dtype t) { return valid(t) ? table[t].size : 0; }
+const char *cir_dtype_name(cir_dtype t) { return valid(t) ? table[t].name : "unknown"; }
+const char *cir_dtype_short(cir_dtype t) { return valid(t) ? table[t].short_name : "?"; }
+bool cir_dtype_is_float(cir_dtype t) { return valid(t) && table[t].is_float; }
+bool cir_dtype_is_int(cir_dtype t) { return valid(t) && table[t].is_int; }
+bool cir_dtype_is_signed(cir_dtype t) { return valid(t) && table[t].is_signed; }
+
+cir_dtype cir_dtype_from_public(cuvil_dtype t) {
+    for (int i = 1; i < CIR_DTYPE__COUNT; i++)
+        if (table[i].pub == t) return (cir_dtype)i;
+    return CIR_UNDEF;
+}
+
+cuvil_dtype cir_dtype_to_public(cir_dtype t) { return valid(t) ? table[t].pub : CUVIL_DTYPE_UNDEFINED; }
+
+cir_dtype cir_dtype_by_name(const char *name) {
+    for (int i = 1; i < CIR_DTYPE__COUNT && name; i++)
+        if (!strcmp(table[i].name, name) || !strcmp(table[i].short_name, name)) return (cir_dtype)i;
+    return CIR_UNDEF;
+}

@@ -1,0 +1,126 @@
+/* op_unary.c -- elementwise activations and math: relu, leaky_relu, clip, sigmoid, ... */
+#include "ir/ops/ops.h"
+
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+/* The activation a unary node applies. Clip's bounds are its (constant) inputs 1 and 2;
+ * absent, they are float's lowest and highest values (infinities are clamped). */
+static bool unary_act(cir_graph *g, const cir_node *n, cir_act *a) {
+    a->op = n->kind;
+    a->alpha = a->beta = 0;
+    switch (n->kind) {
+    case CIR_OP_LEAKY_RELU: case CIR_OP_ELU: a->alpha = cir_attr_float(n, "alpha"); break;
+    case CIR_OP_HARD_SIGMOID:
+        a->alpha = cir_attr_float(n, "alpha");
+        a->beta = cir_attr_float(n, "beta");
+        break;
+    case CIR_OP_GELU:
+        if (cir_attr_int(n, "approximate") != 0) return false;
+        break;
+    case CIR_OP_CLIP: {
+        cir_value *lo = cir_in(g, n, 1), *hi = cir_in(g, n, 2);
+        if ((lo && !cir_is_const(lo)) || (hi && !cir_is_const(hi))) return false;
+        a->alpha = lo && cir_numel(lo) == 1 ? (float)cir_const_f64(lo, 0) : -FLT_MAX;
+        a->beta = hi && cir_numel(hi) == 1 ? (float)cir_const_f64(hi, 0) : FLT_MAX;
+        break;
+    }
+    default: break;
+    }
+    return true;
+}
+
+static cuvil_status unary_infer(cir_graph *g, cir_node *n) {
+    bool clip = n->kind == CIR_OP_CLIP;
+    cuvil_status s = op_check_arity(g, n, 1, clip ? 3 : 1, 1, 1);
+    if (s) return s;
+    cir_value *x = cir_in(g, n, 0);
+    cir_act a;
+    if (!unary_act(g, n, &a)) {
+        if (clip)
+            return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "min/max inputs are computed at run time; Cuvil needs them constant");
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "attribute approximate='%s' is not supported",
+                            cir_attr_enum_name(n, "approximate"));
+    }
+    for (int i = 1; i < n->n_in; i++) {
+        cir_value *v = cir_in(g, n, i);
+        if (v && cir_numel(v) != 1) return cir_node_err(g, n, CUVIL_ERR_SHAPE, "'%s' must be a scalar", v->name);
+    }
+    cir_set_shape(cir_out(g, n, 0), x->dtype, x->ndim, x->dims);
+    /* float32 is what the kernels compute; other types only fold at compile time */
+    if (x->dtype != CIR_F32 && !cir_is_const(x))
+        return op_need_f32(g, n, 0);
+    return CUVIL_OK;
+}
+
+static cuvil_status unary_fold(cir_graph *g, cir_node *n) {
+    cir_value *x = cir_in(g, n, 0), *y = cir_out(g, n, 0);
+    cir_act ca;
+    unary_act(g, n, &ca);
+    cuvil_act_params a = cir_act_params(&ca);
+    if (!cir_value_make_const(g, y)) return g->ctx->status;
+    int64_t cnt = cir_numel(x);
+    if (x->dtype == CIR_F32) {
+        cuvil_f32_unary__scalar(&a, x->data, y->data, (size_t)cnt);
+        return CUVIL_OK;
+    }
+    bool integer = !cir_dtype_is_float(x->dtype);
+    if (integer && (a.act == CUVIL_ACT_NEG || a.act == CUVIL_ACT_ABS || a.act == CUVIL_ACT_RELU)) {
+        /* exact in int64, wrapping as two's complement does (Abs(INT64_MIN) = INT64_MIN) */
+        for (int64_t i = 0; i < cnt; i++) {
+            int64_t v = cir_const_i64(x, i);
+            uint64_t neg = 0 - (uint64_t)v;
+            int64_t r = a.act == CUVIL_ACT_RELU ? (v < 0 ? 0 : v) : (a.act == CUVIL_ACT_NEG || v < 0) ? (int64_t)neg : v;
+            cir_const_set_i64(y, i, r);
+        }
+        return CUVIL_OK;
+    }
+    for (int64_t i = 0; i < cnt; i++) cir_const_set_f64(y, i, cuvil_f32_act1(&a, (float)cir_const_f64(x, i)));
+    return CUVIL_OK;
+}
+
+static cuvil_status unary_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    cir_act ca;
+    unary_act(g, n, &ca);
+    cuvil_act_params a = cir_act_params(&ca);
+    char buf[128];
+    const char *p = cg_param(cg, "cuvil_act_params", "%s", cg_act(&a, buf));
+    cg_printf(cg, "    cuvil_f32_unary(&%s, %s, %s, %lld);\n", p, cg_in(cg, n->in[0]), cg_out(cg, n->out[0]),
+              (long long)cir_numel(cir_in(g, n, 0)));
+    return CUVIL_OK;
+}
+
+static const cir_attr_spec alpha_001[] = {{"alpha", CIR_ATTR_FLOAT, 0, 0.01f, NULL, false}, CIR_ATTR_END};
+static const cir_attr_spec alpha_1[] = {{"alpha", CIR_ATTR_FLOAT, 0, 1.0f, NULL, false}, CIR_ATTR_END};
+static const cir_attr_spec hard_sigmoid_attrs[] = {
+    {"alpha", CIR_ATTR_FLOAT, 0, 0.2f, NULL, false},
+    {"beta", CIR_ATTR_FLOAT, 0, 0.5f, NULL, false},
+    CIR_ATTR_END,
+};
+static const char *const gelu_approx[] = {"none", "tanh", NULL};
+static const cir_attr_spec gelu_attrs[] = {{"approximate", CIR_ATTR_ENUM, 0, 0, gelu_approx, false}, CIR_ATTR_END};
+
+#define UNARY(name, act, attrs, max_in) \
+    const cir_opdef cir_op_##name = {#name, CIR_OPF_IS_ACT, 1, max_in, 1, 1, attrs, unary_infer, unary_fold, unary_emit, \
+                                     unary_act, act};
+UNARY(relu, CUVIL_ACT_RELU, NULL, 1)
+UNARY(leaky_relu, CUVIL_ACT_LEAKY_RELU, alpha_001, 1)
+UNARY(clip, CUVIL_ACT_CLIP, NULL, 3)
+UNARY(sigmoid, CUVIL_ACT_SIGMOID, NULL, 1)
+UNARY(hard_sigmoid, CUVIL_ACT_HARD_SIGMOID, hard_sigmoid_attrs, 1)
+UNARY(hard_swish, CUVIL_ACT_HARD_SWISH, NULL, 1)
+UNARY(tanh, CUVIL_ACT_TANH, NULL, 1)
+UNARY(exp, CUVIL_ACT_EXP, NULL, 1)
+UNARY(log, CUVIL_ACT_LOG, NULL, 1)
+UNARY(sqrt, CUVIL_ACT_SQRT, NULL, 1)
+UNARY(neg, CUVIL_ACT_NEG, NULL, 1)
+UNARY(abs, CUVIL_ACT_ABS, NULL, 1)
+UNARY(reciprocal, CUVIL_ACT_RECIPROCAL, NULL, 1)
+UNARY(erf, CUVIL_ACT_ERF, NULL, 1)
+UNARY(elu, CUVIL_ACT_ELU, alpha_1, 1)
+UNARY(softplus, CUVIL_ACT_SOFTPLUS, NULL, 1)
+UNARY(floor, CUVIL_ACT_FLOOR, NULL, 1)
+UNARY(ceil, CUVIL_ACT_CEIL, NULL, 1)
+UNARY(round, CUVIL_ACT_ROUND, NULL, 1)
+UNARY(gelu, CUVIL_ACT_GELU, gelu_attrs, 1)
