@@ -4,7 +4,9 @@
 #include "passes/passes_int.h"
 
 #include <ctype.h>
+#include <libgen.h>
 #include <string.h>
+#include <sys/stat.h>
 
 const char *cuvil_version(void) { return CUVIL_VERSION; }
 
@@ -83,6 +85,8 @@ static cuvil_status check_request(cuvil_ctx *ctx, const cuvil_options *o, const 
                                   const char **target, char *prefix, size_t len) {
     if (o->opt_level < 0 || o->opt_level > 3)
         return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "--opt-level %d: must be 0..3", o->opt_level);
+    if ((int)o->emit < CUVIL_EMIT_SO || o->emit > CUVIL_EMIT_DOT)
+        return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "options.emit is %d, not one of cuvil_emit", (int)o->emit);
     *target = o->target ? o->target : cuvil_host_target();
     cuvil_status s = cuvil_check_target(ctx, *target);
     if (s) return s;
@@ -110,7 +114,29 @@ struct cuvil_graph {
     cuvil_ctx *ctx;
     cir_graph *g;
     bool compiled;
+    uint8_t *ok;        /* per value id: returned by a call that succeeded (others are refused) */
+    int cap_ok;
 };
+
+/* Marks value id as usable; false when out of memory (message on ctx). */
+static bool mark_ok(cuvil_graph *gr, int id) {
+    if (id >= gr->cap_ok) {
+        int nc = gr->cap_ok ? gr->cap_ok : 256;
+        while (nc <= id) nc *= 2;
+        uint8_t *p = cuvil_realloc(gr->ok, (size_t)nc);
+        if (!p) {
+            cuvil_err(gr->ctx, CUVIL_ERR_NOMEM, "out of memory");
+            return false;
+        }
+        memset(p + gr->cap_ok, 0, (size_t)(nc - gr->cap_ok));
+        gr->ok = p;
+        gr->cap_ok = nc;
+    }
+    gr->ok[id] = 1;
+    return true;
+}
+
+static bool is_ok(const cuvil_graph *gr, int id) { return id >= 0 && id < gr->cap_ok && gr->ok[id]; }
 
 cuvil_status cuvil_graph_create(cuvil_ctx *ctx, const char *name, cuvil_graph **out) {
     if (!ctx || !out) return CUVIL_ERR_INVALID_ARG;
@@ -140,11 +166,15 @@ cuvil_status cuvil_graph_create(cuvil_ctx *ctx, const char *name, cuvil_graph **
 void cuvil_graph_destroy(cuvil_graph *gr) {
     if (!gr) return;
     cir_graph_free(gr->g);
+    cuvil_free(gr->ok);
     cuvil_free(gr);
 }
 
+/* Every builder call starts here: a fresh message, and no calls after compiling. */
 static bool usable(cuvil_graph *gr) {
     if (!gr) return false;
+    gr->ctx->errmsg[0] = 0;
+    gr->ctx->status = CUVIL_OK;
     if (gr->compiled) {
         cuvil_err(gr->ctx, CUVIL_ERR_INVALID_ARG, "the graph was compiled already; build a new one");
         return false;
@@ -165,16 +195,16 @@ static cir_dtype check_value(cuvil_graph *gr, const char *what, const char *name
         cuvil_err(gr->ctx, CUVIL_ERR_INVALID_ARG, "%s '%s': rank %d (0..%d, with dims)", what, name, ndim, CIR_MAX_DIMS);
         return CIR_UNDEF;
     }
-    char why[256];
-    if (!cuvil_shape_ok(&gr->g->limits, cir_dtype_size(t), ndim, dims, why, sizeof why)) {
-        cuvil_err(gr->ctx, CUVIL_ERR_INVALID_ARG, "%s '%s': %s", what, name, why);
-        return CIR_UNDEF;
-    }
     for (int i = 0; i < ndim; i++)
         if (dims[i] < 0) {
             cuvil_err(gr->ctx, CUVIL_ERR_INVALID_ARG, "%s '%s': dim %d is %lld", what, name, i, (long long)dims[i]);
             return CIR_UNDEF;
         }
+    char why[256];
+    if (!cuvil_shape_ok(&gr->g->limits, cir_dtype_size(t), ndim, dims, why, sizeof why)) {
+        cuvil_err(gr->ctx, CUVIL_ERR_INVALID_ARG, "%s '%s': %s", what, name, why);
+        return CIR_UNDEF;
+    }
     return t;
 }
 
@@ -185,36 +215,54 @@ int cuvil_graph_input(cuvil_graph *gr, const char *name, cuvil_dtype dtype, int 
     name = name ? name : "";
     cir_dtype t = check_value(gr, "graph input", name, dtype, ndim, dims);
     if (t == CIR_UNDEF) return -1;
-    int id = cir_value_add(g, name, CIR_VAL_INPUT);
-    if (id < 0) return -1;
-    cir_value *v = cir_val(g, id);
-    cir_set_shape(v, t, ndim, dims);
-    for (int i = 0; i < ndim && dim_names; i++) {
-        if (!dim_names[i]) continue;
+    /* the dim names first, so that a refused call registers nothing */
+    int sym[CIR_MAX_DIMS], n_new = 0;
+    const char *new_names[CIR_MAX_DIMS];
+    int64_t new_vals[CIR_MAX_DIMS];
+    for (int i = 0; i < ndim; i++) {
+        sym[i] = -1;
+        if (!dim_names || !dim_names[i]) continue;
         int k = 0;
         while (k < g->n_syms && strcmp(g->syms[k].name, dim_names[i])) k++;
-        if (k < g->n_syms && g->syms[k].value != dims[i]) {
-            cuvil_err(gr->ctx, CUVIL_ERR_INVALID_ARG, "graph input '%s': dim '%s' is %lld here and %lld elsewhere", name,
-                      dim_names[i], (long long)dims[i], (long long)g->syms[k].value);
+        int64_t other = k < g->n_syms ? g->syms[k].value : -1;
+        for (int j = 0; j < n_new && other < 0; j++)
+            if (!strcmp(new_names[j], dim_names[i])) other = new_vals[j], k = g->n_syms + j;
+        if (other >= 0 && other != dims[i]) {
+            cuvil_err(gr->ctx, CUVIL_ERR_INVALID_ARG, "graph input '%s': dim %d is named '%s' and is %lld, but '%s' is %lld",
+                      name, i, dim_names[i], (long long)dims[i], dim_names[i], (long long)other);
             return -1;
         }
-        if (k == g->n_syms) {
-            if (k == (int)(sizeof g->syms / sizeof g->syms[0])) {
-                cuvil_err(gr->ctx, CUVIL_ERR_UNSUPPORTED, "graph input '%s': too many named dims", name);
-                return -1;
-            }
-            const char *copy = cuvil_arena_strdup(&g->arena, dim_names[i]);
-            if (!copy) {
-                cuvil_err(gr->ctx, CUVIL_ERR_NOMEM, "out of memory");
-                return -1;
-            }
-            g->syms[k].name = copy;
-            g->syms[k].value = dims[i];
-            g->n_syms++;
+        if (other < 0) {
+            new_names[n_new] = dim_names[i];
+            new_vals[n_new] = dims[i];
+            k = g->n_syms + n_new++;
         }
-        v->dim_sym[i] = k;
+        sym[i] = k;
     }
-    if (cir_graph_add_input(g, id)) return -1;
+    if (g->n_syms + n_new > (int)(sizeof g->syms / sizeof g->syms[0])) {
+        cuvil_err(gr->ctx, CUVIL_ERR_UNSUPPORTED, "graph input '%s': too many named dims (at most %d in a graph)", name,
+                  (int)(sizeof g->syms / sizeof g->syms[0]));
+        return -1;
+    }
+    const char *copies[CIR_MAX_DIMS];
+    for (int j = 0; j < n_new; j++)
+        if (!(copies[j] = cuvil_arena_strdup(&g->arena, new_names[j]))) {
+            cuvil_err(gr->ctx, CUVIL_ERR_NOMEM, "out of memory");
+            return -1;
+        }
+    int id = cir_value_add(g, name, CIR_VAL_INPUT);
+    if (id < 0 || !mark_ok(gr, id) || cir_graph_add_input(g, id)) {
+        if (id >= 0) gr->ok[id] = 0;
+        return -1;
+    }
+    for (int j = 0; j < n_new; j++) {
+        g->syms[g->n_syms + j].name = copies[j];
+        g->syms[g->n_syms + j].value = new_vals[j];
+    }
+    g->n_syms += n_new;
+    cir_value *v = cir_val(g, id);
+    cir_set_shape(v, t, ndim, dims);
+    for (int i = 0; i < ndim; i++) v->dim_sym[i] = sym[i];
     return id;
 }
 
@@ -224,78 +272,121 @@ int cuvil_graph_constant(cuvil_graph *gr, const char *name, cuvil_dtype dtype, i
     name = name ? name : "";
     cir_dtype t = check_value(gr, "constant", name, dtype, ndim, dims);
     if (t == CIR_UNDEF) return -1;
-    if (!data) {
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++) n *= dims[i];   /* bounded by check_value */
+    if (!data && n) {
         cuvil_err(gr->ctx, CUVIL_ERR_INVALID_ARG, "constant '%s': no data", name);
         return -1;
     }
-    return cir_const_add(gr->g, name, t, ndim, dims, data);
+    int id = cir_const_add(gr->g, name, t, ndim, dims, data);
+    if (id < 0 || !mark_ok(gr, id)) return -1;   /* a value left without data is never marked usable */
+    return id;
+}
+
+static const char *arity_str(int lo, int hi, char *buf, size_t len) {
+    if (hi < 0) snprintf(buf, len, "%d or more", lo);
+    else if (lo == hi) snprintf(buf, len, "%d", lo);
+    else snprintf(buf, len, "%d..%d", lo, hi);
+    return buf;
 }
 
 cuvil_status cuvil_graph_node(cuvil_graph *gr, const char *op, const char *name, int n_in, const int *inputs, int n_out,
                               int *outputs, const char *const *out_names, int n_attrs, const cuvil_attr *attrs) {
-    if (!usable(gr)) return gr ? gr->ctx->status ? gr->ctx->status : CUVIL_ERR_INVALID_ARG : CUVIL_ERR_INVALID_ARG;
+    if (!usable(gr)) return gr ? gr->ctx->status : CUVIL_ERR_INVALID_ARG;
     cir_graph *g = gr->g;
     cuvil_ctx *ctx = gr->ctx;
     op = op ? op : "";
     name = name ? name : "";
     cir_op_kind kind = cir_op_by_name(op);
-    if (kind == CIR_OP_NONE) return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "node '%s': no CIR op is named '%s'", name, op);
+    if (kind == CIR_OP_NONE)
+        return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "node '%s': no CIR op is named '%s' (docs/OPS.md lists them)", name, op);
     const cir_opdef *def = cir_op_def(kind);
-    if (n_in < def->min_in || (def->max_in >= 0 && n_in > def->max_in) || n_out < def->min_out || n_out > def->max_out ||
-        (n_in && !inputs) || !outputs || n_attrs < 0 || (n_attrs && !attrs))
-        return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG,
-                         "%s '%s': %d inputs and %d outputs given; it takes %d..%d inputs and %d..%d outputs", op, name,
-                         n_in, n_out, def->min_in, def->max_in, def->min_out, def->max_out);
+    char ia[32], oa[32];
+    if (n_in < def->min_in || (def->max_in >= 0 && n_in > def->max_in) || n_out < def->min_out || n_out > def->max_out)
+        return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "%s '%s': %d inputs and %d outputs given; it takes %s inputs and %s outputs",
+                         op, name, n_in, n_out, arity_str(def->min_in, def->max_in, ia, sizeof ia),
+                         arity_str(def->min_out, def->max_out, oa, sizeof oa));
+    if ((n_in && !inputs) || !outputs)
+        return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "%s '%s': the %s array is NULL", op, name, !outputs ? "outputs" : "inputs");
+    if (n_attrs < 0 || (n_attrs && !attrs))
+        return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "%s '%s': %d attributes with %s array", op, name, n_attrs,
+                         attrs ? "an" : "no");
     for (int i = 0; i < n_in; i++) {
-        if (inputs[i] < -1 || inputs[i] >= g->n_values)
-            return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "%s '%s': input %d is value %d, which does not exist", op, name, i,
-                             inputs[i]);
         if (inputs[i] == -1 && i < def->min_in)
             return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "%s '%s': required input %d is omitted", op, name, i);
+        if (inputs[i] != -1 && !is_ok(gr, inputs[i]))
+            return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "%s '%s': input %d is value %d, which %s", op, name, i, inputs[i],
+                             inputs[i] >= 0 && inputs[i] < g->n_values ? "a call that failed left behind"
+                                                                        : "does not exist");
     }
     int *outs = cuvil_malloc(sizeof(int) * (size_t)n_out);
     if (!outs) return cuvil_err(ctx, CUVIL_ERR_NOMEM, "out of memory");
     cuvil_status s = CUVIL_OK;
     for (int i = 0; i < n_out && !s; i++) {
         char nm[600];
-        if (out_names && out_names[i]) snprintf(nm, sizeof nm, "%s", out_names[i]);
-        else snprintf(nm, sizeof nm, "%.500s:%d", name, i);
-        outs[i] = cir_value_add(g, nm, CIR_VAL_ACT);
+        const char *on = out_names && out_names[i] ? out_names[i] : (snprintf(nm, sizeof nm, "%.500s:%d", name, i), nm);
+        outs[i] = cir_value_add(g, on, CIR_VAL_ACT);
         if (outs[i] < 0) s = ctx->status;
     }
     int id = s ? -1 : cir_node_add(g, kind, name, NULL, n_in, inputs, n_out, outs);
     if (!s && id < 0) s = ctx->status;
     for (int i = 0; i < n_attrs && !s; i++) s = cir_node_set_attr(g, cir_node_at(g, id), &attrs[i]);
+    for (int i = 0; i < n_out && !s; i++)
+        if (!mark_ok(gr, outs[i])) s = ctx->status;
     if (!s) {
         for (int i = 0; i < n_out; i++) outputs[i] = outs[i];
-    } else if (id >= 0) {
-        cir_node_at(g, id)->dead = true;   /* a node that failed to build takes no part */
+    } else {
+        if (id >= 0) cir_node_at(g, id)->dead = true;   /* a node that failed to build takes no part */
+        for (int i = 0; i < n_out; i++)
+            if (outs[i] >= 0 && outs[i] < gr->cap_ok) gr->ok[outs[i]] = 0;
     }
     cuvil_free(outs);
     return s;
 }
 
 cuvil_status cuvil_graph_output(cuvil_graph *gr, int value) {
-    if (!usable(gr)) return gr ? CUVIL_ERR_INVALID_ARG : CUVIL_ERR_INVALID_ARG;
-    if (value < 0 || value >= gr->g->n_values)
-        return cuvil_err(gr->ctx, CUVIL_ERR_INVALID_ARG, "graph output: value %d does not exist", value);
+    if (!usable(gr)) return CUVIL_ERR_INVALID_ARG;
+    if (!is_ok(gr, value))
+        return cuvil_err(gr->ctx, CUVIL_ERR_INVALID_ARG, "graph output: value %d %s", value,
+                         value >= 0 && value < gr->g->n_values ? "was left behind by a call that failed" : "does not exist");
     return cir_graph_add_output(gr->g, value);
 }
 
 cuvil_status cuvil_compile_graph(cuvil_graph *gr, const cuvil_options *o, const char *output) {
     if (!gr) return CUVIL_ERR_INVALID_ARG;
     cuvil_ctx *ctx = gr->ctx;
-    ctx->errmsg[0] = 0;
     if (!usable(gr)) return CUVIL_ERR_INVALID_ARG;
     if (!o || !output) return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "options and output are required");
-    if (o->n_dims) return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "--dim: a built graph's dims are fixed when it is built");
-    if (!gr->g->n_outputs) return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "the graph has no outputs");
+    if (o->n_dims)
+        return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "options.dims: a built graph's dims are fixed when it is built");
+    cir_graph *g = gr->g;
+    if (!g->n_outputs) return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "the graph has no outputs");
+    /* what was built under the default limits must fit the ones asked for */
+    if (g->n_values > o->limits.values || g->n_nodes > o->limits.nodes || g->const_bytes > o->limits.total_bytes)
+        return cuvil_err(ctx, CUVIL_ERR_UNSUPPORTED,
+                         "the graph (%d values, %d nodes, %llu bytes of constants) is over options.limits (values=%lld, "
+                         "nodes=%lld, total_bytes=%llu)", g->n_values, g->n_nodes, (unsigned long long)g->const_bytes,
+                         (long long)o->limits.values, (long long)o->limits.nodes,
+                         (unsigned long long)o->limits.total_bytes);
+    g->limits = o->limits;
+    for (int i = 0; i < g->n_values; i++) {
+        cir_value *v = cir_val(g, i);
+        if (v->kind != CIR_VAL_ACT && v->ndim >= 0 && cir_check_shape(g, NULL, v)) return ctx->status;
+    }
     const char *target;
     char prefix[128];
     cuvil_status s = check_request(ctx, o, NULL, output, &target, prefix, sizeof prefix);
     if (s) return s;
-    gr->compiled = true;
-    gr->g->limits = o->limits;
-    if ((s = cir_verify(gr->g, false, NULL))) return s;
-    return compile_cir(ctx, gr->g, o, NULL, target, prefix, output);
+    if (strcmp(output, "-") != 0) {
+        /* the folder the output goes to must exist before the graph is spent */
+        char *dir = cuvil_strdup(output);
+        if (!dir) return cuvil_err(ctx, CUVIL_ERR_NOMEM, "out of memory");
+        struct stat st;
+        bool ok = stat(dirname(dir), &st) == 0 && S_ISDIR(st.st_mode);
+        cuvil_free(dir);
+        if (!ok) return cuvil_err(ctx, CUVIL_ERR_IO, "%s: the folder it would go in does not exist", output);
+    }
+    gr->compiled = true;   /* the passes rewrite the graph from here on */
+    if ((s = cir_verify(g, false, NULL))) return s;
+    return compile_cir(ctx, g, o, NULL, target, prefix, output);
 }

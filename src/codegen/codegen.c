@@ -20,6 +20,7 @@ struct cg_ctx {
     int n_params;
     cuvil_arena strs;       /* strings handed to op emitters */
     bool over_limit;        /* cg_data went over limits.folded_bytes */
+    int unplanned;          /* a value with no storage was referenced (id + 1), an internal error */
 };
 
 #define BLOB_ALIGN 64
@@ -75,7 +76,9 @@ static const char *ptr(cg_ctx *cg, int vid, bool writable) {
         }
         return fmt_str(cg, "((const %s *)(WEIGHTS + %lld))", t, (long long)cg->const_off[r]);
     }
-    default: return "NULL /* no storage planned */";
+    default:
+        if (!cg->unplanned) cg->unplanned = vid + 1;
+        return "NULL /* no storage planned */";
     }
 }
 
@@ -314,6 +317,11 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
         } else if ((st = n->def->emit(&cg, g, n))) {
             break;
         }
+        if (cg.unplanned) {
+            st = cir_node_err(g, n, CUVIL_ERR_INTERNAL, "value '%s' has no storage (not an input, a constant or an output "
+                              "of an earlier node)", cir_val(g, cg.unplanned - 1)->name);
+            break;
+        }
         if (cg.over_limit) {
             st = cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED,
                               "its kernel's constant data brings the constants computed at compile time over the limit "
@@ -350,6 +358,8 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
         if (v->kind == CIR_VAL_ACT && v->output_index == i) continue;
         const char *src = v->kind == CIR_VAL_ACT ? fmt_str(&cg, "out[%d]", v->output_index) : cg_in(&cg, v->id);
         cuvil_sb_printf(&calls, "    memcpy(out[%d], %s, %zu);\n", i, src, cir_nbytes(v));
+        if (cg.unplanned)
+            st = cuvil_err(g->ctx, CUVIL_ERR_INTERNAL, "graph output '%s' has no storage", v->name);
     }
     if (!st) {
         cuvil_sb *c = &out->model_c;

@@ -199,7 +199,7 @@ static void test_misuse(cuvil_ctx *ctx) {
     expect_err(ctx, cuvil_graph_node(gr, "Conv", "n1", 1, &x, 1, &y, NULL, 0, NULL), CUVIL_ERR_INVALID_ARG,
                "no CIR op is named 'Conv'", "ONNX op name");
     expect_err(ctx, cuvil_graph_node(gr, "add", "n2", 1, &x, 1, &y, NULL, 0, NULL), CUVIL_ERR_INVALID_ARG,
-               "takes 2..2 inputs", "arity");
+               "it takes 2 inputs and 1 outputs", "arity");
     expect_err(ctx, cuvil_graph_node(gr, "relu", "n3", 1, (int[]){99}, 1, &y, NULL, 0, NULL), CUVIL_ERR_INVALID_ARG,
                "value 99, which does not exist", "bad value id");
     cuvil_attr bogus = {.name = "group", .type = CUVIL_ATTR_INT, .i = 2};
@@ -222,6 +222,19 @@ static void test_misuse(cuvil_ctx *ctx) {
                                                                                                   : CUVIL_OK,
                CUVIL_ERR_INVALID_ARG, "element type 8 (string) is not supported", "string input");
     expect_err(ctx, cuvil_graph_output(gr, 12345), CUVIL_ERR_INVALID_ARG, "value 12345 does not exist", "bad output");
+    /* a failed call leaves nothing usable behind: not its value ids, not its dim names */
+    int before = cuvil_graph_input(gr, "p", CUVIL_DTYPE_FLOAT32, 2, (int64_t[]){7, 8}, (const char *const[]){"n", "n"});
+    expect_err(ctx, before < 0 ? CUVIL_ERR_INVALID_ARG : CUVIL_OK, CUVIL_ERR_INVALID_ARG, "'n' is 7",
+               "one name for two sizes");
+    CHECK(cuvil_graph_input(gr, "q", CUVIL_DTYPE_FLOAT32, 1, (int64_t[]){1}, (const char *const[]){"n"}) >= 0,
+          "a refused input registered its dim name: %s", cuvil_errmsg(ctx));
+    expect_err(ctx, cuvil_graph_node(gr, "relu", "r1", 1, (int[]){z + 1}, 1, &y, NULL, 0, NULL), CUVIL_ERR_INVALID_ARG,
+               "a call that failed left behind", "value of a failed input");
+    int dead = -1;
+    cuvil_attr bad_axis = {.name = "axis", .type = CUVIL_ATTR_STRING, .s = NULL};
+    CHECK(cuvil_graph_node(gr, "softmax", "s0", 1, &x, 1, &dead, NULL, 1, &bad_axis) != CUVIL_OK && dead == -1,
+          "a string attribute with no string was accepted");
+    expect_err(ctx, cuvil_graph_output(gr, x + 20), CUVIL_ERR_INVALID_ARG, "does not exist", "unknown output id");
     /* shape errors surface at compile time, naming the node */
     CHECK(cuvil_graph_node(gr, "add", "mismatch", 2, (int[]){x, z}, 1, &y, NULL, 0, NULL) == CUVIL_OK, "%s",
           cuvil_errmsg(ctx));
@@ -230,6 +243,9 @@ static void test_misuse(cuvil_ctx *ctx) {
     cuvil_options_init(&o);
     char so[128];
     snprintf(so, sizeof so, "%s/bad.so", dir);
+    /* an output folder that does not exist is refused before the graph is spent */
+    expect_err(ctx, cuvil_compile_graph(gr, &o, "/nonexistent-cuvil-dir/x.so"), CUVIL_ERR_IO, "does not exist",
+               "missing output folder");
     expect_err(ctx, cuvil_compile_graph(gr, &o, so), CUVIL_ERR_SHAPE, "add 'mismatch': cannot broadcast 'x' f32[2,3] with "
                "'z' f32[4,3]", "shape error");
     CHECK(access(so, F_OK) != 0, "a failed compile left %s", so);

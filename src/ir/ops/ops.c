@@ -129,6 +129,8 @@ cuvil_status cir_node_set_attr(cir_graph *g, cir_node *n, const cuvil_attr *a) {
     for (int i = 0; i < n->n_attrs; i++)
         if (n->attrs[i].spec == s) return cir_node_err(g, n, CUVIL_ERR_MODEL, "attribute '%s' is given twice", name);
     cir_attr v = {.spec = s};
+    if (a->type == CUVIL_ATTR_STRING && !a->s)
+        return cir_node_err(g, n, CUVIL_ERR_INVALID_ARG, "attribute '%s' is a string attribute with no string", name);
     bool ok;
     switch (s->type) {
     case CIR_ATTR_INT: ok = a->type == CUVIL_ATTR_INT; v.i = a->i; break;
