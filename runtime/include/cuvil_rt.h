@@ -302,6 +302,114 @@ typedef struct cuvil_gather_params {
 
 void cuvil_gather(const cuvil_gather_params *p, const int64_t *idx, const void *x, void *y);
 
+/* ===== Every element type (typed.c, index.c) ========================================
+ * Element types, numbered as the compiler's cir_dtype. float16 and bfloat16 compute in
+ * float32; integers wrap around (two's complement) instead of overflowing. */
+enum {
+    CUVIL_T_F32 = 1, CUVIL_T_F64, CUVIL_T_F16, CUVIL_T_BF16,
+    CUVIL_T_I8, CUVIL_T_I16, CUVIL_T_I32, CUVIL_T_I64,
+    CUVIL_T_U8, CUVIL_T_U16, CUVIL_T_U32, CUVIL_T_U64,
+    CUVIL_T_BOOL
+};
+
+/* IEEE half and bfloat16 <-> float32, rounding to nearest even (overflow to infinity, NaN
+ * stays NaN). */
+uint16_t cuvil_f32_to_f16(float f);
+uint16_t cuvil_f32_to_bf16(float f);
+float cuvil_f16_to_f32(uint16_t h);
+float cuvil_bf16_to_f32(uint16_t h);
+
+/* y = a OP b (CUVIL_BIN_*, broadcast as in cuvil_binary_params; act ignored) for element type
+ * t, any but bool. Integer division truncates; x / 0 is 0 and INT_MIN / -1 is INT_MIN (ONNX
+ * leaves both undefined; no trap). Integer pow is computed in double and converted. */
+void cuvil_binary_t(const cuvil_binary_params *p, int t, const void *a, const void *b, void *y);
+
+/* Comparisons into bool bytes (0/1): p->op is one of these. */
+enum { CUVIL_CMP_EQ = 0, CUVIL_CMP_LT, CUVIL_CMP_GT, CUVIL_CMP_LE, CUVIL_CMP_GE };
+void cuvil_compare_t(const cuvil_binary_params *p, int t, const void *a, const void *b, uint8_t *y);
+/* Logic on bool bytes: p->op is one of these. */
+enum { CUVIL_LOGIC_AND = 0, CUVIL_LOGIC_OR, CUVIL_LOGIC_XOR };
+void cuvil_logic(const cuvil_binary_params *p, const uint8_t *a, const uint8_t *b, uint8_t *y);
+void cuvil_not(const uint8_t *x, uint8_t *y, int64_t n);
+
+/* Unary ops and activations (cuvil_act) for float64 (in double), float16 and bfloat16 (in
+ * float32), and for integers: NEG, ABS, RELU (wrapping: abs(INT_MIN) = INT_MIN). */
+void cuvil_unary_t(const cuvil_act_params *a, int t, const void *x, void *y, int64_t n);
+
+/* y = x converted from type `from` to `to`, n elements, as ONNX Runtime converts on x86-64:
+ * float to integer truncates toward zero, and a value out of range (or NaN) becomes the
+ * minimum of the narrowest of int32/int64 that holds the target, whose low bits narrower
+ * targets keep; integers narrow by keeping low bits; to bool is x != 0; to float rounds to
+ * nearest (to float16/bfloat16 through float32). */
+void cuvil_cast(int from, int to, const void *x, void *y, int64_t n);
+
+/* out = cond ? x : y with three-way broadcasting; elements of elem_size bytes. */
+typedef struct cuvil_where_params {
+    int ndim;
+    int64_t elem_size;
+    int64_t dims[CUVIL_RT_MAX_DIMS];
+    int64_t c_strides[CUVIL_RT_MAX_DIMS];
+    int64_t x_strides[CUVIL_RT_MAX_DIMS];
+    int64_t y_strides[CUVIL_RT_MAX_DIMS];
+} cuvil_where_params;
+
+void cuvil_where(const cuvil_where_params *p, const uint8_t *c, const void *x, const void *y, void *out);
+
+/* y[i] = x[broadcast source of i]: Expand (x_strides 0 on broadcast dims) and Tile (x_dims
+ * smaller than dims: the source index is i mod x_dims). Elements of elem_size bytes. */
+typedef struct cuvil_bcast_copy_params {
+    int ndim;
+    int64_t elem_size;
+    int64_t dims[CUVIL_RT_MAX_DIMS];      /* output */
+    int64_t x_dims[CUVIL_RT_MAX_DIMS];    /* input, same rank: 1 (broadcast) or a divisor (tile) */
+} cuvil_bcast_copy_params;
+
+void cuvil_bcast_copy(const cuvil_bcast_copy_params *p, const void *x, void *y);
+
+/* ArgMax/ArgMin over the middle axis of x viewed as [outer, axis_len, inner]: y (int64,
+ * [outer, inner]) gets the first (or with select_last the last) index of the extreme value;
+ * NaN counts as the extreme, as in numpy. */
+typedef struct cuvil_arg_params {
+    int64_t outer, axis_len, inner;
+    int is_min, select_last;
+} cuvil_arg_params;
+
+void cuvil_argmax_t(const cuvil_arg_params *p, int t, const void *x, int64_t *y);
+
+/* Gather along an axis with indices computed at run time (int32 or int64 by idx_t: CUVIL_T_I32
+ * or CUVIL_T_I64), negative ones counting from the end. Returns 0, or 1 when an index is out
+ * of range (y is then partly written). */
+int cuvil_gather_rt(const cuvil_gather_params *p, int idx_t, const void *idx, const void *x, void *y);
+
+/* GatherElements / ScatterElements along `axis`: idx and upd have shape dims, data has
+ * data_dims (same rank). Scatter copies data to y first (y may equal data) then writes or
+ * reduces (CUVIL_SCATTER_*; reductions need the element type t). Return 1 when an index is
+ * out of range. */
+enum { CUVIL_SCATTER_NONE = 0, CUVIL_SCATTER_ADD, CUVIL_SCATTER_MUL, CUVIL_SCATTER_MAX, CUVIL_SCATTER_MIN };
+typedef struct cuvil_elements_params {
+    int ndim, axis, reduction;
+    int64_t elem_size;
+    int64_t dims[CUVIL_RT_MAX_DIMS];
+    int64_t data_dims[CUVIL_RT_MAX_DIMS];
+} cuvil_elements_params;
+
+int cuvil_gather_elements(const cuvil_elements_params *p, int idx_t, const void *idx, const void *x, void *y);
+int cuvil_scatter_elements(const cuvil_elements_params *p, int t, int idx_t, const void *idx, const void *upd,
+                           const void *data, void *y);
+
+/* GatherND / ScatterND: idx is [n_batch, n_idx, k] (batch_dims flattened into n_batch), each
+ * k-tuple addresses a slice of slice_elems elements in data viewed as [n_batch, data_dims...];
+ * data_dims lists the k indexed dims. Scatter copies data into y, then writes or reduces
+ * upd [n_batch, n_idx, slice] into it. Return 1 when an index is out of range. */
+typedef struct cuvil_nd_params {
+    int64_t n_batch, n_idx, k, slice_elems, elem_size;
+    int reduction;
+    int64_t data_dims[CUVIL_RT_MAX_DIMS];
+} cuvil_nd_params;
+
+int cuvil_gather_nd(const cuvil_nd_params *p, const int64_t *idx, const void *x, void *y);
+int cuvil_scatter_nd(const cuvil_nd_params *p, int t, const int64_t *idx, const void *upd, const void *data, void *y);
+
 /* ===== Resize ====================================================================== */
 enum { CUVIL_RESIZE_NEAREST = 0, CUVIL_RESIZE_LINEAR, CUVIL_RESIZE_CUBIC };
 /* keep in ORDER with the coordinate_transformation_mode names of src/ir/ops/op_resize.c */

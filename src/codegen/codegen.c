@@ -21,6 +21,7 @@ struct cg_ctx {
     cuvil_arena strs;       /* strings handed to op emitters */
     bool over_limit;        /* cg_data went over limits.folded_bytes */
     int unplanned;          /* a value with no storage was referenced (id + 1), an internal error */
+    const char *fail_what;  /* cg_fallible() for the current node, else NULL */
 };
 
 #define BLOB_ALIGN 64
@@ -151,6 +152,19 @@ const char *cg_scratch(cg_ctx *cg, const char *size_expr_fmt, ...) {
     cuvil_sb_printf(&cg->scratch, "    t = %s;\n    if (t > s) s = t;\n", buf);
     return "S";
 }
+
+const char *cg_rt_type(cir_dtype t) {
+    static const char *const names[CIR_DTYPE__COUNT] = {
+        [CIR_F32] = "CUVIL_T_F32", [CIR_F64] = "CUVIL_T_F64", [CIR_F16] = "CUVIL_T_F16", [CIR_BF16] = "CUVIL_T_BF16",
+        [CIR_I8] = "CUVIL_T_I8",   [CIR_I16] = "CUVIL_T_I16", [CIR_I32] = "CUVIL_T_I32", [CIR_I64] = "CUVIL_T_I64",
+        [CIR_U8] = "CUVIL_T_U8",   [CIR_U16] = "CUVIL_T_U16", [CIR_U32] = "CUVIL_T_U32", [CIR_U64] = "CUVIL_T_U64",
+        [CIR_BOOL] = "CUVIL_T_BOOL",
+    };
+    CUVIL_ASSERT(t > CIR_UNDEF && t < CIR_DTYPE__COUNT);
+    return names[t];
+}
+
+void cg_fallible(cg_ctx *cg, const char *what) { cg->fail_what = what; }
 
 void cg_printf(cg_ctx *cg, const char *fmt, ...) {
     va_list ap;
@@ -296,17 +310,7 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
         cuvil_arena_reset(&cg.strs);   /* strings handed to emitters live for one node */
         cg.body.len = 0;
         if (cg.body.s) cg.body.s[0] = 0;
-        for (int j = 0; j < n->n_out; j++) {
-            cir_value *v = cir_val(g, n->out[j]);
-            if (v && v->dtype != CIR_F32 && v->dtype != CIR_BOOL) {
-                char sh[256];
-                st = cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED,
-                                  "output '%s' %s would be computed at run time; only float32 is supported at run time "
-                                  "(integer values must fold to constants)", v->name, cir_shape_str(g, v, sh, sizeof sh));
-                break;
-            }
-        }
-        if (st) break;
+        cg.fail_what = NULL;
         if (n->def->flags & CIR_OPF_ALIAS) {
             if (cg.plan.aliased[i]) continue;   /* shares its input's bytes: nothing to run */
             cg_printf(&cg, "    memcpy(%s, %s, %zu);\n", cg_out(&cg, n->out[0]), cg_in(&cg, n->in[0]),
@@ -346,10 +350,19 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
         cuvil_sb_puts(nodes, " */\n");
         if (cg.params.len) cuvil_sb_append(nodes, cg.params.s, cg.params.len);
         cg.params.len = 0;
-        cuvil_sb_printf(nodes, "static void node%d(unsigned char *A, void *S, const void *const *in, void *const *out) {\n"
-                                "    (void)A; (void)S; (void)in; (void)out;\n%s}\n",
+        cuvil_sb_printf(nodes, "static int node%d(unsigned char *A, void *S, const void *const *in, void *const *out) {\n"
+                                "    (void)A; (void)S; (void)in; (void)out;\n%s    return 0;\n}\n",
                         n_emitted, cg.body.s ? cg.body.s : "");
-        cuvil_sb_printf(&calls, "    node%d(A, S, in, out);\n", n_emitted);
+        if (cg.fail_what) {
+            /* the message names the node: an escaped string literal */
+            cuvil_sb_printf(&calls, "    if (node%d(A, S, in, out)) return fail(m, \"", n_emitted);
+            cuvil_sb_c_escape(&calls, desc);
+            cuvil_sb_puts(&calls, ": ");
+            cuvil_sb_c_escape(&calls, cg.fail_what);
+            cuvil_sb_puts(&calls, "\");\n");
+        } else {
+            cuvil_sb_printf(&calls, "    node%d(A, S, in, out);\n", n_emitted);
+        }
         n_emitted++;
     }
     /* graph outputs that no node writes: constants, inputs, repeated outputs */
@@ -376,6 +389,10 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
             "    for (const char *p = name ? \": \" : \"\"; *p && o + 1 < sizeof m->err; p++) m->err[o++] = *p;\n"
             "    for (const char *p = name ? name : \"\"; *p && o + 1 < sizeof m->err; p++) m->err[o++] = *p;\n"
             "    m->err[o] = 0;\n}\n\n"
+            "/* a node found bad data (an index out of range): the message names it */\n"
+            "__attribute__((unused)) static cuvil_status fail(cuvil_model *m, const char *msg) {\n"
+            "    set_err(m, msg, NULL);\n"
+            "    return CUVIL_ERR_INVALID_ARG;\n}\n\n"
             "static void *default_alloc(size_t size, size_t align, void *user) {\n"
             "    (void)user;\n"
             "    return aligned_alloc(align, (size + align - 1) / align * align);\n}\n\n"

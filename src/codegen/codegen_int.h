@@ -33,6 +33,12 @@ const char *cg_param(cg_ctx *cg, const char *type, const char *init_fmt, ...)
  * "cuvil_f32_conv2d_scratch_size(&P3)". Returns the scratch pointer expression ("S"). */
 const char *cg_scratch(cg_ctx *cg, const char *size_expr_fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* The runtime's name for an element type ("CUVIL_T_I64"), for the typed kernels. */
+const char *cg_rt_type(cir_dtype t);
+/* Marks the current node as one that can fail at run time (its body returns 1 from the node
+ * function on failure, e.g. `if (cuvil_gather_rt(...)) return 1;`); run() then reports
+ * "<node>: <what>" and returns CUVIL_ERR_INVALID_ARG. */
+void cg_fallible(cg_ctx *cg, const char *what);
 /* Appends to the current node's body. */
 void cg_printf(cg_ctx *cg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A float as a C literal that round-trips exactly ("1.5f", "INFINITY"). Returns buf. */

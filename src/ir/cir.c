@@ -254,33 +254,9 @@ int64_t cir_f64_to_i64(double x) {
     return (int64_t)x;
 }
 
-uint16_t cir_f32_to_f16(float f) {
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    uint32_t sign = (x >> 16) & 0x8000u, exp = (x >> 23) & 0xffu, man = x & 0x7fffffu;
-    if (exp == 0xff) return (uint16_t)(sign | 0x7c00u | (man ? 0x200u : 0));
-    int e = (int)exp - 127 + 15;
-    if (e >= 31) return (uint16_t)(sign | 0x7c00u);
-    if (e <= 0) {                                   /* subnormal half, or zero */
-        if (e < -10) return (uint16_t)sign;
-        man |= 0x800000u;
-        int shift = 14 - e;
-        uint32_t h = man >> shift, rem = man & ((1u << shift) - 1), half = 1u << (shift - 1);
-        if (rem > half || (rem == half && (h & 1))) h++;
-        return (uint16_t)(sign | h);
-    }
-    uint32_t h = ((uint32_t)e << 10) | (man >> 13), rem = man & 0x1fffu;
-    if (rem > 0x1000u || (rem == 0x1000u && (h & 1))) h++;   /* may carry into the exponent: fine */
-    return (uint16_t)(sign | h);
-}
-
-uint16_t cir_f32_to_bf16(float f) {
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u);
-    x += 0x7fffu + ((x >> 16) & 1u);
-    return (uint16_t)(x >> 16);
-}
+/* The runtime's conversions: the compiler folds exactly as a compiled model computes. */
+uint16_t cir_f32_to_f16(float f) { return cuvil_f32_to_f16(f); }
+uint16_t cir_f32_to_bf16(float f) { return cuvil_f32_to_bf16(f); }
 
 int64_t cir_const_i64(const cir_value *v, int64_t i) {
     const void *d = v->data;
@@ -301,28 +277,9 @@ int64_t cir_const_i64(const cir_value *v, int64_t i) {
     }
 }
 
-float cir_f16_to_f32(uint16_t h) {
-    uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
-    if (exp == 0) {
-        if (man == 0) bits = sign;
-        else {
-            exp = 127 - 15 + 1;
-            while (!(man & 0x400)) { man <<= 1; exp--; }
-            bits = sign | (exp << 23) | ((man & 0x3ff) << 13);
-        }
-    } else if (exp == 31) bits = sign | 0x7f800000u | (man << 13);
-    else bits = sign | ((exp + 127 - 15) << 23) | (man << 13);
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
-}
+float cir_f16_to_f32(uint16_t h) { return cuvil_f16_to_f32(h); }
 
-float cir_bf16_to_f32(uint16_t h) {
-    uint32_t bits = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
-}
+float cir_bf16_to_f32(uint16_t h) { return cuvil_bf16_to_f32(h); }
 
 double cir_const_f64(const cir_value *v, int64_t i) {
     const void *d = v->data;

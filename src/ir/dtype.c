@@ -26,6 +26,13 @@ static const struct {
     [CIR_BOOL] = {"bool", "bool", 1, CUVIL_DTYPE_BOOL, 0, 0, 0},
 };
 
+/* the runtime's typed kernels take CIR's numbering */
+_Static_assert((int)CIR_F32 == (int)CUVIL_T_F32 && (int)CIR_F64 == (int)CUVIL_T_F64 && (int)CIR_F16 == (int)CUVIL_T_F16 && (int)CIR_BF16 == (int)CUVIL_T_BF16 &&
+                   (int)CIR_I8 == (int)CUVIL_T_I8 && (int)CIR_I16 == (int)CUVIL_T_I16 && (int)CIR_I32 == (int)CUVIL_T_I32 && (int)CIR_I64 == (int)CUVIL_T_I64 &&
+                   (int)CIR_U8 == (int)CUVIL_T_U8 && (int)CIR_U16 == (int)CUVIL_T_U16 && (int)CIR_U32 == (int)CUVIL_T_U32 && (int)CIR_U64 == (int)CUVIL_T_U64 &&
+                   (int)CIR_BOOL == (int)CUVIL_T_BOOL,
+               "cir_dtype and the runtime's CUVIL_T_* must agree");
+
 static bool valid(cir_dtype t) { return (unsigned)t < CIR_DTYPE__COUNT; }
 
 size_t cir_dtype_size(cir_dtype t) { return valid(t) ? table[t].size : 0; }

@@ -68,10 +68,17 @@ static cuvil_status binary_infer(cir_graph *g, cir_node *n) {
         return s;
     }
     cir_set_shape(cir_out(g, n, 0), a->dtype, ndim, dims);
-    bool all_const = cir_is_const(a) && cir_is_const(b);
-    /* a constant exponent of another numeric type is converted to float32 by emit */
-    bool b_converts = op == CUVIL_BIN_POW && cir_is_const(b) && cir_dtype_size(b->dtype);
-    if (!all_const && ((s = op_need_f32(g, n, 0)) || (!b_converts && (s = op_need_f32(g, n, b == a ? 0 : 1))))) return s;
+    if (cir_is_const(a) && cir_is_const(b)) return CUVIL_OK;
+    if (a->dtype == CIR_BOOL) return op_need_typed(g, n, 0, false);
+    if (a->dtype == CIR_F32) {
+        /* the float32 kernel; a constant exponent of another numeric type is converted to float32 */
+        bool b_converts = op == CUVIL_BIN_POW && cir_is_const(b) && cir_dtype_size(b->dtype) && b->dtype != CIR_BOOL;
+        return b_converts ? CUVIL_OK : op_need_f32(g, n, b == a ? 0 : 1);
+    }
+    if (b->dtype != a->dtype)
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "pow of %s '%s' by %s '%s' at run time is not supported (only "
+                            "one element type, or a float32 base)", cir_dtype_name(a->dtype), a->name,
+                            cir_dtype_name(b->dtype), b->name);
     return CUVIL_OK;
 }
 
@@ -108,12 +115,7 @@ static double apply(int op, double x, double y) {
 
 static void params(cir_graph *g, cir_node *n, cuvil_binary_params *p) {
     cir_value *a = cir_in(g, n, 0), *b = cir_in(g, n, 1) ? cir_in(g, n, 1) : a, *y = cir_out(g, n, 0);
-    memset(p, 0, sizeof *p);
-    p->op = binop(n);
-    p->ndim = y->ndim;
-    for (int i = 0; i < y->ndim; i++) p->dims[i] = y->dims[i];
-    op_bcast_strides(a, y->ndim, y->dims, p->a_strides);
-    op_bcast_strides(b, y->ndim, y->dims, p->b_strides);
+    op_bin_params(a, b, y, binop(n), p);
     p->act = cir_act_params(&n->act);
 }
 
@@ -124,6 +126,10 @@ static cuvil_status binary_fold(cir_graph *g, cir_node *n) {
     params(g, n, &p);
     if (y->dtype == CIR_F32 && b->dtype == CIR_F32) {
         cuvil_f32_binary__scalar(&p, a->data, b->data, y->data);
+        return CUVIL_OK;
+    }
+    if (cir_dtype_is_float(y->dtype) && b->dtype == y->dtype) {
+        cuvil_binary_t(&p, y->dtype, a->data, b->data, y->data);   /* as the compiled model computes it */
         return CUVIL_OK;
     }
     bool integer = !cir_dtype_is_float(y->dtype);
@@ -147,6 +153,12 @@ static cuvil_status binary_fold(cir_graph *g, cir_node *n) {
 static cuvil_status binary_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
     cuvil_binary_params p;
     params(g, n, &p);
+    cir_value *y = cir_out(g, n, 0);
+    if (y->dtype != CIR_F32) {
+        cg_printf(cg, "    cuvil_binary_t(&%s, %s, %s, %s, %s);\n", op_emit_bin_params(cg, &p), cg_rt_type(y->dtype),
+                  cg_in(cg, n->in[0]), cg_in(cg, n->n_in > 1 && n->in[1] >= 0 ? n->in[1] : n->in[0]), cg_out(cg, n->out[0]));
+        return CUVIL_OK;
+    }
     char act[128];
     const char *ps = cg_param(cg, "cuvil_binary_params", "{ .op = %d, .ndim = %d, .dims = %s, .a_strides = %s, .b_strides = %s, .act = %s }",
                               p.op, p.ndim, cg_i64s(cg, p.dims, p.ndim), cg_i64s(cg, p.a_strides, p.ndim),

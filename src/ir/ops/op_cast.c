@@ -1,12 +1,10 @@
 /* op_cast.c -- cast (x, [like]): to the `to` attribute's type, or to input 1's type when given
- * (ONNX CastLike). Folded for every numeric type and bool; at run time only float32 -> float32
- * (a copy) is supported. */
+ * (ONNX CastLike). Every pair of types, at run time and folded, by the one kernel cuvil_cast
+ * (ONNX Runtime's conversions on x86-64). */
 #include "ir/ops/ops.h"
 
 #include <math.h>
 #include <string.h>
-
-static bool is_float(cir_dtype t) { return cir_dtype_is_float(t); }
 
 /* The target type: input 1's type when given (ONNX CastLike), else the 'to' attribute. */
 static cuvil_status cast_target(cir_graph *g, cir_node *n, cir_dtype *to) {
@@ -28,62 +26,24 @@ static cuvil_status cast_infer(cir_graph *g, cir_node *n) {
     if (!cir_dtype_size(x->dtype))
         return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' has type %s", x->name, cir_dtype_name(x->dtype));
     cir_set_shape(cir_out(g, n, 0), to, x->ndim, x->dims);
-    if (!cir_is_const(x) && (x->dtype != CIR_F32 || to != CIR_F32))
-        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED,
-                            "casting '%s' from %s to %s at run time is not supported (only on constant inputs)", x->name,
-                            cir_dtype_name(x->dtype), cir_dtype_name(to));
     return CUVIL_OK;
 }
 
+/* One kernel for both: the compiled model and the compiler convert alike. */
 static cuvil_status cast_fold(cir_graph *g, cir_node *n) {
     cir_value *x = cir_in(g, n, 0), *y = cir_out(g, n, 0);
     if (!cir_value_make_const(g, y)) return g->ctx->status;
-    int64_t cnt = cir_numel(x);
-    cir_dtype from = x->dtype, to = y->dtype;
-    if (from == to) {
-        memcpy(y->data, x->data, cir_nbytes(x));
-        return CUVIL_OK;
-    }
-    for (int64_t i = 0; i < cnt; i++) {
-        if (to == CIR_BOOL) {
-            ((uint8_t *)y->data)[i] = is_float(from) ? cir_const_f64(x, i) != 0 : cir_const_i64(x, i) != 0;
-        } else if (to == CIR_F16 || to == CIR_BF16) {
-            float f = from == CIR_U64 ? (float)((const uint64_t *)x->data)[i]
-                      : is_float(from)           ? (float)cir_const_f64(x, i)
-                                                 : (float)cir_const_i64(x, i);
-            ((uint16_t *)y->data)[i] = to == CIR_F16 ? cir_f32_to_f16(f) : cir_f32_to_bf16(f);
-        } else if (to == CIR_F32) {
-            /* one rounding step, straight from the source type */
-            ((float *)y->data)[i] = from == CIR_U64 ? (float)((const uint64_t *)x->data)[i]
-                                    : is_float(from)           ? (float)cir_const_f64(x, i)
-                                                               : (float)cir_const_i64(x, i);
-        } else if (to == CIR_F64) {
-            ((double *)y->data)[i] = from == CIR_U64 ? (double)((const uint64_t *)x->data)[i]
-                                     : is_float(from)           ? cir_const_f64(x, i)
-                                                                : (double)cir_const_i64(x, i);
-        } else if (is_float(from)) {
-            /* Out of range (and NaN) is undefined in ONNX; this is what x86's truncating
-             * conversions give, so what ONNX Runtime gives there: the narrowest of int32 and
-             * int64 that holds the target converts, out-of-range values become its minimum, and
-             * narrower targets take the low bits. */
-            double v = cir_const_f64(x, i);
-            bool wide = to == CIR_I64 || to == CIR_U64 || to == CIR_U32;
-            double lim = wide ? 9223372036854775808.0 : 2147483648.0;
-            if (to == CIR_U64 && v >= 9223372036854775808.0 && v < 18446744073709551616.0)
-                ((uint64_t *)y->data)[i] = (uint64_t)v;
-            else if (v != v || v >= lim || v < -lim)
-                cir_const_set_i64(y, i, wide ? INT64_MIN : INT32_MIN);
-            else
-                cir_const_set_i64(y, i, (int64_t)v);
-        } else {
-            cir_const_set_i64(y, i, cir_const_i64(x, i));   /* integers wrap, as C's conversions do */
-        }
-    }
+    cuvil_cast(x->dtype, y->dtype, x->data, y->data, cir_numel(x));
     return CUVIL_OK;
 }
 
 static cuvil_status cast_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
-    cg_printf(cg, "    memcpy(%s, %s, %zu);\n", cg_out(cg, n->out[0]), cg_in(cg, n->in[0]), cir_nbytes(cir_in(g, n, 0)));
+    cir_value *x = cir_in(g, n, 0), *y = cir_out(g, n, 0);
+    if (x->dtype == y->dtype)
+        cg_printf(cg, "    memcpy(%s, %s, %zu);\n", cg_out(cg, n->out[0]), cg_in(cg, n->in[0]), cir_nbytes(x));
+    else
+        cg_printf(cg, "    cuvil_cast(%s, %s, %s, %s, %lld);\n", cg_rt_type(x->dtype), cg_rt_type(y->dtype),
+                  cg_in(cg, n->in[0]), cg_out(cg, n->out[0]), (long long)cir_numel(x));
     return CUVIL_OK;
 }
 

@@ -1,7 +1,8 @@
-/* op_fold_only.c -- ops that exporters use for shape arithmetic, supported when every input is
- * constant (they fold): constant_of_shape (shape, [value]), range, expand, equal, less,
- * greater, less_equal, greater_equal, not, and, or, where, tile, sum, mean. expand also runs
- * at run time on float32 data with a constant shape. */
+/* op_fold_only.c -- ops exporters use for shape arithmetic and masks. constant_of_shape
+ * (shape, [value]), range, sum and mean are supported when every input is constant (they
+ * fold: their output shape depends on their input data); expand and tile (constant shape or
+ * repeats), the comparisons, not/and/or/xor and where also run at run time on every element
+ * type. */
 #include "ir/ops/ops.h"
 
 #include <math.h>
@@ -197,8 +198,7 @@ static cuvil_status expand_infer(cir_graph *g, cir_node *n) {
         return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' has type %s", x->name, cir_dtype_name(x->dtype));
     int nd;
     int64_t dims[CIR_MAX_DIMS];
-    if ((s = op_broadcast(g, n, x, &shape, &nd, dims)) || (s = set_out(g, n, x->dtype, nd, dims))) return s;
-    return cir_is_const(x) ? CUVIL_OK : op_need_f32(g, n, 0);
+    return (s = op_broadcast(g, n, x, &shape, &nd, dims)) ? s : set_out(g, n, x->dtype, nd, dims);
 }
 
 static cuvil_status expand_fold(cir_graph *g, cir_node *n) {
@@ -208,26 +208,19 @@ static cuvil_status expand_fold(cir_graph *g, cir_node *n) {
     return CUVIL_OK;
 }
 
-/* x * 1.0f with x broadcast: exact for every float (-0.0, infinities and NaN included),
- * so the binary kernel does the broadcasting copy. */
-static cuvil_status expand_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
+/* Expand and Tile: y[i] = x[i mod x_dims] per axis, x's dims padded with leading 1s. */
+static cuvil_status bcast_copy_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
     cir_value *x = cir_in(g, n, 0), *y = cir_out(g, n, 0);
-    static const float one = 1.0f;
-    const char *b = cg_data(cg, &one, sizeof one, CIR_F32);
-    int64_t as[CIR_MAX_DIMS], bs[CIR_MAX_DIMS] = {0};
-    op_bcast_strides(x, y->ndim, y->dims, as);
-    cuvil_act_params none = {CUVIL_ACT_NONE, 0.0f, 0.0f};
-    char act[128];
-    const char *ps = cg_param(cg, "cuvil_binary_params",
-                              "{ .op = %d, .ndim = %d, .dims = %s, .a_strides = %s, .b_strides = %s, .act = %s }", CUVIL_BIN_MUL,
-                              y->ndim, cg_i64s(cg, y->dims, y->ndim), cg_i64s(cg, as, y->ndim), cg_i64s(cg, bs, y->ndim),
-                              cg_act(&none, act));
-    cg_printf(cg, "    cuvil_f32_binary(&%s, %s, %s, %s);\n", ps, cg_in(cg, n->in[0]), b, cg_out(cg, n->out[0]));
+    int64_t xd[CIR_MAX_DIMS];
+    for (int d = 0; d < y->ndim; d++) xd[d] = d < y->ndim - x->ndim ? 1 : x->dims[d - (y->ndim - x->ndim)];
+    const char *ps = cg_param(cg, "cuvil_bcast_copy_params", "{ .ndim = %d, .elem_size = %zu, .dims = %s, .x_dims = %s }",
+                              y->ndim, cir_dtype_size(y->dtype), cg_i64s(cg, y->dims, y->ndim), cg_i64s(cg, xd, y->ndim));
+    cg_printf(cg, "    cuvil_bcast_copy(&%s, %s, %s);\n", ps, cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));
     return CUVIL_OK;
 }
 
 /* ===== Comparisons and logic ============================================================ */
-enum { L_EQ, L_LT, L_GT, L_LE, L_GE, L_NOT, L_AND, L_OR };
+enum { L_EQ, L_LT, L_GT, L_LE, L_GE, L_NOT, L_AND, L_OR, L_XOR };
 
 static int logic_op(const cir_node *n) {
     switch (n->kind) {
@@ -239,6 +232,7 @@ static int logic_op(const cir_node *n) {
     case CIR_OP_NOT: return L_NOT;
     case CIR_OP_AND: return L_AND;
     case CIR_OP_OR: return L_OR;
+    case CIR_OP_XOR: return L_XOR;
     default: CUVIL_ASSERT(!"not a logic op");
     }
 }
@@ -261,7 +255,7 @@ static cuvil_status logic_infer(cir_graph *g, cir_node *n) {
     int nd;
     int64_t dims[CIR_MAX_DIMS];
     if ((s = bcast_inputs(g, n, 0, nin, &nd, dims)) || (s = set_out(g, n, CIR_BOOL, nd, dims))) return s;
-    return need_const(g, n);
+    return CUVIL_OK;
 }
 
 static cuvil_status logic_fold(cir_graph *g, cir_node *n) {
@@ -277,7 +271,7 @@ static cuvil_status logic_fold(cir_graph *g, cir_node *n) {
         int r;
         if (op >= L_NOT) {
             bool p = cir_const_i64(a, w.off[0]) != 0, q = cir_const_i64(b, w.off[1]) != 0;
-            r = op == L_NOT ? !p : op == L_AND ? p && q : p || q;
+            r = op == L_NOT ? !p : op == L_AND ? p && q : op == L_OR ? p || q : p != q;
         } else {
             /* integers compare exactly; floats as doubles (NaN compares false, as in IEEE) */
             int c;
@@ -299,6 +293,27 @@ static cuvil_status logic_fold(cir_graph *g, cir_node *n) {
     return CUVIL_OK;
 }
 
+static cuvil_status logic_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    int op = logic_op(n);
+    cir_value *a = cir_in(g, n, 0), *y = cir_out(g, n, 0);
+    if (op == L_NOT) {
+        cg_printf(cg, "    cuvil_not(%s, %s, %lld);\n", cg_in(cg, n->in[0]), cg_out(cg, n->out[0]), (long long)cir_numel(y));
+        return CUVIL_OK;
+    }
+    cuvil_binary_params p;
+    static const int kop[] = {[L_EQ] = CUVIL_CMP_EQ, [L_LT] = CUVIL_CMP_LT, [L_GT] = CUVIL_CMP_GT, [L_LE] = CUVIL_CMP_LE,
+                              [L_GE] = CUVIL_CMP_GE, [L_AND] = CUVIL_LOGIC_AND, [L_OR] = CUVIL_LOGIC_OR,
+                              [L_XOR] = CUVIL_LOGIC_XOR};
+    op_bin_params(a, cir_in(g, n, 1), y, kop[op], &p);
+    const char *ps = op_emit_bin_params(cg, &p);
+    if (op >= L_AND)
+        cg_printf(cg, "    cuvil_logic(&%s, %s, %s, %s);\n", ps, cg_in(cg, n->in[0]), cg_in(cg, n->in[1]), cg_out(cg, n->out[0]));
+    else
+        cg_printf(cg, "    cuvil_compare_t(&%s, %s, %s, %s, %s);\n", ps, cg_rt_type(a->dtype), cg_in(cg, n->in[0]),
+                  cg_in(cg, n->in[1]), cg_out(cg, n->out[0]));
+    return CUVIL_OK;
+}
+
 /* ===== Where ================================================================================ */
 static cuvil_status where_infer(cir_graph *g, cir_node *n) {
     cuvil_status s = op_check_arity(g, n, 3, 3, 1, 1);
@@ -314,7 +329,7 @@ static cuvil_status where_infer(cir_graph *g, cir_node *n) {
     int nd;
     int64_t dims[CIR_MAX_DIMS];
     if ((s = bcast_inputs(g, n, 0, 3, &nd, dims)) || (s = set_out(g, n, x->dtype, nd, dims))) return s;
-    return need_const(g, n);
+    return CUVIL_OK;
 }
 
 static cuvil_status where_fold(cir_graph *g, cir_node *n) {
@@ -330,6 +345,21 @@ static cuvil_status where_fold(cir_graph *g, cir_node *n) {
         const cir_value *src = pick_x ? x : y;
         memcpy((char *)out->data + (size_t)i * es, (const char *)src->data + (size_t)w.off[pick_x ? 1 : 2] * es, es);
     }
+    return CUVIL_OK;
+}
+
+static cuvil_status where_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    cir_value *out = cir_out(g, n, 0);
+    int64_t cs[CIR_MAX_DIMS], xs[CIR_MAX_DIMS], ys[CIR_MAX_DIMS];
+    op_bcast_strides(cir_in(g, n, 0), out->ndim, out->dims, cs);
+    op_bcast_strides(cir_in(g, n, 1), out->ndim, out->dims, xs);
+    op_bcast_strides(cir_in(g, n, 2), out->ndim, out->dims, ys);
+    const char *ps = cg_param(cg, "cuvil_where_params",
+                              "{ .ndim = %d, .elem_size = %zu, .dims = %s, .c_strides = %s, .x_strides = %s, .y_strides = %s }",
+                              out->ndim, cir_dtype_size(out->dtype), cg_i64s(cg, out->dims, out->ndim),
+                              cg_i64s(cg, cs, out->ndim), cg_i64s(cg, xs, out->ndim), cg_i64s(cg, ys, out->ndim));
+    cg_printf(cg, "    cuvil_where(&%s, %s, %s, %s, %s);\n", ps, cg_in(cg, n->in[0]), cg_in(cg, n->in[1]), cg_in(cg, n->in[2]),
+              cg_out(cg, n->out[0]));
     return CUVIL_OK;
 }
 
@@ -350,7 +380,7 @@ static cuvil_status tile_infer(cir_graph *g, cir_node *n) {
             return cir_node_err(g, n, CUVIL_ERR_MODEL, "repeats[%d]=%lld is invalid", d, (long long)rep[d]);
     }
     if ((s = set_out(g, n, x->dtype, x->ndim, dims))) return s;
-    return need_const(g, n);
+    return CUVIL_OK;
 }
 
 static cuvil_status tile_fold(cir_graph *g, cir_node *n) {
@@ -422,16 +452,17 @@ static const cir_attr_spec sum_attrs[] = {{"broadcast", CIR_ATTR_ENUM, 0, 0, sum
     const cir_opdef cir_op_##name = {#name, 0, lo, hi, 1, 1, attrs, infer, fold, emit, NULL, 0};
 FOLD_OP(constant_of_shape, 1, 2, NULL, cos_infer, cos_fold, NULL)
 FOLD_OP(range, 3, 3, NULL, range_infer, range_fold, NULL)
-FOLD_OP(expand, 2, 2, NULL, expand_infer, expand_fold, expand_emit)
-FOLD_OP(equal, 2, 2, NULL, logic_infer, logic_fold, NULL)
-FOLD_OP(less, 2, 2, NULL, logic_infer, logic_fold, NULL)
-FOLD_OP(greater, 2, 2, NULL, logic_infer, logic_fold, NULL)
-FOLD_OP(less_equal, 2, 2, NULL, logic_infer, logic_fold, NULL)
-FOLD_OP(greater_equal, 2, 2, NULL, logic_infer, logic_fold, NULL)
-FOLD_OP(not, 1, 1, NULL, logic_infer, logic_fold, NULL)
-FOLD_OP(and, 2, 2, NULL, logic_infer, logic_fold, NULL)
-FOLD_OP(or, 2, 2, NULL, logic_infer, logic_fold, NULL)
-FOLD_OP(where, 3, 3, NULL, where_infer, where_fold, NULL)
-FOLD_OP(tile, 2, 2, NULL, tile_infer, tile_fold, NULL)
+FOLD_OP(expand, 2, 2, NULL, expand_infer, expand_fold, bcast_copy_emit)
+FOLD_OP(equal, 2, 2, NULL, logic_infer, logic_fold, logic_emit)
+FOLD_OP(less, 2, 2, NULL, logic_infer, logic_fold, logic_emit)
+FOLD_OP(greater, 2, 2, NULL, logic_infer, logic_fold, logic_emit)
+FOLD_OP(less_equal, 2, 2, NULL, logic_infer, logic_fold, logic_emit)
+FOLD_OP(greater_equal, 2, 2, NULL, logic_infer, logic_fold, logic_emit)
+FOLD_OP(not, 1, 1, NULL, logic_infer, logic_fold, logic_emit)
+FOLD_OP(and, 2, 2, NULL, logic_infer, logic_fold, logic_emit)
+FOLD_OP(or, 2, 2, NULL, logic_infer, logic_fold, logic_emit)
+FOLD_OP(xor, 2, 2, NULL, logic_infer, logic_fold, logic_emit)
+FOLD_OP(where, 3, 3, NULL, where_infer, where_fold, where_emit)
+FOLD_OP(tile, 2, 2, NULL, tile_infer, tile_fold, bcast_copy_emit)
 FOLD_OP(sum, 1, -1, sum_attrs, sum_infer, sum_fold, NULL)
 FOLD_OP(mean, 1, -1, sum_attrs, sum_infer, sum_fold, NULL)

@@ -1,5 +1,6 @@
-/* op_gather.c -- gather along one axis. Folds for any dtype; at run time the data is float32
- * and the indices are constant (normalised to non-negative int64 in the weights). */
+/* op_gather.c -- gather along one axis, any element type. Constant indices are checked and
+ * normalised at compile time (non-negative int64 in the weights); run-time ones (int32 or
+ * int64) are checked by the kernel, and one out of range is an error from run. */
 #include "ir/ops/ops.h"
 
 #include <string.h>
@@ -63,14 +64,11 @@ static cuvil_status gather_infer(cir_graph *g, cir_node *n) {
     for (int d = 0; d < idx->ndim; d++) dims[nd++] = idx->dims[d];
     for (int d = axis + 1; d < x->ndim; d++) dims[nd++] = x->dims[d];
     cir_set_shape(cir_out(g, n, 0), x->dtype, nd, dims);
-    if (!cir_is_const(idx))
-        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED,
-                            "indices '%s' are computed at run time; Cuvil supports Gather with constant indices only",
-                            idx->name);
+    if (!cir_is_const(idx)) return CUVIL_OK;   /* checked by the kernel at run time */
     int64_t *norm = gather_indices(g, n, &p);   /* validates every index now */
     if (!norm) return g->ctx->status;
     cuvil_free(norm);
-    return cir_is_const(x) ? CUVIL_OK : op_need_f32(g, n, 0);
+    return CUVIL_OK;
 }
 
 static cuvil_status gather_fold(cir_graph *g, cir_node *n) {
@@ -91,6 +89,17 @@ static cuvil_status gather_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
     cuvil_gather_params p;
     cuvil_status s = gather_params(g, n, &axis, &p);
     if (s) return s;
+    cir_value *iv = cir_in(g, n, 1);
+    if (!cir_is_const(iv)) {
+        const char *ps = cg_param(cg, "cuvil_gather_params", "{ .outer = %lld, .axis_len = %lld, .nb_inner = %lld, .n_idx = %lld }",
+                                  (long long)p.outer, (long long)p.axis_len, (long long)p.nb_inner, (long long)p.n_idx);
+        cg_printf(cg, "    if (cuvil_gather_rt(&%s, %s, %s, %s, %s)) return 1;\n", ps, cg_rt_type(iv->dtype), cg_in(cg, n->in[1]),
+                  cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));
+        char what[96];
+        snprintf(what, sizeof what, "an index is out of range [-%lld, %lld)", (long long)p.axis_len, (long long)p.axis_len);
+        cg_fallible(cg, cuvil_arena_strdup(&g->arena, what));
+        return CUVIL_OK;
+    }
     int64_t *idx = gather_indices(g, n, &p);
     if (!idx) return g->ctx->status;
     const char *is = cg_data(cg, idx, sizeof(int64_t) * (size_t)p.n_idx, CIR_I64);

@@ -1,5 +1,5 @@
-/* op_slice.c -- slice (x, starts, ends, [axes], [steps]; constant starts..steps; any dtype when
- * folded, float32 at run time). */
+/* op_slice.c -- slice (x, starts, ends, [axes], [steps]; constant starts..steps; any element
+ * type). */
 #include "ir/ops/ops.h"
 
 #include <string.h>
@@ -75,7 +75,7 @@ static cuvil_status slice_infer(cir_graph *g, cir_node *n) {
     cuvil_slice_params p;
     if ((s = slice_params(g, n, &p))) return s;
     cir_set_shape(cir_out(g, n, 0), x->dtype, p.ndim, p.out_dims);
-    return cir_is_const(x) ? CUVIL_OK : op_need_f32(g, n, 0);
+    return CUVIL_OK;
 }
 
 static cuvil_status slice_fold(cir_graph *g, cir_node *n) {

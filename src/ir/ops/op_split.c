@@ -1,5 +1,5 @@
 /* op_split.c -- split (sizes from the constant input 1, or num_outputs, or equal parts; any
- * dtype when folded, float32 at run time). */
+ * element type). */
 #include "ir/ops/ops.h"
 
 #include <string.h>
@@ -67,7 +67,7 @@ static cuvil_status split_infer(cir_graph *g, cir_node *n) {
         dims[axis] = sizes[i];
         cir_set_shape(cir_out(g, n, i), x->dtype, x->ndim, dims);
     }
-    return cir_is_const(x) ? CUVIL_OK : op_need_f32(g, n, 0);
+    return CUVIL_OK;
 }
 
 /* outer = product of dims before the axis; chunk[i] = bytes of output i per outer row. */

@@ -48,9 +48,12 @@ static cuvil_status unary_infer(cir_graph *g, cir_node *n) {
         if (v && cir_numel(v) != 1) return cir_node_err(g, n, CUVIL_ERR_SHAPE, "'%s' must be a scalar", v->name);
     }
     cir_set_shape(cir_out(g, n, 0), x->dtype, x->ndim, x->dims);
-    /* float32 is what the kernels compute; other types only fold at compile time */
-    if (x->dtype != CIR_F32 && !cir_is_const(x))
-        return op_need_f32(g, n, 0);
+    if (cir_is_const(x) || cir_dtype_is_float(x->dtype)) return CUVIL_OK;
+    /* at run time integers take the ops that stay integers */
+    bool int_op = n->kind == CIR_OP_NEG || n->kind == CIR_OP_ABS || n->kind == CIR_OP_RELU;
+    if (!cir_dtype_is_int(x->dtype) || !int_op)
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' is %s; at run time %s takes float types%s", x->name,
+                            cir_dtype_name(x->dtype), n->def->name, int_op ? " and integers" : "");
     return CUVIL_OK;
 }
 
@@ -63,6 +66,10 @@ static cuvil_status unary_fold(cir_graph *g, cir_node *n) {
     int64_t cnt = cir_numel(x);
     if (x->dtype == CIR_F32) {
         cuvil_f32_unary__scalar(&a, x->data, y->data, (size_t)cnt);
+        return CUVIL_OK;
+    }
+    if (cir_dtype_is_float(x->dtype)) {
+        cuvil_unary_t(&a, x->dtype, x->data, y->data, cnt);   /* as the compiled model computes it */
         return CUVIL_OK;
     }
     bool integer = !cir_dtype_is_float(x->dtype);
@@ -86,8 +93,13 @@ static cuvil_status unary_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
     cuvil_act_params a = cir_act_params(&ca);
     char buf[128];
     const char *p = cg_param(cg, "cuvil_act_params", "%s", cg_act(&a, buf));
-    cg_printf(cg, "    cuvil_f32_unary(&%s, %s, %s, %lld);\n", p, cg_in(cg, n->in[0]), cg_out(cg, n->out[0]),
-              (long long)cir_numel(cir_in(g, n, 0)));
+    cir_value *x = cir_in(g, n, 0);
+    if (x->dtype == CIR_F32)
+        cg_printf(cg, "    cuvil_f32_unary(&%s, %s, %s, %lld);\n", p, cg_in(cg, n->in[0]), cg_out(cg, n->out[0]),
+                  (long long)cir_numel(x));
+    else
+        cg_printf(cg, "    cuvil_unary_t(&%s, %s, %s, %s, %lld);\n", p, cg_rt_type(x->dtype), cg_in(cg, n->in[0]),
+                  cg_out(cg, n->out[0]), (long long)cir_numel(x));
     return CUVIL_OK;
 }
 

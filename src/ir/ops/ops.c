@@ -303,3 +303,28 @@ void op_bcast_strides(const cir_value *v, int ndim, const int64_t *dims, int64_t
         s *= d;
     }
 }
+
+void op_bin_params(const cir_value *a, const cir_value *b, const cir_value *y, int op, cuvil_binary_params *p) {
+    memset(p, 0, sizeof *p);
+    p->op = op;
+    p->ndim = y->ndim;
+    for (int i = 0; i < y->ndim; i++) p->dims[i] = y->dims[i];
+    op_bcast_strides(a, y->ndim, y->dims, p->a_strides);
+    op_bcast_strides(b, y->ndim, y->dims, p->b_strides);
+}
+
+const char *op_emit_bin_params(cg_ctx *cg, const cuvil_binary_params *p) {
+    char act[128];
+    return cg_param(cg, "cuvil_binary_params", "{ .op = %d, .ndim = %d, .dims = %s, .a_strides = %s, .b_strides = %s, .act = %s }",
+                    p->op, p->ndim, cg_i64s(cg, p->dims, p->ndim), cg_i64s(cg, p->a_strides, p->ndim),
+                    cg_i64s(cg, p->b_strides, p->ndim), cg_act(&p->act, act));
+}
+
+cuvil_status op_need_typed(cir_graph *g, cir_node *n, int i, bool bool_ok) {
+    cir_value *v = cir_in(g, n, i);
+    if (!v) return cir_node_err(g, n, CUVIL_ERR_MODEL, "input %d is missing", i);
+    if (v->dtype == CIR_UNDEF || (!bool_ok && v->dtype == CIR_BOOL))
+        return cir_node_err(g, n, CUVIL_ERR_DTYPE, "input '%s' is %s; %s takes numbers", v->name, cir_dtype_name(v->dtype),
+                            n->def->name);
+    return CUVIL_OK;
+}

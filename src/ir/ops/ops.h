@@ -111,6 +111,14 @@ cuvil_status op_broadcast(cir_graph *g, cir_node *n, const cir_value *a, const c
 /* Element strides (0 on broadcast dims) of v viewed in the rank-ndim output space `dims`. */
 void op_bcast_strides(const cir_value *v, int ndim, const int64_t *dims, int64_t *strides);
 
+/* The broadcasting parameters of y = a OP b (act none), and their static initialiser in the
+ * generated C (returns the parameter's name). */
+void op_bin_params(const cir_value *a, const cir_value *b, const cir_value *y, int op, cuvil_binary_params *p);
+const char *op_emit_bin_params(cg_ctx *cg, const cuvil_binary_params *p);
+/* Requires input i to have an element type the typed kernels take: any but bool unless
+ * bool_ok, not UNDEF. */
+cuvil_status op_need_typed(cir_graph *g, cir_node *n, int i, bool bool_ok);
+
 /* Shared enum value lists. */
 extern const char *const cir_auto_pad_names[];   /* "explicit", "same_upper", "same_lower", "valid" */
 enum { CIR_PAD_EXPLICIT = 0, CIR_PAD_SAME_UPPER, CIR_PAD_SAME_LOWER, CIR_PAD_VALID };

@@ -1,0 +1,193 @@
+/*
+ * index.c -- ops that index with run-time data: Gather, GatherElements, ScatterElements,
+ * GatherND, ScatterND. Every index is checked before it is used: negative ones count from the
+ * end of their axis, and one out of range makes the kernel return 1 (the generated code turns
+ * that into an error from run naming the node), never a read or write out of bounds.
+ */
+#include <stdbool.h>
+#include <string.h>
+
+#include "../rt_int.h"
+
+/* Index i of an int32 or int64 array, made non-negative against len; -1 when out of range. */
+static inline int64_t index_at(int idx_t, const void *idx, int64_t i, int64_t len) {
+    int64_t v = idx_t == CUVIL_T_I32 ? ((const int32_t *)idx)[i] : ((const int64_t *)idx)[i];
+    if (v < 0) v += len;
+    return v >= 0 && v < len ? v : -1;
+}
+
+int cuvil_gather_rt(const cuvil_gather_params *p, int idx_t, const void *idx, const void *x, void *y) {
+    const size_t nb = (size_t)p->nb_inner;
+    const char *xs = (const char *)x;
+    char *ys = (char *)y;
+    for (int64_t j = 0; j < p->n_idx; j++)   /* every index first: no partial output on errors */
+        if (index_at(idx_t, idx, j, p->axis_len) < 0) return 1;
+    for (int64_t o = 0; o < p->outer; o++) {
+        const char *xo = xs + o * p->axis_len * (int64_t)nb;
+        char *yo = ys + o * p->n_idx * (int64_t)nb;
+        for (int64_t j = 0; j < p->n_idx; j++)
+            memcpy(yo + j * (int64_t)nb, xo + index_at(idx_t, idx, j, p->axis_len) * (int64_t)nb, nb);
+    }
+    return 0;
+}
+
+/* ===== Elements =========================================================================== */
+/* Offset in data of element `i` of the index space (dims), with the axis coordinate replaced
+ * by `at`. */
+static inline int64_t data_offset(const cuvil_elements_params *p, const int64_t *coord, int64_t at) {
+    int64_t off = 0;
+    for (int d = 0; d < p->ndim; d++) off = off * p->data_dims[d] + (d == p->axis ? at : coord[d]);
+    return off;
+}
+
+static void next_coord(const cuvil_elements_params *p, int64_t *coord) {
+    for (int d = p->ndim - 1; d >= 0; d--) {
+        if (++coord[d] < p->dims[d]) return;
+        coord[d] = 0;
+    }
+}
+
+static int64_t count(const int64_t *dims, int n) {
+    int64_t c = 1;
+    for (int d = 0; d < n; d++) c *= dims[d];
+    return c;
+}
+
+int cuvil_gather_elements(const cuvil_elements_params *p, int idx_t, const void *idx, const void *x, void *y) {
+    int64_t n = count(p->dims, p->ndim), es = p->elem_size, coord[CUVIL_RT_MAX_DIMS] = {0};
+    int64_t len = p->data_dims[p->axis];
+    for (int64_t i = 0; i < n; i++)
+        if (index_at(idx_t, idx, i, len) < 0) return 1;
+    for (int64_t i = 0; i < n; i++, next_coord(p, coord))
+        memcpy((char *)y + i * es, (const char *)x + data_offset(p, coord, index_at(idx_t, idx, i, len)) * es, (size_t)es);
+    return 0;
+}
+
+/* dst = dst (reduction) src for one element of type t. */
+static void reduce_into(int t, int reduction, void *dst, const void *src) {
+#define RED(T)                                                                                   \
+    do {                                                                                         \
+        T a, b;                                                                                  \
+        memcpy(&a, dst, sizeof a);                                                               \
+        memcpy(&b, src, sizeof b);                                                               \
+        switch (reduction) {                                                                     \
+        case CUVIL_SCATTER_ADD: a = (T)(a + b); break;                                           \
+        case CUVIL_SCATTER_MUL: a = (T)(a * b); break;                                           \
+        case CUVIL_SCATTER_MAX: a = b > a ? b : a; break;                                        \
+        case CUVIL_SCATTER_MIN: a = b < a ? b : a; break;                                        \
+        default: a = b; break;                                                                   \
+        }                                                                                        \
+        memcpy(dst, &a, sizeof a);                                                               \
+    } while (0)
+#define RED_U(T, U)                                                                              \
+    do {                                                                                         \
+        U a, b;                                                                                  \
+        memcpy(&a, dst, sizeof a);                                                               \
+        memcpy(&b, src, sizeof b);                                                               \
+        T sa = (T)a, sb = (T)b;                                                                  \
+        switch (reduction) {                                                                     \
+        case CUVIL_SCATTER_ADD: a = (U)(a + b); break;                                           \
+        case CUVIL_SCATTER_MUL: a = (U)(a * b); break;                                           \
+        case CUVIL_SCATTER_MAX: a = sb > sa ? b : a; break;                                      \
+        case CUVIL_SCATTER_MIN: a = sb < sa ? b : a; break;                                      \
+        default: a = b; break;                                                                   \
+        }                                                                                        \
+        memcpy(dst, &a, sizeof a);                                                               \
+    } while (0)
+    switch (t) {
+    case CUVIL_T_F32: RED(float); break;
+    case CUVIL_T_F64: RED(double); break;
+    case CUVIL_T_F16: case CUVIL_T_BF16: {
+        uint16_t a, b;
+        memcpy(&a, dst, 2);
+        memcpy(&b, src, 2);
+        float fa = t == CUVIL_T_F16 ? cuvil_f16_to_f32(a) : cuvil_bf16_to_f32(a);
+        float fb = t == CUVIL_T_F16 ? cuvil_f16_to_f32(b) : cuvil_bf16_to_f32(b);
+        switch (reduction) {
+        case CUVIL_SCATTER_ADD: fa += fb; break;
+        case CUVIL_SCATTER_MUL: fa *= fb; break;
+        case CUVIL_SCATTER_MAX: fa = fb > fa ? fb : fa; break;
+        case CUVIL_SCATTER_MIN: fa = fb < fa ? fb : fa; break;
+        default: fa = fb; break;
+        }
+        a = t == CUVIL_T_F16 ? cuvil_f32_to_f16(fa) : cuvil_f32_to_bf16(fa);
+        memcpy(dst, &a, 2);
+        break;
+    }
+    /* integers: arithmetic in the unsigned twin (wraps), comparisons signed */
+    case CUVIL_T_I8: RED_U(int8_t, uint8_t); break;
+    case CUVIL_T_I16: RED_U(int16_t, uint16_t); break;
+    case CUVIL_T_I32: RED_U(int32_t, uint32_t); break;
+    case CUVIL_T_I64: RED_U(int64_t, uint64_t); break;
+    case CUVIL_T_U8: RED_U(uint8_t, uint8_t); break;
+    case CUVIL_T_U16: RED_U(uint16_t, uint16_t); break;
+    case CUVIL_T_U32: RED_U(uint32_t, uint32_t); break;
+    case CUVIL_T_U64: RED_U(uint64_t, uint64_t); break;
+    default: {   /* bool: add is or, mul is and */
+        uint8_t a = *(uint8_t *)dst != 0, b = *(const uint8_t *)src != 0;
+        switch (reduction) {
+        case CUVIL_SCATTER_ADD: case CUVIL_SCATTER_MAX: a = a | b; break;
+        case CUVIL_SCATTER_MUL: case CUVIL_SCATTER_MIN: a = a & b; break;
+        default: a = b; break;
+        }
+        *(uint8_t *)dst = a;
+        break;
+    }
+    }
+#undef RED
+#undef RED_U
+}
+
+int cuvil_scatter_elements(const cuvil_elements_params *p, int t, int idx_t, const void *idx, const void *upd,
+                           const void *data, void *y) {
+    int64_t n = count(p->dims, p->ndim), es = p->elem_size, coord[CUVIL_RT_MAX_DIMS] = {0};
+    int64_t len = p->data_dims[p->axis];
+    for (int64_t i = 0; i < n; i++)
+        if (index_at(idx_t, idx, i, len) < 0) return 1;
+    if (y != data) memcpy(y, data, (size_t)(count(p->data_dims, p->ndim) * es));
+    for (int64_t i = 0; i < n; i++, next_coord(p, coord))
+        reduce_into(t, p->reduction, (char *)y + data_offset(p, coord, index_at(idx_t, idx, i, len)) * es,
+                    (const char *)upd + i * es);
+    return 0;
+}
+
+/* ===== ND =================================================================================== */
+/* Offset (in slices) of index tuple j of batch b, or -1 when a coordinate is out of range. */
+static int64_t nd_slice(const cuvil_nd_params *p, const int64_t *idx, int64_t b, int64_t j) {
+    const int64_t *t = idx + (b * p->n_idx + j) * p->k;
+    int64_t off = 0;
+    for (int64_t d = 0; d < p->k; d++) {
+        int64_t v = t[d], len = p->data_dims[d];
+        if (v < 0) v += len;
+        if (v < 0 || v >= len) return -1;
+        off = off * len + v;
+    }
+    return off;
+}
+
+int cuvil_gather_nd(const cuvil_nd_params *p, const int64_t *idx, const void *x, void *y) {
+    int64_t per_batch = count(p->data_dims, (int)p->k), nb = p->slice_elems * p->elem_size;
+    for (int64_t b = 0; b < p->n_batch; b++)
+        for (int64_t j = 0; j < p->n_idx; j++)
+            if (nd_slice(p, idx, b, j) < 0) return 1;
+    for (int64_t b = 0; b < p->n_batch; b++)
+        for (int64_t j = 0; j < p->n_idx; j++)
+            memcpy((char *)y + (b * p->n_idx + j) * nb, (const char *)x + (b * per_batch + nd_slice(p, idx, b, j)) * nb,
+                   (size_t)nb);
+    return 0;
+}
+
+int cuvil_scatter_nd(const cuvil_nd_params *p, int t, const int64_t *idx, const void *upd, const void *data, void *y) {
+    int64_t per_batch = count(p->data_dims, (int)p->k), nb = p->slice_elems * p->elem_size, es = p->elem_size;
+    for (int64_t b = 0; b < p->n_batch; b++)
+        for (int64_t j = 0; j < p->n_idx; j++)
+            if (nd_slice(p, idx, b, j) < 0) return 1;
+    if (y != data) memcpy(y, data, (size_t)(p->n_batch * per_batch * nb));
+    for (int64_t b = 0; b < p->n_batch; b++)
+        for (int64_t j = 0; j < p->n_idx; j++) {
+            char *dst = (char *)y + (b * per_batch + nd_slice(p, idx, b, j)) * nb;
+            const char *src = (const char *)upd + (b * p->n_idx + j) * nb;
+            for (int64_t e = 0; e < p->slice_elems; e++) reduce_into(t, p->reduction, dst + e * es, src + e * es);
+        }
+    return 0;
+}

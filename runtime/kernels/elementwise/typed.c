@@ -1,0 +1,473 @@
+/*
+ * typed.c -- elementwise kernels for every element type: arithmetic, comparisons, logic,
+ * unary ops, casts, where, broadcast copies (Expand, Tile) and ArgMax/ArgMin.
+ *
+ * These are the general paths for the types models use for indices, masks and shape
+ * arithmetic (int64, int32, bool) and for float64/float16/bfloat16 data; float32 arithmetic
+ * keeps its vectorised kernels in binary.c and unary.c. Each kernel dispatches on the type
+ * once and runs a loop typed by macro, so the inner loops are plain C the compiler optimises.
+ * Integer arithmetic goes through unsigned types, so overflow wraps instead of being
+ * undefined.
+ */
+#include <math.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "../rt_int.h"
+
+/* ===== float16 / bfloat16 ============================================================= */
+uint16_t cuvil_f32_to_f16(float f) {
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint32_t sign = (x >> 16) & 0x8000u, exp = (x >> 23) & 0xffu, man = x & 0x7fffffu;
+    if (exp == 0xff) return (uint16_t)(sign | 0x7c00u | (man ? 0x200u : 0));
+    int e = (int)exp - 127 + 15;
+    if (e >= 31) return (uint16_t)(sign | 0x7c00u);
+    if (e <= 0) {   /* subnormal half, or zero */
+        if (e < -10) return (uint16_t)sign;
+        man |= 0x800000u;
+        int shift = 14 - e;
+        uint32_t h = man >> shift, rem = man & ((1u << shift) - 1), half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (h & 1))) h++;
+        return (uint16_t)(sign | h);
+    }
+    uint32_t h = ((uint32_t)e << 10) | (man >> 13), rem = man & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (h & 1))) h++;   /* may carry into the exponent: fine */
+    return (uint16_t)(sign | h);
+}
+
+uint16_t cuvil_f32_to_bf16(float f) {
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u);
+    x += 0x7fffu + ((x >> 16) & 1u);
+    return (uint16_t)(x >> 16);
+}
+
+float cuvil_f16_to_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
+    if (exp == 0) {
+        if (man == 0) {
+            bits = sign;
+        } else {
+            exp = 127 - 15 + 1;
+            while (!(man & 0x400)) {
+                man <<= 1;
+                exp--;
+            }
+            bits = sign | (exp << 23) | ((man & 0x3ff) << 13);
+        }
+    } else if (exp == 31) {
+        bits = sign | 0x7f800000u | (man << 13);
+    } else {
+        bits = sign | ((exp + 127 - 15) << 23) | (man << 13);
+    }
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+float cuvil_bf16_to_f32(uint16_t h) {
+    uint32_t bits = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+/* ===== Type dispatch =================================================================== */
+/* X(tag, C type, unsigned twin) for the integer types; floats are handled apiece. */
+#define FOR_INTS(X)                                                                       \
+    X(CUVIL_T_I8, int8_t, uint8_t) X(CUVIL_T_I16, int16_t, uint16_t)                      \
+    X(CUVIL_T_I32, int32_t, uint32_t) X(CUVIL_T_I64, int64_t, uint64_t)                   \
+    X(CUVIL_T_U8, uint8_t, uint8_t) X(CUVIL_T_U16, uint16_t, uint16_t)                    \
+    X(CUVIL_T_U32, uint32_t, uint32_t) X(CUVIL_T_U64, uint64_t, uint64_t)
+
+static size_t type_size(int t) {
+    switch (t) {
+    case CUVIL_T_F64: case CUVIL_T_I64: case CUVIL_T_U64: return 8;
+    case CUVIL_T_F32: case CUVIL_T_I32: case CUVIL_T_U32: return 4;
+    case CUVIL_T_F16: case CUVIL_T_BF16: case CUVIL_T_I16: case CUVIL_T_U16: return 2;
+    default: return 1;
+    }
+}
+
+/* Element i of a float-typed buffer as double, and back. */
+static inline double ld_float(int t, const void *p, int64_t i) {
+    switch (t) {
+    case CUVIL_T_F32: return ((const float *)p)[i];
+    case CUVIL_T_F64: return ((const double *)p)[i];
+    case CUVIL_T_F16: return cuvil_f16_to_f32(((const uint16_t *)p)[i]);
+    default: return cuvil_bf16_to_f32(((const uint16_t *)p)[i]);
+    }
+}
+
+static inline void st_float(int t, void *p, int64_t i, double v) {
+    switch (t) {
+    case CUVIL_T_F32: ((float *)p)[i] = (float)v; break;
+    case CUVIL_T_F64: ((double *)p)[i] = v; break;
+    case CUVIL_T_F16: ((uint16_t *)p)[i] = cuvil_f32_to_f16((float)v); break;
+    default: ((uint16_t *)p)[i] = cuvil_f32_to_bf16((float)v); break;
+    }
+}
+
+static inline bool is_float_t(int t) { return t >= CUVIL_T_F32 && t <= CUVIL_T_BF16; }
+
+/* v < 0 for signed and unsigned types alike, without a comparison the compiler calls always
+ * false for unsigned ones */
+#define IS_NEG(T, v) ((v) < (T)1 && (v) != 0)
+
+/* ===== Broadcast iteration ================================================================
+ * Walks the output of p (dims, a/b strides) in order; BODY sees the output index `o` and the
+ * operand offsets `ia`, `ib`. The innermost dim runs as a plain loop. */
+#define BCAST2(p, ...)                                                                         \
+    do {                                                                                        \
+        int nd_ = (p)->ndim;                                                                    \
+        int64_t total_ = 1;                                                                     \
+        for (int d_ = 0; d_ < nd_; d_++) total_ *= (p)->dims[d_];                               \
+        if (total_ == 0) break;                                                                 \
+        int64_t n_ = nd_ ? (p)->dims[nd_ - 1] : 1, sa_ = nd_ ? (p)->a_strides[nd_ - 1] : 0;     \
+        int64_t sb_ = nd_ ? (p)->b_strides[nd_ - 1] : 0, idx_[CUVIL_RT_MAX_DIMS] = {0};         \
+        int64_t oa_ = 0, ob_ = 0;                                                               \
+        for (int64_t base_ = 0; base_ < total_; base_ += n_) {                                  \
+            for (int64_t i_ = 0; i_ < n_; i_++) {                                               \
+                const int64_t o = base_ + i_, ia = oa_ + i_ * sa_, ib = ob_ + i_ * sb_;          \
+                __VA_ARGS__;                                                                    \
+            }                                                                                   \
+            for (int d_ = nd_ - 2; d_ >= 0; d_--) {                                             \
+                oa_ += (p)->a_strides[d_];                                                      \
+                ob_ += (p)->b_strides[d_];                                                      \
+                if (++idx_[d_] < (p)->dims[d_]) break;                                          \
+                oa_ -= (p)->a_strides[d_] * (p)->dims[d_];                                      \
+                ob_ -= (p)->b_strides[d_] * (p)->dims[d_];                                      \
+                idx_[d_] = 0;                                                                   \
+            }                                                                                   \
+        }                                                                                       \
+    } while (0)
+
+/* ===== Arithmetic ========================================================================= */
+static inline double bin_float(int op, double a, double b) {
+    switch (op) {
+    case CUVIL_BIN_ADD: return a + b;
+    case CUVIL_BIN_SUB: return a - b;
+    case CUVIL_BIN_MUL: return a * b;
+    case CUVIL_BIN_DIV: return a / b;
+    case CUVIL_BIN_POW: return pow(a, b);
+    case CUVIL_BIN_MAX: return a > b || a != a ? a : b;
+    case CUVIL_BIN_MIN: return a < b || a != a ? a : b;
+    case CUVIL_BIN_PRELU: return a >= 0 ? a : a * b;
+    default: return 0;
+    }
+}
+
+/* double -> integer without undefined behaviour: truncation, saturating out of range */
+static inline int64_t sat_i64(double x) {
+    if (x != x) return 0;
+    if (x >= 9223372036854775807.0) return INT64_MAX;
+    if (x <= -9223372036854775808.0) return INT64_MIN;
+    return (int64_t)x;
+}
+
+#define BIN_INT(TAG, T, U)                                                                      \
+    case TAG: {                                                                                 \
+        const T *A = a, *B = b;                                                                 \
+        T *Y = y;                                                                               \
+        const bool sgn = IS_NEG(T, (T)-1);                                                      \
+        switch (p->op) {                                                                        \
+        case CUVIL_BIN_ADD: BCAST2(p, Y[o] = (T)(U)((U)A[ia] + (U)B[ib])); break;               \
+        case CUVIL_BIN_SUB: BCAST2(p, Y[o] = (T)(U)((U)A[ia] - (U)B[ib])); break;               \
+        case CUVIL_BIN_MUL: BCAST2(p, Y[o] = (T)(U)((U)A[ia] * (U)B[ib])); break;               \
+        case CUVIL_BIN_DIV:                                                                     \
+            BCAST2(p, Y[o] = B[ib] == 0 ? (T)0                                                  \
+                             : (sgn && B[ib] == (T)-1) ? (T)(U)(0 - (U)A[ia])                   \
+                                                       : (T)(A[ia] / B[ib]));                   \
+            break;                                                                              \
+        case CUVIL_BIN_POW: BCAST2(p, Y[o] = (T)(U)(uint64_t)sat_i64(pow((double)A[ia], (double)B[ib]))); break; \
+        case CUVIL_BIN_MAX: BCAST2(p, Y[o] = A[ia] > B[ib] ? A[ia] : B[ib]); break;             \
+        case CUVIL_BIN_MIN: BCAST2(p, Y[o] = A[ia] < B[ib] ? A[ia] : B[ib]); break;             \
+        case CUVIL_BIN_PRELU: BCAST2(p, Y[o] = !IS_NEG(T, A[ia]) ? A[ia] : (T)(U)((U)A[ia] * (U)B[ib])); break; \
+        default: break;                                                                         \
+        }                                                                                       \
+        break;                                                                                  \
+    }
+
+void cuvil_binary_t(const cuvil_binary_params *p, int t, const void *a, const void *b, void *y) {
+    switch (t) {
+    case CUVIL_T_F64: {
+        const double *A = a, *B = b;
+        double *Y = y;
+        BCAST2(p, Y[o] = bin_float(p->op, A[ia], B[ib]));
+        break;
+    }
+    case CUVIL_T_F32: case CUVIL_T_F16: case CUVIL_T_BF16:
+        /* float32 arithmetic rounded once to the output type */
+        BCAST2(p, st_float(t, y, o, (float)bin_float(p->op, (float)ld_float(t, a, ia), (float)ld_float(t, b, ib))));
+        break;
+        FOR_INTS(BIN_INT)
+    default: break;
+    }
+}
+
+/* ===== Comparisons and logic ============================================================== */
+static inline uint8_t cmp(int op, int c) {   /* c: -1, 0, 1, or 2 for unordered (NaN) */
+    switch (op) {
+    case CUVIL_CMP_EQ: return c == 0;
+    case CUVIL_CMP_LT: return c == -1;
+    case CUVIL_CMP_GT: return c == 1;
+    case CUVIL_CMP_LE: return c == -1 || c == 0;
+    case CUVIL_CMP_GE: return c == 1 || c == 0;
+    default: return 0;
+    }
+}
+
+#define ORDER(x, y) ((x) < (y) ? -1 : (x) > (y) ? 1 : (x) == (y) ? 0 : 2)
+
+#define CMP_INT(TAG, T, U)                                                                      \
+    case TAG: {                                                                                 \
+        const T *A = a, *B = b;                                                                 \
+        BCAST2(p, y[o] = cmp(p->op, ORDER(A[ia], B[ib])));                                      \
+        break;                                                                                  \
+    }
+
+void cuvil_compare_t(const cuvil_binary_params *p, int t, const void *a, const void *b, uint8_t *y) {
+    switch (t) {
+    case CUVIL_T_F32: {
+        const float *A = a, *B = b;
+        BCAST2(p, y[o] = cmp(p->op, ORDER(A[ia], B[ib])));
+        break;
+    }
+    case CUVIL_T_F64: {
+        const double *A = a, *B = b;
+        BCAST2(p, y[o] = cmp(p->op, ORDER(A[ia], B[ib])));
+        break;
+    }
+    case CUVIL_T_F16: case CUVIL_T_BF16:
+        BCAST2(p, {
+            double x0 = ld_float(t, a, ia), x1 = ld_float(t, b, ib);
+            y[o] = cmp(p->op, ORDER(x0, x1));
+        });
+        break;
+    case CUVIL_T_BOOL: {
+        const uint8_t *A = a, *B = b;
+        BCAST2(p, y[o] = cmp(p->op, ORDER(A[ia] != 0, B[ib] != 0)));
+        break;
+    }
+        FOR_INTS(CMP_INT)
+    default: break;
+    }
+}
+
+void cuvil_logic(const cuvil_binary_params *p, const uint8_t *a, const uint8_t *b, uint8_t *y) {
+    switch (p->op) {
+    case CUVIL_LOGIC_AND: BCAST2(p, y[o] = (a[ia] != 0) & (b[ib] != 0)); break;
+    case CUVIL_LOGIC_OR: BCAST2(p, y[o] = (a[ia] != 0) | (b[ib] != 0)); break;
+    default: BCAST2(p, y[o] = (a[ia] != 0) ^ (b[ib] != 0)); break;
+    }
+}
+
+void cuvil_not(const uint8_t *x, uint8_t *y, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] = x[i] == 0;
+}
+
+/* ===== Unary ============================================================================== */
+static double act_f64(const cuvil_act_params *a, double x) {
+    double al = a->alpha, be = a->beta;
+    switch (a->act) {
+    case CUVIL_ACT_NONE: return x;
+    case CUVIL_ACT_RELU: return x > 0 ? x : (x != x ? x : 0);
+    case CUVIL_ACT_LEAKY_RELU: return x >= 0 ? x : al * x;
+    case CUVIL_ACT_CLIP: return x != x ? x : x < al ? al : x > be ? be : x;
+    case CUVIL_ACT_SIGMOID: return 1 / (1 + exp(-x));
+    case CUVIL_ACT_HARD_SIGMOID: return fmax(0, fmin(1, al * x + be));
+    case CUVIL_ACT_HARD_SWISH: return x * fmax(0, fmin(1, x / 6 + 0.5));
+    case CUVIL_ACT_TANH: return tanh(x);
+    case CUVIL_ACT_EXP: return exp(x);
+    case CUVIL_ACT_LOG: return log(x);
+    case CUVIL_ACT_SQRT: return sqrt(x);
+    case CUVIL_ACT_NEG: return -x;
+    case CUVIL_ACT_ABS: return fabs(x);
+    case CUVIL_ACT_RECIPROCAL: return 1 / x;
+    case CUVIL_ACT_ERF: return erf(x);
+    case CUVIL_ACT_GELU: return 0.5 * x * (1 + erf(x * 0.70710678118654752440));
+    case CUVIL_ACT_ELU: return x >= 0 ? x : al * (exp(x) - 1);
+    case CUVIL_ACT_SOFTPLUS: return x > 30 ? x : log1p(exp(x));
+    case CUVIL_ACT_MISH: return x * tanh(x > 30 ? x : log1p(exp(x)));
+    case CUVIL_ACT_SILU: return x / (1 + exp(-x));
+    case CUVIL_ACT_FLOOR: return floor(x);
+    case CUVIL_ACT_CEIL: return ceil(x);
+    case CUVIL_ACT_ROUND: return nearbyint(x);   /* the default rounding mode: half to even */
+    default: return x;
+    }
+}
+
+#define UN_INT(TAG, T, U)                                                                       \
+    case TAG: {                                                                                 \
+        const T *X = x;                                                                         \
+        T *Y = y;                                                                               \
+        for (int64_t i = 0; i < n; i++) {                                                       \
+            T v = X[i];                                                                         \
+            T neg = (T)(U)(0 - (U)v);                                                           \
+            Y[i] = a->act == CUVIL_ACT_NEG ? neg : a->act == CUVIL_ACT_ABS ? (IS_NEG(T, v) ? neg : v) \
+                   : a->act == CUVIL_ACT_RELU ? (IS_NEG(T, v) ? (T)0 : v) : v;                   \
+        }                                                                                       \
+        break;                                                                                  \
+    }
+
+void cuvil_unary_t(const cuvil_act_params *a, int t, const void *x, void *y, int64_t n) {
+    switch (t) {
+    case CUVIL_T_F64:
+        for (int64_t i = 0; i < n; i++) ((double *)y)[i] = act_f64(a, ((const double *)x)[i]);
+        break;
+    case CUVIL_T_F32: case CUVIL_T_F16: case CUVIL_T_BF16:
+        for (int64_t i = 0; i < n; i++) st_float(t, y, i, cuvil_f32_act1(a, (float)ld_float(t, x, i)));
+        break;
+        FOR_INTS(UN_INT)
+    default: break;
+    }
+}
+
+/* ===== Cast =============================================================================== */
+/* Element i of an integer or bool buffer, as int64 (uint64 keeps its bits). */
+static inline int64_t ld_int(int t, const void *p, int64_t i) {
+    switch (t) {
+    case CUVIL_T_I8: return ((const int8_t *)p)[i];
+    case CUVIL_T_I16: return ((const int16_t *)p)[i];
+    case CUVIL_T_I32: return ((const int32_t *)p)[i];
+    case CUVIL_T_I64: return ((const int64_t *)p)[i];
+    case CUVIL_T_U8: return ((const uint8_t *)p)[i];
+    case CUVIL_T_U16: return ((const uint16_t *)p)[i];
+    case CUVIL_T_U32: return ((const uint32_t *)p)[i];
+    case CUVIL_T_U64: return (int64_t)((const uint64_t *)p)[i];
+    default: return ((const uint8_t *)p)[i] != 0;   /* bool */
+    }
+}
+
+/* Stores the low bits of v in an integer buffer. */
+static inline void st_int(int t, void *p, int64_t i, int64_t v) {
+    switch (t) {
+    case CUVIL_T_I8: case CUVIL_T_U8: ((uint8_t *)p)[i] = (uint8_t)v; break;
+    case CUVIL_T_I16: case CUVIL_T_U16: ((uint16_t *)p)[i] = (uint16_t)v; break;
+    case CUVIL_T_I32: case CUVIL_T_U32: ((uint32_t *)p)[i] = (uint32_t)v; break;
+    default: ((uint64_t *)p)[i] = (uint64_t)v; break;
+    }
+}
+
+void cuvil_cast(int from, int to, const void *x, void *y, int64_t n) {
+    if (from == to) {
+        memcpy(y, x, (size_t)n * type_size(from));
+        return;
+    }
+    bool ff = is_float_t(from);
+    for (int64_t i = 0; i < n; i++) {
+        if (to == CUVIL_T_BOOL) {
+            ((uint8_t *)y)[i] = ff ? ld_float(from, x, i) != 0 : ld_int(from, x, i) != 0;
+        } else if (is_float_t(to)) {
+            double v;
+            if (ff) v = ld_float(from, x, i);
+            else if (from == CUVIL_T_U64) v = (double)((const uint64_t *)x)[i];
+            else v = (double)ld_int(from, x, i);
+            if (to == CUVIL_T_F64) {
+                ((double *)y)[i] = v;
+            } else {
+                /* one rounding from the source: an integer converts straight to float */
+                float f = ff ? (float)v
+                          : from == CUVIL_T_U64 ? (float)((const uint64_t *)x)[i] : (float)ld_int(from, x, i);
+                st_float(to, y, i, f);
+            }
+        } else if (ff) {
+            double v = ld_float(from, x, i);
+            bool wide = to == CUVIL_T_I64 || to == CUVIL_T_U64 || to == CUVIL_T_U32;
+            double lim = wide ? 9223372036854775808.0 : 2147483648.0;
+            if (to == CUVIL_T_U64 && v >= 9223372036854775808.0 && v < 18446744073709551616.0)
+                ((uint64_t *)y)[i] = (uint64_t)v;
+            else if (v != v || v >= lim || v < -lim)
+                st_int(to, y, i, wide ? INT64_MIN : INT32_MIN);
+            else
+                st_int(to, y, i, (int64_t)v);
+        } else {
+            st_int(to, y, i, ld_int(from, x, i));
+        }
+    }
+}
+
+/* ===== Where, broadcast copies ============================================================ */
+void cuvil_where(const cuvil_where_params *p, const uint8_t *c, const void *x, const void *y, void *out) {
+    int64_t total = 1, es = p->elem_size;
+    for (int d = 0; d < p->ndim; d++) total *= p->dims[d];
+    int64_t idx[CUVIL_RT_MAX_DIMS] = {0}, oc = 0, ox = 0, oy = 0;
+    const char *X = x, *Y = y;
+    char *O = out;
+    for (int64_t i = 0; i < total; i++) {
+        memcpy(O + i * es, c[oc] ? X + ox * es : Y + oy * es, (size_t)es);
+        for (int d = p->ndim - 1; d >= 0; d--) {
+            oc += p->c_strides[d];
+            ox += p->x_strides[d];
+            oy += p->y_strides[d];
+            if (++idx[d] < p->dims[d]) break;
+            oc -= p->c_strides[d] * p->dims[d];
+            ox -= p->x_strides[d] * p->dims[d];
+            oy -= p->y_strides[d] * p->dims[d];
+            idx[d] = 0;
+        }
+    }
+}
+
+void cuvil_bcast_copy(const cuvil_bcast_copy_params *p, const void *x, void *y) {
+    int64_t total = 1, es = p->elem_size, xs[CUVIL_RT_MAX_DIMS], s = 1;
+    for (int d = p->ndim - 1; d >= 0; d--) {
+        xs[d] = s;
+        s *= p->x_dims[d];
+    }
+    for (int d = 0; d < p->ndim; d++) total *= p->dims[d];
+    if (total == 0) return;
+    int64_t idx[CUVIL_RT_MAX_DIMS] = {0};
+    const char *X = x;
+    char *Y = y;
+    for (int64_t i = 0; i < total; i++) {
+        int64_t off = 0;
+        for (int d = 0; d < p->ndim; d++) off += (idx[d] % p->x_dims[d]) * xs[d];
+        memcpy(Y + i * es, X + off * es, (size_t)es);
+        for (int d = p->ndim - 1; d >= 0; d--) {
+            if (++idx[d] < p->dims[d]) break;
+            idx[d] = 0;
+        }
+    }
+}
+
+/* ===== ArgMax / ArgMin ==================================================================== */
+void cuvil_argmax_t(const cuvil_arg_params *p, int t, const void *x, int64_t *y) {
+    for (int64_t o = 0; o < p->outer; o++)
+        for (int64_t in = 0; in < p->inner; in++) {
+            int64_t best = 0;
+            double bv = 0;
+            int64_t bi = 0;
+            bool fl = is_float_t(t), bnan = false;
+            for (int64_t k = 0; k < p->axis_len; k++) {
+                int64_t at = (o * p->axis_len + k) * p->inner + in;
+                if (fl) {
+                    double v = ld_float(t, x, at);
+                    bool nan = v != v;
+                    bool better = k == 0 || (!bnan && (nan || (p->is_min ? v < bv : v > bv) ||
+                                                      (p->select_last && v == bv)));
+                    if (better) {
+                        bv = v;
+                        bnan = nan;
+                        best = k;
+                    }
+                } else {
+                    int64_t v = ld_int(t, x, at);
+                    bool gt;
+                    if (t == CUVIL_T_U64) {
+                        uint64_t uv = (uint64_t)v, ub = (uint64_t)bi;
+                        gt = p->is_min ? uv < ub : uv > ub;
+                    } else {
+                        gt = p->is_min ? v < bi : v > bi;
+                    }
+                    if (k == 0 || gt || (p->select_last && v == bi)) {
+                        bi = v;
+                        best = k;
+                    }
+                }
+            }
+            y[o * p->inner + in] = best;
+        }
+}

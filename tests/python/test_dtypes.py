@@ -1,0 +1,426 @@
+"""Every element type at run time: each kernel against NumPy for every type it takes.
+
+Each test builds one ONNX graph with a branch per element type (inputs x_<type>, outputs
+y_<type>), compiles it once, runs it through cuvil-run on .npy files and compares every
+output with NumPy computing the op's definition. Integer results must match exactly; float64
+and float32 within the project's tolerance; float16 within a few half-precision ulps. The
+last tests run a model mixing int64, bool and float32 against ONNX Runtime, and check that a
+run-time index out of range is an error from run naming the node.
+"""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+import cuvil_testlib as tl
+
+ONNX_TYPE = {
+    "f32": TensorProto.FLOAT, "f64": TensorProto.DOUBLE, "f16": TensorProto.FLOAT16,
+    "i8": TensorProto.INT8, "i16": TensorProto.INT16, "i32": TensorProto.INT32, "i64": TensorProto.INT64,
+    "u8": TensorProto.UINT8, "u16": TensorProto.UINT16, "u32": TensorProto.UINT32, "u64": TensorProto.UINT64,
+    "bool": TensorProto.BOOL,
+}
+NP = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "i8": np.int8, "i16": np.int16, "i32": np.int32,
+      "i64": np.int64, "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64, "bool": np.bool_}
+NUMERIC = ["f64", "f16", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"]
+INTS = ["i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"]
+ALL = ["f32", "f64", "f16", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "bool"]
+
+
+def values(t, shape, rng, lo=-50, hi=50, nonzero=False):
+    """Random values of type t: integers in [lo, hi] (clipped to the type), floats with
+    fractions, bool half true."""
+    if t == "bool":
+        return rng.random(shape) < 0.5
+    dt = np.dtype(NP[t])
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        v = rng.integers(max(lo, info.min), min(hi, info.max) + 1, size=shape)
+        if nonzero:
+            v[v == 0] = 1
+        return v.astype(dt)
+    v = rng.uniform(lo / 10, hi / 10, size=shape).astype(dt)
+    if nonzero:
+        v[np.abs(v) < 0.1] = 0.5
+    return v
+
+
+def build(path, nodes, inputs, outputs, inits=(), opset=18):
+    """inputs/outputs: (name, type, shape); shape None for an output leaves it to inference."""
+    g = helper.make_graph(
+        nodes, "dtypes",
+        [helper.make_tensor_value_info(n, ONNX_TYPE[t], s) for n, t, s in inputs],
+        [helper.make_tensor_value_info(n, ONNX_TYPE[t], s) for n, t, s in outputs],
+        initializer=list(inits))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    onnx.save(m, path)
+    return path
+
+
+def check(got, want, t, name):
+    assert got.dtype == want.dtype, f"{name}: dtype {got.dtype}, want {want.dtype}"
+    assert got.shape == want.shape, f"{name}: shape {got.shape}, want {want.shape}"
+    if t == "f16":
+        np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=4e-3, atol=4e-3, err_msg=name)
+    elif t in ("f32", "f64"):
+        tl.assert_close(got, want, name)
+    else:
+        np.testing.assert_array_equal(got, want, err_msg=name)
+
+
+def run_cases(tmp_path, nodes, inputs, outputs, feeds, wants, types, inits=(), opset=18):
+    outputs = [(n, t, list(wants[n].shape) if s is None else s) for n, t, s in outputs]
+    path = build(tmp_path / "m.onnx", nodes, inputs, outputs, inits, opset)
+    got = tl.compile_and_run(path, feeds, tmp_path)
+    for name, t in types.items():
+        check(got[name], wants[name], t, name)
+
+
+# --------------------------------------------------------------------------------------------
+# Arithmetic with broadcasting
+# --------------------------------------------------------------------------------------------
+
+def trunc_div(a, b):
+    """C's integer division (toward zero) in the type's own width, as ONNX Runtime computes."""
+    q = np.abs(a.astype(np.int64)) // np.abs(b.astype(np.int64))
+    return (q * np.sign(a.astype(np.int64)) * np.sign(b.astype(np.int64))).astype(a.dtype)
+
+
+@pytest.mark.parametrize("op", ["Add", "Sub", "Mul", "Div", "Max", "Min"])
+def test_binary(tmp_path, op):
+    rng = tl.seeded_rng("binary" + op)
+    nodes, ins, outs, feeds, wants, types = [], [], [], {}, {}, {}
+    for t in NUMERIC:
+        a = values(t, (2, 3, 4), rng)
+        b = values(t, (3, 1), rng, nonzero=op == "Div", lo=1 if t[0] == "u" else -50)
+        if t[0] == "u" and op == "Sub":
+            a, b = np.maximum(a, b[None, :, :1].repeat(4, 2)), b   # no negative results for unsigned
+        nodes.append(helper.make_node(op, [f"a_{t}", f"b_{t}"], [f"y_{t}"]))
+        ins += [(f"a_{t}", t, a.shape), (f"b_{t}", t, b.shape)]
+        outs.append((f"y_{t}", t, None))
+        feeds[f"a_{t}"], feeds[f"b_{t}"] = a, b
+        with np.errstate(all="ignore"):
+            if op == "Div" and t in INTS:
+                want = trunc_div(a, np.broadcast_to(b, a.shape))
+            elif t == "f16":   # computed in float32, rounded once
+                want = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide,
+                        "Max": np.maximum, "Min": np.minimum}[op](a.astype(np.float32), b.astype(np.float32)).astype(np.float16)
+            else:
+                want = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide,
+                        "Max": np.maximum, "Min": np.minimum}[op](a, b).astype(a.dtype)
+        wants[f"y_{t}"], types[f"y_{t}"] = want, t
+    run_cases(tmp_path, nodes, ins, outs, feeds, wants, types)
+
+
+def test_integer_wraparound_and_pow(tmp_path):
+    """int8 add/mul wrap around as two's complement; integer pow is exact for small results."""
+    a8 = np.array([100, -100, 127, -128], np.int8)
+    b8 = np.array([100, -100, 1, -1], np.int8)
+    ai = np.array([2, 3, -2, 5], np.int64)
+    bi = np.array([10, 3, 3, 0], np.int64)
+    nodes = [helper.make_node("Add", ["a8", "b8"], ["s8"]), helper.make_node("Mul", ["a8", "b8"], ["m8"]),
+             helper.make_node("Pow", ["ai", "bi"], ["p64"]), helper.make_node("Pow", ["af", "bf"], ["pf"])]
+    af, bf = np.array([2.0, 0.5, -3.0], np.float64), np.array([0.5, 3.0, 2.0], np.float64)
+    ins = [("a8", "i8", [4]), ("b8", "i8", [4]), ("ai", "i64", [4]), ("bi", "i64", [4]), ("af", "f64", [3]),
+           ("bf", "f64", [3])]
+    outs = [("s8", "i8", None), ("m8", "i8", None), ("p64", "i64", None), ("pf", "f64", None)]
+    feeds = {"a8": a8, "b8": b8, "ai": ai, "bi": bi, "af": af, "bf": bf}
+    with np.errstate(all="ignore"):
+        wants = {"s8": (a8.astype(np.int16) + b8).astype(np.int8), "m8": (a8.astype(np.int16) * b8).astype(np.int8),
+                 "p64": np.array([1024, 27, -8, 1], np.int64), "pf": np.power(af, bf)}
+    run_cases(tmp_path, nodes, ins, outs, feeds, wants, {"s8": "i8", "m8": "i8", "p64": "i64", "pf": "f64"})
+
+
+@pytest.mark.parametrize("op", ["Neg", "Abs", "Relu"])
+def test_unary_integers_and_floats(tmp_path, op):
+    rng = tl.seeded_rng("unary" + op)
+    types_ = ["f64", "f16", "i8", "i16", "i32", "i64"]
+    nodes, ins, outs, feeds, wants, types = [], [], [], {}, {}, {}
+    for t in types_:
+        x = values(t, (3, 5), rng)
+        nodes.append(helper.make_node(op, [f"x_{t}"], [f"y_{t}"]))
+        ins.append((f"x_{t}", t, x.shape))
+        outs.append((f"y_{t}", t, None))
+        feeds[f"x_{t}"] = x
+        wants[f"y_{t}"] = {"Neg": np.negative, "Abs": np.abs, "Relu": lambda v: np.maximum(v, 0).astype(v.dtype)}[op](x)
+        types[f"y_{t}"] = t
+    run_cases(tmp_path, nodes, ins, outs, feeds, wants, types)
+
+
+def test_float_math(tmp_path):
+    """float64 in double precision, float16 through float32."""
+    rng = tl.seeded_rng("floatmath")
+    x64 = rng.uniform(0.1, 4, size=(7,)).astype(np.float64)
+    x16 = rng.uniform(0.1, 4, size=(7,)).astype(np.float16)
+    nodes, outs, wants, types = [], [], {}, {}
+    for op, f in [("Sqrt", np.sqrt), ("Exp", np.exp), ("Log", np.log), ("Tanh", np.tanh), ("Floor", np.floor)]:
+        for t, x in (("f64", x64), ("f16", x16)):
+            nodes.append(helper.make_node(op, [f"x_{t}"], [f"{op}_{t}"]))
+            outs.append((f"{op}_{t}", t, None))
+            wants[f"{op}_{t}"] = f(x.astype(np.float64)).astype(x.dtype) if t == "f64" else f(x.astype(np.float32)).astype(np.float16)
+            types[f"{op}_{t}"] = t
+    run_cases(tmp_path, nodes, [("x_f64", "f64", [7]), ("x_f16", "f16", [7])], outs, {"x_f64": x64, "x_f16": x16},
+              wants, types)
+
+
+# --------------------------------------------------------------------------------------------
+# Comparisons, logic, where
+# --------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("op", ["Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"])
+def test_compare(tmp_path, op):
+    rng = tl.seeded_rng("cmp" + op)
+    fn = {"Equal": np.equal, "Less": np.less, "Greater": np.greater, "LessOrEqual": np.less_equal,
+          "GreaterOrEqual": np.greater_equal}[op]
+    nodes, ins, outs, feeds, wants, types = [], [], [], {}, {}, {}
+    for t in ["f32"] + NUMERIC + (["bool"] if op == "Equal" else []):
+        a = values(t, (2, 6), rng, lo=-3, hi=3)
+        b = values(t, (6,), rng, lo=-3, hi=3)   # small ranges: many ties
+        nodes.append(helper.make_node(op, [f"a_{t}", f"b_{t}"], [f"y_{t}"]))
+        ins += [(f"a_{t}", t, a.shape), (f"b_{t}", t, b.shape)]
+        outs.append((f"y_{t}", "bool", None))
+        feeds[f"a_{t}"], feeds[f"b_{t}"] = a, b
+        wants[f"y_{t}"], types[f"y_{t}"] = fn(a, b), "bool"
+    run_cases(tmp_path, nodes, ins, outs, feeds, wants, types)
+
+
+def test_logic_and_where(tmp_path):
+    rng = tl.seeded_rng("logic")
+    p, q = rng.random((3, 4)) < 0.5, rng.random((4,)) < 0.5
+    nodes = [helper.make_node("And", ["p", "q"], ["and"]), helper.make_node("Or", ["p", "q"], ["or"]),
+             helper.make_node("Xor", ["p", "q"], ["xor"]), helper.make_node("Not", ["p"], ["not"])]
+    ins, outs = [("p", "bool", [3, 4]), ("q", "bool", [4])], []
+    feeds = {"p": p, "q": q}
+    wants = {"and": p & q, "or": p | q, "xor": p ^ q, "not": ~p}
+    types = {k: "bool" for k in wants}
+    outs = [(k, "bool", None) for k in wants]
+    for t in ALL:
+        x, y = values(t, (3, 1), rng), values(t, (1, 4), rng)
+        nodes.append(helper.make_node("Where", ["p", f"x_{t}", f"y_{t}"], [f"w_{t}"]))
+        ins += [(f"x_{t}", t, [3, 1]), (f"y_{t}", t, [1, 4])]
+        outs.append((f"w_{t}", t, None))
+        feeds[f"x_{t}"], feeds[f"y_{t}"] = x, y
+        wants[f"w_{t}"], types[f"w_{t}"] = np.where(p, x, y), t
+    run_cases(tmp_path, nodes, ins, outs, feeds, wants, types)
+
+
+# --------------------------------------------------------------------------------------------
+# Cast: every pair
+# --------------------------------------------------------------------------------------------
+
+CAST_TYPES = ["f32", "f64", "f16", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "bool"]
+
+
+@pytest.mark.parametrize("src", CAST_TYPES)
+def test_cast_every_pair(tmp_path, src):
+    """Values every target holds (0..100 with fractions for floats), so the result is defined by
+    ONNX and NumPy agrees: truncation toward zero, exact small integers, bool as x != 0."""
+    rng = tl.seeded_rng("cast" + src)
+    if src == "bool":
+        x = rng.random((9,)) < 0.5
+    elif src in ("f32", "f64", "f16"):
+        x = np.concatenate([rng.uniform(0, 100, 7), [0.0, 0.75]]).astype(NP[src])
+    else:
+        x = rng.integers(0, 101, 9).astype(NP[src])
+    nodes, outs, wants, types = [], [], {}, {}
+    for dst in CAST_TYPES:
+        nodes.append(helper.make_node("Cast", ["x"], [f"y_{dst}"], to=ONNX_TYPE[dst]))
+        outs.append((f"y_{dst}", dst, None))
+        wants[f"y_{dst}"] = x.astype(np.float32).astype(np.float16) if (dst == "f16" and src not in ("f16", "f64")) \
+            else x.astype(NP[dst])
+        types[f"y_{dst}"] = dst
+    run_cases(tmp_path, nodes, [("x", src, [9])], outs, {"x": x}, wants, types)
+
+
+# --------------------------------------------------------------------------------------------
+# Indexing with run-time indices
+# --------------------------------------------------------------------------------------------
+
+def test_gather_family(tmp_path):
+    rng = tl.seeded_rng("gather")
+    nodes, ins, outs, feeds, wants, types = [], [], [], {}, {}, {}
+    idx64 = np.array([[0, -1], [2, 1]], np.int64)
+    idx32 = np.array([3, -4, 0], np.int32)
+    for t in ["f32", "f64", "f16", "i8", "i64", "u16", "bool"]:
+        x = values(t, (4, 3), rng)
+        nodes.append(helper.make_node("Gather", [f"x_{t}", "i64"], [f"g0_{t}"], axis=0))
+        ins.append((f"x_{t}", t, [4, 3]))
+        feeds[f"x_{t}"] = x
+        outs.append((f"g0_{t}", t, None))
+        wants[f"g0_{t}"], types[f"g0_{t}"] = np.take(x, idx64, axis=0), t
+    # int32 indices along axis 1 of a [2, 5] int64 tensor
+    x = rng.integers(-9, 9, (2, 5)).astype(np.int64)
+    nodes.append(helper.make_node("Gather", ["xi", "i32"], ["gi"], axis=1))
+    ins += [("xi", "i64", [2, 5]), ("i64", "i64", [2, 2]), ("i32", "i32", [3])]
+    feeds.update(xi=x, i64=idx64, i32=idx32)
+    outs.append(("gi", "i64", None))
+    wants["gi"], types["gi"] = np.take(x, idx32 % 5, axis=1), "i64"
+    # GatherElements / GatherND
+    d = rng.integers(0, 100, (3, 4)).astype(np.int64)
+    ge = np.array([[2, -1, 0, 1], [0, 0, 2, 1]], np.int64)
+    nodes.append(helper.make_node("GatherElements", ["d", "ge"], ["gel"], axis=0))
+    gn = np.array([[[0, 1], [2, 3]], [[1, 0], [0, -1]]], np.int64)
+    nodes.append(helper.make_node("GatherND", ["d", "gn"], ["gnd"]))
+    b = rng.integers(0, 100, (2, 3, 4)).astype(np.int32)
+    gb = np.array([[[1], [0]], [[2], [2]]], np.int64)
+    nodes.append(helper.make_node("GatherND", ["b", "gb"], ["gnb"], batch_dims=1))
+    ins += [("d", "i64", [3, 4]), ("ge", "i64", [2, 4]), ("gn", "i64", [2, 2, 2]), ("b", "i32", [2, 3, 4]),
+            ("gb", "i64", [2, 2, 1])]
+    feeds.update(d=d, ge=ge, gn=gn, b=b, gb=gb)
+    outs += [("gel", "i64", None), ("gnd", "i64", None), ("gnb", "i32", None)]
+    wants["gel"] = np.take_along_axis(d, ge % 3, axis=0)
+    wants["gnd"] = np.array([[d[0, 1], d[2, 3]], [d[1, 0], d[0, 3]]], np.int64)
+    wants["gnb"] = np.stack([b[0][[1, 0]], b[1][[2, 2]]])
+    types.update(gel="i64", gnd="i64", gnb="i32")
+    run_cases(tmp_path, nodes, ins, outs, feeds, wants, types)
+
+
+@pytest.mark.parametrize("reduction", ["none", "add", "mul", "max", "min"])
+def test_scatter(tmp_path, reduction):
+    rng = tl.seeded_rng("scatter" + reduction)
+    nodes, ins, outs, feeds, wants, types = [], [], [], {}, {}, {}
+    idx = np.array([[1, 0, 2], [0, 2, 1]], np.int64) if reduction == "none" else np.array([[1, 1, 2], [1, 2, 1]], np.int64)
+    for t in ["f32", "f64", "i32", "i64", "u8"]:
+        data = values(t, (3, 3), rng, lo=0 if t == "u8" else -5, hi=5)
+        upd = values(t, (2, 3), rng, lo=0 if t == "u8" else -5, hi=5)
+        nodes.append(helper.make_node("ScatterElements", [f"d_{t}", "idx", f"u_{t}"], [f"se_{t}"], axis=0,
+                                      reduction=reduction))
+        ins += [(f"d_{t}", t, [3, 3]), (f"u_{t}", t, [2, 3])]
+        feeds[f"d_{t}"], feeds[f"u_{t}"] = data, upd
+        want = data.copy()
+        for i in range(2):
+            for j in range(3):
+                r, v = idx[i, j], upd[i, j]
+                with np.errstate(all="ignore"):
+                    want[r, j] = {"none": v, "add": want[r, j] + v, "mul": want[r, j] * v,
+                                  "max": max(want[r, j], v), "min": min(want[r, j], v)}[reduction]
+        outs.append((f"se_{t}", t, None))
+        wants[f"se_{t}"], types[f"se_{t}"] = want, t
+        # ScatterND: rows 2 and (reduced twice for the reductions) 0
+        nd_idx = np.array([[2], [0]], np.int64) if reduction == "none" else np.array([[2], [2]], np.int64)
+        nodes.append(helper.make_node("ScatterND", [f"d_{t}", "ndi", f"u_{t}"], [f"snd_{t}"], reduction=reduction))
+        want = data.copy()
+        for k in range(2):
+            r = nd_idx[k, 0]
+            with np.errstate(all="ignore"):
+                want[r] = {"none": upd[k], "add": want[r] + upd[k], "mul": want[r] * upd[k],
+                           "max": np.maximum(want[r], upd[k]), "min": np.minimum(want[r], upd[k])}[reduction]
+        outs.append((f"snd_{t}", t, None))
+        wants[f"snd_{t}"], types[f"snd_{t}"] = want, t
+    ins += [("idx", "i64", [2, 3]), ("ndi", "i64", [2, 1])]
+    feeds.update(idx=idx, ndi=nd_idx)
+    run_cases(tmp_path, nodes, ins, outs, feeds, wants, types)
+
+
+@pytest.mark.parametrize("op", ["ArgMax", "ArgMin"])
+def test_argmax_argmin(tmp_path, op):
+    rng = tl.seeded_rng(op)
+    nodes, ins, outs, feeds, wants, types = [], [], [], {}, {}, {}
+    for t in ["f32", "f64", "f16", "i8", "i32", "i64", "u8", "u64"]:
+        x = values(t, (3, 4, 5), rng, lo=0 if t[0] == "u" else -4, hi=4)   # ties
+        ins.append((f"x_{t}", t, [3, 4, 5]))
+        feeds[f"x_{t}"] = x
+        for axis, keep, last in ((1, 1, 0), (-1, 0, 1), (0, 0, 0)):
+            name = f"y_{t}_{axis}_{keep}_{last}"
+            nodes.append(helper.make_node(op, [f"x_{t}"], [name], axis=axis, keepdims=keep, select_last_index=last))
+            f = np.argmax if op == "ArgMax" else np.argmin
+            w = f(np.flip(x, axis), axis=axis) if last else f(x, axis=axis)
+            if last:
+                w = x.shape[axis] - 1 - w
+            if keep:
+                w = np.expand_dims(w, axis)
+            outs.append((name, "i64", None))
+            wants[name], types[name] = w.astype(np.int64), "i64"
+    run_cases(tmp_path, nodes, ins, outs, feeds, wants, types)
+
+
+def test_data_movement_every_type(tmp_path):
+    """Transpose, Concat, Slice, Split, Expand, Tile, Reshape on integer and bool data."""
+    rng = tl.seeded_rng("movement")
+    nodes, ins, outs, feeds, wants, types = [], [], [], {}, {}, {}
+    shape = helper.make_tensor("shape", TensorProto.INT64, [3], [2, 3, 4])
+    reps = helper.make_tensor("reps", TensorProto.INT64, [2], [2, 3])
+    starts = helper.make_tensor("starts", TensorProto.INT64, [1], [1])
+    ends = helper.make_tensor("ends", TensorProto.INT64, [1], [3])
+    flat = helper.make_tensor("flat", TensorProto.INT64, [1], [-1])
+    for t in ["i64", "i8", "u32", "bool", "f16", "f64"]:
+        x = values(t, (3, 4), rng)
+        ins.append((f"x_{t}", t, [3, 4]))
+        feeds[f"x_{t}"] = x
+        nodes += [helper.make_node("Transpose", [f"x_{t}"], [f"tr_{t}"], perm=[1, 0]),
+                  helper.make_node("Concat", [f"x_{t}", f"x_{t}"], [f"cc_{t}"], axis=1),
+                  helper.make_node("Slice", [f"x_{t}", "starts", "ends"], [f"sl_{t}"]),
+                  helper.make_node("Split", [f"x_{t}"], [f"s0_{t}", f"s1_{t}"], axis=1, num_outputs=2),
+                  helper.make_node("Expand", [f"x_{t}", "shape"], [f"ex_{t}"]),
+                  helper.make_node("Tile", [f"x_{t}", "reps"], [f"ti_{t}"]),
+                  helper.make_node("Reshape", [f"x_{t}", "flat"], [f"rs_{t}"])]
+        got = {"tr": x.T, "cc": np.concatenate([x, x], 1), "sl": x[1:3], "s0": x[:, :2], "s1": x[:, 2:],
+               "ex": np.broadcast_to(x, (2, 3, 4)), "ti": np.tile(x, (2, 3)), "rs": x.reshape(-1)}
+        for k, v in got.items():
+            outs.append((f"{k}_{t}", t, None))
+            wants[f"{k}_{t}"], types[f"{k}_{t}"] = np.ascontiguousarray(v), t
+    run_cases(tmp_path, nodes, ins, outs, feeds, wants, types, inits=[shape, reps, starts, ends, flat])
+
+
+# --------------------------------------------------------------------------------------------
+# A model mixing int64, bool and float against ONNX Runtime; errors from run
+# --------------------------------------------------------------------------------------------
+
+def mixed_model(path):
+    """Token embedding as a transformer front end writes it: Gather on run-time ids, a padding
+    mask from Equal, positions from Range over the sequence length (Shape), Expand, Cast, Where."""
+    n = helper.make_node
+    emb = onnx.numpy_helper.from_array(np.arange(40, dtype=np.float32).reshape(10, 4) / 7 - 2, "emb")
+    c = lambda name, v, dt=np.int64: onnx.numpy_helper.from_array(np.array(v, dt), name)  # noqa: E731
+    nodes = [
+        n("Gather", ["emb", "ids"], ["tok"], axis=0),                       # [B, S, 4]
+        n("Shape", ["ids"], ["shp"]),
+        n("Gather", ["shp", "one"], ["seq"], axis=0),                       # scalar S
+        n("Range", ["zero", "seq", "one"], ["pos"]),                        # [S]
+        n("Expand", ["pos", "shp"], ["posb"]),                              # [B, S]
+        n("Cast", ["posb"], ["posf"], to=TensorProto.FLOAT),
+        n("Unsqueeze", ["posf", "axes"], ["pos3"]),                         # [B, S, 1]
+        n("Add", ["tok", "pos3"], ["h"]),
+        n("Equal", ["ids", "zero"], ["pad"]),                               # bool [B, S]
+        n("Unsqueeze", ["pad", "axes"], ["pad3"]),
+        n("Where", ["pad3", "negf", "h"], ["masked"]),
+        n("Not", ["pad"], ["keep"]),
+        n("Cast", ["keep"], ["keepi"], to=TensorProto.INT64),
+        n("ReduceSum", ["keepi", "axes1"], ["lens"], keepdims=0),            # int64 [B] (folds? no: run time)
+    ]
+    g = helper.make_graph(nodes, "mixed", [helper.make_tensor_value_info("ids", TensorProto.INT64, [2, 6])],
+                          [helper.make_tensor_value_info("masked", TensorProto.FLOAT, [2, 6, 4]),
+                           helper.make_tensor_value_info("pad", TensorProto.BOOL, [2, 6]),
+                           helper.make_tensor_value_info("keepi", TensorProto.INT64, [2, 6])],
+                          initializer=[emb, c("zero", 0), c("one", 1), c("axes", [-1]), c("axes1", [1]),
+                                       c("negf", -1.0, np.float32)])
+    g.output.pop()   # lens: reductions run on float32 only; keep the model to what is claimed
+    g.node.pop()
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    onnx.save(m, path)
+    return m
+
+
+def test_mixed_int_bool_float_model_matches_onnx_runtime(tmp_path):
+    m = mixed_model(tmp_path / "mixed.onnx")
+    ids = np.array([[3, 1, 4, 1, 0, 0], [9, 2, 6, 5, 3, 0]], np.int64)
+    got = tl.compile_and_run(tmp_path / "mixed.onnx", {"ids": ids}, tmp_path)
+    ref = tl.ort_run(m, {"ids": ids})
+    tl.assert_outputs_close(got, ref)
+
+
+def test_index_out_of_range_is_an_error_from_run(tmp_path):
+    m = mixed_model(tmp_path / "mixed.onnx")
+    del m
+    so = tl.compile(tmp_path / "mixed.onnx", tmp_path / "build")
+    proc, _ = tl.run_raw(so, {"ids": np.array([[3, 1, 4, 1, 0, 10], [0] * 6], np.int64)}, tmp_path / "run")
+    assert proc.returncode != 0
+    assert "Gather" in proc.stderr and "index is out of range [-10, 10)" in proc.stderr, proc.stderr
+    proc, _ = tl.run_raw(so, {"ids": np.array([[-10, 1, 4, 1, 0, 2], [0] * 6], np.int64)}, tmp_path / "run2")
+    assert proc.returncode == 0, proc.stderr   # -10 counts from the end: row 0
