@@ -134,6 +134,9 @@ static const struct {
     {"i1", CUVIL_DTYPE_INT8},    {"i2", CUVIL_DTYPE_INT16},   {"i4", CUVIL_DTYPE_INT32},
     {"i8", CUVIL_DTYPE_INT64},   {"u1", CUVIL_DTYPE_UINT8},   {"u2", CUVIL_DTYPE_UINT16},
     {"u4", CUVIL_DTYPE_UINT32},  {"u8", CUVIL_DTYPE_UINT64},  {"b1", CUVIL_DTYPE_BOOL},
+    /* numpy has no bfloat16: ml_dtypes' bfloat16 arrays are saved as 2-byte voids ('<V2'), and
+     * a 2-byte void is read as bfloat16 (np.load(f).view(ml_dtypes.bfloat16) reads ours) */
+    {"V2", CUVIL_DTYPE_BFLOAT16},
 };
 #define N_NPY_CODES (sizeof npy_codes / sizeof npy_codes[0])
 
@@ -161,7 +164,7 @@ static cuvil_status npy_parse_descr(const char *path, const char *descr, cuvil_d
                 return fail(err, errlen, CUVIL_ERR_UNSUPPORTED, path,
                             "big-endian dtype '%s' is not supported; convert with "
                             "a.astype('<%s')", descr, code);
-            if (order == '|')
+            if (order == '|' && dt != CUVIL_DTYPE_BFLOAT16)   /* a void has no byte order */
                 return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path,
                             "invalid dtype descr '%s' ('|' is only valid for 1-byte types)",
                             descr);
@@ -171,7 +174,7 @@ static cuvil_status npy_parse_descr(const char *path, const char *descr, cuvil_d
     }
     return fail(err, errlen, CUVIL_ERR_UNSUPPORTED, path,
                 "dtype '%s' is not supported (supported: float16/32/64, int8/16/32/64, "
-                "uint8/16/32/64, bool)", descr);
+                "uint8/16/32/64, bool, and bfloat16 as ml_dtypes saves it, '<V2')", descr);
 }
 
 /* ===== .npy header parser ==================================================================== */

@@ -16,17 +16,24 @@ from onnx import TensorProto, helper
 
 import cuvil_testlib as tl
 
+try:   # numpy has no bfloat16; ml_dtypes (an onnx dependency) provides it
+    import ml_dtypes
+    BF16 = ml_dtypes.bfloat16
+except ImportError:  # pragma: no cover
+    BF16 = None
+
 ONNX_TYPE = {
     "f32": TensorProto.FLOAT, "f64": TensorProto.DOUBLE, "f16": TensorProto.FLOAT16,
     "i8": TensorProto.INT8, "i16": TensorProto.INT16, "i32": TensorProto.INT32, "i64": TensorProto.INT64,
     "u8": TensorProto.UINT8, "u16": TensorProto.UINT16, "u32": TensorProto.UINT32, "u64": TensorProto.UINT64,
-    "bool": TensorProto.BOOL,
+    "bool": TensorProto.BOOL, "bf16": TensorProto.BFLOAT16,
 }
 NP = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "i8": np.int8, "i16": np.int16, "i32": np.int32,
-      "i64": np.int64, "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64, "bool": np.bool_}
-NUMERIC = ["f64", "f16", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"]
+      "i64": np.int64, "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64, "bool": np.bool_,
+      "bf16": BF16}
+NUMERIC = ["f64", "f16", "bf16", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"]
 INTS = ["i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"]
-ALL = ["f32", "f64", "f16", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "bool"]
+ALL = ["f32", "f64", "f16", "bf16", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "bool"]
 
 
 def values(t, shape, rng, lo=-50, hi=50, nonzero=False):
@@ -62,6 +69,12 @@ def build(path, nodes, inputs, outputs, inits=(), opset=18):
 
 
 def check(got, want, t, name):
+    if t == "bf16":   # .npy has no bfloat16: cuvil-run writes 2-byte voids, as ml_dtypes saves them
+        assert got.dtype == np.dtype("V2"), f"{name}: dtype {got.dtype}, want V2 (bfloat16)"
+        got = got.view(BF16)
+        assert got.shape == want.shape, f"{name}: shape {got.shape}, want {want.shape}"
+        np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=2e-2, atol=2e-2, err_msg=name)
+        return
     assert got.dtype == want.dtype, f"{name}: dtype {got.dtype}, want {want.dtype}"
     assert got.shape == want.shape, f"{name}: shape {got.shape}, want {want.shape}"
     if t == "f16":
@@ -106,9 +119,9 @@ def test_binary(tmp_path, op):
         with np.errstate(all="ignore"):
             if op == "Div" and t in INTS:
                 want = trunc_div(a, np.broadcast_to(b, a.shape))
-            elif t == "f16":   # computed in float32, rounded once
+            elif t in ("f16", "bf16"):   # computed in float32, rounded once
                 want = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide,
-                        "Max": np.maximum, "Min": np.minimum}[op](a.astype(np.float32), b.astype(np.float32)).astype(np.float16)
+                        "Max": np.maximum, "Min": np.minimum}[op](a.astype(np.float32), b.astype(np.float32)).astype(NP[t])
             else:
                 want = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide,
                         "Max": np.maximum, "Min": np.minimum}[op](a, b).astype(a.dtype)
@@ -212,7 +225,7 @@ def test_logic_and_where(tmp_path):
 # Cast: every pair
 # --------------------------------------------------------------------------------------------
 
-CAST_TYPES = ["f32", "f64", "f16", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "bool"]
+CAST_TYPES = ["f32", "f64", "f16", "bf16", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "bool"]
 
 
 @pytest.mark.parametrize("src", CAST_TYPES)
@@ -222,7 +235,7 @@ def test_cast_every_pair(tmp_path, src):
     rng = tl.seeded_rng("cast" + src)
     if src == "bool":
         x = rng.random((9,)) < 0.5
-    elif src in ("f32", "f64", "f16"):
+    elif src in ("f32", "f64", "f16", "bf16"):
         x = np.concatenate([rng.uniform(0, 100, 7), [0.0, 0.75]]).astype(NP[src])
     else:
         x = rng.integers(0, 101, 9).astype(NP[src])
@@ -230,8 +243,12 @@ def test_cast_every_pair(tmp_path, src):
     for dst in CAST_TYPES:
         nodes.append(helper.make_node("Cast", ["x"], [f"y_{dst}"], to=ONNX_TYPE[dst]))
         outs.append((f"y_{dst}", dst, None))
-        wants[f"y_{dst}"] = x.astype(np.float32).astype(np.float16) if (dst == "f16" and src not in ("f16", "f64")) \
-            else x.astype(NP[dst])
+        if dst in ("f16", "bf16") and src != dst:   # through float32, as ONNX Runtime does
+            wants[f"y_{dst}"] = x.astype(np.float64).astype(np.float32).astype(NP[dst])
+        elif src == "bf16" and dst != "bf16":   # exact in float32 first
+            wants[f"y_{dst}"] = x.astype(np.float32).astype(NP[dst])
+        else:
+            wants[f"y_{dst}"] = x.astype(NP[dst])
         types[f"y_{dst}"] = dst
     run_cases(tmp_path, nodes, [("x", src, [9])], outs, {"x": x}, wants, types)
 
@@ -245,7 +262,7 @@ def test_gather_family(tmp_path):
     nodes, ins, outs, feeds, wants, types = [], [], [], {}, {}, {}
     idx64 = np.array([[0, -1], [2, 1]], np.int64)
     idx32 = np.array([3, -4, 0], np.int32)
-    for t in ["f32", "f64", "f16", "i8", "i64", "u16", "bool"]:
+    for t in ["f32", "f64", "f16", "bf16", "i8", "i64", "u16", "bool"]:
         x = values(t, (4, 3), rng)
         nodes.append(helper.make_node("Gather", [f"x_{t}", "i64"], [f"g0_{t}"], axis=0))
         ins.append((f"x_{t}", t, [4, 3]))
