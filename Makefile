@@ -5,7 +5,10 @@ CUVIL_VENV ?= $(or $(XDG_DATA_HOME),$(HOME)/.local/share)/cuvil/venv
 export CUVIL_VENV
 PY := $(CUVIL_VENV)/bin/python
 
-.PHONY: all build setup setup-debs demo test test-c test-python test-sanitize fuzz clean
+.PHONY: all build setup setup-debs demo test test-c test-python test-sanitize fuzz clean install
+
+# make install PREFIX=/opt/cuvil: the tools, libcuvil, the headers and the runtime (CMakeLists.txt)
+PREFIX ?= /usr/local
 
 all: build
 
@@ -18,6 +21,9 @@ setup:
 build: setup-debs
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release > $(BUILD).cmake.log 2>&1 || { cat $(BUILD).cmake.log; exit 1; }
 	@cmake --build $(BUILD) -j$(JOBS)
+
+install: build
+	@cmake --install $(BUILD) --prefix $(PREFIX)
 
 # Compile the bundled example model, build the example C program against it, classify.
 demo: setup build

@@ -31,11 +31,16 @@
 extern "C" {
 #endif
 
+/* What libcuvil exports; everything else in it is hidden. */
+#ifndef CUVIL_API
+#define CUVIL_API __attribute__((visibility("default")))
+#endif
+
 #define CUVIL_MAX_DIM_BINDINGS 16
 #define CUVIL_MAX_DISABLED_PASSES 16
 
-const char *cuvil_status_str(cuvil_status s);
-const char *cuvil_version(void);
+CUVIL_API const char *cuvil_status_str(cuvil_status s);
+CUVIL_API const char *cuvil_version(void);
 
 /* What cuvil_compile_file() writes. */
 typedef enum cuvil_emit {
@@ -76,7 +81,7 @@ typedef struct cuvil_limits {
 /* Sets limit `name` (a field of cuvil_limits) from a decimal string with an optional K, M, G
  * or T suffix (powers of 1024). Returns CUVIL_OK or CUVIL_ERR_INVALID_ARG with a message in
  * err naming the limits that exist. */
-cuvil_status cuvil_limits_set(cuvil_limits *l, const char *name, const char *value, char *err,
+CUVIL_API cuvil_status cuvil_limits_set(cuvil_limits *l, const char *name, const char *value, char *err,
                               size_t errlen);
 
 typedef struct cuvil_options {
@@ -98,12 +103,12 @@ typedef struct cuvil_options {
 
 typedef struct cuvil_ctx cuvil_ctx;
 
-cuvil_status cuvil_ctx_create(cuvil_ctx **out);
-void cuvil_ctx_destroy(cuvil_ctx *ctx);
+CUVIL_API cuvil_status cuvil_ctx_create(cuvil_ctx **out);
+CUVIL_API void cuvil_ctx_destroy(cuvil_ctx *ctx);
 /* The message of the last failed call on ctx ("" if none); owned by ctx. */
-const char *cuvil_errmsg(const cuvil_ctx *ctx);
+CUVIL_API const char *cuvil_errmsg(const cuvil_ctx *ctx);
 
-void cuvil_options_init(cuvil_options *o);
+CUVIL_API void cuvil_options_init(cuvil_options *o);
 
 /* Compiles the ONNX model at model_path into output_path (see cuvil_emit). On failure nothing
  * is left at output_path.
@@ -113,7 +118,7 @@ void cuvil_options_init(cuvil_options *o);
  * Cuvil, and for --emit c a folder that is not empty and holds no Cuvil marker file (or holds
  * files the marker does not list). Everything is written to temporary names and renamed into
  * place; temporaries are removed on every exit path (see cuvil_install_signal_cleanup). */
-cuvil_status cuvil_compile_file(cuvil_ctx *ctx, const char *model_path, const cuvil_options *o,
+CUVIL_API cuvil_status cuvil_compile_file(cuvil_ctx *ctx, const char *model_path, const cuvil_options *o,
                                 const char *output_path);
 
 /* Installs handlers for every catchable signal that would end the process (SIGINT, SIGTERM,
@@ -123,7 +128,7 @@ cuvil_status cuvil_compile_file(cuvil_ctx *ctx, const char *model_path, const cu
  * own), and let the signal take its default effect; also ignores SIGXFSZ, so that a file-size
  * limit is a write error with a message rather than a kill. For programs (cuvil-compile) that
  * own their signal handling. */
-void cuvil_install_signal_cleanup(void);
+CUVIL_API void cuvil_install_signal_cleanup(void);
 
 /* ===== Building a graph without a model file ======================================= */
 /* A CIR graph built by calls: graph inputs, constants, nodes of CIR ops ("conv", "add",
@@ -164,29 +169,29 @@ typedef struct cuvil_attr {
 typedef struct cuvil_graph cuvil_graph;
 
 /* Creates an empty graph whose errors are reported on ctx. */
-cuvil_status cuvil_graph_create(cuvil_ctx *ctx, const char *name, cuvil_graph **out);
-void cuvil_graph_destroy(cuvil_graph *g);
+CUVIL_API cuvil_status cuvil_graph_create(cuvil_ctx *ctx, const char *name, cuvil_graph **out);
+CUVIL_API void cuvil_graph_destroy(cuvil_graph *g);
 /* Adds a graph input; dim_names (NULL, or ndim entries each NULL or a name) label dims as
  * symbols. Returns the value id, or -1 with a message on the context. */
-int cuvil_graph_input(cuvil_graph *g, const char *name, cuvil_dtype dtype, int ndim, const int64_t *dims,
+CUVIL_API int cuvil_graph_input(cuvil_graph *g, const char *name, cuvil_dtype dtype, int ndim, const int64_t *dims,
                       const char *const *dim_names);
 /* Adds a constant holding a copy of data (dense, row-major, dtype's size per element).
  * Returns the value id, or -1. */
-int cuvil_graph_constant(cuvil_graph *g, const char *name, cuvil_dtype dtype, int ndim, const int64_t *dims,
+CUVIL_API int cuvil_graph_constant(cuvil_graph *g, const char *name, cuvil_dtype dtype, int ndim, const int64_t *dims,
                          const void *data);
 /* Adds a node of CIR op `op` reading n_in value ids; its n_out outputs are new values whose
  * ids are written to outputs (out_names: NULL, or n_out names, NULL for "<node>:<i>"). The
  * attributes are checked against the op's table: unknown, repeated or mistyped ones are
  * errors. Shapes are inferred when the graph is compiled. */
-cuvil_status cuvil_graph_node(cuvil_graph *g, const char *op, const char *name, int n_in, const int *inputs,
+CUVIL_API cuvil_status cuvil_graph_node(cuvil_graph *g, const char *op, const char *name, int n_in, const int *inputs,
                               int n_out, int *outputs, const char *const *out_names, int n_attrs,
                               const cuvil_attr *attrs);
 /* Marks a value as a graph output (in call order). */
-cuvil_status cuvil_graph_output(cuvil_graph *g, int value);
+CUVIL_API cuvil_status cuvil_graph_output(cuvil_graph *g, int value);
 /* Compiles the graph as cuvil_compile_file() compiles a model (same options and outputs; dims
  * are the numbers the graph was built with, so o->n_dims must be 0). A graph is compiled once:
  * the passes rewrite it, and a second call is an error. */
-cuvil_status cuvil_compile_graph(cuvil_graph *g, const cuvil_options *o, const char *output_path);
+CUVIL_API cuvil_status cuvil_compile_graph(cuvil_graph *g, const cuvil_options *o, const char *output_path);
 
 /* ===== Tensor files (used by cuvil-run and the tests) ============================== */
 /* A dense host tensor; data is malloc'd and owned by the struct. */
@@ -200,23 +205,23 @@ typedef struct cuvil_host_tensor {
 } cuvil_host_tensor;
 
 /* Size in bytes of one element of dtype, 0 for unknown/variable-size types. */
-size_t cuvil_dtype_size(cuvil_dtype dtype);
-const char *cuvil_dtype_name(cuvil_dtype dtype);
+CUVIL_API size_t cuvil_dtype_size(cuvil_dtype dtype);
+CUVIL_API const char *cuvil_dtype_name(cuvil_dtype dtype);
 
 /* Reads a .npy file (little-endian, C order; fortran_order is refused) or an ONNX TensorProto
  * .pb file (chosen by content, not by extension) into *out. On failure writes a one-line
  * message naming the file and the problem into err (errlen bytes) and returns a status. */
-cuvil_status cuvil_tensor_read(const char *path, cuvil_host_tensor *out, char *err,
+CUVIL_API cuvil_status cuvil_tensor_read(const char *path, cuvil_host_tensor *out, char *err,
                                size_t errlen);
 /* The same for a file of at most max_bytes (cuvil_tensor_read allows the default tensor_bytes
  * limit plus a header). Only regular files are read: a FIFO or a device (/dev/zero) is refused
  * before anything is read. */
-cuvil_status cuvil_tensor_read_max(const char *path, uint64_t max_bytes, cuvil_host_tensor *out, char *err,
+CUVIL_API cuvil_status cuvil_tensor_read_max(const char *path, uint64_t max_bytes, cuvil_host_tensor *out, char *err,
                                    size_t errlen);
 /* Writes t as .npy atomically (temp file + rename): on failure no file is left at path. */
-cuvil_status cuvil_npy_write(const char *path, const cuvil_host_tensor *t, char *err,
+CUVIL_API cuvil_status cuvil_npy_write(const char *path, const cuvil_host_tensor *t, char *err,
                              size_t errlen);
-void cuvil_host_tensor_free(cuvil_host_tensor *t);
+CUVIL_API void cuvil_host_tensor_free(cuvil_host_tensor *t);
 
 #ifdef __cplusplus
 }

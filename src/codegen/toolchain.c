@@ -8,9 +8,12 @@
  * a script. Finished files are renamed into place. An existing output is replaced only when
  * Cuvil wrote it: a library carries a marker string, a header its generated first line, an IR
  * or DOT file its generated header, and a source folder a manifest of what Cuvil put in it. */
+#define _GNU_SOURCE 1   /* dladdr */
 #include "codegen/toolchain_int.h"
 
 #include <dirent.h>
+#include <dlfcn.h>
+#include <libgen.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -27,15 +30,45 @@ extern char **environ;
 #define MANIFEST ".cuvil-output"
 
 /* ===== Where Cuvil's runtime lives ======================================================= */
-/* $CUVIL_SOURCE_DIR / $CUVIL_BUILD_DIR override the paths baked in at build time, so a moved
- * build tree still works. */
+/* Two roots: `share` holds include/cuvil/cuvil_model.h and runtime/ (the kernel sources and
+ * cuvil_rt.h), `lib` holds lib/cuvil/<target>/libcuvil_rt.a. In a build, they are the source
+ * and build folders baked in at build time. An installed Cuvil (make install PREFIX=P) finds
+ * them beside itself: P/share/cuvil and P, located from the file this code was loaded from
+ * (P/bin/cuvil-compile or P/lib/libcuvil.so), so an install works anywhere it is moved, with
+ * the source tree gone. $CUVIL_SOURCE_DIR / $CUVIL_BUILD_DIR override both. */
+static char install_share[PATH_MAX], install_lib[PATH_MAX];
+static int install_found = -1;   /* -1: not looked yet */
+
+static bool find_install(void) {
+    if (install_found >= 0) return install_found;
+    install_found = 0;
+    Dl_info info;
+    if (!dladdr((void *)cuvil_host_target, &info) || !info.dli_fname) return false;
+    char self[PATH_MAX];
+    if (!realpath(info.dli_fname, self)) return false;
+    char *dir = dirname(self);            /* P/bin or P/lib */
+    char prefix[PATH_MAX];
+    snprintf(prefix, sizeof prefix, "%s", dir);
+    char *p = dirname(prefix);            /* P */
+    char probe[PATH_MAX + 64];
+    snprintf(probe, sizeof probe, "%s/share/cuvil/runtime/include/cuvil_rt.h", p);
+    if (access(probe, R_OK) != 0) return false;
+    if ((size_t)snprintf(install_share, sizeof install_share, "%s/share/cuvil", p) >= sizeof install_share ||
+        (size_t)snprintf(install_lib, sizeof install_lib, "%s", p) >= sizeof install_lib)
+        return false;
+    install_found = 1;
+    return true;
+}
+
 static const char *source_dir(void) {
     const char *e = getenv("CUVIL_SOURCE_DIR");
-    return e && *e ? e : CUVIL_SOURCE_DIR;
+    if (e && *e) return e;
+    return find_install() ? install_share : CUVIL_SOURCE_DIR;
 }
 static const char *build_dir(void) {
     const char *e = getenv("CUVIL_BUILD_DIR");
-    return e && *e ? e : CUVIL_BUILD_DIR;
+    if (e && *e) return e;
+    return find_install() ? install_lib : CUVIL_BUILD_DIR;
 }
 
 const char *cuvil_host_target(void) {
@@ -601,8 +634,9 @@ static cuvil_status compile_objects(cuvil_ctx *ctx, const char *dir, const char 
     return CUVIL_OK;
 }
 
-static cuvil_status runtime_archive(cuvil_ctx *ctx, const char *target, char *out, size_t len) {
+static cuvil_status runtime_archive(cuvil_ctx *ctx, const char *target, char *out, size_t len, int verbose) {
     snprintf(out, len, "%s/lib/cuvil/%s/libcuvil_rt.a", build_dir(), target);
+    if (verbose) fprintf(stderr, "cuvil: runtime %s, headers %s\n", out, source_dir());
     if (access(out, R_OK) != 0)
         return cuvil_err(ctx, CUVIL_ERR_TOOLCHAIN, "runtime for target %s not found at %s (run make, or set CUVIL_BUILD_DIR)",
                          target, out);
@@ -645,7 +679,7 @@ static void finish_build_dir(const cuvil_options *o, const char *dir) {
 cuvil_status cuvil_build_library(cuvil_ctx *ctx, const cg_output *gen, const char *prefix, const char *target,
                                  const cuvil_options *o, const char *model, const char *output) {
     char dir[PATH_MAX], rt[PATH_MAX], hdr[PATH_MAX], path[PATH_MAX];
-    cuvil_status s = runtime_archive(ctx, target, rt, sizeof rt);
+    cuvil_status s = runtime_archive(ctx, target, rt, sizeof rt, o->verbose);
     if (s || (s = make_build_dir(ctx, output, dir, sizeof dir))) return s;
     bool shared = o->emit != CUVIL_EMIT_A;
     if ((s = write_sources(ctx, dir, prefix, gen)) || (s = compile_objects(ctx, dir, target, o, shared))) goto done;
