@@ -48,6 +48,8 @@ static cuvil_status pick_prefix(cuvil_ctx *ctx, const cuvil_options *o, const ch
 static cuvil_status compile_cir(cuvil_ctx *ctx, cir_graph *g, const cuvil_options *o, const char *model_path,
                                 const char *target, const char *prefix, const char *output) {
     cuvil_status s;
+    g->target = target;
+    g->opt_level = o->opt_level;
     if ((s = cuvil_run_passes(g, o))) return s;
     if (o->emit == CUVIL_EMIT_IR || o->emit == CUVIL_EMIT_DOT) {
         cuvil_sb sb = {0};
@@ -88,7 +90,7 @@ static cuvil_status check_request(cuvil_ctx *ctx, const cuvil_options *o, const 
     if ((int)o->emit < CUVIL_EMIT_SO || o->emit > CUVIL_EMIT_DOT)
         return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "options.emit is %d, not one of cuvil_emit", (int)o->emit);
     *target = o->target ? o->target : cuvil_host_target();
-    cuvil_status s = cuvil_check_target(ctx, *target);
+    cuvil_status s = cuvil_check_target(ctx, *target, o->emit == CUVIL_EMIT_SO || o->emit == CUVIL_EMIT_A);
     if (s) return s;
     if ((s = pick_prefix(ctx, o, output, prefix, len))) return s;
     /* refuse an output Cuvil must not write before doing any work */

@@ -107,11 +107,22 @@ typedef struct cuvil_conv2d_params {
     int64_t dil_h, dil_w;
     int64_t group;
     cuvil_act_params act;
+    /* The GEMM algorithm with weights packed at compile time (cuvil_f32_conv2d_pack): the
+     * microkernel rows and K blocking they were packed for; 0 when not packed. */
+    int64_t packed_mr, packed_kc;
 } cuvil_conv2d_params;
 
 size_t cuvil_f32_conv2d_scratch_size(const cuvil_conv2d_params *p);
 void cuvil_f32_conv2d(const cuvil_conv2d_params *p, const float *x, const float *w,
                       const float *bias, const float *residual, float *y, void *scratch);
+/* Prepacked weights: w ([M, C/group, KH, KW]) rearranged, per group, into the panels the GEMM
+ * reads with p->packed_mr rows and p->packed_kc blocking, so that running never repacks them
+ * (cuvil_f32_conv2d_packed_floats floats). Depthwise convolutions take their weights as they
+ * are. */
+size_t cuvil_f32_conv2d_packed_floats(const cuvil_conv2d_params *p);
+void cuvil_f32_conv2d_pack(const cuvil_conv2d_params *p, const float *w, float *w_packed);
+void cuvil_f32_conv2d_prepacked(const cuvil_conv2d_params *p, const float *x, const float *w_packed,
+                                const float *bias, const float *residual, float *y, void *scratch);
 void cuvil_f32_conv2d__scalar(const cuvil_conv2d_params *p, const float *x, const float *w,
                               const float *bias, const float *residual, float *y);
 

@@ -113,7 +113,21 @@ typedef struct cuvil_gemm_job {
     int64_t bias_rs, bias_cs;
     float beta;
     cuvil_act_params act;
+    /* A packed ahead of time (cuvil_gemm_pack_a_all): used as is when the run's blocking has
+     * the MR and KC it was packed with, else repacked from it; NULL: A is packed on the fly. */
+    const float *a_packed;
+    int a_packed_mr;
+    int64_t a_packed_kc;
 } cuvil_gemm_job;
+
+/* All of A ([M, K], or [K, M] with trans_a; times alpha) in the layout the driver reads with
+ * a microkernel of MR rows and a KC blocking: for each K block [pc, pc + kc) of
+ * cuvil_gemm_kc_split(K, kc_max), ALIGN_UP(M, mr) rows as mr-row panels of kc steps, at
+ * offset pc * ALIGN_UP(M, mr). cuvil_gemm_packed_a_floats() floats. */
+size_t cuvil_gemm_packed_a_floats(int64_t M, int64_t K, int mr);
+void cuvil_gemm_pack_a_all(const cuvil_gemm_job *j, int mr, int64_t kc_max, float *dst);
+/* The K block size the driver uses for K and a KC blocking (equal blocks). */
+int64_t cuvil_gemm_kc_split(int64_t K, int64_t kc_max);
 
 size_t cuvil_gemm_job_scratch_size(int64_t M, int64_t N, int64_t K, const cuvil_gemm_blocking *b);
 void cuvil_f32_gemm_run(const cuvil_gemm_job *j, const cuvil_gemm_blocking *b, void *scratch);

@@ -347,6 +347,10 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
         }
         cuvil_sb_puts(nodes, " -> ");
         shape_comment(g, nodes, n->out, n->n_out);
+        if (n->algo) {
+            cuvil_sb_puts(nodes, "; ");
+            comment_str(nodes, n->algo);
+        }
         cuvil_sb_puts(nodes, " */\n");
         if (cg.params.len) cuvil_sb_append(nodes, cg.params.s, cg.params.len);
         cg.params.len = 0;

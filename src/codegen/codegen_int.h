@@ -14,6 +14,21 @@
 
 typedef struct cg_ctx cg_ctx;
 
+/* ===== Targets (targets.inc, targets.c) ============================================== */
+typedef struct cuvil_target_info {
+    const char *name;       /* "x86_64-avx2" */
+    const char *arch;       /* "x86_64", "any" */
+    const char *cflags;     /* for the runtime and the model */
+    const char *kernels;    /* ISA kernel file suffix, "" for the portable ones only */
+    int mr, nr;             /* GEMM microkernel tile */
+    int64_t mc, kc, nc;     /* GEMM blocking */
+} cuvil_target_info;
+
+/* The entry of the table for name, or NULL. */
+const cuvil_target_info *cuvil_target_find(const char *name);
+/* "generic, x86_64-avx2, ..." */
+const char *cuvil_target_names(void);
+
 /* C element type name for a dtype ("float", "int64_t", ...). */
 const char *cg_ctype(cir_dtype t);
 /* Pointer expressions, e.g. "((const float *)(W + 4096))", "((float *)(A + 0))",

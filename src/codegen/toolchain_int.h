@@ -6,8 +6,9 @@
 
 /* "x86_64-avx2" when the host has AVX2+FMA, else "generic". */
 const char *cuvil_host_target(void);
-/* OK when this build has a runtime for target, else an error listing the ones it has. */
-cuvil_status cuvil_check_target(cuvil_ctx *ctx, const char *target);
+/* OK when target is in the target table and, with need_runtime (linking a library), this build
+ * has a runtime for it; else an error listing the ones there are. */
+cuvil_status cuvil_check_target(cuvil_ctx *ctx, const char *target, bool need_runtime);
 /* The text of cuvil_model.h (malloc'd), pasted into every model header. */
 cuvil_status cuvil_read_abi_header(cuvil_ctx *ctx, char **text);
 /* Refuses an output Cuvil must not write (see cuvil_compile_file in cuvil.h): the model

@@ -149,6 +149,7 @@ int cir_node_add(cir_graph *g, cir_op_kind kind, const char *name, const char *s
     n->name = nm;
     n->src_op = so;
     n->residual = -1;
+    n->packed = -1;
     n->in = ins;
     n->out = outs;
     n->n_in = n_in;

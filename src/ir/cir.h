@@ -129,6 +129,9 @@ typedef struct cir_node {
     cir_act act;               /* fused activation applied to the output */
     int residual;              /* value id added before the activation, or -1 */
     const char *fused;         /* names of the ops fused in, for comments ("batch_norm+relu") */
+    /* set by the lowering stage (passes/pass_lower.c) */
+    const char *algo;          /* the kernel and algorithm chosen, for --emit ir and comments */
+    int packed;                /* value id of weights packed for that kernel, or -1 */
 } cir_node;
 
 typedef struct cir_sym {
@@ -160,6 +163,8 @@ typedef struct cir_graph {
     uint64_t const_bytes;      /* bytes of constant data held, checked against limits.total_bytes */
     uint64_t folded_bytes;     /* of those, computed at compile time (limits.folded_bytes) */
     double fold_work;          /* work spent folding so far (limits.fold_ops, cuvil_fold_work) */
+    const char *target;        /* the target compiled for (the lowering stage reads it), or NULL */
+    int opt_level;             /* the options' opt level, for the lowering stage */
 } cir_graph;
 
 cir_graph *cir_graph_new(cuvil_ctx *ctx);

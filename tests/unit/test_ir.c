@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "../../runtime/kernels/rt_int.h"
 
 static int add_act(cir_graph *g, const char *name) { return cir_value_add(g, name, CIR_VAL_ACT); }
 
@@ -277,6 +278,17 @@ static void test_ops_doc(void) {
     }
 }
 
+/* libcuvil folds with the portable runtime: its blocking is the generic target's entry (the
+ * host runtime's is checked by test_kernel_gemm). */
+static void test_generic_target_blocking(void) {
+    const cuvil_target_info *t = cuvil_target_find("generic");
+    const cuvil_gemm_blocking *b = cuvil_gemm_default_blocking();
+    CHECK(t && t->mr == b->uk->mr && t->nr == b->uk->nr && t->mc == b->mc && t->kc == b->kc && t->nc == b->nc,
+          "targets.inc's generic entry differs from the portable runtime's blocking %dx%d mc=%lld kc=%lld nc=%lld",
+          b->uk->mr, b->uk->nr, (long long)b->mc, (long long)b->kc, (long long)b->nc);
+    CHECK(!cuvil_target_find("x86_64-avx3"), "an unknown target was found");
+}
+
 int main(void) {
     cuvil_ctx *ctx;
     if (cuvil_ctx_create(&ctx)) return 1;
@@ -286,6 +298,7 @@ int main(void) {
     test_memplan(ctx);
     test_storage_growth(ctx);
     test_ops_doc();
+    test_generic_target_blocking();
     cuvil_ctx_destroy(ctx);
     if (failures) {
         fprintf(stderr, "%d check(s) failed\n", failures);

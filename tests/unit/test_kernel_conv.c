@@ -107,7 +107,7 @@ static void run_conv(const conv_case *cc, int with_bias, int res_mode, int act, 
     const double rtol = int_data ? 2e-6 : 1e-4, atol = int_data ? 1e-6 : 1e-4;
     const float *bias = with_bias ? b : NULL;
 
-    for (int v = -2; v < cuvil_f32_gemm_n_ukernels; v++) {
+    for (int v = -4; v < cuvil_f32_gemm_n_ukernels; v++) {
         /* residual in place: y starts as the residual */
         const float *r = NULL;
         if (res_mode == 1) r = res;
@@ -118,7 +118,22 @@ static void run_conv(const conv_case *cc, int with_bias, int res_mode, int act, 
             for (size_t i = 0; i < ny; i++) y[i] = NAN;
         }
         void *scratch = NULL;
-        if (v == -2) {
+        if (v == -4 || v == -3) {
+            /* weights packed ahead of time: for the runtime's own blocking (read in place), and
+             * for another MR and KC (a compiler that assumed another blocking: repacked) */
+            const cuvil_gemm_blocking *def = cuvil_gemm_default_blocking();
+            cuvil_conv2d_params pp = p;
+            pp.packed_mr = v == -4 ? def->uk->mr : (def->uk->mr == 4 ? 6 : 4);
+            pp.packed_kc = v == -4 ? def->kc : 17;
+            size_t nf = cuvil_f32_conv2d_packed_floats(&pp);
+            float *wp = nf ? ktu_falloc(nf) : NULL;
+            if (nf) cuvil_f32_conv2d_pack(&pp, w, wp);
+            scratch = ktu_alloc(cuvil_f32_conv2d_scratch_size(&pp));
+            cuvil_f32_conv2d_prepacked(&pp, x, nf ? wp : w, bias, r, y, scratch);
+            ktu_check(y, ref, ny, rtol, atol, "%s [prepacked mr=%lld kc=%lld]", label, (long long)pp.packed_mr,
+                      (long long)pp.packed_kc);
+            free(wp);
+        } else if (v == -2) {
             scratch = ktu_alloc(cuvil_f32_conv2d_scratch_size(&p));
             cuvil_f32_conv2d(&p, x, w, bias, r, y, scratch);
             ktu_check(y, ref, ny, rtol, atol, "%s [public]", label);

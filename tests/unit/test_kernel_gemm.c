@@ -282,7 +282,38 @@ static void test_large(void) {
     free(C);
 }
 
+/* The compiler packs weights for the blocking src/codegen/targets.inc gives each target; the
+ * runtime these tests link (the host's) must use the same, or every prepacked model would
+ * repack (correct, slow). */
+static void test_target_table(void) {
+    static const struct {
+        const char *name, *kernels;
+        int mr, nr;
+        int64_t mc, kc, nc;
+    } table[] = {
+#define CUVIL_TARGET(name, arch, cflags, kernels, mr, nr, mc, kc, nc) {name, kernels, mr, nr, mc, kc, nc},
+#include "codegen/targets.inc"
+#undef CUVIL_TARGET
+    };
+    const char *host = CUVIL_TEST_HOST_TARGET;   /* the runtime these tests link */
+    const cuvil_gemm_blocking *b = cuvil_gemm_default_blocking();
+    int found = 0;
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        if (strcmp(table[i].name, host)) continue;
+        found = 1;
+        ktu_checks++;
+        if (!(table[i].mr == b->uk->mr && table[i].nr == b->uk->nr && table[i].mc == b->mc && table[i].kc == b->kc &&
+              table[i].nc == b->nc))
+            ktu_fail("targets.inc gives %s %dx%d mc=%lld kc=%lld nc=%lld; its runtime uses %dx%d mc=%lld kc=%lld nc=%lld", host,
+               table[i].mr, table[i].nr, (long long)table[i].mc, (long long)table[i].kc, (long long)table[i].nc, b->uk->mr,
+                     b->uk->nr, (long long)b->mc, (long long)b->kc, (long long)b->nc);
+    }
+    ktu_checks++;
+    if (!found) ktu_fail("targets.inc has no entry %s", host);
+}
+
 int main(void) {
+    test_target_table();
     test_shapes();
     test_activations();
     test_batches();

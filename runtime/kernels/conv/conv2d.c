@@ -373,9 +373,51 @@ size_t cuvil_f32_conv2d_scratch_size(const cuvil_conv2d_params *p) {
     return cuvil_f32_conv2d_scratch_size_ex(p, cuvil_gemm_default_blocking());
 }
 
+/* w_packed: the weights as cuvil_f32_conv2d_pack left them (w unused), or NULL. */
+static void conv2d_gemm(const cuvil_conv2d_params *p, const float *x, const float *w, const float *w_packed,
+                        const float *bias, const float *residual, float *y, void *scratch,
+                        const cuvil_gemm_blocking *b);
+
 void cuvil_f32_conv2d_ex(const cuvil_conv2d_params *p, const float *x, const float *w,
                          const float *bias, const float *residual, float *y, void *scratch,
                          const cuvil_gemm_blocking *b) {
+    conv2d_gemm(p, x, w, NULL, bias, residual, y, scratch, b);
+}
+
+size_t cuvil_f32_conv2d_packed_floats(const cuvil_conv2d_params *p) {
+    const int64_t Cg = p->C / p->group, Mg = p->M / p->group;
+    if (is_depthwise(p) || p->packed_mr <= 0) return 0;
+    return (size_t)p->group * cuvil_gemm_packed_a_floats(Mg, Cg * p->KH * p->KW, (int)p->packed_mr);
+}
+
+void cuvil_f32_conv2d_pack(const cuvil_conv2d_params *p, const float *w, float *w_packed) {
+    const int64_t Cg = p->C / p->group, Mg = p->M / p->group, K = Cg * p->KH * p->KW;
+    if (is_depthwise(p) || p->packed_mr <= 0) return;
+    const size_t per = cuvil_gemm_packed_a_floats(Mg, K, (int)p->packed_mr);
+    cuvil_gemm_job j;
+    memset(&j, 0, sizeof j);
+    j.M = Mg;
+    j.K = K;
+    j.lda = K;
+    j.alpha = 1.0f;
+    for (int64_t g = 0; g < p->group; g++) {
+        j.A = w + g * Mg * K;
+        cuvil_gemm_pack_a_all(&j, (int)p->packed_mr, p->packed_kc, w_packed + (size_t)g * per);
+    }
+}
+
+void cuvil_f32_conv2d_prepacked(const cuvil_conv2d_params *p, const float *x, const float *w_packed,
+                                const float *bias, const float *residual, float *y, void *scratch) {
+    if (is_depthwise(p) || p->packed_mr <= 0) {   /* nothing was packed: w_packed is w */
+        cuvil_f32_conv2d(p, x, w_packed, bias, residual, y, scratch);
+        return;
+    }
+    conv2d_gemm(p, x, NULL, w_packed, bias, residual, y, scratch, cuvil_gemm_default_blocking());
+}
+
+static void conv2d_gemm(const cuvil_conv2d_params *p, const float *x, const float *w, const float *w_packed,
+                        const float *bias, const float *residual, float *y, void *scratch,
+                        const cuvil_gemm_blocking *b) {
     if (p->N <= 0 || p->M <= 0 || p->OH <= 0 || p->OW <= 0) return;
     if (is_depthwise(p)) {
         cuvil_f32_dwconv2d(p, x, w, bias, residual, y, (float *)scratch);
@@ -428,7 +470,13 @@ void cuvil_f32_conv2d_ex(const cuvil_conv2d_params *p, const float *x, const flo
         }
         for (int64_t g = 0; g < G; g++) {
             const int64_t yoff = (n * p->M + g * Mg) * OHW;
-            j.A = w + g * Mg * Cg * KK;
+            if (w_packed) {
+                j.a_packed = w_packed + (size_t)g * cuvil_gemm_packed_a_floats(Mg, Cg * KK, (int)p->packed_mr);
+                j.a_packed_mr = (int)p->packed_mr;
+                j.a_packed_kc = p->packed_kc;
+            } else {
+                j.A = w + g * Mg * Cg * KK;
+            }
             j.B = xn + g * Cg * HW;
             ctx.x = padded ? xpad + g * Cg * HWp : xn + g * Cg * HW;
             j.C = y + yoff;

@@ -200,7 +200,7 @@ void cuvil_gemm_epilogue_tile(const cuvil_gemm_job *j, int64_t m0, int64_t n0, i
 #define GEMV_CHUNK 256
 
 static int gemv_applies(const cuvil_gemm_job *j) {
-    return j->M == 1 && j->pack_b == NULL && (!j->trans_a || j->lda == 1 || j->K == 1);
+    return j->M == 1 && j->pack_b == NULL && j->a_packed == NULL && (!j->trans_a || j->lda == 1 || j->K == 1);
 }
 
 static void gemv(const cuvil_gemm_job *j) {
@@ -284,6 +284,36 @@ static int64_t pick_kc(int64_t K, int64_t kc_max) {
     return (K + nblk - 1) / nblk;
 }
 
+int64_t cuvil_gemm_kc_split(int64_t K, int64_t kc_max) { return K > 0 ? pick_kc(K, kc_max) : 0; }
+
+size_t cuvil_gemm_packed_a_floats(int64_t M, int64_t K, int mr) {
+    return M > 0 && K > 0 ? (size_t)(CUVIL_ALIGN_UP(M, mr) * K) : 0;
+}
+
+void cuvil_gemm_pack_a_all(const cuvil_gemm_job *j, int mr, int64_t kc_max, float *dst) {
+    if (j->M <= 0 || j->K <= 0) return;
+    const int64_t kcb = pick_kc(j->K, kc_max), Mp = CUVIL_ALIGN_UP(j->M, mr);
+    for (int64_t pc = 0; pc < j->K; pc += kcb) pack_a(j, 0, j->M, pc, cuvil_min_i64(kcb, j->K - pc), mr, dst + pc * Mp);
+}
+
+/* Like pack_a, reading A from a prepacked copy made with another MR or KC (a runtime built
+ * with another blocking than the compiler assumed: correct, only slower). */
+static void repack_a(const cuvil_gemm_job *j, int64_t m0, int64_t mc, int64_t k0, int64_t kc, int mr, float *dst) {
+    const int pmr = j->a_packed_mr;
+    const int64_t kcb = pick_kc(j->K, j->a_packed_kc), Mp = CUVIL_ALIGN_UP(j->M, pmr);
+    for (int64_t i0 = 0; i0 < mc; i0 += mr)
+        for (int64_t k = 0; k < kc; k++)
+            for (int i = 0; i < mr; i++) {
+                const int64_t m = m0 + i0 + i, kk = k0 + k;
+                float v = 0.0f;
+                if (i0 + i < mc) {
+                    const int64_t pc = kk / kcb * kcb, kcp = cuvil_min_i64(kcb, j->K - pc);
+                    v = j->a_packed[pc * Mp + (m / pmr) * pmr * kcp + (kk - pc) * pmr + m % pmr];
+                }
+                dst[(i0 / mr) * kc * mr + k * mr + i] = v;
+            }
+}
+
 size_t cuvil_gemm_job_scratch_size(int64_t M, int64_t N, int64_t K,
                                    const cuvil_gemm_blocking *b) {
     if (M <= 0 || N <= 0 || K <= 0) return 0;
@@ -325,6 +355,8 @@ void cuvil_f32_gemm_run(const cuvil_gemm_job *j, const cuvil_gemm_blocking *b, v
     float *ap = (float *)scratch;
     float *bp = ap + CUVIL_ALIGN_UP((size_t)(mc_max * kc_max), 16);
     const int has_epilogue = j->bias != NULL || j->act.act != CUVIL_ACT_NONE;
+    /* prepacked A in this run's layout: read in place */
+    const int a_direct = j->a_packed && j->a_packed_mr == mr && pick_kc(K, j->a_packed_kc) == kc_max;
 
     for (int64_t jc = 0; jc < N; jc += nc_max) {
         const int64_t nc = cuvil_min_i64(nc_max, N - jc);
@@ -337,7 +369,10 @@ void cuvil_f32_gemm_run(const cuvil_gemm_job *j, const cuvil_gemm_blocking *b, v
                 pack_b_dense(j, pc, kc, jc, nc, nr, bp);
             for (int64_t ic = 0; ic < M; ic += mc_max) {
                 const int64_t mc = cuvil_min_i64(mc_max, M - ic);
-                pack_a(j, ic, mc, pc, kc, mr, ap);
+                const float *apk = ap;
+                if (a_direct) apk = j->a_packed + pc * CUVIL_ALIGN_UP(M, mr) + ic * kc;
+                else if (j->a_packed) repack_a(j, ic, mc, pc, kc, mr, ap);
+                else pack_a(j, ic, mc, pc, kc, mr, ap);
                 for (int64_t jr = 0; jr < nc; jr += nr) {
                     const int64_t n0 = jc + jr;
                     const size_t nrr = (size_t)cuvil_min_i64(nr, nc - jr);
@@ -358,7 +393,7 @@ void cuvil_f32_gemm_run(const cuvil_gemm_job *j, const cuvil_gemm_blocking *b, v
                             cin = NULL;
                             ld_in = 0;
                         }
-                        uk->fn((size_t)kc, ap + ir * kc, bpanel, c, (size_t)j->ldc, mrr, nrr,
+                        uk->fn((size_t)kc, apk + ir * kc, bpanel, c, (size_t)j->ldc, mrr, nrr,
                                cin, ld_in);
                         if (last && has_epilogue)
                             cuvil_gemm_epilogue_tile(j, m0, n0, (int64_t)mrr, (int64_t)nrr);

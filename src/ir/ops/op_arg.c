@@ -74,5 +74,5 @@ static const cir_attr_spec arg_attrs[] = {
     CIR_ATTR_END,
 };
 
-const cir_opdef cir_op_argmax = {"argmax", 0, 1, 1, 1, 1, arg_attrs, arg_infer, arg_fold, arg_emit, NULL, 0};
-const cir_opdef cir_op_argmin = {"argmin", 0, 1, 1, 1, 1, arg_attrs, arg_infer, arg_fold, arg_emit, NULL, 0};
+const cir_opdef cir_op_argmax = {"argmax", 0, 1, 1, 1, 1, arg_attrs, arg_infer, arg_fold, arg_emit, NULL, 0, NULL};
+const cir_opdef cir_op_argmin = {"argmin", 0, 1, 1, 1, 1, arg_attrs, arg_infer, arg_fold, arg_emit, NULL, 0, NULL};

@@ -78,4 +78,4 @@ static const cir_attr_spec bn_attrs[] = {
     CIR_ATTR_END,
 };
 
-const cir_opdef cir_op_batch_norm = {"batch_norm", CIR_OPF_TAKES_ACT, 5, 5, 1, 1, bn_attrs, bn_infer, bn_fold, bn_emit, NULL, 0};
+const cir_opdef cir_op_batch_norm = {"batch_norm", CIR_OPF_TAKES_ACT, 5, 5, 1, 1, bn_attrs, bn_infer, bn_fold, bn_emit, NULL, 0, NULL};

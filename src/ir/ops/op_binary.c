@@ -186,7 +186,7 @@ static const cir_attr_spec binary_attrs[] = {
 
 #define BINARY(name, lo) \
     const cir_opdef cir_op_##name = {#name, CIR_OPF_TAKES_ACT, lo, 2, 1, 1, binary_attrs, binary_infer, binary_fold, \
-                                     binary_emit, NULL, 0};
+                                     binary_emit, NULL, 0, NULL};
 BINARY(add, 2)
 BINARY(sub, 2)
 BINARY(mul, 2)

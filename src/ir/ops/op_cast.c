@@ -49,4 +49,4 @@ static cuvil_status cast_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
 
 static const cir_attr_spec cast_attrs[] = {{"to", CIR_ATTR_DTYPE, CIR_UNDEF, 0, NULL, false}, CIR_ATTR_END};
 
-const cir_opdef cir_op_cast = {"cast", 0, 1, 2, 1, 1, cast_attrs, cast_infer, cast_fold, cast_emit, NULL, 0};
+const cir_opdef cir_op_cast = {"cast", 0, 1, 2, 1, 1, cast_attrs, cast_infer, cast_fold, cast_emit, NULL, 0, NULL};

@@ -449,7 +449,7 @@ static const char *const sum_bcast[] = {"numpy", "none", NULL};
 static const cir_attr_spec sum_attrs[] = {{"broadcast", CIR_ATTR_ENUM, 0, 0, sum_bcast, false}, CIR_ATTR_END};
 
 #define FOLD_OP(name, lo, hi, attrs, infer, fold, emit) \
-    const cir_opdef cir_op_##name = {#name, 0, lo, hi, 1, 1, attrs, infer, fold, emit, NULL, 0};
+    const cir_opdef cir_op_##name = {#name, 0, lo, hi, 1, 1, attrs, infer, fold, emit, NULL, 0, NULL};
 FOLD_OP(constant_of_shape, 1, 2, NULL, cos_infer, cos_fold, NULL)
 FOLD_OP(range, 3, 3, NULL, range_infer, range_fold, NULL)
 FOLD_OP(expand, 2, 2, NULL, expand_infer, expand_fold, bcast_copy_emit)

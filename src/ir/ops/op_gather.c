@@ -112,4 +112,4 @@ static cuvil_status gather_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
 
 static const cir_attr_spec gather_attrs[] = {{"axis", CIR_ATTR_INT, 0, 0, NULL, false}, CIR_ATTR_END};
 
-const cir_opdef cir_op_gather = {"gather", 0, 2, 2, 1, 1, gather_attrs, gather_infer, gather_fold, gather_emit, NULL, 0};
+const cir_opdef cir_op_gather = {"gather", 0, 2, 2, 1, 1, gather_attrs, gather_infer, gather_fold, gather_emit, NULL, 0, NULL};

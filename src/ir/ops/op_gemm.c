@@ -221,5 +221,5 @@ static const cir_attr_spec gemm_attrs[] = {
     CIR_ATTR_END,
 };
 
-const cir_opdef cir_op_gemm = {"gemm", CIR_OPF_TAKES_ACT, 2, 3, 1, 1, gemm_attrs, gemm_infer, gemm_fold, gemm_emit, NULL, 0};
-const cir_opdef cir_op_matmul = {"matmul", CIR_OPF_TAKES_ACT, 2, 2, 1, 1, NULL, matmul_infer, gemm_fold, gemm_emit, NULL, 0};
+const cir_opdef cir_op_gemm = {"gemm", CIR_OPF_TAKES_ACT, 2, 3, 1, 1, gemm_attrs, gemm_infer, gemm_fold, gemm_emit, NULL, 0, NULL};
+const cir_opdef cir_op_matmul = {"matmul", CIR_OPF_TAKES_ACT, 2, 2, 1, 1, NULL, matmul_infer, gemm_fold, gemm_emit, NULL, 0, NULL};

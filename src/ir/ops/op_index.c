@@ -212,8 +212,8 @@ static const cir_attr_spec scatter_nd_attrs[] = {
 };
 
 const cir_opdef cir_op_gather_elements = {"gather_elements", 0, 2, 2, 1, 1, gather_elements_attrs, elements_infer,
-                                          elements_fold, elements_emit, NULL, 0};
+                                          elements_fold, elements_emit, NULL, 0, NULL};
 const cir_opdef cir_op_scatter_elements = {"scatter_elements", 0, 3, 3, 1, 1, scatter_elements_attrs, elements_infer,
-                                           elements_fold, elements_emit, NULL, 0};
-const cir_opdef cir_op_gather_nd = {"gather_nd", 0, 2, 2, 1, 1, gather_nd_attrs, nd_infer, nd_fold, nd_emit, NULL, 0};
-const cir_opdef cir_op_scatter_nd = {"scatter_nd", 0, 3, 3, 1, 1, scatter_nd_attrs, nd_infer, nd_fold, nd_emit, NULL, 0};
+                                           elements_fold, elements_emit, NULL, 0, NULL};
+const cir_opdef cir_op_gather_nd = {"gather_nd", 0, 2, 2, 1, 1, gather_nd_attrs, nd_infer, nd_fold, nd_emit, NULL, 0, NULL};
+const cir_opdef cir_op_scatter_nd = {"scatter_nd", 0, 3, 3, 1, 1, scatter_nd_attrs, nd_infer, nd_fold, nd_emit, NULL, 0, NULL};

@@ -100,4 +100,4 @@ static cuvil_status pad_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
 static const char *const pad_modes[] = {"constant", "reflect", "edge", "wrap", NULL};   /* ORDER: CUVIL_PAD_* */
 static const cir_attr_spec pad_attrs[] = {{"mode", CIR_ATTR_ENUM, 0, 0, pad_modes, false}, CIR_ATTR_END};
 
-const cir_opdef cir_op_pad = {"pad", 0, 2, 4, 1, 1, pad_attrs, pad_infer, pad_fold, pad_emit, NULL, 0};
+const cir_opdef cir_op_pad = {"pad", 0, 2, 4, 1, 1, pad_attrs, pad_infer, pad_fold, pad_emit, NULL, 0, NULL};

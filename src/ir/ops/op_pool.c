@@ -167,7 +167,7 @@ static const cir_attr_spec avg_pool_attrs[] = {
     CIR_ATTR_END,
 };
 
-const cir_opdef cir_op_max_pool = {"max_pool", 0, 1, 1, 1, 1, max_pool_attrs, pool_infer, pool_fold, pool_emit, NULL, 0};
-const cir_opdef cir_op_avg_pool = {"avg_pool", 0, 1, 1, 1, 1, avg_pool_attrs, pool_infer, pool_fold, pool_emit, NULL, 0};
-const cir_opdef cir_op_global_avg_pool = {"global_avg_pool", 0, 1, 1, 1, 1, NULL, pool_infer, pool_fold, pool_emit, NULL, 0};
-const cir_opdef cir_op_global_max_pool = {"global_max_pool", 0, 1, 1, 1, 1, NULL, pool_infer, pool_fold, pool_emit, NULL, 0};
+const cir_opdef cir_op_max_pool = {"max_pool", 0, 1, 1, 1, 1, max_pool_attrs, pool_infer, pool_fold, pool_emit, NULL, 0, NULL};
+const cir_opdef cir_op_avg_pool = {"avg_pool", 0, 1, 1, 1, 1, avg_pool_attrs, pool_infer, pool_fold, pool_emit, NULL, 0, NULL};
+const cir_opdef cir_op_global_avg_pool = {"global_avg_pool", 0, 1, 1, 1, 1, NULL, pool_infer, pool_fold, pool_emit, NULL, 0, NULL};
+const cir_opdef cir_op_global_max_pool = {"global_max_pool", 0, 1, 1, 1, 1, NULL, pool_infer, pool_fold, pool_emit, NULL, 0, NULL};

@@ -174,7 +174,7 @@ static const cir_attr_spec reduce_attrs[] = {
 };
 
 #define REDUCE(name) \
-    const cir_opdef cir_op_##name = {#name, 0, 1, 2, 1, 1, reduce_attrs, reduce_infer, reduce_fold, reduce_emit, NULL, 0};
+    const cir_opdef cir_op_##name = {#name, 0, 1, 2, 1, 1, reduce_attrs, reduce_infer, reduce_fold, reduce_emit, NULL, 0, NULL};
 REDUCE(reduce_sum)
 REDUCE(reduce_mean)
 REDUCE(reduce_max)

@@ -176,4 +176,4 @@ static const cir_attr_spec resize_attrs[] = {
     CIR_ATTR_END,
 };
 
-const cir_opdef cir_op_resize = {"resize", 0, 1, 4, 1, 1, resize_attrs, resize_infer, resize_fold, resize_emit, NULL, 0};
+const cir_opdef cir_op_resize = {"resize", 0, 1, 4, 1, 1, resize_attrs, resize_infer, resize_fold, resize_emit, NULL, 0, NULL};

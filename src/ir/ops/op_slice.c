@@ -100,4 +100,4 @@ static cuvil_status slice_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
     return CUVIL_OK;
 }
 
-const cir_opdef cir_op_slice = {"slice", 0, 3, 5, 1, 1, NULL, slice_infer, slice_fold, slice_emit, NULL, 0};
+const cir_opdef cir_op_slice = {"slice", 0, 3, 5, 1, 1, NULL, slice_infer, slice_fold, slice_emit, NULL, 0, NULL};

@@ -57,6 +57,6 @@ static const cir_attr_spec softmax_attrs[] = {
     CIR_ATTR_END,
 };
 
-const cir_opdef cir_op_softmax = {"softmax", 0, 1, 1, 1, 1, softmax_attrs, softmax_infer, softmax_fold, softmax_emit, NULL, 0};
+const cir_opdef cir_op_softmax = {"softmax", 0, 1, 1, 1, 1, softmax_attrs, softmax_infer, softmax_fold, softmax_emit, NULL, 0, NULL};
 const cir_opdef cir_op_log_softmax = {"log_softmax", 0, 1, 1, 1, 1, softmax_attrs, softmax_infer, softmax_fold, softmax_emit,
-                                      NULL, 0};
+                                      NULL, 0, NULL};

@@ -115,4 +115,4 @@ static const cir_attr_spec split_attrs[] = {
     CIR_ATTR_END,
 };
 
-const cir_opdef cir_op_split = {"split", 0, 1, 2, 1, SPLIT_MAX, split_attrs, split_infer, split_fold, split_emit, NULL, 0};
+const cir_opdef cir_op_split = {"split", 0, 1, 2, 1, SPLIT_MAX, split_attrs, split_infer, split_fold, split_emit, NULL, 0, NULL};

@@ -128,5 +128,5 @@ static const cir_attr_spec transpose_attrs[] = {{"perm", CIR_ATTR_INTS, 0, 0, NU
 static const cir_attr_spec concat_attrs[] = {{"axis", CIR_ATTR_INT, 0, 0, NULL, true}, CIR_ATTR_END};
 
 const cir_opdef cir_op_transpose = {"transpose", 0, 1, 1, 1, 1, transpose_attrs, transpose_infer, transpose_fold,
-                                    transpose_emit, NULL, 0};
-const cir_opdef cir_op_concat = {"concat", 0, 1, -1, 1, 1, concat_attrs, concat_infer, concat_fold, concat_emit, NULL, 0};
+                                    transpose_emit, NULL, 0, NULL};
+const cir_opdef cir_op_concat = {"concat", 0, 1, -1, 1, 1, concat_attrs, concat_infer, concat_fold, concat_emit, NULL, 0, NULL};

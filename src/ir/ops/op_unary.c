@@ -115,7 +115,7 @@ static const cir_attr_spec gelu_attrs[] = {{"approximate", CIR_ATTR_ENUM, 0, 0, 
 
 #define UNARY(name, act, attrs, max_in) \
     const cir_opdef cir_op_##name = {#name, CIR_OPF_IS_ACT, 1, max_in, 1, 1, attrs, unary_infer, unary_fold, unary_emit, \
-                                     unary_act, act};
+                                     unary_act, act, NULL};
 UNARY(relu, CUVIL_ACT_RELU, NULL, 1)
 UNARY(leaky_relu, CUVIL_ACT_LEAKY_RELU, alpha_001, 1)
 UNARY(clip, CUVIL_ACT_CLIP, NULL, 3)

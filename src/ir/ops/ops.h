@@ -87,6 +87,10 @@ typedef struct cir_opdef {
     bool (*as_act)(cir_graph *g, const cir_node *n, cir_act *out);
     /* For CIR_OPF_IS_ACT: the run-time kernel's activation (cuvil_act). */
     int rt_act;
+    /* The lowering stage: chooses the kernel and algorithm for target t and the fixed shapes,
+     * records it in n->algo, and may add constants in the kernel's layout (n->packed). NULL:
+     * the op has one kernel and nothing to prepare. */
+    cuvil_status (*lower)(cir_graph *g, cir_node *n, const cuvil_target_info *t);
 } cir_opdef;
 
 const cir_opdef *cir_op_def(cir_op_kind k);
