@@ -13,6 +13,8 @@ static void usage(FILE *f) {
           "  --emit so|a|c|ir|dot  what to write (default: from OUT's extension, else so)\n"
           "  --target T            x86_64-avx2 | generic (default: this machine's ISA)\n"
           "  --opt-level N         0..3 (default 2)\n"
+          "  --weights-format F    asm (default: weights.bin linked with .incbin) or c (a C array,\n"
+          "                        for toolchains without GNU .incbin)\n"
           "  --dim NAME=N          fix the model's symbolic dim NAME to N (default 1); repeatable\n"
           "  --name PREFIX         symbol prefix of the model's C API (default: OUT's file name)\n"
           "  --disable-pass NAME   skip an optional pass; repeatable\n"
@@ -46,6 +48,12 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--output") || !strcmp(a, "-o")) { NEED_VALUE(); output = v; }
         else if (!strcmp(a, "--emit")) { NEED_VALUE(); emit = v; }
         else if (!strcmp(a, "--target")) { NEED_VALUE(); o.target = v; }
+        else if (!strcmp(a, "--weights-format")) {
+            NEED_VALUE();
+            if (!strcmp(v, "asm")) o.weights_format = CUVIL_WEIGHTS_ASM;
+            else if (!strcmp(v, "c")) o.weights_format = CUVIL_WEIGHTS_C;
+            else return fail("--weights-format wants asm or c, got", v);
+        }
         else if (!strcmp(a, "--opt-level") || !strncmp(a, "-O", 2)) {
             const char *num = a + 2;
             if (a[1] != 'O') {

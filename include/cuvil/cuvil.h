@@ -51,6 +51,13 @@ typedef enum cuvil_emit {
     CUVIL_EMIT_DOT       /* CIR as a Graphviz digraph */
 } cuvil_emit;
 
+/* How the weights reach the library: an assembler file that links weights.bin in with .incbin
+ * (fast to compile; GNU assemblers), or a C array (any C compiler: Mach-O, armcc, IAR). */
+typedef enum cuvil_weights_format {
+    CUVIL_WEIGHTS_ASM = 0,
+    CUVIL_WEIGHTS_C
+} cuvil_weights_format;
+
 typedef struct cuvil_dim_binding {
     const char *name;
     int64_t value;
@@ -99,6 +106,7 @@ typedef struct cuvil_options {
     int keep_sources;            /* keep the generated C next to a .so (debugging) */
     int verbose;                 /* print compiler commands and pass timings to stderr */
     cuvil_limits limits;         /* bounds on untrusted input; defaults from cuvil_options_init */
+    cuvil_weights_format weights_format;   /* --weights-format asm|c (default asm) */
 } cuvil_options;
 
 typedef struct cuvil_ctx cuvil_ctx;

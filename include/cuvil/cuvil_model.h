@@ -34,7 +34,7 @@
 extern "C" {
 #endif
 
-#define CUVIL_MODEL_ABI_VERSION 2   /* 2: cuvil_model_options gained alloc/free */
+#define CUVIL_MODEL_ABI_VERSION 3   /* 2: cuvil_model_options gained alloc/free; 3: buffer */
 #define CUVIL_MODEL_ENTRY_SYMBOL "cuvil_model_entry"
 #define CUVIL_MAX_DIMS 8
 
@@ -93,6 +93,11 @@ typedef struct cuvil_model_options {
     void *(*alloc)(size_t size, size_t align, void *user);
     void (*free)(void *p, void *user);
     void *alloc_user;
+    /* Or everything in the caller's memory: `buffer` (any alignment) of buffer_bytes, at least
+     * the model header's <PREFIX>_BUFFER_BYTES; create() then allocates nothing, destroy()
+     * frees nothing, and the buffer must outlive the context. Not with alloc/free. */
+    void *buffer;
+    size_t buffer_bytes;
 } cuvil_model_options;
 
 typedef struct cuvil_model cuvil_model;   /* one execution context */

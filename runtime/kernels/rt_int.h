@@ -142,6 +142,7 @@ void cuvil_gemm_epilogue_tile(const cuvil_gemm_job *j, int64_t m0, int64_t n0, i
                               int64_t nr);
 
 /* ===== Convolution (internal variants) ============================================== */
+size_t cuvil_f32_conv_transpose2d_scratch_size_ex(const cuvil_conv_transpose2d_params *p, const cuvil_gemm_blocking *b);
 size_t cuvil_f32_conv2d_scratch_size_ex(const cuvil_conv2d_params *p,
                                         const cuvil_gemm_blocking *b);
 void cuvil_f32_conv2d_ex(const cuvil_conv2d_params *p, const float *x, const float *w,

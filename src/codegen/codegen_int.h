@@ -44,10 +44,12 @@ const char *cg_data(cg_ctx *cg, const void *data, size_t nbytes, cir_dtype dtype
  * ending in "[]" declares an array (`static const int64_t P<k>[] = ...`). */
 const char *cg_param(cg_ctx *cg, const char *type, const char *init_fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* Records that the node needs scratch memory: size_expr is evaluated once in create(), e.g.
- * "cuvil_f32_conv2d_scratch_size(&P3)". Returns the scratch pointer expression ("S"). */
-const char *cg_scratch(cg_ctx *cg, const char *size_expr_fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+/* Records that the node needs scratch memory: `bytes` computed now for the target (the model
+ * header states the largest as PREFIX_SCRATCH_BYTES), and size_expr, the same size computed by
+ * the linked runtime, e.g. "cuvil_f32_conv2d_scratch_size(&P3)", which create() checks against
+ * it. Returns the scratch pointer expression ("S"). */
+const char *cg_scratch(cg_ctx *cg, size_t bytes, const char *size_expr_fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* The runtime's name for an element type ("CUVIL_T_I64"), for the typed kernels. */
 const char *cg_rt_type(cir_dtype t);
 /* Marks the current node as one that can fail at run time (its body returns 1 from the node

@@ -588,17 +588,49 @@ static void weights_asm(cuvil_sb *s, const char *prefix) {
                     prefix, prefix, prefix, prefix, prefix, prefix, prefix);
 }
 
-static cuvil_status write_sources(cuvil_ctx *ctx, const char *dir, const char *prefix, const cg_output *gen) {
+/* The weights as a C array: a string literal of exactly n bytes plus its NUL (the .incbin
+ * version ends with a zero byte too), each byte printable or a three-digit octal escape (so no
+ * escape can swallow the next character, and no trigraph or quote appears). */
+static void weights_c(cuvil_sb *s, const char *prefix, const unsigned char *d, size_t n) {
+    cuvil_sb_printf(s, "/* The model's weights as a C array (cuvil-compile --weights-format c). */\n"
+                       "#if defined(__GNUC__)\n__attribute__((visibility(\"hidden\")))\n#endif\n"
+                       "_Alignas(64) const unsigned char %s_weights[%zu] =\n", prefix, n + 1);
+    if (!n) cuvil_sb_puts(s, "    \"\"");
+    for (size_t i = 0; i < n; i += 64) {
+        char line[64 * 4 + 16];
+        size_t o = 0;
+        line[o++] = ' ';
+        line[o++] = ' ';
+        line[o++] = ' ';
+        line[o++] = ' ';
+        line[o++] = '"';
+        for (size_t k = i; k < n && k < i + 64; k++) {
+            unsigned c = d[k];
+            if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\' && c != '?') line[o++] = (char)c;
+            else o += (size_t)snprintf(line + o, sizeof line - o, "\\%03o", c);
+        }
+        line[o++] = '"';
+        line[o] = 0;
+        cuvil_sb_printf(s, "%s%s", i ? "\n" : "", line);
+    }
+    cuvil_sb_puts(s, ";\n");
+}
+
+static cuvil_status write_sources(cuvil_ctx *ctx, const char *dir, const char *prefix, const cg_output *gen,
+                                  cuvil_weights_format wf) {
     char hname[300];
     snprintf(hname, sizeof hname, "%s.h", prefix);
     cuvil_sb s = {0};
-    weights_asm(&s, prefix);
+    if (wf == CUVIL_WEIGHTS_C) weights_c(&s, prefix, (const unsigned char *)gen->weights.s, gen->weights.len);
+    else weights_asm(&s, prefix);
     cuvil_status st;
     if (s.oom) st = cuvil_err(ctx, CUVIL_ERR_NOMEM, "out of memory");
     else if (!(st = write_text(ctx, dir, "model.c", gen->model_c.s, gen->model_c.len)) &&
-             !(st = write_text(ctx, dir, hname, gen->model_h.s, gen->model_h.len)) &&
-             !(st = write_text(ctx, dir, "weights.bin", gen->weights.s, gen->weights.len)))
-        st = write_text(ctx, dir, "weights.S", s.s, s.len);
+             !(st = write_text(ctx, dir, hname, gen->model_h.s, gen->model_h.len))) {
+        if (wf == CUVIL_WEIGHTS_C) st = write_text(ctx, dir, "weights.c", s.s, s.len);
+        else if (!(st = write_text(ctx, dir, "weights.bin", gen->weights.s, gen->weights.len)))
+            st = write_text(ctx, dir, "weights.S", s.s, s.len);
+    }
     cuvil_sb_free(&s);
     return st;
 }
@@ -616,7 +648,8 @@ static cuvil_status compile_objects(cuvil_ctx *ctx, const char *dir, const char 
     char cc_buf[1024], inc_rt[PATH_MAX + 8];
     cc_words(o, cc_buf, sizeof cc_buf);
     snprintf(inc_rt, sizeof inc_rt, "-I%s/runtime/include", source_dir());
-    static const char *const files[2][2] = {{"model.c", "model.o"}, {"weights.S", "weights.o"}};
+    bool wc = o->weights_format == CUVIL_WEIGHTS_C;
+    const char *const files[2][2] = {{"model.c", "model.o"}, {wc ? "weights.c" : "weights.S", "weights.o"}};
     for (int f = 0; f < 2; f++) {
         char *argv[96];
         char cc_copy[1024], fl_copy[256];
@@ -631,7 +664,7 @@ static cuvil_status compile_objects(cuvil_ctx *ctx, const char *dir, const char 
         argv[a++] = (char *)files[f][0];
         argv[a++] = "-o";
         argv[a++] = (char *)files[f][1];
-        if (f == 1) argv[a++] = "-Wa,-I.";   /* .incbin finds weights.bin in the build folder */
+        if (f == 1 && !wc) argv[a++] = "-Wa,-I.";   /* .incbin finds weights.bin in the build folder */
         argv[a] = NULL;
         cuvil_status s = run_cmd(ctx, dir, argv, NULL, o->verbose);
         if (s) return s;
@@ -687,7 +720,8 @@ cuvil_status cuvil_build_library(cuvil_ctx *ctx, const cg_output *gen, const cha
     cuvil_status s = runtime_archive(ctx, target, rt, sizeof rt, o->verbose);
     if (s || (s = make_build_dir(ctx, output, dir, sizeof dir))) return s;
     bool shared = o->emit != CUVIL_EMIT_A;
-    if ((s = write_sources(ctx, dir, prefix, gen)) || (s = compile_objects(ctx, dir, target, o, shared))) goto done;
+    if ((s = write_sources(ctx, dir, prefix, gen, o->weights_format)) || (s = compile_objects(ctx, dir, target, o, shared)))
+        goto done;
     if (shared) {
         char cc_copy[1024];
         cc_words(o, cc_copy, sizeof cc_copy);
@@ -789,7 +823,9 @@ cuvil_status cuvil_emit_sources(cuvil_ctx *ctx, const cg_output *gen, const char
         s = cuvil_err(ctx, CUVIL_ERR_IO, "%s: path too long", tmp);
         goto done;
     }
-    if ((s = write_sources(ctx, tmp, prefix, gen)) || (s = copy_runtime(ctx, rt_src, rt_dst, &srcs, &files, "runtime", 0)))
+    bool wc = o->weights_format == CUVIL_WEIGHTS_C;
+    if ((s = write_sources(ctx, tmp, prefix, gen, o->weights_format)) ||
+        (s = copy_runtime(ctx, rt_src, rt_dst, &srcs, &files, "runtime", 0)))
         goto done;
     /* the target's flags and ISA kernel files, the other ISAs' files left out */
     const cuvil_target_info *ti = cuvil_target_find(target);
@@ -822,17 +858,21 @@ cuvil_status cuvil_emit_sources(cuvil_ctx *ctx, const cg_output *gen, const char
                     "lib%s.so: model.o weights.o $(RUNTIME_OBJ)\n\t$(CC) -shared -o $@ $^ -lm\n\n"
                     "lib%s.a: model.o weights.o $(RUNTIME_OBJ)\n\t$(AR) rcs $@ $^\n\n"
                     "model.o: model.c %s.h\n\t$(CC) $(ALL_FLAGS) -DCUVIL_MODEL_SHARED -c model.c -o $@\n\n"
-                    "weights.o: weights.S weights.bin\n\t$(CC) -c weights.S -o $@\n\n"
+                    "%s"
                     "%%.o: %%.c\n\t$(CC) $(ALL_FLAGS) -O3 -c $< -o $@\n\n"
                     "clean:\n\trm -f *.o $(RUNTIME_OBJ) lib%s.so lib%s.a\n\n.PHONY: all clean\n",
                     prefix, target, prefix, prefix, cuvil_version(), isa, srcs.s ? srcs.s : "", skip,
-                    prefix, prefix, prefix, prefix, prefix, prefix, prefix);
+                    prefix, prefix, prefix, prefix, prefix,
+                    wc ? "weights.o: weights.c\n\t$(CC) $(ALL_FLAGS) -c weights.c -o $@\n\n"
+                       : "weights.o: weights.S weights.bin\n\t$(CC) -c weights.S -o $@\n\n",
+                    prefix, prefix);
     cuvil_sb man = {0};
     cuvil_sb_printf(&man,
                     "# Written by Cuvil %s (cuvil-compile --emit c). Cuvil replaces this folder only while it holds\n"
                     "# nothing but the files below: what Cuvil wrote, and what its Makefile builds.\n"
-                    "model.c\n%s.h\nweights.bin\nweights.S\nMakefile\nmodel.o\nweights.o\nlib%s.so\nlib%s.a\nruntime/\n%s",
-                    cuvil_version(), prefix, prefix, prefix, files.s ? files.s : "");
+                    "model.c\n%s.h\n%sMakefile\nmodel.o\nweights.o\nlib%s.so\nlib%s.a\nruntime/\n%s",
+                    cuvil_version(), prefix, wc ? "weights.c\n" : "weights.bin\nweights.S\n", prefix, prefix,
+                    files.s ? files.s : "");
     if (mk.oom || man.oom || srcs.oom || files.oom) s = cuvil_err(ctx, CUVIL_ERR_NOMEM, "out of memory");
     if (!s) s = write_text(ctx, tmp, "Makefile", mk.s, mk.len);
     if (!s) s = write_text(ctx, tmp, MANIFEST, man.s, man.len);

@@ -344,6 +344,12 @@ void cir_graph_count_uses(cir_graph *g) {
     for (int i = 0; i < g->n_outputs; i++) cir_val(g, g->outputs[i])->n_uses++;
 }
 
+const char *cir_model_name(const cir_graph *g) {
+    const char *p = g->model_path ? g->model_path : "?";
+    const char *slash = strrchr(p, '/');
+    return slash && slash[1] ? slash + 1 : p;
+}
+
 /* ===== Messages ============================================================================== */
 const char *cir_node_desc(const cir_node *n, char *buf, size_t len) {
     snprintf(buf, len, "%s '%s'", n->src_op, n->name);

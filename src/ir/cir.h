@@ -158,7 +158,7 @@ typedef struct cir_graph {
     int n_syms;
     cir_sym syms[32];
     char model_sha256[65];
-    const char *model_path;
+    const char *model_path;    /* as given; outputs name only its file (cir_model_name) */
     cuvil_limits limits;       /* bounds on what the model may make the compiler do */
     uint64_t const_bytes;      /* bytes of constant data held, checked against limits.total_bytes */
     uint64_t folded_bytes;     /* of those, computed at compile time (limits.folded_bytes) */
@@ -246,6 +246,9 @@ cuvil_status cir_verify(cir_graph *g, bool shapes, const char *after_pass);
 void cir_print_text(cir_graph *g, cuvil_sb *out);
 void cir_print_dot(cir_graph *g, cuvil_sb *out);
 
+/* The model's file name without its folders: what outputs record of where the model came from
+ * (no path of the build machine in any output; the sha256 identifies the model). */
+const char *cir_model_name(const cir_graph *g);
 /* Message prefix for node n: "Conv 'conv1'" (the source op). Returns buf. */
 const char *cir_node_desc(const cir_node *n, char *buf, size_t len);
 /* Records an error about node n: "<op> '<name>': <message>". */

@@ -467,7 +467,8 @@ def test_model_create_uses_the_callers_allocator_and_survives_its_failure(small,
 
     class Options(ctypes.Structure):
         _fields_ = [("n_threads", ctypes.c_int), ("weights_path", ctypes.c_char_p), ("alloc", ALLOC),
-                    ("free", FREE), ("alloc_user", ctypes.c_void_p)]
+                    ("free", FREE), ("alloc_user", ctypes.c_void_p), ("buffer", ctypes.c_void_p),
+                    ("buffer_bytes", ctypes.c_size_t)]
 
     libc = ctypes.CDLL(None)
     libc.aligned_alloc.restype = ctypes.c_void_p
@@ -492,7 +493,7 @@ def test_model_create_uses_the_callers_allocator_and_survives_its_failure(small,
             libc.free(ptr)
 
         a, f = ALLOC(alloc), FREE(free)
-        opts = Options(1, None, a, f, None)
+        opts = Options(1, None, a, f, None, None, 0)
         m = ctypes.c_void_p()
         st = create(ctypes.byref(opts), ctypes.byref(m))
         if fail_at < 2:

@@ -31,6 +31,10 @@ static size_t convt_scratch(const cuvil_conv_transpose2d_params *p, const cuvil_
            cuvil_gemm_job_scratch_size(rows, P, p->C / p->group, b);
 }
 
+size_t cuvil_f32_conv_transpose2d_scratch_size_ex(const cuvil_conv_transpose2d_params *p, const cuvil_gemm_blocking *b) {
+    return convt_scratch(p, b);
+}
+
 size_t cuvil_f32_conv_transpose2d_scratch_size(const cuvil_conv_transpose2d_params *p) {
     return convt_scratch(p, cuvil_gemm_default_blocking());
 }

@@ -262,7 +262,10 @@ static cuvil_status conv_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
         extra = ex;
     }
     const char *p = cg_param(cg, "cuvil_conv2d_params", "{ %s%s }", geo_fields(&c, &n->act, f, sizeof f), extra);
-    const char *S = cg_scratch(cg, "cuvil_f32_conv2d_scratch_size(&%s)", p);
+    cuvil_gemm_ukernel_desc uk;
+    cuvil_gemm_blocking blk = op_target_blocking(g, &uk);
+    cuvil_conv2d_params pp = geo_params(&c, &n->act);
+    const char *S = cg_scratch(cg, cuvil_f32_conv2d_scratch_size_ex(&pp, &blk), "cuvil_f32_conv2d_scratch_size(&%s)", p);
     cg_printf(cg, "    cuvil_f32_conv2d%s(&%s, %s, %s, %s, %s, %s, %s);\n", n->packed >= 0 ? "_prepacked" : "", p,
               cg_in(cg, n->in[0]), cg_in(cg, n->packed >= 0 ? n->packed : n->in[1]),
               cir_in(g, n, 2) ? cg_in(cg, n->in[2]) : "NULL", n->residual >= 0 ? cg_in(cg, n->residual) : "NULL",
@@ -276,7 +279,13 @@ static cuvil_status convt_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
     if (s) return s;
     char f[1024];
     const char *p = cg_param(cg, "cuvil_conv_transpose2d_params", "{ %s }", geo_fields(&c, &n->act, f, sizeof f));
-    const char *S = cg_scratch(cg, "cuvil_f32_conv_transpose2d_scratch_size(&%s)", p);
+    cuvil_gemm_ukernel_desc uk;
+    cuvil_gemm_blocking blk = op_target_blocking(g, &uk);
+    cuvil_conv2d_params gp = geo_params(&c, &n->act);
+    cuvil_conv_transpose2d_params tp;
+    memcpy(&tp, &gp, sizeof tp);   /* the same geometry fields (geo_fields prints both) */
+    const char *S = cg_scratch(cg, cuvil_f32_conv_transpose2d_scratch_size_ex(&tp, &blk),
+                               "cuvil_f32_conv_transpose2d_scratch_size(&%s)", p);
     cg_printf(cg, "    cuvil_f32_conv_transpose2d(&%s, %s, %s, %s, %s, %s);\n", p, cg_in(cg, n->in[0]),
               cg_in(cg, n->in[1]), cir_in(g, n, 2) ? cg_in(cg, n->in[2]) : "NULL", cg_out(cg, n->out[0]), S);
     return CUVIL_OK;

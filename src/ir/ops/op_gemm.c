@@ -197,7 +197,9 @@ static cuvil_status gemm_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
                               (long long)p.ldc, p.trans_a, p.trans_b, cg_float(p.alpha, al), cg_float(p.beta, be),
                               (long long)p.bias_rs, (long long)p.bias_cs, (long long)p.batch, (long long)p.a_bstride,
                               (long long)p.b_bstride, (long long)p.c_bstride, cg_act(&p.act, act));
-    const char *S = cg_scratch(cg, "cuvil_f32_gemm_scratch_size(&%s)", ps);
+    cuvil_gemm_ukernel_desc uk;
+    cuvil_gemm_blocking blk = op_target_blocking(g, &uk);
+    const char *S = cg_scratch(cg, cuvil_f32_gemm_scratch_size_ex(&p, &blk), "cuvil_f32_gemm_scratch_size(&%s)", ps);
     cir_value *c = cir_in(g, n, 2);
     if (nirr) {
         const char *tab = cg_param(cg, "int64_t[]", "%s", cg_i64s(cg, offs, (int)(2 * nirr)));

@@ -117,7 +117,7 @@ static cuvil_status concat_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
     const char *cs = cg_param(cg, "int64_t[]", "%s", cg_i64s(cg, chunk, n->n_in));
     /* the inputs as a static table resolved into scratch: no stack, no code per input */
     const char *refs = cg_refs(cg, n->in, n->n_in);
-    const char *S = cg_scratch(cg, "%zu", sizeof(void *) * (size_t)n->n_in);
+    const char *S = cg_scratch(cg, sizeof(void *) * (size_t)n->n_in, "%zu", sizeof(void *) * (size_t)n->n_in);
     cg_printf(cg, "    cuvil_resolve_refs(%s, %d, A, WEIGHTS, in, out, (void **)%s);\n", refs, n->n_in, S);
     cg_printf(cg, "    cuvil_concat(%lld, %d, %s, (const void *const *)%s, %s);\n", (long long)outer, n->n_in, cs, S,
               cg_out(cg, n->out[0]));

@@ -328,3 +328,15 @@ cuvil_status op_need_typed(cir_graph *g, cir_node *n, int i, bool bool_ok) {
                             n->def->name);
     return CUVIL_OK;
 }
+
+cuvil_gemm_blocking op_target_blocking(const cir_graph *g, cuvil_gemm_ukernel_desc *uk) {
+    const cuvil_target_info *t = cuvil_target_find(g->target);
+    if (!t) t = cuvil_target_find("generic");
+    CUVIL_ASSERT(t);
+    memset(uk, 0, sizeof *uk);
+    uk->mr = t->mr;
+    uk->nr = t->nr;
+    uk->name = t->name;
+    cuvil_gemm_blocking b = {uk, t->mc, t->kc, t->nc};
+    return b;
+}

@@ -16,6 +16,7 @@
 
 #include "codegen/codegen_int.h"
 #include "ir/cir.h"
+#include "../runtime/kernels/rt_int.h"   /* GEMM blocking: sizes and packing done for the target */
 
 enum {
     CIR_OPF_ALIAS = 1u << 0,        /* output 0 has input 0's bytes (reshape, flatten, ...) */
@@ -122,6 +123,10 @@ const char *op_emit_bin_params(cg_ctx *cg, const cuvil_binary_params *p);
 /* Requires input i to have an element type the typed kernels take: any but bool unless
  * bool_ok, not UNDEF. */
 cuvil_status op_need_typed(cir_graph *g, cir_node *n, int i, bool bool_ok);
+
+/* The GEMM blocking of the target g is compiled for (targets.inc); uk is filled with its tile
+ * (no function: for sizes and packing only) and pointed to by the result. */
+cuvil_gemm_blocking op_target_blocking(const cir_graph *g, cuvil_gemm_ukernel_desc *uk);
 
 /* Shared enum value lists. */
 extern const char *const cir_auto_pad_names[];   /* "explicit", "same_upper", "same_lower", "valid" */
