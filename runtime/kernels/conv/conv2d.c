@@ -30,7 +30,7 @@ typedef struct seg {
     int64_t oh, ow, len, pos;
 } seg;
 
-#define MAX_NR 64 /* widest microkernel the packer supports (ours are 8 and 16) */
+#define MAX_NR 32 /* widest microkernel the packer supports (ours are 8 and 16) */
 
 /* Columns t in [0, len) of an output-row segment read input columns iw0 + t*sw; the ones
  * inside [0, W) are [*lo, *hi). */
@@ -51,7 +51,7 @@ typedef struct plan {
     int64_t lo, hi; /* the columns t in [lo, hi) read inside the input; the rest are 0 */
 } plan;
 
-#define PLAN_CAP 256 /* plans kept per panel (taps x segments), on the stack */
+#define PLAN_CAP 96 /* plans kept per panel (taps x segments), on the stack: at least MAX_NR */
 
 /* memcpy of up to 16 floats with a constant size per case, so each is a couple of moves
  * rather than a call into libc (panels split across output rows copy short runs). */

@@ -14,7 +14,7 @@
 
 #include "../rt_int.h"
 
-#define CHUNK 256
+#define CHUNK 128
 
 typedef struct {
     int n;

@@ -102,8 +102,6 @@ static void global_pool(const cuvil_pool2d_params *p, const float *x, float *y) 
     }
 }
 
-#define MAX_ROW_STACK 4096
-
 void cuvil_f32_pool2d(const cuvil_pool2d_params *p, const float *x, float *y) {
     const int64_t H = p->H, W = p->W, OH = p->OH, OW = p->OW;
     const int64_t sh = p->stride_h, sw = p->stride_w, dh = p->dil_h, dw = p->dil_w;
@@ -113,19 +111,6 @@ void cuvil_f32_pool2d(const cuvil_pool2d_params *p, const float *x, float *y) {
         global_pool(p, x, y);
         return;
     }
-    if (OW > MAX_ROW_STACK) {
-        cuvil_f32_pool2d__scalar(p, x, y);
-        return;
-    }
-    /* per output column: number of taps inside (or, count_include_pad, inside the padding) */
-    float colcnt[MAX_ROW_STACK];
-    if (p->kind == CUVIL_POOL_AVG)
-        for (int64_t ow = 0; ow < OW; ow++) {
-            const int64_t w0 = ow * sw - p->pad_l;
-            colcnt[ow] = (float)(p->count_include_pad
-                                     ? count_taps(w0, p->KW, dw, -p->pad_l, W + p->pad_r)
-                                     : count_taps(w0, p->KW, dw, 0, W));
-        }
     const int is_max = p->kind == CUVIL_POOL_MAX;
     for (int64_t nc = 0; nc < p->N * p->C; nc++) {
         const float *xc = x + nc * H * W;
@@ -175,7 +160,11 @@ void cuvil_f32_pool2d(const cuvil_pool2d_params *p, const float *x, float *y) {
                                              ? count_taps(h0, p->KH, dh, -p->pad_t, H + p->pad_b)
                                              : rowcnt);
                 for (int64_t ow = 0; ow < OW; ow++) {
-                    const float cnt = rc * colcnt[ow];
+                    /* taps of this column inside the input (or, count_include_pad, the padding):
+                     * counted here rather than kept in a row-long table on the stack */
+                    const int64_t w0 = ow * sw - p->pad_l;
+                    const float cnt = rc * (float)(p->count_include_pad ? count_taps(w0, p->KW, dw, -p->pad_l, W + p->pad_r)
+                                                                       : count_taps(w0, p->KW, dw, 0, W));
                     yr[ow] = cnt > 0.0f ? yr[ow] / cnt : 0.0f;
                 }
             } else if (p->kind == CUVIL_POOL_LP2) {

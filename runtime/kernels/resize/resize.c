@@ -38,7 +38,7 @@
 #include "../rt_int.h"
 
 #define MAX_TAPS 4
-#define CHUNK 256
+#define CHUNK 32
 #define MAX_COMBOS 64
 /* A fractional part within this of .5 is a rounding tie (round_prefer_floor/ceil), as in ONNX
  * Runtime 1.32: a float coordinate such as 1 / (2/7.f) = 3.4999998 is meant to be 3.5. */
