@@ -23,6 +23,8 @@ struct cg_ctx {
     int unplanned;          /* a value with no storage was referenced (id + 1), an internal error */
     const char *fail_what;  /* cg_fallible() for the current node, else NULL */
     size_t scratch_bytes;   /* the largest scratch a node needs, for the target */
+    uint8_t *named;         /* per value id: 1 its arena offset, 2 its weights offset has a #define */
+    int n_data;             /* derived data blocks placed (cg_data), for their names */
 };
 
 #define BLOB_ALIGN 64
@@ -62,6 +64,21 @@ static int64_t blob_place(cg_ctx *cg, const void *data, size_t nbytes) {
     return (int64_t)off;
 }
 
+/* Offsets are named, not bare numbers: "A_V12" for value 12's place in the arena, "W_V3" for a
+ * constant's in the weights; the #define (with the value's name, sanitised, as a comment) is
+ * written the first time one is used, before the node's function. */
+static void comment_str(cuvil_sb *o, const char *s);
+static const char *offset_name(cg_ctx *cg, int vid, bool weights, int64_t off) {
+    uint8_t bit = weights ? 2 : 1;
+    if (!(cg->named[vid] & bit)) {
+        cg->named[vid] |= bit;
+        cuvil_sb_printf(&cg->params, "#define %s_V%d ((size_t)%lld)   /* ", weights ? "W" : "A", vid, (long long)off);
+        comment_str(&cg->params, cir_val(cg->g, vid)->name);
+        cuvil_sb_puts(&cg->params, " */\n");
+    }
+    return fmt_str(cg, "%s_V%d", weights ? "W" : "A", vid);
+}
+
 static const char *ptr(cg_ctx *cg, int vid, bool writable) {
     cir_value *v = cir_val(cg->g, vid);
     cg_loc l = cg->plan.loc[vid];
@@ -69,14 +86,14 @@ static const char *ptr(cg_ctx *cg, int vid, bool writable) {
     switch (l.kind) {
     case CG_LOC_INPUT: return fmt_str(cg, "((const %s *)in[%lld])", t, (long long)l.index);
     case CG_LOC_OUTPUT: return fmt_str(cg, "((%s%s *)out[%lld])", c, t, (long long)l.index);
-    case CG_LOC_ARENA: return fmt_str(cg, "((%s%s *)(A + %lld))", c, t, (long long)l.index);
+    case CG_LOC_ARENA: return fmt_str(cg, "((%s%s *)(A + %s))", c, t, offset_name(cg, vid, false, l.index));
     case CG_LOC_CONST: {
         int r = (int)l.index;
         if (cg->const_off[r] < 0) {
             cir_value *rv = cir_val(cg->g, r);
             cg->const_off[r] = blob_place(cg, rv->data, cir_nbytes(rv));
         }
-        return fmt_str(cg, "((const %s *)(WEIGHTS + %lld))", t, (long long)cg->const_off[r]);
+        return fmt_str(cg, "((const %s *)(WEIGHTS + %s))", t, offset_name(cg, r, true, cg->const_off[r]));
     }
     default:
         if (!cg->unplanned) cg->unplanned = vid + 1;
@@ -107,7 +124,9 @@ const char *cg_refs(cg_ctx *cg, const int *ids, int n) {
             break;
         default: CUVIL_ASSERT(!"cg_refs: a value without storage");
         }
-        cuvil_sb_printf(&sb, "%s{ %s, %lld }", i ? ", " : " ", kinds[kind], (long long)index);
+        const char *idx = kind == 0 ? offset_name(cg, vid, false, index)
+                          : kind == 1 ? offset_name(cg, (int)l.index, true, index) : fmt_str(cg, "%lld", (long long)index);
+        cuvil_sb_printf(&sb, "%s{ %s, %s }", i ? ", " : " ", kinds[kind], idx);
     }
     cuvil_sb_puts(&sb, " }");
     const char *p = sb.oom ? NULL : cg_param(cg, "cuvil_ref[]", "%s", sb.s);
@@ -128,7 +147,9 @@ const char *cg_data(cg_ctx *cg, const void *data, size_t nbytes, cir_dtype dtype
     }
     g->folded_bytes += nbytes;
     int64_t off = blob_place(cg, data, nbytes);
-    return fmt_str(cg, "((const %s *)(WEIGHTS + %lld))", cg_ctype(dtype), (long long)off);
+    int k = cg->n_data++;
+    cuvil_sb_printf(&cg->params, "#define W_D%d ((size_t)%lld)   /* derived at compile time */\n", k, (long long)off);
+    return fmt_str(cg, "((const %s *)(WEIGHTS + W_D%d))", cg_ctype(dtype), k);
 }
 
 const char *cg_param(cg_ctx *cg, const char *type, const char *init_fmt, ...) {
@@ -232,7 +253,7 @@ static void tensor_infos(cir_graph *g, cuvil_sb *o, const char *name, const int 
         cir_value *v = cir_val(g, ids[i]);
         cuvil_sb_puts(o, "    { \"");
         cuvil_sb_c_escape(o, v->name);
-        cuvil_sb_printf(o, "\", (cuvil_dtype)%d, %d, {", (int)cir_dtype_to_public(v->dtype), v->ndim);
+        cuvil_sb_printf(o, "\", %s, %d, {", cir_dtype_public_symbol(v->dtype), v->ndim);
         for (int d = 0; d < v->ndim; d++) cuvil_sb_printf(o, "%s%lld", d ? ", " : " ", (long long)v->dims[d]);
         cuvil_sb_puts(o, v->ndim ? " }, {" : "0 }, {");
         for (int d = 0; d < v->ndim; d++) {
@@ -280,6 +301,12 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
         return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
     }
     for (int i = 0; i < g->n_values; i++) cg.const_off[i] = -1;
+    cg.named = cuvil_calloc((size_t)g->n_values + 1, 1);
+    if (!cg.named) {
+        cuvil_free(cg.const_off);
+        cg_plan_free(&cg.plan);
+        return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+    }
     out->arena_bytes = cg.plan.arena_bytes;
 
     cuvil_sb calls = {0}, opts = {0};
@@ -382,6 +409,9 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
     }
     if (!st) {
         cuvil_sb *c = &out->model_c;
+        /* offsets named by the copies of graph outputs no node writes */
+        if (cg.params.len) cuvil_sb_append(c, cg.params.s, cg.params.len);
+        cg.params.len = 0;
         cuvil_sb_printf(c, "\nstatic size_t scratch_bytes(void) {\n    size_t s = 0, t = 0;\n%s    (void)t;\n    return s;\n}\n\n",
                         cg.scratch.s ? cg.scratch.s : "");
         tensor_infos(g, c, "inputs_", g->inputs, g->n_inputs);
@@ -486,6 +516,7 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
     cuvil_sb_free(&cg.scratch);
     cuvil_arena_free(&cg.strs);
     cuvil_free(cg.const_off);
+    cuvil_free(cg.named);
     size_t arena_bytes = cg.plan.arena_bytes, scratch_bytes = cg.scratch_bytes;
     cg_plan_free(&cg.plan);
     if (!st) {

@@ -52,6 +52,8 @@ bool cir_dtype_is_signed(cir_dtype t);       /* signed integers and floats */
  * (string, complex, float8). */
 cir_dtype cir_dtype_from_public(cuvil_dtype t);
 cuvil_dtype cir_dtype_to_public(cir_dtype t);
+/* The public enum's name in C: "CUVIL_DTYPE_FLOAT32". */
+const char *cir_dtype_public_symbol(cir_dtype t);
 /* By name ("float32" or "f32"), CIR_UNDEF if none. */
 cir_dtype cir_dtype_by_name(const char *name);
 

@@ -55,3 +55,14 @@ cir_dtype cir_dtype_by_name(const char *name) {
         if (!strcmp(table[i].name, name) || !strcmp(table[i].short_name, name)) return (cir_dtype)i;
     return CIR_UNDEF;
 }
+
+const char *cir_dtype_public_symbol(cir_dtype t) {
+    static const char *const names[CIR_DTYPE__COUNT] = {
+        [CIR_UNDEF] = "CUVIL_DTYPE_UNDEFINED", [CIR_F32] = "CUVIL_DTYPE_FLOAT32", [CIR_F64] = "CUVIL_DTYPE_FLOAT64",
+        [CIR_F16] = "CUVIL_DTYPE_FLOAT16",     [CIR_BF16] = "CUVIL_DTYPE_BFLOAT16", [CIR_I8] = "CUVIL_DTYPE_INT8",
+        [CIR_I16] = "CUVIL_DTYPE_INT16",       [CIR_I32] = "CUVIL_DTYPE_INT32",   [CIR_I64] = "CUVIL_DTYPE_INT64",
+        [CIR_U8] = "CUVIL_DTYPE_UINT8",        [CIR_U16] = "CUVIL_DTYPE_UINT16",  [CIR_U32] = "CUVIL_DTYPE_UINT32",
+        [CIR_U64] = "CUVIL_DTYPE_UINT64",      [CIR_BOOL] = "CUVIL_DTYPE_BOOL",
+    };
+    return valid(t) ? names[t] : "CUVIL_DTYPE_UNDEFINED";
+}

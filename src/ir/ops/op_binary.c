@@ -155,14 +155,11 @@ static cuvil_status binary_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
     params(g, n, &p);
     cir_value *y = cir_out(g, n, 0);
     if (y->dtype != CIR_F32) {
-        cg_printf(cg, "    cuvil_binary_t(&%s, %s, %s, %s, %s);\n", op_emit_bin_params(cg, &p), cg_rt_type(y->dtype),
+        cg_printf(cg, "    cuvil_binary_t(&%s, %s, %s, %s, %s);\n", op_emit_bin_params(cg, &p, op_bin_names), cg_rt_type(y->dtype),
                   cg_in(cg, n->in[0]), cg_in(cg, n->n_in > 1 && n->in[1] >= 0 ? n->in[1] : n->in[0]), cg_out(cg, n->out[0]));
         return CUVIL_OK;
     }
-    char act[128];
-    const char *ps = cg_param(cg, "cuvil_binary_params", "{ .op = %d, .ndim = %d, .dims = %s, .a_strides = %s, .b_strides = %s, .act = %s }",
-                              p.op, p.ndim, cg_i64s(cg, p.dims, p.ndim), cg_i64s(cg, p.a_strides, p.ndim),
-                              cg_i64s(cg, p.b_strides, p.ndim), cg_act(&p.act, act));
+    const char *ps = op_emit_bin_params(cg, &p, op_bin_names);
     int bi = n->n_in > 1 && n->in[1] >= 0 ? n->in[1] : n->in[0];
     cir_value *b = cir_val(g, bi);
     const char *bexpr = cg_in(cg, bi);

@@ -305,7 +305,7 @@ static cuvil_status logic_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
                               [L_GE] = CUVIL_CMP_GE, [L_AND] = CUVIL_LOGIC_AND, [L_OR] = CUVIL_LOGIC_OR,
                               [L_XOR] = CUVIL_LOGIC_XOR};
     op_bin_params(a, cir_in(g, n, 1), y, kop[op], &p);
-    const char *ps = op_emit_bin_params(cg, &p);
+    const char *ps = op_emit_bin_params(cg, &p, op >= L_AND ? op_logic_names : op_cmp_names);
     if (op >= L_AND)
         cg_printf(cg, "    cuvil_logic(&%s, %s, %s, %s);\n", ps, cg_in(cg, n->in[0]), cg_in(cg, n->in[1]), cg_out(cg, n->out[0]));
     else

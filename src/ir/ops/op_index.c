@@ -7,6 +7,8 @@
 #include <string.h>
 
 static const char *const reductions[] = {"none", "add", "mul", "max", "min", NULL};   /* ORDER: CUVIL_SCATTER_* */
+static const char *const reduction_syms[] = {"CUVIL_SCATTER_NONE", "CUVIL_SCATTER_ADD", "CUVIL_SCATTER_MUL",
+                                             "CUVIL_SCATTER_MAX", "CUVIL_SCATTER_MIN"};
 
 static bool is_scatter(const cir_node *n) { return n->kind == CIR_OP_SCATTER_ELEMENTS || n->kind == CIR_OP_SCATTER_ND; }
 
@@ -78,8 +80,8 @@ static cuvil_status elements_fold(cir_graph *g, cir_node *n) {
 }
 
 static const char *elements_param(cg_ctx *cg, const cuvil_elements_params *p) {
-    return cg_param(cg, "cuvil_elements_params", "{ .ndim = %d, .axis = %d, .reduction = %d, .elem_size = %lld, .dims = %s, "
-                    ".data_dims = %s }", p->ndim, p->axis, p->reduction, (long long)p->elem_size, cg_i64s(cg, p->dims, p->ndim),
+    return cg_param(cg, "cuvil_elements_params", "{ .ndim = %d, .axis = %d, .reduction = %s, .elem_size = %lld, .dims = %s, "
+                    ".data_dims = %s }", p->ndim, p->axis, reduction_syms[p->reduction], (long long)p->elem_size, cg_i64s(cg, p->dims, p->ndim),
                     cg_i64s(cg, p->data_dims, p->ndim));
 }
 
@@ -186,9 +188,9 @@ static cuvil_status nd_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
     if (s) return s;
     cir_value *x = cir_in(g, n, 0);
     const char *ps = cg_param(cg, "cuvil_nd_params", "{ .n_batch = %lld, .n_idx = %lld, .k = %lld, .slice_elems = %lld, "
-                              ".elem_size = %lld, .reduction = %d, .data_dims = %s }", (long long)p.n_batch,
+                              ".elem_size = %lld, .reduction = %s, .data_dims = %s }", (long long)p.n_batch,
                               (long long)p.n_idx, (long long)p.k, (long long)p.slice_elems, (long long)p.elem_size,
-                              p.reduction, cg_i64s(cg, p.data_dims, (int)p.k));
+                              reduction_syms[p.reduction], cg_i64s(cg, p.data_dims, (int)p.k));
     if (is_scatter(n))
         cg_printf(cg, "    if (cuvil_scatter_nd(&%s, %s, %s, %s, %s, %s)) return 1;\n", ps, cg_rt_type(x->dtype),
                   cg_in(cg, n->in[1]), cg_in(cg, n->in[2]), cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));

@@ -90,8 +90,9 @@ static cuvil_status pad_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
     if (s) return s;
     char v[32];
     const char *ps = cg_param(cg, "cuvil_pad_params",
-                              "{ .mode = %d, .ndim = %d, .in_dims = %s, .out_dims = %s, .pad_begin = %s, .value = %s }",
-                              p.mode, p.ndim, cg_i64s(cg, p.in_dims, p.ndim), cg_i64s(cg, p.out_dims, p.ndim),
+                              "{ .mode = %s, .ndim = %d, .in_dims = %s, .out_dims = %s, .pad_begin = %s, .value = %s }",
+                              (const char *const[]){"CUVIL_PAD_CONSTANT", "CUVIL_PAD_REFLECT", "CUVIL_PAD_EDGE",
+                                                    "CUVIL_PAD_WRAP"}[p.mode], p.ndim, cg_i64s(cg, p.in_dims, p.ndim), cg_i64s(cg, p.out_dims, p.ndim),
                               cg_i64s(cg, p.pad_begin, p.ndim), cg_float(p.value, v));
     cg_printf(cg, "    cuvil_f32_pad(&%s, %s, %s);\n", ps, cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));
     return CUVIL_OK;

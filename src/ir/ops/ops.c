@@ -313,10 +313,16 @@ void op_bin_params(const cir_value *a, const cir_value *b, const cir_value *y, i
     op_bcast_strides(b, y->ndim, y->dims, p->b_strides);
 }
 
-const char *op_emit_bin_params(cg_ctx *cg, const cuvil_binary_params *p) {
+const char *const op_bin_names[] = {"CUVIL_BIN_ADD", "CUVIL_BIN_SUB", "CUVIL_BIN_MUL", "CUVIL_BIN_DIV",
+                                    "CUVIL_BIN_POW", "CUVIL_BIN_MAX", "CUVIL_BIN_MIN", "CUVIL_BIN_PRELU"};
+const char *const op_cmp_names[] = {"CUVIL_CMP_EQ", "CUVIL_CMP_LT", "CUVIL_CMP_GT", "CUVIL_CMP_LE", "CUVIL_CMP_GE"};
+const char *const op_logic_names[] = {"CUVIL_LOGIC_AND", "CUVIL_LOGIC_OR", "CUVIL_LOGIC_XOR"};
+_Static_assert(sizeof op_bin_names / sizeof op_bin_names[0] == CUVIL_BIN__COUNT, "CUVIL_BIN_* names");
+
+const char *op_emit_bin_params(cg_ctx *cg, const cuvil_binary_params *p, const char *const *op_names) {
     char act[128];
-    return cg_param(cg, "cuvil_binary_params", "{ .op = %d, .ndim = %d, .dims = %s, .a_strides = %s, .b_strides = %s, .act = %s }",
-                    p->op, p->ndim, cg_i64s(cg, p->dims, p->ndim), cg_i64s(cg, p->a_strides, p->ndim),
+    return cg_param(cg, "cuvil_binary_params", "{ .op = %s, .ndim = %d, .dims = %s, .a_strides = %s, .b_strides = %s, .act = %s }",
+                    op_names[p->op], p->ndim, cg_i64s(cg, p->dims, p->ndim), cg_i64s(cg, p->a_strides, p->ndim),
                     cg_i64s(cg, p->b_strides, p->ndim), cg_act(&p->act, act));
 }
 

@@ -119,7 +119,13 @@ void op_bcast_strides(const cir_value *v, int ndim, const int64_t *dims, int64_t
 /* The broadcasting parameters of y = a OP b (act none), and their static initialiser in the
  * generated C (returns the parameter's name). */
 void op_bin_params(const cir_value *a, const cir_value *b, const cir_value *y, int op, cuvil_binary_params *p);
-const char *op_emit_bin_params(cg_ctx *cg, const cuvil_binary_params *p);
+/* op_names: the names of p->op's enum (op_bin_names, op_cmp_names, op_logic_names). */
+const char *op_emit_bin_params(cg_ctx *cg, const cuvil_binary_params *p, const char *const *op_names);
+
+/* The runtime's enum names, for the generated C (indexed by the enum's value). */
+extern const char *const op_bin_names[];     /* CUVIL_BIN_* */
+extern const char *const op_cmp_names[];     /* CUVIL_CMP_* */
+extern const char *const op_logic_names[];   /* CUVIL_LOGIC_* */
 /* Requires input i to have an element type the typed kernels take: any but bool unless
  * bool_ok, not UNDEF. */
 cuvil_status op_need_typed(cir_graph *g, cir_node *n, int i, bool bool_ok);
