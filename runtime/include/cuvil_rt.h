@@ -223,6 +223,16 @@ typedef struct cuvil_softmax_params {
 void cuvil_f32_softmax(const cuvil_softmax_params *p, const float *x, float *y);
 void cuvil_f32_softmax__scalar(const cuvil_softmax_params *p, const float *x, float *y);
 
+/* LayerNormalization over the last `len` elements of each of `rows` rows (x viewed as
+ * [rows, len]); scale and bias (may be NULL) have len elements; y may equal x. */
+typedef struct cuvil_layer_norm_params {
+    int64_t rows, len;
+    float epsilon;
+} cuvil_layer_norm_params;
+
+void cuvil_f32_layer_norm(const cuvil_layer_norm_params *p, const float *x, const float *scale, const float *bias,
+                          float *y);
+
 enum {
     CUVIL_REDUCE_SUM = 0, CUVIL_REDUCE_MEAN, CUVIL_REDUCE_MAX, CUVIL_REDUCE_MIN,
     CUVIL_REDUCE_PROD, CUVIL_REDUCE_SUM_SQUARE, CUVIL_REDUCE_L1, CUVIL_REDUCE_L2,

@@ -618,6 +618,30 @@ add(
 
 
 # --------------------------------------------------------------------------------------------
+# LayerNormalization (opset 17)
+# --------------------------------------------------------------------------------------------
+
+def layer_norm(id_, x, axis=-1, bias=True, eps=None):
+    norm = x[axis:] if axis >= 0 else x[axis:]
+    kw = {"axis": axis}
+    if eps is not None:
+        kw["epsilon"] = eps
+    ins = ["x", "s"] + (["b"] if bias else [])
+    inits = {"s": R(*norm)}
+    if bias:
+        inits["b"] = R(*norm)
+    return Case(f"LayerNormalization-{id_}", 17, [node("LayerNormalization", ins, ["y"], **kw)], {"x": In(x, "wide")},
+                inits)
+
+
+add(
+    layer_norm("last-axis", [2, 5, 32]),
+    layer_norm("two-axes", [2, 3, 4, 5], axis=2),
+    layer_norm("axis1-no-bias-eps", [3, 4, 6], axis=1, bias=False, eps=1e-3),
+)
+
+
+# --------------------------------------------------------------------------------------------
 # Softmax
 # --------------------------------------------------------------------------------------------
 

@@ -279,6 +279,16 @@ static cuvil_status map_softmax(onnx_mapper *m, onnx_node *on, cir_op_kind kind)
     return add_node(m, on, kind, on->n_in, on->in, on->n_out, on->out, set, n_set, no_ignore);
 }
 
+/* LayerNormalization: the Mean and InvStdDev outputs (training) are dropped; stash_type (the
+ * precision of the statistics) is always at least float32's here. */
+static cuvil_status map_layer_norm(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
+    cuvil_status s;
+    for (int i = 1; i < on->n_out; i++)
+        if ((s = drop_output(m, on, i, "the statistics outputs are not supported"))) return s;
+    static const char *const ignore[] = {"stash_type", NULL};
+    return add_node(m, on, kind, on->n_in, on->in, 1, on->out, NULL, 0, ignore);
+}
+
 static cuvil_status map_slice(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
     if (on->opset >= 10) return map_plain(m, on, kind);
     bool err = false;
@@ -435,6 +445,7 @@ static const op_map table[] = {
     {"Split", 1, CIR_OP_SPLIT, map_split},
     {"Softmax", 1, CIR_OP_SOFTMAX, map_softmax},
     {"LogSoftmax", 1, CIR_OP_LOG_SOFTMAX, map_softmax},
+    {"LayerNormalization", 17, CIR_OP_LAYER_NORM, map_layer_norm},
     {"Gather", 1, CIR_OP_GATHER, NULL},
     {"GatherElements", 11, CIR_OP_GATHER_ELEMENTS, NULL},
     {"ScatterElements", 11, CIR_OP_SCATTER_ELEMENTS, NULL},

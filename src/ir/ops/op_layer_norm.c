@@ -1,0 +1,80 @@
+/* op_layer_norm.c -- layer_norm (x, scale, [bias]; axis, epsilon): each slice of x from `axis`
+ * to the end is normalised to zero mean and unit variance, then scaled and shifted; scale and
+ * bias broadcast to that slice's shape. float32, at run time and folded by the one kernel. */
+#include "ir/ops/ops.h"
+
+#include <string.h>
+
+static cuvil_status ln_params(cir_graph *g, cir_node *n, cuvil_layer_norm_params *p) {
+    cir_value *x = cir_in(g, n, 0);
+    cuvil_status s;
+    for (int i = 0; i < n->n_in; i++)
+        if (cir_in(g, n, i) && (s = op_need_f32(g, n, i))) return s;
+    if (x->ndim < 1) return cir_node_err(g, n, CUVIL_ERR_SHAPE, "input '%s' is a scalar", x->name);
+    int axis;
+    if ((s = op_axis(g, n, cir_attr_int(n, "axis"), x->ndim, "axis", &axis))) return s;
+    memset(p, 0, sizeof *p);
+    p->rows = p->len = 1;
+    for (int d = 0; d < x->ndim; d++) {
+        if (d < axis) p->rows *= x->dims[d];
+        else p->len *= x->dims[d];
+    }
+    p->epsilon = cir_attr_float(n, "epsilon");
+    /* scale and bias: as many elements as a normalised slice (their shape is its trailing dims,
+     * possibly with leading 1s; a broadcast of fewer elements is not supported) */
+    for (int i = 1; i < 3; i++) {
+        cir_value *v = cir_in(g, n, i);
+        if (!v) continue;
+        bool ok = cir_numel(v) == p->len && v->ndim <= x->ndim - axis + 1;
+        for (int d = 0; ok && d < v->ndim; d++) {
+            int xd = x->ndim - v->ndim + d;
+            ok = xd >= axis ? v->dims[d] == x->dims[xd] : v->dims[d] == 1;
+        }
+        if (!ok) {
+            char a[256];
+            return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "%s '%s' %s must have the shape of the normalised slice (%lld "
+                                "elements from axis %d)", i == 1 ? "scale" : "bias", v->name,
+                                cir_shape_str(g, v, a, sizeof a), (long long)p->len, axis);
+        }
+    }
+    return CUVIL_OK;
+}
+
+static cuvil_status ln_infer(cir_graph *g, cir_node *n) {
+    cuvil_layer_norm_params p;
+    cuvil_status s = ln_params(g, n, &p);
+    if (s) return s;
+    cir_value *x = cir_in(g, n, 0);
+    cir_set_shape(cir_out(g, n, 0), x->dtype, x->ndim, x->dims);
+    return CUVIL_OK;
+}
+
+static cuvil_status ln_fold(cir_graph *g, cir_node *n) {
+    cuvil_layer_norm_params p;
+    cuvil_status s = ln_params(g, n, &p);
+    if (s) return s;
+    cir_value *y = cir_out(g, n, 0), *b = cir_in(g, n, 2);
+    if (!cir_value_make_const(g, y)) return g->ctx->status;
+    cuvil_f32_layer_norm(&p, cir_in(g, n, 0)->data, cir_in(g, n, 1)->data, b ? b->data : NULL, y->data);
+    return CUVIL_OK;
+}
+
+static cuvil_status ln_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    cuvil_layer_norm_params p;
+    cuvil_status s = ln_params(g, n, &p);
+    if (s) return s;
+    char e[32];
+    const char *ps = cg_param(cg, "cuvil_layer_norm_params", "{ .rows = %lld, .len = %lld, .epsilon = %s }",
+                              (long long)p.rows, (long long)p.len, cg_float(p.epsilon, e));
+    cg_printf(cg, "    cuvil_f32_layer_norm(&%s, %s, %s, %s, %s);\n", ps, cg_in(cg, n->in[0]), cg_in(cg, n->in[1]),
+              cir_in(g, n, 2) ? cg_in(cg, n->in[2]) : "NULL", cg_out(cg, n->out[0]));
+    return CUVIL_OK;
+}
+
+static const cir_attr_spec ln_attrs[] = {
+    {"axis", CIR_ATTR_INT, -1, 0, NULL, false},
+    {"epsilon", CIR_ATTR_FLOAT, 0, 1e-5f, NULL, false},
+    CIR_ATTR_END,
+};
+
+const cir_opdef cir_op_layer_norm = {"layer_norm", 0, 2, 3, 1, 1, ln_attrs, ln_infer, ln_fold, ln_emit, NULL, 0, NULL};
