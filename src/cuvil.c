@@ -43,6 +43,123 @@ static cuvil_status pick_prefix(cuvil_ctx *ctx, const cuvil_options *o, const ch
     return CUVIL_OK;
 }
 
+/* ===== Symbolic dims ===================================================================== */
+/* A model whose symbols have ranges (--dim seq=1:512) was loaded at their upper bounds (g) and
+ * generated with g->symbolic. Compiles it again at the other sample values of a grid (up to 4
+ * values per symbol, from the top of each range: the fit is exact through them, and a range of
+ * at most 4 values is sampled whole) and merges the texts (codegen/symbolic.c): one model.c for
+ * every value in the ranges. The memory plan is the upper bounds' in every compile. */
+static cuvil_status merge_samples(cuvil_ctx *ctx, cir_graph *g, const cuvil_options *o, const char *model_path,
+                                  const char *target, const char *prefix, cg_output *gen) {
+    int dyn[2], nd = 0;
+    for (int k = 0; k < g->n_syms; k++)
+        if (g->syms[k].min < g->syms[k].max) {
+            if (nd == 2)
+                return cuvil_err(ctx, CUVIL_ERR_UNSUPPORTED, "at most 2 dims can stay symbolic (here '%s', '%s' and '%s'); "
+                                 "fix the others with --dim NAME=N", g->syms[dyn[0]].name, g->syms[dyn[1]].name, g->syms[k].name);
+            dyn[nd++] = k;
+        }
+    if (!model_path) return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "a built graph's dims are fixed");
+    int64_t vals[2][4];
+    int nv[2] = {1, 1};
+    for (int j = 0; j < nd; j++) {
+        const cir_sym *sy = &g->syms[dyn[j]];
+        nv[j] = 0;
+        for (int64_t v = sy->max; v >= sy->min && nv[j] < 4; v--) vals[j][nv[j]++] = v;
+    }
+    /* the grid (up to 3 x 3: what the degree-2 fit uses), then the points that check it */
+    int gn[2] = {nv[0] < 3 ? nv[0] : 3, nd > 1 ? (nv[1] < 3 ? nv[1] : 3) : 1};
+    int64_t pts[16][2];
+    int np = 0;
+    for (int l = 0; l < gn[1]; l++)
+        for (int a = 0; a < gn[0]; a++) {
+            pts[np][0] = vals[0][a];
+            pts[np++][1] = nd > 1 ? vals[1][l] : 0;
+        }
+    if (nv[0] == 4) {
+        pts[np][0] = vals[0][3];
+        pts[np++][1] = nd > 1 ? vals[1][0] : 0;
+    }
+    if (nd > 1 && nv[1] == 4) {
+        pts[np][0] = vals[0][0];
+        pts[np++][1] = vals[1][3];
+        if (nv[0] == 4) {
+            pts[np][0] = vals[0][3];
+            pts[np++][1] = vals[1][3];
+        }
+    }
+    /* every value id's size at the upper bounds: the one memory plan */
+    size_t *plan = cuvil_malloc(sizeof(size_t) * ((size_t)g->n_values + 1));
+    cuvil_sb *texts = cuvil_calloc((size_t)np, sizeof *texts), *headers = cuvil_calloc((size_t)np, sizeof *headers);
+    if (!plan || !texts || !headers) {
+        cuvil_free(plan);
+        cuvil_free(texts);
+        cuvil_free(headers);
+        return cuvil_err(ctx, CUVIL_ERR_NOMEM, "out of memory");
+    }
+    for (int i = 0; i < g->n_values; i++) plan[i] = cir_nbytes(cir_val(g, i));
+    texts[0] = gen->model_c;   /* borrowed: sample 0 is g */
+    headers[0] = gen->model_h;
+    cuvil_status s = CUVIL_OK;
+    char *abi = NULL;
+    if ((s = cuvil_read_abi_header(ctx, &abi))) goto done;
+    for (int p = 1; p < np && !s; p++) {
+        int64_t sample[32] = {0};
+        for (int j = 0; j < nd; j++) sample[dyn[j]] = pts[p][j];
+        cir_graph *gs = NULL;
+        if ((s = cuvil_onnx_load_sampled(ctx, model_path, o, sample, 32, &gs))) break;
+        gs->target = target;
+        gs->opt_level = o->opt_level;
+        gs->symbolic = true;
+        gs->plan_bytes = plan;
+        gs->n_plan_bytes = g->n_values;
+        cg_output gs_out;
+        memset(&gs_out, 0, sizeof gs_out);
+        if (!(s = cuvil_run_passes(gs, o)) && gs->n_values != g->n_values)
+            s = cuvil_err(ctx, CUVIL_ERR_UNSUPPORTED, "the model cannot keep its dims symbolic: its graph differs with the "
+                          "value of a symbol (fix them with --dim NAME=N)");
+        if (!s) s = cg_generate(gs, o, prefix, target, abi, &gs_out);
+        if (!s && (gs_out.weights.len != gen->weights.len ||
+                   (gs_out.weights.len && memcmp(gs_out.weights.s, gen->weights.s, gs_out.weights.len))))
+            s = cuvil_err(ctx, CUVIL_ERR_UNSUPPORTED, "the model cannot keep its dims symbolic: its constants depend on the "
+                          "value of a symbol (fix them with --dim NAME=N)");
+        if (!s) {
+            texts[p] = gs_out.model_c;   /* kept */
+            headers[p] = gs_out.model_h;
+            memset(&gs_out.model_c, 0, sizeof gs_out.model_c);
+            memset(&gs_out.model_h, 0, sizeof gs_out.model_h);
+        }
+        cg_output_free(&gs_out);
+        cir_graph_free(gs);
+    }
+    if (!s) {
+        const int64_t *grid[2] = {vals[0], vals[1]};
+        const char *names[2] = {g->syms[dyn[0]].name, nd > 1 ? g->syms[dyn[1]].name : ""};
+        cuvil_sb merged = {0}, merged_h = {0};
+        s = cg_merge_symbolic(ctx, texts, np, nd, (const int64_t(*)[2])pts, grid, gn, names, &merged);
+        if (!s) s = cg_merge_symbolic(ctx, headers, np, nd, (const int64_t(*)[2])pts, grid, gn, names, &merged_h);
+        if (!s) {
+            cuvil_sb_free(&gen->model_c);
+            cuvil_sb_free(&gen->model_h);
+            gen->model_c = merged;
+            gen->model_h = merged_h;
+        } else {
+            cuvil_sb_free(&merged);
+            cuvil_sb_free(&merged_h);
+        }
+    }
+done:
+    cuvil_free(abi);
+    for (int p = 1; p < np; p++) {
+        cuvil_sb_free(&texts[p]);
+        cuvil_sb_free(&headers[p]);
+    }
+    cuvil_free(texts);
+    cuvil_free(headers);
+    cuvil_free(plan);
+    return s;
+}
+
 /* Passes, then the output o asks for. model_path: the model file (for output checks), or NULL
  * for a built graph. */
 static cuvil_status compile_cir(cuvil_ctx *ctx, cir_graph *g, const cuvil_options *o, const char *model_path,
@@ -73,6 +190,7 @@ static cuvil_status compile_cir(cuvil_ctx *ctx, cir_graph *g, const cuvil_option
     cg_output gen;
     s = cg_generate(g, o, prefix, target, abi, &gen);
     cuvil_free(abi);
+    if (!s && g->symbolic) s = merge_samples(ctx, g, o, model_path, target, prefix, &gen);
     const char *src = model_path ? model_path : g->model_path;
     if (!s) {
         if (o->emit == CUVIL_EMIT_C) s = cuvil_emit_sources(ctx, &gen, prefix, target, o, src, output);
@@ -106,6 +224,7 @@ cuvil_status cuvil_compile_file(cuvil_ctx *ctx, const char *model_path, const cu
     if (s) return s;
     cir_graph *g = NULL;
     if ((s = cuvil_onnx_load(ctx, model_path, o, &g))) return s;
+    for (int k = 0; k < g->n_syms; k++) g->symbolic |= g->syms[k].min < g->syms[k].max;
     s = compile_cir(ctx, g, o, model_path, target, prefix, output);
     cir_graph_free(g);
     return s;

@@ -2,7 +2,9 @@
  * Thin: parses arguments and calls cuvil_compile_file(). */
 #include <cuvil/cuvil.h>
 
+#include <ctype.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,9 +15,12 @@ static void usage(FILE *f) {
           "  --emit so|a|c|ir|dot  what to write (default: from OUT's extension, else so)\n"
           "  --target T            x86_64-avx2 | generic (default: this machine's ISA)\n"
           "  --opt-level N         0..3 (default 2)\n"
+          "  --shape IN=d0,d1,...  the dims of input IN: numbers, ranges LO:HI (symbolic at run time) or\n"
+          "                        names; works for dims the model leaves unnamed\n"
           "  --weights-format F    asm (default: weights.bin linked with .incbin) or c (a C array,\n"
           "                        for toolchains without GNU .incbin)\n"
           "  --dim NAME=N          fix the model's symbolic dim NAME to N (default 1); repeatable\n"
+          "  --dim NAME=LO:HI      keep NAME symbolic: the model takes any value in LO..HI at run time\n"
           "  --name PREFIX         symbol prefix of the model's C API (default: OUT's file name)\n"
           "  --disable-pass NAME   skip an optional pass; repeatable\n"
           "  --dump-ir-after NAME  print the IR after pass NAME (or 'all', 'load') to stderr\n"
@@ -31,6 +36,25 @@ static void usage(FILE *f) {
 static int fail(const char *msg, const char *arg) {
     fprintf(stderr, "cuvil-compile: %s%s%s\n", msg, arg ? ": " : "", arg ? arg : "");
     return 2;
+}
+
+/* "N" or "LO:HI" with 1 <= LO <= HI. */
+static bool parse_dim(const char *s, int64_t *lo, int64_t *hi) {
+    char *end;
+    errno = 0;
+    if (!isdigit((unsigned char)*s)) return false;
+    long long a = strtoll(s, &end, 10), b = a;
+    if (errno || a <= 0) return false;
+    if (*end == ':') {
+        const char *t = end + 1;
+        if (!isdigit((unsigned char)*t)) return false;
+        b = strtoll(t, &end, 10);
+        if (errno || b < a) return false;
+    }
+    if (*end) return false;
+    *lo = a;
+    *hi = b;
+    return true;
 }
 
 int main(int argc, char **argv) {
@@ -67,18 +91,45 @@ int main(int argc, char **argv) {
         } else if (!strcmp(a, "--dim")) {
             NEED_VALUE();
             const char *eq = strchr(v, '=');
-            if (!eq || eq == v) return fail("--dim wants NAME=N, got", v);
-            char *end;
-            errno = 0;
-            long long n = strtoll(eq + 1, &end, 10);
-            if (!eq[1] || *end || errno || n <= 0) return fail("--dim wants a positive integer, got", v);
+            if (!eq || eq == v) return fail("--dim wants NAME=N or NAME=LO:HI, got", v);
             if (o.n_dims == CUVIL_MAX_DIM_BINDINGS) return fail("too many --dim options", NULL);
             if ((size_t)(eq - v) >= sizeof dim_names[0]) return fail("--dim name too long", v);
+            int64_t lo, hi;
+            if (!parse_dim(eq + 1, &lo, &hi)) return fail("--dim wants a positive integer or a range LO:HI, got", v);
             char *name = dim_names[o.n_dims];
             memcpy(name, v, (size_t)(eq - v));
             name[eq - v] = 0;
             o.dims[o.n_dims].name = name;
-            o.dims[o.n_dims++].value = n;
+            o.dims[o.n_dims].value = lo == hi ? lo : 0;
+            o.dims[o.n_dims].min = lo == hi ? 0 : lo;
+            o.dims[o.n_dims++].max = lo == hi ? 0 : hi;
+        } else if (!strcmp(a, "--shape")) {
+            NEED_VALUE();
+            const char *eq = strchr(v, '=');
+            if (!eq || eq == v) return fail("--shape wants INPUT=d0,d1,... , got", v);
+            if (o.n_shapes == CUVIL_MAX_SHAPE_BINDINGS) return fail("too many --shape options", NULL);
+            cuvil_shape_binding *b = &o.shapes[o.n_shapes];
+            memset(b, 0, sizeof *b);
+            char *copy = strdup(v);
+            if (!copy) return fail("out of memory", NULL);
+            copy[eq - v] = 0;
+            b->input = copy;
+            for (char *d = copy + (eq - v) + 1, *next; d; d = next) {
+                next = strchr(d, ',');
+                if (next) *next++ = 0;
+                if (b->ndim == CUVIL_MAX_DIMS) return fail("--shape: too many dims", v);
+                cuvil_shape_dim *sd = &b->dims[b->ndim++];
+                int64_t lo, hi;
+                if (parse_dim(d, &lo, &hi)) {
+                    if (lo == hi) sd->value = lo;
+                    else sd->min = lo, sd->max = hi;
+                } else if (*d && (isalpha((unsigned char)*d) || *d == '_')) {
+                    sd->name = d;
+                } else {
+                    return fail("--shape: each dim is a number, LO:HI or a name, got", v);
+                }
+            }
+            o.n_shapes++;
         } else if (!strcmp(a, "--name")) { NEED_VALUE(); o.name = v; }
         else if (!strcmp(a, "--disable-pass")) {
             NEED_VALUE();

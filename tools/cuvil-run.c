@@ -357,7 +357,8 @@ static int check_desc(const char *path, const cuvil_model_desc *d) {
                     "model with this Cuvil", path, d->abi_version, CUVIL_MODEL_ABI_VERSION);
     if (d->n_inputs < 0 || d->n_inputs > MAX_MODEL_TENSORS || d->n_outputs < 0 ||
         d->n_outputs > MAX_MODEL_TENSORS || (d->n_inputs && !d->inputs) ||
-        (d->n_outputs && !d->outputs) || !d->create || !d->run || !d->errmsg || !d->destroy)
+        (d->n_outputs && !d->outputs) || !d->create || !d->run || !d->errmsg || !d->destroy || !d->run_shapes ||
+        d->n_syms < 0 || d->n_syms > 64 || (d->n_syms && !d->syms))
         return errf("%s: malformed model descriptor", path);
     for (int i = 0; i < d->n_inputs; i++)
         if (check_tensor_info(path, "input", i, &d->inputs[i]))
@@ -498,13 +499,16 @@ static int resolve_inputs(const args *a, const cuvil_model_desc *d, const char *
     return 0;
 }
 
-/* The file's tensor must be exactly what the model was compiled for. */
-static int check_input(const cuvil_tensor_info *ti, const char *file, const cuvil_host_tensor *t) {
+/* The file's tensor must be exactly what the model was compiled for; with symbolic dims
+ * (n_syms), the rank and type must be, and the model checks the dims when it runs. */
+static int check_input(const cuvil_tensor_info *ti, const char *file, const cuvil_host_tensor *t, int n_syms) {
     if (t->dtype != ti->dtype)
         return errf("input '%s': file %s holds %s, model expects %s (no implicit conversion; "
                     "convert the file, e.g. a.astype('%s'))", ti->name, file,
                     cuvil_dtype_name(t->dtype), cuvil_dtype_name(ti->dtype),
                     cuvil_dtype_name(ti->dtype));
+    if (n_syms && t->ndim == ti->ndim)
+        return 0;
     bool same = t->ndim == ti->ndim;
     for (int i = 0; same && i < t->ndim; i++)
         same = t->dims[i] == ti->dims[i];
@@ -660,6 +664,8 @@ int main(int argc, char **argv) {
     const void **in_ptrs = NULL;
     char **out_paths = NULL;
     bool *existed = NULL;   /* per output: its file was there before this run */
+    int64_t **in_dims = NULL, **out_dims = NULL;
+    int64_t (*out_dim_bufs)[CUVIL_MAX_DIMS] = NULL;   /* the outputs' dims from run_shapes */
     char *made_dirs[64];
     int n_made = 0, n_written = 0;
     double *times = NULL;
@@ -724,7 +730,7 @@ int main(int argc, char **argv) {
                  d->inputs[i].name);
             goto done;
         }
-        if (check_input(&d->inputs[i], files[i], &tin[i]))
+        if (check_input(&d->inputs[i], files[i], &tin[i], d->n_syms))
             goto done;
         in_ptrs[i] = tin[i].data;
         if ((uintptr_t)tin[i].data % BUF_ALIGN != 0) {
@@ -758,8 +764,19 @@ int main(int argc, char **argv) {
     double load_ms = t_load + t_create;
     void *const *outs = out_bufs;
     const void *const *ins = in_ptrs;
+    /* the run's dims: the files' (a model with symbolic dims takes them, checks them and gives
+     * the outputs' dims back) */
+    in_dims = calloc((size_t)ni + 1, sizeof *in_dims);
+    out_dims = calloc((size_t)no + 1, sizeof *out_dims);
+    out_dim_bufs = calloc((size_t)no + 1, sizeof *out_dim_bufs);
+    if (!in_dims || !out_dims || !out_dim_bufs) {
+        errf("out of memory");
+        goto done;
+    }
+    for (int i = 0; i < ni; i++) in_dims[i] = tin[i].dims;
+    for (int i = 0; i < no; i++) out_dims[i] = out_dim_bufs[i];
     double first_ms = now_ms();
-    st = d->run(m, ins, outs);
+    st = d->run_shapes(m, ins, (const int64_t *const *)in_dims, outs, out_dims);
     first_ms = now_ms() - first_ms;
     if (st != CUVIL_OK) {
         const char *msg = d->errmsg(m);
@@ -788,7 +805,7 @@ int main(int argc, char **argv) {
         void *const *bench_outs = bench_bufs;
         for (long i = 0; i < warmup + a.bench; i++) {
             double t0 = now_ms();
-            st = d->run(m, ins, bench_outs);
+            st = d->run_shapes(m, ins, (const int64_t *const *)in_dims, bench_outs, NULL);
             double t1 = now_ms();
             if (st != CUVIL_OK) {
                 const char *msg = d->errmsg(m);
@@ -851,9 +868,13 @@ int main(int argc, char **argv) {
         }
         for (int i = 0; i < no; i++) {
             const cuvil_tensor_info *to = &d->outputs[i];
-            cuvil_host_tensor t = {.dtype = to->dtype, .ndim = to->ndim, .data = out_bufs[i],
-                                   .nbytes = to->nbytes};
-            memcpy(t.dims, to->dims, sizeof t.dims);
+            cuvil_host_tensor t = {.dtype = to->dtype, .ndim = to->ndim, .data = out_bufs[i]};
+            size_t nb = cuvil_dtype_size(to->dtype);
+            for (int k = 0; k < to->ndim; k++) {   /* the run's dims, at most the descriptor's */
+                t.dims[k] = out_dim_bufs[i][k];
+                nb *= (size_t)t.dims[k];
+            }
+            t.nbytes = nb;
             char e[1024];
             if (cuvil_npy_write(out_paths[i], &t, e, sizeof e) != CUVIL_OK) {
                 errf("output '%s': %s", to->name, e);
@@ -955,6 +976,9 @@ done:
     free(bench_bufs);
     free(out_paths);
     free(existed);
+    free(in_dims);
+    free(out_dims);
+    free(out_dim_bufs);
     free(a.inputs);
     if (handle)
         dlclose(handle);

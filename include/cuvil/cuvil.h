@@ -58,10 +58,29 @@ typedef enum cuvil_weights_format {
     CUVIL_WEIGHTS_C
 } cuvil_weights_format;
 
+/* --dim NAME=N fixes a symbolic dim; --dim NAME=LO:HI (max > 0) keeps it symbolic in
+ * [min, max]: the compiled model takes any value in the range at run time. */
 typedef struct cuvil_dim_binding {
     const char *name;
     int64_t value;
+    int64_t min, max;
 } cuvil_dim_binding;
+
+/* --shape INPUT=d0,d1,...: each dim of one input a number (fixed), a range LO:HI (symbolic,
+ * named INPUT_dimK unless the model names it), or a NAME (the dim is that symbol; --dim
+ * NAME=... binds it). Works for dims the model leaves unnamed. */
+#define CUVIL_MAX_SHAPE_BINDINGS 16
+typedef struct cuvil_shape_dim {
+    int64_t value;             /* > 0: fixed */
+    int64_t min, max;          /* max > 0: a range */
+    const char *name;          /* non-NULL: a symbol's name */
+} cuvil_shape_dim;
+
+typedef struct cuvil_shape_binding {
+    const char *input;
+    int ndim;
+    cuvil_shape_dim dims[CUVIL_MAX_DIMS];
+} cuvil_shape_binding;
 
 /* Bounds on what an untrusted model may make the compiler do. Each has a documented default
  * (docs/SECURITY.md) that cuvil_options_init() sets and `cuvil-compile --limit NAME=N` raises;
@@ -107,6 +126,8 @@ typedef struct cuvil_options {
     int verbose;                 /* print compiler commands and pass timings to stderr */
     cuvil_limits limits;         /* bounds on untrusted input; defaults from cuvil_options_init */
     cuvil_weights_format weights_format;   /* --weights-format asm|c (default asm) */
+    int n_shapes;
+    cuvil_shape_binding shapes[CUVIL_MAX_SHAPE_BINDINGS];   /* --shape INPUT=... */
 } cuvil_options;
 
 typedef struct cuvil_ctx cuvil_ctx;

@@ -34,7 +34,7 @@
 extern "C" {
 #endif
 
-#define CUVIL_MODEL_ABI_VERSION 3   /* 2: cuvil_model_options gained alloc/free; 3: buffer */
+#define CUVIL_MODEL_ABI_VERSION 4   /* 2: options alloc/free; 3: options buffer; 4: symbols, run_shapes */
 #define CUVIL_MODEL_ENTRY_SYMBOL "cuvil_model_entry"
 #define CUVIL_MAX_DIMS 8
 
@@ -82,6 +82,12 @@ typedef struct cuvil_tensor_info {
     size_t nbytes;           /* product of dims times the element size */
 } cuvil_tensor_info;
 
+/* A symbolic dim the model takes at run time: any value in [min, max]. */
+typedef struct cuvil_sym_info {
+    const char *name;
+    int64_t min, max;
+} cuvil_sym_info;
+
 /* Options for create; NULL means all defaults. */
 typedef struct cuvil_model_options {
     int n_threads;              /* 0 or 1: run on the calling thread */
@@ -124,6 +130,17 @@ typedef struct cuvil_model_desc {
     /* The message of the last failed call on m ("" if none). Owned by m. */
     const char *(*errmsg)(const cuvil_model *m);
     void (*destroy)(cuvil_model *m);
+    /* The symbolic dims (empty for a model with fixed dims). The descriptor's tensor dims are
+     * then the upper bounds, and dim_names name an input dim's symbol. */
+    int n_syms;
+    const cuvil_sym_info *syms;
+    /* run with the inputs' dims: input_dims[i] holds inputs[i]'s dims (the descriptor's rank);
+     * every dim is checked (fixed ones against the model, symbolic ones against their range and
+     * each other: CUVIL_ERR_SHAPE with a message). output_dims[i] (or output_dims NULL) receive
+     * the outputs' dims; output buffers need room for them (at most the descriptor's dims). run()
+     * is run_shapes at the descriptor's dims. */
+    cuvil_status (*run_shapes)(cuvil_model *m, const void *const *inputs, const int64_t *const *input_dims,
+                               void *const *outputs, int64_t *const *output_dims);
 } cuvil_model_desc;
 
 typedef const cuvil_model_desc *(*cuvil_model_entry_fn)(void);

@@ -12,7 +12,8 @@
 struct cg_ctx {
     cir_graph *g;
     cg_plan plan;
-    cuvil_sb params;        /* file-scope parameter blocks */
+    cuvil_sb params;        /* file-scope parameter blocks and #defines */
+    cuvil_sb locals;        /* symbolic compiles: the parameter blocks, declared in the node function */
     cuvil_sb body;          /* the current node's body */
     cuvil_sb scratch;       /* scratch-size expressions */
     cuvil_sb *weights;
@@ -156,12 +157,15 @@ const char *cg_param(cg_ctx *cg, const char *type, const char *init_fmt, ...) {
     int k = cg->n_params++;
     size_t tl = strlen(type);
     bool array = tl > 2 && !strcmp(type + tl - 2, "[]");
-    cuvil_sb_printf(&cg->params, "static const %.*s P%d%s = ", (int)(array ? tl - 2 : tl), type, k, array ? "[]" : "");
+    /* symbolic compiles: a local, since its numbers may become expressions of the run's dims */
+    cuvil_sb *o = cg->g->symbolic ? &cg->locals : &cg->params;
+    cuvil_sb_printf(o, "%sconst %.*s P%d%s = ", cg->g->symbolic ? "    " : "static ", (int)(array ? tl - 2 : tl), type, k,
+                    array ? "[]" : "");
     va_list ap;
     va_start(ap, init_fmt);
-    cuvil_sb_vprintf(&cg->params, init_fmt, ap);
+    cuvil_sb_vprintf(o, init_fmt, ap);
     va_end(ap);
-    cuvil_sb_puts(&cg->params, ";\n");
+    cuvil_sb_puts(o, ";\n");
     return fmt_str(cg, "P%d", k);
 }
 
@@ -266,7 +270,8 @@ static void tensor_infos(cir_graph *g, cuvil_sb *o, const char *name, const int 
                 cuvil_sb_puts(o, "NULL");
             }
         }
-        cuvil_sb_printf(o, "%s}, %zu },\n", v->ndim ? " " : "NULL ", cir_nbytes(v));
+        /* @max: with symbolic dims, the descriptor states the upper bounds (cg_merge_symbolic) */
+        cuvil_sb_printf(o, "%s}, %zu }, /*@max*/\n", v->ndim ? " " : "NULL ", cir_nbytes(v));
     }
     if (!n) cuvil_sb_puts(o, "    { 0 },\n");
     cuvil_sb_puts(o, "};\n");
@@ -283,9 +288,90 @@ static void shape_comment(cir_graph *g, cuvil_sb *o, const int *ids, int n) {
     }
 }
 
+/* The run's dims: the symbols a model takes at run time (D[k], in the order of g->syms with
+ * min < max), bind_dims() reading them from the inputs' dims and checking every dim, and
+ * output_dims() writing the outputs' dims. In a fixed model every dim is checked against the
+ * one it was compiled for, and D is empty. */
+static void shape_functions(cir_graph *g, cuvil_sb *c) {
+    int dyn[CIR_MAX_DIMS * 8], nd = 0;   /* g->syms index -> D index, -1 for fixed symbols */
+    for (int k = 0; k < g->n_syms && k < (int)(sizeof dyn / sizeof dyn[0]); k++)
+        dyn[k] = g->syms[k].min < g->syms[k].max ? nd++ : -1;
+    cuvil_sb_printf(c, "\n#define N_INPUTS %d\n#define N_OUTPUTS %d\n"
+                       "static void set_err(cuvil_model *m, const char *msg, const char *name);\n", g->n_inputs, g->n_outputs);
+    cuvil_sb_printf(c, "\n#define N_SYMS %d\nstatic const cuvil_sym_info syms_[%d] = {\n", nd, nd ? nd : 1);
+    for (int k = 0; k < g->n_syms; k++) {
+        if (dyn[k] < 0) continue;
+        cuvil_sb_puts(c, "    { \"");
+        cuvil_sb_c_escape(c, g->syms[k].name);
+        cuvil_sb_printf(c, "\", %lld, %lld },\n", (long long)g->syms[k].min, (long long)g->syms[k].max);
+    }
+    if (!nd) cuvil_sb_puts(c, "    { NULL, 0, 0 },\n");
+    cuvil_sb_printf(c, "};\n/* per input dim: the D index of its symbol, -1 for a fixed dim */\n"
+                       "static const int8_t in_sym_[%d][CUVIL_MAX_DIMS] = {\n", g->n_inputs ? g->n_inputs : 1);
+    for (int i = 0; i < g->n_inputs; i++) {
+        cir_value *v = cir_val(g, g->inputs[i]);
+        cuvil_sb_puts(c, "    {");
+        for (int d = 0; d < CIR_MAX_DIMS; d++)
+            cuvil_sb_printf(c, "%s%d", d ? ", " : " ", d < v->ndim && v->dim_sym[d] >= 0 ? dyn[v->dim_sym[d]] : -1);
+        cuvil_sb_puts(c, " },\n");
+    }
+    if (!g->n_inputs) cuvil_sb_puts(c, "    { 0 },\n");
+    cuvil_sb_puts(c, "};\n\n"
+        "/* D from the inputs' dims; every dim checked: a fixed one against the model, a symbolic one against its\n"
+        " * range and the other dims of its symbol */\n"
+        "static cuvil_status bind_dims(cuvil_model *m, const int64_t *const *dims, int64_t *D) {\n"
+        "    for (int k = 0; k < N_SYMS; k++) D[k] = -1;\n"
+        "    for (int i = 0; i < N_INPUTS; i++) {\n"
+        "        if (!dims[i]) { set_err(m, \"the dims of input are NULL\", inputs_[i].name); return CUVIL_ERR_INVALID_ARG; }\n"
+        "        for (int d = 0; d < inputs_[i].ndim; d++) {\n"
+        "            int64_t v = dims[i][d];\n"
+        "            int k = in_sym_[i][d];\n"
+        "            char msg[160];\n"
+        "            if (k < 0) {\n"
+        "                if (v == inputs_[i].dims[d]) continue;\n"
+        "                snprintf(msg, sizeof msg, \"dim %d is %lld; the model takes %lld\", d, (long long)v, (long long)inputs_[i].dims[d]);\n"
+        "            } else if (v < syms_[k].min || v > syms_[k].max) {\n"
+        "                snprintf(msg, sizeof msg, \"dim %d is %lld, outside %lld..%lld (symbol %.64s)\", d, (long long)v,\n"
+        "                         (long long)syms_[k].min, (long long)syms_[k].max, syms_[k].name);\n"
+        "            } else if (D[k] >= 0 && D[k] != v) {\n"
+        "                snprintf(msg, sizeof msg, \"dim %d is %lld, but another dim of symbol %.64s is %lld\", d, (long long)v,\n"
+        "                         syms_[k].name, (long long)D[k]);\n"
+        "            } else {\n"
+        "                D[k] = v;\n"
+        "                continue;\n"
+        "            }\n"
+        "            set_err(m, msg, inputs_[i].name);\n"
+        "            return CUVIL_ERR_SHAPE;\n"
+        "        }\n"
+        "    }\n"
+        "    return CUVIL_OK;\n}\n\n"
+        "static void output_dims(const int64_t *D, int64_t *const *od) {\n    (void)D;\n    if (!od) return;\n");
+    for (int i = 0; i < g->n_outputs; i++) {
+        cir_value *v = cir_val(g, g->outputs[i]);
+        cuvil_sb_printf(c, "    if (od[%d]) {", i);
+        for (int d = 0; d < v->ndim; d++) cuvil_sb_printf(c, " od[%d][%d] = %lld;", i, d, (long long)v->dims[d]);
+        cuvil_sb_puts(c, " }\n");
+    }
+    cuvil_sb_puts(c, "}\n");
+}
+
 static void options_text(const cuvil_options *o, const char *target, cuvil_sb *out) {
     cuvil_sb_printf(out, "--target %s --opt-level %d", target, o->opt_level);
-    for (int i = 0; i < o->n_dims; i++) cuvil_sb_printf(out, " --dim %s=%lld", o->dims[i].name, (long long)o->dims[i].value);
+    for (int i = 0; i < o->n_dims; i++) {
+        const cuvil_dim_binding *b = &o->dims[i];
+        if (b->max > 0) cuvil_sb_printf(out, " --dim %s=%lld:%lld", b->name, (long long)b->min, (long long)b->max);
+        else cuvil_sb_printf(out, " --dim %s=%lld", b->name, (long long)b->value);
+    }
+    for (int i = 0; i < o->n_shapes; i++) {
+        const cuvil_shape_binding *b = &o->shapes[i];
+        cuvil_sb_printf(out, " --shape %s=", b->input ? b->input : "");
+        for (int d = 0; d < b->ndim; d++) {
+            const cuvil_shape_dim *sd = &b->dims[d];
+            if (sd->name) cuvil_sb_printf(out, "%s%s", d ? "," : "", sd->name);
+            else if (sd->max > 0) cuvil_sb_printf(out, "%s%lld:%lld", d ? "," : "", (long long)sd->min, (long long)sd->max);
+            else cuvil_sb_printf(out, "%s%lld", d ? "," : "", (long long)sd->value);
+        }
+    }
     for (int i = 0; i < o->n_disabled; i++) cuvil_sb_printf(out, " --disable-pass %s", o->disabled_passes[i]);
 }
 
@@ -339,6 +425,8 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
         cuvil_arena_reset(&cg.strs);   /* strings handed to emitters live for one node */
         cg.body.len = 0;
         if (cg.body.s) cg.body.s[0] = 0;
+        cg.locals.len = 0;
+        if (cg.locals.s) cg.locals.s[0] = 0;
         cg.fail_what = NULL;
         if (n->def->flags & CIR_OPF_ALIAS) {
             if (cg.plan.aliased[i]) continue;   /* shares its input's bytes: nothing to run */
@@ -383,18 +471,19 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
         cuvil_sb_puts(nodes, " */\n");
         if (cg.params.len) cuvil_sb_append(nodes, cg.params.s, cg.params.len);
         cg.params.len = 0;
-        cuvil_sb_printf(nodes, "static int node%d(unsigned char *A, void *S, const void *const *in, void *const *out) {\n"
-                                "    (void)A; (void)S; (void)in; (void)out;\n%s    return 0;\n}\n",
-                        n_emitted, cg.body.s ? cg.body.s : "");
+        cuvil_sb_printf(nodes, "static int node%d(unsigned char *A, void *S, const void *const *in, void *const *out, "
+                                "const int64_t *D) {\n"
+                                "    (void)A; (void)S; (void)in; (void)out; (void)D;\n%s%s    return 0;\n}\n",
+                        n_emitted, cg.locals.s ? cg.locals.s : "", cg.body.s ? cg.body.s : "");
         if (cg.fail_what) {
             /* the message names the node: an escaped string literal */
-            cuvil_sb_printf(&calls, "    if (node%d(A, S, in, out)) return fail(m, \"", n_emitted);
+            cuvil_sb_printf(&calls, "    if (node%d(A, S, in, out, D)) return fail(m, \"", n_emitted);
             cuvil_sb_c_escape(&calls, desc);
             cuvil_sb_puts(&calls, ": ");
             cuvil_sb_c_escape(&calls, cg.fail_what);
             cuvil_sb_puts(&calls, "\");\n");
         } else {
-            cuvil_sb_printf(&calls, "    node%d(A, S, in, out);\n", n_emitted);
+            cuvil_sb_printf(&calls, "    node%d(A, S, in, out, D);\n", n_emitted);
         }
         n_emitted++;
     }
@@ -412,17 +501,20 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
         /* offsets named by the copies of graph outputs no node writes */
         if (cg.params.len) cuvil_sb_append(c, cg.params.s, cg.params.len);
         cg.params.len = 0;
-        cuvil_sb_printf(c, "\nstatic size_t scratch_bytes(void) {\n    size_t s = 0, t = 0;\n%s    (void)t;\n    return s;\n}\n\n",
-                        cg.scratch.s ? cg.scratch.s : "");
+        if (g->symbolic)   /* the parameters are per run: the bound computed for the upper bounds */
+            cuvil_sb_puts(c, "\nstatic size_t scratch_bytes(void) { return 0; }\n\n");
+        else
+            cuvil_sb_printf(c, "\nstatic size_t scratch_bytes(void) {\n    size_t s = 0, t = 0;\n%s    (void)t;\n    return s;\n}\n\n",
+                            cg.scratch.s ? cg.scratch.s : "");
         tensor_infos(g, c, "inputs_", g->inputs, g->n_inputs);
         tensor_infos(g, c, "outputs_", g->outputs, g->n_outputs);
+        shape_functions(g, c);
         cuvil_sb_printf(c,
             "\n#define ARENA_BYTES ((size_t)%zu)\n"
-            "#define SCRATCH_BYTES ((size_t)%zu)   /* for the target's kernels; scratch_bytes() is the linked runtime's */\n"
+            "#define SCRATCH_BYTES ((size_t)%zu)   /* for the target's kernels; scratch_bytes() is the linked runtime's */ /*@max*/\n"
             "#define CONTEXT_BYTES ((size_t)1024)\n"
             "#define BUFFER_BYTES (CONTEXT_BYTES + (ARENA_BYTES + 63) / 64 * 64 + (SCRATCH_BYTES + 63) / 64 * 64 + 64)\n"
-            "_Static_assert(sizeof(struct cuvil_model) <= CONTEXT_BYTES, \"the context fits its share of a caller's buffer\");\n"
-            "#define N_INPUTS %d\n#define N_OUTPUTS %d\n\n"
+            "_Static_assert(sizeof(struct cuvil_model) <= CONTEXT_BYTES, \"the context fits its share of a caller's buffer\");\n\n"
             "/* \"<msg>: <name>\", cut to fit (a copy loop, not snprintf: names may be long) */\n"
             "static void set_err(cuvil_model *m, const char *msg, const char *name) {\n"
             "    size_t o = 0;\n"
@@ -479,9 +571,17 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
             "    }\n"
             "    m->scratch = m->arena + arena;\n"
             "    return CUVIL_OK;\n}\n\n"
-            "CUVIL_EXPORT cuvil_status %s_run(cuvil_model *m, const void *const *in, void *const *out) {\n"
+            "CUVIL_EXPORT cuvil_status %s_run_shapes(cuvil_model *m, const void *const *in, const int64_t *const *in_dims,\n"
+            "                                          void *const *out, int64_t *const *out_dims) {\n"
             "    if (!m) return CUVIL_ERR_INVALID_ARG;\n"
             "    m->err[0] = 0;\n"
+            "    int64_t D[N_SYMS + 1];\n"
+            "    if (in_dims) {\n"
+            "        cuvil_status st = bind_dims(m, in_dims, D);\n"
+            "        if (st) return st;\n"
+            "    } else {\n"
+            "        for (int k = 0; k < N_SYMS; k++) D[k] = syms_[k].max;   /* the fixed-shape call: the upper bounds */\n"
+            "    }\n"
             "    if (N_INPUTS && !in) { set_err(m, \"inputs array is NULL\", NULL); return CUVIL_ERR_INVALID_ARG; }\n"
             "    if (!out) { set_err(m, \"outputs array is NULL\", NULL); return CUVIL_ERR_INVALID_ARG; }\n"
             "    for (int i = 0; i < N_INPUTS; i++)\n"
@@ -491,27 +591,32 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
             "    unsigned char *A = m->arena;\n"
             "    void *S = m->scratch;\n"
             "    (void)A; (void)S;\n%s"
+            "    output_dims(D, out_dims);\n"
             "    return CUVIL_OK;\n}\n\n"
+            "CUVIL_EXPORT cuvil_status %s_run(cuvil_model *m, const void *const *in, void *const *out) {\n"
+            "    return %s_run_shapes(m, in, NULL, out, NULL);\n}\n\n"
             "CUVIL_EXPORT const char *%s_errmsg(const cuvil_model *m) { return m ? m->err : \"no model\"; }\n\n"
             "CUVIL_EXPORT void %s_destroy(cuvil_model *m) {\n    if (!m) return;\n"
             "    if (!m->free) return;   /* it lives in the caller's buffer */\n"
             "    if (m->arena) m->free(m->arena, m->user);\n    m->free(m, m->user);\n}\n\n",
-            cg.plan.arena_bytes, cg.scratch_bytes, g->n_inputs, g->n_outputs, prefix, prefix, calls.s ? calls.s : "", prefix,
-            prefix);
+            cg.plan.arena_bytes, cg.scratch_bytes, prefix, prefix, calls.s ? calls.s : "", prefix,
+            prefix, prefix, prefix);
         cuvil_sb_printf(c, "static const cuvil_model_desc desc_ = {\n    CUVIL_MODEL_ABI_VERSION, \"%s\", N_INPUTS, N_OUTPUTS, inputs_, outputs_,\n"
                            "    \"%s\", \"%s\", \"%s\", \"", prefix, g->model_sha256, cuvil_version(), target);
         cuvil_sb_c_escape(c, opts.s ? opts.s : "");
-        cuvil_sb_printf(c, "\",\n    ARENA_BYTES, %zu,\n    %s_create, %s_run, %s_errmsg, %s_destroy,\n};\n\n"
+        cuvil_sb_printf(c, "\",\n    ARENA_BYTES, %zu,\n    %s_create, %s_run, %s_errmsg, %s_destroy,\n"
+                           "    N_SYMS, syms_, %s_run_shapes,\n};\n\n"
                            "CUVIL_EXPORT const cuvil_model_desc *%s_model(void) { return &desc_; }\n\n"
                            "#ifdef CUVIL_MODEL_SHARED\n"
                            "CUVIL_EXPORT const cuvil_model_desc *cuvil_model_entry(void) { return &desc_; }\n#endif\n",
-                        out->weights.len, prefix, prefix, prefix, prefix, prefix);
+                        out->weights.len, prefix, prefix, prefix, prefix, prefix, prefix);
         if (c->oom || out->weights.oom || calls.oom || cg.params.oom || cg.body.oom || cg.scratch.oom)
             st = cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory generating C");
     }
     cuvil_sb_free(&calls);
     cuvil_sb_free(&opts);
     cuvil_sb_free(&cg.params);
+    cuvil_sb_free(&cg.locals);
     cuvil_sb_free(&cg.body);
     cuvil_sb_free(&cg.scratch);
     cuvil_arena_free(&cg.strs);
@@ -553,17 +658,22 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
                            "/* Memory one context uses: the activation arena and the kernels' scratch (upper bounds),\n"
                            " * and the size of a caller's buffer that holds all of it (cuvil_model_options.buffer):\n"
                            " * with one, create() allocates nothing. */\n"
-                           "#define %s_ARENA_BYTES ((size_t)%zu)\n#define %s_SCRATCH_BYTES ((size_t)%zu)\n"
-                           "#define %s_BUFFER_BYTES ((size_t)%zu)\n\n"
+                           "#define %s_ARENA_BYTES ((size_t)%zu) /*@max*/\n#define %s_SCRATCH_BYTES ((size_t)%zu) /*@max*/\n"
+                           "#define %s_BUFFER_BYTES ((size_t)%zu) /*@max*/\n\n"
                            "const cuvil_model_desc *%s_model(void);\n"
                            "cuvil_status %s_create(const cuvil_model_options *opts, cuvil_model **out);\n"
                            "cuvil_status %s_run(cuvil_model *m, const void *const *inputs, void *const *outputs);\n"
+                           "/* With input dims (the rank of each is the descriptor's): symbolic dims take the run's values\n"
+                           " * within their ranges; output_dims[i] (or NULL) receive the outputs' dims. Buffers hold the\n"
+                           " * run's dims, dense. */\n"
+                           "cuvil_status %s_run_shapes(cuvil_model *m, const void *const *inputs, const int64_t *const *input_dims,\n"
+                           "                           void *const *outputs, int64_t *const *output_dims);\n"
                            "const char *%s_errmsg(const cuvil_model *m);\n"
                            "void %s_destroy(cuvil_model *m);\n\n"
                            "#ifdef __cplusplus\n}\n#endif\n#endif\n",
                         up, g->n_inputs, up, g->n_outputs, up, arena_bytes, up, scratch_bytes, up,
                         (size_t)1024 + (arena_bytes + 63) / 64 * 64 + (scratch_bytes + 63) / 64 * 64 + 64, prefix, prefix,
-                        prefix, prefix, prefix);
+                        prefix, prefix, prefix, prefix);
         if (h->oom) st = cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory generating the header");
     }
     return st;

@@ -315,7 +315,8 @@ cuvil_status cg_plan_memory(cir_graph *g, cg_plan *plan) {
         iv[ni].value = v;
         iv[ni].first = first[v];
         iv[ni].last = last[v];
-        iv[ni].size = cuvil_align_up(cir_nbytes(val) ? cir_nbytes(val) : 1, ALIGN);
+        size_t nb = g->plan_bytes && v < g->n_plan_bytes ? g->plan_bytes[v] : cir_nbytes(val);
+        iv[ni].size = cuvil_align_up(nb ? nb : 1, ALIGN);
         ni++;
     }
     qsort(iv, (size_t)ni, sizeof *iv, by_size_desc);

@@ -136,9 +136,12 @@ typedef struct cir_node {
     int packed;                /* value id of weights packed for that kernel, or -1 */
 } cir_node;
 
+/* A named dim. value: what shapes are built with (the fixed value, or for a symbolic one the
+ * value of the compile at hand); min < max: symbolic, any value in [min, max] at run time. */
 typedef struct cir_sym {
     const char *name;
     int64_t value;
+    int64_t min, max;
 } cir_sym;
 
 /* Values and nodes live in chunks of CIR_CHUNK elements that never move. */
@@ -166,6 +169,13 @@ typedef struct cir_graph {
     uint64_t folded_bytes;     /* of those, computed at compile time (limits.folded_bytes) */
     double fold_work;          /* work spent folding so far (limits.fold_ops, cuvil_fold_work) */
     const char *target;        /* the target compiled for (the lowering stage reads it), or NULL */
+    /* One of the compiles of a model with symbolic dims (cuvil.c): codegen writes kernel
+     * parameters inside the node functions (cg_merge_symbolic turns the numbers that depend on
+     * the symbols into expressions of D[]), and plans memory with plan_bytes (per value id, the
+     * sizes at the upper bounds) when given. */
+    bool symbolic;
+    const size_t *plan_bytes;
+    int n_plan_bytes;
     int opt_level;             /* the options' opt level, for the lowering stage */
 } cir_graph;
 

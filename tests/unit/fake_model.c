@@ -112,6 +112,20 @@ EXPORT cuvil_status FAKE_SYM(run)(cuvil_model *m, const void *const *inputs,
     return CUVIL_OK;
 }
 
+/* fixed dims: the run's must be the descriptor's (checked), and so are the outputs' */
+EXPORT cuvil_status FAKE_SYM(run_shapes)(cuvil_model *m, const void *const *inputs, const int64_t *const *in_dims,
+                                         void *const *outputs, int64_t *const *out_dims) {
+    const int ni = (int)(sizeof fake_inputs / sizeof fake_inputs[0]), no = (int)(sizeof fake_outputs / sizeof fake_outputs[0]);
+    for (int i = 0; in_dims && i < ni; i++)
+        for (int d = 0; d < fake_inputs[i].ndim; d++)
+            if (in_dims[i][d] != fake_inputs[i].dims[d]) return fake_fail(m, CUVIL_ERR_SHAPE, "a dim differs at input", i);
+    cuvil_status st = FAKE_SYM(run)(m, inputs, outputs);
+    for (int i = 0; !st && out_dims && i < no; i++)
+        for (int d = 0; d < fake_outputs[i].ndim; d++)
+            if (out_dims[i]) out_dims[i][d] = fake_outputs[i].dims[d];
+    return st;
+}
+
 EXPORT const char *FAKE_SYM(errmsg)(const cuvil_model *m) {
     return m ? m->err : "no context";
 }
@@ -137,6 +151,9 @@ static const cuvil_model_desc fake_desc = {
     .run = FAKE_SYM(run),
     .errmsg = FAKE_SYM(errmsg),
     .destroy = FAKE_SYM(destroy),
+    .n_syms = 0,
+    .syms = NULL,
+    .run_shapes = FAKE_SYM(run_shapes),
 };
 
 EXPORT const cuvil_model_desc *FAKE_SYM(model)(void) {

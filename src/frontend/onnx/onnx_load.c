@@ -26,6 +26,8 @@ typedef struct loader {
     const char *model_dir;    /* NULL: external data refused */
     Onnx__ModelProto *m;
     onnx_mapper map;          /* ONNX ops onto CIR ops (onnx_ops.c) */
+    const int64_t *sample;    /* per symbol (in order of appearance): the value to build shapes with, or NULL */
+    int n_sample;
 } loader;
 
 static void *pb_alloc(void *unused, size_t n) {
@@ -80,14 +82,31 @@ static int sym_get(loader *L, const char *name) {
     for (int i = 0; i < g->n_syms; i++)
         if (!strcmp(g->syms[i].name, name)) return i;
     if (g->n_syms == (int)(sizeof g->syms / sizeof g->syms[0])) return -1;
-    int64_t val = 1;
+    int64_t val = 1, lo = 0, hi = 0;
     for (int i = 0; i < L->o->n_dims; i++)
-        if (!strcmp(L->o->dims[i].name, name)) val = L->o->dims[i].value;
+        if (!strcmp(L->o->dims[i].name, name)) {
+            if (L->o->dims[i].max > 0) {
+                lo = L->o->dims[i].min;
+                hi = val = L->o->dims[i].max;   /* built at the upper bound unless sampled */
+            } else {
+                val = L->o->dims[i].value;
+            }
+        }
     const char *copy = cuvil_arena_strdup(&g->arena, name);
     if (!copy) return -2;
-    g->syms[g->n_syms].name = copy;
-    g->syms[g->n_syms].value = val;
+    cir_sym *s = &g->syms[g->n_syms];
+    s->name = copy;
+    s->value = val;
+    s->min = lo;
+    s->max = hi;
     return g->n_syms++;
+}
+
+/* The --shape binding of input `name`, or NULL. */
+static const cuvil_shape_binding *shape_binding(loader *L, const char *name) {
+    for (int i = 0; i < L->o->n_shapes; i++)
+        if (L->o->shapes[i].input && !strcmp(L->o->shapes[i].input, name)) return &L->o->shapes[i];
+    return NULL;
 }
 
 static cuvil_status add_name(loader *L, int id) {
@@ -246,22 +265,45 @@ static cuvil_status load_inputs(loader *L, const Onnx__GraphProto *gp) {
         if (id < 0) return L->ctx->status;
         int64_t dims[CUVIL_MAX_DIMS];
         int syms[CUVIL_MAX_DIMS];
+        const cuvil_shape_binding *sb = shape_binding(L, name);
+        if (sb && sb->ndim != d.ndim)
+            return cuvil_err(L->ctx, CUVIL_ERR_INVALID_ARG, "--shape %s: %d dims given; the input has rank %d", name, sb->ndim,
+                             d.ndim);
         for (int k = 0; k < d.ndim; k++) {
             const Onnx__TensorShapeProto__Dimension *dim = d.shape->dim[k];
+            const cuvil_shape_dim *sd = sb ? &sb->dims[k] : NULL;
             syms[k] = -1;
             dims[k] = d.dims[k];
-            if (dims[k] >= 0) continue;
+            if (dims[k] >= 0) {
+                if (sd && !(sd->value == dims[k] || (sd->max > 0 && sd->min <= dims[k] && dims[k] <= sd->max)))
+                    return cuvil_err(L->ctx, CUVIL_ERR_INVALID_ARG, "--shape %s: dim %d is %lld in the model", name, k,
+                                     (long long)dims[k]);
+                continue;
+            }
             char anon[300];
-            const char *sname = dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM && dim->dim_param &&
-                                        *dim->dim_param
-                                    ? dim->dim_param
-                                    : (snprintf(anon, sizeof anon, "%.200s_dim%d", name, k), anon);
+            const char *sname = sd && sd->name ? sd->name
+                                : dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM && dim->dim_param &&
+                                          *dim->dim_param
+                                      ? dim->dim_param
+                                      : (snprintf(anon, sizeof anon, "%.200s_dim%d", name, k), anon);
             syms[k] = sym_get(L, sname);
             if (syms[k] == -2) return cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
             if (syms[k] < 0)
                 return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED, "graph input '%s': too many symbolic dims (at most %d)", name,
                                  (int)(sizeof g->syms / sizeof g->syms[0]));
-            dims[k] = g->syms[syms[k]].value;
+            cir_sym *sy = &g->syms[syms[k]];
+            if (sd && sd->value > 0) {          /* fixed by --shape */
+                sy->value = sd->value;
+                sy->min = sy->max = 0;
+            } else if (sd && sd->max > 0) {     /* a range by --shape */
+                sy->min = sd->min;
+                sy->max = sy->value = sd->max;
+            }
+            if (sy->max > 0 && (sy->min < 1 || sy->max > L->lim->dim))
+                return cuvil_err(L->ctx, CUVIL_ERR_INVALID_ARG, "the range %lld:%lld of dim '%s' must be within 1..%lld",
+                                 (long long)sy->min, (long long)sy->max, sy->name, (long long)L->lim->dim);
+            if (L->sample && syms[k] < L->n_sample && L->sample[syms[k]] > 0) sy->value = L->sample[syms[k]];
+            dims[k] = sy->value;
         }
         cir_value *v = cir_val(g, id);
         cir_set_shape(v, d.dtype, d.ndim, dims);
@@ -534,17 +576,25 @@ static cuvil_status check_dims_used(loader *L) {
             cuvil_sb_free(&names);
             return s;
         }
-        if (L->o->dims[i].value <= 0 || L->o->dims[i].value > L->lim->dim)
-            return cuvil_err(L->ctx, CUVIL_ERR_INVALID_ARG, "--dim %s=%lld: must be in 1..%lld", L->o->dims[i].name,
-                             (long long)L->o->dims[i].value, (long long)L->lim->dim);
+        const cuvil_dim_binding *b = &L->o->dims[i];
+        if (b->max > 0 ? (b->min < 1 || b->min > b->max || b->max > L->lim->dim) : (b->value <= 0 || b->value > L->lim->dim))
+            return cuvil_err(L->ctx, CUVIL_ERR_INVALID_ARG, "--dim %s: must be in 1..%lld (a number or LO:HI)", b->name,
+                             (long long)L->lim->dim);
+    }
+    for (int i = 0; i < L->o->n_shapes; i++) {
+        const char *in = L->o->shapes[i].input ? L->o->shapes[i].input : "";
+        bool found = false;
+        for (int j = 0; j < L->g->n_inputs && !found; j++) found = !strcmp(cir_val(L->g, L->g->inputs[j])->name, in);
+        if (!found) return cuvil_err(L->ctx, CUVIL_ERR_INVALID_ARG, "--shape %s: the model has no input named '%s'", in, in);
     }
     return CUVIL_OK;
 }
 
-cuvil_status cuvil_onnx_load_buffer(cuvil_ctx *ctx, const uint8_t *data, size_t size, const char *path,
-                                    const char *model_dir, const cuvil_options *o, cir_graph **out) {
+static cuvil_status load_buffer(cuvil_ctx *ctx, const uint8_t *data, size_t size, const char *path,
+                                const char *model_dir, const cuvil_options *o, const int64_t *sample, int n_sample,
+                                cir_graph **out) {
     *out = NULL;
-    loader L = {.ctx = ctx, .o = o, .lim = &o->limits, .model_dir = model_dir};
+    loader L = {.ctx = ctx, .o = o, .lim = &o->limits, .model_dir = model_dir, .sample = sample, .n_sample = n_sample};
     cuvil_status s = cuvil_onnx_prescan(ctx, data, size, &o->limits);
     if (s) return cuvil_err_prefix(ctx, "%s: ", path);
     L.m = onnx__model_proto__unpack(&cuvil_pb_allocator, size, data);
@@ -597,7 +647,17 @@ done:
     return s;
 }
 
+cuvil_status cuvil_onnx_load_buffer(cuvil_ctx *ctx, const uint8_t *data, size_t size, const char *path,
+                                    const char *model_dir, const cuvil_options *o, cir_graph **out) {
+    return load_buffer(ctx, data, size, path, model_dir, o, NULL, 0, out);
+}
+
 cuvil_status cuvil_onnx_load(cuvil_ctx *ctx, const char *path, const cuvil_options *o, cir_graph **out) {
+    return cuvil_onnx_load_sampled(ctx, path, o, NULL, 0, out);
+}
+
+cuvil_status cuvil_onnx_load_sampled(cuvil_ctx *ctx, const char *path, const cuvil_options *o, const int64_t *sample,
+                                     int n_sample, cir_graph **out) {
     *out = NULL;
     uint8_t *buf;
     size_t size;
@@ -608,7 +668,7 @@ cuvil_status cuvil_onnx_load(cuvil_ctx *ctx, const char *path, const cuvil_optio
         cuvil_free(buf);
         return cuvil_err(ctx, CUVIL_ERR_NOMEM, "out of memory");
     }
-    s = cuvil_onnx_load_buffer(ctx, buf, size, path, dirname(tmp), o, out);
+    s = load_buffer(ctx, buf, size, path, dirname(tmp), o, sample, n_sample, out);
     cuvil_free(tmp);
     cuvil_free(buf);
     return s;

@@ -1,0 +1,249 @@
+/* symbolic.c -- one model for every value of its symbolic dims, from compiles at sample values.
+ *
+ * A model with dims that stay symbolic (--dim seq=1:512) is compiled at several values of its
+ * symbols (cuvil.c picks them: the upper bounds first, then a grid); each compile is ordinary
+ * CIR with fixed shapes, generated with its kernel parameters inside the node functions and its
+ * memory planned at the upper bounds. The texts must then be the same but for integers: each
+ * integer that differs is fitted, exactly, by a polynomial of degree at most 2 in each symbol
+ * with integer coefficients, checked at samples the fit did not use, and written as a C
+ * expression of the run's values D[]. Integers in comments and strings keep the upper bounds'
+ * text; on lines marked @max (descriptors, memory sizes) they take the largest sampled value. Anything else that differs (the code
+ * itself, a float, the weights) means the model's code depends on a symbol in a way this cannot
+ * express, and the compile says so. */
+#include "codegen/codegen_int.h"
+
+#include <ctype.h>
+#include <string.h>
+
+typedef struct tok {
+    size_t start, end;      /* the integer's bytes, suffix included */
+    int64_t value;
+    bool frozen;            /* in a comment or a string: the upper bounds' text */
+    bool maxed;             /* on a line marked @max: the largest value of any sample */
+} tok;
+
+typedef struct toks {
+    tok *t;
+    int n, cap;
+} toks;
+
+static bool push(toks *ts, tok t) {
+    if (ts->n == ts->cap) {
+        int nc = ts->cap ? 2 * ts->cap : 1024;
+        tok *p = cuvil_realloc(ts->t, sizeof *p * (size_t)nc);
+        if (!p) return false;
+        ts->t = p;
+        ts->cap = nc;
+    }
+    ts->t[ts->n++] = t;
+    return true;
+}
+
+static bool line_has_max(const char *s, size_t len, size_t at) {
+    size_t a = at, b = at;
+    while (a > 0 && s[a - 1] != '\n') a--;
+    while (b < len && s[b] != '\n') b++;
+    for (size_t i = a; i + 4 <= b; i++)
+        if (!memcmp(s + i, "@max", 4)) return true;
+    return false;
+}
+
+/* The integer literals of C text s, outside identifiers and other numbers. */
+static bool tokenize(const char *s, size_t len, toks *out) {
+    enum { CODE, COMMENT, LINE_COMMENT, STRING, CHAR } st = CODE;
+    for (size_t i = 0; i < len;) {
+        char c = s[i];
+        switch (st) {
+        case COMMENT:
+            if (c == '*' && i + 1 < len && s[i + 1] == '/') {
+                st = CODE;
+                i += 2;
+                continue;
+            }
+            break;
+        case LINE_COMMENT:
+            if (c == '\n') st = CODE;
+            break;
+        case STRING:
+        case CHAR:
+            if (c == '\\') {
+                i += 2;
+                continue;
+            }
+            if (c == (st == STRING ? '"' : '\'')) st = CODE;
+            break;
+        case CODE:
+            if (c == '/' && i + 1 < len && s[i + 1] == '*') {
+                st = COMMENT;
+                i += 2;
+                continue;
+            }
+            if (c == '/' && i + 1 < len && s[i + 1] == '/') {
+                st = LINE_COMMENT;
+                i += 2;
+                continue;
+            }
+            if (c == '"') st = STRING;
+            else if (c == '\'') st = CHAR;
+            else if (isalpha((unsigned char)c) || c == '_') {
+                while (i < len && (isalnum((unsigned char)s[i]) || s[i] == '_')) i++;
+                continue;
+            }
+            break;
+        }
+        if (isdigit((unsigned char)c) && (i == 0 || !(isalnum((unsigned char)s[i - 1]) || s[i - 1] == '_' || s[i - 1] == '.'))) {
+            /* a preprocessing number: digits, letters, dots, exponent signs */
+            size_t j = i;
+            while (j < len && (isalnum((unsigned char)s[j]) || s[j] == '.' || s[j] == '_' ||
+                               ((s[j] == '+' || s[j] == '-') && (s[j - 1] == 'e' || s[j - 1] == 'E'))))
+                j++;
+            size_t k = i;
+            int64_t v = 0;
+            bool big = false;
+            while (k < j && isdigit((unsigned char)s[k])) {
+                if (v > (INT64_MAX - 9) / 10) big = true;
+                v = v * 10 + (s[k] - '0');
+                k++;
+            }
+            bool integer = !big;
+            for (size_t q = k; q < j; q++) integer &= strchr("uUlL", s[q]) != NULL;
+            if (integer) {
+                tok t = {i, j, v, st != CODE, st == CODE && line_has_max(s, len, i)};
+                if (!push(out, t)) return false;
+            }
+            i = j;
+            continue;
+        }
+        i++;
+    }
+    return true;
+}
+
+/* Newton's divided differences at integer nodes, exactly: the coefficients (c[0] + c[1] x +
+ * c[2] x^2, degree m - 1) of the polynomial through (x[i], f[i]), or false when they are not
+ * integers. */
+static bool fit1(const int64_t *x, const int64_t *f, int m, int64_t c[3]) {
+    int64_t d[3] = {0, 0, 0};
+    for (int i = 0; i < m; i++) d[i] = f[i];
+    for (int k = 1; k < m; k++)
+        for (int i = m - 1; i >= k; i--) {
+            int64_t num = d[i] - d[i - 1], den = x[i] - x[i - k];
+            if (den == 0 || num % den) return false;
+            d[i] = num / den;
+        }
+    c[0] = c[1] = c[2] = 0;
+    /* p = d0 + d1 (x - x0) + d2 (x - x0)(x - x1) */
+    c[0] = d[0];
+    if (m > 1) {
+        c[0] -= d[1] * x[0];
+        c[1] += d[1];
+    }
+    if (m > 2) {
+        c[0] += d[2] * x[0] * x[1];
+        c[1] -= d[2] * (x[0] + x[1]);
+        c[2] += d[2];
+    }
+    return true;
+}
+
+static __int128 eval(const int64_t c[3][3], int64_t x, int64_t y) {
+    __int128 r = 0, xp = 1;
+    for (int a = 0; a < 3; a++, xp *= x) {
+        __int128 yp = 1;
+        for (int b = 0; b < 3; b++, yp *= y) r += (__int128)c[a][b] * xp * yp;
+    }
+    return r;
+}
+
+cuvil_status cg_merge_symbolic(cuvil_ctx *ctx, const cuvil_sb *texts, int n, int nd, const int64_t (*points)[2],
+                               const int64_t *const *grid, const int *grid_n, const char *const *names, cuvil_sb *out) {
+    toks *ts = cuvil_calloc((size_t)n, sizeof *ts);
+    if (!ts) return cuvil_err(ctx, CUVIL_ERR_NOMEM, "out of memory");
+    cuvil_status st = CUVIL_OK;
+    for (int s = 0; s < n && !st; s++)
+        if (!tokenize(texts[s].s ? texts[s].s : "", texts[s].len, &ts[s])) st = cuvil_err(ctx, CUVIL_ERR_NOMEM, "out of memory");
+    char why[256] = "";
+    /* the same text but for integers */
+    for (int s = 1; s < n && !st && !*why; s++) {
+        if (ts[s].n != ts[0].n) {
+            snprintf(why, sizeof why, "its code differs between %s=%lld and %s=%lld", names[0], (long long)points[0][0],
+                     names[0], (long long)points[s][0]);
+            break;
+        }
+        size_t p0 = 0, ps = 0;
+        for (int i = 0; i <= ts[0].n && !*why; i++) {
+            size_t e0 = i < ts[0].n ? ts[0].t[i].start : texts[0].len, es = i < ts[s].n ? ts[s].t[i].start : texts[s].len;
+            if (e0 - p0 != es - ps || memcmp(texts[0].s + p0, texts[s].s + ps, e0 - p0))
+                snprintf(why, sizeof why, "its code (not only its numbers) differs with the value of a symbol");
+            if (i < ts[0].n) {
+                p0 = ts[0].t[i].end;
+                ps = ts[s].t[i].end;
+            }
+        }
+    }
+    size_t prev = 0;
+    for (int i = 0; i < ts[0].n && !st && !*why; i++) {
+        const tok *t0 = &ts[0].t[i];
+        cuvil_sb_append(out, texts[0].s + prev, t0->start - prev);
+        prev = t0->end;
+        bool same = true;
+        for (int s = 1; s < n; s++) same &= ts[s].t[i].value == t0->value;
+        if (same || t0->frozen) {
+            cuvil_sb_append(out, texts[0].s + t0->start, t0->end - t0->start);
+            continue;
+        }
+        if (t0->maxed) {   /* a bound (a buffer's size, a descriptor's dim): the largest */
+            int64_t mx = t0->value;
+            for (int s = 1; s < n; s++)
+                if (ts[s].t[i].value > mx) mx = ts[s].t[i].value;
+            cuvil_sb_printf(out, "%lld", (long long)mx);
+            continue;
+        }
+        /* fit on the grid: samples 0 .. grid_n[0]*grid_n[1]-1 are the grid, x-major */
+        int mx = grid_n[0], my = nd > 1 ? grid_n[1] : 1;
+        int64_t c[3][3] = {{0}};
+        bool ok = true;
+        int64_t ax[3][3];   /* per y row: coefficients in x */
+        for (int l = 0; l < my && ok; l++) {
+            int64_t f[3];
+            for (int a = 0; a < mx; a++) f[a] = ts[l * mx + a].t[i].value;
+            ok = fit1(grid[0], f, mx, ax[l]);
+        }
+        for (int a = 0; a < 3 && ok; a++) {
+            int64_t f[3], cy[3];
+            for (int l = 0; l < my; l++) f[l] = ax[l][a];
+            if (nd > 1) {
+                ok = fit1(grid[1], f, my, cy);
+                for (int b = 0; b < 3; b++) c[a][b] = cy[b];
+            } else {
+                c[a][0] = f[0];
+            }
+        }
+        /* the samples the fit did not use check it */
+        for (int s = mx * my; s < n && ok; s++) ok = eval(c, points[s][0], nd > 1 ? points[s][1] : 0) == (__int128)ts[s].t[i].value;
+        if (!ok) {
+            snprintf(why, sizeof why, "a size in its code is not a polynomial of degree 2 or less in %s%s%s", names[0],
+                     nd > 1 ? " and " : "", nd > 1 ? names[1] : "");
+            break;
+        }
+        cuvil_sb_puts(out, "((int64_t)(");
+        bool first = true;
+        for (int a = 0; a < 3; a++)
+            for (int b = 0; b < 3; b++) {
+                if (!c[a][b]) continue;
+                cuvil_sb_printf(out, "%s%lldLL", first ? "" : " + ", (long long)c[a][b]);
+                for (int k = 0; k < a; k++) cuvil_sb_puts(out, " * D[0]");
+                for (int k = 0; k < b; k++) cuvil_sb_puts(out, " * D[1]");
+                first = false;
+            }
+        cuvil_sb_puts(out, first ? "0))" : "))");
+    }
+    if (!st && !*why) cuvil_sb_append(out, texts[0].s + prev, texts[0].len - prev);
+    if (!st && *why)
+        st = cuvil_err(ctx, CUVIL_ERR_UNSUPPORTED, "the model cannot keep its dims symbolic: %s (fix them with --dim NAME=N)",
+                       why);
+    if (!st && out->oom) st = cuvil_err(ctx, CUVIL_ERR_NOMEM, "out of memory");
+    for (int s = 0; s < n; s++) cuvil_free(ts[s].t);
+    cuvil_free(ts);
+    return st;
+}

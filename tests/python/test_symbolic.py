@@ -1,0 +1,96 @@
+"""Symbolic dims through to run time: a model compiled once for a range of a dim (--dim
+batch=1:8) or for dims the model leaves unnamed (--shape), run at several sizes against ONNX
+Runtime, and sizes outside the ranges refused by run with a message."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+import cuvil_testlib as tl
+from build_models import INPUT_NAME, example_input, get_model
+
+
+def test_resnet18_one_compile_for_batch_1_to_8(tmp_path):
+    onnx_path = get_model("resnet18", "torchscript", 13)
+    so = tl.compile(onnx_path, tmp_path / "build", stem="resnet18", dims={"batch": "1:8"})
+    for b in (1, 2, 7, 8):
+        x = example_input("resnet18", batch=b, seed=b)
+        got = tl.run(so, {INPUT_NAME: x}, tmp_path / f"run{b}")
+        ref = tl.ort_run(onnx_path, {INPUT_NAME: x})
+        tl.assert_outputs_close(got, ref)
+        assert next(iter(got.values())).shape == (b, 1000)
+    proc, _ = tl.run_raw(so, {INPUT_NAME: example_input("resnet18", batch=9, seed=9)}, tmp_path / "run9")
+    assert proc.returncode != 0 and "dim 0 is 9, outside 1..8 (symbol batch)" in proc.stderr, proc.stderr
+    # the descriptor states the symbol and the upper bound
+    info = tl.run_tool("cuvil-run", [so, "--info"])
+    assert info.returncode == 0 and "batch" in info.stdout, info.stdout + info.stderr
+
+
+def unnamed_dims_model(path):
+    """Conv -> Relu -> GlobalAveragePool -> Flatten -> Gemm, the input's batch, H and W
+    unnamed (as Paddle- and TF-exported models leave them)."""
+    rng = np.random.default_rng(3)
+    w = onnx.numpy_helper.from_array(rng.standard_normal((8, 3, 3, 3)).astype(np.float32), "w")
+    fc = onnx.numpy_helper.from_array(rng.standard_normal((5, 8)).astype(np.float32), "fc")
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]), helper.make_node("Relu", ["c"], ["r"]),
+             helper.make_node("GlobalAveragePool", ["r"], ["p"]), helper.make_node("Flatten", ["p"], ["f"]),
+             helper.make_node("Gemm", ["f", "fc"], ["y"], transB=1)]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, 3, None, None])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, 5])
+    m = helper.make_model(helper.make_graph(nodes, "unnamed", [x], [y], initializer=[w, fc]),
+                          opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    onnx.save(m, path)
+
+
+def test_unnamed_dims_named_and_bounded_with_shape(tmp_path):
+    path = tmp_path / "unnamed.onnx"
+    unnamed_dims_model(path)
+    so = tl.compile(path, tmp_path / "build", stem="unnamed", dims={"H": "8:32"}, extra=["--shape", "x=1:3,3,H,H"])
+    for b, h in ((1, 8), (3, 32), (2, 17)):
+        x = np.random.default_rng(b * h).standard_normal((b, 3, h, h)).astype(np.float32)
+        got = tl.run(so, {"x": x}, tmp_path / f"run{b}_{h}")
+        tl.assert_outputs_close(got, tl.ort_run(path, {"x": x}))
+    # H names both spatial dims: they must agree, and stay in the range
+    bad = np.zeros((1, 3, 16, 20), np.float32)
+    proc, _ = tl.run_raw(so, {"x": bad}, tmp_path / "bad")
+    assert proc.returncode != 0 and "another dim of symbol H is 16" in proc.stderr, proc.stderr
+    proc, _ = tl.run_raw(so, {"x": np.zeros((1, 3, 40, 40), np.float32)}, tmp_path / "big")
+    assert proc.returncode != 0 and "outside 8..32" in proc.stderr, proc.stderr
+
+
+def test_shape_refuses_what_does_not_fit(tmp_path):
+    path = tmp_path / "unnamed.onnx"
+    unnamed_dims_model(path)
+    for shape, want in (("x=1,3,8", "3 dims given; the input has rank 4"), ("x=1,4,8,8", "dim 1 is 3 in the model"),
+                        ("nosuch=1,3,8,8", "the model has no input named 'nosuch'")):
+        proc = tl.run_tool("cuvil-compile", ["--model", path, "--output", tmp_path / "x.so", "--shape", shape])
+        assert proc.returncode != 0 and want in proc.stderr, (shape, proc.stderr)
+    proc = tl.run_tool("cuvil-compile", ["--model", path, "--output", tmp_path / "x.so", "--shape", "x=1:2,3,1:4,1:4"])
+    assert proc.returncode != 0 and "at most 2 dims can stay symbolic" in proc.stderr, proc.stderr
+
+
+@pytest.fixture(scope="module")
+def transformer_layer(tmp_path_factory):
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    torch.backends.mha.set_fastpath_enabled(False)
+    m = torch.nn.TransformerEncoderLayer(d_model=32, nhead=4, dim_feedforward=64, dropout=0.0, batch_first=True).eval()
+    path = tmp_path_factory.mktemp("tel") / "encoder_layer.onnx"
+    batch, seq = torch.export.Dim("batch", max=64), torch.export.Dim("seq", max=512)
+    torch.onnx.export(m, (torch.randn(2, 5, 32),), str(path), input_names=["x"], output_names=["y"], dynamo=True,
+                      dynamic_shapes={"src": {0: batch, 1: seq}})
+    return path
+
+
+def test_transformer_encoder_layer_dynamic_batch_and_seq(transformer_layer, tmp_path):
+    """torch.nn.TransformerEncoderLayer with dynamic batch and sequence: compiled once, matched
+    against ONNX Runtime at three (batch, seq) pairs (attention is quadratic in seq)."""
+    so = tl.compile(transformer_layer, tmp_path / "build", stem="encoder", dims={"batch": "1:4", "seq": "1:16"})
+    for b, s in ((1, 1), (2, 9), (4, 16)):
+        x = np.random.default_rng(b * 100 + s).standard_normal((b, s, 32)).astype(np.float32)
+        got = tl.run(so, {"x": x}, tmp_path / f"run{b}_{s}")
+        tl.assert_outputs_close(got, tl.ort_run(transformer_layer, {"x": x}))
+        assert got["y"].shape == (b, s, 32)
