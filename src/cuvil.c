@@ -44,100 +44,154 @@ static cuvil_status pick_prefix(cuvil_ctx *ctx, const cuvil_options *o, const ch
 }
 
 /* ===== Symbolic dims ===================================================================== */
-/* A model whose symbols have ranges (--dim seq=1:512) was loaded at their upper bounds (g) and
- * generated with g->symbolic. Compiles it again at the other sample values of a grid (up to 4
- * values per symbol, from the top of each range: the fit is exact through them, and a range of
- * at most 4 values is sampled whole) and merges the texts (codegen/symbolic.c): one model.c for
- * every value in the ranges. The memory plan is the upper bounds' in every compile. */
-static cuvil_status merge_samples(cuvil_ctx *ctx, cir_graph *g, const cuvil_options *o, const char *model_path,
-                                  const char *target, const char *prefix, cg_output *gen) {
-    int dyn[2], nd = 0;
+/* A model whose symbols have ranges (--dim seq=1:512) is compiled at sample values of them and
+ * the texts are merged (codegen/symbolic.c): one model.c for every value in the ranges. The
+ * fit uses a grid of the top 3 values of each symbol; the check uses values from the whole
+ * range (every value of a range of at most 8, else both ends and points between), so that a
+ * size which is not one polynomial over the range (a clamp, a division rounding down) is
+ * refused rather than guessed. Memory is planned with each value's largest sampled size, in
+ * every compile alike. */
+#define MAX_SYM_VALUES 12
+#define MAX_SAMPLES 64
+
+typedef struct sym_samples {
+    int nd, dyn[2];
+    int64_t vals[2][MAX_SYM_VALUES];   /* per symbol, the grid's 3 first (from the top) */
+    int nv[2], gn[2];
+    int64_t pts[MAX_SAMPLES][2];
+    int np;
+} sym_samples;
+
+static void add_point(sym_samples *ss, int64_t x, int64_t y) {
+    for (int p = 0; p < ss->np; p++)
+        if (ss->pts[p][0] == x && ss->pts[p][1] == y) return;
+    if (ss->np < MAX_SAMPLES) {
+        ss->pts[ss->np][0] = x;
+        ss->pts[ss->np++][1] = y;
+    }
+}
+
+static cuvil_status plan_samples(cuvil_ctx *ctx, const cir_graph *g, sym_samples *ss) {
+    memset(ss, 0, sizeof *ss);
     for (int k = 0; k < g->n_syms; k++)
         if (g->syms[k].min < g->syms[k].max) {
-            if (nd == 2)
+            if (ss->nd == 2)
                 return cuvil_err(ctx, CUVIL_ERR_UNSUPPORTED, "at most 2 dims can stay symbolic (here '%s', '%s' and '%s'); "
-                                 "fix the others with --dim NAME=N", g->syms[dyn[0]].name, g->syms[dyn[1]].name, g->syms[k].name);
-            dyn[nd++] = k;
+                                 "fix the others with --dim NAME=N", g->syms[ss->dyn[0]].name, g->syms[ss->dyn[1]].name,
+                                 g->syms[k].name);
+            ss->dyn[ss->nd++] = k;
         }
+    for (int j = 0; j < 2; j++) {
+        if (j >= ss->nd) {
+            ss->nv[j] = ss->gn[j] = 1;
+            continue;
+        }
+        const cir_sym *sy = &g->syms[ss->dyn[j]];
+        int64_t lo = sy->min, hi = sy->max, *v = ss->vals[j];
+        int n = 0;
+        if (hi - lo + 1 <= 8) {
+            for (int64_t x = hi; x >= lo; x--) v[n++] = x;
+        } else {
+            for (int i = 0; i < 4; i++) v[n++] = hi - i;               /* the top: the grid and a check */
+            for (int i = 1; i <= 4; i++) v[n++] = lo + (hi - lo) * (5 - i) / 5;   /* between */
+            for (int i = 3; i >= 0; i--) v[n++] = lo + i;              /* the bottom */
+        }
+        ss->nv[j] = n;
+        ss->gn[j] = n < 3 ? n : 3;
+    }
+    /* the grid, x-major (sample 0: the upper bounds) */
+    for (int l = 0; l < ss->gn[1]; l++)
+        for (int a = 0; a < ss->gn[0]; a++) add_point(ss, ss->vals[0][a], ss->nd > 1 ? ss->vals[1][l] : 0);
+    /* the checks: each symbol over its values, the other at its top and at its bottom */
+    for (int a = 0; a < ss->nv[0]; a++) {
+        add_point(ss, ss->vals[0][a], ss->nd > 1 ? ss->vals[1][0] : 0);
+        if (ss->nd > 1) add_point(ss, ss->vals[0][a], ss->vals[1][ss->nv[1] - 1]);
+    }
+    for (int l = 0; ss->nd > 1 && l < ss->nv[1]; l++) {
+        add_point(ss, ss->vals[0][0], ss->vals[1][l]);
+        add_point(ss, ss->vals[0][ss->nv[0] - 1], ss->vals[1][l]);
+    }
+    if (ss->nd > 1) add_point(ss, ss->vals[0][ss->nv[0] / 2], ss->vals[1][ss->nv[1] / 2]);
+    return CUVIL_OK;
+}
+
+/* Loads the model at sample p and runs the passes; *out is NULL at sample 0 (g itself). */
+static cuvil_status load_sample(cuvil_ctx *ctx, const cuvil_options *o, const char *model_path, const char *target,
+                                const sym_samples *ss, int p, cir_graph **out) {
+    int64_t sample[32] = {0};
+    for (int j = 0; j < ss->nd; j++) sample[ss->dyn[j]] = ss->pts[p][j];
+    cuvil_status s = cuvil_onnx_load_sampled(ctx, model_path, o, sample, 32, out);
+    if (s) return s;
+    (*out)->target = target;
+    (*out)->opt_level = o->opt_level;
+    (*out)->symbolic = true;
+    return cuvil_run_passes(*out, o);
+}
+
+static cuvil_status symbolic_generate(cuvil_ctx *ctx, cir_graph *g, const cuvil_options *o, const char *model_path,
+                                      const char *target, const char *prefix, const char *abi, cg_output *gen) {
     if (!model_path) return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "a built graph's dims are fixed");
-    int64_t vals[2][4];
-    int nv[2] = {1, 1};
-    for (int j = 0; j < nd; j++) {
-        const cir_sym *sy = &g->syms[dyn[j]];
-        nv[j] = 0;
-        for (int64_t v = sy->max; v >= sy->min && nv[j] < 4; v--) vals[j][nv[j]++] = v;
-    }
-    /* the grid (up to 3 x 3: what the degree-2 fit uses), then the points that check it */
-    int gn[2] = {nv[0] < 3 ? nv[0] : 3, nd > 1 ? (nv[1] < 3 ? nv[1] : 3) : 1};
-    int64_t pts[16][2];
-    int np = 0;
-    for (int l = 0; l < gn[1]; l++)
-        for (int a = 0; a < gn[0]; a++) {
-            pts[np][0] = vals[0][a];
-            pts[np++][1] = nd > 1 ? vals[1][l] : 0;
-        }
-    if (nv[0] == 4) {
-        pts[np][0] = vals[0][3];
-        pts[np++][1] = nd > 1 ? vals[1][0] : 0;
-    }
-    if (nd > 1 && nv[1] == 4) {
-        pts[np][0] = vals[0][0];
-        pts[np++][1] = vals[1][3];
-        if (nv[0] == 4) {
-            pts[np][0] = vals[0][3];
-            pts[np++][1] = vals[1][3];
-        }
-    }
-    /* every value id's size at the upper bounds: the one memory plan */
+    sym_samples ss;
+    cuvil_status s = plan_samples(ctx, g, &ss);
+    if (s) return s;
+    const char *names[2] = {g->syms[ss.dyn[0]].name, ss.nd > 1 ? g->syms[ss.dyn[1]].name : ""};
+    const char *differs = "the model cannot keep its dims symbolic: its graph differs with the value of a symbol (fix them "
+                          "with --dim NAME=N)";
     size_t *plan = cuvil_malloc(sizeof(size_t) * ((size_t)g->n_values + 1));
-    cuvil_sb *texts = cuvil_calloc((size_t)np, sizeof *texts), *headers = cuvil_calloc((size_t)np, sizeof *headers);
+    cuvil_sb *texts = cuvil_calloc((size_t)ss.np, sizeof *texts), *headers = cuvil_calloc((size_t)ss.np, sizeof *headers);
     if (!plan || !texts || !headers) {
-        cuvil_free(plan);
-        cuvil_free(texts);
-        cuvil_free(headers);
-        return cuvil_err(ctx, CUVIL_ERR_NOMEM, "out of memory");
+        s = cuvil_err(ctx, CUVIL_ERR_NOMEM, "out of memory");
+        goto done;
     }
+    /* round 1: every value's largest size (sample 0 is g, already through the passes) */
     for (int i = 0; i < g->n_values; i++) plan[i] = cir_nbytes(cir_val(g, i));
-    texts[0] = gen->model_c;   /* borrowed: sample 0 is g */
-    headers[0] = gen->model_h;
-    cuvil_status s = CUVIL_OK;
-    char *abi = NULL;
-    if ((s = cuvil_read_abi_header(ctx, &abi))) goto done;
-    for (int p = 1; p < np && !s; p++) {
-        int64_t sample[32] = {0};
-        for (int j = 0; j < nd; j++) sample[dyn[j]] = pts[p][j];
+    for (int p = 1; p < ss.np && !s; p++) {
         cir_graph *gs = NULL;
-        if ((s = cuvil_onnx_load_sampled(ctx, model_path, o, sample, 32, &gs))) break;
-        gs->target = target;
-        gs->opt_level = o->opt_level;
-        gs->symbolic = true;
-        gs->plan_bytes = plan;
-        gs->n_plan_bytes = g->n_values;
-        cg_output gs_out;
-        memset(&gs_out, 0, sizeof gs_out);
-        if (!(s = cuvil_run_passes(gs, o)) && gs->n_values != g->n_values)
-            s = cuvil_err(ctx, CUVIL_ERR_UNSUPPORTED, "the model cannot keep its dims symbolic: its graph differs with the "
-                          "value of a symbol (fix them with --dim NAME=N)");
-        if (!s) s = cg_generate(gs, o, prefix, target, abi, &gs_out);
-        if (!s && (gs_out.weights.len != gen->weights.len ||
-                   (gs_out.weights.len && memcmp(gs_out.weights.s, gen->weights.s, gs_out.weights.len))))
-            s = cuvil_err(ctx, CUVIL_ERR_UNSUPPORTED, "the model cannot keep its dims symbolic: its constants depend on the "
-                          "value of a symbol (fix them with --dim NAME=N)");
-        if (!s) {
-            texts[p] = gs_out.model_c;   /* kept */
-            headers[p] = gs_out.model_h;
-            memset(&gs_out.model_c, 0, sizeof gs_out.model_c);
-            memset(&gs_out.model_h, 0, sizeof gs_out.model_h);
+        if (!(s = load_sample(ctx, o, model_path, target, &ss, p, &gs))) {
+            if (gs->n_values != g->n_values) s = cuvil_err(ctx, CUVIL_ERR_UNSUPPORTED, "%s", differs);
+            for (int i = 0; !s && i < g->n_values; i++) {
+                size_t nb = cir_nbytes(cir_val(gs, i));
+                if (nb > plan[i]) plan[i] = nb;
+            }
         }
-        cg_output_free(&gs_out);
+        cir_graph_free(gs);
+    }
+    /* round 2: each sample's C, all with that plan */
+    g->plan_bytes = plan;
+    g->n_plan_bytes = g->n_values;
+    if (!s && !(s = cg_generate(g, o, prefix, target, abi, gen))) {
+        texts[0] = gen->model_c;   /* borrowed */
+        headers[0] = gen->model_h;
+    }
+    for (int p = 1; p < ss.np && !s; p++) {
+        cir_graph *gs = NULL;
+        cg_output go;
+        memset(&go, 0, sizeof go);
+        if (!(s = load_sample(ctx, o, model_path, target, &ss, p, &gs))) {
+            gs->plan_bytes = plan;
+            gs->n_plan_bytes = g->n_values;
+            if (gs->n_values != g->n_values) s = cuvil_err(ctx, CUVIL_ERR_UNSUPPORTED, "%s", differs);
+            if (!s) s = cg_generate(gs, o, prefix, target, abi, &go);
+            if (!s && (go.weights.len != gen->weights.len ||
+                       (go.weights.len && memcmp(go.weights.s, gen->weights.s, go.weights.len))))
+                s = cuvil_err(ctx, CUVIL_ERR_UNSUPPORTED, "the model cannot keep its dims symbolic: constants it computes at "
+                              "compile time depend on %s%s%s (fix them with --dim NAME=N)", names[0], ss.nd > 1 ? " or " : "",
+                              ss.nd > 1 ? names[1] : "");
+            if (!s) {
+                texts[p] = go.model_c;
+                headers[p] = go.model_h;
+                memset(&go.model_c, 0, sizeof go.model_c);
+                memset(&go.model_h, 0, sizeof go.model_h);
+            }
+        }
+        cg_output_free(&go);
         cir_graph_free(gs);
     }
     if (!s) {
-        const int64_t *grid[2] = {vals[0], vals[1]};
-        const char *names[2] = {g->syms[dyn[0]].name, nd > 1 ? g->syms[dyn[1]].name : ""};
+        const int64_t *grid[2] = {ss.vals[0], ss.vals[1]};
         cuvil_sb merged = {0}, merged_h = {0};
-        s = cg_merge_symbolic(ctx, texts, np, nd, (const int64_t(*)[2])pts, grid, gn, names, &merged);
-        if (!s) s = cg_merge_symbolic(ctx, headers, np, nd, (const int64_t(*)[2])pts, grid, gn, names, &merged_h);
+        s = cg_merge_symbolic(ctx, texts, ss.np, ss.nd, (const int64_t(*)[2])ss.pts, grid, ss.gn, names, &merged);
+        if (!s) s = cg_merge_symbolic(ctx, headers, ss.np, ss.nd, (const int64_t(*)[2])ss.pts, grid, ss.gn, names, &merged_h);
         if (!s) {
             cuvil_sb_free(&gen->model_c);
             cuvil_sb_free(&gen->model_h);
@@ -149,15 +203,15 @@ static cuvil_status merge_samples(cuvil_ctx *ctx, cir_graph *g, const cuvil_opti
         }
     }
 done:
-    cuvil_free(abi);
-    for (int p = 1; p < np; p++) {
+    for (int p = 1; texts && headers && p < ss.np; p++) {
         cuvil_sb_free(&texts[p]);
         cuvil_sb_free(&headers[p]);
     }
     cuvil_free(texts);
     cuvil_free(headers);
+    g->plan_bytes = NULL;
     cuvil_free(plan);
-    return s;
+    return s;   /* gen (sample 0's output, or the merged one) is the caller's to free */
 }
 
 /* Passes, then the output o asks for. model_path: the model file (for output checks), or NULL
@@ -188,9 +242,10 @@ static cuvil_status compile_cir(cuvil_ctx *ctx, cir_graph *g, const cuvil_option
     char *abi = NULL;
     if ((s = cuvil_read_abi_header(ctx, &abi))) return s;
     cg_output gen;
-    s = cg_generate(g, o, prefix, target, abi, &gen);
+    memset(&gen, 0, sizeof gen);
+    s = g->symbolic ? symbolic_generate(ctx, g, o, model_path, target, prefix, abi, &gen)
+                    : cg_generate(g, o, prefix, target, abi, &gen);
     cuvil_free(abi);
-    if (!s && g->symbolic) s = merge_samples(ctx, g, o, model_path, target, prefix, &gen);
     const char *src = model_path ? model_path : g->model_path;
     if (!s) {
         if (o->emit == CUVIL_EMIT_C) s = cuvil_emit_sources(ctx, &gen, prefix, target, o, src, output);

@@ -62,6 +62,7 @@ int main(int argc, char **argv) {
     cuvil_options_init(&o);
     const char *model = NULL, *output = NULL, *emit = NULL;
     static char dim_names[CUVIL_MAX_DIM_BINDINGS][256];
+    static char shape_texts[CUVIL_MAX_SHAPE_BINDINGS][1024];
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -95,10 +96,14 @@ int main(int argc, char **argv) {
             if (o.n_dims == CUVIL_MAX_DIM_BINDINGS) return fail("too many --dim options", NULL);
             if ((size_t)(eq - v) >= sizeof dim_names[0]) return fail("--dim name too long", v);
             int64_t lo, hi;
-            if (!parse_dim(eq + 1, &lo, &hi)) return fail("--dim wants a positive integer or a range LO:HI, got", v);
+            if (!parse_dim(eq + 1, &lo, &hi))
+                return fail(strchr(eq, ':') ? "--dim wants a range LO:HI with 1 <= LO <= HI, got"
+                                            : "--dim wants a positive integer or a range LO:HI, got", v);
             char *name = dim_names[o.n_dims];
             memcpy(name, v, (size_t)(eq - v));
             name[eq - v] = 0;
+            for (int k = 0; k < o.n_dims; k++)
+                if (!strcmp(o.dims[k].name, name)) return fail("--dim given twice for", name);
             o.dims[o.n_dims].name = name;
             o.dims[o.n_dims].value = lo == hi ? lo : 0;
             o.dims[o.n_dims].min = lo == hi ? 0 : lo;
@@ -110,8 +115,8 @@ int main(int argc, char **argv) {
             if (o.n_shapes == CUVIL_MAX_SHAPE_BINDINGS) return fail("too many --shape options", NULL);
             cuvil_shape_binding *b = &o.shapes[o.n_shapes];
             memset(b, 0, sizeof *b);
-            char *copy = strdup(v);
-            if (!copy) return fail("out of memory", NULL);
+            if (strlen(v) >= sizeof shape_texts[0]) return fail("--shape value too long", v);
+            char *copy = strcpy(shape_texts[o.n_shapes], v);
             copy[eq - v] = 0;
             b->input = copy;
             for (char *d = copy + (eq - v) + 1, *next; d; d = next) {

@@ -311,6 +311,12 @@ static void print_info(FILE *f, const char *path, const cuvil_model_desc *d) {
             (double)d->arena_bytes / (1024.0 * 1024.0));
     fprintf(f, "weights:  %zu bytes (%.2f MiB)\n", d->weights_bytes,
             (double)d->weights_bytes / (1024.0 * 1024.0));
+    for (int k = 0; k < d->n_syms; k++) {   /* dims the model takes at run time */
+        fputs(k ? ", " : "symbols:  ", f);
+        safe_puts(f, str_or(d->syms[k].name, "?"));
+        fprintf(f, "=%" PRId64 "..%" PRId64, d->syms[k].min, d->syms[k].max);
+        if (k == d->n_syms - 1) fputs(" (dims below: the upper bounds)\n", f);
+    }
     fprintf(f, "inputs:\n");
     for (int i = 0; i < d->n_inputs; i++) {
         fputs("  ", f);
@@ -666,6 +672,7 @@ int main(int argc, char **argv) {
     bool *existed = NULL;   /* per output: its file was there before this run */
     int64_t **in_dims = NULL, **out_dims = NULL;
     int64_t (*out_dim_bufs)[CUVIL_MAX_DIMS] = NULL;   /* the outputs' dims from run_shapes */
+    cuvil_tensor_info *run_outs = NULL;   /* the outputs as this run made them (dims, nbytes) */
     char *made_dirs[64];
     int n_made = 0, n_written = 0;
     double *times = NULL;
@@ -783,6 +790,27 @@ int main(int argc, char **argv) {
         errf("%s: run failed: %s", a.model, msg && *msg ? msg : cuvil_status_str(st));
         goto done;
     }
+    /* the run's output dims: within the buffers sized by the descriptor, or the model is broken */
+    if (!(run_outs = calloc((size_t)no + 1, sizeof *run_outs))) {
+        errf("out of memory");
+        goto done;
+    }
+    for (int i = 0; i < no; i++) {
+        run_outs[i] = d->outputs[i];
+        size_t nb = cuvil_dtype_size(d->outputs[i].dtype);
+        bool ok = true;
+        for (int k = 0; k < d->outputs[i].ndim; k++) {
+            int64_t v = out_dim_bufs[i][k];
+            ok &= v >= 0 && v <= d->outputs[i].dims[k] && !__builtin_mul_overflow(nb, (size_t)(v < 0 ? 0 : v), &nb);
+            run_outs[i].dims[k] = v;
+        }
+        if (!ok || nb > d->outputs[i].nbytes) {
+            errf("%s: output '%s': the model gave dims outside its descriptor's %s", a.model, d->outputs[i].name,
+                 "(a broken model)");
+            goto done;
+        }
+        run_outs[i].nbytes = nb;
+    }
 
     bench_stats bs = {0, 0, 0, 0};
     long warmup = 0;
@@ -868,13 +896,8 @@ int main(int argc, char **argv) {
         }
         for (int i = 0; i < no; i++) {
             const cuvil_tensor_info *to = &d->outputs[i];
-            cuvil_host_tensor t = {.dtype = to->dtype, .ndim = to->ndim, .data = out_bufs[i]};
-            size_t nb = cuvil_dtype_size(to->dtype);
-            for (int k = 0; k < to->ndim; k++) {   /* the run's dims, at most the descriptor's */
-                t.dims[k] = out_dim_bufs[i][k];
-                nb *= (size_t)t.dims[k];
-            }
-            t.nbytes = nb;
+            cuvil_host_tensor t = {.dtype = to->dtype, .ndim = to->ndim, .data = out_bufs[i], .nbytes = run_outs[i].nbytes};
+            memcpy(t.dims, run_outs[i].dims, sizeof t.dims);   /* the run's dims */
             char e[1024];
             if (cuvil_npy_write(out_paths[i], &t, e, sizeof e) != CUVIL_OK) {
                 errf("output '%s': %s", to->name, e);
@@ -917,9 +940,9 @@ int main(int argc, char **argv) {
         for (int i = 0; i < n_written; i++) {
             safe_puts(stdout, d->outputs[i].name);
             fputs(": ", stdout);
-            safe_puts(stdout, info_str(buf, sizeof buf, &d->outputs[i]));
+            safe_puts(stdout, info_str(buf, sizeof buf, &run_outs[i]));
             fputs(" = ", stdout);
-            preview(stdout, &d->outputs[i], out_bufs[i]);
+            preview(stdout, &run_outs[i], out_bufs[i]);
             fputs(" -> ", stdout);
             safe_line(stdout, "", out_paths[i]);
         }
@@ -979,6 +1002,7 @@ done:
     free(in_dims);
     free(out_dims);
     free(out_dim_bufs);
+    free(run_outs);
     free(a.inputs);
     if (handle)
         dlclose(handle);

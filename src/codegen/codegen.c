@@ -233,15 +233,26 @@ const char *cg_i64(int64_t v, char buf[32]) {
     return buf;
 }
 
-const char *cg_i64s(cg_ctx *cg, const int64_t *v, int n) {
+/* "{ 1LL, 2LL }"; where any_if_1 is given, entries whose any_if_1 is 1 are CG_ANY_TEXT */
+static const char *i64_list(cg_ctx *cg, const int64_t *v, int n, const int64_t *any_if_1) {
     cuvil_sb sb = {0};
     char b[32];
     cuvil_sb_puts(&sb, "{ ");
-    for (int i = 0; i < n; i++) cuvil_sb_printf(&sb, "%s%s", i ? ", " : "", cg_i64(v[i], b));
+    for (int i = 0; i < n; i++)
+        cuvil_sb_printf(&sb, "%s%s", i ? ", " : "", any_if_1 && any_if_1[i] == 1 ? CG_ANY_TEXT : cg_i64(v[i], b));
     cuvil_sb_puts(&sb, n ? " }" : "0 }");
     const char *s = cuvil_arena_strdup(&cg->strs, sb.s ? sb.s : "{ 0 }");
     cuvil_sb_free(&sb);
     return s ? s : "{ 0 }";
+}
+
+const char *cg_i64s(cg_ctx *cg, const int64_t *v, int n) { return i64_list(cg, v, n, NULL); }
+
+const char *cg_strides(cg_ctx *cg, const int64_t *strides, const int64_t *dims, int n) {
+    /* a dim of size 1 is only ever read at index 0, so its stride can be anything; and at a
+     * symbol's value 1 the sizes cannot tell whether the other values want the input's stride or
+     * 0 (broadcast). The merge (symbolic.c) fits CG_ANY_TEXT to whatever the other samples say. */
+    return i64_list(cg, strides, n, cg->g->symbolic ? dims : NULL);
 }
 
 /* ===== The model file ================================================================ */

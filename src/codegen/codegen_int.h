@@ -66,6 +66,12 @@ const char *cg_act(const cuvil_act_params *a, char buf[128]);
 const char *cg_i64(int64_t v, char buf[32]);
 /* An int64 array as "{ 1LL, 2LL, 3LL }" (n elements). Returns a string valid for the node. */
 const char *cg_i64s(cg_ctx *cg, const int64_t *v, int n);
+/* Broadcast strides for an output of dims: cg_i64s, but in a symbolic compile (cir_graph.symbolic)
+ * the stride of a dim of size 1 is written as CG_ANY_TEXT, "any value", which cg_merge_symbolic
+ * fits to the other samples (and writes as 0 if every sample says any). cg_i64 never writes
+ * this text (its suffix is LL), so a real INT64_MAX is never taken for it. */
+#define CG_ANY_TEXT "9223372036854775807ULL"
+const char *cg_strides(cg_ctx *cg, const int64_t *strides, const int64_t *dims, int n);
 
 /* ===== Memory plan (memplan.c) ====================================================== */
 typedef enum cg_loc_kind { CG_LOC_NONE = 0, CG_LOC_INPUT, CG_LOC_OUTPUT, CG_LOC_ARENA, CG_LOC_CONST } cg_loc_kind;

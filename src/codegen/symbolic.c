@@ -5,11 +5,12 @@
  * CIR with fixed shapes, generated with its kernel parameters inside the node functions and its
  * memory planned at the upper bounds. The texts must then be the same but for integers: each
  * integer that differs is fitted, exactly, by a polynomial of degree at most 2 in each symbol
- * with integer coefficients, checked at samples the fit did not use, and written as a C
+ * with integer coefficients, checked at every sample, and written as a C
  * expression of the run's values D[]. Integers in comments and strings keep the upper bounds'
- * text; on lines marked @max (descriptors, memory sizes) they take the largest sampled value. Anything else that differs (the code
- * itself, a float, the weights) means the model's code depends on a symbol in a way this cannot
- * express, and the compile says so. */
+ * text; on lines marked @max (descriptors, memory sizes) they take the largest sampled value; a
+ * stride written as CG_ANY_TEXT (of a dim of size 1) takes what the other samples say. Anything
+ * else that differs (the code itself, a float, the weights) means the model's code depends on a
+ * symbol in a way this cannot express, and the compile says so. */
 #include "codegen/codegen_int.h"
 
 #include <ctype.h>
@@ -20,6 +21,7 @@ typedef struct tok {
     int64_t value;
     bool frozen;            /* in a comment or a string: the upper bounds' text */
     bool maxed;             /* on a line marked @max: the largest value of any sample */
+    bool any;               /* CG_ANY_TEXT: any value (fits the other samples) */
 } tok;
 
 typedef struct toks {
@@ -100,15 +102,17 @@ static bool tokenize(const char *s, size_t len, toks *out) {
             size_t k = i;
             int64_t v = 0;
             bool big = false;
-            while (k < j && isdigit((unsigned char)s[k])) {
-                if (v > (INT64_MAX - 9) / 10) big = true;
-                v = v * 10 + (s[k] - '0');
+            while (k < j && isdigit((unsigned char)s[k]) && !big) {
+                int dg = s[k] - '0';
+                if (v > (INT64_MAX - dg) / 10) big = true;
+                else v = v * 10 + dg;
                 k++;
             }
             bool integer = !big;
             for (size_t q = k; q < j; q++) integer &= strchr("uUlL", s[q]) != NULL;
             if (integer) {
-                tok t = {i, j, v, st != CODE, st == CODE && line_has_max(s, len, i)};
+                bool any = st == CODE && j - i == strlen(CG_ANY_TEXT) && !memcmp(s + i, CG_ANY_TEXT, j - i);
+                tok t = {i, j, v, st != CODE, st == CODE && line_has_max(s, len, i), any};
                 if (!push(out, t)) return false;
             }
             i = j;
@@ -186,41 +190,71 @@ cuvil_status cg_merge_symbolic(cuvil_ctx *ctx, const cuvil_sb *texts, int n, int
         const tok *t0 = &ts[0].t[i];
         cuvil_sb_append(out, texts[0].s + prev, t0->start - prev);
         prev = t0->end;
-        bool same = true;
-        for (int s = 1; s < n; s++) same &= ts[s].t[i].value == t0->value;
+        bool same = true, all_any = true;
+        for (int s = 0; s < n; s++) {
+            same &= ts[s].t[i].value == t0->value && ts[s].t[i].any == t0->any;
+            all_any &= ts[s].t[i].any;
+        }
+        if (all_any) {   /* any value at every sample */
+            cuvil_sb_puts(out, "0");
+            continue;
+        }
         if (same || t0->frozen) {
             cuvil_sb_append(out, texts[0].s + t0->start, t0->end - t0->start);
             continue;
         }
         if (t0->maxed) {   /* a bound (a buffer's size, a descriptor's dim): the largest */
-            int64_t mx = t0->value;
-            for (int s = 1; s < n; s++)
-                if (ts[s].t[i].value > mx) mx = ts[s].t[i].value;
+            int64_t mx = INT64_MIN;
+            for (int s = 0; s < n; s++)
+                if (!ts[s].t[i].any && ts[s].t[i].value > mx) mx = ts[s].t[i].value;
             cuvil_sb_printf(out, "%lld", (long long)mx);
             continue;
         }
-        /* fit on the grid: samples 0 .. grid_n[0]*grid_n[1]-1 are the grid, x-major */
-        int mx = grid_n[0], my = nd > 1 ? grid_n[1] : 1;
         int64_t c[3][3] = {{0}};
         bool ok = true;
-        int64_t ax[3][3];   /* per y row: coefficients in x */
-        for (int l = 0; l < my && ok; l++) {
-            int64_t f[3];
-            for (int a = 0; a < mx; a++) f[a] = ts[l * mx + a].t[i].value;
-            ok = fit1(grid[0], f, mx, ax[l]);
-        }
-        for (int a = 0; a < 3 && ok; a++) {
-            int64_t f[3], cy[3];
-            for (int l = 0; l < my; l++) f[l] = ax[l][a];
-            if (nd > 1) {
-                ok = fit1(grid[1], f, my, cy);
+        if (nd == 1) {
+            /* through the first three samples (upper bounds first) that say a value */
+            int64_t x[3], f[3];
+            int m = 0;
+            for (int s = 0; s < n && m < 3; s++) {
+                if (ts[s].t[i].any) continue;
+                bool seen = false;
+                for (int k = 0; k < m; k++) seen |= x[k] == points[s][0];
+                if (seen) continue;
+                x[m] = points[s][0];
+                f[m++] = ts[s].t[i].value;
+            }
+            int64_t cx[3];
+            ok = fit1(x, f, m, cx);
+            for (int a = 0; a < 3; a++) c[a][0] = cx[a];
+        } else {
+            /* on the grid (samples 0 .. grid_n[0]*grid_n[1]-1, x-major): per row of y a
+             * polynomial in x through the row's values, then each coefficient in y */
+            int mx = grid_n[0], my = grid_n[1], rows = 0;
+            int64_t ax[3][3], ry[3];
+            for (int l = 0; l < my && ok; l++) {
+                int64_t x[3], f[3];
+                int m = 0;
+                for (int a = 0; a < mx; a++)
+                    if (!ts[l * mx + a].t[i].any) {
+                        x[m] = grid[0][a];
+                        f[m++] = ts[l * mx + a].t[i].value;
+                    }
+                if (!m) continue;   /* a row of "any" */
+                ok = fit1(x, f, m, ax[rows]);
+                ry[rows++] = grid[1][l];
+            }
+            ok &= rows > 0;
+            for (int a = 0; a < 3 && ok; a++) {
+                int64_t f[3], cy[3];
+                for (int l = 0; l < rows; l++) f[l] = ax[l][a];
+                ok = fit1(ry, f, rows, cy);
                 for (int b = 0; b < 3; b++) c[a][b] = cy[b];
-            } else {
-                c[a][0] = f[0];
             }
         }
-        /* the samples the fit did not use check it */
-        for (int s = mx * my; s < n && ok; s++) ok = eval(c, points[s][0], nd > 1 ? points[s][1] : 0) == (__int128)ts[s].t[i].value;
+        /* every sample that says a value checks it */
+        for (int s = 0; s < n && ok; s++)
+            ok = ts[s].t[i].any || eval(c, points[s][0], nd > 1 ? points[s][1] : 0) == (__int128)ts[s].t[i].value;
         if (!ok) {
             snprintf(why, sizeof why, "a size in its code is not a polynomial of degree 2 or less in %s%s%s", names[0],
                      nd > 1 ? " and " : "", nd > 1 ? names[1] : "");

@@ -96,7 +96,10 @@ static cuvil_status gather_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
         cg_printf(cg, "    if (cuvil_gather_rt(&%s, %s, %s, %s, %s)) return 1;\n", ps, cg_rt_type(iv->dtype), cg_in(cg, n->in[1]),
                   cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));
         char what[96];
-        snprintf(what, sizeof what, "an index is out of range [-%lld, %lld)", (long long)p.axis_len, (long long)p.axis_len);
+        if (g->symbolic)   /* the bound may be symbolic: a message is one text for every size */
+            snprintf(what, sizeof what, "an index is out of range for its axis");
+        else
+            snprintf(what, sizeof what, "an index is out of range [-%lld, %lld)", (long long)p.axis_len, (long long)p.axis_len);
         cg_fallible(cg, cuvil_arena_strdup(&g->arena, what));
         return CUVIL_OK;
     }

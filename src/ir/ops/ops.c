@@ -322,8 +322,8 @@ _Static_assert(sizeof op_bin_names / sizeof op_bin_names[0] == CUVIL_BIN__COUNT,
 const char *op_emit_bin_params(cg_ctx *cg, const cuvil_binary_params *p, const char *const *op_names) {
     char act[128];
     return cg_param(cg, "cuvil_binary_params", "{ .op = %s, .ndim = %d, .dims = %s, .a_strides = %s, .b_strides = %s, .act = %s }",
-                    op_names[p->op], p->ndim, cg_i64s(cg, p->dims, p->ndim), cg_i64s(cg, p->a_strides, p->ndim),
-                    cg_i64s(cg, p->b_strides, p->ndim), cg_act(&p->act, act));
+                    op_names[p->op], p->ndim, cg_i64s(cg, p->dims, p->ndim), cg_strides(cg, p->a_strides, p->dims, p->ndim),
+                    cg_strides(cg, p->b_strides, p->dims, p->ndim), cg_act(&p->act, act));
 }
 
 cuvil_status op_need_typed(cir_graph *g, cir_node *n, int i, bool bool_ok) {
