@@ -94,3 +94,29 @@ def test_transformer_encoder_layer_dynamic_batch_and_seq(transformer_layer, tmp_
         got = tl.run(so, {"x": x}, tmp_path / f"run{b}_{s}")
         tl.assert_outputs_close(got, tl.ort_run(transformer_layer, {"x": x}))
         assert got["y"].shape == (b, s, 32)
+
+
+def test_broadcast_at_symbol_value_one(tmp_path):
+    """At N=1 a dim of x[N,3] and of the constant c[1,3] are both 1, yet one follows N and the
+    other broadcasts: Add, Where and Mul must be right at every N in the range, 1 included."""
+    rng = np.random.default_rng(11)
+    c = onnx.numpy_helper.from_array(rng.standard_normal((1, 3)).astype(np.float32), "c")
+    m = onnx.numpy_helper.from_array(np.array([[True, False, True]]), "m")
+    nodes = [helper.make_node("Add", ["x", "c"], ["a"]), helper.make_node("Where", ["m", "a", "x"], ["w"]),
+             helper.make_node("Mul", ["w", "y"], ["z"])]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3])
+    z = helper.make_tensor_value_info("z", TensorProto.FLOAT, ["N", 3])
+    model = helper.make_model(helper.make_graph(nodes, "bcast", [x, y], [z], initializer=[c, m]),
+                              opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    path = tmp_path / "bcast.onnx"
+    onnx.save(model, path)
+    so = tl.compile(path, tmp_path / "build", stem="bcast", dims={"N": "1:4"})
+    for n in (1, 2, 3, 4):
+        feeds = {"x": rng.standard_normal((n, 3)).astype(np.float32), "y": rng.standard_normal((1, 3)).astype(np.float32)}
+        got = tl.run(so, feeds, tmp_path / f"run{n}")
+        want = np.where(np.array([[True, False, True]]), feeds["x"] + onnx.numpy_helper.to_array(c),
+                        feeds["x"]) * feeds["y"]
+        np.testing.assert_allclose(got["z"], want, rtol=1e-6)
+        tl.assert_outputs_close(got, tl.ort_run(path, feeds))
