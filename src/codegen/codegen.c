@@ -443,10 +443,10 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
             if (cg.plan.aliased[i]) continue;   /* shares its input's bytes: nothing to run */
             cg_printf(&cg, "    memcpy(%s, %s, %zu);\n", cg_out(&cg, n->out[0]), cg_in(&cg, n->in[0]),
                       cir_nbytes(cir_out(g, n, 0)));
-        } else if (!n->def->emit) {
+        } else if (!cg_emitter(n->kind)) {
             st = cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "is only supported when its inputs are constant");
             break;
-        } else if ((st = n->def->emit(&cg, g, n))) {
+        } else if ((st = cg_emitter(n->kind)(&cg, g, n))) {
             break;
         }
         if (cg.unplanned) {

@@ -2,10 +2,10 @@
  * codegen_int.h -- the C emitter's interface for ops, memory planning and the compiler driver.
  *
  * Each live node becomes one `static void nK(...)` function in the generated model.c whose
- * body the op's emit() writes with cg_printf(); pointer expressions for its operands come from
- * cg_in()/cg_out(), kernel parameter blocks become file-scope `static const` initialisers via
- * cg_param(). Constants are placed in the weights blob when first referenced, so weights no
- * node reads are never written.
+ * body the op's emitter (emit/emit_<family>.c, found by cg_emitter) writes with cg_printf();
+ * pointer expressions for its operands come from cg_in()/cg_out(), kernel parameter blocks
+ * become file-scope `static const` initialisers via cg_param(). Constants are placed in the
+ * weights blob when first referenced, so weights no node reads are never written.
  */
 #ifndef CUVIL_CODEGEN_INT_H
 #define CUVIL_CODEGEN_INT_H
@@ -72,6 +72,13 @@ const char *cg_i64s(cg_ctx *cg, const int64_t *v, int n);
  * this text (its suffix is LL), so a real INT64_MAX is never taken for it. */
 #define CG_ANY_TEXT "9223372036854775807ULL"
 const char *cg_strides(cg_ctx *cg, const int64_t *strides, const int64_t *dims, int n);
+
+/* ===== Emitters (emit/) =============================================================== */
+/* Writes node n's C with the calls above; errors name the node. */
+typedef cuvil_status (*cg_emit_fn)(cg_ctx *cg, cir_graph *g, cir_node *n);
+/* The emitter of op kind k (emit/emit.inc), or NULL for the ops without a run-time kernel:
+ * ALIAS ops, whose bytes codegen shares or copies itself, and FOLD_ONLY ones. */
+cg_emit_fn cg_emitter(cir_op_kind k);
 
 /* ===== Memory plan (memplan.c) ====================================================== */
 typedef enum cg_loc_kind { CG_LOC_NONE = 0, CG_LOC_INPUT, CG_LOC_OUTPUT, CG_LOC_ARENA, CG_LOC_CONST } cg_loc_kind;

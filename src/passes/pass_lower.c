@@ -1,9 +1,60 @@
-/* pass_lower.c -- the lowering stage: for each node whose op has a lower hook, the kernel and
+/* pass_lower.c -- the lowering stage: for each node whose op has a lowering here, the kernel and
  * algorithm for the target and the (fixed) shapes are chosen and recorded on the node
  * (n->algo, shown by --emit ir), and constants the kernel wants in its own layout (prepacked
- * weights) are made now, so that nothing is repacked when the model runs. */
+ * weights) are made now, so that nothing is repacked when the model runs. Ops without one have
+ * one kernel and nothing to prepare. */
 #include "passes/passes_int.h"
 #include "codegen/toolchain_int.h"
+
+#include <string.h>
+
+typedef cuvil_status (*lower_fn)(cir_graph *g, cir_node *n, const cuvil_target_info *t);
+
+/* Depthwise convolutions (C/group == 1) run the direct loop; the others run as GEMMs (1x1
+ * stride-1 ones straight on the input, the rest through im2col packing), and their constant
+ * weights are packed now into the panels the target's microkernel reads. */
+static cuvil_status lower_conv(cir_graph *g, cir_node *n, const cuvil_target_info *t) {
+    cuvil_conv2d_params p;
+    cuvil_status s = op_conv_params(g, n, false, &p);
+    if (s) return s;
+    cir_value *w = cir_in(g, n, 1);
+    char algo[160];
+    bool depthwise = p.C / p.group == 1;
+    bool pointwise = p.KH == 1 && p.KW == 1 && p.stride_h == 1 && p.stride_w == 1 && p.pad_t == 0 && p.pad_l == 0 &&
+                     p.OH == p.H && p.OW == p.W;
+    if (depthwise) {
+        snprintf(algo, sizeof algo, "direct depthwise%s", (p.KH == 3 || p.KH == 5) && p.KH == p.KW ? " (register-tiled)" : "");
+    } else {
+        snprintf(algo, sizeof algo, "%s, gemm %dx%d kc=%lld", pointwise ? "1x1 as gemm" : "im2col+gemm", t->mr, t->nr,
+                 (long long)t->kc);
+        if (g->opt_level >= 1 && cir_is_const(w)) {
+            p.packed_mr = t->mr;
+            p.packed_kc = t->kc;
+            size_t nf = cuvil_f32_conv2d_packed_floats(&p);
+            uint64_t bytes = nf * sizeof(float);
+            if (bytes > g->limits.folded_bytes || g->folded_bytes > g->limits.folded_bytes - bytes)
+                return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "its prepacked weights (%llu bytes) bring the constants "
+                                    "computed at compile time over the limit folded_bytes=%llu (raise it with --limit "
+                                    "folded_bytes=N)", (unsigned long long)bytes, (unsigned long long)g->limits.folded_bytes);
+            char name[600];
+            snprintf(name, sizeof name, "%.500s.packed", w->name);
+            int64_t dims = (int64_t)nf;
+            int id = cir_const_add(g, name, CIR_F32, 1, &dims, NULL);
+            if (id < 0) return g->ctx->status;
+            g->folded_bytes += bytes;
+            cuvil_f32_conv2d_pack(&p, cir_in(g, n, 1)->data, cir_val(g, id)->data);
+            n->packed = id;
+            snprintf(algo + strlen(algo), sizeof algo - strlen(algo), ", weights prepacked");
+        }
+    }
+    n->algo = cuvil_arena_strdup(&g->arena, algo);
+    return n->algo ? CUVIL_OK : cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+}
+
+/* The lowering of each op kind that has more than one kernel or prepares constants. */
+static const lower_fn lowerings[CIR_OP__COUNT] = {
+    [CIR_OP_CONV] = lower_conv,
+};
 
 cuvil_status cuvil_pass_lower(cir_graph *g, const cuvil_options *o) {
     (void)o;
@@ -11,8 +62,8 @@ cuvil_status cuvil_pass_lower(cir_graph *g, const cuvil_options *o) {
     if (!t) return cuvil_err(g->ctx, CUVIL_ERR_INTERNAL, "lowering: unknown target '%s'", g->target ? g->target : "?");
     for (int i = 0; i < g->n_nodes; i++) {
         cir_node *n = cir_node_at(g, i);
-        if (n->dead || !n->def->lower) continue;
-        cuvil_status s = n->def->lower(g, n, t);
+        if (n->dead || !lowerings[n->kind]) continue;
+        cuvil_status s = lowerings[n->kind](g, n, t);
         if (s) return s;
     }
     return CUVIL_OK;

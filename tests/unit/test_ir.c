@@ -278,6 +278,25 @@ static void test_ops_doc(void) {
     }
 }
 
+/* Codegen's emitter table (src/codegen/emit/emit.inc) and the IR agree on which ops have a
+ * run-time kernel: every op has an emitter unless it is FOLD_ONLY or ALIAS (whose bytes codegen
+ * shares or copies itself), and those have none. The passes decide what to fold from the flags,
+ * so an op missing from the table would only fail once a model reaches codegen. */
+static void test_emitters(void) {
+    for (int k = 1; k < CIR_OP__COUNT; k++) {
+        const cir_opdef *d = cir_op_def((cir_op_kind)k);
+        bool fold_only = d->flags & CIR_OPF_FOLD_ONLY, alias = d->flags & CIR_OPF_ALIAS;
+        CHECK(!(fold_only && alias), "%s is both FOLD_ONLY and ALIAS", d->name);
+        if (fold_only || alias)
+            CHECK(!cg_emitter((cir_op_kind)k), "%s is %s but has an emitter in emit.inc", d->name,
+                  fold_only ? "FOLD_ONLY" : "ALIAS");
+        else
+            CHECK(cg_emitter((cir_op_kind)k), "%s has no emitter in emit.inc (or mark it CIR_OPF_FOLD_ONLY)", d->name);
+        CHECK(cir_op_has_emitter(d) == (cg_emitter((cir_op_kind)k) != NULL), "cir_op_has_emitter(%s) disagrees with emit.inc",
+              d->name);
+    }
+}
+
 /* libcuvil folds with the portable runtime: its blocking is the generic target's entry (the
  * host runtime's is checked by test_kernel_gemm). */
 static void test_generic_target_blocking(void) {
@@ -298,6 +317,7 @@ int main(void) {
     test_memplan(ctx);
     test_storage_growth(ctx);
     test_ops_doc();
+    test_emitters();
     test_generic_target_blocking();
     cuvil_ctx_destroy(ctx);
     if (failures) {

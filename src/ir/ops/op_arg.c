@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-static cuvil_status arg_params(cir_graph *g, cir_node *n, cuvil_arg_params *p, int *axis) {
+cuvil_status op_arg_params(cir_graph *g, cir_node *n, cuvil_arg_params *p, int *axis) {
     cir_value *x = cir_in(g, n, 0);
     cuvil_status s = op_need_typed(g, n, 0, false);
     if (s) return s;
@@ -29,7 +29,7 @@ static cuvil_status arg_params(cir_graph *g, cir_node *n, cuvil_arg_params *p, i
 static cuvil_status arg_infer(cir_graph *g, cir_node *n) {
     cuvil_arg_params p;
     int axis;
-    cuvil_status s = arg_params(g, n, &p, &axis);
+    cuvil_status s = op_arg_params(g, n, &p, &axis);
     if (s) return s;
     cir_value *x = cir_in(g, n, 0);
     int64_t dims[CIR_MAX_DIMS];
@@ -46,24 +46,11 @@ static cuvil_status arg_infer(cir_graph *g, cir_node *n) {
 static cuvil_status arg_fold(cir_graph *g, cir_node *n) {
     cuvil_arg_params p;
     int axis;
-    cuvil_status s = arg_params(g, n, &p, &axis);
+    cuvil_status s = op_arg_params(g, n, &p, &axis);
     if (s) return s;
     cir_value *x = cir_in(g, n, 0), *y = cir_out(g, n, 0);
     if (!cir_value_make_const(g, y)) return g->ctx->status;
     cuvil_argmax_t(&p, x->dtype, x->data, y->data);
-    return CUVIL_OK;
-}
-
-static cuvil_status arg_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
-    cuvil_arg_params p;
-    int axis;
-    cuvil_status s = arg_params(g, n, &p, &axis);
-    if (s) return s;
-    const char *ps = cg_param(cg, "cuvil_arg_params", "{ .outer = %lld, .axis_len = %lld, .inner = %lld, .is_min = %d, "
-                              ".select_last = %d }", (long long)p.outer, (long long)p.axis_len, (long long)p.inner, p.is_min,
-                              p.select_last);
-    cg_printf(cg, "    cuvil_argmax_t(&%s, %s, %s, %s);\n", ps, cg_rt_type(cir_in(g, n, 0)->dtype), cg_in(cg, n->in[0]),
-              cg_out(cg, n->out[0]));
     return CUVIL_OK;
 }
 
@@ -74,5 +61,5 @@ static const cir_attr_spec arg_attrs[] = {
     CIR_ATTR_END,
 };
 
-const cir_opdef cir_op_argmax = {"argmax", 0, 1, 1, 1, 1, arg_attrs, arg_infer, arg_fold, arg_emit, NULL, 0, NULL};
-const cir_opdef cir_op_argmin = {"argmin", 0, 1, 1, 1, 1, arg_attrs, arg_infer, arg_fold, arg_emit, NULL, 0, NULL};
+const cir_opdef cir_op_argmax = {"argmax", 0, 1, 1, 1, 1, arg_attrs, arg_infer, arg_fold, NULL, 0};
+const cir_opdef cir_op_argmin = {"argmin", 0, 1, 1, 1, 1, arg_attrs, arg_infer, arg_fold, NULL, 0};

@@ -24,7 +24,7 @@ static cuvil_status bn_infer(cir_graph *g, cir_node *n) {
 }
 
 /* scale = gamma / sqrt(var + eps), shift = beta - mean * scale (in double, then rounded). */
-static void bn_affine(cir_graph *g, cir_node *n, float *scale, float *shift) {
+void op_batch_norm_affine(cir_graph *g, cir_node *n, float *scale, float *shift) {
     cir_value *gam = cir_in(g, n, 1), *bet = cir_in(g, n, 2), *mean = cir_in(g, n, 3), *var = cir_in(g, n, 4);
     double eps = cir_attr_float(n, "epsilon");
     for (int64_t c = 0; c < cir_numel(gam); c++) {
@@ -34,7 +34,7 @@ static void bn_affine(cir_graph *g, cir_node *n, float *scale, float *shift) {
     }
 }
 
-static void bn_params(cir_graph *g, cir_node *n, cuvil_channel_affine_params *p) {
+void op_batch_norm_params(cir_graph *g, cir_node *n, cuvil_channel_affine_params *p) {
     cir_value *x = cir_in(g, n, 0);
     p->N = x->dims[0];
     p->C = x->dims[1];
@@ -48,28 +48,10 @@ static cuvil_status bn_fold(cir_graph *g, cir_node *n) {
     int64_t C = x->dims[1];
     float *sc = cuvil_arena_alloc(&g->arena, sizeof(float) * (size_t)C * 2);
     if (!sc || !cir_value_make_const(g, y)) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
-    bn_affine(g, n, sc, sc + C);
+    op_batch_norm_affine(g, n, sc, sc + C);
     cuvil_channel_affine_params p;
-    bn_params(g, n, &p);
+    op_batch_norm_params(g, n, &p);
     cuvil_f32_channel_affine(&p, x->data, sc, sc + C, y->data);
-    return CUVIL_OK;
-}
-
-static cuvil_status bn_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
-    int64_t C = cir_in(g, n, 0)->dims[1];
-    float *sc = cuvil_malloc(sizeof(float) * (size_t)C * 2);
-    if (!sc) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
-    bn_affine(g, n, sc, sc + C);
-    const char *scale = cg_data(cg, sc, sizeof(float) * (size_t)C, CIR_F32);
-    const char *shift = cg_data(cg, sc + C, sizeof(float) * (size_t)C, CIR_F32);
-    cuvil_free(sc);
-    cuvil_channel_affine_params p;
-    bn_params(g, n, &p);
-    char a[128];
-    const char *ps = cg_param(cg, "cuvil_channel_affine_params", "{ .N = %lld, .C = %lld, .inner = %lld, .act = %s }",
-                              (long long)p.N, (long long)p.C, (long long)p.inner, cg_act(&p.act, a));
-    cg_printf(cg, "    cuvil_f32_channel_affine(&%s, %s, %s, %s, %s);\n", ps, cg_in(cg, n->in[0]), scale, shift,
-              cg_out(cg, n->out[0]));
     return CUVIL_OK;
 }
 
@@ -78,4 +60,4 @@ static const cir_attr_spec bn_attrs[] = {
     CIR_ATTR_END,
 };
 
-const cir_opdef cir_op_batch_norm = {"batch_norm", CIR_OPF_TAKES_ACT, 5, 5, 1, 1, bn_attrs, bn_infer, bn_fold, bn_emit, NULL, 0, NULL};
+const cir_opdef cir_op_batch_norm = {"batch_norm", CIR_OPF_TAKES_ACT, 5, 5, 1, 1, bn_attrs, bn_infer, bn_fold, NULL, 0};

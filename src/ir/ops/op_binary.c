@@ -113,7 +113,7 @@ static double apply(int op, double x, double y) {
     }
 }
 
-static void params(cir_graph *g, cir_node *n, cuvil_binary_params *p) {
+void op_binary_params(cir_graph *g, cir_node *n, cuvil_binary_params *p) {
     cir_value *a = cir_in(g, n, 0), *b = cir_in(g, n, 1) ? cir_in(g, n, 1) : a, *y = cir_out(g, n, 0);
     op_bin_params(a, b, y, binop(n), p);
     p->act = cir_act_params(&n->act);
@@ -123,7 +123,7 @@ static cuvil_status binary_fold(cir_graph *g, cir_node *n) {
     cir_value *a = cir_in(g, n, 0), *b = cir_in(g, n, 1) ? cir_in(g, n, 1) : a, *y = cir_out(g, n, 0);
     if (!cir_value_make_const(g, y)) return g->ctx->status;
     cuvil_binary_params p;
-    params(g, n, &p);
+    op_binary_params(g, n, &p);
     if (y->dtype == CIR_F32 && b->dtype == CIR_F32) {
         cuvil_f32_binary__scalar(&p, a->data, b->data, y->data);
         return CUVIL_OK;
@@ -150,31 +150,6 @@ static cuvil_status binary_fold(cir_graph *g, cir_node *n) {
     return CUVIL_OK;
 }
 
-static cuvil_status binary_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
-    cuvil_binary_params p;
-    params(g, n, &p);
-    cir_value *y = cir_out(g, n, 0);
-    if (y->dtype != CIR_F32) {
-        cg_printf(cg, "    cuvil_binary_t(&%s, %s, %s, %s, %s);\n", op_emit_bin_params(cg, &p, op_bin_names), cg_rt_type(y->dtype),
-                  cg_in(cg, n->in[0]), cg_in(cg, n->n_in > 1 && n->in[1] >= 0 ? n->in[1] : n->in[0]), cg_out(cg, n->out[0]));
-        return CUVIL_OK;
-    }
-    const char *ps = op_emit_bin_params(cg, &p, op_bin_names);
-    int bi = n->n_in > 1 && n->in[1] >= 0 ? n->in[1] : n->in[0];
-    cir_value *b = cir_val(g, bi);
-    const char *bexpr = cg_in(cg, bi);
-    if (b->dtype != CIR_F32) {   /* Pow's constant exponent: as float32 */
-        int64_t cnt = cir_numel(b);
-        float *f = cuvil_malloc(sizeof(float) * (size_t)(cnt ? cnt : 1));
-        if (!f) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
-        for (int64_t i = 0; i < cnt; i++) f[i] = (float)cir_const_f64(b, i);
-        bexpr = cg_data(cg, f, sizeof(float) * (size_t)cnt, CIR_F32);
-        cuvil_free(f);
-    }
-    cg_printf(cg, "    cuvil_f32_binary(&%s, %s, %s, %s);\n", ps, cg_in(cg, n->in[0]), bexpr, cg_out(cg, n->out[0]));
-    return CUVIL_OK;
-}
-
 static const cir_attr_spec binary_attrs[] = {
     {"broadcast", CIR_ATTR_ENUM, BCAST_NUMPY, 0, bcast_names, false},
     {"axis", CIR_ATTR_INT, 0, 0, NULL, false},
@@ -182,8 +157,7 @@ static const cir_attr_spec binary_attrs[] = {
 };
 
 #define BINARY(name, lo) \
-    const cir_opdef cir_op_##name = {#name, CIR_OPF_TAKES_ACT, lo, 2, 1, 1, binary_attrs, binary_infer, binary_fold, \
-                                     binary_emit, NULL, 0, NULL};
+    const cir_opdef cir_op_##name = {#name, CIR_OPF_TAKES_ACT, lo, 2, 1, 1, binary_attrs, binary_infer, binary_fold, NULL, 0};
 BINARY(add, 2)
 BINARY(sub, 2)
 BINARY(mul, 2)

@@ -37,16 +37,6 @@ static cuvil_status cast_fold(cir_graph *g, cir_node *n) {
     return CUVIL_OK;
 }
 
-static cuvil_status cast_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
-    cir_value *x = cir_in(g, n, 0), *y = cir_out(g, n, 0);
-    if (x->dtype == y->dtype)
-        cg_printf(cg, "    memcpy(%s, %s, %zu);\n", cg_out(cg, n->out[0]), cg_in(cg, n->in[0]), cir_nbytes(x));
-    else
-        cg_printf(cg, "    cuvil_cast(%s, %s, %s, %s, %lld);\n", cg_rt_type(x->dtype), cg_rt_type(y->dtype),
-                  cg_in(cg, n->in[0]), cg_out(cg, n->out[0]), (long long)cir_numel(x));
-    return CUVIL_OK;
-}
-
 static const cir_attr_spec cast_attrs[] = {{"to", CIR_ATTR_DTYPE, CIR_UNDEF, 0, NULL, false}, CIR_ATTR_END};
 
-const cir_opdef cir_op_cast = {"cast", 0, 1, 2, 1, 1, cast_attrs, cast_infer, cast_fold, cast_emit, NULL, 0, NULL};
+const cir_opdef cir_op_cast = {"cast", 0, 1, 2, 1, 1, cast_attrs, cast_infer, cast_fold, NULL, 0};

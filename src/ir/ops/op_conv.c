@@ -191,115 +191,22 @@ static cuvil_conv2d_params geo_params(const conv_geo *c, const cir_act *act) {
     return p;
 }
 
-/* The fields of geo_params() as a C initialiser (shared by both params structs). */
-static const char *geo_fields(const conv_geo *c, const cir_act *act, char *buf, size_t len) {
-    cuvil_conv2d_params p = geo_params(c, act);
-    char a[128];
-    snprintf(buf, len,
-             ".N = %lld, .C = %lld, .H = %lld, .W = %lld, .M = %lld, .OH = %lld, .OW = %lld, .KH = %lld, .KW = %lld, "
-             ".stride_h = %lld, .stride_w = %lld, .pad_t = %lld, .pad_l = %lld, .dil_h = %lld, .dil_w = %lld, "
-             ".group = %lld, .act = %s",
-             (long long)p.N, (long long)p.C, (long long)p.H, (long long)p.W, (long long)p.M, (long long)p.OH,
-             (long long)p.OW, (long long)p.KH, (long long)p.KW, (long long)p.stride_h, (long long)p.stride_w,
-             (long long)p.pad_t, (long long)p.pad_l, (long long)p.dil_h, (long long)p.dil_w, (long long)p.group,
-             cg_act(&p.act, a));
-    return buf;
-}
-
-/* The lowering stage: depthwise convolutions (C/group == 1) run the direct loop; the others
- * run as GEMMs (1x1 stride-1 ones straight on the input, the rest through im2col packing), and
- * their constant weights are packed now into the panels the target's microkernel reads. */
-static cuvil_status conv_lower(cir_graph *g, cir_node *n, const cuvil_target_info *t) {
+cuvil_status op_conv_params(cir_graph *g, cir_node *n, bool transpose, cuvil_conv2d_params *p) {
     conv_geo c;
-    cuvil_status s = geometry(g, n, false, &c);
+    cuvil_status s = geometry(g, n, transpose, &c);
     if (s) return s;
-    cuvil_conv2d_params p = geo_params(&c, &n->act);
-    cir_value *w = cir_in(g, n, 1);
-    char algo[160];
-    bool depthwise = c.C / c.group == 1;
-    bool pointwise = p.KH == 1 && p.KW == 1 && p.stride_h == 1 && p.stride_w == 1 && p.pad_t == 0 && p.pad_l == 0 &&
-                     p.OH == p.H && p.OW == p.W;
-    if (depthwise) {
-        snprintf(algo, sizeof algo, "direct depthwise%s", (p.KH == 3 || p.KH == 5) && p.KH == p.KW ? " (register-tiled)" : "");
-    } else {
-        snprintf(algo, sizeof algo, "%s, gemm %dx%d kc=%lld", pointwise ? "1x1 as gemm" : "im2col+gemm", t->mr, t->nr,
-                 (long long)t->kc);
-        if (g->opt_level >= 1 && cir_is_const(w)) {
-            p.packed_mr = t->mr;
-            p.packed_kc = t->kc;
-            size_t nf = cuvil_f32_conv2d_packed_floats(&p);
-            uint64_t bytes = nf * sizeof(float);
-            if (bytes > g->limits.folded_bytes || g->folded_bytes > g->limits.folded_bytes - bytes)
-                return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "its prepacked weights (%llu bytes) bring the constants "
-                                    "computed at compile time over the limit folded_bytes=%llu (raise it with --limit "
-                                    "folded_bytes=N)", (unsigned long long)bytes, (unsigned long long)g->limits.folded_bytes);
-            char name[600];
-            snprintf(name, sizeof name, "%.500s.packed", w->name);
-            int64_t dims = (int64_t)nf;
-            int id = cir_const_add(g, name, CIR_F32, 1, &dims, NULL);
-            if (id < 0) return g->ctx->status;
-            g->folded_bytes += bytes;
-            cuvil_f32_conv2d_pack(&p, cir_in(g, n, 1)->data, cir_val(g, id)->data);
-            n->packed = id;
-            snprintf(algo + strlen(algo), sizeof algo - strlen(algo), ", weights prepacked");
-        }
-    }
-    n->algo = cuvil_arena_strdup(&g->arena, algo);
-    return n->algo ? CUVIL_OK : cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
-}
-
-static cuvil_status conv_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
-    conv_geo c;
-    cuvil_status s = geometry(g, n, false, &c);
-    if (s) return s;
-    char f[1024];
-    const char *extra = "";
-    char ex[128];
-    if (n->packed >= 0) {
-        const cuvil_target_info *t = cuvil_target_find(g->target);
-        CUVIL_ASSERT(t);
-        snprintf(ex, sizeof ex, ", .packed_mr = %d, .packed_kc = %lld", t->mr, (long long)t->kc);
-        extra = ex;
-    }
-    const char *p = cg_param(cg, "cuvil_conv2d_params", "{ %s%s }", geo_fields(&c, &n->act, f, sizeof f), extra);
-    cuvil_gemm_ukernel_desc uk;
-    cuvil_gemm_blocking blk = op_target_blocking(g, &uk);
-    cuvil_conv2d_params pp = geo_params(&c, &n->act);
-    const char *S = cg_scratch(cg, cuvil_f32_conv2d_scratch_size_ex(&pp, &blk), "cuvil_f32_conv2d_scratch_size(&%s)", p);
-    cg_printf(cg, "    cuvil_f32_conv2d%s(&%s, %s, %s, %s, %s, %s, %s);\n", n->packed >= 0 ? "_prepacked" : "", p,
-              cg_in(cg, n->in[0]), cg_in(cg, n->packed >= 0 ? n->packed : n->in[1]),
-              cir_in(g, n, 2) ? cg_in(cg, n->in[2]) : "NULL", n->residual >= 0 ? cg_in(cg, n->residual) : "NULL",
-              cg_out(cg, n->out[0]), S);
-    return CUVIL_OK;
-}
-
-static cuvil_status convt_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
-    conv_geo c;
-    cuvil_status s = geometry(g, n, true, &c);
-    if (s) return s;
-    char f[1024];
-    const char *p = cg_param(cg, "cuvil_conv_transpose2d_params", "{ %s }", geo_fields(&c, &n->act, f, sizeof f));
-    cuvil_gemm_ukernel_desc uk;
-    cuvil_gemm_blocking blk = op_target_blocking(g, &uk);
-    cuvil_conv2d_params gp = geo_params(&c, &n->act);
-    cuvil_conv_transpose2d_params tp;
-    memcpy(&tp, &gp, sizeof tp);   /* the same geometry fields (geo_fields prints both) */
-    const char *S = cg_scratch(cg, cuvil_f32_conv_transpose2d_scratch_size_ex(&tp, &blk),
-                               "cuvil_f32_conv_transpose2d_scratch_size(&%s)", p);
-    cg_printf(cg, "    cuvil_f32_conv_transpose2d(&%s, %s, %s, %s, %s, %s);\n", p, cg_in(cg, n->in[0]),
-              cg_in(cg, n->in[1]), cir_in(g, n, 2) ? cg_in(cg, n->in[2]) : "NULL", cg_out(cg, n->out[0]), S);
+    *p = geo_params(&c, &n->act);
     return CUVIL_OK;
 }
 
 /* Folding with the reference kernels, for convolutions of constants (rare: weight-only chains). */
 static cuvil_status conv_fold(cir_graph *g, cir_node *n) {
-    conv_geo c;
-    cuvil_status s = geometry(g, n, false, &c);
+    cuvil_conv2d_params p;
+    cuvil_status s = op_conv_params(g, n, false, &p);
     if (s) return s;
     cir_value *y = cir_out(g, n, 0);
     float *out = cir_value_make_const(g, y);
     if (!out) return g->ctx->status;
-    cuvil_conv2d_params p = geo_params(&c, &n->act);
     cir_value *b = cir_in(g, n, 2);
     cuvil_f32_conv2d__scalar(&p, cir_in(g, n, 0)->data, cir_in(g, n, 1)->data, b ? b->data : NULL,
                              n->residual >= 0 ? cir_val(g, n->residual)->data : NULL, out);
@@ -329,6 +236,6 @@ static const cir_attr_spec convt_attrs[] = {
 };
 
 const cir_opdef cir_op_conv = {"conv", CIR_OPF_TAKES_ACT | CIR_OPF_TAKES_RESIDUAL, 2, 3, 1, 1, conv_attrs,
-                               conv_infer, conv_fold, conv_emit, NULL, 0, conv_lower};
+                               conv_infer, conv_fold, NULL, 0};
 const cir_opdef cir_op_conv_transpose = {"conv_transpose", CIR_OPF_TAKES_ACT, 2, 3, 1, 1, convt_attrs,
-                                         convt_infer, NULL, convt_emit, NULL, 0, NULL};
+                                         convt_infer, NULL, NULL, 0};

@@ -208,17 +208,6 @@ static cuvil_status expand_fold(cir_graph *g, cir_node *n) {
     return CUVIL_OK;
 }
 
-/* Expand and Tile: y[i] = x[i mod x_dims] per axis, x's dims padded with leading 1s. */
-static cuvil_status bcast_copy_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
-    cir_value *x = cir_in(g, n, 0), *y = cir_out(g, n, 0);
-    int64_t xd[CIR_MAX_DIMS];
-    for (int d = 0; d < y->ndim; d++) xd[d] = d < y->ndim - x->ndim ? 1 : x->dims[d - (y->ndim - x->ndim)];
-    const char *ps = cg_param(cg, "cuvil_bcast_copy_params", "{ .ndim = %d, .elem_size = %zu, .dims = %s, .x_dims = %s }",
-                              y->ndim, cir_dtype_size(y->dtype), cg_i64s(cg, y->dims, y->ndim), cg_i64s(cg, xd, y->ndim));
-    cg_printf(cg, "    cuvil_bcast_copy(&%s, %s, %s);\n", ps, cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));
-    return CUVIL_OK;
-}
-
 /* ===== Comparisons and logic ============================================================ */
 enum { L_EQ, L_LT, L_GT, L_LE, L_GE, L_NOT, L_AND, L_OR, L_XOR };
 
@@ -293,27 +282,6 @@ static cuvil_status logic_fold(cir_graph *g, cir_node *n) {
     return CUVIL_OK;
 }
 
-static cuvil_status logic_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
-    int op = logic_op(n);
-    cir_value *a = cir_in(g, n, 0), *y = cir_out(g, n, 0);
-    if (op == L_NOT) {
-        cg_printf(cg, "    cuvil_not(%s, %s, %lld);\n", cg_in(cg, n->in[0]), cg_out(cg, n->out[0]), (long long)cir_numel(y));
-        return CUVIL_OK;
-    }
-    cuvil_binary_params p;
-    static const int kop[] = {[L_EQ] = CUVIL_CMP_EQ, [L_LT] = CUVIL_CMP_LT, [L_GT] = CUVIL_CMP_GT, [L_LE] = CUVIL_CMP_LE,
-                              [L_GE] = CUVIL_CMP_GE, [L_AND] = CUVIL_LOGIC_AND, [L_OR] = CUVIL_LOGIC_OR,
-                              [L_XOR] = CUVIL_LOGIC_XOR};
-    op_bin_params(a, cir_in(g, n, 1), y, kop[op], &p);
-    const char *ps = op_emit_bin_params(cg, &p, op >= L_AND ? op_logic_names : op_cmp_names);
-    if (op >= L_AND)
-        cg_printf(cg, "    cuvil_logic(&%s, %s, %s, %s);\n", ps, cg_in(cg, n->in[0]), cg_in(cg, n->in[1]), cg_out(cg, n->out[0]));
-    else
-        cg_printf(cg, "    cuvil_compare_t(&%s, %s, %s, %s, %s);\n", ps, cg_rt_type(a->dtype), cg_in(cg, n->in[0]),
-                  cg_in(cg, n->in[1]), cg_out(cg, n->out[0]));
-    return CUVIL_OK;
-}
-
 /* ===== Where ================================================================================ */
 static cuvil_status where_infer(cir_graph *g, cir_node *n) {
     cuvil_status s = op_check_arity(g, n, 3, 3, 1, 1);
@@ -345,22 +313,6 @@ static cuvil_status where_fold(cir_graph *g, cir_node *n) {
         const cir_value *src = pick_x ? x : y;
         memcpy((char *)out->data + (size_t)i * es, (const char *)src->data + (size_t)w.off[pick_x ? 1 : 2] * es, es);
     }
-    return CUVIL_OK;
-}
-
-static cuvil_status where_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
-    cir_value *out = cir_out(g, n, 0);
-    int64_t cs[CIR_MAX_DIMS], xs[CIR_MAX_DIMS], ys[CIR_MAX_DIMS];
-    op_bcast_strides(cir_in(g, n, 0), out->ndim, out->dims, cs);
-    op_bcast_strides(cir_in(g, n, 1), out->ndim, out->dims, xs);
-    op_bcast_strides(cir_in(g, n, 2), out->ndim, out->dims, ys);
-    const char *ps = cg_param(cg, "cuvil_where_params",
-                              "{ .ndim = %d, .elem_size = %zu, .dims = %s, .c_strides = %s, .x_strides = %s, .y_strides = %s }",
-                              out->ndim, cir_dtype_size(out->dtype), cg_i64s(cg, out->dims, out->ndim),
-                              cg_strides(cg, cs, out->dims, out->ndim), cg_strides(cg, xs, out->dims, out->ndim),
-                              cg_strides(cg, ys, out->dims, out->ndim));
-    cg_printf(cg, "    cuvil_where(&%s, %s, %s, %s, %s);\n", ps, cg_in(cg, n->in[0]), cg_in(cg, n->in[1]), cg_in(cg, n->in[2]),
-              cg_out(cg, n->out[0]));
     return CUVIL_OK;
 }
 
@@ -449,21 +401,22 @@ static cuvil_status sum_fold(cir_graph *g, cir_node *n) {
 static const char *const sum_bcast[] = {"numpy", "none", NULL};
 static const cir_attr_spec sum_attrs[] = {{"broadcast", CIR_ATTR_ENUM, 0, 0, sum_bcast, false}, CIR_ATTR_END};
 
-#define FOLD_OP(name, lo, hi, attrs, infer, fold, emit) \
-    const cir_opdef cir_op_##name = {#name, 0, lo, hi, 1, 1, attrs, infer, fold, emit, NULL, 0, NULL};
-FOLD_OP(constant_of_shape, 1, 2, NULL, cos_infer, cos_fold, NULL)
-FOLD_OP(range, 3, 3, NULL, range_infer, range_fold, NULL)
-FOLD_OP(expand, 2, 2, NULL, expand_infer, expand_fold, bcast_copy_emit)
-FOLD_OP(equal, 2, 2, NULL, logic_infer, logic_fold, logic_emit)
-FOLD_OP(less, 2, 2, NULL, logic_infer, logic_fold, logic_emit)
-FOLD_OP(greater, 2, 2, NULL, logic_infer, logic_fold, logic_emit)
-FOLD_OP(less_equal, 2, 2, NULL, logic_infer, logic_fold, logic_emit)
-FOLD_OP(greater_equal, 2, 2, NULL, logic_infer, logic_fold, logic_emit)
-FOLD_OP(not, 1, 1, NULL, logic_infer, logic_fold, logic_emit)
-FOLD_OP(and, 2, 2, NULL, logic_infer, logic_fold, logic_emit)
-FOLD_OP(or, 2, 2, NULL, logic_infer, logic_fold, logic_emit)
-FOLD_OP(xor, 2, 2, NULL, logic_infer, logic_fold, logic_emit)
-FOLD_OP(where, 3, 3, NULL, where_infer, where_fold, where_emit)
-FOLD_OP(tile, 2, 2, NULL, tile_infer, tile_fold, bcast_copy_emit)
-FOLD_OP(sum, 1, -1, sum_attrs, sum_infer, sum_fold, NULL)
-FOLD_OP(mean, 1, -1, sum_attrs, sum_infer, sum_fold, NULL)
+/* flags: CIR_OPF_FOLD_ONLY for the ops without a kernel (codegen emits the others) */
+#define FOLD_OP(name, flags, lo, hi, attrs, infer, fold) \
+    const cir_opdef cir_op_##name = {#name, flags, lo, hi, 1, 1, attrs, infer, fold, NULL, 0};
+FOLD_OP(constant_of_shape, CIR_OPF_FOLD_ONLY, 1, 2, NULL, cos_infer, cos_fold)
+FOLD_OP(range, CIR_OPF_FOLD_ONLY, 3, 3, NULL, range_infer, range_fold)
+FOLD_OP(expand, 0, 2, 2, NULL, expand_infer, expand_fold)
+FOLD_OP(equal, 0, 2, 2, NULL, logic_infer, logic_fold)
+FOLD_OP(less, 0, 2, 2, NULL, logic_infer, logic_fold)
+FOLD_OP(greater, 0, 2, 2, NULL, logic_infer, logic_fold)
+FOLD_OP(less_equal, 0, 2, 2, NULL, logic_infer, logic_fold)
+FOLD_OP(greater_equal, 0, 2, 2, NULL, logic_infer, logic_fold)
+FOLD_OP(not, 0, 1, 1, NULL, logic_infer, logic_fold)
+FOLD_OP(and, 0, 2, 2, NULL, logic_infer, logic_fold)
+FOLD_OP(or, 0, 2, 2, NULL, logic_infer, logic_fold)
+FOLD_OP(xor, 0, 2, 2, NULL, logic_infer, logic_fold)
+FOLD_OP(where, 0, 3, 3, NULL, where_infer, where_fold)
+FOLD_OP(tile, 0, 2, 2, NULL, tile_infer, tile_fold)
+FOLD_OP(sum, CIR_OPF_FOLD_ONLY, 1, -1, sum_attrs, sum_infer, sum_fold)
+FOLD_OP(mean, CIR_OPF_FOLD_ONLY, 1, -1, sum_attrs, sum_infer, sum_fold)

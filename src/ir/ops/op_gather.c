@@ -6,7 +6,7 @@
 #include <string.h>
 
 /* The kernel view [outer, axis_len, nb_inner] of the data and the axis. */
-static cuvil_status gather_params(cir_graph *g, cir_node *n, int *axis, cuvil_gather_params *p) {
+cuvil_status op_gather_params(cir_graph *g, cir_node *n, int *axis, cuvil_gather_params *p) {
     cir_value *x = cir_in(g, n, 0), *idx = cir_in(g, n, 1);
     cuvil_status s = op_axis(g, n, cir_attr_int(n, "axis"), x->ndim, "axis", axis);
     if (s) return s;
@@ -22,7 +22,7 @@ static cuvil_status gather_params(cir_graph *g, cir_node *n, int *axis, cuvil_ga
 
 /* The constant indices made non-negative, in a malloc'd array the caller frees; NULL after an
  * error (an index out of range, or out of memory). */
-static int64_t *gather_indices(cir_graph *g, cir_node *n, const cuvil_gather_params *p) {
+int64_t *op_gather_indices(cir_graph *g, cir_node *n, const cuvil_gather_params *p) {
     cir_value *idx = cir_in(g, n, 1);
     int64_t *out = cuvil_malloc(sizeof(int64_t) * (size_t)(p->n_idx + 1));
     if (!out) {
@@ -53,7 +53,7 @@ static cuvil_status gather_infer(cir_graph *g, cir_node *n) {
         return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' has type %s", x->name, cir_dtype_name(x->dtype));
     int axis;
     cuvil_gather_params p;
-    if ((s = gather_params(g, n, &axis, &p))) return s;
+    if ((s = op_gather_params(g, n, &axis, &p))) return s;
     int r = x->ndim - 1 + idx->ndim;
     if (r > CIR_MAX_DIMS)
         return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "the output would have rank %d; at most %d is supported", r,
@@ -65,7 +65,7 @@ static cuvil_status gather_infer(cir_graph *g, cir_node *n) {
     for (int d = axis + 1; d < x->ndim; d++) dims[nd++] = x->dims[d];
     cir_set_shape(cir_out(g, n, 0), x->dtype, nd, dims);
     if (!cir_is_const(idx)) return CUVIL_OK;   /* checked by the kernel at run time */
-    int64_t *norm = gather_indices(g, n, &p);   /* validates every index now */
+    int64_t *norm = op_gather_indices(g, n, &p);   /* validates every index now */
     if (!norm) return g->ctx->status;
     cuvil_free(norm);
     return CUVIL_OK;
@@ -74,9 +74,9 @@ static cuvil_status gather_infer(cir_graph *g, cir_node *n) {
 static cuvil_status gather_fold(cir_graph *g, cir_node *n) {
     int axis;
     cuvil_gather_params p;
-    cuvil_status s = gather_params(g, n, &axis, &p);
+    cuvil_status s = op_gather_params(g, n, &axis, &p);
     if (s) return s;
-    int64_t *idx = gather_indices(g, n, &p);
+    int64_t *idx = op_gather_indices(g, n, &p);
     if (!idx) return g->ctx->status;
     cir_value *y = cir_out(g, n, 0);
     if (cir_value_make_const(g, y)) cuvil_gather(&p, idx, cir_in(g, n, 0)->data, y->data);
@@ -84,35 +84,6 @@ static cuvil_status gather_fold(cir_graph *g, cir_node *n) {
     return y->data ? CUVIL_OK : g->ctx->status;
 }
 
-static cuvil_status gather_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
-    int axis;
-    cuvil_gather_params p;
-    cuvil_status s = gather_params(g, n, &axis, &p);
-    if (s) return s;
-    cir_value *iv = cir_in(g, n, 1);
-    if (!cir_is_const(iv)) {
-        const char *ps = cg_param(cg, "cuvil_gather_params", "{ .outer = %lld, .axis_len = %lld, .nb_inner = %lld, .n_idx = %lld }",
-                                  (long long)p.outer, (long long)p.axis_len, (long long)p.nb_inner, (long long)p.n_idx);
-        cg_printf(cg, "    if (cuvil_gather_rt(&%s, %s, %s, %s, %s)) return 1;\n", ps, cg_rt_type(iv->dtype), cg_in(cg, n->in[1]),
-                  cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));
-        char what[96];
-        if (g->symbolic)   /* the bound may be symbolic: a message is one text for every size */
-            snprintf(what, sizeof what, "an index is out of range for its axis");
-        else
-            snprintf(what, sizeof what, "an index is out of range [-%lld, %lld)", (long long)p.axis_len, (long long)p.axis_len);
-        cg_fallible(cg, cuvil_arena_strdup(&g->arena, what));
-        return CUVIL_OK;
-    }
-    int64_t *idx = gather_indices(g, n, &p);
-    if (!idx) return g->ctx->status;
-    const char *is = cg_data(cg, idx, sizeof(int64_t) * (size_t)p.n_idx, CIR_I64);
-    cuvil_free(idx);
-    const char *ps = cg_param(cg, "cuvil_gather_params", "{ .outer = %lld, .axis_len = %lld, .nb_inner = %lld, .n_idx = %lld }",
-                              (long long)p.outer, (long long)p.axis_len, (long long)p.nb_inner, (long long)p.n_idx);
-    cg_printf(cg, "    cuvil_gather(&%s, %s, %s, %s);\n", ps, is, cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));
-    return CUVIL_OK;
-}
-
 static const cir_attr_spec gather_attrs[] = {{"axis", CIR_ATTR_INT, 0, 0, NULL, false}, CIR_ATTR_END};
 
-const cir_opdef cir_op_gather = {"gather", 0, 2, 2, 1, 1, gather_attrs, gather_infer, gather_fold, gather_emit, NULL, 0, NULL};
+const cir_opdef cir_op_gather = {"gather", 0, 2, 2, 1, 1, gather_attrs, gather_infer, gather_fold, NULL, 0};

@@ -152,7 +152,7 @@ static cuvil_status matmul_infer(cir_graph *g, cir_node *n) {
 
 /* Params of either op; for an irregular MatMul broadcast, *offs gets a malloc'd offset table
  * (caller frees) and *n_irregular its length. */
-static cuvil_status any_params(cir_graph *g, cir_node *n, cuvil_gemm_params *p, int64_t *n_irregular, int64_t **offs) {
+cuvil_status op_gemm_params(cir_graph *g, cir_node *n, cuvil_gemm_params *p, int64_t *n_irregular, int64_t **offs) {
     int ndim;
     int64_t dims[CIR_MAX_DIMS];
     *n_irregular = 0;
@@ -168,7 +168,7 @@ static cuvil_status any_params(cir_graph *g, cir_node *n, cuvil_gemm_params *p, 
 static cuvil_status gemm_fold(cir_graph *g, cir_node *n) {
     cuvil_gemm_params p;
     int64_t nirr, *offs;
-    cuvil_status s = any_params(g, n, &p, &nirr, &offs);
+    cuvil_status s = op_gemm_params(g, n, &p, &nirr, &offs);
     if (s) return s;
     cir_value *y = cir_out(g, n, 0), *c = cir_in(g, n, 2);
     const float *A = cir_in(g, n, 0)->data, *B = cir_in(g, n, 1)->data;
@@ -183,37 +183,6 @@ static cuvil_status gemm_fold(cir_graph *g, cir_node *n) {
     return CUVIL_OK;
 }
 
-static cuvil_status gemm_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
-    cuvil_gemm_params p;
-    int64_t nirr, *offs;
-    cuvil_status s = any_params(g, n, &p, &nirr, &offs);
-    if (s) return s;
-    char al[32], be[32], act[128];
-    const char *ps = cg_param(cg, "cuvil_gemm_params",
-                              "{ .M = %lld, .N = %lld, .K = %lld, .lda = %lld, .ldb = %lld, .ldc = %lld, .trans_a = %d, "
-                              ".trans_b = %d, .alpha = %s, .beta = %s, .bias_rs = %lld, .bias_cs = %lld, .batch = %lld, "
-                              ".a_bstride = %lld, .b_bstride = %lld, .c_bstride = %lld, .bias_bstride = 0, .act = %s }",
-                              (long long)p.M, (long long)p.N, (long long)p.K, (long long)p.lda, (long long)p.ldb,
-                              (long long)p.ldc, p.trans_a, p.trans_b, cg_float(p.alpha, al), cg_float(p.beta, be),
-                              (long long)p.bias_rs, (long long)p.bias_cs, (long long)p.batch, (long long)p.a_bstride,
-                              (long long)p.b_bstride, (long long)p.c_bstride, cg_act(&p.act, act));
-    cuvil_gemm_ukernel_desc uk;
-    cuvil_gemm_blocking blk = op_target_blocking(g, &uk);
-    const char *S = cg_scratch(cg, cuvil_f32_gemm_scratch_size_ex(&p, &blk), "cuvil_f32_gemm_scratch_size(&%s)", ps);
-    cir_value *c = cir_in(g, n, 2);
-    if (nirr) {
-        const char *tab = cg_param(cg, "int64_t[]", "%s", cg_i64s(cg, offs, (int)(2 * nirr)));
-        cuvil_free(offs);
-        cg_printf(cg, "    for (int64_t i = 0; i < %lld; i++)\n        cuvil_f32_gemm(&%s, %s + %s[2 * i], %s + %s[2 * i + 1], NULL, "
-                      "%s + i * %lld, %s);\n", (long long)nirr, ps, cg_in(cg, n->in[0]), tab, cg_in(cg, n->in[1]), tab,
-                  cg_out(cg, n->out[0]), (long long)(p.M * p.N), S);
-        return CUVIL_OK;
-    }
-    cg_printf(cg, "    cuvil_f32_gemm(&%s, %s, %s, %s, %s, %s);\n", ps, cg_in(cg, n->in[0]), cg_in(cg, n->in[1]),
-              c ? cg_in(cg, n->in[2]) : "NULL", cg_out(cg, n->out[0]), S);
-    return CUVIL_OK;
-}
-
 static const cir_attr_spec gemm_attrs[] = {
     {"trans_a", CIR_ATTR_INT, 0, 0, NULL, false},
     {"trans_b", CIR_ATTR_INT, 0, 0, NULL, false},
@@ -223,5 +192,5 @@ static const cir_attr_spec gemm_attrs[] = {
     CIR_ATTR_END,
 };
 
-const cir_opdef cir_op_gemm = {"gemm", CIR_OPF_TAKES_ACT, 2, 3, 1, 1, gemm_attrs, gemm_infer, gemm_fold, gemm_emit, NULL, 0, NULL};
-const cir_opdef cir_op_matmul = {"matmul", CIR_OPF_TAKES_ACT, 2, 2, 1, 1, NULL, matmul_infer, gemm_fold, gemm_emit, NULL, 0, NULL};
+const cir_opdef cir_op_gemm = {"gemm", CIR_OPF_TAKES_ACT, 2, 3, 1, 1, gemm_attrs, gemm_infer, gemm_fold, NULL, 0};
+const cir_opdef cir_op_matmul = {"matmul", CIR_OPF_TAKES_ACT, 2, 2, 1, 1, NULL, matmul_infer, gemm_fold, NULL, 0};

@@ -7,8 +7,6 @@
 #include <string.h>
 
 static const char *const reductions[] = {"none", "add", "mul", "max", "min", NULL};   /* ORDER: CUVIL_SCATTER_* */
-static const char *const reduction_syms[] = {"CUVIL_SCATTER_NONE", "CUVIL_SCATTER_ADD", "CUVIL_SCATTER_MUL",
-                                             "CUVIL_SCATTER_MAX", "CUVIL_SCATTER_MIN"};
 
 static bool is_scatter(const cir_node *n) { return n->kind == CIR_OP_SCATTER_ELEMENTS || n->kind == CIR_OP_SCATTER_ND; }
 
@@ -19,7 +17,7 @@ static cuvil_status need_index_type(cir_graph *g, cir_node *n, const cir_value *
 }
 
 /* ===== gather_elements, scatter_elements ==================================================== */
-static cuvil_status elements_params(cir_graph *g, cir_node *n, cuvil_elements_params *p) {
+cuvil_status op_elements_params(cir_graph *g, cir_node *n, cuvil_elements_params *p) {
     cir_value *x = cir_in(g, n, 0), *idx = cir_in(g, n, 1);
     memset(p, 0, sizeof *p);
     cuvil_status s;
@@ -57,7 +55,7 @@ static cuvil_status elements_params(cir_graph *g, cir_node *n, cuvil_elements_pa
 
 static cuvil_status elements_infer(cir_graph *g, cir_node *n) {
     cuvil_elements_params p;
-    cuvil_status s = elements_params(g, n, &p);
+    cuvil_status s = op_elements_params(g, n, &p);
     if (s) return s;
     cir_value *src = is_scatter(n) ? cir_in(g, n, 0) : cir_in(g, n, 1);
     cir_set_shape(cir_out(g, n, 0), cir_in(g, n, 0)->dtype, src->ndim, src->dims);
@@ -70,7 +68,7 @@ static cuvil_status index_error(cir_graph *g, cir_node *n) {
 
 static cuvil_status elements_fold(cir_graph *g, cir_node *n) {
     cuvil_elements_params p;
-    cuvil_status s = elements_params(g, n, &p);
+    cuvil_status s = op_elements_params(g, n, &p);
     if (s) return s;
     cir_value *x = cir_in(g, n, 0), *idx = cir_in(g, n, 1), *y = cir_out(g, n, 0);
     if (!cir_value_make_const(g, y)) return g->ctx->status;
@@ -79,30 +77,8 @@ static cuvil_status elements_fold(cir_graph *g, cir_node *n) {
     return bad ? index_error(g, n) : CUVIL_OK;
 }
 
-static const char *elements_param(cg_ctx *cg, const cuvil_elements_params *p) {
-    return cg_param(cg, "cuvil_elements_params", "{ .ndim = %d, .axis = %d, .reduction = %s, .elem_size = %lld, .dims = %s, "
-                    ".data_dims = %s }", p->ndim, p->axis, reduction_syms[p->reduction], (long long)p->elem_size, cg_i64s(cg, p->dims, p->ndim),
-                    cg_i64s(cg, p->data_dims, p->ndim));
-}
-
-static cuvil_status elements_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
-    cuvil_elements_params p;
-    cuvil_status s = elements_params(g, n, &p);
-    if (s) return s;
-    cir_value *x = cir_in(g, n, 0), *idx = cir_in(g, n, 1);
-    const char *ps = elements_param(cg, &p);
-    if (is_scatter(n))
-        cg_printf(cg, "    if (cuvil_scatter_elements(&%s, %s, %s, %s, %s, %s, %s)) return 1;\n", ps, cg_rt_type(x->dtype),
-                  cg_rt_type(idx->dtype), cg_in(cg, n->in[1]), cg_in(cg, n->in[2]), cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));
-    else
-        cg_printf(cg, "    if (cuvil_gather_elements(&%s, %s, %s, %s, %s)) return 1;\n", ps, cg_rt_type(idx->dtype),
-                  cg_in(cg, n->in[1]), cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));
-    cg_fallible(cg, "an index is out of range for its axis");
-    return CUVIL_OK;
-}
-
 /* ===== gather_nd, scatter_nd ================================================================= */
-static cuvil_status nd_params(cir_graph *g, cir_node *n, cuvil_nd_params *p, int *ndim, int64_t *dims) {
+cuvil_status op_nd_params(cir_graph *g, cir_node *n, cuvil_nd_params *p, int *ndim, int64_t *dims) {
     cir_value *x = cir_in(g, n, 0), *idx = cir_in(g, n, 1);
     memset(p, 0, sizeof *p);
     cuvil_status s;
@@ -159,7 +135,7 @@ static cuvil_status nd_infer(cir_graph *g, cir_node *n) {
     cuvil_nd_params p;
     int nd;
     int64_t dims[CIR_MAX_DIMS];
-    cuvil_status s = nd_params(g, n, &p, &nd, dims);
+    cuvil_status s = op_nd_params(g, n, &p, &nd, dims);
     if (s) return s;
     cir_value *x = cir_in(g, n, 0);
     if (is_scatter(n)) cir_set_shape(cir_out(g, n, 0), x->dtype, x->ndim, x->dims);
@@ -171,34 +147,13 @@ static cuvil_status nd_fold(cir_graph *g, cir_node *n) {
     cuvil_nd_params p;
     int nd;
     int64_t dims[CIR_MAX_DIMS];
-    cuvil_status s = nd_params(g, n, &p, &nd, dims);
+    cuvil_status s = op_nd_params(g, n, &p, &nd, dims);
     if (s) return s;
     cir_value *x = cir_in(g, n, 0), *idx = cir_in(g, n, 1), *y = cir_out(g, n, 0);
     if (!cir_value_make_const(g, y)) return g->ctx->status;
     int bad = is_scatter(n) ? cuvil_scatter_nd(&p, x->dtype, idx->data, cir_in(g, n, 2)->data, x->data, y->data)
                             : cuvil_gather_nd(&p, idx->data, x->data, y->data);
     return bad ? index_error(g, n) : CUVIL_OK;
-}
-
-static cuvil_status nd_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
-    cuvil_nd_params p;
-    int nd;
-    int64_t dims[CIR_MAX_DIMS];
-    cuvil_status s = nd_params(g, n, &p, &nd, dims);
-    if (s) return s;
-    cir_value *x = cir_in(g, n, 0);
-    const char *ps = cg_param(cg, "cuvil_nd_params", "{ .n_batch = %lld, .n_idx = %lld, .k = %lld, .slice_elems = %lld, "
-                              ".elem_size = %lld, .reduction = %s, .data_dims = %s }", (long long)p.n_batch,
-                              (long long)p.n_idx, (long long)p.k, (long long)p.slice_elems, (long long)p.elem_size,
-                              reduction_syms[p.reduction], cg_i64s(cg, p.data_dims, (int)p.k));
-    if (is_scatter(n))
-        cg_printf(cg, "    if (cuvil_scatter_nd(&%s, %s, %s, %s, %s, %s)) return 1;\n", ps, cg_rt_type(x->dtype),
-                  cg_in(cg, n->in[1]), cg_in(cg, n->in[2]), cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));
-    else
-        cg_printf(cg, "    if (cuvil_gather_nd(&%s, %s, %s, %s)) return 1;\n", ps, cg_in(cg, n->in[1]), cg_in(cg, n->in[0]),
-                  cg_out(cg, n->out[0]));
-    cg_fallible(cg, "an index is out of range for its dim");
-    return CUVIL_OK;
 }
 
 static const cir_attr_spec gather_elements_attrs[] = {{"axis", CIR_ATTR_INT, 0, 0, NULL, false}, CIR_ATTR_END};
@@ -214,8 +169,8 @@ static const cir_attr_spec scatter_nd_attrs[] = {
 };
 
 const cir_opdef cir_op_gather_elements = {"gather_elements", 0, 2, 2, 1, 1, gather_elements_attrs, elements_infer,
-                                          elements_fold, elements_emit, NULL, 0, NULL};
+                                          elements_fold, NULL, 0};
 const cir_opdef cir_op_scatter_elements = {"scatter_elements", 0, 3, 3, 1, 1, scatter_elements_attrs, elements_infer,
-                                           elements_fold, elements_emit, NULL, 0, NULL};
-const cir_opdef cir_op_gather_nd = {"gather_nd", 0, 2, 2, 1, 1, gather_nd_attrs, nd_infer, nd_fold, nd_emit, NULL, 0, NULL};
-const cir_opdef cir_op_scatter_nd = {"scatter_nd", 0, 3, 3, 1, 1, scatter_nd_attrs, nd_infer, nd_fold, nd_emit, NULL, 0, NULL};
+                                           elements_fold, NULL, 0};
+const cir_opdef cir_op_gather_nd = {"gather_nd", 0, 2, 2, 1, 1, gather_nd_attrs, nd_infer, nd_fold, NULL, 0};
+const cir_opdef cir_op_scatter_nd = {"scatter_nd", 0, 3, 3, 1, 1, scatter_nd_attrs, nd_infer, nd_fold, NULL, 0};

@@ -5,7 +5,7 @@
 
 #include <string.h>
 
-static cuvil_status ln_params(cir_graph *g, cir_node *n, cuvil_layer_norm_params *p) {
+cuvil_status op_layer_norm_params(cir_graph *g, cir_node *n, cuvil_layer_norm_params *p) {
     cir_value *x = cir_in(g, n, 0);
     cuvil_status s;
     for (int i = 0; i < n->n_in; i++)
@@ -42,7 +42,7 @@ static cuvil_status ln_params(cir_graph *g, cir_node *n, cuvil_layer_norm_params
 
 static cuvil_status ln_infer(cir_graph *g, cir_node *n) {
     cuvil_layer_norm_params p;
-    cuvil_status s = ln_params(g, n, &p);
+    cuvil_status s = op_layer_norm_params(g, n, &p);
     if (s) return s;
     cir_value *x = cir_in(g, n, 0);
     cir_set_shape(cir_out(g, n, 0), x->dtype, x->ndim, x->dims);
@@ -51,23 +51,11 @@ static cuvil_status ln_infer(cir_graph *g, cir_node *n) {
 
 static cuvil_status ln_fold(cir_graph *g, cir_node *n) {
     cuvil_layer_norm_params p;
-    cuvil_status s = ln_params(g, n, &p);
+    cuvil_status s = op_layer_norm_params(g, n, &p);
     if (s) return s;
     cir_value *y = cir_out(g, n, 0), *b = cir_in(g, n, 2);
     if (!cir_value_make_const(g, y)) return g->ctx->status;
     cuvil_f32_layer_norm(&p, cir_in(g, n, 0)->data, cir_in(g, n, 1)->data, b ? b->data : NULL, y->data);
-    return CUVIL_OK;
-}
-
-static cuvil_status ln_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
-    cuvil_layer_norm_params p;
-    cuvil_status s = ln_params(g, n, &p);
-    if (s) return s;
-    char e[32];
-    const char *ps = cg_param(cg, "cuvil_layer_norm_params", "{ .rows = %lld, .len = %lld, .epsilon = %s }",
-                              (long long)p.rows, (long long)p.len, cg_float(p.epsilon, e));
-    cg_printf(cg, "    cuvil_f32_layer_norm(&%s, %s, %s, %s, %s);\n", ps, cg_in(cg, n->in[0]), cg_in(cg, n->in[1]),
-              cir_in(g, n, 2) ? cg_in(cg, n->in[2]) : "NULL", cg_out(cg, n->out[0]));
     return CUVIL_OK;
 }
 
@@ -77,4 +65,4 @@ static const cir_attr_spec ln_attrs[] = {
     CIR_ATTR_END,
 };
 
-const cir_opdef cir_op_layer_norm = {"layer_norm", 0, 2, 3, 1, 1, ln_attrs, ln_infer, ln_fold, ln_emit, NULL, 0, NULL};
+const cir_opdef cir_op_layer_norm = {"layer_norm", 0, 2, 3, 1, 1, ln_attrs, ln_infer, ln_fold, NULL, 0};

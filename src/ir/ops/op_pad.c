@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-static cuvil_status pad_params(cir_graph *g, cir_node *n, cuvil_pad_params *p) {
+cuvil_status op_pad_params(cir_graph *g, cir_node *n, cuvil_pad_params *p) {
     cir_value *x = cir_in(g, n, 0);
     int r = x->ndim;
     int64_t pads[2 * CIR_MAX_DIMS], axes[CIR_MAX_DIMS];
@@ -69,14 +69,14 @@ static cuvil_status pad_infer(cir_graph *g, cir_node *n) {
     if (s || (s = op_need_f32(g, n, 0))) return s;
     cir_value *x = cir_in(g, n, 0);
     cuvil_pad_params p;
-    if ((s = pad_params(g, n, &p))) return s;
+    if ((s = op_pad_params(g, n, &p))) return s;
     cir_set_shape(cir_out(g, n, 0), x->dtype, p.ndim, p.out_dims);
     return CUVIL_OK;
 }
 
 static cuvil_status pad_fold(cir_graph *g, cir_node *n) {
     cuvil_pad_params p;
-    cuvil_status s = pad_params(g, n, &p);
+    cuvil_status s = op_pad_params(g, n, &p);
     if (s) return s;
     cir_value *y = cir_out(g, n, 0);
     if (!cir_value_make_const(g, y)) return g->ctx->status;
@@ -84,21 +84,7 @@ static cuvil_status pad_fold(cir_graph *g, cir_node *n) {
     return CUVIL_OK;
 }
 
-static cuvil_status pad_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
-    cuvil_pad_params p;
-    cuvil_status s = pad_params(g, n, &p);
-    if (s) return s;
-    char v[32];
-    const char *ps = cg_param(cg, "cuvil_pad_params",
-                              "{ .mode = %s, .ndim = %d, .in_dims = %s, .out_dims = %s, .pad_begin = %s, .value = %s }",
-                              (const char *const[]){"CUVIL_PAD_CONSTANT", "CUVIL_PAD_REFLECT", "CUVIL_PAD_EDGE",
-                                                    "CUVIL_PAD_WRAP"}[p.mode], p.ndim, cg_i64s(cg, p.in_dims, p.ndim), cg_i64s(cg, p.out_dims, p.ndim),
-                              cg_i64s(cg, p.pad_begin, p.ndim), cg_float(p.value, v));
-    cg_printf(cg, "    cuvil_f32_pad(&%s, %s, %s);\n", ps, cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));
-    return CUVIL_OK;
-}
-
 static const char *const pad_modes[] = {"constant", "reflect", "edge", "wrap", NULL};   /* ORDER: CUVIL_PAD_* */
 static const cir_attr_spec pad_attrs[] = {{"mode", CIR_ATTR_ENUM, 0, 0, pad_modes, false}, CIR_ATTR_END};
 
-const cir_opdef cir_op_pad = {"pad", 0, 2, 4, 1, 1, pad_attrs, pad_infer, pad_fold, pad_emit, NULL, 0, NULL};
+const cir_opdef cir_op_pad = {"pad", 0, 2, 4, 1, 1, pad_attrs, pad_infer, pad_fold, NULL, 0};

@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-static cuvil_status pool_params(cir_graph *g, cir_node *n, cuvil_pool2d_params *p) {
+cuvil_status op_pool_params(cir_graph *g, cir_node *n, cuvil_pool2d_params *p) {
     cir_value *x = cir_in(g, n, 0);
     memset(p, 0, sizeof *p);
     bool global = n->kind == CIR_OP_GLOBAL_AVG_POOL || n->kind == CIR_OP_GLOBAL_MAX_POOL;
@@ -102,7 +102,7 @@ static cuvil_status pool_infer(cir_graph *g, cir_node *n) {
     cuvil_status s = op_check_arity(g, n, 1, 1, 1, 1);
     if (s || (s = op_need_f32(g, n, 0))) return s;
     cuvil_pool2d_params p;
-    if ((s = pool_params(g, n, &p))) return s;
+    if ((s = op_pool_params(g, n, &p))) return s;
     cir_value *x = cir_in(g, n, 0);
     int64_t dims[CIR_MAX_DIMS];
     dims[0] = p.N;
@@ -121,27 +121,11 @@ static cuvil_status pool_infer(cir_graph *g, cir_node *n) {
 
 static cuvil_status pool_fold(cir_graph *g, cir_node *n) {
     cuvil_pool2d_params p;
-    cuvil_status s = pool_params(g, n, &p);
+    cuvil_status s = op_pool_params(g, n, &p);
     if (s) return s;
     cir_value *y = cir_out(g, n, 0);
     if (!cir_value_make_const(g, y)) return g->ctx->status;
     cuvil_f32_pool2d__scalar(&p, cir_in(g, n, 0)->data, y->data);
-    return CUVIL_OK;
-}
-
-static cuvil_status pool_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
-    cuvil_pool2d_params p;
-    cuvil_status s = pool_params(g, n, &p);
-    if (s) return s;
-    const char *ps = cg_param(cg, "cuvil_pool2d_params",
-                              "{ .kind = %s, .N = %lld, .C = %lld, .H = %lld, .W = %lld, .OH = %lld, .OW = %lld, .KH = %lld, "
-                              ".KW = %lld, .stride_h = %lld, .stride_w = %lld, .pad_t = %lld, .pad_l = %lld, .pad_b = %lld, "
-                              ".pad_r = %lld, .dil_h = %lld, .dil_w = %lld, .count_include_pad = %d }",
-                              p.kind == CUVIL_POOL_MAX ? "CUVIL_POOL_MAX" : "CUVIL_POOL_AVG", (long long)p.N, (long long)p.C, (long long)p.H, (long long)p.W, (long long)p.OH,
-                              (long long)p.OW, (long long)p.KH, (long long)p.KW, (long long)p.stride_h,
-                              (long long)p.stride_w, (long long)p.pad_t, (long long)p.pad_l, (long long)p.pad_b,
-                              (long long)p.pad_r, (long long)p.dil_h, (long long)p.dil_w, p.count_include_pad);
-    cg_printf(cg, "    cuvil_f32_pool2d(&%s, %s, %s);\n", ps, cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));
     return CUVIL_OK;
 }
 
@@ -167,7 +151,7 @@ static const cir_attr_spec avg_pool_attrs[] = {
     CIR_ATTR_END,
 };
 
-const cir_opdef cir_op_max_pool = {"max_pool", 0, 1, 1, 1, 1, max_pool_attrs, pool_infer, pool_fold, pool_emit, NULL, 0, NULL};
-const cir_opdef cir_op_avg_pool = {"avg_pool", 0, 1, 1, 1, 1, avg_pool_attrs, pool_infer, pool_fold, pool_emit, NULL, 0, NULL};
-const cir_opdef cir_op_global_avg_pool = {"global_avg_pool", 0, 1, 1, 1, 1, NULL, pool_infer, pool_fold, pool_emit, NULL, 0, NULL};
-const cir_opdef cir_op_global_max_pool = {"global_max_pool", 0, 1, 1, 1, 1, NULL, pool_infer, pool_fold, pool_emit, NULL, 0, NULL};
+const cir_opdef cir_op_max_pool = {"max_pool", 0, 1, 1, 1, 1, max_pool_attrs, pool_infer, pool_fold, NULL, 0};
+const cir_opdef cir_op_avg_pool = {"avg_pool", 0, 1, 1, 1, 1, avg_pool_attrs, pool_infer, pool_fold, NULL, 0};
+const cir_opdef cir_op_global_avg_pool = {"global_avg_pool", 0, 1, 1, 1, 1, NULL, pool_infer, pool_fold, NULL, 0};
+const cir_opdef cir_op_global_max_pool = {"global_max_pool", 0, 1, 1, 1, 1, NULL, pool_infer, pool_fold, NULL, 0};

@@ -24,7 +24,7 @@ static int reduce_kind(const cir_node *n) {
 
 /* The kernel parameters (mask bit d: axis d is reduced) and the output shape. Absent or
  * empty axes reduce everything, unless noop_with_empty_axes makes the node an identity. */
-static cuvil_status reduce_params(cir_graph *g, cir_node *n, cuvil_reduce_params *p, int *ndim, int64_t *dims) {
+cuvil_status op_reduce_params(cir_graph *g, cir_node *n, cuvil_reduce_params *p, int *ndim, int64_t *dims) {
     cir_value *x = cir_in(g, n, 0);
     memset(p, 0, sizeof *p);
     p->op = reduce_kind(n);
@@ -67,7 +67,7 @@ static cuvil_status reduce_infer(cir_graph *g, cir_node *n) {
     cuvil_reduce_params p;
     int ndim;
     int64_t dims[CIR_MAX_DIMS];
-    if ((s = reduce_params(g, n, &p, &ndim, dims))) return s;
+    if ((s = op_reduce_params(g, n, &p, &ndim, dims))) return s;
     cir_set_shape(cir_out(g, n, 0), x->dtype, ndim, dims);
     return cir_is_const(x) ? CUVIL_OK : op_need_f32(g, n, 0);
 }
@@ -144,7 +144,7 @@ static cuvil_status reduce_fold(cir_graph *g, cir_node *n) {
     cuvil_reduce_params p;
     int ndim;
     int64_t dims[CIR_MAX_DIMS];
-    cuvil_status s = reduce_params(g, n, &p, &ndim, dims);
+    cuvil_status s = op_reduce_params(g, n, &p, &ndim, dims);
     if (s) return s;
     cir_value *x = cir_in(g, n, 0), *y = cir_out(g, n, 0);
     if (!cir_value_make_const(g, y)) return g->ctx->status;
@@ -155,21 +155,6 @@ static cuvil_status reduce_fold(cir_graph *g, cir_node *n) {
     return reduce_fold_generic(g, &p, x, y);
 }
 
-static cuvil_status reduce_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
-    cuvil_reduce_params p;
-    int ndim;
-    int64_t dims[CIR_MAX_DIMS];
-    cuvil_status s = reduce_params(g, n, &p, &ndim, dims);
-    if (s) return s;
-    static const char *const names[] = {"CUVIL_REDUCE_SUM", "CUVIL_REDUCE_MEAN", "CUVIL_REDUCE_MAX", "CUVIL_REDUCE_MIN",
-                                        "CUVIL_REDUCE_PROD", "CUVIL_REDUCE_SUM_SQUARE", "CUVIL_REDUCE_L1", "CUVIL_REDUCE_L2",
-                                        "CUVIL_REDUCE_LOG_SUM_EXP"};   /* ORDER: CUVIL_REDUCE_* */
-    const char *ps = cg_param(cg, "cuvil_reduce_params", "{ .op = %s, .ndim = %d, .dims = %s, .mask = %uu }", names[p.op], p.ndim,
-                              cg_i64s(cg, p.dims, p.ndim), (unsigned)p.mask);
-    cg_printf(cg, "    cuvil_f32_reduce(&%s, %s, %s);\n", ps, cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));
-    return CUVIL_OK;
-}
-
 static const cir_attr_spec reduce_attrs[] = {
     {"keepdims", CIR_ATTR_INT, 1, 0, NULL, false},
     {"noop_with_empty_axes", CIR_ATTR_INT, 0, 0, NULL, false},
@@ -177,7 +162,7 @@ static const cir_attr_spec reduce_attrs[] = {
 };
 
 #define REDUCE(name) \
-    const cir_opdef cir_op_##name = {#name, 0, 1, 2, 1, 1, reduce_attrs, reduce_infer, reduce_fold, reduce_emit, NULL, 0, NULL};
+    const cir_opdef cir_op_##name = {#name, 0, 1, 2, 1, 1, reduce_attrs, reduce_infer, reduce_fold, NULL, 0};
 REDUCE(reduce_sum)
 REDUCE(reduce_mean)
 REDUCE(reduce_max)

@@ -137,8 +137,8 @@ static cuvil_status alias_fold(cir_graph *g, cir_node *n) {
 static const cir_attr_spec reshape_attrs[] = {{"allowzero", CIR_ATTR_INT, 0, 0, NULL, false}, CIR_ATTR_END};
 static const cir_attr_spec flatten_attrs[] = {{"axis", CIR_ATTR_INT, 1, 0, NULL, false}, CIR_ATTR_END};
 
-const cir_opdef cir_op_reshape = {"reshape", CIR_OPF_ALIAS, 2, 2, 1, 1, reshape_attrs, reshape_infer, alias_fold, NULL, NULL, 0, NULL};
-const cir_opdef cir_op_flatten = {"flatten", CIR_OPF_ALIAS, 1, 1, 1, 1, flatten_attrs, flatten_infer, alias_fold, NULL, NULL, 0, NULL};
-const cir_opdef cir_op_squeeze = {"squeeze", CIR_OPF_ALIAS, 1, 2, 1, 1, NULL, squeeze_infer, alias_fold, NULL, NULL, 0, NULL};
-const cir_opdef cir_op_unsqueeze = {"unsqueeze", CIR_OPF_ALIAS, 2, 2, 1, 1, NULL, unsqueeze_infer, alias_fold, NULL, NULL, 0, NULL};
-const cir_opdef cir_op_identity = {"identity", CIR_OPF_ALIAS, 1, 1, 1, 1, NULL, identity_infer, alias_fold, NULL, NULL, 0, NULL};
+const cir_opdef cir_op_reshape = {"reshape", CIR_OPF_ALIAS, 2, 2, 1, 1, reshape_attrs, reshape_infer, alias_fold, NULL, 0};
+const cir_opdef cir_op_flatten = {"flatten", CIR_OPF_ALIAS, 1, 1, 1, 1, flatten_attrs, flatten_infer, alias_fold, NULL, 0};
+const cir_opdef cir_op_squeeze = {"squeeze", CIR_OPF_ALIAS, 1, 2, 1, 1, NULL, squeeze_infer, alias_fold, NULL, 0};
+const cir_opdef cir_op_unsqueeze = {"unsqueeze", CIR_OPF_ALIAS, 2, 2, 1, 1, NULL, unsqueeze_infer, alias_fold, NULL, 0};
+const cir_opdef cir_op_identity = {"identity", CIR_OPF_ALIAS, 1, 1, 1, 1, NULL, identity_infer, alias_fold, NULL, 0};

@@ -35,7 +35,7 @@ static cuvil_status const_floats(cir_graph *g, cir_node *n, int i, float *out, i
     return CUVIL_OK;
 }
 
-static cuvil_status resize_params(cir_graph *g, cir_node *n, cuvil_resize_params *p) {
+cuvil_status op_resize_params(cir_graph *g, cir_node *n, cuvil_resize_params *p) {
     cir_value *x = cir_in(g, n, 0);
     int r = x->ndim, nsc = -1, nsz = -1;
     float sc[CIR_MAX_DIMS];
@@ -130,41 +130,18 @@ static cuvil_status resize_infer(cir_graph *g, cir_node *n) {
     if (s || (s = op_need_f32(g, n, 0))) return s;
     cir_value *x = cir_in(g, n, 0);
     cuvil_resize_params p;
-    if ((s = resize_params(g, n, &p))) return s;
+    if ((s = op_resize_params(g, n, &p))) return s;
     cir_set_shape(cir_out(g, n, 0), x->dtype, p.ndim, p.out_dims);
     return CUVIL_OK;
 }
 
 static cuvil_status resize_fold(cir_graph *g, cir_node *n) {
     cuvil_resize_params p;
-    cuvil_status s = resize_params(g, n, &p);
+    cuvil_status s = op_resize_params(g, n, &p);
     if (s) return s;
     cir_value *y = cir_out(g, n, 0);
     if (!cir_value_make_const(g, y)) return g->ctx->status;
     cuvil_f32_resize(&p, cir_in(g, n, 0)->data, y->data);
-    return CUVIL_OK;
-}
-
-static cuvil_status resize_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
-    cuvil_resize_params p;
-    cuvil_status s = resize_params(g, n, &p);
-    if (s) return s;
-    char scales[CIR_MAX_DIMS * 36 + 8], buf[32], a[32];
-    size_t o = (size_t)snprintf(scales, sizeof scales, "{");
-    for (int d = 0; d < p.ndim; d++)
-        o += (size_t)snprintf(scales + o, sizeof scales - o, "%s%s", d ? ", " : " ", cg_float(p.scales[d], buf));
-    snprintf(scales + o, sizeof scales - o, "%s", p.ndim ? " }" : " 0 }");
-    const char *ps = cg_param(cg, "cuvil_resize_params",
-                              "{ .mode = %s, .coord_mode = %s, .nearest_mode = %s, .ndim = %d, .in_dims = %s, .out_dims = %s, "
-                              ".scales = %s, .cubic_coeff_a = %s, .exclude_outside = %d }",
-                              (const char *const[]){"CUVIL_RESIZE_NEAREST", "CUVIL_RESIZE_LINEAR", "CUVIL_RESIZE_CUBIC"}[p.mode],
-                              (const char *const[]){"CUVIL_COORD_HALF_PIXEL", "CUVIL_COORD_ASYMMETRIC", "CUVIL_COORD_ALIGN_CORNERS",
-                                                    "CUVIL_COORD_PYTORCH_HALF_PIXEL", "CUVIL_COORD_TF_HALF_PIXEL_FOR_NN",
-                                                    "CUVIL_COORD_HALF_PIXEL_SYMMETRIC"}[p.coord_mode],
-                              (const char *const[]){"CUVIL_NEAREST_ROUND_PREFER_FLOOR", "CUVIL_NEAREST_ROUND_PREFER_CEIL",
-                                                    "CUVIL_NEAREST_FLOOR", "CUVIL_NEAREST_CEIL"}[p.nearest_mode], p.ndim, cg_i64s(cg, p.in_dims, p.ndim),
-                              cg_i64s(cg, p.out_dims, p.ndim), scales, cg_float(p.cubic_coeff_a, a), p.exclude_outside);
-    cg_printf(cg, "    cuvil_f32_resize(&%s, %s, %s);\n", ps, cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));
     return CUVIL_OK;
 }
 
@@ -181,4 +158,4 @@ static const cir_attr_spec resize_attrs[] = {
     CIR_ATTR_END,
 };
 
-const cir_opdef cir_op_resize = {"resize", 0, 1, 4, 1, 1, resize_attrs, resize_infer, resize_fold, resize_emit, NULL, 0, NULL};
+const cir_opdef cir_op_resize = {"resize", 0, 1, 4, 1, 1, resize_attrs, resize_infer, resize_fold, NULL, 0};

@@ -8,7 +8,7 @@
  * negative starts/ends count from the end; for step > 0 both clamp to [0, dim], for step < 0
  * start clamps to [0, dim-1] and end to [-1, dim-1]; the output has
  * max(0, ceil((end - start) / step)) elements along the axis. */
-static cuvil_status slice_params(cir_graph *g, cir_node *n, cuvil_slice_params *p) {
+cuvil_status op_slice_params(cir_graph *g, cir_node *n, cuvil_slice_params *p) {
     cir_value *x = cir_in(g, n, 0);
     int64_t starts[CIR_MAX_DIMS], ends[CIR_MAX_DIMS], axes[CIR_MAX_DIMS], steps[CIR_MAX_DIMS];
     int ns, ne, na = -1, nst = -1;
@@ -73,14 +73,14 @@ static cuvil_status slice_infer(cir_graph *g, cir_node *n) {
     if (cir_dtype_size(x->dtype) == 0)
         return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' has type %s", x->name, cir_dtype_name(x->dtype));
     cuvil_slice_params p;
-    if ((s = slice_params(g, n, &p))) return s;
+    if ((s = op_slice_params(g, n, &p))) return s;
     cir_set_shape(cir_out(g, n, 0), x->dtype, p.ndim, p.out_dims);
     return CUVIL_OK;
 }
 
 static cuvil_status slice_fold(cir_graph *g, cir_node *n) {
     cuvil_slice_params p;
-    cuvil_status s = slice_params(g, n, &p);
+    cuvil_status s = op_slice_params(g, n, &p);
     if (s) return s;
     cir_value *y = cir_out(g, n, 0);
     if (!cir_value_make_const(g, y)) return g->ctx->status;
@@ -88,16 +88,4 @@ static cuvil_status slice_fold(cir_graph *g, cir_node *n) {
     return CUVIL_OK;
 }
 
-static cuvil_status slice_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
-    cuvil_slice_params p;
-    cuvil_status s = slice_params(g, n, &p);
-    if (s) return s;
-    const char *ps = cg_param(cg, "cuvil_slice_params",
-                              "{ .ndim = %d, .elem_size = %lld, .in_dims = %s, .out_dims = %s, .starts = %s, .steps = %s }",
-                              p.ndim, (long long)p.elem_size, cg_i64s(cg, p.in_dims, p.ndim), cg_i64s(cg, p.out_dims, p.ndim),
-                              cg_i64s(cg, p.starts, p.ndim), cg_i64s(cg, p.steps, p.ndim));
-    cg_printf(cg, "    cuvil_slice(&%s, %s, %s);\n", ps, cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));
-    return CUVIL_OK;
-}
-
-const cir_opdef cir_op_slice = {"slice", 0, 3, 5, 1, 1, NULL, slice_infer, slice_fold, slice_emit, NULL, 0, NULL};
+const cir_opdef cir_op_slice = {"slice", 0, 3, 5, 1, 1, NULL, slice_infer, slice_fold, NULL, 0};

@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-static cuvil_status softmax_params(cir_graph *g, cir_node *n, cuvil_softmax_params *p) {
+cuvil_status op_softmax_params(cir_graph *g, cir_node *n, cuvil_softmax_params *p) {
     cir_value *x = cir_in(g, n, 0);
     bool coerce = cir_attr_int(n, "coerce_2d") != 0;
     int ax;
@@ -26,28 +26,18 @@ static cuvil_status softmax_infer(cir_graph *g, cir_node *n) {
     if (s || (s = op_need_f32(g, n, 0))) return s;
     cir_value *x = cir_in(g, n, 0);
     cuvil_softmax_params p;
-    if ((s = softmax_params(g, n, &p))) return s;
+    if ((s = op_softmax_params(g, n, &p))) return s;
     cir_set_shape(cir_out(g, n, 0), x->dtype, x->ndim, x->dims);
     return CUVIL_OK;
 }
 
 static cuvil_status softmax_fold(cir_graph *g, cir_node *n) {
     cuvil_softmax_params p;
-    cuvil_status s = softmax_params(g, n, &p);
+    cuvil_status s = op_softmax_params(g, n, &p);
     if (s) return s;
     cir_value *y = cir_out(g, n, 0);
     if (!cir_value_make_const(g, y)) return g->ctx->status;
     cuvil_f32_softmax__scalar(&p, cir_in(g, n, 0)->data, y->data);
-    return CUVIL_OK;
-}
-
-static cuvil_status softmax_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
-    cuvil_softmax_params p;
-    cuvil_status s = softmax_params(g, n, &p);
-    if (s) return s;
-    const char *ps = cg_param(cg, "cuvil_softmax_params", "{ .outer = %lld, .axis_len = %lld, .inner = %lld, .log = %d }",
-                              (long long)p.outer, (long long)p.axis_len, (long long)p.inner, p.log);
-    cg_printf(cg, "    cuvil_f32_softmax(&%s, %s, %s);\n", ps, cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));
     return CUVIL_OK;
 }
 
@@ -57,6 +47,5 @@ static const cir_attr_spec softmax_attrs[] = {
     CIR_ATTR_END,
 };
 
-const cir_opdef cir_op_softmax = {"softmax", 0, 1, 1, 1, 1, softmax_attrs, softmax_infer, softmax_fold, softmax_emit, NULL, 0, NULL};
-const cir_opdef cir_op_log_softmax = {"log_softmax", 0, 1, 1, 1, 1, softmax_attrs, softmax_infer, softmax_fold, softmax_emit,
-                                      NULL, 0, NULL};
+const cir_opdef cir_op_softmax = {"softmax", 0, 1, 1, 1, 1, softmax_attrs, softmax_infer, softmax_fold, NULL, 0};
+const cir_opdef cir_op_log_softmax = {"log_softmax", 0, 1, 1, 1, 1, softmax_attrs, softmax_infer, softmax_fold, NULL, 0};

@@ -4,8 +4,6 @@
 
 #include <string.h>
 
-#define SPLIT_MAX 64   /* the loader's limit on a node's outputs */
-
 /* The split axis and the size of every chunk along it (n->n_out of them). */
 static cuvil_status split_sizes(cir_graph *g, cir_node *n, int *axis, int64_t *sizes) {
     cir_value *x = cir_in(g, n, 0);
@@ -15,7 +13,7 @@ static cuvil_status split_sizes(cir_graph *g, cir_node *n, int *axis, int64_t *s
     bool num = cir_attr_has(n, "num_outputs");
     int64_t num_outputs = cir_attr_int(n, "num_outputs");
     int cnt = -1;
-    if (cir_in(g, n, 1) && (s = op_const_ints(g, n, 1, "split", sizes, SPLIT_MAX, &cnt))) return s;
+    if (cir_in(g, n, 1) && (s = op_const_ints(g, n, 1, "split", sizes, OP_SPLIT_MAX, &cnt))) return s;
     if (cnt >= 0 && num)
         return cir_node_err(g, n, CUVIL_ERR_MODEL, "both 'split' and num_outputs=%lld are given", (long long)num_outputs);
     if (cnt >= 0) {
@@ -52,7 +50,7 @@ static cuvil_status split_sizes(cir_graph *g, cir_node *n, int *axis, int64_t *s
 }
 
 static cuvil_status split_infer(cir_graph *g, cir_node *n) {
-    cuvil_status s = op_check_arity(g, n, 1, 2, 1, SPLIT_MAX);
+    cuvil_status s = op_check_arity(g, n, 1, 2, 1, OP_SPLIT_MAX);
     if (s) return s;
     cir_value *x = cir_in(g, n, 0);
     for (int i = 0; i < n->n_out; i++)
@@ -60,7 +58,7 @@ static cuvil_status split_infer(cir_graph *g, cir_node *n) {
     if (cir_dtype_size(x->dtype) == 0)
         return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' has type %s", x->name, cir_dtype_name(x->dtype));
     int axis;
-    int64_t sizes[SPLIT_MAX], dims[CIR_MAX_DIMS];
+    int64_t sizes[OP_SPLIT_MAX], dims[CIR_MAX_DIMS];
     if ((s = split_sizes(g, n, &axis, sizes))) return s;
     memcpy(dims, x->dims, sizeof dims);
     for (int i = 0; i < n->n_out; i++) {
@@ -70,42 +68,30 @@ static cuvil_status split_infer(cir_graph *g, cir_node *n) {
     return CUVIL_OK;
 }
 
-/* outer = product of dims before the axis; chunk[i] = bytes of output i per outer row. */
-static int64_t split_layout(cir_graph *g, cir_node *n, int axis, const int64_t *sizes, int64_t *chunk) {
-    cir_value *x = cir_in(g, n, 0);
-    int64_t outer = 1, inner = (int64_t)cir_dtype_size(x->dtype);
-    for (int d = 0; d < axis; d++) outer *= x->dims[d];
-    for (int d = axis + 1; d < x->ndim; d++) inner *= x->dims[d];
-    for (int i = 0; i < n->n_out; i++) chunk[i] = sizes[i] * inner;
-    return outer;
-}
-
-static cuvil_status split_fold(cir_graph *g, cir_node *n) {
+/* The kernel's view: outer = product of dims before the axis; chunk[i] = bytes of output i per
+ * outer row. */
+cuvil_status op_split_params(cir_graph *g, cir_node *n, int64_t *outer, int64_t *chunk) {
     int axis;
-    int64_t sizes[SPLIT_MAX], chunk[SPLIT_MAX];
-    void *outs[SPLIT_MAX];
+    int64_t sizes[OP_SPLIT_MAX];
     cuvil_status s = split_sizes(g, n, &axis, sizes);
     if (s) return s;
-    for (int i = 0; i < n->n_out; i++)
-        if (!(outs[i] = cir_value_make_const(g, cir_out(g, n, i)))) return g->ctx->status;
-    int64_t outer = split_layout(g, n, axis, sizes, chunk);
-    cuvil_split(outer, n->n_out, chunk, cir_in(g, n, 0)->data, outs);
+    cir_value *x = cir_in(g, n, 0);
+    int64_t inner = (int64_t)cir_dtype_size(x->dtype);
+    *outer = 1;
+    for (int d = 0; d < axis; d++) *outer *= x->dims[d];
+    for (int d = axis + 1; d < x->ndim; d++) inner *= x->dims[d];
+    for (int i = 0; i < n->n_out; i++) chunk[i] = sizes[i] * inner;
     return CUVIL_OK;
 }
 
-static cuvil_status split_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
-    int axis;
-    int64_t sizes[SPLIT_MAX], chunk[SPLIT_MAX];
-    cuvil_status s = split_sizes(g, n, &axis, sizes);
+static cuvil_status split_fold(cir_graph *g, cir_node *n) {
+    int64_t outer, chunk[OP_SPLIT_MAX];
+    void *outs[OP_SPLIT_MAX];
+    cuvil_status s = op_split_params(g, n, &outer, chunk);
     if (s) return s;
-    int64_t outer = split_layout(g, n, axis, sizes, chunk);
-    const char *cs = cg_param(cg, "int64_t[]", "%s", cg_i64s(cg, chunk, n->n_out));
-    /* the outputs as a static table resolved into scratch: no stack, no code per output */
-    const char *refs = cg_refs(cg, n->out, n->n_out);
-    const char *S = cg_scratch(cg, sizeof(void *) * (size_t)n->n_out, "%zu", sizeof(void *) * (size_t)n->n_out);
-    cg_printf(cg, "    cuvil_resolve_refs(%s, %d, A, WEIGHTS, in, out, (void **)%s);\n", refs, n->n_out, S);
-    cg_printf(cg, "    cuvil_split(%lld, %d, %s, %s, (void *const *)%s);\n", (long long)outer, n->n_out, cs,
-              cg_in(cg, n->in[0]), S);
+    for (int i = 0; i < n->n_out; i++)
+        if (!(outs[i] = cir_value_make_const(g, cir_out(g, n, i)))) return g->ctx->status;
+    cuvil_split(outer, n->n_out, chunk, cir_in(g, n, 0)->data, outs);
     return CUVIL_OK;
 }
 
@@ -115,4 +101,4 @@ static const cir_attr_spec split_attrs[] = {
     CIR_ATTR_END,
 };
 
-const cir_opdef cir_op_split = {"split", 0, 1, 2, 1, SPLIT_MAX, split_attrs, split_infer, split_fold, split_emit, NULL, 0, NULL};
+const cir_opdef cir_op_split = {"split", 0, 1, 2, 1, OP_SPLIT_MAX, split_attrs, split_infer, split_fold, NULL, 0};

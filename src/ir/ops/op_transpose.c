@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-static cuvil_status perm_of(cir_graph *g, cir_node *n, cuvil_transpose_params *p) {
+cuvil_status op_transpose_params(cir_graph *g, cir_node *n, cuvil_transpose_params *p) {
     cir_value *x = cir_in(g, n, 0);
     memset(p, 0, sizeof *p);
     p->ndim = x->ndim;
@@ -27,7 +27,7 @@ static cuvil_status transpose_infer(cir_graph *g, cir_node *n) {
     cuvil_status s = op_check_arity(g, n, 1, 1, 1, 1);
     if (s) return s;
     cuvil_transpose_params p;
-    if ((s = perm_of(g, n, &p))) return s;
+    if ((s = op_transpose_params(g, n, &p))) return s;
     cir_value *x = cir_in(g, n, 0);
     int64_t dims[CIR_MAX_DIMS];
     for (int i = 0; i < p.ndim; i++) dims[i] = x->dims[p.perm[i]];
@@ -37,26 +37,11 @@ static cuvil_status transpose_infer(cir_graph *g, cir_node *n) {
 
 static cuvil_status transpose_fold(cir_graph *g, cir_node *n) {
     cuvil_transpose_params p;
-    cuvil_status s = perm_of(g, n, &p);
+    cuvil_status s = op_transpose_params(g, n, &p);
     if (s) return s;
     cir_value *y = cir_out(g, n, 0);
     if (!cir_value_make_const(g, y)) return g->ctx->status;
     cuvil_transpose(&p, cir_in(g, n, 0)->data, y->data);
-    return CUVIL_OK;
-}
-
-static cuvil_status transpose_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
-    cuvil_transpose_params p;
-    cuvil_status s = perm_of(g, n, &p);
-    if (s) return s;
-    cuvil_sb perm = {0};
-    cuvil_sb_puts(&perm, "{ ");
-    for (int i = 0; i < p.ndim; i++) cuvil_sb_printf(&perm, "%s%d", i ? ", " : "", p.perm[i]);
-    cuvil_sb_puts(&perm, " }");
-    const char *ps = cg_param(cg, "cuvil_transpose_params", "{ .ndim = %d, .elem_size = %lld, .dims = %s, .perm = %s }",
-                              p.ndim, (long long)p.elem_size, cg_i64s(cg, p.dims, p.ndim), perm.s ? perm.s : "{0}");
-    cuvil_sb_free(&perm);
-    cg_printf(cg, "    cuvil_transpose(&%s, %s, %s);\n", ps, cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));
     return CUVIL_OK;
 }
 
@@ -88,7 +73,7 @@ static cuvil_status concat_infer(cir_graph *g, cir_node *n) {
 }
 
 /* outer = product of dims before axis; chunk[i] = bytes of input i per outer row. */
-static int64_t concat_layout(cir_graph *g, cir_node *n, int64_t *chunk) {
+int64_t op_concat_layout(cir_graph *g, cir_node *n, int64_t *chunk) {
     cir_value *y = cir_out(g, n, 0);
     int ax;
     op_axis(g, n, cir_attr_int(n, "axis"), y->ndim, "axis", &ax);
@@ -104,29 +89,14 @@ static cuvil_status concat_fold(cir_graph *g, cir_node *n) {
     const void **ins = cuvil_arena_alloc(&g->arena, sizeof(void *) * (size_t)n->n_in);
     cir_value *y = cir_out(g, n, 0);
     if (!chunk || !ins || !cir_value_make_const(g, y)) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
-    int64_t outer = concat_layout(g, n, chunk);
+    int64_t outer = op_concat_layout(g, n, chunk);
     for (int i = 0; i < n->n_in; i++) ins[i] = cir_in(g, n, i)->data;
     cuvil_concat(outer, n->n_in, chunk, ins, y->data);
-    return CUVIL_OK;
-}
-
-static cuvil_status concat_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
-    int64_t *chunk = cuvil_arena_alloc(&g->arena, sizeof(int64_t) * (size_t)n->n_in);
-    if (!chunk) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
-    int64_t outer = concat_layout(g, n, chunk);
-    const char *cs = cg_param(cg, "int64_t[]", "%s", cg_i64s(cg, chunk, n->n_in));
-    /* the inputs as a static table resolved into scratch: no stack, no code per input */
-    const char *refs = cg_refs(cg, n->in, n->n_in);
-    const char *S = cg_scratch(cg, sizeof(void *) * (size_t)n->n_in, "%zu", sizeof(void *) * (size_t)n->n_in);
-    cg_printf(cg, "    cuvil_resolve_refs(%s, %d, A, WEIGHTS, in, out, (void **)%s);\n", refs, n->n_in, S);
-    cg_printf(cg, "    cuvil_concat(%lld, %d, %s, (const void *const *)%s, %s);\n", (long long)outer, n->n_in, cs, S,
-              cg_out(cg, n->out[0]));
     return CUVIL_OK;
 }
 
 static const cir_attr_spec transpose_attrs[] = {{"perm", CIR_ATTR_INTS, 0, 0, NULL, false}, CIR_ATTR_END};
 static const cir_attr_spec concat_attrs[] = {{"axis", CIR_ATTR_INT, 0, 0, NULL, true}, CIR_ATTR_END};
 
-const cir_opdef cir_op_transpose = {"transpose", 0, 1, 1, 1, 1, transpose_attrs, transpose_infer, transpose_fold,
-                                    transpose_emit, NULL, 0, NULL};
-const cir_opdef cir_op_concat = {"concat", 0, 1, -1, 1, 1, concat_attrs, concat_infer, concat_fold, concat_emit, NULL, 0, NULL};
+const cir_opdef cir_op_transpose = {"transpose", 0, 1, 1, 1, 1, transpose_attrs, transpose_infer, transpose_fold, NULL, 0};
+const cir_opdef cir_op_concat = {"concat", 0, 1, -1, 1, 1, concat_attrs, concat_infer, concat_fold, NULL, 0};

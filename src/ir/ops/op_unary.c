@@ -87,22 +87,6 @@ static cuvil_status unary_fold(cir_graph *g, cir_node *n) {
     return CUVIL_OK;
 }
 
-static cuvil_status unary_emit(cg_ctx *cg, cir_graph *g, cir_node *n) {
-    cir_act ca;
-    unary_act(g, n, &ca);
-    cuvil_act_params a = cir_act_params(&ca);
-    char buf[128];
-    const char *p = cg_param(cg, "cuvil_act_params", "%s", cg_act(&a, buf));
-    cir_value *x = cir_in(g, n, 0);
-    if (x->dtype == CIR_F32)
-        cg_printf(cg, "    cuvil_f32_unary(&%s, %s, %s, %lld);\n", p, cg_in(cg, n->in[0]), cg_out(cg, n->out[0]),
-                  (long long)cir_numel(x));
-    else
-        cg_printf(cg, "    cuvil_unary_t(&%s, %s, %s, %s, %lld);\n", p, cg_rt_type(x->dtype), cg_in(cg, n->in[0]),
-                  cg_out(cg, n->out[0]), (long long)cir_numel(x));
-    return CUVIL_OK;
-}
-
 static const cir_attr_spec alpha_001[] = {{"alpha", CIR_ATTR_FLOAT, 0, 0.01f, NULL, false}, CIR_ATTR_END};
 static const cir_attr_spec alpha_1[] = {{"alpha", CIR_ATTR_FLOAT, 0, 1.0f, NULL, false}, CIR_ATTR_END};
 static const cir_attr_spec hard_sigmoid_attrs[] = {
@@ -114,8 +98,7 @@ static const char *const gelu_approx[] = {"none", "tanh", NULL};
 static const cir_attr_spec gelu_attrs[] = {{"approximate", CIR_ATTR_ENUM, 0, 0, gelu_approx, false}, CIR_ATTR_END};
 
 #define UNARY(name, act, attrs, max_in) \
-    const cir_opdef cir_op_##name = {#name, CIR_OPF_IS_ACT, 1, max_in, 1, 1, attrs, unary_infer, unary_fold, unary_emit, \
-                                     unary_act, act, NULL};
+    const cir_opdef cir_op_##name = {#name, CIR_OPF_IS_ACT, 1, max_in, 1, 1, attrs, unary_infer, unary_fold, unary_act, act};
 UNARY(relu, CUVIL_ACT_RELU, NULL, 1)
 UNARY(leaky_relu, CUVIL_ACT_LEAKY_RELU, alpha_001, 1)
 UNARY(clip, CUVIL_ACT_CLIP, NULL, 3)

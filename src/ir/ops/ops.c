@@ -313,19 +313,6 @@ void op_bin_params(const cir_value *a, const cir_value *b, const cir_value *y, i
     op_bcast_strides(b, y->ndim, y->dims, p->b_strides);
 }
 
-const char *const op_bin_names[] = {"CUVIL_BIN_ADD", "CUVIL_BIN_SUB", "CUVIL_BIN_MUL", "CUVIL_BIN_DIV",
-                                    "CUVIL_BIN_POW", "CUVIL_BIN_MAX", "CUVIL_BIN_MIN", "CUVIL_BIN_PRELU"};
-const char *const op_cmp_names[] = {"CUVIL_CMP_EQ", "CUVIL_CMP_LT", "CUVIL_CMP_GT", "CUVIL_CMP_LE", "CUVIL_CMP_GE"};
-const char *const op_logic_names[] = {"CUVIL_LOGIC_AND", "CUVIL_LOGIC_OR", "CUVIL_LOGIC_XOR"};
-_Static_assert(sizeof op_bin_names / sizeof op_bin_names[0] == CUVIL_BIN__COUNT, "CUVIL_BIN_* names");
-
-const char *op_emit_bin_params(cg_ctx *cg, const cuvil_binary_params *p, const char *const *op_names) {
-    char act[128];
-    return cg_param(cg, "cuvil_binary_params", "{ .op = %s, .ndim = %d, .dims = %s, .a_strides = %s, .b_strides = %s, .act = %s }",
-                    op_names[p->op], p->ndim, cg_i64s(cg, p->dims, p->ndim), cg_strides(cg, p->a_strides, p->dims, p->ndim),
-                    cg_strides(cg, p->b_strides, p->dims, p->ndim), cg_act(&p->act, act));
-}
-
 cuvil_status op_need_typed(cir_graph *g, cir_node *n, int i, bool bool_ok) {
     cir_value *v = cir_in(g, n, i);
     if (!v) return cir_node_err(g, n, CUVIL_ERR_MODEL, "input %d is missing", i);
@@ -333,16 +320,4 @@ cuvil_status op_need_typed(cir_graph *g, cir_node *n, int i, bool bool_ok) {
         return cir_node_err(g, n, CUVIL_ERR_DTYPE, "input '%s' is %s; %s takes numbers", v->name, cir_dtype_name(v->dtype),
                             n->def->name);
     return CUVIL_OK;
-}
-
-cuvil_gemm_blocking op_target_blocking(const cir_graph *g, cuvil_gemm_ukernel_desc *uk) {
-    const cuvil_target_info *t = cuvil_target_find(g->target);
-    if (!t) t = cuvil_target_find("generic");
-    CUVIL_ASSERT(t);
-    memset(uk, 0, sizeof *uk);
-    uk->mr = t->mr;
-    uk->nr = t->nr;
-    uk->name = t->name;
-    cuvil_gemm_blocking b = {uk, t->mc, t->kc, t->nc};
-    return b;
 }

@@ -1,28 +1,32 @@
 /*
  * ops.h -- what one CIR op provides, in the parts of onnx2c's nodes: an attribute table, a
- * check of the inputs that infers every output's dtype and shape, a fold (evaluate at compile
- * time when every input is constant), and the C it emits for the generated model. One file per
- * op family, op_<family>.c in this folder; the registry is ops.inc.
+ * check of the inputs that infers every output's dtype and shape, and a fold (evaluate at
+ * compile time when every input is constant). One file per op family, op_<family>.c in this
+ * folder; the registry is ops.inc. The C an op's nodes become in the generated model is
+ * codegen's (src/codegen/emit/emit_<family>.c), and the choice of kernel for a target the
+ * lowering pass's (src/passes/pass_lower.c): the IR knows neither targets nor C.
  *
  * Ops are CIR's own: their semantics are fixed (no opset versions, no frontend names). A
  * frontend maps its ops onto them (src/frontend/onnx/onnx_ops.c): legacy attribute forms
  * become constant inputs, opset-dependent defaults become explicit attributes.
  *
- * Adding an op: a `const cir_opdef cir_op_<name>` in an op file and a line in ops.inc (plus
- * its kernel in runtime/, and a frontend mapping if a frontend has it).
+ * Adding an op: a `const cir_opdef cir_op_<name>` in an op file and a line in ops.inc; unless
+ * the op is CIR_OPF_ALIAS or CIR_OPF_FOLD_ONLY, its emitter in src/codegen/emit/ and a line in
+ * emit.inc, and its kernel in runtime/ (plus a frontend mapping if a frontend has the op).
  */
 #ifndef CUVIL_IR_OPS_H
 #define CUVIL_IR_OPS_H
 
-#include "codegen/codegen_int.h"
 #include "ir/cir.h"
-#include "../runtime/kernels/rt_int.h"   /* GEMM blocking: sizes and packing done for the target */
 
 enum {
     CIR_OPF_ALIAS = 1u << 0,        /* output 0 has input 0's bytes (reshape, flatten, ...) */
     CIR_OPF_TAKES_ACT = 1u << 1,    /* emit honours n->act: a following activation can fuse */
     CIR_OPF_IS_ACT = 1u << 2,       /* an elementwise activation that can fuse into its producer */
-    CIR_OPF_TAKES_RESIDUAL = 1u << 3 /* emit honours n->residual */
+    CIR_OPF_TAKES_RESIDUAL = 1u << 3, /* emit honours n->residual */
+    /* no run-time kernel (and no emitter): a node is supported only when it folds, or when its
+     * infer() computes the output (shape, size) */
+    CIR_OPF_FOLD_ONLY = 1u << 4
 };
 
 /* ===== Attributes ======================================================================= */
@@ -80,18 +84,11 @@ typedef struct cir_opdef {
     /* Computes the outputs when every input is constant (outputs already have shapes):
      * cir_value_make_const() then fill. NULL: the op never folds. */
     cuvil_status (*fold)(cir_graph *g, cir_node *n);
-    /* Writes the node's C (see codegen_int.h). NULL for ALIAS ops, which codegen handles, and
-     * for ops that are only supported when they fold. */
-    cuvil_status (*emit)(cg_ctx *cg, cir_graph *g, cir_node *n);
     /* For CIR_OPF_IS_ACT: the activation this node applies (after infer); false when it
      * cannot be one (a clip bound computed at run time). */
     bool (*as_act)(cir_graph *g, const cir_node *n, cir_act *out);
     /* For CIR_OPF_IS_ACT: the run-time kernel's activation (cuvil_act). */
     int rt_act;
-    /* The lowering stage: chooses the kernel and algorithm for target t and the fixed shapes,
-     * records it in n->algo, and may add constants in the kernel's layout (n->packed). NULL:
-     * the op has one kernel and nothing to prepare. */
-    cuvil_status (*lower)(cir_graph *g, cir_node *n, const cuvil_target_info *t);
 } cir_opdef;
 
 const cir_opdef *cir_op_def(cir_op_kind k);
@@ -99,6 +96,10 @@ const cir_opdef *cir_op_def(cir_op_kind k);
 cir_op_kind cir_op_by_name(const char *name);
 /* The run-time kernel's activation parameters for a fused activation. */
 cuvil_act_params cir_act_params(const cir_act *a);
+/* Whether codegen emits a kernel call for the op's nodes: not for ALIAS ops (codegen shares or
+ * copies their bytes itself) nor for FOLD_ONLY ones. Exactly these ops have an entry in
+ * codegen's emitter table, src/codegen/emit/emit.inc (checked by tests/unit/test_ir.c). */
+static inline bool cir_op_has_emitter(const cir_opdef *d) { return !(d->flags & (CIR_OPF_ALIAS | CIR_OPF_FOLD_ONLY)); }
 
 /* ===== Shared helpers for op files ======================================================= */
 /* Requires n_in in [lo, hi] (hi -1: unbounded) and n_out in [olo, ohi]. */
@@ -116,23 +117,56 @@ cuvil_status op_broadcast(cir_graph *g, cir_node *n, const cir_value *a, const c
 /* Element strides (0 on broadcast dims) of v viewed in the rank-ndim output space `dims`. */
 void op_bcast_strides(const cir_value *v, int ndim, const int64_t *dims, int64_t *strides);
 
-/* The broadcasting parameters of y = a OP b (act none), and their static initialiser in the
- * generated C (returns the parameter's name). */
+/* The broadcasting parameters of y = a OP b (act none). */
 void op_bin_params(const cir_value *a, const cir_value *b, const cir_value *y, int op, cuvil_binary_params *p);
-/* op_names: the names of p->op's enum (op_bin_names, op_cmp_names, op_logic_names). */
-const char *op_emit_bin_params(cg_ctx *cg, const cuvil_binary_params *p, const char *const *op_names);
-
-/* The runtime's enum names, for the generated C (indexed by the enum's value). */
-extern const char *const op_bin_names[];     /* CUVIL_BIN_* */
-extern const char *const op_cmp_names[];     /* CUVIL_CMP_* */
-extern const char *const op_logic_names[];   /* CUVIL_LOGIC_* */
 /* Requires input i to have an element type the typed kernels take: any but bool unless
  * bool_ok, not UNDEF. */
 cuvil_status op_need_typed(cir_graph *g, cir_node *n, int i, bool bool_ok);
 
-/* The GEMM blocking of the target g is compiled for (targets.inc); uk is filled with its tile
- * (no function: for sizes and packing only) and pointed to by the result. */
-cuvil_gemm_blocking op_target_blocking(const cir_graph *g, cuvil_gemm_ukernel_desc *uk);
+/* ===== Parameters shared with codegen's emitters ========================================= */
+/* Each computes, from a node after infer, the parameters of the op's run-time kernel: the op
+ * file's fold runs the kernel with them, its emitter (src/codegen/emit/emit_<family>.c) writes
+ * them into the generated C. One computation, so that a folded node and the compiled model
+ * cannot differ. Errors name the node. */
+cuvil_status op_arg_params(cir_graph *g, cir_node *n, cuvil_arg_params *p, int *axis);
+/* batch_norm: scale = gamma / sqrt(var + eps) and shift = beta - mean * scale (C floats each),
+ * and the affine kernel's shape and fused activation. */
+void op_batch_norm_affine(cir_graph *g, cir_node *n, float *scale, float *shift);
+void op_batch_norm_params(cir_graph *g, cir_node *n, cuvil_channel_affine_params *p);
+/* The binary ops (add ... prelu) with their broadcast and fused activation. */
+void op_binary_params(cir_graph *g, cir_node *n, cuvil_binary_params *p);
+/* conv (transpose false) or conv_transpose (true, whose params struct has the same fields); a
+ * 1-D convolution is a 2-D one with H = KH = OH = 1. No prepacking (the lowering pass adds it). */
+cuvil_status op_conv_params(cir_graph *g, cir_node *n, bool transpose, cuvil_conv2d_params *p);
+/* The view [outer, axis_len, nb_inner] of gather's data and the axis. */
+cuvil_status op_gather_params(cir_graph *g, cir_node *n, int *axis, cuvil_gather_params *p);
+/* gather's constant indices made non-negative, in a malloc'd array the caller frees; NULL after
+ * an error (an index out of range, or out of memory). */
+int64_t *op_gather_indices(cir_graph *g, cir_node *n, const cuvil_gather_params *p);
+/* gemm or matmul; for an irregular MatMul broadcast, *offs gets a malloc'd table of A and B
+ * element offsets per output matrix (caller frees) and *n_irregular its length. */
+cuvil_status op_gemm_params(cir_graph *g, cir_node *n, cuvil_gemm_params *p, int64_t *n_irregular, int64_t **offs);
+/* gather_elements, scatter_elements. */
+cuvil_status op_elements_params(cir_graph *g, cir_node *n, cuvil_elements_params *p);
+/* gather_nd, scatter_nd; also the shape of gather's output / scatter's updates (ndim, dims). */
+cuvil_status op_nd_params(cir_graph *g, cir_node *n, cuvil_nd_params *p, int *ndim, int64_t *dims);
+cuvil_status op_layer_norm_params(cir_graph *g, cir_node *n, cuvil_layer_norm_params *p);
+cuvil_status op_pad_params(cir_graph *g, cir_node *n, cuvil_pad_params *p);
+/* The pooling ops; a 1-D pool is a 2-D one with H = 1, a global one a window over all of it. */
+cuvil_status op_pool_params(cir_graph *g, cir_node *n, cuvil_pool2d_params *p);
+/* The reductions (mask bit d: axis d is reduced), and the output shape (ndim, dims). */
+cuvil_status op_reduce_params(cir_graph *g, cir_node *n, cuvil_reduce_params *p, int *ndim, int64_t *dims);
+cuvil_status op_resize_params(cir_graph *g, cir_node *n, cuvil_resize_params *p);
+cuvil_status op_slice_params(cir_graph *g, cir_node *n, cuvil_slice_params *p);
+cuvil_status op_softmax_params(cir_graph *g, cir_node *n, cuvil_softmax_params *p);
+/* split: outer = product of dims before the axis, chunk[i] = bytes of output i per outer row
+ * (n->n_out <= OP_SPLIT_MAX of them). */
+#define OP_SPLIT_MAX 64   /* the loader's limit on a node's outputs */
+cuvil_status op_split_params(cir_graph *g, cir_node *n, int64_t *outer, int64_t *chunk);
+cuvil_status op_transpose_params(cir_graph *g, cir_node *n, cuvil_transpose_params *p);
+/* concat (after infer): returns outer = product of dims before the axis; chunk[i] = bytes of
+ * input i per outer row. */
+int64_t op_concat_layout(cir_graph *g, cir_node *n, int64_t *chunk);
 
 /* Shared enum value lists. */
 extern const char *const cir_auto_pad_names[];   /* "explicit", "same_upper", "same_lower", "valid" */

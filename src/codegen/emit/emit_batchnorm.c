@@ -1,0 +1,21 @@
+/* emit_batchnorm.c -- batch_norm (op_batchnorm.c) that did not fold into a conv: a per-channel
+ * affine whose scale and shift are computed now, into the weights. */
+#include "codegen/emit/emit_int.h"
+
+cuvil_status cg_emit_batch_norm(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    int64_t C = cir_in(g, n, 0)->dims[1];
+    float *sc = cuvil_malloc(sizeof(float) * (size_t)C * 2);
+    if (!sc) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+    op_batch_norm_affine(g, n, sc, sc + C);
+    const char *scale = cg_data(cg, sc, sizeof(float) * (size_t)C, CIR_F32);
+    const char *shift = cg_data(cg, sc + C, sizeof(float) * (size_t)C, CIR_F32);
+    cuvil_free(sc);
+    cuvil_channel_affine_params p;
+    op_batch_norm_params(g, n, &p);
+    char a[128];
+    const char *ps = cg_param(cg, "cuvil_channel_affine_params", "{ .N = %lld, .C = %lld, .inner = %lld, .act = %s }",
+                              (long long)p.N, (long long)p.C, (long long)p.inner, cg_act(&p.act, a));
+    cg_printf(cg, "    cuvil_f32_channel_affine(&%s, %s, %s, %s, %s);\n", ps, cg_in(cg, n->in[0]), scale, shift,
+              cg_out(cg, n->out[0]));
+    return CUVIL_OK;
+}

@@ -1,0 +1,28 @@
+/* emit_binary.c -- add, sub, mul, div, pow, max, min, prelu (op_binary.c): the float32 kernel,
+ * or the typed one for the other element types. */
+#include "codegen/emit/emit_int.h"
+
+cuvil_status cg_emit_binary(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    cuvil_binary_params p;
+    op_binary_params(g, n, &p);
+    cir_value *y = cir_out(g, n, 0);
+    if (y->dtype != CIR_F32) {
+        cg_printf(cg, "    cuvil_binary_t(&%s, %s, %s, %s, %s);\n", cg_bin_params(cg, &p, cg_bin_names), cg_rt_type(y->dtype),
+                  cg_in(cg, n->in[0]), cg_in(cg, n->n_in > 1 && n->in[1] >= 0 ? n->in[1] : n->in[0]), cg_out(cg, n->out[0]));
+        return CUVIL_OK;
+    }
+    const char *ps = cg_bin_params(cg, &p, cg_bin_names);
+    int bi = n->n_in > 1 && n->in[1] >= 0 ? n->in[1] : n->in[0];
+    cir_value *b = cir_val(g, bi);
+    const char *bexpr = cg_in(cg, bi);
+    if (b->dtype != CIR_F32) {   /* Pow's constant exponent: as float32 */
+        int64_t cnt = cir_numel(b);
+        float *f = cuvil_malloc(sizeof(float) * (size_t)(cnt ? cnt : 1));
+        if (!f) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+        for (int64_t i = 0; i < cnt; i++) f[i] = (float)cir_const_f64(b, i);
+        bexpr = cg_data(cg, f, sizeof(float) * (size_t)cnt, CIR_F32);
+        cuvil_free(f);
+    }
+    cg_printf(cg, "    cuvil_f32_binary(&%s, %s, %s, %s);\n", ps, cg_in(cg, n->in[0]), bexpr, cg_out(cg, n->out[0]));
+    return CUVIL_OK;
+}

@@ -1,0 +1,60 @@
+/* emit_conv.c -- conv and conv_transpose (op_conv.c): the GEMM-based kernels, conv on the
+ * weights the lowering pass prepacked when it did. */
+#include "codegen/emit/emit_int.h"
+
+#include <string.h>
+
+/* The fields of op_conv_params() as a C initialiser (shared by both params structs). */
+static const char *geo_fields(const cuvil_conv2d_params *p, char *buf, size_t len) {
+    char a[128];
+    snprintf(buf, len,
+             ".N = %lld, .C = %lld, .H = %lld, .W = %lld, .M = %lld, .OH = %lld, .OW = %lld, .KH = %lld, .KW = %lld, "
+             ".stride_h = %lld, .stride_w = %lld, .pad_t = %lld, .pad_l = %lld, .dil_h = %lld, .dil_w = %lld, "
+             ".group = %lld, .act = %s",
+             (long long)p->N, (long long)p->C, (long long)p->H, (long long)p->W, (long long)p->M, (long long)p->OH,
+             (long long)p->OW, (long long)p->KH, (long long)p->KW, (long long)p->stride_h, (long long)p->stride_w,
+             (long long)p->pad_t, (long long)p->pad_l, (long long)p->dil_h, (long long)p->dil_w, (long long)p->group,
+             cg_act(&p->act, a));
+    return buf;
+}
+
+cuvil_status cg_emit_conv(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    cuvil_conv2d_params pp;
+    cuvil_status s = op_conv_params(g, n, false, &pp);
+    if (s) return s;
+    char f[1024];
+    const char *extra = "";
+    char ex[128];
+    if (n->packed >= 0) {
+        const cuvil_target_info *t = cuvil_target_find(g->target);
+        CUVIL_ASSERT(t);
+        snprintf(ex, sizeof ex, ", .packed_mr = %d, .packed_kc = %lld", t->mr, (long long)t->kc);
+        extra = ex;
+    }
+    const char *p = cg_param(cg, "cuvil_conv2d_params", "{ %s%s }", geo_fields(&pp, f, sizeof f), extra);
+    cuvil_gemm_ukernel_desc uk;
+    cuvil_gemm_blocking blk = cg_target_blocking(g, &uk);
+    const char *S = cg_scratch(cg, cuvil_f32_conv2d_scratch_size_ex(&pp, &blk), "cuvil_f32_conv2d_scratch_size(&%s)", p);
+    cg_printf(cg, "    cuvil_f32_conv2d%s(&%s, %s, %s, %s, %s, %s, %s);\n", n->packed >= 0 ? "_prepacked" : "", p,
+              cg_in(cg, n->in[0]), cg_in(cg, n->packed >= 0 ? n->packed : n->in[1]),
+              cir_in(g, n, 2) ? cg_in(cg, n->in[2]) : "NULL", n->residual >= 0 ? cg_in(cg, n->residual) : "NULL",
+              cg_out(cg, n->out[0]), S);
+    return CUVIL_OK;
+}
+
+cuvil_status cg_emit_conv_transpose(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    cuvil_conv2d_params gp;
+    cuvil_status s = op_conv_params(g, n, true, &gp);
+    if (s) return s;
+    char f[1024];
+    const char *p = cg_param(cg, "cuvil_conv_transpose2d_params", "{ %s }", geo_fields(&gp, f, sizeof f));
+    cuvil_gemm_ukernel_desc uk;
+    cuvil_gemm_blocking blk = cg_target_blocking(g, &uk);
+    cuvil_conv_transpose2d_params tp;
+    memcpy(&tp, &gp, sizeof tp);   /* the same geometry fields (geo_fields prints both) */
+    const char *S = cg_scratch(cg, cuvil_f32_conv_transpose2d_scratch_size_ex(&tp, &blk),
+                               "cuvil_f32_conv_transpose2d_scratch_size(&%s)", p);
+    cg_printf(cg, "    cuvil_f32_conv_transpose2d(&%s, %s, %s, %s, %s, %s);\n", p, cg_in(cg, n->in[0]),
+              cg_in(cg, n->in[1]), cir_in(g, n, 2) ? cg_in(cg, n->in[2]) : "NULL", cg_out(cg, n->out[0]), S);
+    return CUVIL_OK;
+}

@@ -1,0 +1,32 @@
+/* emit_gather.c -- gather (op_gather.c): constant indices normalised into the weights, or
+ * run-time ones that the kernel checks (an index out of range is an error from run). */
+#include "codegen/emit/emit_int.h"
+
+cuvil_status cg_emit_gather(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    int axis;
+    cuvil_gather_params p;
+    cuvil_status s = op_gather_params(g, n, &axis, &p);
+    if (s) return s;
+    cir_value *iv = cir_in(g, n, 1);
+    if (!cir_is_const(iv)) {
+        const char *ps = cg_param(cg, "cuvil_gather_params", "{ .outer = %lld, .axis_len = %lld, .nb_inner = %lld, .n_idx = %lld }",
+                                  (long long)p.outer, (long long)p.axis_len, (long long)p.nb_inner, (long long)p.n_idx);
+        cg_printf(cg, "    if (cuvil_gather_rt(&%s, %s, %s, %s, %s)) return 1;\n", ps, cg_rt_type(iv->dtype), cg_in(cg, n->in[1]),
+                  cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));
+        char what[96];
+        if (g->symbolic)   /* the bound may be symbolic: a message is one text for every size */
+            snprintf(what, sizeof what, "an index is out of range for its axis");
+        else
+            snprintf(what, sizeof what, "an index is out of range [-%lld, %lld)", (long long)p.axis_len, (long long)p.axis_len);
+        cg_fallible(cg, cuvil_arena_strdup(&g->arena, what));
+        return CUVIL_OK;
+    }
+    int64_t *idx = op_gather_indices(g, n, &p);
+    if (!idx) return g->ctx->status;
+    const char *is = cg_data(cg, idx, sizeof(int64_t) * (size_t)p.n_idx, CIR_I64);
+    cuvil_free(idx);
+    const char *ps = cg_param(cg, "cuvil_gather_params", "{ .outer = %lld, .axis_len = %lld, .nb_inner = %lld, .n_idx = %lld }",
+                              (long long)p.outer, (long long)p.axis_len, (long long)p.nb_inner, (long long)p.n_idx);
+    cg_printf(cg, "    cuvil_gather(&%s, %s, %s, %s);\n", ps, is, cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));
+    return CUVIL_OK;
+}

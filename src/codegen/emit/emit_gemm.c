@@ -1,0 +1,34 @@
+/* emit_gemm.c -- gemm and matmul (op_gemm.c) on cuvil_f32_gemm: one (batched) call, or a loop
+ * over a table of operand offsets for a MatMul broadcast that is neither contiguous nor shared. */
+#include "codegen/emit/emit_int.h"
+
+cuvil_status cg_emit_gemm(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    cuvil_gemm_params p;
+    int64_t nirr, *offs;
+    cuvil_status s = op_gemm_params(g, n, &p, &nirr, &offs);
+    if (s) return s;
+    char al[32], be[32], act[128];
+    const char *ps = cg_param(cg, "cuvil_gemm_params",
+                              "{ .M = %lld, .N = %lld, .K = %lld, .lda = %lld, .ldb = %lld, .ldc = %lld, .trans_a = %d, "
+                              ".trans_b = %d, .alpha = %s, .beta = %s, .bias_rs = %lld, .bias_cs = %lld, .batch = %lld, "
+                              ".a_bstride = %lld, .b_bstride = %lld, .c_bstride = %lld, .bias_bstride = 0, .act = %s }",
+                              (long long)p.M, (long long)p.N, (long long)p.K, (long long)p.lda, (long long)p.ldb,
+                              (long long)p.ldc, p.trans_a, p.trans_b, cg_float(p.alpha, al), cg_float(p.beta, be),
+                              (long long)p.bias_rs, (long long)p.bias_cs, (long long)p.batch, (long long)p.a_bstride,
+                              (long long)p.b_bstride, (long long)p.c_bstride, cg_act(&p.act, act));
+    cuvil_gemm_ukernel_desc uk;
+    cuvil_gemm_blocking blk = cg_target_blocking(g, &uk);
+    const char *S = cg_scratch(cg, cuvil_f32_gemm_scratch_size_ex(&p, &blk), "cuvil_f32_gemm_scratch_size(&%s)", ps);
+    cir_value *c = cir_in(g, n, 2);
+    if (nirr) {
+        const char *tab = cg_param(cg, "int64_t[]", "%s", cg_i64s(cg, offs, (int)(2 * nirr)));
+        cuvil_free(offs);
+        cg_printf(cg, "    for (int64_t i = 0; i < %lld; i++)\n        cuvil_f32_gemm(&%s, %s + %s[2 * i], %s + %s[2 * i + 1], NULL, "
+                      "%s + i * %lld, %s);\n", (long long)nirr, ps, cg_in(cg, n->in[0]), tab, cg_in(cg, n->in[1]), tab,
+                  cg_out(cg, n->out[0]), (long long)(p.M * p.N), S);
+        return CUVIL_OK;
+    }
+    cg_printf(cg, "    cuvil_f32_gemm(&%s, %s, %s, %s, %s, %s);\n", ps, cg_in(cg, n->in[0]), cg_in(cg, n->in[1]),
+              c ? cg_in(cg, n->in[2]) : "NULL", cg_out(cg, n->out[0]), S);
+    return CUVIL_OK;
+}

@@ -1,0 +1,55 @@
+/* emit_logic.c -- the ops of op_fold_only.c that also run at run time, on every element type:
+ * the comparisons, not/and/or/xor and where (masks), and expand and tile (broadcast copies). */
+#include "codegen/emit/emit_int.h"
+
+/* Expand and Tile: y[i] = x[i mod x_dims] per axis, x's dims padded with leading 1s. */
+cuvil_status cg_emit_bcast_copy(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    cir_value *x = cir_in(g, n, 0), *y = cir_out(g, n, 0);
+    int64_t xd[CIR_MAX_DIMS];
+    for (int d = 0; d < y->ndim; d++) xd[d] = d < y->ndim - x->ndim ? 1 : x->dims[d - (y->ndim - x->ndim)];
+    const char *ps = cg_param(cg, "cuvil_bcast_copy_params", "{ .ndim = %d, .elem_size = %zu, .dims = %s, .x_dims = %s }",
+                              y->ndim, cir_dtype_size(y->dtype), cg_i64s(cg, y->dims, y->ndim), cg_i64s(cg, xd, y->ndim));
+    cg_printf(cg, "    cuvil_bcast_copy(&%s, %s, %s);\n", ps, cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));
+    return CUVIL_OK;
+}
+
+/* ===== Comparisons and logic ============================================================ */
+cuvil_status cg_emit_logic(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    cir_value *a = cir_in(g, n, 0), *y = cir_out(g, n, 0);
+    if (n->kind == CIR_OP_NOT) {
+        cg_printf(cg, "    cuvil_not(%s, %s, %lld);\n", cg_in(cg, n->in[0]), cg_out(cg, n->out[0]), (long long)cir_numel(y));
+        return CUVIL_OK;
+    }
+    static const int kop[CIR_OP__COUNT] = {
+        [CIR_OP_EQUAL] = CUVIL_CMP_EQ, [CIR_OP_LESS] = CUVIL_CMP_LT, [CIR_OP_GREATER] = CUVIL_CMP_GT,
+        [CIR_OP_LESS_EQUAL] = CUVIL_CMP_LE, [CIR_OP_GREATER_EQUAL] = CUVIL_CMP_GE, [CIR_OP_AND] = CUVIL_LOGIC_AND,
+        [CIR_OP_OR] = CUVIL_LOGIC_OR, [CIR_OP_XOR] = CUVIL_LOGIC_XOR,
+    };
+    bool logical = n->kind == CIR_OP_AND || n->kind == CIR_OP_OR || n->kind == CIR_OP_XOR;
+    cuvil_binary_params p;
+    op_bin_params(a, cir_in(g, n, 1), y, kop[n->kind], &p);
+    const char *ps = cg_bin_params(cg, &p, logical ? cg_logic_names : cg_cmp_names);
+    if (logical)
+        cg_printf(cg, "    cuvil_logic(&%s, %s, %s, %s);\n", ps, cg_in(cg, n->in[0]), cg_in(cg, n->in[1]), cg_out(cg, n->out[0]));
+    else
+        cg_printf(cg, "    cuvil_compare_t(&%s, %s, %s, %s, %s);\n", ps, cg_rt_type(a->dtype), cg_in(cg, n->in[0]),
+                  cg_in(cg, n->in[1]), cg_out(cg, n->out[0]));
+    return CUVIL_OK;
+}
+
+/* ===== Where ================================================================================ */
+cuvil_status cg_emit_where(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    cir_value *out = cir_out(g, n, 0);
+    int64_t cs[CIR_MAX_DIMS], xs[CIR_MAX_DIMS], ys[CIR_MAX_DIMS];
+    op_bcast_strides(cir_in(g, n, 0), out->ndim, out->dims, cs);
+    op_bcast_strides(cir_in(g, n, 1), out->ndim, out->dims, xs);
+    op_bcast_strides(cir_in(g, n, 2), out->ndim, out->dims, ys);
+    const char *ps = cg_param(cg, "cuvil_where_params",
+                              "{ .ndim = %d, .elem_size = %zu, .dims = %s, .c_strides = %s, .x_strides = %s, .y_strides = %s }",
+                              out->ndim, cir_dtype_size(out->dtype), cg_i64s(cg, out->dims, out->ndim),
+                              cg_strides(cg, cs, out->dims, out->ndim), cg_strides(cg, xs, out->dims, out->ndim),
+                              cg_strides(cg, ys, out->dims, out->ndim));
+    cg_printf(cg, "    cuvil_where(&%s, %s, %s, %s, %s);\n", ps, cg_in(cg, n->in[0]), cg_in(cg, n->in[1]), cg_in(cg, n->in[2]),
+              cg_out(cg, n->out[0]));
+    return CUVIL_OK;
+}

@@ -1,0 +1,19 @@
+/* emit_pool.c -- max_pool, avg_pool, global_avg_pool, global_max_pool (op_pool.c) on
+ * cuvil_f32_pool2d. */
+#include "codegen/emit/emit_int.h"
+
+cuvil_status cg_emit_pool(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    cuvil_pool2d_params p;
+    cuvil_status s = op_pool_params(g, n, &p);
+    if (s) return s;
+    const char *ps = cg_param(cg, "cuvil_pool2d_params",
+                              "{ .kind = %s, .N = %lld, .C = %lld, .H = %lld, .W = %lld, .OH = %lld, .OW = %lld, .KH = %lld, "
+                              ".KW = %lld, .stride_h = %lld, .stride_w = %lld, .pad_t = %lld, .pad_l = %lld, .pad_b = %lld, "
+                              ".pad_r = %lld, .dil_h = %lld, .dil_w = %lld, .count_include_pad = %d }",
+                              p.kind == CUVIL_POOL_MAX ? "CUVIL_POOL_MAX" : "CUVIL_POOL_AVG", (long long)p.N, (long long)p.C, (long long)p.H, (long long)p.W, (long long)p.OH,
+                              (long long)p.OW, (long long)p.KH, (long long)p.KW, (long long)p.stride_h,
+                              (long long)p.stride_w, (long long)p.pad_t, (long long)p.pad_l, (long long)p.pad_b,
+                              (long long)p.pad_r, (long long)p.dil_h, (long long)p.dil_w, p.count_include_pad);
+    cg_printf(cg, "    cuvil_f32_pool2d(&%s, %s, %s);\n", ps, cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));
+    return CUVIL_OK;
+}
