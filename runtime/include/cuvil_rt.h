@@ -183,6 +183,8 @@ enum {
     CUVIL_BIN_ADD = 0, CUVIL_BIN_SUB, CUVIL_BIN_MUL, CUVIL_BIN_DIV, CUVIL_BIN_POW,
     CUVIL_BIN_MAX, CUVIL_BIN_MIN,
     CUVIL_BIN_PRELU,    /* a >= 0 ? a : a * b */
+    CUVIL_BIN_MOD,      /* a - b * floor(a / b): the result has b's sign (integers: b = 0 gives 0) */
+    CUVIL_BIN_FMOD,     /* C's fmod: the result has a's sign (integers: b = 0 gives 0) */
     CUVIL_BIN__COUNT
 };
 

@@ -129,6 +129,43 @@ def test_binary(tmp_path, op):
     run_cases(tmp_path, nodes, ins, outs, feeds, wants, types)
 
 
+@pytest.mark.parametrize("fmod", [0, 1])
+def test_mod(tmp_path, fmod):
+    """Mod: fmod=0 takes the divisor's sign (numpy's mod, integers only), fmod=1 the dividend's
+    (C's fmod, every numeric type); an integer divisor of 0 gives 0 (numpy's answer too, never a
+    trap), and so does MIN % -1 (which traps in C on x86)."""
+    rng = tl.seeded_rng(f"mod{fmod}")
+    nodes, ins, outs, feeds, wants, types = [], [], [], {}, {}, {}
+    for t in (["f32"] + NUMERIC if fmod else INTS):
+        a = values(t, (2, 3, 4), rng)
+        b = values(t, (3, 1), rng, nonzero=t not in INTS, lo=0 if t[0] == "u" else -9, hi=9)
+        if t in INTS:
+            info = np.iinfo(NP[t])
+            a[0, 0, :2] = info.min, info.max
+            b[0, 0] = 0
+            if t[0] == "i":
+                b[1, 0] = -1
+        nodes.append(helper.make_node("Mod", [f"a_{t}", f"b_{t}"], [f"y_{t}"], fmod=fmod))
+        ins += [(f"a_{t}", t, a.shape), (f"b_{t}", t, b.shape)]
+        outs.append((f"y_{t}", t, None))
+        feeds[f"a_{t}"], feeds[f"b_{t}"] = a, b
+        f = np.fmod if fmod else np.mod
+        with np.errstate(all="ignore"):
+            if t in ("f16", "bf16"):
+                want = f(a.astype(np.float32), b.astype(np.float32)).astype(NP[t])
+            else:
+                want = f(a, np.broadcast_to(b, a.shape)).astype(a.dtype)
+            if t in INTS:
+                want[np.broadcast_to(b, a.shape) == 0] = 0
+        wants[f"y_{t}"], types[f"y_{t}"] = want, t
+    run_cases(tmp_path, nodes, ins, outs, feeds, wants, types)
+    # fmod=0 on floats is the model's mistake
+    path = build(tmp_path / "bad.onnx", [helper.make_node("Mod", ["a", "b"], ["y"])], [("a", "f32", [2]), ("b", "f32", [2])],
+                 [("y", "f32", [2])])
+    proc = tl.compile_raw(path, tmp_path / "bad.so")
+    assert proc.returncode != 0 and "needs fmod=1" in proc.stderr, proc.stderr
+
+
 def test_integer_wraparound_and_pow(tmp_path):
     """int8 add/mul wrap around as two's complement; integer pow is exact for small results."""
     a8 = np.array([100, -100, 127, -128], np.int8)

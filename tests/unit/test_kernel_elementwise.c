@@ -83,11 +83,14 @@ static double bin_ref(int op, double a, double b) {
     case CUVIL_BIN_MAX: return isnan(a) || isnan(b) ? NAN : fmax(a, b);   /* NaN propagates (ONNX Runtime) */
     case CUVIL_BIN_MIN: return isnan(a) || isnan(b) ? NAN : fmin(a, b);
     case CUVIL_BIN_PRELU: return a >= 0 ? a : a * b;
+    case CUVIL_BIN_MOD: return a - b * floor(a / b);   /* the divisor's sign (numpy) */
+    case CUVIL_BIN_FMOD: return a - b * trunc(a / b);  /* the dividend's sign (C) */
     default: return NAN;
     }
 }
 
-static const char *bin_names[] = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "PRelu"};
+static const char *bin_names[] = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "PRelu", "Mod", "Fmod"};
+_Static_assert(sizeof bin_names / sizeof bin_names[0] == CUVIL_BIN__COUNT, "a name per CUVIL_BIN_*");
 
 typedef struct bcase {
     const char *name;
@@ -118,7 +121,7 @@ static void fill_bin(int op, float *v, int64_t n, int is_b) {
                 is_b ? (i % 4 == 0 ? 2.0f
                                    : (float)((int)(ktu_u32() % 7) - 3) + (i % 3 == 0 ? 0.5f : 0.0f))
                      : ktu_uniform(0.1f, 3.0f) * (i % 5 == 0 ? -1.0f : 1.0f);
-        else if (op == CUVIL_BIN_DIV && is_b)
+        else if ((op == CUVIL_BIN_DIV || op == CUVIL_BIN_MOD || op == CUVIL_BIN_FMOD) && is_b)
             v[i] = ktu_uniform(0.5f, 2.0f) * (i % 2 ? -1.0f : 1.0f);
         else
             v[i] = ktu_uniform(-3.0f, 3.0f);

@@ -12,6 +12,12 @@
 
 #include "../rt_int.h"
 
+/* numpy's mod for floats (ONNX Mod with fmod=0 is only for integers; kept for completeness) */
+static inline float f32_mod(float a, float b) {
+    float r = fmodf(a, b);
+    return r != 0.0f && (r < 0.0f) != (b < 0.0f) ? r + b : r;
+}
+
 /* keep in ORDER with the CUVIL_BIN_* enum in cuvil_rt.h */
 static inline float bin1(int op, float a, float b) {
     switch (op) {
@@ -23,6 +29,8 @@ static inline float bin1(int op, float a, float b) {
     case CUVIL_BIN_MAX: return a > b || a != a ? a : b;   /* NaN from either side propagates */
     case CUVIL_BIN_MIN: return a < b || a != a ? a : b;
     case CUVIL_BIN_PRELU: return a >= 0.0f ? a : a * b;
+    case CUVIL_BIN_MOD: return f32_mod(a, b);
+    case CUVIL_BIN_FMOD: return fmodf(a, b);
     default: return 0.0f;
     }
 }
@@ -90,6 +98,8 @@ static void run(int op, const float *a, int64_t sa, const float *b, int64_t sb, 
     case CUVIL_BIN_MAX: RUN(av > bv || av != av ? av : bv); break;
     case CUVIL_BIN_MIN: RUN(av < bv || av != av ? av : bv); break;
     case CUVIL_BIN_PRELU: RUN(av >= 0.0f ? av : av * bv); break;
+    case CUVIL_BIN_MOD: RUN(f32_mod(av, bv)); break;
+    case CUVIL_BIN_FMOD: RUN(fmodf(av, bv)); break;
     default: break;
     }
 }

@@ -155,6 +155,11 @@ static inline double bin_float(int op, double a, double b) {
     case CUVIL_BIN_MAX: return a > b || a != a ? a : b;
     case CUVIL_BIN_MIN: return a < b || a != a ? a : b;
     case CUVIL_BIN_PRELU: return a >= 0 ? a : a * b;
+    case CUVIL_BIN_MOD: {   /* numpy's mod: the divisor's sign */
+        double r = fmod(a, b);
+        return r != 0 && (r < 0) != (b < 0) ? r + b : r;
+    }
+    case CUVIL_BIN_FMOD: return fmod(a, b);
     default: return 0;
     }
 }
@@ -185,6 +190,16 @@ static inline int64_t sat_i64(double x) {
         case CUVIL_BIN_MAX: BCAST2(p, Y[o] = A[ia] > B[ib] ? A[ia] : B[ib]); break;             \
         case CUVIL_BIN_MIN: BCAST2(p, Y[o] = A[ia] < B[ib] ? A[ia] : B[ib]); break;             \
         case CUVIL_BIN_PRELU: BCAST2(p, Y[o] = !IS_NEG(T, A[ia]) ? A[ia] : (T)(U)((U)A[ia] * (U)B[ib])); break; \
+        /* x % 0 is 0 and x % -1 is 0 (MIN % -1 traps on x86) */                              \
+        case CUVIL_BIN_FMOD:                                                                    \
+            BCAST2(p, Y[o] = B[ib] == 0 || (sgn && B[ib] == (T)-1) ? (T)0 : (T)(A[ia] % B[ib]));  \
+            break;                                                                              \
+        case CUVIL_BIN_MOD:                                                                     \
+            BCAST2(p, {                                                                         \
+                T r_ = B[ib] == 0 || (sgn && B[ib] == (T)-1) ? (T)0 : (T)(A[ia] % B[ib]);       \
+                Y[o] = r_ != 0 && IS_NEG(T, r_) != IS_NEG(T, B[ib]) ? (T)(U)((U)r_ + (U)B[ib]) : r_; \
+            });                                                                                 \
+            break;                                                                              \
         default: break;                                                                         \
         }                                                                                       \
         break;                                                                                  \

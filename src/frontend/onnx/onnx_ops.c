@@ -424,6 +424,7 @@ static const op_map table[] = {
     {"Max", 1, CIR_OP_MAX, map_binary},
     {"Min", 1, CIR_OP_MIN, map_binary},
     {"PRelu", 1, CIR_OP_PRELU, map_binary},
+    {"Mod", 10, CIR_OP_MOD, NULL},
     {"MaxPool", 1, CIR_OP_MAX_POOL, map_conv_pool},
     {"AveragePool", 1, CIR_OP_AVG_POOL, map_conv_pool},
     {"GlobalAveragePool", 1, CIR_OP_GLOBAL_AVG_POOL, NULL},

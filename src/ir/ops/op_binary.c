@@ -1,4 +1,4 @@
-/* op_binary.c -- add, sub, mul, div, pow, max, min, prelu with numpy broadcasting. */
+/* op_binary.c -- add, sub, mul, div, pow, max, min, prelu, mod with numpy broadcasting. */
 #include "ir/ops/ops.h"
 
 #include <math.h>
@@ -14,6 +14,7 @@ static int binop(const cir_node *n) {
     case CIR_OP_MAX: return CUVIL_BIN_MAX;
     case CIR_OP_MIN: return CUVIL_BIN_MIN;
     case CIR_OP_PRELU: return CUVIL_BIN_PRELU;
+    case CIR_OP_MOD: return cir_attr_int(n, "fmod") ? CUVIL_BIN_FMOD : CUVIL_BIN_MOD;
     default: CUVIL_ASSERT(!"not a binary op");
     }
 }
@@ -30,6 +31,7 @@ static bool same_shape(const cir_value *a, const cir_value *b) {
  * its trailing dims), B's dims of size 1 broadcasting. The run at the trailing dims is numpy's
  * rule; any other axis is refused. */
 static cuvil_status check_legacy_broadcast(cir_graph *g, cir_node *n, const cir_value *a, const cir_value *b) {
+    if (n->kind == CIR_OP_MOD) return CUVIL_OK;   /* ONNX's Mod came after numpy broadcasting */
     int mode = (int)cir_attr_int(n, "broadcast");
     if (mode == BCAST_NUMPY || same_shape(a, b)) return CUVIL_OK;
     char sa[256], sb[256];
@@ -59,6 +61,11 @@ static cuvil_status binary_infer(cir_graph *g, cir_node *n) {
     int ndim;
     int64_t dims[CIR_MAX_DIMS];
     if ((s = check_legacy_broadcast(g, n, a, b))) return s;
+    if (n->kind == CIR_OP_MOD && cir_attr_int(n, "fmod") != 0 && cir_attr_int(n, "fmod") != 1)
+        return cir_node_err(g, n, CUVIL_ERR_MODEL, "fmod is %lld; it must be 0 or 1", (long long)cir_attr_int(n, "fmod"));
+    if (op == CUVIL_BIN_MOD && cir_dtype_is_float(a->dtype))
+        return cir_node_err(g, n, CUVIL_ERR_MODEL, "mod of %s '%s' needs fmod=1 (fmod=0, the divisor's sign, is for "
+                            "integers)", cir_dtype_name(a->dtype), a->name);
     if (op == CUVIL_BIN_PRELU) {
         /* the slope broadcasts onto X (unidirectional) */
         if ((s = op_broadcast(g, n, a, b, &ndim, dims))) return s;
@@ -95,6 +102,11 @@ static int64_t apply_int(int op, int64_t x, int64_t y) {
     case CUVIL_BIN_MAX: return x > y ? x : y;
     case CUVIL_BIN_MIN: return x < y ? x : y;
     case CUVIL_BIN_PRELU: return x >= 0 ? x : (int64_t)((uint64_t)x * (uint64_t)y);
+    case CUVIL_BIN_FMOD: return y == 0 || y == -1 ? 0 : x % y;
+    case CUVIL_BIN_MOD: {
+        int64_t r = y == 0 || y == -1 ? 0 : x % y;
+        return r != 0 && (r < 0) != (y < 0) ? r + y : r;
+    }
     default: CUVIL_ASSERT(!"binary op");
     }
 }
@@ -109,6 +121,7 @@ static double apply(int op, double x, double y) {
     case CUVIL_BIN_MAX: return x > y ? x : y;
     case CUVIL_BIN_MIN: return x < y ? x : y;
     case CUVIL_BIN_PRELU: return x >= 0 ? x : x * y;
+    case CUVIL_BIN_FMOD: return fmod(x, y);
     default: CUVIL_ASSERT(!"binary op");
     }
 }
@@ -166,3 +179,9 @@ BINARY(pow, 2)
 BINARY(max, 1)
 BINARY(min, 1)
 BINARY(prelu, 2)
+
+static const cir_attr_spec mod_attrs[] = {
+    {"fmod", CIR_ATTR_INT, 0, 0, NULL, false},   /* 1: C's fmod (the dividend's sign); 0: the divisor's */
+    CIR_ATTR_END,
+};
+const cir_opdef cir_op_mod = {"mod", CIR_OPF_TAKES_ACT, 2, 2, 1, 1, mod_attrs, binary_infer, binary_fold, NULL, 0};
