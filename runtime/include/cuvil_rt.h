@@ -84,9 +84,18 @@ typedef struct cuvil_gemm_params {
     int64_t batch;
     int64_t a_bstride, b_bstride, c_bstride, bias_bstride;
     cuvil_act_params act;
+    /* B packed at compile time (cuvil_f32_gemm_pack_b): the microkernel columns and K blocking
+     * it was packed for; 0 when B is dense. A packed B is the same for every batch item
+     * (b_bstride 0). */
+    int64_t packed_nr, packed_kc;
 } cuvil_gemm_params;
 
 size_t cuvil_f32_gemm_scratch_size(const cuvil_gemm_params *p);
+/* B ([K, N], or [N, K] with trans_b) rearranged into the panels the GEMM reads with
+ * p->packed_nr columns and p->packed_kc blocking (cuvil_f32_gemm_packed_b_floats floats), so
+ * that running never repacks it; cuvil_f32_gemm then takes the packed copy as B. */
+size_t cuvil_f32_gemm_packed_b_floats(const cuvil_gemm_params *p);
+void cuvil_f32_gemm_pack_b(const cuvil_gemm_params *p, const float *B, float *B_packed);
 void cuvil_f32_gemm(const cuvil_gemm_params *p, const float *A, const float *B,
                     const float *bias, float *C, void *scratch);
 /* Naive reference with the same contract (no scratch); used by tests and constant folding. */

@@ -68,6 +68,8 @@ void cuvil_f32_gemm_ukernel_6x16__avx2_fma(size_t kc, const float *a, const floa
 /* c[n] = alpha * dot(a[0..K), B[n*ldb ..]) + (c_in ? c_in[n] : 0) for n < N (c_in may be c). */
 void cuvil_f32_gemv_t__avx2_fma(size_t K, size_t N, const float *a, const float *B, size_t ldb,
                                 float alpha, const float *c_in, float *c);
+/* acc[t] += sum_k a[k] * panel[k*16 + t] for t < 16 (one row of A times a packed B panel). */
+void cuvil_f32_gemv_panel16__avx2_fma(size_t kc, const float *a, const float *panel, float *acc);
 /* dst[k*16 + c] = src[c*ld + k] for c < 16, k < kc (a 16-wide panel of a transposed B). */
 void cuvil_f32_gemm_pack_b_t16__avx2(size_t kc, const float *src, size_t ld, float *dst);
 #endif
@@ -118,6 +120,10 @@ typedef struct cuvil_gemm_job {
     const float *a_packed;
     int a_packed_mr;
     int64_t a_packed_kc;
+    /* B packed ahead of time (cuvil_gemm_pack_b_all), likewise; NULL: B is dense (or pack_b). */
+    const float *b_packed;
+    int b_packed_nr;
+    int64_t b_packed_kc;
 } cuvil_gemm_job;
 
 /* All of A ([M, K], or [K, M] with trans_a; times alpha) in the layout the driver reads with
@@ -126,6 +132,12 @@ typedef struct cuvil_gemm_job {
  * offset pc * ALIGN_UP(M, mr). cuvil_gemm_packed_a_floats() floats. */
 size_t cuvil_gemm_packed_a_floats(int64_t M, int64_t K, int mr);
 void cuvil_gemm_pack_a_all(const cuvil_gemm_job *j, int mr, int64_t kc_max, float *dst);
+/* All of B ([K, N], or [N, K] with trans_b) likewise, in NR-column panels: for each K block
+ * [pc, pc + kc), ALIGN_UP(N, nr) columns as nr-wide panels of kc steps, at offset
+ * pc * ALIGN_UP(N, nr). cuvil_gemm_packed_b_floats() floats. */
+size_t cuvil_gemm_packed_b_floats(int64_t N, int64_t K, int nr);
+#define CUVIL_GEMM_MAX_NR 64   /* the widest NR a packed B may have for the one-row product */
+void cuvil_gemm_pack_b_all(const cuvil_gemm_job *j, int nr, int64_t kc_max, float *dst);
 /* The K block size the driver uses for K and a KC blocking (equal blocks). */
 int64_t cuvil_gemm_kc_split(int64_t K, int64_t kc_max);
 

@@ -10,6 +10,23 @@
 
 typedef cuvil_status (*lower_fn)(cir_graph *g, cir_node *n, const cuvil_target_info *t);
 
+/* A new float32 constant of nf elements for n's weights w in a kernel's layout ("<w>.packed"),
+ * counted against limits.folded_bytes; its id in *id. */
+static cuvil_status packed_const(cir_graph *g, cir_node *n, const cir_value *w, size_t nf, int *id) {
+    uint64_t bytes = nf * sizeof(float);
+    if (bytes > g->limits.folded_bytes || g->folded_bytes > g->limits.folded_bytes - bytes)
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "its prepacked weights (%llu bytes) bring the constants "
+                            "computed at compile time over the limit folded_bytes=%llu (raise it with --limit "
+                            "folded_bytes=N)", (unsigned long long)bytes, (unsigned long long)g->limits.folded_bytes);
+    char name[600];
+    snprintf(name, sizeof name, "%.500s.packed", w->name);
+    int64_t dims = (int64_t)nf;
+    *id = cir_const_add(g, name, CIR_F32, 1, &dims, NULL);
+    if (*id < 0) return g->ctx->status;
+    g->folded_bytes += bytes;
+    return CUVIL_OK;
+}
+
 /* Depthwise convolutions (C/group == 1) run the direct loop; the others run as GEMMs (1x1
  * stride-1 ones straight on the input, the rest through im2col packing), and their constant
  * weights are packed now into the panels the target's microkernel reads. */
@@ -30,19 +47,9 @@ static cuvil_status lower_conv(cir_graph *g, cir_node *n, const cuvil_target_inf
         if (g->opt_level >= 1 && cir_is_const(w)) {
             p.packed_mr = t->mr;
             p.packed_kc = t->kc;
-            size_t nf = cuvil_f32_conv2d_packed_floats(&p);
-            uint64_t bytes = nf * sizeof(float);
-            if (bytes > g->limits.folded_bytes || g->folded_bytes > g->limits.folded_bytes - bytes)
-                return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "its prepacked weights (%llu bytes) bring the constants "
-                                    "computed at compile time over the limit folded_bytes=%llu (raise it with --limit "
-                                    "folded_bytes=N)", (unsigned long long)bytes, (unsigned long long)g->limits.folded_bytes);
-            char name[600];
-            snprintf(name, sizeof name, "%.500s.packed", w->name);
-            int64_t dims = (int64_t)nf;
-            int id = cir_const_add(g, name, CIR_F32, 1, &dims, NULL);
-            if (id < 0) return g->ctx->status;
-            g->folded_bytes += bytes;
-            cuvil_f32_conv2d_pack(&p, cir_in(g, n, 1)->data, cir_val(g, id)->data);
+            int id;
+            if ((s = packed_const(g, n, w, cuvil_f32_conv2d_packed_floats(&p), &id))) return s;
+            cuvil_f32_conv2d_pack(&p, w->data, cir_val(g, id)->data);
             n->packed = id;
             snprintf(algo + strlen(algo), sizeof algo - strlen(algo), ", weights prepacked");
         }
@@ -51,9 +58,36 @@ static cuvil_status lower_conv(cir_graph *g, cir_node *n, const cuvil_target_inf
     return n->algo ? CUVIL_OK : cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
 }
 
+/* Gemm and MatMul run the blocked GEMM (a one-row product streams B); a constant B shared by
+ * every batch item is packed now into the NR-column panels the target's microkernel reads. */
+static cuvil_status lower_gemm(cir_graph *g, cir_node *n, const cuvil_target_info *t) {
+    cuvil_gemm_params p;
+    int64_t nirr, *offs;
+    cuvil_status s = op_gemm_params(g, n, &p, &nirr, &offs);
+    if (s) return s;
+    cuvil_free(offs);
+    cir_value *b = cir_in(g, n, 1);
+    char algo[160];
+    snprintf(algo, sizeof algo, "gemm %dx%d kc=%lld", t->mr, t->nr, (long long)t->kc);
+    if (g->opt_level >= 1 && cir_is_const(b) && b->dtype == CIR_F32 && !nirr && (p.batch <= 1 || p.b_bstride == 0) &&
+        p.N > 0 && p.K > 0) {
+        p.packed_nr = t->nr;
+        p.packed_kc = t->kc;
+        int id;
+        if ((s = packed_const(g, n, b, cuvil_f32_gemm_packed_b_floats(&p), &id))) return s;
+        cuvil_f32_gemm_pack_b(&p, b->data, cir_val(g, id)->data);
+        n->packed = id;
+        snprintf(algo + strlen(algo), sizeof algo - strlen(algo), ", B prepacked");
+    }
+    n->algo = cuvil_arena_strdup(&g->arena, algo);
+    return n->algo ? CUVIL_OK : cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+}
+
 /* The lowering of each op kind that has more than one kernel or prepares constants. */
 static const lower_fn lowerings[CIR_OP__COUNT] = {
     [CIR_OP_CONV] = lower_conv,
+    [CIR_OP_GEMM] = lower_gemm,
+    [CIR_OP_MATMUL] = lower_gemm,
 };
 
 cuvil_status cuvil_pass_lower(cir_graph *g, const cuvil_options *o) {

@@ -143,6 +143,23 @@ static void run_case(cuvil_gemm_params p, int bias_pattern, int data, const char
     run_variant(&p, A, B, bias, C, c_size, ref, RUN_SCALAR, NULL, rtol, atol, buf);
     for (int u = 0; u < cuvil_f32_gemm_n_ukernels; u++)
         run_variant(&p, A, B, bias, C, c_size, ref, RUN_EX, tiny_blocking(u), rtol, atol, buf);
+    if (p.batch <= 1 || p.b_bstride == 0) {
+        /* B packed ahead of time (as the lowering pass does for constant weights): read in place
+         * by a run with the tile and KC it was packed for, repacked by a run with others */
+        for (int u = -1; u < cuvil_f32_gemm_n_ukernels; u++) {
+            const cuvil_gemm_blocking *pk = u < 0 ? cuvil_gemm_default_blocking() : tiny_blocking(u);
+            cuvil_gemm_params q = p;
+            q.packed_nr = pk->uk->nr;
+            q.packed_kc = pk->kc;
+            float *Bp = ktu_falloc(cuvil_f32_gemm_packed_b_floats(&q) + 1);
+            cuvil_f32_gemm_pack_b(&q, B, Bp);
+            char lb[400];
+            snprintf(lb, sizeof lb, "%s packed-B nr=%lld kc=%lld", buf, (long long)q.packed_nr, (long long)q.packed_kc);
+            run_variant(&q, A, Bp, bias, C, c_size, ref, u < 0 ? RUN_PUBLIC : RUN_EX, pk, rtol, atol, lb);
+            run_variant(&q, A, Bp, bias, C, c_size, ref, u < 0 ? RUN_EX : RUN_PUBLIC, tiny_blocking(0), rtol, atol, lb);
+            free(Bp);
+        }
+    }
     free(A);
     free(B);
     free(C);

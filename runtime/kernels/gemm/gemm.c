@@ -203,6 +203,37 @@ static int gemv_applies(const cuvil_gemm_job *j) {
     return j->M == 1 && j->pack_b == NULL && j->a_packed == NULL && (!j->trans_a || j->lda == 1 || j->K == 1);
 }
 
+static int64_t pick_kc(int64_t K, int64_t kc_max);
+
+/* One row of A times a prepacked B: each NR-column panel is read once, contiguously. */
+static void gemv_packed(const cuvil_gemm_job *j) {
+    const int64_t N = j->N, K = j->K, pnr = j->b_packed_nr;
+    const int64_t kcb = pick_kc(K, j->b_packed_kc), Np = CUVIL_ALIGN_UP(N, pnr);
+    const float *a = j->A, *ci = j->c_init;
+    float *c = j->C;
+    float acc[CUVIL_GEMM_MAX_NR];
+    for (int64_t n0 = 0; n0 < N; n0 += pnr) {
+        for (int64_t t = 0; t < pnr; t++) acc[t] = 0.0f;
+        for (int64_t pc = 0; pc < K; pc += kcb) {
+            const int64_t kc = cuvil_min_i64(kcb, K - pc);
+            const float *panel = j->b_packed + pc * Np + n0 * kc;
+#if CUVIL_HAVE_AVX2
+            if (pnr == 16) {
+                cuvil_f32_gemv_panel16__avx2_fma((size_t)kc, a + pc, panel, acc);
+                continue;
+            }
+#endif
+            {
+                for (int64_t k = 0; k < kc; k++)
+                    for (int64_t t = 0; t < pnr; t++) acc[t] += a[pc + k] * panel[k * pnr + t];
+            }
+        }
+        const int64_t cols = cuvil_min_i64(pnr, N - n0);
+        for (int64_t t = 0; t < cols; t++) c[n0 + t] = j->alpha * acc[t] + (ci ? ci[n0 + t] : 0.0f);
+    }
+    cuvil_gemm_epilogue_tile(j, 0, 0, 1, N);
+}
+
 static void gemv(const cuvil_gemm_job *j) {
     const int64_t N = j->N, K = j->K;
     const float *a = j->A, alpha = j->alpha;
@@ -296,6 +327,32 @@ void cuvil_gemm_pack_a_all(const cuvil_gemm_job *j, int mr, int64_t kc_max, floa
     for (int64_t pc = 0; pc < j->K; pc += kcb) pack_a(j, 0, j->M, pc, cuvil_min_i64(kcb, j->K - pc), mr, dst + pc * Mp);
 }
 
+size_t cuvil_gemm_packed_b_floats(int64_t N, int64_t K, int nr) {
+    return N > 0 && K > 0 ? (size_t)(CUVIL_ALIGN_UP(N, nr) * K) : 0;
+}
+
+void cuvil_gemm_pack_b_all(const cuvil_gemm_job *j, int nr, int64_t kc_max, float *dst) {
+    if (j->N <= 0 || j->K <= 0) return;
+    const int64_t kcb = pick_kc(j->K, kc_max), Np = CUVIL_ALIGN_UP(j->N, nr);
+    for (int64_t pc = 0; pc < j->K; pc += kcb) pack_b_dense(j, pc, cuvil_min_i64(kcb, j->K - pc), 0, j->N, nr, dst + pc * Np);
+}
+
+/* Like pack_b_dense, reading B from a prepacked copy made with another NR or KC. */
+static void repack_b(const cuvil_gemm_job *j, int64_t k0, int64_t kc, int64_t n0, int64_t nc, int nr, float *dst) {
+    const int64_t pnr = j->b_packed_nr, kcb = pick_kc(j->K, j->b_packed_kc), Np = CUVIL_ALIGN_UP(j->N, pnr);
+    for (int64_t j0 = 0; j0 < nc; j0 += nr)
+        for (int64_t k = 0; k < kc; k++)
+            for (int c = 0; c < nr; c++) {
+                const int64_t n = n0 + j0 + c, kk = k0 + k;
+                float v = 0.0f;
+                if (j0 + c < nc) {
+                    const int64_t pc = kk / kcb * kcb, kcp = cuvil_min_i64(kcb, j->K - pc);
+                    v = j->b_packed[pc * Np + (n / pnr) * pnr * kcp + (kk - pc) * pnr + n % pnr];
+                }
+                dst[(j0 / nr) * kc * nr + k * nr + c] = v;
+            }
+}
+
 /* Like pack_a, reading A from a prepacked copy made with another MR or KC (a runtime built
  * with another blocking than the compiler assumed: correct, only slower). */
 static void repack_a(const cuvil_gemm_job *j, int64_t m0, int64_t mc, int64_t k0, int64_t kc, int mr, float *dst) {
@@ -343,6 +400,11 @@ void cuvil_f32_gemm_run(const cuvil_gemm_job *j, const cuvil_gemm_blocking *b, v
         }
         return;
     }
+    if (j->b_packed && j->M == 1 && j->a_packed == NULL && (!j->trans_a || j->lda == 1 || K == 1) &&
+        j->b_packed_nr <= CUVIL_GEMM_MAX_NR) {
+        gemv_packed(j);
+        return;
+    }
     if (gemv_applies(j)) {
         gemv(j);
         return;
@@ -357,13 +419,19 @@ void cuvil_f32_gemm_run(const cuvil_gemm_job *j, const cuvil_gemm_blocking *b, v
     const int has_epilogue = j->bias != NULL || j->act.act != CUVIL_ACT_NONE;
     /* prepacked A in this run's layout: read in place */
     const int a_direct = j->a_packed && j->a_packed_mr == mr && pick_kc(K, j->a_packed_kc) == kc_max;
+    const int b_direct = j->b_packed && j->b_packed_nr == nr && pick_kc(K, j->b_packed_kc) == kc_max;
 
     for (int64_t jc = 0; jc < N; jc += nc_max) {
         const int64_t nc = cuvil_min_i64(nc_max, N - jc);
         for (int64_t pc = 0; pc < K; pc += kc_max) {
             const int64_t kc = cuvil_min_i64(kc_max, K - pc);
             const int first = pc == 0, last = pc + kc == K;
-            if (j->pack_b)
+            const float *bpk = bp;
+            if (b_direct)
+                bpk = j->b_packed + pc * CUVIL_ALIGN_UP(N, nr) + jc * kc;
+            else if (j->b_packed)
+                repack_b(j, pc, kc, jc, nc, nr, bp);
+            else if (j->pack_b)
                 j->pack_b(j->pack_b_ctx, pc, kc, jc, nc, nr, bp);
             else
                 pack_b_dense(j, pc, kc, jc, nc, nr, bp);
@@ -376,7 +444,7 @@ void cuvil_f32_gemm_run(const cuvil_gemm_job *j, const cuvil_gemm_blocking *b, v
                 for (int64_t jr = 0; jr < nc; jr += nr) {
                     const int64_t n0 = jc + jr;
                     const size_t nrr = (size_t)cuvil_min_i64(nr, nc - jr);
-                    const float *bpanel = bp + jr * kc;
+                    const float *bpanel = bpk + jr * kc;
                     for (int64_t ir = 0; ir < mc; ir += mr) {
                         const int64_t m0 = ic + ir;
                         const size_t mrr = (size_t)cuvil_min_i64(mr, mc - ir);
@@ -430,14 +498,34 @@ void cuvil_f32_gemm_ex(const cuvil_gemm_params *p, const float *A, const float *
     j.bias_cs = p->bias_cs;
     j.beta = p->beta;
     j.act = p->act;
+    if (p->packed_nr) {
+        j.b_packed_nr = (int)p->packed_nr;
+        j.b_packed_kc = p->packed_kc;
+    }
     const int64_t batch = p->batch; /* 0: an empty batch, nothing to do */
     for (int64_t i = 0; i < batch; i++) {
         j.A = A + i * p->a_bstride;
-        j.B = B + i * p->b_bstride;
+        if (p->packed_nr) j.b_packed = B + i * p->b_bstride;
+        else j.B = B + i * p->b_bstride;
         j.C = C + i * p->c_bstride;
         j.bias = bias ? bias + i * p->bias_bstride : NULL;
         cuvil_f32_gemm_run(&j, b, scratch);
     }
+}
+
+size_t cuvil_f32_gemm_packed_b_floats(const cuvil_gemm_params *p) {
+    return cuvil_gemm_packed_b_floats(p->N, p->K, (int)p->packed_nr);
+}
+
+void cuvil_f32_gemm_pack_b(const cuvil_gemm_params *p, const float *B, float *B_packed) {
+    cuvil_gemm_job j;
+    memset(&j, 0, sizeof j);
+    j.N = p->N;
+    j.K = p->K;
+    j.B = B;
+    j.ldb = p->ldb;
+    j.trans_b = p->trans_b;
+    cuvil_gemm_pack_b_all(&j, (int)p->packed_nr, p->packed_kc, B_packed);
 }
 
 void cuvil_f32_gemm(const cuvil_gemm_params *p, const float *A, const float *B,

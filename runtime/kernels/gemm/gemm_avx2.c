@@ -195,6 +195,30 @@ static inline void transpose8x8(__m256 *r) {
     r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
 }
 
+/* acc[0..16) += sum_k a[k] * panel[16k ..]: the panel streams once, contiguously; four k
+ * steps per pass on eight accumulators hide the FMA latency. */
+void cuvil_f32_gemv_panel16__avx2_fma(size_t kc, const float *a, const float *panel, float *acc) {
+    __m256 s[8];
+    for (int i = 0; i < 8; i++) s[i] = _mm256_setzero_ps();
+    size_t k = 0;
+    for (; k + 4 <= kc; k += 4)
+        for (int u = 0; u < 4; u++) {
+            const __m256 av = _mm256_broadcast_ss(a + k + u);
+            const float *p = panel + (k + u) * 16;
+            s[2 * u] = _mm256_fmadd_ps(av, _mm256_loadu_ps(p), s[2 * u]);
+            s[2 * u + 1] = _mm256_fmadd_ps(av, _mm256_loadu_ps(p + 8), s[2 * u + 1]);
+        }
+    for (; k < kc; k++) {
+        const __m256 av = _mm256_broadcast_ss(a + k);
+        s[0] = _mm256_fmadd_ps(av, _mm256_loadu_ps(panel + k * 16), s[0]);
+        s[1] = _mm256_fmadd_ps(av, _mm256_loadu_ps(panel + k * 16 + 8), s[1]);
+    }
+    const __m256 lo = _mm256_add_ps(_mm256_add_ps(s[0], s[2]), _mm256_add_ps(s[4], s[6]));
+    const __m256 hi = _mm256_add_ps(_mm256_add_ps(s[1], s[3]), _mm256_add_ps(s[5], s[7]));
+    _mm256_storeu_ps(acc, _mm256_add_ps(_mm256_loadu_ps(acc), lo));
+    _mm256_storeu_ps(acc + 8, _mm256_add_ps(_mm256_loadu_ps(acc + 8), hi));
+}
+
 /* dst[k*16 + c] = src[c*ld + k] for c < 16, k < kc: one full 16-wide panel of B' = B^T. */
 void cuvil_f32_gemm_pack_b_t16__avx2(size_t kc, const float *src, size_t ld, float *dst) {
     size_t k = 0;

@@ -1,5 +1,6 @@
-/* emit_gemm.c -- gemm and matmul (op_gemm.c) on cuvil_f32_gemm: one (batched) call, or a loop
- * over a table of operand offsets for a MatMul broadcast that is neither contiguous nor shared. */
+/* emit_gemm.c -- gemm and matmul (op_gemm.c) on cuvil_f32_gemm: one (batched) call, with B as
+ * the lowering pass prepacked it when it did, or a loop over a table of operand offsets for a
+ * MatMul broadcast that is neither contiguous nor shared. */
 #include "codegen/emit/emit_int.h"
 
 cuvil_status cg_emit_gemm(cg_ctx *cg, cir_graph *g, cir_node *n) {
@@ -7,15 +8,20 @@ cuvil_status cg_emit_gemm(cg_ctx *cg, cir_graph *g, cir_node *n) {
     int64_t nirr, *offs;
     cuvil_status s = op_gemm_params(g, n, &p, &nirr, &offs);
     if (s) return s;
-    char al[32], be[32], act[128];
+    char al[32], be[32], act[128], ex[128] = "";
+    if (n->packed >= 0) {   /* B packed by the lowering pass for the target's tile */
+        const cuvil_target_info *t = cuvil_target_find(g->target);
+        CUVIL_ASSERT(t && !nirr);
+        snprintf(ex, sizeof ex, ", .packed_nr = %d, .packed_kc = %lld", t->nr, (long long)t->kc);
+    }
     const char *ps = cg_param(cg, "cuvil_gemm_params",
                               "{ .M = %lld, .N = %lld, .K = %lld, .lda = %lld, .ldb = %lld, .ldc = %lld, .trans_a = %d, "
                               ".trans_b = %d, .alpha = %s, .beta = %s, .bias_rs = %lld, .bias_cs = %lld, .batch = %lld, "
-                              ".a_bstride = %lld, .b_bstride = %lld, .c_bstride = %lld, .bias_bstride = 0, .act = %s }",
+                              ".a_bstride = %lld, .b_bstride = %lld, .c_bstride = %lld, .bias_bstride = 0, .act = %s%s }",
                               (long long)p.M, (long long)p.N, (long long)p.K, (long long)p.lda, (long long)p.ldb,
                               (long long)p.ldc, p.trans_a, p.trans_b, cg_float(p.alpha, al), cg_float(p.beta, be),
                               (long long)p.bias_rs, (long long)p.bias_cs, (long long)p.batch, (long long)p.a_bstride,
-                              (long long)p.b_bstride, (long long)p.c_bstride, cg_act(&p.act, act));
+                              (long long)p.b_bstride, (long long)p.c_bstride, cg_act(&p.act, act), ex);
     cuvil_gemm_ukernel_desc uk;
     cuvil_gemm_blocking blk = cg_target_blocking(g, &uk);
     const char *S = cg_scratch(cg, cuvil_f32_gemm_scratch_size_ex(&p, &blk), "cuvil_f32_gemm_scratch_size(&%s)", ps);
@@ -28,7 +34,8 @@ cuvil_status cg_emit_gemm(cg_ctx *cg, cir_graph *g, cir_node *n) {
                   cg_out(cg, n->out[0]), (long long)(p.M * p.N), S);
         return CUVIL_OK;
     }
-    cg_printf(cg, "    cuvil_f32_gemm(&%s, %s, %s, %s, %s, %s);\n", ps, cg_in(cg, n->in[0]), cg_in(cg, n->in[1]),
+    cg_printf(cg, "    cuvil_f32_gemm(&%s, %s, %s, %s, %s, %s);\n", ps, cg_in(cg, n->in[0]),
+              cg_in(cg, n->packed >= 0 ? n->packed : n->in[1]),
               c ? cg_in(cg, n->in[2]) : "NULL", cg_out(cg, n->out[0]), S);
     return CUVIL_OK;
 }
