@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -110,3 +111,30 @@ int main(int argc, char **argv) {
                        env=clean_env(), timeout=300)
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "relu.so").is_file()
+
+
+@pytest.mark.parametrize("emit", ["so", "c"])
+def test_installed_and_build_tree_compilers_give_identical_outputs(installed, tmp_path, emit):
+    """Two copies of Cuvil at different paths (the build tree and an install moved elsewhere)
+    compile the same model to the same bytes, and no output names either place."""
+    outs = []
+    for side, tool in (("tree", tl.bin_path("cuvil-compile")), ("installed", installed / "bin" / "cuvil-compile")):
+        d = tmp_path / side
+        d.mkdir()
+        out = d / ("tiny.so" if emit == "so" else "tiny")
+        proc = subprocess.run([str(tool), "--model", str(EXAMPLE), "--output", out.name] +
+                              (["--emit", "c"] if emit == "c" else []), cwd=d, capture_output=True, text=True,
+                              env=clean_env(), timeout=600)
+        assert proc.returncode == 0, proc.stderr
+        outs.append(out)
+    files = ([Path("tiny.so"), Path("tiny.h")] if emit == "so" else
+             sorted(p.relative_to(outs[0]) for p in outs[0].rglob("*") if p.is_file()))
+    base = [o.parent if emit == "so" else o for o in outs]
+    if emit == "c":
+        assert files == sorted(p.relative_to(outs[1]) for p in outs[1].rglob("*") if p.is_file())
+    places = [str(tl.REPO).encode(), str(tl.build_dir()).encode(), str(installed).encode(), str(tmp_path).encode()]
+    for f in files:
+        a, b = (base[0] / f).read_bytes(), (base[1] / f).read_bytes()
+        assert a == b, f"{f} differs between the build tree's compiler and the installed one"
+        for p in places:
+            assert p not in a, f"{f} names {p.decode()}"
