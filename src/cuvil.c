@@ -56,6 +56,7 @@ static cuvil_status pick_prefix(cuvil_ctx *ctx, const cuvil_options *o, const ch
 
 typedef struct sym_samples {
     int nd, dyn[2];
+    int64_t step[2];                   /* values and points count in steps: value = point * step */
     int64_t vals[2][MAX_SYM_VALUES];   /* per symbol, the grid's 3 first (from the top) */
     int nv[2], gn[2];
     int64_t pts[MAX_SAMPLES][2];
@@ -82,12 +83,14 @@ static cuvil_status plan_samples(cuvil_ctx *ctx, const cir_graph *g, sym_samples
             ss->dyn[ss->nd++] = k;
         }
     for (int j = 0; j < 2; j++) {
+        ss->step[j] = 1;
         if (j >= ss->nd) {
             ss->nv[j] = ss->gn[j] = 1;
             continue;
         }
         const cir_sym *sy = &g->syms[ss->dyn[j]];
-        int64_t lo = sy->min, hi = sy->max, *v = ss->vals[j];
+        ss->step[j] = sy->step > 1 ? sy->step : 1;
+        int64_t lo = sy->min / ss->step[j], hi = sy->max / ss->step[j], *v = ss->vals[j];
         int n = 0;
         if (hi - lo + 1 <= 8) {
             for (int64_t x = hi; x >= lo; x--) v[n++] = x;
@@ -119,7 +122,7 @@ static cuvil_status plan_samples(cuvil_ctx *ctx, const cir_graph *g, sym_samples
 static cuvil_status load_sample(cuvil_ctx *ctx, const cuvil_options *o, const char *model_path, const char *target,
                                 const sym_samples *ss, int p, cir_graph **out) {
     int64_t sample[32] = {0};
-    for (int j = 0; j < ss->nd; j++) sample[ss->dyn[j]] = ss->pts[p][j];
+    for (int j = 0; j < ss->nd; j++) sample[ss->dyn[j]] = ss->pts[p][j] * ss->step[j];
     cuvil_status s = cuvil_onnx_load_sampled(ctx, model_path, o, sample, 32, out);
     if (s) return s;
     (*out)->target = target;
@@ -190,8 +193,10 @@ static cuvil_status symbolic_generate(cuvil_ctx *ctx, cir_graph *g, const cuvil_
     if (!s) {
         const int64_t *grid[2] = {ss.vals[0], ss.vals[1]};
         cuvil_sb merged = {0}, merged_h = {0};
-        s = cg_merge_symbolic(ctx, texts, ss.np, ss.nd, (const int64_t(*)[2])ss.pts, grid, ss.gn, names, &merged);
-        if (!s) s = cg_merge_symbolic(ctx, headers, ss.np, ss.nd, (const int64_t(*)[2])ss.pts, grid, ss.gn, names, &merged_h);
+        s = cg_merge_symbolic(ctx, texts, ss.np, ss.nd, (const int64_t(*)[2])ss.pts, grid, ss.gn, ss.step, names, &merged);
+        if (!s)
+            s = cg_merge_symbolic(ctx, headers, ss.np, ss.nd, (const int64_t(*)[2])ss.pts, grid, ss.gn, ss.step, names,
+                                  &merged_h);
         if (!s) {
             cuvil_sb_free(&gen->model_c);
             cuvil_sb_free(&gen->model_h);
@@ -434,6 +439,7 @@ int cuvil_graph_input(cuvil_graph *gr, const char *name, cuvil_dtype dtype, int 
     for (int j = 0; j < n_new; j++) {
         g->syms[g->n_syms + j].name = copies[j];
         g->syms[g->n_syms + j].value = new_vals[j];
+        g->syms[g->n_syms + j].step = 1;
     }
     g->n_syms += n_new;
     cir_value *v = cir_val(g, id);

@@ -21,6 +21,8 @@ static void usage(FILE *f) {
           "                        for toolchains without GNU .incbin)\n"
           "  --dim NAME=N          fix the model's symbolic dim NAME to N (default 1); repeatable\n"
           "  --dim NAME=LO:HI      keep NAME symbolic: the model takes any value in LO..HI at run time\n"
+          "  --dim NAME=LO:HI:STEP  the multiples of STEP in LO..HI (sizes divided by strides stay\n"
+          "                        exact: a CNN's --dim H=32:1024:32)\n"
           "  --name PREFIX         symbol prefix of the model's C API (default: OUT's file name)\n"
           "  --disable-pass NAME   skip an optional pass; repeatable\n"
           "  --dump-ir-after NAME  print the IR after pass NAME (or 'all', 'load') to stderr\n"
@@ -38,22 +40,30 @@ static int fail(const char *msg, const char *arg) {
     return 2;
 }
 
-/* "N" or "LO:HI" with 1 <= LO <= HI. */
-static bool parse_dim(const char *s, int64_t *lo, int64_t *hi) {
+/* "N", "LO:HI" or "LO:HI:STEP" with 1 <= LO <= HI and STEP >= 1 (*step 1 when not given; the
+ * library checks that LO and HI are multiples of it). */
+static bool parse_dim(const char *s, int64_t *lo, int64_t *hi, int64_t *step) {
     char *end;
     errno = 0;
     if (!isdigit((unsigned char)*s)) return false;
-    long long a = strtoll(s, &end, 10), b = a;
+    long long a = strtoll(s, &end, 10), b = a, c = 1;
     if (errno || a <= 0) return false;
     if (*end == ':') {
         const char *t = end + 1;
         if (!isdigit((unsigned char)*t)) return false;
         b = strtoll(t, &end, 10);
         if (errno || b < a) return false;
+        if (*end == ':') {
+            t = end + 1;
+            if (!isdigit((unsigned char)*t)) return false;
+            c = strtoll(t, &end, 10);
+            if (errno || c <= 0) return false;
+        }
     }
     if (*end) return false;
     *lo = a;
     *hi = b;
+    *step = c;
     return true;
 }
 
@@ -95,9 +105,9 @@ int main(int argc, char **argv) {
             if (!eq || eq == v) return fail("--dim wants NAME=N or NAME=LO:HI, got", v);
             if (o.n_dims == CUVIL_MAX_DIM_BINDINGS) return fail("too many --dim options", NULL);
             if ((size_t)(eq - v) >= sizeof dim_names[0]) return fail("--dim name too long", v);
-            int64_t lo, hi;
-            if (!parse_dim(eq + 1, &lo, &hi))
-                return fail(strchr(eq, ':') ? "--dim wants a range LO:HI with 1 <= LO <= HI, got"
+            int64_t lo, hi, step;
+            if (!parse_dim(eq + 1, &lo, &hi, &step))
+                return fail(strchr(eq, ':') ? "--dim wants a range LO:HI or LO:HI:STEP with 1 <= LO <= HI, got"
                                             : "--dim wants a positive integer or a range LO:HI, got", v);
             char *name = dim_names[o.n_dims];
             memcpy(name, v, (size_t)(eq - v));
@@ -107,6 +117,7 @@ int main(int argc, char **argv) {
             o.dims[o.n_dims].name = name;
             o.dims[o.n_dims].value = lo == hi ? lo : 0;
             o.dims[o.n_dims].min = lo == hi ? 0 : lo;
+            o.dims[o.n_dims].step = step;
             o.dims[o.n_dims++].max = lo == hi ? 0 : hi;
         } else if (!strcmp(a, "--shape")) {
             NEED_VALUE();
@@ -124,14 +135,14 @@ int main(int argc, char **argv) {
                 if (next) *next++ = 0;
                 if (b->ndim == CUVIL_MAX_DIMS) return fail("--shape: too many dims", v);
                 cuvil_shape_dim *sd = &b->dims[b->ndim++];
-                int64_t lo, hi;
-                if (parse_dim(d, &lo, &hi)) {
+                int64_t lo, hi, step;
+                if (parse_dim(d, &lo, &hi, &step)) {
                     if (lo == hi) sd->value = lo;
-                    else sd->min = lo, sd->max = hi;
+                    else sd->min = lo, sd->max = hi, sd->step = step;
                 } else if (*d && (isalpha((unsigned char)*d) || *d == '_')) {
                     sd->name = d;
                 } else {
-                    return fail("--shape: each dim is a number, LO:HI or a name, got", v);
+                    return fail("--shape: each dim is a number, LO:HI[:STEP] or a name, got", v);
                 }
             }
             o.n_shapes++;

@@ -315,6 +315,7 @@ static void print_info(FILE *f, const char *path, const cuvil_model_desc *d) {
         fputs(k ? ", " : "symbols:  ", f);
         safe_puts(f, str_or(d->syms[k].name, "?"));
         fprintf(f, "=%" PRId64 "..%" PRId64, d->syms[k].min, d->syms[k].max);
+        if (d->syms[k].step > 1) fprintf(f, " step %" PRId64, d->syms[k].step);
         if (k == d->n_syms - 1) fputs(" (dims below: the upper bounds)\n", f);
     }
     fprintf(f, "inputs:\n");

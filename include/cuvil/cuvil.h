@@ -59,11 +59,14 @@ typedef enum cuvil_weights_format {
 } cuvil_weights_format;
 
 /* --dim NAME=N fixes a symbolic dim; --dim NAME=LO:HI (max > 0) keeps it symbolic in
- * [min, max]: the compiled model takes any value in the range at run time. */
+ * [min, max]: the compiled model takes any value in the range at run time. LO:HI:STEP (step >
+ * 1; LO and HI multiples of it) takes the multiples of step in the range, which lets sizes
+ * divided by strides (a CNN's H and W) stay exact: H=32:1024:32. */
 typedef struct cuvil_dim_binding {
     const char *name;
     int64_t value;
     int64_t min, max;
+    int64_t step;              /* 0 or 1: every value in the range */
 } cuvil_dim_binding;
 
 /* --shape INPUT=d0,d1,...: each dim of one input a number (fixed), a range LO:HI (symbolic,
@@ -73,6 +76,7 @@ typedef struct cuvil_dim_binding {
 typedef struct cuvil_shape_dim {
     int64_t value;             /* > 0: fixed */
     int64_t min, max;          /* max > 0: a range */
+    int64_t step;              /* a range's step (0 or 1: every value) */
     const char *name;          /* non-NULL: a symbol's name */
 } cuvil_shape_dim;
 

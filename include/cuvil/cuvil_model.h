@@ -34,7 +34,8 @@
 extern "C" {
 #endif
 
-#define CUVIL_MODEL_ABI_VERSION 4   /* 2: options alloc/free; 3: options buffer; 4: symbols, run_shapes */
+#define CUVIL_MODEL_ABI_VERSION 5   /* 2: options alloc/free; 3: options buffer; 4: symbols, run_shapes;
+                                       5: a symbol's step */
 #define CUVIL_MODEL_ENTRY_SYMBOL "cuvil_model_entry"
 #define CUVIL_MAX_DIMS 8
 
@@ -82,10 +83,12 @@ typedef struct cuvil_tensor_info {
     size_t nbytes;           /* product of dims times the element size */
 } cuvil_tensor_info;
 
-/* A symbolic dim the model takes at run time: any value in [min, max]. */
+/* A symbolic dim the model takes at run time: any value in [min, max] that is a multiple of
+ * step (1: every value). */
 typedef struct cuvil_sym_info {
     const char *name;
     int64_t min, max;
+    int64_t step;
 } cuvil_sym_info;
 
 /* Options for create; NULL means all defaults. */

@@ -314,9 +314,10 @@ static void shape_functions(cir_graph *g, cuvil_sb *c) {
         if (dyn[k] < 0) continue;
         cuvil_sb_puts(c, "    { \"");
         cuvil_sb_c_escape(c, g->syms[k].name);
-        cuvil_sb_printf(c, "\", %lld, %lld },\n", (long long)g->syms[k].min, (long long)g->syms[k].max);
+        cuvil_sb_printf(c, "\", %lld, %lld, %lld },\n", (long long)g->syms[k].min, (long long)g->syms[k].max,
+                        (long long)(g->syms[k].step > 1 ? g->syms[k].step : 1));
     }
-    if (!nd) cuvil_sb_puts(c, "    { NULL, 0, 0 },\n");
+    if (!nd) cuvil_sb_puts(c, "    { NULL, 0, 0, 1 },\n");
     cuvil_sb_printf(c, "};\n/* per input dim: the D index of its symbol, -1 for a fixed dim */\n"
                        "static const int8_t in_sym_[%d][CUVIL_MAX_DIMS] = {\n", g->n_inputs ? g->n_inputs : 1);
     for (int i = 0; i < g->n_inputs; i++) {
@@ -344,6 +345,9 @@ static void shape_functions(cir_graph *g, cuvil_sb *c) {
         "            } else if (v < syms_[k].min || v > syms_[k].max) {\n"
         "                snprintf(msg, sizeof msg, \"dim %d is %lld, outside %lld..%lld (symbol %.64s)\", d, (long long)v,\n"
         "                         (long long)syms_[k].min, (long long)syms_[k].max, syms_[k].name);\n"
+        "            } else if (v % syms_[k].step) {\n"
+        "                snprintf(msg, sizeof msg, \"dim %d is %lld, not a multiple of %lld (symbol %.64s)\", d, (long long)v,\n"
+        "                         (long long)syms_[k].step, syms_[k].name);\n"
         "            } else if (D[k] >= 0 && D[k] != v) {\n"
         "                snprintf(msg, sizeof msg, \"dim %d is %lld, but another dim of symbol %.64s is %lld\", d, (long long)v,\n"
         "                         syms_[k].name, (long long)D[k]);\n"
@@ -372,6 +376,7 @@ static void options_text(const cuvil_options *o, const char *target, cuvil_sb *o
         const cuvil_dim_binding *b = &o->dims[i];
         if (b->max > 0) cuvil_sb_printf(out, " --dim %s=%lld:%lld", b->name, (long long)b->min, (long long)b->max);
         else cuvil_sb_printf(out, " --dim %s=%lld", b->name, (long long)b->value);
+        if (b->max > 0 && b->step > 1) cuvil_sb_printf(out, ":%lld", (long long)b->step);
     }
     for (int i = 0; i < o->n_shapes; i++) {
         const cuvil_shape_binding *b = &o->shapes[i];
@@ -381,6 +386,7 @@ static void options_text(const cuvil_options *o, const char *target, cuvil_sb *o
             if (sd->name) cuvil_sb_printf(out, "%s%s", d ? "," : "", sd->name);
             else if (sd->max > 0) cuvil_sb_printf(out, "%s%lld:%lld", d ? "," : "", (long long)sd->min, (long long)sd->max);
             else cuvil_sb_printf(out, "%s%lld", d ? "," : "", (long long)sd->value);
+            if (!sd->name && sd->max > 0 && sd->step > 1) cuvil_sb_printf(out, ":%lld", (long long)sd->step);
         }
     }
     for (int i = 0; i < o->n_disabled; i++) cuvil_sb_printf(out, " --disable-pass %s", o->disabled_passes[i]);

@@ -105,9 +105,11 @@ void cg_plan_free(cg_plan *plan);
 /* Merges the model.c texts of n compiles at sample values of nd (1 or 2) symbols into one
  * whose integers that depend on them are expressions of D[0], D[1]. Samples 0 .. grid_n[0] *
  * grid_n[1] - 1 are the grid of grid[0] x grid[1] values (x-major, sample 0 the upper bounds),
- * the rest check the fit; points[s] are sample s's values; names name the symbols. */
+ * the rest check the fit; points[s] are sample s's values in steps (value / step[j]: a symbol
+ * with a step is fitted, and written, in D[j] / step[j]); names name the symbols. */
 cuvil_status cg_merge_symbolic(cuvil_ctx *ctx, const cuvil_sb *texts, int n, int nd, const int64_t (*points)[2],
-                               const int64_t *const *grid, const int *grid_n, const char *const *names, cuvil_sb *out);
+                               const int64_t *const *grid, const int *grid_n, const int64_t *step, const char *const *names,
+                               cuvil_sb *out);
 
 /* ===== Driver (codegen.c) ============================================================ */
 typedef struct cg_output {

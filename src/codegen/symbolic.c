@@ -160,18 +160,23 @@ static __int128 eval(const int64_t c[3][3], int64_t x, int64_t y) {
 }
 
 cuvil_status cg_merge_symbolic(cuvil_ctx *ctx, const cuvil_sb *texts, int n, int nd, const int64_t (*points)[2],
-                               const int64_t *const *grid, const int *grid_n, const char *const *names, cuvil_sb *out) {
+                               const int64_t *const *grid, const int *grid_n, const int64_t *step, const char *const *names,
+                               cuvil_sb *out) {
+    char var[2][48];   /* how the code names each symbol's fitted variable */
+    for (int j = 0; j < 2; j++)
+        if (step[j] > 1) snprintf(var[j], sizeof var[j], "(D[%d] / %lld)", j, (long long)step[j]);
+        else snprintf(var[j], sizeof var[j], "D[%d]", j);
     toks *ts = cuvil_calloc((size_t)n, sizeof *ts);
     if (!ts) return cuvil_err(ctx, CUVIL_ERR_NOMEM, "out of memory");
     cuvil_status st = CUVIL_OK;
     for (int s = 0; s < n && !st; s++)
         if (!tokenize(texts[s].s ? texts[s].s : "", texts[s].len, &ts[s])) st = cuvil_err(ctx, CUVIL_ERR_NOMEM, "out of memory");
-    char why[256] = "";
+    char why[400] = "";
     /* the same text but for integers */
     for (int s = 1; s < n && !st && !*why; s++) {
         if (ts[s].n != ts[0].n) {
-            snprintf(why, sizeof why, "its code differs between %s=%lld and %s=%lld", names[0], (long long)points[0][0],
-                     names[0], (long long)points[s][0]);
+            snprintf(why, sizeof why, "its code differs between %s=%lld and %s=%lld", names[0],
+                     (long long)(points[0][0] * step[0]), names[0], (long long)(points[s][0] * step[0]));
             break;
         }
         size_t p0 = 0, ps = 0;
@@ -256,8 +261,11 @@ cuvil_status cg_merge_symbolic(cuvil_ctx *ctx, const cuvil_sb *texts, int n, int
         for (int s = 0; s < n && ok; s++)
             ok = ts[s].t[i].any || eval(c, points[s][0], nd > 1 ? points[s][1] : 0) == (__int128)ts[s].t[i].value;
         if (!ok) {
-            snprintf(why, sizeof why, "a size in its code is not a polynomial of degree 2 or less in %s%s%s", names[0],
-                     nd > 1 ? " and " : "", nd > 1 ? names[1] : "");
+            /* the usual cause: a stride or pool divides the dim, rounding down; over multiples of the
+             * strides' product the sizes are exact again */
+            snprintf(why, sizeof why, "a size in its code is not a polynomial of degree 2 or less in %s%s%s (if strides "
+                     "divide it, give it a step that is a multiple of their product: --dim NAME=LO:HI:STEP, e.g. 32 for a "
+                     "CNN)", names[0], nd > 1 ? " and " : "", nd > 1 ? names[1] : "");
             break;
         }
         cuvil_sb_puts(out, "((int64_t)(");
@@ -266,8 +274,8 @@ cuvil_status cg_merge_symbolic(cuvil_ctx *ctx, const cuvil_sb *texts, int n, int
             for (int b = 0; b < 3; b++) {
                 if (!c[a][b]) continue;
                 cuvil_sb_printf(out, "%s%lldLL", first ? "" : " + ", (long long)c[a][b]);
-                for (int k = 0; k < a; k++) cuvil_sb_puts(out, " * D[0]");
-                for (int k = 0; k < b; k++) cuvil_sb_puts(out, " * D[1]");
+                for (int k = 0; k < a; k++) cuvil_sb_printf(out, " * %s", var[0]);
+                for (int k = 0; k < b; k++) cuvil_sb_printf(out, " * %s", var[1]);
                 first = false;
             }
         cuvil_sb_puts(out, first ? "0))" : "))");

@@ -142,6 +142,7 @@ typedef struct cir_sym {
     const char *name;
     int64_t value;
     int64_t min, max;
+    int64_t step;              /* a range's values are its multiples of step (>= 1) */
 } cir_sym;
 
 /* Values and nodes live in chunks of CIR_CHUNK elements that never move. */

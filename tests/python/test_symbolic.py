@@ -120,3 +120,37 @@ def test_broadcast_at_symbol_value_one(tmp_path):
                         feeds["x"]) * feeds["y"]
         np.testing.assert_allclose(got["z"], want, rtol=1e-6)
         tl.assert_outputs_close(got, tl.ort_run(path, feeds))
+
+
+@pytest.fixture(scope="module")
+def resnet18_dynamic_hw(tmp_path_factory):
+    """torchvision's ResNet-18 (seeded random weights) exported with its H and W left dynamic."""
+    torch = pytest.importorskip("torch")
+    torchvision = pytest.importorskip("torchvision")
+    torch.manual_seed(0)
+    m = torchvision.models.resnet18(weights=None).eval()
+    path = tmp_path_factory.mktemp("r18hw") / "resnet18_hw.onnx"
+    torch.onnx.export(m, (torch.randn(1, 3, 64, 64),), str(path), input_names=["x"], output_names=["y"],
+                      dynamic_axes={"x": {2: "H", 3: "W"}}, opset_version=13, dynamo=False)
+    return path
+
+
+def test_cnn_with_dynamic_height_and_width_in_steps(resnet18_dynamic_hw, tmp_path):
+    """Strided convolutions and pools divide H and W, so the sizes are polynomials of H/32 and
+    W/32 only: --dim H=LO:HI:STEP compiles ResNet-18 once for every multiple of 32 in the
+    ranges; sizes off the step are refused by run, and without a step the compile says why."""
+    so = tl.compile(resnet18_dynamic_hw, tmp_path / "build", stem="r18hw",
+                    extra=["--dim", "H=32:256:32", "--dim", "W=64:128:64"])
+    for h, w in ((32, 64), (224, 128), (256, 64), (96, 128)):
+        x = np.random.default_rng(h * w).standard_normal((1, 3, h, w)).astype(np.float32)
+        got = tl.run(so, {"x": x}, tmp_path / f"run{h}_{w}")
+        tl.assert_outputs_close(got, tl.ort_run(resnet18_dynamic_hw, {"x": x}))
+    proc, _ = tl.run_raw(so, {"x": np.zeros((1, 3, 48, 64), np.float32)}, tmp_path / "off")
+    assert proc.returncode != 0 and "dim 2 is 48, not a multiple of 32 (symbol H)" in proc.stderr, proc.stderr
+    info = tl.run_tool("cuvil-run", [so, "--info"])
+    assert "H=32..256 step 32" in info.stdout, info.stdout
+    proc = tl.compile_raw(resnet18_dynamic_hw, tmp_path / "nostep.so", extra=["--dim", "H=32:256", "--dim", "W=64"])
+    assert proc.returncode != 0 and "--dim NAME=LO:HI:STEP" in proc.stderr, proc.stderr
+    proc = tl.compile_raw(resnet18_dynamic_hw, tmp_path / "bad.so", extra=["--dim", "H=40:256:32", "--dim", "W=64"])
+    assert proc.returncode != 0 and "the range 40:256:32 of dim 'H' must start and end on multiples of its step 32" \
+        in proc.stderr, proc.stderr

@@ -82,12 +82,13 @@ static int sym_get(loader *L, const char *name) {
     for (int i = 0; i < g->n_syms; i++)
         if (!strcmp(g->syms[i].name, name)) return i;
     if (g->n_syms == (int)(sizeof g->syms / sizeof g->syms[0])) return -1;
-    int64_t val = 1, lo = 0, hi = 0;
+    int64_t val = 1, lo = 0, hi = 0, step = 1;
     for (int i = 0; i < L->o->n_dims; i++)
         if (!strcmp(L->o->dims[i].name, name)) {
             if (L->o->dims[i].max > 0) {
                 lo = L->o->dims[i].min;
                 hi = val = L->o->dims[i].max;   /* built at the upper bound unless sampled */
+                step = L->o->dims[i].step > 1 ? L->o->dims[i].step : 1;
             } else {
                 val = L->o->dims[i].value;
             }
@@ -99,6 +100,7 @@ static int sym_get(loader *L, const char *name) {
     s->value = val;
     s->min = lo;
     s->max = hi;
+    s->step = step;
     return g->n_syms++;
 }
 
@@ -298,10 +300,15 @@ static cuvil_status load_inputs(loader *L, const Onnx__GraphProto *gp) {
             } else if (sd && sd->max > 0) {     /* a range by --shape */
                 sy->min = sd->min;
                 sy->max = sy->value = sd->max;
+                sy->step = sd->step > 1 ? sd->step : 1;
             }
             if (sy->max > 0 && (sy->min < 1 || sy->max > L->lim->dim))
                 return cuvil_err(L->ctx, CUVIL_ERR_INVALID_ARG, "the range %lld:%lld of dim '%s' must be within 1..%lld",
                                  (long long)sy->min, (long long)sy->max, sy->name, (long long)L->lim->dim);
+            if (sy->max > 0 && (sy->min % sy->step || sy->max % sy->step))
+                return cuvil_err(L->ctx, CUVIL_ERR_INVALID_ARG, "the range %lld:%lld:%lld of dim '%s' must start and end on "
+                                 "multiples of its step %lld", (long long)sy->min, (long long)sy->max, (long long)sy->step,
+                                 sy->name, (long long)sy->step);
             if (L->sample && syms[k] < L->n_sample && L->sample[syms[k]] > 0) sy->value = L->sample[syms[k]];
             dims[k] = sy->value;
         }
@@ -580,6 +587,9 @@ static cuvil_status check_dims_used(loader *L) {
         if (b->max > 0 ? (b->min < 1 || b->min > b->max || b->max > L->lim->dim) : (b->value <= 0 || b->value > L->lim->dim))
             return cuvil_err(L->ctx, CUVIL_ERR_INVALID_ARG, "--dim %s: must be in 1..%lld (a number or LO:HI)", b->name,
                              (long long)L->lim->dim);
+        if (b->step < 0 || (b->step > 1 && (b->max <= 0 || b->min % b->step || b->max % b->step)))
+            return cuvil_err(L->ctx, CUVIL_ERR_INVALID_ARG, "--dim %s: a step needs a range LO:HI:STEP whose LO and HI are "
+                             "multiples of STEP", b->name);
     }
     for (int i = 0; i < L->o->n_shapes; i++) {
         const char *in = L->o->shapes[i].input ? L->o->shapes[i].input : "";
