@@ -52,11 +52,12 @@ static cuvil_status pick_prefix(cuvil_ctx *ctx, const cuvil_options *o, const ch
  * refused rather than guessed. Memory is planned with each value's largest sampled size, in
  * every compile alike. */
 #define MAX_SYM_VALUES 12
-#define MAX_SAMPLES 64
+#define MAX_SAMPLES CG_MAX_SAMPLES
 
 typedef struct sym_samples {
     int nd, dyn[2];
     int64_t step[2];                   /* values and points count in steps: value = point * step */
+    int64_t lo[2], hi[2];              /* the ranges, in steps */
     int64_t vals[2][MAX_SYM_VALUES];   /* per symbol, the grid's 3 first (from the top) */
     int nv[2], gn[2];
     int64_t pts[MAX_SAMPLES][2];
@@ -84,6 +85,7 @@ static cuvil_status plan_samples(cuvil_ctx *ctx, const cir_graph *g, sym_samples
         }
     for (int j = 0; j < 2; j++) {
         ss->step[j] = 1;
+        ss->lo[j] = ss->hi[j] = 0;
         if (j >= ss->nd) {
             ss->nv[j] = ss->gn[j] = 1;
             continue;
@@ -91,6 +93,8 @@ static cuvil_status plan_samples(cuvil_ctx *ctx, const cir_graph *g, sym_samples
         const cir_sym *sy = &g->syms[ss->dyn[j]];
         ss->step[j] = sy->step > 1 ? sy->step : 1;
         int64_t lo = sy->min / ss->step[j], hi = sy->max / ss->step[j], *v = ss->vals[j];
+        ss->lo[j] = lo;
+        ss->hi[j] = hi;
         int n = 0;
         if (hi - lo + 1 <= 8) {
             for (int64_t x = hi; x >= lo; x--) v[n++] = x;
@@ -138,27 +142,57 @@ static cuvil_status symbolic_generate(cuvil_ctx *ctx, cir_graph *g, const cuvil_
     cuvil_status s = plan_samples(ctx, g, &ss);
     if (s) return s;
     const char *names[2] = {g->syms[ss.dyn[0]].name, ss.nd > 1 ? g->syms[ss.dyn[1]].name : ""};
+    cg_samples sm = {ss.np, ss.nd, (const int64_t(*)[2])ss.pts, {ss.vals[0], ss.vals[1]}, {ss.gn[0], ss.gn[1]},
+                     {ss.step[0], ss.step[1]}, {ss.lo[0], ss.lo[1]}, {ss.hi[0], ss.hi[1]}, {names[0], names[1]}};
     const char *differs = "the model cannot keep its dims symbolic: its graph differs with the value of a symbol (fix them "
                           "with --dim NAME=N)";
     size_t *plan = cuvil_malloc(sizeof(size_t) * ((size_t)g->n_values + 1));
     cuvil_sb *texts = cuvil_calloc((size_t)ss.np, sizeof *texts), *headers = cuvil_calloc((size_t)ss.np, sizeof *headers);
-    if (!plan || !texts || !headers) {
+    /* per value, dim and sample: the dim (value-major) */
+    int64_t *dv = cuvil_calloc((size_t)g->n_values * CIR_MAX_DIMS * (size_t)ss.np, sizeof *dv);
+    if (!plan || !texts || !headers || !dv) {
         s = cuvil_err(ctx, CUVIL_ERR_NOMEM, "out of memory");
         goto done;
     }
-    /* round 1: every value's largest size (sample 0 is g, already through the passes) */
-    for (int i = 0; i < g->n_values; i++) plan[i] = cir_nbytes(cir_val(g, i));
+#define DV(i, d, p) dv[((size_t)(i) * CIR_MAX_DIMS + (size_t)(d)) * (size_t)ss.np + (size_t)(p)]
+    /* round 1: every value's dims at every sample (sample 0 is g, already through the passes) */
+    for (int i = 0; i < g->n_values; i++)
+        for (int d = 0; d < cir_val(g, i)->ndim; d++) DV(i, d, 0) = cir_val(g, i)->dims[d];
     for (int p = 1; p < ss.np && !s; p++) {
         cir_graph *gs = NULL;
         if (!(s = load_sample(ctx, o, model_path, target, &ss, p, &gs))) {
             if (gs->n_values != g->n_values) s = cuvil_err(ctx, CUVIL_ERR_UNSUPPORTED, "%s", differs);
             for (int i = 0; !s && i < g->n_values; i++) {
-                size_t nb = cir_nbytes(cir_val(gs, i));
-                if (nb > plan[i]) plan[i] = nb;
+                const cir_value *v = cir_val(gs, i);
+                if (v->ndim != cir_val(g, i)->ndim || v->dtype != cir_val(g, i)->dtype)
+                    s = cuvil_err(ctx, CUVIL_ERR_UNSUPPORTED, "%s", differs);
+                for (int d = 0; !s && d < v->ndim; d++) DV(i, d, p) = v->dims[d];
             }
         }
         cir_graph_free(gs);
     }
+    /* each value's memory: the product of its dims' largest values over the whole range (a
+     * size can peak between samples: [256 - H, H]); each dim must be a polynomial there */
+    for (int i = 0; i < g->n_values && !s; i++) {
+        const cir_value *v = cir_val(g, i);
+        uint64_t bytes = cir_dtype_size(v->dtype);
+        for (int d = 0; d < v->ndim && !s; d++) {
+            int64_t m = DV(i, d, 0);
+            bool same = true;
+            for (int p = 1; p < ss.np; p++) same &= DV(i, d, p) == m;
+            if (!same && !cg_sym_max(&sm, &DV(i, d, 0), &m))
+                s = cuvil_err(ctx, CUVIL_ERR_UNSUPPORTED, "the model cannot keep its dims symbolic: dim %d of '%s' is not a "
+                              "polynomial of degree 2 or less in %s%s%s (if strides divide it, give the symbol a step: "
+                              "--dim NAME=LO:HI:STEP)", d, v->name, names[0], ss.nd > 1 ? " and " : "", ss.nd > 1 ? names[1] : "");
+            else if (m < 0 || __builtin_mul_overflow(bytes, (uint64_t)m, &bytes) || bytes > g->limits.tensor_bytes)
+                s = cuvil_err(ctx, CUVIL_ERR_UNSUPPORTED, "the model cannot keep its dims symbolic: '%s' would need more than "
+                              "the limit tensor_bytes=%llu somewhere in the range", v->name,
+                              (unsigned long long)g->limits.tensor_bytes);
+        }
+        plan[i] = (size_t)bytes;
+        if (cir_nbytes(v) > plan[i]) plan[i] = cir_nbytes(v);
+    }
+#undef DV
     /* round 2: each sample's C, all with that plan */
     g->plan_bytes = plan;
     g->n_plan_bytes = g->n_values;
@@ -191,12 +225,9 @@ static cuvil_status symbolic_generate(cuvil_ctx *ctx, cir_graph *g, const cuvil_
         cir_graph_free(gs);
     }
     if (!s) {
-        const int64_t *grid[2] = {ss.vals[0], ss.vals[1]};
         cuvil_sb merged = {0}, merged_h = {0};
-        s = cg_merge_symbolic(ctx, texts, ss.np, ss.nd, (const int64_t(*)[2])ss.pts, grid, ss.gn, ss.step, names, &merged);
-        if (!s)
-            s = cg_merge_symbolic(ctx, headers, ss.np, ss.nd, (const int64_t(*)[2])ss.pts, grid, ss.gn, ss.step, names,
-                                  &merged_h);
+        s = cg_merge_symbolic(ctx, texts, &sm, &merged);
+        if (!s) s = cg_merge_symbolic(ctx, headers, &sm, &merged_h);
         if (!s) {
             cuvil_sb_free(&gen->model_c);
             cuvil_sb_free(&gen->model_h);
@@ -216,6 +247,7 @@ done:
     cuvil_free(headers);
     g->plan_bytes = NULL;
     cuvil_free(plan);
+    cuvil_free(dv);
     return s;   /* gen (sample 0's output, or the merged one) is the caller's to free */
 }
 

@@ -102,12 +102,13 @@ int main(int argc, char **argv) {
         } else if (!strcmp(a, "--dim")) {
             NEED_VALUE();
             const char *eq = strchr(v, '=');
-            if (!eq || eq == v) return fail("--dim wants NAME=N or NAME=LO:HI, got", v);
+            if (!eq || eq == v) return fail("--dim wants NAME=N, NAME=LO:HI or NAME=LO:HI:STEP, got", v);
             if (o.n_dims == CUVIL_MAX_DIM_BINDINGS) return fail("too many --dim options", NULL);
             if ((size_t)(eq - v) >= sizeof dim_names[0]) return fail("--dim name too long", v);
             int64_t lo, hi, step;
             if (!parse_dim(eq + 1, &lo, &hi, &step))
-                return fail(strchr(eq, ':') ? "--dim wants a range LO:HI or LO:HI:STEP with 1 <= LO <= HI, got"
+                return fail(strchr(eq, ':') ? "--dim wants a range LO:HI or LO:HI:STEP of positive integers (LO <= HI, "
+                                              "at most 2^63 - 1), got"
                                             : "--dim wants a positive integer or a range LO:HI, got", v);
             char *name = dim_names[o.n_dims];
             memcpy(name, v, (size_t)(eq - v));
@@ -117,13 +118,16 @@ int main(int argc, char **argv) {
             o.dims[o.n_dims].name = name;
             o.dims[o.n_dims].value = lo == hi ? lo : 0;
             o.dims[o.n_dims].min = lo == hi ? 0 : lo;
-            o.dims[o.n_dims].step = step;
+            o.dims[o.n_dims].step = lo == hi ? 0 : step;   /* one value: fixed */
             o.dims[o.n_dims++].max = lo == hi ? 0 : hi;
         } else if (!strcmp(a, "--shape")) {
             NEED_VALUE();
             const char *eq = strchr(v, '=');
             if (!eq || eq == v) return fail("--shape wants INPUT=d0,d1,... , got", v);
             if (o.n_shapes == CUVIL_MAX_SHAPE_BINDINGS) return fail("too many --shape options", NULL);
+            for (int k = 0; k < o.n_shapes; k++)
+                if (!strncmp(o.shapes[k].input, v, (size_t)(eq - v)) && !o.shapes[k].input[eq - v])
+                    return fail("--shape given twice for input", o.shapes[k].input);
             cuvil_shape_binding *b = &o.shapes[o.n_shapes];
             memset(b, 0, sizeof *b);
             if (strlen(v) >= sizeof shape_texts[0]) return fail("--shape value too long", v);

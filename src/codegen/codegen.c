@@ -281,8 +281,15 @@ static void tensor_infos(cir_graph *g, cuvil_sb *o, const char *name, const int 
                 cuvil_sb_puts(o, "NULL");
             }
         }
-        /* @max: with symbolic dims, the descriptor states the upper bounds (cg_merge_symbolic) */
-        cuvil_sb_printf(o, "%s}, %zu }, /*@max*/\n", v->ndim ? " " : "NULL ", cir_nbytes(v));
+        /* @max: with symbolic dims, the descriptor states the upper bounds (cg_merge_symbolic),
+         * each dim its own; nbytes is then their product, whatever dims peak together */
+        if (!g->symbolic) {
+            cuvil_sb_printf(o, "%s}, %zu }, /*@max*/\n", v->ndim ? " " : "NULL ", cir_nbytes(v));
+            continue;
+        }
+        cuvil_sb_printf(o, "%s}, (size_t)%zu", v->ndim ? " " : "NULL ", cir_dtype_size(v->dtype));
+        for (int d = 0; d < v->ndim; d++) cuvil_sb_printf(o, " * %lld", (long long)v->dims[d]);
+        cuvil_sb_puts(o, " }, /*@max*/\n");
     }
     if (!n) cuvil_sb_puts(o, "    { 0 },\n");
     cuvil_sb_puts(o, "};\n");

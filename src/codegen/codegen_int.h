@@ -102,14 +102,26 @@ cuvil_status cg_plan_memory(cir_graph *g, cg_plan *plan);
 void cg_plan_free(cg_plan *plan);
 
 /* ===== Symbolic dims (symbolic.c) =================================================== */
-/* Merges the model.c texts of n compiles at sample values of nd (1 or 2) symbols into one
- * whose integers that depend on them are expressions of D[0], D[1]. Samples 0 .. grid_n[0] *
- * grid_n[1] - 1 are the grid of grid[0] x grid[1] values (x-major, sample 0 the upper bounds),
- * the rest check the fit; points[s] are sample s's values in steps (value / step[j]: a symbol
- * with a step is fitted, and written, in D[j] / step[j]); names name the symbols. */
-cuvil_status cg_merge_symbolic(cuvil_ctx *ctx, const cuvil_sb *texts, int n, int nd, const int64_t (*points)[2],
-                               const int64_t *const *grid, const int *grid_n, const int64_t *step, const char *const *names,
-                               cuvil_sb *out);
+/* The compiles of a model at sample values of its nd (1 or 2) symbols. Values count in steps
+ * (value / step[j]: a symbol with a step is fitted, and written, in D[j] / step[j]). Samples
+ * 0 .. grid_n[0] * grid_n[1] - 1 are the grid of grid[0] x grid[1] values (x-major, sample 0 the
+ * upper bounds), the rest check fits; points[s] are sample s's values. */
+#define CG_MAX_SAMPLES 64
+typedef struct cg_samples {
+    int n, nd;
+    const int64_t (*points)[2];
+    const int64_t *grid[2];
+    int grid_n[2];
+    int64_t step[2], lo[2], hi[2];   /* the ranges, in steps */
+    const char *names[2];
+} cg_samples;
+
+/* Merges the model.c texts of the compiles into one whose integers that depend on the symbols
+ * are expressions of D[0], D[1]. */
+cuvil_status cg_merge_symbolic(cuvil_ctx *ctx, const cuvil_sb *texts, const cg_samples *sm, cuvil_sb *out);
+/* The largest value over the ranges of an integer that is f[s] at sample s, when it is a
+ * polynomial of the symbols (degree 2 at most in each); false if it is not one. */
+bool cg_sym_max(const cg_samples *sm, const int64_t *f, int64_t *max);
 
 /* ===== Driver (codegen.c) ============================================================ */
 typedef struct cg_output {

@@ -159,9 +159,105 @@ static __int128 eval(const int64_t c[3][3], int64_t x, int64_t y) {
     return r;
 }
 
-cuvil_status cg_merge_symbolic(cuvil_ctx *ctx, const cuvil_sb *texts, int n, int nd, const int64_t (*points)[2],
-                               const int64_t *const *grid, const int *grid_n, const int64_t *step, const char *const *names,
-                               cuvil_sb *out) {
+/* The polynomial (degree 2 at most in each symbol, integer coefficients) through the values f[s]
+ * of the samples that say one (any[s] false; any may be NULL), checked at every such sample. */
+static bool fit_poly(const cg_samples *sm, const int64_t *f, const bool *any, int64_t c[3][3]) {
+    memset(c, 0, sizeof(int64_t) * 9);
+    bool ok = true;
+    if (sm->nd == 1) {
+        /* through the first three samples (upper bounds first) that say a value */
+        int64_t x[3], v[3];
+        int m = 0;
+        for (int s = 0; s < sm->n && m < 3; s++) {
+            if (any && any[s]) continue;
+            bool seen = false;
+            for (int k = 0; k < m; k++) seen |= x[k] == sm->points[s][0];
+            if (seen) continue;
+            x[m] = sm->points[s][0];
+            v[m++] = f[s];
+        }
+        int64_t cx[3];
+        ok = fit1(x, v, m, cx);
+        for (int a = 0; a < 3; a++) c[a][0] = cx[a];
+    } else {
+        /* on the grid (samples 0 .. grid_n[0]*grid_n[1]-1, x-major): per row of y a
+         * polynomial in x through the row's values, then each coefficient in y */
+        int mx = sm->grid_n[0], my = sm->grid_n[1], rows = 0;
+        int64_t ax[3][3], ry[3];
+        for (int l = 0; l < my && ok; l++) {
+            int64_t x[3], v[3];
+            int m = 0;
+            for (int a = 0; a < mx; a++)
+                if (!(any && any[l * mx + a])) {
+                    x[m] = sm->grid[0][a];
+                    v[m++] = f[l * mx + a];
+                }
+            if (!m) continue;   /* a row of "any" */
+            ok = fit1(x, v, m, ax[rows]);
+            ry[rows++] = sm->grid[1][l];
+        }
+        ok &= rows > 0;
+        for (int a = 0; a < 3 && ok; a++) {
+            int64_t v[3], cy[3];
+            for (int l = 0; l < rows; l++) v[l] = ax[l][a];
+            ok = fit1(ry, v, rows, cy);
+            for (int b = 0; b < 3; b++) c[a][b] = cy[b];
+        }
+    }
+    /* every sample that says a value checks it */
+    for (int s = 0; s < sm->n && ok; s++)
+        ok = (any && any[s]) || eval(c, sm->points[s][0], sm->nd > 1 ? sm->points[s][1] : 0) == (__int128)f[s];
+    return ok;
+}
+
+/* The largest value of c over the symbols' ranges (in steps): exact for one symbol (the ends
+ * and the vertex); for two, the sum of each term's largest value (the symbols are >= 1, so
+ * each term is largest at a corner), an upper bound that is exact when no coefficient is
+ * negative. */
+static __int128 poly_max(const cg_samples *sm, const int64_t c[3][3]) {
+    if (sm->nd == 1) {
+        int64_t lo = sm->lo[0], hi = sm->hi[0], cand[4] = {lo, hi, lo, lo};
+        if (c[2][0] < 0) {   /* a maximum inside: -c1 / (2 c2), either side */
+            __int128 v = (__int128)-c[1][0] / (2 * (__int128)c[2][0]);
+            for (int k = 0; k < 2; k++) {
+                __int128 x = v + k;
+                cand[2 + k] = x < lo ? lo : x > hi ? hi : (int64_t)x;
+            }
+        }
+        __int128 m = eval(c, cand[0], 0);
+        for (int k = 1; k < 4; k++)
+            if (eval(c, cand[k], 0) > m) m = eval(c, cand[k], 0);
+        return m;
+    }
+    __int128 m = 0;
+    for (int a = 0; a < 3; a++)
+        for (int b = 0; b < 3; b++) {
+            if (!c[a][b]) continue;
+            int64_t x = c[a][b] > 0 ? sm->hi[0] : sm->lo[0], y = c[a][b] > 0 ? sm->hi[1] : sm->lo[1];
+            __int128 t = c[a][b];
+            for (int k = 0; k < a; k++) t *= x;
+            for (int k = 0; k < b; k++) t *= y;
+            m += t;
+        }
+    return m;
+}
+
+bool cg_sym_max(const cg_samples *sm, const int64_t *f, int64_t *max) {
+    int64_t c[3][3];
+    if (!fit_poly(sm, f, NULL, c)) return false;
+    __int128 m = poly_max(sm, c);
+    for (int s = 0; s < sm->n; s++)
+        if (f[s] > m) m = f[s];
+    if (m > INT64_MAX) return false;
+    *max = (int64_t)m;
+    return true;
+}
+
+cuvil_status cg_merge_symbolic(cuvil_ctx *ctx, const cuvil_sb *texts, const cg_samples *sm, cuvil_sb *out) {
+    const int n = sm->n, nd = sm->nd;
+    const int64_t(*points)[2] = sm->points;
+    const int64_t *step = sm->step;
+    const char *const *names = sm->names;
     char var[2][48];   /* how the code names each symbol's fitted variable */
     for (int j = 0; j < 2; j++)
         if (step[j] > 1) snprintf(var[j], sizeof var[j], "(D[%d] / %lld)", j, (long long)step[j]);
@@ -209,57 +305,25 @@ cuvil_status cg_merge_symbolic(cuvil_ctx *ctx, const cuvil_sb *texts, int n, int
             continue;
         }
         if (t0->maxed) {   /* a bound (a buffer's size, a descriptor's dim): the largest */
-            int64_t mx = INT64_MIN;
-            for (int s = 0; s < n; s++)
-                if (!ts[s].t[i].any && ts[s].t[i].value > mx) mx = ts[s].t[i].value;
+            int64_t mx = INT64_MIN, f[CG_MAX_SAMPLES];
+            for (int s = 0; s < n; s++) {
+                f[s] = ts[s].t[i].value;
+                if (f[s] > mx) mx = f[s];
+            }
+            /* over the whole range when it is a polynomial (a size can peak between samples),
+             * else the largest sampled (memory sizes are planned over the range beforehand) */
+            int64_t pm;
+            if (cg_sym_max(sm, f, &pm) && pm > mx) mx = pm;
             cuvil_sb_printf(out, "%lld", (long long)mx);
             continue;
         }
-        int64_t c[3][3] = {{0}};
-        bool ok = true;
-        if (nd == 1) {
-            /* through the first three samples (upper bounds first) that say a value */
-            int64_t x[3], f[3];
-            int m = 0;
-            for (int s = 0; s < n && m < 3; s++) {
-                if (ts[s].t[i].any) continue;
-                bool seen = false;
-                for (int k = 0; k < m; k++) seen |= x[k] == points[s][0];
-                if (seen) continue;
-                x[m] = points[s][0];
-                f[m++] = ts[s].t[i].value;
-            }
-            int64_t cx[3];
-            ok = fit1(x, f, m, cx);
-            for (int a = 0; a < 3; a++) c[a][0] = cx[a];
-        } else {
-            /* on the grid (samples 0 .. grid_n[0]*grid_n[1]-1, x-major): per row of y a
-             * polynomial in x through the row's values, then each coefficient in y */
-            int mx = grid_n[0], my = grid_n[1], rows = 0;
-            int64_t ax[3][3], ry[3];
-            for (int l = 0; l < my && ok; l++) {
-                int64_t x[3], f[3];
-                int m = 0;
-                for (int a = 0; a < mx; a++)
-                    if (!ts[l * mx + a].t[i].any) {
-                        x[m] = grid[0][a];
-                        f[m++] = ts[l * mx + a].t[i].value;
-                    }
-                if (!m) continue;   /* a row of "any" */
-                ok = fit1(x, f, m, ax[rows]);
-                ry[rows++] = grid[1][l];
-            }
-            ok &= rows > 0;
-            for (int a = 0; a < 3 && ok; a++) {
-                int64_t f[3], cy[3];
-                for (int l = 0; l < rows; l++) f[l] = ax[l][a];
-                ok = fit1(ry, f, rows, cy);
-                for (int b = 0; b < 3; b++) c[a][b] = cy[b];
-            }
+        int64_t f[CG_MAX_SAMPLES], c[3][3];
+        bool any[CG_MAX_SAMPLES];
+        for (int q = 0; q < n; q++) {
+            f[q] = ts[q].t[i].value;
+            any[q] = ts[q].t[i].any;
         }
-        /* every sample that says a value checks it */
-        for (int s = 0; s < n && ok; s++)
-            ok = ts[s].t[i].any || eval(c, points[s][0], nd > 1 ? points[s][1] : 0) == (__int128)ts[s].t[i].value;
+        bool ok = fit_poly(sm, f, any, c);
         if (!ok) {
             /* the usual cause: a stride or pool divides the dim, rounding down; over multiples of the
              * strides' product the sizes are exact again */

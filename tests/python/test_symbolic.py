@@ -154,3 +154,33 @@ def test_cnn_with_dynamic_height_and_width_in_steps(resnet18_dynamic_hw, tmp_pat
     proc = tl.compile_raw(resnet18_dynamic_hw, tmp_path / "bad.so", extra=["--dim", "H=40:256:32", "--dim", "W=64"])
     assert proc.returncode != 0 and "the range 40:256:32 of dim 'H' must start and end on multiples of its step 32" \
         in proc.stderr, proc.stderr
+
+
+def test_size_peaking_between_samples_and_last_index(tmp_path):
+    """m = Expand(x[1,H], [K-H, H]) has H*(K-H) elements, largest at H = K/2, which no sample
+    needs to hit: memory is sized over the whole range, not over the samples. And x[:, -1] on
+    the symbolic axis (the last token) follows H like any size."""
+    K = 64
+    nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Gather", ["s", "one"], ["h"], axis=0),
+             helper.make_node("Sub", ["K", "h"], ["r"]), helper.make_node("Concat", ["r", "h"], ["shp"], axis=0),
+             helper.make_node("Expand", ["x", "shp"], ["m"]), helper.make_node("Exp", ["m"], ["e"]),
+             helper.make_node("ReduceSum", ["e", "ax0"], ["y"], keepdims=0),
+             helper.make_node("Gather", ["x", "last"], ["z"], axis=1)]
+    inits = [onnx.numpy_helper.from_array(np.array([0], np.int64), "ax0"),
+             onnx.numpy_helper.from_array(np.array([1], np.int64), "one"),
+             onnx.numpy_helper.from_array(np.array([K], np.int64), "K"),
+             onnx.numpy_helper.from_array(np.array(-1, np.int64), "last")]
+    g = helper.make_graph(nodes, "peak", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "H"])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+                           helper.make_tensor_value_info("z", TensorProto.FLOAT, None)], inits)
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    path = tmp_path / "peak.onnx"
+    onnx.save(model, path)
+    so = tl.compile(path, tmp_path / "build", stem="peak", dims={"H": "1:63"})
+    for h in (1, 20, 31, 32, 33, 50, 63):
+        x = np.random.default_rng(h).standard_normal((1, h)).astype(np.float32)
+        got = tl.run(so, {"x": x}, tmp_path / f"run{h}")
+        np.testing.assert_allclose(got["y"], (K - h) * np.exp(x[0]), rtol=1e-5)
+        np.testing.assert_array_equal(got["z"], x[:, -1])
+        tl.assert_outputs_close(got, tl.ort_run(path, {"x": x}))

@@ -1,4 +1,5 @@
-/* emit_gather.c -- gather (op_gather.c): constant indices normalised into the weights, or
+/* emit_gather.c -- gather (op_gather.c): constant indices normalised into the weights (a few
+ * into the code when dims are symbolic), or
  * run-time ones that the kernel checks (an index out of range is an error from run). */
 #include "codegen/emit/emit_int.h"
 
@@ -23,7 +24,10 @@ cuvil_status cg_emit_gather(cg_ctx *cg, cir_graph *g, cir_node *n) {
     }
     int64_t *idx = op_gather_indices(g, n, &p);
     if (!idx) return g->ctx->status;
-    const char *is = cg_data(cg, idx, sizeof(int64_t) * (size_t)p.n_idx, CIR_I64);
+    /* with symbolic dims a few indices go in the code, where an index that follows a symbol
+     * (-1 on a symbolic axis: the last row or token) is fitted like any size */
+    const char *is = g->symbolic && p.n_idx <= 64 ? cg_param(cg, "int64_t[]", "%s", cg_i64s(cg, idx, (int)p.n_idx))
+                                                  : cg_data(cg, idx, sizeof(int64_t) * (size_t)p.n_idx, CIR_I64);
     cuvil_free(idx);
     const char *ps = cg_param(cg, "cuvil_gather_params", "{ .outer = %lld, .axis_len = %lld, .nb_inner = %lld, .n_idx = %lld }",
                               (long long)p.outer, (long long)p.axis_len, (long long)p.nb_inner, (long long)p.n_idx);

@@ -277,7 +277,10 @@ static cuvil_status load_inputs(loader *L, const Onnx__GraphProto *gp) {
             syms[k] = -1;
             dims[k] = d.dims[k];
             if (dims[k] >= 0) {
-                if (sd && !(sd->value == dims[k] || (sd->max > 0 && sd->min <= dims[k] && dims[k] <= sd->max)))
+                if (sd && sd->max > 0)
+                    return cuvil_err(L->ctx, CUVIL_ERR_INVALID_ARG, "--shape %s: dim %d is %lld in the model; a range cannot "
+                                     "make it symbolic", name, k, (long long)dims[k]);
+                if (sd && sd->value != dims[k])
                     return cuvil_err(L->ctx, CUVIL_ERR_INVALID_ARG, "--shape %s: dim %d is %lld in the model", name, k,
                                      (long long)dims[k]);
                 continue;
@@ -294,6 +297,10 @@ static cuvil_status load_inputs(loader *L, const Onnx__GraphProto *gp) {
                 return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED, "graph input '%s': too many symbolic dims (at most %d)", name,
                                  (int)(sizeof g->syms / sizeof g->syms[0]));
             cir_sym *sy = &g->syms[syms[k]];
+            for (int j = 0; sd && !sd->name && j < L->o->n_dims; j++)
+                if (!strcmp(L->o->dims[j].name, sy->name))
+                    return cuvil_err(L->ctx, CUVIL_ERR_INVALID_ARG, "--shape %s: dim %d is symbol '%s', which --dim %s also "
+                                     "sets; give it once (a name in --shape, its value in --dim)", name, k, sy->name, sy->name);
             if (sd && sd->value > 0) {          /* fixed by --shape */
                 sy->value = sd->value;
                 sy->min = sy->max = 0;
@@ -587,9 +594,9 @@ static cuvil_status check_dims_used(loader *L) {
         if (b->max > 0 ? (b->min < 1 || b->min > b->max || b->max > L->lim->dim) : (b->value <= 0 || b->value > L->lim->dim))
             return cuvil_err(L->ctx, CUVIL_ERR_INVALID_ARG, "--dim %s: must be in 1..%lld (a number or LO:HI)", b->name,
                              (long long)L->lim->dim);
-        if (b->step < 0 || (b->step > 1 && (b->max <= 0 || b->min % b->step || b->max % b->step)))
-            return cuvil_err(L->ctx, CUVIL_ERR_INVALID_ARG, "--dim %s: a step needs a range LO:HI:STEP whose LO and HI are "
-                             "multiples of STEP", b->name);
+        if (b->step < 0 || (b->max > 0 && b->step > 1 && (b->min % b->step || b->max % b->step)))
+            return cuvil_err(L->ctx, CUVIL_ERR_INVALID_ARG, "--dim %s: the range %lld:%lld:%lld must start and end on "
+                             "multiples of its step", b->name, (long long)b->min, (long long)b->max, (long long)b->step);
     }
     for (int i = 0; i < L->o->n_shapes; i++) {
         const char *in = L->o->shapes[i].input ? L->o->shapes[i].input : "";
