@@ -116,7 +116,7 @@ CUVIL_API cuvil_status cuvil_limits_set(cuvil_limits *l, const char *name, const
 
 typedef struct cuvil_options {
     cuvil_emit emit;
-    const char *target;          /* NULL: the host's ISA ("x86_64-avx2" or "generic") */
+    const char *target;          /* NULL: the host's ISA; see src/codegen/targets.inc for the names */
     int opt_level;               /* 0..3, default 2 */
     const char *name;            /* symbol prefix; NULL: derived from the output file name */
     int n_dims;
