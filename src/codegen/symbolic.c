@@ -123,6 +123,33 @@ static bool tokenize(const char *s, size_t len, toks *out) {
     return true;
 }
 
+/* " (.OH of Conv 'name')": the field an integer at `at` of generated C s initialises and the
+ * node whose comment ("/" "* Conv 'name' ...: ...") comes before it; names there are already
+ * comment-safe. Empty when neither is found. */
+static void where(const char *s, size_t at, char *out, size_t n) {
+    char field[40] = "", node[120] = "";
+    size_t i = at;
+    while (i > 0 && s[i - 1] != '\n' && s[i - 1] != '=' && at - i < 8) i--;   /* "... .OH = 8" */
+    if (i > 0 && s[i - 1] == '=') {
+        size_t e = i - 1;
+        while (e > 0 && s[e - 1] == ' ') e--;
+        size_t b = e;
+        while (b > 0 && (isalnum((unsigned char)s[b - 1]) || s[b - 1] == '_' || s[b - 1] == '.')) b--;
+        if (e > b && e - b < sizeof field) snprintf(field, sizeof field, "%.*s", (int)(e - b), s + b);
+    }
+    for (size_t b = at; b > 3; b--)
+        if (s[b - 1] == '\n' && !memcmp(s + b, "/* ", 3) && b + 3 < at && strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZ", s[b + 3])) {
+            size_t e = b + 3;
+            while (e < at && s[e] != ':' && s[e] != ';' && s[e] != '\n' && e - b < sizeof node - 4) e++;
+            snprintf(node, sizeof node, "%.*s", (int)(e - b - 3), s + b + 3);
+            break;
+        }
+    if (*field || *node)
+        snprintf(out, n, " (%s%s%s)", field, *field && *node ? " of " : "", node);
+    else
+        *out = 0;
+}
+
 /* Newton's divided differences at integer nodes, exactly: the coefficients (c[0] + c[1] x +
  * c[2] x^2, degree m - 1) of the polynomial through (x[i], f[i]), or false when they are not
  * integers. */
@@ -327,9 +354,11 @@ cuvil_status cg_merge_symbolic(cuvil_ctx *ctx, const cuvil_sb *texts, const cg_s
         if (!ok) {
             /* the usual cause: a stride or pool divides the dim, rounding down; over multiples of the
              * strides' product the sizes are exact again */
-            snprintf(why, sizeof why, "a size in its code is not a polynomial of degree 2 or less in %s%s%s (if strides "
+            char at[200];
+            where(texts[0].s, t0->start, at, sizeof at);
+            snprintf(why, sizeof why, "a size in its code%s is not a polynomial of degree 2 or less in %s%s%s (if strides "
                      "divide it, give it a step that is a multiple of their product: --dim NAME=LO:HI:STEP, e.g. 32 for a "
-                     "CNN)", names[0], nd > 1 ? " and " : "", nd > 1 ? names[1] : "");
+                     "CNN)", at, names[0], nd > 1 ? " and " : "", nd > 1 ? names[1] : "");
             break;
         }
         cuvil_sb_puts(out, "((int64_t)(");
