@@ -516,6 +516,19 @@ static int check_input(const cuvil_tensor_info *ti, const char *file, const cuvi
                     cuvil_dtype_name(ti->dtype));
     if (n_syms && t->ndim == ti->ndim)
         return 0;
+    if (n_syms) {   /* symbolic dims by name: the upper bounds are not what it was compiled for */
+        char fs[256], ms[512];
+        size_t k = 0;
+        for (int i = 0; i < ti->ndim && k < sizeof ms; i++) {
+            k += (size_t)snprintf(ms + k, sizeof ms - k, "%s", i ? "," : "[");
+            if (k < sizeof ms)
+                k += ti->dim_names[i] ? (size_t)snprintf(ms + k, sizeof ms - k, "%s", ti->dim_names[i])
+                                      : (size_t)snprintf(ms + k, sizeof ms - k, "%" PRId64, ti->dims[i]);
+        }
+        if (k < sizeof ms) snprintf(ms + k, sizeof ms - k, "%s", ti->ndim ? "]" : "[]");
+        return errf("input '%s': file %s has shape %s (rank %d); the model takes rank %d: %s", ti->name, file,
+                    dims_str(fs, sizeof fs, t->ndim, t->dims), t->ndim, ti->ndim, ms);
+    }
     bool same = t->ndim == ti->ndim;
     for (int i = 0; same && i < t->ndim; i++)
         same = t->dims[i] == ti->dims[i];

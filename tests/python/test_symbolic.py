@@ -147,6 +147,9 @@ def test_cnn_with_dynamic_height_and_width_in_steps(resnet18_dynamic_hw, tmp_pat
         tl.assert_outputs_close(got, tl.ort_run(resnet18_dynamic_hw, {"x": x}))
     proc, _ = tl.run_raw(so, {"x": np.zeros((1, 3, 48, 64), np.float32)}, tmp_path / "off")
     assert proc.returncode != 0 and "dim 2 is 48, not a multiple of 32 (symbol H)" in proc.stderr, proc.stderr
+    proc, _ = tl.run_raw(so, {"x": np.zeros((3, 64, 64), np.float32)}, tmp_path / "rank")
+    assert proc.returncode != 0 and "has shape [3,64,64] (rank 3); the model takes rank 4: [1,3,H,W]" in proc.stderr, \
+        proc.stderr
     info = tl.run_tool("cuvil-run", [so, "--info"])
     assert "H=32..256 step 32" in info.stdout, info.stdout
     proc = tl.compile_raw(resnet18_dynamic_hw, tmp_path / "nostep.so", extra=["--dim", "H=32:256", "--dim", "W=64"])
