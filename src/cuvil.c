@@ -49,8 +49,8 @@ static cuvil_status pick_prefix(cuvil_ctx *ctx, const cuvil_options *o, const ch
  * fit uses a grid of the top 3 values of each symbol; the check uses values from the whole
  * range (every value of a range of at most 8, else both ends and points between), so that a
  * size which is not one polynomial over the range (a clamp, a division rounding down) is
- * refused rather than guessed. Memory is planned with each value's largest sampled size, in
- * every compile alike. */
+ * refused rather than guessed. Memory is planned in every compile alike, with each value's
+ * dims at their largest over the whole range. */
 #define MAX_SYM_VALUES 12
 #define MAX_SAMPLES CG_MAX_SAMPLES
 
@@ -148,13 +148,18 @@ static cuvil_status symbolic_generate(cuvil_ctx *ctx, cir_graph *g, const cuvil_
                           "with --dim NAME=N)";
     size_t *plan = cuvil_malloc(sizeof(size_t) * ((size_t)g->n_values + 1));
     cuvil_sb *texts = cuvil_calloc((size_t)ss.np, sizeof *texts), *headers = cuvil_calloc((size_t)ss.np, sizeof *headers);
-    /* per value, dim and sample: the dim (value-major) */
-    int64_t *dv = cuvil_calloc((size_t)g->n_values * CIR_MAX_DIMS * (size_t)ss.np, sizeof *dv);
+    /* per value, dim and sample: the dim (value-major, from value i's first dim at first[i]) */
+    size_t *first = cuvil_malloc(sizeof(size_t) * ((size_t)g->n_values + 1)), n_dims = 0;
+    for (int i = 0; first && i < g->n_values; i++) {
+        first[i] = n_dims;
+        n_dims += (size_t)cir_val(g, i)->ndim;
+    }
+    int64_t *dv = first ? cuvil_calloc(n_dims * (size_t)ss.np + 1, sizeof *dv) : NULL;
     if (!plan || !texts || !headers || !dv) {
         s = cuvil_err(ctx, CUVIL_ERR_NOMEM, "out of memory");
         goto done;
     }
-#define DV(i, d, p) dv[((size_t)(i) * CIR_MAX_DIMS + (size_t)(d)) * (size_t)ss.np + (size_t)(p)]
+#define DV(i, d, p) dv[(first[i] + (size_t)(d)) * (size_t)ss.np + (size_t)(p)]
     /* round 1: every value's dims at every sample (sample 0 is g, already through the passes) */
     for (int i = 0; i < g->n_values; i++)
         for (int d = 0; d < cir_val(g, i)->ndim; d++) DV(i, d, 0) = cir_val(g, i)->dims[d];
@@ -248,6 +253,7 @@ done:
     g->plan_bytes = NULL;
     cuvil_free(plan);
     cuvil_free(dv);
+    cuvil_free(first);
     return s;   /* gen (sample 0's output, or the merged one) is the caller's to free */
 }
 
