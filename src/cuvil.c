@@ -122,9 +122,47 @@ static cuvil_status plan_samples(cuvil_ctx *ctx, const cir_graph *g, sym_samples
     return CUVIL_OK;
 }
 
-/* Loads the model at sample p and runs the passes; *out is NULL at sample 0 (g itself). */
+/* A folded value that depends on a symbol cannot sit in the weights, which serve every size:
+ * when a kernel reads it, the node that computed it runs again when the model runs (a Range
+ * over the sequence, a Shape used as data). Revives the producers of the values marked in
+ * want (per value id): each such node lives again and its outputs become activations; their
+ * data stays, for kernel parameters computed at compile time. The node's own inputs are left
+ * as they are; a constant among them that a kernel reads and that depends on a symbol shows
+ * up in the next comparison of the compiles (symbolic_generate). */
+static cuvil_status revive(cuvil_ctx *ctx, cir_graph *g, const uint8_t *want, const char *syms) {
+    if (!want) return CUVIL_OK;
+    for (int i = 0; i < g->n_nodes; i++) {
+        cir_node *n = cir_node_at(g, i);
+        bool hit = false;
+        for (int j = 0; n->dead && j < n->n_out; j++)
+            hit |= n->out[j] >= 0 && want[n->out[j]] && cir_val(g, n->out[j])->kind == CIR_VAL_CONST;
+        if (!hit) continue;
+        if (!cir_op_has_emitter(n->def) && !(n->def->flags & CIR_OPF_ALIAS))
+            return cuvil_err(ctx, CUVIL_ERR_UNSUPPORTED, "the model cannot keep its dims symbolic: node '%s' (%s) computes "
+                             "'%s' at compile time, which depends on %s, and %s has no kernel to compute it when the model "
+                             "runs (fix the dims with --dim NAME=N)", n->name, n->src_op, cir_out(g, n, 0)->name, syms,
+                             n->src_op);
+        n->dead = false;
+        for (int j = 0; j < n->n_out; j++) {
+            cir_value *v = n->out[j] >= 0 ? cir_val(g, n->out[j]) : NULL;
+            if (!v || v->kind != CIR_VAL_CONST) continue;
+            v->kind = CIR_VAL_ACT;
+            v->producer = i;
+        }
+    }
+    for (int i = 0; i < g->n_values; i++)
+        if (want[i] && cir_val(g, i)->kind == CIR_VAL_CONST)
+            return cuvil_err(ctx, CUVIL_ERR_UNSUPPORTED, "the model cannot keep its dims symbolic: the constant '%s' "
+                             "depends on %s and no node of the model computes it (fix the dims with --dim NAME=N)",
+                             cir_val(g, i)->name, syms);
+    cir_graph_count_uses(g);
+    return CUVIL_OK;
+}
+
+/* Loads the model at sample p and runs the passes (then revives the values of want, if any);
+ * *out is NULL at sample 0 (g itself). */
 static cuvil_status load_sample(cuvil_ctx *ctx, const cuvil_options *o, const char *model_path, const char *target,
-                                const sym_samples *ss, int p, cir_graph **out) {
+                                const sym_samples *ss, int p, const uint8_t *want, const char *syms, cir_graph **out) {
     int64_t sample[32] = {0};
     for (int j = 0; j < ss->nd; j++) sample[ss->dyn[j]] = ss->pts[p][j] * ss->step[j];
     cuvil_status s = cuvil_onnx_load_sampled(ctx, model_path, o, sample, 32, out);
@@ -132,7 +170,28 @@ static cuvil_status load_sample(cuvil_ctx *ctx, const cuvil_options *o, const ch
     (*out)->target = target;
     (*out)->opt_level = o->opt_level;
     (*out)->symbolic = true;
-    return cuvil_run_passes(*out, o);
+    if ((s = cuvil_run_passes(*out, o))) return s;
+    return revive(ctx, *out, want, syms);
+}
+
+/* Marks in marks the constants that the compiles of g (sample 0, output a) and gs (output b)
+ * place in the weights with different bytes or at one only, unless want has them already;
+ * returns how many it newly marked. */
+static int mark_differing(const cir_graph *g, const cg_output *a, const cir_graph *gs, const cg_output *b,
+                          const uint8_t *want, uint8_t *marks) {
+    int marked = 0;
+    for (int v = 0; v < g->n_values && v < a->n_const_off && v < b->n_const_off; v++) {
+        int64_t oa = a->const_off[v], ob = b->const_off[v];
+        if (oa < 0 && ob < 0) continue;
+        size_t na = cir_nbytes(cir_val(g, v)), nb = cir_nbytes(cir_val(gs, v));
+        bool differs = oa < 0 || ob < 0 || na != nb ||
+                       (na && memcmp(a->weights.s + oa, b->weights.s + ob, na));
+        if (differs && !want[v] && !marks[v]) {
+            marks[v] = 1;
+            marked++;
+        }
+    }
+    return marked;
 }
 
 static cuvil_status symbolic_generate(cuvil_ctx *ctx, cir_graph *g, const cuvil_options *o, const char *model_path,
@@ -147,6 +206,7 @@ static cuvil_status symbolic_generate(cuvil_ctx *ctx, cir_graph *g, const cuvil_
     const char *differs = "the model cannot keep its dims symbolic: its graph differs with the value of a symbol (fix them "
                           "with --dim NAME=N)";
     size_t *plan = cuvil_malloc(sizeof(size_t) * ((size_t)g->n_values + 1));
+    uint8_t *want = NULL;   /* per value id: computed when the model runs (revive) */
     cuvil_sb *texts = cuvil_calloc((size_t)ss.np, sizeof *texts), *headers = cuvil_calloc((size_t)ss.np, sizeof *headers);
     /* per value, dim and sample: the dim (value-major, from value i's first dim at first[i]) */
     size_t *first = cuvil_malloc(sizeof(size_t) * ((size_t)g->n_values + 1)), n_dims = 0;
@@ -165,7 +225,7 @@ static cuvil_status symbolic_generate(cuvil_ctx *ctx, cir_graph *g, const cuvil_
         for (int d = 0; d < cir_val(g, i)->ndim; d++) DV(i, d, 0) = cir_val(g, i)->dims[d];
     for (int p = 1; p < ss.np && !s; p++) {
         cir_graph *gs = NULL;
-        if (!(s = load_sample(ctx, o, model_path, target, &ss, p, &gs))) {
+        if (!(s = load_sample(ctx, o, model_path, target, &ss, p, NULL, NULL, &gs))) {
             if (gs->n_values != g->n_values) s = cuvil_err(ctx, CUVIL_ERR_UNSUPPORTED, "%s", differs);
             for (int i = 0; !s && i < g->n_values; i++) {
                 const cir_value *v = cir_val(gs, i);
@@ -198,37 +258,61 @@ static cuvil_status symbolic_generate(cuvil_ctx *ctx, cir_graph *g, const cuvil_
         if (cir_nbytes(v) > plan[i]) plan[i] = cir_nbytes(v);
     }
 #undef DV
-    /* round 2: each sample's C, all with that plan */
+    /* round 2: each sample's C, all with that plan. A constant in the weights that differs
+     * between the compiles depends on a symbol: its producer runs when the model runs instead
+     * (revive), and the compiles start again, until the weights agree. */
+    char syms[300];
+    snprintf(syms, sizeof syms, "%s%s%s", names[0], ss.nd > 1 ? " or " : "", ss.nd > 1 ? names[1] : "");
+    want = cuvil_calloc((size_t)g->n_values + 1, 1);
+    uint8_t *marks = cuvil_calloc((size_t)g->n_values + 1, 1);   /* this round's finds */
+    if ((!want || !marks) && !s) s = cuvil_err(ctx, CUVIL_ERR_NOMEM, "out of memory");
     g->plan_bytes = plan;
     g->n_plan_bytes = g->n_values;
-    if (!s && !(s = cg_generate(g, o, prefix, target, abi, gen))) {
-        texts[0] = gen->model_c;   /* borrowed */
-        headers[0] = gen->model_h;
-    }
-    for (int p = 1; p < ss.np && !s; p++) {
-        cir_graph *gs = NULL;
-        cg_output go;
-        memset(&go, 0, sizeof go);
-        if (!(s = load_sample(ctx, o, model_path, target, &ss, p, &gs))) {
-            gs->plan_bytes = plan;
-            gs->n_plan_bytes = g->n_values;
-            if (gs->n_values != g->n_values) s = cuvil_err(ctx, CUVIL_ERR_UNSUPPORTED, "%s", differs);
-            if (!s) s = cg_generate(gs, o, prefix, target, abi, &go);
-            if (!s && (go.weights.len != gen->weights.len ||
-                       (go.weights.len && memcmp(go.weights.s, gen->weights.s, go.weights.len))))
-                s = cuvil_err(ctx, CUVIL_ERR_UNSUPPORTED, "the model cannot keep its dims symbolic: constants it computes at "
-                              "compile time depend on %s%s%s (fix them with --dim NAME=N)", names[0], ss.nd > 1 ? " or " : "",
-                              ss.nd > 1 ? names[1] : "");
-            if (!s) {
-                texts[p] = go.model_c;
-                headers[p] = go.model_h;
-                memset(&go.model_c, 0, sizeof go.model_c);
-                memset(&go.model_h, 0, sizeof go.model_h);
-            }
+    for (int round = 0; !s; round++) {
+        int marked = 0;
+        bool blob_differs = false;
+        if (!(s = cg_generate(g, o, prefix, target, abi, gen))) {
+            texts[0] = gen->model_c;   /* borrowed */
+            headers[0] = gen->model_h;
         }
-        cg_output_free(&go);
-        cir_graph_free(gs);
+        for (int p = 1; p < ss.np && !s; p++) {
+            cir_graph *gs = NULL;
+            cg_output go;
+            memset(&go, 0, sizeof go);
+            if (!(s = load_sample(ctx, o, model_path, target, &ss, p, want, syms, &gs))) {
+                gs->plan_bytes = plan;
+                gs->n_plan_bytes = g->n_values;
+                if (gs->n_values != g->n_values) s = cuvil_err(ctx, CUVIL_ERR_UNSUPPORTED, "%s", differs);
+                if (!s) s = cg_generate(gs, o, prefix, target, abi, &go);
+                if (!s && (go.weights.len != gen->weights.len ||
+                           (go.weights.len && memcmp(go.weights.s, gen->weights.s, go.weights.len)))) {
+                    blob_differs = true;
+                    marked += mark_differing(g, gen, gs, &go, want, marks);
+                }
+                if (!s) {
+                    texts[p] = go.model_c;
+                    headers[p] = go.model_h;
+                    memset(&go.model_c, 0, sizeof go.model_c);
+                    memset(&go.model_h, 0, sizeof go.model_h);
+                }
+            }
+            cg_output_free(&go);
+            cir_graph_free(gs);
+        }
+        if (s || !blob_differs) break;
+        if (!marked || round == 32)   /* data no value owns (a kernel's own tables) differs */
+            s = cuvil_err(ctx, CUVIL_ERR_UNSUPPORTED, "the model cannot keep its dims symbolic: constants it computes at "
+                          "compile time depend on %s (fix them with --dim NAME=N)", syms);
+        for (int p = 1; texts && headers && p < ss.np; p++) {
+            cuvil_sb_free(&texts[p]);
+            cuvil_sb_free(&headers[p]);
+        }
+        cg_output_free(gen);
+        memset(gen, 0, sizeof *gen);
+        for (int i = 0; i < g->n_values; i++) want[i] |= marks[i];
+        if (!s) s = revive(ctx, g, want, syms);
     }
+    cuvil_free(marks);
     if (!s) {
         cuvil_sb merged = {0}, merged_h = {0};
         s = cg_merge_symbolic(ctx, texts, &sm, &merged);
@@ -250,6 +334,7 @@ done:
     }
     cuvil_free(texts);
     cuvil_free(headers);
+    cuvil_free(want);
     g->plan_bytes = NULL;
     cuvil_free(plan);
     cuvil_free(dv);

@@ -398,6 +398,13 @@ typedef struct cuvil_bcast_copy_params {
 
 void cuvil_bcast_copy(const cuvil_bcast_copy_params *p, const void *x, void *y);
 
+/* Range: y[i] = start + i * delta for i < n (start and delta: one element of type t; for
+ * floats computed in double and rounded once, for integers wrapping). */
+void cuvil_range_t(int t, const void *start, const void *delta, void *y, int64_t n);
+
+/* ConstantOfShape: n copies of the elem_size bytes at value. */
+void cuvil_fill(const void *value, int64_t elem_size, void *y, int64_t n);
+
 /* ArgMax/ArgMin over the middle axis of x viewed as [outer, axis_len, inner]: y (int64,
  * [outer, inner]) gets the first (or with select_last the last) index of the extreme value;
  * NaN counts as the extreme, as in numpy. */

@@ -644,7 +644,8 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
     cuvil_sb_free(&cg.body);
     cuvil_sb_free(&cg.scratch);
     cuvil_arena_free(&cg.strs);
-    cuvil_free(cg.const_off);
+    out->const_off = cg.const_off;   /* the driver compares the compiles of a symbolic model */
+    out->n_const_off = g->n_values;
     cuvil_free(cg.named);
     size_t arena_bytes = cg.plan.arena_bytes, scratch_bytes = cg.scratch_bytes;
     cg_plan_free(&cg.plan);
@@ -707,4 +708,6 @@ void cg_output_free(cg_output *out) {
     cuvil_sb_free(&out->model_c);
     cuvil_sb_free(&out->model_h);
     cuvil_sb_free(&out->weights);
+    cuvil_free(out->const_off);
+    out->const_off = NULL;
 }

@@ -129,6 +129,8 @@ typedef struct cg_output {
     cuvil_sb model_h;      /* <prefix>.h */
     cuvil_sb weights;      /* weights.bin */
     size_t arena_bytes;
+    int64_t *const_off;    /* per value id (n_const_off of them): its offset in weights, -1 if not there */
+    int n_const_off;
 } cg_output;
 
 /* Emits the C for graph g (after passes). prefix: the symbol prefix; abi_h: the text of

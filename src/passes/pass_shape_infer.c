@@ -65,7 +65,7 @@ cuvil_status cuvil_pass_shape_infer(cir_graph *g, const cuvil_options *o) {
             /* every shape that enters the IR is bounded: later size arithmetic cannot overflow */
             if ((s = cir_check_shape(g, n, v)) || (s = check_declared(g, n, v))) return s;
         }
-        if (n->def->fold && cuvil_inputs_const(g, n) && (worth_folding_now(g, n) || !cir_op_has_emitter(n->def)) &&
+        if (n->def->fold && cuvil_inputs_const(g, n) && (worth_folding_now(g, n) || cir_op_always_folds(n->def)) &&
             cuvil_fold_wanted(g, n) &&
             (s = cuvil_fold_node(g, n)))
             return s;

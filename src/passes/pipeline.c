@@ -53,7 +53,7 @@ double cuvil_fold_work(cir_graph *g, const cir_node *n) {
 }
 
 bool cuvil_fold_wanted(cir_graph *g, const cir_node *n) {
-    if (!cir_op_has_emitter(n->def)) return true;
+    if (cir_op_always_folds(n->def)) return true;
     uint64_t bytes = 0;
     for (int i = 0; i < n->n_out; i++) {
         cir_value *v = cir_val(g, n->out[i]);

@@ -187,3 +187,49 @@ def test_size_peaking_between_samples_and_last_index(tmp_path):
         np.testing.assert_allclose(got["y"], (K - h) * np.exp(x[0]), rtol=1e-5)
         np.testing.assert_array_equal(got["z"], x[:, -1])
         tl.assert_outputs_close(got, tl.ort_run(path, {"x": x}))
+
+
+def test_values_computed_from_symbols_run_when_the_model_runs(tmp_path):
+    """Constants that depend on a symbol cannot sit in the weights: the positions Range(0, S)
+    and the position embeddings gathered with them, a causal mask built from them, 1/sqrt(S),
+    ConstantOfShape of the input's shape, and Shape and Size as graph outputs are computed again
+    when the model runs, at each (B, S)."""
+    rng = np.random.default_rng(5)
+    tok, posw = rng.standard_normal((50, 8)).astype(np.float32), rng.standard_normal((40, 8)).astype(np.float32)
+    inits = [onnx.numpy_helper.from_array(tok, "tok"), onnx.numpy_helper.from_array(posw, "posw"),
+             onnx.numpy_helper.from_array(np.array(0, np.int64), "zero"),
+             onnx.numpy_helper.from_array(np.array(1, np.int64), "one"),
+             onnx.numpy_helper.from_array(np.array([1], np.int64), "ax1"),
+             onnx.numpy_helper.from_array(np.array([0], np.int64), "ax0"),
+             onnx.numpy_helper.from_array(np.array(-np.inf, np.float32), "ninf"),
+             onnx.numpy_helper.from_array(np.array(0, np.float32), "fzero")]
+    N = helper.make_node
+    nodes = [N("Shape", ["ids"], ["shp"]), N("Gather", ["shp", "one"], ["S"], axis=0),
+             N("Range", ["zero", "S", "one"], ["pos"]),
+             N("Gather", ["tok", "ids"], ["te"], axis=0), N("Gather", ["posw", "pos"], ["pe"], axis=0),
+             N("Add", ["te", "pe"], ["e"]),
+             N("Cast", ["S"], ["Sf"], to=TensorProto.FLOAT), N("Sqrt", ["Sf"], ["sq"]), N("Div", ["e", "sq"], ["es"]),
+             N("Unsqueeze", ["pos", "ax1"], ["pcol"]), N("Unsqueeze", ["pos", "ax0"], ["prow"]),
+             N("Less", ["pcol", "prow"], ["upper"]), N("Where", ["upper", "ninf", "fzero"], ["mask"]),
+             N("Transpose", ["es"], ["esT"], perm=[0, 2, 1]), N("MatMul", ["es", "esT"], ["sc"]),
+             N("Add", ["sc", "mask"], ["scm"]), N("Softmax", ["scm"], ["att"], axis=-1), N("MatMul", ["att", "es"], ["y"]),
+             N("ConstantOfShape", ["shp"], ["ones"], value=onnx.numpy_helper.from_array(np.array([1.5], np.float32))),
+             N("ReduceSum", ["ones"], ["count"], keepdims=0), N("Size", ["ids"], ["size"])]
+    g = helper.make_graph(nodes, "revive", [helper.make_tensor_value_info("ids", TensorProto.INT64, ["B", "S"])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+                           helper.make_tensor_value_info("shp", TensorProto.INT64, None),
+                           helper.make_tensor_value_info("count", TensorProto.FLOAT, None),
+                           helper.make_tensor_value_info("size", TensorProto.INT64, None)], inits)
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    path = tmp_path / "revive.onnx"
+    onnx.save(model, path)
+    so = tl.compile(path, tmp_path / "build", stem="revive", dims={"B": "1:4", "S": "1:16"})
+    for b, s in ((1, 1), (1, 16), (2, 9), (3, 5), (4, 1), (4, 16)):
+        ids = np.random.default_rng(b * 31 + s).integers(0, 50, (b, s)).astype(np.int64)
+        got = tl.run(so, {"ids": ids}, tmp_path / f"run{b}_{s}")
+        tl.assert_outputs_close(got, tl.ort_run(path, {"ids": ids}))
+        np.testing.assert_array_equal(got["shp"], [b, s])
+        assert got["size"] == b * s and got["count"] == pytest.approx(1.5 * b * s)
+        # the first position attends to itself only (the mask), so its row is its own embedding
+        np.testing.assert_allclose(got["y"][:, 0], (tok[ids[:, 0]] + posw[0]) / np.sqrt(s), rtol=1e-5, atol=1e-6)

@@ -287,6 +287,7 @@ static void test_emitters(void) {
         const cir_opdef *d = cir_op_def((cir_op_kind)k);
         bool fold_only = d->flags & CIR_OPF_FOLD_ONLY, alias = d->flags & CIR_OPF_ALIAS;
         CHECK(!(fold_only && alias), "%s is both FOLD_ONLY and ALIAS", d->name);
+        CHECK(!((d->flags & CIR_OPF_SHAPE_DATA) && (fold_only || alias)), "%s is SHAPE_DATA and FOLD_ONLY or ALIAS", d->name);
         if (fold_only || alias)
             CHECK(!cg_emitter((cir_op_kind)k), "%s is %s but has an emitter in emit.inc", d->name,
                   fold_only ? "FOLD_ONLY" : "ALIAS");

@@ -1,6 +1,6 @@
 /*
  * typed.c -- elementwise kernels for every element type: arithmetic, comparisons, logic,
- * unary ops, casts, where, broadcast copies (Expand, Tile) and ArgMax/ArgMin.
+ * unary ops, casts, where, broadcast copies (Expand, Tile), Range, fills and ArgMax/ArgMin.
  *
  * These are the general paths for the types models use for indices, masks and shape
  * arithmetic (int64, int32, bool) and for float64/float16/bfloat16 data; float32 arithmetic
@@ -446,6 +446,22 @@ void cuvil_bcast_copy(const cuvil_bcast_copy_params *p, const void *x, void *y) 
             idx[d] = 0;
         }
     }
+}
+
+/* ===== Range, fill ======================================================================== */
+void cuvil_range_t(int t, const void *start, const void *delta, void *y, int64_t n) {
+    if (is_float_t(t)) {   /* start + i * delta in double, rounded once (numpy's arange) */
+        double s = ld_float(t, start, 0), d = ld_float(t, delta, 0);
+        for (int64_t i = 0; i < n; i++) st_float(t, y, i, s + (double)i * d);
+        return;
+    }
+    uint64_t s = (uint64_t)ld_int(t, start, 0), d = (uint64_t)ld_int(t, delta, 0);
+    for (int64_t i = 0; i < n; i++) st_int(t, y, i, (int64_t)(s + (uint64_t)i * d));
+}
+
+void cuvil_fill(const void *value, int64_t elem_size, void *y, int64_t n) {
+    char *Y = y;
+    for (int64_t i = 0; i < n; i++) memcpy(Y + i * elem_size, value, (size_t)elem_size);
 }
 
 /* ===== ArgMax / ArgMin ==================================================================== */

@@ -14,14 +14,22 @@ cuvil_status cg_emit_gemm(cg_ctx *cg, cir_graph *g, cir_node *n) {
         CUVIL_ASSERT(t && !nirr);
         snprintf(ex, sizeof ex, ", .packed_nr = %d, .packed_kc = %lld", t->nr, (long long)t->kc);
     }
+    /* a batch of one reads no batch stride: in a symbolic compile, where a symbol at 1 makes the
+     * batch 1, they are "any value" for the merge to fit to the other samples (cg_strides) */
+    char bs[3][32];
+    const int64_t bv[3] = {p.a_bstride, p.b_bstride, p.c_bstride};
+    for (int i = 0; i < 3; i++) {
+        if (g->symbolic && p.batch == 1) snprintf(bs[i], sizeof bs[i], "%s", CG_ANY_TEXT);
+        else cg_i64(bv[i], bs[i]);
+    }
     const char *ps = cg_param(cg, "cuvil_gemm_params",
                               "{ .M = %lld, .N = %lld, .K = %lld, .lda = %lld, .ldb = %lld, .ldc = %lld, .trans_a = %d, "
                               ".trans_b = %d, .alpha = %s, .beta = %s, .bias_rs = %lld, .bias_cs = %lld, .batch = %lld, "
-                              ".a_bstride = %lld, .b_bstride = %lld, .c_bstride = %lld, .bias_bstride = 0, .act = %s%s }",
+                              ".a_bstride = %s, .b_bstride = %s, .c_bstride = %s, .bias_bstride = 0, .act = %s%s }",
                               (long long)p.M, (long long)p.N, (long long)p.K, (long long)p.lda, (long long)p.ldb,
                               (long long)p.ldc, p.trans_a, p.trans_b, cg_float(p.alpha, al), cg_float(p.beta, be),
-                              (long long)p.bias_rs, (long long)p.bias_cs, (long long)p.batch, (long long)p.a_bstride,
-                              (long long)p.b_bstride, (long long)p.c_bstride, cg_act(&p.act, act), ex);
+                              (long long)p.bias_rs, (long long)p.bias_cs, (long long)p.batch, bs[0], bs[1], bs[2],
+                              cg_act(&p.act, act), ex);
     cuvil_gemm_ukernel_desc uk;
     cuvil_gemm_blocking blk = cg_target_blocking(g, &uk);
     const char *S = cg_scratch(cg, cuvil_f32_gemm_scratch_size_ex(&p, &blk), "cuvil_f32_gemm_scratch_size(&%s)", ps);

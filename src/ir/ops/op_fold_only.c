@@ -1,6 +1,7 @@
 /* op_fold_only.c -- ops exporters use for shape arithmetic and masks. constant_of_shape
  * (shape, [value]), range, sum and mean are supported when every input is constant (they
- * fold: their output shape depends on their input data); expand and tile (constant shape or
+ * fold: the output shape of the first two is their input data; symbolic compiles may run
+ * those two again when the model runs, emit_shape.c); expand and tile (constant shape or
  * repeats), the comparisons, not/and/or/xor and where also run at run time on every element
  * type. */
 #include "ir/ops/ops.h"
@@ -401,11 +402,12 @@ static cuvil_status sum_fold(cir_graph *g, cir_node *n) {
 static const char *const sum_bcast[] = {"numpy", "none", NULL};
 static const cir_attr_spec sum_attrs[] = {{"broadcast", CIR_ATTR_ENUM, 0, 0, sum_bcast, false}, CIR_ATTR_END};
 
-/* flags: CIR_OPF_FOLD_ONLY for the ops without a kernel (codegen emits the others) */
+/* flags: CIR_OPF_FOLD_ONLY for the ops without a kernel, CIR_OPF_SHAPE_DATA for those whose
+ * output's shape is their inputs' data (codegen emits the others, and those when revived) */
 #define FOLD_OP(name, flags, lo, hi, attrs, infer, fold) \
     const cir_opdef cir_op_##name = {#name, flags, lo, hi, 1, 1, attrs, infer, fold, NULL, 0};
-FOLD_OP(constant_of_shape, CIR_OPF_FOLD_ONLY, 1, 2, NULL, cos_infer, cos_fold)
-FOLD_OP(range, CIR_OPF_FOLD_ONLY, 3, 3, NULL, range_infer, range_fold)
+FOLD_OP(constant_of_shape, CIR_OPF_SHAPE_DATA, 1, 2, NULL, cos_infer, cos_fold)
+FOLD_OP(range, CIR_OPF_SHAPE_DATA, 3, 3, NULL, range_infer, range_fold)
 FOLD_OP(expand, 0, 2, 2, NULL, expand_infer, expand_fold)
 FOLD_OP(equal, 0, 2, 2, NULL, logic_infer, logic_fold)
 FOLD_OP(less, 0, 2, 2, NULL, logic_infer, logic_fold)

@@ -38,5 +38,5 @@ static const cir_attr_spec shape_attrs[] = {
     CIR_ATTR_END,
 };
 
-const cir_opdef cir_op_shape = {"shape", CIR_OPF_FOLD_ONLY, 1, 1, 1, 1, shape_attrs, shape_infer, NULL, NULL, 0};
-const cir_opdef cir_op_size = {"size", CIR_OPF_FOLD_ONLY, 1, 1, 1, 1, NULL, size_infer, NULL, NULL, 0};
+const cir_opdef cir_op_shape = {"shape", CIR_OPF_SHAPE_DATA, 1, 1, 1, 1, shape_attrs, shape_infer, NULL, NULL, 0};
+const cir_opdef cir_op_size = {"size", CIR_OPF_SHAPE_DATA, 1, 1, 1, 1, NULL, size_infer, NULL, NULL, 0};

@@ -26,7 +26,12 @@ enum {
     CIR_OPF_TAKES_RESIDUAL = 1u << 3, /* emit honours n->residual */
     /* no run-time kernel (and no emitter): a node is supported only when it folds, or when its
      * infer() computes the output (shape, size) */
-    CIR_OPF_FOLD_ONLY = 1u << 4
+    CIR_OPF_FOLD_ONLY = 1u << 4,
+    /* its output's shape is its inputs' data (shape, size, range, constant_of_shape): a node
+     * folds whenever it can, like a FOLD_ONLY one, and must then (infer() needs the data). Its
+     * emitter serves symbolic compiles, which recompute a folded value that depends on a
+     * symbol when the model runs (cuvil.c, revive) */
+    CIR_OPF_SHAPE_DATA = 1u << 5
 };
 
 /* ===== Attributes ======================================================================= */
@@ -100,6 +105,9 @@ cuvil_act_params cir_act_params(const cir_act *a);
  * copies their bytes itself) nor for FOLD_ONLY ones. Exactly these ops have an entry in
  * codegen's emitter table, src/codegen/emit/emit.inc (checked by tests/unit/test_ir.c). */
 static inline bool cir_op_has_emitter(const cir_opdef *d) { return !(d->flags & (CIR_OPF_ALIAS | CIR_OPF_FOLD_ONLY)); }
+/* Whether a node of the op folds whenever its inputs are constant, whatever the budget says:
+ * FOLD_ONLY and SHAPE_DATA ops (the next node's inference may need the result). */
+static inline bool cir_op_always_folds(const cir_opdef *d) { return d->flags & (CIR_OPF_FOLD_ONLY | CIR_OPF_SHAPE_DATA); }
 
 /* ===== Shared helpers for op files ======================================================= */
 /* Requires n_in in [lo, hi] (hi -1: unbounded) and n_out in [olo, ohi]. */
