@@ -402,6 +402,16 @@ void cuvil_bcast_copy(const cuvil_bcast_copy_params *p, const void *x, void *y);
  * floats computed in double and rounded once, for integers wrapping). */
 void cuvil_range_t(int t, const void *start, const void *delta, void *y, int64_t n);
 
+/* Trilu: batch matrices [rows, cols] of elem_size-byte elements; y keeps x[i][j] where
+ * j - i >= k (upper) or j - i <= k (lower) and is zero elsewhere, k being *k_rt when given
+ * (computed at run time), else p->k. y may equal x. */
+typedef struct cuvil_trilu_params {
+    int64_t batch, rows, cols, k, elem_size;
+    int upper;
+} cuvil_trilu_params;
+
+void cuvil_trilu(const cuvil_trilu_params *p, const int64_t *k_rt, const void *x, void *y);
+
 /* ConstantOfShape: n copies of the elem_size bytes at value. */
 void cuvil_fill(const void *value, int64_t elem_size, void *y, int64_t n);
 

@@ -420,6 +420,28 @@ def test_data_movement_every_type(tmp_path):
     run_cases(tmp_path, nodes, ins, outs, feeds, wants, types, inits=[shape, reps, starts, ends, flat])
 
 
+def test_trilu_every_type(tmp_path):
+    """Trilu, upper and lower, against numpy's triu/tril: k constant (positive, negative, past
+    the matrix) and k computed at run time, on a batch of matrices of each type."""
+    rng = tl.seeded_rng("trilu")
+    nodes, ins, outs, feeds, wants, types = [], [], [], {}, {}, {}
+    inits = [helper.make_tensor(f"k{i}", TensorProto.INT64, [], [k]) for i, k in enumerate((2, -1, 9))]
+    ins.append(("krt", "i64", []))
+    feeds["krt"] = np.array(-2, np.int64)
+    for t in ["f32", "i64", "u8", "bool", "f16"]:
+        x = values(t, (2, 3, 5), rng)
+        ins.append((f"x_{t}", t, [2, 3, 5]))
+        feeds[f"x_{t}"] = x
+        cases = [("u", [], 1, np.triu(x)), ("l", [], 0, np.tril(x)), ("u0", ["k0"], 1, np.triu(x, 2)),
+                 ("l1", ["k1"], 0, np.tril(x, -1)), ("u2", ["k2"], 1, np.triu(x, 9)), ("lrt", ["krt"], 0, np.tril(x, -2)),
+                 ("urt", ["krt"], 1, np.triu(x, -2))]
+        for name, k, upper, want in cases:
+            nodes.append(helper.make_node("Trilu", [f"x_{t}"] + k, [f"{name}_{t}"], upper=upper))
+            outs.append((f"{name}_{t}", t, None))
+            wants[f"{name}_{t}"], types[f"{name}_{t}"] = want, t
+    run_cases(tmp_path, nodes, ins, outs, feeds, wants, types, inits=inits)
+
+
 # --------------------------------------------------------------------------------------------
 # A model mixing int64, bool and float against ONNX Runtime; errors from run
 # --------------------------------------------------------------------------------------------

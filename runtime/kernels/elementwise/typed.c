@@ -1,6 +1,6 @@
 /*
  * typed.c -- elementwise kernels for every element type: arithmetic, comparisons, logic,
- * unary ops, casts, where, broadcast copies (Expand, Tile), Range, fills and ArgMax/ArgMin.
+ * unary ops, casts, where, broadcast copies (Expand, Tile), Range, Trilu, fills and ArgMax/ArgMin.
  *
  * These are the general paths for the types models use for indices, masks and shape
  * arithmetic (int64, int32, bool) and for float64/float16/bfloat16 data; float32 arithmetic
@@ -448,7 +448,7 @@ void cuvil_bcast_copy(const cuvil_bcast_copy_params *p, const void *x, void *y) 
     }
 }
 
-/* ===== Range, fill ======================================================================== */
+/* ===== Range, Trilu, fill ======================================================================== */
 void cuvil_range_t(int t, const void *start, const void *delta, void *y, int64_t n) {
     if (is_float_t(t)) {   /* start + i * delta in double, rounded once (numpy's arange) */
         double s = ld_float(t, start, 0), d = ld_float(t, delta, 0);
@@ -457,6 +457,22 @@ void cuvil_range_t(int t, const void *start, const void *delta, void *y, int64_t
     }
     uint64_t s = (uint64_t)ld_int(t, start, 0), d = (uint64_t)ld_int(t, delta, 0);
     for (int64_t i = 0; i < n; i++) st_int(t, y, i, (int64_t)(s + (uint64_t)i * d));
+}
+
+void cuvil_trilu(const cuvil_trilu_params *p, const int64_t *k_rt, const void *x, void *y) {
+    int64_t k = k_rt ? *k_rt : p->k;
+    const char *X = x;
+    char *Y = y;
+    size_t es = (size_t)p->elem_size;
+    for (int64_t b = 0; b < p->batch; b++)
+        for (int64_t i = 0; i < p->rows; i++) {
+            size_t row = (size_t)((b * p->rows + i) * p->cols) * es;
+            for (int64_t j = 0; j < p->cols; j++) {
+                bool keep = p->upper ? j - i >= k : j - i <= k;
+                if (keep) memmove(Y + row + (size_t)j * es, X + row + (size_t)j * es, es);
+                else memset(Y + row + (size_t)j * es, 0, es);
+            }
+        }
 }
 
 void cuvil_fill(const void *value, int64_t elem_size, void *y, int64_t n) {

@@ -455,6 +455,7 @@ static const op_map table[] = {
     {"ArgMax", 1, CIR_OP_ARGMAX, NULL},
     {"ArgMin", 1, CIR_OP_ARGMIN, NULL},
     {"Cast", 6, CIR_OP_CAST, map_cast},
+    {"Trilu", 14, CIR_OP_TRILU, NULL},
     {"CastLike", 15, CIR_OP_CAST, map_cast},
     {"Pad", 1, CIR_OP_PAD, map_pad},
     {"ReduceSum", 1, CIR_OP_REDUCE_SUM, map_reduce},
