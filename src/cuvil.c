@@ -175,17 +175,23 @@ static cuvil_status load_sample(cuvil_ctx *ctx, const cuvil_options *o, const ch
 }
 
 /* Marks in marks the constants that the compiles of g (sample 0, output a) and gs (output b)
- * place in the weights with different bytes or at one only, unless want has them already;
- * returns how many it newly marked. */
+ * place in the weights with different bytes or at one only, or write into the code with
+ * different values, unless want has them already; returns how many it newly marked. */
 static int mark_differing(const cir_graph *g, const cg_output *a, const cir_graph *gs, const cg_output *b,
                           const uint8_t *want, uint8_t *marks) {
     int marked = 0;
     for (int v = 0; v < g->n_values && v < a->n_const_off && v < b->n_const_off; v++) {
         int64_t oa = a->const_off[v], ob = b->const_off[v];
-        if (oa < 0 && ob < 0) continue;
-        size_t na = cir_nbytes(cir_val(g, v)), nb = cir_nbytes(cir_val(gs, v));
-        bool differs = oa < 0 || ob < 0 || na != nb ||
-                       (na && memcmp(a->weights.s + oa, b->weights.s + ob, na));
+        bool ca = a->in_code && a->in_code[v], cb = b->in_code && b->in_code[v];
+        if (oa < 0 && ob < 0 && !ca && !cb) continue;
+        const cir_value *x = cir_val(g, v), *y = cir_val(gs, v);
+        size_t na = cir_nbytes(x), nb = cir_nbytes(y);
+        bool differs;
+        if (ca || cb)   /* written into the code (gather indices): compared as the values they are */
+            differs = !ca || !cb || x->ndim != y->ndim || memcmp(x->dims, y->dims, sizeof(int64_t) * (size_t)x->ndim) ||
+                      na != nb || (na && memcmp(x->data, y->data, na));
+        else
+            differs = oa < 0 || ob < 0 || na != nb || (na && memcmp(a->weights.s + oa, b->weights.s + ob, na));
         if (differs && !want[v] && !marks[v]) {
             marks[v] = 1;
             marked++;
@@ -270,7 +276,7 @@ static cuvil_status symbolic_generate(cuvil_ctx *ctx, cir_graph *g, const cuvil_
     g->n_plan_bytes = g->n_values;
     for (int round = 0; !s; round++) {
         int marked = 0;
-        bool blob_differs = false;
+        bool differ = false;   /* the weights, or data written into the code */
         if (!(s = cg_generate(g, o, prefix, target, abi, gen))) {
             texts[0] = gen->model_c;   /* borrowed */
             headers[0] = gen->model_h;
@@ -284,10 +290,11 @@ static cuvil_status symbolic_generate(cuvil_ctx *ctx, cir_graph *g, const cuvil_
                 gs->n_plan_bytes = g->n_values;
                 if (gs->n_values != g->n_values) s = cuvil_err(ctx, CUVIL_ERR_UNSUPPORTED, "%s", differs);
                 if (!s) s = cg_generate(gs, o, prefix, target, abi, &go);
-                if (!s && (go.weights.len != gen->weights.len ||
-                           (go.weights.len && memcmp(go.weights.s, gen->weights.s, go.weights.len)))) {
-                    blob_differs = true;
-                    marked += mark_differing(g, gen, gs, &go, want, marks);
+                if (!s) {
+                    int m = mark_differing(g, gen, gs, &go, want, marks);
+                    marked += m;
+                    differ |= m > 0 || go.weights.len != gen->weights.len ||
+                              (go.weights.len && memcmp(go.weights.s, gen->weights.s, go.weights.len));
                 }
                 if (!s) {
                     texts[p] = go.model_c;
@@ -299,7 +306,7 @@ static cuvil_status symbolic_generate(cuvil_ctx *ctx, cir_graph *g, const cuvil_
             cg_output_free(&go);
             cir_graph_free(gs);
         }
-        if (s || !blob_differs) break;
+        if (s || !differ) break;
         if (!marked || round == 32)   /* data no value owns (a kernel's own tables) differs */
             s = cuvil_err(ctx, CUVIL_ERR_UNSUPPORTED, "the model cannot keep its dims symbolic: constants it computes at "
                           "compile time depend on %s (fix them with --dim NAME=N)", syms);

@@ -24,7 +24,8 @@ struct cg_ctx {
     int unplanned;          /* a value with no storage was referenced (id + 1), an internal error */
     const char *fail_what;  /* cg_fallible() for the current node, else NULL */
     size_t scratch_bytes;   /* the largest scratch a node needs, for the target */
-    uint8_t *named;         /* per value id: 1 its arena offset, 2 its weights offset has a #define */
+    uint8_t *named;         /* per value id: 1 its arena offset, 2 its weights offset has a #define,
+                             * 4 its data was written into the code (cg_const_in_code) */
     int n_data;             /* derived data blocks placed (cg_data), for their names */
 };
 
@@ -136,6 +137,8 @@ const char *cg_refs(cg_ctx *cg, const int *ids, int n) {
 }
 
 const char *cg_in(cg_ctx *cg, int value_id) { return ptr(cg, value_id, false); }
+
+void cg_const_in_code(cg_ctx *cg, int value_id) { cg->named[value_id] |= 4; }
 const char *cg_out(cg_ctx *cg, int value_id) { return ptr(cg, value_id, true); }
 
 const char *cg_data(cg_ctx *cg, const void *data, size_t nbytes, cir_dtype dtype) {
@@ -646,7 +649,8 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
     cuvil_arena_free(&cg.strs);
     out->const_off = cg.const_off;   /* the driver compares the compiles of a symbolic model */
     out->n_const_off = g->n_values;
-    cuvil_free(cg.named);
+    out->in_code = cg.named;
+    for (int i = 0; i < g->n_values; i++) out->in_code[i] &= 4;
     size_t arena_bytes = cg.plan.arena_bytes, scratch_bytes = cg.scratch_bytes;
     cg_plan_free(&cg.plan);
     if (!st) {
@@ -710,4 +714,6 @@ void cg_output_free(cg_output *out) {
     cuvil_sb_free(&out->weights);
     cuvil_free(out->const_off);
     out->const_off = NULL;
+    cuvil_free(out->in_code);
+    out->in_code = NULL;
 }

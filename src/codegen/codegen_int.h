@@ -35,6 +35,10 @@ const char *cg_ctype(cir_dtype t);
  * "((const float *)in[0])". Valid until the node's emission ends. */
 const char *cg_in(cg_ctx *cg, int value_id);
 const char *cg_out(cg_ctx *cg, int value_id);
+/* Records that the emitter wrote the data of constant value_id into the code (not into the
+ * weights): the compiles of a model with symbolic dims compare it between samples like the
+ * weights (cuvil.c), so that data which depends on a symbol is computed when the model runs. */
+void cg_const_in_code(cg_ctx *cg, int value_id);
 /* A static table of cuvil_ref for the n values ids (see cuvil_resolve_refs); returns its name. */
 const char *cg_refs(cg_ctx *cg, const int *ids, int n);
 /* Places nbytes of compile-time data (e.g. folded BatchNorm scale) in the weights blob and
@@ -130,6 +134,7 @@ typedef struct cg_output {
     cuvil_sb weights;      /* weights.bin */
     size_t arena_bytes;
     int64_t *const_off;    /* per value id (n_const_off of them): its offset in weights, -1 if not there */
+    uint8_t *in_code;      /* per value id: nonzero if an emitter wrote its data into the code */
     int n_const_off;
 } cg_output;
 

@@ -280,9 +280,16 @@ bool cg_sym_max(const cg_samples *sm, const int64_t *f, int64_t *max) {
     return true;
 }
 
+/* "batch=4, seq=40": sample s's values. */
+static const char *point_str(const cg_samples *sm, int s, char *buf, size_t len) {
+    int k = snprintf(buf, len, "%s=%lld", sm->names[0], (long long)(sm->points[s][0] * sm->step[0]));
+    if (sm->nd > 1 && k > 0 && (size_t)k < len)
+        snprintf(buf + k, len - (size_t)k, ", %s=%lld", sm->names[1], (long long)(sm->points[s][1] * sm->step[1]));
+    return buf;
+}
+
 cuvil_status cg_merge_symbolic(cuvil_ctx *ctx, const cuvil_sb *texts, const cg_samples *sm, cuvil_sb *out) {
     const int n = sm->n, nd = sm->nd;
-    const int64_t(*points)[2] = sm->points;
     const int64_t *step = sm->step;
     const char *const *names = sm->names;
     char var[2][48];   /* how the code names each symbol's fitted variable */
@@ -298,8 +305,9 @@ cuvil_status cg_merge_symbolic(cuvil_ctx *ctx, const cuvil_sb *texts, const cg_s
     /* the same text but for integers */
     for (int s = 1; s < n && !st && !*why; s++) {
         if (ts[s].n != ts[0].n) {
-            snprintf(why, sizeof why, "its code differs between %s=%lld and %s=%lld", names[0],
-                     (long long)(points[0][0] * step[0]), names[0], (long long)(points[s][0] * step[0]));
+            char a[160], b[160];
+            snprintf(why, sizeof why, "its code differs between %s and %s", point_str(sm, 0, a, sizeof a),
+                     point_str(sm, s, b, sizeof b));
             break;
         }
         size_t p0 = 0, ps = 0;

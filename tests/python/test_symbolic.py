@@ -233,3 +233,35 @@ def test_values_computed_from_symbols_run_when_the_model_runs(tmp_path):
         assert got["size"] == b * s and got["count"] == pytest.approx(1.5 * b * s)
         # the first position attends to itself only (the mask), so its row is its own embedding
         np.testing.assert_allclose(got["y"][:, 0], (tok[ids[:, 0]] + posw[0]) / np.sqrt(s), rtol=1e-5, atol=1e-6)
+
+
+def test_causal_attention_from_pytorch_with_dynamic_batch_and_seq(tmp_path):
+    """A GPT-style block from PyTorch (dynamo exporter): token and position embeddings with
+    positions arange(seq), a causal mask triu(full((seq, seq), -inf), 1), scores scaled by
+    seq ** -0.5, and seq itself as an output. Compiled once, it matches ONNX Runtime at several
+    (batch, seq) pairs."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tok, self.pos = torch.nn.Embedding(100, 16), torch.nn.Embedding(64, 16)
+
+        def forward(self, ids):
+            s = ids.shape[1]
+            h = self.tok(ids) + self.pos(torch.arange(s))
+            mask = torch.triu(torch.full((s, s), float("-inf")), 1)
+            att = torch.softmax(h @ h.transpose(1, 2) / (s ** 0.5) + mask, -1)
+            return att @ h, s * torch.ones(1)
+
+    path = tmp_path / "causal.onnx"
+    batch, seq = torch.export.Dim("batch", max=8), torch.export.Dim("seq", max=64)
+    torch.onnx.export(Block().eval(), (torch.randint(0, 100, (2, 5)),), str(path), input_names=["ids"],
+                      output_names=["y", "n"], dynamo=True, dynamic_shapes={"ids": {0: batch, 1: seq}})
+    so = tl.compile(path, tmp_path / "build", stem="causal", dims={"batch": "1:4", "seq": "1:40"})
+    for b, s in ((1, 1), (1, 40), (2, 17), (3, 3), (4, 40)):
+        ids = np.random.default_rng(b * 31 + s).integers(0, 100, (b, s)).astype(np.int64)
+        got = tl.run(so, {"ids": ids}, tmp_path / f"run{b}_{s}")
+        tl.assert_outputs_close(got, tl.ort_run(path, {"ids": ids}))
+        assert got["y"].shape == (b, s, 16) and got["n"].tolist() == [s]

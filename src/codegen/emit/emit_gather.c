@@ -28,6 +28,7 @@ cuvil_status cg_emit_gather(cg_ctx *cg, cir_graph *g, cir_node *n) {
      * (-1 on a symbolic axis: the last row or token) is fitted like any size */
     const char *is = g->symbolic && p.n_idx <= 64 ? cg_param(cg, "int64_t[]", "%s", cg_i64s(cg, idx, (int)p.n_idx))
                                                   : cg_data(cg, idx, sizeof(int64_t) * (size_t)p.n_idx, CIR_I64);
+    cg_const_in_code(cg, n->in[1]);
     cuvil_free(idx);
     const char *ps = cg_param(cg, "cuvil_gather_params", "{ .outer = %lld, .axis_len = %lld, .nb_inner = %lld, .n_idx = %lld }",
                               (long long)p.outer, (long long)p.axis_len, (long long)p.nb_inner, (long long)p.n_idx);
