@@ -53,37 +53,35 @@ static cuvil_status pick_prefix(cuvil_ctx *ctx, const cuvil_options *o, const ch
  * dims at their largest over the whole range. */
 #define MAX_SYM_VALUES 12
 #define MAX_SAMPLES CG_MAX_SAMPLES
+#define MAX_SYMS CG_MAX_SYMS
 
 typedef struct sym_samples {
-    int nd, dyn[2];
-    int64_t step[2];                   /* values and points count in steps: value = point * step */
-    int64_t lo[2], hi[2];              /* the ranges, in steps */
-    int64_t vals[2][MAX_SYM_VALUES];   /* per symbol, the grid's 3 first (from the top) */
-    int nv[2], gn[2];
-    int64_t pts[MAX_SAMPLES][2];
+    int nd, dyn[MAX_SYMS];
+    int64_t step[MAX_SYMS];                   /* values and points count in steps: value = point * step */
+    int64_t lo[MAX_SYMS], hi[MAX_SYMS];       /* the ranges, in steps */
+    int64_t vals[MAX_SYMS][MAX_SYM_VALUES];   /* per symbol, the grid's 3 first (from the top) */
+    int nv[MAX_SYMS], gn[MAX_SYMS];
+    int64_t pts[MAX_SAMPLES][MAX_SYMS];
     int np;
 } sym_samples;
 
-static void add_point(sym_samples *ss, int64_t x, int64_t y) {
+static void add_point(sym_samples *ss, const int64_t *x) {
     for (int p = 0; p < ss->np; p++)
-        if (ss->pts[p][0] == x && ss->pts[p][1] == y) return;
-    if (ss->np < MAX_SAMPLES) {
-        ss->pts[ss->np][0] = x;
-        ss->pts[ss->np++][1] = y;
-    }
+        if (!memcmp(ss->pts[p], x, sizeof ss->pts[p])) return;
+    if (ss->np < MAX_SAMPLES) memcpy(ss->pts[ss->np++], x, sizeof ss->pts[0]);
 }
 
 static cuvil_status plan_samples(cuvil_ctx *ctx, const cir_graph *g, sym_samples *ss) {
     memset(ss, 0, sizeof *ss);
     for (int k = 0; k < g->n_syms; k++)
         if (g->syms[k].min < g->syms[k].max) {
-            if (ss->nd == 2)
-                return cuvil_err(ctx, CUVIL_ERR_UNSUPPORTED, "at most 2 dims can stay symbolic (here '%s', '%s' and '%s'); "
-                                 "fix the others with --dim NAME=N", g->syms[ss->dyn[0]].name, g->syms[ss->dyn[1]].name,
-                                 g->syms[k].name);
+            if (ss->nd == MAX_SYMS)
+                return cuvil_err(ctx, CUVIL_ERR_UNSUPPORTED, "at most %d dims can stay symbolic (here '%s', '%s', '%s' and "
+                                 "'%s'); fix the others with --dim NAME=N", MAX_SYMS, g->syms[ss->dyn[0]].name,
+                                 g->syms[ss->dyn[1]].name, g->syms[ss->dyn[2]].name, g->syms[k].name);
             ss->dyn[ss->nd++] = k;
         }
-    for (int j = 0; j < 2; j++) {
+    for (int j = 0; j < MAX_SYMS; j++) {
         ss->step[j] = 1;
         ss->lo[j] = ss->hi[j] = 0;
         if (j >= ss->nd) {
@@ -106,19 +104,26 @@ static cuvil_status plan_samples(cuvil_ctx *ctx, const cir_graph *g, sym_samples
         ss->nv[j] = n;
         ss->gn[j] = n < 3 ? n : 3;
     }
-    /* the grid, x-major (sample 0: the upper bounds) */
-    for (int l = 0; l < ss->gn[1]; l++)
-        for (int a = 0; a < ss->gn[0]; a++) add_point(ss, ss->vals[0][a], ss->nd > 1 ? ss->vals[1][l] : 0);
-    /* the checks: each symbol over its values, the other at its top and at its bottom */
-    for (int a = 0; a < ss->nv[0]; a++) {
-        add_point(ss, ss->vals[0][a], ss->nd > 1 ? ss->vals[1][0] : 0);
-        if (ss->nd > 1) add_point(ss, ss->vals[0][a], ss->vals[1][ss->nv[1] - 1]);
+    /* the grid, the first symbol's index fastest (sample 0: the upper bounds) */
+    int G = ss->gn[0] * ss->gn[1] * ss->gn[2];
+    for (int i = 0; i < G; i++) {
+        int64_t x[MAX_SYMS] = {0};
+        for (int j = 0, r = i; j < ss->nd; r /= ss->gn[j], j++) x[j] = ss->vals[j][r % ss->gn[j]];
+        add_point(ss, x);
     }
-    for (int l = 0; ss->nd > 1 && l < ss->nv[1]; l++) {
-        add_point(ss, ss->vals[0][0], ss->vals[1][l]);
-        add_point(ss, ss->vals[0][ss->nv[0] - 1], ss->vals[1][l]);
+    /* the checks: each symbol over its values, the others at their tops and at their bottoms */
+    for (int j = 0; j < ss->nd; j++)
+        for (int a = 0; a < ss->nv[j]; a++)
+            for (int end = 0; end < (ss->nd > 1 ? 2 : 1); end++) {
+                int64_t x[MAX_SYMS] = {0};
+                for (int k = 0; k < ss->nd; k++) x[k] = k == j ? ss->vals[j][a] : ss->vals[k][end ? ss->nv[k] - 1 : 0];
+                add_point(ss, x);
+            }
+    if (ss->nd > 1) {   /* and the middle */
+        int64_t x[MAX_SYMS] = {0};
+        for (int k = 0; k < ss->nd; k++) x[k] = ss->vals[k][ss->nv[k] / 2];
+        add_point(ss, x);
     }
-    if (ss->nd > 1) add_point(ss, ss->vals[0][ss->nv[0] / 2], ss->vals[1][ss->nv[1] / 2]);
     return CUVIL_OK;
 }
 
@@ -206,9 +211,23 @@ static cuvil_status symbolic_generate(cuvil_ctx *ctx, cir_graph *g, const cuvil_
     sym_samples ss;
     cuvil_status s = plan_samples(ctx, g, &ss);
     if (s) return s;
-    const char *names[2] = {g->syms[ss.dyn[0]].name, ss.nd > 1 ? g->syms[ss.dyn[1]].name : ""};
-    cg_samples sm = {ss.np, ss.nd, (const int64_t(*)[2])ss.pts, {ss.vals[0], ss.vals[1]}, {ss.gn[0], ss.gn[1]},
-                     {ss.step[0], ss.step[1]}, {ss.lo[0], ss.lo[1]}, {ss.hi[0], ss.hi[1]}, {names[0], names[1]}};
+    cg_samples sm = {.n = ss.np, .nd = ss.nd, .points = (const int64_t(*)[MAX_SYMS])ss.pts};
+    /* "H and W" for the messages that say what the sizes are not polynomials in, "H or W" for
+     * those that say what a value depends on */
+    char and_names[200] = "", or_names[200] = "";
+    for (int j = 0; j < MAX_SYMS; j++) {
+        sm.grid[j] = ss.vals[j];
+        sm.grid_n[j] = ss.gn[j];
+        sm.step[j] = ss.step[j];
+        sm.lo[j] = ss.lo[j];
+        sm.hi[j] = ss.hi[j];
+        sm.names[j] = j < ss.nd ? g->syms[ss.dyn[j]].name : "";
+        if (j >= ss.nd) continue;
+        const char *sep = !j ? "" : j == ss.nd - 1 ? " and " : ", ", *osep = !j ? "" : j == ss.nd - 1 ? " or " : ", ";
+        size_t la = strlen(and_names), lo = strlen(or_names);
+        snprintf(and_names + la, sizeof and_names - la, "%s%.60s", sep, sm.names[j]);
+        snprintf(or_names + lo, sizeof or_names - lo, "%s%.60s", osep, sm.names[j]);
+    }
     const char *differs = "the model cannot keep its dims symbolic: its graph differs with the value of a symbol (fix them "
                           "with --dim NAME=N)";
     size_t *plan = cuvil_malloc(sizeof(size_t) * ((size_t)g->n_values + 1));
@@ -253,8 +272,8 @@ static cuvil_status symbolic_generate(cuvil_ctx *ctx, cir_graph *g, const cuvil_
             for (int p = 1; p < ss.np; p++) same &= DV(i, d, p) == m;
             if (!same && !cg_sym_max(&sm, &DV(i, d, 0), &m))
                 s = cuvil_err(ctx, CUVIL_ERR_UNSUPPORTED, "the model cannot keep its dims symbolic: dim %d of '%s' is not a "
-                              "polynomial of degree 2 or less in %s%s%s (if strides divide it, give the symbol a step: "
-                              "--dim NAME=LO:HI:STEP)", d, v->name, names[0], ss.nd > 1 ? " and " : "", ss.nd > 1 ? names[1] : "");
+                              "polynomial of degree 2 or less in %s (if strides divide it, give the symbol a step: "
+                              "--dim NAME=LO:HI:STEP)", d, v->name, and_names);
             else if (m < 0 || __builtin_mul_overflow(bytes, (uint64_t)m, &bytes) || bytes > g->limits.tensor_bytes)
                 s = cuvil_err(ctx, CUVIL_ERR_UNSUPPORTED, "the model cannot keep its dims symbolic: '%s' would need more than "
                               "the limit tensor_bytes=%llu somewhere in the range", v->name,
@@ -267,8 +286,7 @@ static cuvil_status symbolic_generate(cuvil_ctx *ctx, cir_graph *g, const cuvil_
     /* round 2: each sample's C, all with that plan. A constant in the weights that differs
      * between the compiles depends on a symbol: its producer runs when the model runs instead
      * (revive), and the compiles start again, until the weights agree. */
-    char syms[300];
-    snprintf(syms, sizeof syms, "%s%s%s", names[0], ss.nd > 1 ? " or " : "", ss.nd > 1 ? names[1] : "");
+    const char *syms = or_names;
     want = cuvil_calloc((size_t)g->n_values + 1, 1);
     uint8_t *marks = cuvil_calloc((size_t)g->n_values + 1, 1);   /* this round's finds */
     if ((!want || !marks) && !s) s = cuvil_err(ctx, CUVIL_ERR_NOMEM, "out of memory");

@@ -506,9 +506,18 @@ static int resolve_inputs(const args *a, const cuvil_model_desc *d, const char *
     return 0;
 }
 
+/* Whether name is one of the n symbols the model takes at run time (a dim named after a symbol
+ * fixed at compile time is just its number). */
+static bool is_run_sym(const char *name, const cuvil_sym_info *syms, int n) {
+    for (int k = 0; name && k < n; k++)
+        if (syms[k].name && !strcmp(syms[k].name, name)) return true;
+    return false;
+}
+
 /* The file's tensor must be exactly what the model was compiled for; with symbolic dims
  * (n_syms), the rank and type must be, and the model checks the dims when it runs. */
-static int check_input(const cuvil_tensor_info *ti, const char *file, const cuvil_host_tensor *t, int n_syms) {
+static int check_input(const cuvil_tensor_info *ti, const char *file, const cuvil_host_tensor *t, int n_syms,
+                       const cuvil_sym_info *run_syms) {
     if (t->dtype != ti->dtype)
         return errf("input '%s': file %s holds %s, model expects %s (no implicit conversion; "
                     "convert the file, e.g. a.astype('%s'))", ti->name, file,
@@ -522,7 +531,7 @@ static int check_input(const cuvil_tensor_info *ti, const char *file, const cuvi
         for (int i = 0; i < ti->ndim && k < sizeof ms; i++) {
             k += (size_t)snprintf(ms + k, sizeof ms - k, "%s", i ? "," : "[");
             if (k < sizeof ms)
-                k += ti->dim_names[i] ? (size_t)snprintf(ms + k, sizeof ms - k, "%s", ti->dim_names[i])
+                k += is_run_sym(ti->dim_names[i], run_syms, n_syms) ? (size_t)snprintf(ms + k, sizeof ms - k, "%s", ti->dim_names[i])
                                       : (size_t)snprintf(ms + k, sizeof ms - k, "%" PRId64, ti->dims[i]);
         }
         if (k < sizeof ms) snprintf(ms + k, sizeof ms - k, "%s", ti->ndim ? "]" : "[]");
@@ -751,7 +760,7 @@ int main(int argc, char **argv) {
                  d->inputs[i].name);
             goto done;
         }
-        if (check_input(&d->inputs[i], files[i], &tin[i], d->n_syms))
+        if (check_input(&d->inputs[i], files[i], &tin[i], d->n_syms, d->syms))
             goto done;
         in_ptrs[i] = tin[i].data;
         if ((uintptr_t)tin[i].data % BUF_ALIGN != 0) {

@@ -106,22 +106,24 @@ cuvil_status cg_plan_memory(cir_graph *g, cg_plan *plan);
 void cg_plan_free(cg_plan *plan);
 
 /* ===== Symbolic dims (symbolic.c) =================================================== */
-/* The compiles of a model at sample values of its nd (1 or 2) symbols. Values count in steps
- * (value / step[j]: a symbol with a step is fitted, and written, in D[j] / step[j]). Samples
- * 0 .. grid_n[0] * grid_n[1] - 1 are the grid of grid[0] x grid[1] values (x-major, sample 0 the
- * upper bounds), the rest check fits; points[s] are sample s's values. */
-#define CG_MAX_SAMPLES 64
+/* The compiles of a model at sample values of its nd (1 to CG_MAX_SYMS) symbols. Values count
+ * in steps (value / step[j]: a symbol with a step is fitted, and written, in D[j] / step[j]).
+ * Samples 0 .. grid_n[0] * ... * grid_n[nd - 1] - 1 are the grid of grid[0] x grid[1] x ...
+ * values (the first symbol's index fastest, sample 0 the upper bounds), the rest check fits;
+ * points[s] are sample s's values (0 for j >= nd). */
+#define CG_MAX_SYMS 3
+#define CG_MAX_SAMPLES 128
 typedef struct cg_samples {
     int n, nd;
-    const int64_t (*points)[2];
-    const int64_t *grid[2];
-    int grid_n[2];
-    int64_t step[2], lo[2], hi[2];   /* the ranges, in steps */
-    const char *names[2];
+    const int64_t (*points)[CG_MAX_SYMS];
+    const int64_t *grid[CG_MAX_SYMS];
+    int grid_n[CG_MAX_SYMS];
+    int64_t step[CG_MAX_SYMS], lo[CG_MAX_SYMS], hi[CG_MAX_SYMS];   /* the ranges, in steps */
+    const char *names[CG_MAX_SYMS];
 } cg_samples;
 
 /* Merges the model.c texts of the compiles into one whose integers that depend on the symbols
- * are expressions of D[0], D[1]. */
+ * are expressions of D[0], D[1], ... */
 cuvil_status cg_merge_symbolic(cuvil_ctx *ctx, const cuvil_sb *texts, const cg_samples *sm, cuvil_sb *out);
 /* The largest value over the ranges of an integer that is f[s] at sample s, when it is a
  * polynomial of the symbols (degree 2 at most in each); false if it is not one. */

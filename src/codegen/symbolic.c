@@ -177,23 +177,33 @@ static bool fit1(const int64_t *x, const int64_t *f, int m, int64_t c[3]) {
     return true;
 }
 
-static __int128 eval(const int64_t c[3][3], int64_t x, int64_t y) {
-    __int128 r = 0, xp = 1;
-    for (int a = 0; a < 3; a++, xp *= x) {
-        __int128 yp = 1;
-        for (int b = 0; b < 3; b++, yp *= y) r += (__int128)c[a][b] * xp * yp;
+/* A polynomial of degree 2 at most in each of the symbols: c[e0 + 3 e1 + 9 e2] is the
+ * coefficient of x0^e0 x1^e1 x2^e2. */
+#define NC 27   /* 3^CG_MAX_SYMS */
+_Static_assert(CG_MAX_SYMS == 3, "NC is 3^CG_MAX_SYMS");
+
+static int expo(int e, int j) { return j == 0 ? e % 3 : j == 1 ? e / 3 % 3 : e / 9; }
+
+static __int128 eval(const int64_t c[NC], const int64_t *x) {
+    __int128 r = 0;
+    for (int e = 0; e < NC; e++) {
+        if (!c[e]) continue;
+        __int128 t = c[e];
+        for (int j = 0; j < CG_MAX_SYMS; j++)
+            for (int k = 0; k < expo(e, j); k++) t *= x[j];
+        r += t;
     }
     return r;
 }
 
 /* The polynomial (degree 2 at most in each symbol, integer coefficients) through the values f[s]
  * of the samples that say one (any[s] false; any may be NULL), checked at every such sample. */
-static bool fit_poly(const cg_samples *sm, const int64_t *f, const bool *any, int64_t c[3][3]) {
-    memset(c, 0, sizeof(int64_t) * 9);
+static bool fit_poly(const cg_samples *sm, const int64_t *f, const bool *any, int64_t c[NC]) {
+    memset(c, 0, sizeof(int64_t) * NC);
     bool ok = true;
     if (sm->nd == 1) {
         /* through the first three samples (upper bounds first) that say a value */
-        int64_t x[3], v[3];
+        int64_t x[3] = {0, 0, 0}, v[3] = {0, 0, 0};
         int m = 0;
         for (int s = 0; s < sm->n && m < 3; s++) {
             if (any && any[s]) continue;
@@ -203,74 +213,92 @@ static bool fit_poly(const cg_samples *sm, const int64_t *f, const bool *any, in
             x[m] = sm->points[s][0];
             v[m++] = f[s];
         }
-        int64_t cx[3];
-        ok = fit1(x, v, m, cx);
-        for (int a = 0; a < 3; a++) c[a][0] = cx[a];
+        ok = fit1(x, v, m, c);
     } else {
-        /* on the grid (samples 0 .. grid_n[0]*grid_n[1]-1, x-major): per row of y a
-         * polynomial in x through the row's values, then each coefficient in y */
-        int mx = sm->grid_n[0], my = sm->grid_n[1], rows = 0;
-        int64_t ax[3][3], ry[3];
-        for (int l = 0; l < my && ok; l++) {
-            int64_t x[3], v[3];
-            int m = 0;
-            for (int a = 0; a < mx; a++)
-                if (!(any && any[l * mx + a])) {
-                    x[m] = sm->grid[0][a];
-                    v[m++] = f[l * mx + a];
-                }
-            if (!m) continue;   /* a row of "any" */
-            ok = fit1(x, v, m, ax[rows]);
-            ry[rows++] = sm->grid[1][l];
+        /* on the grid (samples 0 .. G - 1, the first symbol's index fastest), one symbol at a
+         * time: along symbol j, each line of the grid gets the polynomial in x_j through its
+         * values (its coefficients replace the values, index for exponent), skipping the
+         * points that say "any"; a line with none is "any" itself */
+        int n[CG_MAX_SYMS] = {1, 1, 1}, G = 1;
+        for (int j = 0; j < sm->nd; j++) G *= n[j] = sm->grid_n[j];
+        int64_t v[NC] = {0};
+        bool na[NC] = {false};   /* not any (and in the grid) */
+        for (int i = 0; i < G; i++) {
+            /* grid index (a0, a1, a2) -> slot a0 + 3 a1 + 9 a2 */
+            int slot = i % n[0] + 3 * (i / n[0] % n[1]) + 9 * (i / (n[0] * n[1]));
+            v[slot] = f[i];
+            na[slot] = !(any && any[i]);
         }
-        ok &= rows > 0;
-        for (int a = 0; a < 3 && ok; a++) {
-            int64_t v[3], cy[3];
-            for (int l = 0; l < rows; l++) v[l] = ax[l][a];
-            ok = fit1(ry, v, rows, cy);
-            for (int b = 0; b < 3; b++) c[a][b] = cy[b];
+        for (int j = 0; j < sm->nd && ok; j++) {
+            int stride = j == 0 ? 1 : j == 1 ? 3 : 9;
+            for (int base = 0; base < NC && ok; base++) {
+                if (expo(base, j) != 0) continue;
+                bool inside = true;   /* the line lies in the grid (other indices in range) */
+                for (int k = 0; k < CG_MAX_SYMS; k++)
+                    if (k != j) inside &= expo(base, k) < (k < j ? 3 : n[k]);
+                if (!inside) continue;
+                int64_t x[3], y[3], cf[3];
+                int m = 0;
+                for (int a = 0; a < n[j]; a++)
+                    if (na[base + a * stride]) {
+                        x[m] = sm->grid[j][a];
+                        y[m++] = v[base + a * stride];
+                    }
+                if (m) ok = fit1(x, y, m, cf);
+                for (int a = 0; a < 3; a++) {
+                    v[base + a * stride] = m ? cf[a] : 0;
+                    na[base + a * stride] = m > 0;
+                }
+            }
+        }
+        if (ok) {
+            ok = false;   /* every point "any": no fit */
+            for (int e = 0; e < NC; e++) {
+                c[e] = na[e] ? v[e] : 0;
+                ok |= na[e];
+            }
         }
     }
     /* every sample that says a value checks it */
     for (int s = 0; s < sm->n && ok; s++)
-        ok = (any && any[s]) || eval(c, sm->points[s][0], sm->nd > 1 ? sm->points[s][1] : 0) == (__int128)f[s];
+        ok = (any && any[s]) || eval(c, sm->points[s]) == (__int128)f[s];
     return ok;
 }
 
 /* The largest value of c over the symbols' ranges (in steps): exact for one symbol (the ends
- * and the vertex); for two, the sum of each term's largest value (the symbols are >= 1, so
+ * and the vertex); for more, the sum of each term's largest value (the symbols are >= 1, so
  * each term is largest at a corner), an upper bound that is exact when no coefficient is
  * negative. */
-static __int128 poly_max(const cg_samples *sm, const int64_t c[3][3]) {
+static __int128 poly_max(const cg_samples *sm, const int64_t c[NC]) {
     if (sm->nd == 1) {
         int64_t lo = sm->lo[0], hi = sm->hi[0], cand[4] = {lo, hi, lo, lo};
-        if (c[2][0] < 0) {   /* a maximum inside: -c1 / (2 c2), either side */
-            __int128 v = (__int128)-c[1][0] / (2 * (__int128)c[2][0]);
+        if (c[2] < 0) {   /* a maximum inside: -c1 / (2 c2), either side */
+            __int128 v = (__int128)-c[1] / (2 * (__int128)c[2]);
             for (int k = 0; k < 2; k++) {
                 __int128 x = v + k;
                 cand[2 + k] = x < lo ? lo : x > hi ? hi : (int64_t)x;
             }
         }
-        __int128 m = eval(c, cand[0], 0);
-        for (int k = 1; k < 4; k++)
-            if (eval(c, cand[k], 0) > m) m = eval(c, cand[k], 0);
+        __int128 m = INT64_MIN;
+        for (int k = 0; k < 4; k++) {
+            int64_t x[CG_MAX_SYMS] = {cand[k], 0, 0};
+            if (eval(c, x) > m) m = eval(c, x);
+        }
         return m;
     }
     __int128 m = 0;
-    for (int a = 0; a < 3; a++)
-        for (int b = 0; b < 3; b++) {
-            if (!c[a][b]) continue;
-            int64_t x = c[a][b] > 0 ? sm->hi[0] : sm->lo[0], y = c[a][b] > 0 ? sm->hi[1] : sm->lo[1];
-            __int128 t = c[a][b];
-            for (int k = 0; k < a; k++) t *= x;
-            for (int k = 0; k < b; k++) t *= y;
-            m += t;
-        }
+    for (int e = 0; e < NC; e++) {
+        if (!c[e]) continue;
+        __int128 t = c[e];
+        for (int j = 0; j < sm->nd; j++)
+            for (int k = 0; k < expo(e, j); k++) t *= c[e] > 0 ? sm->hi[j] : sm->lo[j];
+        m += t;
+    }
     return m;
 }
 
 bool cg_sym_max(const cg_samples *sm, const int64_t *f, int64_t *max) {
-    int64_t c[3][3];
+    int64_t c[NC];
     if (!fit_poly(sm, f, NULL, c)) return false;
     __int128 m = poly_max(sm, c);
     for (int s = 0; s < sm->n; s++)
@@ -282,18 +310,34 @@ bool cg_sym_max(const cg_samples *sm, const int64_t *f, int64_t *max) {
 
 /* "batch=4, seq=40": sample s's values. */
 static const char *point_str(const cg_samples *sm, int s, char *buf, size_t len) {
-    int k = snprintf(buf, len, "%s=%lld", sm->names[0], (long long)(sm->points[s][0] * sm->step[0]));
-    if (sm->nd > 1 && k > 0 && (size_t)k < len)
-        snprintf(buf + k, len - (size_t)k, ", %s=%lld", sm->names[1], (long long)(sm->points[s][1] * sm->step[1]));
+    size_t k = 0;
+    buf[0] = 0;
+    for (int j = 0; j < sm->nd && k < len; j++) {
+        int w = snprintf(buf + k, len - k, "%s%.40s=%lld", j ? ", " : "", sm->names[j],
+                         (long long)(sm->points[s][j] * sm->step[j]));
+        if (w < 0) break;
+        k += (size_t)w;
+    }
+    return buf;
+}
+
+/* "H and W", "N, H and W": the symbols' names. */
+static const char *names_str(const cg_samples *sm, char *buf, size_t len) {
+    size_t k = 0;
+    buf[0] = 0;
+    for (int j = 0; j < sm->nd && k < len; j++) {
+        int w = snprintf(buf + k, len - k, "%s%.40s", !j ? "" : j == sm->nd - 1 ? " and " : ", ", sm->names[j]);
+        if (w < 0) break;
+        k += (size_t)w;
+    }
     return buf;
 }
 
 cuvil_status cg_merge_symbolic(cuvil_ctx *ctx, const cuvil_sb *texts, const cg_samples *sm, cuvil_sb *out) {
-    const int n = sm->n, nd = sm->nd;
+    const int n = sm->n;
     const int64_t *step = sm->step;
-    const char *const *names = sm->names;
-    char var[2][48];   /* how the code names each symbol's fitted variable */
-    for (int j = 0; j < 2; j++)
+    char var[CG_MAX_SYMS][48];   /* how the code names each symbol's fitted variable */
+    for (int j = 0; j < CG_MAX_SYMS; j++)
         if (step[j] > 1) snprintf(var[j], sizeof var[j], "(D[%d] / %lld)", j, (long long)step[j]);
         else snprintf(var[j], sizeof var[j], "D[%d]", j);
     toks *ts = cuvil_calloc((size_t)n, sizeof *ts);
@@ -352,7 +396,7 @@ cuvil_status cg_merge_symbolic(cuvil_ctx *ctx, const cuvil_sb *texts, const cg_s
             cuvil_sb_printf(out, "%lld", (long long)mx);
             continue;
         }
-        int64_t f[CG_MAX_SAMPLES], c[3][3];
+        int64_t f[CG_MAX_SAMPLES], c[NC];
         bool any[CG_MAX_SAMPLES];
         for (int q = 0; q < n; q++) {
             f[q] = ts[q].t[i].value;
@@ -362,21 +406,23 @@ cuvil_status cg_merge_symbolic(cuvil_ctx *ctx, const cuvil_sb *texts, const cg_s
         if (!ok) {
             /* the usual cause: a stride or pool divides the dim, rounding down; over multiples of the
              * strides' product the sizes are exact again */
-            char at[200];
+            char at[200], nm[160];
             where(texts[0].s, t0->start, at, sizeof at);
-            snprintf(why, sizeof why, "a size in its code%s is not a polynomial of degree 2 or less in %s%s%s (if strides "
+            snprintf(why, sizeof why, "a size in its code%s is not a polynomial of degree 2 or less in %s (if strides "
                      "divide it, give it a step that is a multiple of their product: --dim NAME=LO:HI:STEP, e.g. 32 for a "
-                     "CNN)", at, names[0], nd > 1 ? " and " : "", nd > 1 ? names[1] : "");
+                     "CNN)", at, names_str(sm, nm, sizeof nm));
             break;
         }
         cuvil_sb_puts(out, "((int64_t)(");
         bool first = true;
-        for (int a = 0; a < 3; a++)
-            for (int b = 0; b < 3; b++) {
-                if (!c[a][b]) continue;
-                cuvil_sb_printf(out, "%s%lldLL", first ? "" : " + ", (long long)c[a][b]);
-                for (int k = 0; k < a; k++) cuvil_sb_printf(out, " * %s", var[0]);
-                for (int k = 0; k < b; k++) cuvil_sb_printf(out, " * %s", var[1]);
+        /* x0's powers outermost, then x1's, then x2's */
+        for (int e0 = 0; e0 < 3; e0++)
+            for (int e12 = 0; e12 < 9; e12++) {
+                int e = e0 + 3 * e12;
+                if (!c[e]) continue;
+                cuvil_sb_printf(out, "%s%lldLL", first ? "" : " + ", (long long)c[e]);
+                for (int j = 0; j < CG_MAX_SYMS; j++)
+                    for (int k = 0; k < expo(e, j); k++) cuvil_sb_printf(out, " * %s", var[j]);
                 first = false;
             }
         cuvil_sb_puts(out, first ? "0))" : "))");

@@ -68,8 +68,32 @@ def test_shape_refuses_what_does_not_fit(tmp_path):
                         ("nosuch=1,3,8,8", "the model has no input named 'nosuch'")):
         proc = tl.run_tool("cuvil-compile", ["--model", path, "--output", tmp_path / "x.so", "--shape", shape])
         assert proc.returncode != 0 and want in proc.stderr, (shape, proc.stderr)
-    proc = tl.run_tool("cuvil-compile", ["--model", path, "--output", tmp_path / "x.so", "--shape", "x=1:2,3,1:4,1:4"])
-    assert proc.returncode != 0 and "at most 2 dims can stay symbolic" in proc.stderr, proc.stderr
+    four = tmp_path / "four.onnx"
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "four",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None] * 4)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    onnx.save(m, four)
+    proc = tl.run_tool("cuvil-compile", ["--model", four, "--output", tmp_path / "x.so", "--shape", "x=1:2,1:2,1:4,1:4"])
+    assert proc.returncode != 0 and "at most 3 dims can stay symbolic" in proc.stderr, proc.stderr
+
+
+def test_three_symbols(tmp_path):
+    """Batch, H and W all symbolic (--shape with three ranges): one compile, checked against ONNX
+    Runtime at the corners of the box and inside it, and each dim outside its range refused."""
+    path = tmp_path / "unnamed.onnx"
+    unnamed_dims_model(path)
+    so = tl.compile(path, tmp_path / "build", stem="three", extra=["--shape", "x=1:4,3,4:12,5:9"])
+    for b, h, w in ((1, 4, 5), (4, 12, 9), (1, 12, 5), (4, 4, 9), (2, 7, 6), (3, 11, 8)):
+        x = np.random.default_rng(b * 100 + h * 10 + w).standard_normal((b, 3, h, w)).astype(np.float32)
+        got = tl.run(so, {"x": x}, tmp_path / f"run{b}_{h}_{w}")
+        tl.assert_outputs_close(got, tl.ort_run(path, {"x": x}))
+        assert got["y"].shape == (b, 5)
+    for shape, want in (((5, 3, 4, 5), "dim 0 is 5, outside 1..4"), ((1, 3, 13, 5), "dim 2 is 13, outside 4..12"),
+                        ((1, 3, 4, 4), "dim 3 is 4, outside 5..9")):
+        proc, _ = tl.run_raw(so, {"x": np.zeros(shape, np.float32)}, tmp_path / "bad")
+        assert proc.returncode != 0 and want in proc.stderr, (shape, proc.stderr)
 
 
 @pytest.fixture(scope="module")
@@ -124,14 +148,15 @@ def test_broadcast_at_symbol_value_one(tmp_path):
 
 @pytest.fixture(scope="module")
 def resnet18_dynamic_hw(tmp_path_factory):
-    """torchvision's ResNet-18 (seeded random weights) exported with its H and W left dynamic."""
+    """torchvision's ResNet-18 (seeded random weights) exported with its batch, H and W left
+    dynamic."""
     torch = pytest.importorskip("torch")
     torchvision = pytest.importorskip("torchvision")
     torch.manual_seed(0)
     m = torchvision.models.resnet18(weights=None).eval()
     path = tmp_path_factory.mktemp("r18hw") / "resnet18_hw.onnx"
     torch.onnx.export(m, (torch.randn(1, 3, 64, 64),), str(path), input_names=["x"], output_names=["y"],
-                      dynamic_axes={"x": {2: "H", 3: "W"}}, opset_version=13, dynamo=False)
+                      dynamic_axes={"x": {0: "N", 2: "H", 3: "W"}}, opset_version=13, dynamo=False)
     return path
 
 
@@ -140,7 +165,7 @@ def test_cnn_with_dynamic_height_and_width_in_steps(resnet18_dynamic_hw, tmp_pat
     W/32 only: --dim H=LO:HI:STEP compiles ResNet-18 once for every multiple of 32 in the
     ranges; sizes off the step are refused by run, and without a step the compile says why."""
     so = tl.compile(resnet18_dynamic_hw, tmp_path / "build", stem="r18hw",
-                    extra=["--dim", "H=32:256:32", "--dim", "W=64:128:64"])
+                    extra=["--dim", "N=1", "--dim", "H=32:256:32", "--dim", "W=64:128:64"])
     for h, w in ((32, 64), (224, 128), (256, 64), (96, 128)):
         x = np.random.default_rng(h * w).standard_normal((1, 3, h, w)).astype(np.float32)
         got = tl.run(so, {"x": x}, tmp_path / f"run{h}_{w}")
@@ -152,11 +177,25 @@ def test_cnn_with_dynamic_height_and_width_in_steps(resnet18_dynamic_hw, tmp_pat
         proc.stderr
     info = tl.run_tool("cuvil-run", [so, "--info"])
     assert "H=32..256 step 32" in info.stdout, info.stdout
-    proc = tl.compile_raw(resnet18_dynamic_hw, tmp_path / "nostep.so", extra=["--dim", "H=32:256", "--dim", "W=64"])
+    proc = tl.compile_raw(resnet18_dynamic_hw, tmp_path / "nostep.so", extra=["--dim", "N=1", "--dim", "H=32:256",
+                                                                           "--dim", "W=64"])
     assert proc.returncode != 0 and "--dim NAME=LO:HI:STEP" in proc.stderr, proc.stderr
-    proc = tl.compile_raw(resnet18_dynamic_hw, tmp_path / "bad.so", extra=["--dim", "H=40:256:32", "--dim", "W=64"])
+    proc = tl.compile_raw(resnet18_dynamic_hw, tmp_path / "bad.so", extra=["--dim", "N=1", "--dim", "H=40:256:32",
+                                                                        "--dim", "W=64"])
     assert proc.returncode != 0 and "the range 40:256:32 of dim 'H' must start and end on multiples of its step 32" \
         in proc.stderr, proc.stderr
+
+
+def test_cnn_with_dynamic_batch_height_and_width(resnet18_dynamic_hw, tmp_path):
+    """Three symbols on a real CNN: ResNet-18 compiled once for batch 1..4 and H, W multiples of
+    32 in 32..128 matches ONNX Runtime across the box."""
+    so = tl.compile(resnet18_dynamic_hw, tmp_path / "build", stem="r18nhw",
+                    extra=["--dim", "N=1:4", "--dim", "H=32:128:32", "--dim", "W=32:128:32"])
+    for n, h, w in ((1, 32, 32), (4, 128, 128), (3, 64, 128), (2, 96, 32)):
+        x = np.random.default_rng(n * 1000 + h + w).standard_normal((n, 3, h, w)).astype(np.float32)
+        got = tl.run(so, {"x": x}, tmp_path / f"run{n}_{h}_{w}")
+        tl.assert_outputs_close(got, tl.ort_run(resnet18_dynamic_hw, {"x": x}))
+        assert got["y"].shape == (n, 1000)
 
 
 def test_size_peaking_between_samples_and_last_index(tmp_path):
