@@ -142,17 +142,31 @@ static cuvil_status revive(cuvil_ctx *ctx, cir_graph *g, const uint8_t *want, co
         for (int j = 0; n->dead && j < n->n_out; j++)
             hit |= n->out[j] >= 0 && want[n->out[j]] && cir_val(g, n->out[j])->kind == CIR_VAL_CONST;
         if (!hit) continue;
-        if (!cir_op_has_emitter(n->def) && !(n->def->flags & CIR_OPF_ALIAS))
+        if (!cir_op_has_emitter(n->def) && !(n->def->flags & CIR_OPF_ALIAS)) {
+            const char *what = "";
+            for (int j = 0; j < n->n_out && !*what; j++)
+                if (n->out[j] >= 0 && want[n->out[j]]) what = cir_val(g, n->out[j])->name;
             return cuvil_err(ctx, CUVIL_ERR_UNSUPPORTED, "the model cannot keep its dims symbolic: node '%s' (%s) computes "
                              "'%s' at compile time, which depends on %s, and %s has no kernel to compute it when the model "
-                             "runs (fix the dims with --dim NAME=N)", n->name, n->src_op, cir_out(g, n, 0)->name, syms,
-                             n->src_op);
+                             "runs (fix the dims with --dim NAME=N)", n->name, n->src_op, what, syms, n->src_op);
+        }
         n->dead = false;
         for (int j = 0; j < n->n_out; j++) {
             cir_value *v = n->out[j] >= 0 ? cir_val(g, n->out[j]) : NULL;
             if (!v || v->kind != CIR_VAL_CONST) continue;
             v->kind = CIR_VAL_ACT;
             v->producer = i;
+        }
+        /* inferred again with the inputs it now has: an op may fold types its kernel does not
+         * take (an int64 Clip or ReduceProd), which infer refuses for run-time inputs. The
+         * shape-data ops infer by folding and run whatever their inputs. */
+        if (n->def->flags & CIR_OPF_SHAPE_DATA) continue;
+        cuvil_status s = n->def->infer(g, n);
+        if (s) {
+            char why[sizeof ctx->errmsg];
+            snprintf(why, sizeof why, "%s", ctx->errmsg);
+            return cuvil_err(ctx, s, "the model cannot keep its dims symbolic: %s (with %s symbolic, that input is "
+                             "computed when the model runs; fix the dims with --dim NAME=N)", why, syms);
         }
     }
     for (int i = 0; i < g->n_values; i++)
@@ -273,7 +287,8 @@ static cuvil_status symbolic_generate(cuvil_ctx *ctx, cir_graph *g, const cuvil_
             if (!same && !cg_sym_max(&sm, &DV(i, d, 0), &m))
                 s = cuvil_err(ctx, CUVIL_ERR_UNSUPPORTED, "the model cannot keep its dims symbolic: dim %d of '%s' is not a "
                               "polynomial of degree 2 or less in %s (if strides divide it, give the symbol a step: "
-                              "--dim NAME=LO:HI:STEP)", d, v->name, and_names);
+                              "--dim NAME=LO:HI:STEP; if it is clamped at one end of the range, as a slice that is empty "
+                              "for small values, narrow the range)", d, v->name, and_names);
             else if (m < 0 || __builtin_mul_overflow(bytes, (uint64_t)m, &bytes) || bytes > g->limits.tensor_bytes)
                 s = cuvil_err(ctx, CUVIL_ERR_UNSUPPORTED, "the model cannot keep its dims symbolic: '%s' would need more than "
                               "the limit tensor_bytes=%llu somewhere in the range", v->name,

@@ -74,23 +74,30 @@ int main(int argc, char **argv) {
     const char *model = NULL, *output = NULL, *emit = NULL;
     static char dim_names[CUVIL_MAX_DIM_BINDINGS][256];
     static char shape_texts[CUVIL_MAX_SHAPE_BINDINGS][1024];
+    bool seen_format = false, seen_opt = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 #define NEED_VALUE() do { if (!v) return fail("missing value for", a); i++; } while (0)
+/* an option that takes one value: given twice is an error, not "the last one wins" */
+#define ONCE(set) do { if (set) return fail("option given twice", a); } while (0)
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
         else if (!strcmp(a, "--version")) { printf("cuvil-compile %s\n", cuvil_version()); return 0; }
-        else if (!strcmp(a, "--model")) { NEED_VALUE(); model = v; }
-        else if (!strcmp(a, "--output") || !strcmp(a, "-o")) { NEED_VALUE(); output = v; }
-        else if (!strcmp(a, "--emit")) { NEED_VALUE(); emit = v; }
-        else if (!strcmp(a, "--target")) { NEED_VALUE(); o.target = v; }
+        else if (!strcmp(a, "--model")) { ONCE(model); NEED_VALUE(); model = v; }
+        else if (!strcmp(a, "--output") || !strcmp(a, "-o")) { ONCE(output); NEED_VALUE(); output = v; }
+        else if (!strcmp(a, "--emit")) { ONCE(emit); NEED_VALUE(); emit = v; }
+        else if (!strcmp(a, "--target")) { ONCE(o.target); NEED_VALUE(); o.target = v; }
         else if (!strcmp(a, "--weights-format")) {
+            ONCE(seen_format);
+            seen_format = true;
             NEED_VALUE();
             if (!strcmp(v, "asm")) o.weights_format = CUVIL_WEIGHTS_ASM;
             else if (!strcmp(v, "c")) o.weights_format = CUVIL_WEIGHTS_C;
             else return fail("--weights-format wants asm or c, got", v);
         }
         else if (!strcmp(a, "--opt-level") || !strncmp(a, "-O", 2)) {
+            ONCE(seen_opt);
+            seen_opt = true;
             const char *num = a + 2;
             if (a[1] != 'O') {
                 NEED_VALUE();
@@ -151,13 +158,13 @@ int main(int argc, char **argv) {
                 }
             }
             o.n_shapes++;
-        } else if (!strcmp(a, "--name")) { NEED_VALUE(); o.name = v; }
+        } else if (!strcmp(a, "--name")) { ONCE(o.name); NEED_VALUE(); o.name = v; }
         else if (!strcmp(a, "--disable-pass")) {
             NEED_VALUE();
             if (o.n_disabled == CUVIL_MAX_DISABLED_PASSES) return fail("too many --disable-pass options", NULL);
             o.disabled_passes[o.n_disabled++] = v;
-        } else if (!strcmp(a, "--dump-ir-after")) { NEED_VALUE(); o.dump_after = v; }
-        else if (!strcmp(a, "--cc")) { NEED_VALUE(); o.cc = v; }
+        } else if (!strcmp(a, "--dump-ir-after")) { ONCE(o.dump_after); NEED_VALUE(); o.dump_after = v; }
+        else if (!strcmp(a, "--cc")) { ONCE(o.cc); NEED_VALUE(); o.cc = v; }
         else if (!strcmp(a, "--keep-sources")) o.keep_sources = 1;
         else if (!strcmp(a, "--limit")) {
             NEED_VALUE();
@@ -171,6 +178,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) o.verbose = 1;
         else return fail("unknown argument (see --help)", a);
 #undef NEED_VALUE
+#undef ONCE
     }
     if (!model || !output) return fail("--model and --output are required (see --help)", NULL);
     size_t ol = strlen(output);

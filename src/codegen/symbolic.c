@@ -112,7 +112,18 @@ static bool tokenize(const char *s, size_t len, toks *out) {
             for (size_t q = k; q < j; q++) integer &= strchr("uUlL", s[q]) != NULL;
             if (integer) {
                 bool any = st == CODE && j - i == strlen(CG_ANY_TEXT) && !memcmp(s + i, CG_ANY_TEXT, j - i);
-                tok t = {i, j, v, st != CODE, st == CODE && line_has_max(s, len, i), any};
+                /* a negative literal ("= -3LL", "{ -1LL,"): the minus is the number's, so that a
+                 * value whose sign follows a symbol is one integer to fit, not code that changes */
+                size_t b = i;
+                if (st == CODE && b > 0 && s[b - 1] == '-') {
+                    size_t q = b - 1;
+                    while (q > 0 && s[q - 1] == ' ') q--;
+                    if (q > 0 && strchr("=,({[", s[q - 1])) {
+                        b--;
+                        v = -v;
+                    }
+                }
+                tok t = {b, j, v, st != CODE, st == CODE && line_has_max(s, len, i), any};
                 if (!push(out, t)) return false;
             }
             i = j;
@@ -345,7 +356,7 @@ cuvil_status cg_merge_symbolic(cuvil_ctx *ctx, const cuvil_sb *texts, const cg_s
     cuvil_status st = CUVIL_OK;
     for (int s = 0; s < n && !st; s++)
         if (!tokenize(texts[s].s ? texts[s].s : "", texts[s].len, &ts[s])) st = cuvil_err(ctx, CUVIL_ERR_NOMEM, "out of memory");
-    char why[400] = "";
+    char why[800] = "";
     /* the same text but for integers */
     for (int s = 1; s < n && !st && !*why; s++) {
         if (ts[s].n != ts[0].n) {
@@ -357,8 +368,14 @@ cuvil_status cg_merge_symbolic(cuvil_ctx *ctx, const cuvil_sb *texts, const cg_s
         size_t p0 = 0, ps = 0;
         for (int i = 0; i <= ts[0].n && !*why; i++) {
             size_t e0 = i < ts[0].n ? ts[0].t[i].start : texts[0].len, es = i < ts[s].n ? ts[s].t[i].start : texts[s].len;
-            if (e0 - p0 != es - ps || memcmp(texts[0].s + p0, texts[s].s + ps, e0 - p0))
-                snprintf(why, sizeof why, "its code (not only its numbers) differs with the value of a symbol");
+            if (e0 - p0 != es - ps || memcmp(texts[0].s + p0, texts[s].s + ps, e0 - p0)) {
+                char at[200], a[160], b[160];
+                size_t k = 0;   /* the first byte that differs */
+                while (p0 + k < e0 && ps + k < es && texts[0].s[p0 + k] == texts[s].s[ps + k]) k++;
+                where(texts[0].s, p0 + k, at, sizeof at);
+                snprintf(why, sizeof why, "its code%s (not only its numbers) differs between %s and %s", at,
+                         point_str(sm, 0, a, sizeof a), point_str(sm, s, b, sizeof b));
+            }
             if (i < ts[0].n) {
                 p0 = ts[0].t[i].end;
                 ps = ts[s].t[i].end;
@@ -410,7 +427,7 @@ cuvil_status cg_merge_symbolic(cuvil_ctx *ctx, const cuvil_sb *texts, const cg_s
             where(texts[0].s, t0->start, at, sizeof at);
             snprintf(why, sizeof why, "a size in its code%s is not a polynomial of degree 2 or less in %s (if strides "
                      "divide it, give it a step that is a multiple of their product: --dim NAME=LO:HI:STEP, e.g. 32 for a "
-                     "CNN)", at, names_str(sm, nm, sizeof nm));
+                     "CNN; if it is clamped at one end of the range, narrow the range)", at, names_str(sm, nm, sizeof nm));
             break;
         }
         cuvil_sb_puts(out, "((int64_t)(");

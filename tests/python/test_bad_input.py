@@ -253,6 +253,9 @@ GOOD_DIM = ["--dim", "batch=1"]
     ("dim-negative", ["--dim", "batch=-1"]),
     ("dim-unknown-name", GOOD_DIM + ["--dim", "nosuchdim=2"]),
     ("unknown-option", GOOD_DIM + ["--frobnicate"]),
+    ("emit-twice", GOOD_DIM + ["--emit", "so", "--emit", "c"]),
+    ("opt-level-twice", GOOD_DIM + ["-O1", "--opt-level", "2"]),
+    ("name-twice", GOOD_DIM + ["--name", "a", "--name", "b"]),
 ])
 def test_compile_refuses_bad_option(what, extra, tmp_path):
     # the model has a symbolic 'batch' dim, so --dim batch=... is meaningful for it
@@ -262,6 +265,17 @@ def test_compile_refuses_bad_option(what, extra, tmp_path):
     proc = tl.compile_raw(p, out, extra=extra)
     tl.assert_clean_failure(proc, absent=_outputs(out) + [out.parent], max_lines=6,
                             what=f"cuvil-compile {' '.join(extra)}")
+
+
+def test_compile_refuses_output_given_twice(tmp_path):
+    """--output twice is an error naming the option, not "the last one wins"; nothing is written."""
+    p, *_ = _save_small(tmp_path, batch="symbolic")
+    a, b = tmp_path / "a" / "m.so", tmp_path / "b" / "m.so"
+    a.parent.mkdir()
+    b.parent.mkdir()
+    proc = tl.run_tool("cuvil-compile", ["--model", p, "--output", a, "--output", b] + GOOD_DIM)
+    assert proc.returncode != 0 and "option given twice: --output" in proc.stderr, proc.stderr
+    assert not list(a.parent.iterdir()) and not list(b.parent.iterdir())
 
 
 def test_compile_good_options_control(tmp_path):

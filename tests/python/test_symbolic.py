@@ -304,3 +304,69 @@ def test_causal_attention_from_pytorch_with_dynamic_batch_and_seq(tmp_path):
         got = tl.run(so, {"ids": ids}, tmp_path / f"run{b}_{s}")
         tl.assert_outputs_close(got, tl.ort_run(path, {"ids": ids}))
         assert got["y"].shape == (b, s, 16) and got["n"].tolist() == [s]
+
+
+def test_value_from_a_symbol_without_a_kernel_is_refused_by_name(tmp_path):
+    """A folded value that depends on the symbol, read by a kernel, whose op has no kernel to
+    compute it when the model runs (Sum folds only): one message naming the node and the value."""
+    nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Cast", ["s"], ["sf"], to=TensorProto.FLOAT),
+             helper.make_node("Sum", ["sf", "sf"], ["two_n"]), helper.make_node("Mul", ["x", "two_n"], ["y"])]
+    g = helper.make_graph(nodes, "nokernel", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N"])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    path = tmp_path / "nokernel.onnx"
+    onnx.save(model, path)
+    proc = tl.compile_raw(path, tmp_path / "m.so", extra=["--dim", "N=1:8"])
+    assert proc.returncode != 0 and "computes 'two_n' at compile time, which depends on N, and Sum has no kernel" in \
+        proc.stderr, proc.stderr
+    # fixed, it compiles and computes 2 N x
+    so = tl.compile(path, tmp_path / "fixed", stem="fixed", dims={"N": "3"})
+    x = np.array([1.0, -2.0, 0.5], np.float32)
+    np.testing.assert_allclose(tl.run(so, {"x": x}, tmp_path / "run")["y"], 6 * x)
+
+
+def test_review_cases_sign_change_empty_slice_int_clip_and_shape_conflict(tmp_path):
+    """Found by a review: an integer whose sign follows the symbol (Trilu k = S - 3) is one
+    number to fit; a slice x[:, 1:S-1] that is empty at S = 2 compiles for S = 2..64; an int64
+    Clip of a shape, which has no run-time kernel, is refused (it used to run unclipped); and two
+    --shape options that give one symbol different values are refused by name."""
+    N, T = helper.make_node, TensorProto
+    inits = [onnx.numpy_helper.from_array(np.array(v, np.int64), n) for n, v in
+             (("one", 1), ("three", 3), ("ax", [1]), ("st", [1]), ("m1", [-1]), ("lo", 2), ("hi", 6))]
+    nodes = [N("Shape", ["x"], ["s"]), N("Gather", ["s", "one"], ["S"], axis=0), N("Sub", ["S", "three"], ["k"]),
+             N("Trilu", ["x", "k"], ["tri"]), N("Slice", ["x", "st", "m1", "ax"], ["mid"]),
+             N("Clip", ["s", "lo", "hi"], ["clipped"])]
+    outs = [helper.make_tensor_value_info(n, T.FLOAT, None) for n in ("tri", "mid")]
+
+    def save(name, nodes, outs):
+        g = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", T.FLOAT, ["B", "S"])], outs, inits)
+        model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)])
+        model.ir_version = 8
+        onnx.save(model, tmp_path / f"{name}.onnx")
+        return tmp_path / f"{name}.onnx"
+
+    path = save("tri_slice", nodes[:5], outs)
+    so = tl.compile(path, tmp_path / "build", stem="tri", dims={"B": "1:3", "S": "2:64"})
+    for b, s in ((1, 2), (3, 3), (2, 5), (3, 64)):
+        x = np.random.default_rng(b * 100 + s).standard_normal((b, s)).astype(np.float32)
+        got = tl.run(so, {"x": x}, tmp_path / f"run{b}_{s}")
+        tl.assert_outputs_close(got, tl.ort_run(path, {"x": x}))
+        np.testing.assert_array_equal(got["tri"], np.triu(x, s - 3))
+        assert got["mid"].shape == (b, s - 2)
+    clip = save("clip", nodes[:1] + nodes[5:], [helper.make_tensor_value_info("clipped", T.INT64, None)])
+    proc = tl.compile_raw(clip, tmp_path / "clip.so", extra=["--dim", "B=1:3", "--dim", "S=1:8"])
+    assert proc.returncode != 0 and "Clip" in proc.stderr and "is int64" in proc.stderr and \
+        "computed when the model runs" in proc.stderr, proc.stderr
+    proc = tl.compile_raw(path, tmp_path / "conflict.so", extra=["--shape", "x=1,8"])
+    assert proc.returncode == 0, proc.stderr
+    two = tmp_path / "two.onnx"
+    g = helper.make_graph([N("Add", ["x", "y"], ["z"])], "two",
+                          [helper.make_tensor_value_info(n, T.FLOAT, ["B", "S"]) for n in ("x", "y")],
+                          [helper.make_tensor_value_info("z", T.FLOAT, None)])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)])
+    model.ir_version = 8
+    onnx.save(model, two)
+    proc = tl.compile_raw(two, tmp_path / "two.so", extra=["--shape", "x=2,8", "--shape", "y=2,9"])
+    assert proc.returncode != 0 and "--shape y: dim 1 is symbol 'S', which --shape x (dim 1) gives as 8; here it is 9" \
+        in proc.stderr, proc.stderr

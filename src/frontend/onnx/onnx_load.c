@@ -28,6 +28,10 @@ typedef struct loader {
     onnx_mapper map;          /* ONNX ops onto CIR ops (onnx_ops.c) */
     const int64_t *sample;    /* per symbol (in order of appearance): the value to build shapes with, or NULL */
     int n_sample;
+    /* per symbol: the --shape dim that fixed or bounded it first (another must agree), and where */
+    const cuvil_shape_dim *bound[32];
+    const char *bound_input[32];
+    int bound_dim[32];
 } loader;
 
 static void *pb_alloc(void *unused, size_t n) {
@@ -228,6 +232,14 @@ static cuvil_status load_initializers(loader *L, const Onnx__GraphProto *gp) {
     return CUVIL_OK;
 }
 
+/* "8", "1:64", "32:512:32": a --shape dim's value or range. */
+static const char *shape_dim_str(const cuvil_shape_dim *d, char *buf, size_t len) {
+    if (d->value > 0) snprintf(buf, len, "%lld", (long long)d->value);
+    else if (d->step > 1) snprintf(buf, len, "%lld:%lld:%lld", (long long)d->min, (long long)d->max, (long long)d->step);
+    else snprintf(buf, len, "%lld:%lld", (long long)d->min, (long long)d->max);
+    return buf;
+}
+
 static cuvil_status load_inputs(loader *L, const Onnx__GraphProto *gp) {
     cir_graph *g = L->g;
     for (size_t i = 0; i < gp->n_input; i++) {
@@ -301,6 +313,20 @@ static cuvil_status load_inputs(loader *L, const Onnx__GraphProto *gp) {
                 if (!strcmp(L->o->dims[j].name, sy->name))
                     return cuvil_err(L->ctx, CUVIL_ERR_INVALID_ARG, "--shape %s: dim %d is symbol '%s', which --dim %s also "
                                      "sets; give it once (a name in --shape, its value in --dim)", name, k, sy->name, sy->name);
+            _Static_assert(sizeof L->bound / sizeof L->bound[0] == sizeof g->syms / sizeof g->syms[0], "per symbol");
+            if (sd && (sd->value > 0 || sd->max > 0)) {   /* one symbol, one value or range */
+                const cuvil_shape_dim *b = L->bound[syms[k]];
+                if (b && (b->value != sd->value || b->min != sd->min || b->max != sd->max ||
+                          (b->step > 1 ? b->step : 1) != (sd->step > 1 ? sd->step : 1))) {
+                    char x[80], y[80];
+                    return cuvil_err(L->ctx, CUVIL_ERR_INVALID_ARG, "--shape %s: dim %d is symbol '%s', which --shape %s "
+                                     "(dim %d) gives as %s; here it is %s", name, k, sy->name, L->bound_input[syms[k]],
+                                     L->bound_dim[syms[k]], shape_dim_str(b, x, sizeof x), shape_dim_str(sd, y, sizeof y));
+                }
+                L->bound[syms[k]] = sd;
+                L->bound_input[syms[k]] = name;
+                L->bound_dim[syms[k]] = k;
+            }
             if (sd && sd->value > 0) {          /* fixed by --shape */
                 sy->value = sd->value;
                 sy->min = sy->max = 0;
