@@ -56,6 +56,22 @@ typedef enum cuvil_act {
     CUVIL_ACT_FLOOR,
     CUVIL_ACT_CEIL,
     CUVIL_ACT_ROUND,         /* half to even, as ONNX Round */
+    CUVIL_ACT_SIN,
+    CUVIL_ACT_COS,
+    CUVIL_ACT_TAN,
+    CUVIL_ACT_ASIN,
+    CUVIL_ACT_ACOS,
+    CUVIL_ACT_ATAN,
+    CUVIL_ACT_SINH,
+    CUVIL_ACT_COSH,
+    CUVIL_ACT_ASINH,
+    CUVIL_ACT_ACOSH,
+    CUVIL_ACT_ATANH,
+    CUVIL_ACT_SIGN,      /* -1, 0 or 1 (NaN stays NaN) */
+    CUVIL_ACT_SOFTSIGN,  /* x / (1 + |x|) */
+    CUVIL_ACT_SELU,      /* beta * (x > 0 ? x : alpha * (exp(x) - 1)) */
+    CUVIL_ACT_THRESHOLDED_RELU, /* x > alpha ? x : 0 */
+    CUVIL_ACT_SHRINK,    /* x < -alpha ? x + beta : x > alpha ? x - beta : 0 (alpha: lambd, beta: bias) */
     CUVIL_ACT__COUNT
 } cuvil_act;
 
@@ -411,6 +427,22 @@ typedef struct cuvil_trilu_params {
 } cuvil_trilu_params;
 
 void cuvil_trilu(const cuvil_trilu_params *p, const int64_t *k_rt, const void *x, void *y);
+
+/* CumSum: x viewed as [outer, len, inner], running sums along len (from the end when
+ * reverse; exclusive: the sum of the elements before, 0 first), accumulated in the element
+ * type (float16/bfloat16 in float32, integers wrapping). t: float32/64, float16, bfloat16,
+ * int32/64, uint32/64. */
+typedef struct cuvil_cumsum_params {
+    int64_t outer, len, inner;
+    int exclusive, reverse;
+} cuvil_cumsum_params;
+
+void cuvil_cumsum_t(const cuvil_cumsum_params *p, int t, const void *x, void *y);
+/* The same with the axis read when the model runs (axis_t: CUVIL_T_I32 or CUVIL_T_I64, negative
+ * counting from the end) for x of rank ndim and dims; p's layout is ignored. Returns 1 when the
+ * axis is out of range (y untouched). */
+int cuvil_cumsum_rt(const cuvil_cumsum_params *p, int ndim, const int64_t *dims, int axis_t, const void *axis, int t,
+                    const void *x, void *y);
 
 /* ConstantOfShape: n copies of the elem_size bytes at value. */
 void cuvil_fill(const void *value, int64_t elem_size, void *y, int64_t n);

@@ -185,7 +185,7 @@ def test_integer_wraparound_and_pow(tmp_path):
     run_cases(tmp_path, nodes, ins, outs, feeds, wants, {"s8": "i8", "m8": "i8", "p64": "i64", "pf": "f64"})
 
 
-@pytest.mark.parametrize("op", ["Neg", "Abs", "Relu"])
+@pytest.mark.parametrize("op", ["Neg", "Abs", "Relu", "Sign"])
 def test_unary_integers_and_floats(tmp_path, op):
     rng = tl.seeded_rng("unary" + op)
     types_ = ["f64", "f16", "i8", "i16", "i32", "i64"]
@@ -196,25 +196,50 @@ def test_unary_integers_and_floats(tmp_path, op):
         ins.append((f"x_{t}", t, x.shape))
         outs.append((f"y_{t}", t, None))
         feeds[f"x_{t}"] = x
-        wants[f"y_{t}"] = {"Neg": np.negative, "Abs": np.abs, "Relu": lambda v: np.maximum(v, 0).astype(v.dtype)}[op](x)
+        wants[f"y_{t}"] = {"Neg": np.negative, "Abs": np.abs, "Relu": lambda v: np.maximum(v, 0).astype(v.dtype),
+                           "Sign": np.sign}[op](x)
         types[f"y_{t}"] = t
     run_cases(tmp_path, nodes, ins, outs, feeds, wants, types)
 
 
+def selu(x, alpha=1.67326319217681884765625, gamma=1.05070102214813232421875):
+    return gamma * np.where(x > 0, x, alpha * (np.exp(x) - 1))
+
+
+def shrink(x, bias=0.0, lambd=0.5):
+    return np.where(x < -lambd, x + bias, np.where(x > lambd, x - bias, 0))
+
+
 def test_float_math(tmp_path):
-    """float64 in double precision, float16 through float32."""
+    """float64 in double precision, float16 through float32: the math functions against numpy
+    (inputs in (0.1, 0.9), where every one of them is defined; acosh takes 1 + x)."""
     rng = tl.seeded_rng("floatmath")
-    x64 = rng.uniform(0.1, 4, size=(7,)).astype(np.float64)
-    x16 = rng.uniform(0.1, 4, size=(7,)).astype(np.float16)
+    x64 = rng.uniform(0.1, 0.9, size=(7,)).astype(np.float64)
+    x16 = rng.uniform(0.1, 0.9, size=(7,)).astype(np.float16)
     nodes, outs, wants, types = [], [], {}, {}
-    for op, f in [("Sqrt", np.sqrt), ("Exp", np.exp), ("Log", np.log), ("Tanh", np.tanh), ("Floor", np.floor)]:
+    one = helper.make_tensor("one64", TensorProto.DOUBLE, [], [1.0]), helper.make_tensor("one16", TensorProto.FLOAT16, [], [1.0])
+    for t in ("f64", "f16"):
+        nodes.append(helper.make_node("Add", [f"x_{t}", f"one{t[1:]}"], [f"xp1_{t}"]))
+    math = [("Sqrt", np.sqrt), ("Exp", np.exp), ("Log", np.log), ("Tanh", np.tanh), ("Floor", np.floor),
+            ("Sin", np.sin), ("Cos", np.cos), ("Tan", np.tan), ("Asin", np.arcsin), ("Acos", np.arccos),
+            ("Atan", np.arctan), ("Sinh", np.sinh), ("Cosh", np.cosh), ("Asinh", np.arcsinh),
+            ("Atanh", np.arctanh), ("Sign", np.sign), ("Softsign", lambda v: v / (1 + np.abs(v))), ("Selu", selu),
+            ("Shrink", shrink), ("ThresholdedRelu", lambda v: np.where(v > 1.0, v, 0)),
+            ("Mish", lambda v: v * np.tanh(np.log1p(np.exp(v))))]
+    for t, x in (("f64", x64), ("f16", x16)):   # acosh is defined from 1
+        nodes.append(helper.make_node("Acosh", [f"xp1_{t}"], [f"Acosh_{t}"]))
+        outs.append((f"Acosh_{t}", t, None))
+        xp1 = x.astype(np.float64) + 1 if t == "f64" else (x.astype(np.float32) + 1).astype(np.float16).astype(np.float32)
+        wants[f"Acosh_{t}"] = np.arccosh(xp1).astype(x.dtype)
+        types[f"Acosh_{t}"] = t
+    for op, f in math:
         for t, x in (("f64", x64), ("f16", x16)):
             nodes.append(helper.make_node(op, [f"x_{t}"], [f"{op}_{t}"]))
             outs.append((f"{op}_{t}", t, None))
             wants[f"{op}_{t}"] = f(x.astype(np.float64)).astype(x.dtype) if t == "f64" else f(x.astype(np.float32)).astype(np.float16)
             types[f"{op}_{t}"] = t
     run_cases(tmp_path, nodes, [("x_f64", "f64", [7]), ("x_f16", "f16", [7])], outs, {"x_f64": x64, "x_f16": x16},
-              wants, types)
+              wants, types, inits=list(one))
 
 
 # --------------------------------------------------------------------------------------------
@@ -440,6 +465,39 @@ def test_trilu_every_type(tmp_path):
             outs.append((f"{name}_{t}", t, None))
             wants[f"{name}_{t}"], types[f"{name}_{t}"] = want, t
     run_cases(tmp_path, nodes, ins, outs, feeds, wants, types, inits=inits)
+
+
+def np_cumsum(x, axis, exclusive, reverse):
+    y = np.flip(x, axis) if reverse else x
+    c = np.cumsum(y, axis=axis, dtype=x.dtype)
+    if exclusive:
+        c = c - y
+    return np.flip(c, axis) if reverse else c
+
+
+def test_cumsum_every_type(tmp_path):
+    """CumSum, inclusive and exclusive, forward and reverse, along a constant axis and one given
+    when the model runs, against numpy; a run-time axis out of range is an error from run."""
+    rng = tl.seeded_rng("cumsum")
+    nodes, ins, outs, feeds, wants, types = [], [], [], {}, {}, {}
+    inits = [helper.make_tensor("a1", TensorProto.INT64, [], [1]), helper.make_tensor("am1", TensorProto.INT32, [], [-1])]
+    ins.append(("art", "i64", []))
+    feeds["art"] = np.array(0, np.int64)
+    for t in ["f32", "f64", "f16", "i32", "i64", "u64"]:
+        x = values(t, (2, 3, 4), rng, lo=0 if t[0] == "u" else -20, hi=20)
+        ins.append((f"x_{t}", t, [2, 3, 4]))
+        feeds[f"x_{t}"] = x
+        for name, axis, ex, rev, ax in (("a", "a1", 0, 0, 1), ("b", "am1", 1, 0, 2), ("c", "a1", 0, 1, 1),
+                                         ("d", "am1", 1, 1, 2), ("e", "art", 0, 0, 0), ("f", "art", 1, 1, 0)):
+            nodes.append(helper.make_node("CumSum", [f"x_{t}", axis], [f"{name}_{t}"], exclusive=ex, reverse=rev))
+            outs.append((f"{name}_{t}", t, None))
+            want = np_cumsum(x.astype(np.float32) if t == "f16" else x, ax, ex, rev)
+            wants[f"{name}_{t}"], types[f"{name}_{t}"] = want.astype(x.dtype), t
+    run_cases(tmp_path, nodes, ins, outs, feeds, wants, types, inits=inits)
+    so = tl.compile(tmp_path / "m.onnx", tmp_path / "again", stem="cumsum")
+    feeds["art"] = np.array(3, np.int64)
+    proc, _ = tl.run_raw(so, feeds, tmp_path / "bad")
+    assert proc.returncode != 0 and "axis is out of range" in proc.stderr, proc.stderr
 
 
 # --------------------------------------------------------------------------------------------

@@ -79,6 +79,22 @@ static inline double ktu_act(int act, double alpha, double beta, double x) {
     case CUVIL_ACT_FLOOR: return floor(x);
     case CUVIL_ACT_CEIL: return ceil(x);
     case CUVIL_ACT_ROUND: return nearbyint(x);
+    case CUVIL_ACT_SIN: return sin(x);
+    case CUVIL_ACT_COS: return cos(x);
+    case CUVIL_ACT_TAN: return tan(x);
+    case CUVIL_ACT_ASIN: return asin(x);
+    case CUVIL_ACT_ACOS: return acos(x);
+    case CUVIL_ACT_ATAN: return atan(x);
+    case CUVIL_ACT_SINH: return sinh(x);
+    case CUVIL_ACT_COSH: return cosh(x);
+    case CUVIL_ACT_ASINH: return asinh(x);
+    case CUVIL_ACT_ACOSH: return acosh(x);
+    case CUVIL_ACT_ATANH: return atanh(x);
+    case CUVIL_ACT_SIGN: return isnan(x) ? x : x > 0 ? 1 : x < 0 ? -1 : 0;
+    case CUVIL_ACT_SOFTSIGN: return x / (1 + fabs(x));
+    case CUVIL_ACT_SELU: return beta * (x > 0 ? x : alpha * (exp(x) - 1));
+    case CUVIL_ACT_THRESHOLDED_RELU: return isnan(x) ? x : x > alpha ? x : 0;
+    case CUVIL_ACT_SHRINK: return isnan(x) ? x : x < -alpha ? x + beta : x > alpha ? x - beta : 0;
     default: return NAN;
     }
 }
@@ -91,6 +107,9 @@ static inline cuvil_act_params ktu_act_params(int act) {
     case CUVIL_ACT_CLIP: a.alpha = -1.5f; a.beta = 2.0f; break;
     case CUVIL_ACT_HARD_SIGMOID: a.alpha = 0.2f; a.beta = 0.5f; break;
     case CUVIL_ACT_ELU: a.alpha = 1.5f; break;
+    case CUVIL_ACT_SELU: a.alpha = 1.67326319f; a.beta = 1.05070102f; break;
+    case CUVIL_ACT_THRESHOLDED_RELU: a.alpha = 0.75f; break;
+    case CUVIL_ACT_SHRINK: a.alpha = 0.5f; a.beta = 0.25f; break;
     default: break;
     }
     return a;

@@ -20,7 +20,7 @@ static int act_is_exact(int act) {
     switch (act) {
     case CUVIL_ACT_NONE: case CUVIL_ACT_RELU: case CUVIL_ACT_CLIP:
     case CUVIL_ACT_NEG: case CUVIL_ACT_ABS: case CUVIL_ACT_FLOOR: case CUVIL_ACT_CEIL:
-    case CUVIL_ACT_ROUND:
+    case CUVIL_ACT_ROUND: case CUVIL_ACT_SIGN: case CUVIL_ACT_THRESHOLDED_RELU:
         return 1;
     default: return 0;
     }

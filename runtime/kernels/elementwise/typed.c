@@ -1,6 +1,6 @@
 /*
  * typed.c -- elementwise kernels for every element type: arithmetic, comparisons, logic,
- * unary ops, casts, where, broadcast copies (Expand, Tile), Range, Trilu, fills and ArgMax/ArgMin.
+ * unary ops, casts, where, broadcast copies (Expand, Tile), Range, Trilu, CumSum, fills and ArgMax/ArgMin.
  *
  * These are the general paths for the types models use for indices, masks and shape
  * arithmetic (int64, int32, bool) and for float64/float16/bfloat16 data; float32 arithmetic
@@ -310,6 +310,22 @@ static double act_f64(const cuvil_act_params *a, double x) {
     case CUVIL_ACT_FLOOR: return floor(x);
     case CUVIL_ACT_CEIL: return ceil(x);
     case CUVIL_ACT_ROUND: return nearbyint(x);   /* the default rounding mode: half to even */
+    case CUVIL_ACT_SIN: return sin(x);
+    case CUVIL_ACT_COS: return cos(x);
+    case CUVIL_ACT_TAN: return tan(x);
+    case CUVIL_ACT_ASIN: return asin(x);
+    case CUVIL_ACT_ACOS: return acos(x);
+    case CUVIL_ACT_ATAN: return atan(x);
+    case CUVIL_ACT_SINH: return sinh(x);
+    case CUVIL_ACT_COSH: return cosh(x);
+    case CUVIL_ACT_ASINH: return asinh(x);
+    case CUVIL_ACT_ACOSH: return acosh(x);
+    case CUVIL_ACT_ATANH: return atanh(x);
+    case CUVIL_ACT_SIGN: return x > 0 ? 1 : x < 0 ? -1 : x;
+    case CUVIL_ACT_SOFTSIGN: return x / (1 + fabs(x));
+    case CUVIL_ACT_SELU: return be * (x > 0 ? x : al * expm1(x));
+    case CUVIL_ACT_THRESHOLDED_RELU: return x > al ? x : (x != x ? x : 0);
+    case CUVIL_ACT_SHRINK: return x < -al ? x + be : x > al ? x - be : (x != x ? x : 0);
     default: return x;
     }
 }
@@ -322,7 +338,8 @@ static double act_f64(const cuvil_act_params *a, double x) {
             T v = X[i];                                                                         \
             T neg = (T)(U)(0 - (U)v);                                                           \
             Y[i] = a->act == CUVIL_ACT_NEG ? neg : a->act == CUVIL_ACT_ABS ? (IS_NEG(T, v) ? neg : v) \
-                   : a->act == CUVIL_ACT_RELU ? (IS_NEG(T, v) ? (T)0 : v) : v;                   \
+                   : a->act == CUVIL_ACT_RELU ? (IS_NEG(T, v) ? (T)0 : v)                         \
+                   : a->act == CUVIL_ACT_SIGN ? (T)(IS_NEG(T, v) ? (T)(U)(0 - (U)1) : (T)(v != 0)) : v;  \
         }                                                                                       \
         break;                                                                                  \
     }
@@ -448,7 +465,7 @@ void cuvil_bcast_copy(const cuvil_bcast_copy_params *p, const void *x, void *y) 
     }
 }
 
-/* ===== Range, Trilu, fill ======================================================================== */
+/* ===== Range, Trilu, CumSum, fill ======================================================================== */
 void cuvil_range_t(int t, const void *start, const void *delta, void *y, int64_t n) {
     if (is_float_t(t)) {   /* start + i * delta in double, rounded once (numpy's arange) */
         double s = ld_float(t, start, 0), d = ld_float(t, delta, 0);
@@ -473,6 +490,47 @@ void cuvil_trilu(const cuvil_trilu_params *p, const int64_t *k_rt, const void *x
                 else memset(Y + row + (size_t)j * es, 0, es);
             }
         }
+}
+
+#define CUMSUM(T, ACC, LD, ST)                                                                  \
+    for (int64_t o = 0; o < p->outer; o++)                                                      \
+        for (int64_t in = 0; in < p->inner; in++) {                                             \
+            ACC acc = 0;                                                                        \
+            for (int64_t k = 0; k < p->len; k++) {                                              \
+                int64_t at = (o * p->len + (p->reverse ? p->len - 1 - k : k)) * p->inner + in;  \
+                ACC v = LD(((const T *)x)[at]);                                                 \
+                if (!p->exclusive) acc += v;                                                    \
+                ((T *)y)[at] = ST(acc);                                                         \
+                if (p->exclusive) acc += v;                                                     \
+            }                                                                                   \
+        }
+#define ID(v) (v)
+
+void cuvil_cumsum_t(const cuvil_cumsum_params *p, int t, const void *x, void *y) {
+    switch (t) {
+    case CUVIL_T_F32: CUMSUM(float, float, ID, ID); break;
+    case CUVIL_T_F64: CUMSUM(double, double, ID, ID); break;
+    case CUVIL_T_F16: CUMSUM(uint16_t, float, cuvil_f16_to_f32, cuvil_f32_to_f16); break;
+    case CUVIL_T_BF16: CUMSUM(uint16_t, float, cuvil_bf16_to_f32, cuvil_f32_to_bf16); break;
+    case CUVIL_T_I32: case CUVIL_T_U32: CUMSUM(uint32_t, uint32_t, ID, ID); break;
+    default: CUMSUM(uint64_t, uint64_t, ID, ID); break;   /* int64, uint64: wrapping */
+    }
+}
+#undef CUMSUM
+#undef ID
+
+int cuvil_cumsum_rt(const cuvil_cumsum_params *p, int ndim, const int64_t *dims, int axis_t, const void *axis, int t,
+                    const void *x, void *y) {
+    int64_t a = axis_t == CUVIL_T_I32 ? *(const int32_t *)axis : *(const int64_t *)axis;
+    if (a < -(int64_t)ndim || a >= ndim) return 1;
+    if (a < 0) a += ndim;
+    cuvil_cumsum_params q = *p;
+    q.outer = q.inner = 1;
+    q.len = dims[a];
+    for (int64_t d = 0; d < a; d++) q.outer *= dims[d];
+    for (int64_t d = a + 1; d < ndim; d++) q.inner *= dims[d];
+    cuvil_cumsum_t(&q, t, x, y);
+    return 0;
 }
 
 void cuvil_fill(const void *value, int64_t elem_size, void *y, int64_t n) {

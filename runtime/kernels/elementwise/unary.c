@@ -15,6 +15,8 @@ const char *const cuvil_act_names[CUVIL_ACT__COUNT] = {
     "None", "Relu",  "LeakyRelu",  "Clip", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh",
     "Exp",  "Log",   "Sqrt",       "Neg",  "Abs",     "Reciprocal",  "Erf",       "Gelu",
     "Elu",  "Softplus", "Mish",    "Silu", "Floor",   "Ceil",        "Round",
+    "Sin",  "Cos",   "Tan",        "Asin", "Acos",    "Atan",        "Sinh",      "Cosh",
+    "Asinh", "Acosh", "Atanh",     "Sign", "Softsign", "Selu",       "ThresholdedRelu", "Shrink",
 };
 
 static inline float softplus1(float x) {
@@ -59,6 +61,22 @@ float cuvil_f32_act1(const cuvil_act_params *a, float x) {
     case CUVIL_ACT_FLOOR: return floorf(x);
     case CUVIL_ACT_CEIL: return ceilf(x);
     case CUVIL_ACT_ROUND: return rintf(x); /* default rounding mode: half to even */
+    case CUVIL_ACT_SIN: return sinf(x);
+    case CUVIL_ACT_COS: return cosf(x);
+    case CUVIL_ACT_TAN: return tanf(x);
+    case CUVIL_ACT_ASIN: return asinf(x);
+    case CUVIL_ACT_ACOS: return acosf(x);
+    case CUVIL_ACT_ATAN: return atanf(x);
+    case CUVIL_ACT_SINH: return sinhf(x);
+    case CUVIL_ACT_COSH: return coshf(x);
+    case CUVIL_ACT_ASINH: return asinhf(x);
+    case CUVIL_ACT_ACOSH: return acoshf(x);
+    case CUVIL_ACT_ATANH: return atanhf(x);
+    case CUVIL_ACT_SIGN: return x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : x;
+    case CUVIL_ACT_SOFTSIGN: return x / (1.0f + fabsf(x));
+    case CUVIL_ACT_SELU: return a->beta * (x > 0.0f ? x : a->alpha * expm1f(x));
+    case CUVIL_ACT_THRESHOLDED_RELU: return x > a->alpha ? x : (x != x ? x : 0.0f);
+    case CUVIL_ACT_SHRINK: return x < -a->alpha ? x + a->beta : x > a->alpha ? x - a->beta : (x != x ? x : 0.0f);
     default: return x;
     }
 }

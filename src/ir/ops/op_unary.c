@@ -1,4 +1,5 @@
-/* op_unary.c -- elementwise activations and math: relu, leaky_relu, clip, sigmoid, ... */
+/* op_unary.c -- elementwise activations and math: relu, leaky_relu, clip, sigmoid, ..., the
+ * trigonometric and hyperbolic functions, sign, softsign, selu, thresholded_relu, shrink, mish. */
 #include "ir/ops/ops.h"
 
 #include <float.h>
@@ -11,7 +12,15 @@ static bool unary_act(cir_graph *g, const cir_node *n, cir_act *a) {
     a->op = n->kind;
     a->alpha = a->beta = 0;
     switch (n->kind) {
-    case CIR_OP_LEAKY_RELU: case CIR_OP_ELU: a->alpha = cir_attr_float(n, "alpha"); break;
+    case CIR_OP_LEAKY_RELU: case CIR_OP_ELU: case CIR_OP_THRESHOLDED_RELU: a->alpha = cir_attr_float(n, "alpha"); break;
+    case CIR_OP_SELU:
+        a->alpha = cir_attr_float(n, "alpha");
+        a->beta = cir_attr_float(n, "gamma");
+        break;
+    case CIR_OP_SHRINK:
+        a->alpha = cir_attr_float(n, "lambd");
+        a->beta = cir_attr_float(n, "bias");
+        break;
     case CIR_OP_HARD_SIGMOID:
         a->alpha = cir_attr_float(n, "alpha");
         a->beta = cir_attr_float(n, "beta");
@@ -50,7 +59,7 @@ static cuvil_status unary_infer(cir_graph *g, cir_node *n) {
     cir_set_shape(cir_out(g, n, 0), x->dtype, x->ndim, x->dims);
     if (cir_is_const(x) || cir_dtype_is_float(x->dtype)) return CUVIL_OK;
     /* at run time integers take the ops that stay integers */
-    bool int_op = n->kind == CIR_OP_NEG || n->kind == CIR_OP_ABS || n->kind == CIR_OP_RELU;
+    bool int_op = n->kind == CIR_OP_NEG || n->kind == CIR_OP_ABS || n->kind == CIR_OP_RELU || n->kind == CIR_OP_SIGN;
     if (!cir_dtype_is_int(x->dtype) || !int_op)
         return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' is %s; at run time %s takes float types%s", x->name,
                             cir_dtype_name(x->dtype), n->def->name, int_op ? " and integers" : "");
@@ -73,12 +82,13 @@ static cuvil_status unary_fold(cir_graph *g, cir_node *n) {
         return CUVIL_OK;
     }
     bool integer = !cir_dtype_is_float(x->dtype);
-    if (integer && (a.act == CUVIL_ACT_NEG || a.act == CUVIL_ACT_ABS || a.act == CUVIL_ACT_RELU)) {
+    if (integer && (a.act == CUVIL_ACT_NEG || a.act == CUVIL_ACT_ABS || a.act == CUVIL_ACT_RELU || a.act == CUVIL_ACT_SIGN)) {
         /* exact in int64, wrapping as two's complement does (Abs(INT64_MIN) = INT64_MIN) */
         for (int64_t i = 0; i < cnt; i++) {
             int64_t v = cir_const_i64(x, i);
             uint64_t neg = 0 - (uint64_t)v;
-            int64_t r = a.act == CUVIL_ACT_RELU ? (v < 0 ? 0 : v) : (a.act == CUVIL_ACT_NEG || v < 0) ? (int64_t)neg : v;
+            int64_t r = a.act == CUVIL_ACT_SIGN ? (v > 0) - (v < 0)
+                        : a.act == CUVIL_ACT_RELU ? (v < 0 ? 0 : v) : (a.act == CUVIL_ACT_NEG || v < 0) ? (int64_t)neg : v;
             cir_const_set_i64(y, i, r);
         }
         return CUVIL_OK;
@@ -92,6 +102,16 @@ static const cir_attr_spec alpha_1[] = {{"alpha", CIR_ATTR_FLOAT, 0, 1.0f, NULL,
 static const cir_attr_spec hard_sigmoid_attrs[] = {
     {"alpha", CIR_ATTR_FLOAT, 0, 0.2f, NULL, false},
     {"beta", CIR_ATTR_FLOAT, 0, 0.5f, NULL, false},
+    CIR_ATTR_END,
+};
+static const cir_attr_spec selu_attrs[] = {
+    {"alpha", CIR_ATTR_FLOAT, 0, 1.67326319217681884765625f, NULL, false},
+    {"gamma", CIR_ATTR_FLOAT, 0, 1.05070102214813232421875f, NULL, false},
+    CIR_ATTR_END,
+};
+static const cir_attr_spec shrink_attrs[] = {
+    {"bias", CIR_ATTR_FLOAT, 0, 0.0f, NULL, false},
+    {"lambd", CIR_ATTR_FLOAT, 0, 0.5f, NULL, false},
     CIR_ATTR_END,
 };
 static const char *const gelu_approx[] = {"none", "tanh", NULL};
@@ -119,3 +139,20 @@ UNARY(floor, CUVIL_ACT_FLOOR, NULL, 1)
 UNARY(ceil, CUVIL_ACT_CEIL, NULL, 1)
 UNARY(round, CUVIL_ACT_ROUND, NULL, 1)
 UNARY(gelu, CUVIL_ACT_GELU, gelu_attrs, 1)
+UNARY(sin, CUVIL_ACT_SIN, NULL, 1)
+UNARY(cos, CUVIL_ACT_COS, NULL, 1)
+UNARY(tan, CUVIL_ACT_TAN, NULL, 1)
+UNARY(asin, CUVIL_ACT_ASIN, NULL, 1)
+UNARY(acos, CUVIL_ACT_ACOS, NULL, 1)
+UNARY(atan, CUVIL_ACT_ATAN, NULL, 1)
+UNARY(sinh, CUVIL_ACT_SINH, NULL, 1)
+UNARY(cosh, CUVIL_ACT_COSH, NULL, 1)
+UNARY(asinh, CUVIL_ACT_ASINH, NULL, 1)
+UNARY(acosh, CUVIL_ACT_ACOSH, NULL, 1)
+UNARY(atanh, CUVIL_ACT_ATANH, NULL, 1)
+UNARY(sign, CUVIL_ACT_SIGN, NULL, 1)
+UNARY(softsign, CUVIL_ACT_SOFTSIGN, NULL, 1)
+UNARY(selu, CUVIL_ACT_SELU, selu_attrs, 1)
+UNARY(thresholded_relu, CUVIL_ACT_THRESHOLDED_RELU, alpha_1, 1)
+UNARY(shrink, CUVIL_ACT_SHRINK, shrink_attrs, 1)
+UNARY(mish, CUVIL_ACT_MISH, NULL, 1)
