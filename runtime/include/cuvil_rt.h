@@ -260,6 +260,16 @@ typedef struct cuvil_layer_norm_params {
 void cuvil_f32_layer_norm(const cuvil_layer_norm_params *p, const float *x, const float *scale, const float *bias,
                           float *y);
 
+/* InstanceNormalization: x viewed as [batch, channels, len]; each row of len elements is
+ * normalised, then scaled by scale[c] and shifted by bias[c]; y may equal x. */
+typedef struct cuvil_instance_norm_params {
+    int64_t batch, channels, len;
+    float epsilon;
+} cuvil_instance_norm_params;
+
+void cuvil_f32_instance_norm(const cuvil_instance_norm_params *p, const float *x, const float *scale, const float *bias,
+                             float *y);
+
 enum {
     CUVIL_REDUCE_SUM = 0, CUVIL_REDUCE_MEAN, CUVIL_REDUCE_MAX, CUVIL_REDUCE_MIN,
     CUVIL_REDUCE_PROD, CUVIL_REDUCE_SUM_SQUARE, CUVIL_REDUCE_L1, CUVIL_REDUCE_L2,

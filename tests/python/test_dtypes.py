@@ -500,6 +500,35 @@ def test_cumsum_every_type(tmp_path):
     assert proc.returncode != 0 and "axis is out of range" in proc.stderr, proc.stderr
 
 
+def test_depth_to_space_and_back(tmp_path):
+    """DepthToSpace (DCR and CRD) and SpaceToDepth against numpy's reshape/transpose definitions
+    in the ONNX spec, on float32 and int64; a channel count that blocksize^2 does not divide is
+    refused by the compiler with the numbers."""
+    rng = tl.seeded_rng("d2s")
+    nodes, ins, outs, feeds, wants, types = [], [], [], {}, {}, {}
+    b = 2
+    for t in ["f32", "i64"]:
+        x = values(t, (2, 8, 3, 5), rng)
+        ins.append((f"x_{t}", t, [2, 8, 3, 5]))
+        feeds[f"x_{t}"] = x
+        n, c, h, w = x.shape
+        dcr = x.reshape(n, b, b, c // 4, h, w).transpose(0, 3, 4, 1, 5, 2).reshape(n, c // 4, h * b, w * b)
+        crd = x.reshape(n, c // 4, b, b, h, w).transpose(0, 1, 4, 2, 5, 3).reshape(n, c // 4, h * b, w * b)
+        back = dcr.reshape(n, c // 4, h, b, w, b).transpose(0, 3, 5, 1, 2, 4).reshape(n, c, h, w)
+        nodes += [helper.make_node("DepthToSpace", [f"x_{t}"], [f"dcr_{t}"], blocksize=b),
+                  helper.make_node("DepthToSpace", [f"x_{t}"], [f"crd_{t}"], blocksize=b, mode="CRD"),
+                  helper.make_node("SpaceToDepth", [f"dcr_{t}"], [f"back_{t}"], blocksize=b)]
+        for k, v in (("dcr", dcr), ("crd", crd), ("back", back)):
+            outs.append((f"{k}_{t}", t, None))
+            wants[f"{k}_{t}"], types[f"{k}_{t}"] = np.ascontiguousarray(v), t
+        np.testing.assert_array_equal(back, x)   # the reference itself: SpaceToDepth undoes DCR
+    run_cases(tmp_path, nodes, ins, outs, feeds, wants, types)
+    bad = build(tmp_path / "bad.onnx", [helper.make_node("DepthToSpace", ["x"], ["y"], blocksize=3)], [("x", "f32", [1, 8, 2, 2])],
+                [("y", "f32", [1, 1, 6, 6])])
+    proc = tl.compile_raw(bad, tmp_path / "bad.so")
+    assert proc.returncode != 0 and "has 8 channels, not a multiple of blocksize^2 = 9" in proc.stderr, proc.stderr
+
+
 # --------------------------------------------------------------------------------------------
 # A model mixing int64, bool and float against ONNX Runtime; errors from run
 # --------------------------------------------------------------------------------------------

@@ -641,6 +641,19 @@ add(
 )
 
 
+def instance_norm(id_, x, opset=6, eps=None):
+    kw = {} if eps is None else {"epsilon": eps}
+    return Case(f"InstanceNormalization-{id_}", opset, [node("InstanceNormalization", ["x", "s", "b"], ["y"], **kw)],
+                {"x": In(x, "wide")}, {"s": R(x[1]), "b": R(x[1])})
+
+
+add(
+    instance_norm("2d", [2, 3, 5, 7]),
+    instance_norm("1d-eps", [1, 4, 9], eps=1e-2),
+    instance_norm("3d", [1, 2, 3, 4, 5]),
+)
+
+
 # --------------------------------------------------------------------------------------------
 # Softmax
 # --------------------------------------------------------------------------------------------

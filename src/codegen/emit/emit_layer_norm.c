@@ -1,4 +1,4 @@
-/* emit_layer_norm.c -- layer_norm (op_layer_norm.c) on cuvil_f32_layer_norm. */
+/* emit_layer_norm.c -- layer_norm and instance_norm (op_layer_norm.c) on their kernels. */
 #include "codegen/emit/emit_int.h"
 
 cuvil_status cg_emit_layer_norm(cg_ctx *cg, cir_graph *g, cir_node *n) {
@@ -10,5 +10,18 @@ cuvil_status cg_emit_layer_norm(cg_ctx *cg, cir_graph *g, cir_node *n) {
                               (long long)p.rows, (long long)p.len, cg_float(p.epsilon, e));
     cg_printf(cg, "    cuvil_f32_layer_norm(&%s, %s, %s, %s, %s);\n", ps, cg_in(cg, n->in[0]), cg_in(cg, n->in[1]),
               cir_in(g, n, 2) ? cg_in(cg, n->in[2]) : "NULL", cg_out(cg, n->out[0]));
+    return CUVIL_OK;
+}
+
+cuvil_status cg_emit_instance_norm(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    cuvil_instance_norm_params p;
+    cuvil_status s = op_instance_norm_params(g, n, &p);
+    if (s) return s;
+    char e[32];
+    const char *ps = cg_param(cg, "cuvil_instance_norm_params", "{ .batch = %lld, .channels = %lld, .len = %lld, "
+                              ".epsilon = %s }", (long long)p.batch, (long long)p.channels, (long long)p.len,
+                              cg_float(p.epsilon, e));
+    cg_printf(cg, "    cuvil_f32_instance_norm(&%s, %s, %s, %s, %s);\n", ps, cg_in(cg, n->in[0]), cg_in(cg, n->in[1]),
+              cg_in(cg, n->in[2]), cg_out(cg, n->out[0]));
     return CUVIL_OK;
 }

@@ -1,4 +1,5 @@
-/* emit_transpose.c -- transpose and concat (op_transpose.c), for any element type. */
+/* emit_transpose.c -- transpose, depth_to_space, space_to_depth and concat (op_transpose.c), for
+ * any element type. */
 #include "codegen/emit/emit_int.h"
 
 cuvil_status cg_emit_transpose(cg_ctx *cg, cir_graph *g, cir_node *n) {

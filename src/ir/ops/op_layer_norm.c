@@ -1,6 +1,8 @@
 /* op_layer_norm.c -- layer_norm (x, scale, [bias]; axis, epsilon): each slice of x from `axis`
  * to the end is normalised to zero mean and unit variance, then scaled and shifted; scale and
- * bias broadcast to that slice's shape. float32, at run time and folded by the one kernel. */
+ * bias broadcast to that slice's shape. instance_norm (x, scale, bias; epsilon): x is [N, C,
+ * ...], each (n, c) slice normalised, then scaled and shifted by scale[c], bias[c]. float32, at
+ * run time and folded by the one kernel of each. */
 #include "ir/ops/ops.h"
 
 #include <string.h>
@@ -66,3 +68,52 @@ static const cir_attr_spec ln_attrs[] = {
 };
 
 const cir_opdef cir_op_layer_norm = {"layer_norm", 0, 2, 3, 1, 1, ln_attrs, ln_infer, ln_fold, NULL, 0};
+
+/* ===== instance_norm ===================================================================== */
+cuvil_status op_instance_norm_params(cir_graph *g, cir_node *n, cuvil_instance_norm_params *p) {
+    cir_value *x = cir_in(g, n, 0);
+    cuvil_status s;
+    for (int i = 0; i < 3; i++)
+        if ((s = op_need_f32(g, n, i))) return s;
+    if (x->ndim < 2) return cir_node_err(g, n, CUVIL_ERR_SHAPE, "input '%s' has rank %d; it must be [N, C, ...]", x->name,
+                                         x->ndim);
+    memset(p, 0, sizeof *p);
+    p->batch = x->dims[0];
+    p->channels = x->dims[1];
+    p->len = 1;
+    for (int d = 2; d < x->ndim; d++) p->len *= x->dims[d];
+    p->epsilon = cir_attr_float(n, "epsilon");
+    for (int i = 1; i < 3; i++) {
+        cir_value *v = cir_in(g, n, i);
+        if (v->ndim != 1 || v->dims[0] != p->channels) {
+            char a[256];
+            return cir_node_err(g, n, CUVIL_ERR_SHAPE, "%s '%s' is %s; it must be [C] = [%lld]", i == 1 ? "scale" : "bias",
+                                v->name, cir_shape_str(g, v, a, sizeof a), (long long)p->channels);
+        }
+    }
+    return CUVIL_OK;
+}
+
+static cuvil_status in_infer(cir_graph *g, cir_node *n) {
+    cuvil_status s = op_check_arity(g, n, 3, 3, 1, 1);
+    if (s) return s;
+    cuvil_instance_norm_params p;
+    if ((s = op_instance_norm_params(g, n, &p))) return s;
+    cir_value *x = cir_in(g, n, 0);
+    cir_set_shape(cir_out(g, n, 0), x->dtype, x->ndim, x->dims);
+    return CUVIL_OK;
+}
+
+static cuvil_status in_fold(cir_graph *g, cir_node *n) {
+    cuvil_instance_norm_params p;
+    cuvil_status s = op_instance_norm_params(g, n, &p);
+    if (s) return s;
+    cir_value *y = cir_out(g, n, 0);
+    if (!cir_value_make_const(g, y)) return g->ctx->status;
+    cuvil_f32_instance_norm(&p, cir_in(g, n, 0)->data, cir_in(g, n, 1)->data, cir_in(g, n, 2)->data, y->data);
+    return CUVIL_OK;
+}
+
+static const cir_attr_spec in_attrs[] = {{"epsilon", CIR_ATTR_FLOAT, 0, 1e-5f, NULL, false}, CIR_ATTR_END};
+
+const cir_opdef cir_op_instance_norm = {"instance_norm", 0, 3, 3, 1, 1, in_attrs, in_infer, in_fold, NULL, 0};

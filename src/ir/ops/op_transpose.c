@@ -1,11 +1,48 @@
-/* op_transpose.c -- transpose and concat, for any element type. */
+/* op_transpose.c -- transpose, depth_to_space and space_to_depth (transposes of a 6-D view of
+ * their input, one kernel), and concat, for any element type. */
 #include "ir/ops/ops.h"
 
 #include <string.h>
 
+/* depth_to_space / space_to_depth of x [N, C, H, W] with block b: the 6-D view of x and the
+ * permutation that makes the output's 6-D view (DCR: [N, b, b, C/b^2, H, W] -> [N, C/b^2, H, b,
+ * W, b]; CRD: [N, C/b^2, b, b, H, W] -> the same; space_to_depth: [N, C, H/b, b, W/b, b] ->
+ * [N, b, b, C, H/b, W/b]). */
+static cuvil_status block_params(cir_graph *g, cir_node *n, cuvil_transpose_params *p) {
+    cir_value *x = cir_in(g, n, 0);
+    if (x->ndim != 4) return cir_node_err(g, n, CUVIL_ERR_SHAPE, "input '%s' has rank %d; it must be 4 (N, C, H, W)",
+                                          x->name, x->ndim);
+    int64_t b = cir_attr_int(n, "blocksize"), N = x->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3], bb;
+    if (b < 1 || __builtin_mul_overflow(b, b, &bb))
+        return cir_node_err(g, n, CUVIL_ERR_MODEL, "blocksize %lld must be at least 1", (long long)b);
+    p->ndim = 6;
+    p->elem_size = (int64_t)cir_dtype_size(x->dtype);
+    static const int dcr[6] = {0, 3, 4, 1, 5, 2}, crd[6] = {0, 1, 4, 2, 5, 3}, s2d[6] = {0, 3, 5, 1, 2, 4};
+    const int *perm;
+    if (n->kind == CIR_OP_DEPTH_TO_SPACE) {
+        if (C % bb)
+            return cir_node_err(g, n, CUVIL_ERR_SHAPE, "input '%s' has %lld channels, not a multiple of blocksize^2 = %lld",
+                                x->name, (long long)C, (long long)bb);
+        bool is_crd = cir_attr_int(n, "mode") == 1;
+        int64_t v[6] = {N, b, b, C / bb, H, W}, w[6] = {N, C / bb, b, b, H, W};
+        memcpy(p->dims, is_crd ? w : v, sizeof v);
+        perm = is_crd ? crd : dcr;
+    } else {
+        if (H % b || W % b)
+            return cir_node_err(g, n, CUVIL_ERR_SHAPE, "input '%s' is %lldx%lld, not a multiple of blocksize %lld",
+                                x->name, (long long)H, (long long)W, (long long)b);
+        int64_t v[6] = {N, C, H / b, b, W / b, b};
+        memcpy(p->dims, v, sizeof v);
+        perm = s2d;
+    }
+    for (int i = 0; i < 6; i++) p->perm[i] = perm[i];
+    return CUVIL_OK;
+}
+
 cuvil_status op_transpose_params(cir_graph *g, cir_node *n, cuvil_transpose_params *p) {
     cir_value *x = cir_in(g, n, 0);
     memset(p, 0, sizeof *p);
+    if (n->kind == CIR_OP_DEPTH_TO_SPACE || n->kind == CIR_OP_SPACE_TO_DEPTH) return block_params(g, n, p);
     p->ndim = x->ndim;
     p->elem_size = (int64_t)cir_dtype_size(x->dtype);
     const int64_t *perm;
@@ -33,6 +70,27 @@ static cuvil_status transpose_infer(cir_graph *g, cir_node *n) {
     for (int i = 0; i < p.ndim; i++) dims[i] = x->dims[p.perm[i]];
     cir_set_shape(cir_out(g, n, 0), x->dtype, x->ndim, dims);
     return CUVIL_OK;   /* any element type: the kernel moves elem_size bytes */
+}
+
+static cuvil_status block_infer(cir_graph *g, cir_node *n) {
+    cuvil_status s = op_check_arity(g, n, 1, 1, 1, 1);
+    if (s) return s;
+    cuvil_transpose_params p;
+    if ((s = op_transpose_params(g, n, &p))) return s;
+    cir_value *x = cir_in(g, n, 0);
+    int64_t b = cir_attr_int(n, "blocksize"), dims[4] = {x->dims[0], 0, 0, 0};
+    bool d2s = n->kind == CIR_OP_DEPTH_TO_SPACE, over = false;   /* b * b fits (block_params) */
+    if (d2s) {
+        dims[1] = x->dims[1] / (b * b);
+        over = __builtin_mul_overflow(x->dims[2], b, &dims[2]) || __builtin_mul_overflow(x->dims[3], b, &dims[3]);
+    } else {
+        over = __builtin_mul_overflow(x->dims[1], b * b, &dims[1]);
+        dims[2] = x->dims[2] / b;
+        dims[3] = x->dims[3] / b;
+    }
+    if (over) return cir_node_err(g, n, CUVIL_ERR_SHAPE, "blocksize %lld makes the output too large", (long long)b);
+    cir_set_shape(cir_out(g, n, 0), x->dtype, 4, dims);
+    return CUVIL_OK;
 }
 
 static cuvil_status transpose_fold(cir_graph *g, cir_node *n) {
@@ -99,4 +157,15 @@ static const cir_attr_spec transpose_attrs[] = {{"perm", CIR_ATTR_INTS, 0, 0, NU
 static const cir_attr_spec concat_attrs[] = {{"axis", CIR_ATTR_INT, 0, 0, NULL, true}, CIR_ATTR_END};
 
 const cir_opdef cir_op_transpose = {"transpose", 0, 1, 1, 1, 1, transpose_attrs, transpose_infer, transpose_fold, NULL, 0};
+
+static const char *const d2s_modes[] = {"DCR", "CRD", NULL};
+static const cir_attr_spec d2s_attrs[] = {
+    {"blocksize", CIR_ATTR_INT, 0, 0, NULL, true},
+    {"mode", CIR_ATTR_ENUM, 0, 0, d2s_modes, false},
+    CIR_ATTR_END,
+};
+static const cir_attr_spec s2d_attrs[] = {{"blocksize", CIR_ATTR_INT, 0, 0, NULL, true}, CIR_ATTR_END};
+
+const cir_opdef cir_op_depth_to_space = {"depth_to_space", 0, 1, 1, 1, 1, d2s_attrs, block_infer, transpose_fold, NULL, 0};
+const cir_opdef cir_op_space_to_depth = {"space_to_depth", 0, 1, 1, 1, 1, s2d_attrs, block_infer, transpose_fold, NULL, 0};
 const cir_opdef cir_op_concat = {"concat", 0, 1, -1, 1, 1, concat_attrs, concat_infer, concat_fold, NULL, 0};

@@ -159,6 +159,7 @@ cuvil_status op_elements_params(cir_graph *g, cir_node *n, cuvil_elements_params
 /* gather_nd, scatter_nd; also the shape of gather's output / scatter's updates (ndim, dims). */
 cuvil_status op_nd_params(cir_graph *g, cir_node *n, cuvil_nd_params *p, int *ndim, int64_t *dims);
 cuvil_status op_layer_norm_params(cir_graph *g, cir_node *n, cuvil_layer_norm_params *p);
+cuvil_status op_instance_norm_params(cir_graph *g, cir_node *n, cuvil_instance_norm_params *p);
 cuvil_status op_pad_params(cir_graph *g, cir_node *n, cuvil_pad_params *p);
 /* The pooling ops; a 1-D pool is a 2-D one with H = 1, a global one a window over all of it. */
 cuvil_status op_pool_params(cir_graph *g, cir_node *n, cuvil_pool2d_params *p);
