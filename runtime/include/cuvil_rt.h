@@ -249,6 +249,9 @@ typedef struct cuvil_softmax_params {
 
 void cuvil_f32_softmax(const cuvil_softmax_params *p, const float *x, float *y);
 void cuvil_f32_softmax__scalar(const cuvil_softmax_params *p, const float *x, float *y);
+/* Hardmax on the same layout (log ignored): 1 at the first largest element of each run along the
+ * axis, 0 elsewhere; x and y must not overlap. */
+void cuvil_f32_hardmax(const cuvil_softmax_params *p, const float *x, float *y);
 
 /* LayerNormalization over the last `len` elements of each of `rows` rows (x viewed as
  * [rows, len]); scale and bias (may be NULL) have len elements; y may equal x. */

@@ -529,6 +529,26 @@ def test_depth_to_space_and_back(tmp_path):
     assert proc.returncode != 0 and "has 8 channels, not a multiple of blocksize^2 = 9" in proc.stderr, proc.stderr
 
 
+def test_sum_and_mean_at_run_time(tmp_path):
+    """Sum and Mean of three run-time inputs that broadcast ([3,1,4], [2,4], [4]) and of one,
+    float32 and float64, against numpy."""
+    rng = tl.seeded_rng("summean")
+    nodes, ins, outs, feeds, wants, types = [], [], [], {}, {}, {}
+    for t in ["f32", "f64"]:
+        xs = [values(t, shp, rng) for shp in ((3, 1, 4), (2, 4), (4,))]
+        names = [f"{k}_{t}" for k in ("a", "b", "c")]
+        for nm, x in zip(names, xs):
+            ins.append((nm, t, list(x.shape)))
+            feeds[nm] = x
+        total = xs[0] + xs[1] + xs[2]
+        for op, inputs, want in (("Sum", names, total), ("Mean", names, total / 3), ("Sum", names[:1], xs[0])):
+            out = f"{op}{len(inputs)}_{t}"
+            nodes.append(helper.make_node(op, inputs, [out]))
+            outs.append((out, t, None))
+            wants[out], types[out] = want.astype(xs[0].dtype), t
+    run_cases(tmp_path, nodes, ins, outs, feeds, wants, types)
+
+
 # --------------------------------------------------------------------------------------------
 # A model mixing int64, bool and float against ONNX Runtime; errors from run
 # --------------------------------------------------------------------------------------------

@@ -658,9 +658,9 @@ add(
 # Softmax
 # --------------------------------------------------------------------------------------------
 
-def softmax(id_, x, opset, axis=None):
+def softmax(id_, x, opset, axis=None, op="Softmax"):
     kw = {} if axis is None else {"axis": axis}
-    return Case(f"Softmax-{id_}", opset, [node("Softmax", ["x"], ["y"], **kw)],
+    return Case(f"{op}-{id_}", opset, [node(op, ["x"], ["y"], **kw)],
                 {"x": In(x, "wide")})
 
 
@@ -677,6 +677,9 @@ add(
     softmax("opset13-axis1-2d-classifier", [1, 10], 13, 1),
     softmax("opset13-axis0", [3, 4], 13, 0),
     softmax("opset18-axis-1", [1, 49, 49], 18, -1),
+    softmax("opset11-axis1-3d-flattening", [2, 3, 4], 11, 1, op="Hardmax"),
+    softmax("opset13-axis1-3d", [2, 3, 4], 13, 1, op="Hardmax"),
+    softmax("opset13-default-axis", [2, 5, 7], 13, op="Hardmax"),
 )
 
 
@@ -800,6 +803,10 @@ add(
     # the dynamo exporter writes global max pool as ReduceMax over the last two axes
     rmean("opset18-dynamo-global-max", 18, [1, 16, 30, 30], [-2, -1], 1, op="ReduceMax"),
     rmean("opset13-attr-axes", 13, [2, 3, 4, 5], [2, 3], 1, op="ReduceMax"),
+    # ReduceLogSum: reduce_sum then log (positive inputs, so that the log is defined)
+    rmean("opset13-attr-axes", 13, In([2, 3, 4, 5], "pos"), [1, 3], 0, op="ReduceLogSum"),
+    rmean("opset18-input-axes", 18, In([2, 3, 4, 5], "pos"), [2], 1, op="ReduceLogSum"),
+    rmean("opset18-no-axes-all", 18, In([3, 4], "pos"), keepdims=0, op="ReduceLogSum"),
 )
 
 

@@ -306,24 +306,21 @@ def test_causal_attention_from_pytorch_with_dynamic_batch_and_seq(tmp_path):
         assert got["y"].shape == (b, s, 16) and got["n"].tolist() == [s]
 
 
-def test_value_from_a_symbol_without_a_kernel_is_refused_by_name(tmp_path):
-    """A folded value that depends on the symbol, read by a kernel, whose op has no kernel to
-    compute it when the model runs (Sum folds only): one message naming the node and the value."""
+def test_value_from_a_symbol_through_sum_runs_when_the_model_runs(tmp_path):
+    """Sum of values computed from the symbol (Cast(Shape(x)) twice) folds at each sample and
+    runs again when the model runs: y = 2 N x at every N."""
     nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Cast", ["s"], ["sf"], to=TensorProto.FLOAT),
              helper.make_node("Sum", ["sf", "sf"], ["two_n"]), helper.make_node("Mul", ["x", "two_n"], ["y"])]
-    g = helper.make_graph(nodes, "nokernel", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N"])],
+    g = helper.make_graph(nodes, "sumsym", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N"])],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
     model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 8
-    path = tmp_path / "nokernel.onnx"
+    path = tmp_path / "sumsym.onnx"
     onnx.save(model, path)
-    proc = tl.compile_raw(path, tmp_path / "m.so", extra=["--dim", "N=1:8"])
-    assert proc.returncode != 0 and "computes 'two_n' at compile time, which depends on N, and Sum has no kernel" in \
-        proc.stderr, proc.stderr
-    # fixed, it compiles and computes 2 N x
-    so = tl.compile(path, tmp_path / "fixed", stem="fixed", dims={"N": "3"})
-    x = np.array([1.0, -2.0, 0.5], np.float32)
-    np.testing.assert_allclose(tl.run(so, {"x": x}, tmp_path / "run")["y"], 6 * x)
+    so = tl.compile(path, tmp_path / "build", stem="sumsym", dims={"N": "1:8"})
+    for n in (1, 3, 8):
+        x = np.random.default_rng(n).standard_normal(n).astype(np.float32)
+        np.testing.assert_allclose(tl.run(so, {"x": x}, tmp_path / f"run{n}")["y"], 2 * n * x, rtol=1e-6)
 
 
 def test_review_cases_sign_change_empty_slice_int_clip_and_shape_conflict(tmp_path):

@@ -6,6 +6,7 @@
  * compiler can vectorise the reductions; inner > 1 vectorises across `inner` instead, in chunks
  * whose running max/sum live on the stack (kernels have no scratch here). Both read every x
  * before writing the y at the same place, so y == x works (the header does not promise it).
+ * Hardmax (1 at the first largest element along the axis, 0 elsewhere) shares the layout.
  */
 #include <math.h>
 
@@ -133,5 +134,18 @@ void cuvil_f32_softmax__scalar(const cuvil_softmax_params *p, const float *x, fl
             for (int64_t a = 0; a < L; a++) s += expf(xr[a * I] - m);
             for (int64_t a = 0; a < L; a++)
                 yr[a * I] = p->log ? (xr[a * I] - m) - logf(s) : expf(xr[a * I] - m) / s;
+        }
+}
+
+void cuvil_f32_hardmax(const cuvil_softmax_params *p, const float *x, float *y) {
+    const int64_t L = p->axis_len, I = p->inner;
+    for (int64_t o = 0; o < p->outer; o++)
+        for (int64_t i = 0; i < I; i++) {
+            const float *xr = x + o * L * I + i;
+            float *yr = y + o * L * I + i;
+            int64_t best = 0;   /* the first largest; NaN never wins a comparison */
+            for (int64_t k = 1; k < L; k++)
+                if (xr[k * I] > xr[best * I]) best = k;
+            for (int64_t k = 0; k < L; k++) yr[k * I] = k == best ? 1.0f : 0.0f;
         }
 }

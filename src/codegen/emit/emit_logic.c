@@ -1,5 +1,6 @@
 /* emit_logic.c -- the ops of op_fold_only.c that also run at run time, on every element type:
- * the comparisons, not/and/or/xor and where (masks), and expand and tile (broadcast copies). */
+ * the comparisons, not/and/or/xor and where (masks), expand and tile (broadcast copies), and sum
+ * and mean (float32/64: a broadcast copy, then broadcasting adds). */
 #include "codegen/emit/emit_int.h"
 
 /* Expand and Tile: y[i] = x[i mod x_dims] per axis, x's dims padded with leading 1s. */
@@ -51,5 +52,40 @@ cuvil_status cg_emit_where(cg_ctx *cg, cir_graph *g, cir_node *n) {
                               cg_strides(cg, ys, out->dims, out->ndim));
     cg_printf(cg, "    cuvil_where(&%s, %s, %s, %s, %s);\n", ps, cg_in(cg, n->in[0]), cg_in(cg, n->in[1]), cg_in(cg, n->in[2]),
               cg_out(cg, n->out[0]));
+    return CUVIL_OK;
+}
+
+/* ===== Sum, Mean ============================================================================ */
+/* y = x0 broadcast, then y += x_i for each other input, then (mean) y /= n, in the element
+ * type as ONNX Runtime sums. */
+cuvil_status cg_emit_sum(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    cir_value *y = cir_out(g, n, 0), *x0 = cir_in(g, n, 0);
+    int64_t xd[CIR_MAX_DIMS];
+    for (int d = 0; d < y->ndim; d++) xd[d] = d < y->ndim - x0->ndim ? 1 : x0->dims[d - (y->ndim - x0->ndim)];
+    const char *ps = cg_param(cg, "cuvil_bcast_copy_params", "{ .ndim = %d, .elem_size = %zu, .dims = %s, .x_dims = %s }",
+                              y->ndim, cir_dtype_size(y->dtype), cg_i64s(cg, y->dims, y->ndim), cg_i64s(cg, xd, y->ndim));
+    const char *out = cg_out(cg, n->out[0]);
+    bool f32 = y->dtype == CIR_F32;
+    cg_printf(cg, "    cuvil_bcast_copy(&%s, %s, %s);\n", ps, cg_in(cg, n->in[0]), out);
+    for (int i = 1; i <= n->n_in; i++) {
+        cuvil_binary_params p;
+        const char *b;
+        if (i < n->n_in) {
+            op_bin_params(y, cir_in(g, n, i), y, CUVIL_BIN_ADD, &p);
+            b = cg_in(cg, n->in[i]);
+        } else if (n->kind == CIR_OP_MEAN) {
+            cir_value scalar = *y;   /* the divisor n, a scalar */
+            scalar.ndim = 0;
+            op_bin_params(y, &scalar, y, CUVIL_BIN_DIV, &p);
+            float nf = (float)n->n_in;
+            double nd = (double)n->n_in;
+            b = f32 ? cg_data(cg, &nf, sizeof nf, CIR_F32) : cg_data(cg, &nd, sizeof nd, CIR_F64);
+        } else {
+            break;
+        }
+        const char *bp = cg_bin_params(cg, &p, cg_bin_names);
+        if (f32) cg_printf(cg, "    cuvil_f32_binary(&%s, %s, %s, %s);\n", bp, out, b, out);
+        else cg_printf(cg, "    cuvil_binary_t(&%s, %s, %s, %s, %s);\n", bp, cg_rt_type(y->dtype), out, b, out);
+    }
     return CUVIL_OK;
 }

@@ -1,4 +1,5 @@
-/* emit_softmax.c -- softmax and log_softmax (op_softmax.c) on cuvil_f32_softmax. */
+/* emit_softmax.c -- softmax and log_softmax (op_softmax.c) on cuvil_f32_softmax, hardmax on
+ * cuvil_f32_hardmax. */
 #include "codegen/emit/emit_int.h"
 
 cuvil_status cg_emit_softmax(cg_ctx *cg, cir_graph *g, cir_node *n) {
@@ -7,6 +8,7 @@ cuvil_status cg_emit_softmax(cg_ctx *cg, cir_graph *g, cir_node *n) {
     if (s) return s;
     const char *ps = cg_param(cg, "cuvil_softmax_params", "{ .outer = %lld, .axis_len = %lld, .inner = %lld, .log = %d }",
                               (long long)p.outer, (long long)p.axis_len, (long long)p.inner, p.log);
-    cg_printf(cg, "    cuvil_f32_softmax(&%s, %s, %s);\n", ps, cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));
+    cg_printf(cg, "    cuvil_f32_%s(&%s, %s, %s);\n", n->kind == CIR_OP_HARDMAX ? "hardmax" : "softmax", ps, cg_in(cg, n->in[0]),
+              cg_out(cg, n->out[0]));
     return CUVIL_OK;
 }

@@ -262,6 +262,24 @@ static cuvil_status map_reduce(onnx_mapper *m, onnx_node *on, cir_op_kind kind) 
     return map_attr_to_input(m, on, kind, "axes", 1, kind == CIR_OP_REDUCE_SUM ? 13 : 18);
 }
 
+/* ReduceLogSum: log of reduce_sum, through an intermediate value. */
+static cuvil_status map_reduce_log_sum(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
+    (void)kind;
+    char name[600];
+    snprintf(name, sizeof name, "%.280s:sum", on->name);
+    int t = cir_value_add(m->g, name, CIR_VAL_ACT);
+    if (t < 0) return m->g->ctx->status;
+    int *outs = on->out, n_out = on->n_out;
+    on->out = &t;
+    on->n_out = 1;
+    cuvil_status s = map_attr_to_input(m, on, CIR_OP_REDUCE_SUM, "axes", 1, 18);
+    on->out = outs;
+    on->n_out = n_out;
+    if (s) return s;
+    static const char *const reduce_attrs[] = {"axes", "keepdims", "noop_with_empty_axes", NULL};
+    return add_node(m, on, CIR_OP_LOG, 1, &t, on->n_out, on->out, NULL, 0, reduce_attrs);
+}
+
 static cuvil_status map_concat(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
     bool has = false;
     for (int i = 0; i < on->n_attrs; i++) has |= !strcmp(on->attrs[i].name, "axis");
@@ -463,6 +481,7 @@ static const op_map table[] = {
     {"Split", 1, CIR_OP_SPLIT, map_split},
     {"Softmax", 1, CIR_OP_SOFTMAX, map_softmax},
     {"LogSoftmax", 1, CIR_OP_LOG_SOFTMAX, map_softmax},
+    {"Hardmax", 1, CIR_OP_HARDMAX, map_softmax},
     {"LayerNormalization", 17, CIR_OP_LAYER_NORM, map_layer_norm},
     {"Gather", 1, CIR_OP_GATHER, NULL},
     {"GatherElements", 11, CIR_OP_GATHER_ELEMENTS, NULL},
@@ -488,6 +507,7 @@ static const op_map table[] = {
     {"ReduceL1", 1, CIR_OP_REDUCE_L1, map_reduce},
     {"ReduceL2", 1, CIR_OP_REDUCE_L2, map_reduce},
     {"ReduceLogSumExp", 1, CIR_OP_REDUCE_LOG_SUM_EXP, map_reduce},
+    {"ReduceLogSum", 1, CIR_OP_REDUCE_SUM, map_reduce_log_sum},
     {"Resize", 10, CIR_OP_RESIZE, map_resize},
     {"Upsample", 7, CIR_OP_RESIZE, map_resize},
     {"ConstantOfShape", 9, CIR_OP_CONSTANT_OF_SHAPE, map_constant_of_shape},

@@ -1,5 +1,6 @@
-/* op_softmax.c -- softmax and log_softmax along one axis (default -1); with coerce_2d=1 (ONNX
- * before opset 13) over the input coerced to 2-D [prod(dims[:axis]), prod(dims[axis:])]. */
+/* op_softmax.c -- softmax, log_softmax and hardmax along one axis (default -1); with
+ * coerce_2d=1 (ONNX before opset 13) over the input coerced to 2-D [prod(dims[:axis]),
+ * prod(dims[axis:])]. */
 #include "ir/ops/ops.h"
 
 #include <string.h>
@@ -37,7 +38,8 @@ static cuvil_status softmax_fold(cir_graph *g, cir_node *n) {
     if (s) return s;
     cir_value *y = cir_out(g, n, 0);
     if (!cir_value_make_const(g, y)) return g->ctx->status;
-    cuvil_f32_softmax__scalar(&p, cir_in(g, n, 0)->data, y->data);
+    if (n->kind == CIR_OP_HARDMAX) cuvil_f32_hardmax(&p, cir_in(g, n, 0)->data, y->data);
+    else cuvil_f32_softmax__scalar(&p, cir_in(g, n, 0)->data, y->data);
     return CUVIL_OK;
 }
 
@@ -49,3 +51,4 @@ static const cir_attr_spec softmax_attrs[] = {
 
 const cir_opdef cir_op_softmax = {"softmax", 0, 1, 1, 1, 1, softmax_attrs, softmax_infer, softmax_fold, NULL, 0};
 const cir_opdef cir_op_log_softmax = {"log_softmax", 0, 1, 1, 1, 1, softmax_attrs, softmax_infer, softmax_fold, NULL, 0};
+const cir_opdef cir_op_hardmax = {"hardmax", 0, 1, 1, 1, 1, softmax_attrs, softmax_infer, softmax_fold, NULL, 0};
