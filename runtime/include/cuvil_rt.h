@@ -457,6 +457,10 @@ void cuvil_cumsum_t(const cuvil_cumsum_params *p, int t, const void *x, void *y)
 int cuvil_cumsum_rt(const cuvil_cumsum_params *p, int ndim, const int64_t *dims, int axis_t, const void *axis, int t,
                     const void *x, void *y);
 
+/* Clip: y = min(max(x, *lo), *hi) for n elements of type t (any numeric type; lo and hi of the
+ * same type, NULL for no bound); NaN stays NaN. */
+void cuvil_clip_t(int t, const void *x, const void *lo, const void *hi, void *y, int64_t n);
+
 /* ConstantOfShape: n copies of the elem_size bytes at value. */
 void cuvil_fill(const void *value, int64_t elem_size, void *y, int64_t n);
 

@@ -549,6 +549,29 @@ def test_sum_and_mean_at_run_time(tmp_path):
     run_cases(tmp_path, nodes, ins, outs, feeds, wants, types)
 
 
+def test_clip_with_run_time_bounds_every_type(tmp_path):
+    """Clip whose bounds are graph inputs (both, min only, max only) and integer Clip with
+    constant bounds, against numpy; float NaN stays NaN."""
+    rng = tl.seeded_rng("clip")
+    nodes, ins, outs, feeds, wants, types = [], [], [], {}, {}, {}
+    inits = []
+    for t in ["f32", "f64", "f16", "i8", "i32", "i64", "u8", "u64"]:
+        x = values(t, (3, 7), rng, lo=0 if t[0] == "u" else -50, hi=50)
+        if t[0] == "f":
+            x[0, 0] = np.nan
+        lo, hi = np.array(-10 if t[0] != "u" else 5, NP[t]), np.array(20, NP[t])
+        ins += [(f"x_{t}", t, [3, 7]), (f"lo_{t}", t, []), (f"hi_{t}", t, [])]
+        feeds.update({f"x_{t}": x, f"lo_{t}": lo, f"hi_{t}": hi})
+        inits += [onnx.numpy_helper.from_array(lo, f"clo_{t}"), onnx.numpy_helper.from_array(hi, f"chi_{t}")]
+        for name, args, want in (("both", [f"lo_{t}", f"hi_{t}"], np.clip(x, lo, hi)), ("min", [f"lo_{t}"], np.maximum(x, lo)),
+                                 ("max", ["", f"hi_{t}"], np.minimum(x, hi)),
+                                 ("const", [f"clo_{t}", f"chi_{t}"], np.clip(x, lo, hi))):
+            nodes.append(helper.make_node("Clip", [f"x_{t}"] + args, [f"{name}_{t}"]))
+            outs.append((f"{name}_{t}", t, None))
+            wants[f"{name}_{t}"], types[f"{name}_{t}"] = want.astype(x.dtype), t
+    run_cases(tmp_path, nodes, ins, outs, feeds, wants, types, inits=inits)
+
+
 # --------------------------------------------------------------------------------------------
 # A model mixing int64, bool and float against ONNX Runtime; errors from run
 # --------------------------------------------------------------------------------------------

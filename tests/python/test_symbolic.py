@@ -326,8 +326,9 @@ def test_value_from_a_symbol_through_sum_runs_when_the_model_runs(tmp_path):
 def test_review_cases_sign_change_empty_slice_int_clip_and_shape_conflict(tmp_path):
     """Found by a review: an integer whose sign follows the symbol (Trilu k = S - 3) is one
     number to fit; a slice x[:, 1:S-1] that is empty at S = 2 compiles for S = 2..64; an int64
-    Clip of a shape, which has no run-time kernel, is refused (it used to run unclipped); and two
-    --shape options that give one symbol different values are refused by name."""
+    Clip of a shape runs clipped (it used to run unclipped), an int64 ReduceProd of one, which
+    has no run-time kernel, is refused; and two --shape options that give one symbol different
+    values are refused by name."""
     N, T = helper.make_node, TensorProto
     inits = [onnx.numpy_helper.from_array(np.array(v, np.int64), n) for n, v in
              (("one", 1), ("three", 3), ("ax", [1]), ("st", [1]), ("m1", [-1]), ("lo", 2), ("hi", 6))]
@@ -352,8 +353,15 @@ def test_review_cases_sign_change_empty_slice_int_clip_and_shape_conflict(tmp_pa
         np.testing.assert_array_equal(got["tri"], np.triu(x, s - 3))
         assert got["mid"].shape == (b, s - 2)
     clip = save("clip", nodes[:1] + nodes[5:], [helper.make_tensor_value_info("clipped", T.INT64, None)])
-    proc = tl.compile_raw(clip, tmp_path / "clip.so", extra=["--dim", "B=1:3", "--dim", "S=1:8"])
-    assert proc.returncode != 0 and "Clip" in proc.stderr and "is int64" in proc.stderr and \
+    so = tl.compile(clip, tmp_path / "clipb", stem="clip", dims={"B": "1:3", "S": "1:8"})
+    for b, s in ((1, 1), (3, 8), (2, 5)):
+        got = tl.run(so, {"x": np.zeros((b, s), np.float32)}, tmp_path / f"clip{b}_{s}")
+        np.testing.assert_array_equal(got["clipped"], np.clip([b, s], 2, 6))
+    # an int64 reduction of a shape folds, but has no int64 kernel to run again: refused, saying why
+    rp = save("rprod", nodes[:1] + [N("ReduceProd", ["s"], ["numel"], keepdims=0)],
+              [helper.make_tensor_value_info("numel", T.INT64, None)])
+    proc = tl.compile_raw(rp, tmp_path / "rprod.so", extra=["--dim", "B=1:3", "--dim", "S=1:8"])
+    assert proc.returncode != 0 and "ReduceProd" in proc.stderr and "is int64" in proc.stderr and \
         "computed when the model runs" in proc.stderr, proc.stderr
     proc = tl.compile_raw(path, tmp_path / "conflict.so", extra=["--shape", "x=1,8"])
     assert proc.returncode == 0, proc.stderr

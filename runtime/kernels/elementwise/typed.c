@@ -533,6 +533,45 @@ int cuvil_cumsum_rt(const cuvil_cumsum_params *p, int ndim, const int64_t *dims,
     return 0;
 }
 
+#define CLIP(T)                                                                                 \
+    do {                                                                                        \
+        const T *X = x;                                                                         \
+        T *Y = y, l = lo ? *(const T *)lo : (T)0, h = hi ? *(const T *)hi : (T)0;               \
+        for (int64_t i = 0; i < n; i++) {                                                       \
+            T v = X[i];                                                                         \
+            if (lo && v < l) v = l;                                                             \
+            if (hi && v > h) v = h;                                                             \
+            Y[i] = v;                                                                           \
+        }                                                                                       \
+    } while (0)
+
+void cuvil_clip_t(int t, const void *x, const void *lo, const void *hi, void *y, int64_t n) {
+    switch (t) {
+    case CUVIL_T_F32: CLIP(float); break;
+    case CUVIL_T_F64: CLIP(double); break;
+    case CUVIL_T_I8: CLIP(int8_t); break;
+    case CUVIL_T_I16: CLIP(int16_t); break;
+    case CUVIL_T_I32: CLIP(int32_t); break;
+    case CUVIL_T_I64: CLIP(int64_t); break;
+    case CUVIL_T_U8: CLIP(uint8_t); break;
+    case CUVIL_T_U16: CLIP(uint16_t); break;
+    case CUVIL_T_U32: CLIP(uint32_t); break;
+    case CUVIL_T_U64: CLIP(uint64_t); break;
+    case CUVIL_T_F16: case CUVIL_T_BF16: {   /* through float32 */
+        float l = lo ? (float)ld_float(t, lo, 0) : 0, h = hi ? (float)ld_float(t, hi, 0) : 0;
+        for (int64_t i = 0; i < n; i++) {
+            float v = (float)ld_float(t, x, i);
+            if (lo && v < l) v = l;
+            if (hi && v > h) v = h;
+            st_float(t, y, i, v);
+        }
+        break;
+    }
+    default: break;   /* bool: refused by the compiler */
+    }
+}
+#undef CLIP
+
 void cuvil_fill(const void *value, int64_t elem_size, void *y, int64_t n) {
     char *Y = y;
     for (int64_t i = 0; i < n; i++) memcpy(Y + i * elem_size, value, (size_t)elem_size);

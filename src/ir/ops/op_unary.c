@@ -40,26 +40,35 @@ static bool unary_act(cir_graph *g, const cir_node *n, cir_act *a) {
     return true;
 }
 
+/* Whether a clip node runs on cuvil_clip_t (bounds read when the model runs, any numeric type)
+ * rather than as the activation: bounds computed at run time, or integers. */
+bool op_clip_typed(cir_graph *g, const cir_node *n) {
+    cir_value *x = cir_in(g, n, 0), *lo = cir_in(g, n, 1), *hi = cir_in(g, n, 2);
+    return n->kind == CIR_OP_CLIP && (!cir_dtype_is_float(x->dtype) || (lo && !cir_is_const(lo)) || (hi && !cir_is_const(hi)));
+}
+
 static cuvil_status unary_infer(cir_graph *g, cir_node *n) {
     bool clip = n->kind == CIR_OP_CLIP;
     cuvil_status s = op_check_arity(g, n, 1, clip ? 3 : 1, 1, 1);
     if (s) return s;
     cir_value *x = cir_in(g, n, 0);
     cir_act a;
-    if (!unary_act(g, n, &a)) {
-        if (clip)
-            return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "min/max inputs are computed at run time; Cuvil needs them constant");
+    if (!unary_act(g, n, &a) && !clip)
         return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "attribute approximate='%s' is not supported",
                             cir_attr_enum_name(n, "approximate"));
-    }
     for (int i = 1; i < n->n_in; i++) {
         cir_value *v = cir_in(g, n, i);
         if (v && cir_numel(v) != 1) return cir_node_err(g, n, CUVIL_ERR_SHAPE, "'%s' must be a scalar", v->name);
+        if (v && op_clip_typed(g, n) && v->dtype != x->dtype)
+            return cir_node_err(g, n, CUVIL_ERR_DTYPE, "bound '%s' is %s, input '%s' is %s", v->name,
+                                cir_dtype_name(v->dtype), x->name, cir_dtype_name(x->dtype));
     }
     cir_set_shape(cir_out(g, n, 0), x->dtype, x->ndim, x->dims);
     if (cir_is_const(x) || cir_dtype_is_float(x->dtype)) return CUVIL_OK;
     /* at run time integers take the ops that stay integers */
-    bool int_op = n->kind == CIR_OP_NEG || n->kind == CIR_OP_ABS || n->kind == CIR_OP_RELU || n->kind == CIR_OP_SIGN;
+    bool int_op = n->kind == CIR_OP_NEG || n->kind == CIR_OP_ABS || n->kind == CIR_OP_RELU || n->kind == CIR_OP_SIGN ||
+                  n->kind == CIR_OP_CLIP;
+    if (x->dtype == CIR_BOOL) int_op = false;
     if (!cir_dtype_is_int(x->dtype) || !int_op)
         return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' is %s; at run time %s takes float types%s", x->name,
                             cir_dtype_name(x->dtype), n->def->name, int_op ? " and integers" : "");
@@ -68,6 +77,12 @@ static cuvil_status unary_infer(cir_graph *g, cir_node *n) {
 
 static cuvil_status unary_fold(cir_graph *g, cir_node *n) {
     cir_value *x = cir_in(g, n, 0), *y = cir_out(g, n, 0);
+    if (op_clip_typed(g, n)) {   /* the kernel the compiled model runs */
+        cir_value *lo = cir_in(g, n, 1), *hi = cir_in(g, n, 2);
+        if (!cir_value_make_const(g, y)) return g->ctx->status;
+        cuvil_clip_t(x->dtype, x->data, lo ? lo->data : NULL, hi ? hi->data : NULL, y->data, cir_numel(x));
+        return CUVIL_OK;
+    }
     cir_act ca;
     unary_act(g, n, &ca);
     cuvil_act_params a = cir_act_params(&ca);
