@@ -300,7 +300,9 @@ static cuvil_status symbolic_generate(cuvil_ctx *ctx, cir_graph *g, const cuvil_
 #undef DV
     /* round 2: each sample's C, all with that plan. A constant in the weights that differs
      * between the compiles depends on a symbol: its producer runs when the model runs instead
-     * (revive), and the compiles start again, until the weights agree. */
+     * (revive), and the compiles start again, until the weights agree. A round stops at the
+     * first sample that finds such constants (nearly always the first, which differs from
+     * sample 0 in every symbol), so only the last round, which finds none, compiles them all. */
     const char *syms = or_names;
     want = cuvil_calloc((size_t)g->n_values + 1, 1);
     uint8_t *marks = cuvil_calloc((size_t)g->n_values + 1, 1);   /* this round's finds */
@@ -314,7 +316,7 @@ static cuvil_status symbolic_generate(cuvil_ctx *ctx, cir_graph *g, const cuvil_
             texts[0] = gen->model_c;   /* borrowed */
             headers[0] = gen->model_h;
         }
-        for (int p = 1; p < ss.np && !s; p++) {
+        for (int p = 1; p < ss.np && !s && !marked; p++) {
             cir_graph *gs = NULL;
             cg_output go;
             memset(&go, 0, sizeof go);

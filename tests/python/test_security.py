@@ -592,6 +592,23 @@ def test_folding_that_would_take_too_long_is_left_to_run_time(tmp_path):
     assert cpu.seconds < 20
 
 
+def test_prepacked_weights_count_with_the_models_own_constants(tmp_path):
+    """Prepacked weights are a copy of weights the model holds: they count against total_bytes
+    with the model's constants, not against folded_bytes (which bounds what folding creates and
+    which a large model's weights alone exceed: BERT-base was refused). A MatMul with a 4 MB
+    weight compiles under --limit folded_bytes=1M, B prepacked, and matches ONNX Runtime."""
+    rng = np.random.default_rng(9)
+    w = numpy_helper.from_array(rng.standard_normal((1024, 1024)).astype(np.float32), "w")
+    m = _model([helper.make_node("MatMul", ["x", "w"], ["y"])], [_vi("x", [2, 1024])], [_vi("y", None)], [w])
+    p = tmp_path / "mm.onnx"
+    onnx.save(m, p)
+    ir = tl.compile_raw(p, "-", emit="ir", extra=["--limit", "folded_bytes=1M"])
+    assert ir.returncode == 0 and "B prepacked" in ir.stdout, ir.stderr
+    so = tl.compile(p, tmp_path / "out", extra=["--limit", "folded_bytes=1M"])
+    x = rng.standard_normal((2, 1024)).astype(np.float32)
+    tl.assert_outputs_close(tl.run(so, {"x": x}, tmp_path / "run"), tl.ort_run(p, {"x": x}))
+
+
 @pytest.mark.parametrize("stem", ["stdint", "string", "math", "cuvil_rt", "cuvil", "libcuvil", "lib1", "lib2dconv"])
 def test_output_names_that_clash_with_headers_or_cuvil(small, stem, tmp_path):
     p, inputs, ref = small
