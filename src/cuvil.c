@@ -178,10 +178,11 @@ static cuvil_status revive(cuvil_ctx *ctx, cir_graph *g, const uint8_t *want, co
     return CUVIL_OK;
 }
 
-/* Loads the model at sample p and runs the passes (then revives the values of want, if any);
- * *out is NULL at sample 0 (g itself). */
+/* Loads the model at sample p and runs the passes (then revives the values of want, if any:
+ * one flag per value of sample 0's graph, n_want of them); *out is NULL at sample 0 (g itself). */
 static cuvil_status load_sample(cuvil_ctx *ctx, const cuvil_options *o, const char *model_path, const char *target,
-                                const sym_samples *ss, int p, const uint8_t *want, const char *syms, cir_graph **out) {
+                                const sym_samples *ss, int p, const uint8_t *want, int n_want, const char *syms,
+                                cir_graph **out) {
     int64_t sample[32] = {0};
     for (int j = 0; j < ss->nd; j++) sample[ss->dyn[j]] = ss->pts[p][j] * ss->step[j];
     cuvil_status s = cuvil_onnx_load_sampled(ctx, model_path, o, sample, 32, out);
@@ -190,6 +191,9 @@ static cuvil_status load_sample(cuvil_ctx *ctx, const cuvil_options *o, const ch
     (*out)->opt_level = o->opt_level;
     (*out)->symbolic = true;
     if ((s = cuvil_run_passes(*out, o))) return s;
+    if (want && (*out)->n_values != n_want)   /* want is indexed by value id: the graphs must agree */
+        return cuvil_err(ctx, CUVIL_ERR_UNSUPPORTED, "the model cannot keep its dims symbolic: its graph differs with the "
+                         "value of a symbol (fix them with --dim NAME=N)");
     return revive(ctx, *out, want, syms);
 }
 
@@ -264,7 +268,7 @@ static cuvil_status symbolic_generate(cuvil_ctx *ctx, cir_graph *g, const cuvil_
         for (int d = 0; d < cir_val(g, i)->ndim; d++) DV(i, d, 0) = cir_val(g, i)->dims[d];
     for (int p = 1; p < ss.np && !s; p++) {
         cir_graph *gs = NULL;
-        if (!(s = load_sample(ctx, o, model_path, target, &ss, p, NULL, NULL, &gs))) {
+        if (!(s = load_sample(ctx, o, model_path, target, &ss, p, NULL, 0, NULL, &gs))) {
             if (gs->n_values != g->n_values) s = cuvil_err(ctx, CUVIL_ERR_UNSUPPORTED, "%s", differs);
             for (int i = 0; !s && i < g->n_values; i++) {
                 const cir_value *v = cir_val(gs, i);
@@ -320,7 +324,7 @@ static cuvil_status symbolic_generate(cuvil_ctx *ctx, cir_graph *g, const cuvil_
             cir_graph *gs = NULL;
             cg_output go;
             memset(&go, 0, sizeof go);
-            if (!(s = load_sample(ctx, o, model_path, target, &ss, p, want, syms, &gs))) {
+            if (!(s = load_sample(ctx, o, model_path, target, &ss, p, want, g->n_values, syms, &gs))) {
                 gs->plan_bytes = plan;
                 gs->n_plan_bytes = g->n_values;
                 if (gs->n_values != g->n_values) s = cuvil_err(ctx, CUVIL_ERR_UNSUPPORTED, "%s", differs);
