@@ -22,6 +22,7 @@ static void usage(FILE *f) {
           "                        for toolchains without GNU .incbin)\n"
           "  --dim NAME=N          fix the model's symbolic dim NAME to N (default 1); repeatable\n"
           "  --dim NAME=LO:HI      keep NAME symbolic: the model takes any value in LO..HI at run time\n"
+          "                        (at most 3 dims stay symbolic)\n"
           "  --dim NAME=LO:HI:STEP  the multiples of STEP in LO..HI (sizes divided by strides stay\n"
           "                        exact: a CNN's --dim H=32:1024:32)\n"
           "  --name PREFIX         symbol prefix of the model's C API (default: OUT's file name)\n"

@@ -461,6 +461,18 @@ int cuvil_cumsum_rt(const cuvil_cumsum_params *p, int ndim, const int64_t *dims,
  * same type, NULL for no bound); NaN stays NaN. */
 void cuvil_clip_t(int t, const void *x, const void *lo, const void *hi, void *y, int64_t n);
 
+/* TopK: x viewed as [outer, len, inner]; along len, the k largest (or smallest) elements in
+ * order, ties by the lower index, into y and their indices into idx ([outer, k, inner]); NaN
+ * counts as the largest. t: float32/64, float16, bfloat16, int32/64. scratch: one row's
+ * candidates, cuvil_topk_scratch_size() bytes. */
+typedef struct cuvil_topk_params {
+    int64_t outer, len, inner, k;
+    int largest;
+} cuvil_topk_params;
+
+size_t cuvil_topk_scratch_size(const cuvil_topk_params *p);
+void cuvil_topk_t(const cuvil_topk_params *p, int t, const void *x, void *y, int64_t *idx, void *scratch);
+
 /* ConstantOfShape: n copies of the elem_size bytes at value. */
 void cuvil_fill(const void *value, int64_t elem_size, void *y, int64_t n);
 

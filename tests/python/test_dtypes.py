@@ -572,6 +572,34 @@ def test_clip_with_run_time_bounds_every_type(tmp_path):
     run_cases(tmp_path, nodes, ins, outs, feeds, wants, types, inits=inits)
 
 
+def np_topk(x, k, axis, largest):
+    """numpy's reference: a stable sort on the key (ties keep the lower index first)."""
+    key = -x.astype(np.float64) if largest else x.astype(np.float64)
+    order = np.argsort(key, axis=axis, kind="stable")
+    idx = np.take(order, np.arange(k), axis=axis)
+    return np.take_along_axis(x, idx, axis=axis), idx.astype(np.int64)
+
+
+def test_topk_every_type(tmp_path):
+    """TopK, largest and smallest, along the last axis and axis 0, with ties (small integers
+    repeat), values and indices, against a stable numpy sort."""
+    rng = tl.seeded_rng("topk")
+    nodes, ins, outs, feeds, wants, types = [], [], [], {}, {}, {}
+    inits = [helper.make_tensor("k3", TensorProto.INT64, [1], [3]), helper.make_tensor("k2", TensorProto.INT64, [1], [2])]
+    for t in ["f32", "f64", "f16", "i32", "i64"]:
+        x = values(t, (4, 6), rng, lo=-4, hi=4)
+        ins.append((f"x_{t}", t, [4, 6]))
+        feeds[f"x_{t}"] = x
+        for name, k, kn, axis, largest in (("a", 3, "k3", -1, 1), ("b", 3, "k3", -1, 0), ("c", 2, "k2", 0, 1)):
+            v, i = np_topk(x, k, axis, largest)
+            nodes.append(helper.make_node("TopK", [f"x_{t}", kn], [f"{name}v_{t}", f"{name}i_{t}"], axis=axis,
+                                          largest=largest))
+            outs += [(f"{name}v_{t}", t, None), (f"{name}i_{t}", "i64", None)]
+            wants[f"{name}v_{t}"], types[f"{name}v_{t}"] = v, t
+            wants[f"{name}i_{t}"], types[f"{name}i_{t}"] = i, "i64"
+    run_cases(tmp_path, nodes, ins, outs, feeds, wants, types, inits=inits, opset=11)
+
+
 # --------------------------------------------------------------------------------------------
 # A model mixing int64, bool and float against ONNX Runtime; errors from run
 # --------------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@
  */
 #include <math.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../rt_int.h"
@@ -571,6 +572,61 @@ void cuvil_clip_t(int t, const void *x, const void *lo, const void *hi, void *y,
     }
 }
 #undef CLIP
+
+/* TopK candidates: the value as double (floats) or int64 (integers), and its index. */
+typedef struct topk_item {
+    double f;
+    int64_t v, i;
+} topk_item;
+
+static int topk_cmp_f(const void *a, const void *b) {   /* descending, NaN first, ties by index */
+    const topk_item *x = a, *y = b;
+    bool xn = x->f != x->f, yn = y->f != y->f;
+    if (xn != yn) return xn ? -1 : 1;
+    if (!xn && x->f != y->f) return x->f > y->f ? -1 : 1;
+    return x->i < y->i ? -1 : x->i > y->i;
+}
+static int topk_cmp_f_asc(const void *a, const void *b) {   /* ascending, NaN last, ties by index */
+    const topk_item *x = a, *y = b;
+    bool xn = x->f != x->f, yn = y->f != y->f;
+    if (xn != yn) return xn ? 1 : -1;
+    if (!xn && x->f != y->f) return x->f < y->f ? -1 : 1;
+    return x->i < y->i ? -1 : x->i > y->i;
+}
+static int topk_cmp_i(const void *a, const void *b) {
+    const topk_item *x = a, *y = b;
+    if (x->v != y->v) return x->v > y->v ? -1 : 1;
+    return x->i < y->i ? -1 : x->i > y->i;
+}
+static int topk_cmp_i_asc(const void *a, const void *b) {
+    const topk_item *x = a, *y = b;
+    if (x->v != y->v) return x->v < y->v ? -1 : 1;
+    return x->i < y->i ? -1 : x->i > y->i;
+}
+
+size_t cuvil_topk_scratch_size(const cuvil_topk_params *p) { return sizeof(topk_item) * (size_t)p->len; }
+
+void cuvil_topk_t(const cuvil_topk_params *p, int t, const void *x, void *y, int64_t *idx, void *scratch) {
+    topk_item *c = scratch;
+    bool fl = is_float_t(t);
+    int (*cmp)(const void *, const void *) = fl ? (p->largest ? topk_cmp_f : topk_cmp_f_asc)
+                                                : (p->largest ? topk_cmp_i : topk_cmp_i_asc);
+    for (int64_t o = 0; o < p->outer; o++)
+        for (int64_t in = 0; in < p->inner; in++) {
+            for (int64_t j = 0; j < p->len; j++) {
+                int64_t at = (o * p->len + j) * p->inner + in;
+                c[j].i = j;
+                if (fl) c[j].f = ld_float(t, x, at);
+                else c[j].v = t == CUVIL_T_I32 ? ((const int32_t *)x)[at] : ((const int64_t *)x)[at];
+            }
+            qsort(c, (size_t)p->len, sizeof *c, cmp);
+            for (int64_t j = 0; j < p->k; j++) {
+                int64_t at = (o * p->k + j) * p->inner + in, src = (o * p->len + c[j].i) * p->inner + in;
+                idx[at] = c[j].i;
+                memcpy((char *)y + (size_t)at * type_size(t), (const char *)x + (size_t)src * type_size(t), type_size(t));
+            }
+        }
+}
 
 void cuvil_fill(const void *value, int64_t elem_size, void *y, int64_t n) {
     char *Y = y;

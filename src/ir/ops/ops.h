@@ -174,6 +174,8 @@ cuvil_status op_softmax_params(cir_graph *g, cir_node *n, cuvil_softmax_params *
 cuvil_status op_split_params(cir_graph *g, cir_node *n, int64_t *outer, int64_t *chunk);
 cuvil_status op_transpose_params(cir_graph *g, cir_node *n, cuvil_transpose_params *p);
 cuvil_status op_trilu_params(cir_graph *g, cir_node *n, cuvil_trilu_params *p);
+/* topk: the layout, k and the axis. */
+cuvil_status op_topk_params(cir_graph *g, cir_node *n, cuvil_topk_params *p, int *axis);
 /* clip runs on cuvil_clip_t (bounds computed at run time, or integer input), not as an activation. */
 bool op_clip_typed(cir_graph *g, const cir_node *n);
 cuvil_status op_cumsum_params(cir_graph *g, cir_node *n, cuvil_cumsum_params *p);

@@ -1,0 +1,16 @@
+/* emit_topk.c -- topk (op_topk.c): one call of cuvil_topk_t, with one row's candidates in scratch. */
+#include "codegen/emit/emit_int.h"
+
+cuvil_status cg_emit_topk(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    cuvil_topk_params p;
+    int axis;
+    cuvil_status s = op_topk_params(g, n, &p, &axis);
+    if (s) return s;
+    const char *ps = cg_param(cg, "cuvil_topk_params", "{ .outer = %lld, .len = %lld, .inner = %lld, .k = %lld, .largest = %d }",
+                              (long long)p.outer, (long long)p.len, (long long)p.inner, (long long)p.k, p.largest);
+    const char *S = cg_scratch(cg, cuvil_topk_scratch_size(&p), "cuvil_topk_scratch_size(&%s)", ps);
+    cir_value *x = cir_in(g, n, 0);
+    cg_printf(cg, "    cuvil_topk_t(&%s, %s, %s, %s, %s, %s);\n", ps, cg_rt_type(x->dtype), cg_in(cg, n->in[0]),
+              cg_out(cg, n->out[0]), cg_out(cg, n->out[1]), S);
+    return CUVIL_OK;
+}

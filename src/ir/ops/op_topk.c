@@ -1,0 +1,71 @@
+/* op_topk.c -- topk (x, k): the k largest (largest=1) or smallest elements along an axis, in
+ * order (ties: the lower index first), and their int64 indices. k is a constant (the output's
+ * shape). float32/64, float16, bfloat16, int32/64, at run time and folded, by the one kernel
+ * cuvil_topk_t (its scratch holds one row's candidates). */
+#include "ir/ops/ops.h"
+
+#include <string.h>
+
+cuvil_status op_topk_params(cir_graph *g, cir_node *n, cuvil_topk_params *p, int *axis) {
+    cir_value *x = cir_in(g, n, 0), *kv = cir_in(g, n, 1);
+    cir_dtype t = x->dtype;
+    if (t != CIR_F32 && t != CIR_F64 && t != CIR_F16 && t != CIR_BF16 && t != CIR_I32 && t != CIR_I64)
+        return cir_node_err(g, n, CUVIL_ERR_DTYPE, "input '%s' has type %s; topk takes float, double, float16, bfloat16, "
+                            "int32 and int64", x->name, cir_dtype_name(t));
+    if (x->ndim < 1) return cir_node_err(g, n, CUVIL_ERR_SHAPE, "input '%s' is a scalar; topk needs an axis", x->name);
+    cuvil_status s = op_axis(g, n, cir_attr_int(n, "axis"), x->ndim, "axis", axis);
+    if (s) return s;
+    int64_t k;
+    int cnt;
+    if ((s = op_const_ints(g, n, 1, "k", &k, 1, &cnt))) return s;
+    if (cnt != 1 || cir_numel(kv) != 1) return cir_node_err(g, n, CUVIL_ERR_SHAPE, "k '%s' must hold one value", kv->name);
+    if (k < 0 || k > x->dims[*axis])
+        return cir_node_err(g, n, CUVIL_ERR_SHAPE, "k=%lld is outside 0..%lld, the size of axis %d of '%s'", (long long)k,
+                            (long long)x->dims[*axis], *axis, x->name);
+    memset(p, 0, sizeof *p);
+    p->outer = p->inner = 1;
+    p->len = x->dims[*axis];
+    p->k = k;
+    for (int d = 0; d < *axis; d++) p->outer *= x->dims[d];
+    for (int d = *axis + 1; d < x->ndim; d++) p->inner *= x->dims[d];
+    p->largest = cir_attr_int(n, "largest") != 0;
+    return CUVIL_OK;
+}
+
+static cuvil_status topk_infer(cir_graph *g, cir_node *n) {
+    cuvil_status s = op_check_arity(g, n, 2, 2, 2, 2);
+    if (s) return s;
+    cuvil_topk_params p;
+    int axis;
+    if ((s = op_topk_params(g, n, &p, &axis))) return s;
+    cir_value *x = cir_in(g, n, 0);
+    int64_t dims[CIR_MAX_DIMS];
+    memcpy(dims, x->dims, sizeof(int64_t) * (size_t)x->ndim);
+    dims[axis] = p.k;
+    cir_set_shape(cir_out(g, n, 0), x->dtype, x->ndim, dims);
+    cir_set_shape(cir_out(g, n, 1), CIR_I64, x->ndim, dims);
+    return CUVIL_OK;
+}
+
+static cuvil_status topk_fold(cir_graph *g, cir_node *n) {
+    cuvil_topk_params p;
+    int axis;
+    cuvil_status s = op_topk_params(g, n, &p, &axis);
+    if (s) return s;
+    cir_value *x = cir_in(g, n, 0), *y = cir_out(g, n, 0), *yi = cir_out(g, n, 1);
+    if (!cir_value_make_const(g, y) || !cir_value_make_const(g, yi)) return g->ctx->status;
+    void *scratch = cuvil_malloc(cuvil_topk_scratch_size(&p) + 1);
+    if (!scratch) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+    cuvil_topk_t(&p, x->dtype, x->data, y->data, yi->data, scratch);
+    cuvil_free(scratch);
+    return CUVIL_OK;
+}
+
+static const cir_attr_spec topk_attrs[] = {
+    {"axis", CIR_ATTR_INT, -1, 0, NULL, false},
+    {"largest", CIR_ATTR_INT, 1, 0, NULL, false},
+    {"sorted", CIR_ATTR_INT, 1, 0, NULL, false},   /* the output is always sorted (any order is allowed otherwise) */
+    CIR_ATTR_END,
+};
+
+const cir_opdef cir_op_topk = {"topk", 0, 2, 2, 2, 2, topk_attrs, topk_infer, topk_fold, NULL, 0};
