@@ -473,6 +473,10 @@ typedef struct cuvil_topk_params {
 size_t cuvil_topk_scratch_size(const cuvil_topk_params *p);
 void cuvil_topk_t(const cuvil_topk_params *p, int t, const void *x, void *y, int64_t *idx, void *scratch);
 
+/* IsNaN / IsInf: y[i] = 1 if x[i] (float type t) is in one of the classes of mask. */
+enum { CUVIL_CLASS_NAN = 1, CUVIL_CLASS_POS_INF = 2, CUVIL_CLASS_NEG_INF = 4 };
+void cuvil_float_class_t(int t, int mask, const void *x, uint8_t *y, int64_t n);
+
 /* ConstantOfShape: n copies of the elem_size bytes at value. */
 void cuvil_fill(const void *value, int64_t elem_size, void *y, int64_t n);
 

@@ -600,6 +600,24 @@ def test_topk_every_type(tmp_path):
     run_cases(tmp_path, nodes, ins, outs, feeds, wants, types, inits=inits, opset=11)
 
 
+def test_isnan_isinf(tmp_path):
+    """IsNaN and IsInf (both signs, positive only, negative only) on float32/64 and float16
+    holding NaN, +-inf, +-0, large and ordinary values, against numpy."""
+    nodes, ins, outs, feeds, wants, types = [], [], [], {}, {}, {}
+    base = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1.5, -2.0, 6e4, np.nan, -np.inf]
+    for t in ["f32", "f64", "f16"]:
+        x = np.array(base, NP[t])
+        ins.append((f"x_{t}", t, [len(base)]))
+        feeds[f"x_{t}"] = x
+        for name, op, kw, want in (("nan", "IsNaN", {}, np.isnan(x)), ("inf", "IsInf", {}, np.isinf(x)),
+                                   ("pinf", "IsInf", {"detect_negative": 0}, np.isposinf(x)),
+                                   ("ninf", "IsInf", {"detect_positive": 0}, np.isneginf(x))):
+            nodes.append(helper.make_node(op, [f"x_{t}"], [f"{name}_{t}"], **kw))
+            outs.append((f"{name}_{t}", "bool", None))
+            wants[f"{name}_{t}"], types[f"{name}_{t}"] = want, "bool"
+    run_cases(tmp_path, nodes, ins, outs, feeds, wants, types)
+
+
 # --------------------------------------------------------------------------------------------
 # A model mixing int64, bool and float against ONNX Runtime; errors from run
 # --------------------------------------------------------------------------------------------

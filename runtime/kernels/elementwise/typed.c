@@ -628,6 +628,14 @@ void cuvil_topk_t(const cuvil_topk_params *p, int t, const void *x, void *y, int
         }
 }
 
+void cuvil_float_class_t(int t, int mask, const void *x, uint8_t *y, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        double v = ld_float(t, x, i);
+        y[i] = ((mask & CUVIL_CLASS_NAN) && v != v) || ((mask & CUVIL_CLASS_POS_INF) && v == INFINITY) ||
+               ((mask & CUVIL_CLASS_NEG_INF) && v == -INFINITY);
+    }
+}
+
 void cuvil_fill(const void *value, int64_t elem_size, void *y, int64_t n) {
     char *Y = y;
     for (int64_t i = 0; i < n; i++) memcpy(Y + i * elem_size, value, (size_t)elem_size);

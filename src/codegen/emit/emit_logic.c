@@ -1,6 +1,6 @@
 /* emit_logic.c -- the ops of op_fold_only.c that also run at run time, on every element type:
  * the comparisons, not/and/or/xor and where (masks), expand and tile (broadcast copies), and sum
- * and mean (float32/64: a broadcast copy, then broadcasting adds). */
+ * and mean (float32/64: a broadcast copy, then broadcasting adds), is_nan and is_inf. */
 #include "codegen/emit/emit_int.h"
 
 /* Expand and Tile: y[i] = x[i mod x_dims] per axis, x's dims padded with leading 1s. */
@@ -87,5 +87,13 @@ cuvil_status cg_emit_sum(cg_ctx *cg, cir_graph *g, cir_node *n) {
         if (f32) cg_printf(cg, "    cuvil_f32_binary(&%s, %s, %s, %s);\n", bp, out, b, out);
         else cg_printf(cg, "    cuvil_binary_t(&%s, %s, %s, %s, %s);\n", bp, cg_rt_type(y->dtype), out, b, out);
     }
+    return CUVIL_OK;
+}
+
+/* ===== IsNaN, IsInf ========================================================================= */
+cuvil_status cg_emit_float_class(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    cir_value *x = cir_in(g, n, 0);
+    cg_printf(cg, "    cuvil_float_class_t(%s, %d, %s, %s, %lld);\n", cg_rt_type(x->dtype), op_float_class_mask(n),
+              cg_in(cg, n->in[0]), cg_out(cg, n->out[0]), (long long)cir_numel(x));
     return CUVIL_OK;
 }

@@ -2,7 +2,8 @@
  * (shape, [value]) and range are supported when every input is constant (they fold: their
  * output shape is their input data; symbolic compiles may run them again when the model runs,
  * emit_shape.c); expand and tile (constant shape or repeats), the comparisons, not/and/or/xor
- * and where also run at run time on every element type, sum and mean on float32 and float64. */
+ * and where also run at run time on every element type, sum and mean on float32 and float64,
+ * is_nan and is_inf on the float types. */
 #include "ir/ops/ops.h"
 
 #include <math.h>
@@ -397,6 +398,40 @@ static cuvil_status sum_fold(cir_graph *g, cir_node *n) {
     cuvil_free(acc);
     return CUVIL_OK;
 }
+
+/* ===== IsNaN, IsInf ======================================================================== */
+/* The classes a node detects: CUVIL_CLASS_* bits. */
+int op_float_class_mask(const cir_node *n) {
+    if (n->kind == CIR_OP_IS_NAN) return CUVIL_CLASS_NAN;
+    return (cir_attr_int(n, "detect_positive") ? CUVIL_CLASS_POS_INF : 0) |
+           (cir_attr_int(n, "detect_negative") ? CUVIL_CLASS_NEG_INF : 0);
+}
+
+static cuvil_status class_infer(cir_graph *g, cir_node *n) {
+    cuvil_status s = op_check_arity(g, n, 1, 1, 1, 1);
+    if (s) return s;
+    cir_value *x = cir_in(g, n, 0);
+    if (!is_float(x->dtype))
+        return cir_node_err(g, n, CUVIL_ERR_DTYPE, "input '%s' is %s; %s takes float types", x->name,
+                            cir_dtype_name(x->dtype), n->def->name);
+    return set_out(g, n, CIR_BOOL, x->ndim, x->dims);
+}
+
+static cuvil_status class_fold(cir_graph *g, cir_node *n) {
+    cir_value *x = cir_in(g, n, 0), *y = cir_out(g, n, 0);
+    if (!cir_value_make_const(g, y)) return g->ctx->status;
+    cuvil_float_class_t(x->dtype, op_float_class_mask(n), x->data, y->data, cir_numel(x));
+    return CUVIL_OK;
+}
+
+static const cir_attr_spec isinf_attrs[] = {
+    {"detect_positive", CIR_ATTR_INT, 1, 0, NULL, false},
+    {"detect_negative", CIR_ATTR_INT, 1, 0, NULL, false},
+    CIR_ATTR_END,
+};
+
+const cir_opdef cir_op_is_nan = {"is_nan", 0, 1, 1, 1, 1, NULL, class_infer, class_fold, NULL, 0};
+const cir_opdef cir_op_is_inf = {"is_inf", 0, 1, 1, 1, 1, isinf_attrs, class_infer, class_fold, NULL, 0};
 
 static const char *const sum_bcast[] = {"numpy", "none", NULL};
 static const cir_attr_spec sum_attrs[] = {{"broadcast", CIR_ATTR_ENUM, 0, 0, sum_bcast, false}, CIR_ATTR_END};

@@ -178,6 +178,8 @@ cuvil_status op_trilu_params(cir_graph *g, cir_node *n, cuvil_trilu_params *p);
 cuvil_status op_topk_params(cir_graph *g, cir_node *n, cuvil_topk_params *p, int *axis);
 /* clip runs on cuvil_clip_t (bounds computed at run time, or integer input), not as an activation. */
 bool op_clip_typed(cir_graph *g, const cir_node *n);
+/* is_nan / is_inf: the CUVIL_CLASS_* bits the node detects. */
+int op_float_class_mask(const cir_node *n);
 cuvil_status op_cumsum_params(cir_graph *g, cir_node *n, cuvil_cumsum_params *p);
 /* concat (after infer): returns outer = product of dims before the axis; chunk[i] = bytes of
  * input i per outer row. */
