@@ -230,9 +230,6 @@ static cuvil_status symbolic_generate(cuvil_ctx *ctx, cir_graph *g, const cuvil_
     cuvil_status s = plan_samples(ctx, g, &ss);
     if (s) return s;
     cg_samples sm = {.n = ss.np, .nd = ss.nd, .points = (const int64_t(*)[MAX_SYMS])ss.pts};
-    /* "H and W" for the messages that say what the sizes are not polynomials in, "H or W" for
-     * those that say what a value depends on */
-    char and_names[200] = "", or_names[200] = "";
     for (int j = 0; j < MAX_SYMS; j++) {
         sm.grid[j] = ss.vals[j];
         sm.grid_n[j] = ss.gn[j];
@@ -240,12 +237,12 @@ static cuvil_status symbolic_generate(cuvil_ctx *ctx, cir_graph *g, const cuvil_
         sm.lo[j] = ss.lo[j];
         sm.hi[j] = ss.hi[j];
         sm.names[j] = j < ss.nd ? g->syms[ss.dyn[j]].name : "";
-        if (j >= ss.nd) continue;
-        const char *sep = !j ? "" : j == ss.nd - 1 ? " and " : ", ", *osep = !j ? "" : j == ss.nd - 1 ? " or " : ", ";
-        size_t la = strlen(and_names), lo = strlen(or_names);
-        snprintf(and_names + la, sizeof and_names - la, "%s%.60s", sep, sm.names[j]);
-        snprintf(or_names + lo, sizeof or_names - lo, "%s%.60s", osep, sm.names[j]);
     }
+    /* "H and W" for the messages that say what the sizes are not polynomials in, "H or W" for
+     * those that say what a value depends on */
+    char and_names[200], or_names[200];
+    cg_sym_names(&sm, "and", and_names, sizeof and_names);
+    cg_sym_names(&sm, "or", or_names, sizeof or_names);
     const char *differs = "the model cannot keep its dims symbolic: its graph differs with the value of a symbol (fix them "
                           "with --dim NAME=N)";
     size_t *plan = cuvil_malloc(sizeof(size_t) * ((size_t)g->n_values + 1));

@@ -125,6 +125,8 @@ typedef struct cg_samples {
 /* Merges the model.c texts of the compiles into one whose integers that depend on the symbols
  * are expressions of D[0], D[1], ... */
 cuvil_status cg_merge_symbolic(cuvil_ctx *ctx, const cuvil_sb *texts, const cg_samples *sm, cuvil_sb *out);
+/* "H and W", "N, H or W": the symbols' names joined with conj ("and", "or"). Returns buf. */
+const char *cg_sym_names(const cg_samples *sm, const char *conj, char *buf, size_t len);
 /* The largest value over the ranges of an integer that is f[s] at sample s, when it is a
  * polynomial of the symbols (degree 2 at most in each); false if it is not one. */
 bool cg_sym_max(const cg_samples *sm, const int64_t *f, int64_t *max);

@@ -332,12 +332,12 @@ static const char *point_str(const cg_samples *sm, int s, char *buf, size_t len)
     return buf;
 }
 
-/* "H and W", "N, H and W": the symbols' names. */
-static const char *names_str(const cg_samples *sm, char *buf, size_t len) {
+const char *cg_sym_names(const cg_samples *sm, const char *conj, char *buf, size_t len) {
     size_t k = 0;
     buf[0] = 0;
     for (int j = 0; j < sm->nd && k < len; j++) {
-        int w = snprintf(buf + k, len - k, "%s%.40s", !j ? "" : j == sm->nd - 1 ? " and " : ", ", sm->names[j]);
+        int w = snprintf(buf + k, len - k, "%s%s%s%.60s", !j ? "" : j == sm->nd - 1 ? " " : ", ",
+                         j && j == sm->nd - 1 ? conj : "", j && j == sm->nd - 1 ? " " : "", sm->names[j]);
         if (w < 0) break;
         k += (size_t)w;
     }
@@ -427,7 +427,7 @@ cuvil_status cg_merge_symbolic(cuvil_ctx *ctx, const cuvil_sb *texts, const cg_s
             where(texts[0].s, t0->start, at, sizeof at);
             snprintf(why, sizeof why, "a size in its code%s is not a polynomial of degree 2 or less in %s (if strides "
                      "divide it, give it a step that is a multiple of their product: --dim NAME=LO:HI:STEP, e.g. 32 for a "
-                     "CNN; if it is clamped at one end of the range, narrow the range)", at, names_str(sm, nm, sizeof nm));
+                     "CNN; if it is clamped at one end of the range, narrow the range)", at, cg_sym_names(sm, "and", nm, sizeof nm));
             break;
         }
         cuvil_sb_puts(out, "((int64_t)(");

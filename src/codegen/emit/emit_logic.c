@@ -3,14 +3,20 @@
  * and mean (float32/64: a broadcast copy, then broadcasting adds), is_nan and is_inf. */
 #include "codegen/emit/emit_int.h"
 
-/* Expand and Tile: y[i] = x[i mod x_dims] per axis, x's dims padded with leading 1s. */
-cuvil_status cg_emit_bcast_copy(cg_ctx *cg, cir_graph *g, cir_node *n) {
+/* y = input 0 of n copied over y's shape (cuvil_bcast_copy: y[i] = x[i mod x_dims] per axis, x's
+ * dims padded with leading 1s). */
+static void bcast_copy_call(cg_ctx *cg, cir_graph *g, cir_node *n) {
     cir_value *x = cir_in(g, n, 0), *y = cir_out(g, n, 0);
     int64_t xd[CIR_MAX_DIMS];
     for (int d = 0; d < y->ndim; d++) xd[d] = d < y->ndim - x->ndim ? 1 : x->dims[d - (y->ndim - x->ndim)];
     const char *ps = cg_param(cg, "cuvil_bcast_copy_params", "{ .ndim = %d, .elem_size = %zu, .dims = %s, .x_dims = %s }",
                               y->ndim, cir_dtype_size(y->dtype), cg_i64s(cg, y->dims, y->ndim), cg_i64s(cg, xd, y->ndim));
     cg_printf(cg, "    cuvil_bcast_copy(&%s, %s, %s);\n", ps, cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));
+}
+
+/* Expand and Tile. */
+cuvil_status cg_emit_bcast_copy(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    bcast_copy_call(cg, g, n);
     return CUVIL_OK;
 }
 
@@ -59,14 +65,10 @@ cuvil_status cg_emit_where(cg_ctx *cg, cir_graph *g, cir_node *n) {
 /* y = x0 broadcast, then y += x_i for each other input, then (mean) y /= n, in the element
  * type as ONNX Runtime sums. */
 cuvil_status cg_emit_sum(cg_ctx *cg, cir_graph *g, cir_node *n) {
-    cir_value *y = cir_out(g, n, 0), *x0 = cir_in(g, n, 0);
-    int64_t xd[CIR_MAX_DIMS];
-    for (int d = 0; d < y->ndim; d++) xd[d] = d < y->ndim - x0->ndim ? 1 : x0->dims[d - (y->ndim - x0->ndim)];
-    const char *ps = cg_param(cg, "cuvil_bcast_copy_params", "{ .ndim = %d, .elem_size = %zu, .dims = %s, .x_dims = %s }",
-                              y->ndim, cir_dtype_size(y->dtype), cg_i64s(cg, y->dims, y->ndim), cg_i64s(cg, xd, y->ndim));
+    cir_value *y = cir_out(g, n, 0);
+    bcast_copy_call(cg, g, n);
     const char *out = cg_out(cg, n->out[0]);
     bool f32 = y->dtype == CIR_F32;
-    cg_printf(cg, "    cuvil_bcast_copy(&%s, %s, %s);\n", ps, cg_in(cg, n->in[0]), out);
     for (int i = 1; i <= n->n_in; i++) {
         cuvil_binary_params p;
         const char *b;
