@@ -178,14 +178,16 @@ static cuvil_status revive(cuvil_ctx *ctx, cir_graph *g, const uint8_t *want, co
     return CUVIL_OK;
 }
 
-/* Loads the model at sample p and runs the passes (then revives the values of want, if any:
- * one flag per value of sample 0's graph, n_want of them); *out is NULL at sample 0 (g itself). */
-static cuvil_status load_sample(cuvil_ctx *ctx, const cuvil_options *o, const char *model_path, const char *target,
+/* Builds the model's graph at sample p, borrowing the initializers of g0 (sample 0's graph),
+ * and runs the passes (then revives the values of want, if any: one flag per value of g0,
+ * n_want of them). */
+static cuvil_status load_sample(cuvil_ctx *ctx, const cuvil_options *o, const cuvil_onnx_model *model,
+                                const cir_graph *g0, const char *target,
                                 const sym_samples *ss, int p, const uint8_t *want, int n_want, const char *syms,
                                 cir_graph **out) {
     int64_t sample[32] = {0};
     for (int j = 0; j < ss->nd; j++) sample[ss->dyn[j]] = ss->pts[p][j] * ss->step[j];
-    cuvil_status s = cuvil_onnx_load_sampled(ctx, model_path, o, sample, 32, out);
+    cuvil_status s = cuvil_onnx_build(ctx, model, o, sample, 32, g0, out);
     if (s) return s;
     (*out)->target = target;
     (*out)->opt_level = o->opt_level;
@@ -223,73 +225,133 @@ static int mark_differing(const cir_graph *g, const cg_output *a, const cir_grap
     return marked;
 }
 
-static cuvil_status symbolic_generate(cuvil_ctx *ctx, cir_graph *g, const cuvil_options *o, const char *model_path,
-                                      const char *target, const char *prefix, const char *abi, cg_output *gen) {
-    if (!model_path) return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "a built graph's dims are fixed");
+/* One compile per sample, to see each value's dims there (round 1 of a symbolic compile, and
+ * what --emit ir shows of one): dv holds them (value i's dim d at sample p: DV(sd, i, d, p)),
+ * expr the dims that vary as expressions of the symbols (in g's arena; NULL where a dim is
+ * fixed or fits no polynomial, which the compile refuses later with its reason). */
+typedef struct sym_dims {
     sym_samples ss;
-    cuvil_status s = plan_samples(ctx, g, &ss);
-    if (s) return s;
-    cg_samples sm = {.n = ss.np, .nd = ss.nd, .points = (const int64_t(*)[MAX_SYMS])ss.pts};
-    for (int j = 0; j < MAX_SYMS; j++) {
-        sm.grid[j] = ss.vals[j];
-        sm.grid_n[j] = ss.gn[j];
-        sm.step[j] = ss.step[j];
-        sm.lo[j] = ss.lo[j];
-        sm.hi[j] = ss.hi[j];
-        sm.names[j] = j < ss.nd ? g->syms[ss.dyn[j]].name : "";
+    cg_samples sm;           /* its points are ss's */
+    int n_values;            /* g's */
+    size_t *first;           /* per value: the index of its first dim */
+    size_t n_dims;
+    int64_t *dv;             /* per dim, per sample */
+    const char **expr;       /* per dim */
+    char and_names[200];     /* "H and W": what sizes are not polynomials in */
+    char or_names[200];      /* "H or W": what a value depends on */
+} sym_dims;
+#define DV(sd, i, d, p) (sd)->dv[((sd)->first[i] + (size_t)(d)) * (size_t)(sd)->ss.np + (size_t)(p)]
+
+static void sym_dims_free(sym_dims *sd) {
+    cuvil_free(sd->first);
+    cuvil_free(sd->dv);
+    cuvil_free(sd->expr);
+    sd->first = NULL;
+    sd->dv = NULL;
+    sd->expr = NULL;
+}
+
+/* Gives gx (g, or a sample's graph: the same value ids) the dims' expressions. */
+static void sym_dims_apply(const sym_dims *sd, cir_graph *gx) {
+    for (int i = 0; i < sd->n_values && i < gx->n_values; i++) {
+        cir_value *v = cir_val(gx, i);
+        for (int d = 0; d < v->ndim; d++) v->dim_expr[d] = sd->expr[sd->first[i] + (size_t)d];
     }
-    /* "H and W" for the messages that say what the sizes are not polynomials in, "H or W" for
-     * those that say what a value depends on */
-    char and_names[200], or_names[200];
-    cg_sym_names(&sm, "and", and_names, sizeof and_names);
-    cg_sym_names(&sm, "or", or_names, sizeof or_names);
+}
+
+static cuvil_status sym_dims_measure(cuvil_ctx *ctx, cir_graph *g, const cuvil_options *o, const cuvil_onnx_model *model,
+                                     const char *target, sym_dims *sd) {
+    memset(sd, 0, sizeof *sd);
+    sym_samples *ss = &sd->ss;
+    cuvil_status s = plan_samples(ctx, g, ss);
+    if (s) return s;
+    cg_samples *sm = &sd->sm;
+    *sm = (cg_samples){.n = ss->np, .nd = ss->nd, .points = (const int64_t(*)[MAX_SYMS])ss->pts};
+    for (int j = 0; j < MAX_SYMS; j++) {
+        sm->grid[j] = ss->vals[j];
+        sm->grid_n[j] = ss->gn[j];
+        sm->step[j] = ss->step[j];
+        sm->lo[j] = ss->lo[j];
+        sm->hi[j] = ss->hi[j];
+        sm->names[j] = j < ss->nd ? g->syms[ss->dyn[j]].name : "";
+    }
+    cg_sym_names(sm, "and", sd->and_names, sizeof sd->and_names);
+    cg_sym_names(sm, "or", sd->or_names, sizeof sd->or_names);
+    sd->n_values = g->n_values;
+    sd->first = cuvil_malloc(sizeof(size_t) * ((size_t)g->n_values + 1));
+    for (int i = 0; sd->first && i < g->n_values; i++) {
+        sd->first[i] = sd->n_dims;
+        sd->n_dims += (size_t)cir_val(g, i)->ndim;
+    }
+    sd->dv = sd->first ? cuvil_calloc(sd->n_dims * (size_t)ss->np + 1, sizeof *sd->dv) : NULL;
+    sd->expr = sd->first ? cuvil_calloc(sd->n_dims + 1, sizeof *sd->expr) : NULL;
+    if (!sd->dv || !sd->expr) return cuvil_err(ctx, CUVIL_ERR_NOMEM, "out of memory");
     const char *differs = "the model cannot keep its dims symbolic: its graph differs with the value of a symbol (fix them "
                           "with --dim NAME=N)";
-    size_t *plan = cuvil_malloc(sizeof(size_t) * ((size_t)g->n_values + 1));
-    uint8_t *want = NULL;   /* per value id: computed when the model runs (revive) */
-    cuvil_sb *texts = cuvil_calloc((size_t)ss.np, sizeof *texts), *headers = cuvil_calloc((size_t)ss.np, sizeof *headers);
-    /* per value, dim and sample: the dim (value-major, from value i's first dim at first[i]) */
-    size_t *first = cuvil_malloc(sizeof(size_t) * ((size_t)g->n_values + 1)), n_dims = 0;
-    for (int i = 0; first && i < g->n_values; i++) {
-        first[i] = n_dims;
-        n_dims += (size_t)cir_val(g, i)->ndim;
-    }
-    int64_t *dv = first ? cuvil_calloc(n_dims * (size_t)ss.np + 1, sizeof *dv) : NULL;
-    if (!plan || !texts || !headers || !dv) {
-        s = cuvil_err(ctx, CUVIL_ERR_NOMEM, "out of memory");
-        goto done;
-    }
-#define DV(i, d, p) dv[(first[i] + (size_t)(d)) * (size_t)ss.np + (size_t)(p)]
-    /* round 1: every value's dims at every sample (sample 0 is g, already through the passes) */
+    /* sample 0 is g, already through the passes */
     for (int i = 0; i < g->n_values; i++)
-        for (int d = 0; d < cir_val(g, i)->ndim; d++) DV(i, d, 0) = cir_val(g, i)->dims[d];
-    for (int p = 1; p < ss.np && !s; p++) {
+        for (int d = 0; d < cir_val(g, i)->ndim; d++) DV(sd, i, d, 0) = cir_val(g, i)->dims[d];
+    for (int p = 1; p < ss->np && !s; p++) {
         cir_graph *gs = NULL;
-        if (!(s = load_sample(ctx, o, model_path, target, &ss, p, NULL, 0, NULL, &gs))) {
+        if (!(s = load_sample(ctx, o, model, g, target, ss, p, NULL, 0, NULL, &gs))) {
             if (gs->n_values != g->n_values) s = cuvil_err(ctx, CUVIL_ERR_UNSUPPORTED, "%s", differs);
             for (int i = 0; !s && i < g->n_values; i++) {
                 const cir_value *v = cir_val(gs, i);
                 if (v->ndim != cir_val(g, i)->ndim || v->dtype != cir_val(g, i)->dtype)
                     s = cuvil_err(ctx, CUVIL_ERR_UNSUPPORTED, "%s", differs);
-                for (int d = 0; !s && d < v->ndim; d++) DV(i, d, p) = v->dims[d];
+                for (int d = 0; !s && d < v->ndim; d++) DV(sd, i, d, p) = v->dims[d];
             }
         }
         cir_graph_free(gs);
     }
+    /* the expressions, one string per distinct one (most dims are a symbol itself) */
+    for (int i = 0; i < g->n_values && !s; i++)
+        for (int d = 0; d < cir_val(g, i)->ndim && !s; d++) {
+            bool same = true;
+            for (int p = 1; p < ss->np; p++) same &= DV(sd, i, d, p) == DV(sd, i, d, 0);
+            char e[160];
+            if (same || !cg_sym_expr(sm, &DV(sd, i, d, 0), e, sizeof e)) continue;
+            const char *copy = NULL;
+            for (size_t k = 0; k < sd->first[i] + (size_t)d && !copy; k++)
+                if (sd->expr[k] && !strcmp(sd->expr[k], e)) copy = sd->expr[k];
+            if (!copy && !(copy = cuvil_arena_strdup(&g->arena, e))) s = cuvil_err(ctx, CUVIL_ERR_NOMEM, "out of memory");
+            sd->expr[sd->first[i] + (size_t)d] = copy;
+        }
+    return s;
+}
+
+static cuvil_status symbolic_generate(cuvil_ctx *ctx, cir_graph *g, const cuvil_options *o, const cuvil_onnx_model *model,
+                                      const char *target, const char *prefix, const char *abi, cg_output *gen) {
+    if (!model) return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "a built graph's dims are fixed");
+    sym_dims sdims, *sd = &sdims;
+    const sym_samples *ssp = &sd->ss;
+    const cg_samples *smp = &sd->sm;
+    const char *differs = "the model cannot keep its dims symbolic: its graph differs with the value of a symbol (fix them "
+                          "with --dim NAME=N)";
+    size_t *plan = cuvil_malloc(sizeof(size_t) * ((size_t)g->n_values + 1));
+    uint8_t *want = NULL;   /* per value id: computed when the model runs (revive) */
+    cuvil_sb *texts = NULL, *headers = NULL;
+    cuvil_status s = sym_dims_measure(ctx, g, o, model, target, sd);
+    if (!s) {
+        texts = cuvil_calloc((size_t)ssp->np, sizeof *texts);
+        headers = cuvil_calloc((size_t)ssp->np, sizeof *headers);
+        if (!plan || !texts || !headers) s = cuvil_err(ctx, CUVIL_ERR_NOMEM, "out of memory");
+    }
+    if (s) goto done;
     /* each value's memory: the product of its dims' largest values over the whole range (a
      * size can peak between samples: [256 - H, H]); each dim must be a polynomial there */
     for (int i = 0; i < g->n_values && !s; i++) {
         const cir_value *v = cir_val(g, i);
         uint64_t bytes = cir_dtype_size(v->dtype);
         for (int d = 0; d < v->ndim && !s; d++) {
-            int64_t m = DV(i, d, 0);
+            int64_t m = DV(sd, i, d, 0);
             bool same = true;
-            for (int p = 1; p < ss.np; p++) same &= DV(i, d, p) == m;
-            if (!same && !cg_sym_max(&sm, &DV(i, d, 0), &m))
+            for (int p = 1; p < ssp->np; p++) same &= DV(sd, i, d, p) == m;
+            if (!same && !cg_sym_max(smp, &DV(sd, i, d, 0), &m))
                 s = cuvil_err(ctx, CUVIL_ERR_UNSUPPORTED, "the model cannot keep its dims symbolic: dim %d of '%s' is not a "
                               "polynomial of degree 2 or less in %s (if strides divide it, give the symbol a step: "
                               "--dim NAME=LO:HI:STEP; if it is clamped at one end of the range, as a slice that is empty "
-                              "for small values, narrow the range)", d, v->name, and_names);
+                              "for small values, narrow the range)", d, v->name, sd->and_names);
             else if (m < 0 || __builtin_mul_overflow(bytes, (uint64_t)m, &bytes) || bytes > g->limits.tensor_bytes)
                 s = cuvil_err(ctx, CUVIL_ERR_UNSUPPORTED, "the model cannot keep its dims symbolic: '%s' would need more than "
                               "the limit tensor_bytes=%llu somewhere in the range", v->name,
@@ -298,13 +360,12 @@ static cuvil_status symbolic_generate(cuvil_ctx *ctx, cir_graph *g, const cuvil_
         plan[i] = (size_t)bytes;
         if (cir_nbytes(v) > plan[i]) plan[i] = cir_nbytes(v);
     }
-#undef DV
     /* round 2: each sample's C, all with that plan. A constant in the weights that differs
      * between the compiles depends on a symbol: its producer runs when the model runs instead
      * (revive), and the compiles start again, until the weights agree. A round stops at the
      * first sample that finds such constants (nearly always the first, which differs from
      * sample 0 in every symbol), so only the last round, which finds none, compiles them all. */
-    const char *syms = or_names;
+    const char *syms = sd->or_names;
     want = cuvil_calloc((size_t)g->n_values + 1, 1);
     uint8_t *marks = cuvil_calloc((size_t)g->n_values + 1, 1);   /* this round's finds */
     if ((!want || !marks) && !s) s = cuvil_err(ctx, CUVIL_ERR_NOMEM, "out of memory");
@@ -313,17 +374,19 @@ static cuvil_status symbolic_generate(cuvil_ctx *ctx, cir_graph *g, const cuvil_
     for (int round = 0; !s; round++) {
         int marked = 0;
         bool differ = false;   /* the weights, or data written into the code */
+        sym_dims_apply(sd, g);   /* again: revived nodes were inferred again */
         if (!(s = cg_generate(g, o, prefix, target, abi, gen))) {
             texts[0] = gen->model_c;   /* borrowed */
             headers[0] = gen->model_h;
         }
-        for (int p = 1; p < ss.np && !s && !marked; p++) {
+        for (int p = 1; p < ssp->np && !s && !marked; p++) {
             cir_graph *gs = NULL;
             cg_output go;
             memset(&go, 0, sizeof go);
-            if (!(s = load_sample(ctx, o, model_path, target, &ss, p, want, g->n_values, syms, &gs))) {
+            if (!(s = load_sample(ctx, o, model, g, target, ssp, p, want, g->n_values, syms, &gs))) {
                 gs->plan_bytes = plan;
                 gs->n_plan_bytes = g->n_values;
+                sym_dims_apply(sd, gs);
                 if (gs->n_values != g->n_values) s = cuvil_err(ctx, CUVIL_ERR_UNSUPPORTED, "%s", differs);
                 if (!s) s = cg_generate(gs, o, prefix, target, abi, &go);
                 if (!s) {
@@ -346,7 +409,7 @@ static cuvil_status symbolic_generate(cuvil_ctx *ctx, cir_graph *g, const cuvil_
         if (!marked || round == 32)   /* data no value owns (a kernel's own tables) differs */
             s = cuvil_err(ctx, CUVIL_ERR_UNSUPPORTED, "the model cannot keep its dims symbolic: constants it computes at "
                           "compile time depend on %s (fix them with --dim NAME=N)", syms);
-        for (int p = 1; texts && headers && p < ss.np; p++) {
+        for (int p = 1; texts && headers && p < ssp->np; p++) {
             cuvil_sb_free(&texts[p]);
             cuvil_sb_free(&headers[p]);
         }
@@ -358,8 +421,8 @@ static cuvil_status symbolic_generate(cuvil_ctx *ctx, cir_graph *g, const cuvil_
     cuvil_free(marks);
     if (!s) {
         cuvil_sb merged = {0}, merged_h = {0};
-        s = cg_merge_symbolic(ctx, texts, &sm, &merged);
-        if (!s) s = cg_merge_symbolic(ctx, headers, &sm, &merged_h);
+        s = cg_merge_symbolic(ctx, texts, smp, &merged);
+        if (!s) s = cg_merge_symbolic(ctx, headers, smp, &merged_h);
         if (!s) {
             cuvil_sb_free(&gen->model_c);
             cuvil_sb_free(&gen->model_h);
@@ -371,7 +434,7 @@ static cuvil_status symbolic_generate(cuvil_ctx *ctx, cir_graph *g, const cuvil_
         }
     }
 done:
-    for (int p = 1; texts && headers && p < ss.np; p++) {
+    for (int p = 1; texts && headers && p < ssp->np; p++) {
         cuvil_sb_free(&texts[p]);
         cuvil_sb_free(&headers[p]);
     }
@@ -380,20 +443,28 @@ done:
     cuvil_free(want);
     g->plan_bytes = NULL;
     cuvil_free(plan);
-    cuvil_free(dv);
-    cuvil_free(first);
+    sym_dims_free(sd);
     return s;   /* gen (sample 0's output, or the merged one) is the caller's to free */
 }
 
 /* Passes, then the output o asks for. model_path: the model file (for output checks), or NULL
- * for a built graph. */
+ * for a built graph; model: that file, decoded (the samples of a symbolic compile are built
+ * from it). */
 static cuvil_status compile_cir(cuvil_ctx *ctx, cir_graph *g, const cuvil_options *o, const char *model_path,
+                                const cuvil_onnx_model *model,
                                 const char *target, const char *prefix, const char *output) {
     cuvil_status s;
     g->target = target;
     g->opt_level = o->opt_level;
     if ((s = cuvil_run_passes(g, o))) return s;
     if (o->emit == CUVIL_EMIT_IR || o->emit == CUVIL_EMIT_DOT) {
+        if (g->symbolic && model) {   /* the dims that depend on the symbols, as expressions of them */
+            sym_dims sd;
+            s = sym_dims_measure(ctx, g, o, model, target, &sd);
+            if (!s) sym_dims_apply(&sd, g);
+            sym_dims_free(&sd);
+            if (s) return s;
+        }
         cuvil_sb sb = {0};
         if (o->emit == CUVIL_EMIT_IR) {
             /* the header line also tells a later compile that Cuvil wrote this file */
@@ -414,7 +485,7 @@ static cuvil_status compile_cir(cuvil_ctx *ctx, cir_graph *g, const cuvil_option
     if ((s = cuvil_read_abi_header(ctx, &abi))) return s;
     cg_output gen;
     memset(&gen, 0, sizeof gen);
-    s = g->symbolic ? symbolic_generate(ctx, g, o, model_path, target, prefix, abi, &gen)
+    s = g->symbolic ? symbolic_generate(ctx, g, o, model, target, prefix, abi, &gen)
                     : cg_generate(g, o, prefix, target, abi, &gen);
     cuvil_free(abi);
     const char *src = model_path ? model_path : g->model_path;
@@ -449,10 +520,14 @@ cuvil_status cuvil_compile_file(cuvil_ctx *ctx, const char *model_path, const cu
     cuvil_status s = check_request(ctx, o, model_path, output, &target, prefix, sizeof prefix);
     if (s) return s;
     cir_graph *g = NULL;
-    if ((s = cuvil_onnx_load(ctx, model_path, o, &g))) return s;
-    for (int k = 0; k < g->n_syms; k++) g->symbolic |= g->syms[k].min < g->syms[k].max;
-    s = compile_cir(ctx, g, o, model_path, target, prefix, output);
+    cuvil_onnx_model *model = NULL;
+    if ((s = cuvil_onnx_open(ctx, model_path, o, &model))) return s;
+    if (!(s = cuvil_onnx_build(ctx, model, o, NULL, 0, NULL, &g))) {
+        for (int k = 0; k < g->n_syms; k++) g->symbolic |= g->syms[k].min < g->syms[k].max;
+        s = compile_cir(ctx, g, o, model_path, model, target, prefix, output);
+    }
     cir_graph_free(g);
+    cuvil_onnx_close(model);
     return s;
 }
 
@@ -736,5 +811,5 @@ cuvil_status cuvil_compile_graph(cuvil_graph *gr, const cuvil_options *o, const 
     }
     gr->compiled = true;   /* the passes rewrite the graph from here on */
     if ((s = cir_verify(g, false, NULL))) return s;
-    return compile_cir(ctx, g, o, NULL, target, prefix, output);
+    return compile_cir(ctx, g, o, NULL, NULL, target, prefix, output);
 }

@@ -307,7 +307,7 @@ static void shape_comment(cir_graph *g, cuvil_sb *o, const int *ids, int n) {
         cuvil_sb_puts(o, k++ ? ", " : "");
         comment_str(o, cir_val(g, ids[i])->name);
         cuvil_sb_puts(o, " ");
-        cuvil_sb_safe_text(o, cir_shape_str(g, cir_val(g, ids[i]), sh, sizeof sh), sizeof sh);
+        cuvil_sb_safe_expr(o, cir_shape_str(g, cir_val(g, ids[i]), sh, sizeof sh), sizeof sh);
     }
 }
 
@@ -670,7 +670,7 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
             cuvil_sb_printf(h, " *   %d: ", i);
             comment_str(h, cir_val(g, g->inputs[i])->name);
             cuvil_sb_puts(h, " ");
-            cuvil_sb_safe_text(h, cir_shape_str(g, cir_val(g, g->inputs[i]), sh, sizeof sh), sizeof sh);
+            cuvil_sb_safe_expr(h, cir_shape_str(g, cir_val(g, g->inputs[i]), sh, sizeof sh), sizeof sh);
             cuvil_sb_puts(h, "\n");
         }
         cuvil_sb_puts(h, " * Outputs:\n");
@@ -678,7 +678,7 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
             cuvil_sb_printf(h, " *   %d: ", i);
             comment_str(h, cir_val(g, g->outputs[i])->name);
             cuvil_sb_puts(h, " ");
-            cuvil_sb_safe_text(h, cir_shape_str(g, cir_val(g, g->outputs[i]), sh, sizeof sh), sizeof sh);
+            cuvil_sb_safe_expr(h, cir_shape_str(g, cir_val(g, g->outputs[i]), sh, sizeof sh), sizeof sh);
             cuvil_sb_puts(h, "\n");
         }
         cuvil_sb_printf(h, " *\n * Buffers are dense row-major, in the order above; see cuvil_model.h below.\n */\n"

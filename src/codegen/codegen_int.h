@@ -130,6 +130,10 @@ const char *cg_sym_names(const cg_samples *sm, const char *conj, char *buf, size
 /* The largest value over the ranges of an integer that is f[s] at sample s, when it is a
  * polynomial of the symbols (degree 2 at most in each); false if it is not one. */
 bool cg_sym_max(const cg_samples *sm, const int64_t *f, int64_t *max);
+/* The same integer as an expression of the symbols' names for people ("seq", "batch*seq",
+ * "H/2", "2*seq + 1"), names passed through cuvil_safe_char; false if it is not such a
+ * polynomial or does not fit in len. */
+bool cg_sym_expr(const cg_samples *sm, const int64_t *f, char *buf, size_t len);
 
 /* ===== Driver (codegen.c) ============================================================ */
 typedef struct cg_output {

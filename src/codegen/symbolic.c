@@ -14,6 +14,8 @@
 #include "codegen/codegen_int.h"
 
 #include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 typedef struct tok {
@@ -317,6 +319,73 @@ bool cg_sym_max(const cg_samples *sm, const int64_t *f, int64_t *max) {
     if (m > INT64_MAX) return false;
     *max = (int64_t)m;
     return true;
+}
+
+/* Appends printf output to buf[*o..len); false once it does not fit. */
+static bool putf(char *buf, size_t len, size_t *o, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static bool putf(char *buf, size_t len, size_t *o, const char *fmt, ...) {
+    if (*o >= len) return false;
+    va_list ap;
+    va_start(ap, fmt);
+    int w = vsnprintf(buf + *o, len - *o, fmt, ap);
+    va_end(ap);
+    if (w < 0 || (size_t)w >= len - *o) {
+        *o = len;
+        return false;
+    }
+    *o += (size_t)w;
+    return true;
+}
+
+bool cg_sym_expr(const cg_samples *sm, const int64_t *f, char *buf, size_t len) {
+    int64_t c[NC];
+    if (!len || !fit_poly(sm, f, NULL, c)) return false;
+    char nm[CG_MAX_SYMS][48];
+    for (int j = 0; j < sm->nd; j++) {
+        size_t k = 0;
+        for (const char *p = sm->names[j]; *p && k < 40; p++) nm[j][k++] = cuvil_safe_char((unsigned char)*p);
+        nm[j][k] = 0;
+    }
+    size_t o = 0;
+    bool first = true, ok = true;
+    buf[0] = 0;
+    /* the terms by degree, highest first; the constant last */
+    for (int deg = 2 * CG_MAX_SYMS; deg >= 0 && ok; deg--)
+        for (int e = 0; e < NC && ok; e++) {
+            int d = 0, only = -1;   /* only: the symbol of a term linear in one symbol */
+            for (int j = 0; j < CG_MAX_SYMS; j++) {
+                d += expo(e, j);
+                if (expo(e, j)) only = only == -1 && expo(e, j) == 1 ? j : -2;
+            }
+            if (d != deg || !c[e]) continue;
+            int64_t a = c[e] < 0 ? -c[e] : c[e];
+            if (c[e] == INT64_MIN) return false;
+            ok = putf(buf, len, &o, "%s", first ? (c[e] < 0 ? "-" : "") : (c[e] < 0 ? " - " : " + "));
+            first = false;
+            if (!d) {
+                ok = ok && putf(buf, len, &o, "%lld", (long long)a);
+                continue;
+            }
+            if (only >= 0 && sm->step[only] > 1) {
+                /* a * (X / step) with X a multiple of step: "X", "3*X", "X/2" when exact, else as it is */
+                int64_t st = sm->step[only];
+                if (a == st) ok = ok && putf(buf, len, &o, "%s", nm[only]);
+                else if (a % st == 0) ok = ok && putf(buf, len, &o, "%lld*%s", (long long)(a / st), nm[only]);
+                else if (st % a == 0) ok = ok && putf(buf, len, &o, "%s/%lld", nm[only], (long long)(st / a));
+                else ok = ok && putf(buf, len, &o, "%lld*(%s/%lld)", (long long)a, nm[only], (long long)st);
+                continue;
+            }
+            bool lead = a != 1;
+            if (lead) ok = ok && putf(buf, len, &o, "%lld", (long long)a);
+            for (int j = 0; j < CG_MAX_SYMS; j++)
+                for (int k = 0; k < expo(e, j); k++) {
+                    if (sm->step[j] > 1) ok = ok && putf(buf, len, &o, "%s(%s/%lld)", lead ? "*" : "", nm[j], (long long)sm->step[j]);
+                    else ok = ok && putf(buf, len, &o, "%s%s", lead ? "*" : "", nm[j]);
+                    lead = true;
+                }
+        }
+    if (first) ok = putf(buf, len, &o, "0");
+    return ok;
 }
 
 /* "batch=4, seq=40": sample s's values. */

@@ -201,6 +201,7 @@ void cir_set_shape(cir_value *v, cir_dtype dtype, int ndim, const int64_t *dims)
     for (int i = 0; i < CIR_MAX_DIMS; i++) {
         v->dims[i] = i < ndim ? dims[i] : 0;
         v->dim_sym[i] = -1;
+        v->dim_expr[i] = NULL;
     }
 }
 
@@ -226,7 +227,9 @@ char *cir_shape_str(const cir_graph *g, const cir_value *v, char *buf, size_t le
     put(buf, len, &o, "[");
     for (int i = 0; i < v->ndim; i++) {
         if (i) put(buf, len, &o, ",");
-        if (v->dim_sym[i] >= 0) {
+        if (v->dim_expr[i]) {
+            put(buf, len, &o, "%s", v->dim_expr[i]);
+        } else if (v->dim_sym[i] >= 0) {
             char safe[68];
             size_t k = 0;
             for (const char *p = g->syms[v->dim_sym[i]].name; *p && k < 64; p++) safe[k++] = cuvil_safe_char((unsigned char)*p);

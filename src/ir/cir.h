@@ -88,6 +88,9 @@ typedef struct cir_value {
     int ndim;                  /* -1 until inferred */
     int64_t dims[CIR_MAX_DIMS];
     int dim_sym[CIR_MAX_DIMS]; /* index into graph->syms, or -1 */
+    /* A model with symbolic dims: the dims that depend on the symbols, as expressions of them
+     * for people ("batch*seq", "H/2"; cuvil.c fits them), or NULL. Printed instead of dims[i]. */
+    const char *dim_expr[CIR_MAX_DIMS];
     void *data;                /* CIR_VAL_CONST: dense row-major data, owned by the graph */
     int producer;              /* node id, -1 for inputs and constants */
     int n_uses;                /* computed by cir_graph_count_uses() */

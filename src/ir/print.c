@@ -13,6 +13,15 @@ void cir_print_text(cir_graph *g, cuvil_sb *o) {
     cuvil_sb_printf(o, "graph \"");
     cuvil_sb_c_escape(o, g->name);
     cuvil_sb_puts(o, "\"\n");
+    for (int k = 0; k < g->n_syms; k++) {   /* the dims that stay symbolic, with their ranges */
+        const cir_sym *sy = &g->syms[k];
+        if (sy->min >= sy->max) continue;
+        cuvil_sb_puts(o, "  symbol ");
+        cuvil_sb_safe_text(o, sy->name, 64);
+        cuvil_sb_printf(o, " : %lld..%lld", (long long)sy->min, (long long)sy->max);
+        if (sy->step > 1) cuvil_sb_printf(o, " step %lld", (long long)sy->step);
+        cuvil_sb_puts(o, "\n");
+    }
     for (int i = 0; i < g->n_inputs; i++) {
         cir_value *v = cir_val(g, g->inputs[i]);
         cuvil_sb_printf(o, "  input  %%%d \"", v->id);

@@ -193,6 +193,22 @@ void cuvil_sb_safe_text(cuvil_sb *b, const char *s, size_t max) {
     if (s[i]) cuvil_sb_puts(b, "...");
 }
 
+void cuvil_sb_safe_expr(cuvil_sb *b, const char *s, size_t max) {
+    size_t i = 0;
+    char prev = b->len && b->s ? b->s[b->len - 1] : 0;
+    for (; s[i] && i < max; i++) {
+        char c = s[i], next = i + 1 < max ? s[i + 1] : 0;
+        /* '*' and '/' stay where no neighbour can make a comment's opener or closer (or //);
+         * the text's last byte meets whatever follows it, so it never is one */
+        bool op = (c == '*' && prev != '/' && next != '/' && next) ||
+                  (c == '/' && prev != '*' && prev != '/' && next != '*' && next != '/' && next);
+        char out = op ? c : cuvil_safe_char((unsigned char)c);
+        cuvil_sb_append(b, &out, 1);
+        prev = out;
+    }
+    if (s[i]) cuvil_sb_puts(b, "...");
+}
+
 /* Length of the valid UTF-8 sequence at p (1..4), or 0 when p does not start one. */
 static int utf8_len(const unsigned char *p) {
     int n = p[0] < 0xc2 ? 0 : p[0] < 0xe0 ? 2 : p[0] < 0xf0 ? 3 : p[0] < 0xf5 ? 4 : 0;

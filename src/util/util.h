@@ -94,6 +94,10 @@ void cuvil_sb_c_escape(cuvil_sb *b, const char *s);
  * `\`, `?`, quotes, control characters and non-ASCII) becomes '_'; at most max bytes of s are
  * used (then "..." is appended). The model's strings reach comments only through this. */
 void cuvil_sb_safe_text(cuvil_sb *b, const char *s, size_t max);
+/* The same, but '*' and '/' (of a dim's expression, "batch*seq", "H/2") are kept where no
+ * neighbour, written before or in s, makes a comment's opener or closer or "//" of them, and
+ * never as s's last byte. */
+void cuvil_sb_safe_expr(cuvil_sb *b, const char *s, size_t max);
 /* The character cuvil_sb_safe_text() writes for c: c itself, or '_'. */
 char cuvil_safe_char(unsigned char c);
 /* Appends s escaped for a DOT double-quoted string: quotes and backslashes escaped, control

@@ -118,6 +118,16 @@ def test_transformer_encoder_layer_dynamic_batch_and_seq(transformer_layer, tmp_
         got = tl.run(so, {"x": x}, tmp_path / f"run{b}_{s}")
         tl.assert_outputs_close(got, tl.ort_run(transformer_layer, {"x": x}))
         assert got["y"].shape == (b, s, 32)
+    # the dims that follow the symbols are expressions of them, in the IR and in the header:
+    # nn.MultiheadAttention splits the heads into [seq, batch * nhead, head_dim] and scores
+    # [batch, nhead, seq, seq]
+    ir = tl.compile(transformer_layer, tmp_path / "ir", stem="encoder", emit="ir",
+                    dims={"batch": "1:4", "seq": "1:16"}).read_text()
+    for want in ("symbol batch : 1..4", "symbol seq : 1..16", '"x" : f32[batch,seq,32]', "f32[seq,4*batch,8]",
+                 "f32[batch,4,seq,seq]", '"y" : f32[batch,seq,32]'):
+        assert want in ir, want + "\n" + ir
+    header = so.with_suffix(".h").read_text()
+    assert "y f32[batch,seq,32]" in header, header
 
 
 def test_broadcast_at_symbol_value_one(tmp_path):
@@ -196,6 +206,14 @@ def test_cnn_with_dynamic_batch_height_and_width(resnet18_dynamic_hw, tmp_path):
         got = tl.run(so, {"x": x}, tmp_path / f"run{n}_{h}_{w}")
         tl.assert_outputs_close(got, tl.ort_run(resnet18_dynamic_hw, {"x": x}))
         assert got["y"].shape == (n, 1000)
+    # strides halve H and W: the stem's conv gives H/2, its max pool H/4, the last stage H/32
+    ir = tl.compile(resnet18_dynamic_hw, tmp_path / "ir", stem="r18nhw", emit="ir",
+                    extra=["--dim", "N=1:4", "--dim", "H=32:128:32", "--dim", "W=32:128:32"]).read_text()
+    for want in ("symbol H : 32..128 step 32", "f32[N,64,H/2,W/2]", "f32[N,64,H/4,W/4]", "f32[N,512,H/32,W/32]",
+                 '"y" : f32[N,1000]'):
+        assert want in ir, want + "\n" + ir
+    header = so.with_suffix(".h").read_text()
+    assert "x f32[N,3,H,W]" in header and "y f32[N,1000]" in header, header
 
 
 def test_size_peaking_between_samples_and_last_index(tmp_path):

@@ -25,6 +25,7 @@ typedef struct loader {
     cuvil_map opsets;         /* domain ("ai.onnx" for the default) -> index in opset_import */
     const char *model_dir;    /* NULL: external data refused */
     Onnx__ModelProto *m;
+    const cir_graph *share;   /* an earlier graph of this model whose initializers are borrowed, or NULL */
     onnx_mapper map;          /* ONNX ops onto CIR ops (onnx_ops.c) */
     const int64_t *sample;    /* per symbol (in order of appearance): the value to build shapes with, or NULL */
     int n_sample;
@@ -209,8 +210,18 @@ static cuvil_status load_initializers(loader *L, const Onnx__GraphProto *gp) {
         int ndim;
         int64_t dims[CUVIL_MAX_DIMS];
         void *data;
-        if ((s = cuvil_onnx_tensor_data(L->ctx, &g->arena, t, L->model_dir, name, L->lim, &dt, &ndim, dims, &data)))
+        /* another graph of this model has initializer i as value i (initializers are loaded
+         * first, and passes never write a constant they did not create): its bytes are shared */
+        const cir_value *sv = L->share && (int)i < L->share->n_values ? cir_val(L->share, (int)i) : NULL;
+        if (sv && sv->kind == CIR_VAL_CONST && !strcmp(sv->name, name) && (sv->data || !cir_numel(sv))) {
+            dt = cir_dtype_to_public(sv->dtype);
+            ndim = sv->ndim;
+            memcpy(dims, sv->dims, sizeof(int64_t) * (size_t)ndim);
+            data = sv->data;
+        } else if ((s = cuvil_onnx_tensor_data(L->ctx, &g->arena, t, L->model_dir, name, L->lim, &dt, &ndim, dims,
+                                               &data))) {
             return s;
+        }
         cir_dtype ct = cir_dtype_from_public(dt);
         if (ct == CIR_UNDEF)
             return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED, "initializer '%s': element type %s is not supported", name,
@@ -633,17 +644,85 @@ static cuvil_status check_dims_used(loader *L) {
     return CUVIL_OK;
 }
 
-static cuvil_status load_buffer(cuvil_ctx *ctx, const uint8_t *data, size_t size, const char *path,
-                                const char *model_dir, const cuvil_options *o, const int64_t *sample, int n_sample,
-                                cir_graph **out) {
+/* A model file read and decoded once: the graphs of a compile at several symbol values are
+ * built from it (cuvil.c), not from the file again. */
+struct cuvil_onnx_model {
+    uint8_t *buf;           /* the file's bytes until decoded, or NULL when the caller owns them */
+    Onnx__ModelProto *m;
+    char *path, *dir_copy;
+    const char *model_dir;  /* NULL: external data refused */
+    char sha256[65];
+};
+
+void cuvil_onnx_close(cuvil_onnx_model *mo) {
+    if (!mo) return;
+    onnx__model_proto__free_unpacked(mo->m, &cuvil_pb_allocator);
+    cuvil_free(mo->buf);
+    cuvil_free(mo->path);
+    cuvil_free(mo->dir_copy);
+    cuvil_free(mo);
+}
+
+/* Decodes data (size bytes; kept by the model when own) into *out. */
+static cuvil_status open_buffer(cuvil_ctx *ctx, uint8_t *data, size_t size, bool own, const char *path,
+                                const char *model_dir, const cuvil_options *o, cuvil_onnx_model **out) {
     *out = NULL;
-    loader L = {.ctx = ctx, .o = o, .lim = &o->limits, .model_dir = model_dir, .sample = sample, .n_sample = n_sample};
+    cuvil_onnx_model *mo = cuvil_calloc(1, sizeof *mo);
+    char *dir = model_dir ? cuvil_strdup(model_dir) : NULL;
+    char *p = cuvil_strdup(path);
+    if (!mo || !p || (model_dir && !dir)) {
+        cuvil_free(mo);
+        cuvil_free(dir);
+        cuvil_free(p);
+        if (own) cuvil_free(data);
+        return cuvil_err(ctx, CUVIL_ERR_NOMEM, "out of memory");
+    }
+    mo->buf = own ? data : NULL;
+    mo->path = p;
+    mo->dir_copy = dir;
+    mo->model_dir = dir;
     cuvil_status s = cuvil_onnx_prescan(ctx, data, size, &o->limits);
-    if (s) return cuvil_err_prefix(ctx, "%s: ", path);
-    L.m = onnx__model_proto__unpack(&cuvil_pb_allocator, size, data);
-    if (!L.m)
+    if (s) {
+        cuvil_onnx_close(mo);
+        return cuvil_err_prefix(ctx, "%s: ", path);
+    }
+    mo->m = onnx__model_proto__unpack(&cuvil_pb_allocator, size, data);
+    if (!mo->m) {
+        cuvil_onnx_close(mo);
         return cuvil_err(ctx, CUVIL_ERR_MODEL,
                          "%s: not a valid ONNX model (protobuf decoding failed: the file is truncated or not ONNX)", path);
+    }
+    cuvil_sha256_hex(data, size, mo->sha256);
+    /* protobuf-c copied what it keeps: the file's bytes can go */
+    cuvil_free(mo->buf);
+    mo->buf = NULL;
+    *out = mo;
+    return CUVIL_OK;
+}
+
+cuvil_status cuvil_onnx_open(cuvil_ctx *ctx, const char *path, const cuvil_options *o, cuvil_onnx_model **out) {
+    *out = NULL;
+    uint8_t *buf;
+    size_t size;
+    cuvil_status s = cuvil_read_file(ctx, path, "model", o->limits.model_bytes, "model_bytes", &buf, &size);
+    if (s) return s;
+    char *tmp = cuvil_strdup(path);
+    if (!tmp) {
+        cuvil_free(buf);
+        return cuvil_err(ctx, CUVIL_ERR_NOMEM, "out of memory");
+    }
+    s = open_buffer(ctx, buf, size, true, path, dirname(tmp), o, out);
+    cuvil_free(tmp);
+    return s;
+}
+
+cuvil_status cuvil_onnx_build(cuvil_ctx *ctx, const cuvil_onnx_model *mo, const cuvil_options *o, const int64_t *sample,
+                              int n_sample, const cir_graph *share, cir_graph **out) {
+    *out = NULL;
+    const char *path = mo->path;
+    loader L = {.ctx = ctx, .o = o, .lim = &o->limits, .model_dir = mo->model_dir, .sample = sample,
+                .n_sample = n_sample, .share = share, .m = mo->m};
+    cuvil_status s = CUVIL_OK;
     if (!L.m->graph || !L.m->has_ir_version || L.m->ir_version <= 0) {
         s = cuvil_err(ctx, CUVIL_ERR_MODEL, "%s: not an ONNX model (%s)", path, !L.m->graph ? "no graph" : "no ir_version");
         goto done;
@@ -661,7 +740,7 @@ static cuvil_status load_buffer(cuvil_ctx *ctx, const uint8_t *data, size_t size
     }
     L.g->limits = o->limits;
     L.map.g = L.g;
-    cuvil_sha256_hex(data, size, L.g->model_sha256);
+    memcpy(L.g->model_sha256, mo->sha256, sizeof L.g->model_sha256);
     L.g->model_path = cuvil_arena_strdup(&L.g->arena, path);
     if (L.m->graph->name && *L.m->graph->name) L.g->name = cuvil_arena_strdup(&L.g->arena, L.m->graph->name);
     if (!L.g->model_path || !L.g->name) {
@@ -685,34 +764,27 @@ done:
     cuvil_map_free(&L.listed);
     cuvil_map_free(&L.opsets);
     cuvil_free(L.map.dropped);
-    onnx__model_proto__free_unpacked(L.m, &cuvil_pb_allocator);
     *out = L.g;
     return s;
 }
 
 cuvil_status cuvil_onnx_load_buffer(cuvil_ctx *ctx, const uint8_t *data, size_t size, const char *path,
                                     const char *model_dir, const cuvil_options *o, cir_graph **out) {
-    return load_buffer(ctx, data, size, path, model_dir, o, NULL, 0, out);
+    *out = NULL;
+    cuvil_onnx_model *mo;
+    cuvil_status s = open_buffer(ctx, (uint8_t *)data, size, false, path, model_dir, o, &mo);
+    if (s) return s;
+    s = cuvil_onnx_build(ctx, mo, o, NULL, 0, NULL, out);
+    cuvil_onnx_close(mo);
+    return s;
 }
 
 cuvil_status cuvil_onnx_load(cuvil_ctx *ctx, const char *path, const cuvil_options *o, cir_graph **out) {
-    return cuvil_onnx_load_sampled(ctx, path, o, NULL, 0, out);
-}
-
-cuvil_status cuvil_onnx_load_sampled(cuvil_ctx *ctx, const char *path, const cuvil_options *o, const int64_t *sample,
-                                     int n_sample, cir_graph **out) {
     *out = NULL;
-    uint8_t *buf;
-    size_t size;
-    cuvil_status s = cuvil_read_file(ctx, path, "model", o->limits.model_bytes, "model_bytes", &buf, &size);
+    cuvil_onnx_model *mo;
+    cuvil_status s = cuvil_onnx_open(ctx, path, o, &mo);
     if (s) return s;
-    char *tmp = cuvil_strdup(path);
-    if (!tmp) {
-        cuvil_free(buf);
-        return cuvil_err(ctx, CUVIL_ERR_NOMEM, "out of memory");
-    }
-    s = load_buffer(ctx, buf, size, path, dirname(tmp), o, sample, n_sample, out);
-    cuvil_free(tmp);
-    cuvil_free(buf);
+    s = cuvil_onnx_build(ctx, mo, o, NULL, 0, NULL, out);
+    cuvil_onnx_close(mo);
     return s;
 }
