@@ -160,6 +160,26 @@ int cir_node_add(cir_graph *g, cir_op_kind kind, const char *name, const char *s
     return id;
 }
 
+int cir_node_insert(cir_graph *g, int pos, cir_op_kind kind, const char *name, const char *src_op, int n_in,
+                    const int *in, int n_out, const int *out) {
+    CUVIL_ASSERT(pos >= 0 && pos <= g->n_nodes);
+    int id = cir_node_add(g, kind, name, src_op, n_in, in, n_out, out);
+    if (id < 0) return -1;
+    cir_node added = *cir_node_at(g, id);
+    for (int j = id; j > pos; j--) {
+        cir_node *dst = cir_node_at(g, j);
+        *dst = *cir_node_at(g, j - 1);
+        dst->id = j;
+    }
+    *cir_node_at(g, pos) = added;
+    cir_node_at(g, pos)->id = pos;
+    for (int v = 0; v < g->n_values; v++) {
+        cir_value *x = cir_val(g, v);
+        if (x->producer >= pos) x->producer++;
+    }
+    return pos;
+}
+
 static cuvil_status id_list_add(cir_graph *g, int **list, int *n, int *cap, int id) {
     if (*n == *cap) {
         int nc = *cap ? *cap * 2 : 8;

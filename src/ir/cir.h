@@ -137,6 +137,10 @@ typedef struct cir_node {
     /* set by the lowering stage (passes/pass_lower.c) */
     const char *algo;          /* the kernel and algorithm chosen, for --emit ir and comments */
     int packed;                /* value id of weights packed for that kernel, or -1 */
+    /* float16/bfloat16 inputs of an op whose kernel takes float32: shape inference casts them
+     * to float32 before the node and its float32 outputs back to this type after it */
+    cir_dtype half;
+    bool half_out_done;        /* the casts after it are in place */
 } cir_node;
 
 /* A named dim. value: what shapes are built with (the fixed value, or for a symbolic one the
@@ -178,6 +182,9 @@ typedef struct cir_graph {
      * the symbols into expressions of D[]), and plans memory with plan_bytes (per value id, the
      * sizes at the upper bounds) when given. */
     bool symbolic;
+    /* set by op_need_f32 when it refuses a float16/bfloat16 input (shape inference then
+     * computes the node in float32 between casts instead) */
+    bool half_input;
     const size_t *plan_bytes;
     int n_plan_bytes;
     int opt_level;             /* the options' opt level, for the lowering stage */
@@ -217,6 +224,11 @@ void *cir_value_make_const(cir_graph *g, cir_value *v);
  * ctx: out of memory, over limits.nodes). */
 int cir_node_add(cir_graph *g, cir_op_kind kind, const char *name, const char *src_op,
                  int n_in, const int *in, int n_out, const int *out);
+/* The same, placed at position pos (0..n_nodes) of the node order: the nodes from pos on move
+ * up one (their ids and their outputs' producers with them). A cir_node pointer taken before
+ * the call may now point at another node. Only shape inference, which runs first, inserts. */
+int cir_node_insert(cir_graph *g, int pos, cir_op_kind kind, const char *name, const char *src_op, int n_in,
+                    const int *in, int n_out, const int *out);
 /* Appends a graph input / output (value ids). */
 cuvil_status cir_graph_add_input(cir_graph *g, int id);
 cuvil_status cir_graph_add_output(cir_graph *g, int id);

@@ -6,6 +6,7 @@
 #include "passes/passes_int.h"
 
 #define SMALL_FOLD_ELEMS 4096
+#define CIR_MAX_INPUTS_HALF 16
 
 static bool worth_folding_now(cir_graph *g, const cir_node *n) {
     for (int i = 0; i < n->n_out; i++) {
@@ -41,15 +42,100 @@ static cuvil_status check_declared(cir_graph *g, const cir_node *n, const cir_va
     return s;
 }
 
+/* A cast of value `from` into a new value (named after it, +suffix) of type `to`, placed at
+ * pos; returns the new value's id or -1 (message on ctx). */
+static int cast_at(cir_graph *g, int pos, int from, cir_dtype to, const char *suffix, int *out_value) {
+    char name[600];
+    snprintf(name, sizeof name, "%.500s%s", cir_val(g, from)->name, suffix);
+    int nv = *out_value >= 0 ? *out_value : cir_value_add(g, name, CIR_VAL_ACT);
+    if (nv < 0) return -1;
+    int id = cir_node_insert(g, pos, CIR_OP_CAST, name, "Cast", 1, &from, 1, &nv);
+    if (id < 0) return -1;
+    cuvil_attr a = {.name = "to", .type = CUVIL_ATTR_INT, .i = cir_dtype_to_public(to)};
+    if (cir_node_set_attr(g, cir_node_at(g, id), &a)) return -1;
+    *out_value = nv;
+    return id;
+}
+
+/* Node i's kernel takes float32 and an input is float16 or bfloat16 (ONNX Runtime does the
+ * same on CPUs): every such input is cast to float32 by a node placed before it. Once it is
+ * inferred, its float32 outputs are cast back (half_out). */
+static cuvil_status half_in(cir_graph *g, int i) {
+    cir_node *n = cir_node_at(g, i);
+    cir_dtype half = CIR_UNDEF;
+    int n_in = n->n_in, orig[CIR_MAX_INPUTS_HALF], cast[CIR_MAX_INPUTS_HALF];
+    if (n_in > CIR_MAX_INPUTS_HALF)
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "has %d inputs; float16 is computed in float32 for at most %d",
+                            n_in, CIR_MAX_INPUTS_HALF);
+    for (int j = 0; j < n_in; j++) {
+        orig[j] = n->in[j];
+        cast[j] = -1;
+        cir_value *v = cir_in(g, n, j);
+        if (v && half == CIR_UNDEF && (v->dtype == CIR_F16 || v->dtype == CIR_BF16)) half = v->dtype;
+    }
+    CUVIL_ASSERT(half != CIR_UNDEF);
+    for (int j = 0; j < n_in; j++) {
+        cir_value *v = orig[j] >= 0 ? cir_val(g, orig[j]) : NULL;
+        if (!v || (v->dtype != CIR_F16 && v->dtype != CIR_BF16)) continue;
+        for (int k = 0; k < j && cast[j] < 0; k++)   /* the same value twice: one cast */
+            if (orig[k] == orig[j]) cast[j] = cast[k];
+        if (cast[j] < 0) {
+            if (cast_at(g, i, orig[j], CIR_F32, ":f32", &cast[j]) < 0) return g->ctx->status;
+            i++;   /* the node moved up one */
+        }
+        cir_node_at(g, i)->in[j] = cast[j];
+    }
+    cir_node_at(g, i)->half = half;
+    return CUVIL_OK;
+}
+
+/* After node i (computed in float32 for half inputs) is inferred: its float32 outputs become
+ * new values, cast back to the half type into the original ones by nodes placed after it. */
+static cuvil_status half_out(cir_graph *g, int i) {
+    cir_node *n = cir_node_at(g, i);
+    n->half_out_done = true;
+    for (int j = n->n_out - 1; j >= 0; j--) {
+        n = cir_node_at(g, i);
+        cir_value *v = n->out[j] >= 0 ? cir_val(g, n->out[j]) : NULL;
+        if (!v || v->dtype != CIR_F32) continue;   /* indices and the like stay */
+        char name[600];
+        snprintf(name, sizeof name, "%.500s:f32", v->name);
+        int orig = n->out[j], nv = cir_value_add(g, name, CIR_VAL_ACT);
+        if (nv < 0) return g->ctx->status;
+        n = cir_node_at(g, i);
+        cir_value *x = cir_val(g, nv), *o = cir_val(g, orig);
+        cir_set_shape(x, CIR_F32, o->ndim, o->dims);
+        x->producer = i;
+        n->out[j] = nv;
+        int dummy = orig;
+        if (cast_at(g, i + 1, nv, n->half, "", &dummy) < 0) return g->ctx->status;
+        o->producer = -1;   /* the cast's, once inferred */
+    }
+    return CUVIL_OK;
+}
+
 cuvil_status cuvil_pass_shape_infer(cir_graph *g, const cuvil_options *o) {
     (void)o;
     for (int i = 0; i < g->n_nodes; i++) {
         cir_node *n = cir_node_at(g, i);
         if (n->dead) continue;
         CUVIL_ASSERT(n->def);
+        g->half_input = false;
         cuvil_status s = cir_node_check_attrs(g, n);
         if (!s) s = n->def->infer(g, n);
+        if (s && g->half_input && n->half == CIR_UNDEF) {
+            /* computed in float32 between casts: the casts are inferred first, then the node */
+            g->ctx->errmsg[0] = 0;
+            g->ctx->status = CUVIL_OK;
+            if ((s = half_in(g, i))) return s;
+            i--;
+            continue;
+        }
         if (s) return s;
+        if (n->half != CIR_UNDEF && !n->half_out_done) {
+            if ((s = half_out(g, i))) return s;
+            n = cir_node_at(g, i);
+        }
         if (n->dead) {   /* infer produced constants (shape, size): still as declared? */
             for (int j = 0; j < n->n_out; j++) {
                 cir_value *v = cir_val(g, n->out[j]);

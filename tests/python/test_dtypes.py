@@ -549,6 +549,56 @@ def test_sum_and_mean_at_run_time(tmp_path):
     run_cases(tmp_path, nodes, ins, outs, feeds, wants, types)
 
 
+@pytest.mark.parametrize("t", ["f16", "bf16"])
+def test_half_inputs_of_float32_kernels_compute_in_float32(tmp_path, t):
+    """Ops whose kernels take float32 (MatMul, Softmax, Conv, ReduceMean, LayerNormalization,
+    MaxPool, Gemm) on float16 and bfloat16 tensors: computed in float32 between casts, each
+    result rounded to the type once, as numpy computes it here in float32 step by step."""
+    if t == "bf16" and BF16 is None:
+        pytest.skip("ml_dtypes is not installed: no bfloat16 in numpy")
+    rng = tl.seeded_rng("half" + t)
+    h = NP[t]
+    def rnd(x):   # a float32 result rounded to the type
+        return np.asarray(x, np.float32).astype(h)
+    f32 = np.float32
+    a = values(t, (2, 3, 5), rng)
+    w = values(t, (5, 4), rng)
+    x = values(t, (1, 3, 6, 6), rng)
+    k = values(t, (2, 3, 3, 3), rng)
+    g = values(t, (5,), rng)
+    mm = rnd(a.astype(f32) @ w.astype(f32))
+    e = np.exp(mm.astype(f32) - mm.astype(f32).max(-1, keepdims=True))
+    sm = rnd(e / e.sum(-1, keepdims=True))
+    conv = np.zeros((1, 2, 4, 4), f32)
+    xf, kf = x.astype(f32), k.astype(f32)
+    for i in range(4):
+        for j in range(4):
+            conv[0, :, i, j] = np.einsum("chw,ochw->o", xf[0, :, i:i + 3, j:j + 3], kf)
+    red = rnd(x.astype(f32).mean(axis=(2, 3)))
+    af = a.astype(f32)
+    mu, var = af.mean(-1, keepdims=True), af.var(-1, keepdims=True)
+    ln = rnd((af - mu) / np.sqrt(var + 1e-5) * g.astype(f32))
+    pool = x.reshape(1, 3, 3, 2, 3, 2).max(axis=(3, 5))
+    gemm = rnd(a[0].astype(f32) @ a[0].astype(f32).T)
+    inits = [onnx.numpy_helper.from_array(w, "w"), onnx.numpy_helper.from_array(k, "k"),
+             onnx.numpy_helper.from_array(g, "g"), onnx.numpy_helper.from_array(np.array([2, 3], np.int64), "ax")]
+    if t == "bf16":   # numpy_helper stores ml_dtypes' bfloat16 as raw bytes of the right type
+        for init, arr in zip(inits[:3], (w, k, g)):
+            init.data_type = TensorProto.BFLOAT16
+            init.raw_data = arr.view(np.uint16).tobytes()
+    nodes = [helper.make_node("MatMul", ["a", "w"], ["mm"]), helper.make_node("Softmax", ["mm"], ["sm"]),
+             helper.make_node("Conv", ["x", "k"], ["conv"]),
+             helper.make_node("ReduceMean", ["x", "ax"], ["red"], keepdims=0),
+             helper.make_node("LayerNormalization", ["a", "g"], ["ln"]),
+             helper.make_node("MaxPool", ["x"], ["pool"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("Gemm", ["a0", "a0"], ["gemm"], transB=1)]
+    a0 = a[0]
+    wants = {"mm": mm, "sm": sm, "conv": rnd(conv), "red": red, "ln": ln, "pool": pool, "gemm": gemm}
+    ins = [("a", t, [2, 3, 5]), ("x", t, [1, 3, 6, 6]), ("a0", t, [3, 5])]
+    outs = [(n, t, None) for n in wants]
+    run_cases(tmp_path, nodes, ins, outs, {"a": a, "x": x, "a0": a0}, wants, {n: t for n in wants}, inits)
+
+
 def test_clip_with_run_time_bounds_every_type(tmp_path):
     """Clip whose bounds are graph inputs (both, min only, max only) and integer Clip with
     constant bounds, against numpy; float NaN stays NaN."""

@@ -309,6 +309,40 @@ static void test_generic_target_blocking(void) {
     CHECK(!cuvil_target_find("x86_64-avx3"), "an unknown target was found");
 }
 
+/* A float16 input through float32 kernels: shape inference places casts around each such
+ * node (cir_node_insert), and every id and producer stays consistent. */
+static void test_half_through_float32_kernels(cuvil_ctx *ctx) {
+    cir_graph *g = small_cnn(ctx);
+    cir_value *x = cir_val(g, g->inputs[0]);
+    int64_t xd[4] = {1, 3, 32, 32};
+    cir_set_shape(x, CIR_F16, 4, xd);
+    cuvil_options o;
+    cuvil_options_init(&o);
+    o.opt_level = 0;
+    CHECK(cuvil_run_passes(g, &o) == CUVIL_OK, "%s", cuvil_errmsg(ctx));
+    int casts = 0, half_nodes = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        cir_node *n = cir_node_at(g, i);
+        CHECK(n->id == i, "node %d has id %d", i, n->id);
+        if (n->dead) continue;
+        casts += n->kind == CIR_OP_CAST;
+        half_nodes += n->half == CIR_F16;
+        for (int j = 0; j < n->n_out; j++)
+            CHECK(cir_val(g, n->out[j])->producer == i, "output %d of node %d ('%s') has producer %d", j, i, n->name,
+                  cir_val(g, n->out[j])->producer);
+        for (int j = 0; j < n->n_in; j++) {   /* inputs are made before they are used */
+            const cir_value *v = cir_in(g, n, j);
+            CHECK(!v || v->kind != CIR_VAL_ACT || v->producer < i, "node %d reads '%s' made by node %d", i, v ? v->name : "",
+                  v ? v->producer : -1);
+        }
+    }
+    /* conv, max_pool and gemm take float32: a cast in and a cast out each (relu and flatten
+     * take float16) */
+    CHECK(half_nodes == 3 && casts == 6, "%d nodes computed in float32, %d casts", half_nodes, casts);
+    CHECK(cir_val(g, g->outputs[0])->dtype == CIR_F16, "output is %s", cir_dtype_name(cir_val(g, g->outputs[0])->dtype));
+    cir_graph_free(g);
+}
+
 /* Dims as expressions of the symbols (codegen/symbolic.c), and how they reach C comments. */
 static void test_dim_exprs(void) {
     char buf[160];
@@ -364,6 +398,7 @@ int main(void) {
     test_emitters();
     test_generic_target_blocking();
     test_dim_exprs();
+    test_half_through_float32_kernels(ctx);
     cuvil_ctx_destroy(ctx);
     if (failures) {
         fprintf(stderr, "%d check(s) failed\n", failures);

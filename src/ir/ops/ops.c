@@ -248,9 +248,11 @@ cuvil_status op_need_f32(cir_graph *g, cir_node *n, int i) {
     cir_value *v = cir_in(g, n, i);
     if (!v) return cir_node_err(g, n, CUVIL_ERR_MODEL, "input %d is missing", i);
     if (v->ndim < 0) return cir_node_err(g, n, CUVIL_ERR_INTERNAL, "input '%s' has no shape", v->name);
-    if (v->dtype != CIR_F32)
+    if (v->dtype != CIR_F32) {
+        g->half_input |= v->dtype == CIR_F16 || v->dtype == CIR_BF16;
         return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' is %s; only float32 is supported",
                             v->name, cir_dtype_name(v->dtype));
+    }
     return CUVIL_OK;
 }
 
