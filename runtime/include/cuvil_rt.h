@@ -291,6 +291,9 @@ typedef struct cuvil_reduce_params {
 } cuvil_reduce_params;
 
 void cuvil_f32_reduce(const cuvil_reduce_params *p, const float *x, float *y);
+/* The same for element type t (CUVIL_T_*, not bool): integers wrap like their type, floats
+ * accumulate in double. */
+void cuvil_reduce_t(const cuvil_reduce_params *p, int t, const void *x, void *y);
 
 /* ===== Data movement (dtype-agnostic: elem_size bytes per element) ================= */
 /* y = transpose(x, perm): y dim i is x dim perm[i]; dims are x's. */

@@ -549,6 +549,58 @@ def test_sum_and_mean_at_run_time(tmp_path):
     run_cases(tmp_path, nodes, ins, outs, feeds, wants, types)
 
 
+REDUCE_OPS = ["ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceSumSquare", "ReduceL1",
+              "ReduceL2", "ReduceLogSumExp"]
+
+
+def reduce_ref(op, x, axes, t):
+    """numpy's reduction as the ONNX op defines it for type t: integers in 64-bit arithmetic
+    that wraps to the type, means and L2 truncated; floats in float64, rounded once."""
+    dt = x.dtype
+    if t in ("f64", "f16", "bf16"):
+        v = x.astype(np.float64)
+        r = {"ReduceSum": lambda: v.sum(axes), "ReduceMean": lambda: v.mean(axes), "ReduceMax": lambda: v.max(axes),
+             "ReduceMin": lambda: v.min(axes), "ReduceProd": lambda: v.prod(axes),
+             "ReduceSumSquare": lambda: (v * v).sum(axes), "ReduceL1": lambda: np.abs(v).sum(axes),
+             "ReduceL2": lambda: np.sqrt((v * v).sum(axes)),
+             "ReduceLogSumExp": lambda: np.log(np.exp(v).sum(axes))}[op]()
+        return np.asarray(r).astype(dt)
+    unsigned = dt.kind == "u"
+    w = x.astype(np.uint64 if unsigned else np.int64)
+    count = int(np.prod([x.shape[a] for a in axes]))
+    with np.errstate(over="ignore"):
+        r = {"ReduceSum": lambda: w.sum(axes), "ReduceMax": lambda: w.max(axes), "ReduceMin": lambda: w.min(axes),
+             "ReduceProd": lambda: w.prod(axes), "ReduceSumSquare": lambda: (w * w).sum(axes),
+             "ReduceL1": lambda: (w if unsigned else np.abs(w)).sum(axes),
+             "ReduceMean": lambda: (w.sum(axes) // count if unsigned else
+                                    np.trunc(w.sum(axes) / count).astype(np.int64)),
+             "ReduceL2": lambda: np.trunc(np.sqrt((w * w).sum(axes).astype(np.float64))).astype(np.int64)}[op]()
+    return np.asarray(r).astype(dt)   # the low bits: wraps to the type
+
+
+@pytest.mark.parametrize("t", ["f64", "f16", "i8", "i32", "i64", "u8", "u64"])
+def test_reductions_every_type(tmp_path, t):
+    """Every reduction at run time on every numeric type (float32 has its own kernel), over
+    one axis and over two, against numpy: int8 sums wrap, uint64 values above INT64_MAX
+    compare as unsigned."""
+    rng = tl.seeded_rng("reduce" + t)
+    x = values(t, (3, 4, 5), rng, lo=-6, hi=6)
+    if t == "u64":
+        x[0, 0, :] = np.uint64(2**63 + 5)
+    if t == "i8":
+        x[1] = 100   # sums over 4 and over 15 elements leave int8's range
+    ops = [op for op in REDUCE_OPS if t in ("f64", "f16") or op != "ReduceLogSumExp"]
+    nodes, outs, wants, types, inits = [], [], {}, {}, []
+    for ai, axes in enumerate(([1], [0, 2])):
+        inits.append(onnx.numpy_helper.from_array(np.array(axes, np.int64), f"ax{ai}"))
+        for op in ops:
+            out = f"{op}_{ai}"
+            nodes.append(helper.make_node(op, ["x", f"ax{ai}"], [out], keepdims=0))
+            wants[out], types[out] = reduce_ref(op, x, tuple(axes), t), t
+            outs.append((out, t, None))
+    run_cases(tmp_path, nodes, [("x", t, [3, 4, 5])], outs, {"x": x}, wants, types, inits)
+
+
 @pytest.mark.parametrize("t", ["f16", "bf16"])
 def test_half_inputs_of_float32_kernels_compute_in_float32(tmp_path, t):
     """Ops whose kernels take float32 (MatMul, Softmax, Conv, ReduceMean, LayerNormalization,

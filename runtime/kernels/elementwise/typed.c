@@ -641,6 +641,95 @@ void cuvil_fill(const void *value, int64_t elem_size, void *y, int64_t n) {
     for (int64_t i = 0; i < n; i++) memcpy(Y + i * elem_size, value, (size_t)elem_size);
 }
 
+/* ===== Reductions of every numeric type =================================================== */
+/* Output by output: integers accumulate in 64 bits, wrapping like the type (sums, products)
+ * and comparing as the type (uint64 unsigned); floats in double, NaN propagating through max
+ * and min as in the float32 kernel; one rounding to the type at the end. The compiler folds
+ * non-float32 reductions with this function too. */
+void cuvil_reduce_t(const cuvil_reduce_params *p, int t, const void *x, void *y) {
+    int nk = 0, nr = 0;
+    int64_t ks[CUVIL_RT_MAX_DIMS], kst[CUVIL_RT_MAX_DIMS], rs[CUVIL_RT_MAX_DIMS], rst[CUVIL_RT_MAX_DIMS];
+    int64_t stride = 1, nout = 1, count = 1;
+    for (int d = p->ndim - 1; d >= 0; d--) {   /* innermost first */
+        if (p->mask & (1u << d)) {
+            rs[nr] = p->dims[d], rst[nr++] = stride;
+            count *= p->dims[d];
+        } else {
+            ks[nk] = p->dims[d], kst[nk++] = stride;
+            nout *= p->dims[d];
+        }
+        stride *= p->dims[d];
+    }
+    const bool fl = is_float_t(t), u64 = t == CUVIL_T_U64;
+    const int op = p->op;
+    int64_t kidx[CUVIL_RT_MAX_DIMS] = {0}, base = 0;
+    for (int64_t o = 0; o < nout; o++) {
+        /* o counts the kept dims row-major: kidx[0] (innermost) fastest */
+        double af = op == CUVIL_REDUCE_PROD ? 1 : op == CUVIL_REDUCE_MAX ? -INFINITY : op == CUVIL_REDUCE_MIN ? INFINITY : 0;
+        double am = -INFINITY;
+        int64_t ai = op == CUVIL_REDUCE_PROD ? 1 : op == CUVIL_REDUCE_MAX ? (u64 ? 0 : INT64_MIN)
+                                                  : op == CUVIL_REDUCE_MIN ? (u64 ? -1 : INT64_MAX) : 0;
+        for (int pass = op == CUVIL_REDUCE_LOG_SUM_EXP ? 0 : 1; pass < 2; pass++) {
+            int64_t ridx[CUVIL_RT_MAX_DIMS] = {0}, off = base;
+            for (int64_t r = 0; r < count; r++) {
+                double v = fl ? ld_float(t, x, off) : 0;
+                int64_t w = fl ? 0 : ld_int(t, x, off);
+                if (!fl) v = u64 ? (double)(uint64_t)w : (double)w;
+                if (pass == 0) {
+                    am = v > am || v != v ? v : am;
+                } else {
+                    switch (op) {
+                    case CUVIL_REDUCE_SUM:
+                    case CUVIL_REDUCE_MEAN: ai = (int64_t)((uint64_t)ai + (uint64_t)w), af += v; break;
+                    case CUVIL_REDUCE_MAX:
+                        ai = (u64 ? (uint64_t)w > (uint64_t)ai : w > ai) ? w : ai;
+                        af = v > af || v != v ? v : af;
+                        break;
+                    case CUVIL_REDUCE_MIN:
+                        ai = (u64 ? (uint64_t)w < (uint64_t)ai : w < ai) ? w : ai;
+                        af = v < af || v != v ? v : af;
+                        break;
+                    case CUVIL_REDUCE_PROD: ai = (int64_t)((uint64_t)ai * (uint64_t)w), af *= v; break;
+                    case CUVIL_REDUCE_SUM_SQUARE:
+                    case CUVIL_REDUCE_L2: ai = (int64_t)((uint64_t)ai + (uint64_t)w * (uint64_t)w), af += v * v; break;
+                    case CUVIL_REDUCE_L1:
+                        ai = (int64_t)((uint64_t)ai + (!u64 && w < 0 ? 0 - (uint64_t)w : (uint64_t)w)), af += fabs(v);
+                        break;
+                    case CUVIL_REDUCE_LOG_SUM_EXP: af += isinf(am) ? 0 : exp(v - am); break;
+                    default: break;
+                    }
+                }
+                for (int d = 0; d < nr; d++) {   /* the next reduced index */
+                    off += rst[d];
+                    if (++ridx[d] < rs[d]) break;
+                    off -= rst[d] * rs[d];
+                    ridx[d] = 0;
+                }
+            }
+        }
+        /* the result, as double (rounded once to a float type) or as int64 */
+        bool as_double = fl || op == CUVIL_REDUCE_L2 || op == CUVIL_REDUCE_LOG_SUM_EXP;
+        double rd = af;
+        int64_t ri = ai;
+        if (op == CUVIL_REDUCE_MEAN) {
+            if (fl) rd = count ? af / (double)count : 0.0;   /* of nothing: 0 */
+            else ri = count ? (u64 ? (int64_t)((uint64_t)ai / (uint64_t)count) : ai / count) : 0;
+        } else if (op == CUVIL_REDUCE_L2) {
+            rd = sqrt(fl ? af : u64 ? (double)(uint64_t)ai : (double)ai);
+        } else if (op == CUVIL_REDUCE_LOG_SUM_EXP) {
+            rd = isinf(am) ? am : am + log(af);
+        }
+        if (fl) st_float(t, y, o, rd);
+        else st_int(t, y, o, as_double ? sat_i64(rd) : ri);
+        for (int d = 0; d < nk; d++) {   /* the next output */
+            base += kst[d];
+            if (++kidx[d] < ks[d]) break;
+            base -= kst[d] * ks[d];
+            kidx[d] = 0;
+        }
+    }
+}
+
 /* ===== ArgMax / ArgMin ==================================================================== */
 void cuvil_argmax_t(const cuvil_arg_params *p, int t, const void *x, int64_t *y) {
     for (int64_t o = 0; o < p->outer; o++)
