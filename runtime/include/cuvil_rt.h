@@ -254,14 +254,15 @@ void cuvil_f32_softmax__scalar(const cuvil_softmax_params *p, const float *x, fl
 void cuvil_f32_hardmax(const cuvil_softmax_params *p, const float *x, float *y);
 
 /* LayerNormalization over the last `len` elements of each of `rows` rows (x viewed as
- * [rows, len]); scale and bias (may be NULL) have len elements; y may equal x. */
+ * [rows, len]); scale and bias (may be NULL) have len elements; y may equal x. mean and
+ * inv_std (each may be NULL) get each row's mean and 1 / sqrt(variance + epsilon). */
 typedef struct cuvil_layer_norm_params {
     int64_t rows, len;
     float epsilon;
 } cuvil_layer_norm_params;
 
 void cuvil_f32_layer_norm(const cuvil_layer_norm_params *p, const float *x, const float *scale, const float *bias,
-                          float *y);
+                          float *y, float *mean, float *inv_std);
 
 /* InstanceNormalization: x viewed as [batch, channels, len]; each row of len elements is
  * normalised, then scaled by scale[c] and shifted by bias[c]; y may equal x. */

@@ -98,6 +98,7 @@ static cuvil_status half_out(cir_graph *g, int i) {
         n = cir_node_at(g, i);
         cir_value *v = n->out[j] >= 0 ? cir_val(g, n->out[j]) : NULL;
         if (!v || v->dtype != CIR_F32) continue;   /* indices and the like stay */
+        if (n->kind == CIR_OP_LAYER_NORM && j > 0) continue;   /* Mean, InvStdDev: float32 (stash_type) */
         char name[600];
         snprintf(name, sizeof name, "%.500s:f32", v->name);
         int orig = n->out[j], nv = cir_value_add(g, name, CIR_VAL_ACT);

@@ -641,14 +641,16 @@ def test_half_inputs_of_float32_kernels_compute_in_float32(tmp_path, t):
     nodes = [helper.make_node("MatMul", ["a", "w"], ["mm"]), helper.make_node("Softmax", ["mm"], ["sm"]),
              helper.make_node("Conv", ["x", "k"], ["conv"]),
              helper.make_node("ReduceMean", ["x", "ax"], ["red"], keepdims=0),
-             helper.make_node("LayerNormalization", ["a", "g"], ["ln"]),
+             helper.make_node("LayerNormalization", ["a", "g"], ["ln", "lnm"]),
              helper.make_node("MaxPool", ["x"], ["pool"], kernel_shape=[2, 2], strides=[2, 2]),
              helper.make_node("Gemm", ["a0", "a0"], ["gemm"], transB=1)]
     a0 = a[0]
     wants = {"mm": mm, "sm": sm, "conv": rnd(conv), "red": red, "ln": ln, "pool": pool, "gemm": gemm}
     ins = [("a", t, [2, 3, 5]), ("x", t, [1, 3, 6, 6]), ("a0", t, [3, 5])]
-    outs = [(n, t, None) for n in wants]
-    run_cases(tmp_path, nodes, ins, outs, {"a": a, "x": x, "a0": a0}, wants, {n: t for n in wants}, inits)
+    types = {n: t for n in wants}
+    wants["lnm"], types["lnm"] = mu.astype(f32), "f32"   # the statistics stay float32 (stash_type)
+    outs = [(n, types[n], None) for n in wants]
+    run_cases(tmp_path, nodes, ins, outs, {"a": a, "x": x, "a0": a0}, wants, types, inits)
 
 
 def test_clip_with_run_time_bounds_every_type(tmp_path):

@@ -638,6 +638,11 @@ add(
     layer_norm("last-axis", [2, 5, 32]),
     layer_norm("two-axes", [2, 3, 4, 5], axis=2),
     layer_norm("axis1-no-bias-eps", [3, 4, 6], axis=1, bias=False, eps=1e-3),
+    # the Mean and InvStdDev outputs (training exports use them), one of them omitted
+    Case("LayerNormalization-stats", 17, [node("LayerNormalization", ["x", "s", "b"], ["y", "mean", "inv"], axis=1)],
+         {"x": In([2, 3, 4], "wide")}, {"s": R(3, 4), "b": R(3, 4)}, outputs=["y", "mean", "inv"]),
+    Case("LayerNormalization-inv-only", 17, [node("LayerNormalization", ["x", "s"], ["y", "", "inv"], axis=-2)],
+         {"x": In([2, 3, 4], "wide")}, {"s": R(3, 4)}, outputs=["y", "inv"]),
 )
 
 

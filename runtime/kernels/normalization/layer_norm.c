@@ -39,7 +39,7 @@ void cuvil_f32_instance_norm(const cuvil_instance_norm_params *p, const float *x
 }
 
 void cuvil_f32_layer_norm(const cuvil_layer_norm_params *p, const float *x, const float *scale, const float *bias,
-                          float *y) {
+                          float *y, float *mean, float *inv_std) {
     const int64_t n = p->len;
     if (n <= 0) return;
     for (int64_t r = 0; r < p->rows; r++) {
@@ -47,6 +47,8 @@ void cuvil_f32_layer_norm(const cuvil_layer_norm_params *p, const float *x, cons
         float *yr = y + r * n;
         float m, inv;
         row_stats(xr, n, p->epsilon, &m, &inv);
+        if (mean) mean[r] = m;
+        if (inv_std) inv_std[r] = inv;
         if (bias)
             for (int64_t i = 0; i < n; i++) yr[i] = (xr[i] - m) * inv * scale[i] + bias[i];
         else

@@ -8,8 +8,11 @@ cuvil_status cg_emit_layer_norm(cg_ctx *cg, cir_graph *g, cir_node *n) {
     char e[32];
     const char *ps = cg_param(cg, "cuvil_layer_norm_params", "{ .rows = %lld, .len = %lld, .epsilon = %s }",
                               (long long)p.rows, (long long)p.len, cg_float(p.epsilon, e));
-    cg_printf(cg, "    cuvil_f32_layer_norm(&%s, %s, %s, %s, %s);\n", ps, cg_in(cg, n->in[0]), cg_in(cg, n->in[1]),
-              cir_in(g, n, 2) ? cg_in(cg, n->in[2]) : "NULL", cg_out(cg, n->out[0]));
+    const char *st[2] = {"NULL", "NULL"};   /* Mean and InvStdDev, when the node has them */
+    for (int j = 0; j < 2; j++)
+        if (n->n_out > j + 1 && n->out[j + 1] >= 0) st[j] = cg_out(cg, n->out[j + 1]);
+    cg_printf(cg, "    cuvil_f32_layer_norm(&%s, %s, %s, %s, %s, %s, %s);\n", ps, cg_in(cg, n->in[0]), cg_in(cg, n->in[1]),
+              cir_in(g, n, 2) ? cg_in(cg, n->in[2]) : "NULL", cg_out(cg, n->out[0]), st[0], st[1]);
     return CUVIL_OK;
 }
 

@@ -297,14 +297,15 @@ static cuvil_status map_softmax(onnx_mapper *m, onnx_node *on, cir_op_kind kind)
     return add_node(m, on, kind, on->n_in, on->in, on->n_out, on->out, set, n_set, no_ignore);
 }
 
-/* LayerNormalization: the Mean and InvStdDev outputs (training) are dropped; stash_type (the
- * precision of the statistics) is always at least float32's here. */
+/* LayerNormalization: stash_type (the type of the Mean and InvStdDev outputs) must be float32,
+ * the precision the statistics are computed in. */
 static cuvil_status map_layer_norm(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
-    cuvil_status s;
-    for (int i = 1; i < on->n_out; i++)
-        if ((s = drop_output(m, on, i, "the statistics outputs are not supported"))) return s;
+    onnx_attr *st = attr(on, "stash_type");
+    if (st && st->a.i != 1)
+        return node_err(m, on, CUVIL_ERR_UNSUPPORTED, "stash_type=%lld is not supported (only 1, float32)",
+                        (long long)st->a.i);
     static const char *const ignore[] = {"stash_type", NULL};
-    return add_node(m, on, kind, on->n_in, on->in, 1, on->out, NULL, 0, ignore);
+    return add_node(m, on, kind, on->n_in, on->in, on->n_out, on->out, NULL, 0, ignore);
 }
 
 static cuvil_status map_slice(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {

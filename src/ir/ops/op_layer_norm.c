@@ -1,6 +1,7 @@
-/* op_layer_norm.c -- layer_norm (x, scale, [bias]; axis, epsilon): each slice of x from `axis`
- * to the end is normalised to zero mean and unit variance, then scaled and shifted; scale and
- * bias broadcast to that slice's shape. instance_norm (x, scale, bias; epsilon): x is [N, C,
+/* op_layer_norm.c -- layer_norm (x, scale, [bias]; axis, epsilon) -> y, [mean], [inv_std_dev]:
+ * each slice of x from `axis` to the end is normalised to zero mean and unit variance, then
+ * scaled and shifted; scale and bias broadcast to that slice's shape; the optional outputs are
+ * each slice's mean and 1 / sqrt(variance + epsilon), float32. instance_norm (x, scale, bias; epsilon): x is [N, C,
  * ...], each (n, c) slice normalised, then scaled and shifted by scale[c], bias[c]. float32, at
  * run time and folded by the one kernel of each. */
 #include "ir/ops/ops.h"
@@ -48,6 +49,13 @@ static cuvil_status ln_infer(cir_graph *g, cir_node *n) {
     if (s) return s;
     cir_value *x = cir_in(g, n, 0);
     cir_set_shape(cir_out(g, n, 0), x->dtype, x->ndim, x->dims);
+    /* Mean and InvStdDev: float32 (the stash type), x's dims with those normalised set to 1 */
+    int64_t sd[CIR_MAX_DIMS];
+    int axis;
+    if ((s = op_axis(g, n, cir_attr_int(n, "axis"), x->ndim, "axis", &axis))) return s;
+    for (int d = 0; d < x->ndim; d++) sd[d] = d < axis ? x->dims[d] : 1;
+    for (int j = 1; j < n->n_out && j < 3; j++)
+        if (n->out[j] >= 0) cir_set_shape(cir_val(g, n->out[j]), CIR_F32, x->ndim, sd);
     return CUVIL_OK;
 }
 
@@ -55,9 +63,13 @@ static cuvil_status ln_fold(cir_graph *g, cir_node *n) {
     cuvil_layer_norm_params p;
     cuvil_status s = op_layer_norm_params(g, n, &p);
     if (s) return s;
-    cir_value *y = cir_out(g, n, 0), *b = cir_in(g, n, 2);
+    cir_value *y = cir_out(g, n, 0), *b = cir_in(g, n, 2), *st[2] = {NULL, NULL};
     if (!cir_value_make_const(g, y)) return g->ctx->status;
-    cuvil_f32_layer_norm(&p, cir_in(g, n, 0)->data, cir_in(g, n, 1)->data, b ? b->data : NULL, y->data);
+    for (int j = 0; j < 2; j++)
+        if (n->n_out > j + 1 && n->out[j + 1] >= 0 && !cir_value_make_const(g, st[j] = cir_val(g, n->out[j + 1])))
+            return g->ctx->status;
+    cuvil_f32_layer_norm(&p, cir_in(g, n, 0)->data, cir_in(g, n, 1)->data, b ? b->data : NULL, y->data,
+                         st[0] ? st[0]->data : NULL, st[1] ? st[1]->data : NULL);
     return CUVIL_OK;
 }
 
@@ -67,7 +79,7 @@ static const cir_attr_spec ln_attrs[] = {
     CIR_ATTR_END,
 };
 
-const cir_opdef cir_op_layer_norm = {"layer_norm", 0, 2, 3, 1, 1, ln_attrs, ln_infer, ln_fold, NULL, 0};
+const cir_opdef cir_op_layer_norm = {"layer_norm", 0, 2, 3, 1, 3, ln_attrs, ln_infer, ln_fold, NULL, 0};
 
 /* ===== instance_norm ===================================================================== */
 cuvil_status op_instance_norm_params(cir_graph *g, cir_node *n, cuvil_instance_norm_params *p) {
