@@ -341,6 +341,36 @@ static void test_half_through_float32_kernels(cuvil_ctx *ctx) {
     CHECK(half_nodes == 3 && casts == 6, "%d nodes computed in float32, %d casts", half_nodes, casts);
     CHECK(cir_val(g, g->outputs[0])->dtype == CIR_F16, "output is %s", cir_dtype_name(cir_val(g, g->outputs[0])->dtype));
     cir_graph_free(g);
+
+    /* a chain of 400 float16 softmaxes: 800 casts placed, the node storage grows past its
+     * chunks while nodes move (the sanitizer build runs this too) */
+    g = cir_graph_new(ctx);
+    int64_t d2[2] = {2, 3};
+    int v = cir_value_add(g, "x", CIR_VAL_INPUT);
+    cir_set_shape(cir_val(g, v), CIR_F16, 2, d2);
+    CHECK(cir_graph_add_input(g, v) == CUVIL_OK, "add input");
+    for (int i = 0; i < 400; i++) {
+        int y = add_act(g, "s");
+        node(g, CIR_OP_SOFTMAX, 1, &v, y);
+        v = y;
+    }
+    set_outputs(g, 1, &v);
+    CHECK(cuvil_run_passes(g, &o) == CUVIL_OK, "%s", cuvil_errmsg(ctx));
+    int live = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        cir_node *n = cir_node_at(g, i);
+        CHECK(n->id == i, "node %d has id %d", i, n->id);
+        if (n->dead) continue;
+        live++;
+        for (int j = 0; j < n->n_in; j++) {
+            const cir_value *x = cir_in(g, n, j);
+            CHECK(!x || x->kind != CIR_VAL_ACT || x->producer < i, "node %d reads a value made by node %d", i,
+                  x ? x->producer : -1);
+        }
+    }
+    CHECK(live == 1200 && g->n_nodes == 1200, "%d live nodes of %d, want 1200", live, g->n_nodes);
+    CHECK(cir_val(g, g->outputs[0])->dtype == CIR_F16, "chain output is %s", cir_dtype_name(cir_val(g, g->outputs[0])->dtype));
+    cir_graph_free(g);
 }
 
 /* Dims as expressions of the symbols (codegen/symbolic.c), and how they reach C comments. */
