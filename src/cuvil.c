@@ -228,7 +228,7 @@ static int mark_differing(const cir_graph *g, const cg_output *a, const cir_grap
 /* One compile per sample, to see each value's dims there (round 1 of a symbolic compile, and
  * what --emit ir shows of one): dv holds them (value i's dim d at sample p: DV(sd, i, d, p)),
  * expr the dims that vary as expressions of the symbols (in g's arena; NULL where a dim is
- * fixed or fits no polynomial, which the compile refuses later with its reason). */
+ * fixed, "?" where it fits no polynomial, which the compile refuses later with its reason). */
 typedef struct sym_dims {
     sym_samples ss;
     cg_samples sm;           /* its points are ss's */
@@ -309,8 +309,10 @@ static cuvil_status sym_dims_measure(cuvil_ctx *ctx, cir_graph *g, const cuvil_o
         for (int d = 0; d < cir_val(g, i)->ndim && !s; d++) {
             bool same = true;
             for (int p = 1; p < ss->np; p++) same &= DV(sd, i, d, p) == DV(sd, i, d, 0);
-            char e[160];
-            if (same || !cg_sym_expr(sm, &DV(sd, i, d, 0), e, sizeof e)) continue;
+            char e[1024];
+            if (same) continue;
+            if (!cg_sym_expr(sm, &DV(sd, i, d, 0), e, sizeof e))   /* no polynomial: the compile refuses it */
+                snprintf(e, sizeof e, "?");
             const char *copy = NULL;
             for (size_t k = 0; k < sd->first[i] + (size_t)d && !copy; k++)
                 if (sd->expr[k] && !strcmp(sd->expr[k], e)) copy = sd->expr[k];

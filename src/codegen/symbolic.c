@@ -340,10 +340,12 @@ static bool putf(char *buf, size_t len, size_t *o, const char *fmt, ...) {
 bool cg_sym_expr(const cg_samples *sm, const int64_t *f, char *buf, size_t len) {
     int64_t c[NC];
     if (!len || !fit_poly(sm, f, NULL, c)) return false;
-    char nm[CG_MAX_SYMS][48];
-    for (int j = 0; j < sm->nd; j++) {
+    char nm[CG_MAX_SYMS][72];
+    for (int j = 0; j < sm->nd; j++) {   /* at most 64 bytes of a name, "..." after a cut one */
         size_t k = 0;
-        for (const char *p = sm->names[j]; *p && k < 40; p++) nm[j][k++] = cuvil_safe_char((unsigned char)*p);
+        const char *p = sm->names[j];
+        for (; *p && k < 64; p++) nm[j][k++] = cuvil_safe_char((unsigned char)*p);
+        if (*p) nm[j][k++] = '.', nm[j][k++] = '.', nm[j][k++] = '.';
         nm[j][k] = 0;
     }
     size_t o = 0;

@@ -42,14 +42,18 @@ static cuvil_status check_declared(cir_graph *g, const cir_node *n, const cir_va
     return s;
 }
 
-/* A cast of value `from` into a new value (named after it, +suffix) of type `to`, placed at
- * pos; returns the new value's id or -1 (message on ctx). */
-static int cast_at(cir_graph *g, int pos, int from, cir_dtype to, const char *suffix, int *out_value) {
+/* A cast of value `from` to type `to`, placed at pos, into *out_value, or when that is -1 into
+ * a new value named after `from` ("x (as float32)"); the node is named node_name (src_op
+ * src_op: messages about the cast speak of the node the model has) or else after the value.
+ * Returns the node's id or -1 (message on ctx). */
+static int cast_at(cir_graph *g, int pos, int from, cir_dtype to, const char *node_name, const char *src_op,
+                   int *out_value) {
     char name[600];
-    snprintf(name, sizeof name, "%.500s%s", cir_val(g, from)->name, suffix);
+    snprintf(name, sizeof name, "%.500s (as %s)", cir_val(g, from)->name, cir_dtype_name(to));
     int nv = *out_value >= 0 ? *out_value : cir_value_add(g, name, CIR_VAL_ACT);
     if (nv < 0) return -1;
-    int id = cir_node_insert(g, pos, CIR_OP_CAST, name, "Cast", 1, &from, 1, &nv);
+    int id = cir_node_insert(g, pos, CIR_OP_CAST, node_name ? node_name : name, src_op ? src_op : "Cast", 1, &from, 1,
+                             &nv);
     if (id < 0) return -1;
     cuvil_attr a = {.name = "to", .type = CUVIL_ATTR_INT, .i = cir_dtype_to_public(to)};
     if (cir_node_set_attr(g, cir_node_at(g, id), &a)) return -1;
@@ -74,13 +78,26 @@ static cuvil_status half_in(cir_graph *g, int i) {
         if (v && half == CIR_UNDEF && (v->dtype == CIR_F16 || v->dtype == CIR_BF16)) half = v->dtype;
     }
     CUVIL_ASSERT(half != CIR_UNDEF);
+    /* ops whose float inputs share one type T in ONNX: a float32 among float16 ones is an error
+     * (resize's scales, batch norm's statistics and pow's exponent may differ) */
+    bool one_t = n->kind == CIR_OP_CONV || n->kind == CIR_OP_CONV_TRANSPOSE || n->kind == CIR_OP_GEMM ||
+                 n->kind == CIR_OP_MATMUL || n->kind == CIR_OP_LAYER_NORM || n->kind == CIR_OP_INSTANCE_NORM ||
+                 n->kind == CIR_OP_PAD;
+    for (int j = 0; j < n_in && one_t; j++) {
+        cir_value *v = cir_in(g, n, j), *h = NULL;
+        for (int k = 0; k < n_in && !h; k++)
+            if (cir_in(g, n, k) && cir_in(g, n, k)->dtype == half) h = cir_in(g, n, k);
+        if (v && cir_dtype_is_float(v->dtype) && v->dtype != half)
+            return cir_node_err(g, n, CUVIL_ERR_DTYPE, "inputs '%s' (%s) and '%s' (%s) differ in type", h->name,
+                                cir_dtype_name(h->dtype), v->name, cir_dtype_name(v->dtype));
+    }
     for (int j = 0; j < n_in; j++) {
         cir_value *v = orig[j] >= 0 ? cir_val(g, orig[j]) : NULL;
         if (!v || (v->dtype != CIR_F16 && v->dtype != CIR_BF16)) continue;
         for (int k = 0; k < j && cast[j] < 0; k++)   /* the same value twice: one cast */
             if (orig[k] == orig[j]) cast[j] = cast[k];
         if (cast[j] < 0) {
-            if (cast_at(g, i, orig[j], CIR_F32, ":f32", &cast[j]) < 0) return g->ctx->status;
+            if (cast_at(g, i, orig[j], CIR_F32, NULL, NULL, &cast[j]) < 0) return g->ctx->status;
             i++;   /* the node moved up one */
         }
         cir_node_at(g, i)->in[j] = cast[j];
@@ -100,7 +117,7 @@ static cuvil_status half_out(cir_graph *g, int i) {
         if (!v || v->dtype != CIR_F32) continue;   /* indices and the like stay */
         if (n->kind == CIR_OP_LAYER_NORM && j > 0) continue;   /* Mean, InvStdDev: float32 (stash_type) */
         char name[600];
-        snprintf(name, sizeof name, "%.500s:f32", v->name);
+        snprintf(name, sizeof name, "%.500s (as float32)", v->name);
         int orig = n->out[j], nv = cir_value_add(g, name, CIR_VAL_ACT);
         if (nv < 0) return g->ctx->status;
         n = cir_node_at(g, i);
@@ -108,8 +125,8 @@ static cuvil_status half_out(cir_graph *g, int i) {
         cir_set_shape(x, CIR_F32, o->ndim, o->dims);
         x->producer = i;
         n->out[j] = nv;
-        int dummy = orig;
-        if (cast_at(g, i + 1, nv, n->half, "", &dummy) < 0) return g->ctx->status;
+        int dummy = orig;   /* the cast back is named as the node: a message about its output speaks of it */
+        if (cast_at(g, i + 1, nv, n->half, n->name, n->src_op, &dummy) < 0) return g->ctx->status;
         o->producer = -1;   /* the cast's, once inferred */
     }
     return CUVIL_OK;

@@ -653,6 +653,45 @@ def test_half_inputs_of_float32_kernels_compute_in_float32(tmp_path, t):
     run_cases(tmp_path, nodes, ins, outs, {"a": a, "x": x, "a0": a0}, wants, types, inits)
 
 
+def test_half_path_messages_mixed_types_and_sum(tmp_path):
+    """Found by a review of the float16 path: a float32 input among float16 ones of a Conv or
+    Gemm is refused as ONNX Runtime refuses it (not silently computed); messages name the
+    model's own values and nodes; Sum and Mean on float16 run (against numpy)."""
+    F16, vi = TensorProto.FLOAT16, helper.make_tensor_value_info
+
+    def compile_msg(name, nodes, ins, outs, inits=()):
+        g = helper.make_graph(nodes, name, ins, outs, list(inits))
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+        m.ir_version = 8
+        path = tmp_path / f"{name}.onnx"
+        onnx.save(m, path)
+        proc = tl.compile_raw(path, tmp_path / f"{name}.so")
+        return proc.returncode, proc.stderr
+
+    w32 = onnx.numpy_helper.from_array(np.ones((4, 3, 3, 3), np.float32), "w")
+    rc, err = compile_msg("conv_mixed", [helper.make_node("Conv", ["x", "w"], ["y"], name="cv")],
+                          [vi("x", F16, [1, 3, 5, 5])], [vi("y", F16, None)], [w32])
+    assert rc != 0 and "Conv 'cv': inputs 'x' (float16) and 'w' (float32) differ in type" in err, err
+    g32 = onnx.numpy_helper.from_array(np.ones((3, 4), np.float32), "w")
+    rc, err = compile_msg("gemm_mixed", [helper.make_node("Gemm", ["x", "w"], ["y"], name="gm")],
+                          [vi("x", F16, [2, 3])], [vi("y", F16, None)], [g32])
+    assert rc != 0 and "Gemm 'gm': inputs 'x' (float16) and 'w' (float32) differ in type" in err, err
+    rc, err = compile_msg("mm_dims", [helper.make_node("MatMul", ["a", "b"], ["y"], name="mm")],
+                          [vi("a", F16, [3, 4]), vi("b", F16, [5, 6])], [vi("y", F16, None)])
+    assert rc != 0 and "MatMul 'mm': inner dims differ: 'a (as float32)'" in err, err
+    rc, err = compile_msg("declared", [helper.make_node("Softmax", ["x"], ["y"], name="sm")],
+                          [vi("x", F16, [2, 3])], [vi("y", F16, [2, 4])])
+    assert rc != 0 and "Softmax 'sm': graph output 'y' is f16[2,3], but the model declares it [2,4]" in err, err
+    rng = tl.seeded_rng("sumf16")
+    a, b, c = (values("f16", (2, 3), rng) for _ in range(3))
+    f32 = np.float32
+    wants = {"s": (a.astype(f32) + b.astype(f32) + c.astype(f32)).astype(np.float16),
+             "m": ((a.astype(f32) + b.astype(f32) + c.astype(f32)) / 3).astype(np.float16)}
+    run_cases(tmp_path, [helper.make_node("Sum", ["a", "b", "c"], ["s"]), helper.make_node("Mean", ["a", "b", "c"], ["m"])],
+              [(n, "f16", [2, 3]) for n in "abc"], [("s", "f16", None), ("m", "f16", None)], {"a": a, "b": b, "c": c},
+              wants, {"s": "f16", "m": "f16"})
+
+
 def test_clip_with_run_time_bounds_every_type(tmp_path):
     """Clip whose bounds are graph inputs (both, min only, max only) and integer Clip with
     constant bounds, against numpy; float NaN stays NaN."""

@@ -196,6 +196,42 @@ def test_cnn_with_dynamic_height_and_width_in_steps(resnet18_dynamic_hw, tmp_pat
         in proc.stderr, proc.stderr
 
 
+def test_dim_expressions_long_names_and_no_polynomial(tmp_path):
+    """Found by a review: a dim's expression over long symbol names is written whole (it used
+    to fall back to a number), and --emit ir shows a dim that follows a symbol but is no
+    polynomial of it (a slice clamped at the small end) as '?', not as a fixed number."""
+    N, H, W = "num_images_in_batch", "input_image_height", "input_image_width"
+    inits = [onnx.numpy_helper.from_array(np.ones((4, 2, 3, 3), np.float32), "w"),
+             onnx.numpy_helper.from_array(np.array([-1, 4], np.int64), "shp")]
+    g = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["c"]), helper.make_node("Reshape", ["c", "shp"], ["rs"])],
+                          "long", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [N, 2, H, W])],
+                          [helper.make_tensor_value_info("rs", TensorProto.FLOAT, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    path = tmp_path / "long.onnx"
+    onnx.save(m, path)
+    so = tl.compile(path, tmp_path / "build", stem="long", dims={N: "1:3", H: "4:9", W: "4:6"})
+    # a 3x3 conv without padding: N*4*(H-2)*(W-2) elements, 4 per row
+    want = f"rs f32[{N}*{H}*{W} - 2*{N}*{H} - 2*{N}*{W} + 4*{N},4]"
+    assert want in so.with_suffix(".h").read_text(), so.with_suffix(".h").read_text()
+    x = np.random.default_rng(1).standard_normal((2, 2, 6, 5)).astype(np.float32)
+    got = tl.run(so, {"x": x}, tmp_path / "run")
+    tl.assert_outputs_close(got, tl.ort_run(path, {"x": x}))
+    assert got["rs"].shape == (2 * 4 * 4 * 3 // 4, 4)
+    inits = [onnx.numpy_helper.from_array(np.array(v, np.int64), n) for n, v in (("st", [4]), ("en", [100]), ("ax", [1]))]
+    g = helper.make_graph([helper.make_node("Slice", ["x", "st", "en", "ax"], ["y"])], "clamped",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "seq"])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    path = tmp_path / "clamped.onnx"
+    onnx.save(m, path)
+    ir = tl.compile(path, tmp_path / "ir", stem="clamped", emit="ir", dims={"seq": "1:64"}).read_text()
+    assert 'output %' in ir and '"y" : f32[1,?]' in ir, ir
+    ir = tl.compile(path, tmp_path / "ir8", stem="clamped", emit="ir", dims={"seq": "8:64"}).read_text()
+    assert '"y" : f32[1,seq - 4]' in ir, ir
+
+
 def test_cnn_with_dynamic_batch_height_and_width(resnet18_dynamic_hw, tmp_path):
     """Three symbols on a real CNN: ResNet-18 compiled once for batch 1..4 and H, W multiples of
     32 in 32..128 matches ONNX Runtime across the box."""

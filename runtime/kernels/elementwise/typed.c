@@ -389,6 +389,23 @@ void cuvil_cast(int from, int to, const void *x, void *y, int64_t n) {
         memcpy(y, x, (size_t)n * type_size(from));
         return;
     }
+    /* float16/bfloat16 <-> float32, the casts around float32 kernels: tight loops */
+    if (from == CUVIL_T_F16 && to == CUVIL_T_F32) {
+        for (int64_t i = 0; i < n; i++) ((float *)y)[i] = cuvil_f16_to_f32(((const uint16_t *)x)[i]);
+        return;
+    }
+    if (from == CUVIL_T_F32 && to == CUVIL_T_F16) {
+        for (int64_t i = 0; i < n; i++) ((uint16_t *)y)[i] = cuvil_f32_to_f16(((const float *)x)[i]);
+        return;
+    }
+    if (from == CUVIL_T_BF16 && to == CUVIL_T_F32) {
+        for (int64_t i = 0; i < n; i++) ((float *)y)[i] = cuvil_bf16_to_f32(((const uint16_t *)x)[i]);
+        return;
+    }
+    if (from == CUVIL_T_F32 && to == CUVIL_T_BF16) {
+        for (int64_t i = 0; i < n; i++) ((uint16_t *)y)[i] = cuvil_f32_to_bf16(((const float *)x)[i]);
+        return;
+    }
     bool ff = is_float_t(from);
     for (int64_t i = 0; i < n; i++) {
         if (to == CUVIL_T_BOOL) {

@@ -363,9 +363,11 @@ static cuvil_status sum_infer(cir_graph *g, cir_node *n) {
             return cir_node_err(g, n, CUVIL_ERR_DTYPE, "inputs '%s' (%s) and '%s' (%s) differ in type", a->name,
                                 cir_dtype_name(a->dtype), v->name, cir_dtype_name(v->dtype));
     }
-    if (a->dtype != CIR_F32 && a->dtype != CIR_F64)
+    if (a->dtype != CIR_F32 && a->dtype != CIR_F64) {
+        g->half_input |= a->dtype == CIR_F16 || a->dtype == CIR_BF16;   /* computed in float32 between casts */
         return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' is %s; only float32 and float64 are supported", a->name,
                             cir_dtype_name(a->dtype));
+    }
     bool numpy = cir_attr_int(n, "broadcast") == 0;
     for (int i = 1; !numpy && i < n->n_in; i++) {   /* broadcast=none: ONNX before opset 8 */
         cir_value *v = cir_in(g, n, i);
