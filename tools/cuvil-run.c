@@ -614,6 +614,13 @@ static int make_dirs(const char *dir, char **made, int *n_made, int max_made) {
     return 0;
 }
 
+/* A float16's value (for printing only: exact, including subnormals, infinities and NaN). */
+static double half_value(uint16_t h) {
+    int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+    double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m | 0x400, e - 25);
+    return h & 0x8000 ? -v : v;
+}
+
 /* Up to 8 leading values, "[3, 5, 7]" or "[3, 5, ...]". */
 static void preview(FILE *f, const cuvil_tensor_info *t, const void *data) {
     size_t count = t->nbytes / cuvil_dtype_size(t->dtype);
@@ -627,6 +634,20 @@ static void preview(FILE *f, const cuvil_tensor_info *t, const void *data) {
         case CUVIL_DTYPE_INT64: { int64_t v; memcpy(&v, p, 8); fprintf(f, "%" PRId64, v); break; }
         case CUVIL_DTYPE_INT32: { int32_t v; memcpy(&v, p, 4); fprintf(f, "%" PRId32, v); break; }
         case CUVIL_DTYPE_INT8: fprintf(f, "%d", (int)*(const int8_t *)p); break;
+        case CUVIL_DTYPE_INT16: { int16_t v; memcpy(&v, p, 2); fprintf(f, "%d", (int)v); break; }
+        case CUVIL_DTYPE_UINT16: { uint16_t v; memcpy(&v, p, 2); fprintf(f, "%u", (unsigned)v); break; }
+        case CUVIL_DTYPE_UINT32: { uint32_t v; memcpy(&v, p, 4); fprintf(f, "%" PRIu32, v); break; }
+        case CUVIL_DTYPE_UINT64: { uint64_t v; memcpy(&v, p, 8); fprintf(f, "%" PRIu64, v); break; }
+        case CUVIL_DTYPE_FLOAT16: { uint16_t v; memcpy(&v, p, 2); fprintf(f, "%g", half_value(v)); break; }
+        case CUVIL_DTYPE_BFLOAT16: {   /* the top half of a float32 */
+            uint16_t v;
+            memcpy(&v, p, 2);
+            uint32_t bits = (uint32_t)v << 16;
+            float x;
+            memcpy(&x, &bits, 4);
+            fprintf(f, "%g", x);
+            break;
+        }
         case CUVIL_DTYPE_UINT8:
         case CUVIL_DTYPE_BOOL: fprintf(f, "%u", (unsigned)*(const uint8_t *)p); break;
         default: fputs("?", f); break;

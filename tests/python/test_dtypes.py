@@ -692,6 +692,23 @@ def test_half_path_messages_mixed_types_and_sum(tmp_path):
               wants, {"s": "f16", "m": "f16"})
 
 
+def test_cuvil_run_prints_values_of_every_type(tmp_path):
+    """cuvil-run's summary shows an output's leading values for every type (float16, bfloat16
+    and the 16/32/64-bit unsigned integers used to print '?')."""
+    cases = {"f16": [1.5, -2, 0.25, 65504], "bf16": [1.5, -2, 0.25, 3.0e38], "i16": [-32768, 7, 0, 32767],
+             "u16": [65535, 1, 0, 9], "u32": [4294967295, 2, 0, 3], "u64": [18446744073709551615, 5, 0, 1]}
+    nodes = [helper.make_node("Identity", [f"x_{t}"], [f"y_{t}"]) for t in cases]
+    path = build(tmp_path / "m.onnx", nodes, [(f"x_{t}", t, [4]) for t in cases], [(f"y_{t}", t, [4]) for t in cases])
+    so = tl.compile(path, tmp_path / "build", stem="m")
+    feeds = {f"x_{t}": np.array(v, dtype=NP[t] if t != "bf16" else np.float32).astype(NP[t]) for t, v in cases.items()}
+    proc, _ = tl.run_raw(so, feeds, tmp_path / "run")
+    assert proc.returncode == 0, proc.stderr
+    for t in cases:   # the values the type holds, as C's %g (Python's) or as integers
+        x = feeds[f"x_{t}"]
+        vals = ["%g" % float(v) for v in x.astype(np.float32)] if t in ("f16", "bf16") else [str(int(v)) for v in x]
+        assert f"y_{t}: " in proc.stdout and "[" + ", ".join(vals) + "]" in proc.stdout, (t, proc.stdout)
+
+
 def test_clip_with_run_time_bounds_every_type(tmp_path):
     """Clip whose bounds are graph inputs (both, min only, max only) and integer Clip with
     constant bounds, against numpy; float NaN stays NaN."""
