@@ -178,13 +178,15 @@ static cuvil_status revive(cuvil_ctx *ctx, cir_graph *g, const uint8_t *want, co
     return CUVIL_OK;
 }
 
+static const char graph_differs[] = "the model cannot keep its dims symbolic: its graph differs with the value of a "
+                                    "symbol (fix them with --dim NAME=N)";
+
 /* Builds the model's graph at sample p, borrowing the initializers of g0 (sample 0's graph),
- * and runs the passes (then revives the values of want, if any: one flag per value of g0,
- * n_want of them). */
+ * and runs the passes; the graph must have g0's values (revive, codegen and the fits compare
+ * them by id). Then revives the values of want, if any (one flag per value). */
 static cuvil_status load_sample(cuvil_ctx *ctx, const cuvil_options *o, const cuvil_onnx_model *model,
-                                const cir_graph *g0, const char *target,
-                                const sym_samples *ss, int p, const uint8_t *want, int n_want, const char *syms,
-                                cir_graph **out) {
+                                const cir_graph *g0, const char *target, const sym_samples *ss, int p,
+                                const uint8_t *want, const char *syms, cir_graph **out) {
     int64_t sample[32] = {0};
     for (int j = 0; j < ss->nd; j++) sample[ss->dyn[j]] = ss->pts[p][j] * ss->step[j];
     cuvil_status s = cuvil_onnx_build(ctx, model, o, sample, 32, g0, out);
@@ -193,9 +195,7 @@ static cuvil_status load_sample(cuvil_ctx *ctx, const cuvil_options *o, const cu
     (*out)->opt_level = o->opt_level;
     (*out)->symbolic = true;
     if ((s = cuvil_run_passes(*out, o))) return s;
-    if (want && (*out)->n_values != n_want)   /* want is indexed by value id: the graphs must agree */
-        return cuvil_err(ctx, CUVIL_ERR_UNSUPPORTED, "the model cannot keep its dims symbolic: its graph differs with the "
-                         "value of a symbol (fix them with --dim NAME=N)");
+    if ((*out)->n_values != g0->n_values) return cuvil_err(ctx, CUVIL_ERR_UNSUPPORTED, "%s", graph_differs);
     return revive(ctx, *out, want, syms);
 }
 
@@ -286,25 +286,22 @@ static cuvil_status sym_dims_measure(cuvil_ctx *ctx, cir_graph *g, const cuvil_o
     sd->dv = sd->first ? cuvil_calloc(sd->n_dims * (size_t)ss->np + 1, sizeof *sd->dv) : NULL;
     sd->expr = sd->first ? cuvil_calloc(sd->n_dims + 1, sizeof *sd->expr) : NULL;
     if (!sd->dv || !sd->expr) return cuvil_err(ctx, CUVIL_ERR_NOMEM, "out of memory");
-    const char *differs = "the model cannot keep its dims symbolic: its graph differs with the value of a symbol (fix them "
-                          "with --dim NAME=N)";
     /* sample 0 is g, already through the passes */
     for (int i = 0; i < g->n_values; i++)
         for (int d = 0; d < cir_val(g, i)->ndim; d++) DV(sd, i, d, 0) = cir_val(g, i)->dims[d];
     for (int p = 1; p < ss->np && !s; p++) {
         cir_graph *gs = NULL;
-        if (!(s = load_sample(ctx, o, model, g, target, ss, p, NULL, 0, NULL, &gs))) {
-            if (gs->n_values != g->n_values) s = cuvil_err(ctx, CUVIL_ERR_UNSUPPORTED, "%s", differs);
+        if (!(s = load_sample(ctx, o, model, g, target, ss, p, NULL, NULL, &gs))) {
             for (int i = 0; !s && i < g->n_values; i++) {
                 const cir_value *v = cir_val(gs, i);
                 if (v->ndim != cir_val(g, i)->ndim || v->dtype != cir_val(g, i)->dtype)
-                    s = cuvil_err(ctx, CUVIL_ERR_UNSUPPORTED, "%s", differs);
+                    s = cuvil_err(ctx, CUVIL_ERR_UNSUPPORTED, "%s", graph_differs);
                 for (int d = 0; !s && d < v->ndim; d++) DV(sd, i, d, p) = v->dims[d];
             }
         }
         cir_graph_free(gs);
     }
-    /* the expressions, one string per distinct one (most dims are a symbol itself) */
+    /* the dims that vary, as expressions (in g's arena, one copy each) */
     for (int i = 0; i < g->n_values && !s; i++)
         for (int d = 0; d < cir_val(g, i)->ndim && !s; d++) {
             bool same = true;
@@ -313,10 +310,8 @@ static cuvil_status sym_dims_measure(cuvil_ctx *ctx, cir_graph *g, const cuvil_o
             if (same) continue;
             if (!cg_sym_expr(sm, &DV(sd, i, d, 0), e, sizeof e))   /* no polynomial: the compile refuses it */
                 snprintf(e, sizeof e, "?");
-            const char *copy = NULL;
-            for (size_t k = 0; k < sd->first[i] + (size_t)d && !copy; k++)
-                if (sd->expr[k] && !strcmp(sd->expr[k], e)) copy = sd->expr[k];
-            if (!copy && !(copy = cuvil_arena_strdup(&g->arena, e))) s = cuvil_err(ctx, CUVIL_ERR_NOMEM, "out of memory");
+            const char *copy = cuvil_arena_strdup(&g->arena, e);
+            if (!copy) s = cuvil_err(ctx, CUVIL_ERR_NOMEM, "out of memory");
             sd->expr[sd->first[i] + (size_t)d] = copy;
         }
     return s;
@@ -328,8 +323,6 @@ static cuvil_status symbolic_generate(cuvil_ctx *ctx, cir_graph *g, const cuvil_
     sym_dims sdims, *sd = &sdims;
     const sym_samples *ssp = &sd->ss;
     const cg_samples *smp = &sd->sm;
-    const char *differs = "the model cannot keep its dims symbolic: its graph differs with the value of a symbol (fix them "
-                          "with --dim NAME=N)";
     size_t *plan = cuvil_malloc(sizeof(size_t) * ((size_t)g->n_values + 1));
     uint8_t *want = NULL;   /* per value id: computed when the model runs (revive) */
     cuvil_sb *texts = NULL, *headers = NULL;
@@ -385,12 +378,11 @@ static cuvil_status symbolic_generate(cuvil_ctx *ctx, cir_graph *g, const cuvil_
             cir_graph *gs = NULL;
             cg_output go;
             memset(&go, 0, sizeof go);
-            if (!(s = load_sample(ctx, o, model, g, target, ssp, p, want, g->n_values, syms, &gs))) {
+            if (!(s = load_sample(ctx, o, model, g, target, ssp, p, want, syms, &gs))) {
                 gs->plan_bytes = plan;
                 gs->n_plan_bytes = g->n_values;
                 sym_dims_apply(sd, gs);
-                if (gs->n_values != g->n_values) s = cuvil_err(ctx, CUVIL_ERR_UNSUPPORTED, "%s", differs);
-                if (!s) s = cg_generate(gs, o, prefix, target, abi, &go);
+                s = cg_generate(gs, o, prefix, target, abi, &go);
                 if (!s) {
                     int m = mark_differing(g, gen, gs, &go, want, marks);
                     marked += m;

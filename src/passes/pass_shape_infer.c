@@ -71,22 +71,21 @@ static cuvil_status half_in(cir_graph *g, int i) {
     if (n_in > CIR_MAX_INPUTS_HALF)
         return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "has %d inputs; float16 is computed in float32 for at most %d",
                             n_in, CIR_MAX_INPUTS_HALF);
+    const cir_value *h = NULL;   /* the first half-precision input: its type is the node's */
     for (int j = 0; j < n_in; j++) {
         orig[j] = n->in[j];
         cast[j] = -1;
         cir_value *v = cir_in(g, n, j);
-        if (v && half == CIR_UNDEF && (v->dtype == CIR_F16 || v->dtype == CIR_BF16)) half = v->dtype;
+        if (v && !h && (v->dtype == CIR_F16 || v->dtype == CIR_BF16)) h = v, half = v->dtype;
     }
-    CUVIL_ASSERT(half != CIR_UNDEF);
+    CUVIL_ASSERT(h);
     /* ops whose float inputs share one type T in ONNX: a float32 among float16 ones is an error
      * (resize's scales, batch norm's statistics and pow's exponent may differ) */
     bool one_t = n->kind == CIR_OP_CONV || n->kind == CIR_OP_CONV_TRANSPOSE || n->kind == CIR_OP_GEMM ||
                  n->kind == CIR_OP_MATMUL || n->kind == CIR_OP_LAYER_NORM || n->kind == CIR_OP_INSTANCE_NORM ||
                  n->kind == CIR_OP_PAD;
     for (int j = 0; j < n_in && one_t; j++) {
-        cir_value *v = cir_in(g, n, j), *h = NULL;
-        for (int k = 0; k < n_in && !h; k++)
-            if (cir_in(g, n, k) && cir_in(g, n, k)->dtype == half) h = cir_in(g, n, k);
+        const cir_value *v = cir_in(g, n, j);
         if (v && cir_dtype_is_float(v->dtype) && v->dtype != half)
             return cir_node_err(g, n, CUVIL_ERR_DTYPE, "inputs '%s' (%s) and '%s' (%s) differ in type", h->name,
                                 cir_dtype_name(h->dtype), v->name, cir_dtype_name(v->dtype));

@@ -647,40 +647,29 @@ static cuvil_status check_dims_used(loader *L) {
 /* A model file read and decoded once: the graphs of a compile at several symbol values are
  * built from it (cuvil.c), not from the file again. */
 struct cuvil_onnx_model {
-    uint8_t *buf;           /* the file's bytes until decoded, or NULL when the caller owns them */
-    Onnx__ModelProto *m;
-    char *path, *dir_copy;
-    const char *model_dir;  /* NULL: external data refused */
+    Onnx__ModelProto *m;    /* protobuf-c's copy: the file's bytes are not kept */
+    char *path;
+    char *model_dir;        /* NULL: external data refused */
     char sha256[65];
 };
 
 void cuvil_onnx_close(cuvil_onnx_model *mo) {
     if (!mo) return;
     onnx__model_proto__free_unpacked(mo->m, &cuvil_pb_allocator);
-    cuvil_free(mo->buf);
     cuvil_free(mo->path);
-    cuvil_free(mo->dir_copy);
+    cuvil_free(mo->model_dir);
     cuvil_free(mo);
 }
 
-/* Decodes data (size bytes; kept by the model when own) into *out. */
-static cuvil_status open_buffer(cuvil_ctx *ctx, uint8_t *data, size_t size, bool own, const char *path,
+/* Decodes data (size bytes, the caller's) into *out. */
+static cuvil_status open_buffer(cuvil_ctx *ctx, const uint8_t *data, size_t size, const char *path,
                                 const char *model_dir, const cuvil_options *o, cuvil_onnx_model **out) {
     *out = NULL;
     cuvil_onnx_model *mo = cuvil_calloc(1, sizeof *mo);
-    char *dir = model_dir ? cuvil_strdup(model_dir) : NULL;
-    char *p = cuvil_strdup(path);
-    if (!mo || !p || (model_dir && !dir)) {
-        cuvil_free(mo);
-        cuvil_free(dir);
-        cuvil_free(p);
-        if (own) cuvil_free(data);
+    if (!mo || !(mo->path = cuvil_strdup(path)) || (model_dir && !(mo->model_dir = cuvil_strdup(model_dir)))) {
+        cuvil_onnx_close(mo);
         return cuvil_err(ctx, CUVIL_ERR_NOMEM, "out of memory");
     }
-    mo->buf = own ? data : NULL;
-    mo->path = p;
-    mo->dir_copy = dir;
-    mo->model_dir = dir;
     cuvil_status s = cuvil_onnx_prescan(ctx, data, size, &o->limits);
     if (s) {
         cuvil_onnx_close(mo);
@@ -693,9 +682,6 @@ static cuvil_status open_buffer(cuvil_ctx *ctx, uint8_t *data, size_t size, bool
                          "%s: not a valid ONNX model (protobuf decoding failed: the file is truncated or not ONNX)", path);
     }
     cuvil_sha256_hex(data, size, mo->sha256);
-    /* protobuf-c copied what it keeps: the file's bytes can go */
-    cuvil_free(mo->buf);
-    mo->buf = NULL;
     *out = mo;
     return CUVIL_OK;
 }
@@ -711,8 +697,9 @@ cuvil_status cuvil_onnx_open(cuvil_ctx *ctx, const char *path, const cuvil_optio
         cuvil_free(buf);
         return cuvil_err(ctx, CUVIL_ERR_NOMEM, "out of memory");
     }
-    s = open_buffer(ctx, buf, size, true, path, dirname(tmp), o, out);
+    s = open_buffer(ctx, buf, size, path, dirname(tmp), o, out);
     cuvil_free(tmp);
+    cuvil_free(buf);   /* protobuf-c copied what it keeps */
     return s;
 }
 
@@ -772,7 +759,7 @@ cuvil_status cuvil_onnx_load_buffer(cuvil_ctx *ctx, const uint8_t *data, size_t 
                                     const char *model_dir, const cuvil_options *o, cir_graph **out) {
     *out = NULL;
     cuvil_onnx_model *mo;
-    cuvil_status s = open_buffer(ctx, (uint8_t *)data, size, false, path, model_dir, o, &mo);
+    cuvil_status s = open_buffer(ctx, data, size, path, model_dir, o, &mo);
     if (s) return s;
     s = cuvil_onnx_build(ctx, mo, o, NULL, 0, NULL, out);
     cuvil_onnx_close(mo);
