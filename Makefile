@@ -5,7 +5,7 @@ CUVIL_VENV ?= $(or $(XDG_DATA_HOME),$(HOME)/.local/share)/cuvil/venv
 export CUVIL_VENV
 PY := $(CUVIL_VENV)/bin/python
 
-.PHONY: all build setup setup-debs demo test test-c test-python test-sanitize fuzz clean install
+.PHONY: all build setup setup-debs demo test test-c test-python test-sanitize fuzz clean install bench
 
 # make install PREFIX=/opt/cuvil: the tools, libcuvil, the headers and the runtime (CMakeLists.txt)
 PREFIX ?= /usr/local
@@ -46,6 +46,13 @@ test-sanitize: setup-debs
 	@cmake -S . -B $(BUILD)-asan -DCMAKE_BUILD_TYPE=Debug -DCUVIL_SANITIZE=ON > $(BUILD)-asan.cmake.log 2>&1 || { cat $(BUILD)-asan.cmake.log; exit 1; }
 	@cmake --build $(BUILD)-asan -j$(JOBS)
 	@$(MAKE) --no-print-directory test-c test-python BUILD=$(BUILD)-asan
+
+# Not a test: Cuvil vs ONNX Runtime (and PyTorch) on ResNet-18/50 and MobileNetV2 at 1 and 2
+# threads, plus the GEMM microbenchmark, written into bench/RESULTS.md (~30-40 min on 2 cores,
+# most of it compiling the models with AOTInductor; BENCH_ARGS=--no-torch skips PyTorch).
+BENCH_ARGS ?=
+bench: setup build
+	@$(PY) bench/bench.py --build $(abspath $(BUILD)) --write bench/RESULTS.md $(BENCH_ARGS)
 
 test-c:
 	@cd $(BUILD) && ctest --output-on-failure -j$(JOBS)

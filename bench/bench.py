@@ -1,19 +1,26 @@
 #!/usr/bin/env python3
-"""Latency of Cuvil-compiled models next to ONNX Runtime, measured in the same run.
+"""Batch-1 latency of Cuvil-compiled models next to ONNX Runtime (and PyTorch), measured in one run.
 
-For each model: compile with cuvil-compile (timed), then alternate ROUNDS times between
-`cuvil-run --bench ITERS --json` (its own process, like a user's) and ITERS runs of an ONNX
-Runtime session in this process, so drifts in machine load hit both. Reports medians over all
-iterations, the ratio ORT/Cuvil (> 1: Cuvil faster), the % of this machine's peak FLOP/s one
-core reaches, start-up (load + first run) and peak RSS.
+For each model: compile with cuvil-compile (timed, default target: the host's best), then for each
+thread count, ROUNDS alternating rounds of `cuvil-run --bench ITERS --threads T --json` and of
+ONNX Runtime (graph optimisation 'all', intra-op threads T) in its own process (bench/peer_run.py),
+so that drifts in machine load hit both and neither's idle threads share the machine with the
+other. Each round reports its median; the table gives the median of the round medians, their
+ratio Cuvil/ORT (< 1: Cuvil faster), the % of the machine's FMA peak (one core's measured peak,
+bench/peak.c, times the threads), peak RSS and start-up (load + first run). A second table times
+PyTorch eager and AOTInductor (torch._inductor.aoti_compile_and_package) the same way.
 
-    $VENV/bin/python bench/bench.py [--models resnet18,resnet50,mobilenet_v2] [--rounds 5] [--iters 20]
+    $VENV/bin/python bench/bench.py [--models resnet18,resnet50,mobilenet_v2] [--threads 1,2]
+        [--rounds 10] [--iters 10] [--no-torch] [--write bench/RESULTS.md]
 
-Results go to stdout as a Markdown table (paste into bench/RESULTS.md) and, with --json, as JSON.
+`make bench` runs it with --write: the new run replaces the part of bench/RESULTS.md above its
+"## Earlier runs" heading, and the GEMM microbenchmark (build/bin/cuvil-bench-gemm) is added.
 """
 import argparse
+import datetime
 import json
 import os
+import platform
 import statistics
 import subprocess
 import sys
@@ -23,11 +30,12 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tools" / "models"))
 import build_models  # noqa: E402
+
+HISTORY = "## Earlier runs"
 
 
 def model_flops(path: Path) -> float:
@@ -55,89 +63,184 @@ def model_flops(path: Path) -> float:
     return flops
 
 
-def peak_gflops_one_core() -> float:
-    """One core's measured AVX2 FMA peak (bench/peak.c): the clock /proc/cpuinfo reports is
-    often the base clock, not the one the core runs at."""
+def peak_gflops_one_core() -> dict:
+    """One core's measured FMA peak per ISA (bench/peak.c)."""
     with tempfile.TemporaryDirectory() as td:
         exe = Path(td) / "peak"
-        subprocess.run(["cc", "-O2", "-mavx2", "-mfma", str(REPO / "bench" / "peak.c"), "-o", str(exe)], check=True)
-        return float(subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout)
+        subprocess.run(["cc", "-O2", str(REPO / "bench" / "peak.c"), "-o", str(exe)], check=True)
+        out = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout
+    return {k: float(v) for k, v in (line.split() for line in out.splitlines())}
 
 
-def ort_times(sess, feed, iters):
-    out = []
-    for _ in range(iters):
-        t = time.perf_counter()
-        sess.run(None, feed)
-        out.append((time.perf_counter() - t) * 1e3)
-    return out
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def peer(kind, what, xin, threads, iters):
+    r = subprocess.run([sys.executable, str(REPO / "bench" / "peer_run.py"), kind, str(what), str(xin), str(threads),
+                        str(iters)], capture_output=True, text=True, timeout=1800)
+    if r.returncode:
+        raise RuntimeError(f"{kind} {what}: {r.stderr.strip().splitlines()[-1] if r.stderr.strip() else r.returncode}")
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def cuvil(build, so, xin, name, threads, iters, outdir):
+    r = subprocess.run([str(build / "bin" / "cuvil-run"), str(so), "--input", f"{name}={xin}", "--bench", str(iters),
+                        "--warmup", "3", "--threads", str(threads), "--json", "--output-dir", str(outdir)],
+                       check=True, capture_output=True, text=True)
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def aoti_package(name, x, td, threads):
+    """Compiles the model with AOTInductor into a .pt2 package; returns (path, seconds) or (None, reason)."""
+    script = f"""
+import sys, time, torch
+sys.path.insert(0, {str(REPO / 'tools' / 'models')!r})
+import build_models
+torch.set_num_threads({threads})
+m = build_models.build_torch_model({name!r}).eval()
+x = torch.zeros({list(x.shape)!r})
+t = time.perf_counter()
+with torch.inference_mode():
+    ep = torch.export.export(m, (x,))
+    torch._inductor.aoti_compile_and_package(ep, package_path={str(Path(td) / (name + '.pt2'))!r})
+print(time.perf_counter() - t)
+"""
+    try:
+        r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=900)
+    except subprocess.TimeoutExpired:
+        return None, "did not finish in 15 min"
+    if r.returncode:
+        lines = (r.stderr or "").strip().splitlines()
+        return None, (lines[-1] if lines else f"exit {r.returncode}")[:200]
+    return Path(td) / (name + ".pt2"), float(r.stdout.strip().splitlines()[-1])
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default="resnet18,resnet50,mobilenet_v2")
+    ap.add_argument("--threads", default="1,2")
     ap.add_argument("--exporter", default="torchscript")
     ap.add_argument("--opset", type=int, default=13)
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--iters", type=int, default=20)
-    ap.add_argument("--ort-threads", type=int, default=1, help="ONNX Runtime intra-op threads (Cuvil runs on one)")
+    ap.add_argument("--rounds", type=int, default=10)
+    ap.add_argument("--iters", type=int, default=10)
+    ap.add_argument("--no-torch", action="store_true", help="skip the PyTorch eager / AOTInductor table")
     ap.add_argument("--build", default=os.environ.get("CUVIL_BUILD", str(REPO / "build")))
-    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--write", help="write the report into this Markdown file (bench/RESULTS.md)")
     args = ap.parse_args(argv)
     build = Path(args.build)
-    peak = peak_gflops_one_core()
-    rows = []
+    threads = [int(t) for t in args.threads.split(",")]
+    peaks = peak_gflops_one_core()
+    peak = max(peaks.values()) if peaks else float("nan")
+    rows, trows = [], []
+    target = "?"
     with tempfile.TemporaryDirectory() as td:
+        td = Path(td)
         for name in args.models.split(","):
             onnx_path = build_models.get_model(name, args.exporter, args.opset)
-            so = Path(td) / f"{name}.so"
+            so = td / f"{name}.so"
             t = time.perf_counter()
-            subprocess.run([str(build / "bin" / "cuvil-compile"), "--model", str(onnx_path), "--output", str(so)], check=True)
+            subprocess.run([str(build / "bin" / "cuvil-compile"), "--model", str(onnx_path), "--output", str(so)],
+                           check=True)
             compile_s = time.perf_counter() - t
+            info = subprocess.run([str(build / "bin" / "cuvil-run"), str(so), "--info"], check=True, capture_output=True,
+                                  text=True).stdout
+            target = json.loads(info.strip().splitlines()[-1]).get("target", "?")
             x = build_models.example_input(name)
-            xin = Path(td) / f"{name}-x.npy"
+            xin = td / f"{name}-x.npy"
             np.save(xin, x)
-            so_opts = ort.SessionOptions()
-            so_opts.intra_op_num_threads = args.ort_threads
-            so_opts.inter_op_num_threads = 1
-            t = time.perf_counter()
-            sess = ort.InferenceSession(str(onnx_path), so_opts, providers=["CPUExecutionProvider"])
-            feed = {sess.get_inputs()[0].name: x}
-            ort_load_ms = (time.perf_counter() - t) * 1e3
-            t = time.perf_counter()
-            sess.run(None, feed)
-            ort_first_ms = (time.perf_counter() - t) * 1e3
-            cu, ot, info = [], [], None
-            for _ in range(args.rounds):
-                r = subprocess.run([str(build / "bin" / "cuvil-run"), str(so), "--input", f"input={xin}", "--bench",
-                                    str(args.iters), "--warmup", "3", "--json", "--output-dir", td],
-                                   check=True, capture_output=True, text=True)
-                info = json.loads(r.stdout.strip().splitlines()[-1])
-                cu.append(info["median_ms"])
-                ot.extend(ort_times(sess, feed, args.iters))
+            in_name = onnx.load(str(onnx_path), load_external_data=False).graph.input[0].name
             flops = model_flops(onnx_path)
-            cu_med, ort_med = statistics.median(cu), statistics.median(ot)
-            rows.append(dict(model=name, exporter=f"{args.exporter}{args.opset}", compile_s=round(compile_s, 2),
-                             cuvil_ms=round(cu_med, 2), ort_ms=round(ort_med, 2), ratio=round(ort_med / cu_med, 3),
-                             gflop=round(flops / 1e9, 3),
-                             cuvil_peak_pct=round(100 * flops / (cu_med * 1e-3) / (peak * 1e9), 1),
-                             ort_peak_pct=round(100 * flops / (ort_med * 1e-3) / (peak * 1e9), 1),
-                             cuvil_load_ms=round(info["load_ms"], 2), cuvil_first_ms=round(info["first_ms"], 2),
-                             ort_load_ms=round(ort_load_ms, 1), ort_first_ms=round(ort_first_ms, 1),
-                             cuvil_rss_mb=round(info["peak_rss_mb"], 1)))
-            print(f"# {name}: done", file=sys.stderr)
-    print(f"Peak (one core, measured AVX2 FMA, bench/peak.c): {peak:.1f} GFLOP/s; ORT intra-op threads: {args.ort_threads}; "
-          f"{args.rounds} rounds x {args.iters} iterations, alternating\n")
-    print("| model | export | compile s | Cuvil ms | ORT ms | ORT/Cuvil | GFLOP | Cuvil % peak | ORT % peak | "
-          "Cuvil load+first ms | ORT load+first ms | Cuvil peak RSS MB |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+            for th in threads:
+                cu, ot, cu_info, ort_info = [], [], None, None
+                for _ in range(args.rounds):
+                    cu_info = cuvil(build, so, xin, in_name, th, args.iters, td)
+                    cu.append(cu_info["median_ms"])
+                    ort_info = peer("ort", onnx_path, xin, th, args.iters)
+                    ot.append(statistics.median(ort_info["times_ms"]))
+                c, o = statistics.median(cu), statistics.median(ot)
+                rows.append(dict(model=name, threads=th, compile_s=round(compile_s, 2), cuvil_ms=round(c, 2),
+                                 ort_ms=round(o, 2), ratio=round(c / o, 3), gflop=round(flops / 1e9, 3),
+                                 cuvil_peak_pct=round(100 * flops / (c * 1e-3) / (peak * 1e9 * th), 1),
+                                 ort_peak_pct=round(100 * flops / (o * 1e-3) / (peak * 1e9 * th), 1),
+                                 cuvil_start_ms=round(cu_info["load_ms"] + cu_info["first_ms"], 1),
+                                 ort_start_ms=round(ort_info["load_ms"] + ort_info["first_ms"], 1),
+                                 cuvil_rss_mb=round(cu_info["peak_rss_mb"], 1),
+                                 ort_rss_mb=round(ort_info["peak_rss_mb"], 1),
+                                 runs=args.rounds * args.iters))
+                print(f"# {name} threads={th}: cuvil {c:.2f} ms, ort {o:.2f} ms, ratio {c / o:.3f}", file=sys.stderr)
+            if not args.no_torch:
+                # compiled once; its OpenMP kernels take the thread count torch.set_num_threads gives
+                pkg, aoti_s = aoti_package(name, x, td, max(threads))
+                for th in threads:
+                    ea, aa = [], []
+                    for _ in range(max(3, args.rounds // 2)):
+                        ea.append(statistics.median(peer("eager", name, xin, th, args.iters)["times_ms"]))
+                        if pkg:
+                            aa.append(statistics.median(peer("aoti", pkg, xin, th, args.iters)["times_ms"]))
+                    cu_ms = next(r["cuvil_ms"] for r in rows if r["model"] == name and r["threads"] == th)
+                    trows.append(dict(model=name, threads=th, eager_ms=round(statistics.median(ea), 2),
+                                      aoti_ms=round(statistics.median(aa), 2) if aa else None,
+                                      aoti_note=f"compile {aoti_s:.0f} s" if pkg else f"failed: {aoti_s}",
+                                      cuvil_ms=cu_ms))
+                    print(f"# {name} threads={th}: torch eager {trows[-1]['eager_ms']} ms, aoti {trows[-1]['aoti_ms']}",
+                          file=sys.stderr)
+    import onnxruntime
+    lines = []
+    lines.append(f"## {datetime.date.today().isoformat()}: `make bench`\n")
+    lines.append(f"Machine: {cpu_model()}, {os.cpu_count()} cores; measured one-core FMA peak "
+                 + ", ".join(f"{k.upper()} {v:.1f} GFLOP/s" for k, v in peaks.items())
+                 + f" (bench/peak.c); Cuvil target `{target}`. ONNX Runtime {onnxruntime.__version__} "
+                 f"(graph optimisation 'all', same intra-op threads), torch {_torch_version()}.\n")
+    lines.append(f"Batch 1, float32, {args.rounds} alternating rounds x {args.iters} runs per model and thread count "
+                 f"(each round in its own process, after 3 warmup runs); the medians of the round medians. "
+                 f"Ratio = Cuvil / ONNX Runtime (< 1: Cuvil faster). % peak: FLOPs (2 x multiply-adds of "
+                 f"Conv/Gemm/MatMul) per second over the peak x threads. Start: load + first run.\n")
+    lines.append("| model | threads | Cuvil ms | ORT ms | Cuvil/ORT | Cuvil % peak | ORT % peak | Cuvil start ms | "
+                 "ORT start ms | Cuvil peak RSS MB | ORT peak RSS MB | compile s |")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['model']} | {r['exporter']} | {r['compile_s']} | {r['cuvil_ms']} | {r['ort_ms']} | {r['ratio']} | "
-              f"{r['gflop']} | {r['cuvil_peak_pct']} | {r['ort_peak_pct']} | "
-              f"{r['cuvil_load_ms']} + {r['cuvil_first_ms']} | {r['ort_load_ms']} + {r['ort_first_ms']} | {r['cuvil_rss_mb']} |")
-    if args.json:
-        print(json.dumps(rows))
+        lines.append(f"| {r['model']} | {r['threads']} | {r['cuvil_ms']} | {r['ort_ms']} | **{r['ratio']}** | "
+                     f"{r['cuvil_peak_pct']} | {r['ort_peak_pct']} | {r['cuvil_start_ms']} | {r['ort_start_ms']} | "
+                     f"{r['cuvil_rss_mb']} | {r['ort_rss_mb']} | {r['compile_s']} |")
+    if trows:
+        lines.append("\nPyTorch on the same models, inputs and threads (eager in `torch.inference_mode`; "
+                     "AOTInductor: `torch.export` then `aoti_compile_and_package`, loaded with `aoti_load_package`):\n")
+        lines.append("| model | threads | PyTorch eager ms | AOTInductor ms | AOTInductor | Cuvil ms |")
+        lines.append("|---|---|---|---|---|---|")
+        for r in trows:
+            lines.append(f"| {r['model']} | {r['threads']} | {r['eager_ms']} | {r['aoti_ms'] if r['aoti_ms'] else '-'} | "
+                         f"{r['aoti_note']} | {r['cuvil_ms']} |")
+    report = "\n".join(lines) + "\n"
+    print(report)
+    if args.write:
+        gemm = build / "bin" / "cuvil-bench-gemm"
+        if gemm.exists():
+            out = subprocess.run([str(gemm)], check=True, capture_output=True, text=True).stdout
+            report += ("\nGEMM microkernels (`build/bin/cuvil-bench-gemm`, one thread; `ukernel`: the microkernel "
+                       "alone on L1-resident panels, `square`/`layer`: the whole driver):\n\n" + out)
+        path = Path(args.write)
+        old = path.read_text() if path.exists() else ""
+        head = ("# Cuvil vs ONNX Runtime — measured results\n\nReproduce: `make bench` (after `make test` has built "
+                "Cuvil and the project virtualenv), or\n`$VENV/bin/python bench/bench.py --write bench/RESULTS.md`. "
+                "Per-layer times: `bench/profile_layers.py --model M.onnx`.\n\n")
+        hist = old[old.index(HISTORY):] if HISTORY in old else HISTORY + "\n"
+        path.write_text(head + report + "\n" + hist)
     return 0
+
+
+def _torch_version():
+    try:
+        import torch
+        return torch.__version__
+    except ImportError:
+        return "not installed"
 
 
 if __name__ == "__main__":

@@ -93,7 +93,13 @@ typedef struct cuvil_sym_info {
 
 /* Options for create; NULL means all defaults. */
 typedef struct cuvil_model_options {
-    int n_threads;              /* 0 or 1: run on the calling thread */
+    /* 0 or 1: run on the calling thread. N > 1: the context starts N - 1 worker threads at
+     * create (joined at destroy); each run splits its convolutions and GEMMs among them and
+     * the caller. Workers spin for ~1-3 ms after each parallel step, then sleep until the next
+     * run. Contexts do not share threads: k contexts of N threads running at the same time use
+     * k x N threads, so keep that sum within the cores (more only slows every context down).
+     * Not with `buffer` (a context in the caller's memory runs on the calling thread). */
+    int n_threads;
     const char *weights_path;   /* reserved for external weights; must be NULL for now */
     /* Where the context's memory (the context and its activation arena: create's only
      * allocations; run never allocates) comes from: alloc(size, align, alloc_user) returns

@@ -82,6 +82,32 @@ typedef struct cuvil_act_params {
     float beta;
 } cuvil_act_params;
 
+/* ===== Threads ==================================================================== */
+/* A model context with n_threads > 1 owns a pool of n_threads - 1 workers (pool.c), started
+ * at create and joined at destroy; its run binds the pool to the calling thread, and kernels
+ * with enough work split it into tasks with cuvil_parallel_for (the caller runs tasks too).
+ * Without a bound pool (one thread, compile-time folding) every task runs inline. Each thread
+ * owns a slice of the context's scratch: thread t's is cuvil_thread_scratch(scratch, t), and
+ * slice 0 is `scratch` itself. Built with -DCUVIL_NO_THREADS, no pool is ever made. */
+#define CUVIL_MAX_THREADS 256
+typedef struct cuvil_pool cuvil_pool;
+typedef void (*cuvil_task_fn)(void *ctx, int64_t task, int tid);
+/* NULL when n_threads <= 1, out of memory, or no thread could start (then run on one). */
+cuvil_pool *cuvil_pool_create(int n_threads, size_t scratch_stride,
+                              void *(*alloc)(size_t size, size_t align, void *user),
+                              void (*release)(void *p, void *user), void *user);
+void cuvil_pool_destroy(cuvil_pool *p);
+int cuvil_pool_threads(const cuvil_pool *p);        /* 1 for NULL */
+size_t cuvil_pool_scratch_stride(const cuvil_pool *p);
+/* Binds p (may be NULL) to the calling thread; returns the previous binding. */
+const cuvil_pool *cuvil_pool_bind(const cuvil_pool *p);
+/* Threads of the bound pool (1 when none). */
+int cuvil_threads(void);
+/* Runs fn(ctx, t, tid) for t in [0, n_tasks) on the bound pool's threads; returns when all
+ * are done. tid < cuvil_threads() names the thread (for its scratch slice). */
+void cuvil_parallel_for(int64_t n_tasks, cuvil_task_fn fn, void *ctx);
+void *cuvil_thread_scratch(void *scratch, int tid);
+
 /* ===== GEMM ====================================================================== */
 /* batch == 0 means no work (an empty tensor). */
 /* C[m,n] = act(alpha * sum_k A'[m,k] B'[k,n] + beta * bias[m*bias_rs + n*bias_cs])
@@ -135,7 +161,15 @@ typedef struct cuvil_conv2d_params {
     /* The GEMM algorithm with weights packed at compile time (cuvil_f32_conv2d_pack): the
      * microkernel rows and K blocking they were packed for; 0 when not packed. */
     int64_t packed_mr, packed_kc;
+    /* CUVIL_CONV_WINOGRAD: 3x3 stride 1 by Winograd F(4x4, 3x3) on weights the compiler
+     * transformed (cuvil_f32_conv2d_pack, with packed_mr/packed_kc); CUVIL_CONV_GEMM_T: the
+     * GEMM with the roles swapped, pixels as rows (y' = im2col(x)' w', for few pixels: the
+     * microkernel's rows fit them better than its columns), the weights packed as the B
+     * operand for a microkernel of packed_mr (its NR) columns; 0: the GEMM paths. */
+    int64_t algo;
 } cuvil_conv2d_params;
+#define CUVIL_CONV_WINOGRAD 1
+#define CUVIL_CONV_GEMM_T 2
 
 size_t cuvil_f32_conv2d_scratch_size(const cuvil_conv2d_params *p);
 void cuvil_f32_conv2d(const cuvil_conv2d_params *p, const float *x, const float *w,
@@ -143,9 +177,13 @@ void cuvil_f32_conv2d(const cuvil_conv2d_params *p, const float *x, const float 
 /* Prepacked weights: w ([M, C/group, KH, KW]) rearranged, per group, into the panels the GEMM
  * reads with p->packed_mr rows and p->packed_kc blocking, so that running never repacks them
  * (cuvil_f32_conv2d_packed_floats floats). Depthwise convolutions take their weights as they
- * are. */
+ * are. With algo CUVIL_CONV_WINOGRAD the weights are Winograd-transformed first, through tmp
+ * (cuvil_f32_conv2d_pack_tmp_floats floats; NULL when that is 0). */
 size_t cuvil_f32_conv2d_packed_floats(const cuvil_conv2d_params *p);
-void cuvil_f32_conv2d_pack(const cuvil_conv2d_params *p, const float *w, float *w_packed);
+/* Whether Winograd can run p (3x3, stride 1, undilated, one group), whatever p->algo says. */
+int cuvil_conv2d_winograd_applies(const cuvil_conv2d_params *p);
+size_t cuvil_f32_conv2d_pack_tmp_floats(const cuvil_conv2d_params *p);
+void cuvil_f32_conv2d_pack(const cuvil_conv2d_params *p, const float *w, float *w_packed, float *tmp);
 void cuvil_f32_conv2d_prepacked(const cuvil_conv2d_params *p, const float *x, const float *w_packed,
                                 const float *bias, const float *residual, float *y, void *scratch);
 void cuvil_f32_conv2d__scalar(const cuvil_conv2d_params *p, const float *x, const float *w,

@@ -22,8 +22,20 @@
 #ifndef CUVIL_HAVE_AVX2
 #define CUVIL_HAVE_AVX2 0
 #endif
+#ifndef CUVIL_HAVE_AVX512
+#define CUVIL_HAVE_AVX512 0
+#endif
 
 #define CUVIL_ALIGN_UP(x, a) (((x) + (a) - 1) / (a) * (a))
+
+/* a * b + c as one fused instruction where the target has one (the runtime is compiled as
+ * ISO C, which does not contract a * b + c by itself); a multiply and an add elsewhere, since
+ * a software fmaf would be far slower */
+#ifdef __FMA__
+#define CUVIL_FMA(a, b, c) fmaf((a), (b), (c))
+#else
+#define CUVIL_FMA(a, b, c) ((a) * (b) + (c))
+#endif
 
 static inline int64_t cuvil_min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline int64_t cuvil_max_i64(int64_t a, int64_t b) { return a > b ? a : b; }
@@ -48,9 +60,18 @@ void cuvil_f32_vexp__avx2(const float *x, float *y, size_t n);
  * steps, then c[i*ldc + j] = acc + (c_in ? c_in[i*ld_in + j] : 0) for i < mr, j < nr (the
  * packed operands are zero padded to MR/NR, so only the stores are partial). c_in may equal c
  * (accumulating over K blocks). kc may be 0. */
+/* What a microkernel fuses into its store (the GEMM's epilogue on the last K block):
+ * c = min(max(acc + c_in + row_bias[i] + col_bias[j], lo), hi), NaN passing through; either
+ * bias may be NULL, lo/hi +-inf for no clamp (Relu: 0/+inf, Clip: its bounds). */
+typedef struct cuvil_ukernel_epi {
+    const float *row_bias;
+    const float *col_bias;
+    float lo, hi;
+} cuvil_ukernel_epi;
+
 typedef void (*cuvil_f32_gemm_ukernel_fn)(size_t kc, const float *a, const float *b, float *c,
                                           size_t ldc, size_t mr, size_t nr, const float *c_in,
-                                          size_t ld_in);
+                                          size_t ld_in, const cuvil_ukernel_epi *epi);
 
 typedef struct cuvil_gemm_ukernel_desc {
     cuvil_f32_gemm_ukernel_fn fn;
@@ -60,11 +81,11 @@ typedef struct cuvil_gemm_ukernel_desc {
 
 void cuvil_f32_gemm_ukernel_4x8__scalar(size_t kc, const float *a, const float *b, float *c,
                                         size_t ldc, size_t mr, size_t nr, const float *c_in,
-                                        size_t ld_in);
+                                        size_t ld_in, const cuvil_ukernel_epi *epi);
 #if CUVIL_HAVE_AVX2
 void cuvil_f32_gemm_ukernel_6x16__avx2_fma(size_t kc, const float *a, const float *b, float *c,
                                            size_t ldc, size_t mr, size_t nr, const float *c_in,
-                                           size_t ld_in);
+                                           size_t ld_in, const cuvil_ukernel_epi *epi);
 /* c[n] = alpha * dot(a[0..K), B[n*ldb ..]) + (c_in ? c_in[n] : 0) for n < N (c_in may be c). */
 void cuvil_f32_gemv_t__avx2_fma(size_t K, size_t N, const float *a, const float *B, size_t ldb,
                                 float alpha, const float *c_in, float *c);
@@ -72,6 +93,14 @@ void cuvil_f32_gemv_t__avx2_fma(size_t K, size_t N, const float *a, const float 
 void cuvil_f32_gemv_panel16__avx2_fma(size_t kc, const float *a, const float *panel, float *acc);
 /* dst[k*16 + c] = src[c*ld + k] for c < 16, k < kc (a 16-wide panel of a transposed B). */
 void cuvil_f32_gemm_pack_b_t16__avx2(size_t kc, const float *src, size_t ld, float *dst);
+#endif
+
+#if CUVIL_HAVE_AVX512
+void cuvil_f32_gemm_ukernel_8x32__avx512(size_t kc, const float *a, const float *b, float *c, size_t ldc,
+                                         size_t mr, size_t nr, const float *c_in, size_t ld_in,
+                                         const cuvil_ukernel_epi *epi);
+/* acc[t] += sum_k a[k] * panel[k*32 + t] for t < 32. */
+void cuvil_f32_gemv_panel32__avx512(size_t kc, const float *a, const float *panel, float *acc);
 #endif
 
 /* Every microkernel this archive was built with, best last; the default is the last one. */
@@ -107,6 +136,10 @@ typedef struct cuvil_gemm_job {
     int trans_b;
     cuvil_gemm_pack_b_fn pack_b;
     const void *pack_b_ctx;
+    /* A read through a packer too (alpha 1), called as pack_a(ctx, k0, kc, m0, mc, mr, dst):
+     * the same contract with rows for columns (a conv's im2col as the A operand). */
+    cuvil_gemm_pack_b_fn pack_a;
+    const void *pack_a_ctx;
     float *C;
     int64_t ldc;
     const float *c_init;
@@ -142,7 +175,10 @@ void cuvil_gemm_pack_b_all(const cuvil_gemm_job *j, int nr, int64_t kc_max, floa
 int64_t cuvil_gemm_kc_split(int64_t K, int64_t kc_max);
 
 size_t cuvil_gemm_job_scratch_size(int64_t M, int64_t N, int64_t K, const cuvil_gemm_blocking *b);
+/* Splits the product among the bound pool's threads when it is large enough (each uses its
+ * slice of scratch); _serial runs it on the calling thread (inside a task). */
 void cuvil_f32_gemm_run(const cuvil_gemm_job *j, const cuvil_gemm_blocking *b, void *scratch);
+void cuvil_f32_gemm_run_serial(const cuvil_gemm_job *j, const cuvil_gemm_blocking *b, void *scratch);
 
 /* cuvil_f32_gemm with an explicit blocking (tests). */
 size_t cuvil_f32_gemm_scratch_size_ex(const cuvil_gemm_params *p, const cuvil_gemm_blocking *b);
@@ -165,6 +201,17 @@ void cuvil_f32_conv2d_ex(const cuvil_conv2d_params *p, const float *x, const flo
  * 3x3/5x5 kernels; each part 64-byte aligned). */
 void cuvil_f32_dwconv2d(const cuvil_conv2d_params *p, const float *x, const float *w,
                         const float *bias, const float *residual, float *y, float *row);
+
+/* Winograd F(4x4, 3x3) (winograd.c): 3x3, stride 1, undilated, one group. The weights are
+ * transformed and packed for the GEMM's MR/KC (packed_floats floats; tmp holds 36 x M x C
+ * floats); run with the packed_mr/packed_kc of p. */
+size_t cuvil_f32_conv2d_winograd_scratch_size(const cuvil_conv2d_params *p, const cuvil_gemm_blocking *b);
+size_t cuvil_f32_conv2d_winograd_packed_floats(const cuvil_conv2d_params *p, int mr);
+void cuvil_f32_conv2d_winograd_pack(const cuvil_conv2d_params *p, const float *w, int mr, int64_t kc_max,
+                                    float *dst, float *tmp);
+void cuvil_f32_conv2d_winograd(const cuvil_conv2d_params *p, const float *x, const float *w_packed,
+                               const float *bias, const float *residual, float *y, void *scratch,
+                               const cuvil_gemm_blocking *b);
 
 /* ===== Data movement ================================================================ */
 /* dst (dense, dims[ndim]) = src viewed with the given byte strides (any sign). Simplifies the

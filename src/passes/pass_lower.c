@@ -23,6 +23,30 @@ static cuvil_status packed_const(cir_graph *g, const cir_value *w, size_t nf, in
     return *id < 0 ? g->ctx->status : CUVIL_OK;
 }
 
+/* Winograd F(4x4,3x3) does a quarter of the multiplies of the GEMM paths, but its transforms
+ * cost O(C + M) per 4x4 tile and its transformed weights are 4x larger (36 / 9): it pays where
+ * there are enough tiles to amortise the weights and enough channels to amortise the
+ * transforms. Measured on ResNet-18's layers (bench/profile_layers.py, one thread, AMD EPYC):
+ * 56x56 x 64 2.59 -> 1.38 ms, 28x28 x 128 2.47 -> 1.24 ms, 14x14 x 256 (16 tiles) 2.55 ->
+ * 1.94 ms, but 7x7 x 512 (4 tiles of which 43% padding, 37 MB of weights) 3.0 -> 6.8 ms. */
+static bool winograd_pays(const cuvil_conv2d_params *p) {
+    const int64_t tiles = p->N * ((p->OH + 3) / 4) * ((p->OW + 3) / 4);
+    return cuvil_conv2d_winograd_applies(p) && tiles >= 16 && p->C >= 16 && p->M >= 16;
+}
+
+/* The share of the microkernel's work that is not padding, for rows x cols in MR x NR tiles. */
+static double tile_fill(int64_t rows, int64_t cols, int mr, int nr) {
+    return (double)rows / (double)((rows + mr - 1) / mr * mr) * (double)cols / (double)((cols + nr - 1) / nr * nr);
+}
+
+/* Few output pixels (a 7x7 map: 49, two 32-wide tiles of which 23% padding) fill the
+ * microkernel's MR rows better than its NR columns: swap the operands where that wastes 5%
+ * less (channels as columns, pixels as rows). */
+static bool swapped_fits_better(const cuvil_conv2d_params *p, const cuvil_target_info *t) {
+    const int64_t px = p->OH * p->OW, ch = p->M / p->group;
+    return tile_fill(px, ch, t->mr, t->nr) > 1.05 * tile_fill(ch, px, t->mr, t->nr);
+}
+
 /* Depthwise convolutions (C/group == 1) run the direct loop; the others run as GEMMs (1x1
  * stride-1 ones straight on the input, the rest through im2col packing), and their constant
  * weights are packed now into the panels the target's microkernel reads. */
@@ -38,16 +62,30 @@ static cuvil_status lower_conv(cir_graph *g, cir_node *n, const cuvil_target_inf
     if (depthwise) {
         snprintf(algo, sizeof algo, "direct depthwise%s", (p.KH == 3 || p.KH == 5) && p.KH == p.KW ? " (register-tiled)" : "");
     } else {
-        snprintf(algo, sizeof algo, "%s, gemm %dx%d kc=%lld", pointwise ? "1x1 as gemm" : "im2col+gemm", t->mr, t->nr,
-                 (long long)t->kc);
-        if (g->opt_level >= 1 && cir_is_const(w)) {
-            p.packed_mr = t->mr;
+        bool packed = g->opt_level >= 1 && cir_is_const(w);
+        /* with symbolic dims one kernel serves every size: the choices that follow the size
+         * (and change the packed weights' layout) are left out */
+        bool wino = packed && !g->symbolic && g->opt_level >= 2 && winograd_pays(&p);
+        bool swap = packed && !g->symbolic && !wino && swapped_fits_better(&p, t);
+        p.algo = wino ? CUVIL_CONV_WINOGRAD : swap ? CUVIL_CONV_GEMM_T : 0;
+        snprintf(algo, sizeof algo, "%s, gemm %dx%d kc=%lld",
+                 wino ? "winograd F(4x4,3x3)" : swap ? "im2col+gemm, pixels as rows" : pointwise ? "1x1 as gemm" : "im2col+gemm",
+                 t->mr, t->nr, (long long)t->kc);
+        if (packed) {
+            p.packed_mr = swap ? t->nr : t->mr;   /* the swapped GEMM packs the weights as its B */
             p.packed_kc = t->kc;
             int id;
             if ((s = packed_const(g, w, cuvil_f32_conv2d_packed_floats(&p), &id))) return s;
-            cuvil_f32_conv2d_pack(&p, w->data, cir_val(g, id)->data);
+            float *tmp = NULL;
+            size_t nt = cuvil_f32_conv2d_pack_tmp_floats(&p);
+            if (nt && !(tmp = cuvil_malloc(nt * sizeof(float))))
+                return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory transforming weights");
+            cuvil_f32_conv2d_pack(&p, w->data, cir_val(g, id)->data, tmp);
+            cuvil_free(tmp);
             n->packed = id;
-            snprintf(algo + strlen(algo), sizeof algo - strlen(algo), ", weights prepacked");
+            n->kernel_algo = (int)p.algo;
+            snprintf(algo + strlen(algo), sizeof algo - strlen(algo), ", weights %s",
+                     wino ? "transformed and prepacked" : "prepacked");
         }
     }
     n->algo = cuvil_arena_strdup(&g->arena, algo);

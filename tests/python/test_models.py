@@ -9,6 +9,7 @@ slow: `-m "not slow"` leaves it out.
 """
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import cuvil_testlib as tl
@@ -34,6 +35,12 @@ def test_model(spec, tmp_path):
     got = tl.run(so, {INPUT_NAME: x}, tmp_path / "run")
     ref = tl.ort_run(onnx_path, {INPUT_NAME: x})
     tl.assert_outputs_close(got, ref)
+    # on a pool of 3 threads (uneven splits, more threads than this machine's 2 cores): every
+    # output element is computed by one thread exactly as on one, so the outputs are identical
+    got3 = tl.run(so, {INPUT_NAME: x}, tmp_path / "run3", threads=3)
+    for k in got:
+        assert np.array_equal(got3[k], got[k]), f"{k}: 3 threads differ from 1 (max |d| " \
+            f"{float(np.max(np.abs(got3[k] - got[k])))})"
 
 
 @pytest.mark.parametrize("spec", [_param(s) for s in EXPORTS if MODELS[s.model].dynamic_batch])

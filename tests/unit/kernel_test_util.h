@@ -53,6 +53,17 @@ static inline void *ktu_alloc(size_t bytes) {
 
 static inline float *ktu_falloc(size_t n) { return (float *)ktu_alloc(n * sizeof(float)); }
 
+/* the allocator pair a thread pool takes */
+static inline void *ktu_aligned_alloc(size_t bytes, size_t align, void *user) {
+    (void)user;
+    void *p = NULL;
+    return posix_memalign(&p, align < sizeof(void *) ? sizeof(void *) : align, bytes ? bytes : 1) == 0 ? p : NULL;
+}
+static inline void ktu_aligned_free(void *p, void *user) {
+    (void)user;
+    free(p);
+}
+
 /* Activation reference in double: written from the ONNX operator definitions. */
 static inline double ktu_act(int act, double alpha, double beta, double x) {
     switch (act) {

@@ -107,7 +107,21 @@ static void run_conv(const conv_case *cc, int with_bias, int res_mode, int act, 
     const double rtol = int_data ? 2e-6 : 1e-4, atol = int_data ? 1e-6 : 1e-4;
     const float *bias = with_bias ? b : NULL;
 
-    for (int v = -4; v < cuvil_f32_gemm_n_ukernels; v++) {
+    /* Winograd is not exact on integers (its transforms have fractions): its own tolerance,
+     * ~1e-6 of the sum of |terms| (the output's scale), covering F(4x4,3x3)'s growth */
+    const double wscale = 9.0 * (double)(p.C / p.group) * (int_data ? 4.0 : 1.0);
+    const double wtol = 2e-6 * wscale + (res_mode ? 1e-5 : 0.0);
+    /* ... and integer data put some outputs exactly on a discontinuity or pole of these
+     * activations (Floor, Sign, Log(0), ...), or where they are steep (Exp of ~45), where
+     * Winograd's 1e-6 error is not small: those pairs check the exact paths only (each
+     * activation's fusion is the same code in all) */
+    static const int jumpy[] = {CUVIL_ACT_EXP, CUVIL_ACT_COSH, CUVIL_ACT_SINH, CUVIL_ACT_SIGN, CUVIL_ACT_ASIN, CUVIL_ACT_ACOS, CUVIL_ACT_ACOSH, CUVIL_ACT_ATANH,
+                                CUVIL_ACT_CEIL, CUVIL_ACT_FLOOR, CUVIL_ACT_LOG, CUVIL_ACT_RECIPROCAL, CUVIL_ACT_SQRT,
+                                CUVIL_ACT_TAN};
+    int skip_wino = 0;
+    for (size_t k = 0; k < sizeof jumpy / sizeof jumpy[0]; k++) skip_wino |= int_data && act == jumpy[k];
+    for (int v = -12; v < cuvil_f32_gemm_n_ukernels; v++) {
+        if (skip_wino && (v == -7 || v == -6 || v == -5)) continue;
         /* residual in place: y starts as the residual */
         const float *r = NULL;
         if (res_mode == 1) r = res;
@@ -118,7 +132,78 @@ static void run_conv(const conv_case *cc, int with_bias, int res_mode, int act, 
             for (size_t i = 0; i < ny; i++) y[i] = NAN;
         }
         void *scratch = NULL;
-        if (v == -4 || v == -3) {
+        if (v <= -10) {
+            /* pixels as the GEMM's rows (CUVIL_CONV_GEMM_T): weights packed as B for the runtime's NR
+             * (-10), for another NR and KC (-11, repacked), and on a pool of 2 threads (-12) */
+            const cuvil_gemm_blocking *def = cuvil_gemm_default_blocking();
+            cuvil_conv2d_params pp = p;
+            pp.algo = CUVIL_CONV_GEMM_T;
+            pp.packed_mr = v == -11 ? (def->uk->nr == 8 ? 16 : 8) : def->uk->nr;
+            pp.packed_kc = v == -11 ? 17 : def->kc;
+            size_t nf = cuvil_f32_conv2d_packed_floats(&pp);
+            float *wp = nf ? ktu_falloc(nf) : NULL;
+            if (nf) cuvil_f32_conv2d_pack(&pp, w, wp, NULL);
+            const size_t per = CUVIL_ALIGN_UP(cuvil_f32_conv2d_scratch_size(&pp), 64);
+            scratch = ktu_alloc(2 * per);
+            cuvil_pool *pool = v == -12 ? cuvil_pool_create(2, per, ktu_aligned_alloc, ktu_aligned_free, NULL) : NULL;
+            if (v == -12 && !pool) ktu_fail("%s: no thread pool", label);
+            const cuvil_pool *prev = cuvil_pool_bind(pool);
+            cuvil_f32_conv2d_prepacked(&pp, x, nf ? wp : w, bias, r, y, scratch);
+            cuvil_pool_bind(prev);
+            cuvil_pool_destroy(pool);
+            ktu_check(y, ref, ny, rtol, atol, "%s [gemm_t nr=%lld kc=%lld%s]", label, (long long)pp.packed_mr,
+                      (long long)pp.packed_kc, v == -12 ? ", 2 threads" : "");
+            free(wp);
+        } else if (v <= -7) {
+            /* on a pool of 3 threads: -9 the GEMM paths, -8 prepacked, -7 Winograd (if it applies) */
+            cuvil_conv2d_params pp = p;
+            const cuvil_gemm_blocking *def = cuvil_gemm_default_blocking();
+            if (v >= -8) {
+                pp.packed_mr = def->uk->mr;
+                pp.packed_kc = def->kc;
+            }
+            if (v == -7) {
+                pp.algo = CUVIL_CONV_WINOGRAD;
+                if (!cuvil_conv2d_winograd_applies(&pp)) continue;
+            }
+            size_t nf = cuvil_f32_conv2d_packed_floats(&pp), nt = cuvil_f32_conv2d_pack_tmp_floats(&pp);
+            float *wp = nf ? ktu_falloc(nf) : NULL, *tmp = nt ? ktu_falloc(nt) : NULL;
+            if (nf) cuvil_f32_conv2d_pack(&pp, w, wp, tmp);
+            const size_t per = CUVIL_ALIGN_UP(cuvil_f32_conv2d_scratch_size(&pp), 64);
+            scratch = ktu_alloc(3 * per);
+            cuvil_pool *pool = cuvil_pool_create(3, per, ktu_aligned_alloc, ktu_aligned_free, NULL);
+            if (!pool) ktu_fail("%s: no thread pool", label);
+            const cuvil_pool *prev = cuvil_pool_bind(pool);
+            if (cuvil_threads() != 3) ktu_fail("%s: %d threads bound, not 3", label, cuvil_threads());
+            if (v == -9)
+                cuvil_f32_conv2d(&pp, x, w, bias, r, y, scratch);
+            else
+                cuvil_f32_conv2d_prepacked(&pp, x, nf ? wp : w, bias, r, y, scratch);
+            cuvil_pool_bind(prev);
+            cuvil_pool_destroy(pool);
+            const double tol = v == -7 ? wtol : atol;
+            ktu_check(y, ref, ny, v == -7 ? 1e-4 : rtol, tol, "%s [3 threads, %s]", label,
+                      v == -9 ? "gemm" : v == -8 ? "prepacked" : "winograd");
+            free(wp);
+            free(tmp);
+        } else if (v == -6 || v == -5) {
+            /* Winograd F(4x4,3x3): weights transformed for the runtime's blocking, and for another */
+            const cuvil_gemm_blocking *def = cuvil_gemm_default_blocking();
+            cuvil_conv2d_params pp = p;
+            pp.algo = CUVIL_CONV_WINOGRAD;
+            pp.packed_mr = v == -6 ? def->uk->mr : (def->uk->mr == 4 ? 6 : 4);
+            pp.packed_kc = v == -6 ? def->kc : 17;
+            if (!cuvil_conv2d_winograd_applies(&pp)) continue;
+            size_t nf = cuvil_f32_conv2d_packed_floats(&pp), nt = cuvil_f32_conv2d_pack_tmp_floats(&pp);
+            float *wp = ktu_falloc(nf), *tmp = ktu_falloc(nt);
+            cuvil_f32_conv2d_pack(&pp, w, wp, tmp);
+            scratch = ktu_alloc(cuvil_f32_conv2d_scratch_size(&pp));
+            cuvil_f32_conv2d_prepacked(&pp, x, wp, bias, r, y, scratch);
+            ktu_check(y, ref, ny, 1e-4, wtol, "%s [winograd mr=%lld kc=%lld]", label, (long long)pp.packed_mr,
+                      (long long)pp.packed_kc);
+            free(wp);
+            free(tmp);
+        } else if (v == -4 || v == -3) {
             /* weights packed ahead of time: for the runtime's own blocking (read in place), and
              * for another MR and KC (a compiler that assumed another blocking: repacked) */
             const cuvil_gemm_blocking *def = cuvil_gemm_default_blocking();
@@ -127,7 +212,7 @@ static void run_conv(const conv_case *cc, int with_bias, int res_mode, int act, 
             pp.packed_kc = v == -4 ? def->kc : 17;
             size_t nf = cuvil_f32_conv2d_packed_floats(&pp);
             float *wp = nf ? ktu_falloc(nf) : NULL;
-            if (nf) cuvil_f32_conv2d_pack(&pp, w, wp);
+            if (nf) cuvil_f32_conv2d_pack(&pp, w, wp, NULL);
             scratch = ktu_alloc(cuvil_f32_conv2d_scratch_size(&pp));
             cuvil_f32_conv2d_prepacked(&pp, x, nf ? wp : w, bias, r, y, scratch);
             ktu_check(y, ref, ny, rtol, atol, "%s [prepacked mr=%lld kc=%lld]", label, (long long)pp.packed_mr,
@@ -189,6 +274,11 @@ static const conv_case conv_cases[] = {
     {1, 4, 5, 6, 2, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 2},     /* pointwise, 1 output per group: GEMV */
     {2, 5, 4, 7, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},     /* single output channel: GEMV */
     {1, 3, 6, 5, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},     /* single output channel, im2col */
+    {1, 5, 9, 10, 6, 3, 3, 1, 1, 0, 0, 0, 0, 1, 1, 1},    /* 3x3 s1 unpadded: partial tiles */
+    {1, 4, 7, 9, 6, 3, 3, 1, 1, 2, 0, 1, 3, 1, 1, 1},     /* 3x3 s1 asymmetric pads */
+    {2, 8, 33, 35, 10, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},  /* 3x3 s1, many tiles, batch */
+    {1, 300, 6, 5, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},   /* 3x3 s1, C > KC */
+    {1, 2, 2, 3, 3, 3, 3, 1, 1, 2, 2, 2, 2, 1, 1, 1},     /* 3x3 s1, image smaller than a tile */
 };
 
 static void test_conv2d(void) {
@@ -199,7 +289,7 @@ static void test_conv2d(void) {
         run_conv(&conv_cases[i], 1, 2, CUVIL_ACT_SILU, 1);
     }
     /* every activation through each path, with bias and in-place/separate residual */
-    static const int paths[] = {1, 4, 15, 24};
+    static const int paths[] = {1, 4, 15, 24, 33};
     for (int act = 0; act < CUVIL_ACT__COUNT; act++)
         for (size_t k = 0; k < sizeof paths / sizeof paths[0]; k++)
             run_conv(&conv_cases[paths[k]], 1, 1 + (act + (int)k) % 2, act, 1);

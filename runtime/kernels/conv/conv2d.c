@@ -156,6 +156,21 @@ static void pack_b_im2col(const void *vctx, int64_t k0, int64_t kc, int64_t n0, 
     }
 }
 
+/* The B-panel layout of a dense [C][H*W] image (a 1x1 stride-1 conv's im2col): rows
+ * [k0, k0 + kc) of columns [n0, n0 + nc) as nr-wide panels, zero padded. */
+static void pack_rows(const void *vctx, int64_t k0, int64_t kc, int64_t n0, int64_t nc, int nr, float *dst) {
+    const im2col_ctx *g = (const im2col_ctx *)vctx;
+    const int64_t HW = g->H * g->W;
+    for (int64_t j0 = 0; j0 < nc; j0 += nr, dst += kc * nr) {
+        const int64_t cols = cuvil_min_i64(nr, nc - j0);
+        const float *src = g->x + k0 * HW + n0 + j0;
+        for (int64_t k = 0; k < kc; k++) {
+            memcpy(dst + k * nr, src + k * HW, (size_t)cols * sizeof(float));
+            for (int64_t c = cols; c < nr; c++) dst[k * nr + c] = 0.0f;
+        }
+    }
+}
+
 /* ===== Depthwise direct loop =========================================================== */
 static void act_inplace(const cuvil_act_params *a, float *y, int64_t n) {
     if (a->act != CUVIL_ACT_NONE) cuvil_f32_unary(a, y, y, (size_t)n);
@@ -183,7 +198,7 @@ static inline __attribute__((always_inline)) void dw_row_fixed(
             const int64_t base = ow * S;
             float acc = b;
             for (int kh = 0; kh < K; kh++)
-                for (int kw = 0; kw < K; kw++) acc += wl[kh * K + kw] * r[kh][base + kw];
+                for (int kw = 0; kw < K; kw++) acc = CUVIL_FMA(wl[kh * K + kw], r[kh][base + kw], acc);
             acc += rr[ow];
             acc = acc < lo ? lo : acc;
             yr[ow] = acc > hi ? hi : acc;
@@ -193,7 +208,7 @@ static inline __attribute__((always_inline)) void dw_row_fixed(
             const int64_t base = ow * S;
             float acc = b;
             for (int kh = 0; kh < K; kh++)
-                for (int kw = 0; kw < K; kw++) acc += wl[kh * K + kw] * r[kh][base + kw];
+                for (int kw = 0; kw < K; kw++) acc = CUVIL_FMA(wl[kh * K + kw], r[kh][base + kw], acc);
             acc = acc < lo ? lo : acc;
             yr[ow] = acc > hi ? hi : acc;
         }
@@ -224,9 +239,11 @@ static void dw_plane_dims(const cuvil_conv2d_params *p, int64_t *Hp, int64_t *Wp
     *Wp = p->pad_l + p->W + pad_end(p->W, p->OW, p->KW, p->stride_w, 1, p->pad_l);
 }
 
-/* The fixed 3x3/5x5 path: each input channel is first copied into a zero-padded plane. */
+/* The fixed 3x3/5x5 path for output channels [q0, q1) of all N*M: each input channel is first
+ * copied into a zero-padded plane. */
 static void dw_fixed(const cuvil_conv2d_params *p, const float *x, const float *w,
-                     const float *bias, const float *residual, float *y, float *plane) {
+                     const float *bias, const float *residual, float *y, float *plane, int64_t q0,
+                     int64_t q1) {
     const int64_t H = p->H, W = p->W, OH = p->OH, OW = p->OW, K = p->KH, S = p->stride_w;
     const int64_t mult = p->M / p->group, pt = p->pad_t, pl = p->pad_l;
     int64_t Hp, Wp;
@@ -238,35 +255,35 @@ static void dw_fixed(const cuvil_conv2d_params *p, const float *x, const float *
     const float lo = p->act.act == CUVIL_ACT_RELU ? 0.0f
                      : p->act.act == CUVIL_ACT_CLIP ? p->act.alpha : -INFINITY;
     const float hi = p->act.act == CUVIL_ACT_CLIP ? p->act.beta : INFINITY;
-    for (int64_t n = 0; n < p->N; n++)
-        for (int64_t m = 0; m < p->M; m++) {
-            const int64_t ci = n * p->C + m / mult;
-            if (ci != cur) {
-                const float *xc = x + ci * H * W;
-                for (int64_t h = 0; h < H; h++)
-                    memcpy(plane + (pt + h) * Wp + pl, xc + h * W, (size_t)W * sizeof(float));
-                cur = ci;
-            }
-            const float *wm = w + m * K * K;
-            float *ym = y + (n * p->M + m) * OH * OW;
-            const float *rm = residual ? residual + (n * p->M + m) * OH * OW : NULL;
-            const float b = bias ? bias[m] : 0.0f;
-            for (int64_t oh = 0; oh < OH; oh++) {
-                const float *rows[5];
-                for (int64_t kh = 0; kh < K; kh++) rows[kh] = plane + (oh * S + kh) * Wp;
-                float *yr = ym + oh * OW;
-                const float *rr = rm ? rm + oh * OW : NULL;
-                if (K == 3 && S == 1)
-                    dw_row_3x3s1(rows, wm, b, rr, yr, OW, lo, hi);
-                else if (K == 3)
-                    dw_row_3x3s2(rows, wm, b, rr, yr, OW, lo, hi);
-                else if (S == 1)
-                    dw_row_5x5s1(rows, wm, b, rr, yr, OW, lo, hi);
-                else
-                    dw_row_5x5s2(rows, wm, b, rr, yr, OW, lo, hi);
-                if (!fused) act_inplace(&p->act, yr, OW);
-            }
+    for (int64_t q = q0; q < q1; q++) {
+        const int64_t n = q / p->M, m = q % p->M;
+        const int64_t ci = n * p->C + m / mult;
+        if (ci != cur) {
+            const float *xc = x + ci * H * W;
+            for (int64_t h = 0; h < H; h++)
+                memcpy(plane + (pt + h) * Wp + pl, xc + h * W, (size_t)W * sizeof(float));
+            cur = ci;
         }
+        const float *wm = w + m * K * K;
+        float *ym = y + (n * p->M + m) * OH * OW;
+        const float *rm = residual ? residual + (n * p->M + m) * OH * OW : NULL;
+        const float b = bias ? bias[m] : 0.0f;
+        for (int64_t oh = 0; oh < OH; oh++) {
+            const float *rows[5];
+            for (int64_t kh = 0; kh < K; kh++) rows[kh] = plane + (oh * S + kh) * Wp;
+            float *yr = ym + oh * OW;
+            const float *rr = rm ? rm + oh * OW : NULL;
+            if (K == 3 && S == 1)
+                dw_row_3x3s1(rows, wm, b, rr, yr, OW, lo, hi);
+            else if (K == 3)
+                dw_row_3x3s2(rows, wm, b, rr, yr, OW, lo, hi);
+            else if (S == 1)
+                dw_row_5x5s1(rows, wm, b, rr, yr, OW, lo, hi);
+            else
+                dw_row_5x5s2(rows, wm, b, rr, yr, OW, lo, hi);
+            if (!fused) act_inplace(&p->act, yr, OW);
+        }
+    }
 }
 
 /* Scratch: an accumulator row of OW floats, then (fixed path) the padded input plane. */
@@ -280,18 +297,20 @@ static size_t dw_scratch_size(const cuvil_conv2d_params *p) {
     return n;
 }
 
-void cuvil_f32_dwconv2d(const cuvil_conv2d_params *p, const float *x, const float *w,
-                        const float *bias, const float *residual, float *y, float *row) {
+/* Output channels [q0, q1) of all N*M; `row` is one thread's scratch. */
+static void dw_range(const cuvil_conv2d_params *p, const float *x, const float *w, const float *bias,
+                     const float *residual, float *y, float *row, int64_t q0, int64_t q1) {
     const int64_t H = p->H, W = p->W, OH = p->OH, OW = p->OW, KH = p->KH, KW = p->KW;
     const int64_t sh = p->stride_h, sw = p->stride_w, dh = p->dil_h, dw = p->dil_w;
     const int64_t mult = p->M / p->group; /* output channels per input channel */
     if (dw_is_fixed(p)) {
         dw_fixed(p, x, w, bias, residual, y,
-                 (float *)((char *)row + CUVIL_ALIGN_UP((size_t)OW * sizeof(float), 64)));
+                 (float *)((char *)row + CUVIL_ALIGN_UP((size_t)OW * sizeof(float), 64)), q0, q1);
         return;
     }
-    for (int64_t n = 0; n < p->N; n++)
-        for (int64_t m = 0; m < p->M; m++) {
+    for (int64_t q = q0; q < q1; q++) {
+        const int64_t n = q / p->M, m = q % p->M;
+        {
             const float *xc = x + (n * p->C + m / mult) * H * W;
             const float *wm = w + m * KH * KW;
             float *ym = y + (n * p->M + m) * OH * OW;
@@ -327,6 +346,35 @@ void cuvil_f32_dwconv2d(const cuvil_conv2d_params *p, const float *x, const floa
                 act_inplace(&p->act, yr, OW);
             }
         }
+    }
+}
+
+typedef struct dw_split {
+    const cuvil_conv2d_params *p;
+    const float *x, *w, *bias, *residual;
+    float *y, *scratch;
+    int64_t per;
+} dw_split;
+
+static void dw_task(void *vctx, int64_t t, int tid) {
+    const dw_split *s = (const dw_split *)vctx;
+    const int64_t total = s->p->N * s->p->M, q0 = t * s->per;
+    dw_range(s->p, s->x, s->w, s->bias, s->residual, s->y, (float *)cuvil_thread_scratch(s->scratch, tid), q0,
+             cuvil_min_i64(total, q0 + s->per));
+}
+
+void cuvil_f32_dwconv2d(const cuvil_conv2d_params *p, const float *x, const float *w,
+                        const float *bias, const float *residual, float *y, float *row) {
+    const int64_t total = p->N * p->M;
+    const int threads = cuvil_threads();
+    if (threads <= 1 || total < 2 || p->OH * p->OW * p->KH * p->KW * total < 100000) {
+        dw_range(p, x, w, bias, residual, y, row, 0, total);
+        return;
+    }
+    /* a few tasks per thread: channels cost the same, but threads may not start together */
+    const int64_t tasks = cuvil_min_i64(total, 4 * (int64_t)threads);
+    dw_split s = {p, x, w, bias, residual, y, row, (total + tasks - 1) / tasks};
+    cuvil_parallel_for((total + s.per - 1) / s.per, dw_task, &s);
 }
 
 /* ===== Dispatch ======================================================================== */
@@ -351,16 +399,50 @@ static void padded_dims(const cuvil_conv2d_params *p, int64_t *Hp, int64_t *Wp) 
     *Wp = p->pad_l + p->W + pad_end(p->W, p->OW, p->KW, p->stride_w, p->dil_w, p->pad_l);
 }
 
+/* One image, all channels, into its zero-padded copy (Hp x Wp per channel). */
+static void pad_image(const cuvil_conv2d_params *p, const float *xn, float *xpad, int64_t Hp, int64_t Wp) {
+    const int64_t HW = p->H * p->W, HWp = Hp * Wp;
+    for (int64_t c = 0; c < p->C; c++) {
+        float *dc = xpad + c * HWp;
+        const float *sc = xn + c * HW;
+        memset(dc, 0, (size_t)(p->pad_t * Wp) * sizeof(float));
+        for (int64_t h = 0; h < p->H; h++) {
+            float *dr = dc + (p->pad_t + h) * Wp;
+            memset(dr, 0, (size_t)p->pad_l * sizeof(float));
+            memcpy(dr + p->pad_l, sc + h * p->W, (size_t)p->W * sizeof(float));
+            memset(dr + p->pad_l + p->W, 0, (size_t)(Wp - p->pad_l - p->W) * sizeof(float));
+        }
+        memset(dc + (p->pad_t + p->H) * Wp, 0, (size_t)((Hp - p->pad_t - p->H) * Wp) * sizeof(float));
+    }
+}
+
 static size_t gemm_scratch(const cuvil_conv2d_params *p, const cuvil_gemm_blocking *b) {
     const int64_t Cg = p->C / p->group, Mg = p->M / p->group;
     return CUVIL_ALIGN_UP(cuvil_gemm_job_scratch_size(Mg, p->OH * p->OW, Cg * p->KH * p->KW, b),
                           64);
 }
 
+static int is_winograd(const cuvil_conv2d_params *p) {
+    return p->algo == CUVIL_CONV_WINOGRAD && p->packed_mr > 0 && cuvil_conv2d_winograd_applies(p);
+}
+
+static int is_gemm_t(const cuvil_conv2d_params *p) {
+    return p->algo == CUVIL_CONV_GEMM_T && p->packed_mr > 0 && !is_depthwise(p);
+}
+
+/* The swapped GEMM's scratch: its packing (per thread), then y' (OH*OW x M/group), then the
+ * padded input. */
+static size_t gemm_t_scratch(const cuvil_conv2d_params *p, const cuvil_gemm_blocking *b) {
+    const int64_t Cg = p->C / p->group, Mg = p->M / p->group;
+    return CUVIL_ALIGN_UP(cuvil_gemm_job_scratch_size(p->OH * p->OW, Mg, Cg * p->KH * p->KW, b), 64) +
+           CUVIL_ALIGN_UP((size_t)(p->OH * p->OW * Mg) * sizeof(float), 64);
+}
+
 size_t cuvil_f32_conv2d_scratch_size_ex(const cuvil_conv2d_params *p,
                                         const cuvil_gemm_blocking *b) {
     if (is_depthwise(p)) return dw_scratch_size(p);
-    size_t n = gemm_scratch(p, b);
+    if (is_winograd(p)) return cuvil_f32_conv2d_winograd_scratch_size(p, b);
+    size_t n = is_gemm_t(p) ? gemm_t_scratch(p, b) : gemm_scratch(p, b);
     if (use_padded(p)) {
         int64_t Hp, Wp;
         padded_dims(p, &Hp, &Wp);
@@ -372,6 +454,9 @@ size_t cuvil_f32_conv2d_scratch_size_ex(const cuvil_conv2d_params *p,
 size_t cuvil_f32_conv2d_scratch_size(const cuvil_conv2d_params *p) {
     return cuvil_f32_conv2d_scratch_size_ex(p, cuvil_gemm_default_blocking());
 }
+
+static void conv2d_gemm_t(const cuvil_conv2d_params *p, const float *x, const float *w_packed, const float *bias,
+                          const float *residual, float *y, void *scratch, const cuvil_gemm_blocking *b);
 
 /* w_packed: the weights as cuvil_f32_conv2d_pack left them (w unused), or NULL. */
 static void conv2d_gemm(const cuvil_conv2d_params *p, const float *x, const float *w, const float *w_packed,
@@ -387,12 +472,37 @@ void cuvil_f32_conv2d_ex(const cuvil_conv2d_params *p, const float *x, const flo
 size_t cuvil_f32_conv2d_packed_floats(const cuvil_conv2d_params *p) {
     const int64_t Cg = p->C / p->group, Mg = p->M / p->group;
     if (is_depthwise(p) || p->packed_mr <= 0) return 0;
+    if (is_winograd(p)) return cuvil_f32_conv2d_winograd_packed_floats(p, (int)p->packed_mr);
+    if (is_gemm_t(p)) return (size_t)p->group * cuvil_gemm_packed_b_floats(Mg, Cg * p->KH * p->KW, (int)p->packed_mr);
     return (size_t)p->group * cuvil_gemm_packed_a_floats(Mg, Cg * p->KH * p->KW, (int)p->packed_mr);
 }
 
-void cuvil_f32_conv2d_pack(const cuvil_conv2d_params *p, const float *w, float *w_packed) {
+size_t cuvil_f32_conv2d_pack_tmp_floats(const cuvil_conv2d_params *p) {
+    return is_winograd(p) ? (size_t)(36 * p->M * p->C) : 0;
+}
+
+void cuvil_f32_conv2d_pack(const cuvil_conv2d_params *p, const float *w, float *w_packed, float *tmp) {
     const int64_t Cg = p->C / p->group, Mg = p->M / p->group, K = Cg * p->KH * p->KW;
     if (is_depthwise(p) || p->packed_mr <= 0) return;
+    if (is_winograd(p)) {
+        cuvil_f32_conv2d_winograd_pack(p, w, (int)p->packed_mr, p->packed_kc, w_packed, tmp);
+        return;
+    }
+    if (is_gemm_t(p)) {
+        /* w [Mg, K] per group is B' (trans_b): B[k, m] = w[m, k] */
+        const size_t per = cuvil_gemm_packed_b_floats(Mg, K, (int)p->packed_mr);
+        cuvil_gemm_job j;
+        memset(&j, 0, sizeof j);
+        j.N = Mg;
+        j.K = K;
+        j.ldb = K;
+        j.trans_b = 1;
+        for (int64_t g = 0; g < p->group; g++) {
+            j.B = w + g * Mg * K;
+            cuvil_gemm_pack_b_all(&j, (int)p->packed_mr, p->packed_kc, w_packed + (size_t)g * per);
+        }
+        return;
+    }
     const size_t per = cuvil_gemm_packed_a_floats(Mg, K, (int)p->packed_mr);
     cuvil_gemm_job j;
     memset(&j, 0, sizeof j);
@@ -410,6 +520,14 @@ void cuvil_f32_conv2d_prepacked(const cuvil_conv2d_params *p, const float *x, co
                                 const float *bias, const float *residual, float *y, void *scratch) {
     if (is_depthwise(p) || p->packed_mr <= 0) {   /* nothing was packed: w_packed is w */
         cuvil_f32_conv2d(p, x, w_packed, bias, residual, y, scratch);
+        return;
+    }
+    if (is_winograd(p)) {
+        cuvil_f32_conv2d_winograd(p, x, w_packed, bias, residual, y, scratch, cuvil_gemm_default_blocking());
+        return;
+    }
+    if (is_gemm_t(p)) {
+        conv2d_gemm_t(p, x, w_packed, bias, residual, y, scratch, cuvil_gemm_default_blocking());
         return;
     }
     conv2d_gemm(p, x, NULL, w_packed, bias, residual, y, scratch, cuvil_gemm_default_blocking());
@@ -453,21 +571,7 @@ static void conv2d_gemm(const cuvil_conv2d_params *p, const float *x, const floa
     }
     for (int64_t n = 0; n < p->N; n++) {
         const float *xn = x + n * p->C * HW;
-        if (padded) {
-            for (int64_t c = 0; c < p->C; c++) {
-                float *dc = xpad + c * HWp;
-                const float *sc = xn + c * HW;
-                memset(dc, 0, (size_t)(p->pad_t * Wp) * sizeof(float));
-                for (int64_t h = 0; h < p->H; h++) {
-                    float *dr = dc + (p->pad_t + h) * Wp;
-                    memset(dr, 0, (size_t)p->pad_l * sizeof(float));
-                    memcpy(dr + p->pad_l, sc + h * p->W, (size_t)p->W * sizeof(float));
-                    memset(dr + p->pad_l + p->W, 0, (size_t)(Wp - p->pad_l - p->W) * sizeof(float));
-                }
-                memset(dc + (p->pad_t + p->H) * Wp, 0,
-                       (size_t)((Hp - p->pad_t - p->H) * Wp) * sizeof(float));
-            }
-        }
+        if (padded) pad_image(p, xn, xpad, Hp, Wp);
         for (int64_t g = 0; g < G; g++) {
             const int64_t yoff = (n * p->M + g * Mg) * OHW;
             if (w_packed) {
@@ -483,6 +587,78 @@ static void conv2d_gemm(const cuvil_conv2d_params *p, const float *x, const floa
             j.c_init = residual ? residual + yoff : NULL;
             j.bias = bias ? bias + g * Mg : NULL;
             cuvil_f32_gemm_run(&j, b, scratch);
+        }
+    }
+}
+
+/* y' = im2col(x)' w' per image and group: rows are output pixels (packed from the image by
+ * the im2col packer, as A panels), columns output channels (the weights, prepacked as B); the
+ * product lands in scratch as [pixel][channel] and is transposed into y with the bias, the
+ * residual and the activation. */
+static void conv2d_gemm_t(const cuvil_conv2d_params *p, const float *x, const float *w_packed, const float *bias,
+                          const float *residual, float *y, void *scratch, const cuvil_gemm_blocking *b) {
+    if (p->N <= 0 || p->M <= 0 || p->OH <= 0 || p->OW <= 0) return;
+    const int64_t G = p->group, Cg = p->C / G, Mg = p->M / G;
+    const int64_t OHW = p->OH * p->OW, KK = p->KH * p->KW, K = Cg * KK;
+    const int padded = use_padded(p);
+    int64_t Hp = p->H, Wp = p->W;
+    if (padded) padded_dims(p, &Hp, &Wp);
+    const int64_t HW = p->H * p->W, HWp = Hp * Wp;
+    float *yt = (float *)((char *)scratch + CUVIL_ALIGN_UP(cuvil_gemm_job_scratch_size(OHW, Mg, K, b), 64));
+    float *xpad = padded ? (float *)((char *)scratch + gemm_t_scratch(p, b)) : NULL;
+    cuvil_gemm_job j;
+    memset(&j, 0, sizeof j);
+    j.M = OHW;
+    j.N = Mg;
+    j.K = K;
+    j.alpha = 1.0f;
+    j.ldc = Mg;
+    j.b_packed_nr = (int)p->packed_mr;
+    j.b_packed_kc = p->packed_kc;
+    im2col_ctx ctx = {NULL, Cg, Hp, Wp, p->KH, p->KW, p->stride_h, p->stride_w,
+                      padded ? 0 : p->pad_t, padded ? 0 : p->pad_l, p->dil_h, p->dil_w,
+                      p->OH, p->OW};
+    /* a 1x1 stride-1 conv's im2col is the image itself: its rows pack as they lie */
+    j.pack_a = is_pointwise(p) ? pack_rows : pack_b_im2col;
+    j.pack_a_ctx = &ctx;
+    /* the bias per column and, without a residual (added before it), the activation go into
+     * the GEMM's epilogue; the rest into the transposing copy */
+    j.bias_rs = 0;
+    j.bias_cs = 1;
+    j.beta = 1.0f;
+    if (!residual) j.act = p->act;
+    const size_t per = cuvil_gemm_packed_b_floats(Mg, K, (int)p->packed_mr);
+    for (int64_t n = 0; n < p->N; n++) {
+        const float *xn = x + n * p->C * HW;
+        if (padded) pad_image(p, xn, xpad, Hp, Wp);
+        for (int64_t g = 0; g < G; g++) {
+            ctx.x = padded ? xpad + g * Cg * HWp : xn + g * Cg * HW;
+            j.b_packed = w_packed + (size_t)g * per;
+            j.bias = bias ? bias + g * Mg : NULL;
+            j.C = yt;
+            cuvil_f32_gemm_run(&j, b, scratch);
+            const int64_t yoff = (n * p->M + g * Mg) * OHW;
+            /* y[m][q] = yt[q][m] (+ residual, then the activation), 16 channels at a time so
+             * that both sides stay in a few cache lines */
+            for (int64_t m0 = 0; m0 < Mg; m0 += 16) {
+                const int64_t m1 = cuvil_min_i64(Mg, m0 + 16);
+                if (residual) {
+                    /* the residual may be y itself: each element is read before it is written */
+                    for (int64_t q = 0; q < OHW; q++) {
+                        const float *src = yt + q * Mg;
+                        for (int64_t m = m0; m < m1; m++) {
+                            const int64_t i = yoff + m * OHW + q;
+                            y[i] = src[m] + residual[i];
+                        }
+                    }
+                    for (int64_t m = m0; m < m1; m++) act_inplace(&p->act, y + yoff + m * OHW, OHW);
+                } else {
+                    for (int64_t q = 0; q < OHW; q++) {
+                        const float *src = yt + q * Mg;
+                        for (int64_t m = m0; m < m1; m++) y[yoff + m * OHW + q] = src[m];
+                    }
+                }
+            }
         }
     }
 }

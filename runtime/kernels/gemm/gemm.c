@@ -17,6 +17,7 @@
  * register transposes on AVX2. A single-row product (M == 1, e.g. a batch-1 fully connected
  * layer) skips packing and streams B once (GEMV).
  */
+#include <math.h>
 #include <string.h>
 
 #include "../rt_int.h"
@@ -26,6 +27,9 @@ const cuvil_gemm_ukernel_desc cuvil_f32_gemm_ukernels[] = {
     {cuvil_f32_gemm_ukernel_4x8__scalar, 4, 8, "4x8__scalar"},
 #if CUVIL_HAVE_AVX2
     {cuvil_f32_gemm_ukernel_6x16__avx2_fma, 6, 16, "6x16__avx2_fma"},
+#endif
+#if CUVIL_HAVE_AVX512
+    {cuvil_f32_gemm_ukernel_8x32__avx512, 8, 32, "8x32__avx512"},
 #endif
 };
 const int cuvil_f32_gemm_n_ukernels =
@@ -37,7 +41,10 @@ const int cuvil_f32_gemm_n_ukernels =
 #define N_UKERNELS (sizeof cuvil_f32_gemm_ukernels / sizeof cuvil_f32_gemm_ukernels[0])
 static const cuvil_gemm_blocking default_blocking = {
     &cuvil_f32_gemm_ukernels[N_UKERNELS - 1],
-#if CUVIL_HAVE_AVX2
+#if CUVIL_HAVE_AVX512
+    /* a 192 x 32 B micro-panel is 24 KiB of a 32-48 KiB L1 */
+    256, 192, 1024,
+#elif CUVIL_HAVE_AVX2
     144, 256, 1024,
 #else
     128, 256, 1024,
@@ -51,7 +58,7 @@ const cuvil_gemm_blocking *cuvil_gemm_default_blocking(void) { return &default_b
  * AVX register per row). Same packing and contract as the ISA-specific ones. */
 void cuvil_f32_gemm_ukernel_4x8__scalar(size_t kc, const float *a, const float *b, float *c,
                                         size_t ldc, size_t mr, size_t nr, const float *c_in,
-                                        size_t ld_in) {
+                                        size_t ld_in, const cuvil_ukernel_epi *epi) {
     float acc[4][8];
     for (int i = 0; i < 4; i++)
         for (int j = 0; j < 8; j++) acc[i][j] = 0.0f;
@@ -70,6 +77,14 @@ void cuvil_f32_gemm_ukernel_4x8__scalar(size_t kc, const float *a, const float *
             for (size_t j = 0; j < nr; j++) ci[j] = acc[i][j] + ii[j];
         } else {
             for (size_t j = 0; j < nr; j++) ci[j] = acc[i][j];
+        }
+        if (epi) {
+            const float rb = epi->row_bias ? epi->row_bias[i] : 0.0f, lo = epi->lo, hi = epi->hi;
+            for (size_t j = 0; j < nr; j++) {
+                float v = ci[j] + rb + (epi->col_bias ? epi->col_bias[j] : 0.0f);
+                v = v < lo ? lo : v;
+                ci[j] = v > hi ? hi : v;
+            }
         }
     }
 }
@@ -200,7 +215,7 @@ void cuvil_gemm_epilogue_tile(const cuvil_gemm_job *j, int64_t m0, int64_t n0, i
 #define GEMV_CHUNK 256
 
 static int gemv_applies(const cuvil_gemm_job *j) {
-    return j->M == 1 && j->pack_b == NULL && j->a_packed == NULL && (!j->trans_a || j->lda == 1 || j->K == 1);
+    return j->M == 1 && j->pack_b == NULL && j->pack_a == NULL && j->a_packed == NULL && (!j->trans_a || j->lda == 1 || j->K == 1);
 }
 
 static int64_t pick_kc(int64_t K, int64_t kc_max);
@@ -217,6 +232,12 @@ static void gemv_packed(const cuvil_gemm_job *j) {
         for (int64_t pc = 0; pc < K; pc += kcb) {
             const int64_t kc = cuvil_min_i64(kcb, K - pc);
             const float *panel = j->b_packed + pc * Np + n0 * kc;
+#if CUVIL_HAVE_AVX512
+            if (pnr == 32) {
+                cuvil_f32_gemv_panel32__avx512((size_t)kc, a + pc, panel, acc);
+                continue;
+            }
+#endif
 #if CUVIL_HAVE_AVX2
             if (pnr == 16) {
                 cuvil_f32_gemv_panel16__avx2_fma((size_t)kc, a + pc, panel, acc);
@@ -383,9 +404,11 @@ size_t cuvil_gemm_job_scratch_size(int64_t M, int64_t N, int64_t K,
     return a_bytes + b_bytes;
 }
 
-void cuvil_f32_gemm_run(const cuvil_gemm_job *j, const cuvil_gemm_blocking *b, void *scratch) {
+/* Rows [m_lo, m_hi) x columns [n_lo, n_hi) of the product (m_lo a multiple of MR, n_lo of
+ * NR, so that prepacked panels are read in place), on the calling thread. */
+static void gemm_range(const cuvil_gemm_job *j, const cuvil_gemm_blocking *b, void *scratch, int64_t m_lo,
+                       int64_t m_hi, int64_t n_lo, int64_t n_hi) {
     const int64_t M = j->M, N = j->N, K = j->K;
-    if (M <= 0 || N <= 0) return;
     if (K <= 0) {
         /* Empty sum: C = c_init + epilogue. */
         for (int64_t m = 0; m < M; m++) {
@@ -400,15 +423,6 @@ void cuvil_f32_gemm_run(const cuvil_gemm_job *j, const cuvil_gemm_blocking *b, v
         }
         return;
     }
-    if (j->b_packed && j->M == 1 && j->a_packed == NULL && (!j->trans_a || j->lda == 1 || K == 1) &&
-        j->b_packed_nr <= CUVIL_GEMM_MAX_NR) {
-        gemv_packed(j);
-        return;
-    }
-    if (gemv_applies(j)) {
-        gemv(j);
-        return;
-    }
     const cuvil_gemm_ukernel_desc *uk = b->uk;
     const int mr = uk->mr, nr = uk->nr;
     const int64_t kc_max = pick_kc(K, b->kc);
@@ -417,12 +431,19 @@ void cuvil_f32_gemm_run(const cuvil_gemm_job *j, const cuvil_gemm_blocking *b, v
     float *ap = (float *)scratch;
     float *bp = ap + CUVIL_ALIGN_UP((size_t)(mc_max * kc_max), 16);
     const int has_epilogue = j->bias != NULL || j->act.act != CUVIL_ACT_NONE;
+    /* the microkernel applies a per-row or per-column bias and Relu/Clip as it stores */
+    const cuvil_act act = j->act.act;
+    const int fuse = has_epilogue && (act == CUVIL_ACT_NONE || act == CUVIL_ACT_RELU || act == CUVIL_ACT_CLIP) &&
+                     (!j->bias || (j->beta == 1.0f && ((j->bias_cs == 0 && j->bias_rs == 1) ||
+                                                       (j->bias_rs == 0 && j->bias_cs == 1))));
+    cuvil_ukernel_epi epi = {NULL, NULL, act == CUVIL_ACT_RELU ? 0.0f : act == CUVIL_ACT_CLIP ? j->act.alpha : -INFINITY,
+                             act == CUVIL_ACT_CLIP ? j->act.beta : INFINITY};
     /* prepacked A in this run's layout: read in place */
     const int a_direct = j->a_packed && j->a_packed_mr == mr && pick_kc(K, j->a_packed_kc) == kc_max;
     const int b_direct = j->b_packed && j->b_packed_nr == nr && pick_kc(K, j->b_packed_kc) == kc_max;
 
-    for (int64_t jc = 0; jc < N; jc += nc_max) {
-        const int64_t nc = cuvil_min_i64(nc_max, N - jc);
+    for (int64_t jc = n_lo; jc < n_hi; jc += nc_max) {
+        const int64_t nc = cuvil_min_i64(nc_max, n_hi - jc);
         for (int64_t pc = 0; pc < K; pc += kc_max) {
             const int64_t kc = cuvil_min_i64(kc_max, K - pc);
             const int first = pc == 0, last = pc + kc == K;
@@ -435,11 +456,12 @@ void cuvil_f32_gemm_run(const cuvil_gemm_job *j, const cuvil_gemm_blocking *b, v
                 j->pack_b(j->pack_b_ctx, pc, kc, jc, nc, nr, bp);
             else
                 pack_b_dense(j, pc, kc, jc, nc, nr, bp);
-            for (int64_t ic = 0; ic < M; ic += mc_max) {
-                const int64_t mc = cuvil_min_i64(mc_max, M - ic);
+            for (int64_t ic = m_lo; ic < m_hi; ic += mc_max) {
+                const int64_t mc = cuvil_min_i64(mc_max, m_hi - ic);
                 const float *apk = ap;
                 if (a_direct) apk = j->a_packed + pc * CUVIL_ALIGN_UP(M, mr) + ic * kc;
                 else if (j->a_packed) repack_a(j, ic, mc, pc, kc, mr, ap);
+                else if (j->pack_a) j->pack_a(j->pack_a_ctx, pc, kc, ic, mc, mr, ap);
                 else pack_a(j, ic, mc, pc, kc, mr, ap);
                 for (int64_t jr = 0; jr < nc; jr += nr) {
                     const int64_t n0 = jc + jr;
@@ -461,15 +483,81 @@ void cuvil_f32_gemm_run(const cuvil_gemm_job *j, const cuvil_gemm_blocking *b, v
                             cin = NULL;
                             ld_in = 0;
                         }
-                        uk->fn((size_t)kc, apk + ir * kc, bpanel, c, (size_t)j->ldc, mrr, nrr,
-                               cin, ld_in);
-                        if (last && has_epilogue)
-                            cuvil_gemm_epilogue_tile(j, m0, n0, (int64_t)mrr, (int64_t)nrr);
+                        if (last && fuse) {
+                            epi.row_bias = j->bias && j->bias_cs == 0 ? j->bias + m0 : NULL;
+                            epi.col_bias = j->bias && j->bias_cs == 1 ? j->bias + n0 : NULL;
+                            uk->fn((size_t)kc, apk + ir * kc, bpanel, c, (size_t)j->ldc, mrr, nrr, cin, ld_in, &epi);
+                        } else {
+                            uk->fn((size_t)kc, apk + ir * kc, bpanel, c, (size_t)j->ldc, mrr, nrr, cin, ld_in, NULL);
+                            if (last && has_epilogue)
+                                cuvil_gemm_epilogue_tile(j, m0, n0, (int64_t)mrr, (int64_t)nrr);
+                        }
                     }
                 }
             }
         }
     }
+}
+
+typedef struct gemm_split {
+    const cuvil_gemm_job *j;
+    const cuvil_gemm_blocking *b;
+    void *scratch;
+    int64_t parts, step; /* parts of `step` rows (by_m) or columns */
+    int by_m;
+} gemm_split;
+
+static void gemm_task(void *vctx, int64_t t, int tid) {
+    const gemm_split *s = (const gemm_split *)vctx;
+    void *scr = cuvil_thread_scratch(s->scratch, tid);
+    const int64_t lo = t * s->step;
+    if (s->by_m)
+        gemm_range(s->j, s->b, scr, lo, cuvil_min_i64(s->j->M, lo + s->step), 0, s->j->N);
+    else
+        gemm_range(s->j, s->b, scr, 0, s->j->M, lo, cuvil_min_i64(s->j->N, lo + s->step));
+}
+
+/* The one-row products, when they apply: 1 if done. */
+static int gemv_run(const cuvil_gemm_job *j) {
+    const int64_t M = j->M, K = j->K;
+    if (K > 0 && j->b_packed && M == 1 && j->a_packed == NULL && j->pack_a == NULL && (!j->trans_a || j->lda == 1 || K == 1) &&
+        j->b_packed_nr <= CUVIL_GEMM_MAX_NR) {
+        gemv_packed(j);
+        return 1;
+    }
+    if (K > 0 && gemv_applies(j)) {
+        gemv(j);
+        return 1;
+    }
+    return 0;
+}
+
+void cuvil_f32_gemm_run_serial(const cuvil_gemm_job *j, const cuvil_gemm_blocking *b, void *scratch) {
+    if (j->M <= 0 || j->N <= 0 || gemv_run(j)) return;
+    gemm_range(j, b, scratch, 0, j->M, 0, j->N);
+}
+
+void cuvil_f32_gemm_run(const cuvil_gemm_job *j, const cuvil_gemm_blocking *b, void *scratch) {
+    const int64_t M = j->M, N = j->N, K = j->K;
+    if (M <= 0 || N <= 0 || gemv_run(j)) return;
+    const int threads = cuvil_threads();
+    const int64_t mr = b->uk->mr, nr = b->uk->nr;
+    const int64_t tiles_m = (M + mr - 1) / mr, tiles_n = (N + nr - 1) / nr;
+    /* below ~1 MFLOP per thread the split costs more than it saves */
+    if (threads <= 1 || K <= 0 || (double)M * (double)N * (double)K < 5e5 * threads ||
+        (tiles_m < 2 && tiles_n < 2)) {
+        gemm_range(j, b, scratch, 0, M, 0, N);
+        return;
+    }
+    /* Split the columns (each thread packs its own B panels and reads all of A) unless there
+     * are too few of them to go round; then the rows (each thread packs all of B). */
+    gemm_split s = {j, b, scratch, 0, 0, 0};
+    s.by_m = tiles_n < 4 * threads && tiles_m > tiles_n;
+    const int64_t tiles = s.by_m ? tiles_m : tiles_n;
+    const int64_t per = (tiles + threads - 1) / threads;
+    s.step = per * (s.by_m ? mr : nr);
+    s.parts = ((s.by_m ? M : N) + s.step - 1) / s.step;
+    cuvil_parallel_for(s.parts, gemm_task, &s);
 }
 
 /* ===== Public GEMM =================================================================== */

@@ -14,7 +14,7 @@
 
 void cuvil_f32_gemm_ukernel_6x16__avx2_fma(size_t kc, const float *a, const float *b, float *c,
                                            size_t ldc, size_t mr, size_t nr, const float *c_in,
-                                           size_t ld_in) {
+                                           size_t ld_in, const cuvil_ukernel_epi *epi) {
     __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps();
     __m256 c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
     __m256 c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps();
@@ -68,6 +68,29 @@ void cuvil_f32_gemm_ukernel_6x16__avx2_fma(size_t kc, const float *a, const floa
             c50 = _mm256_add_ps(c50, _mm256_loadu_ps(c_in + 5 * ld_in));
             c51 = _mm256_add_ps(c51, _mm256_loadu_ps(c_in + 5 * ld_in + 8));
         }
+        if (epi) {
+            /* bias, then the clamp: max(lo, v) and min(hi, v) keep a NaN v (the second operand) */
+            const __m256 lo = _mm256_set1_ps(epi->lo), hi = _mm256_set1_ps(epi->hi);
+            __m256 cb0 = _mm256_setzero_ps(), cb1 = _mm256_setzero_ps();
+            if (epi->col_bias) {
+                cb0 = _mm256_loadu_ps(epi->col_bias);
+                cb1 = _mm256_loadu_ps(epi->col_bias + 8);
+            }
+            const float *rb = epi->row_bias;
+#define EPI(i, r0, r1)                                                                    \
+    do {                                                                                  \
+        const __m256 bi = rb ? _mm256_set1_ps(rb[i]) : _mm256_setzero_ps();               \
+        r0 = _mm256_min_ps(hi, _mm256_max_ps(lo, _mm256_add_ps(r0, _mm256_add_ps(bi, cb0)))); \
+        r1 = _mm256_min_ps(hi, _mm256_max_ps(lo, _mm256_add_ps(r1, _mm256_add_ps(bi, cb1)))); \
+    } while (0)
+            EPI(0, c00, c01);
+            EPI(1, c10, c11);
+            EPI(2, c20, c21);
+            EPI(3, c30, c31);
+            EPI(4, c40, c41);
+            EPI(5, c50, c51);
+#undef EPI
+        }
         _mm256_storeu_ps(c + 0 * ldc, c00);
         _mm256_storeu_ps(c + 0 * ldc + 8, c01);
         _mm256_storeu_ps(c + 1 * ldc, c10);
@@ -104,6 +127,14 @@ void cuvil_f32_gemm_ukernel_6x16__avx2_fma(size_t kc, const float *a, const floa
             for (size_t j = 0; j < nr; j++) ci[j] = t[i][j] + ii[j];
         } else {
             for (size_t j = 0; j < nr; j++) ci[j] = t[i][j];
+        }
+        if (epi) {
+            const float rb = epi->row_bias ? epi->row_bias[i] : 0.0f, lo = epi->lo, hi = epi->hi;
+            for (size_t j = 0; j < nr; j++) {
+                float v = ci[j] + rb + (epi->col_bias ? epi->col_bias[j] : 0.0f);
+                v = v < lo ? lo : v;
+                ci[j] = v > hi ? hi : v;
+            }
         }
     }
 }

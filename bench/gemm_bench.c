@@ -1,0 +1,173 @@
+/*
+ * gemm_bench.c -- GFLOP/s of every GEMM microkernel this runtime has, and of the blocked GEMM
+ * with each, as a % of this core's measured FMA peak. Built as build/bin/cuvil-bench-gemm
+ * (links the host target's runtime); not a test: run it by hand or from `make bench`.
+ *
+ *   cuvil-bench-gemm [--quick]
+ *
+ * Peak: independent FMA chains of the widest vectors each ISA has (8 lanes AVX2, 16 AVX-512),
+ * timed for ~0.2 s; the best of 3. Rows:
+ *   ukernel  the microkernel alone on L1-resident packed panels (kc = the blocking's KC)
+ *   square   C = A B, M = N = K (64 ... 1024), the whole driver: packing, blocking, edges
+ *   layer    the products of the benchmark models' convolutions as im2col GEMMs
+ *            (M = output channels, N = output pixels, K = input channels x taps), one thread
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#include "../runtime/kernels/rt_int.h"
+#if defined(__x86_64__)
+#include "peak.h"
+#endif
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static float *falloc(size_t n) {
+    void *p = NULL;
+    if (posix_memalign(&p, 64, (n ? n : 1) * sizeof(float))) {
+        fprintf(stderr, "out of memory\n");
+        exit(2);
+    }
+    float *f = (float *)p;
+    for (size_t i = 0; i < n; i++) f[i] = (float)((i * 7919u) % 1000u) * 1e-3f - 0.5f;
+    return f;
+}
+
+static double time_ukernel(const cuvil_gemm_ukernel_desc *uk, int64_t kc) {
+    float *a = falloc((size_t)(kc * uk->mr)), *b = falloc((size_t)(kc * uk->nr));
+    float *c = falloc((size_t)(uk->mr * uk->nr));
+    double best = 0;
+    for (int rep = 0; rep < 5; rep++) {
+        const long iters = 200000000 / (kc * uk->mr * uk->nr) + 1;
+        double t0 = now();
+        for (long it = 0; it < iters; it++)
+            uk->fn((size_t)kc, a, b, c, (size_t)uk->nr, (size_t)uk->mr, (size_t)uk->nr, c, (size_t)uk->nr, NULL);
+        double g = 2.0 * (double)kc * uk->mr * uk->nr * (double)iters / (now() - t0) * 1e-9;
+        if (g > best) best = g;
+    }
+    free(a);
+    free(b);
+    free(c);
+    return best;
+}
+
+/* median GFLOP/s of C[M,N] = A[M,K] B[K,N] through the driver */
+static double time_gemm(const cuvil_gemm_blocking *blk, int64_t M, int64_t N, int64_t K, int quick) {
+    float *A = falloc((size_t)(M * K)), *B = falloc((size_t)(K * N)), *C = falloc((size_t)(M * N));
+    cuvil_gemm_params p;
+    memset(&p, 0, sizeof p);
+    p.M = M;
+    p.N = N;
+    p.K = K;
+    p.lda = K;
+    p.ldb = N;
+    p.ldc = N;
+    p.alpha = 1.0f;
+    p.batch = 1;
+    void *scratch = falloc(cuvil_f32_gemm_scratch_size_ex(&p, blk) / sizeof(float) + 16);
+    const double flop = 2.0 * (double)M * (double)N * (double)K;
+    int reps = (int)(2e8 / flop) + 1;
+    if (reps > 200) reps = 200;
+    const int rounds = quick ? 3 : 7;
+    double g[16];
+    cuvil_f32_gemm_ex(&p, A, B, NULL, C, scratch, blk); /* warm */
+    for (int r = 0; r < rounds; r++) {
+        double t0 = now();
+        for (int i = 0; i < reps; i++) cuvil_f32_gemm_ex(&p, A, B, NULL, C, scratch, blk);
+        g[r] = flop * reps / (now() - t0) * 1e-9;
+    }
+    for (int i = 1; i < rounds; i++) /* insertion sort for the median */
+        for (int j = i; j > 0 && g[j] < g[j - 1]; j--) {
+            double t = g[j];
+            g[j] = g[j - 1];
+            g[j - 1] = t;
+        }
+    free(A);
+    free(B);
+    free(C);
+    free(scratch);
+    return g[rounds / 2];
+}
+
+static int can_run(const cuvil_gemm_ukernel_desc *uk) {
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    if (strstr(uk->name, "avx512"))
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+               __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+    if (strstr(uk->name, "avx2")) return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#endif
+    (void)uk;
+    return 1;
+}
+
+int main(int argc, char **argv) {
+    const int quick = argc > 1 && !strcmp(argv[1], "--quick");
+    double peak = 0;
+    const char *peak_isa = "none measured (portable build)";
+#if CUVIL_HAVE_AVX2
+    const double p2 = peak_avx2();
+    printf("peak AVX2 FMA: %.1f GFLOP/s\n", p2);
+    peak = p2;
+    peak_isa = "AVX2";
+#endif
+#if CUVIL_HAVE_AVX512
+    const double p5 = peak_avx512();
+    printf("peak AVX-512 FMA: %.1f GFLOP/s\n", p5);
+    if (p5 > peak) {
+        peak = p5;
+        peak_isa = "AVX-512";
+    }
+#endif
+    printf("%% of peak: of the %s peak, %.1f GFLOP/s (one core)\n\n", peak_isa, peak);
+    printf("| kernel | case | M | N | K | GFLOP/s | %% peak |\n|---|---|---|---|---|---|---|\n");
+    const cuvil_gemm_blocking *def = cuvil_gemm_default_blocking();
+    static const int64_t squares[] = {64, 128, 256, 384, 512, 768, 1024};
+    /* ResNet-18/50 and MobileNetV2 convolutions as GEMMs: (Cout, OH*OW, Cin*KH*KW) */
+    static const int64_t layers[][3] = {
+        {64, 12544, 147},  {64, 3136, 576},  {128, 784, 1152}, {256, 196, 2304}, {512, 49, 4608},
+        {256, 3136, 64},   {64, 3136, 256},  {512, 784, 128},  {1024, 196, 256}, {2048, 49, 512},
+        {96, 12544, 16},   {144, 3136, 24},  {32, 784, 192},   {960, 49, 160},   {1280, 49, 320},
+    };
+    for (int u = 0; u < cuvil_f32_gemm_n_ukernels; u++) {
+        const cuvil_gemm_ukernel_desc *uk = &cuvil_f32_gemm_ukernels[u];
+        if (!can_run(uk)) {
+            printf("| %s | skipped: this CPU cannot execute it | | | | | |\n", uk->name);
+            continue;
+        }
+        cuvil_gemm_blocking blk = *def;
+        blk.uk = uk;
+        if (uk != def->uk) { /* the portable/AVX2 kernels with their own target's blocking */
+            blk.mc = uk->mr == 6 ? 144 : 128;
+            blk.kc = 256;
+            blk.nc = 1024;
+        }
+        double g = time_ukernel(uk, blk.kc);
+        printf("| %s | ukernel | %d | %d | %lld | %.1f | %.1f |\n", uk->name, uk->mr, uk->nr, (long long)blk.kc, g,
+               100 * g / peak);
+        for (size_t i = 0; i < sizeof squares / sizeof squares[0]; i++) {
+            if (quick && squares[i] > 512) break;
+            g = time_gemm(&blk, squares[i], squares[i], squares[i], quick);
+            printf("| %s | square | %lld | %lld | %lld | %.1f | %.1f |\n", uk->name, (long long)squares[i],
+                   (long long)squares[i], (long long)squares[i], g, 100 * g / peak);
+        }
+        for (size_t i = 0; i < sizeof layers / sizeof layers[0]; i++) {
+            if (quick && i >= 5) break;
+            g = time_gemm(&blk, layers[i][0], layers[i][1], layers[i][2], quick);
+            printf("| %s | layer | %lld | %lld | %lld | %.1f | %.1f |\n", uk->name, (long long)layers[i][0],
+                   (long long)layers[i][1], (long long)layers[i][2], g, 100 * g / peak);
+        }
+        fflush(stdout);
+    }
+    return 0;
+}

@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""One benchmark round of a peer, in its own process (bench/bench.py runs it), so that no
+runtime's idle threads share the machine with the one being timed (ONNX Runtime's workers spin
+after a run; with two threads on two cores that alone slowed a Cuvil run beside it by 40%).
+
+    peer_run.py ort   MODEL.onnx INPUT.npy THREADS ITERS
+    peer_run.py eager NAME       INPUT.npy THREADS ITERS
+    peer_run.py aoti  PACKAGE.pt2 INPUT.npy THREADS ITERS
+
+Prints one JSON line: times_ms (each timed run), load_ms (session or package load), first_ms
+(the first run), peak_rss_mb (this process's peak resident set).
+"""
+import json
+import resource
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+def main():
+    kind, what, inp, threads, iters = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+    x = np.load(inp)
+    t = time.perf_counter()
+    if kind == "ort":
+        import onnxruntime as ort
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = threads
+        so.inter_op_num_threads = 1
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        sess = ort.InferenceSession(what, so, providers=["CPUExecutionProvider"])
+        feed = {sess.get_inputs()[0].name: x}
+        run = lambda: sess.run(None, feed)  # noqa: E731
+    else:
+        import torch
+        torch.set_num_threads(threads)
+        xt = torch.from_numpy(x)
+        if kind == "eager":
+            sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools" / "models"))
+            import build_models
+            model = build_models.build_torch_model(what).eval()
+            fn = model
+        else:
+            fn = torch._inductor.aoti_load_package(what)
+
+        def run():
+            with torch.inference_mode():
+                return fn(xt)
+    load_ms = (time.perf_counter() - t) * 1e3
+    t = time.perf_counter()
+    run()
+    first_ms = (time.perf_counter() - t) * 1e3
+    for _ in range(3):
+        run()
+    times = []
+    for _ in range(iters):
+        t = time.perf_counter()
+        run()
+        times.append((time.perf_counter() - t) * 1e3)
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    print(json.dumps(dict(times_ms=times, load_ms=load_ms, first_ms=first_ms, peak_rss_mb=rss)))
+
+
+if __name__ == "__main__":
+    main()

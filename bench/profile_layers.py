@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""Per-layer time of a Cuvil-compiled model: where a run spends its time.
+
+Compiles the model to C (`cuvil-compile --emit c`), wraps each node call of the generated run
+function in a clock, builds the library with the generated Makefile and runs it with
+`cuvil-run --bench`; the library prints, when it is unloaded, the median time of each node
+over the runs, largest first, with its description (op, shapes, algorithm) from model.c.
+
+    $VENV/bin/python bench/profile_layers.py --model M.onnx [--threads N] [--iters 50] [--top 30]
+        [--compile-arg=--opt-level=2 ...]
+
+This is a measurement tool, not a test: the clock calls add ~50 ns per node.
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import onnx
+
+REPO = Path(__file__).resolve().parents[1]
+
+PROLOGUE = r"""
+#include <time.h>
+static double prof_t_[%(n)d][%(iters)d];
+static int prof_run_ = -1;
+static double prof_now_(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+static int prof_cmp_(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+static const char *const prof_desc_[%(n)d] = {%(descs)s};
+__attribute__((destructor)) static void prof_dump_(void) {
+    int runs = prof_run_ + 1 < %(iters)d ? prof_run_ + 1 : %(iters)d;
+    if (runs <= 0) return;
+    for (int k = 0; k < %(n)d; k++) {
+        qsort(prof_t_[k], (size_t)runs, sizeof(double), prof_cmp_);
+        fprintf(stderr, "PROF %%d %%.5f %%s\n", k, prof_t_[k][runs / 2], prof_desc_[k]);
+    }
+}
+"""
+
+
+def c_str(s):
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--iters", type=int, default=50)
+    ap.add_argument("--top", type=int, default=30)
+    ap.add_argument("--compile-arg", action="append", default=[])
+    ap.add_argument("--build", default=os.environ.get("CUVIL_BUILD", str(REPO / "build")))
+    args = ap.parse_args(argv)
+    build = Path(args.build)
+    with tempfile.TemporaryDirectory() as td:
+        out = Path(td) / "m"
+        subprocess.run([str(build / "bin" / "cuvil-compile"), "--model", args.model, "--output", str(out),
+                        "--emit", "c", "--name", "m"] + args.compile_arg, check=True)
+        src = (out / "model.c").read_text()
+        # descriptions: the comment before each "static int nodeK(" definition
+        descs = {}
+        for m in re.finditer(r"\n/\* (.*?) \*/\n(?:.*?\n)*?static int node(\d+)\(", src):
+            descs[int(m.group(2))] = m.group(1)[:160]
+        calls = re.findall(r"^    (?:if \()?node(\d+)\(A, S, in, out, D\)", src, flags=re.M)
+        n = max(int(c) for c in calls) + 1
+        iters = args.iters + 10
+        pro = PROLOGUE % dict(n=n, iters=iters, descs=",".join(c_str(descs.get(k, "?")) for k in range(n)))
+        src = src.replace('#include "cuvil_rt.h"', pro + '\n#include "cuvil_rt.h"', 1)
+
+        src = re.sub(r"^    node(\d+)\(A, S, in, out, D\);",
+                     lambda m: f"    {{ double t_ = prof_now_(); if ({m.group(1)} == 0) prof_run_++; node{m.group(1)}(A, S, in, out, D); "
+                     f"if (prof_run_ >= 0 && prof_run_ < {iters}) prof_t_[{m.group(1)}][prof_run_] = prof_now_() - t_; }}",
+                     src, flags=re.M)
+        src = re.sub(r"^    if \(node(\d+)\(A, S, in, out, D\)\) return",
+                     lambda m: f"    if ({m.group(1)} == 0) prof_run_++;\n    if (node{m.group(1)}(A, S, in, out, D)) return",
+                     src, flags=re.M)
+        (out / "model.c").write_text(src)
+        subprocess.run(["make", "-s", "-C", str(out), "-j2", "CFLAGS=-O2"], check=True)
+        model = onnx.load(args.model, load_external_data=False)
+        init = {i.name for i in model.graph.initializer}
+        feeds = []
+        rng = np.random.default_rng(0)
+        for i, inp in enumerate(x for x in model.graph.input if x.name not in init):
+            dims = [d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else 1
+                    for d in inp.type.tensor_type.shape.dim]
+            p = Path(td) / f"in{i}.npy"
+            np.save(p, rng.standard_normal(dims).astype(np.float32))
+            feeds += ["--input", f"{inp.name}={p}"]
+        r = subprocess.run([str(build / "bin" / "cuvil-run"), str(out / "libm.so"), *feeds, "--bench", str(args.iters),
+                            "--warmup", "3", "--threads", str(args.threads), "--output-dir", td],
+                           capture_output=True, text=True)
+        if r.returncode:
+            print(r.stdout, r.stderr, file=sys.stderr)
+            return 1
+        print(r.stdout.strip().splitlines()[-1])
+        rows = []
+        for line in r.stderr.splitlines():
+            if line.startswith("PROF "):
+                _, k, ms, desc = line.split(" ", 3)
+                rows.append((float(ms), int(k), desc))
+        total = sum(r[0] for r in rows)
+        rows.sort(reverse=True)
+        print(f"sum of node medians {total:.3f} ms over {len(rows)} nodes")
+        print("| node | ms | % | what |\n|---|---|---|---|")
+        for ms, k, desc in rows[:args.top]:
+            print(f"| {k} | {ms:.3f} | {100 * ms / total:.1f} | {desc} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

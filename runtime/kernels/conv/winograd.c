@@ -1,0 +1,312 @@
+/*
+ * winograd.c -- 3x3 stride-1 convolution by Winograd F(4x4, 3x3) (Lavin & Gray 2016).
+ *
+ * Each 4x4 tile of the output comes from a 6x6 patch of the input: with the 6x6 input
+ * transform V = B' d B, the 6x6 weight transform U = G g G' (done at compile time, cuvil_f32_
+ * conv2d_pack) and the output transform Y = A' (U . V) A, the 36 products of 9 taps x 16 outputs
+ * become 36 GEMMs: for each of the 36 points xi, M[xi] (Cout x T) = U[xi] (Cout x Cin) x
+ * V[xi] (Cin x T) over the T tiles. That is 4x fewer multiplies than the direct convolution;
+ * the transforms add O(Cin + Cout) per tile.
+ *
+ * Tiles are processed in blocks of TB (V and M of a block stay in L2), each block in three
+ * phases that the context's threads share: the input transform (split by input channel), the
+ * 36 GEMMs (split by xi; U is prepacked into the microkernel's panels), the output transform
+ * with bias, residual and activation fused (split by output channel). The transforms work on a
+ * row of tiles at a time, vectorised across the tiles of the row: an input row is first split
+ * into its 4 phases (x[4i + k]), so that every tap of every tile is a contiguous load.
+ *
+ * Points (0, 1, -1, 2, -2, inf); float32 error grows with the point magnitudes, ~1e-6 relative
+ * to the sum of |terms| on N(0,1) data (tests/unit/test_kernel_conv.c bounds it).
+ */
+#include <string.h>
+
+#include "../rt_int.h"
+
+#define WT 6          /* transformed tile side: 4 + 3 - 1 */
+#define WP (WT * WT)  /* 36 points */
+
+/* ===== Geometry and scratch ============================================================ */
+typedef struct wino_geo {
+    int64_t TH, TW, T;   /* tiles down, across, in all (per image) */
+    int64_t TB;          /* tiles per block */
+} wino_geo;
+
+static wino_geo wino_plan(const cuvil_conv2d_params *p, int nr) {
+    wino_geo g;
+    g.TH = (p->OH + 3) / 4;
+    g.TW = (p->OW + 3) / 4;
+    g.T = g.TH * g.TW;
+    /* V and M of a block (36 x (Cin + Cout) x TB floats) within ~2 MiB of L2 */
+    int64_t tb_max = (int64_t)(2u << 20) / (WP * 4 * (p->C + p->M));
+    tb_max = tb_max / nr * nr;
+    if (tb_max < nr) tb_max = nr;
+    if (tb_max > 128) tb_max = 128;
+    const int64_t nblk = (g.T + tb_max - 1) / tb_max;
+    g.TB = CUVIL_ALIGN_UP((g.T + nblk - 1) / nblk, nr);
+    if (g.TB > g.T) g.TB = g.T;
+    return g;
+}
+
+/* The transforms' buffers: the input's D and W (36 x TB each) and one row's phases
+ * (4 x (TB + 2)); the output's T (24 x TB), Y (16 x TB) and a row (4 x TB) need less. */
+static size_t transform_bytes(int64_t TB) {
+    return CUVIL_ALIGN_UP((size_t)(2 * WP * TB + 4 * (TB + 2)) * sizeof(float), 64);
+}
+
+/* Per-thread: the phases of 6 input rows and the row-transformed values of a tile row
+ * segment, then the GEMM's packing scratch. */
+static size_t wino_thread_bytes(const cuvil_conv2d_params *p, const wino_geo *g, const cuvil_gemm_blocking *b) {
+    return transform_bytes(g->TB) + CUVIL_ALIGN_UP(cuvil_gemm_job_scratch_size(p->M, g->TB, p->C, b), 64);
+}
+
+static size_t wino_shared_bytes(const cuvil_conv2d_params *p, const wino_geo *g) {
+    return CUVIL_ALIGN_UP((size_t)(WP * p->C * g->TB) * sizeof(float), 64) +
+           CUVIL_ALIGN_UP((size_t)(WP * p->M * g->TB) * sizeof(float), 64);
+}
+
+int cuvil_conv2d_winograd_applies(const cuvil_conv2d_params *p) {
+    return p->KH == 3 && p->KW == 3 && p->stride_h == 1 && p->stride_w == 1 && p->dil_h == 1 &&
+           p->dil_w == 1 && p->group == 1 && p->C > 0 && p->M > 0 && p->OH > 0 && p->OW > 0;
+}
+
+size_t cuvil_f32_conv2d_winograd_scratch_size(const cuvil_conv2d_params *p, const cuvil_gemm_blocking *b) {
+    const wino_geo g = wino_plan(p, b->uk->nr);
+    return wino_shared_bytes(p, &g) + wino_thread_bytes(p, &g, b);
+}
+
+/* ===== Weight transform (compile time) ================================================= */
+size_t cuvil_f32_conv2d_winograd_packed_floats(const cuvil_conv2d_params *p, int mr) {
+    return WP * cuvil_gemm_packed_a_floats(p->M, p->C, mr);
+}
+
+/* U[xi][m][c] = (G g[m][c] G')[xi], packed per xi into mr-row panels of kc_max blocks. */
+void cuvil_f32_conv2d_winograd_pack(const cuvil_conv2d_params *p, const float *w, int mr, int64_t kc_max,
+                                    float *dst, float *tmp) {
+    static const double G[WT][3] = {
+        {1.0 / 4, 0, 0},
+        {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+        {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+        {1.0 / 24, 1.0 / 12, 1.0 / 6},
+        {1.0 / 24, -1.0 / 12, 1.0 / 6},
+        {0, 0, 1},
+    };
+    const int64_t M = p->M, C = p->C;
+    /* tmp: WP x M x C floats, the transformed weights before packing */
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t c = 0; c < C; c++) {
+            const float *g = w + (m * C + c) * 9;
+            double t[WT][3]; /* G g */
+            for (int i = 0; i < WT; i++)
+                for (int k = 0; k < 3; k++)
+                    t[i][k] = G[i][0] * g[0 * 3 + k] + G[i][1] * g[1 * 3 + k] + G[i][2] * g[2 * 3 + k];
+            for (int i = 0; i < WT; i++)
+                for (int j = 0; j < WT; j++)
+                    tmp[((size_t)(i * WT + j) * (size_t)M + (size_t)m) * (size_t)C + (size_t)c] =
+                        (float)(t[i][0] * G[j][0] + t[i][1] * G[j][1] + t[i][2] * G[j][2]);
+        }
+    cuvil_gemm_job j;
+    memset(&j, 0, sizeof j);
+    j.M = M;
+    j.K = C;
+    j.lda = C;
+    j.alpha = 1.0f;
+    const size_t per = cuvil_gemm_packed_a_floats(M, C, mr);
+    for (int xi = 0; xi < WP; xi++) {
+        j.A = tmp + (size_t)xi * (size_t)(M * C);
+        cuvil_gemm_pack_a_all(&j, mr, kc_max, dst + (size_t)xi * per);
+    }
+}
+
+/* ===== The three phases ================================================================= */
+typedef struct wino_run {
+    const cuvil_conv2d_params *p;
+    const cuvil_gemm_blocking *b;
+    const float *x, *wp, *bias, *residual;
+    float *y;
+    void *scratch;
+    size_t shared;        /* offset of the per-thread part in every slice */
+    wino_geo g;
+    float *V, *Mb;        /* [WP][C][TB], [WP][M][TB] */
+    int64_t n;            /* image */
+    int64_t t0, nt;       /* this block's tiles */
+    int64_t per_c;        /* channels per task in the transforms */
+} wino_run;
+
+static float *thread_part(const wino_run *r, int tid) {
+    return (float *)((char *)cuvil_thread_scratch(r->scratch, tid) + r->shared);
+}
+
+/* o[q*os + e] = (B' d)[q] with d[q] = d[q*ds + e], for e < L: the 1-D input transform. */
+static void bt6(const float *restrict d, int64_t ds, float *restrict o, int64_t os, int64_t L) {
+    const float *d0 = d, *d1 = d + ds, *d2 = d + 2 * ds, *d3 = d + 3 * ds, *d4 = d + 4 * ds, *d5 = d + 5 * ds;
+    float *o0 = o, *o1 = o + os, *o2 = o + 2 * os, *o3 = o + 3 * os, *o4 = o + 4 * os, *o5 = o + 5 * os;
+    for (int64_t e = 0; e < L; e++) {
+        const float a = d1[e], b = d2[e], c = d3[e], f = d4[e];
+        o0[e] = 4.0f * d0[e] - 5.0f * b + f;
+        o1[e] = f + c - 4.0f * (a + b);
+        o2[e] = f - c + 4.0f * (a - b);
+        o3[e] = f - b + 2.0f * (c - a);
+        o4[e] = f - b - 2.0f * (c - a);
+        o5[e] = 4.0f * a - 5.0f * c + d5[e];
+    }
+}
+
+/* o[k*os + e] = (A' s)[k], k < 4, with s[q] = s[q*ss + e]: the 1-D output transform. */
+static void at4(const float *restrict s, int64_t ss, float *restrict o, int64_t os, int64_t L) {
+    const float *s0 = s, *s1 = s + ss, *s2 = s + 2 * ss, *s3 = s + 3 * ss, *s4 = s + 4 * ss, *s5 = s + 5 * ss;
+    float *o0 = o, *o1 = o + os, *o2 = o + 2 * os, *o3 = o + 3 * os;
+    for (int64_t e = 0; e < L; e++) {
+        const float p12 = s1[e] + s2[e], m12 = s1[e] - s2[e], p34 = s3[e] + s4[e], m34 = s3[e] - s4[e];
+        o0[e] = s0[e] + p12 + p34;
+        o1[e] = m12 + 2.0f * m34;
+        o2[e] = p12 + 4.0f * p34;
+        o3[e] = m12 + 8.0f * m34 + s5[e];
+    }
+}
+
+static void input_task(void *vctx, int64_t task, int tid) {
+    const wino_run *r = (const wino_run *)vctx;
+    const cuvil_conv2d_params *p = r->p;
+    const int64_t H = p->H, W = p->W, TW = r->g.TW, TB = r->g.TB, seg = TB + 2, nt = r->nt;
+    float *D = thread_part(r, tid);   /* [6 r][6 c][TB]: the 6x6 patch of each tile */
+    float *Wt = D + WP * TB;          /* [6 r][6 j][TB]: rows transformed */
+    float *P = Wt + WP * TB;          /* [4 k][seg]: one input row's phases */
+    const int64_t c0 = task * r->per_c, c1 = cuvil_min_i64(p->C, c0 + r->per_c);
+    for (int64_t c = c0; c < c1; c++) {
+        const float *xc = r->x + (r->n * p->C + c) * H * W;
+        /* gather: D[rr][cc][tile] = x[4 th + rr - pad_t][4 tw + cc - pad_l], a tile row at a time */
+        for (int64_t t = r->t0; t < r->t0 + nt;) {
+            const int64_t th = t / TW, a = t % TW;
+            const int64_t L = cuvil_min_i64(TW - a, r->t0 + nt - t); /* tiles [a, a + L) of row th */
+            const int64_t col = t - r->t0;
+            const int64_t iw0 = 4 * a - p->pad_l, iw1 = 4 * (a + L) + 3 - p->pad_l; /* columns read */
+            for (int rr = 0; rr < WT; rr++) {
+                const int64_t ih = 4 * th + rr - p->pad_t;
+                if (ih < 0 || ih >= H) {
+                    for (int cc = 0; cc < WT; cc++) memset(D + (rr * WT + cc) * TB + col, 0, (size_t)L * sizeof(float));
+                    continue;
+                }
+                const float *xr = xc + ih * W;
+                if (iw0 >= 0 && iw1 < W) {
+                    const float *xs = xr + iw0;
+                    for (int k = 0; k < 4; k++)
+                        for (int64_t i = 0; i <= L; i++) P[k * seg + i] = xs[4 * i + k];
+                } else {
+                    for (int k = 0; k < 4; k++)
+                        for (int64_t i = 0; i <= L; i++) {
+                            const int64_t iw = iw0 + 4 * i + k;
+                            P[k * seg + i] = iw >= 0 && iw < W ? xr[iw] : 0.0f;
+                        }
+                }
+                /* column cc of tile i is phase cc % 4 at i + cc / 4 */
+                for (int cc = 0; cc < WT; cc++)
+                    memcpy(D + (rr * WT + cc) * TB + col, P + (cc % 4) * seg + cc / 4, (size_t)L * sizeof(float));
+            }
+            t += L;
+        }
+        /* along each row, then down each column, over all the block's tiles at once */
+        for (int rr = 0; rr < WT; rr++) bt6(D + rr * WT * TB, TB, Wt + rr * WT * TB, TB, nt);
+        float *Vc = r->V + c * TB;
+        for (int j = 0; j < WT; j++) bt6(Wt + j * TB, WT * TB, Vc + j * p->C * TB, WT * p->C * TB, nt);
+    }
+}
+
+static void gemm_task(void *vctx, int64_t xi, int tid) {
+    const wino_run *r = (const wino_run *)vctx;
+    const cuvil_conv2d_params *p = r->p;
+    const int64_t TB = r->g.TB;
+    cuvil_gemm_job j;
+    memset(&j, 0, sizeof j);
+    j.M = p->M;
+    j.N = r->nt;
+    j.K = p->C;
+    j.alpha = 1.0f;
+    j.a_packed = r->wp + (size_t)xi * cuvil_gemm_packed_a_floats(p->M, p->C, (int)p->packed_mr);
+    j.a_packed_mr = (int)p->packed_mr;
+    j.a_packed_kc = p->packed_kc;
+    j.B = r->V + xi * p->C * TB;
+    j.ldb = TB;
+    j.C = r->Mb + xi * p->M * TB;
+    j.ldc = TB;
+    cuvil_f32_gemm_run_serial(&j, r->b, (char *)thread_part(r, tid) + transform_bytes(TB));
+}
+
+static void output_task(void *vctx, int64_t task, int tid) {
+    const wino_run *r = (const wino_run *)vctx;
+    const cuvil_conv2d_params *p = r->p;
+    const int64_t OH = p->OH, OW = p->OW, TW = r->g.TW, TB = r->g.TB, nt = r->nt;
+    float *T = thread_part(r, tid); /* [4 k][6 j][TB]: A' down the columns */
+    float *Y = T + 24 * TB;         /* [4 k][4 l][TB]: the 4x4 outputs of each tile */
+    float *row = Y + 16 * TB;       /* one output row of a tile row segment */
+    const int64_t m0 = task * r->per_c, m1 = cuvil_min_i64(p->M, m0 + r->per_c);
+    const cuvil_act_params *act = &p->act;
+    const int64_t xs = p->M * TB; /* between two points of one output channel in M */
+    for (int64_t m = m0; m < m1; m++) {
+        const float *Mm = r->Mb + m * TB;
+        for (int j = 0; j < WT; j++) at4(Mm + j * xs, WT * xs, T + j * TB, WT * TB, nt);
+        for (int k = 0; k < 4; k++) at4(T + k * WT * TB, TB, Y + k * 4 * TB, TB, nt);
+        float *ym = r->y + (r->n * p->M + m) * OH * OW;
+        const float *rm = r->residual ? r->residual + (r->n * p->M + m) * OH * OW : NULL;
+        const float bv = r->bias ? r->bias[m] : 0.0f;
+        for (int64_t t = r->t0; t < r->t0 + nt;) {
+            const int64_t th = t / TW, a = t % TW;
+            const int64_t L = cuvil_min_i64(TW - a, r->t0 + nt - t);
+            const int64_t col = t - r->t0;
+            const int64_t nvalid = cuvil_min_i64(4 * L, OW - 4 * a);
+            for (int k = 0; k < 4 && 4 * th + k < OH; k++) {
+                const float *y0 = Y + (k * 4 + 0) * TB + col, *y1 = Y + (k * 4 + 1) * TB + col,
+                            *y2 = Y + (k * 4 + 2) * TB + col, *y3 = Y + (k * 4 + 3) * TB + col;
+                for (int64_t q = 0; q < L; q++) {
+                    row[4 * q + 0] = y0[q];
+                    row[4 * q + 1] = y1[q];
+                    row[4 * q + 2] = y2[q];
+                    row[4 * q + 3] = y3[q];
+                }
+                const int64_t off = (4 * th + k) * OW + 4 * a;
+                float *yr = ym + off;
+                if (rm) {
+                    const float *rr = rm + off; /* may be yr itself: each element read before written */
+                    for (int64_t q = 0; q < nvalid; q++) yr[q] = row[q] + bv + rr[q];
+                } else {
+                    for (int64_t q = 0; q < nvalid; q++) yr[q] = row[q] + bv;
+                }
+                if (act->act == CUVIL_ACT_RELU) {
+                    for (int64_t q = 0; q < nvalid; q++) yr[q] = yr[q] < 0.0f ? 0.0f : yr[q];
+                } else if (act->act != CUVIL_ACT_NONE) {
+                    cuvil_f32_unary(act, yr, yr, (size_t)nvalid);
+                }
+            }
+            t += L;
+        }
+    }
+}
+
+void cuvil_f32_conv2d_winograd(const cuvil_conv2d_params *p, const float *x, const float *w_packed,
+                               const float *bias, const float *residual, float *y, void *scratch,
+                               const cuvil_gemm_blocking *b) {
+    if (p->N <= 0) return;
+    wino_run r;
+    memset(&r, 0, sizeof r);
+    r.p = p;
+    r.b = b;
+    r.x = x;
+    r.wp = w_packed;
+    r.bias = bias;
+    r.residual = residual;
+    r.y = y;
+    r.scratch = scratch;
+    r.g = wino_plan(p, b->uk->nr);
+    r.shared = wino_shared_bytes(p, &r.g);
+    r.V = (float *)scratch;
+    r.Mb = (float *)((char *)scratch + CUVIL_ALIGN_UP((size_t)(WP * p->C * r.g.TB) * sizeof(float), 64));
+    const int threads = cuvil_threads();
+    for (r.n = 0; r.n < p->N; r.n++)
+        for (r.t0 = 0; r.t0 < r.g.T; r.t0 += r.g.TB) {
+            r.nt = cuvil_min_i64(r.g.TB, r.g.T - r.t0);
+            r.per_c = (p->C + 4 * threads - 1) / (4 * threads);
+            cuvil_parallel_for((p->C + r.per_c - 1) / r.per_c, input_task, &r);
+            cuvil_parallel_for(WP, gemm_task, &r);
+            r.per_c = (p->M + 4 * threads - 1) / (4 * threads);
+            cuvil_parallel_for((p->M + r.per_c - 1) / r.per_c, output_task, &r);
+        }
+}

@@ -1,0 +1,103 @@
+/*
+ * gemm_avx512.c -- the 8x32 AVX-512 GEMM microkernel (x86_64-avx512 target only).
+ *
+ * 16 zmm accumulators (8 rows x 2 vectors of 16), 2 zmm for the B row; each A element is an
+ * embedded broadcast operand of its two FMAs, so a k step is 2 vector loads and 16 FMAs with
+ * 8 broadcast loads folded in. 8 rows divide the channel counts of common networks (64, 128,
+ * ..., 96, 144, 960), 32 columns are two cache lines of the packed B panel. Partial tiles
+ * store through masks.
+ */
+#include <immintrin.h>
+#include <math.h>
+
+#include "../rt_int.h"
+
+#define MR 8
+#define NR 32
+
+void cuvil_f32_gemm_ukernel_8x32__avx512(size_t kc, const float *a, const float *b, float *c, size_t ldc,
+                                         size_t mr, size_t nr, const float *c_in, size_t ld_in,
+                                         const cuvil_ukernel_epi *epi) {
+    __m512 c00 = _mm512_setzero_ps(), c01 = _mm512_setzero_ps();
+    __m512 c10 = _mm512_setzero_ps(), c11 = _mm512_setzero_ps();
+    __m512 c20 = _mm512_setzero_ps(), c21 = _mm512_setzero_ps();
+    __m512 c30 = _mm512_setzero_ps(), c31 = _mm512_setzero_ps();
+    __m512 c40 = _mm512_setzero_ps(), c41 = _mm512_setzero_ps();
+    __m512 c50 = _mm512_setzero_ps(), c51 = _mm512_setzero_ps();
+    __m512 c60 = _mm512_setzero_ps(), c61 = _mm512_setzero_ps();
+    __m512 c70 = _mm512_setzero_ps(), c71 = _mm512_setzero_ps();
+
+#define ROW(i, r0, r1)                                \
+    do {                                              \
+        const __m512 av = _mm512_set1_ps(a[i]);       \
+        r0 = _mm512_fmadd_ps(av, b0, r0);             \
+        r1 = _mm512_fmadd_ps(av, b1, r1);             \
+    } while (0)
+    for (size_t k = 0; k < kc; k++) {
+        const __m512 b0 = _mm512_loadu_ps(b);
+        const __m512 b1 = _mm512_loadu_ps(b + 16);
+        ROW(0, c00, c01);
+        ROW(1, c10, c11);
+        ROW(2, c20, c21);
+        ROW(3, c30, c31);
+        ROW(4, c40, c41);
+        ROW(5, c50, c51);
+        ROW(6, c60, c61);
+        ROW(7, c70, c71);
+        a += MR;
+        b += NR;
+    }
+#undef ROW
+
+    __m512 acc[MR][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31},
+                         {c40, c41}, {c50, c51}, {c60, c61}, {c70, c71}};
+    /* partial columns: masked loads and stores touch only the valid part */
+    const __mmask16 m0 = (__mmask16)(nr >= 16 ? 0xFFFFu : (1u << nr) - 1u);
+    const __mmask16 m1 = (__mmask16)(nr <= 16 ? 0u : nr >= 32 ? 0xFFFFu : (1u << (nr - 16)) - 1u);
+    /* the fused epilogue: bias, then the clamp (max(lo, v), min(hi, v) keep a NaN v) */
+    __m512 lo = _mm512_set1_ps(-INFINITY), hi = _mm512_set1_ps(INFINITY);
+    __m512 cb0 = _mm512_setzero_ps(), cb1 = _mm512_setzero_ps();
+    if (epi) {
+        lo = _mm512_set1_ps(epi->lo);
+        hi = _mm512_set1_ps(epi->hi);
+        if (epi->col_bias) {
+            cb0 = _mm512_maskz_loadu_ps(m0, epi->col_bias);
+            cb1 = _mm512_maskz_loadu_ps(m1, epi->col_bias + 16);
+        }
+    }
+    for (size_t i = 0; i < mr; i++) {
+        __m512 v0 = acc[i][0], v1 = acc[i][1];
+        if (c_in) {
+            v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, c_in + i * ld_in));
+            v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, c_in + i * ld_in + 16));
+        }
+        if (epi) {
+            const __m512 bi = epi->row_bias ? _mm512_set1_ps(epi->row_bias[i]) : _mm512_setzero_ps();
+            v0 = _mm512_min_ps(hi, _mm512_max_ps(lo, _mm512_add_ps(v0, _mm512_add_ps(bi, cb0))));
+            v1 = _mm512_min_ps(hi, _mm512_max_ps(lo, _mm512_add_ps(v1, _mm512_add_ps(bi, cb1))));
+        }
+        _mm512_mask_storeu_ps(c + i * ldc, m0, v0);
+        _mm512_mask_storeu_ps(c + i * ldc + 16, m1, v1);
+    }
+}
+
+/* acc[t] += sum_k a[k] * panel[k*32 + t] for t < 32 (one row of A times a packed B panel). */
+void cuvil_f32_gemv_panel32__avx512(size_t kc, const float *a, const float *panel, float *acc) {
+    __m512 s0 = _mm512_loadu_ps(acc), s1 = _mm512_loadu_ps(acc + 16);
+    __m512 t0 = _mm512_setzero_ps(), t1 = _mm512_setzero_ps();
+    size_t k = 0;
+    for (; k + 2 <= kc; k += 2) {
+        const __m512 a0 = _mm512_set1_ps(a[k]), a1 = _mm512_set1_ps(a[k + 1]);
+        s0 = _mm512_fmadd_ps(a0, _mm512_loadu_ps(panel + k * NR), s0);
+        s1 = _mm512_fmadd_ps(a0, _mm512_loadu_ps(panel + k * NR + 16), s1);
+        t0 = _mm512_fmadd_ps(a1, _mm512_loadu_ps(panel + (k + 1) * NR), t0);
+        t1 = _mm512_fmadd_ps(a1, _mm512_loadu_ps(panel + (k + 1) * NR + 16), t1);
+    }
+    for (; k < kc; k++) {
+        const __m512 a0 = _mm512_set1_ps(a[k]);
+        s0 = _mm512_fmadd_ps(a0, _mm512_loadu_ps(panel + k * NR), s0);
+        s1 = _mm512_fmadd_ps(a0, _mm512_loadu_ps(panel + k * NR + 16), s1);
+    }
+    _mm512_storeu_ps(acc, _mm512_add_ps(s0, t0));
+    _mm512_storeu_ps(acc + 16, _mm512_add_ps(s1, t1));
+}

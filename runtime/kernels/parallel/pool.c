@@ -1,0 +1,230 @@
+/*
+ * pool.c -- the persistent thread pool a model context owns (cuvil_rt.h, "Threads").
+ *
+ * A context created with n_threads = N > 1 starts N - 1 workers once; each run binds the pool
+ * to the calling thread (thread-local), and a kernel that has enough work splits it with
+ * cuvil_parallel_for: the caller is thread 0 and takes tasks too, the workers take the rest
+ * from a shared counter, and the call returns when every task is done. Between calls the
+ * workers spin for a short while (the next node follows within microseconds), then sleep on a
+ * condition variable until the next call or the pool's end. Each thread has its own slice of
+ * the context's scratch (cuvil_thread_scratch); slice 0 is the one-thread scratch, so kernels
+ * that do not split keep working unchanged.
+ *
+ * Built with -DCUVIL_NO_THREADS (embedded targets without POSIX threads), pools are never made:
+ * cuvil_pool_create returns NULL and every kernel runs on the calling thread.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../rt_int.h"
+
+static __thread const cuvil_pool *bound_pool;
+static __thread int my_tid;   /* this thread's index in its pool (0: the caller) */
+
+#ifndef CUVIL_NO_THREADS
+#include <pthread.h>
+#include <stdatomic.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define CPU_RELAX() _mm_pause()
+#elif defined(__aarch64__)
+#define CPU_RELAX() __asm__ volatile("yield")
+#else
+#define CPU_RELAX() ((void)0)
+#endif
+
+/* Spin rounds before a worker sleeps: ~1-3 ms, longer than the gap between two parallel nodes. */
+#define SPIN_ROUNDS 100000
+
+struct cuvil_pool {
+    int n;                        /* threads, the caller included */
+    size_t scratch_stride;        /* bytes between two threads' scratch slices */
+    pthread_t *threads;           /* n - 1 workers */
+    int started;                  /* workers running */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    /* the current call */
+    cuvil_task_fn fn;
+    void *ctx;
+    int64_t n_tasks;
+    atomic_llong next;            /* next task to take */
+    atomic_int busy;              /* workers not yet done with this call */
+    atomic_uint gen;              /* bumped for each call */
+    atomic_int stop;
+    atomic_int active;            /* a call is in flight: nested calls run inline */
+    void (*free)(void *p, void *user);
+    void *user;
+};
+
+typedef struct worker_arg {
+    cuvil_pool *pool;
+    int tid;
+} worker_arg;
+
+static void take_tasks(cuvil_pool *p, int tid) {
+    for (;;) {
+        const int64_t t = atomic_fetch_add_explicit(&p->next, 1, memory_order_relaxed);
+        if (t >= p->n_tasks) return;
+        p->fn(p->ctx, t, tid);
+    }
+}
+
+static void *worker_main(void *varg) {
+    worker_arg *a = (worker_arg *)varg;
+    cuvil_pool *p = a->pool;
+    const int tid = a->tid;
+    unsigned seen = 0;
+    bound_pool = p;   /* kernels a task calls see their pool (nested splits run inline) */
+    my_tid = tid;
+    for (;;) {
+        unsigned g = atomic_load_explicit(&p->gen, memory_order_acquire);
+        for (int spin = 0; g == seen && spin < SPIN_ROUNDS && !atomic_load_explicit(&p->stop, memory_order_relaxed);
+             spin++) {
+            CPU_RELAX();
+            g = atomic_load_explicit(&p->gen, memory_order_acquire);
+        }
+        if (g == seen) {
+            pthread_mutex_lock(&p->mu);
+            while ((g = atomic_load_explicit(&p->gen, memory_order_acquire)) == seen &&
+                   !atomic_load(&p->stop))
+                pthread_cond_wait(&p->cv, &p->mu);
+            pthread_mutex_unlock(&p->mu);
+        }
+        if (atomic_load(&p->stop)) return NULL;
+        seen = g;
+        take_tasks(p, tid);
+        atomic_fetch_sub_explicit(&p->busy, 1, memory_order_release);
+    }
+}
+
+cuvil_pool *cuvil_pool_create(int n_threads, size_t scratch_stride,
+                              void *(*alloc)(size_t size, size_t align, void *user),
+                              void (*release)(void *p, void *user), void *user) {
+    if (n_threads <= 1 || n_threads > CUVIL_MAX_THREADS || !alloc || !release) return NULL;
+    size_t bytes = CUVIL_ALIGN_UP(sizeof(cuvil_pool), 64) +
+                   CUVIL_ALIGN_UP((size_t)n_threads * (sizeof(pthread_t) + sizeof(worker_arg)), 64);
+    unsigned char *mem = alloc(bytes, 64, user);
+    if (!mem) return NULL;
+    memset(mem, 0, bytes);
+    cuvil_pool *p = (cuvil_pool *)mem;
+    p->n = n_threads;
+    p->scratch_stride = scratch_stride;
+    p->threads = (pthread_t *)(mem + CUVIL_ALIGN_UP(sizeof(cuvil_pool), 64));
+    worker_arg *args = (worker_arg *)(p->threads + n_threads);
+    p->free = release;
+    p->user = user;
+    atomic_init(&p->next, 0);
+    atomic_init(&p->busy, 0);
+    atomic_init(&p->gen, 0);
+    atomic_init(&p->stop, 0);
+    atomic_init(&p->active, 0);
+    if (pthread_mutex_init(&p->mu, NULL)) {
+        release(mem, user);
+        return NULL;
+    }
+    if (pthread_cond_init(&p->cv, NULL)) {
+        pthread_mutex_destroy(&p->mu);
+        release(mem, user);
+        return NULL;
+    }
+    for (int i = 1; i < n_threads; i++) {
+        args[i].pool = p;
+        args[i].tid = i;
+        if (pthread_create(&p->threads[i - 1], NULL, worker_main, &args[i])) {
+            p->n = i;   /* the workers started so far are all there is */
+            break;
+        }
+        p->started++;
+    }
+    if (p->started == 0) {
+        cuvil_pool_destroy(p);
+        return NULL;
+    }
+    return p;
+}
+
+void cuvil_pool_destroy(cuvil_pool *p) {
+    if (!p) return;
+    pthread_mutex_lock(&p->mu);
+    atomic_store(&p->stop, 1);
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    for (int i = 0; i < p->started; i++) pthread_join(p->threads[i], NULL);
+    pthread_cond_destroy(&p->cv);
+    pthread_mutex_destroy(&p->mu);
+    if (bound_pool == p) bound_pool = NULL;
+    p->free(p, p->user);
+}
+
+int cuvil_pool_threads(const cuvil_pool *p) { return p ? p->n : 1; }
+
+void cuvil_parallel_for(int64_t n_tasks, cuvil_task_fn fn, void *ctx) {
+    cuvil_pool *p = (cuvil_pool *)bound_pool;
+    if (n_tasks <= 0) return;
+    if (!p || n_tasks == 1 || p->n <= 1 || atomic_load_explicit(&p->active, memory_order_acquire)) {
+        /* one thread, one task, or called from inside a task: run inline */
+        const int tid = p ? my_tid : 0;
+        for (int64_t t = 0; t < n_tasks; t++) fn(ctx, t, tid);
+        return;
+    }
+    atomic_store_explicit(&p->active, 1, memory_order_release);
+    p->fn = fn;
+    p->ctx = ctx;
+    p->n_tasks = n_tasks;
+    atomic_store_explicit(&p->next, 0, memory_order_relaxed);
+    atomic_store_explicit(&p->busy, p->n - 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&p->gen, 1, memory_order_release);
+    pthread_mutex_lock(&p->mu);
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    take_tasks(p, 0);
+    while (atomic_load_explicit(&p->busy, memory_order_acquire) != 0) CPU_RELAX();
+    atomic_store_explicit(&p->active, 0, memory_order_release);
+}
+
+size_t cuvil_pool_scratch_stride(const cuvil_pool *p) { return p ? p->scratch_stride : 0; }
+
+#else /* CUVIL_NO_THREADS */
+
+struct cuvil_pool {
+    int unused;
+};
+
+cuvil_pool *cuvil_pool_create(int n_threads, size_t scratch_stride,
+                              void *(*alloc)(size_t size, size_t align, void *user),
+                              void (*release)(void *p, void *user), void *user) {
+    (void)n_threads, (void)scratch_stride, (void)alloc, (void)release, (void)user;
+    return NULL;
+}
+
+void cuvil_pool_destroy(cuvil_pool *p) { (void)p; }
+
+int cuvil_pool_threads(const cuvil_pool *p) {
+    (void)p;
+    return 1;
+}
+
+void cuvil_parallel_for(int64_t n_tasks, cuvil_task_fn fn, void *ctx) {
+    for (int64_t t = 0; t < n_tasks; t++) fn(ctx, t, 0);
+}
+
+size_t cuvil_pool_scratch_stride(const cuvil_pool *p) {
+    (void)p;
+    return 0;
+}
+
+#endif /* CUVIL_NO_THREADS */
+
+const cuvil_pool *cuvil_pool_bind(const cuvil_pool *p) {
+    const cuvil_pool *old = bound_pool;
+    bound_pool = p;
+    my_tid = 0;
+    return old;
+}
+
+int cuvil_threads(void) { return cuvil_pool_threads(bound_pool); }
+
+void *cuvil_thread_scratch(void *scratch, int tid) {
+    return (char *)scratch + (size_t)tid * cuvil_pool_scratch_stride(bound_pool);
+}
