@@ -149,7 +149,7 @@ def main(argv=None):
             subprocess.run([str(build / "bin" / "cuvil-compile"), "--model", str(onnx_path), "--output", str(so)],
                            check=True)
             compile_s = time.perf_counter() - t
-            info = subprocess.run([str(build / "bin" / "cuvil-run"), str(so), "--info"], check=True, capture_output=True,
+            info = subprocess.run([str(build / "bin" / "cuvil-run"), str(so), "--info", "--json"], check=True, capture_output=True,
                                   text=True).stdout
             target = json.loads(info.strip().splitlines()[-1]).get("target", "?")
             x = build_models.example_input(name)

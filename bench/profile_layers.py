@@ -71,7 +71,7 @@ def main(argv=None):
         # descriptions: the comment before each "static int nodeK(" definition
         descs = {}
         for m in re.finditer(r"\n/\* (.*?) \*/\n(?:.*?\n)*?static int node(\d+)\(", src):
-            descs[int(m.group(2))] = m.group(1)[:160]
+            descs[int(m.group(2))] = m.group(1)[:400]
         calls = re.findall(r"^    (?:if \()?node(\d+)\(A, S, in, out, D\)", src, flags=re.M)
         n = max(int(c) for c in calls) + 1
         iters = args.iters + 10

@@ -40,6 +40,24 @@
 static inline int64_t cuvil_min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline int64_t cuvil_max_i64(int64_t a, int64_t b) { return a > b ? a : b; }
 
+/* dst[k*dld + c] = src[k*sld + c] for k < rows, c < n: a panel's rows, with a constant-size
+ * copy for the microkernels' widths (a libc memcpy call per 32-byte row costs more than it). */
+static inline void cuvil_copy_rows(float *dst, int64_t dld, const float *src, int64_t sld, int64_t rows, int64_t n) {
+    switch (n) {
+#define CUVIL_COPY_ROWS_CASE(w)                                                                     \
+    case w:                                                                                         \
+        for (int64_t k = 0; k < rows; k++) __builtin_memcpy(dst + k * dld, src + k * sld, w * sizeof(float)); \
+        return;
+        CUVIL_COPY_ROWS_CASE(8)
+        CUVIL_COPY_ROWS_CASE(16)
+        CUVIL_COPY_ROWS_CASE(32)
+#undef CUVIL_COPY_ROWS_CASE
+    default:
+        for (int64_t k = 0; k < rows; k++) __builtin_memcpy(dst + k * dld, src + k * sld, (size_t)n * sizeof(float));
+        return;
+    }
+}
+
 /* ===== Elementwise helpers ========================================================== */
 /* keep in ORDER with enum cuvil_act */
 extern const char *const cuvil_act_names[CUVIL_ACT__COUNT];

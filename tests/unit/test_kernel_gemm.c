@@ -329,8 +329,63 @@ static void test_target_table(void) {
     if (!found) ktu_fail("targets.inc has no entry %s", host);
 }
 
+/* The same products on a pool of 3 threads: split by columns, by rows, a one-row product over
+ * a prepacked B split by panels; each output is computed by one thread exactly as on one, so
+ * the results must be identical to the single-thread ones (and those match the reference). */
+static void test_threads(void) {
+    static const int64_t shapes[][3] = {{257, 301, 519}, {512, 49, 300}, {40, 3000, 64}, {1, 1000, 512}, {7, 9, 5}};
+    const cuvil_gemm_blocking *def = cuvil_gemm_default_blocking();
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        const int64_t M = shapes[i][0], N = shapes[i][1], K = shapes[i][2];
+        for (int packed = 0; packed < 2; packed++) {
+            cuvil_gemm_params p = make(M, N, K, 0, 0, 0);
+            p.act = ktu_act_params(CUVIL_ACT_RELU);
+            float *A = ktu_falloc((size_t)(M * K)), *B = ktu_falloc((size_t)(K * N)), *bias = ktu_falloc((size_t)M);
+            float *C1 = ktu_falloc((size_t)(M * N)), *C3 = ktu_falloc((size_t)(M * N));
+            ktu_fill(A, (size_t)(M * K), -1, 1);
+            ktu_fill(B, (size_t)(K * N), -1, 1);
+            ktu_fill(bias, (size_t)M, -1, 1);
+            const float *Bx = B;
+            float *Bp = NULL;
+            if (packed) {
+                p.packed_nr = def->uk->nr;
+                p.packed_kc = def->kc;
+                Bp = ktu_falloc(cuvil_f32_gemm_packed_b_floats(&p));
+                cuvil_f32_gemm_pack_b(&p, B, Bp);
+                Bx = Bp;
+            }
+            const size_t per = CUVIL_ALIGN_UP(cuvil_f32_gemm_scratch_size(&p), 64);
+            void *scratch = ktu_alloc(3 * per);
+            cuvil_f32_gemm(&p, A, Bx, bias, C1, scratch);
+            cuvil_pool *pool = cuvil_pool_create(3, per, ktu_aligned_alloc, ktu_aligned_free, NULL);
+            if (!pool) ktu_fail("no thread pool");
+            const cuvil_pool *prev = cuvil_pool_bind(pool);
+            cuvil_f32_gemm(&p, A, Bx, bias, C3, scratch);
+            cuvil_pool_bind(prev);
+            cuvil_pool_destroy(pool);
+            ktu_checks++;
+            if (memcmp(C1, C3, (size_t)(M * N) * sizeof(float)) != 0)
+                ktu_fail("gemm %lldx%lldx%lld%s: 3 threads differ from 1", (long long)M, (long long)N, (long long)K,
+                         packed ? " (B prepacked)" : "");
+            double *ref = malloc((size_t)(M * N) * sizeof(double));
+            naive(&p, A, B, bias, ref);
+            ktu_check(C3, ref, (size_t)(M * N), 1e-4, 1e-4, "gemm %lldx%lldx%lld on 3 threads", (long long)M,
+                      (long long)N, (long long)K);
+            free(ref);
+            free(scratch);
+            free(Bp);
+            free(A);
+            free(B);
+            free(bias);
+            free(C1);
+            free(C3);
+        }
+    }
+}
+
 int main(void) {
     test_target_table();
+    test_threads();
     test_shapes();
     test_activations();
     test_batches();

@@ -24,6 +24,9 @@
 typedef struct im2col_ctx {
     const float *x; /* first input channel of the group, one image */
     int64_t C, H, W, KH, KW, sh, sw, pt, pl, dh, dw, OH, OW;
+    /* 1: a padded image whose rows are stored as their even columns, then their odd ones
+     * (pad_image, phased), for stride 2 across: the columns a tap reads are then contiguous */
+    int phased;
 } im2col_ctx;
 
 typedef struct seg {
@@ -72,7 +75,8 @@ static inline void copy_run(float *d, const float *s, int64_t n) {
 static void pack_b_im2col(const void *vctx, int64_t k0, int64_t kc, int64_t n0, int64_t nc,
                           int nr, float *dst) {
     const im2col_ctx *g = (const im2col_ctx *)vctx;
-    const int64_t KK = g->KH * g->KW, HW = g->H * g->W, sw = g->sw;
+    const int64_t KK = g->KH * g->KW, HW = g->H * g->W, sw = g->phased ? 1 : g->sw;
+    const int64_t W_even = (g->W + 1) / 2; /* phased: where a row's odd columns start */
     seg segs[MAX_NR];
     plan plans[PLAN_CAP];
     unsigned char full[PLAN_CAP]; /* per tap: no segment clipped */
@@ -101,6 +105,14 @@ static void pack_b_im2col(const void *vctx, int64_t k0, int64_t kc, int64_t n0, 
                 for (int s = 0; s < nseg; s++) {
                     plan *pl = &plans[(t - t0) * nseg + s];
                     const int64_t ih = segs[s].oh * g->sh - g->pt + kh * g->dh;
+                    if (g->phased) {
+                        /* padded: nothing is clipped; column 2 ow + kw is in phase kw % 2 */
+                        const int64_t col = segs[s].ow * 2 + kw * g->dw;
+                        pl->off = ih * g->W + (col & 1) * W_even + (col >> 1);
+                        pl->lo = 0;
+                        pl->hi = segs[s].len;
+                        continue;
+                    }
                     const int64_t iw0 = segs[s].ow * sw - g->pl + kw * g->dw;
                     pl->off = ih * g->W + iw0;
                     if (ih >= 0 && ih < g->H) {
@@ -164,6 +176,10 @@ static void pack_rows(const void *vctx, int64_t k0, int64_t kc, int64_t n0, int6
     for (int64_t j0 = 0; j0 < nc; j0 += nr, dst += kc * nr) {
         const int64_t cols = cuvil_min_i64(nr, nc - j0);
         const float *src = g->x + k0 * HW + n0 + j0;
+        if (cols == nr) {
+            cuvil_copy_rows(dst, nr, src, HW, kc, nr);
+            continue;
+        }
         for (int64_t k = 0; k < kc; k++) {
             memcpy(dst + k * nr, src + k * HW, (size_t)cols * sizeof(float));
             for (int64_t c = cols; c < nr; c++) dst[k * nr + c] = 0.0f;
@@ -250,6 +266,7 @@ static void dw_fixed(const cuvil_conv2d_params *p, const float *x, const float *
     dw_plane_dims(p, &Hp, &Wp);
     int64_t cur = -1;
     memset(plane, 0, (size_t)(Hp * Wp) * sizeof(float)); /* borders stay zero */
+    float *flat = (float *)((char *)plane + CUVIL_ALIGN_UP((size_t)(Hp * Wp) * sizeof(float), 64));
     const int fused = p->act.act == CUVIL_ACT_NONE || p->act.act == CUVIL_ACT_RELU ||
                       p->act.act == CUVIL_ACT_CLIP;
     const float lo = p->act.act == CUVIL_ACT_RELU ? 0.0f
@@ -268,6 +285,23 @@ static void dw_fixed(const cuvil_conv2d_params *p, const float *x, const float *
         float *ym = y + (n * p->M + m) * OH * OW;
         const float *rm = residual ? residual + (n * p->M + m) * OH * OW : NULL;
         const float b = bias ? bias[m] : 0.0f;
+        if (S == 1 && !rm && OW < 32) {
+            /* stride 1: the whole plane as one row (output i at plane i + kh*Wp + kw), so that
+             * short rows (14, 7) still fill vectors; the Wp - OW columns past each row's end
+             * are computed too and dropped in the copy out */
+            const float *rows[5];
+            for (int64_t kh = 0; kh < K; kh++) rows[kh] = plane + kh * Wp;
+            const int64_t len = (OH - 1) * Wp + OW;
+            if (K == 3)
+                dw_row_3x3s1(rows, wm, b, NULL, flat, len, lo, hi);
+            else
+                dw_row_5x5s1(rows, wm, b, NULL, flat, len, lo, hi);
+            for (int64_t oh = 0; oh < OH; oh++) {
+                memcpy(ym + oh * OW, flat + oh * Wp, (size_t)OW * sizeof(float));
+                if (!fused) act_inplace(&p->act, ym + oh * OW, OW);
+            }
+            continue;
+        }
         for (int64_t oh = 0; oh < OH; oh++) {
             const float *rows[5];
             for (int64_t kh = 0; kh < K; kh++) rows[kh] = plane + (oh * S + kh) * Wp;
@@ -292,7 +326,7 @@ static size_t dw_scratch_size(const cuvil_conv2d_params *p) {
     if (dw_is_fixed(p)) {
         int64_t Hp, Wp;
         dw_plane_dims(p, &Hp, &Wp);
-        n += CUVIL_ALIGN_UP((size_t)(Hp * Wp) * sizeof(float), 64);
+        n += 2 * CUVIL_ALIGN_UP((size_t)(Hp * Wp) * sizeof(float), 64); /* the plane, the flat output */
     }
     return n;
 }
@@ -399,22 +433,34 @@ static void padded_dims(const cuvil_conv2d_params *p, int64_t *Hp, int64_t *Wp) 
     *Wp = p->pad_l + p->W + pad_end(p->W, p->OW, p->KW, p->stride_w, p->dil_w, p->pad_l);
 }
 
-/* One image, all channels, into its zero-padded copy (Hp x Wp per channel). */
-static void pad_image(const cuvil_conv2d_params *p, const float *xn, float *xpad, int64_t Hp, int64_t Wp) {
-    const int64_t HW = p->H * p->W, HWp = Hp * Wp;
+/* One image, all channels, into its zero-padded copy (Hp x Wp per channel); phased: each
+ * padded row stored as its even columns, then its odd ones (for stride 2 across). */
+static void pad_image(const cuvil_conv2d_params *p, const float *xn, float *xpad, int64_t Hp, int64_t Wp, int phased) {
+    const int64_t HW = p->H * p->W, HWp = Hp * Wp, We = (Wp + 1) / 2;
     for (int64_t c = 0; c < p->C; c++) {
         float *dc = xpad + c * HWp;
         const float *sc = xn + c * HW;
         memset(dc, 0, (size_t)(p->pad_t * Wp) * sizeof(float));
         for (int64_t h = 0; h < p->H; h++) {
             float *dr = dc + (p->pad_t + h) * Wp;
+            const float *sr = sc + h * p->W;
+            if (phased) {
+                for (int64_t q = 0; q < Wp; q++) {
+                    const int64_t iw = q - p->pad_l;
+                    dr[(q & 1) * We + (q >> 1)] = iw >= 0 && iw < p->W ? sr[iw] : 0.0f;
+                }
+                continue;
+            }
             memset(dr, 0, (size_t)p->pad_l * sizeof(float));
-            memcpy(dr + p->pad_l, sc + h * p->W, (size_t)p->W * sizeof(float));
+            memcpy(dr + p->pad_l, sr, (size_t)p->W * sizeof(float));
             memset(dr + p->pad_l + p->W, 0, (size_t)(Wp - p->pad_l - p->W) * sizeof(float));
         }
         memset(dc + (p->pad_t + p->H) * Wp, 0, (size_t)((Hp - p->pad_t - p->H) * Wp) * sizeof(float));
     }
 }
+
+/* Stride 2 across on a padded image: its copy is deinterleaved (pad_image, phased). */
+static int use_phased(const cuvil_conv2d_params *p) { return use_padded(p) && p->stride_w == 2; }
 
 static size_t gemm_scratch(const cuvil_conv2d_params *p, const cuvil_gemm_blocking *b) {
     const int64_t Cg = p->C / p->group, Mg = p->M / p->group;
@@ -562,16 +608,17 @@ static void conv2d_gemm(const cuvil_conv2d_params *p, const float *x, const floa
     j.bias_cs = 0;
     j.beta = 1.0f;
     j.act = p->act;
+    const int phased = use_phased(p);
     im2col_ctx ctx = {NULL, Cg, Hp, Wp, p->KH, p->KW, p->stride_h, p->stride_w,
                       padded ? 0 : p->pad_t, padded ? 0 : p->pad_l, p->dil_h, p->dil_w,
-                      p->OH, p->OW};
+                      p->OH, p->OW, phased};
     if (!pointwise) {
         j.pack_b = pack_b_im2col;
         j.pack_b_ctx = &ctx;
     }
     for (int64_t n = 0; n < p->N; n++) {
         const float *xn = x + n * p->C * HW;
-        if (padded) pad_image(p, xn, xpad, Hp, Wp);
+        if (padded) pad_image(p, xn, xpad, Hp, Wp, phased);
         for (int64_t g = 0; g < G; g++) {
             const int64_t yoff = (n * p->M + g * Mg) * OHW;
             if (w_packed) {
@@ -587,6 +634,36 @@ static void conv2d_gemm(const cuvil_conv2d_params *p, const float *x, const floa
             j.c_init = residual ? residual + yoff : NULL;
             j.bias = bias ? bias + g * Mg : NULL;
             cuvil_f32_gemm_run(&j, b, scratch);
+        }
+    }
+}
+
+/* y[m][q] = yt[q][m] (+ residual, then the activation) for one image and group, 16 channels
+ * per task so that both sides stay in a few cache lines. */
+typedef struct transpose_out {
+    const cuvil_conv2d_params *p;
+    const float *yt, *residual;
+    float *y;
+    int64_t yoff, Mg, OHW;
+} transpose_out;
+
+static void transpose_task(void *vctx, int64_t t, int tid) {
+    (void)tid;
+    const transpose_out *r = (const transpose_out *)vctx;
+    const int64_t OHW = r->OHW, Mg = r->Mg, m0 = 16 * t, m1 = cuvil_min_i64(Mg, m0 + 16);
+    float *y = r->y + r->yoff;
+    if (r->residual) {
+        /* the residual may be y itself: each element is read before it is written */
+        const float *res = r->residual + r->yoff;
+        for (int64_t q = 0; q < OHW; q++) {
+            const float *src = r->yt + q * Mg;
+            for (int64_t m = m0; m < m1; m++) y[m * OHW + q] = src[m] + res[m * OHW + q];
+        }
+        for (int64_t m = m0; m < m1; m++) act_inplace(&r->p->act, y + m * OHW, OHW);
+    } else {
+        for (int64_t q = 0; q < OHW; q++) {
+            const float *src = r->yt + q * Mg;
+            for (int64_t m = m0; m < m1; m++) y[m * OHW + q] = src[m];
         }
     }
 }
@@ -615,9 +692,10 @@ static void conv2d_gemm_t(const cuvil_conv2d_params *p, const float *x, const fl
     j.ldc = Mg;
     j.b_packed_nr = (int)p->packed_mr;
     j.b_packed_kc = p->packed_kc;
+    const int phased = use_phased(p);
     im2col_ctx ctx = {NULL, Cg, Hp, Wp, p->KH, p->KW, p->stride_h, p->stride_w,
                       padded ? 0 : p->pad_t, padded ? 0 : p->pad_l, p->dil_h, p->dil_w,
-                      p->OH, p->OW};
+                      p->OH, p->OW, phased};
     /* a 1x1 stride-1 conv's im2col is the image itself: its rows pack as they lie */
     j.pack_a = is_pointwise(p) ? pack_rows : pack_b_im2col;
     j.pack_a_ctx = &ctx;
@@ -630,35 +708,15 @@ static void conv2d_gemm_t(const cuvil_conv2d_params *p, const float *x, const fl
     const size_t per = cuvil_gemm_packed_b_floats(Mg, K, (int)p->packed_mr);
     for (int64_t n = 0; n < p->N; n++) {
         const float *xn = x + n * p->C * HW;
-        if (padded) pad_image(p, xn, xpad, Hp, Wp);
+        if (padded) pad_image(p, xn, xpad, Hp, Wp, phased);
         for (int64_t g = 0; g < G; g++) {
             ctx.x = padded ? xpad + g * Cg * HWp : xn + g * Cg * HW;
             j.b_packed = w_packed + (size_t)g * per;
             j.bias = bias ? bias + g * Mg : NULL;
             j.C = yt;
             cuvil_f32_gemm_run(&j, b, scratch);
-            const int64_t yoff = (n * p->M + g * Mg) * OHW;
-            /* y[m][q] = yt[q][m] (+ residual, then the activation), 16 channels at a time so
-             * that both sides stay in a few cache lines */
-            for (int64_t m0 = 0; m0 < Mg; m0 += 16) {
-                const int64_t m1 = cuvil_min_i64(Mg, m0 + 16);
-                if (residual) {
-                    /* the residual may be y itself: each element is read before it is written */
-                    for (int64_t q = 0; q < OHW; q++) {
-                        const float *src = yt + q * Mg;
-                        for (int64_t m = m0; m < m1; m++) {
-                            const int64_t i = yoff + m * OHW + q;
-                            y[i] = src[m] + residual[i];
-                        }
-                    }
-                    for (int64_t m = m0; m < m1; m++) act_inplace(&p->act, y + yoff + m * OHW, OHW);
-                } else {
-                    for (int64_t q = 0; q < OHW; q++) {
-                        const float *src = yt + q * Mg;
-                        for (int64_t m = m0; m < m1; m++) y[yoff + m * OHW + q] = src[m];
-                    }
-                }
-            }
+            transpose_out tr = {p, yt, residual, y, (n * p->M + g * Mg) * OHW, Mg, OHW};
+            cuvil_parallel_for((Mg + 15) / 16, transpose_task, &tr);
         }
     }
 }

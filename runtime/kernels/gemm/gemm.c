@@ -129,8 +129,7 @@ static void pack_b_dense(const cuvil_gemm_job *j, int64_t k0, int64_t kc, int64_
         if (!j->trans_b) {
             const float *src = j->B + k0 * j->ldb + n0 + j0;
             if (cols == nr) {
-                for (int64_t k = 0; k < kc; k++)
-                    memcpy(dst + k * nr, src + k * j->ldb, (size_t)nr * sizeof(float));
+                cuvil_copy_rows(dst, nr, src, j->ldb, kc, nr);
             } else {
                 for (int64_t k = 0; k < kc; k++) {
                     int64_t c = 0;
@@ -220,14 +219,14 @@ static int gemv_applies(const cuvil_gemm_job *j) {
 
 static int64_t pick_kc(int64_t K, int64_t kc_max);
 
-/* One row of A times a prepacked B: each NR-column panel is read once, contiguously. */
-static void gemv_packed(const cuvil_gemm_job *j) {
+/* Columns [n_lo, n_hi) (n_lo a multiple of the panel width), epilogue included. */
+static void gemv_packed_range(const cuvil_gemm_job *j, int64_t n_lo, int64_t n_hi) {
     const int64_t N = j->N, K = j->K, pnr = j->b_packed_nr;
     const int64_t kcb = pick_kc(K, j->b_packed_kc), Np = CUVIL_ALIGN_UP(N, pnr);
     const float *a = j->A, *ci = j->c_init;
     float *c = j->C;
     float acc[CUVIL_GEMM_MAX_NR];
-    for (int64_t n0 = 0; n0 < N; n0 += pnr) {
+    for (int64_t n0 = n_lo; n0 < n_hi; n0 += pnr) {
         for (int64_t t = 0; t < pnr; t++) acc[t] = 0.0f;
         for (int64_t pc = 0; pc < K; pc += kcb) {
             const int64_t kc = cuvil_min_i64(kcb, K - pc);
@@ -252,7 +251,32 @@ static void gemv_packed(const cuvil_gemm_job *j) {
         const int64_t cols = cuvil_min_i64(pnr, N - n0);
         for (int64_t t = 0; t < cols; t++) c[n0 + t] = j->alpha * acc[t] + (ci ? ci[n0 + t] : 0.0f);
     }
-    cuvil_gemm_epilogue_tile(j, 0, 0, 1, N);
+    cuvil_gemm_epilogue_tile(j, 0, n_lo, 1, n_hi - n_lo);
+}
+
+typedef struct gemv_split {
+    const cuvil_gemm_job *j;
+    int64_t step;
+} gemv_split;
+
+static void gemv_task(void *vctx, int64_t t, int tid) {
+    (void)tid;
+    const gemv_split *s = (const gemv_split *)vctx;
+    gemv_packed_range(s->j, t * s->step, cuvil_min_i64(s->j->N, (t + 1) * s->step));
+}
+
+/* One row of A times a prepacked B: each NR-column panel is read once, contiguously; a large
+ * B (a classifier's 1000 x 1280) is split by panels among the threads. */
+static void gemv_packed(const cuvil_gemm_job *j) {
+    const int threads = cuvil_threads();
+    const int64_t panels = (j->N + j->b_packed_nr - 1) / j->b_packed_nr;
+    if (threads <= 1 || panels < 2 || (double)j->N * (double)j->K < 2.5e5) {
+        gemv_packed_range(j, 0, j->N);
+        return;
+    }
+    const int64_t parts = cuvil_min_i64(panels, threads);
+    gemv_split s = {j, (panels + parts - 1) / parts * j->b_packed_nr};
+    cuvil_parallel_for((j->N + s.step - 1) / s.step, gemv_task, &s);
 }
 
 static void gemv(const cuvil_gemm_job *j) {

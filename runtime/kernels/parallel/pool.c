@@ -23,6 +23,7 @@ static __thread int my_tid;   /* this thread's index in its pool (0: the caller)
 
 #ifndef CUVIL_NO_THREADS
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -82,6 +83,7 @@ static void *worker_main(void *varg) {
         for (int spin = 0; g == seen && spin < SPIN_ROUNDS && !atomic_load_explicit(&p->stop, memory_order_relaxed);
              spin++) {
             CPU_RELAX();
+            if ((spin & 1023) == 1023) sched_yield(); /* let a thread sharing this CPU run */
             g = atomic_load_explicit(&p->gen, memory_order_acquire);
         }
         if (g == seen) {
@@ -179,7 +181,10 @@ void cuvil_parallel_for(int64_t n_tasks, cuvil_task_fn fn, void *ctx) {
     pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
     take_tasks(p, 0);
-    while (atomic_load_explicit(&p->busy, memory_order_acquire) != 0) CPU_RELAX();
+    for (unsigned spin = 1; atomic_load_explicit(&p->busy, memory_order_acquire) != 0; spin++) {
+        CPU_RELAX();
+        if ((spin & 1023) == 0) sched_yield(); /* a worker on this CPU must run to finish */
+    }
     atomic_store_explicit(&p->active, 0, memory_order_release);
 }
 

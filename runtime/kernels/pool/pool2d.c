@@ -102,17 +102,12 @@ static void global_pool(const cuvil_pool2d_params *p, const float *x, float *y) 
     }
 }
 
-void cuvil_f32_pool2d(const cuvil_pool2d_params *p, const float *x, float *y) {
+/* Planes [nc0, nc1) of all N*C. */
+static void pool_planes(const cuvil_pool2d_params *p, const float *x, float *y, int64_t nc0, int64_t nc1) {
     const int64_t H = p->H, W = p->W, OH = p->OH, OW = p->OW;
     const int64_t sh = p->stride_h, sw = p->stride_w, dh = p->dil_h, dw = p->dil_w;
-    if (OH <= 0 || OW <= 0) return;
-    if (OH == 1 && OW == 1 && p->KH == H && p->KW == W && p->pad_t == 0 && p->pad_l == 0 &&
-        (p->dil_h == 1 || H == 1) && (p->dil_w == 1 || W == 1)) {
-        global_pool(p, x, y);
-        return;
-    }
     const int is_max = p->kind == CUVIL_POOL_MAX;
-    for (int64_t nc = 0; nc < p->N * p->C; nc++) {
+    for (int64_t nc = nc0; nc < nc1; nc++) {
         const float *xc = x + nc * H * W;
         float *yc = y + nc * OH * OW;
         for (int64_t oh = 0; oh < OH; oh++) {
@@ -172,4 +167,35 @@ void cuvil_f32_pool2d(const cuvil_pool2d_params *p, const float *x, float *y) {
             }
         }
     }
+}
+
+typedef struct pool_split {
+    const cuvil_pool2d_params *p;
+    const float *x;
+    float *y;
+    int64_t per;
+} pool_split;
+
+static void pool_task(void *vctx, int64_t t, int tid) {
+    (void)tid;
+    const pool_split *s = (const pool_split *)vctx;
+    pool_planes(s->p, s->x, s->y, t * s->per, cuvil_min_i64(s->p->N * s->p->C, (t + 1) * s->per));
+}
+
+void cuvil_f32_pool2d(const cuvil_pool2d_params *p, const float *x, float *y) {
+    const int64_t H = p->H, W = p->W, OH = p->OH, OW = p->OW;
+    if (OH <= 0 || OW <= 0) return;
+    if (OH == 1 && OW == 1 && p->KH == H && p->KW == W && p->pad_t == 0 && p->pad_l == 0 &&
+        (p->dil_h == 1 || H == 1) && (p->dil_w == 1 || W == 1)) {
+        global_pool(p, x, y);
+        return;
+    }
+    const int64_t planes = p->N * p->C, threads = cuvil_threads();
+    if (threads <= 1 || planes < 2 || planes * OH * OW * p->KH * p->KW < 200000) {
+        pool_planes(p, x, y, 0, planes);
+        return;
+    }
+    /* planes cost the same: a few tasks per thread */
+    pool_split s = {p, x, y, (planes + 4 * threads - 1) / (4 * threads)};
+    cuvil_parallel_for((planes + s.per - 1) / s.per, pool_task, &s);
 }
