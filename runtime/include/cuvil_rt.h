@@ -170,6 +170,10 @@ typedef struct cuvil_conv2d_params {
 } cuvil_conv2d_params;
 #define CUVIL_CONV_WINOGRAD 1
 #define CUVIL_CONV_GEMM_T 2
+/* Winograd whose 36 GEMMs have the roles swapped (tiles as rows, the transformed weights
+ * packed as B for packed_mr columns): for few tiles (14x14: 16), which fill MR rows better
+ * than NR columns. */
+#define CUVIL_CONV_WINOGRAD_T 3
 
 size_t cuvil_f32_conv2d_scratch_size(const cuvil_conv2d_params *p);
 void cuvil_f32_conv2d(const cuvil_conv2d_params *p, const float *x, const float *w,

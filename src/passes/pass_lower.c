@@ -67,12 +67,16 @@ static cuvil_status lower_conv(cir_graph *g, cir_node *n, const cuvil_target_inf
          * (and change the packed weights' layout) are left out */
         bool wino = packed && !g->symbolic && g->opt_level >= 2 && winograd_pays(&p);
         bool swap = packed && !g->symbolic && !wino && swapped_fits_better(&p, t);
-        p.algo = wino ? CUVIL_CONV_WINOGRAD : swap ? CUVIL_CONV_GEMM_T : 0;
+        /* Winograd's 36 GEMMs have the tiles as columns; few tiles (14x14: 16 of 32 columns)
+         * fill the rows better (8 of 8) */
+        const int64_t tiles = ((p.OH + 3) / 4) * ((p.OW + 3) / 4);
+        bool wino_t = wino && tiles <= 64 && tile_fill(tiles, p.M, t->mr, t->nr) > 1.05 * tile_fill(p.M, tiles, t->mr, t->nr);
+        p.algo = wino_t ? CUVIL_CONV_WINOGRAD_T : wino ? CUVIL_CONV_WINOGRAD : swap ? CUVIL_CONV_GEMM_T : 0;
         snprintf(algo, sizeof algo, "%s, gemm %dx%d kc=%lld",
-                 wino ? "winograd F(4x4,3x3)" : swap ? "im2col+gemm, pixels as rows" : pointwise ? "1x1 as gemm" : "im2col+gemm",
+                 wino_t ? "winograd F(4x4,3x3), tiles as rows" : wino ? "winograd F(4x4,3x3)" : swap ? "im2col+gemm, pixels as rows" : pointwise ? "1x1 as gemm" : "im2col+gemm",
                  t->mr, t->nr, (long long)t->kc);
         if (packed) {
-            p.packed_mr = swap ? t->nr : t->mr;   /* the swapped GEMM packs the weights as its B */
+            p.packed_mr = swap || wino_t ? t->nr : t->mr;   /* the swapped GEMMs pack the weights as their B */
             p.packed_kc = t->kc;
             int id;
             if ((s = packed_const(g, w, cuvil_f32_conv2d_packed_floats(&p), &id))) return s;

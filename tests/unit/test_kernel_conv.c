@@ -120,8 +120,8 @@ static void run_conv(const conv_case *cc, int with_bias, int res_mode, int act, 
                                 CUVIL_ACT_TAN};
     int skip_wino = 0;
     for (size_t k = 0; k < sizeof jumpy / sizeof jumpy[0]; k++) skip_wino |= int_data && act == jumpy[k];
-    for (int v = -12; v < cuvil_f32_gemm_n_ukernels; v++) {
-        if (skip_wino && (v == -7 || v == -6 || v == -5)) continue;
+    for (int v = -14; v < cuvil_f32_gemm_n_ukernels; v++) {
+        if (skip_wino && (v == -7 || v == -6 || v == -5 || v <= -13)) continue;
         /* residual in place: y starts as the residual */
         const float *r = NULL;
         if (res_mode == 1) r = res;
@@ -132,7 +132,30 @@ static void run_conv(const conv_case *cc, int with_bias, int res_mode, int act, 
             for (size_t i = 0; i < ny; i++) y[i] = NAN;
         }
         void *scratch = NULL;
-        if (v <= -10) {
+        if (v <= -13) {
+            /* Winograd with tiles as the GEMMs' rows (CUVIL_CONV_WINOGRAD_T): the weights packed as
+             * B for the runtime's NR, on one thread (-13) and on a pool of 3 (-14) */
+            const cuvil_gemm_blocking *def = cuvil_gemm_default_blocking();
+            cuvil_conv2d_params pp = p;
+            pp.algo = CUVIL_CONV_WINOGRAD_T;
+            pp.packed_mr = def->uk->nr;
+            pp.packed_kc = def->kc;
+            if (!cuvil_conv2d_winograd_applies(&pp)) continue;
+            size_t nf = cuvil_f32_conv2d_packed_floats(&pp), nt = cuvil_f32_conv2d_pack_tmp_floats(&pp);
+            float *wp = ktu_falloc(nf), *tmp = ktu_falloc(nt);
+            cuvil_f32_conv2d_pack(&pp, w, wp, tmp);
+            const size_t per = CUVIL_ALIGN_UP(cuvil_f32_conv2d_scratch_size(&pp), 64);
+            scratch = ktu_alloc(3 * per);
+            cuvil_pool *pool = v == -14 ? cuvil_pool_create(3, per, ktu_aligned_alloc, ktu_aligned_free, NULL) : NULL;
+            if (v == -14 && !pool) ktu_fail("%s: no thread pool", label);
+            const cuvil_pool *prev = cuvil_pool_bind(pool);
+            cuvil_f32_conv2d_prepacked(&pp, x, wp, bias, r, y, scratch);
+            cuvil_pool_bind(prev);
+            cuvil_pool_destroy(pool);
+            ktu_check(y, ref, ny, 1e-4, wtol, "%s [winograd, tiles as rows%s]", label, v == -14 ? ", 3 threads" : "");
+            free(wp);
+            free(tmp);
+        } else if (v <= -10) {
             /* pixels as the GEMM's rows (CUVIL_CONV_GEMM_T): weights packed as B for the runtime's NR
              * (-10), for another NR and KC (-11, repacked), and on a pool of 2 threads (-12) */
             const cuvil_gemm_blocking *def = cuvil_gemm_default_blocking();

@@ -469,7 +469,8 @@ static size_t gemm_scratch(const cuvil_conv2d_params *p, const cuvil_gemm_blocki
 }
 
 static int is_winograd(const cuvil_conv2d_params *p) {
-    return p->algo == CUVIL_CONV_WINOGRAD && p->packed_mr > 0 && cuvil_conv2d_winograd_applies(p);
+    return (p->algo == CUVIL_CONV_WINOGRAD || p->algo == CUVIL_CONV_WINOGRAD_T) && p->packed_mr > 0 &&
+           cuvil_conv2d_winograd_applies(p);
 }
 
 static int is_gemm_t(const cuvil_conv2d_params *p) {

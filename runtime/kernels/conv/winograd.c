@@ -50,13 +50,17 @@ static wino_geo wino_plan(const cuvil_conv2d_params *p, int nr) {
 /* The transforms' buffers: the input's D and W (36 x TB each) and one row's phases
  * (4 x (TB + 2)); the output's T (24 x TB), Y (16 x TB) and a row (4 x TB) need less. */
 static size_t transform_bytes(int64_t TB) {
-    return CUVIL_ALIGN_UP((size_t)(2 * WP * TB + 4 * (TB + 2)) * sizeof(float), 64);
+    size_t n = (size_t)(2 * WP * TB + 4 * (TB + 2));
+    if (n < 40 * 64) n = 40 * 64; /* the swapped layout's output transform: T and Y of 64 channels */
+    return CUVIL_ALIGN_UP(n * sizeof(float), 64);
 }
 
 /* Per-thread: the phases of 6 input rows and the row-transformed values of a tile row
  * segment, then the GEMM's packing scratch. */
 static size_t wino_thread_bytes(const cuvil_conv2d_params *p, const wino_geo *g, const cuvil_gemm_blocking *b) {
-    return transform_bytes(g->TB) + CUVIL_ALIGN_UP(cuvil_gemm_job_scratch_size(p->M, g->TB, p->C, b), 64);
+    const size_t gemm = p->algo == CUVIL_CONV_WINOGRAD_T ? cuvil_gemm_job_scratch_size(g->TB, p->M, p->C, b)
+                                                        : cuvil_gemm_job_scratch_size(p->M, g->TB, p->C, b);
+    return transform_bytes(g->TB) + CUVIL_ALIGN_UP(gemm, 64);
 }
 
 static size_t wino_shared_bytes(const cuvil_conv2d_params *p, const wino_geo *g) {
@@ -76,6 +80,7 @@ size_t cuvil_f32_conv2d_winograd_scratch_size(const cuvil_conv2d_params *p, cons
 
 /* ===== Weight transform (compile time) ================================================= */
 size_t cuvil_f32_conv2d_winograd_packed_floats(const cuvil_conv2d_params *p, int mr) {
+    if (p->algo == CUVIL_CONV_WINOGRAD_T) return WP * cuvil_gemm_packed_b_floats(p->M, p->C, mr); /* mr: its NR */
     return WP * cuvil_gemm_packed_a_floats(p->M, p->C, mr);
 }
 
@@ -106,6 +111,19 @@ void cuvil_f32_conv2d_winograd_pack(const cuvil_conv2d_params *p, const float *w
         }
     cuvil_gemm_job j;
     memset(&j, 0, sizeof j);
+    if (p->algo == CUVIL_CONV_WINOGRAD_T) {
+        /* U[xi] [M, C] as the B operand (trans_b: B[c, m] = U[m, c]), mr its panel width */
+        j.N = M;
+        j.K = C;
+        j.ldb = C;
+        j.trans_b = 1;
+        const size_t per = cuvil_gemm_packed_b_floats(M, C, mr);
+        for (int xi = 0; xi < WP; xi++) {
+            j.B = tmp + (size_t)xi * (size_t)(M * C);
+            cuvil_gemm_pack_b_all(&j, mr, kc_max, dst + (size_t)xi * per);
+        }
+        return;
+    }
     j.M = M;
     j.K = C;
     j.lda = C;
@@ -217,6 +235,24 @@ static void gemm_task(void *vctx, int64_t xi, int tid) {
     const int64_t TB = r->g.TB;
     cuvil_gemm_job j;
     memset(&j, 0, sizeof j);
+    if (p->algo == CUVIL_CONV_WINOGRAD_T) {
+        /* M'[xi] (tiles x Cout) = V[xi]' (tiles x Cin) U[xi]': V is [Cin][TB], the A operand
+         * stored transposed; the product lands as [xi][tile][m] */
+        j.M = r->nt;
+        j.N = p->M;
+        j.K = p->C;
+        j.alpha = 1.0f;
+        j.A = r->V + xi * p->C * TB;
+        j.lda = TB;
+        j.trans_a = 1;
+        j.b_packed = r->wp + (size_t)xi * cuvil_gemm_packed_b_floats(p->M, p->C, (int)p->packed_mr);
+        j.b_packed_nr = (int)p->packed_mr;
+        j.b_packed_kc = p->packed_kc;
+        j.C = r->Mb + xi * TB * p->M;
+        j.ldc = p->M;
+        cuvil_f32_gemm_run_serial(&j, r->b, (char *)thread_part(r, tid) + transform_bytes(TB));
+        return;
+    }
     j.M = p->M;
     j.N = r->nt;
     j.K = p->C;
@@ -281,6 +317,41 @@ static void output_task(void *vctx, int64_t task, int tid) {
     }
 }
 
+/* The output transform of the swapped layout (M' as [xi][tile][m]): vectorised across a block
+ * of output channels, one tile at a time, then each channel's 4x4 outputs stored. */
+#define OUT_T_BLOCK 64
+static void output_task_t(void *vctx, int64_t task, int tid) {
+    const wino_run *r = (const wino_run *)vctx;
+    const cuvil_conv2d_params *p = r->p;
+    const int64_t OH = p->OH, OW = p->OW, TW = r->g.TW, TB = r->g.TB, M = p->M;
+    float *T = thread_part(r, tid); /* [4 k][6 j][OUT_T_BLOCK], then Y [4 k][4 l][OUT_T_BLOCK] */
+    float *Y = T + 24 * OUT_T_BLOCK;
+    const int64_t m0 = task * OUT_T_BLOCK, nm = cuvil_min_i64(M - m0, OUT_T_BLOCK);
+    const int64_t xs = TB * M; /* between two points */
+    const int relu = p->act.act == CUVIL_ACT_RELU, other_act = !relu && p->act.act != CUVIL_ACT_NONE;
+    for (int64_t t = 0; t < r->nt; t++) {
+        const int64_t tile = r->t0 + t, th = tile / TW, tw = tile % TW;
+        const float *src = r->Mb + t * M + m0;
+        for (int j = 0; j < WT; j++) at4(src + j * xs, WT * xs, T + j * OUT_T_BLOCK, WT * OUT_T_BLOCK, nm);
+        for (int k = 0; k < 4; k++) at4(T + k * WT * OUT_T_BLOCK, OUT_T_BLOCK, Y + k * 4 * OUT_T_BLOCK, OUT_T_BLOCK, nm);
+        for (int64_t mm = 0; mm < nm; mm++) {
+            const int64_t m = m0 + mm;
+            float *ym = r->y + (r->n * M + m) * OH * OW;
+            const float *rm = r->residual ? r->residual + (r->n * M + m) * OH * OW : NULL;
+            const float bv = r->bias ? r->bias[m] : 0.0f;
+            for (int k = 0; k < 4 && 4 * th + k < OH; k++) {
+                const int64_t off = (4 * th + k) * OW + 4 * tw, nvalid = cuvil_min_i64(4, OW - 4 * tw);
+                for (int64_t l = 0; l < nvalid; l++) {
+                    float v = Y[(k * 4 + l) * OUT_T_BLOCK + mm] + bv;
+                    if (rm) v += rm[off + l]; /* the residual may be y itself: read before written */
+                    ym[off + l] = relu && v < 0.0f ? 0.0f : v;
+                }
+                if (other_act) cuvil_f32_unary(&p->act, ym + off, ym + off, (size_t)nvalid);
+            }
+        }
+    }
+}
+
 void cuvil_f32_conv2d_winograd(const cuvil_conv2d_params *p, const float *x, const float *w_packed,
                                const float *bias, const float *residual, float *y, void *scratch,
                                const cuvil_gemm_blocking *b) {
@@ -306,6 +377,10 @@ void cuvil_f32_conv2d_winograd(const cuvil_conv2d_params *p, const float *x, con
             r.per_c = (p->C + 4 * threads - 1) / (4 * threads);
             cuvil_parallel_for((p->C + r.per_c - 1) / r.per_c, input_task, &r);
             cuvil_parallel_for(WP, gemm_task, &r);
+            if (p->algo == CUVIL_CONV_WINOGRAD_T) {
+                cuvil_parallel_for((p->M + OUT_T_BLOCK - 1) / OUT_T_BLOCK, output_task_t, &r);
+                continue;
+            }
             r.per_c = (p->M + 4 * threads - 1) / (4 * threads);
             cuvil_parallel_for((p->M + r.per_c - 1) / r.per_c, output_task, &r);
         }

@@ -578,7 +578,10 @@ void cuvil_f32_gemm_run(const cuvil_gemm_job *j, const cuvil_gemm_blocking *b, v
     gemm_split s = {j, b, scratch, 0, 0, 0};
     s.by_m = tiles_n < 4 * threads && tiles_m > tiles_n;
     const int64_t tiles = s.by_m ? tiles_m : tiles_n;
-    const int64_t per = (tiles + threads - 1) / threads;
+    /* columns: two tasks per thread, so that a thread slowed down (a busy core, a noisy
+     * neighbour on a VM) leaves the other the rest; rows: one each (every task packs all of B) */
+    const int64_t want = s.by_m ? threads : 2 * (int64_t)threads;
+    const int64_t per = (tiles + want - 1) / want;
     s.step = per * (s.by_m ? mr : nr);
     s.parts = ((s.by_m ? M : N) + s.step - 1) / s.step;
     cuvil_parallel_for(s.parts, gemm_task, &s);
