@@ -480,9 +480,10 @@ static int is_gemm_t(const cuvil_conv2d_params *p) {
 /* The swapped GEMM's scratch: its packing (per thread), then y' (OH*OW x M/group), then the
  * padded input. */
 static size_t gemm_t_scratch(const cuvil_conv2d_params *p, const cuvil_gemm_blocking *b) {
-    const int64_t Cg = p->C / p->group, Mg = p->M / p->group;
-    return CUVIL_ALIGN_UP(cuvil_gemm_job_scratch_size(p->OH * p->OW, Mg, Cg * p->KH * p->KW, b), 64) +
-           CUVIL_ALIGN_UP((size_t)(p->OH * p->OW * Mg) * sizeof(float), 64);
+    const int64_t Cg = p->C / p->group, Mg = p->M / p->group, K = Cg * p->KH * p->KW;
+    return CUVIL_ALIGN_UP(cuvil_gemm_job_scratch_size(p->OH * p->OW, Mg, K, b), 64) +
+           CUVIL_ALIGN_UP((size_t)(p->OH * p->OW * Mg) * sizeof(float), 64) +
+           CUVIL_ALIGN_UP(cuvil_gemm_packed_a_floats(p->OH * p->OW, K, b->uk->mr) * sizeof(float), 64);
 }
 
 size_t cuvil_f32_conv2d_scratch_size_ex(const cuvil_conv2d_params *p,
@@ -669,6 +670,26 @@ static void transpose_task(void *vctx, int64_t t, int tid) {
     }
 }
 
+/* The swapped GEMM's A (OHW rows, K) packed whole, in cuvil_gemm_pack_a_all's layout: task t
+ * packs K block t / 2, its first or second half of the rows. */
+typedef struct a_pack_split {
+    cuvil_gemm_pack_b_fn fn;
+    const im2col_ctx *ctx;
+    float *dst;
+    int64_t rows, K, kcb;
+    int mr;
+    int64_t half; /* rows in the first half (a multiple of mr) */
+} a_pack_split;
+
+static void a_pack_task(void *vctx, int64_t t, int tid) {
+    (void)tid;
+    const a_pack_split *s = (const a_pack_split *)vctx;
+    const int64_t pc = (t / 2) * s->kcb, kc = cuvil_min_i64(s->kcb, s->K - pc);
+    const int64_t r0 = t % 2 ? s->half : 0, r1 = t % 2 ? s->rows : cuvil_min_i64(s->half, s->rows);
+    if (r1 <= r0) return;
+    s->fn(s->ctx, pc, kc, r0, r1 - r0, s->mr, s->dst + pc * CUVIL_ALIGN_UP(s->rows, s->mr) + r0 * kc);
+}
+
 /* y' = im2col(x)' w' per image and group: rows are output pixels (packed from the image by
  * the im2col packer, as A panels), columns output channels (the weights, prepacked as B); the
  * product lands in scratch as [pixel][channel] and is transposed into y with the bias, the
@@ -683,6 +704,7 @@ static void conv2d_gemm_t(const cuvil_conv2d_params *p, const float *x, const fl
     if (padded) padded_dims(p, &Hp, &Wp);
     const int64_t HW = p->H * p->W, HWp = Hp * Wp;
     float *yt = (float *)((char *)scratch + CUVIL_ALIGN_UP(cuvil_gemm_job_scratch_size(OHW, Mg, K, b), 64));
+    float *apack = (float *)((char *)yt + CUVIL_ALIGN_UP((size_t)(OHW * Mg) * sizeof(float), 64));
     float *xpad = padded ? (float *)((char *)scratch + gemm_t_scratch(p, b)) : NULL;
     cuvil_gemm_job j;
     memset(&j, 0, sizeof j);
@@ -697,9 +719,15 @@ static void conv2d_gemm_t(const cuvil_conv2d_params *p, const float *x, const fl
     im2col_ctx ctx = {NULL, Cg, Hp, Wp, p->KH, p->KW, p->stride_h, p->stride_w,
                       padded ? 0 : p->pad_t, padded ? 0 : p->pad_l, p->dil_h, p->dil_w,
                       p->OH, p->OW, phased};
-    /* a 1x1 stride-1 conv's im2col is the image itself: its rows pack as they lie */
-    j.pack_a = is_pointwise(p) ? pack_rows : pack_b_im2col;
-    j.pack_a_ctx = &ctx;
+    /* A, the im2col matrix (a 1x1 stride-1 conv's is the image itself: its rows pack as they
+     * lie), is packed once by all threads, then read in place by every part of the GEMM (which
+     * would otherwise pack all of it in each of its column tasks) */
+    a_pack_split ap = {is_pointwise(p) ? pack_rows : pack_b_im2col, &ctx, apack, OHW, K,
+                       cuvil_gemm_kc_split(K, b->kc), b->uk->mr, 0};
+    ap.half = CUVIL_ALIGN_UP((OHW + 1) / 2, ap.mr);
+    j.a_packed = apack;
+    j.a_packed_mr = ap.mr;
+    j.a_packed_kc = b->kc;
     /* the bias per column and, without a residual (added before it), the activation go into
      * the GEMM's epilogue; the rest into the transposing copy */
     j.bias_rs = 0;
@@ -712,6 +740,7 @@ static void conv2d_gemm_t(const cuvil_conv2d_params *p, const float *x, const fl
         if (padded) pad_image(p, xn, xpad, Hp, Wp, phased);
         for (int64_t g = 0; g < G; g++) {
             ctx.x = padded ? xpad + g * Cg * HWp : xn + g * Cg * HW;
+            cuvil_parallel_for(2 * ((K + ap.kcb - 1) / ap.kcb), a_pack_task, &ap);
             j.b_packed = w_packed + (size_t)g * per;
             j.bias = bias ? bias + g * Mg : NULL;
             j.C = yt;
