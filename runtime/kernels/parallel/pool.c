@@ -4,7 +4,8 @@
  * A context created with n_threads = N > 1 starts N - 1 workers once; each run binds the pool
  * to the calling thread (thread-local), and a kernel that has enough work splits it with
  * cuvil_parallel_for: the caller is thread 0 and takes tasks too, the workers take the rest
- * from a shared counter, and the call returns when every task is done. Between calls the
+ * from a shared counter, and the call returns when every task is done (not when every worker
+ * has checked in: one that was not scheduled in time leaves its share to the others). Between calls the
  * workers spin for a short while (the next node follows within microseconds), then sleep on a
  * condition variable until the next call or the pool's end. Every spin-wait yields the CPU
  * every 1024 rounds: without it, half the 2-thread runs on a 2-vCPU VM ran 1.4x slower, and
@@ -40,6 +41,14 @@ static __thread int my_tid;   /* this thread's index in its pool (0: the caller)
 /* Spin rounds before a worker sleeps: ~1-3 ms, longer than the gap between two parallel nodes. */
 #define SPIN_ROUNDS 100000
 
+/* One call's work. Two slots, alternating by generation: a worker that wakes late reads its
+ * own generation's slot, which the next call does not touch. */
+typedef struct pool_job {
+    cuvil_task_fn fn;
+    void *ctx;
+    int64_t n_tasks;
+} pool_job;
+
 struct cuvil_pool {
     int n;                        /* threads, the caller included */
     size_t scratch_stride;        /* bytes between two threads' scratch slices */
@@ -47,13 +56,12 @@ struct cuvil_pool {
     int started;                  /* workers running */
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    /* the current call */
-    cuvil_task_fn fn;
-    void *ctx;
-    int64_t n_tasks;
-    atomic_llong next;            /* next task to take */
-    atomic_int busy;              /* workers not yet done with this call */
-    atomic_uint gen;              /* bumped for each call */
+    pool_job job[2];
+    uint32_t gen;                 /* the caller's count of calls (the current one's generation) */
+    /* (generation << 32) | next task: a task is taken by a compare-and-swap that also checks
+     * the generation, so a worker that wakes after its call ended takes nothing of the next */
+    atomic_ullong next;
+    atomic_llong done;            /* tasks of the current call finished */
     atomic_int stop;
     atomic_int active;            /* a call is in flight: nested calls run inline */
     void (*free)(void *p, void *user);
@@ -65,11 +73,24 @@ typedef struct worker_arg {
     int tid;
 } worker_arg;
 
-static void take_tasks(cuvil_pool *p, int tid) {
+static uint32_t gen_of(unsigned long long v) { return (uint32_t)(v >> 32); }
+
+/* Takes and runs tasks of generation g until none is left. The caller waits for the tasks to
+ * be done, not for the workers to check in: a worker descheduled before it took a task (a
+ * busy core, a VM's vCPU preempted) costs the call nothing. */
+static void take_tasks(cuvil_pool *p, uint32_t g, int tid) {
+    const pool_job *job = &p->job[g & 1];
+    const cuvil_task_fn fn = job->fn;
+    void *const ctx = job->ctx;
+    const int64_t n = job->n_tasks;
+    unsigned long long v = atomic_load_explicit(&p->next, memory_order_acquire);
     for (;;) {
-        const int64_t t = atomic_fetch_add_explicit(&p->next, 1, memory_order_relaxed);
-        if (t >= p->n_tasks) return;
-        p->fn(p->ctx, t, tid);
+        if (gen_of(v) != g || (int64_t)(v & 0xFFFFFFFFu) >= n) return;
+        if (!atomic_compare_exchange_weak_explicit(&p->next, &v, v + 1, memory_order_acq_rel, memory_order_acquire))
+            continue; /* v reloaded */
+        fn(ctx, (int64_t)(v & 0xFFFFFFFFu), tid);
+        atomic_fetch_add_explicit(&p->done, 1, memory_order_release);
+        v = atomic_load_explicit(&p->next, memory_order_acquire);
     }
 }
 
@@ -77,28 +98,27 @@ static void *worker_main(void *varg) {
     worker_arg *a = (worker_arg *)varg;
     cuvil_pool *p = a->pool;
     const int tid = a->tid;
-    unsigned seen = 0;
+    uint32_t seen = 0;
     bound_pool = p;   /* kernels a task calls see their pool (nested splits run inline) */
     my_tid = tid;
     for (;;) {
-        unsigned g = atomic_load_explicit(&p->gen, memory_order_acquire);
+        uint32_t g = gen_of(atomic_load_explicit(&p->next, memory_order_acquire));
         for (int spin = 0; g == seen && spin < SPIN_ROUNDS && !atomic_load_explicit(&p->stop, memory_order_relaxed);
              spin++) {
             CPU_RELAX();
             if ((spin & 1023) == 1023) sched_yield(); /* let a thread sharing this CPU run */
-            g = atomic_load_explicit(&p->gen, memory_order_acquire);
+            g = gen_of(atomic_load_explicit(&p->next, memory_order_acquire));
         }
         if (g == seen) {
             pthread_mutex_lock(&p->mu);
-            while ((g = atomic_load_explicit(&p->gen, memory_order_acquire)) == seen &&
+            while ((g = gen_of(atomic_load_explicit(&p->next, memory_order_acquire))) == seen &&
                    !atomic_load(&p->stop))
                 pthread_cond_wait(&p->cv, &p->mu);
             pthread_mutex_unlock(&p->mu);
         }
         if (atomic_load(&p->stop)) return NULL;
         seen = g;
-        take_tasks(p, tid);
-        atomic_fetch_sub_explicit(&p->busy, 1, memory_order_release);
+        take_tasks(p, g, tid);
     }
 }
 
@@ -119,8 +139,7 @@ cuvil_pool *cuvil_pool_create(int n_threads, size_t scratch_stride,
     p->free = release;
     p->user = user;
     atomic_init(&p->next, 0);
-    atomic_init(&p->busy, 0);
-    atomic_init(&p->gen, 0);
+    atomic_init(&p->done, 0);
     atomic_init(&p->stop, 0);
     atomic_init(&p->active, 0);
     if (pthread_mutex_init(&p->mu, NULL)) {
@@ -166,24 +185,27 @@ int cuvil_pool_threads(const cuvil_pool *p) { return p ? p->n : 1; }
 void cuvil_parallel_for(int64_t n_tasks, cuvil_task_fn fn, void *ctx) {
     cuvil_pool *p = (cuvil_pool *)bound_pool;
     if (n_tasks <= 0) return;
-    if (!p || n_tasks == 1 || p->n <= 1 || atomic_load_explicit(&p->active, memory_order_acquire)) {
+    if (!p || n_tasks == 1 || p->n <= 1 || n_tasks > 0xFFFFFFFFLL ||
+        atomic_load_explicit(&p->active, memory_order_acquire)) {
         /* one thread, one task, or called from inside a task: run inline */
         const int tid = p ? my_tid : 0;
         for (int64_t t = 0; t < n_tasks; t++) fn(ctx, t, tid);
         return;
     }
     atomic_store_explicit(&p->active, 1, memory_order_release);
-    p->fn = fn;
-    p->ctx = ctx;
-    p->n_tasks = n_tasks;
-    atomic_store_explicit(&p->next, 0, memory_order_relaxed);
-    atomic_store_explicit(&p->busy, p->n - 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&p->gen, 1, memory_order_release);
+    if (++p->gen == 0) p->gen = 1; /* 0 is the generation workers start having seen */
+    const uint32_t g = p->gen;
+    pool_job *job = &p->job[g & 1];
+    job->fn = fn;
+    job->ctx = ctx;
+    job->n_tasks = n_tasks;
+    atomic_store_explicit(&p->done, 0, memory_order_relaxed);
+    atomic_store_explicit(&p->next, (unsigned long long)g << 32, memory_order_release);
     pthread_mutex_lock(&p->mu);
     pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
-    take_tasks(p, 0);
-    for (unsigned spin = 1; atomic_load_explicit(&p->busy, memory_order_acquire) != 0; spin++) {
+    take_tasks(p, g, 0);
+    for (unsigned spin = 1; atomic_load_explicit(&p->done, memory_order_acquire) < n_tasks; spin++) {
         CPU_RELAX();
         if ((spin & 1023) == 0) sched_yield(); /* a worker on this CPU must run to finish */
     }
