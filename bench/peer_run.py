@@ -8,7 +8,7 @@ after a run; with two threads on two cores that alone slowed a Cuvil run beside 
     peer_run.py aoti  PACKAGE.pt2 INPUT.npy THREADS ITERS
 
 Prints one JSON line: times_ms (each timed run), load_ms (session or package load), first_ms
-(the first run), peak_rss_mb (this process's peak resident set).
+(the first run), peak_rss_mb (this process's peak resident set, VmHWM).
 """
 import json
 import resource
@@ -58,7 +58,14 @@ def main():
         t = time.perf_counter()
         run()
         times.append((time.perf_counter() - t) * 1e3)
+    # VmHWM: Linux keeps ru_maxrss across execve, so it would report the parent's peak
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                rss = int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
     print(json.dumps(dict(times_ms=times, load_ms=load_ms, first_ms=first_ms, peak_rss_mb=rss)))
 
 
