@@ -98,6 +98,7 @@ typedef struct cuvil_model_options {
      * the caller. Workers spin for ~1-3 ms after each parallel step, then sleep until the next
      * run. Contexts do not share threads: k contexts of N threads running at the same time use
      * k x N threads, so keep that sum within the cores (more only slows every context down).
+     * N above the CPUs the process may run on (its affinity mask) is reduced to that count.
      * Not with `buffer` (a context in the caller's memory runs on the calling thread). */
     int n_threads;
     const char *weights_path;   /* reserved for external weights; must be NULL for now */

@@ -92,7 +92,9 @@ typedef struct cuvil_act_params {
 #define CUVIL_MAX_THREADS 256
 typedef struct cuvil_pool cuvil_pool;
 typedef void (*cuvil_task_fn)(void *ctx, int64_t task, int tid);
-/* NULL when n_threads <= 1, out of memory, or no thread could start (then run on one). */
+/* NULL when n_threads <= 1, out of memory, or no thread could start (then run on one). The
+ * pool keeps at most as many threads as the CPUs the process may run on (its affinity mask;
+ * a pool of one runs everything on the caller), unless CUVIL_OVERSUBSCRIBE=1 is set. */
 cuvil_pool *cuvil_pool_create(int n_threads, size_t scratch_stride,
                               void *(*alloc)(size_t size, size_t align, void *user),
                               void (*release)(void *p, void *user), void *user);

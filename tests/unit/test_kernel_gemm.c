@@ -384,6 +384,7 @@ static void test_threads(void) {
 }
 
 int main(void) {
+    setenv("CUVIL_OVERSUBSCRIBE", "1", 1); /* pools of 3 threads even on 2 CPUs: uneven splits */
     test_target_table();
     test_threads();
     test_shapes();
