@@ -70,8 +70,10 @@ def main(argv=None):
         src = (out / "model.c").read_text()
         # descriptions: the comment before each "static int nodeK(" definition
         descs = {}
-        for m in re.finditer(r"\n/\* (.*?) \*/\n(?:.*?\n)*?static int node(\d+)\(", src):
-            descs[int(m.group(2))] = m.group(1)[:400]
+        for m in re.finditer(r"^static int node(\d+)\(", src, flags=re.M):
+            before = re.findall(r"^/\* (.*?) \*/$", src[:m.start()], flags=re.M)
+            if before:
+                descs[int(m.group(1))] = before[-1][:400]
         calls = re.findall(r"^    (?:if \()?node(\d+)\(A, S, in, out, D\)", src, flags=re.M)
         n = max(int(c) for c in calls) + 1
         iters = args.iters + 10

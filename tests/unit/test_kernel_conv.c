@@ -284,6 +284,12 @@ static const conv_case conv_cases[] = {
     {1, 7, 9, 19, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 7},    /* depthwise 3x3 s1 */
     {2, 5, 10, 21, 5, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 5},   /* depthwise 3x3 s2 */
     {1, 4, 9, 23, 4, 3, 3, 2, 2, 0, 0, 1, 1, 1, 1, 4},    /* depthwise 3x3 s2 SAME-upper */
+    {1, 3, 16, 34, 3, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 3},   /* depthwise 3x3 s2, even width */
+    {1, 2, 9, 40, 2, 3, 3, 2, 2, 1, 1, 0, 0, 1, 1, 2},    /* depthwise 3x3 s2, odd padded width */
+    {1, 2, 8, 36, 2, 5, 5, 2, 2, 1, 1, 2, 2, 1, 1, 2},    /* depthwise 5x5 s2, uneven pads */
+    {1, 2, 13, 53, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2},   /* depthwise 3x3 s1, rows not a multiple of 4 */
+    {1, 2, 11, 16, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2},   /* depthwise 3x3 s1, one full vector */
+    {1, 2, 7, 7, 2, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2},     /* depthwise 3x3 s2 to 4x4 */
     {1, 3, 12, 17, 3, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 3},   /* depthwise 5x5 s1 */
     {1, 3, 11, 18, 3, 5, 5, 2, 2, 2, 2, 2, 2, 1, 1, 3},   /* depthwise 5x5 s2 */
     {1, 3, 3, 4, 3, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 3},     /* depthwise kernel wider than input */
