@@ -59,6 +59,9 @@ static cuvil_status lower_conv(cir_graph *g, cir_node *n, const cuvil_target_inf
     bool depthwise = p.C / p.group == 1;
     bool pointwise = p.KH == 1 && p.KW == 1 && p.stride_h == 1 && p.stride_w == 1 && p.pad_t == 0 && p.pad_l == 0 &&
                      p.OH == p.H && p.OW == p.W;
+    /* runtime/kernels/conv/conv2d.c, is_strided_pointwise */
+    bool strided_pw = !depthwise && p.KH == 1 && p.KW == 1 && (p.stride_h > 1 || p.stride_w > 1) && p.pad_t == 0 &&
+                      p.pad_l == 0 && (p.OH - 1) * p.stride_h + 1 <= p.H && (p.OW - 1) * p.stride_w + 1 <= p.W;
     if (depthwise) {
         snprintf(algo, sizeof algo, "direct depthwise%s", (p.KH == 3 || p.KH == 5) && p.KH == p.KW ? " (register-tiled)" : "");
     } else {
@@ -73,7 +76,7 @@ static cuvil_status lower_conv(cir_graph *g, cir_node *n, const cuvil_target_inf
         bool wino_t = wino && tiles <= 64 && tile_fill(tiles, p.M, t->mr, t->nr) > 1.05 * tile_fill(p.M, tiles, t->mr, t->nr);
         p.algo = wino_t ? CUVIL_CONV_WINOGRAD_T : wino ? CUVIL_CONV_WINOGRAD : swap ? CUVIL_CONV_GEMM_T : 0;
         snprintf(algo, sizeof algo, "%s, gemm %dx%d kc=%lld",
-                 wino_t ? "winograd F(4x4,3x3), tiles as rows" : wino ? "winograd F(4x4,3x3)" : swap ? "im2col+gemm, pixels as rows" : pointwise ? "1x1 as gemm" : "im2col+gemm",
+                 wino_t ? "winograd F(4x4,3x3), tiles as rows" : wino ? "winograd F(4x4,3x3)" : swap ? (strided_pw ? "1x1 strided as gemm on a subsampled copy, pixels as rows" : "im2col+gemm, pixels as rows") : pointwise ? "1x1 as gemm" : strided_pw ? "1x1 strided as gemm on a subsampled copy" : "im2col+gemm",
                  t->mr, t->nr, (long long)t->kc);
         if (packed) {
             p.packed_mr = swap || wino_t ? t->nr : t->mr;   /* the swapped GEMMs pack the weights as their B */

@@ -284,12 +284,6 @@ static const conv_case conv_cases[] = {
     {1, 7, 9, 19, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 7},    /* depthwise 3x3 s1 */
     {2, 5, 10, 21, 5, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 5},   /* depthwise 3x3 s2 */
     {1, 4, 9, 23, 4, 3, 3, 2, 2, 0, 0, 1, 1, 1, 1, 4},    /* depthwise 3x3 s2 SAME-upper */
-    {1, 3, 16, 34, 3, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 3},   /* depthwise 3x3 s2, even width */
-    {1, 2, 9, 40, 2, 3, 3, 2, 2, 1, 1, 0, 0, 1, 1, 2},    /* depthwise 3x3 s2, odd padded width */
-    {1, 2, 8, 36, 2, 5, 5, 2, 2, 1, 1, 2, 2, 1, 1, 2},    /* depthwise 5x5 s2, uneven pads */
-    {1, 2, 13, 53, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2},   /* depthwise 3x3 s1, rows not a multiple of 4 */
-    {1, 2, 11, 16, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2},   /* depthwise 3x3 s1, one full vector */
-    {1, 2, 7, 7, 2, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2},     /* depthwise 3x3 s2 to 4x4 */
     {1, 3, 12, 17, 3, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 3},   /* depthwise 5x5 s1 */
     {1, 3, 11, 18, 3, 5, 5, 2, 2, 2, 2, 2, 2, 1, 1, 3},   /* depthwise 5x5 s2 */
     {1, 3, 3, 4, 3, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 3},     /* depthwise kernel wider than input */
@@ -308,6 +302,14 @@ static const conv_case conv_cases[] = {
     {2, 8, 33, 35, 10, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},  /* 3x3 s1, many tiles, batch */
     {1, 300, 6, 5, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},   /* 3x3 s1, C > KC */
     {1, 2, 2, 3, 3, 3, 3, 1, 1, 2, 2, 2, 2, 1, 1, 1},     /* 3x3 s1, image smaller than a tile */
+    {2, 5, 11, 8, 7, 1, 1, 2, 3, 0, 0, 0, 0, 1, 1, 1},    /* 1x1 strides 2x3, batch (subsampled) */
+    {1, 12, 14, 14, 40, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 1}, /* 1x1 stride 2 to 7x7 (pixels as rows) */
+    {1, 3, 16, 34, 3, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 3},   /* depthwise 3x3 s2, even width */
+    {1, 2, 9, 40, 2, 3, 3, 2, 2, 1, 1, 0, 0, 1, 1, 2},    /* depthwise 3x3 s2, odd padded width */
+    {1, 2, 8, 36, 2, 5, 5, 2, 2, 1, 1, 2, 2, 1, 1, 2},    /* depthwise 5x5 s2, uneven pads */
+    {1, 2, 13, 53, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2},   /* depthwise 3x3 s1, rows not a multiple of 4 */
+    {1, 2, 11, 16, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2},   /* depthwise 3x3 s1, one full vector */
+    {1, 2, 7, 7, 2, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2},     /* depthwise 3x3 s2 to 4x4 */
 };
 
 static void test_conv2d(void) {

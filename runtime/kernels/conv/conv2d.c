@@ -20,6 +20,10 @@
 
 #include "../rt_int.h"
 
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
 /* ===== im2col packer =================================================================== */
 typedef struct im2col_ctx {
     const float *x; /* first input channel of the group, one image */
@@ -630,8 +634,68 @@ static size_t gemm_t_scratch(const cuvil_conv2d_params *p, const cuvil_gemm_bloc
            CUVIL_ALIGN_UP(cuvil_gemm_packed_a_floats(p->OH * p->OW, K, b->uk->mr) * sizeof(float), 64);
 }
 
+/* A 1x1 conv with a stride and no padding (ResNet's downsampling shortcuts): the im2col
+ * packer would gather every other column; instead each image is subsampled once into scratch
+ * ([C][OH*OW], contiguous) and run as the 1x1 stride-1 conv of that. */
+static int is_strided_pointwise(const cuvil_conv2d_params *p) {
+    return p->KH == 1 && p->KW == 1 && (p->stride_h > 1 || p->stride_w > 1) && p->pad_t == 0 && p->pad_l == 0 &&
+           pad_end(p->H, p->OH, 1, p->stride_h, 1, 0) == 0 && pad_end(p->W, p->OW, 1, p->stride_w, 1, 0) == 0 &&
+           !is_depthwise(p);
+}
+
+static cuvil_conv2d_params subsampled(const cuvil_conv2d_params *p) {
+    cuvil_conv2d_params q = *p;
+    q.N = 1;
+    q.H = p->OH;
+    q.W = p->OW;
+    q.stride_h = q.stride_w = 1;
+    return q;
+}
+
+typedef struct subsample_job {
+    const cuvil_conv2d_params *p;
+    const float *x;
+    float *xs;
+} subsample_job;
+
+static void subsample_task(void *vctx, int64_t t, int tid) {
+    (void)tid;
+    const subsample_job *j = (const subsample_job *)vctx;
+    const cuvil_conv2d_params *p = j->p;
+    const int64_t c0 = t * 16, c1 = cuvil_min_i64(p->C, c0 + 16);
+    for (int64_t c = c0; c < c1; c++)
+        for (int64_t oh = 0; oh < p->OH; oh++) {
+            const float *src = j->x + (c * p->H + oh * p->stride_h) * p->W;
+            float *dst = j->xs + (c * p->OH + oh) * p->OW;
+            for (int64_t ow = 0; ow < p->OW; ow++) dst[ow] = src[ow * p->stride_w];
+        }
+}
+
+/* Runs each image of a strided 1x1 conv as the stride-1 conv `run` of its subsampled copy. */
+static void conv2d_strided_pointwise(const cuvil_conv2d_params *p, const float *x, const float *w, const float *bias,
+                                     const float *residual, float *y, void *scratch, const cuvil_gemm_blocking *b,
+                                     int prepacked) {
+    const cuvil_conv2d_params q = subsampled(p);
+    float *xs = (float *)((char *)scratch + CUVIL_ALIGN_UP(cuvil_f32_conv2d_scratch_size_ex(&q, b), 64));
+    const int64_t ysz = p->M * p->OH * p->OW;
+    for (int64_t n = 0; n < p->N; n++) {
+        subsample_job j = {p, x + n * p->C * p->H * p->W, xs};
+        cuvil_parallel_for((p->C + 15) / 16, subsample_task, &j);
+        const float *r = residual ? residual + n * ysz : NULL;
+        if (prepacked)
+            cuvil_f32_conv2d_prepacked(&q, xs, w, bias, r, y + n * ysz, scratch);
+        else
+            cuvil_f32_conv2d_ex(&q, xs, w, bias, r, y + n * ysz, scratch, b);
+    }
+}
+
 size_t cuvil_f32_conv2d_scratch_size_ex(const cuvil_conv2d_params *p,
                                         const cuvil_gemm_blocking *b) {
+    if (is_strided_pointwise(p)) {
+        const cuvil_conv2d_params q = subsampled(p);
+        return CUVIL_ALIGN_UP(cuvil_f32_conv2d_scratch_size_ex(&q, b), 64) +
+               CUVIL_ALIGN_UP((size_t)(p->C * p->OH * p->OW) * sizeof(float), 64);
+    }
     if (is_depthwise(p)) return dw_scratch_size(p);
     if (is_winograd(p)) return cuvil_f32_conv2d_winograd_scratch_size(p, b);
     size_t n = is_gemm_t(p) ? gemm_t_scratch(p, b) : gemm_scratch(p, b);
@@ -658,6 +722,10 @@ static void conv2d_gemm(const cuvil_conv2d_params *p, const float *x, const floa
 void cuvil_f32_conv2d_ex(const cuvil_conv2d_params *p, const float *x, const float *w,
                          const float *bias, const float *residual, float *y, void *scratch,
                          const cuvil_gemm_blocking *b) {
+    if (is_strided_pointwise(p) && p->N > 0 && p->M > 0 && p->OH > 0 && p->OW > 0) {
+        conv2d_strided_pointwise(p, x, w, bias, residual, y, scratch, b, 0);
+        return;
+    }
     conv2d_gemm(p, x, w, NULL, bias, residual, y, scratch, b);
 }
 
@@ -712,6 +780,11 @@ void cuvil_f32_conv2d_prepacked(const cuvil_conv2d_params *p, const float *x, co
                                 const float *bias, const float *residual, float *y, void *scratch) {
     if (is_depthwise(p) || p->packed_mr <= 0) {   /* nothing was packed: w_packed is w */
         cuvil_f32_conv2d(p, x, w_packed, bias, residual, y, scratch);
+        return;
+    }
+    if (is_strided_pointwise(p)) {
+        if (p->N > 0 && p->M > 0 && p->OH > 0 && p->OW > 0)
+            conv2d_strided_pointwise(p, x, w_packed, bias, residual, y, scratch, cuvil_gemm_default_blocking(), 1);
         return;
     }
     if (is_winograd(p)) {
@@ -793,25 +866,61 @@ typedef struct transpose_out {
     int64_t yoff, Mg, OHW;
 } transpose_out;
 
+#if defined(__AVX2__)
+/* An 8 x 8 block: d[i][j] = s[j][i] (+ r[i][j]); r may be d itself (each row of r is read
+ * before that row of d is written). */
+static inline void transpose8x8(const float *s, int64_t lds, float *d, const float *r, int64_t ldd) {
+    __m256 a[8], t[8];
+    for (int i = 0; i < 8; i++) a[i] = _mm256_loadu_ps(s + i * lds);
+    for (int i = 0; i < 4; i++) {
+        t[2 * i] = _mm256_unpacklo_ps(a[2 * i], a[2 * i + 1]);
+        t[2 * i + 1] = _mm256_unpackhi_ps(a[2 * i], a[2 * i + 1]);
+    }
+    for (int i = 0; i < 2; i++) {
+        a[4 * i + 0] = _mm256_shuffle_ps(t[4 * i + 0], t[4 * i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+        a[4 * i + 1] = _mm256_shuffle_ps(t[4 * i + 0], t[4 * i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+        a[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+        a[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+    for (int i = 0; i < 4; i++) {
+        t[i] = _mm256_permute2f128_ps(a[i], a[i + 4], 0x20);
+        t[i + 4] = _mm256_permute2f128_ps(a[i], a[i + 4], 0x31);
+    }
+    for (int i = 0; i < 8; i++) {
+        __m256 v = t[i];
+        if (r) v = _mm256_add_ps(v, _mm256_loadu_ps(r + i * ldd));
+        _mm256_storeu_ps(d + i * ldd, v);
+    }
+}
+#endif
+
 static void transpose_task(void *vctx, int64_t t, int tid) {
     (void)tid;
     const transpose_out *r = (const transpose_out *)vctx;
     const int64_t OHW = r->OHW, Mg = r->Mg, m0 = 16 * t, m1 = cuvil_min_i64(Mg, m0 + 16);
     float *y = r->y + r->yoff;
-    if (r->residual) {
-        /* the residual may be y itself: each element is read before it is written */
-        const float *res = r->residual + r->yoff;
-        for (int64_t q = 0; q < OHW; q++) {
-            const float *src = r->yt + q * Mg;
-            for (int64_t m = m0; m < m1; m++) y[m * OHW + q] = src[m] + res[m * OHW + q];
-        }
-        for (int64_t m = m0; m < m1; m++) act_inplace(&r->p->act, y + m * OHW, OHW);
-    } else {
-        for (int64_t q = 0; q < OHW; q++) {
-            const float *src = r->yt + q * Mg;
-            for (int64_t m = m0; m < m1; m++) y[m * OHW + q] = src[m];
-        }
+    /* the residual may be y itself: each element is read before it is written */
+    const float *res = r->residual ? r->residual + r->yoff : NULL;
+    int64_t q0 = 0, mv = m0;
+#if defined(__AVX2__)
+    /* 8 x 8 blocks in registers; the rows and columns left over element by element */
+    mv = m0 + (m1 - m0) / 8 * 8;
+    q0 = OHW / 8 * 8;
+    for (int64_t m = m0; m < mv; m += 8)
+        for (int64_t q = 0; q < q0; q += 8)
+            transpose8x8(r->yt + q * Mg + m, Mg, y + m * OHW + q, res ? res + m * OHW + q : NULL, OHW);
+    for (int64_t q = q0; q < OHW; q++) {
+        const float *src = r->yt + q * Mg;
+        for (int64_t m = m0; m < mv; m++) y[m * OHW + q] = res ? src[m] + res[m * OHW + q] : src[m];
     }
+#endif
+    for (int64_t q = 0; q < OHW; q++) {
+        const float *src = r->yt + q * Mg;
+        for (int64_t m = mv; m < m1; m++) y[m * OHW + q] = res ? src[m] + res[m * OHW + q] : src[m];
+    }
+    (void)q0;
+    if (res)
+        for (int64_t m = m0; m < m1; m++) act_inplace(&r->p->act, y + m * OHW, OHW);
 }
 
 /* The swapped GEMM's A (OHW rows, K) packed whole, in cuvil_gemm_pack_a_all's layout: task t
