@@ -117,6 +117,9 @@ void cuvil_f32_gemm_pack_b_t16__avx2(size_t kc, const float *src, size_t ld, flo
 void cuvil_f32_gemm_ukernel_8x32__avx512(size_t kc, const float *a, const float *b, float *c, size_t ldc,
                                          size_t mr, size_t nr, const float *c_in, size_t ld_in,
                                          const cuvil_ukernel_epi *epi);
+void cuvil_f32_gemm_ukernel_7x32__avx512(size_t kc, const float *a, const float *b, float *c, size_t ldc,
+                                         size_t mr, size_t nr, const float *c_in, size_t ld_in,
+                                         const cuvil_ukernel_epi *epi);
 /* acc[t] += sum_k a[k] * panel[k*32 + t] for t < 32. */
 void cuvil_f32_gemv_panel32__avx512(size_t kc, const float *a, const float *panel, float *acc);
 #endif
@@ -133,6 +136,9 @@ typedef struct cuvil_gemm_blocking {
 } cuvil_gemm_blocking;
 
 const cuvil_gemm_blocking *cuvil_gemm_default_blocking(void);
+/* b, or b with the microkernel of the same NR whose MR pads M to the fewest rows (49 rows:
+ * 7x32 computes 49 where 8x32 computes 56), for A operands packed at run time. */
+cuvil_gemm_blocking cuvil_gemm_blocking_for_rows(const cuvil_gemm_blocking *b, int64_t M);
 
 /* Packs rows [k0, k0+kc) x columns [n0, n0+nc) of the (virtual) B operand into `dst` as
  * ceil(nc/nr) panels, each kc x nr row-major, zero padded past nc. */

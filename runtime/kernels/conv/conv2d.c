@@ -627,8 +627,10 @@ static int is_gemm_t(const cuvil_conv2d_params *p) {
 
 /* The swapped GEMM's scratch: its packing (per thread), then y' (OH*OW x M/group), then the
  * padded input. */
-static size_t gemm_t_scratch(const cuvil_conv2d_params *p, const cuvil_gemm_blocking *b) {
+static size_t gemm_t_scratch(const cuvil_conv2d_params *p, const cuvil_gemm_blocking *b_default) {
     const int64_t Cg = p->C / p->group, Mg = p->M / p->group, K = Cg * p->KH * p->KW;
+    /* run with the microkernel that fits the pixel count (cuvil_gemm_blocking_for_rows) */
+    const cuvil_gemm_blocking br = cuvil_gemm_blocking_for_rows(b_default, p->OH * p->OW), *b = &br;
     return CUVIL_ALIGN_UP(cuvil_gemm_job_scratch_size(p->OH * p->OW, Mg, K, b), 64) +
            CUVIL_ALIGN_UP((size_t)(p->OH * p->OW * Mg) * sizeof(float), 64) +
            CUVIL_ALIGN_UP(cuvil_gemm_packed_a_floats(p->OH * p->OW, K, b->uk->mr) * sizeof(float), 64);
@@ -948,8 +950,10 @@ static void a_pack_task(void *vctx, int64_t t, int tid) {
  * product lands in scratch as [pixel][channel] and is transposed into y with the bias, the
  * residual and the activation. */
 static void conv2d_gemm_t(const cuvil_conv2d_params *p, const float *x, const float *w_packed, const float *bias,
-                          const float *residual, float *y, void *scratch, const cuvil_gemm_blocking *b) {
+                          const float *residual, float *y, void *scratch, const cuvil_gemm_blocking *b_default) {
     if (p->N <= 0 || p->M <= 0 || p->OH <= 0 || p->OW <= 0) return;
+    /* A (the pixels) is packed here, so any MR may pack it: the one that pads the fewest rows */
+    const cuvil_gemm_blocking br = cuvil_gemm_blocking_for_rows(b_default, p->OH * p->OW), *b = &br;
     const int64_t G = p->group, Cg = p->C / G, Mg = p->M / G;
     const int64_t OHW = p->OH * p->OW, KK = p->KH * p->KW, K = Cg * KK;
     const int padded = use_padded(p);
@@ -958,7 +962,7 @@ static void conv2d_gemm_t(const cuvil_conv2d_params *p, const float *x, const fl
     const int64_t HW = p->H * p->W, HWp = Hp * Wp;
     float *yt = (float *)((char *)scratch + CUVIL_ALIGN_UP(cuvil_gemm_job_scratch_size(OHW, Mg, K, b), 64));
     float *apack = (float *)((char *)yt + CUVIL_ALIGN_UP((size_t)(OHW * Mg) * sizeof(float), 64));
-    float *xpad = padded ? (float *)((char *)scratch + gemm_t_scratch(p, b)) : NULL;
+    float *xpad = padded ? (float *)((char *)scratch + gemm_t_scratch(p, b_default)) : NULL;
     cuvil_gemm_job j;
     memset(&j, 0, sizeof j);
     j.M = OHW;

@@ -29,6 +29,7 @@ const cuvil_gemm_ukernel_desc cuvil_f32_gemm_ukernels[] = {
     {cuvil_f32_gemm_ukernel_6x16__avx2_fma, 6, 16, "6x16__avx2_fma"},
 #endif
 #if CUVIL_HAVE_AVX512
+    {cuvil_f32_gemm_ukernel_7x32__avx512, 7, 32, "7x32__avx512"},
     {cuvil_f32_gemm_ukernel_8x32__avx512, 8, 32, "8x32__avx512"},
 #endif
 };
@@ -52,6 +53,20 @@ static const cuvil_gemm_blocking default_blocking = {
 };
 
 const cuvil_gemm_blocking *cuvil_gemm_default_blocking(void) { return &default_blocking; }
+
+cuvil_gemm_blocking cuvil_gemm_blocking_for_rows(const cuvil_gemm_blocking *b, int64_t M) {
+    cuvil_gemm_blocking best = *b;
+    int64_t best_rows = CUVIL_ALIGN_UP(M, b->uk->mr);
+    for (size_t u = 0; u < N_UKERNELS; u++) {
+        const cuvil_gemm_ukernel_desc *uk = &cuvil_f32_gemm_ukernels[u];
+        const int64_t rows = CUVIL_ALIGN_UP(M, uk->mr);
+        if (uk->nr != b->uk->nr || rows >= best_rows) continue;
+        best_rows = rows;
+        best.uk = uk;
+        best.mc = cuvil_max_i64(uk->mr, b->mc / uk->mr * uk->mr);
+    }
+    return best;
+}
 
 /* ===== Portable microkernel ======================================================== */
 /* Plain C written so that -O3 keeps the 4x8 accumulators in vector registers (two SSE or one

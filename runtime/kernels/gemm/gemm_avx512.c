@@ -15,6 +15,40 @@
 #define MR 8
 #define NR 32
 
+/* Rows [0, mr) x columns [0, nr) of the accumulators into c: + c_in, then the fused epilogue
+ * (bias, then the clamp: max(lo, v), min(hi, v) keep a NaN v). Partial columns: masked loads
+ * and stores touch only the valid part. */
+static inline __attribute__((always_inline)) void store_tile(__m512 (*acc)[2], float *c, size_t ldc, size_t mr,
+                                                             size_t nr, const float *c_in, size_t ld_in,
+                                                             const cuvil_ukernel_epi *epi) {
+    const __mmask16 m0 = (__mmask16)(nr >= 16 ? 0xFFFFu : (1u << nr) - 1u);
+    const __mmask16 m1 = (__mmask16)(nr <= 16 ? 0u : nr >= 32 ? 0xFFFFu : (1u << (nr - 16)) - 1u);
+    __m512 lo = _mm512_set1_ps(-INFINITY), hi = _mm512_set1_ps(INFINITY);
+    __m512 cb0 = _mm512_setzero_ps(), cb1 = _mm512_setzero_ps();
+    if (epi) {
+        lo = _mm512_set1_ps(epi->lo);
+        hi = _mm512_set1_ps(epi->hi);
+        if (epi->col_bias) {
+            cb0 = _mm512_maskz_loadu_ps(m0, epi->col_bias);
+            cb1 = _mm512_maskz_loadu_ps(m1, epi->col_bias + 16);
+        }
+    }
+    for (size_t i = 0; i < mr; i++) {
+        __m512 v0 = acc[i][0], v1 = acc[i][1];
+        if (c_in) {
+            v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, c_in + i * ld_in));
+            v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, c_in + i * ld_in + 16));
+        }
+        if (epi) {
+            const __m512 bi = epi->row_bias ? _mm512_set1_ps(epi->row_bias[i]) : _mm512_setzero_ps();
+            v0 = _mm512_min_ps(hi, _mm512_max_ps(lo, _mm512_add_ps(v0, _mm512_add_ps(bi, cb0))));
+            v1 = _mm512_min_ps(hi, _mm512_max_ps(lo, _mm512_add_ps(v1, _mm512_add_ps(bi, cb1))));
+        }
+        _mm512_mask_storeu_ps(c + i * ldc, m0, v0);
+        _mm512_mask_storeu_ps(c + i * ldc + 16, m1, v1);
+    }
+}
+
 void cuvil_f32_gemm_ukernel_8x32__avx512(size_t kc, const float *a, const float *b, float *c, size_t ldc,
                                          size_t mr, size_t nr, const float *c_in, size_t ld_in,
                                          const cuvil_ukernel_epi *epi) {
@@ -51,34 +85,29 @@ void cuvil_f32_gemm_ukernel_8x32__avx512(size_t kc, const float *a, const float 
 
     __m512 acc[MR][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31},
                          {c40, c41}, {c50, c51}, {c60, c61}, {c70, c71}};
-    /* partial columns: masked loads and stores touch only the valid part */
-    const __mmask16 m0 = (__mmask16)(nr >= 16 ? 0xFFFFu : (1u << nr) - 1u);
-    const __mmask16 m1 = (__mmask16)(nr <= 16 ? 0u : nr >= 32 ? 0xFFFFu : (1u << (nr - 16)) - 1u);
-    /* the fused epilogue: bias, then the clamp (max(lo, v), min(hi, v) keep a NaN v) */
-    __m512 lo = _mm512_set1_ps(-INFINITY), hi = _mm512_set1_ps(INFINITY);
-    __m512 cb0 = _mm512_setzero_ps(), cb1 = _mm512_setzero_ps();
-    if (epi) {
-        lo = _mm512_set1_ps(epi->lo);
-        hi = _mm512_set1_ps(epi->hi);
-        if (epi->col_bias) {
-            cb0 = _mm512_maskz_loadu_ps(m0, epi->col_bias);
-            cb1 = _mm512_maskz_loadu_ps(m1, epi->col_bias + 16);
+    store_tile(acc, c, ldc, mr, nr, c_in, ld_in, epi);
+}
+
+/* The same with 7 rows (14 accumulators): a 7x7 map's 49 output pixels as the rows of the
+ * swapped conv GEMM fill 7 tiles of 7 exactly, where 8-row tiles compute 56. */
+void cuvil_f32_gemm_ukernel_7x32__avx512(size_t kc, const float *a, const float *b, float *c, size_t ldc,
+                                         size_t mr, size_t nr, const float *c_in, size_t ld_in,
+                                         const cuvil_ukernel_epi *epi) {
+    enum { R = 7 };
+    __m512 acc[R][2];
+    for (int i = 0; i < R; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+    for (size_t k = 0; k < kc; k++) {
+        const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
+#pragma GCC unroll 7
+        for (int i = 0; i < R; i++) {
+            const __m512 av = _mm512_set1_ps(a[i]);
+            acc[i][0] = _mm512_fmadd_ps(av, b0, acc[i][0]);
+            acc[i][1] = _mm512_fmadd_ps(av, b1, acc[i][1]);
         }
+        a += R;
+        b += NR;
     }
-    for (size_t i = 0; i < mr; i++) {
-        __m512 v0 = acc[i][0], v1 = acc[i][1];
-        if (c_in) {
-            v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, c_in + i * ld_in));
-            v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, c_in + i * ld_in + 16));
-        }
-        if (epi) {
-            const __m512 bi = epi->row_bias ? _mm512_set1_ps(epi->row_bias[i]) : _mm512_setzero_ps();
-            v0 = _mm512_min_ps(hi, _mm512_max_ps(lo, _mm512_add_ps(v0, _mm512_add_ps(bi, cb0))));
-            v1 = _mm512_min_ps(hi, _mm512_max_ps(lo, _mm512_add_ps(v1, _mm512_add_ps(bi, cb1))));
-        }
-        _mm512_mask_storeu_ps(c + i * ldc, m0, v0);
-        _mm512_mask_storeu_ps(c + i * ldc + 16, m1, v1);
-    }
+    store_tile(acc, c, ldc, mr, nr, c_in, ld_in, epi);
 }
 
 /* acc[t] += sum_k a[k] * panel[k*32 + t] for t < 32 (one row of A times a packed B panel). */
