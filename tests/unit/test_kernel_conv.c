@@ -310,6 +310,10 @@ static const conv_case conv_cases[] = {
     {1, 2, 13, 53, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2},   /* depthwise 3x3 s1, rows not a multiple of 4 */
     {1, 2, 11, 16, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2},   /* depthwise 3x3 s1, one full vector */
     {1, 2, 7, 7, 2, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2},     /* depthwise 3x3 s2 to 4x4 */
+    {1, 2, 1, 1, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2},     /* depthwise 3x3 s1 on a 1x1 image */
+    {1, 2, 2, 2, 2, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2},     /* depthwise 3x3 s2 to 1x1 */
+    {1, 3, 5, 3, 3, 3, 3, 2, 2, 0, 1, 1, 0, 1, 1, 3},     /* depthwise 3x3 s2, asymmetric pads */
+    {1, 4, 3, 3, 5, 1, 1, 4, 4, 0, 0, 0, 0, 1, 1, 1},     /* 1x1 stride larger than the image */
 };
 
 static void test_conv2d(void) {
