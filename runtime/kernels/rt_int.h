@@ -136,8 +136,8 @@ typedef struct cuvil_gemm_blocking {
 } cuvil_gemm_blocking;
 
 const cuvil_gemm_blocking *cuvil_gemm_default_blocking(void);
-/* b, or b with the microkernel of the same NR whose MR pads M to the fewest rows (49 rows:
- * 7x32 computes 49 where 8x32 computes 56), for A operands packed at run time. */
+/* b, or b with a microkernel of the same NR whose MR pads M to at least 5% fewer rows (49
+ * rows: 7x32 computes 49 where 8x32 computes 56), for A operands packed at run time. */
 cuvil_gemm_blocking cuvil_gemm_blocking_for_rows(const cuvil_gemm_blocking *b, int64_t M);
 
 /* Packs rows [k0, k0+kc) x columns [n0, n0+nc) of the (virtual) B operand into `dst` as
