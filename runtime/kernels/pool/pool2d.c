@@ -102,16 +102,63 @@ static void global_pool(const cuvil_pool2d_params *p, const float *x, float *y) 
     }
 }
 
+/* Max pooling with undilated rows, one output row (yr) from the plane xc: separably, the max
+ * of the valid input rows into a row t first (contiguous loads), then the max over each
+ * window's KW columns of t; t is -FLT_MAX where the window leaves the input, so neither pass
+ * branches. A window's KH x KW taps are visited once each (the 3x3 stride-2 pool after
+ * ResNet's stem took 9 strided passes per row before). The `v > acc` fold skips NaN taps, in
+ * any grouping, as the other paths do. Output columns go in chunks whose t fits on the stack. */
+#define MAXROW_T 512
+static int maxrow_fits(const cuvil_pool2d_params *p) {
+    return p->kind == CUVIL_POOL_MAX && p->dil_h == 1 && (p->KW - 1) * p->dil_w + 1 <= MAXROW_T / 2 &&
+           p->stride_w <= MAXROW_T / 4;
+}
+
+static void max_row(const cuvil_pool2d_params *p, const float *xc, float *yr, int64_t oh) {
+    const int64_t H = p->H, W = p->W, OW = p->OW, sw = p->stride_w, dw = p->dil_w, KW = p->KW;
+    const int64_t span = (KW - 1) * dw + 1;                 /* input columns one window covers */
+    const int64_t chunk = (MAXROW_T - span) / sw + 1;       /* output columns per pass, >= 1 */
+    const int64_t ih0 = cuvil_max_i64(0, oh * p->stride_h - p->pad_t);
+    const int64_t ih1 = cuvil_min_i64(H, oh * p->stride_h - p->pad_t + p->KH);
+    float t[MAXROW_T];
+    for (int64_t ow0 = 0; ow0 < OW; ow0 += chunk) {
+        const int64_t n = cuvil_min_i64(chunk, OW - ow0);
+        const int64_t c0 = ow0 * sw - p->pad_l, len = (n - 1) * sw + span; /* t[i]: column c0 + i */
+        const int64_t lo = cuvil_max_i64(0, -c0), hi = cuvil_min_i64(len, W - c0); /* inside the input */
+        for (int64_t i = 0; i < len; i++) t[i] = -FLT_MAX;
+        for (int64_t ih = ih0; ih < ih1; ih++) {
+            const float *xr = xc + ih * W;
+            for (int64_t i = lo; i < hi; i++) t[i] = xr[c0 + i] > t[i] ? xr[c0 + i] : t[i];
+        }
+        float *y = yr + ow0;
+        for (int64_t j = 0; j < n; j++) y[j] = -FLT_MAX;
+        for (int64_t kw = 0; kw < KW; kw++) {
+            const float *tk = t + kw * dw;
+            if (sw == 1)
+                for (int64_t j = 0; j < n; j++) y[j] = tk[j] > y[j] ? tk[j] : y[j];
+            else if (sw == 2)
+                for (int64_t j = 0; j < n; j++) y[j] = tk[2 * j] > y[j] ? tk[2 * j] : y[j];
+            else
+                for (int64_t j = 0; j < n; j++) y[j] = tk[j * sw] > y[j] ? tk[j * sw] : y[j];
+        }
+    }
+}
+
 /* Planes [nc0, nc1) of all N*C. */
 static void pool_planes(const cuvil_pool2d_params *p, const float *x, float *y, int64_t nc0, int64_t nc1) {
     const int64_t H = p->H, W = p->W, OH = p->OH, OW = p->OW;
     const int64_t sh = p->stride_h, sw = p->stride_w, dh = p->dil_h, dw = p->dil_w;
     const int is_max = p->kind == CUVIL_POOL_MAX;
+    const int separable = maxrow_fits(p);
     for (int64_t nc = nc0; nc < nc1; nc++) {
         const float *xc = x + nc * H * W;
         float *yc = y + nc * OH * OW;
         for (int64_t oh = 0; oh < OH; oh++) {
             float *yr = yc + oh * OW;
+            if (separable) {
+                max_row(p, xc, yr, oh);
+                continue;
+            }
             const float init = is_max ? -FLT_MAX : 0.0f;
             for (int64_t ow = 0; ow < OW; ow++) yr[ow] = init;
             const int64_t h0 = oh * sh - p->pad_t;
