@@ -188,6 +188,9 @@ void cuvil_f32_conv2d(const cuvil_conv2d_params *p, const float *x, const float 
 size_t cuvil_f32_conv2d_packed_floats(const cuvil_conv2d_params *p);
 /* Whether Winograd can run p (3x3, stride 1, undilated, one group), whatever p->algo says. */
 int cuvil_conv2d_winograd_applies(const cuvil_conv2d_params *p);
+/* Whether p is a 1x1 conv with a stride and no padding, which runs as the 1x1 stride-1 conv of
+ * a subsampled copy of each image (its scratch holds the copy). */
+int cuvil_conv2d_strided_pointwise(const cuvil_conv2d_params *p);
 size_t cuvil_f32_conv2d_pack_tmp_floats(const cuvil_conv2d_params *p);
 void cuvil_f32_conv2d_pack(const cuvil_conv2d_params *p, const float *w, float *w_packed, float *tmp);
 void cuvil_f32_conv2d_prepacked(const cuvil_conv2d_params *p, const float *x, const float *w_packed,

@@ -59,9 +59,7 @@ static cuvil_status lower_conv(cir_graph *g, cir_node *n, const cuvil_target_inf
     bool depthwise = p.C / p.group == 1;
     bool pointwise = p.KH == 1 && p.KW == 1 && p.stride_h == 1 && p.stride_w == 1 && p.pad_t == 0 && p.pad_l == 0 &&
                      p.OH == p.H && p.OW == p.W;
-    /* runtime/kernels/conv/conv2d.c, is_strided_pointwise */
-    bool strided_pw = !depthwise && p.KH == 1 && p.KW == 1 && (p.stride_h > 1 || p.stride_w > 1) && p.pad_t == 0 &&
-                      p.pad_l == 0 && (p.OH - 1) * p.stride_h + 1 <= p.H && (p.OW - 1) * p.stride_w + 1 <= p.W;
+    bool strided_pw = cuvil_conv2d_strided_pointwise(&p);
     if (depthwise) {
         snprintf(algo, sizeof algo, "direct depthwise%s", (p.KH == 3 || p.KH == 5) && p.KH == p.KW ? " (register-tiled)" : "");
     } else {

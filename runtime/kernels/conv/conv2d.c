@@ -303,18 +303,18 @@ static inline dwv dw_odd(dwv a, dwv b) {
 #endif
 
 #ifdef DW_SIMD
-/* Output rows [oh0, oh0 + RB) x vectors [c0, c0 + CB vectors) of one channel from its
- * zero-padded plane (row stride Wp); RB x CB independent accumulators hide the FMA latency. */
-static inline __attribute__((always_inline)) void dw3_tile(const float *plane, int64_t Wp, const dwv *wv, dwv vb,
+/* Output rows [oh0, oh0 + RB) of one channel from its zero-padded plane (row stride Wp), one
+ * vector of columns at a time (the last one masked); the RB accumulators are independent.
+ * (Two vectors across, 4 x 2 accumulators, measured slower on Zen 4: 144 x 56 x 56 0.20
+ * against 0.18 ms.) */
+static inline __attribute__((always_inline)) void dw3_rows(const float *plane, int64_t Wp, const dwv *wv, dwv vb,
                                                            dwv vlo, dwv vhi, const float *res, float *y, int64_t oh0,
-                                                           int64_t c0, int64_t OW, const int S, const int RB,
-                                                           const int CB) {
-    dwv acc[4][2];
-    for (int r = 0; r < RB; r++)
-        for (int cb = 0; cb < CB; cb++) acc[r][cb] = vb;
-    for (int ir = 0; ir < (RB - 1) * S + 3; ir++) {
-        for (int cb = 0; cb < CB; cb++) {
-            const float *src = plane + (oh0 * S + ir) * Wp + (c0 + cb * DW_SIMD) * S;
+                                                           int64_t OW, const int S, const int RB) {
+    for (int64_t c0 = 0; c0 < OW; c0 += DW_SIMD) {
+        dwv acc[4];
+        for (int r = 0; r < RB; r++) acc[r] = vb;
+        for (int ir = 0; ir < (RB - 1) * S + 3; ir++) {
+            const float *src = plane + (oh0 * S + ir) * Wp + c0 * S;
             dwv a0, a1, a2;
             if (S == 1) {
                 a0 = DW_LOAD(src);
@@ -329,38 +329,24 @@ static inline __attribute__((always_inline)) void dw3_tile(const float *plane, i
             for (int r = 0; r < RB; r++) {
                 const int kh = ir - r * S;
                 if (kh < 0 || kh > 2) continue;
-                acc[r][cb] = DW_FMA(wv[kh * 3 + 0], a0, acc[r][cb]);
-                acc[r][cb] = DW_FMA(wv[kh * 3 + 1], a1, acc[r][cb]);
-                acc[r][cb] = DW_FMA(wv[kh * 3 + 2], a2, acc[r][cb]);
+                acc[r] = DW_FMA(wv[kh * 3 + 0], a0, acc[r]);
+                acc[r] = DW_FMA(wv[kh * 3 + 1], a1, acc[r]);
+                acc[r] = DW_FMA(wv[kh * 3 + 2], a2, acc[r]);
             }
         }
-    }
-    for (int r = 0; r < RB; r++)
-        for (int cb = 0; cb < CB; cb++) {
-            const int64_t c = c0 + cb * DW_SIMD, o = (oh0 + r) * OW + c;
-            const dwm m = dw_mask(OW - c);
-            dwv v = acc[r][cb];
+        const dwm m = dw_mask(OW - c0);
+        for (int r = 0; r < RB; r++) {
+            const int64_t o = (oh0 + r) * OW + c0;
+            dwv v = acc[r];
             if (res) v = DW_ADD(v, DW_LOADM(res + o, m));
             /* (bound, v): max/min return their second operand when either is NaN, so NaN
              * passes through as in cuvil_f32_act1 */
             v = DW_MIN(vhi, DW_MAX(vlo, v));
             DW_STOREM(y + o, v, m);
         }
+    }
 }
 
-/* RB output rows: CB vectors at a time, then one at a time (the last one masked). */
-static inline __attribute__((always_inline)) void dw3_rows(const float *plane, int64_t Wp, const dwv *wv, dwv vb,
-                                                           dwv vlo, dwv vhi, const float *res, float *y, int64_t oh0,
-                                                           int64_t OW, const int S, const int RB, const int CB) {
-    int64_t c0 = 0;
-    if (CB > 1)
-        for (; c0 + CB * DW_SIMD <= OW; c0 += CB * DW_SIMD) dw3_tile(plane, Wp, wv, vb, vlo, vhi, res, y, oh0, c0, OW, S, RB, CB);
-    for (; c0 < OW; c0 += DW_SIMD) dw3_tile(plane, Wp, wv, vb, vlo, vhi, res, y, oh0, c0, OW, S, RB, 1);
-}
-
-/* One vector across: two (4 x 2 accumulators, which AVX-512 has the registers for) measured
- * slower on Zen 4 (144 x 56 x 56: 0.20 against 0.18 ms) */
-#define DW_CB 1
 #define DW3_PLANE(S, RB)                                                                                      \
     static __attribute__((noinline)) void dw3_plane_s##S(const float *plane, int64_t Wp, const float *w, float b, \
                                                          const float *res, float *y, int64_t OH, int64_t OW,    \
@@ -369,8 +355,8 @@ static inline __attribute__((always_inline)) void dw3_rows(const float *plane, i
         for (int t = 0; t < 9; t++) wv[t] = DW_SET1(w[t]);                                                    \
         const dwv vb = DW_SET1(b), vlo = DW_SET1(lo), vhi = DW_SET1(hi);                                      \
         int64_t oh = 0;                                                                                       \
-        for (; oh + RB <= OH; oh += RB) dw3_rows(plane, Wp, wv, vb, vlo, vhi, res, y, oh, OW, S, RB, DW_CB);  \
-        for (; oh < OH; oh++) dw3_rows(plane, Wp, wv, vb, vlo, vhi, res, y, oh, OW, S, 1, DW_CB);             \
+        for (; oh + RB <= OH; oh += RB) dw3_rows(plane, Wp, wv, vb, vlo, vhi, res, y, oh, OW, S, RB);         \
+        for (; oh < OH; oh++) dw3_rows(plane, Wp, wv, vb, vlo, vhi, res, y, oh, OW, S, 1);                    \
     }
 DW3_PLANE(1, 4)
 DW3_PLANE(2, 2)
@@ -639,7 +625,7 @@ static size_t gemm_t_scratch(const cuvil_conv2d_params *p, const cuvil_gemm_bloc
 /* A 1x1 conv with a stride and no padding (ResNet's downsampling shortcuts): the im2col
  * packer would gather every other column; instead each image is subsampled once into scratch
  * ([C][OH*OW], contiguous) and run as the 1x1 stride-1 conv of that. */
-static int is_strided_pointwise(const cuvil_conv2d_params *p) {
+int cuvil_conv2d_strided_pointwise(const cuvil_conv2d_params *p) {
     return p->KH == 1 && p->KW == 1 && (p->stride_h > 1 || p->stride_w > 1) && p->pad_t == 0 && p->pad_l == 0 &&
            pad_end(p->H, p->OH, 1, p->stride_h, 1, 0) == 0 && pad_end(p->W, p->OW, 1, p->stride_w, 1, 0) == 0 &&
            !is_depthwise(p);
@@ -673,10 +659,11 @@ static void subsample_task(void *vctx, int64_t t, int tid) {
         }
 }
 
-/* Runs each image of a strided 1x1 conv as the stride-1 conv `run` of its subsampled copy. */
+/* Runs each image of a strided 1x1 conv as the stride-1 conv of its subsampled copy (on prepacked weights or not). */
 static void conv2d_strided_pointwise(const cuvil_conv2d_params *p, const float *x, const float *w, const float *bias,
                                      const float *residual, float *y, void *scratch, const cuvil_gemm_blocking *b,
                                      int prepacked) {
+    if (p->N <= 0 || p->M <= 0 || p->OH <= 0 || p->OW <= 0) return;
     const cuvil_conv2d_params q = subsampled(p);
     float *xs = (float *)((char *)scratch + CUVIL_ALIGN_UP(cuvil_f32_conv2d_scratch_size_ex(&q, b), 64));
     const int64_t ysz = p->M * p->OH * p->OW;
@@ -693,7 +680,7 @@ static void conv2d_strided_pointwise(const cuvil_conv2d_params *p, const float *
 
 size_t cuvil_f32_conv2d_scratch_size_ex(const cuvil_conv2d_params *p,
                                         const cuvil_gemm_blocking *b) {
-    if (is_strided_pointwise(p)) {
+    if (cuvil_conv2d_strided_pointwise(p)) {
         const cuvil_conv2d_params q = subsampled(p);
         return CUVIL_ALIGN_UP(cuvil_f32_conv2d_scratch_size_ex(&q, b), 64) +
                CUVIL_ALIGN_UP((size_t)(p->C * p->OH * p->OW) * sizeof(float), 64);
@@ -724,7 +711,7 @@ static void conv2d_gemm(const cuvil_conv2d_params *p, const float *x, const floa
 void cuvil_f32_conv2d_ex(const cuvil_conv2d_params *p, const float *x, const float *w,
                          const float *bias, const float *residual, float *y, void *scratch,
                          const cuvil_gemm_blocking *b) {
-    if (is_strided_pointwise(p) && p->N > 0 && p->M > 0 && p->OH > 0 && p->OW > 0) {
+    if (cuvil_conv2d_strided_pointwise(p)) {
         conv2d_strided_pointwise(p, x, w, bias, residual, y, scratch, b, 0);
         return;
     }
@@ -784,9 +771,8 @@ void cuvil_f32_conv2d_prepacked(const cuvil_conv2d_params *p, const float *x, co
         cuvil_f32_conv2d(p, x, w_packed, bias, residual, y, scratch);
         return;
     }
-    if (is_strided_pointwise(p)) {
-        if (p->N > 0 && p->M > 0 && p->OH > 0 && p->OW > 0)
-            conv2d_strided_pointwise(p, x, w_packed, bias, residual, y, scratch, cuvil_gemm_default_blocking(), 1);
+    if (cuvil_conv2d_strided_pointwise(p)) {
+        conv2d_strided_pointwise(p, x, w_packed, bias, residual, y, scratch, cuvil_gemm_default_blocking(), 1);
         return;
     }
     if (is_winograd(p)) {
@@ -903,11 +889,11 @@ static void transpose_task(void *vctx, int64_t t, int tid) {
     float *y = r->y + r->yoff;
     /* the residual may be y itself: each element is read before it is written */
     const float *res = r->residual ? r->residual + r->yoff : NULL;
-    int64_t q0 = 0, mv = m0;
+    int64_t mv = m0; /* channels [m0, mv) done in 8 x 8 blocks */
 #if defined(__AVX2__)
     /* 8 x 8 blocks in registers; the rows and columns left over element by element */
     mv = m0 + (m1 - m0) / 8 * 8;
-    q0 = OHW / 8 * 8;
+    const int64_t q0 = OHW / 8 * 8;
     for (int64_t m = m0; m < mv; m += 8)
         for (int64_t q = 0; q < q0; q += 8)
             transpose8x8(r->yt + q * Mg + m, Mg, y + m * OHW + q, res ? res + m * OHW + q : NULL, OHW);
@@ -920,7 +906,6 @@ static void transpose_task(void *vctx, int64_t t, int tid) {
         const float *src = r->yt + q * Mg;
         for (int64_t m = mv; m < m1; m++) y[m * OHW + q] = res ? src[m] + res[m * OHW + q] : src[m];
     }
-    (void)q0;
     if (res)
         for (int64_t m = m0; m < m1; m++) act_inplace(&r->p->act, y + m * OHW, OHW);
 }
