@@ -61,6 +61,10 @@ add(
          pads=[1, 1, 1, 1]),
     conv("depthwise-multiplier2", [1, 8, 9, 9], (16, 1, 3, 3), group=8, pads=[1, 1, 1, 1]),
     conv("depthwise-5x5", [1, 6, 11, 11], (6, 1, 5, 5), group=6, pads=[2, 2, 2, 2]),
+    # 8 channels at a time on small maps (+ the 4 left over), at stride 1 and 2
+    conv("depthwise-7x7-map", [1, 20, 7, 7], (20, 1, 3, 3), group=20, pads=[1, 1, 1, 1]),
+    conv("depthwise-14-to-7", [1, 12, 14, 14], (12, 1, 3, 3), group=12, strides=[2, 2],
+         pads=[0, 0, 1, 1]),
     conv("no-bias", [1, 3, 8, 8], (4, 3, 3, 3), b=False, pads=[1, 1, 1, 1]),
     conv("batch2", [2, 3, 8, 8], (4, 3, 3, 3), pads=[1, 1, 1, 1]),
     conv("auto_pad-SAME_UPPER-stride2", [1, 3, 8, 8], (4, 3, 3, 3), auto_pad="SAME_UPPER",

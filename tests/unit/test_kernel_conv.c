@@ -314,6 +314,16 @@ static const conv_case conv_cases[] = {
     {1, 2, 2, 2, 2, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2},     /* depthwise 3x3 s2 to 1x1 */
     {1, 3, 5, 3, 3, 3, 3, 2, 2, 0, 1, 1, 0, 1, 1, 3},     /* depthwise 3x3 s2, asymmetric pads */
     {1, 4, 3, 3, 5, 1, 1, 4, 4, 0, 0, 0, 0, 1, 1, 1},     /* 1x1 stride larger than the image */
+    {1, 2, 9, 37, 2, 3, 3, 1, 1, 2, 0, 0, 2, 1, 1, 2},    /* depthwise 3x3 s1, pads 2/0 (read in place) */
+    {1, 2, 6, 70, 2, 3, 3, 2, 2, 0, 0, 0, 0, 1, 1, 2},    /* depthwise 3x3 s2 unpadded, wide */
+    {1, 2, 5, 17, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2},    /* depthwise 3x3 s1, width one past a vector */
+    {1, 2, 7, 65, 2, 3, 3, 2, 2, 1, 2, 2, 1, 1, 1, 2},    /* depthwise 3x3 s2, pads 1/2 and 2/1 */
+    {1, 20, 7, 7, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 20},  /* depthwise 7x7 map: 8 channels at a time + 4 */
+    {2, 12, 14, 13, 12, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 12}, /* depthwise small s2, batch: blocks + rest per image */
+    {1, 16, 9, 11, 16, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 16}, /* depthwise 5x5 small map */
+    {1, 8, 1, 1, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 8},     /* depthwise 8 channels on a 1x1 map */
+    {1, 9, 10, 12, 9, 4, 3, 3, 2, 2, 0, 1, 2, 1, 1, 9},   /* depthwise 4x3 kernel, strides 3x2, uneven pads */
+    {1, 100, 14, 14, 100, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 100}, /* depthwise 14x14, split among threads */
 };
 
 static void test_conv2d(void) {
