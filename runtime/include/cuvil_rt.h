@@ -198,6 +198,21 @@ void cuvil_f32_conv2d_prepacked(const cuvil_conv2d_params *p, const float *x, co
 void cuvil_f32_conv2d__scalar(const cuvil_conv2d_params *p, const float *x, const float *w,
                               const float *bias, const float *residual, float *y);
 
+/* An inverted-residual block (mbblock.c): y = pr(dw(ex(x))) (+ residual), where ex and pr are
+ * 1x1 convs with weights prepacked for the GEMM (cuvil_f32_conv2d_pack; algo 0) and dw a
+ * depthwise 3x3 or 5x5 conv of stride 1 or 2, each with its bias (or NULL) and activation:
+ * the same result as the three cuvil_f32_conv2d_prepacked calls, computed band by band of
+ * output rows so that the middle tensors stay in cache. y must not overlap x; residual may be
+ * NULL. cuvil_mbblock_applies tells whether the three fit that pattern. */
+typedef struct cuvil_mbblock_params {
+    cuvil_conv2d_params ex, dw, pr;
+} cuvil_mbblock_params;
+int cuvil_mbblock_applies(const cuvil_mbblock_params *p);
+size_t cuvil_f32_mbblock_scratch_size(const cuvil_mbblock_params *p);
+void cuvil_f32_mbblock(const cuvil_mbblock_params *p, const float *x, const float *we, const float *be,
+                       const float *wd, const float *bd, const float *wp, const float *bp, const float *residual,
+                       float *y, void *scratch);
+
 /* 2-D transposed convolution, NCHW, weights [C, M/group, KH, KW], bias [M] or NULL.
  * y[n, m, oh, ow] accumulates x[n,c,h,w] * w[c, m', kh, kw] where
  * oh = h*stride_h - pad_t + kh*dil_h (likewise ow); OH/OW are given (they include

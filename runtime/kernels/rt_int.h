@@ -225,6 +225,11 @@ void cuvil_f32_conv2d_ex(const cuvil_conv2d_params *p, const float *x, const flo
  * 3x3/5x5 kernels; each part 64-byte aligned). */
 void cuvil_f32_dwconv2d(const cuvil_conv2d_params *p, const float *x, const float *w,
                         const float *bias, const float *residual, float *y, float *row);
+/* cuvil_f32_mbblock's scratch for a blocking (the compiler sizes it for the target's). */
+size_t cuvil_f32_mbblock_scratch_size_ex(const cuvil_mbblock_params *p, const cuvil_gemm_blocking *b);
+/* The same on the calling thread (inside a task). */
+void cuvil_f32_dwconv2d_serial(const cuvil_conv2d_params *p, const float *x, const float *w,
+                               const float *bias, const float *residual, float *y, float *row);
 
 /* Winograd F(4x4, 3x3) (winograd.c): 3x3, stride 1, undilated, one group. The weights are
  * transformed and packed for the GEMM's MR/KC (packed_floats floats; tmp holds 36 x M x C

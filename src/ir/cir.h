@@ -138,6 +138,9 @@ typedef struct cir_node {
     const char *algo;          /* the kernel and algorithm chosen, for --emit ir and comments */
     int packed;                /* value id of weights packed for that kernel, or -1 */
     int kernel_algo;           /* the kernel's algorithm code where it has several (0: its default) */
+    /* what the kernel needs beyond the inputs' shapes, in the graph's arena (mbblock: its
+     * cuvil_mbblock_params); NULL for most ops */
+    const void *kernel_params;
     /* float16/bfloat16 inputs of an op whose kernel takes float32: shape inference casts them
      * to float32 before the node and its float32 outputs back to this type after it */
     cir_dtype half;

@@ -450,8 +450,132 @@ static void test_conv_transpose2d(void) {
     for (int act = 1; act < CUVIL_ACT__COUNT; act++) run_convt(&convt_cases[act % n], 1, act);
 }
 
+/* The inverted-residual block (mbblock.c) against the three convs done by naive_conv, on one
+ * thread and on a pool of 3; shapes with one band and with many (tall and wide maps). */
+typedef struct mb_case {
+    int64_t N, Cin, Ce, Cout, H, W, K, S, pad;
+    int residual, act_e, act_d;
+} mb_case;
+
+static void mb_conv(cuvil_conv2d_params *p, int64_t N, int64_t C, int64_t H, int64_t W, int64_t M, int64_t K,
+                    int64_t S, int64_t pad, int64_t group) {
+    conv_case c = {N, C, H, W, M, K, K, S, S, pad, pad, pad, pad, 1, 1, group};
+    *p = to_params(&c);
+}
+
+static float *to_float(const double *d, size_t n) {
+    float *f = ktu_falloc(n);
+    for (size_t i = 0; i < n; i++) f[i] = (float)d[i];
+    return f;
+}
+
+static void test_mbblock(void) {
+    static const mb_case cases[] = {
+        /* N Cin Ce Cout  H   W  K  S pad res act_e act_d */
+        {1, 4, 16, 4, 9, 11, 3, 1, 1, 1, CUVIL_ACT_CLIP, CUVIL_ACT_CLIP},      /* one band, residual */
+        {2, 5, 24, 7, 13, 10, 3, 2, 1, 0, CUVIL_ACT_RELU, CUVIL_ACT_NONE},     /* batch, stride 2 */
+        {1, 8, 64, 12, 50, 80, 3, 1, 1, 1, CUVIL_ACT_CLIP, CUVIL_ACT_CLIP},    /* many bands */
+        {1, 6, 48, 10, 61, 97, 3, 2, 1, 0, CUVIL_ACT_CLIP, CUVIL_ACT_CLIP},    /* many bands, odd, s2 */
+        {1, 7, 40, 9, 45, 120, 5, 2, 2, 0, CUVIL_ACT_RELU, CUVIL_ACT_RELU},    /* 5x5 s2 */
+        {1, 3, 32, 3, 40, 130, 5, 1, 2, 1, CUVIL_ACT_NONE, CUVIL_ACT_CLIP},    /* 5x5 s1 */
+    };
+    const cuvil_gemm_blocking *def = cuvil_gemm_default_blocking();
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const mb_case *c = &cases[ci];
+        cuvil_mbblock_params mp;
+        memset(&mp, 0, sizeof mp);
+        mb_conv(&mp.ex, c->N, c->Cin, c->H, c->W, c->Ce, 1, 1, 0, 1);
+        mb_conv(&mp.dw, c->N, c->Ce, c->H, c->W, c->Ce, c->K, c->S, c->pad, c->Ce);
+        mb_conv(&mp.pr, c->N, c->Ce, mp.dw.OH, mp.dw.OW, c->Cout, 1, 1, 0, 1);
+        mp.ex.act = ktu_act_params(c->act_e);
+        mp.dw.act = ktu_act_params(c->act_d);
+        mp.ex.packed_mr = mp.pr.packed_mr = def->uk->mr;
+        mp.ex.packed_kc = mp.pr.packed_kc = def->kc;
+        if (!cuvil_mbblock_applies(&mp)) ktu_fail("mbblock case %zu: does not apply", ci);
+        const size_t nx = (size_t)(c->N * c->Cin * c->H * c->W), ne = (size_t)(c->N * c->Ce * c->H * c->W);
+        const size_t nd = (size_t)(c->N * c->Ce * mp.dw.OH * mp.dw.OW), ny = (size_t)(c->N * c->Cout * mp.dw.OH * mp.dw.OW);
+        const size_t nwe = (size_t)(c->Ce * c->Cin), nwd = (size_t)(c->Ce * c->K * c->K), nwp = (size_t)(c->Cout * c->Ce);
+        float *x = ktu_falloc(nx), *we = ktu_falloc(nwe), *be = ktu_falloc((size_t)c->Ce), *wd = ktu_falloc(nwd);
+        float *bd = ktu_falloc((size_t)c->Ce), *wp = ktu_falloc(nwp), *bp = ktu_falloc((size_t)c->Cout);
+        float *res = c->residual ? ktu_falloc(ny) : NULL, *y = ktu_falloc(ny);
+        ktu_fill(x, nx, -1, 1);
+        ktu_fill(we, nwe, -0.5, 0.5);
+        ktu_fill(be, (size_t)c->Ce, -0.5, 0.5);
+        ktu_fill(wd, nwd, -0.5, 0.5);
+        ktu_fill(bd, (size_t)c->Ce, -0.5, 0.5);
+        ktu_fill(wp, nwp, -0.5, 0.5);
+        ktu_fill(bp, (size_t)c->Cout, -0.5, 0.5);
+        if (res) ktu_fill(res, ny, -1, 1);
+        /* reference: the three convs, naive, each rounded to float as the real one stores it */
+        double *re = malloc(ne * sizeof(double)), *rd = malloc(nd * sizeof(double)), *ref = malloc(ny * sizeof(double));
+        if (!re || !rd || !ref) ktu_fail("out of memory");
+        naive_conv(&mp.ex, x, we, be, NULL, re);
+        float *e = to_float(re, ne);
+        naive_conv(&mp.dw, e, wd, bd, NULL, rd);
+        float *d = to_float(rd, nd);
+        naive_conv(&mp.pr, d, wp, bp, res, ref);
+        /* the weights as the compiler packs them */
+        float *wep = ktu_falloc(cuvil_f32_conv2d_packed_floats(&mp.ex)), *wpp = ktu_falloc(cuvil_f32_conv2d_packed_floats(&mp.pr));
+        cuvil_f32_conv2d_pack(&mp.ex, we, wep, NULL);
+        cuvil_f32_conv2d_pack(&mp.pr, wp, wpp, NULL);
+        const size_t per = CUVIL_ALIGN_UP(cuvil_f32_mbblock_scratch_size(&mp), 64);
+        void *scratch = ktu_alloc(3 * per);
+        for (int threads = 1; threads <= 3; threads += 2) {
+            cuvil_pool *pool = threads > 1 ? cuvil_pool_create(threads, per, ktu_aligned_alloc, ktu_aligned_free, NULL) : NULL;
+            if (threads > 1 && !pool) ktu_fail("mbblock: no thread pool");
+            const cuvil_pool *prev = cuvil_pool_bind(pool);
+            memset(y, 0xff, ny * sizeof(float)); /* NaN: every element must be written */
+            cuvil_f32_mbblock(&mp, x, wep, be, wd, bd, wpp, bp, res, y, scratch);
+            cuvil_pool_bind(prev);
+            cuvil_pool_destroy(pool);
+            ktu_check(y, ref, ny, 1e-4, 1e-4, "mbblock case %zu (%lldx%lld, %lldx%lld s%lld, %d thread%s)", ci,
+                      (long long)c->H, (long long)c->W, (long long)c->K, (long long)c->K, (long long)c->S, threads,
+                      threads > 1 ? "s" : "");
+        }
+        free(scratch);
+        free(wep);
+        free(wpp);
+        free(e);
+        free(d);
+        free(re);
+        free(rd);
+        free(ref);
+        free(x);
+        free(we);
+        free(be);
+        free(wd);
+        free(bd);
+        free(wp);
+        free(bp);
+        free(res);
+        free(y);
+    }
+    /* not the pattern: a strided expand, a grouped projection, a dilated depthwise */
+    cuvil_mbblock_params mp;
+    memset(&mp, 0, sizeof mp);
+    mb_conv(&mp.ex, 1, 4, 8, 8, 16, 1, 1, 0, 1);
+    mb_conv(&mp.dw, 1, 16, 8, 8, 16, 3, 1, 1, 16);
+    mb_conv(&mp.pr, 1, 16, 8, 8, 4, 1, 1, 0, 1);
+    mp.ex.packed_mr = mp.pr.packed_mr = def->uk->mr;
+    mp.ex.packed_kc = mp.pr.packed_kc = def->kc;
+    if (!cuvil_mbblock_applies(&mp)) ktu_fail("mbblock: the plain block does not apply");
+    cuvil_mbblock_params bad = mp;
+    bad.pr.group = 2;
+    if (cuvil_mbblock_applies(&bad)) ktu_fail("mbblock: applies to a grouped projection");
+    bad = mp;
+    bad.dw.dil_h = bad.dw.dil_w = 2;
+    if (cuvil_mbblock_applies(&bad)) ktu_fail("mbblock: applies to a dilated depthwise conv");
+    bad = mp;
+    bad.ex.packed_mr = 0;
+    if (cuvil_mbblock_applies(&bad)) ktu_fail("mbblock: applies to unpacked weights");
+    bad = mp;
+    bad.pr.C = 8;
+    if (cuvil_mbblock_applies(&bad)) ktu_fail("mbblock: applies to mismatched channels");
+}
+
 int main(void) {
     setenv("CUVIL_OVERSUBSCRIBE", "1", 1); /* pools of 3 threads even on 2 CPUs: uneven splits */
+    test_mbblock();
     test_conv2d();
     test_conv_transpose2d();
     return ktu_finish("test_kernel_conv");

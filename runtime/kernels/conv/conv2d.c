@@ -751,6 +751,11 @@ void cuvil_f32_dwconv2d(const cuvil_conv2d_params *p, const float *x, const floa
     cuvil_parallel_for((total + s.per - 1) / s.per, dw_task, &s);
 }
 
+void cuvil_f32_dwconv2d_serial(const cuvil_conv2d_params *p, const float *x, const float *w,
+                               const float *bias, const float *residual, float *y, float *row) {
+    dw_range(p, x, w, bias, residual, y, row, 0, p->N * p->M);
+}
+
 /* ===== Dispatch ======================================================================== */
 static int is_depthwise(const cuvil_conv2d_params *p) { return p->group == p->C; }
 

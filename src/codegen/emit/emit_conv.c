@@ -46,6 +46,30 @@ cuvil_status cg_emit_conv(cg_ctx *cg, cir_graph *g, cir_node *n) {
     return CUVIL_OK;
 }
 
+/* The inverted-residual block the lowering made (pass_lower.c): its three convs' parameters
+ * are in n->kernel_params; inputs x, the expand weights (packed) and bias, the depthwise
+ * weights and bias, the projection weights (packed) and bias; n->residual. */
+cuvil_status cg_emit_mbblock(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    const cuvil_mbblock_params *mp = (const cuvil_mbblock_params *)n->kernel_params;
+    CUVIL_ASSERT(mp && n->n_in == 7);
+    char f[3][1024];
+    const cuvil_conv2d_params *c[3] = {&mp->ex, &mp->dw, &mp->pr};
+    for (int i = 0; i < 3; i++) {
+        char geo[1024];
+        snprintf(f[i], sizeof f[i], "%s, .packed_mr = %lld, .packed_kc = %lld, .algo = %lld", geo_fields(c[i], geo, sizeof geo),
+                 (long long)c[i]->packed_mr, (long long)c[i]->packed_kc, (long long)c[i]->algo);
+    }
+    const char *p = cg_param(cg, "cuvil_mbblock_params", "{ .ex = { %s }, .dw = { %s }, .pr = { %s } }", f[0], f[1], f[2]);
+    cuvil_gemm_ukernel_desc uk;
+    cuvil_gemm_blocking blk = cg_target_blocking(g, &uk);
+    const char *S = cg_scratch(cg, cuvil_f32_mbblock_scratch_size_ex(mp, &blk), "cuvil_f32_mbblock_scratch_size(&%s)", p);
+    const char *in[7];
+    for (int i = 0; i < 7; i++) in[i] = cir_in(g, n, i) ? cg_in(cg, n->in[i]) : "NULL";
+    cg_printf(cg, "    cuvil_f32_mbblock(&%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s);\n", p, in[0], in[1], in[2], in[3],
+              in[4], in[5], in[6], n->residual >= 0 ? cg_in(cg, n->residual) : "NULL", cg_out(cg, n->out[0]), S);
+    return CUVIL_OK;
+}
+
 cuvil_status cg_emit_conv_transpose(cg_ctx *cg, cir_graph *g, cir_node *n) {
     cuvil_conv2d_params gp;
     cuvil_status s = op_conv_params(g, n, true, &gp);

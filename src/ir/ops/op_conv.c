@@ -223,6 +223,13 @@ static const cir_attr_spec conv_attrs[] = {
     CIR_ATTR_END,
 };
 
+/* mbblock nodes come from the lowering stage (pass_lower.c), with their shapes already set;
+ * a model or the builder cannot make one. */
+static cuvil_status mbblock_infer(cir_graph *g, cir_node *n) {
+    return cir_node_err(g, n, CUVIL_ERR_MODEL,
+                        "op 'mbblock' is made by the compiler's lowering stage from three convolutions; a model cannot use it");
+}
+
 static const cir_attr_spec convt_attrs[] = {
     {"group", CIR_ATTR_INT, 1, 0, NULL, false},
     {"strides", CIR_ATTR_INTS, 0, 0, NULL, false},
@@ -239,3 +246,4 @@ const cir_opdef cir_op_conv = {"conv", CIR_OPF_TAKES_ACT | CIR_OPF_TAKES_RESIDUA
                                conv_infer, conv_fold, NULL, 0};
 const cir_opdef cir_op_conv_transpose = {"conv_transpose", CIR_OPF_TAKES_ACT, 2, 3, 1, 1, convt_attrs,
                                          convt_infer, NULL, NULL, 0};
+const cir_opdef cir_op_mbblock = {"mbblock", 0, 7, 7, 1, 1, NULL, mbblock_infer, NULL, NULL, 0};
