@@ -176,6 +176,12 @@ typedef struct cuvil_conv2d_params {
  * packed as B for packed_mr columns): for few tiles (14x14: 16), which fill MR rows better
  * than NR columns. */
 #define CUVIL_CONV_WINOGRAD_T 3
+/* Direct convolution (group 1, stride 1 or 2, undilated): the GEMM of the weights (packed
+ * as for algo 0) and the im2col matrix, whose rows the microkernel reads in place from a
+ * zero-padded copy of the input (stride 2: split into its four phases) instead of packing
+ * them. */
+#define CUVIL_CONV_DIRECT 4
+int cuvil_conv2d_direct_applies(const cuvil_conv2d_params *p);
 
 size_t cuvil_f32_conv2d_scratch_size(const cuvil_conv2d_params *p);
 void cuvil_f32_conv2d(const cuvil_conv2d_params *p, const float *x, const float *w,

@@ -91,19 +91,30 @@ typedef void (*cuvil_f32_gemm_ukernel_fn)(size_t kc, const float *a, const float
                                           size_t ldc, size_t mr, size_t nr, const float *c_in,
                                           size_t ld_in, const cuvil_ukernel_epi *epi);
 
+/* The same product with B's rows read in place (direct convolution, conv2d.c): row k of the
+ * kc x NR panel is the NR floats at b + boff[k]. c is a whole MR x NR tile of row stride NR,
+ * overwritten (accumulate 0) or added to (1); no epilogue. */
+typedef void (*cuvil_f32_conv_ukernel_fn)(size_t kc, const float *a, const float *b, const int64_t *boff, float *c,
+                                          int accumulate);
+
 typedef struct cuvil_gemm_ukernel_desc {
     cuvil_f32_gemm_ukernel_fn fn;
     int mr, nr;
     const char *name;
+    cuvil_f32_conv_ukernel_fn ind; /* NULL: this tile has no direct-convolution variant */
 } cuvil_gemm_ukernel_desc;
 
 void cuvil_f32_gemm_ukernel_4x8__scalar(size_t kc, const float *a, const float *b, float *c,
                                         size_t ldc, size_t mr, size_t nr, const float *c_in,
                                         size_t ld_in, const cuvil_ukernel_epi *epi);
+void cuvil_f32_conv_ukernel_4x8__scalar(size_t kc, const float *a, const float *b, const int64_t *boff, float *c,
+                                        int accumulate);
 #if CUVIL_HAVE_AVX2
 void cuvil_f32_gemm_ukernel_6x16__avx2_fma(size_t kc, const float *a, const float *b, float *c,
                                            size_t ldc, size_t mr, size_t nr, const float *c_in,
                                            size_t ld_in, const cuvil_ukernel_epi *epi);
+void cuvil_f32_conv_ukernel_6x16__avx2_fma(size_t kc, const float *a, const float *b, const int64_t *boff,
+                                           float *c, int accumulate);
 /* c[n] = alpha * dot(a[0..K), B[n*ldb ..]) + (c_in ? c_in[n] : 0) for n < N (c_in may be c). */
 void cuvil_f32_gemv_t__avx2_fma(size_t K, size_t N, const float *a, const float *B, size_t ldb,
                                 float alpha, const float *c_in, float *c);
@@ -120,6 +131,8 @@ void cuvil_f32_gemm_ukernel_8x32__avx512(size_t kc, const float *a, const float 
 void cuvil_f32_gemm_ukernel_7x32__avx512(size_t kc, const float *a, const float *b, float *c, size_t ldc,
                                          size_t mr, size_t nr, const float *c_in, size_t ld_in,
                                          const cuvil_ukernel_epi *epi);
+void cuvil_f32_conv_ukernel_8x32__avx512(size_t kc, const float *a, const float *b, const int64_t *boff, float *c,
+                                         int accumulate);
 /* acc[t] += sum_k a[k] * panel[k*32 + t] for t < 32. */
 void cuvil_f32_gemv_panel32__avx512(size_t kc, const float *a, const float *panel, float *acc);
 #endif

@@ -47,6 +47,16 @@ static bool swapped_fits_better(const cuvil_conv2d_params *p, const cuvil_target
     return tile_fill(px, ch, t->mr, t->nr) > 1.05 * tile_fill(ch, px, t->mr, t->nr);
 }
 
+/* The direct convolution (taps read in place from the input's four phases, no im2col
+ * packing) measured faster than im2col+gemm for 3x3 stride-2 convs with enough channels
+ * (one thread / two, alone: ResNet-50's layer2.0 conv2, 128 x 56x56 -> 28x28, 2.43 -> 2.31 /
+ * 1.47 -> 1.29 ms), but not for a stem's few input channels (MobileNetV2's 3 -> 32, K = 27:
+ * 0.304 -> 0.319 ms; ResNet's 7x7, K = 147: faster alone, 2.51 -> 2.80 ms in the model), nor
+ * is it needed at stride 1 where Winograd takes the 3x3 convs. */
+static bool direct_pays(const cuvil_conv2d_params *p) {
+    return cuvil_conv2d_direct_applies(p) && p->stride_h == 2 && p->KH * p->KW > 1 && p->C * p->KH * p->KW >= 256;
+}
+
 /* Depthwise convolutions (C/group == 1) run the direct loop; the others run as GEMMs (1x1
  * stride-1 ones straight on the input, the rest through im2col packing), and their constant
  * weights are packed now into the panels the target's microkernel reads. */
@@ -72,9 +82,10 @@ static cuvil_status lower_conv(cir_graph *g, cir_node *n, const cuvil_target_inf
          * fill the rows better (8 of 8) */
         const int64_t tiles = ((p.OH + 3) / 4) * ((p.OW + 3) / 4);
         bool wino_t = wino && tiles <= 64 && tile_fill(tiles, p.M, t->mr, t->nr) > 1.05 * tile_fill(p.M, tiles, t->mr, t->nr);
-        p.algo = wino_t ? CUVIL_CONV_WINOGRAD_T : wino ? CUVIL_CONV_WINOGRAD : swap ? CUVIL_CONV_GEMM_T : 0;
+        bool direct = packed && !g->symbolic && !wino && !swap && direct_pays(&p);
+        p.algo = wino_t ? CUVIL_CONV_WINOGRAD_T : wino ? CUVIL_CONV_WINOGRAD : swap ? CUVIL_CONV_GEMM_T : direct ? CUVIL_CONV_DIRECT : 0;
         snprintf(algo, sizeof algo, "%s, gemm %dx%d kc=%lld",
-                 wino_t ? "winograd F(4x4,3x3), tiles as rows" : wino ? "winograd F(4x4,3x3)" : swap ? (strided_pw ? "1x1 strided as gemm on a subsampled copy, pixels as rows" : "im2col+gemm, pixels as rows") : pointwise ? "1x1 as gemm" : strided_pw ? "1x1 strided as gemm on a subsampled copy" : "im2col+gemm",
+                 wino_t ? "winograd F(4x4,3x3), tiles as rows" : wino ? "winograd F(4x4,3x3)" : swap ? (strided_pw ? "1x1 strided as gemm on a subsampled copy, pixels as rows" : "im2col+gemm, pixels as rows") : pointwise ? "1x1 as gemm" : strided_pw ? "1x1 strided as gemm on a subsampled copy" : direct ? "direct (taps read in place from 4 phases)" : "im2col+gemm",
                  t->mr, t->nr, (long long)t->kc);
         if (packed) {
             p.packed_mr = swap || wino_t ? t->nr : t->mr;   /* the swapped GEMMs pack the weights as their B */

@@ -48,6 +48,9 @@ add(
     conv("no-kernel_shape-attr", [1, 3, 8, 8], (4, 3, 3, 3), pads=[1, 1, 1, 1]),
     conv("1x1", [1, 8, 5, 5], (16, 8, 1, 1)),
     conv("stride2-pad1", [1, 3, 9, 9], (8, 3, 3, 3), strides=[2, 2], pads=[1, 1, 1, 1]),
+    # enough taps (C * 9 >= 256) for the direct convolution at stride 2, odd and even sizes
+    conv("stride2-direct", [1, 32, 15, 18], (16, 32, 3, 3), strides=[2, 2], pads=[1, 1, 1, 1]),
+    conv("stride2-direct-asym", [2, 40, 12, 11], (9, 40, 3, 3), strides=[2, 2], pads=[0, 1, 1, 0]),
     conv("7x7-stride2-pad3", [1, 3, 20, 20], (8, 3, 7, 7), strides=[2, 2], pads=[3, 3, 3, 3]),
     conv("asym-pads", [1, 3, 8, 9], (4, 3, 3, 3), pads=[0, 1, 2, 1]),
     conv("rect-kernel", [1, 3, 8, 8], (4, 3, 1, 3), pads=[0, 1, 0, 1]),

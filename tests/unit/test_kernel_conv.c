@@ -74,6 +74,32 @@ static const cuvil_gemm_blocking *tiny_blocking(int uk) {
 }
 
 /* res_mode: 0 none, 1 separate buffer, 2 in place (residual == y) */
+/* cuvil_f32_conv2d_prepacked with algo on weights packed for (mr, kc), on `threads` threads
+ * (a pool when more than 1), checked against ref. */
+static void run_prepacked(const cuvil_conv2d_params *p, int64_t algo, int64_t mr, int64_t kc, int threads, const float *x,
+                          const float *w, const float *bias, const float *r, float *y, const double *ref, size_t ny,
+                          double rtol, double atol, const char *label, const char *what) {
+    cuvil_conv2d_params pp = *p;
+    pp.algo = algo;
+    pp.packed_mr = mr;
+    pp.packed_kc = kc;
+    size_t nf = cuvil_f32_conv2d_packed_floats(&pp);
+    float *wp = nf ? ktu_falloc(nf) : NULL;
+    if (nf) cuvil_f32_conv2d_pack(&pp, w, wp, NULL);
+    const size_t per = CUVIL_ALIGN_UP(cuvil_f32_conv2d_scratch_size(&pp), 64);
+    void *scratch = ktu_alloc((size_t)threads * per);
+    cuvil_pool *pool = threads > 1 ? cuvil_pool_create(threads, per, ktu_aligned_alloc, ktu_aligned_free, NULL) : NULL;
+    if (threads > 1 && !pool) ktu_fail("%s: no thread pool", label);
+    const cuvil_pool *prev = cuvil_pool_bind(pool);
+    cuvil_f32_conv2d_prepacked(&pp, x, nf ? wp : w, bias, r, y, scratch);
+    cuvil_pool_bind(prev);
+    cuvil_pool_destroy(pool);
+    ktu_check(y, ref, ny, rtol, atol, "%s [%s mr=%lld kc=%lld, %d thread%s]", label, what, (long long)mr, (long long)kc,
+              threads, threads > 1 ? "s" : "");
+    free(wp);
+    free(scratch);
+}
+
 static void run_conv(const conv_case *cc, int with_bias, int res_mode, int act, int int_data) {
     cuvil_conv2d_params p = to_params(cc);
     p.act = ktu_act_params(act);
@@ -120,8 +146,8 @@ static void run_conv(const conv_case *cc, int with_bias, int res_mode, int act, 
                                 CUVIL_ACT_TAN};
     int skip_wino = 0;
     for (size_t k = 0; k < sizeof jumpy / sizeof jumpy[0]; k++) skip_wino |= int_data && act == jumpy[k];
-    for (int v = -14; v < cuvil_f32_gemm_n_ukernels; v++) {
-        if (skip_wino && (v == -7 || v == -6 || v == -5 || v <= -13)) continue;
+    for (int v = -17; v < cuvil_f32_gemm_n_ukernels; v++) {
+        if (skip_wino && (v == -7 || v == -6 || v == -5 || (v <= -13 && v >= -14))) continue;
         /* residual in place: y starts as the residual */
         const float *r = NULL;
         if (res_mode == 1) r = res;
@@ -132,7 +158,14 @@ static void run_conv(const conv_case *cc, int with_bias, int res_mode, int act, 
             for (size_t i = 0; i < ny; i++) y[i] = NAN;
         }
         void *scratch = NULL;
-        if (v <= -13) {
+        if (v <= -15) {
+            /* direct convolution (CUVIL_CONV_DIRECT), weights packed as for the GEMM path: for
+             * the runtime's MR and KC on one thread (-15) and on a pool of 3 (-16); for another
+             * MR and KC (-17: it falls back to the GEMM path, which repacks them) */
+            const cuvil_gemm_blocking *def = cuvil_gemm_default_blocking();
+            run_prepacked(&p, CUVIL_CONV_DIRECT, v == -17 ? (def->uk->mr == 4 ? 6 : 4) : def->uk->mr,
+                          v == -17 ? 17 : def->kc, v == -16 ? 3 : 1, x, w, bias, r, y, ref, ny, rtol, atol, label, "direct");
+        } else if (v <= -13) {
             /* Winograd with tiles as the GEMMs' rows (CUVIL_CONV_WINOGRAD_T): the weights packed as
              * B for the runtime's NR, on one thread (-13) and on a pool of 3 (-14) */
             const cuvil_gemm_blocking *def = cuvil_gemm_default_blocking();
@@ -159,24 +192,8 @@ static void run_conv(const conv_case *cc, int with_bias, int res_mode, int act, 
             /* pixels as the GEMM's rows (CUVIL_CONV_GEMM_T): weights packed as B for the runtime's NR
              * (-10), for another NR and KC (-11, repacked), and on a pool of 2 threads (-12) */
             const cuvil_gemm_blocking *def = cuvil_gemm_default_blocking();
-            cuvil_conv2d_params pp = p;
-            pp.algo = CUVIL_CONV_GEMM_T;
-            pp.packed_mr = v == -11 ? (def->uk->nr == 8 ? 16 : 8) : def->uk->nr;
-            pp.packed_kc = v == -11 ? 17 : def->kc;
-            size_t nf = cuvil_f32_conv2d_packed_floats(&pp);
-            float *wp = nf ? ktu_falloc(nf) : NULL;
-            if (nf) cuvil_f32_conv2d_pack(&pp, w, wp, NULL);
-            const size_t per = CUVIL_ALIGN_UP(cuvil_f32_conv2d_scratch_size(&pp), 64);
-            scratch = ktu_alloc(2 * per);
-            cuvil_pool *pool = v == -12 ? cuvil_pool_create(2, per, ktu_aligned_alloc, ktu_aligned_free, NULL) : NULL;
-            if (v == -12 && !pool) ktu_fail("%s: no thread pool", label);
-            const cuvil_pool *prev = cuvil_pool_bind(pool);
-            cuvil_f32_conv2d_prepacked(&pp, x, nf ? wp : w, bias, r, y, scratch);
-            cuvil_pool_bind(prev);
-            cuvil_pool_destroy(pool);
-            ktu_check(y, ref, ny, rtol, atol, "%s [gemm_t nr=%lld kc=%lld%s]", label, (long long)pp.packed_mr,
-                      (long long)pp.packed_kc, v == -12 ? ", 2 threads" : "");
-            free(wp);
+            run_prepacked(&p, CUVIL_CONV_GEMM_T, v == -11 ? (def->uk->nr == 8 ? 16 : 8) : def->uk->nr,
+                          v == -11 ? 17 : def->kc, v == -12 ? 2 : 1, x, w, bias, r, y, ref, ny, rtol, atol, label, "gemm_t");
         } else if (v <= -7) {
             /* on a pool of 3 threads: -9 the GEMM paths, -8 prepacked, -7 Winograd (if it applies) */
             cuvil_conv2d_params pp = p;

@@ -358,6 +358,16 @@ static void dw_deinterleave(const float *s, int64_t W, float *ev, float *od) {
 
 #endif
 
+/* s[2j] to ev[j], s[2j + 1] to od[j], for the W floats of s (vectorised where the target
+ * has the depthwise vectors). */
+static void split_even_odd(const float *s, int64_t W, float *ev, float *od) {
+#ifdef DW_SIMD
+    dw_deinterleave(s, W, ev, od);
+#else
+    for (int64_t i = 0; i < W; i++) (i & 1 ? od : ev)[i / 2] = s[i];
+#endif
+}
+
 /* Padded rows [filled, upto) of the plane (the borders are zero already). */
 static inline void dw_fill(dw_src *s, int64_t upto) {
     if (upto > s->Hp) upto = s->Hp;
@@ -370,7 +380,7 @@ static inline void dw_fill(dw_src *s, int64_t upto) {
             /* input column 2j to padded pl + 2j, 2j + 1 to pl + 2j + 1; padded column q lies at
              * (q & 1) * We + q / 2 */
             const int64_t We = (s->Wp + 1) / 2, pl = s->pl;
-            dw_deinterleave(s->xc + h * s->W, s->W, dr + (pl & 1) * We + (pl >> 1), dr + ((pl + 1) & 1) * We + ((pl + 1) >> 1));
+            split_even_odd(s->xc + h * s->W, s->W, dr + (pl & 1) * We + (pl >> 1), dr + ((pl + 1) & 1) * We + ((pl + 1) >> 1));
             continue;
         }
 #endif
@@ -894,6 +904,187 @@ static void conv2d_strided_pointwise(const cuvil_conv2d_params *p, const float *
     }
 }
 
+/* ===== Direct convolution ================================================================
+ * The GEMM of the weights and the im2col matrix without building the latter: the input is
+ * copied once, zero-padded (stride 2: split into its four phases, even/odd rows x even/odd
+ * columns, so that a tap of a stride-2 conv is a stride-1 read of one phase), and the
+ * microkernel reads each row of a B panel in place, at the offset of its tap (c, kh, kw) from
+ * the panel's first pixel. The pixels are numbered along the padded (phase) rows, Wv per row,
+ * of which the first OW are outputs: a panel of NR consecutive ones is then one contiguous run
+ * per tap, and the Wv - OW between two rows are computed and dropped (3-4% for 56 -> 28 or
+ * 224 -> 112). A panel's MR x NR tiles accumulate over K in a strip that the epilogue (bias,
+ * residual, activation) then writes out row by row. Weights: packed as for the GEMM path. */
+int cuvil_conv2d_direct_applies(const cuvil_conv2d_params *p) {
+    return p->group == 1 && p->stride_h == p->stride_w && (p->stride_h == 1 || p->stride_h == 2) &&
+           p->dil_h == 1 && p->dil_w == 1 && p->N > 0 && p->OH > 0 && p->OW > 0;
+}
+
+static int is_direct(const cuvil_conv2d_params *p) {
+    return p->algo == CUVIL_CONV_DIRECT && p->packed_mr > 0 && cuvil_conv2d_direct_applies(p);
+}
+
+/* The image's dims: one channel's floats, and pixels per row (Wv). */
+static void direct_dims(const cuvil_conv2d_params *p, int64_t *plane, int64_t *Wv) {
+    int64_t Hp, Wp;
+    padded_dims(p, &Hp, &Wp);
+    if (p->stride_h == 1) {
+        *plane = Hp * Wp;
+        *Wv = Wp;
+    } else {
+        *plane = 4 * ((Hp + 1) / 2) * ((Wp + 1) / 2);
+        *Wv = (Wp + 1) / 2;
+    }
+}
+
+/* Scratch: the image (+ NR floats a last panel may read past it), the K tap offsets, then
+ * in every thread's slice a strip of ALIGN(M, MR) x NR floats. */
+static size_t direct_image_bytes(const cuvil_conv2d_params *p, int nr) {
+    int64_t plane, Wv;
+    direct_dims(p, &plane, &Wv);
+    return CUVIL_ALIGN_UP((size_t)(p->C * plane + nr) * sizeof(float), 64) +
+           CUVIL_ALIGN_UP((size_t)(p->C * p->KH * p->KW) * sizeof(int64_t), 64);
+}
+
+static size_t direct_scratch(const cuvil_conv2d_params *p, const cuvil_gemm_blocking *b) {
+    return direct_image_bytes(p, b->uk->nr) +
+           CUVIL_ALIGN_UP((size_t)(CUVIL_ALIGN_UP(p->M, b->uk->mr) * b->uk->nr) * sizeof(float), 64);
+}
+
+typedef struct direct_image {
+    const cuvil_conv2d_params *p;
+    const float *x; /* one image */
+    float *img;
+    int64_t plane;
+} direct_image;
+
+/* Channels [16t, 16t + 16) into the image. */
+static void direct_image_task(void *vctx, int64_t t, int tid) {
+    (void)tid;
+    const direct_image *d = (const direct_image *)vctx;
+    const cuvil_conv2d_params *p = d->p;
+    int64_t Hp, Wp;
+    padded_dims(p, &Hp, &Wp);
+    const int64_t H = p->H, W = p->W, pt = p->pad_t, pl = p->pad_l;
+    const int64_t Hq = (Hp + 1) / 2, Wq = (Wp + 1) / 2, Pq = Hq * Wq;
+    for (int64_t c = 16 * t; c < cuvil_min_i64(p->C, 16 * t + 16); c++) {
+        const float *xc = d->x + c * H * W;
+        float *dc = d->img + c * d->plane;
+        memset(dc, 0, (size_t)d->plane * sizeof(float));
+        for (int64_t h = 0; h < H; h++) {
+            if (p->stride_h == 1) {
+                memcpy(dc + (pt + h) * Wp + pl, xc + h * W, (size_t)W * sizeof(float));
+                continue;
+            }
+            /* padded (r, q) to phase (r & 1, q & 1) at (r / 2, q / 2) */
+            const int64_t r = pt + h;
+            float *row0 = dc + (2 * (r & 1)) * Pq + (r >> 1) * Wq, *row1 = row0 + Pq;
+            split_even_odd(xc + h * W, W, (pl & 1 ? row1 : row0) + (pl >> 1),
+                           ((pl + 1) & 1 ? row1 : row0) + ((pl + 1) >> 1));
+        }
+    }
+}
+
+typedef struct direct_run {
+    const cuvil_conv2d_params *p;
+    const float *img, *a, *bias, *residual;
+    const int64_t *boff;
+    float *y;
+    void *scratch;
+    size_t strip_off;
+    const cuvil_gemm_ukernel_desc *uk;
+    int64_t Wv, NV, K, kcb, Mp, per;
+} direct_run;
+
+/* The strip of panel v0 (Mp x NR, bias not yet added) to y's rows, with the epilogue. */
+static void direct_store(const direct_run *r, const float *strip, int64_t v0) {
+    const cuvil_conv2d_params *p = r->p;
+    const int64_t nr = r->uk->nr, OW = p->OW, OHW = p->OH * p->OW, Wv = r->Wv;
+    const cuvil_act a = p->act.act;
+    const int clamp = a == CUVIL_ACT_RELU || a == CUVIL_ACT_CLIP;
+    const float lo = a == CUVIL_ACT_RELU ? 0.0f : p->act.alpha, hi = a == CUVIL_ACT_RELU ? INFINITY : p->act.beta;
+    for (int64_t l = 0; l < nr && v0 + l < r->NV;) {
+        const int64_t v = v0 + l, row = v / Wv, col = v % Wv;
+        if (col >= OW) { /* between two rows */
+            l += Wv - col;
+            continue;
+        }
+        const int64_t len = cuvil_min_i64(OW - col, nr - l), off = row * OW + col;
+        for (int64_t m = 0; m < p->M; m++) {
+            const float *src = strip + m * nr + l;
+            const float bm = r->bias ? r->bias[m] : 0.0f;
+            float *dst = r->y + m * OHW + off;
+            /* the residual may be y itself: each element is read before it is written */
+            const float *res = r->residual ? r->residual + m * OHW + off : NULL;
+            for (int64_t i = 0; i < len; i++) {
+                float v1 = src[i] + bm + (res ? res[i] : 0.0f);
+                if (clamp) {
+                    v1 = v1 < lo ? lo : v1; /* NaN passes, as in cuvil_f32_act1 */
+                    v1 = v1 > hi ? hi : v1;
+                }
+                dst[i] = v1;
+            }
+            if (!clamp) act_inplace(&p->act, dst, len);
+        }
+        l += len;
+    }
+}
+
+static void direct_task(void *vctx, int64_t t, int tid) {
+    const direct_run *r = (const direct_run *)vctx;
+    const int64_t nr = r->uk->nr, mr = r->uk->mr, strips = (r->NV + nr - 1) / nr;
+    float *strip = (float *)((char *)cuvil_thread_scratch(r->scratch, tid) + r->strip_off);
+    for (int64_t s = t * r->per; s < cuvil_min_i64(strips, (t + 1) * r->per); s++) {
+        const float *b = r->img + s * nr;
+        for (int64_t pc = 0; pc < r->K; pc += r->kcb) {
+            const int64_t kc = cuvil_min_i64(r->kcb, r->K - pc);
+            const float *a = r->a + pc * r->Mp;
+            for (int64_t ir = 0; ir < r->Mp; ir += mr)
+                r->uk->ind((size_t)kc, a + ir * kc, b, r->boff + pc, strip + ir * nr, pc > 0);
+        }
+        direct_store(r, strip, s * nr);
+    }
+}
+
+static void conv2d_gemm(const cuvil_conv2d_params *p, const float *x, const float *w, const float *w_packed,
+                        const float *bias, const float *residual, float *y, void *scratch,
+                        const cuvil_gemm_blocking *b);
+
+static void conv2d_direct(const cuvil_conv2d_params *p, const float *x, const float *w_packed, const float *bias,
+                          const float *residual, float *y, void *scratch, const cuvil_gemm_blocking *b) {
+    const cuvil_gemm_ukernel_desc *uk = b->uk;
+    const int64_t K = p->C * p->KH * p->KW, kcb = cuvil_gemm_kc_split(K, b->kc);
+    if (!uk->ind || p->packed_mr != uk->mr || cuvil_gemm_kc_split(K, p->packed_kc) != kcb) {
+        /* weights packed for another microkernel: the GEMM path repacks them */
+        conv2d_gemm(p, x, NULL, w_packed, bias, residual, y, scratch, b);
+        return;
+    }
+    int64_t plane, Wv, Hp, Wp;
+    direct_dims(p, &plane, &Wv);
+    padded_dims(p, &Hp, &Wp);
+    float *img = (float *)scratch;
+    int64_t *boff = (int64_t *)((char *)scratch + CUVIL_ALIGN_UP((size_t)(p->C * plane + uk->nr) * sizeof(float), 64));
+    const int64_t Hq = (Hp + 1) / 2, Wq = (Wp + 1) / 2;
+    for (int64_t c = 0, k = 0; c < p->C; c++)
+        for (int64_t kh = 0; kh < p->KH; kh++)
+            for (int64_t kw = 0; kw < p->KW; kw++, k++)
+                boff[k] = p->stride_h == 1 ? c * plane + kh * Wp + kw
+                                           : c * plane + (2 * (kh & 1) + (kw & 1)) * Hq * Wq + (kh >> 1) * Wq + (kw >> 1);
+    /* what a last panel reads past the image: zeros, never stored */
+    memset(img + p->C * plane, 0, (size_t)uk->nr * sizeof(float));
+    const int64_t NV = (p->OH - 1) * Wv + p->OW, strips = (NV + uk->nr - 1) / uk->nr;
+    const int64_t tasks = cuvil_min_i64(strips, 4 * (int64_t)cuvil_threads());
+    direct_run r = {p, img, w_packed, bias, NULL, boff, NULL, scratch, direct_image_bytes(p, uk->nr), uk,
+                    Wv, NV, K, kcb, CUVIL_ALIGN_UP(p->M, uk->mr), (strips + tasks - 1) / tasks};
+    const int64_t ysz = p->M * p->OH * p->OW;
+    for (int64_t n = 0; n < p->N; n++) {
+        direct_image di = {p, x + n * p->C * p->H * p->W, img, plane};
+        cuvil_parallel_for((p->C + 15) / 16, direct_image_task, &di);
+        r.y = y + n * ysz;
+        r.residual = residual ? residual + n * ysz : NULL;
+        cuvil_parallel_for((strips + r.per - 1) / r.per, direct_task, &r);
+    }
+}
+
 size_t cuvil_f32_conv2d_scratch_size_ex(const cuvil_conv2d_params *p,
                                         const cuvil_gemm_blocking *b) {
     if (cuvil_conv2d_strided_pointwise(p)) {
@@ -909,6 +1100,8 @@ size_t cuvil_f32_conv2d_scratch_size_ex(const cuvil_conv2d_params *p,
         padded_dims(p, &Hp, &Wp);
         n += CUVIL_ALIGN_UP((size_t)(p->C * Hp * Wp) * sizeof(float), 64);
     }
+    /* direct: also the GEMM path's, which it falls back to for weights packed otherwise */
+    if (is_direct(p) && direct_scratch(p, b) > n) n = direct_scratch(p, b);
     return n;
 }
 
@@ -997,6 +1190,10 @@ void cuvil_f32_conv2d_prepacked(const cuvil_conv2d_params *p, const float *x, co
     }
     if (is_gemm_t(p)) {
         conv2d_gemm_t(p, x, w_packed, bias, residual, y, scratch, cuvil_gemm_default_blocking());
+        return;
+    }
+    if (is_direct(p)) {
+        conv2d_direct(p, x, w_packed, bias, residual, y, scratch, cuvil_gemm_default_blocking());
         return;
     }
     conv2d_gemm(p, x, NULL, w_packed, bias, residual, y, scratch, cuvil_gemm_default_blocking());

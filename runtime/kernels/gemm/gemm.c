@@ -30,13 +30,13 @@
 
 /* ===== Microkernel table ========================================================== */
 const cuvil_gemm_ukernel_desc cuvil_f32_gemm_ukernels[] = {
-    {cuvil_f32_gemm_ukernel_4x8__scalar, 4, 8, "4x8__scalar"},
+    {cuvil_f32_gemm_ukernel_4x8__scalar, 4, 8, "4x8__scalar", cuvil_f32_conv_ukernel_4x8__scalar},
 #if CUVIL_HAVE_AVX2
-    {cuvil_f32_gemm_ukernel_6x16__avx2_fma, 6, 16, "6x16__avx2_fma"},
+    {cuvil_f32_gemm_ukernel_6x16__avx2_fma, 6, 16, "6x16__avx2_fma", cuvil_f32_conv_ukernel_6x16__avx2_fma},
 #endif
 #if CUVIL_HAVE_AVX512
-    {cuvil_f32_gemm_ukernel_7x32__avx512, 7, 32, "7x32__avx512"},
-    {cuvil_f32_gemm_ukernel_8x32__avx512, 8, 32, "8x32__avx512"},
+    {cuvil_f32_gemm_ukernel_7x32__avx512, 7, 32, "7x32__avx512", NULL},
+    {cuvil_f32_gemm_ukernel_8x32__avx512, 8, 32, "8x32__avx512", cuvil_f32_conv_ukernel_8x32__avx512},
 #endif
 };
 const int cuvil_f32_gemm_n_ukernels =
@@ -112,6 +112,23 @@ void cuvil_f32_gemm_ukernel_4x8__scalar(size_t kc, const float *a, const float *
             }
         }
     }
+}
+
+void cuvil_f32_conv_ukernel_4x8__scalar(size_t kc, const float *a, const float *b, const int64_t *boff, float *c,
+                                        int accumulate) {
+    float acc[4][8];
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 8; j++) acc[i][j] = accumulate ? c[i * 8 + j] : 0.0f;
+    for (size_t k = 0; k < kc; k++) {
+        const float *bk = b + boff[k];
+        for (int i = 0; i < 4; i++) {
+            const float ai = a[i];
+            for (int j = 0; j < 8; j++) acc[i][j] += ai * bk[j];
+        }
+        a += 4;
+    }
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 8; j++) c[i * 8 + j] = acc[i][j];
 }
 
 /* ===== Packing ======================================================================= */

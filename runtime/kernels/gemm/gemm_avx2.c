@@ -263,3 +263,29 @@ void cuvil_f32_gemm_pack_b_t16__avx2(size_t kc, const float *src, size_t ld, flo
     for (; k < kc; k++)
         for (size_t c = 0; c < 16; c++) dst[k * 16 + c] = src[c * ld + k];
 }
+
+/* The 6x16 tile with B's rows at b + boff[k] (direct convolution): a whole tile of row
+ * stride 16, written or added to. */
+void cuvil_f32_conv_ukernel_6x16__avx2_fma(size_t kc, const float *a, const float *b, const int64_t *boff,
+                                           float *c, int accumulate) {
+    __m256 acc[MR][2];
+    for (int i = 0; i < MR; i++) {
+        acc[i][0] = accumulate ? _mm256_loadu_ps(c + i * NR) : _mm256_setzero_ps();
+        acc[i][1] = accumulate ? _mm256_loadu_ps(c + i * NR + 8) : _mm256_setzero_ps();
+    }
+    for (size_t k = 0; k < kc; k++) {
+        const float *bk = b + boff[k];
+        const __m256 b0 = _mm256_loadu_ps(bk), b1 = _mm256_loadu_ps(bk + 8);
+#pragma GCC unroll 6
+        for (int i = 0; i < MR; i++) {
+            const __m256 av = _mm256_broadcast_ss(a + i);
+            acc[i][0] = _mm256_fmadd_ps(av, b0, acc[i][0]);
+            acc[i][1] = _mm256_fmadd_ps(av, b1, acc[i][1]);
+        }
+        a += MR;
+    }
+    for (int i = 0; i < MR; i++) {
+        _mm256_storeu_ps(c + i * NR, acc[i][0]);
+        _mm256_storeu_ps(c + i * NR + 8, acc[i][1]);
+    }
+}

@@ -110,6 +110,32 @@ void cuvil_f32_gemm_ukernel_7x32__avx512(size_t kc, const float *a, const float 
     store_tile(acc, c, ldc, mr, nr, c_in, ld_in, epi);
 }
 
+/* The 8x32 tile with B's rows at b + boff[k] (direct convolution): a whole tile of row
+ * stride 32, written or added to. */
+void cuvil_f32_conv_ukernel_8x32__avx512(size_t kc, const float *a, const float *b, const int64_t *boff, float *c,
+                                         int accumulate) {
+    __m512 acc[MR][2];
+    for (int i = 0; i < MR; i++) {
+        acc[i][0] = accumulate ? _mm512_loadu_ps(c + i * NR) : _mm512_setzero_ps();
+        acc[i][1] = accumulate ? _mm512_loadu_ps(c + i * NR + 16) : _mm512_setzero_ps();
+    }
+    for (size_t k = 0; k < kc; k++) {
+        const float *bk = b + boff[k];
+        const __m512 b0 = _mm512_loadu_ps(bk), b1 = _mm512_loadu_ps(bk + 16);
+#pragma GCC unroll 8
+        for (int i = 0; i < MR; i++) {
+            const __m512 av = _mm512_set1_ps(a[i]);
+            acc[i][0] = _mm512_fmadd_ps(av, b0, acc[i][0]);
+            acc[i][1] = _mm512_fmadd_ps(av, b1, acc[i][1]);
+        }
+        a += MR;
+    }
+    for (int i = 0; i < MR; i++) {
+        _mm512_storeu_ps(c + i * NR, acc[i][0]);
+        _mm512_storeu_ps(c + i * NR + 16, acc[i][1]);
+    }
+}
+
 /* acc[t] += sum_k a[k] * panel[k*32 + t] for t < 32 (one row of A times a packed B panel). */
 void cuvil_f32_gemv_panel32__avx512(size_t kc, const float *a, const float *panel, float *acc) {
     __m512 s0 = _mm512_loadu_ps(acc), s1 = _mm512_loadu_ps(acc + 16);
