@@ -319,16 +319,6 @@ static inline dwm dw_mask(int64_t n) {
 #define DW_MIN(a, b) _mm256_min_ps(a, b)
 #endif
 
-/* One input channel copied into a zero-padded plane (Hp x Wp), once for all the output
- * channels that read it. */
-typedef struct dw_src {
-    const float *xc; /* the input channel, H x W */
-    float *plane;
-    int64_t H, W, pt, pl, Hp, Wp;
-    int64_t filled; /* padded rows [0, filled) hold this channel */
-    int phased;     /* rows stored as their even columns, then their odd ones (stride 2) */
-} dw_src;
-
 #ifdef DW_SIMD
 /* s[2j] to ev[j], s[2j + 1] to od[j], for the W floats of s. */
 static void dw_deinterleave(const float *s, int64_t W, float *ev, float *od) {
@@ -368,25 +358,11 @@ static void split_even_odd(const float *s, int64_t W, float *ev, float *od) {
 #endif
 }
 
-/* Padded rows [filled, upto) of the plane (the borders are zero already). */
-static inline void dw_fill(dw_src *s, int64_t upto) {
-    if (upto > s->Hp) upto = s->Hp;
-    for (int64_t r = s->filled; r < upto; r++) {
-        const int64_t h = r - s->pt;
-        if (h < 0 || h >= s->H) continue;
-        float *dr = s->plane + r * s->Wp;
-#ifdef DW_SIMD
-        if (s->phased) {
-            /* input column 2j to padded pl + 2j, 2j + 1 to pl + 2j + 1; padded column q lies at
-             * (q & 1) * We + q / 2 */
-            const int64_t We = (s->Wp + 1) / 2, pl = s->pl;
-            split_even_odd(s->xc + h * s->W, s->W, dr + (pl & 1) * We + (pl >> 1), dr + ((pl + 1) & 1) * We + ((pl + 1) >> 1));
-            continue;
-        }
-#endif
-        memcpy(dr + s->pl, s->xc + h * s->W, (size_t)s->W * sizeof(float));
-    }
-    if (upto > s->filled) s->filled = upto;
+/* An input row of W floats into a padded row stored phased: padded column q = pl + iw goes to
+ * (q & 1 ? odd : even)[q / 2] (pad_image's phased copy, the stride-2 depthwise plane, the
+ * direct convolution's phases); the other positions are left as they are. */
+static void copy_row_phased(const float *s, int64_t W, int64_t pl, float *even, float *odd) {
+    split_even_odd(s, W, (pl & 1 ? odd : even) + (pl >> 1), ((pl + 1) & 1 ? odd : even) + ((pl + 1) >> 1));
 }
 
 #ifdef DW_SIMD
@@ -472,9 +448,10 @@ static void dw_fixed(const cuvil_conv2d_params *p, const float *x, const float *
     dw_plane_dims(p, &Hp, &Wp);
     int64_t cur = -1;
     memset(plane, 0, (size_t)(Hp * Wp + DW_SLACK) * sizeof(float)); /* borders (and slack) stay zero */
-    dw_src src = {NULL, plane, H, W, pt, pl, Hp, Wp, 0, 0};
 #ifdef DW_SIMD
-    src.phased = K == 3 && S == 2; /* dw3_plane_s2 reads rows split into even and odd columns */
+    const int phased = K == 3 && S == 2; /* dw3_plane_s2 reads rows split into even and odd columns */
+#else
+    const int phased = 0;
 #endif
     float *flat = (float *)((char *)plane + CUVIL_ALIGN_UP((size_t)(Hp * Wp + DW_SLACK) * sizeof(float), 64));
     const int fused = p->act.act == CUVIL_ACT_NONE || p->act.act == CUVIL_ACT_RELU ||
@@ -486,17 +463,22 @@ static void dw_fixed(const cuvil_conv2d_params *p, const float *x, const float *
         const int64_t n = q / p->M, m = q % p->M;
         const int64_t ci = n * p->C + m / mult;
         if (ci != cur) {
-            src.xc = x + ci * H * W;
-            src.filled = 0;
+            /* (filling the plane a few rows ahead of the computed rows, to read them from L1,
+             * measured slower: 144 x 56 x 56 stride 1 0.180 -> 0.207 ms) */
+            const float *xc = x + ci * H * W;
+            for (int64_t h = 0; h < H; h++) {
+                float *dr = plane + (pt + h) * Wp;
+                if (phased)
+                    copy_row_phased(xc + h * W, W, pl, dr, dr + (Wp + 1) / 2);
+                else
+                    memcpy(dr + pl, xc + h * W, (size_t)W * sizeof(float));
+            }
             cur = ci;
         }
         const float *wm = w + m * K * K;
         float *ym = y + (n * p->M + m) * OH * OW;
         const float *rm = residual ? residual + (n * p->M + m) * OH * OW : NULL;
         const float b = bias ? bias[m] : 0.0f;
-        /* (filling it a few rows ahead of the computed rows, to read them from L1, measured
-         * slower: 144 x 56 x 56 stride 1 0.180 -> 0.207 ms) */
-        dw_fill(&src, Hp);
 #ifdef DW_SIMD
         if (K == 3 && (S == 2 || OW >= 16)) {
             if (S == 1)
@@ -638,14 +620,20 @@ static void dw_block8(const cuvil_conv2d_params *p, const float *x, const float 
 }
 #endif
 
-/* Scratch: an accumulator row of OW floats, then (fixed path) the padded input plane. */
-static size_t dw_scratch_size(const cuvil_conv2d_params *p) {
+/* Scratch: an accumulator row of OW floats, then (fixed path) the padded input plane and the
+ * flat output; these bytes, then (small planes) the 8-channel tile. */
+static size_t dw_row_plane_bytes(const cuvil_conv2d_params *p) {
     size_t n = CUVIL_ALIGN_UP((size_t)p->OW * sizeof(float), 64);
     if (dw_is_fixed(p)) {
         int64_t Hp, Wp;
         dw_plane_dims(p, &Hp, &Wp);
-        n += 2 * CUVIL_ALIGN_UP((size_t)(Hp * Wp + DW_SLACK) * sizeof(float), 64); /* the plane, the flat output */
+        n += 2 * CUVIL_ALIGN_UP((size_t)(Hp * Wp + DW_SLACK) * sizeof(float), 64);
     }
+    return n;
+}
+
+static size_t dw_scratch_size(const cuvil_conv2d_params *p) {
+    size_t n = dw_row_plane_bytes(p);
     if (dw_blocked(p)) n += CUVIL_ALIGN_UP(dw_blocked_floats(p) * sizeof(float), 64);
     return n;
 }
@@ -709,9 +697,7 @@ static void dw_range(const cuvil_conv2d_params *p, const float *x, const float *
     if (dw_blocked(p)) {
         int64_t Hp, Wp;
         dw_plane_dims(p, &Hp, &Wp);
-        size_t off = CUVIL_ALIGN_UP((size_t)p->OW * sizeof(float), 64);
-        if (dw_is_fixed(p)) off += 2 * CUVIL_ALIGN_UP((size_t)(Hp * Wp + DW_SLACK) * sizeof(float), 64);
-        float *tile = (float *)((char *)row + off);
+        float *tile = (float *)((char *)row + dw_row_plane_bytes(p));
         memset(tile, 0, (size_t)(Hp * Wp * 8) * sizeof(float)); /* the borders stay zero */
         for (int64_t q = q0; q < q1;) {
             const int64_t m = q % p->M;
@@ -800,15 +786,9 @@ static void pad_image(const cuvil_conv2d_params *p, const float *xn, float *xpad
             float *dr = dc + (p->pad_t + h) * Wp;
             const float *sr = sc + h * p->W;
             if (phased) {
-                /* padded column q goes to (q & 1) * We + q / 2: zeros, then each parity's run
-                 * of the input (a strided copy the compiler vectorises) */
+                /* padded column q goes to (q & 1) * We + q / 2: zeros, then the input */
                 memset(dr, 0, (size_t)Wp * sizeof(float));
-                for (int64_t par = 0; par < 2; par++) {
-                    const int64_t iw0 = (par - p->pad_l) & 1, cnt = (p->W - iw0 + 1) / 2;
-                    float *d = dr + par * We + ((p->pad_l + iw0) >> 1);
-                    const float *s0 = sr + iw0;
-                    for (int64_t j = 0; j < cnt; j++) d[j] = s0[2 * j];
-                }
+                copy_row_phased(sr, p->W, p->pad_l, dr, dr + We);
                 continue;
             }
             memset(dr, 0, (size_t)p->pad_l * sizeof(float));
@@ -978,8 +958,7 @@ static void direct_image_task(void *vctx, int64_t t, int tid) {
             /* padded (r, q) to phase (r & 1, q & 1) at (r / 2, q / 2) */
             const int64_t r = pt + h;
             float *row0 = dc + (2 * (r & 1)) * Pq + (r >> 1) * Wq, *row1 = row0 + Pq;
-            split_even_odd(xc + h * W, W, (pl & 1 ? row1 : row0) + (pl >> 1),
-                           ((pl + 1) & 1 ? row1 : row0) + ((pl + 1) >> 1));
+            copy_row_phased(xc + h * W, W, pl, row0, row1);
         }
     }
 }
