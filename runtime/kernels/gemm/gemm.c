@@ -569,18 +569,41 @@ typedef struct gemm_split {
     const cuvil_gemm_job *j;
     const cuvil_gemm_blocking *b;
     void *scratch;
-    int64_t parts, step; /* parts of `step` rows (by_m) or columns */
-    int by_m;
+    int by_m;                              /* parts of rows, else of columns */
+    int64_t bound[CUVIL_MAX_THREADS + 1]; /* part t: rows or columns [bound[t], bound[t+1]) */
 } gemm_split;
 
 static void gemm_task(void *vctx, int64_t t, int tid) {
     const gemm_split *s = (const gemm_split *)vctx;
     void *scr = cuvil_thread_scratch(s->scratch, tid);
-    const int64_t lo = t * s->step;
+    const int64_t lo = s->bound[t], hi = s->bound[t + 1];
     if (s->by_m)
-        gemm_range(s->j, s->b, scr, lo, cuvil_min_i64(s->j->M, lo + s->step), 0, s->j->N);
+        gemm_range(s->j, s->b, scr, lo, hi, 0, s->j->N);
     else
-        gemm_range(s->j, s->b, scr, 0, s->j->M, lo, cuvil_min_i64(s->j->N, lo + s->step));
+        gemm_range(s->j, s->b, scr, 0, s->j->M, lo, hi);
+}
+
+/* Cuts `n` rows (or columns) in tiles of `r` into `parts` runs of whole tiles of nearly equal
+ * cost, a tile costing its rows plus `r / 4` (the fixed cost of a microkernel call: a partial last
+ * tile costs nearly a full one). Equal runs of ceil(tiles / parts) tiles left 49 rows in 8-row
+ * tiles as 32 + 17, one thread doing twice the other's work. Returns the number of runs. */
+static int64_t split_tiles(int64_t n, int64_t r, int64_t parts, int64_t *bound) {
+    const int64_t tiles = (n + r - 1) / r, over = r / 4 > 0 ? r / 4 : 1;
+    if (parts > tiles) parts = tiles;
+    const int64_t total = n + tiles * over;
+    int64_t t = 0, cost = 0, k = 1;
+    bound[0] = 0;
+    for (int64_t i = 0; i < tiles && k < parts; i++) {
+        const int64_t rows = cuvil_min_i64(r, n - i * r);
+        /* end run k after this tile when that comes closer to its share than one tile more */
+        cost += rows + over;
+        t = (i + 1) * r;
+        const int64_t target = total * k / parts;
+        const int64_t next = cost + cuvil_min_i64(r, n - t) + over;
+        if (t < n && (cost >= target || next - target > target - cost)) bound[k++] = t;
+    }
+    bound[k] = n;
+    return k;
 }
 
 /* The one-row products, when they apply: 1 if done. */
@@ -617,16 +640,16 @@ void cuvil_f32_gemm_run(const cuvil_gemm_job *j, const cuvil_gemm_blocking *b, v
     }
     /* Split the columns (each thread packs its own B panels and reads all of A) unless there
      * are too few of them to go round; then the rows (each thread packs all of B). */
-    gemm_split s = {j, b, scratch, 0, 0, 0};
+    gemm_split s;
+    s.j = j;
+    s.b = b;
+    s.scratch = scratch;
     s.by_m = tiles_n < 4 * threads && tiles_m > tiles_n;
-    const int64_t tiles = s.by_m ? tiles_m : tiles_n;
     /* columns: two tasks per thread, so that a thread slowed down (a busy core, a noisy
      * neighbour on a VM) leaves the other the rest; rows: one each (every task packs all of B) */
-    const int64_t want = s.by_m ? threads : 2 * (int64_t)threads;
-    const int64_t per = (tiles + want - 1) / want;
-    s.step = per * (s.by_m ? mr : nr);
-    s.parts = ((s.by_m ? M : N) + s.step - 1) / s.step;
-    cuvil_parallel_for(s.parts, gemm_task, &s);
+    const int64_t want = s.by_m ? threads : cuvil_min_i64(2 * (int64_t)threads, CUVIL_MAX_THREADS);
+    const int64_t parts = s.by_m ? split_tiles(M, mr, want, s.bound) : split_tiles(N, nr, want, s.bound);
+    cuvil_parallel_for(parts, gemm_task, &s);
 }
 
 /* ===== Public GEMM =================================================================== */
