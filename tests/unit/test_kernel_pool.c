@@ -121,6 +121,8 @@ static const pool_case cases[] = {
     {1, 2, 1, 17, 1, 4, 1, 3, 0, 0, 0, 2, 1, 1, 1},    /* 1-D ceil */
     {1, 1, 3, 300, 2, 2, 1, 1, 0, 0, 1, 1, 1, 1, 0},   /* wide rows */
     {1, 2, 5, 601, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 0},   /* ResNet max pool, rows wider than a chunk */
+    {1, 3, 7, 40, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 0},    /* ResNet max pool, 20 columns: 8 at a time + 4 */
+    {1, 2, 6, 37, 3, 3, 2, 2, 0, 0, 0, 0, 1, 1, 1},    /* 3 wide s2, ceil, odd width: last window clipped */
     {1, 1, 4, 1100, 3, 4, 1, 1, 1, 2, 1, 1, 1, 1, 1},  /* stride 1, two chunks and a remainder */
     {1, 1, 6, 700, 3, 3, 3, 3, 0, 0, 2, 2, 1, 2, 1},   /* stride 3, dilated columns, ceil */
     {1, 1, 3, 3, 3, 3, 1, 1, 2, 2, 2, 2, 1, 1, 0},     /* windows wholly in the padding */

@@ -125,12 +125,41 @@ static void max_row(const cuvil_pool2d_params *p, const float *xc, float *yr, in
         const int64_t n = cuvil_min_i64(chunk, OW - ow0);
         const int64_t c0 = ow0 * sw - p->pad_l, len = (n - 1) * sw + span; /* t[i]: column c0 + i */
         const int64_t lo = cuvil_max_i64(0, -c0), hi = cuvil_min_i64(len, W - c0); /* inside the input */
-        for (int64_t i = 0; i < len; i++) t[i] = -FLT_MAX;
-        for (int64_t ih = ih0; ih < ih1; ih++) {
+        for (int64_t i = 0; i < lo; i++) t[i] = -FLT_MAX;
+        for (int64_t i = hi > lo ? hi : lo; i < len; i++) t[i] = -FLT_MAX;
+        int64_t ih = ih0;
+        if (ih1 - ih0 >= 3) {
+            /* three rows a pass (a 3-row window in one pass over t, not an initialisation and three) */
+            const float *r0 = xc + ih * W + c0, *r1 = r0 + W, *r2 = r1 + W;
+            for (int64_t i = lo; i < hi; i++) {
+                float a = r0[i] > -FLT_MAX ? r0[i] : -FLT_MAX;
+                a = r1[i] > a ? r1[i] : a;
+                t[i] = r2[i] > a ? r2[i] : a;
+            }
+            ih += 3;
+        } else if (ih1 - ih0 == 2) {
+            const float *r0 = xc + ih * W + c0, *r1 = r0 + W;
+            for (int64_t i = lo; i < hi; i++) {
+                const float a = r0[i] > -FLT_MAX ? r0[i] : -FLT_MAX;
+                t[i] = r1[i] > a ? r1[i] : a;
+            }
+            ih += 2;
+        } else {
+            for (int64_t i = lo; i < hi; i++) t[i] = -FLT_MAX;
+        }
+        for (; ih < ih1; ih++) {
             const float *xr = xc + ih * W;
             for (int64_t i = lo; i < hi; i++) t[i] = xr[c0 + i] > t[i] ? xr[c0 + i] : t[i];
         }
         float *y = yr + ow0;
+        if (KW == 3 && sw == 2 && dw == 1) {
+            /* ResNet's stem pool: its three columns in one pass (t holds no NaN) */
+            for (int64_t j = 0; j < n; j++) {
+                const float a = t[2 * j] > t[2 * j + 1] ? t[2 * j] : t[2 * j + 1];
+                y[j] = t[2 * j + 2] > a ? t[2 * j + 2] : a;
+            }
+            continue;
+        }
         for (int64_t j = 0; j < n; j++) y[j] = -FLT_MAX;
         for (int64_t kw = 0; kw < KW; kw++) {
             const float *tk = t + kw * dw;
