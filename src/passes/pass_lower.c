@@ -52,9 +52,16 @@ static bool swapped_fits_better(const cuvil_conv2d_params *p, const cuvil_target
  * (one thread / two, alone: ResNet-50's layer2.0 conv2, 128 x 56x56 -> 28x28, 2.43 -> 2.31 /
  * 1.47 -> 1.29 ms), but not for a stem's few input channels (MobileNetV2's 3 -> 32, K = 27:
  * 0.304 -> 0.319 ms; ResNet's 7x7, K = 147: faster alone, 2.51 -> 2.80 ms in the model), nor
- * is it needed at stride 1 where Winograd takes the 3x3 convs. */
+ * is it needed at stride 1 where Winograd takes the 3x3 convs. For a 1x1 stride-1 conv it
+ * reads the input itself (no copy): with few output channels the GEMM path's packing of the
+ * input costs as much as the product. In MobileNetV2 (one thread): 144 -> 24 at 56x56 with
+ * the residual 0.307 -> 0.222 ms, 144/192 -> 32 at 28x28 -0.005 each; but 32 -> 16 at
+ * 112x112 0.211 -> 0.291, hence C >= 128. (ResNet-50's 256 -> 64 at 56x56: 1.048 -> 1.031
+ * alone, the whole model within noise: left to the GEMM.) */
 static bool direct_pays(const cuvil_conv2d_params *p) {
-    return cuvil_conv2d_direct_applies(p) && p->stride_h == 2 && p->KH * p->KW > 1 && p->C * p->KH * p->KW >= 256;
+    if (!cuvil_conv2d_direct_applies(p)) return false;
+    if (p->KH * p->KW == 1 && p->stride_h == 1) return p->M <= 32 && p->C >= 128;
+    return p->stride_h == 2 && p->KH * p->KW > 1 && p->C * p->KH * p->KW >= 256;
 }
 
 /* Depthwise convolutions (C/group == 1) run the direct loop; the others run as GEMMs (1x1
@@ -85,7 +92,7 @@ static cuvil_status lower_conv(cir_graph *g, cir_node *n, const cuvil_target_inf
         bool direct = packed && !g->symbolic && !wino && !swap && direct_pays(&p);
         p.algo = wino_t ? CUVIL_CONV_WINOGRAD_T : wino ? CUVIL_CONV_WINOGRAD : swap ? CUVIL_CONV_GEMM_T : direct ? CUVIL_CONV_DIRECT : 0;
         snprintf(algo, sizeof algo, "%s, gemm %dx%d kc=%lld",
-                 wino_t ? "winograd F(4x4,3x3), tiles as rows" : wino ? "winograd F(4x4,3x3)" : swap ? (strided_pw ? "1x1 strided as gemm on a subsampled copy, pixels as rows" : "im2col+gemm, pixels as rows") : pointwise ? "1x1 as gemm" : strided_pw ? "1x1 strided as gemm on a subsampled copy" : direct ? "direct (taps read in place from 4 phases)" : "im2col+gemm",
+                 wino_t ? "winograd F(4x4,3x3), tiles as rows" : wino ? "winograd F(4x4,3x3)" : swap ? (strided_pw ? "1x1 strided as gemm on a subsampled copy, pixels as rows" : "im2col+gemm, pixels as rows") : direct ? (pointwise ? "1x1 direct (input read in place)" : "direct (taps read in place from 4 phases)") : pointwise ? "1x1 as gemm" : strided_pw ? "1x1 strided as gemm on a subsampled copy" : "im2col+gemm",
                  t->mr, t->nr, (long long)t->kc);
         if (packed) {
             p.packed_mr = swap || wino_t ? t->nr : t->mr;   /* the swapped GEMMs pack the weights as their B */

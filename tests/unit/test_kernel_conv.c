@@ -342,6 +342,7 @@ static const conv_case conv_cases[] = {
     {1, 9, 10, 12, 9, 4, 3, 3, 2, 2, 0, 1, 2, 1, 1, 9},   /* depthwise 4x3 kernel, strides 3x2, uneven pads */
     {1, 100, 14, 14, 100, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 100}, /* depthwise 14x14, split among threads */
     {2, 8, 10, 10, 12, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2},  /* groups 2, batch 2, 100 pixels: pixel bands per image and group */
+    {2, 20, 9, 11, 6, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},   /* pointwise, batch 2, 99 pixels: direct reads whole panels in place, the last copied */
 };
 
 static void test_conv2d(void) {

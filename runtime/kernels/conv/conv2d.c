@@ -916,13 +916,22 @@ static void direct_dims(const cuvil_conv2d_params *p, int64_t *plane, int64_t *W
     }
 }
 
-/* Scratch: the image (+ NR floats a last panel may read past it), the K tap offsets, then
- * in every thread's slice a strip of ALIGN(M, MR) x NR floats. */
+/* A 1x1 stride-1 unpadded conv reads its input in place: the image is the input itself, and
+ * only the last, partial panel (which would read past it) is copied, zero-filled, to scratch. */
+static int direct_in_place(const cuvil_conv2d_params *p) {
+    return p->KH == 1 && p->KW == 1 && p->stride_h == 1 && p->pad_t == 0 && p->pad_l == 0 && p->OH == p->H &&
+           p->OW == p->W;
+}
+
+/* Scratch: the image (+ NR floats a last panel may read past it) or, in place, the last
+ * panel's C x NR copy; the K tap offsets (in place: also the copy's); then in every thread's
+ * slice a strip of ALIGN(M, MR) x NR floats. */
 static size_t direct_image_bytes(const cuvil_conv2d_params *p, int nr) {
     int64_t plane, Wv;
     direct_dims(p, &plane, &Wv);
-    return CUVIL_ALIGN_UP((size_t)(p->C * plane + nr) * sizeof(float), 64) +
-           CUVIL_ALIGN_UP((size_t)(p->C * p->KH * p->KW) * sizeof(int64_t), 64);
+    const int in_place = direct_in_place(p);
+    return CUVIL_ALIGN_UP((size_t)(in_place ? p->C * nr : p->C * plane + nr) * sizeof(float), 64) +
+           CUVIL_ALIGN_UP((size_t)((in_place ? 2 : 1) * p->C * p->KH * p->KW) * sizeof(int64_t), 64);
 }
 
 static size_t direct_scratch(const cuvil_conv2d_params *p, const cuvil_gemm_blocking *b) {
@@ -967,6 +976,9 @@ typedef struct direct_run {
     const cuvil_conv2d_params *p;
     const float *img, *a, *bias, *residual;
     const int64_t *boff;
+    const float *tail;    /* panels from `full` on: read from here, at offsets toff */
+    const int64_t *toff;
+    int64_t full;
     float *y;
     void *scratch;
     size_t strip_off;
@@ -1013,12 +1025,13 @@ static void direct_task(void *vctx, int64_t t, int tid) {
     const int64_t nr = r->uk->nr, mr = r->uk->mr, strips = (r->NV + nr - 1) / nr;
     float *strip = (float *)((char *)cuvil_thread_scratch(r->scratch, tid) + r->strip_off);
     for (int64_t s = t * r->per; s < cuvil_min_i64(strips, (t + 1) * r->per); s++) {
-        const float *b = r->img + s * nr;
+        const float *b = s < r->full ? r->img + s * nr : r->tail;
+        const int64_t *off = s < r->full ? r->boff : r->toff;
         for (int64_t pc = 0; pc < r->K; pc += r->kcb) {
             const int64_t kc = cuvil_min_i64(r->kcb, r->K - pc);
             const float *a = r->a + pc * r->Mp;
             for (int64_t ir = 0; ir < r->Mp; ir += mr)
-                r->uk->ind((size_t)kc, a + ir * kc, b, r->boff + pc, strip + ir * nr, pc > 0);
+                r->uk->ind((size_t)kc, a + ir * kc, b, off + pc, strip + ir * nr, pc > 0);
         }
         direct_store(r, strip, s * nr);
     }
@@ -1040,24 +1053,41 @@ static void conv2d_direct(const cuvil_conv2d_params *p, const float *x, const fl
     int64_t plane, Wv, Hp, Wp;
     direct_dims(p, &plane, &Wv);
     padded_dims(p, &Hp, &Wp);
-    float *img = (float *)scratch;
-    int64_t *boff = (int64_t *)((char *)scratch + CUVIL_ALIGN_UP((size_t)(p->C * plane + uk->nr) * sizeof(float), 64));
+    const int in_place = direct_in_place(p);
+    float *img = (float *)scratch; /* in place: the last panel's copy */
+    int64_t *boff = (int64_t *)((char *)scratch + CUVIL_ALIGN_UP((size_t)(in_place ? p->C * uk->nr : p->C * plane + uk->nr) * sizeof(float), 64));
     const int64_t Hq = (Hp + 1) / 2, Wq = (Wp + 1) / 2;
     for (int64_t c = 0, k = 0; c < p->C; c++)
         for (int64_t kh = 0; kh < p->KH; kh++)
             for (int64_t kw = 0; kw < p->KW; kw++, k++)
                 boff[k] = p->stride_h == 1 ? c * plane + kh * Wp + kw
                                            : c * plane + (2 * (kh & 1) + (kw & 1)) * Hq * Wq + (kh >> 1) * Wq + (kw >> 1);
-    /* what a last panel reads past the image: zeros, never stored */
-    memset(img + p->C * plane, 0, (size_t)uk->nr * sizeof(float));
     const int64_t NV = (p->OH - 1) * Wv + p->OW, strips = (NV + uk->nr - 1) / uk->nr;
     const int64_t tasks = cuvil_min_i64(strips, 4 * (int64_t)cuvil_threads());
-    direct_run r = {p, img, w_packed, bias, NULL, boff, NULL, scratch, direct_image_bytes(p, uk->nr), uk,
-                    Wv, NV, K, kcb, CUVIL_ALIGN_UP(p->M, uk->mr), (strips + tasks - 1) / tasks};
+    direct_run r = {p, img, w_packed, bias, NULL, boff, img, boff + K, strips, NULL, scratch,
+                    direct_image_bytes(p, uk->nr), uk, Wv, NV, K, kcb, CUVIL_ALIGN_UP(p->M, uk->mr),
+                    (strips + tasks - 1) / tasks};
+    if (in_place) {
+        r.full = NV / uk->nr;
+        for (int64_t c = 0; c < p->C; c++) boff[K + c] = c * uk->nr;
+    } else {
+        /* what a last panel reads past the image: zeros, never stored */
+        memset(img + p->C * plane, 0, (size_t)uk->nr * sizeof(float));
+    }
     const int64_t ysz = p->M * p->OH * p->OW;
     for (int64_t n = 0; n < p->N; n++) {
-        direct_image di = {p, x + n * p->C * p->H * p->W, img, plane};
-        cuvil_parallel_for((p->C + 15) / 16, direct_image_task, &di);
+        const float *xn = x + n * p->C * p->H * p->W;
+        if (in_place) {
+            r.img = xn;
+            const int64_t rest = NV - r.full * uk->nr;
+            for (int64_t c = 0; rest > 0 && c < p->C; c++) {
+                memcpy(img + c * uk->nr, xn + c * plane + r.full * uk->nr, (size_t)rest * sizeof(float));
+                memset(img + c * uk->nr + rest, 0, (size_t)(uk->nr - rest) * sizeof(float));
+            }
+        } else {
+            direct_image di = {p, xn, img, plane};
+            cuvil_parallel_for((p->C + 15) / 16, direct_image_task, &di);
+        }
         r.y = y + n * ysz;
         r.residual = residual ? residual + n * ysz : NULL;
         cuvil_parallel_for((strips + r.per - 1) / r.per, direct_task, &r);
