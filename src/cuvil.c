@@ -534,6 +534,8 @@ struct cuvil_graph {
     int cap_ok;
 };
 
+cuvil_ctx *cuvil_graph_ctx_(cuvil_graph *g) { return g ? g->ctx : NULL; }
+
 /* Marks value id as usable; false when out of memory (message on ctx). */
 static bool mark_ok(cuvil_graph *gr, int id) {
     if (id >= gr->cap_ok) {

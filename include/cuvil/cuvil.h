@@ -154,6 +154,18 @@ CUVIL_API void cuvil_options_init(cuvil_options *o);
 CUVIL_API cuvil_status cuvil_compile_file(cuvil_ctx *ctx, const char *model_path, const cuvil_options *o,
                                 const char *output_path);
 
+/* Parses cuvil-compile's options (argv holds arguments only, no program name: "--dim",
+ * "batch=1:8", "--target", "x86_64-avx2", ...) into o, which cuvil_options_init() has set up.
+ * --model and --output are stored in *model and *output (pass NULL to refuse them); each is
+ * then required. Without --emit, the output's extension picks it (.a: archive, else so).
+ * Strings in o point into argv or into copies owned by ctx: both must outlive the compile.
+ * A bad argument is CUVIL_ERR_INVALID_ARG with a message naming it. */
+CUVIL_API cuvil_status cuvil_options_parse(cuvil_ctx *ctx, cuvil_options *o, int argc, const char *const *argv,
+                                 const char **model, const char **output);
+/* cuvil-compile as a call: parses argc/argv (with --model and --output) and compiles. For
+ * bindings (python/cuvil) that pass the command line's strings instead of a cuvil_options. */
+CUVIL_API cuvil_status cuvil_compile_args(cuvil_ctx *ctx, int argc, const char *const *argv);
+
 /* Installs handlers for every catchable signal that would end the process (SIGINT, SIGTERM,
  * SIGHUP, SIGQUIT, SIGPIPE, SIGALRM, SIGUSR1/2, SIGXCPU, SIGABRT, the real-time signals, ...;
  * not the crash signals SIGSEGV, SIGBUS, SIGILL, SIGFPE) that remove the compiler's temporary
@@ -225,6 +237,9 @@ CUVIL_API cuvil_status cuvil_graph_output(cuvil_graph *g, int value);
  * are the numbers the graph was built with, so o->n_dims must be 0). A graph is compiled once:
  * the passes rewrite it, and a second call is an error. */
 CUVIL_API cuvil_status cuvil_compile_graph(cuvil_graph *g, const cuvil_options *o, const char *output_path);
+/* The same with cuvil-compile's options as arguments (--output required; no --model, and no
+ * --dim: see above). */
+CUVIL_API cuvil_status cuvil_compile_graph_args(cuvil_graph *g, int argc, const char *const *argv);
 
 /* ===== Tensor files (used by cuvil-run and the tests) ============================== */
 /* A dense host tensor; data is malloc'd and owned by the struct. */

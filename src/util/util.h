@@ -60,6 +60,9 @@ struct cuvil_ctx {
     char errmsg[2048];
 };
 
+/* The context a graph reports on (cuvil.c); NULL for NULL. */
+cuvil_ctx *cuvil_graph_ctx_(cuvil_graph *g);
+
 /* Records a message on ctx and returns status, so that `return cuvil_err(ctx, ...)` reads well. */
 cuvil_status cuvil_err(cuvil_ctx *ctx, cuvil_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -261,12 +261,58 @@ static void test_misuse(cuvil_ctx *ctx) {
     cuvil_graph_destroy(gr);
 }
 
+/* cuvil_compile_graph_args: cuvil-compile's options as strings (what python/cuvil passes);
+ * bad ones are refused before the graph is touched, so it still compiles afterwards. */
+static void test_args(cuvil_ctx *ctx) {
+    cuvil_graph *gr;
+    CHECK(cuvil_graph_create(ctx, "args", &gr) == CUVIL_OK, "%s", cuvil_errmsg(ctx));
+    float cv[4] = {1, 2, 3, 4};
+    int x = cuvil_graph_input(gr, "x", CUVIL_DTYPE_FLOAT32, 1, (int64_t[]){4}, NULL);
+    int c = cuvil_graph_constant(gr, "c", CUVIL_DTYPE_FLOAT32, 1, (int64_t[]){4}, cv);
+    int y;
+    CHECK(cuvil_graph_node(gr, "mul", "y", 2, (int[]){x, c}, 1, &y, NULL, 0, NULL) == CUVIL_OK, "%s", cuvil_errmsg(ctx));
+    CHECK(cuvil_graph_output(gr, y) == CUVIL_OK, "%s", cuvil_errmsg(ctx));
+    char so[128];
+    snprintf(so, sizeof so, "%s/args.so", dir);
+    expect_err(ctx, cuvil_compile_graph_args(gr, 0, NULL), CUVIL_ERR_INVALID_ARG, "--output is required", "no output");
+    expect_err(ctx, cuvil_compile_graph_args(gr, 4, (const char *[]){"--model", "m.onnx", "--output", so}),
+               CUVIL_ERR_INVALID_ARG, "--model is not taken here", "--model for a graph");
+    expect_err(ctx, cuvil_compile_graph_args(gr, 3, (const char *[]){"--output", so, "--bogus"}), CUVIL_ERR_INVALID_ARG,
+               "unknown argument (see --help): --bogus", "unknown argument");
+    expect_err(ctx, cuvil_compile_graph_args(gr, 3, (const char *[]){"--output", so, "--opt-level"}),
+               CUVIL_ERR_INVALID_ARG, "missing value for: --opt-level", "missing value");
+    expect_err(ctx, cuvil_compile_graph_args(gr, 4, (const char *[]){"--output", so, "--dim", "n=3"}),
+               CUVIL_ERR_INVALID_ARG, "dims are fixed when it is built", "--dim for a graph");
+    expect_err(ctx, cuvil_compile_graph_args(gr, 4, (const char *[]){"--output", so, "--emit", "exe"}),
+               CUVIL_ERR_INVALID_ARG, "--emit must be so, a, c, ir or dot, got: exe", "bad --emit");
+    CHECK(cuvil_compile_graph_args(gr, 4, (const char *[]){"--output", so, "-O", "1"}) == CUVIL_ERR_INVALID_ARG,
+          "-O with a separate value is not an option");
+    CHECK(cuvil_compile_graph_args(gr, 5, (const char *[]){"--output", so, "-O1", "--name", "argsm"}) == CUVIL_OK,
+          "compile: %s", cuvil_errmsg(ctx));
+    cuvil_graph_destroy(gr);
+    void *h;
+    const cuvil_model_desc *d = load(so, &h);
+    if (!d) return;
+    CHECK(!strcmp(d->name, "argsm"), "--name: prefix %s", d->name);
+    cuvil_model *m = NULL;
+    float xv[4] = {1, -1, 0.5f, 2}, got[4];
+    CHECK(d->create(NULL, &m) == CUVIL_OK, "create");
+    CHECK(d->run(m, (const void *const[]){xv}, (void *const[]){got}) == CUVIL_OK, "run");
+    CHECK(got[0] == 1 && got[1] == -2 && got[2] == 1.5f && got[3] == 8, "got %g %g %g %g", got[0], got[1], got[2], got[3]);
+    d->destroy(m);
+    dlclose(h);
+    unlink(so);
+    snprintf(so, sizeof so, "%s/args.h", dir);
+    unlink(so);
+}
+
 int main(void) {
     cuvil_ctx *ctx;
     if (cuvil_ctx_create(&ctx) || !mkdtemp(dir)) return 1;
     test_cnn(ctx);
     test_folded_ints(ctx);
     test_misuse(ctx);
+    test_args(ctx);
     rmdir(dir);
     cuvil_ctx_destroy(ctx);
     if (failures) {
