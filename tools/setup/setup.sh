@@ -42,5 +42,19 @@ if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; 
   "$venv/bin/python" -m pip install -q -r "$req" >&2
   echo "$want" > "$stamp"
 fi
+# The Python package, installed editable from this checkout (it finds libcuvil in this
+# checkout's build/; torch finds backend="cuvil" through its entry point). The checkout that
+# ran set-up last is the one the venv sees.
+repo="$(cd "$here/../.." && pwd)"
+installed="$("$venv/bin/python" - <<'PY' 2>/dev/null || true
+import importlib.metadata as md, cuvil
+eps = [e.value for e in md.entry_points(group="torch_dynamo_backends") if e.name == "cuvil"]
+print(cuvil.__file__ if eps else "")
+PY
+)"
+if [ "$installed" != "$repo/python/cuvil/__init__.py" ]; then
+  log "installing the cuvil Python package (editable) from $repo/python"
+  "$venv/bin/python" -m pip install -q --no-deps --no-build-isolation -e "$repo/python" >&2
+fi
 [ "$mode" = "--print-venv" ] && echo "$venv"
 exit 0

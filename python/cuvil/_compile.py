@@ -1,0 +1,172 @@
+"""cuvil.compile: any supported model -> an ONNX file -> libcuvil -> CompiledModel."""
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from . import _native as N
+from ._model import CompiledModel
+
+# the opset torch's exporter writes (TorchScript-based exporter: Cuvil covers its ops)
+TORCH_OPSET = 17
+
+
+def _cache_dir() -> Path:
+    d = os.environ.get("CUVIL_CACHE_DIR")
+    if d:
+        return Path(d)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "cuvil" / "python"
+
+
+def _dim_text(v) -> str:
+    """4 -> "4", (1, 8) -> "1:8", (32, 1024, 32) -> "32:1024:32", "batch" -> "batch"."""
+    if isinstance(v, bool):
+        raise TypeError(f"a dim is an int, a (lo, hi[, step]) range or a name, got {v!r}")
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, str):
+        return v
+    if isinstance(v, (tuple, list)) and len(v) in (2, 3) and all(isinstance(x, int) and not isinstance(x, bool)
+                                                                  for x in v):
+        return ":".join(str(x) for x in v)
+    raise TypeError(f"a dim is an int, a (lo, hi[, step]) range or a name, got {v!r}")
+
+
+def _name(n, where: str) -> str:
+    """A symbol or input name as cuvil-compile's NAME=... syntax can carry it."""
+    if not isinstance(n, str) or not n or "=" in n or "," in n:
+        raise ValueError(f"{where}: a name is a non-empty str without '=' or ',', got {n!r}")
+    return n
+
+
+def _args(dims, input_shapes, target, opt_level) -> list[str]:
+    a = []
+    if target:
+        a += ["--target", str(target)]
+    if opt_level is not None:
+        a += ["--opt-level", str(int(opt_level))]
+    for name, v in (dims or {}).items():
+        a += ["--dim", f"{_name(name, 'dims')}={_dim_text(v)}"]
+    for name, shape in (input_shapes or {}).items():
+        a += ["--shape", f"{_name(name, 'input_shapes')}=" + ",".join(_dim_text(d) for d in shape)]
+    return a
+
+
+def _is_torch_module(m) -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return isinstance(m, (torch.nn.Module, torch.jit.ScriptModule))
+
+
+def _torch_to_onnx(model, example_inputs, dims, input_shapes) -> tuple[bytes, dict | None]:
+    """Exports a torch.nn.Module / TorchScript module / fx.GraphModule in memory. Dims named in
+    `dims` are taken as dim 0 of every input (the batch); `input_shapes` ranges or names mark
+    the dims they name. Returns the ONNX bytes and the input_shapes to pass on (the names the
+    export gave the inputs)."""
+    import torch
+    if example_inputs is None:
+        raise TypeError("compiling a torch model needs example_inputs (a tensor or a tuple of tensors)")
+    if isinstance(example_inputs, torch.Tensor):
+        example_inputs = (example_inputs,)
+    example_inputs = tuple(example_inputs)
+    names = [f"input{i}" for i in range(len(example_inputs))] if len(example_inputs) > 1 else ["input"]
+    shapes = {}
+    for k, v in (input_shapes or {}).items():
+        if isinstance(k, int):
+            k = names[k]
+        if k not in names:
+            raise ValueError(f"input_shapes: no input {k!r} (the exported inputs are {', '.join(names)})")
+        shapes[k] = list(v)
+    dynamic_axes: dict[str, dict[int, str]] = {}
+    for name, x in zip(names, example_inputs):
+        axes = {}
+        for d, v in enumerate(shapes.get(name, [])):
+            if isinstance(v, str):
+                axes[d] = v
+            elif isinstance(v, (tuple, list)):
+                axes[d] = f"{name}_dim{d}"
+                shapes[name][d] = axes[d]
+        for sym in (dims or {}):
+            if sym == "batch" and 0 not in axes and x.dim() > 0:
+                axes[0] = "batch"
+        if axes:
+            dynamic_axes[name] = axes
+    # a range given in input_shapes becomes a --dim binding of the symbol the export names
+    extra_dims = {}
+    for k, v in (input_shapes or {}).items():
+        k = names[k] if isinstance(k, int) else k
+        for d, dv in enumerate(v):
+            if isinstance(dv, (tuple, list)):
+                extra_dims[f"{k}_dim{d}"] = tuple(dv)
+    buf = io.BytesIO()
+    was_training = getattr(model, "training", False)
+    if hasattr(model, "eval"):
+        model.eval()
+    try:
+        with torch.no_grad():
+            torch.onnx.export(model, example_inputs, buf, input_names=names,
+                              dynamic_axes=dynamic_axes or None, opset_version=TORCH_OPSET, dynamo=False)
+    finally:
+        if was_training:
+            model.train()
+    return buf.getvalue(), extra_dims
+
+
+def compile(model: Any, example_inputs: Any = None, *, input_shapes: dict | None = None, dims: dict | None = None,
+            target: str | None = None, opt_level: int = 2, threads: int | None = None,
+            cache: bool = True) -> CompiledModel:
+    """Compiles `model` into a native library and returns it ready to call.
+
+    model: an ONNX file's path, ONNX bytes, an onnx.ModelProto, a torch.nn.Module, a TorchScript
+        module (torch.jit.script / trace / load) or a torch.fx.GraphModule (torch models are
+        exported to ONNX in memory with `example_inputs`).
+    input_shapes: {input name (or index for torch models): dims}, each dim an int, a (lo, hi)
+        range (symbolic at run time) or a symbol's name; as `cuvil-compile --shape`.
+    dims: {symbol: int or (lo, hi[, step])}: fixes a symbolic dim or keeps it symbolic in the
+        range; as `cuvil-compile --dim`. For torch models a symbol named "batch" is dim 0 of
+        every input.
+    target: "generic", "x86_64-avx2", "x86_64-avx512", ... (default: this machine's best).
+    threads: threads each call uses (default 1).
+    cache: reuse an earlier compile of the same model and options (in $CUVIL_CACHE_DIR, else
+        ~/.cache/cuvil/python).
+    """
+    dims = dict(dims or {})
+    shapes = dict(input_shapes or {})
+    if _is_torch_module(model):
+        data, extra = _torch_to_onnx(model, example_inputs, dims, shapes)
+        for k, v in extra.items():
+            dims.setdefault(k, v)
+        shapes = {}  # the export fixed the ranks; ranges became dims above
+    elif isinstance(model, (bytes, bytearray, memoryview)):
+        data = bytes(model)
+    elif isinstance(model, (str, os.PathLike)):
+        p = Path(model)
+        if not p.is_file():
+            raise FileNotFoundError(f"no ONNX model at {p}")
+        data = p.read_bytes()
+    elif type(model).__name__ == "ModelProto":
+        data = model.SerializeToString()
+    else:
+        raise TypeError(f"cuvil.compile takes an ONNX path, bytes or ModelProto, a torch.nn.Module, a "
+                        f"TorchScript module or an fx.GraphModule, not {type(model).__name__}")
+    args = _args(dims, shapes, target, opt_level)
+    key = hashlib.sha256(data + "\0".join(args + [N.version()]).encode()).hexdigest()[:32]
+    root = _cache_dir() if cache else Path(tempfile.mkdtemp(prefix="cuvil-"))
+    d = root / key
+    d.mkdir(parents=True, exist_ok=True)
+    onnx_path, so = d / "model.onnx", d / "model.so"
+    if not (cache and so.is_file() and onnx_path.is_file()):
+        # written under a temporary name and renamed: a concurrent compile never sees half a file
+        tmp = d / f"model.onnx.{os.getpid()}.tmp"
+        tmp.write_bytes(data)
+        os.replace(tmp, onnx_path)
+        N.compile_args(["--model", str(onnx_path), "--output", str(so)] + args)
+    return CompiledModel(so, threads=threads, _onnx=onnx_path, _compile_args=args,
+                         _owned_dir=None if cache else root)

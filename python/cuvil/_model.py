@@ -1,0 +1,289 @@
+"""CompiledModel: a Cuvil-compiled shared library called like a function."""
+from __future__ import annotations
+
+import ctypes
+import math
+import os
+import shutil
+import threading
+import weakref
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import _native as N
+from ._native import CuvilError
+
+# cuvil_dtype (ONNX TensorProto numbers) <-> NumPy
+_NP_OF = {1: np.float32, 2: np.uint8, 3: np.int8, 4: np.uint16, 5: np.int16, 6: np.int32, 7: np.int64,
+          9: np.bool_, 10: np.float16, 11: np.float64, 12: np.uint32, 13: np.uint64}
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """One input or output: its name, NumPy dtype and shape. A symbolic dim is its name (a str);
+    `max_shape` holds the largest value each dim takes."""
+    name: str
+    dtype: np.dtype
+    shape: tuple
+    max_shape: tuple
+
+    def __repr__(self):
+        return f"TensorSpec({self.name!r}, {self.dtype}, {self.shape})"
+
+
+def _spec(t: N.TensorInfo) -> TensorSpec:
+    if t.dtype not in _NP_OF:
+        raise CuvilError(f"tensor {t.name!r}: element type {t.dtype} has no NumPy equivalent", "dtype")
+    dims = tuple(int(t.dims[i]) for i in range(t.ndim))
+    shape = tuple(t.dim_names[i].decode() if t.dim_names[i] else dims[i] for i in range(t.ndim))
+    return TensorSpec(t.name.decode(errors="replace"), np.dtype(_NP_OF[t.dtype]), shape, dims)
+
+
+def _is_torch(x) -> bool:
+    t = type(x)
+    return t.__module__.startswith("torch") and t.__name__ in ("Tensor", "Parameter")
+
+
+class _Contexts:
+    """The model's execution contexts, one per Python thread that calls it (a context is not
+    thread-safe; contexts are independent and share the weights). Destroyed with the model."""
+
+    def __init__(self, desc: N.ModelDesc, threads: int):
+        self.desc, self.threads = desc, threads
+        self.local = threading.local()
+        self.all: list[ctypes.c_void_p] = []
+        self.lock = threading.Lock()
+
+    def get(self) -> ctypes.c_void_p:
+        m = getattr(self.local, "m", None)
+        if m is None:
+            opts = N.ModelOptions()
+            opts.n_threads = self.threads
+            m = ctypes.c_void_p()
+            s = self.desc.create(ctypes.byref(opts), ctypes.byref(m))
+            if s != 0:
+                msg = self.desc.errmsg(m).decode(errors="replace") if m else "out of memory"
+                if m:
+                    self.desc.destroy(m)
+                raise CuvilError(f"creating a context: {msg}", N.status_name(s))
+            with self.lock:
+                self.all.append(m)
+            self.local.m = m
+        return m
+
+    def close(self):
+        with self.lock:
+            for m in self.all:
+                self.desc.destroy(m)
+            self.all.clear()
+        self.local = threading.local()
+
+
+def _release(ctx: _Contexts, owned_dir: Path | None):
+    ctx.close()
+    if owned_dir is not None:  # a compile with cache=False: its folder goes with the model
+        shutil.rmtree(owned_dir, ignore_errors=True)
+
+
+class CompiledModel:
+    """A compiled model: `model(*inputs)` runs it.
+
+    Inputs are NumPy arrays or torch tensors (CPU), positional in the order of `.inputs` or by
+    name as keywords; a contiguous array or tensor of the right dtype is read in place. The
+    result has the kind of the inputs (torch tensors if any input is one, else NumPy arrays):
+    one output on its own, several as a tuple. A wrong name, dtype or shape raises TypeError or
+    ValueError naming the input. Calls from several threads run in parallel (each thread gets
+    its own context; the GIL is released while the model runs).
+    """
+
+    def __init__(self, path: str | Path, *, threads: int | None = None, _onnx: Path | None = None,
+                 _compile_args: list[str] | None = None, _owned_dir: Path | None = None):
+        self.path = Path(path).resolve()
+        if not self.path.is_file():
+            raise FileNotFoundError(f"no compiled model at {self.path}")
+        self._dll = ctypes.CDLL(str(self.path), mode=ctypes.RTLD_LOCAL)
+        try:
+            entry = self._dll.cuvil_model_entry
+        except AttributeError:
+            raise CuvilError(f"{self.path} is not a Cuvil model (no cuvil_model_entry)", "invalid argument") from None
+        entry.restype = ctypes.POINTER(N.ModelDesc)
+        entry.argtypes = []
+        d = entry()
+        if not d:
+            raise CuvilError(f"{self.path}: cuvil_model_entry returned NULL", "internal")
+        self._desc = d.contents
+        if self._desc.abi_version != N.MODEL_ABI_VERSION:
+            raise CuvilError(f"{self.path}: model ABI {self._desc.abi_version}, this package speaks "
+                             f"{N.MODEL_ABI_VERSION}; recompile it", "unsupported")
+        self.inputs = [_spec(self._desc.inputs[i]) for i in range(self._desc.n_inputs)]
+        self.outputs = [_spec(self._desc.outputs[i]) for i in range(self._desc.n_outputs)]
+        self.symbols = {self._desc.syms[i].name.decode(): (int(self._desc.syms[i].min), int(self._desc.syms[i].max))
+                        for i in range(self._desc.n_syms)}
+        self.target = self._desc.target.decode()
+        self.threads = int(threads) if threads else 1
+        if self.threads < 1:
+            raise ValueError(f"threads must be >= 1, got {threads}")
+        self._ctx = _Contexts(self._desc, self.threads)
+        self._finalizer = weakref.finalize(self, _release, self._ctx, _owned_dir)
+        self._onnx = _onnx
+        self._compile_args = list(_compile_args or [])
+
+    def __repr__(self):
+        return (f"CompiledModel({str(self.path)!r}, target={self.target!r}, inputs={self.inputs}, "
+                f"outputs={self.outputs})")
+
+    def close(self):
+        """Destroys the contexts now (also done when the model is garbage-collected)."""
+        self._finalizer()
+
+    # ---- calling ----------------------------------------------------------------------
+    def _arrange(self, args, kwargs) -> list:
+        n = len(self.inputs)
+        if len(args) > n:
+            raise TypeError(f"the model takes {n} input{'s' if n != 1 else ''} "
+                            f"({', '.join(s.name for s in self.inputs)}), got {len(args)}")
+        vals: list[Any] = list(args) + [None] * (n - len(args))
+        names = [s.name for s in self.inputs]
+        for k, v in kwargs.items():
+            if k not in names:
+                raise TypeError(f"the model has no input named {k!r} (inputs: {', '.join(names)})")
+            i = names.index(k)
+            if vals[i] is not None:
+                raise TypeError(f"input {k!r} given twice")
+            vals[i] = v
+        missing = [names[i] for i in range(n) if vals[i] is None]
+        if missing:
+            raise TypeError(f"missing input{'s' if len(missing) > 1 else ''}: {', '.join(missing)}")
+        return vals
+
+    def __call__(self, *args, **kwargs):
+        vals = self._arrange(args, kwargs)
+        want_torch = any(_is_torch(v) for v in vals)
+        arrays, keep = [], []
+        for spec, v in zip(self.inputs, vals):
+            if _is_torch(v):
+                if v.device.type != "cpu":
+                    raise ValueError(f"input {spec.name!r}: a tensor on {v.device}; Cuvil runs on the CPU")
+                v = v.detach()
+                if not v.is_contiguous():
+                    v = v.contiguous()
+                keep.append(v)
+                a = v.numpy()  # shares the tensor's memory
+            else:
+                a = np.asarray(v)
+            if a.dtype != spec.dtype:
+                raise TypeError(f"input {spec.name!r}: dtype {a.dtype}, the model takes {spec.dtype}")
+            self._check_shape(spec, a.shape)
+            arrays.append(np.ascontiguousarray(a))
+        syms = self._bind_symbols(arrays)
+        outs = [np.empty(s.max_shape, dtype=s.dtype) for s in self.outputs]
+        m = self._ctx.get()
+        in_ptrs = (ctypes.c_void_p * max(1, len(arrays)))(*[a.ctypes.data for a in arrays])
+        out_ptrs = (ctypes.c_void_p * max(1, len(outs)))(*[o.ctypes.data for o in outs])
+        if syms is None:
+            s = self._desc.run(m, in_ptrs, out_ptrs)
+            shapes = [o.shape for o in outs]
+        else:
+            in_dims = [(ctypes.c_int64 * N.MAX_DIMS)(*a.shape) for a in arrays]
+            out_dims = [(ctypes.c_int64 * N.MAX_DIMS)() for _ in outs]
+            P = ctypes.POINTER(ctypes.c_int64)
+            ind = (P * max(1, len(in_dims)))(*[ctypes.cast(d, P) for d in in_dims])
+            outd = (P * max(1, len(out_dims)))(*[ctypes.cast(d, P) for d in out_dims])
+            s = self._desc.run_shapes(m, in_ptrs, ind, out_ptrs, outd)
+            shapes = [tuple(int(d[i]) for i in range(len(o.shape))) for d, o in zip(out_dims, outs)]
+        if s != 0:
+            raise CuvilError(self._desc.errmsg(m).decode(errors="replace"), N.status_name(s))
+        res = []
+        for o, shp in zip(outs, shapes):
+            if shp != o.shape:
+                o = o.reshape(-1)[:math.prod(shp)].reshape(shp)
+            res.append(o)
+        if want_torch:
+            import torch
+            res = [torch.from_numpy(r) for r in res]
+        return res[0] if len(res) == 1 else tuple(res)
+
+    def _check_shape(self, spec: TensorSpec, shape: tuple):
+        if len(shape) != len(spec.shape):
+            raise ValueError(f"input {spec.name!r}: shape {tuple(shape)}, the model takes {spec.shape}")
+        for i, (got, want) in enumerate(zip(shape, spec.shape)):
+            if isinstance(want, int) and got != want:
+                raise ValueError(f"input {spec.name!r}: dim {i} is {got}, the model takes {spec.shape}")
+            if isinstance(want, str) and want in self.symbols:
+                lo, hi = self.symbols[want]
+                if not lo <= got <= hi:
+                    raise ValueError(f"input {spec.name!r}: dim {i} ({want}) is {got}, the model takes "
+                                     f"{lo}..{hi}")
+
+    def _bind_symbols(self, arrays):
+        """None for a model without symbolic dims (run at the descriptor's dims), else the
+        symbols' values (run_shapes checks them against each other)."""
+        if not self.symbols:
+            return None
+        return {s: a.shape[i] for spec, a in zip(self.inputs, arrays)
+                for i, s in enumerate(spec.shape) if isinstance(s, str)}
+
+    # ---- files ------------------------------------------------------------------------
+    def save(self, path: str | Path) -> Path:
+        """Writes the library to `path` (a .so) and its C header beside it (same name, .h),
+        whose entry points are prefixed with the file's name (`resnet18.so`: resnet18_create,
+        resnet18_run, ...) as with cuvil-compile; `cuvil.load(path)` opens it again, in this
+        process or another. Like cuvil-compile, it never replaces a file Cuvil did not write."""
+        path = Path(path)
+        if path.suffix != ".so":
+            raise ValueError(f"save: the path must end in .so, got {str(path)!r}")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if self._onnx is not None and self._onnx.is_file():
+            # compiled again under the new name (the prefix comes from it); the cache makes the
+            # graph's part quick, and the compiler's output rules apply
+            N.compile_args(["--model", str(self._onnx), "--output", str(path)] + self._compile_args)
+            return path
+        header, target_h = self.path.with_suffix(".h"), path.with_suffix(".h")
+        for p in (path, target_h):
+            if p.exists():
+                raise FileExistsError(f"save: {p} exists; a model loaded from a library is copied, and "
+                                      f"never over another file")
+        pairs = [(self.path, path)] + ([(header, target_h)] if header.is_file() else [])
+        for src, dst in pairs:  # each through a temporary name: never half a file at dst
+            tmp = dst.with_name(f".{dst.name}.{os.getpid()}.tmp")
+            shutil.copyfile(src, tmp)
+            os.replace(tmp, dst)
+        return path
+
+    def _recompile(self, emit: str, out: Path):
+        if self._onnx is None or not self._onnx.is_file():
+            raise CuvilError("this model was loaded from a library: its graph is not at hand (compile it "
+                             "with cuvil.compile to dump it)", "invalid argument")
+        N.compile_args(["--model", str(self._onnx), "--output", str(out), "--emit", emit] + self._compile_args)
+
+    def dump_ir(self) -> str:
+        """The CIR of the model after the compiler's passes, as text."""
+        import tempfile
+        with tempfile.TemporaryDirectory(prefix="cuvil-ir-") as d:
+            out = Path(d) / "model.ir"
+            self._recompile("ir", out)
+            return out.read_text()
+
+    def graph_svg(self, path: str | Path) -> Path:
+        """Renders the compiled graph with Graphviz (`dot`) into the SVG file `path`."""
+        import subprocess
+        import tempfile
+        dot = shutil.which("dot")
+        if not dot:
+            raise CuvilError("graph_svg needs Graphviz's `dot` on PATH (Debian: apt-get install graphviz)", "io")
+        path = Path(path)
+        with tempfile.TemporaryDirectory(prefix="cuvil-dot-") as d:
+            g = Path(d) / "model.dot"
+            self._recompile("dot", g)
+            r = subprocess.run([dot, "-Tsvg", str(g), "-o", str(path)], capture_output=True, text=True)
+            if r.returncode != 0:
+                raise CuvilError(f"dot failed: {r.stderr.strip()}", "io")
+        return path
+
+
+def load(path: str | Path, *, threads: int | None = None) -> CompiledModel:
+    """Opens a model saved by CompiledModel.save (or built by cuvil-compile)."""
+    return CompiledModel(path, threads=threads)

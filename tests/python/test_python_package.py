@@ -1,0 +1,383 @@
+"""The Python package (python/cuvil): cuvil.compile from every kind of model, CompiledModel
+calls, errors, save/load, threads. References are independent: PyTorch's own forward pass and
+ONNX Runtime, never Cuvil."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+import torch
+from onnx import TensorProto, helper, numpy_helper
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "python"))
+
+import cuvil  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path, monkeypatch):
+    """Each test compiles into its own cache folder (no state shared between tests)."""
+    monkeypatch.setenv("CUVIL_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def small_onnx() -> onnx.ModelProto:
+    rng = np.random.RandomState(0)
+    w = numpy_helper.from_array(rng.randn(8, 3, 3, 3).astype(np.float32) * 0.2, "w")
+    b = numpy_helper.from_array(rng.randn(8).astype(np.float32), "b")
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["r"]),
+             helper.make_node("GlobalAveragePool", ["r"], ["y"])]
+    g = helper.make_graph(nodes, "small", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 10, 10])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 1, 1])], [w, b])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def ort_run(model: onnx.ModelProto, feeds: dict):
+    s = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return s.run(None, feeds)
+
+
+class SmallCNN(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c1 = torch.nn.Conv2d(3, 16, 3, padding=1)
+        self.bn = torch.nn.BatchNorm2d(16)
+        self.c2 = torch.nn.Conv2d(16, 16, 3, padding=1)
+        self.fc = torch.nn.Linear(16, 10)
+
+    def forward(self, x):
+        y = torch.relu(self.bn(self.c1(x)))
+        y = torch.relu(self.c2(y) + y)
+        return self.fc(torch.flatten(torch.nn.functional.adaptive_avg_pool2d(y, 1), 1))
+
+
+class ResMLP(torch.nn.Module):
+    def __init__(self, d=32):
+        super().__init__()
+        self.l1, self.l2, self.l3 = torch.nn.Linear(d, 64), torch.nn.Linear(64, d), torch.nn.Linear(d, 5)
+
+    def forward(self, x):
+        h = x + self.l2(torch.relu(self.l1(x)))
+        return self.l3(torch.tanh(h))
+
+
+def seeded(module: torch.nn.Module) -> torch.nn.Module:
+    torch.manual_seed(0)
+    for p in module.parameters():
+        torch.nn.init.normal_(p, std=0.2)
+    for name, buf in module.named_buffers():
+        if "running_var" in name:
+            buf.uniform_(0.5, 1.5)
+        elif "running_mean" in name:
+            buf.normal_(0, 0.1)
+    return module.eval()
+
+
+def close(a, b, rtol=1e-4, atol=1e-5):
+    a, b = np.asarray(a), np.asarray(b)
+    assert a.shape == b.shape, (a.shape, b.shape)
+    np.testing.assert_allclose(a, b, rtol=rtol, atol=atol)
+
+
+# ---- ONNX inputs ----------------------------------------------------------------------------
+@pytest.mark.parametrize("kind", ["path", "bytes", "proto"])
+def test_onnx_model_kinds(tmp_path, kind):
+    m = small_onnx()
+    x = np.random.RandomState(1).rand(1, 3, 10, 10).astype(np.float32)
+    if kind == "path":
+        p = tmp_path / "small.onnx"
+        onnx.save(m, p)
+        src = str(p)
+    else:
+        src = m.SerializeToString() if kind == "bytes" else m
+    cm = cuvil.compile(src)
+    assert [s.name for s in cm.inputs] == ["x"] and cm.inputs[0].shape == (1, 3, 10, 10)
+    assert cm.outputs[0].shape == (1, 8, 1, 1) and cm.outputs[0].dtype == np.float32
+    close(cm(x), ort_run(m, {"x": x})[0])
+    close(cm(x=x), ort_run(m, {"x": x})[0])
+
+
+def test_compile_errors_are_precise(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        cuvil.compile(tmp_path / "missing.onnx")
+    with pytest.raises(TypeError, match="cuvil.compile takes"):
+        cuvil.compile(42)
+    with pytest.raises(cuvil.CuvilError) as e:
+        cuvil.compile(b"this is not an onnx model")
+    assert e.value.status == "model"
+    with pytest.raises(cuvil.CuvilError, match="--opt-level"):
+        cuvil.compile(small_onnx(), opt_level=7)
+    with pytest.raises(cuvil.CuvilError, match="target"):
+        cuvil.compile(small_onnx(), target="no-such-cpu")
+
+
+# ---- torch models ---------------------------------------------------------------------------
+@pytest.mark.parametrize("form", ["module", "script", "trace", "fx"])
+def test_torch_forms_match_pytorch(form):
+    model = seeded(SmallCNN())
+    x = torch.randn(1, 3, 12, 12, generator=torch.Generator().manual_seed(3))
+    want = model(x).detach().numpy()
+    if form == "script":
+        model = torch.jit.script(model)
+    elif form == "trace":
+        model = torch.jit.trace(model, (x,))
+    elif form == "fx":
+        model = torch.fx.symbolic_trace(model)
+        assert isinstance(model, torch.fx.GraphModule)
+    cm = cuvil.compile(model, x)
+    y = cm(x)
+    assert isinstance(y, torch.Tensor)
+    close(y.numpy(), want)
+    close(cm(x.numpy()), want)  # NumPy in, NumPy out
+    assert isinstance(cm(x.numpy()), np.ndarray)
+
+
+def test_residual_mlp_and_torchscript_file(tmp_path):
+    model = seeded(ResMLP())
+    x = torch.randn(4, 32, generator=torch.Generator().manual_seed(4))
+    want = model(x).detach().numpy()
+    close(cuvil.compile(model, x)(x).numpy(), want)
+    p = tmp_path / "mlp.pt"
+    torch.jit.save(torch.jit.trace(model, (x,)), str(p))
+    close(cuvil.compile(torch.jit.load(str(p)), x)(x).numpy(), want)
+
+
+@pytest.mark.parametrize("name", ["resnet18", "mobilenet_v2"])
+def test_torchvision_models(name):
+    import torchvision
+    model = seeded(getattr(torchvision.models, name)(weights=None))
+    x = torch.randn(1, 3, 224, 224, generator=torch.Generator().manual_seed(5))
+    want = model(x).detach().numpy()
+    y = cuvil.compile(model, x, threads=2)(x).numpy()
+    close(y, want, rtol=1e-3, atol=1e-3 * float(np.abs(want).max()))
+    assert y.argmax() == want.argmax()
+
+
+def test_symbolic_batch():
+    model = seeded(ResMLP())
+    x = torch.randn(2, 32)
+    cm = cuvil.compile(model, x, dims={"batch": (1, 8)})
+    assert cm.inputs[0].shape == ("batch", 32) and cm.symbols == {"batch": (1, 8)}
+    for n in (1, 3, 8):
+        xb = torch.randn(n, 32, generator=torch.Generator().manual_seed(n))
+        y = cm(xb)
+        assert y.shape == (n, 5)
+        close(y.numpy(), model(xb).detach().numpy())
+    with pytest.raises(ValueError, match=r"batch\) is 9, the model takes 1..8"):
+        cm(torch.randn(9, 32))
+
+
+def test_input_shapes_range_on_onnx():
+    m = small_onnx()
+    m.graph.input[0].type.tensor_type.shape.dim[2].dim_param = "h"
+    m.graph.input[0].type.tensor_type.shape.dim[3].dim_param = "w"
+    m.graph.output[0].type.tensor_type.ClearField("shape")
+    cm = cuvil.compile(m, input_shapes={"x": (1, 3, "h", "w")}, dims={"h": (4, 16), "w": 10})
+    for h in (4, 9, 16):
+        x = np.random.RandomState(h).rand(1, 3, h, 10).astype(np.float32)
+        close(cm(x), ort_run(m, {"x": x})[0])
+
+
+# ---- calls: errors, threads, files ----------------------------------------------------------
+def test_wrong_name_dtype_shape_raise():
+    cm = cuvil.compile(small_onnx())
+    x = np.zeros((1, 3, 10, 10), np.float32)
+    with pytest.raises(TypeError, match="no input named 'y'"):
+        cm(y=x)
+    with pytest.raises(TypeError, match="dtype float64, the model takes float32"):
+        cm(x.astype(np.float64))
+    with pytest.raises(ValueError, match=r"dim 2 is 11"):
+        cm(np.zeros((1, 3, 11, 10), np.float32))
+    with pytest.raises(ValueError, match="shape"):
+        cm(np.zeros((3, 10, 10), np.float32))
+    with pytest.raises(TypeError, match="missing input"):
+        cm()
+    with pytest.raises(TypeError, match="takes 1 input"):
+        cm(x, x)
+    with pytest.raises(TypeError, match="given twice"):
+        cm(x, x=x)
+    # a non-contiguous view is copied, not misread
+    big = np.random.RandomState(2).rand(1, 3, 10, 20).astype(np.float32)
+    close(cm(big[:, :, :, ::2]), cm(np.ascontiguousarray(big[:, :, :, ::2])))
+
+
+def test_four_threads_one_model():
+    model = seeded(SmallCNN())
+    cm = cuvil.compile(model, torch.randn(1, 3, 12, 12))
+    xs = [torch.randn(1, 3, 12, 12, generator=torch.Generator().manual_seed(10 + i)) for i in range(4)]
+    wants = [model(x).detach().numpy() for x in xs]
+    errors = []
+
+    def work(i):
+        try:
+            for _ in range(25):
+                close(cm(xs[i]).numpy(), wants[i])
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    ts = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors, errors
+    assert len(cm._ctx.all) == 4  # one context per calling thread
+
+
+def test_save_load_in_a_fresh_process(tmp_path):
+    model = seeded(ResMLP())
+    x = torch.randn(4, 32, generator=torch.Generator().manual_seed(6))
+    cm = cuvil.compile(model, x)
+    out = cm.save(tmp_path / "saved" / "mlp.so")
+    assert out.is_file() and out.with_suffix(".h").is_file()
+    np.save(tmp_path / "x.npy", x.numpy())
+    code = (f"import sys, numpy as np; sys.path.insert(0, {str(REPO / 'python')!r}); import cuvil; "
+            f"m = cuvil.load({str(out)!r}); np.save({str(tmp_path / 'y.npy')!r}, m(np.load({str(tmp_path / 'x.npy')!r})))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env={**os.environ, "CUVIL_CACHE_DIR": str(tmp_path / "other")})
+    assert r.returncode == 0, r.stderr
+    close(np.load(tmp_path / "y.npy"), model(x).detach().numpy())
+    with pytest.raises(ValueError, match=r"\.so"):
+        cm.save(tmp_path / "mlp.bin")
+    assert "mlp_create" in out.with_suffix(".h").read_text()  # prefixed with the file's name
+    # a file Cuvil did not write is never replaced; one it wrote is
+    (tmp_path / "mine.h").write_text("my header")
+    with pytest.raises(cuvil.CuvilError, match="mine.h"):
+        cm.save(tmp_path / "mine.so")
+    assert (tmp_path / "mine.h").read_text() == "my header" and not (tmp_path / "mine.so").exists()
+    cm.save(out)
+    loaded = cuvil.load(out)
+    with pytest.raises(FileExistsError, match="exists"):
+        loaded.save(tmp_path / "mine.so")
+    loaded.save(tmp_path / "copy.so")
+    close(cuvil.load(tmp_path / "copy.so")(x.numpy()), model(x).detach().numpy())
+    with pytest.raises(ValueError, match="without '='"):
+        cuvil.compile(model, x, dims={"a=b": 2})
+    with pytest.raises(cuvil.CuvilError, match="loaded from a library"):
+        cuvil.load(out).dump_ir()
+
+
+def test_dump_ir_and_graph_svg(tmp_path):
+    cm = cuvil.compile(small_onnx())
+    ir = cm.dump_ir()
+    assert '= conv "Conv_0"' in ir and "act=relu" in ir  # the Relu fused by the passes
+    assert '= global_avg_pool "GlobalAveragePool_2"' in ir
+    svg = cm.graph_svg(tmp_path / "g.svg")
+    assert svg.read_text().lstrip().startswith(("<?xml", "<svg"))
+
+
+def test_cache_reuses_and_no_cache_cleans_up(tmp_path):
+    m = small_onnx()
+    a = cuvil.compile(m)
+    b = cuvil.compile(m)
+    assert a.path == b.path  # the second compile found the first
+    c = cuvil.compile(m, cache=False)
+    d = c.path.parent.parent
+    assert d.is_dir() and not str(d).startswith(os.environ["CUVIL_CACHE_DIR"])
+    c.close()
+    del c
+    import gc
+    gc.collect()
+    assert not d.exists()
+
+
+def test_list_devices():
+    devs = cuvil.runtime.list_devices()
+    names = [d["target"] for d in devs]
+    assert names[-1] == "generic"
+    flags = Path("/proc/cpuinfo").read_text()
+    if " avx2 " in flags and " fma " in flags:
+        assert "x86_64-avx2" in names
+    # every listed target compiles and runs here
+    m = small_onnx()
+    x = np.random.RandomState(7).rand(1, 3, 10, 10).astype(np.float32)
+    for t in names:
+        cm = cuvil.compile(m, target=t)
+        assert cm.target == t
+        close(cm(x), ort_run(m, {"x": x})[0])
+
+
+def test_readme_python_quickstart_runs_as_written(tmp_path):
+    """The README's Python example, run as a user would (in a fresh process, in an empty folder)."""
+    text = (REPO / "README.md").read_text()
+    block = text[text.index("## Python"):].split("```python\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "quickstart.py").write_text(f"import sys; sys.path.insert(0, {str(REPO / 'python')!r})\n" + block)
+    r = subprocess.run([sys.executable, "quickstart.py"], cwd=tmp_path, capture_output=True, text=True,
+                       env={**os.environ, "CUVIL_CACHE_DIR": str(tmp_path / "cache")})
+    assert r.returncode == 0, r.stderr
+    assert "torch.Size([5, 5])" in r.stdout
+    assert (tmp_path / "resnet18.so").is_file() and (tmp_path / "resnet18.h").is_file()
+
+
+# ---- torch.compile --------------------------------------------------------------------------
+BRANCHY = """
+import torch
+
+class Branchy(torch.nn.Module):
+    \"\"\"A graph break (print) and a data-dependent branch: dynamo hands over several graphs.\"\"\"
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.l = torch.nn.Linear(8, 6)
+        self.bn = torch.nn.BatchNorm1d(6)
+        self.bn.running_var.uniform_(0.5, 1.5)
+        self.bn.running_mean.normal_(0, 0.1)
+        self.eval()
+
+    def forward(self, x):
+        y = self.bn(self.l(x))
+        print("cuvil test: graph break")
+        if y.sum() > 0:
+            return torch.relu(y) * 3
+        return torch.tanh(y) - 1
+"""
+
+
+def test_torch_compile_backend_entry_point():
+    """backend="cuvil" resolves through the installed package's entry point, in a process that
+    never imports cuvil; graph breaks and two input shapes (the second recompiles)."""
+    code = BRANCHY + r'''
+import sys
+m = Branchy()
+assert "cuvil" not in sys.modules
+c = torch.compile(m, backend="cuvil")
+with torch.no_grad():
+    for n in (4, 4, 9, 3):
+        for s in (1.0, -1.0):
+            x = torch.randn(n, 8) * s
+            y, want = c(x), m(x)
+            assert y.shape == want.shape, (y.shape, want.shape)
+            torch.testing.assert_close(y, want, rtol=1e-4, atol=1e-5)
+assert "cuvil" in sys.modules  # loaded by torch through the entry point
+# what ran was compiled by Cuvil: the graph before the break, each branch's graph, again for
+# the new batch sizes (9 and 3 arrive as dynamic shapes: compiled per shape)
+builds = sys.modules["cuvil._dynamo"].builds
+assert builds >= 6, builds
+print("ok", builds)
+'''
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
+    assert r.stdout.strip().splitlines()[-1].startswith("ok")
+
+
+def test_fx_backend_directly_and_stale_weights():
+    model = seeded(SmallCNN())
+    x = torch.randn(2, 3, 12, 12, generator=torch.Generator().manual_seed(8))
+    c = torch.compile(model, backend=cuvil.fx_backend)
+    with torch.no_grad():
+        close(c(x).numpy(), model(x).numpy())
+        model.fc.weight.mul_(2)  # in place: the compiled graph must not keep the old weights
+        close(c(x).numpy(), model(x).numpy())
+    gm = torch.fx.symbolic_trace(seeded(ResMLP()))
+    f = cuvil.fx_backend(gm, [torch.randn(3, 32)])
+    xs = torch.randn(3, 32)
+    close(f(xs).numpy(), gm(xs).detach().numpy())
