@@ -12,8 +12,9 @@ kernels are all in C.
 from . import runtime
 from ._compile import compile
 from ._dynamo import fx_backend
+from ._jit import jit
 from ._model import CompiledModel, TensorSpec, load
 from ._native import CuvilError, version
 
-__all__ = ["compile", "fx_backend", "load", "CompiledModel", "TensorSpec", "CuvilError", "version", "runtime"]
+__all__ = ["compile", "fx_backend", "jit", "load", "CompiledModel", "TensorSpec", "CuvilError", "version", "runtime"]
 __version__ = "0.1.0"

@@ -1,7 +1,13 @@
 /* pipeline.c -- runs the passes of passes.inc in order, verifying the graph after each. */
 #include "passes/passes_int.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static const cuvil_pass pipeline[] = {
 #define PASS(name, lvl, req) {#name, lvl, req, cuvil_pass_##name},
@@ -100,6 +106,73 @@ static bool disabled(const cuvil_options *o, const char *name) {
     return false;
 }
 
+/* CUVIL_DUMP_IR=DIR: the IR after loading and after every pass that runs, as text and as DOT,
+ * in a folder of its own made for this compile (DIR/ir-<pid>-<n>, n the first free number), so
+ * that nothing already there is overwritten: NN-<pass>.ir and NN-<pass>.dot, created only if
+ * absent. The folder's name says nothing of the model (its names are untrusted); inside the
+ * DOT they are escaped as everywhere. */
+typedef struct ir_dump {
+    char dir[4096];
+    int n;
+} ir_dump;
+
+static cuvil_status dump_open(cir_graph *g, ir_dump *d) {
+    const char *root = getenv("CUVIL_DUMP_IR");
+    d->dir[0] = 0;
+    d->n = 0;
+    if (!root || !*root) return CUVIL_OK;
+    for (int k = 0; k < 10000; k++) {
+        int len = snprintf(d->dir, sizeof d->dir, "%s/ir-%ld-%d", root, (long)getpid(), k);
+        if (len < 0 || (size_t)len >= sizeof d->dir) {
+            d->dir[0] = 0;
+            return cuvil_err(g->ctx, CUVIL_ERR_INVALID_ARG, "CUVIL_DUMP_IR: the folder name is too long");
+        }
+        if (mkdir(d->dir, 0755) == 0) return CUVIL_OK;
+        if (errno != EEXIST) {
+            int e = errno;
+            cuvil_status s = cuvil_err(g->ctx, CUVIL_ERR_IO, "CUVIL_DUMP_IR: cannot create %s: %s", d->dir, strerror(e));
+            d->dir[0] = 0;
+            return s;
+        }
+    }
+    d->dir[0] = 0;
+    return cuvil_err(g->ctx, CUVIL_ERR_IO, "CUVIL_DUMP_IR: no free folder name under %s", root);
+}
+
+static cuvil_status dump_write(cir_graph *g, ir_dump *d, const char *stage) {
+    if (!d->dir[0]) return CUVIL_OK;
+    for (int dot = 0; dot < 2; dot++) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/%02d-%s.%s", d->dir, d->n, stage, dot ? "dot" : "ir");
+        cuvil_sb sb = {0};
+        if (dot) cir_print_dot(g, &sb);
+        else cir_print_text(g, &sb);
+        if (sb.oom) {
+            cuvil_sb_free(&sb);
+            return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "CUVIL_DUMP_IR: out of memory printing the IR");
+        }
+        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        bool ok = fd >= 0;
+        int e = errno;
+        if (ok) {
+            size_t left = sb.len;
+            const char *p = sb.s;
+            while (ok && left) {
+                ssize_t w = write(fd, p, left);
+                if (w < 0 && errno == EINTR) continue;
+                ok = w > 0;
+                e = errno;
+                if (ok) p += w, left -= (size_t)w;
+            }
+            if (close(fd) != 0 && ok) ok = false, e = errno;
+        }
+        cuvil_sb_free(&sb);
+        if (!ok) return cuvil_err(g->ctx, CUVIL_ERR_IO, "CUVIL_DUMP_IR: cannot write %s: %s", path, strerror(e));
+    }
+    d->n++;
+    return CUVIL_OK;
+}
+
 cuvil_status cuvil_run_passes(cir_graph *g, const cuvil_options *o) {
     for (int i = 0; i < o->n_disabled; i++) {
         int found = -1;
@@ -121,6 +194,9 @@ cuvil_status cuvil_run_passes(cir_graph *g, const cuvil_options *o) {
         for (int j = 0; j < N_PASSES; j++) ok |= !strcmp(pipeline[j].name, o->dump_after);
         if (!ok) return cuvil_err(g->ctx, CUVIL_ERR_INVALID_ARG, "--dump-ir-after %s: no such pass", o->dump_after);
     }
+    ir_dump dump;
+    cuvil_status ds = dump_open(g, &dump);
+    if (ds || (ds = dump_write(g, &dump, "load"))) return ds;
     FILE *df = o->dump_file ? o->dump_file : stderr;
     if (o->dump_after && (!strcmp(o->dump_after, "all") || !strcmp(o->dump_after, "load"))) {
         cuvil_sb sb = {0};
@@ -135,6 +211,7 @@ cuvil_status cuvil_run_passes(cir_graph *g, const cuvil_options *o) {
         cuvil_status s = p->run(g, o);
         if (s) return s;
         if ((s = cir_verify(g, true, p->name))) return s;
+        if ((s = dump_write(g, &dump, p->name))) return s;
         if (o->dump_after && (!strcmp(o->dump_after, "all") || !strcmp(o->dump_after, p->name))) {
             cuvil_sb sb = {0};
             cir_print_text(g, &sb);

@@ -357,3 +357,26 @@ def test_compile_refuses_to_overwrite_files_it_did_not_write(small, stale, tmp_p
     assert "was not written by Cuvil" in proc.stderr and stale in proc.stderr, proc.stderr
     assert (tmp_path / stale).read_text() == "a user's file\n"
     assert sorted(x.name for x in tmp_path.iterdir()) == [stale], list(tmp_path.iterdir())
+
+
+def test_dump_ir_env_writes_every_pass(small, tmp_path, monkeypatch):
+    """CUVIL_DUMP_IR=DIR: the IR after loading and after each pass, as text and DOT, in a new
+    folder per compile (a second compile gets another folder; nothing is overwritten)."""
+    p, _, _ = small
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    monkeypatch.setenv("CUVIL_DUMP_IR", str(dump))
+    tl.compile(p, tmp_path / "a")
+    tl.compile(p, tmp_path / "b")
+    runs = sorted(dump.iterdir())
+    assert len(runs) == 2 and all(r.name.startswith("ir-") for r in runs), runs
+    files = sorted(f.name for f in runs[0].iterdir())
+    assert files[:2] == ["00-load.dot", "00-load.ir"] and "01-shape_infer.ir" in files, files
+    assert len(files) >= 10 and len(files) % 2 == 0
+    last_ir = runs[0] / [f for f in files if f.endswith(".ir")][-1]
+    assert last_ir.read_text().startswith("graph \"small_cnn\"") and " = conv " in last_ir.read_text()
+    for f in runs[0].glob("*.dot"):
+        _check_dot(f.read_text(), tmp_path)
+    monkeypatch.setenv("CUVIL_DUMP_IR", str(tmp_path / "missing"))
+    r = tl.compile_raw(p, tmp_path / "c.so")
+    assert r.returncode == 1 and "CUVIL_DUMP_IR: cannot create" in r.stderr and "No such file" in r.stderr

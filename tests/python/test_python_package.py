@@ -381,3 +381,66 @@ def test_fx_backend_directly_and_stale_weights():
     f = cuvil.fx_backend(gm, [torch.randn(3, 32)])
     xs = torch.randn(3, 32)
     close(f(xs).numpy(), gm(xs).detach().numpy())
+
+
+# ---- @cuvil.jit -----------------------------------------------------------------------------
+@cuvil.jit
+def jit_mlp(x, w1, b1, w2):
+    h = np.maximum(x @ w1 + b1, 0.0)
+    return np.tanh(h @ w2).sum(axis=1, keepdims=True) / 3.0
+
+
+@cuvil.jit(shape_hint={"x": (None, 5)})
+def jit_softmax(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+@cuvil.jit
+def jit_misc(a, b, scale=2.0):
+    c = np.where(a > b, a, -b).reshape(-1, 2).T
+    return np.sqrt(np.minimum(c * c, 4.0) + 1.0) * scale, np.log(c * c + 1).mean(), np.transpose(a) @ b - 1
+
+
+def test_jit_matches_numpy():
+    r = np.random.RandomState(0)
+    f32 = lambda *s: r.randn(*s).astype(np.float32)  # noqa: E731
+    x, w1, b1, w2 = f32(4, 8), f32(8, 16), f32(16), f32(16, 3)
+    close(jit_mlp(x, w1, b1, w2), np.tanh(np.maximum(x @ w1 + b1, 0) @ w2).sum(axis=1, keepdims=True) / 3)
+    for rows in (3, 7):  # a second shape compiles a second model
+        s = f32(rows, 5)
+        e = np.exp(s - s.max(-1, keepdims=True))
+        close(jit_softmax(s), e / e.sum(-1, keepdims=True))
+    assert len(jit_softmax.cache) == 2
+    jit_softmax(f32(3, 5))
+    assert len(jit_softmax.cache) == 2  # the same shape again: the cached build
+    a, b = f32(3, 4), f32(3, 4)
+    c = np.where(a > b, a, -b).reshape(-1, 2).T
+    for scale in (2.0, 0.5):  # a non-array argument is a constant of the build
+        o1, o2, o3 = jit_misc(a, b, scale=scale)
+        close(o1, np.sqrt(np.minimum(c * c, 4) + 1) * scale)
+        close(o2, np.log(c * c + 1).mean())
+        close(o3, a.T @ b - 1)
+
+
+def test_jit_errors_name_the_problem():
+    x = np.ones((2, 5), np.float32)
+    with pytest.raises(NotImplementedError, match=r"numpy\.sin is not supported"):
+        cuvil.jit(lambda x: np.sin(x))(x)
+    with pytest.raises(NotImplementedError, match=r"numpy\.cumsum is not supported"):
+        cuvil.jit(lambda x: np.cumsum(x))(x)
+    with pytest.raises(TypeError, match="'x' is float64"):
+        jit_softmax(x.astype(np.float64))
+    with pytest.raises(ValueError, match=r"shape \(2, 4\), shape_hint says \(None, 5\)"):
+        jit_softmax(np.ones((2, 4), np.float32))
+
+    def branchy(x):
+        if x.sum() > 0:
+            return x
+        return -x
+    with pytest.raises(TypeError, match="data-dependent Python control flow"):
+        cuvil.jit(branchy)(x)
+    with pytest.raises(TypeError, match="must return traced arrays"):
+        cuvil.jit(lambda x: 3.0)(x)
+    with pytest.raises(ValueError, match="inner dims differ"):
+        cuvil.jit(lambda a, b: a @ b)(x, x)
