@@ -19,6 +19,25 @@ from onnx import TensorProto, helper, numpy_helper
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "python"))
 
+
+def _use_a_loadable_libcuvil():
+    """The package loads libcuvil into this Python process. An AddressSanitizer build's
+    libcuvil cannot be loaded into a Python that was not started with the ASan runtime, so in
+    `make test`'s sanitized round these tests use the plain build beside it (build-asan ->
+    build): they test the Python layer, and that round covers the same C code through the
+    command-line tests, which run the sanitized binaries."""
+    build = Path(os.environ.get("CUVIL_BUILD", REPO / "build"))
+    cache = build / "CMakeCache.txt"
+    if cache.is_file() and "CUVIL_SANITIZE:BOOL=ON" in cache.read_text():
+        plain = Path(str(build).removesuffix("-asan"))
+        lib = plain / "lib" / "libcuvil.so"
+        if not lib.is_file():
+            raise RuntimeError(f"{build} is a sanitized build and {lib} (the plain one) is missing: build it first")
+        os.environ["CUVIL_LIB"] = str(lib)
+
+
+_use_a_loadable_libcuvil()
+
 import cuvil  # noqa: E402
 
 
