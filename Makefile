@@ -5,7 +5,7 @@ CUVIL_VENV ?= $(or $(XDG_DATA_HOME),$(HOME)/.local/share)/cuvil/venv
 export CUVIL_VENV
 PY := $(CUVIL_VENV)/bin/python
 
-.PHONY: all build setup setup-debs demo test test-c test-python test-sanitize fuzz clean install bench
+.PHONY: all build setup setup-debs demo test test-c test-python test-sanitize fuzz clean install bench wheel
 
 # make install PREFIX=/opt/cuvil: the tools, libcuvil, the headers and the runtime (CMakeLists.txt)
 PREFIX ?= /usr/local
@@ -24,6 +24,18 @@ build: setup-debs
 
 install: build
 	@cmake --install $(BUILD) --prefix $(PREFIX)
+
+# The Python package as a wheel (dist/cuvil-*.whl) that carries libcuvil and the runtime it
+# compiles models against (make install's tree, in cuvil/_native): `pip install dist/cuvil-*.whl`
+# in any Python 3 environment on this platform; compiling needs a C compiler (cc) there.
+WHEEL_DIR ?= dist
+wheel: setup build
+	@rm -rf $(BUILD)/wheel && mkdir -p $(BUILD)/wheel $(WHEEL_DIR)
+	@cp -r python $(BUILD)/wheel/src && rm -rf $(BUILD)/wheel/src/cuvil/_native
+	@find $(BUILD)/wheel/src -name __pycache__ -prune -exec rm -rf {} +
+	@cmake --install $(BUILD) --prefix $(abspath $(BUILD))/wheel/src/cuvil/_native > $(BUILD)/wheel/install.log
+	@$(PY) -m pip wheel -q --no-deps --no-build-isolation -w $(WHEEL_DIR) $(BUILD)/wheel/src 2> $(BUILD)/wheel/pip.log || { cat $(BUILD)/wheel/pip.log; exit 1; }
+	@ls $(WHEEL_DIR)/cuvil-*.whl
 
 # Compile the bundled example model, build the example C program against it, classify.
 demo: setup build
@@ -71,4 +83,4 @@ fuzz: setup
 	@fuzz/run.sh build-fuzz $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 clean:
-	rm -rf $(BUILD) $(BUILD).cmake.log $(BUILD)-asan $(BUILD)-asan.cmake.log build-fuzz build-fuzz.cmake.log
+	rm -rf dist $(BUILD) $(BUILD).cmake.log $(BUILD)-asan $(BUILD)-asan.cmake.log build-fuzz build-fuzz.cmake.log

@@ -11,12 +11,11 @@
  * The source does not name the model: the Makefile passes -DMODEL_HEADER='"tinycnn.h"' and
  * -DMODEL_PREFIX=tinycnn, and CALL(run) becomes tinycnn_run.
  *
- * It reads a float32 .npy image (with a small reader of its own), runs the model once, prints
+ * It reads a float32 .npy image (with the small reader in npy.h), runs the model once, prints
  * the top-5 classes of the first output with softmax probabilities, then times 50 runs and
  * prints the median latency.
  */
 #define _POSIX_C_SOURCE 200809L
-#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -29,6 +28,7 @@
 #error "compile with -DMODEL_HEADER='\"tinycnn.h\"' -DMODEL_PREFIX=tinycnn (see Makefile)"
 #endif
 #include MODEL_HEADER
+#include "npy.h"
 
 #define PASTE_(a, b) a##_##b
 #define PASTE(a, b) PASTE_(a, b)
@@ -53,93 +53,27 @@ static void *alloc64(size_t n) {
     return aligned_alloc(64, n ? (n + 63) / 64 * 64 : 64);
 }
 
-/* ===== a minimal .npy reader: little-endian float32, C order ================================= */
-
-/* Reads path into a 64-byte aligned buffer of exactly want_bytes, checking that the header
- * says float32 with the shape dims[0..ndim). Returns NULL after printing why. */
-static float *read_npy_f32(const char *path, int ndim, const int64_t *dims, size_t want_bytes) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fail("%s: %s", path, strerror(errno));
+/* A float32 .npy image whose shape is the model's input dims; NULL after printing why. */
+static float *read_image(const char *path, const cuvil_tensor_info *in) {
+    npy_array a;
+    if (npy_read("classify", path, "<f4", sizeof(float), &a) != 0)
         return NULL;
-    }
-    unsigned char pre[12];
-    char *header = NULL;
-    float *data = NULL;
-    if (fread(pre, 1, 10, f) != 10 || memcmp(pre, "\x93NUMPY", 6) != 0 || pre[6] < 1 ||
-        pre[6] > 3) {
-        fail("%s: not a .npy file (version 1.0 to 3.0)", path);
-        goto out;
-    }
-    size_t hlen = pre[8] | (size_t)pre[9] << 8;
-    if (pre[6] > 1) {   /* 2.0 and 3.0: 4-byte header length */
-        if (fread(pre + 10, 1, 2, f) != 2) {
-            fail("%s: truncated header", path);
-            goto out;
-        }
-        hlen |= (size_t)pre[10] << 16 | (size_t)pre[11] << 24;
-    }
-    if (hlen > 65536 || !(header = malloc(hlen + 1)) || fread(header, 1, hlen, f) != hlen) {
-        fail("%s: bad or truncated header", path);
-        goto out;
-    }
-    header[hlen] = '\0';
-    if (!strstr(header, "'descr': '<f4'")) {
-        fail("%s: the model takes float32 input; save it with a.astype('float32')", path);
-        goto out;
-    }
-    if (strstr(header, "'fortran_order': True")) {
-        fail("%s: fortran_order arrays are not supported", path);
-        goto out;
-    }
-    /* the shape tuple must equal the model's input dims */
-    const char *s = strstr(header, "'shape': (");
-    if (!s) {
-        fail("%s: header has no shape", path);
-        goto out;
-    }
-    s += strlen("'shape': (");
-    int n = 0;
-    int64_t shape[16];
-    while (*s != ')' && n < 16) {
-        char *end;
-        long long v = strtoll(s, &end, 10);
-        if (end == s)
-            break;
-        shape[n++] = v;
-        s = end;
-        while (*s == ',' || *s == ' ')
-            s++;
-    }
-    int same = n == ndim;
-    for (int i = 0; same && i < n; i++)
-        same = shape[i] == dims[i];
+    int same = a.ndim == in->ndim;
+    for (int i = 0; same && i < a.ndim; i++)
+        same = a.shape[i] == in->dims[i];
     if (!same) {
         char got[256] = "", want[256] = "";
-        for (int i = 0; i < n; i++)
+        for (int i = 0; i < a.ndim; i++)
             snprintf(got + strlen(got), sizeof got - strlen(got), "%s%lld", i ? "," : "",
-                     (long long)shape[i]);
-        for (int i = 0; i < ndim; i++)
+                     (long long)a.shape[i]);
+        for (int i = 0; i < in->ndim; i++)
             snprintf(want + strlen(want), sizeof want - strlen(want), "%s%lld", i ? "," : "",
-                     (long long)dims[i]);
+                     (long long)in->dims[i]);
         fail("%s: shape [%s], the model was compiled for [%s]", path, got, want);
-        goto out;
+        free(a.data);
+        return NULL;
     }
-    data = alloc64(want_bytes);
-    if (!data) {
-        fail("out of memory");
-        goto out;
-    }
-    char extra;
-    if (fread(data, 1, want_bytes, f) != want_bytes || fread(&extra, 1, 1, f) != 0) {
-        fail("%s: payload is not %zu bytes", path, want_bytes);
-        free(data);
-        data = NULL;
-    }
-out:
-    free(header);
-    fclose(f);
-    return data;
+    return a.data;
 }
 
 /* ===== main ================================================================================== */
@@ -167,7 +101,7 @@ int main(int argc, char **argv) {
                     d->name);
     const cuvil_tensor_info *in = &d->inputs[0], *out = &d->outputs[0];
 
-    float *x = read_npy_f32(argv[1], in->ndim, in->dims, in->nbytes);
+    float *x = read_image(argv[1], in);
     if (!x)
         return 1;
     void **outs = calloc((size_t)d->n_outputs, sizeof *outs);

@@ -111,7 +111,11 @@ def _torch_to_onnx(model, example_inputs, dims, input_shapes) -> tuple[bytes, di
         model.eval()
     try:
         with torch.no_grad():
-            torch.onnx.export(model, example_inputs, buf, input_names=names,
+            # the outputs are named output (one) or output0, output1, ... (several)
+            out = model(*example_inputs)
+            n_out = len(out) if isinstance(out, (tuple, list)) else 1
+            out_names = ["output"] if n_out == 1 else [f"output{i}" for i in range(n_out)]
+            torch.onnx.export(model, example_inputs, buf, input_names=names, output_names=out_names,
                               dynamic_axes=dynamic_axes or None, opset_version=TORCH_OPSET, dynamo=False)
     finally:
         if was_training:

@@ -463,3 +463,60 @@ def test_jit_errors_name_the_problem():
         cuvil.jit(lambda x: 3.0)(x)
     with pytest.raises(ValueError, match="inner dims differ"):
         cuvil.jit(lambda a, b: a @ b)(x, x)
+
+
+def test_wheel_installs_into_a_fresh_virtualenv(tmp_path):
+    """`make wheel` -> a wheel carrying libcuvil and its runtime; installed into a new virtualenv
+    of Debian's Python (its NumPy from python3-numpy; no project packages), it imports, compiles
+    the bundled model with its own libcuvil and classifies the bundled sample as the checkout's
+    build does."""
+    build = Path(os.environ.get("CUVIL_BUILD", REPO / "build"))
+    build = Path(str(build).removesuffix("-asan"))  # the plain build (see _use_a_loadable_libcuvil)
+    r = subprocess.run(["make", "--no-print-directory", "-C", str(REPO), "wheel", f"BUILD={build}",
+                        f"WHEEL_DIR={tmp_path / 'dist'}"], capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    wheels = list((tmp_path / "dist").glob("cuvil-*-py3-none-linux_*.whl"))
+    assert len(wheels) == 1, wheels
+    py = "/usr/bin/python3"
+    assert Path(py).is_file(), "Debian's python3 is needed (tools/setup/setup.sh installs it)"
+    venv = tmp_path / "venv"
+    subprocess.run([py, "-m", "venv", "--system-site-packages", str(venv)], check=True, timeout=300)
+    r = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "--no-index", "--no-deps", str(wheels[0])],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    code = f"""
+import cuvil, numpy as np
+from cuvil import _native
+lib = _native.lib()._name
+assert lib.startswith({str(venv)!r}), lib
+m = cuvil.compile({str(REPO / 'examples/models/tinycnn.onnx')!r})
+np.save({str(tmp_path / 'y.npy')!r}, m(np.load({str(REPO / 'examples/models/sample.npy')!r})))
+print("ok", lib)
+"""
+    env = {k: v for k, v in os.environ.items() if k not in ("CUVIL_LIB", "CUVIL_BUILD", "PYTHONPATH")}
+    env["CUVIL_CACHE_DIR"] = str(tmp_path / "cache")
+    r = subprocess.run([str(venv / "bin" / "python"), "-c", code], capture_output=True, text=True, cwd=tmp_path,
+                       env=env, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.startswith("ok")
+    want = cuvil.compile(REPO / "examples/models/tinycnn.onnx")(np.load(REPO / "examples/models/sample.npy"))
+    close(np.load(tmp_path / "y.npy"), want, rtol=0, atol=0)
+
+
+def test_demo_trains_compiles_and_evaluates_from_c(tmp_path):
+    """The README's first command's demo (tools/demo.sh): a CNN trained on scikit-learn's digits,
+    compiled with cuvil.compile, run from C on the held-out digits. Its accuracy is a real one
+    (>= 95%) and the C program agrees with PyTorch on (nearly) every digit."""
+    import re
+    build = Path(str(Path(os.environ.get("CUVIL_BUILD", REPO / "build"))).removesuffix("-asan"))
+    r = subprocess.run(["bash", str(REPO / "tools" / "demo.sh"), str(build), str(tmp_path / "demo")],
+                       capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    torch_acc = re.search(r"PyTorch: .* held-out accuracy ([\d.]+)% \((\d+)/360\)", r.stdout)
+    c = re.search(r"Cuvil \(C, [\w-]+\): held-out accuracy ([\d.]+)% \((\d+)/360\); same prediction as the "
+                  r"reference on (\d+)/360; latency median ([\d.]+) us", r.stdout)
+    assert torch_acc and c, r.stdout
+    assert float(torch_acc.group(1)) >= 95.0 and float(c.group(1)) >= 95.0, r.stdout
+    assert int(c.group(3)) >= 358, r.stdout  # argmax ties aside, the same predictions
+    assert abs(int(c.group(2)) - int(torch_acc.group(2))) <= 2
+    assert "input: float32[1,1,8,8]" in r.stdout and "output: float32[1,10]" in r.stdout
