@@ -169,13 +169,16 @@ def test_residual_mlp_and_torchscript_file(tmp_path):
     close(cuvil.compile(torch.jit.load(str(p)), x)(x).numpy(), want)
 
 
+@pytest.mark.parametrize("form", ["module", "script", "trace"])
 @pytest.mark.parametrize("name", ["resnet18", "mobilenet_v2"])
-def test_torchvision_models(name):
+def test_torchvision_models(name, form):
     import torchvision
     model = seeded(getattr(torchvision.models, name)(weights=None))
     x = torch.randn(1, 3, 224, 224, generator=torch.Generator().manual_seed(5))
-    want = model(x).detach().numpy()
-    y = cuvil.compile(model, x, threads=2)(x).numpy()
+    with torch.no_grad():
+        want = model(x).numpy()
+    src = model if form == "module" else torch.jit.script(model) if form == "script" else torch.jit.trace(model, (x,))
+    y = cuvil.compile(src, x, threads=2)(x).numpy()
     close(y, want, rtol=1e-3, atol=1e-3 * float(np.abs(want).max()))
     assert y.argmax() == want.argmax()
 
