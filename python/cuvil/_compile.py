@@ -4,12 +4,17 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import shutil
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from . import _native as N
-from ._model import CompiledModel
+from ._model import CompiledModel, check_threads
+from ._native import CuvilError
 
 # the opset torch's exporter writes (TorchScript-based exporter: Cuvil covers its ops)
 TORCH_OPSET = 17
@@ -30,7 +35,7 @@ def _dim_text(v) -> str:
     if isinstance(v, int):
         return str(v)
     if isinstance(v, str):
-        return v
+        return _name(v, "a dim's symbol")
     if isinstance(v, (tuple, list)) and len(v) in (2, 3) and all(isinstance(x, int) and not isinstance(x, bool)
                                                                   for x in v):
         return ":".join(str(x) for x in v)
@@ -65,26 +70,48 @@ def _is_torch_module(m) -> bool:
     return isinstance(m, (torch.nn.Module, torch.jit.ScriptModule))
 
 
-def _torch_to_onnx(model, example_inputs, dims, input_shapes) -> tuple[bytes, dict | None]:
-    """Exports a torch.nn.Module / TorchScript module / fx.GraphModule in memory. Dims named in
-    `dims` are taken as dim 0 of every input (the batch); `input_shapes` ranges or names mark
-    the dims they name. Returns the ONNX bytes and the input_shapes to pass on (the names the
-    export gave the inputs)."""
+_export_lock = threading.Lock()  # torch.onnx.export keeps global state: one export at a time
+
+
+def _torch_to_onnx(model, example_inputs, dims, input_shapes) -> tuple[bytes, dict]:
+    """Exports a torch.nn.Module / TorchScript module / fx.GraphModule in memory. A dim named
+    "batch" in `dims` is dim 0 of every input; `input_shapes` ({name or index: dims}) marks
+    dims symbolic (a name, or a (lo, hi) range, which becomes a --dim binding returned here);
+    its numbers must be the example's. The example tensors are cloned first: the export runs
+    the model, and an in-place op must not change the caller's tensors."""
     import torch
     if example_inputs is None:
         raise TypeError("compiling a torch model needs example_inputs (a tensor or a tuple of tensors)")
-    if isinstance(example_inputs, torch.Tensor):
+    if isinstance(example_inputs, (torch.Tensor, np.ndarray)):
         example_inputs = (example_inputs,)
-    example_inputs = tuple(example_inputs)
+    example_inputs = tuple(torch.from_numpy(np.ascontiguousarray(x)) if isinstance(x, np.ndarray) else x
+                           for x in example_inputs)
+    for i, x in enumerate(example_inputs):
+        if not isinstance(x, torch.Tensor):
+            raise TypeError(f"example_inputs[{i}] is a {type(x).__name__}; the examples are tensors or arrays")
+    example_inputs = tuple(x.detach().clone() for x in example_inputs)
     names = [f"input{i}" for i in range(len(example_inputs))] if len(example_inputs) > 1 else ["input"]
     shapes = {}
     for k, v in (input_shapes or {}).items():
-        if isinstance(k, int):
+        if isinstance(k, int) and not isinstance(k, bool):
+            if not 0 <= k < len(names):
+                raise ValueError(f"input_shapes: no input {k} (the model has {len(names)} inputs)")
             k = names[k]
         if k not in names:
             raise ValueError(f"input_shapes: no input {k!r} (the exported inputs are {', '.join(names)})")
-        shapes[k] = list(v)
+        x = example_inputs[names.index(k)]
+        v = list(v)
+        if len(v) != x.dim():
+            raise ValueError(f"input_shapes[{k!r}]: {len(v)} dims, the example has {x.dim()}")
+        for d, dv in enumerate(v):
+            if isinstance(dv, int) and not isinstance(dv, bool) and dv != x.shape[d]:
+                raise ValueError(f"input_shapes[{k!r}]: dim {d} is {dv}, the example's is {x.shape[d]} (a torch "
+                                 f"model is exported at its example's sizes; give a range to make a dim symbolic)")
+            if isinstance(dv, str):
+                _name(dv, "input_shapes")
+        shapes[k] = v
     dynamic_axes: dict[str, dict[int, str]] = {}
+    extra_dims = {}  # a range given in input_shapes: a --dim binding of the symbol the export names
     for name, x in zip(names, example_inputs):
         axes = {}
         for d, v in enumerate(shapes.get(name, [])):
@@ -92,35 +119,43 @@ def _torch_to_onnx(model, example_inputs, dims, input_shapes) -> tuple[bytes, di
                 axes[d] = v
             elif isinstance(v, (tuple, list)):
                 axes[d] = f"{name}_dim{d}"
-                shapes[name][d] = axes[d]
-        for sym in (dims or {}):
-            if sym == "batch" and 0 not in axes and x.dim() > 0:
-                axes[0] = "batch"
+                extra_dims[axes[d]] = tuple(v)
+        if "batch" in (dims or {}) and 0 not in axes and x.dim() > 0:
+            axes[0] = "batch"
         if axes:
             dynamic_axes[name] = axes
-    # a range given in input_shapes becomes a --dim binding of the symbol the export names
-    extra_dims = {}
-    for k, v in (input_shapes or {}).items():
-        k = names[k] if isinstance(k, int) else k
-        for d, dv in enumerate(v):
-            if isinstance(dv, (tuple, list)):
-                extra_dims[f"{k}_dim{d}"] = tuple(dv)
     buf = io.BytesIO()
-    was_training = getattr(model, "training", False)
+    modes = [(m, m.training) for m in model.modules()] if hasattr(model, "modules") else []
     if hasattr(model, "eval"):
         model.eval()
     try:
-        with torch.no_grad():
-            # the outputs are named output (one) or output0, output1, ... (several)
-            out = model(*example_inputs)
+        with _export_lock:
+            # the outputs are named output (one) or output0, output1, ... (several). Not under
+            # no_grad: there, nn.MultiheadAttention takes a fused path the exporter cannot write
+            out = model(*[x.clone() for x in example_inputs])
             n_out = len(out) if isinstance(out, (tuple, list)) else 1
             out_names = ["output"] if n_out == 1 else [f"output{i}" for i in range(n_out)]
             torch.onnx.export(model, example_inputs, buf, input_names=names, output_names=out_names,
                               dynamic_axes=dynamic_axes or None, opset_version=TORCH_OPSET, dynamo=False)
+    except (RuntimeError, TypeError, ValueError, NotImplementedError, AssertionError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise CuvilError(f"exporting the torch model to ONNX failed ({type(e).__name__}): {first[:800]}",
+                         "unsupported") from e
     finally:
-        if was_training:
-            model.train()
+        for m, training in modes:  # each submodule's own mode back (a frozen BatchNorm stays frozen)
+            m.training = training
     return buf.getvalue(), extra_dims
+
+
+def _lib_identity() -> str:
+    """What the cache key knows of libcuvil: its version and its file (a rebuilt library
+    compiles again)."""
+    p = N.lib()._name
+    try:
+        st = os.stat(p)
+        return f"{N.version()}|{p}|{st.st_size}|{st.st_mtime_ns}"
+    except OSError:
+        return f"{N.version()}|{p}"
 
 
 def compile(model: Any, example_inputs: Any = None, *, input_shapes: dict | None = None, dims: dict | None = None,
@@ -160,17 +195,38 @@ def compile(model: Any, example_inputs: Any = None, *, input_shapes: dict | None
     else:
         raise TypeError(f"cuvil.compile takes an ONNX path, bytes or ModelProto, a torch.nn.Module, a "
                         f"TorchScript module or an fx.GraphModule, not {type(model).__name__}")
+    check_threads(threads)
+    if isinstance(opt_level, bool) or not isinstance(opt_level, int) or not 0 <= opt_level <= 3:
+        raise ValueError(f"opt_level must be an int in 0..3, got {opt_level!r}")
     args = _args(dims, shapes, target, opt_level)
-    key = hashlib.sha256(data + "\0".join(args + [N.version()]).encode()).hexdigest()[:32]
-    root = _cache_dir() if cache else Path(tempfile.mkdtemp(prefix="cuvil-"))
+    key = hashlib.sha256(data + "\0".join(args + [_lib_identity()]).encode()).hexdigest()[:32]
+    if cache:
+        root = _cache_dir()
+    else:
+        root = Path(tempfile.mkdtemp(prefix="cuvil-"))
     d = root / key
-    d.mkdir(parents=True, exist_ok=True)
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise CuvilError(f"cannot use the cache folder {root}: {e.strerror} (set CUVIL_CACHE_DIR, or cache=False)",
+                         "io") from None
     onnx_path, so = d / "model.onnx", d / "model.so"
-    if not (cache and so.is_file() and onnx_path.is_file()):
+    if cache and so.is_file() and onnx_path.is_file():
+        try:
+            return CompiledModel(so, threads=threads, _onnx=onnx_path, _compile_args=args)
+        except (CuvilError, OSError):
+            # a damaged cache entry (the cache is ours): compiled again below
+            for f in (so, so.with_suffix(".h")):
+                f.unlink(missing_ok=True)
+    try:
         # written under a temporary name and renamed: a concurrent compile never sees half a file
-        tmp = d / f"model.onnx.{os.getpid()}.tmp"
+        tmp = d / f"model.onnx.{os.getpid()}.{threading.get_ident()}.tmp"
         tmp.write_bytes(data)
         os.replace(tmp, onnx_path)
         N.compile_args(["--model", str(onnx_path), "--output", str(so)] + args)
-    return CompiledModel(so, threads=threads, _onnx=onnx_path, _compile_args=args,
-                         _owned_dir=None if cache else root)
+        return CompiledModel(so, threads=threads, _onnx=onnx_path, _compile_args=args,
+                             _owned_dir=None if cache else root)
+    except BaseException:
+        # nothing of a failed compile stays behind (cuvil-compile leaves no partial output)
+        shutil.rmtree(d if cache else root, ignore_errors=True)
+        raise

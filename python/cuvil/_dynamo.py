@@ -12,6 +12,7 @@ weights.
 from __future__ import annotations
 
 import threading
+import warnings
 from typing import Any
 
 from ._compile import compile as _compile
@@ -47,6 +48,34 @@ class _Bound:
 builds = 0  # models compiled by this backend in this process (for tests and curiosity)
 
 
+def _mutated_inputs(gm) -> list[str]:
+    """Placeholders the graph updates in place (x.add_(1), x[0] = ...): a compiled model
+    computes its outputs but cannot write back into the caller's tensors."""
+    import operator
+    ph = {n for n in gm.graph.nodes if n.op == "placeholder"}
+    out = []
+    for n in gm.graph.nodes:
+        if n.op not in ("call_method", "call_function") or not n.args or n.args[0] not in ph:
+            continue
+        name = n.target if n.op == "call_method" else getattr(n.target, "__name__", "")
+        if (name.endswith("_") and not name.endswith("__")) or n.target in (operator.setitem, operator.iadd,
+                                                                            operator.imul, operator.isub):
+            out.append(f"{n.args[0].name} ({name})")
+    return out
+
+
+class _Build:
+    """One compiled model of the graph: which runtime inputs it takes, and the inputs the export
+    baked in as constants (a 0-d tensor read with .item(), an input that only steered the
+    trace), with the values they had: another value needs another build."""
+
+    def __init__(self, model, taken: list[int], baked: dict):
+        self.model, self.taken, self.baked = model, taken, baked
+
+    def fits(self, args) -> bool:
+        return all(v.shape == args[i].shape and bool((v == args[i].detach()).all()) for i, v in self.baked.items())
+
+
 class _Compiled:
     def __init__(self, gm, example_inputs):
         import torch
@@ -54,43 +83,64 @@ class _Compiled:
         names = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
         if len(names) != len(example_inputs):
             raise ValueError(f"fx_backend: the graph has {len(names)} inputs, {len(example_inputs)} examples given")
+        mutated = _mutated_inputs(gm)
+        if mutated:
+            raise NotImplementedError("cuvil backend: the graph updates its inputs in place ("
+                                      + ", ".join(mutated) + "); Cuvil compiles functional graphs only")
         self.state = [i for i, (n, v) in enumerate(zip(names, example_inputs)) if _is_state(n, v)]
         out = next(n for n in gm.graph.nodes if n.op == "output")
         self.out_kind = type(out.args[0]) if isinstance(out.args[0], (tuple, list)) else None
-        self.models: dict[tuple, Any] = {}
+        self.builds: dict[tuple, list[_Build]] = {}
         self.lock = threading.Lock()
         self.torch = torch
+        self.warned_grad = False
+
+    def _version(self, a):
+        try:
+            return a._version
+        except RuntimeError:  # an inference tensor keeps no version counter (nor is updated in place)
+            return None
 
     def _key(self, args) -> tuple:
         k = []
         for i, a in enumerate(args):
             if isinstance(a, self.torch.Tensor):
-                k.append((i, tuple(a.shape), str(a.dtype), a._version if i in self.state else None,
+                k.append((i, tuple(a.shape), str(a.dtype), self._version(a) if i in self.state else None,
                           a.data_ptr() if i in self.state else None))
             else:
                 k.append((i, int(a) if isinstance(a, (int, self.torch.SymInt)) else repr(a)))
         return tuple(k)
 
-    def _build(self, args):
+    def _build(self, args) -> _Build:
         torch = self.torch
         runtime = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and i not in self.state]
         template = [a.detach() if isinstance(a, torch.Tensor) else a for a in args]
         bound = _Bound(self.gm, template, runtime)
-        examples = tuple(args[i].detach() for i in runtime)
         global builds
-        model = _compile(bound, examples)
+        model = _compile(bound, tuple(args[i].detach() for i in runtime))
         builds += 1
-        return model, runtime
+        # the export names the inputs input (one) or input0, input1, ...: those it dropped were baked
+        names = ["input"] if len(runtime) == 1 else [f"input{j}" for j in range(len(runtime))]
+        kept = {s.name for s in model.inputs}
+        taken = [i for i, nm in zip(runtime, names) if nm in kept]
+        baked = {i: args[i].detach().clone() for i, nm in zip(runtime, names) if nm not in kept}
+        return _Build(model, taken, baked)
 
     def __call__(self, *args):
         key = self._key(args)
         with self.lock:
-            entry = self.models.get(key)
-            if entry is None:
-                entry = self.models[key] = self._build(args)
-        model, runtime = entry
-        with self.torch.no_grad():
-            y = model(*[args[i].detach() for i in runtime])
+            builds = self.builds.setdefault(key, [])
+            b = next((b for b in builds if b.fits(args)), None)
+            if b is None:
+                b = self._build(args)
+                builds.append(b)
+        if not self.warned_grad and self.torch.is_grad_enabled() and any(
+                isinstance(a, self.torch.Tensor) and a.requires_grad for a in args):
+            self.warned_grad = True
+            warnings.warn("cuvil backend: the compiled graph runs for inference; its outputs do not track "
+                          "gradients (run it under torch.no_grad(), or use another backend to train)",
+                          stacklevel=2)
+        y = b.model(*[args[i].detach() for i in b.taken])
         if self.out_kind is None:
             return y
         ys = y if isinstance(y, tuple) else (y,)

@@ -211,6 +211,28 @@ class Traced:
     def __neg__(self): return self._unary("neg")
     def __pos__(self): return self
 
+    def _unsupported(self, what: str):
+        raise NotImplementedError(f"cuvil.jit: {what} is not supported (supported: {SUPPORTED})")
+
+    def __pow__(self, o): self._unsupported("** (power)")
+    def __rpow__(self, o): self._unsupported("** (power)")
+    def __mod__(self, o): self._unsupported("% (modulo)")
+    def __rmod__(self, o): self._unsupported("% (modulo)")
+    def __floordiv__(self, o): self._unsupported("// (floor division)")
+    def __rfloordiv__(self, o): self._unsupported("// (floor division)")
+    def __abs__(self): self._unsupported("abs()")
+    def __getitem__(self, i): self._unsupported("indexing and slicing")
+    def __setitem__(self, i, v): self._unsupported("item assignment")
+    def __iter__(self): self._unsupported("iterating over an array")
+    def __eq__(self, o): self._unsupported("== (use > < >= <=)")
+    def __ne__(self, o): self._unsupported("!= (use > < >= <=)")
+    __hash__ = object.__hash__
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        self._unsupported(f"the array method or attribute .{name}")
+
     def __matmul__(self, o): return self._matmul(self, self._lift(o))
     def __rmatmul__(self, o): return self._matmul(self._lift(o), self)
 
@@ -320,6 +342,9 @@ class _Jitted:
     def __init__(self, fn, shape_hint):
         self.fn = fn
         self.sig = inspect.signature(fn)
+        for p in self.sig.parameters.values():
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                raise TypeError(f"cuvil.jit: {fn.__name__} takes *{p.name}; only named parameters are supported")
         self.shape_hint = dict(shape_hint or {})
         self.cache: dict[tuple, CompiledModel] = {}
         self.lock = threading.Lock()
@@ -343,9 +368,13 @@ class _Jitted:
                                     f"arrays (convert with .astype(np.float32))")
                 self._check_hint(name, v)
                 arrays[name] = v
-            else:
+            elif v is None or isinstance(v, (bool, int, float, str)):
                 consts[name] = v
-        key = tuple((n, a.shape) for n, a in arrays.items()) + tuple((n, repr(v)) for n, v in consts.items())
+            else:
+                raise TypeError(f"{self.fn.__name__}: argument {name!r} is a {type(v).__name__}; cuvil.jit takes "
+                                f"float32 NumPy arrays and Python scalars (bool, int, float, str, None)")
+        key = tuple((n, a.shape) for n, a in arrays.items()) + tuple((n, type(v).__name__, v)
+                                                                    for n, v in consts.items())
         with self.lock:
             model = self.cache.get(key)
             if model is None:

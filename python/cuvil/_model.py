@@ -34,11 +34,14 @@ class TensorSpec:
         return f"TensorSpec({self.name!r}, {self.dtype}, {self.shape})"
 
 
-def _spec(t: N.TensorInfo) -> TensorSpec:
+def _spec(t: N.TensorInfo, symbols: dict) -> TensorSpec:
+    """A dim is its symbol's name only where the model takes that symbol at run time; a named
+    dim that was fixed when compiling (--dim, input_shapes, or unbound: 1) is its number."""
     if t.dtype not in _NP_OF:
         raise CuvilError(f"tensor {t.name!r}: element type {t.dtype} has no NumPy equivalent", "dtype")
     dims = tuple(int(t.dims[i]) for i in range(t.ndim))
-    shape = tuple(t.dim_names[i].decode() if t.dim_names[i] else dims[i] for i in range(t.ndim))
+    names = [t.dim_names[i].decode(errors="replace") if t.dim_names[i] else None for i in range(t.ndim)]
+    shape = tuple(n if n in symbols else d for n, d in zip(names, dims))
     return TensorSpec(t.name.decode(errors="replace"), np.dtype(_NP_OF[t.dtype]), shape, dims)
 
 
@@ -47,38 +50,87 @@ def _is_torch(x) -> bool:
     return t.__module__.startswith("torch") and t.__name__ in ("Tensor", "Parameter")
 
 
+MAX_THREADS = 256  # CUVIL_MAX_THREADS of the runtime
+
+
+def check_threads(threads) -> int:
+    if threads is None:
+        return 1
+    if isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= MAX_THREADS:
+        raise ValueError(f"threads must be an int in 1..{MAX_THREADS} (or None: 1), got {threads!r}")
+    return threads
+
+
+class _Ctx:
+    """One execution context, owned by the thread-local storage of the thread that made it: it
+    is destroyed when that thread ends (or at close)."""
+
+    def __init__(self, owner: "_Contexts", m: ctypes.c_void_p):
+        self.m = m
+        self.fin = weakref.finalize(self, owner._destroy, m)
+
+
 class _Contexts:
     """The model's execution contexts, one per Python thread that calls it (a context is not
-    thread-safe; contexts are independent and share the weights). Destroyed with the model."""
+    thread-safe; contexts are independent and share the weights). close() waits for the calls
+    in flight, then destroys them all."""
 
     def __init__(self, desc: N.ModelDesc, threads: int):
         self.desc, self.threads = desc, threads
         self.local = threading.local()
-        self.all: list[ctypes.c_void_p] = []
-        self.lock = threading.Lock()
+        self.live: "weakref.WeakSet[_Ctx]" = weakref.WeakSet()
+        self.cv = threading.Condition()
+        self.running = 0
+        self.closed = False
 
-    def get(self) -> ctypes.c_void_p:
-        m = getattr(self.local, "m", None)
-        if m is None:
-            opts = N.ModelOptions()
-            opts.n_threads = self.threads
-            m = ctypes.c_void_p()
-            s = self.desc.create(ctypes.byref(opts), ctypes.byref(m))
-            if s != 0:
-                msg = self.desc.errmsg(m).decode(errors="replace") if m else "out of memory"
-                if m:
-                    self.desc.destroy(m)
-                raise CuvilError(f"creating a context: {msg}", N.status_name(s))
-            with self.lock:
-                self.all.append(m)
-            self.local.m = m
-        return m
+    def _destroy(self, m):
+        with self.cv:
+            if not self.closed:
+                self.desc.destroy(m)
+
+    def enter(self) -> ctypes.c_void_p:
+        """The calling thread's context, counted as running until leave()."""
+        with self.cv:
+            if self.closed:
+                raise CuvilError("the model was closed", "invalid argument")
+            self.running += 1
+        try:
+            c = getattr(self.local, "c", None)
+            if c is None:
+                opts = N.ModelOptions()
+                opts.n_threads = self.threads
+                m = ctypes.c_void_p()
+                s = self.desc.create(ctypes.byref(opts), ctypes.byref(m))
+                if s != 0:
+                    msg = self.desc.errmsg(m).decode(errors="replace") if m else "out of memory"
+                    if m:
+                        self.desc.destroy(m)
+                    raise CuvilError(f"creating a context: {msg}", N.status_name(s))
+                c = _Ctx(self, m)
+                with self.cv:
+                    self.live.add(c)
+                self.local.c = c
+            return c.m
+        except BaseException:
+            self.leave()
+            raise
+
+    def leave(self):
+        with self.cv:
+            self.running -= 1
+            self.cv.notify_all()
 
     def close(self):
-        with self.lock:
-            for m in self.all:
-                self.desc.destroy(m)
-            self.all.clear()
+        with self.cv:
+            if self.closed:
+                return
+            while self.running:
+                self.cv.wait()
+            for c in list(self.live):
+                if c.fin.detach() is not None:  # not destroyed already (its thread ended)
+                    self.desc.destroy(c.m)
+            self.live = weakref.WeakSet()
+            self.closed = True
         self.local = threading.local()
 
 
@@ -104,7 +156,10 @@ class CompiledModel:
         self.path = Path(path).resolve()
         if not self.path.is_file():
             raise FileNotFoundError(f"no compiled model at {self.path}")
-        self._dll = ctypes.CDLL(str(self.path), mode=ctypes.RTLD_LOCAL)
+        try:
+            self._dll = ctypes.CDLL(str(self.path), mode=ctypes.RTLD_LOCAL)
+        except OSError as e:
+            raise CuvilError(f"{self.path} is not a loadable shared library: {e}", "invalid argument") from None
         try:
             entry = self._dll.cuvil_model_entry
         except AttributeError:
@@ -118,14 +173,12 @@ class CompiledModel:
         if self._desc.abi_version != N.MODEL_ABI_VERSION:
             raise CuvilError(f"{self.path}: model ABI {self._desc.abi_version}, this package speaks "
                              f"{N.MODEL_ABI_VERSION}; recompile it", "unsupported")
-        self.inputs = [_spec(self._desc.inputs[i]) for i in range(self._desc.n_inputs)]
-        self.outputs = [_spec(self._desc.outputs[i]) for i in range(self._desc.n_outputs)]
         self.symbols = {self._desc.syms[i].name.decode(): (int(self._desc.syms[i].min), int(self._desc.syms[i].max))
                         for i in range(self._desc.n_syms)}
+        self.inputs = [_spec(self._desc.inputs[i], self.symbols) for i in range(self._desc.n_inputs)]
+        self.outputs = [_spec(self._desc.outputs[i], self.symbols) for i in range(self._desc.n_outputs)]
         self.target = self._desc.target.decode()
-        self.threads = int(threads) if threads else 1
-        if self.threads < 1:
-            raise ValueError(f"threads must be >= 1, got {threads}")
+        self.threads = check_threads(threads)
         self._ctx = _Contexts(self._desc, self.threads)
         self._finalizer = weakref.finalize(self, _release, self._ctx, _owned_dir)
         self._onnx = _onnx
@@ -136,7 +189,8 @@ class CompiledModel:
                 f"outputs={self.outputs})")
 
     def close(self):
-        """Destroys the contexts now (also done when the model is garbage-collected)."""
+        """Destroys the contexts now (also done when the model is garbage-collected); calling
+        the model afterwards raises CuvilError. Not while another thread is running it."""
         self._finalizer()
 
     # ---- calling ----------------------------------------------------------------------
@@ -171,7 +225,10 @@ class CompiledModel:
                 if not v.is_contiguous():
                     v = v.contiguous()
                 keep.append(v)
-                a = v.numpy()  # shares the tensor's memory
+                try:
+                    a = v.numpy()  # shares the tensor's memory
+                except TypeError:
+                    raise TypeError(f"input {spec.name!r}: dtype {v.dtype}, the model takes {spec.dtype}") from None
             else:
                 a = np.asarray(v)
             if a.dtype != spec.dtype:
@@ -180,7 +237,13 @@ class CompiledModel:
             arrays.append(np.ascontiguousarray(a))
         syms = self._bind_symbols(arrays)
         outs = [np.empty(s.max_shape, dtype=s.dtype) for s in self.outputs]
-        m = self._ctx.get()
+        m = self._ctx.enter()
+        try:
+            return self._run(m, arrays, outs, syms, want_torch)
+        finally:
+            self._ctx.leave()
+
+    def _run(self, m, arrays, outs, syms, want_torch):
         in_ptrs = (ctypes.c_void_p * max(1, len(arrays)))(*[a.ctypes.data for a in arrays])
         out_ptrs = (ctypes.c_void_p * max(1, len(outs)))(*[o.ctypes.data for o in outs])
         if syms is None:
@@ -223,8 +286,15 @@ class CompiledModel:
         symbols' values (run_shapes checks them against each other)."""
         if not self.symbols:
             return None
-        return {s: a.shape[i] for spec, a in zip(self.inputs, arrays)
-                for i, s in enumerate(spec.shape) if isinstance(s, str)}
+        seen: dict = {}
+        for spec, a in zip(self.inputs, arrays):
+            for i, s in enumerate(spec.shape):
+                if isinstance(s, str):
+                    if s in seen and seen[s][0] != a.shape[i]:
+                        raise ValueError(f"input {spec.name!r}: dim {i} ({s}) is {a.shape[i]}, but input "
+                                         f"{seen[s][1]!r} gave {s} = {seen[s][0]}")
+                    seen.setdefault(s, (a.shape[i], spec.name))
+        return {k: v[0] for k, v in seen.items()}
 
     # ---- files ------------------------------------------------------------------------
     def save(self, path: str | Path) -> Path:
