@@ -100,6 +100,15 @@ def seeded(module: torch.nn.Module) -> torch.nn.Module:
     return module.eval()
 
 
+def run_in_threads(work, n: int):
+    """work(0) .. work(n - 1), each on its own thread, all at once; returns when all are done."""
+    ts = [threading.Thread(target=work, args=(i,)) for i in range(n)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+
+
 def close(a, b, rtol=1e-4, atol=1e-5):
     a, b = np.asarray(a), np.asarray(b)
     assert a.shape == b.shape, (a.shape, b.shape)
@@ -245,11 +254,7 @@ def test_four_threads_one_model():
         except Exception as e:  # noqa: BLE001 - reported below
             errors.append(e)
 
-    ts = [threading.Thread(target=work, args=(i,)) for i in range(4)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
+    run_in_threads(work, 4)
     assert not errors, errors
     import gc
     gc.collect()
@@ -630,11 +635,7 @@ def test_compiles_from_several_threads():
             close(cuvil.compile(models[i], x)(x).numpy(), models[i](x).detach().numpy())
         except Exception as e:  # noqa: BLE001
             errors.append(repr(e))
-    ts = [threading.Thread(target=work, args=(i,)) for i in range(4)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
+    run_in_threads(work, 4)
     assert not errors, errors
 
 
