@@ -70,6 +70,11 @@ def _is_torch_module(m) -> bool:
     return isinstance(m, (torch.nn.Module, torch.jit.ScriptModule))
 
 
+def export_input_names(n: int) -> list[str]:
+    """The names the export gives a torch model's n inputs: input (one), input0, input1, ..."""
+    return ["input"] if n == 1 else [f"input{i}" for i in range(n)]
+
+
 _export_lock = threading.Lock()  # torch.onnx.export keeps global state: one export at a time
 
 
@@ -90,7 +95,7 @@ def _torch_to_onnx(model, example_inputs, dims, input_shapes) -> tuple[bytes, di
         if not isinstance(x, torch.Tensor):
             raise TypeError(f"example_inputs[{i}] is a {type(x).__name__}; the examples are tensors or arrays")
     example_inputs = tuple(x.detach().clone() for x in example_inputs)
-    names = [f"input{i}" for i in range(len(example_inputs))] if len(example_inputs) > 1 else ["input"]
+    names = export_input_names(len(example_inputs))
     shapes = {}
     for k, v in (input_shapes or {}).items():
         if isinstance(k, int) and not isinstance(k, bool):

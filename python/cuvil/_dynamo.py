@@ -16,6 +16,7 @@ import warnings
 from typing import Any
 
 from ._compile import compile as _compile
+from ._compile import export_input_names
 
 
 def _is_state(name: str, value: Any) -> bool:
@@ -120,7 +121,7 @@ class _Compiled:
         model = _compile(bound, tuple(args[i].detach() for i in runtime))
         builds += 1
         # the export names the inputs input (one) or input0, input1, ...: those it dropped were baked
-        names = ["input"] if len(runtime) == 1 else [f"input{j}" for j in range(len(runtime))]
+        names = export_input_names(len(runtime))
         kept = {s.name for s in model.inputs}
         taken = [i for i, nm in zip(runtime, names) if nm in kept]
         baked = {i: args[i].detach().clone() for i, nm in zip(runtime, names) if nm not in kept}

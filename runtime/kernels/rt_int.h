@@ -216,6 +216,10 @@ size_t cuvil_gemm_job_scratch_size(int64_t M, int64_t N, int64_t K, const cuvil_
  * slice of scratch); _serial runs it on the calling thread (inside a task). */
 void cuvil_f32_gemm_run(const cuvil_gemm_job *j, const cuvil_gemm_blocking *b, void *scratch);
 void cuvil_f32_gemm_run_serial(const cuvil_gemm_job *j, const cuvil_gemm_blocking *b, void *scratch);
+/* Cuts n rows (or columns) in tiles of r into at most `parts` runs of whole tiles (the last may
+ * end in a partial one) of nearly equal cost: bound[t] .. bound[t + 1] is run t, bound[0] = 0,
+ * bound[runs] = n. Returns the number of runs. */
+int64_t cuvil_gemm_split_tiles(int64_t n, int64_t r, int64_t parts, int64_t *bound);
 
 /* cuvil_f32_gemm with an explicit blocking (tests). */
 size_t cuvil_f32_gemm_scratch_size_ex(const cuvil_gemm_params *p, const cuvil_gemm_blocking *b);

@@ -923,15 +923,19 @@ static int direct_in_place(const cuvil_conv2d_params *p) {
            p->OW == p->W;
 }
 
-/* Scratch: the image (+ NR floats a last panel may read past it) or, in place, the last
- * panel's C x NR copy; the K tap offsets (in place: also the copy's); then in every thread's
- * slice a strip of ALIGN(M, MR) x NR floats. */
-static size_t direct_image_bytes(const cuvil_conv2d_params *p, int nr) {
+/* Bytes of scratch before the tap offsets: the image (+ NR floats a last panel may read past
+ * it) or, in place, the last panel's C x NR copy. */
+static size_t direct_img_bytes(const cuvil_conv2d_params *p, int nr) {
     int64_t plane, Wv;
     direct_dims(p, &plane, &Wv);
-    const int in_place = direct_in_place(p);
-    return CUVIL_ALIGN_UP((size_t)(in_place ? p->C * nr : p->C * plane + nr) * sizeof(float), 64) +
-           CUVIL_ALIGN_UP((size_t)((in_place ? 2 : 1) * p->C * p->KH * p->KW) * sizeof(int64_t), 64);
+    return CUVIL_ALIGN_UP((size_t)(direct_in_place(p) ? p->C * nr : p->C * plane + nr) * sizeof(float), 64);
+}
+
+/* Scratch: the image part (direct_img_bytes); the K tap offsets (in place: also the copy's);
+ * then in every thread's slice a strip of ALIGN(M, MR) x NR floats. */
+static size_t direct_image_bytes(const cuvil_conv2d_params *p, int nr) {
+    return direct_img_bytes(p, nr) +
+           CUVIL_ALIGN_UP((size_t)((direct_in_place(p) ? 2 : 1) * p->C * p->KH * p->KW) * sizeof(int64_t), 64);
 }
 
 static size_t direct_scratch(const cuvil_conv2d_params *p, const cuvil_gemm_blocking *b) {
@@ -1055,7 +1059,7 @@ static void conv2d_direct(const cuvil_conv2d_params *p, const float *x, const fl
     padded_dims(p, &Hp, &Wp);
     const int in_place = direct_in_place(p);
     float *img = (float *)scratch; /* in place: the last panel's copy */
-    int64_t *boff = (int64_t *)((char *)scratch + CUVIL_ALIGN_UP((size_t)(in_place ? p->C * uk->nr : p->C * plane + uk->nr) * sizeof(float), 64));
+    int64_t *boff = (int64_t *)((char *)scratch + direct_img_bytes(p, uk->nr));
     const int64_t Hq = (Hp + 1) / 2, Wq = (Wp + 1) / 2;
     for (int64_t c = 0, k = 0; c < p->C; c++)
         for (int64_t kh = 0; kh < p->KH; kh++)
@@ -1361,8 +1365,7 @@ static void band_task(void *vctx, int64_t t, int tid) {
 static int64_t gemm_t_band_split(int64_t OHW, int64_t Mg, int64_t K, int mr, int64_t *bound) {
     const int64_t threads = cuvil_threads(), tiles = (OHW + mr - 1) / mr;
     if (threads <= 1 || tiles < 4 * threads || (double)Mg * (double)K * sizeof(float) > 512.0 * 1024) return 0;
-    for (int64_t i = 0; i <= threads; i++) bound[i] = cuvil_min_i64(OHW, tiles * i / threads * mr);
-    return threads;
+    return cuvil_gemm_split_tiles(OHW, mr, threads, bound);
 }
 
 /* y' = im2col(x)' w' per image and group: rows are output pixels (packed from the image by

@@ -587,7 +587,7 @@ static void gemm_task(void *vctx, int64_t t, int tid) {
  * cost, a tile costing its rows plus `r / 4` (the fixed cost of a microkernel call: a partial last
  * tile costs nearly a full one). Equal runs of ceil(tiles / parts) tiles left 49 rows in 8-row
  * tiles as 32 + 17, one thread doing twice the other's work. Returns the number of runs. */
-static int64_t split_tiles(int64_t n, int64_t r, int64_t parts, int64_t *bound) {
+int64_t cuvil_gemm_split_tiles(int64_t n, int64_t r, int64_t parts, int64_t *bound) {
     const int64_t tiles = (n + r - 1) / r, over = r / 4 > 0 ? r / 4 : 1;
     if (parts > tiles) parts = tiles;
     const int64_t total = n + tiles * over;
@@ -648,7 +648,7 @@ void cuvil_f32_gemm_run(const cuvil_gemm_job *j, const cuvil_gemm_blocking *b, v
     /* columns: two tasks per thread, so that a thread slowed down (a busy core, a noisy
      * neighbour on a VM) leaves the other the rest; rows: one each (every task packs all of B) */
     const int64_t want = s.by_m ? threads : cuvil_min_i64(2 * (int64_t)threads, CUVIL_MAX_THREADS);
-    const int64_t parts = s.by_m ? split_tiles(M, mr, want, s.bound) : split_tiles(N, nr, want, s.bound);
+    const int64_t parts = s.by_m ? cuvil_gemm_split_tiles(M, mr, want, s.bound) : cuvil_gemm_split_tiles(N, nr, want, s.bound);
     cuvil_parallel_for(parts, gemm_task, &s);
 }
 
