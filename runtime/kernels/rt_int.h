@@ -48,6 +48,11 @@ static inline void cuvil_copy_rows(float *dst, int64_t dld, const float *src, in
     case w:                                                                                         \
         for (int64_t k = 0; k < rows; k++) __builtin_memcpy(dst + k * dld, src + k * sld, w * sizeof(float)); \
         return;
+        /* 4, 6, 7: the pixels-as-rows A panels of the 4x8, 6x16 and 7x32 tiles (7 rows through
+         * libc's memcpy, one call per k step, made packing a 49 x 960 A 2.3x slower) */
+        CUVIL_COPY_ROWS_CASE(4)
+        CUVIL_COPY_ROWS_CASE(6)
+        CUVIL_COPY_ROWS_CASE(7)
         CUVIL_COPY_ROWS_CASE(8)
         CUVIL_COPY_ROWS_CASE(16)
         CUVIL_COPY_ROWS_CASE(32)
