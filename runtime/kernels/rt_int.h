@@ -249,8 +249,9 @@ void cuvil_f32_dwconv2d(const cuvil_conv2d_params *p, const float *x, const floa
                         const float *bias, const float *residual, float *y, float *row);
 /* cuvil_f32_mbblock's scratch for a blocking (the compiler sizes it for the target's). */
 size_t cuvil_f32_mbblock_scratch_size_ex(const cuvil_mbblock_params *p, const cuvil_gemm_blocking *b);
-/* The same on the calling thread (inside a task). */
-void cuvil_f32_dwconv2d_serial(const cuvil_conv2d_params *p, const float *x, const float *w,
+/* The same on the calling thread (inside a task), x's channels xcs floats apart (H * W for a
+ * whole image; more for rows of a larger one). */
+void cuvil_f32_dwconv2d_serial(const cuvil_conv2d_params *p, const float *x, int64_t xcs, const float *w,
                                const float *bias, const float *residual, float *y, float *row);
 
 /* Winograd F(4x4, 3x3) (winograd.c): 3x3, stride 1, undilated, one group. The weights are

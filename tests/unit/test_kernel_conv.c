@@ -470,7 +470,8 @@ static void test_conv_transpose2d(void) {
 }
 
 /* The inverted-residual block (mbblock.c) against the three convs done by naive_conv, on one
- * thread and on a pool of 3; shapes with one band and with many (tall and wide maps). */
+ * thread and on a pool of 3; shapes with one band and with many (tall and wide maps). Cin 0:
+ * no expand conv (ex all zero), x is the depthwise conv's input of Ce channels. */
 typedef struct mb_case {
     int64_t N, Cin, Ce, Cout, H, W, K, S, pad;
     int residual, act_e, act_d;
@@ -497,23 +498,30 @@ static void test_mbblock(void) {
         {1, 6, 48, 10, 61, 97, 3, 2, 1, 0, CUVIL_ACT_CLIP, CUVIL_ACT_CLIP},    /* many bands, odd, s2 */
         {1, 7, 40, 9, 45, 120, 5, 2, 2, 0, CUVIL_ACT_RELU, CUVIL_ACT_RELU},    /* 5x5 s2 */
         {1, 3, 32, 3, 40, 130, 5, 1, 2, 1, CUVIL_ACT_NONE, CUVIL_ACT_CLIP},    /* 5x5 s1 */
+        {1, 0, 32, 16, 57, 70, 3, 1, 1, 0, CUVIL_ACT_NONE, CUVIL_ACT_CLIP},    /* no expand, many bands */
+        {2, 0, 12, 12, 9, 13, 3, 2, 1, 1, CUVIL_ACT_NONE, CUVIL_ACT_RELU},     /* no expand, batch, s2 */
     };
     const cuvil_gemm_blocking *def = cuvil_gemm_default_blocking();
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
         const mb_case *c = &cases[ci];
         cuvil_mbblock_params mp;
         memset(&mp, 0, sizeof mp);
-        mb_conv(&mp.ex, c->N, c->Cin, c->H, c->W, c->Ce, 1, 1, 0, 1);
+        const int no_ex = c->Cin == 0;
+        if (!no_ex) mb_conv(&mp.ex, c->N, c->Cin, c->H, c->W, c->Ce, 1, 1, 0, 1);
         mb_conv(&mp.dw, c->N, c->Ce, c->H, c->W, c->Ce, c->K, c->S, c->pad, c->Ce);
         mb_conv(&mp.pr, c->N, c->Ce, mp.dw.OH, mp.dw.OW, c->Cout, 1, 1, 0, 1);
-        mp.ex.act = ktu_act_params(c->act_e);
+        if (!no_ex) {
+            mp.ex.act = ktu_act_params(c->act_e);
+            mp.ex.packed_mr = def->uk->mr;
+            mp.ex.packed_kc = def->kc;
+        }
         mp.dw.act = ktu_act_params(c->act_d);
-        mp.ex.packed_mr = mp.pr.packed_mr = def->uk->mr;
-        mp.ex.packed_kc = mp.pr.packed_kc = def->kc;
+        mp.pr.packed_mr = def->uk->mr;
+        mp.pr.packed_kc = def->kc;
         if (!cuvil_mbblock_applies(&mp)) ktu_fail("mbblock case %zu: does not apply", ci);
-        const size_t nx = (size_t)(c->N * c->Cin * c->H * c->W), ne = (size_t)(c->N * c->Ce * c->H * c->W);
+        const size_t nx = (size_t)(c->N * (no_ex ? c->Ce : c->Cin) * c->H * c->W), ne = (size_t)(c->N * c->Ce * c->H * c->W);
         const size_t nd = (size_t)(c->N * c->Ce * mp.dw.OH * mp.dw.OW), ny = (size_t)(c->N * c->Cout * mp.dw.OH * mp.dw.OW);
-        const size_t nwe = (size_t)(c->Ce * c->Cin), nwd = (size_t)(c->Ce * c->K * c->K), nwp = (size_t)(c->Cout * c->Ce);
+        const size_t nwe = (size_t)(no_ex ? 1 : c->Ce * c->Cin), nwd = (size_t)(c->Ce * c->K * c->K), nwp = (size_t)(c->Cout * c->Ce);
         float *x = ktu_falloc(nx), *we = ktu_falloc(nwe), *be = ktu_falloc((size_t)c->Ce), *wd = ktu_falloc(nwd);
         float *bd = ktu_falloc((size_t)c->Ce), *wp = ktu_falloc(nwp), *bp = ktu_falloc((size_t)c->Cout);
         float *res = c->residual ? ktu_falloc(ny) : NULL, *y = ktu_falloc(ny);
@@ -528,14 +536,18 @@ static void test_mbblock(void) {
         /* reference: the three convs, naive, each rounded to float as the real one stores it */
         double *re = malloc(ne * sizeof(double)), *rd = malloc(nd * sizeof(double)), *ref = malloc(ny * sizeof(double));
         if (!re || !rd || !ref) ktu_fail("out of memory");
-        naive_conv(&mp.ex, x, we, be, NULL, re);
+        if (no_ex)
+            for (size_t i = 0; i < ne; i++) re[i] = x[i]; /* the depthwise conv reads x */
+        else
+            naive_conv(&mp.ex, x, we, be, NULL, re);
         float *e = to_float(re, ne);
         naive_conv(&mp.dw, e, wd, bd, NULL, rd);
         float *d = to_float(rd, nd);
         naive_conv(&mp.pr, d, wp, bp, res, ref);
         /* the weights as the compiler packs them */
-        float *wep = ktu_falloc(cuvil_f32_conv2d_packed_floats(&mp.ex)), *wpp = ktu_falloc(cuvil_f32_conv2d_packed_floats(&mp.pr));
-        cuvil_f32_conv2d_pack(&mp.ex, we, wep, NULL);
+        float *wep = no_ex ? NULL : ktu_falloc(cuvil_f32_conv2d_packed_floats(&mp.ex));
+        float *wpp = ktu_falloc(cuvil_f32_conv2d_packed_floats(&mp.pr));
+        if (!no_ex) cuvil_f32_conv2d_pack(&mp.ex, we, wep, NULL);
         cuvil_f32_conv2d_pack(&mp.pr, wp, wpp, NULL);
         const size_t per = CUVIL_ALIGN_UP(cuvil_f32_mbblock_scratch_size(&mp), 64);
         void *scratch = ktu_alloc(3 * per);
@@ -544,7 +556,7 @@ static void test_mbblock(void) {
             if (threads > 1 && !pool) ktu_fail("mbblock: no thread pool");
             const cuvil_pool *prev = cuvil_pool_bind(pool);
             memset(y, 0xff, ny * sizeof(float)); /* NaN: every element must be written */
-            cuvil_f32_mbblock(&mp, x, wep, be, wd, bd, wpp, bp, res, y, scratch);
+            cuvil_f32_mbblock(&mp, x, wep, no_ex ? NULL : be, wd, bd, wpp, bp, res, y, scratch);
             cuvil_pool_bind(prev);
             cuvil_pool_destroy(pool);
             ktu_check(y, ref, ny, 1e-4, 1e-4, "mbblock case %zu (%lldx%lld, %lldx%lld s%lld, %d thread%s)", ci,
@@ -590,6 +602,11 @@ static void test_mbblock(void) {
     bad = mp;
     bad.pr.C = 8;
     if (cuvil_mbblock_applies(&bad)) ktu_fail("mbblock: applies to mismatched channels");
+    bad = mp;
+    memset(&bad.ex, 0, sizeof bad.ex);
+    if (!cuvil_mbblock_applies(&bad)) ktu_fail("mbblock: the block without its expand conv does not apply");
+    bad.pr.C = 8;
+    if (cuvil_mbblock_applies(&bad)) ktu_fail("mbblock: applies without expand to mismatched channels");
 }
 
 int main(void) {

@@ -423,6 +423,9 @@ static inline __attribute__((always_inline)) void dw3_rows(const float *plane, i
         for (; oh < OH; oh++) dw3_rows(plane, Wp, wv, vb, vlo, vhi, res, y, oh, OW, S, 1);                    \
     }
 DW3_PLANE(1, 4)
+/* (Stride 2 with 4 rows measured slower, 144 x 56x56 -> 28x28 0.105 -> 0.116 ms, and so did
+ * prefetching the next channel's input while computing this one, 0.105 -> 0.108-0.114. Of the
+ * 0.104 ms the phased copy takes 0.061 and the taps 0.043: skipping either, one thread, alone.) */
 DW3_PLANE(2, 2)
 #undef DW3_PLANE
 #endif /* DW_SIMD */
@@ -439,7 +442,7 @@ static void dw_plane_dims(const cuvil_conv2d_params *p, int64_t *Hp, int64_t *Wp
 
 /* The fixed 3x3/5x5 path for output channels [q0, q1) of all N*M: each input channel is first
  * copied into a zero-padded plane. */
-static void dw_fixed(const cuvil_conv2d_params *p, const float *x, const float *w,
+static void dw_fixed(const cuvil_conv2d_params *p, const float *x, int64_t xcs, const float *w,
                      const float *bias, const float *residual, float *y, float *plane, int64_t q0,
                      int64_t q1) {
     const int64_t H = p->H, W = p->W, OH = p->OH, OW = p->OW, K = p->KH, S = p->stride_w;
@@ -465,7 +468,7 @@ static void dw_fixed(const cuvil_conv2d_params *p, const float *x, const float *
         if (ci != cur) {
             /* (filling the plane a few rows ahead of the computed rows, to read them from L1,
              * measured slower: 144 x 56 x 56 stride 1 0.180 -> 0.207 ms) */
-            const float *xc = x + ci * H * W;
+            const float *xc = x + ci * xcs;
             for (int64_t h = 0; h < H; h++) {
                 float *dr = plane + (pt + h) * Wp;
                 if (phased)
@@ -559,25 +562,25 @@ static size_t dw_blocked_floats(const cuvil_conv2d_params *p) {
 #if DW_BLOCKED8
 
 /* Channels [c, c + 8) of image n (all inside it); tile's borders are zero. */
-static void dw_block8(const cuvil_conv2d_params *p, const float *x, const float *w, const float *bias,
+static void dw_block8(const cuvil_conv2d_params *p, const float *x, int64_t xcs, const float *w, const float *bias,
                       const float *residual, float *y, float *tile, int64_t n, int64_t c) {
     const int64_t H = p->H, W = p->W, HW = H * W, OH = p->OH, OW = p->OW, OP = OH * OW;
     const int64_t KH = p->KH, KW = p->KW, sh = p->stride_h, sw = p->stride_w, pt = p->pad_t, pl = p->pad_l;
     int64_t Hp, Wp;
     dw_plane_dims(p, &Hp, &Wp);
     float *out = tile + Hp * Wp * 8, *blk = out + OP * 8;
-    const float *xc = x + (n * p->C + c) * HW;
+    const float *xc = x + (n * p->C + c) * xcs;
     /* in: pixel q's 8 channels to tile[(pt + q / W) * Wp + pl + q % W] */
     int64_t q = 0;
     for (; q + 8 <= HW; q += 8) {
-        transpose8x8(xc + q, HW, blk, NULL, 8);
+        transpose8x8(xc + q, xcs, blk, NULL, 8);
         for (int i = 0; i < 8; i++) {
             const int64_t h = (q + i) / W, ww = (q + i) % W;
             _mm256_storeu_ps(tile + ((pt + h) * Wp + pl + ww) * 8, _mm256_loadu_ps(blk + i * 8));
         }
     }
     for (; q < HW; q++)
-        for (int l = 0; l < 8; l++) tile[((pt + q / W) * Wp + pl + q % W) * 8 + l] = xc[l * HW + q];
+        for (int l = 0; l < 8; l++) tile[((pt + q / W) * Wp + pl + q % W) * 8 + l] = xc[l * xcs + q];
     /* taps: wv[t] holds tap t of the 8 channels */
     __m256 wv[49];
     for (int64_t t = 0; t < KH * KW; t++) {
@@ -639,20 +642,20 @@ static size_t dw_scratch_size(const cuvil_conv2d_params *p) {
 }
 
 /* Output channels [q0, q1) of all N*M, one at a time; `row` is one thread's scratch. */
-static void dw_channels(const cuvil_conv2d_params *p, const float *x, const float *w, const float *bias,
+static void dw_channels(const cuvil_conv2d_params *p, const float *x, int64_t xcs, const float *w, const float *bias,
                         const float *residual, float *y, float *row, int64_t q0, int64_t q1) {
     const int64_t H = p->H, W = p->W, OH = p->OH, OW = p->OW, KH = p->KH, KW = p->KW;
     const int64_t sh = p->stride_h, sw = p->stride_w, dh = p->dil_h, dw = p->dil_w;
     const int64_t mult = p->M / p->group; /* output channels per input channel */
     if (dw_is_fixed(p)) {
-        dw_fixed(p, x, w, bias, residual, y,
+        dw_fixed(p, x, xcs, w, bias, residual, y,
                  (float *)((char *)row + CUVIL_ALIGN_UP((size_t)OW * sizeof(float), 64)), q0, q1);
         return;
     }
     for (int64_t q = q0; q < q1; q++) {
         const int64_t n = q / p->M, m = q % p->M;
         {
-            const float *xc = x + (n * p->C + m / mult) * H * W;
+            const float *xc = x + (n * p->C + m / mult) * xcs;
             const float *wm = w + m * KH * KW;
             float *ym = y + (n * p->M + m) * OH * OW;
             const float *rm = residual ? residual + (n * p->M + m) * OH * OW : NULL;
@@ -691,7 +694,7 @@ static void dw_channels(const cuvil_conv2d_params *p, const float *x, const floa
 }
 
 /* Output channels [q0, q1) of all N*M: 8 at a time on small planes, the rest one by one. */
-static void dw_range(const cuvil_conv2d_params *p, const float *x, const float *w, const float *bias,
+static void dw_range(const cuvil_conv2d_params *p, const float *x, int64_t xcs, const float *w, const float *bias,
                      const float *residual, float *y, float *row, int64_t q0, int64_t q1) {
 #if DW_BLOCKED8
     if (dw_blocked(p)) {
@@ -702,19 +705,19 @@ static void dw_range(const cuvil_conv2d_params *p, const float *x, const float *
         for (int64_t q = q0; q < q1;) {
             const int64_t m = q % p->M;
             if (m + 8 <= p->M && q + 8 <= q1) {
-                dw_block8(p, x, w, bias, residual, y, tile, q / p->M, m);
+                dw_block8(p, x, xcs, w, bias, residual, y, tile, q / p->M, m);
                 q += 8;
                 continue;
             }
             /* fewer than 8 left in this image or this range */
             const int64_t end = m + 8 > p->M ? cuvil_min_i64(q1, q + (p->M - m)) : q1;
-            dw_channels(p, x, w, bias, residual, y, row, q, end);
+            dw_channels(p, x, xcs, w, bias, residual, y, row, q, end);
             q = end;
         }
         return;
     }
 #endif
-    dw_channels(p, x, w, bias, residual, y, row, q0, q1);
+    dw_channels(p, x, xcs, w, bias, residual, y, row, q0, q1);
 }
 
 typedef struct dw_split {
@@ -727,7 +730,7 @@ typedef struct dw_split {
 static void dw_task(void *vctx, int64_t t, int tid) {
     const dw_split *s = (const dw_split *)vctx;
     const int64_t total = s->p->N * s->p->M, q0 = t * s->per;
-    dw_range(s->p, s->x, s->w, s->bias, s->residual, s->y, (float *)cuvil_thread_scratch(s->scratch, tid), q0,
+    dw_range(s->p, s->x, s->p->H * s->p->W, s->w, s->bias, s->residual, s->y, (float *)cuvil_thread_scratch(s->scratch, tid), q0,
              cuvil_min_i64(total, q0 + s->per));
 }
 
@@ -736,7 +739,7 @@ void cuvil_f32_dwconv2d(const cuvil_conv2d_params *p, const float *x, const floa
     const int64_t total = p->N * p->M;
     const int threads = cuvil_threads();
     if (threads <= 1 || total < 2 || p->OH * p->OW * p->KH * p->KW * total < 100000) {
-        dw_range(p, x, w, bias, residual, y, row, 0, total);
+        dw_range(p, x, p->H * p->W, w, bias, residual, y, row, 0, total);
         return;
     }
     /* a few tasks per thread: channels cost the same, but threads may not start together */
@@ -747,9 +750,9 @@ void cuvil_f32_dwconv2d(const cuvil_conv2d_params *p, const float *x, const floa
     cuvil_parallel_for((total + s.per - 1) / s.per, dw_task, &s);
 }
 
-void cuvil_f32_dwconv2d_serial(const cuvil_conv2d_params *p, const float *x, const float *w,
+void cuvil_f32_dwconv2d_serial(const cuvil_conv2d_params *p, const float *x, int64_t xcs, const float *w,
                                const float *bias, const float *residual, float *y, float *row) {
-    dw_range(p, x, w, bias, residual, y, row, 0, p->N * p->M);
+    dw_range(p, x, xcs, w, bias, residual, y, row, 0, p->N * p->M);
 }
 
 /* ===== Dispatch ======================================================================== */
@@ -1361,7 +1364,8 @@ static void band_task(void *vctx, int64_t t, int tid) {
 
 /* Bands when every thread gets at least 4 row tiles (few enough rows left over to balance)
  * and B, which each band reads whole, is small enough to stay in a core's cache. Returns the
- * number of bands, 0 for the other way. */
+ * number of bands, 0 for the other way. (Bands whatever B's size: ResNet-50 and MobileNetV2 on
+ * two threads within this VM's noise, about 1% either way.) */
 static int64_t gemm_t_band_split(int64_t OHW, int64_t Mg, int64_t K, int mr, int64_t *bound) {
     const int64_t threads = cuvil_threads(), tiles = (OHW + mr - 1) / mr;
     if (threads <= 1 || tiles < 4 * threads || (double)Mg * (double)K * sizeof(float) > 512.0 * 1024) return 0;
@@ -1401,7 +1405,11 @@ static void conv2d_gemm_t(const cuvil_conv2d_params *p, const float *x, const fl
                       p->OH, p->OW, phased};
     /* A, the im2col matrix (a 1x1 stride-1 conv's is the image itself: its rows pack as they
      * lie), is packed once by all threads, then read in place by every part of the GEMM (which
-     * would otherwise pack all of it in each of its column tasks) */
+     * would otherwise pack all of it in each of its column tasks). (A 1x1 conv's A read by the
+     * microkernel straight from the input, a k step every HW floats, skipped the packing:
+     * 960 -> 320 at 7x7 alone 0.283 -> 0.268 ms, but the models ran slower, MobileNetV2 7.84 ->
+     * 7.99 ms and ResNet-50 74.0 -> 74.9 on one thread: a tile's kc scattered lines, read again
+     * for every column tile, do not stay in L1 beside the B panel as a packed tile does.) */
     a_pack_split ap = {is_pointwise(p) ? pack_rows : pack_b_im2col, &ctx, apack, OHW, K,
                        cuvil_gemm_kc_split(K, b->kc), b->uk->mr, 0};
     ap.half = CUVIL_ALIGN_UP((OHW + 1) / 2, ap.mr);

@@ -10,6 +10,10 @@
  * the depthwise conv of those, and the projection of the band, all in a thread's scratch of a
  * few hundred KB. Bands are independent, so they are also the unit of work for the threads.
  *
+ * Without an expand conv (ex.M == 0: MobileNetV2's first block, depthwise then projection), a
+ * band's depthwise conv reads its rows of x in place; what it saves is the round trip of the
+ * depthwise output.
+ *
  * Each of the three convs is exactly what cuvil_f32_conv2d_prepacked would do with its
  * parameters (the same GEMM driver and microkernel on the same prepacked weights, the same
  * depthwise loop): only the order of the work changes, and the halo rows' recomputation.
@@ -26,18 +30,18 @@ static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 int cuvil_mbblock_applies(const cuvil_mbblock_params *p) {
     const cuvil_conv2d_params *e = &p->ex, *d = &p->dw, *r = &p->pr;
-    const int pw_e = e->KH == 1 && e->KW == 1 && e->stride_h == 1 && e->stride_w == 1 && e->pad_t == 0 &&
+    const int no_ex = e->M == 0; /* x is the depthwise conv's input */
+    const int pw_e = no_ex || (e->KH == 1 && e->KW == 1 && e->stride_h == 1 && e->stride_w == 1 && e->pad_t == 0 &&
                      e->pad_l == 0 && e->group == 1 && e->OH == e->H && e->OW == e->W && e->packed_mr > 0 &&
-                     e->algo == 0;
+                     e->algo == 0 && e->N == d->N && e->M == d->C && e->OH == d->H && e->OW == d->W);
     const int pw_r = r->KH == 1 && r->KW == 1 && r->stride_h == 1 && r->stride_w == 1 && r->pad_t == 0 &&
                      r->pad_l == 0 && r->group == 1 && r->OH == r->H && r->OW == r->W && r->packed_mr > 0 &&
                      r->algo == 0;
     const int dw = d->group == d->C && d->M == d->C && d->KH == d->KW && (d->KH == 3 || d->KH == 5) &&
                    d->stride_h == d->stride_w && (d->stride_h == 1 || d->stride_h == 2) && d->dil_h == 1 &&
                    d->dil_w == 1;
-    return pw_e && pw_r && dw && e->N == d->N && d->N == r->N && e->M == d->C && e->OH == d->H &&
-           e->OW == d->W && d->M == r->C && d->OH == r->H && d->OW == r->W && e->N > 0 && d->OH > 0 &&
-           d->OW > 0;
+    return pw_e && pw_r && dw && d->N == r->N && d->M == r->C && d->OH == r->H && d->OW == r->W && d->N > 0 &&
+           d->H > 0 && d->W > 0 && d->OH > 0 && d->OW > 0;
 }
 
 /* Output rows per band for `threads` threads: as many as the budget allows, then evened out
@@ -81,7 +85,7 @@ static band_layout layout(const cuvil_mbblock_params *p, int64_t R, const cuvil_
     l.d = l.e + CUVIL_ALIGN_UP((size_t)(d->C * er * d->W) * sizeof(float), 64);
     l.dws = l.d + CUVIL_ALIGN_UP((size_t)(d->C * R * d->OW) * sizeof(float), 64);
     l.gemm = l.dws + CUVIL_ALIGN_UP(cuvil_f32_conv2d_scratch_size_ex(&worst, b), 64);
-    size_t g1 = cuvil_gemm_job_scratch_size(p->ex.M, er * d->W, p->ex.C, b);
+    size_t g1 = p->ex.M > 0 ? cuvil_gemm_job_scratch_size(p->ex.M, er * d->W, p->ex.C, b) : 0;
     size_t g2 = cuvil_gemm_job_scratch_size(p->pr.M, R * d->OW, p->pr.C, b);
     l.total = l.gemm + CUVIL_ALIGN_UP(g1 > g2 ? g1 : g2, 64);
     return l;
@@ -143,12 +147,18 @@ static void band_task(void *vctx, int64_t t, int tid) {
 
     /* expand: E[:, e0:e1] = act(We x[:, e0:e1] + be) */
     cuvil_gemm_job j;
-    pointwise_job(&j, &p->ex, s->we, s->be, s->x + n * p->ex.C * HW + e0 * d->W, HW, (e1 - e0) * d->W, eb,
-                  (e1 - e0) * d->W);
-    cuvil_f32_gemm_run_serial(&j, s->b, gs);
+    if (p->ex.M > 0) {
+        pointwise_job(&j, &p->ex, s->we, s->be, s->x + n * p->ex.C * HW + e0 * d->W, HW, (e1 - e0) * d->W, eb,
+                      (e1 - e0) * d->W);
+        cuvil_f32_gemm_run_serial(&j, s->b, gs);
+    }
 
-    /* depthwise on the band */
-    cuvil_f32_dwconv2d_serial(&bd, eb, s->wd, s->bd, NULL, db, (float *)(scr + s->l.dws));
+    /* depthwise on the band: the expanded rows, or without an expand x's rows [e0, e1) in place */
+    if (p->ex.M > 0)
+        cuvil_f32_dwconv2d_serial(&bd, eb, (e1 - e0) * d->W, s->wd, s->bd, NULL, db, (float *)(scr + s->l.dws));
+    else
+        cuvil_f32_dwconv2d_serial(&bd, s->x + n * d->C * HW + e0 * d->W, HW, s->wd, s->bd, NULL, db,
+                                  (float *)(scr + s->l.dws));
 
     /* project: y[:, oh0:oh1] = act(Wp D + bp + residual) */
     const int64_t yoff = n * p->pr.M * OHW + oh0 * d->OW;
