@@ -163,6 +163,23 @@ def _lib_identity() -> str:
         return f"{N.version()}|{p}"
 
 
+def _external_files(src: Path | None, data: bytes) -> list[str]:
+    """For a model file, what the cache key must know beside its bytes: its place, and each file
+    beside it that it names (its external data: a tensor's location is a path relative to the
+    model) with its size and time."""
+    if src is None:
+        return []
+    out = [str(src)]
+    try:
+        for f in sorted(src.parent.iterdir()):
+            if f != src and f.name.encode() in data and f.is_file():
+                st = f.stat()
+                out.append(f"{f.name}|{st.st_size}|{st.st_mtime_ns}")
+    except OSError:
+        pass
+    return out
+
+
 def compile(model: Any, example_inputs: Any = None, *, input_shapes: dict | None = None, dims: dict | None = None,
             target: str | None = None, opt_level: int = 2, threads: int | None = None,
             cache: bool = True) -> CompiledModel:
@@ -183,6 +200,7 @@ def compile(model: Any, example_inputs: Any = None, *, input_shapes: dict | None
     """
     dims = dict(dims or {})
     shapes = dict(input_shapes or {})
+    src = None  # a model file: compiled where it lies, beside its external data
     if _is_torch_module(model):
         data, extra = _torch_to_onnx(model, example_inputs, dims, shapes)
         for k, v in extra.items():
@@ -195,6 +213,7 @@ def compile(model: Any, example_inputs: Any = None, *, input_shapes: dict | None
         if not p.is_file():
             raise FileNotFoundError(f"no ONNX model at {p}")
         data = p.read_bytes()
+        src = p.resolve()
     elif type(model).__name__ == "ModelProto":
         data = model.SerializeToString()
     else:
@@ -204,7 +223,7 @@ def compile(model: Any, example_inputs: Any = None, *, input_shapes: dict | None
     if isinstance(opt_level, bool) or not isinstance(opt_level, int) or not 0 <= opt_level <= 3:
         raise ValueError(f"opt_level must be an int in 0..3, got {opt_level!r}")
     args = _args(dims, shapes, target, opt_level)
-    key = hashlib.sha256(data + "\0".join(args + [_lib_identity()]).encode()).hexdigest()[:32]
+    key = hashlib.sha256(data + "\0".join(args + [_lib_identity()] + _external_files(src, data)).encode()).hexdigest()[:32]
     if cache:
         root = _cache_dir()
     else:
@@ -218,7 +237,7 @@ def compile(model: Any, example_inputs: Any = None, *, input_shapes: dict | None
     onnx_path, so = d / "model.onnx", d / "model.so"
     if cache and so.is_file() and onnx_path.is_file():
         try:
-            return CompiledModel(so, threads=threads, _onnx=onnx_path, _compile_args=args)
+            return CompiledModel(so, threads=threads, _onnx=src or onnx_path, _compile_args=args)
         except (CuvilError, OSError):
             # a damaged cache entry (the cache is ours): compiled again below
             for f in (so, so.with_suffix(".h")):
@@ -228,8 +247,8 @@ def compile(model: Any, example_inputs: Any = None, *, input_shapes: dict | None
         tmp = d / f"model.onnx.{os.getpid()}.{threading.get_ident()}.tmp"
         tmp.write_bytes(data)
         os.replace(tmp, onnx_path)
-        N.compile_args(["--model", str(onnx_path), "--output", str(so)] + args)
-        return CompiledModel(so, threads=threads, _onnx=onnx_path, _compile_args=args,
+        N.compile_args(["--model", str(src or onnx_path), "--output", str(so)] + args)
+        return CompiledModel(so, threads=threads, _onnx=src or onnx_path, _compile_args=args,
                              _owned_dir=None if cache else root)
     except BaseException:
         # nothing of a failed compile stays behind (cuvil-compile leaves no partial output)

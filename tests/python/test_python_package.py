@@ -318,6 +318,21 @@ def test_cache_reuses_and_no_cache_cleans_up(tmp_path):
     assert not d.exists()
 
 
+def test_model_file_with_external_data(tmp_path):
+    """A model whose weights lie in a file beside it (torch's dynamo exports write them so) is
+    compiled where it lies; new weights in that file are not served from the cache."""
+    onnx.save(small_onnx(), tmp_path / "m.onnx", save_as_external_data=True, all_tensors_to_one_file=True,
+              location="m.onnx.data", size_threshold=0)
+    data = tmp_path / "m.onnx.data"
+    x = np.random.RandomState(1).rand(1, 3, 10, 10).astype(np.float32)
+    for step in range(2):
+        if step:  # the same model file, other weights (all floats): negated and halved
+            data.write_bytes((np.frombuffer(data.read_bytes(), np.float32) * -0.5).tobytes())
+        ref = ort.InferenceSession(str(tmp_path / "m.onnx"), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+        assert data.stat().st_size > 0 and np.abs(ref).max() > 0
+        close(cuvil.compile(str(tmp_path / "m.onnx"))(x), ref)
+
+
 def test_list_devices():
     devs = cuvil.runtime.list_devices()
     names = [d["target"] for d in devs]
