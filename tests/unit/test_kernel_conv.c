@@ -335,6 +335,7 @@ static const conv_case conv_cases[] = {
     {1, 2, 6, 70, 2, 3, 3, 2, 2, 0, 0, 0, 0, 1, 1, 2},    /* depthwise 3x3 s2 unpadded, wide */
     {1, 2, 5, 17, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2},    /* depthwise 3x3 s1, width one past a vector */
     {1, 2, 7, 65, 2, 3, 3, 2, 2, 1, 2, 2, 1, 1, 1, 2},    /* depthwise 3x3 s2, pads 1/2 and 2/1 */
+    {1, 2, 6, 64, 2, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2},    /* depthwise 3x3 s2, width 2 x 32: no partial vector */
     {1, 20, 7, 7, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 20},  /* depthwise 7x7 map: 8 channels at a time + 4 */
     {2, 12, 14, 13, 12, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 12}, /* depthwise small s2, batch: blocks + rest per image */
     {1, 16, 9, 11, 16, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 16}, /* depthwise 5x5 small map */
