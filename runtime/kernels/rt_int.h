@@ -221,6 +221,10 @@ size_t cuvil_gemm_job_scratch_size(int64_t M, int64_t N, int64_t K, const cuvil_
  * slice of scratch); _serial runs it on the calling thread (inside a task). */
 void cuvil_f32_gemm_run(const cuvil_gemm_job *j, const cuvil_gemm_blocking *b, void *scratch);
 void cuvil_f32_gemm_run_serial(const cuvil_gemm_job *j, const cuvil_gemm_blocking *b, void *scratch);
+/* Rows [m_lo, m_hi) x columns [n_lo, n_hi) of the product (K > 0; m_lo a multiple of MR, n_lo
+ * of NR), on the calling thread. */
+void cuvil_f32_gemm_run_range(const cuvil_gemm_job *j, const cuvil_gemm_blocking *b, void *scratch, int64_t m_lo,
+                              int64_t m_hi, int64_t n_lo, int64_t n_hi);
 /* Cuts n rows (or columns) in tiles of r into at most `parts` runs of whole tiles (the last may
  * end in a partial one) of nearly equal cost: bound[t] .. bound[t + 1] is run t, bound[0] = 0,
  * bound[runs] = n. Returns the number of runs. */

@@ -344,6 +344,8 @@ static const conv_case conv_cases[] = {
     {1, 100, 14, 14, 100, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 100}, /* depthwise 14x14, split among threads */
     {2, 8, 10, 10, 12, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2},  /* groups 2, batch 2, 100 pixels: pixel bands per image and group */
     {2, 20, 9, 11, 6, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},   /* pointwise, batch 2, 99 pixels: direct reads whole panels in place, the last copied */
+    {2, 64, 7, 7, 200, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},  /* 3x3 at 7x7, 200 channels: too few pixels for bands, runs of columns, A packed by each thread */
+    {1, 200, 7, 7, 200, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1}, /* the same with an A of 345 KB: packed once, shared */
 };
 
 static void test_conv2d(void) {

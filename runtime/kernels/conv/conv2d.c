@@ -1366,6 +1366,43 @@ static void band_task(void *vctx, int64_t t, int tid) {
     cuvil_f32_gemm_run_serial(&jb, s->b, cuvil_thread_scratch(s->scratch, tid));
 }
 
+/* Too few row tiles for bands: each thread packs all of A into its own slice of scratch and
+ * multiplies it by its run of B's columns. A packed once and shared costs a write by one core
+ * of lines the other has just read, and their reads back: ResNet-50's 3x3 convs at 7x7 (A 49 x
+ * 4608) ran no faster on two threads than on one in this VM's slow periods, 2.45 -> 2.52 ms. */
+typedef struct gemm_t_cols {
+    const cuvil_gemm_job *j;
+    const cuvil_gemm_blocking *b;
+    const a_pack_split *ap;
+    void *scratch;
+    size_t a_off;         /* A's place in a thread's slice */
+    const int64_t *bound; /* run t: columns [bound[t], bound[t + 1]) */
+} gemm_t_cols;
+
+static void cols_task(void *vctx, int64_t t, int tid) {
+    const gemm_t_cols *s = (const gemm_t_cols *)vctx;
+    const a_pack_split *ap = s->ap;
+    char *slice = (char *)cuvil_thread_scratch(s->scratch, tid);
+    float *a = (float *)(slice + s->a_off);
+    for (int64_t pc = 0; pc < ap->K; pc += ap->kcb)
+        ap->fn(ap->ctx, pc, cuvil_min_i64(ap->kcb, ap->K - pc), 0, ap->rows, ap->mr,
+               a + pc * CUVIL_ALIGN_UP(ap->rows, ap->mr));
+    cuvil_gemm_job jb = *s->j;
+    jb.a_packed = a;
+    cuvil_f32_gemm_run_range(&jb, s->b, slice, 0, jb.M, s->bound[t], s->bound[t + 1]);
+}
+
+/* Runs of columns, one per thread, when there are at least two tiles per thread, enough work,
+ * and an A that each core's cache holds beside B's panels; returns their number, 0 for the
+ * shared A. (With the 3x3 convs' A of 900 KB too, ResNet-50 ran 0.5-1% slower on two threads.) */
+static int64_t gemm_t_col_split(int64_t OHW, int64_t Mg, int64_t K, int nr, int64_t *bound) {
+    const int64_t threads = cuvil_threads();
+    if (threads <= 1 || (Mg + nr - 1) / nr < 2 * threads || (double)OHW * (double)Mg * (double)K < 5e5 * threads ||
+        (double)OHW * (double)K * sizeof(float) > 256.0 * 1024)
+        return 0;
+    return cuvil_gemm_split_tiles(Mg, nr, threads, bound);
+}
+
 /* Bands when every thread gets at least 4 row tiles (few enough rows left over to balance)
  * and B, which each band reads whole, is small enough to stay in a core's cache. Returns the
  * number of bands, 0 for the other way. (Bands whatever B's size: ResNet-50 and MobileNetV2 on
@@ -1429,6 +1466,9 @@ static void conv2d_gemm_t(const cuvil_conv2d_params *p, const float *x, const fl
     const size_t per = cuvil_gemm_packed_b_floats(Mg, K, (int)p->packed_mr);
     gemm_t_bands bands = {&j, b, &ap, scratch, {0}};
     const int64_t n_bands = gemm_t_band_split(OHW, Mg, K, ap.mr, bands.bound);
+    /* (the bands' bounds, unused without bands, hold the column runs) */
+    gemm_t_cols cols = {&j, b, &ap, scratch, (size_t)((char *)apack - (char *)scratch), bands.bound};
+    const int64_t n_cols = n_bands > 0 ? 0 : gemm_t_col_split(OHW, Mg, K, b->uk->nr, bands.bound);
     for (int64_t n = 0; n < p->N; n++) {
         const float *xn = x + n * p->C * HW;
         if (padded) pad_image(p, xn, xpad, Hp, Wp, phased);
@@ -1440,6 +1480,8 @@ static void conv2d_gemm_t(const cuvil_conv2d_params *p, const float *x, const fl
             transpose_out tr = {p, yt, residual, y, (n * p->M + g * Mg) * OHW, Mg, OHW};
             if (n_bands > 0)
                 cuvil_parallel_for(n_bands, band_task, &bands);
+            else if (n_cols > 0)
+                cuvil_parallel_for(n_cols, cols_task, &cols);
             else {
                 cuvil_parallel_for(2 * ((K + ap.kcb - 1) / ap.kcb), a_pack_task, &ap);
                 cuvil_f32_gemm_run(&j, b, scratch);

@@ -626,6 +626,12 @@ void cuvil_f32_gemm_run_serial(const cuvil_gemm_job *j, const cuvil_gemm_blockin
     gemm_range(j, b, scratch, 0, j->M, 0, j->N);
 }
 
+void cuvil_f32_gemm_run_range(const cuvil_gemm_job *j, const cuvil_gemm_blocking *b, void *scratch, int64_t m_lo,
+                              int64_t m_hi, int64_t n_lo, int64_t n_hi) {
+    if (j->K <= 0 || m_lo >= m_hi || n_lo >= n_hi) return;
+    gemm_range(j, b, scratch, m_lo, m_hi, n_lo, n_hi);
+}
+
 void cuvil_f32_gemm_run(const cuvil_gemm_job *j, const cuvil_gemm_blocking *b, void *scratch) {
     const int64_t M = j->M, N = j->N, K = j->K;
     if (M <= 0 || N <= 0 || gemv_run(j)) return;
