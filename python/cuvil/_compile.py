@@ -200,7 +200,7 @@ def compile(model: Any, example_inputs: Any = None, *, input_shapes: dict | None
     """
     dims = dict(dims or {})
     shapes = dict(input_shapes or {})
-    src = None  # a model file: compiled where it lies, beside its external data
+    src = None  # a model file (with external data: compiled where it lies)
     if _is_torch_module(model):
         data, extra = _torch_to_onnx(model, example_inputs, dims, shapes)
         for k, v in extra.items():
@@ -223,7 +223,8 @@ def compile(model: Any, example_inputs: Any = None, *, input_shapes: dict | None
     if isinstance(opt_level, bool) or not isinstance(opt_level, int) or not 0 <= opt_level <= 3:
         raise ValueError(f"opt_level must be an int in 0..3, got {opt_level!r}")
     args = _args(dims, shapes, target, opt_level)
-    key = hashlib.sha256(data + "\0".join(args + [_lib_identity()] + _external_files(src, data)).encode()).hexdigest()[:32]
+    ext = _external_files(src, data)
+    key = hashlib.sha256(data + "\0".join(args + [_lib_identity()] + ext).encode()).hexdigest()[:32]
     if cache:
         root = _cache_dir()
     else:
@@ -235,9 +236,11 @@ def compile(model: Any, example_inputs: Any = None, *, input_shapes: dict | None
         raise CuvilError(f"cannot use the cache folder {root}: {e.strerror} (set CUVIL_CACHE_DIR, or cache=False)",
                          "io") from None
     onnx_path, so = d / "model.onnx", d / "model.so"
+    # a model with external data is read where it lies; the others from the cache's copy
+    model_file = src if src is not None and len(ext) > 1 else onnx_path
     if cache and so.is_file() and onnx_path.is_file():
         try:
-            return CompiledModel(so, threads=threads, _onnx=src or onnx_path, _compile_args=args)
+            return CompiledModel(so, threads=threads, _onnx=model_file, _compile_args=args)
         except (CuvilError, OSError):
             # a damaged cache entry (the cache is ours): compiled again below
             for f in (so, so.with_suffix(".h")):
@@ -247,8 +250,8 @@ def compile(model: Any, example_inputs: Any = None, *, input_shapes: dict | None
         tmp = d / f"model.onnx.{os.getpid()}.{threading.get_ident()}.tmp"
         tmp.write_bytes(data)
         os.replace(tmp, onnx_path)
-        N.compile_args(["--model", str(src or onnx_path), "--output", str(so)] + args)
-        return CompiledModel(so, threads=threads, _onnx=src or onnx_path, _compile_args=args,
+        N.compile_args(["--model", str(model_file), "--output", str(so)] + args)
+        return CompiledModel(so, threads=threads, _onnx=model_file, _compile_args=args,
                              _owned_dir=None if cache else root)
     except BaseException:
         # nothing of a failed compile stays behind (cuvil-compile leaves no partial output)

@@ -330,7 +330,9 @@ def test_model_file_with_external_data(tmp_path):
             data.write_bytes((np.frombuffer(data.read_bytes(), np.float32) * -0.5).tobytes())
         ref = ort.InferenceSession(str(tmp_path / "m.onnx"), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
         assert data.stat().st_size > 0 and np.abs(ref).max() > 0
-        close(cuvil.compile(str(tmp_path / "m.onnx"))(x), ref)
+        cm = cuvil.compile(str(tmp_path / "m.onnx"))
+        close(cm(x), ref)
+        assert '= conv "' in cm.dump_ir()  # recompiled from the file where it lies
 
 
 def test_list_devices():

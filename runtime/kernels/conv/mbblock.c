@@ -82,7 +82,7 @@ static band_layout layout(const cuvil_mbblock_params *p, int64_t R, const cuvil_
     worst.OH = R;
     band_layout l;
     l.e = 0;
-    l.d = l.e + CUVIL_ALIGN_UP((size_t)(d->C * er * d->W) * sizeof(float), 64);
+    l.d = l.e + (p->ex.M > 0 ? CUVIL_ALIGN_UP((size_t)(d->C * er * d->W) * sizeof(float), 64) : 0); /* no expand: x in place */
     l.dws = l.d + CUVIL_ALIGN_UP((size_t)(d->C * R * d->OW) * sizeof(float), 64);
     l.gemm = l.dws + CUVIL_ALIGN_UP(cuvil_f32_conv2d_scratch_size_ex(&worst, b), 64);
     size_t g1 = p->ex.M > 0 ? cuvil_gemm_job_scratch_size(p->ex.M, er * d->W, p->ex.C, b) : 0;
