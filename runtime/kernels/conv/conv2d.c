@@ -1351,14 +1351,18 @@ typedef struct gemm_t_bands {
     int64_t bound[CUVIL_MAX_THREADS + 1];
 } gemm_t_bands;
 
+/* Rows [r0, r0 + rows) of A, all of K, packed into a as an A of those rows alone. */
+static void pack_a_rows(const a_pack_split *ap, int64_t r0, int64_t rows, float *a) {
+    for (int64_t pc = 0; pc < ap->K; pc += ap->kcb)
+        ap->fn(ap->ctx, pc, cuvil_min_i64(ap->kcb, ap->K - pc), r0, rows, ap->mr,
+               a + pc * CUVIL_ALIGN_UP(rows, ap->mr));
+}
+
 static void band_task(void *vctx, int64_t t, int tid) {
     const gemm_t_bands *s = (const gemm_t_bands *)vctx;
-    const a_pack_split *ap = s->ap;
     const int64_t q0 = s->bound[t], q1 = s->bound[t + 1], rows = q1 - q0;
-    float *a = ap->dst + q0 * ap->K;
-    for (int64_t pc = 0; pc < ap->K; pc += ap->kcb)
-        ap->fn(ap->ctx, pc, cuvil_min_i64(ap->kcb, ap->K - pc), q0, rows, ap->mr,
-               a + pc * CUVIL_ALIGN_UP(rows, ap->mr));
+    float *a = s->ap->dst + q0 * s->ap->K;
+    pack_a_rows(s->ap, q0, rows, a);
     cuvil_gemm_job jb = *s->j;
     jb.M = rows;
     jb.a_packed = a;
@@ -1381,12 +1385,9 @@ typedef struct gemm_t_cols {
 
 static void cols_task(void *vctx, int64_t t, int tid) {
     const gemm_t_cols *s = (const gemm_t_cols *)vctx;
-    const a_pack_split *ap = s->ap;
     char *slice = (char *)cuvil_thread_scratch(s->scratch, tid);
     float *a = (float *)(slice + s->a_off);
-    for (int64_t pc = 0; pc < ap->K; pc += ap->kcb)
-        ap->fn(ap->ctx, pc, cuvil_min_i64(ap->kcb, ap->K - pc), 0, ap->rows, ap->mr,
-               a + pc * CUVIL_ALIGN_UP(ap->rows, ap->mr));
+    pack_a_rows(s->ap, 0, s->ap->rows, a);
     cuvil_gemm_job jb = *s->j;
     jb.a_packed = a;
     cuvil_f32_gemm_run_range(&jb, s->b, slice, 0, jb.M, s->bound[t], s->bound[t + 1]);
