@@ -169,7 +169,19 @@ typedef struct cuvil_conv2d_params {
      * microkernel's rows fit them better than its columns), the weights packed as the B
      * operand for a microkernel of packed_mr (its NR) columns; 0: the GEMM paths. */
     int64_t algo;
+    /* Channels-last tensors, CUVIL_CONV_X_NHWC and CUVIL_CONV_Y_NHWC; 0: all NCHW. */
+    int64_t layout;
 } cuvil_conv2d_params;
+/* x is [N, H, W, C] (channels last). */
+#define CUVIL_CONV_X_NHWC 1
+/* y and the residual are [N, OH, OW, M]. */
+#define CUVIL_CONV_Y_NHWC 2
+/* Whether a conv takes p->layout: the pixels-as-rows GEMM (algo CUVIL_CONV_GEMM_T, group 1,
+ * weights prepacked; a channels-last x only for 1x1 stride-1 unpadded convs, whose A it is),
+ * and the depthwise conv (multiplier 1, undilated, x and y both channels last or neither).
+ * Prepacked depthwise weights with a layout are tap-major, [KH*KW][M]. The layout pass of the
+ * lowering (src/passes/pass_lower.c) sets it where producer and consumers agree. */
+int cuvil_conv2d_layout_ok(const cuvil_conv2d_params *p);
 #define CUVIL_CONV_WINOGRAD 1
 #define CUVIL_CONV_GEMM_T 2
 /* Winograd whose 36 GEMMs have the roles swapped (tiles as rows, the transformed weights

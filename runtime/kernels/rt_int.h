@@ -257,6 +257,11 @@ size_t cuvil_f32_mbblock_scratch_size_ex(const cuvil_mbblock_params *p, const cu
  * whole image; more for rows of a larger one). */
 void cuvil_f32_dwconv2d_serial(const cuvil_conv2d_params *p, const float *x, int64_t xcs, const float *w,
                                const float *bias, const float *residual, float *y, float *row);
+/* Depthwise on channels-last x, y and residual (dw_nhwc.c; cuvil_conv2d_layout_ok): the weight
+ * of channel c, tap t is w[c * wcs + t * wts] (the model's layout: wcs KH*KW, wts 1; prepacked
+ * tap-major: wcs 1, wts C, which the vector loop takes). No scratch. */
+void cuvil_f32_dwconv2d_nhwc(const cuvil_conv2d_params *p, const float *x, const float *w, int64_t wcs, int64_t wts,
+                             const float *bias, const float *residual, float *y);
 
 /* Winograd F(4x4, 3x3) (winograd.c): 3x3, stride 1, undilated, one group. The weights are
  * transformed and packed for the GEMM's MR/KC (packed_floats floats; tmp holds 36 x M x C

@@ -235,6 +235,97 @@ static cuvil_status fuse_mbblocks(cir_graph *g, const cuvil_target_info *t) {
     return CUVIL_OK;
 }
 
+/* ===== Channels-last regions ============================================================
+ * A pixels-as-rows GEMM (kernel_algo CUVIL_CONV_GEMM_T: the small maps, 14x14 and 7x7)
+ * computes its output as [pixel][channel] and transposed it into NCHW, and a depthwise conv
+ * between two of them transposed 8 channels at a time into a tile and back. A tensor whose
+ * producer and consumers can all take it channels last (cuvil_conv2d_layout_ok: the
+ * pixels-as-rows GEMM writes it and reads it as a 1x1 conv's input, the depthwise conv reads
+ * and writes it, a GEMM adds it as its residual) is kept so, with no transposes; the others,
+ * and the graph's outputs, stay NCHW. */
+
+/* Can conv n run with `layout` (the depthwise conv: on weights prepacked tap-major)? */
+static bool layout_ok(cir_graph *g, cir_node *n, int layout) {
+    if (n->dead || n->kind != CIR_OP_CONV || n->half != CIR_UNDEF || cir_in(g, n, 0)->dtype != CIR_F32) return false;
+    cuvil_conv2d_params p;
+    if (op_conv_params(g, n, false, &p)) return false;
+    const bool depthwise = p.group == p.C && p.C / p.group == 1;
+    if (depthwise && (n->packed >= 0 || !cir_is_const(cir_in(g, n, 1)))) return false;
+    p.algo = n->kernel_algo;
+    p.packed_mr = n->packed >= 0 || depthwise ? 1 : 0;
+    p.layout = depthwise ? CUVIL_CONV_X_NHWC | CUVIL_CONV_Y_NHWC : layout;
+    return cuvil_conv2d_layout_ok(&p) != 0;
+}
+
+static cuvil_status assign_layouts(cir_graph *g, const cuvil_target_info *t) {
+    if (g->symbolic || g->opt_level < 2) return CUVIL_OK;
+    bool *last = cuvil_calloc((size_t)g->n_values + 1, sizeof *last); /* value v channels last */
+    if (!last) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+    /* what a conv can write, 4-D and not a graph output */
+    for (int i = 0; i < g->n_nodes; i++) {
+        cir_node *n = cir_node_at(g, i);
+        if (!layout_ok(g, n, CUVIL_CONV_Y_NHWC)) continue;
+        const cir_value *v = cir_val(g, n->out[0]);
+        last[v->id] = v->kind == CIR_VAL_ACT && v->ndim == 4 && v->output_index < 0;
+    }
+    /* that every use can read */
+    for (int i = 0; i < g->n_nodes; i++) {
+        cir_node *n = cir_node_at(g, i);
+        if (n->dead) continue;
+        for (int j = 0; j < n->n_in; j++)
+            if (n->in[j] >= 0 && !(j == 0 && layout_ok(g, n, CUVIL_CONV_X_NHWC))) last[n->in[j]] = false;
+        if (n->residual >= 0 && !layout_ok(g, n, CUVIL_CONV_Y_NHWC)) last[n->residual] = false;
+        if (n->packed >= 0) last[n->packed] = false;
+    }
+    /* the depthwise conv's input and output, a residual and the output it is added to: both
+     * channels last or neither */
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (int i = 0; i < g->n_nodes; i++) {
+            cir_node *n = cir_node_at(g, i);
+            if (n->dead || n->kind != CIR_OP_CONV) continue;
+            const int x = n->in[0], y = n->out[0];
+            const cir_value *w = cir_in(g, n, 1);
+            const bool depthwise = w && w->ndim == 4 && w->dims[1] == 1 && cir_in(g, n, 0)->ndim == 4 &&
+                                   cir_in(g, n, 0)->dims[1] == w->dims[0];
+            int pairs[2][2] = {{depthwise ? x : -1, y}, {n->residual, y}};
+            for (int k = 0; k < 2; k++)
+                if (pairs[k][0] >= 0 && last[pairs[k][0]] != last[pairs[k][1]]) {
+                    last[pairs[k][0]] = last[pairs[k][1]] = false;
+                    changed = true;
+                }
+        }
+    }
+    cuvil_status s = CUVIL_OK;
+    for (int i = 0; i < g->n_nodes && !s; i++) {
+        cir_node *n = cir_node_at(g, i);
+        if (n->dead || n->kind != CIR_OP_CONV) continue;
+        const int layout = (last[n->in[0]] ? CUVIL_CONV_X_NHWC : 0) | (last[n->out[0]] ? CUVIL_CONV_Y_NHWC : 0);
+        if (!layout) continue;
+        cuvil_conv2d_params p;
+        if ((s = op_conv_params(g, n, false, &p))) break;
+        n->layout = layout;
+        char algo[400];
+        snprintf(algo, sizeof algo, "%s, channels last %s", n->algo ? n->algo : "",
+                 layout == CUVIL_CONV_X_NHWC ? "in" : layout == CUVIL_CONV_Y_NHWC ? "out" : "in and out");
+        if (p.group == p.C && p.C / p.group == 1) {
+            /* the depthwise conv's weights, tap-major: a tap's weights for a vector of channels */
+            p.layout = layout;
+            p.packed_mr = t->mr;
+            int id;
+            cir_value *w = cir_in(g, n, 1);
+            if ((s = packed_const(g, w, cuvil_f32_conv2d_packed_floats(&p), &id))) break;
+            cuvil_f32_conv2d_pack(&p, w->data, cir_val(g, id)->data, NULL);
+            n->packed = id;
+            snprintf(algo + strlen(algo), sizeof algo - strlen(algo), ", weights tap-major");
+        }
+        if (!(n->algo = cuvil_arena_strdup(&g->arena, algo))) s = cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+    }
+    cuvil_free(last);
+    if (!s) cir_graph_count_uses(g);
+    return s;
+}
+
 /* The lowering of each op kind that has more than one kernel or prepares constants. */
 static const lower_fn lowerings[CIR_OP__COUNT] = {
     [CIR_OP_CONV] = lower_conv,
@@ -252,5 +343,6 @@ cuvil_status cuvil_pass_lower(cir_graph *g, const cuvil_options *o) {
         cuvil_status s = lowerings[n->kind](g, n, t);
         if (s) return s;
     }
-    return fuse_mbblocks(g, t);
+    cuvil_status s = fuse_mbblocks(g, t);
+    return s ? s : assign_layouts(g, t);
 }

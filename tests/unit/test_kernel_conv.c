@@ -612,8 +612,160 @@ static void test_mbblock(void) {
     if (cuvil_mbblock_applies(&bad)) ktu_fail("mbblock: applies without expand to mismatched channels");
 }
 
+/* ---- Channels-last tensors (p->layout) ------------------------------------------------- */
+/* [N, C, HW] -> [N, HW, C] (to NHWC), or back (to_nhwc 0). */
+static void relayout_f(const float *s, float *d, int64_t N, int64_t C, int64_t HW, int to_nhwc) {
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t c = 0; c < C; c++)
+            for (int64_t q = 0; q < HW; q++) {
+                const int64_t a = (n * C + c) * HW + q, b = (n * HW + q) * C + c;
+                d[to_nhwc ? b : a] = s[to_nhwc ? a : b];
+            }
+}
+
+/* One conv with layout flags against the NCHW naive loop: x, the residual and the reference
+ * transposed here. res_mode as run_conv's; the kernel: the pixels-as-rows GEMM on prepacked
+ * weights (1 and 3 threads), or the depthwise conv on tap-major weights (1 and 3 threads) and
+ * on the model's (unprepacked). */
+static void run_layout(const conv_case *cc, int64_t layout, int res_mode, int act) {
+    cuvil_conv2d_params p = to_params(cc);
+    p.act = ktu_act_params(act);
+    p.layout = layout;
+    const int dw = p.group == p.C;
+    p.algo = dw ? 0 : CUVIL_CONV_GEMM_T;
+    p.packed_mr = 1; /* (for cuvil_conv2d_layout_ok; run_prepacked sets the real one) */
+    char label[300];
+    snprintf(label, sizeof label, "layout %lld: N=%lld C=%lld %lldx%lld M=%lld k=%lldx%lld s=%lld pads=%lld,%lld res=%d act=%s",
+             (long long)layout, (long long)p.N, (long long)p.C, (long long)p.H, (long long)p.W, (long long)p.M,
+             (long long)p.KH, (long long)p.KW, (long long)p.stride_h, (long long)p.pad_t, (long long)p.pad_l, res_mode,
+             cuvil_act_names[act]);
+    if (!cuvil_conv2d_layout_ok(&p)) {
+        ktu_fail("%s: cuvil_conv2d_layout_ok refuses it", label);
+        return;
+    }
+    const int64_t HW = p.H * p.W, OHW = p.OH * p.OW;
+    const size_t nx = (size_t)(p.N * p.C * HW), nw = (size_t)(p.M * (p.C / p.group) * p.KH * p.KW);
+    const size_t ny = (size_t)(p.N * p.M * OHW);
+    float *x = ktu_falloc(nx), *xl = ktu_falloc(nx), *w = ktu_falloc(nw), *b = ktu_falloc((size_t)p.M);
+    float *res = ktu_falloc(ny), *resl = ktu_falloc(ny), *y = ktu_falloc(ny);
+    ktu_fill(x, nx, -1, 1);
+    ktu_fill(w, nw, -1, 1);
+    ktu_fill(b, (size_t)p.M, -1, 1);
+    ktu_fill(res, ny, -1, 1);
+    double *ref = malloc(ny * sizeof(double)), *refl = malloc(ny * sizeof(double));
+    naive_conv(&p, x, w, b, res_mode ? res : NULL, ref);
+    if (layout & CUVIL_CONV_X_NHWC)
+        relayout_f(x, xl, p.N, p.C, HW, 1);
+    else
+        memcpy(xl, x, nx * sizeof(float));
+    const int y_last = (layout & CUVIL_CONV_Y_NHWC) != 0;
+    if (y_last)
+        relayout_f(res, resl, p.N, p.M, OHW, 1);
+    else
+        memcpy(resl, res, ny * sizeof(float));
+    for (int64_t n = 0; n < p.N; n++)
+        for (int64_t m = 0; m < p.M; m++)
+            for (int64_t q = 0; q < OHW; q++)
+                refl[y_last ? (n * OHW + q) * p.M + m : (n * p.M + m) * OHW + q] = ref[(n * p.M + m) * OHW + q];
+    const cuvil_gemm_blocking *def = cuvil_gemm_default_blocking();
+    for (int v = 0; v < (dw ? 3 : 2); v++) {
+        const float *r = NULL;
+        if (res_mode == 1) r = resl;
+        if (res_mode == 2) {
+            memcpy(y, resl, ny * sizeof(float));
+            r = y;
+        } else {
+            for (size_t i = 0; i < ny; i++) y[i] = NAN;
+        }
+        if (v < 2) {
+            run_prepacked(&p, p.algo, dw ? def->uk->mr : def->uk->nr, def->kc, v ? 3 : 1, xl, w, b, r, y, refl, ny, 1e-4,
+                          1e-4, label, dw ? "depthwise, tap-major weights" : "gemm_t");
+        } else {
+            cuvil_conv2d_params pp = p;
+            pp.packed_mr = 0;
+            void *scratch = ktu_alloc(cuvil_f32_conv2d_scratch_size(&pp) + 64);
+            cuvil_f32_conv2d(&pp, xl, w, b, r, y, scratch);
+            ktu_check(y, refl, ny, 1e-4, 1e-4, "%s [depthwise, the model's weights]", label);
+            free(scratch);
+        }
+    }
+    free(x);
+    free(xl);
+    free(w);
+    free(b);
+    free(res);
+    free(resl);
+    free(y);
+    free(ref);
+    free(refl);
+}
+
+static void test_channels_last(void) {
+    const int64_t X = CUVIL_CONV_X_NHWC, Y = CUVIL_CONV_Y_NHWC, XY = X | Y;
+    static const conv_case gemm[] = {
+        /*  N  C   H   W   M  KH KW sh sw pt pl pb pr dh dw g */
+        {2, 96, 14, 14, 40, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},  /* 196 pixels: bands on 3 threads */
+        {1, 37, 7, 7, 70, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},    /* 49 pixels (MR 7 where there is one), K % 8 = 5 */
+        {1, 200, 7, 7, 64, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},   /* column runs */
+        {1, 5, 3, 2, 9, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},      /* fewer pixels than a panel, K < 8 */
+    };
+    for (size_t i = 0; i < sizeof gemm / sizeof gemm[0]; i++) {
+        run_layout(&gemm[i], XY, (int)i % 3, CUVIL_ACT_CLIP);
+        run_layout(&gemm[i], X, 1, CUVIL_ACT_RELU);
+        run_layout(&gemm[i], Y, 2, CUVIL_ACT_SILU);
+        run_layout(&gemm[i], XY, 2, CUVIL_ACT_NONE);
+    }
+    /* a 3x3 GEMM writes channels last (its input stays NCHW) */
+    static const conv_case c3 = {1, 16, 7, 7, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+    run_layout(&c3, Y, 1, CUVIL_ACT_RELU);
+    static const conv_case dws[] = {
+        /*  N  C   H   W   M  KH KW sh sw pt pl pb pr dh dw g */
+        {1, 40, 14, 14, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 40},   /* a partial vector of channels */
+        {2, 48, 14, 14, 48, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 48},   /* stride 2, batch */
+        {1, 24, 9, 11, 24, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 24},    /* 5x5 */
+        {1, 19, 12, 10, 19, 5, 5, 2, 2, 2, 2, 1, 2, 1, 1, 19},   /* 5x5 stride 2, uneven pads */
+        {1, 64, 7, 7, 64, 3, 3, 1, 1, 0, 0, 0, 0, 1, 1, 64},     /* no padding */
+        {1, 16, 1, 1, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 16},     /* a 1x1 map: every tap but one outside */
+        {1, 9, 10, 12, 9, 4, 3, 3, 2, 2, 0, 1, 2, 1, 1, 9},      /* 4x3, strides 3x2: the portable loop */
+        {1, 160, 14, 14, 160, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 160}, /* enough work to split among threads */
+    };
+    for (size_t i = 0; i < sizeof dws / sizeof dws[0]; i++) {
+        run_layout(&dws[i], XY, (int)i % 3, CUVIL_ACT_CLIP);
+        run_layout(&dws[i], XY, 0, CUVIL_ACT_HARD_SWISH);
+    }
+    /* what cuvil_conv2d_layout_ok refuses */
+    cuvil_conv2d_params p = to_params(&gemm[0]);
+    p.algo = CUVIL_CONV_GEMM_T;
+    p.packed_mr = 1;
+    p.layout = XY;
+    if (!cuvil_conv2d_layout_ok(&p)) ktu_fail("layout: refuses the 1x1 pixels-as-rows GEMM");
+    p.algo = 0;
+    if (cuvil_conv2d_layout_ok(&p)) ktu_fail("layout: takes a channels-last GEMM that is not pixels-as-rows");
+    p = to_params(&c3);
+    p.algo = CUVIL_CONV_GEMM_T;
+    p.packed_mr = 1;
+    p.layout = X;
+    if (cuvil_conv2d_layout_ok(&p)) ktu_fail("layout: takes a channels-last input for a 3x3 GEMM");
+    static const conv_case grouped = {1, 8, 7, 7, 12, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 2};
+    p = to_params(&grouped);
+    p.algo = CUVIL_CONV_GEMM_T;
+    p.packed_mr = 1;
+    p.layout = Y;
+    if (cuvil_conv2d_layout_ok(&p)) ktu_fail("layout: takes a grouped GEMM");
+    p = to_params(&dws[0]);
+    p.layout = X;
+    if (cuvil_conv2d_layout_ok(&p)) ktu_fail("layout: takes a depthwise conv with only its input channels last");
+    p.layout = XY;
+    p.dil_h = 2;
+    if (cuvil_conv2d_layout_ok(&p)) ktu_fail("layout: takes a dilated depthwise conv");
+    p = to_params(&dws[0]);
+    p.layout = 4;
+    if (cuvil_conv2d_layout_ok(&p)) ktu_fail("layout: takes an unknown flag");
+}
+
 int main(void) {
     setenv("CUVIL_OVERSUBSCRIBE", "1", 1); /* pools of 3 threads even on 2 CPUs: uneven splits */
+    test_channels_last();
     test_mbblock();
     test_conv2d();
     test_conv_transpose2d();

@@ -192,11 +192,9 @@ static void pack_rows(const void *vctx, int64_t k0, int64_t kc, int64_t n0, int6
 }
 
 #if defined(__AVX2__)
-/* An 8 x 8 block: d[i][j] = s[j][i] (+ r[i][j]); r may be d itself (each row of r is read
- * before that row of d is written). */
-static inline void transpose8x8(const float *s, int64_t lds, float *d, const float *r, int64_t ldd) {
-    __m256 a[8], t[8];
-    for (int i = 0; i < 8; i++) a[i] = _mm256_loadu_ps(s + i * lds);
+/* a[i][j] = a[j][i] for 8 vectors of 8 floats, in registers. */
+static inline void transpose8_regs(__m256 a[8]) {
+    __m256 t[8];
     for (int i = 0; i < 4; i++) {
         t[2 * i] = _mm256_unpacklo_ps(a[2 * i], a[2 * i + 1]);
         t[2 * i + 1] = _mm256_unpackhi_ps(a[2 * i], a[2 * i + 1]);
@@ -211,13 +209,57 @@ static inline void transpose8x8(const float *s, int64_t lds, float *d, const flo
         t[i] = _mm256_permute2f128_ps(a[i], a[i + 4], 0x20);
         t[i + 4] = _mm256_permute2f128_ps(a[i], a[i + 4], 0x31);
     }
+    for (int i = 0; i < 8; i++) a[i] = t[i];
+}
+
+/* An 8 x 8 block: d[i][j] = s[j][i] (+ r[i][j]); r may be d itself (each row of r is read
+ * before that row of d is written). */
+static inline void transpose8x8(const float *s, int64_t lds, float *d, const float *r, int64_t ldd) {
+    __m256 a[8];
+    for (int i = 0; i < 8; i++) a[i] = _mm256_loadu_ps(s + i * lds);
+    transpose8_regs(a);
     for (int i = 0; i < 8; i++) {
-        __m256 v = t[i];
+        __m256 v = a[i];
         if (r) v = _mm256_add_ps(v, _mm256_loadu_ps(r + i * ldd));
         _mm256_storeu_ps(d + i * ldd, v);
     }
 }
 #endif
+
+/* A 1x1 conv's A on a channels-last image (pixels as rows): row q is pixel q's C channels, in
+ * place at x + q * C; packed into nr-row panels of kc steps, which is a transpose (8 x 8 blocks
+ * in registers where the target has AVX2: every MR is at most 8). */
+static void pack_rows_nhwc(const void *vctx, int64_t k0, int64_t kc, int64_t n0, int64_t nc, int nr, float *dst) {
+    const im2col_ctx *g = (const im2col_ctx *)vctx;
+    const int64_t C = g->C;
+    for (int64_t j0 = 0; j0 < nc; j0 += nr, dst += kc * nr) {
+        const int64_t rows = cuvil_min_i64(nr, nc - j0);
+        const float *src = g->x + (n0 + j0) * C + k0;
+        int64_t k = 0;
+#if defined(__AVX2__)
+        if (nr <= 8) {
+            for (; k + 8 <= kc; k += 8) {
+                __m256 a[8];
+                for (int i = 0; i < 8; i++) a[i] = i < rows ? _mm256_loadu_ps(src + i * C + k) : _mm256_setzero_ps();
+                transpose8_regs(a);
+                /* step k + i's nr rows: the first nr lanes of a[i]. Whole-vector stores in
+                 * order, each overwriting what the next one writes again, but the last one of
+                 * the panel (a masked store, slow on AMD's AVX2, for that one only) */
+                for (int i = 0; i < 7; i++) _mm256_storeu_ps(dst + (k + i) * nr, a[i]);
+                if (nr == 8 || k + 8 < kc)
+                    _mm256_storeu_ps(dst + (k + 7) * nr, a[7]);
+                else
+                    _mm256_maskstore_ps(dst + (k + 7) * nr,
+                                        _mm256_cmpgt_epi32(_mm256_set1_epi32(nr), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)),
+                                        a[7]);
+            }
+        }
+#endif
+        for (; k < kc; k++)
+            for (int64_t i = 0; i < nr; i++) dst[k * nr + i] = i < rows ? src[i * C + k] : 0.0f;
+    }
+}
+
 
 /* ===== Depthwise direct loop =========================================================== */
 static void act_inplace(const cuvil_act_params *a, float *y, int64_t n) {
@@ -287,37 +329,7 @@ DW_ROW(5, 2)
  * plane (lanes that are never stored), so the plane has that much zeroed slack. */
 #define DW_SLACK 64
 
-#if defined(__AVX512F__)
-#include <immintrin.h>
-#define DW_SIMD 16
-typedef __m512 dwv;
-typedef __mmask16 dwm;
-static inline dwm dw_mask(int64_t n) { return (dwm)(n >= 16 ? 0xFFFFu : (1u << n) - 1u); }
-#define DW_LOAD(p) _mm512_loadu_ps(p)
-#define DW_LOADM(p, m) _mm512_maskz_loadu_ps(m, p)
-#define DW_STOREM(p, v, m) _mm512_mask_storeu_ps(p, m, v)
-#define DW_SET1(x) _mm512_set1_ps(x)
-#define DW_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
-#define DW_ADD(a, b) _mm512_add_ps(a, b)
-#define DW_MAX(a, b) _mm512_max_ps(a, b)
-#define DW_MIN(a, b) _mm512_min_ps(a, b)
-#elif defined(__AVX2__) && defined(__FMA__)
-#include <immintrin.h>
-#define DW_SIMD 8
-typedef __m256 dwv;
-typedef __m256i dwm;
-static inline dwm dw_mask(int64_t n) {
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n >= 8 ? 8 : n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-#define DW_LOAD(p) _mm256_loadu_ps(p)
-#define DW_LOADM(p, m) _mm256_maskload_ps(p, m)
-#define DW_STOREM(p, v, m) _mm256_maskstore_ps(p, m, v)
-#define DW_SET1(x) _mm256_set1_ps(x)
-#define DW_FMA(a, b, c) _mm256_fmadd_ps(a, b, c)
-#define DW_ADD(a, b) _mm256_add_ps(a, b)
-#define DW_MAX(a, b) _mm256_max_ps(a, b)
-#define DW_MIN(a, b) _mm256_min_ps(a, b)
-#endif
+#include "dw_simd.h"
 
 /* For each of `rows` rows (source s, W floats apart; destinations ld floats apart):
  * s[2j] to ev[j], s[2j + 1] to od[j], for the W floats of the row (vectorised where the
@@ -1112,7 +1124,7 @@ size_t cuvil_f32_conv2d_scratch_size_ex(const cuvil_conv2d_params *p,
         return CUVIL_ALIGN_UP(cuvil_f32_conv2d_scratch_size_ex(&q, b), 64) +
                CUVIL_ALIGN_UP((size_t)(p->C * p->OH * p->OW) * sizeof(float), 64);
     }
-    if (is_depthwise(p)) return dw_scratch_size(p);
+    if (is_depthwise(p)) return p->layout ? 0 : dw_scratch_size(p);
     if (is_winograd(p)) return cuvil_f32_conv2d_winograd_scratch_size(p, b);
     size_t n = is_gemm_t(p) ? gemm_t_scratch(p, b) : gemm_scratch(p, b);
     if (use_padded(p)) {
@@ -1140,6 +1152,15 @@ static void conv2d_gemm(const cuvil_conv2d_params *p, const float *x, const floa
 void cuvil_f32_conv2d_ex(const cuvil_conv2d_params *p, const float *x, const float *w,
                          const float *bias, const float *residual, float *y, void *scratch,
                          const cuvil_gemm_blocking *b) {
+    if (p->layout) {
+        /* channels last: the depthwise conv on the model's weights, else (the GEMMs take a
+         * layout only on prepacked weights) the reference loop */
+        if (is_depthwise(p) && cuvil_conv2d_layout_ok(p))
+            cuvil_f32_dwconv2d_nhwc(p, x, w, p->KH * p->KW, 1, bias, residual, y);
+        else
+            cuvil_f32_conv2d__scalar(p, x, w, bias, residual, y);
+        return;
+    }
     if (cuvil_conv2d_strided_pointwise(p)) {
         conv2d_strided_pointwise(p, x, w, bias, residual, y, scratch, b, 0);
         return;
@@ -1147,8 +1168,23 @@ void cuvil_f32_conv2d_ex(const cuvil_conv2d_params *p, const float *x, const flo
     conv2d_gemm(p, x, w, NULL, bias, residual, y, scratch, b);
 }
 
+int cuvil_conv2d_layout_ok(const cuvil_conv2d_params *p) {
+    const int64_t l = p->layout, both = CUVIL_CONV_X_NHWC | CUVIL_CONV_Y_NHWC;
+    if (l == 0) return 1;
+    if (l & ~both) return 0;
+    if (is_depthwise(p)) return l == both && p->M == p->C && p->dil_h == 1 && p->dil_w == 1;
+    return p->algo == CUVIL_CONV_GEMM_T && p->packed_mr > 0 && p->group == 1 && !cuvil_conv2d_strided_pointwise(p) &&
+           (!(l & CUVIL_CONV_X_NHWC) || is_pointwise(p));
+}
+
+/* Depthwise with a layout and packed_mr > 0: the weights tap-major ([KH*KW][M]). */
+static int dw_tap_major(const cuvil_conv2d_params *p) {
+    return is_depthwise(p) && p->layout && p->packed_mr > 0;
+}
+
 size_t cuvil_f32_conv2d_packed_floats(const cuvil_conv2d_params *p) {
     const int64_t Cg = p->C / p->group, Mg = p->M / p->group;
+    if (dw_tap_major(p)) return (size_t)(p->KH * p->KW * p->M);
     if (is_depthwise(p) || p->packed_mr <= 0) return 0;
     if (is_winograd(p)) return cuvil_f32_conv2d_winograd_packed_floats(p, (int)p->packed_mr);
     if (is_gemm_t(p)) return (size_t)p->group * cuvil_gemm_packed_b_floats(Mg, Cg * p->KH * p->KW, (int)p->packed_mr);
@@ -1161,6 +1197,12 @@ size_t cuvil_f32_conv2d_pack_tmp_floats(const cuvil_conv2d_params *p) {
 
 void cuvil_f32_conv2d_pack(const cuvil_conv2d_params *p, const float *w, float *w_packed, float *tmp) {
     const int64_t Cg = p->C / p->group, Mg = p->M / p->group, K = Cg * p->KH * p->KW;
+    if (dw_tap_major(p)) {
+        const int64_t KK = p->KH * p->KW;
+        for (int64_t m = 0; m < p->M; m++)
+            for (int64_t t = 0; t < KK; t++) w_packed[t * p->M + m] = w[m * KK + t];
+        return;
+    }
     if (is_depthwise(p) || p->packed_mr <= 0) return;
     if (is_winograd(p)) {
         cuvil_f32_conv2d_winograd_pack(p, w, (int)p->packed_mr, p->packed_kc, w_packed, tmp);
@@ -1196,6 +1238,10 @@ void cuvil_f32_conv2d_pack(const cuvil_conv2d_params *p, const float *w, float *
 
 void cuvil_f32_conv2d_prepacked(const cuvil_conv2d_params *p, const float *x, const float *w_packed,
                                 const float *bias, const float *residual, float *y, void *scratch) {
+    if (dw_tap_major(p)) {
+        cuvil_f32_dwconv2d_nhwc(p, x, w_packed, 1, p->M, bias, residual, y);
+        return;
+    }
     if (is_depthwise(p) || p->packed_mr <= 0) {   /* nothing was packed: w_packed is w */
         cuvil_f32_conv2d(p, x, w_packed, bias, residual, y, scratch);
         return;
@@ -1367,6 +1413,7 @@ static void band_task(void *vctx, int64_t t, int tid) {
     jb.M = rows;
     jb.a_packed = a;
     jb.C = s->j->C + q0 * s->j->ldc;
+    if (jb.c_init) jb.c_init += q0 * jb.ld_init;
     cuvil_f32_gemm_run_serial(&jb, s->b, cuvil_thread_scratch(s->scratch, tid));
 }
 
@@ -1417,7 +1464,8 @@ static int64_t gemm_t_band_split(int64_t OHW, int64_t Mg, int64_t K, int mr, int
 /* y' = im2col(x)' w' per image and group: rows are output pixels (packed from the image by
  * the im2col packer, as A panels), columns output channels (the weights, prepacked as B); the
  * product lands in scratch as [pixel][channel] and is transposed into y with the bias, the
- * residual and the activation. */
+ * residual and the activation. A channels-last y (p->layout) is that product itself, written
+ * in place with the whole epilogue; a channels-last x is A itself, packed from its rows. */
 static void conv2d_gemm_t(const cuvil_conv2d_params *p, const float *x, const float *w_packed, const float *bias,
                           const float *residual, float *y, void *scratch, const cuvil_gemm_blocking *b_default) {
     if (p->N <= 0 || p->M <= 0 || p->OH <= 0 || p->OW <= 0) return;
@@ -1452,7 +1500,8 @@ static void conv2d_gemm_t(const cuvil_conv2d_params *p, const float *x, const fl
      * 960 -> 320 at 7x7 alone 0.283 -> 0.268 ms, but the models ran slower, MobileNetV2 7.84 ->
      * 7.99 ms and ResNet-50 74.0 -> 74.9 on one thread: a tile's kc scattered lines, read again
      * for every column tile, do not stay in L1 beside the B panel as a packed tile does.) */
-    a_pack_split ap = {is_pointwise(p) ? pack_rows : pack_b_im2col, &ctx, apack, OHW, K,
+    const int x_nhwc = (p->layout & CUVIL_CONV_X_NHWC) != 0, y_nhwc = (p->layout & CUVIL_CONV_Y_NHWC) != 0;
+    a_pack_split ap = {x_nhwc ? pack_rows_nhwc : is_pointwise(p) ? pack_rows : pack_b_im2col, &ctx, apack, OHW, K,
                        cuvil_gemm_kc_split(K, b->kc), b->uk->mr, 0};
     ap.half = CUVIL_ALIGN_UP((OHW + 1) / 2, ap.mr);
     j.a_packed = apack;
@@ -1463,7 +1512,8 @@ static void conv2d_gemm_t(const cuvil_conv2d_params *p, const float *x, const fl
     j.bias_rs = 0;
     j.bias_cs = 1;
     j.beta = 1.0f;
-    if (!residual) j.act = p->act;
+    if (!residual || y_nhwc) j.act = p->act;
+    if (y_nhwc) j.ld_init = Mg; /* the residual, as the product's initial value */
     const size_t per = cuvil_gemm_packed_b_floats(Mg, K, (int)p->packed_mr);
     gemm_t_bands bands = {&j, b, &ap, scratch, {0}};
     const int64_t n_bands = gemm_t_band_split(OHW, Mg, K, ap.mr, bands.bound);
@@ -1477,7 +1527,8 @@ static void conv2d_gemm_t(const cuvil_conv2d_params *p, const float *x, const fl
             ctx.x = padded ? xpad + g * Cg * HWp : xn + g * Cg * HW;
             j.b_packed = w_packed + (size_t)g * per;
             j.bias = bias ? bias + g * Mg : NULL;
-            j.C = yt;
+            j.C = y_nhwc ? y + n * OHW * p->M + g * Mg : yt;
+            if (y_nhwc) j.c_init = residual ? residual + n * OHW * p->M + g * Mg : NULL;
             transpose_out tr = {p, yt, residual, y, (n * p->M + g * Mg) * OHW, Mg, OHW};
             if (n_bands > 0)
                 cuvil_parallel_for(n_bands, band_task, &bands);
@@ -1487,7 +1538,7 @@ static void conv2d_gemm_t(const cuvil_conv2d_params *p, const float *x, const fl
                 cuvil_parallel_for(2 * ((K + ap.kcb - 1) / ap.kcb), a_pack_task, &ap);
                 cuvil_f32_gemm_run(&j, b, scratch);
             }
-            cuvil_parallel_for((Mg + 15) / 16, transpose_task, &tr);
+            if (!y_nhwc) cuvil_parallel_for((Mg + 15) / 16, transpose_task, &tr);
         }
     }
 }
@@ -1513,11 +1564,14 @@ void cuvil_f32_conv2d__scalar(const cuvil_conv2d_params *p, const float *x, cons
                             for (int64_t kw = 0; kw < p->KW; kw++) {
                                 const int64_t iw = ow * p->stride_w - p->pad_l + kw * p->dil_w;
                                 if (iw < 0 || iw >= p->W) continue;
-                                acc += x[((n * p->C + g * Cg + c) * p->H + ih) * p->W + iw] *
+                                const int64_t ci = g * Cg + c;
+                                acc += x[p->layout & CUVIL_CONV_X_NHWC ? ((n * p->H + ih) * p->W + iw) * p->C + ci
+                                                                       : ((n * p->C + ci) * p->H + ih) * p->W + iw] *
                                        w[((m * Cg + c) * p->KH + kh) * p->KW + kw];
                             }
                         }
-                    const int64_t yi = ((n * p->M + m) * p->OH + oh) * p->OW + ow;
+                    const int64_t yi = p->layout & CUVIL_CONV_Y_NHWC ? ((n * p->OH + oh) * p->OW + ow) * p->M + m
+                                                                     : ((n * p->M + m) * p->OH + oh) * p->OW + ow;
                     if (bias) acc += bias[m];
                     if (residual) acc += residual[yi];
                     y[yi] = cuvil_f32_act1(&p->act, acc);

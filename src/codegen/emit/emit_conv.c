@@ -22,17 +22,18 @@ cuvil_status cg_emit_conv(cg_ctx *cg, cir_graph *g, cir_node *n) {
     cuvil_conv2d_params pp;
     cuvil_status s = op_conv_params(g, n, false, &pp);
     if (s) return s;
+    pp.layout = n->layout;
     char f[1024];
     const char *extra = "";
-    char ex[128];
+    char ex[160];
     if (n->packed >= 0) {
         pp.packed_mr = n->kernel_algo == CUVIL_CONV_GEMM_T || n->kernel_algo == CUVIL_CONV_WINOGRAD_T ? cuvil_target_find(g->target)->nr : cuvil_target_find(g->target)->mr;
         pp.packed_kc = cuvil_target_find(g->target)->kc;
         pp.algo = n->kernel_algo;   /* the scratch below is the algorithm's */
         const cuvil_target_info *t = cuvil_target_find(g->target);
         CUVIL_ASSERT(t);
-        snprintf(ex, sizeof ex, ", .packed_mr = %d, .packed_kc = %lld, .algo = %d",
-                 n->kernel_algo == CUVIL_CONV_GEMM_T || n->kernel_algo == CUVIL_CONV_WINOGRAD_T ? t->nr : t->mr, (long long)t->kc, n->kernel_algo);
+        snprintf(ex, sizeof ex, ", .packed_mr = %d, .packed_kc = %lld, .algo = %d, .layout = %d",
+                 n->kernel_algo == CUVIL_CONV_GEMM_T || n->kernel_algo == CUVIL_CONV_WINOGRAD_T ? t->nr : t->mr, (long long)t->kc, n->kernel_algo, n->layout);
         extra = ex;
     }
     const char *p = cg_param(cg, "cuvil_conv2d_params", "{ %s%s }", geo_fields(&pp, f, sizeof f), extra);

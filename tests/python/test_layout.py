@@ -1,0 +1,83 @@
+"""Channels-last regions (the lowering's layout pass): tensors between pixels-as-rows GEMMs and
+depthwise convs on small maps are kept [N, H, W, C]; the graph's outputs and every tensor that
+something else reads stay NCHW. Checked against ONNX Runtime, with the IR showing that the
+layout was taken (else these tests would pass without it)."""
+from __future__ import annotations
+
+import re
+
+import onnx
+import pytest
+
+import cuvil_testlib as tl
+from onnx_cases import Case, R, node
+
+
+def _blocks(tapped: bool) -> Case:
+    """Two MobileNetV2-style blocks at 7x7, batch 2: a 1x1 conv, then expand 1x1 -> depthwise
+    3x3 -> project 1x1 + the block's input, then expand -> depthwise stride 2 -> project, then
+    a global average pool. `tapped`: the first block's expanded tensor is also a graph output,
+    and the second depthwise output also feeds a Sigmoid."""
+    clip = dict(min=0.0, max=6.0)
+    nodes = [
+        node("Conv", ["x", "w0", "b0"], ["c0"]),
+        node("Conv", ["c0", "we1", "be1"], ["e1c"]),
+        node("Clip", ["e1c", "lo", "hi"], ["e1"]),
+        node("Conv", ["e1", "wd1", "bd1"], ["d1c"], group=96, pads=[1, 1, 1, 1]),
+        node("Clip", ["d1c", "lo", "hi"], ["d1"]),
+        node("Conv", ["d1", "wp1", "bp1"], ["p1"]),
+        node("Add", ["p1", "c0"], ["a1"]),
+        node("Conv", ["a1", "we2", "be2"], ["e2c"]),
+        node("Clip", ["e2c", "lo", "hi"], ["e2"]),
+        node("Conv", ["e2", "wd2"], ["d2c"], group=96, pads=[1, 1, 1, 1], strides=[2, 2]),
+        node("Clip", ["d2c", "lo", "hi"], ["d2"]),
+        node("Conv", ["d2", "wp2", "bp2"], ["p2"]),
+        node("GlobalAveragePool", ["p2"], ["y"]),
+    ]
+    outputs = ["y"]
+    if tapped:
+        nodes.append(node("Sigmoid", ["d2"], ["s2"]))
+        outputs += ["e1", "s2"]
+    inits = {"w0": R(32, 24, 1, 1), "b0": R(32), "we1": R(96, 32, 1, 1), "be1": R(96),
+             "wd1": R(96, 1, 3, 3), "bd1": R(96), "wp1": R(32, 96, 1, 1), "bp1": R(32),
+             "we2": R(96, 32, 1, 1), "be2": R(96), "wd2": R(96, 1, 3, 3),
+             "wp2": R(40, 96, 1, 1), "bp2": R(40),
+             "lo": onnx.numpy_helper.to_array(onnx.helper.make_tensor("lo", 1, [], [clip["min"]])),
+             "hi": onnx.numpy_helper.to_array(onnx.helper.make_tensor("hi", 1, [], [clip["max"]]))}
+    return Case("layout-tapped" if tapped else "layout-blocks", 13, nodes, {"x": [2, 24, 7, 7]}, inits,
+                outputs=outputs)
+
+
+def _layouts(ir: str) -> dict:
+    """conv node name -> its 'channels last ...' note, from --emit ir."""
+    out = {}
+    for line in ir.splitlines():
+        m = re.search(r'= conv "([^"]*)".*channels last (in and out|in|out)', line)
+        if m:
+            out[m.group(1)] = m.group(2)
+    return out
+
+
+@pytest.mark.parametrize("tapped", [False, True], ids=["blocks", "tapped"])
+def test_channels_last_region(tapped, tmp_path):
+    c = _blocks(tapped)
+    m, inputs, ref = c.build()
+    p = tmp_path / "m.onnx"
+    onnx.save(m, p)
+    ir = tl.compile(p, tmp_path / "ir", emit="ir").read_text()
+    lay = _layouts(ir)
+    if not tapped:
+        # everything between the first conv and the pool: the first conv writes channels last,
+        # the last projection reads them (the pool reads NCHW)
+        assert len(lay) == 7, ir
+        assert list(lay.values()).count("in and out") == 5, lay
+        assert "weights tap-major" in ir
+    else:
+        # e1 is a graph output, d2 feeds a Sigmoid: their convs and the depthwise conv beside
+        # each stay NCHW on that side, and so the blocks' other tensors on the same conv
+        assert len(lay) < 7, lay
+        assert len(lay) > 0, ir
+    so = tl.compile(p, tmp_path / "build")
+    for threads in (1, 2):
+        got = tl.run(so, inputs, tmp_path / f"t{threads}", threads=threads)
+        tl.assert_outputs_close(got, ref)
