@@ -13,8 +13,8 @@ import cuvil_testlib as tl
 from onnx_cases import Case, R, node
 
 
-def _blocks(tapped: bool) -> Case:
-    """Two MobileNetV2-style blocks at 7x7, batch 2: a 1x1 conv, then expand 1x1 -> depthwise
+def _blocks(tapped: bool, hw: int = 7) -> Case:
+    """Two MobileNetV2-style blocks at hw x hw, batch 2: a 1x1 conv, then expand 1x1 -> depthwise
     3x3 -> project 1x1 + the block's input, then expand -> depthwise stride 2 -> project, then
     a global average pool. `tapped`: the first block's expanded tensor is also a graph output,
     and the second depthwise output also feeds a Sigmoid."""
@@ -44,7 +44,7 @@ def _blocks(tapped: bool) -> Case:
              "wp2": R(40, 96, 1, 1), "bp2": R(40),
              "lo": onnx.numpy_helper.to_array(onnx.helper.make_tensor("lo", 1, [], [clip["min"]])),
              "hi": onnx.numpy_helper.to_array(onnx.helper.make_tensor("hi", 1, [], [clip["max"]]))}
-    return Case("layout-tapped" if tapped else "layout-blocks", 13, nodes, {"x": [2, 24, 7, 7]}, inits,
+    return Case(f"layout-{'tapped' if tapped else 'blocks'}-{hw}", 13, nodes, {"x": [2, 24, hw, hw]}, inits,
                 outputs=outputs)
 
 
@@ -58,15 +58,21 @@ def _layouts(ir: str) -> dict:
     return out
 
 
-@pytest.mark.parametrize("tapped", [False, True], ids=["blocks", "tapped"])
-def test_channels_last_region(tapped, tmp_path):
-    c = _blocks(tapped)
+@pytest.mark.parametrize("tapped,hw", [(False, 7), (True, 7), (False, 28)], ids=["blocks", "tapped", "28x28"])
+def test_channels_last_region(tapped, hw, tmp_path):
+    c = _blocks(tapped, hw)
     m, inputs, ref = c.build()
     p = tmp_path / "m.onnx"
     onnx.save(m, p)
     ir = tl.compile(p, tmp_path / "ir", emit="ir").read_text()
     lay = _layouts(ir)
-    if not tapped:
+    if hw == 28:
+        # 28x28: the 1x1 convs run with pixels as rows only beside a depthwise conv, so the
+        # first conv and the blocks' sums (its residual) stay NCHW; each depthwise conv and
+        # the 1x1 convs on either side of it take channels last
+        assert lay == {"Conv_e1c": "out", "Conv_d1c": "in and out", "Conv_p1": "in", "Conv_e2c": "out",
+                       "Conv_d2c": "in and out", "Conv_p2": "in"}, ir
+    elif not tapped:
         # everything between the first conv and the pool: the first conv writes channels last,
         # the last projection reads them (the pool reads NCHW)
         assert len(lay) == 7, ir
