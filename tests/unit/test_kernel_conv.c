@@ -345,7 +345,8 @@ static const conv_case conv_cases[] = {
     {2, 8, 10, 10, 12, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2},  /* groups 2, batch 2, 100 pixels: pixel bands per image and group */
     {2, 20, 9, 11, 6, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},   /* pointwise, batch 2, 99 pixels: direct reads whole panels in place, the last copied */
     {2, 64, 7, 7, 200, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},  /* 3x3 at 7x7, 200 channels: too few pixels for bands, runs of columns, A packed by each thread */
-    {1, 200, 7, 7, 200, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1}, /* the same with an A of 345 KB: packed once, shared */
+    {1, 200, 7, 7, 200, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1}, /* the same with an A of 345 KB: K split among the threads */
+    {1, 60, 5, 5, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},   /* A of 54 KB, 20 columns: one thread packs and runs it all */
 };
 
 static void test_conv2d(void) {
@@ -708,6 +709,7 @@ static void test_channels_last(void) {
         {1, 37, 7, 7, 70, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},    /* 49 pixels (MR 7 where there is one), K % 8 = 5 */
         {1, 200, 7, 7, 64, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},   /* column runs */
         {1, 5, 3, 2, 9, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},      /* fewer pixels than a panel, K < 8 */
+        {2, 1400, 7, 7, 72, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},  /* A of 274 KB: K split among the threads */
     };
     for (size_t i = 0; i < sizeof gemm / sizeof gemm[0]; i++) {
         run_layout(&gemm[i], XY, (int)i % 3, CUVIL_ACT_CLIP);

@@ -840,14 +840,17 @@ static int is_gemm_t(const cuvil_conv2d_params *p) {
     return p->algo == CUVIL_CONV_GEMM_T && p->packed_mr > 0 && !is_depthwise(p);
 }
 
-/* The swapped GEMM's scratch: its packing (per thread), then y' (OH*OW x M/group), then the
- * padded input. */
+static int64_t ks_parts(const cuvil_conv2d_params *p, const cuvil_gemm_blocking *b_default, int64_t *kb);
+
+/* The swapped GEMM's scratch: its packing (per thread), then y' (OH*OW x M/group), A packed,
+ * with the K split (ks_parts) the second partial product, then the padded input. */
 static size_t gemm_t_scratch(const cuvil_conv2d_params *p, const cuvil_gemm_blocking *b_default) {
     const int64_t Cg = p->C / p->group, Mg = p->M / p->group, K = Cg * p->KH * p->KW;
     /* run with the microkernel that fits the pixel count (cuvil_gemm_blocking_for_rows) */
     const cuvil_gemm_blocking br = cuvil_gemm_blocking_for_rows(b_default, p->OH * p->OW), *b = &br;
+    int64_t kb[3];
     return CUVIL_ALIGN_UP(cuvil_gemm_job_scratch_size(p->OH * p->OW, Mg, K, b), 64) +
-           CUVIL_ALIGN_UP((size_t)(p->OH * p->OW * Mg) * sizeof(float), 64) +
+           (ks_parts(p, b_default, kb) ? 2 : 1) * CUVIL_ALIGN_UP((size_t)(p->OH * p->OW * Mg) * sizeof(float), 64) +
            CUVIL_ALIGN_UP(cuvil_gemm_packed_a_floats(p->OH * p->OW, K, b->uk->mr) * sizeof(float), 64);
 }
 
@@ -1401,18 +1404,19 @@ typedef struct gemm_t_bands {
     int64_t bound[CUVIL_MAX_THREADS + 1];
 } gemm_t_bands;
 
-/* Rows [r0, r0 + rows) of A, all of K, packed into a as an A of those rows alone. */
-static void pack_a_rows(const a_pack_split *ap, int64_t r0, int64_t rows, float *a) {
-    for (int64_t pc = 0; pc < ap->K; pc += ap->kcb)
-        ap->fn(ap->ctx, pc, cuvil_min_i64(ap->kcb, ap->K - pc), r0, rows, ap->mr,
-               a + pc * CUVIL_ALIGN_UP(rows, ap->mr));
+/* Rows [r0, r0 + rows) of A, its K blocks from k0 (a block boundary) to k1, packed into a as
+ * an A of those rows and K steps alone. */
+static void pack_a_rows(const a_pack_split *ap, int64_t r0, int64_t rows, int64_t k0, int64_t k1, float *a) {
+    for (int64_t pc = k0; pc < k1; pc += ap->kcb)
+        ap->fn(ap->ctx, pc, cuvil_min_i64(ap->kcb, k1 - pc), r0, rows, ap->mr,
+               a + (pc - k0) * CUVIL_ALIGN_UP(rows, ap->mr));
 }
 
 static void band_task(void *vctx, int64_t t, int tid) {
     const gemm_t_bands *s = (const gemm_t_bands *)vctx;
     const int64_t q0 = s->bound[t], q1 = s->bound[t + 1], rows = q1 - q0;
     float *a = s->ap->dst + q0 * s->ap->K;
-    pack_a_rows(s->ap, q0, rows, a);
+    pack_a_rows(s->ap, q0, rows, 0, s->ap->K, a);
     cuvil_gemm_job jb = *s->j;
     jb.M = rows;
     jb.a_packed = a;
@@ -1438,10 +1442,91 @@ static void cols_task(void *vctx, int64_t t, int tid) {
     const gemm_t_cols *s = (const gemm_t_cols *)vctx;
     char *slice = (char *)cuvil_thread_scratch(s->scratch, tid);
     float *a = (float *)(slice + s->a_off);
-    pack_a_rows(s->ap, 0, s->ap->rows, a);
+    pack_a_rows(s->ap, 0, s->ap->rows, 0, s->ap->K, a);
     cuvil_gemm_job jb = *s->j;
     jb.a_packed = a;
     cuvil_f32_gemm_run_range(&jb, s->b, slice, 0, jb.M, s->bound[t], s->bound[t + 1]);
+}
+
+/* A large A (over 256 KB) and no bands to split it by rows: the product is computed in two
+ * parts over halves of K (whole K blocks), task t packing A's columns for its half (all rows)
+ * into its own slice and multiplying them by the same rows of the prepacked weights (whose K
+ * blocks lie one after the other) into a partial product of its own; then each task sums a
+ * run of rows of both, with the bias and the activation (and, for a channels-last y, the
+ * residual: the sum is y). On two threads only the partials' rows cross between the cores
+ * (49 x 512 floats for ResNet-50's 3x3 convs at 7x7), where an A packed once and shared (900
+ * KB) was written by one core and read back by the other. Whether it applies follows the
+ * shapes alone, and one thread runs both parts: a conv adds its terms in the same order on
+ * any number of threads, so outputs do not change with the thread count. ResNet-50 on two
+ * threads, alternating processes (this VM's timing is bimodal): with the split on two threads
+ * only, fast periods 46.4 -> 45.5 ms, slow ones 65.4 -> 62.2; as here, medians of 12 49.4 ->
+ * 48.3, and one thread 88.6 -> 87.4 (within noise: the second partial's pass costs little). */
+typedef struct gemm_t_ks {
+    const cuvil_gemm_job *j; /* the whole product: its A packer, B, bias, epilogue */
+    const cuvil_gemm_blocking *b;
+    const a_pack_split *ap;
+    void *scratch;
+    size_t a_off;         /* A's place in a slice */
+    int64_t kb[3];        /* part t: K [kb[t], kb[t + 1]) */
+    float *part[2];       /* the partial products (ldc N) */
+    float *dst;           /* the sum: y' (part[0] itself), or a channels-last y */
+    const float *res;     /* residual added in the sum (channels-last y), or NULL */
+    cuvil_act_params act; /* applied in the sum */
+} gemm_t_ks;
+
+static void ks_product_task(void *vctx, int64_t t, int tid) {
+    const gemm_t_ks *s = (const gemm_t_ks *)vctx;
+    const cuvil_gemm_job *j = s->j;
+    char *slice = (char *)cuvil_thread_scratch(s->scratch, tid);
+    const int64_t k0 = s->kb[t], k1 = s->kb[t + 1];
+    float *a = (float *)(slice + s->a_off);
+    pack_a_rows(s->ap, 0, s->ap->rows, k0, k1, a);
+    cuvil_gemm_job jb = *j;
+    jb.K = k1 - k0;
+    jb.a_packed = a;
+    jb.b_packed = j->b_packed + k0 * CUVIL_ALIGN_UP(j->N, j->b_packed_nr);
+    jb.C = s->part[t];
+    jb.ldc = j->N;
+    jb.c_init = NULL;
+    jb.bias = NULL;
+    jb.act.act = CUVIL_ACT_NONE;
+    cuvil_f32_gemm_run_serial(&jb, s->b, slice);
+}
+
+static void ks_sum_task(void *vctx, int64_t t, int tid) {
+    (void)tid;
+    const gemm_t_ks *s = (const gemm_t_ks *)vctx;
+    const int64_t M = s->j->M, N = s->j->N, q0 = M * t / 2, q1 = M * (t + 1) / 2;
+    const float *bias = s->j->bias;
+    for (int64_t q = q0; q < q1; q++) {
+        /* part 0 may be the destination itself (y'), and so may the residual (y): each
+         * element of both is read before it is written */
+        float *d = s->dst + q * N;
+        const float *p0 = s->part[0] + q * N, *p1 = s->part[1] + q * N, *r = s->res ? s->res + q * N : NULL;
+        for (int64_t m = 0; m < N; m++) d[m] = p0[m] + (bias ? bias[m] : 0.0f) + (r ? r[m] : 0.0f) + p1[m];
+        act_inplace(&s->act, d, N);
+    }
+}
+
+/* The K split's bounds for conv p into kb, and its parts (2), or 0 where it does not apply: an
+ * A over 256 KB (what gemm_t_col_split packs in each thread), weights over 512 KB or fewer than
+ * 8 row tiles (gemm_t_band_split's bounds on two threads), enough work, and weights packed for
+ * this blocking, so that a run of their K blocks is itself a prepacked B. */
+static int64_t ks_parts(const cuvil_conv2d_params *p, const cuvil_gemm_blocking *b_default, int64_t *kb) {
+    const int64_t Mg = p->M / p->group, K = (p->C / p->group) * p->KH * p->KW, OHW = p->OH * p->OW;
+    const cuvil_gemm_blocking br = cuvil_gemm_blocking_for_rows(b_default, OHW);
+    const int64_t kcb = cuvil_gemm_kc_split(K, br.kc), nb = K > 0 ? (K + kcb - 1) / kcb : 0;
+    const int64_t tiles = (OHW + br.uk->mr - 1) / br.uk->mr;
+    if (nb < 2 || (double)OHW * (double)K * sizeof(float) <= 256.0 * 1024 ||
+        ((double)Mg * (double)K * sizeof(float) <= 512.0 * 1024 && tiles >= 8) ||
+        (double)OHW * (double)Mg * (double)K < 1e6 || p->packed_mr != br.uk->nr ||
+        cuvil_gemm_kc_split(K, p->packed_kc) != kcb)
+        return 0;
+    kb[0] = 0;
+    kb[1] = nb / 2 * kcb;
+    kb[2] = K;
+    if (cuvil_gemm_kc_split(kb[1], br.kc) != kcb || cuvil_gemm_kc_split(K - kb[1], br.kc) != kcb) return 0;
+    return 2;
 }
 
 /* Runs of columns, one per thread, when there are at least two tiles per thread, enough work,
@@ -1524,6 +1609,10 @@ static void conv2d_gemm_t(const cuvil_conv2d_params *p, const float *x, const fl
     /* (the bands' bounds, unused without bands, hold the column runs) */
     gemm_t_cols cols = {&j, b, &ap, scratch, (size_t)((char *)apack - (char *)scratch), bands.bound};
     const int64_t n_cols = n_bands > 0 ? 0 : gemm_t_col_split(OHW, Mg, K, b->uk->nr, bands.bound);
+    gemm_t_ks ks = {&j, b, &ap, scratch, (size_t)((char *)apack - (char *)scratch), {0}, {yt, NULL}, NULL, NULL, p->act};
+    /* the K split, where it applies, on any number of threads (the order of the sums) */
+    const int64_t n_ks = ks_parts(p, b_default, ks.kb);
+    ks.part[1] = (float *)((char *)apack + CUVIL_ALIGN_UP(cuvil_gemm_packed_a_floats(OHW, K, ap.mr) * sizeof(float), 64));
     for (int64_t n = 0; n < p->N; n++) {
         const float *xn = x + n * p->C * HW;
         if (padded) pad_image(p, xn, xpad, Hp, Wp, phased);
@@ -1534,7 +1623,14 @@ static void conv2d_gemm_t(const cuvil_conv2d_params *p, const float *x, const fl
             j.C = y_nhwc ? y + n * OHW * p->M + g * Mg : yt;
             if (y_nhwc) j.c_init = residual ? residual + n * OHW * p->M + g * Mg : NULL;
             transpose_out tr = {p, yt, residual, y, (n * p->M + g * Mg) * OHW, Mg, OHW};
-            if (n_bands > 0)
+            if (n_ks > 0) {
+                cuvil_parallel_for(n_ks, ks_product_task, &ks);
+                ks.dst = j.C;
+                ks.res = y_nhwc ? j.c_init : NULL;
+                /* without a residual (or with one already added) the activation is the sum's */
+                ks.act.act = !residual || y_nhwc ? p->act.act : CUVIL_ACT_NONE;
+                cuvil_parallel_for(2, ks_sum_task, &ks);
+            } else if (n_bands > 0)
                 cuvil_parallel_for(n_bands, band_task, &bands);
             else if (n_cols > 0)
                 cuvil_parallel_for(n_cols, cols_task, &cols);
