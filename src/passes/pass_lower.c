@@ -266,13 +266,13 @@ static cuvil_status fuse_mbblocks(cir_graph *g, const cuvil_target_info *t) {
 }
 
 /* ===== Channels-last regions ============================================================
- * A pixels-as-rows GEMM (kernel_algo CUVIL_CONV_GEMM_T: the small maps, 14x14 and 7x7)
- * computes its output as [pixel][channel] and transposed it into NCHW, and a depthwise conv
- * between two of them transposed 8 channels at a time into a tile and back. A tensor whose
- * producer and consumers can all take it channels last (cuvil_conv2d_layout_ok: the
- * pixels-as-rows GEMM writes it and reads it as a 1x1 conv's input, the depthwise conv reads
- * and writes it, a GEMM adds it as its residual) is kept so, with no transposes; the others,
- * and the graph's outputs, stay NCHW. */
+ * A pixels-as-rows GEMM (kernel_algo CUVIL_CONV_GEMM_T: 14x14 and 7x7 maps, and 1x1 convs
+ * beside a depthwise conv up to 28x28) computes its output as [pixel][channel] and
+ * transposed it into NCHW, and a depthwise conv between two of them transposed 8 channels at
+ * a time into a tile and back. A tensor whose producer and consumers can all take it
+ * channels last (cuvil_conv2d_layout_ok: the pixels-as-rows GEMM writes it and reads it as a
+ * 1x1 conv's input, the depthwise conv reads and writes it, a GEMM adds it as its residual)
+ * is kept so, with no transposes; the others, and the graph's outputs, stay NCHW. */
 
 /* Can conv n run with `layout` (the depthwise conv: on weights prepacked tap-major)? */
 static bool layout_ok(cir_graph *g, cir_node *n, int layout) {
