@@ -279,7 +279,7 @@ static bool layout_ok(cir_graph *g, cir_node *n, int layout) {
     if (n->dead || n->kind != CIR_OP_CONV || n->half != CIR_UNDEF || cir_in(g, n, 0)->dtype != CIR_F32) return false;
     cuvil_conv2d_params p;
     if (op_conv_params(g, n, false, &p)) return false;
-    const bool depthwise = p.group == p.C && p.C / p.group == 1;
+    const bool depthwise = is_depthwise_conv(g, n);
     if (depthwise && (n->packed >= 0 || !cir_is_const(cir_in(g, n, 1)))) return false;
     p.algo = n->kernel_algo;
     p.packed_mr = n->packed >= 0 || depthwise ? 1 : 0;
@@ -315,10 +315,7 @@ static cuvil_status assign_layouts(cir_graph *g, const cuvil_target_info *t) {
             cir_node *n = cir_node_at(g, i);
             if (n->dead || n->kind != CIR_OP_CONV) continue;
             const int x = n->in[0], y = n->out[0];
-            const cir_value *w = cir_in(g, n, 1);
-            const bool depthwise = w && w->ndim == 4 && w->dims[1] == 1 && cir_in(g, n, 0)->ndim == 4 &&
-                                   cir_in(g, n, 0)->dims[1] == w->dims[0];
-            int pairs[2][2] = {{depthwise ? x : -1, y}, {n->residual, y}};
+            int pairs[2][2] = {{is_depthwise_conv(g, n) ? x : -1, y}, {n->residual, y}};
             for (int k = 0; k < 2; k++)
                 if (pairs[k][0] >= 0 && last[pairs[k][0]] != last[pairs[k][1]]) {
                     last[pairs[k][0]] = last[pairs[k][1]] = false;
@@ -338,7 +335,7 @@ static cuvil_status assign_layouts(cir_graph *g, const cuvil_target_info *t) {
         char algo[400];
         snprintf(algo, sizeof algo, "%s, channels last %s", n->algo ? n->algo : "",
                  layout == CUVIL_CONV_X_NHWC ? "in" : layout == CUVIL_CONV_Y_NHWC ? "out" : "in and out");
-        if (p.group == p.C && p.C / p.group == 1) {
+        if (is_depthwise_conv(g, n)) {
             /* the depthwise conv's weights, tap-major: a tap's weights for a vector of channels */
             p.layout = layout;
             p.packed_mr = t->mr;

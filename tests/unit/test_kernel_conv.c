@@ -74,6 +74,17 @@ static const cuvil_gemm_blocking *tiny_blocking(int uk) {
 }
 
 /* res_mode: 0 none, 1 separate buffer, 2 in place (residual == y) */
+/* y before a run for res_mode: the residual itself in place (2), else NaN; returns the
+ * residual argument (NULL, res, or y). */
+static const float *start_y(int res_mode, const float *res, float *y, size_t ny) {
+    if (res_mode == 2) {
+        memcpy(y, res, ny * sizeof(float));
+        return y;
+    }
+    for (size_t i = 0; i < ny; i++) y[i] = NAN;
+    return res_mode == 1 ? res : NULL;
+}
+
 /* cuvil_f32_conv2d_prepacked with algo on weights packed for (mr, kc), on `threads` threads
  * (a pool when more than 1), checked against ref. */
 static void run_prepacked(const cuvil_conv2d_params *p, int64_t algo, int64_t mr, int64_t kc, int threads, const float *x,
@@ -148,15 +159,7 @@ static void run_conv(const conv_case *cc, int with_bias, int res_mode, int act, 
     for (size_t k = 0; k < sizeof jumpy / sizeof jumpy[0]; k++) skip_wino |= int_data && act == jumpy[k];
     for (int v = -17; v < cuvil_f32_gemm_n_ukernels; v++) {
         if (skip_wino && (v == -7 || v == -6 || v == -5 || (v <= -13 && v >= -14))) continue;
-        /* residual in place: y starts as the residual */
-        const float *r = NULL;
-        if (res_mode == 1) r = res;
-        if (res_mode == 2) {
-            memcpy(y, res, ny * sizeof(float));
-            r = y;
-        } else {
-            for (size_t i = 0; i < ny; i++) y[i] = NAN;
-        }
+        const float *r = start_y(res_mode, res, y, ny);
         void *scratch = NULL;
         if (v <= -15) {
             /* direct convolution (CUVIL_CONV_DIRECT), weights packed as for the GEMM path: for
@@ -670,14 +673,7 @@ static void run_layout(const conv_case *cc, int64_t layout, int res_mode, int ac
                 refl[y_last ? (n * OHW + q) * p.M + m : (n * p.M + m) * OHW + q] = ref[(n * p.M + m) * OHW + q];
     const cuvil_gemm_blocking *def = cuvil_gemm_default_blocking();
     for (int v = 0; v < (dw ? 3 : 2); v++) {
-        const float *r = NULL;
-        if (res_mode == 1) r = resl;
-        if (res_mode == 2) {
-            memcpy(y, resl, ny * sizeof(float));
-            r = y;
-        } else {
-            for (size_t i = 0; i < ny; i++) y[i] = NAN;
-        }
+        const float *r = start_y(res_mode, resl, y, ny);
         if (v < 2) {
             run_prepacked(&p, p.algo, dw ? def->uk->mr : def->uk->nr, def->kc, v ? 3 : 1, xl, w, b, r, y, refl, ny, 1e-4,
                           1e-4, label, dw ? "depthwise, tap-major weights" : "gemm_t");

@@ -1604,14 +1604,14 @@ static void conv2d_gemm_t(const cuvil_conv2d_params *p, const float *x, const fl
     if (!residual || y_nhwc) j.act = p->act;
     if (y_nhwc) j.ld_init = Mg; /* the residual, as the product's initial value */
     const size_t per = cuvil_gemm_packed_b_floats(Mg, K, (int)p->packed_mr);
-    gemm_t_bands bands = {&j, b, &ap, scratch, {0}};
-    const int64_t n_bands = gemm_t_band_split(OHW, Mg, K, ap.mr, bands.bound);
-    /* (the bands' bounds, unused without bands, hold the column runs) */
-    gemm_t_cols cols = {&j, b, &ap, scratch, (size_t)((char *)apack - (char *)scratch), bands.bound};
-    const int64_t n_cols = n_bands > 0 ? 0 : gemm_t_col_split(OHW, Mg, K, b->uk->nr, bands.bound);
     gemm_t_ks ks = {&j, b, &ap, scratch, (size_t)((char *)apack - (char *)scratch), {0}, {yt, NULL}, NULL, NULL, p->act};
     /* the K split, where it applies, on any number of threads (the order of the sums) */
     const int64_t n_ks = ks_parts(p, b_default, ks.kb);
+    gemm_t_bands bands = {&j, b, &ap, scratch, {0}};
+    const int64_t n_bands = n_ks > 0 ? 0 : gemm_t_band_split(OHW, Mg, K, ap.mr, bands.bound);
+    /* (the bands' bounds, unused without bands, hold the column runs) */
+    gemm_t_cols cols = {&j, b, &ap, scratch, (size_t)((char *)apack - (char *)scratch), bands.bound};
+    const int64_t n_cols = n_ks > 0 || n_bands > 0 ? 0 : gemm_t_col_split(OHW, Mg, K, b->uk->nr, bands.bound);
     ks.part[1] = (float *)((char *)apack + CUVIL_ALIGN_UP(cuvil_gemm_packed_a_floats(OHW, K, ap.mr) * sizeof(float), 64));
     for (int64_t n = 0; n < p->N; n++) {
         const float *xn = x + n * p->C * HW;

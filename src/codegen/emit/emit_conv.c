@@ -23,20 +23,18 @@ cuvil_status cg_emit_conv(cg_ctx *cg, cir_graph *g, cir_node *n) {
     cuvil_status s = op_conv_params(g, n, false, &pp);
     if (s) return s;
     pp.layout = n->layout;
-    char f[1024];
-    const char *extra = "";
-    char ex[160];
+    char f[1024], ex[160] = "";
     if (n->packed >= 0) {
-        pp.packed_mr = n->kernel_algo == CUVIL_CONV_GEMM_T || n->kernel_algo == CUVIL_CONV_WINOGRAD_T ? cuvil_target_find(g->target)->nr : cuvil_target_find(g->target)->mr;
-        pp.packed_kc = cuvil_target_find(g->target)->kc;
-        pp.algo = n->kernel_algo;   /* the scratch below is the algorithm's */
         const cuvil_target_info *t = cuvil_target_find(g->target);
         CUVIL_ASSERT(t);
-        snprintf(ex, sizeof ex, ", .packed_mr = %d, .packed_kc = %lld, .algo = %d, .layout = %d",
-                 n->kernel_algo == CUVIL_CONV_GEMM_T || n->kernel_algo == CUVIL_CONV_WINOGRAD_T ? t->nr : t->mr, (long long)t->kc, n->kernel_algo, n->layout);
-        extra = ex;
+        pp.packed_mr = n->kernel_algo == CUVIL_CONV_GEMM_T || n->kernel_algo == CUVIL_CONV_WINOGRAD_T ? t->nr : t->mr;
+        pp.packed_kc = t->kc;
+        pp.algo = n->kernel_algo;   /* the scratch below is the algorithm's */
+        snprintf(ex, sizeof ex, ", .packed_mr = %lld, .packed_kc = %lld, .algo = %lld", (long long)pp.packed_mr,
+                 (long long)pp.packed_kc, (long long)pp.algo);
     }
-    const char *p = cg_param(cg, "cuvil_conv2d_params", "{ %s%s }", geo_fields(&pp, f, sizeof f), extra);
+    if (pp.layout) snprintf(ex + strlen(ex), sizeof ex - strlen(ex), ", .layout = %lld", (long long)pp.layout);
+    const char *p = cg_param(cg, "cuvil_conv2d_params", "{ %s%s }", geo_fields(&pp, f, sizeof f), ex);
     cuvil_gemm_ukernel_desc uk;
     cuvil_gemm_blocking blk = cg_target_blocking(g, &uk);
     const char *S = cg_scratch(cg, cuvil_f32_conv2d_scratch_size_ex(&pp, &blk), "cuvil_f32_conv2d_scratch_size(&%s)", p);
