@@ -272,7 +272,11 @@ typedef struct cuvil_pool2d_params {
     int64_t pad_t, pad_l, pad_b, pad_r;
     int64_t dil_h, dil_w;
     int count_include_pad;
+    /* CUVIL_POOL_X_NHWC: x is channels last ([N, H, W, C]); global pooling only (y, [N, C],
+     * is the same either way). 0: NCHW. */
+    int layout;
 } cuvil_pool2d_params;
+#define CUVIL_POOL_X_NHWC 1
 
 void cuvil_f32_pool2d(const cuvil_pool2d_params *p, const float *x, float *y);
 void cuvil_f32_pool2d__scalar(const cuvil_pool2d_params *p, const float *x, float *y);

@@ -141,8 +141,8 @@ typedef struct cir_node {
     /* what the kernel needs beyond the inputs' shapes, in the graph's arena (mbblock: its
      * cuvil_mbblock_params); NULL for most ops */
     const void *kernel_params;
-    /* a conv's channels-last input and output (CUVIL_CONV_X_NHWC | CUVIL_CONV_Y_NHWC, from the
-     * lowering's layout pass); 0: NCHW */
+    /* a conv's channels-last input and output (CUVIL_CONV_X_NHWC | CUVIL_CONV_Y_NHWC), a global
+     * pool's input (CUVIL_POOL_X_NHWC), from the lowering's layout pass; 0: NCHW */
     int layout;
     /* float16/bfloat16 inputs of an op whose kernel takes float32: shape inference casts them
      * to float32 before the node and its float32 outputs back to this type after it */

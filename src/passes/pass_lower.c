@@ -271,12 +271,18 @@ static cuvil_status fuse_mbblocks(cir_graph *g, const cuvil_target_info *t) {
  * transposed it into NCHW, and a depthwise conv between two of them transposed 8 channels at
  * a time into a tile and back. A tensor whose producer and consumers can all take it
  * channels last (cuvil_conv2d_layout_ok: the pixels-as-rows GEMM writes it and reads it as a
- * 1x1 conv's input, the depthwise conv reads and writes it, a GEMM adds it as its residual)
- * is kept so, with no transposes; the others, and the graph's outputs, stay NCHW. */
+ * 1x1 conv's input, the depthwise conv reads and writes it, a GEMM adds it as its residual,
+ * a global pool reads it) is kept so, with no transposes; the others, and the graph's
+ * outputs, stay NCHW. */
 
-/* Can conv n run with `layout` (the depthwise conv: on weights prepacked tap-major)? */
+/* Can conv n run with `layout` (the depthwise conv: on weights prepacked tap-major)? A global
+ * pool reads channels last (its output, [N, C, 1, 1], is the same either way). */
 static bool layout_ok(cir_graph *g, cir_node *n, int layout) {
-    if (n->dead || n->kind != CIR_OP_CONV || n->half != CIR_UNDEF || cir_in(g, n, 0)->dtype != CIR_F32) return false;
+    if (n->dead || n->half != CIR_UNDEF || n->n_in < 1 || !cir_in(g, n, 0) || cir_in(g, n, 0)->dtype != CIR_F32)
+        return false;
+    if (n->kind == CIR_OP_GLOBAL_AVG_POOL || n->kind == CIR_OP_GLOBAL_MAX_POOL)
+        return layout == CUVIL_CONV_X_NHWC && cir_in(g, n, 0)->ndim == 4;
+    if (n->kind != CIR_OP_CONV) return false;
     cuvil_conv2d_params p;
     if (op_conv_params(g, n, false, &p)) return false;
     const bool depthwise = is_depthwise_conv(g, n);
@@ -326,7 +332,13 @@ static cuvil_status assign_layouts(cir_graph *g, const cuvil_target_info *t) {
     cuvil_status s = CUVIL_OK;
     for (int i = 0; i < g->n_nodes && !s; i++) {
         cir_node *n = cir_node_at(g, i);
-        if (n->dead || n->kind != CIR_OP_CONV) continue;
+        if (n->dead) continue;
+        if ((n->kind == CIR_OP_GLOBAL_AVG_POOL || n->kind == CIR_OP_GLOBAL_MAX_POOL) && last[n->in[0]]) {
+            n->layout = CUVIL_POOL_X_NHWC;
+            if (!(n->algo = cuvil_arena_strdup(&g->arena, "channels last in"))) s = cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+            continue;
+        }
+        if (n->kind != CIR_OP_CONV) continue;
         const int layout = (last[n->in[0]] ? CUVIL_CONV_X_NHWC : 0) | (last[n->out[0]] ? CUVIL_CONV_Y_NHWC : 0);
         if (!layout) continue;
         cuvil_conv2d_params p;

@@ -48,11 +48,34 @@ def _blocks(tapped: bool, hw: int = 7) -> Case:
                 outputs=outputs)
 
 
+def _bottlenecks() -> Case:
+    """Two ResNet-50-style bottlenecks at 14x14 -> 7x7, batch 2, then a global average pool: the
+    first with a strided 3x3 and a strided 1x1 shortcut, the second with its input as the
+    residual. Every tensor from the 3x3 convs on is made and read by pixels-as-rows GEMMs, the
+    shortcut and the pool."""
+    nodes = [
+        node("Conv", ["x", "w1", "b1"], ["c1"]), node("Relu", ["c1"], ["r1"]),
+        node("Conv", ["r1", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1], strides=[2, 2]), node("Relu", ["c2"], ["r2"]),
+        node("Conv", ["r2", "w3", "b3"], ["c3"]),
+        node("Conv", ["x", "wd", "bd"], ["d"], strides=[2, 2]),
+        node("Add", ["c3", "d"], ["s1"]), node("Relu", ["s1"], ["o1"]),
+        node("Conv", ["o1", "w4", "b4"], ["c4"]), node("Relu", ["c4"], ["r4"]),
+        node("Conv", ["r4", "w5", "b5"], ["c5"], pads=[1, 1, 1, 1]), node("Relu", ["c5"], ["r5"]),
+        node("Conv", ["r5", "w6", "b6"], ["c6"]),
+        node("Add", ["c6", "o1"], ["s2"]), node("Relu", ["s2"], ["o2"]),
+        node("GlobalAveragePool", ["o2"], ["y"]),
+    ]
+    inits = {"w1": R(32, 64, 1, 1), "b1": R(32), "w2": R(32, 32, 3, 3), "b2": R(32), "w3": R(96, 32, 1, 1),
+             "b3": R(96), "wd": R(96, 64, 1, 1), "bd": R(96), "w4": R(32, 96, 1, 1), "b4": R(32),
+             "w5": R(32, 32, 3, 3), "b5": R(32), "w6": R(96, 32, 1, 1), "b6": R(96)}
+    return Case("layout-bottlenecks", 13, nodes, {"x": [2, 64, 14, 14]}, inits)
+
+
 def _layouts(ir: str) -> dict:
-    """conv node name -> its 'channels last ...' note, from --emit ir."""
+    """node name -> its 'channels last ...' note, from --emit ir."""
     out = {}
     for line in ir.splitlines():
-        m = re.search(r'= conv "([^"]*)".*channels last (in and out|in|out)', line)
+        m = re.search(r'= [a-z_]+ "([^"]*)".*channels last (in and out|in|out)', line)
         if m:
             out[m.group(1)] = m.group(2)
     return out
@@ -71,18 +94,37 @@ def test_channels_last_region(tapped, hw, tmp_path):
         # first conv and the blocks' sums (its residual) stay NCHW; each depthwise conv and
         # the 1x1 convs on either side of it take channels last
         assert lay == {"Conv_e1c": "out", "Conv_d1c": "in and out", "Conv_p1": "in", "Conv_e2c": "out",
-                       "Conv_d2c": "in and out", "Conv_p2": "in"}, ir
+                       "Conv_d2c": "in and out", "Conv_p2": "in and out", "GlobalAveragePool_y": "in"}, ir
     elif not tapped:
         # everything between the first conv and the pool: the first conv writes channels last,
-        # the last projection reads them (the pool reads NCHW)
-        assert len(lay) == 7, ir
-        assert list(lay.values()).count("in and out") == 5, lay
+        # the pool reads them
+        assert len(lay) == 8, ir
+        assert list(lay.values()).count("in and out") == 6, lay
+        assert lay["GlobalAveragePool_y"] == "in", lay
         assert "weights tap-major" in ir
     else:
         # e1 is a graph output, d2 feeds a Sigmoid: their convs and the depthwise conv beside
         # each stay NCHW on that side, and so the blocks' other tensors on the same conv
         assert len(lay) < 7, lay
         assert len(lay) > 0, ir
+    so = tl.compile(p, tmp_path / "build")
+    for threads in (1, 2):
+        got = tl.run(so, inputs, tmp_path / f"t{threads}", threads=threads)
+        tl.assert_outputs_close(got, ref)
+
+
+def test_channels_last_bottlenecks(tmp_path):
+    m, inputs, ref = _bottlenecks().build()
+    p = tmp_path / "m.onnx"
+    onnx.save(m, p)
+    ir = tl.compile(p, tmp_path / "ir", emit="ir").read_text()
+    lay = _layouts(ir)
+    # NCHW: the graph's input and what the 3x3 convs read (their im2col packs NCHW); channels
+    # last: the 3x3 convs' outputs, the shortcut's (its subsampled copy), the first block's sum
+    # (read by the next block's 1x1 conv and added as its residual), the second's (read by
+    # the pool)
+    assert lay == {"Conv_c2": "out", "Conv_d": "out", "Conv_c3": "in and out", "Conv_c4": "in", "Conv_c5": "out",
+                   "Conv_c6": "in and out", "GlobalAveragePool_y": "in"}, ir
     so = tl.compile(p, tmp_path / "build")
     for threads in (1, 2):
         got = tl.run(so, inputs, tmp_path / f"t{threads}", threads=threads)

@@ -713,6 +713,17 @@ static void test_channels_last(void) {
         run_layout(&gemm[i], Y, 2, CUVIL_ACT_SILU);
         run_layout(&gemm[i], XY, 2, CUVIL_ACT_NONE);
     }
+    /* strided 1x1 (ResNet's shortcuts): the subsampled copy keeps x's layout */
+    static const conv_case spw[] = {
+        /*  N  C   H   W   M  KH KW sh sw pt pl pb pr dh dw g */
+        {2, 48, 14, 14, 72, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 1},  /* 14 -> 7, batch */
+        {1, 21, 9, 12, 10, 1, 1, 3, 2, 0, 0, 0, 0, 1, 1, 1},   /* unequal strides, odd sizes */
+    };
+    for (size_t i = 0; i < sizeof spw / sizeof spw[0]; i++) {
+        run_layout(&spw[i], XY, (int)i % 3, CUVIL_ACT_RELU);
+        run_layout(&spw[i], X, 1, CUVIL_ACT_NONE);
+        run_layout(&spw[i], Y, 2, CUVIL_ACT_CLIP);
+    }
     /* a 3x3 GEMM writes channels last (its input stays NCHW) */
     static const conv_case c3 = {1, 16, 7, 7, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
     run_layout(&c3, Y, 1, CUVIL_ACT_RELU);

@@ -2,7 +2,8 @@
  * test_kernel_pool.c -- cuvil_f32_pool2d and its __scalar reference against a naive loop
  * written here from the header's contract (ONNX Runtime semantics): max / average / L2 pooling
  * with strides, dilations, asymmetric pads, ceil_mode output sizes, count_include_pad (whose
- * divisor counts taps inside the padded extent only), global pooling and 1-D pooling.
+ * divisor counts taps inside the padded extent only), global pooling and 1-D pooling; every
+ * case also with the input channels last (CUVIL_POOL_X_NHWC).
  */
 #include <float.h>
 
@@ -92,12 +93,24 @@ static void run_pool(const pool_case *c, int kind, int cip) {
     ktu_fill(x, nx, -2, 2);
     double *ref = malloc(ny * sizeof(double));
     naive_pool(&p, x, ref);
-    for (size_t i = 0; i < ny; i++) y[i] = NAN;
-    cuvil_f32_pool2d(&p, x, y);
-    ktu_check(y, ref, ny, 1e-5, 1e-6, "%s [public]", label);
-    for (size_t i = 0; i < ny; i++) y[i] = NAN;
-    cuvil_f32_pool2d__scalar(&p, x, y);
-    ktu_check(y, ref, ny, 1e-5, 1e-6, "%s [__scalar]", label);
+    /* also the same x channels last (the lowering gives that to global pools; y stays
+     * [N, C, OH, OW]) */
+    float *xt = ktu_falloc(nx);
+    for (int64_t n = 0; n < p.N; n++)
+        for (int64_t c = 0; c < p.C; c++)
+            for (int64_t q = 0; q < p.H * p.W; q++)
+                xt[(n * p.H * p.W + q) * p.C + c] = x[(n * p.C + c) * p.H * p.W + q];
+    for (int last = 0; last < 2; last++) {
+        const char *how = last ? ", x channels last" : "";
+        p.layout = last ? CUVIL_POOL_X_NHWC : 0;
+        for (size_t i = 0; i < ny; i++) y[i] = NAN;
+        cuvil_f32_pool2d(&p, last ? xt : x, y);
+        ktu_check(y, ref, ny, 1e-5, 1e-6, "%s [public%s]", label, how);
+        for (size_t i = 0; i < ny; i++) y[i] = NAN;
+        cuvil_f32_pool2d__scalar(&p, last ? xt : x, y);
+        ktu_check(y, ref, ny, 1e-5, 1e-6, "%s [__scalar%s]", label, how);
+    }
+    free(xt);
     free(x);
     free(y);
     free(ref);
@@ -117,6 +130,8 @@ static const pool_case cases[] = {
     {1, 2, 6, 7, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 0},     /* pads on every side, big window */
     {2, 3, 7, 7, 7, 7, 1, 1, 0, 0, 0, 0, 1, 1, 0},     /* global */
     {1, 4, 5, 9, 5, 9, 1, 1, 0, 0, 0, 0, 1, 1, 0},     /* global, non-square */
+    {2, 37, 7, 7, 7, 7, 1, 1, 0, 0, 0, 0, 1, 1, 0},    /* global, channels not a multiple of a vector */
+    {1, 2048, 1, 3, 1, 3, 1, 1, 0, 0, 0, 0, 1, 1, 0},  /* global, many channels, few pixels */
     {1, 3, 1, 20, 1, 3, 1, 2, 0, 1, 0, 1, 1, 1, 0},    /* 1-D */
     {1, 2, 1, 17, 1, 4, 1, 3, 0, 0, 0, 2, 1, 1, 1},    /* 1-D ceil */
     {1, 1, 3, 300, 2, 2, 1, 1, 0, 0, 1, 1, 1, 1, 0},   /* wide rows */

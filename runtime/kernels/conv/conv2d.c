@@ -891,7 +891,21 @@ static void subsample_task(void *vctx, int64_t t, int tid) {
         }
 }
 
-/* Runs each image of a strided 1x1 conv as the stride-1 conv of its subsampled copy (on prepacked weights or not). */
+/* Channels last: output row t's pixels, C floats each, from every stride_h-th row and
+ * stride_w-th pixel of x into xs ([OH*OW][C]). */
+static void subsample_task_nhwc(void *vctx, int64_t t, int tid) {
+    (void)tid;
+    const subsample_job *j = (const subsample_job *)vctx;
+    const cuvil_conv2d_params *p = j->p;
+    const int64_t C = p->C;
+    for (int64_t ow = 0; ow < p->OW; ow++)
+        memcpy(j->xs + (t * p->OW + ow) * C, j->x + ((t * p->stride_h) * p->W + ow * p->stride_w) * C,
+               (size_t)C * sizeof(float));
+}
+
+/* Runs each image of a strided 1x1 conv as the stride-1 conv of its subsampled copy (on
+ * prepacked weights or not), in the conv's layout: a channels-last x is subsampled into a
+ * channels-last copy, and a channels-last y is the stride-1 conv's. */
 static void conv2d_strided_pointwise(const cuvil_conv2d_params *p, const float *x, const float *w, const float *bias,
                                      const float *residual, float *y, void *scratch, const cuvil_gemm_blocking *b,
                                      int prepacked) {
@@ -901,7 +915,10 @@ static void conv2d_strided_pointwise(const cuvil_conv2d_params *p, const float *
     const int64_t ysz = p->M * p->OH * p->OW;
     for (int64_t n = 0; n < p->N; n++) {
         subsample_job j = {p, x + n * p->C * p->H * p->W, xs};
-        cuvil_parallel_for((p->C + 15) / 16, subsample_task, &j);
+        if (p->layout & CUVIL_CONV_X_NHWC)
+            cuvil_parallel_for(p->OH, subsample_task_nhwc, &j);
+        else
+            cuvil_parallel_for((p->C + 15) / 16, subsample_task, &j);
         const float *r = residual ? residual + n * ysz : NULL;
         if (prepacked)
             cuvil_f32_conv2d_prepacked(&q, xs, w, bias, r, y + n * ysz, scratch);
@@ -1180,8 +1197,9 @@ int cuvil_conv2d_layout_ok(const cuvil_conv2d_params *p) {
     if (l == 0) return 1;
     if (l & ~both) return 0;
     if (is_depthwise(p)) return l == both && p->M == p->C && p->dil_h == 1 && p->dil_w == 1;
-    return p->algo == CUVIL_CONV_GEMM_T && p->packed_mr > 0 && p->group == 1 && !cuvil_conv2d_strided_pointwise(p) &&
-           (!(l & CUVIL_CONV_X_NHWC) || is_pointwise(p));
+    /* a strided 1x1 conv runs as the 1x1 conv of its subsampled copy, which keeps x's layout */
+    return p->algo == CUVIL_CONV_GEMM_T && p->packed_mr > 0 && p->group == 1 &&
+           (!(l & CUVIL_CONV_X_NHWC) || is_pointwise(p) || cuvil_conv2d_strided_pointwise(p));
 }
 
 /* Depthwise with a layout and packed_mr > 0: the weights tap-major ([KH*KW][M]). */

@@ -11,7 +11,8 @@
  * it folds one tap into the whole output row (the y row is the accumulator), each pass a plain
  * loop over the columns whose tap is inside the input, which the compiler vectorises for
  * stride 1 and 2. Divisors are counted per row (rows) and per column (cols) because the valid
- * tap set of a window is a product of the two. Global pooling is a contiguous reduction.
+ * tap set of a window is a product of the two. Global pooling is a contiguous reduction; of a
+ * channels-last input (CUVIL_POOL_X_NHWC) it is vectorised over the channels.
  */
 #include <float.h>
 #include <math.h>
@@ -30,8 +31,11 @@ static int64_t count_taps(int64_t start, int64_t K, int64_t d, int64_t lo_lim, i
 
 void cuvil_f32_pool2d__scalar(const cuvil_pool2d_params *p, const float *x, float *y) {
     const int64_t H = p->H, W = p->W;
+    /* channels last: element (n, c, h, w) at ((n H + h) W + w) C + c */
+    const int nhwc = (p->layout & CUVIL_POOL_X_NHWC) != 0;
     for (int64_t nc = 0; nc < p->N * p->C; nc++) {
-        const float *xc = x + nc * H * W;
+        const float *xc = nhwc ? x + nc / p->C * H * W * p->C + nc % p->C : x + nc * H * W;
+        const int64_t xs = nhwc ? p->C : 1; /* between two pixels */
         float *yc = y + nc * p->OH * p->OW;
         for (int64_t oh = 0; oh < p->OH; oh++)
             for (int64_t ow = 0; ow < p->OW; ow++) {
@@ -44,7 +48,7 @@ void cuvil_f32_pool2d__scalar(const cuvil_pool2d_params *p, const float *x, floa
                     for (int64_t kw = 0; kw < p->KW; kw++) {
                         const int64_t iw = w0 + kw * p->dil_w;
                         if (iw < 0 || iw >= W) continue;
-                        const float v = xc[ih * W + iw];
+                        const float v = xc[(ih * W + iw) * xs];
                         if (p->kind == CUVIL_POOL_MAX)
                             acc = v > acc ? v : acc;
                         else if (p->kind == CUVIL_POOL_AVG)
@@ -99,6 +103,33 @@ static void global_pool(const cuvil_pool2d_params *p, const float *x, float *y) 
             acc = sqrtf(acc);
         }
         y[nc] = acc;
+    }
+}
+
+/* Global pooling of a channels-last x: the pixels in order, each folded into all C channels
+ * of y at once (contiguous on both sides, so the compiler vectorises it over channels). The
+ * last conv before a global pool writes its pixels-as-rows product this way, with no
+ * transpose into NCHW. */
+static void global_pool_nhwc(const cuvil_pool2d_params *p, const float *x, float *y) {
+    const int64_t C = p->C, HW = p->H * p->W;
+    for (int64_t n = 0; n < p->N; n++) {
+        const float *xn = x + n * HW * C;
+        float *yn = y + n * C;
+        const float init = p->kind == CUVIL_POOL_MAX ? -FLT_MAX : 0.0f;
+        for (int64_t c = 0; c < C; c++) yn[c] = init;
+        for (int64_t q = 0; q < HW; q++) {
+            const float *r = xn + q * C;
+            if (p->kind == CUVIL_POOL_MAX)
+                for (int64_t c = 0; c < C; c++) yn[c] = r[c] > yn[c] ? r[c] : yn[c];
+            else if (p->kind == CUVIL_POOL_AVG)
+                for (int64_t c = 0; c < C; c++) yn[c] += r[c];
+            else
+                for (int64_t c = 0; c < C; c++) yn[c] += r[c] * r[c];
+        }
+        if (p->kind == CUVIL_POOL_AVG)
+            for (int64_t c = 0; c < C; c++) yn[c] /= (float)HW;
+        else if (p->kind == CUVIL_POOL_LP2)
+            for (int64_t c = 0; c < C; c++) yn[c] = sqrtf(yn[c]);
     }
 }
 
@@ -261,8 +292,17 @@ static void pool_task(void *vctx, int64_t t, int tid) {
 void cuvil_f32_pool2d(const cuvil_pool2d_params *p, const float *x, float *y) {
     const int64_t H = p->H, W = p->W, OH = p->OH, OW = p->OW;
     if (OH <= 0 || OW <= 0) return;
-    if (OH == 1 && OW == 1 && p->KH == H && p->KW == W && p->pad_t == 0 && p->pad_l == 0 &&
-        (p->dil_h == 1 || H == 1) && (p->dil_w == 1 || W == 1)) {
+    const int global = OH == 1 && OW == 1 && p->KH == H && p->KW == W && p->pad_t == 0 && p->pad_l == 0 &&
+                       (p->dil_h == 1 || H == 1) && (p->dil_w == 1 || W == 1);
+    if (p->layout & CUVIL_POOL_X_NHWC) {
+        /* the lowering gives channels last to global pools only; anything else, correctly */
+        if (global)
+            global_pool_nhwc(p, x, y);
+        else
+            cuvil_f32_pool2d__scalar(p, x, y);
+        return;
+    }
+    if (global) {
         global_pool(p, x, y);
         return;
     }

@@ -9,11 +9,12 @@ cuvil_status cg_emit_pool(cg_ctx *cg, cir_graph *g, cir_node *n) {
     const char *ps = cg_param(cg, "cuvil_pool2d_params",
                               "{ .kind = %s, .N = %lld, .C = %lld, .H = %lld, .W = %lld, .OH = %lld, .OW = %lld, .KH = %lld, "
                               ".KW = %lld, .stride_h = %lld, .stride_w = %lld, .pad_t = %lld, .pad_l = %lld, .pad_b = %lld, "
-                              ".pad_r = %lld, .dil_h = %lld, .dil_w = %lld, .count_include_pad = %d }",
+                              ".pad_r = %lld, .dil_h = %lld, .dil_w = %lld, .count_include_pad = %d, .layout = %d }",
                               p.kind == CUVIL_POOL_MAX ? "CUVIL_POOL_MAX" : "CUVIL_POOL_AVG", (long long)p.N, (long long)p.C, (long long)p.H, (long long)p.W, (long long)p.OH,
                               (long long)p.OW, (long long)p.KH, (long long)p.KW, (long long)p.stride_h,
                               (long long)p.stride_w, (long long)p.pad_t, (long long)p.pad_l, (long long)p.pad_b,
-                              (long long)p.pad_r, (long long)p.dil_h, (long long)p.dil_w, p.count_include_pad);
+                              (long long)p.pad_r, (long long)p.dil_h, (long long)p.dil_w, p.count_include_pad,
+                              n->layout & CUVIL_POOL_X_NHWC);
     cg_printf(cg, "    cuvil_f32_pool2d(&%s, %s, %s);\n", ps, cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));
     return CUVIL_OK;
 }
