@@ -177,10 +177,11 @@ typedef struct cuvil_conv2d_params {
 /* y and the residual are [N, OH, OW, M]. */
 #define CUVIL_CONV_Y_NHWC 2
 /* Whether a conv takes p->layout: the pixels-as-rows GEMM (algo CUVIL_CONV_GEMM_T, group 1,
- * weights prepacked; a channels-last x only for 1x1 stride-1 unpadded convs, whose A it is),
- * and the depthwise conv (multiplier 1, undilated, x and y both channels last or neither).
- * Prepacked depthwise weights with a layout are tap-major, [KH*KW][M]. The layout pass of the
- * lowering (src/passes/pass_lower.c) sets it where producer and consumers agree. */
+ * weights prepacked), and the depthwise conv (multiplier 1, undilated, x and y both channels
+ * last or neither). Prepacked depthwise weights with a layout are tap-major, [KH*KW][M]; so
+ * is K in the prepacked weights of a GEMM with several taps and a channels-last x (k = tap C
+ * + c: a tap's channels are contiguous in x). The layout pass of the lowering
+ * (src/passes/pass_lower.c) sets it where producer and consumers agree. */
 int cuvil_conv2d_layout_ok(const cuvil_conv2d_params *p);
 #define CUVIL_CONV_WINOGRAD 1
 #define CUVIL_CONV_GEMM_T 2

@@ -347,10 +347,16 @@ static cuvil_status assign_layouts(cir_graph *g, const cuvil_target_info *t) {
         char algo[400];
         snprintf(algo, sizeof algo, "%s, channels last %s", n->algo ? n->algo : "",
                  layout == CUVIL_CONV_X_NHWC ? "in" : layout == CUVIL_CONV_Y_NHWC ? "out" : "in and out");
-        if (is_depthwise_conv(g, n)) {
-            /* the depthwise conv's weights, tap-major: a tap's weights for a vector of channels */
+        /* the weights tap-major: the depthwise conv's (a tap's weights for a vector of
+         * channels), and a GEMM's of several taps reading channels last (K = tap C + c, the
+         * order its im2col of that input comes in); the weights packed before are left unused
+         * (the generated code holds only the constants it reads) */
+        const bool dw = is_depthwise_conv(g, n);
+        if (dw || ((layout & CUVIL_CONV_X_NHWC) && p.KH * p.KW > 1 && !cuvil_conv2d_strided_pointwise(&p))) {
             p.layout = layout;
-            p.packed_mr = t->mr;
+            p.algo = n->kernel_algo;
+            p.packed_mr = dw ? t->mr : t->nr;
+            p.packed_kc = t->kc;
             int id;
             cir_value *w = cir_in(g, n, 1);
             if ((s = packed_const(g, w, cuvil_f32_conv2d_packed_floats(&p), &id))) break;

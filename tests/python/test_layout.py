@@ -51,8 +51,8 @@ def _blocks(tapped: bool, hw: int = 7) -> Case:
 def _bottlenecks() -> Case:
     """Two ResNet-50-style bottlenecks at 14x14 -> 7x7, batch 2, then a global average pool: the
     first with a strided 3x3 and a strided 1x1 shortcut, the second with its input as the
-    residual. Every tensor from the 3x3 convs on is made and read by pixels-as-rows GEMMs, the
-    shortcut and the pool."""
+    residual. Every tensor after the input is made and read by pixels-as-rows GEMMs (1x1 and
+    3x3), the shortcut and the pool."""
     nodes = [
         node("Conv", ["x", "w1", "b1"], ["c1"]), node("Relu", ["c1"], ["r1"]),
         node("Conv", ["r1", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1], strides=[2, 2]), node("Relu", ["c2"], ["r2"]),
@@ -119,12 +119,15 @@ def test_channels_last_bottlenecks(tmp_path):
     onnx.save(m, p)
     ir = tl.compile(p, tmp_path / "ir", emit="ir").read_text()
     lay = _layouts(ir)
-    # NCHW: the graph's input and what the 3x3 convs read (their im2col packs NCHW); channels
-    # last: the 3x3 convs' outputs, the shortcut's (its subsampled copy), the first block's sum
-    # (read by the next block's 1x1 conv and added as its residual), the second's (read by
-    # the pool)
-    assert lay == {"Conv_c2": "out", "Conv_d": "out", "Conv_c3": "in and out", "Conv_c4": "in", "Conv_c5": "out",
-                   "Conv_c6": "in and out", "GlobalAveragePool_y": "in"}, ir
+    # NCHW: only the graph's input (read by the first 1x1 conv and the shortcut); channels
+    # last: everything after it, the 3x3 convs' inputs too (their im2col packed from it, K
+    # tap-major like their weights), the shortcut's output (from its subsampled copy), the
+    # first block's sum (read by the next block's 1x1 conv and added as its residual), the
+    # second's (read by the pool)
+    assert lay == {"Conv_c1": "out", "Conv_c2": "in and out", "Conv_d": "out", "Conv_c3": "in and out",
+                   "Conv_c4": "in and out", "Conv_c5": "in and out", "Conv_c6": "in and out",
+                   "GlobalAveragePool_y": "in"}, ir
+    assert ir.count("weights tap-major") == 2, ir
     so = tl.compile(p, tmp_path / "build")
     for threads in (1, 2):
         got = tl.run(so, inputs, tmp_path / f"t{threads}", threads=threads)

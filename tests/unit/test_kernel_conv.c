@@ -724,9 +724,22 @@ static void test_channels_last(void) {
         run_layout(&spw[i], X, 1, CUVIL_ACT_NONE);
         run_layout(&spw[i], Y, 2, CUVIL_ACT_CLIP);
     }
-    /* a 3x3 GEMM writes channels last (its input stays NCHW) */
+    /* convs of several taps: a channels-last x packed into im2col with K tap-major (on
+     * weights packed so), the padding read as zeros */
     static const conv_case c3 = {1, 16, 7, 7, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
     run_layout(&c3, Y, 1, CUVIL_ACT_RELU);
+    static const conv_case taps[] = {
+        /*  N  C   H   W   M  KH KW sh sw pt pl pb pr dh dw g */
+        {1, 16, 7, 7, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},     /* 3x3 same */
+        {2, 40, 14, 14, 48, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1},   /* stride 2, batch: K runs of 40 cross the K blocks */
+        {1, 5, 9, 8, 11, 3, 2, 1, 2, 2, 0, 1, 1, 2, 1, 1},      /* C = 5 (no 8-wide run), 3x2, dilated rows, uneven pads */
+        {1, 13, 6, 7, 9, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 1},      /* 5x5, 42 pixels: a partial panel */
+        {1, 512, 7, 7, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},    /* ResNet's layer4 shape (fewer outputs): K split */
+    };
+    for (size_t i = 0; i < sizeof taps / sizeof taps[0]; i++) {
+        run_layout(&taps[i], XY, (int)i % 3, CUVIL_ACT_RELU);
+        run_layout(&taps[i], X, 1, CUVIL_ACT_NONE);
+    }
     static const conv_case dws[] = {
         /*  N  C   H   W   M  KH KW sh sw pt pl pb pr dh dw g */
         {1, 40, 14, 14, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 40},   /* a partial vector of channels */
@@ -750,11 +763,6 @@ static void test_channels_last(void) {
     if (!cuvil_conv2d_layout_ok(&p)) ktu_fail("layout: refuses the 1x1 pixels-as-rows GEMM");
     p.algo = 0;
     if (cuvil_conv2d_layout_ok(&p)) ktu_fail("layout: takes a channels-last GEMM that is not pixels-as-rows");
-    p = to_params(&c3);
-    p.algo = CUVIL_CONV_GEMM_T;
-    p.packed_mr = 1;
-    p.layout = X;
-    if (cuvil_conv2d_layout_ok(&p)) ktu_fail("layout: takes a channels-last input for a 3x3 GEMM");
     static const conv_case grouped = {1, 8, 7, 7, 12, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 2};
     p = to_params(&grouped);
     p.algo = CUVIL_CONV_GEMM_T;

@@ -230,40 +230,59 @@ static inline void transpose8x8(const float *s, int64_t lds, float *d, const flo
 }
 #endif
 
-/* A 1x1 conv's A on a channels-last image (pixels as rows): row q is pixel q's C channels, in
- * place at x + q * C; packed into nr-row panels of kc steps, which is a transpose (8 x 8 blocks
- * in registers where the target has AVX2: every MR is at most 8). */
-static void pack_rows_nhwc(const void *vctx, int64_t k0, int64_t kc, int64_t n0, int64_t nc, int nr, float *dst) {
+/* A conv's im2col matrix from a channels-last x, with K in tap-major order (k = (kh KW + kw)
+ * C + c, the order cuvil_f32_conv2d_pack gives the weights of such a conv; a 1x1 conv's is x
+ * itself): rows [k0, k0 + kc) of pixels [n0, n0 + nc) as the swapped GEMM's A panels of nr
+ * pixels, pixel-minor. Within one tap a pixel's channels are contiguous, so a run of k in one
+ * tap is 8 x 8 register transposes from one pointer per pixel (its tap's input pixel), or
+ * zeros where the tap falls in the padding: nothing is copied into a padded image first. */
+static void pack_im2col_nhwc(const void *vctx, int64_t k0, int64_t kc, int64_t n0, int64_t nc, int nr, float *dst) {
     const im2col_ctx *g = (const im2col_ctx *)vctx;
     const int64_t C = g->C;
     for (int64_t j0 = 0; j0 < nc; j0 += nr, dst += kc * nr) {
         const int64_t rows = cuvil_min_i64(nr, nc - j0);
-        const float *src = g->x + (n0 + j0) * C + k0;
-        int64_t k = 0;
-#if defined(__AVX2__)
-        if (nr <= 8) {
-            for (; k + 8 <= kc; k += 8) {
-                __m256 a[8];
-                for (int i = 0; i < 8; i++) a[i] = i < rows ? _mm256_loadu_ps(src + i * C + k) : _mm256_setzero_ps();
-                transpose8_regs(a);
-                /* step k + i's nr rows: the first nr lanes of a[i]. Whole-vector stores in
-                 * order, each overwriting what the next one writes again, but the last one of
-                 * the panel (a masked store, slow on AMD's AVX2, for that one only) */
-                for (int i = 0; i < 7; i++) _mm256_storeu_ps(dst + (k + i) * nr, a[i]);
-                if (nr == 8 || k + 8 < kc)
-                    _mm256_storeu_ps(dst + (k + 7) * nr, a[7]);
-                else
-                    _mm256_maskstore_ps(dst + (k + 7) * nr,
-                                        _mm256_cmpgt_epi32(_mm256_set1_epi32(nr), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)),
-                                        a[7]);
-            }
+        int64_t oh[MAX_NR], ow[MAX_NR];
+        for (int64_t i = 0; i < rows; i++) {
+            oh[i] = (n0 + j0 + i) / g->OW;
+            ow[i] = (n0 + j0 + i) % g->OW;
         }
+        for (int64_t kk = 0; kk < kc;) {
+            const int64_t t = (k0 + kk) / C, c0 = (k0 + kk) % C, len = cuvil_min_i64(C - c0, kc - kk);
+            const int64_t kh = t / g->KW, kw = t % g->KW;
+            const float *src[MAX_NR]; /* pixel i's channels c0.. at tap t, NULL in the padding */
+            for (int64_t i = 0; i < cuvil_max_i64(nr, 8); i++) {
+                src[i] = NULL;
+                if (i >= rows) continue;
+                const int64_t ih = oh[i] * g->sh - g->pt + kh * g->dh, iw = ow[i] * g->sw - g->pl + kw * g->dw;
+                if (ih >= 0 && ih < g->H && iw >= 0 && iw < g->W) src[i] = g->x + (ih * g->W + iw) * C + c0;
+            }
+            float *d = dst + kk * nr;
+            int64_t k = 0;
+#if defined(__AVX2__)
+            if (nr <= 8) {
+                for (; k + 8 <= len; k += 8) {
+                    __m256 a[8];
+                    for (int i = 0; i < 8; i++) a[i] = src[i] ? _mm256_loadu_ps(src[i] + k) : _mm256_setzero_ps();
+                    transpose8_regs(a);
+                    /* step k + i's nr rows: the first nr lanes of a[i]. Whole-vector stores in
+                     * order, each overwriting what the next one writes again, but the last one
+                     * of the panel (a masked store, slow on AMD's AVX2, for that one only) */
+                    for (int i = 0; i < 7; i++) _mm256_storeu_ps(d + (k + i) * nr, a[i]);
+                    if (nr == 8 || kk + k + 8 < kc)
+                        _mm256_storeu_ps(d + (k + 7) * nr, a[7]);
+                    else
+                        _mm256_maskstore_ps(d + (k + 7) * nr,
+                                            _mm256_cmpgt_epi32(_mm256_set1_epi32(nr), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)),
+                                            a[7]);
+                }
+            }
 #endif
-        for (; k < kc; k++)
-            for (int64_t i = 0; i < nr; i++) dst[k * nr + i] = i < rows ? src[i * C + k] : 0.0f;
+            for (; k < len; k++)
+                for (int64_t i = 0; i < nr; i++) d[k * nr + i] = src[i] ? src[i][k] : 0.0f;
+            kk += len;
+        }
     }
 }
-
 
 /* ===== Depthwise direct loop =========================================================== */
 static void act_inplace(const cuvil_act_params *a, float *y, int64_t n) {
@@ -783,9 +802,10 @@ static int is_pointwise(const cuvil_conv2d_params *p) {
            p->pad_l == 0 && p->OH == p->H && p->OW == p->W;
 }
 
-/* Explicit zero padding: the im2col packer then never clips (whole-run copies only). */
+/* Explicit zero padding: the im2col packer then never clips (whole-run copies only). (A
+ * channels-last x is packed by pack_im2col_nhwc, which reads zeros for the padding.) */
 static int use_padded(const cuvil_conv2d_params *p) {
-    return !is_pointwise(p) &&
+    return !is_pointwise(p) && !(p->layout & CUVIL_CONV_X_NHWC) &&
            (p->pad_t > 0 || p->pad_l > 0 ||
             pad_end(p->H, p->OH, p->KH, p->stride_h, p->dil_h, p->pad_t) > 0 ||
             pad_end(p->W, p->OW, p->KW, p->stride_w, p->dil_w, p->pad_l) > 0);
@@ -838,6 +858,13 @@ static int is_winograd(const cuvil_conv2d_params *p) {
 
 static int is_gemm_t(const cuvil_conv2d_params *p) {
     return p->algo == CUVIL_CONV_GEMM_T && p->packed_mr > 0 && !is_depthwise(p);
+}
+
+/* A pixels-as-rows GEMM of several taps on a channels-last x: its im2col is packed with K
+ * tap-major (pack_im2col_nhwc), and so are its prepacked weights. */
+static int gemm_t_taps_major(const cuvil_conv2d_params *p) {
+    return is_gemm_t(p) && p->group == 1 && (p->layout & CUVIL_CONV_X_NHWC) && !is_pointwise(p) &&
+           !cuvil_conv2d_strided_pointwise(p);
 }
 
 static int64_t ks_parts(const cuvil_conv2d_params *p, const cuvil_gemm_blocking *b_default, int64_t *kb);
@@ -1197,9 +1224,9 @@ int cuvil_conv2d_layout_ok(const cuvil_conv2d_params *p) {
     if (l == 0) return 1;
     if (l & ~both) return 0;
     if (is_depthwise(p)) return l == both && p->M == p->C && p->dil_h == 1 && p->dil_w == 1;
-    /* a strided 1x1 conv runs as the 1x1 conv of its subsampled copy, which keeps x's layout */
-    return p->algo == CUVIL_CONV_GEMM_T && p->packed_mr > 0 && p->group == 1 &&
-           (!(l & CUVIL_CONV_X_NHWC) || is_pointwise(p) || cuvil_conv2d_strided_pointwise(p));
+    /* a channels-last x: a 1x1 conv's A as it lies, a strided one's subsampled copy, another
+     * conv's im2col packed from it (on weights packed tap-major) */
+    return p->algo == CUVIL_CONV_GEMM_T && p->packed_mr > 0 && p->group == 1;
 }
 
 /* Depthwise with a layout and packed_mr > 0: the weights tap-major ([KH*KW][M]). */
@@ -1231,6 +1258,19 @@ void cuvil_f32_conv2d_pack(const cuvil_conv2d_params *p, const float *w, float *
     if (is_depthwise(p) || p->packed_mr <= 0) return;
     if (is_winograd(p)) {
         cuvil_f32_conv2d_winograd_pack(p, w, (int)p->packed_mr, p->packed_kc, w_packed, tmp);
+        return;
+    }
+    if (gemm_t_taps_major(p)) {
+        /* B[k = t C + c, m] = w[m, c, t], in cuvil_gemm_pack_b_all's layout: K blocks of kcb
+         * rows, each nr-column panels of kc x nr, the columns past M zero */
+        const int64_t KK = p->KH * p->KW, nr = p->packed_mr, kcb = cuvil_gemm_kc_split(K, p->packed_kc);
+        const int64_t Np = CUVIL_ALIGN_UP(p->M, nr);
+        memset(w_packed, 0, cuvil_f32_conv2d_packed_floats(p) * sizeof(float));
+        for (int64_t k = 0; k < K; k++) {
+            const int64_t pc = k / kcb * kcb, kc = cuvil_min_i64(kcb, K - pc), t = k / p->C, c = k % p->C;
+            for (int64_t m = 0; m < p->M; m++)
+                w_packed[pc * Np + m / nr * kc * nr + (k - pc) * nr + m % nr] = w[(m * p->C + c) * KK + t];
+        }
         return;
     }
     if (is_gemm_t(p)) {
@@ -1608,7 +1648,7 @@ static void conv2d_gemm_t(const cuvil_conv2d_params *p, const float *x, const fl
      * 7.99 ms and ResNet-50 74.0 -> 74.9 on one thread: a tile's kc scattered lines, read again
      * for every column tile, do not stay in L1 beside the B panel as a packed tile does.) */
     const int x_nhwc = (p->layout & CUVIL_CONV_X_NHWC) != 0, y_nhwc = (p->layout & CUVIL_CONV_Y_NHWC) != 0;
-    a_pack_split ap = {x_nhwc ? pack_rows_nhwc : is_pointwise(p) ? pack_rows : pack_b_im2col, &ctx, apack, OHW, K,
+    a_pack_split ap = {x_nhwc ? pack_im2col_nhwc : is_pointwise(p) ? pack_rows : pack_b_im2col, &ctx, apack, OHW, K,
                        cuvil_gemm_kc_split(K, b->kc), b->uk->mr, 0};
     ap.half = CUVIL_ALIGN_UP((OHW + 1) / 2, ap.mr);
     j.a_packed = apack;
