@@ -265,6 +265,13 @@ static cuvil_status fuse_mbblocks(cir_graph *g, const cuvil_target_info *t) {
     return CUVIL_OK;
 }
 
+/* (Tried and not kept: ResNet's stem conv and its max pool as one kernel, the conv's rows
+ * computed in bands of 512 KiB and pooled while in cache, the rows two bands share kept. The
+ * fused node ran 2.77-2.79 ms against the pair's 2.90 / 2.72 (profile_layers, one thread),
+ * and ResNet-18 ran 0.5 ms slower in alternating runs (27.07 -> 27.57 ms, 10 rounds): with
+ * a 32 MB L3 the stem's 3.2 MB output never left cache, so there was no pass over memory to
+ * save.) */
+
 /* ===== Channels-last regions ============================================================
  * A pixels-as-rows GEMM (kernel_algo CUVIL_CONV_GEMM_T: 14x14 and 7x7 maps, and 1x1 convs
  * beside a depthwise conv up to 28x28) computes its output as [pixel][channel] and
