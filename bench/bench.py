@@ -11,7 +11,7 @@ bench/peak.c, times the threads), peak RSS and start-up (load + first run). A se
 PyTorch eager and AOTInductor (torch._inductor.aoti_compile_and_package) the same way.
 
     $VENV/bin/python bench/bench.py [--models resnet18,resnet50,mobilenet_v2] [--threads 1,2]
-        [--rounds 10] [--iters 10] [--no-torch] [--write bench/RESULTS.md]
+        [--rounds 10] [--iters 10] [--no-torch] [--target x86_64-avx2] [--write bench/RESULTS.md]
 
 `make bench` runs it with --write: the new run replaces the part of bench/RESULTS.md above its
 "## Earlier runs" heading, and the GEMM microbenchmark (build/bin/cuvil-bench-gemm) is added.
@@ -131,6 +131,8 @@ def main(argv=None):
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--iters", type=int, default=10)
     ap.add_argument("--no-torch", action="store_true", help="skip the PyTorch eager / AOTInductor table")
+    ap.add_argument("--target", help="cuvil-compile --target (default: the host's best), e.g. x86_64-avx2 to "
+                    "measure the AVX2 kernels on an AVX-512 machine (ONNX Runtime still picks its own)")
     ap.add_argument("--build", default=os.environ.get("CUVIL_BUILD", str(REPO / "build")))
     ap.add_argument("--write", help="write the report into this Markdown file (bench/RESULTS.md)")
     args = ap.parse_args(argv)
@@ -146,8 +148,8 @@ def main(argv=None):
             onnx_path = build_models.get_model(name, args.exporter, args.opset)
             so = td / f"{name}.so"
             t = time.perf_counter()
-            subprocess.run([str(build / "bin" / "cuvil-compile"), "--model", str(onnx_path), "--output", str(so)],
-                           check=True)
+            subprocess.run([str(build / "bin" / "cuvil-compile"), "--model", str(onnx_path), "--output", str(so)]
+                           + (["--target", args.target] if args.target else []), check=True)
             compile_s = time.perf_counter() - t
             info = subprocess.run([str(build / "bin" / "cuvil-run"), str(so), "--info", "--json"], check=True, capture_output=True,
                                   text=True).stdout
