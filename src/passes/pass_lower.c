@@ -282,12 +282,16 @@ static cuvil_status fuse_mbblocks(cir_graph *g, const cuvil_target_info *t) {
  * a global pool reads it) is kept so, with no transposes; the others, and the graph's
  * outputs, stay NCHW. */
 
+static bool is_global_pool(const cir_node *n) {
+    return n->kind == CIR_OP_GLOBAL_AVG_POOL || n->kind == CIR_OP_GLOBAL_MAX_POOL;
+}
+
 /* Can conv n run with `layout` (the depthwise conv: on weights prepacked tap-major)? A global
  * pool reads channels last (its output, [N, C, 1, 1], is the same either way). */
 static bool layout_ok(cir_graph *g, cir_node *n, int layout) {
     if (n->dead || n->half != CIR_UNDEF || n->n_in < 1 || !cir_in(g, n, 0) || cir_in(g, n, 0)->dtype != CIR_F32)
         return false;
-    if (n->kind == CIR_OP_GLOBAL_AVG_POOL || n->kind == CIR_OP_GLOBAL_MAX_POOL)
+    if (is_global_pool(n))
         return layout == CUVIL_CONV_X_NHWC && cir_in(g, n, 0)->ndim == 4;
     if (n->kind != CIR_OP_CONV) return false;
     cuvil_conv2d_params p;
@@ -340,7 +344,7 @@ static cuvil_status assign_layouts(cir_graph *g, const cuvil_target_info *t) {
     for (int i = 0; i < g->n_nodes && !s; i++) {
         cir_node *n = cir_node_at(g, i);
         if (n->dead) continue;
-        if ((n->kind == CIR_OP_GLOBAL_AVG_POOL || n->kind == CIR_OP_GLOBAL_MAX_POOL) && last[n->in[0]]) {
+        if (is_global_pool(n) && last[n->in[0]]) {
             n->layout = CUVIL_POOL_X_NHWC;
             if (!(n->algo = cuvil_arena_strdup(&g->arena, "channels last in"))) s = cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
             continue;
@@ -359,11 +363,11 @@ static cuvil_status assign_layouts(cir_graph *g, const cuvil_target_info *t) {
          * order its im2col of that input comes in); the weights packed before are left unused
          * (the generated code holds only the constants it reads) */
         const bool dw = is_depthwise_conv(g, n);
-        if (dw || ((layout & CUVIL_CONV_X_NHWC) && p.KH * p.KW > 1 && !cuvil_conv2d_strided_pointwise(&p))) {
-            p.layout = layout;
-            p.algo = n->kernel_algo;
-            p.packed_mr = dw ? t->mr : t->nr;
-            p.packed_kc = t->kc;
+        p.layout = layout;
+        p.algo = n->kernel_algo;
+        p.packed_mr = dw ? t->mr : t->nr;
+        p.packed_kc = t->kc;
+        if (cuvil_conv2d_packed_tap_major(&p)) {
             int id;
             cir_value *w = cir_in(g, n, 1);
             if ((s = packed_const(g, w, cuvil_f32_conv2d_packed_floats(&p), &id))) break;

@@ -863,8 +863,7 @@ static int is_gemm_t(const cuvil_conv2d_params *p) {
 /* A pixels-as-rows GEMM of several taps on a channels-last x: its im2col is packed with K
  * tap-major (pack_im2col_nhwc), and so are its prepacked weights. */
 static int gemm_t_taps_major(const cuvil_conv2d_params *p) {
-    return is_gemm_t(p) && p->group == 1 && (p->layout & CUVIL_CONV_X_NHWC) && !is_pointwise(p) &&
-           !cuvil_conv2d_strided_pointwise(p);
+    return is_gemm_t(p) && p->group == 1 && (p->layout & CUVIL_CONV_X_NHWC) && p->KH * p->KW > 1;
 }
 
 static int64_t ks_parts(const cuvil_conv2d_params *p, const cuvil_gemm_blocking *b_default, int64_t *kb);
@@ -1234,6 +1233,8 @@ static int dw_tap_major(const cuvil_conv2d_params *p) {
     return is_depthwise(p) && p->layout && p->packed_mr > 0;
 }
 
+int cuvil_conv2d_packed_tap_major(const cuvil_conv2d_params *p) { return dw_tap_major(p) || gemm_t_taps_major(p); }
+
 size_t cuvil_f32_conv2d_packed_floats(const cuvil_conv2d_params *p) {
     const int64_t Cg = p->C / p->group, Mg = p->M / p->group;
     if (dw_tap_major(p)) return (size_t)(p->KH * p->KW * p->M);
@@ -1581,9 +1582,8 @@ static int64_t ks_parts(const cuvil_conv2d_params *p, const cuvil_gemm_blocking 
     if (nb < 2 || (double)OHW * (double)K * sizeof(float) <= 256.0 * 1024 ||
         ((double)Mg * (double)K * sizeof(float) <= 512.0 * 1024 && tiles >= 8) ||
         (double)OHW * (double)Mg * (double)K < 1e6 || p->packed_mr != br.uk->nr ||
-        cuvil_gemm_kc_split(K, p->packed_kc) != kcb)
+        cuvil_gemm_kc_split(K, p->packed_kc) != kcb || nb % 2)
         return 0;
-    if (nb % 2) return 0;
     kb[0] = 0;
     kb[1] = nb / 2 * kcb;
     kb[2] = K;
