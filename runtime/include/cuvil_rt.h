@@ -177,7 +177,8 @@ typedef struct cuvil_conv2d_params {
 /* y and the residual are [N, OH, OW, M]. */
 #define CUVIL_CONV_Y_NHWC 2
 /* Whether a conv takes p->layout: the pixels-as-rows GEMM (algo CUVIL_CONV_GEMM_T, group 1,
- * weights prepacked), and the depthwise conv (multiplier 1, undilated, x and y both channels
+ * weights prepacked), Winograd with tiles as rows (CUVIL_CONV_WINOGRAD_T, prepacked; x and y
+ * each either way), and the depthwise conv (multiplier 1, undilated, x and y both channels
  * last or neither). Prepacked depthwise weights with a layout are tap-major, [KH*KW][M]; so
  * is K in the prepacked weights of a GEMM with several taps and a channels-last x (k = tap C
  * + c: a tap's channels are contiguous in x). The layout pass of the lowering

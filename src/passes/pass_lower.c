@@ -8,7 +8,16 @@
 
 #include <string.h>
 
-typedef cuvil_status (*lower_fn)(cir_graph *g, cir_node *n, const cuvil_target_info *t);
+/* What every lowering reads: the target, and the map sizes at which some conv runs as
+ * Winograd with tiles as rows (collected before any is lowered). */
+#define WINO_T_SIZES 8
+typedef struct lower_ctx {
+    const cuvil_target_info *t;
+    int n_wino_t;
+    int64_t wino_t_hw[WINO_T_SIZES][2];
+} lower_ctx;
+
+typedef cuvil_status (*lower_fn)(cir_graph *g, cir_node *n, const lower_ctx *c);
 
 /* A new float32 constant of nf elements for n's weights w in a kernel's layout ("<w>.packed"),
  * counted with the model's own constants against limits.total_bytes (cir_const_add): it is a
@@ -47,6 +56,13 @@ static bool swapped_fits_better(const cuvil_conv2d_params *p, const cuvil_target
     return tile_fill(px, ch, t->mr, t->nr) > 1.05 * tile_fill(ch, px, t->mr, t->nr);
 }
 
+/* Few tiles (14x14: 16 of 32 columns) fill the rows of Winograd's 36 GEMMs better (8 of 8)
+ * than their columns, the tiles' usual place. */
+static bool wino_t_shape(const cuvil_conv2d_params *p, const cuvil_target_info *t) {
+    const int64_t tiles = ((p->OH + 3) / 4) * ((p->OW + 3) / 4);
+    return tiles <= 64 && tile_fill(tiles, p->M, t->mr, t->nr) > 1.05 * tile_fill(p->M, tiles, t->mr, t->nr);
+}
+
 /* A 1x1 conv beside a depthwise conv on a map of up to 28x28 runs as the pixels-as-rows GEMM
  * too, whatever the tiles' fill, so that the tensor between them can be channels last (the
  * layout pass below), where the depthwise conv runs fastest. On MobileNetV2's 28x28 blocks
@@ -54,6 +70,11 @@ static bool swapped_fits_better(const cuvil_conv2d_params *p, const cuvil_target
  * 28->14 0.041 -> 0.020, the GEMMs within 0.005. (At 56x56 the depthwise convs gained 0.1 ms
  * and the GEMMs lost as much, and the projection left the 112x112 block's fused kernel.) */
 #define SWAP_NEAR_DW_MAX_PIXELS (28 * 28)
+
+/* Likewise the 1x1 convs (and strided 1x1 shortcuts) on a map where the 3x3 convs run as
+ * Winograd with tiles as rows (ResNets' 28x28 and 14x14 stages): all of a stage's tensors
+ * can then be channels last, the Winograd transforms reading and writing them so. */
+#define SWAP_NEAR_WINO_T_MAX_PIXELS (28 * 28)
 
 /* Is n a depthwise conv (one input channel per group, as many groups as channels)? */
 static bool is_depthwise_conv(cir_graph *g, const cir_node *n) {
@@ -94,7 +115,15 @@ static bool direct_pays(const cuvil_conv2d_params *p) {
 /* Depthwise convolutions (C/group == 1) run the direct loop; the others run as GEMMs (1x1
  * stride-1 ones straight on the input, the rest through im2col packing), and their constant
  * weights are packed now into the panels the target's microkernel reads. */
-static cuvil_status lower_conv(cir_graph *g, cir_node *n, const cuvil_target_info *t) {
+/* Is conv n's output map one of the sizes where Winograd runs with tiles as rows? */
+static bool on_wino_t_map(const lower_ctx *c, const cuvil_conv2d_params *p) {
+    for (int i = 0; i < c->n_wino_t; i++)
+        if (c->wino_t_hw[i][0] == p->OH && c->wino_t_hw[i][1] == p->OW) return true;
+    return false;
+}
+
+static cuvil_status lower_conv(cir_graph *g, cir_node *n, const lower_ctx *c) {
+    const cuvil_target_info *t = c->t;
     cuvil_conv2d_params p;
     cuvil_status s = op_conv_params(g, n, false, &p);
     if (s) return s;
@@ -114,11 +143,10 @@ static cuvil_status lower_conv(cir_graph *g, cir_node *n, const cuvil_target_inf
         bool swap = packed && !g->symbolic && !wino &&
                     (swapped_fits_better(&p, t) ||
                      (g->opt_level >= 2 && pointwise && p.group == 1 && p.OH * p.OW <= SWAP_NEAR_DW_MAX_PIXELS &&
-                      next_to_depthwise(g, n)));
-        /* Winograd's 36 GEMMs have the tiles as columns; few tiles (14x14: 16 of 32 columns)
-         * fill the rows better (8 of 8) */
-        const int64_t tiles = ((p.OH + 3) / 4) * ((p.OW + 3) / 4);
-        bool wino_t = wino && tiles <= 64 && tile_fill(tiles, p.M, t->mr, t->nr) > 1.05 * tile_fill(p.M, tiles, t->mr, t->nr);
+                      next_to_depthwise(g, n)) ||
+                     (g->opt_level >= 2 && (pointwise || strided_pw) && p.group == 1 &&
+                      p.OH * p.OW <= SWAP_NEAR_WINO_T_MAX_PIXELS && on_wino_t_map(c, &p)));
+        bool wino_t = wino && wino_t_shape(&p, t);
         bool direct = packed && !g->symbolic && !wino && !swap && direct_pays(&p);
         p.algo = wino_t ? CUVIL_CONV_WINOGRAD_T : wino ? CUVIL_CONV_WINOGRAD : swap ? CUVIL_CONV_GEMM_T : direct ? CUVIL_CONV_DIRECT : 0;
         snprintf(algo, sizeof algo, "%s, gemm %dx%d kc=%lld",
@@ -147,7 +175,8 @@ static cuvil_status lower_conv(cir_graph *g, cir_node *n, const cuvil_target_inf
 
 /* Gemm and MatMul run the blocked GEMM (a one-row product streams B); a constant B shared by
  * every batch item is packed now into the NR-column panels the target's microkernel reads. */
-static cuvil_status lower_gemm(cir_graph *g, cir_node *n, const cuvil_target_info *t) {
+static cuvil_status lower_gemm(cir_graph *g, cir_node *n, const lower_ctx *c) {
+    const cuvil_target_info *t = c->t;
     cuvil_gemm_params p;
     int64_t nirr, *offs;
     cuvil_status s = op_gemm_params(g, n, &p, &nirr, &offs);
@@ -279,8 +308,8 @@ static cuvil_status fuse_mbblocks(cir_graph *g, const cuvil_target_info *t) {
  * a time into a tile and back. A tensor whose producer and consumers can all take it
  * channels last (cuvil_conv2d_layout_ok: the pixels-as-rows GEMM writes it and reads it as a
  * 1x1 conv's input, the depthwise conv reads and writes it, a GEMM adds it as its residual,
- * a global pool reads it) is kept so, with no transposes; the others, and the graph's
- * outputs, stay NCHW. */
+ * a global pool reads it, Winograd with tiles as rows reads and writes it) is kept so, with no
+ * transposes; the others, and the graph's outputs, stay NCHW. */
 
 static bool is_global_pool(const cir_node *n) {
     return n->kind == CIR_OP_GLOBAL_AVG_POOL || n->kind == CIR_OP_GLOBAL_MAX_POOL;
@@ -393,10 +422,23 @@ cuvil_status cuvil_pass_lower(cir_graph *g, const cuvil_options *o) {
     (void)o;
     const cuvil_target_info *t = cuvil_target_find(g->target ? g->target : cuvil_host_target());
     if (!t) return cuvil_err(g->ctx, CUVIL_ERR_INTERNAL, "lowering: unknown target '%s'", g->target ? g->target : "?");
+    lower_ctx c = {t, 0, {{0}}};
+    /* the maps of the convs that will run as Winograd with tiles as rows (lower_conv's test) */
+    for (int i = 0; i < g->n_nodes && !g->symbolic && g->opt_level >= 2; i++) {
+        cir_node *n = cir_node_at(g, i);
+        cuvil_conv2d_params p;
+        if (n->dead || n->kind != CIR_OP_CONV || n->half != CIR_UNDEF || !cir_is_const(cir_in(g, n, 1)) ||
+            op_conv_params(g, n, false, &p) || !winograd_pays(&p) || !wino_t_shape(&p, t) || on_wino_t_map(&c, &p) ||
+            c.n_wino_t == WINO_T_SIZES)
+            continue;
+        c.wino_t_hw[c.n_wino_t][0] = p.OH;
+        c.wino_t_hw[c.n_wino_t][1] = p.OW;
+        c.n_wino_t++;
+    }
     for (int i = 0; i < g->n_nodes; i++) {
         cir_node *n = cir_node_at(g, i);
         if (n->dead || !lowerings[n->kind]) continue;
-        cuvil_status s = lowerings[n->kind](g, n, t);
+        cuvil_status s = lowerings[n->kind](g, n, &c);
         if (s) return s;
     }
     cuvil_status s = fuse_mbblocks(g, t);

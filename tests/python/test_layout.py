@@ -81,13 +81,25 @@ def _layouts(ir: str) -> dict:
     return out
 
 
-@pytest.mark.parametrize("tapped,hw", [(False, 7), (True, 7), (False, 28)], ids=["blocks", "tapped", "28x28"])
-def test_channels_last_region(tapped, hw, tmp_path):
-    c = _blocks(tapped, hw)
+def _ir(c: Case, tmp_path):
+    """The case saved as an ONNX file; its IR; (path, inputs, reference outputs, IR)."""
     m, inputs, ref = c.build()
     p = tmp_path / "m.onnx"
     onnx.save(m, p)
-    ir = tl.compile(p, tmp_path / "ir", emit="ir").read_text()
+    return p, inputs, ref, tl.compile(p, tmp_path / "ir", emit="ir").read_text()
+
+
+def _check_outputs(p, inputs, ref, tmp_path):
+    """Built and run on 1 and 2 threads, against ONNX Runtime."""
+    so = tl.compile(p, tmp_path / "build")
+    for threads in (1, 2):
+        got = tl.run(so, inputs, tmp_path / f"t{threads}", threads=threads)
+        tl.assert_outputs_close(got, ref)
+
+
+@pytest.mark.parametrize("tapped,hw", [(False, 7), (True, 7), (False, 28)], ids=["blocks", "tapped", "28x28"])
+def test_channels_last_region(tapped, hw, tmp_path):
+    p, inputs, ref, ir = _ir(_blocks(tapped, hw), tmp_path)
     lay = _layouts(ir)
     if hw == 28:
         # 28x28: the 1x1 convs run with pixels as rows only beside a depthwise conv, so the
@@ -107,28 +119,50 @@ def test_channels_last_region(tapped, hw, tmp_path):
         # each stay NCHW on that side, and so the blocks' other tensors on the same conv
         assert len(lay) < 7, lay
         assert len(lay) > 0, ir
-    so = tl.compile(p, tmp_path / "build")
-    for threads in (1, 2):
-        got = tl.run(so, inputs, tmp_path / f"t{threads}", threads=threads)
-        tl.assert_outputs_close(got, ref)
+    _check_outputs(p, inputs, ref, tmp_path)
 
 
-def test_channels_last_bottlenecks(tmp_path):
-    m, inputs, ref = _bottlenecks().build()
-    p = tmp_path / "m.onnx"
-    onnx.save(m, p)
-    ir = tl.compile(p, tmp_path / "ir", emit="ir").read_text()
-    lay = _layouts(ir)
-    # NCHW: only the graph's input (read by the first 1x1 conv and the shortcut); channels
-    # last: everything after it, the 3x3 convs' inputs too (their im2col packed from it, K
-    # tap-major like their weights), the shortcut's output (from its subsampled copy), the
-    # first block's sum (read by the next block's 1x1 conv and added as its residual), the
-    # second's (read by the pool)
-    assert lay == {"Conv_c1": "out", "Conv_c2": "in and out", "Conv_d": "out", "Conv_c3": "in and out",
-                   "Conv_c4": "in and out", "Conv_c5": "in and out", "Conv_c6": "in and out",
-                   "GlobalAveragePool_y": "in"}, ir
-    assert ir.count("weights tap-major") == 2, ir
-    so = tl.compile(p, tmp_path / "build")
-    for threads in (1, 2):
-        got = tl.run(so, inputs, tmp_path / f"t{threads}", threads=threads)
-        tl.assert_outputs_close(got, ref)
+def _wino_bottlenecks() -> Case:
+    """A 1x1 conv, then two ResNet-50-style bottlenecks at 28x28 (each its input as the
+    residual), batch 2, then a global average pool: the 3x3 convs run as Winograd with tiles
+    as rows (49 tiles), and the 1x1 convs on their map with pixels as rows."""
+    nodes = [node("Conv", ["x", "w0", "b0"], ["c0"])]
+    prev = "c0"
+    for k in (1, 2):
+        nodes += [
+            node("Conv", [prev, f"wa{k}", f"ba{k}"], [f"a{k}"]), node("Relu", [f"a{k}"], [f"ra{k}"]),
+            node("Conv", [f"ra{k}", f"wb{k}", f"bb{k}"], [f"b{k}"], pads=[1, 1, 1, 1]), node("Relu", [f"b{k}"], [f"rb{k}"]),
+            node("Conv", [f"rb{k}", f"wc{k}", f"bc{k}"], [f"c{k}"]),
+            node("Add", [f"c{k}", prev], [f"s{k}"]), node("Relu", [f"s{k}"], [f"o{k}"]),
+        ]
+        prev = f"o{k}"
+    nodes.append(node("GlobalAveragePool", [prev], ["y"]))
+    inits = {"w0": R(64, 40, 1, 1), "b0": R(64)}
+    for k in (1, 2):
+        inits.update({f"wa{k}": R(32, 64, 1, 1), f"ba{k}": R(32), f"wb{k}": R(32, 32, 3, 3), f"bb{k}": R(32),
+                      f"wc{k}": R(64, 32, 1, 1), f"bc{k}": R(64)})
+    return Case("layout-wino-bottlenecks", 13, nodes, {"x": [2, 40, 28, 28]}, inits)
+
+
+# NCHW: only the graph's input. Bottlenecks: channels last everything after it, the 3x3 convs'
+# inputs too (their im2col packed from it, K tap-major like their weights), the shortcut's
+# output (from its subsampled copy), the first block's sum (read by the next block's 1x1 conv
+# and added as its residual), the second's (read by the pool). Winograd: everything after the
+# first conv, Winograd's inputs and outputs too.
+_STAGES = {
+    "bottlenecks": (_bottlenecks, {"Conv_c1": "out", "Conv_c2": "in and out", "Conv_d": "out",
+                                   "Conv_c3": "in and out", "Conv_c4": "in and out", "Conv_c5": "in and out",
+                                   "Conv_c6": "in and out", "GlobalAveragePool_y": "in"}, "weights tap-major"),
+    "winograd": (_wino_bottlenecks, {"Conv_c0": "out", "Conv_a1": "in and out", "Conv_b1": "in and out",
+                                     "Conv_c1": "in and out", "Conv_a2": "in and out", "Conv_b2": "in and out",
+                                     "Conv_c2": "in and out", "GlobalAveragePool_y": "in"}, "tiles as rows"),
+}
+
+
+@pytest.mark.parametrize("stage", sorted(_STAGES))
+def test_channels_last_resnet_stages(stage, tmp_path):
+    build, want, note = _STAGES[stage]
+    p, inputs, ref, ir = _ir(build(), tmp_path)
+    assert _layouts(ir) == want, ir
+    assert ir.count(note) == 2, ir
+    _check_outputs(p, inputs, ref, tmp_path)

@@ -94,9 +94,10 @@ static void run_prepacked(const cuvil_conv2d_params *p, int64_t algo, int64_t mr
     pp.algo = algo;
     pp.packed_mr = mr;
     pp.packed_kc = kc;
-    size_t nf = cuvil_f32_conv2d_packed_floats(&pp);
-    float *wp = nf ? ktu_falloc(nf) : NULL;
-    if (nf) cuvil_f32_conv2d_pack(&pp, w, wp, NULL);
+    size_t nf = cuvil_f32_conv2d_packed_floats(&pp), nt = cuvil_f32_conv2d_pack_tmp_floats(&pp);
+    float *wp = nf ? ktu_falloc(nf) : NULL, *tmp = nt ? ktu_falloc(nt) : NULL;
+    if (nf) cuvil_f32_conv2d_pack(&pp, w, wp, tmp);
+    free(tmp);
     const size_t per = CUVIL_ALIGN_UP(cuvil_f32_conv2d_scratch_size(&pp), 64);
     void *scratch = ktu_alloc((size_t)threads * per);
     cuvil_pool *pool = threads > 1 ? cuvil_pool_create(threads, per, ktu_aligned_alloc, ktu_aligned_free, NULL) : NULL;
@@ -628,19 +629,19 @@ static void relayout_f(const float *s, float *d, int64_t N, int64_t C, int64_t H
 }
 
 /* One conv with layout flags against the NCHW naive loop: x, the residual and the reference
- * transposed here. res_mode as run_conv's; the kernel: the pixels-as-rows GEMM on prepacked
- * weights (1 and 3 threads), or the depthwise conv on tap-major weights (1 and 3 threads) and
- * on the model's (unprepacked). */
-static void run_layout(const conv_case *cc, int64_t layout, int res_mode, int act) {
+ * transposed here. res_mode as run_conv's; the kernel: `algo` (the pixels-as-rows GEMM or
+ * Winograd with tiles as rows) on prepacked weights (1 and 3 threads), or the depthwise conv
+ * on tap-major weights (1 and 3 threads) and on the model's (unprepacked). */
+static void run_layout_algo(const conv_case *cc, int64_t layout, int res_mode, int act, int64_t algo) {
     cuvil_conv2d_params p = to_params(cc);
     p.act = ktu_act_params(act);
     p.layout = layout;
     const int dw = p.group == p.C;
-    p.algo = dw ? 0 : CUVIL_CONV_GEMM_T;
+    p.algo = dw ? 0 : algo;
     p.packed_mr = 1; /* (for cuvil_conv2d_layout_ok; run_prepacked sets the real one) */
     char label[300];
-    snprintf(label, sizeof label, "layout %lld: N=%lld C=%lld %lldx%lld M=%lld k=%lldx%lld s=%lld pads=%lld,%lld res=%d act=%s",
-             (long long)layout, (long long)p.N, (long long)p.C, (long long)p.H, (long long)p.W, (long long)p.M,
+    snprintf(label, sizeof label, "layout %lld algo %lld: N=%lld C=%lld %lldx%lld M=%lld k=%lldx%lld s=%lld pads=%lld,%lld res=%d act=%s",
+             (long long)layout, (long long)p.algo, (long long)p.N, (long long)p.C, (long long)p.H, (long long)p.W, (long long)p.M,
              (long long)p.KH, (long long)p.KW, (long long)p.stride_h, (long long)p.pad_t, (long long)p.pad_l, res_mode,
              cuvil_act_names[act]);
     if (!cuvil_conv2d_layout_ok(&p)) {
@@ -672,11 +673,13 @@ static void run_layout(const conv_case *cc, int64_t layout, int res_mode, int ac
             for (int64_t q = 0; q < OHW; q++)
                 refl[y_last ? (n * OHW + q) * p.M + m : (n * p.M + m) * OHW + q] = ref[(n * p.M + m) * OHW + q];
     const cuvil_gemm_blocking *def = cuvil_gemm_default_blocking();
+    /* Winograd's own error (run_conv's wtol) */
+    const double tol = p.algo == CUVIL_CONV_WINOGRAD_T ? 2e-6 * 9.0 * (double)p.C + 1e-5 : 1e-4;
     for (int v = 0; v < (dw ? 3 : 2); v++) {
         const float *r = start_y(res_mode, resl, y, ny);
         if (v < 2) {
             run_prepacked(&p, p.algo, dw ? def->uk->mr : def->uk->nr, def->kc, v ? 3 : 1, xl, w, b, r, y, refl, ny, 1e-4,
-                          1e-4, label, dw ? "depthwise, tap-major weights" : "gemm_t");
+                          tol, label, dw ? "depthwise, tap-major weights" : p.algo == CUVIL_CONV_WINOGRAD_T ? "winograd_t" : "gemm_t");
         } else {
             cuvil_conv2d_params pp = p;
             pp.packed_mr = 0;
@@ -695,6 +698,10 @@ static void run_layout(const conv_case *cc, int64_t layout, int res_mode, int ac
     free(y);
     free(ref);
     free(refl);
+}
+
+static void run_layout(const conv_case *cc, int64_t layout, int res_mode, int act) {
+    run_layout_algo(cc, layout, res_mode, act, CUVIL_CONV_GEMM_T);
 }
 
 static void test_channels_last(void) {
@@ -740,6 +747,22 @@ static void test_channels_last(void) {
         run_layout(&taps[i], XY, (int)i % 3, CUVIL_ACT_RELU);
         run_layout(&taps[i], X, 1, CUVIL_ACT_NONE);
     }
+    /* Winograd with tiles as rows: the input transform reads a channels-last x (V as
+     * [point][tile][channel]), the output transform writes a channels-last y */
+    static const conv_case wino[] = {
+        /*  N  C   H   W   M  KH KW sh sw pt pl pb pr dh dw g */
+        {1, 64, 14, 14, 48, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},   /* ResNet's 14x14: 16 tiles */
+        {2, 37, 11, 9, 70, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},    /* partial tiles and channel vectors, batch */
+        {1, 20, 28, 28, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},   /* 49 tiles */
+        {1, 8, 10, 13, 5, 3, 3, 1, 1, 0, 2, 1, 0, 1, 1, 1},     /* uneven pads, C < a vector */
+        {1, 300, 28, 28, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},  /* several tile blocks */
+    };
+    for (size_t i = 0; i < sizeof wino / sizeof wino[0]; i++) {
+        run_layout_algo(&wino[i], XY, (int)i % 3, CUVIL_ACT_RELU, CUVIL_CONV_WINOGRAD_T);
+        run_layout_algo(&wino[i], X, 1, CUVIL_ACT_NONE, CUVIL_CONV_WINOGRAD_T);
+        run_layout_algo(&wino[i], Y, 2, CUVIL_ACT_CLIP, CUVIL_CONV_WINOGRAD_T);
+        run_layout_algo(&wino[i], Y, 0, CUVIL_ACT_SILU, CUVIL_CONV_WINOGRAD_T);
+    }
     static const conv_case dws[] = {
         /*  N  C   H   W   M  KH KW sh sw pt pl pb pr dh dw g */
         {1, 40, 14, 14, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 40},   /* a partial vector of channels */
@@ -763,6 +786,15 @@ static void test_channels_last(void) {
     if (!cuvil_conv2d_layout_ok(&p)) ktu_fail("layout: refuses the 1x1 pixels-as-rows GEMM");
     p.algo = 0;
     if (cuvil_conv2d_layout_ok(&p)) ktu_fail("layout: takes a channels-last GEMM that is not pixels-as-rows");
+    p.algo = CUVIL_CONV_WINOGRAD;
+    if (cuvil_conv2d_layout_ok(&p)) ktu_fail("layout: takes Winograd with tiles as columns");
+    p = to_params(&wino[0]);
+    p.algo = CUVIL_CONV_WINOGRAD_T;
+    p.packed_mr = 1;
+    p.layout = XY;
+    if (!cuvil_conv2d_layout_ok(&p)) ktu_fail("layout: refuses Winograd with tiles as rows");
+    p.stride_h = p.stride_w = 2;
+    if (cuvil_conv2d_layout_ok(&p)) ktu_fail("layout: takes Winograd_T where Winograd does not apply");
     static const conv_case grouped = {1, 8, 7, 7, 12, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 2};
     p = to_params(&grouped);
     p.algo = CUVIL_CONV_GEMM_T;
