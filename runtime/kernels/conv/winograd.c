@@ -23,7 +23,7 @@
  * in x, into V as [point][tile][channel] (the GEMMs' A as it lies), and the output transform,
  * already vectorised over channels, stores each pixel's run of them. ResNet-50's layer2 and
  * layer3 are then channels last throughout (profile_layers, one thread, lowest of 3 runs
- * alternating with the NCHW build: the six 14x14 3x3 convs 6.28 -> 5.92 ms, the three 28x28
+ * alternating with the NCHW build: the five 14x14 3x3 convs 6.28 -> 5.92 ms, the three 28x28
  * ones 3.72 -> 3.39).
  *
  * Points (0, 1, -1, 2, -2, inf); float32 error grows with the point magnitudes, ~1e-6 relative
