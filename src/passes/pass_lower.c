@@ -112,9 +112,6 @@ static bool direct_pays(const cuvil_conv2d_params *p) {
     return p->stride_h == 2 && p->KH * p->KW > 1 && p->C * p->KH * p->KW >= 256;
 }
 
-/* Depthwise convolutions (C/group == 1) run the direct loop; the others run as GEMMs (1x1
- * stride-1 ones straight on the input, the rest through im2col packing), and their constant
- * weights are packed now into the panels the target's microkernel reads. */
 /* Is conv n's output map one of the sizes where Winograd runs with tiles as rows? */
 static bool on_wino_t_map(const lower_ctx *c, const cuvil_conv2d_params *p) {
     for (int i = 0; i < c->n_wino_t; i++)
@@ -122,6 +119,9 @@ static bool on_wino_t_map(const lower_ctx *c, const cuvil_conv2d_params *p) {
     return false;
 }
 
+/* Depthwise convolutions (C/group == 1) run the direct loop; the others run as GEMMs (1x1
+ * stride-1 ones straight on the input, the rest through im2col packing), and their constant
+ * weights are packed now into the panels the target's microkernel reads. */
 static cuvil_status lower_conv(cir_graph *g, cir_node *n, const lower_ctx *c) {
     const cuvil_target_info *t = c->t;
     cuvil_conv2d_params p;
