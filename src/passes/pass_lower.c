@@ -56,6 +56,13 @@ static bool swapped_fits_better(const cuvil_conv2d_params *p, const cuvil_target
     return tile_fill(px, ch, t->mr, t->nr) > 1.05 * tile_fill(ch, px, t->mr, t->nr);
 }
 
+/* Does a conv (params p, constant weights: packed) run as Winograd? With symbolic dims one
+ * kernel serves every size: the choices that follow the size (and change the packed weights'
+ * layout) are left out. */
+static bool runs_winograd(const cir_graph *g, bool packed, const cuvil_conv2d_params *p) {
+    return packed && !g->symbolic && g->opt_level >= 2 && winograd_pays(p);
+}
+
 /* Few tiles (14x14: 16 of 32 columns) fill the rows of Winograd's 36 GEMMs better (8 of 8)
  * than their columns, the tiles' usual place. */
 static bool wino_t_shape(const cuvil_conv2d_params *p, const cuvil_target_info *t) {
@@ -137,9 +144,7 @@ static cuvil_status lower_conv(cir_graph *g, cir_node *n, const lower_ctx *c) {
         snprintf(algo, sizeof algo, "direct depthwise%s", (p.KH == 3 || p.KH == 5) && p.KH == p.KW ? " (register-tiled)" : "");
     } else {
         bool packed = g->opt_level >= 1 && cir_is_const(w);
-        /* with symbolic dims one kernel serves every size: the choices that follow the size
-         * (and change the packed weights' layout) are left out */
-        bool wino = packed && !g->symbolic && g->opt_level >= 2 && winograd_pays(&p);
+        bool wino = runs_winograd(g, packed, &p);
         bool swap = packed && !g->symbolic && !wino &&
                     (swapped_fits_better(&p, t) ||
                      (g->opt_level >= 2 && pointwise && p.group == 1 && p.OH * p.OW <= SWAP_NEAR_DW_MAX_PIXELS &&
@@ -424,12 +429,12 @@ cuvil_status cuvil_pass_lower(cir_graph *g, const cuvil_options *o) {
     if (!t) return cuvil_err(g->ctx, CUVIL_ERR_INTERNAL, "lowering: unknown target '%s'", g->target ? g->target : "?");
     lower_ctx c = {t, 0, {{0}}};
     /* the maps of the convs that will run as Winograd with tiles as rows (lower_conv's test) */
-    for (int i = 0; i < g->n_nodes && !g->symbolic && g->opt_level >= 2; i++) {
+    for (int i = 0; i < g->n_nodes && c.n_wino_t < WINO_T_SIZES; i++) {
         cir_node *n = cir_node_at(g, i);
         cuvil_conv2d_params p;
         if (n->dead || n->kind != CIR_OP_CONV || n->half != CIR_UNDEF || !cir_is_const(cir_in(g, n, 1)) ||
-            op_conv_params(g, n, false, &p) || !winograd_pays(&p) || !wino_t_shape(&p, t) || on_wino_t_map(&c, &p) ||
-            c.n_wino_t == WINO_T_SIZES)
+            op_conv_params(g, n, false, &p) || !runs_winograd(g, g->opt_level >= 1, &p) || !wino_t_shape(&p, t) ||
+            on_wino_t_map(&c, &p))
             continue;
         c.wino_t_hw[c.n_wino_t][0] = p.OH;
         c.wino_t_hw[c.n_wino_t][1] = p.OW;
