@@ -34,9 +34,8 @@
 #include "../rt_int.h"
 
 /* The iterations of the loop that follows are independent (its pointers do not overlap).
- * GCC only: clang keeps restrict through inlining (as scoped no-alias), and its equivalent,
- * vectorize(assume_safety), warns -Wpass-failed where it cannot vectorise (builds without
- * optimisation, the fuzzers'). */
+ * GCC only: clang's equivalent, vectorize(assume_safety), warns -Wpass-failed where it cannot
+ * vectorise (builds without optimisation, the fuzzers'). */
 #if defined(__GNUC__) && !defined(__clang__)
 #define IVDEP _Pragma("GCC ivdep")
 #else
@@ -81,7 +80,7 @@ static int64_t wino_cb(int64_t TB) {
 static size_t transform_bytes(int64_t TB) {
     size_t n = (size_t)(2 * WP * TB * wino_cb(TB) + 4 * (TB + 2));
     if (n < 40 * 64) n = 40 * 64; /* the swapped layout's output transform: T and Y of 64 channels */
-    /* (and its channels-last input transform: 2 x 36 vectors of 16, fewer) */
+    /* (and its channels-last input transform: 6 + 36 vectors of 16, fewer) */
     return CUVIL_ALIGN_UP(n * sizeof(float), 64);
 }
 
@@ -281,6 +280,13 @@ static void input_task(void *vctx, int64_t task, int tid) {
  * A tile row inside the image is transformed straight from x; one that crosses its edge from
  * a copy with zeros for the padding. */
 #define WV 16
+
+/* bt6 over L <= WV lanes; a whole vector's with the count a constant (one register a row). */
+static inline __attribute__((always_inline)) void bt6_lanes(const float *d, int64_t ds, float *o, int64_t os, int64_t L) {
+    if (L == WV) bt6(d, ds, o, os, WV);
+    else bt6(d, ds, o, os, L);
+}
+
 static void input_task_nhwc(void *vctx, int64_t task, int tid) {
     const wino_run *r = (const wino_run *)vctx;
     const cuvil_conv2d_params *p = r->p;
@@ -299,9 +305,7 @@ static void input_task_nhwc(void *vctx, int64_t task, int tid) {
                 const int64_t ih = 4 * th + rr - p->pad_t;
                 float *wr = w + rr * WT * WV;
                 if (ih >= 0 && ih < H && cols_in) {
-                    const float *xs = xn + (ih * W + iw0) * C + c0;
-                    if (L == WV) bt6(xs, C, wr, WV, WV);
-                    else bt6(xs, C, wr, WV, L);
+                    bt6_lanes(xn + (ih * W + iw0) * C + c0, C, wr, WV, L);
                     continue;
                 }
                 for (int cc = 0; cc < WT; cc++) {
@@ -314,10 +318,7 @@ static void input_task_nhwc(void *vctx, int64_t task, int tid) {
             }
             /* then down each column into V[xi][q][c0 ..] */
             float *Vq = r->V + q * C + c0;
-            for (int j = 0; j < WT; j++) {
-                if (L == WV) bt6(w + j * WV, WT * WV, Vq + j * TB * C, WT * TB * C, WV);
-                else bt6(w + j * WV, WT * WV, Vq + j * TB * C, WT * TB * C, L);
-            }
+            for (int j = 0; j < WT; j++) bt6_lanes(w + j * WV, WT * WV, Vq + j * TB * C, WT * TB * C, L);
         }
     }
 }
