@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "../rt_int.h"
+#include "../transpose8.h"
 
 #if defined(__AVX2__)
 #include <immintrin.h>
@@ -196,32 +197,12 @@ static void pack_rows(const void *vctx, int64_t k0, int64_t kc, int64_t n0, int6
 }
 
 #if defined(__AVX2__)
-/* a[i][j] = a[j][i] for 8 vectors of 8 floats, in registers. */
-static inline void transpose8_regs(__m256 a[8]) {
-    __m256 t[8];
-    for (int i = 0; i < 4; i++) {
-        t[2 * i] = _mm256_unpacklo_ps(a[2 * i], a[2 * i + 1]);
-        t[2 * i + 1] = _mm256_unpackhi_ps(a[2 * i], a[2 * i + 1]);
-    }
-    for (int i = 0; i < 2; i++) {
-        a[4 * i + 0] = _mm256_shuffle_ps(t[4 * i + 0], t[4 * i + 2], _MM_SHUFFLE(1, 0, 1, 0));
-        a[4 * i + 1] = _mm256_shuffle_ps(t[4 * i + 0], t[4 * i + 2], _MM_SHUFFLE(3, 2, 3, 2));
-        a[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(1, 0, 1, 0));
-        a[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(3, 2, 3, 2));
-    }
-    for (int i = 0; i < 4; i++) {
-        t[i] = _mm256_permute2f128_ps(a[i], a[i + 4], 0x20);
-        t[i + 4] = _mm256_permute2f128_ps(a[i], a[i + 4], 0x31);
-    }
-    for (int i = 0; i < 8; i++) a[i] = t[i];
-}
-
 /* An 8 x 8 block: d[i][j] = s[j][i] (+ r[i][j]); r may be d itself (each row of r is read
  * before that row of d is written). */
 static inline void transpose8x8(const float *s, int64_t lds, float *d, const float *r, int64_t ldd) {
     __m256 a[8];
     for (int i = 0; i < 8; i++) a[i] = _mm256_loadu_ps(s + i * lds);
-    transpose8_regs(a);
+    cuvil_transpose8_regs(a);
     for (int i = 0; i < 8; i++) {
         __m256 v = a[i];
         if (r) v = _mm256_add_ps(v, _mm256_loadu_ps(r + i * ldd));
@@ -263,7 +244,7 @@ static void pack_im2col_nhwc(const void *vctx, int64_t k0, int64_t kc, int64_t n
                 for (; k + 8 <= len; k += 8) {
                     __m256 a[8];
                     for (int i = 0; i < 8; i++) a[i] = src[i] ? _mm256_loadu_ps(src[i] + k) : _mm256_setzero_ps();
-                    transpose8_regs(a);
+                    cuvil_transpose8_regs(a);
                     /* step k + i's nr rows: the first nr lanes of a[i]. Whole-vector stores in
                      * order, each overwriting what the next one writes again, but the last one
                      * of the panel (a masked store, slow on AMD's AVX2, for that one only) */
