@@ -166,3 +166,16 @@ def test_channels_last_resnet_stages(stage, tmp_path):
     assert _layouts(ir) == want, ir
     assert ir.count(note) == 2, ir
     _check_outputs(p, inputs, ref, tmp_path)
+
+
+def test_generated_c_keeps_algo_notes_whole(tmp_path):
+    """The generated C's comment on each node ends with the lowering's whole note: the Winograd
+    convs' (over 96 bytes: algorithm, tiles as rows, weights, layout) are not cut short."""
+    m, _, _ = _wino_bottlenecks().build()
+    p = tmp_path / "m.onnx"
+    onnx.save(m, p)
+    src = (tl.compile(p, tmp_path / "c", emit="c") / "model.c").read_text()
+    notes = re.findall(r"; (winograd[^\n]*?) \*/\n", src)
+    assert len(notes) == 2, src
+    for n in notes:
+        assert len(n) > 96 and n.endswith("weights transformed and prepacked, channels last in and out"), n
