@@ -378,7 +378,10 @@ def test_interrupted_compile_leaves_nothing(small, sig, tmp_path):
     out_dir = tmp_path / "out"
     out_dir.mkdir()
     argv = [str(tl.bin_path("cuvil-compile")), "--model", str(p), "--output", str(out_dir / "m.so"), "--cc", str(cc)]
-    proc = subprocess.Popen(argv, cwd=out_dir, stderr=subprocess.PIPE, text=True)
+    # the signal's default disposition in cuvil-compile whatever this test inherited: under
+    # `nohup cmd &` SIGHUP and SIGINT come ignored, and cuvil keeps an ignored signal ignored
+    proc = subprocess.Popen(argv, cwd=out_dir, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(sig, signal.SIG_DFL))
     child = Path(str(pidfile) + ".child")
     deadline = time.monotonic() + 60
     while not child.exists() and time.monotonic() < deadline and proc.poll() is None:
