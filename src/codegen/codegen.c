@@ -495,10 +495,9 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
         cuvil_sb_puts(nodes, " -> ");
         shape_comment(g, nodes, n->out, n->n_out);
         if (n->algo) {
-            /* the lowering's own words, not a name from the model: kept whole (the layout
-             * pass appends to notes of up to 160 bytes, in a 400-byte buffer) */
+            /* the lowering's own words, not a name from the model: kept whole */
             cuvil_sb_puts(nodes, "; ");
-            cuvil_sb_safe_text(nodes, n->algo, 400);
+            cuvil_sb_safe_text(nodes, n->algo, CIR_ALGO_MAX);
         }
         cuvil_sb_puts(nodes, " */\n");
         if (cg.params.len) cuvil_sb_append(nodes, cg.params.s, cg.params.len);

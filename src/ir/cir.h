@@ -118,6 +118,9 @@ typedef struct cir_attr {
     float *floats;
 } cir_attr;
 
+/* The longest note a node's algo may hold, its NUL included (the lowering writes them). */
+#define CIR_ALGO_MAX 400
+
 typedef struct cir_node {
     int id;
     cir_op_kind kind;
@@ -135,7 +138,8 @@ typedef struct cir_node {
     int residual;              /* value id added before the activation, or -1 */
     const char *fused;         /* names of the ops fused in, for comments ("batch_norm+relu") */
     /* set by the lowering stage (passes/pass_lower.c) */
-    const char *algo;          /* the kernel and algorithm chosen, for --emit ir and comments */
+    const char *algo;          /* the kernel and algorithm chosen, for --emit ir and comments
+                                * (at most CIR_ALGO_MAX bytes, its NUL included) */
     int packed;                /* value id of weights packed for that kernel, or -1 */
     int kernel_algo;           /* the kernel's algorithm code where it has several (0: its default) */
     /* what the kernel needs beyond the inputs' shapes, in the graph's arena (mbblock: its

@@ -389,7 +389,7 @@ static cuvil_status assign_layouts(cir_graph *g, const cuvil_target_info *t) {
         cuvil_conv2d_params p;
         if ((s = op_conv_params(g, n, false, &p))) break;
         n->layout = layout;
-        char algo[400];
+        char algo[CIR_ALGO_MAX];
         snprintf(algo, sizeof algo, "%s, channels last %s", n->algo ? n->algo : "",
                  layout == CUVIL_CONV_X_NHWC ? "in" : layout == CUVIL_CONV_Y_NHWC ? "out" : "in and out");
         /* the weights tap-major: the depthwise conv's (a tap's weights for a vector of
