@@ -323,6 +323,7 @@ static const conv_case conv_cases[] = {
     {2, 8, 33, 35, 10, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},  /* 3x3 s1, many tiles, batch */
     {1, 300, 6, 5, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},   /* 3x3 s1, C > KC */
     {1, 2, 2, 3, 3, 3, 3, 1, 1, 2, 2, 2, 2, 1, 1, 1},     /* 3x3 s1, image smaller than a tile */
+    {2, 13, 28, 40, 147, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1}, /* 3x3 s1, on 3 threads a block of tiles each */
     {2, 5, 11, 8, 7, 1, 1, 2, 3, 0, 0, 0, 0, 1, 1, 1},    /* 1x1 strides 2x3, batch (subsampled) */
     {1, 12, 14, 14, 40, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 1}, /* 1x1 stride 2 to 7x7 (pixels as rows) */
     {1, 3, 16, 34, 3, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 3},   /* depthwise 3x3 s2, even width */

@@ -26,6 +26,13 @@
  * alternating with the NCHW build: the five 14x14 3x3 convs 6.28 -> 5.92 ms, the three 28x28
  * ones 3.72 -> 3.39).
  *
+ * On several threads, tiles as columns (channels first: ResNets' 56x56 stage) and enough tiles for
+ * two blocks a thread, each thread takes whole blocks instead (block_task), all three phases
+ * in its own scratch slice, with V and M sized to half this machine's 1 MiB L2: no block's
+ * V or M then passes between cores. It pays when another tenant of the host takes the shared
+ * L3: in such periods ResNet-18's 56x56 3x3 convs (two threads, profile_layers, alternating)
+ * took 1.33-1.39 ms each shared, 0.99-1.05 private; otherwise 0.68-0.71 against 0.72-0.73.
+ *
  * Points (0, 1, -1, 2, -2, inf); float32 error grows with the point magnitudes, ~1e-6 relative
  * to the sum of |terms| on N(0,1) data (tests/unit/test_kernel_conv.c bounds it).
  */
@@ -51,13 +58,17 @@ typedef struct wino_geo {
     int64_t TB;          /* tiles per block */
 } wino_geo;
 
-static wino_geo wino_plan(const cuvil_conv2d_params *p, int nr) {
+/* V and M of a block (36 x (Cin + Cout) x TB floats) within `budget` bytes: ~2 MiB of L2 when
+ * the threads share a block, half of this machine's 1 MiB when each has its own. */
+#define SHARED_BUDGET (2u << 20)
+#define PRIVATE_BUDGET (640u << 10)
+
+static wino_geo wino_plan_budget(const cuvil_conv2d_params *p, int nr, size_t budget) {
     wino_geo g;
     g.TH = (p->OH + 3) / 4;
     g.TW = (p->OW + 3) / 4;
     g.T = g.TH * g.TW;
-    /* V and M of a block (36 x (Cin + Cout) x TB floats) within ~2 MiB of L2 */
-    int64_t tb_max = (int64_t)(2u << 20) / (WP * 4 * (p->C + p->M));
+    int64_t tb_max = (int64_t)budget / (WP * 4 * (p->C + p->M));
     tb_max = tb_max / nr * nr;
     if (tb_max < nr) tb_max = nr;
     if (tb_max > 128) tb_max = 128;
@@ -65,6 +76,16 @@ static wino_geo wino_plan(const cuvil_conv2d_params *p, int nr) {
     g.TB = CUVIL_ALIGN_UP((g.T + nblk - 1) / nblk, nr);
     if (g.TB > g.T) g.TB = g.T;
     return g;
+}
+
+static wino_geo wino_plan(const cuvil_conv2d_params *p, int nr) { return wino_plan_budget(p, nr, SHARED_BUDGET); }
+
+/* Does p run with a block of tiles per thread (*g its plan)? With tiles as columns (the
+ * channels-first layout: ResNets' 56x56 stage) and enough blocks for two per thread. */
+static int wino_private(const cuvil_conv2d_params *p, int nr, int threads, wino_geo *g) {
+    if (p->algo != CUVIL_CONV_WINOGRAD || threads <= 1) return 0;
+    *g = wino_plan_budget(p, nr, PRIVATE_BUDGET);
+    return p->N * ((g->T + g->TB - 1) / g->TB) >= 2 * (int64_t)threads;
 }
 
 /* Channels whose input transform runs together: the 1-D transforms then run over CB x TB
@@ -102,9 +123,13 @@ int cuvil_conv2d_winograd_applies(const cuvil_conv2d_params *p) {
            p->dil_w == 1 && p->group == 1 && p->C > 0 && p->M > 0 && p->OH > 0 && p->OW > 0;
 }
 
+/* Every thread's slice is this size: the shared blocks' V and M in slice 0, or a private
+ * block's in each slice, then the per-thread buffers. */
 size_t cuvil_f32_conv2d_winograd_scratch_size(const cuvil_conv2d_params *p, const cuvil_gemm_blocking *b) {
-    const wino_geo g = wino_plan(p, b->uk->nr);
-    return wino_shared_bytes(p, &g) + wino_thread_bytes(p, &g, b);
+    const wino_geo g = wino_plan(p, b->uk->nr), gp = wino_plan_budget(p, b->uk->nr, PRIVATE_BUDGET);
+    const size_t shared = wino_shared_bytes(p, &g) + wino_thread_bytes(p, &g, b);
+    const size_t priv = wino_shared_bytes(p, &gp) + wino_thread_bytes(p, &gp, b);
+    return shared > priv ? shared : priv;
 }
 
 /* ===== Weight transform (compile time) ================================================= */
@@ -467,6 +492,23 @@ static void output_task_t(void *vctx, int64_t task, int tid) {
     }
 }
 
+/* Block `task` (image task / blocks, its tiles the next TB) on one thread, its three phases one
+ * after the other, V and M at the start of the thread's own slice. */
+static void block_task(void *vctx, int64_t task, int tid) {
+    wino_run r = *(const wino_run *)vctx;
+    const int64_t nblk = (r.g.T + r.g.TB - 1) / r.g.TB;
+    r.n = task / nblk;
+    r.t0 = task % nblk * r.g.TB;
+    r.nt = cuvil_min_i64(r.g.TB, r.g.T - r.t0);
+    r.V = (float *)cuvil_thread_scratch(r.scratch, tid);
+    r.Mb = (float *)((char *)r.V + CUVIL_ALIGN_UP((size_t)(WP * r.p->C * r.g.TB) * sizeof(float), 64));
+    r.per_c = r.p->C;
+    input_task(&r, 0, tid);
+    for (int xi = 0; xi < WP; xi++) gemm_task(&r, xi, tid);
+    r.per_c = r.p->M;
+    output_task(&r, 0, tid);
+}
+
 void cuvil_f32_conv2d_winograd(const cuvil_conv2d_params *p, const float *x, const float *w_packed,
                                const float *bias, const float *residual, float *y, void *scratch,
                                const cuvil_gemm_blocking *b) {
@@ -481,11 +523,16 @@ void cuvil_f32_conv2d_winograd(const cuvil_conv2d_params *p, const float *x, con
     r.residual = residual;
     r.y = y;
     r.scratch = scratch;
+    const int threads = cuvil_threads();
+    if (wino_private(p, b->uk->nr, threads, &r.g)) {
+        r.shared = wino_shared_bytes(p, &r.g);
+        cuvil_parallel_for(p->N * ((r.g.T + r.g.TB - 1) / r.g.TB), block_task, &r);
+        return;
+    }
     r.g = wino_plan(p, b->uk->nr);
     r.shared = wino_shared_bytes(p, &r.g);
     r.V = (float *)scratch;
     r.Mb = (float *)((char *)scratch + CUVIL_ALIGN_UP((size_t)(WP * p->C * r.g.TB) * sizeof(float), 64));
-    const int threads = cuvil_threads();
     for (r.n = 0; r.n < p->N; r.n++)
         for (r.t0 = 0; r.t0 < r.g.T; r.t0 += r.g.TB) {
             r.nt = cuvil_min_i64(r.g.TB, r.g.T - r.t0);
