@@ -756,7 +756,7 @@ static void test_channels_last(void) {
         {2, 37, 11, 9, 70, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},    /* partial tiles and channel vectors, batch */
         {1, 20, 28, 28, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},   /* 49 tiles */
         {1, 8, 10, 13, 5, 3, 3, 1, 1, 0, 2, 1, 0, 1, 1, 1},     /* uneven pads, C < a vector */
-        {1, 300, 28, 28, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},  /* several tile blocks */
+        {1, 440, 28, 28, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},  /* several tile blocks (32 + 17 tiles) */
     };
     for (size_t i = 0; i < sizeof wino / sizeof wino[0]; i++) {
         run_layout_algo(&wino[i], XY, (int)i % 3, CUVIL_ACT_RELU, CUVIL_CONV_WINOGRAD_T);

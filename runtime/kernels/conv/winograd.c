@@ -59,8 +59,14 @@ typedef struct wino_geo {
 } wino_geo;
 
 /* V and M of a block (36 x (Cin + Cout) x TB floats) within `budget` bytes: ~2 MiB of L2 when
- * the threads share a block, half of this machine's 1 MiB when each has its own. */
+ * the threads share a block, half of this machine's 1 MiB when each has its own. With tiles as
+ * rows, 3 MiB: a 28x28 map's 49 tiles at 128 channels are then one block, not 32 + 17, and
+ * the 2.4 MB of transformed weights are read once, not twice (the same 7 + 7 row panels);
+ * ResNet-18's three such convs, profile_layers alternating: 0.43-0.44 -> 0.40 ms each on two
+ * threads in the VM's fast periods, 0.72-0.75 -> 0.64-0.65 in its slow ones; one thread
+ * 0.83 -> 0.78-0.80. */
 #define SHARED_BUDGET (2u << 20)
+#define ROWS_BUDGET (3u << 20)
 #define PRIVATE_BUDGET (640u << 10)
 
 static wino_geo wino_plan_budget(const cuvil_conv2d_params *p, int nr, size_t budget) {
@@ -78,7 +84,9 @@ static wino_geo wino_plan_budget(const cuvil_conv2d_params *p, int nr, size_t bu
     return g;
 }
 
-static wino_geo wino_plan(const cuvil_conv2d_params *p, int nr) { return wino_plan_budget(p, nr, SHARED_BUDGET); }
+static wino_geo wino_plan(const cuvil_conv2d_params *p, int nr) {
+    return wino_plan_budget(p, nr, p->algo == CUVIL_CONV_WINOGRAD_T ? ROWS_BUDGET : SHARED_BUDGET);
+}
 
 /* Does p run with a block of tiles per thread (*g its plan)? With tiles as columns (the
  * channels-first layout: ResNets' 56x56 stage) and enough blocks for two per thread. */
