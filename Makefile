@@ -32,6 +32,9 @@ WHEEL_DIR ?= dist
 wheel: setup build
 	@rm -rf $(BUILD)/wheel && mkdir -p $(BUILD)/wheel $(WHEEL_DIR)
 	@cp -r python $(BUILD)/wheel/src && rm -rf $(BUILD)/wheel/src/cuvil/_native
+	@# (a setuptools build/ left in python/ by an earlier pip run would put its stale copies in
+	@# the wheel: build_py keeps a target newer than its source, and cp makes them all new)
+	@rm -rf $(BUILD)/wheel/src/build $(BUILD)/wheel/src/*.egg-info
 	@find $(BUILD)/wheel/src -name __pycache__ -prune -exec rm -rf {} +
 	@cmake --install $(BUILD) --prefix $(abspath $(BUILD))/wheel/src/cuvil/_native > $(BUILD)/wheel/install.log
 	@$(PY) -m pip wheel -q --no-deps --no-build-isolation -w $(WHEEL_DIR) $(BUILD)/wheel/src 2> $(BUILD)/wheel/pip.log || { cat $(BUILD)/wheel/pip.log; exit 1; }
