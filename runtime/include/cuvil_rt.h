@@ -177,7 +177,7 @@ typedef struct cuvil_conv2d_params {
 /* y and the residual are [N, OH, OW, M]. */
 #define CUVIL_CONV_Y_NHWC 2
 /* Whether a conv takes p->layout: the pixels-as-rows GEMM (algo CUVIL_CONV_GEMM_T, group 1,
- * weights prepacked), Winograd with tiles as rows (CUVIL_CONV_WINOGRAD_T, prepacked; x and y
+ * weights prepacked), Winograd with tiles as rows (CUVIL_CONV_WINOGRAD_T and _WINOGRAD2_T, prepacked; x and y
  * each either way), and the depthwise conv (multiplier 1, undilated, x and y both channels
  * last or neither). Prepacked depthwise weights with a layout are tap-major, [KH*KW][M]; so
  * is K in the prepacked weights of a GEMM with several taps and a channels-last x (k = tap C
@@ -193,6 +193,9 @@ int cuvil_conv2d_packed_tap_major(const cuvil_conv2d_params *p);
  * packed as B for packed_mr columns): for few tiles (14x14: 16), which fill MR rows better
  * than NR columns. */
 #define CUVIL_CONV_WINOGRAD_T 3
+/* Winograd F(2x2, 3x3) with tiles as rows (16 points, the weights packed as for
+ * CUVIL_CONV_WINOGRAD_T): for maps too small for 4x4 tiles (7x7); x and y each either layout. */
+#define CUVIL_CONV_WINOGRAD2_T 5
 /* Direct convolution (group 1, stride 1 or 2, undilated): the GEMM of the weights (packed
  * as for algo 0) and the im2col matrix, whose rows the microkernel reads in place from a
  * zero-padded copy of the input (stride 2: split into its four phases) instead of packing

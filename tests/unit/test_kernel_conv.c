@@ -158,11 +158,18 @@ static void run_conv(const conv_case *cc, int with_bias, int res_mode, int act, 
                                 CUVIL_ACT_TAN};
     int skip_wino = 0;
     for (size_t k = 0; k < sizeof jumpy / sizeof jumpy[0]; k++) skip_wino |= int_data && act == jumpy[k];
-    for (int v = -17; v < cuvil_f32_gemm_n_ukernels; v++) {
-        if (skip_wino && (v == -7 || v == -6 || v == -5 || (v <= -13 && v >= -14))) continue;
+    for (int v = -19; v < cuvil_f32_gemm_n_ukernels; v++) {
+        if (skip_wino && (v == -7 || v == -6 || v == -5 || (v <= -13 && v >= -14) || v <= -18)) continue;
         const float *r = start_y(res_mode, res, y, ny);
         void *scratch = NULL;
-        if (v <= -15) {
+        if (v <= -18) {
+            /* Winograd F(2x2,3x3) with tiles as rows (CUVIL_CONV_WINOGRAD2_T), channels first in
+             * and out: on one thread (-18) and on a pool of 3 (-19) */
+            if (!cuvil_conv2d_winograd_applies(&p)) continue;
+            const cuvil_gemm_blocking *def = cuvil_gemm_default_blocking();
+            run_prepacked(&p, CUVIL_CONV_WINOGRAD2_T, def->uk->nr, def->kc, v == -19 ? 3 : 1, x, w, bias, r, y, ref, ny, 1e-4,
+                          wtol, label, "winograd F(2x2,3x3)");
+        } else if (v <= -15) {
             /* direct convolution (CUVIL_CONV_DIRECT), weights packed as for the GEMM path: for
              * the runtime's MR and KC on one thread (-15) and on a pool of 3 (-16); for another
              * MR and KC (-17: it falls back to the GEMM path, which repacks them) */
@@ -675,12 +682,13 @@ static void run_layout_algo(const conv_case *cc, int64_t layout, int res_mode, i
                 refl[y_last ? (n * OHW + q) * p.M + m : (n * p.M + m) * OHW + q] = ref[(n * p.M + m) * OHW + q];
     const cuvil_gemm_blocking *def = cuvil_gemm_default_blocking();
     /* Winograd's own error (run_conv's wtol) */
-    const double tol = p.algo == CUVIL_CONV_WINOGRAD_T ? 2e-6 * 9.0 * (double)p.C + 1e-5 : 1e-4;
+    const int wino = p.algo == CUVIL_CONV_WINOGRAD_T || p.algo == CUVIL_CONV_WINOGRAD2_T;
+    const double tol = wino ? 2e-6 * 9.0 * (double)p.C + 1e-5 : 1e-4;
     for (int v = 0; v < (dw ? 3 : 2); v++) {
         const float *r = start_y(res_mode, resl, y, ny);
         if (v < 2) {
             run_prepacked(&p, p.algo, dw ? def->uk->mr : def->uk->nr, def->kc, v ? 3 : 1, xl, w, b, r, y, refl, ny, 1e-4,
-                          tol, label, dw ? "depthwise, tap-major weights" : p.algo == CUVIL_CONV_WINOGRAD_T ? "winograd_t" : "gemm_t");
+                          tol, label, dw ? "depthwise, tap-major weights" : p.algo == CUVIL_CONV_WINOGRAD_T ? "winograd_t" : wino ? "winograd2_t" : "gemm_t");
         } else {
             cuvil_conv2d_params pp = p;
             pp.packed_mr = 0;
@@ -763,6 +771,9 @@ static void test_channels_last(void) {
         run_layout_algo(&wino[i], X, 1, CUVIL_ACT_NONE, CUVIL_CONV_WINOGRAD_T);
         run_layout_algo(&wino[i], Y, 2, CUVIL_ACT_CLIP, CUVIL_CONV_WINOGRAD_T);
         run_layout_algo(&wino[i], Y, 0, CUVIL_ACT_SILU, CUVIL_CONV_WINOGRAD_T);
+        run_layout_algo(&wino[i], XY, (int)i % 3, CUVIL_ACT_RELU, CUVIL_CONV_WINOGRAD2_T);
+        run_layout_algo(&wino[i], X, 2, CUVIL_ACT_NONE, CUVIL_CONV_WINOGRAD2_T);
+        run_layout_algo(&wino[i], Y, 1, CUVIL_ACT_SILU, CUVIL_CONV_WINOGRAD2_T);
     }
     static const conv_case dws[] = {
         /*  N  C   H   W   M  KH KW sh sw pt pl pb pr dh dw g */
@@ -796,6 +807,10 @@ static void test_channels_last(void) {
     if (!cuvil_conv2d_layout_ok(&p)) ktu_fail("layout: refuses Winograd with tiles as rows");
     p.stride_h = p.stride_w = 2;
     if (cuvil_conv2d_layout_ok(&p)) ktu_fail("layout: takes Winograd_T where Winograd does not apply");
+    p.algo = CUVIL_CONV_WINOGRAD2_T;
+    if (cuvil_conv2d_layout_ok(&p)) ktu_fail("layout: takes Winograd2_T where Winograd does not apply");
+    p.stride_h = p.stride_w = 1;
+    if (!cuvil_conv2d_layout_ok(&p)) ktu_fail("layout: refuses Winograd F(2x2,3x3) with tiles as rows");
     static const conv_case grouped = {1, 8, 7, 7, 12, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 2};
     p = to_params(&grouped);
     p.algo = CUVIL_CONV_GEMM_T;

@@ -833,7 +833,8 @@ static size_t gemm_scratch(const cuvil_conv2d_params *p, const cuvil_gemm_blocki
 }
 
 static int is_winograd(const cuvil_conv2d_params *p) {
-    return (p->algo == CUVIL_CONV_WINOGRAD || p->algo == CUVIL_CONV_WINOGRAD_T) && p->packed_mr > 0 &&
+    return (p->algo == CUVIL_CONV_WINOGRAD || p->algo == CUVIL_CONV_WINOGRAD_T || p->algo == CUVIL_CONV_WINOGRAD2_T) &&
+           p->packed_mr > 0 &&
            cuvil_conv2d_winograd_applies(p);
 }
 
@@ -1206,7 +1207,8 @@ int cuvil_conv2d_layout_ok(const cuvil_conv2d_params *p) {
     if (is_depthwise(p)) return l == both && p->M == p->C && p->dil_h == 1 && p->dil_w == 1;
     /* a channels-last x: a 1x1 conv's A as it lies, a strided one's subsampled copy, another
      * conv's im2col packed from it (on weights packed tap-major) */
-    if (p->algo == CUVIL_CONV_WINOGRAD_T) return p->packed_mr > 0 && cuvil_conv2d_winograd_applies(p);
+    if (p->algo == CUVIL_CONV_WINOGRAD_T || p->algo == CUVIL_CONV_WINOGRAD2_T)
+        return p->packed_mr > 0 && cuvil_conv2d_winograd_applies(p);
     return p->algo == CUVIL_CONV_GEMM_T && p->packed_mr > 0 && p->group == 1;
 }
 

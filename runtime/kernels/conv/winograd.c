@@ -33,6 +33,11 @@
  * L3: in such periods ResNet-18's 56x56 3x3 convs (two threads, profile_layers, alternating)
  * took 1.33-1.39 ms each shared, 0.99-1.05 private; otherwise 0.68-0.71 against 0.72-0.73.
  *
+ * Maps too small for 4x4 tiles (7x7) run F(2x2, 3x3) with tiles as rows (CUVIL_CONV_WINOGRAD2_T,
+ * "F(2x2, 3x3)" below): ResNet-18's three 512-channel 7x7 convs (profile_layers, alternating
+ * with the pixels-as-rows GEMM) 2.34-2.40 -> 1.68-1.74 ms each on one thread, 1.32-1.34 ->
+ * 1.05-1.08 on two.
+ *
  * Points (0, 1, -1, 2, -2, inf); float32 error grows with the point magnitudes, ~1e-6 relative
  * to the sum of |terms| on N(0,1) data (tests/unit/test_kernel_conv.c bounds it).
  */
@@ -51,6 +56,11 @@
 
 #define WT 6          /* transformed tile side: 4 + 3 - 1 */
 #define WP (WT * WT)  /* 36 points */
+
+/* F(2x2, 3x3) (CUVIL_CONV_WINOGRAD2_T): 2x2 output tiles from 4x4 patches, 16 points. */
+static int is_f2(const cuvil_conv2d_params *p) { return p->algo == CUVIL_CONV_WINOGRAD2_T; }
+static int64_t wino_points(const cuvil_conv2d_params *p) { return is_f2(p) ? 16 : WP; }
+static int64_t wino_side(const cuvil_conv2d_params *p) { return is_f2(p) ? 2 : 4; }
 
 /* ===== Geometry and scratch ============================================================ */
 typedef struct wino_geo {
@@ -71,10 +81,11 @@ typedef struct wino_geo {
 
 static wino_geo wino_plan_budget(const cuvil_conv2d_params *p, int nr, size_t budget) {
     wino_geo g;
-    g.TH = (p->OH + 3) / 4;
-    g.TW = (p->OW + 3) / 4;
+    const int64_t o = wino_side(p);
+    g.TH = (p->OH + o - 1) / o;
+    g.TW = (p->OW + o - 1) / o;
     g.T = g.TH * g.TW;
-    int64_t tb_max = (int64_t)budget / (WP * 4 * (p->C + p->M));
+    int64_t tb_max = (int64_t)budget / (wino_points(p) * 4 * (p->C + p->M));
     tb_max = tb_max / nr * nr;
     if (tb_max < nr) tb_max = nr;
     if (tb_max > 128) tb_max = 128;
@@ -85,7 +96,7 @@ static wino_geo wino_plan_budget(const cuvil_conv2d_params *p, int nr, size_t bu
 }
 
 static wino_geo wino_plan(const cuvil_conv2d_params *p, int nr) {
-    return wino_plan_budget(p, nr, p->algo == CUVIL_CONV_WINOGRAD_T ? ROWS_BUDGET : SHARED_BUDGET);
+    return wino_plan_budget(p, nr, p->algo != CUVIL_CONV_WINOGRAD ? ROWS_BUDGET : SHARED_BUDGET);
 }
 
 /* Does p run with a block of tiles per thread (*g its plan)? With tiles as columns (the
@@ -116,14 +127,17 @@ static size_t transform_bytes(int64_t TB) {
 /* Per-thread: the phases of 6 input rows and the row-transformed values of a tile row
  * segment, then the GEMM's packing scratch. */
 static size_t wino_thread_bytes(const cuvil_conv2d_params *p, const wino_geo *g, const cuvil_gemm_blocking *b) {
-    const size_t gemm = p->algo == CUVIL_CONV_WINOGRAD_T ? cuvil_gemm_job_scratch_size(g->TB, p->M, p->C, b)
+    const size_t gemm = p->algo != CUVIL_CONV_WINOGRAD ? cuvil_gemm_job_scratch_size(g->TB, p->M, p->C, b)
                                                         : cuvil_gemm_job_scratch_size(p->M, g->TB, p->C, b);
     return transform_bytes(g->TB) + CUVIL_ALIGN_UP(gemm, 64);
 }
 
+static size_t wino_v_bytes(const cuvil_conv2d_params *p, const wino_geo *g) {
+    return CUVIL_ALIGN_UP((size_t)(wino_points(p) * p->C * g->TB) * sizeof(float), 64);
+}
+
 static size_t wino_shared_bytes(const cuvil_conv2d_params *p, const wino_geo *g) {
-    return CUVIL_ALIGN_UP((size_t)(WP * p->C * g->TB) * sizeof(float), 64) +
-           CUVIL_ALIGN_UP((size_t)(WP * p->M * g->TB) * sizeof(float), 64);
+    return wino_v_bytes(p, g) + CUVIL_ALIGN_UP((size_t)(wino_points(p) * p->M * g->TB) * sizeof(float), 64);
 }
 
 int cuvil_conv2d_winograd_applies(const cuvil_conv2d_params *p) {
@@ -142,7 +156,7 @@ size_t cuvil_f32_conv2d_winograd_scratch_size(const cuvil_conv2d_params *p, cons
 
 /* ===== Weight transform (compile time) ================================================= */
 size_t cuvil_f32_conv2d_winograd_packed_floats(const cuvil_conv2d_params *p, int mr) {
-    if (p->algo == CUVIL_CONV_WINOGRAD_T) return WP * cuvil_gemm_packed_b_floats(p->M, p->C, mr); /* mr: its NR */
+    if (p->algo != CUVIL_CONV_WINOGRAD) return (size_t)wino_points(p) * cuvil_gemm_packed_b_floats(p->M, p->C, mr); /* mr: its NR */
     return WP * cuvil_gemm_packed_a_floats(p->M, p->C, mr);
 }
 
@@ -157,30 +171,33 @@ void cuvil_f32_conv2d_winograd_pack(const cuvil_conv2d_params *p, const float *w
         {1.0 / 24, -1.0 / 12, 1.0 / 6},
         {0, 0, 1},
     };
+    static const double G2[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
     const int64_t M = p->M, C = p->C;
-    /* tmp: WP x M x C floats, the transformed weights before packing */
+    const int wt = is_f2(p) ? 4 : WT, wp = wt * wt;
+    const double(*Gv)[3] = is_f2(p) ? G2 : G;
+    /* tmp: wp x M x C floats, the transformed weights before packing */
     for (int64_t m = 0; m < M; m++)
         for (int64_t c = 0; c < C; c++) {
             const float *g = w + (m * C + c) * 9;
             double t[WT][3]; /* G g */
-            for (int i = 0; i < WT; i++)
+            for (int i = 0; i < wt; i++)
                 for (int k = 0; k < 3; k++)
-                    t[i][k] = G[i][0] * g[0 * 3 + k] + G[i][1] * g[1 * 3 + k] + G[i][2] * g[2 * 3 + k];
-            for (int i = 0; i < WT; i++)
-                for (int j = 0; j < WT; j++)
-                    tmp[((size_t)(i * WT + j) * (size_t)M + (size_t)m) * (size_t)C + (size_t)c] =
-                        (float)(t[i][0] * G[j][0] + t[i][1] * G[j][1] + t[i][2] * G[j][2]);
+                    t[i][k] = Gv[i][0] * g[0 * 3 + k] + Gv[i][1] * g[1 * 3 + k] + Gv[i][2] * g[2 * 3 + k];
+            for (int i = 0; i < wt; i++)
+                for (int j = 0; j < wt; j++)
+                    tmp[((size_t)(i * wt + j) * (size_t)M + (size_t)m) * (size_t)C + (size_t)c] =
+                        (float)(t[i][0] * Gv[j][0] + t[i][1] * Gv[j][1] + t[i][2] * Gv[j][2]);
         }
     cuvil_gemm_job j;
     memset(&j, 0, sizeof j);
-    if (p->algo == CUVIL_CONV_WINOGRAD_T) {
+    if (p->algo != CUVIL_CONV_WINOGRAD) {
         /* U[xi] [M, C] as the B operand (trans_b: B[c, m] = U[m, c]), mr its panel width */
         j.N = M;
         j.K = C;
         j.ldb = C;
         j.trans_b = 1;
         const size_t per = cuvil_gemm_packed_b_floats(M, C, mr);
-        for (int xi = 0; xi < WP; xi++) {
+        for (int xi = 0; xi < wp; xi++) {
             j.B = tmp + (size_t)xi * (size_t)(M * C);
             cuvil_gemm_pack_b_all(&j, mr, kc_max, dst + (size_t)xi * per);
         }
@@ -362,7 +379,7 @@ static void gemm_task(void *vctx, int64_t xi, int tid) {
     const int64_t TB = r->g.TB;
     cuvil_gemm_job j;
     memset(&j, 0, sizeof j);
-    if (p->algo == CUVIL_CONV_WINOGRAD_T) {
+    if (p->algo != CUVIL_CONV_WINOGRAD) {
         /* M'[xi] (tiles x Cout) = V[xi]' (tiles x Cin) U[xi]': V is [Cin][TB], the A operand
          * stored transposed; the product lands as [xi][tile][m] */
         j.M = r->nt;
@@ -372,7 +389,7 @@ static void gemm_task(void *vctx, int64_t xi, int tid) {
         j.A = r->V + xi * p->C * TB;
         j.lda = TB;
         j.trans_a = 1;
-        if (p->layout & CUVIL_CONV_X_NHWC) { /* V is [xi][TB][C] */
+        if ((p->layout & CUVIL_CONV_X_NHWC) || is_f2(p)) { /* V is [xi][TB][C] */
             j.lda = p->C;
             j.trans_a = 0;
         }
@@ -448,6 +465,22 @@ static void output_task(void *vctx, int64_t task, int tid) {
     }
 }
 
+/* One output pixel's channels [m0, m0 + nm) of a channels-last y at y + off: yv plus the bias
+ * and the residual (which may be y itself: each element read before written), then the
+ * activation. */
+static void store_pixel_nhwc(const wino_run *r, int64_t off, const float *yv, int64_t m0, int64_t nm) {
+    const cuvil_conv2d_params *p = r->p;
+    const int relu = p->act.act == CUVIL_ACT_RELU;
+    float *yp = r->y + off;
+    const float *rp = r->residual ? r->residual + off : NULL;
+    for (int64_t mm = 0; mm < nm; mm++) {
+        float v = yv[mm] + (r->bias ? r->bias[m0 + mm] : 0.0f);
+        if (rp) v += rp[mm];
+        yp[mm] = relu && v < 0.0f ? 0.0f : v;
+    }
+    if (!relu && p->act.act != CUVIL_ACT_NONE) cuvil_f32_unary(&p->act, yp, yp, (size_t)nm);
+}
+
 /* The output transform of the swapped layout (M' as [xi][tile][m]): vectorised across a block
  * of output channels, one tile at a time, then each channel's 4x4 outputs stored. */
 #define OUT_T_BLOCK 64
@@ -470,15 +503,7 @@ static void output_task_t(void *vctx, int64_t task, int tid) {
             for (int k = 0; k < 4 && 4 * th + k < OH; k++)
                 for (int64_t l = 0; l < 4 && 4 * tw + l < OW; l++) {
                     const int64_t off = ((r->n * OH + 4 * th + k) * OW + 4 * tw + l) * M + m0;
-                    float *yp = r->y + off;
-                    const float *rp = r->residual ? r->residual + off : NULL;
-                    const float *yv = Y + (k * 4 + l) * OUT_T_BLOCK;
-                    for (int64_t mm = 0; mm < nm; mm++) {
-                        float v = yv[mm] + (r->bias ? r->bias[m0 + mm] : 0.0f);
-                        if (rp) v += rp[mm]; /* may be y itself: read before written */
-                        yp[mm] = relu && v < 0.0f ? 0.0f : v;
-                    }
-                    if (other_act) cuvil_f32_unary(&p->act, yp, yp, (size_t)nm);
+                    store_pixel_nhwc(r, off, Y + (k * 4 + l) * OUT_T_BLOCK, m0, nm);
                 }
             continue;
         }
@@ -497,6 +522,120 @@ static void output_task_t(void *vctx, int64_t task, int tid) {
                 if (other_act) cuvil_f32_unary(&p->act, ym + off, ym + off, (size_t)nvalid);
             }
         }
+    }
+}
+
+/* ===== F(2x2, 3x3) with tiles as rows ===================================================
+ * For maps too small for 4x4 tiles (7x7: 4 of them, 43% padding, and 4x the weights; as
+ * 2x2 tiles 16, of 8x8 pixels): 2.25x fewer multiplies than the direct convolution on 1.78x
+ * the weights, points (0, 1, -1, inf). Input transform B' d B with
+ * B' = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1], output A' m A with A' = [1 1 1 0; 0 1 -1 -1].
+ * x and y each channels first or last: the input transform gathers each tile's 4x4 patch
+ * for a run of WV channels (contiguous when x is channels last), V is [16][TB][C]. */
+static void input_task_f2(void *vctx, int64_t task, int tid) {
+    const wino_run *r = (const wino_run *)vctx;
+    const cuvil_conv2d_params *p = r->p;
+    const int64_t H = p->H, W = p->W, C = p->C, TW = r->g.TW, TB = r->g.TB;
+    const int64_t q0 = task * r->per_c, q1 = cuvil_min_i64(r->nt, q0 + r->per_c);
+    const int nhwc = (p->layout & CUVIL_CONV_X_NHWC) != 0;
+    const float *xn = r->x + r->n * H * W * C;
+    float *d = thread_part(r, tid), *t = d + 16 * WV; /* the 4x4 patch; its rows transformed */
+    for (int64_t q = q0; q < q1; q++) {
+        const int64_t th = (r->t0 + q) / TW, tw = (r->t0 + q) % TW;
+        const int64_t ih0 = 2 * th - p->pad_t, iw0 = 2 * tw - p->pad_l;
+        for (int64_t c0 = 0; c0 < C; c0 += WV) {
+            const int64_t L = cuvil_min_i64(WV, C - c0);
+            for (int rr = 0; rr < 4; rr++)
+                for (int cc = 0; cc < 4; cc++) {
+                    const int64_t ih = ih0 + rr, iw = iw0 + cc;
+                    float *dv = d + (rr * 4 + cc) * WV;
+                    if (ih < 0 || ih >= H || iw < 0 || iw >= W) {
+                        memset(dv, 0, WV * sizeof(float));
+                    } else if (nhwc) {
+                        memcpy(dv, xn + (ih * W + iw) * C + c0, (size_t)L * sizeof(float));
+                    } else {
+                        const float *xs = xn + c0 * H * W + ih * W + iw;
+                        for (int64_t e = 0; e < L; e++) dv[e] = xs[e * H * W];
+                    }
+                }
+            /* along each row: t[rr][j] = (d[rr] B)[j] */
+            for (int rr = 0; rr < 4; rr++) {
+                const float *d0 = d + (rr * 4) * WV, *d1 = d0 + WV, *d2 = d1 + WV, *d3 = d2 + WV;
+                float *o = t + rr * 4 * WV;
+                for (int64_t e = 0; e < L; e++) {
+                    o[e] = d0[e] - d2[e];
+                    o[WV + e] = d1[e] + d2[e];
+                    o[2 * WV + e] = d2[e] - d1[e];
+                    o[3 * WV + e] = d1[e] - d3[e];
+                }
+            }
+            /* then down each column into V[i * 4 + j][q][c0 ..] */
+            float *Vq = r->V + q * C + c0;
+            const int64_t vs = TB * C; /* between two points */
+            for (int j = 0; j < 4; j++) {
+                const float *s0 = t + j * WV, *s1 = s0 + 4 * WV, *s2 = s1 + 4 * WV, *s3 = s2 + 4 * WV;
+                float *v0 = Vq + j * vs, *v1 = v0 + 4 * vs, *v2 = v1 + 4 * vs, *v3 = v2 + 4 * vs;
+                for (int64_t e = 0; e < L; e++) {
+                    v0[e] = s0[e] - s2[e];
+                    v1[e] = s1[e] + s2[e];
+                    v2[e] = s2[e] - s1[e];
+                    v3[e] = s1[e] - s3[e];
+                }
+            }
+        }
+    }
+}
+
+/* M' as [16][tile][m]: a tile at a time over a block of OUT_T_BLOCK output channels. */
+static void output_task_f2(void *vctx, int64_t task, int tid) {
+    const wino_run *r = (const wino_run *)vctx;
+    const cuvil_conv2d_params *p = r->p;
+    const int64_t OH = p->OH, OW = p->OW, TW = r->g.TW, TB = r->g.TB, M = p->M;
+    float *T = thread_part(r, tid); /* [2 k][4 j][OUT_T_BLOCK], then Y [2 k][2 l][OUT_T_BLOCK] */
+    float *Y = T + 8 * OUT_T_BLOCK;
+    const int64_t m0 = task * OUT_T_BLOCK, nm = cuvil_min_i64(M - m0, OUT_T_BLOCK);
+    const int64_t xs = TB * M; /* between two points */
+    const int nhwc = (p->layout & CUVIL_CONV_Y_NHWC) != 0;
+    const int relu = p->act.act == CUVIL_ACT_RELU, other_act = !relu && p->act.act != CUVIL_ACT_NONE;
+    for (int64_t t = 0; t < r->nt; t++) {
+        const int64_t tile = r->t0 + t, th = tile / TW, tw = tile % TW;
+        const float *src = r->Mb + t * M + m0;
+        /* down each column: T[k][j] = (A' m)[k][j] */
+        for (int j = 0; j < 4; j++) {
+            const float *s0 = src + j * xs, *s1 = s0 + 4 * xs, *s2 = s1 + 4 * xs, *s3 = s2 + 4 * xs;
+            float *t0 = T + j * OUT_T_BLOCK, *t1 = t0 + 4 * OUT_T_BLOCK;
+            for (int64_t e = 0; e < nm; e++) {
+                t0[e] = s0[e] + s1[e] + s2[e];
+                t1[e] = s1[e] - s2[e] - s3[e];
+            }
+        }
+        /* along each row: Y[k][l] = (T A)[k][l] */
+        for (int k = 0; k < 2; k++) {
+            const float *s0 = T + k * 4 * OUT_T_BLOCK, *s1 = s0 + OUT_T_BLOCK, *s2 = s1 + OUT_T_BLOCK,
+                        *s3 = s2 + OUT_T_BLOCK;
+            float *y0 = Y + k * 2 * OUT_T_BLOCK, *y1 = y0 + OUT_T_BLOCK;
+            for (int64_t e = 0; e < nm; e++) {
+                y0[e] = s0[e] + s1[e] + s2[e];
+                y1[e] = s1[e] - s2[e] - s3[e];
+            }
+        }
+        for (int k = 0; k < 2 && 2 * th + k < OH; k++)
+            for (int l = 0; l < 2 && 2 * tw + l < OW; l++) {
+                const float *yv = Y + (k * 2 + l) * OUT_T_BLOCK;
+                const int64_t pix = (2 * th + k) * OW + 2 * tw + l;
+                if (nhwc) {
+                    store_pixel_nhwc(r, (r->n * OH * OW + pix) * M + m0, yv, m0, nm);
+                    continue;
+                }
+                for (int64_t mm = 0; mm < nm; mm++) {
+                    const int64_t off = (r->n * M + m0 + mm) * OH * OW + pix;
+                    float v = yv[mm] + (r->bias ? r->bias[m0 + mm] : 0.0f);
+                    if (r->residual) v += r->residual[off];
+                    v = relu && v < 0.0f ? 0.0f : v;
+                    if (other_act) cuvil_f32_unary(&p->act, &v, &v, 1);
+                    r->y[off] = v;
+                }
+            }
     }
 }
 
@@ -540,10 +679,17 @@ void cuvil_f32_conv2d_winograd(const cuvil_conv2d_params *p, const float *x, con
     r.g = wino_plan(p, b->uk->nr);
     r.shared = wino_shared_bytes(p, &r.g);
     r.V = (float *)scratch;
-    r.Mb = (float *)((char *)scratch + CUVIL_ALIGN_UP((size_t)(WP * p->C * r.g.TB) * sizeof(float), 64));
+    r.Mb = (float *)((char *)scratch + wino_v_bytes(p, &r.g));
     for (r.n = 0; r.n < p->N; r.n++)
         for (r.t0 = 0; r.t0 < r.g.T; r.t0 += r.g.TB) {
             r.nt = cuvil_min_i64(r.g.TB, r.g.T - r.t0);
+            if (is_f2(p)) {
+                r.per_c = (r.nt + 4 * threads - 1) / (4 * threads);
+                cuvil_parallel_for((r.nt + r.per_c - 1) / r.per_c, input_task_f2, &r);
+                cuvil_parallel_for(16, gemm_task, &r);
+                cuvil_parallel_for((p->M + OUT_T_BLOCK - 1) / OUT_T_BLOCK, output_task_f2, &r);
+                continue;
+            }
             if (p->layout & CUVIL_CONV_X_NHWC) { /* split by tiles */
                 r.per_c = (r.nt + 4 * threads - 1) / (4 * threads);
                 cuvil_parallel_for((r.nt + r.per_c - 1) / r.per_c, input_task_nhwc, &r);
