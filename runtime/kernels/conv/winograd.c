@@ -68,7 +68,7 @@ typedef struct wino_geo {
     int64_t TB;          /* tiles per block */
 } wino_geo;
 
-/* V and M of a block (36 x (Cin + Cout) x TB floats) within `budget` bytes: ~2 MiB of L2 when
+/* V and M of a block (points x (Cin + Cout) x TB floats) within `budget` bytes: ~2 MiB of L2 when
  * the threads share a block, half of this machine's 1 MiB when each has its own. With tiles as
  * rows, 3 MiB: a 28x28 map's 49 tiles at 128 channels are then one block, not 32 + 17, and
  * the 2.4 MB of transformed weights are read once, not twice (the same 7 + 7 row panels);
@@ -156,7 +156,8 @@ size_t cuvil_f32_conv2d_winograd_scratch_size(const cuvil_conv2d_params *p, cons
 
 /* ===== Weight transform (compile time) ================================================= */
 size_t cuvil_f32_conv2d_winograd_packed_floats(const cuvil_conv2d_params *p, int mr) {
-    if (p->algo != CUVIL_CONV_WINOGRAD) return (size_t)wino_points(p) * cuvil_gemm_packed_b_floats(p->M, p->C, mr); /* mr: its NR */
+    if (p->algo != CUVIL_CONV_WINOGRAD) /* tiles as rows: mr is the microkernel's NR */
+        return (size_t)wino_points(p) * cuvil_gemm_packed_b_floats(p->M, p->C, mr);
     return WP * cuvil_gemm_packed_a_floats(p->M, p->C, mr);
 }
 
