@@ -95,6 +95,9 @@ static wino_geo wino_plan_budget(const cuvil_conv2d_params *p, int nr, size_t bu
     return g;
 }
 
+/* Blocks of TB tiles per image. */
+static int64_t wino_blocks(const wino_geo *g) { return (g->T + g->TB - 1) / g->TB; }
+
 static wino_geo wino_plan(const cuvil_conv2d_params *p, int nr) {
     return wino_plan_budget(p, nr, p->algo != CUVIL_CONV_WINOGRAD ? ROWS_BUDGET : SHARED_BUDGET);
 }
@@ -104,7 +107,7 @@ static wino_geo wino_plan(const cuvil_conv2d_params *p, int nr) {
 static int wino_private(const cuvil_conv2d_params *p, int nr, int threads, wino_geo *g) {
     if (p->algo != CUVIL_CONV_WINOGRAD || threads <= 1) return 0;
     *g = wino_plan_budget(p, nr, PRIVATE_BUDGET);
-    return p->N * ((g->T + g->TB - 1) / g->TB) >= 2 * (int64_t)threads;
+    return p->N * wino_blocks(g) >= 2 * (int64_t)threads;
 }
 
 /* Channels whose input transform runs together: the 1-D transforms then run over CB x TB
@@ -644,12 +647,12 @@ static void output_task_f2(void *vctx, int64_t task, int tid) {
  * after the other, V and M at the start of the thread's own slice. */
 static void block_task(void *vctx, int64_t task, int tid) {
     wino_run r = *(const wino_run *)vctx;
-    const int64_t nblk = (r.g.T + r.g.TB - 1) / r.g.TB;
+    const int64_t nblk = wino_blocks(&r.g);
     r.n = task / nblk;
     r.t0 = task % nblk * r.g.TB;
     r.nt = cuvil_min_i64(r.g.TB, r.g.T - r.t0);
     r.V = (float *)cuvil_thread_scratch(r.scratch, tid);
-    r.Mb = (float *)((char *)r.V + CUVIL_ALIGN_UP((size_t)(WP * r.p->C * r.g.TB) * sizeof(float), 64));
+    r.Mb = (float *)((char *)r.V + wino_v_bytes(r.p, &r.g));
     r.per_c = r.p->C;
     input_task(&r, 0, tid);
     for (int xi = 0; xi < WP; xi++) gemm_task(&r, xi, tid);
@@ -674,7 +677,7 @@ void cuvil_f32_conv2d_winograd(const cuvil_conv2d_params *p, const float *x, con
     const int threads = cuvil_threads();
     if (wino_private(p, b->uk->nr, threads, &r.g)) {
         r.shared = wino_shared_bytes(p, &r.g);
-        cuvil_parallel_for(p->N * ((r.g.T + r.g.TB - 1) / r.g.TB), block_task, &r);
+        cuvil_parallel_for(p->N * wino_blocks(&r.g), block_task, &r);
         return;
     }
     r.g = wino_plan(p, b->uk->nr);
