@@ -177,9 +177,10 @@ typedef struct cuvil_conv2d_params {
 /* y and the residual are [N, OH, OW, M]. */
 #define CUVIL_CONV_Y_NHWC 2
 /* Whether a conv takes p->layout: the pixels-as-rows GEMM (algo CUVIL_CONV_GEMM_T, group 1,
- * weights prepacked), Winograd with tiles as rows (CUVIL_CONV_WINOGRAD_T and _WINOGRAD2_T, prepacked; x and y
- * each either way), and the depthwise conv (multiplier 1, undilated, x and y both channels
- * last or neither). Prepacked depthwise weights with a layout are tap-major, [KH*KW][M]; so
+ * weights prepacked), Winograd with tiles as rows (CUVIL_CONV_WINOGRAD_T and _WINOGRAD2_T,
+ * prepacked; x and y each either way), the direct convolution CUVIL_CONV_DIRECT_T (x and y
+ * each either way, weights always tap-major), and the depthwise conv (multiplier 1,
+ * undilated, x and y both channels last or neither). Prepacked depthwise weights with a layout are tap-major, [KH*KW][M]; so
  * is K in the prepacked weights of a GEMM with several taps and a channels-last x (k = tap C
  * + c: a tap's channels are contiguous in x). The layout pass of the lowering
  * (src/passes/pass_lower.c) sets it where producer and consumers agree. */
@@ -202,6 +203,14 @@ int cuvil_conv2d_packed_tap_major(const cuvil_conv2d_params *p);
  * them. */
 #define CUVIL_CONV_DIRECT 4
 int cuvil_conv2d_direct_applies(const cuvil_conv2d_params *p);
+/* Direct convolution with pixels as rows (group 1, undilated): each image copied once,
+ * zero-padded and channels last (from x in either layout), and read in place by MR x NR
+ * register tiles of output pixels x output channels, on weights packed as for
+ * CUVIL_CONV_GEMM_T with a channels-last x (tap-major, packed_mr = NR); y either layout. */
+#define CUVIL_CONV_DIRECT_T 6
+int cuvil_conv2d_direct_t_applies(const cuvil_conv2d_params *p);
+/* Whether algo's weights are packed as a GEMM's B (packed_mr: the microkernel's NR), not A. */
+int cuvil_conv2d_algo_packs_b(int64_t algo);
 
 size_t cuvil_f32_conv2d_scratch_size(const cuvil_conv2d_params *p);
 void cuvil_f32_conv2d(const cuvil_conv2d_params *p, const float *x, const float *w,

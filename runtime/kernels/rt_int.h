@@ -92,6 +92,26 @@ typedef struct cuvil_ukernel_epi {
     float lo, hi;
 } cuvil_ukernel_epi;
 
+/* The valid part (mr x nr) of a tile spilled to t (row stride ldt) into c: + c_in, then epi. */
+static inline void cuvil_ukernel_store_rows(const float *t, size_t ldt, float *c, size_t ldc, size_t mr, size_t nr,
+                                            const float *c_in, size_t ld_in, const cuvil_ukernel_epi *epi) {
+    for (size_t i = 0; i < mr; i++) {
+        float *ci = c + i * ldc;
+        const float *ti = t + i * ldt;
+        if (c_in)
+            for (size_t j = 0; j < nr; j++) ci[j] = ti[j] + c_in[i * ld_in + j];
+        else
+            for (size_t j = 0; j < nr; j++) ci[j] = ti[j];
+        if (!epi) continue;
+        const float rb = epi->row_bias ? epi->row_bias[i] : 0.0f, lo = epi->lo, hi = epi->hi;
+        for (size_t j = 0; j < nr; j++) {
+            float v = ci[j] + rb + (epi->col_bias ? epi->col_bias[j] : 0.0f);
+            v = v < lo ? lo : v;
+            ci[j] = v > hi ? hi : v;
+        }
+    }
+}
+
 typedef void (*cuvil_f32_gemm_ukernel_fn)(size_t kc, const float *a, const float *b, float *c,
                                           size_t ldc, size_t mr, size_t nr, const float *c_in,
                                           size_t ld_in, const cuvil_ukernel_epi *epi);
@@ -102,11 +122,20 @@ typedef void (*cuvil_f32_gemm_ukernel_fn)(size_t kc, const float *a, const float
 typedef void (*cuvil_f32_conv_ukernel_fn)(size_t kc, const float *a, const float *b, const int64_t *boff, float *c,
                                           int accumulate);
 
+/* The product with A's rows read in place (direct convolution on a channels-last image,
+ * conv2d.c), in nseg segments: segment s is, for tile row i, the seglen[s] floats at
+ * rows[s * MR + i] (rows past mr: any readable ones); B is a packed panel of (their sum) x NR.
+ * Stored as cuvil_f32_gemm_ukernel_fn stores. */
+typedef void (*cuvil_f32_rows_ukernel_fn)(size_t nseg, const size_t *seglen, const float *const *rows,
+                                          const float *b, float *c, size_t ldc, size_t mr, size_t nr,
+                                          const float *c_in, size_t ld_in, const cuvil_ukernel_epi *epi);
+
 typedef struct cuvil_gemm_ukernel_desc {
     cuvil_f32_gemm_ukernel_fn fn;
     int mr, nr;
     const char *name;
-    cuvil_f32_conv_ukernel_fn ind; /* NULL: this tile has no direct-convolution variant */
+    cuvil_f32_conv_ukernel_fn ind;  /* NULL: this tile has no direct-convolution variant */
+    cuvil_f32_rows_ukernel_fn rows; /* NULL: nor one reading A's rows in place */
 } cuvil_gemm_ukernel_desc;
 
 void cuvil_f32_gemm_ukernel_4x8__scalar(size_t kc, const float *a, const float *b, float *c,
@@ -114,12 +143,18 @@ void cuvil_f32_gemm_ukernel_4x8__scalar(size_t kc, const float *a, const float *
                                         size_t ld_in, const cuvil_ukernel_epi *epi);
 void cuvil_f32_conv_ukernel_4x8__scalar(size_t kc, const float *a, const float *b, const int64_t *boff, float *c,
                                         int accumulate);
+void cuvil_f32_rows_ukernel_4x8__scalar(size_t nseg, const size_t *seglen, const float *const *rows, const float *b,
+                                        float *c, size_t ldc, size_t mr, size_t nr, const float *c_in, size_t ld_in,
+                                        const cuvil_ukernel_epi *epi);
 #if CUVIL_HAVE_AVX2
 void cuvil_f32_gemm_ukernel_6x16__avx2_fma(size_t kc, const float *a, const float *b, float *c,
                                            size_t ldc, size_t mr, size_t nr, const float *c_in,
                                            size_t ld_in, const cuvil_ukernel_epi *epi);
 void cuvil_f32_conv_ukernel_6x16__avx2_fma(size_t kc, const float *a, const float *b, const int64_t *boff,
                                            float *c, int accumulate);
+void cuvil_f32_rows_ukernel_6x16__avx2_fma(size_t nseg, const size_t *seglen, const float *const *rows,
+                                           const float *b, float *c, size_t ldc, size_t mr, size_t nr,
+                                           const float *c_in, size_t ld_in, const cuvil_ukernel_epi *epi);
 /* c[n] = alpha * dot(a[0..K), B[n*ldb ..]) + (c_in ? c_in[n] : 0) for n < N (c_in may be c). */
 void cuvil_f32_gemv_t__avx2_fma(size_t K, size_t N, const float *a, const float *B, size_t ldb,
                                 float alpha, const float *c_in, float *c);
@@ -138,6 +173,12 @@ void cuvil_f32_gemm_ukernel_7x32__avx512(size_t kc, const float *a, const float 
                                          const cuvil_ukernel_epi *epi);
 void cuvil_f32_conv_ukernel_8x32__avx512(size_t kc, const float *a, const float *b, const int64_t *boff, float *c,
                                          int accumulate);
+void cuvil_f32_rows_ukernel_7x32__avx512(size_t nseg, const size_t *seglen, const float *const *rows,
+                                         const float *b, float *c, size_t ldc, size_t mr, size_t nr,
+                                         const float *c_in, size_t ld_in, const cuvil_ukernel_epi *epi);
+void cuvil_f32_rows_ukernel_8x32__avx512(size_t nseg, const size_t *seglen, const float *const *rows,
+                                         const float *b, float *c, size_t ldc, size_t mr, size_t nr,
+                                         const float *c_in, size_t ld_in, const cuvil_ukernel_epi *epi);
 /* acc[t] += sum_k a[k] * panel[k*32 + t] for t < 32. */
 void cuvil_f32_gemv_panel32__avx512(size_t kc, const float *a, const float *panel, float *acc);
 #endif

@@ -132,11 +132,38 @@ static bool direct_pays(const cuvil_conv2d_params *p) {
     return p->stride_h == 2 && p->KH * p->KW > 1 && p->C * p->KH * p->KW >= 256;
 }
 
+/* The direct convolution on a channels-last copy of the input (CUVIL_CONV_DIRECT_T) where the
+ * one on channels-first phases would run (direct_pays: the strided convs of several taps),
+ * whose output can then be channels last too. Each conv alone (cuvil_f32_conv2d_prepacked,
+ * medians of 40), one thread / two: ResNet-50's layer2.0 conv2, 128 x 56x56 -> 28x28, 2.46 ->
+ * 2.33 / 1.39 -> 1.24 ms; ResNet-18's layer2.0 conv1, 64 -> 128, 1.25 -> 1.15 / 0.75 -> 0.64;
+ * in ResNet-18 on two threads its 28x28 stage is then channels last throughout (layer2.0
+ * conv2, Winograd with tiles as rows, 0.71 -> 0.53 ms). Against the pixels-as-rows GEMM on a channels-last input it measured even
+ * (ResNet-50's layer3.0 and layer4.0 conv2, within 3% either way), and on a stem (3 -> 64,
+ * 7x7, K 147 in segments of 21) slower: those keep their GEMMs. */
+static bool direct_t_pays(const cuvil_conv2d_params *p) {
+    return cuvil_conv2d_direct_t_applies(p) && p->KH * p->KW > 1 && direct_pays(p);
+}
+
 /* Is conv n's output map one of the sizes where Winograd runs with tiles as rows? */
 static bool on_wino_t_map(const lower_ctx *c, const cuvil_conv2d_params *p) {
     for (int i = 0; i < c->n_wino_t; i++)
         if (c->wino_t_hw[i][0] == p->OH && c->wino_t_hw[i][1] == p->OW) return true;
     return false;
+}
+
+/* How the profile and --emit c describe a conv's algorithm. */
+static const char *conv_algo_name(int64_t algo, bool pointwise, bool strided_pw) {
+    switch (algo) {
+    case CUVIL_CONV_WINOGRAD2_T: return "winograd F(2x2,3x3), tiles as rows";
+    case CUVIL_CONV_WINOGRAD_T: return "winograd F(4x4,3x3), tiles as rows";
+    case CUVIL_CONV_WINOGRAD: return "winograd F(4x4,3x3)";
+    case CUVIL_CONV_DIRECT_T: return "direct on a channels-last padded copy, pixels as rows";
+    case CUVIL_CONV_GEMM_T:
+        return strided_pw ? "1x1 strided as gemm on a subsampled copy, pixels as rows" : "im2col+gemm, pixels as rows";
+    case CUVIL_CONV_DIRECT: return pointwise ? "1x1 direct (input read in place)" : "direct (taps read in place from 4 phases)";
+    default: return pointwise ? "1x1 as gemm" : strided_pw ? "1x1 strided as gemm on a subsampled copy" : "im2col+gemm";
+    }
 }
 
 /* Depthwise convolutions (C/group == 1) run the direct loop; the others run as GEMMs (1x1
@@ -166,13 +193,20 @@ static cuvil_status lower_conv(cir_graph *g, cir_node *n, const lower_ctx *c) {
                      (g->opt_level >= 2 && (pointwise || strided_pw) && p.group == 1 &&
                       p.OH * p.OW <= SWAP_NEAR_WINO_T_MAX_PIXELS && on_wino_t_map(c, &p)));
         bool wino_t = wino && !wino2 && wino_t_shape(&p, t);
-        bool direct = packed && !g->symbolic && !wino && !swap && direct_pays(&p);
-        p.algo = wino2 ? CUVIL_CONV_WINOGRAD2_T : wino_t ? CUVIL_CONV_WINOGRAD_T : wino ? CUVIL_CONV_WINOGRAD : swap ? CUVIL_CONV_GEMM_T : direct ? CUVIL_CONV_DIRECT : 0;
-        snprintf(algo, sizeof algo, "%s, gemm %dx%d kc=%lld",
-                 wino2 ? "winograd F(2x2,3x3), tiles as rows" : wino_t ? "winograd F(4x4,3x3), tiles as rows" : wino ? "winograd F(4x4,3x3)" : swap ? (strided_pw ? "1x1 strided as gemm on a subsampled copy, pixels as rows" : "im2col+gemm, pixels as rows") : direct ? (pointwise ? "1x1 direct (input read in place)" : "direct (taps read in place from 4 phases)") : pointwise ? "1x1 as gemm" : strided_pw ? "1x1 strided as gemm on a subsampled copy" : "im2col+gemm",
-                 t->mr, t->nr, (long long)t->kc);
+        bool direct_t = packed && !g->symbolic && !wino && !swap && g->opt_level >= 2 && direct_t_pays(&p);
+        bool direct = packed && !g->symbolic && !wino && !swap && !direct_t && direct_pays(&p);
+        p.algo = wino2      ? CUVIL_CONV_WINOGRAD2_T
+                 : wino_t   ? CUVIL_CONV_WINOGRAD_T
+                 : wino     ? CUVIL_CONV_WINOGRAD
+                 : direct_t ? CUVIL_CONV_DIRECT_T
+                 : swap     ? CUVIL_CONV_GEMM_T
+                 : direct   ? CUVIL_CONV_DIRECT
+                            : 0;
+        snprintf(algo, sizeof algo, "%s, gemm %dx%d kc=%lld", conv_algo_name(p.algo, pointwise, strided_pw), t->mr, t->nr,
+                 (long long)t->kc);
         if (packed) {
-            p.packed_mr = swap || wino_t || wino2 ? t->nr : t->mr;   /* the swapped GEMMs pack the weights as their B */
+            /* the swapped GEMMs pack the weights as their B */
+            p.packed_mr = cuvil_conv2d_algo_packs_b(p.algo) ? t->nr : t->mr;
             p.packed_kc = t->kc;
             int id;
             if ((s = packed_const(g, w, cuvil_f32_conv2d_packed_floats(&p), &id))) return s;
@@ -415,7 +449,7 @@ static cuvil_status assign_layouts(cir_graph *g, const cuvil_target_info *t) {
         p.algo = n->kernel_algo;
         p.packed_mr = dw ? t->mr : t->nr;
         p.packed_kc = t->kc;
-        if (cuvil_conv2d_packed_tap_major(&p)) {
+        if (n->kernel_algo != CUVIL_CONV_DIRECT_T && cuvil_conv2d_packed_tap_major(&p)) {
             int id;
             cir_value *w = cir_in(g, n, 1);
             if ((s = packed_const(g, w, cuvil_f32_conv2d_packed_floats(&p), &id))) break;

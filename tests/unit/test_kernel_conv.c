@@ -158,11 +158,19 @@ static void run_conv(const conv_case *cc, int with_bias, int res_mode, int act, 
                                 CUVIL_ACT_TAN};
     int skip_wino = 0;
     for (size_t k = 0; k < sizeof jumpy / sizeof jumpy[0]; k++) skip_wino |= int_data && act == jumpy[k];
-    for (int v = -19; v < cuvil_f32_gemm_n_ukernels; v++) {
+    for (int v = -22; v < cuvil_f32_gemm_n_ukernels; v++) {
         if (skip_wino && (v == -7 || v == -6 || v == -5 || (v <= -13 && v >= -14) || v <= -18)) continue;
         const float *r = start_y(res_mode, res, y, ny);
         void *scratch = NULL;
-        if (v <= -18) {
+        if (v <= -20) {
+            /* direct convolution on a channels-last copy (CUVIL_CONV_DIRECT_T), channels first
+             * in and out: weights packed for the runtime's NR on one thread (-20) and on a pool
+             * of 3 (-21), and for an NR no microkernel has (-22: the portable loop) */
+            if (!cuvil_conv2d_direct_t_applies(&p)) continue;
+            const cuvil_gemm_blocking *def = cuvil_gemm_default_blocking();
+            run_prepacked(&p, CUVIL_CONV_DIRECT_T, v == -22 ? 5 : def->uk->nr, v == -22 ? 17 : def->kc, v == -21 ? 3 : 1, x,
+                          w, bias, r, y, ref, ny, rtol, atol, label, "direct_t");
+        } else if (v <= -18) {
             /* Winograd F(2x2,3x3) with tiles as rows (CUVIL_CONV_WINOGRAD2_T), channels first in
              * and out: on one thread (-18) and on a pool of 3 (-19) */
             if (!cuvil_conv2d_winograd_applies(&p)) continue;
@@ -640,7 +648,7 @@ static void relayout_f(const float *s, float *d, int64_t N, int64_t C, int64_t H
  * transposed here. res_mode as run_conv's; the kernel: `algo` (the pixels-as-rows GEMM or
  * Winograd with tiles as rows) on prepacked weights (1 and 3 threads), or the depthwise conv
  * on tap-major weights (1 and 3 threads) and on the model's (unprepacked). */
-static void run_layout_algo(const conv_case *cc, int64_t layout, int res_mode, int act, int64_t algo) {
+static void run_layout_nr(const conv_case *cc, int64_t layout, int res_mode, int act, int64_t algo, int nr) {
     cuvil_conv2d_params p = to_params(cc);
     p.act = ktu_act_params(act);
     p.layout = layout;
@@ -687,8 +695,13 @@ static void run_layout_algo(const conv_case *cc, int64_t layout, int res_mode, i
     for (int v = 0; v < (dw ? 3 : 2); v++) {
         const float *r = start_y(res_mode, resl, y, ny);
         if (v < 2) {
-            run_prepacked(&p, p.algo, dw ? def->uk->mr : def->uk->nr, def->kc, v ? 3 : 1, xl, w, b, r, y, refl, ny, 1e-4,
-                          tol, label, dw ? "depthwise, tap-major weights" : p.algo == CUVIL_CONV_WINOGRAD_T ? "winograd_t" : wino ? "winograd2_t" : "gemm_t");
+            run_prepacked(&p, p.algo, dw ? def->uk->mr : nr ? nr : def->uk->nr, def->kc, v ? 3 : 1, xl, w, b, r, y, refl, ny, 1e-4,
+                          tol, label,
+                          dw                                 ? "depthwise, tap-major weights"
+                          : p.algo == CUVIL_CONV_WINOGRAD_T  ? "winograd_t"
+                          : wino                             ? "winograd2_t"
+                          : p.algo == CUVIL_CONV_DIRECT_T    ? "direct_t"
+                                                             : "gemm_t");
         } else {
             cuvil_conv2d_params pp = p;
             pp.packed_mr = 0;
@@ -707,6 +720,11 @@ static void run_layout_algo(const conv_case *cc, int64_t layout, int res_mode, i
     free(y);
     free(ref);
     free(refl);
+}
+
+/* With weights packed for the runtime's default microkernel. */
+static void run_layout_algo(const conv_case *cc, int64_t layout, int res_mode, int act, int64_t algo) {
+    run_layout_nr(cc, layout, res_mode, act, algo, 0);
 }
 
 static void run_layout(const conv_case *cc, int64_t layout, int res_mode, int act) {
@@ -755,6 +773,32 @@ static void test_channels_last(void) {
     for (size_t i = 0; i < sizeof taps / sizeof taps[0]; i++) {
         run_layout(&taps[i], XY, (int)i % 3, CUVIL_ACT_RELU);
         run_layout(&taps[i], X, 1, CUVIL_ACT_NONE);
+        /* the direct convolution (undilated): x copied channels last from either layout */
+        if (taps[i].dh != 1 || taps[i].dw != 1) continue;
+        run_layout_algo(&taps[i], XY, (int)i % 3, CUVIL_ACT_RELU, CUVIL_CONV_DIRECT_T);
+        run_layout_algo(&taps[i], X, 1, CUVIL_ACT_SILU, CUVIL_CONV_DIRECT_T);
+        run_layout_algo(&taps[i], Y, 2, CUVIL_ACT_CLIP, CUVIL_CONV_DIRECT_T);
+    }
+    static const conv_case direct_t[] = {
+        /*  N  C   H   W   M  KH KW sh sw pt pl pb pr dh dw g */
+        {1, 3, 30, 28, 20, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 1},     /* a stem: K 147 in one block, 7 segments of 21 */
+        {2, 64, 15, 13, 70, 3, 3, 2, 2, 1, 1, 0, 1, 1, 1, 1},    /* stride 2, batch, uneven pads, a partial panel */
+        {1, 2, 9, 9, 9, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 1},        /* kernel rows of 10: more segments than a run holds */
+        {1, 300, 7, 7, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},     /* C over KC: a kernel row in several K blocks */
+        {1, 16, 8, 11, 33, 2, 3, 3, 1, 0, 1, 1, 0, 1, 1, 1},     /* 2x3, strides 3x1 */
+        {2, 40, 9, 7, 24, 3, 3, 1, 2, 0, 0, 0, 0, 1, 1, 1},      /* no padding: a channels-last x read in place */
+        {1, 72, 7, 7, 48, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},      /* 1x1: one segment of C per row */
+        {2, 24, 10, 9, 40, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 1},     /* 1x1 stride 2 */
+    };
+    for (size_t i = 0; i < sizeof direct_t / sizeof direct_t[0]; i++) {
+        run_layout_algo(&direct_t[i], 0, (int)i % 3, CUVIL_ACT_RELU, CUVIL_CONV_DIRECT_T);
+        run_layout_algo(&direct_t[i], XY, 1, CUVIL_ACT_NONE, CUVIL_CONV_DIRECT_T);
+        run_layout_algo(&direct_t[i], X, 2, CUVIL_ACT_HARD_SWISH, CUVIL_CONV_DIRECT_T);
+        run_layout_algo(&direct_t[i], Y, 0, CUVIL_ACT_CLIP, CUVIL_CONV_DIRECT_T);
+        /* every microkernel this machine runs that reads rows in place (weights packed for its NR) */
+        for (int u = 0; u < cuvil_f32_gemm_n_ukernels; u++)
+            if (cuvil_f32_gemm_ukernels[u].rows)
+                run_layout_nr(&direct_t[i], i % 2 ? XY : 0, 1, CUVIL_ACT_RELU, CUVIL_CONV_DIRECT_T, cuvil_f32_gemm_ukernels[u].nr);
     }
     /* Winograd with tiles as rows: the input transform reads a channels-last x (V as
      * [point][tile][channel]), the output transform writes a channels-last y */

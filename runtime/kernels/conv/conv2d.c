@@ -850,6 +850,13 @@ static int gemm_t_taps_major(const cuvil_conv2d_params *p) {
 
 static int64_t ks_parts(const cuvil_conv2d_params *p, const cuvil_gemm_blocking *b_default, int64_t *kb);
 
+/* The direct convolution on a channels-last copy (CUVIL_CONV_DIRECT_T, below): its weights
+ * are packed as a pixels-as-rows GEMM's of a channels-last x, K tap-major. */
+static int is_direct_t(const cuvil_conv2d_params *p);
+static size_t direct_t_scratch(const cuvil_conv2d_params *p);
+static void conv2d_direct_t(const cuvil_conv2d_params *p, const float *x, const float *w_packed, const float *bias,
+                            const float *residual, float *y, void *scratch);
+
 /* The swapped GEMM's scratch: its packing (per thread), then y' (OH*OW x M/group), A packed,
  * with the K split (ks_parts) the second partial product, then the padded input. */
 static size_t gemm_t_scratch(const cuvil_conv2d_params *p, const cuvil_gemm_blocking *b_default) {
@@ -1158,6 +1165,7 @@ size_t cuvil_f32_conv2d_scratch_size_ex(const cuvil_conv2d_params *p,
     }
     if (is_depthwise(p)) return p->layout ? 0 : dw_scratch_size(p);
     if (is_winograd(p)) return cuvil_f32_conv2d_winograd_scratch_size(p, b);
+    if (is_direct_t(p)) return direct_t_scratch(p);
     size_t n = is_gemm_t(p) ? gemm_t_scratch(p, b) : gemm_scratch(p, b);
     if (use_padded(p)) {
         int64_t Hp, Wp;
@@ -1206,7 +1214,9 @@ int cuvil_conv2d_layout_ok(const cuvil_conv2d_params *p) {
     if (l & ~both) return 0;
     if (is_depthwise(p)) return l == both && p->M == p->C && p->dil_h == 1 && p->dil_w == 1;
     /* a channels-last x: a 1x1 conv's A as it lies, a strided one's subsampled copy, another
-     * conv's im2col packed from it (on weights packed tap-major) */
+     * conv's im2col packed from it (on weights packed tap-major); the direct convolution
+     * copies x either way and writes y either way */
+    if (p->algo == CUVIL_CONV_DIRECT_T) return p->packed_mr > 0 && cuvil_conv2d_direct_t_applies(p);
     if (p->algo == CUVIL_CONV_WINOGRAD_T || p->algo == CUVIL_CONV_WINOGRAD2_T)
         return p->packed_mr > 0 && cuvil_conv2d_winograd_applies(p);
     return p->algo == CUVIL_CONV_GEMM_T && p->packed_mr > 0 && p->group == 1;
@@ -1217,14 +1227,17 @@ static int dw_tap_major(const cuvil_conv2d_params *p) {
     return is_depthwise(p) && p->layout && p->packed_mr > 0;
 }
 
-int cuvil_conv2d_packed_tap_major(const cuvil_conv2d_params *p) { return dw_tap_major(p) || gemm_t_taps_major(p); }
+int cuvil_conv2d_packed_tap_major(const cuvil_conv2d_params *p) {
+    return dw_tap_major(p) || gemm_t_taps_major(p) || is_direct_t(p);
+}
 
 size_t cuvil_f32_conv2d_packed_floats(const cuvil_conv2d_params *p) {
     const int64_t Cg = p->C / p->group, Mg = p->M / p->group;
     if (dw_tap_major(p)) return (size_t)(p->KH * p->KW * p->M);
     if (is_depthwise(p) || p->packed_mr <= 0) return 0;
     if (is_winograd(p)) return cuvil_f32_conv2d_winograd_packed_floats(p, (int)p->packed_mr);
-    if (is_gemm_t(p)) return (size_t)p->group * cuvil_gemm_packed_b_floats(Mg, Cg * p->KH * p->KW, (int)p->packed_mr);
+    if (is_gemm_t(p) || is_direct_t(p))
+        return (size_t)p->group * cuvil_gemm_packed_b_floats(Mg, Cg * p->KH * p->KW, (int)p->packed_mr);
     return (size_t)p->group * cuvil_gemm_packed_a_floats(Mg, Cg * p->KH * p->KW, (int)p->packed_mr);
 }
 
@@ -1245,7 +1258,7 @@ void cuvil_f32_conv2d_pack(const cuvil_conv2d_params *p, const float *w, float *
         cuvil_f32_conv2d_winograd_pack(p, w, (int)p->packed_mr, p->packed_kc, w_packed, tmp);
         return;
     }
-    if (gemm_t_taps_major(p)) {
+    if (gemm_t_taps_major(p) || is_direct_t(p)) {
         /* B[k = t C + c, m] = w[m, c, t], in cuvil_gemm_pack_b_all's layout: K blocks of kcb
          * rows, each nr-column panels of kc x nr, the columns past M zero */
         const int64_t KK = p->KH * p->KW, nr = p->packed_mr, kcb = cuvil_gemm_kc_split(K, p->packed_kc);
@@ -1306,6 +1319,10 @@ void cuvil_f32_conv2d_prepacked(const cuvil_conv2d_params *p, const float *x, co
     }
     if (is_gemm_t(p)) {
         conv2d_gemm_t(p, x, w_packed, bias, residual, y, scratch, cuvil_gemm_default_blocking());
+        return;
+    }
+    if (is_direct_t(p)) {
+        conv2d_direct_t(p, x, w_packed, bias, residual, y, scratch);
         return;
     }
     if (is_direct(p)) {
@@ -1685,6 +1702,254 @@ static void conv2d_gemm_t(const cuvil_conv2d_params *p, const float *x, const fl
                 cuvil_f32_gemm_run(&j, b, scratch);
             }
             if (!y_nhwc) cuvil_parallel_for((Mg + 15) / 16, transpose_task, &tr);
+        }
+    }
+}
+
+/* ===== Direct convolution on a channels-last copy (CUVIL_CONV_DIRECT_T) ================ */
+/* Each image is copied once, zero-padded, channels last (from either layout: the input's
+ * reorder folded into this layer); then output pixels are the rows of MR x NR register tiles
+ * and output channels their columns, on the weights prepacked as the swapped GEMM's B with K
+ * tap-major. A tile row's K is read in place from the copy: in the padded image one kernel
+ * row of a pixel's window (KW taps x C channels) is KW*C contiguous floats, so a K block is a
+ * few segments per row (cuvil_f32_rows_ukernel_fn) and nothing is packed. (The im2col of the
+ * pixels-as-rows GEMM writes and reads back KH*KW/(sh*sw) times the input.) */
+#define DIRECT_T_MAX_SEGS 16
+#define DIRECT_T_MAX_MR 8
+
+int cuvil_conv2d_direct_t_applies(const cuvil_conv2d_params *p) {
+    return p->group == 1 && !is_depthwise(p) && p->dil_h == 1 && p->dil_w == 1;
+}
+
+int cuvil_conv2d_algo_packs_b(int64_t algo) {
+    return algo == CUVIL_CONV_GEMM_T || algo == CUVIL_CONV_WINOGRAD_T || algo == CUVIL_CONV_WINOGRAD2_T ||
+           algo == CUVIL_CONV_DIRECT_T;
+}
+
+static int is_direct_t(const cuvil_conv2d_params *p) {
+    return p->algo == CUVIL_CONV_DIRECT_T && p->packed_mr > 0 && cuvil_conv2d_direct_t_applies(p);
+}
+
+/* Height and width of the channels-last padded copy. */
+static void direct_t_dims(const cuvil_conv2d_params *p, int64_t *Hp, int64_t *Wp) {
+    *Hp = p->pad_t + p->H + pad_end(p->H, p->OH, p->KH, p->stride_h, 1, p->pad_t);
+    *Wp = p->pad_l + p->W + pad_end(p->W, p->OW, p->KW, p->stride_w, 1, p->pad_l);
+}
+
+/* A channels-last x that needs no padding is read as it lies. */
+static int direct_t_in_place(const cuvil_conv2d_params *p) {
+    int64_t Hp, Wp;
+    direct_t_dims(p, &Hp, &Wp);
+    return (p->layout & CUVIL_CONV_X_NHWC) && Hp == p->H && Wp == p->W;
+}
+
+/* The padded copy (none in place), each output pixel's window's offset in it, then (a
+ * channels-first y) the product [pixel][channel] to transpose. */
+static size_t direct_t_scratch(const cuvil_conv2d_params *p) {
+    int64_t Hp, Wp;
+    direct_t_dims(p, &Hp, &Wp);
+    size_t n = (direct_t_in_place(p) ? 0 : CUVIL_ALIGN_UP((size_t)(Hp * Wp * p->C) * sizeof(float), 64)) +
+               CUVIL_ALIGN_UP((size_t)(p->OH * p->OW) * sizeof(int64_t), 64);
+    if (!(p->layout & CUVIL_CONV_Y_NHWC)) n += CUVIL_ALIGN_UP((size_t)(p->OH * p->OW * p->M) * sizeof(float), 64);
+    return n;
+}
+
+typedef struct direct_t_run {
+    const cuvil_conv2d_params *p;
+    const float *x;    /* this image, in p's x layout */
+    float *xpad;       /* [Hp][Wp][C], the copy */
+    const float *xin;  /* what the tiles read: xpad, or x in place */
+    int64_t *pix;      /* output pixel q's window starts at xpad + pix[q] */
+    const float *w;    /* prepacked: K blocks of kcb rows, each Np/nr panels of kc x nr */
+    const float *bias; /* [M] or NULL */
+    const float *init; /* the product's initial value (a channels-last y's residual) or NULL */
+    float *c;          /* [OH*OW][M] */
+    const cuvil_gemm_ukernel_desc *uk; /* NULL: the portable loop */
+    int64_t Hp, Wp, K, kcb, Np, nr;
+    int fuse_act; /* the activation is this product's (else the transposing copy's, or none) */
+    int by_cols;  /* tasks split the columns (else the rows) */
+    int64_t bound[CUVIL_MAX_THREADS + 1];
+} direct_t_run;
+
+/* Rows [h0, h1) of the padded copy. */
+static void direct_t_pad_task(void *vctx, int64_t t, int tid) {
+    (void)tid;
+    const direct_t_run *r = (const direct_t_run *)vctx;
+    const cuvil_conv2d_params *p = r->p;
+    const int64_t C = p->C, Wp = r->Wp, h0 = r->Hp * t / cuvil_threads(), h1 = r->Hp * (t + 1) / cuvil_threads();
+    for (int64_t h = h0; h < h1; h++) {
+        float *d = r->xpad + h * Wp * C;
+        const int64_t ih = h - p->pad_t;
+        if (ih < 0 || ih >= p->H) {
+            memset(d, 0, (size_t)(Wp * C) * sizeof(float));
+            continue;
+        }
+        memset(d, 0, (size_t)(p->pad_l * C) * sizeof(float));
+        memset(d + (p->pad_l + p->W) * C, 0, (size_t)((Wp - p->pad_l - p->W) * C) * sizeof(float));
+        d += p->pad_l * C;
+        if (p->layout & CUVIL_CONV_X_NHWC) {
+            memcpy(d, r->x + ih * p->W * C, (size_t)(p->W * C) * sizeof(float));
+            continue;
+        }
+        const float *s = r->x + ih * p->W; /* channel c's row at s + c H W */
+        const int64_t HW = p->H * p->W;
+        int64_t c0 = 0;
+#if defined(__AVX2__)
+        for (; c0 + 8 <= C; c0 += 8) {
+            int64_t w0 = 0;
+            for (; w0 + 8 <= p->W; w0 += 8) transpose8x8(s + c0 * HW + w0, HW, d + w0 * C + c0, NULL, C);
+            for (; w0 < p->W; w0++)
+                for (int64_t c = c0; c < c0 + 8; c++) d[w0 * C + c] = s[c * HW + w0];
+        }
+#endif
+        for (int64_t w = 0; w < p->W; w++)
+            for (int64_t c = c0; c < C; c++) d[w * C + c] = s[c * HW + w];
+    }
+}
+
+/* The portable stand-in for a microkernel of this NR (weights packed for a tile the runtime
+ * lacks): the same contract, one row at a time. */
+static void rows_portable(size_t nseg, const size_t *seglen, const float *const *rows, size_t ld_rows,
+                          const float *b, int64_t nrp, float *c, size_t ldc, size_t mr, size_t nr,
+                          const float *c_in, size_t ld_in, const cuvil_ukernel_epi *epi) {
+    for (size_t i = 0; i < mr; i++) {
+        float *ci = c + i * ldc;
+        for (size_t j = 0; j < nr; j++) {
+            float acc = 0.0f;
+            const float *bj = b + j;
+            for (size_t s = 0; s < nseg; s++) {
+                const float *a = rows[s * ld_rows + i];
+                for (size_t k = 0; k < seglen[s]; k++, bj += nrp) acc += a[k] * *bj;
+            }
+            float v = acc + (c_in ? c_in[i * ld_in + j] : 0.0f);
+            if (epi) {
+                v += epi->col_bias ? epi->col_bias[j] : 0.0f;
+                v = v < epi->lo ? epi->lo : v;
+                v = v > epi->hi ? epi->hi : v;
+            }
+            ci[j] = v;
+        }
+    }
+}
+
+/* Tiles of pixels that a K block's rows keep in L2 beside its weights (ResNet's 3x3 convs:
+ * 16 tiles of 8 x 192 floats, 96 KiB). */
+#define DIRECT_T_ROWS_BYTES (96 * 1024)
+
+/* Task t: its rows or columns (r->bound), all of K. K goes block by block (the packing's kcb)
+ * and within a block by runs of up to DIRECT_T_MAX_SEGS segments; the first run starts from
+ * the initial value, the last one adds the bias and the activation. Within a run, as in a
+ * GEMM: runs of row tiles, and for each panel of weights (kept in L1) every tile of the run. */
+static void direct_t_task(void *vctx, int64_t t, int tid) {
+    (void)tid;
+    const direct_t_run *r = (const direct_t_run *)vctx;
+    const cuvil_conv2d_params *p = r->p;
+    const int64_t C = p->C, M = p->M, OHW = p->OH * p->OW, L = p->KW * C, nr = r->nr;
+    const int mr = r->uk ? r->uk->mr : 4;
+    const int64_t q_lo = r->by_cols ? 0 : r->bound[t], q_hi = r->by_cols ? OHW : r->bound[t + 1];
+    const int64_t n_lo = r->by_cols ? r->bound[t] : 0, n_hi = r->by_cols ? r->bound[t + 1] : M;
+    const cuvil_act act = p->act.act;
+    const int clamp = act == CUVIL_ACT_NONE || act == CUVIL_ACT_RELU || act == CUVIL_ACT_CLIP;
+    cuvil_ukernel_epi epi = {NULL, NULL, -INFINITY, INFINITY};
+    if (r->fuse_act && act == CUVIL_ACT_RELU) epi.lo = 0.0f;
+    if (r->fuse_act && act == CUVIL_ACT_CLIP) {
+        epi.lo = p->act.alpha;
+        epi.hi = p->act.beta;
+    }
+    const float *rows[DIRECT_T_MAX_SEGS * DIRECT_T_MAX_MR];
+    size_t seglen[DIRECT_T_MAX_SEGS];
+    int64_t segoff[DIRECT_T_MAX_SEGS];
+    for (int64_t pc = 0; pc < r->K; pc += r->kcb) {
+        const int64_t kc = cuvil_min_i64(r->kcb, r->K - pc);
+        for (int64_t k0 = pc; k0 < pc + kc;) {
+            /* the next run of segments: [k0, k1), cut where a kernel row ends */
+            size_t nseg = 0;
+            int64_t k1 = k0;
+            while (k1 < pc + kc && nseg < DIRECT_T_MAX_SEGS) {
+                const int64_t kh = k1 / L, len = cuvil_min_i64(L - k1 % L, pc + kc - k1);
+                segoff[nseg] = kh * r->Wp * C + k1 % L;
+                seglen[nseg++] = (size_t)len;
+                k1 += len;
+            }
+            const int first = k0 == 0, last = k1 == r->K;
+            const int64_t tb = cuvil_max_i64(1, DIRECT_T_ROWS_BYTES / (mr * (k1 - k0) * (int64_t)sizeof(float))) * mr;
+            for (int64_t qb = q_lo; qb < q_hi; qb += tb) {
+                const int64_t qe = cuvil_min_i64(q_hi, qb + tb);
+                for (int64_t n0 = n_lo; n0 < n_hi; n0 += nr) {
+                    const int64_t nn = cuvil_min_i64(nr, n_hi - n0);
+                    const float *b = r->w + pc * r->Np + n0 * kc + (k0 - pc) * nr;
+                    epi.col_bias = r->bias ? r->bias + n0 : NULL;
+                    const cuvil_ukernel_epi *e = last ? &epi : NULL;
+                    for (int64_t q0 = qb; q0 < qe; q0 += mr) {
+                        const int64_t mrr = cuvil_min_i64(mr, qe - q0);
+                        for (int i = 0; i < mr; i++) {
+                            const float *base = r->xin + r->pix[cuvil_min_i64(q0 + i, OHW - 1)];
+                            for (size_t s = 0; s < nseg; s++) rows[s * (size_t)mr + (size_t)i] = base + segoff[s];
+                        }
+                        float *c = r->c + q0 * M + n0;
+                        const float *cin = first ? (r->init ? r->init + q0 * M + n0 : NULL) : c;
+                        if (r->uk)
+                            r->uk->rows(nseg, seglen, rows, b, c, (size_t)M, (size_t)mrr, (size_t)nn, cin, (size_t)M,
+                                        e);
+                        else
+                            rows_portable(nseg, seglen, rows, (size_t)mr, b, nr, c, (size_t)M, (size_t)mrr, (size_t)nn,
+                                          cin, (size_t)M, e);
+                        if (last && r->fuse_act && !clamp)
+                            for (int64_t i = 0; i < mrr; i++) act_inplace(&p->act, c + i * M, nn);
+                    }
+                }
+            }
+            k0 = k1;
+        }
+    }
+}
+
+static void conv2d_direct_t(const cuvil_conv2d_params *p, const float *x, const float *w_packed, const float *bias,
+                            const float *residual, float *y, void *scratch) {
+    if (p->N <= 0 || p->M <= 0 || p->OH <= 0 || p->OW <= 0) return;
+    direct_t_run r;
+    memset(&r, 0, sizeof r);
+    r.p = p;
+    direct_t_dims(p, &r.Hp, &r.Wp);
+    const int64_t OHW = p->OH * p->OW, M = p->M, HW = p->H * p->W;
+    r.K = p->C * p->KH * p->KW;
+    r.kcb = cuvil_gemm_kc_split(r.K, p->packed_kc);
+    r.nr = p->packed_mr;
+    r.Np = CUVIL_ALIGN_UP(M, r.nr);
+    r.w = w_packed;
+    r.bias = bias;
+    /* the tile of the packing's NR: the best (the last), or one that pads 5% fewer rows
+     * (cuvil_gemm_blocking_for_rows's rule: 49 pixels in 7 tiles of 7, not 56 in 8s) */
+    for (int u = cuvil_f32_gemm_n_ukernels - 1; u >= 0; u--) {
+        const cuvil_gemm_ukernel_desc *d = &cuvil_f32_gemm_ukernels[u];
+        if (!d->rows || d->nr != r.nr || d->mr > DIRECT_T_MAX_MR) continue;
+        if (!r.uk || CUVIL_ALIGN_UP(OHW, d->mr) * 20 < CUVIL_ALIGN_UP(OHW, r.uk->mr) * 19) r.uk = d;
+    }
+    const int mr = r.uk ? r.uk->mr : 4;
+    const int y_nhwc = (p->layout & CUVIL_CONV_Y_NHWC) != 0;
+    const int in_place = direct_t_in_place(p);
+    r.xpad = (float *)scratch;
+    const size_t copy = in_place ? 0 : CUVIL_ALIGN_UP((size_t)(r.Hp * r.Wp * p->C) * sizeof(float), 64);
+    r.pix = (int64_t *)((char *)scratch + copy);
+    float *yt = y_nhwc ? NULL : (float *)((char *)r.pix + CUVIL_ALIGN_UP((size_t)OHW * sizeof(int64_t), 64));
+    for (int64_t q = 0; q < OHW; q++)
+        r.pix[q] = ((q / p->OW) * p->stride_h * r.Wp + (q % p->OW) * p->stride_w) * p->C;
+    /* a channels-first y: the residual and then the activation go into the transposing copy */
+    r.fuse_act = y_nhwc || !residual;
+    const int64_t threads = cuvil_threads(), panels = (M + r.nr - 1) / r.nr;
+    r.by_cols = threads > 1 && (panels % threads == 0 || panels >= 4 * threads);
+    const int64_t parts = r.by_cols ? cuvil_gemm_split_tiles(M, r.nr, threads, r.bound)
+                                    : cuvil_gemm_split_tiles(OHW, mr, threads, r.bound);
+    for (int64_t n = 0; n < p->N; n++) {
+        r.x = x + n * p->C * HW;
+        r.xin = in_place ? r.x : r.xpad;
+        if (!in_place) cuvil_parallel_for(threads, direct_t_pad_task, &r);
+        r.c = y_nhwc ? y + n * OHW * M : yt;
+        r.init = y_nhwc && residual ? residual + n * OHW * M : NULL;
+        cuvil_parallel_for(parts, direct_t_task, &r);
+        if (!y_nhwc) {
+            transpose_out tr = {p, yt, residual, y, n * M * OHW, M, OHW};
+            cuvil_parallel_for((M + 15) / 16, transpose_task, &tr);
         }
     }
 }

@@ -31,13 +31,16 @@
 
 /* ===== Microkernel table ========================================================== */
 const cuvil_gemm_ukernel_desc cuvil_f32_gemm_ukernels[] = {
-    {cuvil_f32_gemm_ukernel_4x8__scalar, 4, 8, "4x8__scalar", cuvil_f32_conv_ukernel_4x8__scalar},
+    {cuvil_f32_gemm_ukernel_4x8__scalar, 4, 8, "4x8__scalar", cuvil_f32_conv_ukernel_4x8__scalar,
+     cuvil_f32_rows_ukernel_4x8__scalar},
 #if CUVIL_HAVE_AVX2
-    {cuvil_f32_gemm_ukernel_6x16__avx2_fma, 6, 16, "6x16__avx2_fma", cuvil_f32_conv_ukernel_6x16__avx2_fma},
+    {cuvil_f32_gemm_ukernel_6x16__avx2_fma, 6, 16, "6x16__avx2_fma", cuvil_f32_conv_ukernel_6x16__avx2_fma,
+     cuvil_f32_rows_ukernel_6x16__avx2_fma},
 #endif
 #if CUVIL_HAVE_AVX512
-    {cuvil_f32_gemm_ukernel_7x32__avx512, 7, 32, "7x32__avx512", NULL},
-    {cuvil_f32_gemm_ukernel_8x32__avx512, 8, 32, "8x32__avx512", cuvil_f32_conv_ukernel_8x32__avx512},
+    {cuvil_f32_gemm_ukernel_7x32__avx512, 7, 32, "7x32__avx512", NULL, cuvil_f32_rows_ukernel_7x32__avx512},
+    {cuvil_f32_gemm_ukernel_8x32__avx512, 8, 32, "8x32__avx512", cuvil_f32_conv_ukernel_8x32__avx512,
+     cuvil_f32_rows_ukernel_8x32__avx512},
 #endif
 };
 const int cuvil_f32_gemm_n_ukernels =
@@ -96,23 +99,7 @@ void cuvil_f32_gemm_ukernel_4x8__scalar(size_t kc, const float *a, const float *
         a += 4;
         b += 8;
     }
-    for (size_t i = 0; i < mr; i++) {
-        float *ci = c + i * ldc;
-        if (c_in) {
-            const float *ii = c_in + i * ld_in;
-            for (size_t j = 0; j < nr; j++) ci[j] = acc[i][j] + ii[j];
-        } else {
-            for (size_t j = 0; j < nr; j++) ci[j] = acc[i][j];
-        }
-        if (epi) {
-            const float rb = epi->row_bias ? epi->row_bias[i] : 0.0f, lo = epi->lo, hi = epi->hi;
-            for (size_t j = 0; j < nr; j++) {
-                float v = ci[j] + rb + (epi->col_bias ? epi->col_bias[j] : 0.0f);
-                v = v < lo ? lo : v;
-                ci[j] = v > hi ? hi : v;
-            }
-        }
-    }
+    cuvil_ukernel_store_rows(acc[0], 8, c, ldc, mr, nr, c_in, ld_in, epi);
 }
 
 void cuvil_f32_conv_ukernel_4x8__scalar(size_t kc, const float *a, const float *b, const int64_t *boff, float *c,
@@ -130,6 +117,26 @@ void cuvil_f32_conv_ukernel_4x8__scalar(size_t kc, const float *a, const float *
     }
     for (int i = 0; i < 4; i++)
         for (int j = 0; j < 8; j++) c[i * 8 + j] = acc[i][j];
+}
+
+/* The 4x8 tile with A's rows read in place, in segments (direct convolution on a
+ * channels-last image, conv2d.c): segment s is, for row i, the seglen[s] floats at
+ * rows[s * 4 + i]; B a packed panel of their sum x 8. */
+void cuvil_f32_rows_ukernel_4x8__scalar(size_t nseg, const size_t *seglen, const float *const *rows, const float *b,
+                                        float *c, size_t ldc, size_t mr, size_t nr, const float *c_in, size_t ld_in,
+                                        const cuvil_ukernel_epi *epi) {
+    float acc[4][8];
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 8; j++) acc[i][j] = 0.0f;
+    for (size_t s = 0; s < nseg; s++)
+        for (size_t k = 0; k < seglen[s]; k++) {
+            for (int i = 0; i < 4; i++) {
+                const float ai = rows[s * 4 + (size_t)i][k];
+                for (int j = 0; j < 8; j++) acc[i][j] += ai * b[j];
+            }
+            b += 8;
+        }
+    cuvil_ukernel_store_rows(acc[0], 8, c, ldc, mr, nr, c_in, ld_in, epi);
 }
 
 /* ===== Packing ======================================================================= */

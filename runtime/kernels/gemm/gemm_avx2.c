@@ -12,6 +12,81 @@
 #define MR 6
 #define NR 16
 
+/* Rows [0, mr) x columns [0, nr) of the accumulators into c: + c_in, then the fused epilogue
+ * (bias, then the clamp); an edge tile spills them and stores the valid part. */
+static inline __attribute__((always_inline)) void store_tile(__m256 (*acc)[2], float *c, size_t ldc, size_t mr,
+                                                             size_t nr, const float *c_in, size_t ld_in,
+                                                             const cuvil_ukernel_epi *epi) {
+    if (mr == MR && nr == NR) {
+        if (c_in) {
+            acc[0][0] = _mm256_add_ps(acc[0][0], _mm256_loadu_ps(c_in + 0 * ld_in));
+            acc[0][1] = _mm256_add_ps(acc[0][1], _mm256_loadu_ps(c_in + 0 * ld_in + 8));
+            acc[1][0] = _mm256_add_ps(acc[1][0], _mm256_loadu_ps(c_in + 1 * ld_in));
+            acc[1][1] = _mm256_add_ps(acc[1][1], _mm256_loadu_ps(c_in + 1 * ld_in + 8));
+            acc[2][0] = _mm256_add_ps(acc[2][0], _mm256_loadu_ps(c_in + 2 * ld_in));
+            acc[2][1] = _mm256_add_ps(acc[2][1], _mm256_loadu_ps(c_in + 2 * ld_in + 8));
+            acc[3][0] = _mm256_add_ps(acc[3][0], _mm256_loadu_ps(c_in + 3 * ld_in));
+            acc[3][1] = _mm256_add_ps(acc[3][1], _mm256_loadu_ps(c_in + 3 * ld_in + 8));
+            acc[4][0] = _mm256_add_ps(acc[4][0], _mm256_loadu_ps(c_in + 4 * ld_in));
+            acc[4][1] = _mm256_add_ps(acc[4][1], _mm256_loadu_ps(c_in + 4 * ld_in + 8));
+            acc[5][0] = _mm256_add_ps(acc[5][0], _mm256_loadu_ps(c_in + 5 * ld_in));
+            acc[5][1] = _mm256_add_ps(acc[5][1], _mm256_loadu_ps(c_in + 5 * ld_in + 8));
+        }
+        if (epi) {
+            /* bias, then the clamp: max(lo, v) and min(hi, v) keep a NaN v (the second operand) */
+            const __m256 lo = _mm256_set1_ps(epi->lo), hi = _mm256_set1_ps(epi->hi);
+            __m256 cb0 = _mm256_setzero_ps(), cb1 = _mm256_setzero_ps();
+            if (epi->col_bias) {
+                cb0 = _mm256_loadu_ps(epi->col_bias);
+                cb1 = _mm256_loadu_ps(epi->col_bias + 8);
+            }
+            const float *rb = epi->row_bias;
+#define EPI(i, r0, r1)                                                                    \
+    do {                                                                                  \
+        const __m256 bi = rb ? _mm256_set1_ps(rb[i]) : _mm256_setzero_ps();               \
+        r0 = _mm256_min_ps(hi, _mm256_max_ps(lo, _mm256_add_ps(r0, _mm256_add_ps(bi, cb0)))); \
+        r1 = _mm256_min_ps(hi, _mm256_max_ps(lo, _mm256_add_ps(r1, _mm256_add_ps(bi, cb1)))); \
+    } while (0)
+            EPI(0, acc[0][0], acc[0][1]);
+            EPI(1, acc[1][0], acc[1][1]);
+            EPI(2, acc[2][0], acc[2][1]);
+            EPI(3, acc[3][0], acc[3][1]);
+            EPI(4, acc[4][0], acc[4][1]);
+            EPI(5, acc[5][0], acc[5][1]);
+#undef EPI
+        }
+        _mm256_storeu_ps(c + 0 * ldc, acc[0][0]);
+        _mm256_storeu_ps(c + 0 * ldc + 8, acc[0][1]);
+        _mm256_storeu_ps(c + 1 * ldc, acc[1][0]);
+        _mm256_storeu_ps(c + 1 * ldc + 8, acc[1][1]);
+        _mm256_storeu_ps(c + 2 * ldc, acc[2][0]);
+        _mm256_storeu_ps(c + 2 * ldc + 8, acc[2][1]);
+        _mm256_storeu_ps(c + 3 * ldc, acc[3][0]);
+        _mm256_storeu_ps(c + 3 * ldc + 8, acc[3][1]);
+        _mm256_storeu_ps(c + 4 * ldc, acc[4][0]);
+        _mm256_storeu_ps(c + 4 * ldc + 8, acc[4][1]);
+        _mm256_storeu_ps(c + 5 * ldc, acc[5][0]);
+        _mm256_storeu_ps(c + 5 * ldc + 8, acc[5][1]);
+        return;
+    }
+
+    /* Edge tile: spill the accumulators and store the valid part. */
+    float t[MR][NR] __attribute__((aligned(32)));
+    _mm256_store_ps(t[0], acc[0][0]);
+    _mm256_store_ps(t[0] + 8, acc[0][1]);
+    _mm256_store_ps(t[1], acc[1][0]);
+    _mm256_store_ps(t[1] + 8, acc[1][1]);
+    _mm256_store_ps(t[2], acc[2][0]);
+    _mm256_store_ps(t[2] + 8, acc[2][1]);
+    _mm256_store_ps(t[3], acc[3][0]);
+    _mm256_store_ps(t[3] + 8, acc[3][1]);
+    _mm256_store_ps(t[4], acc[4][0]);
+    _mm256_store_ps(t[4] + 8, acc[4][1]);
+    _mm256_store_ps(t[5], acc[5][0]);
+    _mm256_store_ps(t[5] + 8, acc[5][1]);
+    cuvil_ukernel_store_rows(t[0], NR, c, ldc, mr, nr, c_in, ld_in, epi);
+}
+
 void cuvil_f32_gemm_ukernel_6x16__avx2_fma(size_t kc, const float *a, const float *b, float *c,
                                            size_t ldc, size_t mr, size_t nr, const float *c_in,
                                            size_t ld_in, const cuvil_ukernel_epi *epi) {
@@ -53,90 +128,40 @@ void cuvil_f32_gemm_ukernel_6x16__avx2_fma(size_t kc, const float *a, const floa
     }
 #undef STEP
 
-    if (mr == MR && nr == NR) {
-        if (c_in) {
-            c00 = _mm256_add_ps(c00, _mm256_loadu_ps(c_in + 0 * ld_in));
-            c01 = _mm256_add_ps(c01, _mm256_loadu_ps(c_in + 0 * ld_in + 8));
-            c10 = _mm256_add_ps(c10, _mm256_loadu_ps(c_in + 1 * ld_in));
-            c11 = _mm256_add_ps(c11, _mm256_loadu_ps(c_in + 1 * ld_in + 8));
-            c20 = _mm256_add_ps(c20, _mm256_loadu_ps(c_in + 2 * ld_in));
-            c21 = _mm256_add_ps(c21, _mm256_loadu_ps(c_in + 2 * ld_in + 8));
-            c30 = _mm256_add_ps(c30, _mm256_loadu_ps(c_in + 3 * ld_in));
-            c31 = _mm256_add_ps(c31, _mm256_loadu_ps(c_in + 3 * ld_in + 8));
-            c40 = _mm256_add_ps(c40, _mm256_loadu_ps(c_in + 4 * ld_in));
-            c41 = _mm256_add_ps(c41, _mm256_loadu_ps(c_in + 4 * ld_in + 8));
-            c50 = _mm256_add_ps(c50, _mm256_loadu_ps(c_in + 5 * ld_in));
-            c51 = _mm256_add_ps(c51, _mm256_loadu_ps(c_in + 5 * ld_in + 8));
-        }
-        if (epi) {
-            /* bias, then the clamp: max(lo, v) and min(hi, v) keep a NaN v (the second operand) */
-            const __m256 lo = _mm256_set1_ps(epi->lo), hi = _mm256_set1_ps(epi->hi);
-            __m256 cb0 = _mm256_setzero_ps(), cb1 = _mm256_setzero_ps();
-            if (epi->col_bias) {
-                cb0 = _mm256_loadu_ps(epi->col_bias);
-                cb1 = _mm256_loadu_ps(epi->col_bias + 8);
-            }
-            const float *rb = epi->row_bias;
-#define EPI(i, r0, r1)                                                                    \
-    do {                                                                                  \
-        const __m256 bi = rb ? _mm256_set1_ps(rb[i]) : _mm256_setzero_ps();               \
-        r0 = _mm256_min_ps(hi, _mm256_max_ps(lo, _mm256_add_ps(r0, _mm256_add_ps(bi, cb0)))); \
-        r1 = _mm256_min_ps(hi, _mm256_max_ps(lo, _mm256_add_ps(r1, _mm256_add_ps(bi, cb1)))); \
-    } while (0)
-            EPI(0, c00, c01);
-            EPI(1, c10, c11);
-            EPI(2, c20, c21);
-            EPI(3, c30, c31);
-            EPI(4, c40, c41);
-            EPI(5, c50, c51);
-#undef EPI
-        }
-        _mm256_storeu_ps(c + 0 * ldc, c00);
-        _mm256_storeu_ps(c + 0 * ldc + 8, c01);
-        _mm256_storeu_ps(c + 1 * ldc, c10);
-        _mm256_storeu_ps(c + 1 * ldc + 8, c11);
-        _mm256_storeu_ps(c + 2 * ldc, c20);
-        _mm256_storeu_ps(c + 2 * ldc + 8, c21);
-        _mm256_storeu_ps(c + 3 * ldc, c30);
-        _mm256_storeu_ps(c + 3 * ldc + 8, c31);
-        _mm256_storeu_ps(c + 4 * ldc, c40);
-        _mm256_storeu_ps(c + 4 * ldc + 8, c41);
-        _mm256_storeu_ps(c + 5 * ldc, c50);
-        _mm256_storeu_ps(c + 5 * ldc + 8, c51);
-        return;
-    }
+    __m256 acc[MR][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
+    store_tile(acc, c, ldc, mr, nr, c_in, ld_in, epi);
+}
 
-    /* Edge tile: spill the accumulators and store the valid part. */
-    float t[MR][NR] __attribute__((aligned(32)));
-    _mm256_store_ps(t[0], c00);
-    _mm256_store_ps(t[0] + 8, c01);
-    _mm256_store_ps(t[1], c10);
-    _mm256_store_ps(t[1] + 8, c11);
-    _mm256_store_ps(t[2], c20);
-    _mm256_store_ps(t[2] + 8, c21);
-    _mm256_store_ps(t[3], c30);
-    _mm256_store_ps(t[3] + 8, c31);
-    _mm256_store_ps(t[4], c40);
-    _mm256_store_ps(t[4] + 8, c41);
-    _mm256_store_ps(t[5], c50);
-    _mm256_store_ps(t[5] + 8, c51);
-    for (size_t i = 0; i < mr; i++) {
-        float *ci = c + i * ldc;
-        if (c_in) {
-            const float *ii = c_in + i * ld_in;
-            for (size_t j = 0; j < nr; j++) ci[j] = t[i][j] + ii[j];
-        } else {
-            for (size_t j = 0; j < nr; j++) ci[j] = t[i][j];
-        }
-        if (epi) {
-            const float rb = epi->row_bias ? epi->row_bias[i] : 0.0f, lo = epi->lo, hi = epi->hi;
-            for (size_t j = 0; j < nr; j++) {
-                float v = ci[j] + rb + (epi->col_bias ? epi->col_bias[j] : 0.0f);
-                v = v < lo ? lo : v;
-                ci[j] = v > hi ? hi : v;
-            }
+/* The 6x16 tile with A's rows read in place, in segments (direct convolution on a
+ * channels-last image, conv2d.c): segment s is, for row i, the seglen[s] floats at
+ * rows[s * 6 + i]; B a packed panel of their sum x 16. */
+void cuvil_f32_rows_ukernel_6x16__avx2_fma(size_t nseg, const size_t *seglen, const float *const *rows,
+                                           const float *b, float *c, size_t ldc, size_t mr, size_t nr,
+                                           const float *c_in, size_t ld_in, const cuvil_ukernel_epi *epi) {
+    __m256 acc[MR][2];
+    for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+    for (size_t s = 0; s < nseg; s++) {
+        const float *a0 = rows[s * MR], *a1 = rows[s * MR + 1], *a2 = rows[s * MR + 2];
+        const float *a3 = rows[s * MR + 3], *a4 = rows[s * MR + 4], *a5 = rows[s * MR + 5];
+        for (size_t k = 0; k < seglen[s]; k++) {
+            const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
+#define ROW(i, ai)                                            \
+    do {                                                      \
+        const __m256 av = _mm256_broadcast_ss(ai + k);        \
+        acc[i][0] = _mm256_fmadd_ps(av, b0, acc[i][0]);       \
+        acc[i][1] = _mm256_fmadd_ps(av, b1, acc[i][1]);       \
+    } while (0)
+            ROW(0, a0);
+            ROW(1, a1);
+            ROW(2, a2);
+            ROW(3, a3);
+            ROW(4, a4);
+            ROW(5, a5);
+#undef ROW
+            b += NR;
         }
     }
+    store_tile(acc, c, ldc, mr, nr, c_in, ld_in, epi);
 }
 
 /* ===== GEMV with B stored [N, K] (M == 1, trans_b) ===================================== */

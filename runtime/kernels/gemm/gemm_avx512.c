@@ -136,6 +136,64 @@ void cuvil_f32_conv_ukernel_8x32__avx512(size_t kc, const float *a, const float 
     }
 }
 
+/* The 8x32 tile with A's rows read in place, in segments (direct convolution on a
+ * channels-last image, conv2d.c): segment s is, for row i, the seglen[s] floats at
+ * rows[s * 8 + i]; B a packed panel of their sum x 32. */
+void cuvil_f32_rows_ukernel_8x32__avx512(size_t nseg, const size_t *seglen, const float *const *rows,
+                                         const float *b, float *c, size_t ldc, size_t mr, size_t nr,
+                                         const float *c_in, size_t ld_in, const cuvil_ukernel_epi *epi) {
+    __m512 acc[MR][2];
+    for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+    for (size_t s = 0; s < nseg; s++) {
+        const float *a0 = rows[s * MR], *a1 = rows[s * MR + 1], *a2 = rows[s * MR + 2], *a3 = rows[s * MR + 3];
+        const float *a4 = rows[s * MR + 4], *a5 = rows[s * MR + 5], *a6 = rows[s * MR + 6], *a7 = rows[s * MR + 7];
+        for (size_t k = 0; k < seglen[s]; k++) {
+            const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
+#define ROW(i, ai)                                        \
+    do {                                                  \
+        const __m512 av = _mm512_set1_ps(ai[k]);          \
+        acc[i][0] = _mm512_fmadd_ps(av, b0, acc[i][0]);   \
+        acc[i][1] = _mm512_fmadd_ps(av, b1, acc[i][1]);   \
+    } while (0)
+            ROW(0, a0);
+            ROW(1, a1);
+            ROW(2, a2);
+            ROW(3, a3);
+            ROW(4, a4);
+            ROW(5, a5);
+            ROW(6, a6);
+            ROW(7, a7);
+#undef ROW
+            b += NR;
+        }
+    }
+    store_tile(acc, c, ldc, mr, nr, c_in, ld_in, epi);
+}
+
+/* The same with 7 rows (a 7x7 map's 49 pixels). */
+void cuvil_f32_rows_ukernel_7x32__avx512(size_t nseg, const size_t *seglen, const float *const *rows,
+                                         const float *b, float *c, size_t ldc, size_t mr, size_t nr,
+                                         const float *c_in, size_t ld_in, const cuvil_ukernel_epi *epi) {
+    enum { R = 7 };
+    __m512 acc[R][2];
+    for (int i = 0; i < R; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+    for (size_t s = 0; s < nseg; s++) {
+        const float *a[R];
+        for (int i = 0; i < R; i++) a[i] = rows[s * R + (size_t)i];
+        for (size_t k = 0; k < seglen[s]; k++) {
+            const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
+#pragma GCC unroll 7
+            for (int i = 0; i < R; i++) {
+                const __m512 av = _mm512_set1_ps(a[i][k]);
+                acc[i][0] = _mm512_fmadd_ps(av, b0, acc[i][0]);
+                acc[i][1] = _mm512_fmadd_ps(av, b1, acc[i][1]);
+            }
+            b += NR;
+        }
+    }
+    store_tile(acc, c, ldc, mr, nr, c_in, ld_in, epi);
+}
+
 /* acc[t] += sum_k a[k] * panel[k*32 + t] for t < 32 (one row of A times a packed B panel). */
 void cuvil_f32_gemv_panel32__avx512(size_t kc, const float *a, const float *panel, float *acc) {
     __m512 s0 = _mm512_loadu_ps(acc), s1 = _mm512_loadu_ps(acc + 16);

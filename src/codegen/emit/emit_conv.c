@@ -27,10 +27,7 @@ cuvil_status cg_emit_conv(cg_ctx *cg, cir_graph *g, cir_node *n) {
     if (n->packed >= 0) {
         const cuvil_target_info *t = cuvil_target_find(g->target);
         CUVIL_ASSERT(t);
-        pp.packed_mr = n->kernel_algo == CUVIL_CONV_GEMM_T || n->kernel_algo == CUVIL_CONV_WINOGRAD_T ||
-                               n->kernel_algo == CUVIL_CONV_WINOGRAD2_T
-                           ? t->nr
-                           : t->mr;
+        pp.packed_mr = cuvil_conv2d_algo_packs_b(n->kernel_algo) ? t->nr : t->mr;
         pp.packed_kc = t->kc;
         pp.algo = n->kernel_algo;   /* the scratch below is the algorithm's */
         snprintf(ex, sizeof ex, ", .packed_mr = %lld, .packed_kc = %lld, .algo = %lld", (long long)pp.packed_mr,
