@@ -140,9 +140,10 @@ static bool direct_pays(const cuvil_conv2d_params *p) {
  * in ResNet-18 on two threads its 28x28 stage is then channels last throughout (layer2.0
  * conv2, Winograd with tiles as rows, 0.71 -> 0.53 ms). Against the pixels-as-rows GEMM on a channels-last input it measured even
  * (ResNet-50's layer3.0 and layer4.0 conv2, within 3% either way), and on a stem (3 -> 64,
- * 7x7, K 147 in segments of 21) slower: those keep their GEMMs. */
-static bool direct_t_pays(const cuvil_conv2d_params *p) {
-    return cuvil_conv2d_direct_t_applies(p) && p->KH * p->KW > 1 && direct_pays(p);
+ * 7x7, K 147 in segments of 21) slower: those keep their GEMMs. Measured on AVX2 and AVX-512
+ * only (NR 16 and 32): the portable targets keep the channels-first one. */
+static bool direct_t_pays(const cuvil_conv2d_params *p, const cuvil_target_info *t) {
+    return cuvil_conv2d_direct_t_applies(p) && p->KH * p->KW > 1 && direct_pays(p) && t->nr >= 16;
 }
 
 /* Is conv n's output map one of the sizes where Winograd runs with tiles as rows? */
@@ -193,7 +194,7 @@ static cuvil_status lower_conv(cir_graph *g, cir_node *n, const lower_ctx *c) {
                      (g->opt_level >= 2 && (pointwise || strided_pw) && p.group == 1 &&
                       p.OH * p.OW <= SWAP_NEAR_WINO_T_MAX_PIXELS && on_wino_t_map(c, &p)));
         bool wino_t = wino && !wino2 && wino_t_shape(&p, t);
-        bool direct_t = packed && !g->symbolic && !wino && !swap && g->opt_level >= 2 && direct_t_pays(&p);
+        bool direct_t = packed && !g->symbolic && !wino && !swap && g->opt_level >= 2 && direct_t_pays(&p, t);
         bool direct = packed && !g->symbolic && !wino && !swap && !direct_t && direct_pays(&p);
         p.algo = wino2      ? CUVIL_CONV_WINOGRAD2_T
                  : wino_t   ? CUVIL_CONV_WINOGRAD_T

@@ -144,6 +144,22 @@ def _wino_bottlenecks() -> Case:
     return Case("layout-wino-bottlenecks", 13, nodes, {"x": [2, 40, 28, 28]}, inits)
 
 
+def _direct() -> Case:
+    """Strided 3x3 convs with enough taps for the direct convolution on a channels-last copy,
+    batch 2: the first reads the graph's NCHW input (the reorder folded into its copy) and
+    writes channels last for a 3x3 stride-1 conv at 15x15 (Winograd with tiles as rows), whose
+    output the second reads channels last, then a global average pool."""
+    nodes = [
+        node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1], strides=[2, 2]), node("Relu", ["c1"], ["r1"]),
+        node("Conv", ["r1", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1]), node("Relu", ["c2"], ["r2"]),
+        node("Conv", ["r2", "w3", "b3"], ["c3"], pads=[1, 1, 1, 1], strides=[2, 2]),
+        node("GlobalAveragePool", ["c3"], ["y"]),
+    ]
+    inits = {"w1": R(48, 32, 3, 3), "b1": R(48), "w2": R(48, 48, 3, 3), "b2": R(48), "w3": R(64, 48, 3, 3),
+             "b3": R(64)}
+    return Case("layout-direct", 13, nodes, {"x": [2, 32, 30, 30]}, inits)
+
+
 # NCHW: only the graph's input. Bottlenecks: channels last everything after it, the 3x3 convs'
 # inputs too (their im2col packed from it, K tap-major like their weights), the shortcut's
 # output (from its subsampled copy), the first block's sum (read by the next block's 1x1 conv
@@ -156,6 +172,8 @@ _STAGES = {
     "winograd": (_wino_bottlenecks, {"Conv_c0": "out", "Conv_a1": "in and out", "Conv_b1": "in and out",
                                      "Conv_c1": "in and out", "Conv_a2": "in and out", "Conv_b2": "in and out",
                                      "Conv_c2": "in and out", "GlobalAveragePool_y": "in"}, "tiles as rows"),
+    "direct": (_direct, {"Conv_c1": "out", "Conv_c2": "in and out", "Conv_c3": "in and out",
+                         "GlobalAveragePool_y": "in"}, "direct on a channels-last padded copy"),
 }
 
 
