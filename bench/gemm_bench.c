@@ -8,6 +8,8 @@
  * Peak: independent FMA chains of the widest vectors each ISA has (8 lanes AVX2, 16 AVX-512),
  * timed for ~0.2 s; the best of 3. Rows:
  *   ukernel  the microkernel alone on L1-resident packed panels (kc = the blocking's KC)
+ *   rows     its variant reading A's rows in place (the channels-last direct convolution's),
+ *            MR rows of 3 segments (a 3x3 conv's kernel rows), L1-resident
  *   square   C = A B, M = N = K (64 ... 1024), the whole driver: packing, blocking, edges
  *   layer    the products of the benchmark models' convolutions as im2col GEMMs
  *            (M = output channels, N = output pixels, K = input channels x taps), one thread
@@ -43,15 +45,28 @@ static float *falloc(size_t n) {
     return f;
 }
 
-static double time_ukernel(const cuvil_gemm_ukernel_desc *uk, int64_t kc) {
-    float *a = falloc((size_t)(kc * uk->mr)), *b = falloc((size_t)(kc * uk->nr));
+/* The microkernel alone, or (rows) its variant reading A's rows in place: MR rows of kc floats
+ * as 3 segments, the rows 4 KiB apart (an image's), all L1-resident. */
+static double time_ukernel(const cuvil_gemm_ukernel_desc *uk, int64_t kc, int rows_variant) {
+    enum { SEGS = 3, STRIDE = 1024 };
+    float *a = falloc((size_t)(uk->mr * (kc > STRIDE ? kc : STRIDE))), *b = falloc((size_t)(kc * uk->nr));
     float *c = falloc((size_t)(uk->mr * uk->nr));
+    const float *rows[SEGS * 16];
+    size_t seglen[SEGS];
+    for (int s = 0; s < SEGS && uk->mr <= 16; s++) {
+        seglen[s] = (size_t)(kc / SEGS + (s < kc % SEGS));
+        for (int i = 0; i < uk->mr; i++) rows[s * uk->mr + i] = a + i * STRIDE + s * (kc / SEGS + 1);
+    }
     double best = 0;
     for (int rep = 0; rep < 5; rep++) {
         const long iters = 200000000 / (kc * uk->mr * uk->nr) + 1;
         double t0 = now();
         for (long it = 0; it < iters; it++)
-            uk->fn((size_t)kc, a, b, c, (size_t)uk->nr, (size_t)uk->mr, (size_t)uk->nr, c, (size_t)uk->nr, NULL);
+            if (rows_variant)
+                uk->rows(SEGS, seglen, rows, b, c, (size_t)uk->nr, (size_t)uk->mr, (size_t)uk->nr, c, (size_t)uk->nr,
+                         NULL);
+            else
+                uk->fn((size_t)kc, a, b, c, (size_t)uk->nr, (size_t)uk->mr, (size_t)uk->nr, c, (size_t)uk->nr, NULL);
         double g = 2.0 * (double)kc * uk->mr * uk->nr * (double)iters / (now() - t0) * 1e-9;
         if (g > best) best = g;
     }
@@ -152,9 +167,14 @@ int main(int argc, char **argv) {
             blk.kc = 256;
             blk.nc = 1024;
         }
-        double g = time_ukernel(uk, blk.kc);
+        double g = time_ukernel(uk, blk.kc, 0);
         printf("| %s | ukernel | %d | %d | %lld | %.1f | %.1f |\n", uk->name, uk->mr, uk->nr, (long long)blk.kc, g,
                100 * g / peak);
+        if (uk->rows && uk->mr <= 16) {
+            g = time_ukernel(uk, blk.kc, 1);
+            printf("| %s | rows | %d | %d | %lld | %.1f | %.1f |\n", uk->name, uk->mr, uk->nr, (long long)blk.kc, g,
+                   100 * g / peak);
+        }
         for (size_t i = 0; i < sizeof squares / sizeof squares[0]; i++) {
             if (quick && squares[i] > 512) break;
             g = time_gemm(&blk, squares[i], squares[i], squares[i], quick);
