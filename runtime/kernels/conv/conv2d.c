@@ -1759,7 +1759,7 @@ typedef struct direct_t_run {
     const float *x;    /* this image, in p's x layout */
     float *xpad;       /* [Hp][Wp][C], the copy */
     const float *xin;  /* what the tiles read: xpad, or x in place */
-    int64_t *pix;      /* output pixel q's window starts at xpad + pix[q] */
+    int64_t *pix;      /* output pixel q's window starts at xin + pix[q] */
     const float *w;    /* prepacked: K blocks of kcb rows, each Np/nr panels of kc x nr */
     const float *bias; /* [M] or NULL */
     const float *init; /* the product's initial value (a channels-last y's residual) or NULL */
