@@ -186,7 +186,8 @@ typedef struct cuvil_conv2d_params {
  * (src/passes/pass_lower.c) sets it where producer and consumers agree. */
 int cuvil_conv2d_layout_ok(const cuvil_conv2d_params *p);
 /* Whether cuvil_f32_conv2d_pack packs p's weights for its layout (tap-major, as above): then a
- * conv given a layout after its weights were packed needs them packed again. */
+ * conv given a layout after its weights were packed needs them packed again. (Not
+ * CUVIL_CONV_DIRECT_T's, tap-major whatever the layout.) */
 int cuvil_conv2d_packed_tap_major(const cuvil_conv2d_params *p);
 #define CUVIL_CONV_WINOGRAD 1
 #define CUVIL_CONV_GEMM_T 2

@@ -450,7 +450,7 @@ static cuvil_status assign_layouts(cir_graph *g, const cuvil_target_info *t) {
         p.algo = n->kernel_algo;
         p.packed_mr = dw ? t->mr : t->nr;
         p.packed_kc = t->kc;
-        if (n->kernel_algo != CUVIL_CONV_DIRECT_T && cuvil_conv2d_packed_tap_major(&p)) {
+        if (cuvil_conv2d_packed_tap_major(&p)) {
             int id;
             cir_value *w = cir_in(g, n, 1);
             if ((s = packed_const(g, w, cuvil_f32_conv2d_packed_floats(&p), &id))) break;

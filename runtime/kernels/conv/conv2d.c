@@ -1227,9 +1227,7 @@ static int dw_tap_major(const cuvil_conv2d_params *p) {
     return is_depthwise(p) && p->layout && p->packed_mr > 0;
 }
 
-int cuvil_conv2d_packed_tap_major(const cuvil_conv2d_params *p) {
-    return dw_tap_major(p) || gemm_t_taps_major(p) || is_direct_t(p);
-}
+int cuvil_conv2d_packed_tap_major(const cuvil_conv2d_params *p) { return dw_tap_major(p) || gemm_t_taps_major(p); }
 
 size_t cuvil_f32_conv2d_packed_floats(const cuvil_conv2d_params *p) {
     const int64_t Cg = p->C / p->group, Mg = p->M / p->group;
