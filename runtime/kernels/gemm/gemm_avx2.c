@@ -18,20 +18,12 @@ static inline __attribute__((always_inline)) void store_tile(__m256 (*acc)[2], f
                                                              size_t nr, const float *c_in, size_t ld_in,
                                                              const cuvil_ukernel_epi *epi) {
     if (mr == MR && nr == NR) {
-        if (c_in) {
-            acc[0][0] = _mm256_add_ps(acc[0][0], _mm256_loadu_ps(c_in + 0 * ld_in));
-            acc[0][1] = _mm256_add_ps(acc[0][1], _mm256_loadu_ps(c_in + 0 * ld_in + 8));
-            acc[1][0] = _mm256_add_ps(acc[1][0], _mm256_loadu_ps(c_in + 1 * ld_in));
-            acc[1][1] = _mm256_add_ps(acc[1][1], _mm256_loadu_ps(c_in + 1 * ld_in + 8));
-            acc[2][0] = _mm256_add_ps(acc[2][0], _mm256_loadu_ps(c_in + 2 * ld_in));
-            acc[2][1] = _mm256_add_ps(acc[2][1], _mm256_loadu_ps(c_in + 2 * ld_in + 8));
-            acc[3][0] = _mm256_add_ps(acc[3][0], _mm256_loadu_ps(c_in + 3 * ld_in));
-            acc[3][1] = _mm256_add_ps(acc[3][1], _mm256_loadu_ps(c_in + 3 * ld_in + 8));
-            acc[4][0] = _mm256_add_ps(acc[4][0], _mm256_loadu_ps(c_in + 4 * ld_in));
-            acc[4][1] = _mm256_add_ps(acc[4][1], _mm256_loadu_ps(c_in + 4 * ld_in + 8));
-            acc[5][0] = _mm256_add_ps(acc[5][0], _mm256_loadu_ps(c_in + 5 * ld_in));
-            acc[5][1] = _mm256_add_ps(acc[5][1], _mm256_loadu_ps(c_in + 5 * ld_in + 8));
-        }
+        if (c_in)
+#pragma GCC unroll 6
+            for (int i = 0; i < MR; i++) {
+                acc[i][0] = _mm256_add_ps(acc[i][0], _mm256_loadu_ps(c_in + i * ld_in));
+                acc[i][1] = _mm256_add_ps(acc[i][1], _mm256_loadu_ps(c_in + i * ld_in + 8));
+            }
         if (epi) {
             /* bias, then the clamp: max(lo, v) and min(hi, v) keep a NaN v (the second operand) */
             const __m256 lo = _mm256_set1_ps(epi->lo), hi = _mm256_set1_ps(epi->hi);
@@ -41,49 +33,28 @@ static inline __attribute__((always_inline)) void store_tile(__m256 (*acc)[2], f
                 cb1 = _mm256_loadu_ps(epi->col_bias + 8);
             }
             const float *rb = epi->row_bias;
-#define EPI(i, r0, r1)                                                                    \
-    do {                                                                                  \
-        const __m256 bi = rb ? _mm256_set1_ps(rb[i]) : _mm256_setzero_ps();               \
-        r0 = _mm256_min_ps(hi, _mm256_max_ps(lo, _mm256_add_ps(r0, _mm256_add_ps(bi, cb0)))); \
-        r1 = _mm256_min_ps(hi, _mm256_max_ps(lo, _mm256_add_ps(r1, _mm256_add_ps(bi, cb1)))); \
-    } while (0)
-            EPI(0, acc[0][0], acc[0][1]);
-            EPI(1, acc[1][0], acc[1][1]);
-            EPI(2, acc[2][0], acc[2][1]);
-            EPI(3, acc[3][0], acc[3][1]);
-            EPI(4, acc[4][0], acc[4][1]);
-            EPI(5, acc[5][0], acc[5][1]);
-#undef EPI
+#pragma GCC unroll 6
+            for (int i = 0; i < MR; i++) {
+                const __m256 bi = rb ? _mm256_set1_ps(rb[i]) : _mm256_setzero_ps();
+                acc[i][0] = _mm256_min_ps(hi, _mm256_max_ps(lo, _mm256_add_ps(acc[i][0], _mm256_add_ps(bi, cb0))));
+                acc[i][1] = _mm256_min_ps(hi, _mm256_max_ps(lo, _mm256_add_ps(acc[i][1], _mm256_add_ps(bi, cb1))));
+            }
         }
-        _mm256_storeu_ps(c + 0 * ldc, acc[0][0]);
-        _mm256_storeu_ps(c + 0 * ldc + 8, acc[0][1]);
-        _mm256_storeu_ps(c + 1 * ldc, acc[1][0]);
-        _mm256_storeu_ps(c + 1 * ldc + 8, acc[1][1]);
-        _mm256_storeu_ps(c + 2 * ldc, acc[2][0]);
-        _mm256_storeu_ps(c + 2 * ldc + 8, acc[2][1]);
-        _mm256_storeu_ps(c + 3 * ldc, acc[3][0]);
-        _mm256_storeu_ps(c + 3 * ldc + 8, acc[3][1]);
-        _mm256_storeu_ps(c + 4 * ldc, acc[4][0]);
-        _mm256_storeu_ps(c + 4 * ldc + 8, acc[4][1]);
-        _mm256_storeu_ps(c + 5 * ldc, acc[5][0]);
-        _mm256_storeu_ps(c + 5 * ldc + 8, acc[5][1]);
+#pragma GCC unroll 6
+        for (int i = 0; i < MR; i++) {
+            _mm256_storeu_ps(c + i * ldc, acc[i][0]);
+            _mm256_storeu_ps(c + i * ldc + 8, acc[i][1]);
+        }
         return;
     }
 
     /* Edge tile: spill the accumulators and store the valid part. */
     float t[MR][NR] __attribute__((aligned(32)));
-    _mm256_store_ps(t[0], acc[0][0]);
-    _mm256_store_ps(t[0] + 8, acc[0][1]);
-    _mm256_store_ps(t[1], acc[1][0]);
-    _mm256_store_ps(t[1] + 8, acc[1][1]);
-    _mm256_store_ps(t[2], acc[2][0]);
-    _mm256_store_ps(t[2] + 8, acc[2][1]);
-    _mm256_store_ps(t[3], acc[3][0]);
-    _mm256_store_ps(t[3] + 8, acc[3][1]);
-    _mm256_store_ps(t[4], acc[4][0]);
-    _mm256_store_ps(t[4] + 8, acc[4][1]);
-    _mm256_store_ps(t[5], acc[5][0]);
-    _mm256_store_ps(t[5] + 8, acc[5][1]);
+#pragma GCC unroll 6
+    for (int i = 0; i < MR; i++) {
+        _mm256_store_ps(t[i], acc[i][0]);
+        _mm256_store_ps(t[i] + 8, acc[i][1]);
+    }
     cuvil_ukernel_store_rows(t[0], NR, c, ldc, mr, nr, c_in, ld_in, epi);
 }
 
