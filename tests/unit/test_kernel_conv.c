@@ -790,6 +790,8 @@ static void test_channels_last(void) {
         {2, 40, 9, 7, 24, 3, 3, 1, 2, 0, 0, 0, 0, 1, 1, 1},      /* no padding: a channels-last x read in place */
         {1, 72, 7, 7, 48, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},      /* 1x1: one segment of C per row */
         {2, 24, 10, 9, 40, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 1},     /* 1x1 stride 2 */
+        {1, 256, 3, 3, 160, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},    /* 1x1, more outputs than pixels: threads split columns */
+        {1, 192, 12, 10, 32, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},   /* a projection (MobileNetV2's): threads split rows */
     };
     for (size_t i = 0; i < sizeof direct_t / sizeof direct_t[0]; i++) {
         run_layout_algo(&direct_t[i], 0, (int)i % 3, CUVIL_ACT_RELU, CUVIL_CONV_DIRECT_T);
