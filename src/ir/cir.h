@@ -142,6 +142,7 @@ typedef struct cir_node {
                                 * (at most CIR_ALGO_MAX bytes, its NUL included) */
     int packed;                /* value id of weights packed for that kernel, or -1 */
     int kernel_algo;           /* the kernel's algorithm code where it has several (0: its default) */
+    int64_t kernel_kc;         /* the K blocking of the packed weights, 0: the target's kc */
     /* what the kernel needs beyond the inputs' shapes, in the graph's arena (mbblock: its
      * cuvil_mbblock_params); NULL for most ops */
     const void *kernel_params;

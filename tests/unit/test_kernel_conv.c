@@ -647,8 +647,10 @@ static void relayout_f(const float *s, float *d, int64_t N, int64_t C, int64_t H
 /* One conv with layout flags against the NCHW naive loop: x, the residual and the reference
  * transposed here. res_mode as run_conv's; the kernel: `algo` (the pixels-as-rows GEMM or
  * Winograd with tiles as rows) on prepacked weights (1 and 3 threads), or the depthwise conv
- * on tap-major weights (1 and 3 threads) and on the model's (unprepacked). */
-static void run_layout_nr(const conv_case *cc, int64_t layout, int res_mode, int act, int64_t algo, int nr) {
+ * on tap-major weights (1 and 3 threads) and on the model's (unprepacked). Weights packed for NR
+ * nr and K blocks of kc (0: the default microkernel's, the default kc). */
+static void run_layout_nr(const conv_case *cc, int64_t layout, int res_mode, int act, int64_t algo, int nr,
+                          int64_t kc) {
     cuvil_conv2d_params p = to_params(cc);
     p.act = ktu_act_params(act);
     p.layout = layout;
@@ -695,7 +697,7 @@ static void run_layout_nr(const conv_case *cc, int64_t layout, int res_mode, int
     for (int v = 0; v < (dw ? 3 : 2); v++) {
         const float *r = start_y(res_mode, resl, y, ny);
         if (v < 2) {
-            run_prepacked(&p, p.algo, dw ? def->uk->mr : nr ? nr : def->uk->nr, def->kc, v ? 3 : 1, xl, w, b, r, y, refl, ny, 1e-4,
+            run_prepacked(&p, p.algo, dw ? def->uk->mr : nr ? nr : def->uk->nr, kc ? kc : def->kc, v ? 3 : 1, xl, w, b, r, y, refl, ny, 1e-4,
                           tol, label,
                           dw                                 ? "depthwise, tap-major weights"
                           : p.algo == CUVIL_CONV_WINOGRAD_T  ? "winograd_t"
@@ -724,7 +726,7 @@ static void run_layout_nr(const conv_case *cc, int64_t layout, int res_mode, int
 
 /* With weights packed for the runtime's default microkernel. */
 static void run_layout_algo(const conv_case *cc, int64_t layout, int res_mode, int act, int64_t algo) {
-    run_layout_nr(cc, layout, res_mode, act, algo, 0);
+    run_layout_nr(cc, layout, res_mode, act, algo, 0, 0);
 }
 
 static void run_layout(const conv_case *cc, int64_t layout, int res_mode, int act) {
@@ -805,7 +807,10 @@ static void test_channels_last(void) {
         /* every microkernel this machine runs that reads rows in place (weights packed for its NR) */
         for (int u = 0; u < cuvil_f32_gemm_n_ukernels; u++)
             if (cuvil_f32_gemm_ukernels[u].rows)
-                run_layout_nr(&direct_t[i], i % 2 ? XY : 0, 1, CUVIL_ACT_RELU, CUVIL_CONV_DIRECT_T, cuvil_f32_gemm_ukernels[u].nr);
+                run_layout_nr(&direct_t[i], i % 2 ? XY : 0, 1, CUVIL_ACT_RELU, CUVIL_CONV_DIRECT_T, cuvil_f32_gemm_ukernels[u].nr, 0);
+        /* all of K in one block (the lowering's projections): one segment of C per row */
+        const conv_case *d = &direct_t[i];
+        if (d->KH * d->KW == 1) run_layout_nr(d, X | (i % 2 ? Y : 0), 2, CUVIL_ACT_CLIP, CUVIL_CONV_DIRECT_T, 0, d->C);
     }
     /* Winograd with tiles as rows: the input transform reads a channels-last x (V as
      * [point][tile][channel]), the output transform writes a channels-last y */

@@ -28,7 +28,7 @@ cuvil_status cg_emit_conv(cg_ctx *cg, cir_graph *g, cir_node *n) {
         const cuvil_target_info *t = cuvil_target_find(g->target);
         CUVIL_ASSERT(t);
         pp.packed_mr = cuvil_conv2d_algo_packs_b(n->kernel_algo) ? t->nr : t->mr;
-        pp.packed_kc = t->kc;
+        pp.packed_kc = n->kernel_kc ? n->kernel_kc : t->kc;
         pp.algo = n->kernel_algo;   /* the scratch below is the algorithm's */
         snprintf(ex, sizeof ex, ", .packed_mr = %lld, .packed_kc = %lld, .algo = %lld", (long long)pp.packed_mr,
                  (long long)pp.packed_kc, (long long)pp.algo);
