@@ -146,26 +146,30 @@ static bool direct_t_pays(const cuvil_conv2d_params *p, const cuvil_target_info 
     return cuvil_conv2d_direct_t_applies(p) && p->KH * p->KW > 1 && direct_pays(p) && t->nr >= 16;
 }
 
-/* A projection (a 1x1 stride-1 conv to fewer channels: C >= 2 M, M at most 5 tiles of NR) with
- * a channels-last x runs as the direct convolution, which reads x's pixels in place, rather than
- * the pixels-as-rows GEMM, which packs them: with few output channels the packing costs nearly
- * as much as the product. Each conv alone (cuvil_f32_conv2d_prepacked, medians of 300, AVX-512,
- * one thread / two): 192 -> 32 at 28x28 0.079 -> 0.068 / 0.064 -> 0.055 ms, 384 -> 64 at 14x14
- * 5% / 6% faster, 576 -> 160 at 7x7 2-4% / 15%, 512 -> 128 at 28x28 4% / 3%; AVX2 192 -> 32
- * 12% faster. Not where M is larger (960 -> 320 at 7x7 -2% / +0.5%, 2048 -> 512 -3%) nor for
- * expansions (32 -> 64 at 28x28 6% / 16% slower, 24 -> 144 at 56x56 19%): with few input
- * channels a tile's setup outweighs the packing. */
-/* Its weights in one K block (up to this many channels), on targets of 32 columns (AVX-512), so
- * that each tile's sums stay in registers over all of K: alone, one thread / two, 576 -> 96 at
- * 14x14 5% / 3-6% faster, 960 -> 160 at 7x7 7-9% / 9-11%, 512 -> 128 at 28x28 3-7% / 3-4%.
- * (With 16 columns, AVX2, it measured even: 576 -> 64 5% faster, 384 -> 64 4-8% slower.) */
-#define DIRECT_T_WHOLE_K_MAX 1024
-
+/* A projection (a 1x1 stride-1 conv to at most half as many channels) with a channels-last x
+ * runs as the direct convolution, which reads x's pixels in place, rather than the
+ * pixels-as-rows GEMM, which packs them. Each conv alone (cuvil_f32_conv2d_prepacked, medians
+ * of 200-300, one thread / two). With the target's kc, AVX-512: 192 -> 32 at 28x28 14% / 16%
+ * faster, 384 -> 64 at 14x14 5% / 6%, 576 -> 160 at 7x7 2-4% / 15%, 512 -> 128 at 28x28 4% /
+ * 3%, but not with more outputs (960 -> 320 at 7x7 -2% / +0.5%, 2048 -> 512 -3%); AVX2 192 ->
+ * 32 12% faster: there, at most 5 tiles of NR. On AVX-512 the weights are packed in one K block
+ * (below), and then the larger ones gain too: 1024 -> 256 at 14x14 1.11-1.16 -> 1.03-1.05 ms /
+ * 0.61-0.65 -> 0.51, 2048 -> 512 at 7x7 1.20-1.25 -> 1.03-1.20 / 0.79-0.82 -> 0.49-0.59, 960 ->
+ * 320 at 7x7 0.30 -> 0.28 / 0.225 -> 0.153. Not expansions (32 -> 64 at 28x28 6% / 16% slower,
+ * 24 -> 144 at 56x56 19%, 256 -> 1024 at 14x14 +7% / -8%): with few input channels a tile's
+ * setup outweighs the packing. */
 static bool direct_t_projection(const cuvil_conv2d_params *p, const cuvil_target_info *t) {
     return cuvil_conv2d_direct_t_applies(p) && p->KH == 1 && p->KW == 1 && p->stride_h == 1 && p->stride_w == 1 &&
-           p->pad_t == 0 && p->pad_l == 0 && p->OH == p->H && p->OW == p->W && t->nr >= 16 && p->M <= 5 * t->nr &&
-           p->C >= 2 * p->M;
+           p->pad_t == 0 && p->pad_l == 0 && p->OH == p->H && p->OW == p->W && t->nr >= 16 && p->C >= 2 * p->M &&
+           (t->nr >= 32 || p->M <= 5 * t->nr);
 }
+
+/* Its weights in K blocks of up to this many channels (one block up to 1024) on targets of 32
+ * columns (AVX-512), so that each tile's sums stay in registers over all of K: alone, one
+ * thread / two, 576 -> 96 at 14x14 5% / 3-6% faster, 960 -> 160 at 7x7 7-9% / 9-11%, 512 -> 128
+ * at 28x28 3-7% / 3-4% than with kc 192. (With 16 columns, AVX2, it measured even: 576 -> 64 5%
+ * faster, 384 -> 64 4-8% slower.) */
+#define DIRECT_T_WHOLE_K_MAX 1024
 
 /* Is conv n's output map one of the sizes where Winograd runs with tiles as rows? */
 static bool on_wino_t_map(const lower_ctx *c, const cuvil_conv2d_params *p) {
@@ -467,17 +471,17 @@ static cuvil_status assign_layouts(cir_graph *g, const cuvil_target_info *t) {
             /* the same packed weights (a 1x1 conv's are the same tap-major or not), but for
              * their K blocking */
             n->kernel_algo = CUVIL_CONV_DIRECT_T;
-            if (t->nr >= 32 && p.C > t->kc && p.C <= DIRECT_T_WHOLE_K_MAX) {
+            if (t->nr >= 32 && p.C > t->kc) {
                 cir_value *w = cir_in(g, n, 1);
                 cuvil_conv2d_params q = p;
                 q.algo = CUVIL_CONV_DIRECT_T;
                 q.packed_mr = t->nr;
-                q.packed_kc = p.C;
+                q.packed_kc = p.C < DIRECT_T_WHOLE_K_MAX ? p.C : DIRECT_T_WHOLE_K_MAX;
                 int id;
                 if ((s = packed_const(g, w, cuvil_f32_conv2d_packed_floats(&q), &id))) break;
                 cuvil_f32_conv2d_pack(&q, w->data, cir_val(g, id)->data, NULL);
                 n->packed = id;
-                n->kernel_kc = p.C;
+                n->kernel_kc = q.packed_kc;
             }
             snprintf(direct, sizeof direct, "%s, gemm %dx%d kc=%lld, weights prepacked",
                      conv_algo_name(CUVIL_CONV_DIRECT_T, true, false), t->mr, t->nr,

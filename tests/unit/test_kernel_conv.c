@@ -794,6 +794,7 @@ static void test_channels_last(void) {
         {2, 24, 10, 9, 40, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 1},     /* 1x1 stride 2 */
         {1, 256, 3, 3, 160, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},    /* 1x1, more outputs than pixels: threads split columns */
         {1, 192, 12, 10, 32, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},   /* a projection (MobileNetV2's): threads split rows */
+        {1, 1100, 4, 3, 40, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},    /* 1x1, C over 1024: two K blocks of 550 below */
     };
     for (size_t i = 0; i < sizeof direct_t / sizeof direct_t[0]; i++) {
         run_layout_algo(&direct_t[i], 0, (int)i % 3, CUVIL_ACT_RELU, CUVIL_CONV_DIRECT_T);
@@ -808,9 +809,11 @@ static void test_channels_last(void) {
         for (int u = 0; u < cuvil_f32_gemm_n_ukernels; u++)
             if (cuvil_f32_gemm_ukernels[u].rows)
                 run_layout_nr(&direct_t[i], i % 2 ? XY : 0, 1, CUVIL_ACT_RELU, CUVIL_CONV_DIRECT_T, cuvil_f32_gemm_ukernels[u].nr, 0);
-        /* all of K in one block (the lowering's projections): one segment of C per row */
+        /* K in blocks of up to 1024 (the lowering's projections on AVX-512): one segment of C
+         * per row up to that */
         const conv_case *d = &direct_t[i];
-        if (d->KH * d->KW == 1) run_layout_nr(d, X | (i % 2 ? Y : 0), 2, CUVIL_ACT_CLIP, CUVIL_CONV_DIRECT_T, 0, d->C);
+        if (d->KH * d->KW == 1)
+            run_layout_nr(d, X | (i % 2 ? Y : 0), 2, CUVIL_ACT_CLIP, CUVIL_CONV_DIRECT_T, 0, d->C < 1024 ? d->C : 1024);
     }
     /* Winograd with tiles as rows: the input transform reads a channels-last x (V as
      * [point][tile][channel]), the output transform writes a channels-last y */
