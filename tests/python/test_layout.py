@@ -191,6 +191,26 @@ def test_channels_last_resnet_stages(stage, tmp_path):
     _check_outputs(p, inputs, ref, tmp_path)
 
 
+def test_projection_whole_k(tmp_path):
+    """A projection (1x1, 320 -> 64) on a channels-last input at 7x7, batch 2: the direct
+    convolution reads the input in place, on AVX-512 with its weights repacked in one K block of
+    320 (more than the target's kc). Checked against ONNX Runtime."""
+    nodes = [
+        node("Conv", ["x", "w1", "b1"], ["c1"]), node("Relu", ["c1"], ["r1"]),
+        node("Conv", ["r1", "w2", "b2"], ["c2"]),
+        node("GlobalAveragePool", ["c2"], ["y"]),
+    ]
+    inits = {"w1": R(320, 48, 1, 1), "b1": R(320), "w2": R(64, 320, 1, 1), "b2": R(64)}
+    p, inputs, ref, ir = _ir(Case("layout-projection", 13, nodes, {"x": [2, 48, 7, 7]}, inits), tmp_path)
+    assert _layouts(ir) == {"Conv_c1": "out", "Conv_c2": "in and out", "GlobalAveragePool_y": "in"}, ir
+    proj = [ln for ln in ir.splitlines() if '"Conv_c2"' in ln]
+    if "gemm 4x8" not in ir:
+        assert "pixels read in place" in proj[0], ir
+        if "x32 " in proj[0]:
+            assert "kc=320" in proj[0], ir
+    _check_outputs(p, inputs, ref, tmp_path)
+
+
 def test_generated_c_keeps_algo_notes_whole(tmp_path):
     """The generated C's comment on each node ends with the lowering's whole note: the Winograd
     convs' (over 96 bytes: algorithm, tiles as rows, weights, layout) are not cut short."""
