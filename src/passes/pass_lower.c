@@ -467,21 +467,14 @@ static cuvil_status assign_layouts(cir_graph *g, const cuvil_target_info *t) {
         n->layout = layout;
         const char *base = n->algo ? n->algo : "";
         char algo[CIR_ALGO_MAX], direct[CIR_ALGO_MAX];
+        bool repack = false; /* the weights packed again, for another K blocking */
         if (n->kernel_algo == CUVIL_CONV_GEMM_T && (layout & CUVIL_CONV_X_NHWC) && direct_t_projection(&p, t)) {
             /* the same packed weights (a 1x1 conv's are the same tap-major or not), but for
-             * their K blocking */
+             * their K blocking: repacked below where that changes */
             n->kernel_algo = CUVIL_CONV_DIRECT_T;
             if (t->nr >= 32 && p.C > t->kc) {
-                cir_value *w = cir_in(g, n, 1);
-                cuvil_conv2d_params q = p;
-                q.algo = CUVIL_CONV_DIRECT_T;
-                q.packed_mr = t->nr;
-                q.packed_kc = p.C < DIRECT_T_WHOLE_K_MAX ? p.C : DIRECT_T_WHOLE_K_MAX;
-                int id;
-                if ((s = packed_const(g, w, cuvil_f32_conv2d_packed_floats(&q), &id))) break;
-                cuvil_f32_conv2d_pack(&q, w->data, cir_val(g, id)->data, NULL);
-                n->packed = id;
-                n->kernel_kc = q.packed_kc;
+                n->kernel_kc = p.C < DIRECT_T_WHOLE_K_MAX ? p.C : DIRECT_T_WHOLE_K_MAX;
+                repack = true;
             }
             snprintf(direct, sizeof direct, "%s, gemm %dx%d kc=%lld, weights prepacked",
                      conv_algo_name(CUVIL_CONV_DIRECT_T, true, false), t->mr, t->nr,
@@ -499,13 +492,14 @@ static cuvil_status assign_layouts(cir_graph *g, const cuvil_target_info *t) {
         p.algo = n->kernel_algo;
         p.packed_mr = dw ? t->mr : t->nr;
         p.packed_kc = n->kernel_kc ? n->kernel_kc : t->kc;
-        if (cuvil_conv2d_packed_tap_major(&p)) {
+        const bool tap_major = cuvil_conv2d_packed_tap_major(&p);
+        if (tap_major || repack) {
             int id;
             cir_value *w = cir_in(g, n, 1);
             if ((s = packed_const(g, w, cuvil_f32_conv2d_packed_floats(&p), &id))) break;
             cuvil_f32_conv2d_pack(&p, w->data, cir_val(g, id)->data, NULL);
             n->packed = id;
-            snprintf(algo + strlen(algo), sizeof algo - strlen(algo), ", weights tap-major");
+            if (tap_major) snprintf(algo + strlen(algo), sizeof algo - strlen(algo), ", weights tap-major");
         }
         if (!(n->algo = cuvil_arena_strdup(&g->arena, algo))) s = cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
     }
