@@ -2,16 +2,22 @@
 """Batch-1 latency of Cuvil-compiled models next to ONNX Runtime (and PyTorch), measured in one run.
 
 For each model: compile with cuvil-compile (timed, default target: the host's best), then for each
-thread count, ROUNDS alternating rounds of `cuvil-run --bench ITERS --threads T --json` and of
-ONNX Runtime (graph optimisation 'all', intra-op threads T) in its own process (bench/peer_run.py),
-so that drifts in machine load hit both and neither's idle threads share the machine with the
-other. Each round reports its median; the table gives the median of the round medians, their
-ratio Cuvil/ORT (< 1: Cuvil faster), the % of the machine's FMA peak (one core's measured peak,
-bench/peak.c, times the threads), peak RSS and start-up (load + first run). A second table times
-PyTorch eager and AOTInductor (torch._inductor.aoti_compile_and_package) the same way.
+thread count, Cuvil's library (through the cuvil package) and ONNX Runtime (graph optimisation
+'all', intra-op threads T), each loaded once in its own process (bench/peer_run.py --serve), run
+ROUNDS alternating turns of ITERS timed runs (after one untimed), the first of each pair swapped
+every round, with a pause before each turn longer than either's idle spinning. A pair of turns
+takes 0.3-2 s, so that the load of a shared machine hits both alike (on the 2-vCPU VM of
+bench/RESULTS.md a model's turn medians moved by up to 40% from one second to the next; rounds of
+a process each, 3-4 s apart, left single cells off by 20%), and neither's idle threads share the
+machine with the other. Each turn reports
+its median; the table gives the median of the turn medians, their ratio Cuvil/ORT (< 1: Cuvil
+faster), the % of the machine's FMA peak (one core's measured peak, bench/peak.c, times the
+threads), peak RSS and start-up (load + first run; Cuvil's from `cuvil-run`, without Python). A
+second table times PyTorch eager and AOTInductor (torch._inductor.aoti_compile_and_package) in
+alternating rounds of processes.
 
     $VENV/bin/python bench/bench.py [--models resnet18,resnet50,mobilenet_v2] [--threads 1,2]
-        [--rounds 10] [--iters 10] [--no-torch] [--target x86_64-avx2] [--write bench/RESULTS.md]
+        [--rounds 30] [--iters 10] [--no-torch] [--target x86_64-avx2] [--write bench/RESULTS.md]
 
 `make bench` runs it with --write: the new run replaces the part of bench/RESULTS.md above its
 "## Earlier runs" heading, and the GEMM microbenchmark (build/bin/cuvil-bench-gemm) is added.
@@ -72,6 +78,18 @@ def peak_gflops_one_core() -> dict:
     return {k: float(v) for k, v in (line.split() for line in out.splitlines())}
 
 
+def corelat_program(td) -> Path | None:
+    """bench/corelat.c built: the round trip of a cache line between two CPUs, ns."""
+    exe = Path(td) / "corelat"
+    r = subprocess.run(["cc", "-O2", "-pthread", str(REPO / "bench" / "corelat.c"), "-o", str(exe)],
+                       capture_output=True)
+    return exe if r.returncode == 0 else None
+
+
+# A round trip above this: the two CPUs do not share a last-level cache (bench/corelat.c).
+SPLIT_NS = 150
+
+
 def cpu_model() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -88,6 +106,74 @@ def peer(kind, what, xin, threads, iters):
     if r.returncode:
         raise RuntimeError(f"{kind} {what}: {r.stderr.strip().splitlines()[-1] if r.stderr.strip() else r.returncode}")
     return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+# Quiet before each turn: ONNX Runtime's workers spin for ~50 ms after a run, Cuvil's ~1-3 ms.
+GAP_S = 0.15
+
+
+class Server:
+    """A `peer_run.py KIND WHAT INPUT THREADS 0 --serve` process: the model loaded once, timed
+    turns on request."""
+
+    def __init__(self, kind, what, xin, threads, td):
+        self.kind = kind
+        self.err = open(Path(td) / f"{kind}-serve.err", "w+")
+        self.p = subprocess.Popen([sys.executable, str(REPO / "bench" / "peer_run.py"), kind, str(what), str(xin),
+                                   str(threads), "0", "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=self.err, text=True)
+        self.ready = self._read()
+
+    def _read(self):
+        line = self.p.stdout.readline()
+        if not line:
+            self.p.wait()
+            self.err.seek(0)
+            lines = self.err.read().strip().splitlines()
+            raise RuntimeError(f"{self.kind} server: {lines[-1] if lines else f'exit {self.p.returncode}'}")
+        return json.loads(line)
+
+    def turn(self, iters):
+        self.p.stdin.write(f"{iters}\n")
+        self.p.stdin.flush()
+        return self._read()
+
+    def close(self):
+        try:
+            self.p.stdin.close()
+            self.p.wait(timeout=60)
+        except (OSError, subprocess.TimeoutExpired):
+            self.p.kill()
+        self.err.close()
+
+
+def paired(so, onnx_path, xin, threads, rounds, iters, td, corelat):
+    """Cuvil and ONNX Runtime in alternating turns (module docstring): the turn medians of each,
+    ONNX Runtime's start-up and peak RSS, and with several threads the core-to-core round trip
+    (ns) before each round."""
+    servers = []
+    try:
+        servers.append(Server("cuvil", so, xin, threads, td))
+        servers.append(Server("ort", onnx_path, xin, threads, td))
+        med = {"cuvil": [], "ort": []}
+        rss = 0.0
+        lat = []
+        for r in range(rounds):
+            if threads > 1 and corelat:
+                out = subprocess.run([str(corelat)], capture_output=True, text=True).stdout.strip()
+                if out:
+                    lat.append(float(out))
+            for s in (servers if r % 2 == 0 else servers[::-1]):
+                time.sleep(GAP_S)
+                res = s.turn(iters)
+                med[s.kind].append(statistics.median(res["times_ms"]))
+                if s.kind == "ort":
+                    rss = res["peak_rss_mb"]
+        ort_info = dict(servers[1].ready, peak_rss_mb=rss)
+        return med["cuvil"], med["ort"], ort_info, lat
+    finally:
+        for s in servers:
+            s.close()
 
 
 def cuvil(build, so, xin, name, threads, iters, outdir):
@@ -128,7 +214,7 @@ def main(argv=None):
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--exporter", default="torchscript")
     ap.add_argument("--opset", type=int, default=13)
-    ap.add_argument("--rounds", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=30)
     ap.add_argument("--iters", type=int, default=10)
     ap.add_argument("--no-torch", action="store_true", help="skip the PyTorch eager / AOTInductor table")
     ap.add_argument("--target", help="cuvil-compile --target (default: the host's best), e.g. x86_64-avx2 to "
@@ -139,6 +225,8 @@ def main(argv=None):
     build = Path(args.build)
     threads = [int(t) for t in args.threads.split(",")]
     peaks = peak_gflops_one_core()
+    corelat_dir = tempfile.TemporaryDirectory()
+    corelat = corelat_program(corelat_dir.name)
     peak = max(peaks.values()) if peaks else float("nan")
     rows, trows = [], []
     target = "?"
@@ -160,13 +248,11 @@ def main(argv=None):
             in_name = onnx.load(str(onnx_path), load_external_data=False).graph.input[0].name
             flops = model_flops(onnx_path)
             for th in threads:
-                cu, ot, cu_info, ort_info = [], [], None, None
-                for _ in range(args.rounds):
-                    cu_info = cuvil(build, so, xin, in_name, th, args.iters, td)
-                    cu.append(cu_info["median_ms"])
-                    ort_info = peer("ort", onnx_path, xin, th, args.iters)
-                    ot.append(statistics.median(ort_info["times_ms"]))
+                cu_info = cuvil(build, so, xin, in_name, th, args.iters, td)  # start-up and RSS without Python
+                cu, ot, ort_info, lat = paired(so, onnx_path, xin, th, args.rounds, args.iters, td, corelat)
+                split = sum(v > SPLIT_NS for v in lat)
                 c, o = statistics.median(cu), statistics.median(ot)
+                pair = statistics.median(a / b for a, b in zip(cu, ot))
                 rows.append(dict(model=name, threads=th, compile_s=round(compile_s, 2), cuvil_ms=round(c, 2),
                                  ort_ms=round(o, 2), ratio=round(c / o, 3), gflop=round(flops / 1e9, 3),
                                  cuvil_peak_pct=round(100 * flops / (c * 1e-3) / (peak * 1e9 * th), 1),
@@ -175,14 +261,17 @@ def main(argv=None):
                                  ort_start_ms=round(ort_info["load_ms"] + ort_info["first_ms"], 1),
                                  cuvil_rss_mb=round(cu_info["peak_rss_mb"], 1),
                                  ort_rss_mb=round(ort_info["peak_rss_mb"], 1),
-                                 runs=args.rounds * args.iters))
-                print(f"# {name} threads={th}: cuvil {c:.2f} ms, ort {o:.2f} ms, ratio {c / o:.3f}", file=sys.stderr)
+                                 pair_ratio=round(pair, 3), split=split, lat=lat, runs=args.rounds * args.iters))
+                print(f"# {name} threads={th}: cuvil {c:.2f} ms, ort {o:.2f} ms, ratio {c / o:.3f} (median of the "
+                      f"pairs' ratios {pair:.3f}; cuvil-run alone {cu_info['median_ms']:.2f} ms"
+                      + (f"; {split} of {len(lat)} rounds with the CPUs apart, round trip {min(lat):.0f}-{max(lat):.0f} ns"
+                         if lat else "") + ")", file=sys.stderr)
             if not args.no_torch:
                 # compiled once; its OpenMP kernels take the thread count torch.set_num_threads gives
                 pkg, aoti_s = aoti_package(name, x, td, max(threads))
                 for th in threads:
                     ea, aa = [], []
-                    for _ in range(max(3, args.rounds // 2)):
+                    for _ in range(max(3, min(6, args.rounds // 2))):
                         ea.append(statistics.median(peer("eager", name, xin, th, args.iters)["times_ms"]))
                         if pkg:
                             aa.append(statistics.median(peer("aoti", pkg, xin, th, args.iters)["times_ms"]))
@@ -200,12 +289,15 @@ def main(argv=None):
                  + ", ".join(f"{k.upper()} {v:.1f} GFLOP/s" for k, v in peaks.items())
                  + f" (bench/peak.c); Cuvil target `{target}`. ONNX Runtime {onnxruntime.__version__} "
                  f"(graph optimisation 'all', same intra-op threads), torch {_torch_version()}.\n")
-    lines.append(f"Batch 1, float32, {args.rounds} alternating rounds x {args.iters} runs per model and thread count "
-                 f"(each round in its own process, after 3 warmup runs); the medians of the round medians. "
+    lines.append(f"Batch 1, float32, {args.rounds} alternating turns x {args.iters} runs per model and thread count: "
+                 f"Cuvil (through the cuvil package) and ONNX Runtime each loaded once in its own process, their "
+                 f"turns alternating with {GAP_S} s of quiet before each (one untimed run, then {args.iters} timed); "
+                 f"the medians of the turn medians. "
                  f"Ratio = Cuvil / ONNX Runtime (< 1: Cuvil faster). % peak: FLOPs (2 x multiply-adds of "
                  f"Conv/Gemm/MatMul, counted as direct convolution) per second over the peak x threads; Winograd "
                  f"layers do fewer multiplies than that count, so Cuvil's figure can pass 100. Start: load + first "
-                 f"run. Peak RSS: each process's VmHWM (ONNX Runtime's includes the Python interpreter).\n")
+                 f"run (Cuvil's by `cuvil-run`, without Python). Peak RSS: each process's VmHWM (Cuvil's of "
+                 f"`cuvil-run`; ONNX Runtime's includes the Python interpreter).\n")
     lines.append("| model | threads | Cuvil ms | ORT ms | Cuvil/ORT | Cuvil % peak | ORT % peak | Cuvil start ms | "
                  "ORT start ms | Cuvil peak RSS MB | ORT peak RSS MB | compile s |")
     lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -213,6 +305,16 @@ def main(argv=None):
         lines.append(f"| {r['model']} | {r['threads']} | {r['cuvil_ms']} | {r['ort_ms']} | **{r['ratio']}** | "
                      f"{r['cuvil_peak_pct']} | {r['ort_peak_pct']} | {r['cuvil_start_ms']} | {r['ort_start_ms']} | "
                      f"{r['cuvil_rss_mb']} | {r['ort_rss_mb']} | {r['compile_s']} |")
+    lines.append("\nThe median of the rounds' own ratios (each Cuvil turn over the ONNX Runtime turn beside it): "
+                 + ", ".join(f"{r['model']} {r['threads']} thread{'s' if r['threads'] > 1 else ''} {r['pair_ratio']}"
+                             for r in rows) + ".")
+    lat_rows = [r for r in rows if r["lat"]]
+    if lat_rows:
+        lines.append(f"\nWith several threads, before each round, the round trip of a cache line between the two CPUs "
+                     f"(bench/corelat.c); above {SPLIT_NS} ns the host had placed them apart, not sharing an L3, where "
+                     f"two-thread runs of either take up to ~1.6x as long: "
+                     + ", ".join(f"{r['model']} {r['threads']} threads {r['split']} of {len(r['lat'])} rounds apart "
+                                 f"({min(r['lat']):.0f}-{max(r['lat']):.0f} ns)" for r in lat_rows) + ".")
     if trows:
         lines.append("\nPyTorch on the same models, inputs and threads (eager in `torch.inference_mode`; "
                      "AOTInductor: `torch.export` then `aoti_compile_and_package`, loaded with `aoti_load_package`):\n")

@@ -6,9 +6,16 @@ after a run; with two threads on two cores that alone slowed a Cuvil run beside 
     peer_run.py ort   MODEL.onnx INPUT.npy THREADS ITERS
     peer_run.py eager NAME       INPUT.npy THREADS ITERS
     peer_run.py aoti  PACKAGE.pt2 INPUT.npy THREADS ITERS
+    peer_run.py cuvil MODEL.so   INPUT.npy THREADS ITERS     (through the cuvil package)
 
 Prints one JSON line: times_ms (each timed run), load_ms (session or package load), first_ms
 (the first run), peak_rss_mb (this process's peak resident set, VmHWM).
+
+With --serve after ITERS (ignored then), it loads the model, runs it once and 3 times more,
+prints {"load_ms", "first_ms"} and then serves turns: for each line N read from stdin it runs
+the model once untimed and N times timed, and prints {"times_ms", "peak_rss_mb"}; it ends at
+the end of stdin. bench/bench.py keeps a Cuvil and an ONNX Runtime server side by side and
+alternates their turns, with a pause between them longer than either's idle spinning.
 """
 import json
 import resource
@@ -21,9 +28,14 @@ import numpy as np
 
 def main():
     kind, what, inp, threads, iters = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+    serve = sys.argv[6:] == ["--serve"]
     x = np.load(inp)
     t = time.perf_counter()
-    if kind == "ort":
+    if kind == "cuvil":
+        import cuvil
+        model = cuvil.load(what, threads=threads)
+        run = lambda: model(x)  # noqa: E731
+    elif kind == "ort":
         import onnxruntime as ort
         so = ort.SessionOptions()
         so.intra_op_num_threads = threads
@@ -53,11 +65,27 @@ def main():
     first_ms = (time.perf_counter() - t) * 1e3
     for _ in range(3):
         run()
+    if serve:
+        print(json.dumps(dict(load_ms=load_ms, first_ms=first_ms)), flush=True)
+        for line in sys.stdin:
+            run()
+            print(json.dumps(dict(times_ms=timed(run, int(line)), peak_rss_mb=peak_rss_mb())), flush=True)
+        return
+    times = timed(run, iters)
+    print(json.dumps(dict(times_ms=times, load_ms=load_ms, first_ms=first_ms, peak_rss_mb=peak_rss_mb())))
+
+
+def timed(run, n):
+    """The times of n runs, ms."""
     times = []
-    for _ in range(iters):
+    for _ in range(n):
         t = time.perf_counter()
         run()
         times.append((time.perf_counter() - t) * 1e3)
+    return times
+
+
+def peak_rss_mb():
     # VmHWM: Linux keeps ru_maxrss across execve, so it would report the parent's peak
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     try:
@@ -66,7 +94,7 @@ def main():
                 rss = int(line.split()[1]) / 1024.0
     except OSError:
         pass
-    print(json.dumps(dict(times_ms=times, load_ms=load_ms, first_ms=first_ms, peak_rss_mb=rss)))
+    return rss
 
 
 if __name__ == "__main__":
