@@ -63,8 +63,8 @@ test-sanitize: setup-debs
 	@$(MAKE) --no-print-directory test-c test-python BUILD=$(BUILD)-asan
 
 # Not a test: Cuvil vs ONNX Runtime (and PyTorch) on ResNet-18/50 and MobileNetV2 at 1 and 2
-# threads, plus the GEMM microbenchmark, written into bench/RESULTS.md (~30-40 min on 2 cores,
-# most of it compiling the models with AOTInductor; BENCH_ARGS=--no-torch skips PyTorch).
+# threads, plus the GEMM microbenchmark, written into bench/RESULTS.md (~12 min on 2 cores with
+# the build, ~3 of them Cuvil against ONNX Runtime; BENCH_ARGS=--no-torch skips PyTorch).
 BENCH_ARGS ?=
 bench: setup build
 	@$(PY) bench/bench.py --build $(abspath $(BUILD)) --write bench/RESULTS.md $(BENCH_ARGS)
