@@ -81,8 +81,11 @@ def peak_gflops_one_core() -> dict:
 def corelat_program(td) -> Path | None:
     """bench/corelat.c built: the round trip of a cache line between two CPUs, ns."""
     exe = Path(td) / "corelat"
-    r = subprocess.run(["cc", "-O2", "-pthread", str(REPO / "bench" / "corelat.c"), "-o", str(exe)],
-                       capture_output=True)
+    try:
+        r = subprocess.run(["cc", "-O2", "-pthread", str(REPO / "bench" / "corelat.c"), "-o", str(exe)],
+                           capture_output=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
     return exe if r.returncode == 0 else None
 
 
@@ -122,20 +125,34 @@ class Server:
         self.p = subprocess.Popen([sys.executable, str(REPO / "bench" / "peer_run.py"), kind, str(what), str(xin),
                                    str(threads), "0", "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                   stderr=self.err, text=True)
-        self.ready = self._read()
+        try:
+            self.ready = self._read()
+        except BaseException:
+            self.close()
+            raise
+
+    def _fail(self):
+        self.p.kill()
+        self.p.wait()
+        self.err.seek(0)
+        lines = self.err.read().strip().splitlines()
+        raise RuntimeError(f"{self.kind} server: {lines[-1] if lines else f'exit {self.p.returncode}'}")
 
     def _read(self):
         line = self.p.stdout.readline()
         if not line:
-            self.p.wait()
-            self.err.seek(0)
-            lines = self.err.read().strip().splitlines()
-            raise RuntimeError(f"{self.kind} server: {lines[-1] if lines else f'exit {self.p.returncode}'}")
-        return json.loads(line)
+            self._fail()
+        try:
+            return json.loads(line)
+        except json.JSONDecodeError:
+            raise RuntimeError(f"{self.kind} server printed {line.strip()[:200]!r}, not a JSON line") from None
 
     def turn(self, iters):
-        self.p.stdin.write(f"{iters}\n")
-        self.p.stdin.flush()
+        try:
+            self.p.stdin.write(f"{iters}\n")
+            self.p.stdin.flush()
+        except OSError:  # it ended
+            self._fail()
         return self._read()
 
     def close(self):
@@ -160,7 +177,10 @@ def paired(so, onnx_path, xin, threads, rounds, iters, td, corelat):
         lat = []
         for r in range(rounds):
             if threads > 1 and corelat:
-                out = subprocess.run([str(corelat)], capture_output=True, text=True).stdout.strip()
+                try:
+                    out = subprocess.run([str(corelat)], capture_output=True, text=True, timeout=10).stdout.strip()
+                except subprocess.TimeoutExpired:
+                    out = ""
                 if out:
                     lat.append(float(out))
             for s in (servers if r % 2 == 0 else servers[::-1]):
@@ -310,9 +330,9 @@ def main(argv=None):
                              for r in rows) + ".")
     lat_rows = [r for r in rows if r["lat"]]
     if lat_rows:
-        lines.append(f"\nWith several threads, before each round, the round trip of a cache line between the two CPUs "
-                     f"(bench/corelat.c); above {SPLIT_NS} ns the host had placed them apart, not sharing an L3, where "
-                     f"two-thread runs of either take up to ~1.6x as long: "
+        lines.append(f"\nWith several threads, before each round, the round trip of a cache line between the first two "
+                     f"CPUs (bench/corelat.c); above {SPLIT_NS} ns they do not share a last-level cache (on a VM: the "
+                     f"host has placed them apart, which may change within a round): "
                      + ", ".join(f"{r['model']} {r['threads']} threads {r['split']} of {len(r['lat'])} rounds apart "
                                  f"({min(r['lat']):.0f}-{max(r['lat']):.0f} ns)" for r in lat_rows) + ".")
     if trows:

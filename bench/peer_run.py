@@ -1,21 +1,23 @@
 #!/usr/bin/env python3
 """One benchmark round of a peer, in its own process (bench/bench.py runs it), so that no
-runtime's idle threads share the machine with the one being timed (ONNX Runtime's workers spin
-after a run; with two threads on two cores that alone slowed a Cuvil run beside it by 40%).
+runtime's idle threads run beside the one being timed (ONNX Runtime's workers spin after a run;
+with two threads on two cores that alone slowed a Cuvil run beside it by 40%).
 
     peer_run.py ort   MODEL.onnx INPUT.npy THREADS ITERS
     peer_run.py eager NAME       INPUT.npy THREADS ITERS
     peer_run.py aoti  PACKAGE.pt2 INPUT.npy THREADS ITERS
     peer_run.py cuvil MODEL.so   INPUT.npy THREADS ITERS     (through the cuvil package)
 
-Prints one JSON line: times_ms (each timed run), load_ms (session or package load), first_ms
-(the first run), peak_rss_mb (this process's peak resident set, VmHWM).
+Prints one JSON line: times_ms (each timed run), load_ms (session or package load, after the
+Python module's import), first_ms (the first run), peak_rss_mb (this process's peak resident
+set, VmHWM).
 
 With --serve after ITERS (ignored then), it loads the model, runs it once and 3 times more,
 prints {"load_ms", "first_ms"} and then serves turns: for each line N read from stdin it runs
 the model once untimed and N times timed, and prints {"times_ms", "peak_rss_mb"}; it ends at
 the end of stdin. bench/bench.py keeps a Cuvil and an ONNX Runtime server side by side and
-alternates their turns, with a pause between them longer than either's idle spinning.
+alternates their turns, with a pause before each longer than either's idle spinning, so that
+the one not being timed is asleep.
 """
 import json
 import resource
@@ -30,13 +32,14 @@ def main():
     kind, what, inp, threads, iters = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
     serve = sys.argv[6:] == ["--serve"]
     x = np.load(inp)
-    t = time.perf_counter()
     if kind == "cuvil":
         import cuvil
+        t = time.perf_counter()
         model = cuvil.load(what, threads=threads)
         run = lambda: model(x)  # noqa: E731
     elif kind == "ort":
         import onnxruntime as ort
+        t = time.perf_counter()
         so = ort.SessionOptions()
         so.intra_op_num_threads = threads
         so.inter_op_num_threads = 1
@@ -46,6 +49,7 @@ def main():
         run = lambda: sess.run(None, feed)  # noqa: E731
     else:
         import torch
+        t = time.perf_counter()
         torch.set_num_threads(threads)
         xt = torch.from_numpy(x)
         if kind == "eager":
