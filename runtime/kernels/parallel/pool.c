@@ -3,9 +3,16 @@
  *
  * A context created with n_threads = N > 1 starts N - 1 workers once; each run binds the pool
  * to the calling thread (thread-local), and a kernel that has enough work splits it with
- * cuvil_parallel_for: the caller is thread 0 and takes tasks too, the workers take the rest
- * from a shared counter, and the call returns when every task is done (not when every worker
- * has checked in: one that was not scheduled in time leaves its share to the others). Between calls the
+ * cuvil_parallel_for: the caller is thread 0 and takes tasks too. Each thread has a block of
+ * consecutive tasks, the t-th of n equal ones, and takes its own first, then what is left of
+ * the others' (the call returns when every task is done, not when every worker has checked in:
+ * one that was not scheduled in time leaves its share to the others). Kernels number their
+ * tasks along the output's pixels or rows, so a thread mostly reads what it wrote in the layer
+ * before: on a VM whose two vCPUs the host places now on cores that share an L3, now on cores
+ * that do not (bench/corelat.c), MobileNetV2 on two threads ran 6.4-6.5 ms instead of 7.2-7.8
+ * in the second case (per-run sums of bench/profile_layers.py's node times, 1500 runs each,
+ * alternating), 4.3-4.5 against 4.4-4.7 in the first; with one shared counter the tasks went
+ * round the threads in whatever order they came free. Between calls the
  * workers spin for a short while (the next node follows within microseconds), then sleep on a
  * condition variable until the next call or the pool's end. Every spin-wait yields the CPU
  * every 1024 rounds: without it, half the 2-thread runs on a 2-vCPU VM ran 1.4x slower, and
@@ -48,7 +55,13 @@ typedef struct pool_job {
     cuvil_task_fn fn;
     void *ctx;
     int64_t n_tasks;
+    int64_t end[CUVIL_MAX_THREADS]; /* thread t's block of tasks ends here */
 } pool_job;
+
+/* (generation << 32) | the next task of a thread's block, on a cache line of its own */
+typedef struct block_next {
+    _Alignas(64) atomic_ullong v;
+} block_next;
 
 struct cuvil_pool {
     int n;                        /* threads, the caller included */
@@ -59,9 +72,11 @@ struct cuvil_pool {
     pthread_cond_t cv;
     pool_job job[2];
     uint32_t gen;                 /* the caller's count of calls (the current one's generation) */
-    /* (generation << 32) | next task: a task is taken by a compare-and-swap that also checks
-     * the generation, so a worker that wakes after its call ended takes nothing of the next */
+    /* the current generation << 32, what the workers wait on; each block's next task is taken
+     * by a compare-and-swap that also checks the generation, so a worker that wakes after its
+     * call ended takes nothing of the next */
     atomic_ullong next;
+    block_next *blk;              /* n: the threads' blocks */
     atomic_llong done;            /* tasks of the current call finished */
     atomic_int stop;
     atomic_int active;            /* a call is in flight: nested calls run inline */
@@ -76,22 +91,27 @@ typedef struct worker_arg {
 
 static uint32_t gen_of(unsigned long long v) { return (uint32_t)(v >> 32); }
 
-/* Takes and runs tasks of generation g until none is left. The caller waits for the tasks to
- * be done, not for the workers to check in: a worker descheduled before it took a task (a
- * busy core, a VM's vCPU preempted) costs the call nothing. */
+/* Takes and runs tasks of generation g until none is left: its own block's, then the next
+ * threads'. The caller waits for the tasks to be done, not for the workers to check in: a
+ * worker descheduled before it took a task (a busy core, a VM's vCPU preempted) costs the call
+ * nothing. */
 static void take_tasks(cuvil_pool *p, uint32_t g, int tid) {
     const pool_job *job = &p->job[g & 1];
     const cuvil_task_fn fn = job->fn;
     void *const ctx = job->ctx;
-    const int64_t n = job->n_tasks;
-    unsigned long long v = atomic_load_explicit(&p->next, memory_order_acquire);
-    for (;;) {
-        if (gen_of(v) != g || (int64_t)(v & 0xFFFFFFFFu) >= n) return;
-        if (!atomic_compare_exchange_weak_explicit(&p->next, &v, v + 1, memory_order_acq_rel, memory_order_acquire))
-            continue; /* v reloaded */
-        fn(ctx, (int64_t)(v & 0xFFFFFFFFu), tid);
-        atomic_fetch_add_explicit(&p->done, 1, memory_order_release);
-        v = atomic_load_explicit(&p->next, memory_order_acquire);
+    for (int k = 0; k < p->n; k++) {
+        const int b = (tid + k) % p->n;
+        atomic_ullong *next = &p->blk[b].v;
+        unsigned long long v = atomic_load_explicit(next, memory_order_acquire);
+        for (;;) {
+            if (gen_of(v) != g) return; /* the call is over */
+            if ((int64_t)(v & 0xFFFFFFFFu) >= job->end[b]) break;
+            if (!atomic_compare_exchange_weak_explicit(next, &v, v + 1, memory_order_acq_rel, memory_order_acquire))
+                continue; /* v reloaded */
+            fn(ctx, (int64_t)(v & 0xFFFFFFFFu), tid);
+            atomic_fetch_add_explicit(&p->done, 1, memory_order_release);
+            v = atomic_load_explicit(next, memory_order_acquire);
+        }
     }
 }
 
@@ -147,8 +167,9 @@ cuvil_pool *cuvil_pool_create(int n_threads, size_t scratch_stride,
         const int cpus = usable_cpus();
         if (n_threads > cpus) n_threads = cpus;
     }
-    size_t bytes = CUVIL_ALIGN_UP(sizeof(cuvil_pool), 64) +
-                   CUVIL_ALIGN_UP((size_t)n_threads * (sizeof(pthread_t) + sizeof(worker_arg)), 64);
+    const size_t blk_off = CUVIL_ALIGN_UP(sizeof(cuvil_pool), 64) +
+                           CUVIL_ALIGN_UP((size_t)n_threads * (sizeof(pthread_t) + sizeof(worker_arg)), 64);
+    const size_t bytes = blk_off + (size_t)n_threads * sizeof(block_next);
     unsigned char *mem = alloc(bytes, 64, user);
     if (!mem) return NULL;
     memset(mem, 0, bytes);
@@ -157,6 +178,8 @@ cuvil_pool *cuvil_pool_create(int n_threads, size_t scratch_stride,
     p->scratch_stride = scratch_stride;
     p->threads = (pthread_t *)(mem + CUVIL_ALIGN_UP(sizeof(cuvil_pool), 64));
     worker_arg *args = (worker_arg *)(p->threads + n_threads);
+    p->blk = (block_next *)(mem + blk_off);
+    for (int i = 0; i < n_threads; i++) atomic_init(&p->blk[i].v, 0);
     p->free = release;
     p->user = user;
     atomic_init(&p->next, 0);
@@ -220,6 +243,12 @@ void cuvil_parallel_for(int64_t n_tasks, cuvil_task_fn fn, void *ctx) {
     job->fn = fn;
     job->ctx = ctx;
     job->n_tasks = n_tasks;
+    /* the blocks first: a worker that sees the new generation in p->next finds them set */
+    for (int t = 0; t < p->n; t++) {
+        job->end[t] = n_tasks * (t + 1) / p->n;
+        atomic_store_explicit(&p->blk[t].v, ((unsigned long long)g << 32) | (unsigned long long)(n_tasks * t / p->n),
+                              memory_order_release);
+    }
     atomic_store_explicit(&p->done, 0, memory_order_relaxed);
     atomic_store_explicit(&p->next, (unsigned long long)g << 32, memory_order_release);
     pthread_mutex_lock(&p->mu);
