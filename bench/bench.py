@@ -8,12 +8,11 @@ ROUNDS alternating turns of ITERS timed runs (after one untimed), the first of e
 every round, with a pause before each turn longer than either's idle spinning. A pair of turns
 takes 0.3-2 s, so that the load of a shared machine hits both alike (on the 2-vCPU VM of
 bench/RESULTS.md a model's turn medians moved by up to 40% from one second to the next; rounds of
-a process each, 3-4 s apart, left single cells off by 20%), and neither's idle threads share the
-machine with the other. Each turn reports
-its median; the table gives the median of the turn medians, their ratio Cuvil/ORT (< 1: Cuvil
-faster), the % of the machine's FMA peak (one core's measured peak, bench/peak.c, times the
-threads), peak RSS and start-up (load + first run; Cuvil's from `cuvil-run`, without Python). A
-second table times PyTorch eager and AOTInductor (torch._inductor.aoti_compile_and_package) in
+a process each, 3-4 s apart, left two-thread cells 10-30% apart from one run to the next), and
+neither's idle threads share the machine with the other. Each turn reports its median; the
+table gives the median of the turn medians, their ratio Cuvil/ORT (< 1: Cuvil faster), the % of
+the machine's FMA peak (one core's measured peak, bench/peak.c, times the threads), peak RSS and
+start-up (load + first run; Cuvil's from `cuvil-run`, without Python). A second table times PyTorch eager and AOTInductor (torch._inductor.aoti_compile_and_package) in
 alternating rounds of processes.
 
     $VENV/bin/python bench/bench.py [--models resnet18,resnet50,mobilenet_v2] [--threads 1,2]
@@ -245,13 +244,12 @@ def main(argv=None):
     build = Path(args.build)
     threads = [int(t) for t in args.threads.split(",")]
     peaks = peak_gflops_one_core()
-    corelat_dir = tempfile.TemporaryDirectory()
-    corelat = corelat_program(corelat_dir.name)
     peak = max(peaks.values()) if peaks else float("nan")
     rows, trows = [], []
     target = "?"
     with tempfile.TemporaryDirectory() as td:
         td = Path(td)
+        corelat = corelat_program(td)
         for name in args.models.split(","):
             onnx_path = build_models.get_model(name, args.exporter, args.opset)
             so = td / f"{name}.so"
