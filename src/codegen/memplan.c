@@ -263,35 +263,10 @@ done:
     return bad;
 }
 
-cuvil_status cg_plan_memory(cir_graph *g, cg_plan *plan) {
-    memset(plan, 0, sizeof *plan);
-    int nv = g->n_values, nn = g->n_nodes;
-    plan->loc = cuvil_calloc((size_t)nv + 1, sizeof *plan->loc);
-    plan->aliased = cuvil_calloc((size_t)nn + 1, sizeof *plan->aliased);
-    int *root = cuvil_malloc(sizeof(int) * ((size_t)nv + 1));
-    int *first = cuvil_malloc(sizeof(int) * ((size_t)nv + 1)), *last = cuvil_malloc(sizeof(int) * ((size_t)nv + 1));
-    interval *iv = cuvil_calloc((size_t)nv + 1, sizeof *iv);
-    cuvil_status st = CUVIL_OK;
-    if (!plan->loc || !plan->aliased || !root || !first || !last || !iv) {
-        st = cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory planning memory");
-        goto done;
-    }
-    for (int v = 0; v < nv; v++) {
-        root[v] = v;
-        first[v] = -1;
-        last[v] = -1;
-    }
-    /* alias ops share their input's bytes unless their output is a caller's buffer */
-    for (int i = 0; i < nn; i++) {
-        cir_node *n = cir_node_at(g, i);
-        if (n->dead || !(n->def->flags & CIR_OPF_ALIAS)) continue;
-        cir_value *y = cir_out(g, n, 0);
-        if (y->output_index >= 0) continue;
-        plan->aliased[i] = true;
-        root[y->id] = root[n->in[0]];
-    }
-    /* lifetimes of roots: from the producing node to the last use of any alias */
-    for (int i = 0; i < nn; i++) {
+/* Lifetimes of roots: from the producing node to the last use of any alias. */
+static void lifetimes_of_roots(cir_graph *g, const int *root, int *first, int *last) {
+    for (int v = 0; v < g->n_values; v++) first[v] = last[v] = -1;
+    for (int i = 0; i < g->n_nodes; i++) {
         cir_node *n = cir_node_at(g, i);
         if (n->dead) continue;
         for (int j = 0; j < n->n_out; j++) {
@@ -308,6 +283,81 @@ cuvil_status cg_plan_memory(cir_graph *g, cg_plan *plan) {
             if (last[r] < i) last[r] = i;
         }
     }
+}
+
+static size_t plan_nbytes(const cir_graph *g, int v) {
+    return g->plan_bytes && v < g->n_plan_bytes ? g->plan_bytes[v] : cir_nbytes(cir_val((cir_graph *)g, v));
+}
+
+/* The root of v in the forest `up` (up[v] == v at a root), halving the path as it goes. */
+static int find_root(int *up, int v) {
+    while (up[v] != v) {
+        up[v] = up[up[v]];
+        v = up[v];
+    }
+    return v;
+}
+
+/* A conv (or inverted-residual block) y = act(conv(x) + r) whose r is not used after it writes
+ * y over r's bytes (the kernels take residual == y, cuvil_rt.h): y's root becomes r's. One
+ * tensor is then read and written where two were, and stays in cache along the residual chain
+ * of a ResNet stage (in ResNet-50's layer1 each bottleneck's last conv read a 3.2 MB residual
+ * and wrote a 3.2 MB output elsewhere). Only where r is the arena's (not a caller's buffer),
+ * of y's size and type, and not also an input of the node (a kernel that reads x in bands
+ * would see rows it already wrote). root[] is a forest here, flattened after; last[] of a
+ * root that takes an output grows by that output's. Returns whether any output moved. */
+static bool residual_in_place(cir_graph *g, int *root, int *last) {
+    bool moved = false;
+    for (int i = 0; i < g->n_nodes; i++) {
+        cir_node *n = cir_node_at(g, i);
+        if (n->dead || n->residual < 0 || (n->kind != CIR_OP_CONV && n->kind != CIR_OP_MBBLOCK) || n->n_out != 1 ||
+            n->out[0] < 0 || n->half != CIR_UNDEF)
+            continue;
+        const int y = n->out[0], r = find_root(root, n->residual);
+        const cir_value *yv = cir_val(g, y), *rv = cir_val(g, r), *res = cir_val(g, n->residual);
+        if (root[y] != y || r == y || yv->kind != CIR_VAL_ACT || yv->output_index >= 0 || rv->kind != CIR_VAL_ACT ||
+            rv->output_index >= 0 || rv->producer < 0 || last[r] != i || yv->dtype != CIR_F32 ||
+            res->dtype != CIR_F32 || rv->dtype != CIR_F32 || plan_nbytes(g, y) != plan_nbytes(g, n->residual) ||
+            plan_nbytes(g, r) != plan_nbytes(g, y))
+            continue;
+        bool read = false;
+        for (int j = 0; j < n->n_in; j++) read |= n->in[j] >= 0 && find_root(root, n->in[j]) == r;
+        if (read) continue;
+        root[y] = r;
+        if (last[y] > last[r]) last[r] = last[y];
+        moved = true;
+    }
+    if (moved)
+        for (int v = 0; v < g->n_values; v++) root[v] = find_root(root, v);
+    return moved;
+}
+
+cuvil_status cg_plan_memory(cir_graph *g, cg_plan *plan) {
+    memset(plan, 0, sizeof *plan);
+    int nv = g->n_values, nn = g->n_nodes;
+    plan->loc = cuvil_calloc((size_t)nv + 1, sizeof *plan->loc);
+    plan->aliased = cuvil_calloc((size_t)nn + 1, sizeof *plan->aliased);
+    int *root = cuvil_malloc(sizeof(int) * ((size_t)nv + 1));
+    int *first = cuvil_malloc(sizeof(int) * ((size_t)nv + 1)), *last = cuvil_malloc(sizeof(int) * ((size_t)nv + 1));
+    interval *iv = cuvil_calloc((size_t)nv + 1, sizeof *iv);
+    cuvil_status st = CUVIL_OK;
+    if (!plan->loc || !plan->aliased || !root || !first || !last || !iv) {
+        st = cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory planning memory");
+        goto done;
+    }
+    for (int v = 0; v < nv; v++) root[v] = v;
+    /* alias ops share their input's bytes unless their output is a caller's buffer */
+    for (int i = 0; i < nn; i++) {
+        cir_node *n = cir_node_at(g, i);
+        if (n->dead || !(n->def->flags & CIR_OPF_ALIAS)) continue;
+        cir_value *y = cir_out(g, n, 0);
+        if (y->output_index >= 0) continue;
+        plan->aliased[i] = true;
+        root[y->id] = root[n->in[0]];
+    }
+    lifetimes_of_roots(g, root, first, last);
+    /* a conv that adds a residual writes over it where that is the residual's last use */
+    if (residual_in_place(g, root, last)) lifetimes_of_roots(g, root, first, last);
     int ni = 0;
     for (int v = 0; v < nv; v++) {
         cir_value *val = cir_val(g, v);

@@ -202,6 +202,48 @@ static void test_memplan(cuvil_ctx *ctx) {
     }
 }
 
+/* A conv that adds a residual writes over the residual's bytes exactly where nothing reads the
+ * residual after it: p = conv(x); s = conv(p); y = conv(s) + p; then (kind) nothing, p read
+ * again by a later node, or the fused conv's input being p itself (y = conv(p) + p). */
+static void test_memplan_residual_in_place(cuvil_ctx *ctx) {
+    for (int kind = 0; kind < 3; kind++) {
+        cir_graph *g = cir_graph_new(ctx);
+        int64_t d[4] = {1, 2, 3, 3}, wd[4] = {2, 2, 1, 1};
+        float w[4] = {1, 0.5f, -0.25f, 1};
+        int x = add_input(g, "x", 4, d);
+        int p = add_act(g, "p"), s = add_act(g, "s"), q = add_act(g, "q"), y = add_act(g, "y"), z = add_act(g, "z");
+        node(g, CIR_OP_CONV, 2, (int[]){x, cir_const_add(g, "w1", CIR_F32, 4, wd, w)}, p);
+        node(g, CIR_OP_CONV, 2, (int[]){p, cir_const_add(g, "w2", CIR_F32, 4, wd, w)}, s);
+        node(g, CIR_OP_CONV, 2, (int[]){kind == 2 ? p : s, cir_const_add(g, "w3", CIR_F32, 4, wd, w)}, q);
+        node(g, CIR_OP_ADD, 2, (int[]){q, p}, y);
+        node(g, CIR_OP_CONV, 2, (int[]){y, cir_const_add(g, "w4", CIR_F32, 4, wd, w)}, z);
+        int outs[2] = {z, -1};
+        if (kind == 1) {
+            outs[1] = add_act(g, "later");
+            node(g, CIR_OP_RELU, 1, (int[]){p}, outs[1]);
+        }
+        set_outputs(g, kind == 1 ? 2 : 1, outs);
+        cuvil_options o;
+        cuvil_options_init(&o);
+        CHECK(cuvil_run_passes(g, &o) == CUVIL_OK, "%s", cuvil_errmsg(ctx));
+        const cir_node *fused = NULL;
+        for (int i = 0; i < g->n_nodes; i++)
+            if (!cir_node_at(g, i)->dead && cir_node_at(g, i)->residual >= 0) fused = cir_node_at(g, i);
+        CHECK(fused && fused->residual == p && fused->out[0] == y, "kind %d: the add was not fused into the conv", kind);
+        cg_plan plan;
+        CHECK(cg_plan_memory(g, &plan) == CUVIL_OK, "%s", cuvil_errmsg(ctx));
+        CHECK(plan.loc[y].kind == CG_LOC_ARENA && plan.loc[p].kind == CG_LOC_ARENA, "kind %d: not in the arena", kind);
+        const bool shared = plan.loc[y].index == plan.loc[p].index;
+        CHECK(shared == (kind == 0), "kind %d: y at %lld, its residual p at %lld", kind, (long long)plan.loc[y].index,
+              (long long)plan.loc[p].index);
+        /* p is live from its conv to the fused one; s and the fused conv's output may not share
+         * p's bytes unless y is written over p */
+        CHECK(kind == 2 || plan.loc[s].index != plan.loc[p].index, "kind %d: s shares p's bytes", kind);
+        cg_plan_free(&plan);
+        cir_graph_free(g);
+    }
+}
+
 /* Pointer-stable storage: a graph grown past several chunk boundaries (values and nodes) while
  * pointers taken early stay valid, then run through every pass and the memory plan (the
  * sanitizer build checks every access). Passes add values (bn_fold's constants) while they
@@ -434,6 +476,7 @@ int main(void) {
     test_verifier(ctx);
     test_shape_errors(ctx);
     test_memplan(ctx);
+    test_memplan_residual_in_place(ctx);
     test_storage_growth(ctx);
     test_ops_doc();
     test_emitters();
