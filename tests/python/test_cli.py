@@ -6,6 +6,7 @@ import json
 import re
 import shutil
 import subprocess
+import time
 
 import numpy as np
 import onnx
@@ -209,6 +210,52 @@ def test_threads_on_conv_heavy_model(tmp_path):
     two = tl.run(so, inputs, tmp_path / "t2", threads=2)
     tl.assert_outputs_close(one, ref)
     tl.assert_outputs_close(two, ref)
+
+
+def _thp_mode():
+    try:
+        text = open("/sys/kernel/mm/transparent_hugepage/enabled").read()
+    except OSError:
+        return None
+    m = re.search(r"\[(\w+)\]", text)
+    return m.group(1) if m else None
+
+
+def test_arena_in_huge_pages(tmp_path):
+    """A model's arena of 2 MB or more asks Linux for 2 MB pages (madvise): with transparent
+    huge pages in 'madvise' mode (Debian's default) the process running it has AnonHugePages,
+    which nothing else in cuvil-run asks for. Its output still matches."""
+    mode = _thp_mode()
+    if mode not in ("madvise", "always"):
+        pytest.skip(f"transparent huge pages are {mode!r} on this machine, not 'madvise' or 'always'")
+    c = Case("conv-huge-arena", 13,
+             [node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+              node("Relu", ["c"], ["r"]),
+              node("Conv", ["r", "w2"], ["y"], pads=[1, 1, 1, 1])],
+             {"x": [1, 8, 256, 256]},          # r, in the arena: 2 MB
+             {"w": R(8, 8, 3, 3), "w2": R(8, 8, 3, 3)})
+    m, inputs, ref = c.build()
+    p = tmp_path / "m.onnx"
+    onnx.save(m, p)
+    so = tl.compile(p, tmp_path / "build")
+    tl.assert_outputs_close(tl.run(so, inputs, tmp_path / "check"), ref)
+    x = tl.write_input(inputs["x"], tmp_path / "x.npy")
+    proc = subprocess.Popen([str(tl.bin_path("cuvil-run")), str(so), "--input", f"x={x}", "--bench", "100000"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    huge_kb, deadline = 0, time.monotonic() + 20
+    try:
+        while not huge_kb and proc.poll() is None and time.monotonic() < deadline:
+            try:
+                rollup = open(f"/proc/{proc.pid}/smaps_rollup").read()
+            except OSError:
+                break
+            m = re.search(r"^AnonHugePages:\s+(\d+) kB", rollup, re.M)
+            huge_kb = int(m.group(1)) if m else 0
+            time.sleep(0.005)
+    finally:
+        proc.kill()
+        _, err = proc.communicate()
+    assert huge_kb >= 2048, f"no 2 MB page in cuvil-run's memory (THP {mode!r}); its stderr: {err[-2000:]}"
 
 
 def test_pb_input(small_so, tmp_path):
