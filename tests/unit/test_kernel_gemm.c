@@ -271,6 +271,8 @@ static void test_large(void) {
     /* crosses MC and KC with the default blocking */
     run_case(make(257, 301, 519, 0, 0, 3), 2, 0, "large");
     run_case(make(150, 97, 300, 1, 1, 0), 1, 0, "large transposed");
+    /* one row over a prepacked B of several runs of columns (the last one short) and K blocks */
+    run_case(make(1, 1100, 700, 0, 0, 0), 2, 0, "one row, wide");
 
     /* 512^3: correctness of the public path, and its speed for information */
     const int64_t n = 512;

@@ -284,36 +284,45 @@ static int gemv_applies(const cuvil_gemm_job *j) {
 static int64_t pick_kc(int64_t K, int64_t kc_max);
 
 /* Columns [n_lo, n_hi) (n_lo a multiple of the panel width), epilogue included. */
+/* Columns [n_lo, n_hi) (n_lo a multiple of the panel width) of one row of A times the
+ * prepacked B, whose K blocks each hold all N columns' panels in a row: for each run of up to
+ * GEMV_RUN columns, the K blocks are read in turn, each run's panels contiguous, so B streams
+ * from memory nearly in order. (Panel by panel, all K blocks for each, made as many streams as
+ * K blocks, 22 KB each: MobileNetV2's classifier, 1280 x 1000, 0.18 ms against ONNX Runtime's
+ * 0.14 on one thread.) */
+#define GEMV_RUN 512
 static void gemv_packed_range(const cuvil_gemm_job *j, int64_t n_lo, int64_t n_hi) {
     const int64_t N = j->N, K = j->K, pnr = j->b_packed_nr;
     const int64_t kcb = pick_kc(K, j->b_packed_kc), Np = CUVIL_ALIGN_UP(N, pnr);
     const float *a = j->A, *ci = j->c_init;
     float *c = j->C;
-    float acc[CUVIL_GEMM_MAX_NR];
-    for (int64_t n0 = n_lo; n0 < n_hi; n0 += pnr) {
-        for (int64_t t = 0; t < pnr; t++) acc[t] = 0.0f;
+    float acc[GEMV_RUN + CUVIL_GEMM_MAX_NR];
+    const int64_t run = GEMV_RUN / pnr * pnr; /* whole panels */
+    for (int64_t r0 = n_lo; r0 < n_hi; r0 += run) {
+        const int64_t r1 = cuvil_min_i64(n_hi, r0 + run), width = CUVIL_ALIGN_UP(r1 - r0, pnr);
+        for (int64_t t = 0; t < width; t++) acc[t] = 0.0f;
         for (int64_t pc = 0; pc < K; pc += kcb) {
             const int64_t kc = cuvil_min_i64(kcb, K - pc);
-            const float *panel = j->b_packed + pc * Np + n0 * kc;
+            for (int64_t n0 = r0; n0 < r1; n0 += pnr) {
+                const float *panel = j->b_packed + pc * Np + n0 * kc;
+                float *an = acc + (n0 - r0);
 #if CUVIL_HAVE_AVX512
-            if (pnr == 32) {
-                cuvil_f32_gemv_panel32__avx512((size_t)kc, a + pc, panel, acc);
-                continue;
-            }
+                if (pnr == 32) {
+                    cuvil_f32_gemv_panel32__avx512((size_t)kc, a + pc, panel, an);
+                    continue;
+                }
 #endif
 #if CUVIL_HAVE_AVX2
-            if (pnr == 16) {
-                cuvil_f32_gemv_panel16__avx2_fma((size_t)kc, a + pc, panel, acc);
-                continue;
-            }
+                if (pnr == 16) {
+                    cuvil_f32_gemv_panel16__avx2_fma((size_t)kc, a + pc, panel, an);
+                    continue;
+                }
 #endif
-            {
                 for (int64_t k = 0; k < kc; k++)
-                    for (int64_t t = 0; t < pnr; t++) acc[t] += a[pc + k] * panel[k * pnr + t];
+                    for (int64_t t = 0; t < pnr; t++) an[t] += a[pc + k] * panel[k * pnr + t];
             }
         }
-        const int64_t cols = cuvil_min_i64(pnr, N - n0);
-        for (int64_t t = 0; t < cols; t++) c[n0 + t] = j->alpha * acc[t] + (ci ? ci[n0 + t] : 0.0f);
+        for (int64_t n = r0; n < cuvil_min_i64(r1, N); n++) c[n] = j->alpha * acc[n - r0] + (ci ? ci[n] : 0.0f);
     }
     cuvil_gemm_epilogue_tile(j, 0, n_lo, 1, n_hi - n_lo);
 }
