@@ -239,7 +239,7 @@ void cuvil_f32_conv2d__scalar(const cuvil_conv2d_params *p, const float *x, cons
  * depthwise 3x3 or 5x5 conv of stride 1 or 2, each with its bias (or NULL) and activation:
  * the same result as the three cuvil_f32_conv2d_prepacked calls, computed band by band of
  * output rows so that the middle tensors stay in cache. y must not overlap x; residual may be
- * NULL. With ex all zero (ex.M == 0) there is no expand conv: y = pr(dw(x)), we and be unused.
+ * NULL, or y itself (an in-place residual add). With ex all zero (ex.M == 0) there is no expand conv: y = pr(dw(x)), we and be unused.
  * cuvil_mbblock_applies tells whether the convs fit that pattern. */
 typedef struct cuvil_mbblock_params {
     cuvil_conv2d_params ex, dw, pr;

@@ -579,13 +579,19 @@ static void test_mbblock(void) {
             cuvil_pool *pool = threads > 1 ? cuvil_pool_create(threads, per, ktu_aligned_alloc, ktu_aligned_free, NULL) : NULL;
             if (threads > 1 && !pool) ktu_fail("mbblock: no thread pool");
             const cuvil_pool *prev = cuvil_pool_bind(pool);
-            memset(y, 0xff, ny * sizeof(float)); /* NaN: every element must be written */
-            cuvil_f32_mbblock(&mp, x, wep, no_ex ? NULL : be, wd, bd, wpp, bp, res, y, scratch);
+            /* the residual apart, then (the memory plan's in-place residual) in y itself */
+            for (int in_place = 0; in_place <= (res != NULL); in_place++) {
+                if (in_place)
+                    memcpy(y, res, ny * sizeof(float));
+                else
+                    memset(y, 0xff, ny * sizeof(float)); /* NaN: every element must be written */
+                cuvil_f32_mbblock(&mp, x, wep, no_ex ? NULL : be, wd, bd, wpp, bp, in_place ? y : res, y, scratch);
+                ktu_check(y, ref, ny, 1e-4, 1e-4, "mbblock case %zu (%lldx%lld, %lldx%lld s%lld, %d thread%s%s)", ci,
+                          (long long)c->H, (long long)c->W, (long long)c->K, (long long)c->K, (long long)c->S, threads,
+                          threads > 1 ? "s" : "", in_place ? ", residual in y" : "");
+            }
             cuvil_pool_bind(prev);
             cuvil_pool_destroy(pool);
-            ktu_check(y, ref, ny, 1e-4, 1e-4, "mbblock case %zu (%lldx%lld, %lldx%lld s%lld, %d thread%s)", ci,
-                      (long long)c->H, (long long)c->W, (long long)c->K, (long long)c->K, (long long)c->S, threads,
-                      threads > 1 ? "s" : "");
         }
         free(scratch);
         free(wep);

@@ -283,13 +283,12 @@ static int gemv_applies(const cuvil_gemm_job *j) {
 
 static int64_t pick_kc(int64_t K, int64_t kc_max);
 
-/* Columns [n_lo, n_hi) (n_lo a multiple of the panel width), epilogue included. */
-/* Columns [n_lo, n_hi) (n_lo a multiple of the panel width) of one row of A times the
- * prepacked B, whose K blocks each hold all N columns' panels in a row: for each run of up to
- * GEMV_RUN columns, the K blocks are read in turn, each run's panels contiguous, so B streams
- * from memory nearly in order. (Panel by panel, all K blocks for each, made as many streams as
- * K blocks, 22 KB each: MobileNetV2's classifier, 1280 x 1000, 0.308 ms against 0.210 this way,
- * one thread, in a slow period of the AMD EPYC VM.) */
+/* Columns [n_lo, n_hi) (n_lo a multiple of the panel width), epilogue included, of one row of
+ * A times the prepacked B, whose K blocks each hold all N columns' panels in a row: for each
+ * run of up to GEMV_RUN columns, the K blocks are read in turn, each run's panels contiguous,
+ * so B streams from memory nearly in order. (Panel by panel, all K blocks for each, made as
+ * many streams as K blocks, 22 KB each: MobileNetV2's classifier, 1280 x 1000, 0.308 ms
+ * against 0.210 this way, one thread, in a slow period of the AMD EPYC VM.) */
 #define GEMV_RUN 512
 static void gemv_packed_range(const cuvil_gemm_job *j, int64_t n_lo, int64_t n_hi) {
     const int64_t N = j->N, K = j->K, pnr = j->b_packed_nr;
