@@ -54,7 +54,6 @@ static __thread int my_tid;   /* this thread's index in its pool (0: the caller)
 typedef struct pool_job {
     cuvil_task_fn fn;
     void *ctx;
-    int64_t n_tasks;
     int64_t end[CUVIL_MAX_THREADS]; /* thread t's block of tasks ends here */
 } pool_job;
 
@@ -242,7 +241,6 @@ void cuvil_parallel_for(int64_t n_tasks, cuvil_task_fn fn, void *ctx) {
     pool_job *job = &p->job[g & 1];
     job->fn = fn;
     job->ctx = ctx;
-    job->n_tasks = n_tasks;
     /* the blocks first: a worker that sees the new generation in p->next finds them set */
     for (int t = 0; t < p->n; t++) {
         job->end[t] = n_tasks * (t + 1) / p->n;
