@@ -12,8 +12,9 @@ a process each, 3-4 s apart, left two-thread cells 10-30% apart from one run to 
 neither's idle threads share the machine with the other. Each turn reports its median; the
 table gives the median of the turn medians, their ratio Cuvil/ORT (< 1: Cuvil faster), the % of
 the machine's FMA peak (one core's measured peak, bench/peak.c, times the threads), peak RSS and
-start-up (load + first run; Cuvil's from `cuvil-run`, without Python). A second table times PyTorch eager and AOTInductor (torch._inductor.aoti_compile_and_package) in
-alternating rounds of processes.
+start-up (load + first run; Cuvil's from `cuvil-run`, without Python). A second table times
+PyTorch eager and AOTInductor (torch._inductor.aoti_compile_and_package) in alternating rounds
+of processes.
 
     $VENV/bin/python bench/bench.py [--models resnet18,resnet50,mobilenet_v2] [--threads 1,2]
         [--rounds 30] [--iters 10] [--no-torch] [--target x86_64-avx2] [--write bench/RESULTS.md]
