@@ -8,14 +8,15 @@
 
 #include "util/util.h"
 
-/* "N", "LO:HI" or "LO:HI:STEP" with 1 <= LO <= HI and STEP >= 1 (*step 1 when not given; the
- * compiler checks that LO and HI are multiples of it). */
+/* "N", "LO:HI" or "LO:HI:STEP" with 1 <= N, 0 <= LO <= HI, 1 <= HI and STEP >= 1 (*step 1
+ * when not given; the compiler checks that LO and HI are multiples of it). A range may start
+ * at 0 (a KV cache that starts empty); a fixed dim may not be 0. */
 static bool parse_dim(const char *s, int64_t *lo, int64_t *hi, int64_t *step) {
     char *end;
     errno = 0;
     if (!isdigit((unsigned char)*s)) return false;
     long long a = strtoll(s, &end, 10), b = a, c = 1;
-    if (errno || a <= 0) return false;
+    if (errno || a < 0) return false;
     if (*end == ':') {
         const char *t = end + 1;
         if (!isdigit((unsigned char)*t)) return false;
@@ -28,7 +29,7 @@ static bool parse_dim(const char *s, int64_t *lo, int64_t *hi, int64_t *step) {
             if (errno || c <= 0) return false;
         }
     }
-    if (*end) return false;
+    if (*end || b <= 0) return false;
     *lo = a;
     *hi = b;
     *step = c;
@@ -81,8 +82,8 @@ static cuvil_status parse_dim_option(cuvil_ctx *ctx, cuvil_options *o, const cha
     if ((size_t)(eq - v) >= 256) return bad(ctx, "--dim name too long", v);
     int64_t lo, hi, step;
     if (!parse_dim(eq + 1, &lo, &hi, &step))
-        return bad(ctx, strchr(eq, ':') ? "--dim wants a range LO:HI or LO:HI:STEP of positive integers (LO <= HI, "
-                                          "at most 2^63 - 1), got"
+        return bad(ctx, strchr(eq, ':') ? "--dim wants a range LO:HI or LO:HI:STEP of integers (0 <= LO <= HI, "
+                                          "1 <= HI, at most 2^63 - 1), got"
                                         : "--dim wants a positive integer or a range LO:HI, got", v);
     char *name = cuvil_arena_memdup(&ctx->arena, v, (size_t)(eq - v) + 1);
     if (!name) return cuvil_err(ctx, CUVIL_ERR_NOMEM, "out of memory");

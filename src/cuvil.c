@@ -187,7 +187,8 @@ static const char graph_differs[] = "the model cannot keep its dims symbolic: it
 static cuvil_status load_sample(cuvil_ctx *ctx, const cuvil_options *o, const cuvil_onnx_model *model,
                                 const cir_graph *g0, const char *target, const sym_samples *ss, int p,
                                 const uint8_t *want, const char *syms, cir_graph **out) {
-    int64_t sample[32] = {0};
+    int64_t sample[32];
+    for (int j = 0; j < 32; j++) sample[j] = -1;   /* -1: not a symbol of the samples */
     for (int j = 0; j < ss->nd; j++) sample[ss->dyn[j]] = ss->pts[p][j] * ss->step[j];
     cuvil_status s = cuvil_onnx_build(ctx, model, o, sample, 32, g0, out);
     if (s) return s;
@@ -216,7 +217,7 @@ static int mark_differing(const cir_graph *g, const cg_output *a, const cir_grap
             differs = !ca || !cb || x->ndim != y->ndim || memcmp(x->dims, y->dims, sizeof(int64_t) * (size_t)x->ndim) ||
                       na != nb || (na && memcmp(x->data, y->data, na));
         else
-            differs = oa < 0 || ob < 0 || na != nb || (na && memcmp(a->weights.s + oa, b->weights.s + ob, na));
+            differs = oa < 0 || ob < 0 || na != nb || (na && x->data != y->data && memcmp(x->data, y->data, na));
         if (differs && !want[v] && !marks[v]) {
             marks[v] = 1;
             marked++;
@@ -370,7 +371,7 @@ static cuvil_status symbolic_generate(cuvil_ctx *ctx, cir_graph *g, const cuvil_
         int marked = 0;
         bool differ = false;   /* the weights, or data written into the code */
         sym_dims_apply(sd, g);   /* again: revived nodes were inferred again */
-        if (!(s = cg_generate(g, o, prefix, target, abi, gen))) {
+        if (!(s = cg_generate(g, o, prefix, target, abi, false, gen))) {
             texts[0] = gen->model_c;   /* borrowed */
             headers[0] = gen->model_h;
         }
@@ -382,12 +383,11 @@ static cuvil_status symbolic_generate(cuvil_ctx *ctx, cir_graph *g, const cuvil_
                 gs->plan_bytes = plan;
                 gs->n_plan_bytes = g->n_values;
                 sym_dims_apply(sd, gs);
-                s = cg_generate(gs, o, prefix, target, abi, &go);
+                s = cg_generate(gs, o, prefix, target, abi, true, &go);
                 if (!s) {
                     int m = mark_differing(g, gen, gs, &go, want, marks);
                     marked += m;
-                    differ |= m > 0 || go.weights.len != gen->weights.len ||
-                              (go.weights.len && memcmp(go.weights.s, gen->weights.s, go.weights.len));
+                    differ |= m > 0 || !cg_weights_equal(gen, &go);
                 }
                 if (!s) {
                     texts[p] = go.model_c;
@@ -480,7 +480,7 @@ static cuvil_status compile_cir(cuvil_ctx *ctx, cir_graph *g, const cuvil_option
     cg_output gen;
     memset(&gen, 0, sizeof gen);
     s = g->symbolic ? symbolic_generate(ctx, g, o, model, target, prefix, abi, &gen)
-                    : cg_generate(g, o, prefix, target, abi, &gen);
+                    : cg_generate(g, o, prefix, target, abi, false, &gen);
     cuvil_free(abi);
     const char *src = model_path ? model_path : g->model_path;
     if (!s) {

@@ -16,7 +16,7 @@ struct cg_ctx {
     cuvil_sb locals;        /* symbolic compiles: the parameter blocks, declared in the node function */
     cuvil_sb body;          /* the current node's body */
     cuvil_sb scratch;       /* scratch-size expressions */
-    cuvil_sb *weights;
+    cg_output *out;         /* the weights blob and its pieces */
     int64_t *const_off;     /* per value id: offset in the blob, -1 if not placed */
     int n_params;
     cuvil_arena strs;       /* strings handed to op emitters */
@@ -58,12 +58,45 @@ static const char *fmt_str(cg_ctx *cg, const char *fmt, ...) {
     return s ? s : "NULL /* out of memory */";   /* the sb's oom flag fails the build later */
 }
 
-static int64_t blob_place(cg_ctx *cg, const void *data, size_t nbytes) {
-    size_t off = cuvil_align_up(cg->weights->len, BLOB_ALIGN);
-    static const char zeros[BLOB_ALIGN];
-    cuvil_sb_append(cg->weights, zeros, off - cg->weights->len);
-    cuvil_sb_append(cg->weights, data, nbytes);
+/* Appends nbytes of data to the blob (aligned) and returns their offset. durable: data is a
+ * constant's, which lives as long as the graph (a piece may point at it). */
+static int64_t blob_place(cg_ctx *cg, const void *data, size_t nbytes, bool durable) {
+    cg_output *o = cg->out;
+    size_t off = cuvil_align_up(o->weights_len, BLOB_ALIGN);
+    const void *at = NULL;   /* the piece's bytes: in the blob */
+    if (o->by_ref) {
+        at = durable || !nbytes ? data : cuvil_arena_memdup(&o->piece_mem, data, nbytes);
+        if (!at) o->weights.oom = true;
+    } else {
+        static const char zeros[BLOB_ALIGN];
+        cuvil_sb_append(&o->weights, zeros, off - o->weights.len);
+        cuvil_sb_append(&o->weights, data, nbytes);
+        if (durable) at = data;
+    }
+    o->weights_len = off + nbytes;
+    if (o->n_pieces == o->cap_pieces) {
+        int cap = o->cap_pieces ? 2 * o->cap_pieces : 64;
+        cg_piece *p = cuvil_realloc(o->pieces, sizeof *p * (size_t)cap);
+        if (!p) {
+            o->weights.oom = true;   /* fails the compile at the end */
+            return (int64_t)off;
+        }
+        o->pieces = p;
+        o->cap_pieces = cap;
+    }
+    o->pieces[o->n_pieces++] = (cg_piece){.off = (int64_t)off, .n = nbytes, .data = at};
     return (int64_t)off;
+}
+
+bool cg_weights_equal(const cg_output *a, const cg_output *b) {
+    if (a->weights_len != b->weights_len || a->n_pieces != b->n_pieces) return false;
+    for (int i = 0; i < a->n_pieces; i++) {
+        const cg_piece *x = &a->pieces[i], *y = &b->pieces[i];
+        if (x->off != y->off || x->n != y->n) return false;
+        const void *px = x->data ? x->data : a->weights.s + x->off, *py = y->data ? y->data : b->weights.s + y->off;
+        if (x->n && px != py && memcmp(px, py, x->n)) return false;
+    }
+    return true;   /* the gaps between pieces are zeros in both */
 }
 
 /* Offsets are named, not bare numbers: "A_V12" for value 12's place in the arena, "W_V3" for a
@@ -93,7 +126,7 @@ static const char *ptr(cg_ctx *cg, int vid, bool writable) {
         int r = (int)l.index;
         if (cg->const_off[r] < 0) {
             cir_value *rv = cir_val(cg->g, r);
-            cg->const_off[r] = blob_place(cg, rv->data, cir_nbytes(rv));
+            cg->const_off[r] = blob_place(cg, rv->data, cir_nbytes(rv), true);
         }
         return fmt_str(cg, "((const %s *)(WEIGHTS + %s))", t, offset_name(cg, r, true, cg->const_off[r]));
     }
@@ -119,7 +152,7 @@ const char *cg_refs(cg_ctx *cg, const int *ids, int n) {
         case CG_LOC_CONST:
             if (cg->const_off[l.index] < 0) {
                 cir_value *rv = cir_val(cg->g, l.index);
-                cg->const_off[l.index] = blob_place(cg, rv->data, cir_nbytes(rv));
+                cg->const_off[l.index] = blob_place(cg, rv->data, cir_nbytes(rv), true);
             }
             kind = 1;
             index = cg->const_off[l.index];
@@ -150,7 +183,7 @@ const char *cg_data(cg_ctx *cg, const void *data, size_t nbytes, cir_dtype dtype
         return "NULL /* over the folded_bytes limit */";
     }
     g->folded_bytes += nbytes;
-    int64_t off = blob_place(cg, data, nbytes);
+    int64_t off = blob_place(cg, data, nbytes, false);
     int k = cg->n_data++;
     cuvil_sb_printf(&cg->params, "#define W_D%d ((size_t)%lld)   /* derived at compile time */\n", k, (long long)off);
     return fmt_str(cg, "((const %s *)(WEIGHTS + W_D%d))", cg_ctype(dtype), k);
@@ -405,9 +438,10 @@ static void options_text(const cuvil_options *o, const char *target, cuvil_sb *o
 }
 
 cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefix, const char *target,
-                         const char *abi_h, cg_output *out) {
+                         const char *abi_h, bool by_ref, cg_output *out) {
     memset(out, 0, sizeof *out);
-    cg_ctx cg = {.g = g, .weights = &out->weights};
+    out->by_ref = by_ref;
+    cg_ctx cg = {.g = g, .out = out};
     cuvil_status st = cg_plan_memory(g, &cg.plan);
     if (st) return st;
     cg.const_off = cuvil_malloc(sizeof(int64_t) * ((size_t)g->n_values + 1));
@@ -679,7 +713,7 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
                            "CUVIL_EXPORT const cuvil_model_desc *%s_model(void) { return &desc_; }\n\n"
                            "#ifdef CUVIL_MODEL_SHARED\n"
                            "CUVIL_EXPORT const cuvil_model_desc *cuvil_model_entry(void) { return &desc_; }\n#endif\n",
-                        out->weights.len, prefix, prefix, prefix, prefix, prefix, prefix);
+                        out->weights_len, prefix, prefix, prefix, prefix, prefix, prefix);
         if (c->oom || out->weights.oom || calls.oom || cg.params.oom || cg.body.oom || cg.scratch.oom)
             st = cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory generating C");
     }
@@ -755,6 +789,8 @@ void cg_output_free(cg_output *out) {
     cuvil_sb_free(&out->model_c);
     cuvil_sb_free(&out->model_h);
     cuvil_sb_free(&out->weights);
+    cuvil_free(out->pieces);
+    cuvil_arena_free(&out->piece_mem);
     cuvil_free(out->const_off);
     out->const_off = NULL;
     cuvil_free(out->in_code);

@@ -136,10 +136,24 @@ bool cg_sym_max(const cg_samples *sm, const int64_t *f, int64_t *max);
 bool cg_sym_expr(const cg_samples *sm, const int64_t *f, char *buf, size_t len);
 
 /* ===== Driver (codegen.c) ============================================================ */
+/* A block of the weights blob: its place, and where its bytes are (data NULL: in the blob). */
+typedef struct cg_piece {
+    int64_t off;
+    size_t n;
+    const void *data;
+} cg_piece;
+
 typedef struct cg_output {
     cuvil_sb model_c;      /* model.c */
     cuvil_sb model_h;      /* <prefix>.h */
-    cuvil_sb weights;      /* weights.bin */
+    cuvil_sb weights;      /* weights.bin (empty when by_ref) */
+    size_t weights_len;    /* its size */
+    /* The blob's blocks in order: a constant's point at its value's data (the graph's), data
+     * derived at compile time at a copy (in the blob, or in piece_mem when by_ref). */
+    cg_piece *pieces;
+    int n_pieces, cap_pieces;
+    cuvil_arena piece_mem;
+    bool by_ref;           /* the pieces only, not the blob: a sample compile (cuvil.c) */
     size_t arena_bytes;
     int64_t *const_off;    /* per value id (n_const_off of them): its offset in weights, -1 if not there */
     uint8_t *in_code;      /* per value id: nonzero if an emitter wrote its data into the code */
@@ -147,9 +161,14 @@ typedef struct cg_output {
 } cg_output;
 
 /* Emits the C for graph g (after passes). prefix: the symbol prefix; abi_h: the text of
- * cuvil_model.h, pasted into the model's header so that it is self-contained. */
+ * cuvil_model.h, pasted into the model's header so that it is self-contained. by_ref: record
+ * the weights' pieces without copying them into out->weights (valid while g lives), for a
+ * compile whose weights are only compared (cg_weights_equal), never written. */
 cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefix,
-                         const char *target, const char *abi_h, cg_output *out);
+                         const char *target, const char *abi_h, bool by_ref, cg_output *out);
+/* Whether two outputs' weights blobs hold the same bytes (piece by piece; blocks that are the
+ * same memory are not read). */
+bool cg_weights_equal(const cg_output *a, const cg_output *b);
 void cg_output_free(cg_output *out);
 
 #endif

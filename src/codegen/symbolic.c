@@ -430,15 +430,12 @@ cuvil_status cg_merge_symbolic(cuvil_ctx *ctx, const cuvil_sb *texts, const cg_s
     char why[800] = "";
     /* the same text but for integers */
     for (int s = 1; s < n && !st && !*why; s++) {
-        if (ts[s].n != ts[0].n) {
-            char a[160], b[160];
-            snprintf(why, sizeof why, "its code differs between %s and %s", point_str(sm, 0, a, sizeof a),
-                     point_str(sm, s, b, sizeof b));
-            break;
-        }
+        /* the text between the numbers, up to the first place it differs (the numbers may
+         * differ in count too: then so does some text between them) */
+        const int nt = ts[s].n < ts[0].n ? ts[s].n : ts[0].n;
         size_t p0 = 0, ps = 0;
-        for (int i = 0; i <= ts[0].n && !*why; i++) {
-            size_t e0 = i < ts[0].n ? ts[0].t[i].start : texts[0].len, es = i < ts[s].n ? ts[s].t[i].start : texts[s].len;
+        for (int i = 0; i <= nt && !*why; i++) {
+            size_t e0 = i < nt ? ts[0].t[i].start : texts[0].len, es = i < nt ? ts[s].t[i].start : texts[s].len;
             if (e0 - p0 != es - ps || memcmp(texts[0].s + p0, texts[s].s + ps, e0 - p0)) {
                 char at[200], a[160], b[160];
                 size_t k = 0;   /* the first byte that differs */
@@ -447,10 +444,15 @@ cuvil_status cg_merge_symbolic(cuvil_ctx *ctx, const cuvil_sb *texts, const cg_s
                 snprintf(why, sizeof why, "its code%s (not only its numbers) differs between %s and %s", at,
                          point_str(sm, 0, a, sizeof a), point_str(sm, s, b, sizeof b));
             }
-            if (i < ts[0].n) {
+            if (i < nt) {
                 p0 = ts[0].t[i].end;
                 ps = ts[s].t[i].end;
             }
+        }
+        if (!*why && ts[s].n != ts[0].n) {   /* not reached: the texts differ somewhere above */
+            char a[160], b[160];
+            snprintf(why, sizeof why, "its code differs between %s and %s", point_str(sm, 0, a, sizeof a),
+                     point_str(sm, s, b, sizeof b));
         }
     }
     size_t prev = 0;

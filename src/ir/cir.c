@@ -26,6 +26,7 @@ void cir_graph_free(cir_graph *g) {
     cuvil_free(g->nchunks);
     cuvil_free(g->inputs);
     cuvil_free(g->outputs);
+    cuvil_free(g->packs);
     cuvil_arena_free(&g->arena);
     cuvil_free(g);
 }
@@ -84,12 +85,22 @@ int cir_value_add(cir_graph *g, const char *name, cir_value_kind kind) {
     return id;
 }
 
-void *cir_value_make_const(cir_graph *g, cir_value *v) {
-    size_t nb = cir_nbytes(v);
+/* Counts nb more bytes of constants; false (message on ctx) over limits.total_bytes. */
+static bool count_const_bytes(cir_graph *g, const cir_value *v, size_t nb) {
     if (g->const_bytes + nb > g->limits.total_bytes || nb > g->limits.total_bytes) {
         cuvil_err(g->ctx, CUVIL_ERR_UNSUPPORTED,
                   "constant '%s' (%zu bytes) brings the model's constants over the limit total_bytes=%llu (raise it "
                   "with --limit total_bytes=N)", v->name, nb, (unsigned long long)g->limits.total_bytes);
+        return false;
+    }
+    g->const_bytes += nb;
+    return true;
+}
+
+void *cir_value_make_const(cir_graph *g, cir_value *v) {
+    size_t nb = cir_nbytes(v);
+    if (nb > g->limits.total_bytes || g->const_bytes + nb > g->limits.total_bytes) {
+        count_const_bytes(g, v, nb);   /* the message */
         return NULL;
     }
     void *d = cuvil_arena_alloc(&g->arena, nb ? nb : 1);
@@ -100,18 +111,34 @@ void *cir_value_make_const(cir_graph *g, cir_value *v) {
     memset(d, 0, nb ? nb : 1);
     v->kind = CIR_VAL_CONST;
     v->data = d;
-    g->const_bytes += nb;
+    count_const_bytes(g, v, nb);   /* checked above */
     return d;
 }
 
-int cir_const_add(cir_graph *g, const char *name, cir_dtype dtype, int ndim, const int64_t *dims, const void *data) {
+/* A new constant value without data, or NULL (message on ctx). */
+static cir_value *const_value(cir_graph *g, const char *name, cir_dtype dtype, int ndim, const int64_t *dims) {
     CUVIL_ASSERT(ndim >= 0 && ndim <= CIR_MAX_DIMS);
     int64_t d0[CIR_MAX_DIMS];
     if (ndim) memcpy(d0, dims, sizeof(int64_t) * (size_t)ndim);
     int id = cir_value_add(g, name, CIR_VAL_CONST);
-    if (id < 0) return -1;
+    if (id < 0) return NULL;
     cir_value *v = cir_val(g, id);
     cir_set_shape(v, dtype, ndim, d0);
+    return v;
+}
+
+int cir_const_add_borrowed(cir_graph *g, const char *name, cir_dtype dtype, int ndim, const int64_t *dims,
+                           void *data) {
+    cir_value *v = const_value(g, name, dtype, ndim, dims);
+    if (!v || !count_const_bytes(g, v, cir_nbytes(v))) return -1;
+    v->data = data;
+    return v->id;
+}
+
+int cir_const_add(cir_graph *g, const char *name, cir_dtype dtype, int ndim, const int64_t *dims, const void *data) {
+    cir_value *v = const_value(g, name, dtype, ndim, dims);
+    if (!v) return -1;
+    int id = v->id;
     void *d = cir_value_make_const(g, v);
     if (!d) return -1;
     if (data) memcpy(d, data, cir_nbytes(v));

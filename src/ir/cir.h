@@ -164,6 +164,15 @@ typedef struct cir_sym {
     int64_t step;              /* a range's values are its multiples of step (>= 1) */
 } cir_sym;
 
+/* A constant the lowering made in a kernel's layout from another (pass_lower.c, the packed
+ * weights): what it was made from and how, so that another compile of the same model
+ * (cir_graph.share) can take its bytes instead of making them again. */
+typedef struct cir_pack_rec {
+    int id;                /* the made constant */
+    const void *src;       /* the data it was made from */
+    uint64_t key;          /* a hash of everything else the layout depends on */
+} cir_pack_rec;
+
 /* Values and nodes live in chunks of CIR_CHUNK elements that never move. */
 #define CIR_CHUNK_SHIFT 9
 #define CIR_CHUNK (1 << CIR_CHUNK_SHIFT)
@@ -200,6 +209,11 @@ typedef struct cir_graph {
     const size_t *plan_bytes;
     int n_plan_bytes;
     int opt_level;             /* the options' opt level, for the lowering stage */
+    /* An earlier graph of this model (the compiles of a model with symbolic dims, cuvil.c) that
+     * this one borrows initializers and packed weights from; it outlives this one. NULL if none. */
+    const struct cir_graph *share;
+    cir_pack_rec *packs;       /* the packed constants made so far, in order */
+    int n_packs, cap_packs;
 } cir_graph;
 
 cir_graph *cir_graph_new(cuvil_ctx *ctx);
@@ -224,6 +238,10 @@ static inline cir_value *cir_out(const cir_graph *g, const cir_node *n, int i) {
 /* Adds a value with no shape yet; returns its id, or -1 (out of memory or over
  * limits.values; message on ctx). */
 int cir_value_add(cir_graph *g, const char *name, cir_value_kind kind);
+/* A constant whose data is another graph's (g->share's, which outlives g): counted against
+ * limits.total_bytes like any other, never written. Returns its id or -1. */
+int cir_const_add_borrowed(cir_graph *g, const char *name, cir_dtype dtype, int ndim, const int64_t *dims,
+                           void *data);
 /* Adds a constant value holding a copy of data (NULL: zeros); nbytes follow from dtype and
  * dims. Returns its id or -1 (message on ctx). */
 int cir_const_add(cir_graph *g, const char *name, cir_dtype dtype, int ndim,

@@ -23,13 +23,44 @@ typedef cuvil_status (*lower_fn)(cir_graph *g, cir_node *n, const lower_ctx *c);
  * counted with the model's own constants against limits.total_bytes (cir_const_add): it is a
  * copy of a weight the model holds, padded to whole panels, so it cannot grow beyond a small
  * factor of the model; limits.folded_bytes bounds what folding creates, and a large model's
- * prepacked weights alone exceed it (BERT-base: 340 MB). Its id in *id. */
-static cuvil_status packed_const(cir_graph *g, const cir_value *w, size_t nf, int *id) {
+ * prepacked weights alone exceed it (BERT-base: 340 MB). Its id in *id. key: everything
+ * besides w's bytes that the layout depends on. When g->share made the same constant (as the
+ * same value, from the same bytes, with the same key and size), it borrows that one's bytes
+ * and *fill is false: the compiles of a model with symbolic dims pack each weight once, not
+ * once per sample (BERT-base: 340 MB each). Otherwise the caller fills the zeroed data. */
+static cuvil_status packed_const(cir_graph *g, const cir_value *w, size_t nf, const char *key, int *id, bool *fill) {
     char name[600];
     snprintf(name, sizeof name, "%.500s.packed", w->name);
     int64_t dims = (int64_t)nf;
-    *id = cir_const_add(g, name, CIR_F32, 1, &dims, NULL);
-    return *id < 0 ? g->ctx->status : CUVIL_OK;
+    uint64_t h = 1469598103934665603ull;   /* FNV-1a */
+    for (const char *k = key; *k; k++) h = (h ^ (uint8_t)*k) * 1099511628211ull;
+    const cir_graph *sh = g->share;
+    const cir_pack_rec *r = sh && g->n_packs < sh->n_packs ? &sh->packs[g->n_packs] : NULL;
+    const cir_value *sv = r && r->id == g->n_values ? cir_val(sh, r->id) : NULL;
+    *fill = !(sv && r->src == w->data && r->key == h && sv->dtype == CIR_F32 && sv->ndim == 1 && sv->dims[0] == dims &&
+              !strcmp(sv->name, name));
+    *id = *fill ? cir_const_add(g, name, CIR_F32, 1, &dims, NULL) : cir_const_add_borrowed(g, name, CIR_F32, 1, &dims, sv->data);
+    if (*id < 0) return g->ctx->status;
+    if (g->n_packs == g->cap_packs) {
+        int cap = g->cap_packs ? 2 * g->cap_packs : 16;
+        cir_pack_rec *p = cuvil_realloc(g->packs, sizeof *p * (size_t)cap);
+        if (!p) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+        g->packs = p;
+        g->cap_packs = cap;
+    }
+    g->packs[g->n_packs++] = (cir_pack_rec){.id = *id, .src = w->data, .key = h};
+    return CUVIL_OK;
+}
+
+/* The key of packed_const for a conv's weights: the fields of p the packing reads (and the
+ * map's size, which picks some of them; not the batch). */
+static void conv_pack_key(const cuvil_conv2d_params *p, char *key, size_t n) {
+    snprintf(key, n, "conv C%lld M%lld g%lld k%lldx%lld s%lldx%lld d%lldx%lld p%lld,%lld H%lldx%lld O%lldx%lld "
+             "a%lld l%lld mr%lld kc%lld", (long long)p->C, (long long)p->M, (long long)p->group, (long long)p->KH,
+             (long long)p->KW, (long long)p->stride_h, (long long)p->stride_w, (long long)p->dil_h,
+             (long long)p->dil_w, (long long)p->pad_t, (long long)p->pad_l, (long long)p->H, (long long)p->W,
+             (long long)p->OH, (long long)p->OW, (long long)p->algo, (long long)p->layout, (long long)p->packed_mr,
+             (long long)p->packed_kc);
 }
 
 #ifndef WINO2_MIN_CHANNELS
@@ -237,12 +268,15 @@ static cuvil_status lower_conv(cir_graph *g, cir_node *n, const lower_ctx *c) {
             p.packed_mr = cuvil_conv2d_algo_packs_b(p.algo) ? t->nr : t->mr;
             p.packed_kc = t->kc;
             int id;
-            if ((s = packed_const(g, w, cuvil_f32_conv2d_packed_floats(&p), &id))) return s;
+            bool fill;
+            char key[400];
+            conv_pack_key(&p, key, sizeof key);
+            if ((s = packed_const(g, w, cuvil_f32_conv2d_packed_floats(&p), key, &id, &fill))) return s;
             float *tmp = NULL;
-            size_t nt = cuvil_f32_conv2d_pack_tmp_floats(&p);
+            size_t nt = fill ? cuvil_f32_conv2d_pack_tmp_floats(&p) : 0;
             if (nt && !(tmp = cuvil_malloc(nt * sizeof(float))))
                 return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory transforming weights");
-            cuvil_f32_conv2d_pack(&p, w->data, cir_val(g, id)->data, tmp);
+            if (fill) cuvil_f32_conv2d_pack(&p, w->data, cir_val(g, id)->data, tmp);
             cuvil_free(tmp);
             n->packed = id;
             n->kernel_algo = (int)p.algo;
@@ -271,8 +305,12 @@ static cuvil_status lower_gemm(cir_graph *g, cir_node *n, const lower_ctx *c) {
         p.packed_nr = t->nr;
         p.packed_kc = t->kc;
         int id;
-        if ((s = packed_const(g, b, cuvil_f32_gemm_packed_b_floats(&p), &id))) return s;
-        cuvil_f32_gemm_pack_b(&p, b->data, cir_val(g, id)->data);
+        bool fill;
+        char key[160];
+        snprintf(key, sizeof key, "gemm N%lld K%lld ldb%lld t%d nr%lld kc%lld", (long long)p.N, (long long)p.K,
+                 (long long)p.ldb, p.trans_b, (long long)p.packed_nr, (long long)p.packed_kc);
+        if ((s = packed_const(g, b, cuvil_f32_gemm_packed_b_floats(&p), key, &id, &fill))) return s;
+        if (fill) cuvil_f32_gemm_pack_b(&p, b->data, cir_val(g, id)->data);
         n->packed = id;
         snprintf(algo + strlen(algo), sizeof algo - strlen(algo), ", B prepacked");
     }
@@ -495,9 +533,12 @@ static cuvil_status assign_layouts(cir_graph *g, const cuvil_target_info *t) {
         const bool tap_major = cuvil_conv2d_packed_tap_major(&p);
         if (tap_major || repack) {
             int id;
+            bool fill;
+            char key[400];
+            conv_pack_key(&p, key, sizeof key);
             cir_value *w = cir_in(g, n, 1);
-            if ((s = packed_const(g, w, cuvil_f32_conv2d_packed_floats(&p), &id))) break;
-            cuvil_f32_conv2d_pack(&p, w->data, cir_val(g, id)->data, NULL);
+            if ((s = packed_const(g, w, cuvil_f32_conv2d_packed_floats(&p), key, &id, &fill))) break;
+            if (fill) cuvil_f32_conv2d_pack(&p, w->data, cir_val(g, id)->data, NULL);
             n->packed = id;
             if (tap_major) snprintf(algo + strlen(algo), sizeof algo - strlen(algo), ", weights tap-major");
         }

@@ -69,6 +69,46 @@ bool cuvil_fold_wanted(cir_graph *g, const cir_node *n) {
            bytes <= g->limits.folded_bytes && g->folded_bytes <= g->limits.folded_bytes - bytes;
 }
 
+/* A compile of a model with symbolic dims builds a graph per sample of the symbols, sharing
+ * sample 0's initializers (g->share). A node of that graph that sample 0 folded too, from the
+ * same bytes (its inputs' data at the same addresses, the same node by kind and name, outputs of
+ * the same names, types and shapes), has the same outputs: they take sample 0's bytes instead
+ * of computing and holding them again (GPT-2's transposed 154 MB embedding, once per sample).
+ * Returns false, having changed nothing, when any of that does not hold. */
+static bool fold_from_share(cir_graph *g, cir_node *n) {
+    const cir_graph *sh = g->share;
+    if (!sh || n->id >= sh->n_nodes) return false;
+    const cir_node *sn = cir_node_at(sh, n->id);
+    if (sn->kind != n->kind || strcmp(sn->name, n->name)) return false;
+    for (int k = 0; k < n->n_in; k++) {
+        const cir_value *v = cir_in(g, n, k);
+        if (!v) continue;
+        const cir_value *sv = v->id < sh->n_values ? cir_val(sh, v->id) : NULL;
+        if (!sv || sv->kind != CIR_VAL_CONST || !v->data || sv->data != v->data) return false;
+    }
+    uint64_t bytes = 0;
+    for (int i = 0; i < n->n_out; i++) {
+        const cir_value *v = cir_out(g, n, i);
+        const cir_value *sv = v && v->id < sh->n_values ? cir_val(sh, v->id) : NULL;
+        if (!v) continue;
+        if (!sv || sv->kind != CIR_VAL_CONST || !sv->data || sv->dtype != v->dtype || sv->ndim != v->ndim ||
+            memcmp(sv->dims, v->dims, sizeof(int64_t) * (size_t)v->ndim) || strcmp(sv->name, v->name))
+            return false;
+        bytes += cir_nbytes(v);
+    }
+    if (g->const_bytes + bytes > g->limits.total_bytes) return false;   /* the computing path says why */
+    for (int i = 0; i < n->n_out; i++) {
+        cir_value *v = cir_out(g, n, i);
+        if (!v) continue;
+        v->kind = CIR_VAL_CONST;
+        v->data = cir_val(sh, v->id)->data;
+        v->producer = -1;
+    }
+    g->const_bytes += bytes;
+    n->dead = true;
+    return true;
+}
+
 cuvil_status cuvil_fold_node(cir_graph *g, cir_node *n) {
     CUVIL_ASSERT(n->def && n->def->fold);
     uint64_t bytes = 0;
@@ -89,6 +129,7 @@ cuvil_status cuvil_fold_node(cir_graph *g, cir_node *n) {
                             (long long)g->limits.fold_ops);
     g->folded_bytes += bytes;
     g->fold_work += work;
+    if (fold_from_share(g, n)) return CUVIL_OK;
     cuvil_status s = n->def->fold(g, n);
     if (s) return s;
     for (int i = 0; i < n->n_out; i++) {

@@ -17,7 +17,7 @@ typedef struct cuvil_onnx_model cuvil_onnx_model;
 cuvil_status cuvil_onnx_open(cuvil_ctx *ctx, const char *path, const cuvil_options *o, cuvil_onnx_model **out);
 void cuvil_onnx_close(cuvil_onnx_model *m);
 /* Builds the graph as cuvil_onnx_load does, with the symbols' values given (sample[k] for the
- * k-th symbol the inputs name, in order; 0 keeps the bound value; sample NULL: every bound
+ * k-th symbol the inputs name, in order; -1 keeps the bound value; sample NULL: every bound
  * value). share: NULL, or a graph built earlier from m that outlives *out, whose initializers
  * *out borrows instead of decoding them again. */
 cuvil_status cuvil_onnx_build(cuvil_ctx *ctx, const cuvil_onnx_model *m, const cuvil_options *o, const int64_t *sample,

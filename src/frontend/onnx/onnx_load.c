@@ -346,14 +346,14 @@ static cuvil_status load_inputs(loader *L, const Onnx__GraphProto *gp) {
                 sy->max = sy->value = sd->max;
                 sy->step = sd->step > 1 ? sd->step : 1;
             }
-            if (sy->max > 0 && (sy->min < 1 || sy->max > L->lim->dim))
-                return cuvil_err(L->ctx, CUVIL_ERR_INVALID_ARG, "the range %lld:%lld of dim '%s' must be within 1..%lld",
+            if (sy->max > 0 && (sy->min < 0 || sy->max > L->lim->dim))
+                return cuvil_err(L->ctx, CUVIL_ERR_INVALID_ARG, "the range %lld:%lld of dim '%s' must be within 0..%lld",
                                  (long long)sy->min, (long long)sy->max, sy->name, (long long)L->lim->dim);
             if (sy->max > 0 && (sy->min % sy->step || sy->max % sy->step))
                 return cuvil_err(L->ctx, CUVIL_ERR_INVALID_ARG, "the range %lld:%lld:%lld of dim '%s' must start and end on "
                                  "multiples of its step %lld", (long long)sy->min, (long long)sy->max, (long long)sy->step,
                                  sy->name, (long long)sy->step);
-            if (L->sample && syms[k] < L->n_sample && L->sample[syms[k]] > 0) sy->value = L->sample[syms[k]];
+            if (L->sample && syms[k] < L->n_sample && L->sample[syms[k]] >= 0) sy->value = L->sample[syms[k]];
             dims[k] = sy->value;
         }
         cir_value *v = cir_val(g, id);
@@ -628,9 +628,9 @@ static cuvil_status check_dims_used(loader *L) {
             return s;
         }
         const cuvil_dim_binding *b = &L->o->dims[i];
-        if (b->max > 0 ? (b->min < 1 || b->min > b->max || b->max > L->lim->dim) : (b->value <= 0 || b->value > L->lim->dim))
-            return cuvil_err(L->ctx, CUVIL_ERR_INVALID_ARG, "--dim %s: must be in 1..%lld (a number or LO:HI)", b->name,
-                             (long long)L->lim->dim);
+        if (b->max > 0 ? (b->min < 0 || b->min > b->max || b->max > L->lim->dim) : (b->value <= 0 || b->value > L->lim->dim))
+            return cuvil_err(L->ctx, CUVIL_ERR_INVALID_ARG, "--dim %s: must be a number in 1..%lld or a range LO:HI "
+                             "within 0..%lld", b->name, (long long)L->lim->dim, (long long)L->lim->dim);
         if (b->step < 0 || (b->max > 0 && b->step > 1 && (b->min % b->step || b->max % b->step)))
             return cuvil_err(L->ctx, CUVIL_ERR_INVALID_ARG, "--dim %s: the range %lld:%lld:%lld must start and end on "
                              "multiples of its step", b->name, (long long)b->min, (long long)b->max, (long long)b->step);
@@ -726,6 +726,7 @@ cuvil_status cuvil_onnx_build(cuvil_ctx *ctx, const cuvil_onnx_model *mo, const 
         goto done;
     }
     L.g->limits = o->limits;
+    L.g->share = share;
     L.map.g = L.g;
     memcpy(L.g->model_sha256, mo->sha256, sizeof L.g->model_sha256);
     L.g->model_path = cuvil_arena_strdup(&L.g->arena, path);
