@@ -72,6 +72,7 @@ typedef enum cuvil_act {
     CUVIL_ACT_SELU,      /* beta * (x > 0 ? x : alpha * (exp(x) - 1)) */
     CUVIL_ACT_THRESHOLDED_RELU, /* x > alpha ? x : 0 */
     CUVIL_ACT_SHRINK,    /* x < -alpha ? x + beta : x > alpha ? x - beta : 0 (alpha: lambd, beta: bias) */
+    CUVIL_ACT_GELU_TANH, /* 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) */
     CUVIL_ACT__COUNT
 } cuvil_act;
 

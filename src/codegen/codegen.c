@@ -256,6 +256,7 @@ const char *cg_act(const cuvil_act_params *a, char buf[128]) {
         "CUVIL_ACT_ROUND", "CUVIL_ACT_SIN", "CUVIL_ACT_COS", "CUVIL_ACT_TAN", "CUVIL_ACT_ASIN", "CUVIL_ACT_ACOS",
         "CUVIL_ACT_ATAN", "CUVIL_ACT_SINH", "CUVIL_ACT_COSH", "CUVIL_ACT_ASINH", "CUVIL_ACT_ACOSH", "CUVIL_ACT_ATANH",
         "CUVIL_ACT_SIGN", "CUVIL_ACT_SOFTSIGN", "CUVIL_ACT_SELU", "CUVIL_ACT_THRESHOLDED_RELU", "CUVIL_ACT_SHRINK",
+        "CUVIL_ACT_GELU_TANH",
     }; /* keep in ORDER with enum cuvil_act */
     _Static_assert(sizeof names / sizeof names[0] == CUVIL_ACT__COUNT, "cuvil_act names");
     char al[32], be[32];

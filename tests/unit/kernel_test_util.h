@@ -106,6 +106,7 @@ static inline double ktu_act(int act, double alpha, double beta, double x) {
     case CUVIL_ACT_SELU: return beta * (x > 0 ? x : alpha * (exp(x) - 1));
     case CUVIL_ACT_THRESHOLDED_RELU: return isnan(x) ? x : x > alpha ? x : 0;
     case CUVIL_ACT_SHRINK: return isnan(x) ? x : x < -alpha ? x + beta : x > alpha ? x - beta : 0;
+    case CUVIL_ACT_GELU_TANH: return 0.5 * x * (1 + tanh(sqrt(2 / 3.14159265358979323846) * (x + 0.044715 * x * x * x)));
     default: return NAN;
     }
 }

@@ -327,6 +327,7 @@ static double act_f64(const cuvil_act_params *a, double x) {
     case CUVIL_ACT_SELU: return be * (x > 0 ? x : al * expm1(x));
     case CUVIL_ACT_THRESHOLDED_RELU: return x > al ? x : (x != x ? x : 0);
     case CUVIL_ACT_SHRINK: return x < -al ? x + be : x > al ? x - be : (x != x ? x : 0);
+    case CUVIL_ACT_GELU_TANH: return 0.5 * x * (1 + tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x)));
     default: return x;
     }
 }

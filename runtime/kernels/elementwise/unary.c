@@ -17,6 +17,7 @@ const char *const cuvil_act_names[CUVIL_ACT__COUNT] = {
     "Elu",  "Softplus", "Mish",    "Silu", "Floor",   "Ceil",        "Round",
     "Sin",  "Cos",   "Tan",        "Asin", "Acos",    "Atan",        "Sinh",      "Cosh",
     "Asinh", "Acosh", "Atanh",     "Sign", "Softsign", "Selu",       "ThresholdedRelu", "Shrink",
+    "GeluTanh",
 };
 
 static inline float softplus1(float x) {
@@ -77,6 +78,8 @@ float cuvil_f32_act1(const cuvil_act_params *a, float x) {
     case CUVIL_ACT_SELU: return a->beta * (x > 0.0f ? x : a->alpha * expm1f(x));
     case CUVIL_ACT_THRESHOLDED_RELU: return x > a->alpha ? x : (x != x ? x : 0.0f);
     case CUVIL_ACT_SHRINK: return x < -a->alpha ? x + a->beta : x > a->alpha ? x - a->beta : (x != x ? x : 0.0f);
+    case CUVIL_ACT_GELU_TANH:   /* x sigmoid(2u): 0.5 x (1 + tanh u) without its cancellation */
+        return x / (1.0f + expf(x * (-1.5957691216057308f - 0.0713548162726009f * x * x)));
     default: return x;
     }
 }

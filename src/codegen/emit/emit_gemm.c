@@ -37,9 +37,9 @@ cuvil_status cg_emit_gemm(cg_ctx *cg, cir_graph *g, cir_node *n) {
     if (nirr) {
         const char *tab = cg_param(cg, "int64_t[]", "%s", cg_i64s(cg, offs, (int)(2 * nirr)));
         cuvil_free(offs);
-        cg_printf(cg, "    for (int64_t i = 0; i < %lld; i++)\n        cuvil_f32_gemm(&%s, %s + %s[2 * i], %s + %s[2 * i + 1], NULL, "
+        cg_printf(cg, "    for (int64_t i = 0; i < %lld; i++)\n        cuvil_f32_gemm(&%s, %s + %s[2 * i], %s + %s[2 * i + 1], %s, "
                       "%s + i * %lld, %s);\n", (long long)nirr, ps, cg_in(cg, n->in[0]), tab, cg_in(cg, n->in[1]), tab,
-                  cg_out(cg, n->out[0]), (long long)(p.M * p.N), S);
+                  c ? cg_in(cg, n->in[2]) : "NULL", cg_out(cg, n->out[0]), (long long)(p.M * p.N), S);
         return CUVIL_OK;
     }
     cg_printf(cg, "    cuvil_f32_gemm(&%s, %s, %s, %s, %s, %s);\n", ps, cg_in(cg, n->in[0]),

@@ -1,5 +1,6 @@
 /* op_gemm.c -- gemm (trans_a/trans_b, alpha, beta, broadcast C) and matmul (numpy semantics:
- * 1-D operands, broadcast batch dims). Both run on cuvil_f32_gemm. */
+ * 1-D operands, broadcast batch dims; a third input, which only passes add (fuse_bias), is a
+ * bias of N elements added to every row). Both run on cuvil_f32_gemm. */
 #include "ir/ops/ops.h"
 
 #include <string.h>
@@ -132,6 +133,14 @@ static cuvil_status matmul_params(cir_graph *g, cir_node *n, cuvil_gemm_params *
     p->ldc = N;
     p->alpha = 1.0f;
     p->act = cir_act_params(&n->act);
+    cir_value *bias = cir_in(g, n, 2);
+    if (bias) {   /* [N] or [1, ..., 1, N], the same for every row and batch item */
+        bool ok = bias->dtype == CIR_F32 && bias->ndim >= 1 && bias->dims[bias->ndim - 1] == N && cir_numel(bias) == N;
+        if (!ok) return cir_node_err(g, n, CUVIL_ERR_SHAPE, "the bias '%s' is not a row of %lld", bias->name, (long long)N);
+        p->beta = 1.0f;
+        p->bias_rs = 0;
+        p->bias_cs = 1;
+    }
     *ndim = 0;
     for (int i = 0; i < br; i++) dims[(*ndim)++] = bdims[i];
     if (a->ndim > 1) dims[(*ndim)++] = M;
@@ -140,7 +149,7 @@ static cuvil_status matmul_params(cir_graph *g, cir_node *n, cuvil_gemm_params *
 }
 
 static cuvil_status matmul_infer(cir_graph *g, cir_node *n) {
-    cuvil_status s = op_check_arity(g, n, 2, 2, 1, 1);
+    cuvil_status s = op_check_arity(g, n, 2, 3, 1, 1);
     if (s || (s = op_need_f32(g, n, 0)) || (s = op_need_f32(g, n, 1))) return s;
     cuvil_gemm_params p;
     int ndim;
@@ -178,7 +187,7 @@ static cuvil_status gemm_fold(cir_graph *g, cir_node *n) {
     }
     if (!nirr) cuvil_f32_gemm__scalar(&p, A, B, c ? c->data : NULL, y->data);
     for (int64_t i = 0; i < nirr; i++)
-        cuvil_f32_gemm__scalar(&p, A + offs[2 * i], B + offs[2 * i + 1], NULL, (float *)y->data + i * p.M * p.N);
+        cuvil_f32_gemm__scalar(&p, A + offs[2 * i], B + offs[2 * i + 1], c ? c->data : NULL, (float *)y->data + i * p.M * p.N);
     cuvil_free(offs);
     return CUVIL_OK;
 }
@@ -193,4 +202,4 @@ static const cir_attr_spec gemm_attrs[] = {
 };
 
 const cir_opdef cir_op_gemm = {"gemm", CIR_OPF_TAKES_ACT, 2, 3, 1, 1, gemm_attrs, gemm_infer, gemm_fold, NULL, 0};
-const cir_opdef cir_op_matmul = {"matmul", CIR_OPF_TAKES_ACT, 2, 2, 1, 1, NULL, matmul_infer, gemm_fold, NULL, 0};
+const cir_opdef cir_op_matmul = {"matmul", CIR_OPF_TAKES_ACT, 2, 3, 1, 1, NULL, matmul_infer, gemm_fold, NULL, 0};

@@ -25,8 +25,8 @@ static bool unary_act(cir_graph *g, const cir_node *n, cir_act *a) {
         a->alpha = cir_attr_float(n, "alpha");
         a->beta = cir_attr_float(n, "beta");
         break;
-    case CIR_OP_GELU:
-        if (cir_attr_int(n, "approximate") != 0) return false;
+    case CIR_OP_GELU:   /* alpha 1: the tanh form (cir_act_params maps it to CUVIL_ACT_GELU_TANH) */
+        a->alpha = cir_attr_int(n, "approximate") != 0 ? 1.0f : 0.0f;
         break;
     case CIR_OP_CLIP: {
         cir_value *lo = cir_in(g, n, 1), *hi = cir_in(g, n, 2);

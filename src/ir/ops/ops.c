@@ -33,6 +33,10 @@ cuvil_act_params cir_act_params(const cir_act *a) {
     p.act = d->rt_act;
     p.alpha = a->alpha;
     p.beta = a->beta;
+    if (a->op == CIR_OP_GELU && a->alpha != 0) {   /* approximate='tanh' (op_unary.c) */
+        p.act = CUVIL_ACT_GELU_TANH;
+        p.alpha = 0;
+    }
     return p;
 }
 

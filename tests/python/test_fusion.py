@@ -1,0 +1,114 @@
+"""The transformer fusions on small graphs: a Linear's bias into its MatMul (fuse_bias), Gelu
+written as a formula into one gelu (fuse_gelu) and from there into the MatMul's epilogue
+(fuse_act). Each case is checked twice: the IR shows the fusion (or, for the near misses, does
+not), and the compiled model matches ONNX Runtime on the unfused graph."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import onnx
+import pytest
+
+import cuvil_testlib as tl
+from onnx_cases import Case, R, f32, node
+
+SQRT2 = float(np.sqrt(2.0))
+
+
+def _gelu_erf(order: str, x="h", y="y", c_sqrt2=SQRT2, mul_half=0.5):
+    """Gelu(x) = x * 0.5 * (1 + erf(x / sqrt 2)) with the products in one of three orders."""
+    nodes = [node("Div", [x, "sqrt2"], ["u"]), node("Erf", ["u"], ["e"]), node("Add", ["e", "one"], ["s"])]
+    if order == "s*x*half":        # (s * x) * 0.5
+        nodes += [node("Mul", ["s", x], ["m1"]), node("Mul", ["m1", "half"], [y])]
+    elif order == "half*s*x":      # (0.5 * s) * x  (the dynamo exporter's)
+        nodes += [node("Mul", ["half", "s"], ["m1"]), node("Mul", [x, "m1"], [y])]
+    else:                          # (x * 0.5) * s  (HF's formula as written)
+        nodes += [node("Mul", [x, "half"], ["m1"]), node("Mul", ["m1", "s"], [y])]
+    inits = {"sqrt2": f32(c_sqrt2).reshape(()), "one": f32(1.0).reshape(()), "half": f32(mul_half).reshape(())}
+    return nodes, inits
+
+
+def _gelu_tanh(x="h", y="y"):
+    """GPT-2's gelu_new: 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))."""
+    nodes = [node("Mul", ["half", x], ["hx"]), node("Pow", [x, "three"], ["p3"]),
+             node("Mul", ["p3", "c1"], ["m"]), node("Add", [x, "m"], ["a"]),
+             node("Mul", ["a", "c0"], ["k"]), node("Tanh", ["k"], ["t"]),
+             node("Add", ["t", "one"], ["s"]), node("Mul", ["hx", "s"], [y])]
+    inits = {"half": f32(0.5).reshape(()), "three": f32(3.0).reshape(()), "c1": f32(0.044715).reshape(()),
+             "c0": f32(np.sqrt(2.0 / np.pi)).reshape(()), "one": f32(1.0).reshape(())}
+    return nodes, inits
+
+
+def _linear_gelu(case_id, gelu_nodes, gelu_inits, bias_shape=(48,)):
+    """x [2, 5, 32] -> MatMul W [32, 48] -> Add b -> Gelu -> MatMul W2 [48, 16]."""
+    nodes = [node("MatMul", ["x", "w"], ["mm"]), node("Add", ["mm", "b"], ["h"])] + gelu_nodes + \
+            [node("MatMul", ["y", "w2"], ["z"])]
+    inits = {"w": R(32, 48), "b": R(*bias_shape), "w2": R(48, 16), **gelu_inits}
+    return Case(case_id, 14, nodes, {"x": [2, 5, 32]}, inits, outputs=["z"])
+
+
+def _ir_and_check(c: Case, tmp_path) -> str:
+    m, inputs, ref = c.build()
+    p = tmp_path / "m.onnx"
+    onnx.save(m, p)
+    ir = tl.compile(p, tmp_path / "ir", emit="ir").read_text()
+    so = tl.compile(p, tmp_path / "build")
+    tl.assert_outputs_close(tl.run(so, inputs, tmp_path / "run"), ref)
+    return ir
+
+
+def _ops(ir: str) -> list:
+    return re.findall(r"^  %\d+ = ([a-z_]+) ", ir, flags=re.M)
+
+
+@pytest.mark.parametrize("order", ["s*x*half", "half*s*x", "x*half*s"])
+def test_linear_bias_and_erf_gelu_become_one_matmul(order, tmp_path):
+    ir = _ir_and_check(_linear_gelu(f"fuse-erf-{order}", *_gelu_erf(order)), tmp_path)
+    assert _ops(ir) == ["matmul", "matmul"], ir
+    first = next(line for line in ir.splitlines() if " = matmul " in line)
+    assert "act=gelu(0," in first and re.search(r"\(%\d+, %\d+, %\d+\)", first), first
+
+
+def test_tanh_gelu_becomes_the_tanh_form(tmp_path):
+    ir = _ir_and_check(_linear_gelu("fuse-tanh", *_gelu_tanh()), tmp_path)
+    assert _ops(ir) == ["matmul", "matmul"], ir
+    assert "act=gelu(1," in ir, ir
+
+
+@pytest.mark.parametrize("what", ["not-sqrt2", "not-half"])
+def test_near_gelu_is_left_alone(what, tmp_path):
+    """A formula with another constant is not Gelu: the nodes stay and the numbers still match."""
+    kw = {"c_sqrt2": 1.5} if what == "not-sqrt2" else {"mul_half": 0.45}
+    ir = _ir_and_check(_linear_gelu(f"fuse-near-{what}", *_gelu_erf("s*x*half", **kw)), tmp_path)
+    assert "gelu" not in ir
+    assert "erf" in ir
+
+
+def test_gelu_input_also_read_elsewhere(tmp_path):
+    """The Gelu's input h is also a graph output: the bias still goes into the MatMul, which
+    then writes h, and the formula still becomes one gelu, but that cannot be the MatMul's
+    epilogue (h must be kept)."""
+    c = _linear_gelu("fuse-shared", *_gelu_erf("x*half*s"))
+    c.outputs = ["z", "h"]
+    ir = _ir_and_check(c, tmp_path)
+    assert "act=gelu" not in ir
+    assert _ops(ir) == ["matmul", "gelu", "matmul"], ir
+
+
+def test_bias_of_rank_4_is_not_fused(tmp_path):
+    """[1, 1, 1, N] broadcasts like a row here, but at other values of a symbol it may not
+    (an attention mask [batch, 1, 1, N]): only 1-D biases are fused."""
+    nodes = [node("MatMul", ["x", "w"], ["mm"]), node("Add", ["mm", "b"], ["y"])]
+    c = Case("fuse-bias-4d", 14, nodes, {"x": [1, 2, 5, 32]}, {"w": R(32, 48), "b": R(1, 1, 1, 48)})
+    ir = _ir_and_check(c, tmp_path)
+    assert _ops(ir) == ["matmul", "add"], ir
+
+
+def test_gelu_op_tanh_form(tmp_path):
+    """The ONNX Gelu op (opset 20) with approximate='tanh', alone and after a MatMul."""
+    nodes = [node("MatMul", ["x", "w"], ["mm"]), node("Gelu", ["mm"], ["y"], approximate="tanh"),
+             node("Gelu", ["x"], ["y2"], approximate="tanh")]
+    c = Case("gelu-op-tanh", 20, nodes, {"x": [3, 32]}, {"w": R(32, 32)}, outputs=["y", "y2"])
+    ir = _ir_and_check(c, tmp_path)
+    assert "act=gelu(1," in ir
