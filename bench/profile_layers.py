@@ -7,7 +7,11 @@ function in a clock, builds the library with the generated Makefile and runs it 
 over the runs, largest first, with its description (op, shapes, algorithm) from model.c.
 
     $VENV/bin/python bench/profile_layers.py --model M.onnx [--threads N] [--iters 50] [--top 30]
-        [--compile-arg=--opt-level=2 ...]
+        [--compile-arg=--opt-level=2 ...] [--input NAME=FILE.npy ...] [--by-op]
+
+Without --input, each input is N(0,1) float32 with its symbolic dims at 1; a model with token ids
+wants --input (tools/models/build_transformers.py writes them: `--feeds DIR`). --by-op adds the
+time summed per op (the first word of each node's description), largest first.
 
 This is a measurement tool, not a test: the clock calls add ~50 ns per node.
 """
@@ -61,7 +65,11 @@ def main(argv=None):
     ap.add_argument("--top", type=int, default=30)
     ap.add_argument("--compile-arg", action="append", default=[])
     ap.add_argument("--build", default=os.environ.get("CUVIL_BUILD", str(REPO / "build")))
+    ap.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy",
+                    help="an input's data (repeatable); the others are N(0,1) float32")
+    ap.add_argument("--by-op", action="store_true", help="also the time per op")
     args = ap.parse_args(argv)
+    given = dict(a.split("=", 1) for a in args.input)
     build = Path(args.build)
     with tempfile.TemporaryDirectory() as td:
         out = Path(td) / "m"
@@ -94,6 +102,9 @@ def main(argv=None):
         feeds = []
         rng = np.random.default_rng(0)
         for i, inp in enumerate(x for x in model.graph.input if x.name not in init):
+            if inp.name in given:
+                feeds += ["--input", f"{inp.name}={given[inp.name]}"]
+                continue
             dims = [d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else 1
                     for d in inp.type.tensor_type.shape.dim]
             p = Path(td) / f"in{i}.npy"
@@ -117,6 +128,15 @@ def main(argv=None):
         print("| node | ms | % | what |\n|---|---|---|---|")
         for ms, k, desc in rows[:args.top]:
             print(f"| {k} | {ms:.3f} | {100 * ms / total:.1f} | {desc} |")
+        if args.by_op:
+            ops = {}
+            for ms, _, desc in rows:
+                op = desc.split()[0] if desc.split() else "?"
+                t, c = ops.get(op, (0.0, 0))
+                ops[op] = (t + ms, c + 1)
+            print("\n| op | nodes | ms | % |\n|---|---|---|---|")
+            for op, (ms, c) in sorted(ops.items(), key=lambda kv: -kv[1][0]):
+                print(f"| {op} | {c} | {ms:.3f} | {100 * ms / total:.1f} |")
     return 0
 
 

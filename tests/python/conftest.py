@@ -5,7 +5,10 @@ $CUVIL_BUILD/bin/...). When they are missing or broken the tests ERROR with the 
 never skip, since a skipped test would read as a pass.
 
 Markers:
-  slow   big models (ResNet-50); run by default, deselect with `-m "not slow"`
+  slow    big models (ResNet-50, the transformers); run by default, deselect with `-m "not slow"`
+  plain   run by the plain build's pass only: `make test`'s second pass (ASan + UBSan, the same
+          tests on an instrumented build) deselects them with `-m "not plain"` to keep CI's time
+          (the transformers' TorchScript exports: their dynamo twins run in both passes)
 
 Environment:
   CUVIL_BUILD          build folder (default <repo>/build)
@@ -27,6 +30,7 @@ import cuvil_testlib as tl  # noqa: E402
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: big model; deselect with -m 'not slow'")
+    config.addinivalue_line("markers", "plain: not in the sanitizer pass of make test (CI time)")
     config.addinivalue_line("markers", "needs_cuvil: drives build/bin/cuvil-compile and cuvil-run")
 
 

@@ -305,6 +305,14 @@ def export_model(spec: ExportSpec, path: Path, quiet: bool = True) -> float:
             kw["dynamic_shapes"] = ({0: torch.export.Dim("batch")},)
     else:
         raise ValueError(f"unknown exporter {spec.exporter!r}")
+    return run_export(model, (x,), path, spec.id, quiet, **kw)
+
+
+def run_export(module, args: tuple, path: Path, what: str, quiet: bool = True, **kw) -> float:
+    """torch.onnx.export(module, args, path, **kw) under no_grad, its chatter kept unless it
+    fails (then printed with `what`); returns seconds."""
+    import torch
+
     sink = io.StringIO()
     redirect = (contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink)) if quiet else ()
     t0 = time.perf_counter()
@@ -314,9 +322,9 @@ def export_model(spec: ExportSpec, path: Path, quiet: bool = True) -> float:
             for r in redirect:
                 st.enter_context(r)
             with torch.no_grad():
-                torch.onnx.export(model, (x,), str(path), **kw)
+                torch.onnx.export(module, args, str(path), **kw)
     except Exception:
-        sys.stderr.write(f"export of {spec.id} failed; the exporter said:\n{sink.getvalue()}\n")
+        sys.stderr.write(f"export of {what} failed; the exporter said:\n{sink.getvalue()}\n")
         raise
     return time.perf_counter() - t0
 
@@ -349,30 +357,31 @@ def get_model(model: str, exporter: str, opset: int, variant: str = "",
     spec = ExportSpec(model, exporter, opset, variant)
     if spec not in EXPORTS:
         raise ValueError(f"no such export: {spec}")
-    cache = cache or cache_dir()
+    return cached_export(cache or cache_dir(), cache_key(spec), _key_prefix(spec),
+                         lambda path: export_model(spec, path), spec.id)
+
+
+def cached_export(cache: Path, key: str, prefix: str, export, what: str) -> Path:
+    """cache/<key>.onnx, made first if missing by export(path) (which returns seconds, noted in
+    _EXPORT_TIMES[what]) into a temporary folder and renamed, so that an interrupted export
+    leaves nothing half-written; then the stale exports of the same prefix (an older hash of
+    the script or other settings: ResNet-50 is 100 MB a copy, GPT-2 650 MB) are removed."""
     cache.mkdir(parents=True, exist_ok=True)
-    key = cache_key(spec)
     dst = cache / f"{key}.onnx"
     if dst.exists():
         return dst
     with tempfile.TemporaryDirectory(dir=cache, prefix=".tmp-") as td:
         tmp = Path(td) / dst.name        # same basename: the external-data location is baked in
-        _EXPORT_TIMES[spec.id] = export_model(spec, tmp)
+        _EXPORT_TIMES[what] = export(tmp)
         for side in _sidecars(tmp):     # data first, so a visible .onnx always has its data
             os.replace(Path(td) / side, cache / side)
         os.replace(tmp, dst)
-    _prune(cache, spec, key)
-    return dst
-
-
-def _prune(cache: Path, spec: ExportSpec, key: str) -> None:
-    """Removes the stale exports of the same model/exporter and torch version (an older hash
-    of this script or other settings): ResNet-50 is 100 MB a copy."""
-    for p in cache.glob(_key_prefix(spec) + "s*.onnx"):
-        if p.name != f"{key}.onnx":
+    for p in cache.glob(prefix + "s*.onnx"):
+        if p.name != dst.name:
             for side in _sidecars(p) if p.exists() else []:
                 (cache / side).unlink(missing_ok=True)
             p.unlink(missing_ok=True)
+    return dst
 
 
 # --------------------------------------------------------------------------------------------
