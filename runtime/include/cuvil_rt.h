@@ -343,6 +343,34 @@ typedef struct cuvil_channel_affine_params {
 void cuvil_f32_channel_affine(const cuvil_channel_affine_params *p, const float *x,
                               const float *scale, const float *shift, float *y);
 
+/* ===== Attention =================================================================== */
+/* y = softmax(scale * q k' + mask) v for every batch item b and head h, q, k, v and y read and
+ * written through element strides (batch, head, row; each row contiguous): q rows of dim, k
+ * rows of dim, v and y rows of v_dim; q_len query rows, kv_len key/value rows. mask (NULL:
+ * none) is float32 added to the scores, or with mask_bool uint8 where 0 hides the key, read at
+ * b * m_bs + h * m_hs + i * m_rs + j * m_cs (0 strides broadcast). causal: query i sees keys
+ * j <= i + kv_len - q_len. A row that sees no key is NaN, or 0 with empty_rows_zero. y must not
+ * overlap q, k, v or the mask. */
+typedef struct cuvil_attention_params {
+    int64_t batch, heads, q_len, kv_len, dim, v_dim;
+    int64_t q_bs, q_hs, q_rs;
+    int64_t k_bs, k_hs, k_rs;
+    int64_t v_bs, v_hs, v_rs;
+    int64_t y_bs, y_hs, y_rs;
+    float scale;
+    int64_t m_bs, m_hs, m_rs, m_cs;
+    int mask_bool;
+    int causal;
+    int empty_rows_zero;
+} cuvil_attention_params;
+
+size_t cuvil_f32_attention_scratch_size(const cuvil_attention_params *p);
+void cuvil_f32_attention(const cuvil_attention_params *p, const float *q, const float *k, const float *v,
+                         const void *mask, float *y, void *scratch);
+/* Naive reference with the same contract (no scratch; kv_len floats on the stack). */
+void cuvil_f32_attention__scalar(const cuvil_attention_params *p, const float *q, const float *k, const float *v,
+                                 const void *mask, float *y);
+
 /* ===== Normalisation and reductions ================================================ */
 /* x viewed as [outer, axis_len, inner]; softmax (or log-softmax) along the middle axis.
  * y may equal x. */

@@ -1,0 +1,184 @@
+/*
+ * attention.c -- scaled dot-product attention, y = softmax(scale * q k' + mask) v, for every
+ * (batch, head), reading q, k and v and writing y in place through strides.
+ *
+ * The projections of a transformer leave q, k and v as [batch, seq, heads * dim]; the exported
+ * graph reshapes and transposes them to [batch, heads, seq, dim] (and k to [.., dim, seq])
+ * before its two MatMuls, and transposes the result back: four copies of every activation per
+ * layer. Here the head h of batch item b is just an offset (b * bs + h * hs) and a row stride,
+ * and the two products run on the GEMM driver with those strides (k as a transposed B).
+ *
+ * Work is split in tasks of up to ATT_QB query rows of one (batch, head), so that a decode step
+ * (one query row) still has a task per head. Each task holds its rows' scores (ATT_QB x kv_len)
+ * and the GEMM's packing buffers in its thread's scratch slice. Masks: an additive float mask
+ * or a boolean one (false: the key is not seen), broadcast through strides, and a causal mask
+ * computed, not read: query i of q_len sees keys j <= i + kv_len - q_len (a KV cache of
+ * kv_len - q_len earlier tokens comes first). A row that sees no key is NaN, as softmax over
+ * all -inf is, or 0 with empty_rows_zero (what the exporters' Where(IsNaN(p), 0, p) makes).
+ */
+#include <math.h>
+#include <string.h>
+
+#include "../rt_int.h"
+
+#define ATT_QB 64
+
+static int64_t q_block(const cuvil_attention_params *p) { return p->q_len < ATT_QB ? p->q_len : ATT_QB; }
+
+size_t cuvil_f32_attention_scratch_size(const cuvil_attention_params *p) {
+    const int64_t qb = q_block(p) > 0 ? q_block(p) : 1, kv = p->kv_len > 0 ? p->kv_len : 1;
+    const cuvil_gemm_blocking *b = cuvil_gemm_default_blocking();
+    const size_t s1 = cuvil_gemm_job_scratch_size(qb, kv, p->dim, b), s2 = cuvil_gemm_job_scratch_size(qb, p->v_dim, kv, b);
+    return CUVIL_ALIGN_UP((size_t)(qb * kv) * sizeof(float), 64) + (s1 > s2 ? s1 : s2);
+}
+
+/* The scores of query row qi (global index) in row[0, kv): mask and causal applied, then
+ * softmax in place. */
+static void masked_softmax_row(const cuvil_attention_params *p, const void *mask, int64_t b, int64_t h, int64_t qi,
+                               float *row) {
+    const int64_t kv = p->kv_len;
+    if (mask) {
+        const int64_t base = b * p->m_bs + h * p->m_hs + qi * p->m_rs;
+        if (p->mask_bool) {
+            const uint8_t *m = (const uint8_t *)mask + base;
+            for (int64_t j = 0; j < kv; j++)
+                if (!m[j * p->m_cs]) row[j] = -INFINITY;
+        } else {
+            const float *m = (const float *)mask + base;
+            if (p->m_cs == 1)
+                for (int64_t j = 0; j < kv; j++) row[j] += m[j];
+            else
+                for (int64_t j = 0; j < kv; j++) row[j] += m[j * p->m_cs];
+        }
+    }
+    int64_t seen = kv;
+    if (p->causal) {
+        seen = qi + kv - p->q_len + 1;
+        seen = seen < 0 ? 0 : seen > kv ? kv : seen;
+        for (int64_t j = seen; j < kv; j++) row[j] = -INFINITY;
+    }
+    float mx = -INFINITY;
+    int nan = 0;
+    for (int64_t j = 0; j < seen; j++) {
+        mx = row[j] > mx ? row[j] : mx;
+        nan |= row[j] != row[j];
+    }
+    if (mx == -INFINITY || nan) {   /* no key seen (or a NaN score): softmax gives NaN */
+        const float v = mx == -INFINITY && p->empty_rows_zero && !nan ? 0.0f : NAN;
+        for (int64_t j = 0; j < kv; j++) row[j] = v;
+        if (p->empty_rows_zero)   /* Where(IsNaN(p), 0, p) */
+            for (int64_t j = 0; j < kv; j++) row[j] = row[j] != row[j] ? 0.0f : row[j];
+        return;
+    }
+    for (int64_t j = 0; j < seen; j++) row[j] -= mx;
+    cuvil_f32_vexp(row, row, (size_t)seen);
+    float s = 0.0f;
+    for (int64_t j = 0; j < seen; j++) s += row[j];
+    const float inv = 1.0f / s;
+    for (int64_t j = 0; j < seen; j++) row[j] *= inv;
+    for (int64_t j = seen; j < kv; j++) row[j] = 0.0f;
+}
+
+typedef struct att_ctx {
+    const cuvil_attention_params *p;
+    const float *q, *k, *v;
+    const void *mask;
+    float *y;
+    void *scratch;
+    int64_t n_qb;   /* query blocks per (batch, head) */
+} att_ctx;
+
+static void att_task(void *vctx, int64_t t, int tid) {
+    const att_ctx *c = (const att_ctx *)vctx;
+    const cuvil_attention_params *p = c->p;
+    const int64_t qb = q_block(p), blk = t % c->n_qb, bh = t / c->n_qb, h = bh % p->heads, b = bh / p->heads;
+    const int64_t r0 = blk * qb, rows = cuvil_min_i64(qb, p->q_len - r0), kv = p->kv_len;
+    float *y = c->y + b * p->y_bs + h * p->y_hs + r0 * p->y_rs;
+    if (kv == 0) {   /* no keys: an empty sum of values */
+        for (int64_t i = 0; i < rows; i++) memset(y + i * p->y_rs, 0, sizeof(float) * (size_t)p->v_dim);
+        return;
+    }
+    char *scr = cuvil_thread_scratch(c->scratch, tid);
+    float *s = (float *)scr;
+    void *gs = scr + CUVIL_ALIGN_UP((size_t)(qb * kv) * sizeof(float), 64);
+    const cuvil_gemm_blocking *bl = cuvil_gemm_default_blocking();
+    cuvil_gemm_job j;
+    memset(&j, 0, sizeof j);
+    /* s = scale * q k' */
+    j.M = rows;
+    j.N = kv;
+    j.K = p->dim;
+    j.A = c->q + b * p->q_bs + h * p->q_hs + r0 * p->q_rs;
+    j.lda = p->q_rs;
+    j.alpha = p->scale;
+    j.B = c->k + b * p->k_bs + h * p->k_hs;
+    j.ldb = p->k_rs;
+    j.trans_b = 1;
+    j.C = s;
+    j.ldc = kv;
+    if (p->dim > 0) cuvil_f32_gemm_run_serial(&j, bl, gs);
+    else memset(s, 0, sizeof(float) * (size_t)(rows * kv));
+    for (int64_t i = 0; i < rows; i++) masked_softmax_row(p, c->mask, b, h, r0 + i, s + i * kv);
+    /* y = s v */
+    memset(&j, 0, sizeof j);
+    j.M = rows;
+    j.N = p->v_dim;
+    j.K = kv;
+    j.A = s;
+    j.lda = kv;
+    j.alpha = 1.0f;
+    j.B = c->v + b * p->v_bs + h * p->v_hs;
+    j.ldb = p->v_rs;
+    j.C = y;
+    j.ldc = p->y_rs;
+    cuvil_f32_gemm_run_serial(&j, bl, gs);
+}
+
+void cuvil_f32_attention(const cuvil_attention_params *p, const float *q, const float *k, const float *v,
+                         const void *mask, float *y, void *scratch) {
+    if (p->batch <= 0 || p->heads <= 0 || p->q_len <= 0 || p->v_dim <= 0) return;
+    att_ctx c = {p, q, k, v, mask, y, scratch, (p->q_len + q_block(p) - 1) / q_block(p)};
+    cuvil_parallel_for(p->batch * p->heads * c.n_qb, att_task, &c);
+}
+
+/* The reference's score of query i for key j: masked, -inf where hidden. */
+static float ref_score(const cuvil_attention_params *p, const float *q, const float *k, const void *mask, int64_t b,
+                       int64_t h, int64_t i, int64_t j) {
+    if (p->causal && j > i + p->kv_len - p->q_len) return -INFINITY;
+    const float *qr = q + b * p->q_bs + h * p->q_hs + i * p->q_rs, *kr = k + b * p->k_bs + h * p->k_hs + j * p->k_rs;
+    float acc = 0.0f;
+    for (int64_t d = 0; d < p->dim; d++) acc += qr[d] * kr[d];
+    float sc = p->scale * acc;
+    if (mask) {
+        const int64_t at = b * p->m_bs + h * p->m_hs + i * p->m_rs + j * p->m_cs;
+        if (p->mask_bool) sc = ((const uint8_t *)mask)[at] ? sc : -INFINITY;
+        else sc += ((const float *)mask)[at];
+    }
+    return sc;
+}
+
+void cuvil_f32_attention__scalar(const cuvil_attention_params *p, const float *q, const float *k, const float *v,
+                                 const void *mask, float *y) {
+    for (int64_t b = 0; b < p->batch; b++)
+        for (int64_t h = 0; h < p->heads; h++)
+            for (int64_t i = 0; i < p->q_len; i++) {
+                float *yr = y + b * p->y_bs + h * p->y_hs + i * p->y_rs;
+                float mx = -INFINITY, sum = 0.0f;
+                for (int64_t j = 0; j < p->kv_len; j++) {
+                    const float sc = ref_score(p, q, k, mask, b, h, i, j);
+                    mx = sc > mx || sc != sc ? sc : mx;
+                }
+                for (int64_t j = 0; j < p->kv_len; j++) sum += expf(ref_score(p, q, k, mask, b, h, i, j) - mx);
+                const int none = p->kv_len > 0 && (mx == -INFINITY || mx != mx);   /* NaN row */
+                for (int64_t d = 0; d < p->v_dim; d++) yr[d] = 0.0f;
+                if (none) {
+                    for (int64_t d = 0; d < p->v_dim; d++) yr[d] = p->empty_rows_zero ? 0.0f : NAN;
+                    continue;
+                }
+                for (int64_t j = 0; j < p->kv_len; j++) {
+                    const float w = expf(ref_score(p, q, k, mask, b, h, i, j) - mx) / sum;
+                    const float *vr = v + b * p->v_bs + h * p->v_hs + j * p->v_rs;
+                    for (int64_t d = 0; d < p->v_dim; d++) yr[d] += w * vr[d];
+                }
+            }
+}
