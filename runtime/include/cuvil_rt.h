@@ -377,6 +377,7 @@ void cuvil_f32_attention__scalar(const cuvil_attention_params *p, const float *q
 typedef struct cuvil_softmax_params {
     int64_t outer, axis_len, inner;
     int log;
+    int nan_to_zero;   /* NaN results are 0 (a row of -inf, masked out entirely): Where(IsNaN(y), 0, y) */
 } cuvil_softmax_params;
 
 void cuvil_f32_softmax(const cuvil_softmax_params *p, const float *x, float *y);

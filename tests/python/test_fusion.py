@@ -112,3 +112,26 @@ def test_gelu_op_tanh_form(tmp_path):
     c = Case("gelu-op-tanh", 20, nodes, {"x": [3, 32]}, {"w": R(32, 32)}, outputs=["y", "y2"])
     ir = _ir_and_check(c, tmp_path)
     assert "act=gelu(1," in ir
+
+
+def _guarded_softmax(case_id, zero=0.0):
+    """s = softmax(x + mask) with row 1 of the mask all -inf, then Where(IsNaN(s), zero, s): the
+    guard torch's attention export puts after its softmax."""
+    mask = np.zeros((1, 1, 4, 6), np.float32)
+    mask[0, 0, 1, :] = -np.inf
+    mask[0, 0, 2, 3:] = -np.inf
+    nodes = [node("Add", ["x", "mask"], ["a"]), node("Softmax", ["a"], ["s"], axis=-1),
+             node("IsNaN", ["s"], ["n"]), node("Where", ["n", "z", "s"], ["y"])]
+    return Case(case_id, 14, nodes, {"x": [2, 3, 4, 6]}, {"mask": mask, "z": f32(zero).reshape(())})
+
+
+def test_softmax_nan_guard_fused(tmp_path):
+    """The fully masked row is 0 (NaN without the guard), the others a softmax; one node."""
+    ir = _ir_and_check(_guarded_softmax("fuse-nan-guard"), tmp_path)
+    assert _ops(ir) == ["add", "softmax"], ir
+    assert "nan_to_zero=1" in ir, ir
+
+
+def test_softmax_nan_guard_other_value_left_alone(tmp_path):
+    ir = _ir_and_check(_guarded_softmax("fuse-nan-guard-one", zero=1.0), tmp_path)
+    assert _ops(ir) == ["add", "softmax", "is_nan", "where"], ir

@@ -15,7 +15,7 @@
 
 /* ---- Softmax ---------------------------------------------------------------------------- */
 static void run_softmax(int64_t outer, int64_t len, int64_t inner, int is_log, float lo, float hi) {
-    cuvil_softmax_params p = {outer, len, inner, is_log};
+    cuvil_softmax_params p = {outer, len, inner, is_log, 0};
     const size_t n = (size_t)(outer * len * inner);
     float *x = ktu_falloc(n), *y = ktu_falloc(n);
     ktu_fill(x, n, lo, hi);
@@ -66,6 +66,41 @@ static void test_softmax(void) {
         run_softmax(2, 5, 300, lg, -10, 10); /* inner crosses a stack chunk */
         run_softmax(1, 3, 7, lg, -1000, -980);
         run_softmax(3, 1, 6, lg, -5, 5);
+    }
+}
+
+/* nan_to_zero: a row (inner 1) or a column (inner 3) of -inf has a NaN softmax, which becomes
+ * 0; the other rows are untouched (their reference: the same kernel without the flag). */
+static void test_softmax_nan_to_zero(void) {
+    for (int64_t inner = 1; inner <= 3; inner += 2) {
+        const int64_t outer = 3, len = 6, n = outer * len * inner;
+        float *x = ktu_falloc((size_t)n), *y = ktu_falloc((size_t)n), *y0 = ktu_falloc((size_t)n);
+        ktu_fill(x, (size_t)n, -3, 3);
+        for (int64_t a = 0; a < len; a++) x[(1 * len + a) * inner] = -INFINITY;   /* outer 1, inner 0 */
+        x[(2 * len + 4) * inner] = NAN;                                            /* outer 2, inner 0 */
+        for (int v = 0; v < 2; v++) {
+            cuvil_softmax_params p = {outer, len, inner, 0, 1}, p0 = {outer, len, inner, 0, 0};
+            if (v) {
+                cuvil_f32_softmax__scalar(&p, x, y);
+                cuvil_f32_softmax__scalar(&p0, x, y0);
+            } else {
+                cuvil_f32_softmax(&p, x, y);
+                cuvil_f32_softmax(&p0, x, y0);
+            }
+            ktu_checks++;
+            for (int64_t i = 0; i < n; i++) {
+                const int64_t o = i / (len * inner), in = i % inner;
+                const int nan_here = in == 0 && (o == 1 || o == 2);
+                if (nan_here ? !(isnan(y0[i]) && y[i] == 0.0f) : memcmp(&y[i], &y0[i], sizeof(float)) != 0) {
+                    ktu_fail("softmax nan_to_zero inner=%lld%s at %lld: %g (without: %g)", (long long)inner,
+                             v ? " __scalar" : "", (long long)i, (double)y[i], (double)y0[i]);
+                    break;
+                }
+            }
+        }
+        free(x);
+        free(y);
+        free(y0);
     }
 }
 
@@ -219,6 +254,7 @@ static void test_affine(void) {
 
 int main(void) {
     test_softmax();
+    test_softmax_nan_to_zero();
     test_reduce();
     test_affine();
     return ktu_finish("test_kernel_normalization");

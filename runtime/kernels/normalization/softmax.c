@@ -7,12 +7,18 @@
  * whose running max/sum live on the stack (kernels have no scratch here). Both read every x
  * before writing the y at the same place, so y == x works (the header does not promise it).
  * Hardmax (1 at the first largest element along the axis, 0 elsewhere) shares the layout.
+ * nan_to_zero: every NaN result becomes 0, as the guard Where(IsNaN(y), 0, y) that the exporters
+ * put after an attention softmax (a row masked out entirely is all -inf, and its softmax NaN).
  */
 #include <math.h>
 
 #include "../rt_int.h"
 
 #define CHUNK 256
+
+static void zero_nans(float *y, int64_t n, int64_t step) {
+    for (int64_t i = 0; i < n; i++) y[i * step] = y[i * step] != y[i * step] ? 0.0f : y[i * step];
+}
 
 static float row_max(const float *x, int64_t n) {
     float m8[8];
@@ -69,6 +75,7 @@ static void softmax_rows(const cuvil_softmax_params *p, const float *x, float *y
             const float inv = 1.0f / row_sum(yr, L);
             for (int64_t i = 0; i < L; i++) yr[i] *= inv;
         }
+        if (p->nan_to_zero) zero_nans(yr, L, 1);
     }
 }
 
@@ -110,6 +117,8 @@ static void softmax_strided(const cuvil_softmax_params *p, const float *x, float
                     for (int64_t i = 0; i < n; i++) ya[i] *= s[i];
                 }
             }
+            if (p->nan_to_zero)
+                for (int64_t a = 0; a < L; a++) zero_nans(yo + a * I + i0, n, 1);
         }
     }
 }
@@ -134,6 +143,7 @@ void cuvil_f32_softmax__scalar(const cuvil_softmax_params *p, const float *x, fl
             for (int64_t a = 0; a < L; a++) s += expf(xr[a * I] - m);
             for (int64_t a = 0; a < L; a++)
                 yr[a * I] = p->log ? (xr[a * I] - m) - logf(s) : expf(xr[a * I] - m) / s;
+            if (p->nan_to_zero) zero_nans(yr, L, I);
         }
 }
 

@@ -1,6 +1,6 @@
 /* op_softmax.c -- softmax, log_softmax and hardmax along one axis (default -1); with
  * coerce_2d=1 (ONNX before opset 13) over the input coerced to 2-D [prod(dims[:axis]),
- * prod(dims[axis:])]. */
+ * prod(dims[axis:])]; nan_to_zero=1 (set by the fuse_nan_guard pass) makes NaN results 0. */
 #include "ir/ops/ops.h"
 
 #include <string.h>
@@ -14,6 +14,7 @@ cuvil_status op_softmax_params(cir_graph *g, cir_node *n, cuvil_softmax_params *
     memset(p, 0, sizeof *p);
     p->outer = p->axis_len = p->inner = 1;
     p->log = n->kind == CIR_OP_LOG_SOFTMAX;
+    p->nan_to_zero = cir_attr_int(n, "nan_to_zero") != 0;
     for (int d = 0; d < x->ndim; d++) {
         if (d < ax) p->outer *= x->dims[d];
         else if (d == ax || coerce) p->axis_len *= x->dims[d];
@@ -46,6 +47,7 @@ static cuvil_status softmax_fold(cir_graph *g, cir_node *n) {
 static const cir_attr_spec softmax_attrs[] = {
     {"axis", CIR_ATTR_INT, -1, 0, NULL, false},
     {"coerce_2d", CIR_ATTR_INT, 0, 0, NULL, false},
+    {"nan_to_zero", CIR_ATTR_INT, 0, 0, NULL, false},
     CIR_ATTR_END,
 };
 
