@@ -135,3 +135,41 @@ def test_softmax_nan_guard_fused(tmp_path):
 def test_softmax_nan_guard_other_value_left_alone(tmp_path):
     ir = _ir_and_check(_guarded_softmax("fuse-nan-guard-one", zero=1.0), tmp_path)
     assert _ops(ir) == ["add", "softmax", "is_nan", "where"], ir
+
+
+def _layer_norm_formula(case_id, swap=False, axes=(-1,), eps=1e-12):
+    """LayerNorm as the TorchScript exporter writes it below opset 17, after a MatMul."""
+    nodes = [node("MatMul", ["x", "w"], ["h"]),
+             node("ReduceMean", ["h"], ["m"], axes=list(axes)), node("Sub", ["h", "m"], ["d"]),
+             node("Pow", ["d", "two"], ["p"]), node("ReduceMean", ["p"], ["v"], axes=list(axes)),
+             node("Add", ["v", "eps"], ["e"]), node("Sqrt", ["e"], ["s"]), node("Div", ["d", "s"], ["n"]),
+             node("Mul", ["gamma", "n"] if swap else ["n", "gamma"], ["g"]),
+             node("Add", ["beta", "g"] if swap else ["g", "beta"], ["y"])]
+    inits = {"w": R(16, 24), "two": f32(2.0).reshape(()),
+             "eps": f32(eps).reshape(()), "gamma": R(24), "beta": R(24)}
+    return Case(case_id, 14, nodes, {"x": [2, 5, 16]}, inits)
+
+
+@pytest.mark.parametrize("swap", [False, True], ids=["n*gamma+beta", "beta+gamma*n"])
+def test_layer_norm_formula_becomes_one_node(swap, tmp_path):
+    ir = _ir_and_check(_layer_norm_formula(f"fuse-ln-{swap}", swap=swap), tmp_path)
+    assert _ops(ir) == ["matmul", "layer_norm"], ir
+    assert "epsilon=9.99999996e-13" in ir or "epsilon=1e-12" in ir, ir
+
+
+def test_layer_norm_formula_over_another_axis_left_alone(tmp_path):
+    ir = _ir_and_check(_layer_norm_formula("fuse-ln-axis", axes=(-2,)), tmp_path)
+    assert "layer_norm" not in ir
+
+
+def test_gelu_through_a_reshape_into_the_gemm(tmp_path):
+    """GPT-2's Linear: Gemm on [batch * seq, n], Reshape to [batch, seq, n], then Gelu (tanh):
+    the Gelu goes into the Gemm's epilogue through the reshape."""
+    gelu_nodes, gelu_inits = _gelu_tanh(x="r")
+    nodes = [node("Reshape", ["x", "s2"], ["x2"]), node("Gemm", ["x2", "w", "b"], ["h"]),
+             node("Reshape", ["h", "s3"], ["r"])] + gelu_nodes
+    inits = {"s2": np.array([-1, 32], np.int64), "w": R(32, 48), "b": R(48), "s3": np.array([2, 5, 48], np.int64),
+             **gelu_inits}
+    ir = _ir_and_check(Case("fuse-gelu-view", 14, nodes, {"x": [2, 5, 32]}, inits), tmp_path)
+    assert _ops(ir) == ["reshape", "gemm", "reshape"], ir
+    assert "act=gelu(1," in ir, ir
