@@ -148,7 +148,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < n_prompt; i++)
         if (tokens[i] >= kv.vocab) return fail("token id %lld is past the vocabulary (%lld)", (long long)tokens[i],
                                                (long long)kv.vocab);
-    const int64_t total = n_prompt + n_new - 1;   /* the longest past the last step reads */
+    const int64_t total = (int64_t)n_prompt + n_new - 1;   /* the cache after the last step */
     if (total > kv.max_len) return fail("%d + %d tokens need a cache of %lld; the decode model takes %lld",
                                         n_prompt, n_new, (long long)total, (long long)kv.max_len);
 

@@ -93,8 +93,9 @@ bool cg_weights_equal(const cg_output *a, const cg_output *b) {
     for (int i = 0; i < a->n_pieces; i++) {
         const cg_piece *x = &a->pieces[i], *y = &b->pieces[i];
         if (x->off != y->off || x->n != y->n) return false;
+        if (!x->n) continue;
         const void *px = x->data ? x->data : a->weights.s + x->off, *py = y->data ? y->data : b->weights.s + y->off;
-        if (x->n && px != py && memcmp(px, py, x->n)) return false;
+        if (px != py && memcmp(px, py, x->n)) return false;
     }
     return true;   /* the gaps between pieces are zeros in both */
 }
