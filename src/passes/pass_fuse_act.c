@@ -31,10 +31,7 @@ cuvil_status cuvil_pass_fuse_act(cir_graph *g, const cuvil_options *o) {
         maker->out[0] = a->out[0];
         cir_val(g, a->out[0])->producer = maker->id;
         x->n_uses = 0;
-        char *f = cuvil_arena_alloc(&g->arena, strlen(p->fused ? p->fused : "") + strlen(a->src_op) + 2);
-        if (!f) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
-        sprintf(f, "%s%s%s", p->fused ? p->fused : "", p->fused ? "+" : "", a->src_op);
-        p->fused = f;
+        if (!(p->fused = cuvil_fused_note(g, p->fused, a->src_op))) return g->ctx->status;
         a->dead = true;
     }
     return CUVIL_OK;

@@ -31,10 +31,7 @@ cuvil_status cuvil_pass_fuse_bias(cir_graph *g, const cuvil_options *o) {
             m->out[0] = add->out[0];
             y->producer = m->id;
             x->n_uses = 0;
-            char *f = cuvil_arena_alloc(&g->arena, strlen(m->fused ? m->fused : "") + strlen(add->src_op) + 2);
-            if (!f) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
-            sprintf(f, "%s%s%s", m->fused ? m->fused : "", m->fused ? "+" : "", add->src_op);
-            m->fused = f;
+            if (!(m->fused = cuvil_fused_note(g, m->fused, add->src_op))) return g->ctx->status;
             add->dead = true;
             break;
         }

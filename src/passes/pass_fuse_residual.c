@@ -24,10 +24,7 @@ cuvil_status cuvil_pass_fuse_residual(cir_graph *g, const cuvil_options *o) {
             moved.id = add->id;
             moved.residual = r->id;
             moved.out[0] = add->out[0];
-            char *f = cuvil_arena_alloc(&g->arena, strlen(c->fused ? c->fused : "") + strlen(add->src_op) + 2);
-            if (!f) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
-            sprintf(f, "%s%s%s", c->fused ? c->fused : "", c->fused ? "+" : "", add->src_op);
-            moved.fused = f;
+            if (!(moved.fused = cuvil_fused_note(g, c->fused, add->src_op))) return g->ctx->status;
             c->dead = true;
             *add = moved;
             cir_val(g, y->id)->producer = add->id;

@@ -31,6 +31,9 @@ double cuvil_fold_work(cir_graph *g, const cir_node *n);
  * the work budget and of folded_bytes, or an op that can only be folded (then cuvil_fold_node
  * reports one that is too costly). */
 bool cuvil_fold_wanted(cir_graph *g, const cir_node *n);
+/* "<fused>+<src_op>" (or src_op alone), in g's arena: a node's note of the ops fused into it.
+ * NULL when out of memory (message on ctx). */
+const char *cuvil_fused_note(cir_graph *g, const char *fused, const char *src_op);
 /* True when every present input of n is constant. */
 bool cuvil_inputs_const(cir_graph *g, const cir_node *n);
 

@@ -141,6 +141,16 @@ cuvil_status cuvil_fold_node(cir_graph *g, cir_node *n) {
     return CUVIL_OK;
 }
 
+const char *cuvil_fused_note(cir_graph *g, const char *fused, const char *src_op) {
+    char *f = cuvil_arena_alloc(&g->arena, strlen(fused ? fused : "") + strlen(src_op) + 2);
+    if (!f) {
+        cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    sprintf(f, "%s%s%s", fused ? fused : "", fused ? "+" : "", src_op);
+    return f;
+}
+
 static bool disabled(const cuvil_options *o, const char *name) {
     for (int i = 0; i < o->n_disabled; i++)
         if (!strcmp(o->disabled_passes[i], name)) return true;
