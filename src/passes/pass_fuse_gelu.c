@@ -123,19 +123,8 @@ static cir_node *match(const gelu_ctx *c, cir_node *e, cir_node **dead, cir_valu
 
 cuvil_status cuvil_pass_fuse_gelu(cir_graph *g, const cuvil_options *o) {
     (void)o;
-    cir_graph_count_uses(g);
-    gelu_ctx c = {.g = g, .user = cuvil_malloc(sizeof(int) * ((size_t)g->n_values + 1))};
-    if (!c.user) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
-    for (int v = 0; v < g->n_values; v++) c.user[v] = -1;
-    for (int i = 0; i < g->n_nodes; i++) {
-        cir_node *n = cir_node_at(g, i);
-        if (n->dead) continue;
-        for (int k = 0; k < n->n_in; k++)
-            if (n->in[k] >= 0) c.user[n->in[k]] = cir_val(g, n->in[k])->n_uses == 1 ? i : -1;
-        if (n->residual >= 0) c.user[n->residual] = -1;
-    }
-    for (int v = 0; v < g->n_values; v++)
-        if (cir_val(g, v)->output_index >= 0) c.user[v] = -1;
+    gelu_ctx c = {.g = g, .user = cuvil_single_readers(g)};
+    if (!c.user) return g->ctx->status;
     cuvil_status s = CUVIL_OK;
     int matched = 0;
     for (int i = 0; i < g->n_nodes && !s; i++) {

@@ -34,6 +34,9 @@ bool cuvil_fold_wanted(cir_graph *g, const cir_node *n);
 /* "<fused>+<src_op>" (or src_op alone), in g's arena: a node's note of the ops fused into it.
  * NULL when out of memory (message on ctx). */
 const char *cuvil_fused_note(cir_graph *g, const char *fused, const char *src_op);
+/* Per value id, the one live node that reads it, or -1 (no reader, several, or a graph output);
+ * counts uses first. cuvil_free() it. NULL when out of memory (message on ctx). */
+int *cuvil_single_readers(cir_graph *g);
 /* True when every present input of n is constant. */
 bool cuvil_inputs_const(cir_graph *g, const cir_node *n);
 

@@ -151,6 +151,26 @@ const char *cuvil_fused_note(cir_graph *g, const char *fused, const char *src_op
     return f;
 }
 
+int *cuvil_single_readers(cir_graph *g) {
+    int *user = cuvil_malloc(sizeof(int) * ((size_t)g->n_values + 1));
+    if (!user) {
+        cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    cir_graph_count_uses(g);
+    for (int v = 0; v < g->n_values; v++) user[v] = -1;
+    for (int i = 0; i < g->n_nodes; i++) {
+        cir_node *n = cir_node_at(g, i);
+        if (n->dead) continue;
+        for (int k = 0; k < n->n_in; k++)
+            if (n->in[k] >= 0) user[n->in[k]] = cir_val(g, n->in[k])->n_uses == 1 ? i : -1;
+        if (n->residual >= 0) user[n->residual] = -1;
+    }
+    for (int v = 0; v < g->n_values; v++)
+        if (cir_val(g, v)->output_index >= 0) user[v] = -1;
+    return user;
+}
+
 static bool disabled(const cuvil_options *o, const char *name) {
     for (int i = 0; i < o->n_disabled; i++)
         if (!strcmp(o->disabled_passes[i], name)) return true;

@@ -173,3 +173,153 @@ def test_gelu_through_a_reshape_into_the_gemm(tmp_path):
     ir = _ir_and_check(Case("fuse-gelu-view", 14, nodes, {"x": [2, 5, 32]}, inits), tmp_path)
     assert _ops(ir) == ["reshape", "gemm", "reshape"], ir
     assert "act=gelu(1," in ir, ir
+
+
+# ---- attention (pass_fuse_attention.c) ----------------------------------------------------
+B, S, H, D = 2, 7, 3, 8   # batch, sequence, heads, head dim: hidden 24
+
+
+def _heads(src, dst, perm=(0, 2, 1, 3)):
+    """[B, S, H * D] -> Reshape [B, S, H, D] -> Transpose perm."""
+    return [node("Reshape", [src, "shp4"], [dst + "_r"]), node("Transpose", [dst + "_r"], [dst], perm=list(perm))]
+
+
+def _attention(case_id, *, scale="qk", mask="input", guard=False, k_path="dynamo", rank3=False,
+               softmax_out=False, v_scale=False, kv_cache=False):
+    """One attention block as the torch exporters write it: x [B, S, 24] -> three MatMuls ->
+    heads -> scores (scaled: 'qk' multiplies q and k' by d^-1/4 as dynamo does, 'div' divides
+    the scores by sqrt(d)) + mask ('input' [B, 1, 1, S] float, 'causal' a constant [S, S] of 0
+    and finfo.min, 'rows' an input [B, 1, S, S], None) -> Softmax [-> Where(IsNaN)] -> * v ->
+    Transpose -> Reshape [B, S, 24] -> MatMul."""
+    c4 = float(D) ** -0.25
+    nodes = [node("MatMul", ["x", "wq"], ["pq"]), node("MatMul", ["x", "wk"], ["pk"]),
+             node("MatMul", ["x", "wv"], ["pv"])]
+    nodes += _heads("pq", "q") + _heads("pv", "v0")
+    if k_path == "dynamo":   # TorchScript-free path: heads, [B*H, S, D], transposed, back to [B, H, D, S]
+        nodes += _heads("pk", "k") + [node("Reshape", ["k", "shp3"], ["k3"]),
+                                      node("Transpose", ["k3"], ["k3t"], perm=[0, 2, 1]),
+                                      node("Reshape", ["k3t", "shp4t"], ["kt"])]
+    else:                     # TorchScript's: one Transpose straight from the heads' reshape
+        nodes += [node("Reshape", ["pk", "shp4"], ["k_r"]), node("Transpose", ["k_r"], ["kt"], perm=[0, 2, 3, 1])]
+    inputs = {"x": [B, S, 24]}
+    outputs = ["y"]
+    if kv_cache:   # K and V after a past of 4 tokens; the concatenations are outputs too
+        nodes += [node("Transpose", ["kt"], ["kn"], perm=[0, 1, 3, 2]),
+                  node("Concat", ["past_k", "kn"], ["present_k"], axis=2),
+                  node("Transpose", ["present_k"], ["kt2"], perm=[0, 1, 3, 2]),
+                  node("Concat", ["past_v", "v0"], ["present_v"], axis=2)]
+        inputs.update(past_k=[B, H, 4, D], past_v=[B, H, 4, D])
+        outputs += ["present_k", "present_v"]
+        kt, v = "kt2", "present_v"
+    else:
+        kt, v = "kt", "v0"
+    if v_scale:
+        nodes += [node("Mul", [v, "c2"], ["vs"])]
+        v = "vs"
+    q = "q"
+    if rank3:
+        nodes += [node("Reshape", [q, "shp3"], ["q3"]), node("Reshape", [kt, "shp3t"], ["kt3"]),
+                  node("Reshape", [v, "shp3"], ["v3"])]
+        q, kt, v = "q3", "kt3", "v3"
+    if scale == "qk":
+        nodes += [node("Mul", [q, "c4"], ["qs"]), node("Mul", [kt, "c4"], ["ks"]), node("MatMul", ["qs", "ks"], ["sc"])]
+    else:
+        nodes += [node("MatMul", [q, kt], ["sc0"]), node("Div", ["sc0", "sqrtd"], ["sc"])]
+    kv = S + 4 if kv_cache else S
+    if mask == "input":
+        inputs["mask"] = [1, 1, kv] if rank3 else [B, 1, 1, kv]
+        nodes += [node("Add", ["sc", "mask"], ["sm_in"])]
+    elif mask == "rows":
+        inputs["mask"] = [B, 1, S, kv]
+        nodes += [node("Add", ["mask", "sc"], ["sm_in"])]
+    elif mask == "causal":
+        nodes += [node("Add", ["sc", "causal"], ["sm_in"])]
+    nodes += [node("Softmax", ["sm_in" if mask else "sc"], ["p"], axis=-1)]
+    if guard:
+        nodes += [node("IsNaN", ["p"], ["isn"]), node("Where", ["isn", "zero", "p"], ["pg"])]
+    pp = "pg" if guard else "p"
+    nodes += [node("MatMul", [pp, v], ["o"])]
+    if rank3:
+        nodes += [node("Reshape", ["o", "shp4h"], ["o4"])]
+        o = "o4"
+    else:
+        o = "o"
+    nodes += [node("Transpose", [o], ["ot"], perm=[0, 2, 1, 3]), node("Reshape", ["ot", "shp_out"], ["attn"]),
+              node("MatMul", ["attn", "wo"], ["y"])]
+    if softmax_out:
+        outputs.append("p")
+    causal = np.where(np.arange(kv)[None, :] > np.arange(S)[:, None] + kv - S, np.finfo(np.float32).min, 0)
+    inits = {"wq": R(24, 24), "wk": R(24, 24), "wv": R(24, 24), "wo": R(24, 24),
+             "shp4": np.array([B, -1, H, D], np.int64), "shp_out": np.array([B, S, H * D], np.int64),
+             "shp3": np.array([B * H, -1, D], np.int64), "shp3t": np.array([B * H, D, -1], np.int64),
+             "shp4t": np.array([B, H, D, -1], np.int64), "shp4h": np.array([B, H, -1, D], np.int64),
+             "c4": f32(c4).reshape(()), "c2": f32(0.5).reshape(()), "sqrtd": f32(np.sqrt(D)).reshape(()),
+             "zero": f32(0.0).reshape(()), "causal": causal.astype(np.float32)}
+    return Case(case_id, 14, nodes, inputs, inits, outputs=outputs)
+
+
+def _attention_nodes(ir: str) -> list:
+    return [line for line in ir.splitlines() if " = attention " in line]
+
+
+@pytest.mark.parametrize("kw", [
+    dict(scale="qk", mask="input", guard=True),                 # BERT, dynamo
+    dict(scale="div", mask="input", k_path="torchscript"),      # BERT, TorchScript
+    dict(scale="div", mask="rows", guard=True),                 # a [B, 1, S, S] mask added first
+    dict(scale="qk", mask=None),
+    dict(scale="div", mask="input", rank3=True),                # [B * H, S, D] operands
+], ids=["qk-mask-guard", "div-mask-ts", "rows-mask", "no-mask", "rank3"])
+def test_attention_becomes_one_node(kw, tmp_path):
+    ir = _ir_and_check(_attention("attn-" + "-".join(f"{k}{v}" for k, v in kw.items()), **kw), tmp_path)
+    att = _attention_nodes(ir)
+    assert len(att) == 1, ir
+    ops = _ops(ir)
+    assert "softmax" not in ops and "is_nan" not in ops, ir
+    # q, k, v read where the projections wrote them, y written where the last MatMul reads it;
+    # not with [B * H, S, D] operands, whose first dim has no one stride in [B, S, H * D]
+    assert ("transpose" in ops) == kw.get("rank3", False), ir
+    assert ops.count("matmul") == 4, ir
+    assert len(re.findall(r"%\d+", att[0].split("(", 1)[1].split(")")[0])) == (3 if kw["mask"] is None else 4), att
+
+
+def test_attention_masked_rows_are_zero_with_the_guard(tmp_path):
+    """A row of the mask all -inf: NaN through softmax, 0 after the exporters' guard; the kernel
+    does the same (checked against ONNX Runtime on the unfused graph)."""
+    c = _attention("attn-empty-row", scale="div", mask="rows", guard=True)
+    m, inputs, _ = c.build()
+    inputs["mask"][1, 0, 2, :] = -np.inf
+    inputs["mask"][0, 0, 5, :3] = -np.inf
+    ref = tl.ort_run(m, inputs)
+    assert np.all(np.isfinite(ref["y"]))
+    p = tmp_path / "m.onnx"
+    onnx.save(m, p)
+    assert len(_attention_nodes(tl.compile(p, tmp_path / "ir", emit="ir").read_text())) == 1
+    tl.assert_outputs_close(tl.run(tl.compile(p, tmp_path / "build"), inputs, tmp_path / "run"), ref)
+
+
+def test_attention_causal_constant_mask_is_generated(tmp_path):
+    """GPT-2's mask, constant after folding: the kernel makes it (no mask input)."""
+    ir = _ir_and_check(_attention("attn-causal", scale="div", mask="causal"), tmp_path)
+    att = _attention_nodes(ir)
+    assert len(att) == 1 and "causal mask" in att[0], ir
+    assert len(re.findall(r"%\d+", att[0].split("(", 1)[1].split(")")[0])) == 3, att
+
+
+def test_attention_with_kv_cache(tmp_path):
+    """GPT-2's decode: K and V are concatenations of the past and the new token's, which are
+    outputs too; the causal mask over 4 + S keys is generated."""
+    ir = _ir_and_check(_attention("attn-kv", scale="qk", mask="causal", kv_cache=True), tmp_path)
+    att = _attention_nodes(ir)
+    assert len(att) == 1 and "causal mask" in att[0], ir
+    assert "softmax" not in _ops(ir), ir
+
+
+@pytest.mark.parametrize("kw", [dict(v_scale=True), dict(softmax_out=True)], ids=["v-scaled", "softmax-output"])
+def test_attention_near_misses(kw, tmp_path):
+    """A product on v stays a node before the attention (its input is the product); a softmax
+    that is also a graph output is not fused at all. Both still match ONNX Runtime."""
+    ir = _ir_and_check(_attention("attn-near-" + "-".join(kw), scale="div", mask="input", **kw), tmp_path)
+    if "softmax_out" in kw:
+        assert not _attention_nodes(ir) and "softmax" in _ops(ir), ir
+    else:
+        assert len(_attention_nodes(ir)) == 1 and "mul" in _ops(ir), ir

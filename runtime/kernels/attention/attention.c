@@ -26,8 +26,11 @@
 static int64_t q_block(const cuvil_attention_params *p) { return p->q_len < ATT_QB ? p->q_len : ATT_QB; }
 
 size_t cuvil_f32_attention_scratch_size(const cuvil_attention_params *p) {
+    return cuvil_f32_attention_scratch_size_ex(p, cuvil_gemm_default_blocking());
+}
+
+size_t cuvil_f32_attention_scratch_size_ex(const cuvil_attention_params *p, const cuvil_gemm_blocking *b) {
     const int64_t qb = q_block(p) > 0 ? q_block(p) : 1, kv = p->kv_len > 0 ? p->kv_len : 1;
-    const cuvil_gemm_blocking *b = cuvil_gemm_default_blocking();
     const size_t s1 = cuvil_gemm_job_scratch_size(qb, kv, p->dim, b), s2 = cuvil_gemm_job_scratch_size(qb, p->v_dim, kv, b);
     return CUVIL_ALIGN_UP((size_t)(qb * kv) * sizeof(float), 64) + (s1 > s2 ? s1 : s2);
 }

@@ -13,3 +13,53 @@ cuvil_status cg_emit_softmax(cg_ctx *cg, cir_graph *g, cir_node *n) {
               cg_out(cg, n->out[0]));
     return CUVIL_OK;
 }
+
+/* The attention the fusion made (pass_fuse_attention.c): its parameters and the operands'
+ * offsets are in n->kernel_params; inputs q, k, v and the mask if any. A stride of a dim of
+ * size 1 is never used: in a compile with symbolic dims it is written as "any value", and the
+ * offsets are written even when 0, so that every sample's text has them. */
+cuvil_status cg_emit_attention(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    const cir_attention_kp *kp = (const cir_attention_kp *)n->kernel_params;
+    CUVIL_ASSERT(kp && n->n_in >= 3 && n->n_in <= 6);
+    const cuvil_attention_params *p = &kp->p;
+    const int64_t len[4] = {p->batch, p->heads, p->q_len, p->kv_len};
+    /* each stride and the dim it steps over (0 batch, 1 heads, 2 query rows, 3 keys) */
+    const int64_t st[14] = {p->q_bs, p->q_hs, p->q_rs, p->k_bs, p->k_hs, p->k_rs, p->v_bs,
+                            p->v_hs, p->v_rs, p->y_bs, p->y_hs, p->y_rs, p->m_bs, p->m_hs};
+    const int over[14] = {0, 1, 2, 0, 1, 3, 0, 1, 3, 0, 1, 2, 0, 1};
+    char s[16][32], f[32];
+    for (int i = 0; i < 14; i++)
+        snprintf(s[i], sizeof s[i], "%s", g->symbolic && len[over[i]] == 1 ? CG_ANY_TEXT : cg_i64(st[i], f));
+    snprintf(s[14], sizeof s[14], "%s", g->symbolic && p->q_len == 1 ? CG_ANY_TEXT : cg_i64(p->m_rs, f));
+    snprintf(s[15], sizeof s[15], "%s", g->symbolic && p->kv_len == 1 ? CG_ANY_TEXT : cg_i64(p->m_cs, f));
+    const char *ps = cg_param(
+        cg, "cuvil_attention_params",
+        "{ .batch = %lld, .heads = %lld, .q_len = %lld, .kv_len = %lld, .dim = %lld, .v_dim = %lld,\n"
+        "    .q_bs = %s, .q_hs = %s, .q_rs = %s, .k_bs = %s, .k_hs = %s, .k_rs = %s,\n"
+        "    .v_bs = %s, .v_hs = %s, .v_rs = %s, .y_bs = %s, .y_hs = %s, .y_rs = %s, .scale = %s,\n"
+        "    .m_bs = %s, .m_hs = %s, .m_rs = %s, .m_cs = %s, .mask_bool = %d, .causal = %d, .empty_rows_zero = %d }",
+        (long long)p->batch, (long long)p->heads, (long long)p->q_len, (long long)p->kv_len, (long long)p->dim,
+        (long long)p->v_dim, s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8], s[9], s[10], s[11],
+        cg_float(p->scale, f), s[12], s[13], s[14], s[15], p->mask_bool, p->causal, p->empty_rows_zero);
+    cuvil_gemm_ukernel_desc uk;
+    cuvil_gemm_blocking blk = cg_target_blocking(g, &uk);
+    const char *S = cg_scratch(cg, cuvil_f32_attention_scratch_size_ex(p, &blk), "cuvil_f32_attention_scratch_size(&%s)", ps);
+    char in[4][320];
+    const int64_t off[4] = {kp->q_off, kp->k_off, kp->v_off, kp->m_off};
+    for (int i = 0; i < 4; i++) {
+        if (i == 3 && (n->n_in < 4 || n->in[3] < 0)) snprintf(in[i], sizeof in[i], "NULL");
+        else if (off[i] || g->symbolic) snprintf(in[i], sizeof in[i], "(%s + %lld)", cg_in(cg, n->in[i]), (long long)off[i]);
+        else snprintf(in[i], sizeof in[i], "%s", cg_in(cg, n->in[i]));
+    }
+    char y[320];
+    if (kp->y_off || g->symbolic) snprintf(y, sizeof y, "(%s + %lld)", cg_out(cg, n->out[0]), (long long)kp->y_off);
+    else snprintf(y, sizeof y, "%s", cg_out(cg, n->out[0]));
+    if (n->n_in > 4) {   /* scalars folded from the model's constants, read as it runs */
+        cg_printf(cg, "    cuvil_attention_params p = %s;\n    p.scale = p.scale", ps);
+        for (int i = 4; i < n->n_in; i++) cg_printf(cg, " %c %s[0]", kp->scale_div[i - 4] ? '/' : '*', cg_in(cg, n->in[i]));
+        cg_printf(cg, ";\n");
+        ps = "p";
+    }
+    cg_printf(cg, "    cuvil_f32_attention(&%s, %s, %s, %s, %s, %s, %s);\n", ps, in[0], in[1], in[2], in[3], y, S);
+    return CUVIL_OK;
+}

@@ -54,3 +54,13 @@ static const cir_attr_spec softmax_attrs[] = {
 const cir_opdef cir_op_softmax = {"softmax", 0, 1, 1, 1, 1, softmax_attrs, softmax_infer, softmax_fold, NULL, 0};
 const cir_opdef cir_op_log_softmax = {"log_softmax", 0, 1, 1, 1, 1, softmax_attrs, softmax_infer, softmax_fold, NULL, 0};
 const cir_opdef cir_op_hardmax = {"hardmax", 0, 1, 1, 1, 1, softmax_attrs, softmax_infer, softmax_fold, NULL, 0};
+
+/* ===== attention ========================================================================= */
+/* attention nodes come from pass_fuse_attention.c, with their output's shape already set and
+ * their layout in n->kernel_params; a model or the builder cannot make one. */
+static cuvil_status attention_infer(cir_graph *g, cir_node *n) {
+    return cir_node_err(g, n, CUVIL_ERR_MODEL,
+                        "op 'attention' is made by the compiler from MatMul, Softmax and MatMul nodes; a model cannot use it");
+}
+
+const cir_opdef cir_op_attention = {"attention", 0, 3, 6, 1, 1, NULL, attention_infer, NULL, NULL, 0};

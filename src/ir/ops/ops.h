@@ -185,6 +185,16 @@ cuvil_status op_cumsum_params(cir_graph *g, cir_node *n, cuvil_cumsum_params *p)
  * input i per outer row. */
 int64_t op_concat_layout(cir_graph *g, cir_node *n, int64_t *chunk);
 
+/* attention nodes (made by pass_fuse_attention.c, never by a model): the kernel's parameters and
+ * where each operand starts in its buffer, in elements (inputs q, k, v, [mask], then up to two
+ * scalars that multiply p.scale when the model runs, or divide it where scale_div; output y).
+ * Their n->kernel_params. */
+typedef struct cir_attention_kp {
+    cuvil_attention_params p;
+    int64_t q_off, k_off, v_off, m_off, y_off;
+    bool scale_div[2];
+} cir_attention_kp;
+
 /* Shared enum value lists. */
 extern const char *const cir_auto_pad_names[];   /* "explicit", "same_upper", "same_lower", "valid" */
 enum { CIR_PAD_EXPLICIT = 0, CIR_PAD_SAME_UPPER, CIR_PAD_SAME_LOWER, CIR_PAD_VALID };
