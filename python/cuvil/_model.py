@@ -183,6 +183,10 @@ class CompiledModel:
         self._finalizer = weakref.finalize(self, _release, self._ctx, _owned_dir)
         self._onnx = _onnx
         self._compile_args = list(_compile_args or [])
+        # Symbolic models: the output shapes a run gave, by its input shapes, so that the next
+        # run with those shapes allocates only what it writes (the largest shapes of a decode
+        # step's 24 KV-cache outputs are 600 MB, whose fresh pages cost milliseconds a run).
+        self._out_shapes: dict = {}
 
     def __repr__(self):
         return (f"CompiledModel({str(self.path)!r}, target={self.target!r}, inputs={self.inputs}, "
@@ -236,12 +240,19 @@ class CompiledModel:
             self._check_shape(spec, a.shape)
             arrays.append(np.ascontiguousarray(a))
         syms = self._bind_symbols(arrays)
-        outs = [np.empty(s.max_shape, dtype=s.dtype) for s in self.outputs]
+        key = tuple(a.shape for a in arrays) if syms is not None else None
+        known = self._out_shapes.get(key) if key is not None else None
+        outs = [np.empty(shp, dtype=s.dtype) for s, shp in zip(self.outputs, known or [s.max_shape for s in self.outputs])]
         m = self._ctx.enter()
         try:
-            return self._run(m, arrays, outs, syms, want_torch)
+            res, shapes = self._run(m, arrays, outs, syms, want_torch)
         finally:
             self._ctx.leave()
+        if key is not None and known is None:
+            if len(self._out_shapes) >= 64:   # oldest first; another thread may be at it too
+                self._out_shapes.pop(next(iter(self._out_shapes), None), None)
+            self._out_shapes[key] = shapes
+        return res
 
     def _run(self, m, arrays, outs, syms, want_torch):
         in_ptrs = (ctypes.c_void_p * max(1, len(arrays)))(*[a.ctypes.data for a in arrays])
@@ -267,7 +278,7 @@ class CompiledModel:
         if want_torch:
             import torch
             res = [torch.from_numpy(r) for r in res]
-        return res[0] if len(res) == 1 else tuple(res)
+        return (res[0] if len(res) == 1 else tuple(res)), shapes
 
     def _check_shape(self, spec: TensorSpec, shape: tuple):
         if len(shape) != len(spec.shape):

@@ -197,11 +197,17 @@ def test_symbolic_batch():
     x = torch.randn(2, 32)
     cm = cuvil.compile(model, x, dims={"batch": (1, 8)})
     assert cm.inputs[0].shape == ("batch", 32) and cm.symbols == {"batch": (1, 8)}
-    for n in (1, 3, 8):
+    kept = []
+    for n in (1, 3, 8, 3, 1, 3):   # again: the output shapes it learnt for the input shapes
         xb = torch.randn(n, 32, generator=torch.Generator().manual_seed(n))
         y = cm(xb)
         assert y.shape == (n, 5)
         close(y.numpy(), model(xb).detach().numpy())
+        kept.append((xb, y))
+    for xb, y in kept:   # each call's result is its own array
+        close(y.numpy(), model(xb).detach().numpy())
+    # a shape seen before: the output is allocated at its own size, not a view of the largest
+    assert cm(kept[1][0].numpy()).base is None
     with pytest.raises(ValueError, match=r"batch\) is 9, the model takes 1..8"):
         cm(torch.randn(9, 32))
 
