@@ -40,18 +40,25 @@ import onnx
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tools" / "models"))
 import build_models  # noqa: E402
+import build_transformers  # noqa: E402
 
 HISTORY = "## Earlier runs"
 
 
-def model_flops(path: Path) -> float:
-    """Multiply-adds x 2 of Conv, ConvTranspose, Gemm and MatMul, from ONNX shape inference."""
-    m = onnx.shape_inference.infer_shapes(onnx.load(str(path)))
+def model_flops(path: Path, dims: dict | None = None) -> float:
+    """Multiply-adds x 2 of Conv, ConvTranspose, Gemm and MatMul, from ONNX shape inference (with
+    the inputs' symbolic dims set from dims, and shape values propagated)."""
+    m = onnx.load(str(path), load_external_data=False)
+    for i in m.graph.input:
+        for d in i.type.tensor_type.shape.dim:
+            if dims and d.dim_param in dims:
+                d.dim_value = dims[d.dim_param]
+    m = onnx.shape_inference.infer_shapes(m, data_prop=True)
     g = m.graph
     shapes = {}
     for vi in list(g.value_info) + list(g.input) + list(g.output):
-        dims = [d.dim_value if d.HasField("dim_value") else 1 for d in vi.type.tensor_type.shape.dim]
-        shapes[vi.name] = dims
+        dims_ = [d.dim_value if d.HasField("dim_value") else 1 for d in vi.type.tensor_type.shape.dim]
+        shapes[vi.name] = dims_
     for init in g.initializer:
         shapes[init.name] = list(init.dims)
     flops = 0.0
@@ -62,8 +69,14 @@ def model_flops(path: Path) -> float:
                 flops += 2.0 * np.prod(y) * np.prod(w[1:])
             else:
                 flops += 2.0 * np.prod(shapes[n.input[0]]) * np.prod(w[1:])
-        elif n.op_type in ("Gemm", "MatMul") and n.output[0] in shapes and n.input[0] in shapes:
-            a, y = shapes[n.input[0]], shapes[n.output[0]]
+        elif n.op_type in ("Gemm", "MatMul") and n.input[0] in shapes:
+            a = shapes[n.input[0]]
+            y = shapes.get(n.output[0])
+            if y is None and n.op_type == "MatMul" and n.input[1] in shapes and len(a) >= 2:   # from its inputs
+                b = shapes[n.input[1]]
+                y = list(np.broadcast_shapes(tuple(a[:-2]), tuple(b[:-2]))) + [a[-2], b[-1]]
+            if y is None:
+                continue
             k = a[-2] if n.op_type == "Gemm" and any(a.name == "transA" and a.i for a in n.attribute) else a[-1]
             flops += 2.0 * np.prod(y) * k
     return flops
@@ -119,9 +132,9 @@ class Server:
     """A `peer_run.py KIND WHAT INPUT THREADS 0 --serve` process: the model loaded once, timed
     turns on request."""
 
-    def __init__(self, kind, what, xin, threads, td):
-        self.kind = kind
-        self.err = open(Path(td) / f"{kind}-serve.err", "w+")
+    def __init__(self, kind, what, xin, threads, td, label=None):
+        self.kind = label or kind
+        self.err = open(Path(td) / f"{self.kind}-serve.err", "w+")
         self.p = subprocess.Popen([sys.executable, str(REPO / "bench" / "peer_run.py"), kind, str(what), str(xin),
                                    str(threads), "0", "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                   stderr=self.err, text=True)
@@ -168,11 +181,20 @@ def paired(so, onnx_path, xin, threads, rounds, iters, td, corelat):
     """Cuvil and ONNX Runtime in alternating turns (module docstring): the turn medians of each,
     ONNX Runtime's start-up and peak RSS, and with several threads the core-to-core round trip
     (ns) before each round."""
+    med, ort_info, lat = alternating([("cuvil", "cuvil", so), ("ort", "ort", onnx_path)], xin, threads, rounds, iters,
+                                     td, corelat)
+    return med["cuvil"], med["ort"], ort_info, lat
+
+
+def alternating(peers, xin, threads, rounds, iters, td, corelat):
+    """Servers for peers [(label, kind, what)], the last ONNX Runtime, in turns whose order
+    rotates every round: {label: turn medians}, ONNX Runtime's start-up and peak RSS, and with
+    several threads the core-to-core round trip (ns) before each round."""
     servers = []
     try:
-        servers.append(Server("cuvil", so, xin, threads, td))
-        servers.append(Server("ort", onnx_path, xin, threads, td))
-        med = {"cuvil": [], "ort": []}
+        for label, kind, what in peers:
+            servers.append(Server(kind, what, xin, threads, td, label=label))
+        med = {s.kind: [] for s in servers}
         rss = 0.0
         lat = []
         for r in range(rounds):
@@ -183,23 +205,27 @@ def paired(so, onnx_path, xin, threads, rounds, iters, td, corelat):
                     out = ""
                 if out:
                     lat.append(float(out))
-            for s in (servers if r % 2 == 0 else servers[::-1]):
+            k = r % len(servers)
+            for s in servers[k:] + servers[:k]:
                 time.sleep(GAP_S)
                 res = s.turn(iters)
                 med[s.kind].append(statistics.median(res["times_ms"]))
-                if s.kind == "ort":
+                if s is servers[-1]:
                     rss = res["peak_rss_mb"]
-        ort_info = dict(servers[1].ready, peak_rss_mb=rss)
-        return med["cuvil"], med["ort"], ort_info, lat
+        ort_info = dict(servers[-1].ready, peak_rss_mb=rss)
+        return med, ort_info, lat
     finally:
         for s in servers:
             s.close()
 
 
 def cuvil(build, so, xin, name, threads, iters, outdir):
-    r = subprocess.run([str(build / "bin" / "cuvil-run"), str(so), "--input", f"{name}={xin}", "--bench", str(iters),
-                        "--warmup", "3", "--threads", str(threads), "--json", "--output-dir", str(outdir)],
-                       check=True, capture_output=True, text=True)
+    """cuvil-run's figures (start-up, peak RSS, median); xin: one .npy for input `name`, or a
+    {name: .npy} dict."""
+    ins = xin.items() if isinstance(xin, dict) else [(name, xin)]
+    r = subprocess.run([str(build / "bin" / "cuvil-run"), str(so)] + [a for k, f in ins for a in ("--input", f"{k}={f}")]
+                       + ["--bench", str(iters), "--warmup", "3", "--threads", str(threads), "--json", "--output-dir",
+                          str(outdir)], check=True, capture_output=True, text=True)
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
@@ -228,9 +254,98 @@ print(time.perf_counter() - t)
     return Path(td) / (name + ".pt2"), float(r.stdout.strip().splitlines()[-1])
 
 
+# The transformer rows: (batch, seq, past) of the issue's figures, the dims fixed for the
+# specialised build, the label.
+TRANSFORMER_CASES = {
+    "bert": ((1, 128, 0), {"batch": 1, "seq": 128}, "BERT-base (batch 1, seq 128)"),
+    "distilbert": ((1, 128, 0), {"batch": 1, "seq": 128}, "DistilBERT (batch 1, seq 128)"),
+    "gpt2": ((1, 128, 0), {"batch": 1, "seq": 128}, "GPT-2 prompt (batch 1, seq 128)"),
+    "gpt2_decode": ((1, 1, 128), {"batch": 1, "past": 128}, "GPT-2 decode step (batch 1, past 128)"),
+}
+
+
+def compile_timed(build, onnx_path, so, dims, target):
+    t = time.perf_counter()
+    subprocess.run([str(build / "bin" / "cuvil-compile"), "--model", str(onnx_path), "--output", str(so)]
+                   + [a for k, v in dims.items() for a in ("--dim", f"{k}={v}")]
+                   + (["--target", target] if target else []), check=True)
+    return time.perf_counter() - t
+
+
+def transformer_rows(names, threads, args, build, td, corelat, peak):
+    """The dynamo export of each model, compiled twice: with its dims symbolic over the test
+    ranges (`--dim seq=1:512`), and specialised to the benchmark's shape; both in alternating
+    turns with ONNX Runtime."""
+    rows = []
+    for name in names:
+        (b, sq, pa), fixed, label = TRANSFORMER_CASES[name]
+        spec = build_transformers.export_for(name, "dynamo")
+        onnx_path = build_transformers.get_model(spec.model, spec.exporter, spec.opset)
+        ranges = {k: f"{lo}:{hi}" for k, (lo, hi) in build_transformers.MODELS[name].dims.items()}
+        so_dyn, so_fix = td / f"{name}-dyn.so", td / f"{name}-fixed.so"
+        dyn_s = compile_timed(build, onnx_path, so_dyn, ranges, args.target)
+        fix_s = compile_timed(build, onnx_path, so_fix, fixed, args.target)
+        feed = build_transformers.example_feed(name, batch=b, seq=sq, past=pa)
+        xin = td / f"{name}-feed.npz"
+        np.savez(xin, **feed)
+        files = {}
+        for k, v in feed.items():
+            files[k] = td / f"{name}-in-{len(files)}.npy"
+            np.save(files[k], v)
+        flops = model_flops(onnx_path, fixed)
+        info = subprocess.run([str(build / "bin" / "cuvil-run"), str(so_dyn), "--info", "--json"], check=True,
+                              capture_output=True, text=True).stdout
+        target = json.loads(info.strip().splitlines()[-1]).get("info", {}).get("target", "?")
+        for th in threads:
+            cu_info = cuvil(build, so_dyn, files, None, th, args.iters, td)
+            med, ort_info, lat = alternating([("dyn", "cuvil", so_dyn), ("fixed", "cuvil", so_fix), ("ort", "ort", onnx_path)],
+                                             xin, th, args.rounds, args.iters, td, corelat)
+            d, f, o = (statistics.median(med[k]) for k in ("dyn", "fixed", "ort"))
+            rows.append(dict(model=label, threads=th, dyn_ms=round(d, 2), fixed_ms=round(f, 2), ort_ms=round(o, 2),
+                             ratio=round(d / o, 3), fixed_ratio=round(f / o, 3), dyn_vs_fixed=round(d / f, 3),
+                             pair_ratio=round(statistics.median(x / y for x, y in zip(med["dyn"], med["ort"])), 3),
+                             gflop=round(flops / 1e9, 3),
+                             cuvil_peak_pct=round(100 * flops / (d * 1e-3) / (peak * 1e9 * th), 1),
+                             ort_peak_pct=round(100 * flops / (o * 1e-3) / (peak * 1e9 * th), 1),
+                             cuvil_start_ms=round(cu_info["load_ms"] + cu_info["first_ms"], 1),
+                             ort_start_ms=round(ort_info["load_ms"] + ort_info["first_ms"], 1),
+                             cuvil_rss_mb=round(cu_info["peak_rss_mb"], 1), ort_rss_mb=round(ort_info["peak_rss_mb"], 1),
+                             compile_s=f"{dyn_s:.1f} / {fix_s:.1f}", target=target, ranges=" ".join(f"--dim {k}={v}" for k, v in ranges.items())))
+            print(f"# {label} threads={th}: cuvil {d:.2f} ms (specialised {f:.2f}), ort {o:.2f} ms, ratio {d / o:.3f}",
+                  file=sys.stderr)
+    return rows
+
+
+def transformer_report(rows, args) -> list:
+    lines = ["\n### Transformers\n",
+             "The dynamo exports of `tools/models/build_transformers.py` (seeded random weights), inputs from its "
+             "`example_feed`. Cuvil's build with symbolic dims (the test ranges, column `--dim`) and one specialised to "
+             "the benchmark's shape, each in its own process, in turns with ONNX Runtime (the order rotating every "
+             f"round; {args.rounds} rounds x {args.iters} runs). Ratio = Cuvil (symbolic dims) / ONNX Runtime; "
+             "dyn/fixed = the symbolic build over the specialised one. % peak: FLOPs (2 x multiply-adds of Gemm/MatMul) "
+             "per second over the one-core FMA peak x threads (the decode step reads every weight for 0.25 GFLOP: it "
+             "is bound by memory, not FMAs). Start (load + first run) and peak RSS: the symbolic build's, by "
+             "`cuvil-run` (its arena is planned for the largest shapes); ONNX Runtime's in its Python process.\n",
+             "| model | threads | Cuvil ms | specialised ms | ORT ms | Cuvil/ORT | specialised/ORT | dyn/fixed | "
+             "Cuvil % peak | ORT % peak | Cuvil start ms | ORT start ms | Cuvil peak RSS MB | ORT peak RSS MB | "
+             "compile s (dyn / fixed) | `--dim` |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['model']} | {r['threads']} | {r['dyn_ms']} | {r['fixed_ms']} | {r['ort_ms']} | "
+                     f"**{r['ratio']}** | {r['fixed_ratio']} | {r['dyn_vs_fixed']} | {r['cuvil_peak_pct']} | "
+                     f"{r['ort_peak_pct']} | {r['cuvil_start_ms']} | {r['ort_start_ms']} | {r['cuvil_rss_mb']} | "
+                     f"{r['ort_rss_mb']} | {r['compile_s']} | `{r['ranges']}` |")
+    lines.append("\nThe median of the rounds' own ratios (Cuvil's symbolic build over the ONNX Runtime turn of its "
+                 "round): " + ", ".join(f"{r['model']} {r['threads']} thread{'s' if r['threads'] > 1 else ''} "
+                                        f"{r['pair_ratio']}" for r in rows) + ".")
+    return lines
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--models", default="resnet18,resnet50,mobilenet_v2")
+    ap.add_argument("--models", default="resnet18,resnet50,mobilenet_v2", help="the CNNs ('' for none)")
+    ap.add_argument("--transformers", default="bert,gpt2_decode",
+                    help=f"the transformers ('' for none; of {', '.join(TRANSFORMER_CASES)})")
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--exporter", default="torchscript")
     ap.add_argument("--opset", type=int, default=13)
@@ -246,12 +361,17 @@ def main(argv=None):
     threads = [int(t) for t in args.threads.split(",")]
     peaks = peak_gflops_one_core()
     peak = max(peaks.values()) if peaks else float("nan")
-    rows, trows = [], []
+    rows, trows, xrows = [], [], []
     target = "?"
+    bad = [t for t in args.transformers.split(",") if t and t not in TRANSFORMER_CASES]
+    if bad:
+        ap.error(f"--transformers: no case for {', '.join(bad)} (there are {', '.join(TRANSFORMER_CASES)})")
     with tempfile.TemporaryDirectory() as td:
         td = Path(td)
         corelat = corelat_program(td)
-        for name in args.models.split(","):
+        xrows = transformer_rows([t for t in args.transformers.split(",") if t], threads, args, build, td, corelat, peak)
+        target = xrows[0]["target"] if xrows else target
+        for name in [m for m in args.models.split(",") if m]:
             onnx_path = build_models.get_model(name, args.exporter, args.opset)
             so = td / f"{name}.so"
             t = time.perf_counter()
@@ -308,25 +428,26 @@ def main(argv=None):
                  + ", ".join(f"{k.upper()} {v:.1f} GFLOP/s" for k, v in peaks.items())
                  + f" (bench/peak.c); Cuvil target `{target}`. ONNX Runtime {onnxruntime.__version__} "
                  f"(graph optimisation 'all', same intra-op threads), torch {_torch_version()}.\n")
-    lines.append(f"Batch 1, float32, {args.rounds} alternating turns x {args.iters} runs per model and thread count: "
-                 f"Cuvil (through the cuvil package) and ONNX Runtime each loaded once in its own process, their "
-                 f"turns alternating with {GAP_S} s of quiet before each (one untimed run, then {args.iters} timed); "
-                 f"the medians of the turn medians. "
-                 f"Ratio = Cuvil / ONNX Runtime (< 1: Cuvil faster). % peak: FLOPs (2 x multiply-adds of "
-                 f"Conv/Gemm/MatMul, counted as direct convolution) per second over the peak x threads; Winograd "
-                 f"layers do fewer multiplies than that count, so Cuvil's figure can pass 100. Start: load + first "
-                 f"run (Cuvil's by `cuvil-run`, without Python). Peak RSS: each process's VmHWM (Cuvil's of "
-                 f"`cuvil-run`; ONNX Runtime's includes the Python interpreter).\n")
-    lines.append("| model | threads | Cuvil ms | ORT ms | Cuvil/ORT | Cuvil % peak | ORT % peak | Cuvil start ms | "
-                 "ORT start ms | Cuvil peak RSS MB | ORT peak RSS MB | compile s |")
-    lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for r in rows:
-        lines.append(f"| {r['model']} | {r['threads']} | {r['cuvil_ms']} | {r['ort_ms']} | **{r['ratio']}** | "
-                     f"{r['cuvil_peak_pct']} | {r['ort_peak_pct']} | {r['cuvil_start_ms']} | {r['ort_start_ms']} | "
-                     f"{r['cuvil_rss_mb']} | {r['ort_rss_mb']} | {r['compile_s']} |")
-    lines.append("\nThe median of the rounds' own ratios (each Cuvil turn over the ONNX Runtime turn beside it): "
-                 + ", ".join(f"{r['model']} {r['threads']} thread{'s' if r['threads'] > 1 else ''} {r['pair_ratio']}"
-                             for r in rows) + ".")
+    if rows:
+        lines.append(f"Batch 1, float32, {args.rounds} alternating turns x {args.iters} runs per model and thread count: "
+                     f"Cuvil (through the cuvil package) and ONNX Runtime each loaded once in its own process, their "
+                     f"turns alternating with {GAP_S} s of quiet before each (one untimed run, then {args.iters} timed); "
+                     f"the medians of the turn medians. "
+                     f"Ratio = Cuvil / ONNX Runtime (< 1: Cuvil faster). % peak: FLOPs (2 x multiply-adds of "
+                     f"Conv/Gemm/MatMul, counted as direct convolution) per second over the peak x threads; Winograd "
+                     f"layers do fewer multiplies than that count, so Cuvil's figure can pass 100. Start: load + first "
+                     f"run (Cuvil's by `cuvil-run`, without Python). Peak RSS: each process's VmHWM (Cuvil's of "
+                     f"`cuvil-run`; ONNX Runtime's includes the Python interpreter).\n")
+        lines.append("| model | threads | Cuvil ms | ORT ms | Cuvil/ORT | Cuvil % peak | ORT % peak | Cuvil start ms | "
+                     "ORT start ms | Cuvil peak RSS MB | ORT peak RSS MB | compile s |")
+        lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
+        for r in rows:
+            lines.append(f"| {r['model']} | {r['threads']} | {r['cuvil_ms']} | {r['ort_ms']} | **{r['ratio']}** | "
+                         f"{r['cuvil_peak_pct']} | {r['ort_peak_pct']} | {r['cuvil_start_ms']} | {r['ort_start_ms']} | "
+                         f"{r['cuvil_rss_mb']} | {r['ort_rss_mb']} | {r['compile_s']} |")
+        lines.append("\nThe median of the rounds' own ratios (each Cuvil turn over the ONNX Runtime turn beside it): "
+                     + ", ".join(f"{r['model']} {r['threads']} thread{'s' if r['threads'] > 1 else ''} {r['pair_ratio']}"
+                                 for r in rows) + ".")
     lat_rows = [r for r in rows if r["lat"]]
     if lat_rows:
         lines.append(f"\nWith several threads, before each round, the round trip of a cache line between the first two "
@@ -342,6 +463,8 @@ def main(argv=None):
         for r in trows:
             lines.append(f"| {r['model']} | {r['threads']} | {r['eager_ms']} | {r['aoti_ms'] if r['aoti_ms'] else '-'} | "
                          f"{r['aoti_note']} | {r['cuvil_ms']} |")
+    if xrows:
+        lines += transformer_report(xrows, args)
     report = "\n".join(lines) + "\n"
     print(report)
     if args.write:

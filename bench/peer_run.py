@@ -8,6 +8,8 @@ with two threads on two cores that alone slowed a Cuvil run beside it by 40%).
     peer_run.py aoti  PACKAGE.pt2 INPUT.npy THREADS ITERS
     peer_run.py cuvil MODEL.so   INPUT.npy THREADS ITERS     (through the cuvil package)
 
+INPUT may be a .npz of named inputs instead (ort and cuvil only): a transformer's feed.
+
 Prints one JSON line: times_ms (each timed run), load_ms (session or package load, after the
 Python module's import), first_ms (the first run), peak_rss_mb (this process's peak resident
 set, VmHWM).
@@ -31,12 +33,13 @@ import numpy as np
 def main():
     kind, what, inp, threads, iters = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
     serve = sys.argv[6:] == ["--serve"]
-    x = np.load(inp)
+    feed = dict(np.load(inp)) if inp.endswith(".npz") else None   # named inputs (transformers)
+    x = None if feed else np.load(inp)
     if kind == "cuvil":
         import cuvil
         t = time.perf_counter()
         model = cuvil.load(what, threads=threads)
-        run = lambda: model(x)  # noqa: E731
+        run = (lambda: model(**feed)) if feed else (lambda: model(x))  # noqa: E731
     elif kind == "ort":
         import onnxruntime as ort
         t = time.perf_counter()
@@ -45,7 +48,7 @@ def main():
         so.inter_op_num_threads = 1
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         sess = ort.InferenceSession(what, so, providers=["CPUExecutionProvider"])
-        feed = {sess.get_inputs()[0].name: x}
+        feed = feed or {sess.get_inputs()[0].name: x}
         run = lambda: sess.run(None, feed)  # noqa: E731
     else:
         import torch
