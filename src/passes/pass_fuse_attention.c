@@ -395,7 +395,8 @@ static bool match_at(cir_graph *g, const int *user, const uint8_t *folded, cir_n
         return false;
     cir_value *x = cir_in(g, sm, 0), *pv = cir_out(g, sm, 0);
     const int r = x->ndim;
-    if ((r != 3 && r != 4) || x->dtype != CIR_F32 || user[x->id] != sm->id || user[pv->id] < 0) return false;
+    /* over the keys alone: not an opset < 13 Softmax whose axis flattens more dims than the last */
+    if ((r != 3 && r != 4) || sp.axis_len != x->dims[r - 1] || x->dtype != CIR_F32 || user[x->id] != sm->id || user[pv->id] < 0) return false;
     cir_node *m2 = cir_node_at(g, user[pv->id]);
     if (m2->kind != CIR_OP_MATMUL || m2->n_in != 2 || m2->in[0] != pv->id || m2->in[1] == pv->id || m2->act.op ||
         m2->residual >= 0)
