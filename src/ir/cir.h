@@ -24,6 +24,8 @@
 #ifndef CUVIL_CIR_H
 #define CUVIL_CIR_H
 
+#include <string.h>
+
 #include "cuvil/cuvil.h"
 #include "cuvil_rt.h"
 #include "util/util.h"
@@ -226,6 +228,10 @@ static inline cir_node *cir_node_at(const cir_graph *g, int id) {
     return &g->nchunks[id >> CIR_CHUNK_SHIFT][id & (CIR_CHUNK - 1)];
 }
 /* Input i of n, or NULL if absent/omitted. */
+/* Whether a and b have the same rank and dims (inferred shapes). */
+static inline bool cir_same_dims(const cir_value *a, const cir_value *b) {
+    return a->ndim == b->ndim && !memcmp(a->dims, b->dims, sizeof(int64_t) * (size_t)(a->ndim > 0 ? a->ndim : 0));
+}
 static inline cir_value *cir_in(const cir_graph *g, const cir_node *n, int i) {
     return i < n->n_in && n->in[i] >= 0 ? cir_val(g, n->in[i]) : NULL;
 }

@@ -200,10 +200,6 @@ static bool scale_by(scale_acc *a, const step *s) {
     return true;
 }
 
-static bool same_dims(const cir_value *a, const cir_value *b) {
-    return a->ndim == b->ndim && !memcmp(a->dims, b->dims, sizeof(int64_t) * (size_t)a->ndim);
-}
-
 static bool scalar_f32(const cir_value *v, double *x) {
     if (!v || !cir_is_const(v) || v->dtype != CIR_F32 || cir_numel(v) != 1) return false;
     *x = cir_const_f64(v, 0);
@@ -261,7 +257,7 @@ static cir_value *as_step(cir_graph *g, cir_node *n, const cir_value *y, step *s
         double c;
         for (int k = 0; k < 2; k++) {
             cir_value *a = cir_in(g, n, k), *b = cir_in(g, n, 1 - k);
-            if (!a || !b || (n->kind == CIR_OP_DIV && k == 1) || !scalar_f32(b, &c) || !same_dims(a, y) ||
+            if (!a || !b || (n->kind == CIR_OP_DIV && k == 1) || !scalar_f32(b, &c) || !cir_same_dims(a, y) ||
                 a->dtype != CIR_F32)
                 continue;
             st->kind = STEP_SCALE;
@@ -396,7 +392,9 @@ static bool match_at(cir_graph *g, const int *user, const uint8_t *folded, cir_n
     cir_value *x = cir_in(g, sm, 0), *pv = cir_out(g, sm, 0);
     const int r = x->ndim;
     /* over the keys alone: not an opset < 13 Softmax whose axis flattens more dims than the last */
-    if ((r != 3 && r != 4) || sp.axis_len != x->dims[r - 1] || x->dtype != CIR_F32 || user[x->id] != sm->id || user[pv->id] < 0) return false;
+    if ((r != 3 && r != 4) || sp.axis_len != x->dims[r - 1] || x->dtype != CIR_F32 || user[x->id] != sm->id ||
+        user[pv->id] < 0)
+        return false;
     cir_node *m2 = cir_node_at(g, user[pv->id]);
     if (m2->kind != CIR_OP_MATMUL || m2->n_in != 2 || m2->in[0] != pv->id || m2->in[1] == pv->id || m2->act.op ||
         m2->residual >= 0)
@@ -407,7 +405,7 @@ static bool match_at(cir_graph *g, const int *user, const uint8_t *folded, cir_n
     if (nd && nd->kind == CIR_OP_ADD && nd->n_in == 2 && !nd->act.op && nd->residual < 0 && !nd->dead) {
         for (int k = 0; k < 2 && !mt->add; k++) {
             cir_value *c = cir_in(g, nd, k), *o = cir_in(g, nd, 1 - k);
-            if (!c || !o || c->producer < 0 || !same_dims(c, x) || user[c->id] != nd->id || o->dtype != CIR_F32) continue;
+            if (!c || !o || c->producer < 0 || !cir_same_dims(c, x) || user[c->id] != nd->id || o->dtype != CIR_F32) continue;
             cir_node *cp = cir_node_at(g, c->producer);
             step st;
             if (cp->kind != CIR_OP_MATMUL && !(as_step(g, cp, c, &st) && st.kind == STEP_SCALE)) continue;

@@ -24,7 +24,7 @@ cuvil_status cuvil_pass_fuse_bias(cir_graph *g, const cuvil_options *o) {
             if (!x || x->producer < 0 || x->n_uses != 1 || x->output_index >= 0 || x->dtype != CIR_F32) continue;
             cir_node *m = cir_node_at(g, x->producer);
             if (m->dead || m->kind != CIR_OP_MATMUL || m->n_in != 2 || m->act.op || m->residual >= 0) continue;
-            if (!is_row_for(c, x) || y->ndim != x->ndim || memcmp(y->dims, x->dims, sizeof(int64_t) * (size_t)x->ndim))
+            if (!is_row_for(c, x) || !cir_same_dims(y, x))
                 continue;
             m->in[2] = c->id;   /* in has a spare slot */
             m->n_in = 3;

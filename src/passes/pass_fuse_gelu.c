@@ -114,9 +114,7 @@ static cir_node *match(const gelu_ctx *c, cir_node *e, cir_node **dead, cir_valu
     nd++;
     dead[nd] = NULL;
     cir_value *y = cir_out(g, f, 0);
-    if (x->dtype != CIR_F32 || y->dtype != CIR_F32 || x->ndim != y->ndim ||
-        memcmp(x->dims, y->dims, sizeof(int64_t) * (size_t)x->ndim))
-        return NULL;
+    if (x->dtype != CIR_F32 || y->dtype != CIR_F32 || !cir_same_dims(x, y)) return NULL;
     *xp = x;
     return f;
 }

@@ -92,7 +92,7 @@ cuvil_status cuvil_pass_fuse_layer_norm(cir_graph *g, const cuvil_options *o) {
         }
         if (!add2) continue;
         cir_value *y = cir_out(g, add2, 0);
-        if (y->ndim != x->ndim || memcmp(y->dims, x->dims, sizeof(int64_t) * (size_t)x->ndim)) continue;
+        if (!cir_same_dims(y, x)) continue;
         /* add2 becomes the layer_norm, in its place (every input is ready there) */
         add2->kind = CIR_OP_LAYER_NORM;
         add2->def = cir_op_def(CIR_OP_LAYER_NORM);

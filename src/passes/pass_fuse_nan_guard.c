@@ -25,7 +25,7 @@ cuvil_status cuvil_pass_fuse_nan_guard(cir_graph *g, const cuvil_options *o) {
         if (sm->dead || sm->kind != CIR_OP_SOFTMAX || sm->act.op || cir_attr_int(sm, "nan_to_zero") ||
             s->n_uses != 2 || s->output_index >= 0 || s->dtype != CIR_F32)
             continue;
-        if (y->ndim != s->ndim || memcmp(y->dims, s->dims, sizeof(int64_t) * (size_t)s->ndim)) continue;
+        if (!cir_same_dims(y, s)) continue;
         cuvil_attr a = {.name = "nan_to_zero", .type = CUVIL_ATTR_INT, .i = 1};
         cuvil_status st = cir_node_set_attr(g, sm, &a);
         if (st) return st;

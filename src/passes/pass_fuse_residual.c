@@ -5,9 +5,7 @@
 
 #include <string.h>
 
-static bool same_shape(const cir_value *a, const cir_value *b) {
-    return a->ndim == b->ndim && !memcmp(a->dims, b->dims, sizeof(int64_t) * (size_t)a->ndim) && a->dtype == b->dtype;
-}
+static bool same_shape(const cir_value *a, const cir_value *b) { return cir_same_dims(a, b) && a->dtype == b->dtype; }
 
 cuvil_status cuvil_pass_fuse_residual(cir_graph *g, const cuvil_options *o) {
     (void)o;
