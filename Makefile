@@ -5,7 +5,7 @@ CUVIL_VENV ?= $(or $(XDG_DATA_HOME),$(HOME)/.local/share)/cuvil/venv
 export CUVIL_VENV
 PY := $(CUVIL_VENV)/bin/python
 
-.PHONY: all build setup setup-debs demo test test-c test-python test-sanitize fuzz clean install bench wheel
+.PHONY: all build setup setup-debs demo test test-c test-python test-python-avx2 test-sanitize fuzz clean install bench wheel
 
 # make install PREFIX=/opt/cuvil: the tools, libcuvil, the headers and the runtime (CMakeLists.txt)
 PREFIX ?= /usr/local
@@ -49,7 +49,7 @@ demo: setup build
 # that must find nothing). `make test SANITIZE=0 FUZZ_SECONDS=0` skips the last two.
 SANITIZE ?= 1
 FUZZ_SECONDS ?= 60
-test: setup build test-c test-python
+test: setup build test-c test-python test-python-avx2
 ifeq ($(SANITIZE),1)
 	@$(MAKE) --no-print-directory test-sanitize
 endif
@@ -71,6 +71,21 @@ bench: setup build
 
 test-c:
 	@cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+
+# AVX2 code runs on an AVX-512 machine too: there the model-level tests below run a second
+# time with every compile for --target x86_64-avx2 (tests/python/cuvil_testlib.py reads
+# CUVIL_TEST_TARGET), so that no change passes on one ISA only. ctest already runs the kernel
+# tests on both (test_kernel_*_avx2); test_layout.py and test_targets.py name both targets
+# themselves. On an AVX2 machine without AVX-512 the first round was AVX2's.
+AVX2_TESTS ?= tests/python/test_ops.py tests/python/test_models.py tests/python/test_fusion.py \
+	tests/python/test_symbolic.py
+test-python-avx2:
+	@if grep -qw avx512f /proc/cpuinfo && grep -qw avx512bw /proc/cpuinfo && grep -qw avx512dq /proc/cpuinfo \
+	    && grep -qw avx512vl /proc/cpuinfo; then \
+	  echo "AVX-512 machine: the model-level tests again for --target x86_64-avx2"; \
+	  CUVIL_TEST_TARGET=x86_64-avx2 CUVIL_BUILD=$(abspath $(BUILD)) $(PY) -m pytest -q -p no:cacheprovider \
+	    --basetemp=$(abspath $(BUILD))/pytest-tmp-avx2 -m "not slow" $(AVX2_TESTS); \
+	else echo "no AVX-512 here: the round above built for x86_64-avx2 already"; fi
 
 PYTEST_ARGS ?=
 test-python:

@@ -98,6 +98,62 @@ def run_tool(tool: str, args, timeout: int = RUN_TIMEOUT,
 
 
 # --------------------------------------------------------------------------------------------
+# Targets
+# --------------------------------------------------------------------------------------------
+
+def target_features() -> dict:
+    """{target: the CPU features its code uses}, from src/codegen/targets.inc (as /proc/cpuinfo
+    names them on x86-64)."""
+    import re
+
+    text = (REPO / "src" / "codegen" / "targets.inc").read_text()
+    return {m.group(1): tuple(m.group(2).split())
+            for m in re.finditer(r'^CUVIL_TARGET\("([^"]*)", "[^"]*", "[^"]*", "[^"]*", "([^"]*)"', text, re.M)}
+
+
+def _cpu_flags() -> set:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def host_runs(target: str) -> bool:
+    """Whether this machine executes code built for target (an x86-64 target's features)."""
+    import platform
+
+    if target == "generic":
+        return True
+    if not target.startswith("x86_64") or platform.machine() != "x86_64":
+        return False
+    return set(target_features().get(target, ("?",))) <= _cpu_flags()
+
+
+def host_target() -> str:
+    """The target cuvil-compile picks by default here: the best one this machine executes."""
+    for t in ("x86_64-avx512", "x86_64-avx2"):
+        if host_runs(t):
+            return t
+    return "generic"
+
+
+def env_target():
+    """$CUVIL_TEST_TARGET: the target every compile of the tests builds for when the test names
+    none (make test runs a subset again with x86_64-avx2 on an AVX-512 machine); None: the
+    compiler's default (host_target())."""
+    return os.environ.get("CUVIL_TEST_TARGET") or None
+
+
+def effective_target() -> str:
+    """The target a test's compile builds for when the test names none."""
+    return env_target() or host_target()
+
+
+# --------------------------------------------------------------------------------------------
 # cuvil-compile
 # --------------------------------------------------------------------------------------------
 
@@ -107,6 +163,8 @@ def compile_args(onnx_path, output, *, emit=None, target=None, opt_level=None, d
     args = ["--model", onnx_path, "--output", output]
     if emit is not None:
         args += ["--emit", emit]
+    if target is None and emit != "c":
+        target = env_target()
     if target is not None:
         args += ["--target", target]
     if opt_level is not None:
