@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "cuvil/cuvil.h"
+#include "cuvil_rt.h"   /* cuvil_rt_cpu_lacks */
 
 #define BUF_ALIGN 64
 #define MAX_MODEL_TENSORS 4096   /* sanity bound on a descriptor read from a foreign .so */
@@ -284,6 +285,15 @@ static void json_info(FILE *f, const cuvil_model_desc *d) {
     json_str(f, d->options);
     fprintf(f, ", \"abi_version\": %" PRIu32 ", \"arena_bytes\": %zu, \"weights_bytes\": %zu",
             d->abi_version, d->arena_bytes, d->weights_bytes);
+    fputs(", \"cpu_features\": ", f);
+    json_str(f, d->cpu_features);
+    size_t n = 0;
+    const char *lacks = cuvil_rt_cpu_lacks(d->cpu_features, &n);
+    fputs(", \"cpu_lacks\": ", f);
+    if (lacks)
+        fprintf(f, "\"%.*s\"", (int)n, lacks);   /* a name of the model's list, checked by check_desc */
+    else
+        fputs("null", f);
     fputs(", \"inputs\": ", f);
     json_tensors(f, d->inputs, d->n_inputs);
     fputs(", \"outputs\": ", f);
@@ -313,6 +323,16 @@ static void print_info(FILE *f, const char *path, const cuvil_model_desc *d) {
     safe_line(f, "sha256:   ", str_or(d->model_sha256, "(none)"));
     safe_line(f, "options:  ", str_or(d->options, "(none)"));
     fprintf(f, "abi:      %" PRIu32 "\n", d->abi_version);
+    size_t n = 0;
+    const char *lacks = cuvil_rt_cpu_lacks(d->cpu_features, &n);
+    fputs("cpu:      ", f);
+    safe_puts(f, *d->cpu_features ? d->cpu_features : "(portable code: any CPU)");
+    if (lacks) {
+        fputs(" (this CPU lacks ", f);
+        fprintf(f, "%.*s)\n", (int)n, lacks);
+    } else {
+        fputs(*d->cpu_features ? " (this CPU has them all)\n" : "\n", f);
+    }
     fprintf(f, "arena:    %zu bytes (%.2f MiB)\n", d->arena_bytes,
             (double)d->arena_bytes / (1024.0 * 1024.0));
     fprintf(f, "weights:  %zu bytes (%.2f MiB)\n", d->weights_bytes,
@@ -371,8 +391,11 @@ static int check_desc(const char *path, const cuvil_model_desc *d) {
     if (d->n_inputs < 0 || d->n_inputs > MAX_MODEL_TENSORS || d->n_outputs < 0 ||
         d->n_outputs > MAX_MODEL_TENSORS || (d->n_inputs && !d->inputs) ||
         (d->n_outputs && !d->outputs) || !d->create || !d->run || !d->errmsg || !d->destroy || !d->run_shapes ||
-        d->n_syms < 0 || d->n_syms > 64 || (d->n_syms && !d->syms))
+        d->n_syms < 0 || d->n_syms > 64 || (d->n_syms && !d->syms) || !d->cpu_features)
         return errf("%s: malformed model descriptor", path);
+    for (const char *c = d->cpu_features; *c; c++)   /* names: printed as they are */
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == ' ' || *c == '_'))
+            return errf("%s: malformed model descriptor (its CPU features)", path);
     for (int i = 0; i < d->n_inputs; i++)
         if (check_tensor_info(path, "input", i, &d->inputs[i]))
             return 1;

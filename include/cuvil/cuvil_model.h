@@ -34,8 +34,8 @@
 extern "C" {
 #endif
 
-#define CUVIL_MODEL_ABI_VERSION 5   /* 2: options alloc/free; 3: options buffer; 4: symbols, run_shapes;
-                                       5: a symbol's step */
+#define CUVIL_MODEL_ABI_VERSION 6   /* 2: options alloc/free; 3: options buffer; 4: symbols, run_shapes;
+                                       5: a symbol's step; 6: cpu_features */
 #define CUVIL_MODEL_ENTRY_SYMBOL "cuvil_model_entry"
 #define CUVIL_MAX_DIMS 8
 
@@ -151,6 +151,11 @@ typedef struct cuvil_model_desc {
      * is run_shapes at the descriptor's dims. */
     cuvil_status (*run_shapes)(cuvil_model *m, const void *const *inputs, const int64_t *const *input_dims,
                                void *const *outputs, int64_t *const *output_dims);
+    /* The CPU features the model's code uses, space-separated ("avx2 fma f16c avx512f ..."; ""
+     * for portable code). create() checks them before anything else and, on a CPU that lacks
+     * one, fails with CUVIL_ERR_UNSUPPORTED and a message naming it (and the target). Reading
+     * the descriptor, errmsg() and destroy() are safe on any CPU of the architecture. */
+    const char *cpu_features;
 } cuvil_model_desc;
 
 typedef const cuvil_model_desc *(*cuvil_model_entry_fn)(void);

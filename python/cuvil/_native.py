@@ -19,7 +19,7 @@ import threading
 from pathlib import Path
 
 MAX_DIMS = 8
-MODEL_ABI_VERSION = 5
+MODEL_ABI_VERSION = 6
 
 STATUS_NAMES = ["ok", "invalid argument", "model", "unsupported", "shape", "dtype", "out of memory",
                 "io", "toolchain", "internal"]
@@ -88,7 +88,8 @@ class ModelDesc(ctypes.Structure):
                 ("destroy", DestroyFn),
                 ("n_syms", ctypes.c_int),
                 ("syms", ctypes.POINTER(SymInfo)),
-                ("run_shapes", RunShapesFn)]
+                ("run_shapes", RunShapesFn),
+                ("cpu_features", ctypes.c_char_p)]
 
 
 def status_name(code: int) -> str:

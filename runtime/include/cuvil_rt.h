@@ -30,6 +30,22 @@ extern "C" {
 
 #define CUVIL_RT_MAX_DIMS 8
 
+/* ===== The CPU a model runs on ======================================================= */
+/* Code that must run on any CPU of the architecture, whatever ISA flags its file is built
+ * with: what a model's create() does before it knows the CPU has its target's features
+ * (runtime/glue/cpu.c). On x86-64 that is code without AVX (SSE2 is in every x86-64). */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define CUVIL_RT_BASELINE __attribute__((target("no-avx")))
+#else
+#define CUVIL_RT_BASELINE
+#endif
+/* The first feature of `features` (space-separated names, as src/codegen/targets.inc lists a
+ * target's: "avx2 fma f16c avx512f ...") this CPU or its operating system does not support:
+ * a pointer to the name inside `features`, its length in *len (len may be NULL). NULL when
+ * every one is supported (or the list is empty). A name the check does not know counts as
+ * missing. Safe to call on any CPU of the architecture. */
+CUVIL_RT_BASELINE const char *cuvil_rt_cpu_lacks(const char *features, size_t *len);
+
 /* Activation applied elementwise; also the unary ops. Keep in ORDER with cuvil_act_names[]
  * (runtime/kernels/rt_int.h, unary.c) and the names in src/codegen/codegen.c. */
 typedef enum cuvil_act {

@@ -439,6 +439,12 @@ static void options_text(const cuvil_options *o, const char *target, cuvil_sb *o
     for (int i = 0; i < o->n_disabled; i++) cuvil_sb_printf(out, " --disable-pass %s", o->disabled_passes[i]);
 }
 
+/* The target's CPU features (targets.inc); "" for an unknown target, which the driver refused. */
+static const char *target_features(const char *target) {
+    const cuvil_target_info *t = cuvil_target_find(target);
+    return t ? t->features : "";
+}
+
 cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefix, const char *target,
                          const char *abi_h, bool by_ref, cg_output *out) {
     memset(out, 0, sizeof *out);
@@ -579,13 +585,14 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
         tensor_infos(g, c, "outputs_", g->outputs, g->n_outputs);
         shape_functions(g, c);
         cuvil_sb_printf(c,
-            "\n#define ARENA_BYTES ((size_t)%zu)\n"
+            "\n#define CPU_TARGET \"%s\"\n#define CPU_FEATURES \"%s\"   /* what the target's code uses: create() checks them */\n"
+            "#define ARENA_BYTES ((size_t)%zu)\n"
             "#define SCRATCH_BYTES ((size_t)%zu)   /* for the target's kernels; scratch_bytes() is the linked runtime's */ /*@max*/\n"
             "#define CONTEXT_BYTES ((size_t)1024)\n"
             "#define BUFFER_BYTES (CONTEXT_BYTES + (ARENA_BYTES + 63) / 64 * 64 + (SCRATCH_BYTES + 63) / 64 * 64 + 64)\n"
             "_Static_assert(sizeof(struct cuvil_model) <= CONTEXT_BYTES, \"the context fits its share of a caller's buffer\");\n\n"
             "/* \"<msg>: <name>\", cut to fit (a copy loop, not snprintf: names may be long) */\n"
-            "static void set_err(cuvil_model *m, const char *msg, const char *name) {\n"
+            "CUVIL_RT_BASELINE static void set_err(cuvil_model *m, const char *msg, const char *name) {\n"
             "    size_t o = 0;\n"
             "    for (const char *p = msg; *p && o + 1 < sizeof m->err; p++) m->err[o++] = *p;\n"
             "    for (const char *p = name ? \": \" : \"\"; *p && o + 1 < sizeof m->err; p++) m->err[o++] = *p;\n"
@@ -600,7 +607,7 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
             " * each input channel's rows from another 4 KB page, more pages than the TLB holds. (AMD EPYC\n"
             " * Zen 4, alternating rounds: ResNet-50 3.5%% faster on one thread, 8%% on two; MobileNetV2\n"
             " * 3.5%% and 6-11%%.) */\n"
-            "static void *default_alloc(size_t size, size_t align, void *user) {\n"
+            "CUVIL_RT_BASELINE static void *default_alloc(size_t size, size_t align, void *user) {\n"
             "    (void)user;\n"
             "#if defined(__linux__) && defined(MADV_HUGEPAGE)\n"
             "    const size_t huge = (size_t)1 << 21, n = (size + huge - 1) / huge * huge;\n"
@@ -613,13 +620,22 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
             "    }\n"
             "#endif\n"
             "    return aligned_alloc(align, (size + align - 1) / align * align);\n}\n\n"
-            "static void default_free(void *p, void *user) {\n    (void)user;\n    free(p);\n}\n\n"
-            "CUVIL_EXPORT cuvil_status %s_create(const cuvil_model_options *opts, cuvil_model **out) {\n"
+            "CUVIL_RT_BASELINE static void default_free(void *p, void *user) {\n    (void)user;\n    free(p);\n}\n\n"
+            "/* The CPU lacks a feature the target's code uses (n bytes at f): the message says which. */\n"
+            "CUVIL_RT_BASELINE static cuvil_status cpu_lacks(cuvil_model *m, const char *f, size_t n) {\n"
+            "    snprintf(m->err, sizeof m->err, \"this CPU lacks %%.*s, which the model's target \" CPU_TARGET \" needs (\"\n"
+            "             CPU_FEATURES \"); compile the model for this machine (cuvil-compile without --target picks \"\n"
+            "             \"its best target)\", (int)n, f);\n"
+            "    return CUVIL_ERR_UNSUPPORTED;\n}\n\n"
+            "/* Compiled for any CPU of the architecture (CUVIL_RT_BASELINE): it checks first that this one\n"
+            " * has what the target's code uses, and calls into that code only after. */\n"
+            "CUVIL_RT_BASELINE CUVIL_EXPORT cuvil_status %s_create(const cuvil_model_options *opts, cuvil_model **out) {\n"
             "    if (!out) return CUVIL_ERR_INVALID_ARG;\n"
             "    *out = NULL;\n"
             "    if (opts && !opts->alloc != !opts->free) return CUVIL_ERR_INVALID_ARG;   /* both or neither */\n"
             "    if (opts && opts->buffer && opts->alloc) return CUVIL_ERR_INVALID_ARG;   /* a buffer or an allocator */\n"
-            "    if (scratch_bytes() > SCRATCH_BYTES) return CUVIL_ERR_INTERNAL;   /* a runtime with another blocking */\n"
+            "    size_t lacks_n = 0;\n"
+            "    const char *lacks = cuvil_rt_cpu_lacks(CPU_FEATURES, &lacks_n);\n"
             "    size_t arena = (ARENA_BYTES + 63) / 64 * 64, scratch = (SCRATCH_BYTES + 63) / 64 * 64;\n"
             "    if (opts && opts->buffer) {\n"
             "        /* everything in the caller's buffer: the context, the arena, the scratch; no malloc */\n"
@@ -628,6 +644,8 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
             "        cuvil_model *m = (cuvil_model *)base;\n"
             "        memset(m, 0, sizeof *m);\n"
             "        *out = m;\n"
+            "        if (lacks) return cpu_lacks(m, lacks, lacks_n);\n"
+            "        if (scratch_bytes() > SCRATCH_BYTES) return CUVIL_ERR_INTERNAL;   /* a runtime with another blocking */\n"
             "        if (base + CONTEXT_BYTES + arena + scratch > end) {\n"
             "            set_err(m, \"the buffer is smaller than the model needs (see its header's BUFFER_BYTES)\", NULL);\n"
             "            return CUVIL_ERR_INVALID_ARG;\n"
@@ -648,6 +666,8 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
             "    m->free = opts && opts->alloc ? opts->free : default_free;\n"
             "    m->user = user;\n"
             "    *out = m;\n"
+            "    if (lacks) return cpu_lacks(m, lacks, lacks_n);\n"
+            "    if (scratch_bytes() > SCRATCH_BYTES) return CUVIL_ERR_INTERNAL;   /* a runtime with another blocking */\n"
             "    if (opts && opts->weights_path) {\n"
             "        set_err(m, \"external weights are not supported by this model\", opts->weights_path);\n"
             "        return CUVIL_ERR_UNSUPPORTED;\n"
@@ -700,21 +720,21 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
             "    return CUVIL_OK;\n}\n\n"
             "CUVIL_EXPORT cuvil_status %s_run(cuvil_model *m, const void *const *in, void *const *out) {\n"
             "    return %s_run_shapes(m, in, NULL, out, NULL);\n}\n\n"
-            "CUVIL_EXPORT const char *%s_errmsg(const cuvil_model *m) { return m ? m->err : \"no model\"; }\n\n"
-            "CUVIL_EXPORT void %s_destroy(cuvil_model *m) {\n    if (!m) return;\n"
+            "CUVIL_RT_BASELINE CUVIL_EXPORT const char *%s_errmsg(const cuvil_model *m) { return m ? m->err : \"no model\"; }\n\n"
+            "CUVIL_RT_BASELINE CUVIL_EXPORT void %s_destroy(cuvil_model *m) {\n    if (!m) return;\n"
             "    if (!m->free) return;   /* it lives in the caller's buffer */\n"
             "    cuvil_pool_destroy(m->pool);\n"
             "    if (m->arena) m->free(m->arena, m->user);\n    m->free(m, m->user);\n}\n\n",
-            cg.plan.arena_bytes, cg.scratch_bytes, prefix, calls.s ? calls.s : "", prefix, prefix,
+            target, target_features(target), cg.plan.arena_bytes, cg.scratch_bytes, prefix, calls.s ? calls.s : "", prefix, prefix,
             prefix, prefix, prefix);
         cuvil_sb_printf(c, "static const cuvil_model_desc desc_ = {\n    CUVIL_MODEL_ABI_VERSION, \"%s\", N_INPUTS, N_OUTPUTS, inputs_, outputs_,\n"
                            "    \"%s\", \"%s\", \"%s\", \"", prefix, g->model_sha256, cuvil_version(), target);
         cuvil_sb_c_escape(c, opts.s ? opts.s : "");
         cuvil_sb_printf(c, "\",\n    ARENA_BYTES, %zu,\n    %s_create, %s_run, %s_errmsg, %s_destroy,\n"
-                           "    N_SYMS, syms_, %s_run_shapes,\n};\n\n"
-                           "CUVIL_EXPORT const cuvil_model_desc *%s_model(void) { return &desc_; }\n\n"
+                           "    N_SYMS, syms_, %s_run_shapes, CPU_FEATURES,\n};\n\n"
+                           "CUVIL_RT_BASELINE CUVIL_EXPORT const cuvil_model_desc *%s_model(void) { return &desc_; }\n\n"
                            "#ifdef CUVIL_MODEL_SHARED\n"
-                           "CUVIL_EXPORT const cuvil_model_desc *cuvil_model_entry(void) { return &desc_; }\n#endif\n",
+                           "CUVIL_RT_BASELINE CUVIL_EXPORT const cuvil_model_desc *cuvil_model_entry(void) { return &desc_; }\n#endif\n",
                         out->weights_len, prefix, prefix, prefix, prefix, prefix, prefix);
         if (c->oom || out->weights.oom || calls.oom || cg.params.oom || cg.body.oom || cg.scratch.oom)
             st = cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory generating C");

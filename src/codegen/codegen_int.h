@@ -20,6 +20,7 @@ typedef struct cuvil_target_info {
     const char *arch;       /* "x86_64", "any" */
     const char *cflags;     /* for the runtime and the model */
     const char *kernels;    /* ISA kernel file suffix, "" for the portable ones only */
+    const char *features;   /* CPU features the code may use, checked at create ("" for none) */
     int mr, nr;             /* GEMM microkernel tile */
     int64_t mc, kc, nc;     /* GEMM blocking */
 } cuvil_target_info;

@@ -71,13 +71,15 @@ static const char *build_dir(void) {
     return find_install() ? install_lib : CUVIL_BUILD_DIR;
 }
 
+/* The best target whose features (targets.inc) this CPU has: the same check as a model's
+ * create() makes, so that a default build always runs where it was made. */
 const char *cuvil_host_target(void) {
 #if defined(__x86_64__)
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
-        __builtin_cpu_supports("avx512vl"))
-        return "x86_64-avx512";
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "x86_64-avx2";
+    static const char *const best[] = {"x86_64-avx512", "x86_64-avx2"};
+    for (size_t i = 0; i < sizeof best / sizeof best[0]; i++) {
+        const cuvil_target_info *t = cuvil_target_find(best[i]);
+        if (t && !cuvil_rt_cpu_lacks(t->features, NULL)) return best[i];
+    }
 #endif
     return "generic";
 }

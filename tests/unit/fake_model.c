@@ -154,6 +154,7 @@ static const cuvil_model_desc fake_desc = {
     .n_syms = 0,
     .syms = NULL,
     .run_shapes = FAKE_SYM(run_shapes),
+    .cpu_features = "",
 };
 
 EXPORT const cuvil_model_desc *FAKE_SYM(model)(void) {
