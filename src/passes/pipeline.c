@@ -2,6 +2,8 @@
 #include "passes/passes_int.h"
 
 #include <errno.h>
+#include <stdarg.h>
+#include <strings.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -177,52 +179,84 @@ static bool disabled(const cuvil_options *o, const char *name) {
     return false;
 }
 
-/* CUVIL_DUMP_IR=DIR: the IR after loading and after every pass that runs, as text and as DOT,
- * in a folder of its own made for this compile (DIR/ir-<pid>-<n>, n the first free number), so
- * that nothing already there is overwritten: NN-<pass>.ir and NN-<pass>.dot, created only if
- * absent. The folder's name says nothing of the model (its names are untrusted); inside the
- * DOT they are escaped as everywhere. */
+/* CUVIL_DUMP_IR: the IR after loading and after every pass that runs, as text and as DOT, and
+ * the final graph as cuvil_ir.ir and cuvil_ir.dot. "1" (or true, yes, on) dumps under
+ * ./cuvil-ir, any other value names the folder to dump under ("0", false, no, off or empty:
+ * no dump). Each compile gets a folder of its own there (ir-<pid>-<n>, n the first free
+ * number), so that nothing already there is overwritten: NN-<pass>.ir and NN-<pass>.dot,
+ * created only if absent. The folder's name says nothing of the model (its names are
+ * untrusted); inside the DOT they are escaped as everywhere. A debugging switch never fails a
+ * compile: when the folder cannot be made or written, one warning on stderr, and no more
+ * dumps for that compile. */
+#define DUMP_IR_DEFAULT "cuvil-ir"
+
 typedef struct ir_dump {
     char dir[4096];
     int n;
 } ir_dump;
 
-static cuvil_status dump_open(cir_graph *g, ir_dump *d) {
+static bool env_word(const char *v, const char *const *words) {
+    for (; *words; words++)
+        if (!strcasecmp(v, *words)) return true;
+    return false;
+}
+
+/* One warning, then no more dumps in this compile. */
+static void dump_warn(ir_dump *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void dump_warn(ir_dump *d, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("cuvil: warning: CUVIL_DUMP_IR: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputs("; the compile goes on without the IR dump\n", stderr);
+    va_end(ap);
+    d->dir[0] = 0;
+}
+
+static void dump_open(ir_dump *d) {
+    static const char *const off[] = {"0", "false", "no", "off", NULL}, *const on[] = {"1", "true", "yes", "on", NULL};
     const char *root = getenv("CUVIL_DUMP_IR");
     d->dir[0] = 0;
     d->n = 0;
-    if (!root || !*root) return CUVIL_OK;
+    if (!root || !*root || env_word(root, off)) return;
+    if (env_word(root, on)) root = DUMP_IR_DEFAULT;
+    if (mkdir(root, 0755) != 0 && errno != EEXIST) {
+        dump_warn(d, "cannot create the folder %s: %s", root, strerror(errno));
+        return;
+    }
     for (int k = 0; k < 10000; k++) {
         int len = snprintf(d->dir, sizeof d->dir, "%s/ir-%ld-%d", root, (long)getpid(), k);
         if (len < 0 || (size_t)len >= sizeof d->dir) {
-            d->dir[0] = 0;
-            return cuvil_err(g->ctx, CUVIL_ERR_INVALID_ARG, "CUVIL_DUMP_IR: the folder name is too long");
+            dump_warn(d, "the folder name %s is too long", root);
+            return;
         }
-        if (mkdir(d->dir, 0755) == 0) return CUVIL_OK;
+        if (mkdir(d->dir, 0755) == 0) return;
         if (errno != EEXIST) {
             int e = errno;
-            cuvil_status s = cuvil_err(g->ctx, CUVIL_ERR_IO, "CUVIL_DUMP_IR: cannot create %s: %s", d->dir, strerror(e));
-            d->dir[0] = 0;
-            return s;
+            dump_warn(d, "cannot create a folder in %s: %s", root, strerror(e));
+            return;
         }
     }
-    d->dir[0] = 0;
-    return cuvil_err(g->ctx, CUVIL_ERR_IO, "CUVIL_DUMP_IR: no free folder name under %s", root);
+    dump_warn(d, "no free folder name under %s", root);
 }
 
-static cuvil_status dump_write(cir_graph *g, ir_dump *d, const char *stage) {
-    if (!d->dir[0]) return CUVIL_OK;
+static void dump_write(cir_graph *g, ir_dump *d, const char *stage) {
+    if (!d->dir[0]) return;
     for (int dot = 0; dot < 2; dot++) {
         char path[4200];
-        snprintf(path, sizeof path, "%s/%02d-%s.%s", d->dir, d->n, stage, dot ? "dot" : "ir");
+        if (stage)
+            snprintf(path, sizeof path, "%s/%02d-%s.%s", d->dir, d->n, stage, dot ? "dot" : "ir");
+        else
+            snprintf(path, sizeof path, "%s/cuvil_ir.%s", d->dir, dot ? "dot" : "ir");
         cuvil_sb sb = {0};
         if (dot) cir_print_dot(g, &sb);
         else cir_print_text(g, &sb);
         if (sb.oom) {
             cuvil_sb_free(&sb);
-            return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "CUVIL_DUMP_IR: out of memory printing the IR");
+            dump_warn(d, "out of memory printing the IR");
+            return;
         }
-        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
         bool ok = fd >= 0;
         int e = errno;
         if (ok) {
@@ -232,16 +266,18 @@ static cuvil_status dump_write(cir_graph *g, ir_dump *d, const char *stage) {
                 ssize_t w = write(fd, p, left);
                 if (w < 0 && errno == EINTR) continue;
                 ok = w > 0;
-                e = errno;
+                e = w == 0 ? ENOSPC : errno;
                 if (ok) p += w, left -= (size_t)w;
             }
             if (close(fd) != 0 && ok) ok = false, e = errno;
         }
         cuvil_sb_free(&sb);
-        if (!ok) return cuvil_err(g->ctx, CUVIL_ERR_IO, "CUVIL_DUMP_IR: cannot write %s: %s", path, strerror(e));
+        if (!ok) {
+            dump_warn(d, "cannot write %s: %s", path, strerror(e));
+            return;
+        }
     }
     d->n++;
-    return CUVIL_OK;
 }
 
 cuvil_status cuvil_run_passes(cir_graph *g, const cuvil_options *o) {
@@ -266,8 +302,8 @@ cuvil_status cuvil_run_passes(cir_graph *g, const cuvil_options *o) {
         if (!ok) return cuvil_err(g->ctx, CUVIL_ERR_INVALID_ARG, "--dump-ir-after %s: no such pass", o->dump_after);
     }
     ir_dump dump;
-    cuvil_status ds = dump_open(g, &dump);
-    if (ds || (ds = dump_write(g, &dump, "load"))) return ds;
+    dump_open(&dump);
+    dump_write(g, &dump, "load");
     FILE *df = o->dump_file ? o->dump_file : stderr;
     if (o->dump_after && (!strcmp(o->dump_after, "all") || !strcmp(o->dump_after, "load"))) {
         cuvil_sb sb = {0};
@@ -282,7 +318,7 @@ cuvil_status cuvil_run_passes(cir_graph *g, const cuvil_options *o) {
         cuvil_status s = p->run(g, o);
         if (s) return s;
         if ((s = cir_verify(g, true, p->name))) return s;
-        if ((s = dump_write(g, &dump, p->name))) return s;
+        dump_write(g, &dump, p->name);
         if (o->dump_after && (!strcmp(o->dump_after, "all") || !strcmp(o->dump_after, p->name))) {
             cuvil_sb sb = {0};
             cir_print_text(g, &sb);
@@ -291,5 +327,6 @@ cuvil_status cuvil_run_passes(cir_graph *g, const cuvil_options *o) {
         }
     }
     cir_graph_count_uses(g);
+    dump_write(g, &dump, NULL);   /* the final graph: cuvil_ir.ir, cuvil_ir.dot */
     return CUVIL_OK;
 }

@@ -411,11 +411,11 @@ def test_compile_refuses_to_overwrite_files_it_did_not_write(small, stale, tmp_p
 
 
 def test_dump_ir_env_writes_every_pass(small, tmp_path, monkeypatch):
-    """CUVIL_DUMP_IR=DIR: the IR after loading and after each pass, as text and DOT, in a new
-    folder per compile (a second compile gets another folder; nothing is overwritten)."""
-    p, _, _ = small
+    """CUVIL_DUMP_IR=DIR: the IR after loading and after each pass, as text and DOT, and the final
+    graph as cuvil_ir.ir / cuvil_ir.dot, in a new folder per compile (a second compile gets
+    another folder; nothing is overwritten); DIR is made when missing."""
+    p, inputs, ref = small
     dump = tmp_path / "dump"
-    dump.mkdir()
     monkeypatch.setenv("CUVIL_DUMP_IR", str(dump))
     tl.compile(p, tmp_path / "a")
     tl.compile(p, tmp_path / "b")
@@ -423,11 +423,47 @@ def test_dump_ir_env_writes_every_pass(small, tmp_path, monkeypatch):
     assert len(runs) == 2 and all(r.name.startswith("ir-") for r in runs), runs
     files = sorted(f.name for f in runs[0].iterdir())
     assert files[:2] == ["00-load.dot", "00-load.ir"] and "01-shape_infer.ir" in files, files
+    assert files[-2:] == ["cuvil_ir.dot", "cuvil_ir.ir"], files
     assert len(files) >= 10 and len(files) % 2 == 0
-    last_ir = runs[0] / [f for f in files if f.endswith(".ir")][-1]
-    assert last_ir.read_text().startswith("graph \"small_cnn\"") and " = conv " in last_ir.read_text()
+    last_ir = runs[0] / [f for f in files if f.endswith(".ir") and f[0].isdigit()][-1]
+    final = (runs[0] / "cuvil_ir.ir").read_text()
+    assert final == last_ir.read_text(), "the final graph is the one after the last pass"
+    assert final.startswith("graph \"small_cnn\"") and " = conv " in final
     for f in runs[0].glob("*.dot"):
         _check_dot(f.read_text(), tmp_path)
-    monkeypatch.setenv("CUVIL_DUMP_IR", str(tmp_path / "missing"))
-    r = tl.compile_raw(p, tmp_path / "c.so")
-    assert r.returncode == 1 and "CUVIL_DUMP_IR: cannot create" in r.stderr and "No such file" in r.stderr
+
+
+@pytest.mark.parametrize("value", ["1", "true", "TRUE", "yes"])
+def test_dump_ir_env_on_dumps_in_working_directory(small, tmp_path, monkeypatch, value):
+    """CUVIL_DUMP_IR=1 (a switch, not a path): the dump goes to ./cuvil-ir, and the compile works."""
+    p, inputs, ref = small
+    monkeypatch.setenv("CUVIL_DUMP_IR", value)
+    work = tmp_path / "work"
+    work.mkdir()
+    r = tl.compile_raw(p, tmp_path / "m.so", cwd=work)
+    assert r.returncode == 0, r.stderr
+    assert not (work / value).exists()
+    (run,) = (work / "cuvil-ir").iterdir()
+    _check_dot((run / "cuvil_ir.dot").read_text(), tmp_path)
+    tl.assert_outputs_close(tl.run(tmp_path / "m.so", inputs, tmp_path / "run"), ref)
+
+
+@pytest.mark.parametrize("value", ["0", "false", "off", ""])
+def test_dump_ir_env_off(small, tmp_path, monkeypatch, value):
+    p, _, _ = small
+    monkeypatch.setenv("CUVIL_DUMP_IR", value)
+    r = tl.compile_raw(p, tmp_path / "m.so", cwd=tmp_path)
+    assert r.returncode == 0 and not r.stderr.strip(), r.stderr
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["m.h", "m.so"]
+
+
+def test_dump_ir_env_unwritable_warns_once(small, tmp_path, monkeypatch):
+    """A folder that cannot be made (its parent is a file): one warning, the compile succeeds."""
+    p, inputs, ref = small
+    (tmp_path / "file").write_text("not a folder\n")
+    monkeypatch.setenv("CUVIL_DUMP_IR", str(tmp_path / "file" / "dump"))
+    r = tl.compile_raw(p, tmp_path / "m.so")
+    assert r.returncode == 0, r.stderr
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "warning: CUVIL_DUMP_IR" in lines[0] and "Not a directory" in lines[0], r.stderr
+    tl.assert_outputs_close(tl.run(tmp_path / "m.so", inputs, tmp_path / "run"), ref)
