@@ -507,7 +507,7 @@ static cuvil_status check_request(cuvil_ctx *ctx, const cuvil_options *o, const 
 }
 
 cuvil_status cuvil_compile_file(cuvil_ctx *ctx, const char *model_path, const cuvil_options *o, const char *output) {
-    ctx->errmsg[0] = 0;
+    cuvil_err_clear(ctx);
     if (!model_path || !output || !o) return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "model path, options and output are required");
     const char *target;
     char prefix[128];
@@ -559,7 +559,7 @@ static bool is_ok(const cuvil_graph *gr, int id) { return id >= 0 && id < gr->ca
 cuvil_status cuvil_graph_create(cuvil_ctx *ctx, const char *name, cuvil_graph **out) {
     if (!ctx || !out) return CUVIL_ERR_INVALID_ARG;
     *out = NULL;
-    ctx->errmsg[0] = 0;
+    cuvil_err_clear(ctx);
     cuvil_graph *gr = cuvil_calloc(1, sizeof *gr);
     if (!gr) return cuvil_err(ctx, CUVIL_ERR_NOMEM, "out of memory");
     gr->ctx = ctx;
@@ -591,7 +591,7 @@ void cuvil_graph_destroy(cuvil_graph *gr) {
 /* Every builder call starts here: a fresh message, and no calls after compiling. */
 static bool usable(cuvil_graph *gr) {
     if (!gr) return false;
-    gr->ctx->errmsg[0] = 0;
+    cuvil_err_clear(gr->ctx);
     gr->ctx->status = CUVIL_OK;
     if (gr->compiled) {
         cuvil_err(gr->ctx, CUVIL_ERR_INVALID_ARG, "the graph was compiled already; build a new one");

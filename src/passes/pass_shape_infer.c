@@ -142,7 +142,7 @@ cuvil_status cuvil_pass_shape_infer(cir_graph *g, const cuvil_options *o) {
         if (!s) s = n->def->infer(g, n);
         if (s && g->half_input && n->half == CIR_UNDEF) {
             /* computed in float32 between casts: the casts are inferred first, then the node */
-            g->ctx->errmsg[0] = 0;
+            cuvil_err_clear(g->ctx);
             g->ctx->status = CUVIL_OK;
             if ((s = half_in(g, i))) return s;
             i--;

@@ -538,8 +538,11 @@ static cuvil_status pb_convert(const char *path, const Onnx__TensorProto *tp,
         cuvil_free(data);
         const char *msg = ctx.errmsg;
         if (!strncmp(msg, "tensor '': ", 11)) msg += 11;
-        return fail(err, errlen, st, path, "TensorProto: %s", msg);
+        st = fail(err, errlen, st, path, "TensorProto: %s", msg);
+        cuvil_free(ctx.errlong);
+        return st;
     }
+    cuvil_free(ctx.errlong);
     char *name = NULL;
     if (tp->name && tp->name[0] && !(name = cuvil_strdup(tp->name))) {
         cuvil_free(data);
@@ -576,10 +579,14 @@ static cuvil_status pb_read(const char *path, int fd, const struct stat *sb,
     if (cuvil_onnx_prescan_tensor(&pctx, buf, len, &lim) != CUVIL_OK) {
         cuvil_free(buf);
         if (strstr(pctx.errmsg, "protobuf decoding failed"))
-            return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path,
-                        "not a .npy file (no \\x93NUMPY magic) and not a valid ONNX TensorProto");
-        return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path, "TensorProto: %s", pctx.errmsg);
+            st = fail(err, errlen, CUVIL_ERR_INVALID_ARG, path,
+                      "not a .npy file (no \\x93NUMPY magic) and not a valid ONNX TensorProto");
+        else
+            st = fail(err, errlen, CUVIL_ERR_INVALID_ARG, path, "TensorProto: %s", pctx.errmsg);
+        cuvil_free(pctx.errlong);
+        return st;
     }
+    cuvil_free(pctx.errlong);
     Onnx__TensorProto *tp = onnx__tensor_proto__unpack(&cuvil_pb_allocator, len, buf);
     cuvil_free(buf);
     if (!tp)

@@ -91,24 +91,76 @@ void cuvil_arena_free(cuvil_arena *a) {
 }
 
 /* ===== Context ======================================================================== */
+void cuvil_err_clear(cuvil_ctx *ctx) {
+    cuvil_free(ctx->errlong);
+    ctx->errlong = NULL;
+    ctx->errmsg[0] = 0;
+}
+
+/* The message of fmt/ap: into ctx->errmsg, or, when longer, onto the heap (up to
+ * CUVIL_ERRMSG_MAX bytes, then cut at a line's end with a note). prefix goes first. */
+static void set_msg(cuvil_ctx *ctx, const char *prefix, const char *fmt, va_list ap) {
+    va_list ap2;
+    va_copy(ap2, ap);
+    char *old = ctx->errlong;   /* fmt's arguments may point into the old message */
+    ctx->errlong = NULL;
+    size_t np = strlen(prefix);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    if (n >= 0 && np + (size_t)n < sizeof ctx->errmsg) {
+        char buf[sizeof ctx->errmsg];
+        vsnprintf(buf, sizeof buf, fmt, ap2);
+        snprintf(ctx->errmsg, sizeof ctx->errmsg, "%s%s", prefix, buf);
+    } else if (n >= 0) {
+        size_t len = np + (size_t)n;
+        char *m = cuvil_malloc(len + 1);
+        if (m) {
+            memcpy(m, prefix, np);
+            vsnprintf(m + np, (size_t)n + 1, fmt, ap2);
+            if (len > CUVIL_ERRMSG_MAX) {
+                static const char more[] = "\n  ... (the rest of this message is left out)";
+                size_t cut = CUVIL_ERRMSG_MAX - sizeof more;
+                while (cut > 0 && m[cut] != '\n') cut--;
+                memcpy(m + cut, more, sizeof more);
+            }
+            ctx->errlong = m;
+        }
+        /* the short copy too, cut at a line's end */
+        size_t k = len < sizeof ctx->errmsg - 1 ? len : sizeof ctx->errmsg - 1;
+        if (m) memcpy(ctx->errmsg, m, k);
+        else snprintf(ctx->errmsg, sizeof ctx->errmsg, "%s(out of memory for a message of %zu bytes)", prefix, len);
+        if (m) ctx->errmsg[k] = 0;
+    }
+    va_end(ap2);
+    cuvil_free(old);
+}
+
 cuvil_status cuvil_err(cuvil_ctx *ctx, cuvil_status status, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(ctx->errmsg, sizeof ctx->errmsg, fmt, ap);
+    set_msg(ctx, "", fmt, ap);
     va_end(ap);
     ctx->status = status;
     return status;
 }
 
+static cuvil_status err_prefixed(cuvil_ctx *ctx, const char *prefix, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    set_msg(ctx, prefix, fmt, ap);
+    va_end(ap);
+    return ctx->status;
+}
+
 cuvil_status cuvil_err_prefix(cuvil_ctx *ctx, const char *fmt, ...) {
-    char prefix[512], old[sizeof ctx->errmsg];
+    char prefix[512];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(prefix, sizeof prefix, fmt, ap);
     va_end(ap);
+    if (ctx->errlong) return err_prefixed(ctx, prefix, "%s", ctx->errlong);   /* set_msg frees it after */
+    char old[sizeof ctx->errmsg];
     memcpy(old, ctx->errmsg, sizeof old);
-    snprintf(ctx->errmsg, sizeof ctx->errmsg, "%s%s", prefix, old);
-    return ctx->status;
+    return err_prefixed(ctx, prefix, "%s", old);
 }
 
 cuvil_status cuvil_ctx_create(cuvil_ctx **out) {
@@ -118,11 +170,12 @@ cuvil_status cuvil_ctx_create(cuvil_ctx **out) {
 
 void cuvil_ctx_destroy(cuvil_ctx *ctx) {
     if (!ctx) return;
+    cuvil_free(ctx->errlong);
     cuvil_arena_free(&ctx->arena);
     cuvil_free(ctx);
 }
 
-const char *cuvil_errmsg(const cuvil_ctx *ctx) { return ctx ? ctx->errmsg : "no context"; }
+const char *cuvil_errmsg(const cuvil_ctx *ctx) { return !ctx ? "no context" : ctx->errlong ? ctx->errlong : ctx->errmsg; }
 
 /* ===== String buffer ================================================================== */
 static bool sb_reserve(cuvil_sb *b, size_t extra) {

@@ -58,7 +58,11 @@ struct cuvil_ctx {
     cuvil_arena arena;
     cuvil_status status;
     char errmsg[2048];
+    /* a message longer than errmsg (a list of every unsupported op of a model): on the heap, up
+     * to CUVIL_ERRMSG_MAX bytes; cuvil_errmsg() returns it when set */
+    char *errlong;
 };
+#define CUVIL_ERRMSG_MAX ((size_t)1 << 20)
 
 /* The context a graph reports on (cuvil.c); NULL for NULL. */
 cuvil_ctx *cuvil_graph_ctx_(cuvil_graph *g);
@@ -66,6 +70,8 @@ cuvil_ctx *cuvil_graph_ctx_(cuvil_graph *g);
 /* Records a message on ctx and returns status, so that `return cuvil_err(ctx, ...)` reads well. */
 cuvil_status cuvil_err(cuvil_ctx *ctx, cuvil_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* Forgets the message on ctx (status unchanged). */
+void cuvil_err_clear(cuvil_ctx *ctx);
 /* Like cuvil_err but keeps the message already on ctx and prefixes it (adds context). */
 cuvil_status cuvil_err_prefix(cuvil_ctx *ctx, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

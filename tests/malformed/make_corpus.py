@@ -215,7 +215,7 @@ def cases() -> dict:
     m.graph.input[0].type.tensor_type.elem_type = T.STRING
     c["string-input"] = Case(b(m), "element type 8 (string) is not supported")
     c["unknown-op"] = Case(b(model([helper.make_node("FancyOp", ["x"], ["y"])], [vi("x", [3])], [vi("y", [3])])),
-                           "ops Cuvil does not support")
+                           "1 op Cuvil does not support")
     c["op-not-in-its-opset"] = Case(
         b(model([helper.make_node("Range", ["s", "l", "d"], ["y"])], [], [vi("y", [3])],
                 [const_f32("s", 0.0), const_f32("l", 3.0), const_f32("d", 1.0)], opset=9)),

@@ -132,6 +132,48 @@ def test_compile_lists_every_unsupported_op(tmp_path):
     assert "relu_ok" not in proc.stderr, "a supported node is listed as unsupported"
 
 
+def _chain_model(ops, path):
+    """A chain of nodes x -> v0 -> v1 ...: ops is a list of (domain, op, name)."""
+    nodes, prev = [], "x"
+    for i, (dom, op, name) in enumerate(ops):
+        nodes.append(helper.make_node(op, [prev], [f"v{i}"], name=name, domain=dom))
+        prev = f"v{i}"
+    g = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+                          [helper.make_tensor_value_info(prev, TensorProto.FLOAT, None)])
+    doms = sorted({d for d, _, _ in ops if d})
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)] + [helper.make_opsetid(d, 1) for d in doms])
+    m.ir_version = 8
+    onnx.save(m, path)
+
+
+def test_unsupported_ops_grouped_with_counts(tmp_path):
+    """411 unsupported nodes of 3 ops (a quantized audio model's ConvInteger, STFT, NonZero):
+    each op once, with its count and its first node's name; the message is not cut."""
+    ops = ([("", "ConvInteger", f"conv_int_node_{i:03d}_{'q' * 30}") for i in range(300)]
+           + [("", "STFT", f"stft_node_{i:03d}_{'s' * 30}") for i in range(100)]
+           + [("", "NonZero", f"nonzero_node_{i:03d}_{'n' * 30}") for i in range(11)])
+    _chain_model(ops, tmp_path / "m.onnx")
+    proc = tl.compile_raw(tmp_path / "m.onnx", tmp_path / "m.so")
+    tl.assert_clean_failure(proc, max_lines=5, mentions=["411 nodes use 3 ops"])
+    err = proc.stderr
+    for op, n, first in (("ConvInteger", 300, ops[0][2]), ("STFT", 100, ops[300][2]), ("NonZero", 11, ops[400][2])):
+        (line,) = [ln for ln in err.splitlines() if ln.strip().startswith(op + " ")]
+        assert f"{op} (opset 17); {n} nodes, the first '{first}'" in line, line
+
+
+def test_unsupported_ops_all_listed_past_2kb(tmp_path):
+    """120 distinct custom ops with long names: every one listed, whole, though the message is
+    far longer than the 2 KB the error buffer once held."""
+    ops = [("com.example.vendor", f"VendorFusedOperation{i:03d}", f"vendor_node_{i:03d}_{'z' * 40}")
+           for i in range(120)]
+    _chain_model(ops, tmp_path / "m.onnx")
+    proc = tl.compile_raw(tmp_path / "m.onnx", tmp_path / "m.so")
+    tl.assert_clean_failure(proc, max_lines=200, mentions=["120 nodes use 120 ops"])
+    assert len(proc.stderr) > 8000, len(proc.stderr)
+    for dom, op, name in ops:
+        assert proc.stderr.count(f"{dom}.{op} (opset 1); node '{name}'") == 1, (op, proc.stderr[-500:])
+
+
 # --------------------------------------------------------------------------------------------
 # External data
 # --------------------------------------------------------------------------------------------

@@ -458,10 +458,89 @@ static const char *node_desc(const char *domain, const char *op, const char *nam
     return buf;
 }
 
+/* The nodes whose op Cuvil does not support, one entry per (domain, op, opset, reason): how
+ * many, and the first one's description; listed all at once after every node is read. */
+typedef struct unsup_op {
+    const char *first;   /* the first node's name, quoted */
+    const char *op;      /* domain-qualified op */
+    const char *domain;
+    int opset, why, n;   /* why: 0 unsupported, 1 older opset, 2 not in this opset, 3 no opset */
+    int since;           /* why 2: the opset ONNX added it in */
+} unsup_op;
+
+typedef struct unsup_list {
+    cuvil_map index;     /* key -> entry */
+    cuvil_arena strs;
+    unsup_op *ops;
+    int n_ops, cap, n_nodes;
+    bool oom;
+} unsup_list;
+
+static void unsup_add(unsup_list *u, const char *domain, const char *op, int opset, int why, int since,
+                      const char *name) {
+    char key[900];
+    snprintf(key, sizeof key, "%zu:%.300s%zu:%.300s%d:%d", strlen(domain), domain, strlen(op), op, opset, why);
+    u->n_nodes++;
+    int i = cuvil_map_get(&u->index, key);
+    if (i >= 0) {
+        u->ops[i].n++;
+        return;
+    }
+    if (u->n_ops == u->cap) {
+        int cap = u->cap ? 2 * u->cap : 16;
+        unsup_op *p = cuvil_realloc(u->ops, sizeof *p * (size_t)cap);
+        if (!p) {
+            u->oom = true;
+            return;
+        }
+        u->ops = p;
+        u->cap = cap;
+    }
+    char q[620];
+    snprintf(q, sizeof q, "%.300s%s%.300s", domain, *domain ? "." : "", op);
+    char nm[340];
+    snprintf(nm, sizeof nm, "'%.300s'%s", name, strlen(name) > 300 ? " (cut at 300 bytes)" : "");
+    const char *k = cuvil_arena_strdup(&u->strs, key), *f = cuvil_arena_strdup(&u->strs, nm),
+               *o = cuvil_arena_strdup(&u->strs, q), *d = cuvil_arena_strdup(&u->strs, domain);
+    if (!k || !f || !o || !d || !cuvil_map_put(&u->index, k, u->n_ops)) {
+        u->oom = true;
+        return;
+    }
+    u->ops[u->n_ops++] = (unsup_op){.first = f, .op = o, .domain = d, .opset = opset, .why = why, .n = 1, .since = since};
+}
+
+/* "N nodes use K ops Cuvil does not support:" then a line per op: op, opset, the count and the
+ * first node. Every op is listed: the message is as long as it needs to be (cuvil_err keeps
+ * long ones). */
+static cuvil_status unsup_report(cuvil_ctx *ctx, unsup_list *u) {
+    cuvil_sb b = {0};
+    for (int i = 0; i < u->n_ops; i++) {
+        const unsup_op *e = &u->ops[i];
+        cuvil_sb_printf(&b, "\n  %s", e->op);
+        if (e->why == 3) cuvil_sb_printf(&b, ": the model imports no opset for domain '%s'", e->domain);
+        else if (e->why == 2) cuvil_sb_printf(&b, " does not exist in opset %d (ONNX added it in opset %d)", e->opset, e->since);
+        else cuvil_sb_printf(&b, " (opset %d)%s", e->opset, e->why == 1 ? ": this opset version is older than Cuvil supports" : "");
+        if (e->n > 1) cuvil_sb_printf(&b, "; %d nodes, the first %s", e->n, e->first);
+        else cuvil_sb_printf(&b, "; node %s", e->first);
+    }
+    cuvil_status s;
+    if (b.oom || u->oom) s = cuvil_err(ctx, CUVIL_ERR_NOMEM, "out of memory listing the unsupported ops");
+    else s = cuvil_err(ctx, CUVIL_ERR_UNSUPPORTED, "%d node%s use%s %d op%s Cuvil does not support:%s", u->n_nodes,
+                       u->n_nodes > 1 ? "s" : "", u->n_nodes > 1 ? "" : "s", u->n_ops, u->n_ops > 1 ? "s" : "",
+                       b.s ? b.s : "");
+    cuvil_sb_free(&b);
+    return s;
+}
+
+static void unsup_free(unsup_list *u) {
+    cuvil_map_free(&u->index);
+    cuvil_arena_free(&u->strs);
+    cuvil_free(u->ops);
+}
+
 static cuvil_status load_nodes(loader *L, const Onnx__GraphProto *gp) {
     cir_graph *g = L->g;
-    cuvil_sb unknown = {0};
-    int n_unknown = 0;
+    unsup_list unknown = {0};
     cuvil_status s = CUVIL_OK;
     char desc[600];
     if ((int64_t)gp->n_node > L->lim->nodes)
@@ -492,15 +571,7 @@ static cuvil_status load_nodes(loader *L, const Onnx__GraphProto *gp) {
         int first = !*domain ? cuvil_onnx_first_opset(op) : 0;
         bool supported = since > 0 && opset >= since && !(first && opset < first);
         if (!supported) {
-            if (opset < 0)
-                cuvil_sb_printf(&unknown, "\n  %s: the model imports no opset for domain '%s'", desc, domain);
-            else if (first > opset)
-                cuvil_sb_printf(&unknown, "\n  %s: %s does not exist in opset %d (ONNX added it in opset %d)", desc, op,
-                                opset, first);
-            else
-                cuvil_sb_printf(&unknown, "\n  %s (opset %d)%s", desc, opset,
-                                since ? ": this opset version is older than Cuvil supports" : "");
-            n_unknown++;
+            unsup_add(&unknown, domain, op, opset, opset < 0 ? 3 : first > opset ? 2 : since ? 1 : 0, first, name);
         } else if ((s = cuvil_onnx_check_node(L->ctx, np, desc, opset))) {
             break;
         }
@@ -563,11 +634,8 @@ static cuvil_status load_nodes(loader *L, const Onnx__GraphProto *gp) {
         }
         if (!s) s = cuvil_onnx_map_node(&L->map, &on);
     }
-    if (!s && n_unknown)
-        s = cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED, "%d node%s use%s ops Cuvil does not support:%s", n_unknown,
-                      n_unknown > 1 ? "s" : "", n_unknown > 1 ? "" : "s", unknown.s ? unknown.s : "");
-    if (!s && unknown.oom) s = cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
-    cuvil_sb_free(&unknown);
+    if (!s && (unknown.n_nodes || unknown.oom)) s = unsup_report(L->ctx, &unknown);
+    unsup_free(&unknown);
     return s;
 }
 
