@@ -63,6 +63,53 @@ def test_unnamed_dims_named_and_bounded_with_shape(tmp_path):
     assert proc.returncode != 0 and "outside 8..32" in proc.stderr, proc.stderr
 
 
+def paddle_style_model(path, batch_dim):
+    """The same network with its input declared as Paddle's exporter writes it: batch
+    `batch_dim` (a dim_value of -1, or "?"), H and W both dim_param "?"; the output [-1, 5]."""
+    unnamed_dims_model(path)
+    m = onnx.load(path)
+    dims = m.graph.input[0].type.tensor_type.shape.dim
+    if batch_dim == -1:
+        dims[0].dim_value = -1
+    else:
+        dims[0].dim_param = batch_dim
+    dims[2].dim_param = "?"
+    dims[3].dim_param = "?"
+    out = m.graph.output[0].type.tensor_type.shape.dim
+    out[0].dim_value = -1
+    onnx.checker.check_model(m)   # ONNX accepts both forms
+    onnx.save(m, path)
+
+
+@pytest.mark.parametrize("batch_dim", [-1, "?"], ids=["minus1", "question"])
+def test_each_unnamed_dim_is_its_own_symbol(batch_dim, tmp_path):
+    """Every '?' (and -1) is a symbol of its own: 48 x 192 is a valid input (one shared symbol
+    made H = W), fixed by --shape or kept symbolic in ranges; checked against ONNX Runtime."""
+    path = tmp_path / "paddle.onnx"
+    paddle_style_model(path, batch_dim)
+    x = np.random.default_rng(5).standard_normal((1, 3, 48, 192)).astype(np.float32)
+    ref = tl.ort_run(path, {"x": x})
+    so = tl.compile(path, tmp_path / "fixed", stem="m", extra=["--shape", "x=1,3,48,192"])
+    tl.assert_outputs_close(tl.run(so, {"x": x}, tmp_path / "run"), ref)
+    so = tl.compile(path, tmp_path / "ranges", stem="m", extra=["--shape", "x=1:2,3,32:64,160:256"])
+    for shape in ((1, 3, 48, 192), (2, 3, 33, 250)):
+        xi = np.random.default_rng(sum(shape)).standard_normal(shape).astype(np.float32)
+        tl.assert_outputs_close(tl.run(so, {"x": xi}, tmp_path / f"run{shape[2]}"), tl.ort_run(path, {"x": xi}))
+    info = tl.run_tool("cuvil-run", [so, "--info"])
+    assert "x_dim0=1..2, x_dim2=32..64, x_dim3=160..256" in info.stdout, info.stdout
+
+
+def test_each_unnamed_dim_from_python(tmp_path):
+    """The same through the Python package's input_shapes."""
+    import cuvil
+
+    path = tmp_path / "paddle.onnx"
+    paddle_style_model(path, -1)
+    m = cuvil.compile(str(path), input_shapes={"x": (1, 3, 48, 192)}, cache=False)
+    x = np.random.default_rng(6).standard_normal((1, 3, 48, 192)).astype(np.float32)
+    tl.assert_close(m(x), tl.ort_run(path, {"x": x})["y"])
+
+
 def test_shape_refuses_what_does_not_fit(tmp_path):
     path = tmp_path / "unnamed.onnx"
     unnamed_dims_model(path)

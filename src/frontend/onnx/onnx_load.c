@@ -165,6 +165,7 @@ static cuvil_status read_decl(loader *L, const Onnx__ValueInfoProto *vi, const c
         const Onnx__TensorShapeProto__Dimension *dim = tt->shape->dim[i];
         d->dims[i] = -1;
         if (dim->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) continue;
+        if (dim->dim_value == -1) continue;   /* exporters' "unknown" (ONNX's checker and ONNX Runtime take it) */
         if (dim->dim_value < 0)
             return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s '%s': dim %d is %lld; a dim_value must not be negative", what,
                              name, i, (long long)dim->dim_value);
@@ -175,6 +176,13 @@ static cuvil_status read_decl(loader *L, const Onnx__ValueInfoProto *vi, const c
         d->dims[i] = dim->dim_value;
     }
     return CUVIL_OK;
+}
+
+/* A dim with a name of its own: dim_param other than "", "?" and "-1" (exporters' words for
+ * "unknown"). */
+static bool dim_is_named(const Onnx__TensorShapeProto__Dimension *dim) {
+    const char *p = dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM ? dim->dim_param : NULL;
+    return p && *p && strcmp(p, "?") && strcmp(p, "-1");
 }
 
 static void set_decl(cir_value *v, const decl *d) {
@@ -308,12 +316,13 @@ static cuvil_status load_inputs(loader *L, const Onnx__GraphProto *gp) {
                                      (long long)dims[k]);
                 continue;
             }
+            /* a named dim is one symbol wherever it appears; an unnamed one (no value, -1, or the
+             * name "?" that Paddle's exporter writes for every unknown dim) is a symbol of its
+             * own, "<input>_dim<k>", which --shape sets */
             char anon[300];
             const char *sname = sd && sd->name ? sd->name
-                                : dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM && dim->dim_param &&
-                                          *dim->dim_param
-                                      ? dim->dim_param
-                                      : (snprintf(anon, sizeof anon, "%.200s_dim%d", name, k), anon);
+                                : dim_is_named(dim) ? dim->dim_param
+                                                    : (snprintf(anon, sizeof anon, "%.200s_dim%d", name, k), anon);
             syms[k] = sym_get(L, sname);
             if (syms[k] == -2) return cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
             if (syms[k] < 0)
