@@ -227,6 +227,11 @@ int cuvil_conv2d_direct_applies(const cuvil_conv2d_params *p);
  * CUVIL_CONV_GEMM_T with a channels-last x (tap-major, packed_mr = NR); y either layout. */
 #define CUVIL_CONV_DIRECT_T 6
 int cuvil_conv2d_direct_t_applies(const cuvil_conv2d_params *p);
+/* Whether the depthwise loop (one input channel per group) runs p vectorised: register-tiled
+ * (3x3 or 5x5, stride 1 or 2, undilated) or along unit-stride rows; else it gathers one input
+ * column per output and tap, and the GEMM is faster where there are several outputs per input
+ * channel (src/passes/pass_lower.c). */
+int cuvil_conv2d_dw_vectorized(const cuvil_conv2d_params *p);
 /* Whether algo's weights are packed as a GEMM's B (packed_mr: the microkernel's NR), not A. */
 int cuvil_conv2d_algo_packs_b(int64_t algo);
 

@@ -85,10 +85,15 @@ static double tile_fill(int64_t rows, int64_t cols, int mr, int nr) {
 
 /* Few output pixels (a 7x7 map: 49, two 32-wide tiles of which 23% padding) fill the
  * microkernel's MR rows better than its NR columns: swap the operands where that wastes 5%
- * less (channels as columns, pixels as rows). */
+ * less (channels as columns, pixels as rows). Not for an im2col of a short K (the taps of a
+ * few channels): its swapped GEMM packs the pixels' rows and transposes the output after, which
+ * a short product does not pay for (bench/conv_sweep.py, AVX2, 1 -> 32 3x3 at 28x28, K = 9: 0.039
+ * -> 0.069 ms swapped). A 1x1 conv reads its input in place either way. */
+#define SWAP_MIN_K 32
 static bool swapped_fits_better(const cuvil_conv2d_params *p, const cuvil_target_info *t) {
     const int64_t px = p->OH * p->OW, ch = p->M / p->group;
-    return tile_fill(px, ch, t->mr, t->nr) > 1.05 * tile_fill(ch, px, t->mr, t->nr);
+    const bool short_im2col = p->KH * p->KW > 1 && p->C / p->group * p->KH * p->KW < SWAP_MIN_K;
+    return !short_im2col && tile_fill(px, ch, t->mr, t->nr) > 1.05 * tile_fill(ch, px, t->mr, t->nr);
 }
 
 /* Does a conv (params p, constant weights: packed) run as Winograd? With symbolic dims one
@@ -225,7 +230,39 @@ static const char *conv_algo_name(int64_t algo, bool pointwise, bool strided_pw)
     }
 }
 
-/* Depthwise convolutions (C/group == 1) run the direct loop; the others run as GEMMs (1x1
+/* One input channel per group (C/group == 1: depthwise, and a conv of a single channel) runs
+ * the depthwise loop, unless each input channel has outputs enough to fill the microkernel's
+ * MR rows and either the loop cannot vectorise (a stride across other than the register-tiled
+ * 3x3/5x5 ones) or there is one input channel only: then the GEMM (weights prepacked, K = the
+ * taps), which packs each input once for all its outputs where the loop reads it once per
+ * output, is faster, far faster with long kernels and strides. bench/conv_sweep.py, one
+ * thread, depthwise loop -> GEMM path (AVX-512): a learned spectrogram (1 -> 257, k512 s160, 1 s
+ * of audio) 4.2 -> 0.43 ms, 10 s 97 -> 3.9 ms (ONNX Runtime 3.6); wav2vec2's first conv (1 ->
+ * 512, k10 s5) 5.5 -> 0.64 ms; 1 -> 64 7x7 s2 at 112x112 2.6 -> 0.3 ms; 4 -> 256 (x64) 1x400
+ * s160 3.2 -> 0.5 ms; 1 -> 32 3x3 at 28x28, AVX2 0.054 -> 0.039 ms (AVX-512: 0.020 -> 0.027, the
+ * one that loses). With fewer outputs per channel the loop wins (16 -> 64 (x4) 1x9 s4, AVX2:
+ * 0.13 against 0.34 ms), and so it does for depthwise convs where it vectorises (8 -> 128
+ * (x16) 3x3 at 28x28 0.036 against 0.077 ms; a 31-tap 1-D depthwise conv 0.37 against 2.7). */
+static bool dw_runs_gemm(const cuvil_conv2d_params *p, bool packed, const cuvil_target_info *t) {
+    return packed && p->C / p->group == 1 && p->M / p->group >= t->mr &&
+           (p->group == 1 || !cuvil_conv2d_dw_vectorized(p));
+}
+
+/* Strides across of 3 or more have no fast im2col packing (stride 2 has its phases): each
+ * element is gathered. The direct convolution on a channels-last copy reads the taps in place
+ * instead, where a kernel row's KW x C floats (contiguous in the copy) are enough to stream:
+ * bench/conv_sweep.py, one thread, GEMM or pixels-as-rows GEMM -> direct: AlexNet's 11x11 s4 3
+ * -> 64 at 224 (33 floats a row), AVX2 7.7 -> 2.0 ms, AVX-512 2.9 -> 2.0; a ViT's 16x16 s16
+ * patches 3 -> 192 (48) 1.24 -> 0.78 ms; a spectrogram's 512 taps s160 0.43 -> 0.31 ms. Short rows
+ * lose: 4x4 s4 patches of 3 channels (12 floats) 0.44 -> 0.56 ms, wav2vec2's k10 s5 on one
+ * channel 0.6 -> 1.9 ms. */
+#define DIRECT_T_MIN_ROW 32
+static bool direct_t_strided(const cuvil_conv2d_params *p, const cuvil_target_info *t) {
+    return cuvil_conv2d_direct_t_applies(p) && p->KH * p->KW > 1 && p->stride_w >= 3 && p->KW * p->C >= DIRECT_T_MIN_ROW &&
+           t->nr >= 16;
+}
+
+/* Depthwise convolutions (see dw_runs_gemm) run the direct loop; the others run as GEMMs (1x1
  * stride-1 ones straight on the input, the rest through im2col packing), and their constant
  * weights are packed now into the panels the target's microkernel reads. */
 static cuvil_status lower_conv(cir_graph *g, cir_node *n, const lower_ctx *c) {
@@ -235,24 +272,30 @@ static cuvil_status lower_conv(cir_graph *g, cir_node *n, const lower_ctx *c) {
     if (s) return s;
     cir_value *w = cir_in(g, n, 1);
     char algo[160];
-    bool depthwise = p.C / p.group == 1;
+    const bool packed = g->opt_level >= 1 && cir_is_const(w);
+    /* (Winograd takes only stride 1: never with strided_t) */
+    const bool strided_t = packed && !g->symbolic && g->opt_level >= 2 && direct_t_strided(&p, t);
+    /* a single input channel with a gathering stride and long kernel rows: the direct
+     * convolution, as for more channels (conv_sweep.py: 1 -> 4, k400 s160, AVX2 0.034 -> 0.021 ms) */
+    bool depthwise = p.C / p.group == 1 && !dw_runs_gemm(&p, packed, t) && !strided_t;
     bool pointwise = p.KH == 1 && p.KW == 1 && p.stride_h == 1 && p.stride_w == 1 && p.pad_t == 0 && p.pad_l == 0 &&
                      p.OH == p.H && p.OW == p.W;
     bool strided_pw = cuvil_conv2d_strided_pointwise(&p);
     if (depthwise) {
         snprintf(algo, sizeof algo, "direct depthwise%s", (p.KH == 3 || p.KH == 5) && p.KH == p.KW ? " (register-tiled)" : "");
     } else {
-        bool packed = g->opt_level >= 1 && cir_is_const(w);
         bool wino2 = runs_winograd2(g, packed, &p);
         bool wino = runs_winograd(g, packed, &p) || wino2;
-        bool swap = packed && !g->symbolic && !wino &&
+        /* the swapped GEMMs run group by group with a transpose each: one group only (grouped
+         * convs, conv_sweep.py: 64 -> 64 g4 3x3 s2 at 56x56, AVX2, 0.34 -> 0.74 ms swapped) */
+        bool swap = packed && !g->symbolic && !wino && !strided_t && p.group == 1 &&
                     (swapped_fits_better(&p, t) ||
                      (g->opt_level >= 2 && pointwise && p.group == 1 && p.OH * p.OW <= SWAP_NEAR_DW_MAX_PIXELS &&
                       next_to_depthwise(g, n)) ||
                      (g->opt_level >= 2 && (pointwise || strided_pw) && p.group == 1 &&
                       p.OH * p.OW <= SWAP_NEAR_WINO_T_MAX_PIXELS && on_wino_t_map(c, &p)));
         bool wino_t = wino && !wino2 && wino_t_shape(&p, t);
-        bool direct_t = packed && !g->symbolic && !wino && !swap && g->opt_level >= 2 && direct_t_pays(&p, t);
+        bool direct_t = strided_t || (packed && !g->symbolic && !wino && !swap && g->opt_level >= 2 && direct_t_pays(&p, t));
         bool direct = packed && !g->symbolic && !wino && !swap && !direct_t && direct_pays(&p);
         p.algo = wino2      ? CUVIL_CONV_WINOGRAD2_T
                  : wino_t   ? CUVIL_CONV_WINOGRAD_T

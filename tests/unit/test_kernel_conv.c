@@ -367,6 +367,9 @@ static const conv_case conv_cases[] = {
     {2, 64, 7, 7, 200, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},  /* 3x3 at 7x7, 200 channels: too few pixels for bands, runs of columns, A packed by each thread */
     {1, 200, 7, 7, 200, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1}, /* the same with an A of 345 KB: K split among the threads */
     {1, 60, 5, 5, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},   /* A of 54 KB, 20 columns: one thread packs and runs it all */
+    {1, 1, 1, 700, 21, 1, 64, 1, 16, 0, 0, 0, 0, 1, 1, 1}, /* one input channel, 64 taps, stride 16 (a spectrogram) */
+    {2, 3, 1, 400, 24, 1, 9, 1, 5, 0, 2, 0, 1, 1, 1, 3},  /* depthwise x8, k9 s5, padded: the GEMM path when packed */
+    {1, 1, 9, 9, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},     /* one channel in, one out */
 };
 
 static void test_conv2d(void) {

@@ -2,7 +2,8 @@
  * conv2d.c -- 2-D convolution, NCHW: y = act(conv(x, w) + bias + residual).
  *
  * Three paths, chosen from the (constant) shape:
- *  - C/group == 1 (depthwise, any channel multiplier): a direct loop over output rows. 3x3 and
+ *  - C/group == 1 (depthwise, any channel multiplier; not when the weights were packed for the
+ *    GEMM, which the compiler does where the GEMM is faster): a direct loop over output rows. 3x3 and
  *    5x5 kernels with stride 1 or 2 keep every partial sum in registers across the taps and
  *    vectorise over the output width (borders are done per column); other shapes fold one tap
  *    at a time into a row accumulator.
@@ -458,6 +459,8 @@ static int dw_is_fixed(const cuvil_conv2d_params *p) {
            (p->stride_w == 1 || p->stride_w == 2) && p->dil_h == 1 && p->dil_w == 1;
 }
 
+int cuvil_conv2d_dw_vectorized(const cuvil_conv2d_params *p) { return dw_is_fixed(p) || p->stride_w == 1; }
+
 static void dw_plane_dims(const cuvil_conv2d_params *p, int64_t *Hp, int64_t *Wp) {
     *Hp = p->pad_t + p->H + pad_end(p->H, p->OH, p->KH, p->stride_h, 1, p->pad_t);
     *Wp = p->pad_l + p->W + pad_end(p->W, p->OW, p->KW, p->stride_w, 1, p->pad_l);
@@ -776,7 +779,15 @@ void cuvil_f32_dwconv2d_serial(const cuvil_conv2d_params *p, const float *x, int
 }
 
 /* ===== Dispatch ======================================================================== */
-static int is_depthwise(const cuvil_conv2d_params *p) { return p->group == p->C; }
+/* One input channel per group runs the direct loop on the weights as they are (or, channels
+ * last, tap-major), unless the compiler chose another algorithm for it and packed the weights
+ * for that (algo != 0, or algo 0 with packed_mr > 0 in NCHW: the GEMM). It does so where that
+ * is faster: one input channel with many outputs (a learned spectrogram: 1 -> 257 channels,
+ * 512 taps, stride 160) or a large channel multiplier (src/passes/pass_lower.c). */
+static int is_depthwise(const cuvil_conv2d_params *p) {
+    if (p->group != p->C || p->algo != 0) return 0;
+    return p->packed_mr == 0 || p->layout != 0;
+}
 
 static int is_pointwise(const cuvil_conv2d_params *p) {
     return p->KH == 1 && p->KW == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_t == 0 &&
@@ -1716,7 +1727,7 @@ static void conv2d_gemm_t(const cuvil_conv2d_params *p, const float *x, const fl
 #define DIRECT_T_MAX_MR 8
 
 int cuvil_conv2d_direct_t_applies(const cuvil_conv2d_params *p) {
-    return p->group == 1 && !is_depthwise(p) && p->dil_h == 1 && p->dil_w == 1 && p->C > 0;
+    return p->group == 1 && p->dil_h == 1 && p->dil_w == 1 && p->C > 0;
 }
 
 int cuvil_conv2d_algo_packs_b(int64_t algo) {

@@ -1,0 +1,75 @@
+"""The lowering's conv algorithm choices that bench/conv_sweep.py measured (one thread: the chosen
+path within 1.5x of the fastest path the runtime has for the shape, on both x86-64 targets),
+each case named with its target, and every choice checked against ONNX Runtime where this
+machine runs the target. Before the rules of src/passes/pass_lower.c took one input channel
+and strides into account, a learned spectrogram (1 -> 257 channels, 512 taps, stride 160) ran
+the depthwise loop, 10-25x slower than the GEMM paths."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+import cuvil_testlib as tl
+
+TARGETS = ["x86_64-avx2", "x86_64-avx512"]
+
+# name: (input shape, weight shape, strides, pads, group, the note's algorithm on both targets)
+CASES = {
+    # one input channel, many outputs, long kernel, big stride: the direct convolution
+    "spectrogram-1d": ([1, 1, 16000], [257, 1, 512], [160], [0, 0], 1, "direct on a channels-last padded copy"),
+    "spectrogram-2d": ([1, 1, 1, 8000], [64, 1, 1, 400], [1, 160], [0, 0, 0, 0], 1,
+                       "direct on a channels-last padded copy"),
+    # one input channel, short kernel rows (10 floats): the GEMM
+    "wav2vec2-conv0": ([1, 1, 8000], [512, 1, 10], [5], [0, 0], 1, "im2col+gemm, gemm"),
+    # a channel multiplier of 64 with a gathering stride: the GEMM, group by group
+    "multiplier-64": ([1, 4, 1, 4000], [256, 1, 1, 400], [1, 160], [0, 0, 0, 0], 4, "im2col+gemm, gemm"),
+    # a multiplier of 4 (fewer outputs than the microkernel's rows): the depthwise loop
+    "multiplier-4": ([1, 16, 1, 4000], [64, 1, 1, 9], [1, 4], [0, 0, 0, 0], 16, "direct depthwise"),
+    # a conv of one input channel with outputs enough for the GEMM's rows: the GEMM; fewer: the loop
+    "one-channel-3x3": ([2, 1, 28, 28], [32, 1, 3, 3], [1, 1], [1, 1, 1, 1], 1, "im2col+gemm, gemm"),
+    "one-channel-to-2": ([1, 1, 1, 16000], [2, 1, 1, 9], [1, 3], [0, 0, 0, 0], 1, "direct depthwise"),
+    # a depthwise conv with a multiplier of 16 where the loop vectorises: the loop
+    "multiplier-16-3x3": ([1, 8, 28, 28], [128, 1, 3, 3], [1, 1], [1, 1, 1, 1], 8, "direct depthwise"),
+    # stride 4 with 33-float kernel rows: the direct convolution (AlexNet's first conv)
+    "alexnet-11x11-s4": ([1, 3, 99, 99], [64, 3, 11, 11], [4, 4], [2, 2, 2, 2], 1,
+                         "direct on a channels-last padded copy"),
+    # grouped convs are never swapped (pixels as rows), on AVX2 either
+    "grouped-g4-s2": ([1, 64, 56, 56], [64, 16, 3, 3], [2, 2], [1, 1, 1, 1], 4, "im2col+gemm, gemm"),
+}
+
+
+def _model(path, xs, ws, strides, pads, group):
+    rng = np.random.default_rng(len(xs) * 1000 + ws[0])
+    w = onnx.numpy_helper.from_array((rng.standard_normal(ws) / np.sqrt(np.prod(ws[1:]))).astype(np.float32), "w")
+    b = onnx.numpy_helper.from_array(rng.standard_normal(ws[0]).astype(np.float32), "b")
+    g = helper.make_graph([helper.make_node("Conv", ["x", "w", "b"], ["y"], strides=strides, pads=pads, group=group)],
+                          "conv", [helper.make_tensor_value_info("x", TensorProto.FLOAT, xs)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], initializer=[w, b])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    onnx.save(m, path)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_conv_choice(case, target, tmp_path):
+    xs, ws, strides, pads, group, want = CASES[case]
+    p = tmp_path / "m.onnx"
+    _model(p, xs, ws, strides, pads, group)
+    ir = tl.compile(p, tmp_path / "ir", emit="ir", target=target).read_text()
+    (line,) = [ln for ln in ir.splitlines() if " = conv " in ln]
+    note = line.split("#")[-1].strip()
+    assert note.startswith(want), (want, line)
+    if "gemm" in want and "pixels" not in want:
+        assert "pixels as rows" not in note, line
+    if not tl.host_runs(target):
+        return
+    x = np.random.default_rng(7).standard_normal(xs).astype(np.float32)
+    so = tl.compile(p, tmp_path / "build", target=target)
+    for threads in (1, 2):
+        tl.assert_outputs_close(tl.run(so, {"x": x}, tmp_path / f"t{threads}", threads=threads),
+                                tl.ort_run(p, {"x": x}))
