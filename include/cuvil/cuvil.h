@@ -106,7 +106,18 @@ typedef struct cuvil_limits {
                                  a nanosecond, for the whole compile (default 2^32, a few
                                  seconds); a node with a kernel over it runs in the compiled
                                  model instead */
+    uint64_t packed_bytes;    /* weights the lowering writes again in its kernels' layouts (each
+                                 weight once per layout); 0, the default: twice the model's
+                                 constants plus 64 MiB */
 } cuvil_limits;
+/* The most `nesting` and `subgraph_depth` may be raised to: the protobuf parser recurses once
+ * per level of nesting. */
+#define CUVIL_MAX_NESTING 1000
+/* The most bytes of weights a compiled model holds: they are linked into the library, and
+ * x86-64's small code model (what the C compiler builds by default) addresses 2 GiB. A model
+ * whose initializers declare more is refused before they are read, and so is one whose weights
+ * (with the copies packed for the kernels) come to more. */
+#define CUVIL_MAX_WEIGHTS_BYTES (((size_t)1 << 31) - ((size_t)1 << 27))
 
 /* Sets limit `name` (a field of cuvil_limits) from a decimal string with an optional K, M, G
  * or T suffix (powers of 1024). Returns CUVIL_OK or CUVIL_ERR_INVALID_ARG with a message in

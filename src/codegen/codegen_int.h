@@ -14,6 +14,26 @@
 
 typedef struct cg_ctx cg_ctx;
 
+/* ===== Generated files ================================================================= */
+/* cg_generate writes all of a model's C into one text, each file after a line that starts
+ * with CG_FILE_MARK and names it, then closes the comment; cg_split_files cuts it there. No line of
+ * generated code starts with '/' but these (model strings appear only inside escaped string
+ * literals and sanitised comments, after code on their line). Nodes go into part files of
+ * CG_PART_NODES each, compiled apart (in parallel): a C compiler's time grows faster than the
+ * size of one file (an Add chain of 4000 nodes: 12 s as one file). */
+#define CG_FILE_MARK "/* @cuvil-file "
+#ifndef CG_PART_NODES
+#define CG_PART_NODES 256
+#endif
+typedef struct cg_file {
+    char name[32];          /* "model.c", "model_int.h", "part_0003.c" */
+    const char *text;       /* inside the text that was split */
+    size_t len;
+} cg_file;
+/* The files of a generated text, in order; *n their number (a text without markers is one
+ * file, "model.c"). Returns NULL when out of memory; cuvil_free() it. */
+cg_file *cg_split_files(const char *text, size_t len, int *n);
+
 /* ===== Targets (targets.inc, targets.c) ============================================== */
 typedef struct cuvil_target_info {
     const char *name;       /* "x86_64-avx2" */

@@ -18,6 +18,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
+#include <signal.h>
 #include <spawn.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -305,6 +307,14 @@ typedef struct archive_check {
     bool model;          /* a model.o with the marker was seen */
 } archive_check;
 
+/* "part_0003.o": the object of one of the model's part files (codegen.c) */
+static bool part_object(const char *name) {
+    if (strncmp(name, "part_", 5)) return false;
+    const char *p = name + 5;
+    size_t d = strspn(p, "0123456789");
+    return d >= 4 && !strcmp(p + d, ".o");
+}
+
 static bool check_member(const char *name, const unsigned char *data, size_t size, void *arg) {
     archive_check *c = arg;
     if (!strcmp(name, "model.o")) {
@@ -315,7 +325,7 @@ static bool check_member(const char *name, const unsigned char *data, size_t siz
     }
     /* the symbol index and long-name table are the archive's own; weights.o is the model's;
      * everything else must be a member of a runtime archive */
-    return !strcmp(name, "/") || !strcmp(name, "//") || !strcmp(name, "weights.o") ||
+    return !strcmp(name, "/") || !strcmp(name, "//") || !strcmp(name, "weights.o") || part_object(name) ||
            cuvil_map_get(&c->runtime, name) >= 0;
 }
 
@@ -521,9 +531,10 @@ cuvil_status cuvil_check_output(cuvil_ctx *ctx, const char *model, const cuvil_o
 }
 
 /* ===== Running the compiler ============================================================= */
-/* Runs argv inside dir (relative names only), stdin from in_name (or /dev/null), stdout and
- * stderr to dir/cc.log; on failure the message quotes the log's start. */
-static cuvil_status run_cmd(cuvil_ctx *ctx, const char *dir, char *const *argv, const char *in_name, bool verbose) {
+/* Starts argv inside dir (relative names only), stdin from in_name (or /dev/null), stdout and
+ * stderr to dir/<log>; *pid the child, registered with the signal cleanup. */
+static cuvil_status spawn_cmd(cuvil_ctx *ctx, const char *dir, char *const *argv, const char *in_name, const char *log,
+                              bool verbose, pid_t *pid) {
     if (verbose) {
         fprintf(stderr, "cuvil: (in %s)", dir);
         for (int i = 0; argv[i]; i++) fprintf(stderr, " %s", argv[i]);
@@ -533,7 +544,7 @@ static cuvil_status run_cmd(cuvil_ctx *ctx, const char *dir, char *const *argv, 
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addchdir_np(&fa, dir);
     posix_spawn_file_actions_addopen(&fa, 0, in_name ? in_name : "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 1, "cc.log", O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0644);
     posix_spawn_file_actions_adddup2(&fa, 1, 2);
     /* with the signal cleanup installed, the compiler gets a process group of its own so that
      * the handler can stop cc1 and as too, not only the driver */
@@ -543,32 +554,61 @@ static cuvil_status run_cmd(cuvil_ctx *ctx, const char *dir, char *const *argv, 
         posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
         posix_spawnattr_setpgroup(&attr, 0);
     }
-    pid_t pid;
-    int rc = posix_spawnp(&pid, argv[0], &fa, &attr, argv, environ);
+    int rc = posix_spawnp(pid, argv[0], &fa, &attr, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&attr);
     if (rc != 0) return cuvil_err(ctx, CUVIL_ERR_TOOLCHAIN, "cannot run %s: %s", argv[0], strerror(rc));
-    cuvil_tmp_set_child(pid);
+    if (!cuvil_tmp_add_child(*pid)) {   /* cannot happen with at most CUVIL_TMP_MAX / 2 jobs per compile */
+        kill(*pid, SIGKILL);
+        while (waitpid(*pid, NULL, 0) < 0 && errno == EINTR) {}
+        return cuvil_err(ctx, CUVIL_ERR_UNSUPPORTED, "too many C compilers running at once in this process");
+    }
+    return CUVIL_OK;
+}
+
+/* Waits for a child of spawn_cmd (what: the program; on: the file it worked on, or NULL); on
+ * failure the message quotes the start of its log. */
+static cuvil_status wait_cmd(cuvil_ctx *ctx, const char *dir, pid_t pid, const char *what, const char *on,
+                             const char *log) {
     int status;
     while (waitpid(pid, &status, 0) < 0)
         if (errno != EINTR) {
-            cuvil_tmp_set_child(0);
+            cuvil_tmp_drop_child(pid);
             return cuvil_err(ctx, CUVIL_ERR_TOOLCHAIN, "waitpid: %s", strerror(errno));
         }
-    cuvil_tmp_set_child(0);
+    cuvil_tmp_drop_child(pid);
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return CUVIL_OK;
-    char log[1200] = "", lp[PATH_MAX];
-    if (path_join(lp, sizeof lp, dir, "cc.log")) {
+    char text[1200] = "", lp[PATH_MAX];
+    if (path_join(lp, sizeof lp, dir, log)) {
         FILE *f = fopen(lp, "r");
         if (f) {
-            size_t k = fread(log, 1, sizeof log - 1, f);
-            log[k] = 0;
+            size_t k = fread(text, 1, sizeof text - 1, f);
+            text[k] = 0;
             fclose(f);
         }
     }
     if (WIFSIGNALED(status))
-        return cuvil_err(ctx, CUVIL_ERR_TOOLCHAIN, "%s was killed by signal %d:\n%s", argv[0], WTERMSIG(status), log);
-    return cuvil_err(ctx, CUVIL_ERR_TOOLCHAIN, "%s failed (exit %d):\n%s", argv[0], WEXITSTATUS(status), log);
+        return cuvil_err(ctx, CUVIL_ERR_TOOLCHAIN, "%s was killed by signal %d%s%s:\n%s", what, WTERMSIG(status),
+                         on ? " compiling " : "", on ? on : "", text);
+    return cuvil_err(ctx, CUVIL_ERR_TOOLCHAIN, "%s failed (exit %d)%s%s:\n%s", what, WEXITSTATUS(status),
+                     on ? " compiling " : "", on ? on : "", text);
+}
+
+/* Runs argv inside dir and waits for it (log: dir/cc.log). */
+static cuvil_status run_cmd(cuvil_ctx *ctx, const char *dir, char *const *argv, const char *in_name, bool verbose) {
+    pid_t pid;
+    cuvil_status s = spawn_cmd(ctx, dir, argv, in_name, "cc.log", verbose, &pid);
+    return s ? s : wait_cmd(ctx, dir, pid, argv[0], NULL, "cc.log");
+}
+
+/* How many compilers run at once: the CPUs this process may run on, at most 16 (and at most
+ * half the child slots of the signal cleanup, so that two compiles in one process fit). */
+static int n_jobs(void) {
+    cpu_set_t set;
+    int n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+    if (n < 1) n = 1;
+    if (n > 16) n = 16;
+    return n < CUVIL_TMP_MAX / 4 ? n : CUVIL_TMP_MAX / 4;
 }
 
 /* Splits a space-separated string into argv slots (no quoting: flags only). */
@@ -621,23 +661,49 @@ static void weights_c(cuvil_sb *s, const char *prefix, const unsigned char *d, s
     cuvil_sb_puts(s, ";\n");
 }
 
+/* The model's C files (cg_split_files): their names are the generator's own. */
+typedef struct src_files {
+    cg_file *f;
+    int n;
+} src_files;
+
+static bool generated_name(const char *n) {
+    size_t l = strlen(n);
+    if (l < 3 || n[0] == '.' || (strcmp(n + l - 2, ".c") && strcmp(n + l - 2, ".h"))) return false;
+    for (const char *p = n; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_' || *p == '.')) return false;
+    return true;
+}
+
 static cuvil_status write_sources(cuvil_ctx *ctx, const char *dir, const char *prefix, const cg_output *gen,
-                                  cuvil_weights_format wf) {
+                                  cuvil_weights_format wf, src_files *sf) {
     char hname[300];
     snprintf(hname, sizeof hname, "%s.h", prefix);
+    sf->f = cg_split_files(gen->model_c.s ? gen->model_c.s : "", gen->model_c.len, &sf->n);
+    if (!sf->f) return cuvil_err(ctx, CUVIL_ERR_NOMEM, "out of memory");
+    cuvil_status st = CUVIL_OK;
+    for (int i = 0; i < sf->n && !st; i++) {
+        if (!generated_name(sf->f[i].name))
+            return cuvil_err(ctx, CUVIL_ERR_INTERNAL, "generated a file named '%s'", sf->f[i].name);
+        st = write_text(ctx, dir, sf->f[i].name, sf->f[i].text, sf->f[i].len);
+    }
+    if (st) return st;
     cuvil_sb s = {0};
     if (wf == CUVIL_WEIGHTS_C) weights_c(&s, prefix, (const unsigned char *)gen->weights.s, gen->weights.len);
     else weights_asm(&s, prefix);
-    cuvil_status st;
     if (s.oom) st = cuvil_err(ctx, CUVIL_ERR_NOMEM, "out of memory");
-    else if (!(st = write_text(ctx, dir, "model.c", gen->model_c.s, gen->model_c.len)) &&
-             !(st = write_text(ctx, dir, hname, gen->model_h.s, gen->model_h.len))) {
+    else if (!(st = write_text(ctx, dir, hname, gen->model_h.s, gen->model_h.len))) {
         if (wf == CUVIL_WEIGHTS_C) st = write_text(ctx, dir, "weights.c", s.s, s.len);
         else if (!(st = write_text(ctx, dir, "weights.bin", gen->weights.s, gen->weights.len)))
             st = write_text(ctx, dir, "weights.S", s.s, s.len);
     }
     cuvil_sb_free(&s);
     return st;
+}
+
+/* "part_0003.c" -> "part_0003.o" (out holds 32 bytes) */
+static void object_name(const char *src, char *out) {
+    snprintf(out, 32, "%.*s.o", (int)(strlen(src) - 2), src);
 }
 
 /* The C compiler's command words: o->cc, else $CC, else the one Cuvil was built with. */
@@ -647,34 +713,71 @@ static const char *cc_words(const cuvil_options *o, char *buf, size_t len) {
     return buf;
 }
 
-/* Compiles model.c and weights.S in dir to model.o and weights.o. */
+/* One compile of compile_objects: its command line (pointing into its own copies of the
+ * compiler's words and the target's flags) and its log. */
+typedef struct cc_job {
+    char *argv[96];
+    char cc[1024], flags[256], src[32], obj[32], log[48];
+    pid_t pid;
+} cc_job;
+
+/* Compiles the model's C files and its weights (weights.S or .c) in dir, each to its object,
+ * n_jobs() at a time. */
 static cuvil_status compile_objects(cuvil_ctx *ctx, const char *dir, const char *target, const cuvil_options *o,
-                                    bool shared) {
+                                    bool shared, const src_files *sf) {
     char cc_buf[1024], inc_rt[PATH_MAX + 8];
     cc_words(o, cc_buf, sizeof cc_buf);
     snprintf(inc_rt, sizeof inc_rt, "-I%s/runtime/include", source_dir());
     bool wc = o->weights_format == CUVIL_WEIGHTS_C;
-    const char *const files[2][2] = {{"model.c", "model.o"}, {wc ? "weights.c" : "weights.S", "weights.o"}};
-    for (int f = 0; f < 2; f++) {
-        char *argv[96];
-        char cc_copy[1024], fl_copy[256];
-        snprintf(cc_copy, sizeof cc_copy, "%s", cc_buf);
-        snprintf(fl_copy, sizeof fl_copy, "%s", target_cflags(target));
-        int a = split_into(cc_copy, argv, 0, 32);
-        if (!a) return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "the C compiler command is empty");
+    int n = 1;
+    for (int i = 0; i < sf->n; i++) n += strcmp(sf->f[i].name + strlen(sf->f[i].name) - 2, ".c") == 0;
+    cc_job *jobs = cuvil_calloc((size_t)n, sizeof *jobs);
+    if (!jobs) return cuvil_err(ctx, CUVIL_ERR_NOMEM, "out of memory");
+    int k = 0;
+    for (int i = 0; i <= sf->n; i++) {
+        const char *src = i < sf->n ? sf->f[i].name : wc ? "weights.c" : "weights.S";
+        if (i < sf->n && strcmp(src + strlen(src) - 2, ".c")) continue;   /* a header */
+        cc_job *j = &jobs[k];
+        snprintf(j->src, sizeof j->src, "%s", src);
+        object_name(src, j->obj);
+        snprintf(j->log, sizeof j->log, "cc-%d.log", k);
+        snprintf(j->cc, sizeof j->cc, "%s", cc_buf);
+        snprintf(j->flags, sizeof j->flags, "%s", target_cflags(target));
+        int a = split_into(j->cc, j->argv, 0, 32);
+        if (!a) {
+            cuvil_free(jobs);
+            return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "the C compiler command is empty");
+        }
         const char *fixed[] = {"-std=c11", "-O2", "-fPIC", "-fvisibility=hidden", "-Wall", "-Wextra", "-Werror",
                                shared ? "-DCUVIL_MODEL_SHARED" : "-DCUVIL_MODEL_STATIC", inc_rt, "-c"};
-        for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) argv[a++] = (char *)fixed[i];
-        a = split_into(fl_copy, argv, a, 60);
-        argv[a++] = (char *)files[f][0];
-        argv[a++] = "-o";
-        argv[a++] = (char *)files[f][1];
-        if (f == 1 && !wc) argv[a++] = "-Wa,-I.";   /* .incbin finds weights.bin in the build folder */
-        argv[a] = NULL;
-        cuvil_status s = run_cmd(ctx, dir, argv, NULL, o->verbose);
-        if (s) return s;
+        for (size_t q = 0; q < sizeof fixed / sizeof fixed[0]; q++) j->argv[a++] = (char *)fixed[q];
+        a = split_into(j->flags, j->argv, a, 60);
+        j->argv[a++] = j->src;
+        j->argv[a++] = "-o";
+        j->argv[a++] = j->obj;
+        if (i == sf->n && !wc) j->argv[a++] = "-Wa,-I.";   /* .incbin finds weights.bin in the build folder */
+        j->argv[a] = NULL;
+        k++;
     }
-    return CUVIL_OK;
+    /* a window of n_jobs() compilers: the oldest is waited for before the next starts (the
+     * parts are alike in size); after a failure nothing more starts and the rest finish */
+    cuvil_status s = CUVIL_OK;
+    const int window = n_jobs();
+    int started = 0, done = 0;
+    while (done < started || (!s && started < k)) {
+        if (!s && started < k && started - done < window) {
+            s = spawn_cmd(ctx, dir, jobs[started].argv, NULL, jobs[started].log, o->verbose, &jobs[started].pid);
+            if (!s) started++;
+            continue;
+        }
+        cuvil_ctx quiet = {0};
+        cuvil_status w = wait_cmd(s ? &quiet : ctx, dir, jobs[done].pid, jobs[done].argv[0], jobs[done].src, jobs[done].log);
+        cuvil_free(quiet.errlong);
+        if (!s) s = w;
+        done++;
+    }
+    cuvil_free(jobs);
+    return s;
 }
 
 static cuvil_status runtime_archive(cuvil_ctx *ctx, const char *target, char *out, size_t len, int verbose) {
@@ -725,26 +828,51 @@ cuvil_status cuvil_build_library(cuvil_ctx *ctx, const cg_output *gen, const cha
     cuvil_status s = runtime_archive(ctx, target, rt, sizeof rt, o->verbose);
     if (s || (s = make_build_dir(ctx, output, dir, sizeof dir))) return s;
     bool shared = o->emit != CUVIL_EMIT_A;
-    if ((s = write_sources(ctx, dir, prefix, gen, o->weights_format)) || (s = compile_objects(ctx, dir, target, o, shared)))
+    src_files sf = {0};
+    char **argv = NULL;
+    char (*objs)[32] = NULL;
+    cuvil_sb script = {0};
+    if ((s = write_sources(ctx, dir, prefix, gen, o->weights_format, &sf)) ||
+        (s = compile_objects(ctx, dir, target, o, shared, &sf)))
         goto done;
+    /* the objects: the model's files', then weights.o */
+    objs = cuvil_calloc((size_t)sf.n + 1, sizeof *objs);
+    argv = cuvil_calloc((size_t)sf.n + 64, sizeof *argv);
+    if (!objs || !argv) {
+        s = cuvil_err(ctx, CUVIL_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    int n_obj = 0;
+    for (int i = 0; i < sf.n; i++)
+        if (!strcmp(sf.f[i].name + strlen(sf.f[i].name) - 2, ".c")) object_name(sf.f[i].name, objs[n_obj++]);
+    snprintf(objs[n_obj++], sizeof objs[0], "weights.o");
     if (shared) {
         char cc_copy[1024];
         cc_words(o, cc_copy, sizeof cc_copy);
-        char *argv[64];
         int a = split_into(cc_copy, argv, 0, 48);
-        const char *rest[] = {"-shared", "-o", "out.lib", "model.o", "weights.o", rt, "-lm", "-pthread", "-Wl,--no-undefined"};
+        argv[a++] = "-shared";
+        argv[a++] = "-o";
+        argv[a++] = "out.lib";
+        for (int i = 0; i < n_obj; i++) argv[a++] = objs[i];
+        const char *rest[] = {rt, "-lm", "-pthread", "-Wl,--no-undefined"};
         for (size_t i = 0; i < sizeof rest / sizeof rest[0]; i++) argv[a++] = (char *)rest[i];
         argv[a] = NULL;
         if ((s = run_cmd(ctx, dir, argv, NULL, o->verbose))) goto done;
     } else {
         /* one self-contained archive: the model's objects plus the runtime's (ar's MRI script,
          * on fixed names inside the build folder, read from stdin: no shell) */
-        static const char script[] = "CREATE out.lib\nADDLIB rt.a\nADDMOD model.o\nADDMOD weights.o\nSAVE\nEND\n";
-        if (!path_join(path, sizeof path, dir, "rt.a") || (s = copy_file(ctx, rt, path)) ||
-            (s = write_text(ctx, dir, "archive.mri", script, sizeof script - 1)))
+        cuvil_sb_puts(&script, "CREATE out.lib\nADDLIB rt.a\n");
+        for (int i = 0; i < n_obj; i++) cuvil_sb_printf(&script, "ADDMOD %s\n", objs[i]);
+        cuvil_sb_puts(&script, "SAVE\nEND\n");
+        if (script.oom) {
+            s = cuvil_err(ctx, CUVIL_ERR_NOMEM, "out of memory");
             goto done;
-        char *argv[] = {"ar", "-M", NULL};
-        if ((s = run_cmd(ctx, dir, argv, "archive.mri", o->verbose))) goto done;
+        }
+        if (!path_join(path, sizeof path, dir, "rt.a") || (s = copy_file(ctx, rt, path)) ||
+            (s = write_text(ctx, dir, "archive.mri", script.s, script.len)))
+            goto done;
+        char *ar[] = {"ar", "-M", NULL};
+        if ((s = run_cmd(ctx, dir, ar, "archive.mri", o->verbose))) goto done;
     }
     /* into place: checked again (the build took a while), the library first, then the header */
     header_path(output, hdr, sizeof hdr);
@@ -761,6 +889,10 @@ cuvil_status cuvil_build_library(cuvil_ctx *ctx, const cg_output *gen, const cha
         unlink(output);   /* the library just put there: no half output */
     }
 done:
+    cuvil_free(sf.f);
+    cuvil_free(argv);
+    cuvil_free(objs);
+    cuvil_sb_free(&script);
     finish_build_dir(o, dir);
     return s;
 }
@@ -816,12 +948,53 @@ static cuvil_status copy_runtime(cuvil_ctx *ctx, const char *src, const char *ds
     return s;
 }
 
+static int longer_first(const void *a, const void *b) {
+    size_t x = strlen(*(const char *const *)a), y = strlen(*(const char *const *)b);
+    return x > y ? -1 : x < y;
+}
+
+/* Removes the files of a replaced --emit c folder that its manifest lists (regular files only,
+ * then the listed folders once empty, then the folder): what Cuvil wrote. Anything else, which
+ * appeared while it was replaced, stays, and one warning says where. */
+static void remove_listed(const char *dir, const char *output) {
+    manifest m = {0};
+    cuvil_ctx quiet = {0};
+    const char **keys = NULL;
+    if (read_manifest(&quiet, dir, &m) && (keys = cuvil_calloc(m.set.n + 1, sizeof *keys))) {
+        size_t n = 0;
+        for (size_t i = 0; i < m.set.cap; i++)
+            if (m.set.keys[i] && strcmp(m.set.keys[i], MANIFEST)) keys[n++] = m.set.keys[i];
+        /* files first; then folders, the deepest first (a longer path cannot be a parent) */
+        qsort(keys, n, sizeof *keys, longer_first);
+        for (int pass = 0; pass < 2; pass++)
+            for (size_t i = 0; i < n; i++) {
+                size_t len = strlen(keys[i]);
+                bool folder = len && keys[i][len - 1] == '/';
+                char path[PATH_MAX];
+                struct stat st;
+                if (folder != (pass == 1) || !path_join(path, sizeof path, dir, keys[i])) continue;
+                if (folder) rmdir(path);
+                else if (lstat(path, &st) == 0 && S_ISREG(st.st_mode)) unlink(path);
+            }
+        char mp[PATH_MAX];
+        if (path_join(mp, sizeof mp, dir, MANIFEST)) unlink(mp);
+    }
+    cuvil_free(keys);
+    cuvil_map_free(&m.set);
+    cuvil_arena_free(&m.strs);
+    cuvil_free(quiet.errlong);
+    if (rmdir(dir) != 0)
+        fprintf(stderr, "cuvil: warning: %s: files Cuvil did not write appeared in the folder while it was replaced; "
+                        "they are kept in %s\n", output, dir);
+}
+
 cuvil_status cuvil_emit_sources(cuvil_ctx *ctx, const cg_output *gen, const char *prefix, const char *target,
                                 const cuvil_options *o, const char *model, const char *output) {
     char tmp[PATH_MAX], old[PATH_MAX];
     cuvil_status s = make_build_dir(ctx, output, tmp, sizeof tmp);
     if (s) return s;
-    cuvil_sb srcs = {0}, mk = {0}, files = {0};
+    cuvil_sb srcs = {0}, mk = {0}, files = {0}, mobj = {0}, mfiles = {0};
+    src_files sf = {0};
     char rt_src[PATH_MAX], rt_dst[PATH_MAX];
     snprintf(rt_src, sizeof rt_src, "%s/runtime", source_dir());
     if (!path_join(rt_dst, sizeof rt_dst, tmp, "runtime")) {
@@ -829,9 +1002,18 @@ cuvil_status cuvil_emit_sources(cuvil_ctx *ctx, const cg_output *gen, const char
         goto done;
     }
     bool wc = o->weights_format == CUVIL_WEIGHTS_C;
-    if ((s = write_sources(ctx, tmp, prefix, gen, o->weights_format)) ||
+    if ((s = write_sources(ctx, tmp, prefix, gen, o->weights_format, &sf)) ||
         (s = copy_runtime(ctx, rt_src, rt_dst, &srcs, &files, "runtime", 0)))
         goto done;
+    /* the model's files, and the objects of its C files */
+    for (int i = 0; i < sf.n; i++) {
+        cuvil_sb_printf(&mfiles, "%s\n", sf.f[i].name);
+        if (strcmp(sf.f[i].name + strlen(sf.f[i].name) - 2, ".c")) continue;
+        char obj[32];
+        object_name(sf.f[i].name, obj);
+        cuvil_sb_printf(&mobj, " %s", obj);
+        cuvil_sb_printf(&mfiles, "%s\n", obj);
+    }
     /* the target's flags and ISA kernel files, the other ISAs' files left out */
     const cuvil_target_info *ti = cuvil_target_find(target);
     char isa[512], skip[256] = "";
@@ -868,16 +1050,17 @@ cuvil_status cuvil_emit_sources(cuvil_ctx *ctx, const cg_output *gen, const char
                     "ALL_FLAGS = -std=c11 -fPIC -fvisibility=hidden -D_GNU_SOURCE -Iruntime/include $(ISA_FLAGS) $(CFLAGS)\n"
                     "RUNTIME_SRC =%s\n"
                     "RUNTIME_SRC := $(filter-out %s,$(RUNTIME_SRC))\n"
-                    "RUNTIME_OBJ = $(RUNTIME_SRC:.c=.o)\n\n"
+                    "RUNTIME_OBJ = $(RUNTIME_SRC:.c=.o)\n"
+                    "MODEL_OBJ =%s\n\n"
                     "all: lib%s.so lib%s.a\n\n"
-                    "lib%s.so: model.o weights.o $(RUNTIME_OBJ)\n\t$(CC) -shared -o $@ $^ -lm -pthread\n\n"
-                    "lib%s.a: model.o weights.o $(RUNTIME_OBJ)\n\t$(AR) rcs $@ $^\n\n"
-                    "model.o: model.c %s.h\n\t$(CC) $(ALL_FLAGS) -DCUVIL_MODEL_SHARED -c model.c -o $@\n\n"
+                    "lib%s.so: $(MODEL_OBJ) weights.o $(RUNTIME_OBJ)\n\t$(CC) -shared -o $@ $^ -lm -pthread\n\n"
+                    "lib%s.a: $(MODEL_OBJ) weights.o $(RUNTIME_OBJ)\n\t$(AR) rcs $@ $^\n\n"
+                    "$(MODEL_OBJ): %%.o: %%.c model_int.h %s.h\n\t$(CC) $(ALL_FLAGS) -DCUVIL_MODEL_SHARED -c $< -o $@\n\n"
                     "%s"
                     "%%.o: %%.c\n\t$(CC) $(ALL_FLAGS) -O3 -c $< -o $@\n\n"
                     "clean:\n\trm -f *.o $(RUNTIME_OBJ) lib%s.so lib%s.a\n\n.PHONY: all clean\n",
                     prefix, target, prefix, prefix, cuvil_version(), isa, srcs.s ? srcs.s : "", skip,
-                    prefix, prefix, prefix, prefix, prefix,
+                    mobj.s ? mobj.s : "", prefix, prefix, prefix, prefix, prefix,
                     wc ? "weights.o: weights.c\n\t$(CC) $(ALL_FLAGS) -c weights.c -o $@\n\n"
                        : "weights.o: weights.S weights.bin\n\t$(CC) -c weights.S -o $@\n\n",
                     prefix, prefix);
@@ -885,40 +1068,50 @@ cuvil_status cuvil_emit_sources(cuvil_ctx *ctx, const cg_output *gen, const char
     cuvil_sb_printf(&man,
                     "# Written by Cuvil %s (cuvil-compile --emit c). Cuvil replaces this folder only while it holds\n"
                     "# nothing but the files below: what Cuvil wrote, and what its Makefile builds.\n"
-                    "model.c\n%s.h\n%sMakefile\nmodel.o\nweights.o\nlib%s.so\nlib%s.a\nruntime/\n%s",
-                    cuvil_version(), prefix, wc ? "weights.c\n" : "weights.bin\nweights.S\n", prefix, prefix,
-                    files.s ? files.s : "");
-    if (mk.oom || man.oom || srcs.oom || files.oom) s = cuvil_err(ctx, CUVIL_ERR_NOMEM, "out of memory");
+                    "%s%s.h\n%sMakefile\nweights.o\nlib%s.so\nlib%s.a\nruntime/\n%s",
+                    cuvil_version(), mfiles.s ? mfiles.s : "", prefix, wc ? "weights.c\n" : "weights.bin\nweights.S\n", prefix,
+                    prefix, files.s ? files.s : "");
+    if (mk.oom || man.oom || srcs.oom || files.oom || mobj.oom || mfiles.oom)
+        s = cuvil_err(ctx, CUVIL_ERR_NOMEM, "out of memory");
     if (!s) s = write_text(ctx, tmp, "Makefile", mk.s, mk.len);
     if (!s) s = write_text(ctx, tmp, MANIFEST, man.s, man.len);
     cuvil_sb_free(&man);
     if (s) goto done;
-    /* replace the folder: checked again now; the old one moves aside, the new one in, the old
-     * one (all Cuvil's, as just checked) goes */
+    /* replace the folder: checked again now; the new one takes the old one's place in one
+     * step (renameat2's exchange; where the file system cannot, the old one moves aside first),
+     * then of the old one what its manifest lists goes, file by file: never a scan, so that a
+     * file that appeared in it meanwhile is kept */
     if ((s = cuvil_check_output(ctx, model, o, output))) goto done;
     struct stat st;
     bool had_old = lstat(output, &st) == 0;
+    chmod(tmp, 0755);   /* mkdtemp made it private; the folder is an ordinary source tree */
+    if (had_old && renameat2(AT_FDCWD, tmp, AT_FDCWD, output, RENAME_EXCHANGE) == 0) {
+        cuvil_tmp_forget(tmp);   /* it holds the old folder now: not the signal cleanup's to remove */
+        remove_listed(tmp, output);
+        tmp[0] = 0;
+        goto done;
+    }
     if (had_old) {
         if ((size_t)snprintf(old, sizeof old, "%s.cuvil-old-XXXXXX", output) >= sizeof old || !mkdtemp(old) ||
-            !cuvil_tmp_register(old) || rename(output, old) != 0) {
+            rename(output, old) != 0) {
             s = cuvil_err(ctx, CUVIL_ERR_IO, "%s: cannot move the previous output aside: %s", output, strerror(errno));
-            if (old[0] && access(old, F_OK) == 0) cuvil_tmp_remove(old);
+            if (old[0]) rmdir(old);
             goto done;
         }
     }
-    chmod(tmp, 0755);   /* mkdtemp made it private; the folder is an ordinary source tree */
     if (rename(tmp, output) != 0) {
         s = cuvil_err(ctx, CUVIL_ERR_IO, "%s: cannot write: %s", output, strerror(errno));
-        if (had_old) {
-            cuvil_tmp_forget(old);
-            rename(old, output);
-        }
+        if (had_old) rename(old, output);
         goto done;
     }
     cuvil_tmp_forget(tmp);
-    if (had_old) cuvil_tmp_remove(old);
+    tmp[0] = 0;
+    if (had_old) remove_listed(old, output);
 done:
-    cuvil_tmp_remove(tmp);   /* a no-op once renamed into place */
+    if (tmp[0]) cuvil_tmp_remove(tmp);   /* what was not renamed into place */
+    cuvil_free(sf.f);
+    cuvil_sb_free(&mobj);
+    cuvil_sb_free(&mfiles);
     cuvil_sb_free(&srcs);
     cuvil_sb_free(&mk);
     cuvil_sb_free(&files);

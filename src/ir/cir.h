@@ -216,6 +216,11 @@ typedef struct cir_graph {
     const struct cir_graph *share;
     cir_pack_rec *packs;       /* the packed constants made so far, in order */
     int n_packs, cap_packs;
+    /* each packed constant by what it was made from (pass_lower.c's packed_const): one weight
+     * read by many nodes in the same layout is packed once */
+    cuvil_map pack_index;
+    uint64_t packed_bytes;     /* their bytes, checked against packed_budget (limits.packed_bytes) */
+    uint64_t packed_budget;
 } cir_graph;
 
 cir_graph *cir_graph_new(cuvil_ctx *ctx);

@@ -19,16 +19,35 @@ typedef struct lower_ctx {
 
 typedef cuvil_status (*lower_fn)(cir_graph *g, cir_node *n, const lower_ctx *c);
 
-/* A new float32 constant of nf elements for n's weights w in a kernel's layout ("<w>.packed"),
- * counted with the model's own constants against limits.total_bytes (cir_const_add): it is a
- * copy of a weight the model holds, padded to whole panels, so it cannot grow beyond a small
- * factor of the model; limits.folded_bytes bounds what folding creates, and a large model's
- * prepacked weights alone exceed it (BERT-base: 340 MB). Its id in *id. key: everything
- * besides w's bytes that the layout depends on. When g->share made the same constant (as the
- * same value, from the same bytes, with the same key and size), it borrows that one's bytes
- * and *fill is false: the compiles of a model with symbolic dims pack each weight once, not
- * once per sample (BERT-base: 340 MB each). Otherwise the caller fills the zeroed data. */
+/* A float32 constant of nf elements for n's weights w in a kernel's layout ("<w>.packed"),
+ * counted with the model's own constants against limits.total_bytes (cir_const_add). key:
+ * everything besides w's bytes that the layout depends on. Its id in *id. When this graph
+ * already packed w with the same key and size (one weight read by many nodes: a shared
+ * embedding, a weight-tied layer), that constant is returned and *fill is false: a weight is
+ * packed once per layout, not once per reader (a 1 MiB weight read by 400 MatMuls was packed
+ * 400 times). When g->share made the same constant (as the same value, from the same bytes,
+ * with the same key and size), it borrows that one's bytes and *fill is false: the compiles of
+ * a model with symbolic dims pack each weight once, not once per sample (BERT-base: 340 MB
+ * each). Otherwise the caller fills the zeroed data. */
 static cuvil_status packed_const(cir_graph *g, const cir_value *w, size_t nf, const char *key, int *id, bool *fill) {
+    /* the key text names the layout exactly (no hash collision can share two layouts) */
+    char ikey[1024];
+    if ((size_t)snprintf(ikey, sizeof ikey, "%d|%zu|%s", w->id, nf, key) >= sizeof ikey)
+        return cuvil_err(g->ctx, CUVIL_ERR_INTERNAL, "lowering: a packing key of %zu bytes", strlen(key));
+    int have = cuvil_map_get(&g->pack_index, ikey);
+    if (have >= 0) {
+        *id = have;
+        *fill = false;
+        return CUVIL_OK;
+    }
+    const uint64_t nb = (uint64_t)nf * sizeof(float);
+    if (nb > g->packed_budget || g->packed_bytes > g->packed_budget - nb)
+        return cuvil_err(g->ctx, CUVIL_ERR_UNSUPPORTED,
+                         "weight '%s' in the layout of one more kernel (%llu bytes) brings the weights packed for the "
+                         "kernels over the limit packed_bytes=%llu (by default twice the model's constants plus 64 MiB; "
+                         "raise it with --limit packed_bytes=N)", w->name, (unsigned long long)nb,
+                         (unsigned long long)g->packed_budget);
+    g->packed_bytes += nb;
     char name[600];
     snprintf(name, sizeof name, "%.500s.packed", w->name);
     int64_t dims = (int64_t)nf;
@@ -49,6 +68,8 @@ static cuvil_status packed_const(cir_graph *g, const cir_value *w, size_t nf, co
         g->cap_packs = cap;
     }
     g->packs[g->n_packs++] = (cir_pack_rec){.id = *id, .src = w->data, .key = h};
+    const char *k = cuvil_arena_strdup(&g->arena, ikey);
+    if (!k || !cuvil_map_put(&g->pack_index, k, *id)) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
     return CUVIL_OK;
 }
 
@@ -604,6 +625,10 @@ cuvil_status cuvil_pass_lower(cir_graph *g, const cuvil_options *o) {
     const cuvil_target_info *t = cuvil_target_find(g->target ? g->target : cuvil_host_target());
     if (!t) return cuvil_err(g->ctx, CUVIL_ERR_INTERNAL, "lowering: unknown target '%s'", g->target ? g->target : "?");
     lower_ctx c = {t, 0, {{0}}};
+    g->packed_bytes = 0;
+    g->packed_budget = g->limits.packed_bytes ? g->limits.packed_bytes
+                       : g->const_bytes > (UINT64_MAX - ((uint64_t)64 << 20)) / 2 ? UINT64_MAX
+                                                                               : 2 * g->const_bytes + ((uint64_t)64 << 20);
     /* the maps of the convs that will run as Winograd with tiles as rows (lower_conv's test) */
     for (int i = 0; i < g->n_nodes && c.n_wino_t < WINO_T_SIZES; i++) {
         cir_node *n = cir_node_at(g, i);

@@ -7,22 +7,31 @@
 
 #define GiB ((uint64_t)1 << 30)
 
+/* max: the most a limit may be raised to (0: any value), with the reason */
 static const struct {
     const char *name;
     size_t offset;
     bool is_u64;
-    uint64_t dflt;
+    uint64_t dflt, max;
+    const char *why_max;
 } table[] = {
-    {"model_bytes", offsetof(cuvil_limits, model_bytes), true, 4 * GiB},
-    {"nesting", offsetof(cuvil_limits, nesting), false, 64},
-    {"subgraph_depth", offsetof(cuvil_limits, subgraph_depth), false, 8},
-    {"nodes", offsetof(cuvil_limits, nodes), false, 100000},
-    {"values", offsetof(cuvil_limits, values), false, 4000000},
-    {"dim", offsetof(cuvil_limits, dim), false, (uint64_t)1 << 32},
-    {"tensor_bytes", offsetof(cuvil_limits, tensor_bytes), true, 16 * GiB},
-    {"total_bytes", offsetof(cuvil_limits, total_bytes), true, 32 * GiB},
-    {"folded_bytes", offsetof(cuvil_limits, folded_bytes), true, GiB / 4},
-    {"fold_ops", offsetof(cuvil_limits, fold_ops), false, (uint64_t)1 << 32},
+    {"model_bytes", offsetof(cuvil_limits, model_bytes), true, 4 * GiB, 0, NULL},
+    /* protobuf-c unpacks and frees messages recursively: a frame or two per level (about 2 KB
+     * with the walk that checks the depth first; 4,000 levels used the whole 8 MiB stack, and an
+     * AddressSanitizer build or a thread with a smaller stack has less) */
+    {"nesting", offsetof(cuvil_limits, nesting), false, 64, CUVIL_MAX_NESTING,
+     "the protobuf parser recurses once per level, and deeper would overflow the stack"},
+    {"subgraph_depth", offsetof(cuvil_limits, subgraph_depth), false, 8, CUVIL_MAX_NESTING,
+     "a graph inside a graph is a nesting level too"},
+    {"nodes", offsetof(cuvil_limits, nodes), false, 100000, 0, NULL},
+    {"values", offsetof(cuvil_limits, values), false, 4000000, 0, NULL},
+    {"dim", offsetof(cuvil_limits, dim), false, (uint64_t)1 << 32, 0, NULL},
+    {"tensor_bytes", offsetof(cuvil_limits, tensor_bytes), true, 16 * GiB, 0, NULL},
+    {"total_bytes", offsetof(cuvil_limits, total_bytes), true, 32 * GiB, 0, NULL},
+    {"folded_bytes", offsetof(cuvil_limits, folded_bytes), true, GiB / 4, 0, NULL},
+    {"fold_ops", offsetof(cuvil_limits, fold_ops), false, (uint64_t)1 << 32, 0, NULL},
+    /* 0: twice the model's constants plus 64 MiB (cir_packed_budget) */
+    {"packed_bytes", offsetof(cuvil_limits, packed_bytes), true, 0, 0, NULL},
 };
 #define N_LIMITS (sizeof table / sizeof table[0])
 
@@ -62,6 +71,11 @@ cuvil_status cuvil_limits_set(cuvil_limits *l, const char *name, const char *val
     if (bad) {
         snprintf(err, errlen, "--limit %s=%s: expected a positive integer (with an optional K, M, G or T suffix)", name,
                  value);
+        return CUVIL_ERR_INVALID_ARG;
+    }
+    if (table[k].max && x > table[k].max) {
+        snprintf(err, errlen, "--limit %s=%s: at most %llu (%s)", name, value, (unsigned long long)table[k].max,
+                 table[k].why_max);
         return CUVIL_ERR_INVALID_ARG;
     }
     char *f = (char *)l + table[k].offset;

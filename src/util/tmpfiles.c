@@ -24,7 +24,8 @@ static struct {
     atomic_int state;
     char path[PATH_MAX];
 } slots[CUVIL_TMP_MAX];
-static atomic_long child_pid;
+/* the C compilers the compiler waits for (several at once: the parts of a model) */
+static atomic_long child_pids[CUVIL_TMP_MAX];
 
 bool cuvil_tmp_register(const char *path) {
     size_t n = strlen(path);
@@ -47,7 +48,20 @@ void cuvil_tmp_forget(const char *path) {
     }
 }
 
-void cuvil_tmp_set_child(long pid) { atomic_store(&child_pid, pid); }
+bool cuvil_tmp_add_child(long pid) {
+    for (int i = 0; i < CUVIL_TMP_MAX; i++) {
+        long expect = 0;
+        if (atomic_compare_exchange_strong(&child_pids[i], &expect, pid)) return true;
+    }
+    return false;
+}
+
+void cuvil_tmp_drop_child(long pid) {
+    for (int i = 0; i < CUVIL_TMP_MAX; i++) {
+        long expect = pid;
+        if (atomic_compare_exchange_strong(&child_pids[i], &expect, 0)) return;
+    }
+}
 
 struct dirent64_raw {
     unsigned long long d_ino;
@@ -94,12 +108,18 @@ bool cuvil_tmp_own_group(void) { return atomic_load(&handlers_installed) != 0; }
 
 static void on_signal(int sig) {
     int saved = errno;
-    pid_t pid = (pid_t)atomic_load(&child_pid);
-    if (pid > 0) {
-        /* the C compiler runs in its own process group (cc1 and as included): stop all of it */
-        kill(-pid, SIGTERM);
-        kill(pid, SIGTERM);
-        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {}
+    for (int i = 0; i < CUVIL_TMP_MAX; i++) {
+        pid_t pid = (pid_t)atomic_load(&child_pids[i]);
+        if (pid > 0) {
+            /* each C compiler runs in its own process group (cc1 and as included): stop all of it */
+            kill(-pid, SIGTERM);
+            kill(pid, SIGTERM);
+        }
+    }
+    for (int i = 0; i < CUVIL_TMP_MAX; i++) {
+        pid_t pid = (pid_t)atomic_load(&child_pids[i]);
+        if (pid > 0)
+            while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {}
     }
     for (int i = 0; i < CUVIL_TMP_MAX; i++)
         if (atomic_load(&slots[i].state) == LIVE) remove_at(AT_FDCWD, slots[i].path, 0);

@@ -183,8 +183,10 @@ bool cuvil_tmp_register(const char *path);
 void cuvil_tmp_forget(const char *path);
 /* Removes path (a file, or a folder with everything in it) and forgets it. */
 void cuvil_tmp_remove(const char *path);
-/* The child process the compiler waits for, killed first by the signal cleanup (0: none). */
-void cuvil_tmp_set_child(long pid);
+/* A child process the compiler waits for (a C compiler), killed first by the signal cleanup;
+ * at most CUVIL_TMP_MAX at once (false: no room). Dropped once waited for. */
+bool cuvil_tmp_add_child(long pid);
+void cuvil_tmp_drop_child(long pid);
 /* True once cuvil_install_signal_cleanup() ran: then the C compiler is started in a process
  * group of its own, which the handler stops as a whole (the driver and its cc1 and as). */
 bool cuvil_tmp_own_group(void);

@@ -11,6 +11,7 @@ import time
 
 import numpy as np
 import onnx
+from onnx import TensorProto, helper
 import pytest
 
 import cuvil_testlib as tl
@@ -467,3 +468,32 @@ def test_dump_ir_env_unwritable_warns_once(small, tmp_path, monkeypatch):
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and "warning: CUVIL_DUMP_IR" in lines[0] and "Not a directory" in lines[0], r.stderr
     tl.assert_outputs_close(tl.run(tmp_path / "m.so", inputs, tmp_path / "run"), ref)
+
+def test_many_nodes_compile_as_parts(tmp_path):
+    """A chain of 700 nodes is written as part files of 256 nodes each, compiled apart (and in
+    parallel), linked into one library that matches ONNX Runtime; the static archive of the
+    same (with the parts' objects) is recognised as Cuvil's and replaced by a second compile."""
+    n = 700
+    nodes, prev = [], "x"
+    for i in range(n):
+        nodes.append(helper.make_node("Add" if i % 2 else "Mul", [prev, "c"], [f"v{i}"]))
+        prev = f"v{i}"
+    c = onnx.numpy_helper.from_array(np.full((1, 16), 1.001, np.float32), "c")
+    g = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16])],
+                          [helper.make_tensor_value_info(prev, TensorProto.FLOAT, None)], initializer=[c])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    p = tmp_path / "chain.onnx"
+    onnx.save(m, p)
+    src = tl.compile(p, tmp_path, emit="c", stem="src")
+    parts = sorted(f.name for f in src.glob("part_*.c"))
+    assert parts == [f"part_{k:04d}.c" for k in range(3)], parts
+    assert "part_0002.o" in (src / ".cuvil-output").read_text()
+    x = np.linspace(-1, 1, 16, dtype=np.float32).reshape(1, 16)
+    so = tl.compile(p, tmp_path / "so")
+    tl.assert_outputs_close(tl.run(so, {"x": x}, tmp_path / "run"), tl.ort_run(p, {"x": x}))
+    for _ in range(2):   # the second replaces the first: Cuvil's archive, part objects and all
+        r = tl.compile_raw(p, tmp_path / "chain.a", emit="a")
+        assert r.returncode == 0, r.stderr
+    members = subprocess.run(["ar", "t", str(tmp_path / "chain.a")], capture_output=True, text=True).stdout.split()
+    assert {"model.o", "weights.o", "part_0000.o", "part_0002.o"} <= set(members), members

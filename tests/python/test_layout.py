@@ -247,7 +247,7 @@ def test_generated_c_keeps_algo_notes_whole(tmp_path):
     m, _, _ = _wino_bottlenecks().build()
     p = tmp_path / "m.onnx"
     onnx.save(m, p)
-    src = (tl.compile(p, tmp_path / "c", emit="c") / "model.c").read_text()
+    src = "".join(f.read_text() for f in sorted((tl.compile(p, tmp_path / "c", emit="c")).glob("*.c")))
     notes = re.findall(r"; (winograd[^\n]*?) \*/\n", src)
     assert len(notes) == 2, src
     for n in notes:

@@ -686,22 +686,27 @@ def test_limits_can_be_raised_and_lowered(small, tmp_path):
 
 
 def _user_objects_with_a_model(small, tmp_path):
-    """model.o and weights.o of an --emit c folder built with its Makefile's flags, and a user's app.o."""
+    """The model's objects (model.o, part_*.o) and weights.o of an --emit c folder built with its
+    Makefile's flags, and a user's app.o; returns (model path, the model's objects)."""
     p, _, _ = small
     src = tl.compile(p, tmp_path, emit="c", stem="gen")
     flags = ["-std=c11", "-fPIC", "-fvisibility=hidden", "-I", str(src / "runtime" / "include")]
-    subprocess.run(["cc", *flags, "-DCUVIL_MODEL_SHARED", "-c", str(src / "model.c"), "-o", str(tmp_path / "model.o")],
-                   check=True)
+    objs = []
+    for c in sorted(src.glob("*.c")):
+        if c.name == "weights.c":
+            continue
+        objs.append(str(tmp_path / (c.stem + ".o")))
+        subprocess.run(["cc", *flags, "-DCUVIL_MODEL_SHARED", "-c", str(c), "-o", objs[-1]], check=True)
     subprocess.run(["cc", "-c", str(src / "weights.S"), "-Wa,-I" + str(src), "-o", str(tmp_path / "weights.o")],
                    check=True)
     (tmp_path / "app.c").write_text("int my_app_function(void) { return 42; }\n")
     subprocess.run(["cc", "-fPIC", "-c", str(tmp_path / "app.c"), "-o", str(tmp_path / "app.o")], check=True)
-    return p
+    return p, objs
 
 
 def test_a_users_library_or_archive_with_a_model_inside_is_not_cuvils(small, tmp_path):
-    p = _user_objects_with_a_model(small, tmp_path)
-    o = [str(tmp_path / f) for f in ("app.o", "model.o", "weights.o")]
+    p, objs = _user_objects_with_a_model(small, tmp_path)
+    o = [str(tmp_path / "app.o"), *objs, str(tmp_path / "weights.o")]
     subprocess.run(["cc", "-shared", "-o", str(tmp_path / "libapp.so"), *o, "-lm"], check=True)
     subprocess.run(["ar", "rcs", str(tmp_path / "libmine.a"), *o], check=True)
     for name in ("libapp.so", "libmine.a"):
@@ -763,3 +768,106 @@ def test_many_opset_imports_with_many_nodes_load_fast(tmp_path):
         proc = tl.compile_raw(p, tmp_path / "m.ir", emit="ir")
     assert proc.returncode == 0, proc.stderr
     assert cpu.seconds < 10 * (4 if tl.build_dir().name.endswith("-asan") else 1), cpu.seconds
+
+
+# --------------------------------------------------------------------------------------------
+# Resource amplification and limits
+# --------------------------------------------------------------------------------------------
+
+def _shared_weight_model(path, n=40):
+    """n MatMuls (each then Tanh) that all read one 256 KiB weight."""
+    w = numpy_helper.from_array((np.random.default_rng(0).standard_normal((256, 256)) / 16).astype(np.float32), "w")
+    nodes, prev = [], "x"
+    for i in range(n):
+        nodes += [helper.make_node("MatMul", [prev, "w"], [f"m{i}"]), helper.make_node("Tanh", [f"m{i}"], [f"v{i}"])]
+        prev = f"v{i}"
+    onnx.save(_model(nodes, [_vi("x", [4, 256])], [_vi(prev, None)], [w]), path)
+
+
+def test_one_weight_read_by_many_nodes_is_packed_once(tmp_path):
+    """A weight read by 40 MatMuls is packed once for the GEMM (weights.bin was 40 copies)."""
+    import json
+
+    p = tmp_path / "shared.onnx"
+    _shared_weight_model(p)
+    so = tl.compile(p, tmp_path / "b")
+    info = json.loads(tl.run_tool("cuvil-run", [so, "--info", "--json"]).stdout)["info"]
+    assert info["weights_bytes"] < 2 * 256 * 256 * 4, info["weights_bytes"]
+    x = np.random.default_rng(1).standard_normal((4, 256)).astype(np.float32)
+    tl.assert_outputs_close(tl.run(so, {"x": x}, tmp_path / "run"), tl.ort_run(p, {"x": x}))
+
+
+def test_packed_bytes_count_against_a_limit(tmp_path):
+    p = tmp_path / "shared.onnx"
+    _shared_weight_model(p, n=2)
+    proc = tl.compile_raw(p, tmp_path / "m.so", extra=["--limit", "packed_bytes=100K"])
+    tl.assert_clean_failure(proc, mentions=["packed_bytes=102400", "weight 'w'"], absent=[tmp_path / "m.so"])
+    assert tl.compile_raw(p, tmp_path / "m.so", extra=["--limit", "packed_bytes=1M"]).returncode == 0
+
+
+def test_initializers_too_large_to_link_are_refused_before_reading(tmp_path):
+    """2.5 GiB of external data (a sparse file: no disk used) passed every limit and failed in
+    the linker after 40 s at 5.2 GB: refused before the data is read, in a moment."""
+    n = (5 << 29) // 4
+    t = TensorProto(name="w", data_type=T.FLOAT, dims=[n], data_location=T.EXTERNAL)
+    for k, v in (("location", "w.bin"), ("offset", "0"), ("length", str(n * 4))):
+        e = t.external_data.add()
+        e.key, e.value = k, v
+    with open(tmp_path / "w.bin", "wb") as f:
+        f.truncate(n * 4)
+    onnx.save(_model([helper.make_node("Add", ["x", "w"], ["y"])], [_vi("x", [n])], [_vi("y", None)], [t]),
+              tmp_path / "big.onnx")
+    start = time.monotonic()
+    proc = tl.compile_raw(tmp_path / "big.onnx", tmp_path / "big.so")
+    tl.assert_clean_failure(proc, mentions=["2684354560 bytes", "external weights"], absent=[tmp_path / "big.so"])
+    assert time.monotonic() - start < 20
+
+
+def _deep_sequence_model(path, depth):
+    sys.path.insert(0, str(tl.REPO / "tests" / "malformed"))
+    try:
+        import make_corpus as mc
+    finally:
+        sys.path.pop(0)
+    path.write_bytes(mc.field_varint(1, 8) + mc.field_bytes(7, mc.field_bytes(11, mc.deep_sequence_type(depth))
+                     + mc.field_bytes(12, _vi("y", [1]).SerializeToString())) + mc.field_bytes(8, mc.field_varint(2, 13)))
+
+
+def test_nesting_limit_is_capped(tmp_path):
+    """--limit nesting=10000 let protobuf-c's recursion overflow the stack: the limit is capped,
+    and a model nested as deep as the cap allows is parsed (and refused for its sequence type)."""
+    p = tmp_path / "deep.onnx"
+    _deep_sequence_model(p, 5000)   # 10,000 levels: crashed with --limit nesting=10010
+    proc = tl.compile_raw(p, tmp_path / "m.so", extra=["--limit", "nesting=10010"])
+    tl.assert_clean_failure(proc, mentions=["nesting=10010: at most 1000"])
+    _deep_sequence_model(p, 495)    # 990 levels and a few
+    proc = tl.compile_raw(p, tmp_path / "m.so", extra=["--limit", "nesting=1000"])
+    tl.assert_clean_failure(proc, mentions=["only tensors are supported"])
+
+
+def test_emit_c_replace_keeps_a_file_that_appears_meanwhile(small, tmp_path):
+    """A file a user writes into an --emit c folder while Cuvil replaces it was deleted with the
+    old folder. The replacing step is held for 2 s (strace delays its renameat2) while the test
+    writes a file there: it survives (in the folder the old output moved to, with a warning),
+    and of the old output only what Cuvil wrote is gone."""
+    p, _, _ = small
+    out = tmp_path / "gen"
+    tl.compile(p, tmp_path, emit="c", stem="gen")
+    strace = shutil.which("strace")
+    assert strace, "strace is missing (Debian's strace; tools/setup/setup.sh installs it)"
+    cmd = [strace, "-f", "-o", os.devnull, "-e", "trace=renameat2", "-e", "inject=renameat2:delay_enter=2s:when=1",
+           str(tl.bin_path("cuvil-compile")), "--model", str(p), "--output", str(out), "--emit", "c"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    deadline = time.monotonic() + 60
+    while not list(tmp_path.glob("gen.cuvil-build-*/.cuvil-output")):   # written just before the swap
+        assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
+        time.sleep(0.01)
+    time.sleep(0.5)   # its last check is done; the swap waits in strace
+    (out / "my-notes.txt").write_text("keep me\n")
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    kept = [f for f in tmp_path.rglob("my-notes.txt")]
+    assert len(kept) == 1 and kept[0].read_text() == "keep me\n", (kept, err)
+    assert "appeared in the folder while it was replaced" in err and kept[0].parent.name in err, err
+    assert sorted(f.name for f in kept[0].parent.iterdir()) == ["my-notes.txt"]
+    assert (out / "model.c").is_file() and (out / ".cuvil-output").is_file()

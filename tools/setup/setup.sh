@@ -2,7 +2,8 @@
 # Installs what Cuvil needs to build and test, and nothing that is already there.
 # Idempotent: a second run checks and returns. Called by `make`, `make demo` and `make test`.
 #   - Debian packages (apt-get): compiler, cmake, protobuf-c, graphviz, Python venv support,
-#     clang with libFuzzer (make fuzz), qemu-user (tests that run a build on an emulated CPU
+#     clang with libFuzzer (make fuzz), strace (a test holds one system call of the compiler),
+#     qemu-user (tests that run a build on an emulated CPU
 #     without AVX-512, and cross targets).
 #   - A project virtualenv with the pinned packages of requirements.txt, outside the checkout
 #     (so every clone on a machine shares one copy of torch): $CUVIL_VENV, default
@@ -17,7 +18,7 @@ log() { echo "setup: $*" >&2; }
 
 # --- Debian packages ------------------------------------------------------------------------
 debs=(build-essential cmake pkg-config protobuf-c-compiler libprotobuf-c-dev graphviz
-      python3-onnx python3-numpy python3-venv python3-pip nettle-dev clang libclang-rt-14-dev qemu-user)
+      python3-onnx python3-numpy python3-venv python3-pip nettle-dev clang libclang-rt-14-dev qemu-user strace)
 missing=()
 for p in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -204,8 +204,39 @@ static const char *decl_str(const decl *d, char *buf, size_t len) {
     return buf;
 }
 
+/* Before any initializer's data is read (external data may be gigabytes): their bytes as
+ * declared (dims times element size) must fit in a library, which links its weights in
+ * (CUVIL_MAX_WEIGHTS_BYTES). An output of text (--emit ir, dot) links nothing. */
+static cuvil_status check_declared_bytes(loader *L, const Onnx__GraphProto *gp) {
+    if (L->o && (L->o->emit == CUVIL_EMIT_IR || L->o->emit == CUVIL_EMIT_DOT)) return CUVIL_OK;
+    uint64_t total = 0;
+    for (size_t i = 0; i < gp->n_initializer; i++) {
+        const Onnx__TensorProto *t = gp->initializer[i];
+        uint64_t nb = t->has_data_type ? cuvil_dtype_size((cuvil_dtype)t->data_type) : 0;
+        for (size_t d = 0; d < t->n_dims; d++) {
+            /* a bad dim, a size that overflows or one over the limits: reported precisely when
+             * the initializer is read */
+            if (t->dims[d] < 0 || t->dims[d] > L->lim->dim) return CUVIL_OK;
+            if (t->dims[d] && nb > UINT64_MAX / (uint64_t)t->dims[d]) return CUVIL_OK;
+            nb *= (uint64_t)t->dims[d];
+        }
+        if (nb > L->lim->tensor_bytes) return CUVIL_OK;
+        total = nb > UINT64_MAX - total ? UINT64_MAX : total + nb;
+        if (total > CUVIL_MAX_WEIGHTS_BYTES)
+            return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED,
+                             "the initializers up to '%s' hold %llu bytes; a compiled model links its weights into the "
+                             "library, which holds at most %llu bytes of them (x86-64's small code model addresses "
+                             "2 GiB); a model this large needs external weights, which Cuvil does not support yet",
+                             t->name ? t->name : "", (unsigned long long)total,
+                             (unsigned long long)CUVIL_MAX_WEIGHTS_BYTES);
+    }
+    return CUVIL_OK;
+}
+
 static cuvil_status load_initializers(loader *L, const Onnx__GraphProto *gp) {
     cir_graph *g = L->g;
+    cuvil_status s0 = check_declared_bytes(L, gp);
+    if (s0) return s0;
     for (size_t i = 0; i < gp->n_initializer; i++) {
         const Onnx__TensorProto *t = gp->initializer[i];
         const char *name = t->name ? t->name : "";

@@ -36,11 +36,11 @@ static bool varint(const uint8_t **p, const uint8_t *end, uint64_t *out) {
 
 static cuvil_status walk(scan *s, const ProtobufCMessageDescriptor *d, const uint8_t *p, const uint8_t *end, int depth,
                          int graphs) {
-    if (depth > s->lim->nesting)
+    if (depth > s->lim->nesting || depth > CUVIL_MAX_NESTING)   /* (a library caller may set any limit) */
         return cuvil_err(s->ctx, CUVIL_ERR_UNSUPPORTED,
                          "protobuf messages are nested more than %lld deep (at a %s); the limit is nesting=%lld "
-                         "(raise it with --limit nesting=N)", (long long)s->lim->nesting, d->name,
-                         (long long)s->lim->nesting);
+                         "(raise it with --limit nesting=N, at most %d)", (long long)s->lim->nesting, d->name,
+                         (long long)s->lim->nesting, CUVIL_MAX_NESTING);
     if (d == &onnx__graph_proto__descriptor && ++graphs - 1 > s->lim->subgraph_depth)
         return cuvil_err(s->ctx, CUVIL_ERR_UNSUPPORTED,
                          "graphs are nested more than %lld deep (If/Loop/Scan bodies inside each other); the limit is "
