@@ -152,14 +152,23 @@ class CompiledModel:
     """
 
     def __init__(self, path: str | Path, *, threads: int | None = None, _onnx: Path | None = None,
-                 _compile_args: list[str] | None = None, _owned_dir: Path | None = None):
-        self.path = Path(path).resolve()
-        if not self.path.is_file():
-            raise FileNotFoundError(f"no compiled model at {self.path}")
+                 _compile_args: list[str] | None = None, _owned_dir: Path | None = None,
+                 _fd: int | None = None, _expect: dict | None = None):
+        """_fd, _expect (the cache): the library already open (without following a symbolic
+        link), the {"size", "sha256", "owner"} it must have and the {"model_sha256",
+        "options"} its descriptor must carry. The fd is closed here."""
+        from . import _load
+        check = dict(_expect or {})
+        self.path = Path(path) if _fd is not None else Path(path).resolve()
+        fd = _fd if _fd is not None else _load.open_checked(self.path)
         try:
-            self._dll = ctypes.CDLL(str(self.path), mode=ctypes.RTLD_LOCAL)
+            _load.check_fd(fd, self.path, size=check.get("size"), sha256=check.get("sha256"),
+                           owner=check.get("owner"))
+            self._dll = _load.dlopen_fd(fd, self.path)
         except OSError as e:
             raise CuvilError(f"{self.path} is not a loadable shared library: {e}", "invalid argument") from None
+        finally:
+            os.close(fd)
         try:
             entry = self._dll.cuvil_model_entry
         except AttributeError:
@@ -173,6 +182,10 @@ class CompiledModel:
         if self._desc.abi_version != N.MODEL_ABI_VERSION:
             raise CuvilError(f"{self.path}: model ABI {self._desc.abi_version}, this package speaks "
                              f"{N.MODEL_ABI_VERSION}; recompile it", "unsupported")
+        for k in ("model_sha256", "options"):
+            got = (getattr(self._desc, k) or b"").decode(errors="replace")
+            if k in check and got != check[k]:
+                raise CuvilError(f"{self.path}: its {k} is {got!r}, {check[k]!r} was built", "invalid argument")
         self.symbols = {self._desc.syms[i].name.decode(): (int(self._desc.syms[i].min), int(self._desc.syms[i].max))
                         for i in range(self._desc.n_syms)}
         self.inputs = [_spec(self._desc.inputs[i], self.symbols) for i in range(self._desc.n_inputs)]
@@ -366,5 +379,8 @@ class CompiledModel:
 
 
 def load(path: str | Path, *, threads: int | None = None) -> CompiledModel:
-    """Opens a model saved by CompiledModel.save (or built by cuvil-compile)."""
+    """Opens a model saved by CompiledModel.save (or built by cuvil-compile). Loading a library
+    runs its code: load only libraries you built or whose builder you trust (docs/SECURITY.md).
+    It is checked first as cuvil-run checks it (a regular, well-formed ELF shared library, no
+    segment past the end of the file, a Cuvil model's marker): CuvilError otherwise."""
     return CompiledModel(path, threads=threads)

@@ -1,0 +1,140 @@
+"""What the Python package trusts (issue #30): its compile cache, the libraries cuvil.load opens,
+the files save writes, and a compile ended by a signal. Each test plants what an attacker (or
+an accident) would and checks that nothing is followed, loaded unchecked or left behind, and
+that the model still computes what ONNX Runtime computes."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+
+from test_python_package import REPO, close, cuvil, ort_run, small_onnx
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("CUVIL_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def _x():
+    return np.random.RandomState(1).rand(1, 3, 10, 10).astype(np.float32)
+
+
+def _in_fresh_process(code: str, tmp_path: Path, timeout=300, env=None) -> subprocess.CompletedProcess:
+    """code run by a new Python (a library loaded here stays mapped in this one)."""
+    prolog = f"import sys, numpy as np; sys.path.insert(0, {str(REPO / 'python')!r}); import cuvil\n"
+    return subprocess.run([sys.executable, "-c", prolog + code], capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})}, cwd=tmp_path)
+
+
+EVIL_C = r"""
+#include <stdio.h>
+const char cuvil_marker_[] = "CUVIL-MODEL-" "OUTPUT-V1";   /* it passes for a Cuvil model */
+__attribute__((constructor)) static void planted(void) {
+    FILE *f = fopen("%s", "w");
+    if (f) { fputs("the planted library ran", f); fclose(f); }
+}
+int cuvil_model_entry(void) { return 0; }
+"""
+
+
+def _evil_library(tmp_path: Path) -> tuple[Path, Path]:
+    """A shared library whose constructor writes a file when it is loaded: (library, that file)."""
+    flag = tmp_path / "planted-ran"
+    src = tmp_path / "evil.c"
+    src.write_text(EVIL_C % flag)
+    so = tmp_path / "evil.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(so), str(src)], check=True)
+    return so, flag
+
+
+def _entry(tmp_path: Path, m) -> Path:
+    """The cache entry of model m (compiled here once to find it)."""
+    p = tmp_path / "m.onnx"
+    onnx.save(m, p)
+    r = _in_fresh_process(f"print(cuvil.compile({str(p)!r}).path)", tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return Path(r.stdout.strip()).parent
+
+
+COMPILE_AND_RUN = """
+m = cuvil.compile({p!r})
+np.save({out!r}, m(np.load({x!r})))
+print(m.path)
+"""
+
+
+def _compile_in_fresh_process(tmp_path: Path) -> subprocess.CompletedProcess:
+    np.save(tmp_path / "x.npy", _x())
+    return _in_fresh_process(COMPILE_AND_RUN.format(p=str(tmp_path / "m.onnx"), out=str(tmp_path / "y.npy"),
+                                                    x=str(tmp_path / "x.npy")), tmp_path)
+
+
+# ---- what cuvil.load opens ------------------------------------------------------------------
+def test_cuvil_load_refuses_what_is_not_a_model_before_loading_it(tmp_path):
+    """A library without a Cuvil model's marker (or a program, a text file) is refused before
+    dlopen: its constructors never run."""
+    flag = tmp_path / "planted-ran"
+    src = tmp_path / "nomarker.c"
+    src.write_text((EVIL_C % flag).replace('"CUVIL-MODEL-" "OUTPUT-V1"', '"something else"'))
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(tmp_path / "nomarker.so"), str(src)], check=True)
+    with pytest.raises(cuvil.CuvilError, match="not a Cuvil model"):
+        cuvil.load(tmp_path / "nomarker.so")
+    assert not flag.exists()
+    with pytest.raises(cuvil.CuvilError, match="a program, not a library|not a shared library"):
+        cuvil.load(sys.executable)
+    with pytest.raises(cuvil.CuvilError, match="not an ELF shared library"):
+        cuvil.load(REPO / "README.md")
+    fifo = tmp_path / "fifo.so"
+    os.mkfifo(fifo)
+    with pytest.raises(cuvil.CuvilError, match="not a regular file"):
+        cuvil.load(fifo)
+
+
+def test_truncated_library_is_an_error_not_sigbus(tmp_path):
+    """A truncated cached .so killed the process with SIGBUS (so did cuvil.load of a truncated
+    library, where cuvil-run gives a clean error): the cache builds it again, load refuses it."""
+    m = small_onnx()
+    entry = _entry(tmp_path, m)
+    so = entry / "model.so"
+    cut = tmp_path / "cut.so"
+    cut.write_bytes(so.read_bytes()[: so.stat().st_size * 3 // 5])
+    os.truncate(so, so.stat().st_size * 3 // 5)
+    r = _compile_in_fresh_process(tmp_path)
+    assert r.returncode == 0, (r.returncode, r.stderr[-2000:])
+    close(np.load(tmp_path / "y.npy"), ort_run(m, {"x": _x()})[0])
+    r = _in_fresh_process(f"""
+try:
+    cuvil.load({str(cut)!r})
+except cuvil.CuvilError as e:
+    print("refused:", e)
+""", tmp_path)
+    assert r.returncode == 0, (r.returncode, r.stderr[-2000:])
+    assert "refused:" in r.stdout and "truncated" in r.stdout, r.stdout
+    # the same file through cuvil-run: the same verdict
+    run = subprocess.run([str(Path(os.environ.get("CUVIL_BUILD", REPO / "build")) / "bin" / "cuvil-run"), str(cut),
+                          "--info"], capture_output=True, text=True)
+    assert run.returncode == 1 and "truncated" in run.stderr
+
+
+def test_save_over_a_loaded_library_then_load_gives_the_new_model(tmp_path):
+    """dlopen returns a loaded library again for the same name: save over a loaded library's
+    path, then load, gave the old model in the same process."""
+    a, b = small_onnx(), small_onnx()
+    w = onnx.numpy_helper.to_array(b.graph.initializer[0]) * -1.0
+    b.graph.initializer[0].CopyFrom(onnx.numpy_helper.from_array(w.astype(np.float32), "w"))
+    x = _x()
+    out = cuvil.compile(a).save(tmp_path / "m.so")
+    close(cuvil.load(out)(x), ort_run(a, {"x": x})[0])
+    cuvil.compile(b).save(out)
+    close(cuvil.load(out)(x), ort_run(b, {"x": x})[0])
+    assert not np.allclose(ort_run(a, {"x": x})[0], ort_run(b, {"x": x})[0])
