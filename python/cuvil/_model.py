@@ -337,14 +337,19 @@ class CompiledModel:
             return path
         header, target_h = self.path.with_suffix(".h"), path.with_suffix(".h")
         for p in (path, target_h):
-            if p.exists():
+            if os.path.lexists(p):
                 raise FileExistsError(f"save: {p} exists; a model loaded from a library is copied, and "
                                       f"never over another file")
-        pairs = [(self.path, path)] + ([(header, target_h)] if header.is_file() else [])
-        for src, dst in pairs:  # each through a temporary name: never half a file at dst
-            tmp = dst.with_name(f".{dst.name}.{os.getpid()}.tmp")
-            shutil.copyfile(src, tmp)
-            os.replace(tmp, dst)
+        pairs = [(self.path, path, 0o755)] + ([(header, target_h, 0o644)] if header.is_file() else [])
+        done = []
+        try:
+            for src, dst, mode in pairs:
+                _copy_new(src, dst, mode)
+                done.append(dst)
+        except BaseException:
+            for d in done:   # no half a model: the library without its header
+                d.unlink(missing_ok=True)
+            raise
         return path
 
     def _recompile(self, emit: str, out: Path):
@@ -376,6 +381,40 @@ class CompiledModel:
             if r.returncode != 0:
                 raise CuvilError(f"dot failed: {r.stderr.strip()}", "io")
         return path
+
+
+def _umask() -> int:
+    """The process's umask, read without changing it (os.umask sets it: another thread creating
+    a file meanwhile would get the wrong mode)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0o022
+
+
+def _copy_new(src: Path, dst: Path, mode: int):
+    """Copies src to dst, which must not exist, through a temporary file of an unpredictable name
+    created beside dst (O_EXCL: never through a link planted there); dst appears whole, and an
+    existing dst (a link included) is never replaced."""
+    import tempfile
+    fd, tmp = tempfile.mkstemp(prefix=f".{dst.name}.", suffix=".tmp", dir=dst.parent)
+    try:
+        with open(src, "rb") as f, os.fdopen(fd, "wb", closefd=False) as out:
+            shutil.copyfileobj(f, out, 1 << 22)
+        os.fchmod(fd, mode & ~_umask())
+        os.fsync(fd)
+        try:
+            os.link(tmp, dst)   # fails if dst exists, whatever it is
+        except FileExistsError:
+            raise FileExistsError(f"save: {dst} exists; a model loaded from a library is copied, and never over "
+                                  f"another file") from None
+    finally:
+        os.close(fd)
+        os.unlink(tmp)
 
 
 def load(path: str | Path, *, threads: int | None = None) -> CompiledModel:

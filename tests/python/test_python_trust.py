@@ -138,3 +138,19 @@ def test_save_over_a_loaded_library_then_load_gives_the_new_model(tmp_path):
     cuvil.compile(b).save(out)
     close(cuvil.load(out)(x), ort_run(b, {"x": x})[0])
     assert not np.allclose(ort_run(a, {"x": x})[0], ort_run(b, {"x": x})[0])
+
+
+def test_save_never_writes_through_a_planted_temporary_name(tmp_path):
+    """save of a loaded library wrote through `.NAME.<pid>.tmp`, following a link planted there."""
+    m = small_onnx()
+    first = cuvil.compile(m).save(tmp_path / "a.so")
+    loaded = cuvil.load(first)   # a library: save copies it
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    for name in ("b.so", "b.h"):
+        (tmp_path / f".{name}.{os.getpid()}.tmp").symlink_to(victim)
+    out = loaded.save(tmp_path / "b.so")
+    assert victim.read_text() == "precious"
+    assert not out.is_symlink() and not out.with_suffix(".h").is_symlink()
+    close(cuvil.load(out)(_x()), ort_run(m, {"x": _x()})[0])
+    assert out.with_suffix(".h").read_bytes() == first.with_suffix(".h").read_bytes()
