@@ -250,7 +250,8 @@ def compile(model: Any, example_inputs: Any = None, *, input_shapes: dict | None
         tmp = d / f"model.onnx.{os.getpid()}.{threading.get_ident()}.tmp"
         tmp.write_bytes(data)
         os.replace(tmp, onnx_path)
-        N.compile_args(["--model", str(model_file), "--output", str(so)] + args)
+        N.compile_args(["--model", str(model_file), "--output", str(so)] + args,
+                       folders=lambda: [str(d if cache else root)])
         return CompiledModel(so, threads=threads, _onnx=model_file, _compile_args=args,
                              _owned_dir=None if cache else root)
     except BaseException:

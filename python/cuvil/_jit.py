@@ -132,10 +132,14 @@ class _Builder:
             self._fail("an output")
 
     def compile(self, path: Path):
+        from . import _cleanup
         args = [b"--output", str(path).encode()]
         arr = (ctypes.c_char_p * len(args))(*args)
-        if self.L.cuvil_compile_graph_args(self.g, len(args), arr) != 0:
-            self._fail("compiling")
+
+        def call():
+            if self.L.cuvil_compile_graph_args(self.g, len(args), arr) != 0:
+                self._fail("compiling")
+        _cleanup.run(call, lambda: [str(path.parent)])
 
 
 def _axes(axis, ndim: int) -> tuple:

@@ -333,7 +333,9 @@ class CompiledModel:
         if self._onnx is not None and self._onnx.is_file():
             # compiled again under the new name (the prefix comes from it); the cache makes the
             # graph's part quick, and the compiler's output rules apply
-            N.compile_args(["--model", str(self._onnx), "--output", str(path)] + self._compile_args)
+            from ._cleanup import new_build_folders
+            N.compile_args(["--model", str(self._onnx), "--output", str(path)] + self._compile_args,
+                           folders=new_build_folders(path))
             return path
         header, target_h = self.path.with_suffix(".h"), path.with_suffix(".h")
         for p in (path, target_h):
@@ -356,15 +358,19 @@ class CompiledModel:
         if self._onnx is None or not self._onnx.is_file():
             raise CuvilError("this model was loaded from a library: its graph is not at hand (compile it "
                              "with cuvil.compile to dump it)", "invalid argument")
-        N.compile_args(["--model", str(self._onnx), "--output", str(out), "--emit", emit] + self._compile_args)
+        N.compile_args(["--model", str(self._onnx), "--output", str(out), "--emit", emit] + self._compile_args,
+                       folders=lambda: [str(out.parent)])
 
     def dump_ir(self) -> str:
         """The CIR of the model after the compiler's passes, as text."""
         import tempfile
-        with tempfile.TemporaryDirectory(prefix="cuvil-ir-") as d:
+        d = tempfile.mkdtemp(prefix="cuvil-ir-")
+        try:
             out = Path(d) / "model.ir"
             self._recompile("ir", out)
             return out.read_text()
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
 
     def graph_svg(self, path: str | Path) -> Path:
         """Renders the compiled graph with Graphviz (`dot`) into the SVG file `path`."""
@@ -374,12 +380,15 @@ class CompiledModel:
         if not dot:
             raise CuvilError("graph_svg needs Graphviz's `dot` on PATH (Debian: apt-get install graphviz)", "io")
         path = Path(path)
-        with tempfile.TemporaryDirectory(prefix="cuvil-dot-") as d:
+        d = tempfile.mkdtemp(prefix="cuvil-dot-")
+        try:
             g = Path(d) / "model.dot"
             self._recompile("dot", g)
             r = subprocess.run([dot, "-Tsvg", str(g), "-o", str(path)], capture_output=True, text=True)
             if r.returncode != 0:
                 raise CuvilError(f"dot failed: {r.stderr.strip()}", "io")
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
         return path
 
 

@@ -154,3 +154,57 @@ def test_save_never_writes_through_a_planted_temporary_name(tmp_path):
     assert not out.is_symlink() and not out.with_suffix(".h").is_symlink()
     close(cuvil.load(out)(_x()), ort_run(m, {"x": _x()})[0])
     assert out.with_suffix(".h").read_bytes() == first.with_suffix(".h").read_bytes()
+
+
+SLOW_CC = """#!/bin/sh
+# a C compiler that announces itself, starts a helper (as gcc starts cc1) and takes its time
+echo $$ > "{pidfile}"
+sleep 60 &
+echo $! > "{pidfile}.child"
+wait
+"""
+
+
+@pytest.mark.parametrize("case", ["SIGTERM", "SIGINT", "SIGHUP", "own-handler"])
+def test_signal_during_compile_leaves_nothing(tmp_path, case):
+    """A signal during cuvil.compile used to leave *.cuvil-build-* (and the C compiler) behind.
+    Now the compile's folder and compiler go, then the signal has the effect it would have had:
+    the default action, KeyboardInterrupt, or the program's own handler (called after)."""
+    pidfile = tmp_path / "cc.pid"
+    cc = tmp_path / "slowcc.sh"
+    cc.write_text(SLOW_CC.format(pidfile=pidfile))
+    cc.chmod(0o755)
+    onnx.save(small_onnx(), tmp_path / "m.onnx")
+    cache = tmp_path / "cache"
+    sig = signal.SIGTERM if case == "own-handler" else getattr(signal, case)
+    own = ""
+    if case == "own-handler":
+        own = (f"import signal\nsignal.signal(signal.SIGTERM, lambda s, f: (open({str(tmp_path / 'handled')!r}, 'w'),"
+               f" sys.exit(3)))\n")
+    prolog = f"import sys; sys.path.insert(0, {str(REPO / 'python')!r}); import cuvil\n"
+    proc = subprocess.Popen([sys.executable, "-c", prolog + own + f"cuvil.compile({str(tmp_path / 'm.onnx')!r})"],
+                            env={**os.environ, "CC": str(cc), "CUVIL_CACHE_DIR": str(cache)},
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(sig, signal.SIG_DFL))
+    child = Path(str(pidfile) + ".child")
+    deadline = time.monotonic() + 60
+    while not child.exists() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    assert child.exists(), "the C compiler never started: " + (proc.stderr.read() if proc.poll() is not None else "")
+    time.sleep(0.1)
+    assert list(cache.rglob("*.cuvil-build-*")), "no build folder while compiling?"
+    proc.send_signal(sig)
+    proc.wait(timeout=30)
+    err = proc.stderr.read()
+    want = {"own-handler": 3}.get(case, -int(sig))
+    assert proc.returncode == want, (proc.returncode, err[-2000:])
+    if case == "own-handler":
+        assert (tmp_path / "handled").exists()
+    if case == "SIGINT":
+        assert "KeyboardInterrupt" in err
+    assert not list(cache.iterdir()), f"left behind: {list(cache.rglob('*'))}"
+    time.sleep(0.3)
+    for pid in (int(pidfile.read_text()), int(child.read_text())):
+        st = Path(f"/proc/{pid}/stat")
+        alive = st.exists() and st.read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+        assert not alive, f"process {pid} of the C compiler was left running"
