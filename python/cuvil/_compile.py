@@ -12,20 +12,13 @@ from typing import Any
 
 import numpy as np
 
+from . import _cache, _load
 from . import _native as N
 from ._model import CompiledModel, check_threads
 from ._native import CuvilError
 
 # the opset torch's exporter writes (TorchScript-based exporter: Cuvil covers its ops)
 TORCH_OPSET = 17
-
-
-def _cache_dir() -> Path:
-    d = os.environ.get("CUVIL_CACHE_DIR")
-    if d:
-        return Path(d)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "cuvil" / "python"
 
 
 def _dim_text(v) -> str:
@@ -154,29 +147,33 @@ def _torch_to_onnx(model, example_inputs, dims, input_shapes) -> tuple[bytes, di
 
 def _lib_identity() -> str:
     """What the cache key knows of libcuvil: its version and its file (a rebuilt library
-    compiles again)."""
+    compiles again), and the C compiler it will run ($CC)."""
     p = N.lib()._name
+    cc = os.environ.get("CC", "")
     try:
         st = os.stat(p)
-        return f"{N.version()}|{p}|{st.st_size}|{st.st_mtime_ns}"
+        return f"{N.version()}|{p}|{st.st_size}|{st.st_mtime_ns}|{cc}"
     except OSError:
-        return f"{N.version()}|{p}"
+        return f"{N.version()}|{p}|{cc}"
 
 
-def _external_files(src: Path | None, data: bytes) -> list[str]:
-    """For a model file, what the cache key must know beside its bytes: its place, and each file
-    beside it that it names (its external data: a tensor's location is a path relative to the
-    model) with its size and time."""
+def _external_files(src: Path | None, data: bytes) -> list[tuple[str, Path]]:
+    """For a model file, the files it reads besides itself (its tensors' external data, by
+    location relative to its folder, subfolders included): (location, path)."""
     if src is None:
         return []
-    out = [str(src)]
-    try:
-        for f in sorted(src.parent.iterdir()):
-            if f != src and f.name.encode() in data and f.is_file():
-                st = f.stat()
-                out.append(f"{f.name}|{st.st_size}|{st.st_mtime_ns}")
-    except OSError:
-        pass
+    from ._onnxfiles import external_locations
+    return [(loc, src.parent / loc) for loc in external_locations(data)]
+
+
+def _fingerprint(files: list[tuple[str, Path]]) -> list[str]:
+    """location|SHA-256 of each file (a missing one: location|missing; the compiler says why)."""
+    out = []
+    for loc, p in files:
+        try:
+            out.append(f"{loc}|{_cache.sha256_file(p)}")
+        except OSError:
+            out.append(f"{loc}|missing")
     return out
 
 
@@ -196,65 +193,107 @@ def compile(model: Any, example_inputs: Any = None, *, input_shapes: dict | None
     target: "generic", "x86_64-avx2", "x86_64-avx512", ... (default: this machine's best).
     threads: threads each call uses (default 1).
     cache: reuse an earlier compile of the same model and options (in $CUVIL_CACHE_DIR, else
-        ~/.cache/cuvil/python).
+        ~/.cache/cuvil/python: a private folder, see docs/SECURITY.md).
     """
     dims = dict(dims or {})
     shapes = dict(input_shapes or {})
-    src = None  # a model file (with external data: compiled where it lies)
+    check_threads(threads)
+    if isinstance(opt_level, bool) or not isinstance(opt_level, int) or not 0 <= opt_level <= 3:
+        raise ValueError(f"opt_level must be an int in 0..3, got {opt_level!r}")
+    for name, v in dims.items():   # checked before an export that may take seconds
+        _name(name, "dims")
+        _dim_text(v)
     if _is_torch_module(model):
         data, extra = _torch_to_onnx(model, example_inputs, dims, shapes)
         for k, v in extra.items():
             dims.setdefault(k, v)
-        shapes = {}  # the export fixed the ranks; ranges became dims above
-    elif isinstance(model, (bytes, bytearray, memoryview)):
-        data = bytes(model)
+        # the export fixed the ranks; ranges in input_shapes became dims above
+        return _compile_onnx(data, None, "<torch model>", _args(dims, {}, target, opt_level), threads, cache)
+    src = None  # a model file: compiled where it lies (its external data beside it)
+    if isinstance(model, (bytes, bytearray, memoryview)):
+        data, label = bytes(model), "<ONNX bytes>"
     elif isinstance(model, (str, os.PathLike)):
         p = Path(model)
         if not p.is_file():
             raise FileNotFoundError(f"no ONNX model at {p}")
-        data = p.read_bytes()
-        src = p.resolve()
+        data, src, label = p.read_bytes(), p, str(model)
     elif type(model).__name__ == "ModelProto":
-        data = model.SerializeToString()
+        data, label = model.SerializeToString(), "<onnx.ModelProto>"
     else:
         raise TypeError(f"cuvil.compile takes an ONNX path, bytes or ModelProto, a torch.nn.Module, a "
                         f"TorchScript module or an fx.GraphModule, not {type(model).__name__}")
-    check_threads(threads)
-    if isinstance(opt_level, bool) or not isinstance(opt_level, int) or not 0 <= opt_level <= 3:
-        raise ValueError(f"opt_level must be an int in 0..3, got {opt_level!r}")
-    args = _args(dims, shapes, target, opt_level)
-    ext = _external_files(src, data)
+    return _compile_onnx(data, src, label, _args(dims, shapes, target, opt_level), threads, cache)
+
+
+def _compile_onnx(data: bytes, src: Path | None, label: str, args: list[str], threads, cache: bool) -> CompiledModel:
+    files = _external_files(src, data)
+    ext = ([str(src.absolute())] + _fingerprint(files)) if files else []
+    model_sha = hashlib.sha256(data).hexdigest()
     key = hashlib.sha256(data + "\0".join(args + [_lib_identity()] + ext).encode()).hexdigest()[:32]
+    root = _cache.open_root(_cache.default_root()) if cache else Path(tempfile.mkdtemp(prefix="cuvil-"))
+    entry = root / key
+    # the model's file: the cache's copy, or, with external data, the user's file where it lies
+    model_file = (lambda: src.absolute()) if files else (lambda: entry / "model.onnx")
+
+    def sources_unchanged() -> bool:
+        try:
+            return _cache.sha256_file(model_file()) == model_sha and (not files or _fingerprint(files) == ext[1:])
+        except OSError:
+            return False
+
+    def make(path, fd, checks) -> CompiledModel:
+        return CompiledModel(path, threads=threads, _fd=fd, _expect=checks, _onnx=model_file(), _compile_args=args,
+                             _sources_unchanged=sources_unchanged, _owned_dir=None if cache else root)
+
+    expect = {"model_sha256": model_sha, "args": args}
     if cache:
-        root = _cache_dir()
-    else:
-        root = Path(tempfile.mkdtemp(prefix="cuvil-"))
-    d = root / key
+        try:
+            found = _cache.lookup(root, key, expect, make)
+            if found is not None:
+                return found
+        except _cache.Damaged:
+            pass   # built again below, and put in its place
     try:
-        d.mkdir(parents=True, exist_ok=True)
+        build = _cache.new_build(root)
     except OSError as e:
         raise CuvilError(f"cannot use the cache folder {root}: {e.strerror} (set CUVIL_CACHE_DIR, or cache=False)",
                          "io") from None
-    onnx_path, so = d / "model.onnx", d / "model.so"
-    # a model with external data is read where it lies; the others from the cache's copy
-    model_file = src if src is not None and len(ext) > 1 else onnx_path
-    if cache and so.is_file() and onnx_path.is_file():
-        try:
-            return CompiledModel(so, threads=threads, _onnx=model_file, _compile_args=args)
-        except (CuvilError, OSError):
-            # a damaged cache entry (the cache is ours): compiled again below
-            for f in (so, so.with_suffix(".h")):
-                f.unlink(missing_ok=True)
     try:
-        # written under a temporary name and renamed: a concurrent compile never sees half a file
-        tmp = d / f"model.onnx.{os.getpid()}.{threading.get_ident()}.tmp"
-        tmp.write_bytes(data)
-        os.replace(tmp, onnx_path)
-        N.compile_args(["--model", str(model_file), "--output", str(so)] + args,
-                       folders=lambda: [str(d if cache else root)])
-        return CompiledModel(so, threads=threads, _onnx=model_file, _compile_args=args,
-                             _owned_dir=None if cache else root)
+        _cache.write_entry(build, data)
+        # a model with external data is compiled where it lies (they are read there)
+        given = str(model_file()) if files else str(build / "model.onnx")
+        N.compile_args(["--model", given, "--output", str(build / "model.so")] + args,
+                       folders=lambda: [str(build)])
+        fd = os.open(build / "model.so", os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            cm = CompiledModel(build / "model.so", threads=threads, _fd=fd, _expect={"model_sha256": model_sha},
+                               _compile_args=args, _sources_unchanged=sources_unchanged,
+                               _owned_dir=None if cache else root)
+        except CuvilError as e:
+            if "model_sha256" in str(e):
+                raise CuvilError(f"{label} changed while it was being compiled; compile it again", "io") from None
+            raise
+        _cache.seal(build, dict(expect, key=key, options=cm._desc.options.decode(errors="replace"), files=ext))
+
+        def checked(path, fd, checks) -> bool:
+            try:
+                _load.check_fd(fd, path, size=checks["size"], sha256=checks["sha256"], owner=checks["owner"])
+                return True
+            finally:
+                os.close(fd)
+
+        def still_good() -> bool:   # the entry another process put there meanwhile
+            try:
+                return _cache.lookup(root, key, expect, checked) is True
+            except _cache.Damaged:
+                return False
+
+        _cache.commit(root, build, key, still_good)
+        cm.path, cm._onnx = entry / "model.so", model_file()
+        return cm
     except BaseException:
         # nothing of a failed compile stays behind (cuvil-compile leaves no partial output)
-        shutil.rmtree(d if cache else root, ignore_errors=True)
+        shutil.rmtree(build, ignore_errors=True)
+        if not cache:
+            shutil.rmtree(root, ignore_errors=True)
         raise

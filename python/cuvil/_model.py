@@ -153,7 +153,7 @@ class CompiledModel:
 
     def __init__(self, path: str | Path, *, threads: int | None = None, _onnx: Path | None = None,
                  _compile_args: list[str] | None = None, _owned_dir: Path | None = None,
-                 _fd: int | None = None, _expect: dict | None = None):
+                 _fd: int | None = None, _expect: dict | None = None, _sources_unchanged=None):
         """_fd, _expect (the cache): the library already open (without following a symbolic
         link), the {"size", "sha256", "owner"} it must have and the {"model_sha256",
         "options"} its descriptor must carry. The fd is closed here."""
@@ -195,6 +195,7 @@ class CompiledModel:
         self._ctx = _Contexts(self._desc, self.threads)
         self._finalizer = weakref.finalize(self, _release, self._ctx, _owned_dir)
         self._onnx = _onnx
+        self._sources_unchanged = _sources_unchanged
         self._compile_args = list(_compile_args or [])
         # Symbolic models: the output shapes a run gave, by its input shapes, so that the next
         # run with those shapes allocates only what it writes (the largest shapes of a decode
@@ -334,6 +335,7 @@ class CompiledModel:
             # compiled again under the new name (the prefix comes from it); the cache makes the
             # graph's part quick, and the compiler's output rules apply
             from ._cleanup import new_build_folders
+            self._check_sources()
             N.compile_args(["--model", str(self._onnx), "--output", str(path)] + self._compile_args,
                            folders=new_build_folders(path))
             return path
@@ -354,10 +356,18 @@ class CompiledModel:
             raise
         return path
 
+    def _check_sources(self):
+        """The model's files are the ones it was compiled from (a save or a dump compiles them
+        again): CuvilError if they changed since."""
+        if self._sources_unchanged is not None and not self._sources_unchanged():
+            raise CuvilError(f"{self._onnx} (or a file it reads) changed since this model was compiled; compile "
+                             f"it again with cuvil.compile", "invalid argument")
+
     def _recompile(self, emit: str, out: Path):
         if self._onnx is None or not self._onnx.is_file():
             raise CuvilError("this model was loaded from a library: its graph is not at hand (compile it "
                              "with cuvil.compile to dump it)", "invalid argument")
+        self._check_sources()
         N.compile_args(["--model", str(self._onnx), "--output", str(out), "--emit", emit] + self._compile_args,
                        folders=lambda: [str(out.parent)])
 

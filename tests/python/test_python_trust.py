@@ -208,3 +208,114 @@ def test_signal_during_compile_leaves_nothing(tmp_path, case):
         st = Path(f"/proc/{pid}/stat")
         alive = st.exists() and st.read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
         assert not alive, f"process {pid} of the C compiler was left running"
+
+
+# ---- the cache folder ------------------------------------------------------------------------
+def test_cache_folder_is_private_and_refused_when_not(tmp_path, monkeypatch):
+    cuvil.compile(small_onnx())
+    root = tmp_path / "cache"
+    assert stat.S_IMODE(root.stat().st_mode) == 0o700
+    for i, (mode, owner) in enumerate(((0o777, None), (0o770, None), (0o700, 65534))):
+        d = tmp_path / f"other{i}"
+        d.mkdir()
+        d.chmod(mode)
+        if owner is not None:   # another user's folder: one made so (as root), else the root folder's
+            if os.geteuid() == 0:
+                os.chown(d, owner, owner)
+            else:
+                d = Path("/")
+        monkeypatch.setenv("CUVIL_CACHE_DIR", str(d))
+        before = sorted(os.listdir(d))
+        with pytest.raises(cuvil.CuvilError, match="writable by|belongs to user"):
+            cuvil.compile(small_onnx())
+        assert sorted(os.listdir(d)) == before
+    close(cuvil.compile(small_onnx(), cache=False)(_x()), ort_run(small_onnx(), {"x": _x()})[0])
+
+
+def test_symlink_planted_in_the_cache_is_not_followed(tmp_path):
+    """A link planted where an entry goes used to redirect the compile's writes: a model.onnx
+    in the link's target was replaced."""
+    m = small_onnx()
+    entry = _entry(tmp_path, m)
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "model.onnx").write_text("precious")
+    for planted in ("folder", "file"):
+        if entry.is_symlink() or entry.is_file():
+            entry.unlink()
+        else:
+            import shutil
+            shutil.rmtree(entry)
+        if planted == "folder":
+            entry.symlink_to(victim)
+        else:   # an entry whose files are links into the victim's folder
+            entry.mkdir(mode=0o700)
+            for f in ("model.onnx", "model.so", "model.h", "entry.json"):
+                (entry / f).symlink_to(victim / f)
+        r = _compile_in_fresh_process(tmp_path)
+        assert r.returncode == 0, r.stderr[-2000:]
+        close(np.load(tmp_path / "y.npy"), ort_run(m, {"x": _x()})[0])
+        assert sorted(p.name for p in victim.iterdir()) == ["model.onnx"]
+        assert (victim / "model.onnx").read_text() == "precious"
+        assert entry.is_dir() and not entry.is_symlink() and not any(p.is_symlink() for p in entry.iterdir())
+
+
+@pytest.mark.parametrize("how", ["pre-created", "swapped"])
+def test_planted_library_in_the_cache_never_runs(tmp_path, how):
+    """A library planted in the cache used to be loaded (its constructors run) before anything
+    checked it: a pre-created entry, or the .so of a real entry swapped for another."""
+    m = small_onnx()
+    entry = _entry(tmp_path, m)
+    evil, flag = _evil_library(tmp_path)
+    if how == "pre-created":   # what the key's folder holds before the first compile
+        import shutil
+        onnx_copy = (entry / "model.onnx").read_bytes()
+        shutil.rmtree(entry)
+        entry.mkdir()
+        (entry / "model.onnx").write_bytes(onnx_copy)
+    (entry / "model.so").write_bytes(evil.read_bytes())
+    r = _compile_in_fresh_process(tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert not flag.exists(), "the planted library was loaded"
+    close(np.load(tmp_path / "y.npy"), ort_run(m, {"x": _x()})[0])
+    assert (entry / "model.so").read_bytes() != evil.read_bytes()   # rebuilt in its place
+
+
+def test_external_data_in_a_subfolder_changed_is_rebuilt(tmp_path):
+    """The key covers every file the model reads: weights kept in a subfolder, changed, used to
+    give the stale build."""
+    (tmp_path / "weights").mkdir()
+    onnx.save(small_onnx(), tmp_path / "m.onnx", save_as_external_data=True, all_tensors_to_one_file=True,
+              location="weights/m.bin", size_threshold=0)
+    data = tmp_path / "weights" / "m.bin"
+    x = _x()
+    import onnxruntime as ort
+    for step in range(3):
+        if step == 1:   # other weights, same size: negated and halved
+            data.write_bytes((np.frombuffer(data.read_bytes(), np.float32) * -0.5).tobytes())
+        ref = ort.InferenceSession(str(tmp_path / "m.onnx"), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+        cm = cuvil.compile(str(tmp_path / "m.onnx"))
+        close(cm(x), ref)
+        if step == 2:   # unchanged: the cache's build
+            assert cm.path == prev
+        prev = cm.path
+
+
+def test_entry_records_what_was_built(tmp_path):
+    """entry.json names the key, the model's SHA-256, the options and the library's SHA-256;
+    an entry whose record does not match is built again, not loaded."""
+    import hashlib
+    m = small_onnx()
+    cm = cuvil.compile(m)
+    entry = cm.path.parent
+    rec = json.loads((entry / "entry.json").read_text())
+    assert rec["key"] == entry.name
+    assert rec["model_sha256"] == hashlib.sha256(m.SerializeToString()).hexdigest()
+    assert rec["so_sha256"] == hashlib.sha256(cm.path.read_bytes()).hexdigest()
+    assert rec["options"] == cm._desc.options.decode()
+    rec["so_sha256"] = "0" * 64
+    (entry / "entry.json").write_text(json.dumps(rec))
+    onnx.save(m, tmp_path / "m.onnx")   # the same bytes: the same key
+    r = _compile_in_fresh_process(tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert json.loads((entry / "entry.json").read_text())["so_sha256"] != "0" * 64   # rebuilt
