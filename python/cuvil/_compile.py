@@ -260,10 +260,12 @@ def _compile_onnx(data: bytes, src: Path | None, label: str, args: list[str], th
                          "io") from None
     try:
         _cache.write_entry(build, data)
-        # a model with external data is compiled where it lies (they are read there)
-        given = str(model_file()) if files else str(build / "model.onnx")
+        copy = build / "model.onnx"
+        # a model file is compiled where the user named it (messages name it; its external data
+        # is read there); the descriptor's SHA-256 below proves the bytes were the ones read here
+        given = str(src) if src is not None else str(copy)
         N.compile_args(["--model", given, "--output", str(build / "model.so")] + args,
-                       folders=lambda: [str(build)])
+                       folders=lambda: [str(build)], rename={str(copy): label})
         fd = os.open(build / "model.so", os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
         try:
             cm = CompiledModel(build / "model.so", threads=threads, _fd=fd, _expect={"model_sha256": model_sha},

@@ -726,3 +726,19 @@ def test_jit_refuses_what_it_cannot_trace():
         cuvil.jit(lambda *xs: xs[0])
     with pytest.raises(TypeError, match="'ws' is a list"):
         cuvil.jit(lambda x, ws: x @ ws[0])(x, [np.ones((3, 3), np.float32)])
+
+
+# ---- issue #30: what users type and see ----------------------------------------------------
+def test_compile_errors_name_the_users_file(tmp_path, monkeypatch):
+    bad = small_onnx()
+    bad.graph.node[1].op_type = "NoSuchOp"
+    onnx.save(bad, tmp_path / "bad.onnx")
+    for given in (str(tmp_path / "bad.onnx"), "bad.onnx"):
+        monkeypatch.chdir(tmp_path)
+        with pytest.raises(cuvil.CuvilError, match="NoSuchOp") as e:
+            cuvil.compile(given)
+        assert str(e.value).startswith(given + ":"), str(e.value)
+        assert os.environ["CUVIL_CACHE_DIR"] not in str(e.value)
+    with pytest.raises(cuvil.CuvilError) as e:
+        cuvil.compile(bad.SerializeToString())
+    assert str(e.value).startswith("<ONNX bytes>:") and os.environ["CUVIL_CACHE_DIR"] not in str(e.value)
