@@ -5,6 +5,7 @@ import hashlib
 import io
 import os
 import shutil
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -56,9 +57,10 @@ def _args(dims, input_shapes, target, opt_level) -> list[str]:
 
 
 def _is_torch_module(m) -> bool:
-    try:
-        import torch
-    except ImportError:
+    """Without importing torch (seconds, at the first call) when the program has not: then no
+    object can be a torch module."""
+    torch = sys.modules.get("torch")
+    if torch is None or not hasattr(torch, "nn"):
         return False
     return isinstance(m, (torch.nn.Module, torch.jit.ScriptModule))
 

@@ -742,3 +742,23 @@ def test_compile_errors_name_the_users_file(tmp_path, monkeypatch):
     with pytest.raises(cuvil.CuvilError) as e:
         cuvil.compile(bad.SerializeToString())
     assert str(e.value).startswith("<ONNX bytes>:") and os.environ["CUVIL_CACHE_DIR"] not in str(e.value)
+
+
+def test_compiling_onnx_does_not_import_torch(tmp_path):
+    """An ONNX path, bytes or ModelProto compiles and runs without importing torch (4-5 s)."""
+    onnx.save(small_onnx(), tmp_path / "m.onnx")
+    code = f"""
+import sys
+sys.path.insert(0, {str(REPO / 'python')!r})
+import numpy as np, onnx, cuvil
+x = np.ones((1, 3, 10, 10), np.float32)
+p = {str(tmp_path / 'm.onnx')!r}
+for src in (p, open(p, 'rb').read(), onnx.load(p)):
+    y = cuvil.compile(src)(x)
+    assert y.shape == (1, 8, 1, 1)
+assert 'torch' not in sys.modules, 'torch was imported'
+print('ok')
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "CUVIL_CACHE_DIR": str(tmp_path / "c")})
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stdout + r.stderr[-3000:]
