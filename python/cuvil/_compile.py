@@ -2,24 +2,17 @@
 from __future__ import annotations
 
 import hashlib
-import io
 import os
 import shutil
 import sys
 import tempfile
-import threading
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from . import _cache, _load
 from . import _native as N
 from ._model import CompiledModel, check_threads
 from ._native import CuvilError
-
-# the opset torch's exporter writes (TorchScript-based exporter: Cuvil covers its ops)
-TORCH_OPSET = 17
 
 
 def _dim_text(v) -> str:
@@ -65,88 +58,6 @@ def _is_torch_module(m) -> bool:
     return isinstance(m, (torch.nn.Module, torch.jit.ScriptModule))
 
 
-def export_input_names(n: int) -> list[str]:
-    """The names the export gives a torch model's n inputs: input (one), input0, input1, ..."""
-    return ["input"] if n == 1 else [f"input{i}" for i in range(n)]
-
-
-_export_lock = threading.Lock()  # torch.onnx.export keeps global state: one export at a time
-
-
-def _torch_to_onnx(model, example_inputs, dims, input_shapes) -> tuple[bytes, dict]:
-    """Exports a torch.nn.Module / TorchScript module / fx.GraphModule in memory. A dim named
-    "batch" in `dims` is dim 0 of every input; `input_shapes` ({name or index: dims}) marks
-    dims symbolic (a name, or a (lo, hi) range, which becomes a --dim binding returned here);
-    its numbers must be the example's. The example tensors are cloned first: the export runs
-    the model, and an in-place op must not change the caller's tensors."""
-    import torch
-    if example_inputs is None:
-        raise TypeError("compiling a torch model needs example_inputs (a tensor or a tuple of tensors)")
-    if isinstance(example_inputs, (torch.Tensor, np.ndarray)):
-        example_inputs = (example_inputs,)
-    example_inputs = tuple(torch.from_numpy(np.ascontiguousarray(x)) if isinstance(x, np.ndarray) else x
-                           for x in example_inputs)
-    for i, x in enumerate(example_inputs):
-        if not isinstance(x, torch.Tensor):
-            raise TypeError(f"example_inputs[{i}] is a {type(x).__name__}; the examples are tensors or arrays")
-    example_inputs = tuple(x.detach().clone() for x in example_inputs)
-    names = export_input_names(len(example_inputs))
-    shapes = {}
-    for k, v in (input_shapes or {}).items():
-        if isinstance(k, int) and not isinstance(k, bool):
-            if not 0 <= k < len(names):
-                raise ValueError(f"input_shapes: no input {k} (the model has {len(names)} inputs)")
-            k = names[k]
-        if k not in names:
-            raise ValueError(f"input_shapes: no input {k!r} (the exported inputs are {', '.join(names)})")
-        x = example_inputs[names.index(k)]
-        v = list(v)
-        if len(v) != x.dim():
-            raise ValueError(f"input_shapes[{k!r}]: {len(v)} dims, the example has {x.dim()}")
-        for d, dv in enumerate(v):
-            if isinstance(dv, int) and not isinstance(dv, bool) and dv != x.shape[d]:
-                raise ValueError(f"input_shapes[{k!r}]: dim {d} is {dv}, the example's is {x.shape[d]} (a torch "
-                                 f"model is exported at its example's sizes; give a range to make a dim symbolic)")
-            if isinstance(dv, str):
-                _name(dv, "input_shapes")
-        shapes[k] = v
-    dynamic_axes: dict[str, dict[int, str]] = {}
-    extra_dims = {}  # a range given in input_shapes: a --dim binding of the symbol the export names
-    for name, x in zip(names, example_inputs):
-        axes = {}
-        for d, v in enumerate(shapes.get(name, [])):
-            if isinstance(v, str):
-                axes[d] = v
-            elif isinstance(v, (tuple, list)):
-                axes[d] = f"{name}_dim{d}"
-                extra_dims[axes[d]] = tuple(v)
-        if "batch" in (dims or {}) and 0 not in axes and x.dim() > 0:
-            axes[0] = "batch"
-        if axes:
-            dynamic_axes[name] = axes
-    buf = io.BytesIO()
-    modes = [(m, m.training) for m in model.modules()] if hasattr(model, "modules") else []
-    if hasattr(model, "eval"):
-        model.eval()
-    try:
-        with _export_lock:
-            # the outputs are named output (one) or output0, output1, ... (several). Not under
-            # no_grad: there, nn.MultiheadAttention takes a fused path the exporter cannot write
-            out = model(*[x.clone() for x in example_inputs])
-            n_out = len(out) if isinstance(out, (tuple, list)) else 1
-            out_names = ["output"] if n_out == 1 else [f"output{i}" for i in range(n_out)]
-            torch.onnx.export(model, example_inputs, buf, input_names=names, output_names=out_names,
-                              dynamic_axes=dynamic_axes or None, opset_version=TORCH_OPSET, dynamo=False)
-    except (RuntimeError, TypeError, ValueError, NotImplementedError, AssertionError) as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise CuvilError(f"exporting the torch model to ONNX failed ({type(e).__name__}): {first[:800]}",
-                         "unsupported") from e
-    finally:
-        for m, training in modes:  # each submodule's own mode back (a frozen BatchNorm stays frozen)
-            m.training = training
-    return buf.getvalue(), extra_dims
-
-
 def _lib_identity() -> str:
     """What the cache key knows of libcuvil: its version and its file (a rebuilt library
     compiles again), and the C compiler it will run ($CC)."""
@@ -181,12 +92,14 @@ def _fingerprint(files: list[tuple[str, Path]]) -> list[str]:
 
 def compile(model: Any, example_inputs: Any = None, *, input_shapes: dict | None = None, dims: dict | None = None,
             target: str | None = None, opt_level: int = 2, threads: int | None = None,
-            cache: bool = True) -> CompiledModel:
+            cache: bool = True, _torch_method: str = "auto") -> CompiledModel:
     """Compiles `model` into a native library and returns it ready to call.
 
     model: an ONNX file's path, ONNX bytes, an onnx.ModelProto, a torch.nn.Module, a TorchScript
-        module (torch.jit.script / trace / load) or a torch.fx.GraphModule (torch models are
-        exported to ONNX in memory with `example_inputs`).
+        module (torch.jit.script / trace / load) or a torch.fx.GraphModule. Torch models are
+        exported to ONNX in memory (torch.export, see cuvil._torch) at `example_inputs`, or,
+        without them, at float32 inputs of the sizes input_shapes gives; their inputs are
+        named after the forward's arguments.
     input_shapes: {input name (or index for torch models): dims}, each dim an int, a (lo, hi)
         range (symbolic at run time) or a symbol's name; as `cuvil-compile --shape`.
     dims: {symbol: int or (lo, hi[, step])}: fixes a symbolic dim or keeps it symbolic in the
@@ -206,11 +119,7 @@ def compile(model: Any, example_inputs: Any = None, *, input_shapes: dict | None
         _name(name, "dims")
         _dim_text(v)
     if _is_torch_module(model):
-        data, extra = _torch_to_onnx(model, example_inputs, dims, shapes)
-        for k, v in extra.items():
-            dims.setdefault(k, v)
-        # the export fixed the ranks; ranges in input_shapes became dims above
-        return _compile_onnx(data, None, "<torch model>", _args(dims, {}, target, opt_level), threads, cache)
+        return _compile_torch(model, example_inputs, dims, shapes, target, opt_level, threads, cache, _torch_method)
     src = None  # a model file: compiled where it lies (its external data beside it)
     if isinstance(model, (bytes, bytearray, memoryview)):
         data, label = bytes(model), "<ONNX bytes>"
@@ -225,6 +134,30 @@ def compile(model: Any, example_inputs: Any = None, *, input_shapes: dict | None
         raise TypeError(f"cuvil.compile takes an ONNX path, bytes or ModelProto, a torch.nn.Module, a "
                         f"TorchScript module or an fx.GraphModule, not {type(model).__name__}")
     return _compile_onnx(data, src, label, _args(dims, shapes, target, opt_level), threads, cache)
+
+
+def _compile_torch(model, example_inputs, dims, shapes, target, opt_level, threads, cache, method):
+    """The first of _torch.exports' graphs that Cuvil compiles; a graph with control flow left
+    in it (torch.cond, a scripted if) is a refusal that says so."""
+    from . import _torch
+    first = None
+    for e, _names in _torch.exports(model, example_inputs, dims, shapes, method=method):
+        d = dict(dims)
+        for k, v in e.dims.items():
+            d.setdefault(k, v)
+        label = f"<torch model, exported by {e.method}>"
+        try:
+            # the export fixed the ranks; ranges in input_shapes became dims above
+            return _compile_onnx(e.data, None, label, _args(d, {}, target, opt_level), threads, cache)
+        except CuvilError as err:
+            if err.status != "unsupported":
+                raise
+            if e.control_flow:
+                raise CuvilError(f"the torch model has control flow left in its graph (torch.cond, or a TorchScript "
+                                 f"module's if/loop; exported as {', '.join(e.control_flow)}), which Cuvil does not "
+                                 f"compile yet: {err}", "unsupported") from None
+            first = first or err   # what the other exporter writes may compile
+    raise first
 
 
 def _compile_onnx(data: bytes, src: Path | None, label: str, args: list[str], threads, cache: bool) -> CompiledModel:

@@ -16,7 +16,7 @@ import warnings
 from typing import Any
 
 from ._compile import compile as _compile
-from ._compile import export_input_names
+from ._torch import export_input_names
 
 
 def _is_state(name: str, value: Any) -> bool:
@@ -118,7 +118,7 @@ class _Compiled:
         template = [a.detach() if isinstance(a, torch.Tensor) else a for a in args]
         bound = _Bound(self.gm, template, runtime)
         global builds
-        model = _compile(bound, tuple(args[i].detach() for i in runtime))
+        model = _compile(bound, tuple(args[i].detach() for i in runtime), _torch_method="trusted")
         builds += 1
         # the export names the inputs input (one) or input0, input1, ...: those it dropped were baked
         names = export_input_names(len(runtime))

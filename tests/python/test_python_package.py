@@ -762,3 +762,115 @@ print('ok')
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
                        env={**os.environ, "CUVIL_CACHE_DIR": str(tmp_path / "c")})
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stdout + r.stderr[-3000:]
+
+
+# ---- issue #30: torch models: data-dependent control flow, argument names, input_shapes ----
+class DataBranch(torch.nn.Module):
+    """Its result depends on the sign of x.sum(): a trace would keep the example's side."""
+
+    def forward(self, x):
+        if x.sum() > 0:  # the data-dependent line
+            return x * 2
+        return x - 10
+
+
+class DataLoop(torch.nn.Module):
+    """A loop whose count is a value of x: a trace would unroll the example's count."""
+
+    def forward(self, x):
+        n = int(x.abs().sum())  # the data-dependent line
+        y = x
+        for _ in range(n):
+            y = torch.tanh(y) + 1
+        return y
+
+
+class CondBranch(torch.nn.Module):
+    def forward(self, x):
+        return torch.cond(x.sum() > 0, lambda x: x * 2, lambda x: x - 10, (x,))
+
+
+def _line_of(cls, marker="the data-dependent line") -> str:
+    import inspect
+    lines, start = inspect.getsourcelines(cls.forward)
+    return f"{__file__}:{start + next(i for i, ln in enumerate(lines) if marker in ln)}"
+
+
+def _pytorch_or_refusal(src, model, examples, method="auto", where=None, why="depends on its input's values"):
+    """Compiling src at examples[0] either gives PyTorch's answer at every example (both sides
+    of the branch, other loop counts) or raises CuvilError saying why (and where)."""
+    try:
+        cm = cuvil.compile(src, examples[0], **({} if method == "auto" else {"_torch_method": method}))
+    except cuvil.CuvilError as e:
+        assert why in str(e), str(e)
+        if where:
+            assert where in str(e), str(e)
+        return "refused"
+    for x in examples:
+        close(cm(x).numpy(), model(x).numpy())
+    return "compiled"
+
+
+@pytest.mark.parametrize("method", ["auto", "torchscript"])
+@pytest.mark.parametrize("cls", [DataBranch, DataLoop])
+def test_data_dependent_control_flow_is_never_baked_in(cls, method):
+    """torch.export (auto) and the TorchScript tracer (its fallback, forced here) each refuse a
+    branch or a loop count that depends on the input's values, naming the user's line (they
+    used to give -2 where PyTorch gives -11, 1.716 where it gives 1.959)."""
+    model = cls().eval()
+    pos, neg = torch.full((1, 2), 0.5), torch.full((1, 2), -0.5)
+    small = torch.full((1, 2), 0.25)   # another loop count than pos's
+    assert _pytorch_or_refusal(model, model, [pos, neg, small], method, where=_line_of(cls)) == "refused"
+
+
+def test_torch_cond_and_scripted_branches_are_refused_not_miscompiled():
+    """torch.cond exports as an ONNX If, a scripted `if` too: Cuvil does not compile If yet, so
+    either is a clear refusal (and never the example's branch for every input)."""
+    pos, neg = torch.full((1, 2), 0.5), torch.full((1, 2), -0.5)
+    for src, model in ((CondBranch(), CondBranch()), (torch.jit.script(DataBranch()), DataBranch())):
+        assert _pytorch_or_refusal(src, model, [pos, neg], why="control flow") == "refused"
+
+
+def test_torchscript_file_compiles_from_input_shapes_with_its_argument_names(tmp_path):
+    """The form users type: a TorchScript file loaded, input_shapes instead of example inputs,
+    a target; the inputs keep the forward's argument names (x, y) for nn.Module, TorchScript
+    and fx.GraphModule, and input_shapes takes those names or indices."""
+    class TwoIn(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.cnn = SmallCNN()
+
+        def forward(self, x, bias):
+            return self.cnn(x) + bias
+
+    model = seeded(TwoIn())
+    x = torch.randn(1, 3, 12, 12, generator=torch.Generator().manual_seed(1))
+    b = torch.randn(1, 10, generator=torch.Generator().manual_seed(2))
+    want = model(x, b).detach().numpy()
+    p = tmp_path / "m.pt"
+    torch.jit.save(torch.jit.trace(model, (x, b)), str(p))
+    target = "x86_64-avx2" if "x86_64-avx2" in [d["target"] for d in cuvil.runtime.list_devices()] else "generic"
+    forms = {"load": torch.jit.load(str(p)), "module": model, "script": torch.jit.script(model),
+             "fx": torch.fx.symbolic_trace(model)}
+    for form, src in forms.items():
+        shapes = {"x": (1, 3, 12, 12), "bias": (1, 10)} if form != "fx" else {0: (1, 3, 12, 12), 1: (1, 10)}
+        cm = cuvil.compile(src, input_shapes=shapes, target=target)
+        assert [s.name for s in cm.inputs] == ["x", "bias"], (form, cm.inputs)
+        assert cm.target == target
+        close(cm(x=x, bias=b).numpy(), want)
+    # a symbol shared by two inputs, its range in dims, without examples: symbolic
+    for form in ("load", "module"):
+        cm = cuvil.compile(forms[form], input_shapes={"x": ("n", 3, 12, 12), "bias": ("n", 10)}, dims={"n": (1, 4)})
+        assert cm.inputs[0].shape == ("n", 3, 12, 12) and cm.symbols == {"n": (1, 4)}
+        for n in (1, 3):
+            xn, bn = x.repeat(n, 1, 1, 1), b.repeat(n, 1)
+            close(cm(xn, bn).numpy(), model(xn, bn).detach().numpy())
+    cm = cuvil.compile(model, input_shapes={"x": ((1, 4), 3, 12, 12), "bias": (1, 10)})   # a range: x_dim0
+    assert cm.symbols == {"x_dim0": (1, 4)}
+    for n in (1, 3):
+        xn = x.repeat(n, 1, 1, 1)
+        close(cm(xn, b).numpy(), model(xn, b).detach().numpy())
+    with pytest.raises(TypeError, match="missing: bias"):
+        cuvil.compile(model, input_shapes={"x": (1, 3, 12, 12)})
+    with pytest.raises(ValueError, match=r"no input 'input'.*x, bias"):
+        cuvil.compile(model, (x, b), input_shapes={"input": (1, 3, 12, 12)})
