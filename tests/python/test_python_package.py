@@ -874,3 +874,20 @@ def test_torchscript_file_compiles_from_input_shapes_with_its_argument_names(tmp
         cuvil.compile(model, input_shapes={"x": (1, 3, 12, 12)})
     with pytest.raises(ValueError, match=r"no input 'input'.*x, bias"):
         cuvil.compile(model, (x, b), input_shapes={"input": (1, 3, 12, 12)})
+
+
+# ---- issue #30: torch.compile and @cuvil.jit ------------------------------------------------
+def test_torch_compile_runs_what_cuvil_cannot_compile_eagerly():
+    """A graph with an op Cuvil lacks (a 3-D convolution) runs in PyTorch, with one warning, at
+    the first call and after (it used to raise at the first call)."""
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Conv3d(2, 3, 3), torch.nn.ReLU()).eval()
+    c = torch.compile(m, backend="cuvil")
+    import warnings
+    with warnings.catch_warnings(record=True) as w, torch.no_grad():
+        warnings.simplefilter("always")
+        for i in range(3):
+            x = torch.randn(1, 2, 5, 5, 5, generator=torch.Generator().manual_seed(i))
+            close(c(x).numpy(), m(x).numpy())
+    ours = [x for x in w if "cuvil backend: a graph runs eagerly" in str(x.message)]
+    assert len(ours) == 1 and "rank 5" in str(ours[0].message), [str(x.message) for x in w]
