@@ -252,7 +252,7 @@ class CompiledModel:
             if a.dtype != spec.dtype:
                 raise TypeError(f"input {spec.name!r}: dtype {a.dtype}, the model takes {spec.dtype}")
             self._check_shape(spec, a.shape)
-            arrays.append(np.ascontiguousarray(a))
+            arrays.append(a if a.flags.c_contiguous else a.copy(order="C"))  # (ascontiguousarray makes 0-d 1-d)
         syms = self._bind_symbols(arrays)
         key = tuple(a.shape for a in arrays) if syms is not None else None
         known = self._out_shapes.get(key) if key is not None else None

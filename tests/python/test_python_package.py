@@ -891,3 +891,33 @@ def test_torch_compile_runs_what_cuvil_cannot_compile_eagerly():
             close(c(x).numpy(), m(x).numpy())
     ours = [x for x in w if "cuvil backend: a graph runs eagerly" in str(x.message)]
     assert len(ours) == 1 and "rank 5" in str(ours[0].message), [str(x.message) for x in w]
+
+
+def test_jit_zero_d_failed_builds_lru_and_nan_constants(tmp_path, monkeypatch):
+    x0 = np.array(3.0, np.float32)
+    y = cuvil.jit(lambda x: x * 2.0 + 1.0)(x0)
+    assert y.shape == () and y == 7.0   # (1,) before
+    # a failed build leaves no folder behind
+    import tempfile
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    huge = cuvil.jit(lambda a: a @ a.T)   # a 100000 x 100000 output: over the tensor_bytes limit
+    with pytest.raises(cuvil.CuvilError, match="tensor_bytes"):
+        huge(np.ones((100000, 1), np.float32))
+    assert not list(tmp_path.glob("cuvil-jit-*")), list(tmp_path.iterdir())
+    # at most cache_size builds, the least recently used out first
+    f = cuvil.jit(lambda a: a + 1.0, cache_size=2)
+    for n in (1, 2, 1, 3):
+        close(f(np.zeros(n, np.float32)), np.ones(n))
+    assert [k[0][1] for k in f.cache] == [(1,), (3,)] and f.builds == 3
+    f(np.zeros(1, np.float32))
+    assert f.builds == 3
+    f(np.zeros(2, np.float32))   # evicted: built again
+    assert f.builds == 4 and len(f.cache) == 2
+    # a NaN constant finds its build (compared by bits); -0.0 is not 0.0
+    g = cuvil.jit(lambda a, s: a * s)
+    ones = np.ones(2, np.float32)
+    for s in (float("nan"), float("nan"), 0.0, -0.0):
+        out = g(ones, s)
+        assert np.array_equal(out, ones * np.float32(s), equal_nan=True) and np.signbit(out[0]) == np.signbit(s)
+    assert g.builds == 3
