@@ -319,3 +319,21 @@ def test_entry_records_what_was_built(tmp_path):
     r = _compile_in_fresh_process(tmp_path)
     assert r.returncode == 0, r.stderr[-2000:]
     assert json.loads((entry / "entry.json").read_text())["so_sha256"] != "0" * 64   # rebuilt
+
+
+def test_folders_of_a_killed_compile_are_removed_by_the_next(tmp_path):
+    """SIGKILL cannot be caught: the build folder of a compile killed so is removed by the next
+    compile in the same cache (it is named after its process, which is gone); a live process's
+    folder is left alone."""
+    cuvil.compile(small_onnx())
+    root = tmp_path / "cache"
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stale = root / f".build-{dead.pid}-abc123"
+    (stale / "model.so.cuvil-build-x").mkdir(parents=True)
+    live = root / f".build-{os.getppid()}-def456"
+    live.mkdir()
+    m = small_onnx()
+    m.graph.node[1].name = "another"   # another key: a build happens
+    close(cuvil.compile(m)(_x()), ort_run(m, {"x": _x()})[0])
+    assert not stale.exists() and live.is_dir()
