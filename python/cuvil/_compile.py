@@ -161,14 +161,15 @@ def _compile_torch(model, example_inputs, dims, shapes, target, opt_level, threa
 
 
 def _compile_onnx(data: bytes, src: Path | None, label: str, args: list[str], threads, cache: bool) -> CompiledModel:
-    files = _external_files(src, data)
-    ext = ([str(src.absolute())] + _fingerprint(files)) if files else []
+    where = src.absolute() if src is not None else None   # (the working folder may change later)
+    files = _external_files(where, data)
+    ext = ([str(where)] + _fingerprint(files)) if files else []
     model_sha = hashlib.sha256(data).hexdigest()
     key = hashlib.sha256(data + "\0".join(args + [_lib_identity()] + ext).encode()).hexdigest()[:32]
     root = _cache.open_root(_cache.default_root()) if cache else Path(tempfile.mkdtemp(prefix="cuvil-"))
     entry = root / key
     # the model's file: the cache's copy, or, with external data, the user's file where it lies
-    model_file = (lambda: src.absolute()) if files else (lambda: entry / "model.onnx")
+    model_file = (lambda: where) if files else (lambda: entry / "model.onnx")
 
     def sources_unchanged() -> bool:
         try:

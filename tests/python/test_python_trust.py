@@ -337,3 +337,16 @@ def test_folders_of_a_killed_compile_are_removed_by_the_next(tmp_path):
     m.graph.node[1].name = "another"   # another key: a build happens
     close(cuvil.compile(m)(_x()), ort_run(m, {"x": _x()})[0])
     assert not stale.exists() and live.is_dir()
+
+
+def test_relative_model_path_survives_a_change_of_folder(tmp_path, monkeypatch):
+    """A model with external data compiled by a relative path is found again by save after the
+    program changes its working folder."""
+    (tmp_path / "w").mkdir()
+    onnx.save(small_onnx(), tmp_path / "w" / "m.onnx", save_as_external_data=True, location="m.bin",
+              size_threshold=0)
+    monkeypatch.chdir(tmp_path / "w")
+    cm = cuvil.compile("m.onnx")
+    monkeypatch.chdir(tmp_path)
+    out = cm.save(tmp_path / "saved.so")
+    close(cuvil.load(out)(_x()), ort_run(small_onnx(), {"x": _x()})[0])
