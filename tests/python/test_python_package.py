@@ -876,6 +876,24 @@ def test_torchscript_file_compiles_from_input_shapes_with_its_argument_names(tmp
         cuvil.compile(model, (x, b), input_shapes={"input": (1, 3, 12, 12)})
 
 
+def test_torch_models_compile_without_the_torchscript_exporter(monkeypatch):
+    """torch warns that its TorchScript exporter will be removed: without it, a torch.export-able
+    model still compiles (torch's dynamo ONNX exporter writes the graph)."""
+    real = torch.onnx.export
+
+    def export(*args, dynamo=True, **kwargs):
+        if not dynamo:
+            raise ImportError("the TorchScript-based exporter is gone")
+        return real(*args, dynamo=dynamo, **kwargs)
+    monkeypatch.setattr(torch.onnx, "export", export)
+    model = seeded(SmallCNN())
+    x = torch.randn(2, 3, 12, 12, generator=torch.Generator().manual_seed(3))
+    cm = cuvil.compile(model, x, dims={"batch": (1, 4)})
+    assert [s.name for s in cm.inputs] == ["x"] and cm.symbols == {"batch": (1, 4)}
+    for n in (1, 4):
+        close(cm(x[:1].repeat(n, 1, 1, 1)).numpy(), model(x[:1].repeat(n, 1, 1, 1)).detach().numpy())
+
+
 # ---- issue #30: torch.compile and @cuvil.jit ------------------------------------------------
 def test_torch_compile_runs_what_cuvil_cannot_compile_eagerly():
     """A graph with an op Cuvil lacks (a 3-D convolution) runs in PyTorch, with one warning, at
