@@ -2,30 +2,17 @@
 from __future__ import annotations
 
 import hashlib
-import io
 import os
 import shutil
+import sys
 import tempfile
-import threading
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from . import _cache, _load
 from . import _native as N
 from ._model import CompiledModel, check_threads
 from ._native import CuvilError
-
-# the opset torch's exporter writes (TorchScript-based exporter: Cuvil covers its ops)
-TORCH_OPSET = 17
-
-
-def _cache_dir() -> Path:
-    d = os.environ.get("CUVIL_CACHE_DIR")
-    if d:
-        return Path(d)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "cuvil" / "python"
 
 
 def _dim_text(v) -> str:
@@ -63,131 +50,56 @@ def _args(dims, input_shapes, target, opt_level) -> list[str]:
 
 
 def _is_torch_module(m) -> bool:
-    try:
-        import torch
-    except ImportError:
+    """Without importing torch (seconds, at the first call) when the program has not: then no
+    object can be a torch module."""
+    torch = sys.modules.get("torch")
+    if torch is None or not hasattr(torch, "nn"):
         return False
     return isinstance(m, (torch.nn.Module, torch.jit.ScriptModule))
 
 
-def export_input_names(n: int) -> list[str]:
-    """The names the export gives a torch model's n inputs: input (one), input0, input1, ..."""
-    return ["input"] if n == 1 else [f"input{i}" for i in range(n)]
-
-
-_export_lock = threading.Lock()  # torch.onnx.export keeps global state: one export at a time
-
-
-def _torch_to_onnx(model, example_inputs, dims, input_shapes) -> tuple[bytes, dict]:
-    """Exports a torch.nn.Module / TorchScript module / fx.GraphModule in memory. A dim named
-    "batch" in `dims` is dim 0 of every input; `input_shapes` ({name or index: dims}) marks
-    dims symbolic (a name, or a (lo, hi) range, which becomes a --dim binding returned here);
-    its numbers must be the example's. The example tensors are cloned first: the export runs
-    the model, and an in-place op must not change the caller's tensors."""
-    import torch
-    if example_inputs is None:
-        raise TypeError("compiling a torch model needs example_inputs (a tensor or a tuple of tensors)")
-    if isinstance(example_inputs, (torch.Tensor, np.ndarray)):
-        example_inputs = (example_inputs,)
-    example_inputs = tuple(torch.from_numpy(np.ascontiguousarray(x)) if isinstance(x, np.ndarray) else x
-                           for x in example_inputs)
-    for i, x in enumerate(example_inputs):
-        if not isinstance(x, torch.Tensor):
-            raise TypeError(f"example_inputs[{i}] is a {type(x).__name__}; the examples are tensors or arrays")
-    example_inputs = tuple(x.detach().clone() for x in example_inputs)
-    names = export_input_names(len(example_inputs))
-    shapes = {}
-    for k, v in (input_shapes or {}).items():
-        if isinstance(k, int) and not isinstance(k, bool):
-            if not 0 <= k < len(names):
-                raise ValueError(f"input_shapes: no input {k} (the model has {len(names)} inputs)")
-            k = names[k]
-        if k not in names:
-            raise ValueError(f"input_shapes: no input {k!r} (the exported inputs are {', '.join(names)})")
-        x = example_inputs[names.index(k)]
-        v = list(v)
-        if len(v) != x.dim():
-            raise ValueError(f"input_shapes[{k!r}]: {len(v)} dims, the example has {x.dim()}")
-        for d, dv in enumerate(v):
-            if isinstance(dv, int) and not isinstance(dv, bool) and dv != x.shape[d]:
-                raise ValueError(f"input_shapes[{k!r}]: dim {d} is {dv}, the example's is {x.shape[d]} (a torch "
-                                 f"model is exported at its example's sizes; give a range to make a dim symbolic)")
-            if isinstance(dv, str):
-                _name(dv, "input_shapes")
-        shapes[k] = v
-    dynamic_axes: dict[str, dict[int, str]] = {}
-    extra_dims = {}  # a range given in input_shapes: a --dim binding of the symbol the export names
-    for name, x in zip(names, example_inputs):
-        axes = {}
-        for d, v in enumerate(shapes.get(name, [])):
-            if isinstance(v, str):
-                axes[d] = v
-            elif isinstance(v, (tuple, list)):
-                axes[d] = f"{name}_dim{d}"
-                extra_dims[axes[d]] = tuple(v)
-        if "batch" in (dims or {}) and 0 not in axes and x.dim() > 0:
-            axes[0] = "batch"
-        if axes:
-            dynamic_axes[name] = axes
-    buf = io.BytesIO()
-    modes = [(m, m.training) for m in model.modules()] if hasattr(model, "modules") else []
-    if hasattr(model, "eval"):
-        model.eval()
-    try:
-        with _export_lock:
-            # the outputs are named output (one) or output0, output1, ... (several). Not under
-            # no_grad: there, nn.MultiheadAttention takes a fused path the exporter cannot write
-            out = model(*[x.clone() for x in example_inputs])
-            n_out = len(out) if isinstance(out, (tuple, list)) else 1
-            out_names = ["output"] if n_out == 1 else [f"output{i}" for i in range(n_out)]
-            torch.onnx.export(model, example_inputs, buf, input_names=names, output_names=out_names,
-                              dynamic_axes=dynamic_axes or None, opset_version=TORCH_OPSET, dynamo=False)
-    except (RuntimeError, TypeError, ValueError, NotImplementedError, AssertionError) as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise CuvilError(f"exporting the torch model to ONNX failed ({type(e).__name__}): {first[:800]}",
-                         "unsupported") from e
-    finally:
-        for m, training in modes:  # each submodule's own mode back (a frozen BatchNorm stays frozen)
-            m.training = training
-    return buf.getvalue(), extra_dims
-
-
 def _lib_identity() -> str:
     """What the cache key knows of libcuvil: its version and its file (a rebuilt library
-    compiles again)."""
+    compiles again), and the C compiler it will run ($CC)."""
     p = N.lib()._name
+    cc = os.environ.get("CC", "")
     try:
         st = os.stat(p)
-        return f"{N.version()}|{p}|{st.st_size}|{st.st_mtime_ns}"
+        return f"{N.version()}|{p}|{st.st_size}|{st.st_mtime_ns}|{cc}"
     except OSError:
-        return f"{N.version()}|{p}"
+        return f"{N.version()}|{p}|{cc}"
 
 
-def _external_files(src: Path | None, data: bytes) -> list[str]:
-    """For a model file, what the cache key must know beside its bytes: its place, and each file
-    beside it that it names (its external data: a tensor's location is a path relative to the
-    model) with its size and time."""
+def _external_files(src: Path | None, data: bytes) -> list[tuple[str, Path]]:
+    """For a model file, the files it reads besides itself (its tensors' external data, by
+    location relative to its folder, subfolders included): (location, path)."""
     if src is None:
         return []
-    out = [str(src)]
-    try:
-        for f in sorted(src.parent.iterdir()):
-            if f != src and f.name.encode() in data and f.is_file():
-                st = f.stat()
-                out.append(f"{f.name}|{st.st_size}|{st.st_mtime_ns}")
-    except OSError:
-        pass
+    from ._onnxfiles import external_locations
+    return [(loc, src.parent / loc) for loc in external_locations(data)]
+
+
+def _fingerprint(files: list[tuple[str, Path]]) -> list[str]:
+    """location|SHA-256 of each file (a missing one: location|missing; the compiler says why)."""
+    out = []
+    for loc, p in files:
+        try:
+            out.append(f"{loc}|{_cache.sha256_file(p)}")
+        except OSError:
+            out.append(f"{loc}|missing")
     return out
 
 
 def compile(model: Any, example_inputs: Any = None, *, input_shapes: dict | None = None, dims: dict | None = None,
             target: str | None = None, opt_level: int = 2, threads: int | None = None,
-            cache: bool = True) -> CompiledModel:
+            cache: bool = True, _torch_method: str = "auto") -> CompiledModel:
     """Compiles `model` into a native library and returns it ready to call.
 
     model: an ONNX file's path, ONNX bytes, an onnx.ModelProto, a torch.nn.Module, a TorchScript
-        module (torch.jit.script / trace / load) or a torch.fx.GraphModule (torch models are
-        exported to ONNX in memory with `example_inputs`).
+        module (torch.jit.script / trace / load) or a torch.fx.GraphModule. Torch models are
+        exported to ONNX in memory (torch.export, see cuvil._torch) at `example_inputs`, or,
+        without them, at float32 inputs of the sizes input_shapes gives; their inputs are
+        named after the forward's arguments.
     input_shapes: {input name (or index for torch models): dims}, each dim an int, a (lo, hi)
         range (symbolic at run time) or a symbol's name; as `cuvil-compile --shape`.
     dims: {symbol: int or (lo, hi[, step])}: fixes a symbolic dim or keeps it symbolic in the
@@ -196,64 +108,130 @@ def compile(model: Any, example_inputs: Any = None, *, input_shapes: dict | None
     target: "generic", "x86_64-avx2", "x86_64-avx512", ... (default: this machine's best).
     threads: threads each call uses (default 1).
     cache: reuse an earlier compile of the same model and options (in $CUVIL_CACHE_DIR, else
-        ~/.cache/cuvil/python).
+        ~/.cache/cuvil/python: a private folder, see docs/SECURITY.md).
     """
     dims = dict(dims or {})
     shapes = dict(input_shapes or {})
-    src = None  # a model file (with external data: compiled where it lies)
+    check_threads(threads)
+    if isinstance(opt_level, bool) or not isinstance(opt_level, int) or not 0 <= opt_level <= 3:
+        raise ValueError(f"opt_level must be an int in 0..3, got {opt_level!r}")
+    for name, v in dims.items():   # checked before an export that may take seconds
+        _name(name, "dims")
+        _dim_text(v)
     if _is_torch_module(model):
-        data, extra = _torch_to_onnx(model, example_inputs, dims, shapes)
-        for k, v in extra.items():
-            dims.setdefault(k, v)
-        shapes = {}  # the export fixed the ranks; ranges became dims above
-    elif isinstance(model, (bytes, bytearray, memoryview)):
-        data = bytes(model)
+        return _compile_torch(model, example_inputs, dims, shapes, target, opt_level, threads, cache, _torch_method)
+    src = None  # a model file: compiled where it lies (its external data beside it)
+    if isinstance(model, (bytes, bytearray, memoryview)):
+        data, label = bytes(model), "<ONNX bytes>"
     elif isinstance(model, (str, os.PathLike)):
         p = Path(model)
         if not p.is_file():
             raise FileNotFoundError(f"no ONNX model at {p}")
-        data = p.read_bytes()
-        src = p.resolve()
+        data, src, label = p.read_bytes(), p, str(model)
     elif type(model).__name__ == "ModelProto":
-        data = model.SerializeToString()
+        data, label = model.SerializeToString(), "<onnx.ModelProto>"
     else:
         raise TypeError(f"cuvil.compile takes an ONNX path, bytes or ModelProto, a torch.nn.Module, a "
                         f"TorchScript module or an fx.GraphModule, not {type(model).__name__}")
-    check_threads(threads)
-    if isinstance(opt_level, bool) or not isinstance(opt_level, int) or not 0 <= opt_level <= 3:
-        raise ValueError(f"opt_level must be an int in 0..3, got {opt_level!r}")
-    args = _args(dims, shapes, target, opt_level)
-    ext = _external_files(src, data)
+    return _compile_onnx(data, src, label, _args(dims, shapes, target, opt_level), threads, cache)
+
+
+def _compile_torch(model, example_inputs, dims, shapes, target, opt_level, threads, cache, method):
+    """The first of _torch.exports' graphs that Cuvil compiles; a graph with control flow left
+    in it (torch.cond, a scripted if) is a refusal that says so."""
+    from . import _torch
+    first = None
+    for e, _names in _torch.exports(model, example_inputs, dims, shapes, method=method):
+        d = dict(dims)
+        for k, v in e.dims.items():
+            d.setdefault(k, v)
+        label = f"<torch model, exported by {e.method}>"
+        try:
+            # the export fixed the ranks; ranges in input_shapes became dims above
+            return _compile_onnx(e.data, None, label, _args(d, {}, target, opt_level), threads, cache)
+        except CuvilError as err:
+            if err.status != "unsupported":
+                raise
+            if e.control_flow:
+                raise CuvilError(f"the torch model has control flow left in its graph (torch.cond, or a TorchScript "
+                                 f"module's if/loop; exported as {', '.join(e.control_flow)}), which Cuvil does not "
+                                 f"compile yet: {err}", "unsupported") from None
+            first = first or err   # what the other exporter writes may compile
+    raise first
+
+
+def _compile_onnx(data: bytes, src: Path | None, label: str, args: list[str], threads, cache: bool) -> CompiledModel:
+    where = src.absolute() if src is not None else None   # (the working folder may change later)
+    files = _external_files(where, data)
+    ext = ([str(where)] + _fingerprint(files)) if files else []
+    model_sha = hashlib.sha256(data).hexdigest()
     key = hashlib.sha256(data + "\0".join(args + [_lib_identity()] + ext).encode()).hexdigest()[:32]
+    root = _cache.open_root(_cache.default_root()) if cache else Path(tempfile.mkdtemp(prefix="cuvil-"))
+    entry = root / key
+    # the model's file: the cache's copy, or, with external data, the user's file where it lies
+    model_file = (lambda: where) if files else (lambda: entry / "model.onnx")
+
+    def sources_unchanged() -> bool:
+        try:
+            return _cache.sha256_file(model_file()) == model_sha and (not files or _fingerprint(files) == ext[1:])
+        except OSError:
+            return False
+
+    def make(path, fd, checks) -> CompiledModel:
+        return CompiledModel(path, threads=threads, _fd=fd, _expect=checks, _onnx=model_file(), _compile_args=args,
+                             _sources_unchanged=sources_unchanged, _owned_dir=None if cache else root)
+
+    expect = {"model_sha256": model_sha, "args": args}
     if cache:
-        root = _cache_dir()
-    else:
-        root = Path(tempfile.mkdtemp(prefix="cuvil-"))
-    d = root / key
+        try:
+            found = _cache.lookup(root, key, expect, make)
+            if found is not None:
+                return found
+        except _cache.Damaged:
+            pass   # built again below, and put in its place
     try:
-        d.mkdir(parents=True, exist_ok=True)
+        build = _cache.new_build(root)
     except OSError as e:
         raise CuvilError(f"cannot use the cache folder {root}: {e.strerror} (set CUVIL_CACHE_DIR, or cache=False)",
                          "io") from None
-    onnx_path, so = d / "model.onnx", d / "model.so"
-    # a model with external data is read where it lies; the others from the cache's copy
-    model_file = src if src is not None and len(ext) > 1 else onnx_path
-    if cache and so.is_file() and onnx_path.is_file():
-        try:
-            return CompiledModel(so, threads=threads, _onnx=model_file, _compile_args=args)
-        except (CuvilError, OSError):
-            # a damaged cache entry (the cache is ours): compiled again below
-            for f in (so, so.with_suffix(".h")):
-                f.unlink(missing_ok=True)
     try:
-        # written under a temporary name and renamed: a concurrent compile never sees half a file
-        tmp = d / f"model.onnx.{os.getpid()}.{threading.get_ident()}.tmp"
-        tmp.write_bytes(data)
-        os.replace(tmp, onnx_path)
-        N.compile_args(["--model", str(model_file), "--output", str(so)] + args)
-        return CompiledModel(so, threads=threads, _onnx=model_file, _compile_args=args,
-                             _owned_dir=None if cache else root)
+        _cache.write_entry(build, data)
+        copy = build / "model.onnx"
+        # a model file is compiled where the user named it (messages name it; its external data
+        # is read there); the descriptor's SHA-256 below proves the bytes were the ones read here
+        given = str(src) if src is not None else str(copy)
+        N.compile_args(["--model", given, "--output", str(build / "model.so")] + args,
+                       folders=lambda: [str(build)], rename={str(copy): label})
+        fd = os.open(build / "model.so", os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            cm = CompiledModel(build / "model.so", threads=threads, _fd=fd, _expect={"model_sha256": model_sha},
+                               _compile_args=args, _sources_unchanged=sources_unchanged,
+                               _owned_dir=None if cache else root)
+        except CuvilError as e:
+            if "model_sha256" in str(e):
+                raise CuvilError(f"{label} changed while it was being compiled; compile it again", "io") from None
+            raise
+        _cache.seal(build, dict(expect, key=key, options=cm._desc.options.decode(errors="replace"), files=ext))
+
+        def checked(path, fd, checks) -> bool:
+            try:
+                _load.check_fd(fd, path, size=checks["size"], sha256=checks["sha256"], owner=checks["owner"])
+                return True
+            finally:
+                os.close(fd)
+
+        def still_good() -> bool:   # the entry another process put there meanwhile
+            try:
+                return _cache.lookup(root, key, expect, checked) is True
+            except _cache.Damaged:
+                return False
+
+        _cache.commit(root, build, key, still_good)
+        cm.path, cm._onnx = entry / "model.so", model_file()
+        return cm
     except BaseException:
         # nothing of a failed compile stays behind (cuvil-compile leaves no partial output)
-        shutil.rmtree(d if cache else root, ignore_errors=True)
+        shutil.rmtree(build, ignore_errors=True)
+        if not cache:
+            shutil.rmtree(root, ignore_errors=True)
         raise

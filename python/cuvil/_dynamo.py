@@ -7,7 +7,8 @@ backend bakes the parameters and buffers into the compiled model as constants (s
 folds BatchNorm and prepacks weights) and compiles one model per set of input shapes: a new
 shape compiles again (cached), the ints among the inputs become constants of that build. A
 parameter changed in place (its version counter moved) compiles again rather than run stale
-weights.
+weights. A graph Cuvil cannot compile (an op it lacks, an export that fails) runs eagerly in
+PyTorch instead, for those input shapes, with one RuntimeWarning saying why.
 """
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ import warnings
 from typing import Any
 
 from ._compile import compile as _compile
-from ._compile import export_input_names
+from ._native import CuvilError
+from ._torch import export_input_names
 
 
 def _is_state(name: str, value: Any) -> bool:
@@ -47,6 +49,7 @@ class _Bound:
 
 
 builds = 0  # models compiled by this backend in this process (for tests and curiosity)
+_EAGER = object()  # a graph Cuvil could not compile, run by PyTorch
 
 
 def _mutated_inputs(gm) -> list[str]:
@@ -95,6 +98,8 @@ class _Compiled:
         self.lock = threading.Lock()
         self.torch = torch
         self.warned_grad = False
+        self.eager: set[tuple] = set()   # keys (input shapes) of the builds that failed: run by PyTorch
+        self.warned_eager = False
 
     def _version(self, a):
         try:
@@ -118,7 +123,7 @@ class _Compiled:
         template = [a.detach() if isinstance(a, torch.Tensor) else a for a in args]
         bound = _Bound(self.gm, template, runtime)
         global builds
-        model = _compile(bound, tuple(args[i].detach() for i in runtime))
+        model = _compile(bound, tuple(args[i].detach() for i in runtime), _torch_method="trusted")
         builds += 1
         # the export names the inputs input (one) or input0, input1, ...: those it dropped were baked
         names = export_input_names(len(runtime))
@@ -133,8 +138,24 @@ class _Compiled:
             builds = self.builds.setdefault(key, [])
             b = next((b for b in builds if b.fits(args)), None)
             if b is None:
-                b = self._build(args)
-                builds.append(b)
+                if key in self.eager:
+                    b = _EAGER
+                else:
+                    try:
+                        b = self._build(args)
+                    except (CuvilError, NotImplementedError) as e:
+                        # as other backends do with what they cannot compile: this graph runs
+                        # in PyTorch (for these shapes), and says so once
+                        self.eager.add(key)
+                        if not self.warned_eager:
+                            self.warned_eager = True
+                            warnings.warn(f"cuvil backend: a graph runs eagerly in PyTorch, Cuvil cannot compile "
+                                          f"it: {e}", RuntimeWarning, stacklevel=2)
+                        b = _EAGER
+                    else:
+                        builds.append(b)
+        if b is _EAGER:
+            return self.gm(*args)
         if not self.warned_grad and self.torch.is_grad_enabled() and any(
                 isinstance(a, self.torch.Tensor) and a.requires_grad for a in args):
             self.warned_grad = True

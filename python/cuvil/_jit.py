@@ -12,15 +12,20 @@ stand-in adds a CIR node (cuvil_graph_node). The supported subset:
 
 Arrays are float32 (a float64 argument is refused, not silently narrowed). Anything else
 raises NotImplementedError naming the call. Arguments that are not arrays (ints, floats) are
-constants of the build: another value compiles again.
+constants of the build: another value compiles again (floats compare by their bits: a NaN finds
+its build). Each jitted function keeps its last CACHE_SIZE (32) builds, least recently used out
+first (`cache_size=`).
 """
 from __future__ import annotations
 
 import ctypes
 import functools
 import inspect
+import shutil
+import struct
 import tempfile
 import threading
+from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
@@ -97,7 +102,7 @@ class _Builder:
         return v
 
     def const(self, arr: np.ndarray) -> int:
-        arr = np.ascontiguousarray(arr)
+        arr = np.require(arr, requirements="C")   # (np.ascontiguousarray makes a 0-d array 1-d)
         dt = {np.dtype(np.float32): DT_F32, np.dtype(np.int64): DT_I64}[arr.dtype]
         dims = (ctypes.c_int64 * max(1, arr.ndim))(*arr.shape)
         self.n += 1
@@ -132,10 +137,14 @@ class _Builder:
             self._fail("an output")
 
     def compile(self, path: Path):
+        from . import _cleanup
         args = [b"--output", str(path).encode()]
         arr = (ctypes.c_char_p * len(args))(*args)
-        if self.L.cuvil_compile_graph_args(self.g, len(args), arr) != 0:
-            self._fail("compiling")
+
+        def call():
+            if self.L.cuvil_compile_graph_args(self.g, len(args), arr) != 0:
+                self._fail("compiling")
+        _cleanup.run(call, lambda: [str(path.parent)])
 
 
 def _axes(axis, ndim: int) -> tuple:
@@ -338,15 +347,30 @@ class Traced:
         raise NotImplementedError("cuvil.jit: np.where with a constant condition is not supported")
 
 
+CACHE_SIZE = 32  # builds a jitted function keeps by default (the least recently used goes first)
+
+
+def _const_key(v):
+    """A constant argument as a cache key: floats by their bits (a NaN equals itself, -0.0 is not
+    0.0: both can change a result), the others by type and value."""
+    if isinstance(v, float):
+        return ("float", struct.pack("<d", v))
+    return (type(v).__name__, v)
+
+
 class _Jitted:
-    def __init__(self, fn, shape_hint):
+    def __init__(self, fn, shape_hint, cache_size: int = CACHE_SIZE):
         self.fn = fn
         self.sig = inspect.signature(fn)
         for p in self.sig.parameters.values():
             if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
                 raise TypeError(f"cuvil.jit: {fn.__name__} takes *{p.name}; only named parameters are supported")
+        if isinstance(cache_size, bool) or not isinstance(cache_size, int) or cache_size < 1:
+            raise ValueError(f"cuvil.jit: cache_size must be an int >= 1, got {cache_size!r}")
         self.shape_hint = dict(shape_hint or {})
-        self.cache: dict[tuple, CompiledModel] = {}
+        self.cache_size = cache_size
+        self.cache: OrderedDict[tuple, CompiledModel] = OrderedDict()
+        self.builds = 0   # models compiled (a hit in the cache compiles nothing)
         self.lock = threading.Lock()
         functools.update_wrapper(self, fn)
 
@@ -373,12 +397,18 @@ class _Jitted:
             else:
                 raise TypeError(f"{self.fn.__name__}: argument {name!r} is a {type(v).__name__}; cuvil.jit takes "
                                 f"float32 NumPy arrays and Python scalars (bool, int, float, str, None)")
-        key = tuple((n, a.shape) for n, a in arrays.items()) + tuple((n, type(v).__name__, v)
-                                                                    for n, v in consts.items())
+        key = tuple((n, a.shape) for n, a in arrays.items()) + tuple((n, _const_key(v)) for n, v in consts.items())
         with self.lock:
             model = self.cache.get(key)
             if model is None:
                 model = self.cache[key] = self._build(arrays, consts)
+                self.builds += 1
+                while len(self.cache) > self.cache_size:
+                    # the least recently used: dropped, not closed (a thread may be running it;
+                    # it goes, with its folder, when the last reference does)
+                    self.cache.popitem(last=False)
+            else:
+                self.cache.move_to_end(key)
         return model(*arrays.values())
 
     def _build(self, arrays: dict, consts: dict) -> CompiledModel:
@@ -395,17 +425,22 @@ class _Jitted:
                     raise TypeError(f"cuvil.jit: {self.fn.__name__} returns a {o.dtype} array; float32 only")
                 b.output(o.id)
             d = Path(tempfile.mkdtemp(prefix="cuvil-jit-"))
-            so = d / "jit.so"
-            b.compile(so)
+            try:
+                so = d / "jit.so"
+                b.compile(so)
+                return CompiledModel(so, _owned_dir=d)
+            except BaseException:
+                shutil.rmtree(d, ignore_errors=True)   # nothing of a failed build stays behind
+                raise
         finally:
             b.close()
-        return CompiledModel(so, _owned_dir=d)
 
 
-def jit(fn=None, *, shape_hint: dict | None = None):
-    """Compiles a NumPy function with Cuvil on its first call (per argument shapes); see the
-    module's doc for the operations it traces. `shape_hint` ({argument: shape, None for any
-    size}) checks the arguments' shapes before anything runs."""
+def jit(fn=None, *, shape_hint: dict | None = None, cache_size: int = CACHE_SIZE):
+    """Compiles a NumPy function with Cuvil on its first call (per argument shapes and constant
+    arguments); see the module's doc for the operations it traces. `shape_hint` ({argument:
+    shape, None for any size}) checks the arguments' shapes before anything runs. The function
+    keeps its last `cache_size` builds (32 by default; the least recently used goes first)."""
     if fn is None:
-        return lambda f: _Jitted(f, shape_hint)
-    return _Jitted(fn, shape_hint)
+        return lambda f: _Jitted(f, shape_hint, cache_size)
+    return _Jitted(fn, shape_hint, cache_size)

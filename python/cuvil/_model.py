@@ -152,14 +152,23 @@ class CompiledModel:
     """
 
     def __init__(self, path: str | Path, *, threads: int | None = None, _onnx: Path | None = None,
-                 _compile_args: list[str] | None = None, _owned_dir: Path | None = None):
-        self.path = Path(path).resolve()
-        if not self.path.is_file():
-            raise FileNotFoundError(f"no compiled model at {self.path}")
+                 _compile_args: list[str] | None = None, _owned_dir: Path | None = None,
+                 _fd: int | None = None, _expect: dict | None = None, _sources_unchanged=None):
+        """_fd, _expect (the cache): the library already open (without following a symbolic
+        link), the {"size", "sha256", "owner"} it must have and the {"model_sha256",
+        "options"} its descriptor must carry. The fd is closed here."""
+        from . import _load
+        check = dict(_expect or {})
+        self.path = Path(path) if _fd is not None else Path(path).resolve()
+        fd = _fd if _fd is not None else _load.open_checked(self.path)
         try:
-            self._dll = ctypes.CDLL(str(self.path), mode=ctypes.RTLD_LOCAL)
+            _load.check_fd(fd, self.path, size=check.get("size"), sha256=check.get("sha256"),
+                           owner=check.get("owner"))
+            self._dll = _load.dlopen_fd(fd, self.path)
         except OSError as e:
             raise CuvilError(f"{self.path} is not a loadable shared library: {e}", "invalid argument") from None
+        finally:
+            os.close(fd)
         try:
             entry = self._dll.cuvil_model_entry
         except AttributeError:
@@ -173,6 +182,10 @@ class CompiledModel:
         if self._desc.abi_version != N.MODEL_ABI_VERSION:
             raise CuvilError(f"{self.path}: model ABI {self._desc.abi_version}, this package speaks "
                              f"{N.MODEL_ABI_VERSION}; recompile it", "unsupported")
+        for k in ("model_sha256", "options"):
+            got = (getattr(self._desc, k) or b"").decode(errors="replace")
+            if k in check and got != check[k]:
+                raise CuvilError(f"{self.path}: its {k} is {got!r}, {check[k]!r} was built", "invalid argument")
         self.symbols = {self._desc.syms[i].name.decode(): (int(self._desc.syms[i].min), int(self._desc.syms[i].max))
                         for i in range(self._desc.n_syms)}
         self.inputs = [_spec(self._desc.inputs[i], self.symbols) for i in range(self._desc.n_inputs)]
@@ -182,6 +195,7 @@ class CompiledModel:
         self._ctx = _Contexts(self._desc, self.threads)
         self._finalizer = weakref.finalize(self, _release, self._ctx, _owned_dir)
         self._onnx = _onnx
+        self._sources_unchanged = _sources_unchanged
         self._compile_args = list(_compile_args or [])
         # Symbolic models: the output shapes a run gave, by its input shapes, so that the next
         # run with those shapes allocates only what it writes (the largest shapes of a decode
@@ -238,7 +252,7 @@ class CompiledModel:
             if a.dtype != spec.dtype:
                 raise TypeError(f"input {spec.name!r}: dtype {a.dtype}, the model takes {spec.dtype}")
             self._check_shape(spec, a.shape)
-            arrays.append(np.ascontiguousarray(a))
+            arrays.append(a if a.flags.c_contiguous else a.copy(order="C"))  # (ascontiguousarray makes 0-d 1-d)
         syms = self._bind_symbols(arrays)
         key = tuple(a.shape for a in arrays) if syms is not None else None
         known = self._out_shapes.get(key) if key is not None else None
@@ -320,33 +334,53 @@ class CompiledModel:
         if self._onnx is not None and self._onnx.is_file():
             # compiled again under the new name (the prefix comes from it); the cache makes the
             # graph's part quick, and the compiler's output rules apply
-            N.compile_args(["--model", str(self._onnx), "--output", str(path)] + self._compile_args)
+            from ._cleanup import new_build_folders
+            self._check_sources()
+            N.compile_args(["--model", str(self._onnx), "--output", str(path)] + self._compile_args,
+                           folders=new_build_folders(path))
             return path
         header, target_h = self.path.with_suffix(".h"), path.with_suffix(".h")
         for p in (path, target_h):
-            if p.exists():
+            if os.path.lexists(p):
                 raise FileExistsError(f"save: {p} exists; a model loaded from a library is copied, and "
                                       f"never over another file")
-        pairs = [(self.path, path)] + ([(header, target_h)] if header.is_file() else [])
-        for src, dst in pairs:  # each through a temporary name: never half a file at dst
-            tmp = dst.with_name(f".{dst.name}.{os.getpid()}.tmp")
-            shutil.copyfile(src, tmp)
-            os.replace(tmp, dst)
+        pairs = [(self.path, path, 0o755)] + ([(header, target_h, 0o644)] if header.is_file() else [])
+        done = []
+        try:
+            for src, dst, mode in pairs:
+                _copy_new(src, dst, mode)
+                done.append(dst)
+        except BaseException:
+            for d in done:   # no half a model: the library without its header
+                d.unlink(missing_ok=True)
+            raise
         return path
+
+    def _check_sources(self):
+        """The model's files are the ones it was compiled from (a save or a dump compiles them
+        again): CuvilError if they changed since."""
+        if self._sources_unchanged is not None and not self._sources_unchanged():
+            raise CuvilError(f"{self._onnx} (or a file it reads) changed since this model was compiled; compile "
+                             f"it again with cuvil.compile", "invalid argument")
 
     def _recompile(self, emit: str, out: Path):
         if self._onnx is None or not self._onnx.is_file():
             raise CuvilError("this model was loaded from a library: its graph is not at hand (compile it "
                              "with cuvil.compile to dump it)", "invalid argument")
-        N.compile_args(["--model", str(self._onnx), "--output", str(out), "--emit", emit] + self._compile_args)
+        self._check_sources()
+        N.compile_args(["--model", str(self._onnx), "--output", str(out), "--emit", emit] + self._compile_args,
+                       folders=lambda: [str(out.parent)])
 
     def dump_ir(self) -> str:
         """The CIR of the model after the compiler's passes, as text."""
         import tempfile
-        with tempfile.TemporaryDirectory(prefix="cuvil-ir-") as d:
+        d = tempfile.mkdtemp(prefix="cuvil-ir-")
+        try:
             out = Path(d) / "model.ir"
             self._recompile("ir", out)
             return out.read_text()
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
 
     def graph_svg(self, path: str | Path) -> Path:
         """Renders the compiled graph with Graphviz (`dot`) into the SVG file `path`."""
@@ -356,15 +390,55 @@ class CompiledModel:
         if not dot:
             raise CuvilError("graph_svg needs Graphviz's `dot` on PATH (Debian: apt-get install graphviz)", "io")
         path = Path(path)
-        with tempfile.TemporaryDirectory(prefix="cuvil-dot-") as d:
+        d = tempfile.mkdtemp(prefix="cuvil-dot-")
+        try:
             g = Path(d) / "model.dot"
             self._recompile("dot", g)
             r = subprocess.run([dot, "-Tsvg", str(g), "-o", str(path)], capture_output=True, text=True)
             if r.returncode != 0:
                 raise CuvilError(f"dot failed: {r.stderr.strip()}", "io")
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
         return path
 
 
+def _umask() -> int:
+    """The process's umask, read without changing it (os.umask sets it: another thread creating
+    a file meanwhile would get the wrong mode)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0o022
+
+
+def _copy_new(src: Path, dst: Path, mode: int):
+    """Copies src to dst, which must not exist, through a temporary file of an unpredictable name
+    created beside dst (O_EXCL: never through a link planted there); dst appears whole, and an
+    existing dst (a link included) is never replaced."""
+    import tempfile
+    fd, tmp = tempfile.mkstemp(prefix=f".{dst.name}.", suffix=".tmp", dir=dst.parent)
+    try:
+        with open(src, "rb") as f, os.fdopen(fd, "wb", closefd=False) as out:
+            shutil.copyfileobj(f, out, 1 << 22)
+        os.fchmod(fd, mode & ~_umask())
+        os.fsync(fd)
+        try:
+            os.link(tmp, dst)   # fails if dst exists, whatever it is
+        except FileExistsError:
+            raise FileExistsError(f"save: {dst} exists; a model loaded from a library is copied, and never over "
+                                  f"another file") from None
+    finally:
+        os.close(fd)
+        os.unlink(tmp)
+
+
 def load(path: str | Path, *, threads: int | None = None) -> CompiledModel:
-    """Opens a model saved by CompiledModel.save (or built by cuvil-compile)."""
+    """Opens a model saved by CompiledModel.save (or built by cuvil-compile). Loading a library
+    runs its code: load only libraries you built or whose builder you trust (docs/SECURITY.md).
+    It is checked first as cuvil-run checks it (a regular, well-formed ELF shared library, no
+    segment past the end of the file, a Cuvil model's marker): CuvilError otherwise."""
     return CompiledModel(path, threads=threads)

@@ -152,16 +152,27 @@ def _argv(args: list[str]):
     return arr, enc  # keep `enc` alive as long as `arr`
 
 
-def compile_args(args: list[str]) -> None:
-    """cuvil-compile with these arguments, in this process; CuvilError with the compiler's message."""
+def compile_args(args: list[str], folders=None, rename: dict | None = None) -> None:
+    """cuvil-compile with these arguments, in this process; CuvilError with the compiler's message.
+    folders: a function listing the folders the compile writes in, removed if it fails or a
+    signal ends it (see _cleanup). rename: {text: replacement} applied to the message (a
+    temporary copy's path -> what the caller gave)."""
+    from . import _cleanup
     L = lib()
-    ctx = ctypes.c_void_p()
-    if L.cuvil_ctx_create(ctypes.byref(ctx)) != 0:
-        raise CuvilError("out of memory", "out of memory")
-    try:
-        arr, _keep = _argv(args)
-        s = L.cuvil_compile_args(ctx, len(args), arr)
-        if s != 0:
-            raise CuvilError(L.cuvil_errmsg(ctx).decode(errors="replace"), status_name(s))
-    finally:
-        L.cuvil_ctx_destroy(ctx)
+
+    def call():
+        ctx = ctypes.c_void_p()
+        if L.cuvil_ctx_create(ctypes.byref(ctx)) != 0:
+            raise CuvilError("out of memory", "out of memory")
+        try:
+            arr, _keep = _argv(args)
+            s = L.cuvil_compile_args(ctx, len(args), arr)
+            if s != 0:
+                msg = L.cuvil_errmsg(ctx).decode(errors="replace")
+                for k, v in (rename or {}).items():
+                    msg = msg.replace(k, v)
+                raise CuvilError(msg, status_name(s))
+        finally:
+            L.cuvil_ctx_destroy(ctx)
+
+    _cleanup.run(call, folders or (lambda: []))

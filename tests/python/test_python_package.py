@@ -726,3 +726,216 @@ def test_jit_refuses_what_it_cannot_trace():
         cuvil.jit(lambda *xs: xs[0])
     with pytest.raises(TypeError, match="'ws' is a list"):
         cuvil.jit(lambda x, ws: x @ ws[0])(x, [np.ones((3, 3), np.float32)])
+
+
+# ---- issue #30: what users type and see ----------------------------------------------------
+def test_compile_errors_name_the_users_file(tmp_path, monkeypatch):
+    bad = small_onnx()
+    bad.graph.node[1].op_type = "NoSuchOp"
+    onnx.save(bad, tmp_path / "bad.onnx")
+    for given in (str(tmp_path / "bad.onnx"), "bad.onnx"):
+        monkeypatch.chdir(tmp_path)
+        with pytest.raises(cuvil.CuvilError, match="NoSuchOp") as e:
+            cuvil.compile(given)
+        assert str(e.value).startswith(given + ":"), str(e.value)
+        assert os.environ["CUVIL_CACHE_DIR"] not in str(e.value)
+    with pytest.raises(cuvil.CuvilError) as e:
+        cuvil.compile(bad.SerializeToString())
+    assert str(e.value).startswith("<ONNX bytes>:") and os.environ["CUVIL_CACHE_DIR"] not in str(e.value)
+
+
+def test_compiling_onnx_does_not_import_torch(tmp_path):
+    """An ONNX path, bytes or ModelProto compiles and runs without importing torch (4-5 s)."""
+    onnx.save(small_onnx(), tmp_path / "m.onnx")
+    code = f"""
+import sys
+sys.path.insert(0, {str(REPO / 'python')!r})
+import numpy as np, onnx, cuvil
+x = np.ones((1, 3, 10, 10), np.float32)
+p = {str(tmp_path / 'm.onnx')!r}
+for src in (p, open(p, 'rb').read(), onnx.load(p)):
+    y = cuvil.compile(src)(x)
+    assert y.shape == (1, 8, 1, 1)
+assert 'torch' not in sys.modules, 'torch was imported'
+print('ok')
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "CUVIL_CACHE_DIR": str(tmp_path / "c")})
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stdout + r.stderr[-3000:]
+
+
+# ---- issue #30: torch models: data-dependent control flow, argument names, input_shapes ----
+class DataBranch(torch.nn.Module):
+    """Its result depends on the sign of x.sum(): a trace would keep the example's side."""
+
+    def forward(self, x):
+        if x.sum() > 0:  # the data-dependent line
+            return x * 2
+        return x - 10
+
+
+class DataLoop(torch.nn.Module):
+    """A loop whose count is a value of x: a trace would unroll the example's count."""
+
+    def forward(self, x):
+        n = int(x.abs().sum())  # the data-dependent line
+        y = x
+        for _ in range(n):
+            y = torch.tanh(y) + 1
+        return y
+
+
+class CondBranch(torch.nn.Module):
+    def forward(self, x):
+        return torch.cond(x.sum() > 0, lambda x: x * 2, lambda x: x - 10, (x,))
+
+
+def _line_of(cls, marker="the data-dependent line") -> str:
+    import inspect
+    lines, start = inspect.getsourcelines(cls.forward)
+    return f"{__file__}:{start + next(i for i, ln in enumerate(lines) if marker in ln)}"
+
+
+def _pytorch_or_refusal(src, model, examples, method="auto", where=None, why="depends on its input's values"):
+    """Compiling src at examples[0] either gives PyTorch's answer at every example (both sides
+    of the branch, other loop counts) or raises CuvilError saying why (and where)."""
+    try:
+        cm = cuvil.compile(src, examples[0], **({} if method == "auto" else {"_torch_method": method}))
+    except cuvil.CuvilError as e:
+        assert why in str(e), str(e)
+        if where:
+            assert where in str(e), str(e)
+        return "refused"
+    for x in examples:
+        close(cm(x).numpy(), model(x).numpy())
+    return "compiled"
+
+
+@pytest.mark.parametrize("method", ["auto", "torchscript"])
+@pytest.mark.parametrize("cls", [DataBranch, DataLoop])
+def test_data_dependent_control_flow_is_never_baked_in(cls, method):
+    """torch.export (auto) and the TorchScript tracer (its fallback, forced here) each refuse a
+    branch or a loop count that depends on the input's values, naming the user's line (they
+    used to give -2 where PyTorch gives -11, 1.716 where it gives 1.959)."""
+    model = cls().eval()
+    pos, neg = torch.full((1, 2), 0.5), torch.full((1, 2), -0.5)
+    small = torch.full((1, 2), 0.25)   # another loop count than pos's
+    assert _pytorch_or_refusal(model, model, [pos, neg, small], method, where=_line_of(cls)) == "refused"
+
+
+def test_torch_cond_and_scripted_branches_are_refused_not_miscompiled():
+    """torch.cond exports as an ONNX If, a scripted `if` too: Cuvil does not compile If yet, so
+    either is a clear refusal (and never the example's branch for every input)."""
+    pos, neg = torch.full((1, 2), 0.5), torch.full((1, 2), -0.5)
+    for src, model in ((CondBranch(), CondBranch()), (torch.jit.script(DataBranch()), DataBranch())):
+        assert _pytorch_or_refusal(src, model, [pos, neg], why="control flow") == "refused"
+
+
+def test_torchscript_file_compiles_from_input_shapes_with_its_argument_names(tmp_path):
+    """The form users type: a TorchScript file loaded, input_shapes instead of example inputs,
+    a target; the inputs keep the forward's argument names (x, y) for nn.Module, TorchScript
+    and fx.GraphModule, and input_shapes takes those names or indices."""
+    class TwoIn(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.cnn = SmallCNN()
+
+        def forward(self, x, bias):
+            return self.cnn(x) + bias
+
+    model = seeded(TwoIn())
+    x = torch.randn(1, 3, 12, 12, generator=torch.Generator().manual_seed(1))
+    b = torch.randn(1, 10, generator=torch.Generator().manual_seed(2))
+    want = model(x, b).detach().numpy()
+    p = tmp_path / "m.pt"
+    torch.jit.save(torch.jit.trace(model, (x, b)), str(p))
+    target = "x86_64-avx2" if "x86_64-avx2" in [d["target"] for d in cuvil.runtime.list_devices()] else "generic"
+    forms = {"load": torch.jit.load(str(p)), "module": model, "script": torch.jit.script(model),
+             "fx": torch.fx.symbolic_trace(model)}
+    for form, src in forms.items():
+        shapes = {"x": (1, 3, 12, 12), "bias": (1, 10)} if form != "fx" else {0: (1, 3, 12, 12), 1: (1, 10)}
+        cm = cuvil.compile(src, input_shapes=shapes, target=target)
+        assert [s.name for s in cm.inputs] == ["x", "bias"], (form, cm.inputs)
+        assert cm.target == target
+        close(cm(x=x, bias=b).numpy(), want)
+    # a symbol shared by two inputs, its range in dims, without examples: symbolic
+    for form in ("load", "module"):
+        cm = cuvil.compile(forms[form], input_shapes={"x": ("n", 3, 12, 12), "bias": ("n", 10)}, dims={"n": (1, 4)})
+        assert cm.inputs[0].shape == ("n", 3, 12, 12) and cm.symbols == {"n": (1, 4)}
+        for n in (1, 3):
+            xn, bn = x.repeat(n, 1, 1, 1), b.repeat(n, 1)
+            close(cm(xn, bn).numpy(), model(xn, bn).detach().numpy())
+    cm = cuvil.compile(model, input_shapes={"x": ((1, 4), 3, 12, 12), "bias": (1, 10)})   # a range: x_dim0
+    assert cm.symbols == {"x_dim0": (1, 4)}
+    for n in (1, 3):
+        xn = x.repeat(n, 1, 1, 1)
+        close(cm(xn, b).numpy(), model(xn, b).detach().numpy())
+    with pytest.raises(TypeError, match="missing: bias"):
+        cuvil.compile(model, input_shapes={"x": (1, 3, 12, 12)})
+    with pytest.raises(ValueError, match=r"no input 'input'.*x, bias"):
+        cuvil.compile(model, (x, b), input_shapes={"input": (1, 3, 12, 12)})
+
+
+def test_torch_models_compile_without_the_torchscript_exporter(monkeypatch):
+    """torch warns that its TorchScript exporter will be removed: without it, a torch.export-able
+    model still compiles (torch's dynamo ONNX exporter writes the graph)."""
+    real = torch.onnx.export
+
+    def export(*args, dynamo=True, **kwargs):
+        if not dynamo:
+            raise ImportError("the TorchScript-based exporter is gone")
+        return real(*args, dynamo=dynamo, **kwargs)
+    monkeypatch.setattr(torch.onnx, "export", export)
+    model = seeded(SmallCNN())
+    x = torch.randn(2, 3, 12, 12, generator=torch.Generator().manual_seed(3))
+    cm = cuvil.compile(model, x, dims={"batch": (1, 4)})
+    assert [s.name for s in cm.inputs] == ["x"] and cm.symbols == {"batch": (1, 4)}
+    for n in (1, 4):
+        close(cm(x[:1].repeat(n, 1, 1, 1)).numpy(), model(x[:1].repeat(n, 1, 1, 1)).detach().numpy())
+
+
+# ---- issue #30: torch.compile and @cuvil.jit ------------------------------------------------
+def test_torch_compile_runs_what_cuvil_cannot_compile_eagerly():
+    """A graph with an op Cuvil lacks (a 3-D convolution) runs in PyTorch, with one warning, at
+    the first call and after (it used to raise at the first call)."""
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Conv3d(2, 3, 3), torch.nn.ReLU()).eval()
+    c = torch.compile(m, backend="cuvil")
+    import warnings
+    with warnings.catch_warnings(record=True) as w, torch.no_grad():
+        warnings.simplefilter("always")
+        for i in range(3):
+            x = torch.randn(1, 2, 5, 5, 5, generator=torch.Generator().manual_seed(i))
+            close(c(x).numpy(), m(x).numpy())
+    ours = [x for x in w if "cuvil backend: a graph runs eagerly" in str(x.message)]
+    assert len(ours) == 1 and "rank 5" in str(ours[0].message), [str(x.message) for x in w]
+
+
+def test_jit_zero_d_failed_builds_lru_and_nan_constants(tmp_path, monkeypatch):
+    x0 = np.array(3.0, np.float32)
+    y = cuvil.jit(lambda x: x * 2.0 + 1.0)(x0)
+    assert y.shape == () and y == 7.0   # (1,) before
+    # a failed build leaves no folder behind
+    import tempfile
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    huge = cuvil.jit(lambda a: a @ a.T)   # a 100000 x 100000 output: over the tensor_bytes limit
+    with pytest.raises(cuvil.CuvilError, match="tensor_bytes"):
+        huge(np.ones((100000, 1), np.float32))
+    assert not list(tmp_path.glob("cuvil-jit-*")), list(tmp_path.iterdir())
+    # at most cache_size builds, the least recently used out first
+    f = cuvil.jit(lambda a: a + 1.0, cache_size=2)
+    for n in (1, 2, 1, 3):
+        close(f(np.zeros(n, np.float32)), np.ones(n))
+    assert [k[0][1] for k in f.cache] == [(1,), (3,)] and f.builds == 3
+    f(np.zeros(1, np.float32))
+    assert f.builds == 3
+    f(np.zeros(2, np.float32))   # evicted: built again
+    assert f.builds == 4 and len(f.cache) == 2
+    # a NaN constant finds its build (compared by bits); -0.0 is not 0.0
+    g = cuvil.jit(lambda a, s: a * s)
+    ones = np.ones(2, np.float32)
+    for s in (float("nan"), float("nan"), 0.0, -0.0):
+        out = g(ones, s)
+        assert np.array_equal(out, ones * np.float32(s), equal_nan=True) and np.signbit(out[0]) == np.signbit(s)
+    assert g.builds == 3
