@@ -5,6 +5,7 @@
 
 #include <ctype.h>
 #include <libgen.h>
+#include <limits.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -506,9 +507,44 @@ static cuvil_status check_request(cuvil_ctx *ctx, const cuvil_options *o, const 
     return cuvil_check_output(ctx, model_path, o, output);
 }
 
+/* --output DIR/ (a trailing slash): the output goes into the folder DIR, named after the
+ * model's file ("resnet18.onnx" -> DIR/resnet18.so, .a, .ir or .dot; "model" without a file);
+ * with --emit c the folder is DIR itself. DIR must exist. *out is output, or buf. */
+static cuvil_status resolve_output(cuvil_ctx *ctx, const char *model_path, const cuvil_options *o, const char *output,
+                                   char *buf, size_t len, const char **out) {
+    *out = output;
+    size_t n = strlen(output);
+    if (!n || output[n - 1] != '/') return CUVIL_OK;
+    while (n > 1 && output[n - 1] == '/') n--;
+    if (n == 1 && output[0] == '/') return CUVIL_OK;   /* "/": refused by cuvil_check_output */
+    if (n >= len - 1) return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "--output: the path is too long");
+    memcpy(buf, output, n);
+    buf[n] = 0;
+    struct stat st;
+    if (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode))
+        return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "--output %s: no such folder (a trailing '/' names the folder the "
+                         "output goes into)", output);
+    if (o->emit != CUVIL_EMIT_C) {
+        const char *base = model_path ? strrchr(model_path, '/') : NULL;
+        base = base ? base + 1 : model_path ? model_path : "model";
+        size_t bl = strlen(base);
+        const char *dot = strrchr(base, '.');
+        if (dot && dot > base) bl = (size_t)(dot - base);
+        if (!bl) base = "model", bl = 5;
+        static const char *const ext[] = {".so", ".a", "", ".ir", ".dot"};
+        if ((size_t)snprintf(buf + n, len - n, "/%.*s%s", (int)bl, base, ext[o->emit]) >= len - n)
+            return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "--output: the path is too long");
+    }
+    *out = buf;
+    return CUVIL_OK;
+}
+
 cuvil_status cuvil_compile_file(cuvil_ctx *ctx, const char *model_path, const cuvil_options *o, const char *output) {
     cuvil_err_clear(ctx);
     if (!model_path || !output || !o) return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "model path, options and output are required");
+    char out_buf[PATH_MAX];
+    cuvil_status s0 = resolve_output(ctx, model_path, o, output, out_buf, sizeof out_buf, &output);
+    if (s0) return s0;
     const char *target;
     char prefix[128];
     cuvil_status s = check_request(ctx, o, model_path, output, &target, prefix, sizeof prefix);
@@ -776,6 +812,9 @@ cuvil_status cuvil_compile_graph(cuvil_graph *gr, const cuvil_options *o, const 
     cuvil_ctx *ctx = gr->ctx;
     if (!usable(gr)) return CUVIL_ERR_INVALID_ARG;
     if (!o || !output) return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "options and output are required");
+    char out_buf[PATH_MAX];
+    cuvil_status s0 = resolve_output(ctx, NULL, o, output, out_buf, sizeof out_buf, &output);
+    if (s0) return s0;
     if (o->n_dims)
         return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "options.dims: a built graph's dims are fixed when it is built");
     cir_graph *g = gr->g;

@@ -184,8 +184,9 @@ static int parse_args(int argc, char **argv, args *a) {
                 return errf("--output-dir needs a directory");
             a->output_dir = val;
         } else if (strcmp(opt, "--threads") == 0) {
-            if (!parse_long(val, 0, 4096, &v))
-                return errf("--threads '%s': expected an integer in 0..4096", val);
+            if (!parse_long(val, 0, CUVIL_MAX_THREADS, &v))
+                return errf("--threads '%s': expected an integer in 0..%d (the runtime's CUVIL_MAX_THREADS)", val,
+                            CUVIL_MAX_THREADS);
             a->threads = (int)v;
         } else if (strcmp(opt, "--bench") == 0) {
             if (!parse_long(val, 1, 100000000, &v))

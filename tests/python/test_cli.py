@@ -497,3 +497,29 @@ def test_many_nodes_compile_as_parts(tmp_path):
         assert r.returncode == 0, r.stderr
     members = subprocess.run(["ar", "t", str(tmp_path / "chain.a")], capture_output=True, text=True).stdout.split()
     assert {"model.o", "weights.o", "part_0000.o", "part_0002.o"} <= set(members), members
+
+
+def test_output_folder_with_trailing_slash(small, tmp_path):
+    """--output DIR/ puts the output into DIR, named after the model (it was refused)."""
+    p, inputs, ref = small
+    out = tmp_path / "out"
+    out.mkdir()
+    r = tl.compile_raw(p, str(out) + "/", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert sorted(f.name for f in out.iterdir()) == ["small.h", "small.so"]
+    tl.assert_outputs_close(tl.run(out / "small.so", inputs, tmp_path / "run"), ref)
+    r = tl.compile_raw(p, str(out) + "/", emit="ir", cwd=tmp_path)
+    assert r.returncode == 0 and (out / "small.ir").is_file(), r.stderr
+    src = tmp_path / "src"
+    src.mkdir()
+    r = tl.compile_raw(p, str(src) + "//", emit="c", cwd=tmp_path)
+    assert r.returncode == 0 and (src / "model.c").is_file(), r.stderr
+    r = tl.compile_raw(p, str(tmp_path / "nowhere") + "/", cwd=tmp_path)
+    tl.assert_clean_failure(r, mentions=["no such folder"])
+
+
+def test_threads_over_the_bound_says_the_bound(small, tmp_path):
+    p, inputs, _ = small
+    so = tl.compile(p, tmp_path)
+    proc, _ = tl.run_raw(so, inputs, tmp_path / "run", threads=300)
+    tl.assert_clean_failure(proc, mentions=["0..256", "CUVIL_MAX_THREADS"])
