@@ -39,12 +39,15 @@ typedef struct bound {
 
 /* Bound i (1: min, 2: max) of clip node n: absent, or a constant of x's type; false when it
  * is computed at run time, NaN or another type. An absent bound is what the kernel takes:
- * float's lowest/highest for the float kernel, none (an infinity) for the typed one. */
+ * float's lowest/highest for the float kernel, none (an infinity) for the typed one. float64
+ * is left alone: its clip runs as an activation whose bounds are float32 (unary_act), which
+ * changes a bound such as 0.1 and whose inverted range differs from the float32 kernel's. */
 static bool clip_bound(cuvil_rewrite *rw, const cir_node *n, int i, bound *b) {
     cir_graph *g = rw->g;
     cir_value *x = cir_in(g, n, 0), *c = cir_in(g, n, i);
     bool fl = cir_dtype_is_float(x->dtype);
     b->id = -1;
+    if (x->dtype == CIR_F64) return false;
     b->v = fl ? (i == 1 ? -FLT_MAX : FLT_MAX) : (i == 1 ? -INFINITY : INFINITY);
     if (!c) return true;
     if (!cir_is_const(c) || c->dtype != x->dtype || cir_numel(c) != 1 || (g->symbolic && !cuvil_rewrite_model_const(rw, c)))

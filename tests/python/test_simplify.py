@@ -161,6 +161,15 @@ def test_int32_clip_of_clip(tmp_path):
     assert check(tmp_path, m, {"x": x})[0] == ["clip"]
 
 
+def test_float64_clip_of_clip_is_left_alone(tmp_path):
+    """float64 Clip runs with float32 bounds (a known difference, not this pass's): not merged."""
+    f64 = TensorProto.DOUBLE
+    m = build([clip("x", "m", "a", "b"), clip("m", "y", "c", "d")], [("x", f64, [16])], [("y", f64, [16])],
+              {k: np.float64(v) for k, v in zip("abcd", (-2.0, 4.0, -1.0, 6.0))})
+    x = np.linspace(-8, 8, 16)
+    assert check(tmp_path, m, {"x": x})[0] == ["clip", "clip"]
+
+
 @pytest.mark.parametrize("op", ["Min", "Max"])
 def test_min_of_min_with_constants_is_one_node(tmp_path, op):
     c1 = np.array([[-1.0], [0.0], [2.0], [-0.0]], np.float32)       # [4, 1]
