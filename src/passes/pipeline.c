@@ -388,7 +388,11 @@ cuvil_status cuvil_run_passes(cir_graph *g, const cuvil_options *o) {
             if (!strcmp(pipeline[j].name, o->disabled_passes[i])) found = j;
         if (found < 0) {
             cuvil_sb names = {0};
-            for (int j = 0; j < N_PASSES; j++) cuvil_sb_printf(&names, "%s%s", j ? ", " : "", pipeline[j].name);
+            for (int j = 0; j < N_PASSES; j++) {
+                bool again = false;   /* a pass listed twice (cse) is named once */
+                for (int k = 0; k < j; k++) again |= !strcmp(pipeline[k].name, pipeline[j].name);
+                if (!again) cuvil_sb_printf(&names, "%s%s", j ? ", " : "", pipeline[j].name);
+            }
             cuvil_status s = cuvil_err(g->ctx, CUVIL_ERR_INVALID_ARG, "--disable-pass %s: no such pass (passes: %s)",
                                        o->disabled_passes[i], names.s ? names.s : "");
             cuvil_sb_free(&names);
