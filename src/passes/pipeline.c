@@ -234,10 +234,11 @@ bool cuvil_rewrite_can_merge(cuvil_rewrite *rw, const cir_node *n, const cir_nod
     return true;
 }
 
-/* Value `from`, which n made, is now `to`'s data; n is dead or about to be. */
-static void replace_one(cuvil_rewrite *rw, cir_node *n, int from, int to) {
+/* Value `from`, which a node about to be removed made, is now `to`'s data. */
+static void replace_one(cuvil_rewrite *rw, int from, int to) {
     cir_graph *g = rw->g;
     cir_value *f = cir_val(g, from);
+    CUVIL_ASSERT(from < rw->n_values && to < rw->n_values);
     CUVIL_ASSERT(f->dtype == cir_val(g, to)->dtype && cir_same_dims(f, cir_val(g, to)));
     if (f->output_index < 0) {
         rw->rep[from] = to;
@@ -251,7 +252,6 @@ static void replace_one(cuvil_rewrite *rw, cir_node *n, int from, int to) {
     f->producer = p->id;
     cir_val(g, to)->producer = -1;
     rw->rep[to] = from;
-    (void)n;
 }
 
 bool cuvil_rewrite_replace(cuvil_rewrite *rw, cir_node *n, int to) {
@@ -260,7 +260,7 @@ bool cuvil_rewrite_replace(cuvil_rewrite *rw, cir_node *n, int to) {
     int from = n->out[0];
     cir_value *f = cir_val(g, from);
     if (f->output_index < 0 || output_taker(rw, to)) {
-        replace_one(rw, n, from, to);
+        replace_one(rw, from, to);
         n->dead = true;
         rw->n_changed++;
         return true;
@@ -287,7 +287,7 @@ void cuvil_rewrite_merge(cuvil_rewrite *rw, cir_node *n, const cir_node *keep) {
         return;
     }
     for (int k = 0; k < n->n_out; k++)
-        if (n->out[k] >= 0) replace_one(rw, n, n->out[k], keep->out[k]);
+        if (n->out[k] >= 0) replace_one(rw, n->out[k], keep->out[k]);
     n->dead = true;
     rw->n_changed++;
 }
