@@ -556,6 +556,18 @@ cuvil_status cuvil_compile_file(cuvil_ctx *ctx, const char *model_path, const cu
         for (int k = 0; k < g->n_syms; k++) g->symbolic |= g->syms[k].min < g->syms[k].max;
         s = compile_cir(ctx, g, o, model_path, model, target, prefix, output);
     }
+    /* constants computed at compile time that were equal at the symbols' upper bounds (sample
+     * 0) merged there (pass_cse.c); where they differ at another value, the samples' graphs
+     * differ: again without those merges */
+    if (s == CUVIL_ERR_UNSUPPORTED && g && g->symbolic && g->n_cse_merged > 0) {
+        cir_graph_free(g);
+        g = NULL;
+        if (!(s = cuvil_onnx_build(ctx, model, o, NULL, 0, NULL, &g))) {
+            g->symbolic = true;
+            g->cse_computed_off = true;
+            s = compile_cir(ctx, g, o, model_path, model, target, prefix, output);
+        }
+    }
     cir_graph_free(g);
     cuvil_onnx_close(model);
     return s;

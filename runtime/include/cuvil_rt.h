@@ -539,9 +539,15 @@ float cuvil_f16_to_f32(uint16_t h);
 float cuvil_bf16_to_f32(uint16_t h);
 
 /* y = a OP b (CUVIL_BIN_*, broadcast as in cuvil_binary_params; act ignored) for element type
- * t, any but bool. Integer division truncates; x / 0 is 0 and INT_MIN / -1 is INT_MIN (ONNX
- * leaves both undefined; no trap). Integer pow is computed in double and converted. */
-void cuvil_binary_t(const cuvil_binary_params *p, int t, const void *a, const void *b, void *y);
+ * t, any but bool. Returns 1 when an integer Div or Mod met a divisor of 0 (the generated code
+ * makes that an error from run; ONNX Runtime's too), else 0. Integer division truncates,
+ * INT_MIN / -1 is INT_MIN and INT_MIN % -1 is 0 (no trap). Integer pow is cuvil_pow_t's. */
+int cuvil_binary_t(const cuvil_binary_params *p, int t, const void *a, const void *b, void *y);
+/* y = a ** b for integer type t with an exponent of type te (any numeric type), as ONNX
+ * Runtime's Pow computes it: x * x and x * x * x (wrapping) where the exponent is 2 or 3 and one
+ * value along the innermost dim while the base is not, else pow((double)x, (double)e) converted
+ * to t as cuvil_cast converts a float64 (out of range, inf or NaN: int32's or int64's minimum). */
+void cuvil_pow_t(const cuvil_binary_params *p, int t, const void *a, int te, const void *b, void *y);
 
 /* Comparisons into bool bytes (0/1): p->op is one of these. */
 enum { CUVIL_CMP_EQ = 0, CUVIL_CMP_LT, CUVIL_CMP_GT, CUVIL_CMP_LE, CUVIL_CMP_GE };
@@ -556,10 +562,13 @@ void cuvil_not(const uint8_t *x, uint8_t *y, int64_t n);
 void cuvil_unary_t(const cuvil_act_params *a, int t, const void *x, void *y, int64_t n);
 
 /* y = x converted from type `from` to `to`, n elements, as ONNX Runtime converts on x86-64:
- * float to integer truncates toward zero, and a value out of range (or NaN) becomes the
- * minimum of the narrowest of int32/int64 that holds the target, whose low bits narrower
- * targets keep; integers narrow by keeping low bits; to bool is x != 0; to float rounds to
- * nearest (to float16/bfloat16 through float32). */
+ * float to integer truncates toward zero; a value out of range (or NaN) becomes int32's minimum
+ * for int32 and the narrower types, which keep its low bits, int64's for int64; uint64 takes
+ * [0, 2^64) exactly, negatives as int64 and NaN as 2^63, 2^64 and above as 0; uint32 is the
+ * low bits of the int64 conversion from float16, and from the other float types x < 2^31 as
+ * int32, else x - 2^31 as int32 plus 2^31 (typed.c has the table). Integers narrow by keeping
+ * low bits; to bool is x != 0; to float rounds to nearest (to float16/bfloat16 through
+ * float32). No C conversion of a value out of range (undefined behaviour) is made. */
 void cuvil_cast(int from, int to, const void *x, void *y, int64_t n);
 
 /* out = cond ? x : y with three-way broadcasting; elements of elem_size bytes. */

@@ -28,6 +28,7 @@ void cir_graph_free(cir_graph *g) {
     cuvil_free(g->outputs);
     cuvil_free(g->packs);
     cuvil_map_free(&g->pack_index);
+    cuvil_free(g->cse_merged);
     cuvil_arena_free(&g->arena);
     cuvil_free(g);
 }

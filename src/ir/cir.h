@@ -221,6 +221,14 @@ typedef struct cir_graph {
     cuvil_map pack_index;
     uint64_t packed_bytes;     /* their bytes, checked against packed_budget (limits.packed_bytes) */
     uint64_t packed_budget;
+    /* A model with symbolic dims (passes/pass_cse.c): per value id, the constant that a
+     * constant computed at compile time was merged into (-1: none), in sample 0's graph; the
+     * other samples merge such a pair only where sample 0 did, so that every compile makes one
+     * graph. cse_computed_off: merge only the model's own constants (the retry of a compile
+     * whose samples disagreed, cuvil.c). */
+    int *cse_merged;
+    int n_cse_merged;
+    bool cse_computed_off;
 } cir_graph;
 
 cir_graph *cir_graph_new(cuvil_ctx *ctx);

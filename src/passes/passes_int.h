@@ -40,4 +40,42 @@ int *cuvil_single_readers(cir_graph *g);
 /* True when every present input of n is constant. */
 bool cuvil_inputs_const(cir_graph *g, const cir_node *n);
 
+/* ===== Replacing values (the simplifying passes: cse, drop_identities, collapse_chains) =====
+ * A pass walks the nodes in order and replaces a node's output by a value that holds the same
+ * data (same dtype and dims): rep maps each replaced value to its stand-in, and a node's inputs
+ * are looked up through it (cuvil_rewrite_inputs) before the node is examined; the end rewrites
+ * every live node. A graph output keeps its name and its value: the node that makes the stand-in
+ * writes the output instead, or, where it cannot (the stand-in is an input, a constant or
+ * another output), the removed node becomes an identity that copies the stand-in into it. */
+typedef struct cuvil_rewrite {
+    cir_graph *g;
+    int *rep;            /* per value id: the value that stands for it (itself when none) */
+    uint8_t *computed;   /* per value id: some node, live or folded, produced it */
+    int n_values;        /* the values when the pass began (later ones stand for themselves) */
+    int n_changed;       /* nodes removed or merged */
+} cuvil_rewrite;
+
+/* Sets up rw for g. CUVIL_OK, or CUVIL_ERR_NOMEM with a message on the context. */
+cuvil_status cuvil_rewrite_begin(cir_graph *g, cuvil_rewrite *rw);
+/* The value that stands for value id v now (v itself when it was not replaced; -1 for -1). */
+int cuvil_rewrite_resolve(cuvil_rewrite *rw, int v);
+/* Replaces n's inputs (and its residual) by their stand-ins. */
+void cuvil_rewrite_inputs(cuvil_rewrite *rw, cir_node *n);
+/* Whether node n's outputs can all be replaced by those of node keep (same count): false when
+ * one of n's is a graph output that keep's cannot take over and n has several outputs. */
+bool cuvil_rewrite_can_merge(cuvil_rewrite *rw, const cir_node *n, const cir_node *keep);
+/* Replaces the one output of live node n by value `to` (same dtype and dims, defined before n)
+ * and removes n, or turns it into identity(to) where its output is a graph output that `to`'s
+ * maker cannot write. Returns false, changing nothing, when n is already that identity. */
+bool cuvil_rewrite_replace(cuvil_rewrite *rw, cir_node *n, int to);
+/* Replaces every output of n by the same output of keep (cuvil_rewrite_can_merge holds), and
+ * removes n. */
+void cuvil_rewrite_merge(cuvil_rewrite *rw, cir_node *n, const cir_node *keep);
+/* Whether constant v is the model's own data (an initializer), not a value a node computed
+ * at compile time. With symbolic dims only those are the same at every value of the symbols
+ * (a folded Shape is not), so a decision on the data must read only them there. */
+bool cuvil_rewrite_model_const(const cuvil_rewrite *rw, const cir_value *v);
+/* Rewrites every live node's inputs, removes the nodes no one reads now (dce) and releases rw. */
+void cuvil_rewrite_end(cuvil_rewrite *rw);
+
 #endif

@@ -173,6 +173,143 @@ int *cuvil_single_readers(cir_graph *g) {
     return user;
 }
 
+/* ===== Replacing values ===================================================================== */
+cuvil_status cuvil_rewrite_begin(cir_graph *g, cuvil_rewrite *rw) {
+    memset(rw, 0, sizeof *rw);
+    rw->g = g;
+    rw->n_values = g->n_values;
+    rw->rep = cuvil_malloc(sizeof(int) * ((size_t)g->n_values + 1));
+    rw->computed = cuvil_calloc((size_t)g->n_values + 1, 1);
+    if (!rw->rep || !rw->computed) {
+        cuvil_free(rw->rep);
+        cuvil_free(rw->computed);
+        memset(rw, 0, sizeof *rw);
+        return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+    }
+    for (int v = 0; v < g->n_values; v++) rw->rep[v] = v;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const cir_node *n = cir_node_at(g, i);
+        for (int j = 0; j < n->n_out; j++)
+            if (n->out[j] >= 0) rw->computed[n->out[j]] = 1;
+    }
+    cir_graph_count_uses(g);
+    return CUVIL_OK;
+}
+
+int cuvil_rewrite_resolve(cuvil_rewrite *rw, int v) {
+    if (v < 0 || v >= rw->n_values) return v;
+    int r = v;
+    while (rw->rep[r] != r) r = rw->rep[r];
+    while (rw->rep[v] != r) {   /* path compression */
+        int next = rw->rep[v];
+        rw->rep[v] = r;
+        v = next;
+    }
+    return r;
+}
+
+void cuvil_rewrite_inputs(cuvil_rewrite *rw, cir_node *n) {
+    for (int k = 0; k < n->n_in; k++) n->in[k] = cuvil_rewrite_resolve(rw, n->in[k]);
+    n->residual = cuvil_rewrite_resolve(rw, n->residual);
+}
+
+bool cuvil_rewrite_model_const(const cuvil_rewrite *rw, const cir_value *v) {
+    return cir_is_const(v) && v->id < rw->n_values && !rw->computed[v->id];
+}
+
+/* The live node that writes value `to`, which may instead write a graph output: none when `to`
+ * is an input, a constant or a graph output itself. */
+static cir_node *output_taker(cuvil_rewrite *rw, int to) {
+    cir_value *t = cir_val(rw->g, to);
+    if (t->kind != CIR_VAL_ACT || t->output_index >= 0 || t->producer < 0) return NULL;
+    cir_node *p = cir_node_at(rw->g, t->producer);
+    return p->dead ? NULL : p;
+}
+
+bool cuvil_rewrite_can_merge(cuvil_rewrite *rw, const cir_node *n, const cir_node *keep) {
+    if (n->n_out != keep->n_out) return false;
+    for (int k = 0; k < n->n_out; k++) {
+        if (n->out[k] < 0) continue;
+        if (keep->out[k] < 0) return false;
+        if (n->n_out > 1 && cir_val(rw->g, n->out[k])->output_index >= 0 && !output_taker(rw, keep->out[k])) return false;
+    }
+    return true;
+}
+
+/* Value `from`, which a node about to be removed made, is now `to`'s data. */
+static void replace_one(cuvil_rewrite *rw, int from, int to) {
+    cir_graph *g = rw->g;
+    cir_value *f = cir_val(g, from);
+    CUVIL_ASSERT(from < rw->n_values && to < rw->n_values);
+    CUVIL_ASSERT(f->dtype == cir_val(g, to)->dtype && cir_same_dims(f, cir_val(g, to)));
+    if (f->output_index < 0) {
+        rw->rep[from] = to;
+        return;
+    }
+    cir_node *p = output_taker(rw, to);
+    CUVIL_ASSERT(p);   /* checked by the callers */
+    /* the graph output keeps its value: to's maker writes it, and to's readers read it */
+    for (int j = 0; j < p->n_out; j++)
+        if (p->out[j] == to) p->out[j] = from;
+    f->producer = p->id;
+    cir_val(g, to)->producer = -1;
+    rw->rep[to] = from;
+}
+
+bool cuvil_rewrite_replace(cuvil_rewrite *rw, cir_node *n, int to) {
+    CUVIL_ASSERT(n->n_out == 1 && !n->dead);
+    cir_graph *g = rw->g;
+    int from = n->out[0];
+    cir_value *f = cir_val(g, from);
+    if (f->output_index < 0 || output_taker(rw, to)) {
+        replace_one(rw, from, to);
+        n->dead = true;
+        rw->n_changed++;
+        return true;
+    }
+    /* an output that an input, a constant or another output becomes: a copy into it */
+    if (n->kind == CIR_OP_IDENTITY && n->n_in == 1 && n->in[0] == to) return false;
+    n->kind = CIR_OP_IDENTITY;
+    n->def = cir_op_def(CIR_OP_IDENTITY);
+    n->src_op = "Identity";
+    n->n_attrs = 0;
+    n->attrs = NULL;
+    n->n_in = 1;
+    n->in[0] = to;
+    n->act = (cir_act){CIR_OP_NONE, 0, 0};
+    n->residual = -1;
+    n->fused = NULL;
+    rw->n_changed++;
+    return true;
+}
+
+void cuvil_rewrite_merge(cuvil_rewrite *rw, cir_node *n, const cir_node *keep) {
+    if (n->n_out == 1) {
+        cuvil_rewrite_replace(rw, n, keep->out[0]);
+        return;
+    }
+    for (int k = 0; k < n->n_out; k++)
+        if (n->out[k] >= 0) replace_one(rw, n->out[k], keep->out[k]);
+    n->dead = true;
+    rw->n_changed++;
+}
+
+void cuvil_rewrite_end(cuvil_rewrite *rw) {
+    cir_graph *g = rw->g;
+    for (int i = 0; i < g->n_nodes; i++) {
+        cir_node *n = cir_node_at(g, i);
+        if (!n->dead) cuvil_rewrite_inputs(rw, n);
+    }
+    cuvil_free(rw->rep);
+    cuvil_free(rw->computed);
+    rw->rep = NULL;
+    rw->computed = NULL;
+    /* what no one reads now goes before the fusions count readers (a reshape left reading a
+     * transpose would make it look shared) */
+    if (rw->n_changed) cuvil_pass_dce(g, NULL);
+    cir_graph_count_uses(g);
+}
+
 static bool disabled(const cuvil_options *o, const char *name) {
     for (int i = 0; i < o->n_disabled; i++)
         if (!strcmp(o->disabled_passes[i], name)) return true;
@@ -287,7 +424,11 @@ cuvil_status cuvil_run_passes(cir_graph *g, const cuvil_options *o) {
             if (!strcmp(pipeline[j].name, o->disabled_passes[i])) found = j;
         if (found < 0) {
             cuvil_sb names = {0};
-            for (int j = 0; j < N_PASSES; j++) cuvil_sb_printf(&names, "%s%s", j ? ", " : "", pipeline[j].name);
+            for (int j = 0; j < N_PASSES; j++) {
+                bool again = false;   /* a pass listed twice (cse) is named once */
+                for (int k = 0; k < j; k++) again |= !strcmp(pipeline[k].name, pipeline[j].name);
+                if (!again) cuvil_sb_printf(&names, "%s%s", j ? ", " : "", pipeline[j].name);
+            }
             cuvil_status s = cuvil_err(g->ctx, CUVIL_ERR_INVALID_ARG, "--disable-pass %s: no such pass (passes: %s)",
                                        o->disabled_passes[i], names.s ? names.s : "");
             cuvil_sb_free(&names);

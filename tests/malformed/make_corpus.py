@@ -368,8 +368,10 @@ def cases() -> dict:
                                         "which holds one message, is given more than once")
     c["unknown-fields-flood"] = Case(g_once + (varint(100 << 3) + varint(0)) * 5_000_000,
                                      "protobuf messages and strings (the limit is values=")
+    # (one base per node: eight Pows of one base are one node after cse)
     c["pow-exponent-copied-per-node"] = Case(
-        b(model([helper.make_node("Pow", ["x", "e"], [f"y{i}"]) for i in range(8)], [vi("x", [1 << 20])],
+        b(model([helper.make_node("Pow", [f"x{i}", "e"], [f"y{i}"]) for i in range(8)],
+                [vi(f"x{i}", [1 << 20]) for i in range(8)],
                 [vi(f"y{i}", None) for i in range(8)], [const_i64("e", np.full(1 << 20, 2))])),
         "its kernel's constant data brings the constants computed at compile time over the limit folded_bytes=16777216",
         args=["--limit", "folded_bytes=16M"])

@@ -173,6 +173,8 @@ static inline int64_t sat_i64(double x) {
     return (int64_t)x;
 }
 
+/* Integer Div and Mod: a divisor of 0 sets `zero` (the result there is 0; the caller reports
+ * it); MIN / -1 wraps to MIN and MIN % -1 is 0 (both trap in C on x86). */
 #define BIN_INT(TAG, T, U)                                                                      \
     case TAG: {                                                                                 \
         const T *A = a, *B = b;                                                                 \
@@ -183,20 +185,24 @@ static inline int64_t sat_i64(double x) {
         case CUVIL_BIN_SUB: BCAST2(p, Y[o] = (T)(U)((U)A[ia] - (U)B[ib])); break;               \
         case CUVIL_BIN_MUL: BCAST2(p, Y[o] = (T)(U)((U)A[ia] * (U)B[ib])); break;               \
         case CUVIL_BIN_DIV:                                                                     \
-            BCAST2(p, Y[o] = B[ib] == 0 ? (T)0                                                  \
-                             : (sgn && B[ib] == (T)-1) ? (T)(U)(0 - (U)A[ia])                   \
-                                                       : (T)(A[ia] / B[ib]));                   \
+            BCAST2(p, {                                                                         \
+                zero |= B[ib] == 0;                                                             \
+                Y[o] = B[ib] == 0 ? (T)0                                                        \
+                       : (sgn && B[ib] == (T)-1) ? (T)(U)(0 - (U)A[ia]) : (T)(A[ia] / B[ib]);   \
+            });                                                                                 \
             break;                                                                              \
-        case CUVIL_BIN_POW: BCAST2(p, Y[o] = (T)(U)(uint64_t)sat_i64(pow((double)A[ia], (double)B[ib]))); break; \
         case CUVIL_BIN_MAX: BCAST2(p, Y[o] = A[ia] > B[ib] ? A[ia] : B[ib]); break;             \
         case CUVIL_BIN_MIN: BCAST2(p, Y[o] = A[ia] < B[ib] ? A[ia] : B[ib]); break;             \
         case CUVIL_BIN_PRELU: BCAST2(p, Y[o] = !IS_NEG(T, A[ia]) ? A[ia] : (T)(U)((U)A[ia] * (U)B[ib])); break; \
-        /* x % 0 is 0 and x % -1 is 0 (MIN % -1 traps on x86) */                              \
         case CUVIL_BIN_FMOD:                                                                    \
-            BCAST2(p, Y[o] = B[ib] == 0 || (sgn && B[ib] == (T)-1) ? (T)0 : (T)(A[ia] % B[ib]));  \
+            BCAST2(p, {                                                                         \
+                zero |= B[ib] == 0;                                                             \
+                Y[o] = B[ib] == 0 || (sgn && B[ib] == (T)-1) ? (T)0 : (T)(A[ia] % B[ib]);       \
+            });                                                                                 \
             break;                                                                              \
         case CUVIL_BIN_MOD:                                                                     \
             BCAST2(p, {                                                                         \
+                zero |= B[ib] == 0;                                                             \
                 T r_ = B[ib] == 0 || (sgn && B[ib] == (T)-1) ? (T)0 : (T)(A[ia] % B[ib]);       \
                 Y[o] = r_ != 0 && IS_NEG(T, r_) != IS_NEG(T, B[ib]) ? (T)(U)((U)r_ + (U)B[ib]) : r_; \
             });                                                                                 \
@@ -206,7 +212,12 @@ static inline int64_t sat_i64(double x) {
         break;                                                                                  \
     }
 
-void cuvil_binary_t(const cuvil_binary_params *p, int t, const void *a, const void *b, void *y) {
+int cuvil_binary_t(const cuvil_binary_params *p, int t, const void *a, const void *b, void *y) {
+    bool zero = false;
+    if (p->op == CUVIL_BIN_POW && !is_float_t(t)) {
+        cuvil_pow_t(p, t, a, t, b, y);
+        return 0;
+    }
     switch (t) {
     case CUVIL_T_F64: {
         const double *A = a, *B = b;
@@ -221,6 +232,7 @@ void cuvil_binary_t(const cuvil_binary_params *p, int t, const void *a, const vo
         FOR_INTS(BIN_INT)
     default: break;
     }
+    return zero;
 }
 
 /* ===== Comparisons and logic ============================================================== */
@@ -385,6 +397,61 @@ static inline void st_int(int t, void *p, int64_t i, int64_t v) {
     }
 }
 
+/* ===== Float to integer, as ONNX Runtime converts on x86-64 ===========================
+ * C leaves a float -> integer conversion of a value out of range undefined; x86's cvttsd2si
+ * gives the "integer indefinite", the minimum of its 32- or 64-bit register, and ONNX Runtime's
+ * results follow from which of those its compiled code uses. These do the same on any
+ * machine, converting only values in range:
+ *   int32 (and int8, int16, uint8, uint16, which keep its low bits): out of range or NaN -> INT32_MIN;
+ *   int64: INT64_MIN;
+ *   uint64: [2^63, 2^64) exactly, NaN and values below 2^63 as int64 (negatives wrap), 2^64 and
+ *     above (inf, 3e38) -> 0 (x - 2^63 converted, its sign bit flipped back);
+ *   uint32 from float16: the low 32 bits of the int64 conversion (inf, -inf, NaN -> 0);
+ *   uint32 from float32, float64, bfloat16: ONNX Runtime's vectorised loop, x < 2^31 as int32,
+ *     else (x - 2^31) as int32 plus 2^31 (-inf, NaN -> 2^31; inf, 2^32 and above -> 0). (The
+ *     loop over its last n % 4 elements converts through int64 instead, as for float16.) */
+static inline int32_t cvt_i32(double v) { return v > -2147483649.0 && v < 2147483648.0 ? (int32_t)v : INT32_MIN; }
+static inline int64_t cvt_i64(double v) {
+    return v >= -9223372036854775808.0 && v < 9223372036854775808.0 ? (int64_t)v : INT64_MIN;
+}
+
+static int64_t float_to_int(int from, int to, double v) {
+    switch (to) {
+    case CUVIL_T_I64: return cvt_i64(v);
+    case CUVIL_T_U64:
+        if (v >= 9223372036854775808.0) return v < 18446744073709551616.0 ? (int64_t)(uint64_t)v : 0;
+        return cvt_i64(v);
+    case CUVIL_T_U32:
+        if (from == CUVIL_T_F16) return cvt_i64(v);
+        if (v >= 2147483648.0) return (int64_t)(uint32_t)((uint32_t)cvt_i32(v - 2147483648.0) + 0x80000000u);
+        return (int64_t)(uint32_t)cvt_i32(v);
+    default: return cvt_i32(v);
+    }
+}
+
+/* ===== Integer Pow ===================================================================== */
+/* Whether the exponent is one value along the innermost dim of more than one element (ONNX
+ * Runtime's "input 1 is a scalar" spans, where its Pow multiplies for the exponents 2 and 3);
+ * when the base is one value there too, or there is no such dim, it calls pow. */
+static bool pow_by_rows(const cuvil_binary_params *p) {
+    int d = p->ndim - 1;
+    while (d >= 0 && p->dims[d] == 1) d--;
+    return d >= 0 && p->a_strides[d] != 0 && p->b_strides[d] == 0;
+}
+
+void cuvil_pow_t(const cuvil_binary_params *p, int t, const void *a, int te, const void *b, void *y) {
+    const bool rows = pow_by_rows(p), u64 = t == CUVIL_T_U64, eu64 = te == CUVIL_T_U64, efl = is_float_t(te);
+    BCAST2(p, {
+        int64_t x = ld_int(t, a, ia), r;
+        int64_t ei = efl ? 0 : ld_int(te, b, ib);
+        double e = efl ? ld_float(te, b, ib) : eu64 ? (double)(uint64_t)ei : (double)ei;
+        if (rows && e == 2) r = (int64_t)((uint64_t)x * (uint64_t)x);
+        else if (rows && e == 3) r = (int64_t)((uint64_t)x * (uint64_t)x * (uint64_t)x);
+        else r = float_to_int(CUVIL_T_F64, t, pow(u64 ? (double)(uint64_t)x : (double)x, e));
+        st_int(t, y, o, r);
+    });
+}
+
 void cuvil_cast(int from, int to, const void *x, void *y, int64_t n) {
     if (from == to) {
         memcpy(y, x, (size_t)n * type_size(from));
@@ -425,15 +492,7 @@ void cuvil_cast(int from, int to, const void *x, void *y, int64_t n) {
                 st_float(to, y, i, f);
             }
         } else if (ff) {
-            double v = ld_float(from, x, i);
-            bool wide = to == CUVIL_T_I64 || to == CUVIL_T_U64 || to == CUVIL_T_U32;
-            double lim = wide ? 9223372036854775808.0 : 2147483648.0;
-            if (to == CUVIL_T_U64 && v >= 9223372036854775808.0 && v < 18446744073709551616.0)
-                ((uint64_t *)y)[i] = (uint64_t)v;
-            else if (v != v || v >= lim || v < -lim)
-                st_int(to, y, i, wide ? INT64_MIN : INT32_MIN);
-            else
-                st_int(to, y, i, (int64_t)v);
+            st_int(to, y, i, float_to_int(from, to, ld_float(from, x, i)));
         } else {
             st_int(to, y, i, ld_int(from, x, i));
         }

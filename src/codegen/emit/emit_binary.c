@@ -1,5 +1,6 @@
-/* emit_binary.c -- add, sub, mul, div, pow, max, min, prelu (op_binary.c): the float32 kernel,
- * or the typed one for the other element types. */
+/* emit_binary.c -- add, sub, mul, div, pow, max, min, prelu, mod (op_binary.c): the float32
+ * kernel, or the typed one for the other element types. An integer division or modulo by zero
+ * is an error from run that names the node, as ONNX Runtime's is. */
 #include "codegen/emit/emit_int.h"
 
 cuvil_status cg_emit_binary(cg_ctx *cg, cir_graph *g, cir_node *n) {
@@ -7,8 +8,11 @@ cuvil_status cg_emit_binary(cg_ctx *cg, cir_graph *g, cir_node *n) {
     op_binary_params(g, n, &p);
     cir_value *y = cir_out(g, n, 0);
     if (y->dtype != CIR_F32) {
-        cg_printf(cg, "    cuvil_binary_t(&%s, %s, %s, %s, %s);\n", cg_bin_params(cg, &p, cg_bin_names), cg_rt_type(y->dtype),
-                  cg_in(cg, n->in[0]), cg_in(cg, n->n_in > 1 && n->in[1] >= 0 ? n->in[1] : n->in[0]), cg_out(cg, n->out[0]));
+        const char *what = op_binary_zero_msg(y->dtype, p.op);
+        cg_printf(cg, "    %scuvil_binary_t(&%s, %s, %s, %s, %s)%s;\n", what ? "if (" : "", cg_bin_params(cg, &p, cg_bin_names),
+                  cg_rt_type(y->dtype), cg_in(cg, n->in[0]), cg_in(cg, n->n_in > 1 && n->in[1] >= 0 ? n->in[1] : n->in[0]),
+                  cg_out(cg, n->out[0]), what ? ") return 1" : "");
+        if (what) cg_fallible(cg, what);
         return CUVIL_OK;
     }
     const char *ps = cg_bin_params(cg, &p, cg_bin_names);

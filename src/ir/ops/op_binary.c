@@ -89,16 +89,16 @@ static cuvil_status binary_infer(cir_graph *g, cir_node *n) {
     return CUVIL_OK;
 }
 
-/* Integer arithmetic as the hardware does it: two's complement wrap-around (no undefined
- * behaviour on overflow), division truncating, x / 0 = 0 and INT64_MIN / -1 = INT64_MIN. The
- * result is then narrowed to the output type by cir_const_set_i64. */
+/* Integer arithmetic of a node whose operands differ in type (bool operands; a Pow's exponent of
+ * another type), which only folding meets (the run-time kernels take one type): in int64,
+ * wrapping as two's complement does, then narrowed to the output type by cir_const_set_i64. */
 static int64_t apply_int(int op, int64_t x, int64_t y) {
     switch (op) {
     case CUVIL_BIN_ADD: return (int64_t)((uint64_t)x + (uint64_t)y);
     case CUVIL_BIN_SUB: return (int64_t)((uint64_t)x - (uint64_t)y);
     case CUVIL_BIN_MUL: return (int64_t)((uint64_t)x * (uint64_t)y);
     case CUVIL_BIN_DIV: return y == 0 ? 0 : (x == INT64_MIN && y == -1) ? INT64_MIN : x / y;   /* 0: refused before */
-    case CUVIL_BIN_POW: return cir_f64_to_i64(pow((double)x, (double)y));
+    case CUVIL_BIN_POW: return cir_f64_to_i64(pow((double)x, (double)y));   /* bool only */
     case CUVIL_BIN_MAX: return x > y ? x : y;
     case CUVIL_BIN_MIN: return x < y ? x : y;
     case CUVIL_BIN_PRELU: return x >= 0 ? x : (int64_t)((uint64_t)x * (uint64_t)y);
@@ -126,6 +126,12 @@ static double apply(int op, double x, double y) {
     }
 }
 
+const char *op_binary_zero_msg(cir_dtype t, int op) {
+    if (cir_dtype_is_float(t) || t == CIR_BOOL) return NULL;
+    return op == CUVIL_BIN_DIV ? "integer division by zero"
+           : op == CUVIL_BIN_MOD || op == CUVIL_BIN_FMOD ? "integer modulo by zero" : NULL;
+}
+
 void op_binary_params(cir_graph *g, cir_node *n, cuvil_binary_params *p) {
     cir_value *a = cir_in(g, n, 0), *b = cir_in(g, n, 1) ? cir_in(g, n, 1) : a, *y = cir_out(g, n, 0);
     op_bin_params(a, b, y, binop(n), p);
@@ -141,14 +147,19 @@ static cuvil_status binary_fold(cir_graph *g, cir_node *n) {
         cuvil_f32_binary__scalar(&p, a->data, b->data, y->data);
         return CUVIL_OK;
     }
-    if (cir_dtype_is_float(y->dtype) && b->dtype == y->dtype) {
-        cuvil_binary_t(&p, y->dtype, a->data, b->data, y->data);   /* as the compiled model computes it */
+    if (b->dtype == y->dtype && y->dtype != CIR_BOOL) {   /* as the compiled model computes it */
+        if (cuvil_binary_t(&p, y->dtype, a->data, b->data, y->data))   /* as ONNX Runtime refuses it */
+            return cir_node_err(g, n, CUVIL_ERR_MODEL, "%s", op_binary_zero_msg(y->dtype, p.op));
         return CUVIL_OK;
     }
     bool integer = !cir_dtype_is_float(y->dtype);
-    if (integer && p.op == CUVIL_BIN_DIV)   /* as ONNX Runtime refuses it when the session starts */
+    if (integer && p.op == CUVIL_BIN_POW && y->dtype != CIR_BOOL) {   /* an exponent of another type */
+        cuvil_pow_t(&p, y->dtype, a->data, b->dtype, b->data, y->data);
+        return CUVIL_OK;
+    }
+    if (integer && op_binary_zero_msg(y->dtype, p.op))
         for (int64_t i = 0; i < cir_numel(b); i++)
-            if (cir_const_i64(b, i) == 0) return cir_node_err(g, n, CUVIL_ERR_MODEL, "integer division by zero");
+            if (cir_const_i64(b, i) == 0) return cir_node_err(g, n, CUVIL_ERR_MODEL, "%s", op_binary_zero_msg(y->dtype, p.op));
     int64_t cnt = cir_numel(y), idx[CIR_MAX_DIMS] = {0};
     for (int64_t i = 0; i < cnt; i++) {
         int64_t ia = 0, ib = 0;

@@ -143,6 +143,10 @@ void op_batch_norm_affine(cir_graph *g, cir_node *n, float *scale, float *shift)
 void op_batch_norm_params(cir_graph *g, cir_node *n, cuvil_channel_affine_params *p);
 /* The binary ops (add ... prelu) with their broadcast and fused activation. */
 void op_binary_params(cir_graph *g, cir_node *n, cuvil_binary_params *p);
+/* What an integer division (CUVIL_BIN_DIV) or modulo (CUVIL_BIN_MOD, _FMOD) by zero of element
+ * type t is called in messages ("integer division by zero"), which the kernel reports
+ * (cuvil_binary_t returns 1); NULL for the other ops and types. */
+const char *op_binary_zero_msg(cir_dtype t, int op);
 /* conv (transpose false) or conv_transpose (true, whose params struct has the same fields); a
  * 1-D convolution is a 2-D one with H = KH = OH = 1. No prepacking (the lowering pass adds it). */
 cuvil_status op_conv_params(cir_graph *g, cir_node *n, bool transpose, cuvil_conv2d_params *p);
