@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Callable
 
 _SIGNALS = tuple(getattr(signal, n) for n in ("SIGTERM", "SIGINT", "SIGHUP") if hasattr(signal, n))
-_lock = threading.Lock()
+_lock = threading.RLock()   # re-entrant: a second signal may arrive while clean_now holds it
 _live: dict[int, Callable[[], list[str]]] = {}   # token -> the folders to stop and remove now
 _next = 0
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import shutil
 import sys
 import tempfile
@@ -70,23 +71,56 @@ def _lib_identity() -> str:
         return f"{N.version()}|{p}|{cc}"
 
 
-def _external_files(src: Path | None, data: bytes) -> list[tuple[str, Path]]:
+def _external_files(src: Path | None, data: bytes) -> list[tuple[str, Path | None]]:
     """For a model file, the files it reads besides itself (its tensors' external data, by
-    location relative to its folder, subfolders included): (location, path)."""
+    location relative to its folder, subfolders included): (location, path). The compiler's
+    rules apply first (docs/SECURITY.md): a location that is empty, absolute, holds '..' or
+    resolves outside the model's folder gets no path (nothing is read; the compiler refuses
+    the model)."""
     if src is None:
         return []
     from ._onnxfiles import external_locations
-    return [(loc, src.parent / loc) for loc in external_locations(data)]
+    folder = os.path.realpath(src.parent)
+    out = []
+    for loc in external_locations(data):
+        p = Path(loc)
+        inside = bool(loc) and not p.is_absolute() and ".." not in p.parts and "\0" not in loc
+        if inside:
+            real = os.path.realpath(src.parent / loc)
+            inside = real.startswith(folder.rstrip("/") + "/")
+        out.append((loc, src.parent / loc if inside else None))
+    return out
 
 
-def _fingerprint(files: list[tuple[str, Path]]) -> list[str]:
-    """location|SHA-256 of each file (a missing one: location|missing; the compiler says why)."""
+def _fingerprint(files: list[tuple[str, Path | None]]) -> list[str]:
+    """location|SHA-256 of each file: of a regular file only, opened without blocking and read
+    to the size it had when opened (a FIFO or a device is never read: location|not a file; a
+    missing one: location|missing; one outside the folder: location|refused; the compiler says
+    why)."""
     out = []
     for loc, p in files:
+        if p is None:
+            out.append(f"{loc}|refused")
+            continue
         try:
-            out.append(f"{loc}|{_cache.sha256_file(p)}")
+            fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0))
         except OSError:
             out.append(f"{loc}|missing")
+            continue
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                out.append(f"{loc}|not a file")
+                continue
+            h, left = hashlib.sha256(), st.st_size
+            while left > 0 and (chunk := os.read(fd, min(left, 1 << 22))):
+                h.update(chunk)
+                left -= len(chunk)
+            out.append(f"{loc}|{st.st_size}|{h.hexdigest()}")
+        except OSError:
+            out.append(f"{loc}|unreadable")
+        finally:
+            os.close(fd)
     return out
 
 
@@ -211,6 +245,8 @@ def _compile_onnx(data: bytes, src: Path | None, label: str, args: list[str], th
             if "model_sha256" in str(e):
                 raise CuvilError(f"{label} changed while it was being compiled; compile it again", "io") from None
             raise
+        if files and _fingerprint(files) != ext[1:]:   # the weights compiled are not the ones keyed
+            raise CuvilError(f"{label}'s external data changed while it was being compiled; compile it again", "io")
         _cache.seal(build, dict(expect, key=key, options=cm._desc.options.decode(errors="replace"), files=ext))
 
         def checked(path, fd, checks) -> bool:

@@ -5,7 +5,9 @@
  * (cuvil_rt_cpu_lacks with its target's feature list, src/codegen/targets.inc) and refuses
  * with a message naming the target and the feature. This file, and create() itself, are
  * compiled for the baseline ISA (CUVIL_RT_BASELINE) whatever the target's flags, so that
- * nothing before the answer can be an instruction the CPU lacks.
+ * nothing before the answer can be an instruction the CPU lacks. (On RISC-V there is no such
+ * attribute in GCC 12: the check is built with the target's -march=rv64gcv, which GCC 12 never
+ * uses for plain C; a compiler that vectorises for RVV could put a vector instruction first.)
  *
  * x86-64: CPUID says what the processor implements, XGETBV what the operating system saves
  * on a context switch (AVX needs the YMM state, AVX-512 the opmask and ZMM states too); a
@@ -16,7 +18,11 @@
 #include <string.h>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <cpuid.h>
+/* CPUID by hand, not <cpuid.h>: its static inline functions, with this file's ISA flags, are not
+ * inlined into a no-avx caller but compiled out of line with those flags. */
+CUVIL_RT_BASELINE static void cpuid(unsigned leaf, unsigned sub, unsigned r[4]) {
+    __asm__ volatile("cpuid" : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3]) : "a"(leaf), "c"(sub));
+}
 
 /* XCR0's bits: 1 SSE, 2 AVX (YMM upper halves), 5 opmask, 6 ZMM upper halves, 7 ZMM16-31. */
 #define XCR0_AVX 0x6u
@@ -31,9 +37,11 @@ CUVIL_RT_BASELINE static uint64_t xcr0(void) {
 /* 1: the CPU and the OS support feature name (n bytes); 0: not; -1: a name this file does
  * not know (a target table that names one is a bug, reported as missing). */
 CUVIL_RT_BASELINE static int has_feature(const char *name, size_t n) {
-    unsigned a1 = 0, b1 = 0, c1 = 0, d1 = 0, a7 = 0, b7 = 0, c7 = 0, d7 = 0;
-    if (!__get_cpuid(1, &a1, &b1, &c1, &d1)) return 0;
-    if (!__get_cpuid_count(7, 0, &a7, &b7, &c7, &d7)) b7 = 0;
+    unsigned r0[4], r1[4] = {0}, r7[4] = {0};
+    cpuid(0, 0, r0);   /* r0[0]: the highest basic leaf */
+    if (r0[0] >= 1) cpuid(1, 0, r1);
+    if (r0[0] >= 7) cpuid(7, 0, r7);
+    const unsigned c1 = r1[2], b7 = r7[1];
     const int osxsave = (c1 >> 27) & 1;
     const uint64_t x = osxsave ? xcr0() : 0;
     const int os_avx = (x & XCR0_AVX) == XCR0_AVX, os_avx512 = (x & XCR0_AVX512) == XCR0_AVX512;

@@ -26,7 +26,7 @@ typedef struct cg_ctx cg_ctx;
 #define CG_PART_NODES 256
 #endif
 typedef struct cg_file {
-    char name[32];          /* "model.c", "model_int.h", "part_0003.c" */
+    char name[32];          /* "model.c", "cuvil_model_int.h", "part_0003.c" */
     const char *text;       /* inside the text that was split */
     size_t len;
 } cg_file;

@@ -436,8 +436,27 @@ static int find_unlisted(manifest *m, const char *dir, const char *rel, int dept
     return r;
 }
 
+/* A manifest line as Cuvil writes them: a relative path of the characters of its own names
+ * (letters, digits, `_ . + -`), components neither empty, `.` nor `..`; a folder ends in '/'.
+ * Anything else means a manifest Cuvil did not write (a hostile folder could list
+ * "../../home/you/.bashrc"). */
+static bool manifest_entry_ok(const char *e) {
+    if (!*e || *e == '/') return false;
+    for (const char *c = e; *c;) {
+        size_t n = strcspn(c, "/");
+        if (!n || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.')) return false;
+        for (size_t i = 0; i < n; i++)
+            if (!((c[i] >= 'a' && c[i] <= 'z') || (c[i] >= 'A' && c[i] <= 'Z') || (c[i] >= '0' && c[i] <= '9') ||
+                  c[i] == '_' || c[i] == '.' || c[i] == '+' || c[i] == '-'))
+                return false;
+        c += n;
+        if (*c == '/') c++;
+    }
+    return true;
+}
+
 /* Reads dir's manifest; *n_found is the number of entries outside it (the first in m->unknown).
- * Returns false when there is no readable manifest. */
+ * Returns false when there is no readable manifest, or one Cuvil cannot have written. */
 static bool read_manifest(cuvil_ctx *ctx, const char *dir, manifest *m) {
     char path[PATH_MAX];
     if (!path_join(path, sizeof path, dir, MANIFEST)) return false;
@@ -452,7 +471,7 @@ static bool read_manifest(cuvil_ctx *ctx, const char *dir, manifest *m) {
         char *end = strchr(line, '\n');
         if (end) *end = 0;
         if (*line && *line != '#') {
-            const char *copy = cuvil_arena_strdup(&m->strs, line);
+            const char *copy = manifest_entry_ok(line) ? cuvil_arena_strdup(&m->strs, line) : NULL;
             ok = copy && cuvil_map_put(&m->set, copy, 1);
         }
         line = end ? end + 1 : line + strlen(line);
@@ -558,7 +577,8 @@ static cuvil_status spawn_cmd(cuvil_ctx *ctx, const char *dir, char *const *argv
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&attr);
     if (rc != 0) return cuvil_err(ctx, CUVIL_ERR_TOOLCHAIN, "cannot run %s: %s", argv[0], strerror(rc));
-    if (!cuvil_tmp_add_child(*pid)) {   /* cannot happen with at most CUVIL_TMP_MAX / 2 jobs per compile */
+    if (!cuvil_tmp_add_child(*pid)) {   /* cannot happen: CUVIL_CHILD_MAX has room for every compile's jobs */
+        if (cuvil_tmp_own_group()) kill(-*pid, SIGKILL);
         kill(*pid, SIGKILL);
         while (waitpid(*pid, NULL, 0) < 0 && errno == EINTR) {}
         return cuvil_err(ctx, CUVIL_ERR_UNSUPPORTED, "too many C compilers running at once in this process");
@@ -601,14 +621,11 @@ static cuvil_status run_cmd(cuvil_ctx *ctx, const char *dir, char *const *argv, 
     return s ? s : wait_cmd(ctx, dir, pid, argv[0], NULL, "cc.log");
 }
 
-/* How many compilers run at once: the CPUs this process may run on, at most 16 (and at most
- * half the child slots of the signal cleanup, so that two compiles in one process fit). */
+/* How many compilers run at once: the CPUs this process may run on, at most CUVIL_JOBS_MAX. */
 static int n_jobs(void) {
     cpu_set_t set;
     int n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
-    if (n < 1) n = 1;
-    if (n > 16) n = 16;
-    return n < CUVIL_TMP_MAX / 4 ? n : CUVIL_TMP_MAX / 4;
+    return n < 1 ? 1 : n > CUVIL_JOBS_MAX ? CUVIL_JOBS_MAX : n;
 }
 
 /* Splits a space-separated string into argv slots (no quoting: flags only). */
@@ -948,6 +965,30 @@ static cuvil_status copy_runtime(cuvil_ctx *ctx, const char *src, const char *ds
     return s;
 }
 
+/* Removes rel (a manifest entry: checked by manifest_entry_ok) under the folder root: a regular
+ * file, or (folder) an empty folder. Each folder on the way is opened without following a
+ * symbolic link, so nothing outside root is reached, whatever was swapped in meanwhile. */
+static void remove_under(int root, const char *rel, bool folder) {
+    char buf[PATH_MAX];
+    if ((size_t)snprintf(buf, sizeof buf, "%s", rel) >= sizeof buf) return;
+    size_t l = strlen(buf);
+    while (l && buf[l - 1] == '/') buf[--l] = 0;
+    int fd = dup(root);
+    char *comp = buf;
+    for (char *slash; fd >= 0 && (slash = strchr(comp, '/'));) {
+        *slash = 0;
+        int next = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        close(fd);
+        fd = next;
+        comp = slash + 1;
+    }
+    if (fd < 0) return;
+    struct stat st;
+    if (fstatat(fd, comp, &st, AT_SYMLINK_NOFOLLOW) == 0 && (folder ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode)))
+        unlinkat(fd, comp, folder ? AT_REMOVEDIR : 0);
+    close(fd);
+}
+
 static int longer_first(const void *a, const void *b) {
     size_t x = strlen(*(const char *const *)a), y = strlen(*(const char *const *)b);
     return x > y ? -1 : x < y;
@@ -966,18 +1007,17 @@ static void remove_listed(const char *dir, const char *output) {
             if (m.set.keys[i] && strcmp(m.set.keys[i], MANIFEST)) keys[n++] = m.set.keys[i];
         /* files first; then folders, the deepest first (a longer path cannot be a parent) */
         qsort(keys, n, sizeof *keys, longer_first);
-        for (int pass = 0; pass < 2; pass++)
+        int root = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        for (int pass = 0; root >= 0 && pass < 2; pass++)
             for (size_t i = 0; i < n; i++) {
                 size_t len = strlen(keys[i]);
                 bool folder = len && keys[i][len - 1] == '/';
-                char path[PATH_MAX];
-                struct stat st;
-                if (folder != (pass == 1) || !path_join(path, sizeof path, dir, keys[i])) continue;
-                if (folder) rmdir(path);
-                else if (lstat(path, &st) == 0 && S_ISREG(st.st_mode)) unlink(path);
+                if (folder == (pass == 1)) remove_under(root, keys[i], folder);
             }
-        char mp[PATH_MAX];
-        if (path_join(mp, sizeof mp, dir, MANIFEST)) unlink(mp);
+        if (root >= 0) {
+            unlinkat(root, MANIFEST, 0);
+            close(root);
+        }
     }
     cuvil_free(keys);
     cuvil_map_free(&m.set);
@@ -1055,7 +1095,7 @@ cuvil_status cuvil_emit_sources(cuvil_ctx *ctx, const cg_output *gen, const char
                     "all: lib%s.so lib%s.a\n\n"
                     "lib%s.so: $(MODEL_OBJ) weights.o $(RUNTIME_OBJ)\n\t$(CC) -shared -o $@ $^ -lm -pthread\n\n"
                     "lib%s.a: $(MODEL_OBJ) weights.o $(RUNTIME_OBJ)\n\t$(AR) rcs $@ $^\n\n"
-                    "$(MODEL_OBJ): %%.o: %%.c model_int.h %s.h\n\t$(CC) $(ALL_FLAGS) -DCUVIL_MODEL_SHARED -c $< -o $@\n\n"
+                    "$(MODEL_OBJ): %%.o: %%.c cuvil_model_int.h %s.h\n\t$(CC) $(ALL_FLAGS) -DCUVIL_MODEL_SHARED -c $< -o $@\n\n"
                     "%s"
                     "%%.o: %%.c\n\t$(CC) $(ALL_FLAGS) -O3 -c $< -o $@\n\n"
                     "clean:\n\trm -f *.o $(RUNTIME_OBJ) lib%s.so lib%s.a\n\n.PHONY: all clean\n",

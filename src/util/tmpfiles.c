@@ -25,7 +25,7 @@ static struct {
     char path[PATH_MAX];
 } slots[CUVIL_TMP_MAX];
 /* the C compilers the compiler waits for (several at once: the parts of a model) */
-static atomic_long child_pids[CUVIL_TMP_MAX];
+static atomic_long child_pids[CUVIL_CHILD_MAX];
 
 bool cuvil_tmp_register(const char *path) {
     size_t n = strlen(path);
@@ -49,7 +49,7 @@ void cuvil_tmp_forget(const char *path) {
 }
 
 bool cuvil_tmp_add_child(long pid) {
-    for (int i = 0; i < CUVIL_TMP_MAX; i++) {
+    for (int i = 0; i < CUVIL_CHILD_MAX; i++) {
         long expect = 0;
         if (atomic_compare_exchange_strong(&child_pids[i], &expect, pid)) return true;
     }
@@ -57,7 +57,7 @@ bool cuvil_tmp_add_child(long pid) {
 }
 
 void cuvil_tmp_drop_child(long pid) {
-    for (int i = 0; i < CUVIL_TMP_MAX; i++) {
+    for (int i = 0; i < CUVIL_CHILD_MAX; i++) {
         long expect = pid;
         if (atomic_compare_exchange_strong(&child_pids[i], &expect, 0)) return;
     }
@@ -108,7 +108,7 @@ bool cuvil_tmp_own_group(void) { return atomic_load(&handlers_installed) != 0; }
 
 static void on_signal(int sig) {
     int saved = errno;
-    for (int i = 0; i < CUVIL_TMP_MAX; i++) {
+    for (int i = 0; i < CUVIL_CHILD_MAX; i++) {
         pid_t pid = (pid_t)atomic_load(&child_pids[i]);
         if (pid > 0) {
             /* each C compiler runs in its own process group (cc1 and as included): stop all of it */
@@ -116,7 +116,7 @@ static void on_signal(int sig) {
             kill(pid, SIGTERM);
         }
     }
-    for (int i = 0; i < CUVIL_TMP_MAX; i++) {
+    for (int i = 0; i < CUVIL_CHILD_MAX; i++) {
         pid_t pid = (pid_t)atomic_load(&child_pids[i]);
         if (pid > 0)
             while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {}

@@ -184,7 +184,10 @@ void cuvil_tmp_forget(const char *path);
 /* Removes path (a file, or a folder with everything in it) and forgets it. */
 void cuvil_tmp_remove(const char *path);
 /* A child process the compiler waits for (a C compiler), killed first by the signal cleanup;
- * at most CUVIL_TMP_MAX at once (false: no room). Dropped once waited for. */
+ * at most CUVIL_CHILD_MAX at once (false: no room): room for every compile the table above
+ * admits (CUVIL_TMP_MAX / 2) running CUVIL_JOBS_MAX compilers each. Dropped once waited for. */
+#define CUVIL_JOBS_MAX 16
+#define CUVIL_CHILD_MAX (CUVIL_TMP_MAX / 2 * CUVIL_JOBS_MAX)
 bool cuvil_tmp_add_child(long pid);
 void cuvil_tmp_drop_child(long pid);
 /* True once cuvil_install_signal_cleanup() ran: then the C compiler is started in a process

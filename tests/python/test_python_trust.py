@@ -350,3 +350,36 @@ def test_relative_model_path_survives_a_change_of_folder(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     out = cm.save(tmp_path / "saved.so")
     close(cuvil.load(out)(_x()), ort_run(small_onnx(), {"x": _x()})[0])
+
+
+@pytest.mark.parametrize("where", ["/dev/zero", "../outside.bin", "fifo"])
+def test_external_data_is_checked_before_it_is_read(where, tmp_path):
+    """The cache key hashes a model's external data: a location the compiler refuses (absolute,
+    '..') or a file that is not regular (a FIFO, /dev/zero) is never read (it hashed /dev/zero
+    forever, blocked on a FIFO); the compile is refused with the compiler's message."""
+    from onnx import TensorProto, helper
+
+    d = tmp_path / "m"
+    d.mkdir()
+    (tmp_path / "outside.bin").write_bytes(b"\0" * 16)
+    if where == "fifo":
+        os.mkfifo(d / "fifo")
+    t = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[4], data_location=TensorProto.EXTERNAL)
+    for k, v in (("location", where), ("offset", "0"), ("length", "16")):
+        e = t.external_data.add()
+        e.key, e.value = k, v
+    g = helper.make_graph([helper.make_node("Add", ["x", "w"], ["y"])], "ext",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])], initializer=[t])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    onnx.save(m, d / "m.onnx")
+    r = _in_fresh_process(f"""
+try:
+    cuvil.compile({str(d / 'm.onnx')!r})
+    print("COMPILED")
+except cuvil.CuvilError as e:
+    print("REFUSED:", e)
+""", tmp_path, timeout=120, env={"CUVIL_CACHE_DIR": str(tmp_path / "cache")})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("REFUSED:") and "external" in r.stdout.lower(), r.stdout

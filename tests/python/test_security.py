@@ -859,11 +859,21 @@ def test_emit_c_replace_keeps_a_file_that_appears_meanwhile(small, tmp_path):
            str(tl.bin_path("cuvil-compile")), "--model", str(p), "--output", str(out), "--emit", "c"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
     deadline = time.monotonic() + 60
-    while not list(tmp_path.glob("gen.cuvil-build-*/.cuvil-output")):   # written just before the swap
+
+    def swapping():
+        """The new folder made public (0700 -> 0755) comes after the last check, just before the swap."""
+        for d in tmp_path.glob("gen.cuvil-build-*"):
+            try:
+                if d.stat().st_mode & 0o777 == 0o755:
+                    return True
+            except FileNotFoundError:
+                pass
+        return False
+
+    while not swapping():
         assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
-        time.sleep(0.01)
-    time.sleep(0.5)   # its last check is done; the swap waits in strace
-    (out / "my-notes.txt").write_text("keep me\n")
+        time.sleep(0.005)
+    (out / "my-notes.txt").write_text("keep me\n")   # the swap waits in strace for 2 s
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
     kept = [f for f in tmp_path.rglob("my-notes.txt")]
@@ -871,3 +881,39 @@ def test_emit_c_replace_keeps_a_file_that_appears_meanwhile(small, tmp_path):
     assert "appeared in the folder while it was replaced" in err and kept[0].parent.name in err, err
     assert sorted(f.name for f in kept[0].parent.iterdir()) == ["my-notes.txt"]
     assert (out / "model.c").is_file() and (out / ".cuvil-output").is_file()
+
+
+def test_emit_c_manifest_cannot_name_files_outside(small, tmp_path):
+    """A folder holding only a forged manifest that lists '../victim.txt': not Cuvil's (a
+    manifest Cuvil writes names its own files only), so the folder is refused and the file
+    outside it is not deleted."""
+    p, _, _ = small
+    victim = tmp_path / "victim.txt"
+    victim.write_text("mine\n")
+    out = tmp_path / "gen"
+    out.mkdir()
+    for entry in ("../victim.txt", "/etc/hostname", "a/../../victim.txt", "./model.c"):
+        (out / ".cuvil-output").write_text(f"# Written by Cuvil 0.1.0\nmodel.c\n{entry}\n")
+        proc = tl.compile_raw(p, out, emit="c")
+        tl.assert_clean_failure(proc, mentions=["not empty and was not written by Cuvil"], what=entry)
+        assert victim.read_text() == "mine\n"
+        assert sorted(f.name for f in out.iterdir()) == [".cuvil-output"]
+
+
+def test_views_that_run_nothing_make_no_parts(tmp_path):
+    """600 Unsqueeze/Squeeze views (each shares its input's bytes: no code) before one Relu: one
+    part file, not one per view."""
+    nodes, prev = [], "x"
+    for i in range(300):
+        nodes += [helper.make_node("Unsqueeze", [prev, "ax"], [f"u{i}"]), helper.make_node("Squeeze", [f"u{i}", "ax"], [f"s{i}"])]
+        prev = f"s{i}"
+    nodes.append(helper.make_node("Relu", [prev], ["y"]))
+    ax = numpy_helper.from_array(np.array([0], np.int64), "ax")
+    m = _model(nodes, [_vi("x", [4, 5])], [_vi("y", [4, 5])], [ax], opset=13)
+    onnx.save(m, tmp_path / "views.onnx")
+    src = tl.compile(tmp_path / "views.onnx", tmp_path, emit="c", stem="src", opt_level=0)
+    parts = sorted(f.name for f in src.glob("part_*.c"))
+    assert len(parts) == 1, parts
+    x = np.linspace(-1, 1, 20, dtype=np.float32).reshape(4, 5)
+    so = tl.compile(tmp_path / "views.onnx", tmp_path / "so", opt_level=0)
+    np.testing.assert_array_equal(tl.run(so, {"x": x}, tmp_path / "run")["y"], np.maximum(x, 0))

@@ -120,6 +120,11 @@ int main(void) {
     cuvil_model *m = NULL;
     cuvil_status s = tiny_create(NULL, &m);
     printf("create: %d: %s\n", (int)s, m ? tiny_errmsg(m) : "(no context)");
+    static float x[1 * 3 * 64 * 64], y[10];
+    const void *in[] = {x};
+    void *out[] = {y};
+    s = tiny_run(m, in, out);   /* a caller that ignores create's status */
+    printf("run: %d: %s\n", (int)s, m ? tiny_errmsg(m) : "(no context)");
     tiny_destroy(m);
     cuvil_model_options o = { .buffer = mem, .buffer_bytes = sizeof mem };
     s = tiny_create(&o, &m);
@@ -144,6 +149,9 @@ def test_c_program_gets_the_error(tmp_path):
     for what in ("create", "buffer"):
         line = next(ln for ln in r.stdout.splitlines() if ln.startswith(what + ":"))
         assert line.startswith(f"{what}: 3: this CPU lacks avx512f") and "x86_64-avx512" in line, r.stdout
+    # run on the context that create refused: an error (the create's message kept), not SIGILL
+    line = next(ln for ln in r.stdout.splitlines() if ln.startswith("run:"))
+    assert line.startswith("run: 1: this CPU lacks avx512f"), r.stdout
 
 
 def test_code_before_the_check_is_baseline(builds):
@@ -158,8 +166,11 @@ def test_code_before_the_check_is_baseline(builds):
         m = re.match(r"[0-9a-f]+ <([^>]+)>:\n", block)
         if m:
             funcs[m.group(1)] = [ln.split("\t")[-1] for ln in block.splitlines()[1:] if "\t" in ln]
-    want = ["tinycnn_create", "tinycnn_errmsg", "tinycnn_destroy", "tinycnn_model", "cuvil_model_entry",
-            "cuvil_rt_cpu_lacks"]
+    want = ["tinycnn_create", "tinycnn_errmsg", "tinycnn_destroy", "tinycnn_model", "tinycnn_run", "tinycnn_run_shapes",
+            "cuvil_model_entry", "cuvil_rt_cpu_lacks"]
+    # and what they call before the check, where not inlined
+    want += [f for f in ("cpuid", "has_feature", "xcr0", "set_err", "cpu_lacks", "default_alloc", "default_free")
+             if f in funcs]
     for f in want:
         assert f in funcs, f"{f} not in the library's disassembly"
         avx = [ins for ins in funcs[f] if re.match(r"v[a-z]", ins.strip())]

@@ -174,7 +174,9 @@ static inline int64_t sat_i64(double x) {
 }
 
 /* Integer Div and Mod: a divisor of 0 sets `zero` (the result there is 0; the caller reports
- * it); MIN / -1 wraps to MIN and MIN % -1 is 0 (both trap in C on x86). */
+ * it); MIN / -1 wraps to MIN and MIN % -1 is 0 (both trap in C on x86). Products are taken in
+ * unsigned arithmetic of at least unsigned int's width (1u * ...): two uint16_t operands would
+ * be promoted to int, where 65535 * 65535 overflows. */
 #define BIN_INT(TAG, T, U)                                                                      \
     case TAG: {                                                                                 \
         const T *A = a, *B = b;                                                                 \
@@ -183,7 +185,7 @@ static inline int64_t sat_i64(double x) {
         switch (p->op) {                                                                        \
         case CUVIL_BIN_ADD: BCAST2(p, Y[o] = (T)(U)((U)A[ia] + (U)B[ib])); break;               \
         case CUVIL_BIN_SUB: BCAST2(p, Y[o] = (T)(U)((U)A[ia] - (U)B[ib])); break;               \
-        case CUVIL_BIN_MUL: BCAST2(p, Y[o] = (T)(U)((U)A[ia] * (U)B[ib])); break;               \
+        case CUVIL_BIN_MUL: BCAST2(p, Y[o] = (T)(U)(1u * (U)A[ia] * (U)B[ib])); break;          \
         case CUVIL_BIN_DIV:                                                                     \
             BCAST2(p, {                                                                         \
                 zero |= B[ib] == 0;                                                             \
@@ -193,7 +195,7 @@ static inline int64_t sat_i64(double x) {
             break;                                                                              \
         case CUVIL_BIN_MAX: BCAST2(p, Y[o] = A[ia] > B[ib] ? A[ia] : B[ib]); break;             \
         case CUVIL_BIN_MIN: BCAST2(p, Y[o] = A[ia] < B[ib] ? A[ia] : B[ib]); break;             \
-        case CUVIL_BIN_PRELU: BCAST2(p, Y[o] = !IS_NEG(T, A[ia]) ? A[ia] : (T)(U)((U)A[ia] * (U)B[ib])); break; \
+        case CUVIL_BIN_PRELU: BCAST2(p, Y[o] = !IS_NEG(T, A[ia]) ? A[ia] : (T)(U)(1u * (U)A[ia] * (U)B[ib])); break; \
         case CUVIL_BIN_FMOD:                                                                    \
             BCAST2(p, {                                                                         \
                 zero |= B[ib] == 0;                                                             \
