@@ -684,9 +684,15 @@ typedef struct src_files {
     int n;
 } src_files;
 
+/* Does file name n end in ".c" (with something before it)? */
+static bool c_file(const char *n) {
+    size_t l = strlen(n);
+    return l > 2 && !strcmp(n + l - 2, ".c");
+}
+
 static bool generated_name(const char *n) {
     size_t l = strlen(n);
-    if (l < 3 || n[0] == '.' || (strcmp(n + l - 2, ".c") && strcmp(n + l - 2, ".h"))) return false;
+    if (l < 3 || n[0] == '.' || (!c_file(n) && strcmp(n + l - 2, ".h"))) return false;
     for (const char *p = n; *p; p++)
         if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_' || *p == '.')) return false;
     return true;
@@ -747,13 +753,13 @@ static cuvil_status compile_objects(cuvil_ctx *ctx, const char *dir, const char 
     snprintf(inc_rt, sizeof inc_rt, "-I%s/runtime/include", source_dir());
     bool wc = o->weights_format == CUVIL_WEIGHTS_C;
     int n = 1;
-    for (int i = 0; i < sf->n; i++) n += strcmp(sf->f[i].name + strlen(sf->f[i].name) - 2, ".c") == 0;
+    for (int i = 0; i < sf->n; i++) n += c_file(sf->f[i].name);
     cc_job *jobs = cuvil_calloc((size_t)n, sizeof *jobs);
     if (!jobs) return cuvil_err(ctx, CUVIL_ERR_NOMEM, "out of memory");
     int k = 0;
     for (int i = 0; i <= sf->n; i++) {
         const char *src = i < sf->n ? sf->f[i].name : wc ? "weights.c" : "weights.S";
-        if (i < sf->n && strcmp(src + strlen(src) - 2, ".c")) continue;   /* a header */
+        if (i < sf->n && !c_file(src)) continue;   /* a header */
         cc_job *j = &jobs[k];
         snprintf(j->src, sizeof j->src, "%s", src);
         object_name(src, j->obj);
@@ -861,7 +867,7 @@ cuvil_status cuvil_build_library(cuvil_ctx *ctx, const cg_output *gen, const cha
     }
     int n_obj = 0;
     for (int i = 0; i < sf.n; i++)
-        if (!strcmp(sf.f[i].name + strlen(sf.f[i].name) - 2, ".c")) object_name(sf.f[i].name, objs[n_obj++]);
+        if (c_file(sf.f[i].name)) object_name(sf.f[i].name, objs[n_obj++]);
     snprintf(objs[n_obj++], sizeof objs[0], "weights.o");
     if (shared) {
         char cc_copy[1024];
@@ -950,7 +956,7 @@ static cuvil_status copy_runtime(cuvil_ctx *ctx, const char *src, const char *ds
             s = copy_runtime(ctx, from, to, srcs, files, r, depth + 1);
         } else {
             size_t l = strlen(e->d_name);
-            bool is_c = l > 2 && !strcmp(e->d_name + l - 2, ".c");
+            bool is_c = c_file(e->d_name);
             if (is_c || (l > 2 && !strcmp(e->d_name + l - 2, ".h")) || (l > 4 && !strcmp(e->d_name + l - 4, ".inc"))) {
                 s = copy_file(ctx, from, to);
                 cuvil_sb_printf(files, "%s\n", r);
@@ -1048,7 +1054,7 @@ cuvil_status cuvil_emit_sources(cuvil_ctx *ctx, const cg_output *gen, const char
     /* the model's files, and the objects of its C files */
     for (int i = 0; i < sf.n; i++) {
         cuvil_sb_printf(&mfiles, "%s\n", sf.f[i].name);
-        if (strcmp(sf.f[i].name + strlen(sf.f[i].name) - 2, ".c")) continue;
+        if (!c_file(sf.f[i].name)) continue;
         char obj[32];
         object_name(sf.f[i].name, obj);
         cuvil_sb_printf(&mobj, " %s", obj);
