@@ -7,11 +7,12 @@
 # executions, executions per second and new coverage.
 set -euo pipefail
 build="$1"; secs="$2"; shift 2
+ROOT_DIR="$(cd "$(dirname "$0")/.." && pwd)"
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(fuzz_model fuzz_model_struct fuzz_tensor)
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_model fuzz_model_struct fuzz_tensor fuzz_dim)
 status=0
 for t in "${targets[@]}"; do
-  case "$t" in fuzz_tensor) seeds="$build/seeds/tensor" ;; *) seeds="$build/seeds/model" ;; esac
+  case "$t" in fuzz_tensor) seeds="$build/seeds/tensor" ;; fuzz_dim) seeds="$ROOT_DIR/fuzz/regressions/fuzz_dim" ;; *) seeds="$build/seeds/model" ;; esac
   corpus="$build/corpus/$t" findings="$build/findings/$t"
   mkdir -p "$corpus" "$findings"
   log="$build/fuzz-$t.log"

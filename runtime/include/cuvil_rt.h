@@ -46,6 +46,18 @@ extern "C" {
  * missing. Safe to call on any CPU of the architecture. */
 CUVIL_RT_BASELINE const char *cuvil_rt_cpu_lacks(const char *features, size_t *len);
 
+/* ===== Integer helpers of the dims' expressions (src/ir/dim.h prints them) ============ */
+/* Floor division and the modulo with the divisor's sign (Python's // and %), for operands
+ * whose signs the compiler could not prove; b != 0, and the compiler has bounded the values
+ * inside +-2^62, so nothing overflows. */
+static inline int64_t cuvil_fdiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
+static inline int64_t cuvil_fmod(int64_t a, int64_t b) {
+    int64_t r = a % b;
+    return r != 0 && ((r < 0) != (b < 0)) ? r + b : r;
+}
+static inline int64_t cuvil_imin(int64_t a, int64_t b) { return a < b ? a : b; }
+static inline int64_t cuvil_imax(int64_t a, int64_t b) { return a > b ? a : b; }
+
 /* Activation applied elementwise; also the unary ops. Keep in ORDER with cuvil_act_names[]
  * (runtime/kernels/rt_int.h, unary.c) and the names in src/codegen/codegen.c. */
 typedef enum cuvil_act {
