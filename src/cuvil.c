@@ -553,8 +553,23 @@ cuvil_status cuvil_compile_file(cuvil_ctx *ctx, const char *model_path, const cu
     cuvil_onnx_model *model = NULL;
     if ((s = cuvil_onnx_open(ctx, model_path, o, &model))) return s;
     if (!(s = cuvil_onnx_build(ctx, model, o, NULL, 0, NULL, &g))) {
-        for (int k = 0; k < g->n_syms; k++) g->symbolic |= g->syms[k].min < g->syms[k].max;
-        s = compile_cir(ctx, g, o, model_path, model, target, prefix, output);
+        bool ranged = false;
+        for (int k = 0; k < g->n_syms; k++) ranged |= g->syms[k].min < g->syms[k].max;
+        /* symbolic dims: one compile with shapes as expressions of the symbols; a model with an
+         * op that cannot take them yet is compiled at sample values instead */
+        if (ranged && !(s = cir_graph_bind_syms(g))) s = compile_cir(ctx, g, o, model_path, model, target, prefix, output);
+        if (ranged && g->sym_unsupported) {
+            cir_graph_free(g);
+            g = NULL;
+            cuvil_err_clear(ctx);
+            ctx->status = CUVIL_OK;
+            if (!(s = cuvil_onnx_build(ctx, model, o, NULL, 0, NULL, &g))) {
+                g->symbolic = true;
+                s = compile_cir(ctx, g, o, model_path, model, target, prefix, output);
+            }
+        } else if (!ranged) {
+            s = compile_cir(ctx, g, o, model_path, model, target, prefix, output);
+        }
     }
     /* constants computed at compile time that were equal at the symbols' upper bounds (sample
      * 0) merged there (pass_cse.c); where they differ at another value, the samples' graphs

@@ -29,6 +29,8 @@ void cir_graph_free(cir_graph *g) {
     cuvil_free(g->packs);
     cuvil_map_free(&g->pack_index);
     cuvil_free(g->cse_merged);
+    cir_dimtab_free(&g->dt);
+    cuvil_free(g->guards);
     cuvil_arena_free(&g->arena);
     cuvil_free(g);
 }
@@ -251,7 +253,100 @@ void cir_set_shape(cir_value *v, cir_dtype dtype, int ndim, const int64_t *dims)
         v->dims[i] = i < ndim ? dims[i] : 0;
         v->dim_sym[i] = -1;
         v->dim_expr[i] = NULL;
+        v->dx[i] = NULL;
     }
+    v->sval = NULL;
+}
+
+void cir_set_shape_x(cir_value *v, cir_dtype dtype, int ndim, const cir_dim *const *dx) {
+    CUVIL_ASSERT(ndim >= 0 && ndim <= CIR_MAX_DIMS);
+    int64_t d[CIR_MAX_DIMS] = {0};
+    for (int i = 0; i < ndim; i++) {
+        CUVIL_ASSERT(dx[i]);
+        d[i] = dx[i]->hi;
+    }
+    cir_set_shape(v, dtype, ndim, d);
+    for (int i = 0; i < ndim; i++) v->dx[i] = cir_dim_is_const(dx[i]) ? NULL : dx[i];
+}
+
+const cir_dim *cir_dimx(cir_graph *g, const cir_value *v, int i) {
+    CUVIL_ASSERT(i >= 0 && i < v->ndim);
+    return v->dx[i] ? v->dx[i] : cir_dim_const(&g->dt, v->dims[i]);
+}
+
+bool cir_value_fixed(const cir_value *v) {
+    for (int i = 0; i < v->ndim; i++)
+        if (v->dx[i]) return false;
+    return true;
+}
+
+const cir_dim *cir_numel_x(cir_graph *g, const cir_value *v) {
+    const cir_dim *e = cir_dim_const(&g->dt, 1);
+    for (int i = 0; i < v->ndim; i++) e = cir_dim_mul(&g->dt, e, cir_dimx(g, v, i));
+    return e;
+}
+
+const cir_dim *cir_sval_at(cir_graph *g, const cir_value *v, int64_t i) {
+    if (v->sval) return v->sval[i];
+    if (v->kind == CIR_VAL_CONST && v->data && cir_dtype_is_int(v->dtype)) return cir_dim_const(&g->dt, cir_const_i64(v, i));
+    return NULL;
+}
+
+cuvil_status cir_dim_err(cir_graph *g, const cir_node *n, const char *what) {
+    return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "%s: %s", what, cir_dimtab_why(&g->dt));
+}
+
+cuvil_status cir_require_eq(cir_graph *g, const cir_node *n, const cir_dim *a, const cir_dim *b, const char *what) {
+    if (!a || !b) return cir_dim_err(g, n, what);
+    if (a == b) return CUVIL_OK;
+    if (cir_dim_prove_ne(&g->dt, a, b)) {
+        cuvil_sb sa = {0}, sb = {0};
+        cir_dim_print(&sa, &g->dt, a);
+        cir_dim_print(&sb, &g->dt, b);
+        cuvil_status s = cir_node_err(g, n, CUVIL_ERR_SHAPE, "%s differ: %s and %s", what, sa.s ? sa.s : "?", sb.s ? sb.s : "?");
+        cuvil_sb_free(&sa);
+        cuvil_sb_free(&sb);
+        return s;
+    }
+    if (g->n_guards == g->cap_guards) {
+        int cap = g->cap_guards ? 2 * g->cap_guards : 16;
+        cir_guard *p = cuvil_realloc(g->guards, sizeof *p * (size_t)cap);
+        if (!p) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+        g->guards = p;
+        g->cap_guards = cap;
+    }
+    char desc[512];
+    const char *w = cuvil_arena_strdup(&g->arena, what), *nd = cuvil_arena_strdup(&g->arena, cir_node_desc(n, desc, sizeof desc));
+    if (!w || !nd) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+    g->guards[g->n_guards++] = (cir_guard){a, b, nd, w};
+    return CUVIL_OK;
+}
+
+cuvil_status cir_graph_bind_syms(cir_graph *g) {
+    for (int k = 0; k < g->n_syms; k++) {
+        cir_sym *sy = &g->syms[k];
+        sy->e = NULL;
+        sy->dsym = -1;
+        if (sy->min >= sy->max) continue;
+        int64_t step = sy->step > 1 ? sy->step : 1;
+        /* the multiples of step in [min, max]: step * s for s in [ceil(min/step), max/step] */
+        sy->dsym = cir_dimtab_add_sym(&g->dt, sy->name, (sy->min + step - 1) / step, sy->max / step);
+        if (sy->dsym < 0)
+            return cuvil_err(g->ctx, CUVIL_ERR_INVALID_ARG, "symbol '%s': %s", sy->name, cir_dimtab_why(&g->dt));
+        sy->e = cir_dim_scale(&g->dt, cir_dim_sym(&g->dt, sy->dsym), step);
+        if (!sy->e) return cuvil_err(g->ctx, CUVIL_ERR_INVALID_ARG, "symbol '%s': %s", sy->name, cir_dimtab_why(&g->dt));
+    }
+    for (int i = 0; i < g->n_inputs; i++) {
+        cir_value *v = cir_val(g, g->inputs[i]);
+        for (int d = 0; d < v->ndim; d++) {
+            int k = v->dim_sym[d];
+            if (k < 0 || !g->syms[k].e) continue;
+            v->dx[d] = cir_dim_is_const(g->syms[k].e) ? NULL : g->syms[k].e;
+            v->dims[d] = g->syms[k].e->hi;
+        }
+    }
+    g->symdims = true;
+    return CUVIL_OK;
 }
 
 /* Appends printf output to buf[*o..len), truncating; *o never passes len - 1. */
@@ -276,7 +371,12 @@ char *cir_shape_str(const cir_graph *g, const cir_value *v, char *buf, size_t le
     put(buf, len, &o, "[");
     for (int i = 0; i < v->ndim; i++) {
         if (i) put(buf, len, &o, ",");
-        if (v->dim_expr[i]) {
+        if (v->dx[i]) {
+            cuvil_sb e = {0};
+            cir_dim_print(&e, &g->dt, v->dx[i]);
+            put(buf, len, &o, "%s", e.s ? e.s : "?");
+            cuvil_sb_free(&e);
+        } else if (v->dim_expr[i]) {
             put(buf, len, &o, "%s", v->dim_expr[i]);
         } else if (v->dim_sym[i] >= 0) {
             char safe[68];

@@ -28,6 +28,7 @@
 
 #include "cuvil/cuvil.h"
 #include "cuvil_rt.h"
+#include "ir/dim.h"
 #include "util/util.h"
 
 #define CIR_MAX_DIMS CUVIL_MAX_DIMS
@@ -93,6 +94,15 @@ typedef struct cir_value {
     /* A model with symbolic dims: the dims that depend on the symbols, as expressions of them
      * for people ("batch*seq", "H/2"; cuvil.c fits them), or NULL. Printed instead of dims[i]. */
     const char *dim_expr[CIR_MAX_DIMS];
+    /* Each dim as an expression of the graph's symbols (ir/dim.h, in g->dt), or NULL for a dim
+     * that is the constant dims[i]. Where dx[i] is not a constant, dims[i] is its upper bound
+     * (what memory is planned for), never its value: code that needs the value reads dx. Set
+     * by the ops whose inference computes expressions (CIR_OPF_SYM_DIMS, cir_set_shape_x). */
+    const cir_dim *dx[CIR_MAX_DIMS];
+    /* An integer tensor of at most CIR_MAX_SVAL elements whose values are known as expressions
+     * of the symbols (a Shape of a symbolic value, arithmetic on it): its elements in
+     * row-major order, or NULL. What a Reshape, Slice or Expand reads its target from. */
+    const cir_dim **sval;
     void *data;                /* CIR_VAL_CONST: dense row-major data, owned by the graph */
     int producer;              /* node id, -1 for inputs and constants */
     int n_uses;                /* computed by cir_graph_count_uses() */
@@ -164,7 +174,14 @@ typedef struct cir_sym {
     int64_t value;
     int64_t min, max;
     int64_t step;              /* a range's values are its multiples of step (>= 1) */
+    /* a graph of expression dims (cir_graph.symdims): the dim as an expression, step * s with
+     * s the table's symbol dsym (ranging over min/step .. max/step); NULL and -1 otherwise */
+    const cir_dim *e;
+    int dsym;
 } cir_sym;
+
+/* The most elements of a value known as expressions (cir_value.sval): shapes and the like. */
+#define CIR_MAX_SVAL 64
 
 /* A constant the lowering made in a kernel's layout from another (pass_lower.c, the packed
  * weights): what it was made from and how, so that another compile of the same model
@@ -229,7 +246,25 @@ typedef struct cir_graph {
     int *cse_merged;
     int n_cse_merged;
     bool cse_computed_off;
+    /* The dims' expressions (cir_value.dx, .sval) live in this table. symdims: a model compiled
+     * once for every value of its symbols, its shapes expressions of them (cir_graph_bind_syms);
+     * sym_unsupported is set when a node cannot take symbolic dims yet, and the driver then
+     * compiles the model at sample values instead (cuvil.c). */
+    cir_dimtab dt;
+    bool symdims;
+    bool sym_unsupported;
+    /* What the shapes assume and the compiler could not prove (two dims that must be equal: a
+     * MatMul's K, broadcast partners): the generated code checks each once per run, before any
+     * node runs, and fails naming the node. */
+    struct cir_guard *guards;
+    int n_guards, cap_guards;
 } cir_graph;
+
+typedef struct cir_guard {
+    const cir_dim *a, *b;      /* a == b */
+    const char *node;          /* the node that assumes it, "MatMul 'mm1'" (for the message) */
+    const char *what;          /* "the inner dims of the operands"; both in the graph's arena */
+} cir_guard;
 
 cir_graph *cir_graph_new(cuvil_ctx *ctx);
 void cir_graph_free(cir_graph *g);
@@ -243,7 +278,8 @@ static inline cir_node *cir_node_at(const cir_graph *g, int id) {
 /* Input i of n, or NULL if absent/omitted. */
 /* Whether a and b have the same rank and dims (inferred shapes). */
 static inline bool cir_same_dims(const cir_value *a, const cir_value *b) {
-    return a->ndim == b->ndim && !memcmp(a->dims, b->dims, sizeof(int64_t) * (size_t)(a->ndim > 0 ? a->ndim : 0));
+    return a->ndim == b->ndim && !memcmp(a->dims, b->dims, sizeof(int64_t) * (size_t)(a->ndim > 0 ? a->ndim : 0)) &&
+           !memcmp(a->dx, b->dx, sizeof(a->dx[0]) * (size_t)(a->ndim > 0 ? a->ndim : 0));
 }
 static inline cir_value *cir_in(const cir_graph *g, const cir_node *n, int i) {
     return i < n->n_in && n->in[i] >= 0 ? cir_val(g, n->in[i]) : NULL;
@@ -281,6 +317,31 @@ int cir_node_insert(cir_graph *g, int pos, cir_op_kind kind, const char *name, c
 /* Appends a graph input / output (value ids). */
 cuvil_status cir_graph_add_input(cir_graph *g, int id);
 cuvil_status cir_graph_add_output(cir_graph *g, int id);
+
+/* ===== Dims as expressions (ir/dim.h) ================================================== */
+/* Dim i of v as an expression: dx[i], or the constant dims[i]; NULL when out of memory. */
+const cir_dim *cir_dimx(cir_graph *g, const cir_value *v, int i);
+/* Whether every dim of v is a number (no dx but constants). */
+bool cir_value_fixed(const cir_value *v);
+/* Sets v's dtype and shape from expressions (each dims[i] its upper bound, dx[i] the
+ * expression or NULL for a constant); every dx[i] must be non-NULL. Clears sval. */
+void cir_set_shape_x(cir_value *v, cir_dtype dtype, int ndim, const cir_dim *const *dx);
+/* The number of elements of v as an expression; NULL when the product cannot be formed
+ * (message on the table, cir_dimtab_why). */
+const cir_dim *cir_numel_x(cir_graph *g, const cir_value *v);
+/* Element i of an integer value as an expression: its sval, or its constant data; NULL if
+ * neither is known. */
+const cir_dim *cir_sval_at(cir_graph *g, const cir_value *v, int64_t i);
+/* Makes the symbols of g's dim ranges (min < max) symbols of its table and sets the dims of
+ * the graph inputs that use them to their expressions: g becomes a graph of expression dims
+ * (symdims). Errors name the symbol. */
+cuvil_status cir_graph_bind_syms(cir_graph *g);
+/* That dims a and b are equal, as node n's shapes need: nothing when they are the same
+ * expression, an error naming n and `what` when they cannot be (constants that differ, bounds
+ * apart), else a guard the model checks when it runs. NULL operands: the table's reason. */
+cuvil_status cir_require_eq(cir_graph *g, const cir_node *n, const cir_dim *a, const cir_dim *b, const char *what);
+/* An error naming node n for an expression that could not be formed (NULL): the table's reason. */
+cuvil_status cir_dim_err(cir_graph *g, const cir_node *n, const char *what);
 
 int64_t cir_numel(const cir_value *v);
 size_t cir_nbytes(const cir_value *v);

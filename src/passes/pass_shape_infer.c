@@ -27,7 +27,7 @@ static cuvil_status check_declared(cir_graph *g, const cir_node *n, const cir_va
                             cir_dtype_name(v->dtype), cir_dtype_name(v->decl_dtype));
     if (v->output_index < 0 || v->decl_ndim < 0) return CUVIL_OK;
     bool same = v->decl_ndim == v->ndim;
-    for (int i = 0; same && i < v->ndim; i++) same = v->decl_dims[i] < 0 || v->decl_dims[i] == v->dims[i];
+    for (int i = 0; same && i < v->ndim; i++) same = v->decl_dims[i] < 0 || (!v->dx[i] && v->decl_dims[i] == v->dims[i]);
     if (same) return CUVIL_OK;
     cuvil_sb d = {0};
     cuvil_sb_puts(&d, "[");
@@ -131,6 +131,15 @@ static cuvil_status half_out(cir_graph *g, int i) {
     return CUVIL_OK;
 }
 
+/* Whether an input of n has a dim or a value known only as an expression of the symbols. */
+static bool takes_symbolic(cir_graph *g, const cir_node *n) {
+    for (int j = 0; j < n->n_in; j++) {
+        const cir_value *v = cir_in(g, n, j);
+        if (v && (!cir_value_fixed(v) || v->sval)) return true;
+    }
+    return false;
+}
+
 cuvil_status cuvil_pass_shape_infer(cir_graph *g, const cuvil_options *o) {
     (void)o;
     for (int i = 0; i < g->n_nodes; i++) {
@@ -139,6 +148,11 @@ cuvil_status cuvil_pass_shape_infer(cir_graph *g, const cuvil_options *o) {
         CUVIL_ASSERT(n->def);
         g->half_input = false;
         cuvil_status s = cir_node_check_attrs(g, n);
+        if (!s && g->symdims && !(n->def->flags & CIR_OPF_SYM_DIMS) && takes_symbolic(g, n)) {
+            g->sym_unsupported = true;   /* the driver compiles the model at sample values instead */
+            return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "takes symbolic dims, which op %s cannot take yet",
+                                n->def->name);
+        }
         if (!s) s = n->def->infer(g, n);
         if (s && g->half_input && n->half == CIR_UNDEF) {
             /* computed in float32 between casts: the casts are inferred first, then the node */

@@ -31,7 +31,12 @@ enum {
      * folds whenever it can, like a FOLD_ONLY one, and must then (infer() needs the data). Its
      * emitter serves symbolic compiles, which recompute a folded value that depends on a
      * symbol when the model runs (cuvil.c, revive) */
-    CIR_OPF_SHAPE_DATA = 1u << 5
+    CIR_OPF_SHAPE_DATA = 1u << 5,
+    /* infer() computes the outputs' dims as expressions of the inputs' (cir_dimx,
+     * cir_set_shape_x), so nodes of the op take symbolic dims, and its emitter writes their
+     * kernel parameters from the dims when the model runs. A node of another op whose inputs
+     * have symbolic dims makes the compile fall back to sample values (cir_graph.sym_unsupported). */
+    CIR_OPF_SYM_DIMS = 1u << 6
 };
 
 /* ===== Attributes ======================================================================= */
