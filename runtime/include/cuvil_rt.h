@@ -363,6 +363,10 @@ typedef struct cuvil_binary_params {
 } cuvil_binary_params;
 
 void cuvil_f32_binary(const cuvil_binary_params *p, const float *a, const float *b, float *y);
+/* The fields of p that follow from the dims (ndim, dims, strides), from the ranks nd[] and
+ * dims d[] of n = 3 values: a, b and y (op and act are left as they are). The compiler fills
+ * them with it at compile time, a model with symbolic dims when it runs. */
+void cuvil_binary_bind(cuvil_binary_params *p, int n, const int *nd, const int64_t *const *d);
 void cuvil_f32_binary__scalar(const cuvil_binary_params *p, const float *a, const float *b,
                               float *y);
 

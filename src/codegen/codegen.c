@@ -27,6 +27,14 @@ struct cg_ctx {
     uint8_t *named;         /* per value id: 1 its arena offset, 2 its weights offset has a #define,
                              * 4 its data was written into the code (cg_const_in_code) */
     int n_data;             /* derived data blocks placed (cg_data), for their names */
+    /* symbolic dims: per symbol of g->dt, the index of its dim in D[] and its step (the table's
+     * symbol counts steps: the dim is D[j] = step * s) */
+    int *sym_d;
+    int64_t *sym_step;
+    int *dims_node;         /* per value id: the node serial whose function declared dV<id>, or -1 */
+    int node_serial;
+    bool cur_symbolic;      /* the node being emitted is symbolic (cg_node_symbolic) */
+    const cir_node *cur_node;
 };
 
 #define BLOB_ALIGN 64
@@ -213,8 +221,105 @@ const char *cg_scratch(cg_ctx *cg, size_t bytes, const char *size_expr_fmt, ...)
     va_start(ap, size_expr_fmt);
     vsnprintf(buf, sizeof buf, size_expr_fmt, ap);
     va_end(ap);
+    if (cg->cur_symbolic) {
+        /* its parameters are the run's: bytes was computed at the dims' upper bounds, and the
+         * node checks that this run needs no more (a kernel whose scratch is not monotone in
+         * its dims fails the run rather than overrun) */
+        cg_printf(cg, "    if (%s > (size_t)%zu) return 1;\n", buf, bytes);
+        cg_fallible(cg, "needs more scratch memory than the compiler reserved for its dims' upper bounds (an internal error)");
+        return "S";
+    }
     cuvil_sb_printf(&cg->scratch, "    t = %s;\n    if (t > s) s = t;\n", buf);
     return "S";
+}
+
+/* ===== Symbolic dims ================================================================= */
+cir_graph *cg_graph(cg_ctx *cg) { return cg->g; }
+const cir_node *cg_node(cg_ctx *cg) { return cg->cur_node; }
+
+bool cg_node_symbolic(const cir_graph *g, const cir_node *n) {
+    if (!g->symdims) return false;
+    for (int i = 0; i < n->n_in; i++) {
+        const cir_value *v = cir_in(g, n, i);
+        if (v && !cir_value_fixed(v)) return true;
+    }
+    for (int i = 0; i < n->n_out; i++) {
+        const cir_value *v = n->out[i] >= 0 ? cir_val(g, n->out[i]) : NULL;
+        if (v && !cir_value_fixed(v)) return true;
+    }
+    return n->residual >= 0 && !cir_value_fixed(cir_val(g, n->residual));
+}
+
+static void sym_c(cuvil_sb *o, int k, void *user) {
+    const cg_ctx *cg = user;
+    if (cg->sym_step[k] > 1) cuvil_sb_printf(o, "(D[%d] / %lld)", cg->sym_d[k], (long long)cg->sym_step[k]);
+    else cuvil_sb_printf(o, "D[%d]", cg->sym_d[k]);
+}
+
+static const char *dim_c(cg_ctx *cg, const cir_dim *e, cuvil_arena *a) {
+    cuvil_sb sb = {0};
+    if (e) cir_dim_print_c(&sb, e, sym_c, cg);
+    else cuvil_sb_puts(&sb, "0 /* no expression: out of memory */");
+    const char *s = sb.oom ? NULL : cuvil_arena_strdup(a, sb.s ? sb.s : "0");
+    cuvil_sb_free(&sb);
+    if (!s) cg->body.oom = true;
+    return s ? s : "0";
+}
+
+const char *cg_dim_c(cg_ctx *cg, const cir_dim *e) { return dim_c(cg, e, &cg->strs); }
+
+const char *cg_nbytes(cg_ctx *cg, int vid) {
+    cir_value *v = cir_val(cg->g, vid);
+    if (cir_value_fixed(v)) return fmt_str(cg, "%zu", cir_nbytes(v));
+    return fmt_str(cg, "((size_t)%s * %zu)", cg_dim_c(cg, cir_numel_x(cg->g, v)), cir_dtype_size(v->dtype));
+}
+
+const char *cg_numel(cg_ctx *cg, int vid) {
+    cir_value *v = cir_val(cg->g, vid);
+    if (cir_value_fixed(v)) return fmt_str(cg, "%lld", (long long)cir_numel(v));
+    return cg_dim_c(cg, cir_numel_x(cg->g, v));
+}
+
+const char *cg_dims(cg_ctx *cg, int vid) {
+    if (cg->dims_node[vid] != cg->node_serial) {
+        cg->dims_node[vid] = cg->node_serial;
+        cir_value *v = cir_val(cg->g, vid);
+        cuvil_sb_printf(&cg->locals, "    const int64_t dV%d[%d] = {", vid, v->ndim ? v->ndim : 1);
+        for (int i = 0; i < v->ndim; i++)
+            cuvil_sb_printf(&cg->locals, "%s%s", i ? ", " : " ", v->dx[i] ? cg_dim_c(cg, v->dx[i]) : fmt_str(cg, "%lld", (long long)v->dims[i]));
+        cuvil_sb_puts(&cg->locals, v->ndim ? " };\n" : " 1 };\n");
+    }
+    return fmt_str(cg, "dV%d", vid);
+}
+
+const char *cg_bind(cg_ctx *cg, const char *type, const char *bind, const int *ids, int n, const char *init_fmt, ...) {
+    int k = cg->n_params++;
+    cuvil_sb_printf(&cg->locals, "    %s P%d = ", type, k);
+    va_list ap;
+    va_start(ap, init_fmt);
+    cuvil_sb_vprintf(&cg->locals, init_fmt, ap);
+    va_end(ap);
+    cuvil_sb_puts(&cg->locals, ";\n");
+    cuvil_sb nd = {0}, dd = {0};
+    for (int i = 0; i < n; i++) {
+        const cir_value *v = ids[i] >= 0 ? cir_val(cg->g, ids[i]) : NULL;
+        cuvil_sb_printf(&nd, "%s%d", i ? ", " : "", v ? v->ndim : -1);
+        cuvil_sb_printf(&dd, "%s%s", i ? ", " : "", v ? cg_dims(cg, ids[i]) : "NULL");
+    }
+    cg_printf(cg, "    %s(&P%d, %d, (const int[]){ %s }, (const int64_t *const[]){ %s });\n", bind, k, n, nd.s ? nd.s : "0",
+              dd.s ? dd.s : "NULL");
+    if (nd.oom || dd.oom) cg->body.oom = true;
+    cuvil_sb_free(&nd);
+    cuvil_sb_free(&dd);
+    return fmt_str(cg, "P%d", k);
+}
+
+const char *cg_bind_node(cg_ctx *cg, const cir_node *n, const char *type, const char *bind, const char *init) {
+    int ids[64], k = 0;
+    CUVIL_ASSERT(n->n_in + n->n_out <= 64);
+    for (int i = 0; i < n->n_in; i++) ids[k++] = n->in[i];
+    for (int i = 0; i < n->n_out; i++) ids[k++] = n->out[i];
+    return cg_bind(cg, type, bind, ids, k, "%s", init);
 }
 
 const char *cg_rt_type(cir_dtype t) {
@@ -350,7 +455,8 @@ static void shape_comment(cir_graph *g, cuvil_sb *o, const int *ids, int n) {
  * min < max), bind_dims() reading them from the inputs' dims and checking every dim, and
  * output_dims() writing the outputs' dims. In a fixed model every dim is checked against the
  * one it was compiled for, and D is empty. */
-static void shape_functions(cir_graph *g, cuvil_sb *c) {
+static void shape_functions(cg_ctx *cg, cuvil_sb *c) {
+    cir_graph *g = cg->g;
     int dyn[CIR_MAX_DIMS * 8], nd = 0;   /* g->syms index -> D index, -1 for fixed symbols */
     for (int k = 0; k < g->n_syms && k < (int)(sizeof dyn / sizeof dyn[0]); k++)
         dyn[k] = g->syms[k].min < g->syms[k].max ? nd++ : -1;
@@ -411,10 +517,24 @@ static void shape_functions(cir_graph *g, cuvil_sb *c) {
     for (int i = 0; i < g->n_outputs; i++) {
         cir_value *v = cir_val(g, g->outputs[i]);
         cuvil_sb_printf(c, "    if (od[%d]) {", i);
-        for (int d = 0; d < v->ndim; d++) cuvil_sb_printf(c, " od[%d][%d] = %lld;", i, d, (long long)v->dims[d]);
+        for (int d = 0; d < v->ndim; d++) {
+            if (v->dx[d]) cuvil_sb_printf(c, " od[%d][%d] = %s;", i, d, dim_c(cg, v->dx[d], &g->arena));
+            else cuvil_sb_printf(c, " od[%d][%d] = %lld;", i, d, (long long)v->dims[d]);
+        }
         cuvil_sb_puts(c, " }\n");
     }
-    cuvil_sb_puts(c, "}\n");
+    cuvil_sb_puts(c, "}\n\n/* What the shapes assume and the compiler could not prove: checked before any node runs */\n"
+                     "static cuvil_status check_guards(cuvil_model *m, const int64_t *D) {\n    (void)m; (void)D;\n");
+    for (int i = 0; i < g->n_guards; i++) {
+        const cir_guard *gd = &g->guards[i];
+        const char *a = dim_c(cg, gd->a, &g->arena), *b = dim_c(cg, gd->b, &g->arena);
+        cuvil_sb_printf(c, "    if (%s != %s) {\n        snprintf(m->err, sizeof m->err, \"%%s: %%s differ (%%lld and %%lld)\", \"", a, b);
+        cuvil_sb_c_escape(c, gd->node);
+        cuvil_sb_puts(c, "\", \"");
+        cuvil_sb_c_escape(c, gd->what);
+        cuvil_sb_printf(c, "\",\n                 (long long)%s, (long long)%s);\n        return CUVIL_ERR_SHAPE;\n    }\n", a, b);
+    }
+    cuvil_sb_puts(c, "    return CUVIL_OK;\n}\n");
 }
 
 static void options_text(const cuvil_options *o, const char *target, cuvil_sb *out) {
@@ -487,6 +607,19 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
         return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
     }
     out->arena_bytes = cg.plan.arena_bytes;
+    cg.dims_node = cuvil_malloc(sizeof(int) * ((size_t)g->n_values + 1));
+    cg.sym_d = cuvil_calloc((size_t)g->dt.n_syms + 1, sizeof(int));
+    cg.sym_step = cuvil_calloc((size_t)g->dt.n_syms + 1, sizeof(int64_t));
+    if (!cg.dims_node || !cg.sym_d || !cg.sym_step) st = cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+    for (int i = 0; cg.dims_node && i < g->n_values; i++) cg.dims_node[i] = -1;
+    for (int k = 0, j = 0; cg.sym_d && k < g->n_syms; k++) {
+        if (g->syms[k].min >= g->syms[k].max) continue;
+        if (g->syms[k].dsym >= 0) {   /* D's order: the ranged symbols of g->syms (shape_functions) */
+            cg.sym_d[g->syms[k].dsym] = j;
+            cg.sym_step[g->syms[k].dsym] = g->syms[k].step;
+        }
+        j++;
+    }
 
     cuvil_sb calls = {0}, opts = {0};
     options_text(o, target, &opts);
@@ -543,9 +676,11 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
         cg.locals.len = 0;
         if (cg.locals.s) cg.locals.s[0] = 0;
         cg.fail_what = NULL;
+        cg.node_serial++;
+        cg.cur_symbolic = cg_node_symbolic(g, n);
+        cg.cur_node = n;
         if (n->def->flags & CIR_OPF_ALIAS) {
-            cg_printf(&cg, "    memcpy(%s, %s, %zu);\n", cg_out(&cg, n->out[0]), cg_in(&cg, n->in[0]),
-                      cir_nbytes(cir_out(g, n, 0)));
+            cg_printf(&cg, "    memcpy(%s, %s, %s);\n", cg_out(&cg, n->out[0]), cg_in(&cg, n->in[0]), cg_nbytes(&cg, n->out[0]));
         } else if (!cg_emitter(n->kind)) {
             st = cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "is only supported when its inputs are constant");
             break;
@@ -621,7 +756,7 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
         cir_value *v = cir_val(g, g->outputs[i]);
         if (v->kind == CIR_VAL_ACT && v->output_index == i) continue;
         const char *src = v->kind == CIR_VAL_ACT ? fmt_str(&cg, "out[%d]", v->output_index) : cg_in(&cg, v->id);
-        cuvil_sb_printf(&calls, "    memcpy(out[%d], %s, %zu);\n", i, src, cir_nbytes(v));
+        cuvil_sb_printf(&calls, "    memcpy(out[%d], %s, %s);\n", i, src, cg_nbytes(&cg, v->id));
         if (cg.unplanned)
             st = cuvil_err(g->ctx, CUVIL_ERR_INTERNAL, "graph output '%s' has no storage", v->name);
     }
@@ -641,7 +776,7 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
                         cg.scratch.s ? cg.scratch.s : "");
         tensor_infos(g, c, "inputs_", g->inputs, g->n_inputs);
         tensor_infos(g, c, "outputs_", g->outputs, g->n_outputs);
-        shape_functions(g, c);
+        shape_functions(&cg, c);
         cuvil_sb_printf(c,
             "\n#define CPU_TARGET \"%s\"\n#define CPU_FEATURES \"%s\"   /* what the target's code uses: create() checks them */\n"
             "#define ARENA_BYTES ((size_t)%zu)\n"
@@ -762,6 +897,10 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
             "    } else {\n"
             "        for (int k = 0; k < N_SYMS; k++) D[k] = syms_[k].max;   /* the fixed-shape call: the upper bounds */\n"
             "    }\n"
+            "    {\n"
+            "        cuvil_status st = check_guards(m, D);\n"
+            "        if (st) return st;\n"
+            "    }\n"
             "    if (N_INPUTS && !in) { set_err(m, \"inputs array is NULL\", NULL); return CUVIL_ERR_INVALID_ARG; }\n"
             "    if (!out) { set_err(m, \"outputs array is NULL\", NULL); return CUVIL_ERR_INVALID_ARG; }\n"
             "    for (int i = 0; i < N_INPUTS; i++)\n"
@@ -797,6 +936,9 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
     }
     cuvil_sb_free(&calls);
     cuvil_sb_free(&opts);
+    cuvil_free(cg.dims_node);
+    cuvil_free(cg.sym_d);
+    cuvil_free(cg.sym_step);
     cuvil_sb_free(&cg.params);
     cuvil_sb_free(&cg.locals);
     cuvil_sb_free(&cg.body);

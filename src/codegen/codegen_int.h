@@ -98,6 +98,33 @@ const char *cg_i64s(cg_ctx *cg, const int64_t *v, int n);
 #define CG_ANY_TEXT "9223372036854775807ULL"
 const char *cg_strides(cg_ctx *cg, const int64_t *strides, const int64_t *dims, int n);
 
+/* The graph and the node being emitted. */
+cir_graph *cg_graph(cg_ctx *cg);
+const cir_node *cg_node(cg_ctx *cg);
+
+/* ===== Symbolic dims (a graph of expression dims, cir_graph.symdims) ================= */
+/* Whether node n reads or writes a value whose dims are expressions of the symbols: its
+ * emitter then has the kernel's parameters computed when the model runs (cg_bind). */
+bool cg_node_symbolic(const cir_graph *g, const cir_node *n);
+/* An expression as C over the run's dims D[] ("(D[0] * 768)"); valid until the node ends. */
+const char *cg_dim_c(cg_ctx *cg, const cir_dim *e);
+/* Value vid's size in bytes as C: a number, or an expression of D[]. */
+const char *cg_nbytes(cg_ctx *cg, int vid);
+/* Value vid's element count as C: a number, or an expression of D[]. */
+const char *cg_numel(cg_ctx *cg, int vid);
+/* Value vid's dims as C: the name of a local `const int64_t` array of them, declared in the
+ * node's function (a scalar's: a one-element array). */
+const char *cg_dims(cg_ctx *cg, int vid);
+/* The kernel parameters of a symbolic node: a local `type P<k>` initialised from init (the
+ * fields that do not depend on dims: attributes, the lowering's choices), completed when the
+ * model runs by `bind(&P<k>, n, nd, d)`, the runtime's function that computes the fields that
+ * depend on dims from the ranks nd[] and dims d[] of values ids[0..n) (the node's inputs then
+ * outputs, as the op's bind documents; -1 for an absent one: rank -1, NULL). Returns "P<k>". */
+const char *cg_bind(cg_ctx *cg, const char *type, const char *bind, const int *ids, int n, const char *init_fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+/* The same with the node's inputs then its outputs as the values. */
+const char *cg_bind_node(cg_ctx *cg, const cir_node *n, const char *type, const char *bind, const char *init);
+
 /* ===== Emitters (emit/) =============================================================== */
 /* Writes node n's C with the calls above; errors name the node. */
 typedef cuvil_status (*cg_emit_fn)(cg_ctx *cg, cir_graph *g, cir_node *n);

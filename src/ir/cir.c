@@ -269,6 +269,16 @@ void cir_set_shape_x(cir_value *v, cir_dtype dtype, int ndim, const cir_dim *con
     for (int i = 0; i < ndim; i++) v->dx[i] = cir_dim_is_const(dx[i]) ? NULL : dx[i];
 }
 
+void cir_set_shape_like(cir_value *v, cir_dtype dtype, const cir_value *like) {
+    int64_t d[CIR_MAX_DIMS];
+    const cir_dim *x[CIR_MAX_DIMS];
+    int nd = like->ndim;
+    memcpy(d, like->dims, sizeof d);
+    memcpy(x, like->dx, sizeof x);
+    cir_set_shape(v, dtype, nd, d);
+    memcpy(v->dx, x, sizeof x);
+}
+
 const cir_dim *cir_dimx(cir_graph *g, const cir_value *v, int i) {
     CUVIL_ASSERT(i >= 0 && i < v->ndim);
     return v->dx[i] ? v->dx[i] : cir_dim_const(&g->dt, v->dims[i]);

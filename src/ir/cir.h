@@ -323,6 +323,8 @@ cuvil_status cir_graph_add_output(cir_graph *g, int id);
 const cir_dim *cir_dimx(cir_graph *g, const cir_value *v, int i);
 /* Whether every dim of v is a number (no dx but constants). */
 bool cir_value_fixed(const cir_value *v);
+/* Sets v's dtype and the shape of `like` (its dims and their expressions). */
+void cir_set_shape_like(cir_value *v, cir_dtype dtype, const cir_value *like);
 /* Sets v's dtype and shape from expressions (each dims[i] its upper bound, dx[i] the
  * expression or NULL for a constant); every dx[i] must be non-NULL. Clears sval. */
 void cir_set_shape_x(cir_value *v, cir_dtype dtype, int ndim, const cir_dim *const *dx);

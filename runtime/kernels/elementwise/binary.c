@@ -105,6 +105,26 @@ static void run(int op, const float *a, int64_t sa, const float *b, int64_t sb, 
 }
 #undef RUN
 
+/* Element strides of an operand of rank r and dims d in the output space (rank ndim, dims
+ * out): 0 along a broadcast dim. */
+static void bcast_strides(int r, const int64_t *d, int ndim, const int64_t *out, int64_t *strides) {
+    int64_t s = 1;
+    for (int i = ndim - 1; i >= 0; i--) {
+        int iv = i - (ndim - r);
+        int64_t di = iv >= 0 ? d[iv] : 1;
+        strides[i] = (di == 1 && out[i] != 1) || iv < 0 ? 0 : s;
+        s *= di;
+    }
+}
+
+void cuvil_binary_bind(cuvil_binary_params *p, int n, const int *nd, const int64_t *const *d) {
+    (void)n;
+    p->ndim = nd[2];
+    for (int i = 0; i < nd[2]; i++) p->dims[i] = d[2][i];
+    bcast_strides(nd[0], d[0], nd[2], d[2], p->a_strides);
+    bcast_strides(nd[1], d[1], nd[2], d[2], p->b_strides);
+}
+
 void cuvil_f32_binary(const cuvil_binary_params *p, const float *a, const float *b, float *y) {
     /* Simplify: drop size-1 dims, merge dims that are contiguous for both operands. */
     int64_t dims[CUVIL_RT_MAX_DIMS], as[CUVIL_RT_MAX_DIMS], bs[CUVIL_RT_MAX_DIMS];

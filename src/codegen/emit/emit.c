@@ -21,8 +21,11 @@ const char *const cg_cmp_names[] = {"CUVIL_CMP_EQ", "CUVIL_CMP_LT", "CUVIL_CMP_G
 const char *const cg_logic_names[] = {"CUVIL_LOGIC_AND", "CUVIL_LOGIC_OR", "CUVIL_LOGIC_XOR"};
 _Static_assert(sizeof cg_bin_names / sizeof cg_bin_names[0] == CUVIL_BIN__COUNT, "CUVIL_BIN_* names");
 
-const char *cg_bin_params(cg_ctx *cg, const cuvil_binary_params *p, const char *const *op_names) {
+const char *cg_bin_params(cg_ctx *cg, const cuvil_binary_params *p, const char *const *op_names, int a, int b, int y) {
     char act[128];
+    if (cg_node_symbolic(cg_graph(cg), cg_node(cg)) && a >= 0 && b >= 0 && y >= 0)
+        return cg_bind(cg, "cuvil_binary_params", "cuvil_binary_bind", (const int[]){a, b, y}, 3, "{ .op = %s, .act = %s }",
+                       op_names[p->op], cg_act(&p->act, act));
     return cg_param(cg, "cuvil_binary_params", "{ .op = %s, .ndim = %d, .dims = %s, .a_strides = %s, .b_strides = %s, .act = %s }",
                     op_names[p->op], p->ndim, cg_i64s(cg, p->dims, p->ndim), cg_strides(cg, p->a_strides, p->dims, p->ndim),
                     cg_strides(cg, p->b_strides, p->dims, p->ndim), cg_act(&p->act, act));

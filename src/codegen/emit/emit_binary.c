@@ -9,14 +9,14 @@ cuvil_status cg_emit_binary(cg_ctx *cg, cir_graph *g, cir_node *n) {
     cir_value *y = cir_out(g, n, 0);
     if (y->dtype != CIR_F32) {
         const char *what = op_binary_zero_msg(y->dtype, p.op);
-        cg_printf(cg, "    %scuvil_binary_t(&%s, %s, %s, %s, %s)%s;\n", what ? "if (" : "", cg_bin_params(cg, &p, cg_bin_names),
+        cg_printf(cg, "    %scuvil_binary_t(&%s, %s, %s, %s, %s)%s;\n", what ? "if (" : "", cg_bin_params(cg, &p, cg_bin_names, n->in[0], n->n_in > 1 && n->in[1] >= 0 ? n->in[1] : n->in[0], n->out[0]),
                   cg_rt_type(y->dtype), cg_in(cg, n->in[0]), cg_in(cg, n->n_in > 1 && n->in[1] >= 0 ? n->in[1] : n->in[0]),
                   cg_out(cg, n->out[0]), what ? ") return 1" : "");
         if (what) cg_fallible(cg, what);
         return CUVIL_OK;
     }
-    const char *ps = cg_bin_params(cg, &p, cg_bin_names);
     int bi = n->n_in > 1 && n->in[1] >= 0 ? n->in[1] : n->in[0];
+    const char *ps = cg_bin_params(cg, &p, cg_bin_names, n->in[0], bi, n->out[0]);
     cir_value *b = cir_val(g, bi);
     const char *bexpr = cg_in(cg, bi);
     if (b->dtype != CIR_F32) {   /* Pow's constant exponent: as float32 */

@@ -18,8 +18,9 @@
 #undef CG_EMIT
 
 /* The static initialiser of binary-kernel parameters in the generated C (returns its name);
- * op_names: the names of p->op's enum (cg_bin_names, cg_cmp_names, cg_logic_names). */
-const char *cg_bin_params(cg_ctx *cg, const cuvil_binary_params *p, const char *const *op_names);
+ * op_names: the names of p->op's enum (cg_bin_names, cg_cmp_names, cg_logic_names). In a
+ * symbolic node, the parameters of values a, b and y computed when the model runs (cg_bind). */
+const char *cg_bin_params(cg_ctx *cg, const cuvil_binary_params *p, const char *const *op_names, int a, int b, int y);
 
 /* The runtime's enum names, for the generated C (indexed by the enum's value). */
 extern const char *const cg_bin_names[];     /* CUVIL_BIN_* */

@@ -35,7 +35,7 @@ cuvil_status cg_emit_logic(cg_ctx *cg, cir_graph *g, cir_node *n) {
     bool logical = n->kind == CIR_OP_AND || n->kind == CIR_OP_OR || n->kind == CIR_OP_XOR;
     cuvil_binary_params p;
     op_bin_params(a, cir_in(g, n, 1), y, kop[n->kind], &p);
-    const char *ps = cg_bin_params(cg, &p, logical ? cg_logic_names : cg_cmp_names);
+    const char *ps = cg_bin_params(cg, &p, logical ? cg_logic_names : cg_cmp_names, n->in[0], n->in[1], n->out[0]);
     if (logical)
         cg_printf(cg, "    cuvil_logic(&%s, %s, %s, %s);\n", ps, cg_in(cg, n->in[0]), cg_in(cg, n->in[1]), cg_out(cg, n->out[0]));
     else
@@ -85,7 +85,7 @@ cuvil_status cg_emit_sum(cg_ctx *cg, cir_graph *g, cir_node *n) {
         } else {
             break;
         }
-        const char *bp = cg_bin_params(cg, &p, cg_bin_names);
+        const char *bp = cg_bin_params(cg, &p, cg_bin_names, -1, -1, -1);
         if (f32) cg_printf(cg, "    cuvil_f32_binary(&%s, %s, %s, %s);\n", bp, out, b, out);
         else cg_printf(cg, "    cuvil_binary_t(&%s, %s, %s, %s, %s);\n", bp, cg_rt_type(y->dtype), out, b, out);
     }

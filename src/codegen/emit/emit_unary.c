@@ -6,9 +6,9 @@
 cuvil_status cg_emit_unary(cg_ctx *cg, cir_graph *g, cir_node *n) {
     if (op_clip_typed(g, n)) {   /* bounds read when the model runs */
         cir_value *x = cir_in(g, n, 0), *lo = cir_in(g, n, 1), *hi = cir_in(g, n, 2);
-        cg_printf(cg, "    cuvil_clip_t(%s, %s, %s, %s, %s, %lld);\n", cg_rt_type(x->dtype), cg_in(cg, n->in[0]),
+        cg_printf(cg, "    cuvil_clip_t(%s, %s, %s, %s, %s, %s);\n", cg_rt_type(x->dtype), cg_in(cg, n->in[0]),
                   lo ? cg_in(cg, n->in[1]) : "NULL", hi ? cg_in(cg, n->in[2]) : "NULL", cg_out(cg, n->out[0]),
-                  (long long)cir_numel(x));
+                  cg_numel(cg, x->id));
         return CUVIL_OK;
     }
     cir_act ca;
@@ -18,10 +18,10 @@ cuvil_status cg_emit_unary(cg_ctx *cg, cir_graph *g, cir_node *n) {
     const char *p = cg_param(cg, "cuvil_act_params", "%s", cg_act(&a, buf));
     cir_value *x = cir_in(g, n, 0);
     if (x->dtype == CIR_F32)
-        cg_printf(cg, "    cuvil_f32_unary(&%s, %s, %s, %lld);\n", p, cg_in(cg, n->in[0]), cg_out(cg, n->out[0]),
-                  (long long)cir_numel(x));
+        cg_printf(cg, "    cuvil_f32_unary(&%s, %s, %s, %s);\n", p, cg_in(cg, n->in[0]), cg_out(cg, n->out[0]),
+                  cg_numel(cg, x->id));
     else
-        cg_printf(cg, "    cuvil_unary_t(&%s, %s, %s, %s, %lld);\n", p, cg_rt_type(x->dtype), cg_in(cg, n->in[0]),
-                  cg_out(cg, n->out[0]), (long long)cir_numel(x));
+        cg_printf(cg, "    cuvil_unary_t(&%s, %s, %s, %s, %s);\n", p, cg_rt_type(x->dtype), cg_in(cg, n->in[0]),
+                  cg_out(cg, n->out[0]), cg_numel(cg, x->id));
     return CUVIL_OK;
 }

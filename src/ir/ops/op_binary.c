@@ -59,22 +59,20 @@ static cuvil_status binary_infer(cir_graph *g, cir_node *n) {
         return cir_node_err(g, n, CUVIL_ERR_DTYPE, "inputs '%s' (%s) and '%s' (%s) differ in type", a->name,
                             cir_dtype_name(a->dtype), b->name, cir_dtype_name(b->dtype));
     int ndim;
-    int64_t dims[CIR_MAX_DIMS];
+    const cir_dim *dx[CIR_MAX_DIMS];
     if ((s = check_legacy_broadcast(g, n, a, b))) return s;
     if (n->kind == CIR_OP_MOD && cir_attr_int(n, "fmod") != 0 && cir_attr_int(n, "fmod") != 1)
         return cir_node_err(g, n, CUVIL_ERR_MODEL, "fmod is %lld; it must be 0 or 1", (long long)cir_attr_int(n, "fmod"));
     if (op == CUVIL_BIN_MOD && cir_dtype_is_float(a->dtype))
         return cir_node_err(g, n, CUVIL_ERR_MODEL, "mod of %s '%s' needs fmod=1 (fmod=0, the divisor's sign, is for "
                             "integers)", cir_dtype_name(a->dtype), a->name);
-    if (op == CUVIL_BIN_PRELU) {
-        /* the slope broadcasts onto X (unidirectional) */
-        if ((s = op_broadcast(g, n, a, b, &ndim, dims))) return s;
-        if (ndim != a->ndim || memcmp(dims, a->dims, sizeof(int64_t) * (size_t)ndim))
-            return cir_node_err(g, n, CUVIL_ERR_SHAPE, "slope '%s' does not broadcast to X's shape", b->name);
-    } else if ((s = op_broadcast(g, n, a, b, &ndim, dims))) {
-        return s;
+    if ((s = op_broadcast_x(g, n, a, b, &ndim, dx))) return s;
+    if (op == CUVIL_BIN_PRELU) {   /* the slope broadcasts onto X (unidirectional) */
+        bool same = ndim == a->ndim;
+        for (int i = 0; same && i < ndim; i++) same = dx[i] == cir_dimx(g, a, i);
+        if (!same) return cir_node_err(g, n, CUVIL_ERR_SHAPE, "slope '%s' does not broadcast to X's shape", b->name);
     }
-    cir_set_shape(cir_out(g, n, 0), a->dtype, ndim, dims);
+    cir_set_shape_x(cir_out(g, n, 0), a->dtype, ndim, dx);
     if (cir_is_const(a) && cir_is_const(b)) return CUVIL_OK;
     if (a->dtype == CIR_BOOL) return op_need_typed(g, n, 0, false);
     if (a->dtype == CIR_F32) {
@@ -181,7 +179,7 @@ static const cir_attr_spec binary_attrs[] = {
 };
 
 #define BINARY(name, lo) \
-    const cir_opdef cir_op_##name = {#name, CIR_OPF_TAKES_ACT, lo, 2, 1, 1, binary_attrs, binary_infer, binary_fold, NULL, 0};
+    const cir_opdef cir_op_##name = {#name, CIR_OPF_TAKES_ACT | CIR_OPF_SYM_DIMS, lo, 2, 1, 1, binary_attrs, binary_infer, binary_fold, NULL, 0};
 BINARY(add, 2)
 BINARY(sub, 2)
 BINARY(mul, 2)
@@ -195,4 +193,4 @@ static const cir_attr_spec mod_attrs[] = {
     {"fmod", CIR_ATTR_INT, 0, 0, NULL, false},   /* 1: C's fmod (the dividend's sign); 0: the divisor's */
     CIR_ATTR_END,
 };
-const cir_opdef cir_op_mod = {"mod", CIR_OPF_TAKES_ACT, 2, 2, 1, 1, mod_attrs, binary_infer, binary_fold, NULL, 0};
+const cir_opdef cir_op_mod = {"mod", CIR_OPF_TAKES_ACT | CIR_OPF_SYM_DIMS, 2, 2, 1, 1, mod_attrs, binary_infer, binary_fold, NULL, 0};

@@ -63,7 +63,7 @@ static cuvil_status unary_infer(cir_graph *g, cir_node *n) {
             return cir_node_err(g, n, CUVIL_ERR_DTYPE, "bound '%s' is %s, input '%s' is %s", v->name,
                                 cir_dtype_name(v->dtype), x->name, cir_dtype_name(x->dtype));
     }
-    cir_set_shape(cir_out(g, n, 0), x->dtype, x->ndim, x->dims);
+    cir_set_shape_like(cir_out(g, n, 0), x->dtype, x);
     if (cir_is_const(x) || cir_dtype_is_float(x->dtype)) return CUVIL_OK;
     /* at run time integers take the ops that stay integers */
     bool int_op = n->kind == CIR_OP_NEG || n->kind == CIR_OP_ABS || n->kind == CIR_OP_RELU || n->kind == CIR_OP_SIGN ||
@@ -133,7 +133,7 @@ static const char *const gelu_approx[] = {"none", "tanh", NULL};
 static const cir_attr_spec gelu_attrs[] = {{"approximate", CIR_ATTR_ENUM, 0, 0, gelu_approx, false}, CIR_ATTR_END};
 
 #define UNARY(name, act, attrs, max_in) \
-    const cir_opdef cir_op_##name = {#name, CIR_OPF_IS_ACT, 1, max_in, 1, 1, attrs, unary_infer, unary_fold, unary_act, act};
+    const cir_opdef cir_op_##name = {#name, CIR_OPF_IS_ACT | CIR_OPF_SYM_DIMS, 1, max_in, 1, 1, attrs, unary_infer, unary_fold, unary_act, act};
 UNARY(relu, CUVIL_ACT_RELU, NULL, 1)
 UNARY(leaky_relu, CUVIL_ACT_LEAKY_RELU, alpha_001, 1)
 UNARY(clip, CUVIL_ACT_CLIP, NULL, 3)

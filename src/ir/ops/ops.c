@@ -313,10 +313,38 @@ void op_bcast_strides(const cir_value *v, int ndim, const int64_t *dims, int64_t
 void op_bin_params(const cir_value *a, const cir_value *b, const cir_value *y, int op, cuvil_binary_params *p) {
     memset(p, 0, sizeof *p);
     p->op = op;
-    p->ndim = y->ndim;
-    for (int i = 0; i < y->ndim; i++) p->dims[i] = y->dims[i];
-    op_bcast_strides(a, y->ndim, y->dims, p->a_strides);
-    op_bcast_strides(b, y->ndim, y->dims, p->b_strides);
+    cuvil_binary_bind(p, 3, (const int[]){a->ndim, b->ndim, y->ndim}, (const int64_t *const[]){a->dims, b->dims, y->dims});
+}
+
+cuvil_status op_broadcast_x(cir_graph *g, cir_node *n, const cir_value *a, const cir_value *b, int *ndim,
+                            const cir_dim **dx) {
+    int r = a->ndim > b->ndim ? a->ndim : b->ndim;
+    for (int i = 0; i < r; i++) {
+        int ia = i - (r - a->ndim), ib = i - (r - b->ndim);
+        const cir_dim *one = cir_dim_const(&g->dt, 1);
+        const cir_dim *da = ia >= 0 ? cir_dimx(g, a, ia) : one, *db = ib >= 0 ? cir_dimx(g, b, ib) : one;
+        if (!da || !db) return cir_dim_err(g, n, "broadcasting");
+        if (da == db || db == one) {
+            dx[i] = da;
+        } else if (da == one) {
+            dx[i] = db;
+        } else if (cir_dim_is_const(da) && cir_dim_is_const(db)) {
+            char sa[256], sb[256];
+            return cir_node_err(g, n, CUVIL_ERR_SHAPE, "cannot broadcast '%s' %s with '%s' %s", a->name,
+                                cir_shape_str(g, a, sa, sizeof sa), b->name, cir_shape_str(g, b, sb, sizeof sb));
+        } else {
+            /* two dims that may differ: broadcasting wants them equal (a symbolic one that is 1
+             * when the model runs fails that run with a message, where ONNX Runtime would
+             * broadcast it) */
+            char what[64];
+            snprintf(what, sizeof what, "broadcast dims %d of the operands", i);
+            cuvil_status s = cir_require_eq(g, n, da, db, what);
+            if (s) return s;
+            dx[i] = cir_dim_is_const(db) ? db : da;
+        }
+    }
+    *ndim = r;
+    return CUVIL_OK;
 }
 
 cuvil_status op_need_typed(cir_graph *g, cir_node *n, int i, bool bool_ok) {

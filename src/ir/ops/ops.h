@@ -127,6 +127,10 @@ cuvil_status op_axis(cir_graph *g, cir_node *n, int64_t axis, int rank, const ch
 /* numpy broadcast of a and b shapes into out; errors name both shapes. */
 cuvil_status op_broadcast(cir_graph *g, cir_node *n, const cir_value *a, const cir_value *b,
                           int *ndim, int64_t *dims);
+/* The same for dims as expressions (every graph): dims that may differ (symbols) must be equal,
+ * a guard the model checks when it runs (cir_require_eq). */
+cuvil_status op_broadcast_x(cir_graph *g, cir_node *n, const cir_value *a, const cir_value *b, int *ndim,
+                            const cir_dim **dx);
 /* Element strides (0 on broadcast dims) of v viewed in the rank-ndim output space `dims`. */
 void op_bcast_strides(const cir_value *v, int ndim, const int64_t *dims, int64_t *strides);
 
