@@ -57,13 +57,19 @@ const char *cg_ctype(cir_dtype t) {
 
 static const char *fmt_str(cg_ctx *cg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static const char *fmt_str(cg_ctx *cg, const char *fmt, ...) {
-    char buf[512];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
+    int len = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
-    const char *s = cuvil_arena_strdup(&cg->strs, buf);
-    return s ? s : "NULL /* out of memory */";   /* the sb's oom flag fails the build later */
+    char *s = len >= 0 ? cuvil_arena_alloc(&cg->strs, (size_t)len + 1) : NULL;
+    if (!s) {
+        cg->body.oom = true;   /* fails the build at the end */
+        return "NULL /* out of memory */";
+    }
+    va_start(ap, fmt);
+    vsnprintf(s, (size_t)len + 1, fmt, ap);
+    va_end(ap);
+    return s;
 }
 
 /* Appends nbytes of data to the blob (aligned) and returns their offset. durable: data is a
@@ -202,9 +208,10 @@ const char *cg_param(cg_ctx *cg, const char *type, const char *init_fmt, ...) {
     int k = cg->n_params++;
     size_t tl = strlen(type);
     bool array = tl > 2 && !strcmp(type + tl - 2, "[]");
-    /* symbolic compiles: a local, since its numbers may become expressions of the run's dims */
-    cuvil_sb *o = cg->g->symbolic ? &cg->locals : &cg->params;
-    cuvil_sb_printf(o, "%sconst %.*s P%d%s = ", cg->g->symbolic ? "    " : "static ", (int)(array ? tl - 2 : tl), type, k,
+    /* symbolic compiles and nodes: a local, since its numbers may be expressions of the run's dims */
+    bool local = cg->g->symbolic || cg->cur_symbolic;
+    cuvil_sb *o = local ? &cg->locals : &cg->params;
+    cuvil_sb_printf(o, "%sconst %.*s P%d%s = ", local ? "    " : "static ", (int)(array ? tl - 2 : tl), type, k,
                     array ? "[]" : "");
     va_list ap;
     va_start(ap, init_fmt);
@@ -235,6 +242,7 @@ const char *cg_scratch(cg_ctx *cg, size_t bytes, const char *size_expr_fmt, ...)
 
 /* ===== Symbolic dims ================================================================= */
 cir_graph *cg_graph(cg_ctx *cg) { return cg->g; }
+const char *cg_str(cg_ctx *cg, const char *s) { return fmt_str(cg, "%s", s); }
 const cir_node *cg_node(cg_ctx *cg) { return cg->cur_node; }
 
 bool cg_node_symbolic(const cir_graph *g, const cir_node *n) {
@@ -278,6 +286,17 @@ const char *cg_numel(cg_ctx *cg, int vid) {
     cir_value *v = cir_val(cg->g, vid);
     if (cir_value_fixed(v)) return fmt_str(cg, "%lld", (long long)cir_numel(v));
     return cg_dim_c(cg, cir_numel_x(cg->g, v));
+}
+
+const char *cg_dimprod(cg_ctx *cg, int vid, int from, int to, int64_t scale) {
+    cir_value *v = cir_val(cg->g, vid);
+    const cir_dim *e = cir_dim_const(&cg->g->dt, scale);
+    for (int i = from; i < to; i++) e = cir_dim_mul(&cg->g->dt, e, cir_dimx(cg->g, v, i));
+    if (!e) {
+        cg->body.oom = true;   /* bounded products of a value's dims: only out of memory fails */
+        return "0";
+    }
+    return cir_dim_is_const(e) ? fmt_str(cg, "%lld", (long long)e->c) : cg_dim_c(cg, e);
 }
 
 const char *cg_dims(cg_ctx *cg, int vid) {
@@ -398,6 +417,21 @@ const char *cg_strides(cg_ctx *cg, const int64_t *strides, const int64_t *dims, 
      * symbol's value 1 the sizes cannot tell whether the other values want the input's stride or
      * 0 (broadcast). The merge (symbolic.c) fits CG_ANY_TEXT to whatever the other samples say. */
     return i64_list(cg, strides, n, cg->g->symbolic ? dims : NULL);
+}
+
+/* A node whose outputs all have values known as expressions (cir_value.sval): the C that
+ * writes them. False (nothing written) for other nodes. */
+static bool sval_fill(cg_ctx *cg, const cir_node *n) {
+    if (!cg->g->symdims || n->n_out < 1) return false;
+    for (int i = 0; i < n->n_out; i++)
+        if (n->out[i] < 0 || !cir_val(cg->g, n->out[i])->sval) return false;
+    for (int i = 0; i < n->n_out; i++) {
+        cir_value *v = cir_val(cg->g, n->out[i]);
+        const char *p = cg_out(cg, v->id);
+        for (int64_t k = 0; k < cir_numel(v); k++)
+            cg_printf(cg, "    %s[%lld] = (%s)%s;\n", p, (long long)k, cg_ctype(v->dtype), cg_dim_c(cg, v->sval[k]));
+    }
+    return true;
 }
 
 /* ===== The model file ================================================================ */
@@ -681,6 +715,8 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
         cg.cur_node = n;
         if (n->def->flags & CIR_OPF_ALIAS) {
             cg_printf(&cg, "    memcpy(%s, %s, %s);\n", cg_out(&cg, n->out[0]), cg_in(&cg, n->in[0]), cg_nbytes(&cg, n->out[0]));
+        } else if (sval_fill(&cg, n)) {
+            /* its output's values are expressions of the symbols (op_sval.c): written from D */
         } else if (!cg_emitter(n->kind)) {
             st = cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "is only supported when its inputs are constant");
             break;

@@ -66,7 +66,8 @@ const char *cg_refs(cg_ctx *cg, const int *ids, int n);
  * returns a const pointer expression of element type dtype. */
 const char *cg_data(cg_ctx *cg, const void *data, size_t nbytes, cir_dtype dtype);
 /* Declares `static const <type> P<k> = <init>;` at file scope and returns "P<k>"; a type
- * ending in "[]" declares an array (`static const int64_t P<k>[] = ...`). */
+ * ending in "[]" declares an array (`static const int64_t P<k>[] = ...`). In a symbolic node
+ * (cg_node_symbolic) a local `const` of the node's function: init may use the run's D[]. */
 const char *cg_param(cg_ctx *cg, const char *type, const char *init_fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Records that the node needs scratch memory: `bytes` computed now for the target (the model
@@ -98,6 +99,8 @@ const char *cg_i64s(cg_ctx *cg, const int64_t *v, int n);
 #define CG_ANY_TEXT "9223372036854775807ULL"
 const char *cg_strides(cg_ctx *cg, const int64_t *strides, const int64_t *dims, int n);
 
+/* A copy of s that lives until the node's emission ends. */
+const char *cg_str(cg_ctx *cg, const char *s);
 /* The graph and the node being emitted. */
 cir_graph *cg_graph(cg_ctx *cg);
 const cir_node *cg_node(cg_ctx *cg);
@@ -112,6 +115,8 @@ const char *cg_dim_c(cg_ctx *cg, const cir_dim *e);
 const char *cg_nbytes(cg_ctx *cg, int vid);
 /* Value vid's element count as C: a number, or an expression of D[]. */
 const char *cg_numel(cg_ctx *cg, int vid);
+/* scale times the product of value vid's dims from..to-1, as C (a number when fixed). */
+const char *cg_dimprod(cg_ctx *cg, int vid, int from, int to, int64_t scale);
 /* Value vid's dims as C: the name of a local `const int64_t` array of them, declared in the
  * node's function (a scalar's: a one-element array). */
 const char *cg_dims(cg_ctx *cg, int vid);

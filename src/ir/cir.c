@@ -298,7 +298,8 @@ const cir_dim *cir_numel_x(cir_graph *g, const cir_value *v) {
 
 const cir_dim *cir_sval_at(cir_graph *g, const cir_value *v, int64_t i) {
     if (v->sval) return v->sval[i];
-    if (v->kind == CIR_VAL_CONST && v->data && cir_dtype_is_int(v->dtype)) return cir_dim_const(&g->dt, cir_const_i64(v, i));
+    if (v->kind == CIR_VAL_CONST && v->data && (cir_dtype_is_int(v->dtype) || v->dtype == CIR_BOOL))
+        return cir_dim_const(&g->dt, cir_const_i64(v, i));
     return NULL;
 }
 

@@ -131,11 +131,12 @@ static cuvil_status half_out(cir_graph *g, int i) {
     return CUVIL_OK;
 }
 
-/* Whether an input of n has a dim or a value known only as an expression of the symbols. */
-static bool takes_symbolic(cir_graph *g, const cir_node *n) {
+/* Whether an input of n has a dim (dims) or values (!dims) known only as expressions of the
+ * symbols. */
+static bool takes_symbolic(cir_graph *g, const cir_node *n, bool dims) {
     for (int j = 0; j < n->n_in; j++) {
         const cir_value *v = cir_in(g, n, j);
-        if (v && (!cir_value_fixed(v) || v->sval)) return true;
+        if (v && (dims ? !cir_value_fixed(v) : v->sval != NULL)) return true;
     }
     return false;
 }
@@ -148,7 +149,7 @@ cuvil_status cuvil_pass_shape_infer(cir_graph *g, const cuvil_options *o) {
         CUVIL_ASSERT(n->def);
         g->half_input = false;
         cuvil_status s = cir_node_check_attrs(g, n);
-        if (!s && g->symdims && !(n->def->flags & CIR_OPF_SYM_DIMS) && takes_symbolic(g, n)) {
+        if (!s && g->symdims && !(n->def->flags & CIR_OPF_SYM_DIMS) && takes_symbolic(g, n, true)) {
             g->sym_unsupported = true;   /* the driver compiles the model at sample values instead */
             return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "takes symbolic dims, which op %s cannot take yet",
                                 n->def->name);
@@ -181,6 +182,10 @@ cuvil_status cuvil_pass_shape_infer(cir_graph *g, const cuvil_options *o) {
             v->producer = i;
             /* every shape that enters the IR is bounded: later size arithmetic cannot overflow */
             if ((s = cir_check_shape(g, n, v)) || (s = check_declared(g, n, v))) return s;
+        }
+        if (g->symdims && takes_symbolic(g, n, false)) {   /* shape arithmetic on the symbols */
+            if ((s = op_sval_eval(g, n))) return s;
+            if (n->dead) continue;
         }
         if (n->def->fold && cuvil_inputs_const(g, n) && (worth_folding_now(g, n) || cir_op_always_folds(n->def)) &&
             cuvil_fold_wanted(g, n) &&

@@ -3,6 +3,15 @@
  * run-time ones that the kernel checks (an index out of range is an error from run). */
 #include "codegen/emit/emit_int.h"
 
+/* The kernel's parameters (op_gather_params) with the dims of this run: a symbolic node's are
+ * expressions of D[]. */
+static const char *gather_params(cg_ctx *cg, cir_graph *g, cir_node *n, int axis) {
+    cir_value *x = cir_in(g, n, 0);
+    return cg_param(cg, "cuvil_gather_params", "{ .outer = %s, .axis_len = %s, .nb_inner = %s, .n_idx = %s }",
+                    cg_dimprod(cg, x->id, 0, axis, 1), cg_dimprod(cg, x->id, axis, axis + 1, 1),
+                    cg_dimprod(cg, x->id, axis + 1, x->ndim, (int64_t)cir_dtype_size(x->dtype)), cg_numel(cg, n->in[1]));
+}
+
 cuvil_status cg_emit_gather(cg_ctx *cg, cir_graph *g, cir_node *n) {
     int axis;
     cuvil_gather_params p;
@@ -10,12 +19,11 @@ cuvil_status cg_emit_gather(cg_ctx *cg, cir_graph *g, cir_node *n) {
     if (s) return s;
     cir_value *iv = cir_in(g, n, 1);
     if (!cir_is_const(iv)) {
-        const char *ps = cg_param(cg, "cuvil_gather_params", "{ .outer = %lld, .axis_len = %lld, .nb_inner = %lld, .n_idx = %lld }",
-                                  (long long)p.outer, (long long)p.axis_len, (long long)p.nb_inner, (long long)p.n_idx);
+        const char *ps = gather_params(cg, g, n, axis);
         cg_printf(cg, "    if (cuvil_gather_rt(&%s, %s, %s, %s, %s)) return 1;\n", ps, cg_rt_type(iv->dtype), cg_in(cg, n->in[1]),
                   cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));
         char what[96];
-        if (g->symbolic)   /* the bound may be symbolic: a message is one text for every size */
+        if (g->symbolic || cir_in(g, n, 0)->dx[axis])   /* a symbolic bound: one text for every size */
             snprintf(what, sizeof what, "an index is out of range for its axis");
         else
             snprintf(what, sizeof what, "an index is out of range [-%lld, %lld)", (long long)p.axis_len, (long long)p.axis_len);
@@ -30,8 +38,7 @@ cuvil_status cg_emit_gather(cg_ctx *cg, cir_graph *g, cir_node *n) {
                                                   : cg_data(cg, idx, sizeof(int64_t) * (size_t)p.n_idx, CIR_I64);
     cg_const_in_code(cg, n->in[1]);
     cuvil_free(idx);
-    const char *ps = cg_param(cg, "cuvil_gather_params", "{ .outer = %lld, .axis_len = %lld, .nb_inner = %lld, .n_idx = %lld }",
-                              (long long)p.outer, (long long)p.axis_len, (long long)p.nb_inner, (long long)p.n_idx);
+    const char *ps = gather_params(cg, g, n, axis);
     cg_printf(cg, "    cuvil_gather(&%s, %s, %s, %s);\n", ps, is, cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));
     return CUVIL_OK;
 }

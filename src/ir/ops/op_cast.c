@@ -25,7 +25,7 @@ static cuvil_status cast_infer(cir_graph *g, cir_node *n) {
     if ((s = cast_target(g, n, &to))) return s;
     if (!cir_dtype_size(x->dtype))
         return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' has type %s", x->name, cir_dtype_name(x->dtype));
-    cir_set_shape(cir_out(g, n, 0), to, x->ndim, x->dims);
+    cir_set_shape_like(cir_out(g, n, 0), to, x);
     return CUVIL_OK;
 }
 
@@ -39,4 +39,4 @@ static cuvil_status cast_fold(cir_graph *g, cir_node *n) {
 
 static const cir_attr_spec cast_attrs[] = {{"to", CIR_ATTR_DTYPE, CIR_UNDEF, 0, NULL, false}, CIR_ATTR_END};
 
-const cir_opdef cir_op_cast = {"cast", 0, 1, 2, 1, 1, cast_attrs, cast_infer, cast_fold, NULL, 0};
+const cir_opdef cir_op_cast = {"cast", CIR_OPF_SYM_DIMS, 1, 2, 1, 1, cast_attrs, cast_infer, cast_fold, NULL, 0};

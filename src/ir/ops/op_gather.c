@@ -58,13 +58,18 @@ static cuvil_status gather_infer(cir_graph *g, cir_node *n) {
     if (r > CIR_MAX_DIMS)
         return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "the output would have rank %d; at most %d is supported", r,
                             CIR_MAX_DIMS);
-    int64_t dims[CIR_MAX_DIMS];
+    const cir_dim *dx[CIR_MAX_DIMS];
     int nd = 0;
-    for (int d = 0; d < axis; d++) dims[nd++] = x->dims[d];
-    for (int d = 0; d < idx->ndim; d++) dims[nd++] = idx->dims[d];
-    for (int d = axis + 1; d < x->ndim; d++) dims[nd++] = x->dims[d];
-    cir_set_shape(cir_out(g, n, 0), x->dtype, nd, dims);
+    for (int d = 0; d < axis; d++) dx[nd++] = cir_dimx(g, x, d);
+    for (int d = 0; d < idx->ndim; d++) dx[nd++] = cir_dimx(g, idx, d);
+    for (int d = axis + 1; d < x->ndim; d++) dx[nd++] = cir_dimx(g, x, d);
+    for (int d = 0; d < nd; d++)
+        if (!dx[d]) return cir_dim_err(g, n, "the output's dims");
+    cir_set_shape_x(cir_out(g, n, 0), x->dtype, nd, dx);
     if (!cir_is_const(idx)) return CUVIL_OK;   /* checked by the kernel at run time */
+    if (x->dx[axis])   /* constant indices into a symbolic axis: normalised when the model runs */
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "constant indices into axis %d of '%s', whose size is symbolic",
+                            axis, x->name);
     int64_t *norm = op_gather_indices(g, n, &p);   /* validates every index now */
     if (!norm) return g->ctx->status;
     cuvil_free(norm);
@@ -86,4 +91,4 @@ static cuvil_status gather_fold(cir_graph *g, cir_node *n) {
 
 static const cir_attr_spec gather_attrs[] = {{"axis", CIR_ATTR_INT, 0, 0, NULL, false}, CIR_ATTR_END};
 
-const cir_opdef cir_op_gather = {"gather", 0, 2, 2, 1, 1, gather_attrs, gather_infer, gather_fold, NULL, 0};
+const cir_opdef cir_op_gather = {"gather", CIR_OPF_SYM_DIMS, 2, 2, 1, 1, gather_attrs, gather_infer, gather_fold, NULL, 0};

@@ -5,20 +5,25 @@
 
 #include <string.h>
 
-static cuvil_status set_out(cir_graph *g, cir_node *n, int ndim, const int64_t *dims) {
+/* The output: dims dx[0..ndim), whose product must be the input's element count (proven, or
+ * a guard the model checks when it runs). */
+static cuvil_status set_out(cir_graph *g, cir_node *n, int ndim, const cir_dim **dx) {
     cir_value *x = cir_in(g, n, 0);
-    int64_t cnt = 1;
-    bool ovf = false;
-    for (int i = 0; i < ndim; i++) cnt = cuvil_i64_mul(&ovf, cnt, dims[i]);
-    if (ovf || cnt != cir_numel(x)) {
-        if (ovf)
-            return cir_node_err(g, n, CUVIL_ERR_SHAPE, "cannot reshape '%s' (%lld elements): the target shape's product "
-                                "overflows", x->name, (long long)cir_numel(x));
+    const cir_dim *cnt = cir_dim_const(&g->dt, 1);
+    for (int i = 0; i < ndim; i++) {
+        if (!dx[i]) return cir_dim_err(g, n, "the output's dims");
+        cnt = cir_dim_mul(&g->dt, cnt, dx[i]);
+    }
+    const cir_dim *have = cir_numel_x(g, x);
+    if (!cnt || !have) return cir_dim_err(g, n, "the element count");
+    if (cir_dim_is_const(cnt) && cir_dim_is_const(have) && cnt != have) {
         char sx[256];
         return cir_node_err(g, n, CUVIL_ERR_SHAPE, "cannot reshape '%s' %s (%lld elements) to %lld elements", x->name,
-                            cir_shape_str(g, x, sx, sizeof sx), (long long)cir_numel(x), (long long)cnt);
+                            cir_shape_str(g, x, sx, sizeof sx), (long long)have->c, (long long)cnt->c);
     }
-    cir_set_shape(cir_out(g, n, 0), x->dtype, ndim, dims);
+    cuvil_status s = cir_require_eq(g, n, cnt, have, "the element counts of input and output");
+    if (s) return s;
+    cir_set_shape_x(cir_out(g, n, 0), x->dtype, ndim, dx);
     return CUVIL_OK;
 }
 
@@ -26,36 +31,50 @@ static cuvil_status reshape_infer(cir_graph *g, cir_node *n) {
     cuvil_status s = op_check_arity(g, n, 2, 2, 1, 1);
     if (s) return s;
     cir_value *x = cir_in(g, n, 0);
-    int64_t shape[CIR_MAX_DIMS], dims[CIR_MAX_DIMS];
+    const cir_dim *shape[CIR_MAX_DIMS], *dx[CIR_MAX_DIMS];
     int cnt;
-    if ((s = op_const_ints(g, n, 1, "shape", shape, CIR_MAX_DIMS, &cnt))) return s;
+    if ((s = op_sval_ints(g, n, 1, "shape", shape, CIR_MAX_DIMS, &cnt))) return s;
     bool allowzero = cir_attr_int(n, "allowzero") != 0;
     int infer_at = -1;
-    int64_t known = 1;
+    const cir_dim *known = cir_dim_const(&g->dt, 1);
     for (int i = 0; i < cnt; i++) {
-        if (shape[i] == -1) {
+        const cir_dim *e = shape[i];
+        if (!cir_dim_is_const(e)) {
+            /* a value known as an expression: the dim itself only if it can never be 0 (which
+             * would copy the input's dim) or negative (-1: the inferred dim) */
+            if (e->lo < (allowzero ? 0 : 1)) {
+                cuvil_sb t = {0};
+                cir_dim_print(&t, &g->dt, e);
+                s = cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "shape[%d] is %s, which may be %s when the model runs", i,
+                                 t.s ? t.s : "?", e->lo < 0 ? "negative" : "0");
+                cuvil_sb_free(&t);
+                return s;
+            }
+            dx[i] = e;
+        } else if (e->c == -1) {
             if (infer_at >= 0) return cir_node_err(g, n, CUVIL_ERR_MODEL, "shape has more than one -1");
             infer_at = i;
             continue;
-        }
-        if (shape[i] == 0 && !allowzero) {
+        } else if (e->c == 0 && !allowzero) {
             if (i >= x->ndim) return cir_node_err(g, n, CUVIL_ERR_SHAPE, "shape[%d]=0 but the input has rank %d", i, x->ndim);
-            dims[i] = x->dims[i];
-        } else if (shape[i] < 0) {
-            return cir_node_err(g, n, CUVIL_ERR_MODEL, "shape[%d]=%lld is invalid", i, (long long)shape[i]);
+            dx[i] = cir_dimx(g, x, i);
+        } else if (e->c < 0) {
+            return cir_node_err(g, n, CUVIL_ERR_MODEL, "shape[%d]=%lld is invalid", i, (long long)e->c);
         } else {
-            dims[i] = shape[i];
+            dx[i] = e;
         }
-        if (__builtin_mul_overflow(known, dims[i], &known))
-            return cir_node_err(g, n, CUVIL_ERR_SHAPE, "shape's product overflows (at shape[%d]=%lld)", i, (long long)dims[i]);
+        known = cir_dim_mul(&g->dt, known, dx[i]);
+        if (!known) return cir_node_err(g, n, CUVIL_ERR_SHAPE, "shape's product: %s", cir_dimtab_why(&g->dt));
     }
     if (infer_at >= 0) {
-        if (known == 0 || cir_numel(x) % known)
+        const cir_dim *total = cir_numel_x(g, x);
+        if (cir_dim_is_const(known) && cir_dim_is_const(total) && (known->c == 0 || total->c % known->c))
             return cir_node_err(g, n, CUVIL_ERR_SHAPE, "cannot infer the -1 dim: %lld elements into blocks of %lld",
-                                (long long)cir_numel(x), (long long)known);
-        dims[infer_at] = cir_numel(x) / known;
+                                (long long)total->c, (long long)known->c);
+        dx[infer_at] = cir_dim_fdiv(&g->dt, total, known);   /* exact: set_out checks the product */
+        if (!dx[infer_at]) return cir_dim_err(g, n, "the -1 dim");
     }
-    return set_out(g, n, cnt, dims);
+    return set_out(g, n, cnt, dx);
 }
 
 static cuvil_status flatten_infer(cir_graph *g, cir_node *n) {
@@ -66,9 +85,9 @@ static cuvil_status flatten_infer(cir_graph *g, cir_node *n) {
     if (axis < -x->ndim || axis > x->ndim)
         return cir_node_err(g, n, CUVIL_ERR_MODEL, "axis=%lld out of range for rank %d", (long long)axis, x->ndim);
     if (axis < 0) axis += x->ndim;
-    int64_t dims[2] = {1, 1};
-    for (int i = 0; i < x->ndim; i++) dims[i < axis ? 0 : 1] *= x->dims[i];
-    return set_out(g, n, 2, dims);
+    const cir_dim *dx[2] = {cir_dim_const(&g->dt, 1), cir_dim_const(&g->dt, 1)};
+    for (int i = 0; i < x->ndim; i++) dx[i < axis ? 0 : 1] = cir_dim_mul(&g->dt, dx[i < axis ? 0 : 1], cir_dimx(g, x, i));
+    return set_out(g, n, 2, dx);
 }
 
 /* Axes from the optional input 1 (-1: absent). */
@@ -82,28 +101,37 @@ static cuvil_status squeeze_infer(cir_graph *g, cir_node *n) {
     cuvil_status s = op_check_arity(g, n, 1, 2, 1, 1);
     if (s) return s;
     cir_value *x = cir_in(g, n, 0);
-    int64_t axes[CIR_MAX_DIMS], dims[CIR_MAX_DIMS];
+    int64_t axes[CIR_MAX_DIMS];
+    const cir_dim *dx[CIR_MAX_DIMS];
     int cnt, nd = 0;
     if ((s = get_axes(g, n, axes, &cnt))) return s;
     bool drop[CIR_MAX_DIMS] = {0};
     for (int i = 0; i < cnt; i++) {
         int ax;
         if ((s = op_axis(g, n, axes[i], x->ndim, "axes", &ax))) return s;
-        if (x->dims[ax] != 1)
-            return cir_node_err(g, n, CUVIL_ERR_SHAPE, "cannot squeeze axis %d of '%s': its size is %lld", ax, x->name,
-                                (long long)x->dims[ax]);
+        if (x->dx[ax] || x->dims[ax] != 1) {
+            char sx[256];
+            return cir_node_err(g, n, CUVIL_ERR_SHAPE, "cannot squeeze axis %d of '%s' %s: its size is not 1", ax, x->name,
+                                cir_shape_str(g, x, sx, sizeof sx));
+        }
         drop[ax] = true;
     }
-    for (int i = 0; i < x->ndim; i++)
-        if (!(cnt < 0 ? x->dims[i] == 1 : drop[i])) dims[nd++] = x->dims[i];
-    return set_out(g, n, nd, dims);
+    for (int i = 0; i < x->ndim; i++) {
+        /* no axes: the dims of size 1, which a symbolic dim that may be 1 leaves undecided */
+        if (cnt < 0 && x->dx[i] && x->dx[i]->lo <= 1)
+            return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "squeezes the dims of size 1, and dim %d of '%s' is symbolic "
+                                "and may be 1 (give the axes)", i, x->name);
+        if (!(cnt < 0 ? !x->dx[i] && x->dims[i] == 1 : drop[i])) dx[nd++] = cir_dimx(g, x, i);
+    }
+    return set_out(g, n, nd, dx);
 }
 
 static cuvil_status unsqueeze_infer(cir_graph *g, cir_node *n) {
     cuvil_status s = op_check_arity(g, n, 2, 2, 1, 1);
     if (s) return s;
     cir_value *x = cir_in(g, n, 0);
-    int64_t axes[CIR_MAX_DIMS], dims[CIR_MAX_DIMS];
+    int64_t axes[CIR_MAX_DIMS];
+    const cir_dim *dx[CIR_MAX_DIMS];
     int cnt;
     if ((s = get_axes(g, n, axes, &cnt))) return s;
     if (cnt <= 0) return cir_node_err(g, n, CUVIL_ERR_MODEL, "axes are required");
@@ -116,15 +144,17 @@ static cuvil_status unsqueeze_infer(cir_graph *g, cir_node *n) {
         if (ins[ax]) return cir_node_err(g, n, CUVIL_ERR_MODEL, "axis %d repeated", ax);
         ins[ax] = true;
     }
-    for (int i = 0, j = 0; i < r; i++) dims[i] = ins[i] ? 1 : x->dims[j++];
-    return set_out(g, n, r, dims);
+    for (int i = 0, j = 0; i < r; i++) dx[i] = ins[i] ? cir_dim_const(&g->dt, 1) : cir_dimx(g, x, j++);
+    return set_out(g, n, r, dx);
 }
 
 static cuvil_status identity_infer(cir_graph *g, cir_node *n) {
     cuvil_status s = op_check_arity(g, n, 1, 1, 1, 1);
     if (s) return s;
     cir_value *x = cir_in(g, n, 0);
-    return set_out(g, n, x->ndim, x->dims);
+    const cir_dim *dx[CIR_MAX_DIMS];
+    for (int i = 0; i < x->ndim; i++) dx[i] = cir_dimx(g, x, i);
+    return set_out(g, n, x->ndim, dx);
 }
 
 static cuvil_status alias_fold(cir_graph *g, cir_node *n) {
@@ -137,8 +167,8 @@ static cuvil_status alias_fold(cir_graph *g, cir_node *n) {
 static const cir_attr_spec reshape_attrs[] = {{"allowzero", CIR_ATTR_INT, 0, 0, NULL, false}, CIR_ATTR_END};
 static const cir_attr_spec flatten_attrs[] = {{"axis", CIR_ATTR_INT, 1, 0, NULL, false}, CIR_ATTR_END};
 
-const cir_opdef cir_op_reshape = {"reshape", CIR_OPF_ALIAS, 2, 2, 1, 1, reshape_attrs, reshape_infer, alias_fold, NULL, 0};
-const cir_opdef cir_op_flatten = {"flatten", CIR_OPF_ALIAS, 1, 1, 1, 1, flatten_attrs, flatten_infer, alias_fold, NULL, 0};
-const cir_opdef cir_op_squeeze = {"squeeze", CIR_OPF_ALIAS, 1, 2, 1, 1, NULL, squeeze_infer, alias_fold, NULL, 0};
-const cir_opdef cir_op_unsqueeze = {"unsqueeze", CIR_OPF_ALIAS, 2, 2, 1, 1, NULL, unsqueeze_infer, alias_fold, NULL, 0};
-const cir_opdef cir_op_identity = {"identity", CIR_OPF_ALIAS, 1, 1, 1, 1, NULL, identity_infer, alias_fold, NULL, 0};
+const cir_opdef cir_op_reshape = {"reshape", CIR_OPF_ALIAS | CIR_OPF_SYM_DIMS, 2, 2, 1, 1, reshape_attrs, reshape_infer, alias_fold, NULL, 0};
+const cir_opdef cir_op_flatten = {"flatten", CIR_OPF_ALIAS | CIR_OPF_SYM_DIMS, 1, 1, 1, 1, flatten_attrs, flatten_infer, alias_fold, NULL, 0};
+const cir_opdef cir_op_squeeze = {"squeeze", CIR_OPF_ALIAS | CIR_OPF_SYM_DIMS, 1, 2, 1, 1, NULL, squeeze_infer, alias_fold, NULL, 0};
+const cir_opdef cir_op_unsqueeze = {"unsqueeze", CIR_OPF_ALIAS | CIR_OPF_SYM_DIMS, 2, 2, 1, 1, NULL, unsqueeze_infer, alias_fold, NULL, 0};
+const cir_opdef cir_op_identity = {"identity", CIR_OPF_ALIAS | CIR_OPF_SYM_DIMS, 1, 1, 1, 1, NULL, identity_infer, alias_fold, NULL, 0};

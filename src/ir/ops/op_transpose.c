@@ -66,9 +66,10 @@ static cuvil_status transpose_infer(cir_graph *g, cir_node *n) {
     cuvil_transpose_params p;
     if ((s = op_transpose_params(g, n, &p))) return s;
     cir_value *x = cir_in(g, n, 0);
-    int64_t dims[CIR_MAX_DIMS];
-    for (int i = 0; i < p.ndim; i++) dims[i] = x->dims[p.perm[i]];
-    cir_set_shape(cir_out(g, n, 0), x->dtype, x->ndim, dims);
+    const cir_dim *dx[CIR_MAX_DIMS];
+    for (int i = 0; i < p.ndim; i++)
+        if (!(dx[i] = cir_dimx(g, x, p.perm[i]))) return cir_dim_err(g, n, "the output's dims");
+    cir_set_shape_x(cir_out(g, n, 0), x->dtype, x->ndim, dx);
     return CUVIL_OK;   /* any element type: the kernel moves elem_size bytes */
 }
 
@@ -110,23 +111,31 @@ static cuvil_status concat_infer(cir_graph *g, cir_node *n) {
     cir_value *x0 = cir_in(g, n, 0);
     int ax;
     if ((s = op_axis(g, n, cir_attr_int(n, "axis"), x0->ndim, "axis", &ax))) return s;
-    int64_t dims[CIR_MAX_DIMS];
-    memcpy(dims, x0->dims, sizeof dims);
-    dims[ax] = 0;
+    const cir_dim *dx[CIR_MAX_DIMS];
+    for (int d = 0; d < x0->ndim; d++) dx[d] = cir_dimx(g, x0, d);
+    dx[ax] = cir_dim_const(&g->dt, 0);
     for (int i = 0; i < n->n_in; i++) {
         cir_value *x = cir_in(g, n, i);
         if (!x) return cir_node_err(g, n, CUVIL_ERR_MODEL, "input %d is missing", i);
         if (x->dtype != x0->dtype || x->ndim != x0->ndim)
             return cir_node_err(g, n, CUVIL_ERR_SHAPE, "input '%s' differs from '%s' in type or rank", x->name, x0->name);
-        for (int d = 0; d < x->ndim; d++)
-            if (d != ax && x->dims[d] != x0->dims[d]) {
-                char a[256], b[256];
+        for (int d = 0; d < x->ndim; d++) {
+            if (d == ax) continue;
+            const cir_dim *a = cir_dimx(g, x, d);
+            if (a == dx[d]) continue;
+            if (cir_dim_is_const(a) && cir_dim_is_const(dx[d])) {
+                char sa[256], sb[256];
                 return cir_node_err(g, n, CUVIL_ERR_SHAPE, "input '%s' %s does not match '%s' %s outside axis %d", x->name,
-                                    cir_shape_str(g, x, a, sizeof a), x0->name, cir_shape_str(g, x0, b, sizeof b), ax);
+                                    cir_shape_str(g, x, sa, sizeof sa), x0->name, cir_shape_str(g, x0, sb, sizeof sb), ax);
             }
-        dims[ax] += x->dims[ax];
+            char what[64];
+            snprintf(what, sizeof what, "dims %d of the inputs", d);
+            if ((s = cir_require_eq(g, n, a, dx[d], what))) return s;
+        }
+        dx[ax] = cir_dim_add(&g->dt, dx[ax], cir_dimx(g, x, ax));
+        if (!dx[ax]) return cir_dim_err(g, n, "the concatenated dim");
     }
-    cir_set_shape(cir_out(g, n, 0), x0->dtype, x0->ndim, dims);
+    cir_set_shape_x(cir_out(g, n, 0), x0->dtype, x0->ndim, dx);
     return CUVIL_OK;
 }
 
@@ -156,7 +165,7 @@ static cuvil_status concat_fold(cir_graph *g, cir_node *n) {
 static const cir_attr_spec transpose_attrs[] = {{"perm", CIR_ATTR_INTS, 0, 0, NULL, false}, CIR_ATTR_END};
 static const cir_attr_spec concat_attrs[] = {{"axis", CIR_ATTR_INT, 0, 0, NULL, true}, CIR_ATTR_END};
 
-const cir_opdef cir_op_transpose = {"transpose", 0, 1, 1, 1, 1, transpose_attrs, transpose_infer, transpose_fold, NULL, 0};
+const cir_opdef cir_op_transpose = {"transpose", CIR_OPF_SYM_DIMS, 1, 1, 1, 1, transpose_attrs, transpose_infer, transpose_fold, NULL, 0};
 
 static const char *const d2s_modes[] = {"DCR", "CRD", NULL};
 static const cir_attr_spec d2s_attrs[] = {
@@ -168,4 +177,4 @@ static const cir_attr_spec s2d_attrs[] = {{"blocksize", CIR_ATTR_INT, 0, 0, NULL
 
 const cir_opdef cir_op_depth_to_space = {"depth_to_space", 0, 1, 1, 1, 1, d2s_attrs, block_infer, transpose_fold, NULL, 0};
 const cir_opdef cir_op_space_to_depth = {"space_to_depth", 0, 1, 1, 1, 1, s2d_attrs, block_infer, transpose_fold, NULL, 0};
-const cir_opdef cir_op_concat = {"concat", 0, 1, -1, 1, 1, concat_attrs, concat_infer, concat_fold, NULL, 0};
+const cir_opdef cir_op_concat = {"concat", CIR_OPF_SYM_DIMS, 1, -1, 1, 1, concat_attrs, concat_infer, concat_fold, NULL, 0};

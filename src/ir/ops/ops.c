@@ -277,6 +277,24 @@ cuvil_status op_const_ints(cir_graph *g, cir_node *n, int i, const char *what, i
     return CUVIL_OK;
 }
 
+cuvil_status op_sval_ints(cir_graph *g, cir_node *n, int i, const char *what, const cir_dim **out, int max, int *count) {
+    cir_value *v = cir_in(g, n, i);
+    if (!v) return cir_node_err(g, n, CUVIL_ERR_MODEL, "input '%s' is missing", what);
+    if (!cir_is_const(v) && !v->sval)
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED,
+                            "input '%s' ('%s') is computed at run time; Cuvil needs it constant "
+                            "(it could not be folded from the model's fixed shapes)", what, v->name);
+    if (v->dtype != CIR_I64 && v->dtype != CIR_I32)
+        return cir_node_err(g, n, CUVIL_ERR_MODEL, "input '%s' must be int64, not %s", what, cir_dtype_name(v->dtype));
+    int64_t cnt = cir_numel(v);
+    if (cnt > max) return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' has %lld elements, at most %d supported",
+                                       what, (long long)cnt, max);
+    for (int64_t j = 0; j < cnt; j++)
+        if (!(out[j] = cir_sval_at(g, v, j))) return cir_dim_err(g, n, what);
+    *count = (int)cnt;
+    return CUVIL_OK;
+}
+
 cuvil_status op_axis(cir_graph *g, cir_node *n, int64_t axis, int rank, const char *what, int *out) {
     if (axis < -rank || axis >= rank)
         return cir_node_err(g, n, CUVIL_ERR_MODEL, "%s=%lld is out of range for rank %d", what, (long long)axis, rank);

@@ -122,6 +122,8 @@ cuvil_status op_need_f32(cir_graph *g, cir_node *n, int i);
 /* Requires input i present, constant, integer-typed; reads it into out (at most max). */
 cuvil_status op_const_ints(cir_graph *g, cir_node *n, int i, const char *what, int64_t *out,
                            int max, int *count);
+/* The same for an input known as expressions of the symbols (cir_value.sval) or constant. */
+cuvil_status op_sval_ints(cir_graph *g, cir_node *n, int i, const char *what, const cir_dim **out, int max, int *count);
 /* Normalises axis (negative counts from the end) against rank, or errors naming `what`. */
 cuvil_status op_axis(cir_graph *g, cir_node *n, int64_t axis, int rank, const char *what, int *out);
 /* numpy broadcast of a and b shapes into out; errors name both shapes. */
@@ -139,6 +141,11 @@ void op_bin_params(const cir_value *a, const cir_value *b, const cir_value *y, i
 /* Requires input i to have an element type the typed kernels take: any but bool unless
  * bool_ok, not UNDEF. */
 cuvil_status op_need_typed(cir_graph *g, cir_node *n, int i, bool bool_ok);
+
+/* Node n (inferred) reads integers known as expressions of the symbols (cir_value.sval): its
+ * output gets its values as expressions where the op's semantics allow (op_sval.c), or becomes
+ * a constant (n then dead). Fails only when out of memory. */
+cuvil_status op_sval_eval(cir_graph *g, cir_node *n);
 
 /* ===== Parameters shared with codegen's emitters ========================================= */
 /* Each computes, from a node after infer, the parameters of the op's run-time kernel: the op
@@ -180,6 +187,10 @@ cuvil_status op_pool_params(cir_graph *g, cir_node *n, cuvil_pool2d_params *p);
 cuvil_status op_reduce_params(cir_graph *g, cir_node *n, cuvil_reduce_params *p, int *ndim, int64_t *dims);
 cuvil_status op_resize_params(cir_graph *g, cir_node *n, cuvil_resize_params *p);
 cuvil_status op_slice_params(cir_graph *g, cir_node *n, cuvil_slice_params *p);
+/* The same with the dims as expressions (any graph): per axis of the input, the first index read
+ * and the count (both expressions) and the step; starts and ends may be known as expressions
+ * (sval). Each bound is clamped by ONNX's rules; one whose sign is not known is refused. */
+cuvil_status op_slice_x(cir_graph *g, cir_node *n, const cir_dim **start, const cir_dim **cnt, int64_t *steps);
 cuvil_status op_softmax_params(cir_graph *g, cir_node *n, cuvil_softmax_params *p);
 /* split: outer = product of dims before the axis, chunk[i] = bytes of output i per outer row
  * (n->n_out <= OP_SPLIT_MAX of them). */
