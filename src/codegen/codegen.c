@@ -299,6 +299,21 @@ const char *cg_dimprod(cg_ctx *cg, int vid, int from, int to, int64_t scale) {
     return cir_dim_is_const(e) ? fmt_str(cg, "%lld", (long long)e->c) : cg_dim_c(cg, e);
 }
 
+const char *cg_dims_init(cg_ctx *cg, int vid, int r) {
+    const cir_value *v = cir_val(cg->g, vid);
+    cuvil_sb sb = {0};
+    cuvil_sb_puts(&sb, "{ ");
+    for (int d = 0; d < r; d++) {
+        int i = d - (r - v->ndim);
+        cuvil_sb_printf(&sb, "%s%s", d ? ", " : "", i < 0 ? "1" : cg_dimprod(cg, vid, i, i + 1, 1));
+    }
+    cuvil_sb_puts(&sb, r ? " }" : "0 }");
+    const char *s = sb.oom ? NULL : cg_str(cg, sb.s ? sb.s : "{ 0 }");
+    cuvil_sb_free(&sb);
+    if (!s) cg->body.oom = true;
+    return s ? s : "{ 0 }";
+}
+
 const char *cg_dims(cg_ctx *cg, int vid) {
     if (cg->dims_node[vid] != cg->node_serial) {
         cg->dims_node[vid] = cg->node_serial;

@@ -117,6 +117,9 @@ const char *cg_nbytes(cg_ctx *cg, int vid);
 const char *cg_numel(cg_ctx *cg, int vid);
 /* scale times the product of value vid's dims from..to-1, as C (a number when fixed). */
 const char *cg_dimprod(cg_ctx *cg, int vid, int from, int to, int64_t scale);
+/* "{ d0, d1, ... }": value vid's dims as a C initialiser (expressions of D[] where symbolic),
+ * padded at the front with 1s to rank r (>= its rank). */
+const char *cg_dims_init(cg_ctx *cg, int vid, int r);
 /* Value vid's dims as C: the name of a local `const int64_t` array of them, declared in the
  * node's function (a scalar's: a one-element array). */
 const char *cg_dims(cg_ctx *cg, int vid);

@@ -270,45 +270,80 @@ static i128 lcm128(i128 a, i128 b) {
     return a / x * b;
 }
 
-/* Bounds of the sum l tighter than its terms' bounds where it holds floor divisions by
- * constants: floor(x/d) lies in [(x - d + 1)/d, x/d], so with D the divisors' lcm, D*l is
- * bounded by linear forms in which x appears itself and can cancel (seq - seq // 3 >= 1,
- * where the terms' bounds say >= -169). Leaves lo, hi as they are when nothing applies. */
-static void relaxed_bounds(cir_dimtab *t, const lin *l, i128 *lo, i128 *hi) {
-    i128 D = 1;
+/* Bounds of the sum l tighter than its terms' bounds, from relaxations in which terms can
+ * cancel: floor(x/d) lies in [(x - d + 1)/d, x/d], so with D the divisors' lcm, D*l is bounded
+ * by linear forms in x itself (seq - seq // 3 >= 1, where the terms' bounds say >= -169); and
+ * min(a, b) <= a, b (max >= a, b), so a term -min(a, b) is at least -a and at least -b, of
+ * which the one that cancels best is taken (seq - min(seq, 4) >= 0). Leaves lo, hi as they
+ * are where nothing applies. */
+static bool relaxable(const cir_dim *e, i128 k, bool lower) {
+    bool mn = e->kind == CIR_DIM_MIN, mx = e->kind == CIR_DIM_MAX;
+    return lower ? (mn && k < 0) || (mx && k > 0) : (mn && k > 0) || (mx && k < 0);
+}
+
+/* f: a lower (upper) bound of D*l, each min/max term i with choice[i] >= 0 taken as that
+ * argument. False when a coefficient would pass the limit. */
+static bool relax_form(cir_dimtab *t, const lin *l, i128 D, bool lower, const int *choice, lin *f) {
+    lin_init(f);
+    f->c = D * l->c;
     for (int i = 0; i < l->n; i++) {
         const cir_dim *e = l->t[i];
-        if (e->kind == CIR_DIM_FDIV && e->a[1]->kind == CIR_DIM_CONST) D = lcm128(D, e->a[1]->c);
-        if (D > ((i128)1 << 20)) return;
+        i128 k = l->k[i];
+        bool ok;
+        if (e->kind == CIR_DIM_FDIV && e->a[1]->kind == CIR_DIM_CONST) {
+            i128 d = e->a[1]->c, m = D / d;
+            ok = lin_add(t, f, e->a[0], k * m);
+            if (lower ? k > 0 : k < 0) f->c += k * m * (1 - d);
+        } else {
+            ok = lin_add(t, f, choice[i] >= 0 ? e->a[choice[i]] : e, k * D);
+        }
+        if (!ok) return false;
     }
-    if (D == 1) return;
+    return true;
+}
+
+static void relaxed_bounds(cir_dimtab *t, const lin *l, i128 *lo, i128 *hi) {
+    i128 D = 1;
+    bool any = false;
+    for (int i = 0; i < l->n; i++) {
+        const cir_dim *e = l->t[i];
+        if (e->kind == CIR_DIM_FDIV && e->a[1]->kind == CIR_DIM_CONST) D = lcm128(D, e->a[1]->c), any = true;
+        if (D > ((i128)1 << 20)) return;
+        any |= e->kind == CIR_DIM_MIN || e->kind == CIR_DIM_MAX;
+    }
+    if (!any) return;
     char why[sizeof t->why];
     memcpy(why, t->why, sizeof why);
-    lin lf, uf;   /* D*l >= lf, D*l <= uf */
-    lin_init(&lf);
-    lin_init(&uf);
-    lf.c = uf.c = D * l->c;
-    bool ok = true;
-    for (int i = 0; i < l->n && ok; i++) {
-        const cir_dim *e = l->t[i];
-        i128 k = l->k[i];
-        if (e->kind == CIR_DIM_FDIV && e->a[1]->kind == CIR_DIM_CONST) {
-            i128 d = e->a[1]->c, f = D / d;
-            ok = lin_add(t, &lf, e->a[0], k * f) && lin_add(t, &uf, e->a[0], k * f);
-            if (k > 0) lf.c += k * f * (1 - d);
-            else uf.c += k * f * (1 - d);
+    int choice[CIR_DIM_MAX_TERMS];
+    lin f;
+    for (int side = 0; side < 2; side++) {
+        bool lower = side == 0;
+        for (int i = 0; i < l->n; i++) choice[i] = -1;
+        i128 a, b;
+        if (!relax_form(t, l, D, lower, choice, &f)) break;
+        lin_bounds(&f, &a, &b);
+        i128 best = lower ? a : b;
+        /* each min/max term in turn: the argument that bounds best, the others as they are */
+        for (int i = 0; i < l->n; i++) {
+            if (!relaxable(l->t[i], l->k[i], lower)) continue;
+            int keep = -1;
+            for (int j = 0; j < l->t[i]->n; j++) {
+                choice[i] = j;
+                if (!relax_form(t, l, D, lower, choice, &f)) continue;
+                lin_bounds(&f, &a, &b);
+                if (lower ? a > best : b < best) best = lower ? a : b, keep = j;
+            }
+            choice[i] = keep;
+        }
+        if (lower) {
+            i128 r = -floor_div128(-best, D);   /* ceil(best / D) */
+            if (r > *lo) *lo = r;
         } else {
-            ok = lin_add(t, &lf, e, k * D) && lin_add(t, &uf, e, k * D);
+            i128 r = floor_div128(best, D);
+            if (r < *hi) *hi = r;
         }
     }
     memcpy(t->why, why, sizeof why);
-    if (!ok) return;
-    i128 a, b, c, d;
-    lin_bounds(&lf, &a, &b);
-    lin_bounds(&uf, &c, &d);
-    i128 rlo = -floor_div128(-a, D), rhi = floor_div128(d, D);   /* ceil(a/D), floor(d/D) */
-    if (rlo > *lo) *lo = rlo;
-    if (rhi < *hi) *hi = rhi;
     CUVIL_ASSERT(*lo <= *hi);
 }
 

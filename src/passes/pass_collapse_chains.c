@@ -141,7 +141,7 @@ static void collapse_reshape(cuvil_rewrite *rw, cir_node *n, cir_node *p) {
     if (!cir_attr_int(n, "allowzero")) {
         for (int64_t i = 0; i < cir_numel(s); i++) {
             if (cir_const_i64(s, i) != 0) continue;
-            if (g->symbolic || i >= x->ndim || x->dims[i] != m->dims[i]) return;
+            if (g->symbolic || i >= x->ndim || x->dims[i] != m->dims[i] || x->dx[i] != m->dx[i]) return;
         }
     }
     n->in[0] = x->id;

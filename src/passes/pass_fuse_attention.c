@@ -391,6 +391,7 @@ static bool match_at(cir_graph *g, const int *user, const uint8_t *folded, cir_n
         return false;
     cir_value *x = cir_in(g, sm, 0), *pv = cir_out(g, sm, 0);
     const int r = x->ndim;
+    if (!cir_value_fixed(x)) return false;   /* its views are worked out on numbers: symbolic dims stay unfused */
     /* over the keys alone: not an opset < 13 Softmax whose axis flattens more dims than the last */
     if ((r != 3 && r != 4) || sp.axis_len != x->dims[r - 1] || x->dtype != CIR_F32 || user[x->id] != sm->id ||
         user[pv->id] < 0)

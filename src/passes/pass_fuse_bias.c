@@ -10,7 +10,7 @@
  * [batch, 1, 1, N] at batch 1), and the graph must be the same at every value. */
 static bool is_row_for(const cir_value *c, const cir_value *y) {
     return c && cir_is_const(c) && c->dtype == CIR_F32 && c->ndim == 1 && y->ndim >= 1 &&
-           c->dims[0] == y->dims[y->ndim - 1];
+           !y->dx[y->ndim - 1] && c->dims[0] == y->dims[y->ndim - 1];
 }
 
 cuvil_status cuvil_pass_fuse_bias(cir_graph *g, const cuvil_options *o) {

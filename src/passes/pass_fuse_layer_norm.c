@@ -79,6 +79,7 @@ cuvil_status cuvil_pass_fuse_layer_norm(cir_graph *g, const cuvil_options *o) {
         }
         if (!dv || sv->n_uses != 1) continue;
         cir_value *nv = cir_out(g, dv, 0), *gamma = NULL, *beta = NULL;
+        if (x->dx[x->ndim - 1]) continue;   /* a row of symbolic length: its gamma cannot match it */
         const int64_t len = x->dims[x->ndim - 1];
         for (int k = 0; k < g->n_nodes && !add2; k++) {
             cir_node *u = cir_node_at(g, k);

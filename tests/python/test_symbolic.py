@@ -253,8 +253,8 @@ def test_cnn_with_dynamic_height_and_width_in_steps(resnet18_dynamic_hw, tmp_pat
 
 def test_dim_expressions_long_names_and_no_polynomial(tmp_path):
     """Found by a review: a dim's expression over long symbol names is written whole (it used
-    to fall back to a number), and --emit ir shows a dim that follows a symbol but is no
-    polynomial of it (a slice clamped at the small end) as '?', not as a fixed number."""
+    to fall back to a number), and a dim that follows a symbol but is no polynomial of it (a
+    slice clamped at the small end) is an exact expression with min, right at every value."""
     N, H, W = "num_images_in_batch", "input_image_height", "input_image_width"
     inits = [onnx.numpy_helper.from_array(np.ones((4, 2, 3, 3), np.float32), "w"),
              onnx.numpy_helper.from_array(np.array([-1, 4], np.int64), "shp")]
@@ -281,10 +281,17 @@ def test_dim_expressions_long_names_and_no_polynomial(tmp_path):
     m.ir_version = 8
     path = tmp_path / "clamped.onnx"
     onnx.save(m, path)
+    # the slice x[:, 4:100] clamps at both ends: an expression with min, exact at every seq
     ir = tl.compile(path, tmp_path / "ir", stem="clamped", emit="ir", dims={"seq": "1:64"}).read_text()
-    assert 'output %' in ir and '"y" : f32[1,?]' in ir, ir
+    assert 'output %' in ir and '"y" : f32[1,seq - min(seq, 4)]' in ir, ir
     ir = tl.compile(path, tmp_path / "ir8", stem="clamped", emit="ir", dims={"seq": "8:64"}).read_text()
     assert '"y" : f32[1,seq - 4]' in ir, ir
+    so = tl.compile(path, tmp_path / "build1", stem="clamped", dims={"seq": "1:64"})
+    for seq in (1, 3, 4, 5, 37, 64):
+        x = np.random.default_rng(seq).standard_normal((1, seq)).astype(np.float32)
+        got = tl.run(so, {"x": x}, tmp_path / f"run{seq}")
+        tl.assert_outputs_close(got, tl.ort_run(path, {"x": x}))
+        assert got["y"].shape == (1, max(seq - 4, 0))
 
 
 def test_cnn_with_dynamic_batch_height_and_width(resnet18_dynamic_hw, tmp_path):

@@ -93,6 +93,9 @@ int main(void) {
     CHECK(mn->lo == 1 && mn->hi == 300, "min(seq, 300) in 1..300");
     CHECK(cir_dim_min(&T, cir_dim_min(&T, seq, C(300)), C(200)) == cir_dim_min(&T, seq, C(200)), "nested min");
     CHECK(cir_dim_prove_le(&T, cir_dim_fdiv(&T, seq, C(3)), seq), "seq//3 <= seq");
+    const cir_dim *rest = cir_dim_sub(&T, seq, cir_dim_min(&T, seq, C(4)));
+    CHECK(cir_dim_max(&T, rest, C(0)) == rest && rest->lo == 0, "seq - min(seq, 4) >= 0: %s, lo %lld", show(rest),
+          (long long)rest->lo);
     CHECK(!cir_dim_prove_le(&T, seq, cir_dim_fdiv(&T, seq, C(3))), "not seq <= seq//3");
     CHECK(cir_dim_prove_lt(&T, seq, cir_dim_add_const(&T, seq, 1)), "seq < seq + 1");
     CHECK(cir_dim_prove_ne(&T, seq, C(0)) && !cir_dim_prove_ne(&T, seq, C(5)), "seq != 0, perhaps 5");

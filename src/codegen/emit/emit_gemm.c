@@ -22,6 +22,29 @@ cuvil_status cg_emit_gemm(cg_ctx *cg, cir_graph *g, cir_node *n) {
         if (g->symbolic && p.batch == 1) snprintf(bs[i], sizeof bs[i], "%s", CG_ANY_TEXT);
         else cg_i64(bv[i], bs[i]);
     }
+    if (cg_node_symbolic(g, n)) {   /* the sizes of this run */
+        op_gemm_xparams x;
+        int nd;
+        const cir_dim *dx[CIR_MAX_DIMS];
+        if ((s = op_gemm_x(g, n, &x, &nd, dx))) return s;
+        if (nirr) return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "an irregular batch broadcast with symbolic dims");
+        const char *ps = cg_param(cg, "cuvil_gemm_params",
+                                  "{ .M = %s, .N = %s, .K = %s, .lda = %s, .ldb = %s, .ldc = %s, .trans_a = %d, "
+                                  ".trans_b = %d, .alpha = %s, .beta = %s, .bias_rs = %s, .bias_cs = %s, .batch = %s, "
+                                  ".a_bstride = %s, .b_bstride = %s, .c_bstride = %s, .bias_bstride = 0, .act = %s%s }",
+                                  cg_dim_c(cg, x.M), cg_dim_c(cg, x.N), cg_dim_c(cg, x.K), cg_dim_c(cg, x.lda),
+                                  cg_dim_c(cg, x.ldb), cg_dim_c(cg, x.ldc), p.trans_a, p.trans_b, cg_float(p.alpha, al),
+                                  cg_float(p.beta, be), cg_dim_c(cg, x.bias_rs), cg_dim_c(cg, x.bias_cs),
+                                  cg_dim_c(cg, x.batch), cg_dim_c(cg, x.a_bstride), cg_dim_c(cg, x.b_bstride),
+                                  cg_dim_c(cg, x.c_bstride), cg_act(&p.act, act), ex);
+        cuvil_gemm_ukernel_desc uk;
+        cuvil_gemm_blocking blk = cg_target_blocking(g, &uk);
+        const char *S = cg_scratch(cg, cuvil_f32_gemm_scratch_size_ex(&p, &blk), "cuvil_f32_gemm_scratch_size(&%s)", ps);
+        cir_value *c = cir_in(g, n, 2);
+        cg_printf(cg, "    cuvil_f32_gemm(&%s, %s, %s, %s, %s, %s);\n", ps, cg_in(cg, n->in[0]),
+                  cg_in(cg, n->packed >= 0 ? n->packed : n->in[1]), c ? cg_in(cg, n->in[2]) : "NULL", cg_out(cg, n->out[0]), S);
+        return CUVIL_OK;
+    }
     const char *ps = cg_param(cg, "cuvil_gemm_params",
                               "{ .M = %lld, .N = %lld, .K = %lld, .lda = %lld, .ldb = %lld, .ldc = %lld, .trans_a = %d, "
                               ".trans_b = %d, .alpha = %s, .beta = %s, .bias_rs = %lld, .bias_cs = %lld, .batch = %lld, "

@@ -5,12 +5,36 @@
 
 /* y = input 0 of n copied over y's shape (cuvil_bcast_copy: y[i] = x[i mod x_dims] per axis, x's
  * dims padded with leading 1s). */
+/* "{ s0, s1, ... }": the element strides of operand vid in the output space of value out (0
+ * along a dim where the operand has size 1: broadcast), as C. */
+static const char *strides_init(cg_ctx *cg, int vid, int out) {
+    cir_graph *g = cg_graph(cg);
+    const cir_value *v = cir_val(g, vid), *y = cir_val(g, out);
+    const char *st[CIR_MAX_DIMS];
+    const cir_dim *s = cir_dim_const(&g->dt, 1);
+    for (int d = y->ndim - 1; d >= 0; d--) {
+        int i = d - (y->ndim - v->ndim);
+        bool bc = i < 0 || (!v->dx[i] && v->dims[i] == 1);
+        st[d] = bc ? "0" : cg_dim_c(cg, s);
+        if (i >= 0) s = cir_dim_mul(&g->dt, s, cir_dimx(g, v, i));
+    }
+    cuvil_sb sb = {0};
+    cuvil_sb_puts(&sb, "{ ");
+    for (int d = 0; d < y->ndim; d++) cuvil_sb_printf(&sb, "%s%s", d ? ", " : "", st[d]);
+    cuvil_sb_puts(&sb, y->ndim ? " }" : "0 }");
+    const char *r = cg_str(cg, sb.s ? sb.s : "{ 0 }");
+    cuvil_sb_free(&sb);
+    return r;
+}
+
 static void bcast_copy_call(cg_ctx *cg, cir_graph *g, cir_node *n) {
     cir_value *x = cir_in(g, n, 0), *y = cir_out(g, n, 0);
     int64_t xd[CIR_MAX_DIMS];
     for (int d = 0; d < y->ndim; d++) xd[d] = d < y->ndim - x->ndim ? 1 : x->dims[d - (y->ndim - x->ndim)];
+    bool sym = cg_node_symbolic(g, n);
     const char *ps = cg_param(cg, "cuvil_bcast_copy_params", "{ .ndim = %d, .elem_size = %zu, .dims = %s, .x_dims = %s }",
-                              y->ndim, cir_dtype_size(y->dtype), cg_i64s(cg, y->dims, y->ndim), cg_i64s(cg, xd, y->ndim));
+                              y->ndim, cir_dtype_size(y->dtype), sym ? cg_dims_init(cg, y->id, y->ndim) : cg_i64s(cg, y->dims, y->ndim),
+                              sym ? cg_dims_init(cg, x->id, y->ndim) : cg_i64s(cg, xd, y->ndim));
     cg_printf(cg, "    cuvil_bcast_copy(&%s, %s, %s);\n", ps, cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));
 }
 
@@ -24,7 +48,7 @@ cuvil_status cg_emit_bcast_copy(cg_ctx *cg, cir_graph *g, cir_node *n) {
 cuvil_status cg_emit_logic(cg_ctx *cg, cir_graph *g, cir_node *n) {
     cir_value *a = cir_in(g, n, 0), *y = cir_out(g, n, 0);
     if (n->kind == CIR_OP_NOT) {
-        cg_printf(cg, "    cuvil_not(%s, %s, %lld);\n", cg_in(cg, n->in[0]), cg_out(cg, n->out[0]), (long long)cir_numel(y));
+        cg_printf(cg, "    cuvil_not(%s, %s, %s);\n", cg_in(cg, n->in[0]), cg_out(cg, n->out[0]), cg_numel(cg, y->id));
         return CUVIL_OK;
     }
     static const int kop[CIR_OP__COUNT] = {
@@ -47,6 +71,16 @@ cuvil_status cg_emit_logic(cg_ctx *cg, cir_graph *g, cir_node *n) {
 /* ===== Where ================================================================================ */
 cuvil_status cg_emit_where(cg_ctx *cg, cir_graph *g, cir_node *n) {
     cir_value *out = cir_out(g, n, 0);
+    if (cg_node_symbolic(g, n)) {
+        const char *ps = cg_param(cg, "cuvil_where_params",
+                                  "{ .ndim = %d, .elem_size = %zu, .dims = %s, .c_strides = %s, .x_strides = %s, .y_strides = %s }",
+                                  out->ndim, cir_dtype_size(out->dtype), cg_dims_init(cg, out->id, out->ndim),
+                                  strides_init(cg, n->in[0], out->id), strides_init(cg, n->in[1], out->id),
+                                  strides_init(cg, n->in[2], out->id));
+        cg_printf(cg, "    cuvil_where(&%s, %s, %s, %s, %s);\n", ps, cg_in(cg, n->in[0]), cg_in(cg, n->in[1]),
+                  cg_in(cg, n->in[2]), cg_out(cg, n->out[0]));
+        return CUVIL_OK;
+    }
     int64_t cs[CIR_MAX_DIMS], xs[CIR_MAX_DIMS], ys[CIR_MAX_DIMS];
     op_bcast_strides(cir_in(g, n, 0), out->ndim, out->dims, cs);
     op_bcast_strides(cir_in(g, n, 1), out->ndim, out->dims, xs);
@@ -95,7 +129,7 @@ cuvil_status cg_emit_sum(cg_ctx *cg, cir_graph *g, cir_node *n) {
 /* ===== IsNaN, IsInf ========================================================================= */
 cuvil_status cg_emit_float_class(cg_ctx *cg, cir_graph *g, cir_node *n) {
     cir_value *x = cir_in(g, n, 0);
-    cg_printf(cg, "    cuvil_float_class_t(%s, %d, %s, %s, %lld);\n", cg_rt_type(x->dtype), op_float_class_mask(n),
-              cg_in(cg, n->in[0]), cg_out(cg, n->out[0]), (long long)cir_numel(x));
+    cg_printf(cg, "    cuvil_float_class_t(%s, %d, %s, %s, %s);\n", cg_rt_type(x->dtype), op_float_class_mask(n),
+              cg_in(cg, n->in[0]), cg_out(cg, n->out[0]), cg_numel(cg, x->id));
     return CUVIL_OK;
 }

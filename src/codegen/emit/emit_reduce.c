@@ -11,7 +11,8 @@ cuvil_status cg_emit_reduce(cg_ctx *cg, cir_graph *g, cir_node *n) {
                                         "CUVIL_REDUCE_PROD", "CUVIL_REDUCE_SUM_SQUARE", "CUVIL_REDUCE_L1", "CUVIL_REDUCE_L2",
                                         "CUVIL_REDUCE_LOG_SUM_EXP"};   /* ORDER: CUVIL_REDUCE_* */
     const char *ps = cg_param(cg, "cuvil_reduce_params", "{ .op = %s, .ndim = %d, .dims = %s, .mask = %uu }", names[p.op], p.ndim,
-                              cg_i64s(cg, p.dims, p.ndim), (unsigned)p.mask);
+                              cg_node_symbolic(g, n) ? cg_dims_init(cg, n->in[0], p.ndim) : cg_i64s(cg, p.dims, p.ndim),
+                              (unsigned)p.mask);
     const cir_value *x = cir_in(g, n, 0);
     if (x->dtype == CIR_F32)
         cg_printf(cg, "    cuvil_f32_reduce(&%s, %s, %s);\n", ps, cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));

@@ -21,8 +21,8 @@ cuvil_status cg_emit_shape(cg_ctx *cg, cir_graph *g, cir_node *n) {
 /* Range: start + i * delta for the count found at compile time (limit is not read). */
 cuvil_status cg_emit_range(cg_ctx *cg, cir_graph *g, cir_node *n) {
     cir_value *y = cir_out(g, n, 0);
-    cg_printf(cg, "    cuvil_range_t(%s, %s, %s, %s, %lld);\n", cg_rt_type(y->dtype), cg_in(cg, n->in[0]), cg_in(cg, n->in[2]),
-              cg_out(cg, n->out[0]), (long long)cir_numel(y));
+    cg_printf(cg, "    cuvil_range_t(%s, %s, %s, %s, %s);\n", cg_rt_type(y->dtype), cg_in(cg, n->in[0]), cg_in(cg, n->in[2]),
+              cg_out(cg, n->out[0]), cg_numel(cg, y->id));
     return CUVIL_OK;
 }
 
@@ -30,9 +30,9 @@ cuvil_status cg_emit_range(cg_ctx *cg, cir_graph *g, cir_node *n) {
 cuvil_status cg_emit_constant_of_shape(cg_ctx *cg, cir_graph *g, cir_node *n) {
     cir_value *y = cir_out(g, n, 0);
     if (!cir_in(g, n, 1))
-        cg_printf(cg, "    memset(%s, 0, %zu);\n", cg_out(cg, n->out[0]), cir_nbytes(y));
+        cg_printf(cg, "    memset(%s, 0, %s);\n", cg_out(cg, n->out[0]), cg_nbytes(cg, y->id));
     else
-        cg_printf(cg, "    cuvil_fill(%s, %zu, %s, %lld);\n", cg_in(cg, n->in[1]), cir_dtype_size(y->dtype),
-                  cg_out(cg, n->out[0]), (long long)cir_numel(y));
+        cg_printf(cg, "    cuvil_fill(%s, %zu, %s, %s);\n", cg_in(cg, n->in[1]), cir_dtype_size(y->dtype),
+                  cg_out(cg, n->out[0]), cg_numel(cg, y->id));
     return CUVIL_OK;
 }

@@ -6,9 +6,15 @@ cuvil_status cg_emit_softmax(cg_ctx *cg, cir_graph *g, cir_node *n) {
     cuvil_softmax_params p;
     cuvil_status s = op_softmax_params(g, n, &p);
     if (s) return s;
+    /* the sizes as op_softmax_params computes them, from the dims of this run */
+    cir_value *x = cir_in(g, n, 0);
+    int ax;
+    op_axis(g, n, cir_attr_int(n, "axis"), x->ndim, "axis", &ax);
+    bool coerce = cir_attr_int(n, "coerce_2d") != 0;
     const char *ps = cg_param(cg, "cuvil_softmax_params",
-                              "{ .outer = %lld, .axis_len = %lld, .inner = %lld, .log = %d, .nan_to_zero = %d }",
-                              (long long)p.outer, (long long)p.axis_len, (long long)p.inner, p.log, p.nan_to_zero);
+                              "{ .outer = %s, .axis_len = %s, .inner = %s, .log = %d, .nan_to_zero = %d }",
+                              cg_dimprod(cg, x->id, 0, ax, 1), cg_dimprod(cg, x->id, ax, coerce ? x->ndim : ax + 1, 1),
+                              cg_dimprod(cg, x->id, coerce ? x->ndim : ax + 1, x->ndim, 1), p.log, p.nan_to_zero);
     cg_printf(cg, "    cuvil_f32_%s(&%s, %s, %s);\n", n->kind == CIR_OP_HARDMAX ? "hardmax" : "softmax", ps, cg_in(cg, n->in[0]),
               cg_out(cg, n->out[0]));
     return CUVIL_OK;

@@ -5,12 +5,31 @@ cuvil_status cg_emit_split(cg_ctx *cg, cir_graph *g, cir_node *n) {
     int64_t outer, chunk[OP_SPLIT_MAX];
     cuvil_status s = op_split_params(g, n, &outer, chunk);
     if (s) return s;
-    const char *cs = cg_param(cg, "int64_t[]", "%s", cg_i64s(cg, chunk, n->n_out));
+    const char *cs, *outs;
+    if (cg_node_symbolic(g, n)) {   /* the chunks' bytes per outer row and the rows, of this run */
+        int axis;
+        const cir_dim *sizes[OP_SPLIT_MAX];
+        if ((s = op_split_sizes_x(g, n, &axis, sizes))) return s;
+        cir_value *x = cir_in(g, n, 0);
+        const cir_dim *inner = cir_dim_const(&g->dt, (int64_t)cir_dtype_size(x->dtype));
+        for (int d = axis + 1; d < x->ndim; d++) inner = cir_dim_mul(&g->dt, inner, cir_dimx(g, x, d));
+        cuvil_sb sb = {0};
+        cuvil_sb_puts(&sb, "{ ");
+        for (int i = 0; i < n->n_out; i++) cuvil_sb_printf(&sb, "%s%s", i ? ", " : "", cg_dim_c(cg, cir_dim_mul(&g->dt, sizes[i], inner)));
+        cuvil_sb_puts(&sb, " }");
+        cs = cg_param(cg, "int64_t[]", "%s", sb.s ? sb.s : "{ 0 }");
+        cuvil_sb_free(&sb);
+        outs = cg_dimprod(cg, x->id, 0, axis, 1);
+    } else {
+        char b[32];
+        cs = cg_param(cg, "int64_t[]", "%s", cg_i64s(cg, chunk, n->n_out));
+        outs = cg_str(cg, cg_i64(outer, b));
+    }
     /* the outputs as a static table resolved into scratch: no stack, no code per output */
     const char *refs = cg_refs(cg, n->out, n->n_out);
     const char *S = cg_scratch(cg, sizeof(void *) * (size_t)n->n_out, "%zu", sizeof(void *) * (size_t)n->n_out);
     cg_printf(cg, "    cuvil_resolve_refs(%s, %d, A, WEIGHTS, in, out, (void **)%s);\n", refs, n->n_out, S);
-    cg_printf(cg, "    cuvil_split(%lld, %d, %s, %s, (void *const *)%s);\n", (long long)outer, n->n_out, cs,
+    cg_printf(cg, "    cuvil_split(%s, %d, %s, %s, (void *const *)%s);\n", outs, n->n_out, cs,
               cg_in(cg, n->in[0]), S);
     return CUVIL_OK;
 }

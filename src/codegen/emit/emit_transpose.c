@@ -2,18 +2,6 @@
  * any element type. */
 #include "codegen/emit/emit_int.h"
 
-/* "{ D[0], 12, 64 }": value vid's dims as a C initialiser. */
-static const char *fmt_dims(cg_ctx *cg, int vid) {
-    const cir_value *v = cir_val(cg_graph(cg), vid);
-    cuvil_sb sb = {0};
-    cuvil_sb_puts(&sb, "{ ");
-    for (int i = 0; i < v->ndim; i++) cuvil_sb_printf(&sb, "%s%s", i ? ", " : "", cg_dimprod(cg, vid, i, i + 1, 1));
-    cuvil_sb_puts(&sb, v->ndim ? " }" : "0 }");
-    const char *s = cg_str(cg, sb.s ? sb.s : "{ 0 }");
-    cuvil_sb_free(&sb);
-    return s;
-}
-
 cuvil_status cg_emit_transpose(cg_ctx *cg, cir_graph *g, cir_node *n) {
     cuvil_transpose_params p;
     cuvil_status s = op_transpose_params(g, n, &p);
@@ -23,7 +11,7 @@ cuvil_status cg_emit_transpose(cg_ctx *cg, cir_graph *g, cir_node *n) {
     for (int i = 0; i < p.ndim; i++) cuvil_sb_printf(&perm, "%s%d", i ? ", " : "", p.perm[i]);
     cuvil_sb_puts(&perm, " }");
     /* a symbolic node's dims: the input's, as expressions of D[] (a transpose, not depth/space) */
-    const char *dims = cg_node_symbolic(g, n) ? fmt_dims(cg, n->in[0]) : cg_i64s(cg, p.dims, p.ndim);
+    const char *dims = cg_node_symbolic(g, n) ? cg_dims_init(cg, n->in[0], cir_in(g, n, 0)->ndim) : cg_i64s(cg, p.dims, p.ndim);
     const char *ps = cg_param(cg, "cuvil_transpose_params", "{ .ndim = %d, .elem_size = %lld, .dims = %s, .perm = %s }",
                               p.ndim, (long long)p.elem_size, dims, perm.s ? perm.s : "{0}");
     cuvil_sb_free(&perm);

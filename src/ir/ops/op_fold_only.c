@@ -53,6 +53,38 @@ static cuvil_status bcast_inputs(cir_graph *g, cir_node *n, int first, int count
     return CUVIL_OK;
 }
 
+/* The same for dims as expressions (op_broadcast_x: dims that may differ get guards). */
+static cuvil_status bcast_inputs_x(cir_graph *g, cir_node *n, int first, int count, int *ndim, const cir_dim **dx) {
+    cir_value acc = *cir_in(g, n, first);
+    for (int i = first + 1; i < first + count; i++) {
+        int nd;
+        const cir_dim *d[CIR_MAX_DIMS];
+        cuvil_status s = op_broadcast_x(g, n, &acc, cir_in(g, n, i), &nd, d);
+        if (s) return s;
+        cir_set_shape_x(&acc, acc.dtype, nd, d);
+    }
+    *ndim = acc.ndim;
+    for (int d = 0; d < acc.ndim; d++) dx[d] = cir_dimx(g, &acc, d);
+    return CUVIL_OK;
+}
+
+/* set_out for dims as expressions: each must be at least 0 for every value of the symbols. */
+static cuvil_status set_out_x(cir_graph *g, cir_node *n, cir_dtype t, int ndim, const cir_dim **dx) {
+    for (int d = 0; d < ndim; d++) {
+        if (!dx[d]) return cir_dim_err(g, n, "the output's dims");
+        if (dx[d]->lo < 0) {
+            cuvil_sb e = {0};
+            cir_dim_print(&e, &g->dt, dx[d]);
+            cuvil_status s = cir_node_err(g, n, dx[d]->hi < 0 ? CUVIL_ERR_MODEL : CUVIL_ERR_UNSUPPORTED,
+                                          "output dim %d = %s may be negative", d, e.s ? e.s : "?");
+            cuvil_sb_free(&e);
+            return s;
+        }
+    }
+    cir_set_shape_x(cir_out(g, n, 0), t, ndim, dx);
+    return CUVIL_OK;
+}
+
 /* Walks the output index space: offsets of element i's source in each broadcast input. */
 typedef struct bcast_walk {
     int ndim, n;
@@ -97,8 +129,11 @@ static cuvil_status cos_infer(cir_graph *g, cir_node *n) {
         return cir_node_err(g, n, CUVIL_ERR_SHAPE, "the shape input '%s' must be 1-D, it has rank %d", cir_in(g, n, 0)->name,
                             cir_in(g, n, 0)->ndim);
     int64_t dims[CIR_MAX_DIMS];
+    const cir_dim *dx[CIR_MAX_DIMS];
     int nd;
-    if ((s = op_const_ints(g, n, 0, "input", dims, CIR_MAX_DIMS, &nd))) return s;
+    bool sym = cir_in(g, n, 0)->sval != NULL;   /* a shape known as expressions */
+    if ((s = sym ? op_sval_ints(g, n, 0, "input", dx, CIR_MAX_DIMS, &nd) : op_const_ints(g, n, 0, "input", dims, CIR_MAX_DIMS, &nd)))
+        return s;
     cir_dtype t = CIR_F32;
     cir_value *v = cir_in(g, n, 1);
     if (v) {
@@ -108,7 +143,7 @@ static cuvil_status cos_infer(cir_graph *g, cir_node *n) {
             return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "value of type %s", cir_dtype_name(v->dtype));
         t = v->dtype;
     }
-    return set_out(g, n, t, nd, dims);
+    return sym ? set_out_x(g, n, t, nd, dx) : set_out(g, n, t, nd, dims);
 }
 
 static cuvil_status cos_fold(cir_graph *g, cir_node *n) {
@@ -162,6 +197,21 @@ static cuvil_status range_infer(cir_graph *g, cir_node *n) {
                                 cir_dtype_name(t));
         if (cir_numel(v) != 1) return cir_node_err(g, n, CUVIL_ERR_SHAPE, "input '%s' must be a scalar", v->name);
     }
+    cir_value *b = cir_in(g, n, 1), *c = cir_in(g, n, 2);
+    if (!cir_is_const(c) && !c->sval) return need_const(g, n);
+    if ((a->sval || b->sval) && cir_dtype_is_int(t)) {
+        /* integer bounds known as expressions (a length from a Shape): the count is one; the
+         * values are computed when the model runs, from start and delta */
+        const cir_dim *st = cir_sval_at(g, a, 0), *li = cir_sval_at(g, b, 0), *de = cir_sval_at(g, c, 0), *cnt;
+        if (!st || !li || !de) return need_const(g, n);
+        if (!cir_dim_is_const(de) || de->c == 0)
+            return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "a delta that is not a non-zero constant, with symbolic bounds");
+        cir_dimtab *tb = &g->dt;
+        cnt = de->c > 0 ? cir_dim_cdiv(tb, cir_dim_sub(tb, li, st), de)
+                        : cir_dim_cdiv(tb, cir_dim_sub(tb, st, li), cir_dim_const(tb, -de->c));
+        cnt = cir_dim_max(tb, cnt, cir_dim_const(tb, 0));
+        return set_out_x(g, n, t, 1, &cnt);
+    }
     if ((s = need_const(g, n))) return s;
     int64_t count;
     if ((s = range_count(g, n, &count))) return s;
@@ -191,6 +241,18 @@ static cuvil_status expand_infer(cir_graph *g, cir_node *n) {
     memset(&shape, 0, sizeof shape);
     for (int d = 0; d < CIR_MAX_DIMS; d++) shape.dim_sym[d] = -1;
     shape.name = cir_in(g, n, 1)->name;
+    if (cir_in(g, n, 1)->sval || !cir_value_fixed(x)) {   /* dims as expressions */
+        const cir_dim *sd[CIR_MAX_DIMS], *dx[CIR_MAX_DIMS];
+        int nd;
+        if ((s = op_sval_ints(g, n, 1, "shape", sd, CIR_MAX_DIMS, &nd))) return s;
+        for (int d = 0; d < nd; d++)
+            if (sd[d]->lo < 0)
+                return cir_node_err(g, n, sd[d]->hi < 0 ? CUVIL_ERR_MODEL : CUVIL_ERR_UNSUPPORTED, "shape[%d] may be negative", d);
+        if (!known_type(x->dtype))
+            return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' has type %s", x->name, cir_dtype_name(x->dtype));
+        cir_set_shape_x(&shape, CIR_I64, nd, sd);
+        return (s = op_broadcast_x(g, n, x, &shape, &nd, dx)) ? s : set_out_x(g, n, x->dtype, nd, dx);
+    }
     if ((s = op_const_ints(g, n, 1, "shape", shape.dims, CIR_MAX_DIMS, &shape.ndim))) return s;
     for (int d = 0; d < shape.ndim; d++)
         if (shape.dims[d] < 0)
@@ -243,8 +305,8 @@ static cuvil_status logic_infer(cir_graph *g, cir_node *n) {
     if (!known_type(a->dtype))
         return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' has type %s", a->name, cir_dtype_name(a->dtype));
     int nd;
-    int64_t dims[CIR_MAX_DIMS];
-    if ((s = bcast_inputs(g, n, 0, nin, &nd, dims)) || (s = set_out(g, n, CIR_BOOL, nd, dims))) return s;
+    const cir_dim *dx[CIR_MAX_DIMS];
+    if ((s = bcast_inputs_x(g, n, 0, nin, &nd, dx)) || (s = set_out_x(g, n, CIR_BOOL, nd, dx))) return s;
     return CUVIL_OK;
 }
 
@@ -296,8 +358,8 @@ static cuvil_status where_infer(cir_graph *g, cir_node *n) {
     if (!known_type(x->dtype))
         return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' has type %s", x->name, cir_dtype_name(x->dtype));
     int nd;
-    int64_t dims[CIR_MAX_DIMS];
-    if ((s = bcast_inputs(g, n, 0, 3, &nd, dims)) || (s = set_out(g, n, x->dtype, nd, dims))) return s;
+    const cir_dim *dx[CIR_MAX_DIMS];
+    if ((s = bcast_inputs_x(g, n, 0, 3, &nd, dx)) || (s = set_out_x(g, n, x->dtype, nd, dx))) return s;
     return CUVIL_OK;
 }
 
@@ -416,7 +478,8 @@ static cuvil_status class_infer(cir_graph *g, cir_node *n) {
     if (!is_float(x->dtype))
         return cir_node_err(g, n, CUVIL_ERR_DTYPE, "input '%s' is %s; %s takes float types", x->name,
                             cir_dtype_name(x->dtype), n->def->name);
-    return set_out(g, n, CIR_BOOL, x->ndim, x->dims);
+    cir_set_shape_like(cir_out(g, n, 0), CIR_BOOL, x);
+    return CUVIL_OK;
 }
 
 static cuvil_status class_fold(cir_graph *g, cir_node *n) {
@@ -432,8 +495,8 @@ static const cir_attr_spec isinf_attrs[] = {
     CIR_ATTR_END,
 };
 
-const cir_opdef cir_op_is_nan = {"is_nan", 0, 1, 1, 1, 1, NULL, class_infer, class_fold, NULL, 0};
-const cir_opdef cir_op_is_inf = {"is_inf", 0, 1, 1, 1, 1, isinf_attrs, class_infer, class_fold, NULL, 0};
+const cir_opdef cir_op_is_nan = {"is_nan", CIR_OPF_SYM_DIMS, 1, 1, 1, 1, NULL, class_infer, class_fold, NULL, 0};
+const cir_opdef cir_op_is_inf = {"is_inf", CIR_OPF_SYM_DIMS, 1, 1, 1, 1, isinf_attrs, class_infer, class_fold, NULL, 0};
 
 static const char *const sum_bcast[] = {"numpy", "none", NULL};
 static const cir_attr_spec sum_attrs[] = {{"broadcast", CIR_ATTR_ENUM, 0, 0, sum_bcast, false}, CIR_ATTR_END};
@@ -442,19 +505,19 @@ static const cir_attr_spec sum_attrs[] = {{"broadcast", CIR_ATTR_ENUM, 0, 0, sum
  * output's shape is their inputs' data (codegen emits the others, and those when revived) */
 #define FOLD_OP(name, flags, lo, hi, attrs, infer, fold) \
     const cir_opdef cir_op_##name = {#name, flags, lo, hi, 1, 1, attrs, infer, fold, NULL, 0};
-FOLD_OP(constant_of_shape, CIR_OPF_SHAPE_DATA, 1, 2, NULL, cos_infer, cos_fold)
-FOLD_OP(range, CIR_OPF_SHAPE_DATA, 3, 3, NULL, range_infer, range_fold)
-FOLD_OP(expand, 0, 2, 2, NULL, expand_infer, expand_fold)
-FOLD_OP(equal, 0, 2, 2, NULL, logic_infer, logic_fold)
-FOLD_OP(less, 0, 2, 2, NULL, logic_infer, logic_fold)
-FOLD_OP(greater, 0, 2, 2, NULL, logic_infer, logic_fold)
-FOLD_OP(less_equal, 0, 2, 2, NULL, logic_infer, logic_fold)
-FOLD_OP(greater_equal, 0, 2, 2, NULL, logic_infer, logic_fold)
-FOLD_OP(not, 0, 1, 1, NULL, logic_infer, logic_fold)
-FOLD_OP(and, 0, 2, 2, NULL, logic_infer, logic_fold)
-FOLD_OP(or, 0, 2, 2, NULL, logic_infer, logic_fold)
-FOLD_OP(xor, 0, 2, 2, NULL, logic_infer, logic_fold)
-FOLD_OP(where, 0, 3, 3, NULL, where_infer, where_fold)
+FOLD_OP(constant_of_shape, CIR_OPF_SHAPE_DATA | CIR_OPF_SYM_DIMS, 1, 2, NULL, cos_infer, cos_fold)
+FOLD_OP(range, CIR_OPF_SHAPE_DATA | CIR_OPF_SYM_DIMS, 3, 3, NULL, range_infer, range_fold)
+FOLD_OP(expand, CIR_OPF_SYM_DIMS, 2, 2, NULL, expand_infer, expand_fold)
+FOLD_OP(equal, CIR_OPF_SYM_DIMS, 2, 2, NULL, logic_infer, logic_fold)
+FOLD_OP(less, CIR_OPF_SYM_DIMS, 2, 2, NULL, logic_infer, logic_fold)
+FOLD_OP(greater, CIR_OPF_SYM_DIMS, 2, 2, NULL, logic_infer, logic_fold)
+FOLD_OP(less_equal, CIR_OPF_SYM_DIMS, 2, 2, NULL, logic_infer, logic_fold)
+FOLD_OP(greater_equal, CIR_OPF_SYM_DIMS, 2, 2, NULL, logic_infer, logic_fold)
+FOLD_OP(not, CIR_OPF_SYM_DIMS, 1, 1, NULL, logic_infer, logic_fold)
+FOLD_OP(and, CIR_OPF_SYM_DIMS, 2, 2, NULL, logic_infer, logic_fold)
+FOLD_OP(or, CIR_OPF_SYM_DIMS, 2, 2, NULL, logic_infer, logic_fold)
+FOLD_OP(xor, CIR_OPF_SYM_DIMS, 2, 2, NULL, logic_infer, logic_fold)
+FOLD_OP(where, CIR_OPF_SYM_DIMS, 3, 3, NULL, where_infer, where_fold)
 FOLD_OP(tile, 0, 2, 2, NULL, tile_infer, tile_fold)
 FOLD_OP(sum, 0, 1, -1, sum_attrs, sum_infer, sum_fold)
 FOLD_OP(mean, 0, 1, -1, sum_attrs, sum_infer, sum_fold)

@@ -43,11 +43,130 @@ static cuvil_status gemm_params(cir_graph *g, cir_node *n, cuvil_gemm_params *p)
     return CUVIL_OK;
 }
 
+/* ===== With the dims as expressions (any graph) ======================================= */
+static const cir_dim *dim_or_1(cir_graph *g, const cir_value *v, int i) {
+    return i >= 0 && i < v->ndim ? cir_dimx(g, v, i) : cir_dim_const(&g->dt, 1);
+}
+
+/* A bias/C dim c that broadcasts to dim m: 1 (stride 0) or m (a guard if not proven). */
+static cuvil_status bcast_dim(cir_graph *g, cir_node *n, const cir_dim *c, const cir_dim *m, const char *what) {
+    if (cir_dim_is_const(c) && c->c == 1) return CUVIL_OK;
+    if (cir_dim_is_const(c) && cir_dim_is_const(m) && c != m)
+        return cir_node_err(g, n, CUVIL_ERR_SHAPE, "%s does not broadcast: %lld against %lld", what, (long long)c->c, (long long)m->c);
+    return cir_require_eq(g, n, c, m, what);
+}
+
+static cuvil_status gemm_x(cir_graph *g, cir_node *n, op_gemm_xparams *p, int *ndim, const cir_dim **dx) {
+    cir_value *a = cir_in(g, n, 0), *b = cir_in(g, n, 1), *c = cir_in(g, n, 2);
+    if (a->ndim != 2 || b->ndim != 2)
+        return cir_node_err(g, n, CUVIL_ERR_SHAPE, "A and B must be 2-D (got rank %d and %d)", a->ndim, b->ndim);
+    int ta = (int)cir_attr_int(n, "trans_a"), tb = (int)cir_attr_int(n, "trans_b");
+    cir_dimtab *t = &g->dt;
+    p->M = cir_dimx(g, a, ta ? 1 : 0);
+    p->K = cir_dimx(g, a, ta ? 0 : 1);
+    p->N = cir_dimx(g, b, tb ? 0 : 1);
+    p->lda = cir_dimx(g, a, 1);
+    p->ldb = cir_dimx(g, b, 1);
+    p->ldc = p->N;
+    p->batch = cir_dim_const(t, 1);
+    p->a_bstride = p->b_bstride = p->c_bstride = p->bias_rs = cir_dim_const(t, 0);
+    p->bias_cs = cir_dim_const(t, 0);
+    cuvil_status s = cir_require_eq(g, n, cir_dimx(g, b, tb ? 1 : 0), p->K, "the inner dims of A and B");
+    if (s) return s;
+    if (c) {
+        if (c->ndim > 2) return cir_node_err(g, n, CUVIL_ERR_SHAPE, "C '%s' has rank %d; at most 2", c->name, c->ndim);
+        const cir_dim *cm = dim_or_1(g, c, c->ndim - 2), *cn = dim_or_1(g, c, c->ndim - 1);
+        if (!cir_attr_int(n, "broadcast_c") && (c->ndim != 2 || cm != p->M || cn != p->N))
+            return cir_node_err(g, n, CUVIL_ERR_SHAPE, "C '%s' must be [M, N] (this node does not broadcast C: "
+                                "broadcast_c=0)", c->name);
+        if ((s = bcast_dim(g, n, cm, p->M, "the rows of C")) || (s = bcast_dim(g, n, cn, p->N, "the columns of C")))
+            return s;
+        p->bias_rs = cir_dim_is_const(cm) && cm->c == 1 ? cir_dim_const(t, 0) : cn;
+        p->bias_cs = cir_dim_const(t, cir_dim_is_const(cn) && cn->c == 1 ? 0 : 1);
+    }
+    *ndim = 2;
+    dx[0] = p->M;
+    dx[1] = p->N;
+    return CUVIL_OK;
+}
+
+static cuvil_status matmul_x(cir_graph *g, cir_node *n, op_gemm_xparams *p, int *ndim, const cir_dim **dx) {
+    cir_value *a = cir_in(g, n, 0), *b = cir_in(g, n, 1);
+    if (a->ndim < 1 || b->ndim < 1) return cir_node_err(g, n, CUVIL_ERR_SHAPE, "operands must have rank >= 1");
+    cir_dimtab *t = &g->dt;
+    const cir_dim *M = a->ndim == 1 ? cir_dim_const(t, 1) : cir_dimx(g, a, a->ndim - 2), *K = cir_dimx(g, a, a->ndim - 1);
+    const cir_dim *Kb = cir_dimx(g, b, b->ndim == 1 ? 0 : b->ndim - 2), *N = b->ndim == 1 ? cir_dim_const(t, 1) : cir_dimx(g, b, b->ndim - 1);
+    cuvil_status s = cir_require_eq(g, n, K, Kb, "the inner dims of the operands");
+    if (s) return s;
+    int ba = a->ndim > 2 ? a->ndim - 2 : 0, bb = b->ndim > 2 ? b->ndim - 2 : 0, br = ba > bb ? ba : bb;
+    const cir_dim *bd[CIR_MAX_DIMS], *one = cir_dim_const(t, 1), *batch = one;
+    bool a_full = true, b_full = true, a_one = true, b_one = true;
+    for (int i = 0; i < br; i++) {
+        int ia = i - (br - ba), ib = i - (br - bb);
+        const cir_dim *da = ia >= 0 ? cir_dimx(g, a, ia) : one, *db = ib >= 0 ? cir_dimx(g, b, ib) : one;
+        if (da == db || db == one) bd[i] = da;
+        else if (da == one) bd[i] = db;
+        else if (cir_dim_is_const(da) && cir_dim_is_const(db))
+            return cir_node_err(g, n, CUVIL_ERR_SHAPE, "batch dims do not broadcast");
+        else if ((s = cir_require_eq(g, n, da, db, "the batch dims of the operands"))) return s;
+        else bd[i] = da;
+        a_full &= da == bd[i];
+        b_full &= db == bd[i];
+        a_one &= da == one;
+        b_one &= db == one;
+        batch = cir_dim_mul(t, batch, bd[i]);
+    }
+    p->K = K;
+    p->N = p->ldb = p->ldc = N;
+    p->lda = K;
+    p->a_bstride = p->b_bstride = p->c_bstride = p->bias_rs = cir_dim_const(t, 0);
+    p->bias_cs = cir_dim_const(t, 0);
+    if (b_one && a_full) {   /* A [batch, M, K] contiguous and B shared: batch folds into M */
+        p->M = cir_dim_mul(t, M, batch);
+        p->batch = one;
+    } else if ((a_full || a_one) && (b_full || b_one)) {
+        p->M = M;
+        p->batch = batch;
+        if (!a_one) p->a_bstride = cir_dim_mul(t, M, K);
+        if (!b_one) p->b_bstride = cir_dim_mul(t, K, N);
+        p->c_bstride = cir_dim_mul(t, M, N);
+    } else {
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "a batch broadcast that is neither contiguous nor shared, with "
+                            "symbolic dims");
+    }
+    cir_value *bias = cir_in(g, n, 2);
+    if (bias) {
+        if (bias->dtype != CIR_F32 || bias->ndim < 1 || cir_dimx(g, bias, bias->ndim - 1) != N || !cir_value_fixed(bias))
+            return cir_node_err(g, n, CUVIL_ERR_SHAPE, "the bias '%s' is not a row of N", bias->name);
+        p->bias_cs = one;
+    }
+    *ndim = 0;
+    for (int i = 0; i < br; i++) dx[(*ndim)++] = bd[i];
+    if (a->ndim > 1) dx[(*ndim)++] = M;
+    if (b->ndim > 1) dx[(*ndim)++] = N;
+    for (int i = 0; i < *ndim; i++)
+        if (!dx[i]) return cir_dim_err(g, n, "the output's dims");
+    if (!p->M || !p->a_bstride || !p->b_bstride || !p->c_bstride) return cir_dim_err(g, n, "the GEMM's sizes");
+    return CUVIL_OK;
+}
+
+cuvil_status op_gemm_x(cir_graph *g, cir_node *n, op_gemm_xparams *p, int *ndim, const cir_dim **dx) {
+    return n->kind == CIR_OP_GEMM ? gemm_x(g, n, p, ndim, dx) : matmul_x(g, n, p, ndim, dx);
+}
+
 static cuvil_status gemm_infer(cir_graph *g, cir_node *n) {
     cuvil_status s = op_check_arity(g, n, 2, 3, 1, 1);
     if (s || (s = op_need_f32(g, n, 0)) || (s = op_need_f32(g, n, 1)) || (cir_in(g, n, 2) && (s = op_need_f32(g, n, 2))))
         return s;
     cuvil_gemm_params p;
+    if (!cir_value_fixed(cir_in(g, n, 0)) || !cir_value_fixed(cir_in(g, n, 1))) {
+        op_gemm_xparams px;
+        int nd;
+        const cir_dim *dx[CIR_MAX_DIMS];
+        if ((s = op_gemm_x(g, n, &px, &nd, dx))) return s;
+        cir_set_shape_x(cir_out(g, n, 0), CIR_F32, nd, dx);
+        return CUVIL_OK;
+    }
     if ((s = gemm_params(g, n, &p))) return s;
     int64_t dims[2] = {p.M, p.N};
     cir_set_shape(cir_out(g, n, 0), CIR_F32, 2, dims);
@@ -154,6 +273,13 @@ static cuvil_status matmul_infer(cir_graph *g, cir_node *n) {
     cuvil_gemm_params p;
     int ndim;
     int64_t dims[CIR_MAX_DIMS], irregular;
+    if (!cir_value_fixed(cir_in(g, n, 0)) || !cir_value_fixed(cir_in(g, n, 1))) {
+        op_gemm_xparams px;
+        const cir_dim *dx[CIR_MAX_DIMS];
+        if ((s = op_gemm_x(g, n, &px, &ndim, dx))) return s;
+        cir_set_shape_x(cir_out(g, n, 0), CIR_F32, ndim, dx);
+        return CUVIL_OK;
+    }
     if ((s = matmul_params(g, n, &p, &ndim, dims, &irregular, NULL))) return s;
     cir_set_shape(cir_out(g, n, 0), CIR_F32, ndim, dims);
     return CUVIL_OK;
@@ -201,5 +327,5 @@ static const cir_attr_spec gemm_attrs[] = {
     CIR_ATTR_END,
 };
 
-const cir_opdef cir_op_gemm = {"gemm", CIR_OPF_TAKES_ACT, 2, 3, 1, 1, gemm_attrs, gemm_infer, gemm_fold, NULL, 0};
-const cir_opdef cir_op_matmul = {"matmul", CIR_OPF_TAKES_ACT, 2, 3, 1, 1, NULL, matmul_infer, gemm_fold, NULL, 0};
+const cir_opdef cir_op_gemm = {"gemm", CIR_OPF_TAKES_ACT | CIR_OPF_SYM_DIMS, 2, 3, 1, 1, gemm_attrs, gemm_infer, gemm_fold, NULL, 0};
+const cir_opdef cir_op_matmul = {"matmul", CIR_OPF_TAKES_ACT | CIR_OPF_SYM_DIMS, 2, 3, 1, 1, NULL, matmul_infer, gemm_fold, NULL, 0};

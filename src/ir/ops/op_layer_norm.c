@@ -16,6 +16,10 @@ cuvil_status op_layer_norm_params(cir_graph *g, cir_node *n, cuvil_layer_norm_pa
     if (x->ndim < 1) return cir_node_err(g, n, CUVIL_ERR_SHAPE, "input '%s' is a scalar", x->name);
     int axis;
     if ((s = op_axis(g, n, cir_attr_int(n, "axis"), x->ndim, "axis", &axis))) return s;
+    for (int d = axis; d < x->ndim; d++)
+        if (x->dx[d])
+            return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "normalises dim %d of '%s', which is symbolic (the normalised "
+                                "dims must be fixed, as its scale's are)", d, x->name);
     memset(p, 0, sizeof *p);
     p->rows = p->len = 1;
     for (int d = 0; d < x->ndim; d++) {
@@ -48,14 +52,15 @@ static cuvil_status ln_infer(cir_graph *g, cir_node *n) {
     cuvil_status s = op_layer_norm_params(g, n, &p);
     if (s) return s;
     cir_value *x = cir_in(g, n, 0);
-    cir_set_shape(cir_out(g, n, 0), x->dtype, x->ndim, x->dims);
+    cir_set_shape_like(cir_out(g, n, 0), x->dtype, x);
     /* Mean and InvStdDev: float32 (the stash type), x's dims with those normalised set to 1 */
-    int64_t sd[CIR_MAX_DIMS];
+    const cir_dim *sd[CIR_MAX_DIMS];
     int axis;
     if ((s = op_axis(g, n, cir_attr_int(n, "axis"), x->ndim, "axis", &axis))) return s;
-    for (int d = 0; d < x->ndim; d++) sd[d] = d < axis ? x->dims[d] : 1;
+    for (int d = 0; d < x->ndim; d++)
+        if (!(sd[d] = d < axis ? cir_dimx(g, x, d) : cir_dim_const(&g->dt, 1))) return cir_dim_err(g, n, "the dims");
     for (int j = 1; j < n->n_out && j < 3; j++)
-        if (n->out[j] >= 0) cir_set_shape(cir_val(g, n->out[j]), CIR_F32, x->ndim, sd);
+        if (n->out[j] >= 0) cir_set_shape_x(cir_val(g, n->out[j]), CIR_F32, x->ndim, sd);
     return CUVIL_OK;
 }
 
@@ -79,7 +84,7 @@ static const cir_attr_spec ln_attrs[] = {
     CIR_ATTR_END,
 };
 
-const cir_opdef cir_op_layer_norm = {"layer_norm", 0, 2, 3, 1, 3, ln_attrs, ln_infer, ln_fold, NULL, 0};
+const cir_opdef cir_op_layer_norm = {"layer_norm", CIR_OPF_SYM_DIMS, 2, 3, 1, 3, ln_attrs, ln_infer, ln_fold, NULL, 0};
 
 /* ===== instance_norm ===================================================================== */
 cuvil_status op_instance_norm_params(cir_graph *g, cir_node *n, cuvil_instance_norm_params *p) {

@@ -68,7 +68,18 @@ static cuvil_status reduce_infer(cir_graph *g, cir_node *n) {
     int ndim;
     int64_t dims[CIR_MAX_DIMS];
     if ((s = op_reduce_params(g, n, &p, &ndim, dims))) return s;
-    cir_set_shape(cir_out(g, n, 0), x->dtype, ndim, dims);   /* every numeric type runs (cuvil_reduce_t) */
+    /* the dims kept, as expressions (op_reduce_params's, with x's expressions) */
+    const cir_dim *dx[CIR_MAX_DIMS];
+    int nd = 0;
+    bool keepdims = cir_attr_int(n, "keepdims") != 0;
+    for (int d = 0; d < x->ndim; d++) {
+        if (!(p.mask & (1u << d))) dx[nd++] = cir_dimx(g, x, d);
+        else if (keepdims) dx[nd++] = cir_dim_const(&g->dt, 1);
+    }
+    CUVIL_ASSERT(nd == ndim);
+    for (int d = 0; d < nd; d++)
+        if (!dx[d]) return cir_dim_err(g, n, "the output's dims");
+    cir_set_shape_x(cir_out(g, n, 0), x->dtype, ndim, dx);   /* every numeric type runs (cuvil_reduce_t) */
     return CUVIL_OK;
 }
 
@@ -92,7 +103,7 @@ static const cir_attr_spec reduce_attrs[] = {
 };
 
 #define REDUCE(name) \
-    const cir_opdef cir_op_##name = {#name, 0, 1, 2, 1, 1, reduce_attrs, reduce_infer, reduce_fold, NULL, 0};
+    const cir_opdef cir_op_##name = {#name, CIR_OPF_SYM_DIMS, 1, 2, 1, 1, reduce_attrs, reduce_infer, reduce_fold, NULL, 0};
 REDUCE(reduce_sum)
 REDUCE(reduce_mean)
 REDUCE(reduce_max)

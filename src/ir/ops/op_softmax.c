@@ -29,7 +29,7 @@ static cuvil_status softmax_infer(cir_graph *g, cir_node *n) {
     cir_value *x = cir_in(g, n, 0);
     cuvil_softmax_params p;
     if ((s = op_softmax_params(g, n, &p))) return s;
-    cir_set_shape(cir_out(g, n, 0), x->dtype, x->ndim, x->dims);
+    cir_set_shape_like(cir_out(g, n, 0), x->dtype, x);
     return CUVIL_OK;
 }
 
@@ -51,9 +51,9 @@ static const cir_attr_spec softmax_attrs[] = {
     CIR_ATTR_END,
 };
 
-const cir_opdef cir_op_softmax = {"softmax", 0, 1, 1, 1, 1, softmax_attrs, softmax_infer, softmax_fold, NULL, 0};
-const cir_opdef cir_op_log_softmax = {"log_softmax", 0, 1, 1, 1, 1, softmax_attrs, softmax_infer, softmax_fold, NULL, 0};
-const cir_opdef cir_op_hardmax = {"hardmax", 0, 1, 1, 1, 1, softmax_attrs, softmax_infer, softmax_fold, NULL, 0};
+const cir_opdef cir_op_softmax = {"softmax", CIR_OPF_SYM_DIMS, 1, 1, 1, 1, softmax_attrs, softmax_infer, softmax_fold, NULL, 0};
+const cir_opdef cir_op_log_softmax = {"log_softmax", CIR_OPF_SYM_DIMS, 1, 1, 1, 1, softmax_attrs, softmax_infer, softmax_fold, NULL, 0};
+const cir_opdef cir_op_hardmax = {"hardmax", CIR_OPF_SYM_DIMS, 1, 1, 1, 1, softmax_attrs, softmax_infer, softmax_fold, NULL, 0};
 
 /* ===== attention ========================================================================= */
 /* attention nodes come from pass_fuse_attention.c, with their output's shape already set and

@@ -49,6 +49,42 @@ static cuvil_status split_sizes(cir_graph *g, cir_node *n, int *axis, int64_t *s
     return CUVIL_OK;
 }
 
+/* The chunk sizes as expressions: split_sizes's when the axis is fixed; on a symbolic axis,
+ * equal parts (a guard that they divide it) or given sizes (a guard that they add up to it). */
+cuvil_status op_split_sizes_x(cir_graph *g, cir_node *n, int *axis, const cir_dim **sizes) {
+    cir_value *x = cir_in(g, n, 0);
+    cuvil_status s;
+    if ((s = op_axis(g, n, cir_attr_int(n, "axis"), x->ndim, "axis", axis))) return s;
+    cir_dimtab *t = &g->dt;
+    if (!x->dx[*axis]) {
+        int64_t sz[OP_SPLIT_MAX];
+        if ((s = split_sizes(g, n, axis, sz))) return s;
+        for (int i = 0; i < n->n_out; i++) sizes[i] = cir_dim_const(t, sz[i]);
+        return CUVIL_OK;
+    }
+    const cir_dim *dim = x->dx[*axis];
+    if (cir_attr_has(n, "num_outputs"))
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "num_outputs on axis %d, whose size is symbolic", *axis);
+    int cnt = -1;
+    int64_t given[OP_SPLIT_MAX];
+    if (cir_in(g, n, 1) && (s = op_const_ints(g, n, 1, "split", given, OP_SPLIT_MAX, &cnt))) return s;
+    if (cnt >= 0) {
+        if (cnt != n->n_out) return cir_node_err(g, n, CUVIL_ERR_MODEL, "split has %d values for %d outputs", cnt, n->n_out);
+        int64_t sum = 0;
+        for (int i = 0; i < cnt; i++) {
+            if (given[i] < 0 || given[i] > dim->hi)
+                return cir_node_err(g, n, CUVIL_ERR_MODEL, "split[%d]=%lld is invalid", i, (long long)given[i]);
+            sizes[i] = cir_dim_const(t, given[i]);
+            sum += given[i];
+        }
+        return cir_require_eq(g, n, cir_dim_const(t, sum), dim, "the split sizes' sum and the axis");
+    }
+    const cir_dim *part = cir_dim_fdiv(t, dim, cir_dim_const(t, n->n_out));
+    if (!part) return cir_dim_err(g, n, "the parts");
+    for (int i = 0; i < n->n_out; i++) sizes[i] = part;
+    return cir_require_eq(g, n, cir_dim_scale(t, part, n->n_out), dim, "the equal parts and the axis");
+}
+
 static cuvil_status split_infer(cir_graph *g, cir_node *n) {
     cuvil_status s = op_check_arity(g, n, 1, 2, 1, OP_SPLIT_MAX);
     if (s) return s;
@@ -58,12 +94,14 @@ static cuvil_status split_infer(cir_graph *g, cir_node *n) {
     if (cir_dtype_size(x->dtype) == 0)
         return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' has type %s", x->name, cir_dtype_name(x->dtype));
     int axis;
-    int64_t sizes[OP_SPLIT_MAX], dims[CIR_MAX_DIMS];
-    if ((s = split_sizes(g, n, &axis, sizes))) return s;
-    memcpy(dims, x->dims, sizeof dims);
+    const cir_dim *sizes[OP_SPLIT_MAX], *dx[CIR_MAX_DIMS];
+    if ((s = op_split_sizes_x(g, n, &axis, sizes))) return s;
+    for (int d = 0; d < x->ndim; d++) dx[d] = cir_dimx(g, x, d);
     for (int i = 0; i < n->n_out; i++) {
-        dims[axis] = sizes[i];
-        cir_set_shape(cir_out(g, n, i), x->dtype, x->ndim, dims);
+        dx[axis] = sizes[i];
+        for (int d = 0; d < x->ndim; d++)
+            if (!dx[d]) return cir_dim_err(g, n, "the outputs' dims");
+        cir_set_shape_x(cir_out(g, n, i), x->dtype, x->ndim, dx);
     }
     return CUVIL_OK;
 }
@@ -101,4 +139,4 @@ static const cir_attr_spec split_attrs[] = {
     CIR_ATTR_END,
 };
 
-const cir_opdef cir_op_split = {"split", 0, 1, 2, 1, OP_SPLIT_MAX, split_attrs, split_infer, split_fold, NULL, 0};
+const cir_opdef cir_op_split = {"split", CIR_OPF_SYM_DIMS, 1, 2, 1, OP_SPLIT_MAX, split_attrs, split_infer, split_fold, NULL, 0};

@@ -147,6 +147,16 @@ cuvil_status op_need_typed(cir_graph *g, cir_node *n, int i, bool bool_ok);
  * a constant (n then dead). Fails only when out of memory. */
 cuvil_status op_sval_eval(cir_graph *g, cir_node *n);
 
+/* The sizes and strides of cuvil_gemm_params as expressions of the dims (any graph), for a
+ * node with symbolic dims (the emitter writes them as C of D[]); the other fields are
+ * op_gemm_params's. */
+typedef struct op_gemm_xparams {
+    const cir_dim *M, *N, *K, *lda, *ldb, *ldc, *batch, *a_bstride, *b_bstride, *c_bstride, *bias_rs, *bias_cs;
+} op_gemm_xparams;
+/* Fills p and the output's dims (guards for K and broadcast batch dims); a MatMul batch
+ * broadcast that is neither contiguous nor shared is refused. */
+cuvil_status op_gemm_x(cir_graph *g, cir_node *n, op_gemm_xparams *p, int *ndim, const cir_dim **dx);
+
 /* ===== Parameters shared with codegen's emitters ========================================= */
 /* Each computes, from a node after infer, the parameters of the op's run-time kernel: the op
  * file's fold runs the kernel with them, its emitter (src/codegen/emit/emit_<family>.c) writes
@@ -195,6 +205,9 @@ cuvil_status op_softmax_params(cir_graph *g, cir_node *n, cuvil_softmax_params *
 /* split: outer = product of dims before the axis, chunk[i] = bytes of output i per outer row
  * (n->n_out <= OP_SPLIT_MAX of them). */
 #define OP_SPLIT_MAX 64   /* the loader's limit on a node's outputs */
+/* The chunk sizes along the split axis as expressions (any graph; guards where a symbolic axis
+ * must divide or add up). */
+cuvil_status op_split_sizes_x(cir_graph *g, cir_node *n, int *axis, const cir_dim **sizes);
 cuvil_status op_split_params(cir_graph *g, cir_node *n, int64_t *outer, int64_t *chunk);
 cuvil_status op_transpose_params(cir_graph *g, cir_node *n, cuvil_transpose_params *p);
 cuvil_status op_trilu_params(cir_graph *g, cir_node *n, cuvil_trilu_params *p);
