@@ -554,6 +554,54 @@ static bool monomial(const cir_dim *b, i128 *kd, const cir_dim **md) {
     return true;
 }
 
+/* The degree of a term (its factors; 0 for NULL, the constant 1) and the greater of two terms
+ * in the order polynomial division takes leading terms in: degree, then the canonical order. */
+static int degree(const cir_dim *m) { return !m ? 0 : m->kind == CIR_DIM_MUL ? m->n : 1; }
+static bool term_after(const cir_dim *x, const cir_dim *y) {
+    if (degree(x) != degree(y)) return degree(x) > degree(y);
+    return x && y && order(x, y) > 0;
+}
+
+/* a / b when b, a sum of terms, divides a as a polynomial (768*batch*past + 768*batch by
+ * 64*past + 64 is 12*batch): the quotient, exact, or NULL. Long division on leading terms,
+ * a bounded number of steps. */
+static const cir_dim *exact_quotient(cir_dimtab *t, const cir_dim *a, const cir_dim *b) {
+    lin n, d, q;
+    lin_init(&n);
+    lin_init(&d);
+    lin_init(&q);
+    if (!lin_add(t, &n, a, 1) || !lin_add(t, &d, b, 1) || !d.n) return NULL;
+    int ld = 0;   /* b's leading term (the constant cannot lead a sum of terms) */
+    for (int j = 1; j < d.n; j++)
+        if (term_after(d.t[j], d.t[ld])) ld = j;
+    for (int step = 0; step < 32; step++) {
+        int ln = -1;
+        for (int i = 0; i < n.n; i++)
+            if (n.k[i] && (ln < 0 || term_after(n.t[i], n.t[ln]))) ln = i;
+        if (ln < 0) return n.c ? NULL : lin_make(t, &q);   /* a constant remainder: not exact */
+        const cir_dim *m = NULL;
+        bool err = false;
+        if (n.k[ln] % d.k[ld] || !mono_divides(t, n.t[ln], d.t[ld], &m, &err) || err) return NULL;
+        i128 qk = n.k[ln] / d.k[ld];
+        if (!inside(qk)) return NULL;
+        if (!m) q.c += qk;
+        else if (!lin_term(t, &q, qk, m)) return NULL;
+        /* n -= qk * m * b */
+        for (int j = 0; j < d.n; j++) {
+            const cir_dim *pm = m ? mono_mul(t, m, d.t[j]) : d.t[j];
+            if (!pm || !inside(qk * d.k[j]) || !lin_term(t, &n, -qk * d.k[j], pm)) return NULL;
+        }
+        if (d.c) {
+            if (m) {
+                if (!inside(qk * d.c) || !lin_term(t, &n, -qk * d.c, m)) return NULL;
+            } else {
+                n.c -= qk * d.c;
+            }
+        }
+    }
+    return NULL;
+}
+
 const cir_dim *cir_dim_fdiv(cir_dimtab *t, const cir_dim *a, const cir_dim *b) {
     if (!a || !b) return NULL;
     if (may_be_zero(b)) {
@@ -597,6 +645,11 @@ const cir_dim *cir_dim_fdiv(cir_dimtab *t, const cir_dim *a, const cir_dim *b) {
         if (!r.n && r.c == 0) return lin_make(t, &q);
         rest = lin_make(t, &r);
     } else {
+        char why[sizeof t->why];
+        memcpy(why, t->why, sizeof why);
+        const cir_dim *e = exact_quotient(t, a, b);   /* b a sum: a multiple of it? */
+        memcpy(t->why, why, sizeof why);
+        if (e) return e;
         lin_init(&q);
         rest = a;
     }
@@ -663,6 +716,13 @@ const cir_dim *cir_dim_mod(cir_dimtab *t, const cir_dim *a, const cir_dim *b) {
         if (!r.n && r.c == 0) return cir_dim_const(t, 0);
         rest = lin_make(t, &r);
         if (!rest) return NULL;
+    }
+    if (rest == a && b->kind == CIR_DIM_ADD) {   /* b a sum: a multiple of it leaves 0 */
+        char why[sizeof t->why];
+        memcpy(why, t->why, sizeof why);
+        const cir_dim *e = exact_quotient(t, a, b);
+        memcpy(t->why, why, sizeof why);
+        if (e) return cir_dim_const(t, 0);
     }
     if (rest->lo >= 0 && rest->hi < b->lo) return rest;
     int64_t hi = b->hi - 1;

@@ -64,6 +64,10 @@ int main(void) {
     CHECK(cir_dim_fdiv(&T, numel, cir_dim_scale(&T, b, 768)) == seq, "batch*seq*768 // (768*batch) = seq: %s",
           show(cir_dim_fdiv(&T, numel, cir_dim_scale(&T, b, 768))));
     CHECK(cir_dim_fdiv(&T, seq, seq) == C(1), "seq // seq = 1");
+    /* a sum divides exactly: (768*batch*seq + 768*batch) // (64*seq + 64) = 12*batch */
+    const cir_dim *num = cir_dim_scale(&T, cir_dim_add(&T, bs, b), 768), *den = cir_dim_scale(&T, cir_dim_add_const(&T, seq, 1), 64);
+    CHECK(cir_dim_fdiv(&T, num, den) == cir_dim_scale(&T, b, 12), "exact division by a sum: %s", show(cir_dim_fdiv(&T, num, den)));
+    CHECK(cir_dim_fdiv(&T, cir_dim_add_const(&T, num, 1), den) != cir_dim_scale(&T, b, 12), "a remainder is no exact division");
     CHECK(cir_dim_fdiv(&T, cir_dim_add_const(&T, seq, -1), cir_dim_add_const(&T, seq, 0)) == C(0), "(seq-1)//seq = 0");
     /* negative numerators floor, as Python */
     CHECK(cir_dim_fdiv(&T, C(-7), C(2)) == C(-4) && cir_dim_mod(&T, C(-7), C(2)) == C(1) &&

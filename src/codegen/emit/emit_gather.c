@@ -18,7 +18,7 @@ cuvil_status cg_emit_gather(cg_ctx *cg, cir_graph *g, cir_node *n) {
     cuvil_status s = op_gather_params(g, n, &axis, &p);
     if (s) return s;
     cir_value *iv = cir_in(g, n, 1);
-    if (!cir_is_const(iv)) {
+    if (!cir_is_const(iv) || cir_in(g, n, 0)->dx[axis]) {   /* checked (and normalised) by the kernel */
         const char *ps = gather_params(cg, g, n, axis);
         cg_printf(cg, "    if (cuvil_gather_rt(&%s, %s, %s, %s, %s)) return 1;\n", ps, cg_rt_type(iv->dtype), cg_in(cg, n->in[1]),
                   cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));

@@ -67,9 +67,7 @@ static cuvil_status gather_infer(cir_graph *g, cir_node *n) {
         if (!dx[d]) return cir_dim_err(g, n, "the output's dims");
     cir_set_shape_x(cir_out(g, n, 0), x->dtype, nd, dx);
     if (!cir_is_const(idx)) return CUVIL_OK;   /* checked by the kernel at run time */
-    if (x->dx[axis])   /* constant indices into a symbolic axis: normalised when the model runs */
-        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "constant indices into axis %d of '%s', whose size is symbolic",
-                            axis, x->name);
+    if (x->dx[axis]) return CUVIL_OK;   /* a symbolic axis: checked and normalised when the model runs */
     int64_t *norm = op_gather_indices(g, n, &p);   /* validates every index now */
     if (!norm) return g->ctx->status;
     cuvil_free(norm);

@@ -131,7 +131,46 @@ cuvil_status op_nd_params(cir_graph *g, cir_node *n, cuvil_nd_params *p, int *nd
     return CUVIL_OK;
 }
 
+/* gather_nd's sizes with the dims as expressions (symbolic data or indices): the counts of
+ * op_nd_params and the output's dims. The coordinates per index (k) must be fixed. */
+cuvil_status op_gather_nd_x(cir_graph *g, cir_node *n, op_nd_xparams *p, int *ndim, const cir_dim **dx) {
+    cir_value *x = cir_in(g, n, 0), *idx = cir_in(g, n, 1);
+    cuvil_nd_params q;
+    int nd;
+    int64_t dims[CIR_MAX_DIMS];
+    cuvil_status s = op_nd_params(g, n, &q, &nd, dims);   /* the checks, on the upper bounds */
+    if (s) return s;
+    if (idx->dx[idx->ndim - 1])
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "the last dim of indices '%s' is symbolic", idx->name);
+    int b = (int)cir_attr_int(n, "batch_dims"), k = (int)q.k;
+    cir_dimtab *t = &g->dt;
+    p->n_batch = p->n_idx = p->slice_elems = cir_dim_const(t, 1);
+    for (int d = 0; d < b; d++) {
+        if ((s = cir_require_eq(g, n, cir_dimx(g, idx, d), cir_dimx(g, x, d), "the batch dims of indices and data"))) return s;
+        p->n_batch = cir_dim_mul(t, p->n_batch, cir_dimx(g, x, d));
+    }
+    for (int d = b; d < idx->ndim - 1; d++) p->n_idx = cir_dim_mul(t, p->n_idx, cir_dimx(g, idx, d));
+    for (int d = 0; d < k; d++) p->data_dims[d] = cir_dimx(g, x, b + d);
+    for (int d = b + k; d < x->ndim; d++) p->slice_elems = cir_dim_mul(t, p->slice_elems, cir_dimx(g, x, d));
+    *ndim = 0;
+    for (int d = 0; d < idx->ndim - 1; d++) dx[(*ndim)++] = cir_dimx(g, idx, d);
+    for (int d = b + k; d < x->ndim; d++) dx[(*ndim)++] = cir_dimx(g, x, d);
+    for (int d = 0; d < *ndim; d++)
+        if (!dx[d]) return cir_dim_err(g, n, "the output's dims");
+    if (!p->n_batch || !p->n_idx || !p->slice_elems) return cir_dim_err(g, n, "the sizes");
+    return CUVIL_OK;
+}
+
 static cuvil_status nd_infer(cir_graph *g, cir_node *n) {
+    if (!is_scatter(n) && (!cir_value_fixed(cir_in(g, n, 0)) || !cir_value_fixed(cir_in(g, n, 1)))) {
+        op_nd_xparams px;
+        int nd;
+        const cir_dim *dx[CIR_MAX_DIMS];
+        cuvil_status s = op_gather_nd_x(g, n, &px, &nd, dx);
+        if (s) return s;
+        cir_set_shape_x(cir_out(g, n, 0), cir_in(g, n, 0)->dtype, nd, dx);
+        return CUVIL_OK;
+    }
     cuvil_nd_params p;
     int nd;
     int64_t dims[CIR_MAX_DIMS];
@@ -172,5 +211,5 @@ const cir_opdef cir_op_gather_elements = {"gather_elements", 0, 2, 2, 1, 1, gath
                                           elements_fold, NULL, 0};
 const cir_opdef cir_op_scatter_elements = {"scatter_elements", 0, 3, 3, 1, 1, scatter_elements_attrs, elements_infer,
                                            elements_fold, NULL, 0};
-const cir_opdef cir_op_gather_nd = {"gather_nd", 0, 2, 2, 1, 1, gather_nd_attrs, nd_infer, nd_fold, NULL, 0};
+const cir_opdef cir_op_gather_nd = {"gather_nd", CIR_OPF_SYM_DIMS, 2, 2, 1, 1, gather_nd_attrs, nd_infer, nd_fold, NULL, 0};
 const cir_opdef cir_op_scatter_nd = {"scatter_nd", 0, 3, 3, 1, 1, scatter_nd_attrs, nd_infer, nd_fold, NULL, 0};

@@ -14,7 +14,7 @@ static cuvil_status trilu_infer(cir_graph *g, cir_node *n) {
         return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' has type %s", x->name, cir_dtype_name(x->dtype));
     cuvil_trilu_params p;
     if ((s = op_trilu_params(g, n, &p))) return s;
-    cir_set_shape(cir_out(g, n, 0), x->dtype, x->ndim, x->dims);
+    cir_set_shape_like(cir_out(g, n, 0), x->dtype, x);
     return CUVIL_OK;
 }
 
@@ -47,4 +47,4 @@ static cuvil_status trilu_fold(cir_graph *g, cir_node *n) {
 
 static const cir_attr_spec trilu_attrs[] = {{"upper", CIR_ATTR_INT, 1, 0, NULL, false}, CIR_ATTR_END};
 
-const cir_opdef cir_op_trilu = {"trilu", 0, 1, 2, 1, 1, trilu_attrs, trilu_infer, trilu_fold, NULL, 0};
+const cir_opdef cir_op_trilu = {"trilu", CIR_OPF_SYM_DIMS, 1, 2, 1, 1, trilu_attrs, trilu_infer, trilu_fold, NULL, 0};

@@ -157,6 +157,12 @@ typedef struct op_gemm_xparams {
  * broadcast that is neither contiguous nor shared is refused. */
 cuvil_status op_gemm_x(cir_graph *g, cir_node *n, op_gemm_xparams *p, int *ndim, const cir_dim **dx);
 
+/* gather_nd's counts and data dims as expressions (for symbolic dims). */
+typedef struct op_nd_xparams {
+    const cir_dim *n_batch, *n_idx, *slice_elems, *data_dims[CIR_MAX_DIMS];
+} op_nd_xparams;
+cuvil_status op_gather_nd_x(cir_graph *g, cir_node *n, op_nd_xparams *p, int *ndim, const cir_dim **dx);
+
 /* ===== Parameters shared with codegen's emitters ========================================= */
 /* Each computes, from a node after infer, the parameters of the op's run-time kernel: the op
  * file's fold runs the kernel with them, its emitter (src/codegen/emit/emit_<family>.c) writes
