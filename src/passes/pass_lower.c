@@ -8,6 +8,11 @@
 
 #include <string.h>
 
+/* Kernels chosen on the shapes' numbers (Winograd, the direct and swapped GEMMs, channels last,
+ * fused blocks) are for fixed shapes: a model with symbolic dims keeps to the plain GEMM paths,
+ * which take any size (the issue of lowering symbolic nodes as specialised ones is open). */
+static bool plain_only(const cir_graph *g) { return g->symbolic || g->symdims; }
+
 /* What every lowering reads: the target, and the map sizes at which some conv runs as
  * Winograd with tiles as rows (collected before any is lowered). */
 #define WINO_T_SIZES 8
@@ -121,7 +126,7 @@ static bool swapped_fits_better(const cuvil_conv2d_params *p, const cuvil_target
  * kernel serves every size: the choices that follow the size (and change the packed weights'
  * layout) are left out. */
 static bool runs_winograd(const cir_graph *g, bool packed, const cuvil_conv2d_params *p) {
-    return packed && !g->symbolic && g->opt_level >= 2 && winograd_pays(p);
+    return packed && !plain_only(g) && g->opt_level >= 2 && winograd_pays(p);
 }
 
 /* Where 4x4 tiles are too few (7x7: 4, 43% padding, 37 MB of weights at 512 channels),
@@ -129,7 +134,7 @@ static bool runs_winograd(const cir_graph *g, bool packed, const cuvil_conv2d_pa
  * than the GEMM on 1.78x the weights. */
 static bool runs_winograd2(const cir_graph *g, bool packed, const cuvil_conv2d_params *p) {
     const int64_t tiles = ((p->OH + 1) / 2) * ((p->OW + 1) / 2);
-    return packed && !g->symbolic && g->opt_level >= 2 && cuvil_conv2d_winograd_applies(p) && !winograd_pays(p) &&
+    return packed && !plain_only(g) && g->opt_level >= 2 && cuvil_conv2d_winograd_applies(p) && !winograd_pays(p) &&
            tiles >= 16 && tiles <= 64 && p->C >= WINO2_MIN_CHANNELS && p->M >= WINO2_MIN_CHANNELS;
 }
 
@@ -295,7 +300,7 @@ static cuvil_status lower_conv(cir_graph *g, cir_node *n, const lower_ctx *c) {
     char algo[160];
     const bool packed = g->opt_level >= 1 && cir_is_const(w);
     /* (Winograd takes only stride 1: never with strided_t) */
-    const bool strided_t = packed && !g->symbolic && g->opt_level >= 2 && direct_t_strided(&p, t);
+    const bool strided_t = packed && !plain_only(g) && g->opt_level >= 2 && direct_t_strided(&p, t);
     /* a single input channel with a gathering stride and long kernel rows: the direct
      * convolution, as for more channels (conv_sweep.py: 1 -> 4, k400 s160, AVX2 0.034 -> 0.021 ms) */
     bool depthwise = p.C / p.group == 1 && !dw_runs_gemm(&p, packed, t) && !strided_t;
@@ -309,15 +314,15 @@ static cuvil_status lower_conv(cir_graph *g, cir_node *n, const lower_ctx *c) {
         bool wino = runs_winograd(g, packed, &p) || wino2;
         /* the swapped GEMMs run group by group with a transpose each: one group only (grouped
          * convs, conv_sweep.py: 64 -> 64 g4 3x3 s2 at 56x56, AVX2, 0.34 -> 0.74 ms swapped) */
-        bool swap = packed && !g->symbolic && !wino && !strided_t && p.group == 1 &&
+        bool swap = packed && !plain_only(g) && !wino && !strided_t && p.group == 1 &&
                     (swapped_fits_better(&p, t) ||
                      (g->opt_level >= 2 && pointwise && p.group == 1 && p.OH * p.OW <= SWAP_NEAR_DW_MAX_PIXELS &&
                       next_to_depthwise(g, n)) ||
                      (g->opt_level >= 2 && (pointwise || strided_pw) && p.group == 1 &&
                       p.OH * p.OW <= SWAP_NEAR_WINO_T_MAX_PIXELS && on_wino_t_map(c, &p)));
         bool wino_t = wino && !wino2 && wino_t_shape(&p, t);
-        bool direct_t = strided_t || (packed && !g->symbolic && !wino && !swap && g->opt_level >= 2 && direct_t_pays(&p, t));
-        bool direct = packed && !g->symbolic && !wino && !swap && !direct_t && direct_pays(&p);
+        bool direct_t = strided_t || (packed && !plain_only(g) && !wino && !swap && g->opt_level >= 2 && direct_t_pays(&p, t));
+        bool direct = packed && !plain_only(g) && !wino && !swap && !direct_t && direct_pays(&p);
         p.algo = wino2      ? CUVIL_CONV_WINOGRAD2_T
                  : wino_t   ? CUVIL_CONV_WINOGRAD_T
                  : wino     ? CUVIL_CONV_WINOGRAD
@@ -415,7 +420,7 @@ static const char *node_ops(const cir_node *n, char *buf, size_t len) {
  * middle tensors have no other use: the last conv becomes an mbblock node that does all
  * three; the first two are dropped. */
 static cuvil_status fuse_mbblocks(cir_graph *g, const cuvil_target_info *t) {
-    if (g->symbolic || g->opt_level < 2) return CUVIL_OK;
+    if (plain_only(g) || g->opt_level < 2) return CUVIL_OK;
     bool changed = false;
     for (int i = 0; i < g->n_nodes; i++) {
         cir_node *P = cir_node_at(g, i);
@@ -517,7 +522,7 @@ static bool layout_ok(cir_graph *g, cir_node *n, int layout) {
 }
 
 static cuvil_status assign_layouts(cir_graph *g, const cuvil_target_info *t) {
-    if (g->symbolic || g->opt_level < 2) return CUVIL_OK;
+    if (plain_only(g) || g->opt_level < 2) return CUVIL_OK;
     bool *last = cuvil_calloc((size_t)g->n_values + 1, sizeof *last); /* value v channels last */
     if (!last) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
     /* what a conv can write, 4-D and not a graph output */

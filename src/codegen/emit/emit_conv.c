@@ -18,11 +18,30 @@ static const char *geo_fields(const cuvil_conv2d_params *p, char *buf, size_t le
     return buf;
 }
 
+/* geo_fields of a symbolic node: the sizes and padding of this run as C of D[]. */
+static const char *geo_fields_x(cg_ctx *cg, const cuvil_conv2d_params *p, const op_geo_x *x) {
+    char a[128];
+    const char *s = "";
+    cuvil_sb sb = {0};
+    cuvil_sb_printf(&sb, ".N = %s, .C = %lld, .H = %s, .W = %s, .M = %lld, .OH = %s, .OW = %s, .KH = %lld, .KW = %lld, "
+                    ".stride_h = %lld, .stride_w = %lld, .pad_t = %s, .pad_l = %s, .dil_h = %lld, .dil_w = %lld, "
+                    ".group = %lld, .act = %s", cg_dim_c(cg, x->N), (long long)p->C, cg_dim_c(cg, x->H), cg_dim_c(cg, x->W),
+                    (long long)p->M, cg_dim_c(cg, x->OH), cg_dim_c(cg, x->OW), (long long)p->KH, (long long)p->KW,
+                    (long long)p->stride_h, (long long)p->stride_w, cg_dim_c(cg, x->pad_t), cg_dim_c(cg, x->pad_l),
+                    (long long)p->dil_h, (long long)p->dil_w, (long long)p->group, cg_act(&p->act, a));
+    if (!sb.oom) s = cg_str(cg, sb.s ? sb.s : "");
+    cuvil_sb_free(&sb);
+    return s;
+}
+
 cuvil_status cg_emit_conv(cg_ctx *cg, cir_graph *g, cir_node *n) {
     cuvil_conv2d_params pp;
     cuvil_status s = op_conv_params(g, n, false, &pp);
     if (s) return s;
     pp.layout = n->layout;
+    op_geo_x gx;
+    bool sym = cg_node_symbolic(g, n);
+    if (sym && (s = op_conv_x(g, n, &gx))) return s;
     char f[1024], ex[160] = "";
     if (n->packed >= 0) {
         const cuvil_target_info *t = cuvil_target_find(g->target);
@@ -34,7 +53,7 @@ cuvil_status cg_emit_conv(cg_ctx *cg, cir_graph *g, cir_node *n) {
                  (long long)pp.packed_kc, (long long)pp.algo);
     }
     if (pp.layout) snprintf(ex + strlen(ex), sizeof ex - strlen(ex), ", .layout = %lld", (long long)pp.layout);
-    const char *p = cg_param(cg, "cuvil_conv2d_params", "{ %s%s }", geo_fields(&pp, f, sizeof f), ex);
+    const char *p = cg_param(cg, "cuvil_conv2d_params", "{ %s%s }", sym ? geo_fields_x(cg, &pp, &gx) : geo_fields(&pp, f, sizeof f), ex);
     cuvil_gemm_ukernel_desc uk;
     cuvil_gemm_blocking blk = cg_target_blocking(g, &uk);
     const char *S = cg_scratch(cg, cuvil_f32_conv2d_scratch_size_ex(&pp, &blk), "cuvil_f32_conv2d_scratch_size(&%s)", p);

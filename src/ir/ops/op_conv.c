@@ -163,12 +163,54 @@ static cuvil_status geometry(cir_graph *g, cir_node *n, bool transpose, conv_geo
     return CUVIL_OK;
 }
 
+cuvil_status op_conv_x(cir_graph *g, cir_node *n, op_geo_x *x) {
+    conv_geo c;
+    cuvil_status s = geometry(g, n, false, &c);   /* the attributes and channels, checked */
+    if (s) return s;
+    cir_value *v = cir_in(g, n, 0);
+    if (v->dx[1]) return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "the channels of '%s' are symbolic", v->name);
+    cir_dimtab *t = &g->dt;
+    int ap = (int)cir_attr_int(n, "auto_pad");
+    const int64_t *pads;
+    bool have = cir_attr_ints(n, "pads", &pads) >= 0;
+    op_window w[2];
+    for (int i = 0; i < c.nsp; i++) {
+        int64_t ek = (c.k[i] - 1) * c.d[i] + 1;   /* bounded: geometry checked it */
+        if ((s = op_window_x(g, n, i, cir_dimx(g, v, 2 + i), ek, c.s[i], ap, have ? pads[i] : 0, have ? pads[i + c.nsp] : 0,
+                             false, &w[i])))
+            return s;
+    }
+    int h = c.nsp == 1 ? -1 : 0, wd = c.nsp - 1;
+    const cir_dim *one = cir_dim_const(t, 1), *zero = cir_dim_const(t, 0);
+    x->N = cir_dimx(g, v, 0);
+    x->H = h < 0 ? one : cir_dimx(g, v, 2);
+    x->W = cir_dimx(g, v, 1 + c.nsp);
+    x->OH = h < 0 ? one : w[0].out;
+    x->OW = w[wd].out;
+    x->KH = cir_dim_const(t, h < 0 ? 1 : c.k[0]);
+    x->KW = cir_dim_const(t, c.k[wd]);
+    x->pad_t = h < 0 ? zero : w[0].pb;
+    x->pad_l = w[wd].pb;
+    x->pad_b = h < 0 ? zero : w[0].pe;
+    x->pad_r = w[wd].pe;
+    return CUVIL_OK;
+}
+
 static cuvil_status infer_common(cir_graph *g, cir_node *n, bool transpose) {
     cuvil_status s;
     if ((s = op_check_arity(g, n, 2, 3, 1, 1)) || (s = op_need_f32(g, n, 0)) || (s = op_need_f32(g, n, 1)) ||
         (cir_in(g, n, 2) && (s = op_need_f32(g, n, 2))))
         return s;
     conv_geo c;
+    if (!cir_value_fixed(cir_in(g, n, 0))) {
+        if (transpose)
+            return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "a transposed convolution of symbolic dims is not supported yet");
+        op_geo_x x;
+        if ((s = op_conv_x(g, n, &x)) || (s = geometry(g, n, transpose, &c))) return s;
+        const cir_dim *dx[4] = {x.N, cir_dim_const(&g->dt, c.M), c.nsp == 1 ? x.OW : x.OH, x.OW};
+        cir_set_shape_x(cir_out(g, n, 0), CIR_F32, 2 + c.nsp, dx);
+        return CUVIL_OK;
+    }
     if ((s = geometry(g, n, transpose, &c))) return s;
     int64_t dims[4] = {c.N, c.M, c.out[0], c.out[1]};
     cir_set_shape(cir_out(g, n, 0), CIR_F32, 2 + c.nsp, dims);
@@ -242,7 +284,7 @@ static const cir_attr_spec convt_attrs[] = {
     CIR_ATTR_END,
 };
 
-const cir_opdef cir_op_conv = {"conv", CIR_OPF_TAKES_ACT | CIR_OPF_TAKES_RESIDUAL, 2, 3, 1, 1, conv_attrs,
+const cir_opdef cir_op_conv = {"conv", CIR_OPF_TAKES_ACT | CIR_OPF_TAKES_RESIDUAL | CIR_OPF_SYM_DIMS, 2, 3, 1, 1, conv_attrs,
                                conv_infer, conv_fold, NULL, 0};
 const cir_opdef cir_op_conv_transpose = {"conv_transpose", CIR_OPF_TAKES_ACT, 2, 3, 1, 1, convt_attrs,
                                          convt_infer, NULL, NULL, 0};

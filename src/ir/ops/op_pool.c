@@ -98,12 +98,69 @@ cuvil_status op_pool_params(cir_graph *g, cir_node *n, cuvil_pool2d_params *p) {
     return CUVIL_OK;
 }
 
+cuvil_status op_pool_x(cir_graph *g, cir_node *n, op_geo_x *x) {
+    cuvil_pool2d_params p;
+    cuvil_status s = op_pool_params(g, n, &p);   /* the attributes, checked */
+    if (s) return s;
+    cir_value *v = cir_in(g, n, 0);
+    cir_dimtab *t = &g->dt;
+    const cir_dim *one = cir_dim_const(t, 1), *zero = cir_dim_const(t, 0);
+    x->N = cir_dimx(g, v, 0);
+    if (n->kind == CIR_OP_GLOBAL_AVG_POOL || n->kind == CIR_OP_GLOBAL_MAX_POOL) {
+        const cir_dim *sp = one;
+        for (int i = 2; i < v->ndim; i++) sp = cir_dim_mul(t, sp, cir_dimx(g, v, i));
+        if (!sp) return cir_dim_err(g, n, "the pooled size");
+        if (sp->lo <= 0) return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "the input may have no spatial elements");
+        x->H = x->KH = x->OH = x->OW = one;
+        x->W = x->KW = sp;
+        x->pad_t = x->pad_l = x->pad_b = x->pad_r = zero;
+        return CUVIL_OK;
+    }
+    int nsp = v->ndim - 2, ap = (int)cir_attr_int(n, "auto_pad");
+    bool ceil_mode = cir_attr_int(n, "ceil_mode") != 0;
+    const int64_t *ks, *st, *pads, *dil;
+    int nst = cir_attr_ints(n, "strides", &st), npd = cir_attr_ints(n, "pads", &pads), ndl = cir_attr_ints(n, "dilations", &dil);
+    cir_attr_ints(n, "kernel_shape", &ks);
+    op_window w[2];
+    for (int i = 0; i < nsp; i++) {
+        int64_t d = ndl > 0 ? dil[i] : 1, ek = (ks[i] - 1) * d + 1;
+        if ((s = op_window_x(g, n, i, cir_dimx(g, v, 2 + i), ek, nst > 0 ? st[i] : 1, ap, npd > 0 ? pads[i] : 0,
+                             npd > 0 ? pads[i + nsp] : 0, ceil_mode, &w[i])))
+            return s;
+    }
+    bool o = nsp == 1;
+    x->H = o ? one : cir_dimx(g, v, 2);
+    x->W = cir_dimx(g, v, 1 + nsp);
+    x->OH = o ? one : w[0].out;
+    x->OW = w[nsp - 1].out;
+    x->KH = cir_dim_const(t, p.KH);
+    x->KW = cir_dim_const(t, p.KW);
+    x->pad_t = o ? zero : w[0].pb;
+    x->pad_l = w[nsp - 1].pb;
+    x->pad_b = o ? zero : w[0].pe;
+    x->pad_r = w[nsp - 1].pe;
+    return CUVIL_OK;
+}
+
 static cuvil_status pool_infer(cir_graph *g, cir_node *n) {
     cuvil_status s = op_check_arity(g, n, 1, 1, 1, 1);
     if (s || (s = op_need_f32(g, n, 0))) return s;
     cuvil_pool2d_params p;
     if ((s = op_pool_params(g, n, &p))) return s;
     cir_value *x = cir_in(g, n, 0);
+    if (x->dx[1]) return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "the channels of '%s' are symbolic", x->name);
+    if (!cir_value_fixed(x)) {
+        op_geo_x gx;
+        if ((s = op_pool_x(g, n, &gx))) return s;
+        const cir_dim *dx[CIR_MAX_DIMS] = {gx.N, cir_dimx(g, x, 1)};
+        for (int i = 2; i < x->ndim; i++) dx[i] = cir_dim_const(&g->dt, 1);
+        if (n->kind != CIR_OP_GLOBAL_AVG_POOL && n->kind != CIR_OP_GLOBAL_MAX_POOL) {
+            if (x->ndim == 3) dx[2] = gx.OW;
+            else dx[2] = gx.OH, dx[3] = gx.OW;
+        }
+        cir_set_shape_x(cir_out(g, n, 0), CIR_F32, x->ndim, dx);
+        return CUVIL_OK;
+    }
     int64_t dims[CIR_MAX_DIMS];
     dims[0] = p.N;
     dims[1] = p.C;
@@ -151,7 +208,7 @@ static const cir_attr_spec avg_pool_attrs[] = {
     CIR_ATTR_END,
 };
 
-const cir_opdef cir_op_max_pool = {"max_pool", 0, 1, 1, 1, 1, max_pool_attrs, pool_infer, pool_fold, NULL, 0};
-const cir_opdef cir_op_avg_pool = {"avg_pool", 0, 1, 1, 1, 1, avg_pool_attrs, pool_infer, pool_fold, NULL, 0};
-const cir_opdef cir_op_global_avg_pool = {"global_avg_pool", 0, 1, 1, 1, 1, NULL, pool_infer, pool_fold, NULL, 0};
-const cir_opdef cir_op_global_max_pool = {"global_max_pool", 0, 1, 1, 1, 1, NULL, pool_infer, pool_fold, NULL, 0};
+const cir_opdef cir_op_max_pool = {"max_pool", CIR_OPF_SYM_DIMS, 1, 1, 1, 1, max_pool_attrs, pool_infer, pool_fold, NULL, 0};
+const cir_opdef cir_op_avg_pool = {"avg_pool", CIR_OPF_SYM_DIMS, 1, 1, 1, 1, avg_pool_attrs, pool_infer, pool_fold, NULL, 0};
+const cir_opdef cir_op_global_avg_pool = {"global_avg_pool", CIR_OPF_SYM_DIMS, 1, 1, 1, 1, NULL, pool_infer, pool_fold, NULL, 0};
+const cir_opdef cir_op_global_max_pool = {"global_max_pool", CIR_OPF_SYM_DIMS, 1, 1, 1, 1, NULL, pool_infer, pool_fold, NULL, 0};

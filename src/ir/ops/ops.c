@@ -295,6 +295,42 @@ cuvil_status op_sval_ints(cir_graph *g, cir_node *n, int i, const char *what, co
     return CUVIL_OK;
 }
 
+cuvil_status op_window_x(cir_graph *g, cir_node *n, int i, const cir_dim *in, int64_t ek, int64_t s, int ap, int64_t pb,
+                         int64_t pe, bool ceil_mode, op_window *w) {
+    cir_dimtab *t = &g->dt;
+    const cir_dim *sd = cir_dim_const(t, s);
+    if (ap == CIR_PAD_SAME_UPPER || ap == CIR_PAD_SAME_LOWER) {
+        w->out = cir_dim_cdiv(t, in, sd);
+        const cir_dim *total = cir_dim_max(t, cir_dim_sub(t, cir_dim_add_const(t, cir_dim_scale(t, w->out, s), ek - s), in),
+                                           cir_dim_const(t, 0));
+        const cir_dim *half = cir_dim_fdiv(t, total, cir_dim_const(t, 2));
+        w->pb = ap == CIR_PAD_SAME_UPPER ? half : cir_dim_sub(t, total, half);
+        w->pe = cir_dim_sub(t, total, w->pb);
+    } else {
+        if (ap == CIR_PAD_VALID) pb = pe = 0;
+        w->pb = cir_dim_const(t, pb);
+        w->pe = cir_dim_const(t, pe);
+        const cir_dim *span = cir_dim_add_const(t, in, pb + pe - ek);
+        if (span && span->lo < 0) {
+            cuvil_sb e = {0};
+            cir_dim_print(&e, t, in);
+            cuvil_status st = cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "along spatial dim %d the window (%lld) is larger "
+                                           "than the padded input when %s < %lld; raise the symbol's minimum", i,
+                                           (long long)ek, e.s ? e.s : "?", (long long)(ek - pb - pe));
+            cuvil_sb_free(&e);
+            return st;
+        }
+        w->out = cir_dim_add_const(t, ceil_mode ? cir_dim_cdiv(t, span, sd) : cir_dim_fdiv(t, span, sd), 1);
+        /* the last window must start inside the input or its left padding (ceil_mode) */
+        if (ceil_mode) w->out = cir_dim_min(t, w->out, cir_dim_cdiv(t, cir_dim_add_const(t, in, pb), sd));
+    }
+    if (!w->out || !w->pb || !w->pe) return cir_dim_err(g, n, "the output size");
+    if (w->out->lo <= 0)
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "the output size along spatial dim %d may be 0 for the smallest "
+                            "inputs; raise the symbol's minimum", i);
+    return CUVIL_OK;
+}
+
 cuvil_status op_axis(cir_graph *g, cir_node *n, int64_t axis, int rank, const char *what, int *out) {
     if (axis < -rank || axis >= rank)
         return cir_node_err(g, n, CUVIL_ERR_MODEL, "%s=%lld is out of range for rank %d", what, (long long)axis, rank);

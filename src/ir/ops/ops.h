@@ -163,6 +163,24 @@ typedef struct op_nd_xparams {
 } op_nd_xparams;
 cuvil_status op_gather_nd_x(cir_graph *g, cir_node *n, op_nd_xparams *p, int *ndim, const cir_dim **dx);
 
+/* One spatial dim of a sliding window (conv, pool) with the input size in an expression: the
+ * output size and the padding before and after, by auto_pad ap (CIR_PAD_*; explicit pads pb,
+ * pe), kernel extent ek and stride s. Refused when some input size in the range leaves no
+ * output (the window larger than the padded input). */
+typedef struct op_window {
+    const cir_dim *out, *pb, *pe;
+} op_window;
+cuvil_status op_window_x(cir_graph *g, cir_node *n, int i, const cir_dim *in, int64_t ek, int64_t s, int ap, int64_t pb,
+                         int64_t pe, bool ceil_mode, op_window *w);
+
+/* The fields of cuvil_conv2d_params / cuvil_pool2d_params that depend on the input's dims, as
+ * expressions (for symbolic dims): a 1-D op's H side is 1 and 0. */
+typedef struct op_geo_x {
+    const cir_dim *N, *H, *W, *OH, *OW, *KH, *KW, *pad_t, *pad_l, *pad_b, *pad_r;
+} op_geo_x;
+cuvil_status op_conv_x(cir_graph *g, cir_node *n, op_geo_x *x);
+cuvil_status op_pool_x(cir_graph *g, cir_node *n, op_geo_x *x);
+
 /* ===== Parameters shared with codegen's emitters ========================================= */
 /* Each computes, from a node after infer, the parameters of the op's run-time kernel: the op
  * file's fold runs the kernel with them, its emitter (src/codegen/emit/emit_<family>.c) writes
