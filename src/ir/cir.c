@@ -344,6 +344,7 @@ cuvil_status cir_graph_bind_syms(cir_graph *g) {
         sy->dsym = cir_dimtab_add_sym(&g->dt, sy->name, (sy->min + step - 1) / step, sy->max / step);
         if (sy->dsym < 0)
             return cuvil_err(g->ctx, CUVIL_ERR_INVALID_ARG, "symbol '%s': %s", sy->name, cir_dimtab_why(&g->dt));
+        g->dt.syms[sy->dsym].unit = step;
         sy->e = cir_dim_scale(&g->dt, cir_dim_sym(&g->dt, sy->dsym), step);
         if (!sy->e) return cuvil_err(g->ctx, CUVIL_ERR_INVALID_ARG, "symbol '%s': %s", sy->name, cir_dimtab_why(&g->dt));
     }

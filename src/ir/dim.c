@@ -158,6 +158,7 @@ int cir_dimtab_add_sym(cir_dimtab *t, const char *name, int64_t lo, int64_t hi) 
     s->name = cuvil_arena_strdup(&t->arena, name ? name : "");
     s->lo = lo;
     s->hi = hi;
+    s->unit = 1;
     s->e = s->name ? intern(t, CIR_DIM_SYM, k, 0, NULL, NULL, lo, hi) : NULL;
     if (!s->e) {
         fail(t, "out of memory");
@@ -868,6 +869,38 @@ typedef struct style {
     const cir_dimtab *t;
 } style;
 
+static void pr(cuvil_sb *o, const cir_dim *e, const style *st, bool inner);
+
+/* For people: k times the product m (a symbol, a product, or another factor), compactly
+ * ("2*N*H"); a symbol that counts steps of its dim (cir_dimsym.unit) is the dim over its unit,
+ * so 16 steps of H = 32*s print as "H/2", with the units' product reduced against k. */
+static void term(cuvil_sb *o, int64_t k, const cir_dim *m, const style *st) {
+    const cir_dim *f[CIR_DIM_MAX_TERMS];
+    int n = m->kind == CIR_DIM_MUL ? m->n : 1;
+    if (m->kind == CIR_DIM_MUL) memcpy(f, m->a, sizeof *f * (size_t)n);
+    else f[0] = m;
+    int64_t q = 1;
+    for (int i = 0; i < n; i++) {
+        int64_t u = f[i]->kind == CIR_DIM_SYM && f[i]->c < st->t->n_syms ? st->t->syms[f[i]->c].unit : 1;
+        if (u > 1 && q <= CIR_DIM_LIMIT / u) q *= u;   /* units are small: never near the limit */
+    }
+    int64_t g = gcd64(k, q);
+    k /= g;
+    q /= g;
+    if (k != 1) cuvil_sb_printf(o, "%lld*", (long long)k);
+    for (int i = 0; i < n; i++) {
+        if (i) cuvil_sb_puts(o, "*");
+        if (f[i]->kind == CIR_DIM_SYM) {
+            const char *name = f[i]->c < st->t->n_syms ? st->t->syms[f[i]->c].name : "";
+            if (*name) cuvil_sb_safe_text(o, name, 64);
+            else cuvil_sb_printf(o, "s%lld", (long long)f[i]->c);
+        } else {
+            pr(o, f[i], st, true);
+        }
+    }
+    if (q != 1) cuvil_sb_printf(o, "/%lld", (long long)q);
+}
+
 static void pr(cuvil_sb *o, const cir_dim *e, const style *st, bool inner) {
     bool paren;
     switch (e->kind) {
@@ -880,20 +913,29 @@ static void pr(cuvil_sb *o, const cir_dim *e, const style *st, bool inner) {
     case CIR_DIM_SYM:
         if (st->c) {
             st->sym(o, (int)e->c, st->user);
-        } else {
-            const char *name = e->c < st->t->n_syms ? st->t->syms[e->c].name : "";
-            if (*name) cuvil_sb_safe_text(o, name, 64);
-            else cuvil_sb_printf(o, "s%lld", (long long)e->c);
+            return;
         }
+        term(o, 1, e, st);
         return;
-    case CIR_DIM_ADD:
+    case CIR_DIM_ADD: {
         paren = st->c || inner;
         cuvil_sb_puts(o, paren ? "(" : "");
+        int ix[CIR_DIM_MAX_TERMS];   /* for people: the terms of higher degree first */
         for (int i = 0; i < e->n; i++) {
+            int j = i;
+            for (; !st->c && j > 0 && degree(e->a[ix[j - 1]]) < degree(e->a[i]); j--) ix[j] = ix[j - 1];
+            ix[j] = i;
+        }
+        for (int ii = 0; ii < e->n; ii++) {
+            int i = ix[ii];
             int64_t k = e->k[i];
-            if (i) cuvil_sb_puts(o, k < 0 ? " - " : " + ");
+            if (ii) cuvil_sb_puts(o, k < 0 ? " - " : " + ");
             else if (k < 0) cuvil_sb_puts(o, "-");
             if (k < 0) k = -k;
+            if (!st->c) {
+                term(o, k, e->a[i], st);
+                continue;
+            }
             if (k != 1) {
                 print_int(o, k, st->c);
                 cuvil_sb_puts(o, " * ");
@@ -906,13 +948,18 @@ static void pr(cuvil_sb *o, const cir_dim *e, const style *st, bool inner) {
         }
         cuvil_sb_puts(o, paren ? ")" : "");
         return;
+    }
     case CIR_DIM_MUL:
-        cuvil_sb_puts(o, st->c ? "(" : "");
+        if (!st->c) {
+            term(o, 1, e, st);
+            return;
+        }
+        cuvil_sb_puts(o, "(");
         for (int i = 0; i < e->n; i++) {
             if (i) cuvil_sb_puts(o, " * ");
             pr(o, e->a[i], st, true);
         }
-        cuvil_sb_puts(o, st->c ? ")" : "");
+        cuvil_sb_puts(o, ")");
         return;
     case CIR_DIM_FDIV:
     case CIR_DIM_MOD: {

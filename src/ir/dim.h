@@ -72,6 +72,8 @@ typedef struct cir_dim {
 typedef struct cir_dimsym {
     const char *name;            /* the table's copy */
     int64_t lo, hi;
+    int64_t unit;                /* for people: the symbol counts steps of this size of the dim
+                                  * it names (printed as name/unit); 1 otherwise */
     const cir_dim *e;            /* the symbol as an expression (a constant when lo == hi) */
 } cir_dimsym;
 

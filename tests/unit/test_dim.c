@@ -43,7 +43,7 @@ int main(void) {
     /* sums: cancellation, order, constants */
     EXPECT(cir_dim_sub(&T, cir_dim_add(&T, seq, b), seq), "batch");
     CHECK(cir_dim_add(&T, seq, b) == cir_dim_add(&T, b, seq), "commutative sums are one expression");
-    EXPECT(cir_dim_add(&T, cir_dim_scale(&T, seq, 2), C(1)), "2 * seq + 1");
+    EXPECT(cir_dim_add(&T, cir_dim_scale(&T, seq, 2), C(1)), "2*seq + 1");
     /* products distribute */
     const cir_dim *bs = cir_dim_mul(&T, b, seq);
     CHECK(cir_dim_mul(&T, cir_dim_add_const(&T, seq, 1), b) == cir_dim_add(&T, bs, b), "(seq+1)*batch = batch*seq + batch");
