@@ -29,44 +29,61 @@
 /* A strided view of a tensor. Each dim is a run of atoms (size, stride), row-major, so that a
  * reshape that merges dims which are not contiguous (TorchScript's [batch, heads, ...] ->
  * [batch * heads, ...] -> back) stays a view: element (i0, i1, ...) is at off plus, per dim, its
- * index spread over its atoms. A dim must come down to one stride where the kernel reads it. */
+ * index spread over its atoms. A dim must come down to one stride where the kernel reads it.
+ * Sizes, strides and the offset are dim expressions (ir/dim.h): with symbolic dims the kernel's
+ * strides are expressions of the run's dims; every equality below is of canonical forms, and
+ * an atom is split only by an exact division. */
 #define ATOMS (4 * CIR_MAX_DIMS)
+
+typedef const cir_dim *dimx;
 
 typedef struct view {
     int nd, na;
-    int64_t dims[CIR_MAX_DIMS];
+    dimx dims[CIR_MAX_DIMS];
     int first[CIR_MAX_DIMS + 1];   /* dim d's atoms: first[d] .. first[d + 1] */
-    int64_t asz[ATOMS], ast[ATOMS];
-    int64_t off;
+    dimx asz[ATOMS], ast[ATOMS];
+    dimx off;
 } view;
 
-static int64_t numel_of(int nd, const int64_t *dims) {
-    int64_t n = 1;
-    for (int d = 0; d < nd; d++) n *= dims[d];
+static bool is_const(dimx e, int64_t c) { return e && e->kind == CIR_DIM_CONST && e->c == c; }
+
+static dimx numel_of(cir_dimtab *t, int nd, const dimx *dims) {
+    dimx n = cir_dim_const(t, 1);
+    for (int d = 0; d < nd; d++) n = cir_dim_mul(t, n, dims[d]);
     return n;
 }
 
-static void view_contiguous(view *v, int nd, const int64_t *dims) {
+/* a / b when b divides a exactly (as polynomials), else NULL */
+static dimx exact_div(cir_dimtab *t, dimx a, dimx b) {
+    char why[sizeof t->why];
+    memcpy(why, t->why, sizeof why);
+    dimx q = a && b ? cir_dim_fdiv(t, a, b) : NULL;
+    if (q && cir_dim_mul(t, q, b) != a) q = NULL;
+    memcpy(t->why, why, sizeof why);
+    return q;
+}
+
+static void view_contiguous(cir_dimtab *t, view *v, int nd, const dimx *dims) {
     v->nd = v->na = nd;
-    v->off = 0;
-    int64_t s = 1;
+    v->off = cir_dim_const(t, 0);
+    dimx s = cir_dim_const(t, 1);
     for (int d = nd - 1; d >= 0; d--) {
         v->dims[d] = v->asz[d] = dims[d];
         v->ast[d] = s;
         v->first[d] = d;
-        s *= dims[d];
+        s = cir_dim_mul(t, s, dims[d]);
     }
     v->first[nd] = nd;
 }
 
 /* Atoms [a, b) of v without those of size 1 and with contiguous neighbours merged, into sz/st;
  * returns how many. */
-static int atoms_packed(const view *v, int a, int b, int64_t *sz, int64_t *st) {
+static int atoms_packed(cir_dimtab *t, const view *v, int a, int b, dimx *sz, dimx *st) {
     int n = 0;
     for (int k = a; k < b; k++) {
-        if (v->asz[k] == 1) continue;
-        if (n && st[n - 1] == v->asz[k] * v->ast[k]) {
-            sz[n - 1] *= v->asz[k];
+        if (is_const(v->asz[k], 1)) continue;
+        if (n && st[n - 1] == cir_dim_mul(t, v->asz[k], v->ast[k])) {
+            sz[n - 1] = cir_dim_mul(t, sz[n - 1], v->asz[k]);
             st[n - 1] = v->ast[k];
         } else {
             sz[n] = v->asz[k];
@@ -77,46 +94,50 @@ static int atoms_packed(const view *v, int a, int b, int64_t *sz, int64_t *st) {
 }
 
 /* Dim d's one stride, if it has one (a dim of size 1 has any: 0). */
-static bool dim_stride(const view *v, int d, int64_t *stride) {
-    int64_t sz[ATOMS], st[ATOMS];
-    const int n = atoms_packed(v, v->first[d], v->first[d + 1], sz, st);
+static bool dim_stride(cir_dimtab *t, const view *v, int d, dimx *stride) {
+    dimx sz[ATOMS], st[ATOMS];
+    const int n = atoms_packed(t, v, v->first[d], v->first[d + 1], sz, st);
     if (n > 1) return false;
-    *stride = n ? st[0] : 0;
-    return true;
+    *stride = n ? st[0] : cir_dim_const(t, 0);
+    return *stride != NULL;
 }
 
-/* The same elements in row-major order as dims (nd of them). Fails only when an atom would
- * split unevenly, which a valid reshape of the view's own dims never asks for, or on too many
- * atoms. An empty view takes any layout. */
-static bool view_reshape(view *v, int nd, const int64_t *dims) {
-    if (numel_of(v->nd, v->dims) != numel_of(nd, dims)) return false;
-    if (numel_of(nd, dims) == 0) {
-        const int64_t off = v->off;
-        view_contiguous(v, nd, dims);
+/* The same elements in row-major order as dims (nd of them). Fails when an atom would split
+ * unevenly (or not provably evenly), which a valid reshape of the view's own dims never asks
+ * for with fixed dims, or on too many atoms. An empty view takes any layout. */
+static bool view_reshape(cir_dimtab *t, view *v, int nd, const dimx *dims) {
+    dimx total = numel_of(t, nd, dims);
+    if (!total || numel_of(t, v->nd, v->dims) != total) return false;
+    if (is_const(total, 0)) {
+        const dimx off = v->off;
+        view_contiguous(t, v, nd, dims);
         v->off = off;
         return true;
     }
-    int64_t sz[ATOMS], st[ATOMS];
-    int n = atoms_packed(v, 0, v->na, sz, st), k = 0;
+    dimx sz[ATOMS], st[ATOMS];
+    int n = atoms_packed(t, v, 0, v->na, sz, st), k = 0;
     view w = {.nd = nd, .off = v->off};
     for (int d = 0; d < nd; d++) {
         w.dims[d] = dims[d];
         w.first[d] = w.na;
-        for (int64_t r = dims[d]; r > 1;) {
-            if (k >= n || w.na >= ATOMS) return false;
-            if (sz[k] <= r) {   /* the whole atom */
-                if (r % sz[k]) return false;
-                r /= sz[k];
+        for (dimx r = dims[d]; !is_const(r, 1);) {
+            if (k >= n || w.na >= ATOMS || !r || is_const(r, 0)) return false;
+            dimx q;
+            if ((q = exact_div(t, r, sz[k]))) {   /* the whole atom */
+                r = q;
                 w.asz[w.na] = sz[k], w.ast[w.na++] = st[k++];
-            } else {            /* its outer part; the inner part goes on to the next dims */
-                if (sz[k] % r) return false;
-                w.asz[w.na] = r, w.ast[w.na++] = st[k] * (sz[k] / r);
-                sz[k] /= r;
-                r = 1;
+            } else if ((q = exact_div(t, sz[k], r))) {   /* its outer part; the inner part goes on */
+                w.asz[w.na] = r, w.ast[w.na++] = cir_dim_mul(t, st[k], q);
+                sz[k] = q;
+                r = cir_dim_const(t, 1);
+            } else {
+                return false;
             }
         }
     }
     w.first[nd] = w.na;
+    for (int i = 0; i < w.na; i++)
+        if (!w.asz[i] || !w.ast[i]) return false;
     *v = w;
     return true;
 }
@@ -139,12 +160,12 @@ static void view_permute(view *v, const int *perm, bool inverse) {
 }
 
 /* The elements start .. start + len of dim d. */
-static bool view_narrow(view *v, int d, int64_t start, int64_t len) {
-    int64_t s;
-    if (!dim_stride(v, d, &s)) return false;
+static bool view_narrow(cir_dimtab *t, view *v, int d, dimx start, dimx len) {
+    dimx s;
+    if (!dim_stride(t, v, d, &s) || !start || !len) return false;
     view w = *v;
     w.na = 0;
-    w.off += start * s;
+    w.off = cir_dim_add(t, v->off, cir_dim_mul(t, start, s));
     for (int i = 0; i < v->nd; i++) {
         w.first[i] = w.na;
         if (i == d) w.asz[w.na] = len, w.ast[w.na++] = s;
@@ -154,14 +175,19 @@ static bool view_narrow(view *v, int d, int64_t start, int64_t len) {
     w.first[v->nd] = w.na;
     w.dims[d] = len;
     *v = w;
-    return true;
+    return w.off != NULL;
 }
 
 /* The single strides of dims, into st (false if a dim has none). */
-static bool view_strides(const view *v, int64_t *st) {
+static bool view_strides(cir_dimtab *t, const view *v, dimx *st) {
     for (int d = 0; d < v->nd; d++)
-        if (!dim_stride(v, d, &st[d])) return false;
+        if (!dim_stride(t, v, d, &st[d])) return false;
     return true;
+}
+
+/* A value's dims as expressions. */
+static void dims_of(cir_graph *g, const cir_value *x, dimx *d) {
+    for (int i = 0; i < x->ndim; i++) d[i] = cir_dimx(g, x, i);
 }
 
 typedef enum { STEP_RESHAPE, STEP_TRANSPOSE, STEP_SPLIT, STEP_SELECT, STEP_SCALE } step_kind;
@@ -171,7 +197,7 @@ typedef struct step {
     step_kind kind;
     int perm[CIR_MAX_DIMS];   /* transpose */
     int axis;                 /* split, select: the axis and where this output starts on it */
-    int64_t start;
+    dimx start;
     const cir_value *factor;  /* scale: the scalar constant */
     bool divides;             /* ... which divides (Div) rather than multiplies */
 } step;
@@ -229,11 +255,11 @@ static cir_value *as_step(cir_graph *g, cir_node *n, const cir_value *y, step *s
         int axis = (int)cir_attr_int(n, "axis");
         if (axis < 0) axis += x->ndim;
         if (axis < 0 || axis >= x->ndim) return NULL;
-        int64_t start = 0;
+        dimx start = cir_dim_const(&g->dt, 0);
         int j = 0;
         for (; j < n->n_out && n->out[j] != y->id; j++)
-            if (n->out[j] >= 0) start += cir_out(g, n, j)->dims[axis];
-        if (j == n->n_out) return NULL;
+            if (n->out[j] >= 0) start = cir_dim_add(&g->dt, start, cir_dimx(g, cir_out(g, n, j), axis));
+        if (j == n->n_out || !start) return NULL;
         st->kind = STEP_SPLIT;
         st->axis = axis;
         st->start = start;
@@ -246,11 +272,12 @@ static cir_value *as_step(cir_graph *g, cir_node *n, const cir_value *y, step *s
         if (!ix || !cir_is_const(ix) || ix->ndim != 0 || !cir_dtype_is_int(ix->dtype) || axis < 0 || axis >= x->ndim)
             return NULL;
         int64_t i = (int64_t)cir_const_f64(ix, 0);
+        if (x->dx[axis] && i < 0) return NULL;   /* from the end of a symbolic axis: not a fixed offset */
         if (i < 0) i += x->dims[axis];
-        if (i < 0 || i >= x->dims[axis]) return NULL;
+        if (i < 0 || i >= (x->dx[axis] ? x->dx[axis]->lo : x->dims[axis])) return NULL;
         st->kind = STEP_SELECT;
         st->axis = axis;
-        st->start = i;
+        st->start = cir_dim_const(&g->dt, i);
         return x;
     }
     if ((n->kind == CIR_OP_MUL || n->kind == CIR_OP_DIV) && n->n_in == 2) {
@@ -270,12 +297,15 @@ static cir_value *as_step(cir_graph *g, cir_node *n, const cir_value *y, step *s
 }
 
 /* Applies step k of a chain, going from its input to its output (dims: the output's). */
-static bool apply(view *v, const step *s, const cir_value *out, scale_acc *scale) {
+static bool apply(cir_graph *g, view *v, const step *s, const cir_value *out, scale_acc *scale) {
+    dimx od[CIR_MAX_DIMS];
+    dims_of(g, out, od);
     switch (s->kind) {
-    case STEP_RESHAPE: return view_reshape(v, out->ndim, out->dims);
+    case STEP_RESHAPE: return view_reshape(&g->dt, v, out->ndim, od);
     case STEP_TRANSPOSE: view_permute(v, s->perm, false); return true;
-    case STEP_SPLIT: return view_narrow(v, s->axis, s->start, out->dims[s->axis]);
-    case STEP_SELECT: return view_narrow(v, s->axis, s->start, 1) && view_reshape(v, out->ndim, out->dims);
+    case STEP_SPLIT: return view_narrow(&g->dt, v, s->axis, s->start, od[s->axis]);
+    case STEP_SELECT:
+        return view_narrow(&g->dt, v, s->axis, s->start, cir_dim_const(&g->dt, 1)) && view_reshape(&g->dt, v, out->ndim, od);
     case STEP_SCALE:
         return scale && scale_by(scale, s);
     }
@@ -284,16 +314,18 @@ static bool apply(view *v, const step *s, const cir_value *out, scale_acc *scale
 
 /* What the kernel reads: one stride per dim and an offset. */
 typedef struct flat_view {
-    int64_t st[CIR_MAX_DIMS];
-    int64_t off;
+    dimx st[CIR_MAX_DIMS];
+    dimx off;
 } flat_view;
 
 /* v as the kernel reads it, of x's dims with dim `row` contiguous (or of size 1). */
-static bool flatten(const view *v, const cir_value *x, int row, flat_view *f) {
-    if (v->nd != x->ndim || memcmp(v->dims, x->dims, sizeof(int64_t) * (size_t)x->ndim) || !view_strides(v, f->st))
+static bool flatten(cir_graph *g, const view *v, const cir_value *x, int row, flat_view *f) {
+    dimx xd[CIR_MAX_DIMS];
+    dims_of(g, x, xd);
+    if (v->nd != x->ndim || memcmp(v->dims, xd, sizeof(dimx) * (size_t)x->ndim) || !view_strides(&g->dt, v, f->st))
         return false;
     f->off = v->off;
-    return v->dims[row] == 1 || f->st[row] == 1;
+    return is_const(v->dims[row], 1) || is_const(f->st[row], 1);
 }
 
 /* The operand x of the attention: the farthest tensor along its view chain that x is a strided
@@ -312,10 +344,12 @@ static cir_value *resolve_in(cir_graph *g, cir_value *x, int row, flat_view *out
     for (int b = n; b >= 0; b--) {
         view v;
         scale_acc sc = scale ? *scale : (scale_acc){.c = 1.0, .n = SCALE_INPUTS};
-        view_contiguous(&v, vals[b]->ndim, vals[b]->dims);
+        dimx bd[CIR_MAX_DIMS];
+        dims_of(g, vals[b], bd);
+        view_contiguous(&g->dt, &v, vals[b]->ndim, bd);
         bool ok = true;
-        for (int k = b - 1; k >= 0 && ok; k--) ok = apply(&v, &steps[k], vals[k], scale ? &sc : NULL);
-        if (!ok || !flatten(&v, x, row, out)) continue;
+        for (int k = b - 1; k >= 0 && ok; k--) ok = apply(g, &v, &steps[k], vals[k], scale ? &sc : NULL);
+        if (!ok || !flatten(g, &v, x, row, out)) continue;
         if (scale) *scale = sc;
         return vals[b];
     }
@@ -341,13 +375,20 @@ static cir_value *resolve_out(cir_graph *g, const int *user, cir_value *y, flat_
     }
     for (int e = n; e >= 0; e--) {
         view v;
-        view_contiguous(&v, vals[e]->ndim, vals[e]->dims);
+        dimx ed[CIR_MAX_DIMS];
+        dims_of(g, vals[e], ed);
+        view_contiguous(&g->dt, &v, vals[e]->ndim, ed);
         bool ok = true;
         for (int k = e - 1; k >= 0 && ok; k--) {
-            if (steps[k].kind == STEP_TRANSPOSE) view_permute(&v, steps[k].perm, true);
-            else ok = view_reshape(&v, vals[k]->ndim, vals[k]->dims);
+            if (steps[k].kind == STEP_TRANSPOSE) {
+                view_permute(&v, steps[k].perm, true);
+            } else {
+                dimx kd[CIR_MAX_DIMS];
+                dims_of(g, vals[k], kd);
+                ok = view_reshape(&g->dt, &v, vals[k]->ndim, kd);
+            }
         }
-        if (!ok || !flatten(&v, y, y->ndim - 1, out)) continue;
+        if (!ok || !flatten(g, &v, y, y->ndim - 1, out)) continue;
         *n_chain = e;
         for (int k = 0; k < e; k++) chain[k] = steps[k].n;
         return vals[e];
@@ -391,10 +432,10 @@ static bool match_at(cir_graph *g, const int *user, const uint8_t *folded, cir_n
         return false;
     cir_value *x = cir_in(g, sm, 0), *pv = cir_out(g, sm, 0);
     const int r = x->ndim;
-    if (!cir_value_fixed(x)) return false;   /* its views are worked out on numbers: symbolic dims stay unfused */
+    int ax;
     /* over the keys alone: not an opset < 13 Softmax whose axis flattens more dims than the last */
-    if ((r != 3 && r != 4) || sp.axis_len != x->dims[r - 1] || x->dtype != CIR_F32 || user[x->id] != sm->id ||
-        user[pv->id] < 0)
+    if ((r != 3 && r != 4) || op_axis(g, sm, cir_attr_int(sm, "axis"), r, "axis", &ax) || ax != r - 1 ||
+        x->dtype != CIR_F32 || user[x->id] != sm->id || user[pv->id] < 0)
         return false;
     cir_node *m2 = cir_node_at(g, user[pv->id]);
     if (m2->kind != CIR_OP_MATMUL || m2->n_in != 2 || m2->in[0] != pv->id || m2->in[1] == pv->id || m2->act.op ||
@@ -434,17 +475,23 @@ static bool match_at(cir_graph *g, const int *user, const uint8_t *folded, cir_n
     if (q->ndim != r || kt->ndim != r || v->ndim != r || y->ndim != r || q->dtype != CIR_F32 || kt->dtype != CIR_F32 ||
         v->dtype != CIR_F32 || q == kt)
         return false;
+    dimx xd[CIR_MAX_DIMS], qd[CIR_MAX_DIMS], kd[CIR_MAX_DIMS], vd[CIR_MAX_DIMS], yd[CIR_MAX_DIMS];
+    dims_of(g, x, xd);
+    dims_of(g, q, qd);
+    dims_of(g, kt, kd);
+    dims_of(g, v, vd);
+    dims_of(g, y, yd);
     for (int d = 0; d < r - 2; d++)
-        if (q->dims[d] != x->dims[d] || kt->dims[d] != x->dims[d] || v->dims[d] != x->dims[d]) return false;
-    const int64_t lq = x->dims[r - 2], lk = x->dims[r - 1];
-    if (q->dims[r - 2] != lq || kt->dims[r - 1] != lk || kt->dims[r - 2] != q->dims[r - 1] || v->dims[r - 2] != lk ||
-        y->dims[r - 2] != lq || y->dims[r - 1] != v->dims[r - 1])
+        if (qd[d] != xd[d] || kd[d] != xd[d] || vd[d] != xd[d]) return false;
+    const dimx lq = xd[r - 2], lk = xd[r - 1];
+    if (qd[r - 2] != lq || kd[r - 1] != lk || kd[r - 2] != qd[r - 1] || vd[r - 2] != lk || yd[r - 2] != lq ||
+        yd[r - 1] != vd[r - 1])
         return false;
     if (mt->mask) {   /* broadcast to the scores */
         const cir_value *m = mt->mask;
         if (m->ndim > r) return false;
         for (int d = 0; d < m->ndim; d++)
-            if (m->dims[d] != 1 && m->dims[d] != x->dims[r - m->ndim + d]) return false;
+            if (!is_const(cir_dimx(g, m, d), 1) && cir_dimx(g, m, d) != xd[r - m->ndim + d]) return false;
     }
     flat_view qv, kv, vv, yv;
     mt->q = resolve_in(g, q, r - 1, &qv, &scale);
@@ -454,32 +501,61 @@ static bool match_at(cir_graph *g, const int *user, const uint8_t *folded, cir_n
     if (!mt->q || !mt->k || !mt->v || !mt->y) return false;
     cuvil_attention_params *p = &mt->kp.p;
     const int h = r == 4;   /* rank 3: [batch * heads, len, dim], one head */
-    p->batch = x->dims[0];
-    p->heads = h ? x->dims[1] : 1;
-    p->q_len = lq;
-    p->kv_len = lk;
-    p->dim = q->dims[r - 1];
-    p->v_dim = v->dims[r - 1];
-    p->q_bs = qv.st[0], p->q_hs = h ? qv.st[1] : 0, p->q_rs = qv.st[r - 2];
-    p->k_bs = kv.st[0], p->k_hs = h ? kv.st[1] : 0, p->k_rs = kv.st[r - 1];
-    p->v_bs = vv.st[0], p->v_hs = h ? vv.st[1] : 0, p->v_rs = vv.st[r - 2];
-    p->y_bs = yv.st[0], p->y_hs = h ? yv.st[1] : 0, p->y_rs = yv.st[r - 2];
-    p->scale = (float)scale.c;
-    if (!isfinite(p->scale) || p->scale == 0.0f) return false;
-    mt->scale = scale;
-    p->empty_rows_zero = sp.nan_to_zero;
-    mt->kp.q_off = qv.off, mt->kp.k_off = kv.off, mt->kp.v_off = vv.off, mt->kp.y_off = yv.off;
+    cir_dimtab *t = &g->dt;
+    const dimx zero = cir_dim_const(t, 0), one = cir_dim_const(t, 1);
+    dimx e[CIR_ATT_X] = {
+        [CIR_ATT_BATCH] = xd[0], [CIR_ATT_HEADS] = h ? xd[1] : one, [CIR_ATT_Q_LEN] = lq, [CIR_ATT_KV_LEN] = lk,
+        [CIR_ATT_DIM] = qd[r - 1], [CIR_ATT_V_DIM] = vd[r - 1],
+        [CIR_ATT_Q_BS] = qv.st[0], [CIR_ATT_Q_HS] = h ? qv.st[1] : zero, [CIR_ATT_Q_RS] = qv.st[r - 2],
+        [CIR_ATT_K_BS] = kv.st[0], [CIR_ATT_K_HS] = h ? kv.st[1] : zero, [CIR_ATT_K_RS] = kv.st[r - 1],
+        [CIR_ATT_V_BS] = vv.st[0], [CIR_ATT_V_HS] = h ? vv.st[1] : zero, [CIR_ATT_V_RS] = vv.st[r - 2],
+        [CIR_ATT_Y_BS] = yv.st[0], [CIR_ATT_Y_HS] = h ? yv.st[1] : zero, [CIR_ATT_Y_RS] = yv.st[r - 2],
+        [CIR_ATT_M_BS] = zero, [CIR_ATT_M_HS] = zero, [CIR_ATT_M_RS] = zero, [CIR_ATT_M_CS] = zero,
+        [CIR_ATT_Q_OFF] = qv.off, [CIR_ATT_K_OFF] = kv.off, [CIR_ATT_V_OFF] = vv.off, [CIR_ATT_M_OFF] = zero,
+        [CIR_ATT_Y_OFF] = yv.off,
+    };
     if (mt->mask) {
-        int64_t ms[4] = {0, 0, 0, 0}, stride = 1;   /* over [batch, heads, q_len, kv_len] */
+        dimx ms[4] = {zero, zero, zero, zero}, stride = one;   /* over [batch, heads, q_len, kv_len] */
         const cir_value *m = mt->mask;
         static const int map3[3] = {0, 2, 3}, map4[4] = {0, 1, 2, 3};   /* rank 3 has no heads */
         for (int d = m->ndim - 1; d >= 0; d--) {
             const int at = (h ? map4 : map3)[r - m->ndim + d];
-            ms[at] = m->dims[d] == 1 ? 0 : stride;
-            stride *= m->dims[d];
+            const dimx md = cir_dimx(g, m, d);
+            ms[at] = is_const(md, 1) ? zero : stride;
+            stride = cir_dim_mul(t, stride, md);
         }
-        p->m_bs = ms[0], p->m_hs = ms[1], p->m_rs = ms[2], p->m_cs = ms[3];
-        if (cir_is_const(m) && causal_const(m, p, ms)) {
+        e[CIR_ATT_M_BS] = ms[0], e[CIR_ATT_M_HS] = ms[1], e[CIR_ATT_M_RS] = ms[2], e[CIR_ATT_M_CS] = ms[3];
+    }
+    bool fixed = true;
+    for (int i = 0; i < CIR_ATT_X; i++) {
+        if (!e[i]) return false;   /* an expression that could not be formed: left unfused */
+        fixed &= cir_dim_is_const(e[i]);
+    }
+    /* the kernel's numbers: the values, or with symbolic dims their upper bounds (what the
+     * scratch is sized for); the expressions themselves go with the node (cir_attention_kp) */
+    int64_t *f[CIR_ATT_X] = {
+        [CIR_ATT_BATCH] = &p->batch, [CIR_ATT_HEADS] = &p->heads, [CIR_ATT_Q_LEN] = &p->q_len,
+        [CIR_ATT_KV_LEN] = &p->kv_len, [CIR_ATT_DIM] = &p->dim, [CIR_ATT_V_DIM] = &p->v_dim,
+        [CIR_ATT_Q_BS] = &p->q_bs, [CIR_ATT_Q_HS] = &p->q_hs, [CIR_ATT_Q_RS] = &p->q_rs, [CIR_ATT_K_BS] = &p->k_bs,
+        [CIR_ATT_K_HS] = &p->k_hs, [CIR_ATT_K_RS] = &p->k_rs, [CIR_ATT_V_BS] = &p->v_bs, [CIR_ATT_V_HS] = &p->v_hs,
+        [CIR_ATT_V_RS] = &p->v_rs, [CIR_ATT_Y_BS] = &p->y_bs, [CIR_ATT_Y_HS] = &p->y_hs, [CIR_ATT_Y_RS] = &p->y_rs,
+        [CIR_ATT_M_BS] = &p->m_bs, [CIR_ATT_M_HS] = &p->m_hs, [CIR_ATT_M_RS] = &p->m_rs, [CIR_ATT_M_CS] = &p->m_cs,
+        [CIR_ATT_Q_OFF] = &mt->kp.q_off, [CIR_ATT_K_OFF] = &mt->kp.k_off, [CIR_ATT_V_OFF] = &mt->kp.v_off,
+        [CIR_ATT_M_OFF] = &mt->kp.m_off, [CIR_ATT_Y_OFF] = &mt->kp.y_off,
+    };
+    for (int i = 0; i < CIR_ATT_X; i++) *f[i] = e[i]->hi;
+    if (!fixed) {
+        dimx *keep = cuvil_arena_memdup(&g->arena, e, sizeof e);
+        if (!keep) return false;   /* out of memory: left unfused (the next allocation reports it) */
+        mt->kp.xp = keep;
+    }
+    p->scale = (float)scale.c;
+    if (!isfinite(p->scale) || p->scale == 0.0f) return false;
+    mt->scale = scale;
+    p->empty_rows_zero = sp.nan_to_zero;
+    if (mt->mask && fixed && cir_is_const(mt->mask)) {
+        const int64_t ms[4] = {p->m_bs, p->m_hs, p->m_rs, p->m_cs};
+        if (causal_const(mt->mask, p, ms)) {
             p->causal = 1;
             mt->mask = NULL;
             p->m_bs = p->m_hs = p->m_rs = p->m_cs = 0;

@@ -38,7 +38,22 @@ cuvil_status cg_emit_attention(cg_ctx *cg, cir_graph *g, cir_node *n) {
         snprintf(s[i], sizeof s[i], "%s", g->symbolic && len[over[i]] == 1 ? CG_ANY_TEXT : cg_i64(st[i], f));
     snprintf(s[14], sizeof s[14], "%s", g->symbolic && p->q_len == 1 ? CG_ANY_TEXT : cg_i64(p->m_rs, f));
     snprintf(s[15], sizeof s[15], "%s", g->symbolic && p->kv_len == 1 ? CG_ANY_TEXT : cg_i64(p->m_cs, f));
-    const char *ps = cg_param(
+    const char *ps;
+    if (kp->xp) {   /* symbolic dims: the sizes, strides and offsets of this run */
+        const char *x[CIR_ATT_X];
+        for (int i = 0; i < CIR_ATT_X; i++) x[i] = cg_dim_c(cg, kp->xp[i]);
+        ps = cg_param(cg, "cuvil_attention_params",
+                      "{ .batch = %s, .heads = %s, .q_len = %s, .kv_len = %s, .dim = %s, .v_dim = %s,\n"
+                      "    .q_bs = %s, .q_hs = %s, .q_rs = %s, .k_bs = %s, .k_hs = %s, .k_rs = %s,\n"
+                      "    .v_bs = %s, .v_hs = %s, .v_rs = %s, .y_bs = %s, .y_hs = %s, .y_rs = %s, .scale = %s,\n"
+                      "    .m_bs = %s, .m_hs = %s, .m_rs = %s, .m_cs = %s, .mask_bool = %d, .causal = %d, .empty_rows_zero = %d }",
+                      x[CIR_ATT_BATCH], x[CIR_ATT_HEADS], x[CIR_ATT_Q_LEN], x[CIR_ATT_KV_LEN], x[CIR_ATT_DIM],
+                      x[CIR_ATT_V_DIM], x[CIR_ATT_Q_BS], x[CIR_ATT_Q_HS], x[CIR_ATT_Q_RS], x[CIR_ATT_K_BS], x[CIR_ATT_K_HS],
+                      x[CIR_ATT_K_RS], x[CIR_ATT_V_BS], x[CIR_ATT_V_HS], x[CIR_ATT_V_RS], x[CIR_ATT_Y_BS], x[CIR_ATT_Y_HS],
+                      x[CIR_ATT_Y_RS], cg_float(p->scale, f), x[CIR_ATT_M_BS], x[CIR_ATT_M_HS], x[CIR_ATT_M_RS],
+                      x[CIR_ATT_M_CS], p->mask_bool, p->causal, p->empty_rows_zero);
+    } else {
+    ps = cg_param(
         cg, "cuvil_attention_params",
         "{ .batch = %lld, .heads = %lld, .q_len = %lld, .kv_len = %lld, .dim = %lld, .v_dim = %lld,\n"
         "    .q_bs = %s, .q_hs = %s, .q_rs = %s, .k_bs = %s, .k_hs = %s, .k_rs = %s,\n"
@@ -47,19 +62,36 @@ cuvil_status cg_emit_attention(cg_ctx *cg, cir_graph *g, cir_node *n) {
         (long long)p->batch, (long long)p->heads, (long long)p->q_len, (long long)p->kv_len, (long long)p->dim,
         (long long)p->v_dim, s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8], s[9], s[10], s[11],
         cg_float(p->scale, f), s[12], s[13], s[14], s[15], p->mask_bool, p->causal, p->empty_rows_zero);
+    }
     cuvil_gemm_ukernel_desc uk;
     cuvil_gemm_blocking blk = cg_target_blocking(g, &uk);
     const char *S = cg_scratch(cg, cuvil_f32_attention_scratch_size_ex(p, &blk), "cuvil_f32_attention_scratch_size(&%s)", ps);
-    char in[4][320];
+    const char *in[4];
     const int64_t off[4] = {kp->q_off, kp->k_off, kp->v_off, kp->m_off};
+    static const int xo[4] = {CIR_ATT_Q_OFF, CIR_ATT_K_OFF, CIR_ATT_V_OFF, CIR_ATT_M_OFF};
+    char b[32];
     for (int i = 0; i < 4; i++) {
-        if (i == 3 && (n->n_in < 4 || n->in[3] < 0)) snprintf(in[i], sizeof in[i], "NULL");
-        else if (off[i] || g->symbolic) snprintf(in[i], sizeof in[i], "(%s + %lld)", cg_in(cg, n->in[i]), (long long)off[i]);
-        else snprintf(in[i], sizeof in[i], "%s", cg_in(cg, n->in[i]));
+        if (i == 3 && (n->n_in < 4 || n->in[3] < 0)) in[i] = "NULL";
+        else if (kp->xp) in[i] = cg_str(cg, "");   /* below */
+        else if (off[i] || g->symbolic) in[i] = cg_str(cg, "");
+        else in[i] = cg_in(cg, n->in[i]);
+        if ((kp->xp || off[i] || g->symbolic) && !(i == 3 && (n->n_in < 4 || n->in[3] < 0))) {
+            const char *o = kp->xp ? cg_dim_c(cg, kp->xp[xo[i]]) : cg_i64(off[i], b);
+            cuvil_sb t = {0};
+            cuvil_sb_printf(&t, "(%s + %s)", cg_in(cg, n->in[i]), o);
+            in[i] = cg_str(cg, t.s ? t.s : "NULL");
+            cuvil_sb_free(&t);
+        }
     }
-    char y[320];
-    if (kp->y_off || g->symbolic) snprintf(y, sizeof y, "(%s + %lld)", cg_out(cg, n->out[0]), (long long)kp->y_off);
-    else snprintf(y, sizeof y, "%s", cg_out(cg, n->out[0]));
+    const char *y;
+    if (kp->xp || kp->y_off || g->symbolic) {
+        cuvil_sb t = {0};
+        cuvil_sb_printf(&t, "(%s + %s)", cg_out(cg, n->out[0]), kp->xp ? cg_dim_c(cg, kp->xp[CIR_ATT_Y_OFF]) : cg_i64(kp->y_off, b));
+        y = cg_str(cg, t.s ? t.s : "NULL");
+        cuvil_sb_free(&t);
+    } else {
+        y = cg_out(cg, n->out[0]);
+    }
     if (n->n_in > 4) {   /* scalars folded from the model's constants, read as it runs */
         cg_printf(cg, "    cuvil_attention_params p = %s;\n    p.scale = p.scale", ps);
         for (int i = 4; i < n->n_in; i++) cg_printf(cg, " %c %s[0]", kp->scale_div[i - 4] ? '/' : '*', cg_in(cg, n->in[i]));

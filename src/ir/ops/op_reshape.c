@@ -33,7 +33,20 @@ static cuvil_status reshape_infer(cir_graph *g, cir_node *n) {
     cir_value *x = cir_in(g, n, 0);
     const cir_dim *shape[CIR_MAX_DIMS], *dx[CIR_MAX_DIMS];
     int cnt;
-    if ((s = op_sval_ints(g, n, 1, "shape", shape, CIR_MAX_DIMS, &cnt))) return s;
+    cir_value *sv = cir_in(g, n, 1);
+    if (sv && !sv->sval) {
+        /* numbers: a product that overflows is refused before any becomes an expression */
+        int64_t c[CIR_MAX_DIMS], prod = 1;
+        if ((s = op_const_ints(g, n, 1, "shape", c, CIR_MAX_DIMS, &cnt))) return s;
+        for (int i = 0; i < cnt; i++)
+            if (c[i] > 0 && __builtin_mul_overflow(prod, c[i], &prod))
+                return cir_node_err(g, n, CUVIL_ERR_SHAPE, "shape's product overflows (at shape[%d]=%lld)", i, (long long)c[i]);
+        for (int i = 0; i < cnt; i++)
+            if (!(shape[i] = cir_dim_const(&g->dt, c[i])))
+                return cir_node_err(g, n, CUVIL_ERR_SHAPE, "shape[%d]=%lld is out of range", i, (long long)c[i]);
+    } else if ((s = op_sval_ints(g, n, 1, "shape", shape, CIR_MAX_DIMS, &cnt))) {
+        return s;
+    }
     bool allowzero = cir_attr_int(n, "allowzero") != 0;
     int infer_at = -1;
     const cir_dim *known = cir_dim_const(&g->dt, 1);
@@ -64,7 +77,8 @@ static cuvil_status reshape_infer(cir_graph *g, cir_node *n) {
             dx[i] = e;
         }
         known = cir_dim_mul(&g->dt, known, dx[i]);
-        if (!known) return cir_node_err(g, n, CUVIL_ERR_SHAPE, "shape's product: %s", cir_dimtab_why(&g->dt));
+        if (!known)
+            return cir_node_err(g, n, CUVIL_ERR_SHAPE, "shape's product overflows (at shape[%d]): %s", i, cir_dimtab_why(&g->dt));
     }
     if (infer_at >= 0) {
         const cir_dim *total = cir_numel_x(g, x);

@@ -254,7 +254,19 @@ typedef struct cir_attention_kp {
     cuvil_attention_params p;
     int64_t q_off, k_off, v_off, m_off, y_off;
     bool scale_div[2];
+    /* With symbolic dims: p's sizes and strides and the offsets as dim expressions, indexed by
+     * CIR_ATT_* (p and the offsets then hold their upper bounds); NULL when they are numbers. */
+    const cir_dim *const *xp;
 } cir_attention_kp;
+/* keep in ORDER with the printing in emit_softmax.c */
+enum {
+    CIR_ATT_BATCH, CIR_ATT_HEADS, CIR_ATT_Q_LEN, CIR_ATT_KV_LEN, CIR_ATT_DIM, CIR_ATT_V_DIM,
+    CIR_ATT_Q_BS, CIR_ATT_Q_HS, CIR_ATT_Q_RS, CIR_ATT_K_BS, CIR_ATT_K_HS, CIR_ATT_K_RS,
+    CIR_ATT_V_BS, CIR_ATT_V_HS, CIR_ATT_V_RS, CIR_ATT_Y_BS, CIR_ATT_Y_HS, CIR_ATT_Y_RS,
+    CIR_ATT_M_BS, CIR_ATT_M_HS, CIR_ATT_M_RS, CIR_ATT_M_CS,
+    CIR_ATT_Q_OFF, CIR_ATT_K_OFF, CIR_ATT_V_OFF, CIR_ATT_M_OFF, CIR_ATT_Y_OFF,
+    CIR_ATT_X
+};
 
 /* Shared enum value lists. */
 extern const char *const cir_auto_pad_names[];   /* "explicit", "same_upper", "same_lower", "valid" */
