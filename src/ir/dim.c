@@ -770,17 +770,27 @@ static const cir_dim *minmax(cir_dimtab *t, cir_dim_kind kind, const cir_dim *a,
     bool drop[2 * CIR_DIM_MAX_TERMS] = {false};
     for (int i = 0; i < n; i++) {
         for (int j = 0; j < n && !drop[i]; j++) {
-            if (i == j || drop[j]) continue;
+            if (i == j) continue;   /* against every other, dropped or not: the result is order-free */
             /* v[i] goes when v[j] is never worse (ties, equal values in two forms: the later
              * in the canonical order goes, whichever order the arguments came in) */
             bool j_wins = kind == CIR_DIM_MIN ? cir_dim_prove_le(t, v[j], v[i]) : cir_dim_prove_le(t, v[i], v[j]);
             if (j_wins) {
                 bool tie = kind == CIR_DIM_MIN ? cir_dim_prove_le(t, v[i], v[j]) : cir_dim_prove_le(t, v[j], v[i]);
-                if (!tie || order(v[j], v[i]) < 0) drop[i] = true;
+                if (!tie || order(v[j], v[i]) < 0 || (v[j] == v[i] && j < i)) drop[i] = true;
             }
         }
     }
     int m = 0;
+    for (int i = 0; i < n; i++) m += !drop[i];
+    if (!m) {
+        /* every one dominated by another: a cycle of proofs in one direction each (the provers
+         * are incomplete), so nothing is dropped but repeats */
+        for (int i = 0; i < n; i++) {
+            drop[i] = false;
+            for (int j = 0; j < i && !drop[i]; j++) drop[i] = v[j] == v[i];
+        }
+    }
+    m = 0;
     for (int i = 0; i < n; i++)
         if (!drop[i]) v[m++] = v[i];
     if (m == 1) return v[0];
