@@ -13,8 +13,10 @@ cuvil_status cg_emit_batch_norm(cg_ctx *cg, cir_graph *g, cir_node *n) {
     cuvil_channel_affine_params p;
     op_batch_norm_params(g, n, &p);
     char a[128];
-    const char *ps = cg_param(cg, "cuvil_channel_affine_params", "{ .N = %lld, .C = %lld, .inner = %lld, .act = %s }",
-                              (long long)p.N, (long long)p.C, (long long)p.inner, cg_act(&p.act, a));
+    const cir_value *x = cir_in(g, n, 0);
+    const char *ps = cg_param(cg, "cuvil_channel_affine_params", "{ .N = %s, .C = %lld, .inner = %s, .act = %s }",
+                              cg_dimprod(cg, x->id, 0, 1, 1), (long long)p.C, cg_dimprod(cg, x->id, 2, x->ndim, 1),
+                              cg_act(&p.act, a));
     cg_printf(cg, "    cuvil_f32_channel_affine(&%s, %s, %s, %s, %s);\n", ps, cg_in(cg, n->in[0]), scale, shift,
               cg_out(cg, n->out[0]));
     return CUVIL_OK;

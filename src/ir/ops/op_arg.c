@@ -32,14 +32,18 @@ static cuvil_status arg_infer(cir_graph *g, cir_node *n) {
     cuvil_status s = op_arg_params(g, n, &p, &axis);
     if (s) return s;
     cir_value *x = cir_in(g, n, 0);
-    int64_t dims[CIR_MAX_DIMS];
+    if (x->dx[axis] && x->dx[axis]->lo < 1)
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "axis %d of '%s' may be empty: no index to return", axis, x->name);
+    const cir_dim *dx[CIR_MAX_DIMS];
     int nd = 0;
     bool keep = cir_attr_int(n, "keepdims") != 0;
     for (int d = 0; d < x->ndim; d++) {
-        if (d != axis) dims[nd++] = x->dims[d];
-        else if (keep) dims[nd++] = 1;
+        if (d != axis) dx[nd++] = cir_dimx(g, x, d);
+        else if (keep) dx[nd++] = cir_dim_const(&g->dt, 1);
     }
-    cir_set_shape(cir_out(g, n, 0), CIR_I64, nd, dims);
+    for (int d = 0; d < nd; d++)
+        if (!dx[d]) return cir_dim_err(g, n, "the output's dims");
+    cir_set_shape_x(cir_out(g, n, 0), CIR_I64, nd, dx);
     return CUVIL_OK;
 }
 
@@ -61,5 +65,5 @@ static const cir_attr_spec arg_attrs[] = {
     CIR_ATTR_END,
 };
 
-const cir_opdef cir_op_argmax = {"argmax", 0, 1, 1, 1, 1, arg_attrs, arg_infer, arg_fold, NULL, 0};
-const cir_opdef cir_op_argmin = {"argmin", 0, 1, 1, 1, 1, arg_attrs, arg_infer, arg_fold, NULL, 0};
+const cir_opdef cir_op_argmax = {"argmax", CIR_OPF_SYM_DIMS, 1, 1, 1, 1, arg_attrs, arg_infer, arg_fold, NULL, 0};
+const cir_opdef cir_op_argmin = {"argmin", CIR_OPF_SYM_DIMS, 1, 1, 1, 1, arg_attrs, arg_infer, arg_fold, NULL, 0};

@@ -11,6 +11,7 @@ static cuvil_status bn_infer(cir_graph *g, cir_node *n) {
         if ((s = op_need_f32(g, n, i))) return s;
     cir_value *x = cir_in(g, n, 0);
     if (x->ndim < 2) return cir_node_err(g, n, CUVIL_ERR_SHAPE, "input '%s' has rank %d < 2", x->name, x->ndim);
+    if (x->dx[1]) return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "the channels of '%s' are symbolic", x->name);
     for (int i = 1; i < 5; i++) {
         cir_value *p = cir_in(g, n, i);
         if (cir_numel(p) != x->dims[1])
@@ -19,7 +20,7 @@ static cuvil_status bn_infer(cir_graph *g, cir_node *n) {
         if (!cir_is_const(p))
             return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "parameter '%s' is computed at run time; Cuvil needs it constant", p->name);
     }
-    cir_set_shape(cir_out(g, n, 0), CIR_F32, x->ndim, x->dims);
+    cir_set_shape_like(cir_out(g, n, 0), CIR_F32, x);
     return CUVIL_OK;
 }
 
@@ -60,4 +61,4 @@ static const cir_attr_spec bn_attrs[] = {
     CIR_ATTR_END,
 };
 
-const cir_opdef cir_op_batch_norm = {"batch_norm", CIR_OPF_TAKES_ACT, 5, 5, 1, 1, bn_attrs, bn_infer, bn_fold, NULL, 0};
+const cir_opdef cir_op_batch_norm = {"batch_norm", CIR_OPF_TAKES_ACT | CIR_OPF_SYM_DIMS, 5, 5, 1, 1, bn_attrs, bn_infer, bn_fold, NULL, 0};

@@ -40,7 +40,7 @@ static cuvil_status cumsum_infer(cir_graph *g, cir_node *n) {
     cuvil_cumsum_params p;
     if ((s = op_cumsum_params(g, n, &p))) return s;
     cir_value *x = cir_in(g, n, 0);
-    cir_set_shape(cir_out(g, n, 0), x->dtype, x->ndim, x->dims);
+    cir_set_shape_like(cir_out(g, n, 0), x->dtype, x);
     return CUVIL_OK;
 }
 
@@ -60,4 +60,4 @@ static const cir_attr_spec cumsum_attrs[] = {
     CIR_ATTR_END,
 };
 
-const cir_opdef cir_op_cumsum = {"cumsum", 0, 2, 2, 1, 1, cumsum_attrs, cumsum_infer, cumsum_fold, NULL, 0};
+const cir_opdef cir_op_cumsum = {"cumsum", CIR_OPF_SYM_DIMS, 2, 2, 1, 1, cumsum_attrs, cumsum_infer, cumsum_fold, NULL, 0};

@@ -69,8 +69,21 @@ static cuvil_status pad_infer(cir_graph *g, cir_node *n) {
     if (s || (s = op_need_f32(g, n, 0))) return s;
     cir_value *x = cir_in(g, n, 0);
     cuvil_pad_params p;
-    if ((s = op_pad_params(g, n, &p))) return s;
-    cir_set_shape(cir_out(g, n, 0), x->dtype, p.ndim, p.out_dims);
+    if ((s = op_pad_params(g, n, &p))) return s;   /* checked at the dims' upper bounds */
+    const cir_dim *dx[CIR_MAX_DIMS];
+    for (int d = 0; d < p.ndim; d++) {
+        int64_t b = p.pad_begin[d], e = p.out_dims[d] - p.in_dims[d] - b;
+        const cir_dim *in = cir_dimx(g, x, d);
+        if (x->dx[d]) {
+            /* and at the smallest sizes: no crop, and what the mode reflects or wraps is there */
+            int64_t lo = x->dx[d]->lo, lim = p.mode == CUVIL_PAD_REFLECT ? lo - 1 : lo;
+            if (b < 0 || e < 0 || (p.mode != CUVIL_PAD_CONSTANT && (b > 0 || e > 0) && (b > lim || e > lim || lo < 1)))
+                return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "pads %lld, %lld of axis %d, whose size is symbolic "
+                                    "(down to %lld)", (long long)b, (long long)e, d, (long long)lo);
+        }
+        if (!(dx[d] = cir_dim_add_const(&g->dt, in, b + e))) return cir_dim_err(g, n, "the output's dims");
+    }
+    cir_set_shape_x(cir_out(g, n, 0), x->dtype, p.ndim, dx);
     return CUVIL_OK;
 }
 
@@ -87,4 +100,4 @@ static cuvil_status pad_fold(cir_graph *g, cir_node *n) {
 static const char *const pad_modes[] = {"constant", "reflect", "edge", "wrap", NULL};   /* ORDER: CUVIL_PAD_* */
 static const cir_attr_spec pad_attrs[] = {{"mode", CIR_ATTR_ENUM, 0, 0, pad_modes, false}, CIR_ATTR_END};
 
-const cir_opdef cir_op_pad = {"pad", 0, 2, 4, 1, 1, pad_attrs, pad_infer, pad_fold, NULL, 0};
+const cir_opdef cir_op_pad = {"pad", CIR_OPF_SYM_DIMS, 2, 4, 1, 1, pad_attrs, pad_infer, pad_fold, NULL, 0};

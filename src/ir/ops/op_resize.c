@@ -125,12 +125,54 @@ cuvil_status op_resize_params(cir_graph *g, cir_node *n, cuvil_resize_params *p)
     return CUVIL_OK;
 }
 
+/* The output dims as expressions, and the scales the kernel takes (sizes mode on a symbolic
+ * axis: 0, the kernel derives out/in when the model runs). A symbolic axis scaled by a factor
+ * that is not an integer or 1/2^j (where ONNX Runtime's float product would not be an exact
+ * floor of the dim) is refused. */
+cuvil_status op_resize_x(cir_graph *g, cir_node *n, const cuvil_resize_params *p, const cir_dim **dx, float *scales) {
+    cir_value *x = cir_in(g, n, 0), *sv = cir_in(g, n, 3);
+    bool sizes = sv && cir_numel(sv) > 0;
+    for (int d = 0; d < p->ndim; d++) {
+        scales[d] = p->scales[d];
+        if (!x->dx[d]) {
+            dx[d] = cir_dim_const(&g->dt, p->out_dims[d]);
+            continue;
+        }
+        float sc = p->scales[d];
+        if (sizes) {   /* a fixed output size, whatever the input's */
+            dx[d] = cir_dim_const(&g->dt, p->out_dims[d]);
+            scales[d] = 0.0f;
+        } else if (sc == 1.0f) {
+            dx[d] = x->dx[d];
+        } else if (sc > 1.0f && sc == floorf(sc) && sc < 65536.0f) {
+            dx[d] = cir_dim_scale(&g->dt, x->dx[d], (int64_t)sc);
+        } else if (sc < 1.0f && 1.0f / sc == floorf(1.0f / sc) && !((int64_t)(1.0f / sc) & ((int64_t)(1.0f / sc) - 1))) {
+            dx[d] = cir_dim_fdiv(&g->dt, x->dx[d], cir_dim_const(&g->dt, (int64_t)(1.0f / sc)));
+            if (dx[d] && dx[d]->lo < 1)
+                return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "axis %d of '%s' may become empty with scale %g", d,
+                                    x->name, (double)sc);
+        } else {
+            return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "scale %g on axis %d of '%s', whose size is symbolic (only "
+                                "integer scales and 1/2^j)", (double)sc, d, x->name);
+        }
+        if (!dx[d]) return cir_dim_err(g, n, "the output's dims");
+    }
+    return CUVIL_OK;
+}
+
 static cuvil_status resize_infer(cir_graph *g, cir_node *n) {
     cuvil_status s = op_check_arity(g, n, 1, 4, 1, 1);
     if (s || (s = op_need_f32(g, n, 0))) return s;
     cir_value *x = cir_in(g, n, 0);
     cuvil_resize_params p;
     if ((s = op_resize_params(g, n, &p))) return s;
+    if (!cir_value_fixed(x)) {
+        const cir_dim *dx[CIR_MAX_DIMS];
+        float sc[CIR_MAX_DIMS];
+        if ((s = op_resize_x(g, n, &p, dx, sc))) return s;
+        cir_set_shape_x(cir_out(g, n, 0), x->dtype, p.ndim, dx);
+        return CUVIL_OK;
+    }
     cir_set_shape(cir_out(g, n, 0), x->dtype, p.ndim, p.out_dims);
     return CUVIL_OK;
 }
@@ -158,4 +200,4 @@ static const cir_attr_spec resize_attrs[] = {
     CIR_ATTR_END,
 };
 
-const cir_opdef cir_op_resize = {"resize", 0, 1, 4, 1, 1, resize_attrs, resize_infer, resize_fold, NULL, 0};
+const cir_opdef cir_op_resize = {"resize", CIR_OPF_SYM_DIMS, 1, 4, 1, 1, resize_attrs, resize_infer, resize_fold, NULL, 0};

@@ -181,6 +181,9 @@ typedef struct op_geo_x {
 cuvil_status op_conv_x(cir_graph *g, cir_node *n, op_geo_x *x);
 cuvil_status op_pool_x(cir_graph *g, cir_node *n, op_geo_x *x);
 
+/* resize's output dims as expressions and the scales the kernel takes (for symbolic dims). */
+cuvil_status op_resize_x(cir_graph *g, cir_node *n, const cuvil_resize_params *p, const cir_dim **dx, float *scales);
+
 /* ===== Parameters shared with codegen's emitters ========================================= */
 /* Each computes, from a node after infer, the parameters of the op's run-time kernel: the op
  * file's fold runs the kernel with them, its emitter (src/codegen/emit/emit_<family>.c) writes
