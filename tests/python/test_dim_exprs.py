@@ -1,0 +1,140 @@
+"""Shapes as expressions (src/ir/dim.h): models whose sizes are floor/ceil divisions, mins and
+clamped slices of several symbols, compiled once (CUVIL_NO_SAMPLES=1: no fallback to sample
+compiles) and checked against ONNX Runtime at many random points of their ranges, shapes
+included. Among them the cases that the sample-and-fit mechanism got wrong between its samples
+(issue 31): a Slice whose end is piecewise Shape arithmetic read past the input, a slice length
+that goes negative between two symbols, a slice to min(seq, 300)."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+
+import cuvil
+import cuvil_testlib as tl
+
+
+def _i64(name, vals, shape=None):
+    return helper.make_tensor(name, TensorProto.INT64, [len(vals)] if shape is None else shape, vals)
+
+
+def _save(tmp_path, name, nodes, inputs, outputs, inits):
+    g = helper.make_graph(nodes, name, inputs, [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outputs],
+                          inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    path = tmp_path / f"{name}.onnx"
+    import onnx
+    onnx.save(m, path)
+    return path
+
+
+@pytest.fixture(autouse=True)
+def _no_samples(monkeypatch):
+    monkeypatch.setenv("CUVIL_NO_SAMPLES", "1")   # the compiler's own cuvil-compile inherits it
+
+
+def _compile(path, tmp_path, dims):
+    assert os.environ.get("CUVIL_NO_SAMPLES") == "1"
+    out = tmp_path / f"{path.stem}.so"
+    proc = tl.compile_raw(path, out, dims=dims)
+    assert proc.returncode == 0, proc.stderr
+    return cuvil.load(out)
+
+
+def _check(model, path, feeds):
+    want = tl.ort_run(path, feeds)
+    got = model(**feeds)
+    got = got if isinstance(got, (list, tuple)) else [got]
+    for (name, w), g in zip(want.items(), got):
+        assert g.shape == w.shape, (name, {k: v.shape for k, v in feeds.items()}, g.shape, w.shape)
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+
+
+def test_five_symbols_floor_ceil_min(tmp_path):
+    """x[S1, S2][:, :S2 // 3]; a 3x3 max pool, stride 2, pads 1, ceil_mode, over z[S4, S5];
+    y[S3][:min(S1, 7)]; and a concat of x's rows with z's: 30 random points of five symbols."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["sx"]),
+        helper.make_node("Gather", ["sx", "one"], ["s2"], axis=0),
+        helper.make_node("Div", ["s2", "three"], ["s2d3"]),
+        helper.make_node("Unsqueeze", ["s2d3", "ax0"], ["e1"]),
+        helper.make_node("Slice", ["x", "zero1", "e1", "ax1"], ["t1"]),
+        helper.make_node("Relu", ["t1"], ["o1"]),
+        helper.make_node("Unsqueeze", ["z", "ax01"], ["z4"]),
+        helper.make_node("MaxPool", ["z4"], ["o2"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=1),
+        helper.make_node("Gather", ["sx", "zero"], ["s1"], axis=0),
+        helper.make_node("Min", ["s1", "seven"], ["m"]),
+        helper.make_node("Unsqueeze", ["m", "ax0"], ["e3"]),
+        helper.make_node("Slice", ["y", "zero1", "e3"], ["t3"]),
+        helper.make_node("Neg", ["t3"], ["o3"]),
+        helper.make_node("ReduceSum", ["x", "ax1"], ["rx"], keepdims=0),
+        helper.make_node("ReduceSum", ["z", "ax1"], ["rz"], keepdims=0),
+        helper.make_node("Concat", ["rx", "rz"], ["o4"], axis=0),
+    ]
+    inits = [_i64("one", [1], []), _i64("zero", [0], []), _i64("three", [3], []), _i64("seven", [7], []), _i64("ax0", [0]),
+             _i64("ax1", [1]), _i64("ax01", [0, 1]), _i64("zero1", [0])]
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["S1", "S2"]),
+              helper.make_tensor_value_info("y", TensorProto.FLOAT, ["S3"]),
+              helper.make_tensor_value_info("z", TensorProto.FLOAT, ["S4", "S5"])]
+    path = _save(tmp_path, "five", nodes, inputs, ["o1", "o2", "o3", "o4"], inits)
+    ranges = {"S1": (1, 20), "S2": (1, 50), "S3": (0, 12), "S4": (2, 30), "S5": (2, 31)}
+    model = _compile(path, tmp_path, {k: f"{lo}:{hi}" for k, (lo, hi) in ranges.items()})
+    rng = np.random.default_rng(5)
+    points = [{k: lo for k, (lo, _) in ranges.items()}, {k: hi for k, (_, hi) in ranges.items()}]
+    points += [{k: int(rng.integers(lo, hi + 1)) for k, (lo, hi) in ranges.items()} for _ in range(28)]
+    for p in points:
+        feeds = {"x": rng.standard_normal((p["S1"], p["S2"])).astype(np.float32),
+                 "y": rng.standard_normal((p["S3"],)).astype(np.float32),
+                 "z": rng.standard_normal((p["S4"], p["S5"])).astype(np.float32)}
+        _check(model, path, feeds)
+
+
+def test_slices_the_fits_got_wrong(tmp_path):
+    """x[:seq // 3] from Shape arithmetic (piecewise between any two samples), table[:min(seq,
+    300)] + x[:min(seq, 300)], and x[a:b] with a and b the lengths of two other inputs (a length
+    that is negative where a > b): exact at every value, never reading past an input."""
+    seq = [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["seq", 8])]
+    third = _save(tmp_path, "third", [
+        helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Gather", ["s", "i0"], ["s0"], axis=0),
+        helper.make_node("Div", ["s0", "three"], ["q"]), helper.make_node("Unsqueeze", ["q", "ax0"], ["e"]),
+        helper.make_node("Slice", ["x", "zero", "e"], ["sl"]), helper.make_node("Relu", ["sl"], ["y"])],
+        seq, ["y"], [_i64("i0", [0], []), _i64("three", [3], []), _i64("ax0", [0]), _i64("zero", [0])])
+    table = np.random.default_rng(1).standard_normal((512, 8)).astype(np.float32)
+    capped = _save(tmp_path, "capped", [
+        helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Gather", ["s", "i0"], ["s0"], axis=0),
+        helper.make_node("Min", ["s0", "c300"], ["m"]), helper.make_node("Unsqueeze", ["m", "ax0"], ["e"]),
+        helper.make_node("Slice", ["tab", "zero", "e"], ["st"]), helper.make_node("Slice", ["x", "zero", "e"], ["sx"]),
+        helper.make_node("Add", ["st", "sx"], ["y"])],
+        seq, ["y"], [_i64("i0", [0], []), _i64("c300", [300], []), _i64("ax0", [0]), _i64("zero", [0]),
+                     helper.make_tensor("tab", TensorProto.FLOAT, [512, 8], table.ravel().tolist())])
+    between = _save(tmp_path, "between", [
+        helper.make_node("Shape", ["p"], ["sa"]), helper.make_node("Shape", ["q"], ["sb"]),
+        helper.make_node("Slice", ["x", "sa", "sb"], ["sl"]), helper.make_node("Neg", ["sl"], ["y"])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["S", 4]), helper.make_tensor_value_info("p", TensorProto.FLOAT, ["A"]),
+         helper.make_tensor_value_info("q", TensorProto.FLOAT, ["B"])], ["y"], [])
+    rng = np.random.default_rng(3)
+    m = _compile(third, tmp_path, {"seq": "1:1000"})
+    for s in (1, 2, 3, 4, 5, 100, 101, 102, 997, 1000):
+        _check(m, third, {"x": rng.standard_normal((s, 8)).astype(np.float32)})
+    m = _compile(capped, tmp_path, {"seq": "1:512"})
+    for s in (1, 2, 299, 300, 301, 511, 512):
+        _check(m, capped, {"x": rng.standard_normal((s, 8)).astype(np.float32)})
+    m = _compile(between, tmp_path, {"S": "1:16", "A": "0:20", "B": "0:20"})
+    for s, a, b in ((16, 3, 10), (5, 10, 3), (5, 2, 20), (16, 0, 0), (1, 20, 20), (9, 4, 9), (9, 9, 4)):
+        _check(m, between, {"x": rng.standard_normal((s, 4)).astype(np.float32),
+                            "p": np.zeros(a, np.float32), "q": np.zeros(b, np.float32)})
+
+
+def test_guard_names_the_node(tmp_path):
+    """Two symbols that must be equal (an Add of x[a] and y[b]) become a check when the model
+    runs: a run where they differ fails with a message naming the node, not a wrong answer."""
+    path = _save(tmp_path, "guard", [helper.make_node("Add", ["x", "y"], ["s"], name="the_add")],
+                 [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["a"]),
+                  helper.make_tensor_value_info("y", TensorProto.FLOAT, ["b"])], ["s"], [])
+    m = _compile(path, tmp_path, {"a": "2:9", "b": "2:9"})
+    _check(m, path, {"x": np.ones(5, np.float32), "y": np.ones(5, np.float32)})
+    with pytest.raises(cuvil.CuvilError, match="the_add.*differ"):
+        m(x=np.ones(5, np.float32), y=np.ones(6, np.float32))
