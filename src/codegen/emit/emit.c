@@ -23,7 +23,7 @@ _Static_assert(sizeof cg_bin_names / sizeof cg_bin_names[0] == CUVIL_BIN__COUNT,
 
 const char *cg_bin_params(cg_ctx *cg, const cuvil_binary_params *p, const char *const *op_names, int a, int b, int y) {
     char act[128];
-    if (cg_node_symbolic(cg_graph(cg), cg_node(cg)) && a >= 0 && b >= 0 && y >= 0)
+    if (cg_node_symbolic(cg_graph(cg), cg_node(cg)) && a >= 0 && y >= 0)   /* b -1: a scalar (rank -1: stride 0) */
         return cg_bind(cg, "cuvil_binary_params", "cuvil_binary_bind", (const int[]){a, b, y}, 3, "{ .op = %s, .act = %s }",
                        op_names[p->op], cg_act(&p->act, act));
     return cg_param(cg, "cuvil_binary_params", "{ .op = %s, .ndim = %d, .dims = %s, .a_strides = %s, .b_strides = %s, .act = %s }",

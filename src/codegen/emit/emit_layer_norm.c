@@ -24,9 +24,10 @@ cuvil_status cg_emit_instance_norm(cg_ctx *cg, cir_graph *g, cir_node *n) {
     cuvil_status s = op_instance_norm_params(g, n, &p);
     if (s) return s;
     char e[32];
-    const char *ps = cg_param(cg, "cuvil_instance_norm_params", "{ .batch = %lld, .channels = %lld, .len = %lld, "
-                              ".epsilon = %s }", (long long)p.batch, (long long)p.channels, (long long)p.len,
-                              cg_float(p.epsilon, e));
+    cir_value *x = cir_in(g, n, 0);
+    const char *ps = cg_param(cg, "cuvil_instance_norm_params", "{ .batch = %s, .channels = %lld, .len = %s, "
+                              ".epsilon = %s }", cg_dimprod(cg, x->id, 0, 1, 1), (long long)p.channels,
+                              cg_dimprod(cg, x->id, 2, x->ndim, 1), cg_float(p.epsilon, e));
     cg_printf(cg, "    cuvil_f32_instance_norm(&%s, %s, %s, %s, %s);\n", ps, cg_in(cg, n->in[0]), cg_in(cg, n->in[1]),
               cg_in(cg, n->in[2]), cg_out(cg, n->out[0]));
     return CUVIL_OK;

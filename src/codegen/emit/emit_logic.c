@@ -106,9 +106,11 @@ cuvil_status cg_emit_sum(cg_ctx *cg, cir_graph *g, cir_node *n) {
     for (int i = 1; i <= n->n_in; i++) {
         cuvil_binary_params p;
         const char *b;
+        int bid = -1;   /* the mean's divisor: a scalar in the weights */
         if (i < n->n_in) {
             op_bin_params(y, cir_in(g, n, i), y, CUVIL_BIN_ADD, &p);
             b = cg_in(cg, n->in[i]);
+            bid = n->in[i];
         } else if (n->kind == CIR_OP_MEAN) {
             cir_value scalar = *y;   /* the divisor n, a scalar */
             scalar.ndim = 0;
@@ -119,7 +121,7 @@ cuvil_status cg_emit_sum(cg_ctx *cg, cir_graph *g, cir_node *n) {
         } else {
             break;
         }
-        const char *bp = cg_bin_params(cg, &p, cg_bin_names, -1, -1, -1);
+        const char *bp = cg_bin_params(cg, &p, cg_bin_names, y->id, bid, y->id);
         if (f32) cg_printf(cg, "    cuvil_f32_binary(&%s, %s, %s, %s);\n", bp, out, b, out);
         else cg_printf(cg, "    cuvil_binary_t(&%s, %s, %s, %s, %s);\n", bp, cg_rt_type(y->dtype), out, b, out);
     }

@@ -6,8 +6,10 @@ cuvil_status cg_emit_topk(cg_ctx *cg, cir_graph *g, cir_node *n) {
     int axis;
     cuvil_status s = op_topk_params(g, n, &p, &axis);
     if (s) return s;
-    const char *ps = cg_param(cg, "cuvil_topk_params", "{ .outer = %lld, .len = %lld, .inner = %lld, .k = %lld, .largest = %d }",
-                              (long long)p.outer, (long long)p.len, (long long)p.inner, (long long)p.k, p.largest);
+    const cir_value *xv = cir_in(g, n, 0);
+    const char *ps = cg_param(cg, "cuvil_topk_params", "{ .outer = %s, .len = %s, .inner = %s, .k = %lld, .largest = %d }",
+                              cg_dimprod(cg, xv->id, 0, axis, 1), cg_dimprod(cg, xv->id, axis, axis + 1, 1),
+                              cg_dimprod(cg, xv->id, axis + 1, xv->ndim, 1), (long long)p.k, p.largest);
     const char *S = cg_scratch(cg, cuvil_topk_scratch_size(&p), "cuvil_topk_scratch_size(&%s)", ps);
     cir_value *x = cir_in(g, n, 0);
     cg_printf(cg, "    cuvil_topk_t(&%s, %s, %s, %s, %s, %s);\n", ps, cg_rt_type(x->dtype), cg_in(cg, n->in[0]),

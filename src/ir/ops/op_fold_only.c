@@ -37,23 +37,8 @@ static cuvil_status set_out(cir_graph *g, cir_node *n, cir_dtype t, int ndim, co
     return CUVIL_OK;
 }
 
-/* numpy broadcast of inputs [first, first + count) into ndim/dims. */
-static cuvil_status bcast_inputs(cir_graph *g, cir_node *n, int first, int count, int *ndim, int64_t *dims) {
-    cir_value acc = *cir_in(g, n, first);
-    for (int i = first + 1; i < first + count; i++) {
-        int nd;
-        int64_t d[CIR_MAX_DIMS];
-        cuvil_status s = op_broadcast(g, n, &acc, cir_in(g, n, i), &nd, d);
-        if (s) return s;
-        acc.ndim = nd;
-        memcpy(acc.dims, d, sizeof d);
-    }
-    *ndim = acc.ndim;
-    memcpy(dims, acc.dims, sizeof(int64_t) * (size_t)acc.ndim);
-    return CUVIL_OK;
-}
-
-/* The same for dims as expressions (op_broadcast_x: dims that may differ get guards). */
+/* numpy broadcast of inputs [first, first + count) into ndim/dx, the dims as expressions
+ * (op_broadcast_x: dims that may differ get guards). */
 static cuvil_status bcast_inputs_x(cir_graph *g, cir_node *n, int first, int count, int *ndim, const cir_dim **dx) {
     cir_value acc = *cir_in(g, n, first);
     for (int i = first + 1; i < first + count; i++) {
@@ -391,11 +376,13 @@ static cuvil_status tile_infer(cir_graph *g, cir_node *n) {
         return cir_node_err(g, n, CUVIL_ERR_MODEL, "repeats has %d values for input '%s' of rank %d", cnt, x->name, x->ndim);
     if (!known_type(x->dtype))
         return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' has type %s", x->name, cir_dtype_name(x->dtype));
+    const cir_dim *dx[CIR_MAX_DIMS];
     for (int d = 0; d < cnt; d++) {
         if (rep[d] < 0 || __builtin_mul_overflow(x->dims[d], rep[d], &dims[d]))
             return cir_node_err(g, n, CUVIL_ERR_MODEL, "repeats[%d]=%lld is invalid", d, (long long)rep[d]);
+        dx[d] = cir_dim_scale(&g->dt, cir_dimx(g, x, d), rep[d]);
     }
-    if ((s = set_out(g, n, x->dtype, x->ndim, dims))) return s;
+    if ((s = set_out_x(g, n, x->dtype, x->ndim, dx))) return s;
     return CUVIL_OK;
 }
 
@@ -438,8 +425,8 @@ static cuvil_status sum_infer(cir_graph *g, cir_node *n) {
                                 "broadcast: broadcast=none)", a->name, v->name);
     }
     int nd;
-    int64_t dims[CIR_MAX_DIMS];
-    if ((s = bcast_inputs(g, n, 0, n->n_in, &nd, dims)) || (s = set_out(g, n, a->dtype, nd, dims))) return s;
+    const cir_dim *dx[CIR_MAX_DIMS];
+    if ((s = bcast_inputs_x(g, n, 0, n->n_in, &nd, dx)) || (s = set_out_x(g, n, a->dtype, nd, dx))) return s;
     return CUVIL_OK;   /* folded, or run as a chain of broadcasting adds (emit_logic.c) */
 }
 
@@ -518,6 +505,6 @@ FOLD_OP(and, CIR_OPF_SYM_DIMS, 2, 2, NULL, logic_infer, logic_fold)
 FOLD_OP(or, CIR_OPF_SYM_DIMS, 2, 2, NULL, logic_infer, logic_fold)
 FOLD_OP(xor, CIR_OPF_SYM_DIMS, 2, 2, NULL, logic_infer, logic_fold)
 FOLD_OP(where, CIR_OPF_SYM_DIMS, 3, 3, NULL, where_infer, where_fold)
-FOLD_OP(tile, 0, 2, 2, NULL, tile_infer, tile_fold)
-FOLD_OP(sum, 0, 1, -1, sum_attrs, sum_infer, sum_fold)
-FOLD_OP(mean, 0, 1, -1, sum_attrs, sum_infer, sum_fold)
+FOLD_OP(tile, CIR_OPF_SYM_DIMS, 2, 2, NULL, tile_infer, tile_fold)
+FOLD_OP(sum, CIR_OPF_SYM_DIMS, 1, -1, sum_attrs, sum_infer, sum_fold)
+FOLD_OP(mean, CIR_OPF_SYM_DIMS, 1, -1, sum_attrs, sum_infer, sum_fold)

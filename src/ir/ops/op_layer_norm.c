@@ -117,7 +117,8 @@ static cuvil_status in_infer(cir_graph *g, cir_node *n) {
     cuvil_instance_norm_params p;
     if ((s = op_instance_norm_params(g, n, &p))) return s;
     cir_value *x = cir_in(g, n, 0);
-    cir_set_shape(cir_out(g, n, 0), x->dtype, x->ndim, x->dims);
+    if (x->dx[1]) return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "the channels of '%s' are symbolic", x->name);
+    cir_set_shape_like(cir_out(g, n, 0), x->dtype, x);
     return CUVIL_OK;
 }
 
@@ -133,4 +134,4 @@ static cuvil_status in_fold(cir_graph *g, cir_node *n) {
 
 static const cir_attr_spec in_attrs[] = {{"epsilon", CIR_ATTR_FLOAT, 0, 1e-5f, NULL, false}, CIR_ATTR_END};
 
-const cir_opdef cir_op_instance_norm = {"instance_norm", 0, 3, 3, 1, 1, in_attrs, in_infer, in_fold, NULL, 0};
+const cir_opdef cir_op_instance_norm = {"instance_norm", CIR_OPF_SYM_DIMS, 3, 3, 1, 1, in_attrs, in_infer, in_fold, NULL, 0};

@@ -39,11 +39,14 @@ static cuvil_status topk_infer(cir_graph *g, cir_node *n) {
     int axis;
     if ((s = op_topk_params(g, n, &p, &axis))) return s;
     cir_value *x = cir_in(g, n, 0);
-    int64_t dims[CIR_MAX_DIMS];
-    memcpy(dims, x->dims, sizeof(int64_t) * (size_t)x->ndim);
-    dims[axis] = p.k;
-    cir_set_shape(cir_out(g, n, 0), x->dtype, x->ndim, dims);
-    cir_set_shape(cir_out(g, n, 1), CIR_I64, x->ndim, dims);
+    if (x->dx[axis] && p.k > x->dx[axis]->lo)
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "k=%lld may exceed axis %d of '%s', whose size is symbolic (down to "
+                            "%lld)", (long long)p.k, axis, x->name, (long long)x->dx[axis]->lo);
+    const cir_dim *dx[CIR_MAX_DIMS];
+    for (int d = 0; d < x->ndim; d++)
+        if (!(dx[d] = d == axis ? cir_dim_const(&g->dt, p.k) : cir_dimx(g, x, d))) return cir_dim_err(g, n, "the dims");
+    cir_set_shape_x(cir_out(g, n, 0), x->dtype, x->ndim, dx);
+    cir_set_shape_x(cir_out(g, n, 1), CIR_I64, x->ndim, dx);
     return CUVIL_OK;
 }
 
@@ -68,4 +71,4 @@ static const cir_attr_spec topk_attrs[] = {
     CIR_ATTR_END,
 };
 
-const cir_opdef cir_op_topk = {"topk", 0, 2, 2, 2, 2, topk_attrs, topk_infer, topk_fold, NULL, 0};
+const cir_opdef cir_op_topk = {"topk", CIR_OPF_SYM_DIMS, 2, 2, 2, 2, topk_attrs, topk_infer, topk_fold, NULL, 0};
