@@ -635,6 +635,14 @@ const cir_dim *cir_dim_fdiv(cir_dimtab *t, const cir_dim *a, const cir_dim *b) {
                 div = rest;
             } else if (rest->kind == CIR_DIM_FDIV && rest->a[1]->kind == CIR_DIM_CONST && inside(kd * rest->a[1]->c)) {
                 div = cir_dim_fdiv(t, rest->a[0], cir_dim_const(t, (int64_t)(kd * rest->a[1]->c)));
+            } else if (rest->kind == CIR_DIM_ADD && rest->n == 1 && rest->k[0] == 1 && rest->a[0]->kind == CIR_DIM_FDIV &&
+                       rest->a[0]->a[1]->kind == CIR_DIM_CONST && inside(kd * rest->a[0]->a[1]->c) &&
+                       inside((i128)rest->c * rest->a[0]->a[1]->c)) {
+                /* floor((floor(x/b) + c) / d) = floor((x + c*b) / (b*d)), b, d > 0: a conv's
+                 * (H + 1) // 2 after another stays one division */
+                const cir_dim *in = rest->a[0];
+                int64_t b = in->a[1]->c;
+                div = cir_dim_fdiv(t, cir_dim_add_const(t, in->a[0], rest->c * b), cir_dim_const(t, (int64_t)(kd * b)));
             } else {
                 const cir_dim *ops[2] = {rest, cir_dim_const(t, (int64_t)kd)};
                 if (!ops[1]) return NULL;

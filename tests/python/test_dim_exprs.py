@@ -138,3 +138,18 @@ def test_guard_names_the_node(tmp_path):
     _check(m, path, {"x": np.ones(5, np.float32), "y": np.ones(5, np.float32)})
     with pytest.raises(cuvil.CuvilError, match="the_add.*differ"):
         m(x=np.ones(5, np.float32), y=np.ones(6, np.float32))
+
+
+def test_scratch_reserved_for_every_size(tmp_path):
+    """A depthwise 3x3 conv, stride (1, 2), over a map whose width is symbolic (PP-OCR's
+    recogniser has one): its kernel needs more scratch at small widths than at the upper
+    bound, so the reservation is the largest over the symbols' box, not the upper bound's (a
+    run at the smallest width failed with 'needs more scratch memory ...')."""
+    rng = np.random.default_rng(7)
+    w = helper.make_tensor("w", TensorProto.FLOAT, [128, 1, 3, 3], rng.standard_normal(128 * 9).astype(np.float32).tolist())
+    path = _save(tmp_path, "dw", [helper.make_node("Conv", ["x", "w"], ["y"], group=128, kernel_shape=[3, 3],
+                                                   strides=[1, 2], pads=[1, 1, 1, 1])],
+                 [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 128, 12, "W"])], ["y"], [w])
+    m = _compile(path, tmp_path, {"W": "2:160"})
+    for width in (2, 3, 8, 9, 33, 160):
+        _check(m, path, {"x": rng.standard_normal((1, 128, 12, width)).astype(np.float32)})

@@ -55,6 +55,9 @@ int main(void) {
     CHECK(cir_dim_fdiv(&T, cir_dim_add_const(&T, cir_dim_scale(&T, seq, 2), 1), C(2)) == seq, "(2seq+1)//2 = seq");
     EXPECT(cir_dim_fdiv(&T, cir_dim_add_const(&T, cir_dim_scale(&T, seq, 2), 1), C(4)), "seq // 2");
     CHECK(cir_dim_fdiv(&T, cir_dim_fdiv(&T, H, C(2)), C(2)) == cir_dim_fdiv(&T, H, C(4)), "(H//2)//2 = H//4");
+    const cir_dim *h2 = H;
+    for (int i = 0; i < 5; i++) h2 = cir_dim_fdiv(&T, cir_dim_add_const(&T, h2, 1), C(2));   /* five stride-2 convs */
+    EXPECT(h2, "(H + 31) // 32");
     EXPECT(cir_dim_cdiv(&T, seq, C(3)), "(seq + 2) // 3");
     CHECK(cir_dim_cdiv(&T, cir_dim_scale(&T, seq, 2), C(2)) == seq, "ceil(2seq/2) = seq");
     /* a conv: (H + 2*1 - 3) // 2 + 1 */

@@ -34,6 +34,79 @@ static const char *geo_fields_x(cg_ctx *cg, const cuvil_conv2d_params *p, const 
     return s;
 }
 
+/* The scratch a symbolic conv reserves. The kernel's scratch is not monotone in the sizes (it
+ * picks its path by them: a depthwise conv over a narrow map takes a blocked path with more
+ * scratch), so the largest of it over values of the symbols it depends on: every value of a
+ * symbol whose range has at most 64, else its 32 smallest, its 16 largest and 16 between (where
+ * the kernels' small-map paths and the upper bounds are), all combinations up to 2^16 of them.
+ * Not a proof between those values: the node also checks its run's need against what it
+ * reserved (cg_scratch), so a run that needs more fails with a message, never overruns. */
+#define SCRATCH_VALUES 64
+static int candidates(const cir_dimsym *s, int64_t *v) {
+    int n = 0;
+    if (s->hi - s->lo < SCRATCH_VALUES) {
+        for (int64_t x = s->lo; x <= s->hi; x++) v[n++] = x;
+        return n;
+    }
+    for (int i = 0; i < 32; i++) v[n++] = s->lo + i;
+    for (int i = 0; i < 16; i++) v[n++] = s->hi - i;
+    for (int i = 1; i <= 16; i++) v[n++] = s->lo + 32 + (s->hi - 16 - s->lo - 32) * i / 17;
+    return n;
+}
+
+static size_t conv_scratch_at(const cuvil_conv2d_params *q, bool transpose, const cuvil_gemm_blocking *blk) {
+    if (!transpose) return cuvil_f32_conv2d_scratch_size_ex(q, blk);
+    cuvil_conv_transpose2d_params tp;
+    memcpy(&tp, q, sizeof tp);
+    return cuvil_f32_conv_transpose2d_scratch_size_ex(&tp, blk);
+}
+
+static size_t conv_scratch_bound(cir_graph *g, const cuvil_conv2d_params *pp, const op_geo_x *gx, bool transpose,
+                                 const cuvil_gemm_blocking *blk) {
+    const cir_dimtab *t = &g->dt;
+    const cir_dim *f[9] = {gx->N, gx->H, gx->W, gx->OH, gx->OW, gx->pad_t, gx->pad_l, gx->KH, gx->KW};
+    size_t best = conv_scratch_at(pp, transpose, blk);
+    int syms[8], ns = 0;
+    for (int k = 0; k < t->n_syms; k++)
+        for (int i = 0; i < 9; i++)
+            if (cir_dim_uses(f[i], k)) {
+                if (ns == 8) return best;   /* more symbols than combinations can cover */
+                syms[ns++] = k;
+                break;
+            }
+    if (t->n_syms > 64) return best;
+    int64_t cand[8][SCRATCH_VALUES], vals[64];
+    int nc[8];
+    long total = 1;
+    for (int j = 0; j < ns; j++) {
+        nc[j] = candidates(&t->syms[syms[j]], cand[j]);
+        total *= nc[j];
+    }
+    for (int j = 0; j < ns && total > 65536; j++) {   /* too many: the ends of each range */
+        total /= nc[j];
+        cand[j][1] = t->syms[syms[j]].hi;
+        nc[j] = 2;
+        total *= 2;
+    }
+    for (int k = 0; k < t->n_syms; k++) vals[k] = t->syms[k].hi;
+    for (long c = 0; c < total; c++) {
+        long r = c;
+        for (int j = 0; j < ns; j++) {
+            vals[syms[j]] = cand[j][r % nc[j]];
+            r /= nc[j];
+        }
+        int64_t v[9];
+        bool ok = true;
+        for (int i = 0; i < 9 && ok; i++) ok = cir_dim_eval(f[i], vals, t->n_syms, &v[i]);
+        if (!ok || v[3] <= 0 || v[4] <= 0) continue;
+        cuvil_conv2d_params q = *pp;
+        q.N = v[0], q.H = v[1], q.W = v[2], q.OH = v[3], q.OW = v[4], q.pad_t = v[5], q.pad_l = v[6], q.KH = v[7], q.KW = v[8];
+        size_t s = conv_scratch_at(&q, transpose, blk);
+        if (s > best) best = s;
+    }
+    return best;
+}
+
 cuvil_status cg_emit_conv(cg_ctx *cg, cir_graph *g, cir_node *n) {
     cuvil_conv2d_params pp;
     cuvil_status s = op_conv_params(g, n, false, &pp);
@@ -56,7 +129,8 @@ cuvil_status cg_emit_conv(cg_ctx *cg, cir_graph *g, cir_node *n) {
     const char *p = cg_param(cg, "cuvil_conv2d_params", "{ %s%s }", sym ? geo_fields_x(cg, &pp, &gx) : geo_fields(&pp, f, sizeof f), ex);
     cuvil_gemm_ukernel_desc uk;
     cuvil_gemm_blocking blk = cg_target_blocking(g, &uk);
-    const char *S = cg_scratch(cg, cuvil_f32_conv2d_scratch_size_ex(&pp, &blk), "cuvil_f32_conv2d_scratch_size(&%s)", p);
+    const char *S = cg_scratch(cg, sym ? conv_scratch_bound(g, &pp, &gx, false, &blk) : cuvil_f32_conv2d_scratch_size_ex(&pp, &blk),
+                               "cuvil_f32_conv2d_scratch_size(&%s)", p);
     cg_printf(cg, "    cuvil_f32_conv2d%s(&%s, %s, %s, %s, %s, %s, %s);\n", n->packed >= 0 ? "_prepacked" : "", p,
               cg_in(cg, n->in[0]), cg_in(cg, n->packed >= 0 ? n->packed : n->in[1]),
               cir_in(g, n, 2) ? cg_in(cg, n->in[2]) : "NULL", n->residual >= 0 ? cg_in(cg, n->residual) : "NULL",
@@ -93,12 +167,16 @@ cuvil_status cg_emit_conv_transpose(cg_ctx *cg, cir_graph *g, cir_node *n) {
     cuvil_status s = op_conv_params(g, n, true, &gp);
     if (s) return s;
     char f[1024];
-    const char *p = cg_param(cg, "cuvil_conv_transpose2d_params", "{ %s }", geo_fields(&gp, f, sizeof f));
+    op_geo_x gx;
+    bool sym = cg_node_symbolic(g, n);
+    if (sym && (s = op_convt_x(g, n, &gx))) return s;
+    const char *p = cg_param(cg, "cuvil_conv_transpose2d_params", "{ %s }", sym ? geo_fields_x(cg, &gp, &gx) : geo_fields(&gp, f, sizeof f));
     cuvil_gemm_ukernel_desc uk;
     cuvil_gemm_blocking blk = cg_target_blocking(g, &uk);
     cuvil_conv_transpose2d_params tp;
     memcpy(&tp, &gp, sizeof tp);   /* the same geometry fields (geo_fields prints both) */
-    const char *S = cg_scratch(cg, cuvil_f32_conv_transpose2d_scratch_size_ex(&tp, &blk),
+    const char *S = cg_scratch(cg, sym ? conv_scratch_bound(g, &gp, &gx, true, &blk)
+                                   : cuvil_f32_conv_transpose2d_scratch_size_ex(&tp, &blk),
                                "cuvil_f32_conv_transpose2d_scratch_size(&%s)", p);
     cg_printf(cg, "    cuvil_f32_conv_transpose2d(&%s, %s, %s, %s, %s, %s);\n", p, cg_in(cg, n->in[0]),
               cg_in(cg, n->in[1]), cir_in(g, n, 2) ? cg_in(cg, n->in[2]) : "NULL", cg_out(cg, n->out[0]), S);

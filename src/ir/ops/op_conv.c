@@ -196,6 +196,46 @@ cuvil_status op_conv_x(cir_graph *g, cir_node *n, op_geo_x *x) {
     return CUVIL_OK;
 }
 
+/* A transposed convolution with symbolic spatial dims: explicit pads only (output_shape and
+ * auto_pad derive pads from the sizes), output (in - 1) * s + output_padding + extent - pads. */
+cuvil_status op_convt_x(cir_graph *g, cir_node *n, op_geo_x *x) {
+    conv_geo c;
+    cuvil_status s = geometry(g, n, true, &c);
+    if (s) return s;
+    cir_value *v = cir_in(g, n, 0);
+    const int64_t *os;
+    if (v->dx[1]) return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "the channels of '%s' are symbolic", v->name);
+    if (cir_attr_int(n, "auto_pad") != CIR_PAD_EXPLICIT || cir_attr_ints(n, "output_shape", &os) >= 0)
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "output_shape or auto_pad with symbolic dims");
+    int64_t op[2] = {0, 0};
+    const int64_t *opv;
+    if (cir_attr_ints(n, "output_padding", &opv) == c.nsp)
+        for (int i = 0; i < c.nsp; i++) op[i] = opv[i];
+    cir_dimtab *t = &g->dt;
+    const cir_dim *out[2];
+    for (int i = 0; i < c.nsp; i++) {
+        int64_t ek = (c.k[i] - 1) * c.d[i] + 1;
+        out[i] = cir_dim_add_const(t, cir_dim_scale(t, cir_dimx(g, v, 2 + i), c.s[i]), op[i] + ek - c.s[i] - c.pb[i] - c.pe[i]);
+        if (!out[i]) return cir_dim_err(g, n, "the output size");
+        if (out[i]->lo <= 0)
+            return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "the output size along spatial dim %d may not be positive", i);
+    }
+    int h = c.nsp == 1 ? -1 : 0, wd = c.nsp - 1;
+    const cir_dim *one = cir_dim_const(t, 1);
+    x->N = cir_dimx(g, v, 0);
+    x->H = h < 0 ? one : cir_dimx(g, v, 2);
+    x->W = cir_dimx(g, v, 1 + c.nsp);
+    x->OH = h < 0 ? one : out[0];
+    x->OW = out[wd];
+    x->KH = cir_dim_const(t, h < 0 ? 1 : c.k[0]);
+    x->KW = cir_dim_const(t, c.k[wd]);
+    x->pad_t = cir_dim_const(t, h < 0 ? 0 : c.pb[0]);
+    x->pad_l = cir_dim_const(t, c.pb[wd]);
+    x->pad_b = cir_dim_const(t, h < 0 ? 0 : c.pe[0]);
+    x->pad_r = cir_dim_const(t, c.pe[wd]);
+    return CUVIL_OK;
+}
+
 static cuvil_status infer_common(cir_graph *g, cir_node *n, bool transpose) {
     cuvil_status s;
     if ((s = op_check_arity(g, n, 2, 3, 1, 1)) || (s = op_need_f32(g, n, 0)) || (s = op_need_f32(g, n, 1)) ||
@@ -203,10 +243,8 @@ static cuvil_status infer_common(cir_graph *g, cir_node *n, bool transpose) {
         return s;
     conv_geo c;
     if (!cir_value_fixed(cir_in(g, n, 0))) {
-        if (transpose)
-            return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "a transposed convolution of symbolic dims is not supported yet");
         op_geo_x x;
-        if ((s = op_conv_x(g, n, &x)) || (s = geometry(g, n, transpose, &c))) return s;
+        if ((s = transpose ? op_convt_x(g, n, &x) : op_conv_x(g, n, &x)) || (s = geometry(g, n, transpose, &c))) return s;
         const cir_dim *dx[4] = {x.N, cir_dim_const(&g->dt, c.M), c.nsp == 1 ? x.OW : x.OH, x.OW};
         cir_set_shape_x(cir_out(g, n, 0), CIR_F32, 2 + c.nsp, dx);
         return CUVIL_OK;
@@ -286,6 +324,6 @@ static const cir_attr_spec convt_attrs[] = {
 
 const cir_opdef cir_op_conv = {"conv", CIR_OPF_TAKES_ACT | CIR_OPF_TAKES_RESIDUAL | CIR_OPF_SYM_DIMS, 2, 3, 1, 1, conv_attrs,
                                conv_infer, conv_fold, NULL, 0};
-const cir_opdef cir_op_conv_transpose = {"conv_transpose", CIR_OPF_TAKES_ACT, 2, 3, 1, 1, convt_attrs,
+const cir_opdef cir_op_conv_transpose = {"conv_transpose", CIR_OPF_TAKES_ACT | CIR_OPF_SYM_DIMS, 2, 3, 1, 1, convt_attrs,
                                          convt_infer, NULL, NULL, 0};
 const cir_opdef cir_op_mbblock = {"mbblock", 0, 7, 7, 1, 1, NULL, mbblock_infer, NULL, NULL, 0};

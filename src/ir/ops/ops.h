@@ -180,6 +180,7 @@ typedef struct op_geo_x {
 } op_geo_x;
 cuvil_status op_conv_x(cir_graph *g, cir_node *n, op_geo_x *x);
 cuvil_status op_pool_x(cir_graph *g, cir_node *n, op_geo_x *x);
+cuvil_status op_convt_x(cir_graph *g, cir_node *n, op_geo_x *x);
 
 /* resize's output dims as expressions and the scales the kernel takes (for symbolic dims). */
 cuvil_status op_resize_x(cir_graph *g, cir_node *n, const cuvil_resize_params *p, const cir_dim **dx, float *scales);
