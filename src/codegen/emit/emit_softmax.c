@@ -24,6 +24,15 @@ cuvil_status cg_emit_softmax(cg_ctx *cg, cir_graph *g, cir_node *n) {
  * offsets are in n->kernel_params; inputs q, k, v and the mask if any. A stride of a dim of
  * size 1 is never used: in a compile with symbolic dims it is written as "any value", and the
  * offsets are written even when 0, so that every sample's text has them. */
+/* "(ptr + off)": an operand at an element offset. */
+static const char *at_offset(cg_ctx *cg, const char *ptr, const char *off) {
+    cuvil_sb t = {0};
+    cuvil_sb_printf(&t, "(%s + %s)", ptr, off);
+    const char *r = cg_str(cg, t.s && !t.oom ? t.s : "NULL");
+    cuvil_sb_free(&t);
+    return r;
+}
+
 cuvil_status cg_emit_attention(cg_ctx *cg, cir_graph *g, cir_node *n) {
     const cir_attention_kp *kp = (const cir_attention_kp *)n->kernel_params;
     CUVIL_ASSERT(kp && n->n_in >= 3 && n->n_in <= 6);
@@ -72,26 +81,13 @@ cuvil_status cg_emit_attention(cg_ctx *cg, cir_graph *g, cir_node *n) {
     char b[32];
     for (int i = 0; i < 4; i++) {
         if (i == 3 && (n->n_in < 4 || n->in[3] < 0)) in[i] = "NULL";
-        else if (kp->xp) in[i] = cg_str(cg, "");   /* below */
-        else if (off[i] || g->symbolic) in[i] = cg_str(cg, "");
+        else if (kp->xp || off[i] || g->symbolic)
+            in[i] = at_offset(cg, cg_in(cg, n->in[i]), kp->xp ? cg_dim_c(cg, kp->xp[xo[i]]) : cg_i64(off[i], b));
         else in[i] = cg_in(cg, n->in[i]);
-        if ((kp->xp || off[i] || g->symbolic) && !(i == 3 && (n->n_in < 4 || n->in[3] < 0))) {
-            const char *o = kp->xp ? cg_dim_c(cg, kp->xp[xo[i]]) : cg_i64(off[i], b);
-            cuvil_sb t = {0};
-            cuvil_sb_printf(&t, "(%s + %s)", cg_in(cg, n->in[i]), o);
-            in[i] = cg_str(cg, t.s ? t.s : "NULL");
-            cuvil_sb_free(&t);
-        }
     }
-    const char *y;
-    if (kp->xp || kp->y_off || g->symbolic) {
-        cuvil_sb t = {0};
-        cuvil_sb_printf(&t, "(%s + %s)", cg_out(cg, n->out[0]), kp->xp ? cg_dim_c(cg, kp->xp[CIR_ATT_Y_OFF]) : cg_i64(kp->y_off, b));
-        y = cg_str(cg, t.s ? t.s : "NULL");
-        cuvil_sb_free(&t);
-    } else {
-        y = cg_out(cg, n->out[0]);
-    }
+    const char *y = kp->xp || kp->y_off || g->symbolic
+                        ? at_offset(cg, cg_out(cg, n->out[0]), kp->xp ? cg_dim_c(cg, kp->xp[CIR_ATT_Y_OFF]) : cg_i64(kp->y_off, b))
+                        : cg_out(cg, n->out[0]);
     if (n->n_in > 4) {   /* scalars folded from the model's constants, read as it runs */
         cg_printf(cg, "    cuvil_attention_params p = %s;\n    p.scale = p.scale", ps);
         for (int i = 4; i < n->n_in; i++) cg_printf(cg, " %c %s[0]", kp->scale_div[i - 4] ? '/' : '*', cg_in(cg, n->in[i]));

@@ -4,6 +4,17 @@
 
 #include <string.h>
 
+/* The counts of starts, ends, axes and steps (-1: absent) agree, and fit the input's rank. */
+static cuvil_status check_counts(cir_graph *g, cir_node *n, int ns, int ne, int na, int nst) {
+    const cir_value *x = cir_in(g, n, 0);
+    if (ne != ns) return cir_node_err(g, n, CUVIL_ERR_MODEL, "starts has %d values but ends has %d", ns, ne);
+    if (na >= 0 && na != ns) return cir_node_err(g, n, CUVIL_ERR_MODEL, "starts has %d values but axes has %d", ns, na);
+    if (nst >= 0 && nst != ns) return cir_node_err(g, n, CUVIL_ERR_MODEL, "starts has %d values but steps has %d", ns, nst);
+    if (na < 0 && ns > x->ndim)
+        return cir_node_err(g, n, CUVIL_ERR_MODEL, "starts has %d values for input '%s' of rank %d", ns, x->name, x->ndim);
+    return CUVIL_OK;
+}
+
 /* Reads starts/ends/axes/steps and computes the kernel parameters with ONNX's clamping:
  * negative starts/ends count from the end; for step > 0 both clamp to [0, dim], for step < 0
  * start clamps to [0, dim-1] and end to [-1, dim-1]; the output has
@@ -18,11 +29,7 @@ cuvil_status op_slice_params(cir_graph *g, cir_node *n, cuvil_slice_params *p) {
         (cir_in(g, n, 3) && (s = op_const_ints(g, n, 3, "axes", axes, CIR_MAX_DIMS, &na))) ||
         (cir_in(g, n, 4) && (s = op_const_ints(g, n, 4, "steps", steps, CIR_MAX_DIMS, &nst))))
         return s;
-    if (ne != ns) return cir_node_err(g, n, CUVIL_ERR_MODEL, "starts has %d values but ends has %d", ns, ne);
-    if (na >= 0 && na != ns) return cir_node_err(g, n, CUVIL_ERR_MODEL, "starts has %d values but axes has %d", ns, na);
-    if (nst >= 0 && nst != ns) return cir_node_err(g, n, CUVIL_ERR_MODEL, "starts has %d values but steps has %d", ns, nst);
-    if (na < 0 && ns > x->ndim)
-        return cir_node_err(g, n, CUVIL_ERR_MODEL, "starts has %d values for input '%s' of rank %d", ns, x->name, x->ndim);
+    if ((s = check_counts(g, n, ns, ne, na, nst))) return s;
 
     memset(p, 0, sizeof *p);
     p->ndim = x->ndim;
@@ -123,11 +130,7 @@ cuvil_status op_slice_x(cir_graph *g, cir_node *n, const cir_dim **start, const 
         (cir_in(g, n, 3) && (s = op_const_ints(g, n, 3, "axes", axes, CIR_MAX_DIMS, &na))) ||
         (cir_in(g, n, 4) && (s = op_const_ints(g, n, 4, "steps", st, CIR_MAX_DIMS, &nst))))
         return s;
-    if (ne != ns) return cir_node_err(g, n, CUVIL_ERR_MODEL, "starts has %d values but ends has %d", ns, ne);
-    if (na >= 0 && na != ns) return cir_node_err(g, n, CUVIL_ERR_MODEL, "starts has %d values but axes has %d", ns, na);
-    if (nst >= 0 && nst != ns) return cir_node_err(g, n, CUVIL_ERR_MODEL, "starts has %d values but steps has %d", ns, nst);
-    if (na < 0 && ns > x->ndim)
-        return cir_node_err(g, n, CUVIL_ERR_MODEL, "starts has %d values for input '%s' of rank %d", ns, x->name, x->ndim);
+    if ((s = check_counts(g, n, ns, ne, na, nst))) return s;
     for (int d = 0; d < x->ndim; d++) {
         start[d] = cir_dim_const(t, 0);
         cnt[d] = cir_dimx(g, x, d);

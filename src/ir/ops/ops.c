@@ -260,39 +260,38 @@ cuvil_status op_need_f32(cir_graph *g, cir_node *n, int i) {
     return CUVIL_OK;
 }
 
-cuvil_status op_const_ints(cir_graph *g, cir_node *n, int i, const char *what, int64_t *out, int max, int *count) {
-    cir_value *v = cir_in(g, n, i);
-    if (!v) return cir_node_err(g, n, CUVIL_ERR_MODEL, "input '%s' is missing", what);
-    if (!cir_is_const(v))
+/* Input i of n as op_const_ints reads it: present, constant (or, where sval_ok, known as
+ * expressions), int32/int64, at most max elements; its element count into *count. */
+static cuvil_status int_input(cir_graph *g, cir_node *n, int i, const char *what, int max, bool sval_ok, cir_value **v,
+                              int *count) {
+    *v = cir_in(g, n, i);
+    if (!*v) return cir_node_err(g, n, CUVIL_ERR_MODEL, "input '%s' is missing", what);
+    if (!cir_is_const(*v) && !(sval_ok && (*v)->sval))
         return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED,
                             "input '%s' ('%s') is computed at run time; Cuvil needs it constant "
-                            "(it could not be folded from the model's fixed shapes)", what, v->name);
-    if (v->dtype != CIR_I64 && v->dtype != CIR_I32)
-        return cir_node_err(g, n, CUVIL_ERR_MODEL, "input '%s' must be int64, not %s", what, cir_dtype_name(v->dtype));
-    int64_t cnt = cir_numel(v);
+                            "(it could not be folded from the model's fixed shapes)", what, (*v)->name);
+    if ((*v)->dtype != CIR_I64 && (*v)->dtype != CIR_I32)
+        return cir_node_err(g, n, CUVIL_ERR_MODEL, "input '%s' must be int64, not %s", what, cir_dtype_name((*v)->dtype));
+    int64_t cnt = cir_numel(*v);
     if (cnt > max) return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' has %lld elements, at most %d supported",
                                        what, (long long)cnt, max);
-    for (int64_t j = 0; j < cnt; j++) out[j] = cir_const_i64(v, j);
     *count = (int)cnt;
     return CUVIL_OK;
 }
 
+cuvil_status op_const_ints(cir_graph *g, cir_node *n, int i, const char *what, int64_t *out, int max, int *count) {
+    cir_value *v;
+    cuvil_status s = int_input(g, n, i, what, max, false, &v, count);
+    for (int j = 0; !s && j < *count; j++) out[j] = cir_const_i64(v, j);
+    return s;
+}
+
 cuvil_status op_sval_ints(cir_graph *g, cir_node *n, int i, const char *what, const cir_dim **out, int max, int *count) {
-    cir_value *v = cir_in(g, n, i);
-    if (!v) return cir_node_err(g, n, CUVIL_ERR_MODEL, "input '%s' is missing", what);
-    if (!cir_is_const(v) && !v->sval)
-        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED,
-                            "input '%s' ('%s') is computed at run time; Cuvil needs it constant "
-                            "(it could not be folded from the model's fixed shapes)", what, v->name);
-    if (v->dtype != CIR_I64 && v->dtype != CIR_I32)
-        return cir_node_err(g, n, CUVIL_ERR_MODEL, "input '%s' must be int64, not %s", what, cir_dtype_name(v->dtype));
-    int64_t cnt = cir_numel(v);
-    if (cnt > max) return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' has %lld elements, at most %d supported",
-                                       what, (long long)cnt, max);
-    for (int64_t j = 0; j < cnt; j++)
+    cir_value *v;
+    cuvil_status s = int_input(g, n, i, what, max, true, &v, count);
+    for (int j = 0; !s && j < *count; j++)
         if (!(out[j] = cir_sval_at(g, v, j))) return cir_dim_err(g, n, what);
-    *count = (int)cnt;
-    return CUVIL_OK;
+    return s;
 }
 
 cuvil_status op_window_x(cir_graph *g, cir_node *n, int i, const cir_dim *in, int64_t ek, int64_t s, int ap, int64_t pb,
