@@ -35,7 +35,7 @@ static int fuzz_compile(const uint8_t *data, size_t size, int opt_level) {
     if (!s) s = cuvil_run_passes(g, &o);
     if (!s) {
         cg_output gen;
-        s = cg_generate(g, &o, "m", "generic", "/* cuvil_model.h */\n", false, &gen);
+        s = cg_generate(g, &o, "m", "generic", "/* cuvil_model.h */\n", &gen);
         cg_output_free(&gen);
     }
     if (s == CUVIL_ERR_INTERNAL) {

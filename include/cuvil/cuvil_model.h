@@ -34,8 +34,8 @@
 extern "C" {
 #endif
 
-#define CUVIL_MODEL_ABI_VERSION 6   /* 2: options alloc/free; 3: options buffer; 4: symbols, run_shapes;
-                                       5: a symbol's step; 6: cpu_features */
+#define CUVIL_MODEL_ABI_VERSION 7   /* 2: options alloc/free; 3: options buffer; 4: symbols, run_shapes;
+                                       5: a symbol's step; 6: cpu_features; 7: n_run_sizes */
 #define CUVIL_MODEL_ENTRY_SYMBOL "cuvil_model_entry"
 #define CUVIL_MAX_DIMS 8
 
@@ -156,6 +156,11 @@ typedef struct cuvil_model_desc {
      * one, fails with CUVIL_ERR_UNSUPPORTED and a message naming it (and the target). Reading
      * the descriptor, errmsg() and destroy() are safe on any CPU of the architecture. */
     const char *cpu_features;
+    /* How many sizes only the run knows (a NonZero's count: how many elements its input's
+     * values make non-zero). When > 0, the outputs' dims may depend on the inputs' values, not
+     * only on their dims: give output buffers the descriptor's dims (their upper bounds) and
+     * read the dims from run_shapes' output_dims after every run. */
+    int n_run_sizes;
 } cuvil_model_desc;
 
 typedef const cuvil_model_desc *(*cuvil_model_entry_fn)(void);

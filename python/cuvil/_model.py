@@ -201,6 +201,9 @@ class CompiledModel:
         # run with those shapes allocates only what it writes (the largest shapes of a decode
         # step's 24 KV-cache outputs are 600 MB, whose fresh pages cost milliseconds a run).
         self._out_shapes: dict = {}
+        # Sizes only the run finds (a NonZero's count): the outputs' shapes depend on the
+        # inputs' values, so every run gets the largest buffers and reports its shapes.
+        self._run_sizes = self._desc.n_run_sizes > 0
 
     def __repr__(self):
         return (f"CompiledModel({str(self.path)!r}, target={self.target!r}, inputs={self.inputs}, "
@@ -254,7 +257,7 @@ class CompiledModel:
             self._check_shape(spec, a.shape)
             arrays.append(a if a.flags.c_contiguous else a.copy(order="C"))  # (ascontiguousarray makes 0-d 1-d)
         syms = self._bind_symbols(arrays)
-        key = tuple(a.shape for a in arrays) if syms is not None else None
+        key = tuple(a.shape for a in arrays) if syms is not None and not self._run_sizes else None
         known = self._out_shapes.get(key) if key is not None else None
         outs = [np.empty(shp, dtype=s.dtype) for s, shp in zip(self.outputs, known or [s.max_shape for s in self.outputs])]
         m = self._ctx.enter()
@@ -271,7 +274,7 @@ class CompiledModel:
     def _run(self, m, arrays, outs, syms, want_torch):
         in_ptrs = (ctypes.c_void_p * max(1, len(arrays)))(*[a.ctypes.data for a in arrays])
         out_ptrs = (ctypes.c_void_p * max(1, len(outs)))(*[o.ctypes.data for o in outs])
-        if syms is None:
+        if syms is None and not self._run_sizes:
             s = self._desc.run(m, in_ptrs, out_ptrs)
             shapes = [o.shape for o in outs]
         else:

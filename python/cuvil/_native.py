@@ -19,7 +19,7 @@ import threading
 from pathlib import Path
 
 MAX_DIMS = 8
-MODEL_ABI_VERSION = 6
+MODEL_ABI_VERSION = 7
 
 STATUS_NAMES = ["ok", "invalid argument", "model", "unsupported", "shape", "dtype", "out of memory",
                 "io", "toolchain", "internal"]
@@ -89,7 +89,8 @@ class ModelDesc(ctypes.Structure):
                 ("n_syms", ctypes.c_int),
                 ("syms", ctypes.POINTER(SymInfo)),
                 ("run_shapes", RunShapesFn),
-                ("cpu_features", ctypes.c_char_p)]
+                ("cpu_features", ctypes.c_char_p),
+                ("n_run_sizes", ctypes.c_int)]
 
 
 def status_name(code: int) -> str:

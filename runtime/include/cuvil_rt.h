@@ -691,6 +691,16 @@ typedef struct cuvil_elements_params {
 } cuvil_elements_params;
 
 int cuvil_gather_elements(const cuvil_elements_params *p, int idx_t, const void *idx, const void *x, void *y);
+
+/* NonZero: the indices of the non-zero elements of x (ndim >= 1 dims, element type t; -0.0 is
+ * zero, NaN is not), in row-major order, as y[d * count + i] = the i-th one's index along dim
+ * d; y has room for ndim * numel(x). Returns count. */
+int64_t cuvil_nonzero(int t, const void *x, int ndim, const int64_t *dims, int64_t *y);
+
+/* Compress: x viewed as [outer, axis_len, inner_bytes]; y gets the rows j < min(cond_len,
+ * axis_len) of each outer block where cond[j] is non-zero, in order. Returns their count. */
+int64_t cuvil_compress(const void *x, const uint8_t *cond, int64_t outer, int64_t axis_len, int64_t cond_len,
+                       int64_t inner_bytes, void *y);
 int cuvil_scatter_elements(const cuvil_elements_params *p, int t, int idx_t, const void *idx, const void *upd,
                            const void *data, void *y);
 

@@ -13,7 +13,7 @@ struct cg_ctx {
     cir_graph *g;
     cg_plan plan;
     cuvil_sb params;        /* file-scope parameter blocks and #defines */
-    cuvil_sb locals;        /* symbolic compiles: the parameter blocks, declared in the node function */
+    cuvil_sb locals;        /* symbolic nodes: the parameter blocks, declared in the node function */
     cuvil_sb body;          /* the current node's body */
     cuvil_sb scratch;       /* scratch-size expressions */
     cg_output *out;         /* the weights blob and its pieces */
@@ -24,8 +24,7 @@ struct cg_ctx {
     int unplanned;          /* a value with no storage was referenced (id + 1), an internal error */
     const char *fail_what;  /* cg_fallible() for the current node, else NULL */
     size_t scratch_bytes;   /* the largest scratch a node needs, for the target */
-    uint8_t *named;         /* per value id: 1 its arena offset, 2 its weights offset has a #define,
-                             * 4 its data was written into the code (cg_const_in_code) */
+    uint8_t *named;         /* per value id: 1 its arena offset, 2 its weights offset has a #define */
     int n_data;             /* derived data blocks placed (cg_data), for their names */
     /* symbolic dims: per symbol of g->dt, the index of its dim in D[] and its step (the table's
      * symbol counts steps: the dim is D[j] = step * s) */
@@ -34,6 +33,7 @@ struct cg_ctx {
     int *dims_node;         /* per value id: the node serial whose function declared dV<id>, or -1 */
     int node_serial;
     bool cur_symbolic;      /* the node being emitted is symbolic (cg_node_symbolic) */
+    int n_ranged;           /* D's first entries: the ranged symbols (N_SYMS); the run's sizes follow */
     const cir_node *cur_node;
 };
 
@@ -72,46 +72,15 @@ static const char *fmt_str(cg_ctx *cg, const char *fmt, ...) {
     return s;
 }
 
-/* Appends nbytes of data to the blob (aligned) and returns their offset. durable: data is a
- * constant's, which lives as long as the graph (a piece may point at it). */
-static int64_t blob_place(cg_ctx *cg, const void *data, size_t nbytes, bool durable) {
+/* Appends nbytes of data to the blob (aligned) and returns their offset. */
+static int64_t blob_place(cg_ctx *cg, const void *data, size_t nbytes) {
     cg_output *o = cg->out;
     size_t off = cuvil_align_up(o->weights_len, BLOB_ALIGN);
-    const void *at = NULL;   /* the piece's bytes: in the blob */
-    if (o->by_ref) {
-        at = durable || !nbytes ? data : cuvil_arena_memdup(&o->piece_mem, data, nbytes);
-        if (!at) o->weights.oom = true;
-    } else {
-        static const char zeros[BLOB_ALIGN];
-        cuvil_sb_append(&o->weights, zeros, off - o->weights.len);
-        cuvil_sb_append(&o->weights, data, nbytes);
-        if (durable) at = data;
-    }
+    static const char zeros[BLOB_ALIGN];
+    cuvil_sb_append(&o->weights, zeros, off - o->weights.len);
+    cuvil_sb_append(&o->weights, data, nbytes);
     o->weights_len = off + nbytes;
-    if (o->n_pieces == o->cap_pieces) {
-        int cap = o->cap_pieces ? 2 * o->cap_pieces : 64;
-        cg_piece *p = cuvil_realloc(o->pieces, sizeof *p * (size_t)cap);
-        if (!p) {
-            o->weights.oom = true;   /* fails the compile at the end */
-            return (int64_t)off;
-        }
-        o->pieces = p;
-        o->cap_pieces = cap;
-    }
-    o->pieces[o->n_pieces++] = (cg_piece){.off = (int64_t)off, .n = nbytes, .data = at};
     return (int64_t)off;
-}
-
-bool cg_weights_equal(const cg_output *a, const cg_output *b) {
-    if (a->weights_len != b->weights_len || a->n_pieces != b->n_pieces) return false;
-    for (int i = 0; i < a->n_pieces; i++) {
-        const cg_piece *x = &a->pieces[i], *y = &b->pieces[i];
-        if (x->off != y->off || x->n != y->n) return false;
-        if (!x->n) continue;
-        const void *px = x->data ? x->data : a->weights.s + x->off, *py = y->data ? y->data : b->weights.s + y->off;
-        if (px != py && memcmp(px, py, x->n)) return false;
-    }
-    return true;   /* the gaps between pieces are zeros in both */
 }
 
 /* Offsets are named, not bare numbers: "A_V12" for value 12's place in the arena, "W_V3" for a
@@ -141,7 +110,7 @@ static const char *ptr(cg_ctx *cg, int vid, bool writable) {
         int r = (int)l.index;
         if (cg->const_off[r] < 0) {
             cir_value *rv = cir_val(cg->g, r);
-            cg->const_off[r] = blob_place(cg, rv->data, cir_nbytes(rv), true);
+            cg->const_off[r] = blob_place(cg, rv->data, cir_nbytes(rv));
         }
         return fmt_str(cg, "((const %s *)(WEIGHTS + %s))", t, offset_name(cg, r, true, cg->const_off[r]));
     }
@@ -167,7 +136,7 @@ const char *cg_refs(cg_ctx *cg, const int *ids, int n) {
         case CG_LOC_CONST:
             if (cg->const_off[l.index] < 0) {
                 cir_value *rv = cir_val(cg->g, l.index);
-                cg->const_off[l.index] = blob_place(cg, rv->data, cir_nbytes(rv), true);
+                cg->const_off[l.index] = blob_place(cg, rv->data, cir_nbytes(rv));
             }
             kind = 1;
             index = cg->const_off[l.index];
@@ -186,7 +155,6 @@ const char *cg_refs(cg_ctx *cg, const int *ids, int n) {
 
 const char *cg_in(cg_ctx *cg, int value_id) { return ptr(cg, value_id, false); }
 
-void cg_const_in_code(cg_ctx *cg, int value_id) { cg->named[value_id] |= 4; }
 const char *cg_out(cg_ctx *cg, int value_id) { return ptr(cg, value_id, true); }
 
 const char *cg_data(cg_ctx *cg, const void *data, size_t nbytes, cir_dtype dtype) {
@@ -198,7 +166,7 @@ const char *cg_data(cg_ctx *cg, const void *data, size_t nbytes, cir_dtype dtype
         return "NULL /* over the folded_bytes limit */";
     }
     g->folded_bytes += nbytes;
-    int64_t off = blob_place(cg, data, nbytes, false);
+    int64_t off = blob_place(cg, data, nbytes);
     int k = cg->n_data++;
     cuvil_sb_printf(&cg->params, "#define W_D%d ((size_t)%lld)   /* derived at compile time */\n", k, (long long)off);
     return fmt_str(cg, "((const %s *)(WEIGHTS + W_D%d))", cg_ctype(dtype), k);
@@ -208,8 +176,8 @@ const char *cg_param(cg_ctx *cg, const char *type, const char *init_fmt, ...) {
     int k = cg->n_params++;
     size_t tl = strlen(type);
     bool array = tl > 2 && !strcmp(type + tl - 2, "[]");
-    /* symbolic compiles and nodes: a local, since its numbers may be expressions of the run's dims */
-    bool local = cg->g->symbolic || cg->cur_symbolic;
+    /* symbolic nodes: a local, since its numbers may be expressions of the run's dims */
+    bool local = cg->cur_symbolic;
     cuvil_sb *o = local ? &cg->locals : &cg->params;
     cuvil_sb_printf(o, "%sconst %.*s P%d%s = ", local ? "    " : "static ", (int)(array ? tl - 2 : tl), type, k,
                     array ? "[]" : "");
@@ -244,6 +212,8 @@ const char *cg_scratch(cg_ctx *cg, size_t bytes, const char *size_expr_fmt, ...)
 cir_graph *cg_graph(cg_ctx *cg) { return cg->g; }
 const char *cg_str(cg_ctx *cg, const char *s) { return fmt_str(cg, "%s", s); }
 const cir_node *cg_node(cg_ctx *cg) { return cg->cur_node; }
+
+int cg_rt_slot(cg_ctx *cg, int dsym) { return cg->sym_d[dsym]; }
 
 bool cg_node_symbolic(const cir_graph *g, const cir_node *n) {
     if (!g->symdims) return false;
@@ -412,26 +382,15 @@ const char *cg_i64(int64_t v, char buf[32]) {
     return buf;
 }
 
-/* "{ 1LL, 2LL }"; where any_if_1 is given, entries whose any_if_1 is 1 are CG_ANY_TEXT */
-static const char *i64_list(cg_ctx *cg, const int64_t *v, int n, const int64_t *any_if_1) {
+const char *cg_i64s(cg_ctx *cg, const int64_t *v, int n) {
     cuvil_sb sb = {0};
     char b[32];
     cuvil_sb_puts(&sb, "{ ");
-    for (int i = 0; i < n; i++)
-        cuvil_sb_printf(&sb, "%s%s", i ? ", " : "", any_if_1 && any_if_1[i] == 1 ? CG_ANY_TEXT : cg_i64(v[i], b));
+    for (int i = 0; i < n; i++) cuvil_sb_printf(&sb, "%s%s", i ? ", " : "", cg_i64(v[i], b));
     cuvil_sb_puts(&sb, n ? " }" : "0 }");
     const char *s = cuvil_arena_strdup(&cg->strs, sb.s ? sb.s : "{ 0 }");
     cuvil_sb_free(&sb);
     return s ? s : "{ 0 }";
-}
-
-const char *cg_i64s(cg_ctx *cg, const int64_t *v, int n) { return i64_list(cg, v, n, NULL); }
-
-const char *cg_strides(cg_ctx *cg, const int64_t *strides, const int64_t *dims, int n) {
-    /* a dim of size 1 is only ever read at index 0, so its stride can be anything; and at a
-     * symbol's value 1 the sizes cannot tell whether the other values want the input's stride or
-     * 0 (broadcast). The merge (symbolic.c) fits CG_ANY_TEXT to whatever the other samples say. */
-    return i64_list(cg, strides, n, cg->g->symbolic ? dims : NULL);
 }
 
 /* A node whose outputs all have values known as expressions (cir_value.sval): the C that
@@ -475,15 +434,8 @@ static void tensor_infos(cir_graph *g, cuvil_sb *o, const char *name, const int 
                 cuvil_sb_puts(o, "NULL");
             }
         }
-        /* @max: with symbolic dims, the descriptor states the upper bounds (cg_merge_symbolic),
-         * each dim its own; nbytes is then their product, whatever dims peak together */
-        if (!g->symbolic) {
-            cuvil_sb_printf(o, "%s}, %zu }, /*@max*/\n", v->ndim ? " " : "NULL ", cir_nbytes(v));
-            continue;
-        }
-        cuvil_sb_printf(o, "%s}, (size_t)%zu", v->ndim ? " " : "NULL ", cir_dtype_size(v->dtype));
-        for (int d = 0; d < v->ndim; d++) cuvil_sb_printf(o, " * %lld", (long long)v->dims[d]);
-        cuvil_sb_puts(o, " }, /*@max*/\n");
+        /* @max: with symbolic dims, the descriptor states the upper bounds */
+        cuvil_sb_printf(o, "%s}, %zu }, /*@max*/\n", v->ndim ? " " : "NULL ", cir_nbytes(v));
     }
     if (!n) cuvil_sb_puts(o, "    { 0 },\n");
     cuvil_sb_puts(o, "};\n");
@@ -500,6 +452,36 @@ static void shape_comment(cir_graph *g, cuvil_sb *o, const int *ids, int n) {
     }
 }
 
+/* Guard gd as C: if it fails, the message into m->err and return CUVIL_ERR_SHAPE. */
+static void guard_c(cg_ctx *cg, cuvil_sb *c, const cir_guard *gd) {
+    cir_graph *g = cg->g;
+    const char *a = dim_c(cg, gd->a, &g->arena), *b = dim_c(cg, gd->b, &g->arena);
+    if (gd->le)
+        cuvil_sb_printf(c, "    if (%s > %s) {\n        snprintf(m->err, sizeof m->err, \"%%s: %%s: %%lld exceeds %%lld\", \"", a, b);
+    else
+        cuvil_sb_printf(c, "    if (%s != %s) {\n        snprintf(m->err, sizeof m->err, \"%%s: %%s differ (%%lld and %%lld)\", \"", a, b);
+    cuvil_sb_c_escape(c, gd->node);
+    cuvil_sb_puts(c, "\", \"");
+    cuvil_sb_c_escape(c, gd->what);
+    cuvil_sb_printf(c, "\",\n                 (long long)%s, (long long)%s);\n        return CUVIL_ERR_SHAPE;\n    }\n", a, b);
+}
+
+/* A guard on a size the run finds: checked before the node that assumes it, not before all. */
+static bool guard_at_node(const cir_graph *g, const cir_guard *gd) {
+    return cir_dim_uses_rt(g, gd->a) || cir_dim_uses_rt(g, gd->b);
+}
+
+/* The guards on sizes the run finds that nodes up to id assume (all when id < 0), not yet
+ * written, into calls (a part's function: m is at hand). */
+static void rt_guards(cg_ctx *cg, cuvil_sb *calls, int id, uint8_t *done) {
+    for (int i = 0; i < cg->g->n_guards; i++) {
+        const cir_guard *gd = &cg->g->guards[i];
+        if (done[i] || (id >= 0 && gd->node_id > id) || !guard_at_node(cg->g, gd)) continue;
+        done[i] = 1;
+        guard_c(cg, calls, gd);
+    }
+}
+
 /* The run's dims: the symbols a model takes at run time (D[k], in the order of g->syms with
  * min < max), bind_dims() reading them from the inputs' dims and checking every dim, and
  * output_dims() writing the outputs' dims. In a fixed model every dim is checked against the
@@ -511,6 +493,7 @@ static void shape_functions(cg_ctx *cg, cuvil_sb *c) {
         dyn[k] = g->syms[k].min < g->syms[k].max ? nd++ : -1;
     cuvil_sb_printf(c, "\n#define N_INPUTS %d\n#define N_OUTPUTS %d\n"
                        , g->n_inputs, g->n_outputs);
+    cuvil_sb_printf(c, "\n#define N_RUN_SIZES %d   /* sizes the run finds (D[N_SYMS + r]) */\n", g->n_rt_syms);
     cuvil_sb_printf(c, "\n#define N_SYMS %d\nstatic const cuvil_sym_info syms_[%d] = {\n", nd, nd ? nd : 1);
     for (int k = 0; k < g->n_syms; k++) {
         if (dyn[k] < 0) continue;
@@ -572,17 +555,11 @@ static void shape_functions(cg_ctx *cg, cuvil_sb *c) {
         }
         cuvil_sb_puts(c, " }\n");
     }
-    cuvil_sb_puts(c, "}\n\n/* What the shapes assume and the compiler could not prove: checked before any node runs */\n"
+    cuvil_sb_puts(c, "}\n\n/* What the shapes assume and the compiler could not prove: checked before any node runs (those on\n"
+                     " * sizes the run finds: before the node that assumes them) */\n"
                      "static cuvil_status check_guards(cuvil_model *m, const int64_t *D) {\n    (void)m; (void)D;\n");
-    for (int i = 0; i < g->n_guards; i++) {
-        const cir_guard *gd = &g->guards[i];
-        const char *a = dim_c(cg, gd->a, &g->arena), *b = dim_c(cg, gd->b, &g->arena);
-        cuvil_sb_printf(c, "    if (%s != %s) {\n        snprintf(m->err, sizeof m->err, \"%%s: %%s differ (%%lld and %%lld)\", \"", a, b);
-        cuvil_sb_c_escape(c, gd->node);
-        cuvil_sb_puts(c, "\", \"");
-        cuvil_sb_c_escape(c, gd->what);
-        cuvil_sb_printf(c, "\",\n                 (long long)%s, (long long)%s);\n        return CUVIL_ERR_SHAPE;\n    }\n", a, b);
-    }
+    for (int i = 0; i < g->n_guards; i++)
+        if (!guard_at_node(g, &g->guards[i])) guard_c(cg, c, &g->guards[i]);
     cuvil_sb_puts(c, "    return CUVIL_OK;\n}\n");
 }
 
@@ -612,16 +589,16 @@ static void options_text(const cuvil_options *o, const char *target, cuvil_sb *o
 static void open_part(cg_ctx *cg, cuvil_sb *c, int k) {
     cuvil_sb_printf(c, "\n" CG_FILE_MARK "part_%04d.c */\n#include \"cuvil_model_int.h\"\n\n"
                        "/* ===== one function per node, after its kernel parameters ===== */\n", k);
-    for (int v = 0; v < cg->g->n_values; v++) cg->named[v] &= 4;
+    memset(cg->named, 0, (size_t)cg->g->n_values);
 }
 
 /* The end of part k: its scratch size and the function that runs its nodes in order (the
  * calls collected so far, which it takes). */
 static void close_part(cg_ctx *cg, cuvil_sb *c, const char *prefix, int k, cuvil_sb *calls) {
     cuvil_sb_printf(c, "\nCUVIL_HIDDEN size_t %s_part%d_scratch(void) {\n    size_t s = 0, t = 0;\n%s    (void)t;\n    return s;\n}\n",
-                    prefix, k, cg->g->symbolic || !cg->scratch.s ? "" : cg->scratch.s);
+                    prefix, k, !cg->scratch.s ? "" : cg->scratch.s);
     cuvil_sb_printf(c, "\nCUVIL_HIDDEN cuvil_status %s_part%d(cuvil_model *m, unsigned char *A, void *S, const void *const *in,\n"
-                       "                                void *const *out, const int64_t *D) {\n"
+                       "                                void *const *out, int64_t *D) {\n"
                        "    (void)m; (void)A; (void)S; (void)in; (void)out; (void)D;\n%s    return CUVIL_OK;\n}\n",
                     prefix, k, calls->s ? calls->s : "");
     calls->len = 0;
@@ -637,9 +614,8 @@ static const char *target_features(const char *target) {
 }
 
 cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefix, const char *target,
-                         const char *abi_h, bool by_ref, cg_output *out) {
+                         const char *abi_h, cg_output *out) {
     memset(out, 0, sizeof *out);
-    out->by_ref = by_ref;
     cg_ctx cg = {.g = g, .out = out};
     cuvil_status st = cg_plan_memory(g, &cg.plan);
     if (st) return st;
@@ -668,7 +644,14 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
             cg.sym_step[g->syms[k].dsym] = g->syms[k].step;
         }
         j++;
+        cg.n_ranged = j;
     }
+    for (int r = 0; cg.sym_d && r < g->n_rt_syms; r++) {   /* then the sizes the run finds (N_SYMS + r) */
+        cg.sym_d[g->rt_syms[r]] = cg.n_ranged + r;
+        cg.sym_step[g->rt_syms[r]] = 1;
+    }
+    uint8_t *guard_done = cuvil_calloc((size_t)g->n_guards + 1, 1);   /* rt guards emitted */
+    if (!guard_done) st = cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
 
     cuvil_sb calls = {0}, opts = {0};
     options_text(o, target, &opts);
@@ -719,6 +702,7 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
             if (n_parts) close_part(&cg, nodes, prefix, n_parts - 1, &calls);
             open_part(&cg, nodes, n_parts++);
         }
+        rt_guards(&cg, &calls, n->id, guard_done);
         cuvil_arena_reset(&cg.strs);   /* strings handed to emitters live for one node */
         cg.body.len = 0;
         if (cg.body.s) cg.body.s[0] = 0;
@@ -773,7 +757,7 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
         if (cg.params.len) cuvil_sb_append(nodes, cg.params.s, cg.params.len);
         cg.params.len = 0;
         cuvil_sb_printf(nodes, "static int node%d(unsigned char *A, void *S, const void *const *in, void *const *out, "
-                                "const int64_t *D) {\n"
+                                "int64_t *D) {\n"
                                 "    (void)A; (void)S; (void)in; (void)out; (void)D;\n%s%s    return 0;\n}\n",
                         n_emitted, cg.locals.s ? cg.locals.s : "", cg.body.s ? cg.body.s : "");
         if (cg.fail_what) {
@@ -788,17 +772,20 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
         }
         n_emitted++;
     }
-    if (!st && n_parts) close_part(&cg, nodes, prefix, n_parts - 1, &calls);
+    if (!st && n_parts) {
+        rt_guards(&cg, &calls, -1, guard_done);   /* those of views and dead nodes at the end */
+        close_part(&cg, nodes, prefix, n_parts - 1, &calls);
+    }
     /* model.c: its own #defines of offsets */
     cuvil_sb_puts(nodes, "\n" CG_FILE_MARK "model.c */\n#include \"cuvil_model_int.h\"\n\n"
                          "/* Tells a later cuvil-compile that this library is Cuvil's to replace. */\n"
                          "__attribute__((used)) static const char cuvil_marker_[] = \"CUVIL-MODEL-\" \"OUTPUT-V1\";\n");
-    for (int v = 0; v < g->n_values; v++) cg.named[v] &= 4;
+    memset(cg.named, 0, (size_t)g->n_values);
     /* the parts, in order; then the graph outputs that no node writes: constants, inputs,
      * repeated outputs */
     for (int k = 0; k < n_parts; k++) {
         cuvil_sb_printf(nodes, "CUVIL_HIDDEN cuvil_status %s_part%d(cuvil_model *m, unsigned char *A, void *S, const void *const *in,\n"
-                               "                                void *const *out, const int64_t *D);\n"
+                               "                                void *const *out, int64_t *D);\n"
                                "CUVIL_HIDDEN size_t %s_part%d_scratch(void);\n", prefix, k, prefix, k);
         cuvil_sb_printf(&calls, "    if ((st = %s_part%d(m, A, S, in, out, D))) return st;\n", prefix, k);
         cuvil_sb_printf(&cg.scratch, "    t = %s_part%d_scratch();\n    if (t > s) s = t;\n", prefix, k);
@@ -821,8 +808,8 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
         /* offsets named by the copies of graph outputs no node writes */
         if (cg.params.len) cuvil_sb_append(c, cg.params.s, cg.params.len);
         cg.params.len = 0;
-        /* the largest scratch of any part (symbolic compiles: each part's is 0; the bound computed
-         * for the upper bounds is SCRATCH_BYTES) */
+        /* the largest scratch of any part (a symbolic node reserves the bound computed for the
+         * upper bounds, SCRATCH_BYTES, and checks it when the model runs) */
         cuvil_sb_printf(c, "\nstatic size_t scratch_bytes(void) {\n    size_t s = 0, t = 0;\n%s    (void)t;\n    return s;\n}\n\n",
                         cg.scratch.s ? cg.scratch.s : "");
         tensor_infos(g, c, "inputs_", g->inputs, g->n_inputs);
@@ -926,7 +913,7 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
             "    }\n"
             "    return CUVIL_OK;\n}\n\n"
             "static cuvil_status run_nodes(cuvil_model *m, unsigned char *A, void *S, const void *const *in, void *const *out,\n"
-            "                              const int64_t *D) {\n"
+            "                              int64_t *D) {\n"
             "    (void)m; (void)A; (void)S; (void)in; (void)out; (void)D;\n"
             "    cuvil_status st = CUVIL_OK;\n%s"
             "    return st;\n}\n\n"
@@ -941,7 +928,8 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
             "        return CUVIL_ERR_INVALID_ARG;\n"
             "    }\n"
             "    m->err[0] = 0;\n"
-            "    int64_t D[N_SYMS + 1];\n"
+            "    int64_t D[N_SYMS + N_RUN_SIZES + 1];\n"
+            "    for (int k = N_SYMS; k < N_SYMS + N_RUN_SIZES; k++) D[k] = 0;   /* written by the nodes that find them */\n"
             "    if (in_dims) {\n"
             "        cuvil_status st = bind_dims(m, in_dims, D);\n"
             "        if (st) return st;\n"
@@ -977,7 +965,7 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
                            "    \"%s\", \"%s\", \"%s\", \"", prefix, g->model_sha256, cuvil_version(), target);
         cuvil_sb_c_escape(c, opts.s ? opts.s : "");
         cuvil_sb_printf(c, "\",\n    ARENA_BYTES, %zu,\n    %s_create, %s_run, %s_errmsg, %s_destroy,\n"
-                           "    N_SYMS, syms_, %s_run_shapes, CPU_FEATURES,\n};\n\n"
+                           "    N_SYMS, syms_, %s_run_shapes, CPU_FEATURES, N_RUN_SIZES,\n};\n\n"
                            "CUVIL_RT_BASELINE CUVIL_EXPORT const cuvil_model_desc *%s_model(void) { return &desc_; }\n\n"
                            "#ifdef CUVIL_MODEL_SHARED\n"
                            "CUVIL_RT_BASELINE CUVIL_EXPORT const cuvil_model_desc *cuvil_model_entry(void) { return &desc_; }\n#endif\n",
@@ -990,15 +978,14 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
     cuvil_free(cg.dims_node);
     cuvil_free(cg.sym_d);
     cuvil_free(cg.sym_step);
+    cuvil_free(guard_done);
     cuvil_sb_free(&cg.params);
     cuvil_sb_free(&cg.locals);
     cuvil_sb_free(&cg.body);
     cuvil_sb_free(&cg.scratch);
     cuvil_arena_free(&cg.strs);
-    out->const_off = cg.const_off;   /* the driver compares the compiles of a symbolic model */
-    out->n_const_off = g->n_values;
-    out->in_code = cg.named;
-    for (int i = 0; i < g->n_values; i++) out->in_code[i] &= 4;
+    cuvil_free(cg.const_off);
+    cuvil_free(cg.named);
     size_t arena_bytes = cg.plan.arena_bytes, scratch_bytes = cg.scratch_bytes;
     cg_plan_free(&cg.plan);
     if (!st) {
@@ -1060,12 +1047,6 @@ void cg_output_free(cg_output *out) {
     cuvil_sb_free(&out->model_c);
     cuvil_sb_free(&out->model_h);
     cuvil_sb_free(&out->weights);
-    cuvil_free(out->pieces);
-    cuvil_arena_free(&out->piece_mem);
-    cuvil_free(out->const_off);
-    out->const_off = NULL;
-    cuvil_free(out->in_code);
-    out->in_code = NULL;
 }
 
 cg_file *cg_split_files(const char *text, size_t len, int *n) {

@@ -56,10 +56,6 @@ const char *cg_ctype(cir_dtype t);
  * "((const float *)in[0])". Valid until the node's emission ends. */
 const char *cg_in(cg_ctx *cg, int value_id);
 const char *cg_out(cg_ctx *cg, int value_id);
-/* Records that the emitter wrote the data of constant value_id into the code (not into the
- * weights): the compiles of a model with symbolic dims compare it between samples like the
- * weights (cuvil.c), so that data which depends on a symbol is computed when the model runs. */
-void cg_const_in_code(cg_ctx *cg, int value_id);
 /* A static table of cuvil_ref for the n values ids (see cuvil_resolve_refs); returns its name. */
 const char *cg_refs(cg_ctx *cg, const int *ids, int n);
 /* Places nbytes of compile-time data (e.g. folded BatchNorm scale) in the weights blob and
@@ -92,12 +88,6 @@ const char *cg_act(const cuvil_act_params *a, char buf[128]);
 const char *cg_i64(int64_t v, char buf[32]);
 /* An int64 array as "{ 1LL, 2LL, 3LL }" (n elements). Returns a string valid for the node. */
 const char *cg_i64s(cg_ctx *cg, const int64_t *v, int n);
-/* Broadcast strides for an output of dims: cg_i64s, but in a symbolic compile (cir_graph.symbolic)
- * the stride of a dim of size 1 is written as CG_ANY_TEXT, "any value", which cg_merge_symbolic
- * fits to the other samples (and writes as 0 if every sample says any). cg_i64 never writes
- * this text (its suffix is LL), so a real INT64_MAX is never taken for it. */
-#define CG_ANY_TEXT "9223372036854775807ULL"
-const char *cg_strides(cg_ctx *cg, const int64_t *strides, const int64_t *dims, int n);
 
 /* A copy of s that lives until the node's emission ends. */
 const char *cg_str(cg_ctx *cg, const char *s);
@@ -109,6 +99,9 @@ const cir_node *cg_node(cg_ctx *cg);
 /* Whether node n reads or writes a value whose dims are expressions of the symbols: its
  * emitter then has the kernel's parameters computed when the model runs (cg_bind). */
 bool cg_node_symbolic(const cir_graph *g, const cir_node *n);
+/* The index in D[] of the size the run finds as symbol dsym (cir_node.rt_sym): the node that
+ * finds it writes `D[slot] = ...`. */
+int cg_rt_slot(cg_ctx *cg, int dsym);
 /* An expression as C over the run's dims D[] ("(D[0] * 768)"); valid until the node ends. */
 const char *cg_dim_c(cg_ctx *cg, const cir_dim *e);
 /* Value vid's size in bytes as C: a number, or an expression of D[]. */
@@ -161,70 +154,19 @@ typedef struct cg_plan {
 cuvil_status cg_plan_memory(cir_graph *g, cg_plan *plan);
 void cg_plan_free(cg_plan *plan);
 
-/* ===== Symbolic dims (symbolic.c) =================================================== */
-/* The compiles of a model at sample values of its nd (1 to CG_MAX_SYMS) symbols. Values count
- * in steps (value / step[j]: a symbol with a step is fitted, and written, in D[j] / step[j]).
- * Samples 0 .. grid_n[0] * ... * grid_n[nd - 1] - 1 are the grid of grid[0] x grid[1] x ...
- * values (the first symbol's index fastest, sample 0 the upper bounds), the rest check fits;
- * points[s] are sample s's values (0 for j >= nd). */
-#define CG_MAX_SYMS 3
-#define CG_MAX_SAMPLES 128
-typedef struct cg_samples {
-    int n, nd;
-    const int64_t (*points)[CG_MAX_SYMS];
-    const int64_t *grid[CG_MAX_SYMS];
-    int grid_n[CG_MAX_SYMS];
-    int64_t step[CG_MAX_SYMS], lo[CG_MAX_SYMS], hi[CG_MAX_SYMS];   /* the ranges, in steps */
-    const char *names[CG_MAX_SYMS];
-} cg_samples;
-
-/* Merges the model.c texts of the compiles into one whose integers that depend on the symbols
- * are expressions of D[0], D[1], ... */
-cuvil_status cg_merge_symbolic(cuvil_ctx *ctx, const cuvil_sb *texts, const cg_samples *sm, cuvil_sb *out);
-/* "H and W", "N, H or W": the symbols' names joined with conj ("and", "or"). Returns buf. */
-const char *cg_sym_names(const cg_samples *sm, const char *conj, char *buf, size_t len);
-/* The largest value over the ranges of an integer that is f[s] at sample s, when it is a
- * polynomial of the symbols (degree 2 at most in each); false if it is not one. */
-bool cg_sym_max(const cg_samples *sm, const int64_t *f, int64_t *max);
-/* The same integer as an expression of the symbols' names for people ("seq", "batch*seq",
- * "H/2", "2*seq + 1"), names passed through cuvil_safe_char; false if it is not such a
- * polynomial or does not fit in len. */
-bool cg_sym_expr(const cg_samples *sm, const int64_t *f, char *buf, size_t len);
-
 /* ===== Driver (codegen.c) ============================================================ */
-/* A block of the weights blob: its place, and where its bytes are (data NULL: in the blob). */
-typedef struct cg_piece {
-    int64_t off;
-    size_t n;
-    const void *data;
-} cg_piece;
-
 typedef struct cg_output {
     cuvil_sb model_c;      /* model.c */
     cuvil_sb model_h;      /* <prefix>.h */
-    cuvil_sb weights;      /* weights.bin (empty when by_ref) */
+    cuvil_sb weights;      /* weights.bin */
     size_t weights_len;    /* its size */
-    /* The blob's blocks in order: a constant's point at its value's data (the graph's), data
-     * derived at compile time at a copy (in the blob, or in piece_mem when by_ref). */
-    cg_piece *pieces;
-    int n_pieces, cap_pieces;
-    cuvil_arena piece_mem;
-    bool by_ref;           /* the pieces only, not the blob: a sample compile (cuvil.c) */
     size_t arena_bytes;
-    int64_t *const_off;    /* per value id (n_const_off of them): its offset in weights, -1 if not there */
-    uint8_t *in_code;      /* per value id: nonzero if an emitter wrote its data into the code */
-    int n_const_off;
 } cg_output;
 
 /* Emits the C for graph g (after passes). prefix: the symbol prefix; abi_h: the text of
- * cuvil_model.h, pasted into the model's header so that it is self-contained. by_ref: record
- * the weights' pieces without copying them into out->weights (valid while g lives), for a
- * compile whose weights are only compared (cg_weights_equal), never written. */
+ * cuvil_model.h, pasted into the model's header so that it is self-contained. */
 cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefix,
-                         const char *target, const char *abi_h, bool by_ref, cg_output *out);
-/* Whether two outputs' weights blobs hold the same bytes (piece by piece; blocks that are the
- * same memory are not read). */
-bool cg_weights_equal(const cg_output *a, const cg_output *b);
+                         const char *target, const char *abi_h, cg_output *out);
 void cg_output_free(cg_output *out);
 
 #endif

@@ -286,7 +286,7 @@ static void lifetimes_of_roots(cir_graph *g, const int *root, int *first, int *l
 }
 
 static size_t plan_nbytes(const cir_graph *g, int v) {
-    return g->plan_bytes && v < g->n_plan_bytes ? g->plan_bytes[v] : cir_nbytes(cir_val((cir_graph *)g, v));
+    return cir_nbytes(cir_val((cir_graph *)g, v));
 }
 
 /* The root of v in the forest `up` (up[v] == v at a root), halving the path as it goes. */
@@ -365,7 +365,7 @@ cuvil_status cg_plan_memory(cir_graph *g, cg_plan *plan) {
         iv[ni].value = v;
         iv[ni].first = first[v];
         iv[ni].last = last[v];
-        size_t nb = g->plan_bytes && v < g->n_plan_bytes ? g->plan_bytes[v] : cir_nbytes(val);
+        size_t nb = cir_nbytes(val);
         iv[ni].size = cuvil_align_up(nb ? nb : 1, ALIGN);
         ni++;
     }

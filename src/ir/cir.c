@@ -26,9 +26,7 @@ void cir_graph_free(cir_graph *g) {
     cuvil_free(g->nchunks);
     cuvil_free(g->inputs);
     cuvil_free(g->outputs);
-    cuvil_free(g->packs);
     cuvil_map_free(&g->pack_index);
-    cuvil_free(g->cse_merged);
     cir_dimtab_free(&g->dt);
     cuvil_free(g->guards);
     cuvil_arena_free(&g->arena);
@@ -131,14 +129,6 @@ static cir_value *const_value(cir_graph *g, const char *name, cir_dtype dtype, i
     return v;
 }
 
-int cir_const_add_borrowed(cir_graph *g, const char *name, cir_dtype dtype, int ndim, const int64_t *dims,
-                           void *data) {
-    cir_value *v = const_value(g, name, dtype, ndim, dims);
-    if (!v || !count_const_bytes(g, v, cir_nbytes(v))) return -1;
-    v->data = data;
-    return v->id;
-}
-
 int cir_const_add(cir_graph *g, const char *name, cir_dtype dtype, int ndim, const int64_t *dims, const void *data) {
     cir_value *v = const_value(g, name, dtype, ndim, dims);
     if (!v) return -1;
@@ -181,6 +171,7 @@ int cir_node_add(cir_graph *g, cir_op_kind kind, const char *name, const char *s
     n->src_op = so;
     n->residual = -1;
     n->packed = -1;
+    n->rt_sym = -1;
     n->in = ins;
     n->out = outs;
     n->n_in = n_in;
@@ -252,7 +243,6 @@ void cir_set_shape(cir_value *v, cir_dtype dtype, int ndim, const int64_t *dims)
     for (int i = 0; i < CIR_MAX_DIMS; i++) {
         v->dims[i] = i < ndim ? dims[i] : 0;
         v->dim_sym[i] = -1;
-        v->dim_expr[i] = NULL;
         v->dx[i] = NULL;
     }
     v->sval = NULL;
@@ -307,18 +297,8 @@ cuvil_status cir_dim_err(cir_graph *g, const cir_node *n, const char *what) {
     return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "%s: %s", what, cir_dimtab_why(&g->dt));
 }
 
-cuvil_status cir_require_eq(cir_graph *g, const cir_node *n, const cir_dim *a, const cir_dim *b, const char *what) {
-    if (!a || !b) return cir_dim_err(g, n, what);
-    if (a == b) return CUVIL_OK;
-    if (cir_dim_prove_ne(&g->dt, a, b)) {
-        cuvil_sb sa = {0}, sb = {0};
-        cir_dim_print(&sa, &g->dt, a);
-        cir_dim_print(&sb, &g->dt, b);
-        cuvil_status s = cir_node_err(g, n, CUVIL_ERR_SHAPE, "%s differ: %s and %s", what, sa.s ? sa.s : "?", sb.s ? sb.s : "?");
-        cuvil_sb_free(&sa);
-        cuvil_sb_free(&sb);
-        return s;
-    }
+static cuvil_status add_guard(cir_graph *g, const cir_node *n, const cir_dim *a, const cir_dim *b, bool le,
+                              const char *what) {
     if (g->n_guards == g->cap_guards) {
         int cap = g->cap_guards ? 2 * g->cap_guards : 16;
         cir_guard *p = cuvil_realloc(g->guards, sizeof *p * (size_t)cap);
@@ -329,8 +309,61 @@ cuvil_status cir_require_eq(cir_graph *g, const cir_node *n, const cir_dim *a, c
     char desc[512];
     const char *w = cuvil_arena_strdup(&g->arena, what), *nd = cuvil_arena_strdup(&g->arena, cir_node_desc(n, desc, sizeof desc));
     if (!w || !nd) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
-    g->guards[g->n_guards++] = (cir_guard){a, b, nd, w};
+    g->guards[g->n_guards++] = (cir_guard){a, b, le, n->id, nd, w};
     return CUVIL_OK;
+}
+
+static cuvil_status refuse_pair(cir_graph *g, const cir_node *n, const cir_dim *a, const cir_dim *b, const char *fmt,
+                                const char *what) {
+    cuvil_sb sa = {0}, sb = {0};
+    cir_dim_print(&sa, &g->dt, a);
+    cir_dim_print(&sb, &g->dt, b);
+    cuvil_status s = cir_node_err(g, n, CUVIL_ERR_SHAPE, fmt, what, sa.s ? sa.s : "?", sb.s ? sb.s : "?");
+    cuvil_sb_free(&sa);
+    cuvil_sb_free(&sb);
+    return s;
+}
+
+cuvil_status cir_require_eq(cir_graph *g, const cir_node *n, const cir_dim *a, const cir_dim *b, const char *what) {
+    if (!a || !b) return cir_dim_err(g, n, what);
+    if (a == b) return CUVIL_OK;
+    if (cir_dim_prove_ne(&g->dt, a, b)) return refuse_pair(g, n, a, b, "%s differ: %s and %s", what);
+    return add_guard(g, n, a, b, false, what);
+}
+
+cuvil_status cir_require_le(cir_graph *g, const cir_node *n, const cir_dim *a, const cir_dim *b, const char *what) {
+    if (!a || !b) return cir_dim_err(g, n, what);
+    if (cir_dim_prove_le(&g->dt, a, b)) return CUVIL_OK;
+    if (cir_dim_prove_lt(&g->dt, b, a)) return refuse_pair(g, n, a, b, "%s: %s exceeds %s", what);
+    return add_guard(g, n, a, b, true, what);
+}
+
+const cir_dim *cir_rt_sym(cir_graph *g, cir_node *n, int64_t hi, const char *what) {
+    if (n->rt_sym < 0) {
+        if (g->n_rt_syms == CIR_MAX_RT_SYMS) {
+            cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "the model has more than %d sizes known only when it runs",
+                         CIR_MAX_RT_SYMS);
+            return NULL;
+        }
+        char name[96];
+        snprintf(name, sizeof name, "%s(%.48s)", what, n->name);
+        int k = cir_dimtab_add_sym(&g->dt, name, 0, hi);
+        if (k < 0) {
+            cir_dim_err(g, n, "its output's size");
+            return NULL;
+        }
+        n->rt_sym = k;
+        g->rt_syms[g->n_rt_syms] = k;
+        g->rt_sym_node[g->n_rt_syms++] = n->id;
+        g->symdims = true;   /* the nodes after it compute their sizes from the run's dims */
+    }
+    return cir_dim_sym(&g->dt, n->rt_sym);
+}
+
+bool cir_dim_uses_rt(const cir_graph *g, const cir_dim *e) {
+    for (int r = 0; e && r < g->n_rt_syms; r++)
+        if (cir_dim_uses(e, g->rt_syms[r])) return true;
+    return false;
 }
 
 cuvil_status cir_graph_bind_syms(cir_graph *g) {
@@ -357,7 +390,7 @@ cuvil_status cir_graph_bind_syms(cir_graph *g) {
             v->dims[d] = g->syms[k].e->hi;
         }
     }
-    g->symdims = true;
+    for (int k = 0; k < g->n_syms; k++) g->symdims |= g->syms[k].dsym >= 0;   /* a ranged symbol */
     return CUVIL_OK;
 }
 
@@ -388,8 +421,6 @@ char *cir_shape_str(const cir_graph *g, const cir_value *v, char *buf, size_t le
             cir_dim_print(&e, &g->dt, v->dx[i]);
             put(buf, len, &o, "%s", e.s ? e.s : "?");
             cuvil_sb_free(&e);
-        } else if (v->dim_expr[i]) {
-            put(buf, len, &o, "%s", v->dim_expr[i]);
         } else if (v->dim_sym[i] >= 0) {
             char safe[68];
             size_t k = 0;

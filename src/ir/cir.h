@@ -91,9 +91,6 @@ typedef struct cir_value {
     int ndim;                  /* -1 until inferred */
     int64_t dims[CIR_MAX_DIMS];
     int dim_sym[CIR_MAX_DIMS]; /* index into graph->syms, or -1 */
-    /* A model with symbolic dims: the dims that depend on the symbols, as expressions of them
-     * for people ("batch*seq", "H/2"; cuvil.c fits them), or NULL. Printed instead of dims[i]. */
-    const char *dim_expr[CIR_MAX_DIMS];
     /* Each dim as an expression of the graph's symbols (ir/dim.h, in g->dt), or NULL for a dim
      * that is the constant dims[i]. Where dx[i] is not a constant, dims[i] is its upper bound
      * (what memory is planned for), never its value: code that needs the value reads dx. Set
@@ -165,6 +162,9 @@ typedef struct cir_node {
      * to float32 before the node and its float32 outputs back to this type after it */
     cir_dtype half;
     bool half_out_done;        /* the casts after it are in place */
+    /* a size only the model's run knows (a NonZero's count): its symbol in g->dt, made once
+     * by cir_rt_sym; -1 for other nodes */
+    int rt_sym;
 } cir_node;
 
 /* A named dim. value: what shapes are built with (the fixed value, or for a symbolic one the
@@ -183,18 +183,12 @@ typedef struct cir_sym {
 /* The most elements of a value known as expressions (cir_value.sval): shapes and the like. */
 #define CIR_MAX_SVAL 64
 
-/* A constant the lowering made in a kernel's layout from another (pass_lower.c, the packed
- * weights): what it was made from and how, so that another compile of the same model
- * (cir_graph.share) can take its bytes instead of making them again. */
-typedef struct cir_pack_rec {
-    int id;                /* the made constant */
-    const void *src;       /* the data it was made from */
-    uint64_t key;          /* a hash of everything else the layout depends on */
-} cir_pack_rec;
-
 /* Values and nodes live in chunks of CIR_CHUNK elements that never move. */
 #define CIR_CHUNK_SHIFT 9
 #define CIR_CHUNK (1 << CIR_CHUNK_SHIFT)
+
+/* At most this many sizes known only when the model runs, per graph. */
+#define CIR_MAX_RT_SYMS 64
 
 typedef struct cir_graph {
     cuvil_ctx *ctx;
@@ -217,42 +211,23 @@ typedef struct cir_graph {
     uint64_t folded_bytes;     /* of those, computed at compile time (limits.folded_bytes) */
     double fold_work;          /* work spent folding so far (limits.fold_ops, cuvil_fold_work) */
     const char *target;        /* the target compiled for (the lowering stage reads it), or NULL */
-    /* One of the compiles of a model with symbolic dims (cuvil.c): codegen writes kernel
-     * parameters inside the node functions (cg_merge_symbolic turns the numbers that depend on
-     * the symbols into expressions of D[]), and plans memory with plan_bytes (per value id, the
-     * sizes at the upper bounds) when given. */
-    bool symbolic;
     /* set by op_need_f32 when it refuses a float16/bfloat16 input (shape inference then
      * computes the node in float32 between casts instead) */
     bool half_input;
-    const size_t *plan_bytes;
-    int n_plan_bytes;
     int opt_level;             /* the options' opt level, for the lowering stage */
-    /* An earlier graph of this model (the compiles of a model with symbolic dims, cuvil.c) that
-     * this one borrows initializers and packed weights from; it outlives this one. NULL if none. */
-    const struct cir_graph *share;
-    cir_pack_rec *packs;       /* the packed constants made so far, in order */
-    int n_packs, cap_packs;
     /* each packed constant by what it was made from (pass_lower.c's packed_const): one weight
      * read by many nodes in the same layout is packed once */
     cuvil_map pack_index;
     uint64_t packed_bytes;     /* their bytes, checked against packed_budget (limits.packed_bytes) */
     uint64_t packed_budget;
-    /* A model with symbolic dims (passes/pass_cse.c): per value id, the constant that a
-     * constant computed at compile time was merged into (-1: none), in sample 0's graph; the
-     * other samples merge such a pair only where sample 0 did, so that every compile makes one
-     * graph. cse_computed_off: merge only the model's own constants (the retry of a compile
-     * whose samples disagreed, cuvil.c). */
-    int *cse_merged;
-    int n_cse_merged;
-    bool cse_computed_off;
     /* The dims' expressions (cir_value.dx, .sval) live in this table. symdims: a model compiled
-     * once for every value of its symbols, its shapes expressions of them (cir_graph_bind_syms);
-     * sym_unsupported is set when a node cannot take symbolic dims yet, and the driver then
-     * compiles the model at sample values instead (cuvil.c). */
+     * once for every value of its symbols, its shapes expressions of them (cir_graph_bind_syms). */
     cir_dimtab dt;
     bool symdims;
-    bool sym_unsupported;
+    /* The sizes known only when the model runs (cir_rt_sym): their symbols in dt and the nodes
+     * that compute them (and write them into the run's dims, D[], as they run). */
+    int rt_syms[CIR_MAX_RT_SYMS], rt_sym_node[CIR_MAX_RT_SYMS];
+    int n_rt_syms;
     /* What the shapes assume and the compiler could not prove (two dims that must be equal: a
      * MatMul's K, broadcast partners): the generated code checks each once per run, before any
      * node runs, and fails naming the node. */
@@ -261,7 +236,9 @@ typedef struct cir_graph {
 } cir_graph;
 
 typedef struct cir_guard {
-    const cir_dim *a, *b;      /* a == b */
+    const cir_dim *a, *b;      /* a == b, or a <= b when le */
+    bool le;
+    int node_id;               /* checked before that node runs when it reads a size known only then */
     const char *node;          /* the node that assumes it, "MatMul 'mm1'" (for the message) */
     const char *what;          /* "the inner dims of the operands"; both in the graph's arena */
 } cir_guard;
@@ -293,10 +270,6 @@ static inline cir_value *cir_out(const cir_graph *g, const cir_node *n, int i) {
 /* Adds a value with no shape yet; returns its id, or -1 (out of memory or over
  * limits.values; message on ctx). */
 int cir_value_add(cir_graph *g, const char *name, cir_value_kind kind);
-/* A constant whose data is another graph's (g->share's, which outlives g): counted against
- * limits.total_bytes like any other, never written. Returns its id or -1. */
-int cir_const_add_borrowed(cir_graph *g, const char *name, cir_dtype dtype, int ndim, const int64_t *dims,
-                           void *data);
 /* Adds a constant value holding a copy of data (NULL: zeros); nbytes follow from dtype and
  * dims. Returns its id or -1 (message on ctx). */
 int cir_const_add(cir_graph *g, const char *name, cir_dtype dtype, int ndim,
@@ -342,6 +315,14 @@ cuvil_status cir_graph_bind_syms(cir_graph *g);
  * expression, an error naming n and `what` when they cannot be (constants that differ, bounds
  * apart), else a guard the model checks when it runs. NULL operands: the table's reason. */
 cuvil_status cir_require_eq(cir_graph *g, const cir_node *n, const cir_dim *a, const cir_dim *b, const char *what);
+/* a <= b: proved, refused when provably false, else a guard checked when the model runs. */
+/* The symbol of node n's size that only the run knows (a NonZero's count), in 0..hi, made on
+ * the first call (what: its name for people, "count"); the node's emitter writes its value
+ * into D[] (cg_rt_sym). NULL with a message on failure. */
+const cir_dim *cir_rt_sym(cir_graph *g, cir_node *n, int64_t hi, const char *what);
+/* Whether e depends on a size only the run knows. */
+bool cir_dim_uses_rt(const cir_graph *g, const cir_dim *e);
+cuvil_status cir_require_le(cir_graph *g, const cir_node *n, const cir_dim *a, const cir_dim *b, const char *what);
 /* An error naming node n for an expression that could not be formed (NULL): the table's reason. */
 cuvil_status cir_dim_err(cir_graph *g, const cir_node *n, const char *what);
 

@@ -50,7 +50,7 @@ static bool clip_bound(cuvil_rewrite *rw, const cir_node *n, int i, bound *b) {
     if (x->dtype == CIR_F64) return false;
     b->v = fl ? (i == 1 ? -FLT_MAX : FLT_MAX) : (i == 1 ? -INFINITY : INFINITY);
     if (!c) return true;
-    if (!cir_is_const(c) || c->dtype != x->dtype || cir_numel(c) != 1 || (g->symbolic && !cuvil_rewrite_model_const(rw, c)))
+    if (!cir_is_const(c) || c->dtype != x->dtype || cir_numel(c) != 1)
         return false;
     b->id = c->id;
     if (fl) b->v = (float)cir_const_f64(c, 0);   /* what the kernel compares with (unary_act) */
@@ -97,7 +97,6 @@ static cuvil_status collapse_minmax(cuvil_rewrite *rw, cir_node *n, cir_node *p)
     if (!x || !c1 || !c2 || !cir_is_const(c1) || !cir_is_const(c2) || cir_is_const(x) || c1->dtype != c2->dtype ||
         c1->dtype != x->dtype)
         return CUVIL_OK;
-    if (g->symbolic && (!cuvil_rewrite_model_const(rw, c1) || !cuvil_rewrite_model_const(rw, c2))) return CUVIL_OK;
     if (c1 == c2) {   /* op(op(x, c), c) = op(x, c), whatever c holds */
         cuvil_rewrite_replace(rw, n, m->id);
         return CUVIL_OK;
@@ -141,7 +140,7 @@ static void collapse_reshape(cuvil_rewrite *rw, cir_node *n, cir_node *p) {
     if (!cir_attr_int(n, "allowzero")) {
         for (int64_t i = 0; i < cir_numel(s); i++) {
             if (cir_const_i64(s, i) != 0) continue;
-            if (g->symbolic || i >= x->ndim || x->dims[i] != m->dims[i] || x->dx[i] != m->dx[i]) return;
+            if (i >= x->ndim || x->dims[i] != m->dims[i] || x->dx[i] != m->dx[i]) return;
         }
     }
     n->in[0] = x->id;

@@ -9,10 +9,8 @@
  * weights (TorchScript's GPT-2 has one causal mask per layer, each computed from its own copy
  * of the same buffer) fold once, and after the simplifications, which make more nodes alike.
  *
- * With symbolic dims the model is compiled at several values of the symbols, and every compile
- * must make the same graph; a folded value may depend on a symbol (a Shape) and equal another at
- * one value of it only. The model's own constants merge freely; constants computed at compile
- * time merge where sample 0's compile merged them (computed_may_merge). */
+ * With symbolic dims no constant depends on a symbol (what does is an activation or a value
+ * known as expressions, cir_value.sval), so constants merge freely. */
 #include "passes/passes_int.h"
 
 #include <string.h>
@@ -74,32 +72,6 @@ static bool same_const(const cir_value *a, const cir_value *b) {
     return a->data == b->data || !n || !memcmp(a->data, b->data, n);
 }
 
-/* With symbolic dims, whether constant c may merge into e, its equal here, when one of them was
- * computed at compile time: sample 0's compile decides (and records it), the other samples do
- * what it did. Where a pair is equal at one value of the symbols only, the samples' graphs then
- * differ and the compile is refused; it is tried again without such merges (cuvil.c). */
-static bool computed_may_merge(cuvil_rewrite *rw, int c, int e, cuvil_status *s) {
-    cir_graph *g = rw->g;
-    const cir_graph *root = g->share ? g->share : g;
-    if (!g->symbolic || (cuvil_rewrite_model_const(rw, cir_val(g, c)) && cuvil_rewrite_model_const(rw, cir_val(g, e))))
-        return true;
-    if (root->cse_computed_off) return false;
-    if (g->share) return c < root->n_cse_merged && root->cse_merged[c] == e;
-    if (c >= g->n_cse_merged) {
-        int n = g->n_values + 1;
-        int *p = cuvil_realloc(g->cse_merged, sizeof(int) * (size_t)n);
-        if (!p) {
-            *s = cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
-            return false;
-        }
-        for (int i = g->n_cse_merged; i < n; i++) p[i] = -1;
-        g->cse_merged = p;
-        g->n_cse_merged = n;
-    }
-    g->cse_merged[c] = e;
-    return true;
-}
-
 /* Makes each constant a live node reads the first one of its dtype, dims and bytes. */
 static cuvil_status merge_consts(cuvil_rewrite *rw) {
     cir_graph *g = rw->g;
@@ -131,10 +103,8 @@ static cuvil_status merge_consts(cuvil_rewrite *rw) {
                 break;
             }
             if (t.key[s] == h && same_const(cir_val(g, t.slot[s] - 1), c)) {
-                if (computed_may_merge(rw, v, t.slot[s] - 1, &st)) {
-                    rw->rep[v] = t.slot[s] - 1;
-                    rw->n_changed++;
-                }
+                rw->rep[v] = t.slot[s] - 1;
+                rw->n_changed++;
                 break;
             }
         }

@@ -11,9 +11,8 @@
  * Integers: any 0 and 1. A reader of a removed node's output reads its input instead; a graph
  * output keeps its name (cuvil_rewrite_replace).
  *
- * With symbolic dims, the shapes compared are one compile's (a reshape to [4, -1] keeps [seq, 4]
- * at seq = 4 only), so the shape-only cases are left to fixed dims, and the constants read are
- * the model's own (cuvil_rewrite_model_const). */
+ * With symbolic dims the shapes are compared as expressions (cir_same_dims): a reshape to
+ * [4, -1] of [seq, 4] is kept, since the two agree at seq = 4 only. */
 #include "passes/passes_int.h"
 
 #include <math.h>
@@ -42,7 +41,6 @@ static int binary_identity(cuvil_rewrite *rw, const cir_node *n) {
     for (int side = 0; side < 2; side++) {
         cir_value *x = cir_in(g, n, side), *c = cir_in(g, n, 1 - side), *y = cir_out(g, n, 0);
         if (!x || !c || !cir_is_const(c) || c->dtype != x->dtype || y->dtype != x->dtype || !cir_same_dims(y, x)) continue;
-        if (g->symbolic && !cuvil_rewrite_model_const(rw, c)) continue;
         bool ok = false;
         switch (n->kind) {
         case CIR_OP_ADD: ok = all_equal(c, 0, true); break;
@@ -105,7 +103,7 @@ cuvil_status cuvil_pass_drop_identities(cir_graph *g, const cuvil_options *o) {
             break;
         case CIR_OP_TRANSPOSE: to = transpose_identity(g, n); break;
         case CIR_OP_RESHAPE: case CIR_OP_FLATTEN: case CIR_OP_SQUEEZE: case CIR_OP_UNSQUEEZE: case CIR_OP_EXPAND:
-            if (!g->symbolic) to = x->id;
+            to = x->id;
             break;
         default: break;
         }

@@ -11,7 +11,7 @@
 /* Kernels chosen on the shapes' numbers (Winograd, the direct and swapped GEMMs, channels last,
  * fused blocks) are for fixed shapes: a model with symbolic dims keeps to the plain GEMM paths,
  * which take any size (the issue of lowering symbolic nodes as specialised ones is open). */
-static bool plain_only(const cir_graph *g) { return g->symbolic || g->symdims; }
+static bool plain_only(const cir_graph *g) { return g->symdims; }
 
 /* What every lowering reads: the target, and the map sizes at which some conv runs as
  * Winograd with tiles as rows (collected before any is lowered). */
@@ -30,10 +30,7 @@ typedef cuvil_status (*lower_fn)(cir_graph *g, cir_node *n, const lower_ctx *c);
  * already packed w with the same key and size (one weight read by many nodes: a shared
  * embedding, a weight-tied layer), that constant is returned and *fill is false: a weight is
  * packed once per layout, not once per reader (a 1 MiB weight read by 400 MatMuls was packed
- * 400 times). When g->share made the same constant (as the same value, from the same bytes,
- * with the same key and size), it borrows that one's bytes and *fill is false: the compiles of
- * a model with symbolic dims pack each weight once, not once per sample (BERT-base: 340 MB
- * each). Otherwise the caller fills the zeroed data. */
+ * 400 times). Otherwise the caller fills the zeroed data. */
 static cuvil_status packed_const(cir_graph *g, const cir_value *w, size_t nf, const char *key, int *id, bool *fill) {
     /* the key text names the layout exactly (no hash collision can share two layouts) */
     char ikey[1024];
@@ -56,23 +53,9 @@ static cuvil_status packed_const(cir_graph *g, const cir_value *w, size_t nf, co
     char name[600];
     snprintf(name, sizeof name, "%.500s.packed", w->name);
     int64_t dims = (int64_t)nf;
-    uint64_t h = 1469598103934665603ull;   /* FNV-1a */
-    for (const char *k = key; *k; k++) h = (h ^ (uint8_t)*k) * 1099511628211ull;
-    const cir_graph *sh = g->share;
-    const cir_pack_rec *r = sh && g->n_packs < sh->n_packs ? &sh->packs[g->n_packs] : NULL;
-    const cir_value *sv = r && r->id == g->n_values ? cir_val(sh, r->id) : NULL;
-    *fill = !(sv && r->src == w->data && r->key == h && sv->dtype == CIR_F32 && sv->ndim == 1 && sv->dims[0] == dims &&
-              !strcmp(sv->name, name));
-    *id = *fill ? cir_const_add(g, name, CIR_F32, 1, &dims, NULL) : cir_const_add_borrowed(g, name, CIR_F32, 1, &dims, sv->data);
+    *fill = true;
+    *id = cir_const_add(g, name, CIR_F32, 1, &dims, NULL);
     if (*id < 0) return g->ctx->status;
-    if (g->n_packs == g->cap_packs) {
-        int cap = g->cap_packs ? 2 * g->cap_packs : 16;
-        cir_pack_rec *p = cuvil_realloc(g->packs, sizeof *p * (size_t)cap);
-        if (!p) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
-        g->packs = p;
-        g->cap_packs = cap;
-    }
-    g->packs[g->n_packs++] = (cir_pack_rec){.id = *id, .src = w->data, .key = h};
     const char *k = cuvil_arena_strdup(&g->arena, ikey);
     if (!k || !cuvil_map_put(&g->pack_index, k, *id)) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
     return CUVIL_OK;

@@ -149,11 +149,9 @@ cuvil_status cuvil_pass_shape_infer(cir_graph *g, const cuvil_options *o) {
         CUVIL_ASSERT(n->def);
         g->half_input = false;
         cuvil_status s = cir_node_check_attrs(g, n);
-        if (!s && g->symdims && !(n->def->flags & CIR_OPF_SYM_DIMS) && takes_symbolic(g, n, true)) {
-            g->sym_unsupported = true;   /* the driver compiles the model at sample values instead */
-            return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "takes symbolic dims, which op %s cannot take yet",
-                                n->def->name);
-        }
+        if (!s && g->symdims && !(n->def->flags & CIR_OPF_SYM_DIMS) && takes_symbolic(g, n, true))
+            return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "takes symbolic dims, which op %s cannot take (fix them with "
+                                "--dim NAME=N)", n->def->name);
         if (!s) s = n->def->infer(g, n);
         if (s && g->half_input && n->half == CIR_UNDEF) {
             /* computed in float32 between casts: the casts are inferred first, then the node */

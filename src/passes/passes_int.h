@@ -50,7 +50,6 @@ bool cuvil_inputs_const(cir_graph *g, const cir_node *n);
 typedef struct cuvil_rewrite {
     cir_graph *g;
     int *rep;            /* per value id: the value that stands for it (itself when none) */
-    uint8_t *computed;   /* per value id: some node, live or folded, produced it */
     int n_values;        /* the values when the pass began (later ones stand for themselves) */
     int n_changed;       /* nodes removed or merged */
 } cuvil_rewrite;
@@ -71,10 +70,6 @@ bool cuvil_rewrite_replace(cuvil_rewrite *rw, cir_node *n, int to);
 /* Replaces every output of n by the same output of keep (cuvil_rewrite_can_merge holds), and
  * removes n. */
 void cuvil_rewrite_merge(cuvil_rewrite *rw, cir_node *n, const cir_node *keep);
-/* Whether constant v is the model's own data (an initializer), not a value a node computed
- * at compile time. With symbolic dims only those are the same at every value of the symbols
- * (a folded Shape is not), so a decision on the data must read only them there. */
-bool cuvil_rewrite_model_const(const cuvil_rewrite *rw, const cir_value *v);
 /* Rewrites every live node's inputs, removes the nodes no one reads now (dce) and releases rw. */
 void cuvil_rewrite_end(cuvil_rewrite *rw);
 

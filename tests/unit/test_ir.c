@@ -426,49 +426,6 @@ static void test_half_through_float32_kernels(cuvil_ctx *ctx) {
     cir_graph_free(g);
 }
 
-/* Dims as expressions of the symbols (codegen/symbolic.c), and how they reach C comments. */
-static void test_dim_exprs(void) {
-    char buf[160];
-    int64_t pts[4][CG_MAX_SYMS] = {{64, 0, 0}, {63, 0, 0}, {62, 0, 0}, {1, 0, 0}};
-    int64_t grid[4] = {64, 63, 62, 1};
-    cg_samples sm = {.n = 4, .nd = 1, .points = (const int64_t(*)[CG_MAX_SYMS])pts, .grid = {grid}, .grid_n = {3, 1, 1},
-                     .step = {1, 1, 1}, .lo = {1, 0, 0}, .hi = {64, 0, 0}, .names = {"seq", "", ""}};
-    struct { int64_t a, b, c; const char *want; } cases[] = {
-        {0, 1, 0, "seq"}, {1, 2, 0, "2*seq + 1"}, {-3, 0, 1, "seq*seq - 3"}, {0, -1, 0, "-seq"}, {7, 0, 0, "7"},
-    };
-    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-        int64_t f[4];
-        for (int q = 0; q < 4; q++) f[q] = cases[k].a + cases[k].b * pts[q][0] + cases[k].c * pts[q][0] * pts[q][0];
-        CHECK(cg_sym_expr(&sm, f, buf, sizeof buf) && !strcmp(buf, cases[k].want), "expr %zu: '%s', want '%s'", k, buf,
-              cases[k].want);
-    }
-    int64_t half[4] = {32, 31, 31, 0};   /* seq / 2 rounding down: no polynomial */
-    CHECK(!cg_sym_expr(&sm, half, buf, sizeof buf), "seq/2 rounded down fitted as '%s'", buf);
-    /* a symbol with a step counts in steps: H = 32 x */
-    int64_t hp[4][CG_MAX_SYMS] = {{4, 0, 0}, {3, 0, 0}, {2, 0, 0}, {1, 0, 0}}, hg[4] = {4, 3, 2, 1};
-    cg_samples hs = {.n = 4, .nd = 1, .points = (const int64_t(*)[CG_MAX_SYMS])hp, .grid = {hg}, .grid_n = {3, 1, 1},
-                     .step = {32, 1, 1}, .lo = {1, 0, 0}, .hi = {4, 0, 0}, .names = {"H*/", "", ""}};
-    struct { int64_t per; const char *want; } hc[] = {{16, "H__/2"}, {32, "H__"}, {64, "2*H__"}, {5, "5*(H__/32)"}};
-    for (size_t k = 0; k < sizeof hc / sizeof hc[0]; k++) {
-        int64_t f[4];
-        for (int q = 0; q < 4; q++) f[q] = hc[k].per * hp[q][0];
-        CHECK(cg_sym_expr(&hs, f, buf, sizeof buf) && !strcmp(buf, hc[k].want), "stepped expr %zu: '%s', want '%s'", k, buf,
-              hc[k].want);
-    }
-    CHECK(!cg_sym_expr(&sm, (int64_t[4]){0, 1, 0, 0}, buf, 4), "an expression longer than the buffer");
-    /* in a C comment '*' and '/' never meet, and never end the text */
-    const char *hostile[] = {"a*/b", "/*c", "d//e", "f*", "g/", "**/", "batch*seq", "H/2"};
-    for (size_t k = 0; k < sizeof hostile / sizeof hostile[0]; k++) {
-        cuvil_sb sb = {0};
-        cuvil_sb_puts(&sb, k % 2 ? "x/" : "x");
-        cuvil_sb_safe_expr(&sb, hostile[k], 64);
-        CHECK(sb.s && !strstr(sb.s, "/*") && !strstr(sb.s, "*/") && !strstr(sb.s, "//") &&
-              sb.s[sb.len - 1] != '*' && sb.s[sb.len - 1] != '/', "'%s' written as '%s'", hostile[k], sb.s);
-        if (k >= 6) CHECK(sb.s && strstr(sb.s, hostile[k]), "'%s' written as '%s'", hostile[k], sb.s);
-        cuvil_sb_free(&sb);
-    }
-}
-
 int main(void) {
     cuvil_ctx *ctx;
     if (cuvil_ctx_create(&ctx)) return 1;
@@ -481,7 +438,6 @@ int main(void) {
     test_ops_doc();
     test_emitters();
     test_generic_target_blocking();
-    test_dim_exprs();
     test_half_through_float32_kernels(ctx);
     cuvil_ctx_destroy(ctx);
     if (failures) {

@@ -1,6 +1,6 @@
 /*
  * index.c -- ops that index with run-time data: Gather, GatherElements, ScatterElements,
- * GatherND, ScatterND. Every index is checked before it is used: negative ones count from the
+ * GatherND, ScatterND; and NonZero, which finds indices. Every index is checked before it is used: negative ones count from the
  * end of their axis, and one out of range makes the kernel return 1 (the generated code turns
  * that into an error from run naming the node), never a read or write out of bounds.
  */
@@ -190,4 +190,49 @@ int cuvil_scatter_nd(const cuvil_nd_params *p, int t, const int64_t *idx, const 
             for (int64_t e = 0; e < p->slice_elems; e++) reduce_into(t, p->reduction, dst + e * es, src + e * es);
         }
     return 0;
+}
+
+/* ===== NonZero ============================================================================ */
+static bool nonzero_at(int t, const void *x, int64_t i) {
+    switch (t) {
+    case CUVIL_T_F32: return ((const float *)x)[i] != 0.0f;   /* NaN too; -0.0 is zero */
+    case CUVIL_T_F64: return ((const double *)x)[i] != 0.0;
+    case CUVIL_T_F16: case CUVIL_T_BF16: return (((const uint16_t *)x)[i] & 0x7fff) != 0;
+    case CUVIL_T_I16: case CUVIL_T_U16: return ((const uint16_t *)x)[i] != 0;
+    case CUVIL_T_I32: case CUVIL_T_U32: return ((const uint32_t *)x)[i] != 0;
+    case CUVIL_T_I64: case CUVIL_T_U64: return ((const uint64_t *)x)[i] != 0;
+    default: return ((const uint8_t *)x)[i] != 0;   /* int8, uint8, bool */
+    }
+}
+
+int64_t cuvil_nonzero(int t, const void *x, int ndim, const int64_t *dims, int64_t *y) {
+    int64_t n = 1, count = 0;
+    for (int d = 0; d < ndim; d++) n *= dims[d];
+    for (int64_t i = 0; i < n; i++) count += nonzero_at(t, x, i);
+    int64_t at[CUVIL_RT_MAX_DIMS] = {0}, k = 0;   /* the multi-index of element i */
+    for (int64_t i = 0; i < n; i++) {
+        if (nonzero_at(t, x, i)) {
+            for (int d = 0; d < ndim; d++) y[d * count + k] = at[d];
+            k++;
+        }
+        for (int d = ndim - 1; d >= 0 && ++at[d] == dims[d]; d--) at[d] = 0;
+    }
+    return count;
+}
+
+/* ===== Compress =========================================================================== */
+int64_t cuvil_compress(const void *x, const uint8_t *cond, int64_t outer, int64_t axis_len, int64_t cond_len,
+                       int64_t inner_bytes, void *y) {
+    const int64_t len = cond_len < axis_len ? cond_len : axis_len;
+    int64_t count = 0;
+    for (int64_t j = 0; j < len; j++) count += cond[j] != 0;
+    const char *xs = (const char *)x;
+    char *ys = (char *)y;
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t j = 0; j < len; j++)
+            if (cond[j]) {
+                memcpy(ys, xs + (o * axis_len + j) * inner_bytes, (size_t)inner_bytes);
+                ys += inner_bytes;
+            }
+    return count;
 }

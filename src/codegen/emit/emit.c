@@ -27,8 +27,8 @@ const char *cg_bin_params(cg_ctx *cg, const cuvil_binary_params *p, const char *
         return cg_bind(cg, "cuvil_binary_params", "cuvil_binary_bind", (const int[]){a, b, y}, 3, "{ .op = %s, .act = %s }",
                        op_names[p->op], cg_act(&p->act, act));
     return cg_param(cg, "cuvil_binary_params", "{ .op = %s, .ndim = %d, .dims = %s, .a_strides = %s, .b_strides = %s, .act = %s }",
-                    op_names[p->op], p->ndim, cg_i64s(cg, p->dims, p->ndim), cg_strides(cg, p->a_strides, p->dims, p->ndim),
-                    cg_strides(cg, p->b_strides, p->dims, p->ndim), cg_act(&p->act, act));
+                    op_names[p->op], p->ndim, cg_i64s(cg, p->dims, p->ndim), cg_i64s(cg, p->a_strides, p->ndim),
+                    cg_i64s(cg, p->b_strides, p->ndim), cg_act(&p->act, act));
 }
 
 cuvil_gemm_blocking cg_target_blocking(const cir_graph *g, cuvil_gemm_ukernel_desc *uk) {

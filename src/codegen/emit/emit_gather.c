@@ -1,5 +1,4 @@
-/* emit_gather.c -- gather (op_gather.c): constant indices normalised into the weights (a few
- * into the code when dims are symbolic), or
+/* emit_gather.c -- gather (op_gather.c): constant indices normalised into the weights, or
  * run-time ones that the kernel checks (an index out of range is an error from run). */
 #include "codegen/emit/emit_int.h"
 
@@ -23,7 +22,7 @@ cuvil_status cg_emit_gather(cg_ctx *cg, cir_graph *g, cir_node *n) {
         cg_printf(cg, "    if (cuvil_gather_rt(&%s, %s, %s, %s, %s)) return 1;\n", ps, cg_rt_type(iv->dtype), cg_in(cg, n->in[1]),
                   cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));
         char what[96];
-        if (g->symbolic || cir_in(g, n, 0)->dx[axis])   /* a symbolic bound: one text for every size */
+        if (cir_in(g, n, 0)->dx[axis])   /* a symbolic bound: one text for every size */
             snprintf(what, sizeof what, "an index is out of range for its axis");
         else
             snprintf(what, sizeof what, "an index is out of range [-%lld, %lld)", (long long)p.axis_len, (long long)p.axis_len);
@@ -32,11 +31,7 @@ cuvil_status cg_emit_gather(cg_ctx *cg, cir_graph *g, cir_node *n) {
     }
     int64_t *idx = op_gather_indices(g, n, &p);
     if (!idx) return g->ctx->status;
-    /* with symbolic dims a few indices go in the code, where an index that follows a symbol
-     * (-1 on a symbolic axis: the last row or token) is fitted like any size */
-    const char *is = g->symbolic && p.n_idx <= 64 ? cg_param(cg, "int64_t[]", "%s", cg_i64s(cg, idx, (int)p.n_idx))
-                                                  : cg_data(cg, idx, sizeof(int64_t) * (size_t)p.n_idx, CIR_I64);
-    cg_const_in_code(cg, n->in[1]);
+    const char *is = cg_data(cg, idx, sizeof(int64_t) * (size_t)p.n_idx, CIR_I64);
     cuvil_free(idx);
     const char *ps = gather_params(cg, g, n, axis);
     cg_printf(cg, "    cuvil_gather(&%s, %s, %s, %s);\n", ps, is, cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));

@@ -14,14 +14,9 @@ cuvil_status cg_emit_gemm(cg_ctx *cg, cir_graph *g, cir_node *n) {
         CUVIL_ASSERT(t && !nirr);
         snprintf(ex, sizeof ex, ", .packed_nr = %d, .packed_kc = %lld", t->nr, (long long)t->kc);
     }
-    /* a batch of one reads no batch stride: in a symbolic compile, where a symbol at 1 makes the
-     * batch 1, they are "any value" for the merge to fit to the other samples (cg_strides) */
     char bs[3][32];
     const int64_t bv[3] = {p.a_bstride, p.b_bstride, p.c_bstride};
-    for (int i = 0; i < 3; i++) {
-        if (g->symbolic && p.batch == 1) snprintf(bs[i], sizeof bs[i], "%s", CG_ANY_TEXT);
-        else cg_i64(bv[i], bs[i]);
-    }
+    for (int i = 0; i < 3; i++) cg_i64(bv[i], bs[i]);
     if (cg_node_symbolic(g, n)) {   /* the sizes of this run */
         op_gemm_xparams x;
         int nd;

@@ -14,10 +14,14 @@ static const char *elements_param(cg_ctx *cg, const cuvil_elements_params *p) {
 
 cuvil_status cg_emit_elements(cg_ctx *cg, cir_graph *g, cir_node *n) {
     cuvil_elements_params p;
-    cuvil_status s = op_elements_params(g, n, &p);
+    bool sym = cg_node_symbolic(g, n);
+    cuvil_status s = sym ? op_elements_x(g, n, &p) : op_elements_params(g, n, &p);
     if (s) return s;
     cir_value *x = cir_in(g, n, 0), *idx = cir_in(g, n, 1);
-    const char *ps = elements_param(cg, &p);
+    const char *ps = sym ? cg_param(cg, "cuvil_elements_params", "{ .ndim = %d, .axis = %d, .reduction = %s, .elem_size = %lld, "
+                                    ".dims = %s, .data_dims = %s }", p.ndim, p.axis, reduction_syms[p.reduction],
+                                    (long long)p.elem_size, cg_dims_init(cg, n->in[1], p.ndim), cg_dims_init(cg, n->in[0], p.ndim))
+                         : elements_param(cg, &p);
     if (n->kind == CIR_OP_SCATTER_ELEMENTS)
         cg_printf(cg, "    if (cuvil_scatter_elements(&%s, %s, %s, %s, %s, %s, %s)) return 1;\n", ps, cg_rt_type(x->dtype),
                   cg_rt_type(idx->dtype), cg_in(cg, n->in[1]), cg_in(cg, n->in[2]), cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));
@@ -29,41 +33,76 @@ cuvil_status cg_emit_elements(cg_ctx *cg, cir_graph *g, cir_node *n) {
 }
 
 /* ===== gather_nd, scatter_nd ================================================================= */
-cuvil_status cg_emit_nd(cg_ctx *cg, cir_graph *g, cir_node *n) {
-    cuvil_nd_params p;
-    int nd;
-    int64_t dims[CIR_MAX_DIMS];
-    cuvil_status s = op_nd_params(g, n, &p, &nd, dims);
-    if (s) return s;
-    cir_value *x = cir_in(g, n, 0);
-    if (n->kind == CIR_OP_GATHER_ND && cg_node_symbolic(g, n)) {   /* the counts of this run */
-        op_nd_xparams px;
-        const cir_dim *dx[CIR_MAX_DIMS];
-        if ((s = op_gather_nd_x(g, n, &px, &nd, dx))) return s;
-        cuvil_sb dd = {0};
-        cuvil_sb_puts(&dd, "{ ");
-        for (int d = 0; d < (int)p.k; d++) cuvil_sb_printf(&dd, "%s%s", d ? ", " : "", cg_dim_c(cg, px.data_dims[d]));
-        cuvil_sb_puts(&dd, " }");
-        const char *ps = cg_param(cg, "cuvil_nd_params", "{ .n_batch = %s, .n_idx = %s, .k = %lld, .slice_elems = %s, "
-                                  ".elem_size = %lld, .reduction = %s, .data_dims = %s }", cg_dim_c(cg, px.n_batch),
-                                  cg_dim_c(cg, px.n_idx), (long long)p.k, cg_dim_c(cg, px.slice_elems), (long long)p.elem_size,
-                                  reduction_syms[p.reduction], dd.s ? dd.s : "{ 0 }");
-        cuvil_sb_free(&dd);
-        cg_printf(cg, "    if (cuvil_gather_nd(&%s, %s, %s, %s)) return 1;\n", ps, cg_in(cg, n->in[1]), cg_in(cg, n->in[0]),
-                  cg_out(cg, n->out[0]));
-        cg_fallible(cg, "an index is out of range for its dim");
-        return CUVIL_OK;
-    }
-    const char *ps = cg_param(cg, "cuvil_nd_params", "{ .n_batch = %lld, .n_idx = %lld, .k = %lld, .slice_elems = %lld, "
-                              ".elem_size = %lld, .reduction = %s, .data_dims = %s }", (long long)p.n_batch,
-                              (long long)p.n_idx, (long long)p.k, (long long)p.slice_elems, (long long)p.elem_size,
-                              reduction_syms[p.reduction], cg_i64s(cg, p.data_dims, (int)p.k));
+static void nd_call(cg_ctx *cg, cir_graph *g, cir_node *n, const char *ps) {
     if (n->kind == CIR_OP_SCATTER_ND)
-        cg_printf(cg, "    if (cuvil_scatter_nd(&%s, %s, %s, %s, %s, %s)) return 1;\n", ps, cg_rt_type(x->dtype),
+        cg_printf(cg, "    if (cuvil_scatter_nd(&%s, %s, %s, %s, %s, %s)) return 1;\n", ps, cg_rt_type(cir_in(g, n, 0)->dtype),
                   cg_in(cg, n->in[1]), cg_in(cg, n->in[2]), cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));
     else
         cg_printf(cg, "    if (cuvil_gather_nd(&%s, %s, %s, %s)) return 1;\n", ps, cg_in(cg, n->in[1]), cg_in(cg, n->in[0]),
                   cg_out(cg, n->out[0]));
     cg_fallible(cg, "an index is out of range for its dim");
+}
+
+cuvil_status cg_emit_nd(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    int nd;
+    cuvil_status s;
+    int reduction = n->kind == CIR_OP_SCATTER_ND ? (int)cir_attr_int(n, "reduction") : 0;
+    int64_t es = (int64_t)cir_dtype_size(cir_in(g, n, 0)->dtype);
+    if (cg_node_symbolic(g, n)) {   /* the counts of this run */
+        op_nd_xparams px;
+        int64_t k;
+        const cir_dim *dx[CIR_MAX_DIMS];
+        if ((s = op_nd_x(g, n, &px, &k, &nd, dx))) return s;
+        cuvil_sb dd = {0};
+        cuvil_sb_puts(&dd, "{ ");
+        for (int d = 0; d < (int)k; d++) cuvil_sb_printf(&dd, "%s%s", d ? ", " : "", cg_dim_c(cg, px.data_dims[d]));
+        cuvil_sb_puts(&dd, " }");
+        const char *ps = cg_param(cg, "cuvil_nd_params", "{ .n_batch = %s, .n_idx = %s, .k = %lld, .slice_elems = %s, "
+                                  ".elem_size = %lld, .reduction = %s, .data_dims = %s }", cg_dim_c(cg, px.n_batch),
+                                  cg_dim_c(cg, px.n_idx), (long long)k, cg_dim_c(cg, px.slice_elems), (long long)es,
+                                  reduction_syms[reduction], dd.s ? dd.s : "{ 0 }");
+        cuvil_sb_free(&dd);
+        nd_call(cg, g, n, ps);
+        return CUVIL_OK;
+    }
+    cuvil_nd_params p;
+    int64_t dims[CIR_MAX_DIMS];
+    if ((s = op_nd_params(g, n, &p, &nd, dims))) return s;
+    const char *ps = cg_param(cg, "cuvil_nd_params", "{ .n_batch = %lld, .n_idx = %lld, .k = %lld, .slice_elems = %lld, "
+                              ".elem_size = %lld, .reduction = %s, .data_dims = %s }", (long long)p.n_batch,
+                              (long long)p.n_idx, (long long)p.k, (long long)p.slice_elems, (long long)p.elem_size,
+                              reduction_syms[p.reduction], cg_i64s(cg, p.data_dims, (int)p.k));
+    nd_call(cg, g, n, ps);
+    return CUVIL_OK;
+}
+
+/* ===== nonzero, compress (op_nonzero.c) ==================================================== */
+/* The kernel call `call`, whose result is node n's count: into D[] when the run finds it. */
+static void count_call(cg_ctx *cg, const cir_node *n, cuvil_sb *call) {
+    if (n->rt_sym >= 0)
+        cg_printf(cg, "    D[%d] = %s;   /* the count: a size the run finds */\n", cg_rt_slot(cg, n->rt_sym), call->s ? call->s : "0");
+    else cg_printf(cg, "    (void)%s;\n", call->s ? call->s : "0");
+    cuvil_sb_free(call);
+}
+
+cuvil_status cg_emit_nonzero(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    cir_value *x = cir_in(g, n, 0);
+    cuvil_sb c = {0};
+    cuvil_sb_printf(&c, "cuvil_nonzero(%s, %s, %d, %s, %s)", cg_rt_type(x->dtype), cg_in(cg, n->in[0]), x->ndim,
+                    cg_dims(cg, n->in[0]), cg_out(cg, n->out[0]));
+    count_call(cg, n, &c);
+    return CUVIL_OK;
+}
+
+cuvil_status cg_emit_compress(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    const cir_dim *outer, *axis_len, *inner;
+    cuvil_status s = op_compress_layout(g, n, &outer, &axis_len, &inner);
+    if (s) return s;
+    cir_value *x = cir_in(g, n, 0), *c = cir_in(g, n, 1);
+    cuvil_sb call = {0};
+    cuvil_sb_printf(&call, "cuvil_compress(%s, (const uint8_t *)%s, %s, %s, %s, %s * %zu, %s)", cg_in(cg, n->in[0]),
+                    cg_in(cg, n->in[1]), cg_dim_c(cg, outer), cg_dim_c(cg, axis_len), cg_dim_c(cg, cir_dimx(g, c, 0)),
+                    cg_dim_c(cg, inner), cir_dtype_size(x->dtype), cg_out(cg, n->out[0]));
+    count_call(cg, n, &call);
     return CUVIL_OK;
 }

@@ -88,8 +88,8 @@ cuvil_status cg_emit_where(cg_ctx *cg, cir_graph *g, cir_node *n) {
     const char *ps = cg_param(cg, "cuvil_where_params",
                               "{ .ndim = %d, .elem_size = %zu, .dims = %s, .c_strides = %s, .x_strides = %s, .y_strides = %s }",
                               out->ndim, cir_dtype_size(out->dtype), cg_i64s(cg, out->dims, out->ndim),
-                              cg_strides(cg, cs, out->dims, out->ndim), cg_strides(cg, xs, out->dims, out->ndim),
-                              cg_strides(cg, ys, out->dims, out->ndim));
+                              cg_i64s(cg, cs, out->ndim), cg_i64s(cg, xs, out->ndim),
+                              cg_i64s(cg, ys, out->ndim));
     cg_printf(cg, "    cuvil_where(&%s, %s, %s, %s, %s);\n", ps, cg_in(cg, n->in[0]), cg_in(cg, n->in[1]), cg_in(cg, n->in[2]),
               cg_out(cg, n->out[0]));
     return CUVIL_OK;

@@ -1,12 +1,11 @@
 /* emit_shape.c -- the SHAPE_DATA ops (op_shape.c, op_fold_only.c): shape, size, range and
- * constant_of_shape. Their nodes always fold; these emitters serve the compiles of a model with
- * symbolic dims, which run a folded node again when the model runs if its value depends on a
- * symbol and a kernel reads it (cuvil.c, revive). Their numbers are the compile's own (the
- * dims, the count), which cg_merge_symbolic turns into expressions of the symbols. */
+ * constant_of_shape. Their nodes fold whenever their inputs are known; with symbolic dims a
+ * Range or ConstantOfShape whose size depends on a symbol runs when the model runs, its count
+ * an expression of the run's dims (a Shape's value is written from its expressions instead,
+ * codegen.c's sval_fill). */
 #include "codegen/emit/emit_int.h"
 
-/* Shape and Size: the value computed at compile time (the node's input's dims, which depend
- * on the symbols like any dim in the code), written element by element. */
+/* Shape and Size: the value computed at compile time, written element by element. */
 cuvil_status cg_emit_shape(cg_ctx *cg, cir_graph *g, cir_node *n) {
     cir_value *y = cir_out(g, n, 0);
     if (y->dtype != CIR_I64 || !y->data)

@@ -21,9 +21,8 @@ cuvil_status cg_emit_softmax(cg_ctx *cg, cir_graph *g, cir_node *n) {
 }
 
 /* The attention the fusion made (pass_fuse_attention.c): its parameters and the operands'
- * offsets are in n->kernel_params; inputs q, k, v and the mask if any. A stride of a dim of
- * size 1 is never used: in a compile with symbolic dims it is written as "any value", and the
- * offsets are written even when 0, so that every sample's text has them. */
+ * offsets are in n->kernel_params (expressions of the run's dims with symbolic dims); inputs q,
+ * k, v and the mask if any. */
 /* "(ptr + off)": an operand at an element offset. */
 static const char *at_offset(cg_ctx *cg, const char *ptr, const char *off) {
     cuvil_sb t = {0};
@@ -37,16 +36,10 @@ cuvil_status cg_emit_attention(cg_ctx *cg, cir_graph *g, cir_node *n) {
     const cir_attention_kp *kp = (const cir_attention_kp *)n->kernel_params;
     CUVIL_ASSERT(kp && n->n_in >= 3 && n->n_in <= 6);
     const cuvil_attention_params *p = &kp->p;
-    const int64_t len[4] = {p->batch, p->heads, p->q_len, p->kv_len};
-    /* each stride and the dim it steps over (0 batch, 1 heads, 2 query rows, 3 keys) */
-    const int64_t st[14] = {p->q_bs, p->q_hs, p->q_rs, p->k_bs, p->k_hs, p->k_rs, p->v_bs,
-                            p->v_hs, p->v_rs, p->y_bs, p->y_hs, p->y_rs, p->m_bs, p->m_hs};
-    const int over[14] = {0, 1, 2, 0, 1, 3, 0, 1, 3, 0, 1, 2, 0, 1};
+    const int64_t st[16] = {p->q_bs, p->q_hs, p->q_rs, p->k_bs, p->k_hs, p->k_rs, p->v_bs, p->v_hs,
+                            p->v_rs, p->y_bs, p->y_hs, p->y_rs, p->m_bs, p->m_hs, p->m_rs, p->m_cs};
     char s[16][32], f[32];
-    for (int i = 0; i < 14; i++)
-        snprintf(s[i], sizeof s[i], "%s", g->symbolic && len[over[i]] == 1 ? CG_ANY_TEXT : cg_i64(st[i], f));
-    snprintf(s[14], sizeof s[14], "%s", g->symbolic && p->q_len == 1 ? CG_ANY_TEXT : cg_i64(p->m_rs, f));
-    snprintf(s[15], sizeof s[15], "%s", g->symbolic && p->kv_len == 1 ? CG_ANY_TEXT : cg_i64(p->m_cs, f));
+    for (int i = 0; i < 16; i++) cg_i64(st[i], s[i]);
     const char *ps;
     if (kp->xp) {   /* symbolic dims: the sizes, strides and offsets of this run */
         const char *x[CIR_ATT_X];
@@ -81,11 +74,11 @@ cuvil_status cg_emit_attention(cg_ctx *cg, cir_graph *g, cir_node *n) {
     char b[32];
     for (int i = 0; i < 4; i++) {
         if (i == 3 && (n->n_in < 4 || n->in[3] < 0)) in[i] = "NULL";
-        else if (kp->xp || off[i] || g->symbolic)
+        else if (kp->xp || off[i])
             in[i] = at_offset(cg, cg_in(cg, n->in[i]), kp->xp ? cg_dim_c(cg, kp->xp[xo[i]]) : cg_i64(off[i], b));
         else in[i] = cg_in(cg, n->in[i]);
     }
-    const char *y = kp->xp || kp->y_off || g->symbolic
+    const char *y = kp->xp || kp->y_off
                         ? at_offset(cg, cg_out(cg, n->out[0]), kp->xp ? cg_dim_c(cg, kp->xp[CIR_ATT_Y_OFF]) : cg_i64(kp->y_off, b))
                         : cg_out(cg, n->out[0]);
     if (n->n_in > 4) {   /* scalars folded from the model's constants, read as it runs */

@@ -4,14 +4,30 @@
 
 cuvil_status cg_emit_transpose(cg_ctx *cg, cir_graph *g, cir_node *n) {
     cuvil_transpose_params p;
-    cuvil_status s = op_transpose_params(g, n, &p);
-    if (s) return s;
+    cuvil_status s;
+    const char *dims;
+    bool block = n->kind == CIR_OP_DEPTH_TO_SPACE || n->kind == CIR_OP_SPACE_TO_DEPTH;
+    if (block && cg_node_symbolic(g, n)) {   /* the 6-D view of this run */
+        const cir_dim *v6[6];
+        memset(&p, 0, sizeof p);
+        if ((s = op_block_x(g, n, v6, p.perm, NULL))) return s;
+        p.ndim = 6;
+        p.elem_size = (int64_t)cir_dtype_size(cir_in(g, n, 0)->dtype);
+        cuvil_sb d = {0};
+        cuvil_sb_puts(&d, "{ ");
+        for (int i = 0; i < 6; i++) cuvil_sb_printf(&d, "%s%s", i ? ", " : "", cg_dim_c(cg, v6[i]));
+        cuvil_sb_puts(&d, " }");
+        dims = cg_str(cg, d.s ? d.s : "{ 0 }");
+        cuvil_sb_free(&d);
+    } else {
+        if ((s = op_transpose_params(g, n, &p))) return s;
+        /* a symbolic transpose's dims: the input's, as expressions of D[] */
+        dims = cg_node_symbolic(g, n) ? cg_dims_init(cg, n->in[0], cir_in(g, n, 0)->ndim) : cg_i64s(cg, p.dims, p.ndim);
+    }
     cuvil_sb perm = {0};
     cuvil_sb_puts(&perm, "{ ");
     for (int i = 0; i < p.ndim; i++) cuvil_sb_printf(&perm, "%s%d", i ? ", " : "", p.perm[i]);
     cuvil_sb_puts(&perm, " }");
-    /* a symbolic node's dims: the input's, as expressions of D[] (a transpose, not depth/space) */
-    const char *dims = cg_node_symbolic(g, n) ? cg_dims_init(cg, n->in[0], cir_in(g, n, 0)->ndim) : cg_i64s(cg, p.dims, p.ndim);
     const char *ps = cg_param(cg, "cuvil_transpose_params", "{ .ndim = %d, .elem_size = %lld, .dims = %s, .perm = %s }",
                               p.ndim, (long long)p.elem_size, dims, perm.s ? perm.s : "{0}");
     cuvil_sb_free(&perm);

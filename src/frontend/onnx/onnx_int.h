@@ -11,17 +11,14 @@
  * status with the message on ctx and *out = NULL. */
 cuvil_status cuvil_onnx_load(cuvil_ctx *ctx, const char *path, const cuvil_options *o,
                              cir_graph **out);
-/* A model file read, checked for nesting and decoded once, from which cuvil_onnx_build builds
- * graphs: a compile of a model with symbolic dims builds one per sample of its symbols. */
+/* A model file read, checked for nesting and decoded, from which cuvil_onnx_build builds the
+ * graph (the driver keeps the file's bytes for the output's checks). */
 typedef struct cuvil_onnx_model cuvil_onnx_model;
 cuvil_status cuvil_onnx_open(cuvil_ctx *ctx, const char *path, const cuvil_options *o, cuvil_onnx_model **out);
 void cuvil_onnx_close(cuvil_onnx_model *m);
-/* Builds the graph as cuvil_onnx_load does, with the symbols' values given (sample[k] for the
- * k-th symbol the inputs name, in order; -1 keeps the bound value; sample NULL: every bound
- * value). share: NULL, or a graph built earlier from m that outlives *out, whose initializers
- * *out borrows instead of decoding them again. */
-cuvil_status cuvil_onnx_build(cuvil_ctx *ctx, const cuvil_onnx_model *m, const cuvil_options *o, const int64_t *sample,
-                              int n_sample, const cir_graph *share, cir_graph **out);
+/* Builds the graph as cuvil_onnx_load does (a ranged symbol's dims at its upper bound, until
+ * cir_graph_bind_syms makes them expressions). */
+cuvil_status cuvil_onnx_build(cuvil_ctx *ctx, const cuvil_onnx_model *m, const cuvil_options *o, cir_graph **out);
 /* The same from bytes in memory (the fuzzers use it). `path` names the model in messages and
  * records where it came from; model_dir is where external data lives (NULL: refused). */
 cuvil_status cuvil_onnx_load_buffer(cuvil_ctx *ctx, const uint8_t *data, size_t size, const char *path,

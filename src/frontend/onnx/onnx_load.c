@@ -25,10 +25,7 @@ typedef struct loader {
     cuvil_map opsets;         /* domain ("ai.onnx" for the default) -> index in opset_import */
     const char *model_dir;    /* NULL: external data refused */
     Onnx__ModelProto *m;
-    const cir_graph *share;   /* an earlier graph of this model whose initializers are borrowed, or NULL */
     onnx_mapper map;          /* ONNX ops onto CIR ops (onnx_ops.c) */
-    const int64_t *sample;    /* per symbol (in order of appearance): the value to build shapes with, or NULL */
-    int n_sample;
     /* per symbol: the --shape dim that fixed or bounded it first (another must agree), and where */
     const cuvil_shape_dim *bound[32];
     const char *bound_input[32];
@@ -92,7 +89,7 @@ static int sym_get(loader *L, const char *name) {
         if (!strcmp(L->o->dims[i].name, name)) {
             if (L->o->dims[i].max > 0) {
                 lo = L->o->dims[i].min;
-                hi = val = L->o->dims[i].max;   /* built at the upper bound unless sampled */
+                hi = val = L->o->dims[i].max;   /* the upper bound */
                 step = L->o->dims[i].step > 1 ? L->o->dims[i].step : 1;
             } else {
                 val = L->o->dims[i].value;
@@ -249,18 +246,8 @@ static cuvil_status load_initializers(loader *L, const Onnx__GraphProto *gp) {
         int ndim;
         int64_t dims[CUVIL_MAX_DIMS];
         void *data;
-        /* another graph of this model has initializer i as value i (initializers are loaded
-         * first, and passes never write a constant they did not create): its bytes are shared */
-        const cir_value *sv = L->share && (int)i < L->share->n_values ? cir_val(L->share, (int)i) : NULL;
-        if (sv && sv->kind == CIR_VAL_CONST && !strcmp(sv->name, name) && (sv->data || !cir_numel(sv))) {
-            dt = cir_dtype_to_public(sv->dtype);
-            ndim = sv->ndim;
-            memcpy(dims, sv->dims, sizeof(int64_t) * (size_t)ndim);
-            data = sv->data;
-        } else if ((s = cuvil_onnx_tensor_data(L->ctx, &g->arena, t, L->model_dir, name, L->lim, &dt, &ndim, dims,
-                                               &data))) {
+        if ((s = cuvil_onnx_tensor_data(L->ctx, &g->arena, t, L->model_dir, name, L->lim, &dt, &ndim, dims, &data)))
             return s;
-        }
         cir_dtype ct = cir_dtype_from_public(dt);
         if (ct == CIR_UNDEF)
             return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED, "initializer '%s': element type %s is not supported", name,
@@ -393,7 +380,6 @@ static cuvil_status load_inputs(loader *L, const Onnx__GraphProto *gp) {
                 return cuvil_err(L->ctx, CUVIL_ERR_INVALID_ARG, "the range %lld:%lld:%lld of dim '%s' must start and end on "
                                  "multiples of its step %lld", (long long)sy->min, (long long)sy->max, (long long)sy->step,
                                  sy->name, (long long)sy->step);
-            if (L->sample && syms[k] < L->n_sample && L->sample[syms[k]] >= 0) sy->value = L->sample[syms[k]];
             dims[k] = sy->value;
         }
         cir_value *v = cir_val(g, id);
@@ -811,12 +797,10 @@ cuvil_status cuvil_onnx_open(cuvil_ctx *ctx, const char *path, const cuvil_optio
     return s;
 }
 
-cuvil_status cuvil_onnx_build(cuvil_ctx *ctx, const cuvil_onnx_model *mo, const cuvil_options *o, const int64_t *sample,
-                              int n_sample, const cir_graph *share, cir_graph **out) {
+cuvil_status cuvil_onnx_build(cuvil_ctx *ctx, const cuvil_onnx_model *mo, const cuvil_options *o, cir_graph **out) {
     *out = NULL;
     const char *path = mo->path;
-    loader L = {.ctx = ctx, .o = o, .lim = &o->limits, .model_dir = mo->model_dir, .sample = sample,
-                .n_sample = n_sample, .share = share, .m = mo->m};
+    loader L = {.ctx = ctx, .o = o, .lim = &o->limits, .model_dir = mo->model_dir, .m = mo->m};
     cuvil_status s = CUVIL_OK;
     if (!L.m->graph || !L.m->has_ir_version || L.m->ir_version <= 0) {
         s = cuvil_err(ctx, CUVIL_ERR_MODEL, "%s: not an ONNX model (%s)", path, !L.m->graph ? "no graph" : "no ir_version");
@@ -834,7 +818,6 @@ cuvil_status cuvil_onnx_build(cuvil_ctx *ctx, const cuvil_onnx_model *mo, const 
         goto done;
     }
     L.g->limits = o->limits;
-    L.g->share = share;
     L.map.g = L.g;
     memcpy(L.g->model_sha256, mo->sha256, sizeof L.g->model_sha256);
     L.g->model_path = cuvil_arena_strdup(&L.g->arena, path);
@@ -870,7 +853,7 @@ cuvil_status cuvil_onnx_load_buffer(cuvil_ctx *ctx, const uint8_t *data, size_t 
     cuvil_onnx_model *mo;
     cuvil_status s = open_buffer(ctx, data, size, path, model_dir, o, &mo);
     if (s) return s;
-    s = cuvil_onnx_build(ctx, mo, o, NULL, 0, NULL, out);
+    s = cuvil_onnx_build(ctx, mo, o, out);
     cuvil_onnx_close(mo);
     return s;
 }
@@ -880,7 +863,7 @@ cuvil_status cuvil_onnx_load(cuvil_ctx *ctx, const char *path, const cuvil_optio
     cuvil_onnx_model *mo;
     cuvil_status s = cuvil_onnx_open(ctx, path, o, &mo);
     if (s) return s;
-    s = cuvil_onnx_build(ctx, mo, o, NULL, 0, NULL, out);
+    s = cuvil_onnx_build(ctx, mo, o, out);
     cuvil_onnx_close(mo);
     return s;
 }

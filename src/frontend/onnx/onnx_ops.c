@@ -498,6 +498,8 @@ static const op_map table[] = {
     {"SpaceToDepth", 1, CIR_OP_SPACE_TO_DEPTH, NULL},
     {"CumSum", 11, CIR_OP_CUMSUM, NULL},
     {"TopK", 10, CIR_OP_TOPK, NULL},
+    {"NonZero", 9, CIR_OP_NONZERO, NULL},
+    {"Compress", 9, CIR_OP_COMPRESS, NULL},
     {"IsNaN", 9, CIR_OP_IS_NAN, NULL},
     {"IsInf", 10, CIR_OP_IS_INF, NULL},
     {"CastLike", 15, CIR_OP_CAST, map_cast},

@@ -1,6 +1,6 @@
 /* op_fold_only.c -- ops exporters use for shape arithmetic and masks. constant_of_shape
  * (shape, [value]) and range are supported when every input is constant (they fold: their
- * output shape is their input data; symbolic compiles may run them again when the model runs,
+ * output shape is their input data; with symbolic dims they may run when the model runs,
  * emit_shape.c); expand and tile (constant shape or repeats), the comparisons, not/and/or/xor
  * and where also run at run time on every element type, sum and mean on float32 and float64,
  * is_nan and is_inf on the float types. */

@@ -60,9 +60,8 @@ cuvil_status op_slice_params(cir_graph *g, cir_node *n, cuvil_slice_params *p) {
             /* both operands of the division are <= 0: C's truncation is the ceiling */
             cnt = start > end ? 1 + (end - start + 1) / step : 0;
         }
-        /* an empty slice reads nothing: start 0, except in a symbolic compile, where a start
-         * in [0, dim] keeps following the symbol when the slice is empty at one end of its range */
-        if (cnt == 0 && (!g->symbolic || start < 0)) start = 0;
+        /* an empty slice reads nothing: start 0 */
+        if (cnt == 0) start = 0;
         /* a step longer than the axis selects one element whatever its size: keep it small, so
          * that kernel index arithmetic and the generated C literal stay in range (INT64_MIN) */
         int64_t maxstep = dim > 0 ? dim : 1;

@@ -73,12 +73,60 @@ static cuvil_status transpose_infer(cir_graph *g, cir_node *n) {
     return CUVIL_OK;   /* any element type: the kernel moves elem_size bytes */
 }
 
+/* depth_to_space / space_to_depth with symbolic dims: block_params's 6-D view as expressions
+ * (the divisibility by the block checked when the model runs where it is not proved) and, if
+ * y is given, the output's dims. */
+cuvil_status op_block_x(cir_graph *g, cir_node *n, const cir_dim **v6, int *perm, const cir_dim **y) {
+    cir_value *x = cir_in(g, n, 0);
+    if (x->ndim != 4) return cir_node_err(g, n, CUVIL_ERR_SHAPE, "input '%s' has rank %d; it must be 4 (N, C, H, W)",
+                                          x->name, x->ndim);
+    int64_t b = cir_attr_int(n, "blocksize");
+    if (b < 1 || b > 65536) return cir_node_err(g, n, CUVIL_ERR_MODEL, "blocksize %lld must be in 1..65536", (long long)b);
+    cir_dimtab *t = &g->dt;
+    const cir_dim *N = cir_dimx(g, x, 0), *C = cir_dimx(g, x, 1), *H = cir_dimx(g, x, 2), *W = cir_dimx(g, x, 3);
+    const cir_dim *B = cir_dim_const(t, b), *BB = cir_dim_const(t, b * b), *zero = cir_dim_const(t, 0);
+    static const int dcr[6] = {0, 3, 4, 1, 5, 2}, crd[6] = {0, 1, 4, 2, 5, 3}, s2d[6] = {0, 3, 5, 1, 2, 4};
+    const int *pm;
+    cuvil_status s;
+    if (n->kind == CIR_OP_DEPTH_TO_SPACE) {
+        if ((s = cir_require_eq(g, n, cir_dim_mod(t, C, BB), zero, "the channels modulo blocksize^2 and 0"))) return s;
+        const cir_dim *c = cir_dim_fdiv(t, C, BB);
+        bool is_crd = cir_attr_int(n, "mode") == 1;
+        const cir_dim *v[6] = {N, B, B, c, H, W}, *w[6] = {N, c, B, B, H, W};
+        memcpy(v6, is_crd ? w : v, sizeof v);
+        pm = is_crd ? crd : dcr;
+        if (y) y[0] = N, y[1] = c, y[2] = cir_dim_mul(t, H, B), y[3] = cir_dim_mul(t, W, B);
+    } else {
+        if ((s = cir_require_eq(g, n, cir_dim_mod(t, H, B), zero, "the height modulo blocksize and 0")) ||
+            (s = cir_require_eq(g, n, cir_dim_mod(t, W, B), zero, "the width modulo blocksize and 0")))
+            return s;
+        const cir_dim *h = cir_dim_fdiv(t, H, B), *w = cir_dim_fdiv(t, W, B), *v[6] = {N, C, h, B, w, B};
+        memcpy(v6, v, sizeof v);
+        pm = s2d;
+        if (y) y[0] = N, y[1] = cir_dim_mul(t, C, BB), y[2] = h, y[3] = w;
+    }
+    for (int i = 0; i < 6; i++) {
+        perm[i] = pm[i];
+        if (!v6[i]) return cir_dim_err(g, n, "the blocks' dims");
+    }
+    for (int i = 0; y && i < 4; i++)
+        if (!y[i]) return cir_dim_err(g, n, "the output's dims");
+    return CUVIL_OK;
+}
+
 static cuvil_status block_infer(cir_graph *g, cir_node *n) {
     cuvil_status s = op_check_arity(g, n, 1, 1, 1, 1);
     if (s) return s;
+    cir_value *x = cir_in(g, n, 0);
+    if (!cir_value_fixed(x)) {
+        const cir_dim *v6[6], *y[4];
+        int perm[6];
+        if ((s = op_block_x(g, n, v6, perm, y))) return s;
+        cir_set_shape_x(cir_out(g, n, 0), x->dtype, 4, y);
+        return CUVIL_OK;
+    }
     cuvil_transpose_params p;
     if ((s = op_transpose_params(g, n, &p))) return s;
-    cir_value *x = cir_in(g, n, 0);
     int64_t b = cir_attr_int(n, "blocksize"), dims[4] = {x->dims[0], 0, 0, 0};
     bool d2s = n->kind == CIR_OP_DEPTH_TO_SPACE, over = false;   /* b * b fits (block_params) */
     if (d2s) {
@@ -175,6 +223,6 @@ static const cir_attr_spec d2s_attrs[] = {
 };
 static const cir_attr_spec s2d_attrs[] = {{"blocksize", CIR_ATTR_INT, 0, 0, NULL, true}, CIR_ATTR_END};
 
-const cir_opdef cir_op_depth_to_space = {"depth_to_space", 0, 1, 1, 1, 1, d2s_attrs, block_infer, transpose_fold, NULL, 0};
-const cir_opdef cir_op_space_to_depth = {"space_to_depth", 0, 1, 1, 1, 1, s2d_attrs, block_infer, transpose_fold, NULL, 0};
+const cir_opdef cir_op_depth_to_space = {"depth_to_space", CIR_OPF_SYM_DIMS, 1, 1, 1, 1, d2s_attrs, block_infer, transpose_fold, NULL, 0};
+const cir_opdef cir_op_space_to_depth = {"space_to_depth", CIR_OPF_SYM_DIMS, 1, 1, 1, 1, s2d_attrs, block_infer, transpose_fold, NULL, 0};
 const cir_opdef cir_op_concat = {"concat", CIR_OPF_SYM_DIMS, 1, -1, 1, 1, concat_attrs, concat_infer, concat_fold, NULL, 0};

@@ -29,13 +29,12 @@ enum {
     CIR_OPF_FOLD_ONLY = 1u << 4,
     /* its output's shape is its inputs' data (shape, size, range, constant_of_shape): a node
      * folds whenever it can, like a FOLD_ONLY one, and must then (infer() needs the data). Its
-     * emitter serves symbolic compiles, which recompute a folded value that depends on a
-     * symbol when the model runs (cuvil.c, revive) */
+     * emitter computes what does not fold (a value that depends on a symbol) when the model runs */
     CIR_OPF_SHAPE_DATA = 1u << 5,
     /* infer() computes the outputs' dims as expressions of the inputs' (cir_dimx,
      * cir_set_shape_x), so nodes of the op take symbolic dims, and its emitter writes their
      * kernel parameters from the dims when the model runs. A node of another op whose inputs
-     * have symbolic dims makes the compile fall back to sample values (cir_graph.sym_unsupported). */
+     * have symbolic dims is refused. */
     CIR_OPF_SYM_DIMS = 1u << 6
 };
 
@@ -157,11 +156,13 @@ typedef struct op_gemm_xparams {
  * broadcast that is neither contiguous nor shared is refused. */
 cuvil_status op_gemm_x(cir_graph *g, cir_node *n, op_gemm_xparams *p, int *ndim, const cir_dim **dx);
 
-/* gather_nd's counts and data dims as expressions (for symbolic dims). */
+/* gather_nd's / scatter_nd's counts and data dims as expressions (for symbolic dims). */
 typedef struct op_nd_xparams {
     const cir_dim *n_batch, *n_idx, *slice_elems, *data_dims[CIR_MAX_DIMS];
 } op_nd_xparams;
-cuvil_status op_gather_nd_x(cir_graph *g, cir_node *n, op_nd_xparams *p, int *ndim, const cir_dim **dx);
+/* Fills p, *k (the coordinates per index) and gather's output dims (scatter's updates dims);
+ * guards for batch dims and the updates' dims. */
+cuvil_status op_nd_x(cir_graph *g, cir_node *n, op_nd_xparams *p, int64_t *k, int *ndim, const cir_dim **dx);
 
 /* One spatial dim of a sliding window (conv, pool) with the input size in an expression: the
  * output size and the padding before and after, by auto_pad ap (CIR_PAD_*; explicit pads pb,
@@ -214,6 +215,12 @@ int64_t *op_gather_indices(cir_graph *g, cir_node *n, const cuvil_gather_params 
 cuvil_status op_gemm_params(cir_graph *g, cir_node *n, cuvil_gemm_params *p, int64_t *n_irregular, int64_t **offs);
 /* gather_elements, scatter_elements. */
 cuvil_status op_elements_params(cir_graph *g, cir_node *n, cuvil_elements_params *p);
+/* compress's input around its axis (outer, axis_len, inner elements; no axis: 1, numel, 1). */
+cuvil_status op_compress_layout(cir_graph *g, cir_node *n, const cir_dim **outer, const cir_dim **axis_len,
+                                const cir_dim **inner);
+/* The same for symbolic dims: the checks on expressions (guards where not proved), every field
+ * but dims and data_dims (the indices' and the data's dims, written by the emitter). */
+cuvil_status op_elements_x(cir_graph *g, cir_node *n, cuvil_elements_params *p);
 /* gather_nd, scatter_nd; also the shape of gather's output / scatter's updates (ndim, dims). */
 cuvil_status op_nd_params(cir_graph *g, cir_node *n, cuvil_nd_params *p, int *ndim, int64_t *dims);
 cuvil_status op_layer_norm_params(cir_graph *g, cir_node *n, cuvil_layer_norm_params *p);
@@ -238,6 +245,9 @@ cuvil_status op_softmax_params(cir_graph *g, cir_node *n, cuvil_softmax_params *
 cuvil_status op_split_sizes_x(cir_graph *g, cir_node *n, int *axis, const cir_dim **sizes);
 cuvil_status op_split_params(cir_graph *g, cir_node *n, int64_t *outer, int64_t *chunk);
 cuvil_status op_transpose_params(cir_graph *g, cir_node *n, cuvil_transpose_params *p);
+/* depth_to_space / space_to_depth with symbolic dims: the 6-D view's dims v6 and perm of
+ * op_transpose_params, as expressions, and (y non-NULL) the output's 4 dims. */
+cuvil_status op_block_x(cir_graph *g, cir_node *n, const cir_dim **v6, int *perm, const cir_dim **y);
 cuvil_status op_trilu_params(cir_graph *g, cir_node *n, cuvil_trilu_params *p);
 /* topk: the layout, k and the axis. */
 cuvil_status op_topk_params(cir_graph *g, cir_node *n, cuvil_topk_params *p, int *axis);
