@@ -171,3 +171,22 @@ def test_compress_matches_onnxruntime(tmp_path, axis):
         for p in (0.0, 0.5, 1.0):
             feeds = {"x": rng.standard_normal((a, 4, b)).astype(np.float32), "c": rng.random(l) < p}
             _check(model, path, feeds)
+
+
+def test_compress_condition_longer_than_axis_is_refused(tmp_path):
+    """ONNX Runtime refuses a condition longer than the axis; so does the compiled model, naming
+    the node, when only the run knows both lengths (and the compiler when it knows them)."""
+    node = helper.make_node("Compress", ["x", "c"], ["y"], axis=1, name="cmp_node")
+    path = _model(tmp_path, "cmpg", [node], [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, "B"]),
+                                             helper.make_tensor_value_info("c", TensorProto.BOOL, ["L"])],
+                  [("y", TensorProto.FLOAT)])
+    model = cuvil.load(tl.compile(path, tmp_path / "build", dims={"B": "1:4", "L": "1:6"}))
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    _check(model, path, {"x": x, "c": np.array([True, False, True])})
+    with pytest.raises(cuvil.CuvilError, match=r"cmp_node.*condition's length within the axis: 5 exceeds 3"):
+        model(x=x, c=np.ones(5, bool))
+    fixed = _model(tmp_path, "cmpf", [node], [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3]),
+                                              helper.make_tensor_value_info("c", TensorProto.BOOL, [5])],
+                   [("y", TensorProto.FLOAT)])
+    proc = tl.compile_raw(fixed, tmp_path / "f.so")
+    tl.assert_clean_failure(proc, mentions=["cmp_node", "5 exceeds 3"])

@@ -57,8 +57,8 @@ static cuvil_status nonzero_fold(cir_graph *g, cir_node *n) {
 }
 
 /* ===== compress ============================================================================ */
-/* The checks, and the layout of x around the axis (outer, axis_len, inner elements); *cond_len
- * the condition's length, all as expressions. */
+/* The checks (the condition's length within the axis: a guard where not proved), and the
+ * layout of x around the axis (outer, axis_len, inner elements) as expressions. */
 static cuvil_status compress_layout(cir_graph *g, cir_node *n, int *axis, const cir_dim **outer, const cir_dim **axis_len,
                                     const cir_dim **inner) {
     cuvil_status s = op_check_arity(g, n, 2, 2, 1, 1);
