@@ -471,12 +471,22 @@ static bool guard_at_node(const cir_graph *g, const cir_guard *gd) {
     return cir_dim_uses_rt(g, gd->a) || cir_dim_uses_rt(g, gd->b);
 }
 
+/* Whether every size the run finds that guard gd reads is found by a node before node id. */
+static bool guard_ready(const cir_graph *g, const cir_guard *gd, int id) {
+    for (int r = 0; r < g->n_rt_syms; r++)
+        if (g->rt_sym_node[r] >= id && (cir_dim_uses(gd->a, g->rt_syms[r]) || cir_dim_uses(gd->b, g->rt_syms[r])))
+            return false;
+    return true;
+}
+
 /* The guards on sizes the run finds that nodes up to id assume (all when id < 0), not yet
- * written, into calls (a part's function: m is at hand). */
+ * written, into calls (a part's function: m is at hand): before node id runs, or right after
+ * the node that finds the size when that node is the one assuming it (a declared output dim). */
 static void rt_guards(cg_ctx *cg, cuvil_sb *calls, int id, uint8_t *done) {
     for (int i = 0; i < cg->g->n_guards; i++) {
         const cir_guard *gd = &cg->g->guards[i];
-        if (done[i] || (id >= 0 && gd->node_id > id) || !guard_at_node(cg->g, gd)) continue;
+        if (done[i] || !guard_at_node(cg->g, gd)) continue;
+        if (id >= 0 && (gd->node_id > id || !guard_ready(cg->g, gd, id))) continue;
         done[i] = 1;
         guard_c(cg, calls, gd);
     }

@@ -18,7 +18,8 @@ log() { echo "setup: $*" >&2; }
 
 # --- Debian packages ------------------------------------------------------------------------
 debs=(build-essential cmake pkg-config protobuf-c-compiler libprotobuf-c-dev graphviz
-      python3-onnx python3-numpy python3-venv python3-pip nettle-dev clang libclang-rt-14-dev qemu-user strace)
+      python3-onnx python3-numpy python3-venv python3-pip nettle-dev clang libclang-rt-14-dev qemu-user strace
+      libonnx-testdata)
 missing=()
 for p in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,0 +1,35 @@
+"""ONNX's own backend node cases (Debian's libonnx-testdata, ONNX 1.12, installed by the set-up
+script) for the ops issue 31 made symbolic or run-sized: each case's model compiled and run by
+tools/onnx_conformance.py and its outputs compared with the case's expected ones. Every case
+of these ops must pass."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import cuvil_testlib as tl
+
+DATA = Path("/usr/share/libonnx-testdata/data")
+OPS = {  # filter -> how many node cases ONNX 1.12 has
+    "test_nonzero": 1, "test_compress": 4, "test_depthtospace": 4, "test_spacetodepth": 2,
+    "test_gather_elements": 3, "test_scatter_elements": 4, "test_scatternd": 3,
+    "test_scatter_with": 2,   # with_axis and without_axis: the opset 9-10 Scatter
+}
+
+
+@pytest.mark.parametrize("filt", sorted(OPS))
+def test_backend_cases_pass(tmp_path, filt):
+    assert (DATA / "node").is_dir(), f"{DATA} is missing: install Debian's libonnx-testdata (make setup does)"
+    out = tmp_path / "r.json"
+    proc = subprocess.run([sys.executable, str(tl.REPO / "tools" / "onnx_conformance.py"), "--data", str(DATA),
+                           "--build", str(tl.build_dir()), "-j", "1", "--filter", filt, "--json", str(out)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0 or out.exists(), proc.stdout[-2000:] + proc.stderr[-2000:]
+    res = {k: v for k, v in json.loads(out.read_text()).items() if k.startswith("node/")}
+    assert len(res) == OPS[filt], sorted(res)
+    bad = {k: v for k, v in res.items() if v["status"] != "pass"}
+    assert not bad, bad
