@@ -482,7 +482,18 @@ static bool guard_ready(const cir_graph *g, const cir_guard *gd, int id) {
 /* The guards on sizes the run finds that nodes up to id assume (all when id < 0), not yet
  * written, into calls (a part's function: m is at hand): before node id runs, or right after
  * the node that finds the size when that node is the one assuming it (a declared output dim). */
-static void rt_guards(cg_ctx *cg, cuvil_sb *calls, int id, uint8_t *done) {
+static void rt_guards(cg_ctx *cg, cuvil_sb *calls, int id, uint8_t **donep, int *cap) {
+    if (cg->g->n_guards > *cap) {   /* an emitter added one (its op's checks, on the run's sizes) */
+        uint8_t *p = cuvil_realloc(*donep, (size_t)cg->g->n_guards);
+        if (!p) {
+            cg->body.oom = true;   /* fails the compile at the end */
+            return;
+        }
+        memset(p + *cap, 0, (size_t)(cg->g->n_guards - *cap));
+        *donep = p;
+        *cap = cg->g->n_guards;
+    }
+    uint8_t *done = *donep;
     for (int i = 0; i < cg->g->n_guards; i++) {
         const cir_guard *gd = &cg->g->guards[i];
         if (done[i] || !guard_at_node(cg->g, gd)) continue;
@@ -660,7 +671,8 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
         cg.sym_d[g->rt_syms[r]] = cg.n_ranged + r;
         cg.sym_step[g->rt_syms[r]] = 1;
     }
-    uint8_t *guard_done = cuvil_calloc((size_t)g->n_guards + 1, 1);   /* rt guards emitted */
+    int guard_cap = g->n_guards + 1;
+    uint8_t *guard_done = cuvil_calloc((size_t)guard_cap, 1);   /* rt guards emitted */
     if (!guard_done) st = cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
 
     cuvil_sb calls = {0}, opts = {0};
@@ -712,7 +724,7 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
             if (n_parts) close_part(&cg, nodes, prefix, n_parts - 1, &calls);
             open_part(&cg, nodes, n_parts++);
         }
-        rt_guards(&cg, &calls, n->id, guard_done);
+        rt_guards(&cg, &calls, n->id, &guard_done, &guard_cap);
         cuvil_arena_reset(&cg.strs);   /* strings handed to emitters live for one node */
         cg.body.len = 0;
         if (cg.body.s) cg.body.s[0] = 0;
@@ -783,7 +795,7 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
         n_emitted++;
     }
     if (!st && n_parts) {
-        rt_guards(&cg, &calls, -1, guard_done);   /* those of views and dead nodes at the end */
+        rt_guards(&cg, &calls, -1, &guard_done, &guard_cap);   /* those of views and dead nodes at the end */
         close_part(&cg, nodes, prefix, n_parts - 1, &calls);
     }
     /* model.c: its own #defines of offsets */

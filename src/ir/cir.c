@@ -299,6 +299,11 @@ cuvil_status cir_dim_err(cir_graph *g, const cir_node *n, const char *what) {
 
 static cuvil_status add_guard(cir_graph *g, const cir_node *n, const cir_dim *a, const cir_dim *b, bool le,
                               const char *what) {
+    /* the same assumption again (a node inferred again, an emitter repeating its op's checks):
+     * kept once (expressions are hash-consed: equal ones are the same pointer) */
+    for (int i = 0; i < g->n_guards; i++)
+        if (g->guards[i].a == a && g->guards[i].b == b && g->guards[i].le == le && g->guards[i].node_id <= n->id)
+            return CUVIL_OK;
     if (g->n_guards == g->cap_guards) {
         int cap = g->cap_guards ? 2 * g->cap_guards : 16;
         cir_guard *p = cuvil_realloc(g->guards, sizeof *p * (size_t)cap);
