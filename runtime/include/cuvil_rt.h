@@ -696,6 +696,8 @@ int cuvil_gather_elements(const cuvil_elements_params *p, int idx_t, const void 
  * zero, NaN is not), in row-major order, as y[d * count + i] = the i-th one's index along dim
  * d; y has room for ndim * numel(x). Returns count. */
 int64_t cuvil_nonzero(int t, const void *x, int ndim, const int64_t *dims, int64_t *y);
+/* How many of the n elements of x (type t) are non-zero, as cuvil_nonzero counts them. */
+int64_t cuvil_nonzero_count(int t, const void *x, int64_t n);
 
 /* Compress: x viewed as [outer, axis_len, inner_bytes]; y gets the rows j < min(cond_len,
  * axis_len) of each outer block where cond[j] is non-zero, in order. Returns their count. */

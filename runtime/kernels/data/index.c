@@ -205,10 +205,16 @@ static bool nonzero_at(int t, const void *x, int64_t i) {
     }
 }
 
-int64_t cuvil_nonzero(int t, const void *x, int ndim, const int64_t *dims, int64_t *y) {
-    int64_t n = 1, count = 0;
-    for (int d = 0; d < ndim; d++) n *= dims[d];
+int64_t cuvil_nonzero_count(int t, const void *x, int64_t n) {
+    int64_t count = 0;
     for (int64_t i = 0; i < n; i++) count += nonzero_at(t, x, i);
+    return count;
+}
+
+int64_t cuvil_nonzero(int t, const void *x, int ndim, const int64_t *dims, int64_t *y) {
+    int64_t n = 1;
+    for (int d = 0; d < ndim; d++) n *= dims[d];
+    const int64_t count = cuvil_nonzero_count(t, x, n);
     int64_t at[CUVIL_RT_MAX_DIMS] = {0}, k = 0;   /* the multi-index of element i */
     for (int64_t i = 0; i < n; i++) {
         if (nonzero_at(t, x, i)) {

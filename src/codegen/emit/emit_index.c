@@ -6,10 +6,11 @@ static const char *const reduction_syms[] = {"CUVIL_SCATTER_NONE", "CUVIL_SCATTE
                                              "CUVIL_SCATTER_MAX", "CUVIL_SCATTER_MIN"};   /* ORDER: CUVIL_SCATTER_* */
 
 /* ===== gather_elements, scatter_elements ==================================================== */
-static const char *elements_param(cg_ctx *cg, const cuvil_elements_params *p) {
+/* p's fields, with the indices' and the data's dims given as C initialisers. */
+static const char *elements_param(cg_ctx *cg, const cuvil_elements_params *p, const char *dims, const char *data_dims) {
     return cg_param(cg, "cuvil_elements_params", "{ .ndim = %d, .axis = %d, .reduction = %s, .elem_size = %lld, .dims = %s, "
-                    ".data_dims = %s }", p->ndim, p->axis, reduction_syms[p->reduction], (long long)p->elem_size, cg_i64s(cg, p->dims, p->ndim),
-                    cg_i64s(cg, p->data_dims, p->ndim));
+                    ".data_dims = %s }", p->ndim, p->axis, reduction_syms[p->reduction], (long long)p->elem_size, dims,
+                    data_dims);
 }
 
 cuvil_status cg_emit_elements(cg_ctx *cg, cir_graph *g, cir_node *n) {
@@ -18,10 +19,9 @@ cuvil_status cg_emit_elements(cg_ctx *cg, cir_graph *g, cir_node *n) {
     cuvil_status s = sym ? op_elements_x(g, n, &p) : op_elements_params(g, n, &p);
     if (s) return s;
     cir_value *x = cir_in(g, n, 0), *idx = cir_in(g, n, 1);
-    const char *ps = sym ? cg_param(cg, "cuvil_elements_params", "{ .ndim = %d, .axis = %d, .reduction = %s, .elem_size = %lld, "
-                                    ".dims = %s, .data_dims = %s }", p.ndim, p.axis, reduction_syms[p.reduction],
-                                    (long long)p.elem_size, cg_dims_init(cg, n->in[1], p.ndim), cg_dims_init(cg, n->in[0], p.ndim))
-                         : elements_param(cg, &p);
+    /* a symbolic node's dims: the run's, as expressions of D[] */
+    const char *ps = sym ? elements_param(cg, &p, cg_dims_init(cg, n->in[1], p.ndim), cg_dims_init(cg, n->in[0], p.ndim))
+                         : elements_param(cg, &p, cg_i64s(cg, p.dims, p.ndim), cg_i64s(cg, p.data_dims, p.ndim));
     if (n->kind == CIR_OP_SCATTER_ELEMENTS)
         cg_printf(cg, "    if (cuvil_scatter_elements(&%s, %s, %s, %s, %s, %s, %s)) return 1;\n", ps, cg_rt_type(x->dtype),
                   cg_rt_type(idx->dtype), cg_in(cg, n->in[1]), cg_in(cg, n->in[2]), cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));

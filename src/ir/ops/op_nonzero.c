@@ -24,19 +24,7 @@ static cuvil_status nonzero_infer(cir_graph *g, cir_node *n) {
     if (s) return s;
     cir_value *x = cir_in(g, n, 0);
     if (cir_is_const(x)) {   /* folds: the count is known now */
-        int64_t count = 0, dims[2];
-        for (int64_t i = 0; i < cir_numel(x); i++) {
-            const unsigned char *e = (const unsigned char *)x->data + (size_t)i * cir_dtype_size(x->dtype);
-            bool nz = false;
-            if (x->dtype == CIR_F32) nz = *(const float *)(const void *)e != 0.0f;
-            else if (x->dtype == CIR_F64) nz = *(const double *)(const void *)e != 0.0;
-            else if (x->dtype == CIR_F16 || x->dtype == CIR_BF16) nz = ((e[0] | (e[1] << 8)) & 0x7fff) != 0;
-            else
-                for (size_t b = 0; b < cir_dtype_size(x->dtype); b++) nz |= e[b] != 0;
-            count += nz;
-        }
-        dims[0] = x->ndim;
-        dims[1] = count;
+        int64_t dims[2] = {x->ndim, cuvil_nonzero_count(x->dtype, x->data, cir_numel(x))};
         cir_set_shape(cir_out(g, n, 0), CIR_I64, 2, dims);
         return CUVIL_OK;
     }
