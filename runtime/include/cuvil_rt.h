@@ -514,6 +514,22 @@ typedef struct cuvil_slice_params {
 } cuvil_slice_params;
 
 void cuvil_slice(const cuvil_slice_params *p, const void *x, void *y);
+/* One axis of size dim sliced by ONNX's rules (step != 0): a negative start or end counts from
+ * the end, then both clamp (step > 0: to [0, dim]; step < 0: start to [0, dim - 1], end to
+ * [-1, dim - 1]); returns the element count, *start and *step made the kernel's (start 0 for
+ * an empty slice, |step| at most max(dim, 1)). */
+int64_t cuvil_slice_axis(int64_t dim, int64_t *start, int64_t end, int64_t *step);
+/* Sizes read from tensors when the model runs (int32 or int64 by the *_t: CUVIL_T_I32 or
+ * CUVIL_T_I64). cuvil_slice_rt: p's ndim, elem_size and in_dims given, the rest from the n
+ * starts, ends, axes (NULL: 0..n-1) and steps (NULL: 1s) by ONNX's rules; cuvil_reshape_dims:
+ * out[0..n) from Reshape's shape (0 copies the input's dim unless allowzero, one -1 is
+ * inferred), their product the input's. Both return 1 for values the op refuses (a step of
+ * 0, a repeated axis, a product that differs) or a dim over hi[] (the room planned for it),
+ * else 0. */
+int cuvil_slice_rt(cuvil_slice_params *p, int n, int idx_t, const void *starts, const void *ends, const void *axes,
+                   const void *steps, const int64_t *hi);
+int cuvil_reshape_dims(int shape_t, const void *shape, int n, const int64_t *in_dims, int in_ndim, int allowzero,
+                       const int64_t *hi, int64_t *out);
 
 enum { CUVIL_PAD_CONSTANT = 0, CUVIL_PAD_REFLECT, CUVIL_PAD_EDGE, CUVIL_PAD_WRAP };
 
@@ -613,6 +629,9 @@ void cuvil_bcast_copy(const cuvil_bcast_copy_params *p, const void *x, void *y);
 /* Range: y[i] = start + i * delta for i < n (start and delta: one element of type t; for
  * floats computed in double and rounded once, for integers wrapping). */
 void cuvil_range_t(int t, const void *start, const void *delta, void *y, int64_t n);
+/* Range's element count max(ceil((limit - start) / delta), 0) (the compiler's rule), or -1
+ * when delta is 0, the count is not a number or it is over cap (the room planned for it). */
+int64_t cuvil_range_count_t(int t, const void *start, const void *limit, const void *delta, int64_t cap);
 
 /* Trilu: batch matrices [rows, cols] of elem_size-byte elements; y keeps x[i][j] where
  * j - i >= k (upper) or j - i <= k (lower) and is zero elsewhere, k being *k_rt when given

@@ -30,6 +30,7 @@ struct cg_ctx {
      * symbol counts steps: the dim is D[j] = step * s) */
     int *sym_d;
     int64_t *sym_step;
+    int rt_pos[CIR_MAX_RT_SYMS];   /* per size the run knows: the id of the node bringing it, or -1 */
     int *dims_node;         /* per value id: the node serial whose function declared dV<id>, or -1 */
     int node_serial;
     bool cur_symbolic;      /* the node being emitted is symbolic (cg_node_symbolic) */
@@ -217,6 +218,7 @@ int cg_rt_slot(cg_ctx *cg, int dsym) { return cg->sym_d[dsym]; }
 
 bool cg_node_symbolic(const cir_graph *g, const cir_node *n) {
     if (!g->symdims) return false;
+    if (n->n_rt) return true;   /* it reads or finds sizes when the model runs */
     for (int i = 0; i < n->n_in; i++) {
         const cir_value *v = cir_in(g, n, i);
         if (v && !cir_value_fixed(v)) return true;
@@ -471,12 +473,40 @@ static bool guard_at_node(const cir_graph *g, const cir_guard *gd) {
     return cir_dim_uses_rt(g, gd->a) || cir_dim_uses_rt(g, gd->b);
 }
 
-/* Whether every size the run finds that guard gd reads is found by a node before node id. */
-static bool guard_ready(const cir_graph *g, const cir_guard *gd, int id) {
-    for (int r = 0; r < g->n_rt_syms; r++)
-        if (g->rt_sym_node[r] >= id && (cir_dim_uses(gd->a, g->rt_syms[r]) || cir_dim_uses(gd->b, g->rt_syms[r])))
-            return false;
+/* Whether every size known only when the model runs that guard gd reads is known before node
+ * id runs: found by a node before it, or read from a tensor for it or a node before it. */
+static bool guard_ready(const cg_ctx *cg, const cir_guard *gd, int id) {
+    const cir_graph *g = cg->g;
+    for (int r = 0; r < g->n_rt_syms; r++) {
+        if (!cir_dim_uses(gd->a, g->rt_syms[r]) && !cir_dim_uses(gd->b, g->rt_syms[r])) continue;
+        int at = cg->rt_pos[r];
+        if (at < 0 || (g->rt_key[r] < 0 ? at >= id : at > id)) return false;
+    }
     return true;
+}
+
+/* Node n's sizes read from its integer inputs (cir_rt_load), into D[] just before it runs,
+ * each checked against its range; into calls (a part's function: m is at hand). */
+static void rt_loads(cg_ctx *cg, cuvil_sb *calls, const cir_node *n, const char *desc) {
+    cir_graph *g = cg->g;
+    for (int r = n->rt_first; r < n->rt_first + n->n_rt; r++) {
+        if (g->rt_key[r] < 0) continue;
+        int i = g->rt_key[r] / CIR_MAX_SVAL, j = g->rt_key[r] % CIR_MAX_SVAL;
+        cir_value *v = cir_in(g, n, i);
+        if (!v) continue;
+        int slot = cg_rt_slot(cg, g->rt_syms[r]);
+        char lo[32], hi[32];
+        cuvil_sb_printf(calls, "    D[%d] = (int64_t)((const %s *)%s)[%d];   /* read from a tensor */\n", slot,
+                        v->dtype == CIR_I32 ? "int32_t" : "int64_t", cg_in(cg, v->id), j);
+        cuvil_sb_printf(calls, "    if (D[%d] < %s || D[%d] > %s) {\n        snprintf(m->err, sizeof m->err, \"%%s: %%s[%d] = %%lld is "
+                               "outside %lld..%lld, the values it supports here (a --dim naming the value narrows them)\", \"",
+                        slot, cg_i64(g->rt_lo[r], lo), slot, cg_i64(g->rt_hi[r], hi), j, (long long)g->rt_lo[r],
+                        (long long)g->rt_hi[r]);
+        cuvil_sb_c_escape(calls, desc);
+        cuvil_sb_puts(calls, "\", \"");
+        cuvil_sb_c_escape(calls, v->name);
+        cuvil_sb_printf(calls, "\", (long long)D[%d]);\n        return CUVIL_ERR_INVALID_ARG;\n    }\n", slot);
+    }
 }
 
 /* The guards on sizes the run finds that nodes up to id assume (all when id < 0), not yet
@@ -497,7 +527,14 @@ static void rt_guards(cg_ctx *cg, cuvil_sb *calls, int id, uint8_t **donep, int 
     for (int i = 0; i < cg->g->n_guards; i++) {
         const cir_guard *gd = &cg->g->guards[i];
         if (done[i] || !guard_at_node(cg->g, gd)) continue;
-        if (id >= 0 && (gd->node_id > id || !guard_ready(cg->g, gd, id))) continue;
+        bool orphan = false;   /* on a size of a node no longer in the graph (folded): nothing reads it */
+        for (int r = 0; r < cg->g->n_rt_syms; r++)
+            orphan |= cg->rt_pos[r] < 0 && (cir_dim_uses(gd->a, cg->g->rt_syms[r]) || cir_dim_uses(gd->b, cg->g->rt_syms[r]));
+        if (orphan) {
+            done[i] = 1;
+            continue;
+        }
+        if (id >= 0 && (gd->node_id > id || !guard_ready(cg, gd, id))) continue;
         done[i] = 1;
         guard_c(cg, calls, gd);
     }
@@ -671,6 +708,11 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
         cg.sym_d[g->rt_syms[r]] = cg.n_ranged + r;
         cg.sym_step[g->rt_syms[r]] = 1;
     }
+    for (int r = 0; r < g->n_rt_syms; r++) cg.rt_pos[r] = -1;   /* the node bringing each (guard_ready) */
+    for (int i = 0; i < g->n_nodes; i++) {
+        cir_node *n = cir_node_at(g, i);
+        for (int r = n->rt_first; !n->dead && r < n->rt_first + n->n_rt; r++) cg.rt_pos[r] = n->id;
+    }
     int guard_cap = g->n_guards + 1;
     uint8_t *guard_done = cuvil_calloc((size_t)guard_cap, 1);   /* rt guards emitted */
     if (!guard_done) st = cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
@@ -718,12 +760,14 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
     int n_emitted = 0, n_parts = 0;
     for (int i = 0; i < g->n_nodes && !st; i++) {
         cir_node *n = cir_node_at(g, i);
-        if (n->dead || ((n->def->flags & CIR_OPF_ALIAS) && cg.plan.aliased[i]))
+        bool view = (n->def->flags & CIR_OPF_ALIAS) && cg.plan.aliased[i];
+        if (n->dead || (view && !n->n_rt))
             continue;   /* (a view sharing its input's bytes: nothing to run) */
         if (n_emitted % CG_PART_NODES == 0) {   /* a part per CG_PART_NODES nodes that run */
             if (n_parts) close_part(&cg, nodes, prefix, n_parts - 1, &calls);
             open_part(&cg, nodes, n_parts++);
         }
+        rt_loads(&cg, &calls, n, cir_node_desc(n, desc, sizeof desc));
         rt_guards(&cg, &calls, n->id, &guard_done, &guard_cap);
         cuvil_arena_reset(&cg.strs);   /* strings handed to emitters live for one node */
         cg.body.len = 0;
@@ -735,7 +779,9 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
         cg.cur_symbolic = cg_node_symbolic(g, n);
         cg.cur_node = n;
         if (n->def->flags & CIR_OPF_ALIAS) {
-            cg_printf(&cg, "    memcpy(%s, %s, %s);\n", cg_out(&cg, n->out[0]), cg_in(&cg, n->in[0]), cg_nbytes(&cg, n->out[0]));
+            if (n->n_rt) cg_emit_found_dims(&cg, g, n);   /* a Reshape's shape read when the model runs */
+            if (!view)
+                cg_printf(&cg, "    memcpy(%s, %s, %s);\n", cg_out(&cg, n->out[0]), cg_in(&cg, n->in[0]), cg_nbytes(&cg, n->out[0]));
         } else if (sval_fill(&cg, n)) {
             /* its output's values are expressions of the symbols (op_sval.c): written from D */
         } else if (!cg_emitter(n->kind)) {

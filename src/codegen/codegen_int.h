@@ -99,9 +99,14 @@ const cir_node *cg_node(cg_ctx *cg);
 /* Whether node n reads or writes a value whose dims are expressions of the symbols: its
  * emitter then has the kernel's parameters computed when the model runs (cg_bind). */
 bool cg_node_symbolic(const cir_graph *g, const cir_node *n);
-/* The index in D[] of the size the run finds as symbol dsym (cir_node.rt_sym): the node that
- * finds it writes `D[slot] = ...`. */
+/* The index in D[] of the size known only when the model runs as symbol dsym (cir_node.rt_first):
+ * the node that finds it writes `D[slot] = ...`. */
 int cg_rt_slot(cg_ctx *cg, int dsym);
+/* A Reshape's output dims from its shape read when the model runs, into D[] (emit_shape.c). */
+void cg_emit_found_dims(cg_ctx *cg, cir_graph *g, cir_node *n);
+/* The room planned for node n's found sizes k = 0..cnt-1 (op_found_dim) as a C initialiser, and
+ * their D[] slots into slots[]. */
+const char *cg_found_his(cg_ctx *cg, cir_graph *g, const cir_node *n, int cnt, int *slots);
 /* An expression as C over the run's dims D[] ("(D[0] * 768)"); valid until the node ends. */
 const char *cg_dim_c(cg_ctx *cg, const cir_dim *e);
 /* Value vid's size in bytes as C: a number, or an expression of D[]. */

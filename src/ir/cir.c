@@ -171,7 +171,6 @@ int cir_node_add(cir_graph *g, cir_op_kind kind, const char *name, const char *s
     n->src_op = so;
     n->residual = -1;
     n->packed = -1;
-    n->rt_sym = -1;
     n->in = ins;
     n->out = outs;
     n->n_in = n_in;
@@ -343,31 +342,87 @@ cuvil_status cir_require_le(cir_graph *g, const cir_node *n, const cir_dim *a, c
     return add_guard(g, n, a, b, true, what);
 }
 
-const cir_dim *cir_rt_sym(cir_graph *g, cir_node *n, int64_t hi, const char *what) {
-    if (n->rt_sym < 0) {
-        if (g->n_rt_syms == CIR_MAX_RT_SYMS) {
-            cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "the model has more than %d sizes known only when it runs",
-                         CIR_MAX_RT_SYMS);
-            return NULL;
-        }
-        char name[96];
-        snprintf(name, sizeof name, "%s(%.48s)", what, n->name);
-        int k = cir_dimtab_add_sym(&g->dt, name, 0, hi);
-        if (k < 0) {
-            cir_dim_err(g, n, "its output's size");
-            return NULL;
-        }
-        n->rt_sym = k;
-        g->rt_syms[g->n_rt_syms] = k;
-        g->rt_sym_node[g->n_rt_syms++] = n->id;
-        g->symdims = true;   /* the nodes after it compute their sizes from the run's dims */
+/* The symbol with key `key` that node n brings, made on the first call in [lo, hi] (name: its
+ * name for people). A node's symbols are consecutive in g->rt_syms: made while it is inferred. */
+static const cir_dim *rt_symbol(cir_graph *g, cir_node *n, int key, int64_t lo, int64_t hi, const char *name,
+                                const char *value) {
+    for (int r = n->rt_first; r < n->rt_first + n->n_rt; r++)
+        if (g->rt_key[r] == key) return cir_dim_sym(&g->dt, g->rt_syms[r]);
+    if (g->n_rt_syms == CIR_MAX_RT_SYMS) {
+        cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "the model has more than %d sizes known only when it runs", CIR_MAX_RT_SYMS);
+        return NULL;
     }
-    return cir_dim_sym(&g->dt, n->rt_sym);
+    if (n->n_rt && n->rt_first + n->n_rt != g->n_rt_syms) {
+        cir_node_err(g, n, CUVIL_ERR_INTERNAL, "a size known only when the model runs, made after those of another node");
+        return NULL;
+    }
+    int k = cir_dimtab_add_sym(&g->dt, name, lo, hi);
+    if (k < 0) {
+        cir_dim_err(g, n, "a size known only when the model runs");
+        return NULL;
+    }
+    if (!n->n_rt) n->rt_first = g->n_rt_syms;
+    n->n_rt++;
+    g->rt_syms[g->n_rt_syms] = k;
+    g->rt_key[g->n_rt_syms] = key;
+    g->rt_lo[g->n_rt_syms] = lo;
+    g->rt_value[g->n_rt_syms] = value;
+    g->rt_hi[g->n_rt_syms++] = hi;
+    g->symdims = true;   /* the nodes after it compute their sizes from the run's dims */
+    return cir_dim_sym(&g->dt, k);
+}
+
+const cir_dim *cir_rt_found(cir_graph *g, cir_node *n, int k, int64_t hi, const char *what) {
+    char name[96];
+    snprintf(name, sizeof name, "%s(%.48s)", what, n->name);
+    cir_value *y = n->n_out ? cir_out(g, n, 0) : NULL;
+    return rt_symbol(g, n, -1 - k, 0, hi, name, y ? y->name : n->name);
+}
+
+const cir_dim *cir_rt_sym(cir_graph *g, cir_node *n, int64_t hi, const char *what) {
+    return cir_rt_found(g, n, 0, hi, what);
+}
+
+const cir_dim *cir_rt_load(cir_graph *g, cir_node *n, int i, int j, int64_t lo, int64_t hi) {
+    cir_value *v = cir_in(g, n, i);
+    if (!v || j < 0 || j >= CIR_MAX_SVAL) {
+        cir_node_err(g, n, CUVIL_ERR_INTERNAL, "reads element %d of input %d as a size", j, i);
+        return NULL;
+    }
+    int64_t ulo, uhi;
+    if (cir_value_bound(g, v->name, &ulo, &uhi)) {   /* the user's range, within the op's */
+        if (ulo > lo) lo = ulo;
+        if (uhi < hi) hi = uhi;
+        if (lo > hi) {
+            cir_node_err(g, n, CUVIL_ERR_INVALID_ARG, "--dim %s=%lld:%lld leaves no value this node can take (%lld..%lld)",
+                         v->name, (long long)ulo, (long long)uhi, (long long)lo, (long long)hi);
+            return NULL;
+        }
+    }
+    char name[96];
+    snprintf(name, sizeof name, "%.40s[%d]", v->name, j);
+    return rt_symbol(g, n, i * CIR_MAX_SVAL + j, lo, hi, name, v->name);
 }
 
 bool cir_dim_uses_rt(const cir_graph *g, const cir_dim *e) {
     for (int r = 0; e && r < g->n_rt_syms; r++)
         if (cir_dim_uses(e, g->rt_syms[r])) return true;
+    return false;
+}
+
+bool cir_dim_uses_found(const cir_graph *g, const cir_dim *e) {
+    for (int r = 0; e && r < g->n_rt_syms; r++)
+        if (g->rt_key[r] < 0 && cir_dim_uses(e, g->rt_syms[r])) return true;
+    return false;
+}
+
+bool cir_value_bound(const cir_graph *g, const char *name, int64_t *lo, int64_t *hi) {
+    for (int i = 0; name && i < g->n_value_bounds; i++)
+        if (!strcmp(g->value_bounds[i].name, name)) {
+            *lo = g->value_bounds[i].lo;
+            *hi = g->value_bounds[i].hi;
+            return true;
+        }
     return false;
 }
 
@@ -443,6 +498,13 @@ char *cir_shape_str(const cir_graph *g, const cir_value *v, char *buf, size_t le
 cuvil_status cir_check_shape(cir_graph *g, const cir_node *n, const cir_value *v) {
     char why[256], sh[256];
     if (cuvil_shape_ok(&g->limits, cir_dtype_size(v->dtype), v->ndim, v->dims, why, sizeof why)) return CUVIL_OK;
+    for (int r = 0; n && r < g->n_rt_syms; r++)   /* a size from a tensor's values: which --dim bounds it */
+        for (int i = 0; i < v->ndim; i++)
+            if (v->dx[i] && cir_dim_uses(v->dx[i], g->rt_syms[r]))
+                return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "output '%s' %s: %s; its dim %d is known only when the model "
+                                    "runs, from %s '%s': give %s largest value with --dim %s=LO:HI", v->name,
+                                    cir_shape_str(g, v, sh, sizeof sh), why, i, g->rt_key[r] < 0 ? "the sizes of" : "the values of",
+                                    g->rt_value[r], g->rt_key[r] < 0 ? "their" : "its", g->rt_value[r]);
     if (n) return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "output '%s' %s: %s", v->name, cir_shape_str(g, v, sh, sizeof sh), why);
     return cuvil_err(g->ctx, CUVIL_ERR_UNSUPPORTED, "'%s' %s: %s", v->name, cir_shape_str(g, v, sh, sizeof sh), why);
 }

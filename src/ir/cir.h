@@ -162,9 +162,10 @@ typedef struct cir_node {
      * to float32 before the node and its float32 outputs back to this type after it */
     cir_dtype half;
     bool half_out_done;        /* the casts after it are in place */
-    /* a size only the model's run knows (a NonZero's count): its symbol in g->dt, made once
-     * by cir_rt_sym; -1 for other nodes */
-    int rt_sym;
+    /* the sizes only the model's run knows that this node brings (a NonZero's count, the
+     * values of a shape it reads from a tensor): g->rt_syms[rt_first .. rt_first + n_rt),
+     * made once by cir_rt_found and cir_rt_load; n_rt 0 for most nodes */
+    int rt_first, n_rt;
 } cir_node;
 
 /* A named dim. value: what shapes are built with (the fixed value, or for a symbolic one the
@@ -224,10 +225,23 @@ typedef struct cir_graph {
      * once for every value of its symbols, its shapes expressions of them (cir_graph_bind_syms). */
     cir_dimtab dt;
     bool symdims;
-    /* The sizes known only when the model runs (cir_rt_sym): their symbols in dt and the nodes
-     * that compute them (and write them into the run's dims, D[], as they run). */
-    int rt_syms[CIR_MAX_RT_SYMS], rt_sym_node[CIR_MAX_RT_SYMS];
+    /* The sizes known only when the model runs (cir_rt_found, cir_rt_load): their symbols in
+     * dt, in the run's dims D[N_SYMS + r], each brought by one node (cir_node.rt_first): a size
+     * its kernel finds and writes as it runs (rt_key -1 - k: its k-th), or the value of element
+     * j of its input i, read just before it runs (rt_key i * CIR_MAX_SVAL + j), checked against
+     * [rt_lo, rt_hi]. */
+    int rt_syms[CIR_MAX_RT_SYMS], rt_key[CIR_MAX_RT_SYMS];
+    int64_t rt_lo[CIR_MAX_RT_SYMS], rt_hi[CIR_MAX_RT_SYMS];
+    const char *rt_value[CIR_MAX_RT_SYMS];   /* the value read, or whose dim is found: what a --dim names */
     int n_rt_syms;
+    /* --dim NAME=LO:HI where NAME is a value of the model, not a symbol: the range of the
+     * elements of an integer tensor a node reads sizes from, or of the dims of a value whose
+     * sizes the run finds (cir_value_bound) */
+    struct cir_value_bound {
+        char *name;
+        int64_t lo, hi;
+    } *value_bounds;
+    int n_value_bounds;
     /* What the shapes assume and the compiler could not prove (two dims that must be equal: a
      * MatMul's K, broadcast partners): the generated code checks each once per run, before any
      * node runs, and fails naming the node. */
@@ -316,12 +330,24 @@ cuvil_status cir_graph_bind_syms(cir_graph *g);
  * apart), else a guard the model checks when it runs. NULL operands: the table's reason. */
 cuvil_status cir_require_eq(cir_graph *g, const cir_node *n, const cir_dim *a, const cir_dim *b, const char *what);
 /* a <= b: proved, refused when provably false, else a guard checked when the model runs. */
-/* The symbol of node n's size that only the run knows (a NonZero's count), in 0..hi, made on
- * the first call (what: its name for people, "count"); the node's emitter writes its value
- * into D[] (cg_rt_sym). NULL with a message on failure. */
+/* The symbol of node n's k-th size that only the run knows (a NonZero's count), in 0..hi,
+ * made on the first call (what: its name for people, "count"); the node's emitter writes its
+ * value into D[] (cg_rt_slot) and must not write more than hi allows. NULL with a message on
+ * failure. cir_rt_sym is k = 0. */
+const cir_dim *cir_rt_found(cir_graph *g, cir_node *n, int k, int64_t hi, const char *what);
 const cir_dim *cir_rt_sym(cir_graph *g, cir_node *n, int64_t hi, const char *what);
-/* Whether e depends on a size only the run knows. */
+/* The symbol of the value of element j of node n's integer input i, which the model reads
+ * just before n runs: what the node computes sizes from when the tensor is only known then
+ * (a Reshape's shape, a TopK's k fed by the caller). Its range is [lo, hi] (the values the op
+ * can take) narrowed by a --dim naming the input's value (cir_value_bound); a value outside it
+ * fails the run naming the node and the value. NULL with a message on failure. */
+const cir_dim *cir_rt_load(cir_graph *g, cir_node *n, int i, int j, int64_t lo, int64_t hi);
+/* Whether e depends on a size only the run knows; on one that a kernel finds (not read from
+ * a tensor before the node runs). */
 bool cir_dim_uses_rt(const cir_graph *g, const cir_dim *e);
+bool cir_dim_uses_found(const cir_graph *g, const cir_dim *e);
+/* The range a --dim gave to value `name` (true), or false. */
+bool cir_value_bound(const cir_graph *g, const char *name, int64_t *lo, int64_t *hi);
 cuvil_status cir_require_le(cir_graph *g, const cir_node *n, const cir_dim *a, const cir_dim *b, const char *what);
 /* An error naming node n for an expression that could not be formed (NULL): the table's reason. */
 cuvil_status cir_dim_err(cir_graph *g, const cir_node *n, const char *what);

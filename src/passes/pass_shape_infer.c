@@ -20,7 +20,7 @@ static bool worth_folding_now(cir_graph *g, const cir_node *n) {
 /* What the model declares for v must agree with what inference found: the element type always
  * (as ONNX Runtime requires), and for a graph output the rank and every fixed dim too, since
  * the compiled model's interface reports them. */
-static cuvil_status check_declared(cir_graph *g, const cir_node *n, const cir_value *v) {
+static cuvil_status check_declared(cir_graph *g, const cir_node *n, cir_value *v) {
     char sh[256];
     if (v->decl_dtype != CIR_UNDEF && v->decl_dtype != v->dtype)
         return cir_node_err(g, n, CUVIL_ERR_DTYPE, "output '%s' is %s, but the model declares it %s", v->name,
@@ -28,12 +28,24 @@ static cuvil_status check_declared(cir_graph *g, const cir_node *n, const cir_va
     if (v->output_index < 0 || v->decl_ndim < 0) return CUVIL_OK;
     /* a fixed dim declared where the run finds the size (a NonZero's count, which ONNX's own
      * test models declare from their data): an assumption, checked when the model runs */
-    for (int i = 0; v->decl_ndim == v->ndim && i < v->ndim; i++)
+    /* one that the values of a tensor give, read before the node runs (an Expand's shape fed
+     * by the caller): also the size of the output, which is then planned for the declared
+     * size, not for every value the tensor may hold */
+    const cir_dim *dx[CIR_MAX_DIMS];
+    bool narrowed = false;
+    for (int i = 0; v->decl_ndim == v->ndim && i < v->ndim; i++) {
+        dx[i] = cir_dimx(g, v, i);
         if (v->decl_dims[i] >= 0 && cir_dim_uses_rt(g, v->dx[i])) {
-            cuvil_status s = cir_require_eq(g, n, v->dx[i], cir_dim_const(&g->dt, v->decl_dims[i]),
-                                            "the declared output dim and the size the run found");
+            const cir_dim *c = cir_dim_const(&g->dt, v->decl_dims[i]);
+            cuvil_status s = cir_require_eq(g, n, v->dx[i], c, "the declared output dim and the size the run found");
             if (s) return s;
+            if (!cir_dim_uses_found(g, v->dx[i])) {
+                dx[i] = c;
+                narrowed = true;
+            }
         }
+    }
+    if (narrowed) cir_set_shape_x(v, v->dtype, v->ndim, dx);
     bool same = v->decl_ndim == v->ndim;
     for (int i = 0; same && i < v->ndim; i++)
         same = v->decl_dims[i] < 0 || (!v->dx[i] && v->decl_dims[i] == v->dims[i]) || cir_dim_uses_rt(g, v->dx[i]);
@@ -188,7 +200,7 @@ cuvil_status cuvil_pass_shape_infer(cir_graph *g, const cuvil_options *o) {
             if (v->ndim < 0) return cir_node_err(g, n, CUVIL_ERR_INTERNAL, "output %d has no shape after infer", j);
             v->producer = i;
             /* every shape that enters the IR is bounded: later size arithmetic cannot overflow */
-            if ((s = cir_check_shape(g, n, v)) || (s = check_declared(g, n, v))) return s;
+            if ((s = check_declared(g, n, v)) || (s = cir_check_shape(g, n, v))) return s;
         }
         if (g->symdims && takes_symbolic(g, n, false)) {   /* shape arithmetic on the symbols */
             if ((s = op_sval_eval(g, n))) return s;

@@ -175,7 +175,7 @@ static cir_node *output_taker(cuvil_rewrite *rw, int to) {
 
 bool cuvil_rewrite_can_merge(cuvil_rewrite *rw, const cir_node *n, const cir_node *keep) {
     /* a size known only when the model runs is each node's own symbol: the dims differ */
-    if (n->n_out != keep->n_out || n->rt_sym >= 0 || keep->rt_sym >= 0) return false;
+    if (n->n_out != keep->n_out || n->n_rt || keep->n_rt) return false;
     for (int k = 0; k < n->n_out; k++) {
         if (n->out[k] < 0) continue;
         if (keep->out[k] < 0) return false;

@@ -312,6 +312,31 @@ def ort_run(onnx_model, inputs: dict) -> dict:
 # --------------------------------------------------------------------------------------------
 
 
+def onnx_graph_model(path, nodes, inputs, outputs, inits=(), opset: int = 17) -> Path:
+    """Saves a one-graph ONNX model to path: inputs are value infos, outputs (name, elem type)
+    pairs declared without a shape (the model's run gives it), inits initializers."""
+    import onnx
+    from onnx import helper
+    g = helper.make_graph(nodes, Path(path).stem, inputs,
+                          [helper.make_tensor_value_info(o, t, None) for o, t in outputs], list(inits))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    onnx.save(m, path)
+    return Path(path)
+
+
+def check_vs_ort(model, path, feeds: dict, rtol: float = 1e-5, atol: float = 1e-5) -> None:
+    """A loaded model's outputs for feeds against ONNX Runtime's on the model at path: same
+    count, shapes, dtypes and (within the tolerances) values."""
+    want = ort_run(path, feeds)
+    got = model(**feeds)
+    got = got if isinstance(got, (list, tuple)) else [got]
+    assert len(got) == len(want), (len(got), len(want))
+    for (name, w), g in zip(want.items(), got):
+        assert g.shape == w.shape and g.dtype == w.dtype, (name, g.shape, w.shape, g.dtype, w.dtype)
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
+
+
 def assert_close(got, ref, name: str = "output", rtol: float = RTOL,
                  atol_scale: float = ATOL_SCALE) -> None:
     """The project's tolerance, per output: |got - ref| <= atol + rtol*|ref| elementwise with

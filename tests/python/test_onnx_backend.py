@@ -1,7 +1,7 @@
 """ONNX's own backend node cases (Debian's libonnx-testdata, ONNX 1.12, installed by the set-up
 script) for the ops issue 31 made symbolic or run-sized: each case's model compiled and run by
 tools/onnx_conformance.py and its outputs compared with the case's expected ones. Every case
-of these ops must pass."""
+of these ops must pass, but the few listed in REFUSED (an op of a later item)."""
 from __future__ import annotations
 
 import json
@@ -18,6 +18,15 @@ OPS = {  # filter -> how many node cases ONNX 1.12 has
     "test_nonzero": 1, "test_compress": 4, "test_depthtospace": 4, "test_spacetodepth": 2,
     "test_gather_elements": 3, "test_scatter_elements": 4, "test_scatternd": 3,
     "test_scatter_with": 2,   # with_axis and without_axis: the opset 9-10 Scatter
+    # sizes read from tensors when the model runs (test_run_values.py)
+    "test_reshape": 10, "test_expand": 2, "test_tile": 2, "test_constantofshape": 3, "test_top_k": 3,
+    "test_slice": 8, "test_range": 4,
+}
+# Cases still refused, and why: they must be refused cleanly (not wrong), until the issue that
+# brings their op lands.
+REFUSED = {
+    "node/test_range_float_type_positive_delta_expanded": "Loop",   # the Range function's body: a Loop
+    "node/test_range_int32_type_negative_delta_expanded": "Loop",
 }
 
 
@@ -31,5 +40,7 @@ def test_backend_cases_pass(tmp_path, filt):
     assert proc.returncode == 0 or out.exists(), proc.stdout[-2000:] + proc.stderr[-2000:]
     res = {k: v for k, v in json.loads(out.read_text()).items() if k.startswith("node/")}
     assert len(res) == OPS[filt], sorted(res)
-    bad = {k: v for k, v in res.items() if v["status"] != "pass"}
+    bad = {k: v for k, v in res.items() if v["status"] != "pass" and k not in REFUSED}
     assert not bad, bad
+    for k in set(res) & set(REFUSED):
+        assert res[k]["status"] == "refused" and REFUSED[k] in str(res[k]), (k, res[k])

@@ -20,13 +20,7 @@ def _i64(name, vals, shape=None):
 
 
 def _model(tmp_path, name, nodes, inputs, outputs, inits=(), opset=17):
-    g = helper.make_graph(nodes, name, inputs, [helper.make_tensor_value_info(o, t, None) for o, t in outputs],
-                          list(inits))
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
-    m.ir_version = 8
-    path = tmp_path / f"{name}.onnx"
-    onnx.save(m, path)
-    return path
+    return tl.onnx_graph_model(tmp_path / f"{name}.onnx", nodes, inputs, outputs, inits, opset)
 
 
 def _sparse(rng, shape, p, dtype=np.float32):
@@ -36,12 +30,7 @@ def _sparse(rng, shape, p, dtype=np.float32):
 
 
 def _check(model, path, feeds):
-    want = tl.ort_run(path, feeds)
-    got = model(**feeds)
-    got = got if isinstance(got, (list, tuple)) else [got]
-    for (name, w), g in zip(want.items(), got):
-        assert g.shape == w.shape and g.dtype == w.dtype, (name, g.shape, w.shape, g.dtype, w.dtype)
-        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+    tl.check_vs_ort(model, path, feeds, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("symbolic", [False, True], ids=["fixed", "symbolic"])

@@ -599,13 +599,24 @@ static void test_fold_only(void) {
     k = node("Range", 11, 3, in, 1);
     CHECK(run(k) == CUVIL_OK);
     CHECK(f32s_near(out(k, 0), 4, (float[]){0, 0.25f, 0.5f, 0.75f}, 0));
-    /* Range on a run-time input: only supported on constants */
+    /* Range on a run-time integer start, constant delta -3: the count is ceil((start - 1) / 3)
+     * clamped at 0, start being read when the model runs (in -limits.dim .. limits.dim) */
     fresh();
     in[0] = input("start", CIR_I64, 0, NULL);
     in[1] = cst("limit", CIR_I64, 0, NULL, &b);
     in[2] = cst("delta", CIR_I64, 0, NULL, &c);
     k = node("Range", 11, 3, in, 1);
-    CHECK(run(k) == CUVIL_ERR_UNSUPPORTED && err_mentions("Range") && err_mentions("only supported on constant inputs"));
+    CHECK(run(k) == CUVIL_OK);
+    CHECK(out(k, 0)->dx[0] && out(k, 0)->dx[0]->lo == 0 &&
+          out(k, 0)->dx[0]->hi == ((int64_t)G->limits.dim - 1 + 2) / 3);
+    /* a float range read when the model runs: its count is found then, and nothing bounds it */
+    fresh();
+    in[0] = input("start", CIR_F32, 0, NULL);
+    in[1] = cst("limit", CIR_F32, 0, NULL, &fb);
+    in[2] = cst("delta", CIR_F32, 0, NULL, &fc);
+    k = node("Range", 11, 3, in, 1);
+    CHECK(run(k) == CUVIL_ERR_UNSUPPORTED && err_mentions("Range") && err_mentions("known only when the model runs") &&
+          err_mentions("--dim"));
 
     /* ConstantOfShape: default float32 zeros; with an int64 value */
     fresh();

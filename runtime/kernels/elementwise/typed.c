@@ -556,6 +556,23 @@ void cuvil_range_t(int t, const void *start, const void *delta, void *y, int64_t
     for (int64_t i = 0; i < n; i++) st_int(t, y, i, (int64_t)(s + (uint64_t)i * d));
 }
 
+int64_t cuvil_range_count_t(int t, const void *start, const void *limit, const void *delta, int64_t cap) {
+    int64_t n;
+    if (is_float_t(t)) {
+        double s = ld_float(t, start, 0), l = ld_float(t, limit, 0), d = ld_float(t, delta, 0);
+        double k = ceil((l - s) / d);
+        if (d == 0 || k != k) return -1;
+        if (k > (double)cap) return -1;
+        n = k > 0 ? (int64_t)k : 0;
+    } else {
+        int64_t s = ld_int(t, start, 0), l = ld_int(t, limit, 0), d = ld_int(t, delta, 0), diff;
+        if (d == 0 || __builtin_sub_overflow(l, s, &diff)) return -1;
+        if (d > 0) n = diff > 0 ? 1 + (diff - 1) / d : 0;
+        else n = diff < 0 ? 1 + (diff + 1) / d : 0;
+    }
+    return n > cap ? -1 : n;
+}
+
 void cuvil_trilu(const cuvil_trilu_params *p, const int64_t *k_rt, const void *x, void *y) {
     int64_t k = k_rt ? *k_rt : p->k;
     const char *X = x;

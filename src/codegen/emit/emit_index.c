@@ -78,9 +78,10 @@ cuvil_status cg_emit_nd(cg_ctx *cg, cir_graph *g, cir_node *n) {
 
 /* ===== nonzero, compress (op_nonzero.c) ==================================================== */
 /* The kernel call `call`, whose result is node n's count: into D[] when the run finds it. */
-static void count_call(cg_ctx *cg, const cir_node *n, cuvil_sb *call) {
-    if (n->rt_sym >= 0)
-        cg_printf(cg, "    D[%d] = %s;   /* the count: a size the run finds */\n", cg_rt_slot(cg, n->rt_sym), call->s ? call->s : "0");
+static void count_call(cg_ctx *cg, const cir_graph *g, const cir_node *n, cuvil_sb *call) {
+    if (n->n_rt)
+        cg_printf(cg, "    D[%d] = %s;   /* the count: a size the run finds */\n", cg_rt_slot(cg, g->rt_syms[n->rt_first]),
+                  call->s ? call->s : "0");
     else cg_printf(cg, "    (void)%s;\n", call->s ? call->s : "0");
     cuvil_sb_free(call);
 }
@@ -90,7 +91,7 @@ cuvil_status cg_emit_nonzero(cg_ctx *cg, cir_graph *g, cir_node *n) {
     cuvil_sb c = {0};
     cuvil_sb_printf(&c, "cuvil_nonzero(%s, %s, %d, %s, %s)", cg_rt_type(x->dtype), cg_in(cg, n->in[0]), x->ndim,
                     cg_dims(cg, n->in[0]), cg_out(cg, n->out[0]));
-    count_call(cg, n, &c);
+    count_call(cg, g, n, &c);
     return CUVIL_OK;
 }
 
@@ -103,6 +104,6 @@ cuvil_status cg_emit_compress(cg_ctx *cg, cir_graph *g, cir_node *n) {
     cuvil_sb_printf(&call, "cuvil_compress(%s, (const uint8_t *)%s, %s, %s, %s, %s * %zu, %s)", cg_in(cg, n->in[0]),
                     cg_in(cg, n->in[1]), cg_dim_c(cg, outer), cg_dim_c(cg, axis_len), cg_dim_c(cg, cir_dimx(g, c, 0)),
                     cg_dim_c(cg, inner), cir_dtype_size(x->dtype), cg_out(cg, n->out[0]));
-    count_call(cg, n, &call);
+    count_call(cg, g, n, &call);
     return CUVIL_OK;
 }

@@ -20,6 +20,18 @@ cuvil_status cg_emit_shape(cg_ctx *cg, cir_graph *g, cir_node *n) {
 /* Range: start + i * delta for the count found at compile time (limit is not read). */
 cuvil_status cg_emit_range(cg_ctx *cg, cir_graph *g, cir_node *n) {
     cir_value *y = cir_out(g, n, 0);
+    for (int r = n->rt_first; r < n->rt_first + n->n_rt; r++) {
+        if (g->rt_key[r] >= 0) continue;   /* the count, found when the model runs */
+        int slot = cg_rt_slot(cg, g->rt_syms[r]);
+        char hi[32];
+        cg_printf(cg, "    D[%d] = cuvil_range_count_t(%s, %s, %s, %s, %s);\n    if (D[%d] < 0) return 1;\n", slot,
+                  cg_rt_type(y->dtype), cg_in(cg, n->in[0]), cg_in(cg, n->in[1]), cg_in(cg, n->in[2]), cg_i64(g->rt_hi[r], hi),
+                  slot);
+        cg_printf(cg, "    cuvil_range_t(%s, %s, %s, %s, D[%d]);\n", cg_rt_type(y->dtype), cg_in(cg, n->in[0]),
+                  cg_in(cg, n->in[2]), cg_out(cg, n->out[0]), slot);
+        cg_fallible(cg, "its delta is 0, or its count is not a number or over the size planned for it");
+        return CUVIL_OK;
+    }
     cg_printf(cg, "    cuvil_range_t(%s, %s, %s, %s, %s);\n", cg_rt_type(y->dtype), cg_in(cg, n->in[0]), cg_in(cg, n->in[2]),
               cg_out(cg, n->out[0]), cg_numel(cg, y->id));
     return CUVIL_OK;
@@ -34,4 +46,32 @@ cuvil_status cg_emit_constant_of_shape(cg_ctx *cg, cir_graph *g, cir_node *n) {
         cg_printf(cg, "    cuvil_fill(%s, %zu, %s, %s);\n", cg_in(cg, n->in[1]), cir_dtype_size(y->dtype),
                   cg_out(cg, n->out[0]), cg_numel(cg, y->id));
     return CUVIL_OK;
+}
+
+const char *cg_found_his(cg_ctx *cg, cir_graph *g, const cir_node *n, int cnt, int *slots) {
+    int64_t hi[CIR_MAX_DIMS];
+    for (int k = 0; k < cnt; k++) {
+        hi[k] = 0;
+        slots[k] = -1;
+        for (int r = n->rt_first; r < n->rt_first + n->n_rt; r++)
+            if (g->rt_key[r] == -1 - k) {
+                hi[k] = g->rt_hi[r];
+                slots[k] = cg_rt_slot(cg, g->rt_syms[r]);
+            }
+    }
+    return cg_i64s(cg, hi, cnt);
+}
+
+void cg_emit_found_dims(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    cir_value *x = cir_in(g, n, 0), *sv = cir_in(g, n, 1), *y = cir_out(g, n, 0);
+    int slots[CIR_MAX_DIMS];
+    const char *hi = cg_found_his(cg, g, n, y->ndim, slots);
+    cg_printf(cg, "    {\n        static const int64_t hi[] = %s;\n        const int64_t xd[] = %s;\n        int64_t o[%d];\n"
+                  "        if (cuvil_reshape_dims(%s, %s, %d, xd, %d, %d, hi, o)) return 1;\n",
+              hi, cg_dims_init(cg, x->id, x->ndim > 0 ? x->ndim : 1), y->ndim > 0 ? y->ndim : 1,
+              sv->dtype == CIR_I32 ? "CUVIL_T_I32" : "CUVIL_T_I64", cg_in(cg, sv->id), y->ndim, x->ndim,
+              cir_attr_int(n, "allowzero") != 0);
+    for (int d = 0; d < y->ndim; d++) cg_printf(cg, "        D[%d] = o[%d];\n", slots[d], d);
+    cg_printf(cg, "    }\n");
+    cg_fallible(cg, "its shape does not fit the input by Reshape's rules, or gives a dim over the size planned for it");
 }

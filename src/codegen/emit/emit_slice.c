@@ -13,6 +13,21 @@ static const char *exprs(cg_ctx *cg, const cir_dim *const *e, int n) {
 }
 
 cuvil_status cg_emit_slice(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    if (n->n_rt) {   /* starts, ends, axes or steps read when the model runs: the dims it finds */
+        cir_value *x = cir_in(g, n, 0), *st = cir_in(g, n, 1);
+        int slots[CIR_MAX_DIMS];
+        const char *hi = cg_found_his(cg, g, n, x->ndim, slots);
+        cg_printf(cg, "    {\n        static const int64_t hi[] = %s;\n        cuvil_slice_params p = { .ndim = %d, .elem_size = %zu, "
+                      ".in_dims = %s };\n        if (cuvil_slice_rt(&p, %lld, %s, %s, %s, %s, %s, hi)) return 1;\n",
+                  hi, x->ndim, cir_dtype_size(x->dtype), cg_dims_init(cg, x->id, x->ndim), (long long)cir_numel(st),
+                  st->dtype == CIR_I32 ? "CUVIL_T_I32" : "CUVIL_T_I64", cg_in(cg, n->in[1]), cg_in(cg, n->in[2]),
+                  cir_in(g, n, 3) ? cg_in(cg, n->in[3]) : "NULL", cir_in(g, n, 4) ? cg_in(cg, n->in[4]) : "NULL");
+        for (int d = 0; d < x->ndim; d++) cg_printf(cg, "        D[%d] = p.out_dims[%d];\n", slots[d], d);
+        cg_printf(cg, "        cuvil_slice(&p, %s, %s);\n    }\n", cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));
+        cg_fallible(cg, "its starts, ends, axes and steps are not valid for its input (a step of 0, an axis out of range "
+                        "or repeated)");
+        return CUVIL_OK;
+    }
     if (cg_node_symbolic(g, n)) {   /* the starts and counts of this run (op_slice_x) */
         cir_value *x = cir_in(g, n, 0);
         const cir_dim *start[CIR_MAX_DIMS], *cnt[CIR_MAX_DIMS], *in[CIR_MAX_DIMS];

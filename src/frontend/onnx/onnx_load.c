@@ -712,11 +712,28 @@ static cuvil_status check_dims_used(loader *L) {
     for (int i = 0; i < L->o->n_dims; i++) {
         bool found = false;
         for (int j = 0; j < L->g->n_syms; j++) found |= !strcmp(L->g->syms[j].name, L->o->dims[i].name);
+        const cuvil_dim_binding *vb = &L->o->dims[i];
+        if (!found && cuvil_map_get(&L->names, vb->name) >= 0) {
+            /* a value's name: the range of the sizes it gives or takes when the model runs
+             * (cir_value_bound) */
+            cir_graph *g = L->g;
+            struct cir_value_bound *nb = cuvil_arena_alloc(&g->arena, sizeof *nb * (size_t)(g->n_value_bounds + 1));
+            char *nm = cuvil_arena_strdup(&g->arena, vb->name);
+            if (!nb || !nm) return cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
+            if (g->n_value_bounds) memcpy(nb, g->value_bounds, sizeof *nb * (size_t)g->n_value_bounds);
+            if (vb->step > 1)
+                return cuvil_err(L->ctx, CUVIL_ERR_INVALID_ARG, "--dim %s: '%s' is a value of the model, whose range takes "
+                                 "no step", vb->name, vb->name);
+            nb[g->n_value_bounds++] = (struct cir_value_bound){nm, vb->max > 0 ? vb->min : vb->value,
+                                                               vb->max > 0 ? vb->max : vb->value};
+            g->value_bounds = nb;
+            continue;
+        }
         if (!found) {
             cuvil_sb names = {0};
             for (int j = 0; j < L->g->n_syms; j++) cuvil_sb_printf(&names, "%s%s", j ? ", " : "", L->g->syms[j].name);
             cuvil_status s = cuvil_err(L->ctx, CUVIL_ERR_INVALID_ARG,
-                                       "--dim %s: the model has no symbolic dim named '%s' (its symbolic dims: %s)",
+                                       "--dim %s: the model has no symbolic dim or value named '%s' (its symbolic dims: %s)",
                                        L->o->dims[i].name, L->o->dims[i].name, names.s ? names.s : "none");
             cuvil_sb_free(&names);
             return s;

@@ -1,9 +1,10 @@
 /* op_fold_only.c -- ops exporters use for shape arithmetic and masks. constant_of_shape
- * (shape, [value]) and range are supported when every input is constant (they fold: their
- * output shape is their input data; with symbolic dims they may run when the model runs,
- * emit_shape.c); expand and tile (constant shape or repeats), the comparisons, not/and/or/xor
- * and where also run at run time on every element type, sum and mean on float32 and float64,
- * is_nan and is_inf on the float types. */
+ * (shape, [value]) and range fold when every input is constant; otherwise they run when the
+ * model runs (emit_shape.c), their sizes expressions of the symbols, of values read from
+ * tensors, or (a float range) a count the node finds; expand and tile (shape or repeats
+ * constant, expressions or read from a tensor), the comparisons, not/and/or/xor and where also
+ * run at run time on every element type, sum and mean on float32 and float64, is_nan and
+ * is_inf on the float types. */
 #include "ir/ops/ops.h"
 
 #include <math.h>
@@ -11,18 +12,6 @@
 
 
 /* ===== Helpers ========================================================================== */
-/* Errors when an input is computed at run time: these ops have no kernel. */
-static cuvil_status need_const(cir_graph *g, cir_node *n) {
-    for (int i = 0; i < n->n_in; i++) {
-        cir_value *v = cir_in(g, n, i);
-        if (v && !cir_is_const(v))
-            return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED,
-                                "%s is only supported on constant inputs (shape arithmetic); input '%s' is computed at run time",
-                                n->src_op, v->name);
-    }
-    return CUVIL_OK;
-}
-
 static bool is_float(cir_dtype t) { return cir_dtype_is_float(t); }
 
 static bool known_type(cir_dtype t) { return cir_dtype_size(t) != 0; }
@@ -116,8 +105,10 @@ static cuvil_status cos_infer(cir_graph *g, cir_node *n) {
     int64_t dims[CIR_MAX_DIMS];
     const cir_dim *dx[CIR_MAX_DIMS];
     int nd;
-    bool sym = cir_in(g, n, 0)->sval != NULL;   /* a shape known as expressions */
-    if ((s = sym ? op_sval_ints(g, n, 0, "input", dx, CIR_MAX_DIMS, &nd) : op_const_ints(g, n, 0, "input", dims, CIR_MAX_DIMS, &nd)))
+    /* a shape known as expressions, or read from a tensor when the model runs */
+    bool sym = !cir_is_const(cir_in(g, n, 0));
+    if ((s = sym ? op_size_ints(g, n, 0, "input", dx, CIR_MAX_DIMS, &nd, 0, g->limits.dim)
+                 : op_const_ints(g, n, 0, "input", dims, CIR_MAX_DIMS, &nd)))
         return s;
     cir_dtype t = CIR_F32;
     cir_value *v = cir_in(g, n, 1);
@@ -183,21 +174,30 @@ static cuvil_status range_infer(cir_graph *g, cir_node *n) {
         if (cir_numel(v) != 1) return cir_node_err(g, n, CUVIL_ERR_SHAPE, "input '%s' must be a scalar", v->name);
     }
     cir_value *b = cir_in(g, n, 1), *c = cir_in(g, n, 2);
-    if (!cir_is_const(c) && !c->sval) return need_const(g, n);
-    if ((a->sval || b->sval) && cir_dtype_is_int(t)) {
-        /* integer bounds known as expressions (a length from a Shape): the count is one; the
-         * values are computed when the model runs, from start and delta */
-        const cir_dim *st = cir_sval_at(g, a, 0), *li = cir_sval_at(g, b, 0), *de = cir_sval_at(g, c, 0), *cnt;
-        if (!st || !li || !de) return need_const(g, n);
-        if (!cir_dim_is_const(de) || de->c == 0)
-            return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "a delta that is not a non-zero constant, with symbolic bounds");
+    const cir_dim *de = cir_is_const(c) || c->sval ? cir_sval_at(g, c, 0) : NULL;
+    if ((!cir_is_const(a) || !cir_is_const(b)) && (t == CIR_I32 || t == CIR_I64) && de && cir_dim_is_const(de) && de->c != 0) {
+        /* integer bounds known as expressions (a length from a Shape) or read when the model
+         * runs, a constant delta: the count is an expression of them; the values are computed
+         * when the model runs, from start and delta */
+        const cir_dim *st, *li, *cnt;
+        int one;
+        int64_t lim = (int64_t)g->limits.dim;
+        if ((s = op_size_ints(g, n, 0, "start", &st, 1, &one, -lim, lim)) ||
+            (s = op_size_ints(g, n, 1, "limit", &li, 1, &one, -lim, lim)))
+            return s;
         cir_dimtab *tb = &g->dt;
         cnt = de->c > 0 ? cir_dim_cdiv(tb, cir_dim_sub(tb, li, st), de)
                         : cir_dim_cdiv(tb, cir_dim_sub(tb, st, li), cir_dim_const(tb, -de->c));
         cnt = cir_dim_max(tb, cnt, cir_dim_const(tb, 0));
         return set_out_x(g, n, t, 1, &cnt);
     }
-    if ((s = need_const(g, n))) return s;
+    if (!cir_is_const(a) || !cir_is_const(b) || !cir_is_const(c)) {
+        /* read when the model runs (a float range, a delta not constant): the count is a size
+         * the node finds, bounded by the output's declared size or a --dim naming it */
+        const cir_dim *cnt;
+        if ((s = op_found_dim(g, n, 0, 0, 0, -1, false, &cnt))) return s;
+        return set_out_x(g, n, t, 1, &cnt);
+    }
     int64_t count;
     if ((s = range_count(g, n, &count))) return s;
     return set_out(g, n, t, 1, &count);
@@ -219,6 +219,45 @@ static cuvil_status range_fold(cir_graph *g, cir_node *n) {
 }
 
 /* ===== Expand =============================================================================== */
+/* The output dims of expanding x to `shape` (its dims the shape's values): numpy broadcasting,
+ * where a number c other than 1 against a value s of the shape read when the model runs is c,
+ * with the guard (c - s)(s - 1) = 0 (s is 1 or c; ONNX Runtime's rule), not the guard s = c of
+ * two operands' dims. */
+static cuvil_status expand_dims_x(cir_graph *g, cir_node *n, const cir_value *x, const cir_value *shape, int *ndim,
+                                  const cir_dim **dx) {
+    cir_dimtab *t = &g->dt;
+    int r = x->ndim > shape->ndim ? x->ndim : shape->ndim;
+    const cir_dim *one = cir_dim_const(t, 1);
+    for (int i = 0; i < r; i++) {
+        int ia = i - (r - x->ndim), ib = i - (r - shape->ndim);
+        const cir_dim *a = ia >= 0 ? cir_dimx(g, x, ia) : one, *b = ib >= 0 ? cir_dimx(g, shape, ib) : one;
+        if (!a || !b) return cir_dim_err(g, n, "broadcasting");
+        if (cir_dim_is_const(a) && a->c != 1 && !cir_dim_is_const(b) && cir_dim_uses_rt(g, b)) {
+            /* s <= c, and for c >= 2 also s >= 1 and (s - 1) mod (c - 1) = 0: s is 1 or c (s >= 0) */
+            const char *what = "a shape value (1 or the input's dim) and the input's dim";
+            cuvil_status s = cir_require_le(g, n, b, a->c ? a : one, what);
+            if (!s && a->c >= 2)
+                s = cir_require_le(g, n, one, b, what) ||
+                    cir_require_eq(g, n, cir_dim_mod(t, cir_dim_add_const(t, b, -1), cir_dim_const(t, a->c - 1)),
+                                   cir_dim_const(t, 0), what) ? g->ctx->status : CUVIL_OK;
+            if (s) return s;
+            dx[i] = a;
+            continue;
+        }
+        cir_value pa = {0}, pb = {0};
+        for (int d = 0; d < CIR_MAX_DIMS; d++) pa.dim_sym[d] = pb.dim_sym[d] = -1;
+        pa.name = x->name;
+        pb.name = shape->name;
+        cir_set_shape_x(&pa, x->dtype, 1, &a);
+        cir_set_shape_x(&pb, CIR_I64, 1, &b);
+        int one_nd;
+        cuvil_status s = op_broadcast_x(g, n, &pa, &pb, &one_nd, &dx[i]);
+        if (s) return s;
+    }
+    *ndim = r;
+    return CUVIL_OK;
+}
+
 static cuvil_status expand_infer(cir_graph *g, cir_node *n) {
     cuvil_status s = op_check_arity(g, n, 2, 2, 1, 1);
     if (s) return s;
@@ -226,17 +265,17 @@ static cuvil_status expand_infer(cir_graph *g, cir_node *n) {
     memset(&shape, 0, sizeof shape);
     for (int d = 0; d < CIR_MAX_DIMS; d++) shape.dim_sym[d] = -1;
     shape.name = cir_in(g, n, 1)->name;
-    if (cir_in(g, n, 1)->sval || !cir_value_fixed(x)) {   /* dims as expressions */
+    if (!cir_is_const(cir_in(g, n, 1)) || !cir_value_fixed(x)) {   /* dims as expressions */
         const cir_dim *sd[CIR_MAX_DIMS], *dx[CIR_MAX_DIMS];
         int nd;
-        if ((s = op_sval_ints(g, n, 1, "shape", sd, CIR_MAX_DIMS, &nd))) return s;
+        if ((s = op_size_ints(g, n, 1, "shape", sd, CIR_MAX_DIMS, &nd, 0, g->limits.dim))) return s;
         for (int d = 0; d < nd; d++)
             if (sd[d]->lo < 0)
                 return cir_node_err(g, n, sd[d]->hi < 0 ? CUVIL_ERR_MODEL : CUVIL_ERR_UNSUPPORTED, "shape[%d] may be negative", d);
         if (!known_type(x->dtype))
             return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' has type %s", x->name, cir_dtype_name(x->dtype));
         cir_set_shape_x(&shape, CIR_I64, nd, sd);
-        return (s = op_broadcast_x(g, n, x, &shape, &nd, dx)) ? s : set_out_x(g, n, x->dtype, nd, dx);
+        return (s = expand_dims_x(g, n, x, &shape, &nd, dx)) ? s : set_out_x(g, n, x->dtype, nd, dx);
     }
     if ((s = op_const_ints(g, n, 1, "shape", shape.dims, CIR_MAX_DIMS, &shape.ndim))) return s;
     for (int d = 0; d < shape.ndim; d++)
@@ -371,6 +410,21 @@ static cuvil_status tile_infer(cir_graph *g, cir_node *n) {
     cir_value *x = cir_in(g, n, 0);
     int64_t rep[CIR_MAX_DIMS], dims[CIR_MAX_DIMS];
     int cnt;
+    if (!cir_is_const(cir_in(g, n, 1))) {   /* repeats known as expressions, or read when the model runs */
+        const cir_dim *rx[CIR_MAX_DIMS], *dx[CIR_MAX_DIMS];
+        if ((s = op_size_ints(g, n, 1, "repeats", rx, CIR_MAX_DIMS, &cnt, 0, g->limits.dim))) return s;
+        if (cnt != x->ndim)
+            return cir_node_err(g, n, CUVIL_ERR_MODEL, "repeats has %d values for input '%s' of rank %d", cnt, x->name,
+                                x->ndim);
+        if (!known_type(x->dtype))
+            return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' has type %s", x->name, cir_dtype_name(x->dtype));
+        for (int d = 0; d < cnt; d++) {
+            if (rx[d]->lo < 0)
+                return cir_node_err(g, n, rx[d]->hi < 0 ? CUVIL_ERR_MODEL : CUVIL_ERR_UNSUPPORTED, "repeats[%d] may be negative", d);
+            if (!(dx[d] = cir_dim_mul(&g->dt, cir_dimx(g, x, d), rx[d]))) return cir_dim_err(g, n, "the output's dims");
+        }
+        return set_out_x(g, n, x->dtype, x->ndim, dx);
+    }
     if ((s = op_const_ints(g, n, 1, "repeats", rep, CIR_MAX_DIMS, &cnt))) return s;
     if (cnt != x->ndim)
         return cir_node_err(g, n, CUVIL_ERR_MODEL, "repeats has %d values for input '%s' of rank %d", cnt, x->name, x->ndim);

@@ -34,6 +34,25 @@ static cuvil_status reshape_infer(cir_graph *g, cir_node *n) {
     const cir_dim *shape[CIR_MAX_DIMS], *dx[CIR_MAX_DIMS];
     int cnt;
     cir_value *sv = cir_in(g, n, 1);
+    if (sv && !cir_is_const(sv) && !sv->sval) {
+        /* a shape read when the model runs: each output dim is a size the node finds then
+         * (cuvil_reshape_dims, by ONNX's rules: 0 copies, -1 is inferred, the product is the
+         * input's), at most the input's element count */
+        if (sv->ndim != 1 || !cir_value_fixed(sv) || (sv->dtype != CIR_I64 && sv->dtype != CIR_I32))
+            return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "its shape '%s' is read when the model runs; Cuvil takes "
+                                "it as a 1-D int64 tensor of fixed length", sv->name);
+        if (sv->dims[0] > CIR_MAX_DIMS)
+            return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "shape '%s' has %lld values, at most %d supported", sv->name,
+                                (long long)sv->dims[0], CIR_MAX_DIMS);
+        const cir_dim *total = cir_numel_x(g, x);
+        if (!total) return cir_dim_err(g, n, "the element count");
+        cnt = (int)sv->dims[0];
+        /* (with no elements a dim may be any size: the count bounds it only when it is > 0) */
+        for (int i = 0; i < cnt; i++)
+            if ((s = op_found_dim(g, n, 0, i, i, total->hi > 1 ? total->hi : 1, total->lo == 0, &dx[i]))) return s;
+        cir_set_shape_x(cir_out(g, n, 0), x->dtype, cnt, dx);
+        return CUVIL_OK;
+    }
     if (sv && !sv->sval) {
         /* numbers: a product that overflows is refused before any becomes an expression */
         int64_t c[CIR_MAX_DIMS], prod = 1;

@@ -44,29 +44,9 @@ cuvil_status op_slice_params(cir_graph *g, cir_node *n, cuvil_slice_params *p) {
         if (na >= 0 && (s = op_axis(g, n, axes[i], x->ndim, "axes", &ax))) return s;
         if (seen[ax]) return cir_node_err(g, n, CUVIL_ERR_MODEL, "axis %d is repeated in axes", ax);
         seen[ax] = true;
-        int64_t step = nst >= 0 ? steps[i] : 1, dim = x->dims[ax], start = starts[i], end = ends[i];
+        int64_t step = nst >= 0 ? steps[i] : 1, start = starts[i];
         if (step == 0) return cir_node_err(g, n, CUVIL_ERR_MODEL, "steps[%d] is 0", i);
-        if (start < 0) start += dim;   /* cannot overflow: dim >= 0 */
-        if (end < 0) end += dim;
-        int64_t cnt;
-        if (step > 0) {
-            start = start < 0 ? 0 : start > dim ? dim : start;
-            end = end < 0 ? 0 : end > dim ? dim : end;
-            /* ceil((end - start) / step) without overflowing for huge steps */
-            cnt = end > start ? 1 + (end - start - 1) / step : 0;
-        } else {
-            start = start < 0 ? 0 : start > dim - 1 ? dim - 1 : start;
-            end = end < -1 ? -1 : end > dim - 1 ? dim - 1 : end;
-            /* both operands of the division are <= 0: C's truncation is the ceiling */
-            cnt = start > end ? 1 + (end - start + 1) / step : 0;
-        }
-        /* an empty slice reads nothing: start 0 */
-        if (cnt == 0) start = 0;
-        /* a step longer than the axis selects one element whatever its size: keep it small, so
-         * that kernel index arithmetic and the generated C literal stay in range (INT64_MIN) */
-        int64_t maxstep = dim > 0 ? dim : 1;
-        if (step > maxstep) step = maxstep;
-        if (step < -maxstep) step = -maxstep;
+        int64_t cnt = cuvil_slice_axis(x->dims[ax], &start, ends[i], &step);   /* the kernel's own rules */
         p->starts[ax] = start;
         p->steps[ax] = step;
         p->out_dims[ax] = cnt;
@@ -170,6 +150,33 @@ static cuvil_status slice_infer(cir_graph *g, cir_node *n) {
     if (cir_dtype_size(x->dtype) == 0)
         return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' has type %s", x->name, cir_dtype_name(x->dtype));
     cir_value *a = cir_in(g, n, 1), *b = cir_in(g, n, 2);
+    bool rt = false;   /* an input read when the model runs (not known as expressions) */
+    for (int i = 1; i < 5; i++) {
+        cir_value *v = cir_in(g, n, i);
+        rt |= v && !cir_is_const(v) && !(i < 3 && v->sval);
+    }
+    if (rt) {   /* the slice the run's values give: each output dim a size the node finds, at most the input's */
+        int64_t cnt = -1;
+        for (int i = 1; i < 5; i++) {
+            cir_value *v = cir_in(g, n, i);
+            if (!v) continue;
+            if (v->dtype != a->dtype || (v->dtype != CIR_I64 && v->dtype != CIR_I32) || v->ndim != 1 || !cir_value_fixed(v))
+                return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' is %s %s; with starts, ends, axes or steps "
+                                    "read when the model runs, Cuvil takes them as 1-D tensors of fixed length and one "
+                                    "type, int32 or int64", v->name, cir_dtype_name(v->dtype), v->ndim == 1 ? "" : "(not 1-D)");
+            if (cnt >= 0 && v->dims[0] != cnt)
+                return cir_node_err(g, n, CUVIL_ERR_MODEL, "starts, ends, axes and steps have different lengths");
+            cnt = v->dims[0];
+        }
+        if (cnt > x->ndim)
+            return cir_node_err(g, n, CUVIL_ERR_MODEL, "starts has %lld values for input '%s' of rank %d", (long long)cnt,
+                                x->name, x->ndim);
+        const cir_dim *dx[CIR_MAX_DIMS];
+        for (int d = 0; d < x->ndim; d++)
+            if ((s = op_found_dim(g, n, 0, d, d, x->dims[d], false, &dx[d]))) return s;
+        cir_set_shape_x(cir_out(g, n, 0), x->dtype, x->ndim, dx);
+        return CUVIL_OK;
+    }
     if (cir_value_fixed(x) && !a->sval && !b->sval) {   /* numbers: the kernel's own computation */
         cuvil_slice_params p;
         if ((s = op_slice_params(g, n, &p))) return s;

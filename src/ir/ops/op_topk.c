@@ -1,12 +1,12 @@
 /* op_topk.c -- topk (x, k): the k largest (largest=1) or smallest elements along an axis, in
- * order (ties: the lower index first), and their int64 indices. k is a constant (the output's
- * shape). float32/64, float16, bfloat16, int32/64, at run time and folded, by the one kernel
+ * order (ties: the lower index first), and their int64 indices. k is a constant, an expression
+ * of the symbols, or read from its tensor just before the node runs (the output's shape). float32/64, float16, bfloat16, int32/64, at run time and folded, by the one kernel
  * cuvil_topk_t (its scratch holds one row's candidates). */
 #include "ir/ops/ops.h"
 
 #include <string.h>
 
-cuvil_status op_topk_params(cir_graph *g, cir_node *n, cuvil_topk_params *p, int *axis) {
+cuvil_status op_topk_params(cir_graph *g, cir_node *n, cuvil_topk_params *p, int *axis, const cir_dim **kxp) {
     cir_value *x = cir_in(g, n, 0), *kv = cir_in(g, n, 1);
     cir_dtype t = x->dtype;
     if (t != CIR_F32 && t != CIR_F64 && t != CIR_F16 && t != CIR_BF16 && t != CIR_I32 && t != CIR_I64)
@@ -17,11 +17,22 @@ cuvil_status op_topk_params(cir_graph *g, cir_node *n, cuvil_topk_params *p, int
     if (s) return s;
     int64_t k;
     int cnt;
-    if ((s = op_const_ints(g, n, 1, "k", &k, 1, &cnt))) return s;
-    if (cnt != 1 || cir_numel(kv) != 1) return cir_node_err(g, n, CUVIL_ERR_SHAPE, "k '%s' must hold one value", kv->name);
-    if (k < 0 || k > x->dims[*axis])
-        return cir_node_err(g, n, CUVIL_ERR_SHAPE, "k=%lld is outside 0..%lld, the size of axis %d of '%s'", (long long)k,
-                            (long long)x->dims[*axis], *axis, x->name);
+    const cir_dim *kx = NULL;
+    if (kv && !cir_is_const(kv) && cir_numel(kv) == 1) {   /* k known as an expression, or read when the model runs */
+        if ((s = op_size_ints(g, n, 1, "k", &kx, 1, &cnt, 0, x->dims[*axis]))) return s;
+        if ((s = cir_require_le(g, n, kx, cir_dimx(g, x, *axis), "k and the size of the axis"))) return s;
+        k = kx->hi;   /* the kernel's scratch: for the largest */
+    } else {
+        if ((s = op_const_ints(g, n, 1, "k", &k, 1, &cnt))) return s;
+        if (cnt != 1 || cir_numel(kv) != 1) return cir_node_err(g, n, CUVIL_ERR_SHAPE, "k '%s' must hold one value", kv->name);
+        if (k < 0 || k > x->dims[*axis])
+            return cir_node_err(g, n, CUVIL_ERR_SHAPE, "k=%lld is outside 0..%lld, the size of axis %d of '%s'", (long long)k,
+                                (long long)x->dims[*axis], *axis, x->name);
+        if (x->dx[*axis] && k > x->dx[*axis]->lo)
+            return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "k=%lld may exceed axis %d of '%s', whose size is symbolic "
+                                "(down to %lld)", (long long)k, *axis, x->name, (long long)x->dx[*axis]->lo);
+    }
+    if (kxp) *kxp = kx ? kx : cir_dim_const(&g->dt, k);
     memset(p, 0, sizeof *p);
     p->outer = p->inner = 1;
     p->len = x->dims[*axis];
@@ -37,14 +48,12 @@ static cuvil_status topk_infer(cir_graph *g, cir_node *n) {
     if (s) return s;
     cuvil_topk_params p;
     int axis;
-    if ((s = op_topk_params(g, n, &p, &axis))) return s;
+    const cir_dim *kx;
+    if ((s = op_topk_params(g, n, &p, &axis, &kx))) return s;
     cir_value *x = cir_in(g, n, 0);
-    if (x->dx[axis] && p.k > x->dx[axis]->lo)
-        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "k=%lld may exceed axis %d of '%s', whose size is symbolic (down to "
-                            "%lld)", (long long)p.k, axis, x->name, (long long)x->dx[axis]->lo);
     const cir_dim *dx[CIR_MAX_DIMS];
     for (int d = 0; d < x->ndim; d++)
-        if (!(dx[d] = d == axis ? cir_dim_const(&g->dt, p.k) : cir_dimx(g, x, d))) return cir_dim_err(g, n, "the dims");
+        if (!(dx[d] = d == axis ? kx : cir_dimx(g, x, d))) return cir_dim_err(g, n, "the dims");
     cir_set_shape_x(cir_out(g, n, 0), x->dtype, x->ndim, dx);
     cir_set_shape_x(cir_out(g, n, 1), CIR_I64, x->ndim, dx);
     return CUVIL_OK;
@@ -53,7 +62,7 @@ static cuvil_status topk_infer(cir_graph *g, cir_node *n) {
 static cuvil_status topk_fold(cir_graph *g, cir_node *n) {
     cuvil_topk_params p;
     int axis;
-    cuvil_status s = op_topk_params(g, n, &p, &axis);
+    cuvil_status s = op_topk_params(g, n, &p, &axis, NULL);
     if (s) return s;
     cir_value *x = cir_in(g, n, 0), *y = cir_out(g, n, 0), *yi = cir_out(g, n, 1);
     if (!cir_value_make_const(g, y) || !cir_value_make_const(g, yi)) return g->ctx->status;

@@ -294,6 +294,41 @@ cuvil_status op_sval_ints(cir_graph *g, cir_node *n, int i, const char *what, co
     return s;
 }
 
+cuvil_status op_size_ints(cir_graph *g, cir_node *n, int i, const char *what, const cir_dim **out, int max, int *count,
+                          int64_t lo, int64_t hi) {
+    cir_value *v = cir_in(g, n, i);
+    if (!v || cir_is_const(v) || v->sval) return op_sval_ints(g, n, i, what, out, max, count);
+    if (v->dtype != CIR_I64 && v->dtype != CIR_I32)
+        return cir_node_err(g, n, CUVIL_ERR_MODEL, "input '%s' must be int64, not %s", what, cir_dtype_name(v->dtype));
+    if (!cir_value_fixed(v))
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' ('%s') is computed at run time and its length is "
+                            "symbolic; Cuvil reads sizes from a tensor of fixed length", what, v->name);
+    int64_t cnt = cir_numel(v);
+    if (cnt > max || cnt > CIR_MAX_SVAL)
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' has %lld elements, at most %d supported", what,
+                            (long long)cnt, max < CIR_MAX_SVAL ? max : CIR_MAX_SVAL);
+    *count = (int)cnt;
+    for (int j = 0; j < *count; j++)
+        if (!(out[j] = cir_rt_load(g, n, i, j, lo, hi))) return g->ctx->status;
+    return CUVIL_OK;
+}
+
+cuvil_status op_found_dim(cir_graph *g, cir_node *n, int out, int d, int k, int64_t derived, bool soft,
+                          const cir_dim **dx) {
+    cir_value *v = cir_out(g, n, out);
+    int64_t lo, b;
+    bool given = v && ((v->output_index >= 0 && d < v->decl_ndim && v->decl_dims[d] >= 0) || cir_value_bound(g, v->name, &lo, &b));
+    int64_t hi = soft && given ? -1 : derived;
+    if (v && v->output_index >= 0 && d < v->decl_ndim && v->decl_dims[d] >= 0 && (hi < 0 || v->decl_dims[d] < hi))
+        hi = v->decl_dims[d];   /* a graph output declared this size: the run checks it (check_declared) */
+    if (v && cir_value_bound(g, v->name, &lo, &b) && (hi < 0 || b < hi)) hi = b;
+    if (hi < 0)
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "dim %d of its output '%s' is known only when the model runs and "
+                            "nothing bounds it: give its largest value with --dim %s=0:N", d, v ? v->name : "?",
+                            v ? v->name : "?");
+    return (*dx = cir_rt_found(g, n, k, hi, "dim")) ? CUVIL_OK : g->ctx->status;
+}
+
 cuvil_status op_window_x(cir_graph *g, cir_node *n, int i, const cir_dim *in, int64_t ek, int64_t s, int ap, int64_t pb,
                          int64_t pe, bool ceil_mode, op_window *w) {
     cir_dimtab *t = &g->dt;

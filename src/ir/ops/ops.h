@@ -123,6 +123,18 @@ cuvil_status op_const_ints(cir_graph *g, cir_node *n, int i, const char *what, i
                            int max, int *count);
 /* The same for an input known as expressions of the symbols (cir_value.sval) or constant. */
 cuvil_status op_sval_ints(cir_graph *g, cir_node *n, int i, const char *what, const cir_dim **out, int max, int *count);
+/* op_sval_ints, and for a tensor computed at run time (or an input of the model) its elements
+ * as the symbols of their values, read just before n runs (cir_rt_load), each in [lo, hi]:
+ * the values n's op can take. */
+/* Dim d of node n's output `out` as the k-th size n finds when the model runs (its kernel
+ * writes it, and fails rather than write more): in 0..derived (a bound the op implies, -1
+ * for none; when soft, one that holds only for most inputs, used when nothing else bounds
+ * the dim), narrowed by the graph output's declared dim and by a --dim naming the output; an
+ * error that says which --dim to give when nothing bounds it. */
+cuvil_status op_found_dim(cir_graph *g, cir_node *n, int out, int d, int k, int64_t derived, bool soft,
+                          const cir_dim **dx);
+cuvil_status op_size_ints(cir_graph *g, cir_node *n, int i, const char *what, const cir_dim **out, int max, int *count,
+                          int64_t lo, int64_t hi);
 /* Normalises axis (negative counts from the end) against rank, or errors naming `what`. */
 cuvil_status op_axis(cir_graph *g, cir_node *n, int64_t axis, int rank, const char *what, int *out);
 /* numpy broadcast of a and b shapes into out; errors name both shapes. */
@@ -250,7 +262,7 @@ cuvil_status op_transpose_params(cir_graph *g, cir_node *n, cuvil_transpose_para
 cuvil_status op_block_x(cir_graph *g, cir_node *n, const cir_dim **v6, int *perm, const cir_dim **y);
 cuvil_status op_trilu_params(cir_graph *g, cir_node *n, cuvil_trilu_params *p);
 /* topk: the layout, k and the axis. */
-cuvil_status op_topk_params(cir_graph *g, cir_node *n, cuvil_topk_params *p, int *axis);
+cuvil_status op_topk_params(cir_graph *g, cir_node *n, cuvil_topk_params *p, int *axis, const cir_dim **kx);
 /* clip runs on cuvil_clip_t (bounds computed at run time, or integer input), not as an activation. */
 bool op_clip_typed(cir_graph *g, const cir_node *n);
 /* is_nan / is_inf: the CUVIL_CLASS_* bits the node detects. */

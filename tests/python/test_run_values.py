@@ -1,0 +1,143 @@
+"""Sizes read from tensors when the model runs (issue 31, item 2): an op whose output size
+comes from the values of an integer tensor the model only has when it runs (an input of the
+model, or computed) -- Expand's shape, Tile's repeats, ConstantOfShape's shape, TopK's k,
+Range's bounds -- reads them just before the node runs into symbols whose ranges come from
+the op and from a `--dim VALUE=LO:HI` naming the tensor (src/ir/cir.c, cir_rt_load);
+Reshape's shape, Slice's starts/ends/axes/steps and a float Range give sizes the node finds
+as it runs (op_found_dim), at most what the op implies or what the declared output or a
+`--dim OUTPUT=LO:HI` allows. Memory is planned for the bounds; a value outside them fails the
+run naming the node. References: ONNX Runtime, numpy."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+
+import cuvil
+import cuvil_testlib as tl
+
+
+def _model(tmp_path, name, nodes, inputs, outputs, inits=(), opset=17):
+    return tl.onnx_graph_model(tmp_path / f"{name}.onnx", nodes, inputs, outputs, inits, opset)
+
+
+def _vi(name, t, shape):
+    return helper.make_tensor_value_info(name, t, shape)
+
+
+def _check(model, path, feeds):
+    tl.check_vs_ort(model, path, feeds, rtol=1e-6, atol=1e-6)
+
+
+def test_expand_tile_constant_of_shape_from_inputs(tmp_path):
+    """y = Expand(x, shape) + 1, t = Tile(x, reps), c = ConstantOfShape(cshape) (value 7):
+    shape, reps and cshape are inputs of the model, bounded by --dim; ONNX Runtime at random
+    values, 1s that broadcast among them."""
+    nodes = [helper.make_node("Expand", ["x", "shape"], ["e"]),
+             helper.make_node("Add", ["e", "one"], ["y"]),
+             helper.make_node("Tile", ["x", "reps"], ["t"]),
+             helper.make_node("ConstantOfShape", ["cshape"], ["c"],
+                              value=helper.make_tensor("v", TensorProto.INT32, [1], [7]))]
+    path = _model(tmp_path, "ex", nodes,
+                  [_vi("x", TensorProto.FLOAT, [3, 1]), _vi("shape", TensorProto.INT64, [3]),
+                   _vi("reps", TensorProto.INT64, [2]), _vi("cshape", TensorProto.INT64, [2])],
+                  [("y", TensorProto.FLOAT), ("t", TensorProto.FLOAT), ("c", TensorProto.INT32)],
+                  [helper.make_tensor("one", TensorProto.FLOAT, [], [1.0])])
+    so = tl.compile(path, tmp_path / "b", dims={"shape": "0:6", "reps": "0:4", "cshape": "0:5"})
+    model = cuvil.load(so)
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((3, 1)).astype(np.float32)
+    cases = [([2, 3, 6], [1, 1], [2, 3]), ([1, 1, 1], [4, 4], [5, 5]), ([0, 3, 2], [0, 2], [0, 4]),
+             ([6, 1, 6], [3, 1], [1, 0])]
+    for _ in range(8):
+        cases.append(([int(rng.integers(0, 7)), int(rng.choice([1, 3])), int(rng.integers(0, 7))],
+                      [int(v) for v in rng.integers(0, 5, 2)], [int(v) for v in rng.integers(0, 6, 2)]))
+    for shape, reps, cshape in cases:
+        _check(model, path, {"x": x, "shape": np.array(shape, np.int64), "reps": np.array(reps, np.int64),
+                             "cshape": np.array(cshape, np.int64)})
+    feeds = {"x": x, "reps": np.array([1, 1], np.int64), "cshape": np.array([1, 1], np.int64)}
+    # a value over its --dim: refused by the run, naming the node and the value
+    with pytest.raises(cuvil.CuvilError, match=r"Expand.*shape\[0\] = 7 is outside 0\.\.6"):
+        model(shape=np.array([7, 3, 1], np.int64), **feeds)
+    # broadcasting 2 against the input's 3: refused (ONNX Runtime refuses it too)
+    with pytest.raises(cuvil.CuvilError, match=r"shape value \(1 or the input's dim\)"):
+        model(shape=np.array([2, 2, 1], np.int64), **feeds)
+    # the model still runs after a refused run
+    _check(model, path, {**feeds, "shape": np.array([2, 3, 2], np.int64)})
+
+
+def test_unbounded_value_names_the_dim_to_give(tmp_path):
+    """Without a --dim, Expand's shape may be any size: the compile says which --dim bounds it."""
+    path = _model(tmp_path, "unb", [helper.make_node("Expand", ["x", "shape"], ["y"])],
+                  [_vi("x", TensorProto.FLOAT, [3, 1]), _vi("shape", TensorProto.INT64, [3])], [("y", TensorProto.FLOAT)])
+    proc = tl.compile_raw(path, tmp_path / "unb.so")
+    assert proc.returncode != 0
+    assert "--dim shape=LO:HI" in proc.stderr and "'shape'" in proc.stderr, proc.stderr
+
+
+def test_reshape_from_input(tmp_path):
+    """Reshape(x, shape) * 2 with shape an input: 0 (copy), -1 (infer), allowzero 0; no --dim
+    needed (each dim is at most x's element count). A shape that does not fit fails the run."""
+    nodes = [helper.make_node("Reshape", ["x", "shape"], ["r"]), helper.make_node("Mul", ["r", "two"], ["y"])]
+    path = _model(tmp_path, "rs", nodes, [_vi("x", TensorProto.FLOAT, [2, 3, 4]), _vi("shape", TensorProto.INT64, [3])],
+                  [("y", TensorProto.FLOAT)], [helper.make_tensor("two", TensorProto.FLOAT, [], [2.0])])
+    model = cuvil.load(tl.compile(path, tmp_path / "b"))
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    for shape in ([4, 3, 2], [0, -1, 1], [-1, 2, 2], [1, 1, 24], [0, 0, -1], [2, 12, 1], [24, 1, 1]):
+        _check(model, path, {"x": x, "shape": np.array(shape, np.int64)})
+    for bad in ([5, 5, 1], [-1, -1, 6], [0, 0, 5], [-2, 3, 4]):
+        with pytest.raises(cuvil.CuvilError, match=r"Reshape.*does not fit"):
+            model(x=x, shape=np.array(bad, np.int64))
+
+
+def test_slice_from_inputs(tmp_path):
+    """Slice with starts, ends, axes and steps all inputs: ONNX Runtime at random values
+    (negative indices, steps, out-of-range ends, negative axes)."""
+    nodes = [helper.make_node("Slice", ["x", "st", "en", "ax", "sp"], ["s"]),
+             helper.make_node("Neg", ["s"], ["y"])]
+    path = _model(tmp_path, "sl", nodes,
+                  [_vi("x", TensorProto.FLOAT, [5, 6, 7])] + [_vi(n, TensorProto.INT64, [2]) for n in ("st", "en", "ax", "sp")],
+                  [("y", TensorProto.FLOAT)])
+    model = cuvil.load(tl.compile(path, tmp_path / "b"))
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((5, 6, 7)).astype(np.float32)
+    for _ in range(30):
+        ax = rng.choice([-3, -2, -1, 0, 1, 2], 2, replace=False)
+        if len({int(a) % 3 for a in ax}) < 2:
+            continue
+        feeds = {"x": x, "st": rng.integers(-9, 9, 2).astype(np.int64), "en": rng.integers(-9, 9, 2).astype(np.int64),
+                 "ax": ax.astype(np.int64), "sp": rng.choice([-3, -2, -1, 1, 2, 3], 2).astype(np.int64)}
+        _check(model, path, feeds)
+    with pytest.raises(cuvil.CuvilError, match=r"Slice.*not valid"):
+        model(x=x, st=np.array([0, 0], np.int64), en=np.array([3, 3], np.int64), ax=np.array([1, 1], np.int64),
+              sp=np.array([1, 1], np.int64))
+
+
+def test_topk_and_range_from_inputs(tmp_path):
+    """TopK with k an input (at most the axis), Range with an integer limit read when the model
+    runs (--dim limit=0:40) and a float Range whose count is found (--dim fr=0:64)."""
+    nodes = [helper.make_node("TopK", ["x", "k"], ["v", "i"], axis=1),
+             helper.make_node("Range", ["zero", "limit", "three"], ["r"]),
+             helper.make_node("Range", ["fs", "fl", "fd"], ["fr"])]
+    path = _model(tmp_path, "tk", nodes,
+                  [_vi("x", TensorProto.FLOAT, [3, 9]), _vi("k", TensorProto.INT64, [1]),
+                   _vi("limit", TensorProto.INT64, []), _vi("fs", TensorProto.FLOAT, []),
+                   _vi("fl", TensorProto.FLOAT, []), _vi("fd", TensorProto.FLOAT, [])],
+                  [("v", TensorProto.FLOAT), ("i", TensorProto.INT64), ("r", TensorProto.INT64), ("fr", TensorProto.FLOAT)],
+                  [helper.make_tensor("zero", TensorProto.INT64, [], [0]),
+                   helper.make_tensor("three", TensorProto.INT64, [], [3])])
+    model = cuvil.load(tl.compile(path, tmp_path / "b", dims={"limit": "0:40", "fr": "0:64"}))
+    rng = np.random.default_rng(5)
+    x = rng.permutation(27).reshape(3, 9).astype(np.float32)
+    for k, lim, (fs, fl, fd) in [(0, 0, (0, 1, 0.25)), (9, 40, (5, -3, -0.5)), (4, 17, (1, 1, 1)), (1, 1, (-2, 5.5, 0.125))]:
+        _check(model, path, {"x": x, "k": np.array([k], np.int64), "limit": np.array(lim, np.int64),
+                             "fs": np.array(fs, np.float32), "fl": np.array(fl, np.float32),
+                             "fd": np.array(fd, np.float32)})
+    ok = {"x": x, "limit": np.array(3, np.int64), "fs": np.array(0, np.float32), "fl": np.array(1, np.float32),
+          "fd": np.array(0.5, np.float32)}
+    with pytest.raises(cuvil.CuvilError, match=r"TopK.*k\[0\] = 10 is outside 0\.\.9"):
+        model(k=np.array([10], np.int64), **{kk: v for kk, v in ok.items()})
+    with pytest.raises(cuvil.CuvilError, match=r"Range.*over the size planned"):
+        model(**{**ok, "k": np.array([1], np.int64), "fd": np.array(0.01, np.float32)})   # 100 elements > 64
+    with pytest.raises(cuvil.CuvilError, match=r"limit\[0\] = 41 is outside"):
+        model(**{**ok, "k": np.array([1], np.int64), "limit": np.array(41, np.int64)})
