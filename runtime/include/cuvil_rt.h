@@ -718,6 +718,37 @@ int64_t cuvil_nonzero(int t, const void *x, int ndim, const int64_t *dims, int64
 /* How many of the n elements of x (type t) are non-zero, as cuvil_nonzero counts them. */
 int64_t cuvil_nonzero_count(int t, const void *x, int64_t n);
 
+/* OneHot: indices idx (numeric type t; a float truncated) viewed as [outer, inner]; y [outer,
+ * depth, inner] of es-byte elements gets values[1] (on) where the index (negative ones from
+ * -depth counting from the end) equals the position along depth, else values[0] (off): an
+ * index outside [-depth, depth) gives a row of off. cuvil_onehot_depth_t: the depth from its
+ * one-element tensor, or -1 when it is under 1 (ONNX Runtime's rule) or over cap (the room
+ * planned for it). */
+void cuvil_onehot_t(int t, const void *idx, int64_t outer, int64_t depth, int64_t inner, const void *values, int64_t es,
+                    void *y);
+int64_t cuvil_onehot_depth_t(int t, const void *depth, int64_t cap);
+
+/* Unique: x (type t, es-byte elements) viewed as [outer, n, inner]; the distinct slices x[:, j,
+ * :] (compared element by element, NaN equal to NaN and after every number), sorted ascending
+ * or (sorted 0) in order of first occurrence, into y [outer, count, inner]; idx[count] their
+ * first occurrences, inv[n] each slice's position in y, cnt[count] how many each has (any of
+ * y, idx, inv, cnt NULL: not written). Returns count, or -1 (nothing written) when it is over
+ * cap, the room planned. scratch: cuvil_unique_scratch_size(n). */
+size_t cuvil_unique_scratch_size(int64_t n);
+int64_t cuvil_unique_t(int t, int64_t es, const void *x, int64_t outer, int64_t n, int64_t inner, int sorted, void *y,
+                       int64_t *idx, int64_t *inv, int64_t *cnt, int64_t cap, void *scratch);
+
+/* NonMaxSuppression: boxes [nb, n, 4] (center: [x_center, y_center, width, height]; else two
+ * corners [y1, x1, y2, x2]), scores [nb, nc, n]; into y [count, 3] (batch, class, box) the
+ * boxes ONNX Runtime selects: per batch and class by score (ties: the lower index first),
+ * score > *score_threshold when given, IoU with a kept box at most *iou_threshold (0 when
+ * NULL), at most *max_per_class (none when NULL or <= 0). Returns count, or -1 when the IoU
+ * threshold is outside [0, 1] or count would pass cap. scratch: cuvil_nms_scratch_size(n). */
+size_t cuvil_nms_scratch_size(int64_t n);
+int64_t cuvil_nms(const float *boxes, const float *scores, int64_t nb, int64_t nc, int64_t n, const int64_t *max_per_class,
+                  const float *iou_threshold, const float *score_threshold, int center, int64_t *y, int64_t cap,
+                  void *scratch);
+
 /* Compress: x viewed as [outer, axis_len, inner_bytes]; y gets the rows j < min(cond_len,
  * axis_len) of each outer block where cond[j] is non-zero, in order. Returns their count. */
 int64_t cuvil_compress(const void *x, const uint8_t *cond, int64_t outer, int64_t axis_len, int64_t cond_len,

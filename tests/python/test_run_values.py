@@ -141,3 +141,55 @@ def test_topk_and_range_from_inputs(tmp_path):
         model(**{**ok, "k": np.array([1], np.int64), "fd": np.array(0.01, np.float32)})   # 100 elements > 64
     with pytest.raises(cuvil.CuvilError, match=r"limit\[0\] = 41 is outside"):
         model(**{**ok, "k": np.array([1], np.int64), "limit": np.array(41, np.int64)})
+
+
+@pytest.mark.parametrize("center", [0, 1])
+def test_non_max_suppression_vs_ort(tmp_path, center):
+    """NonMaxSuppression on random boxes (2 batches, 3 classes, 12 boxes), with the maximum per
+    class, the IoU and the score thresholds all inputs of the model: ONNX Runtime at several
+    settings (a maximum of 0 keeps nothing)."""
+    nodes = [helper.make_node("NonMaxSuppression", ["boxes", "scores", "mx", "iou", "sth"], ["sel"],
+                              center_point_box=center)]
+    path = _model(tmp_path, f"nms{center}", nodes,
+                  [_vi("boxes", TensorProto.FLOAT, [2, 12, 4]), _vi("scores", TensorProto.FLOAT, [2, 3, 12]),
+                   _vi("mx", TensorProto.INT64, [1]), _vi("iou", TensorProto.FLOAT, [1]),
+                   _vi("sth", TensorProto.FLOAT, [1])], [("sel", TensorProto.INT64)])
+    so = tl.compile(path, tmp_path / "b")
+    model = cuvil.load(so)
+    rng = np.random.default_rng(13 + center)
+    for mx, iou, sth in [(3, 0.5, 0.0), (12, 0.3, 0.2), (0, 0.5, 0.0), (5, 0.0, -1.0), (100, 1.0, 0.5), (2, 0.7, 0.9)]:
+        if center:
+            boxes = np.concatenate([rng.uniform(0, 10, (2, 12, 2)), rng.uniform(0.5, 4, (2, 12, 2))], axis=2)
+        else:
+            boxes = rng.uniform(0, 10, (2, 12, 4))
+        feeds = {"boxes": boxes.astype(np.float32), "scores": rng.random((2, 3, 12)).astype(np.float32),
+                 "mx": np.array([mx], np.int64), "iou": np.array([iou], np.float32), "sth": np.array([sth], np.float32)}
+        _check(model, path, feeds)
+    with pytest.raises(cuvil.CuvilError, match=r"NonMaxSuppression.*iou_threshold is outside"):
+        model(**{**feeds, "iou": np.array([1.5], np.float32)})
+
+
+def test_onehot_and_unique_vs_ort(tmp_path):
+    """OneHot with depth an input (float, truncated; --dim oh=0:12 bounds the new axis) over
+    indices with negative and out-of-range values, and Unique (sorted, and by first occurrence
+    along an axis) with all four outputs: ONNX Runtime."""
+    nodes = [helper.make_node("OneHot", ["ind", "depth", "vals"], ["oh"], axis=1),
+             helper.make_node("Unique", ["u"], ["uy", "ui", "uinv", "uc"], sorted=1),
+             helper.make_node("Unique", ["m"], ["my", "mi", "minv", "mc"], sorted=0, axis=0)]
+    path = _model(tmp_path, "ohu", nodes,
+                  [_vi("ind", TensorProto.INT64, [3, 4]), _vi("depth", TensorProto.FLOAT, []),
+                   _vi("vals", TensorProto.FLOAT, [2]), _vi("u", TensorProto.FLOAT, [20]), _vi("m", TensorProto.INT64, [7, 3])],
+                  [("oh", TensorProto.FLOAT), ("uy", TensorProto.FLOAT), ("ui", TensorProto.INT64), ("uinv", TensorProto.INT64),
+                   ("uc", TensorProto.INT64), ("my", TensorProto.INT64), ("mi", TensorProto.INT64),
+                   ("minv", TensorProto.INT64), ("mc", TensorProto.INT64)])
+    so = tl.compile(path, tmp_path / "b", dims={"oh": "0:12"})
+    model = cuvil.load(so)
+    rng = np.random.default_rng(17)
+    for depth in (5.0, 12.0, 1.5, 1.0):
+        feeds = {"ind": rng.integers(-14, 14, (3, 4)).astype(np.int64), "depth": np.array(depth, np.float32),
+                 "vals": np.array([-1.0, 3.0], np.float32), "u": rng.integers(0, 6, 20).astype(np.float32),
+                 "m": rng.integers(0, 2, (7, 3)).astype(np.int64)}
+        _check(model, path, feeds)
+    for bad in (13.0, 0.0, -2.0):   # over the --dim, and under 1 (ONNX Runtime refuses those too)
+        with pytest.raises(cuvil.CuvilError, match=r"OneHot.*depth is under 1, or over"):
+            model(**{**feeds, "depth": np.array(bad, np.float32)})

@@ -556,6 +556,110 @@ void cuvil_range_t(int t, const void *start, const void *delta, void *y, int64_t
     for (int64_t i = 0; i < n; i++) st_int(t, y, i, (int64_t)(s + (uint64_t)i * d));
 }
 
+/* A float as int64 the way a C cast would for values in range (ONNX Runtime's static_cast),
+ * saturating outside it and 0 for NaN: never undefined. */
+static int64_t f_to_i64(double v) {
+    if (v != v) return 0;
+    if (v >= 9223372036854775807.0) return INT64_MAX;
+    if (v <= -9223372036854775808.0) return INT64_MIN;
+    return (int64_t)v;
+}
+
+static int64_t ld_index(int t, const void *p, int64_t i) { return is_float_t(t) ? f_to_i64(ld_float(t, p, i)) : ld_int(t, p, i); }
+
+int64_t cuvil_onehot_depth_t(int t, const void *depth, int64_t cap) {
+    int64_t d = ld_index(t, depth, 0);
+    return d < 1 || d > cap ? -1 : d;   /* ONNX Runtime refuses a depth of 0 too */
+}
+
+void cuvil_onehot_t(int t, const void *idx, int64_t outer, int64_t depth, int64_t inner, const void *values, int64_t es,
+                    void *y) {
+    const char *off = values, *on = (const char *)values + es;
+    char *Y = y;
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t d = 0; d < depth; d++)
+            for (int64_t i = 0; i < inner; i++) {
+                int64_t v = ld_index(t, idx, o * inner + i);
+                if (v < 0 && v >= -depth) v += depth;   /* counts from the end */
+                memcpy(Y + ((o * depth + d) * inner + i) * es, v == d ? on : off, (size_t)es);
+            }
+}
+
+/* ===== Unique ============================================================================== */
+typedef struct unique_ctx {
+    int t;
+    const char *x;
+    int64_t outer, n, inner;
+} unique_ctx;
+
+/* -1, 0, 1: slice a against slice b, element by element (NaN after every number, equal to NaN). */
+static int slice_cmp(const unique_ctx *u, int64_t a, int64_t b) {
+    for (int64_t o = 0; o < u->outer; o++)
+        for (int64_t i = 0; i < u->inner; i++) {
+            int64_t ia = (o * u->n + a) * u->inner + i, ib = (o * u->n + b) * u->inner + i;
+            if (is_float_t(u->t)) {
+                double va = ld_float(u->t, u->x, ia), vb = ld_float(u->t, u->x, ib);
+                bool na = va != va, nb = vb != vb;
+                if (na != nb) return na ? 1 : -1;
+                if (!na && va != vb) return va < vb ? -1 : 1;
+            } else if (u->t == CUVIL_T_U64) {
+                uint64_t va = ((const uint64_t *)(const void *)u->x)[ia], vb = ((const uint64_t *)(const void *)u->x)[ib];
+                if (va != vb) return va < vb ? -1 : 1;
+            } else {
+                int64_t va = ld_int(u->t, u->x, ia), vb = ld_int(u->t, u->x, ib);
+                if (va != vb) return va < vb ? -1 : 1;
+            }
+        }
+    return 0;
+}
+
+/* Stable merge sort of v[0..m) by key: slices (keys NULL) or numbers keys[v[i]]. */
+static void merge_sort(const unique_ctx *u, const int64_t *keys, int64_t *v, int64_t *tmp, int64_t m) {
+    for (int64_t w = 1; w < m; w *= 2) {
+        for (int64_t lo = 0; lo < m; lo += 2 * w) {
+            int64_t mid = lo + w < m ? lo + w : m, hi = lo + 2 * w < m ? lo + 2 * w : m, i = lo, j = mid, k = lo;
+            while (i < mid && j < hi) {
+                bool right = keys ? keys[v[j]] < keys[v[i]] : slice_cmp(u, v[j], v[i]) < 0;
+                tmp[k++] = right ? v[j++] : v[i++];
+            }
+            while (i < mid) tmp[k++] = v[i++];
+            while (j < hi) tmp[k++] = v[j++];
+        }
+        memcpy(v, tmp, sizeof *v * (size_t)m);
+    }
+}
+
+size_t cuvil_unique_scratch_size(int64_t n) { return sizeof(int64_t) * 5 * (size_t)(n > 0 ? n : 1); }
+
+int64_t cuvil_unique_t(int t, int64_t es, const void *x, int64_t outer, int64_t n, int64_t inner, int sorted, void *y,
+                       int64_t *idx, int64_t *inv, int64_t *cnt, int64_t cap, void *scratch) {
+    unique_ctx u = {t, x, outer, n, inner};
+    int64_t *perm = scratch, *tmp = perm + n, *gid = tmp + n, *first = gid + n, *pos = first + n, k = 0;
+    for (int64_t j = 0; j < n; j++) perm[j] = j;
+    merge_sort(&u, NULL, perm, tmp, n);
+    for (int64_t s = 0; s < n; s++) {   /* groups of equal slices, in sorted order; stable: the first is the lowest */
+        if (s == 0 || slice_cmp(&u, perm[s - 1], perm[s]) != 0) first[k++] = perm[s];
+        gid[perm[s]] = k - 1;
+    }
+    if (k > cap) return -1;   /* more than the room planned: nothing written */
+    for (int64_t g = 0; g < k; g++) pos[g] = g;
+    if (!sorted) merge_sort(&u, first, pos, tmp, k);   /* the groups by first occurrence */
+    for (int64_t r = 0; r < k; r++) tmp[pos[r]] = r;   /* group -> its position in the output */
+    for (int64_t r = 0; r < k; r++) {
+        int64_t f = first[pos[r]];
+        if (idx) idx[r] = f;
+        if (cnt) cnt[r] = 0;
+        for (int64_t o = 0; o < outer && y; o++)
+            memcpy((char *)y + ((o * k + r) * inner) * es, (const char *)x + ((o * n + f) * inner) * es, (size_t)(inner * es));
+    }
+    for (int64_t j = 0; j < n; j++) {
+        int64_t r = tmp[gid[j]];
+        if (inv) inv[j] = r;
+        if (cnt) cnt[r]++;
+    }
+    return k;
+}
+
 int64_t cuvil_range_count_t(int t, const void *start, const void *limit, const void *delta, int64_t cap) {
     int64_t n;
     if (is_float_t(t)) {

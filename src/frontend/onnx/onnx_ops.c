@@ -500,6 +500,9 @@ static const op_map table[] = {
     {"TopK", 10, CIR_OP_TOPK, NULL},
     {"NonZero", 9, CIR_OP_NONZERO, NULL},
     {"Compress", 9, CIR_OP_COMPRESS, NULL},
+    {"NonMaxSuppression", 10, CIR_OP_NMS, NULL},
+    {"OneHot", 9, CIR_OP_ONEHOT, NULL},
+    {"Unique", 11, CIR_OP_UNIQUE, NULL},
     {"Scatter", 9, CIR_OP_SCATTER_ELEMENTS, NULL},   /* deprecated in 11 for ScatterElements: the same op */
     {"IsNaN", 9, CIR_OP_IS_NAN, NULL},
     {"IsInf", 10, CIR_OP_IS_INF, NULL},

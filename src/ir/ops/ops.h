@@ -262,6 +262,13 @@ cuvil_status op_transpose_params(cir_graph *g, cir_node *n, cuvil_transpose_para
 cuvil_status op_block_x(cir_graph *g, cir_node *n, const cir_dim **v6, int *perm, const cir_dim **y);
 cuvil_status op_trilu_params(cir_graph *g, cir_node *n, cuvil_trilu_params *p);
 /* topk: the layout, k and the axis. */
+/* unique: the checks, the axis (-1: none), the input as [outer, len, inner] around it. */
+cuvil_status op_unique_layout(cir_graph *g, cir_node *n, int *axis, const cir_dim **outer, const cir_dim **len,
+                              const cir_dim **inner);
+/* onehot: the checks, the new axis, the indices' layout around it. */
+cuvil_status op_onehot_layout(cir_graph *g, cir_node *n, int *axis, const cir_dim **outer, const cir_dim **inner);
+/* non_max_suppression: the checks, and the batches, classes and boxes as expressions. */
+cuvil_status op_nms_layout(cir_graph *g, cir_node *n, const cir_dim **b, const cir_dim **c, const cir_dim **k);
 cuvil_status op_topk_params(cir_graph *g, cir_node *n, cuvil_topk_params *p, int *axis, const cir_dim **kx);
 /* clip runs on cuvil_clip_t (bounds computed at run time, or integer input), not as an activation. */
 bool op_clip_typed(cir_graph *g, const cir_node *n);
