@@ -800,6 +800,11 @@ typedef struct cuvil_resize_params {
 } cuvil_resize_params;
 
 void cuvil_f32_resize(const cuvil_resize_params *p, const float *x, float *y);
+/* The output dims and scales of p along axes[0..nax) from scales (float32) or sizes (int64)
+ * read when the model runs, by op_resize_params' rules: 1 when one is not valid (a scale not
+ * a positive number, an empty axis) or a dim is over hi[i] (the room planned), else 0. */
+int cuvil_resize_rt(cuvil_resize_params *p, int nax, const int *axes, const float *scales, const int64_t *sizes,
+                    const int64_t *hi);
 
 #ifdef __cplusplus
 }

@@ -193,3 +193,27 @@ def test_onehot_and_unique_vs_ort(tmp_path):
     for bad in (13.0, 0.0, -2.0):   # over the --dim, and under 1 (ONNX Runtime refuses those too)
         with pytest.raises(cuvil.CuvilError, match=r"OneHot.*depth is under 1, or over"):
             model(**{**feeds, "depth": np.array(bad, np.float32)})
+
+
+@pytest.mark.parametrize("by", ["scales", "sizes"])
+def test_resize_from_inputs(tmp_path, by):
+    """Resize (linear, half_pixel; nearest, asymmetric) with its scales or sizes an input:
+    the output's H and W are sizes the node finds, bounded by --dim ry=0:24 and --dim rn=0:24;
+    ONNX Runtime at several factors, up and down. A size over the bound fails the run."""
+    empty = helper.make_tensor("empty", TensorProto.FLOAT, [0], [])
+    ins = ["x", "", "s"] if by == "scales" else ["x", "", "", "s"]
+    nodes = [helper.make_node("Resize", ins, ["ry"], mode="linear"),
+             helper.make_node("Resize", ins, ["rn"], mode="nearest", coordinate_transformation_mode="asymmetric",
+                              nearest_mode="floor")]
+    st = (TensorProto.FLOAT, [4]) if by == "scales" else (TensorProto.INT64, [4])
+    path = _model(tmp_path, f"rs{by}", nodes, [_vi("x", TensorProto.FLOAT, [1, 2, 6, 5]), _vi("s", *st)],
+                  [("ry", TensorProto.FLOAT), ("rn", TensorProto.FLOAT)], [empty])
+    model = cuvil.load(tl.compile(path, tmp_path / "b", dims={"ry": "0:24", "rn": "0:24"}))
+    rng = np.random.default_rng(19)
+    x = rng.standard_normal((1, 2, 6, 5)).astype(np.float32)
+    for h, w in [(2.0, 3.0), (0.5, 0.4), (1.0, 1.0), (3.5, 1.25), (0.34, 4.0)]:
+        s = np.array([1, 1, h, w], np.float32) if by == "scales" else np.array([1, 2, int(6 * h), int(5 * w)], np.int64)
+        _check(model, path, {"x": x, "s": s})
+    big = np.array([1, 1, 5, 1], np.float32) if by == "scales" else np.array([1, 2, 30, 5], np.int64)
+    with pytest.raises(cuvil.CuvilError, match=r"Resize.*over the output's declared or --dim size"):
+        model(x=x, s=big)

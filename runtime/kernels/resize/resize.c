@@ -273,3 +273,24 @@ void cuvil_f32_resize(const cuvil_resize_params *p, const float *x, float *y) {
         }
     }
 }
+
+int cuvil_resize_rt(cuvil_resize_params *p, int nax, const int *axes, const float *scales, const int64_t *sizes,
+                    const int64_t *hi) {
+    for (int i = 0; i < nax; i++) {
+        int d = axes[i];
+        int64_t in = p->in_dims[d], out;
+        if (scales) {   /* as ONNX Runtime computes it: the float scale times the dim, truncated */
+            float sc = scales[i], prod = sc * (float)in;
+            if (!(sc > 0) || isinf(sc) || !(prod < 9.0e15f)) return 1;
+            out = (int64_t)prod;
+            p->scales[d] = sc;
+        } else {   /* 0: the kernel derives out / in (exact nearest-neighbour ties) */
+            out = sizes[i];
+            if (in == 0) return 1;
+            p->scales[d] = out == in ? 1.0f : 0.0f;
+        }
+        if (out <= 0 || out > hi[i]) return 1;
+        p->out_dims[d] = out;
+    }
+    return 0;
+}

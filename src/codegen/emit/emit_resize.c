@@ -1,9 +1,18 @@
 /* emit_resize.c -- resize (op_resize.c) on cuvil_f32_resize. */
 #include "codegen/emit/emit_int.h"
 
+static const char *const mode_syms[] = {"CUVIL_RESIZE_NEAREST", "CUVIL_RESIZE_LINEAR", "CUVIL_RESIZE_CUBIC"};
+static const char *const coord_syms[] = {"CUVIL_COORD_HALF_PIXEL", "CUVIL_COORD_ASYMMETRIC", "CUVIL_COORD_ALIGN_CORNERS",
+                                         "CUVIL_COORD_PYTORCH_HALF_PIXEL", "CUVIL_COORD_TF_HALF_PIXEL_FOR_NN",
+                                         "CUVIL_COORD_HALF_PIXEL_SYMMETRIC"};
+static const char *const nearest_syms[] = {"CUVIL_NEAREST_ROUND_PREFER_FLOOR", "CUVIL_NEAREST_ROUND_PREFER_CEIL",
+                                           "CUVIL_NEAREST_FLOOR", "CUVIL_NEAREST_CEIL"};
+
 cuvil_status cg_emit_resize(cg_ctx *cg, cir_graph *g, cir_node *n) {
     cuvil_resize_params p;
-    cuvil_status s = op_resize_params(g, n, &p);
+    bool rt;
+    int axes[CIR_MAX_DIMS], nax;
+    cuvil_status s = op_resize_rt(g, n, &p, &rt, axes, &nax);
     if (s) return s;
     bool sym = cg_node_symbolic(g, n);
     if (sym) {   /* the scales a symbolic axis takes (op_resize_x) */
@@ -17,15 +26,29 @@ cuvil_status cg_emit_resize(cg_ctx *cg, cir_graph *g, cir_node *n) {
     for (int d = 0; d < p.ndim; d++)
         o += (size_t)snprintf(scales + o, sizeof scales - o, "%s%s", d ? ", " : " ", cg_float(p.scales[d], buf));
     snprintf(scales + o, sizeof scales - o, "%s", p.ndim ? " }" : " 0 }");
+    if (rt) {   /* scales or sizes read when the model runs: p's dims and scales along the axes from them */
+        int slots[CIR_MAX_DIMS];
+        int64_t ax[CIR_MAX_DIMS];
+        for (int i = 0; i < nax; i++) ax[i] = axes[i];
+        const char *hi = cg_found_his(cg, g, n, nax, slots);
+        cir_value *sc = cir_in(g, n, 2);
+        bool by_scales = sc && cir_value_fixed(sc) && cir_numel(sc) > 0;
+        cg_printf(cg, "    {\n        static const int64_t hi[] = %s;\n        static const int ax[] = %s;\n"
+                      "        cuvil_resize_params p = { .mode = %s, .coord_mode = %s, .nearest_mode = %s, .ndim = %d, "
+                      ".in_dims = %s, .out_dims = %s, .scales = %s, .cubic_coeff_a = %s, .exclude_outside = %d };\n"
+                      "        if (cuvil_resize_rt(&p, %d, ax, %s, %s, hi)) return 1;\n",
+                  hi, cg_i64s(cg, ax, nax), mode_syms[p.mode], coord_syms[p.coord_mode], nearest_syms[p.nearest_mode], p.ndim, cg_dims_init(cg, n->in[0], p.ndim),
+                  cg_dims_init(cg, n->in[0], p.ndim), scales, cg_float(p.cubic_coeff_a, a), p.exclude_outside, nax,
+                  by_scales ? cg_in(cg, n->in[2]) : "NULL", by_scales ? "NULL" : cg_in(cg, n->in[3]));
+        for (int i = 0; i < nax; i++) cg_printf(cg, "        D[%d] = p.out_dims[%d];\n", slots[i], axes[i]);
+        cg_printf(cg, "        cuvil_f32_resize(&p, %s, %s);\n    }\n", cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));
+        cg_fallible(cg, "its scales or sizes are not valid for its input, or give a dim over the output's declared or --dim size");
+        return CUVIL_OK;
+    }
     const char *ps = cg_param(cg, "cuvil_resize_params",
                               "{ .mode = %s, .coord_mode = %s, .nearest_mode = %s, .ndim = %d, .in_dims = %s, .out_dims = %s, "
                               ".scales = %s, .cubic_coeff_a = %s, .exclude_outside = %d }",
-                              (const char *const[]){"CUVIL_RESIZE_NEAREST", "CUVIL_RESIZE_LINEAR", "CUVIL_RESIZE_CUBIC"}[p.mode],
-                              (const char *const[]){"CUVIL_COORD_HALF_PIXEL", "CUVIL_COORD_ASYMMETRIC", "CUVIL_COORD_ALIGN_CORNERS",
-                                                    "CUVIL_COORD_PYTORCH_HALF_PIXEL", "CUVIL_COORD_TF_HALF_PIXEL_FOR_NN",
-                                                    "CUVIL_COORD_HALF_PIXEL_SYMMETRIC"}[p.coord_mode],
-                              (const char *const[]){"CUVIL_NEAREST_ROUND_PREFER_FLOOR", "CUVIL_NEAREST_ROUND_PREFER_CEIL",
-                                                    "CUVIL_NEAREST_FLOOR", "CUVIL_NEAREST_CEIL"}[p.nearest_mode], p.ndim,
+                              mode_syms[p.mode], coord_syms[p.coord_mode], nearest_syms[p.nearest_mode], p.ndim,
                               sym ? cg_dims_init(cg, n->in[0], p.ndim) : cg_i64s(cg, p.in_dims, p.ndim),
                               sym ? cg_dims_init(cg, n->out[0], p.ndim) : cg_i64s(cg, p.out_dims, p.ndim), scales, cg_float(p.cubic_coeff_a, a), p.exclude_outside);
     cg_printf(cg, "    cuvil_f32_resize(&%s, %s, %s);\n", ps, cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));

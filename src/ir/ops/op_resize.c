@@ -1,5 +1,6 @@
 /* op_resize.c -- resize (x, [roi], [scales], [sizes]), float32, onto the one cuvil_f32_resize
- * kernel. Scales or sizes must be constant. nearest_mode "simple" is ONNX Runtime's rounding
+ * kernel. Scales or sizes constant, or read when the model runs: the dims along the axes are
+ * then sizes the node finds (bounded by the declared output or --dim OUTPUT=LO:HI). nearest_mode "simple" is ONNX Runtime's rounding
  * for ONNX's Resize-10 and Upsample, which the frontend maps here with asymmetric coordinates. */
 #include "ir/ops/ops.h"
 
@@ -18,14 +19,20 @@ enum { NEAREST_SIMPLE = 4 };
 static const char *const mode_names[] = {"nearest", "linear", "cubic", NULL};   /* ORDER: CUVIL_RESIZE_* */
 static const char *const kar_names[] = {"stretch", "not_larger", "not_smaller", NULL};
 
-/* Reads a constant float tensor (the scales) into out; *count -1 when absent or empty. */
-static cuvil_status const_floats(cir_graph *g, cir_node *n, int i, float *out, int *count) {
+/* Reads a constant float tensor (the scales) into out; *count -1 when absent or empty. With
+ * rt, scales computed when the model runs set *rt (float32, their count into *count). */
+static cuvil_status const_floats(cir_graph *g, cir_node *n, int i, float *out, int *count, bool *rt) {
     cir_value *v = cir_in(g, n, i);
     *count = -1;
-    if (!v || cir_numel(v) == 0) return CUVIL_OK;
+    if (!v || (cir_value_fixed(v) && cir_numel(v) == 0)) return CUVIL_OK;
+    if (!cir_is_const(v) && rt && v->dtype == CIR_F32 && v->ndim == 1 && cir_value_fixed(v) && cir_numel(v) <= CIR_MAX_DIMS) {
+        *rt = true;
+        *count = (int)cir_numel(v);
+        return CUVIL_OK;
+    }
     if (!cir_is_const(v))
-        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "scales '%s' are computed at run time; Cuvil needs them constant",
-                            v->name);
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "scales '%s' are computed at run time; Cuvil needs them constant%s",
+                            v->name, rt ? " or a 1-D float32 tensor of fixed length" : "");
     if (v->dtype != CIR_F32 && v->dtype != CIR_F64 && v->dtype != CIR_F16)
         return cir_node_err(g, n, CUVIL_ERR_MODEL, "scales '%s' must be float, not %s", v->name, cir_dtype_name(v->dtype));
     if (cir_numel(v) > CIR_MAX_DIMS)
@@ -35,7 +42,10 @@ static cuvil_status const_floats(cir_graph *g, cir_node *n, int i, float *out, i
     return CUVIL_OK;
 }
 
-cuvil_status op_resize_params(cir_graph *g, cir_node *n, cuvil_resize_params *p) {
+/* op_resize_params; with rt (non-NULL), scales or sizes read when the model runs set *rt, the
+ * axes they apply to into axes[0..*nax) (p's dims and scales along them then left for the
+ * run, cuvil_resize_rt). */
+static cuvil_status resize_params(cir_graph *g, cir_node *n, cuvil_resize_params *p, bool *rt, int *axes, int *naxp) {
     cir_value *x = cir_in(g, n, 0);
     int r = x->ndim, nsc = -1, nsz = -1;
     float sc[CIR_MAX_DIMS];
@@ -44,15 +54,22 @@ cuvil_status op_resize_params(cir_graph *g, cir_node *n, cuvil_resize_params *p)
     memset(p, 0, sizeof *p);
 
     /* ---- scales or sizes ---- */
-    if ((s = const_floats(g, n, 2, sc, &nsc))) return s;
+    if ((s = const_floats(g, n, 2, sc, &nsc, rt))) return s;
     cir_value *sv = cir_in(g, n, 3);
-    if (sv && cir_numel(sv) > 0 && (s = op_const_ints(g, n, 3, "sizes", sz, CIR_MAX_DIMS, &nsz))) return s;
+    if (sv && rt && !cir_is_const(sv) && cir_value_fixed(sv) && cir_numel(sv) > 0 && sv->ndim == 1 && sv->dtype == CIR_I64 &&
+        cir_numel(sv) <= CIR_MAX_DIMS) {
+        *rt = true;
+        nsz = (int)cir_numel(sv);
+    } else if (sv && cir_numel(sv) > 0 && (s = op_const_ints(g, n, 3, "sizes", sz, CIR_MAX_DIMS, &nsz))) {
+        return s;
+    }
     if ((nsc >= 0) == (nsz >= 0))
         return cir_node_err(g, n, CUVIL_ERR_MODEL, "exactly one of scales and sizes must be given (non-empty)");
 
     /* ---- the axes they apply to (opset 18) ---- */
     const int64_t *axa = NULL;
-    int na = cir_attr_ints(n, "axes", &axa), axes[CIR_MAX_DIMS];
+    int na = cir_attr_ints(n, "axes", &axa), axes_own[CIR_MAX_DIMS];
+    if (!axes) axes = axes_own;
     if (na > CIR_MAX_DIMS) return cir_node_err(g, n, CUVIL_ERR_MODEL, "attribute axes has %d values", na);
     bool seen[CIR_MAX_DIMS] = {0};
     for (int i = 0; i < (na < 0 ? r : na); i++) {
@@ -70,7 +87,8 @@ cuvil_status op_resize_params(cir_graph *g, cir_node *n, cuvil_resize_params *p)
         p->in_dims[d] = p->out_dims[d] = x->dims[d];
         p->scales[d] = 1.0f;
     }
-    for (int i = 0; i < nax; i++) {
+    if (naxp) *naxp = nax;
+    for (int i = 0; i < nax && !(rt && *rt); i++) {
         int d = axes[i];
         int64_t in = x->dims[d], out;
         if (nsc >= 0) {
@@ -105,6 +123,8 @@ cuvil_status op_resize_params(cir_graph *g, cir_node *n, cuvil_resize_params *p)
     if (cm == COORD_TF_CROP_AND_RESIZE)
         return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "coordinate_transformation_mode 'tf_crop_and_resize' is not supported");
     p->coord_mode = cm;
+    if (nm == NEAREST_SIMPLE && rt && *rt)
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "Resize-10 or Upsample with scales computed when the model runs");
     if (nm == NEAREST_SIMPLE) {
         bool up = false, down = false;
         for (int d = 0; d < r; d++) {
@@ -123,6 +143,15 @@ cuvil_status op_resize_params(cir_graph *g, cir_node *n, cuvil_resize_params *p)
         return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "keep_aspect_ratio_policy '%s' is not supported",
                             cir_attr_enum_name(n, "keep_aspect_ratio_policy"));
     return CUVIL_OK;
+}
+
+cuvil_status op_resize_params(cir_graph *g, cir_node *n, cuvil_resize_params *p) {
+    return resize_params(g, n, p, NULL, NULL, NULL);
+}
+
+cuvil_status op_resize_rt(cir_graph *g, cir_node *n, cuvil_resize_params *p, bool *rt, int *axes, int *nax) {
+    *rt = false;
+    return resize_params(g, n, p, rt, axes, nax);
 }
 
 /* The output dims as expressions, and the scales the kernel takes (sizes mode on a symbolic
@@ -165,7 +194,17 @@ static cuvil_status resize_infer(cir_graph *g, cir_node *n) {
     if (s || (s = op_need_f32(g, n, 0))) return s;
     cir_value *x = cir_in(g, n, 0);
     cuvil_resize_params p;
-    if ((s = op_resize_params(g, n, &p))) return s;
+    bool rt;
+    int axes[CIR_MAX_DIMS], nax;
+    if ((s = op_resize_rt(g, n, &p, &rt, axes, &nax))) return s;
+    if (rt) {   /* scales or sizes read when the model runs: the dims along the axes are sizes it finds */
+        const cir_dim *dx[CIR_MAX_DIMS];
+        for (int d = 0; d < p.ndim; d++) dx[d] = cir_dimx(g, x, d);
+        for (int i = 0; i < nax; i++)
+            if ((s = op_found_dim(g, n, 0, axes[i], i, -1, false, &dx[axes[i]]))) return s;
+        cir_set_shape_x(cir_out(g, n, 0), x->dtype, p.ndim, dx);
+        return CUVIL_OK;
+    }
     if (!cir_value_fixed(x)) {
         const cir_dim *dx[CIR_MAX_DIMS];
         float sc[CIR_MAX_DIMS];

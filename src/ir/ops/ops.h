@@ -243,6 +243,9 @@ cuvil_status op_pool_params(cir_graph *g, cir_node *n, cuvil_pool2d_params *p);
 /* The reductions (mask bit d: axis d is reduced), and the output shape (ndim, dims). */
 cuvil_status op_reduce_params(cir_graph *g, cir_node *n, cuvil_reduce_params *p, int *ndim, int64_t *dims);
 cuvil_status op_resize_params(cir_graph *g, cir_node *n, cuvil_resize_params *p);
+/* op_resize_params, where scales or sizes may be read when the model runs (*rt): the axes they
+ * apply to into axes[0..*nax), p's dims and scales along them then the run's (cuvil_resize_rt). */
+cuvil_status op_resize_rt(cir_graph *g, cir_node *n, cuvil_resize_params *p, bool *rt, int *axes, int *nax);
 cuvil_status op_slice_params(cir_graph *g, cir_node *n, cuvil_slice_params *p);
 /* The same with the dims as expressions (any graph): per axis of the input, the first index read
  * and the count (both expressions) and the step; starts and ends may be known as expressions
