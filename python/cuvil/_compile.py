@@ -172,7 +172,8 @@ def compile(model: Any, example_inputs: Any = None, *, input_shapes: dict | None
 
 def _compile_torch(model, example_inputs, dims, shapes, target, opt_level, threads, cache, method):
     """The first of _torch.exports' graphs that Cuvil compiles; a graph with control flow left
-    in it (torch.cond, a scripted if) is a refusal that says so."""
+    in it that Cuvil cannot compile (a Loop: while_loop, a scripted loop) is a refusal that
+    says so (an If, from torch.cond or a scripted if, compiles)."""
     from . import _torch
     first = None
     for e, _names in _torch.exports(model, example_inputs, dims, shapes, method=method):
@@ -187,9 +188,8 @@ def _compile_torch(model, example_inputs, dims, shapes, target, opt_level, threa
             if err.status != "unsupported":
                 raise
             if e.control_flow:
-                raise CuvilError(f"the torch model has control flow left in its graph (torch.cond, or a TorchScript "
-                                 f"module's if/loop; exported as {', '.join(e.control_flow)}), which Cuvil does not "
-                                 f"compile yet: {err}", "unsupported") from None
+                raise CuvilError(f"the torch model has control flow left in its graph (exported as "
+                                 f"{', '.join(e.control_flow)}) that Cuvil does not compile: {err}", "unsupported") from None
             first = first or err   # what the other exporter writes may compile
     raise first
 

@@ -4,8 +4,8 @@ An nn.Module (or fx.GraphModule) is first exported with torch.export (non-strict
 runs on symbolic, fake tensors). A branch or a loop count that depends on a tensor's values
 cannot be exported so, and torch.export says so (GuardOnDataDependentSymNode): that is a
 CuvilError naming the user's line, never a graph fixed to the example's path. torch.cond
-exports as an ONNX If, which Cuvil does not compile yet: a refusal too (explained by the
-caller).
+exports as an ONNX If, which Cuvil compiles (its branches run as C control flow); a Loop
+(while_loop, a scripted loop) is a refusal (explained by the caller).
 
 Which exporter then writes the ONNX graph (torch's dynamo ONNX exporter takes seconds on a
 small CNN, several times what torch.export and the TorchScript exporter take together):
@@ -294,7 +294,7 @@ def _refuse_data_dependent(e: BaseException, how: str, raised: BaseException | N
     return CuvilError(f"the torch model's Python control flow depends on its input's values"
                       f"{' at ' + where if where else ''} ({how}: {_first_lines(e, 1)}). Compiling it would fix the "
                       f"result to the example's path; compute both sides with torch.where, or use torch.cond "
-                      f"(Cuvil does not compile torch.cond yet)", "unsupported")
+                      f"(which exports as an ONNX If: Cuvil compiles it)", "unsupported")
 
 
 # ---- the dynamo exporter -------------------------------------------------------------------

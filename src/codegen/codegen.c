@@ -470,7 +470,38 @@ static void guard_c(cg_ctx *cg, cuvil_sb *c, const cir_guard *gd) {
 
 /* A guard on a size the run finds: checked before the node that assumes it, not before all. */
 static bool guard_at_node(const cir_graph *g, const cir_guard *gd) {
+    if (gd->node_id >= 0 && gd->node_id < g->n_nodes && cir_node_at(g, gd->node_id)->region)
+        return true;   /* a node in an If's branch: only when the branch runs */
     return cir_dim_uses_rt(g, gd->a) || cir_dim_uses_rt(g, gd->b);
+}
+
+/* ===== If's branches ======================================================================== */
+#define CG_MAX_OPEN_REGIONS 64
+
+/* The live regions node n runs in, outermost first, into chain (their count). */
+static int region_chain(const cir_graph *g, const cir_node *n, int *chain) {
+    int tmp[CG_MAX_OPEN_REGIONS], k = 0;
+    for (int r = n->region; r > 0 && k < CG_MAX_OPEN_REGIONS; r = cir_region_live(g, g->regions[r].parent)) tmp[k++] = r;
+    for (int i = 0; i < k; i++) chain[i] = tmp[k - 1 - i];
+    return k;
+}
+
+/* Closes the open regions past the first `keep` (into calls). */
+static void close_regions(cuvil_sb *calls, int *open, int keep) {
+    while (*open > keep) {
+        (*open)--;
+        cuvil_sb_printf(calls, "%*s}\n", 4 * (*open + 1), "");
+    }
+}
+
+/* Opens regions chain[*open .. k) (into calls): each an `if` on its If's condition. */
+static void open_regions(cg_ctx *cg, cuvil_sb *calls, int *stack, int *open, const int *chain, int k) {
+    for (; *open < k; (*open)++) {
+        const struct cir_region *rg = &cg->g->regions[chain[*open]];
+        stack[*open] = chain[*open];
+        cuvil_sb_printf(calls, "%*sif (%s*(const uint8_t *)%s) {   /* an If's %s branch */\n", 4 * (*open + 1), "",
+                        rg->is_else ? "!" : "", cg_in(cg, rg->cond), rg->is_else ? "else" : "then");
+    }
 }
 
 /* Whether every size known only when the model runs that guard gd reads is known before node
@@ -757,16 +788,24 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
                         prefix, prefix, prefix);
     }
     char desc[512];
-    int n_emitted = 0, n_parts = 0;
+    int n_emitted = 0, n_parts = 0, in_part = 0;
+    int open = 0, open_stack[CG_MAX_OPEN_REGIONS], chain[CG_MAX_OPEN_REGIONS];   /* If branches open in calls */
     for (int i = 0; i < g->n_nodes && !st; i++) {
         cir_node *n = cir_node_at(g, i);
         bool view = (n->def->flags & CIR_OPF_ALIAS) && cg.plan.aliased[i];
         if (n->dead || (view && !n->n_rt))
             continue;   /* (a view sharing its input's bytes: nothing to run) */
-        if (n_emitted % CG_PART_NODES == 0) {   /* a part per CG_PART_NODES nodes that run */
+        int k = region_chain(g, n, chain), keep = 0;
+        while (keep < open && keep < k && open_stack[keep] == chain[keep]) keep++;
+        if (n_parts) close_regions(&calls, &open, keep);
+        /* a part per CG_PART_NODES nodes that run, split where no branch is open */
+        if (!n_parts || (in_part >= CG_PART_NODES && !open && !k)) {
             if (n_parts) close_part(&cg, nodes, prefix, n_parts - 1, &calls);
             open_part(&cg, nodes, n_parts++);
+            in_part = 0;
         }
+        in_part++;
+        open_regions(&cg, &calls, open_stack, &open, chain, k);
         rt_loads(&cg, &calls, n, cir_node_desc(n, desc, sizeof desc));
         rt_guards(&cg, &calls, n->id, &guard_done, &guard_cap);
         cuvil_arena_reset(&cg.strs);   /* strings handed to emitters live for one node */
@@ -841,6 +880,7 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
         n_emitted++;
     }
     if (!st && n_parts) {
+        close_regions(&calls, &open, 0);
         rt_guards(&cg, &calls, -1, &guard_done, &guard_cap);   /* those of views and dead nodes at the end */
         close_part(&cg, nodes, prefix, n_parts - 1, &calls);
     }

@@ -171,6 +171,7 @@ int cir_node_add(cir_graph *g, cir_op_kind kind, const char *name, const char *s
     n->src_op = so;
     n->residual = -1;
     n->packed = -1;
+    n->region = g->cur_region;
     n->in = ins;
     n->out = outs;
     n->n_in = n_in;
@@ -374,7 +375,8 @@ static const cir_dim *rt_symbol(cir_graph *g, cir_node *n, int key, int64_t lo, 
 
 const cir_dim *cir_rt_found(cir_graph *g, cir_node *n, int k, int64_t hi, const char *what) {
     char name[96];
-    snprintf(name, sizeof name, "%s(%.48s)", what, n->name);
+    if (k) snprintf(name, sizeof name, "%s%d(%.48s)", what, k, n->name);
+    else snprintf(name, sizeof name, "%s(%.48s)", what, n->name);
     cir_value *y = n->n_out ? cir_out(g, n, 0) : NULL;
     return rt_symbol(g, n, -1 - k, 0, hi, name, y ? y->name : n->name);
 }
@@ -414,6 +416,20 @@ bool cir_dim_uses_found(const cir_graph *g, const cir_dim *e) {
     for (int r = 0; e && r < g->n_rt_syms; r++)
         if (g->rt_key[r] < 0 && cir_dim_uses(e, g->rt_syms[r])) return true;
     return false;
+}
+
+int cir_region_live(const cir_graph *g, int r) {
+    int live = -1;   /* the innermost region on the way up whose condition is known only when the model runs */
+    for (int depth = 0; r > 0 && r < g->n_regions && depth <= g->n_regions; depth++, r = g->regions[r].parent) {
+        const struct cir_region *rg = &g->regions[r];
+        const cir_value *c = rg->cond >= 0 ? cir_val((cir_graph *)g, rg->cond) : NULL;
+        if (c && cir_is_const(c) && c->dtype == CIR_BOOL && cir_numel(c) == 1) {
+            if ((((const uint8_t *)c->data)[0] != 0) == rg->is_else) return -1;   /* a branch not taken */
+        } else if (c && live < 0) {
+            live = r;
+        }
+    }
+    return live < 0 ? 0 : live;
 }
 
 bool cir_value_bound(const cir_graph *g, const char *name, int64_t *lo, int64_t *hi) {

@@ -166,6 +166,11 @@ typedef struct cir_node {
      * values of a shape it reads from a tensor): g->rt_syms[rt_first .. rt_first + n_rt),
      * made once by cir_rt_found and cir_rt_load; n_rt 0 for most nodes */
     int rt_first, n_rt;
+    /* the region the node runs in (g->regions): 0 for the graph's own nodes, else a branch of
+     * an If, whose nodes come before it in the list and run only when its condition picks
+     * that branch */
+    int region;
+    int then_region, else_region;   /* an If's two branches (0: none) */
 } cir_node;
 
 /* A named dim. value: what shapes are built with (the fixed value, or for a symbolic one the
@@ -242,6 +247,14 @@ typedef struct cir_graph {
         int64_t lo, hi;
     } *value_bounds;
     int n_value_bounds;
+    /* Nested regions (If's branches): regions[r] for r >= 1, each inside its parent (0: the
+     * graph), run when the If's condition value `cond` is true (or, for an else branch,
+     * false). cur_region: the region nodes added now go into (cir_node_add). */
+    struct cir_region {
+        int parent, cond;
+        bool is_else;
+    } *regions;
+    int n_regions, cur_region;
     /* What the shapes assume and the compiler could not prove (two dims that must be equal: a
      * MatMul's K, broadcast partners): the generated code checks each once per run, before any
      * node runs, and fails naming the node. */
@@ -346,6 +359,10 @@ const cir_dim *cir_rt_load(cir_graph *g, cir_node *n, int i, int j, int64_t lo, 
  * a tensor before the node runs). */
 bool cir_dim_uses_rt(const cir_graph *g, const cir_dim *e);
 bool cir_dim_uses_found(const cir_graph *g, const cir_dim *e);
+/* Where a node of region r runs: -1 when r lies in a branch of an If whose constant condition
+ * takes the other; else the innermost region on the way up whose condition is known only
+ * when the model runs (0: none, the node runs unconditionally). */
+int cir_region_live(const cir_graph *g, int r);
 /* The range a --dim gave to value `name` (true), or false. */
 bool cir_value_bound(const cir_graph *g, const char *name, int64_t *lo, int64_t *hi);
 cuvil_status cir_require_le(cir_graph *g, const cir_node *n, const cir_dim *a, const cir_dim *b, const char *what);

@@ -635,6 +635,7 @@ cuvil_status cuvil_pass_lower(cir_graph *g, const cuvil_options *o) {
         cuvil_status s = lowerings[n->kind](g, n, &c);
         if (s) return s;
     }
+    if (cuvil_has_runtime_if(g)) return CUVIL_OK;   /* block fusion and layouts move work across nodes: not into or out of a branch */
     cuvil_status s = fuse_mbblocks(g, t);
     return s ? s : assign_layouts(g, t);
 }

@@ -37,7 +37,7 @@ static cuvil_status check_declared(cir_graph *g, const cir_node *n, cir_value *v
         dx[i] = cir_dimx(g, v, i);
         if (v->decl_dims[i] >= 0 && cir_dim_uses_rt(g, v->dx[i])) {
             const cir_dim *c = cir_dim_const(&g->dt, v->decl_dims[i]);
-            cuvil_status s = cir_require_eq(g, n, v->dx[i], c, "the declared output dim and the size the run found");
+            cuvil_status s = cir_require_eq(g, n, c, v->dx[i], "the declared output dim and the size the run found");
             if (s) return s;
             if (!cir_dim_uses_found(g, v->dx[i])) {
                 dx[i] = c;
@@ -68,13 +68,14 @@ static cuvil_status check_declared(cir_graph *g, const cir_node *n, cir_value *v
  * src_op: messages about the cast speak of the node the model has) or else after the value.
  * Returns the node's id or -1 (message on ctx). */
 static int cast_at(cir_graph *g, int pos, int from, cir_dtype to, const char *node_name, const char *src_op,
-                   int *out_value) {
+                   int *out_value, int region) {
     char name[600];
     snprintf(name, sizeof name, "%.500s (as %s)", cir_val(g, from)->name, cir_dtype_name(to));
     int nv = *out_value >= 0 ? *out_value : cir_value_add(g, name, CIR_VAL_ACT);
     if (nv < 0) return -1;
     int id = cir_node_insert(g, pos, CIR_OP_CAST, node_name ? node_name : name, src_op ? src_op : "Cast", 1, &from, 1,
                              &nv);
+    if (id >= 0) cir_node_at(g, id)->region = region;   /* the region of the node it serves */
     if (id < 0) return -1;
     cuvil_attr a = {.name = "to", .type = CUVIL_ATTR_INT, .i = cir_dtype_to_public(to)};
     if (cir_node_set_attr(g, cir_node_at(g, id), &a)) return -1;
@@ -117,7 +118,7 @@ static cuvil_status half_in(cir_graph *g, int i) {
         for (int k = 0; k < j && cast[j] < 0; k++)   /* the same value twice: one cast */
             if (orig[k] == orig[j]) cast[j] = cast[k];
         if (cast[j] < 0) {
-            if (cast_at(g, i, orig[j], CIR_F32, NULL, NULL, &cast[j]) < 0) return g->ctx->status;
+            if (cast_at(g, i, orig[j], CIR_F32, NULL, NULL, &cast[j], n->region) < 0) return g->ctx->status;
             i++;   /* the node moved up one */
         }
         cir_node_at(g, i)->in[j] = cast[j];
@@ -146,7 +147,7 @@ static cuvil_status half_out(cir_graph *g, int i) {
         x->producer = i;
         n->out[j] = nv;
         int dummy = orig;   /* the cast back is named as the node: a message about its output speaks of it */
-        if (cast_at(g, i + 1, nv, n->half, n->name, n->src_op, &dummy) < 0) return g->ctx->status;
+        if (cast_at(g, i + 1, nv, n->half, n->name, n->src_op, &dummy, n->region) < 0) return g->ctx->status;
         o->producer = -1;   /* the cast's, once inferred */
     }
     return CUVIL_OK;
@@ -168,6 +169,14 @@ cuvil_status cuvil_pass_shape_infer(cir_graph *g, const cuvil_options *o) {
         cir_node *n = cir_node_at(g, i);
         if (n->dead) continue;
         CUVIL_ASSERT(n->def);
+        if (n->region) {   /* in an If's branch: not taken when the condition is constant and says so */
+            int live = cir_region_live(g, n->region);
+            if (live < 0) {
+                n->dead = true;
+                continue;
+            }
+            n->region = live;   /* the branch a constant condition takes runs with the nodes around it */
+        }
         g->half_input = false;
         cuvil_status s = cir_node_check_attrs(g, n);
         if (!s && g->symdims && !(n->def->flags & CIR_OPF_SYM_DIMS) && takes_symbolic(g, n, true))

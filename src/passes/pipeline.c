@@ -18,6 +18,14 @@ static const cuvil_pass pipeline[] = {
 };
 #define N_PASSES (int)(sizeof pipeline / sizeof pipeline[0])
 
+bool cuvil_has_runtime_if(const cir_graph *g) {
+    for (int i = 0; i < g->n_nodes; i++) {
+        const cir_node *n = cir_node_at(g, i);
+        if (!n->dead && (n->region || (n->kind == CIR_OP_IF && !cir_is_const(cir_in((cir_graph *)g, n, 0))))) return true;
+    }
+    return false;
+}
+
 bool cuvil_inputs_const(cir_graph *g, const cir_node *n) {
     for (int i = 0; i < n->n_in; i++)
         if (n->in[i] >= 0 && !cir_is_const(cir_val(g, n->in[i]))) return false;
@@ -401,6 +409,10 @@ cuvil_status cuvil_run_passes(cir_graph *g, const cuvil_options *o) {
     for (int i = 0; i < N_PASSES; i++) {
         const cuvil_pass *p = &pipeline[i];
         if ((!p->required && o->opt_level < p->opt_level) || disabled(o, p->name)) continue;
+        /* An If whose condition only the run knows: the rewriting passes know nothing of its
+         * branches (CSE would share a value between them, a fusion move a node out of one), so
+         * the graph keeps its nodes as they are; folding and dead-node removal still run. */
+        if (!p->required && strcmp(p->name, "const_fold") && cuvil_has_runtime_if(g)) continue;
         cir_graph_count_uses(g);
         cuvil_status s = p->run(g, o);
         if (s) return s;

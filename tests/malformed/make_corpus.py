@@ -145,6 +145,16 @@ def cases() -> dict:
     c["deep-sequence-type-5000"] = Case(seq, "protobuf messages are nested more than 64 deep")
     c["deep-if-3000"] = Case(deep_if(3000), "graphs are nested more than 8 deep")
     c["deep-if-20"] = Case(deep_if(20), "graphs are nested more than 8 deep")
+    # If: a branch missing, a branch output that names nothing, a branch with inputs
+    br = helper.make_graph([helper.make_node("Neg", ["x"], ["t"])], "br", [], [vi("t", [2])])
+    ifm = lambda **a: model([helper.make_node("If", ["c"], ["y"], name="the_if", **a)],   # noqa: E731
+                            [vi("c", [], T.BOOL), vi("x", [2])], [vi("y", [2])])
+    c["if-no-else"] = Case(b(ifm(then_branch=br)), "needs then_branch and else_branch")
+    ghost = helper.make_graph([helper.make_node("Neg", ["x"], ["t"])], "gh", [], [vi("nowhere", [2])])
+    c["if-output-names-nothing"] = Case(b(ifm(then_branch=br, else_branch=ghost)),
+                                        "output 'nowhere' of its else_branch is not a value")
+    within = helper.make_graph([helper.make_node("Neg", ["x"], ["u"])], "wi", [vi("z", [2])], [vi("u", [2])])
+    c["if-branch-with-inputs"] = Case(b(ifm(then_branch=within, else_branch=br)), "an If's branches take none")
 
     # a field number past 2^29-1 (protobuf-c reads it as an unknown field; the pre-scan must not
     # stop there and leave what follows unchecked)

@@ -823,12 +823,13 @@ def test_data_dependent_control_flow_is_never_baked_in(cls, method):
     assert _pytorch_or_refusal(model, model, [pos, neg, small], method, where=_line_of(cls)) == "refused"
 
 
-def test_torch_cond_and_scripted_branches_are_refused_not_miscompiled():
-    """torch.cond exports as an ONNX If, a scripted `if` too: Cuvil does not compile If yet, so
-    either is a clear refusal (and never the example's branch for every input)."""
+def test_torch_cond_and_scripted_branches_compile_both_paths():
+    """torch.cond exports as an ONNX If, a scripted `if` too: Cuvil compiles the If as control
+    flow, so both match PyTorch on either side of the branch (never the example's branch for
+    every input)."""
     pos, neg = torch.full((1, 2), 0.5), torch.full((1, 2), -0.5)
     for src, model in ((CondBranch(), CondBranch()), (torch.jit.script(DataBranch()), DataBranch())):
-        assert _pytorch_or_refusal(src, model, [pos, neg], why="control flow") == "refused"
+        assert _pytorch_or_refusal(src, model, [pos, neg, pos], why="control flow") == "compiled"
 
 
 def test_torchscript_file_compiles_from_input_shapes_with_its_argument_names(tmp_path):

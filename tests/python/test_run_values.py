@@ -60,7 +60,7 @@ def test_expand_tile_constant_of_shape_from_inputs(tmp_path):
     with pytest.raises(cuvil.CuvilError, match=r"Expand.*shape\[0\] = 7 is outside 0\.\.6"):
         model(shape=np.array([7, 3, 1], np.int64), **feeds)
     # broadcasting 2 against the input's 3: refused (ONNX Runtime refuses it too)
-    with pytest.raises(cuvil.CuvilError, match=r"shape value \(1 or the input's dim\)"):
+    with pytest.raises(cuvil.CuvilError, match=r"shape\[1\] must be 1 or 3 \(the input's dim\)"):
         model(shape=np.array([2, 2, 1], np.int64), **feeds)
     # the model still runs after a refused run
     _check(model, path, {**feeds, "shape": np.array([2, 3, 2], np.int64)})
@@ -217,3 +217,49 @@ def test_resize_from_inputs(tmp_path, by):
     big = np.array([1, 1, 5, 1], np.float32) if by == "scales" else np.array([1, 2, 30, 5], np.int64)
     with pytest.raises(cuvil.CuvilError, match=r"Resize.*over the output's declared or --dim size"):
         model(x=x, s=big)
+
+
+def test_run_time_reshape_into_matmul_and_range_extremes(tmp_path):
+    """A Reshape by a shape the model takes feeds a MatMul with a fixed weight: K is a size the
+    run finds, checked against the weight's when the model runs (no packing of the weight for
+    a K the compiler cannot see). An int64 Range across the whole int64 span with a huge delta
+    (limit - start overflows int64) counts in unsigned arithmetic, as ONNX Runtime does."""
+    nodes = [helper.make_node("Reshape", ["x", "s"], ["r"]), helper.make_node("MatMul", ["r", "w"], ["y"]),
+             helper.make_node("Range", ["a", "b", "d"], ["q"])]
+    path = _model(tmp_path, "rmm", nodes,
+                  [_vi("x", TensorProto.FLOAT, [2, 3, 4]), _vi("s", TensorProto.INT64, [2]),
+                   _vi("a", TensorProto.INT64, []), _vi("b", TensorProto.INT64, []), _vi("d", TensorProto.INT64, [])],
+                  [("y", TensorProto.FLOAT), ("q", TensorProto.INT64)],
+                  [helper.make_tensor("w", TensorProto.FLOAT, [4, 5], list(np.linspace(-1, 1, 20)))])
+    model = cuvil.load(tl.compile(path, tmp_path / "b", dims={"q": "0:10"}))
+    x = np.random.default_rng(29).standard_normal((2, 3, 4)).astype(np.float32)
+    big = {"a": np.array(-2**63, np.int64), "b": np.array(2**63 - 1, np.int64), "d": np.array(2**62, np.int64)}
+    for s in ([6, 4], [-1, 4]):
+        _check(model, path, {"x": x, "s": np.array(s, np.int64), **big})
+    with pytest.raises(cuvil.CuvilError, match=r"MatMul"):
+        model(x=x, s=np.array([4, 6], np.int64), **big)   # K = 6 against the weight's 4
+
+
+def test_declared_output_mismatch_and_nan_index_messages(tmp_path):
+    """A declared output dim the run contradicts fails with the declared size first; a NaN index
+    of OneHot is no index (a row of off values), never class 0."""
+    g = helper.make_graph([helper.make_node("Slice", ["x", "st", "en"], ["y"]),
+                           helper.make_node("OneHot", ["ind", "dep", "vals"], ["oh"])], "decl",
+                          [_vi("x", TensorProto.FLOAT, [6]), _vi("st", TensorProto.INT64, [1]), _vi("en", TensorProto.INT64, [1]),
+                           _vi("ind", TensorProto.FLOAT, [3])],
+                          [_vi("y", TensorProto.FLOAT, [3]), _vi("oh", TensorProto.FLOAT, None)],
+                          [helper.make_tensor("dep", TensorProto.INT64, [], [4]),
+                           helper.make_tensor("vals", TensorProto.FLOAT, [2], [0.0, 1.0])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    path = tmp_path / "decl.onnx"
+    import onnx
+    onnx.save(m, path)
+    model = cuvil.load(tl.compile(path, tmp_path / "b"))
+    x = np.arange(6, dtype=np.float32)
+    ind = np.array([1.7, np.nan, -1.2], np.float32)
+    y, oh = model(x=x, st=np.array([1], np.int64), en=np.array([4], np.int64), ind=ind)
+    np.testing.assert_array_equal(y, x[1:4])
+    np.testing.assert_array_equal(oh, [[0, 1, 0, 0], [0, 0, 0, 0], [0, 0, 0, 1]])
+    with pytest.raises(cuvil.CuvilError, match=r"declared output dim and the size the run found differ \(3 and 2\)"):
+        model(x=x, st=np.array([0], np.int64), en=np.array([2], np.int64), ind=ind)

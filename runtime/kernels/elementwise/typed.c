@@ -557,9 +557,9 @@ void cuvil_range_t(int t, const void *start, const void *delta, void *y, int64_t
 }
 
 /* A float as int64 the way a C cast would for values in range (ONNX Runtime's static_cast),
- * saturating outside it and 0 for NaN: never undefined. */
+ * saturating outside it, INT64_MIN for NaN: never undefined. */
 static int64_t f_to_i64(double v) {
-    if (v != v) return 0;
+    if (v != v) return INT64_MIN;   /* NaN: no index (an all-off row), no depth */
     if (v >= 9223372036854775807.0) return INT64_MAX;
     if (v <= -9223372036854775808.0) return INT64_MIN;
     return (int64_t)v;
@@ -669,10 +669,14 @@ int64_t cuvil_range_count_t(int t, const void *start, const void *limit, const v
         if (k > (double)cap) return -1;
         n = k > 0 ? (int64_t)k : 0;
     } else {
-        int64_t s = ld_int(t, start, 0), l = ld_int(t, limit, 0), d = ld_int(t, delta, 0), diff;
-        if (d == 0 || __builtin_sub_overflow(l, s, &diff)) return -1;
-        if (d > 0) n = diff > 0 ? 1 + (diff - 1) / d : 0;
-        else n = diff < 0 ? 1 + (diff + 1) / d : 0;
+        int64_t s = ld_int(t, start, 0), l = ld_int(t, limit, 0), d = ld_int(t, delta, 0);
+        if (d == 0) return -1;
+        /* ceil(|l - s| / |d|) in uint64: every difference of two int64s fits */
+        uint64_t span = d > 0 ? (l > s ? (uint64_t)l - (uint64_t)s : 0) : (s > l ? (uint64_t)s - (uint64_t)l : 0);
+        uint64_t step = d > 0 ? (uint64_t)d : (uint64_t)(-(d + 1)) + 1;
+        uint64_t k = span ? 1 + (span - 1) / step : 0;
+        if (k > (uint64_t)cap) return -1;
+        n = (int64_t)k;
     }
     return n > cap ? -1 : n;
 }

@@ -75,3 +75,34 @@ void cg_emit_found_dims(cg_ctx *cg, cir_graph *g, cir_node *n) {
     cg_printf(cg, "    }\n");
     cg_fallible(cg, "its shape does not fit the input by Reshape's rules, or gives a dim over the size planned for it");
 }
+
+/* ===== if (op_if.c) ========================================================================== */
+/* The copies of branch b (0 then, 1 else) into the outputs, with the dims the run finds. */
+static void if_copies(cg_ctx *cg, cir_graph *g, cir_node *n, int b, const char *ind) {
+    int k = n->n_out;
+    for (int i = 0; i < k; i++) {
+        int src = n->in[1 + b * k + i];
+        if (src < 0 || n->out[i] < 0) continue;
+        cir_value *v = cir_val(g, src);
+        for (int d = 0; d < v->ndim; d++)
+            for (int r = n->rt_first; r < n->rt_first + n->n_rt; r++)
+                if (g->rt_key[r] == -1 - (i * CIR_MAX_DIMS + d))
+                    cg_printf(cg, "%s    D[%d] = %s;   /* the branch's size */\n", ind, cg_rt_slot(cg, g->rt_syms[r]),
+                              cg_dim_c(cg, cir_dimx(g, v, d)));
+        cg_printf(cg, "%s    memmove(%s, %s, %s);\n", ind, cg_out(cg, n->out[i]), cg_in(cg, src), cg_nbytes(cg, src));
+    }
+}
+
+cuvil_status cg_emit_if(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    cir_value *c = cir_in(g, n, 0);
+    if (cir_is_const(c)) {   /* the branch it takes ran unconditionally */
+        if_copies(cg, g, n, ((const uint8_t *)c->data)[0] ? 0 : 1, "");
+        return CUVIL_OK;
+    }
+    cg_printf(cg, "    if (*(const uint8_t *)%s) {\n", cg_in(cg, n->in[0]));
+    if_copies(cg, g, n, 0, "    ");
+    cg_printf(cg, "    } else {\n");
+    if_copies(cg, g, n, 1, "    ");
+    cg_printf(cg, "    }\n");
+    return CUVIL_OK;
+}

@@ -25,7 +25,7 @@ cuvil_status cg_emit_slice(cg_ctx *cg, cir_graph *g, cir_node *n) {
         for (int d = 0; d < x->ndim; d++) cg_printf(cg, "        D[%d] = p.out_dims[%d];\n", slots[d], d);
         cg_printf(cg, "        cuvil_slice(&p, %s, %s);\n    }\n", cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));
         cg_fallible(cg, "its starts, ends, axes and steps are not valid for its input (a step of 0, an axis out of range "
-                        "or repeated)");
+                        "or repeated), or give a dim over the output's declared or --dim size");
         return CUVIL_OK;
     }
     if (cg_node_symbolic(g, n)) {   /* the starts and counts of this run (op_slice_x) */

@@ -564,6 +564,93 @@ static void unsup_free(unsup_list *u) {
     cuvil_free(u->ops);
 }
 
+static cuvil_status load_nodes(loader *L, const Onnx__GraphProto *gp);
+
+/* The most Ifs inside Ifs: the loader recurses once per level. */
+#define MAX_REGION_DEPTH 16
+
+/* The subgraph sg of an If (desc; its then_branch, or else_branch when is_else) into a new
+ * region of the graph, run when value cond is true (false): its initializers and nodes, which
+ * may read every value of the graphs around it, and its outputs' value ids appended to
+ * outs[*n_outs..] (at most max). */
+static cuvil_status load_region(loader *L, const Onnx__GraphProto *sg, const char *desc, const char *attr, int cond,
+                                bool is_else, int *outs, int *n_outs, int max, int *region) {
+    cir_graph *g = L->g;
+    int depth = 0;
+    for (int r = g->cur_region; r > 0; r = g->regions[r].parent) depth++;
+    if (depth >= MAX_REGION_DEPTH)
+        return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED, "%s: Ifs nested more than %d deep", desc, MAX_REGION_DEPTH);
+    if (sg->n_input)
+        return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: its %s has inputs; an If's branches take none", desc, attr);
+    if ((int)sg->n_output > max)
+        return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: its %s has %zu outputs, the node %d", desc, attr, sg->n_output, max);
+    int r = g->n_regions ? g->n_regions : 1;   /* regions[0] is the graph itself */
+    struct cir_region *nr = cuvil_arena_alloc(&g->arena, sizeof *nr * (size_t)(r + 1));
+    if (!nr) return cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
+    if (g->n_regions) memcpy(nr, g->regions, sizeof *nr * (size_t)g->n_regions);
+    else nr[0] = (struct cir_region){0, -1, false};
+    nr[r] = (struct cir_region){g->cur_region, cond, is_else};
+    g->regions = nr;
+    g->n_regions = r + 1;
+    *region = r;
+    cuvil_map outer_later = L->later;   /* the subgraph's own "produced later" names */
+    memset(&L->later, 0, sizeof L->later);
+    int outer_region = g->cur_region, first_value = g->n_values;
+    g->cur_region = r;
+    cuvil_status s = load_initializers(L, sg);
+    if (!s) s = load_nodes(L, sg);
+    g->cur_region = outer_region;
+    cuvil_map_free(&L->later);
+    L->later = outer_later;
+    if (s) return cuvil_err_prefix(L->ctx, "in the %s of %s: ", attr, desc);
+    for (size_t j = 0; j < sg->n_output; j++) {
+        const char *o = sg->output[j]->name ? sg->output[j]->name : "";
+        int id = cuvil_map_get(&L->names, o);
+        if (id < 0)
+            return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: output '%s' of its %s is not a value of the branch or the graph",
+                             desc, o, attr);
+        outs[(*n_outs)++] = id;
+    }
+    /* the branch's names leave scope with it (the other branch may use them again) */
+    for (int v = first_value; v < g->n_values; v++) {
+        const char *nm = cir_val(g, v)->name;
+        if (nm && cuvil_map_get(&L->names, nm) == v && !cuvil_map_put(&L->names, nm, -1))
+            return cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
+    }
+    return CUVIL_OK;
+}
+
+/* An If node's branches (np's then_branch and else_branch attributes) loaded as regions; in[]
+ * becomes (cond, the then outputs, the else outputs). */
+static cuvil_status load_if(loader *L, const Onnx__NodeProto *np, const char *desc, int **in, int *n_in, int *regions) {
+    const Onnx__GraphProto *br[2] = {NULL, NULL};
+    for (size_t j = 0; j < np->n_attribute; j++) {
+        const Onnx__AttributeProto *ap = np->attribute[j];
+        const char *an = ap->name ? ap->name : "";
+        int k = !strcmp(an, "then_branch") ? 0 : !strcmp(an, "else_branch") ? 1 : -1;
+        if (k < 0) continue;
+        if (ap->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH || !ap->g)
+            return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: attribute '%s' is not a graph", desc, an);
+        br[k] = ap->g;
+    }
+    if (!br[0] || !br[1]) return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: needs then_branch and else_branch", desc);
+    int k = (int)np->n_output, cond = (*in)[0];
+    if (np->n_input != 1 || cond < 0) return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: takes one input, the condition", desc);
+    int *all = cuvil_arena_alloc(&L->g->arena, sizeof(int) * (size_t)(1 + 2 * k));
+    if (!all) return cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
+    all[0] = cond;
+    int n = 1;
+    cuvil_status s = load_region(L, br[0], desc, "then_branch", cond, false, all, &n, 1 + k, &regions[0]);
+    if (!s && n != 1 + k)
+        s = cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: its then_branch has %d outputs, the node %d", desc, n - 1, k);
+    if (!s) s = load_region(L, br[1], desc, "else_branch", cond, true, all, &n, 1 + 2 * k, &regions[1]);
+    if (!s && n != 1 + 2 * k)
+        s = cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: its else_branch has %d outputs, the node %d", desc, n - 1 - k, k);
+    *in = all;
+    *n_in = n;
+    return s;
+}
+
 static cuvil_status load_nodes(loader *L, const Onnx__GraphProto *gp) {
     cir_graph *g = L->g;
     unsup_list unknown = {0};
@@ -647,7 +734,10 @@ static cuvil_status load_nodes(loader *L, const Onnx__GraphProto *gp) {
         }
         if (s) break;
         if (!supported) continue;   /* reported with the others once every node is read */
-        onnx_node on = {.op = op, .name = name, .desc = desc, .opset = opset, .n_in = (int)np->n_input,
+        int n_in = (int)np->n_input, regions[2] = {0, 0};
+        bool is_if = !*domain && !strcmp(op, "If");
+        if (is_if && (s = load_if(L, np, desc, &in, &n_in, regions))) break;
+        onnx_node on = {.op = op, .name = name, .desc = desc, .opset = opset, .n_in = n_in,
                         .n_out = (int)np->n_output, .in = in, .out = out};
         on.attrs = cuvil_arena_alloc(&g->arena, sizeof(onnx_attr) * (np->n_attribute + 1));
         if (!on.attrs) {
@@ -655,10 +745,20 @@ static cuvil_status load_nodes(loader *L, const Onnx__GraphProto *gp) {
             break;
         }
         for (size_t j = 0; j < np->n_attribute && !s; j++) {
-            s = load_attr(L, desc, name, np->attribute[j], &on.attrs[j]);
+            if (is_if && np->attribute[j]->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH) continue;   /* loaded */
+            s = load_attr(L, desc, name, np->attribute[j], &on.attrs[on.n_attrs]);
             if (!s) on.n_attrs++;
         }
+        int before = g->n_nodes;
         if (!s) s = cuvil_onnx_map_node(&L->map, &on);
+        if (!s && is_if) {
+            if (g->n_nodes != before + 1 || cir_node_at(g, before)->kind != CIR_OP_IF) {
+                s = cuvil_err(L->ctx, CUVIL_ERR_INTERNAL, "%s: not mapped to one if node", desc);
+                break;
+            }
+            cir_node_at(g, before)->then_region = regions[0];
+            cir_node_at(g, before)->else_region = regions[1];
+        }
     }
     if (!s && (unknown.n_nodes || unknown.oom)) s = unsup_report(L->ctx, &unknown);
     unsup_free(&unknown);

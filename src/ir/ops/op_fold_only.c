@@ -234,7 +234,9 @@ static cuvil_status expand_dims_x(cir_graph *g, cir_node *n, const cir_value *x,
         if (!a || !b) return cir_dim_err(g, n, "broadcasting");
         if (cir_dim_is_const(a) && a->c != 1 && !cir_dim_is_const(b) && cir_dim_uses_rt(g, b)) {
             /* s <= c, and for c >= 2 also s >= 1 and (s - 1) mod (c - 1) = 0: s is 1 or c (s >= 0) */
-            const char *what = "a shape value (1 or the input's dim) and the input's dim";
+            char what[160];
+            snprintf(what, sizeof what, "shape[%d] must be 1 or %lld (the input's dim) when the model runs; the checks on "
+                     "its value", ib, (long long)a->c);
             cuvil_status s = cir_require_le(g, n, b, a->c ? a : one, what);
             if (!s && a->c >= 2)
                 s = cir_require_le(g, n, one, b, what) ||

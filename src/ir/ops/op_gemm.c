@@ -185,7 +185,12 @@ static cuvil_status matmul_params(cir_graph *g, cir_node *n, cuvil_gemm_params *
     if (a->ndim < 1 || b->ndim < 1) return cir_node_err(g, n, CUVIL_ERR_SHAPE, "operands must have rank >= 1");
     int64_t M = a->ndim == 1 ? 1 : a->dims[a->ndim - 2], K = a->dims[a->ndim - 1];
     int64_t Kb = b->ndim == 1 ? b->dims[0] : b->dims[b->ndim - 2], N = b->ndim == 1 ? 1 : b->dims[b->ndim - 1];
-    if (K != Kb) {
+    const cir_dim *ka = a->dx[a->ndim - 1], *kb = b->dx[b->ndim == 1 ? 0 : b->ndim - 2];
+    if (K != Kb && (ka || kb)) {
+        /* a symbolic K (a size the run finds): the upper bounds need not agree; shape inference
+         * made their equality a guard (op_gemm_x), so K is the fixed one's, or the smaller bound */
+        K = !ka ? K : !kb ? Kb : K < Kb ? K : Kb;
+    } else if (K != Kb) {
         char sa[256], sb[256];
         return cir_node_err(g, n, CUVIL_ERR_SHAPE, "inner dims differ: '%s' %s and '%s' %s", a->name,
                             cir_shape_str(g, a, sa, sizeof sa), b->name, cir_shape_str(g, b, sb, sizeof sb));
