@@ -88,7 +88,8 @@ cuvil_status cuvil_pass_drop_identities(cir_graph *g, const cuvil_options *o) {
         cir_node *n = cir_node_at(g, i);
         if (n->dead) continue;
         cuvil_rewrite_inputs(&rw, n);
-        if (n->n_out != 1 || n->n_in < 1 || n->in[0] < 0 || n->half != CIR_UNDEF || n->act.op || n->residual >= 0)
+        /* (a node that reads or finds sizes when the model runs stays: its loads and checks do) */
+        if (n->n_out != 1 || n->n_in < 1 || n->in[0] < 0 || n->half != CIR_UNDEF || n->act.op || n->residual >= 0 || n->n_rt)
             continue;
         cir_value *x = cir_in(g, n, 0), *y = cir_out(g, n, 0);
         int to = -1;

@@ -263,3 +263,24 @@ def test_declared_output_mismatch_and_nan_index_messages(tmp_path):
     np.testing.assert_array_equal(oh, [[0, 1, 0, 0], [0, 0, 0, 0], [0, 0, 0, 1]])
     with pytest.raises(cuvil.CuvilError, match=r"declared output dim and the size the run found differ \(3 and 2\)"):
         model(x=x, st=np.array([0], np.int64), en=np.array([2], np.int64), ind=ind)
+
+
+def test_expand_declared_like_its_input_still_checks_its_shape(tmp_path):
+    """Expand(x [1,3,1], shape) declared [1,3,1] (ONNX's simple/test_expand_shape_model1): the
+    output is the input's shape, but the node is not dropped as an identity, since the values
+    of shape read when the model runs must still be checked (a shape [2, 2] fails the run, as
+    in ONNX Runtime; [3, 1] and [1, 1] give x)."""
+    g = helper.make_graph([helper.make_node("Expand", ["x", "shape"], ["y"])], "exd",
+                          [_vi("x", TensorProto.FLOAT, [1, 3, 1]), _vi("shape", TensorProto.INT64, [2])],
+                          [_vi("y", TensorProto.FLOAT, [1, 3, 1])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    path = tmp_path / "exd.onnx"
+    import onnx
+    onnx.save(m, path)
+    model = cuvil.load(tl.compile(path, tmp_path / "b"))
+    x = np.array([1, 2, 3], np.float32).reshape(1, 3, 1)
+    for s in ([3, 1], [1, 1]):
+        _check(model, path, {"x": x, "shape": np.array(s, np.int64)})
+    with pytest.raises(cuvil.CuvilError, match=r"Expand"):
+        model(x=x, shape=np.array([2, 2], np.int64))
