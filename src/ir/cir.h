@@ -254,7 +254,7 @@ typedef struct cir_graph {
         int parent, cond;
         bool is_else;
     } *regions;
-    int n_regions, cur_region;
+    int n_regions, cap_regions, cur_region;
     /* What the shapes assume and the compiler could not prove (two dims that must be equal: a
      * MatMul's K, broadcast partners): the generated code checks each once per run, before any
      * node runs, and fails naming the node. */

@@ -155,6 +155,11 @@ def cases() -> dict:
                                         "output 'nowhere' of its else_branch is not a value")
     within = helper.make_graph([helper.make_node("Neg", ["x"], ["u"])], "wi", [vi("z", [2])], [vi("u", [2])])
     c["if-branch-with-inputs"] = Case(b(ifm(then_branch=within, else_branch=br)), "an If's branches take none")
+    # more outputs than the node has (2 against 1: room for them once overran the list)
+    many = helper.make_graph([helper.make_node("Neg", ["x"], [f"m{i}"]) for i in range(2)], "many", [],
+                             [vi(f"m{i}", [2]) for i in range(2)])
+    c["if-else-more-outputs"] = Case(b(ifm(then_branch=br, else_branch=many)), "its else_branch has 2 outputs, the node 1")
+    c["if-then-more-outputs"] = Case(b(ifm(then_branch=many, else_branch=br)), "its then_branch has 2 outputs, the node 1")
 
     # a field number past 2^29-1 (protobuf-c reads it as an unknown field; the pre-scan must not
     # stop there and leave what follows unchecked)

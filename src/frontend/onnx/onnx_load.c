@@ -572,7 +572,7 @@ static cuvil_status load_nodes(loader *L, const Onnx__GraphProto *gp);
 /* The subgraph sg of an If (desc; its then_branch, or else_branch when is_else) into a new
  * region of the graph, run when value cond is true (false): its initializers and nodes, which
  * may read every value of the graphs around it, and its outputs' value ids appended to
- * outs[*n_outs..] (at most max). */
+ * outs[*n_outs..] (outs holds max). */
 static cuvil_status load_region(loader *L, const Onnx__GraphProto *sg, const char *desc, const char *attr, int cond,
                                 bool is_else, int *outs, int *n_outs, int max, int *region) {
     cir_graph *g = L->g;
@@ -582,15 +582,20 @@ static cuvil_status load_region(loader *L, const Onnx__GraphProto *sg, const cha
         return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED, "%s: Ifs nested more than %d deep", desc, MAX_REGION_DEPTH);
     if (sg->n_input)
         return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: its %s has inputs; an If's branches take none", desc, attr);
-    if ((int)sg->n_output > max)
-        return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: its %s has %zu outputs, the node %d", desc, attr, sg->n_output, max);
+    if (sg->n_output > (size_t)(max - *n_outs))   /* room for them in outs[] */
+        return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: its %s has %zu outputs, the node %d", desc, attr, sg->n_output,
+                         max - *n_outs);
     int r = g->n_regions ? g->n_regions : 1;   /* regions[0] is the graph itself */
-    struct cir_region *nr = cuvil_arena_alloc(&g->arena, sizeof *nr * (size_t)(r + 1));
-    if (!nr) return cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
-    if (g->n_regions) memcpy(nr, g->regions, sizeof *nr * (size_t)g->n_regions);
-    else nr[0] = (struct cir_region){0, -1, false};
-    nr[r] = (struct cir_region){g->cur_region, cond, is_else};
-    g->regions = nr;
+    if (r + 1 > g->cap_regions) {   /* (doubling: many Ifs copy the table a few times, not once each) */
+        int cap = g->cap_regions ? 2 * g->cap_regions : 8;
+        struct cir_region *nr = cuvil_arena_alloc(&g->arena, sizeof *nr * (size_t)cap);
+        if (!nr) return cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
+        if (g->n_regions) memcpy(nr, g->regions, sizeof *nr * (size_t)g->n_regions);
+        else nr[0] = (struct cir_region){0, -1, false};
+        g->regions = nr;
+        g->cap_regions = cap;
+    }
+    g->regions[r] = (struct cir_region){g->cur_region, cond, is_else};
     g->n_regions = r + 1;
     *region = r;
     cuvil_map outer_later = L->later;   /* the subgraph's own "produced later" names */
