@@ -141,3 +141,20 @@ def test_if_branches_reuse_names_and_read_run_time_sizes(tmp_path):
     x = np.array([3, 1, 3, 2, 1, 3], np.float32)
     for c, shape in ((True, [2, 3]), (False, [2, 3]), (True, [3, -1]), (True, [6, 1]), (False, [1, 6])):
         tl.check_vs_ort(model, path, {"x": x, "c": np.array(c), "shape": np.array(shape, np.int64)})
+
+
+def test_if_output_declared_smaller_than_a_branch_fails_cleanly(tmp_path):
+    """Branches give [5] and [3], the model declares the output [3]: the planned room is 3, so
+    the run that takes the [5] branch fails with a message before copying (never past the
+    buffer); the other path matches ONNX Runtime."""
+    then_g = _branch("then", [helper.make_node("Neg", ["x"], ["yt"])], [("yt", TensorProto.FLOAT)])
+    else_g = _branch("else", [helper.make_node("Slice", ["x", "s0", "e3"], ["ye"])], [("ye", TensorProto.FLOAT)])
+    g = helper.make_graph([helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g)], "decl",
+                          [_vi("x", TensorProto.FLOAT, [5]), _vi("c", TensorProto.BOOL, [])], [_vi("y", TensorProto.FLOAT, [3])],
+                          [helper.make_tensor("s0", TensorProto.INT64, [1], [0]), helper.make_tensor("e3", TensorProto.INT64, [1], [3])])
+    path = _save(tmp_path, "decl", g)
+    model = cuvil.load(tl.compile(path, tmp_path / "b"))
+    x = np.arange(5, dtype=np.float32)
+    np.testing.assert_array_equal(model(x=x, c=np.array(False)), x[:3])
+    with pytest.raises(cuvil.CuvilError, match=r"If.*larger than its declared or --dim size"):
+        model(x=x, c=np.array(True))

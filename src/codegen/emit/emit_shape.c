@@ -86,9 +86,13 @@ static void if_copies(cg_ctx *cg, cir_graph *g, cir_node *n, int b, const char *
         cir_value *v = cir_val(g, src);
         for (int d = 0; d < v->ndim; d++)
             for (int r = n->rt_first; r < n->rt_first + n->n_rt; r++)
-                if (g->rt_key[r] == -1 - (i * CIR_MAX_DIMS + d))
-                    cg_printf(cg, "%s    D[%d] = %s;   /* the branch's size */\n", ind, cg_rt_slot(cg, g->rt_syms[r]),
-                              cg_dim_c(cg, cir_dimx(g, v, d)));
+                if (g->rt_key[r] == -1 - (i * CIR_MAX_DIMS + d)) {
+                    char hi[32];
+                    int slot = cg_rt_slot(cg, g->rt_syms[r]);
+                    cg_printf(cg, "%s    D[%d] = %s;   /* the branch's size */\n%s    if (D[%d] > %s) return 1;\n", ind, slot,
+                              cg_dim_c(cg, cir_dimx(g, v, d)), ind, slot, cg_i64(g->rt_hi[r], hi));
+                    cg_fallible(cg, "the branch it takes gives an output larger than its declared or --dim size");
+                }
         cg_printf(cg, "%s    memmove(%s, %s, %s);\n", ind, cg_out(cg, n->out[i]), cg_in(cg, src), cg_nbytes(cg, src));
     }
 }
