@@ -209,6 +209,23 @@ const char *cg_scratch(cg_ctx *cg, size_t bytes, const char *size_expr_fmt, ...)
     return "S";
 }
 
+void cg_found_call(cg_ctx *cg, int slot, const char *what, const char *call_fmt, ...) {
+    va_list ap;
+    va_start(ap, call_fmt);
+    int len = vsnprintf(NULL, 0, call_fmt, ap);
+    va_end(ap);
+    char *call = len >= 0 ? cuvil_arena_alloc(&cg->strs, (size_t)len + 1) : NULL;
+    if (!call) {
+        cg->body.oom = true;   /* fails the build at the end */
+        return;
+    }
+    va_start(ap, call_fmt);
+    vsnprintf(call, (size_t)len + 1, call_fmt, ap);
+    va_end(ap);
+    cg_printf(cg, "    D[%d] = %s;\n    if (D[%d] < 0) return 1;\n", slot, call, slot);
+    cg_fallible(cg, what);
+}
+
 /* ===== Symbolic dims ================================================================= */
 cir_graph *cg_graph(cg_ctx *cg) { return cg->g; }
 const char *cg_str(cg_ctx *cg, const char *s) { return fmt_str(cg, "%s", s); }
@@ -504,12 +521,15 @@ static void open_regions(cg_ctx *cg, cuvil_sb *calls, int *stack, int *open, con
     }
 }
 
+/* Whether guard gd reads table symbol sym. */
+static bool guard_uses(const cir_guard *gd, int sym) { return cir_dim_uses(gd->a, sym) || cir_dim_uses(gd->b, sym); }
+
 /* Whether every size known only when the model runs that guard gd reads is known before node
  * id runs: found by a node before it, or read from a tensor for it or a node before it. */
 static bool guard_ready(const cg_ctx *cg, const cir_guard *gd, int id) {
     const cir_graph *g = cg->g;
     for (int r = 0; r < g->n_rt_syms; r++) {
-        if (!cir_dim_uses(gd->a, g->rt_syms[r]) && !cir_dim_uses(gd->b, g->rt_syms[r])) continue;
+        if (!guard_uses(gd, g->rt_syms[r])) continue;
         int at = cg->rt_pos[r];
         if (at < 0 || (g->rt_key[r] < 0 ? at >= id : at > id)) return false;
     }
@@ -560,7 +580,7 @@ static void rt_guards(cg_ctx *cg, cuvil_sb *calls, int id, uint8_t **donep, int 
         if (done[i] || !guard_at_node(cg->g, gd)) continue;
         bool orphan = false;   /* on a size of a node no longer in the graph (folded): nothing reads it */
         for (int r = 0; r < cg->g->n_rt_syms; r++)
-            orphan |= cg->rt_pos[r] < 0 && (cir_dim_uses(gd->a, cg->g->rt_syms[r]) || cir_dim_uses(gd->b, cg->g->rt_syms[r]));
+            orphan |= cg->rt_pos[r] < 0 && guard_uses(gd, cg->g->rt_syms[r]);
         if (orphan) {
             done[i] = 1;
             continue;

@@ -104,6 +104,13 @@ bool cg_node_symbolic(const cir_graph *g, const cir_node *n);
 int cg_rt_slot(cg_ctx *cg, int dsym);
 /* A Reshape's output dims from its shape read when the model runs, into D[] (emit_shape.c). */
 void cg_emit_found_dims(cg_ctx *cg, cir_graph *g, cir_node *n);
+/* Node n's k-th found size (op_found_dim): its D[] slot (-1: none) and, into hi (when not
+ * NULL), the room planned for it as a C literal. */
+int cg_found_slot(cg_ctx *cg, const cir_graph *g, const cir_node *n, int k, char hi[32]);
+/* `D[slot] = <call>;` for a kernel that returns the size it finds, or -1 (a value it refuses, or
+ * over the room planned), which fails the node with `what`. */
+void cg_found_call(cg_ctx *cg, int slot, const char *what, const char *call_fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 /* The room planned for node n's found sizes k = 0..cnt-1 (op_found_dim) as a C initialiser, and
  * their D[] slots into slots[]. */
 const char *cg_found_his(cg_ctx *cg, cir_graph *g, const cir_node *n, int cnt, int *slots);

@@ -113,15 +113,14 @@ cuvil_status cg_emit_nms(cg_ctx *cg, cir_graph *g, cir_node *n) {
     const cir_dim *b, *c, *k;
     cuvil_status s = op_nms_layout(g, n, &b, &c, &k);
     if (s) return s;
-    int slot = cg_rt_slot(cg, g->rt_syms[n->rt_first]);
     char cap[32];
+    int slot = cg_found_slot(cg, g, n, 0, cap);
     const char *S = cg_scratch(cg, cuvil_nms_scratch_size(k->hi), "cuvil_nms_scratch_size(%s)", cg_dim_c(cg, k));
-    cg_printf(cg, "    D[%d] = cuvil_nms(%s, %s, %s, %s, %s, %s, %s, %s, %d, %s, %s, %s);\n    if (D[%d] < 0) return 1;\n", slot,
-              cg_in(cg, n->in[0]), cg_in(cg, n->in[1]), cg_dim_c(cg, b), cg_dim_c(cg, c), cg_dim_c(cg, k),
-              cir_in(g, n, 2) ? cg_in(cg, n->in[2]) : "NULL", cir_in(g, n, 3) ? cg_in(cg, n->in[3]) : "NULL",
-              cir_in(g, n, 4) ? cg_in(cg, n->in[4]) : "NULL", (int)cir_attr_int(n, "center_point_box"), cg_out(cg, n->out[0]),
-              cg_i64(g->rt_hi[n->rt_first], cap), S, slot);
-    cg_fallible(cg, "its iou_threshold is outside [0, 1], or it keeps more boxes than the output's declared or --dim size");
+    cg_found_call(cg, slot, "its iou_threshold is outside [0, 1], or it keeps more boxes than the output's declared or --dim size",
+                  "cuvil_nms(%s, %s, %s, %s, %s, %s, %s, %s, %d, %s, %s, %s)", cg_in(cg, n->in[0]), cg_in(cg, n->in[1]),
+                  cg_dim_c(cg, b), cg_dim_c(cg, c), cg_dim_c(cg, k), cir_in(g, n, 2) ? cg_in(cg, n->in[2]) : "NULL",
+                  cir_in(g, n, 3) ? cg_in(cg, n->in[3]) : "NULL", cir_in(g, n, 4) ? cg_in(cg, n->in[4]) : "NULL",
+                  (int)cir_attr_int(n, "center_point_box"), cg_out(cg, n->out[0]), cap, S);
     return CUVIL_OK;
 }
 
@@ -132,13 +131,11 @@ cuvil_status cg_emit_onehot(cg_ctx *cg, cir_graph *g, cir_node *n) {
     cuvil_status s = op_onehot_layout(g, n, &axis, &outer, &inner);
     if (s) return s;
     cir_value *x = cir_in(g, n, 0), *y = cir_out(g, n, 0);
-    if (n->n_rt) {   /* the depth, read when the model runs */
-        char cap[32];
-        int slot = cg_rt_slot(cg, g->rt_syms[n->rt_first]);
-        cg_printf(cg, "    D[%d] = cuvil_onehot_depth_t(%s, %s, %s);\n    if (D[%d] < 0) return 1;\n", slot,
-                  cg_rt_type(cir_in(g, n, 1)->dtype), cg_in(cg, n->in[1]), cg_i64(g->rt_hi[n->rt_first], cap), slot);
-        cg_fallible(cg, "its depth is under 1, or over the output's declared or --dim size");
-    }
+    char cap[32];
+    int slot = cg_found_slot(cg, g, n, 0, cap);
+    if (slot >= 0)   /* the depth, read when the model runs */
+        cg_found_call(cg, slot, "its depth is under 1, or over the output's declared or --dim size",
+                      "cuvil_onehot_depth_t(%s, %s, %s)", cg_rt_type(cir_in(g, n, 1)->dtype), cg_in(cg, n->in[1]), cap);
     cg_printf(cg, "    cuvil_onehot_t(%s, %s, %s, %s, %s, %s, %zu, %s);\n", cg_rt_type(x->dtype), cg_in(cg, n->in[0]),
               cg_dim_c(cg, outer), cg_dim_c(cg, cir_dimx(g, y, axis)), cg_dim_c(cg, inner), cg_in(cg, n->in[2]),
               cir_dtype_size(y->dtype), cg_out(cg, n->out[0]));
@@ -155,12 +152,11 @@ cuvil_status cg_emit_unique(cg_ctx *cg, cir_graph *g, cir_node *n) {
     const char *out[4];
     for (int i = 0; i < 4; i++) out[i] = i < n->n_out && n->out[i] >= 0 ? cg_out(cg, n->out[i]) : "NULL";
     const char *S = cg_scratch(cg, cuvil_unique_scratch_size(len->hi), "cuvil_unique_scratch_size(%s)", cg_dim_c(cg, len));
-    int slot = cg_rt_slot(cg, g->rt_syms[n->rt_first]);
     char cap[32];
-    cg_printf(cg, "    D[%d] = cuvil_unique_t(%s, %zu, %s, %s, %s, %s, %d, %s, %s, %s, %s, %s, %s);\n    if (D[%d] < 0) return 1;\n",
-              slot, cg_rt_type(x->dtype), cir_dtype_size(x->dtype), cg_in(cg, n->in[0]), cg_dim_c(cg, outer),
-              cg_dim_c(cg, len), cg_dim_c(cg, inner), cir_attr_int(n, "sorted") != 0, out[0], out[1], out[2], out[3],
-              cg_i64(g->rt_hi[n->rt_first], cap), S, slot);
-    cg_fallible(cg, "it finds more distinct values than the output's declared or --dim size");
+    int slot = cg_found_slot(cg, g, n, 0, cap);
+    cg_found_call(cg, slot, "it finds more distinct values than the output's declared or --dim size",
+                  "cuvil_unique_t(%s, %zu, %s, %s, %s, %s, %d, %s, %s, %s, %s, %s, %s)", cg_rt_type(x->dtype),
+                  cir_dtype_size(x->dtype), cg_in(cg, n->in[0]), cg_dim_c(cg, outer), cg_dim_c(cg, len), cg_dim_c(cg, inner),
+                  cir_attr_int(n, "sorted") != 0, out[0], out[1], out[2], out[3], cap, S);
     return CUVIL_OK;
 }

@@ -20,16 +20,14 @@ cuvil_status cg_emit_shape(cg_ctx *cg, cir_graph *g, cir_node *n) {
 /* Range: start + i * delta for the count found at compile time (limit is not read). */
 cuvil_status cg_emit_range(cg_ctx *cg, cir_graph *g, cir_node *n) {
     cir_value *y = cir_out(g, n, 0);
-    for (int r = n->rt_first; r < n->rt_first + n->n_rt; r++) {
-        if (g->rt_key[r] >= 0) continue;   /* the count, found when the model runs */
-        int slot = cg_rt_slot(cg, g->rt_syms[r]);
-        char hi[32];
-        cg_printf(cg, "    D[%d] = cuvil_range_count_t(%s, %s, %s, %s, %s);\n    if (D[%d] < 0) return 1;\n", slot,
-                  cg_rt_type(y->dtype), cg_in(cg, n->in[0]), cg_in(cg, n->in[1]), cg_in(cg, n->in[2]), cg_i64(g->rt_hi[r], hi),
-                  slot);
+    char hi[32];
+    int slot = cg_found_slot(cg, g, n, 0, hi);
+    if (slot >= 0) {   /* the count, found when the model runs */
+        cg_found_call(cg, slot, "its delta is 0, or its count is not a number or over the size planned for it",
+                      "cuvil_range_count_t(%s, %s, %s, %s, %s)", cg_rt_type(y->dtype), cg_in(cg, n->in[0]),
+                      cg_in(cg, n->in[1]), cg_in(cg, n->in[2]), hi);
         cg_printf(cg, "    cuvil_range_t(%s, %s, %s, %s, D[%d]);\n", cg_rt_type(y->dtype), cg_in(cg, n->in[0]),
                   cg_in(cg, n->in[2]), cg_out(cg, n->out[0]), slot);
-        cg_fallible(cg, "its delta is 0, or its count is not a number or over the size planned for it");
         return CUVIL_OK;
     }
     cg_printf(cg, "    cuvil_range_t(%s, %s, %s, %s, %s);\n", cg_rt_type(y->dtype), cg_in(cg, n->in[0]), cg_in(cg, n->in[2]),
@@ -48,18 +46,27 @@ cuvil_status cg_emit_constant_of_shape(cg_ctx *cg, cir_graph *g, cir_node *n) {
     return CUVIL_OK;
 }
 
+int cg_found_slot(cg_ctx *cg, const cir_graph *g, const cir_node *n, int k, char hi[32]) {
+    for (int r = n->rt_first; r < n->rt_first + n->n_rt; r++)
+        if (g->rt_key[r] == -1 - k) {
+            if (hi) cg_i64(g->rt_hi[r], hi);
+            return cg_rt_slot(cg, g->rt_syms[r]);
+        }
+    return -1;
+}
+
 const char *cg_found_his(cg_ctx *cg, cir_graph *g, const cir_node *n, int cnt, int *slots) {
-    int64_t hi[CIR_MAX_DIMS];
+    cuvil_sb sb = {0};
+    char hi[32];
+    cuvil_sb_puts(&sb, "{ ");
     for (int k = 0; k < cnt; k++) {
-        hi[k] = 0;
-        slots[k] = -1;
-        for (int r = n->rt_first; r < n->rt_first + n->n_rt; r++)
-            if (g->rt_key[r] == -1 - k) {
-                hi[k] = g->rt_hi[r];
-                slots[k] = cg_rt_slot(cg, g->rt_syms[r]);
-            }
+        slots[k] = cg_found_slot(cg, g, n, k, hi);
+        cuvil_sb_printf(&sb, "%s%s", k ? ", " : "", slots[k] >= 0 ? hi : "0");
     }
-    return cg_i64s(cg, hi, cnt);
+    cuvil_sb_puts(&sb, cnt ? " }" : "0 }");
+    const char *r = cg_str(cg, sb.s ? sb.s : "{ 0 }");
+    cuvil_sb_free(&sb);
+    return r;
 }
 
 void cg_emit_found_dims(cg_ctx *cg, cir_graph *g, cir_node *n) {
@@ -84,15 +91,14 @@ static void if_copies(cg_ctx *cg, cir_graph *g, cir_node *n, int b, const char *
         int src = n->in[1 + b * k + i];
         if (src < 0 || n->out[i] < 0) continue;
         cir_value *v = cir_val(g, src);
-        for (int d = 0; d < v->ndim; d++)
-            for (int r = n->rt_first; r < n->rt_first + n->n_rt; r++)
-                if (g->rt_key[r] == -1 - (i * CIR_MAX_DIMS + d)) {
-                    char hi[32];
-                    int slot = cg_rt_slot(cg, g->rt_syms[r]);
-                    cg_printf(cg, "%s    D[%d] = %s;   /* the branch's size */\n%s    if (D[%d] > %s) return 1;\n", ind, slot,
-                              cg_dim_c(cg, cir_dimx(g, v, d)), ind, slot, cg_i64(g->rt_hi[r], hi));
-                    cg_fallible(cg, "the branch it takes gives an output larger than its declared or --dim size");
-                }
+        for (int d = 0; d < v->ndim; d++) {
+            char hi[32];
+            int slot = cg_found_slot(cg, g, n, i * CIR_MAX_DIMS + d, hi);
+            if (slot < 0) continue;   /* a dim both branches give alike */
+            cg_printf(cg, "%s    D[%d] = %s;   /* the branch's size */\n%s    if (D[%d] > %s) return 1;\n", ind, slot,
+                      cg_dim_c(cg, cir_dimx(g, v, d)), ind, slot, hi);
+            cg_fallible(cg, "the branch it takes gives an output larger than its declared or --dim size");
+        }
         cg_printf(cg, "%s    memmove(%s, %s, %s);\n", ind, cg_out(cg, n->out[i]), cg_in(cg, src), cg_nbytes(cg, src));
     }
 }
