@@ -56,10 +56,10 @@ const char *cg_ctype(cir_dtype t) {
     }
 }
 
-static const char *fmt_str(cg_ctx *cg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static const char *fmt_str(cg_ctx *cg, const char *fmt, ...) {
+/* fmt and its arguments as a string living until the node's emission ends. */
+static const char *vfmt_str(cg_ctx *cg, const char *fmt, va_list ap0) {
     va_list ap;
-    va_start(ap, fmt);
+    va_copy(ap, ap0);
     int len = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
     char *s = len >= 0 ? cuvil_arena_alloc(&cg->strs, (size_t)len + 1) : NULL;
@@ -67,8 +67,17 @@ static const char *fmt_str(cg_ctx *cg, const char *fmt, ...) {
         cg->body.oom = true;   /* fails the build at the end */
         return "NULL /* out of memory */";
     }
-    va_start(ap, fmt);
+    va_copy(ap, ap0);
     vsnprintf(s, (size_t)len + 1, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+static const char *fmt_str(cg_ctx *cg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static const char *fmt_str(cg_ctx *cg, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    const char *s = vfmt_str(cg, fmt, ap);
     va_end(ap);
     return s;
 }
@@ -212,15 +221,7 @@ const char *cg_scratch(cg_ctx *cg, size_t bytes, const char *size_expr_fmt, ...)
 void cg_found_call(cg_ctx *cg, int slot, const char *what, const char *call_fmt, ...) {
     va_list ap;
     va_start(ap, call_fmt);
-    int len = vsnprintf(NULL, 0, call_fmt, ap);
-    va_end(ap);
-    char *call = len >= 0 ? cuvil_arena_alloc(&cg->strs, (size_t)len + 1) : NULL;
-    if (!call) {
-        cg->body.oom = true;   /* fails the build at the end */
-        return;
-    }
-    va_start(ap, call_fmt);
-    vsnprintf(call, (size_t)len + 1, call_fmt, ap);
+    const char *call = vfmt_str(cg, call_fmt, ap);
     va_end(ap);
     cg_printf(cg, "    D[%d] = %s;\n    if (D[%d] < 0) return 1;\n", slot, call, slot);
     cg_fallible(cg, what);
