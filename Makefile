@@ -83,13 +83,19 @@ test-python-avx2:
 	@if grep -qw avx512f /proc/cpuinfo && grep -qw avx512bw /proc/cpuinfo && grep -qw avx512dq /proc/cpuinfo \
 	    && grep -qw avx512vl /proc/cpuinfo; then \
 	  echo "AVX-512 machine: the model-level tests again for --target x86_64-avx2"; \
-	  CUVIL_TEST_TARGET=x86_64-avx2 CUVIL_BUILD=$(abspath $(BUILD)) $(PY) -m pytest -q -p no:cacheprovider \
-	    --basetemp=$(abspath $(BUILD))/pytest-tmp-avx2 -m "not slow" $(AVX2_TESTS); \
+	  CUVIL_TEST_TARGET=x86_64-avx2 CUVIL_BUILD=$(abspath $(BUILD)) $(PY) -m pytest -q -p no:cacheprovider $(PYTEST_KEEP) \
+	    --basetemp=$(abspath $(BUILD))/pytest-tmp-avx2 -m "not slow" $(AVX2_TESTS) \
+	    && rm -rf $(abspath $(BUILD))/pytest-tmp-avx2; \
 	else echo "no AVX-512 here: the round above built for x86_64-avx2 already"; fi
 
+# A test's temporary files (compiled models, exported ONNX files: gigabytes over the suite)
+# are kept only when it fails (PYTEST_KEEP), and a run that passes removes what is left.
 PYTEST_ARGS ?=
+PYTEST_KEEP ?= -o tmp_path_retention_policy=failed
 test-python:
-	@CUVIL_BUILD=$(abspath $(BUILD)) $(PY) -m pytest -q -p no:cacheprovider --basetemp=$(abspath $(BUILD))/pytest-tmp $(PYTEST_ARGS) tests/python
+	@CUVIL_BUILD=$(abspath $(BUILD)) $(PY) -m pytest -q -p no:cacheprovider $(PYTEST_KEEP) \
+	    --basetemp=$(abspath $(BUILD))/pytest-tmp $(PYTEST_ARGS) tests/python
+	@rm -rf $(abspath $(BUILD))/pytest-tmp
 
 # libFuzzer targets (clang, ASan+UBSan) on the seed corpus, FUZZ_SECONDS each; the working
 # corpus is kept in build-fuzz/corpus between runs, findings go to build-fuzz/findings.
