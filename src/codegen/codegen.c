@@ -504,22 +504,203 @@ static int region_chain(const cir_graph *g, const cir_node *n, int *chain) {
     return k;
 }
 
-/* Closes the open regions past the first `keep` (into calls). */
-static void close_regions(cuvil_sb *calls, int *open, int keep) {
-    while (*open > keep) {
-        (*open)--;
-        cuvil_sb_printf(calls, "%*s}\n", 4 * (*open + 1), "");
+/* ===== Loops' bodies (op_loop.c) ============================================================= */
+/* The loop node that closes loop_begin b's body: the first after it with that body, or NULL. */
+static cir_node *loop_end_of(const cir_graph *g, const cir_node *b) {
+    for (int i = b->id + 1; i < g->n_nodes; i++) {
+        cir_node *n = cir_node_at(g, i);
+        if (!n->dead && n->kind == CIR_OP_LOOP && n->then_region == b->then_region) return n;
     }
+    return NULL;
 }
 
-/* Opens regions chain[*open .. k) (into calls): each an `if` on its If's condition. */
-static void open_regions(cg_ctx *cg, cuvil_sb *calls, int *stack, int *open, const int *chain, int k) {
+/* Into c (indent ind): the copy of slice `idx` along `axis` of value big from value elem
+ * (to_big) or into it: a block per index of the dims before axis, each the bytes after it. */
+static void slice_copy(cg_ctx *cg, cuvil_sb *c, int ind, int big, int axis, int elem, const char *idx, bool to_big) {
+    cir_value *bv = cir_val(cg->g, big);
+    const char *outer = cg_dimprod(cg, big, 0, axis, 1), *cnt = cg_dimprod(cg, big, axis, axis + 1, 1);
+    const char *inner = cg_dimprod(cg, big, axis + 1, bv->ndim, (int64_t)cir_dtype_size(bv->dtype));
+    const char *at = fmt_str(cg, "(o_ * %s + %s) * %s", cnt, idx, inner);
+    if (to_big)
+        cuvil_sb_printf(c, "%*sfor (int64_t o_ = 0; o_ < %s; o_++)\n%*s    memcpy((unsigned char *)%s + %s, "
+                           "(const unsigned char *)%s + o_ * %s, %s);\n", ind, "", outer, ind, "", cg_out(cg, big), at,
+                        cg_in(cg, elem), inner, inner);
+    else
+        cuvil_sb_printf(c, "%*sfor (int64_t o_ = 0; o_ < %s; o_++)\n%*s    memcpy((unsigned char *)%s + o_ * %s, "
+                           "(const unsigned char *)%s + %s, %s);\n", ind, "", outer, ind, "", cg_out(cg, elem), inner,
+                        cg_in(cg, big), at, inner);
+}
+
+/* The #defines of offsets the lines just written into calls use, before the part's functions. */
+static void flush_params(cg_ctx *cg, cuvil_sb *nodes) {
+    if (cg->params.len) cuvil_sb_append(nodes, cg->params.s, cg->params.len);
+    cg->params.len = 0;
+}
+
+/* Opens loop_begin b's body (into calls, indent ind): the loop over its iterations, each
+ * first checking the trip count, the condition or the scanned length, then setting the
+ * iteration number and copying the scanned inputs' elements into the body's parameters. */
+static cuvil_status open_loop(cg_ctx *cg, cuvil_sb *calls, int ind, const cir_node *b) {
+    cir_graph *g = cg->g;
+    op_loop l;
+    cir_node *e = loop_end_of(g, b);
+    if (!op_loop_at(b, &l) || !e) return cir_node_err(g, b, CUVIL_ERR_INTERNAL, "a loop_begin without its loop");
+    int it = b->then_region;
+    char hi[32];
+    int slot = cg_found_slot(cg, g, e, 0, hi);
+    if (slot >= 0) cuvil_sb_printf(calls, "%*sD[%d] = 0;   /* the iterations made */\n", ind, "", slot);
+    cuvil_sb_printf(calls, "%*sfor (int64_t it%d = 0;; it%d++) {   /* ", ind, "", it, it);
+    comment_str(calls, l.scan ? "Scan" : "Loop");
+    cuvil_sb_puts(calls, " '");
+    comment_str(calls, b->name);
+    cuvil_sb_puts(calls, "': its body, once per iteration */\n");
+    ind += 4;
+    if (b->in[0] >= 0) cuvil_sb_printf(calls, "%*sif (it%d >= *%s) break;\n", ind, "", it, cg_in(cg, b->in[0]));
+    if (b->in[1] >= 0 && b->out[1] >= 0) cuvil_sb_printf(calls, "%*sif (!*%s) break;\n", ind, "", cg_in(cg, b->out[1]));
+    if (l.scan) {
+        const cir_value *x = cir_val(g, b->in[2 + l.n]);
+        int axis = 1;
+        cuvil_status s = l.batch ? CUVIL_OK : op_loop_axis(g, (cir_node *)b, false, 0, x->ndim, &axis);
+        if (s) return s;
+        cuvil_sb_printf(calls, "%*sif (it%d >= %s) break;\n", ind, "", it, cg_dimprod(cg, x->id, axis, axis + 1, 1));
+    }
+    if (b->out[0] >= 0) cuvil_sb_printf(calls, "%*s*%s = it%d;\n", ind, "", cg_out(cg, b->out[0]), it);
+    for (int j = 0; j < l.s; j++) {
+        if (b->out[2 + l.n + j] < 0) continue;
+        int x = b->in[2 + l.n + j], axis = 1;
+        cuvil_status s = l.batch ? CUVIL_OK : op_loop_axis(g, (cir_node *)b, false, j, cir_val(g, x)->ndim, &axis);
+        if (s) return s;
+        const char *idx = op_loop_reverse(b, false, j)
+                              ? fmt_str(cg, "(%s - 1 - it%d)", cg_dimprod(cg, x, axis, axis + 1, 1), it)
+                              : fmt_str(cg, "it%d", it);
+        slice_copy(cg, calls, ind, x, axis, b->out[2 + l.n + j], idx, false);
+    }
+    return CUVIL_OK;
+}
+
+/* Into calls: return fail(m, "<node e>: <what>") when cond holds. */
+static void loop_fail(cuvil_sb *calls, int ind, const cir_node *e, const char *cond, const char *what) {
+    char desc[512];
+    cuvil_sb_printf(calls, "%*sif (%s) return fail(m, \"", ind, "", cond);
+    cuvil_sb_c_escape(calls, cir_node_desc(e, desc, sizeof desc));
+    cuvil_sb_puts(calls, ": ");
+    cuvil_sb_c_escape(calls, what);
+    cuvil_sb_puts(calls, "\");\n");
+}
+
+/* Closes loop_begin b's body (into calls; ind: the body's indent): each scan element goes to
+ * its place in its output, then the condition and the states carry into the parameters (after
+ * the scan elements, which may share a parameter's bytes; through scratch when one result
+ * shares another's parameter, a swap). Dims only the run knows are checked to be the same in
+ * every iteration. */
+static cuvil_status close_loop(cg_ctx *cg, cuvil_sb *calls, int ind, const cir_node *b) {
+    cir_graph *g = cg->g;
+    op_loop l;
+    cir_node *e = loop_end_of(g, b);
+    if (!e || !op_loop_at(e, &l)) return cir_node_err(g, b, CUVIL_ERR_INTERNAL, "a loop_begin without its loop");
+    int it = b->then_region, R = 2 * l.p;
+    char hi[32];
+    int slot = cg_found_slot(cg, g, e, 0, hi);
+    for (int k = 0; k < l.k; k++) {
+        int y = e->out[l.n + k], x = e->in[R + 1 + l.n + k], axis = l.batch ? 1 : 0;
+        if (y < 0) continue;
+        cir_value *yv = cir_val(g, y), *xv = cir_val(g, x);
+        cuvil_status s = l.scan && !l.batch ? op_loop_axis(g, e, true, k, yv->ndim, &axis) : CUVIL_OK;
+        if (s) return s;
+        for (int d = 0; d < xv->ndim; d++) {   /* the first iteration's element dims, the others' checked */
+            int fs = cg_found_slot(cg, g, e, 1 + k * CIR_MAX_DIMS + d, NULL);
+            if (fs < 0) continue;
+            const char *c = cg_dim_c(cg, cir_dimx(g, xv, d));
+            cuvil_sb_printf(calls, "%*sif (it%d == 0) D[%d] = %s;\n", ind, "", it, fs, c);
+            loop_fail(calls, ind, e, fmt_str(cg, "D[%d] != %s", fs, c),
+                      "its scan outputs' elements differ in shape between iterations");
+        }
+        const char *idx = fmt_str(cg, "it%d", it);
+        if (!l.scan && slot >= 0) {   /* the room planned for the iterations: more fails the run */
+            loop_fail(calls, ind, e, fmt_str(cg, "it%d >= %s", it, hi),
+                      "it makes more iterations than its scan outputs' declared or --dim size");
+        } else if (op_loop_reverse(e, true, k)) {
+            idx = fmt_str(cg, "(%s - 1 - it%d)", cg_dimprod(cg, y, axis, axis + 1, 1), it);
+        }
+        slice_copy(cg, calls, ind, y, axis, x, idx, true);
+    }
+    /* what carries: the condition (a Loop's) and the states, dst[i] from src[i] */
+    int n = 0, *dst = cuvil_arena_alloc(&cg->strs, sizeof(int) * (size_t)(2 * (l.n + 1)));
+    if (!dst) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+    int *src = dst + l.n + 1;
+    if (!l.scan && e->in[l.p + 1] >= 0 && e->in[R] >= 0) {
+        dst[n] = e->in[l.p + 1];
+        src[n++] = e->in[R];
+    }
+    for (int i = 0; i < l.n; i++) {
+        cir_value *pv = cir_val(g, e->in[l.p + 2 + i]), *ov = cir_val(g, e->in[R + 1 + i]);
+        for (int d = 0; d < pv->ndim; d++) {
+            const cir_dim *a = cir_dimx(g, pv, d), *c = cir_dimx(g, ov, d);
+            if (a != c)
+                loop_fail(calls, ind, e, fmt_str(cg, "%s != %s", cg_dim_c(cg, a), cg_dim_c(cg, c)),
+                          fmt_str(cg, "state %d leaves an iteration with another shape than it entered", i));
+        }
+        dst[n] = pv->id;
+        src[n++] = ov->id;
+    }
+    bool hazard = false;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) {
+            cg_loc a = cg->plan.loc[src[i]], p = cg->plan.loc[dst[j]];
+            hazard |= i != j && a.kind == p.kind && a.index == p.index;
+        }
+    size_t total = 0;
+    for (int i = 0; hazard && i < n; i++) total += cuvil_align_up(cir_nbytes(cir_val(g, dst[i])), 64);
+    if (hazard) {
+        if (total > cg->scratch_bytes) cg->scratch_bytes = total;
+        cuvil_sb_printf(&cg->scratch, "    t = %zu;\n    if (t > s) s = t;\n", total);
+    }
+    for (int pass = hazard ? 0 : 1; pass < 2; pass++) {
+        size_t off = 0;
+        for (int i = 0; i < n; i++) {
+            const char *nb = cg_nbytes(cg, dst[i]);
+            if (!hazard)
+                cuvil_sb_printf(calls, "%*smemmove(%s, %s, %s);\n", ind, "", cg_out(cg, dst[i]), cg_in(cg, src[i]), nb);
+            else if (!pass)
+                cuvil_sb_printf(calls, "%*smemcpy((unsigned char *)S + %zu, %s, %s);\n", ind, "", off, cg_in(cg, src[i]), nb);
+            else
+                cuvil_sb_printf(calls, "%*smemcpy(%s, (const unsigned char *)S + %zu, %s);\n", ind, "", cg_out(cg, dst[i]), off, nb);
+            off += cuvil_align_up(cir_nbytes(cir_val(g, dst[i])), 64);
+        }
+    }
+    if (slot >= 0) cuvil_sb_printf(calls, "%*sD[%d] = it%d + 1;\n", ind, "", slot, it);
+    cuvil_sb_printf(calls, "%*s}\n", ind - 4, "");
+    return CUVIL_OK;
+}
+
+/* Closes the open regions past the first `keep` (into calls): an If's branch, or a loop's
+ * body (open_begin[i]: its loop_begin, -1 for a branch). */
+static cuvil_status close_regions(cg_ctx *cg, cuvil_sb *calls, int *open, int keep, const int *open_begin) {
+    while (*open > keep) {
+        (*open)--;
+        if (open_begin[*open] >= 0) {
+            cuvil_status s = close_loop(cg, calls, 4 * (*open + 2), cir_node_at(cg->g, open_begin[*open]));
+            if (s) return s;
+            continue;
+        }
+        cuvil_sb_printf(calls, "%*s}\n", 4 * (*open + 1), "");
+    }
+    return CUVIL_OK;
+}
+
+/* Opens regions chain[*open .. k) (into calls): each an `if` on its If's condition. A loop's
+ * body opens only right after its loop_begin (open_loop). */
+static cuvil_status open_regions(cg_ctx *cg, cuvil_sb *calls, int *stack, int *open, int *open_begin, const int *chain,
+                                 int k, const cir_node *n) {
     for (; *open < k; (*open)++) {
         const struct cir_region *rg = &cg->g->regions[chain[*open]];
+        if (rg->loop) return cir_node_err(cg->g, n, CUVIL_ERR_INTERNAL, "a node of a loop's body apart from the others");
         stack[*open] = chain[*open];
+        open_begin[*open] = -1;
         cuvil_sb_printf(calls, "%*sif (%s*(const uint8_t *)%s) {   /* an If's %s branch */\n", 4 * (*open + 1), "",
                         rg->is_else ? "!" : "", cg_in(cg, rg->cond), rg->is_else ? "else" : "then");
     }
+    return CUVIL_OK;
 }
 
 /* Whether guard gd reads table symbol sym. */
@@ -810,7 +991,8 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
     }
     char desc[512];
     int n_emitted = 0, n_parts = 0, in_part = 0;
-    int open = 0, open_stack[CG_MAX_OPEN_REGIONS], chain[CG_MAX_OPEN_REGIONS];   /* If branches open in calls */
+    /* the regions open in calls: If branches, loop bodies (open_begin: the loop_begin, or -1) */
+    int open = 0, open_stack[CG_MAX_OPEN_REGIONS], open_begin[CG_MAX_OPEN_REGIONS], chain[CG_MAX_OPEN_REGIONS];
     for (int i = 0; i < g->n_nodes && !st; i++) {
         cir_node *n = cir_node_at(g, i);
         bool view = (n->def->flags & CIR_OPF_ALIAS) && cg.plan.aliased[i];
@@ -818,7 +1000,8 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
             continue;   /* (a view sharing its input's bytes: nothing to run) */
         int k = region_chain(g, n, chain), keep = 0;
         while (keep < open && keep < k && open_stack[keep] == chain[keep]) keep++;
-        if (n_parts) close_regions(&calls, &open, keep);
+        if (n_parts && (st = close_regions(&cg, &calls, &open, keep, open_begin))) break;
+        flush_params(&cg, nodes);
         /* a part per CG_PART_NODES nodes that run, split where no branch is open */
         if (!n_parts || (in_part >= CG_PART_NODES && !open && !k)) {
             if (n_parts) close_part(&cg, nodes, prefix, n_parts - 1, &calls);
@@ -826,7 +1009,7 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
             in_part = 0;
         }
         in_part++;
-        open_regions(&cg, &calls, open_stack, &open, chain, k);
+        if ((st = open_regions(&cg, &calls, open_stack, &open, open_begin, chain, k, n))) break;
         rt_loads(&cg, &calls, n, cir_node_desc(n, desc, sizeof desc));
         rt_guards(&cg, &calls, n->id, &guard_done, &guard_cap);
         cuvil_arena_reset(&cg.strs);   /* strings handed to emitters live for one node */
@@ -900,9 +1083,19 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
             cuvil_sb_printf(&calls, "    node%d(A, S, in, out, D);\n", n_emitted);
         }
         n_emitted++;
+        if (n->kind == CIR_OP_LOOP_BEGIN) {   /* its body follows, in a loop */
+            if (open >= CG_MAX_OPEN_REGIONS || n->then_region <= 0) {
+                st = cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "control flow nested more than %d deep", CG_MAX_OPEN_REGIONS);
+                break;
+            }
+            if ((st = open_loop(&cg, &calls, 4 * (open + 1), n))) break;
+            open_stack[open] = n->then_region;
+            open_begin[open++] = n->id;
+            flush_params(&cg, nodes);
+        }
     }
+    if (!st && n_parts) st = close_regions(&cg, &calls, &open, 0, open_begin);
     if (!st && n_parts) {
-        close_regions(&calls, &open, 0);
         rt_guards(&cg, &calls, -1, &guard_done, &guard_cap);   /* those of views and dead nodes at the end */
         close_part(&cg, nodes, prefix, n_parts - 1, &calls);
     }

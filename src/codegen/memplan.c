@@ -263,6 +263,41 @@ done:
     return bad;
 }
 
+/* A loop's body runs many times between its loop_begin (at b) and its loop node (at e): a value
+ * the body reads or writes that lives before b (the body's parameters, made at b, among them)
+ * lives until e, since every iteration reads it, and the loop node's outputs, written as the
+ * iterations go, live from b. Repeated until nothing moves (loops inside loops). */
+static void loop_lifetimes(cir_graph *g, const int *root, int *first, int *last) {
+    for (bool moved = true; moved;) {
+        moved = false;
+        for (int e = 0; e < g->n_nodes; e++) {
+            cir_node *ln = cir_node_at(g, e);
+            if (ln->dead || ln->kind != CIR_OP_LOOP) continue;
+            int b = op_loop_begin(g, ln);
+            if (b < 0) continue;   /* (shape inference refused it) */
+            for (int i = b + 1; i < e; i++) {
+                cir_node *n = cir_node_at(g, i);
+                for (int j = 0; !n->dead && j < n->n_in + 1 + n->n_out; j++) {
+                    int v = j < n->n_in ? n->in[j] : j == n->n_in ? n->residual : n->out[j - n->n_in - 1];
+                    if (v < 0) continue;
+                    int r = root[v];
+                    if (first[r] >= 0 && first[r] <= b && last[r] < e) {
+                        last[r] = e;
+                        moved = true;
+                    }
+                }
+            }
+            for (int j = 0; j < ln->n_out; j++) {
+                int r = ln->out[j] >= 0 ? root[ln->out[j]] : -1;
+                if (r >= 0 && first[r] > b) {
+                    first[r] = b;
+                    moved = true;
+                }
+            }
+        }
+    }
+}
+
 /* Lifetimes of roots: from the producing node to the last use of any alias. */
 static void lifetimes_of_roots(cir_graph *g, const int *root, int *first, int *last) {
     for (int v = 0; v < g->n_values; v++) first[v] = last[v] = -1;
@@ -283,6 +318,7 @@ static void lifetimes_of_roots(cir_graph *g, const int *root, int *first, int *l
             if (last[r] < i) last[r] = i;
         }
     }
+    loop_lifetimes(g, root, first, last);
 }
 
 static size_t plan_nbytes(const cir_graph *g, int v) {

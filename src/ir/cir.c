@@ -425,8 +425,8 @@ int cir_region_live(const cir_graph *g, int r) {
         const cir_value *c = rg->cond >= 0 ? cir_val((cir_graph *)g, rg->cond) : NULL;
         if (c && cir_is_const(c) && c->dtype == CIR_BOOL && cir_numel(c) == 1) {
             if ((((const uint8_t *)c->data)[0] != 0) == rg->is_else) return -1;   /* a branch not taken */
-        } else if (c && live < 0) {
-            live = r;
+        } else if ((c || rg->loop) && live < 0) {
+            live = r;   /* (a loop's body runs apart from the nodes around it, however many times) */
         }
     }
     return live < 0 ? 0 : live;

@@ -170,7 +170,7 @@ typedef struct cir_node {
      * an If, whose nodes come before it in the list and run only when its condition picks
      * that branch */
     int region;
-    int then_region, else_region;   /* an If's two branches (0: none) */
+    int then_region, else_region;   /* an If's two branches (0: none); a loop's body in then_region */
 } cir_node;
 
 /* A named dim. value: what shapes are built with (the fixed value, or for a symbolic one the
@@ -247,12 +247,13 @@ typedef struct cir_graph {
         int64_t lo, hi;
     } *value_bounds;
     int n_value_bounds;
-    /* Nested regions (If's branches): regions[r] for r >= 1, each inside its parent (0: the
-     * graph), run when the If's condition value `cond` is true (or, for an else branch,
-     * false). cur_region: the region nodes added now go into (cir_node_add). */
+    /* Nested regions: regions[r] for r >= 1, each inside its parent (0: the graph). An If's
+     * branch runs when the If's condition value `cond` is true (or, for an else branch,
+     * false); a loop's body (loop, cond -1) runs once per iteration between its loop_begin and
+     * loop nodes (op_loop.c). cur_region: the region nodes added now go into (cir_node_add). */
     struct cir_region {
         int parent, cond;
-        bool is_else;
+        bool is_else, loop;
     } *regions;
     int n_regions, cap_regions, cur_region;
     /* What the shapes assume and the compiler could not prove (two dims that must be equal: a
@@ -360,8 +361,8 @@ const cir_dim *cir_rt_load(cir_graph *g, cir_node *n, int i, int j, int64_t lo, 
 bool cir_dim_uses_rt(const cir_graph *g, const cir_dim *e);
 bool cir_dim_uses_found(const cir_graph *g, const cir_dim *e);
 /* Where a node of region r runs: -1 when r lies in a branch of an If whose constant condition
- * takes the other; else the innermost region on the way up whose condition is known only
- * when the model runs (0: none, the node runs unconditionally). */
+ * takes the other; else the innermost region on the way up that is a loop's body or a branch
+ * whose condition is known only when the model runs (0: none, the node runs once, always). */
 int cir_region_live(const cir_graph *g, int r);
 /* The range a --dim gave to value `name` (true), or false. */
 bool cir_value_bound(const cir_graph *g, const char *name, int64_t *lo, int64_t *hi);

@@ -37,9 +37,9 @@ const char *cuvil_fused_note(cir_graph *g, const char *fused, const char *src_op
 /* Per value id, the one live node that reads it, or -1 (no reader, several, or a graph output);
  * counts uses first. cuvil_free() it. NULL when out of memory (message on ctx). */
 int *cuvil_single_readers(cir_graph *g);
-/* True when every present input of n is constant. */
-/* Whether a live If (or a node of one's branch) remains: control flow the run decides. */
+/* Whether a live If (or a node of one's branch) or a loop remains: control flow the run decides. */
 bool cuvil_has_runtime_if(const cir_graph *g);
+/* True when every present input of n is constant. */
 bool cuvil_inputs_const(cir_graph *g, const cir_node *n);
 
 /* ===== Replacing values (the simplifying passes: cse, drop_identities, collapse_chains) =====

@@ -21,7 +21,8 @@ static const cuvil_pass pipeline[] = {
 bool cuvil_has_runtime_if(const cir_graph *g) {
     for (int i = 0; i < g->n_nodes; i++) {
         const cir_node *n = cir_node_at(g, i);
-        if (!n->dead && (n->region || (n->kind == CIR_OP_IF && !cir_is_const(cir_in((cir_graph *)g, n, 0))))) return true;
+        if (!n->dead && (n->region || n->kind == CIR_OP_LOOP || (n->kind == CIR_OP_IF && !cir_is_const(cir_in((cir_graph *)g, n, 0)))))
+            return true;
     }
     return false;
 }
@@ -409,9 +410,10 @@ cuvil_status cuvil_run_passes(cir_graph *g, const cuvil_options *o) {
     for (int i = 0; i < N_PASSES; i++) {
         const cuvil_pass *p = &pipeline[i];
         if ((!p->required && o->opt_level < p->opt_level) || disabled(o, p->name)) continue;
-        /* An If whose condition only the run knows: the rewriting passes know nothing of its
-         * branches (CSE would share a value between them, a fusion move a node out of one), so
-         * the graph keeps its nodes as they are; folding and dead-node removal still run. */
+        /* An If whose condition only the run knows, or a loop: the rewriting passes know
+         * nothing of branches and bodies (CSE would share a value between them, a fusion move a
+         * node out of one), so the graph keeps its nodes as they are; folding and dead-node
+         * removal still run. */
         if (!p->required && strcmp(p->name, "const_fold") && cuvil_has_runtime_if(g)) continue;
         cir_graph_count_uses(g);
         cuvil_status s = p->run(g, o);

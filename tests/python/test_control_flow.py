@@ -2,7 +2,10 @@
 branches (src/ir/ops/op_if.c, codegen.c): the branches' nodes are regions of the graph that run
 only when the condition picks them, read the values around them, may give outputs of different
 shapes (sizes the run finds) and nest; a constant condition keeps only the branch it takes.
-References: ONNX Runtime, PyTorch (a TorchScript export of data-dependent control flow)."""
+Loop and Scan compile to a C loop over their body (src/ir/ops/op_loop.c): states carry from one
+iteration to the next, scan outputs stack the iterations' elements, a Loop's count is a size
+the run finds. References: ONNX Runtime, PyTorch (TorchScript exports of data-dependent control
+flow)."""
 from __future__ import annotations
 
 import numpy as np
@@ -158,3 +161,172 @@ def test_if_output_declared_smaller_than_a_branch_fails_cleanly(tmp_path):
     np.testing.assert_array_equal(model(x=x, c=np.array(False)), x[:3])
     with pytest.raises(cuvil.CuvilError, match=r"If.*larger than its declared or --dim size"):
         model(x=x, c=np.array(True))
+
+
+def _body(name, nodes, inputs, outputs, inits=()):
+    return helper.make_graph(nodes, name, [_vi(n, t, sh) for n, t, sh in inputs],
+                             [_vi(n, t, None) for n, t in outputs], list(inits))
+
+
+def _loop_model(tmp_path, name, body, n_states, inputs, outputs, inits=(), loop_inputs=None):
+    loop_inputs = loop_inputs or [i.name for i in inputs]
+    outs = [o[0] for o in outputs]
+    g = helper.make_graph([helper.make_node("Loop", loop_inputs, outs, body=body, name="the_loop")], name, inputs,
+                          [_vi(n, t, sh) for n, t, sh in outputs], list(inits))
+    return _save(tmp_path, name, g)
+
+
+F, I64, B = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
+
+
+def test_loop_trip_count_and_condition_with_scan_outputs(tmp_path):
+    """for i < M while cond: s = s + x * i; cond = sum(s) < limit; scan outputs s and i. M is
+    an input (its bound from --dim M=0:12, so the scan outputs' room is 12 iterations); the
+    condition may end it early. ONNX Runtime at M = 0, 1, 5, 12 and limits that stop it at
+    different iterations."""
+    body = _body("body", [helper.make_node("Cast", ["i"], ["fi"], to=F),
+                          helper.make_node("Mul", ["x", "fi"], ["xi"]),
+                          helper.make_node("Add", ["s_in", "xi"], ["s_out"]),
+                          helper.make_node("ReduceSum", ["s_out"], ["tot"], keepdims=0),
+                          helper.make_node("Less", ["tot", "limit"], ["c_out"]),
+                          helper.make_node("Identity", ["s_out"], ["s_scan"]),
+                          helper.make_node("Identity", ["i"], ["i_scan"])],
+                 [("i", I64, []), ("c_in", B, []), ("s_in", F, [2, 3])],
+                 [("c_out", B), ("s_out", F), ("s_scan", F), ("i_scan", I64)])
+    path = _loop_model(tmp_path, "loop1", body, 1,
+                       [_vi("M", I64, []), _vi("c", B, []), _vi("s0", F, [2, 3]), _vi("x", F, [2, 3]),
+                        _vi("limit", F, [])],
+                       [("s", F, None), ("ss", F, None), ("is", I64, None)], loop_inputs=["M", "c", "s0"])
+    model = cuvil.load(tl.compile(path, tmp_path / "b", dims={"M": "0:12"}))
+    rng = np.random.default_rng(5)
+    for m, limit in ((0, 100.0), (1, 100.0), (5, 1e9), (12, 1e9), (12, 40.0), (7, 10.0)):
+        feeds = {"M": np.array(m, np.int64), "c": np.array(True), "s0": rng.random((2, 3), np.float32),
+                 "x": rng.random((2, 3), np.float32), "limit": np.array(limit, np.float32)}
+        tl.check_vs_ort(model, path, feeds)
+    feeds["c"] = np.array(False)   # no iteration at all
+    tl.check_vs_ort(model, path, feeds)
+    # 13 iterations do not fit the room --dim M=0:12 planned: the run fails before writing past it
+    with pytest.raises(cuvil.CuvilError, match=r"the_loop.*more iterations than"):
+        model(**{**feeds, "c": np.array(True), "M": np.array(13, np.int64), "limit": np.array(1e9, np.float32)})
+    tl.check_vs_ort(model, path, {**feeds, "c": np.array(True), "M": np.array(13, np.int64)})   # stops early: fine
+
+
+def test_loop_swapped_states_and_a_captured_value(tmp_path):
+    """Fibonacci pairs: (a, b) -> (b, a + b), where the body returns b_in itself as a's next
+    value (the two states' bytes cross: the copy goes through scratch), with w, a value of the
+    graph around it, added each iteration; a constant trip count of 9."""
+    body = _body("fib", [helper.make_node("Add", ["a_in", "b_in"], ["ab"]),
+                         helper.make_node("Add", ["ab", "w"], ["b_out"])],
+                 [("i", I64, []), ("c_in", B, []), ("a_in", F, [4]), ("b_in", F, [4])],
+                 [("c_in", B), ("b_in", F), ("b_out", F)])
+    g = helper.make_graph([helper.make_node("Mul", ["x", "two"], ["w"]),
+                           helper.make_node("Loop", ["nine", "", "a0", "b0"], ["a", "b"], body=body)], "fib",
+                          [_vi("a0", F, [4]), _vi("b0", F, [4]), _vi("x", F, [4])],
+                          [_vi("a", F, None), _vi("b", F, None)],
+                          [helper.make_tensor("nine", I64, [], [9]), helper.make_tensor("two", F, [], [2.0])])
+    path = _save(tmp_path, "fib", g)
+    model = cuvil.load(tl.compile(path, tmp_path / "b"))
+    rng = np.random.default_rng(7)
+    for _ in range(3):
+        tl.check_vs_ort(model, path, {"a0": rng.random(4, np.float32), "b0": rng.random(4, np.float32),
+                                      "x": rng.random(4, np.float32)}, rtol=1e-5)
+
+
+def test_nested_loops_with_an_if_inside(tmp_path):
+    """An outer Loop over i < 4 whose body runs an inner Loop over j < i + 1 (a trip count the
+    outer body computes) accumulating t = t * 0.5 + y, and an If on i being even that adds or
+    subtracts the inner result; the outer loop scans out its state. ONNX Runtime."""
+    inner = _body("inner", [helper.make_node("Mul", ["t_in", "half"], ["th"]),
+                            helper.make_node("Add", ["th", "y"], ["t_out"])],
+                  [("j", I64, []), ("ci", B, []), ("t_in", F, [3])], [("ci", B), ("t_out", F)],
+                  [helper.make_tensor("half", F, [], [0.5])])
+    if_node = helper.make_node("If", ["even"], ["u"],
+                               then_branch=_branch("th", [helper.make_node("Add", ["s_in", "t"], ["ut"])], [("ut", F)]),
+                               else_branch=_branch("el", [helper.make_node("Sub", ["s_in", "t"], ["ue"])], [("ue", F)]))
+    outer = _body("outer", [helper.make_node("Add", ["i", "one"], ["n_inner"]),
+                            helper.make_node("Loop", ["n_inner", "", "zeros"], ["t"], body=inner),
+                            helper.make_node("Mod", ["i", "two"], ["r"]),
+                            helper.make_node("Equal", ["r", "zero"], ["even"]),
+                            if_node,
+                            helper.make_node("Identity", ["u"], ["u_scan"])],
+                  [("i", I64, []), ("c", B, []), ("s_in", F, [3])], [("c", B), ("u", F), ("u_scan", F)],
+                  [helper.make_tensor("one", I64, [], [1]), helper.make_tensor("two", I64, [], [2]),
+                   helper.make_tensor("zero", I64, [], [0])])
+    g = helper.make_graph([helper.make_node("Loop", ["four", "", "s0"], ["s", "us"], body=outer)], "nested",
+                          [_vi("s0", F, [3]), _vi("y", F, [3])], [_vi("s", F, None), _vi("us", F, None)],
+                          [helper.make_tensor("four", I64, [], [4]), helper.make_tensor("zeros", F, [3], [0, 0, 0])])
+    path = _save(tmp_path, "nested", g)
+    model = cuvil.load(tl.compile(path, tmp_path / "b"))
+    rng = np.random.default_rng(11)
+    for _ in range(3):
+        tl.check_vs_ort(model, path, {"s0": rng.random(3, np.float32), "y": rng.random(3, np.float32)})
+
+
+def test_scan_axes_and_directions(tmp_path):
+    """Scan (opset 17) over two inputs: x scanned along axis 1 forwards, r along axis 0
+    backwards; the state is a running product-sum; scan outputs stacked on axis 1 backwards
+    and on axis 0 forwards. The scanned length is symbolic (--dim T=1:9). ONNX Runtime at T =
+    1, 4, 9."""
+    body = _body("sb", [helper.make_node("Mul", ["st", "xe"], ["p"]),
+                        helper.make_node("Add", ["p", "re"], ["st2"]),
+                        helper.make_node("Neg", ["st2"], ["o1"]),
+                        helper.make_node("ReduceSum", ["xe"], ["o2"], keepdims=1)],
+                 [("st", F, [2]), ("xe", F, [2]), ("re", F, [2])], [("st2", F), ("o1", F), ("o2", F)])
+    g = helper.make_graph([helper.make_node("Scan", ["s0", "x", "r"], ["s", "y1", "y2"], body=body, num_scan_inputs=2,
+                                            scan_input_axes=[1, 0], scan_input_directions=[0, 1],
+                                            scan_output_axes=[1, 0], scan_output_directions=[1, 0])], "scan",
+                          [_vi("s0", F, [2]), _vi("x", F, [2, "T"]), _vi("r", F, ["T", 2])],
+                          [_vi("s", F, None), _vi("y1", F, None), _vi("y2", F, None)])
+    path = _save(tmp_path, "scan", g)
+    model = cuvil.load(tl.compile(path, tmp_path / "b", dims={"T": "1:9"}))
+    rng = np.random.default_rng(13)
+    for t in (1, 4, 9):
+        tl.check_vs_ort(model, path, {"s0": rng.random(2, np.float32), "x": rng.random((2, t), np.float32),
+                                      "r": rng.random((t, 2), np.float32)})
+
+
+class _RunTimeLoop(torch.nn.Module):
+    def forward(self, x, n):
+        y = x
+        acc = torch.zeros_like(x)
+        for i in range(int(n)):
+            y = torch.tanh(y * 0.9 + float(i) * 0.1)
+            acc = acc + y
+        return y, acc
+
+
+def test_torch_script_loop_over_a_run_time_count_matches_pytorch(tmp_path):
+    """A TorchScript export of a Python for loop over a count the caller passes (a Loop whose
+    trip count is an input) matches PyTorch at counts 0, 1, 3 and 8."""
+    path = tmp_path / "rl.onnx"
+    scripted = torch.jit.script(_RunTimeLoop())
+    torch.onnx.export(scripted, (torch.randn(2, 5), torch.tensor(3)), str(path), input_names=["x", "n"],
+                      output_names=["y", "acc"], opset_version=17, dynamo=False)
+    model = cuvil.load(tl.compile(path, tmp_path / "b"))
+    for k in (0, 1, 3, 8):
+        x = torch.randn(2, 5)
+        want = _RunTimeLoop()(x, torch.tensor(k))
+        got = model(x=x.numpy(), n=np.array(k, np.int64))
+        for w, gt in zip(want, got):
+            np.testing.assert_allclose(gt, w.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_loop_refusals_name_the_node(tmp_path):
+    """A state whose shape changes between iterations (a Concat that grows it), a Loop with
+    neither trip count nor condition, and scan outputs that nothing bounds (the trip count an
+    input without --dim) are refused, naming the Loop and what to do."""
+    grow = _body("grow", [helper.make_node("Concat", ["s_in", "s_in"], ["s_out"], axis=0)],
+                 [("i", I64, []), ("c", B, []), ("s_in", F, [2])], [("c", B), ("s_out", F)])
+    p1 = _loop_model(tmp_path, "grow", grow, 1, [_vi("M", I64, []), _vi("s0", F, [2])], [("s", F, None)],
+                     loop_inputs=["M", "", "s0"])
+    proc = tl.compile_raw(p1, tmp_path / "g.so")
+    assert proc.returncode != 0 and "the_loop" in proc.stderr and "state 0" in proc.stderr, proc.stderr
+    p2 = _loop_model(tmp_path, "never", grow, 1, [_vi("s0", F, [2])], [("s", F, None)], loop_inputs=["", "", "s0"])
+    proc = tl.compile_raw(p2, tmp_path / "n.so")
+    assert proc.returncode != 0 and "never end" in proc.stderr, proc.stderr
+    scan = _body("sc", [helper.make_node("Identity", ["s_in"], ["s_out"]), helper.make_node("Neg", ["s_in"], ["e"])],
+                 [("i", I64, []), ("c", B, []), ("s_in", F, [2])], [("c", B), ("s_out", F), ("e", F)])
+    p3 = _loop_model(tmp_path, "unb", scan, 1, [_vi("M", I64, []), _vi("s0", F, [2])], [("s", F, None), ("es", F, None)],
+                     loop_inputs=["M", "", "s0"])
+    proc = tl.compile_raw(p3, tmp_path / "u.so")
+    assert proc.returncode != 0 and "the_loop" in proc.stderr and "--dim es=0:N" in proc.stderr, proc.stderr

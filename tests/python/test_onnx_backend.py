@@ -25,14 +25,12 @@ OPS = {  # filter -> how many node cases ONNX 1.12 has
     # ops whose output size the kernel finds
     "test_nonmaxsuppression": 9, "test_onehot": 4, "test_unique": 5,
     "test_resize": 23,   # scales and sizes are inputs of every case
-    "test_if": 3,   # control flow (test_control_flow.py)
+    "test_if": 3, "test_loop11": 1, "test_scan": 2,   # control flow (test_control_flow.py)
 }
 # Cases that do not pass, their status and a word of its detail: refused cleanly until the item
 # that brings their op lands, or computed as ONNX Runtime computes them where it and ONNX's data
 # disagree.
 EXPECTED = {
-    "node/test_range_float_type_positive_delta_expanded": ("refused", "Loop"),   # the Range function's body
-    "node/test_range_int32_type_negative_delta_expanded": ("refused", "Loop"),
     "node/test_resize_tf_crop_and_resize": ("refused", "tf_crop_and_resize"),
     "node/test_if_seq": ("refused", "SequenceConstruct"),   # sequences: not yet
     "node/test_if_opt": ("refused", "Optional"),

@@ -470,7 +470,8 @@ static cuvil_status load_attr(loader *L, const char *desc, const char *node_name
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH:
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPHS:
         return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED,
-                         "%s: attribute '%s' is a subgraph; control flow (If/Loop/Scan) is not supported yet", desc, a->name);
+                         "%s: attribute '%s' is a subgraph, which Cuvil takes only as the body of If, Loop and "
+                         "Scan", desc, a->name);
     default:
         return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED, "%s: attribute '%s' has unsupported type %d", desc, a->name,
                          (int)ap->type);
@@ -566,21 +567,62 @@ static void unsup_free(unsup_list *u) {
 
 static cuvil_status load_nodes(loader *L, const Onnx__GraphProto *gp);
 
-/* The most Ifs inside Ifs: the loader recurses once per level. */
+/* The most control-flow bodies inside each other: the loader recurses once per level. */
 #define MAX_REGION_DEPTH 16
 
-/* The subgraph sg of an If (desc; its then_branch, or else_branch when is_else) into a new
- * region of the graph, run when value cond is true (false): its initializers and nodes, which
- * may read every value of the graphs around it, and its outputs' value ids appended to
- * outs[*n_outs..] (outs holds max). */
+/* A Loop's or Scan's body as load_region makes it: the loop_begin node it adds first (its
+ * inputs, attributes, name) and the body's parameters, its outputs. */
+typedef struct loop_spec {
+    const int *begin_in;       /* p (op_loop) value ids */
+    int p, first;              /* the body's inputs are parameters first .. p - 1 (a Scan's start at 2) */
+    const cuvil_attr *attrs;
+    int n_attrs;
+    const char *name, *src_op;
+    int *params;               /* out: p value ids, -1 where the body has no such input */
+} loop_spec;
+
+/* The loop_begin of ls (in the region around the body): the body's inputs become its outputs. */
+static cuvil_status add_loop_begin(loader *L, const Onnx__GraphProto *sg, const char *desc, loop_spec *ls) {
+    cir_graph *g = L->g;
+    if ((int)sg->n_input != ls->p - ls->first)
+        return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: its body has %zu inputs; it needs %d", desc, sg->n_input,
+                         ls->p - ls->first);
+    for (int i = 0; i < ls->p; i++) ls->params[i] = -1;
+    for (size_t j = 0; j < sg->n_input; j++) {
+        const char *nm = sg->input[j]->name ? sg->input[j]->name : "";
+        if (!*nm) return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: input %zu of its body has no name", desc, j);
+        if (cuvil_map_get(&L->names, nm) >= 0)
+            return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: input '%s' of its body is defined twice", desc, nm);
+        cuvil_status s = count_value(L);
+        int id = s ? -1 : cir_value_add(g, nm, CIR_VAL_ACT);
+        if (id < 0) return s ? s : L->ctx->status;
+        if ((s = add_name(L, id))) return s;
+        ls->params[ls->first + (int)j] = id;
+    }
+    int id = cir_node_add(g, CIR_OP_LOOP_BEGIN, ls->name, ls->src_op, ls->p, ls->begin_in, ls->p, ls->params);
+    if (id < 0) return L->ctx->status;
+    cir_node *b = cir_node_at(g, id);
+    for (int i = 0; i < ls->n_attrs; i++) {
+        cuvil_status s = cir_node_set_attr(g, b, &ls->attrs[i]);
+        if (s) return s;
+    }
+    b->then_region = g->n_regions - 1;
+    return CUVIL_OK;
+}
+
+/* The subgraph sg of node desc (its attribute attr) into a new region of the graph: an If's
+ * branch, run when value cond is true (false when is_else), or with ls a loop's body, whose
+ * loop_begin it adds first. Its initializers and nodes may read every value of the graphs
+ * around it; its outputs' value ids are appended to outs[*n_outs..] (outs holds max). */
 static cuvil_status load_region(loader *L, const Onnx__GraphProto *sg, const char *desc, const char *attr, int cond,
-                                bool is_else, int *outs, int *n_outs, int max, int *region) {
+                                bool is_else, loop_spec *ls, int *outs, int *n_outs, int max, int *region) {
     cir_graph *g = L->g;
     int depth = 0;
     for (int r = g->cur_region; r > 0; r = g->regions[r].parent) depth++;
     if (depth >= MAX_REGION_DEPTH)
-        return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED, "%s: Ifs nested more than %d deep", desc, MAX_REGION_DEPTH);
-    if (sg->n_input)
+        return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED, "%s: control flow (If, Loop, Scan) nested more than %d deep", desc,
+                         MAX_REGION_DEPTH);
+    if (sg->n_input && !ls)
         return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: its %s has inputs; an If's branches take none", desc, attr);
     if (sg->n_output > (size_t)(max - *n_outs))   /* room for them in outs[] */
         return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: its %s has %zu outputs, the node %d", desc, attr, sg->n_output,
@@ -591,18 +633,19 @@ static cuvil_status load_region(loader *L, const Onnx__GraphProto *sg, const cha
         struct cir_region *nr = cuvil_arena_alloc(&g->arena, sizeof *nr * (size_t)cap);
         if (!nr) return cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
         if (g->n_regions) memcpy(nr, g->regions, sizeof *nr * (size_t)g->n_regions);
-        else nr[0] = (struct cir_region){0, -1, false};
+        else nr[0] = (struct cir_region){0, -1, false, false};
         g->regions = nr;
         g->cap_regions = cap;
     }
-    g->regions[r] = (struct cir_region){g->cur_region, cond, is_else};
+    g->regions[r] = (struct cir_region){g->cur_region, ls ? -1 : cond, is_else, ls != NULL};
     g->n_regions = r + 1;
     *region = r;
     cuvil_map outer_later = L->later;   /* the subgraph's own "produced later" names */
     memset(&L->later, 0, sizeof L->later);
     int outer_region = g->cur_region, first_value = g->n_values;
+    cuvil_status s = ls ? add_loop_begin(L, sg, desc, ls) : CUVIL_OK;
     g->cur_region = r;
-    cuvil_status s = load_initializers(L, sg);
+    if (!s) s = load_initializers(L, sg);
     if (!s) s = load_nodes(L, sg);
     g->cur_region = outer_region;
     cuvil_map_free(&L->later);
@@ -612,17 +655,129 @@ static cuvil_status load_region(loader *L, const Onnx__GraphProto *sg, const cha
         const char *o = sg->output[j]->name ? sg->output[j]->name : "";
         int id = cuvil_map_get(&L->names, o);
         if (id < 0)
-            return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: output '%s' of its %s is not a value of the branch or the graph",
-                             desc, o, attr);
+            return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: output '%s' of its %s is not a value of the %s or the graph",
+                             desc, o, attr, ls ? "body" : "branch");
         outs[(*n_outs)++] = id;
     }
-    /* the branch's names leave scope with it (the other branch may use them again) */
+    /* the subgraph's names leave scope with it (the other branch may use them again) */
     for (int v = first_value; v < g->n_values; v++) {
         const char *nm = cir_val(g, v)->name;
         if (nm && cuvil_map_get(&L->names, nm) == v && !cuvil_map_put(&L->names, nm, -1))
             return cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
     }
     return CUVIL_OK;
+}
+
+/* The graph attribute `name` of np, or NULL (an error on the context when it is not a graph). */
+static const Onnx__GraphProto *graph_attr(loader *L, const Onnx__NodeProto *np, const char *desc, const char *name,
+                                          cuvil_status *s) {
+    for (size_t j = 0; j < np->n_attribute; j++) {
+        const Onnx__AttributeProto *ap = np->attribute[j];
+        if (strcmp(ap->name ? ap->name : "", name)) continue;
+        if (ap->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH || !ap->g) {
+            *s = cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: attribute '%s' is not a graph", desc, name);
+            return NULL;
+        }
+        return ap->g;
+    }
+    return NULL;
+}
+
+/* Attribute `name` of np as ints (n of them; an INT as one), or n = -1 when not set. */
+static const int64_t *ints_attr(const Onnx__NodeProto *np, const char *name, int *n) {
+    *n = -1;
+    for (size_t j = 0; j < np->n_attribute; j++) {
+        const Onnx__AttributeProto *ap = np->attribute[j];
+        if (strcmp(ap->name ? ap->name : "", name)) continue;
+        if (ap->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT) {
+            *n = 1;
+            return &ap->i;
+        }
+        if (ap->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS && ap->n_ints <= INT_MAX) {
+            *n = (int)ap->n_ints;
+            return ap->ints;
+        }
+    }
+    return NULL;
+}
+
+/* A Loop or Scan node (desc; inputs in[], outputs out[], named by load_nodes): its body as a
+ * region between a loop_begin and a loop node (op_loop.c). */
+static cuvil_status load_loop(loader *L, const Onnx__NodeProto *np, const char *desc, const char *name, const char *op,
+                              int opset, const int *in, const int *out) {
+    cir_graph *g = L->g;
+    bool scan = !strcmp(op, "Scan");
+    cuvil_status s = CUVIL_OK;
+    const Onnx__GraphProto *body = graph_attr(L, np, desc, "body", &s);
+    if (!body) return s ? s : cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: needs its body attribute", desc);
+    int n_in = (int)np->n_input, n_out = (int)np->n_output, nsc = 0, first = 0, lead = 0;
+    if (scan) {
+        int c;
+        const int64_t *v = ints_attr(np, "num_scan_inputs", &c);
+        lead = opset < 9 ? 1 : 0;   /* Scan-8's sequence_lens */
+        if (c != 1 || v[0] < 1 || v[0] > n_in - lead)
+            return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: num_scan_inputs must be between 1 and its %d inputs", desc,
+                             n_in - lead);
+        if (lead && in[0] >= 0)
+            return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED, "%s: its sequence_lens input is not supported (opset 8's Scan "
+                             "over sequences of one length only)", desc);
+        nsc = (int)v[0];
+        first = 2;
+    }
+    int n = scan ? n_in - lead - nsc : n_in - 2;   /* the states */
+    if (n < 0 || n_out < n)
+        return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: has %d inputs and %d outputs; its states need as many outputs as "
+                         "inputs", desc, n_in, n_out);
+    int k = n_out - n, p = 2 + n + nsc;
+    int64_t *axes[4] = {NULL, NULL, NULL, NULL};
+    static const char *const onnx_names[4] = {"scan_input_axes", "scan_input_directions", "scan_output_axes",
+                                              "scan_output_directions"};
+    static const char *const cir_names[4] = {"scan_in_axes", "scan_in_reverse", "scan_out_axes", "scan_out_reverse"};
+    cuvil_attr attrs[8];
+    int na = 0;
+    attrs[na++] = (cuvil_attr){.name = "n_state", .type = CUVIL_ATTR_INT, .i = n};
+    attrs[na++] = (cuvil_attr){.name = "n_scan", .type = CUVIL_ATTR_INT, .i = nsc};
+    attrs[na++] = (cuvil_attr){.name = "scan", .type = CUVIL_ATTR_INT, .i = scan};
+    if (scan && lead) attrs[na++] = (cuvil_attr){.name = "batch", .type = CUVIL_ATTR_INT, .i = 1};
+    for (int a = 0; scan && a < 4; a++) {
+        int c, want = a < 2 ? nsc : k;
+        const int64_t *v = ints_attr(np, lead && a == 1 ? "directions" : onnx_names[a], &c);
+        if (c < 0) continue;
+        if (lead && a != 1) return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: opset 8's Scan has no %s", desc, onnx_names[a]);
+        if (c != want)
+            return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: %s has %d entries; it needs %d", desc,
+                             lead && a == 1 ? "directions" : onnx_names[a], c, want);
+        for (int i = 0; a % 2 && i < c; i++)
+            if (v[i] != 0 && v[i] != 1)
+                return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: %s[%d] is %lld; a direction is 0 or 1", desc,
+                                 lead && a == 1 ? "directions" : onnx_names[a], i, (long long)v[i]);
+        if (!(axes[a] = cuvil_arena_alloc(&g->arena, sizeof(int64_t) * (size_t)(c + 1))))
+            return cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
+        if (c) memcpy(axes[a], v, sizeof(int64_t) * (size_t)c);
+        attrs[na++] = (cuvil_attr){.name = cir_names[a], .type = CUVIL_ATTR_INTS, .ints = axes[a], .n = c};
+    }
+    /* the loop node's inputs: loop_begin's p, the p parameters, then the body's results */
+    int total = 2 * p + 1 + n + k;
+    int *all = cuvil_arena_alloc(&g->arena, sizeof(int) * (size_t)(total + 1));
+    if (!all) return cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
+    all[0] = scan ? -1 : in[0];
+    all[1] = scan ? -1 : in[1];
+    for (int i = 0; i < n + nsc; i++) all[2 + i] = in[(scan ? lead : 2) + i];
+    loop_spec ls = {.begin_in = all, .p = p, .first = first, .attrs = attrs, .n_attrs = na, .name = name, .src_op = op,
+                    .params = all + p};
+    int got = 2 * p + (scan ? 1 : 0), region = 0;
+    if (scan) all[2 * p] = -1;   /* a Scan's body gives no condition */
+    s = load_region(L, body, desc, "body", -1, false, &ls, all, &got, total, &region);
+    if (s) return s;
+    if (got != total)
+        return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: its body has %d outputs; it needs %d", desc, got - 2 * p,
+                         total - 2 * p - (scan ? 1 : 0));
+    int id = cir_node_add(g, CIR_OP_LOOP, name, op, total, all, n_out, out);
+    if (id < 0) return L->ctx->status;
+    cir_node *ln = cir_node_at(g, id);
+    for (int i = 0; i < na && !s; i++) s = cir_node_set_attr(g, ln, &attrs[i]);
+    ln->then_region = region;
+    return s;
 }
 
 /* An If node's branches (np's then_branch and else_branch attributes) loaded as regions; in[]
@@ -645,10 +800,10 @@ static cuvil_status load_if(loader *L, const Onnx__NodeProto *np, const char *de
     if (!all) return cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
     all[0] = cond;
     int n = 1;
-    cuvil_status s = load_region(L, br[0], desc, "then_branch", cond, false, all, &n, 1 + k, &regions[0]);
+    cuvil_status s = load_region(L, br[0], desc, "then_branch", cond, false, NULL, all, &n, 1 + k, &regions[0]);
     if (!s && n != 1 + k)
         s = cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: its then_branch has %d outputs, the node %d", desc, n - 1, k);
-    if (!s) s = load_region(L, br[1], desc, "else_branch", cond, true, all, &n, 1 + 2 * k, &regions[1]);
+    if (!s) s = load_region(L, br[1], desc, "else_branch", cond, true, NULL, all, &n, 1 + 2 * k, &regions[1]);
     if (!s && n != 1 + 2 * k)
         s = cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: its else_branch has %d outputs, the node %d", desc, n - 1 - k, k);
     *in = all;
@@ -739,6 +894,10 @@ static cuvil_status load_nodes(loader *L, const Onnx__GraphProto *gp) {
         }
         if (s) break;
         if (!supported) continue;   /* reported with the others once every node is read */
+        if (!*domain && (!strcmp(op, "Loop") || !strcmp(op, "Scan"))) {
+            if ((s = load_loop(L, np, desc, name, op, opset, in, out))) break;
+            continue;
+        }
         int n_in = (int)np->n_input, regions[2] = {0, 0};
         bool is_if = !*domain && !strcmp(op, "If");
         if (is_if && (s = load_if(L, np, desc, &in, &n_in, regions))) break;

@@ -504,6 +504,8 @@ static const op_map table[] = {
     {"OneHot", 9, CIR_OP_ONEHOT, NULL},
     {"Unique", 11, CIR_OP_UNIQUE, NULL},
     {"If", 1, CIR_OP_IF, NULL},
+    {"Loop", 1, CIR_OP_LOOP, NULL},   /* onnx_load.c's load_loop, not mapped here */
+    {"Scan", 8, CIR_OP_LOOP, NULL},
     {"Scatter", 9, CIR_OP_SCATTER_ELEMENTS, NULL},   /* deprecated in 11 for ScatterElements: the same op */
     {"IsNaN", 9, CIR_OP_IS_NAN, NULL},
     {"IsInf", 10, CIR_OP_IS_INF, NULL},

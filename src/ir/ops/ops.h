@@ -123,9 +123,6 @@ cuvil_status op_const_ints(cir_graph *g, cir_node *n, int i, const char *what, i
                            int max, int *count);
 /* The same for an input known as expressions of the symbols (cir_value.sval) or constant. */
 cuvil_status op_sval_ints(cir_graph *g, cir_node *n, int i, const char *what, const cir_dim **out, int max, int *count);
-/* op_sval_ints, and for a tensor computed at run time (or an input of the model) its elements
- * as the symbols of their values, read just before n runs (cir_rt_load), each in [lo, hi]:
- * the values n's op can take. */
 /* Dim d of node n's output `out` as the k-th size n finds when the model runs (its kernel
  * writes it, and fails rather than write more): in 0..derived (a bound the op implies, -1
  * for none; when soft, one that holds only for most inputs, used when nothing else bounds
@@ -133,8 +130,27 @@ cuvil_status op_sval_ints(cir_graph *g, cir_node *n, int i, const char *what, co
  * error that says which --dim to give when nothing bounds it. */
 cuvil_status op_found_dim(cir_graph *g, cir_node *n, int out, int d, int k, int64_t derived, bool soft,
                           const cir_dim **dx);
+/* op_sval_ints, and for a tensor computed at run time (or an input of the model) its elements
+ * as the symbols of their values, read just before n runs (cir_rt_load), each in [lo, hi]:
+ * the values n's op can take. */
 cuvil_status op_size_ints(cir_graph *g, cir_node *n, int i, const char *what, const cir_dim **out, int max, int *count,
                           int64_t lo, int64_t hi);
+
+/* A loop_begin or loop node's counts (op_loop.c): n states, s scanned inputs, k scan outputs,
+ * p = 2 + n + s (the loop_begin's inputs, and its outputs: the body's parameters). The loop
+ * node's inputs are the loop_begin's p inputs, its p outputs, then the body's results from
+ * 2p: condition, n states, k scan elements. */
+typedef struct op_loop {
+    int n, s, k, p;
+    bool scan, batch;   /* a Scan; opset 8's batch dim (of 1) around everything */
+} op_loop;
+/* False when n's inputs and outputs do not match its counts. */
+bool op_loop_at(const cir_node *n, op_loop *l);
+/* Whether scanned input i (out: scan output i) runs backwards; its axis against rank. */
+bool op_loop_reverse(const cir_node *n, bool out, int i);
+cuvil_status op_loop_axis(cir_graph *g, cir_node *n, bool out, int i, int rank, int *axis);
+/* The index of loop node n's loop_begin (the nearest before it with its body), or -1. */
+int op_loop_begin(const cir_graph *g, const cir_node *n);
 /* Normalises axis (negative counts from the end) against rank, or errors naming `what`. */
 cuvil_status op_axis(cir_graph *g, cir_node *n, int64_t axis, int rank, const char *what, int *out);
 /* numpy broadcast of a and b shapes into out; errors name both shapes. */
