@@ -160,6 +160,36 @@ def cases() -> dict:
                              [vi(f"m{i}", [2]) for i in range(2)])
     c["if-else-more-outputs"] = Case(b(ifm(then_branch=br, else_branch=many)), "its else_branch has 2 outputs, the node 1")
     c["if-then-more-outputs"] = Case(b(ifm(then_branch=many, else_branch=br)), "its then_branch has 2 outputs, the node 1")
+    # Loop and Scan: bodies whose inputs or outputs do not match the node, counts out of range
+    lbody = lambda nodes, ins, outs: helper.make_graph(nodes, "lb", ins, outs)   # noqa: E731
+    loopm = lambda ins, body, outs=("y",), **a: model(   # noqa: E731
+        [helper.make_node("Loop", list(ins), list(outs), name="the_loop", body=body, **a)],
+        [vi("M", [], T.INT64), vi("c", [], T.BOOL), vi("x", [2])], [vi(o, [2]) for o in outs])
+    ok_body = lbody([helper.make_node("Neg", ["s"], ["s2"])], [vi("i", [], T.INT64), vi("cc", [], T.BOOL), vi("s", [2])],
+                    [vi("cc", [], T.BOOL), vi("s2", [2])])
+    c["loop-body-too-few-inputs"] = Case(b(loopm(["M", "c", "x"], lbody(
+        [helper.make_node("Neg", ["x"], ["s2"])], [vi("i", [], T.INT64)], [vi("c", [], T.BOOL), vi("s2", [2])]))),
+        "its body has 1 inputs; it needs 3")
+    c["loop-body-too-few-outputs"] = Case(b(loopm(["M", "c", "x"], lbody(
+        [helper.make_node("Neg", ["s"], ["s2"])], [vi("i", [], T.INT64), vi("cc", [], T.BOOL), vi("s", [2])],
+        [vi("cc", [], T.BOOL)]))), "its body has 1 outputs; it needs 2")
+    c["loop-never-ends"] = Case(b(loopm(["", "", "x"], ok_body)), "neither a trip count nor a condition")
+    c["loop-float-trip-count"] = Case(b(loopm(["x", "c", "x"], ok_body)), "its trip count 'x' is float32")
+    c["loop-body-input-shadows"] = Case(b(loopm(["M", "c", "x"], lbody(
+        [helper.make_node("Neg", ["x"], ["s2"])], [vi("i", [], T.INT64), vi("c", [], T.BOOL), vi("x", [2])],
+        [vi("c", [], T.BOOL), vi("s2", [2])]))), "input 'c' of its body is defined twice")
+    c["loop-no-body"] = Case(b(model([helper.make_node("Loop", ["M", "c", "x"], ["y"], name="the_loop")],
+                                     [vi("M", [], T.INT64), vi("c", [], T.BOOL), vi("x", [2])], [vi("y", [2])])),
+                             "body")
+    sbody = lbody([helper.make_node("Add", ["s", "e"], ["s2"])], [vi("s", [2]), vi("e", [2])], [vi("s2", [2])])
+    scanm = lambda ins, **a: model([helper.make_node("Scan", list(ins), ["y"], name="the_scan", body=sbody, **a)],   # noqa: E731
+                                   [vi("x", [2]), vi("z", [3, 2])], [vi("y", [2])])
+    c["scan-too-many-scan-inputs"] = Case(b(scanm(["x", "z"], num_scan_inputs=5)), "num_scan_inputs must be between 1 and")
+    c["scan-axes-count"] = Case(b(scanm(["x", "z"], num_scan_inputs=1, scan_input_axes=[0, 1])),
+                                "scan_input_axes has 2 entries; it needs 1")
+    c["scan-direction-2"] = Case(b(scanm(["x", "z"], num_scan_inputs=1, scan_input_directions=[2])),
+                                 "a direction is 0 or 1")
+    c["scan-axis-out-of-range"] = Case(b(scanm(["x", "z"], num_scan_inputs=1, scan_input_axes=[7])), "scan_in_axes[0]")
 
     # a field number past 2^29-1 (protobuf-c reads it as an unknown field; the pre-scan must not
     # stop there and leave what follows unchecked)
