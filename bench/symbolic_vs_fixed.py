@@ -8,7 +8,7 @@ the latency of both at that shape, 1 and 2 threads.
 Compiles alternate (symbolic, fixed) for --compiles rounds, each into a fresh folder (no cache);
 latency alternates the two models call by call for --iters calls after a warm-up; medians.
 
-    $VENV/bin/python bench/symbolic_vs_fixed.py [--compiles 3] [--iters 30] [--target T]
+    $VENV/bin/python bench/symbolic_vs_fixed.py [--compiles 3] [--iters 30] [--target T] [--only ResNet]
 """
 from __future__ import annotations
 
@@ -63,6 +63,7 @@ def main() -> int:
     ap.add_argument("--compiles", type=int, default=3)
     ap.add_argument("--iters", type=int, default=30)
     ap.add_argument("--target", default=None)
+    ap.add_argument("--only", default=None, help="the models whose name contains this (ResNet, BERT, GPT)")
     a = ap.parse_args()
     env = dict(os.environ, CUVIL_NO_SAMPLES="1")   # the expression path, or an error
     work = Path(tempfile.mkdtemp(prefix="cuvil-symbench-"))
@@ -78,6 +79,8 @@ def main() -> int:
     print("| model | shape | compile symbolic / fixed s | ratio | threads | latency symbolic / fixed ms | ratio |")
     print("|---|---|---|---|---|---|---|")
     for name, model, sym_dims, fixed_dims, feed_fn, shape in cases:
+        if a.only and a.only.lower() not in name.lower():
+            continue
         ts, tf = [], []
         for r in range(a.compiles):
             for dims, acc, tag in ((sym_dims, ts, "s"), (fixed_dims, tf, "f")):

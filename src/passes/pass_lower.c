@@ -6,12 +6,16 @@
 #include "passes/passes_int.h"
 #include "codegen/toolchain_int.h"
 
+#include <math.h>
 #include <string.h>
 
-/* Kernels chosen on the shapes' numbers (Winograd, the direct and swapped GEMMs, channels last,
- * fused blocks) are for fixed shapes: a model with symbolic dims keeps to the plain GEMM paths,
- * which take any size (the issue of lowering symbolic nodes as specialised ones is open). */
-static bool plain_only(const cir_graph *g) { return g->symdims; }
+/* With symbolic dims (or sizes the run finds) a conv's kernel is chosen as for fixed shapes,
+ * at the dims' upper bounds (op_conv_params): Winograd, the direct and swapped GEMMs and
+ * channels last take any size when the model runs (their packed weights depend on the
+ * channels and the kernel's size only; the emitter passes the run's sizes and reserves the
+ * scratch of the largest). The fused inverted-residual block's parameters are fixed numbers:
+ * not with symbolic dims. */
+static bool fixed_only(const cir_graph *g) { return g->symdims; }
 
 /* What every lowering reads: the target, and the map sizes at which some conv runs as
  * Winograd with tiles as rows (collected before any is lowered). */
@@ -20,6 +24,9 @@ typedef struct lower_ctx {
     const cuvil_target_info *t;
     int n_wino_t;
     int64_t wino_t_hw[WINO_T_SIZES][2];
+    /* the bytes of the constant weights of the nodes still to lower after this one: room the
+     * packed weights keep for them, packed as they are, when a conv would take Winograd's */
+    const uint64_t *rest;
 } lower_ctx;
 
 typedef cuvil_status (*lower_fn)(cir_graph *g, cir_node *n, const lower_ctx *c);
@@ -59,6 +66,58 @@ static cuvil_status packed_const(cir_graph *g, const cir_value *w, size_t nf, co
     const char *k = cuvil_arena_strdup(&g->arena, ikey);
     if (!k || !cuvil_map_put(&g->pack_index, k, *id)) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
     return CUVIL_OK;
+}
+
+/* Conv n's parameters as its kernel is chosen and its weights packed. With symbolic dims (or
+ * sizes the run finds) its sizes are those at a point inside the symbols' ranges, each at the
+ * geometric mean of its ends (H=32:1024: 181, batch 1:8: 3), rather than at the upper bounds
+ * op_conv_params gives: Winograd's tiles as rows and F(2x2), the best for a small map, would
+ * never be taken at a range's top, nor F(4x4) at its bottom. Every kernel runs at every size
+ * (the emitter passes the run's sizes and reserves the scratch of the largest); only the
+ * speed depends on this point. */
+static cuvil_status conv_choice_params(cir_graph *g, cir_node *n, cuvil_conv2d_params *p) {
+    cuvil_status s = op_conv_params(g, n, false, p);
+    if (s || !g->symdims) return s;
+    op_geo_x x;
+    if ((s = op_conv_x(g, n, &x))) return s;
+    int ns = g->dt.n_syms;
+    int64_t *vals = cuvil_malloc(sizeof(int64_t) * ((size_t)ns + 1));
+    if (!vals) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+    for (int k = 0; k < ns; k++) {
+        int64_t lo = g->dt.syms[k].lo > 1 ? g->dt.syms[k].lo : 1, hi = g->dt.syms[k].hi > lo ? g->dt.syms[k].hi : lo;
+        int64_t m = (int64_t)sqrt((double)lo * (double)hi);
+        vals[k] = m < lo ? lo : m > hi ? hi : m;
+    }
+    const cir_dim *f[7] = {x.N, x.H, x.W, x.OH, x.OW, x.pad_t, x.pad_l};
+    int64_t v[7];
+    bool ok = true;
+    for (int i = 0; i < 7 && ok; i++) ok = cir_dim_eval(f[i], vals, ns, &v[i]);
+    cuvil_free(vals);
+    if (ok && v[0] > 0 && v[3] > 0 && v[4] > 0) {
+        p->N = v[0], p->H = v[1], p->W = v[2], p->OH = v[3], p->OW = v[4], p->pad_t = v[5], p->pad_l = v[6];
+    }
+    return CUVIL_OK;
+}
+
+/* Node n leaves its packed weights for another layout: where no other node reads them, their
+ * bytes no longer count against limits.packed_bytes (the generated code holds only the
+ * constants it reads). */
+static void release_pack(cir_graph *g, cir_node *n) {
+    if (n->packed < 0) return;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const cir_node *o = cir_node_at(g, i);
+        if (o != n && !o->dead && o->packed == n->packed) return;
+    }
+    const uint64_t nb = cir_nbytes(cir_val(g, n->packed));
+    g->packed_bytes -= nb < g->packed_bytes ? nb : g->packed_bytes;
+    n->packed = -1;
+}
+
+/* Whether nf more packed floats and `keep` bytes after them stay within limits.packed_bytes
+ * (packed_const's check). */
+static bool pack_fits(const cir_graph *g, size_t nf, uint64_t keep) {
+    const uint64_t nb = (uint64_t)nf * sizeof(float);
+    return nb <= g->packed_budget && keep <= g->packed_budget - nb && g->packed_bytes <= g->packed_budget - nb - keep;
 }
 
 /* The key of packed_const for a conv's weights: the fields of p the packing reads (and the
@@ -105,11 +164,9 @@ static bool swapped_fits_better(const cuvil_conv2d_params *p, const cuvil_target
     return !short_im2col && tile_fill(px, ch, t->mr, t->nr) > 1.05 * tile_fill(ch, px, t->mr, t->nr);
 }
 
-/* Does a conv (params p, constant weights: packed) run as Winograd? With symbolic dims one
- * kernel serves every size: the choices that follow the size (and change the packed weights'
- * layout) are left out. */
+/* Does a conv (params p, constant weights: packed) run as Winograd? */
 static bool runs_winograd(const cir_graph *g, bool packed, const cuvil_conv2d_params *p) {
-    return packed && !plain_only(g) && g->opt_level >= 2 && winograd_pays(p);
+    return packed && g->opt_level >= 2 && winograd_pays(p);
 }
 
 /* Where 4x4 tiles are too few (7x7: 4, 43% padding, 37 MB of weights at 512 channels),
@@ -117,7 +174,7 @@ static bool runs_winograd(const cir_graph *g, bool packed, const cuvil_conv2d_pa
  * than the GEMM on 1.78x the weights. */
 static bool runs_winograd2(const cir_graph *g, bool packed, const cuvil_conv2d_params *p) {
     const int64_t tiles = ((p->OH + 1) / 2) * ((p->OW + 1) / 2);
-    return packed && !plain_only(g) && g->opt_level >= 2 && cuvil_conv2d_winograd_applies(p) && !winograd_pays(p) &&
+    return packed && g->opt_level >= 2 && cuvil_conv2d_winograd_applies(p) && !winograd_pays(p) &&
            tiles >= 16 && tiles <= 64 && p->C >= WINO2_MIN_CHANNELS && p->M >= WINO2_MIN_CHANNELS;
 }
 
@@ -277,13 +334,13 @@ static bool direct_t_strided(const cuvil_conv2d_params *p, const cuvil_target_in
 static cuvil_status lower_conv(cir_graph *g, cir_node *n, const lower_ctx *c) {
     const cuvil_target_info *t = c->t;
     cuvil_conv2d_params p;
-    cuvil_status s = op_conv_params(g, n, false, &p);
+    cuvil_status s = conv_choice_params(g, n, &p);
     if (s) return s;
     cir_value *w = cir_in(g, n, 1);
     char algo[160];
     const bool packed = g->opt_level >= 1 && cir_is_const(w);
     /* (Winograd takes only stride 1: never with strided_t) */
-    const bool strided_t = packed && !plain_only(g) && g->opt_level >= 2 && direct_t_strided(&p, t);
+    const bool strided_t = packed && g->opt_level >= 2 && direct_t_strided(&p, t);
     /* a single input channel with a gathering stride and long kernel rows: the direct
      * convolution, as for more channels (conv_sweep.py: 1 -> 4, k400 s160, AVX2 0.034 -> 0.021 ms) */
     bool depthwise = p.C / p.group == 1 && !dw_runs_gemm(&p, packed, t) && !strided_t;
@@ -293,19 +350,24 @@ static cuvil_status lower_conv(cir_graph *g, cir_node *n, const lower_ctx *c) {
     if (depthwise) {
         snprintf(algo, sizeof algo, "direct depthwise%s", (p.KH == 3 || p.KH == 5) && p.KH == p.KW ? " (register-tiled)" : "");
     } else {
-        bool wino2 = runs_winograd2(g, packed, &p);
-        bool wino = runs_winograd(g, packed, &p) || wino2;
+        /* Winograd's transformed weights are 1.8x (F(2x2)) to 4x (F(4x4)) the GEMM's: where they
+         * would bring the packed weights over limits.packed_bytes (ResNet-18's last stage at batch
+         * 8), the conv takes a kernel on weights packed as they are */
+        bool allow_wino = true;
+    choose:;
+        bool wino2 = allow_wino && runs_winograd2(g, packed, &p);
+        bool wino = (allow_wino && runs_winograd(g, packed, &p)) || wino2;
         /* the swapped GEMMs run group by group with a transpose each: one group only (grouped
          * convs, conv_sweep.py: 64 -> 64 g4 3x3 s2 at 56x56, AVX2, 0.34 -> 0.74 ms swapped) */
-        bool swap = packed && !plain_only(g) && !wino && !strided_t && p.group == 1 &&
+        bool swap = packed && !wino && !strided_t && p.group == 1 &&
                     (swapped_fits_better(&p, t) ||
                      (g->opt_level >= 2 && pointwise && p.group == 1 && p.OH * p.OW <= SWAP_NEAR_DW_MAX_PIXELS &&
                       next_to_depthwise(g, n)) ||
                      (g->opt_level >= 2 && (pointwise || strided_pw) && p.group == 1 &&
                       p.OH * p.OW <= SWAP_NEAR_WINO_T_MAX_PIXELS && on_wino_t_map(c, &p)));
         bool wino_t = wino && !wino2 && wino_t_shape(&p, t);
-        bool direct_t = strided_t || (packed && !plain_only(g) && !wino && !swap && g->opt_level >= 2 && direct_t_pays(&p, t));
-        bool direct = packed && !plain_only(g) && !wino && !swap && !direct_t && direct_pays(&p);
+        bool direct_t = strided_t || (packed && !wino && !swap && g->opt_level >= 2 && direct_t_pays(&p, t));
+        bool direct = packed && !wino && !swap && !direct_t && direct_pays(&p);
         p.algo = wino2      ? CUVIL_CONV_WINOGRAD2_T
                  : wino_t   ? CUVIL_CONV_WINOGRAD_T
                  : wino     ? CUVIL_CONV_WINOGRAD
@@ -319,6 +381,10 @@ static cuvil_status lower_conv(cir_graph *g, cir_node *n, const lower_ctx *c) {
             /* the swapped GEMMs pack the weights as their B */
             p.packed_mr = cuvil_conv2d_algo_packs_b(p.algo) ? t->nr : t->mr;
             p.packed_kc = t->kc;
+            if (wino && !pack_fits(g, cuvil_f32_conv2d_packed_floats(&p), *c->rest)) {
+                allow_wino = false;
+                goto choose;
+            }
             int id;
             bool fill;
             char key[400];
@@ -403,7 +469,7 @@ static const char *node_ops(const cir_node *n, char *buf, size_t len) {
  * middle tensors have no other use: the last conv becomes an mbblock node that does all
  * three; the first two are dropped. */
 static cuvil_status fuse_mbblocks(cir_graph *g, const cuvil_target_info *t) {
-    if (plain_only(g) || g->opt_level < 2) return CUVIL_OK;
+    if (fixed_only(g) || g->opt_level < 2) return CUVIL_OK;
     bool changed = false;
     for (int i = 0; i < g->n_nodes; i++) {
         cir_node *P = cir_node_at(g, i);
@@ -495,7 +561,7 @@ static bool layout_ok(cir_graph *g, cir_node *n, int layout) {
         return layout == CUVIL_CONV_X_NHWC && cir_in(g, n, 0)->ndim == 4;
     if (n->kind != CIR_OP_CONV) return false;
     cuvil_conv2d_params p;
-    if (op_conv_params(g, n, false, &p)) return false;
+    if (conv_choice_params(g, n, &p)) return false;
     const bool depthwise = is_depthwise_conv(g, n);
     if (depthwise && (n->packed >= 0 || !cir_is_const(cir_in(g, n, 1)))) return false;
     p.algo = n->kernel_algo;
@@ -505,7 +571,7 @@ static bool layout_ok(cir_graph *g, cir_node *n, int layout) {
 }
 
 static cuvil_status assign_layouts(cir_graph *g, const cuvil_target_info *t) {
-    if (plain_only(g) || g->opt_level < 2) return CUVIL_OK;
+    if (g->opt_level < 2) return CUVIL_OK;
     bool *last = cuvil_calloc((size_t)g->n_values + 1, sizeof *last); /* value v channels last */
     if (!last) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
     /* what a conv can write, 4-D and not a graph output */
@@ -553,7 +619,7 @@ static cuvil_status assign_layouts(cir_graph *g, const cuvil_target_info *t) {
         const int layout = (last[n->in[0]] ? CUVIL_CONV_X_NHWC : 0) | (last[n->out[0]] ? CUVIL_CONV_Y_NHWC : 0);
         if (!layout) continue;
         cuvil_conv2d_params p;
-        if ((s = op_conv_params(g, n, false, &p))) break;
+        if ((s = conv_choice_params(g, n, &p))) break;
         n->layout = layout;
         const char *base = n->algo ? n->algo : "";
         char algo[CIR_ALGO_MAX], direct[CIR_ALGO_MAX];
@@ -589,6 +655,7 @@ static cuvil_status assign_layouts(cir_graph *g, const cuvil_target_info *t) {
             char key[400];
             conv_pack_key(&p, key, sizeof key);
             cir_value *w = cir_in(g, n, 1);
+            release_pack(g, n);   /* (what this node alone read no longer counts) */
             if ((s = packed_const(g, w, cuvil_f32_conv2d_packed_floats(&p), key, &id, &fill))) break;
             if (fill) cuvil_f32_conv2d_pack(&p, w->data, cir_val(g, id)->data, NULL);
             n->packed = id;
@@ -612,7 +679,8 @@ cuvil_status cuvil_pass_lower(cir_graph *g, const cuvil_options *o) {
     (void)o;
     const cuvil_target_info *t = cuvil_target_find(g->target ? g->target : cuvil_host_target());
     if (!t) return cuvil_err(g->ctx, CUVIL_ERR_INTERNAL, "lowering: unknown target '%s'", g->target ? g->target : "?");
-    lower_ctx c = {t, 0, {{0}}};
+    uint64_t rest = 0;
+    lower_ctx c = {t, 0, {{0}}, &rest};
     g->packed_bytes = 0;
     g->packed_budget = g->limits.packed_bytes ? g->limits.packed_bytes
                        : g->const_bytes > (UINT64_MAX - ((uint64_t)64 << 20)) / 2 ? UINT64_MAX
@@ -622,7 +690,7 @@ cuvil_status cuvil_pass_lower(cir_graph *g, const cuvil_options *o) {
         cir_node *n = cir_node_at(g, i);
         cuvil_conv2d_params p;
         if (n->dead || n->kind != CIR_OP_CONV || n->half != CIR_UNDEF || !cir_is_const(cir_in(g, n, 1)) ||
-            op_conv_params(g, n, false, &p) || !runs_winograd(g, g->opt_level >= 1, &p) || !wino_t_shape(&p, t) ||
+            conv_choice_params(g, n, &p) || !runs_winograd(g, g->opt_level >= 1, &p) || !wino_t_shape(&p, t) ||
             on_wino_t_map(&c, &p))
             continue;
         c.wino_t_hw[c.n_wino_t][0] = p.OH;
@@ -631,7 +699,14 @@ cuvil_status cuvil_pass_lower(cir_graph *g, const cuvil_options *o) {
     }
     for (int i = 0; i < g->n_nodes; i++) {
         cir_node *n = cir_node_at(g, i);
+        const cir_value *w = n->dead || !lowerings[n->kind] ? NULL : cir_in(g, n, 1);
+        if (w && cir_is_const(w)) rest += cir_nbytes(w);
+    }
+    for (int i = 0; i < g->n_nodes; i++) {
+        cir_node *n = cir_node_at(g, i);
         if (n->dead || !lowerings[n->kind]) continue;
+        const cir_value *w = cir_in(g, n, 1);
+        if (w && cir_is_const(w)) rest -= cir_nbytes(w) < rest ? cir_nbytes(w) : rest;
         cuvil_status s = lowerings[n->kind](g, n, &c);
         if (s) return s;
     }

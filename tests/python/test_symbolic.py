@@ -255,6 +255,33 @@ def test_cnn_with_dynamic_height_and_width_in_steps(resnet18_dynamic_hw, tmp_pat
         in proc.stderr, proc.stderr
 
 
+def _conv_choices(ir_text):
+    """The kernel each conv and fused block runs, in order (the lowering's words in --emit ir)."""
+    return [ln.split("# ")[-1] for ln in ir_text.splitlines() if " = conv " in ln or " = mbblock " in ln]
+
+
+@pytest.mark.parametrize("target", ["x86_64-avx2", "x86_64-avx512"])
+def test_symbolic_cnn_takes_the_specialised_kernels(resnet18_dynamic_hw, tmp_path, target):
+    """A symbolic build chooses each conv's kernel as a specialised build does, at the point of
+    the ranges it chooses at (each symbol's geometric mean: N=1:4 -> 2, H and W 32:1024 ->
+    181): the same Winograd variants (F(4x4), tiles as rows), direct and
+    pixels-as-rows GEMMs and channels-last layouts, for the named target. Then at odd sizes
+    across the ranges it matches ONNX Runtime (run here where the host runs the target)."""
+    sym = ["--dim", "N=1:4", "--dim", "H=32:1024", "--dim", "W=32:1024"]
+    fixed = ["--dim", "N=2", "--dim", "H=181", "--dim", "W=181"]
+    ir_s = tl.compile(resnet18_dynamic_hw, tmp_path / "s", stem="s", emit="ir", target=target, extra=sym).read_text()
+    ir_f = tl.compile(resnet18_dynamic_hw, tmp_path / "f", stem="f", emit="ir", target=target, extra=fixed).read_text()
+    cs, cf = _conv_choices(ir_s), _conv_choices(ir_f)
+    assert len(cs) == 20 and cs == cf, "\n".join(f"{a}  |  {b}" for a, b in zip(cs, cf))
+    assert any("winograd F(4x4,3x3), tiles as rows" in c for c in cs) and any("channels last" in c for c in cs), cs
+    if not tl.host_runs(target):
+        return
+    so = tl.compile(resnet18_dynamic_hw, tmp_path / "b", stem="r18sym", target=target, extra=sym)
+    for n, h, w in ((1, 224, 224), (2, 33, 47), (1, 181, 300), (3, 97, 64)):
+        x = np.random.default_rng(n * h + w).standard_normal((n, 3, h, w)).astype(np.float32)
+        tl.assert_outputs_close(tl.run(so, {"x": x}, tmp_path / f"r{n}_{h}_{w}"), tl.ort_run(resnet18_dynamic_hw, {"x": x}))
+
+
 def test_dim_expressions_long_names_and_no_polynomial(tmp_path):
     """Found by a review: a dim's expression over long symbol names is written whole (it used
     to fall back to a number), and a dim that follows a symbol but is no polynomial of it (a
