@@ -218,6 +218,9 @@ int cuvil_conv2d_layout_ok(const cuvil_conv2d_params *p);
  * conv given a layout after its weights were packed needs them packed again. (Not
  * CUVIL_CONV_DIRECT_T's, tap-major whatever the layout.) */
 int cuvil_conv2d_packed_tap_major(const cuvil_conv2d_params *p);
+/* The conv's algorithm (cuvil_conv2d_params.algo): the GEMM (im2col, or the input itself
+ * for a 1x1 stride-1 conv), its weights packed as A, when none of those below. */
+#define CUVIL_CONV_GEMM 0
 #define CUVIL_CONV_WINOGRAD 1
 #define CUVIL_CONV_GEMM_T 2
 /* Winograd whose 36 GEMMs have the roles swapped (tiles as rows, the transformed weights

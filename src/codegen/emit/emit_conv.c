@@ -4,6 +4,30 @@
 
 #include <string.h>
 
+/* A conv's algorithm (cuvil_conv2d_params.algo) as the runtime's name for it. */
+static const char *algo_name(int64_t algo) {
+    switch (algo) {
+    case CUVIL_CONV_GEMM: return "CUVIL_CONV_GEMM";
+    case CUVIL_CONV_WINOGRAD: return "CUVIL_CONV_WINOGRAD";
+    case CUVIL_CONV_GEMM_T: return "CUVIL_CONV_GEMM_T";
+    case CUVIL_CONV_WINOGRAD_T: return "CUVIL_CONV_WINOGRAD_T";
+    case CUVIL_CONV_DIRECT: return "CUVIL_CONV_DIRECT";
+    case CUVIL_CONV_WINOGRAD2_T: return "CUVIL_CONV_WINOGRAD2_T";
+    case CUVIL_CONV_DIRECT_T: return "CUVIL_CONV_DIRECT_T";
+    default: CUVIL_ASSERT(!"a conv algorithm without a name"); return "0";
+    }
+}
+
+/* A conv's layout flags (cuvil_conv2d_params.layout) as the runtime's names. */
+static const char *layout_name(int64_t layout) {
+    switch (layout & (CUVIL_CONV_X_NHWC | CUVIL_CONV_Y_NHWC)) {
+    case CUVIL_CONV_X_NHWC: return "CUVIL_CONV_X_NHWC";
+    case CUVIL_CONV_Y_NHWC: return "CUVIL_CONV_Y_NHWC";
+    case CUVIL_CONV_X_NHWC | CUVIL_CONV_Y_NHWC: return "CUVIL_CONV_X_NHWC | CUVIL_CONV_Y_NHWC";
+    default: return "0";
+    }
+}
+
 /* The fields of op_conv_params() as a C initialiser (shared by both params structs). */
 static const char *geo_fields(const cuvil_conv2d_params *p, char *buf, size_t len) {
     char a[128];
@@ -122,10 +146,10 @@ cuvil_status cg_emit_conv(cg_ctx *cg, cir_graph *g, cir_node *n) {
         pp.packed_mr = cuvil_conv2d_algo_packs_b(n->kernel_algo) ? t->nr : t->mr;
         pp.packed_kc = n->kernel_kc ? n->kernel_kc : t->kc;
         pp.algo = n->kernel_algo;   /* the scratch below is the algorithm's */
-        snprintf(ex, sizeof ex, ", .packed_mr = %lld, .packed_kc = %lld, .algo = %lld", (long long)pp.packed_mr,
-                 (long long)pp.packed_kc, (long long)pp.algo);
+        snprintf(ex, sizeof ex, ", .packed_mr = %lld, .packed_kc = %lld, .algo = %s", (long long)pp.packed_mr,
+                 (long long)pp.packed_kc, algo_name(pp.algo));
     }
-    if (pp.layout) snprintf(ex + strlen(ex), sizeof ex - strlen(ex), ", .layout = %lld", (long long)pp.layout);
+    if (pp.layout) snprintf(ex + strlen(ex), sizeof ex - strlen(ex), ", .layout = %s", layout_name(pp.layout));
     const char *p = cg_param(cg, "cuvil_conv2d_params", "{ %s%s }", sym ? geo_fields_x(cg, &pp, &gx) : geo_fields(&pp, f, sizeof f), ex);
     cuvil_gemm_ukernel_desc uk;
     cuvil_gemm_blocking blk = cg_target_blocking(g, &uk);
@@ -148,8 +172,8 @@ cuvil_status cg_emit_mbblock(cg_ctx *cg, cir_graph *g, cir_node *n) {
     const cuvil_conv2d_params *c[3] = {&mp->ex, &mp->dw, &mp->pr};
     for (int i = 0; i < 3; i++) {
         char geo[1024];
-        snprintf(f[i], sizeof f[i], "%s, .packed_mr = %lld, .packed_kc = %lld, .algo = %lld", geo_fields(c[i], geo, sizeof geo),
-                 (long long)c[i]->packed_mr, (long long)c[i]->packed_kc, (long long)c[i]->algo);
+        snprintf(f[i], sizeof f[i], "%s, .packed_mr = %lld, .packed_kc = %lld, .algo = %s", geo_fields(c[i], geo, sizeof geo),
+                 (long long)c[i]->packed_mr, (long long)c[i]->packed_kc, algo_name(c[i]->algo));
     }
     const char *p = cg_param(cg, "cuvil_mbblock_params", "{ .ex = { %s }, .dw = { %s }, .pr = { %s } }", f[0], f[1], f[2]);
     cuvil_gemm_ukernel_desc uk;
