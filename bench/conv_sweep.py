@@ -78,7 +78,7 @@ SHAPES = {
     "1->2 k9 s3": (1, 1, 1, [16000], 2, [9], [3], [0, 0], [1], 1),
 }
 
-# the lowering's note (src/passes/pass_lower.c) -> the bench's path name
+# the lowering's note (src/lower/conv.c) -> the bench's path name
 NOTES = [
     ("direct depthwise", "depthwise"),
     ("winograd F(2x2,3x3), tiles as rows", "winograd2_t"),

@@ -212,7 +212,7 @@ typedef struct cuvil_conv2d_params {
  * undilated, x and y both channels last or neither). Prepacked depthwise weights with a layout are tap-major, [KH*KW][M]; so
  * is K in the prepacked weights of a GEMM with several taps and a channels-last x (k = tap C
  * + c: a tap's channels are contiguous in x). The layout pass of the lowering
- * (src/passes/pass_lower.c) sets it where producer and consumers agree. */
+ * (src/lower/layout.c) sets it where producer and consumers agree. */
 int cuvil_conv2d_layout_ok(const cuvil_conv2d_params *p);
 /* Whether cuvil_f32_conv2d_pack packs p's weights for its layout (tap-major, as above): then a
  * conv given a layout after its weights were packed needs them packed again. (Not
@@ -245,7 +245,7 @@ int cuvil_conv2d_direct_t_applies(const cuvil_conv2d_params *p);
 /* Whether the depthwise loop (one input channel per group) runs p vectorised: register-tiled
  * (3x3 or 5x5, stride 1 or 2, undilated) or along unit-stride rows; else it gathers one input
  * column per output and tap, and the GEMM is faster where there are several outputs per input
- * channel (src/passes/pass_lower.c). */
+ * channel (src/lower/conv.c). */
 int cuvil_conv2d_dw_vectorized(const cuvil_conv2d_params *p);
 /* Whether algo's weights are packed as a GEMM's B (packed_mr: the microkernel's NR), not A. */
 int cuvil_conv2d_algo_packs_b(int64_t algo);

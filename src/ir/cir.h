@@ -146,7 +146,7 @@ typedef struct cir_node {
     cir_act act;               /* fused activation applied to the output */
     int residual;              /* value id added before the activation, or -1 */
     const char *fused;         /* names of the ops fused in, for comments ("batch_norm+relu") */
-    /* set by the lowering stage (passes/pass_lower.c) */
+    /* set by the lowering stage (src/lower/) */
     const char *algo;          /* the kernel and algorithm chosen, for --emit ir and comments
                                 * (at most CIR_ALGO_MAX bytes, its NUL included) */
     int packed;                /* value id of weights packed for that kernel, or -1 */
@@ -221,7 +221,7 @@ typedef struct cir_graph {
      * computes the node in float32 between casts instead) */
     bool half_input;
     int opt_level;             /* the options' opt level, for the lowering stage */
-    /* each packed constant by what it was made from (pass_lower.c's packed_const): one weight
+    /* each packed constant by what it was made from (src/lower/pack.c): one weight
      * read by many nodes in the same layout is packed once */
     cuvil_map pack_index;
     uint64_t packed_bytes;     /* their bytes, checked against packed_budget (limits.packed_bytes) */

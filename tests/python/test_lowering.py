@@ -1,7 +1,7 @@
 """The lowering's conv algorithm choices that bench/conv_sweep.py measured (one thread: the chosen
 path within 1.5x of the fastest path the runtime has for the shape, on both x86-64 targets),
 each case named with its target, and every choice checked against ONNX Runtime where this
-machine runs the target. Before the rules of src/passes/pass_lower.c took one input channel
+machine runs the target. Before the rules of src/lower/conv.c took one input channel
 and strides into account, a learned spectrogram (1 -> 257 channels, 512 taps, stride 160) ran
 the depthwise loop, 10-25x slower than the GEMM paths."""
 from __future__ import annotations

@@ -783,7 +783,7 @@ void cuvil_f32_dwconv2d_serial(const cuvil_conv2d_params *p, const float *x, int
  * last, tap-major), unless the compiler chose another algorithm for it and packed the weights
  * for that (algo != 0, or algo 0 with packed_mr > 0 in NCHW: the GEMM). It does so where that
  * is faster: one input channel with many outputs (a learned spectrogram: 1 -> 257 channels,
- * 512 taps, stride 160) or a large channel multiplier (src/passes/pass_lower.c). */
+ * 512 taps, stride 160) or a large channel multiplier (src/lower/conv.c). */
 static int is_depthwise(const cuvil_conv2d_params *p) {
     if (p->group != p->C || p->algo != 0) return 0;
     return p->packed_mr == 0 || p->layout != 0;

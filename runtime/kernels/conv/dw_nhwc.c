@@ -3,7 +3,7 @@
  * residual [N, OH, OW, C], one output channel per input channel.
  *
  * The lowering gives this layout to the tensors between the pixels-as-rows GEMMs of small maps
- * (28x28 and below), whose product is [pixel][channel] already (pass_lower.c). In NCHW a row of such
+ * (28x28 and below), whose product is [pixel][channel] already (src/lower/layout.c). In NCHW a row of such
  * a map is shorter than a vector: the depthwise conv transposed 8 channels at a time into a
  * padded tile and back, and the GEMMs before and after it transposed their outputs. Here a
  * vector holds DW_SIMD consecutive channels of one pixel, so that a tap is one full-width FMA

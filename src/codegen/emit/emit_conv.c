@@ -162,7 +162,7 @@ cuvil_status cg_emit_conv(cg_ctx *cg, cir_graph *g, cir_node *n) {
     return CUVIL_OK;
 }
 
-/* The inverted-residual block the lowering made (pass_lower.c): its three convs' parameters
+/* The inverted-residual block the lowering made (src/lower/blocks.c): its three convs' parameters
  * are in n->kernel_params; inputs x, the expand weights (packed) and bias, the depthwise
  * weights and bias, the projection weights (packed) and bias; n->residual. */
 cuvil_status cg_emit_mbblock(cg_ctx *cg, cir_graph *g, cir_node *n) {

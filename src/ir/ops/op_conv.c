@@ -303,7 +303,7 @@ static const cir_attr_spec conv_attrs[] = {
     CIR_ATTR_END,
 };
 
-/* mbblock nodes come from the lowering stage (pass_lower.c), with their shapes already set;
+/* mbblock nodes come from the lowering stage (src/lower/blocks.c), with their shapes already set;
  * a model or the builder cannot make one. */
 static cuvil_status mbblock_infer(cir_graph *g, cir_node *n) {
     return cir_node_err(g, n, CUVIL_ERR_MODEL,

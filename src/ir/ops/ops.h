@@ -4,7 +4,7 @@
  * compile time when every input is constant). One file per op family, op_<family>.c in this
  * folder; the registry is ops.inc. The C an op's nodes become in the generated model is
  * codegen's (src/codegen/emit/emit_<family>.c), and the choice of kernel for a target the
- * lowering pass's (src/passes/pass_lower.c): the IR knows neither targets nor C.
+ * lowering's (src/lower/): the IR knows neither targets nor C.
  *
  * Ops are CIR's own: their semantics are fixed (no opset versions, no frontend names). A
  * frontend maps its ops onto them (src/frontend/onnx/onnx_ops.c): legacy attribute forms

@@ -1,0 +1,293 @@
+/* conv.c -- the lowering's kernel selection for convolutions: Winograd F(4x4) and F(2x2), with
+ * tiles as columns or rows, the direct convolutions, the GEMM with pixels as rows or columns,
+ * the depthwise loop; the choice is recorded on the node (n->algo, kernel_algo) and the weights
+ * are packed for it (pack.c). */
+#include "lower/lower_int.h"
+
+#include <math.h>
+#include <string.h>
+
+/* Conv n's parameters as its kernel is chosen and its weights packed. With symbolic dims (or
+ * sizes the run finds) its sizes are those at a point inside the symbols' ranges, each at the
+ * geometric mean of its ends (H=32:1024: 181, batch 1:8: 3), rather than at the upper bounds
+ * op_conv_params gives: Winograd's tiles as rows and F(2x2), the best for a small map, would
+ * never be taken at a range's top, nor F(4x4) at its bottom. Every kernel runs at every size
+ * (the emitter passes the run's sizes and reserves the scratch of the largest); only the
+ * speed depends on this point. */
+cuvil_status lower_conv_params(cir_graph *g, cir_node *n, cuvil_conv2d_params *p) {
+    cuvil_status s = op_conv_params(g, n, false, p);
+    if (s || !g->symdims) return s;
+    op_geo_x x;
+    if ((s = op_conv_x(g, n, &x))) return s;
+    int ns = g->dt.n_syms;
+    int64_t *vals = cuvil_malloc(sizeof(int64_t) * ((size_t)ns + 1));
+    if (!vals) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+    for (int k = 0; k < ns; k++) {
+        int64_t lo = g->dt.syms[k].lo > 1 ? g->dt.syms[k].lo : 1, hi = g->dt.syms[k].hi > lo ? g->dt.syms[k].hi : lo;
+        int64_t m = (int64_t)sqrt((double)lo * (double)hi);
+        vals[k] = m < lo ? lo : m > hi ? hi : m;
+    }
+    const cir_dim *f[7] = {x.N, x.H, x.W, x.OH, x.OW, x.pad_t, x.pad_l};
+    int64_t v[7];
+    bool ok = true;
+    for (int i = 0; i < 7 && ok; i++) ok = cir_dim_eval(f[i], vals, ns, &v[i]);
+    cuvil_free(vals);
+    if (ok && v[0] > 0 && v[3] > 0 && v[4] > 0) {
+        p->N = v[0], p->H = v[1], p->W = v[2], p->OH = v[3], p->OW = v[4], p->pad_t = v[5], p->pad_l = v[6];
+    }
+    return CUVIL_OK;
+}
+
+#ifndef WINO2_MIN_CHANNELS
+#define WINO2_MIN_CHANNELS 64
+#endif
+
+/* Winograd F(4x4,3x3) does a quarter of the multiplies of the GEMM paths, but its transforms
+ * cost O(C + M) per 4x4 tile and its transformed weights are 4x larger (36 / 9): it pays where
+ * there are enough tiles to amortise the weights and enough channels to amortise the
+ * transforms. Measured on ResNet-18's layers (bench/profile_layers.py, one thread, AMD EPYC):
+ * 56x56 x 64 2.59 -> 1.38 ms, 28x28 x 128 2.47 -> 1.24 ms, 14x14 x 256 (16 tiles) 2.55 ->
+ * 1.94 ms, but 7x7 x 512 (4 tiles of which 43% padding, 37 MB of weights) 3.0 -> 6.8 ms. */
+static bool winograd_pays(const cuvil_conv2d_params *p) {
+    const int64_t tiles = p->N * ((p->OH + 3) / 4) * ((p->OW + 3) / 4);
+    return cuvil_conv2d_winograd_applies(p) && tiles >= 16 && p->C >= 16 && p->M >= 16;
+}
+
+/* The share of the microkernel's work that is not padding, for rows x cols in MR x NR tiles. */
+static double tile_fill(int64_t rows, int64_t cols, int mr, int nr) {
+    return (double)rows / (double)((rows + mr - 1) / mr * mr) * (double)cols / (double)((cols + nr - 1) / nr * nr);
+}
+
+/* Few output pixels (a 7x7 map: 49, two 32-wide tiles of which 23% padding) fill the
+ * microkernel's MR rows better than its NR columns: swap the operands where that wastes 5%
+ * less (channels as columns, pixels as rows). Not for an im2col of a short K (the taps of a
+ * few channels): its swapped GEMM packs the pixels' rows and transposes the output after, which
+ * a short product does not pay for (bench/conv_sweep.py, AVX2, 1 -> 32 3x3 at 28x28, K = 9: 0.039
+ * -> 0.069 ms swapped). A 1x1 conv reads its input in place either way. */
+#define SWAP_MIN_K 32
+static bool swapped_fits_better(const cuvil_conv2d_params *p, const cuvil_target_info *t) {
+    const int64_t px = p->OH * p->OW, ch = p->M / p->group;
+    const bool short_im2col = p->KH * p->KW > 1 && p->C / p->group * p->KH * p->KW < SWAP_MIN_K;
+    return !short_im2col && tile_fill(px, ch, t->mr, t->nr) > 1.05 * tile_fill(ch, px, t->mr, t->nr);
+}
+
+/* Does a conv (params p, constant weights: packed) run as Winograd? */
+static bool runs_winograd(const cir_graph *g, bool packed, const cuvil_conv2d_params *p) {
+    return packed && g->opt_level >= 2 && winograd_pays(p);
+}
+
+/* Where 4x4 tiles are too few (7x7: 4, 43% padding, 37 MB of weights at 512 channels),
+ * Winograd F(2x2,3x3) with tiles as rows: 16 tiles at 7x7 (8x8 pixels), 2.25x fewer multiplies
+ * than the GEMM on 1.78x the weights. */
+static bool runs_winograd2(const cir_graph *g, bool packed, const cuvil_conv2d_params *p) {
+    const int64_t tiles = ((p->OH + 1) / 2) * ((p->OW + 1) / 2);
+    return packed && g->opt_level >= 2 && cuvil_conv2d_winograd_applies(p) && !winograd_pays(p) &&
+           tiles >= 16 && tiles <= 64 && p->C >= WINO2_MIN_CHANNELS && p->M >= WINO2_MIN_CHANNELS;
+}
+
+/* Few tiles (14x14: 16 of 32 columns) fill the rows of Winograd's 36 GEMMs better (8 of 8)
+ * than their columns, the tiles' usual place. */
+static bool wino_t_shape(const cuvil_conv2d_params *p, const cuvil_target_info *t) {
+    const int64_t tiles = ((p->OH + 3) / 4) * ((p->OW + 3) / 4);
+    return tiles <= 64 && tile_fill(tiles, p->M, t->mr, t->nr) > 1.05 * tile_fill(p->M, tiles, t->mr, t->nr);
+}
+
+/* A 1x1 conv beside a depthwise conv on a map of up to 28x28 runs as the pixels-as-rows GEMM
+ * too, whatever the tiles' fill, so that the tensor between them can be channels last (the
+ * layout pass below), where the depthwise conv runs fastest. On MobileNetV2's 28x28 blocks
+ * (profile_layers, one thread) the depthwise convs went 0.079 -> 0.057 ms each and 192 x
+ * 28->14 0.041 -> 0.020, the GEMMs within 0.005. (At 56x56 the depthwise convs gained 0.1 ms
+ * and the GEMMs lost as much, and the projection left the 112x112 block's fused kernel.) */
+#define SWAP_NEAR_DW_MAX_PIXELS (28 * 28)
+
+/* Likewise the 1x1 convs (and strided 1x1 shortcuts) on a map where the 3x3 convs run as
+ * Winograd with tiles as rows (ResNets' 28x28 and 14x14 stages): all of a stage's tensors
+ * can then be channels last, the Winograd transforms reading and writing them so. */
+#define SWAP_NEAR_WINO_T_MAX_PIXELS (28 * 28)
+
+/* Is n a depthwise conv (one input channel per group, as many groups as channels)? */
+bool lower_is_depthwise(cir_graph *g, const cir_node *n) {
+    if (n->dead || n->kind != CIR_OP_CONV) return false;
+    const cir_value *x = cir_in(g, n, 0), *w = cir_in(g, n, 1);
+    return x && w && x->ndim == 4 && w->ndim == 4 && w->dims[1] == 1 && x->dims[1] > 1 && w->dims[0] == x->dims[1];
+}
+
+/* Is conv n's input made by a depthwise conv, or its output's one use a depthwise conv? */
+static bool next_to_depthwise(cir_graph *g, const cir_node *n) {
+    const cir_value *x = cir_in(g, n, 0), *y = cir_val(g, n->out[0]);
+    if (x->producer >= 0 && lower_is_depthwise(g, cir_node_at(g, x->producer))) return true;
+    if (y->n_uses != 1) return false;
+    for (int i = 0; i < g->n_nodes; i++) {
+        cir_node *c = cir_node_at(g, i);
+        if (!c->dead && c->n_in > 0 && c->in[0] == y->id) return lower_is_depthwise(g, c);
+    }
+    return false;
+}
+
+/* The direct convolution (taps read in place from the input's four phases, no im2col
+ * packing) measured faster than im2col+gemm for 3x3 stride-2 convs with enough channels
+ * (one thread / two, alone: ResNet-50's layer2.0 conv2, 128 x 56x56 -> 28x28, 2.43 -> 2.31 /
+ * 1.47 -> 1.29 ms), but not for a stem's few input channels (MobileNetV2's 3 -> 32, K = 27:
+ * 0.304 -> 0.319 ms; ResNet's 7x7, K = 147: faster alone, 2.51 -> 2.80 ms in the model), nor
+ * is it needed at stride 1 where Winograd takes the 3x3 convs. For a 1x1 stride-1 conv it
+ * reads the input itself (no copy): with few output channels the GEMM path's packing of the
+ * input costs as much as the product. In MobileNetV2 (one thread): 144 -> 24 at 56x56 with
+ * the residual 0.307 -> 0.222 ms, 144/192 -> 32 at 28x28 -0.005 each; but 32 -> 16 at
+ * 112x112 0.211 -> 0.291, hence C >= 128. (ResNet-50's 256 -> 64 at 56x56: 1.048 -> 1.031
+ * alone, the whole model within noise: left to the GEMM.) */
+static bool direct_pays(const cuvil_conv2d_params *p) {
+    if (!cuvil_conv2d_direct_applies(p)) return false;
+    if (p->KH * p->KW == 1 && p->stride_h == 1) return p->M <= 32 && p->C >= 128;
+    return p->stride_h == 2 && p->KH * p->KW > 1 && p->C * p->KH * p->KW >= 256;
+}
+
+/* The direct convolution on a channels-last copy of the input (CUVIL_CONV_DIRECT_T) where the
+ * one on channels-first phases would run (direct_pays: the strided convs of several taps),
+ * whose output can then be channels last too. Each conv alone (cuvil_f32_conv2d_prepacked,
+ * medians of 40), one thread / two: ResNet-50's layer2.0 conv2, 128 x 56x56 -> 28x28, 2.46 ->
+ * 2.33 / 1.39 -> 1.24 ms; ResNet-18's layer2.0 conv1, 64 -> 128, 1.25 -> 1.15 / 0.75 -> 0.64;
+ * in ResNet-18 on two threads its 28x28 stage is then channels last throughout (layer2.0
+ * conv2, Winograd with tiles as rows, 0.71 -> 0.53 ms). Against the pixels-as-rows GEMM on a channels-last input it measured even
+ * (ResNet-50's layer3.0 and layer4.0 conv2, within 3% either way), and on a stem (3 -> 64,
+ * 7x7, K 147 in segments of 21) slower: those keep their GEMMs. Measured on AVX2 and AVX-512
+ * only (NR 16 and 32): the portable targets keep the channels-first one. */
+static bool direct_t_pays(const cuvil_conv2d_params *p, const cuvil_target_info *t) {
+    return cuvil_conv2d_direct_t_applies(p) && p->KH * p->KW > 1 && direct_pays(p) && t->nr >= 16;
+}
+
+/* Is conv n's output map one of the sizes where Winograd runs with tiles as rows? */
+bool lower_on_wino_t_map(const lower_ctx *c, const cuvil_conv2d_params *p) {
+    for (int i = 0; i < c->n_wino_t; i++)
+        if (c->wino_t_hw[i][0] == p->OH && c->wino_t_hw[i][1] == p->OW) return true;
+    return false;
+}
+
+/* How the profile and --emit c describe a conv's algorithm. */
+const char *lower_conv_algo_name(int64_t algo, bool pointwise, bool strided_pw) {
+    switch (algo) {
+    case CUVIL_CONV_WINOGRAD2_T: return "winograd F(2x2,3x3), tiles as rows";
+    case CUVIL_CONV_WINOGRAD_T: return "winograd F(4x4,3x3), tiles as rows";
+    case CUVIL_CONV_WINOGRAD: return "winograd F(4x4,3x3)";
+    case CUVIL_CONV_DIRECT_T:
+        return pointwise ? "1x1 direct on channels-last pixels read in place, pixels as rows"
+                         : "direct on a channels-last padded copy, pixels as rows";
+    case CUVIL_CONV_GEMM_T:
+        return strided_pw ? "1x1 strided as gemm on a subsampled copy, pixels as rows" : "im2col+gemm, pixels as rows";
+    case CUVIL_CONV_DIRECT: return pointwise ? "1x1 direct (input read in place)" : "direct (taps read in place from 4 phases)";
+    default: return pointwise ? "1x1 as gemm" : strided_pw ? "1x1 strided as gemm on a subsampled copy" : "im2col+gemm";
+    }
+}
+
+/* One input channel per group (C/group == 1: depthwise, and a conv of a single channel) runs
+ * the depthwise loop, unless each input channel has outputs enough to fill the microkernel's
+ * MR rows and either the loop cannot vectorise (a stride across other than the register-tiled
+ * 3x3/5x5 ones) or there is one input channel only: then the GEMM (weights prepacked, K = the
+ * taps), which packs each input once for all its outputs where the loop reads it once per
+ * output, is faster, far faster with long kernels and strides. bench/conv_sweep.py, one
+ * thread, depthwise loop -> GEMM path (AVX-512): a learned spectrogram (1 -> 257, k512 s160, 1 s
+ * of audio) 4.2 -> 0.43 ms, 10 s 97 -> 3.9 ms (ONNX Runtime 3.6); wav2vec2's first conv (1 ->
+ * 512, k10 s5) 5.5 -> 0.64 ms; 1 -> 64 7x7 s2 at 112x112 2.6 -> 0.3 ms; 4 -> 256 (x64) 1x400
+ * s160 3.2 -> 0.5 ms; 1 -> 32 3x3 at 28x28, AVX2 0.054 -> 0.039 ms (AVX-512: 0.020 -> 0.027, the
+ * one that loses). With fewer outputs per channel the loop wins (16 -> 64 (x4) 1x9 s4, AVX2:
+ * 0.13 against 0.34 ms), and so it does for depthwise convs where it vectorises (8 -> 128
+ * (x16) 3x3 at 28x28 0.036 against 0.077 ms; a 31-tap 1-D depthwise conv 0.37 against 2.7). */
+static bool dw_runs_gemm(const cuvil_conv2d_params *p, bool packed, const cuvil_target_info *t) {
+    return packed && p->C / p->group == 1 && p->M / p->group >= t->mr &&
+           (p->group == 1 || !cuvil_conv2d_dw_vectorized(p));
+}
+
+/* Strides across of 3 or more have no fast im2col packing (stride 2 has its phases): each
+ * element is gathered. The direct convolution on a channels-last copy reads the taps in place
+ * instead, where a kernel row's KW x C floats (contiguous in the copy) are enough to stream:
+ * bench/conv_sweep.py, one thread, GEMM or pixels-as-rows GEMM -> direct: AlexNet's 11x11 s4 3
+ * -> 64 at 224 (33 floats a row), AVX2 7.7 -> 2.0 ms, AVX-512 2.9 -> 2.0; a ViT's 16x16 s16
+ * patches 3 -> 192 (48) 1.24 -> 0.78 ms; a spectrogram's 512 taps s160 0.43 -> 0.31 ms. Short rows
+ * lose: 4x4 s4 patches of 3 channels (12 floats) 0.44 -> 0.56 ms, wav2vec2's k10 s5 on one
+ * channel 0.6 -> 1.9 ms. */
+#define DIRECT_T_MIN_ROW 32
+static bool direct_t_strided(const cuvil_conv2d_params *p, const cuvil_target_info *t) {
+    return cuvil_conv2d_direct_t_applies(p) && p->KH * p->KW > 1 && p->stride_w >= 3 && p->KW * p->C >= DIRECT_T_MIN_ROW &&
+           t->nr >= 16;
+}
+
+/* Depthwise convolutions (see dw_runs_gemm) run the direct loop; the others run as GEMMs (1x1
+ * stride-1 ones straight on the input, the rest through im2col packing), and their constant
+ * weights are packed now into the panels the target's microkernel reads. */
+cuvil_status lower_conv(cir_graph *g, cir_node *n, const lower_ctx *c) {
+    const cuvil_target_info *t = c->t;
+    cuvil_conv2d_params p;
+    cuvil_status s = lower_conv_params(g, n, &p);
+    if (s) return s;
+    cir_value *w = cir_in(g, n, 1);
+    char algo[160];
+    const bool packed = g->opt_level >= 1 && cir_is_const(w);
+    /* (Winograd takes only stride 1: never with strided_t) */
+    const bool strided_t = packed && g->opt_level >= 2 && direct_t_strided(&p, t);
+    /* a single input channel with a gathering stride and long kernel rows: the direct
+     * convolution, as for more channels (conv_sweep.py: 1 -> 4, k400 s160, AVX2 0.034 -> 0.021 ms) */
+    bool depthwise = p.C / p.group == 1 && !dw_runs_gemm(&p, packed, t) && !strided_t;
+    bool pointwise = p.KH == 1 && p.KW == 1 && p.stride_h == 1 && p.stride_w == 1 && p.pad_t == 0 && p.pad_l == 0 &&
+                     p.OH == p.H && p.OW == p.W;
+    bool strided_pw = cuvil_conv2d_strided_pointwise(&p);
+    if (depthwise) {
+        snprintf(algo, sizeof algo, "direct depthwise%s", (p.KH == 3 || p.KH == 5) && p.KH == p.KW ? " (register-tiled)" : "");
+    } else {
+        /* Winograd's transformed weights are 1.8x (F(2x2)) to 4x (F(4x4)) the GEMM's: where they
+         * would bring the packed weights over limits.packed_bytes (ResNet-18's last stage at batch
+         * 8), the conv takes a kernel on weights packed as they are */
+        bool allow_wino = true;
+    choose:;
+        bool wino2 = allow_wino && runs_winograd2(g, packed, &p);
+        bool wino = (allow_wino && runs_winograd(g, packed, &p)) || wino2;
+        /* the swapped GEMMs run group by group with a transpose each: one group only (grouped
+         * convs, conv_sweep.py: 64 -> 64 g4 3x3 s2 at 56x56, AVX2, 0.34 -> 0.74 ms swapped) */
+        bool swap = packed && !wino && !strided_t && p.group == 1 &&
+                    (swapped_fits_better(&p, t) ||
+                     (g->opt_level >= 2 && pointwise && p.group == 1 && p.OH * p.OW <= SWAP_NEAR_DW_MAX_PIXELS &&
+                      next_to_depthwise(g, n)) ||
+                     (g->opt_level >= 2 && (pointwise || strided_pw) && p.group == 1 &&
+                      p.OH * p.OW <= SWAP_NEAR_WINO_T_MAX_PIXELS && lower_on_wino_t_map(c, &p)));
+        bool wino_t = wino && !wino2 && wino_t_shape(&p, t);
+        bool direct_t = strided_t || (packed && !wino && !swap && g->opt_level >= 2 && direct_t_pays(&p, t));
+        bool direct = packed && !wino && !swap && !direct_t && direct_pays(&p);
+        p.algo = wino2      ? CUVIL_CONV_WINOGRAD2_T
+                 : wino_t   ? CUVIL_CONV_WINOGRAD_T
+                 : wino     ? CUVIL_CONV_WINOGRAD
+                 : direct_t ? CUVIL_CONV_DIRECT_T
+                 : swap     ? CUVIL_CONV_GEMM_T
+                 : direct   ? CUVIL_CONV_DIRECT
+                            : 0;
+        snprintf(algo, sizeof algo, "%s, gemm %dx%d kc=%lld", lower_conv_algo_name(p.algo, pointwise, strided_pw), t->mr, t->nr,
+                 (long long)t->kc);
+        if (packed) {
+            /* the swapped GEMMs pack the weights as their B */
+            p.packed_mr = cuvil_conv2d_algo_packs_b(p.algo) ? t->nr : t->mr;
+            p.packed_kc = t->kc;
+            if (wino && !lower_pack_fits(g, cuvil_f32_conv2d_packed_floats(&p), *c->rest)) {
+                allow_wino = false;
+                goto choose;
+            }
+            int id;
+            bool fill;
+            char key[400];
+            lower_conv_pack_key(&p, key, sizeof key);
+            if ((s = lower_packed_const(g, w, cuvil_f32_conv2d_packed_floats(&p), key, &id, &fill))) return s;
+            float *tmp = NULL;
+            size_t nt = fill ? cuvil_f32_conv2d_pack_tmp_floats(&p) : 0;
+            if (nt && !(tmp = cuvil_malloc(nt * sizeof(float))))
+                return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory transforming weights");
+            if (fill) cuvil_f32_conv2d_pack(&p, w->data, cir_val(g, id)->data, tmp);
+            cuvil_free(tmp);
+            n->packed = id;
+            n->kernel_algo = (int)p.algo;
+            snprintf(algo + strlen(algo), sizeof algo - strlen(algo), ", weights %s",
+                     wino ? "transformed and prepacked" : "prepacked");
+        }
+    }
+    n->algo = cuvil_arena_strdup(&g->arena, algo);
+    return n->algo ? CUVIL_OK : cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+}
+
+bool lower_runs_wino_t(const cir_graph *g, const cuvil_conv2d_params *p, const cuvil_target_info *t) {
+    return runs_winograd(g, g->opt_level >= 1, p) && wino_t_shape(p, t);
+}

@@ -1,0 +1,161 @@
+/* layout.c -- the lowering's layouts: tensors kept channels last between the convs (and the
+ * global pools) that all take them so, their weights repacked where the layout changes them. */
+#include "lower/lower_int.h"
+
+#include <string.h>
+
+/* A projection (a 1x1 stride-1 conv to at most half as many channels) with a channels-last x
+ * runs as the direct convolution, which reads x's pixels in place, rather than the
+ * pixels-as-rows GEMM, which packs them. Each conv alone (cuvil_f32_conv2d_prepacked, medians
+ * of 200-300, one thread / two). With the target's kc, AVX-512: 192 -> 32 at 28x28 14% / 16%
+ * faster, 384 -> 64 at 14x14 5% / 6%, 576 -> 160 at 7x7 2-4% / 15%, 512 -> 128 at 28x28 4% /
+ * 3%, but not with more outputs (960 -> 320 at 7x7 -2% / +0.5%, 2048 -> 512 -3%); AVX2 192 ->
+ * 32 12% faster: there, at most 5 tiles of NR. On AVX-512 the weights are packed in one K block
+ * (below), and then the larger ones gain too: 1024 -> 256 at 14x14 1.11-1.16 -> 1.03-1.05 ms /
+ * 0.61-0.65 -> 0.51, 2048 -> 512 at 7x7 1.20-1.25 -> 1.03-1.20 / 0.79-0.82 -> 0.49-0.59, 960 ->
+ * 320 at 7x7 0.30 -> 0.28 / 0.225 -> 0.153. Not expansions (32 -> 64 at 28x28 6% / 16% slower,
+ * 24 -> 144 at 56x56 19%, 256 -> 1024 at 14x14 +7% / -8%): with few input channels a tile's
+ * setup outweighs the packing. */
+static bool direct_t_projection(const cuvil_conv2d_params *p, const cuvil_target_info *t) {
+    return cuvil_conv2d_direct_t_applies(p) && p->KH == 1 && p->KW == 1 && p->stride_h == 1 && p->stride_w == 1 &&
+           p->pad_t == 0 && p->pad_l == 0 && p->OH == p->H && p->OW == p->W && t->nr >= 16 && p->C >= 2 * p->M &&
+           (t->nr >= 32 || p->M <= 5 * t->nr);
+}
+
+/* Its weights in K blocks of up to this many channels (one block up to 1024) on targets of 32
+ * columns (AVX-512), so that each tile's sums stay in registers over all of K: alone, one
+ * thread / two, 576 -> 96 at 14x14 5% / 3-6% faster, 960 -> 160 at 7x7 7-9% / 9-11%, 512 -> 128
+ * at 28x28 3-7% / 3-4% than with kc 192. (With 16 columns, AVX2, it measured even: 576 -> 64 5%
+ * faster, 384 -> 64 4-8% slower.) */
+#define DIRECT_T_WHOLE_K_MAX 1024
+
+/* ===== Channels-last regions ============================================================
+ * A pixels-as-rows GEMM (kernel_algo CUVIL_CONV_GEMM_T: 14x14 and 7x7 maps, and 1x1 convs
+ * beside a depthwise conv up to 28x28) computes its output as [pixel][channel] and
+ * transposed it into NCHW, and a depthwise conv between two of them transposed 8 channels at
+ * a time into a tile and back. A tensor whose producer and consumers can all take it
+ * channels last (cuvil_conv2d_layout_ok: the pixels-as-rows GEMM writes it and reads it as a
+ * 1x1 conv's input, the depthwise conv reads and writes it, a GEMM adds it as its residual,
+ * a global pool reads it, Winograd with tiles as rows reads and writes it) is kept so, with no
+ * transposes; the others, and the graph's outputs, stay NCHW. */
+
+static bool is_global_pool(const cir_node *n) {
+    return n->kind == CIR_OP_GLOBAL_AVG_POOL || n->kind == CIR_OP_GLOBAL_MAX_POOL;
+}
+
+/* Can conv n run with `layout` (the depthwise conv: on weights prepacked tap-major)? A global
+ * pool reads channels last (its output, [N, C, 1, 1], is the same either way). */
+static bool layout_ok(cir_graph *g, cir_node *n, int layout) {
+    if (n->dead || n->half != CIR_UNDEF || n->n_in < 1 || !cir_in(g, n, 0) || cir_in(g, n, 0)->dtype != CIR_F32)
+        return false;
+    if (is_global_pool(n))
+        return layout == CUVIL_CONV_X_NHWC && cir_in(g, n, 0)->ndim == 4;
+    if (n->kind != CIR_OP_CONV) return false;
+    cuvil_conv2d_params p;
+    if (lower_conv_params(g, n, &p)) return false;
+    const bool depthwise = lower_is_depthwise(g, n);
+    if (depthwise && (n->packed >= 0 || !cir_is_const(cir_in(g, n, 1)))) return false;
+    p.algo = n->kernel_algo;
+    p.packed_mr = n->packed >= 0 || depthwise ? 1 : 0;
+    p.layout = depthwise ? CUVIL_CONV_X_NHWC | CUVIL_CONV_Y_NHWC : layout;
+    return cuvil_conv2d_layout_ok(&p) != 0;
+}
+
+cuvil_status lower_layouts(cir_graph *g, const lower_ctx *c) {
+    const cuvil_target_info *t = c->t;
+    if (g->opt_level < 2) return CUVIL_OK;
+    bool *last = cuvil_calloc((size_t)g->n_values + 1, sizeof *last); /* value v channels last */
+    if (!last) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+    /* what a conv can write, 4-D and not a graph output */
+    for (int i = 0; i < g->n_nodes; i++) {
+        cir_node *n = cir_node_at(g, i);
+        if (!layout_ok(g, n, CUVIL_CONV_Y_NHWC)) continue;
+        const cir_value *v = cir_val(g, n->out[0]);
+        last[v->id] = v->kind == CIR_VAL_ACT && v->ndim == 4 && v->output_index < 0;
+    }
+    /* that every use can read */
+    for (int i = 0; i < g->n_nodes; i++) {
+        cir_node *n = cir_node_at(g, i);
+        if (n->dead) continue;
+        for (int j = 0; j < n->n_in; j++)
+            if (n->in[j] >= 0 && !(j == 0 && layout_ok(g, n, CUVIL_CONV_X_NHWC))) last[n->in[j]] = false;
+        if (n->residual >= 0 && !layout_ok(g, n, CUVIL_CONV_Y_NHWC)) last[n->residual] = false;
+        if (n->packed >= 0) last[n->packed] = false;
+    }
+    /* the depthwise conv's input and output, a residual and the output it is added to: both
+     * channels last or neither */
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (int i = 0; i < g->n_nodes; i++) {
+            cir_node *n = cir_node_at(g, i);
+            if (n->dead || n->kind != CIR_OP_CONV) continue;
+            const int x = n->in[0], y = n->out[0];
+            int pairs[2][2] = {{lower_is_depthwise(g, n) ? x : -1, y}, {n->residual, y}};
+            for (int k = 0; k < 2; k++)
+                if (pairs[k][0] >= 0 && last[pairs[k][0]] != last[pairs[k][1]]) {
+                    last[pairs[k][0]] = last[pairs[k][1]] = false;
+                    changed = true;
+                }
+        }
+    }
+    cuvil_status s = CUVIL_OK;
+    for (int i = 0; i < g->n_nodes && !s; i++) {
+        cir_node *n = cir_node_at(g, i);
+        if (n->dead) continue;
+        if (is_global_pool(n) && last[n->in[0]]) {
+            n->layout = CUVIL_POOL_X_NHWC;
+            if (!(n->algo = cuvil_arena_strdup(&g->arena, "channels last in"))) s = cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+            continue;
+        }
+        if (n->kind != CIR_OP_CONV) continue;
+        const int layout = (last[n->in[0]] ? CUVIL_CONV_X_NHWC : 0) | (last[n->out[0]] ? CUVIL_CONV_Y_NHWC : 0);
+        if (!layout) continue;
+        cuvil_conv2d_params p;
+        if ((s = lower_conv_params(g, n, &p))) break;
+        n->layout = layout;
+        const char *base = n->algo ? n->algo : "";
+        char algo[CIR_ALGO_MAX], direct[CIR_ALGO_MAX];
+        bool repack = false; /* the weights packed again, for another K blocking */
+        if (n->kernel_algo == CUVIL_CONV_GEMM_T && (layout & CUVIL_CONV_X_NHWC) && direct_t_projection(&p, t)) {
+            /* the same packed weights (a 1x1 conv's are the same tap-major or not), but for
+             * their K blocking: repacked below where that changes */
+            n->kernel_algo = CUVIL_CONV_DIRECT_T;
+            if (t->nr >= 32 && p.C > t->kc) {
+                n->kernel_kc = p.C < DIRECT_T_WHOLE_K_MAX ? p.C : DIRECT_T_WHOLE_K_MAX;
+                repack = true;
+            }
+            snprintf(direct, sizeof direct, "%s, gemm %dx%d kc=%lld, weights prepacked",
+                     lower_conv_algo_name(CUVIL_CONV_DIRECT_T, true, false), t->mr, t->nr,
+                     (long long)(n->kernel_kc ? n->kernel_kc : t->kc));
+            base = direct;
+        }
+        snprintf(algo, sizeof algo, "%s, channels last %s", base,
+                 layout == CUVIL_CONV_X_NHWC ? "in" : layout == CUVIL_CONV_Y_NHWC ? "out" : "in and out");
+        /* the weights tap-major: the depthwise conv's (a tap's weights for a vector of
+         * channels), and a GEMM's of several taps reading channels last (K = tap C + c, the
+         * order its im2col of that input comes in); the weights packed before are left unused
+         * (the generated code holds only the constants it reads) */
+        const bool dw = lower_is_depthwise(g, n);
+        p.layout = layout;
+        p.algo = n->kernel_algo;
+        p.packed_mr = dw ? t->mr : t->nr;
+        p.packed_kc = n->kernel_kc ? n->kernel_kc : t->kc;
+        const bool tap_major = cuvil_conv2d_packed_tap_major(&p);
+        if (tap_major || repack) {
+            int id;
+            bool fill;
+            char key[400];
+            lower_conv_pack_key(&p, key, sizeof key);
+            cir_value *w = cir_in(g, n, 1);
+            lower_release_pack(g, n);   /* (what this node alone read no longer counts) */
+            if ((s = lower_packed_const(g, w, cuvil_f32_conv2d_packed_floats(&p), key, &id, &fill))) break;
+            if (fill) cuvil_f32_conv2d_pack(&p, w->data, cir_val(g, id)->data, NULL);
+            n->packed = id;
+            if (tap_major) snprintf(algo + strlen(algo), sizeof algo - strlen(algo), ", weights tap-major");
+        }
+        if (!(n->algo = cuvil_arena_strdup(&g->arena, algo))) s = cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+    }
+    cuvil_free(last);
+    if (!s) cir_graph_count_uses(g);
+    return s;
+}
