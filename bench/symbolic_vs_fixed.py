@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Symbolic builds against their specialised twins (issue 31's figures): for BERT-base, the
 GPT-2 decode step (both TorchScript exports of tools/models/build_transformers.py, seeded random
-weights) and ResNet-18 with batch, H and W dynamic (torchvision, seeded random weights), the
+weights) and ResNet-18 and MobileNetV2 with batch, H and W dynamic (torchvision, seeded random weights), the
 compile time of the build with its dims symbolic against the build at the benchmark shape, and
 the latency of both at that shape, 1 and 2 threads.
 
@@ -46,6 +46,19 @@ def resnet18_hw(folder: Path) -> Path:
     return path
 
 
+def mobilenet_v2_hw(folder: Path) -> Path:
+    import torch
+    import torchvision
+
+    path = folder / "mobilenet_v2_hw.onnx"
+    if not path.exists():
+        torch.manual_seed(0)
+        m = torchvision.models.mobilenet_v2(weights=None).eval()
+        torch.onnx.export(m, (torch.randn(1, 3, 64, 64),), str(path), input_names=["x"], output_names=["y"],
+                          dynamic_axes={"x": {0: "N", 2: "H", 3: "W"}}, opset_version=13, dynamo=False)
+    return path
+
+
 def compile_once(model: Path, dims: dict, target: str | None, folder: Path, env: dict) -> tuple[float, Path]:
     out = folder / "m.so"
     args = [str(COMPILE), "--model", str(model), "--output", str(out)]
@@ -74,6 +87,9 @@ def main() -> int:
          {"batch": "1", "past": "128"}, lambda: example_feed("gpt2_decode", batch=1, seq=1, past=128, seed=1),
          "batch 1, past 128"),
         ("ResNet-18", resnet18_hw(work), {"N": "1:4", "H": "32:1024", "W": "32:1024"}, {"N": "1", "H": "224", "W": "224"},
+         lambda: {"x": np.random.default_rng(1).standard_normal((1, 3, 224, 224)).astype(np.float32)}, "1x3x224x224"),
+        ("MobileNetV2", mobilenet_v2_hw(work), {"N": "1:4", "H": "32:1024", "W": "32:1024"},
+         {"N": "1", "H": "224", "W": "224"},
          lambda: {"x": np.random.default_rng(1).standard_normal((1, 3, 224, 224)).astype(np.float32)}, "1x3x224x224"),
     ]
     print("| model | shape | compile symbolic / fixed s | ratio | threads | latency symbolic / fixed ms | ratio |")

@@ -4,9 +4,13 @@
 
 #include <string.h>
 
-/* The fused block's parameters are numbers (cuvil_mbblock_params): not with symbolic dims,
- * where each conv keeps its own kernel (chosen as for fixed shapes, conv.c). */
-static bool fixed_only(const cir_graph *g) { return g->symdims; }
+/* With symbolic dims a block is fused as for fixed shapes, decided at the choice point of
+ * lower_conv_params; its emitter gives the kernel the run's sizes (the block's input and
+ * output dims), so the depthwise conv's padding must be numbers (not SAME over a symbol). */
+static bool pads_fixed(cir_graph *g, cir_node *d) {
+    op_geo_x x;
+    return !g->symdims || (!op_conv_x(g, d, &x) && cir_dim_is_const(x.pad_t) && cir_dim_is_const(x.pad_l));
+}
 
 /* ===== Inverted-residual blocks ========================================================== */
 /* A block whose expanded tensor is at least this large runs as one kernel, band by band
@@ -42,7 +46,7 @@ static const char *node_ops(const cir_node *n, char *buf, size_t len) {
  * three; the first two are dropped. */
 cuvil_status lower_fuse_blocks(cir_graph *g, const lower_ctx *c) {
     const cuvil_target_info *t = c->t;
-    if (fixed_only(g) || g->opt_level < 2) return CUVIL_OK;
+    if (g->opt_level < 2) return CUVIL_OK;
     bool changed = false;
     for (int i = 0; i < g->n_nodes; i++) {
         cir_node *P = cir_node_at(g, i);
@@ -50,16 +54,18 @@ cuvil_status lower_fuse_blocks(cir_graph *g, const lower_ctx *c) {
         cir_node *D = sole_conv_producer(g, P->in[0]);
         if (!D || D->packed >= 0 || cir_in(g, D, 0)->dtype != CIR_F32) continue;
         cir_node *E = sole_conv_producer(g, D->in[0]);
-        const size_t e_bytes = cir_nbytes(cir_in(g, D, 0));
         cuvil_mbblock_params mp;
         cuvil_status s;
-        if ((s = op_conv_params(g, D, false, &mp.dw)) || (s = op_conv_params(g, P, false, &mp.pr))) return s;
+        if ((s = lower_conv_params(g, D, &mp.dw)) || (s = lower_conv_params(g, P, &mp.pr))) return s;
+        if (!pads_fixed(g, D)) continue;
+        /* the depthwise conv's input, at the sizes the choice is made at */
+        const size_t e_bytes = (size_t)(mp.dw.N * mp.dw.C * mp.dw.H * mp.dw.W) * sizeof(float);
         mp.pr.packed_mr = t->mr;
         mp.pr.packed_kc = t->kc;
         /* with the expand conv before it, or else the depthwise conv and the projection alone */
         bool with_ex = false;
         if (E && E->packed >= 0 && E->kernel_algo == 0 && e_bytes >= MBBLOCK_MIN_BYTES) {
-            if ((s = op_conv_params(g, E, false, &mp.ex))) return s;
+            if ((s = lower_conv_params(g, E, &mp.ex))) return s;
             mp.ex.packed_mr = t->mr;
             mp.ex.packed_kc = t->kc;
             with_ex = cuvil_mbblock_applies(&mp);

@@ -260,26 +260,47 @@ def _conv_choices(ir_text):
     return [ln.split("# ")[-1] for ln in ir_text.splitlines() if " = conv " in ln or " = mbblock " in ln]
 
 
+@pytest.fixture(scope="module")
+def mobilenet_v2_dynamic_hw(tmp_path_factory):
+    """torchvision's MobileNetV2 (seeded random weights), batch, H and W dynamic."""
+    torch = pytest.importorskip("torch")
+    torchvision = pytest.importorskip("torchvision")
+    torch.manual_seed(0)
+    m = torchvision.models.mobilenet_v2(weights=None).eval()
+    path = tmp_path_factory.mktemp("mbv2hw") / "mobilenet_v2_hw.onnx"
+    torch.onnx.export(m, (torch.randn(1, 3, 64, 64),), str(path), input_names=["x"], output_names=["y"],
+                      dynamic_axes={"x": {0: "N", 2: "H", 3: "W"}}, opset_version=13, dynamo=False)
+    return path
+
+
 @pytest.mark.parametrize("target", ["x86_64-avx2", "x86_64-avx512"])
-def test_symbolic_cnn_takes_the_specialised_kernels(resnet18_dynamic_hw, tmp_path, target):
+@pytest.mark.parametrize("model", ["resnet18", "mobilenet_v2"])
+def test_symbolic_cnn_takes_the_specialised_kernels(resnet18_dynamic_hw, mobilenet_v2_dynamic_hw, tmp_path, target,
+                                                    model):
     """A symbolic build chooses each conv's kernel as a specialised build does, at the point of
     the ranges it chooses at (each symbol's geometric mean: N=1:4 -> 2, H and W 32:1024 ->
-    181): the same Winograd variants (F(4x4), tiles as rows), direct and
-    pixels-as-rows GEMMs and channels-last layouts, for the named target. Then at odd sizes
-    across the ranges it matches ONNX Runtime (run here where the host runs the target)."""
+    181): the same Winograd variants (F(4x4), tiles as rows), direct and pixels-as-rows GEMMs,
+    channels-last layouts and MobileNetV2's fused inverted-residual blocks, for the named
+    target. Then at odd sizes across the ranges it matches ONNX Runtime (run here where the
+    host runs the target)."""
+    path = {"resnet18": resnet18_dynamic_hw, "mobilenet_v2": mobilenet_v2_dynamic_hw}[model]
     sym = ["--dim", "N=1:4", "--dim", "H=32:1024", "--dim", "W=32:1024"]
     fixed = ["--dim", "N=2", "--dim", "H=181", "--dim", "W=181"]
-    ir_s = tl.compile(resnet18_dynamic_hw, tmp_path / "s", stem="s", emit="ir", target=target, extra=sym).read_text()
-    ir_f = tl.compile(resnet18_dynamic_hw, tmp_path / "f", stem="f", emit="ir", target=target, extra=fixed).read_text()
+    ir_s = tl.compile(path, tmp_path / "s", stem="s", emit="ir", target=target, extra=sym).read_text()
+    ir_f = tl.compile(path, tmp_path / "f", stem="f", emit="ir", target=target, extra=fixed).read_text()
     cs, cf = _conv_choices(ir_s), _conv_choices(ir_f)
-    assert len(cs) == 20 and cs == cf, "\n".join(f"{a}  |  {b}" for a, b in zip(cs, cf))
-    assert any("winograd F(4x4,3x3), tiles as rows" in c for c in cs) and any("channels last" in c for c in cs), cs
+    assert cs == cf, "\n".join(f"{a}  |  {b}" for a, b in zip(cs, cf))
+    if model == "resnet18":
+        assert len(cs) == 20 and any("winograd F(4x4,3x3), tiles as rows" in c for c in cs), cs
+    else:
+        assert any("in bands of rows" in c for c in cs), cs   # the fused block
+    assert any("channels last" in c for c in cs), cs
     if not tl.host_runs(target):
         return
-    so = tl.compile(resnet18_dynamic_hw, tmp_path / "b", stem="r18sym", target=target, extra=sym)
+    so = tl.compile(path, tmp_path / "b", stem="sym", target=target, extra=sym)
     for n, h, w in ((1, 224, 224), (2, 33, 47), (1, 181, 300), (3, 97, 64)):
         x = np.random.default_rng(n * h + w).standard_normal((n, 3, h, w)).astype(np.float32)
-        tl.assert_outputs_close(tl.run(so, {"x": x}, tmp_path / f"r{n}_{h}_{w}"), tl.ort_run(resnet18_dynamic_hw, {"x": x}))
+        tl.assert_outputs_close(tl.run(so, {"x": x}, tmp_path / f"r{n}_{h}_{w}"), tl.ort_run(path, {"x": x}))
 
 
 def test_dim_expressions_long_names_and_no_polynomial(tmp_path):

@@ -85,21 +85,26 @@ static size_t conv_scratch_at(const cuvil_conv2d_params *q, bool transpose, cons
     return cuvil_f32_conv_transpose2d_scratch_size_ex(&tp, blk);
 }
 
-static size_t conv_scratch_bound(cir_graph *g, const cuvil_conv2d_params *pp, const op_geo_x *gx, bool transpose,
-                                 const cuvil_gemm_blocking *blk) {
+/* The largest of at(v) over values of the symbols that dims f[0..nf) use (candidates above),
+ * v holding the dims evaluated there; at the upper bounds first. */
+typedef size_t (*scratch_at_fn)(const int64_t *v, void *user);
+static size_t scratch_over(cir_graph *g, const cir_dim *const *f, int nf, scratch_at_fn at, void *user) {
     const cir_dimtab *t = &g->dt;
-    const cir_dim *f[9] = {gx->N, gx->H, gx->W, gx->OH, gx->OW, gx->pad_t, gx->pad_l, gx->KH, gx->KW};
-    size_t best = conv_scratch_at(pp, transpose, blk);
+    int64_t vals[64], v[16];
     int syms[8], ns = 0;
+    bool ok = t->n_syms <= 64 && nf <= 16;
+    for (int k = 0; ok && k < t->n_syms; k++) vals[k] = t->syms[k].hi;
+    for (int i = 0; ok && i < nf; i++) ok = cir_dim_eval(f[i], vals, t->n_syms, &v[i]);
+    size_t best = ok ? at(v, user) : 0;
+    if (!ok) return best;
     for (int k = 0; k < t->n_syms; k++)
-        for (int i = 0; i < 9; i++)
+        for (int i = 0; i < nf; i++)
             if (cir_dim_uses(f[i], k)) {
                 if (ns == 8) return best;   /* more symbols than combinations can cover */
                 syms[ns++] = k;
                 break;
             }
-    if (t->n_syms > 64) return best;
-    int64_t cand[8][SCRATCH_VALUES], vals[64];
+    int64_t cand[8][SCRATCH_VALUES];
     int nc[8];
     long total = 1;
     for (int j = 0; j < ns; j++) {
@@ -112,23 +117,42 @@ static size_t conv_scratch_bound(cir_graph *g, const cuvil_conv2d_params *pp, co
         nc[j] = 2;
         total *= 2;
     }
-    for (int k = 0; k < t->n_syms; k++) vals[k] = t->syms[k].hi;
     for (long c = 0; c < total; c++) {
         long r = c;
         for (int j = 0; j < ns; j++) {
             vals[syms[j]] = cand[j][r % nc[j]];
             r /= nc[j];
         }
-        int64_t v[9];
-        bool ok = true;
-        for (int i = 0; i < 9 && ok; i++) ok = cir_dim_eval(f[i], vals, t->n_syms, &v[i]);
-        if (!ok || v[3] <= 0 || v[4] <= 0) continue;
-        cuvil_conv2d_params q = *pp;
-        q.N = v[0], q.H = v[1], q.W = v[2], q.OH = v[3], q.OW = v[4], q.pad_t = v[5], q.pad_l = v[6], q.KH = v[7], q.KW = v[8];
-        size_t s = conv_scratch_at(&q, transpose, blk);
-        if (s > best) best = s;
+        bool good = true;
+        for (int i = 0; i < nf && good; i++) good = cir_dim_eval(f[i], vals, t->n_syms, &v[i]) && v[i] >= 0;
+        if (!good) continue;
+        size_t sz = at(v, user);
+        if (sz > best) best = sz;
     }
     return best;
+}
+
+typedef struct conv_at {
+    const cuvil_conv2d_params *p;
+    bool transpose;
+    const cuvil_gemm_blocking *blk;
+} conv_at;
+
+/* v: N, H, W, OH, OW, pad_t, pad_l, KH, KW */
+static size_t conv_scratch_v(const int64_t *v, void *user) {
+    const conv_at *a = user;
+    if (v[3] <= 0 || v[4] <= 0) return 0;
+    cuvil_conv2d_params q = *a->p;
+    q.N = v[0], q.H = v[1], q.W = v[2], q.OH = v[3], q.OW = v[4], q.pad_t = v[5], q.pad_l = v[6], q.KH = v[7], q.KW = v[8];
+    return conv_scratch_at(&q, a->transpose, a->blk);
+}
+
+static size_t conv_scratch_bound(cir_graph *g, const cuvil_conv2d_params *pp, const op_geo_x *gx, bool transpose,
+                                 const cuvil_gemm_blocking *blk) {
+    const cir_dim *f[9] = {gx->N, gx->H, gx->W, gx->OH, gx->OW, gx->pad_t, gx->pad_l, gx->KH, gx->KW};
+    conv_at a = {pp, transpose, blk};
+    size_t at_pp = conv_scratch_at(pp, transpose, blk), over = scratch_over(g, f, 9, conv_scratch_v, &a);
+    return at_pp > over ? at_pp : over;
 }
 
 cuvil_status cg_emit_conv(cg_ctx *cg, cir_graph *g, cir_node *n) {
@@ -165,20 +189,67 @@ cuvil_status cg_emit_conv(cg_ctx *cg, cir_graph *g, cir_node *n) {
 /* The inverted-residual block the lowering made (src/lower/blocks.c): its three convs' parameters
  * are in n->kernel_params; inputs x, the expand weights (packed) and bias, the depthwise
  * weights and bias, the projection weights (packed) and bias; n->residual. */
+/* A block's three convs at the sizes v: N, H, W (its input's), OH, OW (its output's). */
+typedef struct mb_at {
+    const cuvil_mbblock_params *p;
+    const cuvil_gemm_blocking *blk;
+} mb_at;
+
+static void mb_sizes(cuvil_mbblock_params *q, const int64_t *v) {
+    cuvil_conv2d_params *c[3] = {&q->ex, &q->dw, &q->pr};
+    for (int i = 0; i < 3; i++) c[i]->N = v[0];
+    if (q->ex.M) q->ex.H = q->ex.OH = v[1], q->ex.W = q->ex.OW = v[2];
+    q->dw.H = v[1], q->dw.W = v[2], q->dw.OH = v[3], q->dw.OW = v[4];
+    q->pr.H = q->pr.OH = v[3], q->pr.W = q->pr.OW = v[4];
+}
+
+static size_t mb_scratch_v(const int64_t *v, void *user) {
+    const mb_at *a = user;
+    if (v[0] <= 0 || v[1] <= 0 || v[2] <= 0 || v[3] <= 0 || v[4] <= 0) return 0;
+    cuvil_mbblock_params q = *a->p;
+    mb_sizes(&q, v);
+    return cuvil_f32_mbblock_scratch_size_ex(&q, a->blk);
+}
+
+/* The inverted-residual block the lowering made (src/lower/blocks.c): its three convs' parameters
+ * are in n->kernel_params; inputs x, the expand weights (packed) and bias, the depthwise
+ * weights and bias, the projection weights (packed) and bias; n->residual. With symbolic dims
+ * the sizes are the run's: N, H and W of x (the expand and depthwise convs' input), OH and OW
+ * of y (the depthwise conv's output and the projection's). */
 cuvil_status cg_emit_mbblock(cg_ctx *cg, cir_graph *g, cir_node *n) {
     const cuvil_mbblock_params *mp = (const cuvil_mbblock_params *)n->kernel_params;
     CUVIL_ASSERT(mp && n->n_in == 7);
-    char f[3][1024];
+    const bool sym = cg_node_symbolic(g, n);
+    const cir_value *x = cir_in(g, n, 0), *y = cir_out(g, n, 0);
+    const cir_dim *f[5] = {cir_dimx(g, x, 0), cir_dimx(g, x, 2), cir_dimx(g, x, 3), cir_dimx(g, y, 2), cir_dimx(g, y, 3)};
+    for (int i = 0; i < 5; i++)
+        if (!f[i]) return cir_dim_err(g, n, "a block's sizes");
+    char f3[3][1200];
     const cuvil_conv2d_params *c[3] = {&mp->ex, &mp->dw, &mp->pr};
     for (int i = 0; i < 3; i++) {
         char geo[1024];
-        snprintf(f[i], sizeof f[i], "%s, .packed_mr = %lld, .packed_kc = %lld, .algo = %s", geo_fields(c[i], geo, sizeof geo),
-                 (long long)c[i]->packed_mr, (long long)c[i]->packed_kc, algo_name(c[i]->algo));
+        const char *gs = geo_fields(c[i], geo, sizeof geo);
+        if (sym && c[i]->M) {   /* ex: x's map, dw: x's -> y's, pr: y's */
+            const cir_dim *zero = cir_dim_const(&g->dt, 0);
+            op_geo_x gx = {.N = f[0], .H = i == 2 ? f[3] : f[1], .W = i == 2 ? f[4] : f[2], .OH = i == 0 ? f[1] : f[3],
+                           .OW = i == 0 ? f[2] : f[4], .pad_t = i == 1 ? cir_dim_const(&g->dt, c[i]->pad_t) : zero,
+                           .pad_l = i == 1 ? cir_dim_const(&g->dt, c[i]->pad_l) : zero};
+            if (!gx.pad_t || !gx.pad_l) return cir_dim_err(g, n, "a block's padding");
+            gs = geo_fields_x(cg, c[i], &gx);
+        }
+        snprintf(f3[i], sizeof f3[i], "%s, .packed_mr = %lld, .packed_kc = %lld, .algo = %s", gs, (long long)c[i]->packed_mr,
+                 (long long)c[i]->packed_kc, algo_name(c[i]->algo));
     }
-    const char *p = cg_param(cg, "cuvil_mbblock_params", "{ .ex = { %s }, .dw = { %s }, .pr = { %s } }", f[0], f[1], f[2]);
+    const char *p = cg_param(cg, "cuvil_mbblock_params", "{ .ex = { %s }, .dw = { %s }, .pr = { %s } }", f3[0], f3[1], f3[2]);
     cuvil_gemm_ukernel_desc uk;
     cuvil_gemm_blocking blk = cg_target_blocking(g, &uk);
-    const char *S = cg_scratch(cg, cuvil_f32_mbblock_scratch_size_ex(mp, &blk), "cuvil_f32_mbblock_scratch_size(&%s)", p);
+    size_t bytes = cuvil_f32_mbblock_scratch_size_ex(mp, &blk);
+    if (sym) {
+        mb_at a = {mp, &blk};
+        size_t over = scratch_over(g, f, 5, mb_scratch_v, &a);
+        if (over > bytes) bytes = over;
+    }
+    const char *S = cg_scratch(cg, bytes, "cuvil_f32_mbblock_scratch_size(&%s)", p);
     const char *in[7];
     for (int i = 0; i < 7; i++) in[i] = cir_in(g, n, i) ? cg_in(cg, n->in[i]) : "NULL";
     cg_printf(cg, "    cuvil_f32_mbblock(&%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s);\n", p, in[0], in[1], in[2], in[3],
