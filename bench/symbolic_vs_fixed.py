@@ -33,27 +33,15 @@ from build_transformers import example_feed, get_model  # noqa: E402
 COMPILE = REPO / "build" / "bin" / "cuvil-compile"
 
 
-def resnet18_hw(folder: Path) -> Path:
+def torchvision_hw(folder: Path, name: str) -> Path:
+    """torchvision's model `name` (seeded random weights) with batch, H and W dynamic."""
     import torch
     import torchvision
 
-    path = folder / "resnet18_hw.onnx"
+    path = folder / f"{name}_hw.onnx"
     if not path.exists():
         torch.manual_seed(0)
-        m = torchvision.models.resnet18(weights=None).eval()
-        torch.onnx.export(m, (torch.randn(1, 3, 64, 64),), str(path), input_names=["x"], output_names=["y"],
-                          dynamic_axes={"x": {0: "N", 2: "H", 3: "W"}}, opset_version=13, dynamo=False)
-    return path
-
-
-def mobilenet_v2_hw(folder: Path) -> Path:
-    import torch
-    import torchvision
-
-    path = folder / "mobilenet_v2_hw.onnx"
-    if not path.exists():
-        torch.manual_seed(0)
-        m = torchvision.models.mobilenet_v2(weights=None).eval()
+        m = getattr(torchvision.models, name)(weights=None).eval()
         torch.onnx.export(m, (torch.randn(1, 3, 64, 64),), str(path), input_names=["x"], output_names=["y"],
                           dynamic_axes={"x": {0: "N", 2: "H", 3: "W"}}, opset_version=13, dynamo=False)
     return path
@@ -86,9 +74,9 @@ def main() -> int:
         ("GPT-2 decode step", get_model("gpt2_decode", "torchscript", 16), {"batch": "1:8", "past": "0:1023"},
          {"batch": "1", "past": "128"}, lambda: example_feed("gpt2_decode", batch=1, seq=1, past=128, seed=1),
          "batch 1, past 128"),
-        ("ResNet-18", resnet18_hw(work), {"N": "1:4", "H": "32:1024", "W": "32:1024"}, {"N": "1", "H": "224", "W": "224"},
+        ("ResNet-18", torchvision_hw(work, "resnet18"), {"N": "1:4", "H": "32:1024", "W": "32:1024"}, {"N": "1", "H": "224", "W": "224"},
          lambda: {"x": np.random.default_rng(1).standard_normal((1, 3, 224, 224)).astype(np.float32)}, "1x3x224x224"),
-        ("MobileNetV2", mobilenet_v2_hw(work), {"N": "1:4", "H": "32:1024", "W": "32:1024"},
+        ("MobileNetV2", torchvision_hw(work, "mobilenet_v2"), {"N": "1:4", "H": "32:1024", "W": "32:1024"},
          {"N": "1", "H": "224", "W": "224"},
          lambda: {"x": np.random.default_rng(1).standard_normal((1, 3, 224, 224)).astype(np.float32)}, "1x3x224x224"),
     ]

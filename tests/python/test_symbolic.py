@@ -211,18 +211,22 @@ def test_broadcast_at_symbol_value_one(tmp_path):
         tl.assert_outputs_close(got, tl.ort_run(path, feeds))
 
 
-@pytest.fixture(scope="module")
-def resnet18_dynamic_hw(tmp_path_factory):
-    """torchvision's ResNet-18 (seeded random weights) exported with its batch, H and W left
-    dynamic."""
+def _torchvision_dynamic_hw(tmp_path_factory, name):
+    """torchvision's model `name` (seeded random weights) exported with its batch, H and W left
+    dynamic (N, H, W)."""
     torch = pytest.importorskip("torch")
     torchvision = pytest.importorskip("torchvision")
     torch.manual_seed(0)
-    m = torchvision.models.resnet18(weights=None).eval()
-    path = tmp_path_factory.mktemp("r18hw") / "resnet18_hw.onnx"
+    m = getattr(torchvision.models, name)(weights=None).eval()
+    path = tmp_path_factory.mktemp(f"{name}hw") / f"{name}_hw.onnx"
     torch.onnx.export(m, (torch.randn(1, 3, 64, 64),), str(path), input_names=["x"], output_names=["y"],
                       dynamic_axes={"x": {0: "N", 2: "H", 3: "W"}}, opset_version=13, dynamo=False)
     return path
+
+
+@pytest.fixture(scope="module")
+def resnet18_dynamic_hw(tmp_path_factory):
+    return _torchvision_dynamic_hw(tmp_path_factory, "resnet18")
 
 
 def test_cnn_with_dynamic_height_and_width_in_steps(resnet18_dynamic_hw, tmp_path):
@@ -262,15 +266,7 @@ def _conv_choices(ir_text):
 
 @pytest.fixture(scope="module")
 def mobilenet_v2_dynamic_hw(tmp_path_factory):
-    """torchvision's MobileNetV2 (seeded random weights), batch, H and W dynamic."""
-    torch = pytest.importorskip("torch")
-    torchvision = pytest.importorskip("torchvision")
-    torch.manual_seed(0)
-    m = torchvision.models.mobilenet_v2(weights=None).eval()
-    path = tmp_path_factory.mktemp("mbv2hw") / "mobilenet_v2_hw.onnx"
-    torch.onnx.export(m, (torch.randn(1, 3, 64, 64),), str(path), input_names=["x"], output_names=["y"],
-                      dynamic_axes={"x": {0: "N", 2: "H", 3: "W"}}, opset_version=13, dynamo=False)
-    return path
+    return _torchvision_dynamic_hw(tmp_path_factory, "mobilenet_v2")
 
 
 @pytest.mark.parametrize("target", ["x86_64-avx2", "x86_64-avx512"])
