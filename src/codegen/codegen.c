@@ -556,7 +556,9 @@ static cuvil_status open_loop(cg_ctx *cg, cuvil_sb *calls, int ind, const cir_no
     cuvil_sb_puts(calls, "': its body, once per iteration */\n");
     ind += 4;
     if (b->in[0] >= 0) cuvil_sb_printf(calls, "%*sif (it%d >= *%s) break;\n", ind, "", it, cg_in(cg, b->in[0]));
-    if (b->in[1] >= 0 && b->out[1] >= 0) cuvil_sb_printf(calls, "%*sif (!*%s) break;\n", ind, "", cg_in(cg, b->out[1]));
+    /* the condition: the initial one (or true), then the body's (with or without a condition
+     * input: ONNX's reference and ONNX Runtime stop on the body's) */
+    if (!l.scan && b->out[1] >= 0) cuvil_sb_printf(calls, "%*sif (!*%s) break;\n", ind, "", cg_in(cg, b->out[1]));
     if (l.scan) {
         const cir_value *x = cir_val(g, b->in[2 + l.n]);
         int axis = 1;

@@ -330,3 +330,43 @@ def test_loop_refusals_name_the_node(tmp_path):
                      loop_inputs=["M", "", "s0"])
     proc = tl.compile_raw(p3, tmp_path / "u.so")
     assert proc.returncode != 0 and "the_loop" in proc.stderr and "--dim es=0:N" in proc.stderr, proc.stderr
+
+
+def test_loop_without_condition_input_stops_on_the_body_condition(tmp_path):
+    """Loop(M, "", k): the body's condition still ends the loop (ONNX's text calls it ignored
+    there; its reference implementation and ONNX Runtime stop on it, and Cuvil follows them).
+    Its scan output's count is then a size the run finds, not M."""
+    body = _body("b", [helper.make_node("Add", ["k", "i"], ["k2"]), helper.make_node("Less", ["k2", "three"], ["cout"]),
+                       helper.make_node("Identity", ["k2"], ["ks"])],
+                 [("i", I64, []), ("cin", B, []), ("k", I64, [])], [("cout", B), ("k2", I64), ("ks", I64)],
+                 [helper.make_tensor("three", I64, [], [3])])
+    g = helper.make_graph([helper.make_node("Loop", ["seven", "", "k0"], ["K", "KS"], body=body)], "nocond",
+                          [_vi("k0", I64, [])], [_vi("K", I64, None), _vi("KS", I64, None)],
+                          [helper.make_tensor("seven", I64, [], [7])])
+    path = _save(tmp_path, "nocond", g)
+    model = cuvil.load(tl.compile(path, tmp_path / "b"))
+    for k0 in (0, 2, 5, -20):
+        tl.check_vs_ort(model, path, {"k0": np.array(k0, np.int64)})
+
+
+def test_nested_loop_scan_output_bounded_by_dim_on_a_body_value(tmp_path):
+    """An inner Loop whose trip count the outer body computes (i + 1) has a scan output 'es'
+    that nothing bounds: the compile says to give --dim es=0:N, and that --dim, naming a value
+    of the body, is taken. ONNX Runtime at M = 0..4."""
+    inner = _body("inner", [helper.make_node("Identity", ["ci"], ["co"]), helper.make_node("Cast", ["j"], ["e"], to=F)],
+                  [("j", I64, []), ("ci", B, [])], [("co", B), ("e", F)])
+    outer = _body("outer", [helper.make_node("Add", ["i", "one"], ["n"]),
+                            helper.make_node("Loop", ["n", "T"], ["es"], body=inner),
+                            helper.make_node("ReduceSum", ["es"], ["r"], keepdims=0),
+                            helper.make_node("Add", ["s", "r"], ["s2"]), helper.make_node("Identity", ["c"], ["c2"])],
+                  [("i", I64, []), ("c", B, []), ("s", F, [])], [("c2", B), ("s2", F)],
+                  [helper.make_tensor("one", I64, [], [1])])
+    g = helper.make_graph([helper.make_node("Loop", ["M", "T", "s0"], ["S"], body=outer)], "nest",
+                          [_vi("M", I64, []), _vi("s0", F, [])], [_vi("S", F, None)],
+                          [helper.make_tensor("T", B, [], [1])])
+    path = _save(tmp_path, "nest", g)
+    proc = tl.compile_raw(path, tmp_path / "u.so", dims={"M": "0:5"})
+    assert proc.returncode != 0 and "--dim es=0:N" in proc.stderr, proc.stderr
+    model = cuvil.load(tl.compile(path, tmp_path / "b", dims={"M": "0:5", "es": "0:5"}))
+    for m in range(5):
+        tl.check_vs_ort(model, path, {"M": np.array(m, np.int64), "s0": np.array(0.5, np.float32)})

@@ -8,7 +8,7 @@ cuvil_status cg_emit_loop_begin(cg_ctx *cg, cir_graph *g, cir_node *n) {
     if (!op_loop_at(n, &l)) return cir_node_err(g, n, CUVIL_ERR_INTERNAL, "a loop_begin that does not match its counts");
     if (!l.scan && n->out[1] >= 0) {
         if (n->in[1] >= 0) cg_printf(cg, "    *%s = *%s;\n", cg_out(cg, n->out[1]), cg_in(cg, n->in[1]));
-        else cg_printf(cg, "    *%s = 1;   /* no condition: the trip count alone ends it */\n", cg_out(cg, n->out[1]));
+        else cg_printf(cg, "    *%s = 1;   /* no initial condition: true */\n", cg_out(cg, n->out[1]));
     }
     for (int i = 0; i < l.n; i++)
         if (n->out[2 + i] >= 0)

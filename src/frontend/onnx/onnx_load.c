@@ -972,12 +972,22 @@ static cuvil_status load_value_info(loader *L, const Onnx__GraphProto *gp) {
     return CUVIL_OK;
 }
 
+/* Whether a value of the model (of the graph, or of an If's branch or a loop's body, whose
+ * names left scope with them) is named `name`. */
+static bool value_named(const cir_graph *g, const char *name) {
+    for (int v = 0; v < g->n_values; v++) {
+        const char *nm = cir_val(g, v)->name;
+        if (nm && !strcmp(nm, name)) return true;
+    }
+    return false;
+}
+
 static cuvil_status check_dims_used(loader *L) {
     for (int i = 0; i < L->o->n_dims; i++) {
         bool found = false;
         for (int j = 0; j < L->g->n_syms; j++) found |= !strcmp(L->g->syms[j].name, L->o->dims[i].name);
         const cuvil_dim_binding *vb = &L->o->dims[i];
-        if (!found && cuvil_map_get(&L->names, vb->name) >= 0) {
+        if (!found && value_named(L->g, vb->name)) {
             /* a value's name: the range of the sizes it gives or takes when the model runs
              * (cir_value_bound) */
             cir_graph *g = L->g;

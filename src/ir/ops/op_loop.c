@@ -168,6 +168,20 @@ static bool body_size(const cir_graph *g, const cir_dim *e, int b, int end) {
     return false;
 }
 
+/* Whether a Loop's condition is true in every iteration: no initial condition or a constant
+ * true one, and the body gives a constant true or passes its condition parameter through.
+ * (Without a condition input ONNX's text calls the body's condition ignored; ONNX's reference
+ * implementation and ONNX Runtime stop on it, and so does Cuvil: codegen.c's open_loop checks
+ * the condition parameter every iteration.) */
+static bool const_true(const cir_value *v) {
+    return v && cir_is_const(v) && v->dtype == CIR_BOOL && cir_numel(v) == 1 && ((const uint8_t *)v->data)[0];
+}
+
+static bool cond_stays_true(cir_graph *g, const cir_node *n, const op_loop *l) {
+    const cir_value *c0 = cir_in(g, n, 1), *out = cir_in(g, n, 2 * l->p);
+    return (!c0 || const_true(c0)) && (const_true(out) || (out && n->in[l->p + 1] == out->id));
+}
+
 static cuvil_status loop_infer(cir_graph *g, cir_node *n) {
     op_loop l;
     cuvil_status s = check_region(g, n, &l);
@@ -219,8 +233,9 @@ static cuvil_status loop_infer(cir_graph *g, cir_node *n) {
                                 e->name, e->ndim, CIR_MAX_DIMS - 1 - (l.batch ? 1 : 0));
         if (n->out[l.n + k] < 0) continue;
         cir_value *m = cir_in(g, n, 0);
-        if (!count && m && !cir_in(g, n, 1) && (cir_is_const(m) || (m->sval && m->sval[0]))) {
-            /* no condition: exactly its trip count of iterations (none for a negative one) */
+        if (!count && m && cond_stays_true(g, n, &l) && (cir_is_const(m) || (m->sval && m->sval[0]))) {
+            /* a condition that stays true: exactly its trip count of iterations (none for a
+             * negative one) */
             count = cir_is_const(m) ? cir_dim_const(&g->dt, trip_bound(g, m))
                                     : cir_dim_max(&g->dt, m->sval[0], cir_dim_const(&g->dt, 0));
             if (!count) return cir_dim_err(g, n, "a loop's count");
