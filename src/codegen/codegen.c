@@ -240,6 +240,9 @@ bool cg_node_symbolic(const cir_graph *g, const cir_node *n) {
     for (int i = 0; i < n->n_in; i++) {
         const cir_value *v = cir_in(g, n, i);
         if (v && !cir_value_fixed(v)) return true;
+        /* values that follow the symbols (a Slice's start at the iteration number, its length 1
+         * whatever it is: fixed shapes, offsets of this run) */
+        if (v && v->sval && !cir_is_const(v)) return true;
     }
     for (int i = 0; i < n->n_out; i++) {
         const cir_value *v = n->out[i] >= 0 ? cir_val(g, n->out[i]) : NULL;
@@ -537,6 +540,16 @@ static void flush_params(cg_ctx *cg, cuvil_sb *nodes) {
     cg->params.len = 0;
 }
 
+/* Into calls: return fail(m, "<node e>: <what>") when cond holds. */
+static void loop_fail(cuvil_sb *calls, int ind, const cir_node *e, const char *cond, const char *what) {
+    char desc[512];
+    cuvil_sb_printf(calls, "%*sif (%s) return fail(m, \"", ind, "", cond);
+    cuvil_sb_c_escape(calls, cir_node_desc(e, desc, sizeof desc));
+    cuvil_sb_puts(calls, ": ");
+    cuvil_sb_c_escape(calls, what);
+    cuvil_sb_puts(calls, "\");\n");
+}
+
 /* Opens loop_begin b's body (into calls, indent ind): the loop over its iterations, each
  * first checking the trip count, the condition or the scanned length, then setting the
  * iteration number and copying the scanned inputs' elements into the body's parameters. */
@@ -567,6 +580,13 @@ static cuvil_status open_loop(cg_ctx *cg, cuvil_sb *calls, int ind, const cir_no
         cuvil_sb_printf(calls, "%*sif (it%d >= %s) break;\n", ind, "", it, cg_dimprod(cg, x->id, axis, axis + 1, 1));
     }
     if (b->out[0] >= 0) cuvil_sb_printf(calls, "%*s*%s = it%d;\n", ind, "", cg_out(cg, b->out[0]), it);
+    int is = cg_found_slot(cg, g, b, 0, hi);
+    if (is >= 0) {   /* the iteration number as the symbol the body's sizes read (op_loop.c) */
+        loop_fail(calls, ind, b, fmt_str(cg, "it%d > %s", it, hi),
+                  "it makes more iterations than its trip count's bound (a constant, the symbols' ranges or a --dim "
+                  "naming the trip count) allows");
+        cuvil_sb_printf(calls, "%*sD[%d] = it%d;\n", ind, "", is, it);
+    }
     for (int j = 0; j < l.s; j++) {
         if (b->out[2 + l.n + j] < 0) continue;
         int x = b->in[2 + l.n + j], axis = 1;
@@ -578,16 +598,6 @@ static cuvil_status open_loop(cg_ctx *cg, cuvil_sb *calls, int ind, const cir_no
         slice_copy(cg, calls, ind, x, axis, b->out[2 + l.n + j], idx, false);
     }
     return CUVIL_OK;
-}
-
-/* Into calls: return fail(m, "<node e>: <what>") when cond holds. */
-static void loop_fail(cuvil_sb *calls, int ind, const cir_node *e, const char *cond, const char *what) {
-    char desc[512];
-    cuvil_sb_printf(calls, "%*sif (%s) return fail(m, \"", ind, "", cond);
-    cuvil_sb_c_escape(calls, cir_node_desc(e, desc, sizeof desc));
-    cuvil_sb_puts(calls, ": ");
-    cuvil_sb_c_escape(calls, what);
-    cuvil_sb_puts(calls, "\");\n");
 }
 
 /* Closes loop_begin b's body (into calls; ind: the body's indent): each scan element goes to

@@ -96,8 +96,9 @@ cir_graph *cg_graph(cg_ctx *cg);
 const cir_node *cg_node(cg_ctx *cg);
 
 /* ===== Symbolic dims (a graph of expression dims, cir_graph.symdims) ================= */
-/* Whether node n reads or writes a value whose dims are expressions of the symbols: its
- * emitter then has the kernel's parameters computed when the model runs (cg_bind). */
+/* Whether node n reads or writes a value whose dims are expressions of the symbols, or reads
+ * a value that follows them (cir_value.sval: a Slice's start at a loop's iteration number):
+ * its emitter then has the kernel's parameters computed when the model runs (cg_bind). */
 bool cg_node_symbolic(const cir_graph *g, const cir_node *n);
 /* The index in D[] of the size known only when the model runs as symbol dsym (cir_node.rt_first):
  * the node that finds it writes `D[slot] = ...`. */

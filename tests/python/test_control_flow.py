@@ -350,9 +350,12 @@ def test_loop_without_condition_input_stops_on_the_body_condition(tmp_path):
 
 
 def test_nested_loop_scan_output_bounded_by_dim_on_a_body_value(tmp_path):
-    """An inner Loop whose trip count the outer body computes (i + 1) has a scan output 'es'
-    that nothing bounds: the compile says to give --dim es=0:N, and that --dim, naming a value
-    of the body, is taken. ONNX Runtime at M = 0..4."""
+    """An inner Loop whose trip count the outer body computes (i + 1) has a scan output 'es'.
+    With nothing bounding the outer trip count M, nothing bounds 'es': the compile says to give
+    --dim es=0:N, and that --dim, naming a value of the body, is taken. With --dim M=0:5 alone
+    the outer iteration number is a symbol in 0..4, so i + 1 and 'es' are bounded by 5; a run
+    with M = 7 fails at the sixth iteration, before any size passes what was planned. ONNX
+    Runtime at M = 0..5."""
     inner = _body("inner", [helper.make_node("Identity", ["ci"], ["co"]), helper.make_node("Cast", ["j"], ["e"], to=F)],
                   [("j", I64, []), ("ci", B, [])], [("co", B), ("e", F)])
     outer = _body("outer", [helper.make_node("Add", ["i", "one"], ["n"]),
@@ -365,8 +368,44 @@ def test_nested_loop_scan_output_bounded_by_dim_on_a_body_value(tmp_path):
                           [_vi("M", I64, []), _vi("s0", F, [])], [_vi("S", F, None)],
                           [helper.make_tensor("T", B, [], [1])])
     path = _save(tmp_path, "nest", g)
-    proc = tl.compile_raw(path, tmp_path / "u.so", dims={"M": "0:5"})
+    proc = tl.compile_raw(path, tmp_path / "u.so")
     assert proc.returncode != 0 and "--dim es=0:N" in proc.stderr, proc.stderr
-    model = cuvil.load(tl.compile(path, tmp_path / "b", dims={"M": "0:5", "es": "0:5"}))
-    for m in range(5):
-        tl.check_vs_ort(model, path, {"M": np.array(m, np.int64), "s0": np.array(0.5, np.float32)})
+    feeds = lambda m: {"M": np.array(m, np.int64), "s0": np.array(0.5, np.float32)}   # noqa: E731
+    model = cuvil.load(tl.compile(path, tmp_path / "b", dims={"es": "0:5"}))
+    for m in range(6):
+        tl.check_vs_ort(model, path, feeds(m))
+    model = cuvil.load(tl.compile(path, tmp_path / "m", dims={"M": "0:5"}))
+    for m in range(6):
+        tl.check_vs_ort(model, path, feeds(m))
+    with pytest.raises(cuvil.CuvilError, match=r"more iterations than its trip count's bound"):
+        model(**feeds(7))
+
+
+def test_loop_iteration_number_is_a_bounded_symbol(tmp_path):
+    """With the trip count bounded (--dim M=0:4), the iteration number i is a symbol in 0..3:
+    the body's x[i:i+1] has the shape [1, 3] whatever i is, so Squeeze takes its axis 0 (a
+    Slice whose start is only known as the loop runs, on fixed shapes), and the scan output is
+    [M, 3]. A run with M = 5 fails at the fifth iteration with a message. ONNX Runtime at M =
+    1..4 (at M = 0 it gives the scan output [0, 0], Cuvil [0, 3])."""
+    body = _body("b", [helper.make_node("Unsqueeze", ["i", "ax0"], ["st"]), helper.make_node("Add", ["i", "one"], ["e"]),
+                       helper.make_node("Unsqueeze", ["e", "ax0"], ["en"]),
+                       helper.make_node("Slice", ["x", "st", "en", "ax0"], ["xs"]),
+                       helper.make_node("Squeeze", ["xs", "ax0"], ["sq"]), helper.make_node("Add", ["s", "sq"], ["s2"]),
+                       helper.make_node("Identity", ["c"], ["c2"]), helper.make_node("Identity", ["sq"], ["scan"])],
+                 [("i", I64, []), ("c", B, []), ("s", F, [3])], [("c2", B), ("s2", F), ("scan", F)],
+                 [helper.make_tensor("ax0", I64, [1], [0]), helper.make_tensor("one", I64, [], [1])])
+    g = helper.make_graph([helper.make_node("Loop", ["M", "c0", "s0"], ["S", "SC"], body=body)], "iter",
+                          [_vi("M", I64, []), _vi("c0", B, []), _vi("s0", F, [3]), _vi("x", F, [4, 3])],
+                          [_vi("S", F, None), _vi("SC", F, None)])
+    path = _save(tmp_path, "iter", g)
+    ir = tl.compile(path, tmp_path / "ir", emit="ir", dims={"M": "0:4"}).read_text()
+    assert any(" = squeeze " in ln and ": f32[3]" in ln for ln in ir.splitlines()), ir
+    model = cuvil.load(tl.compile(path, tmp_path / "b", dims={"M": "0:4"}))
+    x = np.random.default_rng(3).random((4, 3), np.float32)
+    feeds = lambda m: {"M": np.array(m, np.int64), "c0": np.array(True), "s0": np.zeros(3, np.float32), "x": x}   # noqa: E731
+    for m in (1, 2, 4):
+        tl.check_vs_ort(model, path, feeds(m))
+    s, sc = model(**feeds(0))
+    assert sc.shape == (0, 3) and np.array_equal(s, np.zeros(3, np.float32))
+    with pytest.raises(cuvil.CuvilError, match=r"more iterations than its trip count's bound"):
+        model(**feeds(5))

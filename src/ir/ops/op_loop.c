@@ -84,6 +84,20 @@ static cuvil_status batch_one(cir_graph *g, cir_node *n, const cir_value *v) {
     return CUVIL_OK;
 }
 
+/* The largest trip count value m can hold: a constant, an expression of the symbols, a --dim
+ * naming it; -1 when nothing bounds it. */
+static int64_t trip_bound(cir_graph *g, const cir_value *m) {
+    if (!m) return -1;
+    if (cir_is_const(m)) {
+        int64_t v = ((const int64_t *)m->data)[0];
+        return v > 0 ? v : 0;
+    }
+    int64_t lo, hi;
+    if (m->sval && m->sval[0]) return m->sval[0]->hi > 0 ? m->sval[0]->hi : 0;
+    if (cir_value_bound(g, m->name, &lo, &hi)) return hi > 0 ? hi : 0;
+    return -1;
+}
+
 static cuvil_status begin_infer(cir_graph *g, cir_node *n) {
     op_loop l;
     cuvil_status s = check_region(g, n, &l);
@@ -99,7 +113,22 @@ static cuvil_status begin_infer(cir_graph *g, cir_node *n) {
         if (c && (c->dtype != CIR_BOOL || !cir_value_fixed(c) || cir_numel(c) != 1))
             return cir_node_err(g, n, CUVIL_ERR_MODEL, "its condition '%s' is %s %s; ONNX's Loop takes one bool", c->name,
                                 cir_dtype_name(c->dtype), cir_shape_str(g, c, sh, sizeof sh));
-        if (n->out[0] >= 0) cir_set_shape(cir_out(g, n, 0), CIR_I64, 0, NULL);
+        if (n->out[0] >= 0) {
+            cir_value *it = cir_out(g, n, 0);
+            cir_set_shape(it, CIR_I64, 0, NULL);
+            /* the iteration number as a symbol in 0 .. the trip count's bound - 1 (the loop
+             * writes it into D[] and fails an iteration past it: codegen.c's open_loop), so
+             * that sizes the body computes from it (x[i:i+1], Range(0, i + 1)) are bounded */
+            int64_t hi = trip_bound(g, m);
+            if (hi > 0) {
+                const cir_dim *x = cir_rt_found(g, n, 0, hi - 1, "iteration");
+                const cir_dim **sv = x ? cuvil_arena_alloc(&g->arena, sizeof *sv) : NULL;
+                if (!x) return g->ctx->status;
+                if (!sv) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+                sv[0] = x;
+                it->sval = sv;
+            }
+        }
         if (n->out[1] >= 0) cir_set_shape(cir_out(g, n, 1), CIR_BOOL, 0, NULL);
     }
     const cir_dim *dx[CIR_MAX_DIMS];
@@ -136,20 +165,6 @@ static cuvil_status begin_infer(cir_graph *g, cir_node *n) {
     return CUVIL_OK;
 }
 
-/* The largest trip count value m can hold: a constant, an expression of the symbols, a --dim
- * naming it; -1 when nothing bounds it. */
-static int64_t trip_bound(cir_graph *g, const cir_value *m) {
-    if (!m) return -1;
-    if (cir_is_const(m)) {
-        int64_t v = ((const int64_t *)m->data)[0];
-        return v > 0 ? v : 0;
-    }
-    int64_t lo, hi;
-    if (m->sval && m->sval[0]) return m->sval[0]->hi > 0 ? m->sval[0]->hi : 0;
-    if (cir_value_bound(g, m->name, &lo, &hi)) return hi > 0 ? hi : 0;
-    return -1;
-}
-
 int op_loop_begin(const cir_graph *g, const cir_node *n) {
     for (int i = n->id - 1; i >= 0; i--) {
         const cir_node *b = cir_node_at(g, i);
@@ -158,9 +173,10 @@ int op_loop_begin(const cir_graph *g, const cir_node *n) {
     return -1;
 }
 
-/* Whether dim e reads a size the run finds or reads inside the body (nodes between b and e). */
+/* Whether dim e reads a size the run finds or reads inside the body (nodes between b and e),
+ * or the iteration number (b's). */
 static bool body_size(const cir_graph *g, const cir_dim *e, int b, int end) {
-    for (int i = b + 1; i < end; i++) {
+    for (int i = b; i < end; i++) {
         const cir_node *x = cir_node_at(g, i);
         for (int r = x->rt_first; !x->dead && r < x->rt_first + x->n_rt; r++)
             if (cir_dim_uses(e, g->rt_syms[r])) return true;
