@@ -534,7 +534,9 @@ static void slice_copy(cg_ctx *cg, cuvil_sb *c, int ind, int big, int axis, int 
                         cg_in(cg, big), at, inner);
 }
 
-/* The #defines of offsets the lines just written into calls use, before the part's functions. */
+/* The #defines and parameter blocks written so far (cg_param, the offsets' names), into the
+ * file at hand: before the node's function that uses them, or before a part's function for
+ * the lines a loop wrote into calls. */
 static void flush_params(cg_ctx *cg, cuvil_sb *nodes) {
     if (cg->params.len) cuvil_sb_append(nodes, cg->params.s, cg->params.len);
     cg->params.len = 0;
@@ -1078,8 +1080,7 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
             cuvil_sb_safe_text(nodes, n->algo, CIR_ALGO_MAX);
         }
         cuvil_sb_puts(nodes, " */\n");
-        if (cg.params.len) cuvil_sb_append(nodes, cg.params.s, cg.params.len);
-        cg.params.len = 0;
+        flush_params(&cg, nodes);
         cuvil_sb_printf(nodes, "static int node%d(unsigned char *A, void *S, const void *const *in, void *const *out, "
                                 "int64_t *D) {\n"
                                 "    (void)A; (void)S; (void)in; (void)out; (void)D;\n%s%s    return 0;\n}\n",
@@ -1141,8 +1142,7 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
     if (!st) {
         cuvil_sb *c = &out->model_c;
         /* offsets named by the copies of graph outputs no node writes */
-        if (cg.params.len) cuvil_sb_append(c, cg.params.s, cg.params.len);
-        cg.params.len = 0;
+        flush_params(&cg, c);
         /* the largest scratch of any part (a symbolic node reserves the bound computed for the
          * upper bounds, SCRATCH_BYTES, and checks it when the model runs) */
         cuvil_sb_printf(c, "\nstatic size_t scratch_bytes(void) {\n    size_t s = 0, t = 0;\n%s    (void)t;\n    return s;\n}\n\n",

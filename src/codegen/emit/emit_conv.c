@@ -124,7 +124,7 @@ static size_t scratch_over(cir_graph *g, const cir_dim *const *f, int nf, scratc
             r /= nc[j];
         }
         bool good = true;
-        for (int i = 0; i < nf && good; i++) good = cir_dim_eval(f[i], vals, t->n_syms, &v[i]) && v[i] >= 0;
+        for (int i = 0; i < nf && good; i++) good = cir_dim_eval(f[i], vals, t->n_syms, &v[i]);   /* (at() judges v) */
         if (!good) continue;
         size_t sz = at(v, user);
         if (sz > best) best = sz;

@@ -783,16 +783,10 @@ static cuvil_status load_loop(loader *L, const Onnx__NodeProto *np, const char *
 /* An If node's branches (np's then_branch and else_branch attributes) loaded as regions; in[]
  * becomes (cond, the then outputs, the else outputs). */
 static cuvil_status load_if(loader *L, const Onnx__NodeProto *np, const char *desc, int **in, int *n_in, int *regions) {
-    const Onnx__GraphProto *br[2] = {NULL, NULL};
-    for (size_t j = 0; j < np->n_attribute; j++) {
-        const Onnx__AttributeProto *ap = np->attribute[j];
-        const char *an = ap->name ? ap->name : "";
-        int k = !strcmp(an, "then_branch") ? 0 : !strcmp(an, "else_branch") ? 1 : -1;
-        if (k < 0) continue;
-        if (ap->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH || !ap->g)
-            return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: attribute '%s' is not a graph", desc, an);
-        br[k] = ap->g;
-    }
+    cuvil_status gs = CUVIL_OK;
+    const Onnx__GraphProto *br[2] = {graph_attr(L, np, desc, "then_branch", &gs), NULL};
+    if (!gs) br[1] = graph_attr(L, np, desc, "else_branch", &gs);
+    if (gs) return gs;
     if (!br[0] || !br[1]) return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: needs then_branch and else_branch", desc);
     int k = (int)np->n_output, cond = (*in)[0];
     if (np->n_input != 1 || cond < 0) return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: takes one input, the condition", desc);

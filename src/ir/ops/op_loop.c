@@ -41,28 +41,21 @@ bool op_loop_at(const cir_node *n, op_loop *l) {
     return l->k >= 0 && n->n_in == 2 * l->p + 1 + l->n + l->k;
 }
 
-/* Axis a of attribute `name` (default 0), normalised against rank (negative counts from the end). */
-static cuvil_status axis_of(cir_graph *g, cir_node *n, const char *name, int i, int rank, int *out) {
-    const int64_t *ax;
-    int na = cir_attr_ints(n, name, &ax);
-    int64_t a = na > i ? ax[i] : 0;
-    char what[64];
-    snprintf(what, sizeof what, "%s[%d]", name, i);
-    return op_axis(g, n, a, rank, what, out);
-}
-
-static bool reversed(const cir_node *n, const char *name, int i) {
+bool op_loop_reverse(const cir_node *n, bool out, int i) {
     const int64_t *r;
-    int nr = cir_attr_ints(n, name, &r);
+    int nr = cir_attr_ints(n, out ? "scan_out_reverse" : "scan_in_reverse", &r);
     return nr > i && r[i] != 0;
 }
 
-bool op_loop_reverse(const cir_node *n, bool out, int i) {
-    return reversed(n, out ? "scan_out_reverse" : "scan_in_reverse", i);
-}
-
+/* Axis i of scan_out_axes or scan_in_axes (default 0), normalised against rank (negative
+ * counts from the end). */
 cuvil_status op_loop_axis(cir_graph *g, cir_node *n, bool out, int i, int rank, int *axis) {
-    return axis_of(g, n, out ? "scan_out_axes" : "scan_in_axes", i, rank, axis);
+    const char *name = out ? "scan_out_axes" : "scan_in_axes";
+    const int64_t *ax;
+    int na = cir_attr_ints(n, name, &ax);
+    char what[64];
+    snprintf(what, sizeof what, "%s[%d]", name, i);
+    return op_axis(g, n, na > i ? ax[i] : 0, rank, what, axis);
 }
 
 static cuvil_status check_region(cir_graph *g, cir_node *n, op_loop *l) {
