@@ -545,7 +545,7 @@ static void flush_params(cg_ctx *cg, cuvil_sb *nodes) {
 /* Into calls: return fail(m, "<node e>: <what>") when cond holds. */
 static void loop_fail(cuvil_sb *calls, int ind, const cir_node *e, const char *cond, const char *what) {
     char desc[512];
-    cuvil_sb_printf(calls, "%*sif (%s) return fail(m, \"", ind, "", cond);
+    cuvil_sb_printf(calls, "%*sif (%s) return cuvil_glue_fail(m, \"", ind, "", cond);
     cuvil_sb_c_escape(calls, cir_node_desc(e, desc, sizeof desc));
     cuvil_sb_puts(calls, ": ");
     cuvil_sb_c_escape(calls, what);
@@ -788,9 +788,10 @@ static void rt_guards(cg_ctx *cg, cuvil_sb *calls, int id, uint8_t **donep, int 
 }
 
 /* The run's dims: the symbols a model takes at run time (D[k], in the order of g->syms with
- * min < max), bind_dims() reading them from the inputs' dims and checking every dim, and
- * output_dims() writing the outputs' dims. In a fixed model every dim is checked against the
- * one it was compiled for, and D is empty. */
+ * min < max), which input dims carry them (the glue, runtime/glue/model.c, reads them from the
+ * inputs' dims and checks every dim), output_dims() writing the outputs' dims and
+ * check_guards() what the shapes assume. In a fixed model every dim is checked against the one
+ * it was compiled for, and D holds only the sizes the run finds. */
 static void shape_functions(cg_ctx *cg, cuvil_sb *c) {
     cir_graph *g = cg->g;
     int dyn[CIR_MAX_DIMS * 8], nd = 0;   /* g->syms index -> D index, -1 for fixed symbols */
@@ -818,38 +819,7 @@ static void shape_functions(cg_ctx *cg, cuvil_sb *c) {
         cuvil_sb_puts(c, " },\n");
     }
     if (!g->n_inputs) cuvil_sb_puts(c, "    { 0 },\n");
-    cuvil_sb_puts(c, "};\n\n"
-        "/* D from the inputs' dims; every dim checked: a fixed one against the model, a symbolic one against its\n"
-        " * range and the other dims of its symbol */\n"
-        "static cuvil_status bind_dims(cuvil_model *m, const int64_t *const *dims, int64_t *D) {\n"
-        "    for (int k = 0; k < N_SYMS; k++) D[k] = -1;\n"
-        "    for (int i = 0; i < N_INPUTS; i++) {\n"
-        "        if (!dims[i]) { set_err(m, \"the dims of input are NULL\", inputs_[i].name); return CUVIL_ERR_INVALID_ARG; }\n"
-        "        for (int d = 0; d < inputs_[i].ndim; d++) {\n"
-        "            int64_t v = dims[i][d];\n"
-        "            int k = in_sym_[i][d];\n"
-        "            char msg[160];\n"
-        "            if (k < 0) {\n"
-        "                if (v == inputs_[i].dims[d]) continue;\n"
-        "                snprintf(msg, sizeof msg, \"dim %d is %lld; the model takes %lld\", d, (long long)v, (long long)inputs_[i].dims[d]);\n"
-        "            } else if (v < syms_[k].min || v > syms_[k].max) {\n"
-        "                snprintf(msg, sizeof msg, \"dim %d is %lld, outside %lld..%lld (symbol %.64s)\", d, (long long)v,\n"
-        "                         (long long)syms_[k].min, (long long)syms_[k].max, syms_[k].name);\n"
-        "            } else if (v % syms_[k].step) {\n"
-        "                snprintf(msg, sizeof msg, \"dim %d is %lld, not a multiple of %lld (symbol %.64s)\", d, (long long)v,\n"
-        "                         (long long)syms_[k].step, syms_[k].name);\n"
-        "            } else if (D[k] >= 0 && D[k] != v) {\n"
-        "                snprintf(msg, sizeof msg, \"dim %d is %lld, but another dim of symbol %.64s is %lld\", d, (long long)v,\n"
-        "                         syms_[k].name, (long long)D[k]);\n"
-        "            } else {\n"
-        "                D[k] = v;\n"
-        "                continue;\n"
-        "            }\n"
-        "            set_err(m, msg, inputs_[i].name);\n"
-        "            return CUVIL_ERR_SHAPE;\n"
-        "        }\n"
-        "    }\n"
-        "    return CUVIL_OK;\n}\n\n"
+    cuvil_sb_puts(c, "};\n\n/* the outputs' dims from the run's */\n"
         "static void output_dims(const int64_t *D, int64_t *const *od) {\n    (void)D;\n    if (!od) return;\n");
     for (int i = 0; i < g->n_outputs; i++) {
         cir_value *v = cir_val(g, g->outputs[i]);
@@ -902,9 +872,9 @@ static void open_part(cg_ctx *cg, cuvil_sb *c, int k) {
 static void close_part(cg_ctx *cg, cuvil_sb *c, const char *prefix, int k, cuvil_sb *calls) {
     cuvil_sb_printf(c, "\nCUVIL_HIDDEN size_t %s_part%d_scratch(void) {\n    size_t s = 0, t = 0;\n%s    (void)t;\n    return s;\n}\n",
                     prefix, k, !cg->scratch.s ? "" : cg->scratch.s);
-    cuvil_sb_printf(c, "\nCUVIL_HIDDEN cuvil_status %s_part%d(cuvil_model *m, unsigned char *A, void *S, const void *const *in,\n"
-                       "                                void *const *out, int64_t *D) {\n"
-                       "    (void)m; (void)A; (void)S; (void)in; (void)out; (void)D;\n%s    return CUVIL_OK;\n}\n",
+    cuvil_sb_printf(c, "\nCUVIL_HIDDEN cuvil_status %s_part%d(cuvil_model *m, unsigned char *A, const unsigned char *W, void *S,\n"
+                       "                                const void *const *in, void *const *out, int64_t *D) {\n"
+                       "    (void)m; (void)A; (void)W; (void)S; (void)in; (void)out; (void)D;\n%s    return CUVIL_OK;\n}\n",
                     prefix, k, calls->s ? calls->s : "");
     calls->len = 0;
     if (calls->s) calls->s[0] = 0;
@@ -979,29 +949,13 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
         cuvil_sb_printf(c, " (sha256 %s).\n * Options: ", g->model_sha256);
         cuvil_sb_safe_text(c, opts.s ? opts.s : "", 2048);
         cuvil_sb_printf(c, "\n * Do not edit: regenerate with cuvil-compile. */\n"
-                           "#if defined(__linux__) && !defined(_DEFAULT_SOURCE)\n#define _DEFAULT_SOURCE   /* madvise, under -std=c11 */\n#endif\n"
-                           "#include <math.h>\n#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n"
-                           "#ifdef __linux__\n#include <sys/mman.h>\n#endif\n\n"
-                           "#include \"cuvil_rt.h\"\n#include \"%s.h\"\n\n"
+                           "#include <math.h>\n#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n\n"
+                           "#include \"cuvil_rt.h\"\n#include \"%s.h\"\n#include \"cuvil_glue.h\"   /* the context, the glue's table */\n\n"
                            "#define CUVIL_EXPORT __attribute__((visibility(\"default\")))\n"
                            "#define CUVIL_HIDDEN __attribute__((visibility(\"hidden\")))\n"
-                           "extern const unsigned char %s_weights[];\n#define WEIGHTS %s_weights\n\n"
-                           "struct cuvil_model {\n    unsigned char *arena;\n    unsigned char *scratch;\n"
-                           "    void (*free)(void *p, void *user);\n    void *user;\n    cuvil_pool *pool;   /* n_threads > 1 */\n"
-                           "    char err[512];\n};\n\n"
-                           "/* \"<msg>: <name>\", cut to fit (a copy loop, not snprintf: names may be long) */\n"
-                           "__attribute__((unused)) CUVIL_RT_BASELINE static void set_err(cuvil_model *m, const char *msg,\n"
-                           "                                                              const char *name) {\n"
-                           "    size_t o = 0;\n"
-                           "    for (const char *p = msg; *p && o + 1 < sizeof m->err; p++) m->err[o++] = *p;\n"
-                           "    for (const char *p = name ? \": \" : \"\"; *p && o + 1 < sizeof m->err; p++) m->err[o++] = *p;\n"
-                           "    for (const char *p = name ? name : \"\"; *p && o + 1 < sizeof m->err; p++) m->err[o++] = *p;\n"
-                           "    m->err[o] = 0;\n}\n\n"
-                           "/* a node found bad data (an index out of range): the message names it */\n"
-                           "__attribute__((unused)) static cuvil_status fail(cuvil_model *m, const char *msg) {\n"
-                           "    set_err(m, msg, NULL);\n"
-                           "    return CUVIL_ERR_INVALID_ARG;\n}\n",
-                        prefix, prefix, prefix);
+                           "/* the constants, as the context holds them: node and part functions take them as W */\n"
+                           "#define WEIGHTS W\n",
+                        prefix);
     }
     char desc[512];
     int n_emitted = 0, n_parts = 0, in_part = 0;
@@ -1081,19 +1035,19 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
         }
         cuvil_sb_puts(nodes, " */\n");
         flush_params(&cg, nodes);
-        cuvil_sb_printf(nodes, "static int node%d(unsigned char *A, void *S, const void *const *in, void *const *out, "
-                                "int64_t *D) {\n"
-                                "    (void)A; (void)S; (void)in; (void)out; (void)D;\n%s%s    return 0;\n}\n",
+        cuvil_sb_printf(nodes, "static int node%d(unsigned char *A, const unsigned char *W, void *S, const void *const *in,\n"
+                                "                 void *const *out, int64_t *D) {\n"
+                                "    (void)A; (void)W; (void)S; (void)in; (void)out; (void)D;\n%s%s    return 0;\n}\n",
                         n_emitted, cg.locals.s ? cg.locals.s : "", cg.body.s ? cg.body.s : "");
         if (cg.fail_what) {
             /* the message names the node: an escaped string literal */
-            cuvil_sb_printf(&calls, "    if (node%d(A, S, in, out, D)) return fail(m, \"", n_emitted);
+            cuvil_sb_printf(&calls, "    if (node%d(A, W, S, in, out, D)) return cuvil_glue_fail(m, \"", n_emitted);
             cuvil_sb_c_escape(&calls, desc);
             cuvil_sb_puts(&calls, ": ");
             cuvil_sb_c_escape(&calls, cg.fail_what);
             cuvil_sb_puts(&calls, "\");\n");
         } else {
-            cuvil_sb_printf(&calls, "    node%d(A, S, in, out, D);\n", n_emitted);
+            cuvil_sb_printf(&calls, "    node%d(A, W, S, in, out, D);\n", n_emitted);
         }
         n_emitted++;
         if (n->kind == CIR_OP_LOOP_BEGIN) {   /* its body follows, in a loop */
@@ -1120,10 +1074,10 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
     /* the parts, in order; then the graph outputs that no node writes: constants, inputs,
      * repeated outputs */
     for (int k = 0; k < n_parts; k++) {
-        cuvil_sb_printf(nodes, "CUVIL_HIDDEN cuvil_status %s_part%d(cuvil_model *m, unsigned char *A, void *S, const void *const *in,\n"
-                               "                                void *const *out, int64_t *D);\n"
+        cuvil_sb_printf(nodes, "CUVIL_HIDDEN cuvil_status %s_part%d(cuvil_model *m, unsigned char *A, const unsigned char *W, void *S,\n"
+                               "                                const void *const *in, void *const *out, int64_t *D);\n"
                                "CUVIL_HIDDEN size_t %s_part%d_scratch(void);\n", prefix, k, prefix, k);
-        cuvil_sb_printf(&calls, "    if ((st = %s_part%d(m, A, S, in, out, D))) return st;\n", prefix, k);
+        cuvil_sb_printf(&calls, "    if ((st = %s_part%d(m, A, W, S, in, out, D))) return st;\n", prefix, k);
         cuvil_sb_printf(&cg.scratch, "    t = %s_part%d_scratch();\n    if (t > s) s = t;\n", prefix, k);
     }
     for (int i = 0; i < g->n_outputs && !st; i++) {
@@ -1153,158 +1107,43 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
         cuvil_sb_printf(c,
             "\n#define CPU_TARGET \"%s\"\n#define CPU_FEATURES \"%s\"   /* what the target's code uses: create() checks them */\n"
             "#define ARENA_BYTES ((size_t)%zu)\n"
-            "#define SCRATCH_BYTES ((size_t)%zu)   /* for the target's kernels; scratch_bytes() is the linked runtime's */ /*@max*/\n"
-            "#define CONTEXT_BYTES ((size_t)1024)\n"
-            "#define BUFFER_BYTES (CONTEXT_BYTES + (ARENA_BYTES + 63) / 64 * 64 + (SCRATCH_BYTES + 63) / 64 * 64 + 64)\n"
-            "_Static_assert(sizeof(struct cuvil_model) <= CONTEXT_BYTES, \"the context fits its share of a caller's buffer\");\n\n"
-            "/* Blocks of 2 MB or more (the arena) in 2 MB pages where Linux gives them to those who ask\n"
-            " * (transparent huge pages in 'madvise' mode, Debian's default): a channels-first conv reads\n"
-            " * each input channel's rows from another 4 KB page, more pages than the TLB holds. (AMD EPYC\n"
-            " * Zen 4, alternating rounds: ResNet-50 3.5%% faster on one thread, 8%% on two; MobileNetV2\n"
-            " * 3.5%% and 6-11%%.) */\n"
-            "CUVIL_RT_BASELINE static void *default_alloc(size_t size, size_t align, void *user) {\n"
-            "    (void)user;\n"
-            "#if defined(__linux__) && defined(MADV_HUGEPAGE)\n"
-            "    const size_t huge = (size_t)1 << 21, n = (size + huge - 1) / huge * huge;\n"
-            "    if (size >= huge && n >= size) {\n"
-            "        void *p = aligned_alloc(huge, n);\n"
-            "        if (p) {\n"
-            "            (void)madvise(p, n, MADV_HUGEPAGE);   /* a hint: refused, 4 KB pages */\n"
-            "            return p;\n"
-            "        }\n"
-            "    }\n"
-            "#endif\n"
-            "    return aligned_alloc(align, (size + align - 1) / align * align);\n}\n\n"
-            "CUVIL_RT_BASELINE static void default_free(void *p, void *user) {\n    (void)user;\n    free(p);\n}\n\n"
-            "/* The CPU lacks a feature the target's code uses (n bytes at f): the message says which. */\n"
-            "CUVIL_RT_BASELINE static cuvil_status cpu_lacks(cuvil_model *m, const char *f, size_t n) {\n"
-            "    snprintf(m->err, sizeof m->err, \"this CPU lacks %%.*s, which the model's target \" CPU_TARGET \" needs (\"\n"
-            "             CPU_FEATURES \"); compile the model for this machine (cuvil-compile without --target picks \"\n"
-            "             \"its best target)\", (int)n, f);\n"
-            "    return CUVIL_ERR_UNSUPPORTED;\n}\n\n"
-            "/* Compiled for any CPU of the architecture (CUVIL_RT_BASELINE): it checks first that this one\n"
-            " * has what the target's code uses, and calls into that code only after. */\n"
-            "CUVIL_RT_BASELINE CUVIL_EXPORT cuvil_status %s_create(const cuvil_model_options *opts, cuvil_model **out) {\n"
-            "    if (!out) return CUVIL_ERR_INVALID_ARG;\n"
-            "    *out = NULL;\n"
-            "    if (opts && !opts->alloc != !opts->free) return CUVIL_ERR_INVALID_ARG;   /* both or neither */\n"
-            "    if (opts && opts->buffer && opts->alloc) return CUVIL_ERR_INVALID_ARG;   /* a buffer or an allocator */\n"
-            "    size_t lacks_n = 0;\n"
-            "    const char *lacks = cuvil_rt_cpu_lacks(CPU_FEATURES, &lacks_n);\n"
-            "    size_t arena = (ARENA_BYTES + 63) / 64 * 64, scratch = (SCRATCH_BYTES + 63) / 64 * 64;\n"
-            "    if (opts && opts->buffer) {\n"
-            "        /* everything in the caller's buffer: the context, the arena, the scratch; no malloc */\n"
-            "        uintptr_t base = ((uintptr_t)opts->buffer + 63) / 64 * 64, end = (uintptr_t)opts->buffer + opts->buffer_bytes;\n"
-            "        if (end < (uintptr_t)opts->buffer || base + CONTEXT_BYTES > end) return CUVIL_ERR_INVALID_ARG;\n"
-            "        cuvil_model *m = (cuvil_model *)base;\n"
-            "        memset(m, 0, sizeof *m);\n"
-            "        *out = m;\n"
-            "        if (lacks) return cpu_lacks(m, lacks, lacks_n);\n"
-            "        if (scratch_bytes() > SCRATCH_BYTES) return CUVIL_ERR_INTERNAL;   /* a runtime with another blocking */\n"
-            "        if (base + CONTEXT_BYTES + arena + scratch > end) {\n"
-            "            set_err(m, \"the buffer is smaller than the model needs (see its header's BUFFER_BYTES)\", NULL);\n"
-            "            return CUVIL_ERR_INVALID_ARG;\n"
-            "        }\n"
-            "        if (opts->n_threads > 1) {\n"
-            "            set_err(m, \"a context in the caller's buffer runs on the calling thread only (n_threads must be 0 or 1)\", NULL);\n"
-            "            return CUVIL_ERR_INVALID_ARG;\n"
-            "        }\n"
-            "        m->arena = (unsigned char *)base + CONTEXT_BYTES;\n"
-            "        m->scratch = m->arena + arena;\n"
-            "        return CUVIL_OK;\n"
-            "    }\n"
-            "    void *(*alloc)(size_t, size_t, void *) = opts && opts->alloc ? opts->alloc : default_alloc;\n"
-            "    void *user = opts && opts->alloc ? opts->alloc_user : NULL;\n"
-            "    cuvil_model *m = alloc(sizeof *m, 64, user);\n"
-            "    if (!m) return CUVIL_ERR_NOMEM;\n"
-            "    memset(m, 0, sizeof *m);\n"
-            "    m->free = opts && opts->alloc ? opts->free : default_free;\n"
-            "    m->user = user;\n"
-            "    *out = m;\n"
-            "    if (lacks) return cpu_lacks(m, lacks, lacks_n);\n"
-            "    if (scratch_bytes() > SCRATCH_BYTES) return CUVIL_ERR_INTERNAL;   /* a runtime with another blocking */\n"
-            "    if (opts && opts->weights_path) {\n"
-            "        set_err(m, \"external weights are not supported by this model\", opts->weights_path);\n"
-            "        return CUVIL_ERR_UNSUPPORTED;\n"
-            "    }\n"
-            "    int threads = opts && opts->n_threads > 1 ? opts->n_threads : 1;\n"
-            "    if (threads > CUVIL_MAX_THREADS) {\n"
-            "        snprintf(m->err, sizeof m->err, \"n_threads is %%d, over the runtime's limit of %%d (CUVIL_MAX_THREADS)\", threads,\n"
-            "                 CUVIL_MAX_THREADS);\n"
-            "        return CUVIL_ERR_INVALID_ARG;\n"
-            "    }\n"
-            "    m->arena = alloc(arena + scratch * (size_t)threads + 64, 64, user);   /* a scratch slice per thread */\n"
-            "    if (!m->arena) {\n"
-            "        set_err(m, \"out of memory allocating the activation arena\", NULL);\n"
-            "        return CUVIL_ERR_NOMEM;\n"
-            "    }\n"
-            "    m->scratch = m->arena + arena;\n"
-            "    if (threads > 1) {\n"
-            "        m->pool = cuvil_pool_create(threads, scratch, alloc, m->free, user);\n"
-            "        if (!m->pool) {\n"
-            "            set_err(m, \"cannot start the context's threads (out of memory, or a runtime built without threads)\", NULL);\n"
-            "            return CUVIL_ERR_NOMEM;\n"
-            "        }\n"
-            "    }\n"
-            "    return CUVIL_OK;\n}\n\n"
-            "static cuvil_status run_nodes(cuvil_model *m, unsigned char *A, void *S, const void *const *in, void *const *out,\n"
-            "                              int64_t *D) {\n"
-            "    (void)m; (void)A; (void)S; (void)in; (void)out; (void)D;\n"
+            "#define SCRATCH_BYTES ((size_t)%zu)   /* for the target's kernels; scratch_bytes() is the linked runtime's */ /*@max*/\n\n"
+            "/* the nodes in order (the glue calls it, runtime/glue/model.c) */\n"
+            "static cuvil_status run_nodes(cuvil_model *m, unsigned char *A, const unsigned char *W, void *S,\n"
+            "                              const void *const *in, void *const *out, int64_t *D) {\n"
+            "    (void)m; (void)A; (void)W; (void)S; (void)in; (void)out; (void)D;\n"
             "    cuvil_status st = CUVIL_OK;\n%s"
-            "    return st;\n}\n\n"
-            "/* Compiled for any CPU too: a context whose create() failed (this CPU lacks the target's\n"
-            " * features) is refused before any of the target's code runs. */\n"
+            "    return st;\n}\n\n",
+            target, target_features(target), cg.plan.arena_bytes, cg.scratch_bytes, calls.s ? calls.s : "");
+        cuvil_sb_printf(c, "static const cuvil_model_desc desc_ = {\n    CUVIL_MODEL_ABI_VERSION, \"%s\", N_INPUTS, N_OUTPUTS, inputs_, outputs_,\n"
+                           "    \"%s\", \"%s\", CPU_TARGET, \"", prefix, g->model_sha256, cuvil_version());
+        cuvil_sb_c_escape(c, opts.s ? opts.s : "");
+        cuvil_sb_printf(c, "\",\n    ARENA_BYTES, %zu,\n    %s_create, %s_run, %s_errmsg, %s_destroy,\n"
+                           "    N_SYMS, syms_, %s_run_shapes, CPU_FEATURES, N_RUN_SIZES,\n};\n\n",
+                        out->weights_len, prefix, prefix, prefix, prefix, prefix);
+        cuvil_sb_printf(c,
+            "/* what the glue reaches the model through */\n"
+            "extern const unsigned char %s_weights[];\n"
+            "static const cuvil_glue_table table_ = {\n"
+            "    &desc_, SCRATCH_BYTES, scratch_bytes, N_SYMS + N_RUN_SIZES, in_sym_, %s_weights,\n"
+            "    check_guards, output_dims, run_nodes,\n};\n\n"
+            "/* The entry points: the runtime's glue with this model's table. create() and what a context\n"
+            " * whose create() failed may be asked run on any CPU of the architecture (CUVIL_RT_BASELINE):\n"
+            " * create() checks first that this one has what the target's code uses. */\n"
+            "CUVIL_RT_BASELINE CUVIL_EXPORT cuvil_status %s_create(const cuvil_model_options *opts, cuvil_model **out) {\n"
+            "    return cuvil_glue_create(&table_, opts, out);\n}\n\n"
             "CUVIL_RT_BASELINE CUVIL_EXPORT cuvil_status %s_run_shapes(cuvil_model *m, const void *const *in,\n"
             "                                                            const int64_t *const *in_dims, void *const *out,\n"
             "                                                            int64_t *const *out_dims) {\n"
-            "    if (!m) return CUVIL_ERR_INVALID_ARG;\n"
-            "    if (!m->arena) {\n"
-            "        if (!m->err[0]) set_err(m, \"the context was not created (create() failed)\", NULL);\n"
-            "        return CUVIL_ERR_INVALID_ARG;\n"
-            "    }\n"
-            "    m->err[0] = 0;\n"
-            "    int64_t D[N_SYMS + N_RUN_SIZES + 1];\n"
-            "    for (int k = N_SYMS; k < N_SYMS + N_RUN_SIZES; k++) D[k] = 0;   /* written by the nodes that find them */\n"
-            "    if (in_dims) {\n"
-            "        cuvil_status st = bind_dims(m, in_dims, D);\n"
-            "        if (st) return st;\n"
-            "    } else {\n"
-            "        for (int k = 0; k < N_SYMS; k++) D[k] = syms_[k].max;   /* the fixed-shape call: the upper bounds */\n"
-            "    }\n"
-            "    {\n"
-            "        cuvil_status st = check_guards(m, D);\n"
-            "        if (st) return st;\n"
-            "    }\n"
-            "    if (N_INPUTS && !in) { set_err(m, \"inputs array is NULL\", NULL); return CUVIL_ERR_INVALID_ARG; }\n"
-            "    if (!out) { set_err(m, \"outputs array is NULL\", NULL); return CUVIL_ERR_INVALID_ARG; }\n"
-            "    for (int i = 0; i < N_INPUTS; i++)\n"
-            "        if (!in[i]) { set_err(m, \"input buffer is NULL\", inputs_[i].name); return CUVIL_ERR_INVALID_ARG; }\n"
-            "    for (int i = 0; i < N_OUTPUTS; i++)\n"
-            "        if (!out[i]) { set_err(m, \"output buffer is NULL\", outputs_[i].name); return CUVIL_ERR_INVALID_ARG; }\n"
-            "    const cuvil_pool *prev = cuvil_pool_bind(m->pool);   /* this context's threads, for its kernels */\n"
-            "    cuvil_status st = run_nodes(m, m->arena, m->scratch, in, out, D);\n"
-            "    cuvil_pool_bind(prev);\n"
-            "    if (st) return st;\n"
-            "    output_dims(D, out_dims);\n"
-            "    return CUVIL_OK;\n}\n\n"
+            "    return cuvil_glue_run_shapes(m, in, in_dims, out, out_dims);\n}\n\n"
             "CUVIL_RT_BASELINE CUVIL_EXPORT cuvil_status %s_run(cuvil_model *m, const void *const *in, void *const *out) {\n"
-            "    return %s_run_shapes(m, in, NULL, out, NULL);\n}\n\n"
-            "CUVIL_RT_BASELINE CUVIL_EXPORT const char *%s_errmsg(const cuvil_model *m) { return m ? m->err : \"no model\"; }\n\n"
-            "CUVIL_RT_BASELINE CUVIL_EXPORT void %s_destroy(cuvil_model *m) {\n    if (!m) return;\n"
-            "    if (!m->free) return;   /* it lives in the caller's buffer */\n"
-            "    cuvil_pool_destroy(m->pool);\n"
-            "    if (m->arena) m->free(m->arena, m->user);\n    m->free(m, m->user);\n}\n\n",
-            target, target_features(target), cg.plan.arena_bytes, cg.scratch_bytes, prefix, calls.s ? calls.s : "", prefix, prefix,
-            prefix, prefix, prefix);
-        cuvil_sb_printf(c, "static const cuvil_model_desc desc_ = {\n    CUVIL_MODEL_ABI_VERSION, \"%s\", N_INPUTS, N_OUTPUTS, inputs_, outputs_,\n"
-                           "    \"%s\", \"%s\", \"%s\", \"", prefix, g->model_sha256, cuvil_version(), target);
-        cuvil_sb_c_escape(c, opts.s ? opts.s : "");
-        cuvil_sb_printf(c, "\",\n    ARENA_BYTES, %zu,\n    %s_create, %s_run, %s_errmsg, %s_destroy,\n"
-                           "    N_SYMS, syms_, %s_run_shapes, CPU_FEATURES, N_RUN_SIZES,\n};\n\n"
-                           "CUVIL_RT_BASELINE CUVIL_EXPORT const cuvil_model_desc *%s_model(void) { return &desc_; }\n\n"
-                           "#ifdef CUVIL_MODEL_SHARED\n"
-                           "CUVIL_RT_BASELINE CUVIL_EXPORT const cuvil_model_desc *cuvil_model_entry(void) { return &desc_; }\n#endif\n",
-                        out->weights_len, prefix, prefix, prefix, prefix, prefix, prefix);
+            "    return cuvil_glue_run_shapes(m, in, NULL, out, NULL);\n}\n\n"
+            "CUVIL_RT_BASELINE CUVIL_EXPORT const char *%s_errmsg(const cuvil_model *m) { return cuvil_glue_errmsg(m); }\n\n"
+            "CUVIL_RT_BASELINE CUVIL_EXPORT void %s_destroy(cuvil_model *m) { cuvil_glue_destroy(m); }\n\n"
+            "CUVIL_RT_BASELINE CUVIL_EXPORT const cuvil_model_desc *%s_model(void) { return &desc_; }\n\n"
+            "#ifdef CUVIL_MODEL_SHARED\n"
+            "CUVIL_RT_BASELINE CUVIL_EXPORT const cuvil_model_desc *cuvil_model_entry(void) { return &desc_; }\n#endif\n",
+            prefix, prefix, prefix, prefix, prefix, prefix, prefix, prefix);
         if (c->oom || out->weights.oom || calls.oom || cg.params.oom || cg.body.oom || cg.scratch.oom)
             st = cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory generating C");
     }
@@ -1322,6 +1161,7 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
     cuvil_free(cg.const_off);
     cuvil_free(cg.named);
     size_t arena_bytes = cg.plan.arena_bytes, scratch_bytes = cg.scratch_bytes;
+    size_t dims_bytes = ((size_t)(cg.n_ranged + g->n_rt_syms) * 8 + 63) / 64 * 64;   /* CUVIL_GLUE_DIMS_BYTES */
     cg_plan_free(&cg.plan);
     if (!st) {
         /* the header: the ABI (self-contained) and the prefixed entry points */
@@ -1371,7 +1211,7 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
                            "void %s_destroy(cuvil_model *m);\n\n"
                            "#ifdef __cplusplus\n}\n#endif\n#endif\n",
                         up, g->n_inputs, up, g->n_outputs, up, arena_bytes, up, scratch_bytes, up,
-                        (size_t)1024 + (arena_bytes + 63) / 64 * 64 + (scratch_bytes + 63) / 64 * 64 + 64, prefix, prefix,
+                        (size_t)1024 + dims_bytes + (arena_bytes + 63) / 64 * 64 + (scratch_bytes + 63) / 64 * 64 + 64, prefix, prefix,
                         prefix, prefix, prefix, prefix);
         if (h->oom) st = cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory generating the header");
     }

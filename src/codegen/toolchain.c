@@ -1051,6 +1051,17 @@ cuvil_status cuvil_emit_sources(cuvil_ctx *ctx, const cg_output *gen, const char
     if ((s = write_sources(ctx, tmp, prefix, gen, o->weights_format, &sf)) ||
         (s = copy_runtime(ctx, rt_src, rt_dst, &srcs, &files, "runtime", 0)))
         goto done;
+    {
+        /* the ABI header, which the runtime's glue (runtime/glue/model.c) includes */
+        char abi_src[PATH_MAX], abi_dst[PATH_MAX];
+        snprintf(abi_src, sizeof abi_src, "%s/include/cuvil/cuvil_model.h", source_dir());
+        if (!path_join(abi_dst, sizeof abi_dst, rt_dst, "include/cuvil_model.h")) {
+            s = cuvil_err(ctx, CUVIL_ERR_IO, "%s: path too long", rt_dst);
+            goto done;
+        }
+        if ((s = copy_file(ctx, abi_src, abi_dst))) goto done;
+        cuvil_sb_puts(&files, "runtime/include/cuvil_model.h\n");
+    }
     /* the model's files, and the objects of its C files */
     for (int i = 0; i < sf.n; i++) {
         cuvil_sb_printf(&mfiles, "%s\n", sf.f[i].name);

@@ -1,0 +1,246 @@
+/*
+ * test_glue.c -- the runtime's glue (runtime/glue/model.c) on a hand-made model table: every
+ * way create() takes its memory, every check of run's arguments and dims, the guards, the sizes
+ * the run finds, the messages. Linked with the runtime the kernel tests use (sanitized in a
+ * sanitized build), so the glue every model links is run under ASan/UBSan here.
+ *
+ * The model: x float32[n, 3] (n a symbol, 1..8 step 1), k int64[2] -> y float32[n, 3] = 2x and
+ * z int64[c] = the first c of k's values, c = k[0] (a size the run finds, 0..2). A guard: n != 5
+ * (as a model's check_guards() refuses a size its shapes cannot take).
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuvil/cuvil_model.h"
+#include "cuvil_glue.h"
+#include "check.h"
+
+static const cuvil_tensor_info inputs_[2] = {
+    {"x", CUVIL_DTYPE_FLOAT32, 2, {8, 3}, {"n", NULL}, 8 * 3 * 4},
+    {"k", CUVIL_DTYPE_INT64, 1, {2}, {NULL}, 16},
+};
+static const cuvil_tensor_info outputs_[2] = {
+    {"y", CUVIL_DTYPE_FLOAT32, 2, {8, 3}, {"n", NULL}, 8 * 3 * 4},
+    {"z", CUVIL_DTYPE_INT64, 1, {2}, {NULL}, 16},
+};
+static const cuvil_sym_info syms_[1] = {{"n", 1, 8, 1}};
+static const int8_t in_sym_[2][CUVIL_MAX_DIMS] = {{0, -1, -1, -1, -1, -1, -1, -1}, {-1, -1, -1, -1, -1, -1, -1, -1}};
+static const unsigned char weights_[64] = {0};
+static size_t scratch_need = 64;   /* what the "runtime" says its kernels need */
+static int runs;
+
+static size_t scratch_bytes(void) { return scratch_need; }
+
+static cuvil_status check_guards(cuvil_model *m, const int64_t *D) {
+    if (D[0] == 5) {
+        snprintf(m->err, sizeof m->err, "node 'g': n is 5");
+        return CUVIL_ERR_SHAPE;
+    }
+    return CUVIL_OK;
+}
+
+static void output_dims(const int64_t *D, int64_t *const *od) {
+    if (!od) return;
+    if (od[0]) od[0][0] = D[0], od[0][1] = 3;
+    if (od[1]) od[1][0] = D[1];
+}
+
+static cuvil_status run_nodes(cuvil_model *m, unsigned char *A, const unsigned char *W, void *S, const void *const *in,
+                              void *const *out, int64_t *D) {
+    runs++;
+    CHECK(W == weights_, "the nodes get the context's weights");
+    CHECK(D[1] == 0, "a size the run finds starts at 0 (%lld)", (long long)D[1]);
+    CHECK(((uintptr_t)A & 63) == 0 && ((uintptr_t)S & 63) == 0, "the arena and scratch are 64-byte aligned");
+    memset(A, 0xab, 4096);   /* the arena: all of it is the model's (ASan sees an overrun) */
+    memset(S, 0xcd, 64);
+    const float *x = in[0];
+    const int64_t *k = in[1];
+    for (int64_t i = 0; i < D[0] * 3; i++) ((float *)out[0])[i] = 2 * x[i];
+    if (k[0] < 0 || k[0] > 2) return cuvil_glue_fail(m, "node 'c': k[0] is outside 0..2");
+    D[1] = k[0];
+    for (int64_t i = 0; i < D[1]; i++) ((int64_t *)out[1])[i] = k[i];
+    return CUVIL_OK;
+}
+
+static const cuvil_model_desc desc_ = {
+    CUVIL_MODEL_ABI_VERSION, "t", 2, 2, inputs_, outputs_, "sha", "v", "generic", "", 4096, sizeof weights_,
+    NULL, NULL, NULL, NULL, 1, syms_, NULL, "", 1,
+};
+static const cuvil_glue_table table_ = {
+    &desc_, 64, scratch_bytes, 2, in_sym_, weights_, check_guards, output_dims, run_nodes,
+};
+
+/* a caller's allocator that counts */
+static int n_alloc, n_free;
+static void *count_alloc(size_t size, size_t align, void *user) {
+    CHECK(user == &n_alloc, "the allocator gets its user pointer");
+    n_alloc++;
+    return aligned_alloc(align, (size + align - 1) / align * align);
+}
+static void count_free(void *p, void *user) {
+    CHECK(user == &n_alloc, "free gets the user pointer");
+    n_free++;
+    free(p);
+}
+
+static void test_run(cuvil_model *m, const char *what) {
+    float x[8 * 3], y[8 * 3];
+    int64_t k[2] = {2, 7}, z[2] = {0, 0}, xd[2] = {4, 3}, kd[1] = {2}, yd[2] = {0, 0}, zd[1] = {-1};
+    for (int i = 0; i < 24; i++) x[i] = (float)i;
+    const void *in[2] = {x, k};
+    void *out[2] = {y, z};
+    const int64_t *id[2] = {xd, kd};
+    int64_t *od[2] = {yd, zd};
+    cuvil_status st = cuvil_glue_run_shapes(m, in, id, out, od);
+    CHECK(st == CUVIL_OK, "%s: run: %s", what, cuvil_glue_errmsg(m));
+    CHECK(yd[0] == 4 && yd[1] == 3 && zd[0] == 2, "%s: output dims %lld,%lld %lld", what, (long long)yd[0],
+          (long long)yd[1], (long long)zd[0]);
+    CHECK(y[11] == 22.0f && z[0] == 2 && z[1] == 7, "%s: outputs", what);
+    /* the fixed-shape call: the symbols at their upper bounds */
+    st = cuvil_glue_run_shapes(m, in, NULL, out, od);
+    CHECK(st == CUVIL_OK && yd[0] == 8 && y[23] == 46.0f, "%s: run at the bounds", what);
+}
+
+static void test_create_modes(void) {
+    cuvil_model *m = NULL;
+    CHECK(cuvil_glue_create(&table_, NULL, &m) == CUVIL_OK && m, "default create");
+    test_run(m, "default");
+    cuvil_glue_destroy(m);
+
+    cuvil_model_options o = {.alloc = count_alloc, .free = count_free, .alloc_user = &n_alloc, .n_threads = 2};
+    CHECK(cuvil_glue_create(&table_, &o, &m) == CUVIL_OK, "create with an allocator and 2 threads: %s",
+          cuvil_glue_errmsg(m));
+    test_run(m, "allocator");
+    cuvil_glue_destroy(m);
+    CHECK(n_alloc > 0 && n_alloc == n_free, "every allocation freed (%d, %d)", n_alloc, n_free);
+
+    /* a caller's buffer: the header's BUFFER_BYTES is the context, the dims, the arena, the scratch and 64 */
+    size_t need = CUVIL_GLUE_CONTEXT_BYTES + CUVIL_GLUE_DIMS_BYTES(2) + 4096 + 64 + 64;
+    unsigned char *buf = malloc(need + 1);
+    for (size_t skew = 0; skew < 64; skew += 7) {   /* any alignment of the caller's buffer */
+        cuvil_model_options b = {.buffer = buf + (skew & 1), .buffer_bytes = need};
+        CHECK(cuvil_glue_create(&table_, &b, &m) == CUVIL_OK, "create in a buffer: %s", cuvil_glue_errmsg(m));
+        test_run(m, "buffer");
+        cuvil_glue_destroy(m);   /* frees nothing */
+        b.buffer_bytes = need - 64 - 1;
+        CHECK(cuvil_glue_create(&table_, &b, &m) == CUVIL_ERR_INVALID_ARG && strstr(cuvil_glue_errmsg(m), "smaller"),
+              "a buffer too small: %s", cuvil_glue_errmsg(m));
+    }
+    cuvil_model_options b = {.buffer = buf, .buffer_bytes = need, .n_threads = 2};
+    CHECK(cuvil_glue_create(&table_, &b, &m) == CUVIL_ERR_INVALID_ARG && strstr(cuvil_glue_errmsg(m), "calling thread"),
+          "threads in a buffer: %s", cuvil_glue_errmsg(m));
+    b.n_threads = 0;
+    b.buffer_bytes = 100;
+    CHECK(cuvil_glue_create(&table_, &b, &m) == CUVIL_ERR_INVALID_ARG && !m, "a buffer without room for a context");
+    b.buffer_bytes = SIZE_MAX;   /* wraps around the address space */
+    CHECK(cuvil_glue_create(&table_, &b, &m) == CUVIL_ERR_INVALID_ARG, "a buffer past the address space");
+    free(buf);
+}
+
+static void test_create_refusals(void) {
+    cuvil_model *m = NULL;
+    CHECK(cuvil_glue_create(&table_, NULL, NULL) == CUVIL_ERR_INVALID_ARG, "no out");
+    cuvil_model_options o = {.alloc = count_alloc};
+    CHECK(cuvil_glue_create(&table_, &o, &m) == CUVIL_ERR_INVALID_ARG && !m, "alloc without free");
+    unsigned char buf[4096];
+    o = (cuvil_model_options){.alloc = count_alloc, .free = count_free, .buffer = buf, .buffer_bytes = sizeof buf};
+    CHECK(cuvil_glue_create(&table_, &o, &m) == CUVIL_ERR_INVALID_ARG && !m, "a buffer and an allocator");
+    o = (cuvil_model_options){.weights_path = "w.bin"};
+    CHECK(cuvil_glue_create(&table_, &o, &m) == CUVIL_ERR_UNSUPPORTED && strstr(cuvil_glue_errmsg(m), "w.bin"),
+          "external weights: %s", cuvil_glue_errmsg(m));
+    cuvil_glue_destroy(m);
+    o = (cuvil_model_options){.n_threads = CUVIL_MAX_THREADS + 1};
+    CHECK(cuvil_glue_create(&table_, &o, &m) == CUVIL_ERR_INVALID_ARG && strstr(cuvil_glue_errmsg(m), "CUVIL_MAX_THREADS"),
+          "too many threads: %s", cuvil_glue_errmsg(m));
+    /* a context whose create() failed: run refuses it, errmsg and destroy work */
+    CHECK(cuvil_glue_run_shapes(m, NULL, NULL, NULL, NULL) == CUVIL_ERR_INVALID_ARG, "run after a failed create");
+    cuvil_glue_destroy(m);
+    /* a runtime whose kernels need more scratch than the model was compiled for */
+    scratch_need = 65;
+    CHECK(cuvil_glue_create(&table_, NULL, &m) == CUVIL_ERR_INTERNAL, "a runtime with another blocking");
+    cuvil_glue_destroy(m);
+    scratch_need = 64;
+    /* a CPU feature no CPU has: refused with the target named */
+    cuvil_model_desc d = desc_;
+    d.cpu_features = "nosuchfeature";
+    cuvil_glue_table t = table_;
+    t.desc = &d;
+    CHECK(cuvil_glue_create(&t, NULL, &m) == CUVIL_ERR_UNSUPPORTED && strstr(cuvil_glue_errmsg(m), "nosuchfeature") &&
+              strstr(cuvil_glue_errmsg(m), "generic"), "a CPU lacking a feature: %s", cuvil_glue_errmsg(m));
+    CHECK(cuvil_glue_run_shapes(m, NULL, NULL, NULL, NULL) == CUVIL_ERR_INVALID_ARG &&
+              strstr(cuvil_glue_errmsg(m), "nosuchfeature"), "run after it keeps the message");
+    cuvil_glue_destroy(m);
+    CHECK(!strcmp(cuvil_glue_errmsg(NULL), "no model"), "errmsg(NULL)");
+    cuvil_glue_destroy(NULL);
+    CHECK(cuvil_glue_run_shapes(NULL, NULL, NULL, NULL, NULL) == CUVIL_ERR_INVALID_ARG, "run(NULL)");
+}
+
+/* run_shapes with x's dims (n, c) and k's values: its status, the message in *msg */
+static cuvil_status run_with(cuvil_model *m, int64_t n, int64_t c, int64_t k0, const char **msg) {
+    float x[8 * 3] = {0}, y[8 * 3];
+    int64_t k[2] = {k0, 0}, z[2], xd[2] = {n, c}, kd[1] = {2};
+    const void *in[2] = {x, k};
+    void *out[2] = {y, z};
+    const int64_t *id[2] = {xd, kd};
+    cuvil_status st = cuvil_glue_run_shapes(m, in, id, out, NULL);
+    *msg = cuvil_glue_errmsg(m);
+    return st;
+}
+
+static void test_run_checks(void) {
+    cuvil_model *m = NULL;
+    CHECK(cuvil_glue_create(&table_, NULL, &m) == CUVIL_OK, "create");
+    const char *msg;
+    CHECK(run_with(m, 3, 3, 1, &msg) == CUVIL_OK && !msg[0], "a good run clears the message: %s", msg);
+    CHECK(run_with(m, 9, 3, 1, &msg) == CUVIL_ERR_SHAPE && strstr(msg, "outside 1..8") && strstr(msg, ": x"),
+          "n over its range: %s", msg);
+    CHECK(run_with(m, 0, 3, 1, &msg) == CUVIL_ERR_SHAPE && strstr(msg, "outside"), "n under its range: %s", msg);
+    CHECK(run_with(m, 3, 4, 1, &msg) == CUVIL_ERR_SHAPE && strstr(msg, "dim 1 is 4; the model takes 3"),
+          "a fixed dim: %s", msg);
+    CHECK(run_with(m, 5, 3, 1, &msg) == CUVIL_ERR_SHAPE && strstr(msg, "n is 5"), "a guard: %s", msg);
+    CHECK(run_with(m, 3, 3, 9, &msg) == CUVIL_ERR_INVALID_ARG && strstr(msg, "node 'c'"), "a node's failure: %s", msg);
+    CHECK(run_with(m, 3, 3, 0, &msg) == CUVIL_OK, "and the context runs after it: %s", msg);
+
+    float x[24], y[24];
+    int64_t k[2] = {0}, z[2], xd[2] = {2, 3}, kd[1] = {2};
+    const void *in[2] = {x, k}, *in_null[2] = {x, NULL};
+    void *out[2] = {y, z}, *out_null[2] = {NULL, z};
+    const int64_t *id[2] = {xd, kd}, *id_null[2] = {xd, NULL};
+    CHECK(cuvil_glue_run_shapes(m, NULL, id, out, NULL) == CUVIL_ERR_INVALID_ARG &&
+              strstr(cuvil_glue_errmsg(m), "inputs array"), "no inputs: %s", cuvil_glue_errmsg(m));
+    CHECK(cuvil_glue_run_shapes(m, in, id, NULL, NULL) == CUVIL_ERR_INVALID_ARG, "no outputs");
+    CHECK(cuvil_glue_run_shapes(m, in_null, id, out, NULL) == CUVIL_ERR_INVALID_ARG &&
+              strstr(cuvil_glue_errmsg(m), "input buffer is NULL: k"), "a NULL input: %s", cuvil_glue_errmsg(m));
+    CHECK(cuvil_glue_run_shapes(m, in, id, out_null, NULL) == CUVIL_ERR_INVALID_ARG &&
+              strstr(cuvil_glue_errmsg(m), "output buffer is NULL: y"), "a NULL output: %s", cuvil_glue_errmsg(m));
+    CHECK(cuvil_glue_run_shapes(m, in, id_null, out, NULL) == CUVIL_ERR_INVALID_ARG &&
+              strstr(cuvil_glue_errmsg(m), "dims of input are NULL: k"), "NULL dims: %s", cuvil_glue_errmsg(m));
+    cuvil_glue_destroy(m);
+}
+
+static void test_set_err(void) {
+    cuvil_model *m = NULL;
+    CHECK(cuvil_glue_create(&table_, NULL, &m) == CUVIL_OK, "create");
+    char name[2000];
+    memset(name, 'n', sizeof name - 1);
+    name[sizeof name - 1] = 0;
+    cuvil_glue_set_err(m, "msg", name);   /* cut to fit */
+    CHECK(strlen(cuvil_glue_errmsg(m)) == sizeof m->err - 1 && !strncmp(cuvil_glue_errmsg(m), "msg: nnn", 8),
+          "a long name is cut");
+    cuvil_glue_set_err(m, "only", NULL);
+    CHECK(!strcmp(cuvil_glue_errmsg(m), "only"), "no name: %s", cuvil_glue_errmsg(m));
+    cuvil_glue_destroy(m);
+}
+
+int main(void) {
+    test_create_modes();
+    test_create_refusals();
+    test_run_checks();
+    test_set_err();
+    CHECK(runs > 0, "the nodes ran");
+    if (failures) fprintf(stderr, "test_glue: %d failures\n", failures);
+    else printf("test_glue: all passed (%d runs)\n", runs);
+    return failures != 0;
+}
