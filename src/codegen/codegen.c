@@ -248,7 +248,9 @@ bool cg_node_symbolic(const cir_graph *g, const cir_node *n) {
         const cir_value *v = n->out[i] >= 0 ? cir_val(g, n->out[i]) : NULL;
         if (v && !cir_value_fixed(v)) return true;
     }
-    return n->residual >= 0 && !cir_value_fixed(cir_val(g, n->residual));
+    for (int j = n->n_in; j < cir_node_n_reads(n); j++)   /* the values the epilogue adds */
+        if (cir_node_read(n, j) >= 0 && !cir_value_fixed(cir_val(g, cir_node_read(n, j)))) return true;
+    return false;
 }
 
 static void sym_c(cuvil_sb *o, int k, void *user) {
@@ -419,7 +421,7 @@ const char *cg_i64s(cg_ctx *cg, const int64_t *v, int n) {
 /* A node whose outputs all have values known as expressions (cir_value.sval): the C that
  * writes them. False (nothing written) for other nodes. */
 static bool sval_fill(cg_ctx *cg, const cir_node *n) {
-    if (!cg->g->symdims || n->n_out < 1) return false;
+    if (!cg->g->symdims || n->n_out < 1 || n->n_post) return false;
     for (int i = 0; i < n->n_out; i++)
         if (n->out[i] < 0 || !cir_val(cg->g, n->out[i])->sval) return false;
     for (int i = 0; i < n->n_out; i++) {
@@ -996,6 +998,9 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
                 cg_printf(&cg, "    memcpy(%s, %s, %s);\n", cg_out(&cg, n->out[0]), cg_in(&cg, n->in[0]), cg_nbytes(&cg, n->out[0]));
         } else if (sval_fill(&cg, n)) {
             /* its output's values are expressions of the symbols (op_sval.c): written from D */
+        } else if (!cir_post_kernel_form(n)) {   /* (the passes build no other) */
+            st = cir_node_err(g, n, CUVIL_ERR_INTERNAL, "an epilogue its kernel cannot apply (%d steps)", n->n_post);
+            break;
         } else if (!cg_emitter(n->kind)) {
             st = cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "is only supported when its inputs are constant");
             break;
@@ -1022,9 +1027,10 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
         }
         cuvil_sb_puts(nodes, ": ");
         shape_comment(g, nodes, n->in, n->n_in);
-        if (n->residual >= 0) {
+        for (int k = 0; k < n->n_post; k++) {   /* the epilogue's additions */
+            if (n->post[k].kind != CIR_POST_ADD) continue;
             cuvil_sb_puts(nodes, " + residual ");
-            shape_comment(g, nodes, &n->residual, 1);
+            shape_comment(g, nodes, &n->post[k].value, 1);
         }
         cuvil_sb_puts(nodes, " -> ");
         shape_comment(g, nodes, n->out, n->n_out);

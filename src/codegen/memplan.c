@@ -277,8 +277,9 @@ static void loop_lifetimes(cir_graph *g, const int *root, int *first, int *last)
             if (b < 0) continue;   /* (shape inference refused it) */
             for (int i = b + 1; i < e; i++) {
                 cir_node *n = cir_node_at(g, i);
-                for (int j = 0; !n->dead && j < n->n_in + 1 + n->n_out; j++) {
-                    int v = j < n->n_in ? n->in[j] : j == n->n_in ? n->residual : n->out[j - n->n_in - 1];
+                const int nr = cir_node_n_reads(n);
+                for (int j = 0; !n->dead && j < nr + n->n_out; j++) {
+                    int v = j < nr ? cir_node_read(n, j) : n->out[j - nr];
                     if (v < 0) continue;
                     int r = root[v];
                     if (first[r] >= 0 && first[r] <= b && last[r] < e) {
@@ -311,8 +312,8 @@ static void lifetimes_of_roots(cir_graph *g, const int *root, int *first, int *l
             if (first[r] < 0) first[r] = i;
             if (last[r] < i) last[r] = i;
         }
-        for (int j = 0; j < n->n_in + 1; j++) {
-            int v = j < n->n_in ? n->in[j] : n->residual;
+        for (int j = 0; j < cir_node_n_reads(n); j++) {
+            int v = cir_node_read(n, j);
             if (v < 0) continue;
             int r = root[v];
             if (last[r] < i) last[r] = i;
@@ -346,14 +347,15 @@ static bool residual_in_place(cir_graph *g, int *root, int *last) {
     bool moved = false;
     for (int i = 0; i < g->n_nodes; i++) {
         cir_node *n = cir_node_at(g, i);
-        if (n->dead || n->residual < 0 || (n->kind != CIR_OP_CONV && n->kind != CIR_OP_MBBLOCK) || n->n_out != 1 ||
-            n->out[0] < 0 || n->half != CIR_UNDEF)
+        const int res_id = n->dead ? -1 : cir_node_residual(n);
+        if (res_id < 0 || (n->kind != CIR_OP_CONV && n->kind != CIR_OP_MBBLOCK) || n->n_out != 1 || n->out[0] < 0 ||
+            n->half != CIR_UNDEF || !cir_post_kernel_form(n))
             continue;
-        const int y = n->out[0], r = find_root(root, n->residual);
-        const cir_value *yv = cir_val(g, y), *rv = cir_val(g, r), *res = cir_val(g, n->residual);
+        const int y = n->out[0], r = find_root(root, res_id);
+        const cir_value *yv = cir_val(g, y), *rv = cir_val(g, r), *res = cir_val(g, res_id);
         if (root[y] != y || r == y || yv->kind != CIR_VAL_ACT || yv->output_index >= 0 || rv->kind != CIR_VAL_ACT ||
             rv->output_index >= 0 || rv->producer < 0 || last[r] != i || yv->dtype != CIR_F32 ||
-            res->dtype != CIR_F32 || rv->dtype != CIR_F32 || plan_nbytes(g, y) != plan_nbytes(g, n->residual) ||
+            res->dtype != CIR_F32 || rv->dtype != CIR_F32 || plan_nbytes(g, y) != plan_nbytes(g, res_id) ||
             plan_nbytes(g, r) != plan_nbytes(g, y))
             continue;
         bool read = false;

@@ -169,7 +169,6 @@ int cir_node_add(cir_graph *g, cir_op_kind kind, const char *name, const char *s
     n->def = def;
     n->name = nm;
     n->src_op = so;
-    n->residual = -1;
     n->packed = -1;
     n->region = g->cur_region;
     n->in = ins;
@@ -615,7 +614,8 @@ void cir_graph_count_uses(cir_graph *g) {
         if (n->dead) continue;
         for (int j = 0; j < n->n_in; j++)
             if (n->in[j] >= 0) cir_val(g, n->in[j])->n_uses++;
-        if (n->residual >= 0) cir_val(g, n->residual)->n_uses++;
+        for (int j = n->n_in; j < cir_node_n_reads(n); j++)
+            if (cir_node_read(n, j) >= 0) cir_val(g, cir_node_read(n, j))->n_uses++;
         for (int j = 0; j < n->n_out; j++)
             if (n->out[j] >= 0 && cir_val(g, n->out[j])->kind == CIR_VAL_ACT) cir_val(g, n->out[j])->producer = i;
     }

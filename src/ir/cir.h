@@ -76,6 +76,23 @@ typedef struct cir_act {
     float alpha, beta;
 } cir_act;
 
+/* One step of a node's fused epilogue, applied to its output after the op: the addition of a
+ * value of the output's shape (a residual), or an activation. A node's list runs in order;
+ * the kernels take an addition then an activation, each at most once (cir_post_kernel_form),
+ * and the passes that fuse build only that form. */
+typedef enum cir_post_kind {
+    CIR_POST_ADD = 1,   /* y += value */
+    CIR_POST_ACT        /* y = act(y) */
+} cir_post_kind;
+
+typedef struct cir_post {
+    cir_post_kind kind;
+    int value;          /* CIR_POST_ADD: the value added; else -1 */
+    cir_act act;        /* CIR_POST_ACT: the activation */
+} cir_post;
+
+#define CIR_MAX_POSTS 4
+
 /* ===== Values ========================================================================== */
 typedef enum cir_value_kind {
     CIR_VAL_ACT = 0,   /* produced by a node */
@@ -143,8 +160,8 @@ typedef struct cir_node {
     int *out;
     bool dead;                 /* removed by a pass; skipped everywhere, dropped by DCE */
     /* added by passes */
-    cir_act act;               /* fused activation applied to the output */
-    int residual;              /* value id added before the activation, or -1 */
+    cir_post post[CIR_MAX_POSTS];   /* the fused epilogue, in order (cir_post) */
+    int n_post;
     const char *fused;         /* names of the ops fused in, for comments ("batch_norm+relu") */
     /* set by the lowering stage (src/lower/) */
     const char *algo;          /* the kernel and algorithm chosen, for --emit ir and comments
@@ -293,6 +310,38 @@ static inline cir_value *cir_in(const cir_graph *g, const cir_node *n, int i) {
 static inline cir_value *cir_out(const cir_graph *g, const cir_node *n, int i) {
     CUVIL_ASSERT(i < n->n_out && n->out[i] >= 0);
     return cir_val(g, n->out[i]);
+}
+
+/* ===== A node's fused epilogue (cir_post) =============================================== */
+/* The values n reads: its inputs, then the values its epilogue adds (-1 for an omitted input
+ * and for an epilogue step that reads none). */
+static inline int cir_node_n_reads(const cir_node *n) { return n->n_in + n->n_post; }
+static inline int cir_node_read(const cir_node *n, int j) {
+    return j < n->n_in ? n->in[j] : n->post[j - n->n_in].kind == CIR_POST_ADD ? n->post[j - n->n_in].value : -1;
+}
+/* The value the kernel adds to its output before its activation (the epilogue's addition in
+ * the kernels' form), or -1. */
+static inline int cir_node_residual(const cir_node *n) {
+    return n->n_post && n->post[0].kind == CIR_POST_ADD ? n->post[0].value : -1;
+}
+/* The activation the kernel applies last (the epilogue's, in the kernels' form), or none. */
+static inline cir_act cir_node_act(const cir_node *n) {
+    if (n->n_post && n->post[n->n_post - 1].kind == CIR_POST_ACT) return n->post[n->n_post - 1].act;
+    return (cir_act){CIR_OP_NONE, 0, 0};
+}
+/* Whether n's epilogue is what the kernels take: an addition, then an activation, each at
+ * most once (or nothing). */
+static inline bool cir_post_kernel_form(const cir_node *n) {
+    int k = 0;
+    if (k < n->n_post && n->post[k].kind == CIR_POST_ADD) k++;
+    if (k < n->n_post && n->post[k].kind == CIR_POST_ACT) k++;
+    return k == n->n_post;
+}
+/* Appends step p to n's epilogue; false when the list is full. */
+static inline bool cir_post_push(cir_node *n, cir_post p) {
+    if (n->n_post >= CIR_MAX_POSTS) return false;
+    n->post[n->n_post++] = p;
+    return true;
 }
 
 /* Adds a value with no shape yet; returns its id, or -1 (out of memory or over

@@ -59,12 +59,14 @@ void cir_print_text(cir_graph *g, cuvil_sb *o) {
             value_ref(o, n->in[j]);
         }
         cuvil_sb_puts(o, ")");
-        if (n->n_attrs || n->act.op || n->residual >= 0) {
+        if (n->n_attrs || n->n_post) {
             cuvil_sb_puts(o, " {");
             cir_attrs_print(n, o);
-            if (n->residual >= 0) cuvil_sb_printf(o, " residual=%%%d", n->residual);
-            if (n->act.op)
-                cuvil_sb_printf(o, " act=%s(%g,%g)", cir_op_def(n->act.op)->name, n->act.alpha, n->act.beta);
+            for (int k = 0; k < n->n_post; k++) {   /* the epilogue, in order */
+                const cir_post *p = &n->post[k];
+                if (p->kind == CIR_POST_ADD) cuvil_sb_printf(o, " add=%%%d", p->value);
+                else cuvil_sb_printf(o, " act=%s(%g,%g)", cir_op_def(p->act.op)->name, p->act.alpha, p->act.beta);
+            }
             cuvil_sb_puts(o, " }");
         }
         cuvil_sb_puts(o, " :");
@@ -123,8 +125,8 @@ void cir_print_dot(cir_graph *g, cuvil_sb *o) {
     for (int i = 0; i < g->n_nodes; i++) {
         cir_node *n = cir_node_at(g, i);
         if (n->dead) continue;
-        for (int j = 0; j < n->n_in + 1; j++) {
-            int id = j < n->n_in ? n->in[j] : n->residual;
+        for (int j = 0; j < cir_node_n_reads(n); j++) {
+            int id = cir_node_read(n, j);
             if (id < 0) continue;
             cir_value *v = cir_val(g, id);
             if (v->kind == CIR_VAL_CONST) continue;

@@ -14,8 +14,13 @@ cuvil_status cir_verify(cir_graph *g, bool shapes, const char *after_pass) {
     for (int i = 0; i < g->n_nodes && st == CUVIL_OK; i++) {
         cir_node *n = cir_node_at(g, i);
         if (n->dead) continue;
-        for (int j = 0; j < n->n_in + 1 && st == CUVIL_OK; j++) {
-            int v = j < n->n_in ? n->in[j] : n->residual;
+        if (n->n_post < 0 || n->n_post > CIR_MAX_POSTS) {
+            st = cuvil_err(g->ctx, CUVIL_ERR_INTERNAL, "verify after %s: %s: an epilogue of %d steps", when,
+                           cir_node_desc(n, desc, sizeof desc), n->n_post);
+            break;
+        }
+        for (int j = 0; j < cir_node_n_reads(n) && st == CUVIL_OK; j++) {
+            int v = cir_node_read(n, j);
             if (v < 0) continue;
             if (v >= g->n_values)
                 st = cuvil_err(g->ctx, CUVIL_ERR_INTERNAL, "verify after %s: %s: input id %d out of range",

@@ -32,7 +32,8 @@ static cir_node *sole_conv_producer(cir_graph *g, int v) {
     cir_value *val = cir_val(g, v);
     if (val->kind != CIR_VAL_ACT || val->producer < 0 || val->n_uses != 1 || val->output_index >= 0) return NULL;
     cir_node *n = cir_node_at(g, val->producer);
-    return n->dead || n->kind != CIR_OP_CONV || n->residual >= 0 || n->half != CIR_UNDEF ? NULL : n;
+    bool act_only = !n->n_post || (n->n_post == 1 && n->post[0].kind == CIR_POST_ACT);   /* no addition */
+    return n->dead || n->kind != CIR_OP_CONV || !act_only || n->half != CIR_UNDEF ? NULL : n;
 }
 
 /* "Conv+Clip" for a node and what was fused into it. */
@@ -50,7 +51,9 @@ cuvil_status lower_fuse_blocks(cir_graph *g, const lower_ctx *c) {
     bool changed = false;
     for (int i = 0; i < g->n_nodes; i++) {
         cir_node *P = cir_node_at(g, i);
-        if (P->dead || P->kind != CIR_OP_CONV || P->packed < 0 || P->kernel_algo != 0 || P->half != CIR_UNDEF) continue;
+        if (P->dead || P->kind != CIR_OP_CONV || P->packed < 0 || P->kernel_algo != 0 || P->half != CIR_UNDEF ||
+            !cir_post_kernel_form(P))
+            continue;
         cir_node *D = sole_conv_producer(g, P->in[0]);
         if (!D || D->packed >= 0 || cir_in(g, D, 0)->dtype != CIR_F32) continue;
         cir_node *E = sole_conv_producer(g, D->in[0]);

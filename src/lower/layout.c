@@ -79,7 +79,8 @@ cuvil_status lower_layouts(cir_graph *g, const lower_ctx *c) {
         if (n->dead) continue;
         for (int j = 0; j < n->n_in; j++)
             if (n->in[j] >= 0 && !(j == 0 && layout_ok(g, n, CUVIL_CONV_X_NHWC))) last[n->in[j]] = false;
-        if (n->residual >= 0 && !layout_ok(g, n, CUVIL_CONV_Y_NHWC)) last[n->residual] = false;
+        for (int j = n->n_in; j < cir_node_n_reads(n); j++)   /* the values the epilogue adds */
+            if (cir_node_read(n, j) >= 0 && !layout_ok(g, n, CUVIL_CONV_Y_NHWC)) last[cir_node_read(n, j)] = false;
         if (n->packed >= 0) last[n->packed] = false;
     }
     /* the depthwise conv's input and output, a residual and the output it is added to: both
@@ -90,7 +91,7 @@ cuvil_status lower_layouts(cir_graph *g, const lower_ctx *c) {
             cir_node *n = cir_node_at(g, i);
             if (n->dead || n->kind != CIR_OP_CONV) continue;
             const int x = n->in[0], y = n->out[0];
-            int pairs[2][2] = {{lower_is_depthwise(g, n) ? x : -1, y}, {n->residual, y}};
+            int pairs[2][2] = {{lower_is_depthwise(g, n) ? x : -1, y}, {cir_node_residual(n), y}};
             for (int k = 0; k < 2; k++)
                 if (pairs[k][0] >= 0 && last[pairs[k][0]] != last[pairs[k][1]]) {
                     last[pairs[k][0]] = last[pairs[k][1]] = false;

@@ -27,7 +27,7 @@ static cir_node *maker(cir_graph *g, int v) {
     if (!x || x->producer < 0) return NULL;
     cir_node *p = cir_node_at(g, x->producer);
     /* (a node that reads or finds sizes when the model runs keeps its place: its checks matter) */
-    return p->dead || p->act.op || p->residual >= 0 || p->half != CIR_UNDEF || p->n_rt ? NULL : p;
+    return p->dead || p->n_post || p->half != CIR_UNDEF || p->n_rt ? NULL : p;
 }
 
 static bool rounding(cir_op_kind k) { return k == CIR_OP_FLOOR || k == CIR_OP_CEIL || k == CIR_OP_ROUND; }
@@ -186,7 +186,7 @@ cuvil_status cuvil_pass_collapse_chains(cir_graph *g, const cuvil_options *o) {
         cir_node *n = cir_node_at(g, i);
         if (n->dead || n->n_rt) continue;
         cuvil_rewrite_inputs(&rw, n);
-        if (n->n_out != 1 || n->n_in < 1 || n->in[0] < 0 || n->act.op || n->residual >= 0 || n->half != CIR_UNDEF) continue;
+        if (n->n_out != 1 || n->n_in < 1 || n->in[0] < 0 || n->n_post || n->half != CIR_UNDEF) continue;
         cir_node *p = maker(g, n->in[0]);
         if (!p) continue;
         switch (n->kind) {

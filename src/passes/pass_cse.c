@@ -86,9 +86,8 @@ static cuvil_status merge_consts(cuvil_rewrite *rw) {
     for (int i = 0; i < g->n_nodes; i++) {
         cir_node *n = cir_node_at(g, i);
         if (n->dead) continue;
-        for (int k = 0; k < n->n_in; k++)
-            if (n->in[k] >= 0) read[n->in[k]] = 1;
-        if (n->residual >= 0) read[n->residual] = 1;
+        for (int k = 0; k < cir_node_n_reads(n); k++)
+            if (cir_node_read(n, k) >= 0) read[cir_node_read(n, k)] = 1;
     }
     for (int v = 0; v < g->n_values && !st; v++) {
         cir_value *c = cir_val(g, v);
@@ -153,9 +152,10 @@ static bool same_inputs(const cir_node *a, const cir_node *b) {
 }
 
 static bool same_node(cir_graph *g, const cir_node *a, const cir_node *b) {
-    if (a->kind != b->kind || a->n_out != b->n_out || a->residual != b->residual || a->half != b->half ||
-        a->layout != b->layout || a->act.op != b->act.op || memcmp(&a->act.alpha, &b->act.alpha, sizeof(float)) ||
-        memcmp(&a->act.beta, &b->act.beta, sizeof(float)) || !same_inputs(a, b) || !same_attrs(a, b))
+    /* (the epilogues compared as bytes: every field of a step is set, and a float's bits) */
+    if (a->kind != b->kind || a->n_out != b->n_out || a->n_post != b->n_post || a->half != b->half ||
+        a->layout != b->layout || memcmp(a->post, b->post, sizeof a->post[0] * (size_t)a->n_post) ||
+        !same_inputs(a, b) || !same_attrs(a, b))
         return false;
     for (int k = 0; k < a->n_out; k++) {   /* the same types and shapes follow; checked all the same */
         if ((a->out[k] < 0) != (b->out[k] < 0)) return false;
@@ -174,7 +174,7 @@ static uint64_t node_hash(const cir_node *n) {
     } else {
         for (int k = 0; k < n->n_in; k++) h = mix(h, (uint64_t)(int64_t)n->in[k]);
     }
-    h = mix(h, (uint64_t)(int64_t)n->residual);
+    for (int k = 0; k < n->n_post; k++) h = mix(h, (uint64_t)n->post[k].kind * 1000003u + (uint64_t)(int64_t)n->post[k].value);
     for (int i = 0; i < n->n_attrs; i++) h = mix(h, (uint64_t)n->attrs[i].i);
     return h;
 }

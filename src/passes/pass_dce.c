@@ -12,9 +12,8 @@ cuvil_status cuvil_pass_dce(cir_graph *g, const cuvil_options *o) {
         for (int j = 0; j < n->n_out; j++) used |= n->out[j] >= 0 && cir_val(g, n->out[j])->n_uses > 0;
         if (used) continue;
         n->dead = true;
-        for (int j = 0; j < n->n_in; j++)
-            if (n->in[j] >= 0) cir_val(g, n->in[j])->n_uses--;
-        if (n->residual >= 0) cir_val(g, n->residual)->n_uses--;
+        for (int j = 0; j < cir_node_n_reads(n); j++)
+            if (cir_node_read(n, j) >= 0) cir_val(g, cir_node_read(n, j))->n_uses--;
     }
     return CUVIL_OK;
 }

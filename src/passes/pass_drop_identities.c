@@ -37,7 +37,7 @@ static bool all_equal(const cir_value *c, int one, bool neg) {
 /* y = x OP c (or c OP x for + and *) with c the op's identity element: the x side, else -1. */
 static int binary_identity(cuvil_rewrite *rw, const cir_node *n) {
     cir_graph *g = rw->g;
-    if (n->n_in != 2 || n->act.op || n->residual >= 0) return -1;
+    if (n->n_in != 2 || n->n_post) return -1;
     for (int side = 0; side < 2; side++) {
         cir_value *x = cir_in(g, n, side), *c = cir_in(g, n, 1 - side), *y = cir_out(g, n, 0);
         if (!x || !c || !cir_is_const(c) || c->dtype != x->dtype || y->dtype != x->dtype || !cir_same_dims(y, x)) continue;
@@ -66,7 +66,7 @@ static int perm_of(cir_graph *g, cir_node *n, int *perm) {
  * it copies, else -1. */
 static int transpose_identity(cir_graph *g, cir_node *n) {
     int p2[CIR_MAX_DIMS], p1[CIR_MAX_DIMS], r = perm_of(g, n, p2);
-    if (r < 0 || n->act.op) return -1;
+    if (r < 0 || n->n_post) return -1;
     bool same = true;
     for (int i = 0; i < r; i++) same &= p2[i] == i;
     if (same) return n->in[0];
@@ -89,7 +89,7 @@ cuvil_status cuvil_pass_drop_identities(cir_graph *g, const cuvil_options *o) {
         if (n->dead) continue;
         cuvil_rewrite_inputs(&rw, n);
         /* (a node that reads or finds sizes when the model runs stays: its loads and checks do) */
-        if (n->n_out != 1 || n->n_in < 1 || n->in[0] < 0 || n->half != CIR_UNDEF || n->act.op || n->residual >= 0 || n->n_rt)
+        if (n->n_out != 1 || n->n_in < 1 || n->in[0] < 0 || n->half != CIR_UNDEF || n->n_post || n->n_rt)
             continue;
         cir_value *x = cir_in(g, n, 0), *y = cir_out(g, n, 0);
         int to = -1;

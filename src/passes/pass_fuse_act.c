@@ -21,13 +21,16 @@ cuvil_status cuvil_pass_fuse_act(cir_graph *g, const cuvil_options *o) {
             view = p;
             p = cir_node_at(g, y->producer);
         }
-        if (p->dead || !(p->def->flags & CIR_OPF_TAKES_ACT) || p->act.op) continue;
+        /* (an activation after p's epilogue, which has none yet: the kernels' form) */
+        if (p->dead || !(p->def->flags & CIR_OPF_TAKES_ACT) || cir_node_act(p).op || !cir_post_kernel_form(p) ||
+            p->n_post >= CIR_MAX_POSTS)
+            continue;
         cir_act act;
         if (!a->def->as_act(g, a, &act)) continue;
         /* p applies the act; a's output is now p's (or, through a view, the view's: p keeps
          * its own output, which only the view reads) */
         cir_node *maker = view ? view : p;
-        p->act = act;
+        cir_post_push(p, (cir_post){CIR_POST_ACT, -1, act});
         maker->out[0] = a->out[0];
         cir_val(g, a->out[0])->producer = maker->id;
         x->n_uses = 0;

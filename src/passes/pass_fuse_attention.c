@@ -235,7 +235,7 @@ static bool scalar_f32(const cir_value *v, double *x) {
 /* Whether node n, producing value y, is a step of a view chain (or a product with a scalar
  * constant); fills st and returns the input y is made from, else NULL. */
 static cir_value *as_step(cir_graph *g, cir_node *n, const cir_value *y, step *st) {
-    if (n->dead || n->act.op || n->residual >= 0 || !cir_in(g, n, 0)) return NULL;
+    if (n->dead || n->n_post || !cir_in(g, n, 0)) return NULL;
     memset(st, 0, sizeof *st);
     st->n = n;
     cir_value *x = cir_in(g, n, 0);
@@ -427,7 +427,7 @@ typedef struct match {
 static bool match_at(cir_graph *g, const int *user, const uint8_t *folded, cir_node *sm, match *mt) {
     memset(mt, 0, sizeof *mt);
     cuvil_softmax_params sp;
-    if (sm->dead || sm->kind != CIR_OP_SOFTMAX || sm->act.op || sm->residual >= 0 || op_softmax_params(g, sm, &sp) ||
+    if (sm->dead || sm->kind != CIR_OP_SOFTMAX || sm->n_post || op_softmax_params(g, sm, &sp) ||
         sp.log || sp.inner != 1)
         return false;
     cir_value *x = cir_in(g, sm, 0), *pv = cir_out(g, sm, 0);
@@ -438,13 +438,12 @@ static bool match_at(cir_graph *g, const int *user, const uint8_t *folded, cir_n
         x->dtype != CIR_F32 || user[x->id] != sm->id || user[pv->id] < 0)
         return false;
     cir_node *m2 = cir_node_at(g, user[pv->id]);
-    if (m2->kind != CIR_OP_MATMUL || m2->n_in != 2 || m2->in[0] != pv->id || m2->in[1] == pv->id || m2->act.op ||
-        m2->residual >= 0)
+    if (m2->kind != CIR_OP_MATMUL || m2->n_in != 2 || m2->in[0] != pv->id || m2->in[1] == pv->id || m2->n_post)
         return false;
     /* scores: [Add(mask)] <- [scalar products] <- MatMul */
     cir_value *cur = x;
     cir_node *nd = cur->producer >= 0 ? cir_node_at(g, cur->producer) : NULL;
-    if (nd && nd->kind == CIR_OP_ADD && nd->n_in == 2 && !nd->act.op && nd->residual < 0 && !nd->dead) {
+    if (nd && nd->kind == CIR_OP_ADD && nd->n_in == 2 && !nd->n_post && !nd->dead) {
         for (int k = 0; k < 2 && !mt->add; k++) {
             cir_value *c = cir_in(g, nd, k), *o = cir_in(g, nd, 1 - k);
             if (!c || !o || c->producer < 0 || !cir_same_dims(c, x) || user[c->id] != nd->id || o->dtype != CIR_F32) continue;
@@ -470,7 +469,7 @@ static bool match_at(cir_graph *g, const int *user, const uint8_t *folded, cir_n
     }
     if (cur->producer < 0) return false;
     cir_node *m1 = cir_node_at(g, cur->producer);
-    if (m1->dead || m1->kind != CIR_OP_MATMUL || m1->n_in != 2 || m1->act.op || m1->residual >= 0) return false;
+    if (m1->dead || m1->kind != CIR_OP_MATMUL || m1->n_in != 2 || m1->n_post) return false;
     cir_value *q = cir_in(g, m1, 0), *kt = cir_in(g, m1, 1), *v = cir_in(g, m2, 1), *y = cir_out(g, m2, 0);
     if (q->ndim != r || kt->ndim != r || v->ndim != r || y->ndim != r || q->dtype != CIR_F32 || kt->dtype != CIR_F32 ||
         v->dtype != CIR_F32 || q == kt)

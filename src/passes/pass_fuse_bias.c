@@ -18,12 +18,12 @@ cuvil_status cuvil_pass_fuse_bias(cir_graph *g, const cuvil_options *o) {
     cir_graph_count_uses(g);
     for (int i = 0; i < g->n_nodes; i++) {
         cir_node *add = cir_node_at(g, i);
-        if (add->dead || add->kind != CIR_OP_ADD || add->act.op || add->residual >= 0 || add->n_in != 2) continue;
+        if (add->dead || add->kind != CIR_OP_ADD || add->n_post || add->n_in != 2) continue;
         for (int side = 0; side < 2; side++) {
             cir_value *x = cir_in(g, add, side), *c = cir_in(g, add, 1 - side), *y = cir_out(g, add, 0);
             if (!x || x->producer < 0 || x->n_uses != 1 || x->output_index >= 0 || x->dtype != CIR_F32) continue;
             cir_node *m = cir_node_at(g, x->producer);
-            if (m->dead || m->kind != CIR_OP_MATMUL || m->n_in != 2 || m->act.op || m->residual >= 0) continue;
+            if (m->dead || m->kind != CIR_OP_MATMUL || m->n_in != 2 || m->n_post) continue;
             if (!is_row_for(c, x) || !cir_same_dims(y, x))
                 continue;
             m->in[2] = c->id;   /* in has a spare slot */

@@ -25,7 +25,7 @@ static bool is_scalar(const cir_value *v, double want) {
 static cir_node *made_by(const gelu_ctx *c, const cir_value *v, cir_op_kind kind) {
     if (!v || v->producer < 0) return NULL;
     cir_node *n = cir_node_at(c->g, v->producer);
-    return n->dead || n->kind != kind || n->act.op || n->residual >= 0 || n->n_in != 2 ? NULL : n;
+    return n->dead || n->kind != kind || n->n_post || n->n_in != 2 ? NULL : n;
 }
 
 /* v's only reader, if it is a binary node of op kind (without an activation), else NULL. */
@@ -33,7 +33,7 @@ static cir_node *read_by(const gelu_ctx *c, const cir_value *v, cir_op_kind kind
     int u = c->user[v->id];
     if (u < 0) return NULL;
     cir_node *n = cir_node_at(c->g, u);
-    return n->dead || n->kind != kind || n->act.op || n->residual >= 0 || n->n_in != 2 ? NULL : n;
+    return n->dead || n->kind != kind || n->n_post || n->n_in != 2 ? NULL : n;
 }
 
 /* The input of binary node n that is not the value `other` (by id), or NULL. */
@@ -128,7 +128,7 @@ cuvil_status cuvil_pass_fuse_gelu(cir_graph *g, const cuvil_options *o) {
     for (int i = 0; i < g->n_nodes && !s; i++) {
         cir_node *e = cir_node_at(g, i), *dead[12];
         cir_value *x;
-        if (e->dead || (e->kind != CIR_OP_ERF && e->kind != CIR_OP_TANH) || e->act.op) continue;
+        if (e->dead || (e->kind != CIR_OP_ERF && e->kind != CIR_OP_TANH) || e->n_post) continue;
         cir_node *f = match(&c, e, dead, &x);
         if (!f) continue;
         const bool tanh_form = e->kind == CIR_OP_TANH;

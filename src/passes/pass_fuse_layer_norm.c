@@ -14,7 +14,7 @@
 static cir_node *maker(cir_graph *g, const cir_value *v, cir_op_kind kind) {
     if (!v || v->producer < 0 || v->output_index >= 0) return NULL;
     cir_node *n = cir_node_at(g, v->producer);
-    return n->dead || n->kind != kind || n->act.op || n->residual >= 0 ? NULL : n;
+    return n->dead || n->kind != kind || n->n_post ? NULL : n;
 }
 
 static bool scalar_const(const cir_value *v, double *out) {
@@ -49,7 +49,7 @@ cuvil_status cuvil_pass_fuse_layer_norm(cir_graph *g, const cuvil_options *o) {
     cir_graph_count_uses(g);
     for (int i = 0; i < g->n_nodes; i++) {
         cir_node *sq = cir_node_at(g, i);
-        if (sq->dead || sq->kind != CIR_OP_SQRT || sq->act.op) continue;
+        if (sq->dead || sq->kind != CIR_OP_SQRT || sq->n_post) continue;
         /* s = sqrt(v + eps), v = mean((x - m) ^ 2), m = mean(x) */
         cir_value *e = cir_in(g, sq, 0), *sv = cir_out(g, sq, 0);
         cir_node *ad = maker(g, e, CIR_OP_ADD);
@@ -74,7 +74,7 @@ cuvil_status cuvil_pass_fuse_layer_norm(cir_graph *g, const cuvil_options *o) {
         for (int k = 0; k < g->n_nodes && !dv; k++) {   /* d's other reader */
             cir_node *u = cir_node_at(g, k);
             if (!u->dead && u != pw && u->kind == CIR_OP_DIV && u->n_in == 2 && u->in[0] == d->id && u->in[1] == sv->id &&
-                !u->act.op && u->residual < 0)
+                !u->n_post)
                 dv = u;
         }
         if (!dv || sv->n_uses != 1) continue;
@@ -83,7 +83,7 @@ cuvil_status cuvil_pass_fuse_layer_norm(cir_graph *g, const cuvil_options *o) {
         const int64_t len = x->dims[x->ndim - 1];
         for (int k = 0; k < g->n_nodes && !add2; k++) {
             cir_node *u = cir_node_at(g, k);
-            if (u->dead || u->act.op || u->residual >= 0) continue;
+            if (u->dead || u->n_post) continue;
             if (!mu && u->kind == CIR_OP_MUL && (gamma = other(g, u, nv)) && row_const(gamma, len) && nv->n_uses == 1 &&
                 nv->output_index < 0)
                 mu = u, k = -1;   /* now look for the add of its output */

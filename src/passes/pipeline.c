@@ -28,9 +28,9 @@ bool cuvil_has_runtime_if(const cir_graph *g) {
 }
 
 bool cuvil_inputs_const(cir_graph *g, const cir_node *n) {
-    for (int i = 0; i < n->n_in; i++)
-        if (n->in[i] >= 0 && !cir_is_const(cir_val(g, n->in[i]))) return false;
-    return n->residual < 0 || cir_is_const(cir_val(g, n->residual));
+    for (int i = 0; i < cir_node_n_reads(n); i++)
+        if (cir_node_read(n, i) >= 0 && !cir_is_const(cir_val(g, cir_node_read(n, i)))) return false;
+    return true;
 }
 
 double cuvil_fold_work(cir_graph *g, const cir_node *n) {
@@ -134,7 +134,8 @@ int *cuvil_single_readers(cir_graph *g) {
         if (n->dead) continue;
         for (int k = 0; k < n->n_in; k++)
             if (n->in[k] >= 0) user[n->in[k]] = cir_val(g, n->in[k])->n_uses == 1 ? i : -1;
-        if (n->residual >= 0) user[n->residual] = -1;
+        for (int k = n->n_in; k < cir_node_n_reads(n); k++)
+            if (cir_node_read(n, k) >= 0) user[cir_node_read(n, k)] = -1;
     }
     for (int v = 0; v < g->n_values; v++)
         if (cir_val(g, v)->output_index >= 0) user[v] = -1;
@@ -170,7 +171,8 @@ int cuvil_rewrite_resolve(cuvil_rewrite *rw, int v) {
 
 void cuvil_rewrite_inputs(cuvil_rewrite *rw, cir_node *n) {
     for (int k = 0; k < n->n_in; k++) n->in[k] = cuvil_rewrite_resolve(rw, n->in[k]);
-    n->residual = cuvil_rewrite_resolve(rw, n->residual);
+    for (int k = 0; k < n->n_post; k++)
+        if (n->post[k].kind == CIR_POST_ADD) n->post[k].value = cuvil_rewrite_resolve(rw, n->post[k].value);
 }
 
 /* The live node that writes value `to`, which may instead write a graph output: none when `to`
@@ -233,8 +235,7 @@ bool cuvil_rewrite_replace(cuvil_rewrite *rw, cir_node *n, int to) {
     n->attrs = NULL;
     n->n_in = 1;
     n->in[0] = to;
-    n->act = (cir_act){CIR_OP_NONE, 0, 0};
-    n->residual = -1;
+    n->n_post = 0;
     n->fused = NULL;
     rw->n_changed++;
     return true;

@@ -90,7 +90,7 @@ static void test_shapes_and_printers(cuvil_ctx *ctx) {
     g = small_cnn(ctx);
     o.opt_level = 2;
     CHECK(cuvil_run_passes(g, &o) == CUVIL_OK, "%s", cuvil_errmsg(ctx));
-    CHECK(cir_node_at(g, 0)->act.op == CIR_OP_RELU && cir_node_at(g, 1)->dead, "relu fused into conv");
+    CHECK(cir_node_act(cir_node_at(g, 0)).op == CIR_OP_RELU && cir_node_at(g, 1)->dead, "relu fused into conv");
     cir_graph_free(g);
 }
 
@@ -202,6 +202,53 @@ static void test_memplan(cuvil_ctx *ctx) {
     }
 }
 
+/* The fused epilogue is a list in order: relu(conv(x) + r) makes the conv's [add r, relu], the
+ * form the kernels take; other orders are not that form. */
+static void test_post_list(cuvil_ctx *ctx) {
+    cir_graph *g = cir_graph_new(ctx);
+    int64_t d[4] = {1, 2, 3, 3}, wd[4] = {2, 2, 1, 1};
+    float w[4] = {1, 0.5f, -0.25f, 1};
+    int x = add_input(g, "x", 4, d), r = add_input(g, "r", 4, d);
+    int c = add_act(g, "c"), s = add_act(g, "s"), y = add_act(g, "y");
+    node(g, CIR_OP_CONV, 2, (int[]){x, cir_const_add(g, "w", CIR_F32, 4, wd, w)}, c);
+    node(g, CIR_OP_ADD, 2, (int[]){c, r}, s);
+    node(g, CIR_OP_RELU, 1, (int[]){s}, y);
+    set_outputs(g, 1, (int[]){y});
+    cuvil_options o;
+    cuvil_options_init(&o);
+    CHECK(cuvil_run_passes(g, &o) == CUVIL_OK, "%s", cuvil_errmsg(ctx));
+    const cir_node *f = NULL;
+    for (int i = 0; i < g->n_nodes; i++)
+        if (!cir_node_at(g, i)->dead && cir_node_at(g, i)->kind == CIR_OP_CONV) f = cir_node_at(g, i);
+    CHECK(f && f->n_post == 2 && f->post[0].kind == CIR_POST_ADD && f->post[0].value == r &&
+              f->post[1].kind == CIR_POST_ACT && f->post[1].act.op == CIR_OP_RELU && f->out[0] == y,
+          "the conv's epilogue is not [add r, relu]");
+    CHECK(f && cir_post_kernel_form(f) && cir_node_residual(f) == r && cir_node_act(f).op == CIR_OP_RELU,
+          "the kernels' view of it");
+    CHECK(f && cir_node_n_reads(f) == f->n_in + 2 && cir_node_read(f, f->n_in) == r && cir_node_read(f, f->n_in + 1) == -1,
+          "the values it reads: its inputs, then r");
+    cuvil_sb t = {0};
+    cir_print_text(g, &t);
+    char want[64];
+    snprintf(want, sizeof want, "add=%%%d act=relu(", r);
+    CHECK(t.s && strstr(t.s, want), "--emit ir prints the epilogue in order: %s", t.s ? t.s : "");
+    cuvil_sb_free(&t);
+    cir_node n = {0};
+    cir_act relu = {CIR_OP_RELU, 0, 0};
+    CHECK(cir_post_kernel_form(&n) && cir_node_residual(&n) < 0 && !cir_node_act(&n).op, "no epilogue");
+    cir_post_push(&n, (cir_post){CIR_POST_ACT, -1, relu});
+    cir_post_push(&n, (cir_post){CIR_POST_ADD, r, {CIR_OP_NONE, 0, 0}});
+    CHECK(!cir_post_kernel_form(&n) && cir_node_residual(&n) < 0 && !cir_node_act(&n).op,
+          "an activation before an addition is not the kernels' form, nor read as theirs");
+    n.n_post = 0;
+    cir_post_push(&n, (cir_post){CIR_POST_ADD, r, {CIR_OP_NONE, 0, 0}});
+    cir_post_push(&n, (cir_post){CIR_POST_ADD, r, {CIR_OP_NONE, 0, 0}});
+    CHECK(!cir_post_kernel_form(&n), "two additions are not the kernels' form");
+    for (int k = 0; k < CIR_MAX_POSTS; k++) cir_post_push(&n, (cir_post){CIR_POST_ACT, -1, relu});
+    CHECK(n.n_post == CIR_MAX_POSTS && !cir_post_push(&n, (cir_post){CIR_POST_ACT, -1, relu}), "the list is bounded");
+    cir_graph_free(g);
+}
+
 /* A conv that adds a residual writes over the residual's bytes exactly where nothing reads the
  * residual after it: p = conv(x); s = conv(p); y = conv(s) + p; then (kind) nothing, p read
  * again by a later node, or the fused conv's input being p itself (y = conv(p) + p). */
@@ -228,8 +275,8 @@ static void test_memplan_residual_in_place(cuvil_ctx *ctx) {
         CHECK(cuvil_run_passes(g, &o) == CUVIL_OK, "%s", cuvil_errmsg(ctx));
         const cir_node *fused = NULL;
         for (int i = 0; i < g->n_nodes; i++)
-            if (!cir_node_at(g, i)->dead && cir_node_at(g, i)->residual >= 0) fused = cir_node_at(g, i);
-        CHECK(fused && fused->residual == p && fused->out[0] == y, "kind %d: the add was not fused into the conv", kind);
+            if (!cir_node_at(g, i)->dead && cir_node_residual(cir_node_at(g, i)) >= 0) fused = cir_node_at(g, i);
+        CHECK(fused && cir_node_residual(fused) == p && fused->out[0] == y, "kind %d: the add was not fused into the conv", kind);
         cg_plan plan;
         CHECK(cg_plan_memory(g, &plan) == CUVIL_OK, "%s", cuvil_errmsg(ctx));
         CHECK(plan.loc[y].kind == CG_LOC_ARENA && plan.loc[p].kind == CG_LOC_ARENA, "kind %d: not in the arena", kind);
@@ -283,7 +330,7 @@ static void test_storage_growth(cuvil_ctx *ctx) {
         cir_node *n = cir_node_at(g, i);
         if (n->dead) continue;
         live++;
-        CHECK(n->kind == CIR_OP_CONV && n->act.op == CIR_OP_RELU, "node %d is %s, not a conv with relu fused", i,
+        CHECK(n->kind == CIR_OP_CONV && cir_node_act(n).op == CIR_OP_RELU, "node %d is %s, not a conv with relu fused", i,
               n->def->name);
     }
     CHECK(live == n_conv, "%d live nodes for %d convolutions", live, n_conv);
@@ -434,6 +481,7 @@ int main(void) {
     test_shape_errors(ctx);
     test_memplan(ctx);
     test_memplan_residual_in_place(ctx);
+    test_post_list(ctx);
     test_storage_growth(ctx);
     test_ops_doc();
     test_emitters();

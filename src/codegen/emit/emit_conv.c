@@ -181,14 +181,14 @@ cuvil_status cg_emit_conv(cg_ctx *cg, cir_graph *g, cir_node *n) {
                                "cuvil_f32_conv2d_scratch_size(&%s)", p);
     cg_printf(cg, "    cuvil_f32_conv2d%s(&%s, %s, %s, %s, %s, %s, %s);\n", n->packed >= 0 ? "_prepacked" : "", p,
               cg_in(cg, n->in[0]), cg_in(cg, n->packed >= 0 ? n->packed : n->in[1]),
-              cir_in(g, n, 2) ? cg_in(cg, n->in[2]) : "NULL", n->residual >= 0 ? cg_in(cg, n->residual) : "NULL",
+              cir_in(g, n, 2) ? cg_in(cg, n->in[2]) : "NULL", cir_node_residual(n) >= 0 ? cg_in(cg, cir_node_residual(n)) : "NULL",
               cg_out(cg, n->out[0]), S);
     return CUVIL_OK;
 }
 
 /* The inverted-residual block the lowering made (src/lower/blocks.c): its three convs' parameters
  * are in n->kernel_params; inputs x, the expand weights (packed) and bias, the depthwise
- * weights and bias, the projection weights (packed) and bias; n->residual. */
+ * weights and bias, the projection weights (packed) and bias; the epilogue's addition (cir_node_residual). */
 /* A block's three convs at the sizes v: N, H, W (its input's), OH, OW (its output's). */
 typedef struct mb_at {
     const cuvil_mbblock_params *p;
@@ -213,7 +213,7 @@ static size_t mb_scratch_v(const int64_t *v, void *user) {
 
 /* The inverted-residual block the lowering made (src/lower/blocks.c): its three convs' parameters
  * are in n->kernel_params; inputs x, the expand weights (packed) and bias, the depthwise
- * weights and bias, the projection weights (packed) and bias; n->residual. With symbolic dims
+ * weights and bias, the projection weights (packed) and bias; the epilogue's addition (cir_node_residual). With symbolic dims
  * the sizes are the run's: N, H and W of x (the expand and depthwise convs' input), OH and OW
  * of y (the depthwise conv's output and the projection's). */
 cuvil_status cg_emit_mbblock(cg_ctx *cg, cir_graph *g, cir_node *n) {
@@ -253,7 +253,7 @@ cuvil_status cg_emit_mbblock(cg_ctx *cg, cir_graph *g, cir_node *n) {
     const char *in[7];
     for (int i = 0; i < 7; i++) in[i] = cir_in(g, n, i) ? cg_in(cg, n->in[i]) : "NULL";
     cg_printf(cg, "    cuvil_f32_mbblock(&%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s);\n", p, in[0], in[1], in[2], in[3],
-              in[4], in[5], in[6], n->residual >= 0 ? cg_in(cg, n->residual) : "NULL", cg_out(cg, n->out[0]), S);
+              in[4], in[5], in[6], cir_node_residual(n) >= 0 ? cg_in(cg, cir_node_residual(n)) : "NULL", cg_out(cg, n->out[0]), S);
     return CUVIL_OK;
 }
 

@@ -41,7 +41,7 @@ void op_batch_norm_params(cir_graph *g, cir_node *n, cuvil_channel_affine_params
     p->C = x->dims[1];
     p->inner = 1;
     for (int i = 2; i < x->ndim; i++) p->inner *= x->dims[i];
-    p->act = cir_act_params(&n->act);
+    p->act = cir_node_act_params(n);
 }
 
 static cuvil_status bn_fold(cir_graph *g, cir_node *n) {

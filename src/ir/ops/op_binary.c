@@ -133,7 +133,7 @@ const char *op_binary_zero_msg(cir_dtype t, int op) {
 void op_binary_params(cir_graph *g, cir_node *n, cuvil_binary_params *p) {
     cir_value *a = cir_in(g, n, 0), *b = cir_in(g, n, 1) ? cir_in(g, n, 1) : a, *y = cir_out(g, n, 0);
     op_bin_params(a, b, y, binop(n), p);
-    p->act = cir_act_params(&n->act);
+    p->act = cir_node_act_params(n);
 }
 
 static cuvil_status binary_fold(cir_graph *g, cir_node *n) {

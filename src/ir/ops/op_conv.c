@@ -275,7 +275,8 @@ cuvil_status op_conv_params(cir_graph *g, cir_node *n, bool transpose, cuvil_con
     conv_geo c;
     cuvil_status s = geometry(g, n, transpose, &c);
     if (s) return s;
-    *p = geo_params(&c, &n->act);
+    cir_act act = cir_node_act(n);
+    *p = geo_params(&c, &act);
     return CUVIL_OK;
 }
 
@@ -289,7 +290,7 @@ static cuvil_status conv_fold(cir_graph *g, cir_node *n) {
     if (!out) return g->ctx->status;
     cir_value *b = cir_in(g, n, 2);
     cuvil_f32_conv2d__scalar(&p, cir_in(g, n, 0)->data, cir_in(g, n, 1)->data, b ? b->data : NULL,
-                             n->residual >= 0 ? cir_val(g, n->residual)->data : NULL, out);
+                             cir_node_residual(n) >= 0 ? cir_val(g, cir_node_residual(n))->data : NULL, out);
     return CUVIL_OK;
 }
 

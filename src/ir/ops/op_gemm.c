@@ -27,7 +27,7 @@ static cuvil_status gemm_params(cir_graph *g, cir_node *n, cuvil_gemm_params *p)
     p->alpha = cir_attr_float(n, "alpha");
     p->beta = cir_attr_float(n, "beta");
     p->batch = 1;
-    p->act = cir_act_params(&n->act);
+    p->act = cir_node_act_params(n);
     if (c) {
         int64_t cm = c->ndim >= 2 ? c->dims[c->ndim - 2] : 1, cn = c->ndim >= 1 ? c->dims[c->ndim - 1] : 1;
         if (c->ndim > 2 || (cm != 1 && cm != p->M) || (cn != 1 && cn != p->N))
@@ -256,7 +256,7 @@ static cuvil_status matmul_params(cir_graph *g, cir_node *n, cuvil_gemm_params *
     p->ldb = N;
     p->ldc = N;
     p->alpha = 1.0f;
-    p->act = cir_act_params(&n->act);
+    p->act = cir_node_act_params(n);
     cir_value *bias = cir_in(g, n, 2);
     if (bias) {   /* [N] or [1, ..., 1, N], the same for every row and batch item */
         bool ok = bias->dtype == CIR_F32 && bias->ndim >= 1 && bias->dims[bias->ndim - 1] == N && cir_numel(bias) == N;

@@ -40,6 +40,11 @@ cuvil_act_params cir_act_params(const cir_act *a) {
     return p;
 }
 
+cuvil_act_params cir_node_act_params(const cir_node *n) {
+    cir_act a = cir_node_act(n);
+    return cir_act_params(&a);
+}
+
 const char *const cir_auto_pad_names[] = {"explicit", "same_upper", "same_lower", "valid", NULL};
 
 /* ===== Attributes ======================================================================== */

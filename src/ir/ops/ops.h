@@ -21,9 +21,9 @@
 
 enum {
     CIR_OPF_ALIAS = 1u << 0,        /* output 0 has input 0's bytes (reshape, flatten, ...) */
-    CIR_OPF_TAKES_ACT = 1u << 1,    /* emit honours n->act: a following activation can fuse */
+    CIR_OPF_TAKES_ACT = 1u << 1,    /* emit honours the epilogue's activation: a following one can fuse */
     CIR_OPF_IS_ACT = 1u << 2,       /* an elementwise activation that can fuse into its producer */
-    CIR_OPF_TAKES_RESIDUAL = 1u << 3, /* emit honours n->residual */
+    CIR_OPF_TAKES_RESIDUAL = 1u << 3, /* emit honours the epilogue's addition (cir_node_residual) */
     /* no run-time kernel (and no emitter): a node is supported only when it folds, or when its
      * infer() computes the output (shape, size) */
     CIR_OPF_FOLD_ONLY = 1u << 4,
@@ -105,6 +105,8 @@ const cir_opdef *cir_op_def(cir_op_kind k);
 cir_op_kind cir_op_by_name(const char *name);
 /* The run-time kernel's activation parameters for a fused activation. */
 cuvil_act_params cir_act_params(const cir_act *a);
+/* Node n's: its epilogue's activation, which its kernel applies last (cir_node_act). */
+cuvil_act_params cir_node_act_params(const cir_node *n);
 /* Whether codegen emits a kernel call for the op's nodes: not for ALIAS ops (codegen shares or
  * copies their bytes itself) nor for FOLD_ONLY ones. Exactly these ops have an entry in
  * codegen's emitter table, src/codegen/emit/emit.inc (checked by tests/unit/test_ir.c). */
