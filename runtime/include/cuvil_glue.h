@@ -1,6 +1,6 @@
 /*
  * cuvil_glue.h -- what a compiled model's entry points share: the context, and the table
- * through which the runtime's glue (runtime/glue/model.c) reaches one model.
+ * through which the runtime's glue (runtime/glue/context.c) reaches one model.
  *
  * A model's generated C holds only what is its own: the node functions, the functions that
  * run them in order (parts), its tables (descriptor, symbols, which input dim carries which

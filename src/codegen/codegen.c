@@ -544,7 +544,7 @@ static void flush_params(cg_ctx *cg, cuvil_sb *nodes) {
     cg->params.len = 0;
 }
 
-/* Into calls: return fail(m, "<node e>: <what>") when cond holds. */
+/* Into calls: return cuvil_glue_fail(m, "<node e>: <what>") when cond holds. */
 static void loop_fail(cuvil_sb *calls, int ind, const cir_node *e, const char *cond, const char *what) {
     char desc[512];
     cuvil_sb_printf(calls, "%*sif (%s) return cuvil_glue_fail(m, \"", ind, "", cond);
@@ -790,7 +790,7 @@ static void rt_guards(cg_ctx *cg, cuvil_sb *calls, int id, uint8_t **donep, int 
 }
 
 /* The run's dims: the symbols a model takes at run time (D[k], in the order of g->syms with
- * min < max), which input dims carry them (the glue, runtime/glue/model.c, reads them from the
+ * min < max), which input dims carry them (the glue, runtime/glue/context.c, reads them from the
  * inputs' dims and checks every dim), output_dims() writing the outputs' dims and
  * check_guards() what the shapes assume. In a fixed model every dim is checked against the one
  * it was compiled for, and D holds only the sizes the run finds. */
@@ -998,7 +998,8 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
                 cg_printf(&cg, "    memcpy(%s, %s, %s);\n", cg_out(&cg, n->out[0]), cg_in(&cg, n->in[0]), cg_nbytes(&cg, n->out[0]));
         } else if (sval_fill(&cg, n)) {
             /* its output's values are expressions of the symbols (op_sval.c): written from D */
-        } else if (!cir_post_kernel_form(n)) {   /* (the passes build no other) */
+        } else if (!cir_post_kernel_form(n) || (cir_node_residual(n) >= 0 && !(n->def->flags & CIR_OPF_TAKES_RESIDUAL)) ||
+                   (cir_node_act(n).op && !(n->def->flags & CIR_OPF_TAKES_ACT))) {   /* (the passes build no other) */
             st = cir_node_err(g, n, CUVIL_ERR_INTERNAL, "an epilogue its kernel cannot apply (%d steps)", n->n_post);
             break;
         } else if (!cg_emitter(n->kind)) {
@@ -1114,7 +1115,7 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
             "\n#define CPU_TARGET \"%s\"\n#define CPU_FEATURES \"%s\"   /* what the target's code uses: create() checks them */\n"
             "#define ARENA_BYTES ((size_t)%zu)\n"
             "#define SCRATCH_BYTES ((size_t)%zu)   /* for the target's kernels; scratch_bytes() is the linked runtime's */ /*@max*/\n\n"
-            "/* the nodes in order (the glue calls it, runtime/glue/model.c) */\n"
+            "/* the nodes in order (the glue calls it, runtime/glue/context.c) */\n"
             "static cuvil_status run_nodes(cuvil_model *m, unsigned char *A, const unsigned char *W, void *S,\n"
             "                              const void *const *in, void *const *out, int64_t *D) {\n"
             "    (void)m; (void)A; (void)W; (void)S; (void)in; (void)out; (void)D;\n"
@@ -1127,6 +1128,13 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
         cuvil_sb_printf(c, "\",\n    ARENA_BYTES, %zu,\n    %s_create, %s_run, %s_errmsg, %s_destroy,\n"
                            "    N_SYMS, syms_, %s_run_shapes, CPU_FEATURES, N_RUN_SIZES,\n};\n\n",
                         out->weights_len, prefix, prefix, prefix, prefix, prefix);
+        char upp[256];   /* the header's macros' prefix */
+        size_t ul = 0;
+        for (; prefix[ul] && ul < sizeof upp - 1; ul++) upp[ul] = (char)toupper((unsigned char)prefix[ul]);
+        upp[ul] = 0;
+        cuvil_sb_printf(c, "_Static_assert(%s_BUFFER_BYTES >= CUVIL_GLUE_CONTEXT_BYTES + CUVIL_GLUE_DIMS_BYTES(N_SYMS + N_RUN_SIZES) +\n"
+                           "               (ARENA_BYTES + 63) / 64 * 64 + (SCRATCH_BYTES + 63) / 64 * 64 + 64,\n"
+                           "               \"the header's BUFFER_BYTES holds what create() puts in a caller's buffer\");\n\n", upp);
         cuvil_sb_printf(c,
             "/* what the glue reaches the model through */\n"
             "extern const unsigned char %s_weights[];\n"

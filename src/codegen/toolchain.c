@@ -1052,7 +1052,7 @@ cuvil_status cuvil_emit_sources(cuvil_ctx *ctx, const cg_output *gen, const char
         (s = copy_runtime(ctx, rt_src, rt_dst, &srcs, &files, "runtime", 0)))
         goto done;
     {
-        /* the ABI header, which the runtime's glue (runtime/glue/model.c) includes */
+        /* the ABI header, which the runtime's glue (runtime/glue/context.c) includes */
         char abi_src[PATH_MAX], abi_dst[PATH_MAX];
         snprintf(abi_src, sizeof abi_src, "%s/include/cuvil/cuvil_model.h", source_dir());
         if (!path_join(abi_dst, sizeof abi_dst, rt_dst, "include/cuvil_model.h")) {

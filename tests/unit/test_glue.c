@@ -1,5 +1,5 @@
 /*
- * test_glue.c -- the runtime's glue (runtime/glue/model.c) on a hand-made model table: every
+ * test_glue.c -- the runtime's glue (runtime/glue/context.c) on a hand-made model table: every
  * way create() takes its memory, every check of run's arguments and dims, the guards, the sizes
  * the run finds, the messages. Linked with the runtime the kernel tests use (sanitized in a
  * sanitized build), so the glue every model links is run under ASan/UBSan here.
@@ -72,10 +72,11 @@ static const cuvil_glue_table table_ = {
     &desc_, 64, scratch_bytes, 2, in_sym_, weights_, check_guards, output_dims, run_nodes,
 };
 
-/* a caller's allocator that counts */
-static int n_alloc, n_free;
+/* a caller's allocator that counts, and fails from call fail_from on (0: never) */
+static int n_alloc, n_free, fail_from;
 static void *count_alloc(size_t size, size_t align, void *user) {
     CHECK(user == &n_alloc, "the allocator gets its user pointer");
+    if (fail_from && n_alloc + 1 >= fail_from) return NULL;
     n_alloc++;
     return aligned_alloc(align, (size + align - 1) / align * align);
 }
@@ -175,6 +176,27 @@ static void test_create_refusals(void) {
     CHECK(!strcmp(cuvil_glue_errmsg(NULL), "no model"), "errmsg(NULL)");
     cuvil_glue_destroy(NULL);
     CHECK(cuvil_glue_run_shapes(NULL, NULL, NULL, NULL, NULL) == CUVIL_ERR_INVALID_ARG, "run(NULL)");
+    /* the allocator fails at the context, at the arena, at the threads' memory: nothing leaks,
+     * and a context that failed cannot run (its arena is gone) */
+    for (int k = 1; k <= 3; k++) {
+        n_alloc = n_free = 0;
+        fail_from = k;
+        cuvil_model_options a = {.alloc = count_alloc, .free = count_free, .alloc_user = &n_alloc, .n_threads = 2};
+        m = NULL;
+        CHECK(cuvil_glue_create(&table_, &a, &m) == CUVIL_ERR_NOMEM, "allocation %d failing: %s", k, cuvil_glue_errmsg(m));
+        CHECK((k == 1) == !m, "allocation %d failing: a context to read the message from", k);
+        float x[24] = {0}, y[24];
+        int64_t kk[2] = {0}, z[2];
+        const void *in[2] = {x, kk};
+        void *out[2] = {y, z};
+        const int runs_before = runs;
+        CHECK(!m || (cuvil_glue_run_shapes(m, in, NULL, out, NULL) == CUVIL_ERR_INVALID_ARG && runs == runs_before),
+              "allocation %d failing: run refuses the context", k);
+        CHECK(k != 3 || strstr(cuvil_glue_errmsg(m), "threads"), "the threads' failure is kept: %s", cuvil_glue_errmsg(m));
+        cuvil_glue_destroy(m);
+        CHECK(n_alloc == n_free, "allocation %d failing: %d allocated, %d freed", k, n_alloc, n_free);
+    }
+    fail_from = 0;
 }
 
 /* run_shapes with x's dims (n, c) and k's values: its status, the message in *msg */

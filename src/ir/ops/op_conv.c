@@ -327,4 +327,4 @@ const cir_opdef cir_op_conv = {"conv", CIR_OPF_TAKES_ACT | CIR_OPF_TAKES_RESIDUA
                                conv_infer, conv_fold, NULL, 0};
 const cir_opdef cir_op_conv_transpose = {"conv_transpose", CIR_OPF_TAKES_ACT | CIR_OPF_SYM_DIMS, 2, 3, 1, 1, convt_attrs,
                                          convt_infer, NULL, NULL, 0};
-const cir_opdef cir_op_mbblock = {"mbblock", 0, 7, 7, 1, 1, NULL, mbblock_infer, NULL, NULL, 0};
+const cir_opdef cir_op_mbblock = {"mbblock", CIR_OPF_TAKES_ACT | CIR_OPF_TAKES_RESIDUAL, 7, 7, 1, 1, NULL, mbblock_infer, NULL, NULL, 0};

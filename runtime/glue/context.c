@@ -1,4 +1,4 @@
-/* model.c -- the entry points every compiled model shares (cuvil_glue.h): the context, its
+/* context.c -- the entry points every compiled model shares (cuvil_glue.h): the context, its
  * memory and threads, the checks of the caller's arguments and dims, the messages.
  *
  * A model's <prefix>_create/run/run_shapes/errmsg/destroy forward here with its table. What
@@ -8,6 +8,7 @@
 #if defined(__linux__) && !defined(_DEFAULT_SOURCE)
 #define _DEFAULT_SOURCE   /* madvise, under -std=c11 */
 #endif
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,6 +70,11 @@ CUVIL_RT_BASELINE static cuvil_status cpu_lacks(cuvil_model *m, const char *f, s
     return CUVIL_ERR_UNSUPPORTED;
 }
 
+CUVIL_RT_BASELINE static cuvil_status no_external_weights(cuvil_model *m, const char *path) {
+    cuvil_glue_set_err(m, "external weights are not supported by this model", path);
+    return CUVIL_ERR_UNSUPPORTED;
+}
+
 /* a + b rounded up to 64, or SIZE_MAX when it overflows */
 CUVIL_RT_BASELINE static size_t add64(size_t a, size_t b) {
     size_t s = a + b;
@@ -93,9 +99,11 @@ CUVIL_RT_BASELINE cuvil_status cuvil_glue_create(const cuvil_glue_table *t, cons
         cuvil_model *m = (cuvil_model *)base;
         memset(m, 0, sizeof *m);
         m->t = t;
+        m->weights = t->weights;
         *out = m;
         if (lacks) return cpu_lacks(m, lacks, lacks_n);
         if (t->scratch_need() > t->scratch_bytes) return CUVIL_ERR_INTERNAL;   /* a runtime with another blocking */
+        if (opts->weights_path) return no_external_weights(m, opts->weights_path);
         size_t need = add64(add64(context, arena), scratch);
         if (need == SIZE_MAX || need > end - base) {
             cuvil_glue_set_err(m, "the buffer is smaller than the model needs (see its header's BUFFER_BYTES)", NULL);
@@ -109,7 +117,6 @@ CUVIL_RT_BASELINE cuvil_status cuvil_glue_create(const cuvil_glue_table *t, cons
         m->dims = (int64_t *)(base + CUVIL_GLUE_CONTEXT_BYTES);
         m->arena = (unsigned char *)base + context;
         m->scratch = m->arena + arena;
-        m->weights = t->weights;
         return CUVIL_OK;
     }
     void *(*alloc)(size_t, size_t, void *) = opts && opts->alloc ? opts->alloc : default_alloc;
@@ -118,26 +125,24 @@ CUVIL_RT_BASELINE cuvil_status cuvil_glue_create(const cuvil_glue_table *t, cons
     if (!m) return CUVIL_ERR_NOMEM;
     memset(m, 0, sizeof *m);
     m->t = t;
+    m->weights = t->weights;
     m->free = opts && opts->alloc ? opts->free : default_free;
     m->user = user;
     m->dims = (int64_t *)((unsigned char *)m + CUVIL_GLUE_CONTEXT_BYTES);
     *out = m;
     if (lacks) return cpu_lacks(m, lacks, lacks_n);
     if (t->scratch_need() > t->scratch_bytes) return CUVIL_ERR_INTERNAL;   /* a runtime with another blocking */
-    if (opts && opts->weights_path) {
-        cuvil_glue_set_err(m, "external weights are not supported by this model", opts->weights_path);
-        return CUVIL_ERR_UNSUPPORTED;
-    }
+    if (opts && opts->weights_path) return no_external_weights(m, opts->weights_path);
     int threads = opts && opts->n_threads > 1 ? opts->n_threads : 1;
     if (threads > CUVIL_MAX_THREADS) {
         snprintf(m->err, sizeof m->err, "n_threads is %d, over the runtime's limit of %d (CUVIL_MAX_THREADS)", threads,
                  CUVIL_MAX_THREADS);
         return CUVIL_ERR_INVALID_ARG;
     }
-    /* the arena, then a scratch slice per thread */
-    size_t bytes = scratch && (size_t)threads > (SIZE_MAX - 64 - arena) / scratch ? SIZE_MAX
-                                                                                 : arena + scratch * (size_t)threads + 64;
-    m->arena = bytes == SIZE_MAX ? NULL : alloc(bytes, 64, user);
+    /* the arena, then a scratch slice per thread (sizes no address space holds: out of memory) */
+    bool fits = arena != SIZE_MAX && scratch != SIZE_MAX && arena <= SIZE_MAX - 64 &&
+                (!scratch || (size_t)threads <= (SIZE_MAX - 64 - arena) / scratch);
+    m->arena = fits ? alloc(arena + scratch * (size_t)threads + 64, 64, user) : NULL;
     if (!m->arena) {
         cuvil_glue_set_err(m, "out of memory allocating the activation arena", NULL);
         return CUVIL_ERR_NOMEM;
@@ -148,10 +153,11 @@ CUVIL_RT_BASELINE cuvil_status cuvil_glue_create(const cuvil_glue_table *t, cons
         if (!m->pool) {
             cuvil_glue_set_err(m, "cannot start the context's threads (out of memory, or a runtime built without threads)",
                                NULL);
+            m->free(m->arena, m->user);   /* a context that failed has no arena: run() refuses it */
+            m->arena = m->scratch = NULL;
             return CUVIL_ERR_NOMEM;
         }
     }
-    m->weights = t->weights;
     return CUVIL_OK;
 }
 
