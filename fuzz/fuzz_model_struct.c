@@ -236,9 +236,10 @@ static void mutate_name(Onnx__ModelProto *m) {
         }
         for (size_t i = 0; i < g->n_node; i++)
             for (size_t j = 0; j < g->node[i]->n_input; j++)
-                if (!strcmp(g->node[i]->input[j], old)) set_string(&g->node[i]->input[j], copy_string(neu));
-        for (size_t i = 0; i < g->n_output; i++)
-            if (!strcmp(g->output[i]->name, old)) set_string(&g->output[i]->name, copy_string(neu));
+                if (g->node[i]->input[j] && !strcmp(g->node[i]->input[j], old))
+                    set_string(&g->node[i]->input[j], copy_string(neu));
+        for (size_t i = 0; i < g->n_output; i++)   /* (a graph output may have no name) */
+            if (g->output[i]->name && !strcmp(g->output[i]->name, old)) set_string(&g->output[i]->name, copy_string(neu));
         set_string(&n->output[o], neu);
         free(old);
         break;

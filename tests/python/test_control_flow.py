@@ -409,3 +409,25 @@ def test_loop_iteration_number_is_a_bounded_symbol(tmp_path):
     assert sc.shape == (0, 3) and np.array_equal(s, np.zeros(3, np.float32))
     with pytest.raises(cuvil.CuvilError, match=r"more iterations than its trip count's bound"):
         model(**feeds(5))
+
+
+def test_subgraph_reading_its_own_nodes_output_is_refused(tmp_path):
+    """An If's branch or a Loop's body that reads an output of that same If or Loop is a cycle:
+    refused by name, not taken for an outer value (found by fuzz_model_struct)."""
+    br = lambda nm: helper.make_graph([helper.make_node("Neg", ["y"], [nm + "_o"], name=nm + "_neg")], nm, [],  # noqa: E731
+                                      [helper.make_tensor_value_info(nm + "_o", TensorProto.FLOAT, [2])])
+    ifm = tl.onnx_graph_model(tmp_path / "ifc.onnx", [helper.make_node("If", ["c"], ["y"], then_branch=br("t"),
+                                                                        else_branch=br("e"))],
+                              [helper.make_tensor_value_info("c", TensorProto.BOOL, [])], [("y", TensorProto.FLOAT)])
+    tl.assert_clean_failure(tl.compile_raw(ifm, tmp_path / "ifc.so"), mentions=["t_neg", "'y'", "cycle"])
+    body = helper.make_graph([helper.make_node("Identity", ["cond"], ["cond_o"]),
+                              helper.make_node("Add", ["s", "out"], ["s_o"], name="body_add")], "body",
+                             [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                              helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
+                              helper.make_tensor_value_info("s", TensorProto.FLOAT, [2])],
+                             [helper.make_tensor_value_info("cond_o", TensorProto.BOOL, []),
+                              helper.make_tensor_value_info("s_o", TensorProto.FLOAT, [2])])
+    lpm = tl.onnx_graph_model(tmp_path / "lpc.onnx", [helper.make_node("Loop", ["m", "", "x"], ["out"], body=body)],
+                              [helper.make_tensor_value_info("m", TensorProto.INT64, []),
+                               helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])], [("out", TensorProto.FLOAT)])
+    tl.assert_clean_failure(tl.compile_raw(lpm, tmp_path / "lpc.so"), mentions=["body_add", "'out'", "cycle"])

@@ -567,6 +567,10 @@ static void unsup_free(unsup_list *u) {
 
 static cuvil_status load_nodes(loader *L, const Onnx__GraphProto *gp);
 
+/* L->names' mark of an output of the If, Loop or Scan whose subgraphs are loading: out of
+ * their scope (a subgraph reading it would be a cycle). */
+#define OWN_OUTPUT (-2)
+
 /* The most control-flow bodies inside each other: the loader recurses once per level. */
 #define MAX_REGION_DEPTH 16
 
@@ -861,7 +865,10 @@ static cuvil_status load_nodes(loader *L, const Onnx__GraphProto *gp) {
             in[j] = cuvil_map_get(&L->names, iname);
             if (in[j] >= 0) continue;
             int at = cuvil_map_get(&L->later, iname);
-            if (at == (int)i)
+            if (in[j] == OWN_OUTPUT)
+                s = cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: input '%s' is an output of the If, Loop or Scan whose subgraph "
+                              "holds this node (a cycle)", desc, iname);
+            else if (at == (int)i)
                 s = cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: input '%s' is the node's own output (a cycle)", desc, iname);
             else if (at > (int)i)
                 s = cuvil_err(L->ctx, CUVIL_ERR_MODEL,
@@ -888,13 +895,20 @@ static cuvil_status load_nodes(loader *L, const Onnx__GraphProto *gp) {
         }
         if (s) break;
         if (!supported) continue;   /* reported with the others once every node is read */
-        if (!*domain && (!strcmp(op, "Loop") || !strcmp(op, "Scan"))) {
-            if ((s = load_loop(L, np, desc, name, op, opset, in, out))) break;
-            continue;
-        }
+        bool is_loop = !*domain && (!strcmp(op, "Loop") || !strcmp(op, "Scan")), is_if = !*domain && !strcmp(op, "If");
+        /* the node's own outputs are not values its subgraphs may read (that would be a cycle):
+         * out of scope while they load */
+        for (size_t j = 0; (is_loop || is_if) && j < np->n_output && !s; j++)
+            if (out[j] >= 0 && !cuvil_map_put(&L->names, np->output[j], OWN_OUTPUT))
+                s = cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
         int n_in = (int)np->n_input, regions[2] = {0, 0};
-        bool is_if = !*domain && !strcmp(op, "If");
-        if (is_if && (s = load_if(L, np, desc, &in, &n_in, regions))) break;
+        if (!s && is_loop) s = load_loop(L, np, desc, name, op, opset, in, out);
+        else if (!s && is_if) s = load_if(L, np, desc, &in, &n_in, regions);
+        for (size_t j = 0; (is_loop || is_if) && j < np->n_output && !s; j++)
+            if (out[j] >= 0 && !cuvil_map_put(&L->names, np->output[j], out[j]))
+                s = cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
+        if (s) break;
+        if (is_loop) continue;
         onnx_node on = {.op = op, .name = name, .desc = desc, .opset = opset, .n_in = n_in,
                         .n_out = (int)np->n_output, .in = in, .out = out};
         on.attrs = cuvil_arena_alloc(&g->arena, sizeof(onnx_attr) * (np->n_attribute + 1));
