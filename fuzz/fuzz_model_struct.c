@@ -109,12 +109,15 @@ static const char *const op_names[] = {
     "Conv", "ConvTranspose", "BatchNormalization", "Relu", "Clip", "Add", "Mul", "Div", "MaxPool", "AveragePool",
     "GlobalAveragePool", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Concat", "Gemm", "MatMul", "Shape",
     "Slice", "Split", "Softmax", "Gather", "Cast", "Pad", "ReduceMean", "ReduceSum", "Resize", "Upsample",
-    "ConstantOfShape", "Range", "Expand", "Equal", "Where", "Tile", "Sum", "Constant", "Identity", "Size", "Sigmoid"};
+    "ConstantOfShape", "Range", "Expand", "Equal", "Where", "Tile", "Sum", "Constant", "Identity", "Size", "Sigmoid",
+    "SequenceEmpty", "SequenceConstruct", "SequenceInsert", "SequenceErase", "SequenceAt", "SequenceLength",
+    "SplitToSequence", "ConcatFromSequence"};
 
 static const char *const attr_names[] = {"axis", "axes", "pads", "strides", "dilations", "kernel_shape", "group",
                                          "perm", "to", "mode", "auto_pad", "alpha", "beta", "transA", "transB",
                                          "keepdims", "epsilon", "split", "value", "ceil_mode", "allowzero", "starts",
-                                         "ends", "scales", "output_shape", "output_padding", "num_outputs", "bogus"};
+                                         "ends", "scales", "output_shape", "output_padding", "num_outputs", "new_axis", "dtype",
+                                         "bogus"};
 
 /* ===== mutations =========================================================================== */
 static void mutate_dim(Onnx__ModelProto *m) {

@@ -118,8 +118,8 @@ def run_case(case: Path, build: Path, work: Path) -> tuple[str, str]:
             if d.dim_param:
                 dims[d.dim_param] = n
     args = [str(build / "bin" / "cuvil-compile"), "--model", str(model), "--output", str(so)]
-    for k, v in dims.items():
-        args += ["--dim", f"{k}={v}"]
+    for k, v in dims.items():   # (a fixed --dim is positive: an empty dim as the range 0..1, run at 0)
+        args += ["--dim", f"{k}={v}" if v else f"{k}=0:1"]
     p = subprocess.run(args, capture_output=True, text=True, errors="replace", timeout=600, cwd=work)
     if p.returncode < 0 or "Sanitizer" in p.stderr:
         return "crashed", f"cuvil-compile: {p.stderr.strip()[:300]}"

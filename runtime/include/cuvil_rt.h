@@ -721,6 +721,41 @@ int64_t cuvil_nonzero(int t, const void *x, int ndim, const int64_t *dims, int64
 /* How many of the n elements of x (type t) are non-zero, as cuvil_nonzero counts them. */
 int64_t cuvil_nonzero_count(int t, const void *x, int64_t n);
 
+/* ===== Sequences of tensors (src/ir/ops/op_seq.c) ===================================== */
+/* A sequence is one block: int64 header [count, then each element's `rank` dims], hdr bytes,
+ * then cap slots of slot bytes (an element's data at hdr + i * slot, dense row-major). The
+ * element size is esize. Positions (pos_t: 0 none, CUVIL_T_I32 or CUVIL_T_I64; pos a pointer
+ * to the one value) count from the end when negative. Each returns 1, writing nothing
+ * usable, when a position is out of range or the data breaks the op's rules (below). */
+typedef struct cuvil_seq_params {
+    int64_t cap;     /* slots */
+    int rank;
+    int64_t hdr, slot, esize;
+} cuvil_seq_params;
+
+/* Element i's dims (p->rank of them) in sequence S. */
+static inline int64_t *cuvil_seq_dims(const cuvil_seq_params *p, void *S, int64_t i) {
+    return (int64_t *)S + 1 + i * p->rank;
+}
+/* O holds element i = x (dims xd), the count set to n. */
+void cuvil_seq_put(const cuvil_seq_params *p, void *O, int64_t n, int64_t i, const void *x, const int64_t *xd);
+/* O (params po) = S (pi) with x (dims xd) inserted before pos (default: the end), in -n..n. */
+int cuvil_seq_insert(const cuvil_seq_params *pi, const void *S, const cuvil_seq_params *po, void *O, const void *x,
+                     const int64_t *xd, int pos_t, const void *pos);
+/* O = S without the element at pos (default: the last), in -n..n-1. */
+int cuvil_seq_erase(const cuvil_seq_params *pi, const void *S, const cuvil_seq_params *po, void *O, int pos_t,
+                    const void *pos);
+/* y = a copy of the element at pos (in -n..n-1), its dims into yd. */
+int cuvil_seq_at(const cuvil_seq_params *p, const void *S, int pos_t, const void *pos, void *y, int64_t *yd);
+/* O = x (dims xd, rank r) cut along axis into n pieces: lens[i] (from split, type split_t, n
+ * values, when lens is NULL; each >= 0, summing to the axis's length), without the axis when
+ * drop (pieces of 1). */
+int cuvil_seq_split(const cuvil_seq_params *po, void *O, const void *x, const int64_t *xd, int r, int axis, int64_t n,
+                    const int64_t *lens, int split_t, const void *split, int drop);
+/* y = S's elements joined along axis (stack: on a new axis there); every other dim must
+ * agree; yd gets y's dims. */
+int cuvil_seq_concat(const cuvil_seq_params *p, const void *S, int axis, int stack, void *y, int64_t *yd);
+
 /* OneHot: indices idx (numeric type t; a float truncated) viewed as [outer, inner]; y [outer,
  * depth, inner] of es-byte elements gets values[1] (on) where the index (negative ones from
  * -depth counting from the end) equals the position along depth, else values[0] (off): an

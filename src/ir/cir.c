@@ -80,6 +80,7 @@ int cir_value_add(cir_graph *g, const char *name, cir_value_kind kind) {
     v->name = copy;
     v->kind = kind;
     v->ndim = -1;
+    v->seq_n = -1;
     v->producer = -1;
     v->output_index = -1;
     v->decl_ndim = -1;
@@ -229,7 +230,16 @@ int64_t cir_numel(const cir_value *v) {
     return n;
 }
 
+size_t cir_seq_hdr_bytes(const cir_value *v) {
+    return ((size_t)8 * (1 + (size_t)v->seq_n * (size_t)(v->ndim > 0 ? v->ndim : 0)) + 63) / 64 * 64;
+}
+
+size_t cir_seq_slot_bytes(const cir_value *v) {
+    return v->ndim < 0 ? 0 : ((size_t)cir_numel(v) * cir_dtype_size(v->dtype) + 63) / 64 * 64;
+}
+
 size_t cir_nbytes(const cir_value *v) {
+    if (v->seq_n >= 0) return cir_seq_hdr_bytes(v) + (size_t)v->seq_n * cir_seq_slot_bytes(v);
     return (size_t)cir_numel(v) * cir_dtype_size(v->dtype);
 }
 
@@ -239,6 +249,8 @@ void cir_set_shape(cir_value *v, cir_dtype dtype, int ndim, const int64_t *dims)
     CUVIL_ASSERT(ndim >= 0 && ndim <= CIR_MAX_DIMS);
     v->dtype = dtype;
     v->ndim = ndim;
+    v->seq_n = -1;   /* a tensor (op_seq.c makes sequences after) */
+    v->seq_same = 0;
     for (int i = 0; i < CIR_MAX_DIMS; i++) {
         v->dims[i] = i < ndim ? dims[i] : 0;
         v->dim_sym[i] = -1;

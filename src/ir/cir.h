@@ -117,6 +117,14 @@ typedef struct cir_value {
      * of the symbols (a Shape of a symbolic value, arithmetic on it): its elements in
      * row-major order, or NULL. What a Reshape, Slice or Expand reads its target from. */
     const cir_dim **sval;
+    /* seq_n >= 0: a sequence (ONNX seq(tensor)) of seq_n tensors of type dtype and rank ndim
+     * (-1 while it has none); dims[d] bounds dim d over its elements, and dx[d] is every
+     * element's dim d where bit d of seq_same is set. Stored as a block (cir_seq_hdr_bytes): a
+     * header of int64s (the count, then each element's dims), then a slot per element with
+     * room for the bounds. -1: a tensor (every other value). */
+    int seq_n;
+    uint32_t seq_same;
+#define CIR_SEQ_MAX 1024   /* elements a sequence may hold */
     void *data;                /* CIR_VAL_CONST: dense row-major data, owned by the graph */
     int producer;              /* node id, -1 for inputs and constants */
     int n_uses;                /* computed by cir_graph_count_uses() */
@@ -420,7 +428,10 @@ cuvil_status cir_require_le(cir_graph *g, const cir_node *n, const cir_dim *a, c
 cuvil_status cir_dim_err(cir_graph *g, const cir_node *n, const char *what);
 
 int64_t cir_numel(const cir_value *v);
-size_t cir_nbytes(const cir_value *v);
+size_t cir_nbytes(const cir_value *v);   /* a sequence's: its whole block */
+/* A sequence's block: the header's bytes (64-aligned) and one element's slot (64-aligned). */
+size_t cir_seq_hdr_bytes(const cir_value *v);
+size_t cir_seq_slot_bytes(const cir_value *v);
 bool cir_is_const(const cir_value *v);
 /* Sets v's dtype and shape (dims copied, symbols cleared). */
 void cir_set_shape(cir_value *v, cir_dtype dtype, int ndim, const int64_t *dims);

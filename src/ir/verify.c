@@ -41,7 +41,7 @@ cuvil_status cir_verify(cir_graph *g, bool shapes, const char *after_pass) {
                 st = cuvil_err(g->ctx, CUVIL_ERR_INTERNAL,
                                "verify after %s: %s: output '%s' is an input or constant", when,
                                cir_node_desc(n, desc, sizeof desc), val->name);
-            else if (shapes && (val->ndim < 0 || val->dtype == CIR_UNDEF))
+            else if (shapes && ((val->ndim < 0 && val->seq_n < 0) || val->dtype == CIR_UNDEF))
                 st = cuvil_err(g->ctx, CUVIL_ERR_INTERNAL, "verify after %s: %s: output '%s' has no shape",
                                when, cir_node_desc(n, desc, sizeof desc), val->name);
             defined[v] = 1;

@@ -179,6 +179,12 @@ cuvil_status cuvil_pass_shape_infer(cir_graph *g, const cuvil_options *o) {
         }
         g->half_input = false;
         cuvil_status s = cir_node_check_attrs(g, n);
+        for (int j = 0; !s && j < n->n_in && !cir_op_reads_seq(n->kind); j++) {
+            const cir_value *v = cir_in(g, n, j);
+            if (v && v->seq_n >= 0)
+                s = cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' is a sequence; Cuvil takes sequences into the "
+                                 "Sequence ops, SplitToSequence and ConcatFromSequence only", v->name);
+        }
         if (!s && g->symdims && !(n->def->flags & CIR_OPF_SYM_DIMS) && takes_symbolic(g, n, true))
             return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "takes symbolic dims, which op %s cannot take (fix them with "
                                 "--dim NAME=N)", n->def->name);
@@ -206,7 +212,7 @@ cuvil_status cuvil_pass_shape_infer(cir_graph *g, const cuvil_options *o) {
         for (int j = 0; j < n->n_out; j++) {
             cir_value *v = cir_val(g, n->out[j]);
             if (!v) continue;
-            if (v->ndim < 0) return cir_node_err(g, n, CUVIL_ERR_INTERNAL, "output %d has no shape after infer", j);
+            if (v->ndim < 0 && v->seq_n < 0) return cir_node_err(g, n, CUVIL_ERR_INTERNAL, "output %d has no shape after infer", j);
             v->producer = i;
             /* every shape that enters the IR is bounded: later size arithmetic cannot overflow */
             if ((s = check_declared(g, n, v)) || (s = cir_check_shape(g, n, v))) return s;
@@ -219,6 +225,12 @@ cuvil_status cuvil_pass_shape_infer(cir_graph *g, const cuvil_options *o) {
             cuvil_fold_wanted(g, n) &&
             (s = cuvil_fold_node(g, n)))
             return s;
+    }
+    for (int i = 0; i < g->n_outputs; i++) {
+        const cir_value *v = cir_val(g, g->outputs[i]);
+        if (v->seq_n >= 0)
+            return cuvil_err(g->ctx, CUVIL_ERR_UNSUPPORTED, "graph output '%s' is a sequence; a compiled model's inputs and "
+                             "outputs are tensors (take its elements out with SequenceAt or ConcatFromSequence)", v->name);
     }
     return CUVIL_OK;
 }

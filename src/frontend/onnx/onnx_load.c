@@ -971,6 +971,7 @@ static cuvil_status load_value_info(loader *L, const Onnx__GraphProto *gp) {
         if (id < 0) continue;   /* describes a value the graph does not have: ignored, as ONNX Runtime does */
         cir_value *v = cir_val(L->g, id);
         if (v->kind != CIR_VAL_ACT || v->output_index >= 0) continue;
+        if (vi->type && vi->type->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE) continue;   /* (op_seq.c checks) */
         decl d;
         cuvil_status s = read_decl(L, vi, "value_info", &d);
         if (s) return s;

@@ -346,6 +346,15 @@ static cuvil_status map_cast(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
     return add_node(m, on, kind, on->n_in, on->in, on->n_out, on->out, set, n_set, ignore);
 }
 
+/* SequenceEmpty: its dtype attribute, an element type as Cast's `to` is. */
+static cuvil_status map_seq_empty(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
+    onnx_attr *dt = attr(on, "dtype");
+    cuvil_attr set[1];
+    int n_set = 0;
+    if (dt) set[n_set++] = (cuvil_attr){.name = "dtype", .type = CUVIL_ATTR_INT, .i = dt->a.i};
+    return add_node(m, on, kind, on->n_in, on->in, on->n_out, on->out, set, n_set, NULL);
+}
+
 /* Resize-10 and Upsample: asymmetric coordinates, ONNX Runtime's "simple" nearest rounding. */
 static cuvil_status map_resize(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
     bool upsample = !strcmp(on->op, "Upsample");
@@ -499,6 +508,14 @@ static const op_map table[] = {
     {"CumSum", 11, CIR_OP_CUMSUM, NULL},
     {"TopK", 10, CIR_OP_TOPK, NULL},
     {"NonZero", 9, CIR_OP_NONZERO, NULL},
+    {"SequenceEmpty", 11, CIR_OP_SEQ_EMPTY, map_seq_empty},
+    {"SequenceConstruct", 11, CIR_OP_SEQ_CONSTRUCT, NULL},
+    {"SequenceInsert", 11, CIR_OP_SEQ_INSERT, NULL},
+    {"SequenceErase", 11, CIR_OP_SEQ_ERASE, NULL},
+    {"SequenceAt", 11, CIR_OP_SEQ_AT, NULL},
+    {"SequenceLength", 11, CIR_OP_SEQ_LENGTH, NULL},
+    {"SplitToSequence", 11, CIR_OP_SPLIT_TO_SEQ, NULL},
+    {"ConcatFromSequence", 11, CIR_OP_CONCAT_FROM_SEQ, NULL},
     {"Compress", 9, CIR_OP_COMPRESS, NULL},
     {"NonMaxSuppression", 10, CIR_OP_NMS, NULL},
     {"OneHot", 9, CIR_OP_ONEHOT, NULL},

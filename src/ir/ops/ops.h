@@ -291,6 +291,16 @@ cuvil_status op_onehot_layout(cir_graph *g, cir_node *n, int *axis, const cir_di
 /* non_max_suppression: the checks, and the batches, classes and boxes as expressions. */
 cuvil_status op_nms_layout(cir_graph *g, cir_node *n, const cir_dim **b, const cir_dim **c, const cir_dim **k);
 cuvil_status op_topk_params(cir_graph *g, cir_node *n, cuvil_topk_params *p, int *axis, const cir_dim **kx);
+/* Whether op k takes a sequence as an input (op_seq.c); no other does. */
+static inline bool cir_op_reads_seq(cir_op_kind k) {
+    return k == CIR_OP_SEQ_INSERT || k == CIR_OP_SEQ_ERASE || k == CIR_OP_SEQ_AT || k == CIR_OP_SEQ_LENGTH ||
+           k == CIR_OP_CONCAT_FROM_SEQ;
+}
+/* split_to_seq: the axis, the count of pieces and each one's length (-1: read when the model
+ * runs; lens has room for CIR_SEQ_MAX), and whether a piece of 1 keeps the axis. */
+cuvil_status op_split_to_seq_layout(cir_graph *g, cir_node *n, int *axis, int64_t *count, int64_t *lens, int *keep);
+/* concat_from_seq: the checks and the axis (of the output when stacking). */
+cuvil_status op_concat_from_seq_axis(cir_graph *g, cir_node *n, int *axis);
 /* clip runs on cuvil_clip_t (bounds computed at run time, or integer input), not as an activation. */
 bool op_clip_typed(cir_graph *g, const cir_node *n);
 /* is_nan / is_inf: the CUVIL_CLASS_* bits the node detects. */
