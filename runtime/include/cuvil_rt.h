@@ -745,16 +745,19 @@ int cuvil_seq_insert(const cuvil_seq_params *pi, const void *S, const cuvil_seq_
 /* O = S without the element at pos (default: the last), in -n..n-1. */
 int cuvil_seq_erase(const cuvil_seq_params *pi, const void *S, const cuvil_seq_params *po, void *O, int pos_t,
                     const void *pos);
-/* y = a copy of the element at pos (in -n..n-1), its dims into yd. */
-int cuvil_seq_at(const cuvil_seq_params *p, const void *S, int pos_t, const void *pos, void *y, int64_t *yd);
+/* y = a copy of the element at pos (in -n..n-1), its dims into yd; 1 (nothing copied) where a
+ * dim is over ycap's (the room planned for y). */
+int cuvil_seq_at(const cuvil_seq_params *p, const void *S, int pos_t, const void *pos, void *y, int64_t *yd,
+                 const int64_t *ycap);
 /* O = x (dims xd, rank r) cut along axis into n pieces: lens[i] (from split, type split_t, n
  * values, when lens is NULL; each >= 0, summing to the axis's length), without the axis when
  * drop (pieces of 1). */
 int cuvil_seq_split(const cuvil_seq_params *po, void *O, const void *x, const int64_t *xd, int r, int axis, int64_t n,
                     const int64_t *lens, int split_t, const void *split, int drop);
 /* y = S's elements joined along axis (stack: on a new axis there); every other dim must
- * agree; yd gets y's dims. */
-int cuvil_seq_concat(const cuvil_seq_params *p, const void *S, int axis, int stack, void *y, int64_t *yd);
+ * agree; yd gets y's dims; 1 (nothing copied) where a dim of y is over ycap's. */
+int cuvil_seq_concat(const cuvil_seq_params *p, const void *S, int axis, int stack, void *y, int64_t *yd,
+                     const int64_t *ycap);
 
 /* OneHot: indices idx (numeric type t; a float truncated) viewed as [outer, inner]; y [outer,
  * depth, inner] of es-byte elements gets values[1] (on) where the index (negative ones from

@@ -207,3 +207,31 @@ def test_onnx_sequence_models_pass(tmp_path):
     res = json.loads(out.read_text())
     assert len(res) == 8, sorted(res)
     assert all(v["status"] == "pass" for v in res.values()), res
+
+
+def test_found_size_over_the_declared_room_fails_cleanly(tmp_path):
+    """SequenceAt's output dim that the elements do not share is planned at the graph output's
+    declared size (2) where that is smaller than the largest element's (5): taking the larger
+    element fails the run by name instead of writing past the output; so does joining more
+    than the declared length along ConcatFromSequence's axis."""
+    import onnx
+    g = helper.make_graph(
+        [helper.make_node("SequenceConstruct", ["x", "z"], ["s"]),
+         helper.make_node("SequenceAt", ["s", "p"], ["y"], name="at_node"),
+         helper.make_node("SequenceConstruct", ["z", "w"], ["s2"]),
+         helper.make_node("ConcatFromSequence", ["s2"], ["c"], axis=0, name="cat_node")], "g",
+        [_vi("x", F, [5]), _vi("z", F, [2]), _vi("w", F, ["k"]), _vi("p", I64, [])],
+        [_vi("y", F, [2]), _vi("c", F, [4])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    path = tmp_path / "room.onnx"
+    onnx.save(m, path)
+    model = cuvil.load(tl.compile(path, tmp_path / "build", dims={"k": "1:6"}))
+    x, z = np.arange(5, dtype=np.float32), np.array([7, 8], np.float32)
+    y, c = model(x=x, z=z, w=np.array([1, 2], np.float32), p=np.array(1, np.int64))
+    np.testing.assert_array_equal(y, z)
+    np.testing.assert_array_equal(c, [7, 8, 1, 2])
+    with pytest.raises(cuvil.CuvilError, match="at_node"):
+        model(x=x, z=z, w=np.array([1, 2], np.float32), p=np.array(0, np.int64))
+    with pytest.raises(cuvil.CuvilError, match="cat_node"):
+        model(x=x, z=z, w=np.arange(5, dtype=np.float32), p=np.array(1, np.int64))

@@ -341,7 +341,96 @@ static void test_gather(void) {
         }
 }
 
+/* ---- Sequences ------------------------------------------------------------------------- */
+/* Blocks sized exactly (malloc'd: ASan sees a byte past them): elements of [r, 3] float with r
+ * up to 4; insert, erase and at at every position, split by lengths, concat and stack, and
+ * the refusals (a position out of range, lengths that do not sum, an output over its room). */
+static void test_sequences(void) {
+    const cuvil_seq_params p3 = {3, 2, 64, 64, 4}, p4 = {4, 2, 128, 64, 4}, p2 = {2, 2, 64, 64, 4};
+    float x[3][12], w[12];
+    int64_t xd[3][2] = {{2, 3}, {1, 3}, {4, 3}}, wd[2] = {3, 3};
+    for (int i = 0; i < 3; i++)
+        for (int k = 0; k < 12; k++) x[i][k] = (float)(100 * i + k);
+    for (int k = 0; k < 12; k++) w[k] = (float)(-1 - k);
+    unsigned char *S = malloc(64 + 3 * 64), *O = malloc(128 + 4 * 64), *E = malloc(64 + 2 * 64);
+    for (int i = 0; i < 3; i++) cuvil_seq_put(&p3, S, 3, i, x[i], xd[i]);
+    for (int64_t pos = -5; pos <= 5; pos++) {   /* insert w before pos, then read every element back */
+        int bad = cuvil_seq_insert(&p3, S, &p4, O, w, wd, CUVIL_T_I64, &pos);
+        ktu_checks++;
+        if (bad != (pos < -3 || pos > 3)) ktu_fail("insert at %lld: returned %d", (long long)pos, bad);
+        if (bad) continue;
+        int64_t at = pos < 0 ? pos + 3 : pos;
+        for (int64_t k = 0; k < 4; k++) {
+            float y[12];
+            int64_t yd[2], cap[2] = {4, 3};
+            int src = k < at ? (int)k : k == at ? -1 : (int)k - 1;
+            if (cuvil_seq_at(&p4, O, CUVIL_T_I64, &k, y, yd, cap)) ktu_fail("at %lld after insert", (long long)k);
+            const int64_t *d = src < 0 ? wd : xd[src];
+            ktu_checks++;
+            if (yd[0] != d[0] || yd[1] != 3) ktu_fail("insert at %lld: element %lld dims", (long long)pos, (long long)k);
+            check_bytes(y, src < 0 ? w : x[src], (size_t)(d[0] * 3 * 4), "an element after insert");
+        }
+    }
+    for (int32_t pos = -4; pos <= 3; pos++) {   /* erase pos, then the first remaining element */
+        int bad = cuvil_seq_erase(&p3, S, &p2, E, CUVIL_T_I32, &pos);
+        ktu_checks++;
+        if (bad != (pos < -3 || pos > 2)) ktu_fail("erase at %d: returned %d", pos, bad);
+        if (bad) continue;
+        int at = pos < 0 ? pos + 3 : pos, first = at == 0 ? 1 : 0;
+        float y[12];
+        int64_t yd[2], cap[2] = {4, 3}, zero = 0;
+        if (cuvil_seq_at(&p2, E, CUVIL_T_I64, &zero, y, yd, cap)) ktu_fail("at 0 after erase");
+        check_bytes(y, x[first], (size_t)(xd[first][0] * 12), "the first element after erase");
+    }
+    float y[12];
+    int64_t yd[2], small[2] = {1, 3}, two = 2, big = INT64_MIN;
+    ktu_checks += 2;
+    if (!cuvil_seq_at(&p3, S, CUVIL_T_I64, &two, y, yd, small)) ktu_fail("at: an element over the room was copied");
+    if (!cuvil_seq_at(&p3, S, CUVIL_T_I64, &big, y, yd, small)) ktu_fail("at INT64_MIN was taken");
+    /* concat along axis 0: 2 + 1 + 4 rows */
+    float c[7 * 3], want[7 * 3];
+    int64_t cd[2], ccap[2] = {7, 3}, ccap_small[2] = {6, 3};
+    memcpy(want, x[0], 24);
+    memcpy(want + 6, x[1], 12);
+    memcpy(want + 9, x[2], 48);
+    ktu_checks += 3;
+    if (cuvil_seq_concat(&p3, S, 0, 0, c, cd, ccap) || cd[0] != 7 || cd[1] != 3) ktu_fail("concat axis 0");
+    check_bytes(c, want, sizeof want, "concat axis 0");
+    if (!cuvil_seq_concat(&p3, S, 0, 0, c, cd, ccap_small)) ktu_fail("concat over its room");
+    if (!cuvil_seq_concat(&p3, S, 1, 0, c, cd, ccap)) ktu_fail("concat on axis 1 of elements of different rows");
+    /* split a [2, 5] by lengths 2, 0, 3 along axis 1, then stack pieces of 1 of a [2, 3] */
+    const cuvil_seq_params ps = {3, 2, 64, 64, 4};
+    float a[10];
+    for (int k = 0; k < 10; k++) a[k] = (float)k;
+    int64_t ad[2] = {2, 5}, lens[3] = {2, 0, 3}, bad_lens[3] = {2, 2, 2};
+    unsigned char *P = malloc(64 + 3 * 64);
+    ktu_checks += 2;
+    if (cuvil_seq_split(&ps, P, a, ad, 2, 1, 3, lens, 0, NULL, 0)) ktu_fail("split by lengths");
+    const float want2[6] = {2, 3, 4, 7, 8, 9};
+    int64_t two2 = 2, cap3[2] = {2, 5};
+    if (cuvil_seq_at(&ps, P, CUVIL_T_I64, &two2, y, yd, cap3) || yd[0] != 2 || yd[1] != 3) ktu_fail("the third piece");
+    check_bytes(y, want2, sizeof want2, "the third piece");
+    ktu_checks += 2;
+    if (!cuvil_seq_split(&ps, P, a, ad, 2, 1, 3, bad_lens, 0, NULL, 0)) ktu_fail("split: lengths over the axis");
+    int32_t neg[3] = {6, -1, 0};
+    if (!cuvil_seq_split(&ps, P, a, ad, 2, 1, 3, NULL, CUVIL_T_I32, neg, 0)) ktu_fail("split: a negative length");
+    const cuvil_seq_params pd = {5, 1, 64, 64, 4};
+    unsigned char *Q = malloc(64 + 5 * 64);
+    int64_t ones[5] = {1, 1, 1, 1, 1}, st_d[2], st_cap[2] = {2, 5};
+    float st[10];
+    ktu_checks += 2;
+    if (cuvil_seq_split(&pd, Q, a, ad, 2, 1, 5, ones, 0, NULL, 1)) ktu_fail("split into pieces of 1 without the axis");
+    if (cuvil_seq_concat(&pd, Q, 1, 1, st, st_d, st_cap) || st_d[0] != 2 || st_d[1] != 5) ktu_fail("stack on axis 1");
+    check_bytes(st, a, sizeof st, "split then stacked back");
+    free(S);
+    free(O);
+    free(E);
+    free(P);
+    free(Q);
+}
+
 int main(void) {
+    test_sequences();
     test_transpose();
     test_slice();
     test_pad();

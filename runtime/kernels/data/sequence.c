@@ -62,10 +62,13 @@ int cuvil_seq_erase(const cuvil_seq_params *pi, const void *S, const cuvil_seq_p
     return 0;
 }
 
-int cuvil_seq_at(const cuvil_seq_params *p, const void *S, int pos_t, const void *pos, void *y, int64_t *yd) {
+int cuvil_seq_at(const cuvil_seq_params *p, const void *S, int pos_t, const void *pos, void *y, int64_t *yd,
+                 const int64_t *ycap) {
     int64_t n = ((const int64_t *)S)[0], at = n ? position(pos_t, pos, 0, n, n - 1) : -1;
     if (at < 0 || !pos_t) return 1;
     memcpy(yd, (const int64_t *)S + 1 + at * p->rank, sizeof(int64_t) * (size_t)p->rank);
+    for (int k = 0; k < p->rank; k++)
+        if (yd[k] > ycap[k]) return 1;   /* over the room planned for the output */
     int64_t nb = elem_bytes(p, S, at);
     if (nb) memcpy(y, slot_of(p, S, at), (size_t)nb);
     return 0;
@@ -100,7 +103,8 @@ int cuvil_seq_split(const cuvil_seq_params *po, void *O, const void *x, const in
     return 0;
 }
 
-int cuvil_seq_concat(const cuvil_seq_params *p, const void *S, int axis, int stack, void *y, int64_t *yd) {
+int cuvil_seq_concat(const cuvil_seq_params *p, const void *S, int axis, int stack, void *y, int64_t *yd,
+                     const int64_t *ycap) {
     int64_t n = ((const int64_t *)S)[0];
     if (n < 1) return 1;
     const int64_t *d0 = (const int64_t *)S + 1;
@@ -122,6 +126,8 @@ int cuvil_seq_concat(const cuvil_seq_params *p, const void *S, int axis, int sta
         int src = stack && k > axis ? k - 1 : k;
         yd[o++] = !stack && k == axis ? total : d0[src];
     }
+    for (int k = 0; k < p->rank + stack; k++)
+        if (yd[k] > ycap[k]) return 1;   /* over the room planned for the output */
     int64_t off = 0;
     for (int64_t i = 0; i < n; i++) {
         int64_t l = stack ? 1 : (d0 + i * p->rank)[axis];

@@ -12,6 +12,12 @@ static const char *seq_params(cg_ctx *cg, const cir_value *v) {
 /* A tensor's dims as an initialiser (a scalar's: one unused 1). */
 static const char *dims_of(cg_ctx *cg, const cir_value *x) { return cg_dims_init(cg, x->id, x->ndim > 0 ? x->ndim : 1); }
 
+/* The room planned for y: its dims' upper bounds (a size the run finds: its declared or --dim
+ * size where smaller than the elements'), as a static array. */
+static const char *out_cap(cg_ctx *cg, const cir_value *y) {
+    return cg_param(cg, "int64_t[]", "%s", cg_i64s(cg, y->dims, y->ndim > 0 ? y->ndim : 1));
+}
+
 /* pos_t and pos of the optional position input i */
 static void pos_args(cg_ctx *cg, cir_graph *g, cir_node *n, int i, const char **t, const char **p) {
     cir_value *v = cir_in(g, n, i);
@@ -64,9 +70,10 @@ cuvil_status cg_emit_seq(cg_ctx *cg, cir_graph *g, cir_node *n) {
     case CIR_OP_SEQ_AT: {
         cir_value *S = cir_in(g, n, 0);
         pos_args(cg, g, n, 1, &pt, &pp);
-        cg_printf(cg, "    int64_t yd[%d];\n    if (cuvil_seq_at(&%s, %s, %s, %s, %s, yd)) return 1;\n", y->ndim > 0 ? y->ndim : 1,
-                  seq_params(cg, S), cg_in(cg, S->id), pt, pp, cg_out(cg, y->id));
-        cg_fallible(cg, "its position is outside -n..n-1 (n: the sequence's length)");
+        cg_printf(cg, "    int64_t yd[%d];\n    if (cuvil_seq_at(&%s, %s, %s, %s, %s, yd, %s)) return 1;\n", y->ndim > 0 ? y->ndim : 1,
+                  seq_params(cg, S), cg_in(cg, S->id), pt, pp, cg_out(cg, y->id), out_cap(cg, y));
+        cg_fallible(cg, "its position is outside -n..n-1 (n: the sequence's length), or the element is larger than the "
+                        "output's declared or --dim size");
         found_dims(cg, g, n, y->ndim, -1);
         return CUVIL_OK;
     }
@@ -92,9 +99,11 @@ cuvil_status cg_emit_seq(cg_ctx *cg, cir_graph *g, cir_node *n) {
         cuvil_status s = op_concat_from_seq_axis(g, n, &axis);
         if (s) return s;
         cir_value *S = cir_in(g, n, 0);
-        cg_printf(cg, "    int64_t yd[%d];\n    if (cuvil_seq_concat(&%s, %s, %d, %d, %s, yd)) return 1;\n", y->ndim > 0 ? y->ndim : 1,
-                  seq_params(cg, S), cg_in(cg, S->id), axis, cir_attr_int(n, "new_axis") != 0, cg_out(cg, y->id));
-        cg_fallible(cg, "its elements differ in a dim other than the axis");
+        cg_printf(cg, "    int64_t yd[%d];\n    if (cuvil_seq_concat(&%s, %s, %d, %d, %s, yd, %s)) return 1;\n",
+                  y->ndim > 0 ? y->ndim : 1, seq_params(cg, S), cg_in(cg, S->id), axis, cir_attr_int(n, "new_axis") != 0,
+                  cg_out(cg, y->id), out_cap(cg, y));
+        cg_fallible(cg, "its elements differ in a dim other than the axis, or join to more than the output's declared or "
+                        "--dim size");
         found_dims(cg, g, n, y->ndim, axis);
         return CUVIL_OK;
     }

@@ -115,7 +115,7 @@ static cuvil_status tensor_inputs(cir_graph *g, cir_node *n, int from) {
 static cuvil_status position(cir_graph *g, cir_node *n, int i, int64_t lo, int64_t hi) {
     cir_value *p = cir_in(g, n, i);
     if (!p) return CUVIL_OK;
-    if ((p->dtype != CIR_I32 && p->dtype != CIR_I64) || cir_numel(p) != 1 || p->ndim > 1)
+    if ((p->dtype != CIR_I32 && p->dtype != CIR_I64) || cir_numel(p) != 1 || p->ndim > 1 || !cir_value_fixed(p))
         return cir_node_err(g, n, CUVIL_ERR_SHAPE, "position '%s' must be a scalar int32 or int64", p->name);
     if (cir_is_const(p)) {
         int64_t v = cir_const_i64(p, 0);
@@ -232,7 +232,7 @@ cuvil_status op_split_to_seq_layout(cir_graph *g, cir_node *n, int *axis, int64_
             return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "a scalar split needs it and the axis's length fixed");
         int64_t c = cir_const_i64(sp, 0);
         if (c < 1) return cir_node_err(g, n, CUVIL_ERR_SHAPE, "split %lld is not positive", (long long)c);
-        *count = len->hi ? (len->hi + c - 1) / c : 0;
+        *count = len->hi / c + (len->hi % c != 0);
         if (*count > CIR_SEQ_MAX)
             return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "%lld pieces; Cuvil takes at most %d", (long long)*count,
                                 CIR_SEQ_MAX);
