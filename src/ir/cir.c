@@ -495,6 +495,7 @@ static void put(char *buf, size_t len, size_t *o, const char *fmt, ...) {
 char *cir_shape_str(const cir_graph *g, const cir_value *v, char *buf, size_t len) {
     size_t o = 0;
     buf[0] = 0;
+    if (v->seq_n >= 0) put(buf, len, &o, "seq(%d)", v->seq_n);   /* its elements' type and dims ("<=": a bound) */
     put(buf, len, &o, "%s", cir_dtype_short(v->dtype));
     if (v->ndim < 0) {
         put(buf, len, &o, "[?]");
@@ -503,7 +504,9 @@ char *cir_shape_str(const cir_graph *g, const cir_value *v, char *buf, size_t le
     put(buf, len, &o, "[");
     for (int i = 0; i < v->ndim; i++) {
         if (i) put(buf, len, &o, ",");
-        if (v->dx[i]) {
+        if (v->seq_n >= 0 && !((v->seq_same >> i) & 1)) {
+            put(buf, len, &o, "<=%lld", (long long)v->dims[i]);
+        } else if (v->dx[i]) {
             cuvil_sb e = {0};
             cir_dim_print(&e, &g->dt, v->dx[i]);
             put(buf, len, &o, "%s", e.s ? e.s : "?");
