@@ -249,6 +249,35 @@ static void test_post_list(cuvil_ctx *ctx) {
     cir_graph_free(g);
 }
 
+/* The sequence ops with an omitted input (a graph built without the ONNX frontend's schema
+ * checks): refused by name, never read through a missing value. */
+static void test_seq_omitted_inputs(cuvil_ctx *ctx) {
+    static const struct {
+        cir_op_kind kind;
+        int n_in, in0, in1;
+    } cases[] = {{CIR_OP_SEQ_INSERT, 2, -1, 0}, {CIR_OP_SEQ_INSERT, 2, 1, -1}, {CIR_OP_SEQ_AT, 2, -1, 0},
+                 {CIR_OP_SEQ_ERASE, 1, -1, 0}, {CIR_OP_SEQ_LENGTH, 1, -1, 0}, {CIR_OP_CONCAT_FROM_SEQ, 1, -1, 0},
+                 {CIR_OP_SPLIT_TO_SEQ, 1, -1, 0}, {CIR_OP_SEQ_CONSTRUCT, 2, -1, 0}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        cir_graph *g = cir_graph_new(ctx);
+        int64_t d[1] = {2};
+        int x = add_input(g, "x", 1, d), s = add_act(g, "s"), y = add_act(g, "y");
+        node(g, CIR_OP_SEQ_CONSTRUCT, 1, (int[]){x}, s);   /* value 1: a sequence */
+        int ids[2] = {cases[k].in0 < 0 ? -1 : cases[k].in0 == 0 ? x : s, cases[k].in1 < 0 ? -1 : x};
+        cir_node *n = node(g, cases[k].kind, cases[k].n_in, ids, y);
+        if (cases[k].kind == CIR_OP_CONCAT_FROM_SEQ) attr_int(g, n, "axis", 0);
+        set_outputs(g, 1, (int[]){y});
+        cuvil_options o;
+        cuvil_options_init(&o);
+        cuvil_status st = cuvil_run_passes(g, &o);
+        CHECK(st != CUVIL_OK && st != CUVIL_ERR_INTERNAL, "case %zu (%s): status %d: %s", k, cir_op_def(cases[k].kind)->name,
+              (int)st, cuvil_errmsg(ctx));
+        cuvil_err_clear(ctx);
+        ctx->status = CUVIL_OK;
+        cir_graph_free(g);
+    }
+}
+
 /* A conv that adds a residual writes over the residual's bytes exactly where nothing reads the
  * residual after it: p = conv(x); s = conv(p); y = conv(s) + p; then (kind) nothing, p read
  * again by a later node, or the fused conv's input being p itself (y = conv(p) + p). */
@@ -482,6 +511,7 @@ int main(void) {
     test_memplan(ctx);
     test_memplan_residual_in_place(ctx);
     test_post_list(ctx);
+    test_seq_omitted_inputs(ctx);
     test_storage_growth(ctx);
     test_ops_doc();
     test_emitters();

@@ -97,7 +97,8 @@ static cuvil_status set_seq(cir_graph *g, cir_node *n, cir_value *y, const seq_d
 static cir_value *seq_input(cir_graph *g, cir_node *n, int i, cuvil_status *s) {
     cir_value *v = cir_in(g, n, i);
     *s = CUVIL_OK;
-    if (v && v->seq_n < 0) *s = cir_node_err(g, n, CUVIL_ERR_SHAPE, "input '%s' is a tensor; it takes a sequence", v->name);
+    if (!v) *s = cir_node_err(g, n, CUVIL_ERR_MODEL, "input %d (the sequence) is omitted", i);
+    else if (v->seq_n < 0) *s = cir_node_err(g, n, CUVIL_ERR_SHAPE, "input '%s' is a tensor; it takes a sequence", v->name);
     return v;
 }
 
@@ -153,6 +154,7 @@ static cuvil_status insert_infer(cir_graph *g, cir_node *n) {
     cir_value *S = s ? NULL : seq_input(g, n, 0, &s);
     if (s || (s = tensor_inputs(g, n, 1))) return s;
     if ((s = position(g, n, 2, -(int64_t)S->seq_n, S->seq_n))) return s;
+    if (!cir_in(g, n, 1)) return cir_node_err(g, n, CUVIL_ERR_MODEL, "input 1 (the tensor to insert) is omitted");
     seq_desc d, e;
     desc_of_seq(g, S, &d);
     desc_of_tensor(g, cir_in(g, n, 1), &e);
@@ -209,6 +211,7 @@ cuvil_status op_split_to_seq_layout(cir_graph *g, cir_node *n, int *axis, int64_
     cuvil_status s = op_check_arity(g, n, 1, 2, 1, 1);
     if (s || (s = tensor_inputs(g, n, 0))) return s;
     cir_value *x = cir_in(g, n, 0), *sp = cir_in(g, n, 1);
+    if (!x) return cir_node_err(g, n, CUVIL_ERR_MODEL, "input 0 is omitted");
     if (x->ndim < 1) return cir_node_err(g, n, CUVIL_ERR_SHAPE, "input '%s' is a scalar", x->name);
     if ((s = op_axis(g, n, cir_attr_int(n, "axis"), x->ndim, "axis", axis))) return s;
     const cir_dim *len = cir_dimx(g, x, *axis);
