@@ -74,6 +74,11 @@ int cuvil_seq_at(const cuvil_seq_params *p, const void *S, int pos_t, const void
     return 0;
 }
 
+/* Piece i's length: lens[i], or split's (type split_t) when lens is NULL. */
+static int64_t split_len(const int64_t *lens, int split_t, const void *split, int64_t i) {
+    return lens ? lens[i] : split_t == CUVIL_T_I32 ? ((const int32_t *)split)[i] : ((const int64_t *)split)[i];
+}
+
 int cuvil_seq_split(const cuvil_seq_params *po, void *O, const void *x, const int64_t *xd, int r, int axis, int64_t n,
                     const int64_t *lens, int split_t, const void *split, int drop) {
     int64_t outer = 1, inner = po->esize, total = 0;
@@ -81,14 +86,14 @@ int cuvil_seq_split(const cuvil_seq_params *po, void *O, const void *x, const in
     for (int k = axis + 1; k < r; k++) inner *= xd[k];
     if (n > po->cap) return 1;
     for (int64_t i = 0; i < n; i++) {   /* the lengths first: all checked before a byte moves */
-        int64_t l = lens ? lens[i] : split_t == CUVIL_T_I32 ? ((const int32_t *)split)[i] : ((const int64_t *)split)[i];
+        int64_t l = split_len(lens, split_t, split, i);
         if (l < 0 || l > xd[axis] - total) return 1;
         total += l;
     }
     if (total != xd[axis]) return 1;
     int64_t off = 0;
     for (int64_t i = 0; i < n; i++) {
-        int64_t l = lens ? lens[i] : split_t == CUVIL_T_I32 ? ((const int32_t *)split)[i] : ((const int64_t *)split)[i];
+        int64_t l = split_len(lens, split_t, split, i);
         int64_t *d = (int64_t *)O + 1 + i * po->rank;
         for (int k = 0, o = 0; k < r; k++) {
             if (k == axis && drop) continue;

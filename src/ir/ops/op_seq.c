@@ -66,11 +66,14 @@ static cuvil_status desc_add(cir_graph *g, cir_node *n, seq_desc *d, const seq_d
     return CUVIL_OK;
 }
 
+static cuvil_status too_many(cir_graph *g, cir_node *n, int64_t count) {
+    return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "its sequence would hold %lld elements; Cuvil takes at most %d",
+                        (long long)count, CIR_SEQ_MAX);
+}
+
 /* y becomes a sequence of count elements as d describes. */
 static cuvil_status set_seq(cir_graph *g, cir_node *n, cir_value *y, const seq_desc *d, int64_t count) {
-    if (count > CIR_SEQ_MAX)
-        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "its sequence would hold %lld elements; Cuvil takes at most %d",
-                            (long long)count, CIR_SEQ_MAX);
+    if (count > CIR_SEQ_MAX) return too_many(g, n, count);
     int64_t dims[CIR_MAX_DIMS] = {0};
     for (int i = 0; i < d->rank; i++) dims[i] = d->hi[i];
     char why[256];
@@ -222,9 +225,7 @@ cuvil_status op_split_to_seq_layout(cir_graph *g, cir_node *n, int *axis, int64_
                                 "follows the symbols; Cuvil needs the count of pieces fixed", x->name, *axis);
         *count = len->hi;
         *keep = cir_attr_int(n, "keepdims") != 0;
-        if (*count > CIR_SEQ_MAX)
-            return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "%lld pieces; Cuvil takes at most %d", (long long)*count,
-                                CIR_SEQ_MAX);
+        if (*count > CIR_SEQ_MAX) return too_many(g, n, *count);
         for (int64_t i = 0; i < *count; i++) lens[i] = 1;
         return CUVIL_OK;
     }
@@ -236,9 +237,7 @@ cuvil_status op_split_to_seq_layout(cir_graph *g, cir_node *n, int *axis, int64_
         int64_t c = cir_const_i64(sp, 0);
         if (c < 1) return cir_node_err(g, n, CUVIL_ERR_SHAPE, "split %lld is not positive", (long long)c);
         *count = len->hi / c + (len->hi % c != 0);
-        if (*count > CIR_SEQ_MAX)
-            return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "%lld pieces; Cuvil takes at most %d", (long long)*count,
-                                CIR_SEQ_MAX);
+        if (*count > CIR_SEQ_MAX) return too_many(g, n, *count);
         for (int64_t i = 0; i < *count; i++) lens[i] = i + 1 < *count ? c : len->hi - (*count - 1) * c;
         return CUVIL_OK;
     }
@@ -246,8 +245,7 @@ cuvil_status op_split_to_seq_layout(cir_graph *g, cir_node *n, int *axis, int64_
         return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "split '%s' has a length that follows the symbols; Cuvil needs "
                             "the count of pieces fixed", sp->name);
     *count = sp->dims[0];
-    if (*count > CIR_SEQ_MAX)
-        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "%lld pieces; Cuvil takes at most %d", (long long)*count, CIR_SEQ_MAX);
+    if (*count > CIR_SEQ_MAX) return too_many(g, n, *count);
     int64_t sum = 0;
     for (int64_t i = 0; i < *count; i++) {
         lens[i] = cir_is_const(sp) ? cir_const_i64(sp, i) : -1;
