@@ -1,7 +1,9 @@
 /* fuzz_tensor.c -- libFuzzer target: arbitrary bytes as a tensor file (.npy or ONNX TensorProto
  * .pb, chosen by content as cuvil-run does) through cuvil_tensor_read_max, and a successful
- * read back out through cuvil_npy_write and in again (the round trip must agree). The bytes are
- * put in a memfd, so the reader's own file handling (regular file, size, short reads) runs. */
+ * read back out through cuvil_npy_write and in again (the round trip must agree); the same bytes
+ * as a sequence (an ONNX SequenceProto, cuvil_seq_read_max), whose elements must be what the
+ * reader promises and go out through cuvil_npz_write. The bytes are put in a memfd, so the
+ * reader's own file handling (regular file, size, short reads) runs. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -67,6 +69,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             unlink(out);
         }
         cuvil_host_tensor_free(&t);
+    }
+    cuvil_host_tensor *ts = NULL;
+    int n = 0;
+    if (cuvil_seq_read_max(path, (uint64_t)64 << 20, 64, &ts, &n, err, sizeof err) == CUVIL_OK) {
+        for (int e = 0; e < n; e++) {
+            size_t want = cuvil_dtype_size(ts[e].dtype);
+            for (int i = 0; i < ts[e].ndim; i++) want *= (size_t)ts[e].dims[i];
+            if (want != ts[e].nbytes || ((uintptr_t)ts[e].data & 63)) {
+                fprintf(stderr, "sequence read: element %d: nbytes %zu for a shape of %zu bytes\n", e, ts[e].nbytes, want);
+                abort();
+            }
+        }
+        char out[] = "/tmp/cuvil-fuzz-seq-XXXXXX";
+        int ofd = mkstemp(out);
+        if (ofd >= 0) {
+            close(ofd);
+            (void)cuvil_npz_write(out, ts, n, err, sizeof err);   /* (a dtype numpy lacks: refused) */
+            unlink(out);
+        }
+        cuvil_host_seq_free(ts, n);
     }
     close(fd);
     return 0;

@@ -4,7 +4,7 @@
     SEEDS/model/   valid ONNX models: the bundled example, every op test case of
                    tests/python/test_ops.py (each a small graph exercising one op and its
                    attribute/opset variants), and the malformed-model corpus of tests/malformed
-    SEEDS/tensor/  .npy files of every dtype and a few shapes, and TensorProto .pb files
+    SEEDS/tensor/  .npy files of every dtype and a few shapes, TensorProto and SequenceProto .pb files
 
 Deterministic: the same files every run. Run with the project venv's python.
 """
@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import onnx
 from onnx import numpy_helper
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -62,6 +63,12 @@ def tensor_seeds(out: Path) -> int:
             t = numpy_helper.from_array(a, name="x")
             (out / f"{name}.pb").write_bytes(t.SerializeToString())
             n += 2
+    for k, shape in enumerate([(), (3,), (2, 3)]):   # SequenceProto files (sequence inputs)
+        sp = onnx.SequenceProto(name="s", elem_type=onnx.SequenceProto.TENSOR)
+        sp.tensor_values.extend(numpy_helper.from_array((rng.standard_normal(shape[:1] + shape[1:]) * i).astype(np.float32))
+                                for i in range(k + 1))
+        (out / f"seq-{k}.pb").write_bytes(sp.SerializeToString())
+        n += 1
     return n
 
 

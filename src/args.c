@@ -74,6 +74,28 @@ static cuvil_status parse_shape(cuvil_ctx *ctx, cuvil_options *o, const char *v)
     return CUVIL_OK;
 }
 
+/* --seq IN=N | IN=LO:HI (0 <= LO <= HI; N may be 0): the name is copied to ctx's arena. */
+static cuvil_status parse_seq(cuvil_ctx *ctx, cuvil_options *o, const char *v) {
+    const char *eq = strrchr(v, '=');
+    if (!eq || eq == v) return bad(ctx, "--seq wants INPUT=N or INPUT=LO:HI, got", v);
+    if (o->n_seqs == CUVIL_MAX_SHAPE_BINDINGS) return bad(ctx, "too many --seq options", NULL);
+    long long lo, hi;
+    char *end;
+    errno = 0;
+    if (!isdigit((unsigned char)eq[1])) return bad(ctx, "--seq wants a count N or a range LO:HI (0 <= LO <= HI), got", v);
+    lo = hi = strtoll(eq + 1, &end, 10);
+    if (!errno && *end == ':' && isdigit((unsigned char)end[1])) hi = strtoll(end + 1, &end, 10);
+    if (errno || *end || lo < 0 || hi < lo)
+        return bad(ctx, "--seq wants a count N or a range LO:HI (0 <= LO <= HI), got", v);
+    char *name = cuvil_arena_memdup(&ctx->arena, v, (size_t)(eq - v) + 1);
+    if (!name) return cuvil_err(ctx, CUVIL_ERR_NOMEM, "out of memory");
+    name[eq - v] = 0;
+    for (int k = 0; k < o->n_seqs; k++)
+        if (!strcmp(o->seqs[k].input, name)) return bad(ctx, "--seq given twice for input", name);
+    o->seqs[o->n_seqs++] = (cuvil_seq_binding){name, lo, hi};
+    return CUVIL_OK;
+}
+
 /* --dim NAME=N | NAME=LO:HI[:STEP]: the name is copied to ctx's arena. */
 static cuvil_status parse_dim_option(cuvil_ctx *ctx, cuvil_options *o, const char *v) {
     const char *eq = strchr(v, '=');
@@ -152,6 +174,9 @@ cuvil_status cuvil_options_parse(cuvil_ctx *ctx, cuvil_options *o, int argc, con
         } else if (!strcmp(a, "--shape")) {
             NEED_VALUE();
             s = parse_shape(ctx, o, v);
+        } else if (!strcmp(a, "--seq")) {
+            NEED_VALUE();
+            s = parse_seq(ctx, o, v);
         } else if (!strcmp(a, "--name")) { ONCE(o->name); NEED_VALUE(); o->name = v; }
         else if (!strcmp(a, "--disable-pass")) {
             NEED_VALUE();

@@ -15,6 +15,8 @@ static void usage(FILE *f) {
           "  --opt-level N         0..3 (default 2)\n"
           "  --shape IN=d0,d1,...  the dims of input IN: numbers, ranges LO:HI[:STEP] (symbolic at run\n"
           "                        time) or names; works for dims the model leaves unnamed\n"
+          "  --seq IN=N|LO:HI      sequence input IN holds N elements, or LO..HI (its elements' open\n"
+          "                        dims: the largest each may be, from --shape IN=d0,d1,...)\n"
           "  --weights-format F    asm (default: weights.bin linked with .incbin) or c (a C array,\n"
           "                        for toolchains without GNU .incbin)\n"
           "  --dim NAME=N          fix the model's symbolic dim NAME to N (default 1); repeatable\n"

@@ -12,7 +12,10 @@
  *   - Every model input is given exactly once, as a .npy or ONNX TensorProto file whose dtype
  *     and shape equal the model's exactly (no conversion; a symbolic dim mismatch suggests the
  *     --dim to recompile with). NAME= may be left out when the model has one input.
- *   - The model runs once; DIR/<output name>.npy is written for every output (DIR defaults to
+ *   - A sequence input is an ONNX SequenceProto .pb or a folder of 0.npy, 1.npy, ...; its
+ *     elements' dtype, rank and dims are checked against the model's bounds.
+ *   - The model runs once; DIR/<output name>.npy is written for every output (.npz of its
+ *     elements, arr_0 ..., for a sequence; DIR defaults to
  *     "." and is created; '/', '\\' and control characters in names become '_'). With --bench,
  *     ITERS more runs are timed after the warmup runs, and the outputs (of the first run) are
  *     written only when --output-dir is given. --json prints exactly one JSON line on stdout.
@@ -46,8 +49,11 @@
 static const char usage_text[] =
     "usage: cuvil-run MODEL.so [options]\n"
     "  --input NAME=FILE   an input tensor (.npy or ONNX TensorProto .pb); repeat for each\n"
-    "                      model input; NAME= may be left out when the model has one input\n"
-    "  --output-dir DIR    write DIR/<output>.npy for each output (default: .)\n"
+    "                      model input; NAME= may be left out when the model has one input.\n"
+    "                      A sequence input: an ONNX SequenceProto .pb, or a folder of 0.npy,\n"
+    "                      1.npy, ...\n"
+    "  --output-dir DIR    write DIR/<output>.npy for each output (default: .); a sequence\n"
+    "                      output as DIR/<output>.npz (arr_0, arr_1, ...: np.load reads it)\n"
     "  --threads N         threads for the model context (default: 1)\n"
     "  --bench ITERS       after the first run, time ITERS more runs (outputs are then\n"
     "                      written only if --output-dir is given)\n"
@@ -221,11 +227,17 @@ static const char *dims_str(char *buf, size_t len, int ndim, const int64_t *dims
     return buf;
 }
 
-/* "float32[batch=1,3,224,224]" */
+/* "float32[batch=1,3,224,224]"; a sequence's "seq(<=4) float32[<=8,3]" */
 static const char *info_str(char *buf, size_t len, const cuvil_tensor_info *t) {
-    size_t n = (size_t)snprintf(buf, len, "%s[", cuvil_dtype_name(t->dtype));
+    size_t n = 0;
+    if (t->is_sequence)
+        n = (size_t)snprintf(buf, len, "seq(<=%d) ", t->seq_max);
+    if (n < len)
+        n += (size_t)snprintf(buf + n, len - n, "%s[", cuvil_dtype_name(t->dtype));
     for (int i = 0; i < t->ndim && n < len; i++) {
-        if (t->dim_names[i])
+        if (t->is_sequence && (t->seq_varies >> i) & 1)
+            n += (size_t)snprintf(buf + n, len - n, "%s<=%" PRId64, i ? "," : "", t->dims[i]);
+        else if (t->dim_names[i])
             n += (size_t)snprintf(buf + n, len - n, "%s%s=%" PRId64, i ? "," : "",
                                   t->dim_names[i], t->dims[i]);
         else
@@ -268,7 +280,10 @@ static void json_tensors(FILE *f, const cuvil_tensor_info *t, int n) {
             fputs(d ? ", " : "", f);
             json_str(f, t[i].dim_names[d]);
         }
-        fprintf(f, "], \"nbytes\": %zu}", t[i].nbytes);
+        fprintf(f, "], \"nbytes\": %zu", t[i].nbytes);
+        if (t[i].is_sequence)   /* dims: the largest an element's may be */
+            fprintf(f, ", \"sequence\": true, \"seq_max\": %d", t[i].seq_max);
+        fputc('}', f);
     }
     fputc(']', f);
 }
@@ -379,10 +394,59 @@ static int check_tensor_info(const char *path, const char *kind, int i,
             __builtin_mul_overflow(n, (size_t)t->dims[d], &n))
             return errf("%s: malformed model descriptor: %s '%s' has an invalid shape", path,
                         kind, t->name);
+    if (t->is_sequence) {   /* the header and seq_max slots of room for the largest element */
+        size_t h = 0, all = 0;
+        bool ok = t->seq_max >= 0 && t->seq_max <= 1 << 20 && t->seq_slot_bytes >= n && t->seq_hdr_bytes % 64 == 0 &&
+                  t->seq_slot_bytes % 64 == 0 && !__builtin_mul_overflow((size_t)t->seq_max, (size_t)t->ndim, &h) &&
+                  !__builtin_add_overflow(h, (size_t)1, &h) && !__builtin_mul_overflow(h, (size_t)8, &h) &&
+                  t->seq_hdr_bytes >= h && !__builtin_mul_overflow((size_t)t->seq_max, t->seq_slot_bytes, &all) &&
+                  !__builtin_add_overflow(all, t->seq_hdr_bytes, &all) && all == t->nbytes;
+        if (!ok)
+            return errf("%s: malformed model descriptor: %s '%s' has an invalid sequence layout", path, kind, t->name);
+        return 0;
+    }
     if (n != t->nbytes)
         return errf("%s: malformed model descriptor: %s '%s' says %zu bytes, its shape needs %zu",
                     path, kind, t->name, t->nbytes, n);
     return 0;
+}
+
+/* Sequence input `ti` from a SequenceProto .pb or a folder of .npy into a new block *out (its
+ * header and slots, as cuvil_model.h lays it out); each element's type, rank and dims checked
+ * against the model's bounds here, so that it fits its slot (the model checks the rest). */
+static int read_seq_input(const cuvil_tensor_info *ti, const char *file, void **out) {
+    cuvil_host_tensor *ts = NULL;
+    int n = 0, bad = 0;
+    char e[1024];
+    if (cuvil_seq_read_max(file, ti->nbytes, ti->seq_max, &ts, &n, e, sizeof e) != CUVIL_OK)
+        return errf("input '%s': %s", ti->name, e);
+    for (int i = 0; i < n && !bad; i++) {
+        const cuvil_host_tensor *t = &ts[i];
+        char fs[256], ms[512];
+        if (t->dtype != ti->dtype)
+            bad = errf("input '%s': element %d of %s is %s; the model takes %s", ti->name, i, file,
+                       cuvil_dtype_name(t->dtype), cuvil_dtype_name(ti->dtype));
+        bool fits = t->ndim == ti->ndim;
+        for (int k = 0; fits && k < t->ndim; k++)
+            fits = t->dims[k] >= 0 && t->dims[k] <= ti->dims[k];
+        if (!bad && !fits)
+            bad = errf("input '%s': element %d of %s has shape %s; the model takes %s", ti->name, i, file,
+                       dims_str(fs, sizeof fs, t->ndim, t->dims), info_str(ms, sizeof ms, ti));
+    }
+    unsigned char *S = bad ? NULL : alloc_aligned(ti->nbytes);
+    if (!bad && !S)
+        bad = errf("out of memory for input '%s' (%zu bytes)", ti->name, ti->nbytes);
+    if (!bad) {
+        memset(S, 0, ti->seq_hdr_bytes);
+        ((int64_t *)S)[0] = n;
+        for (int i = 0; i < n; i++) {
+            memcpy(cuvil_seq_elem_dims(ti, S, i), ts[i].dims, sizeof(int64_t) * (size_t)ti->ndim);
+            if (ts[i].nbytes) memcpy(cuvil_seq_elem_data(ti, S, i), ts[i].data, ts[i].nbytes);
+        }
+        *out = S;
+    }
+    cuvil_host_seq_free(ts, n);
+    return bad;
 }
 
 static int check_desc(const char *path, const cuvil_model_desc *d) {
@@ -798,6 +862,12 @@ int main(int argc, char **argv) {
         goto done;
     for (int i = 0; i < ni; i++) {
         char e[1024];
+        if (d->inputs[i].is_sequence) {
+            if (read_seq_input(&d->inputs[i], files[i], &in_owned[i]))
+                goto done;
+            in_ptrs[i] = in_owned[i];
+            continue;
+        }
         /* the file holds this input's bytes plus a header: anything much larger is refused
          * before it is read (a FIFO or /dev/zero is refused outright) */
         if (cuvil_tensor_read_max(files[i], (uint64_t)d->inputs[i].nbytes + (1u << 20), &tin[i], e,
@@ -854,7 +924,7 @@ int main(int argc, char **argv) {
         errf("out of memory");
         goto done;
     }
-    for (int i = 0; i < ni; i++) in_dims[i] = tin[i].dims;
+    for (int i = 0; i < ni; i++) in_dims[i] = d->inputs[i].is_sequence ? NULL : tin[i].dims;   /* (a sequence's: its header) */
     for (int i = 0; i < no; i++) out_dims[i] = out_dim_bufs[i];
     double first_ms = now_ms();
     st = d->run_shapes(m, ins, (const int64_t *const *)in_dims, outs, out_dims);
@@ -871,6 +941,20 @@ int main(int argc, char **argv) {
     }
     for (int i = 0; i < no; i++) {
         run_outs[i] = d->outputs[i];
+        if (d->outputs[i].is_sequence) {   /* its header: the count and each element's dims */
+            const cuvil_tensor_info *to = &d->outputs[i];
+            int64_t cnt = *(const int64_t *)out_bufs[i];
+            bool ok = cnt >= 0 && cnt <= to->seq_max;
+            for (int64_t e = 0; ok && e < cnt; e++) {
+                const int64_t *ed = cuvil_seq_elem_dims(to, out_bufs[i], e);
+                for (int k = 0; k < to->ndim; k++) ok &= ed[k] >= 0 && ed[k] <= to->dims[k];
+            }
+            if (!ok) {
+                errf("%s: output '%s': the model gave a sequence outside its descriptor's (a broken model)", a.model, to->name);
+                goto done;
+            }
+            continue;
+        }
         size_t nb = cuvil_dtype_size(d->outputs[i].dtype);
         bool ok = true;
         for (int k = 0; k < d->outputs[i].ndim; k++) {
@@ -947,7 +1031,7 @@ int main(int argc, char **argv) {
                 errf("out of memory");
                 goto done;
             }
-            snprintf(out_paths[i], plen, "%s/%s.npy", dir, fnames[i]);
+            snprintf(out_paths[i], plen, "%s/%s.%s", dir, fnames[i], d->outputs[i].is_sequence ? "npz" : "npy");
         }
         free(fnames);
         /* an output file never replaces an input of this run or the model (an output named
@@ -970,6 +1054,30 @@ int main(int argc, char **argv) {
         }
         for (int i = 0; i < no; i++) {
             const cuvil_tensor_info *to = &d->outputs[i];
+            if (to->is_sequence) {   /* a .npz of its elements, arr_0 ... */
+                int64_t cnt = *(const int64_t *)out_bufs[i];
+                cuvil_host_tensor *ts = calloc((size_t)cnt + 1, sizeof *ts);
+                if (!ts) {
+                    errf("out of memory");
+                    goto done;
+                }
+                for (int64_t e = 0; e < cnt; e++) {
+                    ts[e] = (cuvil_host_tensor){.dtype = to->dtype, .ndim = to->ndim,
+                                                .data = cuvil_seq_elem_data(to, out_bufs[i], e)};
+                    size_t nb = cuvil_dtype_size(to->dtype);
+                    for (int k = 0; k < to->ndim; k++) nb *= (size_t)(ts[e].dims[k] = cuvil_seq_elem_dims(to, out_bufs[i], e)[k]);
+                    ts[e].nbytes = nb;
+                }
+                char e[1024];
+                cuvil_status ws = cuvil_npz_write(out_paths[i], ts, (int)cnt, e, sizeof e);
+                free(ts);
+                if (ws != CUVIL_OK) {
+                    errf("output '%s': %s", to->name, e);
+                    goto done;
+                }
+                n_written++;
+                continue;
+            }
             cuvil_host_tensor t = {.dtype = to->dtype, .ndim = to->ndim, .data = out_bufs[i], .nbytes = run_outs[i].nbytes};
             memcpy(t.dims, run_outs[i].dims, sizeof t.dims);   /* the run's dims */
             char e[1024];
@@ -1016,7 +1124,10 @@ int main(int argc, char **argv) {
             fputs(": ", stdout);
             safe_puts(stdout, info_str(buf, sizeof buf, &run_outs[i]));
             fputs(" = ", stdout);
-            preview(stdout, &run_outs[i], out_bufs[i]);
+            if (run_outs[i].is_sequence)
+                printf("%" PRId64 " elements", *(const int64_t *)out_bufs[i]);
+            else
+                preview(stdout, &run_outs[i], out_bufs[i]);
             fputs(" -> ", stdout);
             safe_line(stdout, "", out_paths[i]);
         }

@@ -21,6 +21,7 @@ import argparse
 import concurrent.futures as cf
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -35,10 +36,19 @@ ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = Path("/usr/share/libonnx-testdata/data")
 
 
-def load_pb(path: Path):
+def load_pb(path: Path, seq: bool = False):
+    """(name, array), or for a sequence (name, [arrays])."""
+    if seq:
+        s = onnx.SequenceProto()
+        s.ParseFromString(path.read_bytes())
+        return s.name, [numpy_helper.to_array(t) for t in s.tensor_values]
     t = onnx.TensorProto()
     t.ParseFromString(path.read_bytes())
     return t.name, numpy_helper.to_array(t)
+
+
+def is_seq(vi) -> bool:
+    return vi.type.HasField("sequence_type")
 
 
 def as_bf16_bits(a):
@@ -48,6 +58,16 @@ def as_bf16_bits(a):
 
 
 def mismatch(name: str, got, want) -> str | None:
+    if isinstance(want, list) or isinstance(got, list):   # sequences: element by element
+        if not isinstance(want, list) or not isinstance(got, list):
+            return f"{name}: got a {'sequence' if isinstance(got, list) else 'tensor'}, want the other"
+        if len(got) != len(want):
+            return f"{name}: got {len(got)} elements, want {len(want)}"
+        for i, (g, w) in enumerate(zip(got, want)):
+            why = mismatch(f"{name}[{i}]", g, w)
+            if why:
+                return why
+        return None
     """Why got is not want (rtol 1e-3, atol 1e-5, NaN == NaN), or None."""
     if got.dtype == np.dtype("V2"):   # bfloat16: compared as float32
         gb, wb = as_bf16_bits(got), as_bf16_bits(want)
@@ -73,7 +93,8 @@ def reference_agrees(model: Path, ins: list[Path], got: dict) -> bool:
     try:
         from onnx.reference import ReferenceEvaluator
         ev = ReferenceEvaluator(str(model))
-        feeds = {n: load_pb(f)[1] for n, f in zip(ev.input_names, ins)}
+        seqs = {i.name for i in onnx.load(str(model)).graph.input if is_seq(i)}
+        feeds = {n: load_pb(f, n in seqs)[1] for n, f in zip(ev.input_names, ins)}
         outs = ev.run(None, feeds)
     except Exception:  # noqa: BLE001  (the reference cannot run it: no second opinion)
         return False
@@ -86,7 +107,8 @@ def ort_agrees(model: Path, ins: list[Path], got: dict) -> bool:
     try:
         import onnxruntime as ort
         sess = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
-        feeds = {i.name: load_pb(f)[1] for i, f in zip(sess.get_inputs(), ins)}
+        seqs = {i.name for i in onnx.load(str(model)).graph.input if is_seq(i)}
+        feeds = {i.name: load_pb(f, i.name in seqs)[1] for i, f in zip(sess.get_inputs(), ins)}
         outs = sess.run(None, feeds)
     except Exception:  # noqa: BLE001  (ONNX Runtime cannot run it: no second opinion)
         return False
@@ -107,20 +129,41 @@ def run_case(case: Path, build: Path, work: Path) -> tuple[str, str]:
     init = {i.name for i in m.graph.initializer}
     inputs = [i.name for i in m.graph.input if i.name not in init]
     outputs = [o.name for o in m.graph.output]
+    seq_out = {o.name for o in m.graph.output if is_seq(o)}
     work.mkdir(parents=True, exist_ok=True)
     so = work / "m.so"
     # bind symbolic input dims from the first data set's shapes
     dims = {}
+    seq_args = []
     first = sorted(sets[0].glob("input_*.pb"))
     for vi, f in zip([i for i in m.graph.input if i.name not in init], first):
+        if is_seq(vi):   # a sequence: its count and its elements' largest dims over every data set
+            counts, big = [], None
+            for ds in sets:
+                _, elems = load_pb(ds / f.name, True)
+                counts.append(len(elems))
+                for e in elems:
+                    big = list(e.shape) if big is None else [max(a, b) for a, b in zip(big, e.shape)]
+            seq_args += ["--seq", f"{vi.name}={min(counts)}:{max(counts)}" if min(counts) < max(counts)
+                         else f"{vi.name}={counts[0]}"]
+            if big:
+                seq_args += ["--shape", f"{vi.name}=" + ",".join(str(max(b, 1)) for b in big)]
+            continue
         _, arr = load_pb(f)
         for d, n in zip(vi.type.tensor_type.shape.dim, arr.shape):
             if d.dim_param:
                 dims[d.dim_param] = n
-    args = [str(build / "bin" / "cuvil-compile"), "--model", str(model), "--output", str(so)]
+    args = [str(build / "bin" / "cuvil-compile"), "--model", str(model), "--output", str(so)] + seq_args
     for k, v in dims.items():   # (a fixed --dim is positive: an empty dim as the range 0..1, run at 0)
         args += ["--dim", f"{k}={v}" if v else f"{k}=0:1"]
     p = subprocess.run(args, capture_output=True, text=True, errors="replace", timeout=600, cwd=work)
+    bound = re.search(r"give its largest value with --dim (\S+)=0:N", p.stderr) if p.returncode > 0 else None
+    if bound and bound.group(1) in inputs:   # as a user would: the input's largest value in the data
+        k = inputs.index(bound.group(1))
+        vals = [load_pb(sorted(ds.glob("input_*.pb"), key=lambda q: int(q.stem.split("_")[1]))[k])[1] for ds in sets]
+        if all(isinstance(v, np.ndarray) and v.size == 1 and v.dtype.kind in "iu" for v in vals):
+            args += ["--dim", f"{bound.group(1)}=0:{max(int(v.reshape(-1)[0]) for v in vals)}"]
+            p = subprocess.run(args, capture_output=True, text=True, errors="replace", timeout=600, cwd=work)
     if p.returncode < 0 or "Sanitizer" in p.stderr:
         return "crashed", f"cuvil-compile: {p.stderr.strip()[:300]}"
     if p.returncode != 0:
@@ -140,15 +183,17 @@ def run_case(case: Path, build: Path, work: Path) -> tuple[str, str]:
             return "crashed", f"cuvil-run: {p.stderr.strip()[:300]}"
         if p.returncode != 0:
             return "refused", p.stderr.strip()[:300]
-        got_files = {f.name[:-4]: f for f in od.glob("*.npy")}
+        got_files = {f.name[:-4]: f for f in list(od.glob("*.npy")) + list(od.glob("*.npz"))}
         got = {}
         for name in outputs:
             stem = "".join("_" if c in "/\\" or ord(c) < 32 else c for c in name) or "output"
             if stem not in got_files:
                 return "wrong", f"no output file for '{name}'"
             got[name] = np.load(got_files[stem], allow_pickle=False)
+            if name in seq_out:
+                got[name] = [got[name][f"arr_{i}"] for i in range(len(got[name].files))]
         for name, f in zip(outputs, outs):
-            why = mismatch(name, got[name], load_pb(f)[1])
+            why = mismatch(name, got[name], load_pb(f, name in seq_out)[1])
             if why:
                 if reference_agrees(model, ins, got):
                     return "outdated", f"{why}; onnx.reference (the current spec) agrees with Cuvil"

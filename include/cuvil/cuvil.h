@@ -86,6 +86,15 @@ typedef struct cuvil_shape_binding {
     cuvil_shape_dim dims[CUVIL_MAX_DIMS];
 } cuvil_shape_binding;
 
+/* --seq INPUT=N | INPUT=LO:HI: how many elements sequence input INPUT holds: N exactly, or any
+ * count in LO..HI (the symbol "len(INPUT)" at run time). Its elements' dims are what the model
+ * fixes; where it leaves one open, --shape INPUT=d0,d1,... gives the largest each element's
+ * dim may be (elements may differ there). */
+typedef struct cuvil_seq_binding {
+    const char *input;
+    int64_t min, max;
+} cuvil_seq_binding;
+
 /* Bounds on what an untrusted model may make the compiler do. Each has a documented default
  * (docs/SECURITY.md) that cuvil_options_init() sets and `cuvil-compile --limit NAME=N` raises;
  * going over one is an error naming the limit, never a crash or a hang. */
@@ -143,6 +152,8 @@ typedef struct cuvil_options {
     cuvil_weights_format weights_format;   /* --weights-format asm|c (default asm) */
     int n_shapes;
     cuvil_shape_binding shapes[CUVIL_MAX_SHAPE_BINDINGS];   /* --shape INPUT=... */
+    int n_seqs;
+    cuvil_seq_binding seqs[CUVIL_MAX_SHAPE_BINDINGS];       /* --seq INPUT=... */
 } cuvil_options;
 
 typedef struct cuvil_ctx cuvil_ctx;
@@ -281,6 +292,16 @@ CUVIL_API cuvil_status cuvil_tensor_read_max(const char *path, uint64_t max_byte
 CUVIL_API cuvil_status cuvil_npy_write(const char *path, const cuvil_host_tensor *t, char *err,
                              size_t errlen);
 CUVIL_API void cuvil_host_tensor_free(cuvil_host_tensor *t);
+/* Reads a sequence of tensors: an ONNX SequenceProto .pb file, or a folder of 0.npy, 1.npy, ...
+ * (each .npy or TensorProto .pb, read until the next number is missing). At most max_n
+ * elements and max_bytes of their data. *out (free with cuvil_host_seq_free) gets *n_out
+ * elements. */
+CUVIL_API cuvil_status cuvil_seq_read_max(const char *path, uint64_t max_bytes, int max_n, cuvil_host_tensor **out,
+                                          int *n_out, char *err, size_t errlen);
+CUVIL_API void cuvil_host_seq_free(cuvil_host_tensor *ts, int n);
+/* Writes a sequence of n tensors as a .npz (NumPy's zip of arr_0.npy, arr_1.npy, ...: np.load
+ * reads it; uncompressed, at most 4 GiB), atomically as cuvil_npy_write. */
+CUVIL_API cuvil_status cuvil_npz_write(const char *path, const cuvil_host_tensor *ts, int n, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

@@ -34,8 +34,9 @@
 extern "C" {
 #endif
 
-#define CUVIL_MODEL_ABI_VERSION 7   /* 2: options alloc/free; 3: options buffer; 4: symbols, run_shapes;
-                                       5: a symbol's step; 6: cpu_features; 7: n_run_sizes */
+#define CUVIL_MODEL_ABI_VERSION 8   /* 2: options alloc/free; 3: options buffer; 4: symbols, run_shapes;
+                                       5: a symbol's step; 6: cpu_features; 7: n_run_sizes;
+                                       8: sequences (cuvil_tensor_info.seq_max ...) */
 #define CUVIL_MODEL_ENTRY_SYMBOL "cuvil_model_entry"
 #define CUVIL_MAX_DIMS 8
 
@@ -73,15 +74,40 @@ typedef enum cuvil_dtype {
 } cuvil_dtype;
 
 /* One input or output. dims[i] is the size the model was compiled for; where the ONNX model
- * left dim i symbolic, dim_names[i] is its name (e.g. "batch"), else NULL. */
+ * left dim i symbolic, dim_names[i] is its name (e.g. "batch"), else NULL.
+ *
+ * A sequence of tensors (ONNX's seq(tensor)) has is_sequence 1: it holds 0..seq_max elements
+ * of type dtype and rank ndim, each dim d at most dims[d]. Its buffer (nbytes) is one block:
+ *     int64_t count; int64_t dims[seq_max][ndim];      (the header: seq_hdr_bytes, 64-aligned)
+ *     element i's data, dense row-major, at seq_hdr_bytes + i * seq_slot_bytes
+ * (cuvil_seq_elem_dims and cuvil_seq_elem_data below find them). An input's header is the
+ * caller's to fill, and run checks it: the count within the range of its symbol
+ * "len(<input>)" (at most seq_max; where syms has no such symbol, the model was compiled for
+ * a fixed count: seq_max exactly), and each element's dim d equal to dims[d], or within
+ * 0..dims[d] where bit d of seq_varies is set (its elements may differ there). An output's
+ * header is the model's: read the count and each element's dims from it after every run. The
+ * dims arguments of run_shapes are not read or written for a sequence (they may be NULL).
+ * A tensor has is_sequence and the seq_ fields 0. */
 typedef struct cuvil_tensor_info {
     const char *name;
     cuvil_dtype dtype;
     int ndim;
     int64_t dims[CUVIL_MAX_DIMS];
     const char *dim_names[CUVIL_MAX_DIMS];
-    size_t nbytes;           /* product of dims times the element size */
+    size_t nbytes;           /* product of dims times the element size; a sequence's: its block */
+    int is_sequence;
+    int seq_max;
+    uint32_t seq_varies;
+    size_t seq_hdr_bytes, seq_slot_bytes;
 } cuvil_tensor_info;
+
+/* A sequence's element i: its dims (info->ndim of them) and its data, in block S. */
+static inline int64_t *cuvil_seq_elem_dims(const cuvil_tensor_info *info, void *S, int64_t i) {
+    return (int64_t *)S + 1 + i * info->ndim;
+}
+static inline void *cuvil_seq_elem_data(const cuvil_tensor_info *info, void *S, int64_t i) {
+    return (unsigned char *)S + info->seq_hdr_bytes + (size_t)i * info->seq_slot_bytes;
+}
 
 /* A symbolic dim the model takes at run time: any value in [min, max] that is a multiple of
  * step (1: every value). */
@@ -144,7 +170,8 @@ typedef struct cuvil_model_desc {
      * then the upper bounds, and dim_names name an input dim's symbol. */
     int n_syms;
     const cuvil_sym_info *syms;
-    /* run with the inputs' dims: input_dims[i] holds inputs[i]'s dims (the descriptor's rank);
+    /* run with the inputs' dims: input_dims[i] holds inputs[i]'s dims (the descriptor's rank; a
+     * sequence's dims are in its header: its input_dims[i] is not read);
      * every dim is checked (fixed ones against the model, symbolic ones against their range and
      * each other: CUVIL_ERR_SHAPE with a message). output_dims[i] (or output_dims NULL) receive
      * the outputs' dims; output buffers need room for them (at most the descriptor's dims). run()

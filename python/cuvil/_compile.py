@@ -37,7 +37,15 @@ def _name(n, where: str) -> str:
     return n
 
 
-def _args(dims, input_shapes, target, opt_level) -> list[str]:
+def _seq_text(v) -> str:
+    if isinstance(v, int) and not isinstance(v, bool) and v >= 0:
+        return str(v)
+    if isinstance(v, (tuple, list)) and len(v) == 2 and all(isinstance(x, int) and not isinstance(x, bool) for x in v):
+        return f"{v[0]}:{v[1]}"
+    raise TypeError(f"a sequence's count is an int or a (lo, hi) range, got {v!r}")
+
+
+def _args(dims, input_shapes, target, opt_level, sequences=None) -> list[str]:
     a = []
     if target:
         a += ["--target", str(target)]
@@ -47,6 +55,8 @@ def _args(dims, input_shapes, target, opt_level) -> list[str]:
         a += ["--dim", f"{_name(name, 'dims')}={_dim_text(v)}"]
     for name, shape in (input_shapes or {}).items():
         a += ["--shape", f"{_name(name, 'input_shapes')}=" + ",".join(_dim_text(d) for d in shape)]
+    for name, v in (sequences or {}).items():
+        a += ["--seq", f"{_name(name, 'sequences')}={_seq_text(v)}"]
     return a
 
 
@@ -126,7 +136,7 @@ def _fingerprint(files: list[tuple[str, Path | None]]) -> list[str]:
 
 def compile(model: Any, example_inputs: Any = None, *, input_shapes: dict | None = None, dims: dict | None = None,
             target: str | None = None, opt_level: int = 2, threads: int | None = None,
-            cache: bool = True, _torch_method: str = "auto") -> CompiledModel:
+            cache: bool = True, sequences: dict | None = None, _torch_method: str = "auto") -> CompiledModel:
     """Compiles `model` into a native library and returns it ready to call.
 
     model: an ONNX file's path, ONNX bytes, an onnx.ModelProto, a torch.nn.Module, a TorchScript
@@ -139,6 +149,10 @@ def compile(model: Any, example_inputs: Any = None, *, input_shapes: dict | None
     dims: {symbol: int or (lo, hi[, step])}: fixes a symbolic dim or keeps it symbolic in the
         range; as `cuvil-compile --dim`. For torch models a symbol named "batch" is dim 0 of
         every input.
+    sequences: {sequence input: count or (lo, hi)}: how many elements an ONNX input of sequence
+        type holds; its elements' dims where the model leaves them open come from
+        input_shapes (the largest each may be); as `cuvil-compile --seq`. The model then takes
+        (and gives, for a sequence output) a list of arrays.
     target: "generic", "x86_64-avx2", "x86_64-avx512", ... (default: this machine's best).
     threads: threads each call uses (default 1).
     cache: reuse an earlier compile of the same model and options (in $CUVIL_CACHE_DIR, else
@@ -167,7 +181,7 @@ def compile(model: Any, example_inputs: Any = None, *, input_shapes: dict | None
     else:
         raise TypeError(f"cuvil.compile takes an ONNX path, bytes or ModelProto, a torch.nn.Module, a "
                         f"TorchScript module or an fx.GraphModule, not {type(model).__name__}")
-    return _compile_onnx(data, src, label, _args(dims, shapes, target, opt_level), threads, cache)
+    return _compile_onnx(data, src, label, _args(dims, shapes, target, opt_level, sequences), threads, cache)
 
 
 def _compile_torch(model, example_inputs, dims, shapes, target, opt_level, threads, cache, method):

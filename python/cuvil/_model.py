@@ -24,13 +24,20 @@ _NP_OF = {1: np.float32, 2: np.uint8, 3: np.int8, 4: np.uint16, 5: np.int16, 6: 
 @dataclass(frozen=True)
 class TensorSpec:
     """One input or output: its name, NumPy dtype and shape. A symbolic dim is its name (a str);
-    `max_shape` holds the largest value each dim takes."""
+    `max_shape` holds the largest value each dim takes. A sequence of tensors (`sequence`
+    True; a list of arrays in and out) holds up to `seq_max` elements of this dtype, each
+    dim at most max_shape's: exactly that where `varies` (a tuple of bools) is False."""
     name: str
     dtype: np.dtype
     shape: tuple
     max_shape: tuple
+    sequence: bool = False
+    seq_max: int = 0
+    varies: tuple = ()
 
     def __repr__(self):
+        if self.sequence:
+            return f"TensorSpec({self.name!r}, sequence of <= {self.seq_max} {self.dtype}{list(self.max_shape)})"
         return f"TensorSpec({self.name!r}, {self.dtype}, {self.shape})"
 
 
@@ -41,8 +48,55 @@ def _spec(t: N.TensorInfo, symbols: dict) -> TensorSpec:
         raise CuvilError(f"tensor {t.name!r}: element type {t.dtype} has no NumPy equivalent", "dtype")
     dims = tuple(int(t.dims[i]) for i in range(t.ndim))
     names = [t.dim_names[i].decode(errors="replace") if t.dim_names[i] else None for i in range(t.ndim)]
+    if t.is_sequence:
+        varies = tuple(bool((t.seq_varies >> i) & 1) for i in range(t.ndim))
+        return TensorSpec(t.name.decode(errors="replace"), np.dtype(_NP_OF[t.dtype]), dims, dims, True, int(t.seq_max),
+                          varies)
     shape = tuple(n if n in symbols else d for n, d in zip(names, dims))
     return TensorSpec(t.name.decode(errors="replace"), np.dtype(_NP_OF[t.dtype]), shape, dims)
+
+
+def _seq_block(spec: TensorSpec, info, elems) -> np.ndarray:
+    """A list of arrays as the sequence block the model reads (cuvil_model.h): the count, each
+    element's dims, then each element's data in its slot; checked against the spec first."""
+    if not isinstance(elems, (list, tuple)):
+        raise TypeError(f"input {spec.name!r} is a sequence: give a list of arrays, got {type(elems).__name__}")
+    if len(elems) > spec.seq_max:
+        raise ValueError(f"input {spec.name!r}: {len(elems)} elements, the model takes at most {spec.seq_max}")
+    block = np.zeros(info.nbytes, np.uint8)
+    hdr = block[:info.seq_hdr_bytes].view(np.int64)
+    hdr[0] = len(elems)
+    for i, e in enumerate(elems):
+        if _is_torch(e):
+            e = e.detach().cpu().contiguous().numpy()
+        a = np.ascontiguousarray(e)
+        if a.dtype != spec.dtype:
+            raise TypeError(f"input {spec.name!r}: element {i} is {a.dtype}, the model takes {spec.dtype}")
+        ok = a.ndim == len(spec.max_shape) and all(
+            (0 <= g <= m) if v else g == m for g, m, v in zip(a.shape, spec.max_shape, spec.varies))
+        if not ok:
+            want = ",".join(f"<={m}" if v else str(m) for m, v in zip(spec.max_shape, spec.varies))
+            raise ValueError(f"input {spec.name!r}: element {i} has shape {a.shape}, the model takes [{want}]")
+        hdr[1 + i * a.ndim:1 + (i + 1) * a.ndim] = a.shape
+        at = info.seq_hdr_bytes + i * info.seq_slot_bytes
+        block[at:at + a.nbytes] = a.reshape(-1).view(np.uint8)
+    return block
+
+
+def _seq_list(spec: TensorSpec, info, block: np.ndarray) -> list:
+    """The model's sequence block as a list of arrays (views into it), its header checked."""
+    hdr = block[:info.seq_hdr_bytes].view(np.int64)
+    n, r = int(hdr[0]), len(spec.max_shape)
+    if not 0 <= n <= spec.seq_max:
+        raise CuvilError(f"output {spec.name!r}: the model gave {n} elements (a broken model)", "internal")
+    out = []
+    for i in range(n):
+        shp = tuple(int(d) for d in hdr[1 + i * r:1 + (i + 1) * r])
+        if any(not 0 <= d <= m for d, m in zip(shp, spec.max_shape)):
+            raise CuvilError(f"output {spec.name!r}: element {i} has dims {shp} (a broken model)", "internal")
+        at = info.seq_hdr_bytes + i * info.seq_slot_bytes
+        out.append(block[at:at + math.prod(shp) * spec.dtype.itemsize].view(spec.dtype).reshape(shp))
+    return out
 
 
 def _is_torch(x) -> bool:
@@ -237,8 +291,12 @@ class CompiledModel:
     def __call__(self, *args, **kwargs):
         vals = self._arrange(args, kwargs)
         want_torch = any(_is_torch(v) for v in vals)
-        arrays, keep = [], []
-        for spec, v in zip(self.inputs, vals):
+        arrays, keep, seq_key = [], [], []
+        for i, (spec, v) in enumerate(zip(self.inputs, vals)):
+            if spec.sequence:
+                arrays.append(_seq_block(spec, self._desc.inputs[i], v))
+                seq_key.append(tuple(np.shape(e) for e in v))
+                continue
             if _is_torch(v):
                 if v.device.type != "cpu":
                     raise ValueError(f"input {spec.name!r}: a tensor on {v.device}; Cuvil runs on the CPU")
@@ -257,9 +315,10 @@ class CompiledModel:
             self._check_shape(spec, a.shape)
             arrays.append(a if a.flags.c_contiguous else a.copy(order="C"))  # (ascontiguousarray makes 0-d 1-d)
         syms = self._bind_symbols(arrays)
-        key = tuple(a.shape for a in arrays) if syms is not None and not self._run_sizes else None
+        key = (tuple(a.shape for a in arrays), tuple(seq_key)) if syms is not None and not self._run_sizes else None
         known = self._out_shapes.get(key) if key is not None else None
-        outs = [np.empty(shp, dtype=s.dtype) for s, shp in zip(self.outputs, known or [s.max_shape for s in self.outputs])]
+        outs = [np.empty(self._desc.outputs[i].nbytes, np.uint8) if s.sequence else np.empty(shp, dtype=s.dtype)
+                for i, (s, shp) in enumerate(zip(self.outputs, known or [s.max_shape for s in self.outputs]))]
         m = self._ctx.enter()
         try:
             res, shapes = self._run(m, arrays, outs, syms, want_torch)
@@ -284,17 +343,22 @@ class CompiledModel:
             ind = (P * max(1, len(in_dims)))(*[ctypes.cast(d, P) for d in in_dims])
             outd = (P * max(1, len(out_dims)))(*[ctypes.cast(d, P) for d in out_dims])
             s = self._desc.run_shapes(m, in_ptrs, ind, out_ptrs, outd)
-            shapes = [tuple(int(d[i]) for i in range(len(o.shape))) for d, o in zip(out_dims, outs)]
+            shapes = [o.shape if sp.sequence else tuple(int(d[i]) for i in range(len(o.shape)))
+                      for d, o, sp in zip(out_dims, outs, self.outputs)]
         if s != 0:
             raise CuvilError(self._desc.errmsg(m).decode(errors="replace"), N.status_name(s))
         res = []
-        for o, shp in zip(outs, shapes):
+        for i, (o, shp) in enumerate(zip(outs, shapes)):
+            if self.outputs[i].sequence:   # a list of arrays, from its header
+                els = _seq_list(self.outputs[i], self._desc.outputs[i], o)
+                res.append([__import__("torch").from_numpy(e) for e in els] if want_torch else els)
+                continue
             if shp != o.shape:
                 o = o.reshape(-1)[:math.prod(shp)].reshape(shp)
             res.append(o)
         if want_torch:
             import torch
-            res = [torch.from_numpy(r) for r in res]
+            res = [r if isinstance(r, list) else torch.from_numpy(r) for r in res]
         return (res[0] if len(res) == 1 else tuple(res)), shapes
 
     def _check_shape(self, spec: TensorSpec, shape: tuple):

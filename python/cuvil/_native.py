@@ -19,7 +19,7 @@ import threading
 from pathlib import Path
 
 MAX_DIMS = 8
-MODEL_ABI_VERSION = 7
+MODEL_ABI_VERSION = 8
 
 STATUS_NAMES = ["ok", "invalid argument", "model", "unsupported", "shape", "dtype", "out of memory",
                 "io", "toolchain", "internal"]
@@ -39,7 +39,12 @@ class TensorInfo(ctypes.Structure):
                 ("ndim", ctypes.c_int),
                 ("dims", ctypes.c_int64 * MAX_DIMS),
                 ("dim_names", ctypes.c_char_p * MAX_DIMS),
-                ("nbytes", ctypes.c_size_t)]
+                ("nbytes", ctypes.c_size_t),
+                ("is_sequence", ctypes.c_int),
+                ("seq_max", ctypes.c_int),
+                ("seq_varies", ctypes.c_uint32),
+                ("seq_hdr_bytes", ctypes.c_size_t),
+                ("seq_slot_bytes", ctypes.c_size_t)]
 
 
 class SymInfo(ctypes.Structure):

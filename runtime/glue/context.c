@@ -163,12 +163,53 @@ CUVIL_RT_BASELINE cuvil_status cuvil_glue_create(const cuvil_glue_table *t, cons
 
 /* D from the inputs' dims; every dim checked: a fixed one against the model, a symbolic one
  * against its range and the other dims of its symbol. */
-static cuvil_status bind_dims(cuvil_model *m, const int64_t *const *dims, int64_t *D) {
+/* Sequence input i's header (block S): its count (binding the count's symbol, when it has one)
+ * and each element's dims, checked against the descriptor before any node reads it. */
+static cuvil_status bind_seq(cuvil_model *m, int i, const void *S, int64_t *D, bool fixed_call) {
+    const cuvil_glue_table *t = m->t;
+    const cuvil_model_desc *d = t->desc;
+    const cuvil_tensor_info *in = &d->inputs[i];
+    const int64_t *h = (const int64_t *)S, n = h[0];
+    int k = t->in_sym[i][0];
+    const cuvil_sym_info *s = k >= 0 ? &d->syms[k] : NULL;
+    char msg[200];
+    if (!s && n != in->seq_max) {
+        snprintf(msg, sizeof msg, "the sequence holds %lld elements; the model takes %d", (long long)n, in->seq_max);
+    } else if (s && (n < s->min || n > s->max || n > in->seq_max)) {
+        snprintf(msg, sizeof msg, "the sequence holds %lld elements, outside %lld..%lld", (long long)n, (long long)s->min,
+                 (long long)s->max);
+    } else if (s && !fixed_call && D[k] >= 0 && D[k] != n) {
+        snprintf(msg, sizeof msg, "the sequence holds %lld elements, but symbol %.64s is %lld", (long long)n, s->name,
+                 (long long)D[k]);
+    } else {
+        msg[0] = 0;
+        if (s) D[k] = n;
+    }
+    for (int64_t e = 0; !msg[0] && e < n; e++)
+        for (int j = 0; j < in->ndim; j++) {
+            int64_t v = h[1 + e * in->ndim + j];
+            bool varies = (in->seq_varies >> j) & 1;
+            if (varies ? v >= 0 && v <= in->dims[j] : v == in->dims[j]) continue;
+            snprintf(msg, sizeof msg, "element %lld: dim %d is %lld; the model takes %s%lld", (long long)e, j, (long long)v,
+                     varies ? "0.." : "", (long long)in->dims[j]);
+            break;
+        }
+    if (!msg[0]) return CUVIL_OK;
+    cuvil_glue_set_err(m, msg, in->name);
+    return CUVIL_ERR_SHAPE;
+}
+
+static cuvil_status bind_dims(cuvil_model *m, const void *const *inputs, const int64_t *const *dims, int64_t *D) {
     const cuvil_glue_table *t = m->t;
     const cuvil_model_desc *d = t->desc;
     for (int k = 0; k < d->n_syms; k++) D[k] = -1;
     for (int i = 0; i < d->n_inputs; i++) {
         const cuvil_tensor_info *in = &d->inputs[i];
+        if (in->is_sequence) {
+            cuvil_status st = bind_seq(m, i, inputs[i], D, false);
+            if (st) return st;
+            continue;
+        }
         if (!dims[i]) {
             cuvil_glue_set_err(m, "the dims of input are NULL", in->name);
             return CUVIL_ERR_INVALID_ARG;
@@ -239,9 +280,11 @@ static cuvil_status run_checked(cuvil_model *m, const void *const *in, const int
     for (int k = d->n_syms; k < t->n_dims; k++) D[k] = 0;   /* written by the nodes that find them */
     cuvil_status st;
     if (in_dims) {
-        if ((st = bind_dims(m, in_dims, D))) return st;
+        if ((st = bind_dims(m, in, in_dims, D))) return st;
     } else {
         for (int k = 0; k < d->n_syms; k++) D[k] = d->syms[k].max;   /* the fixed-shape call: the upper bounds */
+        for (int i = 0; i < d->n_inputs; i++)   /* (but a sequence's count is its own) */
+            if (d->inputs[i].is_sequence && (st = bind_seq(m, i, in[i], D, true))) return st;
     }
     if ((st = t->check_guards(m, D))) return st;
     const cuvil_pool *prev = cuvil_pool_bind(m->pool);   /* this context's threads, for its kernels */

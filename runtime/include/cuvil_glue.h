@@ -54,7 +54,9 @@ typedef struct cuvil_glue_table {
     size_t scratch_bytes;              /* the scratch create() reserves per thread (an upper bound) */
     size_t (*scratch_need)(void);      /* what the linked runtime's kernels need: at most scratch_bytes */
     int n_dims;                        /* D's length: desc->n_syms symbols, desc->n_run_sizes found sizes */
-    const int8_t (*in_sym)[CUVIL_MAX_DIMS];   /* per input dim: its symbol's index in D, -1 when fixed */
+    /* per input dim: its symbol's index in D, -1 when fixed; a sequence input's [0]: its
+     * count's symbol (-1: the count is fixed, its seq_max) */
+    const int8_t (*in_sym)[CUVIL_MAX_DIMS];
     const unsigned char *weights;      /* the model's constants (a context starts with them) */
     /* What the shapes assume and the compiler could not prove, on the symbols: CUVIL_OK, or a
      * message into m->err and CUVIL_ERR_SHAPE */

@@ -754,6 +754,12 @@ int cuvil_seq_at(const cuvil_seq_params *p, const void *S, int pos_t, const void
  * drop (pieces of 1). */
 int cuvil_seq_split(const cuvil_seq_params *po, void *O, const void *x, const int64_t *xd, int r, int axis, int64_t n,
                     const int64_t *lens, int split_t, const void *split, int drop);
+/* O (params po) = S (pi), its elements into O's slots; 1 (nothing usable) where S holds more
+ * than po->cap or an element has more bytes than po->slot. */
+int cuvil_seq_copy(const cuvil_seq_params *pi, const void *S, const cuvil_seq_params *po, void *O);
+/* O (po) = A's elements (pa), then B's (pb); 1 where they are more than po->cap. */
+int cuvil_seq_join(const cuvil_seq_params *pa, const void *A, const cuvil_seq_params *pb, const void *B,
+                   const cuvil_seq_params *po, void *O);
 /* y = S's elements joined along axis (stack: on a new axis there); every other dim must
  * agree; yd gets y's dims; 1 (nothing copied) where a dim of y is over ycap's. */
 int cuvil_seq_concat(const cuvil_seq_params *p, const void *S, int axis, int stack, void *y, int64_t *yd,

@@ -274,7 +274,7 @@ const char *cg_dim_c(cg_ctx *cg, const cir_dim *e) { return dim_c(cg, e, &cg->st
 
 const char *cg_nbytes(cg_ctx *cg, int vid) {
     cir_value *v = cir_val(cg->g, vid);
-    if (cir_value_fixed(v)) return fmt_str(cg, "%zu", cir_nbytes(v));
+    if (cir_value_fixed(v) || v->seq_n >= 0) return fmt_str(cg, "%zu", cir_nbytes(v));   /* (a sequence: its block) */
     return fmt_str(cg, "((size_t)%s * %zu)", cg_dim_c(cg, cir_numel_x(cg->g, v)), cir_dtype_size(v->dtype));
 }
 
@@ -447,10 +447,11 @@ static void tensor_infos(cir_graph *g, cuvil_sb *o, const char *name, const int 
         cir_value *v = cir_val(g, ids[i]);
         cuvil_sb_puts(o, "    { \"");
         cuvil_sb_c_escape(o, v->name);
-        cuvil_sb_printf(o, "\", %s, %d, {", cir_dtype_public_symbol(v->dtype), v->ndim);
-        for (int d = 0; d < v->ndim; d++) cuvil_sb_printf(o, "%s%lld", d ? ", " : " ", (long long)v->dims[d]);
-        cuvil_sb_puts(o, v->ndim ? " }, {" : "0 }, {");
-        for (int d = 0; d < v->ndim; d++) {
+        int nd = v->ndim > 0 ? v->ndim : 0;   /* (-1: a sequence that never holds an element) */
+        cuvil_sb_printf(o, "\", %s, %d, {", cir_dtype_public_symbol(v->dtype), nd);
+        for (int d = 0; d < nd; d++) cuvil_sb_printf(o, "%s%lld", d ? ", " : " ", (long long)v->dims[d]);
+        cuvil_sb_puts(o, nd ? " }, {" : "0 }, {");
+        for (int d = 0; d < nd; d++) {
             cuvil_sb_puts(o, d ? ", " : " ");
             if (v->dim_sym[d] >= 0) {
                 cuvil_sb_puts(o, "\"");
@@ -461,7 +462,13 @@ static void tensor_infos(cir_graph *g, cuvil_sb *o, const char *name, const int 
             }
         }
         /* @max: with symbolic dims, the descriptor states the upper bounds */
-        cuvil_sb_printf(o, "%s}, %zu }, /*@max*/\n", v->ndim ? " " : "NULL ", cir_nbytes(v));
+        cuvil_sb_printf(o, "%s}, %zu, ", nd ? " " : "NULL ", cir_nbytes(v));
+        if (v->seq_n >= 0)   /* a sequence: its most elements, the dims they need not share, its layout */
+            cuvil_sb_printf(o, "1, %d, 0x%xu, %zu, %zu }, /*@max*/\n", v->seq_n,
+                            (unsigned)(~v->seq_same & ((1u << nd) - 1)), cir_seq_hdr_bytes(v),
+                            cir_seq_slot_bytes(v));
+        else
+            cuvil_sb_puts(o, "0, 0, 0, 0, 0 }, /*@max*/\n");
     }
     if (!n) cuvil_sb_puts(o, "    { 0 },\n");
     cuvil_sb_puts(o, "};\n");
@@ -567,6 +574,10 @@ static cuvil_status open_loop(cg_ctx *cg, cuvil_sb *calls, int ind, const cir_no
     char hi[32];
     int slot = cg_found_slot(cg, g, e, 0, hi);
     if (slot >= 0) cuvil_sb_printf(calls, "%*sD[%d] = 0;   /* the iterations made */\n", ind, "", slot);
+    op_loop le;
+    for (int k = 0; op_loop_at(e, &le) && k < le.k; k++)   /* sequence outputs: empty before the first */
+        if (op_loop_seq_out(e, k) && e->out[le.n + k] >= 0)
+            cuvil_sb_printf(calls, "%*s*(int64_t *)%s = 0;\n", ind, "", cg_out(cg, e->out[le.n + k]));
     cuvil_sb_printf(calls, "%*sfor (int64_t it%d = 0;; it%d++) {   /* ", ind, "", it, it);
     comment_str(calls, l.scan ? "Scan" : "Loop");
     cuvil_sb_puts(calls, " '");
@@ -622,6 +633,18 @@ static cuvil_status close_loop(cg_ctx *cg, cuvil_sb *calls, int ind, const cir_n
         int y = e->out[l.n + k], x = e->in[R + 1 + l.n + k], axis = l.batch ? 1 : 0;
         if (y < 0) continue;
         cir_value *yv = cir_val(g, y), *xv = cir_val(g, x);
+        if (yv->seq_n >= 0) {   /* into a sequence: the iteration's element, with its own dims */
+            loop_fail(calls, ind, e, fmt_str(cg, "it%d >= %d", it, yv->seq_n),
+                      "it makes more iterations than its sequence output holds");
+            bool sym = cg->cur_symbolic;
+            cg->cur_symbolic = false;   /* (its layout: numbers, a static the part's function sees) */
+            const char *p = cg_seq_params(cg, yv);
+            cg->cur_symbolic = sym;
+            cuvil_sb_printf(calls, "%*s{\n%*s    const int64_t d_[] = %s;\n%*s    cuvil_seq_put(&%s, %s, it%d + 1, it%d, %s, d_);\n"
+                                   "%*s}\n", ind, "", ind, "", cg_dims_init(cg, x, xv->ndim > 0 ? xv->ndim : 1), ind, "",
+                            p, cg_out(cg, y), it, it, cg_in(cg, x), ind, "");
+            continue;
+        }
         cuvil_status s = l.scan && !l.batch ? op_loop_axis(g, e, true, k, yv->ndim, &axis) : CUVIL_OK;
         if (s) return s;
         for (int d = 0; d < xv->ndim; d++) {   /* the first iteration's element dims, the others' checked */
@@ -818,7 +841,10 @@ static void shape_functions(cg_ctx *cg, cuvil_sb *c) {
         cir_value *v = cir_val(g, g->inputs[i]);
         cuvil_sb_puts(c, "    {");
         for (int d = 0; d < CIR_MAX_DIMS; d++)
-            cuvil_sb_printf(c, "%s%d", d ? ", " : " ", d < v->ndim && v->dim_sym[d] >= 0 ? dyn[v->dim_sym[d]] : -1);
+            if (v->seq_n >= 0)   /* a sequence: its count's symbol */
+                cuvil_sb_printf(c, "%s%d", d ? ", " : " ", !d && v->seq_sym >= 0 ? dyn[v->seq_sym] : -1);
+            else
+                cuvil_sb_printf(c, "%s%d", d ? ", " : " ", d < v->ndim && v->dim_sym[d] >= 0 ? dyn[v->dim_sym[d]] : -1);
         cuvil_sb_puts(c, " },\n");
     }
     if (!g->n_inputs) cuvil_sb_puts(c, "    { 0 },\n");
@@ -826,6 +852,7 @@ static void shape_functions(cg_ctx *cg, cuvil_sb *c) {
         "static void output_dims(const int64_t *D, int64_t *const *od) {\n    (void)D;\n    if (!od) return;\n");
     for (int i = 0; i < g->n_outputs; i++) {
         cir_value *v = cir_val(g, g->outputs[i]);
+        if (v->seq_n >= 0) continue;   /* a sequence: its dims are in its header */
         cuvil_sb_printf(c, "    if (od[%d]) {", i);
         for (int d = 0; d < v->ndim; d++) {
             if (v->dx[d]) cuvil_sb_printf(c, " od[%d][%d] = %s;", i, d, dim_c(cg, v->dx[d], &g->arena));
@@ -859,6 +886,11 @@ static void options_text(const cuvil_options *o, const char *target, cuvil_sb *o
             else cuvil_sb_printf(out, "%s%lld", d ? "," : "", (long long)sd->value);
             if (!sd->name && sd->max > 0 && sd->step > 1) cuvil_sb_printf(out, ":%lld", (long long)sd->step);
         }
+    }
+    for (int i = 0; i < o->n_seqs; i++) {
+        const cuvil_seq_binding *b = &o->seqs[i];
+        if (b->min == b->max) cuvil_sb_printf(out, " --seq %s=%lld", b->input, (long long)b->max);
+        else cuvil_sb_printf(out, " --seq %s=%lld:%lld", b->input, (long long)b->min, (long long)b->max);
     }
     for (int i = 0; i < o->n_disabled; i++) cuvil_sb_printf(out, " --disable-pass %s", o->disabled_passes[i]);
 }
@@ -1074,6 +1106,7 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
         }
     }
     if (!st && n_parts) st = close_regions(&cg, &calls, &open, 0, open_begin);
+    flush_params(&cg, nodes);   /* (those the regions' ends use) */
     if (!st && n_parts) {
         rt_guards(&cg, &calls, -1, &guard_done, &guard_cap);   /* those of views and dead nodes at the end */
         close_part(&cg, nodes, prefix, n_parts - 1, &calls);

@@ -103,6 +103,8 @@ bool cg_node_symbolic(const cir_graph *g, const cir_node *n);
 /* The index in D[] of the size known only when the model runs as symbol dsym (cir_node.rt_first):
  * the node that finds it writes `D[slot] = ...`. */
 int cg_rt_slot(cg_ctx *cg, int dsym);
+/* A sequence's layout (cuvil_seq_params) as a static's name (emit_seq.c). */
+const char *cg_seq_params(cg_ctx *cg, const cir_value *v);
 /* A Reshape's output dims from its shape read when the model runs, into D[] (emit_shape.c). */
 void cg_emit_found_dims(cg_ctx *cg, cir_graph *g, cir_node *n);
 /* Node n's k-th found size (op_found_dim): its D[] slot (-1: none) and, into hi (when not

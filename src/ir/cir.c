@@ -81,6 +81,7 @@ int cir_value_add(cir_graph *g, const char *name, cir_value_kind kind) {
     v->kind = kind;
     v->ndim = -1;
     v->seq_n = -1;
+    v->seq_sym = -1;
     v->producer = -1;
     v->output_index = -1;
     v->decl_ndim = -1;
@@ -238,6 +239,20 @@ size_t cir_seq_slot_bytes(const cir_value *v) {
     return v->ndim < 0 ? 0 : ((size_t)cir_numel(v) * cir_dtype_size(v->dtype) + 63) / 64 * 64;
 }
 
+void cir_copy_seq_type(cir_value *y, const cir_value *x) {
+    y->dtype = x->dtype;
+    y->ndim = x->ndim;
+    for (int i = 0; i < CIR_MAX_DIMS; i++) {
+        y->dims[i] = x->dims[i];
+        y->dx[i] = x->dx[i];
+        y->dim_sym[i] = -1;
+    }
+    y->sval = NULL;
+    y->seq_n = x->seq_n;
+    y->seq_same = x->seq_same;
+    y->seq_cnt = x->seq_cnt;
+}
+
 size_t cir_nbytes(const cir_value *v) {
     if (v->seq_n >= 0) return cir_seq_hdr_bytes(v) + (size_t)v->seq_n * cir_seq_slot_bytes(v);
     return (size_t)cir_numel(v) * cir_dtype_size(v->dtype);
@@ -251,6 +266,7 @@ void cir_set_shape(cir_value *v, cir_dtype dtype, int ndim, const int64_t *dims)
     v->ndim = ndim;
     v->seq_n = -1;   /* a tensor (op_seq.c makes sequences after) */
     v->seq_same = 0;
+    v->seq_cnt = NULL;
     for (int i = 0; i < CIR_MAX_DIMS; i++) {
         v->dims[i] = i < ndim ? dims[i] : 0;
         v->dim_sym[i] = -1;
@@ -477,6 +493,13 @@ cuvil_status cir_graph_bind_syms(cir_graph *g) {
             v->dims[d] = g->syms[k].e->hi;
         }
     }
+    for (int i = 0; i < g->n_inputs; i++) {   /* a sequence's count: its symbol, or fixed (its most elements) */
+        cir_value *v = cir_val(g, g->inputs[i]);
+        if (v->seq_n < 0) continue;
+        const cir_sym *sy = v->seq_sym >= 0 ? &g->syms[v->seq_sym] : NULL;
+        v->seq_cnt = sy && sy->e ? sy->e : cir_dim_const(&g->dt, v->seq_n);
+        if (!v->seq_cnt) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+    }
     for (int k = 0; k < g->n_syms; k++) g->symdims |= g->syms[k].dsym >= 0;   /* a ranged symbol */
     return CUVIL_OK;
 }
@@ -495,7 +518,16 @@ static void put(char *buf, size_t len, size_t *o, const char *fmt, ...) {
 char *cir_shape_str(const cir_graph *g, const cir_value *v, char *buf, size_t len) {
     size_t o = 0;
     buf[0] = 0;
-    if (v->seq_n >= 0) put(buf, len, &o, "seq(%d)", v->seq_n);   /* its elements' type and dims ("<=": a bound) */
+    if (v->seq_n >= 0 && v->seq_cnt && cir_dim_is_const(v->seq_cnt)) {   /* its elements' type and dims ("<=": a bound) */
+        put(buf, len, &o, "seq(%lld)", (long long)v->seq_cnt->hi);
+    } else if (v->seq_n >= 0 && v->seq_cnt) {
+        cuvil_sb e = {0};
+        cir_dim_print(&e, &g->dt, v->seq_cnt);
+        put(buf, len, &o, "seq(%s<=%d)", e.s ? e.s : "?", v->seq_n);
+        cuvil_sb_free(&e);
+    } else if (v->seq_n >= 0) {
+        put(buf, len, &o, "seq(<=%d)", v->seq_n);
+    }
     put(buf, len, &o, "%s", cir_dtype_short(v->dtype));
     if (v->ndim < 0) {
         put(buf, len, &o, "[?]");

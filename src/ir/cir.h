@@ -121,9 +121,14 @@ typedef struct cir_value {
      * (-1 while it has none); dims[d] bounds dim d over its elements, and dx[d] is every
      * element's dim d where bit d of seq_same is set. Stored as a block (cir_seq_hdr_bytes): a
      * header of int64s (the count, then each element's dims), then a slot per element with
-     * room for the bounds. -1: a tensor (every other value). */
+     * room for the bounds. -1: a tensor (every other value). seq_n is then the most elements
+     * it may hold; seq_cnt its count as an expression of the symbols (at most seq_n), or NULL
+     * where only the run knows it (the header holds it); seq_sym: for a sequence graph input,
+     * the g->syms index of the symbol its count binds (cir_graph_bind_syms), else -1. */
     int seq_n;
     uint32_t seq_same;
+    const cir_dim *seq_cnt;
+    int seq_sym;
 #define CIR_SEQ_MAX 1024   /* elements a sequence may hold */
     void *data;                /* CIR_VAL_CONST: dense row-major data, owned by the graph */
     int producer;              /* node id, -1 for inputs and constants */
@@ -132,6 +137,7 @@ typedef struct cir_value {
     /* What the source declares for this value (a graph output or a value_info entry), checked
      * against what shape inference finds. decl_dtype CIR_UNDEF: nothing declared. */
     cir_dtype decl_dtype;
+    int decl_kind;             /* 0: no type declared, 1: a tensor, 2: a sequence (decl_dtype: its elements') */
     int decl_ndim;             /* -1: no shape declared */
     int64_t decl_dims[CIR_MAX_DIMS];   /* -1: not a fixed number (symbolic or absent) */
 } cir_value;
@@ -432,6 +438,8 @@ size_t cir_nbytes(const cir_value *v);   /* a sequence's: its whole block */
 /* A sequence's block: the header's bytes (64-aligned) and one element's slot (64-aligned). */
 size_t cir_seq_hdr_bytes(const cir_value *v);
 size_t cir_seq_slot_bytes(const cir_value *v);
+/* Makes y the sequence type of x (count, bound, elements' type and dims). */
+void cir_copy_seq_type(cir_value *y, const cir_value *x);
 bool cir_is_const(const cir_value *v);
 /* Sets v's dtype and shape (dims copied, symbols cleared). */
 void cir_set_shape(cir_value *v, cir_dtype dtype, int ndim, const int64_t *dims);

@@ -22,7 +22,10 @@ static bool worth_folding_now(cir_graph *g, const cir_node *n) {
  * the compiled model's interface reports them. */
 static cuvil_status check_declared(cir_graph *g, const cir_node *n, cir_value *v) {
     char sh[256];
-    if (v->decl_dtype != CIR_UNDEF && v->decl_dtype != v->dtype)
+    if (v->decl_kind && (v->decl_kind == 2) != (v->seq_n >= 0))
+        return cir_node_err(g, n, CUVIL_ERR_SHAPE, "output '%s' is a %s, but the model declares it a %s", v->name,
+                            v->seq_n >= 0 ? "sequence" : "tensor", v->decl_kind == 2 ? "sequence" : "tensor");
+    if (v->decl_dtype != CIR_UNDEF && v->decl_dtype != v->dtype && !(v->seq_n >= 0 && v->ndim < 0))
         return cir_node_err(g, n, CUVIL_ERR_DTYPE, "output '%s' is %s, but the model declares it %s", v->name,
                             cir_dtype_name(v->dtype), cir_dtype_name(v->decl_dtype));
     if (v->output_index < 0 || v->decl_ndim < 0) return CUVIL_OK;
@@ -225,12 +228,6 @@ cuvil_status cuvil_pass_shape_infer(cir_graph *g, const cuvil_options *o) {
             cuvil_fold_wanted(g, n) &&
             (s = cuvil_fold_node(g, n)))
             return s;
-    }
-    for (int i = 0; i < g->n_outputs; i++) {
-        const cir_value *v = cir_val(g, g->outputs[i]);
-        if (v->seq_n >= 0)
-            return cuvil_err(g->ctx, CUVIL_ERR_UNSUPPORTED, "graph output '%s' is a sequence; a compiled model's inputs and "
-                             "outputs are tensors (take its elements out with SequenceAt or ConcatFromSequence)", v->name);
     }
     return CUVIL_OK;
 }

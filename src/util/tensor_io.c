@@ -786,3 +786,309 @@ cuvil_status cuvil_npy_write(const char *path, const cuvil_host_tensor *t, char 
     cuvil_free(tmp);
     return st;
 }
+
+/* ===== sequences: ONNX SequenceProto .pb or a folder of .npy (read), .npz (write) ============= */
+
+/* A varint at *p (before end) into *v; false where it runs past end or is over 10 bytes. */
+static bool pb_varint(const uint8_t **p, const uint8_t *end, uint64_t *v) {
+    uint64_t x = 0;
+    for (int s = 0; s < 70 && *p < end; s += 7) {
+        uint8_t b = *(*p)++;
+        x |= (uint64_t)(b & 0x7f) << s;
+        if (!(b & 0x80)) {
+            *v = x;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Appends a tensor to *ts (n of them, room for cap). */
+static cuvil_status seq_push(const char *path, cuvil_host_tensor **ts, int *n, int *cap, int max_n, char *err,
+                             size_t errlen) {
+    if (*n >= max_n)
+        return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path, "the sequence holds more than %d elements", max_n);
+    if (*n == *cap) {
+        int nc = *cap ? *cap * 2 : 8;
+        cuvil_host_tensor *nt = cuvil_realloc(*ts, (size_t)nc * sizeof *nt);
+        if (!nt)
+            return fail(err, errlen, CUVIL_ERR_NOMEM, path, "out of memory");
+        *ts = nt;
+        *cap = nc;
+    }
+    memset(&(*ts)[*n], 0, sizeof **ts);
+    return CUVIL_OK;
+}
+
+/* A SequenceProto (onnx-data.proto: name 1, elem_type 2, tensor_values 3; the other kinds of
+ * element, 4-7, are refused), walked field by field; each tensor decoded as a .pb tensor is. */
+static cuvil_status seq_pb_parse(const char *path, const uint8_t *buf, size_t len, uint64_t max_bytes,
+                                 cuvil_host_tensor **ts, int *n, int *cap, int max_n, char *err, size_t errlen) {
+    const uint8_t *p = buf, *end = buf + len;
+    uint64_t elem_type = 0, total = 0;
+    while (p < end) {
+        uint64_t key, v;
+        if (!pb_varint(&p, end, &key))
+            return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path, "not a valid ONNX SequenceProto");
+        uint64_t field = key >> 3, wt = key & 7;
+        if (wt == 0) {
+            if (!pb_varint(&p, end, &v))
+                return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path, "not a valid ONNX SequenceProto");
+            if (field == 2)
+                elem_type = v;
+            continue;
+        }
+        if (wt == 1 || wt == 5) {
+            size_t w = wt == 1 ? 8 : 4;
+            if ((size_t)(end - p) < w)
+                return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path, "not a valid ONNX SequenceProto");
+            p += w;
+            continue;
+        }
+        if (wt != 2 || !pb_varint(&p, end, &v) || v > (uint64_t)(end - p))
+            return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path, "not a valid ONNX SequenceProto");
+        const uint8_t *msg = p;
+        p += v;
+        if (field >= 4 && field <= 7)
+            return fail(err, errlen, CUVIL_ERR_UNSUPPORTED, path,
+                        "a SequenceProto of sparse tensors, sequences, maps or optionals (Cuvil takes tensors)");
+        if (field != 3)
+            continue;   /* (its name) */
+        cuvil_status st = seq_push(path, ts, n, cap, max_n, err, errlen);
+        if (st != CUVIL_OK)
+            return st;
+        cuvil_ctx pctx;
+        memset(&pctx, 0, sizeof pctx);
+        cuvil_limits lim;
+        cuvil_limits_init(&lim);
+        if (cuvil_onnx_prescan_tensor(&pctx, msg, (size_t)v, &lim) != CUVIL_OK) {
+            st = fail(err, errlen, CUVIL_ERR_INVALID_ARG, path, "element %d: %s", *n, pctx.errmsg);
+            cuvil_free(pctx.errlong);
+            return st;
+        }
+        cuvil_free(pctx.errlong);
+        Onnx__TensorProto *tp = onnx__tensor_proto__unpack(&cuvil_pb_allocator, (size_t)v, msg);
+        if (!tp)
+            return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path, "element %d is not a valid ONNX TensorProto", *n);
+        st = pb_convert(path, tp, &(*ts)[*n], err, errlen);
+        onnx__tensor_proto__free_unpacked(tp, &cuvil_pb_allocator);
+        if (st != CUVIL_OK)
+            return st;
+        total += (*ts)[(*n)++].nbytes;
+        if (total > max_bytes)
+            return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path, "its elements hold more than the %llu bytes expected",
+                        (unsigned long long)max_bytes);
+    }
+    if (*n && elem_type != 1)
+        return fail(err, errlen, CUVIL_ERR_UNSUPPORTED, path, "a SequenceProto whose elem_type is %llu, not TENSOR (1)",
+                    (unsigned long long)elem_type);
+    return CUVIL_OK;
+}
+
+cuvil_status cuvil_seq_read_max(const char *path, uint64_t max_bytes, int max_n, cuvil_host_tensor **out, int *n_out,
+                                char *err, size_t errlen) {
+    if (err && errlen)
+        err[0] = '\0';
+    if (!out || !n_out || !path)
+        return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path, "cuvil_seq_read_max: NULL argument");
+    *out = NULL;
+    *n_out = 0;
+    cuvil_host_tensor *ts = NULL;
+    int n = 0, cap = 0;
+    cuvil_status st = CUVIL_OK;
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return fail(err, errlen, CUVIL_ERR_IO, path, "cannot open: %s", strerror(errno));
+    if (S_ISDIR(sb.st_mode)) {   /* DIR/0.npy, DIR/1.npy, ... (.npy or .pb each) until one is missing */
+        uint64_t total = 0;
+        for (int i = 0;; i++) {
+            size_t plen = strlen(path) + 24;
+            char *f = cuvil_malloc(plen);
+            if (!f) {
+                st = fail(err, errlen, CUVIL_ERR_NOMEM, path, "out of memory");
+                break;
+            }
+            snprintf(f, plen, "%s/%d.npy", path, i);
+            if (access(f, F_OK) != 0)
+                snprintf(f, plen, "%s/%d.pb", path, i);
+            if (access(f, F_OK) != 0) {
+                cuvil_free(f);
+                break;
+            }
+            if ((st = seq_push(path, &ts, &n, &cap, max_n, err, errlen)) == CUVIL_OK &&
+                (st = cuvil_tensor_read_max(f, max_bytes - total + NPY_MAX_HEADER, &ts[n], err, errlen)) == CUVIL_OK)
+                total += ts[n++].nbytes;
+            cuvil_free(f);
+            if (st == CUVIL_OK && total > max_bytes)
+                st = fail(err, errlen, CUVIL_ERR_INVALID_ARG, path, "its elements hold more than the %llu bytes expected",
+                          (unsigned long long)max_bytes);
+            if (st != CUVIL_OK)
+                break;
+        }
+    } else {
+        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+        struct stat fsb;
+        unsigned char *buf = NULL;
+        size_t len = 0;
+        if (fd < 0)
+            st = fail(err, errlen, CUVIL_ERR_IO, path, "cannot open: %s", strerror(errno));
+        else if (fstat(fd, &fsb) != 0 || !S_ISREG(fsb.st_mode))
+            st = fail(err, errlen, CUVIL_ERR_IO, path, "is not a regular file or a folder");
+        else if ((uint64_t)fsb.st_size > max_bytes + 4096 + (uint64_t)max_n * 4096)
+            st = fail(err, errlen, CUVIL_ERR_INVALID_ARG, path, "the file is %llu bytes, more than the %llu expected",
+                      (unsigned long long)fsb.st_size, (unsigned long long)max_bytes);
+        else {
+            int fl = fcntl(fd, F_GETFL);
+            if (fl >= 0)
+                fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+            unsigned char none[1] = {0};
+            st = read_rest(path, fd, &fsb, none, 0, &buf, &len, err, errlen);
+        }
+        if (fd >= 0)
+            close(fd);
+        if (st == CUVIL_OK && len >= NPY_MAGIC_LEN && !memcmp(buf, NPY_MAGIC, NPY_MAGIC_LEN))
+            st = fail(err, errlen, CUVIL_ERR_INVALID_ARG, path,
+                      "a .npy file holds one tensor; a sequence is a SequenceProto .pb or a folder of 0.npy, 1.npy, ...");
+        if (st == CUVIL_OK)
+            st = seq_pb_parse(path, buf, len, max_bytes, &ts, &n, &cap, max_n, err, errlen);
+        cuvil_free(buf);
+    }
+    if (st != CUVIL_OK) {
+        cuvil_host_seq_free(ts, n);   /* (a failed read leaves nothing in ts[n]) */
+        return st;
+    }
+    *out = ts;
+    *n_out = n;
+    return CUVIL_OK;
+}
+
+void cuvil_host_seq_free(cuvil_host_tensor *ts, int n) {
+    for (int i = 0; ts && i < n; i++)
+        cuvil_host_tensor_free(&ts[i]);
+    cuvil_free(ts);
+}
+
+/* CRC-32 (ISO-HDLC, as zip uses), table-driven. */
+static uint32_t crc32_update(uint32_t crc, const void *data, size_t n) {
+    static uint32_t table[256];
+    static atomic_int ready;
+    if (!atomic_load(&ready)) {
+        for (uint32_t i = 0; i < 256; i++) {
+            uint32_t c = i;
+            for (int k = 0; k < 8; k++)
+                c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
+            table[i] = c;
+        }
+        atomic_store(&ready, 1);
+    }
+    const unsigned char *p = data;
+    crc = ~crc;
+    for (size_t i = 0; i < n; i++)
+        crc = table[(crc ^ p[i]) & 0xff] ^ (crc >> 8);
+    return ~crc;
+}
+
+static void le16(unsigned char *p, unsigned v) { p[0] = (unsigned char)v; p[1] = (unsigned char)(v >> 8); }
+static void le32(unsigned char *p, uint32_t v) { for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i)); }
+
+cuvil_status cuvil_npz_write(const char *path, const cuvil_host_tensor *ts, int n, char *err, size_t errlen) {
+    if (err && errlen)
+        err[0] = '\0';
+    if (!path || (n && !ts) || n < 0 || n > 65535)
+        return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path, "cuvil_npz_write: bad argument");
+    typedef struct { uint32_t crc, size, off; char name[24]; } entry;
+    entry *es = cuvil_calloc((size_t)n + 1, sizeof *es);
+    size_t tmplen = strlen(path) + 16;
+    char *tmp = cuvil_malloc(tmplen);
+    if (!es || !tmp) {
+        cuvil_free(es);
+        cuvil_free(tmp);
+        return fail(err, errlen, CUVIL_ERR_NOMEM, path, "out of memory");
+    }
+    cuvil_status st = CUVIL_OK;
+    char sbuf[256];
+    for (int i = 0; i < n && st == CUVIL_OK; i++) {   /* every element checked before a byte is written */
+        const cuvil_host_tensor *t = &ts[i];
+        size_t nb;
+        if (!npy_code_of(t->dtype))
+            st = fail(err, errlen, CUVIL_ERR_UNSUPPORTED, path, "cannot write dtype %s as .npy (numpy has no such type)",
+                      cuvil_dtype_name(t->dtype));
+        else if (t->ndim < 0 || t->ndim > CUVIL_MAX_DIMS ||
+                 !tensor_nbytes(t->ndim, t->dims, cuvil_dtype_size(t->dtype), &nb) || nb != t->nbytes ||
+                 (nb && !t->data))
+            st = fail(err, errlen, CUVIL_ERR_INVALID_ARG, path, "element %d, %s, does not match its bytes", i,
+                      shape_str(sbuf, sizeof sbuf, t->dtype, t->ndim, t->dims));
+    }
+    int fd = st == CUVIL_OK ? open_tmp(path, tmp, tmplen) : -1;
+    if (st == CUVIL_OK && fd < 0)
+        st = fail(err, errlen, CUVIL_ERR_IO, path, "cannot create temporary file '%s': %s", tmp, strerror(errno));
+    uint64_t off = 0;
+    for (int i = 0; i < n && st == CUVIL_OK; i++) {   /* local header, then the .npy */
+        const cuvil_host_tensor *t = &ts[i];
+        const char *code = npy_code_of(t->dtype);
+        char descr[4] = {cuvil_dtype_size(t->dtype) == 1 ? '|' : '<', code[0], code[1], '\0'};
+        char header[1024];
+        size_t hsize = npy_make_header(header, sizeof header, descr, t->ndim, t->dims);
+        uint64_t size = (uint64_t)hsize + t->nbytes;
+        size_t nl = (size_t)snprintf(es[i].name, sizeof es[i].name, "arr_%d.npy", i);
+        if (!hsize || size >= 0xffffffffu || off + 30 + nl + size >= 0xffffffffu) {
+            st = fail(err, errlen, CUVIL_ERR_UNSUPPORTED, path, "the sequence is over the 4 GiB a .npz without zip64 holds");
+            break;
+        }
+        es[i].crc = crc32_update(crc32_update(0, header, hsize), t->data, t->nbytes);
+        es[i].size = (uint32_t)size;
+        es[i].off = (uint32_t)off;
+        unsigned char lh[30] = {0};
+        le32(lh, 0x04034b50u);
+        le16(lh + 4, 20);
+        le16(lh + 12, 0x21);   /* 1980-01-01 */
+        le32(lh + 14, es[i].crc);
+        le32(lh + 18, es[i].size);
+        le32(lh + 22, es[i].size);
+        le16(lh + 26, (unsigned)nl);
+        if (!write_full(fd, lh, sizeof lh) || !write_full(fd, es[i].name, nl) || !write_full(fd, header, hsize) ||
+            !write_full(fd, t->data, t->nbytes))
+            st = fail(err, errlen, CUVIL_ERR_IO, path, "write failed: %s", strerror(errno));
+        off += 30 + nl + size;
+    }
+    uint64_t cd = off;
+    for (int i = 0; i < n && st == CUVIL_OK; i++) {   /* the central directory */
+        size_t nl = strlen(es[i].name);
+        unsigned char ch[46] = {0};
+        le32(ch, 0x02014b50u);
+        le16(ch + 4, 20);
+        le16(ch + 6, 20);
+        le16(ch + 14, 0x21);
+        le32(ch + 16, es[i].crc);
+        le32(ch + 20, es[i].size);
+        le32(ch + 24, es[i].size);
+        le16(ch + 28, (unsigned)nl);
+        le32(ch + 42, es[i].off);
+        if (!write_full(fd, ch, sizeof ch) || !write_full(fd, es[i].name, nl))
+            st = fail(err, errlen, CUVIL_ERR_IO, path, "write failed: %s", strerror(errno));
+        off += 46 + nl;
+    }
+    if (st == CUVIL_OK && off >= 0xffffffffu)
+        st = fail(err, errlen, CUVIL_ERR_UNSUPPORTED, path, "the sequence is over the 4 GiB a .npz without zip64 holds");
+    if (st == CUVIL_OK) {
+        unsigned char eo[22] = {0};
+        le32(eo, 0x06054b50u);
+        le16(eo + 8, (unsigned)n);
+        le16(eo + 10, (unsigned)n);
+        le32(eo + 12, (uint32_t)(off - cd));
+        le32(eo + 16, (uint32_t)cd);
+        if (!write_full(fd, eo, sizeof eo))
+            st = fail(err, errlen, CUVIL_ERR_IO, path, "write failed: %s", strerror(errno));
+    }
+    if (fd >= 0) {
+        if (close(fd) != 0 && st == CUVIL_OK)
+            st = fail(err, errlen, CUVIL_ERR_IO, path, "write failed: %s", strerror(errno));
+        if (st == CUVIL_OK && rename(tmp, path) != 0)
+            st = fail(err, errlen, CUVIL_ERR_IO, path, "cannot rename '%s' into place: %s", tmp, strerror(errno));
+        if (st != CUVIL_OK)
+            unlink(tmp);
+    }
+    cuvil_free(es);
+    cuvil_free(tmp);
+    return st;
+}

@@ -1,6 +1,8 @@
-"""Sequences of tensors inside a model (issue 31, item 3; src/ir/ops/op_seq.c): SequenceEmpty,
-Construct, Insert, Erase, At, Length, SplitToSequence and ConcatFromSequence with element counts
-the compile knows and positions or split lengths read when the model runs. Reference: ONNX
+"""Sequences of tensors (issue 31, item 3; src/ir/ops/op_seq.c): SequenceEmpty, Construct,
+Insert, Erase, At, Length, SplitToSequence and ConcatFromSequence, Identity and If on them,
+with most elements the compile knows, counts that are symbols (a sequence graph input's) or
+only the run's (an If's), and positions or split lengths read when the model runs; sequences as
+graph inputs and outputs (the ABI's block, Python's lists, cuvil-run's .pb / folder / .npz). Reference: ONNX
 Runtime, at every position (negative ones too); positions out of range fail the run with the
 node named, as they fail in ONNX Runtime."""
 from __future__ import annotations
@@ -120,23 +122,174 @@ def test_split_lengths_at_run_time_then_concat(tmp_path, symbolic):
 
 
 def test_refusals(tmp_path):
-    """A sequence as a graph output, or into an op that takes tensors, is refused by name; so is
-    a constant position out of range."""
-    seq_out = _model(tmp_path, "so", [helper.make_node("SequenceConstruct", ["x", "x"], ["s"])], [_vi("x", F, [2])],
-                     [])
-    import onnx
-    m = onnx.load(seq_out)
-    m.graph.output.append(onnx.ValueInfoProto(name="s"))
-    onnx.save(m, seq_out)
-    tl.assert_clean_failure(tl.compile_raw(seq_out, tmp_path / "so.so"), mentions=["'s'", "sequence"])
-    into_add = _model(tmp_path, "ia", [helper.make_node("SequenceConstruct", ["x"], ["s"]),
-                                       helper.make_node("Identity", ["s"], ["y"], name="id_node")],
+    """A sequence into an op that takes tensors, or declared a tensor where the graph gives a
+    sequence, is refused by name; so is a constant position out of range."""
+    into_abs = _model(tmp_path, "ia", [helper.make_node("SequenceConstruct", ["x"], ["s"]),
+                                       helper.make_node("Abs", ["s"], ["y"], name="abs_node")],
                       [_vi("x", F, [2])], [("y", F)])
-    tl.assert_clean_failure(tl.compile_raw(into_add, tmp_path / "ia.so"), mentions=["id_node", "sequence"])
+    tl.assert_clean_failure(tl.compile_raw(into_abs, tmp_path / "ia.so"), mentions=["abs_node", "sequence"])
+    as_tensor = _model(tmp_path, "at", [helper.make_node("SequenceConstruct", ["x"], ["s"]),
+                                        helper.make_node("Identity", ["s"], ["y"], name="id_node")],
+                       [_vi("x", F, [2])], [("y", F)])
+    tl.assert_clean_failure(tl.compile_raw(as_tensor, tmp_path / "at.so"), mentions=["id_node", "sequence", "tensor"])
     far = _model(tmp_path, "far", [helper.make_node("SequenceConstruct", ["x"], ["s"]),
                                    helper.make_node("SequenceAt", ["s", "p"], ["y"], name="far_node")],
                  [_vi("x", F, [2])], [("y", F)], [helper.make_tensor("p", I64, [], [1])])
     tl.assert_clean_failure(tl.compile_raw(far, tmp_path / "far.so"), mentions=["far_node", "outside"])
+
+
+def _seq_vi(name, elem_type, shape):
+    return helper.make_tensor_sequence_value_info(name, elem_type, shape)
+
+
+def _seq_io_model(tmp_path):
+    """S (a sequence input, elements float[n] of any length) and t: S with t inserted at p, S's
+    length, S's elements joined, S's element at p."""
+    import onnx
+    g = helper.make_graph(
+        [helper.make_node("SequenceInsert", ["S", "t", "p"], ["ins"]),
+         helper.make_node("SequenceLength", ["S"], ["len"]),
+         helper.make_node("ConcatFromSequence", ["S"], ["cat"], axis=0),
+         helper.make_node("SequenceAt", ["S", "p"], ["at"]),
+         helper.make_node("Identity", ["S"], ["same"])], "seqio",
+        [_seq_vi("S", F, ["n"]), _vi("t", F, [3]), _vi("p", I64, [])],
+        [_seq_vi("ins", F, None), _vi("len", I64, []), _vi("cat", F, None), _vi("at", F, None),
+         _seq_vi("same", F, ["n"])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    path = tmp_path / "seqio.onnx"
+    onnx.save(m, path)
+    return path
+
+
+def test_sequence_graph_inputs_and_outputs(tmp_path):
+    """A sequence as a graph input (its count a symbol, len(S), its elements' lengths each its
+    own) and as graph outputs, from Python: every count 1..4 and element lengths 0..5, against
+    ONNX Runtime; the count and an element over the bounds are refused by name."""
+    path = _seq_io_model(tmp_path)
+    model = cuvil.compile(path, sequences={"S": (1, 4)}, input_shapes={"S": [5]}, cache=False)
+    assert model.symbols == {"len(S)": (1, 4)}
+    assert model.inputs[0].sequence and model.inputs[0].seq_max == 4 and model.inputs[0].max_shape == (5,)
+    rng = np.random.default_rng(3)
+    import onnxruntime as ort
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    t = np.array([7, 8, 9], np.float32)
+    for n in range(1, 5):
+        S = [rng.standard_normal(int(rng.integers(0, 6))).astype(np.float32) for _ in range(n)]
+        for p in range(-n, n):
+            got = model(S=S, t=t, p=np.array(p, np.int64))
+            want = sess.run(None, {"S": S, "t": t, "p": np.array(p, np.int64)})
+            for g, w in zip(got, want):
+                if isinstance(w, list):
+                    assert isinstance(g, list) and len(g) == len(w)
+                    for a, b in zip(g, w):
+                        np.testing.assert_array_equal(a, b)
+                else:
+                    np.testing.assert_array_equal(g, w)
+    with pytest.raises(ValueError, match="at most 4"):
+        model(S=[t, t, t, t, t], t=t, p=np.array(0, np.int64))
+    with pytest.raises(ValueError, match="element 1"):
+        model(S=[t, np.zeros(6, np.float32)], t=t, p=np.array(0, np.int64))
+    with pytest.raises(cuvil.CuvilError, match="position|outside"):
+        model(S=[t], t=t, p=np.array(3, np.int64))
+
+
+def _write_seq_pb(path, arrays):
+    import onnx
+    from onnx import numpy_helper
+    sp = onnx.SequenceProto(name="S", elem_type=onnx.SequenceProto.TENSOR)
+    sp.tensor_values.extend(numpy_helper.from_array(a) for a in arrays)
+    path.write_bytes(sp.SerializeToString())
+
+
+def test_cuvil_run_sequence_files_and_the_model_checks_the_header(tmp_path):
+    """cuvil-run takes a sequence as an ONNX SequenceProto .pb or a folder of 0.npy, 1.npy, ...
+    and writes a sequence output as .npz (np.load reads it); the compiled model itself checks a
+    caller's header (a count outside len(S)'s range, an element dim over its bound) before any
+    node reads it, whatever the caller."""
+    import ctypes
+    path = _seq_io_model(tmp_path)
+    so = tl.compile(path, tmp_path / "build", extra=["--seq", "S=1:4", "--shape", "S=5"])
+    S = [np.arange(4, dtype=np.float32), np.arange(2, dtype=np.float32) + 10]
+    _write_seq_pb(tmp_path / "s.pb", S)
+    (tmp_path / "sdir").mkdir()
+    for i, a in enumerate(S):
+        np.save(tmp_path / "sdir" / f"{i}.npy", a)
+    np.save(tmp_path / "t.npy", np.array([7, 8, 9], np.float32))
+    np.save(tmp_path / "p.npy", np.array(1, np.int64))
+    for src in ("s.pb", "sdir"):
+        out = tmp_path / f"out_{src}"
+        proc = tl.run_tool("cuvil-run", [str(so), "--input", f"S={tmp_path / src}", "--input", f"t={tmp_path / 't.npy'}",
+                                         "--input", f"p={tmp_path / 'p.npy'}", "--output-dir", str(out)])
+        assert proc.returncode == 0, proc.stderr
+        z = np.load(out / "ins.npz")
+        got = [z[f"arr_{i}"] for i in range(len(z.files))]
+        assert [g.tolist() for g in got] == [S[0].tolist(), [7, 8, 9], S[1].tolist()]
+        assert np.load(out / "len.npy") == 2
+        np.testing.assert_array_equal(np.load(out / "cat.npy"), np.concatenate(S))
+    _write_seq_pb(tmp_path / "big.pb", [np.zeros(6, np.float32)])
+    proc = tl.run_tool("cuvil-run", [str(so), "--input", f"S={tmp_path / 'big.pb'}", "--input", f"t={tmp_path / 't.npy'}",
+                                     "--input", f"p={tmp_path / 'p.npy'}", "--output-dir", str(tmp_path / "o2")])
+    tl.assert_clean_failure(proc, mentions=["'S'", "element 0"])
+    # the ABI, with a forged header: the model's own checks
+    model = cuvil.load(so)
+    info = model._desc.inputs[0]
+    for count, dim, what in ((5, 2, "5 elements"), (0, 2, "0 elements"), (1, 6, "element 0: dim 0 is 6")):
+        block = np.zeros(info.nbytes, np.uint8)
+        hdr = block[:info.seq_hdr_bytes].view(np.int64)
+        hdr[0] = count
+        hdr[1:1 + min(count, 4)] = dim
+        ins = [block, np.zeros(3, np.float32), np.array(0, np.int64)]
+        outs = [np.zeros(o.nbytes, np.uint8) for o in (model._desc.outputs[i] for i in range(5))]
+        m = model._ctx.enter()
+        try:
+            P = ctypes.c_void_p
+            st = model._desc.run(m, (P * 3)(*[a.ctypes.data for a in ins]), (P * 5)(*[o.ctypes.data for o in outs]))
+            msg = model._desc.errmsg(m).decode()
+        finally:
+            model._ctx.leave()
+        assert st != 0 and what in msg and "'S'" not in msg and "S" in msg, (st, msg)
+
+
+def test_if_branches_give_sequences_of_different_counts(tmp_path):
+    """An If whose branches give sequences of 2 and 3 elements of different lengths: the output
+    holds what the branch taken gave (its count read at run time by SequenceLength)."""
+    import onnx
+    then_g = helper.make_graph([helper.make_node("SequenceConstruct", ["a", "b"], ["ts"])], "then", [],
+                               [_seq_vi("ts", F, None)])
+    else_g = helper.make_graph([helper.make_node("SplitToSequence", ["b"], ["es"], axis=0, keepdims=1)], "else", [],
+                               [_seq_vi("es", F, None)])
+    g = helper.make_graph(
+        [helper.make_node("If", ["c"], ["s"], then_branch=then_g, else_branch=else_g),
+         helper.make_node("SequenceLength", ["s"], ["n"])], "ifseq",
+        [_vi("c", TensorProto.BOOL, []), _vi("a", F, [2]), _vi("b", F, [3])], [_seq_vi("s", F, None), _vi("n", I64, [])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    path = tmp_path / "ifseq.onnx"
+    onnx.save(m, path)
+    model = cuvil.compile(path, cache=False)
+    import onnxruntime as ort
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    a, b = np.array([1, 2], np.float32), np.array([3, 4, 5], np.float32)
+    for c in (True, False):
+        feeds = {"c": np.array(c), "a": a, "b": b}
+        s, n = model(**feeds)
+        ws, wn = sess.run(None, feeds)
+        assert [x.tolist() for x in s] == [x.tolist() for x in ws] and int(n) == int(wn)
+
+
+def test_sequence_input_refusals(tmp_path):
+    """Without --seq, with --seq on a tensor or on no input, or with an element dim left open
+    and no --shape: one message each, naming the input and the option."""
+    path = _seq_io_model(tmp_path)
+    cases = [([], ["'S'", "--seq S="]),
+             (["--seq", "S=1:4"], ["'S'", "--shape S="]),
+             (["--seq", "S=1:4", "--shape", "S=5", "--seq", "t=2"], ["--seq t", "not a sequence"]),
+             (["--seq", "S=1:4", "--shape", "S=5", "--seq", "nope=2"], ["--seq nope"]),
+             (["--seq", "S=4:1", "--shape", "S=5"], ["--seq"]),
+             (["--seq", "S=1:2000", "--shape", "S=5"], ["2000", "1024"])]
+    for extra, mentions in cases:
+        tl.assert_clean_failure(tl.compile_raw(path, tmp_path / "r.so", extra=extra), mentions=mentions)
 
 
 def test_uneven_pieces_rejoined_float16(tmp_path):
@@ -235,3 +388,119 @@ def test_found_size_over_the_declared_room_fails_cleanly(tmp_path):
         model(x=x, z=z, w=np.array([1, 2], np.float32), p=np.array(0, np.int64))
     with pytest.raises(cuvil.CuvilError, match="cat_node"):
         model(x=x, z=z, w=np.arange(5, dtype=np.float32), p=np.array(1, np.int64))
+
+
+def test_sequence_map_over_elements_of_every_length(tmp_path):
+    """SequenceMap (a body run per element: its element of each sequence input, the tensor
+    inputs as they are) over a sequence input whose elements differ in length, giving a
+    sequence of each element plus a tensor (a length checked against it) and a sequence of
+    their shapes, and a second sequence of another length refused at run time by name."""
+    import onnx
+    body = helper.make_graph(
+        [helper.make_node("Mul", ["e", "wb"], ["m"]), helper.make_node("Add", ["m", "f"], ["sum"]),
+         helper.make_node("Shape", ["e"], ["shp"])], "body",
+        [_vi("e", F, ["n"]), _vi("f", F, ["n"]), _vi("wb", F, [])], [_vi("sum", F, ["n"]), _vi("shp", I64, [1])])
+    g = helper.make_graph([helper.make_node("SequenceMap", ["S", "T", "w"], ["out", "shapes"], body=body, name="map_node")],
+                          "smap", [_seq_vi("S", F, ["n"]), _seq_vi("T", F, ["n"]), _vi("w", F, [])],
+                          [_seq_vi("out", F, None), _seq_vi("shapes", I64, [1])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    path = tmp_path / "smap.onnx"
+    onnx.save(m, path)
+    model = cuvil.compile(path, sequences={"S": (0, 5), "T": (0, 5)}, input_shapes={"S": [6], "T": [6]}, cache=False)
+    import onnxruntime as ort
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(11)
+    w = np.array(0.5, np.float32)
+    for n in range(0, 6):
+        lens = [int(rng.integers(0, 7)) for _ in range(n)]
+        S = [rng.standard_normal(k).astype(np.float32) for k in lens]
+        T = [rng.standard_normal(k).astype(np.float32) for k in lens]
+        out, shapes = model(S=S, T=T, w=w)
+        wo, ws = sess.run(None, {"S": S, "T": T, "w": w})
+        assert len(out) == len(wo) == n and len(shapes) == n
+        for a, b in zip(out, wo):
+            np.testing.assert_allclose(a, b, rtol=1e-6)
+        assert [s.tolist() for s in shapes] == [s.tolist() for s in ws]
+    with pytest.raises(cuvil.CuvilError, match="map_node.*differ in length"):
+        model(S=[np.zeros(2, np.float32)] * 2, T=[np.zeros(2, np.float32)] * 3, w=w)
+
+
+def test_loop_appending_to_an_empty_sequence(tmp_path):
+    """A Loop whose state starts as SequenceEmpty and gets the iteration's slice appended
+    (ONNX's own idiom, as SequenceMap's function body writes it): the sequence of the slices,
+    every trip count 0..6 against ONNX Runtime, with a tensor state beside it."""
+    body = helper.make_graph(
+        [helper.make_node("Add", ["i", "one"], ["i1"]),
+         helper.make_node("Unsqueeze", ["i1", "ax0"], ["end"]),
+         helper.make_node("Slice", ["x", "zero1", "end"], ["piece"]),
+         helper.make_node("SequenceInsert", ["seq_in", "piece"], ["seq_out"]),
+         helper.make_node("ReduceSum", ["piece"], ["ps"], keepdims=0),
+         helper.make_node("Add", ["acc_in", "ps"], ["acc_out"]),
+         helper.make_node("Identity", ["c"], ["c_out"])], "body",
+        [_vi("i", I64, []), _vi("c", TensorProto.BOOL, []), _seq_vi("seq_in", F, None), _vi("acc_in", F, [])],
+        [_vi("c_out", TensorProto.BOOL, []), _seq_vi("seq_out", F, None), _vi("acc_out", F, [])],
+        [helper.make_tensor("one", I64, [], [1]), helper.make_tensor("ax0", I64, [1], [0]),
+         helper.make_tensor("zero1", I64, [1], [0])])
+    nodes = [helper.make_node("SequenceEmpty", [], ["empty"], dtype=F),
+             helper.make_node("Loop", ["m", "", "empty", "acc0"], ["seq", "acc"], body=body),
+             helper.make_node("SequenceLength", ["seq"], ["len"])]
+    import onnx
+    g = helper.make_graph(nodes, "app", [_vi("m", I64, []), _vi("x", F, [6]), _vi("acc0", F, [])],
+                          [_seq_vi("seq", F, None), _vi("acc", F, []), _vi("len", I64, [])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    path = tmp_path / "app.onnx"
+    onnx.save(m, path)
+    model = cuvil.compile(path, dims={"m": (0, 6)}, cache=False)
+    import onnxruntime as ort
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    x = np.arange(1, 7, dtype=np.float32)
+    for trips in range(0, 7):
+        feeds = {"m": np.array(trips, np.int64), "x": x, "acc0": np.array(0.25, np.float32)}
+        seq, acc, n = model(**feeds)
+        ws, wa, wn = sess.run(None, feeds)
+        assert [s.tolist() for s in seq] == [s.tolist() for s in ws] and int(n) == int(wn) == trips
+        np.testing.assert_allclose(acc, wa, rtol=1e-6)
+    ir = subprocess.run([str(tl.build_dir() / "bin" / "cuvil-compile"), "--model", str(path), "--output", "-", "--emit",
+                         "ir", "--dim", "m=0:6"], capture_output=True, text=True)
+    assert "seq_out" in ir.stdout and "seq_insert" not in ir.stdout, ir.stdout + ir.stderr
+
+
+def test_cuvil_run_refuses_bad_sequence_files(tmp_path):
+    """Hostile or wrong sequence files: one message each, exit 1, no output written."""
+    import onnx
+    from onnx import numpy_helper
+    path = _seq_io_model(tmp_path)
+    so = tl.compile(path, tmp_path / "build", extra=["--seq", "S=1:4", "--shape", "S=5"])
+    np.save(tmp_path / "t.npy", np.array([7, 8, 9], np.float32))
+    np.save(tmp_path / "p.npy", np.array(0, np.int64))
+    good = onnx.SequenceProto(name="S", elem_type=onnx.SequenceProto.TENSOR)
+    good.tensor_values.extend([numpy_helper.from_array(np.zeros(2, np.float32))])
+    gb = good.SerializeToString()
+    nested = onnx.SequenceProto(name="S", elem_type=onnx.SequenceProto.SEQUENCE)
+    nested.sequence_values.extend([good])
+    wrong_type = onnx.SequenceProto(name="S", elem_type=onnx.SequenceProto.TENSOR)
+    wrong_type.tensor_values.extend([numpy_helper.from_array(np.zeros(2, np.int32))])
+    too_many = onnx.SequenceProto(name="S", elem_type=onnx.SequenceProto.TENSOR)
+    too_many.tensor_values.extend([numpy_helper.from_array(np.zeros(1, np.float32))] * 5)
+    cases = {
+        "truncated.pb": (gb[:-3], ["not a valid ONNX SequenceProto"]),
+        "badlen.pb": (b"\x1a\xff\xff\xff\xff\x0f" + gb, ["SequenceProto"]),
+        "varint.pb": (b"\x08" + b"\xff" * 12, ["SequenceProto"]),
+        "nested.pb": (nested.SerializeToString(), ["sequences"]),
+        "int32.pb": (wrong_type.SerializeToString(), ["element 0", "int32"]),
+        "many.pb": (too_many.SerializeToString(), ["more than 4 elements"]),
+        "npy.npy": (None, ["a .npy file holds one tensor"]),
+    }
+    for name, (data, mentions) in cases.items():
+        f = tmp_path / name
+        if data is None:
+            np.save(f, np.zeros(2, np.float32))
+        else:
+            f.write_bytes(data)
+        out = tmp_path / f"o_{name}"
+        proc = tl.run_tool("cuvil-run", [str(so), "--input", f"S={f}", "--input", f"t={tmp_path / 't.npy'}",
+                                         "--input", f"p={tmp_path / 'p.npy'}", "--output-dir", str(out)])
+        tl.assert_clean_failure(proc, mentions=mentions)
+        assert not out.exists() or not any(out.iterdir()), name

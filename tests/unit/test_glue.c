@@ -8,6 +8,7 @@
  * z int64[c] = the first c of k's values, c = k[0] (a size the run finds, 0..2). A guard: n != 5
  * (as a model's check_guards() refuses a size its shapes cannot take).
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,12 +19,12 @@
 #include "check.h"
 
 static const cuvil_tensor_info inputs_[2] = {
-    {"x", CUVIL_DTYPE_FLOAT32, 2, {8, 3}, {"n", NULL}, 8 * 3 * 4},
-    {"k", CUVIL_DTYPE_INT64, 1, {2}, {NULL}, 16},
+    {"x", CUVIL_DTYPE_FLOAT32, 2, {8, 3}, {"n", NULL}, 8 * 3 * 4, 0, 0, 0, 0, 0},
+    {"k", CUVIL_DTYPE_INT64, 1, {2}, {NULL}, 16, 0, 0, 0, 0, 0},
 };
 static const cuvil_tensor_info outputs_[2] = {
-    {"y", CUVIL_DTYPE_FLOAT32, 2, {8, 3}, {"n", NULL}, 8 * 3 * 4},
-    {"z", CUVIL_DTYPE_INT64, 1, {2}, {NULL}, 16},
+    {"y", CUVIL_DTYPE_FLOAT32, 2, {8, 3}, {"n", NULL}, 8 * 3 * 4, 0, 0, 0, 0, 0},
+    {"z", CUVIL_DTYPE_INT64, 1, {2}, {NULL}, 16, 0, 0, 0, 0, 0},
 };
 static const cuvil_sym_info syms_[1] = {{"n", 1, 8, 1}};
 static const int8_t in_sym_[2][CUVIL_MAX_DIMS] = {{0, -1, -1, -1, -1, -1, -1, -1}, {-1, -1, -1, -1, -1, -1, -1, -1}};
@@ -38,6 +39,11 @@ static cuvil_status check_guards(cuvil_model *m, const int64_t *D) {
         snprintf(m->err, sizeof m->err, "node 'g': n is 5");
         return CUVIL_ERR_SHAPE;
     }
+    return CUVIL_OK;
+}
+
+static cuvil_status check_guards_none(cuvil_model *m, const int64_t *D) {
+    (void)m, (void)D;
     return CUVIL_OK;
 }
 
@@ -256,7 +262,84 @@ static void test_set_err(void) {
     cuvil_glue_destroy(m);
 }
 
+/* ===== a sequence input: the header checked before any node reads it ===================== */
+/* "s": up to 3 elements of float[<=4, 3] (dim 0 may differ between elements), its count the
+ * symbol len(s) in 1..3; "f": exactly 2 elements of the same (a fixed count). Layout: a header
+ * of 64 bytes (8 * (1 + 3 * 2) = 56, rounded), slots of 64 (4 * 3 * 4 = 48, rounded). */
+static const cuvil_tensor_info seq_in_[2] = {
+    {"s", CUVIL_DTYPE_FLOAT32, 2, {4, 3}, {NULL, NULL}, 64 + 3 * 64, 1, 3, 1u, 64, 64},
+    {"f", CUVIL_DTYPE_FLOAT32, 2, {4, 3}, {NULL, NULL}, 64 + 2 * 64, 1, 2, 1u, 64, 64},
+};
+static const cuvil_tensor_info seq_out_[1] = {{"n", CUVIL_DTYPE_INT64, 1, {1}, {NULL}, 8, 0, 0, 0, 0, 0}};
+static const cuvil_sym_info seq_syms_[1] = {{"len(s)", 1, 3, 1}};
+static const int8_t seq_in_sym_[2][CUVIL_MAX_DIMS] = {{0, -1, -1, -1, -1, -1, -1, -1}, {-1, -1, -1, -1, -1, -1, -1, -1}};
+
+static void seq_output_dims(const int64_t *D, int64_t *const *od) {
+    (void)D;
+    if (od && od[0]) od[0][0] = 1;
+}
+
+static cuvil_status seq_run_nodes(cuvil_model *m, unsigned char *A, const unsigned char *W, void *S, const void *const *in,
+                                  void *const *out, int64_t *D) {
+    (void)m, (void)A, (void)W, (void)S;
+    CHECK(D[0] == ((const int64_t *)in[0])[0], "len(s) is the header's count");
+    *(int64_t *)out[0] = D[0];
+    return CUVIL_OK;
+}
+
+static const cuvil_model_desc seq_desc_ = {
+    CUVIL_MODEL_ABI_VERSION, "q", 2, 1, seq_in_, seq_out_, "sha", "v", "generic", "", 64, sizeof weights_,
+    NULL, NULL, NULL, NULL, 1, seq_syms_, NULL, "", 0,
+};
+static const cuvil_glue_table seq_table_ = {
+    &seq_desc_, 64, scratch_bytes, 1, seq_in_sym_, weights_, check_guards_none, seq_output_dims, seq_run_nodes,
+};
+
+/* Runs with s holding `count` elements whose dims are d0 x d1 each (f: 2 elements of 4 x 3, or
+ * f_count of them), through run_shapes with dims (NULL for the sequences) or the fixed call. */
+static cuvil_status seq_run(cuvil_model *m, int64_t count, int64_t d0, int64_t d1, int64_t f_count, bool fixed,
+                            int64_t *n) {
+    _Alignas(64) int64_t s[(64 + 3 * 64) / 8] = {0}, f[(64 + 2 * 64) / 8] = {0};
+    s[0] = count;
+    for (int64_t e = 0; e < 3; e++) s[1 + 2 * e] = d0, s[2 + 2 * e] = d1;
+    f[0] = f_count;
+    for (int64_t e = 0; e < 2; e++) f[1 + 2 * e] = 4, f[2 + 2 * e] = 3;
+    const void *in[2] = {s, f};
+    void *out[1] = {n};
+    const int64_t *id[2] = {NULL, NULL};
+    return cuvil_glue_run_shapes(m, in, fixed ? NULL : id, out, NULL);
+}
+
+static void test_sequence_inputs(void) {
+    cuvil_model *m = NULL;
+    CHECK(cuvil_glue_create(&seq_table_, NULL, &m) == CUVIL_OK, "create: %s", cuvil_glue_errmsg(m));
+    int64_t n = -1;
+    for (int fixed = 0; fixed < 2; fixed++) {
+        for (int64_t c = 1; c <= 3; c++)
+            CHECK(seq_run(m, c, c, 3, 2, fixed, &n) == CUVIL_OK && n == c, "%lld elements: %s", (long long)c,
+                  cuvil_glue_errmsg(m));
+        const struct { int64_t count, d0, d1, f; const char *msg; } bad[] = {
+            {0, 4, 3, 2, "holds 0 elements, outside 1..3: s"},
+            {4, 4, 3, 2, "holds 4 elements, outside 1..3: s"},
+            {-1, 4, 3, 2, "holds -1 elements"},
+            {2, 5, 3, 2, "element 0: dim 0 is 5; the model takes 0..4: s"},
+            {2, -1, 3, 2, "element 0: dim 0 is -1"},
+            {2, 4, 2, 2, "element 0: dim 1 is 2; the model takes 3: s"},
+            {2, 4, 3, 1, "holds 1 elements; the model takes 2: f"},
+            {2, 4, 3, 3, "holds 3 elements; the model takes 2: f"},
+        };
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+            n = -7;
+            cuvil_status st = seq_run(m, bad[i].count, bad[i].d0, bad[i].d1, bad[i].f, fixed, &n);
+            CHECK(st == CUVIL_ERR_SHAPE && strstr(cuvil_glue_errmsg(m), bad[i].msg) && n == -7,
+                  "bad header %zu (%s): %d %s", i, fixed ? "fixed call" : "run_shapes", (int)st, cuvil_glue_errmsg(m));
+        }
+    }
+    cuvil_glue_destroy(m);
+}
+
 int main(void) {
+    test_sequence_inputs();
     test_create_modes();
     test_create_refusals();
     test_run_checks();

@@ -74,6 +74,31 @@ int cuvil_seq_at(const cuvil_seq_params *p, const void *S, int pos_t, const void
     return 0;
 }
 
+int cuvil_seq_copy(const cuvil_seq_params *pi, const void *S, const cuvil_seq_params *po, void *O) {
+    int64_t n = ((const int64_t *)S)[0];
+    if (n < 0 || n > po->cap || pi->rank != po->rank) return 1;
+    for (int64_t i = 0; i < n; i++)
+        if (elem_bytes(pi, S, i) > po->slot) return 1;
+    for (int64_t i = 0; i < n; i++) copy_elem(pi, S, i, po, O, i);
+    ((int64_t *)O)[0] = n;
+    return 0;
+}
+
+int cuvil_seq_join(const cuvil_seq_params *pa, const void *A, const cuvil_seq_params *pb, const void *B,
+                   const cuvil_seq_params *po, void *O) {
+    int64_t na = ((const int64_t *)A)[0], nb = ((const int64_t *)B)[0];
+    if (na < 0 || nb < 0 || na > po->cap || nb > po->cap - na || (na && pa->rank != po->rank) || (nb && pb->rank != po->rank))
+        return 1;
+    for (int64_t i = 0; i < na; i++)
+        if (elem_bytes(pa, A, i) > po->slot) return 1;
+    for (int64_t i = 0; i < nb; i++)
+        if (elem_bytes(pb, B, i) > po->slot) return 1;
+    for (int64_t i = 0; i < na; i++) copy_elem(pa, A, i, po, O, i);
+    for (int64_t i = 0; i < nb; i++) copy_elem(pb, B, i, po, O, na + i);
+    ((int64_t *)O)[0] = na + nb;
+    return 0;
+}
+
 /* Piece i's length: lens[i], or split's (type split_t) when lens is NULL. */
 static int64_t split_len(const int64_t *lens, int split_t, const void *split, int64_t i) {
     return lens ? lens[i] : split_t == CUVIL_T_I32 ? ((const int32_t *)split)[i] : ((const int64_t *)split)[i];

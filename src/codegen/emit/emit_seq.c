@@ -4,7 +4,7 @@
  * ConcatFromSequence's output that the elements do not share is a size the run finds. */
 #include "codegen/emit/emit_int.h"
 
-static const char *seq_params(cg_ctx *cg, const cir_value *v) {
+const char *cg_seq_params(cg_ctx *cg, const cir_value *v) {
     return cg_param(cg, "cuvil_seq_params", "{ .cap = %d, .rank = %d, .hdr = %zu, .slot = %zu, .esize = %zu }", v->seq_n,
                     v->ndim > 0 ? v->ndim : 0, cir_seq_hdr_bytes(v), cir_seq_slot_bytes(v), cir_dtype_size(v->dtype));
 }
@@ -42,7 +42,7 @@ cuvil_status cg_emit_seq(cg_ctx *cg, cir_graph *g, cir_node *n) {
         cg_printf(cg, "    ((int64_t *)%s)[0] = 0;\n", cg_out(cg, y->id));
         return CUVIL_OK;
     case CIR_OP_SEQ_CONSTRUCT: {
-        const char *p = seq_params(cg, y);
+        const char *p = cg_seq_params(cg, y);
         for (int i = 0; i < n->n_in; i++) {
             cir_value *x = cir_in(g, n, i);
             cg_printf(cg, "    {\n        const int64_t d[] = %s;\n        cuvil_seq_put(&%s, %s, %d, %d, %s, d);\n    }\n",
@@ -54,7 +54,7 @@ cuvil_status cg_emit_seq(cg_ctx *cg, cir_graph *g, cir_node *n) {
         cir_value *S = cir_in(g, n, 0), *x = cir_in(g, n, 1);
         pos_args(cg, g, n, 2, &pt, &pp);
         cg_printf(cg, "    {\n        const int64_t d[] = %s;\n        if (cuvil_seq_insert(&%s, %s, &%s, %s, %s, d, %s, %s)) return 1;\n"
-                      "    }\n", dims_of(cg, x), seq_params(cg, S), cg_in(cg, S->id), seq_params(cg, y), cg_out(cg, y->id),
+                      "    }\n", dims_of(cg, x), cg_seq_params(cg, S), cg_in(cg, S->id), cg_seq_params(cg, y), cg_out(cg, y->id),
                   cg_in(cg, x->id), pt, pp);
         cg_fallible(cg, "its position is outside -n..n (n: the sequence's length)");
         return CUVIL_OK;
@@ -62,23 +62,46 @@ cuvil_status cg_emit_seq(cg_ctx *cg, cir_graph *g, cir_node *n) {
     case CIR_OP_SEQ_ERASE: {
         cir_value *S = cir_in(g, n, 0);
         pos_args(cg, g, n, 1, &pt, &pp);
-        cg_printf(cg, "    if (cuvil_seq_erase(&%s, %s, &%s, %s, %s, %s)) return 1;\n", seq_params(cg, S), cg_in(cg, S->id),
-                  seq_params(cg, y), cg_out(cg, y->id), pt, pp);
+        cg_printf(cg, "    if (cuvil_seq_erase(&%s, %s, &%s, %s, %s, %s)) return 1;\n", cg_seq_params(cg, S), cg_in(cg, S->id),
+                  cg_seq_params(cg, y), cg_out(cg, y->id), pt, pp);
         cg_fallible(cg, "its position is outside -n..n-1 (n: the sequence's length)");
         return CUVIL_OK;
     }
+    case CIR_OP_SEQ_MAP_ARG:
+        if (cir_in(g, n, 0)->seq_n < 0) {   /* a tensor: itself in every iteration */
+            cg_printf(cg, "    memcpy(%s, %s, %s);\n", cg_out(cg, y->id), cg_in(cg, n->in[0]), cg_nbytes(cg, y->id));
+            return CUVIL_OK;
+        }
+        {
+            cir_value *S = cir_in(g, n, 0);
+            cg_printf(cg, "    int64_t yd[%d];\n    if (*(const int64_t *)%s != *(const int64_t *)%s ||\n"
+                          "        cuvil_seq_at(&%s, %s, CUVIL_T_I64, %s, %s, yd, %s)) return 1;\n", y->ndim > 0 ? y->ndim : 1,
+                      cg_in(cg, S->id), cg_in(cg, n->in[2]), cg_seq_params(cg, S), cg_in(cg, S->id), cg_in(cg, n->in[1]),
+                      cg_out(cg, y->id), out_cap(cg, y));
+            cg_fallible(cg, "its sequences differ in length (SequenceMap takes sequences of one length), or an element "
+                            "is larger than the room planned for it");
+            found_dims(cg, g, n, y->ndim, -1);
+            return CUVIL_OK;
+        }
     case CIR_OP_SEQ_AT: {
         cir_value *S = cir_in(g, n, 0);
         pos_args(cg, g, n, 1, &pt, &pp);
         cg_printf(cg, "    int64_t yd[%d];\n    if (cuvil_seq_at(&%s, %s, %s, %s, %s, yd, %s)) return 1;\n", y->ndim > 0 ? y->ndim : 1,
-                  seq_params(cg, S), cg_in(cg, S->id), pt, pp, cg_out(cg, y->id), out_cap(cg, y));
+                  cg_seq_params(cg, S), cg_in(cg, S->id), pt, pp, cg_out(cg, y->id), out_cap(cg, y));
         cg_fallible(cg, "its position is outside -n..n-1 (n: the sequence's length), or the element is larger than the "
                         "output's declared or --dim size");
         found_dims(cg, g, n, y->ndim, -1);
         return CUVIL_OK;
     }
-    case CIR_OP_SEQ_LENGTH:   /* (its value is known: codegen writes it as a number) */
-        cg_printf(cg, "    *(int64_t *)%s = %d;\n", cg_out(cg, y->id), cir_in(g, n, 0)->seq_n);
+    case CIR_OP_SEQ_JOIN: {
+        cir_value *A = cir_in(g, n, 0), *B = cir_in(g, n, 1);
+        cg_printf(cg, "    if (cuvil_seq_join(&%s, %s, &%s, %s, &%s, %s)) return 1;\n", cg_seq_params(cg, A), cg_in(cg, A->id),
+                  cg_seq_params(cg, B), cg_in(cg, B->id), cg_seq_params(cg, y), cg_out(cg, y->id));
+        cg_fallible(cg, "its sequences hold more than planned");
+        return CUVIL_OK;
+    }
+    case CIR_OP_SEQ_LENGTH:   /* (where an expression gives it, codegen writes that instead) */
+        cg_printf(cg, "    *(int64_t *)%s = *(const int64_t *)%s;\n", cg_out(cg, y->id), cg_in(cg, n->in[0]));
         return CUVIL_OK;
     case CIR_OP_SPLIT_TO_SEQ: {
         int axis, keep;
@@ -89,7 +112,7 @@ cuvil_status cg_emit_seq(cg_ctx *cg, cir_graph *g, cir_node *n) {
         bool rt = count && lens[0] < 0;   /* the lengths read from split when the model runs */
         const char *L = rt || !count ? "NULL" : cg_param(cg, "int64_t[]", "%s", cg_i64s(cg, lens, (int)count));
         cg_printf(cg, "    {\n        const int64_t xd[] = %s;\n        if (cuvil_seq_split(&%s, %s, %s, xd, %d, %d, %lld, %s, %s, %s, %d)) "
-                      "return 1;\n    }\n", dims_of(cg, x), seq_params(cg, y), cg_out(cg, y->id), cg_in(cg, x->id), x->ndim, axis,
+                      "return 1;\n    }\n", dims_of(cg, x), cg_seq_params(cg, y), cg_out(cg, y->id), cg_in(cg, x->id), x->ndim, axis,
                   (long long)count, L, rt ? cg_rt_type(sp->dtype) : "0", rt ? cg_in(cg, sp->id) : "NULL", !keep);
         cg_fallible(cg, "its split lengths are negative or do not sum to the axis's length");
         return CUVIL_OK;
@@ -100,7 +123,7 @@ cuvil_status cg_emit_seq(cg_ctx *cg, cir_graph *g, cir_node *n) {
         if (s) return s;
         cir_value *S = cir_in(g, n, 0);
         cg_printf(cg, "    int64_t yd[%d];\n    if (cuvil_seq_concat(&%s, %s, %d, %d, %s, yd, %s)) return 1;\n",
-                  y->ndim > 0 ? y->ndim : 1, seq_params(cg, S), cg_in(cg, S->id), axis, cir_attr_int(n, "new_axis") != 0,
+                  y->ndim > 0 ? y->ndim : 1, cg_seq_params(cg, S), cg_in(cg, S->id), axis, cir_attr_int(n, "new_axis") != 0,
                   cg_out(cg, y->id), out_cap(cg, y));
         cg_fallible(cg, "its elements differ in a dim other than the axis, or join to more than the output's declared or "
                         "--dim size");

@@ -91,6 +91,12 @@ static void if_copies(cg_ctx *cg, cir_graph *g, cir_node *n, int b, const char *
         int src = n->in[1 + b * k + i];
         if (src < 0 || n->out[i] < 0) continue;
         cir_value *v = cir_val(g, src);
+        if (v->seq_n >= 0) {   /* a sequence: into the output's slots */
+            cg_printf(cg, "%s    if (cuvil_seq_copy(&%s, %s, &%s, %s)) return 1;\n", ind, cg_seq_params(cg, v), cg_in(cg, src),
+                      cg_seq_params(cg, cir_val(g, n->out[i])), cg_out(cg, n->out[i]));
+            cg_fallible(cg, "the branch it takes gives a sequence larger than its output's room");
+            continue;
+        }
         for (int d = 0; d < v->ndim; d++) {
             char hi[32];
             int slot = cg_found_slot(cg, g, n, i * CIR_MAX_DIMS + d, hi);

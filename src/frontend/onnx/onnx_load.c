@@ -129,6 +129,7 @@ static cuvil_status count_value(loader *L) {
 
 /* A value's declared tensor type: dtype and shape (dims -1 where not a fixed number). */
 typedef struct decl {
+    int kind;                  /* 0: no type, 1: a tensor, 2: a sequence of tensors (what follows: its elements) */
     cir_dtype dtype;
     int ndim;                  /* -1: no shape */
     int64_t dims[CUVIL_MAX_DIMS];
@@ -142,9 +143,15 @@ static cuvil_status read_decl(loader *L, const Onnx__ValueInfoProto *vi, const c
     d->ndim = -1;
     const Onnx__TypeProto *tp = vi->type;
     if (!tp) return CUVIL_OK;
+    d->kind = 1;
+    if (tp->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE && tp->sequence_type && tp->sequence_type->elem_type &&
+        tp->sequence_type->elem_type->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE) {
+        d->kind = 2;   /* a sequence of tensors: its elements' type */
+        tp = tp->sequence_type->elem_type;
+    }
     if (tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type)
-        return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED, "%s '%s': only tensors are supported (not sequences, maps or optionals)",
-                         what, name);
+        return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED, "%s '%s': only tensors and sequences of tensors are supported (not "
+                         "maps, optionals or sequences of those)", what, name);
     const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
     if (tt->has_elem_type) {
         d->dtype = tt->elem_type > 0 && tt->elem_type < 64 ? cir_dtype_from_public((cuvil_dtype)tt->elem_type) : CIR_UNDEF;
@@ -183,8 +190,9 @@ static bool dim_is_named(const Onnx__TensorShapeProto__Dimension *dim) {
 }
 
 static void set_decl(cir_value *v, const decl *d) {
+    v->decl_kind = d->kind;
     v->decl_dtype = d->dtype;
-    v->decl_ndim = d->ndim;
+    v->decl_ndim = d->kind == 2 ? -1 : d->ndim;   /* (a sequence's elements' dims: not checked) */
     for (int i = 0; i < CIR_MAX_DIMS; i++) v->decl_dims[i] = i < d->ndim ? d->dims[i] : -1;
 }
 
@@ -277,6 +285,104 @@ static const char *shape_dim_str(const cuvil_shape_dim *d, char *buf, size_t len
     return buf;
 }
 
+/* The --seq binding of input `name`, or NULL. */
+static const cuvil_seq_binding *seq_binding(loader *L, const char *name) {
+    for (int i = 0; i < L->o->n_seqs; i++)
+        if (!strcmp(L->o->seqs[i].input, name)) return &L->o->seqs[i];
+    return NULL;
+}
+
+/* Graph input `name` (value id), a sequence of tensors as d declares its elements: its most
+ * elements and count from --seq, its elements' dims from the model, or where it leaves one
+ * open (a dim_param, which elements need not share), their largest from --shape. */
+static cuvil_status load_seq_input(loader *L, int id, const char *name, const decl *d) {
+    cir_graph *g = L->g;
+    const cuvil_seq_binding *qb = seq_binding(L, name);
+    const cuvil_shape_binding *sb = shape_binding(L, name);
+    if (!qb)
+        return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED, "graph input '%s' is a sequence: give how many elements it holds "
+                         "with --seq %s=N (or a range, --seq %s=LO:HI)", name, name, name);
+    if (qb->max > CIR_SEQ_MAX)
+        return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED, "--seq %s: %lld elements; Cuvil takes at most %d", name,
+                         (long long)qb->max, CIR_SEQ_MAX);
+    int rank = d->ndim >= 0 ? d->ndim : sb ? sb->ndim : -1;
+    if (rank < 0)
+        return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED, "graph input '%s' is a sequence whose elements' shape the model does "
+                         "not give: give their largest dims with --shape %s=d0,d1,...", name, name);
+    if (sb && sb->ndim != rank)
+        return cuvil_err(L->ctx, CUVIL_ERR_INVALID_ARG, "--shape %s: %d dims given; the sequence's elements have rank %d", name,
+                         sb->ndim, rank);
+    int64_t dims[CUVIL_MAX_DIMS];
+    uint32_t same = 0;
+    for (int k = 0; k < rank; k++) {
+        const cuvil_shape_dim *sd = sb ? &sb->dims[k] : NULL;
+        int64_t given = sd ? (sd->max > 0 ? sd->max : sd->value) : 0;
+        if (sd && sd->name)
+            return cuvil_err(L->ctx, CUVIL_ERR_INVALID_ARG, "--shape %s: dim %d is a name; a sequence's elements take the "
+                             "largest each dim may be, a number", name, k);
+        if (d->ndim >= 0 && d->dims[k] >= 0) {   /* fixed by the model: every element's */
+            if (sd && given != d->dims[k])
+                return cuvil_err(L->ctx, CUVIL_ERR_INVALID_ARG, "--shape %s: dim %d of its elements is %lld in the model",
+                                 name, k, (long long)d->dims[k]);
+            dims[k] = d->dims[k];
+            same |= 1u << k;
+            continue;
+        }
+        if (given <= 0)
+            return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED, "graph input '%s' is a sequence whose elements' dim %d the model "
+                             "leaves open: give the largest it may be with --shape %s=d0,d1,...", name, k, name);
+        if (given > L->lim->dim)
+            return cuvil_err(L->ctx, CUVIL_ERR_INVALID_ARG, "--shape %s: dim %d = %lld is over the limit dim=%lld", name, k,
+                             (long long)given, (long long)L->lim->dim);
+        dims[k] = given;
+    }
+    cir_value *v = cir_val(g, id);
+    cir_set_shape(v, d->dtype, rank, dims);
+    v->seq_n = (int)qb->max;
+    v->seq_same = same;
+    char why[256];
+    if (!cuvil_shape_ok(&g->limits, cir_dtype_size(d->dtype), rank, dims, why, sizeof why))
+        return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED, "graph input '%s': its elements %s", name, why);
+    size_t slot = cir_seq_slot_bytes(v);
+    if (qb->max && slot > (g->limits.tensor_bytes - cir_seq_hdr_bytes(v)) / (uint64_t)qb->max)
+        return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED, "graph input '%s': a sequence of %lld elements of up to %zu bytes is "
+                         "over the limit tensor_bytes=%llu (raise it with --limit tensor_bytes=N)", name, (long long)qb->max,
+                         slot, (unsigned long long)g->limits.tensor_bytes);
+    return CUVIL_OK;
+}
+
+/* The symbols of the sequence inputs' counts, "len(<input>)", made after every dim's (a dim
+ * the model names so is refused: the two would be one symbol). */
+static cuvil_status seq_count_syms(loader *L) {
+    cir_graph *g = L->g;
+    for (int i = 0; i < g->n_inputs; i++) {
+        cir_value *v = cir_val(g, g->inputs[i]);
+        if (v->seq_n < 0) continue;
+        const cuvil_seq_binding *qb = seq_binding(L, v->name);
+        if (qb->min == qb->max) continue;   /* a fixed count: seq_n */
+        char name[300];
+        snprintf(name, sizeof name, "len(%.280s)", v->name);
+        for (int k = 0; k < g->n_syms; k++)
+            if (!strcmp(g->syms[k].name, name))
+                return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED, "graph input '%s': its count's symbol '%s' is also the name of "
+                                 "a dim of the model", v->name, name);
+        if (g->n_syms == (int)(sizeof g->syms / sizeof g->syms[0]))
+            return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED, "graph input '%s': too many symbolic dims (at most %d)", v->name,
+                             (int)(sizeof g->syms / sizeof g->syms[0]));
+        const char *copy = cuvil_arena_strdup(&g->arena, name);
+        if (!copy) return cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
+        g->syms[g->n_syms] = (cir_sym){.name = copy, .value = qb->max, .min = qb->min, .max = qb->max, .step = 1};
+        v->seq_sym = g->n_syms++;
+    }
+    for (int i = 0; i < L->o->n_seqs; i++) {
+        int id = cuvil_map_get(&L->names, L->o->seqs[i].input);
+        if (id < 0 || cir_val(g, id)->kind != CIR_VAL_INPUT || cir_val(g, id)->seq_n < 0)
+            return cuvil_err(L->ctx, CUVIL_ERR_INVALID_ARG, "--seq %s: the model has no sequence input named so",
+                             L->o->seqs[i].input);
+    }
+    return CUVIL_OK;
+}
+
 static cuvil_status load_inputs(loader *L, const Onnx__GraphProto *gp) {
     cir_graph *g = L->g;
     for (size_t i = 0; i < gp->n_input; i++) {
@@ -293,7 +399,7 @@ static cuvil_status load_inputs(loader *L, const Onnx__GraphProto *gp) {
         if (init >= 0) {
             /* an initializer listed as an input (IR < 4 style, or a default value): the two must agree */
             cir_value *c = cir_val(g, init);
-            bool same = d.dtype == CIR_UNDEF || d.dtype == c->dtype;
+            bool same = d.kind != 2 && (d.dtype == CIR_UNDEF || d.dtype == c->dtype);
             if (d.ndim >= 0) {
                 same &= d.ndim == c->ndim;
                 for (int k = 0; same && k < d.ndim; k++) same &= d.dims[k] < 0 || d.dims[k] == c->dims[k];
@@ -309,6 +415,15 @@ static cuvil_status load_inputs(loader *L, const Onnx__GraphProto *gp) {
             return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "graph input '%s' has no type", name);
         if (d.dtype == CIR_UNDEF)
             return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "graph input '%s' has no element type", name);
+        if (d.kind == 2) {
+            if ((s = count_value(L))) return s;
+            int id = cir_value_add(g, name, CIR_VAL_INPUT);
+            if (id < 0) return L->ctx->status;
+            if ((s = load_seq_input(L, id, name, &d)) || (s = cir_graph_add_input(g, id)) || (s = add_name(L, id))) return s;
+            continue;
+        }
+        if (seq_binding(L, name))
+            return cuvil_err(L->ctx, CUVIL_ERR_INVALID_ARG, "--seq %s: the input is a tensor, not a sequence", name);
         if (d.ndim < 0)
             return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED, "graph input '%s': the model gives no shape (rank unknown)", name);
         if ((s = count_value(L))) return s;
@@ -389,7 +504,7 @@ static cuvil_status load_inputs(loader *L, const Onnx__GraphProto *gp) {
         if ((s = cir_graph_add_input(g, id))) return s;
         if ((s = add_name(L, id))) return s;
     }
-    return CUVIL_OK;
+    return seq_count_syms(L);
 }
 
 /* One AttributeProto in its public form (a TENSOR attribute becomes a constant value). desc
@@ -583,16 +698,31 @@ typedef struct loop_spec {
     int n_attrs;
     const char *name, *src_op;
     int *params;               /* out: p value ids, -1 where the body has no such input */
+    /* SequenceMap's (with p 2, first 2): its inputs, each body input made from one (element
+     * `iteration` of a sequence, a tensor as it is: seq_map_arg), and the count value */
+    const int *map_in;
+    int n_map_in, map_count;
 } loop_spec;
 
 /* The loop_begin of ls (in the region around the body): the body's inputs become its outputs. */
 static cuvil_status add_loop_begin(loader *L, const Onnx__GraphProto *sg, const char *desc, loop_spec *ls) {
     cir_graph *g = L->g;
-    if ((int)sg->n_input != ls->p - ls->first)
+    if (ls->map_in) {   /* SequenceMap: the iteration number and the condition, values of their own */
+        for (int i = 0; i < 2; i++) {
+            char nm[300];
+            snprintf(nm, sizeof nm, "%.200s/%s", ls->name, i ? "cond" : "iteration");
+            cuvil_status s = count_value(L);
+            if (s || (ls->params[i] = cir_value_add(g, nm, CIR_VAL_ACT)) < 0) return s ? s : L->ctx->status;
+        }
+        if ((int)sg->n_input != ls->n_map_in)
+            return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: its body has %zu inputs; it needs %d, one per input", desc,
+                             sg->n_input, ls->n_map_in);
+    } else if ((int)sg->n_input != ls->p - ls->first) {
         return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: its body has %zu inputs; it needs %d", desc, sg->n_input,
                          ls->p - ls->first);
-    for (int i = 0; i < ls->p; i++) ls->params[i] = -1;
-    for (size_t j = 0; j < sg->n_input; j++) {
+    }
+    for (int i = 0; !ls->map_in && i < ls->p; i++) ls->params[i] = -1;
+    for (size_t j = 0; !ls->map_in && j < sg->n_input; j++) {
         const char *nm = sg->input[j]->name ? sg->input[j]->name : "";
         if (!*nm) return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: input %zu of its body has no name", desc, j);
         if (cuvil_map_get(&L->names, nm) >= 0)
@@ -649,6 +779,17 @@ static cuvil_status load_region(loader *L, const Onnx__GraphProto *sg, const cha
     int outer_region = g->cur_region, first_value = g->n_values;
     cuvil_status s = ls ? add_loop_begin(L, sg, desc, ls) : CUVIL_OK;
     g->cur_region = r;
+    for (size_t j = 0; !s && ls && ls->map_in && j < sg->n_input; j++) {   /* SequenceMap's body inputs */
+        const char *nm = sg->input[j]->name ? sg->input[j]->name : "";
+        if (!*nm) s = cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: input %zu of its body has no name", desc, j);
+        else if (cuvil_map_get(&L->names, nm) >= 0)
+            s = cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: input '%s' of its body is defined twice", desc, nm);
+        int id = s || (s = count_value(L)) ? -1 : cir_value_add(g, nm, CIR_VAL_ACT);
+        if (!s && id < 0) s = L->ctx->status;
+        int args[3] = {ls->map_in[j], ls->params[0], ls->map_count};
+        if (!s && cir_node_add(g, CIR_OP_SEQ_MAP_ARG, ls->name, ls->src_op, 3, args, 1, &id) < 0) s = L->ctx->status;
+        if (!s) s = add_name(L, id);
+    }
     if (!s) s = load_initializers(L, sg);
     if (!s) s = load_nodes(L, sg);
     g->cur_region = outer_region;
@@ -781,6 +922,64 @@ static cuvil_status load_loop(loader *L, const Onnx__NodeProto *np, const char *
     cir_node *ln = cir_node_at(g, id);
     for (int i = 0; i < na && !s; i++) s = cir_node_set_attr(g, ln, &attrs[i]);
     ln->then_region = region;
+    return s ? s : op_loop_fold_appends(g, ln);   /* (a state that grows by appending: a sequence output) */
+}
+
+/* A SequenceMap node (desc; inputs in[], outputs out[]): a loop over its first input's elements
+ * (a seq_length node gives the count) whose body takes, for each input, the element of the
+ * iteration (a sequence; all of one length, checked as the loop runs) or the tensor itself,
+ * and whose results collect into its output sequences (the loop's attribute seq_out). */
+static cuvil_status load_seq_map(loader *L, const Onnx__NodeProto *np, const char *desc, const char *name, const int *in,
+                                 const int *out) {
+    cir_graph *g = L->g;
+    cuvil_status s = CUVIL_OK;
+    for (size_t j = 0; j < np->n_attribute; j++)
+        if (strcmp(np->attribute[j]->name ? np->attribute[j]->name : "", "body"))
+            return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: has no attribute '%s' (SequenceMap takes 'body')", desc,
+                             np->attribute[j]->name ? np->attribute[j]->name : "");
+    const Onnx__GraphProto *body = graph_attr(L, np, desc, "body", &s);
+    if (!body) return s ? s : cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: needs its body attribute", desc);
+    int n_in = (int)np->n_input, k = (int)np->n_output;
+    if (n_in < 1 || in[0] < 0 || k < 1)
+        return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: takes a sequence as its first input and gives at least one output",
+                         desc);
+    for (int j = 1; j < n_in; j++)
+        if (in[j] < 0) return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: input %d is omitted", desc, j);
+    char nm[300];
+    snprintf(nm, sizeof nm, "%.200s/count", name);
+    int cnt = (s = count_value(L)) ? -1 : cir_value_add(g, nm, CIR_VAL_ACT);
+    if (cnt < 0) return s ? s : L->ctx->status;
+    if (cir_node_add(g, CIR_OP_SEQ_LENGTH, name, "SequenceMap", 1, in, 1, &cnt) < 0) return L->ctx->status;
+    int64_t *ones = cuvil_arena_alloc(&g->arena, sizeof(int64_t) * (size_t)k);
+    if (!ones) return cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < k; i++) ones[i] = 1;
+    cuvil_attr attrs[4] = {
+        {.name = "n_state", .type = CUVIL_ATTR_INT, .i = 0},
+        {.name = "n_scan", .type = CUVIL_ATTR_INT, .i = 0},
+        {.name = "scan", .type = CUVIL_ATTR_INT, .i = 0},
+        {.name = "seq_out", .type = CUVIL_ATTR_INTS, .ints = ones, .n = k},
+    };
+    /* the loop node's inputs: loop_begin's 2 (the count, no condition), the 2 parameters, the
+     * body's condition (the parameter, passed through: always true), its k results */
+    int p = 2, total = 2 * p + 1 + k;
+    int *all = cuvil_arena_alloc(&g->arena, sizeof(int) * (size_t)(total + 1));
+    if (!all) return cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
+    all[0] = cnt;
+    all[1] = -1;
+    loop_spec ls = {.begin_in = all, .p = p, .first = 2, .attrs = attrs, .n_attrs = 4, .name = name,
+                    .src_op = "SequenceMap", .params = all + p, .map_in = in, .n_map_in = n_in, .map_count = cnt};
+    int got = 2 * p + 1, region = 0;
+    s = load_region(L, body, desc, "body", -1, false, &ls, all, &got, total, &region);
+    if (s) return s;
+    all[2 * p] = all[p + 1];   /* the condition parameter, unchanged */
+    if (got != total)
+        return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: its body has %d outputs; it needs %d, one per output", desc,
+                         got - 2 * p - 1, k);
+    int id = cir_node_add(g, CIR_OP_LOOP, name, "SequenceMap", total, all, k, out);
+    if (id < 0) return L->ctx->status;
+    cir_node *ln = cir_node_at(g, id);
+    for (int i = 0; i < 4 && !s; i++) s = cir_node_set_attr(g, ln, &attrs[i]);
+    ln->then_region = region;
     return s;
 }
 
@@ -895,14 +1094,16 @@ static cuvil_status load_nodes(loader *L, const Onnx__GraphProto *gp) {
         }
         if (s) break;
         if (!supported) continue;   /* reported with the others once every node is read */
-        bool is_loop = !*domain && (!strcmp(op, "Loop") || !strcmp(op, "Scan")), is_if = !*domain && !strcmp(op, "If");
+        bool is_loop = !*domain && (!strcmp(op, "Loop") || !strcmp(op, "Scan") || !strcmp(op, "SequenceMap")),
+             is_if = !*domain && !strcmp(op, "If");
         /* the node's own outputs are not values its subgraphs may read (that would be a cycle):
          * out of scope while they load */
         for (size_t j = 0; (is_loop || is_if) && j < np->n_output && !s; j++)
             if (out[j] >= 0 && !cuvil_map_put(&L->names, np->output[j], OWN_OUTPUT))
                 s = cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
         int n_in = (int)np->n_input, regions[2] = {0, 0};
-        if (!s && is_loop) s = load_loop(L, np, desc, name, op, opset, in, out);
+        if (!s && is_loop && !strcmp(op, "SequenceMap")) s = load_seq_map(L, np, desc, name, in, out);
+        else if (!s && is_loop) s = load_loop(L, np, desc, name, op, opset, in, out);
         else if (!s && is_if) s = load_if(L, np, desc, &in, &n_in, regions);
         for (size_t j = 0; (is_loop || is_if) && j < np->n_output && !s; j++)
             if (out[j] >= 0 && !cuvil_map_put(&L->names, np->output[j], out[j]))

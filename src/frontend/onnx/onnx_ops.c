@@ -523,6 +523,7 @@ static const op_map table[] = {
     {"If", 1, CIR_OP_IF, NULL},
     {"Loop", 1, CIR_OP_LOOP, NULL},   /* onnx_load.c's load_loop, not mapped here */
     {"Scan", 8, CIR_OP_LOOP, NULL},
+    {"SequenceMap", 17, CIR_OP_LOOP, NULL},   /* onnx_load.c's load_seq_map: a loop over the elements */
     {"Scatter", 9, CIR_OP_SCATTER_ELEMENTS, NULL},   /* deprecated in 11 for ScatterElements: the same op */
     {"IsNaN", 9, CIR_OP_IS_NAN, NULL},
     {"IsInf", 10, CIR_OP_IS_INF, NULL},

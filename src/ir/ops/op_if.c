@@ -22,6 +22,11 @@ static cuvil_status if_infer(cir_graph *g, cir_node *n) {
         if (!y) continue;
         const cir_value *one = t ? t : e;
         if (!one) return cir_node_err(g, n, CUVIL_ERR_INTERNAL, "output %d has no branch value", i);
+        if (one->seq_n >= 0 || (t && e && e->seq_n >= 0)) {   /* a sequence: the bound of both, checked as copied */
+            cuvil_status s = op_seq_either(g, n, y, one, t && e ? e : NULL);
+            if (s) return s;
+            continue;
+        }
         if (t && e && (t->dtype != e->dtype || t->ndim != e->ndim))
             return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "output %d is %s of rank %d in the then branch ('%s') and %s of "
                                 "rank %d in the else branch ('%s'); Cuvil needs one type and rank", i,

@@ -22,6 +22,10 @@ static const cir_attr_spec loop_attrs[] = {
     {"scan_in_reverse", CIR_ATTR_INTS, 0, 0, NULL, false},
     {"scan_out_axes", CIR_ATTR_INTS, 0, 0, NULL, false},
     {"scan_out_reverse", CIR_ATTR_INTS, 0, 0, NULL, false},
+    /* per scan output: nonzero, it collects into a sequence (SequenceMap; a state appended to,
+     * op_loop_fold_appends), whose elements' type must be seq_dtype[k] where that is nonzero */
+    {"seq_out", CIR_ATTR_INTS, 0, 0, NULL, false},
+    {"seq_dtype", CIR_ATTR_INTS, 0, 0, NULL, false},
     CIR_ATTR_END,
 };
 
@@ -39,6 +43,121 @@ bool op_loop_at(const cir_node *n, op_loop *l) {
     }
     l->k = n->n_out - l->n;
     return l->k >= 0 && n->n_in == 2 * l->p + 1 + l->n + l->k;
+}
+
+bool op_loop_seq_out(const cir_node *n, int k) {
+    const int64_t *f;
+    return cir_attr_ints(n, "seq_out", &f) > k && f[k] != 0;
+}
+
+/* n's attribute `name` set to ints (cnt of them, in g's arena), replacing it where set. */
+static cuvil_status set_ints(cir_graph *g, cir_node *n, const char *name, const int64_t *v, int cnt) {
+    int64_t *c = cuvil_arena_alloc(&g->arena, sizeof(int64_t) * (size_t)(cnt + 1));
+    if (!c) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+    if (cnt) memcpy(c, v, sizeof(int64_t) * (size_t)cnt);
+    for (int i = 0; i < n->n_attrs; i++)
+        if (!strcmp(n->attrs[i].spec->name, name)) {
+            n->attrs[i].ints = c;
+            n->attrs[i].n = cnt;
+            return CUVIL_OK;
+        }
+    cuvil_attr a = {.name = name, .type = CUVIL_ATTR_INTS, .ints = c, .n = cnt};
+    return cir_node_set_attr(g, n, &a);
+}
+
+static void set_int(cir_node *n, const char *name, int64_t v) {
+    for (int i = 0; i < n->n_attrs; i++)
+        if (!strcmp(n->attrs[i].spec->name, name)) n->attrs[i].i = v;
+}
+
+/* The node that writes value v before node `before` (-1: none, or v is an input). */
+static int writer_of(const cir_graph *g, int v, int before) {
+    for (int i = before - 1; i >= 0; i--) {
+        const cir_node *x = cir_node_at(g, i);
+        for (int j = 0; !x->dead && j < x->n_out; j++)
+            if (x->out[j] == v) return i;
+    }
+    return -1;
+}
+
+/* How many times nodes b+1 .. e-1 (not dead) read v. *at: the last reader. */
+static int readers(const cir_graph *g, int v, int b, int e, int *at) {
+    int c = 0;
+    for (int i = b + 1; i < e; i++) {
+        const cir_node *x = cir_node_at(g, i);
+        for (int j = 0; !x->dead && j < cir_node_n_reads(x); j++)
+            if (cir_node_read(x, j) == v) c++, *at = i;
+    }
+    return c;
+}
+
+cuvil_status op_loop_fold_appends(cir_graph *g, cir_node *ln) {
+    op_loop l;
+    int bi = op_loop_begin(g, ln);
+    if (!op_loop_at(ln, &l) || l.scan || bi < 0) return CUVIL_OK;
+    for (int i = 0; i < l.n; i++) {
+        int init = ln->in[2 + i], p = ln->in[l.p + 2 + i], o = ln->in[2 * l.p + 1 + i], w = init >= 0 ? writer_of(g, init, bi) : -1;
+        int at = -1;
+        bool empty = w >= 0 && cir_node_at(g, w)->kind == CIR_OP_SEQ_EMPTY;
+        if (init < 0 || p < 0 || o < 0 || readers(g, p, bi, ln->id, &at) != 1) continue;
+        cir_node *x = cir_node_at(g, at);
+        int uses_o = 0;
+        for (int j = 0; j < ln->n_in; j++) uses_o += ln->in[j] == o;
+        if (x->kind != CIR_OP_SEQ_INSERT || x->n_in < 2 || (x->n_in > 2 && x->in[2] >= 0) || x->in[0] != p ||
+            x->in[1] == p || x->in[1] < 0 || x->out[0] != o || x->region != ln->then_region || uses_o != 1 ||
+            readers(g, o, bi, ln->id, &at) != 0)
+            continue;
+        /* state i: appended to once per iteration, read by nothing else: its start, then the
+         * sequence of what it appends (a scan output collecting into a sequence; from a start
+         * that is not SequenceEmpty's, the two joined after the loop) */
+        int appended = ln->out[i];
+        if (!empty && appended >= 0) {
+            char nm[200];
+            snprintf(nm, sizeof nm, "%.120s/appended", ln->name);
+            if ((appended = cir_value_add(g, nm, CIR_VAL_ACT)) < 0) return g->ctx->status;
+        }
+        cir_node *b = cir_node_at(g, bi);
+        int np = l.p - 1, nk = l.k + 1, total = 2 * np + 1 + (l.n - 1) + nk;
+        int *bin = cuvil_arena_alloc(&g->arena, sizeof(int) * (size_t)(np + 1));
+        int *bout = cuvil_arena_alloc(&g->arena, sizeof(int) * (size_t)(np + 1));
+        int *lin = cuvil_arena_alloc(&g->arena, sizeof(int) * (size_t)(total + 1));
+        int *lout = cuvil_arena_alloc(&g->arena, sizeof(int) * (size_t)(ln->n_out + 1));
+        int64_t *flags = cuvil_arena_alloc(&g->arena, sizeof(int64_t) * (size_t)(2 * nk));
+        if (!bin || !bout || !lin || !lout || !flags) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+        for (int j = 0, c = 0; j < l.p; j++)
+            if (j != 2 + i) bin[c] = b->in[j], bout[c++] = b->out[j];
+        int c = 0;
+        for (int j = 0; j < l.p; j++)
+            if (j != 2 + i) lin[c++] = ln->in[j];
+        for (int j = 0; j < l.p; j++)
+            if (j != 2 + i) lin[c++] = ln->in[l.p + j];
+        for (int j = 0; j < 1 + l.n + l.k; j++)
+            if (j != 1 + i) lin[c++] = ln->in[2 * l.p + j];
+        lin[c++] = x->in[1];
+        for (int j = 0, d = 0; j < ln->n_out; j++)
+            if (j != i) lout[d++] = ln->out[j];
+        lout[ln->n_out - 1] = appended;
+        int final = ln->out[i];
+        for (int k = 0; k < nk; k++) {
+            const int64_t *dt;
+            flags[k] = k < l.k ? op_loop_seq_out(ln, k) : 1;
+            flags[nk + k] = k < l.k ? (cir_attr_ints(ln, "seq_dtype", &dt) > k ? dt[k] : 0)
+                                    : empty ? cir_attr_int(cir_node_at(g, w), "dtype") : 0;
+        }
+        b->in = bin, b->out = bout, b->n_in = b->n_out = np;
+        ln->in = lin, ln->out = lout, ln->n_in = c;
+        set_int(b, "n_state", l.n - 1);
+        set_int(ln, "n_state", l.n - 1);
+        cuvil_status s = set_ints(g, ln, "seq_out", flags, nk);
+        if (!s) s = set_ints(g, ln, "seq_dtype", flags + nk, nk);
+        if (s) return s;
+        x->dead = true;   /* (its input, the state's parameter, is no longer one) */
+        int ab[2] = {init, appended};
+        if (!empty && final >= 0 && cir_node_add(g, CIR_OP_SEQ_JOIN, ln->name, ln->src_op, 2, ab, 1, &final) < 0)
+            return g->ctx->status;
+        return op_loop_fold_appends(g, ln);   /* the next state, with the counts as they now are */
+    }
+    return CUVIL_OK;
 }
 
 bool op_loop_reverse(const cir_node *n, bool out, int i) {
@@ -81,6 +200,9 @@ static cuvil_status batch_one(cir_graph *g, cir_node *n, const cir_value *v) {
  * naming it; -1 when nothing bounds it. */
 static int64_t trip_bound(cir_graph *g, const cir_value *m) {
     if (!m) return -1;
+    if (m->producer >= 0 && cir_node_at(g, m->producer)->kind == CIR_OP_SEQ_LENGTH &&
+        (!m->sval || !m->sval[0]))   /* a sequence's length: at most its bound */
+        return cir_in(g, cir_node_at(g, m->producer), 0)->seq_n;
     if (cir_is_const(m)) {
         int64_t v = ((const int64_t *)m->data)[0];
         return v > 0 ? v : 0;
@@ -191,6 +313,34 @@ static bool cond_stays_true(cir_graph *g, const cir_node *n, const op_loop *l) {
     return (!c0 || const_true(c0)) && (const_true(out) || (out && n->in[l->p + 1] == out->id));
 }
 
+/* y: a sequence of the loop's elements e (count: the iterations, an expression or found; b the
+ * loop_begin), a dim the body finds as it runs not shared, at most e's bound. */
+static cuvil_status seq_scan_output(cir_graph *g, cir_node *n, cir_value *y, const cir_value *e, const cir_dim *count,
+                                    int b) {
+    int64_t cap = count->hi;
+    if (cap > CIR_SEQ_MAX)
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "its sequence output would hold %lld elements; Cuvil takes at "
+                            "most %d", (long long)cap, CIR_SEQ_MAX);
+    char why[256];
+    if (!cuvil_shape_ok(&g->limits, cir_dtype_size(e->dtype), e->ndim, e->dims, why, sizeof why))
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "its sequence's elements %s", why);
+    cir_set_shape(y, e->dtype, e->ndim, e->dims);
+    y->seq_n = (int)cap;
+    y->seq_cnt = cir_dim_uses_found(g, count) ? NULL : count;
+    y->seq_same = 0;
+    if (cap && (cir_seq_slot_bytes(y) + 64) > g->limits.tensor_bytes / (uint64_t)cap)
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "its sequence output of %lld elements is over the limit "
+                            "tensor_bytes=%llu (raise it with --limit tensor_bytes=N)", (long long)cap,
+                            (unsigned long long)g->limits.tensor_bytes);
+    for (int d = 0; d < e->ndim; d++) {
+        const cir_dim *x = cir_dimx(g, e, d);
+        if (!x || body_size(g, x, b, n->id)) continue;   /* each element its own */
+        y->seq_same |= 1u << d;
+        y->dx[d] = cir_dim_is_const(x) ? NULL : x;
+    }
+    return CUVIL_OK;
+}
+
 static cuvil_status loop_infer(cir_graph *g, cir_node *n) {
     op_loop l;
     cuvil_status s = check_region(g, n, &l);
@@ -240,6 +390,9 @@ static cuvil_status loop_infer(cir_graph *g, cir_node *n) {
         if (e->ndim >= CIR_MAX_DIMS - (l.batch ? 1 : 0))
             return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "its scan output's element '%s' has rank %d; the limit is %d",
                                 e->name, e->ndim, CIR_MAX_DIMS - 1 - (l.batch ? 1 : 0));
+        if (e->seq_n >= 0)
+            return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "its scan output %d, '%s', is a sequence; Cuvil takes tensors "
+                                "there", k, e->name);
         if (n->out[l.n + k] < 0) continue;
         cir_value *m = cir_in(g, n, 0);
         if (!count && m && cond_stays_true(g, n, &l) && (cir_is_const(m) || (m->sval && m->sval[0]))) {
@@ -249,9 +402,21 @@ static cuvil_status loop_infer(cir_graph *g, cir_node *n) {
                                     : cir_dim_max(&g->dt, m->sval[0], cir_dim_const(&g->dt, 0));
             if (!count) return cir_dim_err(g, n, "a loop's count");
         }
+        if (!count && op_loop_seq_out(n, k) && trip_bound(g, m) < 0)   /* (a sequence: no declared dims to bound it) */
+            return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "its trip count '%s' is known only when the model runs and "
+                                "nothing bounds it: give its largest value with --dim %s=0:N", m ? m->name : "(none)",
+                                m ? m->name : "TRIP_COUNT");
         if (!count) {   /* a Loop's count: the iterations the run makes */
             s = op_found_dim(g, n, l.n + k, 0, 0, trip_bound(g, m), false, &count);
             if (s) return s;
+        }
+        if (op_loop_seq_out(n, k)) {   /* a sequence of the elements, each its own dims */
+            const int64_t *dt;
+            if (cir_attr_ints(n, "seq_dtype", &dt) > k && dt[k] && dt[k] != e->dtype)
+                return cir_node_err(g, n, CUVIL_ERR_DTYPE, "it appends %s elements ('%s') to a sequence of %s", 
+                                    cir_dtype_name(e->dtype), e->name, cir_dtype_name((cir_dtype)dt[k]));
+            if ((s = seq_scan_output(g, n, cir_out(g, n, l.n + k), e, count, b))) return s;
+            continue;
         }
         /* an element dim the body finds as it runs: the output's is the first iteration's, and
          * every later one must give the same (codegen.c's close_loop) */

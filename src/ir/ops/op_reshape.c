@@ -185,6 +185,10 @@ static cuvil_status identity_infer(cir_graph *g, cir_node *n) {
     cuvil_status s = op_check_arity(g, n, 1, 1, 1, 1);
     if (s) return s;
     cir_value *x = cir_in(g, n, 0);
+    if (x->seq_n >= 0) {   /* a sequence: its block, copied or shared as a tensor's bytes are */
+        cir_copy_seq_type(cir_out(g, n, 0), x);
+        return CUVIL_OK;
+    }
     const cir_dim *dx[CIR_MAX_DIMS];
     for (int i = 0; i < x->ndim; i++) dx[i] = cir_dimx(g, x, i);
     return set_out(g, n, x->ndim, dx);

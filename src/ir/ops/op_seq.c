@@ -1,6 +1,8 @@
-/* op_seq.c -- ONNX's sequences of tensors, with an element count the compile knows: what
- * SequenceEmpty/Construct/Insert/Erase and SplitToSequence make (each adds or removes a known
- * number of elements), read by SequenceAt, SequenceLength and ConcatFromSequence. A sequence
+/* op_seq.c -- ONNX's sequences of tensors, with a most elements the compile knows and a count
+ * that is an expression of the symbols (a sequence graph input's count is one) or only the
+ * run's: what SequenceEmpty/Construct/Insert/Erase and SplitToSequence make (each adds or
+ * removes a known number of elements), read by SequenceAt, SequenceLength and
+ * ConcatFromSequence, Identity and If. A sequence
  * value (cir_value.seq_n >= 0) is one block in the arena: a header of int64s (the count, then
  * each element's dims) and a slot per element with room for the elements' upper bounds. The
  * positions Insert, Erase and At take may be read when the model runs (checked then); which
@@ -11,7 +13,7 @@
  *   seq_insert (S, t [, position]): t inserted before position (default: at the end), in -n..n.
  *   seq_erase (S [, position]): the element at position removed (default: the last), -n..n-1.
  *   seq_at (S, position): a copy of the element at position, -n..n-1.
- *   seq_length (S): the count, int64 (known: written as a number).
+ *   seq_length (S): the count, int64 (an expression of the symbols, or read from S's header).
  *   split_to_seq (x [, split]; axis, keepdims): x cut along axis into pieces of 1 (keepdims 0
  *     drops the axis), of `split` (a scalar: the last piece shorter), or of split's lengths.
  *   concat_from_seq (S; axis, new_axis): the elements joined along axis, or stacked on a new
@@ -30,7 +32,7 @@ typedef struct seq_desc {
 static void desc_of_seq(cir_graph *g, const cir_value *s, seq_desc *d) {
     memset(d, 0, sizeof *d);
     d->dtype = s->dtype;
-    d->rank = s->ndim;
+    d->rank = s->seq_n ? s->ndim : -1;   /* (one that holds no element: any rank) */
     for (int i = 0; i < s->ndim; i++) {
         d->same[i] = (s->seq_same >> i) & 1 ? cir_dimx(g, (cir_value *)s, i) : NULL;
         d->hi[i] = s->dims[i];
@@ -71,8 +73,10 @@ static cuvil_status too_many(cir_graph *g, cir_node *n, int64_t count) {
                         (long long)count, CIR_SEQ_MAX);
 }
 
-/* y becomes a sequence of count elements as d describes. */
-static cuvil_status set_seq(cir_graph *g, cir_node *n, cir_value *y, const seq_desc *d, int64_t count) {
+/* y becomes a sequence of at most count elements as d describes, cnt its count (NULL: only
+ * the run knows it). */
+static cuvil_status set_seq_cnt(cir_graph *g, cir_node *n, cir_value *y, const seq_desc *d, int64_t count,
+                                const cir_dim *cnt) {
     if (count > CIR_SEQ_MAX) return too_many(g, n, count);
     int64_t dims[CIR_MAX_DIMS] = {0};
     for (int i = 0; i < d->rank; i++) dims[i] = d->hi[i];
@@ -88,6 +92,7 @@ static cuvil_status set_seq(cir_graph *g, cir_node *n, cir_value *y, const seq_d
     cir_set_shape(y, d->dtype, d->rank < 0 ? 0 : d->rank, dims);
     y->ndim = d->rank;
     y->seq_n = (int)count;
+    y->seq_cnt = cnt;
     y->seq_same = 0;
     for (int i = 0; i < d->rank; i++)
         if (d->same[i]) {
@@ -95,6 +100,22 @@ static cuvil_status set_seq(cir_graph *g, cir_node *n, cir_value *y, const seq_d
             y->dx[i] = cir_dim_is_const(d->same[i]) ? NULL : d->same[i];
         }
     return CUVIL_OK;
+}
+
+/* ... of exactly count elements */
+static cuvil_status set_seq(cir_graph *g, cir_node *n, cir_value *y, const seq_desc *d, int64_t count) {
+    const cir_dim *cnt = cir_dim_const(&g->dt, count);
+    return cnt ? set_seq_cnt(g, n, y, d, count, cnt) : cir_dim_err(g, n, "the sequence's count");
+}
+
+/* S's count plus k (k < 0: at least 0), or NULL where only the run knows S's; *bad where an
+ * expression could not be formed. */
+static const cir_dim *count_plus(cir_graph *g, const cir_value *S, int64_t k, bool *bad) {
+    if (!S->seq_cnt) return NULL;
+    const cir_dim *c = cir_dim_add_const(&g->dt, S->seq_cnt, k);
+    if (c && k < 0) c = cir_dim_max(&g->dt, c, cir_dim_const(&g->dt, 0));
+    *bad = !c;
+    return c;
 }
 
 static cir_value *seq_input(cir_graph *g, cir_node *n, int i, cuvil_status *s) {
@@ -130,6 +151,23 @@ static cuvil_status position(cir_graph *g, cir_node *n, int i, int64_t lo, int64
     return CUVIL_OK;
 }
 
+/* y: what either of sequences a and b (b may be NULL) is, as If's output (which branch runs
+ * is the run's to know): the larger bound, each dim that both share alike, the count where
+ * both have the same expression of it. */
+cuvil_status op_seq_either(cir_graph *g, cir_node *n, cir_value *y, const cir_value *a, const cir_value *b) {
+    if (b && (a->seq_n < 0) != (b->seq_n < 0))
+        return cir_node_err(g, n, CUVIL_ERR_MODEL, "'%s' and '%s' must both be sequences or both tensors", a->name, b->name);
+    seq_desc d, e;
+    desc_of_seq(g, a, &d);
+    if (!b) return set_seq_cnt(g, n, y, &d, a->seq_n, a->seq_cnt);
+    desc_of_seq(g, b, &e);
+    if (d.rank < 0) d.dtype = e.dtype;   /* (an empty sequence takes any element type) */
+    if (e.rank < 0) e.dtype = d.dtype;
+    cuvil_status s = e.rank < 0 ? CUVIL_OK : desc_add(g, n, &d, &e, b->name);
+    if (s) return s;
+    return set_seq_cnt(g, n, y, &d, a->seq_n > b->seq_n ? a->seq_n : b->seq_n, a->seq_cnt == b->seq_cnt ? a->seq_cnt : NULL);
+}
+
 /* ===== empty, construct, insert, erase ====================================================== */
 static cuvil_status empty_infer(cir_graph *g, cir_node *n) {
     cuvil_status s = op_check_arity(g, n, 0, 0, 1, 1);
@@ -162,7 +200,9 @@ static cuvil_status insert_infer(cir_graph *g, cir_node *n) {
     desc_of_seq(g, S, &d);
     desc_of_tensor(g, cir_in(g, n, 1), &e);
     if ((s = desc_add(g, n, &d, &e, cir_in(g, n, 1)->name))) return s;
-    return set_seq(g, n, cir_out(g, n, 0), &d, (int64_t)S->seq_n + 1);
+    bool bad = false;
+    const cir_dim *cnt = count_plus(g, S, 1, &bad);
+    return bad ? cir_dim_err(g, n, "the sequence's count") : set_seq_cnt(g, n, cir_out(g, n, 0), &d, (int64_t)S->seq_n + 1, cnt);
 }
 
 static cuvil_status erase_infer(cir_graph *g, cir_node *n) {
@@ -173,12 +213,14 @@ static cuvil_status erase_infer(cir_graph *g, cir_node *n) {
     if ((s = position(g, n, 1, -(int64_t)S->seq_n, S->seq_n - 1))) return s;
     seq_desc d;
     desc_of_seq(g, S, &d);
-    return set_seq(g, n, cir_out(g, n, 0), &d, S->seq_n - 1);
+    bool bad = false;
+    const cir_dim *cnt = count_plus(g, S, -1, &bad);   /* (an empty one: the kernel refuses it) */
+    return bad ? cir_dim_err(g, n, "the sequence's count") : set_seq_cnt(g, n, cir_out(g, n, 0), &d, S->seq_n - 1, cnt);
 }
 
 /* ===== at, length ============================================================================ */
 static cuvil_status at_infer(cir_graph *g, cir_node *n) {
-    cuvil_status s = op_check_arity(g, n, 2, 2, 1, 1);
+    cuvil_status s = op_check_arity(g, n, 2, n->kind == CIR_OP_SEQ_MAP_ARG ? 3 : 2, 1, 1);
     cir_value *S = s ? NULL : seq_input(g, n, 0, &s);
     if (s || (s = tensor_inputs(g, n, 1))) return s;
     if (!cir_in(g, n, 1)) return cir_node_err(g, n, CUVIL_ERR_MODEL, "input position is required");
@@ -195,15 +237,51 @@ static cuvil_status at_infer(cir_graph *g, cir_node *n) {
     return CUVIL_OK;
 }
 
+/* seq_map_arg (x, i, count): SequenceMap's body input (onnx_load.c): a sequence's element i
+ * (its count must be `count`, the first input's), or a tensor as it is. */
+static cuvil_status map_arg_infer(cir_graph *g, cir_node *n) {
+    cuvil_status s = op_check_arity(g, n, 3, 3, 1, 1);
+    cir_value *x = s ? NULL : cir_in(g, n, 0);
+    if (s) return s;
+    if (!x) return cir_node_err(g, n, CUVIL_ERR_MODEL, "input 0 is omitted");
+    if (x->seq_n < 0) {   /* a tensor: the same in every iteration */
+        if (!cir_dtype_size(x->dtype)) return op_need_typed(g, n, 0, true);
+        const cir_dim *dx[CIR_MAX_DIMS];
+        for (int i = 0; i < x->ndim; i++) dx[i] = cir_dimx(g, x, i);
+        cir_set_shape_x(cir_out(g, n, 0), x->dtype, x->ndim, dx);
+        return CUVIL_OK;
+    }
+    return at_infer(g, n);
+}
+
+/* seq_join (A, B): A's elements, then B's (a Loop's state appended to from a start that is not
+ * empty: op_loop_fold_appends). */
+static cuvil_status join_infer(cir_graph *g, cir_node *n) {
+    cuvil_status s = op_check_arity(g, n, 2, 2, 1, 1);
+    cir_value *A = s ? NULL : seq_input(g, n, 0, &s), *B = s ? NULL : seq_input(g, n, 1, &s);
+    if (s) return s;
+    seq_desc d, e;
+    desc_of_seq(g, A, &d);
+    desc_of_seq(g, B, &e);
+    if (d.rank < 0) d.dtype = e.dtype;   /* (an empty sequence takes any element type) */
+    if (e.rank < 0) e.dtype = d.dtype;
+    if ((s = e.rank < 0 && d.dtype == e.dtype ? CUVIL_OK : desc_add(g, n, &d, &e, B->name))) return s;
+    const cir_dim *cnt = A->seq_cnt && B->seq_cnt ? cir_dim_add(&g->dt, A->seq_cnt, B->seq_cnt) : NULL;
+    if (A->seq_cnt && B->seq_cnt && !cnt) return cir_dim_err(g, n, "the sequence's count");
+    return set_seq_cnt(g, n, cir_out(g, n, 0), &d, (int64_t)A->seq_n + B->seq_n, cnt);
+}
+
 static cuvil_status length_infer(cir_graph *g, cir_node *n) {
     cuvil_status s = op_check_arity(g, n, 1, 1, 1, 1);
     cir_value *S = s ? NULL : seq_input(g, n, 0, &s);
     if (s) return s;
     cir_value *y = cir_out(g, n, 0);
     cir_set_shape(y, CIR_I64, 0, NULL);
+    if (!S->seq_cnt) return CUVIL_OK;   /* read from its header when the model runs */
     const cir_dim **sv = cuvil_arena_alloc(&g->arena, sizeof *sv);
-    if (!sv || !(sv[0] = cir_dim_const(&g->dt, S->seq_n))) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
-    y->sval = sv;   /* written as the number (codegen's sval_fill) */
+    if (!sv) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+    sv[0] = S->seq_cnt;
+    y->sval = sv;   /* written from the expression (codegen's sval_fill) */
     return CUVIL_OK;
 }
 
@@ -310,13 +388,15 @@ static cuvil_status concat_infer(cir_graph *g, cir_node *n) {
     int r = 0;
     for (int i = 0; i < S->ndim + stack; i++) {
         if (stack && i == axis) {
-            dx[r++] = cir_dim_const(&g->dt, S->seq_n);
+            if (S->seq_cnt) dx[r] = S->seq_cnt;
+            else if ((s = op_found_dim(g, n, 0, i, 0, S->seq_n, false, &dx[r]))) return s;
+            r++;
             continue;
         }
         int src = stack && i > axis ? i - 1 : i;
         if (!stack && i == axis) {
-            if ((S->seq_same >> i) & 1) {
-                dx[r] = cir_dim_mul(&g->dt, cir_dim_const(&g->dt, S->seq_n), cir_dimx(g, S, i));
+            if (((S->seq_same >> i) & 1) && S->seq_cnt) {
+                dx[r] = cir_dim_mul(&g->dt, S->seq_cnt, cir_dimx(g, S, i));
             } else if ((s = op_found_dim(g, n, 0, i, 0, S->dims[i] * S->seq_n, false, &dx[r]))) {
                 return s;
             }
@@ -347,6 +427,8 @@ const cir_opdef cir_op_seq_construct = {"seq_construct", CIR_OPF_SYM_DIMS, 1, -1
 const cir_opdef cir_op_seq_insert = {"seq_insert", CIR_OPF_SYM_DIMS, 2, 3, 1, 1, NULL, insert_infer, NULL, NULL, 0};
 const cir_opdef cir_op_seq_erase = {"seq_erase", CIR_OPF_SYM_DIMS, 1, 2, 1, 1, NULL, erase_infer, NULL, NULL, 0};
 const cir_opdef cir_op_seq_at = {"seq_at", CIR_OPF_SYM_DIMS, 2, 2, 1, 1, NULL, at_infer, NULL, NULL, 0};
+const cir_opdef cir_op_seq_map_arg = {"seq_map_arg", CIR_OPF_SYM_DIMS, 3, 3, 1, 1, NULL, map_arg_infer, NULL, NULL, 0};
+const cir_opdef cir_op_seq_join = {"seq_join", CIR_OPF_SYM_DIMS, 2, 2, 1, 1, NULL, join_infer, NULL, NULL, 0};
 const cir_opdef cir_op_seq_length = {"seq_length", CIR_OPF_SYM_DIMS, 1, 1, 1, 1, NULL, length_infer, NULL, NULL, 0};
 const cir_opdef cir_op_split_to_seq = {"split_to_seq", CIR_OPF_SYM_DIMS, 1, 2, 1, 1, split_attrs, split_infer, NULL, NULL, 0};
 const cir_opdef cir_op_concat_from_seq = {"concat_from_seq", CIR_OPF_SYM_DIMS, 1, 1, 1, 1, concat_attrs, concat_infer, NULL,

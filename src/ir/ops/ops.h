@@ -150,6 +150,14 @@ typedef struct op_loop {
 bool op_loop_at(const cir_node *n, op_loop *l);
 /* Whether scanned input i (out: scan output i) runs backwards; its axis against rank. */
 bool op_loop_reverse(const cir_node *n, bool out, int i);
+/* Whether loop n's scan output k collects into a sequence (its attribute seq_out). */
+bool op_loop_seq_out(const cir_node *n, int k);
+/* Loop ln's states that the body only appends to, once per iteration (SequenceInsert without
+ * a position, its result read by nothing else), become scan outputs collecting into
+ * sequences, joined after the loop to the state's start (seq_join) unless that is
+ * SequenceEmpty's: the same sequence, without a count that grows from one iteration to the
+ * next. The frontend calls it after loading a Loop (the last node added). */
+cuvil_status op_loop_fold_appends(cir_graph *g, cir_node *ln);
 cuvil_status op_loop_axis(cir_graph *g, cir_node *n, bool out, int i, int rank, int *axis);
 /* The index of loop node n's loop_begin (the nearest before it with its body), or -1. */
 int op_loop_begin(const cir_graph *g, const cir_node *n);
@@ -291,11 +299,15 @@ cuvil_status op_onehot_layout(cir_graph *g, cir_node *n, int *axis, const cir_di
 /* non_max_suppression: the checks, and the batches, classes and boxes as expressions. */
 cuvil_status op_nms_layout(cir_graph *g, cir_node *n, const cir_dim **b, const cir_dim **c, const cir_dim **k);
 cuvil_status op_topk_params(cir_graph *g, cir_node *n, cuvil_topk_params *p, int *axis, const cir_dim **kx);
-/* Whether op k takes a sequence as an input (op_seq.c); no other does. */
+/* Whether op k takes a sequence as an input (op_seq.c; Identity and If pass one on); no other
+ * does. */
 static inline bool cir_op_reads_seq(cir_op_kind k) {
     return k == CIR_OP_SEQ_INSERT || k == CIR_OP_SEQ_ERASE || k == CIR_OP_SEQ_AT || k == CIR_OP_SEQ_LENGTH ||
-           k == CIR_OP_CONCAT_FROM_SEQ;
+           k == CIR_OP_CONCAT_FROM_SEQ || k == CIR_OP_IDENTITY || k == CIR_OP_IF || k == CIR_OP_SEQ_MAP_ARG ||
+           k == CIR_OP_SEQ_JOIN;
 }
+/* y: what either sequence is, as If's output (b NULL: a). */
+cuvil_status op_seq_either(cir_graph *g, cir_node *n, cir_value *y, const cir_value *a, const cir_value *b);
 /* split_to_seq: the axis, the count of pieces and each one's length (-1: read when the model
  * runs; lens has room for CIR_SEQ_MAX), and whether a piece of 1 keeps the axis. */
 cuvil_status op_split_to_seq_layout(cir_graph *g, cir_node *n, int *axis, int64_t *count, int64_t *lens, int *keep);
