@@ -51,9 +51,11 @@ static const char usage_text[] =
     "  --input NAME=FILE   an input tensor (.npy or ONNX TensorProto .pb); repeat for each\n"
     "                      model input; NAME= may be left out when the model has one input.\n"
     "                      A sequence input: an ONNX SequenceProto .pb, or a folder of 0.npy,\n"
-    "                      1.npy, ...\n"
+    "                      1.npy, ... An optional input: an ONNX OptionalProto .pb (or its\n"
+    "                      value's file), or left out\n"
     "  --output-dir DIR    write DIR/<output>.npy for each output (default: .); a sequence\n"
-    "                      output as DIR/<output>.npz (arr_0, arr_1, ...: np.load reads it)\n"
+    "                      output as DIR/<output>.npz (arr_0, arr_1, ...: np.load reads it);\n"
+    "                      an optional output without a value: no file\n"
     "  --threads N         threads for the model context (default: 1)\n"
     "  --bench ITERS       after the first run, time ITERS more runs (outputs are then\n"
     "                      written only if --output-dir is given)\n"
@@ -229,9 +231,9 @@ static const char *dims_str(char *buf, size_t len, int ndim, const int64_t *dims
 
 /* "float32[batch=1,3,224,224]"; a sequence's "seq(<=4) float32[<=8,3]" */
 static const char *info_str(char *buf, size_t len, const cuvil_tensor_info *t) {
-    size_t n = 0;
-    if (t->is_sequence)
-        n = (size_t)snprintf(buf, len, "seq(<=%d) ", t->seq_max);
+    size_t n = t->is_optional ? (size_t)snprintf(buf, len, "optional ") : 0;
+    if (t->is_sequence && n < len)
+        n += (size_t)snprintf(buf + n, len - n, "seq(<=%d) ", t->seq_max);
     if (n < len)
         n += (size_t)snprintf(buf + n, len - n, "%s[", cuvil_dtype_name(t->dtype));
     for (int i = 0; i < t->ndim && n < len; i++) {
@@ -283,6 +285,8 @@ static void json_tensors(FILE *f, const cuvil_tensor_info *t, int n) {
         fprintf(f, "], \"nbytes\": %zu", t[i].nbytes);
         if (t[i].is_sequence)   /* dims: the largest an element's may be */
             fprintf(f, ", \"sequence\": true, \"seq_max\": %d", t[i].seq_max);
+        if (t[i].is_optional)
+            fputs(", \"optional\": true", f);
         fputc('}', f);
     }
     fputc(']', f);
@@ -414,12 +418,8 @@ static int check_tensor_info(const char *path, const char *kind, int i,
 /* Sequence input `ti` from a SequenceProto .pb or a folder of .npy into a new block *out (its
  * header and slots, as cuvil_model.h lays it out); each element's type, rank and dims checked
  * against the model's bounds here, so that it fits its slot (the model checks the rest). */
-static int read_seq_input(const cuvil_tensor_info *ti, const char *file, void **out) {
-    cuvil_host_tensor *ts = NULL;
-    int n = 0, bad = 0;
-    char e[1024];
-    if (cuvil_seq_read_max(file, ti->nbytes, ti->seq_max, &ts, &n, e, sizeof e) != CUVIL_OK)
-        return errf("input '%s': %s", ti->name, e);
+static int seq_block(const cuvil_tensor_info *ti, const char *file, cuvil_host_tensor *ts, int n, void **out) {
+    int bad = 0;
     for (int i = 0; i < n && !bad; i++) {
         const cuvil_host_tensor *t = &ts[i];
         char fs[256], ms[512];
@@ -449,6 +449,27 @@ static int read_seq_input(const cuvil_tensor_info *ti, const char *file, void **
     return bad;
 }
 
+static int read_seq_input(const cuvil_tensor_info *ti, const char *file, void **out) {
+    cuvil_host_tensor *ts = NULL;
+    int n = 0;
+    char e[1024];
+    if (cuvil_seq_read_max(file, ti->nbytes, ti->seq_max, &ts, &n, e, sizeof e) != CUVIL_OK)
+        return errf("input '%s': %s", ti->name, e);
+    return seq_block(ti, file, ts, n, out);
+}
+
+/* Whether file is an ONNX OptionalProto for optional input ti: a regular file that is not a
+ * .npy (a .npy, or a sequence's folder, holds a value). */
+static bool optional_proto(const cuvil_tensor_info *ti, const char *file) {
+    struct stat st;
+    char head[6] = {0};
+    if (!ti->is_optional || stat(file, &st) != 0 || !S_ISREG(st.st_mode)) return false;
+    FILE *f = fopen(file, "rb");
+    size_t r = f ? fread(head, 1, sizeof head, f) : 0;
+    if (f) fclose(f);
+    return !(r == sizeof head && !memcmp(head, "\x93NUMPY", 6));
+}
+
 static int check_desc(const char *path, const cuvil_model_desc *d) {
     if (d->abi_version != CUVIL_MODEL_ABI_VERSION)
         return errf("%s: model ABI version %" PRIu32 ", this cuvil-run supports %d; recompile the "
@@ -456,7 +477,7 @@ static int check_desc(const char *path, const cuvil_model_desc *d) {
     if (d->n_inputs < 0 || d->n_inputs > MAX_MODEL_TENSORS || d->n_outputs < 0 ||
         d->n_outputs > MAX_MODEL_TENSORS || (d->n_inputs && !d->inputs) ||
         (d->n_outputs && !d->outputs) || !d->create || !d->run || !d->errmsg || !d->destroy || !d->run_shapes ||
-        d->n_syms < 0 || d->n_syms > 64 || (d->n_syms && !d->syms) || !d->cpu_features)
+        d->n_syms < 0 || d->n_syms > 64 || (d->n_syms && !d->syms) || !d->cpu_features || !d->output_present)
         return errf("%s: malformed model descriptor", path);
     for (const char *c = d->cpu_features; *c; c++)   /* names: printed as they are */
         if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == ' ' || *c == '_'))
@@ -587,7 +608,7 @@ static int resolve_inputs(const args *a, const cuvil_model_desc *d, const char *
     size_t n = 0;
     int n_missing = 0;
     for (int i = 0; i < d->n_inputs; i++) {
-        if (files[i] || n >= sizeof missing)
+        if (files[i] || n >= sizeof missing || d->inputs[i].is_optional)   /* (an optional one may be left out) */
             continue;
         n += (size_t)snprintf(missing + n, sizeof missing - n, "%s'%s' (%s)",
                               n_missing ? ", " : "", d->inputs[i].name,
@@ -808,6 +829,7 @@ int main(int argc, char **argv) {
     const void **in_ptrs = NULL;
     char **out_paths = NULL;
     bool *existed = NULL;   /* per output: its file was there before this run */
+    bool *absent = NULL;    /* per output: an optional one the run gave no value (no file) */
     int64_t **in_dims = NULL, **out_dims = NULL;
     int64_t (*out_dim_bufs)[CUVIL_MAX_DIMS] = NULL;   /* the outputs' dims from run_shapes */
     cuvil_tensor_info *run_outs = NULL;   /* the outputs as this run made them (dims, nbytes) */
@@ -854,7 +876,8 @@ int main(int argc, char **argv) {
     out_bufs = calloc((size_t)no + 1, sizeof *out_bufs);
     out_paths = calloc((size_t)no + 1, sizeof *out_paths);
     existed = calloc((size_t)no + 1, sizeof *existed);
-    if (!files || !tin || !in_owned || !in_ptrs || !out_bufs || !out_paths || !existed) {
+    absent = calloc((size_t)no + 1, sizeof *absent);
+    if (!files || !tin || !in_owned || !in_ptrs || !out_bufs || !out_paths || !existed || !absent) {
         errf("out of memory");
         goto done;
     }
@@ -862,6 +885,40 @@ int main(int argc, char **argv) {
         goto done;
     for (int i = 0; i < ni; i++) {
         char e[1024];
+        if (!files[i])   /* an optional input left out: absent */
+            continue;
+        bool have = false;
+        if (optional_proto(&d->inputs[i], files[i])) {   /* an OptionalProto: nothing, a tensor or a sequence */
+            int kind = 0, n = 0;
+            cuvil_host_tensor *ts = NULL;
+            if (cuvil_optional_read_max(files[i], (uint64_t)d->inputs[i].nbytes + (1u << 20), d->inputs[i].seq_max + 1,
+                                        &kind, &tin[i], &ts, &n, e, sizeof e) != CUVIL_OK) {
+                errf("input '%s': %s", d->inputs[i].name, e);
+                goto done;
+            }
+            if (!kind)
+                continue;
+            if ((kind == 2) != (d->inputs[i].is_sequence != 0)) {
+                cuvil_host_tensor_free(&tin[i]);
+                cuvil_host_seq_free(ts, n);
+                errf("input '%s': file %s holds a %s; the model takes a %s", d->inputs[i].name, files[i],
+                     kind == 2 ? "sequence" : "tensor", d->inputs[i].is_sequence ? "sequence" : "tensor");
+                goto done;
+            }
+            if (kind == 2) {
+                if (n > d->inputs[i].seq_max) {
+                    cuvil_host_seq_free(ts, n);
+                    errf("input '%s': %s: the sequence holds more than %d elements", d->inputs[i].name, files[i],
+                         d->inputs[i].seq_max);
+                    goto done;
+                }
+                if (seq_block(&d->inputs[i], files[i], ts, n, &in_owned[i]))
+                    goto done;
+                in_ptrs[i] = in_owned[i];
+                continue;
+            }
+            have = true;
+        }
         if (d->inputs[i].is_sequence) {
             if (read_seq_input(&d->inputs[i], files[i], &in_owned[i]))
                 goto done;
@@ -870,12 +927,12 @@ int main(int argc, char **argv) {
         }
         /* the file holds this input's bytes plus a header: anything much larger is refused
          * before it is read (a FIFO or /dev/zero is refused outright) */
-        if (cuvil_tensor_read_max(files[i], (uint64_t)d->inputs[i].nbytes + (1u << 20), &tin[i], e,
-                                  sizeof e) != CUVIL_OK) {
+        if (!have && cuvil_tensor_read_max(files[i], (uint64_t)d->inputs[i].nbytes + (1u << 20), &tin[i], e,
+                                           sizeof e) != CUVIL_OK) {
             errf("input '%s': %s", d->inputs[i].name, e);
             goto done;
         }
-        if (tin[i].name && strcmp(tin[i].name, d->inputs[i].name) != 0) {
+        if (!have && tin[i].name && strcmp(tin[i].name, d->inputs[i].name) != 0) {
             errf("input '%s': file %s holds the tensor '%s' (a TensorProto names its input; give "
                  "the file for '%s', or a .npy)", d->inputs[i].name, files[i], tin[i].name,
                  d->inputs[i].name);
@@ -941,6 +998,8 @@ int main(int argc, char **argv) {
     }
     for (int i = 0; i < no; i++) {
         run_outs[i] = d->outputs[i];
+        if ((absent[i] = d->outputs[i].is_optional && !d->output_present(m, i)))
+            continue;
         if (d->outputs[i].is_sequence) {   /* its header: the count and each element's dims */
             const cuvil_tensor_info *to = &d->outputs[i];
             int64_t cnt = *(const int64_t *)out_bufs[i];
@@ -1054,6 +1113,10 @@ int main(int argc, char **argv) {
         }
         for (int i = 0; i < no; i++) {
             const cuvil_tensor_info *to = &d->outputs[i];
+            if (absent[i]) {   /* no value: no file */
+                n_written++;
+                continue;
+            }
             if (to->is_sequence) {   /* a .npz of its elements, arr_0 ... */
                 int64_t cnt = *(const int64_t *)out_bufs[i];
                 cuvil_host_tensor *ts = calloc((size_t)cnt + 1, sizeof *ts);
@@ -1106,7 +1169,7 @@ int main(int argc, char **argv) {
             fprintf(stdout, "%s{\"name\": ", i ? ", " : "");
             json_str(stdout, d->outputs[i].name);
             fputs(", \"file\": ", stdout);
-            json_str(stdout, out_paths[i]);
+            json_str(stdout, absent[i] ? NULL : out_paths[i]);   /* (null: an optional output without a value) */
             fputc('}', stdout);
         }
         fputc(']', stdout);
@@ -1124,6 +1187,10 @@ int main(int argc, char **argv) {
             fputs(": ", stdout);
             safe_puts(stdout, info_str(buf, sizeof buf, &run_outs[i]));
             fputs(" = ", stdout);
+            if (absent[i]) {
+                puts("none (an optional output the run gave no value; no file)");
+                continue;
+            }
             if (run_outs[i].is_sequence)
                 printf("%" PRId64 " elements", *(const int64_t *)out_bufs[i]);
             else
@@ -1153,7 +1220,7 @@ done:
         /* no partial results: remove the files this run created (never one that was there
          * before), then the directories it made */
         for (int i = 0; i < n_written; i++)
-            if (!existed[i])
+            if (!existed[i] && !absent[i])
                 unlink(out_paths[i]);
         for (int i = n_made - 1; i >= 0; i--)
             rmdir(made_dirs[i]);
@@ -1184,6 +1251,7 @@ done:
     free(bench_bufs);
     free(out_paths);
     free(existed);
+    free(absent);
     free(in_dims);
     free(out_dims);
     free(out_dim_bufs);

@@ -36,8 +36,16 @@ ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = Path("/usr/share/libonnx-testdata/data")
 
 
-def load_pb(path: Path, seq: bool = False):
-    """(name, array), or for a sequence (name, [arrays])."""
+def load_pb(path: Path, seq: bool = False, opt: bool = False):
+    """(name, array), for a sequence (name, [arrays]), for an optional (name, value or None)."""
+    if opt:
+        o = onnx.OptionalProto()
+        o.ParseFromString(path.read_bytes())
+        if o.HasField("tensor_value"):
+            return o.name, numpy_helper.to_array(o.tensor_value)
+        if o.HasField("sequence_value"):
+            return o.name, [numpy_helper.to_array(t) for t in o.sequence_value.tensor_values]
+        return o.name, None
     if seq:
         s = onnx.SequenceProto()
         s.ParseFromString(path.read_bytes())
@@ -47,8 +55,21 @@ def load_pb(path: Path, seq: bool = False):
     return t.name, numpy_helper.to_array(t)
 
 
+def is_opt(vi) -> bool:
+    return vi.type.HasField("optional_type")
+
+
+def elem_type(vi):
+    """The type of a value, or of an optional's element."""
+    return vi.type.optional_type.elem_type if is_opt(vi) else vi.type
+
+
 def is_seq(vi) -> bool:
-    return vi.type.HasField("sequence_type")
+    return elem_type(vi).HasField("sequence_type")
+
+
+def load_val(path: Path, vi):
+    return load_pb(path, is_seq(vi), is_opt(vi))[1]
 
 
 def as_bf16_bits(a):
@@ -58,6 +79,9 @@ def as_bf16_bits(a):
 
 
 def mismatch(name: str, got, want) -> str | None:
+    if got is None or want is None:   # an optional without a value
+        return None if got is None and want is None else f"{name}: got {'nothing' if got is None else 'a value'}, " \
+                                                          f"want {'nothing' if want is None else 'a value'}"
     if isinstance(want, list) or isinstance(got, list):   # sequences: element by element
         if not isinstance(want, list) or not isinstance(got, list):
             return f"{name}: got a {'sequence' if isinstance(got, list) else 'tensor'}, want the other"
@@ -93,8 +117,8 @@ def reference_agrees(model: Path, ins: list[Path], got: dict) -> bool:
     try:
         from onnx.reference import ReferenceEvaluator
         ev = ReferenceEvaluator(str(model))
-        seqs = {i.name for i in onnx.load(str(model)).graph.input if is_seq(i)}
-        feeds = {n: load_pb(f, n in seqs)[1] for n, f in zip(ev.input_names, ins)}
+        vis = {i.name: i for i in onnx.load(str(model)).graph.input}
+        feeds = {n: load_val(f, vis[n]) for n, f in zip(ev.input_names, ins)}
         outs = ev.run(None, feeds)
     except Exception:  # noqa: BLE001  (the reference cannot run it: no second opinion)
         return False
@@ -107,8 +131,8 @@ def ort_agrees(model: Path, ins: list[Path], got: dict) -> bool:
     try:
         import onnxruntime as ort
         sess = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
-        seqs = {i.name for i in onnx.load(str(model)).graph.input if is_seq(i)}
-        feeds = {i.name: load_pb(f, i.name in seqs)[1] for i, f in zip(sess.get_inputs(), ins)}
+        vis = {i.name: i for i in onnx.load(str(model)).graph.input}
+        feeds = {i.name: load_val(f, vis[i.name]) for i, f in zip(sess.get_inputs(), ins)}
         outs = sess.run(None, feeds)
     except Exception:  # noqa: BLE001  (ONNX Runtime cannot run it: no second opinion)
         return False
@@ -129,18 +153,19 @@ def run_case(case: Path, build: Path, work: Path) -> tuple[str, str]:
     init = {i.name for i in m.graph.initializer}
     inputs = [i.name for i in m.graph.input if i.name not in init]
     outputs = [o.name for o in m.graph.output]
-    seq_out = {o.name for o in m.graph.output if is_seq(o)}
+    out_vi = {o.name: o for o in m.graph.output}
+    in_vi = [i for i in m.graph.input if i.name not in init]
     work.mkdir(parents=True, exist_ok=True)
     so = work / "m.so"
     # bind symbolic input dims from the first data set's shapes
     dims = {}
     seq_args = []
     first = sorted(sets[0].glob("input_*.pb"))
-    for vi, f in zip([i for i in m.graph.input if i.name not in init], first):
+    for vi, f in zip(in_vi, first):
         if is_seq(vi):   # a sequence: its count and its elements' largest dims over every data set
             counts, big = [], None
             for ds in sets:
-                _, elems = load_pb(ds / f.name, True)
+                elems = load_val(ds / f.name, vi) or []
                 counts.append(len(elems))
                 for e in elems:
                     big = list(e.shape) if big is None else [max(a, b) for a, b in zip(big, e.shape)]
@@ -149,8 +174,8 @@ def run_case(case: Path, build: Path, work: Path) -> tuple[str, str]:
             if big:
                 seq_args += ["--shape", f"{vi.name}=" + ",".join(str(max(b, 1)) for b in big)]
             continue
-        _, arr = load_pb(f)
-        for d, n in zip(vi.type.tensor_type.shape.dim, arr.shape):
+        arr = load_val(f, vi)
+        for d, n in zip(elem_type(vi).tensor_type.shape.dim, arr.shape if arr is not None else ()):
             if d.dim_param:
                 dims[d.dim_param] = n
     args = [str(build / "bin" / "cuvil-compile"), "--model", str(model), "--output", str(so)] + seq_args
@@ -160,7 +185,7 @@ def run_case(case: Path, build: Path, work: Path) -> tuple[str, str]:
     bound = re.search(r"give its largest value with --dim (\S+)=0:N", p.stderr) if p.returncode > 0 else None
     if bound and bound.group(1) in inputs:   # as a user would: the input's largest value in the data
         k = inputs.index(bound.group(1))
-        vals = [load_pb(sorted(ds.glob("input_*.pb"), key=lambda q: int(q.stem.split("_")[1]))[k])[1] for ds in sets]
+        vals = [load_val(sorted(ds.glob("input_*.pb"), key=lambda q: int(q.stem.split("_")[1]))[k], in_vi[k]) for ds in sets]
         if all(isinstance(v, np.ndarray) and v.size == 1 and v.dtype.kind in "iu" for v in vals):
             args += ["--dim", f"{bound.group(1)}=0:{max(int(v.reshape(-1)[0]) for v in vals)}"]
             p = subprocess.run(args, capture_output=True, text=True, errors="replace", timeout=600, cwd=work)
@@ -176,8 +201,9 @@ def run_case(case: Path, build: Path, work: Path) -> tuple[str, str]:
         if od.exists():
             shutil.rmtree(od)
         args = [str(build / "bin" / "cuvil-run"), str(so), "--output-dir", str(od)]
-        for name, f in zip(inputs, ins):
-            args += ["--input", f"{name}={f}"]
+        for vi, f in zip(in_vi, ins):
+            if not (is_opt(vi) and load_val(f, vi) is None):   # (an optional without a value: left out)
+                args += ["--input", f"{vi.name}={f}"]
         p = subprocess.run(args, capture_output=True, text=True, errors="replace", timeout=600, cwd=work)
         if p.returncode < 0 or "Sanitizer" in p.stderr:
             return "crashed", f"cuvil-run: {p.stderr.strip()[:300]}"
@@ -188,12 +214,15 @@ def run_case(case: Path, build: Path, work: Path) -> tuple[str, str]:
         for name in outputs:
             stem = "".join("_" if c in "/\\" or ord(c) < 32 else c for c in name) or "output"
             if stem not in got_files:
+                if is_opt(out_vi[name]):
+                    got[name] = None   # (an optional output without a value: no file)
+                    continue
                 return "wrong", f"no output file for '{name}'"
             got[name] = np.load(got_files[stem], allow_pickle=False)
-            if name in seq_out:
+            if is_seq(out_vi[name]):
                 got[name] = [got[name][f"arr_{i}"] for i in range(len(got[name].files))]
         for name, f in zip(outputs, outs):
-            why = mismatch(name, got[name], load_pb(f, name in seq_out)[1])
+            why = mismatch(name, got[name], load_val(f, out_vi[name]))
             if why:
                 if reference_agrees(model, ins, got):
                     return "outdated", f"{why}; onnx.reference (the current spec) agrees with Cuvil"

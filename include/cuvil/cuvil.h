@@ -299,6 +299,12 @@ CUVIL_API void cuvil_host_tensor_free(cuvil_host_tensor *t);
 CUVIL_API cuvil_status cuvil_seq_read_max(const char *path, uint64_t max_bytes, int max_n, cuvil_host_tensor **out,
                                           int *n_out, char *err, size_t errlen);
 CUVIL_API void cuvil_host_seq_free(cuvil_host_tensor *ts, int n);
+/* Reads an ONNX OptionalProto .pb file: *kind 0 (it holds nothing), 1 (a tensor, into *t) or 2
+ * (a sequence of *n tensors, into *seq; free with cuvil_host_seq_free), with the limits of
+ * cuvil_seq_read_max. */
+CUVIL_API cuvil_status cuvil_optional_read_max(const char *path, uint64_t max_bytes, int max_n, int *kind,
+                                               cuvil_host_tensor *t, cuvil_host_tensor **seq, int *n, char *err,
+                                               size_t errlen);
 /* Writes a sequence of n tensors as a .npz (NumPy's zip of arr_0.npy, arr_1.npy, ...: np.load
  * reads it; uncompressed, at most 4 GiB), atomically as cuvil_npy_write. */
 CUVIL_API cuvil_status cuvil_npz_write(const char *path, const cuvil_host_tensor *ts, int n, char *err, size_t errlen);

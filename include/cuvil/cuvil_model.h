@@ -34,9 +34,10 @@
 extern "C" {
 #endif
 
-#define CUVIL_MODEL_ABI_VERSION 8   /* 2: options alloc/free; 3: options buffer; 4: symbols, run_shapes;
+#define CUVIL_MODEL_ABI_VERSION 9   /* 2: options alloc/free; 3: options buffer; 4: symbols, run_shapes;
                                        5: a symbol's step; 6: cpu_features; 7: n_run_sizes;
-                                       8: sequences (cuvil_tensor_info.seq_max ...) */
+                                       8: sequences (cuvil_tensor_info.seq_max ...);
+                                       9: optionals (is_optional, output_present) */
 #define CUVIL_MODEL_ENTRY_SYMBOL "cuvil_model_entry"
 #define CUVIL_MAX_DIMS 8
 
@@ -87,7 +88,11 @@ typedef enum cuvil_dtype {
  * 0..dims[d] where bit d of seq_varies is set (its elements may differ there). An output's
  * header is the model's: read the count and each element's dims from it after every run. The
  * dims arguments of run_shapes are not read or written for a sequence (they may be NULL).
- * A tensor has is_sequence and the seq_ fields 0. */
+ * A tensor has is_sequence and the seq_ fields 0.
+ *
+ * An optional (ONNX's optional(tensor) or optional(seq(tensor))) has is_optional 1: an input
+ * may be absent (its buffer NULL; its dims are not read), and after each run output_present()
+ * says whether an output holds a value (its buffer's contents mean nothing when it does not). */
 typedef struct cuvil_tensor_info {
     const char *name;
     cuvil_dtype dtype;
@@ -99,6 +104,7 @@ typedef struct cuvil_tensor_info {
     int seq_max;
     uint32_t seq_varies;
     size_t seq_hdr_bytes, seq_slot_bytes;
+    int is_optional;
 } cuvil_tensor_info;
 
 /* A sequence's element i: its dims (info->ndim of them) and its data, in block S. */
@@ -188,6 +194,9 @@ typedef struct cuvil_model_desc {
      * only on their dims: give output buffers the descriptor's dims (their upper bounds) and
      * read the dims from run_shapes' output_dims after every run. */
     int n_run_sizes;
+    /* Whether output i holds a value after the last run on m: 1 for an output that is not
+     * optional, 0 for an absent optional one (and for any before a run succeeded). */
+    int (*output_present)(const cuvil_model *m, int i);
 } cuvil_model_desc;
 
 typedef const cuvil_model_desc *(*cuvil_model_entry_fn)(void);

@@ -34,6 +34,7 @@ class TensorSpec:
     sequence: bool = False
     seq_max: int = 0
     varies: tuple = ()
+    optional: bool = False   # an ONNX optional: None in (absent) and out
 
     def __repr__(self):
         if self.sequence:
@@ -51,9 +52,10 @@ def _spec(t: N.TensorInfo, symbols: dict) -> TensorSpec:
     if t.is_sequence:
         varies = tuple(bool((t.seq_varies >> i) & 1) for i in range(t.ndim))
         return TensorSpec(t.name.decode(errors="replace"), np.dtype(_NP_OF[t.dtype]), dims, dims, True, int(t.seq_max),
-                          varies)
+                          varies, bool(t.is_optional))
     shape = tuple(n if n in symbols else d for n, d in zip(names, dims))
-    return TensorSpec(t.name.decode(errors="replace"), np.dtype(_NP_OF[t.dtype]), shape, dims)
+    return TensorSpec(t.name.decode(errors="replace"), np.dtype(_NP_OF[t.dtype]), shape, dims,
+                      optional=bool(t.is_optional))
 
 
 def _seq_block(spec: TensorSpec, info, elems) -> np.ndarray:
@@ -283,7 +285,7 @@ class CompiledModel:
             if vals[i] is not None:
                 raise TypeError(f"input {k!r} given twice")
             vals[i] = v
-        missing = [names[i] for i in range(n) if vals[i] is None]
+        missing = [names[i] for i in range(n) if vals[i] is None and not self.inputs[i].optional]
         if missing:
             raise TypeError(f"missing input{'s' if len(missing) > 1 else ''}: {', '.join(missing)}")
         return vals
@@ -293,6 +295,10 @@ class CompiledModel:
         want_torch = any(_is_torch(v) for v in vals)
         arrays, keep, seq_key = [], [], []
         for i, (spec, v) in enumerate(zip(self.inputs, vals)):
+            if v is None:   # an optional input left out: NULL
+                arrays.append(None)
+                seq_key.append(None)
+                continue
             if spec.sequence:
                 arrays.append(_seq_block(spec, self._desc.inputs[i], v))
                 seq_key.append(tuple(np.shape(e) for e in v))
@@ -315,7 +321,8 @@ class CompiledModel:
             self._check_shape(spec, a.shape)
             arrays.append(a if a.flags.c_contiguous else a.copy(order="C"))  # (ascontiguousarray makes 0-d 1-d)
         syms = self._bind_symbols(arrays)
-        key = (tuple(a.shape for a in arrays), tuple(seq_key)) if syms is not None and not self._run_sizes else None
+        key = (tuple(a.shape if a is not None else None for a in arrays), tuple(seq_key)) \
+            if syms is not None and not self._run_sizes else None
         known = self._out_shapes.get(key) if key is not None else None
         outs = [np.empty(self._desc.outputs[i].nbytes, np.uint8) if s.sequence else np.empty(shp, dtype=s.dtype)
                 for i, (s, shp) in enumerate(zip(self.outputs, known or [s.max_shape for s in self.outputs]))]
@@ -331,13 +338,13 @@ class CompiledModel:
         return res
 
     def _run(self, m, arrays, outs, syms, want_torch):
-        in_ptrs = (ctypes.c_void_p * max(1, len(arrays)))(*[a.ctypes.data for a in arrays])
+        in_ptrs = (ctypes.c_void_p * max(1, len(arrays)))(*[a.ctypes.data if a is not None else None for a in arrays])
         out_ptrs = (ctypes.c_void_p * max(1, len(outs)))(*[o.ctypes.data for o in outs])
         if syms is None and not self._run_sizes:
             s = self._desc.run(m, in_ptrs, out_ptrs)
             shapes = [o.shape for o in outs]
         else:
-            in_dims = [(ctypes.c_int64 * N.MAX_DIMS)(*a.shape) for a in arrays]
+            in_dims = [(ctypes.c_int64 * N.MAX_DIMS)(*(a.shape if a is not None else ())) for a in arrays]
             out_dims = [(ctypes.c_int64 * N.MAX_DIMS)() for _ in outs]
             P = ctypes.POINTER(ctypes.c_int64)
             ind = (P * max(1, len(in_dims)))(*[ctypes.cast(d, P) for d in in_dims])
@@ -349,6 +356,9 @@ class CompiledModel:
             raise CuvilError(self._desc.errmsg(m).decode(errors="replace"), N.status_name(s))
         res = []
         for i, (o, shp) in enumerate(zip(outs, shapes)):
+            if self.outputs[i].optional and not self._desc.output_present(m, i):
+                res.append(None)   # an optional output the run gave no value
+                continue
             if self.outputs[i].sequence:   # a list of arrays, from its header
                 els = _seq_list(self.outputs[i], self._desc.outputs[i], o)
                 res.append([__import__("torch").from_numpy(e) for e in els] if want_torch else els)
@@ -358,7 +368,7 @@ class CompiledModel:
             res.append(o)
         if want_torch:
             import torch
-            res = [r if isinstance(r, list) else torch.from_numpy(r) for r in res]
+            res = [r if isinstance(r, list) or r is None else torch.from_numpy(r) for r in res]
         return (res[0] if len(res) == 1 else tuple(res)), shapes
 
     def _check_shape(self, spec: TensorSpec, shape: tuple):
@@ -380,7 +390,7 @@ class CompiledModel:
             return None
         seen: dict = {}
         for spec, a in zip(self.inputs, arrays):
-            for i, s in enumerate(spec.shape):
+            for i, s in enumerate(spec.shape if a is not None else ()):
                 if isinstance(s, str):
                     if s in seen and seen[s][0] != a.shape[i]:
                         raise ValueError(f"input {spec.name!r}: dim {i} ({s}) is {a.shape[i]}, but input "

@@ -19,7 +19,7 @@ import threading
 from pathlib import Path
 
 MAX_DIMS = 8
-MODEL_ABI_VERSION = 8
+MODEL_ABI_VERSION = 9
 
 STATUS_NAMES = ["ok", "invalid argument", "model", "unsupported", "shape", "dtype", "out of memory",
                 "io", "toolchain", "internal"]
@@ -44,7 +44,8 @@ class TensorInfo(ctypes.Structure):
                 ("seq_max", ctypes.c_int),
                 ("seq_varies", ctypes.c_uint32),
                 ("seq_hdr_bytes", ctypes.c_size_t),
-                ("seq_slot_bytes", ctypes.c_size_t)]
+                ("seq_slot_bytes", ctypes.c_size_t),
+                ("is_optional", ctypes.c_int)]
 
 
 class SymInfo(ctypes.Structure):
@@ -69,6 +70,7 @@ RunFn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.c_
                          ctypes.POINTER(ctypes.c_void_p))
 ErrmsgFn = ctypes.CFUNCTYPE(ctypes.c_char_p, ctypes.c_void_p)
 DestroyFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+PresentFn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int)
 RunShapesFn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p),
                                ctypes.POINTER(ctypes.POINTER(ctypes.c_int64)), ctypes.POINTER(ctypes.c_void_p),
                                ctypes.POINTER(ctypes.POINTER(ctypes.c_int64)))
@@ -95,7 +97,8 @@ class ModelDesc(ctypes.Structure):
                 ("syms", ctypes.POINTER(SymInfo)),
                 ("run_shapes", RunShapesFn),
                 ("cpu_features", ctypes.c_char_p),
-                ("n_run_sizes", ctypes.c_int)]
+                ("n_run_sizes", ctypes.c_int),
+                ("output_present", PresentFn)]
 
 
 def status_name(code: int) -> str:

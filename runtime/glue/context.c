@@ -115,6 +115,7 @@ CUVIL_RT_BASELINE cuvil_status cuvil_glue_create(const cuvil_glue_table *t, cons
             return CUVIL_ERR_INVALID_ARG;
         }
         m->dims = (int64_t *)(base + CUVIL_GLUE_CONTEXT_BYTES);
+        memset(m->dims, 0, sizeof(int64_t) * (size_t)t->n_dims);   /* (no optional output before a run) */
         m->arena = (unsigned char *)base + context;
         m->scratch = m->arena + arena;
         return CUVIL_OK;
@@ -129,6 +130,7 @@ CUVIL_RT_BASELINE cuvil_status cuvil_glue_create(const cuvil_glue_table *t, cons
     m->free = opts && opts->alloc ? opts->free : default_free;
     m->user = user;
     m->dims = (int64_t *)((unsigned char *)m + CUVIL_GLUE_CONTEXT_BYTES);
+    memset(m->dims, 0, sizeof(int64_t) * (size_t)t->n_dims);   /* (no optional output before a run) */
     *out = m;
     if (lacks) return cpu_lacks(m, lacks, lacks_n);
     if (t->scratch_need() > t->scratch_bytes) return CUVIL_ERR_INTERNAL;   /* a runtime with another blocking */
@@ -205,6 +207,7 @@ static cuvil_status bind_dims(cuvil_model *m, const void *const *inputs, const i
     for (int k = 0; k < d->n_syms; k++) D[k] = -1;
     for (int i = 0; i < d->n_inputs; i++) {
         const cuvil_tensor_info *in = &d->inputs[i];
+        if (!inputs[i]) continue;   /* an optional one, absent: nothing reads it */
         if (in->is_sequence) {
             cuvil_status st = bind_seq(m, i, inputs[i], D, false);
             if (st) return st;
@@ -239,6 +242,8 @@ static cuvil_status bind_dims(cuvil_model *m, const void *const *inputs, const i
             return CUVIL_ERR_SHAPE;
         }
     }
+    for (int k = 0; k < d->n_syms; k++)   /* a symbol only absent inputs carry: its least (nothing reads it) */
+        if (D[k] < 0) D[k] = d->syms[k].min;
     return CUVIL_OK;
 }
 
@@ -260,7 +265,7 @@ CUVIL_RT_BASELINE static cuvil_status check_args(cuvil_model *m, const void *con
         return CUVIL_ERR_INVALID_ARG;
     }
     for (int i = 0; i < d->n_inputs; i++)
-        if (!in[i]) {
+        if (!in[i] && !d->inputs[i].is_optional) {
             cuvil_glue_set_err(m, "input buffer is NULL", d->inputs[i].name);
             return CUVIL_ERR_INVALID_ARG;
         }
@@ -284,12 +289,14 @@ static cuvil_status run_checked(cuvil_model *m, const void *const *in, const int
     } else {
         for (int k = 0; k < d->n_syms; k++) D[k] = d->syms[k].max;   /* the fixed-shape call: the upper bounds */
         for (int i = 0; i < d->n_inputs; i++)   /* (but a sequence's count is its own) */
-            if (d->inputs[i].is_sequence && (st = bind_seq(m, i, in[i], D, true))) return st;
+            if (d->inputs[i].is_sequence && in[i] && (st = bind_seq(m, i, in[i], D, true))) return st;
     }
     if ((st = t->check_guards(m, D))) return st;
     const cuvil_pool *prev = cuvil_pool_bind(m->pool);   /* this context's threads, for its kernels */
     st = t->run(m, m->arena, m->weights, m->scratch, in, out, D);
     cuvil_pool_bind(prev);
+    for (int i = 0; st && t->out_present && i < d->n_outputs; i++)   /* a failed run gives no output */
+        if (t->out_present[i] >= 0) D[t->out_present[i]] = 0;
     if (st) return st;
     t->output_dims(D, out_dims);
     return CUVIL_OK;
@@ -304,6 +311,12 @@ CUVIL_RT_BASELINE cuvil_status cuvil_glue_run_shapes(cuvil_model *m, const void 
 }
 
 CUVIL_RT_BASELINE const char *cuvil_glue_errmsg(const cuvil_model *m) { return m ? m->err : "no model"; }
+
+CUVIL_RT_BASELINE int cuvil_glue_output_present(const cuvil_model *m, int i) {
+    if (!m || !m->arena || i < 0 || i >= m->t->desc->n_outputs) return 0;
+    int k = m->t->out_present ? m->t->out_present[i] : -1;
+    return k < 0 ? 1 : m->dims[k] != 0;
+}
 
 CUVIL_RT_BASELINE void cuvil_glue_destroy(cuvil_model *m) {
     if (!m || !m->free) return;   /* (no free: it lives in the caller's buffer) */

@@ -53,7 +53,9 @@ typedef struct cuvil_glue_table {
     const cuvil_model_desc *desc;      /* names, dtypes, dims (upper bounds), symbols, arena, features */
     size_t scratch_bytes;              /* the scratch create() reserves per thread (an upper bound) */
     size_t (*scratch_need)(void);      /* what the linked runtime's kernels need: at most scratch_bytes */
-    int n_dims;                        /* D's length: desc->n_syms symbols, desc->n_run_sizes found sizes */
+    /* D's length: desc->n_syms symbols, desc->n_run_sizes found sizes, then a flag per optional
+     * output (whether the run gave it a value) */
+    int n_dims;
     /* per input dim: its symbol's index in D, -1 when fixed; a sequence input's [0]: its
      * count's symbol (-1: the count is fixed, its seq_max) */
     const int8_t (*in_sym)[CUVIL_MAX_DIMS];
@@ -64,6 +66,7 @@ typedef struct cuvil_glue_table {
     /* the outputs' dims from D into od[i] (each may be NULL) */
     void (*output_dims)(const int64_t *D, int64_t *const *od);
     cuvil_glue_run_fn run;
+    const int16_t *out_present;        /* per output: the D index of its flag, -1 when not optional */
 } cuvil_glue_table;
 
 /* The model's entry points (cuvil_model.h says what each does). create() and what runs before
@@ -74,6 +77,7 @@ CUVIL_RT_BASELINE cuvil_status cuvil_glue_run_shapes(cuvil_model *m, const void 
                                                      const int64_t *const *in_dims, void *const *out,
                                                      int64_t *const *out_dims);
 CUVIL_RT_BASELINE const char *cuvil_glue_errmsg(const cuvil_model *m);
+CUVIL_RT_BASELINE int cuvil_glue_output_present(const cuvil_model *m, int i);
 CUVIL_RT_BASELINE void cuvil_glue_destroy(cuvil_model *m);
 
 /* "<msg>: <name>" (name may be NULL) into m->err, cut to fit. */

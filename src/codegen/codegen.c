@@ -235,6 +235,14 @@ const cir_node *cg_node(cg_ctx *cg) { return cg->cur_node; }
 
 int cg_rt_slot(cg_ctx *cg, int dsym) { return cg->sym_d[dsym]; }
 
+int cg_present_slot(cg_ctx *cg, int i) {
+    cir_graph *g = cg->g;
+    if (i < 0 || i >= g->n_outputs || !cir_val(g, g->outputs[i])->optional) return -1;
+    int j = 0;
+    for (int k = 0; k < i; k++) j += cir_val(g, g->outputs[k])->optional;
+    return cg->n_ranged + g->n_rt_syms + j;
+}
+
 bool cg_node_symbolic(const cir_graph *g, const cir_node *n) {
     if (!g->symdims) return false;
     if (n->n_rt) return true;   /* it reads or finds sizes when the model runs */
@@ -464,11 +472,11 @@ static void tensor_infos(cir_graph *g, cuvil_sb *o, const char *name, const int 
         /* @max: with symbolic dims, the descriptor states the upper bounds */
         cuvil_sb_printf(o, "%s}, %zu, ", nd ? " " : "NULL ", cir_nbytes(v));
         if (v->seq_n >= 0)   /* a sequence: its most elements, the dims they need not share, its layout */
-            cuvil_sb_printf(o, "1, %d, 0x%xu, %zu, %zu }, /*@max*/\n", v->seq_n,
+            cuvil_sb_printf(o, "1, %d, 0x%xu, %zu, %zu, %d }, /*@max*/\n", v->seq_n,
                             (unsigned)(~v->seq_same & ((1u << nd) - 1)), cir_seq_hdr_bytes(v),
-                            cir_seq_slot_bytes(v));
+                            cir_seq_slot_bytes(v), v->optional);
         else
-            cuvil_sb_puts(o, "0, 0, 0, 0, 0 }, /*@max*/\n");
+            cuvil_sb_printf(o, "0, 0, 0, 0, 0, %d }, /*@max*/\n", v->optional);
     }
     if (!n) cuvil_sb_puts(o, "    { 0 },\n");
     cuvil_sb_puts(o, "};\n");
@@ -860,7 +868,13 @@ static void shape_functions(cg_ctx *cg, cuvil_sb *c) {
         }
         cuvil_sb_puts(c, " }\n");
     }
-    cuvil_sb_puts(c, "}\n\n/* What the shapes assume and the compiler could not prove: checked before any node runs (those on\n"
+    int np = 0;
+    for (int i = 0; i < g->n_outputs; i++) np += cir_val(g, g->outputs[i])->optional;
+    cuvil_sb_printf(c, "}\n\n#define N_PRESENT %d   /* optional outputs: whether the run gave each a value (D[...]) */\n"
+                       "static const int16_t out_present_[%d] = {", np, g->n_outputs ? g->n_outputs : 1);
+    for (int i = 0; i < g->n_outputs; i++) cuvil_sb_printf(c, "%s%d", i ? ", " : "", cg_present_slot(cg, i));
+    cuvil_sb_puts(c, g->n_outputs ? "};\n" : "-1};\n");
+    cuvil_sb_puts(c, "\n/* What the shapes assume and the compiler could not prove: checked before any node runs (those on\n"
                      " * sizes the run finds: before the node that assumes them) */\n"
                      "static cuvil_status check_guards(cuvil_model *m, const int64_t *D) {\n    (void)m; (void)D;\n");
     for (int i = 0; i < g->n_guards; i++)
@@ -1164,17 +1178,17 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
                            "    \"%s\", \"%s\", CPU_TARGET, \"", prefix, g->model_sha256, cuvil_version());
         cuvil_sb_c_escape(c, opts.s ? opts.s : "");
         cuvil_sb_printf(c, "\",\n    ARENA_BYTES, %zu,\n    %s_create, %s_run, %s_errmsg, %s_destroy,\n"
-                           "    N_SYMS, syms_, %s_run_shapes, CPU_FEATURES, N_RUN_SIZES,\n};\n\n",
-                        out->weights_len, prefix, prefix, prefix, prefix, prefix);
-        cuvil_sb_printf(c, "_Static_assert(%s_BUFFER_BYTES >= CUVIL_GLUE_CONTEXT_BYTES + CUVIL_GLUE_DIMS_BYTES(N_SYMS + N_RUN_SIZES) +\n"
+                           "    N_SYMS, syms_, %s_run_shapes, CPU_FEATURES, N_RUN_SIZES, %s_output_present,\n};\n\n",
+                        out->weights_len, prefix, prefix, prefix, prefix, prefix, prefix);
+        cuvil_sb_printf(c, "_Static_assert(%s_BUFFER_BYTES >= CUVIL_GLUE_CONTEXT_BYTES + CUVIL_GLUE_DIMS_BYTES(N_SYMS + N_RUN_SIZES + N_PRESENT) +\n"
                            "               (ARENA_BYTES + 63) / 64 * 64 + (SCRATCH_BYTES + 63) / 64 * 64 + 64,\n"
                            "               \"the header's BUFFER_BYTES holds what create() puts in a caller's buffer\");\n\n", up);
         cuvil_sb_printf(c,
             "/* what the glue reaches the model through */\n"
             "extern const unsigned char %s_weights[];\n"
             "static const cuvil_glue_table table_ = {\n"
-            "    &desc_, SCRATCH_BYTES, scratch_bytes, N_SYMS + N_RUN_SIZES, in_sym_, %s_weights,\n"
-            "    check_guards, output_dims, run_nodes,\n};\n\n"
+            "    &desc_, SCRATCH_BYTES, scratch_bytes, N_SYMS + N_RUN_SIZES + N_PRESENT, in_sym_, %s_weights,\n"
+            "    check_guards, output_dims, run_nodes, out_present_,\n};\n\n"
             "/* The entry points: the runtime's glue with this model's table. create() and what a context\n"
             " * whose create() failed may be asked run on any CPU of the architecture (CUVIL_RT_BASELINE):\n"
             " * create() checks first that this one has what the target's code uses. */\n"
@@ -1187,11 +1201,13 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
             "CUVIL_RT_BASELINE CUVIL_EXPORT cuvil_status %s_run(cuvil_model *m, const void *const *in, void *const *out) {\n"
             "    return cuvil_glue_run_shapes(m, in, NULL, out, NULL);\n}\n\n"
             "CUVIL_RT_BASELINE CUVIL_EXPORT const char *%s_errmsg(const cuvil_model *m) { return cuvil_glue_errmsg(m); }\n\n"
+            "CUVIL_RT_BASELINE CUVIL_EXPORT int %s_output_present(const cuvil_model *m, int i) {\n"
+            "    return cuvil_glue_output_present(m, i);\n}\n\n"
             "CUVIL_RT_BASELINE CUVIL_EXPORT void %s_destroy(cuvil_model *m) { cuvil_glue_destroy(m); }\n\n"
             "CUVIL_RT_BASELINE CUVIL_EXPORT const cuvil_model_desc *%s_model(void) { return &desc_; }\n\n"
             "#ifdef CUVIL_MODEL_SHARED\n"
             "CUVIL_RT_BASELINE CUVIL_EXPORT const cuvil_model_desc *cuvil_model_entry(void) { return &desc_; }\n#endif\n",
-            prefix, prefix, prefix, prefix, prefix, prefix, prefix, prefix);
+            prefix, prefix, prefix, prefix, prefix, prefix, prefix, prefix, prefix);
         if (c->oom || out->weights.oom || calls.oom || cg.params.oom || cg.body.oom || cg.scratch.oom)
             st = cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory generating C");
     }
@@ -1210,7 +1226,9 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
     cuvil_free(cg.named);
     size_t arena_bytes = cg.plan.arena_bytes, scratch_bytes = cg.scratch_bytes;
     /* the context and the run's dims, as create() places them in a caller's buffer */
-    size_t context_bytes = CUVIL_GLUE_CONTEXT_BYTES + CUVIL_GLUE_DIMS_BYTES(cg.n_ranged + g->n_rt_syms);
+    int n_present = 0;
+    for (int i = 0; i < g->n_outputs; i++) n_present += cir_val(g, g->outputs[i])->optional;
+    size_t context_bytes = CUVIL_GLUE_CONTEXT_BYTES + CUVIL_GLUE_DIMS_BYTES(cg.n_ranged + g->n_rt_syms + n_present);
     cg_plan_free(&cg.plan);
     if (!st) {
         /* the header: the ABI (self-contained) and the prefixed entry points */
@@ -1253,11 +1271,13 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
                            "cuvil_status %s_run_shapes(cuvil_model *m, const void *const *inputs, const int64_t *const *input_dims,\n"
                            "                           void *const *outputs, int64_t *const *output_dims);\n"
                            "const char *%s_errmsg(const cuvil_model *m);\n"
+                           "/* Whether output i holds a value after the last run (0: an absent optional one). */\n"
+                           "int %s_output_present(const cuvil_model *m, int i);\n"
                            "void %s_destroy(cuvil_model *m);\n\n"
                            "#ifdef __cplusplus\n}\n#endif\n#endif\n",
                         up, g->n_inputs, up, g->n_outputs, up, arena_bytes, up, scratch_bytes, up,
                         context_bytes + (arena_bytes + 63) / 64 * 64 + (scratch_bytes + 63) / 64 * 64 + 64, prefix, prefix,
-                        prefix, prefix, prefix, prefix);
+                        prefix, prefix, prefix, prefix, prefix);
         if (h->oom) st = cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory generating the header");
     }
     return st;

@@ -103,6 +103,9 @@ bool cg_node_symbolic(const cir_graph *g, const cir_node *n);
 /* The index in D[] of the size known only when the model runs as symbol dsym (cir_node.rt_first):
  * the node that finds it writes `D[slot] = ...`. */
 int cg_rt_slot(cg_ctx *cg, int dsym);
+/* The D[] index where the run says whether optional graph output i holds a value (after the
+ * symbols and the sizes the run finds), or -1 for an output that is not optional. */
+int cg_present_slot(cg_ctx *cg, int i);
 /* A sequence's layout (cuvil_seq_params) as a static's name (emit_seq.c). */
 const char *cg_seq_params(cg_ctx *cg, const cir_value *v);
 /* A Reshape's output dims from its shape read when the model runs, into D[] (emit_shape.c). */

@@ -169,7 +169,7 @@ static bool range_ok(size_t size, uint64_t off, uint64_t len) { return off <= si
 
 /* Is name one of the symbols a model library exports? Sets *prefix_len for P_<fn> names. */
 static bool model_symbol(const char *name, size_t len, size_t *prefix_len) {
-    static const char *const fns[] = {"_model", "_create", "_run_shapes", "_run", "_errmsg", "_destroy"};
+    static const char *const fns[] = {"_model", "_create", "_run_shapes", "_run", "_errmsg", "_destroy", "_output_present"};
     *prefix_len = 0;
     if (len == 17 && !memcmp(name, "cuvil_model_entry", 17)) return true;
     for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {

@@ -82,6 +82,7 @@ int cir_value_add(cir_graph *g, const char *name, cir_value_kind kind) {
     v->ndim = -1;
     v->seq_n = -1;
     v->seq_sym = -1;
+    v->opt_has = -1;
     v->producer = -1;
     v->output_index = -1;
     v->decl_ndim = -1;

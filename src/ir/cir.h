@@ -136,6 +136,12 @@ typedef struct cir_value {
     int output_index;          /* position among graph outputs, -1 if not an output */
     /* What the source declares for this value (a graph output or a value_info entry), checked
      * against what shape inference finds. decl_dtype CIR_UNDEF: nothing declared. */
+    /* An ONNX optional (onnx_load.c pairs each with its presence): the value id of the bool
+     * scalar that says whether this value holds one, else -1. The loader's: after it, the
+     * graph reads presence through opt_elem and present nodes only. optional: a graph input or
+     * output that may be absent (the caller's NULL; cuvil_model_desc.output_present). */
+    int opt_has;
+    bool optional;
     cir_dtype decl_dtype;
     int decl_kind;             /* 0: no type declared, 1: a tensor, 2: a sequence (decl_dtype: its elements') */
     int decl_ndim;             /* -1: no shape declared */

@@ -820,6 +820,52 @@ static cuvil_status seq_push(const char *path, cuvil_host_tensor **ts, int *n, i
     return CUVIL_OK;
 }
 
+/* A regular file's bytes (at most limit of them) into *buf (cuvil_free it). */
+static cuvil_status read_file(const char *path, uint64_t limit, unsigned char **buf, size_t *len, char *err, size_t errlen) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    struct stat fsb;
+    cuvil_status st;
+    *buf = NULL;
+    *len = 0;
+    if (fd < 0)
+        return fail(err, errlen, CUVIL_ERR_IO, path, "cannot open: %s", strerror(errno));
+    if (fstat(fd, &fsb) != 0 || !S_ISREG(fsb.st_mode)) {
+        st = fail(err, errlen, CUVIL_ERR_IO, path, "is not a regular file or a folder");
+    } else if ((uint64_t)fsb.st_size > limit) {
+        st = fail(err, errlen, CUVIL_ERR_INVALID_ARG, path, "the file is %llu bytes, more than the %llu expected",
+                  (unsigned long long)fsb.st_size, (unsigned long long)limit);
+    } else {
+        int fl = fcntl(fd, F_GETFL);
+        if (fl >= 0)
+            fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+        unsigned char none[1] = {0};
+        st = read_rest(path, fd, &fsb, none, 0, buf, len, err, errlen);
+    }
+    close(fd);
+    return st;
+}
+
+/* One TensorProto (len bytes at msg, element `what` of path) into *t, as a .pb tensor file is read. */
+static cuvil_status pb_tensor_at(const char *path, const uint8_t *msg, size_t len, int what, cuvil_host_tensor *t, char *err,
+                                 size_t errlen) {
+    cuvil_ctx pctx;
+    memset(&pctx, 0, sizeof pctx);
+    cuvil_limits lim;
+    cuvil_limits_init(&lim);
+    cuvil_status st = CUVIL_OK;
+    if (cuvil_onnx_prescan_tensor(&pctx, msg, len, &lim) != CUVIL_OK)
+        st = fail(err, errlen, CUVIL_ERR_INVALID_ARG, path, "element %d: %s", what, pctx.errmsg);
+    cuvil_free(pctx.errlong);
+    if (st != CUVIL_OK)
+        return st;
+    Onnx__TensorProto *tp = onnx__tensor_proto__unpack(&cuvil_pb_allocator, len, msg);
+    if (!tp)
+        return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path, "element %d is not a valid ONNX TensorProto", what);
+    st = pb_convert(path, tp, t, err, errlen);
+    onnx__tensor_proto__free_unpacked(tp, &cuvil_pb_allocator);
+    return st;
+}
+
 /* A SequenceProto (onnx-data.proto: name 1, elem_type 2, tensor_values 3; the other kinds of
  * element, 4-7, are refused), walked field by field; each tensor decoded as a .pb tensor is. */
 static cuvil_status seq_pb_parse(const char *path, const uint8_t *buf, size_t len, uint64_t max_bytes,
@@ -855,24 +901,7 @@ static cuvil_status seq_pb_parse(const char *path, const uint8_t *buf, size_t le
         if (field != 3)
             continue;   /* (its name) */
         cuvil_status st = seq_push(path, ts, n, cap, max_n, err, errlen);
-        if (st != CUVIL_OK)
-            return st;
-        cuvil_ctx pctx;
-        memset(&pctx, 0, sizeof pctx);
-        cuvil_limits lim;
-        cuvil_limits_init(&lim);
-        if (cuvil_onnx_prescan_tensor(&pctx, msg, (size_t)v, &lim) != CUVIL_OK) {
-            st = fail(err, errlen, CUVIL_ERR_INVALID_ARG, path, "element %d: %s", *n, pctx.errmsg);
-            cuvil_free(pctx.errlong);
-            return st;
-        }
-        cuvil_free(pctx.errlong);
-        Onnx__TensorProto *tp = onnx__tensor_proto__unpack(&cuvil_pb_allocator, (size_t)v, msg);
-        if (!tp)
-            return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path, "element %d is not a valid ONNX TensorProto", *n);
-        st = pb_convert(path, tp, &(*ts)[*n], err, errlen);
-        onnx__tensor_proto__free_unpacked(tp, &cuvil_pb_allocator);
-        if (st != CUVIL_OK)
+        if (st != CUVIL_OK || (st = pb_tensor_at(path, msg, (size_t)v, *n, &(*ts)[*n], err, errlen)) != CUVIL_OK)
             return st;
         total += (*ts)[(*n)++].nbytes;
         if (total > max_bytes)
@@ -883,6 +912,62 @@ static cuvil_status seq_pb_parse(const char *path, const uint8_t *buf, size_t le
         return fail(err, errlen, CUVIL_ERR_UNSUPPORTED, path, "a SequenceProto whose elem_type is %llu, not TENSOR (1)",
                     (unsigned long long)elem_type);
     return CUVIL_OK;
+}
+
+cuvil_status cuvil_optional_read_max(const char *path, uint64_t max_bytes, int max_n, int *kind, cuvil_host_tensor *t,
+                                     cuvil_host_tensor **seq, int *n, char *err, size_t errlen) {
+    if (err && errlen)
+        err[0] = '\0';
+    if (!path || !kind || !t || !seq || !n)
+        return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path, "cuvil_optional_read_max: NULL argument");
+    *kind = 0;
+    memset(t, 0, sizeof *t);
+    *seq = NULL;
+    *n = 0;
+    unsigned char *buf = NULL;
+    size_t len = 0;
+    cuvil_status st = read_file(path, max_bytes + 4096 + (uint64_t)max_n * 4096, &buf, &len, err, errlen);
+    const uint8_t *p = buf, *end = buf + len;
+    uint64_t elem_type = 0;
+    int cap = 0;
+    while (st == CUVIL_OK && p < end) {   /* OptionalProto: name 1, elem_type 2, tensor_value 3, sequence_value 5 */
+        uint64_t key, v;
+        if (!pb_varint(&p, end, &key) || ((key & 7) == 0 && !pb_varint(&p, end, &v)) ||
+            ((key & 7) == 2 && (!pb_varint(&p, end, &v) || v > (uint64_t)(end - p))) ||
+            ((key & 7) != 0 && (key & 7) != 2)) {
+            st = fail(err, errlen, CUVIL_ERR_INVALID_ARG, path, "not a valid ONNX OptionalProto");
+            break;
+        }
+        if ((key & 7) == 0) {
+            if ((key >> 3) == 2)
+                elem_type = v;
+            continue;
+        }
+        const uint8_t *msg = p;
+        p += v;
+        uint64_t field = key >> 3;
+        if (field == 4 || field == 6 || field == 7)
+            st = fail(err, errlen, CUVIL_ERR_UNSUPPORTED, path,
+                      "an OptionalProto of a sparse tensor, a map or an optional (Cuvil takes tensors and sequences)");
+        else if ((field == 3 || field == 5) && *kind)
+            st = fail(err, errlen, CUVIL_ERR_INVALID_ARG, path, "an OptionalProto with two values");
+        else if (field == 3 && (st = pb_tensor_at(path, msg, (size_t)v, 0, t, err, errlen)) == CUVIL_OK)
+            *kind = 1;
+        else if (field == 5 && (st = seq_pb_parse(path, msg, (size_t)v, max_bytes, seq, n, &cap, max_n, err, errlen)) == CUVIL_OK)
+            *kind = 2;
+    }
+    cuvil_free(buf);
+    if (st == CUVIL_OK && *kind && elem_type != (*kind == 1 ? 1u : 3u))
+        st = fail(err, errlen, CUVIL_ERR_INVALID_ARG, path, "an OptionalProto whose elem_type (%llu) is not its value's",
+                  (unsigned long long)elem_type);
+    if (st != CUVIL_OK) {
+        cuvil_host_tensor_free(t);
+        cuvil_host_seq_free(*seq, *n);
+        *seq = NULL;
+        *n = 0;
+        *kind = 0;
+    }
+    return st;
 }
 
 cuvil_status cuvil_seq_read_max(const char *path, uint64_t max_bytes, int max_n, cuvil_host_tensor **out, int *n_out,
@@ -926,26 +1011,9 @@ cuvil_status cuvil_seq_read_max(const char *path, uint64_t max_bytes, int max_n,
                 break;
         }
     } else {
-        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-        struct stat fsb;
         unsigned char *buf = NULL;
         size_t len = 0;
-        if (fd < 0)
-            st = fail(err, errlen, CUVIL_ERR_IO, path, "cannot open: %s", strerror(errno));
-        else if (fstat(fd, &fsb) != 0 || !S_ISREG(fsb.st_mode))
-            st = fail(err, errlen, CUVIL_ERR_IO, path, "is not a regular file or a folder");
-        else if ((uint64_t)fsb.st_size > max_bytes + 4096 + (uint64_t)max_n * 4096)
-            st = fail(err, errlen, CUVIL_ERR_INVALID_ARG, path, "the file is %llu bytes, more than the %llu expected",
-                      (unsigned long long)fsb.st_size, (unsigned long long)max_bytes);
-        else {
-            int fl = fcntl(fd, F_GETFL);
-            if (fl >= 0)
-                fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
-            unsigned char none[1] = {0};
-            st = read_rest(path, fd, &fsb, none, 0, &buf, &len, err, errlen);
-        }
-        if (fd >= 0)
-            close(fd);
+        st = read_file(path, max_bytes + 4096 + (uint64_t)max_n * 4096, &buf, &len, err, errlen);
         if (st == CUVIL_OK && len >= NPY_MAGIC_LEN && !memcmp(buf, NPY_MAGIC, NPY_MAGIC_LEN))
             st = fail(err, errlen, CUVIL_ERR_INVALID_ARG, path,
                       "a .npy file holds one tensor; a sequence is a SequenceProto .pb or a folder of 0.npy, 1.npy, ...");

@@ -1,5 +1,6 @@
 """ONNX's own backend node cases (Debian's libonnx-testdata, ONNX 1.12, installed by the set-up
-script) for the ops issue 31 made symbolic or run-sized, and its control flow and sequences: each case's model compiled and run by
+script) for the ops issue 31 made symbolic or run-sized, and its control flow, sequences and
+optionals: each case's model compiled and run by
 tools/onnx_conformance.py and its outputs compared with the case's expected ones. Every case
 of these ops must pass, but the few listed in EXPECTED (an op of a later item, or ONNX
 Runtime's answer where it and the case's data disagree)."""
@@ -28,13 +29,13 @@ OPS = {  # filter -> how many node cases ONNX 1.12 has
     "test_if": 3, "test_loop11": 1, "test_scan": 2,   # control flow (test_control_flow.py)
     # sequences as graph inputs and outputs, SequenceMap, a Loop appending to one (test_sequences.py)
     "test_sequence_insert": 2, "test_sequence_map": 12, "test_identity_sequence": 1, "test_loop13_seq": 1,
+    "test_optional": 4, "test_identity_opt": 1,   # optionals (test_optionals.py)
 }
 # Cases that do not pass, their status and a word of its detail: refused cleanly until the item
 # that brings their op lands, or computed as ONNX Runtime computes them where it and ONNX's data
 # disagree.
 EXPECTED = {
     "node/test_resize_tf_crop_and_resize": ("refused", "tf_crop_and_resize"),
-    "node/test_if_opt": ("refused", "Optional"),
     # align_corners onto a length that is not a whole number (2 x 0.6): ONNX's reference divides
     # by the fractional length 1.2, ONNX Runtime (and Cuvil) by the output's 1
     "node/test_resize_downsample_scales_linear_align_corners": ("as-ort", "ONNX Runtime computes"),

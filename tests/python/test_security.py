@@ -842,7 +842,7 @@ def test_nesting_limit_is_capped(tmp_path):
     tl.assert_clean_failure(proc, mentions=["nesting=10010: at most 1000"])
     _deep_sequence_model(p, 495)    # 990 levels and a few
     proc = tl.compile_raw(p, tmp_path / "m.so", extra=["--limit", "nesting=1000"])
-    tl.assert_clean_failure(proc, mentions=["only tensors and sequences of tensors are supported"])
+    tl.assert_clean_failure(proc, mentions=["only tensors, sequences of tensors and optionals of those are supported"])
 
 
 def test_emit_c_replace_keeps_a_file_that_appears_meanwhile(small, tmp_path):

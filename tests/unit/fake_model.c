@@ -134,6 +134,10 @@ EXPORT void FAKE_SYM(destroy)(cuvil_model *m) {
     free(m);
 }
 
+EXPORT int FAKE_SYM(output_present)(const cuvil_model *m, int i) {
+    return m && i >= 0 && i < (int)(sizeof fake_outputs / sizeof fake_outputs[0]);   /* (no optional outputs) */
+}
+
 static const cuvil_model_desc fake_desc = {
     .abi_version = FAKE_ABI_VERSION,
     .name = FAKE_STR(FAKE_PREFIX),
@@ -155,6 +159,7 @@ static const cuvil_model_desc fake_desc = {
     .syms = NULL,
     .run_shapes = FAKE_SYM(run_shapes),
     .cpu_features = "",
+    .output_present = FAKE_SYM(output_present),
 };
 
 EXPORT const cuvil_model_desc *FAKE_SYM(model)(void) {

@@ -19,12 +19,12 @@
 #include "check.h"
 
 static const cuvil_tensor_info inputs_[2] = {
-    {"x", CUVIL_DTYPE_FLOAT32, 2, {8, 3}, {"n", NULL}, 8 * 3 * 4, 0, 0, 0, 0, 0},
-    {"k", CUVIL_DTYPE_INT64, 1, {2}, {NULL}, 16, 0, 0, 0, 0, 0},
+    {"x", CUVIL_DTYPE_FLOAT32, 2, {8, 3}, {"n", NULL}, 8 * 3 * 4, 0, 0, 0, 0, 0, 0},
+    {"k", CUVIL_DTYPE_INT64, 1, {2}, {NULL}, 16, 0, 0, 0, 0, 0, 0},
 };
 static const cuvil_tensor_info outputs_[2] = {
-    {"y", CUVIL_DTYPE_FLOAT32, 2, {8, 3}, {"n", NULL}, 8 * 3 * 4, 0, 0, 0, 0, 0},
-    {"z", CUVIL_DTYPE_INT64, 1, {2}, {NULL}, 16, 0, 0, 0, 0, 0},
+    {"y", CUVIL_DTYPE_FLOAT32, 2, {8, 3}, {"n", NULL}, 8 * 3 * 4, 0, 0, 0, 0, 0, 0},
+    {"z", CUVIL_DTYPE_INT64, 1, {2}, {NULL}, 16, 0, 0, 0, 0, 0, 0},
 };
 static const cuvil_sym_info syms_[1] = {{"n", 1, 8, 1}};
 static const int8_t in_sym_[2][CUVIL_MAX_DIMS] = {{0, -1, -1, -1, -1, -1, -1, -1}, {-1, -1, -1, -1, -1, -1, -1, -1}};
@@ -72,10 +72,10 @@ static cuvil_status run_nodes(cuvil_model *m, unsigned char *A, const unsigned c
 
 static const cuvil_model_desc desc_ = {
     CUVIL_MODEL_ABI_VERSION, "t", 2, 2, inputs_, outputs_, "sha", "v", "generic", "", 4096, sizeof weights_,
-    NULL, NULL, NULL, NULL, 1, syms_, NULL, "", 1,
+    NULL, NULL, NULL, NULL, 1, syms_, NULL, "", 1, NULL,
 };
 static const cuvil_glue_table table_ = {
-    &desc_, 64, scratch_bytes, 2, in_sym_, weights_, check_guards, output_dims, run_nodes,
+    &desc_, 64, scratch_bytes, 2, in_sym_, weights_, check_guards, output_dims, run_nodes, NULL,
 };
 
 /* a caller's allocator that counts, and fails from call fail_from on (0: never) */
@@ -267,10 +267,10 @@ static void test_set_err(void) {
  * symbol len(s) in 1..3; "f": exactly 2 elements of the same (a fixed count). Layout: a header
  * of 64 bytes (8 * (1 + 3 * 2) = 56, rounded), slots of 64 (4 * 3 * 4 = 48, rounded). */
 static const cuvil_tensor_info seq_in_[2] = {
-    {"s", CUVIL_DTYPE_FLOAT32, 2, {4, 3}, {NULL, NULL}, 64 + 3 * 64, 1, 3, 1u, 64, 64},
-    {"f", CUVIL_DTYPE_FLOAT32, 2, {4, 3}, {NULL, NULL}, 64 + 2 * 64, 1, 2, 1u, 64, 64},
+    {"s", CUVIL_DTYPE_FLOAT32, 2, {4, 3}, {NULL, NULL}, 64 + 3 * 64, 1, 3, 1u, 64, 64, 0},
+    {"f", CUVIL_DTYPE_FLOAT32, 2, {4, 3}, {NULL, NULL}, 64 + 2 * 64, 1, 2, 1u, 64, 64, 0},
 };
-static const cuvil_tensor_info seq_out_[1] = {{"n", CUVIL_DTYPE_INT64, 1, {1}, {NULL}, 8, 0, 0, 0, 0, 0}};
+static const cuvil_tensor_info seq_out_[1] = {{"n", CUVIL_DTYPE_INT64, 1, {1}, {NULL}, 8, 0, 0, 0, 0, 0, 0}};
 static const cuvil_sym_info seq_syms_[1] = {{"len(s)", 1, 3, 1}};
 static const int8_t seq_in_sym_[2][CUVIL_MAX_DIMS] = {{0, -1, -1, -1, -1, -1, -1, -1}, {-1, -1, -1, -1, -1, -1, -1, -1}};
 
@@ -289,10 +289,10 @@ static cuvil_status seq_run_nodes(cuvil_model *m, unsigned char *A, const unsign
 
 static const cuvil_model_desc seq_desc_ = {
     CUVIL_MODEL_ABI_VERSION, "q", 2, 1, seq_in_, seq_out_, "sha", "v", "generic", "", 64, sizeof weights_,
-    NULL, NULL, NULL, NULL, 1, seq_syms_, NULL, "", 0,
+    NULL, NULL, NULL, NULL, 1, seq_syms_, NULL, "", 0, NULL,
 };
 static const cuvil_glue_table seq_table_ = {
-    &seq_desc_, 64, scratch_bytes, 1, seq_in_sym_, weights_, check_guards_none, seq_output_dims, seq_run_nodes,
+    &seq_desc_, 64, scratch_bytes, 1, seq_in_sym_, weights_, check_guards_none, seq_output_dims, seq_run_nodes, NULL,
 };
 
 /* Runs with s holding `count` elements whose dims are d0 x d1 each (f: 2 elements of 4 x 3, or
@@ -338,8 +338,65 @@ static void test_sequence_inputs(void) {
     cuvil_glue_destroy(m);
 }
 
+/* ===== optionals: an input the caller may leave out, an output the run may give no value ==== */
+static const cuvil_tensor_info opt_in_[1] = {{"o", CUVIL_DTYPE_FLOAT32, 1, {2}, {NULL}, 8, 0, 0, 0, 0, 0, 1}};
+static const cuvil_tensor_info opt_out_[2] = {{"p", CUVIL_DTYPE_FLOAT32, 1, {2}, {NULL}, 8, 0, 0, 0, 0, 0, 1},
+                                              {"q", CUVIL_DTYPE_FLOAT32, 1, {2}, {NULL}, 8, 0, 0, 0, 0, 0, 0}};
+static const int8_t opt_in_sym_[1][CUVIL_MAX_DIMS] = {{-1, -1, -1, -1, -1, -1, -1, -1}};
+static const int16_t opt_present_[2] = {0, -1};
+
+static void opt_output_dims(const int64_t *D, int64_t *const *od) {
+    (void)D;
+    for (int i = 0; od && i < 2; i++)
+        if (od[i]) od[i][0] = 2;
+}
+
+static cuvil_status opt_run_nodes(cuvil_model *m, unsigned char *A, const unsigned char *W, void *S, const void *const *in,
+                                  void *const *out, int64_t *D) {
+    (void)A, (void)W, (void)S;
+    const float *o = in[0];
+    if (o) memcpy(out[0], o, 8);
+    memset(out[1], 0, 8);
+    D[0] = o != NULL;   /* p holds one where o was given */
+    if (o && o[0] < 0) return cuvil_glue_fail(m, "node 'n': o[0] is negative");
+    return CUVIL_OK;
+}
+
+static const cuvil_model_desc opt_desc_ = {
+    CUVIL_MODEL_ABI_VERSION, "o", 1, 2, opt_in_, opt_out_, "sha", "v", "generic", "", 64, sizeof weights_,
+    NULL, NULL, NULL, NULL, 0, NULL, NULL, "", 0, NULL,
+};
+static const cuvil_glue_table opt_table_ = {
+    &opt_desc_, 64, scratch_bytes, 1, opt_in_sym_, weights_, check_guards_none, opt_output_dims, opt_run_nodes, opt_present_,
+};
+
+static void test_optionals(void) {
+    cuvil_model *m = NULL;
+    CHECK(cuvil_glue_create(&opt_table_, NULL, &m) == CUVIL_OK, "create: %s", cuvil_glue_errmsg(m));
+    CHECK(!cuvil_glue_output_present(m, 0) && cuvil_glue_output_present(m, 1), "before a run: p absent, q there");
+    float o[2] = {1, 2}, p[2], q[2], neg[2] = {-1, 0};
+    int64_t pd[1], qd[1], od[1] = {2};
+    const void *in[1] = {o}, *none[1] = {NULL}, *bad[1] = {neg};
+    void *out[2] = {p, q};
+    int64_t *odims[2] = {pd, qd};
+    const int64_t *idims[1] = {od};
+    for (int fixed = 0; fixed < 2; fixed++) {
+        CHECK(cuvil_glue_run_shapes(m, in, fixed ? NULL : idims, out, odims) == CUVIL_OK &&
+              cuvil_glue_output_present(m, 0) && p[1] == 2, "given: %s", cuvil_glue_errmsg(m));
+        CHECK(cuvil_glue_run_shapes(m, none, fixed ? NULL : idims, out, odims) == CUVIL_OK &&
+              !cuvil_glue_output_present(m, 0) && cuvil_glue_output_present(m, 1), "left out: %s", cuvil_glue_errmsg(m));
+        CHECK(cuvil_glue_run_shapes(m, in, NULL, out, NULL) == CUVIL_OK && cuvil_glue_output_present(m, 0), "given again");
+        CHECK(cuvil_glue_run_shapes(m, bad, NULL, out, NULL) == CUVIL_ERR_INVALID_ARG && !cuvil_glue_output_present(m, 0),
+              "a failed run gives no optional output");
+    }
+    CHECK(!cuvil_glue_output_present(m, 2) && !cuvil_glue_output_present(m, -1) && !cuvil_glue_output_present(NULL, 0),
+          "outputs that do not exist");
+    cuvil_glue_destroy(m);
+}
+
 int main(void) {
     test_sequence_inputs();
+    test_optionals();
     test_create_modes();
     test_create_refusals();
     test_run_checks();

@@ -76,7 +76,7 @@ int cuvil_seq_at(const cuvil_seq_params *p, const void *S, int pos_t, const void
 
 int cuvil_seq_copy(const cuvil_seq_params *pi, const void *S, const cuvil_seq_params *po, void *O) {
     int64_t n = ((const int64_t *)S)[0];
-    if (n < 0 || n > po->cap || pi->rank != po->rank) return 1;
+    if (n < 0 || n > po->cap || (n && pi->rank != po->rank)) return 1;   /* (an empty one: any rank) */
     for (int64_t i = 0; i < n; i++)
         if (elem_bytes(pi, S, i) > po->slot) return 1;
     for (int64_t i = 0; i < n; i++) copy_elem(pi, S, i, po, O, i);

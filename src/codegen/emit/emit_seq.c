@@ -100,6 +100,24 @@ cuvil_status cg_emit_seq(cg_ctx *cg, cir_graph *g, cir_node *n) {
         cg_fallible(cg, "its sequences hold more than planned");
         return CUVIL_OK;
     }
+    case CIR_OP_OPT_ELEM: {   /* (the value is read only when present: an absent graph input is NULL) */
+        cir_value *x = cir_in(g, n, 0);
+        bool must = cir_attr_int(n, "must") != 0;
+        cg_printf(cg, "    if (*(const uint8_t *)%s) memcpy(%s, %s, %s);\n", cg_in(cg, n->in[1]), cg_out(cg, y->id),
+                  cg_in(cg, x->id), cg_nbytes(cg, y->id));
+        if (must) {
+            cg_printf(cg, "    else return 1;\n");
+            cg_fallible(cg, "the optional holds no value");
+        } else if (y->seq_n >= 0) {
+            cg_printf(cg, "    else *(int64_t *)%s = 0;   /* (an empty sequence, never read) */\n", cg_out(cg, y->id));
+        }
+        int slot = y->optional && y->output_index >= 0 ? cg_present_slot(cg, y->output_index) : -1;
+        if (slot >= 0) cg_printf(cg, "    D[%d] = *(const uint8_t *)%s;   /* the output holds one */\n", slot, cg_in(cg, n->in[1]));
+        return CUVIL_OK;
+    }
+    case CIR_OP_PRESENT:
+        cg_printf(cg, "    *(uint8_t *)%s = %s != NULL;\n", cg_out(cg, y->id), cg_in(cg, n->in[0]));
+        return CUVIL_OK;
     case CIR_OP_SEQ_LENGTH:   /* (where an expression gives it, codegen writes that instead) */
         cg_printf(cg, "    *(int64_t *)%s = *(const int64_t *)%s;\n", cg_out(cg, y->id), cg_in(cg, n->in[0]));
         return CUVIL_OK;

@@ -130,6 +130,7 @@ static cuvil_status count_value(loader *L) {
 /* A value's declared tensor type: dtype and shape (dims -1 where not a fixed number). */
 typedef struct decl {
     int kind;                  /* 0: no type, 1: a tensor, 2: a sequence of tensors (what follows: its elements) */
+    bool opt;                  /* an optional one (ONNX's optional(...)) */
     cir_dtype dtype;
     int ndim;                  /* -1: no shape */
     int64_t dims[CUVIL_MAX_DIMS];
@@ -144,14 +145,18 @@ static cuvil_status read_decl(loader *L, const Onnx__ValueInfoProto *vi, const c
     const Onnx__TypeProto *tp = vi->type;
     if (!tp) return CUVIL_OK;
     d->kind = 1;
+    if (tp->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE && tp->optional_type && tp->optional_type->elem_type) {
+        d->opt = true;   /* an optional: its element's type */
+        tp = tp->optional_type->elem_type;
+    }
     if (tp->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE && tp->sequence_type && tp->sequence_type->elem_type &&
         tp->sequence_type->elem_type->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE) {
         d->kind = 2;   /* a sequence of tensors: its elements' type */
         tp = tp->sequence_type->elem_type;
     }
     if (tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type)
-        return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED, "%s '%s': only tensors and sequences of tensors are supported (not "
-                         "maps, optionals or sequences of those)", what, name);
+        return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED, "%s '%s': only tensors, sequences of tensors and optionals of "
+                         "those are supported (not maps, or sequences or optionals of other kinds)", what, name);
     const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
     if (tt->has_elem_type) {
         d->dtype = tt->elem_type > 0 && tt->elem_type < 64 ? cir_dtype_from_public((cuvil_dtype)tt->elem_type) : CIR_UNDEF;
@@ -351,6 +356,21 @@ static cuvil_status load_seq_input(loader *L, int id, const char *name, const de
     return CUVIL_OK;
 }
 
+/* Graph input id, an optional one: the caller may leave it out (a NULL buffer); whether it did
+ * is a present node's bool, its pair (cir_value.opt_has). */
+static cuvil_status optional_input(loader *L, int id) {
+    cir_graph *g = L->g;
+    char nm[300];
+    snprintf(nm, sizeof nm, "%.280s/present", cir_val(g, id)->name);
+    cuvil_status s = count_value(L);
+    int has = s ? -1 : cir_value_add(g, nm, CIR_VAL_ACT);
+    if (has < 0) return s ? s : L->ctx->status;
+    if (cir_node_add(g, CIR_OP_PRESENT, nm, "(optional input)", 1, &id, 1, &has) < 0) return L->ctx->status;
+    cir_val(g, id)->optional = true;
+    cir_val(g, id)->opt_has = has;
+    return CUVIL_OK;
+}
+
 /* The symbols of the sequence inputs' counts, "len(<input>)", made after every dim's (a dim
  * the model names so is refused: the two would be one symbol). */
 static cuvil_status seq_count_syms(loader *L) {
@@ -419,7 +439,9 @@ static cuvil_status load_inputs(loader *L, const Onnx__GraphProto *gp) {
             if ((s = count_value(L))) return s;
             int id = cir_value_add(g, name, CIR_VAL_INPUT);
             if (id < 0) return L->ctx->status;
-            if ((s = load_seq_input(L, id, name, &d)) || (s = cir_graph_add_input(g, id)) || (s = add_name(L, id))) return s;
+            if ((s = load_seq_input(L, id, name, &d)) || (s = cir_graph_add_input(g, id)) || (s = add_name(L, id)) ||
+                (d.opt && (s = optional_input(L, id))))
+                return s;
             continue;
         }
         if (seq_binding(L, name))
@@ -503,6 +525,7 @@ static cuvil_status load_inputs(loader *L, const Onnx__GraphProto *gp) {
         if ((s = cir_check_shape(g, NULL, v))) return cuvil_err_prefix(L->ctx, "graph input ");
         if ((s = cir_graph_add_input(g, id))) return s;
         if ((s = add_name(L, id))) return s;
+        if (d.opt && (s = optional_input(L, id))) return s;
     }
     return seq_count_syms(L);
 }
@@ -983,8 +1006,157 @@ static cuvil_status load_seq_map(loader *L, const Onnx__NodeProto *np, const cha
     return s;
 }
 
+/* ===== optionals: a value and a bool that says it is there (cir_value.opt_has) ============== */
+static bool is_opt(const cir_graph *g, int id) { return id >= 0 && cir_val(g, id)->opt_has >= 0; }
+
+/* A new bool scalar constant v, or -1 (the message on the context). */
+static int const_bool(loader *L, bool v, const char *name) {
+    uint8_t b = v;
+    return count_value(L) ? -1 : cir_const_add(L->g, name, CIR_BOOL, 0, NULL, &b);
+}
+
+/* Node `kind` reading in[0..n_in) and writing value y, named for ONNX node `name` (op `op`). */
+static cuvil_status add_node1(loader *L, cir_op_kind kind, const char *name, const char *op, int n_in, const int *in, int y) {
+    return cir_node_add(L->g, kind, name, op, n_in, in, 1, &y) < 0 ? L->ctx->status : CUVIL_OK;
+}
+
+/* opt_elem (x, its presence) into a new value named after x (must: OptionalGetElement's,
+ * which fails without one), or -1. */
+static int opt_elem(loader *L, int x, const char *name, const char *op, bool must, int y) {
+    cir_graph *g = L->g;
+    if (y < 0) {
+        char nm[300];
+        snprintf(nm, sizeof nm, "%.280s/value", cir_val(g, x)->name);
+        if (count_value(L) || (y = cir_value_add(g, nm, CIR_VAL_ACT)) < 0) return -1;
+    }
+    int in[2] = {x, cir_val(g, x)->opt_has};
+    int id = cir_node_add(g, CIR_OP_OPT_ELEM, name, op, 2, in, 1, &y);
+    cuvil_attr a = {.name = "must", .type = CUVIL_ATTR_INT, .i = must};
+    if (id < 0 || cir_node_set_attr(g, cir_node_at(g, id), &a)) return -1;
+    return y;
+}
+
+/* Optional, OptionalHasElement, OptionalGetElement, and Identity of an optional (desc; inputs
+ * in[], outputs out[]): each made of identities, constants and opt_elem, the optional's value
+ * and presence kept as a pair. */
+static cuvil_status load_optional_op(loader *L, const Onnx__NodeProto *np, const char *desc, const char *name,
+                                     const char *op, const int *in, const int *out) {
+    cir_graph *g = L->g;
+    int x = np->n_input ? in[0] : -1, y = np->n_output == 1 ? out[0] : -1;
+    bool optional = !strcmp(op, "Optional");
+    if (np->n_input > 1 || y < 0)
+        return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: takes at most one input and gives one output", desc);
+    const Onnx__TypeProto *tp = NULL;
+    for (size_t j = 0; j < np->n_attribute; j++) {
+        const Onnx__AttributeProto *ap = np->attribute[j];
+        if (!optional || strcmp(ap->name ? ap->name : "", "type") || ap->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TYPE_PROTO)
+            return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: has no attribute '%s'%s", desc, ap->name ? ap->name : "",
+                             optional ? " (Optional takes 'type', a type)" : "");
+        tp = ap->tp;
+    }
+    char nm[300];
+    snprintf(nm, sizeof nm, "%.200s/present", name);
+    if (optional) {
+        if (is_opt(g, x))
+            return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED, "%s: an optional of an optional is not supported", desc);
+        cuvil_status s = CUVIL_OK;
+        if (x >= 0) {
+            s = add_node1(L, CIR_OP_IDENTITY, name, op, 1, &x, y);
+        } else {   /* an empty one: a value of its type that nothing reads (it is absent) */
+            const Onnx__TypeProto *e = tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE && tp->sequence_type
+                                           ? tp->sequence_type->elem_type : tp;
+            cir_dtype dt = e && e->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && e->tensor_type &&
+                                   e->tensor_type->elem_type > 0 && e->tensor_type->elem_type < 64
+                               ? cir_dtype_from_public((cuvil_dtype)e->tensor_type->elem_type) : CIR_UNDEF;
+            if (dt == CIR_UNDEF || !cir_dtype_size(dt))
+                return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED, "%s: without an input, it needs its 'type' attribute: a "
+                                 "tensor or a sequence of tensors of a numeric type", desc);
+            if (e != tp) {
+                int id = cir_node_add(g, CIR_OP_SEQ_EMPTY, name, op, 0, NULL, 1, &y);
+                cuvil_attr a = {.name = "dtype", .type = CUVIL_ATTR_INT, .i = cir_dtype_to_public(dt)};
+                if (id < 0 || (s = cir_node_set_attr(g, cir_node_at(g, id), &a))) return id < 0 ? L->ctx->status : s;
+            } else {
+                const Onnx__TensorShapeProto *sh = e->tensor_type->shape;
+                int64_t dims[CIR_MAX_DIMS] = {0};   /* (every dim 0: no bytes) */
+                int r = sh ? (int)sh->n_dim : 0;
+                if (r > CIR_MAX_DIMS) return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED, "%s: its type has rank %d", desc, r);
+                snprintf(nm, sizeof nm, "%.200s/empty", name);
+                int c = count_value(L) ? -1 : cir_const_add(g, nm, dt, r, dims, NULL);
+                if (c < 0 || (s = add_node1(L, CIR_OP_IDENTITY, name, op, 1, &c, y))) return c < 0 ? L->ctx->status : s;
+                snprintf(nm, sizeof nm, "%.200s/present", name);
+            }
+        }
+        int has = s ? -1 : const_bool(L, x >= 0, nm);
+        if (has < 0) return s ? s : L->ctx->status;
+        cir_val(g, y)->opt_has = has;
+        return CUVIL_OK;
+    }
+    if (!strcmp(op, "OptionalHasElement")) {
+        int h = is_opt(g, x) ? cir_val(g, x)->opt_has : const_bool(L, x >= 0, nm);   /* a tensor or none: known */
+        return h < 0 ? L->ctx->status : add_node1(L, CIR_OP_IDENTITY, name, op, 1, &h, y);
+    }
+    if (x < 0) return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: needs its input", desc);
+    if (!strcmp(op, "OptionalGetElement") && !is_opt(g, x))   /* (opset 18: a tensor or sequence, as it is) */
+        return add_node1(L, CIR_OP_IDENTITY, name, op, 1, &x, y);
+    if (opt_elem(L, x, name, op, !strcmp(op, "OptionalGetElement"), y) < 0) return L->ctx->status;
+    if (strcmp(op, "OptionalGetElement")) cir_val(g, y)->opt_has = cir_val(g, x)->opt_has;   /* Identity: still one */
+    return CUVIL_OK;
+}
+
 /* An If node's branches (np's then_branch and else_branch attributes) loaded as regions; in[]
  * becomes (cond, the then outputs, the else outputs). */
+/* If's outputs that are optionals (in either branch): each branch's value through opt_elem (in
+ * its branch: an absent graph input is NULL) and its presence (a constant true where the
+ * branch gives a plain value) become two outputs, the value's and a bool after the node's own;
+ * out[] and *n_out grow, and pres[j] (out index j) gets the presence output's index or -1. */
+static cuvil_status if_optionals(loader *L, const char *desc, const char *name, int **in, int *n_in, int **out, int *n_out,
+                                 const int *regions, int *pres) {
+    cir_graph *g = L->g;
+    int k = *n_out, n_opt = 0, *all = *in;
+    for (int j = 0; j < k; j++) {
+        pres[j] = -1;
+        n_opt += is_opt(g, all[1 + j]) || is_opt(g, all[1 + k + j]);
+    }
+    if (!n_opt) return CUVIL_OK;
+    int k2 = k + n_opt, *nin = cuvil_arena_alloc(&g->arena, sizeof(int) * (size_t)(2 * k2 + 2));
+    int *nout = cuvil_arena_alloc(&g->arena, sizeof(int) * (size_t)(k2 + 1));
+    if (!nin || !nout) return cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
+    nin[0] = all[0];
+    memcpy(nout, *out, sizeof(int) * (size_t)k);
+    int outer = g->cur_region;
+    for (int j = 0, o = k; j < k; j++) {
+        if (!is_opt(g, all[1 + j]) && !is_opt(g, all[1 + k + j])) {
+            nin[1 + j] = all[1 + j];
+            nin[1 + k2 + j] = all[1 + k + j];
+            continue;
+        }
+        for (int b = 0; b < 2; b++) {   /* in its branch's region: the value, its presence */
+            int v = all[1 + b * k + j], *val = &nin[1 + b * k2 + j], *has = &nin[1 + b * k2 + o];
+            g->cur_region = regions[b];
+            if (v < 0) {
+                *val = *has = -1;   /* (a branch a constant condition left out) */
+            } else if (is_opt(g, v)) {
+                *has = cir_val(g, v)->opt_has;
+                *val = opt_elem(L, v, name, "If", false, -1);
+            } else {
+                *val = v;
+                *has = const_bool(L, true, desc);
+            }
+            g->cur_region = outer;
+            if ((v >= 0 && *val < 0) || (v >= 0 && *has < 0)) return L->ctx->status;
+        }
+        char nm[300];
+        snprintf(nm, sizeof nm, "%.280s/present", cir_val(g, nout[j])->name);
+        if (count_value(L) || (nout[o] = cir_value_add(g, nm, CIR_VAL_ACT)) < 0) return L->ctx->status;
+        pres[j] = o++;
+    }
+    *in = nin;
+    *n_in = 1 + 2 * k2;
+    *out = nout;
+    *n_out = k2;
+    return CUVIL_OK;
+}
+
 static cuvil_status load_if(loader *L, const Onnx__NodeProto *np, const char *desc, int **in, int *n_in, int *regions) {
     cuvil_status gs = CUVIL_OK;
     const Onnx__GraphProto *br[2] = {graph_attr(L, np, desc, "then_branch", &gs), NULL};
@@ -1094,6 +1266,16 @@ static cuvil_status load_nodes(loader *L, const Onnx__GraphProto *gp) {
         }
         if (s) break;
         if (!supported) continue;   /* reported with the others once every node is read */
+        bool opt_op = !*domain && (!strncmp(op, "Optional", 8) || (!strcmp(op, "Identity") && np->n_input == 1 &&
+                                                                   is_opt(g, in[0])));
+        for (size_t j = 0; !opt_op && j < np->n_input && !s; j++)   /* (other ops take the value: OptionalGetElement) */
+            if (is_opt(g, in[j]))
+                s = cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED, "%s: input '%s' is an optional; Cuvil takes optionals into "
+                              "Identity, If's branches, OptionalHasElement and OptionalGetElement (which gives its value) "
+                              "only", desc, np->input[j]);
+        if (!s && opt_op) s = load_optional_op(L, np, desc, name, op, in, out);
+        if (s) break;
+        if (opt_op) continue;
         bool is_loop = !*domain && (!strcmp(op, "Loop") || !strcmp(op, "Scan") || !strcmp(op, "SequenceMap")),
              is_if = !*domain && !strcmp(op, "If");
         /* the node's own outputs are not values its subgraphs may read (that would be a cycle):
@@ -1101,17 +1283,20 @@ static cuvil_status load_nodes(loader *L, const Onnx__GraphProto *gp) {
         for (size_t j = 0; (is_loop || is_if) && j < np->n_output && !s; j++)
             if (out[j] >= 0 && !cuvil_map_put(&L->names, np->output[j], OWN_OUTPUT))
                 s = cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
-        int n_in = (int)np->n_input, regions[2] = {0, 0};
+        int n_in = (int)np->n_input, regions[2] = {0, 0}, n_out = (int)np->n_output;
+        int *pres = is_if ? cuvil_arena_alloc(&g->arena, sizeof(int) * (np->n_output + 1)) : NULL;
+        if (is_if && !pres) s = cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
         if (!s && is_loop && !strcmp(op, "SequenceMap")) s = load_seq_map(L, np, desc, name, in, out);
         else if (!s && is_loop) s = load_loop(L, np, desc, name, op, opset, in, out);
         else if (!s && is_if) s = load_if(L, np, desc, &in, &n_in, regions);
+        if (!s && is_if) s = if_optionals(L, desc, name, &in, &n_in, &out, &n_out, regions, pres);
         for (size_t j = 0; (is_loop || is_if) && j < np->n_output && !s; j++)
             if (out[j] >= 0 && !cuvil_map_put(&L->names, np->output[j], out[j]))
                 s = cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
         if (s) break;
         if (is_loop) continue;
         onnx_node on = {.op = op, .name = name, .desc = desc, .opset = opset, .n_in = n_in,
-                        .n_out = (int)np->n_output, .in = in, .out = out};
+                        .n_out = n_out, .in = in, .out = out};
         on.attrs = cuvil_arena_alloc(&g->arena, sizeof(onnx_attr) * (np->n_attribute + 1));
         if (!on.attrs) {
             s = cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
@@ -1131,6 +1316,8 @@ static cuvil_status load_nodes(loader *L, const Onnx__GraphProto *gp) {
             }
             cir_node_at(g, before)->then_region = regions[0];
             cir_node_at(g, before)->else_region = regions[1];
+            for (size_t j = 0; j < np->n_output; j++)   /* an optional output: its value and its presence */
+                if (pres[j] >= 0 && out[j] >= 0) cir_val(g, out[j])->opt_has = out[pres[j]];
         }
     }
     if (!s && (unknown.n_nodes || unknown.oom)) s = unsup_report(L->ctx, &unknown);
@@ -1154,6 +1341,12 @@ static cuvil_status load_outputs(loader *L, const Onnx__GraphProto *gp) {
         cuvil_status s = read_decl(L, gp->output[i], "graph output", &d);
         if (s) return s;
         cir_value *v = cir_val(g, id);
+        if (v->opt_has >= 0) {   /* an optional: its value when there is one, and whether there is (output_present) */
+            int y = count_value(L) ? -1 : cir_value_add(g, name, CIR_VAL_ACT);
+            if (y < 0 || opt_elem(L, id, name, "(optional output)", false, y) < 0) return L->ctx->status;
+            v = cir_val(g, (id = y));
+            v->optional = true;
+        }
         if (v->kind == CIR_VAL_ACT) set_decl(v, &d);
         else if (v->kind == CIR_VAL_CONST && d.dtype != CIR_UNDEF && d.dtype != v->dtype)
             /* an initializer or a Constant's value: known now */

@@ -524,6 +524,10 @@ static const op_map table[] = {
     {"Loop", 1, CIR_OP_LOOP, NULL},   /* onnx_load.c's load_loop, not mapped here */
     {"Scan", 8, CIR_OP_LOOP, NULL},
     {"SequenceMap", 17, CIR_OP_LOOP, NULL},   /* onnx_load.c's load_seq_map: a loop over the elements */
+    /* onnx_load.c's load_optional_op: an optional is its value and a bool that says it is there */
+    {"Optional", 15, CIR_OP_OPT_ELEM, NULL},
+    {"OptionalHasElement", 15, CIR_OP_OPT_ELEM, NULL},
+    {"OptionalGetElement", 15, CIR_OP_OPT_ELEM, NULL},
     {"Scatter", 9, CIR_OP_SCATTER_ELEMENTS, NULL},   /* deprecated in 11 for ScatterElements: the same op */
     {"IsNaN", 9, CIR_OP_IS_NAN, NULL},
     {"IsInf", 10, CIR_OP_IS_INF, NULL},

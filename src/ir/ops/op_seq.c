@@ -271,6 +271,36 @@ static cuvil_status join_infer(cir_graph *g, cir_node *n) {
     return set_seq_cnt(g, n, cir_out(g, n, 0), &d, (int64_t)A->seq_n + B->seq_n, cnt);
 }
 
+/* opt_elem (x, has; must): ONNX's optional, taken out (OptionalGetElement: must, the run fails
+ * without one) or passed on (Identity, an If's branch, a graph output: without one the output
+ * holds nothing): a copy of x when has is true. */
+static cuvil_status opt_elem_infer(cir_graph *g, cir_node *n) {
+    cuvil_status s = op_check_arity(g, n, 2, 2, 1, 1);
+    cir_value *x = s ? NULL : cir_in(g, n, 0), *h = s ? NULL : cir_in(g, n, 1);
+    if (s) return s;
+    if (!x || !h || h->dtype != CIR_BOOL || cir_numel(h) != 1 || h->seq_n >= 0)
+        return cir_node_err(g, n, CUVIL_ERR_INTERNAL, "an optional without its value or presence");
+    cir_value *y = cir_out(g, n, 0);
+    if (x->seq_n >= 0) {
+        cir_copy_seq_type(y, x);
+        return CUVIL_OK;
+    }
+    const cir_dim *dx[CIR_MAX_DIMS];
+    for (int i = 0; i < x->ndim; i++) dx[i] = cir_dimx(g, x, i);
+    cir_set_shape_x(y, x->dtype, x->ndim, dx);
+    return CUVIL_OK;
+}
+
+/* present (x): whether graph input x, an optional one, was given (the caller's buffer is not NULL). */
+static cuvil_status present_infer(cir_graph *g, cir_node *n) {
+    cuvil_status s = op_check_arity(g, n, 1, 1, 1, 1);
+    if (s) return s;
+    if (!cir_in(g, n, 0) || cir_in(g, n, 0)->kind != CIR_VAL_INPUT)
+        return cir_node_err(g, n, CUVIL_ERR_INTERNAL, "present() of a value that is not a graph input");
+    cir_set_shape(cir_out(g, n, 0), CIR_BOOL, 0, NULL);
+    return CUVIL_OK;
+}
+
 static cuvil_status length_infer(cir_graph *g, cir_node *n) {
     cuvil_status s = op_check_arity(g, n, 1, 1, 1, 1);
     cir_value *S = s ? NULL : seq_input(g, n, 0, &s);
@@ -429,6 +459,9 @@ const cir_opdef cir_op_seq_erase = {"seq_erase", CIR_OPF_SYM_DIMS, 1, 2, 1, 1, N
 const cir_opdef cir_op_seq_at = {"seq_at", CIR_OPF_SYM_DIMS, 2, 2, 1, 1, NULL, at_infer, NULL, NULL, 0};
 const cir_opdef cir_op_seq_map_arg = {"seq_map_arg", CIR_OPF_SYM_DIMS, 3, 3, 1, 1, NULL, map_arg_infer, NULL, NULL, 0};
 const cir_opdef cir_op_seq_join = {"seq_join", CIR_OPF_SYM_DIMS, 2, 2, 1, 1, NULL, join_infer, NULL, NULL, 0};
+static const cir_attr_spec opt_elem_attrs[] = {{"must", CIR_ATTR_INT, 0, 0, NULL, false}, CIR_ATTR_END};
+const cir_opdef cir_op_opt_elem = {"opt_elem", CIR_OPF_SYM_DIMS, 2, 2, 1, 1, opt_elem_attrs, opt_elem_infer, NULL, NULL, 0};
+const cir_opdef cir_op_present = {"present", CIR_OPF_SYM_DIMS, 1, 1, 1, 1, NULL, present_infer, NULL, NULL, 0};
 const cir_opdef cir_op_seq_length = {"seq_length", CIR_OPF_SYM_DIMS, 1, 1, 1, 1, NULL, length_infer, NULL, NULL, 0};
 const cir_opdef cir_op_split_to_seq = {"split_to_seq", CIR_OPF_SYM_DIMS, 1, 2, 1, 1, split_attrs, split_infer, NULL, NULL, 0};
 const cir_opdef cir_op_concat_from_seq = {"concat_from_seq", CIR_OPF_SYM_DIMS, 1, 1, 1, 1, concat_attrs, concat_infer, NULL,

@@ -304,7 +304,7 @@ cuvil_status op_topk_params(cir_graph *g, cir_node *n, cuvil_topk_params *p, int
 static inline bool cir_op_reads_seq(cir_op_kind k) {
     return k == CIR_OP_SEQ_INSERT || k == CIR_OP_SEQ_ERASE || k == CIR_OP_SEQ_AT || k == CIR_OP_SEQ_LENGTH ||
            k == CIR_OP_CONCAT_FROM_SEQ || k == CIR_OP_IDENTITY || k == CIR_OP_IF || k == CIR_OP_SEQ_MAP_ARG ||
-           k == CIR_OP_SEQ_JOIN;
+           k == CIR_OP_SEQ_JOIN || k == CIR_OP_OPT_ELEM || k == CIR_OP_PRESENT;
 }
 /* y: what either sequence is, as If's output (b NULL: a). */
 cuvil_status op_seq_either(cir_graph *g, cir_node *n, cir_value *y, const cir_value *a, const cir_value *b);
