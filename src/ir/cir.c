@@ -460,6 +460,14 @@ int cir_region_live(const cir_graph *g, int r) {
     return live < 0 ? 0 : live;
 }
 
+bool cir_region_within(const cir_graph *g, int inner, int outer) {
+    for (int depth = 0; inner > 0 && inner < g->n_regions && depth <= g->n_regions; depth++) {
+        if (inner == outer) return true;
+        inner = g->regions[inner].parent;
+    }
+    return inner == outer;
+}
+
 bool cir_value_bound(const cir_graph *g, const char *name, int64_t *lo, int64_t *hi) {
     for (int i = 0; name && i < g->n_value_bounds; i++)
         if (!strcmp(g->value_bounds[i].name, name)) {

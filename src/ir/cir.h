@@ -433,6 +433,9 @@ bool cir_dim_uses_found(const cir_graph *g, const cir_dim *e);
  * takes the other; else the innermost region on the way up that is a loop's body or a branch
  * whose condition is known only when the model runs (0: none, the node runs once, always). */
 int cir_region_live(const cir_graph *g, int r);
+/* Whether region `inner` is region `outer` or lies inside it (a node of outer runs whenever
+ * one of inner does). */
+bool cir_region_within(const cir_graph *g, int inner, int outer);
 /* The range a --dim gave to value `name` (true), or false. */
 bool cir_value_bound(const cir_graph *g, const char *name, int64_t *lo, int64_t *hi);
 cuvil_status cir_require_le(cir_graph *g, const cir_node *n, const cir_dim *a, const cir_dim *b, const char *what);

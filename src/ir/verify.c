@@ -6,7 +6,13 @@
 cuvil_status cir_verify(cir_graph *g, bool shapes, const char *after_pass) {
     const char *when = after_pass ? after_pass : "load";
     uint8_t *defined = cuvil_calloc((size_t)g->n_values + 1, 1);
-    if (!defined) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+    int *where = cuvil_malloc(sizeof(int) * ((size_t)g->n_values + 1));   /* per value: its writer's region, -1: everywhere */
+    if (!defined || !where) {
+        cuvil_free(defined);
+        cuvil_free(where);
+        return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+    }
+    for (int i = 0; i < g->n_values; i++) where[i] = -1;
     cuvil_status st = CUVIL_OK;
     char desc[512];
     for (int i = 0; i < g->n_values; i++)
@@ -29,7 +35,21 @@ cuvil_status cir_verify(cir_graph *g, bool shapes, const char *after_pass) {
                 st = cuvil_err(g->ctx, CUVIL_ERR_INTERNAL,
                                "verify after %s: %s: input '%s' is used before it is defined",
                                when, cir_node_desc(n, desc, sizeof desc), cir_val(g, v)->name);
+            /* a value is seen in its writer's region and the regions inside it; an If reads its
+             * branches' values, a loop its body's */
+            else if (where[v] >= 0 && !cir_region_within(g, n->region, where[v]) &&
+                     !((n->kind == CIR_OP_IF || n->kind == CIR_OP_LOOP) &&
+                       (cir_region_within(g, where[v], n->then_region) ||
+                        (n->else_region > 0 && cir_region_within(g, where[v], n->else_region)))))
+                st = cuvil_err(g->ctx, CUVIL_ERR_INTERNAL,
+                               "verify after %s: %s: input '%s' is written in region %d, which does not hold the "
+                               "node's (%d)", when, cir_node_desc(n, desc, sizeof desc), cir_val(g, v)->name, where[v],
+                               n->region);
         }
+        if (st == CUVIL_OK && n->kind == CIR_OP_IF && n->then_region > 0 && n->then_region < g->n_regions &&
+            !cir_is_const(cir_in(g, n, 0)) && g->regions[n->then_region].cond != n->in[0])
+            st = cuvil_err(g->ctx, CUVIL_ERR_INTERNAL, "verify after %s: %s: its branches' condition is not its input's",
+                           when, cir_node_desc(n, desc, sizeof desc));
         for (int j = 0; j < n->n_out && st == CUVIL_OK; j++) {
             int v = n->out[j];
             if (v < 0) continue;
@@ -45,6 +65,7 @@ cuvil_status cir_verify(cir_graph *g, bool shapes, const char *after_pass) {
                 st = cuvil_err(g->ctx, CUVIL_ERR_INTERNAL, "verify after %s: %s: output '%s' has no shape",
                                when, cir_node_desc(n, desc, sizeof desc), val->name);
             defined[v] = 1;
+            where[v] = n->region;
         }
     }
     for (int i = 0; i < g->n_outputs && st == CUVIL_OK; i++)
@@ -57,5 +78,6 @@ cuvil_status cir_verify(cir_graph *g, bool shapes, const char *after_pass) {
             st = cuvil_err(g->ctx, CUVIL_ERR_INTERNAL, "verify after %s: constant '%s' has no data", when, v->name);
     }
     cuvil_free(defined);
+    cuvil_free(where);
     return st;
 }

@@ -55,8 +55,9 @@ cuvil_status lower_fuse_blocks(cir_graph *g, const lower_ctx *c) {
             !cir_post_kernel_form(P))
             continue;
         cir_node *D = sole_conv_producer(g, P->in[0]);
-        if (!D || D->packed >= 0 || cir_in(g, D, 0)->dtype != CIR_F32) continue;
-        cir_node *E = sole_conv_producer(g, D->in[0]);
+        if (!D || D->packed >= 0 || cir_in(g, D, 0)->dtype != CIR_F32 || D->region != P->region) continue;
+        cir_node *E = sole_conv_producer(g, D->in[0]);   /* (a block's convs: one region, passes_int.h) */
+        if (E && E->region != P->region) E = NULL;
         cuvil_mbblock_params mp;
         cuvil_status s;
         if ((s = lower_conv_params(g, D, &mp.dw)) || (s = lower_conv_params(g, P, &mp.pr))) return s;

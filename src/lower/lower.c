@@ -3,9 +3,10 @@
  * constants to prepare (conv.c, gemm.c), records the kernel and algorithm chosen for the
  * target and the shapes, and packs the constant weights into the layout that kernel reads
  * (pack.c), so that nothing is repacked when the model runs; ops without a selection have one
- * kernel and nothing to prepare. Then the steps over the whole graph: block fusion (blocks.c)
- * and channels-last layouts (layout.c), which move work across nodes and so leave a graph with
- * run-time control flow (an If's branches, a loop's body) as it is. */
+ * kernel and nothing to prepare. Then the steps over the whole graph: block fusion (blocks.c:
+ * the convs of a block in one region, as passes_int.h says) and channels-last layouts
+ * (layout.c: a tensor stays channels last only where its producer and every reader take it,
+ * which an If, a loop and the nodes that copy values across regions do not). */
 #include "lower/lower_int.h"
 
 #include <string.h>
@@ -39,15 +40,14 @@ static cuvil_status select_kernels(cir_graph *g, const lower_ctx *c) {
     return CUVIL_OK;
 }
 
-/* The steps, in order; `whole`: moves work across nodes (not with run-time control flow). */
+/* The steps, in order. */
 static const struct lower_step {
     const char *name;
     cuvil_status (*run)(cir_graph *g, const lower_ctx *c);
-    bool whole;
 } steps[] = {
-    {"kernels", select_kernels, false},
-    {"blocks", lower_fuse_blocks, true},
-    {"layouts", lower_layouts, true},
+    {"kernels", select_kernels},
+    {"blocks", lower_fuse_blocks},
+    {"layouts", lower_layouts},
 };
 
 cuvil_status cuvil_pass_lower(cir_graph *g, const cuvil_options *o) {
@@ -71,9 +71,7 @@ cuvil_status cuvil_pass_lower(cir_graph *g, const cuvil_options *o) {
         c.wino_t_hw[c.n_wino_t][1] = p.OW;
         c.n_wino_t++;
     }
-    bool control_flow = cuvil_has_runtime_if(g);
     for (size_t k = 0; k < sizeof steps / sizeof steps[0]; k++) {
-        if (steps[k].whole && control_flow) continue;
         cuvil_status s = steps[k].run(g, &c);
         if (s) return s;
     }

@@ -10,7 +10,7 @@ static bool foldable(cir_graph *g, const cir_node *bn, cir_node **conv_out) {
     cir_value *x = cir_in(g, bn, 0);
     if (!x || x->producer < 0 || x->n_uses != 1 || x->output_index >= 0) return false;
     cir_node *c = cir_node_at(g, x->producer);
-    if (c->dead || c->kind != CIR_OP_CONV || c->n_post) return false;
+    if (c->dead || c->kind != CIR_OP_CONV || c->n_post || c->region != bn->region) return false;   /* (one region: passes_int.h) */
     if (!cir_is_const(cir_in(g, c, 1)) || (cir_in(g, c, 2) && !cir_is_const(cir_in(g, c, 2)))) return false;
     for (int i = 1; i < 5; i++)
         if (!cir_is_const(cir_in(g, bn, i))) return false;

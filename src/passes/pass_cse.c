@@ -122,7 +122,8 @@ static bool commutes(cir_op_kind k) {
 /* Whether a node may merge at all: what the lowering made or chose stays as it is. */
 static bool mergeable(const cir_node *n) {
     return !n->dead && n->n_out >= 1 && n->packed < 0 && !n->kernel_params && !n->algo && n->kind != CIR_OP_MBBLOCK &&
-           n->kind != CIR_OP_ATTENTION;
+           n->kind != CIR_OP_ATTENTION && !n->then_region && n->kind != CIR_OP_LOOP_BEGIN && n->kind != CIR_OP_LOOP &&
+           n->kind != CIR_OP_IF;   /* (control flow: each owns its regions) */
 }
 
 static const cir_attr *find_attr(const cir_node *n, const cir_attr_spec *spec) {
@@ -203,7 +204,8 @@ cuvil_status cuvil_pass_cse(cir_graph *g, const cuvil_options *o) {
                 break;
             }
             cir_node *keep = cir_node_at(g, t.slot[sl] - 1);
-            if (t.key[sl] == h && !keep->dead && same_node(g, keep, n) && cuvil_rewrite_can_merge(&rw, n, keep)) {
+            if (t.key[sl] == h && !keep->dead && same_node(g, keep, n) && cuvil_rewrite_can_merge(&rw, n, keep) &&
+                cir_region_within(g, n->region, keep->region)) {   /* (keep runs wherever n does: passes_int.h) */
                 cuvil_rewrite_merge(&rw, n, keep);
                 break;
             }

@@ -15,11 +15,13 @@ cuvil_status cuvil_pass_fuse_act(cir_graph *g, const cuvil_options *o) {
         cir_value *x = cir_in(g, a, 0);
         if (!x || x->producer < 0 || x->n_uses != 1 || x->output_index >= 0 || x->dtype != CIR_F32) continue;
         cir_node *p = cir_node_at(g, x->producer), *view = NULL;
+        if (p->region != a->region) continue;   /* (one region: passes_int.h) */
         if (!p->dead && (p->def->flags & CIR_OPF_ALIAS)) {   /* act(view(y)) = view(act(y)) */
             cir_value *y = cir_in(g, p, 0);
             if (!y || y->producer < 0 || y->n_uses != 1 || y->output_index >= 0 || y->dtype != CIR_F32) continue;
             view = p;
             p = cir_node_at(g, y->producer);
+            if (p->region != a->region) continue;
         }
         /* (an activation after p's epilogue, which has none yet: the kernels' form) */
         if (p->dead || !(p->def->flags & CIR_OPF_TAKES_ACT) || cir_node_act(p).op || !cir_post_kernel_form(p) ||

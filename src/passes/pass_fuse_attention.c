@@ -586,6 +586,11 @@ cuvil_status cuvil_pass_fuse_attention(cir_graph *g, const cuvil_options *o) {
     for (int i = 0; i < g->n_nodes && !s; i++) {
         match mt;
         if (!match_at(g, user, folded, cir_node_at(g, i), &mt)) continue;
+        bool one = mt.sm->region == mt.m2->region && mt.m1->region == mt.m2->region &&
+                   (!mt.add || mt.add->region == mt.m2->region);   /* (one region: passes_int.h) */
+        for (int k = 0; k < mt.n_out; k++) one &= mt.out_chain[k]->region == mt.m2->region;
+        for (int k = 0; k < mt.n_score; k++) one &= mt.score_nodes[k]->region == mt.m2->region;
+        if (!one) continue;
         cir_attention_kp *kp = cuvil_arena_alloc(&g->arena, sizeof *kp);
         int *in = cuvil_arena_alloc(&g->arena, sizeof(int) * (5 + SCALE_INPUTS));
         if (!kp || !in) {

@@ -23,7 +23,7 @@ cuvil_status cuvil_pass_fuse_bias(cir_graph *g, const cuvil_options *o) {
             cir_value *x = cir_in(g, add, side), *c = cir_in(g, add, 1 - side), *y = cir_out(g, add, 0);
             if (!x || x->producer < 0 || x->n_uses != 1 || x->output_index >= 0 || x->dtype != CIR_F32) continue;
             cir_node *m = cir_node_at(g, x->producer);
-            if (m->dead || m->kind != CIR_OP_MATMUL || m->n_in != 2 || m->n_post) continue;
+            if (m->dead || m->kind != CIR_OP_MATMUL || m->n_in != 2 || m->n_post || m->region != add->region) continue;
             if (!is_row_for(c, x) || !cir_same_dims(y, x))
                 continue;
             m->in[2] = c->id;   /* in has a spare slot */

@@ -130,7 +130,9 @@ cuvil_status cuvil_pass_fuse_gelu(cir_graph *g, const cuvil_options *o) {
         cir_value *x;
         if (e->dead || (e->kind != CIR_OP_ERF && e->kind != CIR_OP_TANH) || e->n_post) continue;
         cir_node *f = match(&c, e, dead, &x);
-        if (!f) continue;
+        bool one = f && f->region == e->region;   /* (one region: passes_int.h) */
+        for (int k = 0; one && dead[k]; k++) one = dead[k]->region == e->region;
+        if (!one) continue;
         const bool tanh_form = e->kind == CIR_OP_TANH;
         for (int k = 0; dead[k]; k++)
             if (dead[k] != f) dead[k]->dead = true;

@@ -94,6 +94,10 @@ cuvil_status cuvil_pass_fuse_layer_norm(cir_graph *g, const cuvil_options *o) {
         if (!add2) continue;
         cir_value *y = cir_out(g, add2, 0);
         if (!cir_same_dims(y, x)) continue;
+        const cir_node *all[] = {rm, sub, pw, rv, ad, sq, dv, mu};
+        bool one = true;   /* (one region: passes_int.h) */
+        for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) one &= all[k]->region == add2->region;
+        if (!one) continue;
         /* add2 becomes the layer_norm, in its place (every input is ready there) */
         add2->kind = CIR_OP_LAYER_NORM;
         add2->def = cir_op_def(CIR_OP_LAYER_NORM);

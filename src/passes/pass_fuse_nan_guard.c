@@ -20,7 +20,8 @@ cuvil_status cuvil_pass_fuse_nan_guard(cir_graph *g, const cuvil_options *o) {
         cir_value *c = cir_in(g, w, 0), *z = cir_in(g, w, 1), *s = cir_in(g, w, 2), *y = cir_out(g, w, 0);
         if (!c || !s || c->producer < 0 || s->producer < 0 || !is_scalar_zero(z)) continue;
         cir_node *nan = cir_node_at(g, c->producer), *sm = cir_node_at(g, s->producer);
-        if (nan->dead || nan->kind != CIR_OP_IS_NAN || cir_in(g, nan, 0) != s || c->n_uses != 1 || c->output_index >= 0)
+        if (nan->dead || nan->kind != CIR_OP_IS_NAN || cir_in(g, nan, 0) != s || c->n_uses != 1 || c->output_index >= 0 ||
+            nan->region != w->region || sm->region != w->region)   /* (one region: passes_int.h) */
             continue;
         if (sm->dead || sm->kind != CIR_OP_SOFTMAX || sm->n_post || cir_attr_int(sm, "nan_to_zero") ||
             s->n_uses != 2 || s->output_index >= 0 || s->dtype != CIR_F32)

@@ -16,7 +16,7 @@ cuvil_status cuvil_pass_fuse_residual(cir_graph *g, const cuvil_options *o) {
             cir_value *x = cir_in(g, add, side), *r = cir_in(g, add, 1 - side), *y = cir_out(g, add, 0);
             if (!x || !r || x->producer < 0 || x->n_uses != 1 || x->output_index >= 0 || x == r) continue;
             cir_node *c = cir_node_at(g, x->producer);
-            if (c->dead || !(c->def->flags & CIR_OPF_TAKES_RESIDUAL) || c->n_post) continue;
+            if (c->dead || !(c->def->flags & CIR_OPF_TAKES_RESIDUAL) || c->n_post || c->region != add->region) continue;
             if (!same_shape(x, y) || !same_shape(r, y) || r->kind == CIR_VAL_CONST) continue;
             cir_node moved = *c;
             moved.id = add->id;

@@ -37,8 +37,16 @@ const char *cuvil_fused_note(cir_graph *g, const char *fused, const char *src_op
 /* Per value id, the one live node that reads it, or -1 (no reader, several, or a graph output);
  * counts uses first. cuvil_free() it. NULL when out of memory (message on ctx). */
 int *cuvil_single_readers(cir_graph *g);
-/* Whether a live If (or a node of one's branch) or a loop remains: control flow the run decides. */
-bool cuvil_has_runtime_if(const cir_graph *g);
+/* Regions (an If's branches, a loop's body: cir_node.region after shape inference, the live
+ * one) bound what a pass may join. A fusion or a pattern that replaces several nodes by one
+ * takes nodes of one region only: a node of a branch runs when the condition picks it and one
+ * of a body once per iteration, so joining it with a node around it would run its work when it
+ * should not, or once instead of every iteration. CSE keeps a node for an identical later one
+ * only where the kept one's region holds the other's (cir_region_within): a value of the other
+ * branch, or of a body, is not there. A rewrite that makes a node read its producer's inputs
+ * instead (collapse_chains, drop_identities) is safe anywhere: those are seen wherever the
+ * producer's output is. cir_verify checks that every value is read only where its writer's
+ * region holds the reader's. */
 /* True when every present input of n is constant. */
 bool cuvil_inputs_const(cir_graph *g, const cir_node *n);
 

@@ -18,15 +18,6 @@ static const cuvil_pass pipeline[] = {
 };
 #define N_PASSES (int)(sizeof pipeline / sizeof pipeline[0])
 
-bool cuvil_has_runtime_if(const cir_graph *g) {
-    for (int i = 0; i < g->n_nodes; i++) {
-        const cir_node *n = cir_node_at(g, i);
-        if (!n->dead && (n->region || n->kind == CIR_OP_LOOP || (n->kind == CIR_OP_IF && !cir_is_const(cir_in((cir_graph *)g, n, 0)))))
-            return true;
-    }
-    return false;
-}
-
 bool cuvil_inputs_const(cir_graph *g, const cir_node *n) {
     for (int i = 0; i < cir_node_n_reads(n); i++)
         if (cir_node_read(n, i) >= 0 && !cir_is_const(cir_val(g, cir_node_read(n, i)))) return false;
@@ -258,6 +249,8 @@ void cuvil_rewrite_end(cuvil_rewrite *rw) {
         cir_node *n = cir_node_at(g, i);
         if (!n->dead) cuvil_rewrite_inputs(rw, n);
     }
+    for (int r = 1; r < g->n_regions; r++)   /* a branch's condition: its If's, as it now reads it */
+        if (g->regions[r].cond >= 0) g->regions[r].cond = cuvil_rewrite_resolve(rw, g->regions[r].cond);
     cuvil_free(rw->rep);
     rw->rep = NULL;
     /* what no one reads now goes before the fusions count readers (a reshape left reading a
@@ -411,11 +404,7 @@ cuvil_status cuvil_run_passes(cir_graph *g, const cuvil_options *o) {
     for (int i = 0; i < N_PASSES; i++) {
         const cuvil_pass *p = &pipeline[i];
         if ((!p->required && o->opt_level < p->opt_level) || disabled(o, p->name)) continue;
-        /* An If whose condition only the run knows, or a loop: the rewriting passes know
-         * nothing of branches and bodies (CSE would share a value between them, a fusion move a
-         * node out of one), so the graph keeps its nodes as they are; folding and dead-node
-         * removal still run. */
-        if (!p->required && strcmp(p->name, "const_fold") && cuvil_has_runtime_if(g)) continue;
+        /* (an If's branches and a loop's body bound what a pass may join: passes_int.h) */
         cir_graph_count_uses(g);
         cuvil_status s = p->run(g, o);
         if (s) return s;

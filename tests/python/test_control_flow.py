@@ -431,3 +431,66 @@ def test_subgraph_reading_its_own_nodes_output_is_refused(tmp_path):
                               [helper.make_tensor_value_info("m", TensorProto.INT64, []),
                                helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])], [("out", TensorProto.FLOAT)])
     tl.assert_clean_failure(tl.compile_raw(lpm, tmp_path / "lpc.so"), mentions=["body_add", "'out'", "cycle"])
+
+
+def test_passes_run_inside_branches_and_bodies(tmp_path):
+    """The rewriting passes run on graphs with control flow, each within one region: a Conv
+    and its Relu in a branch fuse there; the identical Relu(x) of both branches stays in each
+    (CSE may not give one branch the other's value); a Conv outside an If and a Relu inside
+    stay apart; a MatMul and its bias Add in a loop's body fuse there. Against ONNX Runtime with
+    either condition and every trip count; the IR shows the fusions."""
+    rng = np.random.default_rng(2)
+    w = helper.make_tensor("w", F, [4, 2, 3, 3], rng.standard_normal((4, 2, 3, 3)).astype(np.float32).ravel())
+    mw = helper.make_tensor("mw", F, [6, 6], (rng.standard_normal((6, 6)) * 0.3).astype(np.float32).ravel())
+    mb = helper.make_tensor("mb", F, [6], rng.standard_normal(6).astype(np.float32))
+    w2 = helper.make_tensor("w2", F, [4, 2, 3, 3], rng.standard_normal((4, 2, 3, 3)).astype(np.float32).ravel())
+    then_g = _branch("then", [helper.make_node("Conv", ["img", "w2"], ["tc"], pads=[1, 1, 1, 1], name="branch_conv"),
+                              helper.make_node("Relu", ["tc"], ["tr"]),
+                              helper.make_node("Relu", ["outer"], ["tr2"]),
+                              helper.make_node("Add", ["tr", "tr2"], ["t_out"])], [("t_out", F)])
+    else_g = _branch("else", [helper.make_node("Relu", ["outer"], ["er"]),
+                              helper.make_node("Neg", ["er"], ["e_out"])], [("e_out", F)])
+    body = _body("body", [helper.make_node("MatMul", ["st", "mw"], ["mm"], name="body_matmul"),
+                          helper.make_node("Add", ["mm", "mb"], ["st2"]),
+                          helper.make_node("Tanh", ["st2"], ["st_out"]),
+                          helper.make_node("Identity", ["c"], ["c_out"])],
+                 [("i", I64, []), ("c", B, []), ("st", F, [1, 6])], [("c_out", B), ("st_out", F)])
+    g = helper.make_graph(
+        [helper.make_node("Conv", ["img", "w"], ["outer"], pads=[1, 1, 1, 1], name="outer_conv"),
+         helper.make_node("If", ["flag"], ["z"], then_branch=then_g, else_branch=else_g),
+         helper.make_node("Loop", ["m", "", "s0"], ["s"], body=body)], "passes",
+        [_vi("img", F, [1, 2, 5, 5]), _vi("flag", B, []), _vi("m", I64, []), _vi("s0", F, [1, 6])],
+        [_vi("z", F, [1, 4, 5, 5]), _vi("s", F, [1, 6])], [w, w2, mw, mb])
+    path = _save(tmp_path, "passes", g)
+    ir = tl.compile(path, tmp_path / "ir", emit="ir", dims={"m": "0:5"}).read_text()
+    conv_lines = [ln for ln in ir.splitlines() if "conv" in ln and "branch_conv" in ln]
+    assert conv_lines and "relu" in conv_lines[0], ir              # fused in its branch
+    outer_lines = [ln for ln in ir.splitlines() if "outer_conv" in ln]
+    assert outer_lines and "relu" not in outer_lines[0], ir         # not with a branch's Relu
+    assert sum(" relu " in ln for ln in ir.splitlines()) == 2, ir   # the two branches' Relu(outer)
+    mm = [ln for ln in ir.splitlines() if "body_matmul" in ln]
+    assert mm and "fused Add" in mm[0], ir                          # its bias, in the body
+    model = cuvil.load(tl.compile(path, tmp_path / "b", dims={"m": "0:5"}))
+    img = rng.standard_normal((1, 2, 5, 5)).astype(np.float32)
+    s0 = rng.standard_normal((1, 6)).astype(np.float32)
+    for flag in (True, False):
+        for m in (0, 1, 5):
+            tl.check_vs_ort(model, path, {"img": img, "flag": np.array(flag), "m": np.array(m, np.int64), "s0": s0},
+                            rtol=1e-5, atol=1e-5)
+
+
+def test_cse_keeps_each_branch_its_own_nodes(tmp_path):
+    """Relu(x) in both branches of a run-time If: each branch computes its own (merging them
+    would read, in the else branch, a value only the then branch makes)."""
+    two = helper.make_tensor("two", F, [], [2.0])
+    then_g = _branch("t", [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Mul", ["a", "two"], ["ta"])],
+                     [("ta", F)])
+    else_g = _branch("e", [helper.make_node("Relu", ["x"], ["b"]), helper.make_node("Add", ["b", "two"], ["eb"])],
+                     [("eb", F)])
+    g = helper.make_graph([helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g)], "cse",
+                          [_vi("c", B, []), _vi("x", F, [4])], [_vi("y", F, [4])], [two])
+    path = _save(tmp_path, "cse", g)
+    model = cuvil.load(tl.compile(path, tmp_path / "b"))
+    x = np.array([-1, 0.5, 2, -3], np.float32)
+    for c in (True, False):
+        tl.check_vs_ort(model, path, {"c": np.array(c), "x": x}, rtol=0, atol=0)
