@@ -1086,10 +1086,10 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
         }
         cuvil_sb_puts(nodes, " -> ");
         shape_comment(g, nodes, n->out, n->n_out);
-        if (n->algo) {
+        if (n->low.note) {
             /* the lowering's own words, not a name from the model: kept whole */
             cuvil_sb_puts(nodes, "; ");
-            cuvil_sb_safe_text(nodes, n->algo, CIR_ALGO_MAX);
+            cuvil_sb_safe_text(nodes, n->low.note, CIR_ALGO_MAX);
         }
         cuvil_sb_puts(nodes, " */\n");
         flush_params(&cg, nodes);

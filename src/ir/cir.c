@@ -172,7 +172,7 @@ int cir_node_add(cir_graph *g, cir_op_kind kind, const char *name, const char *s
     n->def = def;
     n->name = nm;
     n->src_op = so;
-    n->packed = -1;
+    n->low.packed = -1;
     n->region = g->cur_region;
     n->in = ins;
     n->out = outs;

@@ -164,8 +164,26 @@ typedef struct cir_attr {
     float *floats;
 } cir_attr;
 
-/* The longest note a node's algo may hold, its NUL included (the lowering writes them). */
+/* The longest note a node's lowering may hold, its NUL included (the lowering writes them). */
 #define CIR_ALGO_MAX 400
+
+/* What the lowering stage chose for a node (src/lower/: kernel selection, weight packing,
+ * block fusion, layouts), one record: the generated code names each choice (the runtime's
+ * CUVIL_CONV_* algorithm, a layout's flags), and note says it in words. Zero (packed -1): the
+ * op's one kernel, nothing packed, NCHW. */
+typedef struct cir_lowering {
+    const char *note;          /* the kernel and algorithm chosen, for --emit ir and comments
+                                * (at most CIR_ALGO_MAX bytes, its NUL included) */
+    int packed;                /* value id of weights packed for that kernel, or -1 */
+    int algo;                  /* the kernel's algorithm code where it has several (0: its default) */
+    int64_t kc;                /* the K blocking of the packed weights, 0: the target's kc */
+    /* what the kernel needs beyond the inputs' shapes, in the graph's arena (mbblock: its
+     * cuvil_mbblock_params; attention, from its fusion pass: cir_attention_kp); NULL for most */
+    const void *params;
+    /* a conv's channels-last input and output (CUVIL_CONV_X_NHWC | CUVIL_CONV_Y_NHWC), a global
+     * pool's input (CUVIL_POOL_X_NHWC), from the layout step; 0: NCHW */
+    int layout;
+} cir_lowering;
 
 typedef struct cir_node {
     int id;
@@ -183,18 +201,7 @@ typedef struct cir_node {
     cir_post post[CIR_MAX_POSTS];   /* the fused epilogue, in order (cir_post) */
     int n_post;
     const char *fused;         /* names of the ops fused in, for comments ("batch_norm+relu") */
-    /* set by the lowering stage (src/lower/) */
-    const char *algo;          /* the kernel and algorithm chosen, for --emit ir and comments
-                                * (at most CIR_ALGO_MAX bytes, its NUL included) */
-    int packed;                /* value id of weights packed for that kernel, or -1 */
-    int kernel_algo;           /* the kernel's algorithm code where it has several (0: its default) */
-    int64_t kernel_kc;         /* the K blocking of the packed weights, 0: the target's kc */
-    /* what the kernel needs beyond the inputs' shapes, in the graph's arena (mbblock: its
-     * cuvil_mbblock_params); NULL for most ops */
-    const void *kernel_params;
-    /* a conv's channels-last input and output (CUVIL_CONV_X_NHWC | CUVIL_CONV_Y_NHWC), a global
-     * pool's input (CUVIL_POOL_X_NHWC), from the lowering's layout pass; 0: NCHW */
-    int layout;
+    cir_lowering low;          /* the lowering stage's choices (src/lower/) */
     /* float16/bfloat16 inputs of an op whose kernel takes float32: shape inference casts them
      * to float32 before the node and its float32 outputs back to this type after it */
     cir_dtype half;

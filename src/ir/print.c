@@ -74,7 +74,7 @@ void cir_print_text(cir_graph *g, cuvil_sb *o) {
             if (n->out[j] >= 0)
                 cuvil_sb_printf(o, " %s", cir_shape_str(g, cir_val(g, n->out[j]), sh, sizeof sh));
         if (n->fused) cuvil_sb_printf(o, "  # fused %s", n->fused);
-        if (n->algo) cuvil_sb_printf(o, "  # %s", n->algo);
+        if (n->low.note) cuvil_sb_printf(o, "  # %s", n->low.note);
         cuvil_sb_puts(o, "\n");
     }
     for (int i = 0; i < g->n_outputs; i++) {

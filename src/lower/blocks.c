@@ -51,11 +51,11 @@ cuvil_status lower_fuse_blocks(cir_graph *g, const lower_ctx *c) {
     bool changed = false;
     for (int i = 0; i < g->n_nodes; i++) {
         cir_node *P = cir_node_at(g, i);
-        if (P->dead || P->kind != CIR_OP_CONV || P->packed < 0 || P->kernel_algo != 0 || P->half != CIR_UNDEF ||
+        if (P->dead || P->kind != CIR_OP_CONV || P->low.packed < 0 || P->low.algo != 0 || P->half != CIR_UNDEF ||
             !cir_post_kernel_form(P))
             continue;
         cir_node *D = sole_conv_producer(g, P->in[0]);
-        if (!D || D->packed >= 0 || cir_in(g, D, 0)->dtype != CIR_F32 || D->region != P->region) continue;
+        if (!D || D->low.packed >= 0 || cir_in(g, D, 0)->dtype != CIR_F32 || D->region != P->region) continue;
         cir_node *E = sole_conv_producer(g, D->in[0]);   /* (a block's convs: one region, passes_int.h) */
         if (E && E->region != P->region) E = NULL;
         cuvil_mbblock_params mp;
@@ -68,7 +68,7 @@ cuvil_status lower_fuse_blocks(cir_graph *g, const lower_ctx *c) {
         mp.pr.packed_kc = t->kc;
         /* with the expand conv before it, or else the depthwise conv and the projection alone */
         bool with_ex = false;
-        if (E && E->packed >= 0 && E->kernel_algo == 0 && e_bytes >= MBBLOCK_MIN_BYTES) {
+        if (E && E->low.packed >= 0 && E->low.algo == 0 && e_bytes >= MBBLOCK_MIN_BYTES) {
             if ((s = lower_conv_params(g, E, &mp.ex))) return s;
             mp.ex.packed_mr = t->mr;
             mp.ex.packed_kc = t->kc;
@@ -91,20 +91,20 @@ cuvil_status lower_fuse_blocks(cir_graph *g, const lower_ctx *c) {
         if (!kp || !in || !algo_s || !fused_s) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
         *kp = mp;
         in[0] = with_ex ? E->in[0] : D->in[0];
-        in[1] = with_ex ? E->packed : -1;
+        in[1] = with_ex ? E->low.packed : -1;
         in[2] = with_ex && cir_in(g, E, 2) ? E->in[2] : -1;
         in[3] = D->in[1];
         in[4] = cir_in(g, D, 2) ? D->in[2] : -1;
-        in[5] = P->packed;
+        in[5] = P->low.packed;
         in[6] = cir_in(g, P, 2) ? P->in[2] : -1;
         in[7] = -1;
         P->kind = CIR_OP_MBBLOCK;
         P->def = cir_op_def(CIR_OP_MBBLOCK);
         P->in = in;
         P->n_in = 7;
-        P->packed = -1;
-        P->kernel_params = kp;
-        P->algo = algo_s;
+        P->low.packed = -1;
+        P->low.params = kp;
+        P->low.note = algo_s;
         P->fused = fused_s;
         D->dead = true;
         if (with_ex) E->dead = true;

@@ -1,6 +1,6 @@
 /* conv.c -- the lowering's kernel selection for convolutions: Winograd F(4x4) and F(2x2), with
  * tiles as columns or rows, the direct convolutions, the GEMM with pixels as rows or columns,
- * the depthwise loop; the choice is recorded on the node (n->algo, kernel_algo) and the weights
+ * the depthwise loop; the choice is recorded on the node (n->low: its note, algo) and the weights
  * are packed for it (pack.c). */
 #include "lower/lower_int.h"
 
@@ -278,14 +278,14 @@ cuvil_status lower_conv(cir_graph *g, cir_node *n, const lower_ctx *c) {
                 return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory transforming weights");
             if (fill) cuvil_f32_conv2d_pack(&p, w->data, cir_val(g, id)->data, tmp);
             cuvil_free(tmp);
-            n->packed = id;
-            n->kernel_algo = (int)p.algo;
+            n->low.packed = id;
+            n->low.algo = (int)p.algo;
             snprintf(algo + strlen(algo), sizeof algo - strlen(algo), ", weights %s",
                      wino ? "transformed and prepacked" : "prepacked");
         }
     }
-    n->algo = cuvil_arena_strdup(&g->arena, algo);
-    return n->algo ? CUVIL_OK : cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+    n->low.note = cuvil_arena_strdup(&g->arena, algo);
+    return n->low.note ? CUVIL_OK : cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
 }
 
 bool lower_runs_wino_t(const cir_graph *g, const cuvil_conv2d_params *p, const cuvil_target_info *t) {

@@ -27,9 +27,9 @@ cuvil_status lower_gemm(cir_graph *g, cir_node *n, const lower_ctx *c) {
                  (long long)p.ldb, p.trans_b, (long long)p.packed_nr, (long long)p.packed_kc);
         if ((s = lower_packed_const(g, b, cuvil_f32_gemm_packed_b_floats(&p), key, &id, &fill))) return s;
         if (fill) cuvil_f32_gemm_pack_b(&p, b->data, cir_val(g, id)->data);
-        n->packed = id;
+        n->low.packed = id;
         snprintf(algo + strlen(algo), sizeof algo - strlen(algo), ", B prepacked");
     }
-    n->algo = cuvil_arena_strdup(&g->arena, algo);
-    return n->algo ? CUVIL_OK : cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+    n->low.note = cuvil_arena_strdup(&g->arena, algo);
+    return n->low.note ? CUVIL_OK : cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
 }

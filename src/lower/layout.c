@@ -30,7 +30,7 @@ static bool direct_t_projection(const cuvil_conv2d_params *p, const cuvil_target
 #define DIRECT_T_WHOLE_K_MAX 1024
 
 /* ===== Channels-last regions ============================================================
- * A pixels-as-rows GEMM (kernel_algo CUVIL_CONV_GEMM_T: 14x14 and 7x7 maps, and 1x1 convs
+ * A pixels-as-rows GEMM (low.algo CUVIL_CONV_GEMM_T: 14x14 and 7x7 maps, and 1x1 convs
  * beside a depthwise conv up to 28x28) computes its output as [pixel][channel] and
  * transposed it into NCHW, and a depthwise conv between two of them transposed 8 channels at
  * a time into a tile and back. A tensor whose producer and consumers can all take it
@@ -54,9 +54,9 @@ static bool layout_ok(cir_graph *g, cir_node *n, int layout) {
     cuvil_conv2d_params p;
     if (lower_conv_params(g, n, &p)) return false;
     const bool depthwise = lower_is_depthwise(g, n);
-    if (depthwise && (n->packed >= 0 || !cir_is_const(cir_in(g, n, 1)))) return false;
-    p.algo = n->kernel_algo;
-    p.packed_mr = n->packed >= 0 || depthwise ? 1 : 0;
+    if (depthwise && (n->low.packed >= 0 || !cir_is_const(cir_in(g, n, 1)))) return false;
+    p.algo = n->low.algo;
+    p.packed_mr = n->low.packed >= 0 || depthwise ? 1 : 0;
     p.layout = depthwise ? CUVIL_CONV_X_NHWC | CUVIL_CONV_Y_NHWC : layout;
     return cuvil_conv2d_layout_ok(&p) != 0;
 }
@@ -81,7 +81,7 @@ cuvil_status lower_layouts(cir_graph *g, const lower_ctx *c) {
             if (n->in[j] >= 0 && !(j == 0 && layout_ok(g, n, CUVIL_CONV_X_NHWC))) last[n->in[j]] = false;
         for (int j = n->n_in; j < cir_node_n_reads(n); j++)   /* the values the epilogue adds */
             if (cir_node_read(n, j) >= 0 && !layout_ok(g, n, CUVIL_CONV_Y_NHWC)) last[cir_node_read(n, j)] = false;
-        if (n->packed >= 0) last[n->packed] = false;
+        if (n->low.packed >= 0) last[n->low.packed] = false;
     }
     /* the depthwise conv's input and output, a residual and the output it is added to: both
      * channels last or neither */
@@ -104,8 +104,8 @@ cuvil_status lower_layouts(cir_graph *g, const lower_ctx *c) {
         cir_node *n = cir_node_at(g, i);
         if (n->dead) continue;
         if (is_global_pool(n) && last[n->in[0]]) {
-            n->layout = CUVIL_POOL_X_NHWC;
-            if (!(n->algo = cuvil_arena_strdup(&g->arena, "channels last in"))) s = cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+            n->low.layout = CUVIL_POOL_X_NHWC;
+            if (!(n->low.note = cuvil_arena_strdup(&g->arena, "channels last in"))) s = cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
             continue;
         }
         if (n->kind != CIR_OP_CONV) continue;
@@ -113,21 +113,21 @@ cuvil_status lower_layouts(cir_graph *g, const lower_ctx *c) {
         if (!layout) continue;
         cuvil_conv2d_params p;
         if ((s = lower_conv_params(g, n, &p))) break;
-        n->layout = layout;
-        const char *base = n->algo ? n->algo : "";
+        n->low.layout = layout;
+        const char *base = n->low.note ? n->low.note : "";
         char algo[CIR_ALGO_MAX], direct[CIR_ALGO_MAX];
         bool repack = false; /* the weights packed again, for another K blocking */
-        if (n->kernel_algo == CUVIL_CONV_GEMM_T && (layout & CUVIL_CONV_X_NHWC) && direct_t_projection(&p, t)) {
+        if (n->low.algo == CUVIL_CONV_GEMM_T && (layout & CUVIL_CONV_X_NHWC) && direct_t_projection(&p, t)) {
             /* the same packed weights (a 1x1 conv's are the same tap-major or not), but for
              * their K blocking: repacked below where that changes */
-            n->kernel_algo = CUVIL_CONV_DIRECT_T;
+            n->low.algo = CUVIL_CONV_DIRECT_T;
             if (t->nr >= 32 && p.C > t->kc) {
-                n->kernel_kc = p.C < DIRECT_T_WHOLE_K_MAX ? p.C : DIRECT_T_WHOLE_K_MAX;
+                n->low.kc = p.C < DIRECT_T_WHOLE_K_MAX ? p.C : DIRECT_T_WHOLE_K_MAX;
                 repack = true;
             }
             snprintf(direct, sizeof direct, "%s, gemm %dx%d kc=%lld, weights prepacked",
                      lower_conv_algo_name(CUVIL_CONV_DIRECT_T, true, false), t->mr, t->nr,
-                     (long long)(n->kernel_kc ? n->kernel_kc : t->kc));
+                     (long long)(n->low.kc ? n->low.kc : t->kc));
             base = direct;
         }
         snprintf(algo, sizeof algo, "%s, channels last %s", base,
@@ -138,9 +138,9 @@ cuvil_status lower_layouts(cir_graph *g, const lower_ctx *c) {
          * (the generated code holds only the constants it reads) */
         const bool dw = lower_is_depthwise(g, n);
         p.layout = layout;
-        p.algo = n->kernel_algo;
+        p.algo = n->low.algo;
         p.packed_mr = dw ? t->mr : t->nr;
-        p.packed_kc = n->kernel_kc ? n->kernel_kc : t->kc;
+        p.packed_kc = n->low.kc ? n->low.kc : t->kc;
         const bool tap_major = cuvil_conv2d_packed_tap_major(&p);
         if (tap_major || repack) {
             int id;
@@ -151,10 +151,10 @@ cuvil_status lower_layouts(cir_graph *g, const lower_ctx *c) {
             lower_release_pack(g, n);   /* (what this node alone read no longer counts) */
             if ((s = lower_packed_const(g, w, cuvil_f32_conv2d_packed_floats(&p), key, &id, &fill))) break;
             if (fill) cuvil_f32_conv2d_pack(&p, w->data, cir_val(g, id)->data, NULL);
-            n->packed = id;
+            n->low.packed = id;
             if (tap_major) snprintf(algo + strlen(algo), sizeof algo - strlen(algo), ", weights tap-major");
         }
-        if (!(n->algo = cuvil_arena_strdup(&g->arena, algo))) s = cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+        if (!(n->low.note = cuvil_arena_strdup(&g->arena, algo))) s = cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
     }
     cuvil_free(last);
     if (!s) cir_graph_count_uses(g);

@@ -2,9 +2,10 @@
  * lower_int.h -- what the lowering's steps share (src/lower/). The lowering runs last among the
  * passes (cuvil_pass_lower, lower.c) as registered steps in order: kernel selection with weight
  * packing, per node (conv.c, gemm.c, pack.c), then block fusion (blocks.c) and layouts
- * (layout.c) over the whole graph. Each records its choice on the node: n->kernel_algo (the
- * runtime's CUVIL_CONV_* algorithm, which the generated code names), n->packed, n->layout, and
- * n->algo, the same in words for --emit ir and the generated code's comments.
+ * (layout.c) over the whole graph. Each records its choice in the node's record n->low
+ * (cir_lowering): its algo (the runtime's CUVIL_CONV_* algorithm, which the generated code
+ * names), packed, kc, params and layout, and its note, the same in words for --emit ir and the
+ * generated code's comments.
  */
 #ifndef CUVIL_LOWER_INT_H
 #define CUVIL_LOWER_INT_H

@@ -45,14 +45,14 @@ cuvil_status lower_packed_const(cir_graph *g, const cir_value *w, size_t nf, con
  * bytes no longer count against limits.packed_bytes (the generated code holds only the
  * constants it reads). */
 void lower_release_pack(cir_graph *g, cir_node *n) {
-    if (n->packed < 0) return;
+    if (n->low.packed < 0) return;
     for (int i = 0; i < g->n_nodes; i++) {
         const cir_node *o = cir_node_at(g, i);
-        if (o != n && !o->dead && o->packed == n->packed) return;
+        if (o != n && !o->dead && o->low.packed == n->low.packed) return;
     }
-    const uint64_t nb = cir_nbytes(cir_val(g, n->packed));
+    const uint64_t nb = cir_nbytes(cir_val(g, n->low.packed));
     g->packed_bytes -= nb < g->packed_bytes ? nb : g->packed_bytes;
-    n->packed = -1;
+    n->low.packed = -1;
 }
 
 /* Whether nf more packed floats and `keep` bytes after them stay within limits.packed_bytes

@@ -121,7 +121,7 @@ static bool commutes(cir_op_kind k) {
 
 /* Whether a node may merge at all: what the lowering made or chose stays as it is. */
 static bool mergeable(const cir_node *n) {
-    return !n->dead && n->n_out >= 1 && n->packed < 0 && !n->kernel_params && !n->algo && n->kind != CIR_OP_MBBLOCK &&
+    return !n->dead && n->n_out >= 1 && n->low.packed < 0 && !n->low.params && !n->low.note && n->kind != CIR_OP_MBBLOCK &&
            n->kind != CIR_OP_ATTENTION && !n->then_region && n->kind != CIR_OP_LOOP_BEGIN && n->kind != CIR_OP_LOOP &&
            n->kind != CIR_OP_IF;   /* (control flow: each owns its regions) */
 }
@@ -155,7 +155,7 @@ static bool same_inputs(const cir_node *a, const cir_node *b) {
 static bool same_node(cir_graph *g, const cir_node *a, const cir_node *b) {
     /* (the epilogues compared as bytes: every field of a step is set, and a float's bits) */
     if (a->kind != b->kind || a->n_out != b->n_out || a->n_post != b->n_post || a->half != b->half ||
-        a->layout != b->layout || memcmp(a->post, b->post, sizeof a->post[0] * (size_t)a->n_post) ||
+        a->low.layout != b->low.layout || memcmp(a->post, b->post, sizeof a->post[0] * (size_t)a->n_post) ||
         !same_inputs(a, b) || !same_attrs(a, b))
         return false;
     for (int k = 0; k < a->n_out; k++) {   /* the same types and shapes follow; checked all the same */

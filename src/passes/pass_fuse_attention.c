@@ -610,7 +610,7 @@ cuvil_status cuvil_pass_fuse_attention(cir_graph *g, const cuvil_options *o) {
         n->def = cir_op_def(CIR_OP_ATTENTION);
         n->n_attrs = 0;
         n->attrs = NULL;
-        n->kernel_params = kp;
+        n->low.params = kp;
         n->fused = mt.kp.p.causal ? "attention (MatMul, scale, causal mask, Softmax, MatMul, transposes)"
                                   : "attention (MatMul, scale, mask, Softmax, MatMul, transposes)";
         n->out[0] = mt.y->id;

@@ -159,17 +159,17 @@ cuvil_status cg_emit_conv(cg_ctx *cg, cir_graph *g, cir_node *n) {
     cuvil_conv2d_params pp;
     cuvil_status s = op_conv_params(g, n, false, &pp);
     if (s) return s;
-    pp.layout = n->layout;
+    pp.layout = n->low.layout;
     op_geo_x gx;
     bool sym = cg_node_symbolic(g, n);
     if (sym && (s = op_conv_x(g, n, &gx))) return s;
     char f[1024], ex[160] = "";
-    if (n->packed >= 0) {
+    if (n->low.packed >= 0) {
         const cuvil_target_info *t = cuvil_target_find(g->target);
         CUVIL_ASSERT(t);
-        pp.packed_mr = cuvil_conv2d_algo_packs_b(n->kernel_algo) ? t->nr : t->mr;
-        pp.packed_kc = n->kernel_kc ? n->kernel_kc : t->kc;
-        pp.algo = n->kernel_algo;   /* the scratch below is the algorithm's */
+        pp.packed_mr = cuvil_conv2d_algo_packs_b(n->low.algo) ? t->nr : t->mr;
+        pp.packed_kc = n->low.kc ? n->low.kc : t->kc;
+        pp.algo = n->low.algo;   /* the scratch below is the algorithm's */
         snprintf(ex, sizeof ex, ", .packed_mr = %lld, .packed_kc = %lld, .algo = %s", (long long)pp.packed_mr,
                  (long long)pp.packed_kc, algo_name(pp.algo));
     }
@@ -179,15 +179,15 @@ cuvil_status cg_emit_conv(cg_ctx *cg, cir_graph *g, cir_node *n) {
     cuvil_gemm_blocking blk = cg_target_blocking(g, &uk);
     const char *S = cg_scratch(cg, sym ? conv_scratch_bound(g, &pp, &gx, false, &blk) : cuvil_f32_conv2d_scratch_size_ex(&pp, &blk),
                                "cuvil_f32_conv2d_scratch_size(&%s)", p);
-    cg_printf(cg, "    cuvil_f32_conv2d%s(&%s, %s, %s, %s, %s, %s, %s);\n", n->packed >= 0 ? "_prepacked" : "", p,
-              cg_in(cg, n->in[0]), cg_in(cg, n->packed >= 0 ? n->packed : n->in[1]),
+    cg_printf(cg, "    cuvil_f32_conv2d%s(&%s, %s, %s, %s, %s, %s, %s);\n", n->low.packed >= 0 ? "_prepacked" : "", p,
+              cg_in(cg, n->in[0]), cg_in(cg, n->low.packed >= 0 ? n->low.packed : n->in[1]),
               cir_in(g, n, 2) ? cg_in(cg, n->in[2]) : "NULL", cir_node_residual(n) >= 0 ? cg_in(cg, cir_node_residual(n)) : "NULL",
               cg_out(cg, n->out[0]), S);
     return CUVIL_OK;
 }
 
 /* The inverted-residual block the lowering made (src/lower/blocks.c): its three convs' parameters
- * are in n->kernel_params; inputs x, the expand weights (packed) and bias, the depthwise
+ * are in n->low.params; inputs x, the expand weights (packed) and bias, the depthwise
  * weights and bias, the projection weights (packed) and bias; the epilogue's addition (cir_node_residual). */
 /* A block's three convs at the sizes v: N, H, W (its input's), OH, OW (its output's). */
 typedef struct mb_at {
@@ -212,12 +212,12 @@ static size_t mb_scratch_v(const int64_t *v, void *user) {
 }
 
 /* The inverted-residual block the lowering made (src/lower/blocks.c): its three convs' parameters
- * are in n->kernel_params; inputs x, the expand weights (packed) and bias, the depthwise
+ * are in n->low.params; inputs x, the expand weights (packed) and bias, the depthwise
  * weights and bias, the projection weights (packed) and bias; the epilogue's addition (cir_node_residual). With symbolic dims
  * the sizes are the run's: N, H and W of x (the expand and depthwise convs' input), OH and OW
  * of y (the depthwise conv's output and the projection's). */
 cuvil_status cg_emit_mbblock(cg_ctx *cg, cir_graph *g, cir_node *n) {
-    const cuvil_mbblock_params *mp = (const cuvil_mbblock_params *)n->kernel_params;
+    const cuvil_mbblock_params *mp = (const cuvil_mbblock_params *)n->low.params;
     CUVIL_ASSERT(mp && n->n_in == 7);
     const bool sym = cg_node_symbolic(g, n);
     const cir_value *x = cir_in(g, n, 0), *y = cir_out(g, n, 0);

@@ -9,7 +9,7 @@ cuvil_status cg_emit_gemm(cg_ctx *cg, cir_graph *g, cir_node *n) {
     cuvil_status s = op_gemm_params(g, n, &p, &nirr, &offs);
     if (s) return s;
     char al[32], be[32], act[128], ex[128] = "";
-    if (n->packed >= 0) {   /* B packed by the lowering pass for the target's tile */
+    if (n->low.packed >= 0) {   /* B packed by the lowering pass for the target's tile */
         const cuvil_target_info *t = cuvil_target_find(g->target);
         CUVIL_ASSERT(t && !nirr);
         snprintf(ex, sizeof ex, ", .packed_nr = %d, .packed_kc = %lld", t->nr, (long long)t->kc);
@@ -37,7 +37,7 @@ cuvil_status cg_emit_gemm(cg_ctx *cg, cir_graph *g, cir_node *n) {
         const char *S = cg_scratch(cg, cuvil_f32_gemm_scratch_size_ex(&p, &blk), "cuvil_f32_gemm_scratch_size(&%s)", ps);
         cir_value *c = cir_in(g, n, 2);
         cg_printf(cg, "    cuvil_f32_gemm(&%s, %s, %s, %s, %s, %s);\n", ps, cg_in(cg, n->in[0]),
-                  cg_in(cg, n->packed >= 0 ? n->packed : n->in[1]), c ? cg_in(cg, n->in[2]) : "NULL", cg_out(cg, n->out[0]), S);
+                  cg_in(cg, n->low.packed >= 0 ? n->low.packed : n->in[1]), c ? cg_in(cg, n->in[2]) : "NULL", cg_out(cg, n->out[0]), S);
         return CUVIL_OK;
     }
     const char *ps = cg_param(cg, "cuvil_gemm_params",
@@ -61,7 +61,7 @@ cuvil_status cg_emit_gemm(cg_ctx *cg, cir_graph *g, cir_node *n) {
         return CUVIL_OK;
     }
     cg_printf(cg, "    cuvil_f32_gemm(&%s, %s, %s, %s, %s, %s);\n", ps, cg_in(cg, n->in[0]),
-              cg_in(cg, n->packed >= 0 ? n->packed : n->in[1]),
+              cg_in(cg, n->low.packed >= 0 ? n->low.packed : n->in[1]),
               c ? cg_in(cg, n->in[2]) : "NULL", cg_out(cg, n->out[0]), S);
     return CUVIL_OK;
 }

@@ -3,7 +3,7 @@
 #include "codegen/emit/emit_int.h"
 
 /* A global pool's input layout as the runtime's name. */
-static const char *layout(const cir_node *n) { return n->layout & CUVIL_POOL_X_NHWC ? "CUVIL_POOL_X_NHWC" : "0"; }
+static const char *layout(const cir_node *n) { return n->low.layout & CUVIL_POOL_X_NHWC ? "CUVIL_POOL_X_NHWC" : "0"; }
 
 cuvil_status cg_emit_pool(cg_ctx *cg, cir_graph *g, cir_node *n) {
     cuvil_pool2d_params p;

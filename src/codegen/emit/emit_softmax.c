@@ -21,7 +21,7 @@ cuvil_status cg_emit_softmax(cg_ctx *cg, cir_graph *g, cir_node *n) {
 }
 
 /* The attention the fusion made (pass_fuse_attention.c): its parameters and the operands'
- * offsets are in n->kernel_params (expressions of the run's dims with symbolic dims); inputs q,
+ * offsets are in n->low.params (expressions of the run's dims with symbolic dims); inputs q,
  * k, v and the mask if any. */
 /* "(ptr + off)": an operand at an element offset. */
 static const char *at_offset(cg_ctx *cg, const char *ptr, const char *off) {
@@ -33,7 +33,7 @@ static const char *at_offset(cg_ctx *cg, const char *ptr, const char *off) {
 }
 
 cuvil_status cg_emit_attention(cg_ctx *cg, cir_graph *g, cir_node *n) {
-    const cir_attention_kp *kp = (const cir_attention_kp *)n->kernel_params;
+    const cir_attention_kp *kp = (const cir_attention_kp *)n->low.params;
     CUVIL_ASSERT(kp && n->n_in >= 3 && n->n_in <= 6);
     const cuvil_attention_params *p = &kp->p;
     const int64_t st[16] = {p->q_bs, p->q_hs, p->q_rs, p->k_bs, p->k_hs, p->k_rs, p->v_bs, p->v_hs,

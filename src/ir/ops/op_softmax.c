@@ -57,7 +57,7 @@ const cir_opdef cir_op_hardmax = {"hardmax", CIR_OPF_SYM_DIMS, 1, 1, 1, 1, softm
 
 /* ===== attention ========================================================================= */
 /* attention nodes come from pass_fuse_attention.c, with their output's shape already set and
- * their layout in n->kernel_params; a model or the builder cannot make one. */
+ * their layout in n->low.params; a model or the builder cannot make one. */
 static cuvil_status attention_infer(cir_graph *g, cir_node *n) {
     return cir_node_err(g, n, CUVIL_ERR_MODEL,
                         "op 'attention' is made by the compiler from MatMul, Softmax and MatMul nodes; a model cannot use it");

@@ -325,7 +325,7 @@ int64_t op_concat_layout(cir_graph *g, cir_node *n, int64_t *chunk);
 /* attention nodes (made by pass_fuse_attention.c, never by a model): the kernel's parameters and
  * where each operand starts in its buffer, in elements (inputs q, k, v, [mask], then up to two
  * scalars that multiply p.scale when the model runs, or divide it where scale_div; output y).
- * Their n->kernel_params. */
+ * Their n->low.params. */
 typedef struct cir_attention_kp {
     cuvil_attention_params p;
     int64_t q_off, k_off, v_off, m_off, y_off;
