@@ -497,8 +497,11 @@ static void shape_comment(cir_graph *g, cuvil_sb *o, const int *ids, int n) {
 static void guard_c(cg_ctx *cg, cuvil_sb *c, const cir_guard *gd) {
     cir_graph *g = cg->g;
     const char *a = dim_c(cg, gd->a, &g->arena), *b = dim_c(cg, gd->b, &g->arena);
-    if (gd->le)
+    if (gd->kind == CIR_GUARD_LE)
         cuvil_sb_printf(c, "    if (%s > %s) {\n        snprintf(m->err, sizeof m->err, \"%%s: %%s: %%lld exceeds %%lld\", \"", a, b);
+    else if (gd->kind == CIR_GUARD_BCAST)
+        cuvil_sb_printf(c, "    if (%s != %s && %s != 1 && %s != 1) {\n        snprintf(m->err, sizeof m->err, \"%%s: %%s do not "
+                           "broadcast (%%lld and %%lld)\", \"", a, b, a, b);
     else
         cuvil_sb_printf(c, "    if (%s != %s) {\n        snprintf(m->err, sizeof m->err, \"%%s: %%s differ (%%lld and %%lld)\", \"", a, b);
     cuvil_sb_c_escape(c, gd->node);

@@ -325,12 +325,12 @@ cuvil_status cir_dim_err(cir_graph *g, const cir_node *n, const char *what) {
     return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "%s: %s", what, cir_dimtab_why(&g->dt));
 }
 
-static cuvil_status add_guard(cir_graph *g, const cir_node *n, const cir_dim *a, const cir_dim *b, bool le,
+static cuvil_status add_guard(cir_graph *g, const cir_node *n, const cir_dim *a, const cir_dim *b, cir_guard_kind kind,
                               const char *what) {
     /* the same assumption again (a node inferred again, an emitter repeating its op's checks):
      * kept once (expressions are hash-consed: equal ones are the same pointer) */
     for (int i = 0; i < g->n_guards; i++)
-        if (g->guards[i].a == a && g->guards[i].b == b && g->guards[i].le == le && g->guards[i].node_id <= n->id)
+        if (g->guards[i].a == a && g->guards[i].b == b && g->guards[i].kind == kind && g->guards[i].node_id <= n->id)
             return CUVIL_OK;
     if (g->n_guards == g->cap_guards) {
         int cap = g->cap_guards ? 2 * g->cap_guards : 16;
@@ -342,7 +342,7 @@ static cuvil_status add_guard(cir_graph *g, const cir_node *n, const cir_dim *a,
     char desc[512];
     const char *w = cuvil_arena_strdup(&g->arena, what), *nd = cuvil_arena_strdup(&g->arena, cir_node_desc(n, desc, sizeof desc));
     if (!w || !nd) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
-    g->guards[g->n_guards++] = (cir_guard){a, b, le, n->id, nd, w};
+    g->guards[g->n_guards++] = (cir_guard){a, b, kind, n->id, nd, w};
     return CUVIL_OK;
 }
 
@@ -361,14 +361,31 @@ cuvil_status cir_require_eq(cir_graph *g, const cir_node *n, const cir_dim *a, c
     if (!a || !b) return cir_dim_err(g, n, what);
     if (a == b) return CUVIL_OK;
     if (cir_dim_prove_ne(&g->dt, a, b)) return refuse_pair(g, n, a, b, "%s differ: %s and %s", what);
-    return add_guard(g, n, a, b, false, what);
+    return add_guard(g, n, a, b, CIR_GUARD_EQ, what);
 }
 
 cuvil_status cir_require_le(cir_graph *g, const cir_node *n, const cir_dim *a, const cir_dim *b, const char *what) {
     if (!a || !b) return cir_dim_err(g, n, what);
     if (cir_dim_prove_le(&g->dt, a, b)) return CUVIL_OK;
     if (cir_dim_prove_lt(&g->dt, b, a)) return refuse_pair(g, n, a, b, "%s: %s exceeds %s", what);
-    return add_guard(g, n, a, b, true, what);
+    return add_guard(g, n, a, b, CIR_GUARD_LE, what);
+}
+
+cuvil_status cir_require_bcast(cir_graph *g, const cir_node *n, const cir_dim *a, const cir_dim *b, const char *what,
+                               const cir_dim **out) {
+    if (!a || !b) return cir_dim_err(g, n, what);
+    const cir_dim *one = cir_dim_const(&g->dt, 1);
+    bool a1 = a->lo <= 1 && a->hi >= 1, b1 = b->lo <= 1 && b->hi >= 1;   /* may be 1 when the model runs */
+    *out = cir_dim_is_const(b) ? b : a;
+    if (a == b || (!a1 && !b1)) return cir_require_eq(g, n, a, b, what);   /* (neither may be 1: equal) */
+    if (a == one || b == one) {
+        *out = a == one ? b : a;
+        return CUVIL_OK;
+    }
+    /* a constant c > 1 and a dim that may be 1: c, whichever it is; two that may be 1: the larger */
+    *out = cir_dim_is_const(b) && !b1 ? b : cir_dim_is_const(a) && !a1 ? a : cir_dim_max(&g->dt, a, b);
+    if (!*out) return cir_dim_err(g, n, what);
+    return add_guard(g, n, a, b, CIR_GUARD_BCAST, what);
 }
 
 /* The symbol with key `key` that node n brings, made on the first call in [lo, hi] (name: its

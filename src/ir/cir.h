@@ -307,9 +307,15 @@ typedef struct cir_graph {
     int n_guards, cap_guards;
 } cir_graph;
 
+typedef enum cir_guard_kind {
+    CIR_GUARD_EQ,              /* a == b */
+    CIR_GUARD_LE,              /* a <= b */
+    CIR_GUARD_BCAST            /* a == b, or one of them is 1 (broadcasting) */
+} cir_guard_kind;
+
 typedef struct cir_guard {
-    const cir_dim *a, *b;      /* a == b, or a <= b when le */
-    bool le;
+    const cir_dim *a, *b;
+    cir_guard_kind kind;
     int node_id;               /* checked before that node runs when it reads a size known only then */
     const char *node;          /* the node that assumes it, "MatMul 'mm1'" (for the message) */
     const char *what;          /* "the inner dims of the operands"; both in the graph's arena */
@@ -446,6 +452,11 @@ bool cir_region_within(const cir_graph *g, int inner, int outer);
 /* The range a --dim gave to value `name` (true), or false. */
 bool cir_value_bound(const cir_graph *g, const char *name, int64_t *lo, int64_t *hi);
 cuvil_status cir_require_le(cir_graph *g, const cir_node *n, const cir_dim *a, const cir_dim *b, const char *what);
+/* That a and b broadcast (ONNX's rule: equal, or one is 1), proved now or checked when the model
+ * runs; *out gets the broadcast dim (a where b is 1, b where a is, max(a, b) where only the run
+ * knows which). A pair that may not be 1 must be equal (cir_require_eq). */
+cuvil_status cir_require_bcast(cir_graph *g, const cir_node *n, const cir_dim *a, const cir_dim *b, const char *what,
+                               const cir_dim **out);
 /* An error naming node n for an expression that could not be formed (NULL): the table's reason. */
 cuvil_status cir_dim_err(cir_graph *g, const cir_node *n, const char *what);
 

@@ -191,3 +191,38 @@ def test_blocks_and_indexing_ops_symbolic(tmp_path):
                su=np.ones((3, 2), np.float32), ni=np.zeros((1, 1), np.int64), nu=np.ones((1, 4), np.float32))
     with pytest.raises(cuvil.CuvilError, match=r"ge.*indices dim within the data's: \d+ exceeds \d+"):
         model(**bad)
+
+
+def test_symbolic_dims_that_are_1_when_the_model_runs_broadcast(tmp_path):
+    """Two symbolic dims that broadcast (Add, Less, Where, a variadic Sum, and Expand to 4):
+    equal, or either 1 when the model runs, as ONNX Runtime broadcasts them; any other pair fails
+    the run naming the node. Every pair N, M in 1..4 against ONNX Runtime."""
+    F = TensorProto.FLOAT
+    vi = helper.make_tensor_value_info
+    nodes = [helper.make_node("Add", ["x", "y"], ["z"], name="add_node"),
+             helper.make_node("Less", ["x", "y"], ["lt"]),
+             helper.make_node("Where", ["c", "x", "y"], ["w"]),
+             helper.make_node("Sum", ["x", "y", "x"], ["s"]),
+             helper.make_node("Expand", ["x", "four"], ["e"], name="expand_node"),
+             helper.make_node("Cast", ["lt"], ["ltf"], to=F)]
+    path = _save(tmp_path, "bcast", nodes[:4] + nodes[5:], [vi("x", F, ["N"]), vi("y", F, ["M"]), vi("c", TensorProto.BOOL, ["N"])],
+                 ["z", "ltf", "w", "s"], [_i64("four", [4])])
+    model = _compile(path, tmp_path, {"N": "1:4", "M": "1:4"})
+    e_path = _save(tmp_path, "expand", nodes[4:5], [vi("x", F, ["N"])], ["e"], [_i64("four", [4])])
+    e_model = _compile(e_path, tmp_path, {"N": "1:4"})
+    rng = np.random.default_rng(4)
+    for n in range(1, 5):
+        x = rng.standard_normal(n).astype(np.float32)
+        c = rng.random(n) > 0.5
+        for m in range(1, 5):
+            y = rng.standard_normal(m).astype(np.float32)
+            if n == m or n == 1 or m == 1:
+                _check(model, path, {"x": x, "y": y, "c": c})
+            else:
+                with pytest.raises(cuvil.CuvilError, match="add_node.*do not broadcast"):
+                    model(x=x, y=y, c=c)
+        if n in (1, 4):
+            _check(e_model, e_path, {"x": x})
+        else:
+            with pytest.raises(cuvil.CuvilError, match="expand_node.*do not broadcast"):
+                e_model(x=x)

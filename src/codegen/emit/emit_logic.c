@@ -6,7 +6,8 @@
 /* y = input 0 of n copied over y's shape (cuvil_bcast_copy: y[i] = x[i mod x_dims] per axis, x's
  * dims padded with leading 1s). */
 /* "{ s0, s1, ... }": the element strides of operand vid in the output space of value out (0
- * along a dim where the operand has size 1: broadcast), as C. */
+ * along a dim where the operand has size 1: broadcast; a dim that follows the symbols and may
+ * be 1 where the output's need not be: 0 when the run finds it 1), as C. */
 static const char *strides_init(cg_ctx *cg, int vid, int out) {
     cir_graph *g = cg_graph(cg);
     const cir_value *v = cir_val(g, vid), *y = cir_val(g, out);
@@ -15,7 +16,14 @@ static const char *strides_init(cg_ctx *cg, int vid, int out) {
     for (int d = y->ndim - 1; d >= 0; d--) {
         int i = d - (y->ndim - v->ndim);
         bool bc = i < 0 || (!v->dx[i] && v->dims[i] == 1);
-        st[d] = bc ? "0" : cg_dim_c(cg, s);
+        const cir_dim *vd = i >= 0 ? cir_dimx(g, v, i) : NULL;
+        if (!bc && v->dx[i] && vd->lo <= 1 && vd != cir_dimx(g, y, d)) {   /* (broadcast when the run says 1) */
+            char buf[512];
+            snprintf(buf, sizeof buf, "(%s == 1 ? 0 : %s)", cg_dim_c(cg, vd), cg_dim_c(cg, s));
+            st[d] = cg_str(cg, buf);
+        } else {
+            st[d] = bc ? "0" : cg_dim_c(cg, s);
+        }
         if (i >= 0) s = cir_dim_mul(&g->dt, s, cir_dimx(g, v, i));
     }
     cuvil_sb sb = {0};

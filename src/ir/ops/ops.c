@@ -426,14 +426,12 @@ cuvil_status op_broadcast_x(cir_graph *g, cir_node *n, const cir_value *a, const
             return cir_node_err(g, n, CUVIL_ERR_SHAPE, "cannot broadcast '%s' %s with '%s' %s", a->name,
                                 cir_shape_str(g, a, sa, sizeof sa), b->name, cir_shape_str(g, b, sb, sizeof sb));
         } else {
-            /* two dims that may differ: broadcasting wants them equal (a symbolic one that is 1
-             * when the model runs fails that run with a message, where ONNX Runtime would
-             * broadcast it) */
+            /* two dims that may differ: equal, or one of them 1 when the model runs (checked
+             * then; the kernels bind their strides to the run's dims) */
             char what[64];
             snprintf(what, sizeof what, "broadcast dims %d of the operands", i);
-            cuvil_status s = cir_require_eq(g, n, da, db, what);
+            cuvil_status s = cir_require_bcast(g, n, da, db, what, &dx[i]);
             if (s) return s;
-            dx[i] = cir_dim_is_const(db) ? db : da;
         }
     }
     *ndim = r;
