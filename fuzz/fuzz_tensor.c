@@ -2,7 +2,8 @@
  * .pb, chosen by content as cuvil-run does) through cuvil_tensor_read_max, and a successful
  * read back out through cuvil_npy_write and in again (the round trip must agree); the same bytes
  * as a sequence (an ONNX SequenceProto, cuvil_seq_read_max), whose elements must be what the
- * reader promises and go out through cuvil_npz_write. The bytes are put in a memfd, so the
+ * reader promises and go out through cuvil_npz_write; and as an ONNX OptionalProto
+ * (cuvil_optional_read_max), the same of its value. The bytes are put in a memfd, so the
  * reader's own file handling (regular file, size, short reads) runs. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -88,6 +89,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             (void)cuvil_npz_write(out, ts, n, err, sizeof err);   /* (a dtype numpy lacks: refused) */
             unlink(out);
         }
+        cuvil_host_seq_free(ts, n);
+    }
+    int kind = 0;
+    ts = NULL;
+    n = 0;
+    if (cuvil_optional_read_max(path, (uint64_t)64 << 20, 64, &kind, &t, &ts, &n, err, sizeof err) == CUVIL_OK) {
+        size_t want = cuvil_dtype_size(t.dtype);
+        for (int i = 0; i < t.ndim; i++) want *= (size_t)t.dims[i];
+        if ((kind == 1 && (want != t.nbytes || ((uintptr_t)t.data & 63))) || (kind != 2 && (ts || n)) ||
+            (kind != 1 && (t.data || t.nbytes)) || kind < 0 || kind > 2) {
+            fprintf(stderr, "optional read: kind %d, tensor of %zu bytes for %zu, %d elements\n", kind, t.nbytes, want, n);
+            abort();
+        }
+        cuvil_host_tensor_free(&t);
         cuvil_host_seq_free(ts, n);
     }
     close(fd);

@@ -4,7 +4,8 @@
     SEEDS/model/   valid ONNX models: the bundled example, every op test case of
                    tests/python/test_ops.py (each a small graph exercising one op and its
                    attribute/opset variants), and the malformed-model corpus of tests/malformed
-    SEEDS/tensor/  .npy files of every dtype and a few shapes, TensorProto and SequenceProto .pb files
+    SEEDS/tensor/  .npy files of every dtype and a few shapes, TensorProto, SequenceProto and
+                   OptionalProto .pb files
 
 Deterministic: the same files every run. Run with the project venv's python.
 """
@@ -68,7 +69,14 @@ def tensor_seeds(out: Path) -> int:
         sp.tensor_values.extend(numpy_helper.from_array((rng.standard_normal(shape[:1] + shape[1:]) * i).astype(np.float32))
                                 for i in range(k + 1))
         (out / f"seq-{k}.pb").write_bytes(sp.SerializeToString())
-        n += 1
+        op = onnx.OptionalProto(name="o", elem_type=onnx.OptionalProto.SEQUENCE, sequence_value=sp)
+        (out / f"opt-seq-{k}.pb").write_bytes(op.SerializeToString())
+        n += 2
+    t = numpy_helper.from_array(np.arange(6, dtype=np.float32).reshape(2, 3), name="o")
+    (out / "opt-tensor.pb").write_bytes(onnx.OptionalProto(name="o", elem_type=onnx.OptionalProto.TENSOR,
+                                                           tensor_value=t).SerializeToString())
+    (out / "opt-none.pb").write_bytes(onnx.OptionalProto(name="o").SerializeToString())
+    n += 2
     return n
 
 
