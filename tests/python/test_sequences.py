@@ -504,3 +504,28 @@ def test_cuvil_run_refuses_bad_sequence_files(tmp_path):
                                          "--input", f"p={tmp_path / 'p.npy'}", "--output-dir", str(out)])
         tl.assert_clean_failure(proc, mentions=mentions)
         assert not out.exists() or not any(out.iterdir()), name
+
+
+def test_torchscript_list_built_in_a_loop(tmp_path):
+    """A scripted loop that appends to a Python list and stacks it (TorchScript's exporter
+    writes SequenceEmpty, a Loop appending to it, ConcatFromSequence): matches PyTorch at every
+    count; an empty list fails the run naming ConcatFromSequence, as ONNX Runtime's does."""
+    import torch
+
+    class M(torch.nn.Module):
+        def forward(self, x, n: int):
+            out = []
+            for i in range(n):
+                out.append(x[i] * 2.0 + float(i))
+            return torch.stack(out)
+
+    m = torch.jit.script(M())
+    path = tmp_path / "lst.onnx"
+    torch.onnx.export(m, (torch.randn(6, 3), 4), str(path), input_names=["x", "n"], output_names=["y"], opset_version=17,
+                      dynamic_axes={"x": {0: "rows"}}, dynamo=False)
+    model = cuvil.compile(path, dims={"rows": (1, 8), "n": (0, 8)}, cache=False)
+    for k in range(1, 7):
+        x = torch.randn(6, 3, generator=torch.Generator().manual_seed(k))
+        np.testing.assert_allclose(model(x=x.numpy(), n=np.array(k, np.int64)), m(x, k).numpy(), rtol=1e-6, atol=1e-6)
+    with pytest.raises(cuvil.CuvilError, match="ConcatFromSequence.*empty"):
+        model(x=np.zeros((6, 3), np.float32), n=np.array(0, np.int64))

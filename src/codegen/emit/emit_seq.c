@@ -143,8 +143,8 @@ cuvil_status cg_emit_seq(cg_ctx *cg, cir_graph *g, cir_node *n) {
         cg_printf(cg, "    int64_t yd[%d];\n    if (cuvil_seq_concat(&%s, %s, %d, %d, %s, yd, %s)) return 1;\n",
                   y->ndim > 0 ? y->ndim : 1, cg_seq_params(cg, S), cg_in(cg, S->id), axis, cir_attr_int(n, "new_axis") != 0,
                   cg_out(cg, y->id), out_cap(cg, y));
-        cg_fallible(cg, "its elements differ in a dim other than the axis, or join to more than the output's declared or "
-                        "--dim size");
+        cg_fallible(cg, "its sequence is empty, or its elements differ in a dim other than the axis, or they join to more "
+                        "than the output's declared or --dim size");
         found_dims(cg, g, n, y->ndim, axis);
         return CUVIL_OK;
     }
