@@ -91,14 +91,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
         cuvil_host_seq_free(ts, n);
     }
-    int kind = 0;
-    ts = NULL;
-    n = 0;
-    if (cuvil_optional_read_max(path, (uint64_t)64 << 20, 64, &kind, &t, &ts, &n, err, sizeof err) == CUVIL_OK) {
+    for (int want_seq = 0; want_seq < 2; want_seq++) {
+        int kind = 0;
+        ts = NULL;
+        n = 0;
+        if (cuvil_optional_read_max(path, (uint64_t)64 << 20, 64, want_seq, &kind, &t, &ts, &n, err, sizeof err) != CUVIL_OK)
+            continue;
         size_t want = cuvil_dtype_size(t.dtype);
         for (int i = 0; i < t.ndim; i++) want *= (size_t)t.dims[i];
-        if ((kind == 1 && (want != t.nbytes || ((uintptr_t)t.data & 63))) || (kind != 2 && (ts || n)) ||
-            (kind != 1 && (t.data || t.nbytes)) || kind < 0 || kind > 2) {
+        if ((kind == 1 && (want != t.nbytes || ((uintptr_t)t.data & 63) || want_seq)) || (kind != 2 && (ts || n)) ||
+            (kind == 2 && !want_seq) || (kind != 1 && (t.data || t.nbytes)) || kind < -1 || kind > 2) {
             fprintf(stderr, "optional read: kind %d, tensor of %zu bytes for %zu, %d elements\n", kind, t.nbytes, want, n);
             abort();
         }

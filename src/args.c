@@ -40,9 +40,10 @@ static cuvil_status bad(cuvil_ctx *ctx, const char *msg, const char *arg) {
     return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "%s%s%s", msg, arg ? ": " : "", arg ? arg : "");
 }
 
-/* --shape IN=d0,d1,...: the text is copied to ctx's arena (the binding points into it). */
+/* --shape IN=d0,d1,...: the text is copied to ctx's arena (the binding points into it). IN is
+ * everything before the last '='. */
 static cuvil_status parse_shape(cuvil_ctx *ctx, cuvil_options *o, const char *v) {
-    const char *eq = strchr(v, '=');
+    const char *eq = strrchr(v, '=');   /* (the dims hold no '='; an input's name may) */
     if (!eq || eq == v) return bad(ctx, "--shape wants INPUT=d0,d1,... , got", v);
     if (o->n_shapes == CUVIL_MAX_SHAPE_BINDINGS) return bad(ctx, "too many --shape options", NULL);
     for (int k = 0; k < o->n_shapes; k++)
@@ -98,7 +99,7 @@ static cuvil_status parse_seq(cuvil_ctx *ctx, cuvil_options *o, const char *v) {
 
 /* --dim NAME=N | NAME=LO:HI[:STEP]: the name is copied to ctx's arena. */
 static cuvil_status parse_dim_option(cuvil_ctx *ctx, cuvil_options *o, const char *v) {
-    const char *eq = strchr(v, '=');
+    const char *eq = strrchr(v, '=');   /* (the value holds no '='; a name may) */
     if (!eq || eq == v) return bad(ctx, "--dim wants NAME=N, NAME=LO:HI or NAME=LO:HI:STEP, got", v);
     if (o->n_dims == CUVIL_MAX_DIM_BINDINGS) return bad(ctx, "too many --dim options", NULL);
     if ((size_t)(eq - v) >= 256) return bad(ctx, "--dim name too long", v);

@@ -458,8 +458,9 @@ static int read_seq_input(const cuvil_tensor_info *ti, const char *file, void **
     return seq_block(ti, file, ts, n, out);
 }
 
-/* Whether file is an ONNX OptionalProto for optional input ti: a regular file that is not a
- * .npy (a .npy, or a sequence's folder, holds a value). */
+/* Whether file may be an ONNX OptionalProto for optional input ti: a regular file that is not
+ * a .npy (a .npy, or a sequence's folder, holds a value; cuvil_optional_read_max says what
+ * else is the value's own file). */
 static bool optional_proto(const cuvil_tensor_info *ti, const char *file) {
     struct stat st;
     char head[6] = {0};
@@ -892,19 +893,12 @@ int main(int argc, char **argv) {
             int kind = 0, n = 0;
             cuvil_host_tensor *ts = NULL;
             if (cuvil_optional_read_max(files[i], (uint64_t)d->inputs[i].nbytes + (1u << 20), d->inputs[i].seq_max + 1,
-                                        &kind, &tin[i], &ts, &n, e, sizeof e) != CUVIL_OK) {
+                                        d->inputs[i].is_sequence != 0, &kind, &tin[i], &ts, &n, e, sizeof e) != CUVIL_OK) {
                 errf("input '%s': %s", d->inputs[i].name, e);
                 goto done;
             }
             if (!kind)
                 continue;
-            if ((kind == 2) != (d->inputs[i].is_sequence != 0)) {
-                cuvil_host_tensor_free(&tin[i]);
-                cuvil_host_seq_free(ts, n);
-                errf("input '%s': file %s holds a %s; the model takes a %s", d->inputs[i].name, files[i],
-                     kind == 2 ? "sequence" : "tensor", d->inputs[i].is_sequence ? "sequence" : "tensor");
-                goto done;
-            }
             if (kind == 2) {
                 if (n > d->inputs[i].seq_max) {
                     cuvil_host_seq_free(ts, n);
@@ -917,7 +911,7 @@ int main(int argc, char **argv) {
                 in_ptrs[i] = in_owned[i];
                 continue;
             }
-            have = true;
+            have = kind == 1;   /* (-1: not an OptionalProto; the value's own file, read below) */
         }
         if (d->inputs[i].is_sequence) {
             if (read_seq_input(&d->inputs[i], files[i], &in_owned[i]))
@@ -1187,8 +1181,10 @@ int main(int argc, char **argv) {
             fputs(": ", stdout);
             safe_puts(stdout, info_str(buf, sizeof buf, &run_outs[i]));
             fputs(" = ", stdout);
-            if (absent[i]) {
-                puts("none (an optional output the run gave no value; no file)");
+            if (absent[i]) {   /* (a file of that name there is an earlier run's: said, and left as it is) */
+                struct stat so;
+                printf("none (an optional output the run gave no value; no file%s)\n",
+                       out_paths[i] && lstat(out_paths[i], &so) == 0 ? ", and the one there is from before this run" : "");
                 continue;
             }
             if (run_outs[i].is_sequence)

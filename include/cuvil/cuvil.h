@@ -299,10 +299,12 @@ CUVIL_API void cuvil_host_tensor_free(cuvil_host_tensor *t);
 CUVIL_API cuvil_status cuvil_seq_read_max(const char *path, uint64_t max_bytes, int max_n, cuvil_host_tensor **out,
                                           int *n_out, char *err, size_t errlen);
 CUVIL_API void cuvil_host_seq_free(cuvil_host_tensor *ts, int n);
-/* Reads an ONNX OptionalProto .pb file: *kind 0 (it holds nothing), 1 (a tensor, into *t) or 2
- * (a sequence of *n tensors, into *seq; free with cuvil_host_seq_free), with the limits of
- * cuvil_seq_read_max. */
-CUVIL_API cuvil_status cuvil_optional_read_max(const char *path, uint64_t max_bytes, int max_n, int *kind,
+/* Reads an ONNX OptionalProto .pb file for an optional input of a sequence (want_seq) or a
+ * tensor: *kind 0 (it holds nothing), 1 (a tensor, into *t) or 2 (a sequence of *n tensors,
+ * into *seq; free with cuvil_host_seq_free), or -1 when the file is not an OptionalProto (read
+ * it as the value's own file). For a sequence, a SequenceProto is the value itself (the two
+ * formats read alike). The limits are cuvil_seq_read_max's. */
+CUVIL_API cuvil_status cuvil_optional_read_max(const char *path, uint64_t max_bytes, int max_n, int want_seq, int *kind,
                                                cuvil_host_tensor *t, cuvil_host_tensor **seq, int *n, char *err,
                                                size_t errlen);
 /* Writes a sequence of n tensors as a .npz (NumPy's zip of arr_0.npy, arr_1.npy, ...: np.load

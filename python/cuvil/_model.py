@@ -37,9 +37,10 @@ class TensorSpec:
     optional: bool = False   # an ONNX optional: None in (absent) and out
 
     def __repr__(self):
+        opt = "optional " if self.optional else ""
         if self.sequence:
-            return f"TensorSpec({self.name!r}, sequence of <= {self.seq_max} {self.dtype}{list(self.max_shape)})"
-        return f"TensorSpec({self.name!r}, {self.dtype}, {self.shape})"
+            return f"TensorSpec({self.name!r}, {opt}sequence of <= {self.seq_max} {self.dtype}{list(self.max_shape)})"
+        return f"TensorSpec({self.name!r}, {opt}{self.dtype}, {self.shape})"
 
 
 def _spec(t: N.TensorInfo, symbols: dict) -> TensorSpec:
@@ -71,7 +72,9 @@ def _seq_block(spec: TensorSpec, info, elems) -> np.ndarray:
     for i, e in enumerate(elems):
         if _is_torch(e):
             e = e.detach().cpu().contiguous().numpy()
-        a = np.ascontiguousarray(e)
+        a = np.asarray(e)
+        if not a.flags.c_contiguous:   # (ascontiguousarray would make a 0-d element 1-d)
+            a = a.copy(order="C")
         if a.dtype != spec.dtype:
             raise TypeError(f"input {spec.name!r}: element {i} is {a.dtype}, the model takes {spec.dtype}")
         ok = a.ndim == len(spec.max_shape) and all(
@@ -292,7 +295,7 @@ class CompiledModel:
 
     def __call__(self, *args, **kwargs):
         vals = self._arrange(args, kwargs)
-        want_torch = any(_is_torch(v) for v in vals)
+        want_torch = any(_is_torch(v) or (isinstance(v, (list, tuple)) and any(_is_torch(e) for e in v)) for v in vals)
         arrays, keep, seq_key = [], [], []
         for i, (spec, v) in enumerate(zip(self.inputs, vals)):
             if v is None:   # an optional input left out: NULL

@@ -1147,6 +1147,8 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
         if (v->kind == CIR_VAL_ACT && v->output_index == i) continue;
         const char *src = v->kind == CIR_VAL_ACT ? fmt_str(&cg, "out[%d]", v->output_index) : cg_in(&cg, v->id);
         cuvil_sb_printf(&calls, "    memcpy(out[%d], %s, %s);\n", i, src, cg_nbytes(&cg, v->id));
+        if (cg_present_slot(&cg, i) >= 0 && v->output_index >= 0)   /* an optional output again: whether it holds one */
+            cuvil_sb_printf(&calls, "    D[%d] = D[%d];\n", cg_present_slot(&cg, i), cg_present_slot(&cg, v->output_index));
         if (cg.unplanned)
             st = cuvil_err(g->ctx, CUVIL_ERR_INTERNAL, "graph output '%s' has no storage", v->name);
     }

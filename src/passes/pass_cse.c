@@ -123,7 +123,8 @@ static bool commutes(cir_op_kind k) {
 static bool mergeable(const cir_node *n) {
     return !n->dead && n->n_out >= 1 && n->low.packed < 0 && !n->low.params && !n->low.note && n->kind != CIR_OP_MBBLOCK &&
            n->kind != CIR_OP_ATTENTION && !n->then_region && n->kind != CIR_OP_LOOP_BEGIN && n->kind != CIR_OP_LOOP &&
-           n->kind != CIR_OP_IF;   /* (control flow: each owns its regions) */
+           n->kind != CIR_OP_IF &&   /* (control flow: each owns its regions) */
+           n->kind != CIR_OP_OPT_ELEM;   /* (an optional output's: it says whether the output holds one) */
 }
 
 static const cir_attr *find_attr(const cir_node *n, const cir_attr_spec *spec) {

@@ -186,7 +186,8 @@ cuvil_status cuvil_pass_shape_infer(cir_graph *g, const cuvil_options *o) {
             const cir_value *v = cir_in(g, n, j);
             if (v && v->seq_n >= 0)
                 s = cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' is a sequence; Cuvil takes sequences into the "
-                                 "Sequence ops, SplitToSequence and ConcatFromSequence only", v->name);
+                                 "sequence ops, Identity, If and SequenceMap, and as a Loop's state only where the body "
+                                 "appends to it (SequenceInsert at the end, read by nothing else)", v->name);
         }
         if (!s && g->symdims && !(n->def->flags & CIR_OPF_SYM_DIMS) && takes_symbolic(g, n, true))
             return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "takes symbolic dims, which op %s cannot take (fix them with "

@@ -9,6 +9,7 @@
  *
  * Messages are one line, "<path>: <problem>", written into the caller's buffer.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -866,42 +867,50 @@ static cuvil_status pb_tensor_at(const char *path, const uint8_t *msg, size_t le
     return st;
 }
 
+/* The next field of a protobuf message at *p (before end) into *f: its number, wire type and
+ * varint value, or (length-delimited) its bytes at f->msg, f->v of them. SequenceProto and
+ * OptionalProto have fields of those two wire types only: any other is not theirs (false). */
+typedef struct pb_field {
+    uint64_t num, wt, v;
+    const uint8_t *msg;
+} pb_field;
+
+static bool pb_next(const uint8_t **p, const uint8_t *end, pb_field *f) {
+    uint64_t key;
+    if (!pb_varint(p, end, &key)) return false;
+    f->num = key >> 3;
+    f->wt = key & 7;
+    if (f->wt == 0) return pb_varint(p, end, &f->v);
+    if (f->wt != 2 || !pb_varint(p, end, &f->v) || f->v > (uint64_t)(end - *p)) return false;
+    f->msg = *p;
+    *p += f->v;
+    return true;
+}
+
 /* A SequenceProto (onnx-data.proto: name 1, elem_type 2, tensor_values 3; the other kinds of
- * element, 4-7, are refused), walked field by field; each tensor decoded as a .pb tensor is. */
+ * element, 4-7, are refused; any other field means another message, a TensorProto most
+ * likely), each tensor decoded as a .pb tensor file is. */
 static cuvil_status seq_pb_parse(const char *path, const uint8_t *buf, size_t len, uint64_t max_bytes,
                                  cuvil_host_tensor **ts, int *n, int *cap, int max_n, char *err, size_t errlen) {
     const uint8_t *p = buf, *end = buf + len;
     uint64_t elem_type = 0, total = 0;
     while (p < end) {
-        uint64_t key, v;
-        if (!pb_varint(&p, end, &key))
-            return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path, "not a valid ONNX SequenceProto");
-        uint64_t field = key >> 3, wt = key & 7;
-        if (wt == 0) {
-            if (!pb_varint(&p, end, &v))
-                return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path, "not a valid ONNX SequenceProto");
-            if (field == 2)
-                elem_type = v;
+        pb_field f;
+        if (!pb_next(&p, end, &f) || f.num < 1 || f.num > 7 || (f.num == 2) != (f.wt == 0))
+            return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path,
+                        "not a valid ONNX SequenceProto (a sequence is a SequenceProto .pb or a folder of 0.npy, 1.npy, "
+                        "...; a TensorProto is one tensor)");
+        if (f.num == 2) {
+            elem_type = f.v;
             continue;
         }
-        if (wt == 1 || wt == 5) {
-            size_t w = wt == 1 ? 8 : 4;
-            if ((size_t)(end - p) < w)
-                return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path, "not a valid ONNX SequenceProto");
-            p += w;
-            continue;
-        }
-        if (wt != 2 || !pb_varint(&p, end, &v) || v > (uint64_t)(end - p))
-            return fail(err, errlen, CUVIL_ERR_INVALID_ARG, path, "not a valid ONNX SequenceProto");
-        const uint8_t *msg = p;
-        p += v;
-        if (field >= 4 && field <= 7)
+        if (f.num >= 4)
             return fail(err, errlen, CUVIL_ERR_UNSUPPORTED, path,
                         "a SequenceProto of sparse tensors, sequences, maps or optionals (Cuvil takes tensors)");
-        if (field != 3)
+        if (f.num != 3)
             continue;   /* (its name) */
         cuvil_status st = seq_push(path, ts, n, cap, max_n, err, errlen);
-        if (st != CUVIL_OK || (st = pb_tensor_at(path, msg, (size_t)v, *n, &(*ts)[*n], err, errlen)) != CUVIL_OK)
+        if (st != CUVIL_OK || (st = pb_tensor_at(path, f.msg, (size_t)f.v, *n, &(*ts)[*n], err, errlen)) != CUVIL_OK)
             return st;
         total += (*ts)[(*n)++].nbytes;
         if (total > max_bytes)
@@ -914,8 +923,8 @@ static cuvil_status seq_pb_parse(const char *path, const uint8_t *buf, size_t le
     return CUVIL_OK;
 }
 
-cuvil_status cuvil_optional_read_max(const char *path, uint64_t max_bytes, int max_n, int *kind, cuvil_host_tensor *t,
-                                     cuvil_host_tensor **seq, int *n, char *err, size_t errlen) {
+cuvil_status cuvil_optional_read_max(const char *path, uint64_t max_bytes, int max_n, int want_seq, int *kind,
+                                     cuvil_host_tensor *t, cuvil_host_tensor **seq, int *n, char *err, size_t errlen) {
     if (err && errlen)
         err[0] = '\0';
     if (!path || !kind || !t || !seq || !n)
@@ -927,39 +936,44 @@ cuvil_status cuvil_optional_read_max(const char *path, uint64_t max_bytes, int m
     unsigned char *buf = NULL;
     size_t len = 0;
     cuvil_status st = read_file(path, max_bytes + 4096 + (uint64_t)max_n * 4096, &buf, &len, err, errlen);
-    const uint8_t *p = buf, *end = buf + len;
+    /* OptionalProto: name 1, elem_type 2, tensor_value 3, sequence_value 5 (4, 6, 7: kinds Cuvil
+     * does not take); a one-tensor SequenceProto reads the same, and an optional sequence input
+     * takes a SequenceProto as its value */
+    const uint8_t *p = buf, *end = buf + len, *tv = NULL, *sv = NULL;
+    size_t tl = 0, sl = 0;
     uint64_t elem_type = 0;
-    int cap = 0;
-    while (st == CUVIL_OK && p < end) {   /* OptionalProto: name 1, elem_type 2, tensor_value 3, sequence_value 5 */
-        uint64_t key, v;
-        if (!pb_varint(&p, end, &key) || ((key & 7) == 0 && !pb_varint(&p, end, &v)) ||
-            ((key & 7) == 2 && (!pb_varint(&p, end, &v) || v > (uint64_t)(end - p))) ||
-            ((key & 7) != 0 && (key & 7) != 2)) {
-            st = fail(err, errlen, CUVIL_ERR_INVALID_ARG, path, "not a valid ONNX OptionalProto");
-            break;
-        }
-        if ((key & 7) == 0) {
-            if ((key >> 3) == 2)
-                elem_type = v;
-            continue;
-        }
-        const uint8_t *msg = p;
-        p += v;
-        uint64_t field = key >> 3;
-        if (field == 4 || field == 6 || field == 7)
+    int n3 = 0, n5 = 0;
+    bool other = false;
+    while (st == CUVIL_OK && p < end && !other) {
+        pb_field f;
+        if (!pb_next(&p, end, &f) || f.num < 1 || f.num > 7 || (f.num == 2) != (f.wt == 0)) {
+            other = true;   /* not an OptionalProto (nor a SequenceProto): the value's own file */
+        } else if (f.num == 2) {
+            elem_type = f.v;
+        } else if (f.num == 3) {
+            tv = f.msg, tl = (size_t)f.v, n3++;
+        } else if (f.num == 5) {
+            sv = f.msg, sl = (size_t)f.v, n5++;
+        } else if (f.num != 1) {
             st = fail(err, errlen, CUVIL_ERR_UNSUPPORTED, path,
                       "an OptionalProto of a sparse tensor, a map or an optional (Cuvil takes tensors and sequences)");
-        else if ((field == 3 || field == 5) && *kind)
-            st = fail(err, errlen, CUVIL_ERR_INVALID_ARG, path, "an OptionalProto with two values");
-        else if (field == 3 && (st = pb_tensor_at(path, msg, (size_t)v, 0, t, err, errlen)) == CUVIL_OK)
-            *kind = 1;
-        else if (field == 5 && (st = seq_pb_parse(path, msg, (size_t)v, max_bytes, seq, n, &cap, max_n, err, errlen)) == CUVIL_OK)
-            *kind = 2;
+        }
+    }
+    int cap = 0;
+    if (st != CUVIL_OK || other) {
+        *kind = other && st == CUVIL_OK ? -1 : 0;
+    } else if (want_seq && (n3 || elem_type == 1) && !n5) {   /* a SequenceProto: the sequence itself */
+        if ((st = seq_pb_parse(path, buf, len, max_bytes, seq, n, &cap, max_n, err, errlen)) == CUVIL_OK) *kind = 2;
+    } else if (want_seq && n5 == 1 && !n3) {
+        if ((st = seq_pb_parse(path, sv, sl, max_bytes, seq, n, &cap, max_n, err, errlen)) == CUVIL_OK) *kind = 2;
+    } else if (!want_seq && n3 == 1 && !n5) {
+        if ((st = pb_tensor_at(path, tv, tl, 0, t, err, errlen)) == CUVIL_OK) *kind = 1;
+    } else if (n3 || n5) {
+        st = fail(err, errlen, CUVIL_ERR_INVALID_ARG, path, "the file holds %s; the input takes %s",
+                  n5 ? "a sequence" : n3 > 1 ? "several tensors (a SequenceProto)" : "a tensor",
+                  want_seq ? "a sequence" : "one tensor");
     }
     cuvil_free(buf);
-    if (st == CUVIL_OK && *kind && elem_type != (*kind == 1 ? 1u : 3u))
-        st = fail(err, errlen, CUVIL_ERR_INVALID_ARG, path, "an OptionalProto whose elem_type (%llu) is not its value's",
-                  (unsigned long long)elem_type);
     if (st != CUVIL_OK) {
         cuvil_host_tensor_free(t);
         cuvil_host_seq_free(*seq, *n);
@@ -968,6 +982,14 @@ cuvil_status cuvil_optional_read_max(const char *path, uint64_t max_bytes, int m
         *kind = 0;
     }
     return st;
+}
+
+/* "<dir>/<i>.<ext>", malloc'd (NULL: out of memory). */
+static char *elem_file(const char *dir, int i, const char *ext) {
+    size_t plen = strlen(dir) + 32;
+    char *f = cuvil_malloc(plen);
+    if (f) snprintf(f, plen, "%s/%d.%s", dir, i, ext);
+    return f;
 }
 
 cuvil_status cuvil_seq_read_max(const char *path, uint64_t max_bytes, int max_n, cuvil_host_tensor **out, int *n_out,
@@ -987,15 +1009,15 @@ cuvil_status cuvil_seq_read_max(const char *path, uint64_t max_bytes, int max_n,
     if (S_ISDIR(sb.st_mode)) {   /* DIR/0.npy, DIR/1.npy, ... (.npy or .pb each) until one is missing */
         uint64_t total = 0;
         for (int i = 0;; i++) {
-            size_t plen = strlen(path) + 24;
-            char *f = cuvil_malloc(plen);
+            char *f = elem_file(path, i, "npy");
+            if (f && access(f, F_OK) != 0) {
+                cuvil_free(f);
+                f = elem_file(path, i, "pb");
+            }
             if (!f) {
                 st = fail(err, errlen, CUVIL_ERR_NOMEM, path, "out of memory");
                 break;
             }
-            snprintf(f, plen, "%s/%d.npy", path, i);
-            if (access(f, F_OK) != 0)
-                snprintf(f, plen, "%s/%d.pb", path, i);
             if (access(f, F_OK) != 0) {
                 cuvil_free(f);
                 break;
@@ -1010,10 +1032,43 @@ cuvil_status cuvil_seq_read_max(const char *path, uint64_t max_bytes, int max_n,
             if (st != CUVIL_OK)
                 break;
         }
+        /* nothing else there: a gap (0.npy, 2.npy), another name (00.npy) or both 0.npy and 0.pb
+         * would make a shorter sequence than the folder means */
+        DIR *dir = st == CUVIL_OK ? opendir(path) : NULL;
+        if (st == CUVIL_OK && !dir)
+            st = fail(err, errlen, CUVIL_ERR_IO, path, "cannot list the folder: %s", strerror(errno));
+        for (struct dirent *de; dir && st == CUVIL_OK && (de = readdir(dir));) {
+            if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
+            char want[32];
+            bool ours = false;
+            for (int k = 0; k < n && !ours; k++) {
+                snprintf(want, sizeof want, "%d.npy", k);
+                ours = !strcmp(de->d_name, want);
+                snprintf(want, sizeof want, "%d.pb", k);
+                if (!strcmp(de->d_name, want)) {   /* the .pb of an element read as its .npy: both there */
+                    char *npy = elem_file(path, k, "npy");
+                    if (!npy) {
+                        st = fail(err, errlen, CUVIL_ERR_NOMEM, path, "out of memory");
+                        break;
+                    }
+                    ours = access(npy, F_OK) != 0;
+                    cuvil_free(npy);
+                }
+            }
+            if (!ours && st == CUVIL_OK)
+                st = fail(err, errlen, CUVIL_ERR_INVALID_ARG, path,
+                          "holds '%.100s', which is not one of its elements 0..%d (a sequence's folder holds 0.npy, "
+                          "1.npy, ... (or .pb), numbered from 0 without gaps, and nothing else)", de->d_name, n - 1);
+        }
+        if (dir)
+            closedir(dir);
     } else {
         unsigned char *buf = NULL;
         size_t len = 0;
         st = read_file(path, max_bytes + 4096 + (uint64_t)max_n * 4096, &buf, &len, err, errlen);
+        if (st == CUVIL_OK && len >= 4 && !memcmp(buf, "PK\x03\x04", 4))
+            st = fail(err, errlen, CUVIL_ERR_UNSUPPORTED, path,
+                      "a .npz is not read as a sequence (yet): give a folder of 0.npy, 1.npy, ... or a SequenceProto .pb");
         if (st == CUVIL_OK && len >= NPY_MAGIC_LEN && !memcmp(buf, NPY_MAGIC, NPY_MAGIC_LEN))
             st = fail(err, errlen, CUVIL_ERR_INVALID_ARG, path,
                       "a .npy file holds one tensor; a sequence is a SequenceProto .pb or a folder of 0.npy, 1.npy, ...");

@@ -494,3 +494,32 @@ def test_cse_keeps_each_branch_its_own_nodes(tmp_path):
     x = np.array([-1, 0.5, 2, -3], np.float32)
     for c in (True, False):
         tl.check_vs_ort(model, path, {"c": np.array(c), "x": x}, rtol=0, atol=0)
+
+
+def test_subgraph_names_may_hide_outer_ones(tmp_path):
+    """A loop body's input and a SequenceMap body's input named as a value around them (ONNX's
+    checker and ONNX Runtime take it): each hides the outer value in its body only, and the
+    outer value is seen again after it (a branch reads it)."""
+    body = _body("body", [helper.make_node("Add", ["x", "x"], ["x2"]), helper.make_node("Identity", ["c"], ["c_out"])],
+                 [("i", I64, []), ("c", B, []), ("x", F, [3])], [("c_out", B), ("x2", F)])
+    then_g = _branch("t", [helper.make_node("Neg", ["x"], ["ny"]), helper.make_node("Mul", ["ny", "y"], ["t_out"])],
+                     [("t_out", F)])
+    else_g = _branch("e", [helper.make_node("Abs", ["x"], ["e_out"])], [("e_out", F)])
+    map_body = helper.make_graph([helper.make_node("Mul", ["y", "x"], ["my"])], "mb",
+                                 [_vi("y", F, [3]), _vi("x", F, [3])], [_vi("my", F, [3])])
+    g = helper.make_graph(
+        [helper.make_node("Loop", ["m", "", "x"], ["looped"], body=body),
+         helper.make_node("If", ["flag"], ["z"], then_branch=then_g, else_branch=else_g),
+         helper.make_node("SequenceConstruct", ["y", "x"], ["s"]),
+         helper.make_node("SequenceMap", ["s", "x"], ["ms"], body=map_body),
+         helper.make_node("ConcatFromSequence", ["ms"], ["cat"], axis=0),
+         helper.make_node("Add", ["x", "y"], ["outer"])], "shadow",
+        [_vi("x", F, [3]), _vi("y", F, [3]), _vi("m", I64, []), _vi("flag", B, [])],
+        [_vi("looped", F, [3]), _vi("z", F, [3]), _vi("cat", F, [6]), _vi("outer", F, [3])])
+    path = _save(tmp_path, "shadow", g)
+    model = cuvil.load(tl.compile(path, tmp_path / "b", dims={"m": "0:4"}))
+    x, y = np.array([1, -2, 3], np.float32), np.array([0.5, 0.25, -1], np.float32)
+    for m in (0, 2):
+        for flag in (True, False):
+            tl.check_vs_ort(model, path, {"x": x, "y": y, "m": np.array(m, np.int64), "flag": np.array(flag)}, rtol=0,
+                            atol=0)

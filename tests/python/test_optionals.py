@@ -154,3 +154,52 @@ def test_optionals_into_other_ops_are_refused(tmp_path):
                           [_opt_tensor("x", [3])], [helper.make_tensor_value_info("v", F, [3])])
     tl.assert_clean_failure(tl.compile_raw(_save(tmp_path, g, "r"), tmp_path / "r.so"),
                             mentions=["abs_node", "'x'", "optional", "OptionalGetElement"])
+
+
+def test_optional_inputs_from_their_values_files_and_declared_outputs(tmp_path):
+    """cuvil-run reads an optional input from its value's own file too (a TensorProto .pb, a
+    SequenceProto for an optional sequence: empty is a value, not absent); an empty Optional of
+    a declared tensor type gives None through an If to an output declared so; a graph output
+    listed twice is given twice."""
+    from onnx import numpy_helper
+    path = _opt_model(tmp_path)
+    so = tl.compile(path, tmp_path / "build", dims={"n": "1:8"})
+    np.save(tmp_path / "y.npy", np.array([1, 2], np.float32))
+    (tmp_path / "x.pb").write_bytes(numpy_helper.from_array(np.array([5, 6], np.float32), "x").SerializeToString())
+    proc = tl.run_tool("cuvil-run", [str(so), "--input", f"x={tmp_path / 'x.pb'}", "--input", f"y={tmp_path / 'y.npy'}",
+                                     "--output-dir", str(tmp_path / "o")])
+    assert proc.returncode == 0, proc.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "o" / "z.npy"), [6, 8])
+    seq_t = helper.make_sequence_type_proto(helper.make_tensor_type_proto(F, ["k"]))
+    then_g = helper.make_graph([helper.make_node("SequenceLength", ["s"], ["tl"])], "t", [],
+                               [helper.make_tensor_value_info("tl", I64, [])])
+    else_g = helper.make_graph([helper.make_node("Constant", [], ["el"], value=helper.make_tensor("m1", I64, [], [-1]))],
+                               "e", [], [helper.make_tensor_value_info("el", I64, [])])
+    g = helper.make_graph([helper.make_node("OptionalHasElement", ["s"], ["h"]),
+                           helper.make_node("If", ["h"], ["L"], then_branch=helper.make_graph(
+                               [helper.make_node("OptionalGetElement", ["s"], ["sv"]),
+                                helper.make_node("SequenceLength", ["sv"], ["tl"])], "t", [],
+                               [helper.make_tensor_value_info("tl", I64, [])]), else_branch=else_g)], "os",
+                          [helper.make_value_info("s", helper.make_optional_type_proto(seq_t))],
+                          [helper.make_tensor_value_info("L", I64, [])])
+    so2 = tl.compile(_save(tmp_path, g, "os"), tmp_path / "b2", extra=["--seq", "s=0:3", "--shape", "s=4"])
+    for k in (0, 1, 2):
+        sp = numpy_helper.from_list([np.ones(2, np.float32)] * k, "s", dtype=TensorProto.FLOAT)
+        (tmp_path / f"s{k}.pb").write_bytes(sp.SerializeToString())
+        proc = tl.run_tool("cuvil-run", [str(so2), "--input", f"s={tmp_path / f's{k}.pb'}", "--output-dir",
+                                         str(tmp_path / f"os{k}")])
+        assert proc.returncode == 0, proc.stderr
+        assert int(np.load(tmp_path / f"os{k}" / "L.npy")) == k
+    opt_t = helper.make_optional_type_proto(helper.make_tensor_type_proto(F, [2]))
+    tg = helper.make_graph([helper.make_node("Optional", ["x"], ["o1"])], "t", [], [helper.make_value_info("o1", opt_t)])
+    eg = helper.make_graph([helper.make_node("Optional", [], ["o2"], type=helper.make_tensor_type_proto(F, [2]))], "e", [],
+                           [helper.make_value_info("o2", opt_t)])
+    g = helper.make_graph([helper.make_node("If", ["c"], ["O"], then_branch=tg, else_branch=eg)], "decl",
+                          [helper.make_tensor_value_info("c", TensorProto.BOOL, []), helper.make_tensor_value_info("x", F, [2])],
+                          [helper.make_value_info("O", opt_t), helper.make_value_info("O", opt_t)])
+    model = cuvil.compile(_save(tmp_path, g, "decl"), cache=False)
+    x = np.array([3, 4], np.float32)
+    a, b = model(c=np.array(True), x=x)
+    np.testing.assert_array_equal(a, x)
+    np.testing.assert_array_equal(b, x)
+    assert model(c=np.array(False), x=x) == (None, None)

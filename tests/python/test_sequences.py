@@ -529,3 +529,56 @@ def test_torchscript_list_built_in_a_loop(tmp_path):
         np.testing.assert_allclose(model(x=x.numpy(), n=np.array(k, np.int64)), m(x, k).numpy(), rtol=1e-6, atol=1e-6)
     with pytest.raises(cuvil.CuvilError, match="ConcatFromSequence.*empty"):
         model(x=np.zeros((6, 3), np.float32), n=np.array(0, np.int64))
+
+
+def test_sequence_files_that_are_not_what_they_seem(tmp_path):
+    """cuvil-run refuses what would make a wrong sequence quietly: a TensorProto .pb (it reads as
+    an empty SequenceProto field by field), a folder with a gap, a name that is not a number, or
+    both 0.npy and 0.pb; a .npz says it is not read as an input."""
+    from onnx import numpy_helper
+    path = _seq_io_model(tmp_path)
+    so = tl.compile(path, tmp_path / "build", extra=["--seq", "S=0:4", "--shape", "S=5"])
+    np.save(tmp_path / "t.npy", np.array([7, 8, 9], np.float32))
+    np.save(tmp_path / "p.npy", np.array(0, np.int64))
+    (tmp_path / "tensor.pb").write_bytes(numpy_helper.from_array(np.ones(3, np.float32), "S").SerializeToString())
+    folders = {"gap": ["0.npy", "2.npy"], "zero": ["00.npy", "1.npy"], "both": ["0.npy", "0.pb"]}
+    for name, files in folders.items():
+        (tmp_path / name).mkdir()
+        for f in files:
+            if f.endswith(".npy"):
+                np.save(tmp_path / name / f, np.ones(2, np.float32))
+            else:
+                (tmp_path / name / f).write_bytes(numpy_helper.from_array(np.ones(2, np.float32)).SerializeToString())
+    np.savez(tmp_path / "s.npz", np.ones(2, np.float32))
+    cases = {"tensor.pb": ["not a valid ONNX SequenceProto", "TensorProto"], "gap": ["'2.npy'", "without gaps"],
+             "zero": ["'00.npy'"], "both": ["'0.pb'"], "s.npz": [".npz"]}
+    for src, mentions in cases.items():
+        proc = tl.run_tool("cuvil-run", [str(so), "--input", f"S={tmp_path / src}", "--input", f"t={tmp_path / 't.npy'}",
+                                         "--input", f"p={tmp_path / 'p.npy'}", "--output-dir", str(tmp_path / f"o_{src}")])
+        tl.assert_clean_failure(proc, mentions=mentions)
+
+
+def test_python_sequences_of_scalars_torch_elements_and_named_element_dims(tmp_path):
+    """Python takes 0-d elements as they are; torch elements give torch outputs; an element dim
+    the model names takes its value from --dim, every element's (so elements may stack)."""
+    import onnx
+    import torch
+    g = helper.make_graph([helper.make_node("ConcatFromSequence", ["S"], ["y"], axis=0, new_axis=1)], "sc",
+                          [_seq_vi("S", F, [])], [_vi("y", F, None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, tmp_path / "sc.onnx")
+    model = cuvil.compile(tmp_path / "sc.onnx", sequences={"S": (1, 3)}, cache=False)
+    np.testing.assert_array_equal(model(S=[np.array(1.5, np.float32), np.float32(2.5)]), [1.5, 2.5])
+    out = model(S=[torch.tensor(1.0), torch.tensor(2.0)])
+    assert isinstance(out, torch.Tensor) and out.tolist() == [1.0, 2.0]
+    g = helper.make_graph([helper.make_node("ConcatFromSequence", ["S"], ["y"], axis=0, new_axis=1)], "named",
+                          [_seq_vi("S", F, ["a", 2])], [_vi("y", F, None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, tmp_path / "named.onnx")
+    named = cuvil.compile(tmp_path / "named.onnx", sequences={"S": (1, 3)}, dims={"a": 3}, cache=False)
+    S = [np.arange(6, dtype=np.float32).reshape(3, 2), np.ones((3, 2), np.float32)]
+    np.testing.assert_array_equal(named(S=S), np.stack(S))
+    with pytest.raises(ValueError, match="element 1"):
+        named(S=[S[0], np.ones((2, 2), np.float32)])

@@ -21,8 +21,19 @@ typedef struct loader {
     cuvil_map names;          /* value name -> id */
     cuvil_map later;          /* node output name -> node index, to explain a use before definition */
     cuvil_map declared;       /* graph input names (repeats) */
-    cuvil_map listed;         /* graph output names (repeats) */
     cuvil_map opsets;         /* domain ("ai.onnx" for the default) -> index in opset_import */
+    cuvil_map elem_dims;      /* the names of sequence inputs' element dims that a --dim gives */
+    /* A loop's body may name an input as a graph around it names a value (ONNX's checker and
+     * ONNX Runtime take it; node outputs stay single assignments throughout): the input hides
+     * the outer value until the body ends. scope_first: the
+     * first value id of the subgraph loading (0: the main graph); shadow: the outer names hidden,
+     * and their ids, restored when it ends. */
+    int scope_first;
+    struct shadowed {
+        const char *name;
+        int id;
+    } *shadow;
+    int n_shadow, cap_shadow;
     const char *model_dir;    /* NULL: external data refused */
     Onnx__ModelProto *m;
     onnx_mapper map;          /* ONNX ops onto CIR ops (onnx_ops.c) */
@@ -111,6 +122,24 @@ static const cuvil_shape_binding *shape_binding(loader *L, const char *name) {
     for (int i = 0; i < L->o->n_shapes; i++)
         if (L->o->shapes[i].input && !strcmp(L->o->shapes[i].input, name)) return &L->o->shapes[i];
     return NULL;
+}
+
+/* Whether a body input `name` may be defined now (its value id in L->names is `id`, -1 if none):
+ * unused, or a value of a graph around the subgraph loading, which it then hides (L->shadow).
+ * false: defined twice in one graph, or out of memory (L->ctx says which when *oom). */
+static bool may_define(loader *L, const char *name, int id, bool *oom) {
+    *oom = false;
+    if (id < 0) return true;
+    if (!L->scope_first || id >= L->scope_first) return false;   /* (this graph's own: twice) */
+    if (L->n_shadow == L->cap_shadow) {
+        int cap = L->cap_shadow ? 2 * L->cap_shadow : 16;
+        struct shadowed *ns = cuvil_realloc(L->shadow, sizeof *ns * (size_t)cap);
+        if (!ns) return !(*oom = true);
+        L->shadow = ns;
+        L->cap_shadow = cap;
+    }
+    L->shadow[L->n_shadow++] = (struct shadowed){name, id};
+    return true;
 }
 
 static cuvil_status add_name(loader *L, int id) {
@@ -333,9 +362,24 @@ static cuvil_status load_seq_input(loader *L, int id, const char *name, const de
             same |= 1u << k;
             continue;
         }
+        const Onnx__TensorShapeProto__Dimension *dm = d->ndim >= 0 && d->shape ? d->shape->dim[k] : NULL;
+        for (int j = 0; !sd && dm && dim_is_named(dm) && j < L->o->n_dims; j++) {   /* a name --dim gives */
+            const cuvil_dim_binding *b = &L->o->dims[j];
+            if (strcmp(b->name, dm->dim_param)) continue;
+            if (!cuvil_map_put(&L->elem_dims, b->name, j)) return cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
+            if (b->max <= 0) {   /* a number: every element's */
+                dims[k] = b->value;
+                same |= 1u << k;
+                given = -1;
+            } else {
+                given = b->max;   /* a range: the largest (elements may differ) */
+            }
+        }
+        if (given < 0) continue;
         if (given <= 0)
             return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED, "graph input '%s' is a sequence whose elements' dim %d the model "
-                             "leaves open: give the largest it may be with --shape %s=d0,d1,...", name, k, name);
+                             "leaves open: give the largest it may be with --shape %s=d0,d1,... (or, where the model names "
+                             "it, its value, every element's, or its range with --dim NAME=...)", name, k, name);
         if (given > L->lim->dim)
             return cuvil_err(L->ctx, CUVIL_ERR_INVALID_ARG, "--shape %s: dim %d = %lld is over the limit dim=%lld", name, k,
                              (long long)given, (long long)L->lim->dim);
@@ -405,6 +449,13 @@ static cuvil_status seq_count_syms(loader *L) {
 
 static cuvil_status load_inputs(loader *L, const Onnx__GraphProto *gp) {
     cir_graph *g = L->g;
+    for (int k = 0; k < L->o->n_seqs; k++) {   /* (an --seq naming no input: said first) */
+        bool found = false;
+        for (size_t i = 0; i < gp->n_input && !found; i++) found = gp->input[i]->name && !strcmp(gp->input[i]->name, L->o->seqs[k].input);
+        if (!found)
+            return cuvil_err(L->ctx, CUVIL_ERR_INVALID_ARG, "--seq %s: the model has no sequence input named so",
+                             L->o->seqs[k].input);
+    }
     for (size_t i = 0; i < gp->n_input; i++) {
         const Onnx__ValueInfoProto *vi = gp->input[i];
         const char *name = vi->name ? vi->name : "";
@@ -748,8 +799,10 @@ static cuvil_status add_loop_begin(loader *L, const Onnx__GraphProto *sg, const 
     for (size_t j = 0; !ls->map_in && j < sg->n_input; j++) {
         const char *nm = sg->input[j]->name ? sg->input[j]->name : "";
         if (!*nm) return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: input %zu of its body has no name", desc, j);
-        if (cuvil_map_get(&L->names, nm) >= 0)
-            return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: input '%s' of its body is defined twice", desc, nm);
+        bool oom;
+        if (!may_define(L, nm, cuvil_map_get(&L->names, nm), &oom))
+            return oom ? cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory")
+                       : cuvil_err(L->ctx, CUVIL_ERR_MODEL, "input '%s' of its body is defined twice", nm);
         cuvil_status s = count_value(L);
         int id = s ? -1 : cir_value_add(g, nm, CIR_VAL_ACT);
         if (id < 0) return s ? s : L->ctx->status;
@@ -799,14 +852,17 @@ static cuvil_status load_region(loader *L, const Onnx__GraphProto *sg, const cha
     *region = r;
     cuvil_map outer_later = L->later;   /* the subgraph's own "produced later" names */
     memset(&L->later, 0, sizeof L->later);
-    int outer_region = g->cur_region, first_value = g->n_values;
+    int outer_region = g->cur_region, first_value = g->n_values, outer_first = L->scope_first, outer_shadow = L->n_shadow;
+    L->scope_first = first_value;   /* (a name of the graphs around it may be defined again here: may_define) */
     cuvil_status s = ls ? add_loop_begin(L, sg, desc, ls) : CUVIL_OK;
     g->cur_region = r;
     for (size_t j = 0; !s && ls && ls->map_in && j < sg->n_input; j++) {   /* SequenceMap's body inputs */
         const char *nm = sg->input[j]->name ? sg->input[j]->name : "";
         if (!*nm) s = cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: input %zu of its body has no name", desc, j);
-        else if (cuvil_map_get(&L->names, nm) >= 0)
-            s = cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: input '%s' of its body is defined twice", desc, nm);
+        bool oom = false;
+        if (!s && !may_define(L, nm, cuvil_map_get(&L->names, nm), &oom))
+            s = oom ? cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory")
+                    : cuvil_err(L->ctx, CUVIL_ERR_MODEL, "input '%s' of its body is defined twice", nm);
         int id = s || (s = count_value(L)) ? -1 : cir_value_add(g, nm, CIR_VAL_ACT);
         if (!s && id < 0) s = L->ctx->status;
         int args[3] = {ls->map_in[j], ls->params[0], ls->map_count};
@@ -816,6 +872,7 @@ static cuvil_status load_region(loader *L, const Onnx__GraphProto *sg, const cha
     if (!s) s = load_initializers(L, sg);
     if (!s) s = load_nodes(L, sg);
     g->cur_region = outer_region;
+    L->scope_first = outer_first;
     cuvil_map_free(&L->later);
     L->later = outer_later;
     if (s) return cuvil_err_prefix(L->ctx, "in the %s of %s: ", attr, desc);
@@ -827,12 +884,17 @@ static cuvil_status load_region(loader *L, const Onnx__GraphProto *sg, const cha
                              desc, o, attr, ls ? "body" : "branch");
         outs[(*n_outs)++] = id;
     }
-    /* the subgraph's names leave scope with it (the other branch may use them again) */
+    /* the subgraph's names leave scope with it (the other branch may use them again), and the
+     * outer values it hid are seen again */
     for (int v = first_value; v < g->n_values; v++) {
         const char *nm = cir_val(g, v)->name;
         if (nm && cuvil_map_get(&L->names, nm) == v && !cuvil_map_put(&L->names, nm, -1))
             return cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
     }
+    for (int k = L->n_shadow - 1; k >= outer_shadow; k--)
+        if (!cuvil_map_put(&L->names, L->shadow[k].name, L->shadow[k].id))
+            return cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
+    L->n_shadow = outer_shadow;
     return CUVIL_OK;
 }
 
@@ -1077,9 +1139,19 @@ static cuvil_status load_optional_op(loader *L, const Onnx__NodeProto *np, const
                 if (id < 0 || (s = cir_node_set_attr(g, cir_node_at(g, id), &a))) return id < 0 ? L->ctx->status : s;
             } else {
                 const Onnx__TensorShapeProto *sh = e->tensor_type->shape;
-                int64_t dims[CIR_MAX_DIMS] = {0};   /* (every dim 0: no bytes) */
+                int64_t dims[CIR_MAX_DIMS] = {0};   /* the type's dims (0 where it names none: no bytes) */
                 int r = sh ? (int)sh->n_dim : 0;
                 if (r > CIR_MAX_DIMS) return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED, "%s: its type has rank %d", desc, r);
+                uint64_t bytes = cir_dtype_size(dt);
+                for (int k = 0; k < r; k++) {
+                    const Onnx__TensorShapeProto__Dimension *dm = sh->dim[k];
+                    int64_t v = dm->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE ? dm->dim_value : 0;
+                    dims[k] = v > 0 && v <= (1 << 24) ? v : 0;
+                    bytes = dims[k] && bytes > UINT64_MAX / (uint64_t)dims[k] ? UINT64_MAX : bytes * (uint64_t)dims[k];
+                }
+                if (bytes > ((uint64_t)16 << 20))   /* (a constant nothing reads, in the weights) */
+                    return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED, "%s: an empty optional of a tensor of over 16 MiB "
+                                     "(its 'type') is not supported", desc);
                 snprintf(nm, sizeof nm, "%.200s/empty", name);
                 int c = count_value(L) ? -1 : cir_const_add(g, nm, dt, r, dims, NULL);
                 if (c < 0 || (s = add_node1(L, CIR_OP_IDENTITY, name, op, 1, &c, y))) return c < 0 ? L->ctx->status : s;
@@ -1255,7 +1327,7 @@ static cuvil_status load_nodes(loader *L, const Onnx__GraphProto *gp) {
                 out[j] = -1;
                 continue;
             }
-            if (cuvil_map_get(&L->names, oname) >= 0) {
+            if (cuvil_map_get(&L->names, oname) >= 0) {   /* (SSA: in its graph and those around it) */
                 s = cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: output '%s' is defined twice", desc, oname);
                 break;
             }
@@ -1331,9 +1403,7 @@ static cuvil_status load_outputs(loader *L, const Onnx__GraphProto *gp) {
     for (size_t i = 0; i < gp->n_output; i++) {
         const char *name = gp->output[i]->name ? gp->output[i]->name : "";
         if (!*name) return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "graph output %zu has no name", i);
-        if (cuvil_map_get(&L->listed, name) >= 0)
-            return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "graph output '%s' is listed twice", name);
-        if (!cuvil_map_put(&L->listed, name, (int)i)) return cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
+        /* (listed again: the same value again, as ONNX's checker and ONNX Runtime take it) */
         int id = cuvil_map_get(&L->names, name);
         if (id < 0)
             return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "graph output '%s' is not produced by any node", name);
@@ -1389,6 +1459,7 @@ static cuvil_status check_dims_used(loader *L) {
     for (int i = 0; i < L->o->n_dims; i++) {
         bool found = false;
         for (int j = 0; j < L->g->n_syms; j++) found |= !strcmp(L->g->syms[j].name, L->o->dims[i].name);
+        if (cuvil_map_get(&L->elem_dims, L->o->dims[i].name) >= 0 && !found) continue;   /* (sequence elements' dims) */
         const cuvil_dim_binding *vb = &L->o->dims[i];
         if (!found && value_named(L->g, vb->name)) {
             /* a value's name: the range of the sizes it gives or takes when the model runs
@@ -1534,8 +1605,9 @@ done:
     cuvil_map_free(&L.names);
     cuvil_map_free(&L.later);
     cuvil_map_free(&L.declared);
-    cuvil_map_free(&L.listed);
     cuvil_map_free(&L.opsets);
+    cuvil_map_free(&L.elem_dims);
+    cuvil_free(L.shadow);
     cuvil_free(L.map.dropped);
     *out = L.g;
     return s;
