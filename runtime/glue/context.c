@@ -163,8 +163,6 @@ CUVIL_RT_BASELINE cuvil_status cuvil_glue_create(const cuvil_glue_table *t, cons
     return CUVIL_OK;
 }
 
-/* D from the inputs' dims; every dim checked: a fixed one against the model, a symbolic one
- * against its range and the other dims of its symbol. */
 /* Sequence input i's header (block S): its count (binding the count's symbol, when it has one)
  * and each element's dims, checked against the descriptor before any node reads it. */
 static cuvil_status bind_seq(cuvil_model *m, int i, const void *S, int64_t *D, bool fixed_call) {
@@ -201,6 +199,9 @@ static cuvil_status bind_seq(cuvil_model *m, int i, const void *S, int64_t *D, b
     return CUVIL_ERR_SHAPE;
 }
 
+/* D from the inputs' dims; every dim checked: a fixed one against the model, a symbolic one
+ * against its range and the other dims of its symbol; a sequence's from its header (bind_seq);
+ * an absent optional input's not at all. */
 static cuvil_status bind_dims(cuvil_model *m, const void *const *inputs, const int64_t *const *dims, int64_t *D) {
     const cuvil_glue_table *t = m->t;
     const cuvil_model_desc *d = t->desc;
