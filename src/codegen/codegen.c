@@ -235,12 +235,17 @@ const cir_node *cg_node(cg_ctx *cg) { return cg->cur_node; }
 
 int cg_rt_slot(cg_ctx *cg, int dsym) { return cg->sym_d[dsym]; }
 
+/* How many of graph outputs 0 .. n-1 are optional. */
+static int optional_outputs(const cir_graph *g, int n) {
+    int j = 0;
+    for (int k = 0; k < n; k++) j += cir_val((cir_graph *)g, g->outputs[k])->optional;
+    return j;
+}
+
 int cg_present_slot(cg_ctx *cg, int i) {
     cir_graph *g = cg->g;
     if (i < 0 || i >= g->n_outputs || !cir_val(g, g->outputs[i])->optional) return -1;
-    int j = 0;
-    for (int k = 0; k < i; k++) j += cir_val(g, g->outputs[k])->optional;
-    return cg->n_ranged + g->n_rt_syms + j;
+    return cg->n_ranged + g->n_rt_syms + optional_outputs(g, i);
 }
 
 bool cg_node_symbolic(const cir_graph *g, const cir_node *n) {
@@ -871,10 +876,9 @@ static void shape_functions(cg_ctx *cg, cuvil_sb *c) {
         }
         cuvil_sb_puts(c, " }\n");
     }
-    int np = 0;
-    for (int i = 0; i < g->n_outputs; i++) np += cir_val(g, g->outputs[i])->optional;
     cuvil_sb_printf(c, "}\n\n#define N_PRESENT %d   /* optional outputs: whether the run gave each a value (D[...]) */\n"
-                       "static const int16_t out_present_[%d] = {", np, g->n_outputs ? g->n_outputs : 1);
+                       "static const int16_t out_present_[%d] = {", optional_outputs(g, g->n_outputs),
+                    g->n_outputs ? g->n_outputs : 1);
     for (int i = 0; i < g->n_outputs; i++) cuvil_sb_printf(c, "%s%d", i ? ", " : "", cg_present_slot(cg, i));
     cuvil_sb_puts(c, g->n_outputs ? "};\n" : "-1};\n");
     cuvil_sb_puts(c, "\n/* What the shapes assume and the compiler could not prove: checked before any node runs (those on\n"
@@ -1231,9 +1235,8 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
     cuvil_free(cg.named);
     size_t arena_bytes = cg.plan.arena_bytes, scratch_bytes = cg.scratch_bytes;
     /* the context and the run's dims, as create() places them in a caller's buffer */
-    int n_present = 0;
-    for (int i = 0; i < g->n_outputs; i++) n_present += cir_val(g, g->outputs[i])->optional;
-    size_t context_bytes = CUVIL_GLUE_CONTEXT_BYTES + CUVIL_GLUE_DIMS_BYTES(cg.n_ranged + g->n_rt_syms + n_present);
+    size_t context_bytes =
+        CUVIL_GLUE_CONTEXT_BYTES + CUVIL_GLUE_DIMS_BYTES(cg.n_ranged + g->n_rt_syms + optional_outputs(g, g->n_outputs));
     cg_plan_free(&cg.plan);
     if (!st) {
         /* the header: the ABI (self-contained) and the prefixed entry points */

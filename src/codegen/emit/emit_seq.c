@@ -34,6 +34,18 @@ static void found_dims(cg_ctx *cg, cir_graph *g, cir_node *n, int rank, int only
     }
 }
 
+/* y = element `position` (input 1) of sequence input 0 (SequenceAt, SequenceMap's argument);
+ * the node fails with `what`. */
+static void seq_at_call(cg_ctx *cg, cir_graph *g, cir_node *n, const char *what) {
+    cir_value *S = cir_in(g, n, 0), *y = cir_out(g, n, 0);
+    const char *pt, *pp;
+    pos_args(cg, g, n, 1, &pt, &pp);
+    cg_printf(cg, "    int64_t yd[%d];\n    if (cuvil_seq_at(&%s, %s, %s, %s, %s, yd, %s)) return 1;\n", y->ndim > 0 ? y->ndim : 1,
+              cg_seq_params(cg, S), cg_in(cg, S->id), pt, pp, cg_out(cg, y->id), out_cap(cg, y));
+    cg_fallible(cg, what);
+    found_dims(cg, g, n, y->ndim, -1);
+}
+
 cuvil_status cg_emit_seq(cg_ctx *cg, cir_graph *g, cir_node *n) {
     cir_value *y = cir_out(g, n, 0);
     const char *pt, *pp;
@@ -72,27 +84,15 @@ cuvil_status cg_emit_seq(cg_ctx *cg, cir_graph *g, cir_node *n) {
             cg_printf(cg, "    memcpy(%s, %s, %s);\n", cg_out(cg, y->id), cg_in(cg, n->in[0]), cg_nbytes(cg, y->id));
             return CUVIL_OK;
         }
-        {
-            cir_value *S = cir_in(g, n, 0);
-            cg_printf(cg, "    int64_t yd[%d];\n    if (*(const int64_t *)%s != *(const int64_t *)%s ||\n"
-                          "        cuvil_seq_at(&%s, %s, CUVIL_T_I64, %s, %s, yd, %s)) return 1;\n", y->ndim > 0 ? y->ndim : 1,
-                      cg_in(cg, S->id), cg_in(cg, n->in[2]), cg_seq_params(cg, S), cg_in(cg, S->id), cg_in(cg, n->in[1]),
-                      cg_out(cg, y->id), out_cap(cg, y));
-            cg_fallible(cg, "its sequences differ in length (SequenceMap takes sequences of one length), or an element "
-                            "is larger than the room planned for it");
-            found_dims(cg, g, n, y->ndim, -1);
-            return CUVIL_OK;
-        }
-    case CIR_OP_SEQ_AT: {
-        cir_value *S = cir_in(g, n, 0);
-        pos_args(cg, g, n, 1, &pt, &pp);
-        cg_printf(cg, "    int64_t yd[%d];\n    if (cuvil_seq_at(&%s, %s, %s, %s, %s, yd, %s)) return 1;\n", y->ndim > 0 ? y->ndim : 1,
-                  cg_seq_params(cg, S), cg_in(cg, S->id), pt, pp, cg_out(cg, y->id), out_cap(cg, y));
-        cg_fallible(cg, "its position is outside -n..n-1 (n: the sequence's length), or the element is larger than the "
-                        "output's declared or --dim size");
-        found_dims(cg, g, n, y->ndim, -1);
+        cg_printf(cg, "    if (*(const int64_t *)%s != *(const int64_t *)%s) return 1;\n", cg_in(cg, n->in[0]),
+                  cg_in(cg, n->in[2]));   /* (then the element at the iteration's number, as SequenceAt) */
+        seq_at_call(cg, g, n, "its sequences differ in length (SequenceMap takes sequences of one length), or an element "
+                              "is larger than the room planned for it");
         return CUVIL_OK;
-    }
+    case CIR_OP_SEQ_AT:
+        seq_at_call(cg, g, n, "its position is outside -n..n-1 (n: the sequence's length), or the element is larger than "
+                              "the output's declared or --dim size");
+        return CUVIL_OK;
     case CIR_OP_SEQ_JOIN: {
         cir_value *A = cir_in(g, n, 0), *B = cir_in(g, n, 1);
         cg_printf(cg, "    if (cuvil_seq_join(&%s, %s, &%s, %s, &%s, %s)) return 1;\n", cg_seq_params(cg, A), cg_in(cg, A->id),

@@ -156,6 +156,12 @@ static cuvil_status count_value(loader *L) {
     return CUVIL_OK;
 }
 
+/* A new value of the model, within the values limit (count_value), or -1 (the message on the
+ * context). */
+static int new_value(loader *L, const char *name, cir_value_kind kind) {
+    return count_value(L) ? -1 : cir_value_add(L->g, name, kind);
+}
+
 /* A value's declared tensor type: dtype and shape (dims -1 where not a fixed number). */
 typedef struct decl {
     int kind;                  /* 0: no type, 1: a tensor, 2: a sequence of tensors (what follows: its elements) */
@@ -406,9 +412,8 @@ static cuvil_status optional_input(loader *L, int id) {
     cir_graph *g = L->g;
     char nm[300];
     snprintf(nm, sizeof nm, "%.280s/present", cir_val(g, id)->name);
-    cuvil_status s = count_value(L);
-    int has = s ? -1 : cir_value_add(g, nm, CIR_VAL_ACT);
-    if (has < 0) return s ? s : L->ctx->status;
+    int has = new_value(L, nm, CIR_VAL_ACT);
+    if (has < 0) return L->ctx->status;
     if (cir_node_add(g, CIR_OP_PRESENT, nm, "(optional input)", 1, &id, 1, &has) < 0) return L->ctx->status;
     cir_val(g, id)->optional = true;
     cir_val(g, id)->opt_has = has;
@@ -487,8 +492,7 @@ static cuvil_status load_inputs(loader *L, const Onnx__GraphProto *gp) {
         if (d.dtype == CIR_UNDEF)
             return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "graph input '%s' has no element type", name);
         if (d.kind == 2) {
-            if ((s = count_value(L))) return s;
-            int id = cir_value_add(g, name, CIR_VAL_INPUT);
+            int id = new_value(L, name, CIR_VAL_INPUT);
             if (id < 0) return L->ctx->status;
             if ((s = load_seq_input(L, id, name, &d)) || (s = cir_graph_add_input(g, id)) || (s = add_name(L, id)) ||
                 (d.opt && (s = optional_input(L, id))))
@@ -499,8 +503,7 @@ static cuvil_status load_inputs(loader *L, const Onnx__GraphProto *gp) {
             return cuvil_err(L->ctx, CUVIL_ERR_INVALID_ARG, "--seq %s: the input is a tensor, not a sequence", name);
         if (d.ndim < 0)
             return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED, "graph input '%s': the model gives no shape (rank unknown)", name);
-        if ((s = count_value(L))) return s;
-        int id = cir_value_add(g, name, CIR_VAL_INPUT);
+        int id = new_value(L, name, CIR_VAL_INPUT);
         if (id < 0) return L->ctx->status;
         int64_t dims[CUVIL_MAX_DIMS];
         int syms[CUVIL_MAX_DIMS];
@@ -785,8 +788,7 @@ static cuvil_status add_loop_begin(loader *L, const Onnx__GraphProto *sg, const 
         for (int i = 0; i < 2; i++) {
             char nm[300];
             snprintf(nm, sizeof nm, "%.200s/%s", ls->name, i ? "cond" : "iteration");
-            cuvil_status s = count_value(L);
-            if (s || (ls->params[i] = cir_value_add(g, nm, CIR_VAL_ACT)) < 0) return s ? s : L->ctx->status;
+            if ((ls->params[i] = new_value(L, nm, CIR_VAL_ACT)) < 0) return L->ctx->status;
         }
         if ((int)sg->n_input != ls->n_map_in)
             return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: its body has %zu inputs; it needs %d, one per input", desc,
@@ -803,10 +805,9 @@ static cuvil_status add_loop_begin(loader *L, const Onnx__GraphProto *sg, const 
         if (!may_define(L, nm, cuvil_map_get(&L->names, nm), &oom))
             return oom ? cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory")
                        : cuvil_err(L->ctx, CUVIL_ERR_MODEL, "input '%s' of its body is defined twice", nm);
-        cuvil_status s = count_value(L);
-        int id = s ? -1 : cir_value_add(g, nm, CIR_VAL_ACT);
-        if (id < 0) return s ? s : L->ctx->status;
-        if ((s = add_name(L, id))) return s;
+        int id = new_value(L, nm, CIR_VAL_ACT);
+        cuvil_status s = id < 0 ? L->ctx->status : add_name(L, id);
+        if (s) return s;
         ls->params[ls->first + (int)j] = id;
     }
     int id = cir_node_add(g, CIR_OP_LOOP_BEGIN, ls->name, ls->src_op, ls->p, ls->begin_in, ls->p, ls->params);
@@ -863,7 +864,7 @@ static cuvil_status load_region(loader *L, const Onnx__GraphProto *sg, const cha
         if (!s && !may_define(L, nm, cuvil_map_get(&L->names, nm), &oom))
             s = oom ? cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory")
                     : cuvil_err(L->ctx, CUVIL_ERR_MODEL, "input '%s' of its body is defined twice", nm);
-        int id = s || (s = count_value(L)) ? -1 : cir_value_add(g, nm, CIR_VAL_ACT);
+        int id = s ? -1 : new_value(L, nm, CIR_VAL_ACT);
         if (!s && id < 0) s = L->ctx->status;
         int args[3] = {ls->map_in[j], ls->params[0], ls->map_count};
         if (!s && cir_node_add(g, CIR_OP_SEQ_MAP_ARG, ls->name, ls->src_op, 3, args, 1, &id) < 0) s = L->ctx->status;
@@ -1032,8 +1033,8 @@ static cuvil_status load_seq_map(loader *L, const Onnx__NodeProto *np, const cha
         if (in[j] < 0) return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: input %d is omitted", desc, j);
     char nm[300];
     snprintf(nm, sizeof nm, "%.200s/count", name);
-    int cnt = (s = count_value(L)) ? -1 : cir_value_add(g, nm, CIR_VAL_ACT);
-    if (cnt < 0) return s ? s : L->ctx->status;
+    int cnt = new_value(L, nm, CIR_VAL_ACT);
+    if (cnt < 0) return L->ctx->status;
     if (cir_node_add(g, CIR_OP_SEQ_LENGTH, name, "SequenceMap", 1, in, 1, &cnt) < 0) return L->ctx->status;
     int64_t *ones = cuvil_arena_alloc(&g->arena, sizeof(int64_t) * (size_t)k);
     if (!ones) return cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
@@ -1089,7 +1090,7 @@ static int opt_elem(loader *L, int x, const char *name, const char *op, bool mus
     if (y < 0) {
         char nm[300];
         snprintf(nm, sizeof nm, "%.280s/value", cir_val(g, x)->name);
-        if (count_value(L) || (y = cir_value_add(g, nm, CIR_VAL_ACT)) < 0) return -1;
+        if ((y = new_value(L, nm, CIR_VAL_ACT)) < 0) return -1;
     }
     int in[2] = {x, cir_val(g, x)->opt_has};
     int id = cir_node_add(g, CIR_OP_OPT_ELEM, name, op, 2, in, 1, &y);
@@ -1219,7 +1220,7 @@ static cuvil_status if_optionals(loader *L, const char *desc, const char *name, 
         }
         char nm[300];
         snprintf(nm, sizeof nm, "%.280s/present", cir_val(g, nout[j])->name);
-        if (count_value(L) || (nout[o] = cir_value_add(g, nm, CIR_VAL_ACT)) < 0) return L->ctx->status;
+        if ((nout[o] = new_value(L, nm, CIR_VAL_ACT)) < 0) return L->ctx->status;
         pres[j] = o++;
     }
     *in = nin;
@@ -1331,8 +1332,7 @@ static cuvil_status load_nodes(loader *L, const Onnx__GraphProto *gp) {
                 s = cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: output '%s' is defined twice", desc, oname);
                 break;
             }
-            if ((s = count_value(L))) break;
-            out[j] = cir_value_add(g, oname, CIR_VAL_ACT);
+            out[j] = new_value(L, oname, CIR_VAL_ACT);
             if (out[j] < 0) s = L->ctx->status;
             else s = add_name(L, out[j]);
         }
@@ -1412,7 +1412,7 @@ static cuvil_status load_outputs(loader *L, const Onnx__GraphProto *gp) {
         if (s) return s;
         cir_value *v = cir_val(g, id);
         if (v->opt_has >= 0) {   /* an optional: its value when there is one, and whether there is (output_present) */
-            int y = count_value(L) ? -1 : cir_value_add(g, name, CIR_VAL_ACT);
+            int y = new_value(L, name, CIR_VAL_ACT);
             if (y < 0 || opt_elem(L, id, name, "(optional output)", false, y) < 0) return L->ctx->status;
             v = cir_val(g, (id = y));
             v->optional = true;

@@ -154,16 +154,26 @@ static cuvil_status position(cir_graph *g, cir_node *n, int i, int64_t lo, int64
 /* y: what either of sequences a and b (b may be NULL) is, as If's output (which branch runs
  * is the run's to know): the larger bound, each dim that both share alike, the count where
  * both have the same expression of it. */
+/* d: what the elements of sequences a and b share (a sequence that holds none takes the other's
+ * element type and rank). */
+static cuvil_status seq_union(cir_graph *g, cir_node *n, const cir_value *a, const cir_value *b, seq_desc *d) {
+    seq_desc e;
+    desc_of_seq(g, a, d);
+    desc_of_seq(g, b, &e);
+    if (d->rank < 0) d->dtype = e.dtype;
+    if (e.rank < 0) e.dtype = d->dtype;
+    return e.rank < 0 ? CUVIL_OK : desc_add(g, n, d, &e, b->name);
+}
+
 cuvil_status op_seq_either(cir_graph *g, cir_node *n, cir_value *y, const cir_value *a, const cir_value *b) {
     if (b && (a->seq_n < 0) != (b->seq_n < 0))
         return cir_node_err(g, n, CUVIL_ERR_MODEL, "'%s' and '%s' must both be sequences or both tensors", a->name, b->name);
-    seq_desc d, e;
-    desc_of_seq(g, a, &d);
-    if (!b) return set_seq_cnt(g, n, y, &d, a->seq_n, a->seq_cnt);
-    desc_of_seq(g, b, &e);
-    if (d.rank < 0) d.dtype = e.dtype;   /* (an empty sequence takes any element type) */
-    if (e.rank < 0) e.dtype = d.dtype;
-    cuvil_status s = e.rank < 0 ? CUVIL_OK : desc_add(g, n, &d, &e, b->name);
+    seq_desc d;
+    if (!b) {
+        desc_of_seq(g, a, &d);
+        return set_seq_cnt(g, n, y, &d, a->seq_n, a->seq_cnt);
+    }
+    cuvil_status s = seq_union(g, n, a, b, &d);
     if (s) return s;
     return set_seq_cnt(g, n, y, &d, a->seq_n > b->seq_n ? a->seq_n : b->seq_n, a->seq_cnt == b->seq_cnt ? a->seq_cnt : NULL);
 }
@@ -260,12 +270,8 @@ static cuvil_status join_infer(cir_graph *g, cir_node *n) {
     cuvil_status s = op_check_arity(g, n, 2, 2, 1, 1);
     cir_value *A = s ? NULL : seq_input(g, n, 0, &s), *B = s ? NULL : seq_input(g, n, 1, &s);
     if (s) return s;
-    seq_desc d, e;
-    desc_of_seq(g, A, &d);
-    desc_of_seq(g, B, &e);
-    if (d.rank < 0) d.dtype = e.dtype;   /* (an empty sequence takes any element type) */
-    if (e.rank < 0) e.dtype = d.dtype;
-    if ((s = e.rank < 0 && d.dtype == e.dtype ? CUVIL_OK : desc_add(g, n, &d, &e, B->name))) return s;
+    seq_desc d;
+    if ((s = seq_union(g, n, A, B, &d))) return s;
     const cir_dim *cnt = A->seq_cnt && B->seq_cnt ? cir_dim_add(&g->dt, A->seq_cnt, B->seq_cnt) : NULL;
     if (A->seq_cnt && B->seq_cnt && !cnt) return cir_dim_err(g, n, "the sequence's count");
     return set_seq_cnt(g, n, cir_out(g, n, 0), &d, (int64_t)A->seq_n + B->seq_n, cnt);
