@@ -5,7 +5,7 @@ CUVIL_VENV ?= $(or $(XDG_DATA_HOME),$(HOME)/.local/share)/cuvil/venv
 export CUVIL_VENV
 PY := $(CUVIL_VENV)/bin/python
 
-.PHONY: all build setup setup-debs demo test test-c test-python test-python-avx2 test-sanitize fuzz clean install bench wheel
+.PHONY: all build setup setup-debs demo test test-c test-python test-python-avx2 test-sanitize test-conformance conformance fuzz clean install bench wheel
 
 # make install PREFIX=/opt/cuvil: the tools, libcuvil, the headers and the runtime (CMakeLists.txt)
 PREFIX ?= /usr/local
@@ -49,7 +49,7 @@ demo: setup build
 # that must find nothing). `make test SANITIZE=0 FUZZ_SECONDS=0` skips the last two.
 SANITIZE ?= 1
 FUZZ_SECONDS ?= 60
-test: setup build test-c test-python test-python-avx2
+test: setup build test-c test-python test-python-avx2 test-conformance
 ifeq ($(SANITIZE),1)
 	@$(MAKE) --no-print-directory test-sanitize
 endif
@@ -68,6 +68,22 @@ test-sanitize: setup-debs
 BENCH_ARGS ?=
 bench: setup build
 	@$(PY) bench/bench.py --build $(abspath $(BUILD)) --write bench/RESULTS.md $(BENCH_ARGS)
+
+# ONNX's backend suites (Debian's libonnx-testdata 1.12 and the node cases of the pinned onnx
+# 1.23.2 wheel, written into BUILD by tools/gen_onnx_node_cases.py): every case compiled and run,
+# its outputs compared with the case's; per-op and per-folder tables, then `N passed, N failed`.
+# Fails when a case that does not pass is missing from tests/conformance/skips.txt (each with
+# its reason) or a folder passes fewer cases than tests/conformance/ratchet.txt records.
+# After a change that makes more pass: CONFORMANCE_ARGS='--write-skips tests/conformance/skips.txt
+# --write-ratchet tests/conformance/ratchet.txt'; --ort adds ONNX Runtime's column.
+CONFORMANCE_ARGS ?=
+conformance: setup build
+	@$(PY) tools/onnx_conformance.py --build $(BUILD) -j$(JOBS) --ops --skips tests/conformance/skips.txt \
+	    --ratchet tests/conformance/ratchet.txt $(CONFORMANCE_ARGS)
+
+test-conformance:
+	@$(PY) tools/onnx_conformance.py --build $(BUILD) -j$(JOBS) --quiet --skips tests/conformance/skips.txt \
+	    --ratchet tests/conformance/ratchet.txt
 
 test-c:
 	@cd $(BUILD) && ctest --output-on-failure -j$(JOBS)

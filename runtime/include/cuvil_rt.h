@@ -468,6 +468,12 @@ void cuvil_f32_reduce(const cuvil_reduce_params *p, const float *x, float *y);
 /* The same for element type t (CUVIL_T_*, not bool): integers wrap like their type, floats
  * accumulate in double. */
 void cuvil_reduce_t(const cuvil_reduce_params *p, int t, const void *x, void *y);
+/* The axes read when the model runs: n of them (element type idx_t, CUVIL_T_I32 or CUVIL_T_I64)
+ * into p->mask (p's op, ndim and dims given) and the output's dims into out_dims (keepdims: the
+ * input's rank, 1 where reduced; else the kept dims), each at most hi[i]. 1 when an axis is out
+ * of range or repeated, or a dim over its room. */
+int cuvil_reduce_axes_rt(cuvil_reduce_params *p, int n, int idx_t, const void *axes, int keepdims, const int64_t *hi,
+                         int64_t *out_dims);
 
 /* ===== Data movement (dtype-agnostic: elem_size bytes per element) ================= */
 /* y = transpose(x, perm): y dim i is x dim perm[i]; dims are x's. */

@@ -113,6 +113,31 @@ def test_slice_from_inputs(tmp_path):
               sp=np.array([1, 1], np.int64))
 
 
+@pytest.mark.parametrize("keepdims", [0, 1])
+def test_reduce_axes_from_input(tmp_path, keepdims):
+    """ReduceSum/ReduceMax/ReduceL2 with axes an input of the model (opsets 13 and 18): ONNX
+    Runtime at every pair of distinct axes, negative ones too, for float32 and int32 inputs;
+    a repeated or out-of-range axis fails the run naming the node."""
+    nodes = [helper.make_node("ReduceSum", ["x", "ax"], ["s"], keepdims=keepdims),
+             helper.make_node("ReduceMax", ["i", "ax"], ["m"], keepdims=keepdims),
+             helper.make_node("ReduceL2", ["x", "ax"], ["l"], keepdims=keepdims)]
+    path = _model(tmp_path, "red", nodes,
+                  [_vi("x", TensorProto.FLOAT, [3, 4, 5]), _vi("i", TensorProto.INT32, [3, 4, 5]),
+                   _vi("ax", TensorProto.INT64, [2])],
+                  [("s", TensorProto.FLOAT), ("m", TensorProto.INT32), ("l", TensorProto.FLOAT)], opset=18)
+    model = cuvil.load(tl.compile(path, tmp_path / "b"))
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((3, 4, 5)).astype(np.float32)
+    i = rng.integers(-100, 100, (3, 4, 5)).astype(np.int32)
+    for a in (-3, -2, -1, 0, 1, 2):
+        for b in (-3, -2, -1, 0, 1, 2):
+            if a % 3 != b % 3:
+                _check(model, path, {"x": x, "i": i, "ax": np.array([a, b], np.int64)})
+    for bad in ([1, 1], [0, 3], [-4, 0]):
+        with pytest.raises(cuvil.CuvilError, match=r"ReduceSum.*axes are not valid"):
+            model(x=x, i=i, ax=np.array(bad, np.int64))
+
+
 def test_topk_and_range_from_inputs(tmp_path):
     """TopK with k an input (at most the axis), Range with an integer limit read when the model
     runs (--dim limit=0:40) and a float Range whose count is found (--dim fr=0:64)."""

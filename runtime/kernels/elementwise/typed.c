@@ -864,15 +864,15 @@ void cuvil_reduce_t(const cuvil_reduce_params *p, int t, const void *x, void *y)
         }
         stride *= p->dims[d];
     }
-    const bool fl = is_float_t(t), u64 = t == CUVIL_T_U64;
+    const bool fl = is_float_t(t), u64 = t == CUVIL_T_U64, bl = t == CUVIL_T_BOOL;   /* bool: max is any, min all */
     const int op = p->op;
     int64_t kidx[CUVIL_RT_MAX_DIMS] = {0}, base = 0;
     for (int64_t o = 0; o < nout; o++) {
         /* o counts the kept dims row-major: kidx[0] (innermost) fastest */
         double af = op == CUVIL_REDUCE_PROD ? 1 : op == CUVIL_REDUCE_MAX ? -INFINITY : op == CUVIL_REDUCE_MIN ? INFINITY : 0;
         double am = -INFINITY;
-        int64_t ai = op == CUVIL_REDUCE_PROD ? 1 : op == CUVIL_REDUCE_MAX ? (u64 ? 0 : INT64_MIN)
-                                                  : op == CUVIL_REDUCE_MIN ? (u64 ? -1 : INT64_MAX) : 0;
+        int64_t ai = op == CUVIL_REDUCE_PROD ? 1 : op == CUVIL_REDUCE_MAX ? (u64 || bl ? 0 : INT64_MIN)
+                                                  : op == CUVIL_REDUCE_MIN ? (bl ? 1 : u64 ? -1 : INT64_MAX) : 0;
         for (int pass = op == CUVIL_REDUCE_LOG_SUM_EXP ? 0 : 1; pass < 2; pass++) {
             int64_t ridx[CUVIL_RT_MAX_DIMS] = {0}, off = base;
             for (int64_t r = 0; r < count; r++) {
@@ -924,6 +924,7 @@ void cuvil_reduce_t(const cuvil_reduce_params *p, int t, const void *x, void *y)
             rd = isinf(am) ? am : am + log(af);
         }
         if (fl) st_float(t, y, o, rd);
+        else if (bl) ((uint8_t *)y)[o] = ri != 0;
         else st_int(t, y, o, as_double ? sat_i64(rd) : ri);
         for (int d = 0; d < nk; d++) {   /* the next output */
             base += kst[d];

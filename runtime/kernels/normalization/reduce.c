@@ -208,6 +208,26 @@ static void reduce_rows(int op, const float *x, const odo *red, int64_t n, int64
     }
 }
 
+int cuvil_reduce_axes_rt(cuvil_reduce_params *p, int n, int idx_t, const void *axes, int keepdims, const int64_t *hi,
+                         int64_t *out_dims) {
+    p->mask = 0;
+    for (int i = 0; i < n; i++) {
+        int64_t ax = idx_t == CUVIL_T_I32 ? (int64_t)((const int32_t *)axes)[i] : ((const int64_t *)axes)[i];
+        if (ax < 0) ax += p->ndim;
+        if (ax < 0 || ax >= p->ndim || ((p->mask >> ax) & 1u)) return 1;   /* out of range or repeated */
+        p->mask |= 1u << ax;
+    }
+    int nd = 0;
+    for (int d = 0; d < p->ndim; d++) {
+        const int r = (p->mask >> d) & 1u;
+        if (r && !keepdims) continue;
+        out_dims[nd] = r ? 1 : p->dims[d];
+        if (out_dims[nd] > hi[nd]) return 1;
+        nd++;
+    }
+    return 0;
+}
+
 void cuvil_f32_reduce(const cuvil_reduce_params *p, const float *x, float *y) {
     /* Group dims: drop size 1, merge runs with the same reduced flag. */
     int64_t gsize[CUVIL_RT_MAX_DIMS];
