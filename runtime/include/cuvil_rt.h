@@ -350,7 +350,11 @@ enum {
     CUVIL_BIN_PRELU,    /* a >= 0 ? a : a * b */
     CUVIL_BIN_MOD,      /* a - b * floor(a / b): the result has b's sign (integers: b = 0 gives 0) */
     CUVIL_BIN_FMOD,     /* C's fmod: the result has a's sign (integers: b = 0 gives 0) */
-    CUVIL_BIN__COUNT
+    /* integers only (cuvil_binary_t): a shift below 0 or by the type's width or more gives 0
+     * (right, of a negative value: -1); right shifts of signed types are arithmetic; NOT ignores b */
+    CUVIL_BIN_SHL, CUVIL_BIN_SHR, CUVIL_BIN_BAND, CUVIL_BIN_BOR, CUVIL_BIN_BXOR, CUVIL_BIN_BNOT,
+    CUVIL_BIN__COUNT,
+    CUVIL_BIN__FLOAT_COUNT = CUVIL_BIN_SHL   /* the ops before it also have float kernels */
 };
 
 /* y[idx] = act(a[idx . a_strides] OP b[idx . b_strides]) over the output index space dims
@@ -428,10 +432,12 @@ void cuvil_f32_hardmax(const cuvil_softmax_params *p, const float *x, float *y);
 
 /* LayerNormalization over the last `len` elements of each of `rows` rows (x viewed as
  * [rows, len]); scale and bias (may be NULL) have len elements; y may equal x. mean and
- * inv_std (each may be NULL) get each row's mean and 1 / sqrt(variance + epsilon). */
+ * inv_std (each may be NULL) get each row's mean and 1 / sqrt(variance + epsilon). rms:
+ * RMSNormalization, y = x / sqrt(mean(x^2) + epsilon) * scale (+ bias), the mean taken as 0. */
 typedef struct cuvil_layer_norm_params {
     int64_t rows, len;
     float epsilon;
+    int rms;
 } cuvil_layer_norm_params;
 
 void cuvil_f32_layer_norm(const cuvil_layer_norm_params *p, const float *x, const float *scale, const float *bias,
@@ -474,6 +480,15 @@ void cuvil_reduce_t(const cuvil_reduce_params *p, int t, const void *x, void *y)
  * of range or repeated, or a dim over its room. */
 int cuvil_reduce_axes_rt(cuvil_reduce_params *p, int n, int idx_t, const void *axes, int keepdims, const int64_t *hi,
                          int64_t *out_dims);
+
+/* ONNX's NegativeLogLikelihoodLoss over x[n, c, d] (log-probabilities; d: the product of the
+ * dims after the classes), targets t[n, d] (int32 or int64 by idx_t, CUVIL_T_I32/I64) and
+ * optional weights w[c]: reduction CUVIL_LOSS_NONE writes y[n, d], SUM and MEAN one value (mean:
+ * over the weights of the targets not ignored). Returns 1 when a target is outside 0..c-1 and
+ * not the ignored index (has_ignore). */
+enum { CUVIL_LOSS_NONE = 0, CUVIL_LOSS_SUM, CUVIL_LOSS_MEAN };
+int cuvil_f32_nll_loss(const float *x, int idx_t, const void *t, const float *w, int64_t n, int64_t c, int64_t d,
+                       int reduction, int has_ignore, int64_t ignore, float *y);
 
 /* ===== Data movement (dtype-agnostic: elem_size bytes per element) ================= */
 /* y = transpose(x, perm): y dim i is x dim perm[i]; dims are x's. */

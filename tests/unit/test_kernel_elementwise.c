@@ -90,7 +90,7 @@ static double bin_ref(int op, double a, double b) {
 }
 
 static const char *bin_names[] = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "PRelu", "Mod", "Fmod"};
-_Static_assert(sizeof bin_names / sizeof bin_names[0] == CUVIL_BIN__COUNT, "a name per CUVIL_BIN_*");
+_Static_assert(sizeof bin_names / sizeof bin_names[0] == CUVIL_BIN__FLOAT_COUNT, "a name per float CUVIL_BIN_*");
 
 typedef struct bcase {
     const char *name;
@@ -130,7 +130,7 @@ static void fill_bin(int op, float *v, int64_t n, int is_b) {
 
 static void test_binary(void) {
     static const int acts[] = {CUVIL_ACT_NONE, CUVIL_ACT_RELU, CUVIL_ACT_SIGMOID};
-    for (int op = 0; op < CUVIL_BIN__COUNT; op++)
+    for (int op = 0; op < CUVIL_BIN__FLOAT_COUNT; op++)
         for (size_t ci = 0; ci < sizeof bcases / sizeof bcases[0]; ci++)
             for (size_t ai = 0; ai < sizeof acts / sizeof acts[0]; ai++) {
                 const bcase *c = &bcases[ci];

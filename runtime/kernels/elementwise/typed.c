@@ -209,6 +209,19 @@ static inline int64_t sat_i64(double x) {
                 Y[o] = r_ != 0 && IS_NEG(T, r_) != IS_NEG(T, B[ib]) ? (T)(U)((U)r_ + (U)B[ib]) : r_; \
             });                                                                                 \
             break;                                                                              \
+        case CUVIL_BIN_SHL:   /* a shift below 0 or of the width or more: 0 */                 \
+            BCAST2(p, Y[o] = IS_NEG(T, B[ib]) || (U)B[ib] >= 8 * sizeof(T) ? (T)0               \
+                             : (T)(U)((U)A[ia] << (U)B[ib]));                                   \
+            break;                                                                              \
+        case CUVIL_BIN_SHR:   /* arithmetic for signed types; out of range: the sign, all bits */ \
+            BCAST2(p, Y[o] = IS_NEG(T, B[ib]) || (U)B[ib] >= 8 * sizeof(T) ? (T)(IS_NEG(T, A[ia]) ? -1 : 0) \
+                             : IS_NEG(T, A[ia]) ? (T)~(T)((U)(T)~A[ia] >> (U)B[ib])               \
+                                               : (T)((U)A[ia] >> (U)B[ib]));                     \
+            break;                                                                              \
+        case CUVIL_BIN_BAND: BCAST2(p, Y[o] = (T)(A[ia] & B[ib])); break;                       \
+        case CUVIL_BIN_BOR: BCAST2(p, Y[o] = (T)(A[ia] | B[ib])); break;                        \
+        case CUVIL_BIN_BXOR: BCAST2(p, Y[o] = (T)(A[ia] ^ B[ib])); break;                       \
+        case CUVIL_BIN_BNOT: BCAST2(p, Y[o] = (T)(~A[ia] + 0 * B[ib])); break;                 \
         default: break;                                                                         \
         }                                                                                       \
         break;                                                                                  \

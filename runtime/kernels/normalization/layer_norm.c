@@ -3,15 +3,23 @@
  * y = (x - mean) / sqrt(var + eps) * scale + bias, with scale and bias of len elements (or
  * bias absent). Mean and variance are accumulated in double in two passes over the row (the
  * row is read three times; rows are short enough to stay in cache), so large offsets lose no
- * precision. InstanceNormalization is the same per (image, channel) row, with one scale and
+ * precision. RMSNormalization is the same without the mean. InstanceNormalization is the same per (image, channel) row, with one scale and
  * bias per channel.
  */
 #include <math.h>
 
 #include "../rt_int.h"
 
-/* The mean of n > 0 floats and 1 / sqrt(variance + eps), accumulated in double (two passes). */
-static void row_stats(const float *xr, int64_t n, float eps, float *m, float *inv) {
+/* The mean of n > 0 floats and 1 / sqrt(variance + eps), accumulated in double (two passes);
+ * rms: the mean is taken as 0 (1 / sqrt(mean of squares + eps)). */
+static void row_stats(const float *xr, int64_t n, float eps, int rms, float *m, float *inv) {
+    if (rms) {
+        double q = 0;
+        for (int64_t i = 0; i < n; i++) q += (double)xr[i] * xr[i];
+        *inv = (float)(1.0 / sqrt(q / (double)n + (double)eps));
+        *m = 0.0f;
+        return;
+    }
     double s = 0;
     for (int64_t i = 0; i < n; i++) s += xr[i];
     const double mean = s / (double)n;
@@ -32,7 +40,7 @@ void cuvil_f32_instance_norm(const cuvil_instance_norm_params *p, const float *x
         const float *xr = x + r * n;
         float *yr = y + r * n;
         float m, inv;
-        row_stats(xr, n, p->epsilon, &m, &inv);
+        row_stats(xr, n, p->epsilon, 0, &m, &inv);
         const float sc = scale[r % p->channels] * inv, b = bias[r % p->channels];
         for (int64_t i = 0; i < n; i++) yr[i] = (xr[i] - m) * sc + b;
     }
@@ -46,7 +54,7 @@ void cuvil_f32_layer_norm(const cuvil_layer_norm_params *p, const float *x, cons
         const float *xr = x + r * n;
         float *yr = y + r * n;
         float m, inv;
-        row_stats(xr, n, p->epsilon, &m, &inv);
+        row_stats(xr, n, p->epsilon, p->rms, &m, &inv);
         if (mean) mean[r] = m;
         if (inv_std) inv_std[r] = inv;
         if (bias)

@@ -16,7 +16,8 @@ cg_emit_fn cg_emitter(cir_op_kind k) {
 
 const char *const cg_bin_names[] = {"CUVIL_BIN_ADD", "CUVIL_BIN_SUB", "CUVIL_BIN_MUL", "CUVIL_BIN_DIV",
                                     "CUVIL_BIN_POW", "CUVIL_BIN_MAX", "CUVIL_BIN_MIN", "CUVIL_BIN_PRELU",
-                                    "CUVIL_BIN_MOD", "CUVIL_BIN_FMOD"};
+                                    "CUVIL_BIN_MOD", "CUVIL_BIN_FMOD", "CUVIL_BIN_SHL", "CUVIL_BIN_SHR",
+                                    "CUVIL_BIN_BAND", "CUVIL_BIN_BOR", "CUVIL_BIN_BXOR", "CUVIL_BIN_BNOT"};
 const char *const cg_cmp_names[] = {"CUVIL_CMP_EQ", "CUVIL_CMP_LT", "CUVIL_CMP_GT", "CUVIL_CMP_LE", "CUVIL_CMP_GE"};
 const char *const cg_logic_names[] = {"CUVIL_LOGIC_AND", "CUVIL_LOGIC_OR", "CUVIL_LOGIC_XOR"};
 _Static_assert(sizeof cg_bin_names / sizeof cg_bin_names[0] == CUVIL_BIN__COUNT, "CUVIL_BIN_* names");

@@ -10,3 +10,9 @@ cuvil_status cg_emit_cast(cg_ctx *cg, cir_graph *g, cir_node *n) {
                   cg_in(cg, n->in[0]), cg_out(cg, n->out[0]), cg_numel(cg, x->id));
     return CUVIL_OK;
 }
+
+cuvil_status cg_emit_bitcast(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    cir_value *x = cir_in(g, n, 0);
+    cg_printf(cg, "    memmove(%s, %s, %s);\n", cg_out(cg, n->out[0]), cg_in(cg, n->in[0]), cg_nbytes(cg, x->id));
+    return CUVIL_OK;
+}

@@ -9,8 +9,8 @@ cuvil_status cg_emit_layer_norm(cg_ctx *cg, cir_graph *g, cir_node *n) {
     cir_value *x = cir_in(g, n, 0);
     int axis;
     op_axis(g, n, cir_attr_int(n, "axis"), x->ndim, "axis", &axis);
-    const char *ps = cg_param(cg, "cuvil_layer_norm_params", "{ .rows = %s, .len = %lld, .epsilon = %s }",
-                              cg_dimprod(cg, x->id, 0, axis, 1), (long long)p.len, cg_float(p.epsilon, e));
+    const char *ps = cg_param(cg, "cuvil_layer_norm_params", "{ .rows = %s, .len = %lld, .epsilon = %s, .rms = %d }",
+                              cg_dimprod(cg, x->id, 0, axis, 1), (long long)p.len, cg_float(p.epsilon, e), p.rms);
     const char *st[2] = {"NULL", "NULL"};   /* Mean and InvStdDev, when the node has them */
     for (int j = 0; j < 2; j++)
         if (n->n_out > j + 1 && n->out[j + 1] >= 0) st[j] = cg_out(cg, n->out[j + 1]);

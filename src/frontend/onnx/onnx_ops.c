@@ -280,6 +280,39 @@ static cuvil_status map_reduce_log_sum(onnx_mapper *m, onnx_node *on, cir_op_kin
     return add_node(m, on, CIR_OP_LOG, 1, &t, on->n_out, on->out, NULL, 0, reduce_attrs);
 }
 
+/* NegativeLogLikelihoodLoss on inputs in: ignore_index has no default (absent: every target
+ * counts), so the node says whether it has one; reduction and ignore_index pass as they are. */
+static cuvil_status add_nll(onnx_mapper *m, onnx_node *on, int n_in, const int *in) {
+    cuvil_attr set[1];
+    int n_set = 0;
+    if (attr(on, "ignore_index")) set[n_set++] = (cuvil_attr){.name = "has_ignore_index", .type = CUVIL_ATTR_INT, .i = 1};
+    for (int i = 0; i < on->n_attrs; i++) on->attrs[i].used &= strcmp(on->attrs[i].name, "ignore_index") != 0;
+    return add_node(m, on, CIR_OP_NLL_LOSS, n_in, in, 1, on->out, set, n_set, no_ignore);
+}
+
+static cuvil_status map_nll(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
+    (void)kind;
+    return add_nll(m, on, on->n_in, on->in);
+}
+
+/* SoftmaxCrossEntropyLoss: log_softmax along axis 1 (into the log_prob output when the node
+ * has it), then nll_loss, as ONNX's function body defines it. */
+static cuvil_status map_sce(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
+    (void)kind;
+    int lp = on->n_out > 1 ? on->out[1] : -1;
+    if (lp < 0) {
+        char name[600];
+        snprintf(name, sizeof name, "%.280s:log_prob", on->name);
+        if ((lp = cir_value_add(m->g, name, CIR_VAL_ACT)) < 0) return m->g->ctx->status;
+    }
+    cuvil_attr ax = {.name = "axis", .type = CUVIL_ATTR_INT, .i = 1};
+    static const char *const loss_attrs[] = {"reduction", "ignore_index", NULL};
+    cuvil_status s = add_node(m, on, CIR_OP_LOG_SOFTMAX, 1, on->in, 1, &lp, &ax, 1, loss_attrs);
+    if (s) return s;
+    int in[3] = {lp, on->in[1], on->n_in > 2 ? on->in[2] : -1};
+    return add_nll(m, on, in[2] >= 0 ? 3 : 2, in);
+}
+
 static cuvil_status map_concat(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
     bool has = false;
     for (int i = 0; i < on->n_attrs; i++) has |= !strcmp(on->attrs[i].name, "axis");
@@ -306,6 +339,17 @@ static cuvil_status map_layer_norm(onnx_mapper *m, onnx_node *on, cir_op_kind ki
                         (long long)st->a.i);
     static const char *const ignore[] = {"stash_type", NULL};
     return add_node(m, on, kind, on->n_in, on->in, on->n_out, on->out, NULL, 0, ignore);
+}
+
+/* RMSNormalization: layer_norm without the mean (rms=1), no bias, only Y. */
+static cuvil_status map_rms_norm(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
+    onnx_attr *st = attr(on, "stash_type");
+    if (st && st->a.i != 1)
+        return node_err(m, on, CUVIL_ERR_UNSUPPORTED, "stash_type=%lld is not supported (only 1, float32)",
+                        (long long)st->a.i);
+    cuvil_attr set[1] = {{.name = "rms", .type = CUVIL_ATTR_INT, .i = 1}};
+    static const char *const ignore[] = {"stash_type", NULL};
+    return add_node(m, on, kind, on->n_in, on->in, on->n_out, on->out, set, 1, ignore);
 }
 
 static cuvil_status map_slice(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
@@ -470,6 +514,11 @@ static const op_map table[] = {
     {"Min", 1, CIR_OP_MIN, map_binary},
     {"PRelu", 1, CIR_OP_PRELU, map_binary},
     {"Mod", 10, CIR_OP_MOD, NULL},
+    {"BitShift", 11, CIR_OP_BIT_SHIFT, NULL},
+    {"BitwiseAnd", 18, CIR_OP_BITWISE_AND, NULL},
+    {"BitwiseOr", 18, CIR_OP_BITWISE_OR, NULL},
+    {"BitwiseXor", 18, CIR_OP_BITWISE_XOR, NULL},
+    {"BitwiseNot", 18, CIR_OP_BITWISE_NOT, NULL},
     {"MaxPool", 1, CIR_OP_MAX_POOL, map_conv_pool},
     {"AveragePool", 1, CIR_OP_AVG_POOL, map_conv_pool},
     {"GlobalAveragePool", 1, CIR_OP_GLOBAL_AVG_POOL, NULL},
@@ -493,6 +542,7 @@ static const op_map table[] = {
     {"LogSoftmax", 1, CIR_OP_LOG_SOFTMAX, map_softmax},
     {"Hardmax", 1, CIR_OP_HARDMAX, map_softmax},
     {"LayerNormalization", 17, CIR_OP_LAYER_NORM, map_layer_norm},
+    {"RMSNormalization", 23, CIR_OP_LAYER_NORM, map_rms_norm},
     {"Gather", 1, CIR_OP_GATHER, NULL},
     {"GatherElements", 11, CIR_OP_GATHER_ELEMENTS, NULL},
     {"ScatterElements", 11, CIR_OP_SCATTER_ELEMENTS, NULL},
@@ -532,8 +582,11 @@ static const op_map table[] = {
     {"IsNaN", 9, CIR_OP_IS_NAN, NULL},
     {"IsInf", 10, CIR_OP_IS_INF, NULL},
     {"CastLike", 15, CIR_OP_CAST, map_cast},
+    {"BitCast", 26, CIR_OP_BITCAST, map_cast},
     {"Pad", 1, CIR_OP_PAD, map_pad},
     {"ReduceSum", 1, CIR_OP_REDUCE_SUM, map_reduce},
+    {"NegativeLogLikelihoodLoss", 12, CIR_OP_NLL_LOSS, map_nll},
+    {"SoftmaxCrossEntropyLoss", 12, CIR_OP_NLL_LOSS, map_sce},
     {"ReduceMean", 1, CIR_OP_REDUCE_MEAN, map_reduce},
     {"ReduceMax", 1, CIR_OP_REDUCE_MAX, map_reduce},
     {"ReduceMin", 1, CIR_OP_REDUCE_MIN, map_reduce},

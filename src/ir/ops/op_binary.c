@@ -1,4 +1,5 @@
-/* op_binary.c -- add, sub, mul, div, pow, max, min, prelu, mod with numpy broadcasting. */
+/* op_binary.c -- add, sub, mul, div, pow, max, min, prelu, mod, and the integer ones (bit_shift,
+ * bitwise_and/or/xor/not), with numpy broadcasting. */
 #include "ir/ops/ops.h"
 
 #include <math.h>
@@ -15,12 +16,19 @@ static int binop(const cir_node *n) {
     case CIR_OP_MIN: return CUVIL_BIN_MIN;
     case CIR_OP_PRELU: return CUVIL_BIN_PRELU;
     case CIR_OP_MOD: return cir_attr_int(n, "fmod") ? CUVIL_BIN_FMOD : CUVIL_BIN_MOD;
+    case CIR_OP_BIT_SHIFT: return cir_attr_int(n, "direction") ? CUVIL_BIN_SHR : CUVIL_BIN_SHL;
+    case CIR_OP_BITWISE_AND: return CUVIL_BIN_BAND;
+    case CIR_OP_BITWISE_OR: return CUVIL_BIN_BOR;
+    case CIR_OP_BITWISE_XOR: return CUVIL_BIN_BXOR;
+    case CIR_OP_BITWISE_NOT: return CUVIL_BIN_BNOT;
     default: CUVIL_ASSERT(!"not a binary op");
     }
 }
 
 static const char *const bcast_names[] = {"numpy", "none", "legacy", NULL};
 enum { BCAST_NUMPY, BCAST_NONE, BCAST_LEGACY };
+
+static bool bitwise(int op) { return op >= CUVIL_BIN_SHL; }
 
 static bool same_shape(const cir_value *a, const cir_value *b) {
     return a->ndim == b->ndim && !memcmp(a->dims, b->dims, sizeof(int64_t) * (size_t)a->ndim);
@@ -31,7 +39,7 @@ static bool same_shape(const cir_value *a, const cir_value *b) {
  * its trailing dims), B's dims of size 1 broadcasting. The run at the trailing dims is numpy's
  * rule; any other axis is refused. */
 static cuvil_status check_legacy_broadcast(cir_graph *g, cir_node *n, const cir_value *a, const cir_value *b) {
-    if (n->kind == CIR_OP_MOD) return CUVIL_OK;   /* ONNX's Mod came after numpy broadcasting */
+    if (n->kind == CIR_OP_MOD || bitwise(binop(n))) return CUVIL_OK;   /* ONNX's Mod (and these) came after numpy's rule */
     int mode = (int)cir_attr_int(n, "broadcast");
     if (mode == BCAST_NUMPY || same_shape(a, b)) return CUVIL_OK;
     char sa[256], sb[256];
@@ -49,7 +57,7 @@ static cuvil_status check_legacy_broadcast(cir_graph *g, cir_node *n, const cir_
 }
 
 static cuvil_status binary_infer(cir_graph *g, cir_node *n) {
-    bool variadic = n->kind == CIR_OP_MAX || n->kind == CIR_OP_MIN;
+    bool variadic = n->kind == CIR_OP_MAX || n->kind == CIR_OP_MIN || n->kind == CIR_OP_BITWISE_NOT;
     cuvil_status s = op_check_arity(g, n, variadic ? 1 : 2, 2, 1, 1);
     if (s) return s;
     cir_value *a = cir_in(g, n, 0), *b = cir_in(g, n, 1 < n->n_in ? 1 : 0);
@@ -66,6 +74,9 @@ static cuvil_status binary_infer(cir_graph *g, cir_node *n) {
     if (op == CUVIL_BIN_MOD && cir_dtype_is_float(a->dtype))
         return cir_node_err(g, n, CUVIL_ERR_MODEL, "mod of %s '%s' needs fmod=1 (fmod=0, the divisor's sign, is for "
                             "integers)", cir_dtype_name(a->dtype), a->name);
+    if (bitwise(op) && (cir_dtype_is_float(a->dtype) || a->dtype == CIR_BOOL || !cir_dtype_size(a->dtype)))
+        return cir_node_err(g, n, CUVIL_ERR_MODEL, "input '%s' is %s; bitwise ops take integers", a->name,
+                            cir_dtype_name(a->dtype));
     if ((s = op_broadcast_x(g, n, a, b, &ndim, dx))) return s;
     if (op == CUVIL_BIN_PRELU) {   /* the slope broadcasts onto X (unidirectional) */
         bool same = ndim == a->ndim;
@@ -105,6 +116,10 @@ static int64_t apply_int(int op, int64_t x, int64_t y) {
         int64_t r = y == 0 || y == -1 ? 0 : x % y;
         return r != 0 && (r < 0) != (y < 0) ? r + y : r;
     }
+    case CUVIL_BIN_BAND: return x & y;
+    case CUVIL_BIN_BOR: return x | y;
+    case CUVIL_BIN_BXOR: return x ^ y;
+    case CUVIL_BIN_BNOT: return ~x;
     default: CUVIL_ASSERT(!"binary op");
     }
 }
@@ -194,3 +209,12 @@ static const cir_attr_spec mod_attrs[] = {
     CIR_ATTR_END,
 };
 const cir_opdef cir_op_mod = {"mod", CIR_OPF_TAKES_ACT | CIR_OPF_SYM_DIMS, 2, 2, 1, 1, mod_attrs, binary_infer, binary_fold, NULL, 0};
+
+/* integers only, on cuvil_binary_t (folded by it too: operands of one type) */
+static const char *const direction_names[] = {"LEFT", "RIGHT", NULL};
+static const cir_attr_spec shift_attrs[] = {{"direction", CIR_ATTR_ENUM, 0, 0, direction_names, true}, CIR_ATTR_END};
+const cir_opdef cir_op_bit_shift = {"bit_shift", CIR_OPF_SYM_DIMS, 2, 2, 1, 1, shift_attrs, binary_infer, binary_fold, NULL, 0};
+const cir_opdef cir_op_bitwise_and = {"bitwise_and", CIR_OPF_SYM_DIMS, 2, 2, 1, 1, NULL, binary_infer, binary_fold, NULL, 0};
+const cir_opdef cir_op_bitwise_or = {"bitwise_or", CIR_OPF_SYM_DIMS, 2, 2, 1, 1, NULL, binary_infer, binary_fold, NULL, 0};
+const cir_opdef cir_op_bitwise_xor = {"bitwise_xor", CIR_OPF_SYM_DIMS, 2, 2, 1, 1, NULL, binary_infer, binary_fold, NULL, 0};
+const cir_opdef cir_op_bitwise_not = {"bitwise_not", CIR_OPF_SYM_DIMS, 1, 1, 1, 1, NULL, binary_infer, binary_fold, NULL, 0};

@@ -40,3 +40,27 @@ static cuvil_status cast_fold(cir_graph *g, cir_node *n) {
 static const cir_attr_spec cast_attrs[] = {{"to", CIR_ATTR_DTYPE, CIR_UNDEF, 0, NULL, false}, CIR_ATTR_END};
 
 const cir_opdef cir_op_cast = {"cast", CIR_OPF_SYM_DIMS, 1, 2, 1, 1, cast_attrs, cast_infer, cast_fold, NULL, 0};
+
+/* ===== bitcast ============================================================================ */
+/* bitcast (x; to): x's bytes as type `to` of the same width (ONNX BitCast), the shape kept. */
+static cuvil_status bitcast_infer(cir_graph *g, cir_node *n) {
+    cuvil_status s = op_check_arity(g, n, 1, 1, 1, 1);
+    if (s) return s;
+    cir_value *x = cir_in(g, n, 0);
+    cir_dtype to = CIR_UNDEF;
+    if ((s = cast_target(g, n, &to))) return s;
+    if (!cir_dtype_size(x->dtype) || cir_dtype_size(x->dtype) != cir_dtype_size(to))
+        return cir_node_err(g, n, CUVIL_ERR_MODEL, "input '%s' is %s; BitCast to %s needs an element type of its width",
+                            x->name, cir_dtype_name(x->dtype), cir_dtype_name(to));
+    cir_set_shape_like(cir_out(g, n, 0), to, x);
+    return CUVIL_OK;
+}
+
+static cuvil_status bitcast_fold(cir_graph *g, cir_node *n) {
+    cir_value *x = cir_in(g, n, 0), *y = cir_out(g, n, 0);
+    if (!cir_value_make_const(g, y)) return g->ctx->status;
+    memcpy(y->data, x->data, (size_t)cir_numel(x) * cir_dtype_size(x->dtype));
+    return CUVIL_OK;
+}
+
+const cir_opdef cir_op_bitcast = {"bitcast", CIR_OPF_SYM_DIMS, 1, 1, 1, 1, cast_attrs, bitcast_infer, bitcast_fold, NULL, 0};

@@ -1,7 +1,8 @@
 /* op_layer_norm.c -- layer_norm (x, scale, [bias]; axis, epsilon) -> y, [mean], [inv_std_dev]:
  * each slice of x from `axis` to the end is normalised to zero mean and unit variance, then
  * scaled and shifted; scale and bias broadcast to that slice's shape; the optional outputs are
- * each slice's mean and 1 / sqrt(variance + epsilon), float32. instance_norm (x, scale, bias; epsilon): x is [N, C,
+ * each slice's mean and 1 / sqrt(variance + epsilon), float32. rms=1 (RMSNormalization): the
+ * mean is taken as 0. instance_norm (x, scale, bias; epsilon): x is [N, C,
  * ...], each (n, c) slice normalised, then scaled and shifted by scale[c], bias[c]. float32, at
  * run time and folded by the one kernel of each. */
 #include "ir/ops/ops.h"
@@ -27,6 +28,7 @@ cuvil_status op_layer_norm_params(cir_graph *g, cir_node *n, cuvil_layer_norm_pa
         else p->len *= x->dims[d];
     }
     p->epsilon = cir_attr_float(n, "epsilon");
+    p->rms = (int)cir_attr_int(n, "rms");
     /* scale and bias: as many elements as a normalised slice (their shape is its trailing dims,
      * possibly with leading 1s; a broadcast of fewer elements is not supported) */
     for (int i = 1; i < 3; i++) {
@@ -81,6 +83,7 @@ static cuvil_status ln_fold(cir_graph *g, cir_node *n) {
 static const cir_attr_spec ln_attrs[] = {
     {"axis", CIR_ATTR_INT, -1, 0, NULL, false},
     {"epsilon", CIR_ATTR_FLOAT, 0, 1e-5f, NULL, false},
+    {"rms", CIR_ATTR_INT, 0, 0, NULL, false},
     CIR_ATTR_END,
 };
 
