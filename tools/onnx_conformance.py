@@ -130,7 +130,9 @@ def ort_agrees(model: Path, ins: list[Path], got: dict) -> bool:
     both differ from ONNX's data and its reference: a known disagreement between the two."""
     try:
         import onnxruntime as ort
-        sess = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
+        so = ort.SessionOptions()
+        so.log_severity_level = 4
+        sess = ort.InferenceSession(str(model), so, providers=["CPUExecutionProvider"])
         vis = {i.name: i for i in onnx.load(str(model)).graph.input}
         feeds = {i.name: load_val(f, vis[i.name]) for i, f in zip(sess.get_inputs(), ins)}
         outs = sess.run(None, feeds)
@@ -373,6 +375,13 @@ def ensure_generated(data: Path) -> None:
     (data / ".complete").write_text(onnx.__version__ + "\n")
 
 
+# Why a case that differs from its data differs, where that is known (the skip file says it).
+NOTES = [
+    (re.compile(r"test_attention\w*bf16"), "bfloat16 within one bf16 step (2^-8) of ONNX's reference, which rounds to "
+                                           "bfloat16 after every step; Cuvil computes in float32 and rounds once"),
+]
+
+
 def read_skips(path: Path) -> dict[str, str]:
     skips = {}
     for line in path.read_text().splitlines():
@@ -498,7 +507,9 @@ def main() -> int:
         if status == "pass":
             continue
         scope = info[k][0]
-        skip_lines.append(f"{k}\t{'out of scope: ' + scope if scope else status + ': ' + short(detail)}")
+        note = next((n for r, n in NOTES if r.search(k)), None) if status in ("wrong", "as-ort", "outdated") else None
+        skip_lines.append(f"{k}\t{'out of scope: ' + scope if scope else status + ': ' + short(detail)}"
+                          + (f" ({note})" if note else ""))
     if a.write_skips:
         a.write_skips.write_text("# Every conformance case that does not pass (tools/onnx_conformance.py), with its reason:\n"
                                  "# out of scope (issue 32's groups), refused (Cuvil said no, cleanly), or how it differs.\n"
@@ -510,6 +521,11 @@ def main() -> int:
         for line in new:
             print(f"NOT IN THE SKIP FILE: {line}")
         failed += len(new)
+        worse = [k for k in skips if k in results and results[k][0] in ("wrong", "crashed")
+                 and not skips[k].startswith(results[k][0] + ":")]
+        for k in worse:   # listed as refused, now a wrong answer or a crash: never silently
+            print(f"NOW {results[k][0].upper()} (the skip file says '{skips[k][:60]}'): {k}: {results[k][1]}")
+        failed += len(worse)
         stale = [k for k in skips if k in results and results[k][0] == "pass"]
         if stale:
             print(f"{len(stale)} cases of the skip file pass now (remove them: --write-skips): " + ", ".join(stale[:20]))

@@ -393,8 +393,9 @@ void cuvil_f32_channel_affine(const cuvil_channel_affine_params *p, const float 
  * rows of dim, v and y rows of v_dim; q_len query rows, kv_len key/value rows. mask (NULL:
  * none) is float32 added to the scores, or with mask_bool uint8 where 0 hides the key, read at
  * b * m_bs + h * m_hs + i * m_rs + j * m_cs (0 strides broadcast). causal: query i sees keys
- * j <= i + kv_len - q_len. A row that sees no key is NaN, or 0 with empty_rows_zero. y must not
- * overlap q, k, v or the mask. */
+ * j <= i + kv_len - q_len. A row that sees no key is NaN, or 0 with empty_rows_zero (1: a row
+ * with a NaN score too, as Where(IsNaN(p), 0, p) makes; 2: only one that sees no key, as ONNX
+ * Attention). y must not overlap q, k, v or the mask. */
 typedef struct cuvil_attention_params {
     int64_t batch, heads, q_len, kv_len, dim, v_dim;
     int64_t q_bs, q_hs, q_rs;
@@ -406,11 +407,34 @@ typedef struct cuvil_attention_params {
     int mask_bool;
     int causal;
     int empty_rows_zero;
+    /* ONNX Attention's forms (all 0: the above alone): query head h reads key/value head
+     * h / kv_group (grouped-query attention; 0 or 1: its own); softcap > 0 maps each score s to
+     * softcap * tanh(s / softcap) before the mask; the causal frontier is j <= i + kv_len - q_len
+     * - causal_lag; a mask of m_cols < kv_len columns hides the keys after them (0: kv_len);
+     * window: query i sees keys j with -win_right <= i + kv_len - q_len - causal_lag - j <=
+     * win_left (a bound of -1: unbounded). */
+    int64_t kv_group;
+    float softcap;
+    int64_t causal_lag, m_cols;
+    int window;
+    int64_t win_left, win_right;
 } cuvil_attention_params;
 
 size_t cuvil_f32_attention_scratch_size(const cuvil_attention_params *p);
 void cuvil_f32_attention(const cuvil_attention_params *p, const float *q, const float *k, const float *v,
                          const void *mask, float *y, void *scratch);
+/* The same, also writing the scores into qk ([batch, heads, q_len, kv_len], contiguous; NULL:
+ * not) at stage qk_mode: 0 or 1 scaled and soft-capped, 2 with the masks added, 3 the softmax.
+ * nonpad (NULL: none; ONNX's nonpad_kv_seqlen, the external cache): batch item b has nonpad[b]
+ * valid keys, the others hidden, and its queries sit at nonpad[b] - q_len + i for the causal
+ * frontier and the window (causal_lag unused). */
+void cuvil_f32_attention_qk(const cuvil_attention_params *p, const float *q, const float *k, const float *v,
+                            const void *mask, const int64_t *nonpad, float *y, float *qk, int qk_mode, void *scratch);
+/* ONNX Attention's cache: present[b, h, 0:p_len] = past[b, h] (contiguous [batch, heads, p_len,
+ * dim]; NULL when p_len is 0), present[b, h, p_len:p_len+s_len] = cur rows read through element
+ * strides (batch, head, row). */
+void cuvil_f32_kv_concat(const float *past, int64_t p_len, const float *cur, int64_t c_bs, int64_t c_hs, int64_t c_rs,
+                         int64_t s_len, int64_t batch, int64_t heads, int64_t dim, float *present);
 /* Naive reference with the same contract (no scratch; kv_len floats on the stack). */
 void cuvil_f32_attention__scalar(const cuvil_attention_params *p, const float *q, const float *k, const float *v,
                                  const void *mask, float *y);

@@ -345,6 +345,11 @@ static inline cir_value *cir_out(const cir_graph *g, const cir_node *n, int i) {
     return cir_val(g, n->out[i]);
 }
 
+/* Output i, or NULL where the node has none (an optional output left out). */
+static inline cir_value *cir_out_opt(const cir_graph *g, const cir_node *n, int i) {
+    return i < n->n_out && n->out[i] >= 0 ? cir_val(g, n->out[i]) : NULL;
+}
+
 /* ===== A node's fused epilogue (cir_post) =============================================== */
 /* The values n reads: its inputs, then the values its epilogue adds (-1 for an omitted input
  * and for an epilogue step that reads none). */

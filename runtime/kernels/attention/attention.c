@@ -35,31 +35,54 @@ size_t cuvil_f32_attention_scratch_size_ex(const cuvil_attention_params *p, cons
     return CUVIL_ALIGN_UP((size_t)(qb * kv) * sizeof(float), 64) + (s1 > s2 ? s1 : s2);
 }
 
-/* The scores of query row qi (global index) in row[0, kv): mask and causal applied, then
- * softmax in place. */
-static void masked_softmax_row(const cuvil_attention_params *p, const void *mask, int64_t b, int64_t h, int64_t qi,
-                               float *row) {
-    const int64_t kv = p->kv_len;
+/* Soft-capping of n scores (softcap > 0). */
+static void softcap_row(const cuvil_attention_params *p, float *row, int64_t n) {
+    if (p->softcap > 0.0f)
+        for (int64_t j = 0; j < n; j++) row[j] = p->softcap * tanhf(row[j] / p->softcap);
+}
+
+/* The masks of query row qi (global index) on its scores row[0, kv): the additive or boolean
+ * mask, the causal frontier and the window. Returns how many leading keys may be seen. */
+static int64_t mask_row(const cuvil_attention_params *p, const void *mask, const int64_t *nonpad, int64_t b, int64_t h,
+                        int64_t qi, float *row) {
+    const int64_t kv = p->kv_len, mc = p->m_cols > 0 && p->m_cols < kv ? p->m_cols : kv;
     if (mask) {
         const int64_t base = b * p->m_bs + h * p->m_hs + qi * p->m_rs;
         if (p->mask_bool) {
             const uint8_t *m = (const uint8_t *)mask + base;
-            for (int64_t j = 0; j < kv; j++)
+            for (int64_t j = 0; j < mc; j++)
                 if (!m[j * p->m_cs]) row[j] = -INFINITY;
         } else {
             const float *m = (const float *)mask + base;
             if (p->m_cs == 1)
-                for (int64_t j = 0; j < kv; j++) row[j] += m[j];
+                for (int64_t j = 0; j < mc; j++) row[j] += m[j];
             else
-                for (int64_t j = 0; j < kv; j++) row[j] += m[j * p->m_cs];
+                for (int64_t j = 0; j < mc; j++) row[j] += m[j * p->m_cs];
         }
+        for (int64_t j = mc; j < kv; j++) row[j] = -INFINITY;   /* a shorter mask: the rest hidden */
     }
     int64_t seen = kv;
-    if (p->causal) {
-        seen = qi + kv - p->q_len + 1;
-        seen = seen < 0 ? 0 : seen > kv ? kv : seen;
+    /* the query's position among the keys */
+    const int64_t at = nonpad ? qi + nonpad[b] - p->q_len : qi + kv - p->q_len - p->causal_lag;
+    if (nonpad) {   /* the keys after the valid ones: hidden */
+        seen = nonpad[b] < 0 ? 0 : nonpad[b] < kv ? nonpad[b] : kv;
         for (int64_t j = seen; j < kv; j++) row[j] = -INFINITY;
     }
+    if (p->causal) {
+        const int64_t c = at + 1 < 0 ? 0 : at + 1 > kv ? kv : at + 1;
+        for (int64_t j = c; j < kv; j++) row[j] = -INFINITY;
+        seen = c < seen ? c : seen;
+    }
+    if (p->window)
+        for (int64_t j = 0; j < kv; j++)
+            if ((p->win_left >= 0 && at - j > p->win_left) || (p->win_right >= 0 && j - at > p->win_right))
+                row[j] = -INFINITY;
+    return seen;
+}
+
+/* Softmax in place of a row whose first `seen` scores may be finite. */
+static void softmax_row(const cuvil_attention_params *p, int64_t seen, float *row) {
+    const int64_t kv = p->kv_len;
     float mx = -INFINITY;
     int nan = 0;
     for (int64_t j = 0; j < seen; j++) {
@@ -69,7 +92,7 @@ static void masked_softmax_row(const cuvil_attention_params *p, const void *mask
     if (mx == -INFINITY || nan) {   /* no key seen (or a NaN score): softmax gives NaN */
         const float v = mx == -INFINITY && p->empty_rows_zero && !nan ? 0.0f : NAN;
         for (int64_t j = 0; j < kv; j++) row[j] = v;
-        if (p->empty_rows_zero)   /* Where(IsNaN(p), 0, p) */
+        if (p->empty_rows_zero == 1)   /* Where(IsNaN(p), 0, p) */
             for (int64_t j = 0; j < kv; j++) row[j] = row[j] != row[j] ? 0.0f : row[j];
         return;
     }
@@ -86,10 +109,21 @@ typedef struct att_ctx {
     const cuvil_attention_params *p;
     const float *q, *k, *v;
     const void *mask;
+    const int64_t *nonpad;
     float *y;
+    float *qk;      /* the scores at stage qk_mode, or NULL */
+    int qk_mode;
     void *scratch;
     int64_t n_qb;   /* query blocks per (batch, head) */
 } att_ctx;
+
+static int64_t kv_head(const cuvil_attention_params *p, int64_t h) { return p->kv_group > 1 ? h / p->kv_group : h; }
+
+static void copy_qk(const att_ctx *c, int stage, int64_t b, int64_t h, int64_t qi, const float *row) {
+    const cuvil_attention_params *p = c->p;
+    if (c->qk && (c->qk_mode == stage || (stage == 0 && c->qk_mode == 1)))
+        memcpy(c->qk + ((b * p->heads + h) * p->q_len + qi) * p->kv_len, row, sizeof(float) * (size_t)p->kv_len);
+}
 
 static void att_task(void *vctx, int64_t t, int tid) {
     const att_ctx *c = (const att_ctx *)vctx;
@@ -114,14 +148,22 @@ static void att_task(void *vctx, int64_t t, int tid) {
     j.A = c->q + b * p->q_bs + h * p->q_hs + r0 * p->q_rs;
     j.lda = p->q_rs;
     j.alpha = p->scale;
-    j.B = c->k + b * p->k_bs + h * p->k_hs;
+    j.B = c->k + b * p->k_bs + kv_head(p, h) * p->k_hs;
     j.ldb = p->k_rs;
     j.trans_b = 1;
     j.C = s;
     j.ldc = kv;
     if (p->dim > 0) cuvil_f32_gemm_run_serial(&j, bl, gs);
     else memset(s, 0, sizeof(float) * (size_t)(rows * kv));
-    for (int64_t i = 0; i < rows; i++) masked_softmax_row(p, c->mask, b, h, r0 + i, s + i * kv);
+    for (int64_t i = 0; i < rows; i++) {
+        float *row = s + i * kv;
+        softcap_row(p, row, kv);
+        copy_qk(c, 0, b, h, r0 + i, row);
+        const int64_t seen = mask_row(p, c->mask, c->nonpad, b, h, r0 + i, row);
+        copy_qk(c, 2, b, h, r0 + i, row);
+        softmax_row(p, seen, row);
+        copy_qk(c, 3, b, h, r0 + i, row);
+    }
     /* y = s v */
     memset(&j, 0, sizeof j);
     j.M = rows;
@@ -130,28 +172,51 @@ static void att_task(void *vctx, int64_t t, int tid) {
     j.A = s;
     j.lda = kv;
     j.alpha = 1.0f;
-    j.B = c->v + b * p->v_bs + h * p->v_hs;
+    j.B = c->v + b * p->v_bs + kv_head(p, h) * p->v_hs;
     j.ldb = p->v_rs;
     j.C = y;
     j.ldc = p->y_rs;
     cuvil_f32_gemm_run_serial(&j, bl, gs);
 }
 
+void cuvil_f32_attention_qk(const cuvil_attention_params *p, const float *q, const float *k, const float *v,
+                            const void *mask, const int64_t *nonpad, float *y, float *qk, int qk_mode, void *scratch) {
+    if (p->batch <= 0 || p->heads <= 0 || p->q_len <= 0) return;
+    if (p->v_dim <= 0 && !qk) return;
+    att_ctx c = {p, q, k, v, mask, nonpad, y, qk, qk_mode, scratch, (p->q_len + q_block(p) - 1) / q_block(p)};
+    cuvil_parallel_for(p->batch * p->heads * c.n_qb, att_task, &c);
+}
+
 void cuvil_f32_attention(const cuvil_attention_params *p, const float *q, const float *k, const float *v,
                          const void *mask, float *y, void *scratch) {
-    if (p->batch <= 0 || p->heads <= 0 || p->q_len <= 0 || p->v_dim <= 0) return;
-    att_ctx c = {p, q, k, v, mask, y, scratch, (p->q_len + q_block(p) - 1) / q_block(p)};
-    cuvil_parallel_for(p->batch * p->heads * c.n_qb, att_task, &c);
+    cuvil_f32_attention_qk(p, q, k, v, mask, NULL, y, NULL, 0, scratch);
+}
+
+void cuvil_f32_kv_concat(const float *past, int64_t p_len, const float *cur, int64_t c_bs, int64_t c_hs, int64_t c_rs,
+                         int64_t s_len, int64_t batch, int64_t heads, int64_t dim, float *present) {
+    const int64_t t = p_len + s_len;
+    for (int64_t b = 0; b < batch; b++)
+        for (int64_t h = 0; h < heads; h++) {
+            float *o = present + (b * heads + h) * t * dim;
+            if (p_len) memcpy(o, past + (b * heads + h) * p_len * dim, sizeof(float) * (size_t)(p_len * dim));
+            for (int64_t r = 0; r < s_len; r++)
+                memcpy(o + (p_len + r) * dim, cur + b * c_bs + h * c_hs + r * c_rs, sizeof(float) * (size_t)dim);
+        }
 }
 
 /* The reference's score of query i for key j: masked, -inf where hidden. */
 static float ref_score(const cuvil_attention_params *p, const float *q, const float *k, const void *mask, int64_t b,
                        int64_t h, int64_t i, int64_t j) {
-    if (p->causal && j > i + p->kv_len - p->q_len) return -INFINITY;
-    const float *qr = q + b * p->q_bs + h * p->q_hs + i * p->q_rs, *kr = k + b * p->k_bs + h * p->k_hs + j * p->k_rs;
+    const int64_t at = i + p->kv_len - p->q_len - p->causal_lag;
+    if (p->causal && j > at) return -INFINITY;
+    if (p->window && ((p->win_left >= 0 && at - j > p->win_left) || (p->win_right >= 0 && j - at > p->win_right)))
+        return -INFINITY;
+    if (mask && p->m_cols > 0 && j >= p->m_cols) return -INFINITY;
+    const float *qr = q + b * p->q_bs + h * p->q_hs + i * p->q_rs, *kr = k + b * p->k_bs + kv_head(p, h) * p->k_hs + j * p->k_rs;
     float acc = 0.0f;
     for (int64_t d = 0; d < p->dim; d++) acc += qr[d] * kr[d];
     float sc = p->scale * acc;
+    if (p->softcap > 0.0f) sc = p->softcap * tanhf(sc / p->softcap);
     if (mask) {
         const int64_t at = b * p->m_bs + h * p->m_hs + i * p->m_rs + j * p->m_cs;
         if (p->mask_bool) sc = ((const uint8_t *)mask)[at] ? sc : -INFINITY;
@@ -175,12 +240,12 @@ void cuvil_f32_attention__scalar(const cuvil_attention_params *p, const float *q
                 const int none = p->kv_len > 0 && (mx == -INFINITY || mx != mx);   /* NaN row */
                 for (int64_t d = 0; d < p->v_dim; d++) yr[d] = 0.0f;
                 if (none) {
-                    for (int64_t d = 0; d < p->v_dim; d++) yr[d] = p->empty_rows_zero ? 0.0f : NAN;
+                    for (int64_t d = 0; d < p->v_dim; d++) yr[d] = p->empty_rows_zero == 1 || (p->empty_rows_zero && mx == -INFINITY) ? 0.0f : NAN;
                     continue;
                 }
                 for (int64_t j = 0; j < p->kv_len; j++) {
                     const float w = expf(ref_score(p, q, k, mask, b, h, i, j) - mx) / sum;
-                    const float *vr = v + b * p->v_bs + h * p->v_hs + j * p->v_rs;
+                    const float *vr = v + b * p->v_bs + kv_head(p, h) * p->v_hs + j * p->v_rs;
                     for (int64_t d = 0; d < p->v_dim; d++) yr[d] += w * vr[d];
                 }
             }

@@ -352,6 +352,29 @@ static cuvil_status map_rms_norm(onnx_mapper *m, onnx_node *on, cir_op_kind kind
     return add_node(m, on, kind, on->n_in, on->in, on->n_out, on->out, set, 1, ignore);
 }
 
+/* Attention (opsets 23-25): sdpa. scale has no default value (absent: 1 / sqrt(head size)), so
+ * the node says whether it has one; a node with a cache gets present outputs (the kernel reads
+ * the joined keys and values from them). */
+static cuvil_status map_attention(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
+    /* softmax_precision: the softmax runs in float32 whatever it asks (float64 too) */
+    cuvil_attr set[1];
+    int n_set = 0;
+    if (attr(on, "scale")) set[n_set++] = (cuvil_attr){.name = "has_scale", .type = CUVIL_ATTR_INT, .i = 1};
+    for (int i = 0; i < on->n_attrs; i++) on->attrs[i].used &= strcmp(on->attrs[i].name, "scale") != 0;
+    int out[4] = {-1, -1, -1, -1}, n_in = on->n_in;
+    for (int i = 0; i < on->n_out && i < 4; i++) out[i] = on->out[i];
+    bool cache = n_in > 4 && on->in[4] >= 0;
+    for (int i = 1; i < 3 && cache; i++)
+        if (out[i] < 0) {
+            char name[600];
+            snprintf(name, sizeof name, "%.280s:present_%s", on->name, i == 1 ? "key" : "value");
+            if ((out[i] = cir_value_add(m->g, name, CIR_VAL_ACT)) < 0) return m->g->ctx->status;
+        }
+    int n_out = out[3] >= 0 ? 4 : out[2] >= 0 ? 3 : out[1] >= 0 ? 2 : 1;
+    static const char *const ignore[] = {"softmax_precision", NULL};
+    return add_node(m, on, kind, n_in, on->in, n_out, out, set, n_set, ignore);
+}
+
 static cuvil_status map_slice(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
     if (on->opset >= 10) return map_plain(m, on, kind);
     bool err = false;
@@ -542,6 +565,7 @@ static const op_map table[] = {
     {"LogSoftmax", 1, CIR_OP_LOG_SOFTMAX, map_softmax},
     {"Hardmax", 1, CIR_OP_HARDMAX, map_softmax},
     {"LayerNormalization", 17, CIR_OP_LAYER_NORM, map_layer_norm},
+    {"Attention", 23, CIR_OP_SDPA, map_attention},
     {"RMSNormalization", 23, CIR_OP_LAYER_NORM, map_rms_norm},
     {"Gather", 1, CIR_OP_GATHER, NULL},
     {"GatherElements", 11, CIR_OP_GATHER_ELEMENTS, NULL},

@@ -25,6 +25,12 @@ static cuvil_status cast_infer(cir_graph *g, cir_node *n) {
     if ((s = cast_target(g, n, &to))) return s;
     if (!cir_dtype_size(x->dtype))
         return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' has type %s", x->name, cir_dtype_name(x->dtype));
+    if (cir_in(g, n, 1)) {   /* CastLike reads only like's type: now the node's `to`, so a constant x folds */
+        cuvil_attr a = {.name = "to", .type = CUVIL_ATTR_STRING, .s = cir_dtype_name(to)};
+        if ((s = cir_node_set_attr(g, n, &a))) return s;
+        n->in[1] = -1;
+        n->n_in = 1;
+    }
     cir_set_shape_like(cir_out(g, n, 0), to, x);
     return CUVIL_OK;
 }

@@ -262,6 +262,13 @@ cuvil_status op_elements_x(cir_graph *g, cir_node *n, cuvil_elements_params *p);
 /* gather_nd, scatter_nd; also the shape of gather's output / scatter's updates (ndim, dims). */
 cuvil_status op_nd_params(cir_graph *g, cir_node *n, cuvil_nd_params *p, int *ndim, int64_t *dims);
 cuvil_status op_layer_norm_params(cir_graph *g, cir_node *n, cuvil_layer_norm_params *p);
+/* An sdpa node's sizes (op_sdpa.c): expressions of the symbols, the head counts and sizes fixed. */
+typedef struct op_sdpa {
+    int rank;                                            /* of q, k, v and y: 3 or 4 */
+    int64_t q_heads, kv_heads, dim, v_dim;
+    const cir_dim *batch, *q_len, *s_len, *p_len, *kv_len;   /* s_len: this step's keys; kv_len = p_len + s_len */
+} op_sdpa;
+cuvil_status op_sdpa_shape(cir_graph *g, cir_node *n, op_sdpa *a);
 cuvil_status op_instance_norm_params(cir_graph *g, cir_node *n, cuvil_instance_norm_params *p);
 cuvil_status op_pad_params(cir_graph *g, cir_node *n, cuvil_pad_params *p);
 /* The pooling ops; a 1-D pool is a 2-D one with H = 1, a global one a window over all of it. */
