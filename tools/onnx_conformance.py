@@ -393,7 +393,7 @@ def read_skips(path: Path) -> dict[str, str]:
 
 def short(detail: str) -> str:
     """A failure's detail for the skip file: one line, without the machine's paths."""
-    d = re.sub(r"\S*/(model\.onnx|input_\d+\.pb|output_\d+\.pb)", r"\1", detail.replace("\t", " ").replace("\n", " "))
+    d = re.sub(r"\S*/(model\.onnx|m\.so|input_\d+\.pb|output_\d+\.pb)", r"\1", detail.replace("\t", " ").replace("\n", " "))
     d = re.sub(r"^model\.onnx: ", "", d)
     return d[:240]
 

@@ -574,6 +574,14 @@ int64_t cuvil_slice_axis(int64_t dim, int64_t *start, int64_t end, int64_t *step
  * inferred), their product the input's. Both return 1 for values the op refuses (a step of
  * 0, a repeated axis, a product that differs) or a dim over hi[] (the room planned for it),
  * else 0. */
+/* Squeeze's (unsqueeze 0) or Unsqueeze's output dims from n axes read when the model runs
+ * (idx_t: CUVIL_T_I32/I64), each at most hi[i]; 1 when an axis is out of range or repeated, or
+ * a squeezed dim is not 1. */
+int cuvil_squeeze_dims(int unsqueeze, int idx_t, const void *axes, int n, const int64_t *in_dims, int in_ndim,
+                       const int64_t *hi, int64_t *out);
+/* Split's n sizes read when the model runs (idx_t: CUVIL_T_I32/I64) into out, each in 0..hi[i],
+ * adding up to dim; else 1. */
+int cuvil_split_sizes_rt(int idx_t, const void *split, int n, int64_t dim, const int64_t *hi, int64_t *out);
 int cuvil_slice_rt(cuvil_slice_params *p, int n, int idx_t, const void *starts, const void *ends, const void *axes,
                    const void *steps, const int64_t *hi);
 int cuvil_reshape_dims(int shape_t, const void *shape, int n, const int64_t *in_dims, int in_ndim, int allowzero,
@@ -592,6 +600,16 @@ typedef struct cuvil_pad_params {
 } cuvil_pad_params;
 
 void cuvil_f32_pad(const cuvil_pad_params *p, const float *x, float *y);
+/* The pads read when the model runs (n_pads of type idx_t, CUVIL_T_I32/I64, for the axes, n_axes
+ * of them of the same type, or every axis when axes is NULL) into p's pad_begin and out_dims (p's
+ * mode, ndim and in_dims given), each output dim at most hi[d]; 1 when they are not valid for
+ * the input as ONNX Runtime takes them (a crop past the axis, reflect or wrap past what it
+ * holds, an axis out of range or repeated). */
+int cuvil_pad_rt(cuvil_pad_params *p, int idx_t, const void *pads, int n_pads, const void *axes, int n_axes,
+                 const int64_t *hi);
+/* The same for elements of es bytes (any type; p->value unused): the constant is the es bytes
+ * at value (NULL: zeros). */
+void cuvil_pad_t(const cuvil_pad_params *p, size_t es, const void *x, void *y, const void *value);
 
 /* Gather along one axis with constant indices: x viewed as [outer, axis_len, inner*elem],
  * y[o, j, :] = x[o, idx[j], :]; indices are already made non-negative by the compiler. */
@@ -626,7 +644,8 @@ int cuvil_binary_t(const cuvil_binary_params *p, int t, const void *a, const voi
 /* y = a ** b for integer type t with an exponent of type te (any numeric type), as ONNX
  * Runtime's Pow computes it: x * x and x * x * x (wrapping) where the exponent is 2 or 3 and one
  * value along the innermost dim while the base is not, else pow((double)x, (double)e) converted
- * to t as cuvil_cast converts a float64 (out of range, inf or NaN: int32's or int64's minimum). */
+ * to t as cuvil_cast converts a float64 (out of range, inf or NaN: int32's or int64's minimum).
+ * A float base (t float32, float64, float16 or bfloat16): pow in double, rounded once to t. */
 void cuvil_pow_t(const cuvil_binary_params *p, int t, const void *a, int te, const void *b, void *y);
 
 /* Comparisons into bool bytes (0/1): p->op is one of these. */

@@ -1050,8 +1050,9 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
         cg.cur_symbolic = cg_node_symbolic(g, n);
         cg.cur_node = n;
         if (n->def->flags & CIR_OPF_ALIAS) {
-            if (n->n_rt && n->kind == CIR_OP_RESHAPE && g->rt_key[n->rt_first] < 0)
-                cg_emit_found_dims(&cg, g, n);   /* a Reshape's shape read when the model runs */
+            if (n->n_rt && (n->kind == CIR_OP_RESHAPE || n->kind == CIR_OP_SQUEEZE || n->kind == CIR_OP_UNSQUEEZE) &&
+                g->rt_key[n->rt_first] < 0)
+                cg_emit_found_dims(&cg, g, n);   /* a Reshape's shape or (Un)Squeeze's axes read when the model runs */
             if (!view)
                 cg_printf(&cg, "    memcpy(%s, %s, %s);\n", cg_out(&cg, n->out[0]), cg_in(&cg, n->in[0]), cg_nbytes(&cg, n->out[0]));
         } else if (sval_fill(&cg, n)) {

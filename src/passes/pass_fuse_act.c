@@ -27,6 +27,8 @@ cuvil_status cuvil_pass_fuse_act(cir_graph *g, const cuvil_options *o) {
         if (p->dead || !(p->def->flags & CIR_OPF_TAKES_ACT) || cir_node_act(p).op || !cir_post_kernel_form(p) ||
             p->n_post >= CIR_MAX_POSTS)
             continue;
+        if (p->kind == CIR_OP_POW && cir_in(g, p, 1)->dtype != CIR_F32 && !cir_is_const(cir_in(g, p, 1)))
+            continue;   /* an exponent of another type read as the model runs: cuvil_pow_t, no epilogue */
         cir_act act;
         if (!a->def->as_act(g, a, &act)) continue;
         /* p applies the act; a's output is now p's (or, through a view, the view's: p keeps

@@ -84,6 +84,70 @@ void cuvil_f32_pad__scalar(const cuvil_pad_params *p, const float *x, float *y) 
     }
 }
 
+static int64_t ld_i(int t, const void *v, int i) {
+    return t == CUVIL_T_I32 ? (int64_t)((const int32_t *)v)[i] : ((const int64_t *)v)[i];
+}
+
+int cuvil_pad_rt(cuvil_pad_params *p, int idx_t, const void *pads, int n_pads, const void *axes, int n_axes,
+                 const int64_t *hi) {
+    const int r = p->ndim, nax = axes ? n_axes : r;
+    int seen[CUVIL_RT_MAX_DIMS] = {0};
+    int64_t pe[CUVIL_RT_MAX_DIMS] = {0};
+    if (n_pads != 2 * nax || nax > r) return 1;
+    for (int d = 0; d < r; d++) p->pad_begin[d] = 0;
+    for (int i = 0; i < nax; i++) {
+        int64_t ax = axes ? ld_i(idx_t, axes, i) : i;
+        if (ax < 0) ax += r;
+        if (ax < 0 || ax >= r || seen[ax]) return 1;
+        seen[ax] = 1;
+        p->pad_begin[ax] = ld_i(idx_t, pads, i);
+        pe[ax] = ld_i(idx_t, pads, nax + i);
+    }
+    for (int d = 0; d < r; d++) {
+        const int64_t in = p->in_dims[d], b = p->pad_begin[d], e = pe[d];
+        if (b < -in || e < -in || b > hi[d] || e > hi[d]) return 1;   /* (no overflow below) */
+        const int64_t out = in + b + e, kept = in + (b < 0 ? b : 0) + (e < 0 ? e : 0);
+        if (out < 0 || kept < 0 || out > hi[d]) return 1;
+        if (p->mode != CUVIL_PAD_CONSTANT && (b > 0 || e > 0)) {
+            const int64_t lim = p->mode == CUVIL_PAD_REFLECT ? kept - 1 : p->mode == CUVIL_PAD_WRAP ? kept : INT64_MAX;
+            if (kept == 0 || b > lim || e > lim) return 1;
+        }
+        p->out_dims[d] = out;
+    }
+    return 0;
+}
+
+void cuvil_pad_t(const cuvil_pad_params *p, size_t es, const void *x, void *y, const void *value) {
+    axis_map maps[CUVIL_RT_MAX_DIMS] = {{0, 0, 0}};
+    int64_t xs[CUVIL_RT_MAX_DIMS], idx[CUVIL_RT_MAX_DIMS] = {0};
+    int64_t st = 1, total = 1;
+    for (int d = p->ndim - 1; d >= 0; d--) {
+        xs[d] = st;
+        st *= p->in_dims[d];
+        maps[d] = make_map(p, d);
+    }
+    for (int d = 0; d < p->ndim; d++) total *= p->out_dims[d];
+    for (int64_t t = 0; t < total; t++) {
+        int64_t off = 0;
+        int inside = 1;
+        for (int d = 0; d < p->ndim && inside; d++) {
+            const int64_t i = map_index(p->mode, &maps[d], idx[d]);
+            if (i < 0)
+                inside = 0;
+            else
+                off += i * xs[d];
+        }
+        char *o = (char *)y + t * (int64_t)es;
+        if (inside) memcpy(o, (const char *)x + off * (int64_t)es, es);
+        else if (value) memcpy(o, value, es);
+        else memset(o, 0, es);
+        for (int d = p->ndim - 1; d >= 0; d--) {
+            if (++idx[d] < p->out_dims[d]) break;
+            idx[d] = 0;
+        }
+    }
+}
+
 void cuvil_f32_pad(const cuvil_pad_params *p, const float *x, float *y) {
     const int nd = p->ndim;
     if (nd == 0) {

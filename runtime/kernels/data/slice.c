@@ -93,6 +93,38 @@ int cuvil_slice_rt(cuvil_slice_params *p, int n, int idx_t, const void *starts, 
     return 0;
 }
 
+int cuvil_squeeze_dims(int unsqueeze, int idx_t, const void *axes, int n, const int64_t *in_dims, int in_ndim,
+                       const int64_t *hi, int64_t *out) {
+    const int r = unsqueeze ? in_ndim + n : in_ndim;
+    int mark[CUVIL_RT_MAX_DIMS] = {0};
+    if (r > CUVIL_RT_MAX_DIMS || n > r) return 1;
+    for (int i = 0; i < n; i++) {
+        int64_t ax = ld_idx(idx_t, axes, i);
+        if (ax < 0) ax += r;
+        if (ax < 0 || ax >= r || mark[ax]) return 1;
+        if (!unsqueeze && in_dims[ax] != 1) return 1;
+        mark[ax] = 1;
+    }
+    for (int d = 0, j = 0, o = 0; d < r; d++) {
+        if (unsqueeze) out[o] = mark[d] ? 1 : in_dims[j++];
+        else if (mark[d]) continue;
+        else out[o] = in_dims[d];
+        if (out[o] > hi[o]) return 1;
+        o++;
+    }
+    return 0;
+}
+
+int cuvil_split_sizes_rt(int idx_t, const void *split, int n, int64_t dim, const int64_t *hi, int64_t *out) {
+    int64_t sum = 0;
+    for (int i = 0; i < n; i++) {
+        out[i] = ld_idx(idx_t, split, i);
+        if (out[i] < 0 || out[i] > hi[i]) return 1;
+        sum += out[i];   /* each at most dim: no overflow */
+    }
+    return sum != dim;
+}
+
 int cuvil_reshape_dims(int shape_t, const void *shape, int n, const int64_t *in_dims, int in_ndim, int allowzero,
                        const int64_t *hi, int64_t *out) {
     int64_t total = 1, known = 1;

@@ -455,6 +455,14 @@ static bool pow_by_rows(const cuvil_binary_params *p) {
 }
 
 void cuvil_pow_t(const cuvil_binary_params *p, int t, const void *a, int te, const void *b, void *y) {
+    if (is_float_t(t)) {   /* a float base: pow in double, rounded once to t */
+        const bool eu64 = te == CUVIL_T_U64, efl = is_float_t(te);
+        BCAST2(p, {
+            double e = efl ? ld_float(te, b, ib) : eu64 ? (double)(uint64_t)ld_int(te, b, ib) : (double)ld_int(te, b, ib);
+            st_float(t, y, o, pow(ld_float(t, a, ia), e));
+        });
+        return;
+    }
     const bool rows = pow_by_rows(p), u64 = t == CUVIL_T_U64, eu64 = te == CUVIL_T_U64, efl = is_float_t(te);
     BCAST2(p, {
         int64_t x = ld_int(t, a, ia), r;

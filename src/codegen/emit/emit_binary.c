@@ -7,6 +7,14 @@ cuvil_status cg_emit_binary(cg_ctx *cg, cir_graph *g, cir_node *n) {
     cuvil_binary_params p;
     op_binary_params(g, n, &p);
     cir_value *y = cir_out(g, n, 0);
+    int b_id = n->n_in > 1 && n->in[1] >= 0 ? n->in[1] : n->in[0];
+    if (p.op == CUVIL_BIN_POW && cir_val(g, b_id)->dtype != y->dtype &&
+        !(y->dtype == CIR_F32 && cir_is_const(cir_val(g, b_id)))) {   /* an exponent of another type (no act: fuse_act) */
+        cg_printf(cg, "    cuvil_pow_t(&%s, %s, %s, %s, %s, %s);\n", cg_bin_params(cg, &p, cg_bin_names, n->in[0], b_id, n->out[0]),
+                  cg_rt_type(y->dtype), cg_in(cg, n->in[0]), cg_rt_type(cir_val(g, b_id)->dtype), cg_in(cg, b_id),
+                  cg_out(cg, n->out[0]));
+        return CUVIL_OK;
+    }
     if (y->dtype != CIR_F32) {
         const char *what = op_binary_zero_msg(y->dtype, p.op);
         cg_printf(cg, "    %scuvil_binary_t(&%s, %s, %s, %s, %s)%s;\n", what ? "if (" : "", cg_bin_params(cg, &p, cg_bin_names, n->in[0], n->n_in > 1 && n->in[1] >= 0 ? n->in[1] : n->in[0], n->out[0]),

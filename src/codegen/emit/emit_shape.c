@@ -73,14 +73,20 @@ void cg_emit_found_dims(cg_ctx *cg, cir_graph *g, cir_node *n) {
     cir_value *x = cir_in(g, n, 0), *sv = cir_in(g, n, 1), *y = cir_out(g, n, 0);
     int slots[CIR_MAX_DIMS];
     const char *hi = cg_found_his(cg, g, n, y->ndim, slots);
-    cg_printf(cg, "    {\n        static const int64_t hi[] = %s;\n        const int64_t xd[] = %s;\n        int64_t o[%d];\n"
-                  "        if (cuvil_reshape_dims(%s, %s, %d, xd, %d, %d, hi, o)) return 1;\n",
-              hi, cg_dims_init(cg, x->id, x->ndim > 0 ? x->ndim : 1), y->ndim > 0 ? y->ndim : 1,
-              sv->dtype == CIR_I32 ? "CUVIL_T_I32" : "CUVIL_T_I64", cg_in(cg, sv->id), y->ndim, x->ndim,
-              cir_attr_int(n, "allowzero") != 0);
+    cg_printf(cg, "    {\n        static const int64_t hi[] = %s;\n        const int64_t xd[] = %s;\n        int64_t o[%d];\n",
+              y->ndim ? hi : "{ 0 }", cg_dims_init(cg, x->id, x->ndim > 0 ? x->ndim : 1), y->ndim > 0 ? y->ndim : 1);
+    const char *t = sv->dtype == CIR_I32 ? "CUVIL_T_I32" : "CUVIL_T_I64";
+    if (n->kind == CIR_OP_RESHAPE)
+        cg_printf(cg, "        if (cuvil_reshape_dims(%s, %s, %d, xd, %d, %d, hi, o)) return 1;\n", t, cg_in(cg, sv->id), y->ndim,
+                  x->ndim, cir_attr_int(n, "allowzero") != 0);
+    else
+        cg_printf(cg, "        if (cuvil_squeeze_dims(%d, %s, %s, %lld, xd, %d, hi, o)) return 1;\n",
+                  n->kind == CIR_OP_UNSQUEEZE, t, cg_in(cg, sv->id), (long long)cir_numel(sv), x->ndim);
     for (int d = 0; d < y->ndim; d++) cg_printf(cg, "        D[%d] = o[%d];\n", slots[d], d);
     cg_printf(cg, "    }\n");
-    cg_fallible(cg, "its shape does not fit the input by Reshape's rules, or gives a dim over the size planned for it");
+    cg_fallible(cg, n->kind == CIR_OP_RESHAPE ? "its shape does not fit the input by Reshape's rules, or gives a dim over the "
+                                                "size planned for it"
+                                              : "its axes are out of range or repeated, or squeeze a dim that is not 1");
 }
 
 /* ===== if (op_if.c) ========================================================================== */

@@ -168,14 +168,20 @@ static cuvil_status map_batch_norm(onnx_mapper *m, onnx_node *on, cir_op_kind ki
 static cuvil_status map_dropout(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
     if (on->opset < 7 && attr_int(on, "is_test", 0) != 1)
         return node_err(m, on, CUVIL_ERR_UNSUPPORTED, "is_test=0 (training mode, opsets before 7) is not supported");
+    static const char *const ignore[] = {"ratio", "seed", "consumed_inputs", NULL};
+    bool mask = on->opset >= 7 && on->n_out > 1 && on->out[1] >= 0;   /* (before opset 7 it had no meaning) */
     if (on->n_in > 2 && on->in[2] >= 0) {
         cir_value *t = cir_val(m->g, on->in[2]);
-        if (!cir_is_const(t) || cir_numel(t) != 1 || cir_const_i64(t, 0))
-            return node_err(m, on, CUVIL_ERR_UNSUPPORTED, "training_mode must be a constant false");
+        if (cir_is_const(t) && cir_numel(t) == 1 && cir_const_i64(t, 0) && !(on->in[1] >= 0 && cir_is_const(cir_val(m->g, on->in[1])) &&
+                                                                          cir_const_f64(cir_val(m->g, on->in[1]), 0) == 0))
+            return node_err(m, on, CUVIL_ERR_UNSUPPORTED, "training_mode is true: training-mode Dropout (random masking) is "
+                            "not supported");
+        if (!cir_is_const(t) || mask)   /* known when the model runs: checked then */
+            return add_node(m, on, CIR_OP_DROPOUT, 3, on->in, mask ? 2 : 1, on->out, NULL, 0, ignore);
     }
+    if (mask) return add_node(m, on, CIR_OP_DROPOUT, on->n_in > 2 ? 2 : on->n_in, on->in, 2, on->out, NULL, 0, ignore);
     cuvil_status s = drop_output(m, on, 1, "the mask output; inference only");
     if (s) return s;
-    static const char *const ignore[] = {"ratio", "seed", "consumed_inputs", NULL};
     return add_node(m, on, kind, 1, on->in, 1, on->out, NULL, 0, ignore);
 }
 

@@ -86,15 +86,12 @@ static cuvil_status binary_infer(cir_graph *g, cir_node *n) {
     cir_set_shape_x(cir_out(g, n, 0), a->dtype, ndim, dx);
     if (cir_is_const(a) && cir_is_const(b)) return CUVIL_OK;
     if (a->dtype == CIR_BOOL) return op_need_typed(g, n, 0, false);
-    if (a->dtype == CIR_F32) {
-        /* the float32 kernel; a constant exponent of another numeric type is converted to float32 */
-        bool b_converts = op == CUVIL_BIN_POW && cir_is_const(b) && cir_dtype_size(b->dtype) && b->dtype != CIR_BOOL;
-        return b_converts ? CUVIL_OK : op_need_f32(g, n, b == a ? 0 : 1);
+    if (op == CUVIL_BIN_POW && b->dtype != a->dtype) {   /* an exponent of another type: cuvil_pow_t */
+        if (!cir_dtype_size(b->dtype) || b->dtype == CIR_BOOL)
+            return cir_node_err(g, n, CUVIL_ERR_MODEL, "exponent '%s' has type %s", b->name, cir_dtype_name(b->dtype));
+        return CUVIL_OK;
     }
-    if (b->dtype != a->dtype)
-        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "pow of %s '%s' by %s '%s' at run time is not supported (only "
-                            "one element type, or a float32 base)", cir_dtype_name(a->dtype), a->name,
-                            cir_dtype_name(b->dtype), b->name);
+    if (a->dtype == CIR_F32) return op_need_f32(g, n, b == a ? 0 : 1);   /* the float32 kernel */
     return CUVIL_OK;
 }
 

@@ -1,5 +1,6 @@
-/* op_pad.c -- pad (x, pads, [constant_value], [axes]): constant/reflect/edge/wrap, pads and
- * the value constant. Negative pads crop. float32, at run time and when folded. */
+/* op_pad.c -- pad (x, pads, [constant_value], [axes]): constant/reflect/edge/wrap, the pads
+ * constant, the value constant or read when the model runs. Negative pads crop. float32 on
+ * cuvil_f32_pad, other types on cuvil_pad_t, at run time and when folded. */
 #include "ir/ops/ops.h"
 
 #include <string.h>
@@ -13,13 +14,15 @@ cuvil_status op_pad_params(cir_graph *g, cir_node *n, cuvil_pad_params *p) {
     memset(p, 0, sizeof *p);
     if ((s = op_const_ints(g, n, 1, "pads", pads, 2 * CIR_MAX_DIMS, &np))) return s;
     cir_value *cv = cir_in(g, n, 2);
-    if (cv && !cir_is_const(cv))
-        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED,
-                            "constant_value '%s' is computed at run time; Cuvil needs it constant", cv->name);
+    if (cv && cv->dtype != x->dtype)
+        return cir_node_err(g, n, CUVIL_ERR_MODEL, "constant_value '%s' is %s, input '%s' %s", cv->name,
+                            cir_dtype_name(cv->dtype), x->name, cir_dtype_name(x->dtype));
+    if (cv && !cir_value_fixed(cv))
+        return cir_node_err(g, n, CUVIL_ERR_MODEL, "constant_value '%s' must be a scalar", cv->name);
     if (cv && cir_numel(cv) > 1)
         return cir_node_err(g, n, CUVIL_ERR_MODEL, "constant_value '%s' has %lld elements; it must be a scalar", cv->name,
                             (long long)cir_numel(cv));
-    p->value = cv && cir_numel(cv) == 1 ? (float)cir_const_f64(cv, 0) : 0.0f;
+    p->value = cv && cir_numel(cv) == 1 && cir_is_const(cv) && x->dtype == CIR_F32 ? (float)cir_const_f64(cv, 0) : 0.0f;
     if (cir_in(g, n, 3) && (s = op_const_ints(g, n, 3, "axes", axes, CIR_MAX_DIMS, &na))) return s;
     const char *mode = cir_attr_enum_name(n, "mode");
     p->mode = (int)cir_attr_int(n, "mode");   /* pad_modes is in CUVIL_PAD_* order */
@@ -64,10 +67,35 @@ cuvil_status op_pad_params(cir_graph *g, cir_node *n, cuvil_pad_params *p) {
     return CUVIL_OK;
 }
 
+/* Whether the pads (or axes) are read when the model runs (cuvil_pad_rt). */
+bool op_pad_rt(cir_graph *g, cir_node *n) {
+    cir_value *pads = cir_in(g, n, 1), *axes = cir_in(g, n, 3);
+    return (!cir_is_const(pads) && !pads->sval) || (axes && !cir_is_const(axes) && !axes->sval);
+}
+
 static cuvil_status pad_infer(cir_graph *g, cir_node *n) {
     cuvil_status s = op_check_arity(g, n, 2, 4, 1, 1);
-    if (s || (s = op_need_f32(g, n, 0))) return s;
+    if (s) return s;
     cir_value *x = cir_in(g, n, 0);
+    if (!cir_dtype_size(x->dtype))
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' has type %s", x->name, cir_dtype_name(x->dtype));
+    if (op_pad_rt(g, n)) {   /* each output dim a size the run finds, bounded by the declared output or a --dim */
+        cir_value *pads = cir_in(g, n, 1), *axes = cir_in(g, n, 3), *cv = cir_in(g, n, 2);
+        for (int i = 1; i < 4; i += 2) {
+            cir_value *v = i == 1 ? pads : axes;
+            if (v && ((v->dtype != CIR_I64 && v->dtype != CIR_I32) || v->ndim != 1 || !cir_value_fixed(v) ||
+                      (i == 3 && v->dtype != pads->dtype)))
+                return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' read when the model runs must be a 1-D int64 "
+                                    "or int32 tensor of fixed length (pads and axes of one type)", v->name);
+        }
+        if (cv && (cv->dtype != x->dtype || cir_numel(cv) > 1))
+            return cir_node_err(g, n, CUVIL_ERR_MODEL, "constant_value '%s' must be a scalar of the input's type", cv->name);
+        const cir_dim *dx[CIR_MAX_DIMS];
+        for (int d = 0; d < x->ndim; d++)
+            if ((s = op_found_dim(g, n, 0, d, d, -1, false, &dx[d]))) return s;
+        cir_set_shape_x(cir_out(g, n, 0), x->dtype, x->ndim, dx);
+        return CUVIL_OK;
+    }
     cuvil_pad_params p;
     if ((s = op_pad_params(g, n, &p))) return s;   /* checked at the dims' upper bounds */
     const cir_dim *dx[CIR_MAX_DIMS];
@@ -93,7 +121,9 @@ static cuvil_status pad_fold(cir_graph *g, cir_node *n) {
     if (s) return s;
     cir_value *y = cir_out(g, n, 0);
     if (!cir_value_make_const(g, y)) return g->ctx->status;
-    cuvil_f32_pad(&p, cir_in(g, n, 0)->data, y->data);
+    cir_value *x = cir_in(g, n, 0), *cv = cir_in(g, n, 2);
+    if (x->dtype == CIR_F32) cuvil_f32_pad(&p, x->data, y->data);
+    else cuvil_pad_t(&p, cir_dtype_size(x->dtype), x->data, y->data, cv && cir_numel(cv) == 1 ? cv->data : NULL);
     return CUVIL_OK;
 }
 

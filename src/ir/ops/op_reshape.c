@@ -130,9 +130,37 @@ static cuvil_status get_axes(cir_graph *g, cir_node *n, int64_t *axes, int *cnt)
     return op_const_ints(g, n, 1, "axes", axes, CIR_MAX_DIMS, cnt);
 }
 
+/* Axes the model computes or takes when it runs: each output dim a size the run finds
+ * (cuvil_squeeze_dims), at most the largest dim of x. */
+static cuvil_status rt_axes_infer(cir_graph *g, cir_node *n, bool unsqueeze) {
+    cir_value *x = cir_in(g, n, 0), *a = cir_in(g, n, 1);
+    if ((a->dtype != CIR_I64 && a->dtype != CIR_I32) || a->ndim != 1 || !cir_value_fixed(a))
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input 'axes' ('%s') is %s of rank %d; read when the model runs, "
+                            "Cuvil takes it as a 1-D int64 or int32 tensor of fixed length", a->name, cir_dtype_name(a->dtype),
+                            a->ndim);
+    int64_t cnt = a->dims[0];
+    int r = unsqueeze ? x->ndim + (int)cnt : x->ndim - (int)cnt;
+    if (r < 0 || r > CIR_MAX_DIMS)
+        return cir_node_err(g, n, CUVIL_ERR_MODEL, "axes has %lld values for input '%s' of rank %d", (long long)cnt, x->name,
+                            x->ndim);
+    int64_t hi = 1;
+    for (int d = 0; d < x->ndim; d++) hi = x->dims[d] > hi ? x->dims[d] : hi;
+    const cir_dim *dx[CIR_MAX_DIMS];
+    cuvil_status s;
+    for (int d = 0; d < r; d++)
+        if ((s = op_found_dim(g, n, 0, d, d, hi, false, &dx[d]))) return s;
+    return set_out(g, n, r, dx);
+}
+
+static bool axes_at_run(cir_graph *g, cir_node *n) {
+    cir_value *a = cir_in(g, n, 1);
+    return a && !cir_is_const(a) && !a->sval;
+}
+
 static cuvil_status squeeze_infer(cir_graph *g, cir_node *n) {
     cuvil_status s = op_check_arity(g, n, 1, 2, 1, 1);
     if (s) return s;
+    if (axes_at_run(g, n)) return rt_axes_infer(g, n, false);
     cir_value *x = cir_in(g, n, 0);
     int64_t axes[CIR_MAX_DIMS];
     const cir_dim *dx[CIR_MAX_DIMS];
@@ -162,6 +190,7 @@ static cuvil_status squeeze_infer(cir_graph *g, cir_node *n) {
 static cuvil_status unsqueeze_infer(cir_graph *g, cir_node *n) {
     cuvil_status s = op_check_arity(g, n, 2, 2, 1, 1);
     if (s) return s;
+    if (axes_at_run(g, n)) return rt_axes_infer(g, n, true);
     cir_value *x = cir_in(g, n, 0);
     int64_t axes[CIR_MAX_DIMS];
     const cir_dim *dx[CIR_MAX_DIMS];

@@ -88,14 +88,26 @@ cuvil_status op_split_sizes_x(cir_graph *g, cir_node *n, int *axis, const cir_di
 static cuvil_status split_infer(cir_graph *g, cir_node *n) {
     cuvil_status s = op_check_arity(g, n, 1, 2, 1, OP_SPLIT_MAX);
     if (s) return s;
-    cir_value *x = cir_in(g, n, 0);
+    cir_value *x = cir_in(g, n, 0), *sp = cir_in(g, n, 1);
     for (int i = 0; i < n->n_out; i++)
         if (n->out[i] < 0) return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "output %d is omitted", i);
     if (cir_dtype_size(x->dtype) == 0)
         return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' has type %s", x->name, cir_dtype_name(x->dtype));
     int axis;
     const cir_dim *sizes[OP_SPLIT_MAX], *dx[CIR_MAX_DIMS];
-    if ((s = op_split_sizes_x(g, n, &axis, sizes))) return s;
+    if (sp && !cir_is_const(sp) && !sp->sval) {   /* sizes read when the model runs: found (cuvil_split_sizes_rt) */
+        if ((sp->dtype != CIR_I64 && sp->dtype != CIR_I32) || sp->ndim != 1 || !cir_value_fixed(sp) ||
+            cir_numel(sp) != n->n_out)
+            return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input 'split' ('%s') read when the model runs must be a 1-D "
+                                "int64 or int32 tensor with a size per output (%d)", sp->name, n->n_out);
+        if (cir_attr_has(n, "num_outputs"))
+            return cir_node_err(g, n, CUVIL_ERR_MODEL, "both 'split' and num_outputs are given");
+        if ((s = op_axis(g, n, cir_attr_int(n, "axis"), x->ndim, "axis", &axis))) return s;
+        for (int i = 0; i < n->n_out; i++)
+            if ((s = op_found_dim(g, n, i, axis, i, x->dims[axis], false, &sizes[i]))) return s;
+    } else if ((s = op_split_sizes_x(g, n, &axis, sizes))) {
+        return s;
+    }
     for (int d = 0; d < x->ndim; d++) dx[d] = cir_dimx(g, x, d);
     for (int i = 0; i < n->n_out; i++) {
         dx[axis] = sizes[i];

@@ -261,6 +261,8 @@ cuvil_status op_compress_layout(cir_graph *g, cir_node *n, const cir_dim **outer
 cuvil_status op_elements_x(cir_graph *g, cir_node *n, cuvil_elements_params *p);
 /* gather_nd, scatter_nd; also the shape of gather's output / scatter's updates (ndim, dims). */
 cuvil_status op_nd_params(cir_graph *g, cir_node *n, cuvil_nd_params *p, int *ndim, int64_t *dims);
+/* Whether a pad node's pads or axes are read when the model runs (op_pad.c). */
+bool op_pad_rt(cir_graph *g, cir_node *n);
 cuvil_status op_layer_norm_params(cir_graph *g, cir_node *n, cuvil_layer_norm_params *p);
 /* An sdpa node's sizes (op_sdpa.c): expressions of the symbols, the head counts and sizes fixed. */
 typedef struct op_sdpa {
