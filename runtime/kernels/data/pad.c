@@ -56,34 +56,6 @@ static inline int64_t map_index(int mode, const axis_map *m, int64_t o) {
     return m->lo + j;
 }
 
-void cuvil_f32_pad__scalar(const cuvil_pad_params *p, const float *x, float *y) {
-    axis_map maps[CUVIL_RT_MAX_DIMS] = {{0, 0, 0}};
-    int64_t xs[CUVIL_RT_MAX_DIMS], idx[CUVIL_RT_MAX_DIMS] = {0};
-    int64_t st = 1, total = 1;
-    for (int d = p->ndim - 1; d >= 0; d--) {
-        xs[d] = st;
-        st *= p->in_dims[d];
-        maps[d] = make_map(p, d);
-    }
-    for (int d = 0; d < p->ndim; d++) total *= p->out_dims[d];
-    for (int64_t t = 0; t < total; t++) {
-        int64_t off = 0;
-        int inside = 1;
-        for (int d = 0; d < p->ndim && inside; d++) {
-            const int64_t i = map_index(p->mode, &maps[d], idx[d]);
-            if (i < 0)
-                inside = 0;
-            else
-                off += i * xs[d];
-        }
-        y[t] = inside ? x[off] : p->value;
-        for (int d = p->ndim - 1; d >= 0; d--) {
-            if (++idx[d] < p->out_dims[d]) break;
-            idx[d] = 0;
-        }
-    }
-}
-
 static int64_t ld_i(int t, const void *v, int i) {
     return t == CUVIL_T_I32 ? (int64_t)((const int32_t *)v)[i] : ((const int64_t *)v)[i];
 }
@@ -146,6 +118,11 @@ void cuvil_pad_t(const cuvil_pad_params *p, size_t es, const void *x, void *y, c
             idx[d] = 0;
         }
     }
+}
+
+/* The naive reference of cuvil_f32_pad: the typed walk, element by element. */
+void cuvil_f32_pad__scalar(const cuvil_pad_params *p, const float *x, float *y) {
+    cuvil_pad_t(p, sizeof(float), x, y, &p->value);
 }
 
 void cuvil_f32_pad(const cuvil_pad_params *p, const float *x, float *y) {
