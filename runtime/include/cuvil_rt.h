@@ -439,6 +439,41 @@ void cuvil_f32_kv_concat(const float *past, int64_t p_len, const float *cur, int
 void cuvil_f32_attention__scalar(const cuvil_attention_params *p, const float *q, const float *k, const float *v,
                                  const void *mask, float *y);
 
+/* ===== Recurrent layers (ONNX RNN, GRU, LSTM) ===================================== */
+enum { CUVIL_CELL_RNN = 0, CUVIL_CELL_GRU, CUVIL_CELL_LSTM };
+/* The activations ONNX's recurrent ops name (CUVIL_RNN_ACT_*), with their alpha and beta. */
+enum {
+    CUVIL_RNN_ACT_SIGMOID = 0, CUVIL_RNN_ACT_TANH, CUVIL_RNN_ACT_RELU, CUVIL_RNN_ACT_AFFINE, CUVIL_RNN_ACT_LEAKY_RELU,
+    CUVIL_RNN_ACT_THRESHOLDED_RELU, CUVIL_RNN_ACT_SCALED_TANH, CUVIL_RNN_ACT_HARD_SIGMOID, CUVIL_RNN_ACT_ELU,
+    CUVIL_RNN_ACT_SOFTSIGN, CUVIL_RNN_ACT_SOFTPLUS, CUVIL_RNN_ACT__COUNT
+};
+typedef struct cuvil_rnn_act {
+    int fn;
+    float alpha, beta;
+} cuvil_rnn_act;
+/* x [seq, batch, input] (layout 0) or [batch, seq, input] (layout 1); per direction d (dirs 1
+ * or 2; with 1, reverse runs it backwards) w [gates * hidden, input], r [gates * hidden, hidden],
+ * b [2 * gates * hidden] (may be NULL: 0); h0 and c0 [dirs, batch, hidden] (layout 1: [batch, dirs,
+ * hidden]; NULL: 0); peepholes
+ * [3 * hidden] (LSTM: i, o, f; NULL: none), in ONNX's gate order (GRU z, r, h; LSTM i, o, f,
+ * c). seq_lens (int32 [batch], NULL: all seq) stops each batch item's steps: its later outputs
+ * are 0 and its state is that of its last step (0 for a length of 0, as ONNX Runtime gives). y [seq, dirs, batch, hidden] (layout 1: [batch,
+ * seq, dirs, hidden]), yh and yc [dirs, batch, hidden] (layout 1: [batch, dirs, hidden]); each
+ * may be NULL. act[d]: f, g, h (RNN: f only; GRU: f, g). clip > 0 clips the gates' inputs. The
+ * inputs of every step are one GEMM per direction, the recurrence a GEMM per step on R packed
+ * once. Returns 1 when a sequence length is outside 0..seq. */
+typedef struct cuvil_rnn_params {
+    int cell, dirs, reverse, layout;
+    int64_t seq, batch, input, hidden;
+    float clip;
+    int linear_before_reset, input_forget;
+    cuvil_rnn_act act[2][3];
+} cuvil_rnn_params;
+size_t cuvil_f32_rnn_scratch_size(const cuvil_rnn_params *p);
+int cuvil_f32_rnn(const cuvil_rnn_params *p, const float *x, const float *w, const float *r, const float *b,
+                  const int32_t *seq_lens, const float *h0, const float *c0, const float *peep, float *y, float *yh,
+                  float *yc, void *scratch);
+
 /* ===== Normalisation and reductions ================================================ */
 /* x viewed as [outer, axis_len, inner]; softmax (or log-softmax) along the middle axis.
  * y may equal x. */

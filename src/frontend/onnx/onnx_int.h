@@ -47,6 +47,8 @@ int cuvil_onnx_first_opset(const char *op);
 typedef struct onnx_attr {
     const char *name;
     cuvil_attr a;
+    const char **strs;     /* a STRINGS attribute's strings (a.type 0: no CIR op takes one; a mapping may) */
+    int n_strs;
     int tensor;
     bool used;             /* consumed by the op's mapping (not passed through) */
 } onnx_attr;

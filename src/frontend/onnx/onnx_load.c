@@ -626,11 +626,23 @@ static cuvil_status load_attr(loader *L, const char *desc, const char *node_name
         if (ap->n_ints) memcpy(iv, ap->ints, sizeof(int64_t) * ap->n_ints);
         a->a.ints = iv;
         break;
-    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS:
-        for (size_t i = 0; i < ap->n_strings; i++)
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS: {
+        if (ap->n_strings > 1024) return cuvil_err(L->ctx, CUVIL_ERR_UNSUPPORTED, "%s: attribute '%s' is too long", desc, a->name);
+        const char **sv = cuvil_arena_alloc(&g->arena, sizeof(char *) * (ap->n_strings + 1));
+        if (!sv) return cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
+        for (size_t i = 0; i < ap->n_strings; i++) {
             if (ap->strings[i].len && memchr(ap->strings[i].data, 0, ap->strings[i].len))
                 return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: attribute '%s' holds a NUL byte", desc, a->name);
-        break;   /* no CIR op takes a list of strings: type 0, refused unless the mapping ignores it */
+            char *str = cuvil_arena_alloc(&g->arena, ap->strings[i].len + 1);
+            if (!str) return cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
+            if (ap->strings[i].len) memcpy(str, ap->strings[i].data, ap->strings[i].len);
+            str[ap->strings[i].len] = 0;
+            sv[i] = str;
+        }
+        a->strs = sv;
+        a->n_strs = (int)ap->n_strings;
+        break;   /* no CIR op takes a list of strings: type 0, refused unless the mapping consumes it */
+    }
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR: {
         if (!ap->t) return cuvil_err(L->ctx, CUVIL_ERR_MODEL, "%s: attribute '%s' has no tensor", desc, a->name);
         cuvil_status s = count_value(L);

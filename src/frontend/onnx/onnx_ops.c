@@ -12,6 +12,7 @@
 #include <ctype.h>
 #include <float.h>
 #include <string.h>
+#include <strings.h>
 
 typedef cuvil_status (*map_fn)(onnx_mapper *m, onnx_node *on, cir_op_kind kind);
 
@@ -381,6 +382,63 @@ static cuvil_status map_attention(onnx_mapper *m, onnx_node *on, cir_op_kind kin
     return add_node(m, on, kind, n_in, on->in, n_out, out, set, n_set, ignore);
 }
 
+/* RNN, GRU, LSTM: rnn with the cell, and the activations resolved into codes with their alpha
+ * and beta (activation_alpha/_beta are taken in order by the activations that use them; the
+ * others have their op's defaults). */
+static cuvil_status map_rnn(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
+    static const struct {
+        const char *name;
+        int fn, uses_alpha, uses_beta;
+        float alpha, beta;
+    } acts[] = {{"Sigmoid", CUVIL_RNN_ACT_SIGMOID, 0, 0, 0, 0}, {"Tanh", CUVIL_RNN_ACT_TANH, 0, 0, 0, 0},
+                {"Relu", CUVIL_RNN_ACT_RELU, 0, 0, 0, 0}, {"Affine", CUVIL_RNN_ACT_AFFINE, 1, 1, 1.0f, 0.0f},
+                {"LeakyRelu", CUVIL_RNN_ACT_LEAKY_RELU, 1, 0, 0.01f, 0}, {"ThresholdedRelu", CUVIL_RNN_ACT_THRESHOLDED_RELU, 1, 0, 1.0f, 0},
+                {"ScaledTanh", CUVIL_RNN_ACT_SCALED_TANH, 1, 1, 1.0f, 1.0f}, {"HardSigmoid", CUVIL_RNN_ACT_HARD_SIGMOID, 1, 1, 0.2f, 0.5f},
+                {"Elu", CUVIL_RNN_ACT_ELU, 1, 0, 1.0f, 0}, {"Softsign", CUVIL_RNN_ACT_SOFTSIGN, 0, 0, 0, 0},
+                {"Softplus", CUVIL_RNN_ACT_SOFTPLUS, 0, 0, 0, 0}};
+    int cell = !strcmp(on->op, "LSTM") ? CUVIL_CELL_LSTM : !strcmp(on->op, "GRU") ? CUVIL_CELL_GRU : CUVIL_CELL_RNN;
+    int per = cell == CUVIL_CELL_LSTM ? 3 : cell == CUVIL_CELL_GRU ? 2 : 1;
+    onnx_attr *dir = attr(on, "direction");
+    const char *dv = dir && dir->a.s ? dir->a.s : "forward";
+    int dirs = !strcmp(dv, "bidirectional") ? 2 : 1;
+    if (dirs == 1 && strcmp(dv, "forward") && strcmp(dv, "reverse"))
+        return node_err(m, on, CUVIL_ERR_MODEL, "direction '%s' is not forward, reverse or bidirectional", dv);
+    onnx_attr *an = attr(on, "activations"), *aa = attr(on, "activation_alpha"), *ab = attr(on, "activation_beta");
+    int n_names = an ? an->n_strs : 0;
+    if (an && n_names != per * dirs && n_names != per)
+        return node_err(m, on, CUVIL_ERR_MODEL, "activations has %d names; %s %s takes %d", n_names, dv, on->op, per * dirs);
+    int64_t codes[6] = {0};
+    float al[6] = {0}, be[6] = {0};
+    int ia = 0, ib = 0;
+    for (int d = 0; d < dirs; d++)
+        for (int k = 0; k < per; k++) {
+            int i = d * 3 + k;
+            if (d == 1 && n_names == per) {   /* one set named for both directions: the same */
+                codes[i] = codes[k], al[i] = al[k], be[i] = be[k];
+                continue;
+            }
+            const char *name = n_names ? an->strs[d * per + k] : (cell == CUVIL_CELL_RNN || k > 0) ? "Tanh" : "Sigmoid";
+            size_t j = 0;
+            while (j < sizeof acts / sizeof acts[0] && strcasecmp(acts[j].name, name)) j++;
+            if (j == sizeof acts / sizeof acts[0])
+                return node_err(m, on, CUVIL_ERR_UNSUPPORTED, "activation '%s' is not supported", name);
+            codes[i] = acts[j].fn, al[i] = acts[j].alpha, be[i] = acts[j].beta;
+            if (acts[j].uses_alpha && aa && aa->a.type == CUVIL_ATTR_FLOATS && (size_t)ia < aa->a.n) al[i] = aa->a.floats[ia++];
+            if (acts[j].uses_beta && ab && ab->a.type == CUVIL_ATTR_FLOATS && (size_t)ib < ab->a.n) be[i] = ab->a.floats[ib++];
+        }
+    char dbuf[16];
+    snprintf(dbuf, sizeof dbuf, "%s", dv);
+    cuvil_attr set[5] = {{.name = "cell", .type = CUVIL_ATTR_INT, .i = cell},
+                         {.name = "acts", .type = CUVIL_ATTR_INTS, .n = 3 * dirs, .ints = codes},
+                         {.name = "act_alpha", .type = CUVIL_ATTR_FLOATS, .n = 3 * dirs, .floats = al},
+                         {.name = "act_beta", .type = CUVIL_ATTR_FLOATS, .n = 3 * dirs, .floats = be},
+                         {.name = "direction", .type = CUVIL_ATTR_STRING, .s = dbuf}};
+    static const char *const ignore[] = {"output_sequence", NULL};   /* opset 1: whether Y is wanted (its output says) */
+    for (int i = 0; i < on->n_attrs; i++) on->attrs[i].used |= !strcmp(on->attrs[i].name, "activations");
+    (void)kind;
+    return add_node(m, on, CIR_OP_RNN, on->n_in, on->in, on->n_out, on->out, set, 5, ignore);
+}
+
 static cuvil_status map_slice(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
     if (on->opset >= 10) return map_plain(m, on, kind);
     bool err = false;
@@ -571,6 +629,9 @@ static const op_map table[] = {
     {"LogSoftmax", 1, CIR_OP_LOG_SOFTMAX, map_softmax},
     {"Hardmax", 1, CIR_OP_HARDMAX, map_softmax},
     {"LayerNormalization", 17, CIR_OP_LAYER_NORM, map_layer_norm},
+    {"RNN", 1, CIR_OP_RNN, map_rnn},
+    {"GRU", 1, CIR_OP_RNN, map_rnn},
+    {"LSTM", 1, CIR_OP_RNN, map_rnn},
     {"Attention", 23, CIR_OP_SDPA, map_attention},
     {"RMSNormalization", 23, CIR_OP_LAYER_NORM, map_rms_norm},
     {"Gather", 1, CIR_OP_GATHER, NULL},

@@ -170,7 +170,9 @@ static cuvil_status squeeze_infer(cir_graph *g, cir_node *n) {
     for (int i = 0; i < cnt; i++) {
         int ax;
         if ((s = op_axis(g, n, axes[i], x->ndim, "axes", &ax))) return s;
-        if (x->dx[ax] || x->dims[ax] != 1) {
+        if (x->dx[ax] && x->dx[ax]->lo <= 1 && x->dx[ax]->hi >= 1) {   /* symbolic: 1 when the model runs (a guard) */
+            if ((s = cir_require_eq(g, n, x->dx[ax], cir_dim_const(&g->dt, 1), "the squeezed dim and 1"))) return s;
+        } else if (x->dx[ax] || x->dims[ax] != 1) {
             char sx[256];
             return cir_node_err(g, n, CUVIL_ERR_SHAPE, "cannot squeeze axis %d of '%s' %s: its size is not 1", ax, x->name,
                                 cir_shape_str(g, x, sx, sizeof sx));

@@ -261,6 +261,14 @@ cuvil_status op_compress_layout(cir_graph *g, cir_node *n, const cir_dim **outer
 cuvil_status op_elements_x(cir_graph *g, cir_node *n, cuvil_elements_params *p);
 /* gather_nd, scatter_nd; also the shape of gather's output / scatter's updates (ndim, dims). */
 cuvil_status op_nd_params(cir_graph *g, cir_node *n, cuvil_nd_params *p, int *ndim, int64_t *dims);
+/* An rnn node's sizes (op_rnn.c). */
+typedef struct op_rnn {
+    int gates, dirs, layout;
+    int64_t input, hidden;
+    const cir_dim *seq, *batch;
+    cuvil_rnn_act act[2][3];
+} op_rnn;
+cuvil_status op_rnn_sizes(cir_graph *g, cir_node *n, op_rnn *a);
 /* Whether a pad node's pads or axes are read when the model runs (op_pad.c). */
 bool op_pad_rt(cir_graph *g, cir_node *n);
 cuvil_status op_layer_norm_params(cir_graph *g, cir_node *n, cuvil_layer_norm_params *p);

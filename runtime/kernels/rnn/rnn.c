@@ -1,0 +1,224 @@
+/*
+ * rnn.c -- ONNX's RNN, GRU and LSTM (cuvil_rt.h: cuvil_f32_rnn), every direction, with sequence
+ * lengths, initial states, peepholes, clip, input_forget, linear_before_reset and the
+ * activations the ops name.
+ *
+ * Per direction: the input projection of every step is one GEMM (x [steps * batch, input] times
+ * w', the biases folded in), then each step adds h r' (a GEMM of batch rows on r packed once for
+ * the whole sequence) and applies the cell row by row. GRU's candidate gate multiplies r' by
+ * (reset . h) (linear_before_reset 0) or multiplies the reset into (h r' + its bias) (1): two
+ * packed blocks of r, the z/r gates' and the h gate's.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "../rt_int.h"
+
+static int n_gates(int cell) { return cell == CUVIL_CELL_LSTM ? 4 : cell == CUVIL_CELL_GRU ? 3 : 1; }
+
+static float act(const cuvil_rnn_act *a, float x) {
+    switch (a->fn) {
+    case CUVIL_RNN_ACT_SIGMOID: return 1.0f / (1.0f + expf(-x));
+    case CUVIL_RNN_ACT_TANH: return tanhf(x);
+    case CUVIL_RNN_ACT_RELU: return x > 0.0f ? x : 0.0f;
+    case CUVIL_RNN_ACT_AFFINE: return a->alpha * x + a->beta;
+    case CUVIL_RNN_ACT_LEAKY_RELU: return x >= 0.0f ? x : a->alpha * x;
+    case CUVIL_RNN_ACT_THRESHOLDED_RELU: return x > a->alpha ? x : 0.0f;
+    case CUVIL_RNN_ACT_SCALED_TANH: return a->alpha * tanhf(a->beta * x);
+    case CUVIL_RNN_ACT_HARD_SIGMOID: {
+        const float v = a->alpha * x + a->beta;
+        return v < 0.0f ? 0.0f : v > 1.0f ? 1.0f : v;
+    }
+    case CUVIL_RNN_ACT_ELU: return x >= 0.0f ? x : a->alpha * (expf(x) - 1.0f);
+    case CUVIL_RNN_ACT_SOFTSIGN: return x / (1.0f + fabsf(x));
+    default: return x > 20.0f ? x : log1pf(expf(x));   /* softplus */
+    }
+}
+
+static inline float clipf(float v, float c) { return c > 0.0f ? (v < -c ? -c : v > c ? c : v) : v; }
+
+/* The scratch's parts, each 64-byte aligned. */
+typedef struct rnn_parts {
+    size_t xw, gates, h, c, rh, bias, pack, pack2, gemm, total;
+} rnn_parts;
+
+static size_t al(size_t floats) { return CUVIL_ALIGN_UP(floats * sizeof(float), 64); }
+
+static rnn_parts parts(const cuvil_rnn_params *p, const cuvil_gemm_blocking *bl) {
+    const int64_t G = n_gates(p->cell), H = p->hidden, B = p->batch, nr = bl->uk->nr;
+    const int64_t n1 = p->cell == CUVIL_CELL_GRU ? 2 * H : G * H;   /* the first packed block's columns */
+    rnn_parts q;
+    size_t o = 0;
+    q.xw = o, o += al((size_t)(p->seq * B * G * H));
+    q.gates = o, o += al((size_t)(B * G * H));
+    q.h = o, o += al((size_t)(B * H));
+    q.c = o, o += al((size_t)(B * H));
+    q.rh = o, o += al((size_t)(B * H));
+    q.bias = o, o += al((size_t)(G * H));
+    q.pack = o, o += al(cuvil_gemm_packed_b_floats(n1, H, (int)nr));
+    q.pack2 = o, o += al(p->cell == CUVIL_CELL_GRU ? cuvil_gemm_packed_b_floats(H, H, (int)nr) : 1);
+    q.gemm = o;
+    const int64_t rows = p->seq * B > B ? p->seq * B : B;
+    size_t g1 = cuvil_gemm_job_scratch_size(rows, G * H, p->input, bl), g2 = cuvil_gemm_job_scratch_size(B, G * H, H, bl);
+    o += g1 > g2 ? g1 : g2;
+    q.total = o;
+    return q;
+}
+
+size_t cuvil_f32_rnn_scratch_size(const cuvil_rnn_params *p) { return parts(p, cuvil_gemm_default_blocking()).total; }
+size_t cuvil_f32_rnn_scratch_size_ex(const cuvil_rnn_params *p, const cuvil_gemm_blocking *b) { return parts(p, b).total; }
+
+/* C[B, n] = A[B, H] times the packed block (n columns of r'). */
+static void recur(const cuvil_rnn_params *p, const float *a, const float *r, const float *pack, int64_t n, float *c,
+                  int64_t ldc, void *gs) {
+    const cuvil_gemm_blocking *bl = cuvil_gemm_default_blocking();
+    cuvil_gemm_job j;
+    memset(&j, 0, sizeof j);
+    j.M = p->batch;
+    j.N = n;
+    j.K = p->hidden;
+    j.A = a;
+    j.lda = p->hidden;
+    j.alpha = 1.0f;
+    j.B = r;
+    j.ldb = p->hidden;
+    j.trans_b = 1;
+    j.C = c;
+    j.ldc = ldc;
+    j.b_packed = pack;
+    j.b_packed_nr = bl->uk->nr;
+    j.b_packed_kc = bl->kc;
+    cuvil_f32_gemm_run_serial(&j, bl, gs);
+}
+
+static void pack_block(const cuvil_rnn_params *p, const float *r, int64_t n, float *dst) {
+    const cuvil_gemm_blocking *bl = cuvil_gemm_default_blocking();
+    cuvil_gemm_job j;
+    memset(&j, 0, sizeof j);
+    j.N = n;
+    j.K = p->hidden;
+    j.B = r;
+    j.ldb = p->hidden;
+    j.trans_b = 1;
+    cuvil_gemm_pack_b_all(&j, bl->uk->nr, bl->kc, dst);
+}
+
+int cuvil_f32_rnn(const cuvil_rnn_params *p, const float *x, const float *w, const float *r, const float *b,
+                  const int32_t *seq_lens, const float *h0, const float *c0, const float *peep, float *y, float *yh,
+                  float *yc, void *scratch) {
+    const int64_t S = p->seq, B = p->batch, I = p->input, H = p->hidden, G = n_gates(p->cell), GH = G * H;
+    if (seq_lens)
+        for (int64_t i = 0; i < B; i++)
+            if (seq_lens[i] < 0 || seq_lens[i] > S) return 1;
+    const rnn_parts q = parts(p, cuvil_gemm_default_blocking());
+    char *base = (char *)scratch;
+    float *xw = (float *)(base + q.xw), *gates = (float *)(base + q.gates), *h = (float *)(base + q.h);
+    float *c = (float *)(base + q.c), *rh = (float *)(base + q.rh), *bias = (float *)(base + q.bias);
+    float *pack = (float *)(base + q.pack), *pack2 = (float *)(base + q.pack2);
+    void *gs = base + q.gemm;
+    const cuvil_gemm_blocking *bl = cuvil_gemm_default_blocking();
+    const int gru = p->cell == CUVIL_CELL_GRU, lstm = p->cell == CUVIL_CELL_LSTM;
+    for (int d = 0; d < p->dirs; d++) {
+        const int rev = p->dirs == 2 ? d == 1 : p->reverse;
+        const float *wd = w + d * GH * I, *rd = r + d * GH * H, *bd = b ? b + d * 2 * GH : NULL;
+        const cuvil_rnn_act *a = p->act[d];
+        /* the biases: Wb + Rb, but for GRU's candidate with linear_before_reset, Wb alone (its Rb
+         * is inside the reset's product) */
+        for (int64_t k = 0; k < GH; k++)
+            bias[k] = bd ? bd[k] + ((gru && p->linear_before_reset && k >= 2 * H) ? 0.0f : bd[GH + k]) : 0.0f;
+        /* every step's input projection: xw[row] = x[row] w' + bias, rows in x's order */
+        if (S * B > 0 && GH > 0) {
+            cuvil_gemm_job j;
+            memset(&j, 0, sizeof j);
+            j.M = S * B;
+            j.N = GH;
+            j.K = I;
+            j.A = x;
+            j.lda = I;
+            j.alpha = 1.0f;
+            j.B = wd;
+            j.ldb = I;
+            j.trans_b = 1;
+            j.C = xw;
+            j.ldc = GH;
+            j.bias = bias;
+            j.bias_cs = 1;
+            j.beta = 1.0f;
+            if (I > 0) {
+                cuvil_f32_gemm_run_serial(&j, bl, gs);
+            } else {
+                for (int64_t i = 0; i < S * B; i++) memcpy(xw + i * GH, bias, sizeof(float) * (size_t)GH);
+            }
+        }
+        pack_block(p, rd, gru ? 2 * H : GH, pack);
+        if (gru) pack_block(p, rd + 2 * H * H, H, pack2);
+        for (int64_t bb = 0; bb < B; bb++) {   /* [dirs, batch, hidden], layout 1 [batch, dirs, hidden] */
+            const int64_t at = (p->layout ? bb * p->dirs + d : d * B + bb) * H;
+            for (int64_t k = 0; k < H; k++) {
+                h[bb * H + k] = h0 ? h0[at + k] : 0.0f;
+                c[bb * H + k] = c0 ? c0[at + k] : 0.0f;
+            }
+        }
+        const float *pd = peep ? peep + d * 3 * H : NULL;
+        for (int64_t s = 0; s < S; s++) {
+            const int64_t t = rev ? S - 1 - s : s;
+            if (H > 0) recur(p, h, rd, pack, gru ? 2 * H : GH, gates, GH, gs);   /* gates = h r' */
+            if (gru && !p->linear_before_reset) {   /* the candidate's product takes (reset . h): its reset first */
+                for (int64_t bb = 0; bb < B; bb++) {
+                    const float *xr = xw + (p->layout ? bb * S + t : t * B + bb) * GH;
+                    for (int64_t k = 0; k < H; k++)
+                        rh[bb * H + k] = act(&a[0], clipf(xr[H + k] + gates[bb * GH + H + k], p->clip)) * h[bb * H + k];
+                }
+                if (H > 0) recur(p, rh, rd + 2 * H * H, pack2, H, gates + 2 * H, GH, gs);
+            } else if (gru && H > 0) {
+                recur(p, h, rd + 2 * H * H, pack2, H, gates + 2 * H, GH, gs);
+            }
+            for (int64_t bb = 0; bb < B; bb++) {
+                float *yo = y ? y + (p->layout ? (bb * S + t) * p->dirs + d : (t * p->dirs + d) * B + bb) * H : NULL;
+                if (seq_lens && t >= seq_lens[bb]) {   /* past its length: 0 out, the state kept */
+                    if (yo) memset(yo, 0, sizeof(float) * (size_t)H);
+                    continue;
+                }
+                const float *xr = xw + (p->layout ? bb * S + t : t * B + bb) * GH;
+                float *gr = gates + bb * GH, *hr = h + bb * H, *cr = c + bb * H;
+                for (int64_t k = 0; k < H; k++) {
+                    if (lstm) {
+                        const float ci = cr[k];
+                        float ig = clipf(xr[k] + gr[k] + (pd ? pd[k] * ci : 0.0f), p->clip);
+                        float fg = clipf(xr[2 * H + k] + gr[2 * H + k] + (pd ? pd[2 * H + k] * ci : 0.0f), p->clip);
+                        const float cg = act(&a[1], clipf(xr[3 * H + k] + gr[3 * H + k], p->clip));
+                        ig = act(&a[0], ig);
+                        fg = p->input_forget ? 1.0f - ig : act(&a[0], fg);
+                        const float cn = fg * ci + ig * cg;
+                        const float og = act(&a[0], clipf(xr[H + k] + gr[H + k] + (pd ? pd[H + k] * cn : 0.0f), p->clip));
+                        cr[k] = cn;
+                        hr[k] = og * act(&a[2], cn);
+                    } else if (gru) {
+                        const float z = act(&a[0], clipf(xr[k] + gr[k], p->clip));
+                        float hh;
+                        if (p->linear_before_reset) {
+                            const float rg = act(&a[0], clipf(xr[H + k] + gr[H + k], p->clip));
+                            hh = act(&a[1], clipf(xr[2 * H + k] + rg * (gr[2 * H + k] + (bd ? bd[GH + 2 * H + k] : 0.0f)),
+                                                  p->clip));
+                        } else {
+                            hh = act(&a[1], clipf(xr[2 * H + k] + gr[2 * H + k], p->clip));
+                        }
+                        hr[k] = (1.0f - z) * hh + z * hr[k];
+                    } else {
+                        hr[k] = act(&a[0], clipf(xr[k] + gr[k], p->clip));
+                    }
+                }
+                if (yo) memcpy(yo, hr, sizeof(float) * (size_t)H);
+            }
+        }
+        for (int64_t bb = 0; bb < B; bb++) {
+            const int64_t at = (p->layout ? bb * p->dirs + d : d * B + bb) * H;
+            const int none = seq_lens && seq_lens[bb] == 0;   /* no step: 0, as ONNX Runtime gives */
+            for (int64_t k = 0; k < H; k++) {
+                if (yh) yh[at + k] = none ? 0.0f : h[bb * H + k];
+                if (yc) yc[at + k] = none ? 0.0f : c[bb * H + k];
+            }
+        }
+    }
+    return 0;
+}
