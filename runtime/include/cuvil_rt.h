@@ -386,6 +386,14 @@ typedef struct cuvil_channel_affine_params {
 
 void cuvil_f32_channel_affine(const cuvil_channel_affine_params *p, const float *x,
                               const float *scale, const float *shift, float *y);
+/* LocalResponseNormalization over x [N, C, inner]: y = x / (bias + alpha / size * the sum of the
+ * squares of the channels c - (size - 1) / 2 .. c + size / 2)^beta. */
+void cuvil_f32_lrn(int64_t N, int64_t C, int64_t inner, int64_t size, float alpha, float beta, float bias, const float *x,
+                   float *y);
+/* BatchNormalization's parameters read when the model runs: scale = gamma / sqrt(var + eps),
+ * shift = beta - mean * scale (in double, then rounded), C of each. */
+void cuvil_f32_bn_affine(int64_t C, float eps, const float *gamma, const float *beta, const float *mean, const float *var,
+                         float *scale, float *shift);
 
 /* ===== Attention =================================================================== */
 /* y = softmax(scale * q k' + mask) v for every batch item b and head h, q, k, v and y read and
@@ -682,6 +690,14 @@ int cuvil_binary_t(const cuvil_binary_params *p, int t, const void *a, const voi
  * to t as cuvil_cast converts a float64 (out of range, inf or NaN: int32's or int64's minimum).
  * A float base (t float32, float64, float16 or bfloat16): pow in double, rounded once to t. */
 void cuvil_pow_t(const cuvil_binary_params *p, int t, const void *a, int te, const void *b, void *y);
+
+/* EyeLike: y [rows, cols] of type t, 1 where col - row == k, else 0. */
+void cuvil_eyelike_t(int t, int64_t rows, int64_t cols, int64_t k, void *y);
+/* ReverseSequence of x (elements of es bytes) viewed as [T, B, inner] (time_first) or [B, T,
+ * inner]: for batch item b the first lens[b] steps reversed, the rest copied. Returns 1 when a
+ * length is outside 0..T. */
+int cuvil_reverse_sequence(size_t es, int time_first, int64_t T, int64_t B, int64_t inner, const int64_t *lens,
+                           const void *x, void *y);
 
 /* Comparisons into bool bytes (0/1): p->op is one of these. */
 enum { CUVIL_CMP_EQ = 0, CUVIL_CMP_LT, CUVIL_CMP_GT, CUVIL_CMP_LE, CUVIL_CMP_GE };

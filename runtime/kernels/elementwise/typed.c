@@ -994,3 +994,29 @@ void cuvil_argmax_t(const cuvil_arg_params *p, int t, const void *x, int64_t *y)
             y[o * p->inner + in] = best;
         }
 }
+
+/* ===== EyeLike, ReverseSequence =========================================================== */
+void cuvil_eyelike_t(int t, int64_t rows, int64_t cols, int64_t k, void *y) {
+    memset(y, 0, (size_t)(rows * cols) * type_size(t));
+    for (int64_t r = 0; r < rows; r++) {
+        const int64_t c = r + k;
+        if (c < 0 || c >= cols) continue;
+        if (is_float_t(t)) st_float(t, y, r * cols + c, 1.0);
+        else if (t == CUVIL_T_BOOL) ((uint8_t *)y)[r * cols + c] = 1;
+        else st_int(t, y, r * cols + c, 1);
+    }
+}
+
+int cuvil_reverse_sequence(size_t es, int time_first, int64_t T, int64_t B, int64_t inner, const int64_t *lens,
+                           const void *x, void *y) {
+    for (int64_t b = 0; b < B; b++)
+        if (lens[b] < 0 || lens[b] > T) return 1;
+    const size_t row = es * (size_t)inner;
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t b = 0; b < B; b++) {
+            const int64_t st = t < lens[b] ? lens[b] - 1 - t : t;   /* the step it comes from */
+            const int64_t o = time_first ? t * B + b : b * T + t, in = time_first ? st * B + b : b * T + st;
+            memcpy((char *)y + (size_t)o * row, (const char *)x + (size_t)in * row, row);
+        }
+    return 0;
+}

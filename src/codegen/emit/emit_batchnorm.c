@@ -4,12 +4,28 @@
 
 cuvil_status cg_emit_batch_norm(cg_ctx *cg, cir_graph *g, cir_node *n) {
     int64_t C = cir_in(g, n, 0)->dims[1];
-    float *sc = cuvil_malloc(sizeof(float) * (size_t)C * 2);
-    if (!sc) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
-    op_batch_norm_affine(g, n, sc, sc + C);
-    const char *scale = cg_data(cg, sc, sizeof(float) * (size_t)C, CIR_F32);
-    const char *shift = cg_data(cg, sc + C, sizeof(float) * (size_t)C, CIR_F32);
-    cuvil_free(sc);
+    const char *scale, *shift;
+    bool rt = false;
+    for (int i = 1; i < 5; i++) rt |= !cir_is_const(cir_in(g, n, i));
+    if (rt) {   /* parameters the model has only when it runs: the affine computed then, into scratch */
+        char e[32];
+        const char *S = cg_scratch(cg, sizeof(float) * 2 * (size_t)C, "%zu", sizeof(float) * 2 * (size_t)C);
+        cg_printf(cg, "    cuvil_f32_bn_affine(%lld, %s, %s, %s, %s, %s, (float *)%s, (float *)%s + %lld);\n", (long long)C,
+                  cg_float(cir_attr_float(n, "epsilon"), e), cg_in(cg, n->in[1]), cg_in(cg, n->in[2]), cg_in(cg, n->in[3]),
+                  cg_in(cg, n->in[4]), S, S, (long long)C);
+        char buf[64];
+        snprintf(buf, sizeof buf, "(float *)%s", S);
+        scale = cg_str(cg, buf);
+        snprintf(buf, sizeof buf, "(float *)%s + %lld", S, (long long)C);
+        shift = cg_str(cg, buf);
+    } else {
+        float *sc = cuvil_malloc(sizeof(float) * (size_t)C * 2);
+        if (!sc) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+        op_batch_norm_affine(g, n, sc, sc + C);
+        scale = cg_data(cg, sc, sizeof(float) * (size_t)C, CIR_F32);
+        shift = cg_data(cg, sc + C, sizeof(float) * (size_t)C, CIR_F32);
+        cuvil_free(sc);
+    }
     cuvil_channel_affine_params p;
     op_batch_norm_params(g, n, &p);
     char a[128];

@@ -320,6 +320,12 @@ static cuvil_status map_sce(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
     return add_nll(m, on, in[2] >= 0 ? 3 : 2, in);
 }
 
+/* Mod: fmod=0 on floats (numpy's mod) is valid from opset 28 */
+static cuvil_status map_mod(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
+    cuvil_attr set[1] = {{.name = "float_floor", .type = CUVIL_ATTR_INT, .i = on->opset >= 28}};
+    return add_node(m, on, kind, on->n_in, on->in, on->n_out, on->out, set, 1, no_ignore);
+}
+
 static cuvil_status map_concat(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
     bool has = false;
     for (int i = 0; i < on->n_attrs; i++) has |= !strcmp(on->attrs[i].name, "axis");
@@ -437,6 +443,84 @@ static cuvil_status map_rnn(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
     for (int i = 0; i < on->n_attrs; i++) on->attrs[i].used |= !strcmp(on->attrs[i].name, "activations");
     (void)kind;
     return add_node(m, on, CIR_OP_RNN, on->n_in, on->in, on->n_out, on->out, set, 5, ignore);
+}
+
+/* ===== ONNX functions written as CIR nodes ================================================ */
+/* For the ops below (ONNX defines each as a function of simpler ops): one step of the body,
+ * node kind k on inputs in -> a new intermediate value (returned, -1 on failure) or, with out
+ * >= 0, the node's output. The node's attributes are all read before (marked used). */
+static int step(onnx_mapper *m, onnx_node *on, cir_op_kind k, int n_in, const int *in, int out, const char *what,
+                const cuvil_attr *set, int n_set) {
+    if (out < 0) {
+        char name[600];
+        snprintf(name, sizeof name, "%.280s:%s", on->name, what);
+        if ((out = cir_value_add(m->g, name, CIR_VAL_ACT)) < 0) return -1;
+    }
+    return add_node(m, on, k, n_in, in, 1, &out, set, n_set, no_ignore) ? -1 : out;
+}
+
+/* A float constant of x's element type: the float32 scalar cast like x (folded). */
+static int scalar_like(onnx_mapper *m, onnx_node *on, const char *what, float v, int x) {
+    bool err = false;
+    int c = f32_scalar(m, on, what, v, &err);
+    if (err) return -1;
+    int in[2] = {c, x};
+    char w[64];
+    snprintf(w, sizeof w, "%s:like", what);
+    return step(m, on, CIR_OP_CAST, 2, in, -1, w, NULL, 0);
+}
+
+static void all_used(onnx_node *on) {
+    for (int i = 0; i < on->n_attrs; i++) on->attrs[i].used = true;
+}
+
+/* Celu: alpha * elu(x / alpha) (= max(0, x) + min(0, alpha * (exp(x / alpha) - 1))). */
+static cuvil_status map_celu(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
+    (void)kind;
+    onnx_attr *a = attr(on, "alpha");
+    float al = a && a->a.type == CUVIL_ATTR_FLOAT ? a->a.f : 1.0f;
+    all_used(on);
+    int x = on->in[0], c = scalar_like(m, on, "alpha", al, x);
+    int t1 = c < 0 ? -1 : step(m, on, CIR_OP_DIV, 2, (int[]){x, c}, -1, "scaled", NULL, 0);
+    int t2 = t1 < 0 ? -1 : step(m, on, CIR_OP_ELU, 1, &t1, -1, "elu", NULL, 0);
+    return t2 < 0 || step(m, on, CIR_OP_MUL, 2, (int[]){t2, c}, on->out[0], "y", NULL, 0) < 0 ? m->g->ctx->status : CUVIL_OK;
+}
+
+/* Swish: x * sigmoid(alpha * x); SwiGLU (a, b): swish(a) * b. */
+static cuvil_status map_swish(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
+    (void)kind;
+    onnx_attr *a = attr(on, "alpha");
+    float al = a && a->a.type == CUVIL_ATTR_FLOAT ? a->a.f : 1.0f;
+    all_used(on);
+    bool glu = !strcmp(on->op, "SwiGLU");
+    int x = on->in[0], c = scalar_like(m, on, "alpha", al, x);
+    int t1 = c < 0 ? -1 : step(m, on, CIR_OP_MUL, 2, (int[]){x, c}, -1, "scaled", NULL, 0);
+    int t2 = t1 < 0 ? -1 : step(m, on, CIR_OP_SIGMOID, 1, &t1, -1, "sigmoid", NULL, 0);
+    int t3 = t2 < 0 ? -1 : step(m, on, CIR_OP_MUL, 2, (int[]){x, t2}, glu ? -1 : on->out[0], "swish", NULL, 0);
+    if (t3 >= 0 && glu) t3 = step(m, on, CIR_OP_MUL, 2, (int[]){t3, on->in[1]}, on->out[0], "y", NULL, 0);
+    return t3 < 0 ? m->g->ctx->status : CUVIL_OK;
+}
+
+/* MeanVarianceNormalization: (x - E[x]) / (sqrt(E[x^2] - E[x]^2) + 1e-9) over axes (default
+ * 0, 2, 3), as ONNX's function body computes it. */
+static cuvil_status map_mvn(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
+    (void)kind;
+    onnx_attr *ax = attr(on, "axes");
+    int64_t def[3] = {0, 2, 3}, n = ax ? (int64_t)ax->a.n : 3;
+    int axes = const_from(m, on, "axes", CIR_I64, 1, &n, ax ? ax->a.ints : def);
+    all_used(on);
+    int x = on->in[0], eps = scalar_like(m, on, "eps", 1e-9f, x);
+    if (axes < 0 || eps < 0) return m->g->ctx->status;
+    int mean = step(m, on, CIR_OP_REDUCE_MEAN, 2, (int[]){x, axes}, -1, "mean", NULL, 0);
+    int sq = mean < 0 ? -1 : step(m, on, CIR_OP_MUL, 2, (int[]){x, x}, -1, "x2", NULL, 0);
+    int msq = sq < 0 ? -1 : step(m, on, CIR_OP_REDUCE_MEAN, 2, (int[]){sq, axes}, -1, "mean_x2", NULL, 0);
+    int m2 = msq < 0 ? -1 : step(m, on, CIR_OP_MUL, 2, (int[]){mean, mean}, -1, "mean2", NULL, 0);
+    int var = m2 < 0 ? -1 : step(m, on, CIR_OP_SUB, 2, (int[]){msq, m2}, -1, "var", NULL, 0);
+    int sd = var < 0 ? -1 : step(m, on, CIR_OP_SQRT, 1, &var, -1, "std", NULL, 0);
+    int den = sd < 0 ? -1 : step(m, on, CIR_OP_ADD, 2, (int[]){sd, eps}, -1, "den", NULL, 0);
+    int num = den < 0 ? -1 : step(m, on, CIR_OP_SUB, 2, (int[]){x, mean}, -1, "centred", NULL, 0);
+    return num < 0 || step(m, on, CIR_OP_DIV, 2, (int[]){num, den}, on->out[0], "y", NULL, 0) < 0 ? m->g->ctx->status
+                                                                                                  : CUVIL_OK;
 }
 
 static cuvil_status map_slice(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
@@ -587,6 +671,13 @@ static const op_map table[] = {
     {"Shrink", 9, CIR_OP_SHRINK, NULL},
     {"Mish", 18, CIR_OP_MISH, NULL},
     {"Elu", 1, CIR_OP_ELU, NULL},
+    {"Celu", 12, CIR_OP_ELU, map_celu},
+    {"EyeLike", 9, CIR_OP_EYE_LIKE, NULL},
+    {"LRN", 1, CIR_OP_LRN, NULL},
+    {"ReverseSequence", 10, CIR_OP_REVERSE_SEQUENCE, NULL},
+    {"Swish", 24, CIR_OP_MUL, map_swish},
+    {"SwiGLU", 28, CIR_OP_MUL, map_swish},
+    {"MeanVarianceNormalization", 9, CIR_OP_SUB, map_mvn},
     {"Softplus", 1, CIR_OP_SOFTPLUS, NULL},
     {"Floor", 1, CIR_OP_FLOOR, NULL},
     {"Ceil", 1, CIR_OP_CEIL, NULL},
@@ -600,7 +691,7 @@ static const op_map table[] = {
     {"Max", 1, CIR_OP_MAX, map_binary},
     {"Min", 1, CIR_OP_MIN, map_binary},
     {"PRelu", 1, CIR_OP_PRELU, map_binary},
-    {"Mod", 10, CIR_OP_MOD, NULL},
+    {"Mod", 10, CIR_OP_MOD, map_mod},
     {"BitShift", 11, CIR_OP_BIT_SHIFT, NULL},
     {"BitwiseAnd", 18, CIR_OP_BITWISE_AND, NULL},
     {"BitwiseOr", 18, CIR_OP_BITWISE_OR, NULL},

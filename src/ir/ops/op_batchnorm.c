@@ -1,5 +1,6 @@
-/* op_batchnorm.c -- batch_norm (inference): a per-channel affine at run time, or folded into
- * the preceding conv by the bn_fold pass. */
+/* op_batchnorm.c -- batch_norm (inference): a per-channel affine at run time (its scale and
+ * shift computed while compiling, or when the model runs from parameters it only has then), or
+ * folded into the preceding conv by the bn_fold pass. */
 #include "ir/ops/ops.h"
 
 #include <math.h>
@@ -17,8 +18,6 @@ static cuvil_status bn_infer(cir_graph *g, cir_node *n) {
         if (cir_numel(p) != x->dims[1])
             return cir_node_err(g, n, CUVIL_ERR_SHAPE, "'%s' has %lld elements, C=%lld", p->name,
                                 (long long)cir_numel(p), (long long)x->dims[1]);
-        if (!cir_is_const(p))
-            return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "parameter '%s' is computed at run time; Cuvil needs it constant", p->name);
     }
     cir_set_shape_like(cir_out(g, n, 0), CIR_F32, x);
     return CUVIL_OK;

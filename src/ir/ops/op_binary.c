@@ -71,12 +71,12 @@ static cuvil_status binary_infer(cir_graph *g, cir_node *n) {
     if ((s = check_legacy_broadcast(g, n, a, b))) return s;
     if (n->kind == CIR_OP_MOD && cir_attr_int(n, "fmod") != 0 && cir_attr_int(n, "fmod") != 1)
         return cir_node_err(g, n, CUVIL_ERR_MODEL, "fmod is %lld; it must be 0 or 1", (long long)cir_attr_int(n, "fmod"));
-    if (op == CUVIL_BIN_MOD && cir_dtype_is_float(a->dtype))
-        return cir_node_err(g, n, CUVIL_ERR_MODEL, "mod of %s '%s' needs fmod=1 (fmod=0, the divisor's sign, is for "
-                            "integers)", cir_dtype_name(a->dtype), a->name);
     if (bitwise(op) && (cir_dtype_is_float(a->dtype) || a->dtype == CIR_BOOL || !cir_dtype_size(a->dtype)))
         return cir_node_err(g, n, CUVIL_ERR_MODEL, "input '%s' is %s; bitwise ops take integers", a->name,
                             cir_dtype_name(a->dtype));
+    if (op == CUVIL_BIN_MOD && cir_dtype_is_float(a->dtype) && !cir_attr_int(n, "float_floor"))
+        return cir_node_err(g, n, CUVIL_ERR_MODEL, "mod of %s '%s' needs fmod=1 before opset 28 (fmod=0, the divisor's "
+                            "sign, is for integers there)", cir_dtype_name(a->dtype), a->name);
     if ((s = op_broadcast_x(g, n, a, b, &ndim, dx))) return s;
     if (op == CUVIL_BIN_PRELU) {   /* the slope broadcasts onto X (unidirectional) */
         bool same = ndim == a->ndim;
@@ -203,6 +203,7 @@ BINARY(prelu, 2)
 
 static const cir_attr_spec mod_attrs[] = {
     {"fmod", CIR_ATTR_INT, 0, 0, NULL, false},   /* 1: C's fmod (the dividend's sign); 0: the divisor's */
+    {"float_floor", CIR_ATTR_INT, 0, 0, NULL, false},   /* fmod=0 on floats allowed (ONNX opset 28) */
     CIR_ATTR_END,
 };
 const cir_opdef cir_op_mod = {"mod", CIR_OPF_TAKES_ACT | CIR_OPF_SYM_DIMS, 2, 2, 1, 1, mod_attrs, binary_infer, binary_fold, NULL, 0};

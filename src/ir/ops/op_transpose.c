@@ -7,7 +7,7 @@
 /* depth_to_space / space_to_depth of x [N, C, H, W] with block b: the 6-D view of x and the
  * permutation that makes the output's 6-D view (DCR: [N, b, b, C/b^2, H, W] -> [N, C/b^2, H, b,
  * W, b]; CRD: [N, C/b^2, b, b, H, W] -> the same; space_to_depth: [N, C, H/b, b, W/b, b] ->
- * [N, b, b, C, H/b, W/b]). */
+ * [N, b, b, C, H/b, W/b], CRD -> [N, C, b, b, H/b, W/b]). */
 static cuvil_status block_params(cir_graph *g, cir_node *n, cuvil_transpose_params *p) {
     cir_value *x = cir_in(g, n, 0);
     if (x->ndim != 4) return cir_node_err(g, n, CUVIL_ERR_SHAPE, "input '%s' has rank %d; it must be 4 (N, C, H, W)",
@@ -17,7 +17,7 @@ static cuvil_status block_params(cir_graph *g, cir_node *n, cuvil_transpose_para
         return cir_node_err(g, n, CUVIL_ERR_MODEL, "blocksize %lld must be at least 1", (long long)b);
     p->ndim = 6;
     p->elem_size = (int64_t)cir_dtype_size(x->dtype);
-    static const int dcr[6] = {0, 3, 4, 1, 5, 2}, crd[6] = {0, 1, 4, 2, 5, 3}, s2d[6] = {0, 3, 5, 1, 2, 4};
+    static const int dcr[6] = {0, 3, 4, 1, 5, 2}, crd[6] = {0, 1, 4, 2, 5, 3}, s2d[6] = {0, 3, 5, 1, 2, 4}, s2d_crd[6] = {0, 1, 3, 5, 2, 4};
     const int *perm;
     if (n->kind == CIR_OP_DEPTH_TO_SPACE) {
         if (C % bb)
@@ -33,7 +33,7 @@ static cuvil_status block_params(cir_graph *g, cir_node *n, cuvil_transpose_para
                                 x->name, (long long)H, (long long)W, (long long)b);
         int64_t v[6] = {N, C, H / b, b, W / b, b};
         memcpy(p->dims, v, sizeof v);
-        perm = s2d;
+        perm = cir_attr_int(n, "mode") == 1 ? s2d_crd : s2d;
     }
     for (int i = 0; i < 6; i++) p->perm[i] = perm[i];
     return CUVIL_OK;
@@ -85,7 +85,7 @@ cuvil_status op_block_x(cir_graph *g, cir_node *n, const cir_dim **v6, int *perm
     cir_dimtab *t = &g->dt;
     const cir_dim *N = cir_dimx(g, x, 0), *C = cir_dimx(g, x, 1), *H = cir_dimx(g, x, 2), *W = cir_dimx(g, x, 3);
     const cir_dim *B = cir_dim_const(t, b), *BB = cir_dim_const(t, b * b), *zero = cir_dim_const(t, 0);
-    static const int dcr[6] = {0, 3, 4, 1, 5, 2}, crd[6] = {0, 1, 4, 2, 5, 3}, s2d[6] = {0, 3, 5, 1, 2, 4};
+    static const int dcr[6] = {0, 3, 4, 1, 5, 2}, crd[6] = {0, 1, 4, 2, 5, 3}, s2d[6] = {0, 3, 5, 1, 2, 4}, s2d_crd[6] = {0, 1, 3, 5, 2, 4};
     const int *pm;
     cuvil_status s;
     if (n->kind == CIR_OP_DEPTH_TO_SPACE) {
@@ -102,7 +102,7 @@ cuvil_status op_block_x(cir_graph *g, cir_node *n, const cir_dim **v6, int *perm
             return s;
         const cir_dim *h = cir_dim_fdiv(t, H, B), *w = cir_dim_fdiv(t, W, B), *v[6] = {N, C, h, B, w, B};
         memcpy(v6, v, sizeof v);
-        pm = s2d;
+        pm = cir_attr_int(n, "mode") == 1 ? s2d_crd : s2d;
         if (y) y[0] = N, y[1] = cir_dim_mul(t, C, BB), y[2] = h, y[3] = w;
     }
     for (int i = 0; i < 6; i++) {
@@ -221,7 +221,11 @@ static const cir_attr_spec d2s_attrs[] = {
     {"mode", CIR_ATTR_ENUM, 0, 0, d2s_modes, false},
     CIR_ATTR_END,
 };
-static const cir_attr_spec s2d_attrs[] = {{"blocksize", CIR_ATTR_INT, 0, 0, NULL, true}, CIR_ATTR_END};
+static const cir_attr_spec s2d_attrs[] = {
+    {"blocksize", CIR_ATTR_INT, 0, 0, NULL, true},
+    {"mode", CIR_ATTR_ENUM, 0, 0, d2s_modes, false},   /* opset 25: DCR (the default) or CRD */
+    CIR_ATTR_END,
+};
 
 const cir_opdef cir_op_depth_to_space = {"depth_to_space", CIR_OPF_SYM_DIMS, 1, 1, 1, 1, d2s_attrs, block_infer, transpose_fold, NULL, 0};
 const cir_opdef cir_op_space_to_depth = {"space_to_depth", CIR_OPF_SYM_DIMS, 1, 1, 1, 1, s2d_attrs, block_infer, transpose_fold, NULL, 0};

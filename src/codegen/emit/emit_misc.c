@@ -1,0 +1,31 @@
+/* emit_misc.c -- eye_like, lrn and reverse_sequence (op_misc.c) on their kernels. */
+#include "codegen/emit/emit_int.h"
+
+cuvil_status cg_emit_eye_like(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    cir_value *y = cir_out(g, n, 0);
+    char k[32];
+    cg_printf(cg, "    cuvil_eyelike_t(%s, %s, %s, %s, %s);\n", cg_rt_type(y->dtype), cg_dimprod(cg, y->id, 0, 1, 1),
+              cg_dimprod(cg, y->id, 1, 2, 1), cg_i64(cir_attr_int(n, "k"), k), cg_out(cg, n->out[0]));
+    return CUVIL_OK;
+}
+
+cuvil_status cg_emit_lrn(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    cir_value *x = cir_in(g, n, 0);
+    char a[32], b[32], c[32];
+    cg_printf(cg, "    cuvil_f32_lrn(%s, %s, %s, %lld, %s, %s, %s, %s, %s);\n", cg_dimprod(cg, x->id, 0, 1, 1),
+              cg_dimprod(cg, x->id, 1, 2, 1), cg_dimprod(cg, x->id, 2, x->ndim, 1), (long long)cir_attr_int(n, "size"),
+              cg_float(cir_attr_float(n, "alpha"), a), cg_float(cir_attr_float(n, "beta"), b),
+              cg_float(cir_attr_float(n, "bias"), c), cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));
+    return CUVIL_OK;
+}
+
+cuvil_status cg_emit_reverse_sequence(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    cir_value *x = cir_in(g, n, 0);
+    int tf = cir_attr_int(n, "time_axis") == 0;
+    cg_printf(cg, "    if (cuvil_reverse_sequence(%zu, %d, %s, %s, %s, (const int64_t *)%s, %s, %s)) return 1;\n",
+              cir_dtype_size(x->dtype), tf, cg_dimprod(cg, x->id, tf ? 0 : 1, tf ? 1 : 2, 1),
+              cg_dimprod(cg, x->id, tf ? 1 : 0, tf ? 2 : 1, 1), cg_dimprod(cg, x->id, 2, x->ndim, 1), cg_in(cg, n->in[1]),
+              cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));
+    cg_fallible(cg, "a sequence length is outside 0..the time axis's length");
+    return CUVIL_OK;
+}

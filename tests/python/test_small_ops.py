@@ -1,0 +1,62 @@
+"""Ops issue 32 brought, each against ONNX Runtime at random data: Celu, MeanVarianceNormalization
+(ONNX functions written as CIR nodes), EyeLike, LRN, ReverseSequence (a length past the time axis
+fails the run naming the node), BatchNormalization with parameters the model takes as inputs,
+float Mod with fmod=0 (numpy's sign rule)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+
+import cuvil
+import cuvil_testlib as tl
+
+F, I64 = TensorProto.FLOAT, TensorProto.INT64
+
+
+def _vi(name, t, shape):
+    return helper.make_tensor_value_info(name, t, shape)
+
+
+def _run(tmp_path, name, nodes, vis, outs, feeds, opset=17):
+    path = tl.onnx_graph_model(tmp_path / f"{name}.onnx", nodes, vis, outs, opset=opset)
+    model = cuvil.load(tl.compile(path, tmp_path / name))
+    tl.check_vs_ort(model, path, feeds, rtol=1e-5, atol=1e-5)
+    return model
+
+
+def test_celu_mvn_lrn_eyelike(tmp_path):
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((2, 5, 3, 4)).astype(np.float32)
+    nodes = [helper.make_node("Celu", ["x"], ["c"], alpha=0.7), helper.make_node("MeanVarianceNormalization", ["x"], ["m"]),
+             helper.make_node("LRN", ["x"], ["l"], size=3, alpha=0.02, beta=0.6, bias=1.5),
+             helper.make_node("EyeLike", ["e"], ["i"], k=1, dtype=TensorProto.INT32)]
+    _run(tmp_path, "misc", nodes, [_vi("x", F, [2, 5, 3, 4]), _vi("e", F, [3, 5])],
+         [("c", F), ("m", F), ("l", F), ("i", TensorProto.INT32)], {"x": x, "e": np.zeros((3, 5), np.float32)})
+
+
+def test_reverse_sequence(tmp_path):
+    node = helper.make_node("ReverseSequence", ["x", "lens"], ["y"], time_axis=1, batch_axis=0)
+    x = np.arange(4 * 5 * 2, dtype=np.float32).reshape(4, 5, 2)
+    m = _run(tmp_path, "rs", [node], [_vi("x", F, [4, 5, 2]), _vi("lens", I64, [4])], [("y", F)],
+             {"x": x, "lens": np.array([5, 1, 0, 3], np.int64)})
+    with pytest.raises(cuvil.CuvilError, match=r"ReverseSequence.*sequence length"):
+        m(x=x, lens=np.array([6, 1, 1, 1], np.int64))
+
+
+def test_batchnorm_parameters_as_inputs_and_float_mod(tmp_path):
+    rng = np.random.default_rng(9)
+    nodes = [helper.make_node("BatchNormalization", ["x", "s", "b", "mu", "var"], ["y"], epsilon=1e-3),
+             helper.make_node("Mod", ["a", "d"], ["r"], fmod=0)]
+    vis = [_vi("x", F, [2, 3, 4]), _vi("s", F, [3]), _vi("b", F, [3]), _vi("mu", F, [3]), _vi("var", F, [3]),
+           _vi("a", F, [6]), _vi("d", F, [6])]
+    feeds = {"x": rng.standard_normal((2, 3, 4)).astype(np.float32), "s": rng.standard_normal(3).astype(np.float32),
+             "b": rng.standard_normal(3).astype(np.float32), "mu": rng.standard_normal(3).astype(np.float32),
+             "var": rng.uniform(0.5, 2, 3).astype(np.float32),
+             "a": np.array([5.5, -5.5, 5.5, -5.5, 0.0, 3.0], np.float32),
+             "d": np.array([2.0, 2.0, -2.0, -2.0, 3.0, 1.5], np.float32)}
+    _run(tmp_path, "bn", nodes, vis, [("y", F), ("r", F)], feeds, opset=28)
+    # before opset 28 a float Mod with fmod=0 is not a valid model: refused, as ONNX Runtime does
+    path = tl.onnx_graph_model(tmp_path / "mod15.onnx", nodes[1:], vis[5:], [("r", F)], opset=15)
+    proc = tl.compile_raw(path, tmp_path / "mod15.so")
+    assert proc.returncode != 0 and "fmod=1 before opset 28" in proc.stderr, proc.stderr
