@@ -768,6 +768,7 @@ void cuvil_trilu(const cuvil_trilu_params *p, const int64_t *k_rt, const void *x
 typedef struct cuvil_cumsum_params {
     int64_t outer, len, inner;
     int exclusive, reverse;
+    int prod;   /* CumProd: running products (exclusive: 1 first) */
 } cuvil_cumsum_params;
 
 void cuvil_cumsum_t(const cuvil_cumsum_params *p, int t, const void *x, void *y);

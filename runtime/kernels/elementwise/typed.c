@@ -721,13 +721,13 @@ void cuvil_trilu(const cuvil_trilu_params *p, const int64_t *k_rt, const void *x
 #define CUMSUM(T, ACC, LD, ST)                                                                  \
     for (int64_t o = 0; o < p->outer; o++)                                                      \
         for (int64_t in = 0; in < p->inner; in++) {                                             \
-            ACC acc = 0;                                                                        \
+            ACC acc = p->prod ? (ACC)1 : (ACC)0;                                                \
             for (int64_t k = 0; k < p->len; k++) {                                              \
                 int64_t at = (o * p->len + (p->reverse ? p->len - 1 - k : k)) * p->inner + in;  \
                 ACC v = LD(((const T *)x)[at]);                                                 \
-                if (!p->exclusive) acc += v;                                                    \
+                if (!p->exclusive) acc = p->prod ? (ACC)(acc * v) : (ACC)(acc + v);             \
                 ((T *)y)[at] = ST(acc);                                                         \
-                if (p->exclusive) acc += v;                                                     \
+                if (p->exclusive) acc = p->prod ? (ACC)(acc * v) : (ACC)(acc + v);              \
             }                                                                                   \
         }
 #define ID(v) (v)

@@ -12,12 +12,13 @@ cuvil_status cg_emit_cumsum(cg_ctx *cg, cir_graph *g, cir_node *n) {
         int64_t a;
         int cnt, ax;
         if ((s = op_const_ints(g, n, 1, "axis", &a, 1, &cnt)) || (s = op_axis(g, n, a, x->ndim, "axis", &ax))) return s;
-        ps = cg_param(cg, "cuvil_cumsum_params", "{ .outer = %s, .len = %s, .inner = %s, .exclusive = %d, .reverse = %d }",
+        ps = cg_param(cg, "cuvil_cumsum_params", "{ .outer = %s, .len = %s, .inner = %s, .exclusive = %d, .reverse = %d, "
+                      ".prod = %d }",
                       cg_dimprod(cg, x->id, 0, ax, 1), cg_dimprod(cg, x->id, ax, ax + 1, 1),
-                      cg_dimprod(cg, x->id, ax + 1, x->ndim, 1), p.exclusive, p.reverse);
+                      cg_dimprod(cg, x->id, ax + 1, x->ndim, 1), p.exclusive, p.reverse, p.prod);
     } else {
         ps = cg_param(cg, "cuvil_cumsum_params", "{ .outer = %lld, .len = %lld, .inner = %lld, .exclusive = %d, "
-                      ".reverse = %d }", (long long)p.outer, (long long)p.len, (long long)p.inner, p.exclusive, p.reverse);
+                      ".reverse = %d, .prod = %d }", (long long)p.outer, (long long)p.len, (long long)p.inner, p.exclusive, p.reverse, p.prod);
     }
     if (cir_is_const(axis)) {
         cg_printf(cg, "    cuvil_cumsum_t(&%s, %s, %s, %s);\n", ps, cg_rt_type(x->dtype), cg_in(cg, n->in[0]),

@@ -738,6 +738,7 @@ static const op_map table[] = {
     {"DepthToSpace", 1, CIR_OP_DEPTH_TO_SPACE, NULL},
     {"SpaceToDepth", 1, CIR_OP_SPACE_TO_DEPTH, NULL},
     {"CumSum", 11, CIR_OP_CUMSUM, NULL},
+    {"CumProd", 26, CIR_OP_CUMPROD, NULL},
     {"TopK", 10, CIR_OP_TOPK, NULL},
     {"NonZero", 9, CIR_OP_NONZERO, NULL},
     {"SequenceEmpty", 11, CIR_OP_SEQ_EMPTY, map_seq_empty},

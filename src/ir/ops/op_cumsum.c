@@ -1,4 +1,4 @@
-/* op_cumsum.c -- cumsum (x, axis): running sums along one axis (axis a scalar, constant or
+/* op_cumsum.c -- cumsum and cumprod (x, axis): running sums or products along one axis (axis a scalar, constant or
  * computed at run time, negative counting from the end), inclusive or exclusive (the sum before each element),
  * forward or reverse. float32/64, float16, bfloat16 and the 32- and 64-bit integers (which
  * wrap), at run time and folded, by the one kernel cuvil_cumsum_t. */
@@ -11,7 +11,7 @@ cuvil_status op_cumsum_params(cir_graph *g, cir_node *n, cuvil_cumsum_params *p)
     cir_dtype t = x->dtype;
     if (t != CIR_F32 && t != CIR_F64 && t != CIR_F16 && t != CIR_BF16 && t != CIR_I32 && t != CIR_I64 && t != CIR_U32 &&
         t != CIR_U64)
-        return cir_node_err(g, n, CUVIL_ERR_DTYPE, "input '%s' has type %s; cumsum takes float, double, float16, "
+        return cir_node_err(g, n, CUVIL_ERR_DTYPE, "input '%s' has type %s; cumsum and cumprod take float, double, float16, "
                             "bfloat16 and 32- and 64-bit integers", x->name, cir_dtype_name(t));
     if (x->ndim < 1) return cir_node_err(g, n, CUVIL_ERR_SHAPE, "input '%s' is a scalar; cumsum needs an axis", x->name);
     if (av->ndim > 1 || cir_numel(av) != 1)
@@ -22,6 +22,7 @@ cuvil_status op_cumsum_params(cir_graph *g, cir_node *n, cuvil_cumsum_params *p)
     memset(p, 0, sizeof *p);
     p->exclusive = cir_attr_int(n, "exclusive") != 0;
     p->reverse = cir_attr_int(n, "reverse") != 0;
+    p->prod = n->kind == CIR_OP_CUMPROD;
     if (!cir_is_const(av)) return CUVIL_OK;   /* the layout comes from the axis when the model runs */
     int64_t a;
     int cnt, axis;
@@ -61,3 +62,4 @@ static const cir_attr_spec cumsum_attrs[] = {
 };
 
 const cir_opdef cir_op_cumsum = {"cumsum", CIR_OPF_SYM_DIMS, 2, 2, 1, 1, cumsum_attrs, cumsum_infer, cumsum_fold, NULL, 0};
+const cir_opdef cir_op_cumprod = {"cumprod", CIR_OPF_SYM_DIMS, 2, 2, 1, 1, cumsum_attrs, cumsum_infer, cumsum_fold, NULL, 0};
