@@ -390,6 +390,16 @@ void cuvil_f32_channel_affine(const cuvil_channel_affine_params *p, const float 
  * squares of the channels c - (size - 1) / 2 .. c + size / 2)^beta. */
 void cuvil_f32_lrn(int64_t N, int64_t C, int64_t inner, int64_t size, float alpha, float beta, float bias, const float *x,
                    float *y);
+/* GridSample: x [N, C, in_dims...] sampled at grid [N, out_dims..., nd] (normalised coordinates
+ * in -1..1, the innermost first: x, y, z) into y [N, C, out_dims...], nd = 1..3 spatial dims;
+ * mode 0 nearest (half to even), 1 linear, 2 cubic (Keys, -0.75); padding 0 zeros, 1 border,
+ * 2 reflection; as ONNX's reference computes it, but for cubic with border padding, where only
+ * the taps are clamped (PyTorch's and ONNX Runtime's rule). */
+typedef struct cuvil_grid_sample_params {
+    int nd, mode, padding, align_corners;
+    int64_t N, C, in_dims[3], out_dims[3];
+} cuvil_grid_sample_params;
+void cuvil_f32_grid_sample(const cuvil_grid_sample_params *p, const float *x, const float *grid, float *y);
 /* BatchNormalization's parameters read when the model runs: scale = gamma / sqrt(var + eps),
  * shift = beta - mean * scale (in double, then rounded), C of each. */
 void cuvil_f32_bn_affine(int64_t C, float eps, const float *gamma, const float *beta, const float *mean, const float *var,

@@ -60,3 +60,15 @@ def test_batchnorm_parameters_as_inputs_and_float_mod(tmp_path):
     path = tl.onnx_graph_model(tmp_path / "mod15.onnx", nodes[1:], vis[5:], [("r", F)], opset=15)
     proc = tl.compile_raw(path, tmp_path / "mod15.so")
     assert proc.returncode != 0 and "fmod=1 before opset 28" in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("mode", ["linear", "nearest", "cubic"])
+@pytest.mark.parametrize("padding", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align", [0, 1])
+def test_grid_sample_vs_ort(tmp_path, mode, padding, align):
+    """A grid reaching past the borders (-1.6..1.6) so that every padding mode matters."""
+    rng = np.random.default_rng(10)
+    node = helper.make_node("GridSample", ["x", "g"], ["y"], mode=mode, padding_mode=padding, align_corners=align)
+    feeds = {"x": rng.standard_normal((2, 3, 5, 6)).astype(np.float32),
+             "g": rng.uniform(-1.6, 1.6, (2, 4, 7, 2)).astype(np.float32)}
+    _run(tmp_path, "gs", [node], [_vi("x", F, [2, 3, 5, 6]), _vi("g", F, [2, 4, 7, 2])], [("y", F)], feeds, opset=20)

@@ -29,3 +29,16 @@ cuvil_status cg_emit_reverse_sequence(cg_ctx *cg, cir_graph *g, cir_node *n) {
     cg_fallible(cg, "a sequence length is outside 0..the time axis's length");
     return CUVIL_OK;
 }
+
+cuvil_status cg_emit_grid_sample(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    cuvil_grid_sample_params p;
+    cuvil_status s = op_grid_sample_params(g, n, &p);
+    if (s) return s;
+    const char *ps = cg_param(cg, "cuvil_grid_sample_params",
+                              "{ .nd = %d, .mode = %d, .padding = %d, .align_corners = %d, .N = %lld, .C = %lld, "
+                              ".in_dims = %s, .out_dims = %s }", p.nd, p.mode, p.padding, p.align_corners, (long long)p.N,
+                              (long long)p.C, cg_i64s(cg, p.in_dims, 3), cg_i64s(cg, p.out_dims, 3));
+    cg_printf(cg, "    cuvil_f32_grid_sample(&%s, %s, %s, %s);\n", ps, cg_in(cg, n->in[0]), cg_in(cg, n->in[1]),
+              cg_out(cg, n->out[0]));
+    return CUVIL_OK;
+}

@@ -674,6 +674,7 @@ static const op_map table[] = {
     {"Celu", 12, CIR_OP_ELU, map_celu},
     {"EyeLike", 9, CIR_OP_EYE_LIKE, NULL},
     {"LRN", 1, CIR_OP_LRN, NULL},
+    {"GridSample", 16, CIR_OP_GRID_SAMPLE, NULL},
     {"ReverseSequence", 10, CIR_OP_REVERSE_SEQUENCE, NULL},
     {"Swish", 24, CIR_OP_MUL, map_swish},
     {"SwiGLU", 28, CIR_OP_MUL, map_swish},

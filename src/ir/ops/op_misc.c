@@ -71,3 +71,52 @@ static const cir_attr_spec revseq_attrs[] = {
 };
 const cir_opdef cir_op_reverse_sequence = {"reverse_sequence", CIR_OPF_SYM_DIMS, 2, 2, 1, 1, revseq_attrs, revseq_infer,
                                            NULL, NULL, 0};
+
+/* ===== grid_sample ======================================================================== */
+/* grid_sample (x [N, C, d1..dk], grid [N, o1..ok, k]; mode, padding_mode, align_corners): ONNX's
+ * GridSample for k = 1..3 on cuvil_f32_grid_sample. float32. */
+static const char *const gs_modes[] = {"bilinear", "nearest", "bicubic", "linear", "cubic", NULL};
+static const char *const gs_pads[] = {"zeros", "border", "reflection", NULL};
+
+cuvil_status op_grid_sample_params(cir_graph *g, cir_node *n, cuvil_grid_sample_params *p) {
+    cir_value *x = cir_in(g, n, 0), *gr = cir_in(g, n, 1);
+    int nd = x->ndim - 2;
+    if (nd < 1 || nd > 3 || gr->ndim != x->ndim || gr->dims[gr->ndim - 1] != nd)
+        return cir_node_err(g, n, CUVIL_ERR_SHAPE, "X '%s' must be [N, C, 1 to 3 spatial dims] and grid '%s' [N, out dims..., "
+                            "%d]", x->name, gr->name, nd > 0 ? nd : 1);
+    if (!cir_value_fixed(x) || !cir_value_fixed(gr))
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "X's and grid's dims must be fixed");
+    if (gr->dims[0] != x->dims[0])
+        return cir_node_err(g, n, CUVIL_ERR_SHAPE, "X and grid have batches %lld and %lld", (long long)x->dims[0],
+                            (long long)gr->dims[0]);
+    int64_t m = cir_attr_int(n, "mode");
+    p->nd = nd;
+    p->mode = m == 1 ? 0 : (m == 0 || m == 3) ? 1 : 2;
+    p->padding = (int)cir_attr_int(n, "padding_mode");
+    p->align_corners = cir_attr_int(n, "align_corners") != 0;
+    p->N = x->dims[0];
+    p->C = x->dims[1];
+    for (int i = 0; i < 3; i++) {
+        p->in_dims[i] = i < nd ? x->dims[2 + i] : 1;
+        p->out_dims[i] = i < nd ? gr->dims[1 + i] : 1;
+    }
+    return CUVIL_OK;
+}
+
+static cuvil_status gs_infer(cir_graph *g, cir_node *n) {
+    cuvil_status s = op_check_arity(g, n, 2, 2, 1, 1);
+    if (s || (s = op_need_f32(g, n, 0)) || (s = op_need_f32(g, n, 1))) return s;
+    cuvil_grid_sample_params p;
+    if ((s = op_grid_sample_params(g, n, &p))) return s;
+    int64_t dims[5] = {p.N, p.C, p.out_dims[0], p.out_dims[1], p.out_dims[2]};
+    cir_set_shape(cir_out(g, n, 0), CIR_F32, p.nd + 2, dims);
+    return CUVIL_OK;
+}
+
+static const cir_attr_spec gs_attrs[] = {
+    {"mode", CIR_ATTR_ENUM, 0, 0, gs_modes, false},
+    {"padding_mode", CIR_ATTR_ENUM, 0, 0, gs_pads, false},
+    {"align_corners", CIR_ATTR_INT, 0, 0, NULL, false},
+    CIR_ATTR_END,
+};
+const cir_opdef cir_op_grid_sample = {"grid_sample", 0, 2, 2, 1, 1, gs_attrs, gs_infer, NULL, NULL, 0};

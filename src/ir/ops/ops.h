@@ -269,6 +269,7 @@ typedef struct op_rnn {
     cuvil_rnn_act act[2][3];
 } op_rnn;
 cuvil_status op_rnn_sizes(cir_graph *g, cir_node *n, op_rnn *a);
+cuvil_status op_grid_sample_params(cir_graph *g, cir_node *n, cuvil_grid_sample_params *p);
 /* Whether a pad node's pads or axes are read when the model runs (op_pad.c). */
 bool op_pad_rt(cir_graph *g, cir_node *n);
 cuvil_status op_layer_norm_params(cir_graph *g, cir_node *n, cuvil_layer_norm_params *p);
