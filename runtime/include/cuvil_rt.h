@@ -709,6 +709,38 @@ void cuvil_eyelike_t(int t, int64_t rows, int64_t cols, int64_t k, void *y);
 int cuvil_reverse_sequence(size_t es, int time_first, int64_t T, int64_t B, int64_t inner, const int64_t *lens,
                            const void *x, void *y);
 
+/* ===== Quantization (ONNX's QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear,
+ * MatMulInteger, QLinearMatMul), as ONNX's reference computes them ===================== */
+/* x viewed as [outer, len, inner] around the quantization axis; the scale (and zero point) of an
+ * element: mode 0 the one (per tensor), 1 scale[l] (per axis), 2 scale[(o * ceil(len / block) +
+ * l / block) * inner + i] (blocked). */
+typedef struct cuvil_quant_params {
+    int64_t outer, len, inner, block;
+    int mode;
+    int saturate;   /* (integers saturate always) */
+} cuvil_quant_params;
+/* y = (x - zp) * scale, x of type xt (an integer type), scale of st, y of yt (a float type). */
+void cuvil_dequantize_t(const cuvil_quant_params *p, int xt, const void *x, int st, const void *scale, const void *zp,
+                        int yt, void *y);
+/* y = saturate(rint(x / scale) + zp) (rint: half to even), x and scale of float types xt, st,
+ * y and zp of the integer type yt. */
+void cuvil_quantize_t(const cuvil_quant_params *p, int xt, const void *x, int st, const void *scale, const void *zp,
+                      int yt, void *y);
+/* DynamicQuantizeLinear of n float32: y uint8, its scale (float32) and zero point (uint8). */
+void cuvil_dynamic_quantize(int64_t n, const float *x, uint8_t *y, float *scale, uint8_t *zp);
+/* Integer matmuls over batch items: a [batch, M, K] and b [batch, K, N] (a_bs or b_bs 0: one
+ * shared), elements of types at and bt (8/16/32-bit integers); the zero points: NULL (0), one
+ * (az_n 1) or per row of a (M) / per column of b (N). MatMulInteger: y int32 [batch, M, N].
+ * QLinearMatMul: y of the zero point's type yt, rint(acc * (a_scale * b_scale / y_scale)) + y_zp
+ * saturated, the scales float32 or float16 (sst), b's per column when b_sn is N. */
+void cuvil_matmul_integer(int64_t batch, int64_t M, int64_t N, int64_t K, int at, const void *a, int64_t a_bs, int bt,
+                          const void *b, int64_t b_bs, const void *azp, int64_t az_n, const void *bzp, int64_t bz_n,
+                          int32_t *y);
+void cuvil_qlinear_matmul(int64_t batch, int64_t M, int64_t N, int64_t K, int at, const void *a, int64_t a_bs, int bt,
+                          const void *b, int64_t b_bs, const void *azp, int64_t az_n, const void *bzp, int64_t bz_n,
+                          int sst, const void *a_scale, const void *b_scale, int64_t b_sn, const void *y_scale, int yt,
+                          const void *yzp, void *y);
+
 /* Comparisons into bool bytes (0/1): p->op is one of these. */
 enum { CUVIL_CMP_EQ = 0, CUVIL_CMP_LT, CUVIL_CMP_GT, CUVIL_CMP_LE, CUVIL_CMP_GE };
 void cuvil_compare_t(const cuvil_binary_params *p, int t, const void *a, const void *b, uint8_t *y);

@@ -72,3 +72,31 @@ def test_grid_sample_vs_ort(tmp_path, mode, padding, align):
     feeds = {"x": rng.standard_normal((2, 3, 5, 6)).astype(np.float32),
              "g": rng.uniform(-1.6, 1.6, (2, 4, 7, 2)).astype(np.float32)}
     _run(tmp_path, "gs", [node], [_vi("x", F, [2, 3, 5, 6]), _vi("g", F, [2, 4, 7, 2])], [("y", F)], feeds, opset=20)
+
+
+def test_quantization_ops_vs_ort(tmp_path):
+    """QuantizeLinear per axis and blocked, DequantizeLinear, DynamicQuantizeLinear, MatMulInteger
+    (ONNX Runtime takes scalar zero points only), QLinearMatMul: naive kernels as ONNX's reference computes them
+    (issue 32; the precision issue brings the fast ones), exactly ONNX Runtime's integers."""
+    rng = np.random.default_rng(11)
+    U8, I8 = TensorProto.UINT8, TensorProto.INT8
+    inits = [helper.make_tensor("s", F, [4], rng.uniform(0.01, 0.1, 4)), helper.make_tensor("z", I8, [4], [0, 3, -5, 7]),
+             helper.make_tensor("bs", F, [2, 4], rng.uniform(0.01, 0.1, 8)),
+             helper.make_tensor("bzp", U8, [], [128]),
+             helper.make_tensor("as_", F, [], [0.02]), helper.make_tensor("bsc", F, [], [0.03]),
+             helper.make_tensor("ys", F, [], [0.05]), helper.make_tensor("yz", U8, [], [120])]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], axis=1),
+             helper.make_node("DequantizeLinear", ["q", "s", "z"], ["dq"], axis=1),
+             helper.make_node("QuantizeLinear", ["x", "bs"], ["qb"], axis=0, block_size=2, output_dtype=I8),
+             helper.make_node("DynamicQuantizeLinear", ["x"], ["dy", "dys", "dyz"]),
+             helper.make_node("MatMulInteger", ["a", "b", "azp1", "bzp"], ["mi"]),
+             helper.make_node("QLinearMatMul", ["a", "as_", "azp1", "b", "bsc", "bzp", "ys", "yz"], ["qm"])]
+    inits.append(helper.make_tensor("azp1", U8, [], [2]))
+    vis = [_vi("x", F, [4, 4]), _vi("a", U8, [3, 5]), _vi("b", U8, [5, 6])]
+    outs = [("q", I8), ("dq", F), ("qb", I8), ("dy", U8), ("dys", F), ("dyz", U8), ("mi", TensorProto.INT32), ("qm", U8)]
+    path = tl.onnx_graph_model(tmp_path / "q.onnx", nodes, vis, outs, inits, opset=21)
+    model = cuvil.load(tl.compile(path, tmp_path / "q"))
+    for _ in range(3):
+        feeds = {"x": rng.uniform(-12, 12, (4, 4)).astype(np.float32), "a": rng.integers(0, 256, (3, 5)).astype(np.uint8),
+                 "b": rng.integers(0, 256, (5, 6)).astype(np.uint8)}
+        tl.check_vs_ort(model, path, feeds, rtol=1e-6, atol=1e-6)

@@ -1020,3 +1020,115 @@ int cuvil_reverse_sequence(size_t es, int time_first, int64_t T, int64_t B, int6
         }
     return 0;
 }
+
+/* ===== Quantization ======================================================================== */
+static int64_t qidx(const cuvil_quant_params *p, int64_t o, int64_t l, int64_t i) {
+    if (p->mode == 0) return 0;
+    if (p->mode == 1) return l;
+    const int64_t nb = (p->len + p->block - 1) / p->block;
+    return (o * nb + l / p->block) * p->inner + i;
+}
+
+static void int_range(int t, double *lo, double *hi) {
+    switch (t) {
+    case CUVIL_T_I8: *lo = -128, *hi = 127; break;
+    case CUVIL_T_U8: *lo = 0, *hi = 255; break;
+    case CUVIL_T_I16: *lo = -32768, *hi = 32767; break;
+    case CUVIL_T_U16: *lo = 0, *hi = 65535; break;
+    case CUVIL_T_I32: *lo = -2147483648.0, *hi = 2147483647.0; break;
+    case CUVIL_T_U32: *lo = 0, *hi = 4294967295.0; break;
+    default: *lo = -9223372036854775808.0, *hi = 9223372036854775807.0; break;
+    }
+}
+
+void cuvil_dequantize_t(const cuvil_quant_params *p, int xt, const void *x, int st, const void *scale, const void *zp,
+                        int yt, void *y) {
+    for (int64_t o = 0, e = 0; o < p->outer; o++)
+        for (int64_t l = 0; l < p->len; l++)
+            for (int64_t i = 0; i < p->inner; i++, e++) {
+                const int64_t q = qidx(p, o, l, i);
+                const int64_t z = zp ? ld_int(xt, zp, q) : 0;
+                /* in float32 (the scale's precision or more), as the reference's (x - zp) * scale */
+                const float v = (float)(ld_int(xt, x, e) - z) * (float)ld_float(st, scale, q);
+                st_float(yt, y, e, v);
+            }
+}
+
+void cuvil_quantize_t(const cuvil_quant_params *p, int xt, const void *x, int st, const void *scale, const void *zp,
+                      int yt, void *y) {
+    double lo, hi;
+    int_range(yt, &lo, &hi);
+    for (int64_t o = 0, e = 0; o < p->outer; o++)
+        for (int64_t l = 0; l < p->len; l++)
+            for (int64_t i = 0; i < p->inner; i++, e++) {
+                const int64_t q = qidx(p, o, l, i);
+                const float r = nearbyintf((float)ld_float(xt, x, e) / (float)ld_float(st, scale, q));
+                double v = (double)r + (double)(zp ? ld_int(yt, zp, q) : 0);
+                v = v != v ? 0 : v < lo ? lo : v > hi ? hi : v;
+                st_int(yt, y, e, (int64_t)v);
+            }
+}
+
+void cuvil_dynamic_quantize(int64_t n, const float *x, uint8_t *y, float *scale, uint8_t *zp) {
+    float mx = 0.0f, mn = 0.0f;
+    for (int64_t i = 0; i < n; i++) {
+        mx = x[i] > mx ? x[i] : mx;
+        mn = x[i] < mn ? x[i] : mn;
+    }
+    const float s = (mx == mn ? 1.0f : (mx - mn)) / 255.0f;
+    float z = 0.0f - mn / s;
+    z = z < 0.0f ? 0.0f : z > 255.0f ? 255.0f : z;
+    const float zi = nearbyintf(z);
+    for (int64_t i = 0; i < n; i++) {
+        float v = nearbyintf(x[i] / s) + zi;
+        v = v < 0.0f ? 0.0f : v > 255.0f ? 255.0f : v;
+        y[i] = (uint8_t)v;
+    }
+    *scale = s;
+    *zp = (uint8_t)zi;
+}
+
+static int64_t mm_acc(int64_t M, int64_t N, int64_t K, int64_t m, int64_t nn, int at, const void *a, int bt, const void *b,
+                      const void *azp, int64_t az_n, const void *bzp, int64_t bz_n) {
+    const int64_t za = azp ? ld_int(at, azp, az_n > 1 ? m : 0) : 0, zb = bzp ? ld_int(bt, bzp, bz_n > 1 ? nn : 0) : 0;
+    int64_t acc = 0;
+    (void)M;
+    for (int64_t k = 0; k < K; k++) acc += (ld_int(at, a, m * K + k) - za) * (ld_int(bt, b, k * N + nn) - zb);
+    return acc;
+}
+
+void cuvil_matmul_integer(int64_t batch, int64_t M, int64_t N, int64_t K, int at, const void *a, int64_t a_bs, int bt,
+                          const void *b, int64_t b_bs, const void *azp, int64_t az_n, const void *bzp, int64_t bz_n,
+                          int32_t *y) {
+    const size_t as = type_size(at), bs = type_size(bt);
+    for (int64_t q = 0; q < batch; q++)
+        for (int64_t m = 0; m < M; m++)
+            for (int64_t nn = 0; nn < N; nn++)
+                y[(q * M + m) * N + nn] = (int32_t)(uint32_t)mm_acc(M, N, K, m, nn, at, (const char *)a + (size_t)(q * a_bs) * as,
+                                                                    bt, (const char *)b + (size_t)(q * b_bs) * bs, azp, az_n,
+                                                                    bzp, bz_n);
+}
+
+void cuvil_qlinear_matmul(int64_t batch, int64_t M, int64_t N, int64_t K, int at, const void *a, int64_t a_bs, int bt,
+                          const void *b, int64_t b_bs, const void *azp, int64_t az_n, const void *bzp, int64_t bz_n,
+                          int sst, const void *a_scale, const void *b_scale, int64_t b_sn, const void *y_scale, int yt,
+                          const void *yzp, void *y) {
+    const size_t as = type_size(at), bs = type_size(bt);
+    double lo, hi;
+    int_range(yt, &lo, &hi);
+    for (int64_t nn = 0; nn < N; nn++) {
+        /* the reference's a_scale * b_scale / y_scale, each step rounded to the scales' type */
+        const float ab = (float)ld_float(sst, a_scale, 0) * (float)ld_float(sst, b_scale, b_sn > 1 ? nn : 0);
+        const float ab_r = sst == CUVIL_T_F16 ? cuvil_f16_to_f32(cuvil_f32_to_f16(ab)) : ab;
+        const float f = ab_r / (float)ld_float(sst, y_scale, 0);
+        const double fs = sst == CUVIL_T_F16 ? (double)cuvil_f16_to_f32(cuvil_f32_to_f16(f)) : (double)f;
+        for (int64_t q = 0; q < batch; q++)
+            for (int64_t m = 0; m < M; m++) {
+                const int64_t acc = mm_acc(M, N, K, m, nn, at, (const char *)a + (size_t)(q * a_bs) * as, bt,
+                                           (const char *)b + (size_t)(q * b_bs) * bs, azp, az_n, bzp, bz_n);
+                double v = nearbyint((double)acc * fs + (double)(yzp ? ld_int(yt, yzp, 0) : 0));
+                v = v < lo ? lo : v > hi ? hi : v;
+                st_int(yt, y, (q * M + m) * N + nn, (int64_t)v);
+            }
+    }
+}

@@ -326,6 +326,19 @@ static cuvil_status map_mod(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
     return add_node(m, on, kind, on->n_in, on->in, on->n_out, on->out, set, 1, no_ignore);
 }
 
+/* QuantizeLinear, DequantizeLinear: output_dtype as CIR's `to`; precision (opset 25: the
+ * division's type) is float32 here */
+static cuvil_status map_quant(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
+    onnx_attr *od = attr(on, "output_dtype");
+    cuvil_attr set[1];
+    int n_set = 0;
+    if (od && od->a.i) set[n_set++] = (cuvil_attr){.name = "to", .type = CUVIL_ATTR_INT, .i = od->a.i};
+    onnx_attr *pr = attr(on, "precision");
+    if (pr && pr->a.i && pr->a.i != 1)
+        return node_err(m, on, CUVIL_ERR_UNSUPPORTED, "precision=%lld is not supported (float32)", (long long)pr->a.i);
+    return add_node(m, on, kind, on->n_in, on->in, on->n_out, on->out, set, n_set, no_ignore);
+}
+
 static cuvil_status map_concat(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
     bool has = false;
     for (int i = 0; i < on->n_attrs; i++) has |= !strcmp(on->attrs[i].name, "axis");
@@ -675,6 +688,11 @@ static const op_map table[] = {
     {"EyeLike", 9, CIR_OP_EYE_LIKE, NULL},
     {"LRN", 1, CIR_OP_LRN, NULL},
     {"GridSample", 16, CIR_OP_GRID_SAMPLE, NULL},
+    {"QuantizeLinear", 10, CIR_OP_QUANTIZE, map_quant},
+    {"DequantizeLinear", 10, CIR_OP_DEQUANTIZE, map_quant},
+    {"DynamicQuantizeLinear", 11, CIR_OP_DYNAMIC_QUANTIZE, NULL},
+    {"MatMulInteger", 10, CIR_OP_MATMUL_INTEGER, NULL},
+    {"QLinearMatMul", 10, CIR_OP_QLINEAR_MATMUL, NULL},
     {"ReverseSequence", 10, CIR_OP_REVERSE_SEQUENCE, NULL},
     {"Swish", 24, CIR_OP_MUL, map_swish},
     {"SwiGLU", 28, CIR_OP_MUL, map_swish},

@@ -270,6 +270,14 @@ typedef struct op_rnn {
 } op_rnn;
 cuvil_status op_rnn_sizes(cir_graph *g, cir_node *n, op_rnn *a);
 cuvil_status op_grid_sample_params(cir_graph *g, cir_node *n, cuvil_grid_sample_params *p);
+cuvil_status op_quant_params(cir_graph *g, cir_node *n, cuvil_quant_params *p);
+/* An integer matmul's sizes (op_quant.c): batch items, a's and b's batch strides (0: shared). */
+typedef struct op_imatmul {
+    int64_t batch, M, N, K, a_bs, b_bs;
+    int ndim;
+    int64_t dims[CIR_MAX_DIMS];
+} op_imatmul;
+cuvil_status op_imatmul_sizes(cir_graph *g, cir_node *n, int ia, int ib, op_imatmul *m);
 /* Whether a pad node's pads or axes are read when the model runs (op_pad.c). */
 bool op_pad_rt(cir_graph *g, cir_node *n);
 cuvil_status op_layer_norm_params(cir_graph *g, cir_node *n, cuvil_layer_norm_params *p);

@@ -1,0 +1,186 @@
+/* op_quant.c -- ONNX's quantization ops as ONNX's reference computes them (naive kernels; the
+ * precision issue folds them into integer kernels): dequantize (x, scale, [zp]) and quantize
+ * (x, scale, [zp]) per tensor, per axis or blocked (axis, block_size; output type `to`, else
+ * the scale's / the zero point's, else uint8); dynamic_quantize (x) -> y, scale, zp;
+ * matmul_integer (a, b, [a_zp], [b_zp]) -> int32; qlinear_matmul (a, a_scale, a_zp, b, b_scale,
+ * b_zp, y_scale, y_zp). Fixed shapes. */
+#include "ir/ops/ops.h"
+
+static bool int8to32(cir_dtype t) {
+    return t == CIR_I8 || t == CIR_U8 || t == CIR_I16 || t == CIR_U16 || t == CIR_I32;
+}
+
+cuvil_status op_quant_params(cir_graph *g, cir_node *n, cuvil_quant_params *p) {
+    cir_value *x = cir_in(g, n, 0), *sc = cir_in(g, n, 1), *zp = cir_in(g, n, 2);
+    if (!cir_value_fixed(x) || !cir_value_fixed(sc))
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "the input's and the scale's dims must be fixed");
+    if (!cir_dtype_is_float(sc->dtype) || sc->dtype == CIR_F64)
+        return cir_node_err(g, n, CUVIL_ERR_MODEL, "scale '%s' is %s; it must be float32, float16 or bfloat16", sc->name,
+                            cir_dtype_name(sc->dtype));
+    if (zp && (!cir_value_fixed(zp) || cir_numel(zp) != cir_numel(sc)))
+        return cir_node_err(g, n, CUVIL_ERR_SHAPE, "zero point '%s' must have the scale's shape", zp->name);
+    int64_t bs = cir_attr_int(n, "block_size");
+    p->block = bs > 0 ? bs : 1;
+    p->saturate = (int)cir_attr_int(n, "saturate");
+    p->outer = p->inner = 1;
+    p->len = 1;
+    if (cir_numel(sc) == 1 && sc->ndim <= 1 && bs <= 0) {   /* per tensor */
+        p->mode = 0;
+        for (int d = 0; d < x->ndim; d++) p->outer *= x->dims[d];
+        return CUVIL_OK;
+    }
+    int ax;
+    cuvil_status s = op_axis(g, n, cir_attr_int(n, "axis"), x->ndim, "axis", &ax);
+    if (s) return s;
+    for (int d = 0; d < x->ndim; d++) {
+        if (d < ax) p->outer *= x->dims[d];
+        else if (d > ax) p->inner *= x->dims[d];
+    }
+    p->len = x->dims[ax];
+    if (bs <= 0) {   /* per axis: scale [len] */
+        if (sc->ndim != 1 || sc->dims[0] != p->len)
+            return cir_node_err(g, n, CUVIL_ERR_SHAPE, "scale '%s' must be a scalar or [%lld] (axis %d)", sc->name,
+                                (long long)p->len, ax);
+        p->mode = 1;
+        return CUVIL_OK;
+    }
+    /* blocked: the input's shape, ceil(len / block_size) along the axis */
+    bool ok = sc->ndim == x->ndim;
+    for (int d = 0; ok && d < x->ndim; d++) ok = sc->dims[d] == (d == ax ? (p->len + bs - 1) / bs : x->dims[d]);
+    if (!ok) return cir_node_err(g, n, CUVIL_ERR_SHAPE, "scale '%s' does not fit block_size %lld along axis %d", sc->name,
+                                 (long long)bs, ax);
+    p->mode = 2;
+    return CUVIL_OK;
+}
+
+static cuvil_status dq_infer(cir_graph *g, cir_node *n) {
+    cuvil_status s = op_check_arity(g, n, 2, 3, 1, 1);
+    if (s) return s;
+    cir_value *x = cir_in(g, n, 0), *sc = cir_in(g, n, 1), *zp = cir_in(g, n, 2);
+    if (!int8to32(x->dtype))
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' is %s; Cuvil dequantizes int8, uint8, int16, uint16 "
+                            "and int32", x->name, cir_dtype_name(x->dtype));
+    if (zp && zp->dtype != x->dtype)
+        return cir_node_err(g, n, CUVIL_ERR_MODEL, "zero point '%s' is %s, the input %s", zp->name, cir_dtype_name(zp->dtype),
+                            cir_dtype_name(x->dtype));
+    cuvil_quant_params p;
+    if ((s = op_quant_params(g, n, &p))) return s;
+    cir_dtype to = cir_attr_has(n, "to") && cir_attr_int(n, "to") ? (cir_dtype)cir_attr_int(n, "to") : sc->dtype;
+    if (!cir_dtype_is_float(to) || to == CIR_F64)
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "output type %s", cir_dtype_name(to));
+    cir_set_shape_like(cir_out(g, n, 0), to, x);
+    return CUVIL_OK;
+}
+
+static cuvil_status q_infer(cir_graph *g, cir_node *n) {
+    cuvil_status s = op_check_arity(g, n, 2, 3, 1, 1);
+    if (s) return s;
+    cir_value *x = cir_in(g, n, 0), *zp = cir_in(g, n, 2);
+    if (!cir_dtype_is_float(x->dtype) || x->dtype == CIR_F64)
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' is %s; Cuvil quantizes float32, float16 and bfloat16",
+                            x->name, cir_dtype_name(x->dtype));
+    cuvil_quant_params p;
+    if ((s = op_quant_params(g, n, &p))) return s;
+    cir_dtype to = zp ? zp->dtype : cir_attr_has(n, "to") && cir_attr_int(n, "to") ? (cir_dtype)cir_attr_int(n, "to") : CIR_U8;
+    if (!int8to32(to) || to == CIR_I32)
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "output type %s (Cuvil quantizes to int8, uint8, int16, uint16)",
+                            cir_dtype_name(to));
+    cir_set_shape_like(cir_out(g, n, 0), to, x);
+    return CUVIL_OK;
+}
+
+static const cir_attr_spec q_attrs[] = {
+    {"axis", CIR_ATTR_INT, 1, 0, NULL, false},
+    {"block_size", CIR_ATTR_INT, 0, 0, NULL, false},
+    {"saturate", CIR_ATTR_INT, 1, 0, NULL, false},
+    {"to", CIR_ATTR_DTYPE, CIR_UNDEF, 0, NULL, false},
+    CIR_ATTR_END,
+};
+const cir_opdef cir_op_dequantize = {"dequantize", 0, 2, 3, 1, 1, q_attrs, dq_infer, NULL, NULL, 0};
+const cir_opdef cir_op_quantize = {"quantize", 0, 2, 3, 1, 1, q_attrs, q_infer, NULL, NULL, 0};
+
+static cuvil_status dynq_infer(cir_graph *g, cir_node *n) {
+    cuvil_status s = op_check_arity(g, n, 1, 1, 3, 3);
+    if (s || (s = op_need_f32(g, n, 0))) return s;
+    cir_value *x = cir_in(g, n, 0);
+    if (!cir_value_fixed(x)) return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "the input's dims must be fixed");
+    cir_set_shape_like(cir_out(g, n, 0), CIR_U8, x);
+    cir_set_shape(cir_out(g, n, 1), CIR_F32, 0, NULL);
+    cir_set_shape(cir_out(g, n, 2), CIR_U8, 0, NULL);
+    return CUVIL_OK;
+}
+const cir_opdef cir_op_dynamic_quantize = {"dynamic_quantize", 0, 1, 1, 3, 3, NULL, dynq_infer, NULL, NULL, 0};
+
+/* The batched product's sizes: a [.., M, K], b [.., K, N] (2-D, or the same batch dims). */
+cuvil_status op_imatmul_sizes(cir_graph *g, cir_node *n, int ia, int ib, op_imatmul *m) {
+    cir_value *a = cir_in(g, n, ia), *b = cir_in(g, n, ib);
+    if (!int8to32(a->dtype) || !int8to32(b->dtype) || a->dtype == CIR_I32 || b->dtype == CIR_I32)
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "inputs '%s' (%s) and '%s' (%s) must be 8- or 16-bit integers", a->name,
+                            cir_dtype_name(a->dtype), b->name, cir_dtype_name(b->dtype));
+    if (!cir_value_fixed(a) || !cir_value_fixed(b) || a->ndim < 2 || b->ndim < 2)
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "the operands must be fixed and of rank 2 or more");
+    m->M = a->dims[a->ndim - 2], m->K = a->dims[a->ndim - 1], m->N = b->dims[b->ndim - 1];
+    if (b->dims[b->ndim - 2] != m->K)
+        return cir_node_err(g, n, CUVIL_ERR_SHAPE, "'%s' has %lld columns and '%s' %lld rows", a->name, (long long)m->K, b->name,
+                            (long long)b->dims[b->ndim - 2]);
+    int64_t mk = m->M * m->K, kn = m->K * m->N;
+    int64_t ba = cir_numel(a) / (mk > 0 ? mk : 1), bb = cir_numel(b) / (kn > 0 ? kn : 1);
+    bool same = a->ndim == b->ndim;
+    for (int d = 0; same && d < a->ndim - 2; d++) same = a->dims[d] == b->dims[d];
+    if (!same && b->ndim != 2 && a->ndim != 2)
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "batch dims that broadcast other than against a 2-D operand");
+    const cir_value *big = b->ndim > a->ndim ? b : a;
+    m->ndim = big->ndim;
+    for (int d = 0; d < big->ndim - 2; d++) m->dims[d] = big->dims[d];
+    m->dims[m->ndim - 2] = m->M, m->dims[m->ndim - 1] = m->N;
+    m->batch = ba > bb ? ba : bb;
+    m->a_bs = ba > 1 ? m->M * m->K : 0, m->b_bs = bb > 1 ? m->K * m->N : 0;
+    return CUVIL_OK;
+}
+
+/* A zero point (or scale) of one value or one per row (of a: M) / column (of b: N). */
+static cuvil_status per(cir_graph *g, cir_node *n, int i, int64_t along, cir_dtype t, int64_t *cnt) {
+    cir_value *v = cir_in(g, n, i);
+    *cnt = 0;
+    if (!v) return CUVIL_OK;
+    if (t != CIR_UNDEF && v->dtype != t)
+        return cir_node_err(g, n, CUVIL_ERR_MODEL, "'%s' is %s; its operand is %s", v->name, cir_dtype_name(v->dtype),
+                            cir_dtype_name(t));
+    *cnt = cir_numel(v);
+    if (*cnt != 1 && (*cnt != along || v->ndim > 2))
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "'%s' has %lld values; Cuvil takes one or one per row/column (%lld)",
+                            v->name, (long long)*cnt, (long long)along);
+    return CUVIL_OK;
+}
+
+static cuvil_status mmi_infer(cir_graph *g, cir_node *n) {
+    cuvil_status s = op_check_arity(g, n, 2, 4, 1, 1);
+    if (s) return s;
+    op_imatmul m;
+    int64_t c;
+    if ((s = op_imatmul_sizes(g, n, 0, 1, &m)) || (s = per(g, n, 2, m.M, cir_in(g, n, 0)->dtype, &c)) ||
+        (s = per(g, n, 3, m.N, cir_in(g, n, 1)->dtype, &c)))
+        return s;
+    cir_set_shape(cir_out(g, n, 0), CIR_I32, m.ndim, m.dims);
+    return CUVIL_OK;
+}
+const cir_opdef cir_op_matmul_integer = {"matmul_integer", 0, 2, 4, 1, 1, NULL, mmi_infer, NULL, NULL, 0};
+
+static cuvil_status qlmm_infer(cir_graph *g, cir_node *n) {
+    cuvil_status s = op_check_arity(g, n, 8, 8, 1, 1);
+    if (s) return s;
+    op_imatmul m;
+    int64_t c;
+    cir_value *as = cir_in(g, n, 1), *bs = cir_in(g, n, 4), *ys = cir_in(g, n, 6), *yz = cir_in(g, n, 7);
+    if ((s = op_imatmul_sizes(g, n, 0, 3, &m)) || (s = per(g, n, 2, 1, cir_in(g, n, 0)->dtype, &c)) ||
+        (s = per(g, n, 5, m.N, cir_in(g, n, 3)->dtype, &c)) || (s = per(g, n, 1, 1, CIR_UNDEF, &c)) ||
+        (s = per(g, n, 4, m.N, as->dtype, &c)) || (s = per(g, n, 6, 1, as->dtype, &c)) || (s = per(g, n, 7, 1, CIR_UNDEF, &c)))
+        return s;
+    if ((as->dtype != CIR_F32 && as->dtype != CIR_F16) || bs->dtype != as->dtype || ys->dtype != as->dtype)
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "the scales must all be float32 or all float16");
+    if (yz->dtype != CIR_U8 && yz->dtype != CIR_I8)
+        return cir_node_err(g, n, CUVIL_ERR_MODEL, "y_zero_point '%s' is %s", yz->name, cir_dtype_name(yz->dtype));
+    cir_set_shape(cir_out(g, n, 0), yz->dtype, m.ndim, m.dims);
+    return CUVIL_OK;
+}
+const cir_opdef cir_op_qlinear_matmul = {"qlinear_matmul", 0, 8, 8, 1, 1, NULL, qlmm_infer, NULL, NULL, 0};
