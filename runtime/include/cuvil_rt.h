@@ -709,6 +709,11 @@ void cuvil_eyelike_t(int t, int64_t rows, int64_t cols, int64_t k, void *y);
 int cuvil_reverse_sequence(size_t es, int time_first, int64_t T, int64_t B, int64_t inner, const int64_t *lens,
                            const void *x, void *y);
 
+/* HannWindow (kind 0), HammingWindow (1), BlackmanWindow (2) of the length read from size (an
+ * integer of type st) into y of type t, as ONNX's reference computes them; the length into
+ * *n_out. Returns 1 when it is negative or over hi. */
+int cuvil_window_t(int kind, int periodic, int t, int st, const void *size, int64_t hi, int64_t *n_out, void *y);
+
 /* ===== Quantization (ONNX's QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear,
  * MatMulInteger, QLinearMatMul), as ONNX's reference computes them ===================== */
 /* x viewed as [outer, len, inner] around the quantization axis; the scale (and zero point) of an

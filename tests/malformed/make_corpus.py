@@ -149,7 +149,7 @@ def cases() -> dict:
     br = helper.make_graph([helper.make_node("Neg", ["x"], ["t"])], "br", [], [vi("t", [2])])
     ifm = lambda **a: model([helper.make_node("If", ["c"], ["y"], name="the_if", **a)],   # noqa: E731
                             [vi("c", [], T.BOOL), vi("x", [2])], [vi("y", [2])])
-    c["if-no-else"] = Case(b(ifm(then_branch=br)), "needs then_branch and else_branch")
+    c["if-no-else"] = Case(b(ifm(then_branch=br)), "required attribute 'else_branch' is missing")
     ghost = helper.make_graph([helper.make_node("Neg", ["x"], ["t"])], "gh", [], [vi("nowhere", [2])])
     c["if-output-names-nothing"] = Case(b(ifm(then_branch=br, else_branch=ghost)),
                                         "output 'nowhere' of its else_branch is not a value")

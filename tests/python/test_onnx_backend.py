@@ -58,3 +58,12 @@ def test_backend_cases_pass(tmp_path, filt):
     for k in set(res) & set(EXPECTED):
         status, word = EXPECTED[k]
         assert res[k]["status"] == status and word in res[k]["detail"], (k, res[k])
+
+
+def test_schema_table_is_current():
+    """src/frontend/onnx/onnx_schema.inc (the attributes and arities every node is checked
+    against) lists every op of onnx_ops.c's table: a mapping added without regenerating it would
+    leave that op's attributes unchecked."""
+    proc = subprocess.run([sys.executable, str(tl.REPO / "tools" / "gen" / "gen_onnx_schema.py"), "--check"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr

@@ -6,7 +6,8 @@ node against it, as ONNX's checker and ONNX Runtime do: unknown, misspelt, misty
 and missing required attributes, and input/output counts, are errors.
 
 Run with the project venv's python after changing the table of onnx_ops.c or the pinned onnx:
-    $CUVIL_VENV/bin/python tools/gen/gen_onnx_schema.py
+    $CUVIL_VENV/bin/python tools/gen/gen_onnx_schema.py [--check]
+(--check: exit 1 when the file differs from what it would write; a test runs it.)
 """
 from __future__ import annotations
 
@@ -63,7 +64,13 @@ def main() -> int:
     lines.append("static const onnx_schema onnx_schemas[] = {")
     lines += table
     lines.append("};")
-    OUT.write_text("\n".join(lines) + "\n")
+    text = "\n".join(lines) + "\n"
+    if "--check" in sys.argv[1:]:   # (tests: the table is what onnx_ops.c and the pinned onnx give)
+        if OUT.read_text() != text:
+            print(f"{OUT.relative_to(ROOT)} is stale: run tools/gen/gen_onnx_schema.py", file=sys.stderr)
+            return 1
+        return 0
+    OUT.write_text(text)
     print(f"wrote {OUT.relative_to(ROOT)}: {len(table)} schema versions of {len(history)} ops")
     return 0
 

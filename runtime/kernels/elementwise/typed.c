@@ -1132,3 +1132,26 @@ void cuvil_qlinear_matmul(int64_t batch, int64_t M, int64_t N, int64_t K, int at
             }
     }
 }
+
+/* ===== Window functions =================================================================== */
+int cuvil_window_t(int kind, int periodic, int t, int st, const void *size, int64_t hi, int64_t *n_out, void *y) {
+    const int64_t n = ld_int(st, size, 0);
+    if (n < 0 || n > hi) return 1;
+    *n_out = n;
+    const double N1 = periodic ? (double)n : (double)n - 1.0, pi = 3.14159265358979323846;
+    for (int64_t i = 0; i < n; i++) {
+        double v;
+        if (kind == 0) {
+            const double s = sin((double)i * pi / N1);
+            v = s * s;
+        } else if (kind == 1) {
+            v = 25.0 / 46.0 - cos((double)i * pi * 2.0 / N1) * (1.0 - 25.0 / 46.0);
+        } else {
+            v = cos((double)i * (pi * 2.0) / N1) * -0.5 + cos((double)i * (pi * 4.0) / N1) * 0.08 + 0.42;
+        }
+        if (is_float_t(t)) st_float(t, y, i, v);
+        else if (t == CUVIL_T_BOOL) ((uint8_t *)y)[i] = v != 0;
+        else st_int(t, y, i, sat_i64(v));
+    }
+    return 0;
+}

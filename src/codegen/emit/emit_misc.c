@@ -42,3 +42,17 @@ cuvil_status cg_emit_grid_sample(cg_ctx *cg, cir_graph *g, cir_node *n) {
               cg_out(cg, n->out[0]));
     return CUVIL_OK;
 }
+
+cuvil_status cg_emit_window(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    cir_value *sz = cir_in(g, n, 0), *y = cir_out(g, n, 0);
+    char hi[32];
+    int slot = n->n_rt ? cg_found_slot(cg, g, n, 0, hi) : -1;
+    if (slot < 0) snprintf(hi, sizeof hi, "%lld", (long long)y->dims[0]);
+    cg_printf(cg, "    {\n        int64_t len;\n        if (cuvil_window_t(%d, %d, %s, %s, %s, %s, &len, %s)) return 1;\n",
+              (int)cir_attr_int(n, "kind"), cir_attr_int(n, "periodic") != 0, cg_rt_type(y->dtype), cg_rt_type(sz->dtype),
+              cg_in(cg, n->in[0]), hi, cg_out(cg, n->out[0]));
+    if (slot >= 0) cg_printf(cg, "        D[%d] = len;\n", slot);
+    cg_printf(cg, "    }\n");
+    cg_fallible(cg, "its size is negative or over the output's declared or --dim size");
+    return CUVIL_OK;
+}

@@ -339,6 +339,15 @@ static cuvil_status map_quant(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
     return add_node(m, on, kind, on->n_in, on->in, on->n_out, on->out, set, n_set, no_ignore);
 }
 
+/* HannWindow, HammingWindow, BlackmanWindow: window with its kind; output_datatype as dtype */
+static cuvil_status map_window(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
+    onnx_attr *od = attr(on, "output_datatype");
+    cuvil_attr set[2] = {{.name = "kind", .type = CUVIL_ATTR_INT, .i = on->op[1] == 'a' ? (on->op[2] == 'n' ? 0 : 1) : 2}};
+    int n_set = 1;
+    if (od) set[n_set++] = (cuvil_attr){.name = "dtype", .type = CUVIL_ATTR_INT, .i = od->a.i};
+    return add_node(m, on, kind, on->n_in, on->in, on->n_out, on->out, set, n_set, no_ignore);
+}
+
 static cuvil_status map_concat(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
     bool has = false;
     for (int i = 0; i < on->n_attrs; i++) has |= !strcmp(on->attrs[i].name, "axis");
@@ -688,6 +697,9 @@ static const op_map table[] = {
     {"EyeLike", 9, CIR_OP_EYE_LIKE, NULL},
     {"LRN", 1, CIR_OP_LRN, NULL},
     {"GridSample", 16, CIR_OP_GRID_SAMPLE, NULL},
+    {"HannWindow", 17, CIR_OP_WINDOW, map_window},
+    {"HammingWindow", 17, CIR_OP_WINDOW, map_window},
+    {"BlackmanWindow", 17, CIR_OP_WINDOW, map_window},
     {"QuantizeLinear", 10, CIR_OP_QUANTIZE, map_quant},
     {"DequantizeLinear", 10, CIR_OP_DEQUANTIZE, map_quant},
     {"DynamicQuantizeLinear", 11, CIR_OP_DYNAMIC_QUANTIZE, NULL},

@@ -120,3 +120,35 @@ static const cir_attr_spec gs_attrs[] = {
     CIR_ATTR_END,
 };
 const cir_opdef cir_op_grid_sample = {"grid_sample", 0, 2, 2, 1, 1, gs_attrs, gs_infer, NULL, NULL, 0};
+
+/* ===== window ============================================================================= */
+/* window (size; kind 0 Hann, 1 Hamming, 2 Blackman, periodic, dtype): ONNX's window functions,
+ * of a length read when the model runs (the output's dim found then, bounded by the declared
+ * output or a --dim) or constant. */
+static cuvil_status window_infer(cir_graph *g, cir_node *n) {
+    cuvil_status s = op_check_arity(g, n, 1, 1, 1, 1);
+    if (s) return s;
+    cir_value *sz = cir_in(g, n, 0);
+    if ((sz->dtype != CIR_I64 && sz->dtype != CIR_I32) || cir_numel(sz) != 1)
+        return cir_node_err(g, n, CUVIL_ERR_MODEL, "size '%s' must be an int32 or int64 scalar", sz->name);
+    cir_dtype t = cir_attr_has(n, "dtype") ? (cir_dtype)cir_attr_int(n, "dtype") : CIR_F32;
+    if (!cir_dtype_size(t)) return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "output type %s", cir_dtype_name(t));
+    const cir_dim *d;
+    if (cir_is_const(sz)) {
+        int64_t v = cir_const_i64(sz, 0);
+        if (v < 0) return cir_node_err(g, n, CUVIL_ERR_MODEL, "size is %lld", (long long)v);
+        d = cir_dim_const(&g->dt, v);
+    } else if ((s = op_found_dim(g, n, 0, 0, 0, -1, false, &d))) {
+        return s;
+    }
+    cir_set_shape_x(cir_out(g, n, 0), t, 1, &d);
+    return CUVIL_OK;
+}
+
+static const cir_attr_spec window_attrs[] = {
+    {"kind", CIR_ATTR_INT, 0, 0, NULL, false},
+    {"periodic", CIR_ATTR_INT, 1, 0, NULL, false},
+    {"dtype", CIR_ATTR_DTYPE, CIR_F32, 0, NULL, false},
+    CIR_ATTR_END,
+};
+const cir_opdef cir_op_window = {"window", CIR_OPF_SYM_DIMS, 1, 1, 1, 1, window_attrs, window_infer, NULL, NULL, 0};
