@@ -1050,8 +1050,9 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
         cg.cur_symbolic = cg_node_symbolic(g, n);
         cg.cur_node = n;
         if (n->def->flags & CIR_OPF_ALIAS) {
-            if (n->n_rt && (n->kind == CIR_OP_RESHAPE || n->kind == CIR_OP_SQUEEZE || n->kind == CIR_OP_UNSQUEEZE) &&
-                g->rt_key[n->rt_first] < 0)
+            cir_value *ax = n->kind == CIR_OP_SQUEEZE || n->kind == CIR_OP_UNSQUEEZE ? cir_in(g, n, 1) : NULL;
+            bool axes_rt = ax && !cir_is_const(ax) && !ax->sval && cir_numel(ax) > 0;   /* (checked even for a scalar out) */
+            if ((n->n_rt && n->kind == CIR_OP_RESHAPE && g->rt_key[n->rt_first] < 0) || axes_rt)
                 cg_emit_found_dims(&cg, g, n);   /* a Reshape's shape or (Un)Squeeze's axes read when the model runs */
             if (!view)
                 cg_printf(&cg, "    memcpy(%s, %s, %s);\n", cg_out(&cg, n->out[0]), cg_in(&cg, n->in[0]), cg_nbytes(&cg, n->out[0]));

@@ -100,3 +100,35 @@ def test_quantization_ops_vs_ort(tmp_path):
         feeds = {"x": rng.uniform(-12, 12, (4, 4)).astype(np.float32), "a": rng.integers(0, 256, (3, 5)).astype(np.uint8),
                  "b": rng.integers(0, 256, (5, 6)).astype(np.uint8)}
         tl.check_vs_ort(model, path, feeds, rtol=1e-6, atol=1e-6)
+
+
+def test_review_edge_cases_vs_ort(tmp_path):
+    """Edge cases a fresh-context review found: MatMulInteger with K = 0 (zeros, not unwritten
+    memory: against numpy, since ONNX Runtime's own result there depends on what else the model
+    holds), GridSample nearest on coordinates that tie in float32 (as ONNX Runtime rounds them),
+    Squeeze with a run-time axes tensor of length 0 (every dim of 1), ReduceSum over run-time
+    axes that cover every dim with keepdims=0 (a scalar)."""
+    U8 = TensorProto.UINT8
+    mi = tl.onnx_graph_model(tmp_path / "mi.onnx", [helper.make_node("MatMulInteger", ["a", "b"], ["mi"])],
+                             [_vi("a", U8, [3, 0]), _vi("b", U8, [0, 4])], [("mi", TensorProto.INT32)], opset=20)
+    got = cuvil.load(tl.compile(mi, tmp_path / "mi"))(a=np.zeros((3, 0), np.uint8), b=np.zeros((0, 4), np.uint8))
+    np.testing.assert_array_equal(got, np.zeros((3, 4), np.int32))
+    nodes = [helper.make_node("GridSample", ["x", "g"], ["gs"], mode="nearest"),
+             helper.make_node("Squeeze", ["s", "sa"], ["sq"]),
+             helper.make_node("ReduceSum", ["r", "ra"], ["rs"], keepdims=0)]
+    vis = [_vi("x", F, [1, 1, 1, 5]), _vi("g", F, [1, 1, 4, 2]),
+           _vi("s", F, [1, 3, 1, 2]), _vi("sa", I64, [0]), _vi("r", F, [2, 3]), _vi("ra", I64, [2])]
+    feeds = {"x": np.arange(5, dtype=np.float32).reshape(1, 1, 1, 5),
+             "g": np.array([[[[-0.6, 0], [0.2, 0], [-0.2, 0], [0.6, 0]]]], np.float32),
+             "s": np.arange(6, dtype=np.float32).reshape(1, 3, 1, 2), "sa": np.zeros(0, np.int64),
+             "r": np.arange(6, dtype=np.float32).reshape(2, 3), "ra": np.array([1, 0], np.int64)}
+    _run(tmp_path, "edge", nodes, vis, [("gs", F), ("sq", F), ("rs", F)], feeds, opset=20)
+
+
+def test_squeeze_to_a_scalar_checks_its_run_time_axes(tmp_path):
+    node = helper.make_node("Squeeze", ["s", "sa"], ["sq"])
+    path = tl.onnx_graph_model(tmp_path / "sq.onnx", [node], [_vi("s", F, [1]), _vi("sa", I64, [1])], [("sq", F)])
+    model = cuvil.load(tl.compile(path, tmp_path / "sq"))
+    tl.check_vs_ort(model, path, {"s": np.array([4.0], np.float32), "sa": np.array([-1], np.int64)})
+    with pytest.raises(cuvil.CuvilError, match=r"Squeeze.*out of range"):
+        model(s=np.array([4.0], np.float32), sa=np.array([3], np.int64))

@@ -55,11 +55,11 @@ void cuvil_f32_lrn(int64_t N, int64_t C, int64_t inner, int64_t size, float alph
         for (int64_t c = 0; c < C; c++)
             for (int64_t i = 0; i < inner; i++) {
                 double sq = 0;
-                for (int64_t k = c - lo; k <= c + hi; k++)
-                    if (k >= 0 && k < C) {
-                        const double v = x[(n * C + k) * inner + i];
-                        sq += v * v;
-                    }
+                const int64_t k0 = c - lo < 0 ? 0 : c - lo, k1 = hi > C - 1 - c ? C - 1 : c + hi;   /* no overflow */
+                for (int64_t k = k0; k <= k1; k++) {
+                    const double v = x[(n * C + k) * inner + i];
+                    sq += v * v;
+                }
                 y[(n * C + c) * inner + i] =
                     (float)(x[(n * C + c) * inner + i] / pow((double)bias + (double)alpha / (double)size * sq, (double)beta));
             }

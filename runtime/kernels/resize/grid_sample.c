@@ -6,8 +6,9 @@
 
 #include "../rt_int.h"
 
-static double denorm(double v, int64_t len, int align) {
-    return align ? (v + 1.0) / 2.0 * (double)(len - 1) : ((v + 1.0) * (double)len - 1.0) / 2.0;
+/* in float32, as ONNX's reference and ONNX Runtime compute it (nearest mode's ties depend on it) */
+static float denorm(float v, int64_t len, int align) {
+    return align ? (v + 1.0f) / 2.0f * (float)(len - 1) : ((v + 1.0f) * (float)len - 1.0f) / 2.0f;
 }
 
 static double reflect(double x, double lo, double hi) {
@@ -61,15 +62,20 @@ void cuvil_f32_grid_sample(const cuvil_grid_sample_params *p, const float *x, co
             int64_t idx[3][4];   /* per dim, the taps' indices (-1: zero) */
             double w[3][4];      /* and weights */
             for (int i = 0; i < nd; i++) {
-                double v = denorm((double)g[nd - 1 - i], p->in_dims[i], p->align_corners);
-                if (p->mode == 0) v = nearbyint(v);
+                double v = denorm(g[nd - 1 - i], p->in_dims[i], p->align_corners);
+                if (p->mode == 0) v = nearbyintf((float)v);
                 if (v < lo[i] || v > hi[i]) {
                     /* border: the coordinate clamped, but for cubic only its taps (PyTorch's and ONNX
                      * Runtime's rule; ONNX's reference clamps it, and no case of ONNX's suites tests it) */
                     if (p->padding == 1 && p->mode == 2) { /* taps clamped below */ }
                     else if (p->padding == 1) v = v < 0 ? 0 : v > (double)(p->in_dims[i] - 1) ? (double)(p->in_dims[i] - 1) : v;
-                    else if (p->padding == 2) v = reflect(v, lo[i], hi[i]);
+                    else if (p->padding == 2) v = (float)reflect(v, lo[i], hi[i]);   /* stored as float32, as the reference */
                 }
+                /* far outside (or NaN): every tap is out of range or clamped alike; keep the integer
+                 * conversions below defined */
+                const double far = (double)p->in_dims[i] + 8.0;
+                if (!(v >= -far)) v = -far;
+                if (v > far) v = far;
                 if (p->mode == 0) {
                     idx[i][0] = tap(p, (int64_t)v, p->in_dims[i], lo[i], hi[i]);
                     w[i][0] = 1.0;

@@ -16,7 +16,7 @@ static void kernel_call(cg_ctx *cg, cir_graph *g, cir_node *n, const char *pad, 
 }
 
 cuvil_status cg_emit_reduce(cg_ctx *cg, cir_graph *g, cir_node *n) {
-    if (n->n_rt) {   /* axes read when the model runs (op_reduce.c): the mask and the dims it finds */
+    if (op_reduce_rt_axes(g, n)) {   /* axes read when the model runs (op_reduce.c): the mask and the dims it finds */
         cir_value *x = cir_in(g, n, 0), *a = cir_in(g, n, 1), *y = cir_out(g, n, 0);
         int slots[CIR_MAX_DIMS];
         const char *hi = cg_found_his(cg, g, n, y->ndim, slots);

@@ -89,6 +89,10 @@ cuvil_status op_grid_sample_params(cir_graph *g, cir_node *n, cuvil_grid_sample_
     if (gr->dims[0] != x->dims[0])
         return cir_node_err(g, n, CUVIL_ERR_SHAPE, "X and grid have batches %lld and %lld", (long long)x->dims[0],
                             (long long)gr->dims[0]);
+    for (int d = 2; d < x->ndim; d++)
+        if (x->dims[d] < 1)
+            return cir_node_err(g, n, CUVIL_ERR_SHAPE, "X '%s' has an empty spatial dim %d (ONNX Runtime refuses it too)",
+                                x->name, d);
     int64_t m = cir_attr_int(n, "mode");
     p->nd = nd;
     p->mode = m == 1 ? 0 : (m == 0 || m == 3) ? 1 : 2;

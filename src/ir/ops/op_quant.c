@@ -123,8 +123,9 @@ cuvil_status op_imatmul_sizes(cir_graph *g, cir_node *n, int ia, int ib, op_imat
     if (b->dims[b->ndim - 2] != m->K)
         return cir_node_err(g, n, CUVIL_ERR_SHAPE, "'%s' has %lld columns and '%s' %lld rows", a->name, (long long)m->K, b->name,
                             (long long)b->dims[b->ndim - 2]);
-    int64_t mk = m->M * m->K, kn = m->K * m->N;
-    int64_t ba = cir_numel(a) / (mk > 0 ? mk : 1), bb = cir_numel(b) / (kn > 0 ? kn : 1);
+    int64_t ba = 1, bb = 1;   /* the batch items: the batch dims' product (not numel / (M K): K may be 0) */
+    for (int d = 0; d < a->ndim - 2; d++) ba *= a->dims[d];
+    for (int d = 0; d < b->ndim - 2; d++) bb *= b->dims[d];
     bool same = a->ndim == b->ndim;
     for (int d = 0; same && d < a->ndim - 2; d++) same = a->dims[d] == b->dims[d];
     if (!same && b->ndim != 2 && a->ndim != 2)

@@ -25,7 +25,7 @@ int op_reduce_kind(const cir_node *n) {
 
 /* Whether axes is a tensor the model computes or takes when it runs (not known as numbers):
  * the run reads it (cuvil_reduce_axes_rt); one of length 0 is known to be empty. */
-static bool rt_axes(cir_graph *g, cir_node *n) {
+bool op_reduce_rt_axes(cir_graph *g, cir_node *n) {
     cir_value *v = cir_in(g, n, 1);
     return v && !cir_is_const(v) && !(cir_value_fixed(v) && cir_numel(v) == 0);
 }
@@ -76,7 +76,7 @@ static cuvil_status reduce_infer(cir_graph *g, cir_node *n) {
         cir_dtype_size(x->dtype) == 0)
         return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' has type %s", x->name, cir_dtype_name(x->dtype));
     bool keepdims = cir_attr_int(n, "keepdims") != 0;
-    if (rt_axes(g, n)) {   /* axes read when the model runs: each output dim a size the run finds */
+    if (op_reduce_rt_axes(g, n)) {   /* axes read when the model runs: each output dim a size the run finds */
         cir_value *a = cir_in(g, n, 1);
         if ((a->dtype != CIR_I64 && a->dtype != CIR_I32) || a->ndim != 1 || !cir_value_fixed(a))
             return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input 'axes' ('%s') is %s of rank %d%s; read when the model "

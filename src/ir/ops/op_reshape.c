@@ -126,7 +126,8 @@ static cuvil_status flatten_infer(cir_graph *g, cir_node *n) {
 /* Axes from the optional input 1 (-1: absent). */
 static cuvil_status get_axes(cir_graph *g, cir_node *n, int64_t *axes, int *cnt) {
     *cnt = -1;
-    if (!cir_in(g, n, 1)) return CUVIL_OK;
+    cir_value *a = cir_in(g, n, 1);
+    if (!a || (!cir_is_const(a) && cir_value_fixed(a) && cir_numel(a) == 0)) return CUVIL_OK;   /* absent or empty: none given */
     return op_const_ints(g, n, 1, "axes", axes, CIR_MAX_DIMS, cnt);
 }
 
@@ -154,7 +155,7 @@ static cuvil_status rt_axes_infer(cir_graph *g, cir_node *n, bool unsqueeze) {
 
 static bool axes_at_run(cir_graph *g, cir_node *n) {
     cir_value *a = cir_in(g, n, 1);
-    return a && !cir_is_const(a) && !a->sval;
+    return a && !cir_is_const(a) && !a->sval && !(cir_value_fixed(a) && cir_numel(a) == 0);
 }
 
 static cuvil_status squeeze_infer(cir_graph *g, cir_node *n) {

@@ -26,6 +26,9 @@ cuvil_status op_rnn_sizes(cir_graph *g, cir_node *n, op_rnn *a) {
     if (w->ndim != 3 || r->ndim != 3 || !cir_value_fixed(w) || !cir_value_fixed(r))
         return cir_node_err(g, n, CUVIL_ERR_SHAPE, "W and R must be fixed 3-D tensors [directions, gates * hidden, ...]");
     a->hidden = cir_attr_has(n, "hidden_size") ? cir_attr_int(n, "hidden_size") : w->dims[1] / a->gates;
+    if (a->hidden < 0 || a->hidden > w->dims[1])   /* (W holds gates * hidden rows: no overflow below) */
+        return cir_node_err(g, n, CUVIL_ERR_SHAPE, "hidden_size %lld does not fit W '%s' with %lld rows",
+                            (long long)a->hidden, w->name, (long long)w->dims[1]);
     const int64_t GH = a->gates * a->hidden;
     if (a->hidden < 0 || w->dims[0] != a->dirs || w->dims[1] != GH || w->dims[2] != a->input)
         return cir_node_err(g, n, CUVIL_ERR_SHAPE, "W '%s' must be [%d, %lld, %lld]", w->name, a->dirs, (long long)GH,
