@@ -424,7 +424,7 @@ def main() -> int:
         for name in a.suite or sorted(SUITES):
             data, folders = SUITES[name]
             if name == "onnx-1.23.2":
-                data = a.build / "onnx-node-cases-1.23.2"
+                data = a.build.resolve() / "onnx-node-cases-1.23.2"   # (absolute: the tools run in a work folder)
                 ensure_generated(data)
             elif not (data / "node").is_dir():
                 sys.exit(f"{data} is missing: install Debian's libonnx-testdata (make setup does)")
