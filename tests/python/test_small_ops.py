@@ -132,3 +132,12 @@ def test_squeeze_to_a_scalar_checks_its_run_time_axes(tmp_path):
     tl.check_vs_ort(model, path, {"s": np.array([4.0], np.float32), "sa": np.array([-1], np.int64)})
     with pytest.raises(cuvil.CuvilError, match=r"Squeeze.*out of range"):
         model(s=np.array([4.0], np.float32), sa=np.array([3], np.int64))
+
+
+@pytest.mark.parametrize("p", [1, 2])
+def test_lp_normalization_vs_ort(tmp_path, p):
+    """LpNormalization along an axis, with negative values and a row of zeros (0 out, not NaN)."""
+    x = np.random.default_rng(12).standard_normal((3, 4)).astype(np.float32)
+    x[1] = 0
+    node = helper.make_node("LpNormalization", ["x"], ["y"], axis=1, p=p)
+    _run(tmp_path, f"lp{p}", [node], [_vi("x", F, [3, 4])], [("y", F)], {"x": x})

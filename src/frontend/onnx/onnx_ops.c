@@ -545,6 +545,23 @@ static cuvil_status map_mvn(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
                                                                                                   : CUVIL_OK;
 }
 
+/* LpNormalization: x / ||x||_p along axis (p 1 or 2), 0 where the norm is 0, as ONNX's
+ * reference computes it. */
+static cuvil_status map_lp_norm(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
+    (void)kind;
+    int64_t axis = attr_int(on, "axis", -1), p = attr_int(on, "p", 2), one = 1;
+    if (p != 1 && p != 2) return node_err(m, on, CUVIL_ERR_MODEL, "p is %lld; it must be 1 or 2", (long long)p);
+    all_used(on);
+    int x = on->in[0], axes = const_from(m, on, "axes", CIR_I64, 1, &one, &axis), zero = scalar_like(m, on, "zero", 0.0f, x);
+    if (axes < 0 || zero < 0) return m->g->ctx->status;
+    cuvil_attr keep = {.name = "keepdims", .type = CUVIL_ATTR_INT, .i = 1};
+    int nrm = step(m, on, p == 1 ? CIR_OP_REDUCE_L1 : CIR_OP_REDUCE_L2, 2, (int[]){x, axes}, -1, "norm", &keep, 1);
+    int q = nrm < 0 ? -1 : step(m, on, CIR_OP_DIV, 2, (int[]){x, nrm}, -1, "q", NULL, 0);
+    int z = q < 0 ? -1 : step(m, on, CIR_OP_EQUAL, 2, (int[]){nrm, zero}, -1, "is0", NULL, 0);
+    return z < 0 || step(m, on, CIR_OP_WHERE, 3, (int[]){z, zero, q}, on->out[0], "y", NULL, 0) < 0 ? m->g->ctx->status
+                                                                                                   : CUVIL_OK;
+}
+
 static cuvil_status map_slice(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
     if (on->opset >= 10) return map_plain(m, on, kind);
     bool err = false;
@@ -709,6 +726,7 @@ static const op_map table[] = {
     {"Swish", 24, CIR_OP_MUL, map_swish},
     {"SwiGLU", 28, CIR_OP_MUL, map_swish},
     {"MeanVarianceNormalization", 9, CIR_OP_SUB, map_mvn},
+    {"LpNormalization", 1, CIR_OP_DIV, map_lp_norm},
     {"Softplus", 1, CIR_OP_SOFTPLUS, NULL},
     {"Floor", 1, CIR_OP_FLOOR, NULL},
     {"Ceil", 1, CIR_OP_CEIL, NULL},
