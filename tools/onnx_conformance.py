@@ -125,14 +125,19 @@ def reference_agrees(model: Path, ins: list[Path], got: dict) -> bool:
     return all(name in got and mismatch(name, got[name], np.asarray(ref)) is None for name, ref in zip(ev.output_names, outs))
 
 
+def ort_session(model: Path):
+    """ONNX Runtime's CPU session on a model, quiet (it raises when it cannot take the model)."""
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    so.log_severity_level = 4
+    return ort.InferenceSession(str(model), so, providers=["CPUExecutionProvider"])
+
+
 def ort_agrees(model: Path, ins: list[Path], got: dict) -> bool:
     """Whether ONNX Runtime (the peer Cuvil is measured against) computes what Cuvil did where
     both differ from ONNX's data and its reference: a known disagreement between the two."""
     try:
-        import onnxruntime as ort
-        so = ort.SessionOptions()
-        so.log_severity_level = 4
-        sess = ort.InferenceSession(str(model), so, providers=["CPUExecutionProvider"])
+        sess = ort_session(model)
         vis = {i.name: i for i in onnx.load(str(model)).graph.input}
         feeds = {i.name: load_val(f, vis[i.name]) for i, f in zip(sess.get_inputs(), ins)}
         outs = sess.run(None, feeds)
@@ -330,11 +335,8 @@ def case_info(case: Path) -> tuple[str | None, list[str]]:
 def ort_case(case: Path) -> str:
     """ONNX Runtime on the same case, the same comparison: 'pass' or why not."""
     try:
-        import onnxruntime as ort
         m = onnx.load(str(case / "model.onnx"), load_external_data=False)
-        so = ort.SessionOptions()
-        so.log_severity_level = 4
-        sess = ort.InferenceSession(str(case / "model.onnx"), so, providers=["CPUExecutionProvider"])
+        sess = ort_session(case / "model.onnx")
     except Exception as e:  # noqa: BLE001
         return f"refused: {str(e).splitlines()[0][:200] if str(e) else type(e).__name__}"
     vis = {i.name: i for i in m.graph.input}

@@ -39,6 +39,10 @@
 
 static inline int64_t cuvil_min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline int64_t cuvil_max_i64(int64_t a, int64_t b) { return a > b ? a : b; }
+/* Element i of an index array of type t (CUVIL_T_I32, else int64), as int64. */
+static inline int64_t cuvil_ld_index(int t, const void *v, int64_t i) {
+    return t == CUVIL_T_I32 ? (int64_t)((const int32_t *)v)[i] : ((const int64_t *)v)[i];
+}
 
 /* dst[k*dld + c] = src[k*sld + c] for k < rows, c < n: a panel's rows, with a constant-size
  * copy for the microkernels' widths (a libc memcpy call per 32-byte row costs more than it). */

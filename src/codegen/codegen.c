@@ -1050,8 +1050,8 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
         cg.cur_symbolic = cg_node_symbolic(g, n);
         cg.cur_node = n;
         if (n->def->flags & CIR_OPF_ALIAS) {
-            cir_value *ax = n->kind == CIR_OP_SQUEEZE || n->kind == CIR_OP_UNSQUEEZE ? cir_in(g, n, 1) : NULL;
-            bool axes_rt = ax && !cir_is_const(ax) && !ax->sval && cir_numel(ax) > 0;   /* (checked even for a scalar out) */
+            /* (checked even for a scalar output, which finds no dims) */
+            bool axes_rt = (n->kind == CIR_OP_SQUEEZE || n->kind == CIR_OP_UNSQUEEZE) && op_squeeze_rt_axes(g, n);
             if ((n->n_rt && n->kind == CIR_OP_RESHAPE && g->rt_key[n->rt_first] < 0) || axes_rt)
                 cg_emit_found_dims(&cg, g, n);   /* a Reshape's shape or (Un)Squeeze's axes read when the model runs */
             if (!view)

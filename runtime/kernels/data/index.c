@@ -11,7 +11,7 @@
 
 /* Index i of an int32 or int64 array, made non-negative against len; -1 when out of range. */
 static inline int64_t index_at(int idx_t, const void *idx, int64_t i, int64_t len) {
-    int64_t v = idx_t == CUVIL_T_I32 ? ((const int32_t *)idx)[i] : ((const int64_t *)idx)[i];
+    int64_t v = cuvil_ld_index(idx_t, idx, i);
     if (v < 0) v += len;
     return v >= 0 && v < len ? v : -1;
 }

@@ -56,10 +56,6 @@ static inline int64_t map_index(int mode, const axis_map *m, int64_t o) {
     return m->lo + j;
 }
 
-static int64_t ld_i(int t, const void *v, int i) {
-    return t == CUVIL_T_I32 ? (int64_t)((const int32_t *)v)[i] : ((const int64_t *)v)[i];
-}
-
 int cuvil_pad_rt(cuvil_pad_params *p, int idx_t, const void *pads, int n_pads, const void *axes, int n_axes,
                  const int64_t *hi) {
     const int r = p->ndim, nax = axes ? n_axes : r;
@@ -68,12 +64,12 @@ int cuvil_pad_rt(cuvil_pad_params *p, int idx_t, const void *pads, int n_pads, c
     if (n_pads != 2 * nax || nax > r) return 1;
     for (int d = 0; d < r; d++) p->pad_begin[d] = 0;
     for (int i = 0; i < nax; i++) {
-        int64_t ax = axes ? ld_i(idx_t, axes, i) : i;
+        int64_t ax = axes ? cuvil_ld_index(idx_t, axes, i) : i;
         if (ax < 0) ax += r;
         if (ax < 0 || ax >= r || seen[ax]) return 1;
         seen[ax] = 1;
-        p->pad_begin[ax] = ld_i(idx_t, pads, i);
-        pe[ax] = ld_i(idx_t, pads, nax + i);
+        p->pad_begin[ax] = cuvil_ld_index(idx_t, pads, i);
+        pe[ax] = cuvil_ld_index(idx_t, pads, nax + i);
     }
     for (int d = 0; d < r; d++) {
         const int64_t in = p->in_dims[d], b = p->pad_begin[d], e = pe[d];

@@ -63,10 +63,6 @@ int64_t cuvil_slice_axis(int64_t dim, int64_t *start, int64_t end, int64_t *step
 }
 
 /* ===== Sizes read from tensors when the model runs ========================================= */
-static int64_t ld_idx(int t, const void *v, int i) {
-    return t == CUVIL_T_I32 ? (int64_t)((const int32_t *)v)[i] : ((const int64_t *)v)[i];
-}
-
 int cuvil_slice_rt(cuvil_slice_params *p, int n, int idx_t, const void *starts, const void *ends, const void *axes,
                    const void *steps, const int64_t *hi) {
     int seen[CUVIL_RT_MAX_DIMS] = {0};
@@ -77,13 +73,13 @@ int cuvil_slice_rt(cuvil_slice_params *p, int n, int idx_t, const void *starts, 
         p->steps[d] = 1;
     }
     for (int i = 0; i < n; i++) {
-        int64_t ax = axes ? ld_idx(idx_t, axes, i) : i;
+        int64_t ax = axes ? cuvil_ld_index(idx_t, axes, i) : i;
         if (ax < 0) ax += p->ndim;
         if (ax < 0 || ax >= p->ndim || seen[ax]) return 1;   /* out of range or repeated */
         seen[ax] = 1;
-        int64_t step = steps ? ld_idx(idx_t, steps, i) : 1, start = ld_idx(idx_t, starts, i);
+        int64_t step = steps ? cuvil_ld_index(idx_t, steps, i) : 1, start = cuvil_ld_index(idx_t, starts, i);
         if (step == 0) return 1;
-        int64_t cnt = cuvil_slice_axis(p->in_dims[ax], &start, ld_idx(idx_t, ends, i), &step);
+        int64_t cnt = cuvil_slice_axis(p->in_dims[ax], &start, cuvil_ld_index(idx_t, ends, i), &step);
         p->starts[ax] = start;
         p->steps[ax] = step;
         p->out_dims[ax] = cnt;
@@ -99,7 +95,7 @@ int cuvil_squeeze_dims(int unsqueeze, int idx_t, const void *axes, int n, const 
     int mark[CUVIL_RT_MAX_DIMS] = {0};
     if (r > CUVIL_RT_MAX_DIMS || n > r) return 1;
     for (int i = 0; i < n; i++) {
-        int64_t ax = ld_idx(idx_t, axes, i);
+        int64_t ax = cuvil_ld_index(idx_t, axes, i);
         if (ax < 0) ax += r;
         if (ax < 0 || ax >= r || mark[ax]) return 1;
         if (!unsqueeze && in_dims[ax] != 1) return 1;
@@ -118,7 +114,7 @@ int cuvil_squeeze_dims(int unsqueeze, int idx_t, const void *axes, int n, const 
 int cuvil_split_sizes_rt(int idx_t, const void *split, int n, int64_t dim, const int64_t *hi, int64_t *out) {
     int64_t sum = 0;
     for (int i = 0; i < n; i++) {
-        out[i] = ld_idx(idx_t, split, i);
+        out[i] = cuvil_ld_index(idx_t, split, i);
         if (out[i] < 0 || out[i] > hi[i]) return 1;
         sum += out[i];   /* each at most dim: no overflow */
     }
@@ -131,7 +127,7 @@ int cuvil_reshape_dims(int shape_t, const void *shape, int n, const int64_t *in_
     int infer = -1;
     for (int d = 0; d < in_ndim; d++) total *= in_dims[d];   /* the input's size: planned, no overflow */
     for (int i = 0; i < n; i++) {
-        int64_t v = ld_idx(shape_t, shape, i);
+        int64_t v = cuvil_ld_index(shape_t, shape, i);
         if (v == -1) {
             if (infer >= 0) return 1;   /* two -1s */
             infer = i;

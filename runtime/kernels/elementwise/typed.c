@@ -747,7 +747,7 @@ void cuvil_cumsum_t(const cuvil_cumsum_params *p, int t, const void *x, void *y)
 
 int cuvil_cumsum_rt(const cuvil_cumsum_params *p, int ndim, const int64_t *dims, int axis_t, const void *axis, int t,
                     const void *x, void *y) {
-    int64_t a = axis_t == CUVIL_T_I32 ? *(const int32_t *)axis : *(const int64_t *)axis;
+    int64_t a = cuvil_ld_index(axis_t, axis, 0);
     if (a < -(int64_t)ndim || a >= ndim) return 1;
     if (a < 0) a += ndim;
     cuvil_cumsum_params q = *p;

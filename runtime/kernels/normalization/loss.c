@@ -7,7 +7,7 @@ int cuvil_f32_nll_loss(const float *x, int idx_t, const void *t, const float *w,
     for (int64_t i = 0; i < n; i++)
         for (int64_t j = 0; j < d; j++) {
             const int64_t k = i * d + j;
-            const int64_t cls = idx_t == CUVIL_T_I32 ? (int64_t)((const int32_t *)t)[k] : ((const int64_t *)t)[k];
+            const int64_t cls = cuvil_ld_index(idx_t, t, k);
             float l = 0.0f;
             if (!(has_ignore && cls == ignore)) {
                 if (cls < 0 || cls >= c) return 1;

@@ -212,7 +212,7 @@ int cuvil_reduce_axes_rt(cuvil_reduce_params *p, int n, int idx_t, const void *a
                          int64_t *out_dims) {
     p->mask = 0;
     for (int i = 0; i < n; i++) {
-        int64_t ax = idx_t == CUVIL_T_I32 ? (int64_t)((const int32_t *)axes)[i] : ((const int64_t *)axes)[i];
+        int64_t ax = cuvil_ld_index(idx_t, axes, i);
         if (ax < 0) ax += p->ndim;
         if (ax < 0 || ax >= p->ndim || ((p->mask >> ax) & 1u)) return 1;   /* out of range or repeated */
         p->mask |= 1u << ax;

@@ -3,8 +3,6 @@
  * folded into the preceding conv by the bn_fold pass. */
 #include "ir/ops/ops.h"
 
-#include <math.h>
-
 static cuvil_status bn_infer(cir_graph *g, cir_node *n) {
     cuvil_status s = op_check_arity(g, n, 5, 5, 1, 1);
     if (s) return s;
@@ -23,15 +21,12 @@ static cuvil_status bn_infer(cir_graph *g, cir_node *n) {
     return CUVIL_OK;
 }
 
-/* scale = gamma / sqrt(var + eps), shift = beta - mean * scale (in double, then rounded). */
+/* scale = gamma / sqrt(var + eps), shift = beta - mean * scale (in double, then rounded), from
+ * the constant float32 parameters: the kernel the model uses when they are inputs. */
 void op_batch_norm_affine(cir_graph *g, cir_node *n, float *scale, float *shift) {
     cir_value *gam = cir_in(g, n, 1), *bet = cir_in(g, n, 2), *mean = cir_in(g, n, 3), *var = cir_in(g, n, 4);
-    double eps = cir_attr_float(n, "epsilon");
-    for (int64_t c = 0; c < cir_numel(gam); c++) {
-        double sc = cir_const_f64(gam, c) / sqrt(cir_const_f64(var, c) + eps);
-        scale[c] = (float)sc;
-        shift[c] = (float)(cir_const_f64(bet, c) - cir_const_f64(mean, c) * sc);
-    }
+    cuvil_f32_bn_affine(cir_numel(gam), cir_attr_float(n, "epsilon"), gam->data, bet->data, mean->data, var->data, scale,
+                        shift);
 }
 
 void op_batch_norm_params(cir_graph *g, cir_node *n, cuvil_channel_affine_params *p) {

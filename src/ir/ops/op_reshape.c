@@ -153,7 +153,7 @@ static cuvil_status rt_axes_infer(cir_graph *g, cir_node *n, bool unsqueeze) {
     return set_out(g, n, r, dx);
 }
 
-static bool axes_at_run(cir_graph *g, cir_node *n) {
+bool op_squeeze_rt_axes(cir_graph *g, cir_node *n) {
     cir_value *a = cir_in(g, n, 1);
     return a && !cir_is_const(a) && !a->sval && !(cir_value_fixed(a) && cir_numel(a) == 0);
 }
@@ -161,7 +161,7 @@ static bool axes_at_run(cir_graph *g, cir_node *n) {
 static cuvil_status squeeze_infer(cir_graph *g, cir_node *n) {
     cuvil_status s = op_check_arity(g, n, 1, 2, 1, 1);
     if (s) return s;
-    if (axes_at_run(g, n)) return rt_axes_infer(g, n, false);
+    if (op_squeeze_rt_axes(g, n)) return rt_axes_infer(g, n, false);
     cir_value *x = cir_in(g, n, 0);
     int64_t axes[CIR_MAX_DIMS];
     const cir_dim *dx[CIR_MAX_DIMS];
@@ -193,7 +193,7 @@ static cuvil_status squeeze_infer(cir_graph *g, cir_node *n) {
 static cuvil_status unsqueeze_infer(cir_graph *g, cir_node *n) {
     cuvil_status s = op_check_arity(g, n, 2, 2, 1, 1);
     if (s) return s;
-    if (axes_at_run(g, n)) return rt_axes_infer(g, n, true);
+    if (op_squeeze_rt_axes(g, n)) return rt_axes_infer(g, n, true);
     cir_value *x = cir_in(g, n, 0);
     int64_t axes[CIR_MAX_DIMS];
     const cir_dim *dx[CIR_MAX_DIMS];

@@ -294,6 +294,8 @@ cuvil_status op_pad_params(cir_graph *g, cir_node *n, cuvil_pad_params *p);
 cuvil_status op_pool_params(cir_graph *g, cir_node *n, cuvil_pool2d_params *p);
 /* The reductions (mask bit d: axis d is reduced), and the output shape (ndim, dims). */
 cuvil_status op_reduce_params(cir_graph *g, cir_node *n, cuvil_reduce_params *p, int *ndim, int64_t *dims);
+/* Whether a squeeze or unsqueeze node's axes are read when the model runs (op_reshape.c). */
+bool op_squeeze_rt_axes(cir_graph *g, cir_node *n);
 /* Whether a reduce node's axes are read when the model runs (op_reduce.c). */
 bool op_reduce_rt_axes(cir_graph *g, cir_node *n);
 /* CUVIL_REDUCE_* of a reduce node. */
