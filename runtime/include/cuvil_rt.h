@@ -336,6 +336,54 @@ typedef struct cuvil_pool2d_params {
 void cuvil_f32_pool2d(const cuvil_pool2d_params *p, const float *x, float *y);
 void cuvil_f32_pool2d__scalar(const cuvil_pool2d_params *p, const float *x, float *y);
 
+/* ===== Einsum (einsum.c) ============================================================
+ * y[o] = sum over the summed labels of prod_k x_k[...], naively: n_lab loop labels of sizes
+ * sizes[], the first n_out_lab of them y's dims in order (y row-major), the rest summed;
+ * operand k reads element sum_l idx[l] * strides[k * CUVIL_EINSUM_MAX_LAB + l]. Types
+ * CUVIL_T_F32/F64 (accumulated in double) and I32/I64/U32/U64 (wrapping). */
+#define CUVIL_EINSUM_MAX_IN 8
+#define CUVIL_EINSUM_MAX_LAB 32
+void cuvil_einsum_t(int type, int n_in, int n_lab, int n_out_lab, const int64_t *sizes, const int64_t *strides,
+                    const void *const *x, void *y);
+
+/* ===== N-D pooling and convolution (pool_nd.c, conv_nd.c) ============================
+ * Any number of spatial dims nsp (1..CUVIL_ND_MAX), NC<spatial> layout, for the forms the 2-D
+ * kernels leave out: 3-D, LpPool of any p, MaxPool's Indices and its integer types.
+ * Window o along spatial dim i starts at o*s[i] - pb[i] and has k[i] taps spaced d[i]; taps
+ * outside the input are skipped (padding is ignored by max, zero for the sums). */
+#define CUVIL_ND_MAX 4
+enum { CUVIL_POOLND_MAX = 0, CUVIL_POOLND_AVG = 1, CUVIL_POOLND_LP = 2 };
+typedef struct cuvil_pool_nd_params {
+    int nsp, kind;
+    int dtype;                 /* CUVIL_T_F32; max also CUVIL_T_U8, CUVIL_T_I8 */
+    int count_include_pad;     /* avg: the divisor counts taps inside [-pb, in + pe) */
+    int storage_order;         /* indices: 0 row-major, 1 column-major spatial offsets */
+    int64_t N, C, p;           /* p: LpPool's exponent */
+    int64_t in[CUVIL_ND_MAX], out[CUVIL_ND_MAX], k[CUVIL_ND_MAX], s[CUVIL_ND_MAX], d[CUVIL_ND_MAX];
+    int64_t pb[CUVIL_ND_MAX], pe[CUVIL_ND_MAX];
+} cuvil_pool_nd_params;
+/* y [N, C, out...]; indices (NULL: none) the flat index into x of each max (ONNX MaxPool's
+ * second output: batch and channel offsets included). A window with no tap inside gives the
+ * type's lowest value (max, index -1) or 0. */
+void cuvil_pool_nd(const cuvil_pool_nd_params *p, const void *x, void *y, int64_t *indices);
+
+/* Convolution and its transpose over nsp spatial dims, float32: x [N, C, in...], w [M,
+ * C/group, k...] (transpose: [C, M/group, k...]), bias [M] or NULL, y [N, M, out...]. The
+ * convolution is vol2col + GEMM per batch item and group; the transpose a GEMM then col2vol.
+ * scratch holds cuvil_f32_conv_nd_scratch_size bytes. */
+typedef struct cuvil_conv_nd_params {
+    int nsp, transpose;
+    int64_t N, C, M, group;
+    int64_t in[CUVIL_ND_MAX], out[CUVIL_ND_MAX], k[CUVIL_ND_MAX], s[CUVIL_ND_MAX], d[CUVIL_ND_MAX];
+    int64_t pb[CUVIL_ND_MAX];
+} cuvil_conv_nd_params;
+size_t cuvil_f32_conv_nd_scratch_size(const cuvil_conv_nd_params *p);
+void cuvil_f32_conv_nd(const cuvil_conv_nd_params *p, const float *x, const float *w, const float *bias, float *y,
+                       void *scratch);
+/* Naive reference with the same contract (no scratch); tests and constant folding. */
+void cuvil_f32_conv_nd__scalar(const cuvil_conv_nd_params *p, const float *x, const float *w, const float *bias,
+                               float *y);
+
 /* ===== Elementwise ================================================================ */
 /* y[i] = act(x[i]) for i < n. y may equal x. */
 void cuvil_f32_unary(const cuvil_act_params *a, const float *x, float *y, size_t n);

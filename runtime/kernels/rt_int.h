@@ -28,6 +28,16 @@
 
 #define CUVIL_ALIGN_UP(x, a) (((x) + (a) - 1) / (a) * (a))
 
+/* Pooling: taps k in [0, K) with lo_lim <= start + k*d < hi_lim. */
+static inline int64_t cuvil_count_taps(int64_t start, int64_t K, int64_t d, int64_t lo_lim, int64_t hi_lim) {
+    int64_t n = 0;
+    for (int64_t k = 0; k < K; k++) {
+        const int64_t i = start + k * d;
+        n += i >= lo_lim && i < hi_lim;
+    }
+    return n;
+}
+
 /* a * b + c as one fused instruction where the target has one (the runtime is compiled as
  * ISO C, which does not contract a * b + c by itself); a multiply and an add elsewhere, since
  * a software fmaf would be far slower */
@@ -277,6 +287,7 @@ int64_t cuvil_gemm_split_tiles(int64_t n, int64_t r, int64_t parts, int64_t *bou
 
 /* cuvil_f32_gemm with an explicit blocking (tests). */
 size_t cuvil_f32_gemm_scratch_size_ex(const cuvil_gemm_params *p, const cuvil_gemm_blocking *b);
+size_t cuvil_f32_conv_nd_scratch_size_ex(const cuvil_conv_nd_params *p, const cuvil_gemm_blocking *b);
 void cuvil_f32_gemm_ex(const cuvil_gemm_params *p, const float *A, const float *B,
                        const float *bias, float *C, void *scratch, const cuvil_gemm_blocking *b);
 

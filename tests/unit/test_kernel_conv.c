@@ -896,11 +896,99 @@ static void test_channels_last(void) {
     if (cuvil_conv2d_layout_ok(&p)) ktu_fail("layout: takes an unknown flag");
 }
 
+/* conv_nd.c over three spatial dims, both directions, against a naive gather loop written
+ * here (the transpose in its gather form: output o takes input i where i*s - pb + t*d == o). */
+typedef struct nd_case {
+    int transpose;
+    int64_t N, C, M, group, in[3], k[3], s[3], d[3], pb[3], out[3];
+} nd_case;
+
+static void run_conv_nd(const nd_case *c, int with_bias) {
+    cuvil_conv_nd_params p = {.nsp = 3, .transpose = c->transpose, .N = c->N, .C = c->C, .M = c->M, .group = c->group};
+    int64_t nin = 1, nout = 1, win = 1;
+    for (int i = 0; i < 3; i++) {
+        p.in[i] = c->in[i], p.out[i] = c->out[i], p.k[i] = c->k[i], p.s[i] = c->s[i], p.d[i] = c->d[i];
+        p.pb[i] = c->pb[i];
+        nin *= c->in[i], nout *= c->out[i], win *= c->k[i];
+    }
+    const int64_t Cg = c->C / c->group, Mg = c->M / c->group;
+    const size_t nx = (size_t)(c->N * c->C * nin), nw = (size_t)(c->C * Mg * win), ny = (size_t)(c->N * c->M * nout);
+    float *x = ktu_falloc(nx), *w = ktu_falloc(nw), *b = ktu_falloc((size_t)c->M), *y = ktu_falloc(ny);
+    ktu_fill(x, nx, -1, 1);
+    ktu_fill(w, nw, -1, 1);
+    ktu_fill(b, (size_t)c->M, -1, 1);
+    double *ref = malloc(ny * sizeof(double));
+    for (int64_t n = 0; n < c->N; n++)
+        for (int64_t m = 0; m < c->M; m++)
+            for (int64_t o0 = 0; o0 < c->out[0]; o0++)
+                for (int64_t o1 = 0; o1 < c->out[1]; o1++)
+                    for (int64_t o2 = 0; o2 < c->out[2]; o2++) {
+                        const int64_t g = m / Mg, o[3] = {o0, o1, o2};
+                        double acc = with_bias ? b[m] : 0.0;
+                        for (int64_t ci = g * Cg; ci < (g + 1) * Cg; ci++)
+                            for (int64_t t0 = 0; t0 < c->k[0]; t0++)
+                                for (int64_t t1 = 0; t1 < c->k[1]; t1++)
+                                    for (int64_t t2 = 0; t2 < c->k[2]; t2++) {
+                                        const int64_t t[3] = {t0, t1, t2};
+                                        int64_t ii[3];
+                                        int ok = 1;
+                                        for (int a = 0; a < 3; a++) {
+                                            if (!c->transpose) {
+                                                ii[a] = o[a] * c->s[a] - c->pb[a] + t[a] * c->d[a];
+                                            } else {
+                                                const int64_t q = o[a] + c->pb[a] - t[a] * c->d[a];
+                                                ok &= q >= 0 && q % c->s[a] == 0;
+                                                ii[a] = q / c->s[a];
+                                            }
+                                            ok &= ii[a] >= 0 && ii[a] < c->in[a];
+                                        }
+                                        if (!ok) continue;
+                                        const int64_t tap = (t0 * c->k[1] + t1) * c->k[2] + t2;
+                                        const float wv = c->transpose ? w[(ci * Mg + m % Mg) * win + tap]
+                                                                      : w[(m * Cg + ci - g * Cg) * win + tap];
+                                        acc += (double)x[(n * c->C + ci) * nin + (ii[0] * c->in[1] + ii[1]) * c->in[2] + ii[2]] * wv;
+                                    }
+                        ref[(n * c->M + m) * nout + (o0 * c->out[1] + o1) * c->out[2] + o2] = acc;
+                    }
+    char label[64];
+    snprintf(label, sizeof label, "conv_nd transpose=%d C=%lld M=%lld g=%lld", c->transpose, (long long)c->C,
+             (long long)c->M, (long long)c->group);
+    for (size_t i = 0; i < ny; i++) y[i] = NAN;
+    void *scratch = ktu_alloc(cuvil_f32_conv_nd_scratch_size(&p));
+    cuvil_f32_conv_nd(&p, x, w, with_bias ? b : NULL, y, scratch);
+    ktu_check(y, ref, ny, 1e-4, 1e-4, "%s [public]", label);
+    for (size_t i = 0; i < ny; i++) y[i] = NAN;
+    cuvil_f32_conv_nd__scalar(&p, x, w, with_bias ? b : NULL, y);
+    ktu_check(y, ref, ny, 1e-4, 1e-4, "%s [__scalar]", label);
+    free(scratch);
+    free(x);
+    free(w);
+    free(b);
+    free(y);
+    free(ref);
+}
+
+static void test_conv_nd(void) {
+    static const nd_case cases[] = {
+        /* tr N  C  M  g  in         k          s          d          pb         out */
+        {0, 2, 3, 4, 1, {4, 5, 6}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {4, 5, 6}},   /* same padding */
+        {0, 1, 4, 6, 2, {5, 6, 7}, {2, 3, 2}, {2, 1, 3}, {1, 2, 1}, {0, 1, 1}, {2, 4, 3}},   /* groups, strides, dilation */
+        {0, 1, 4, 4, 4, {3, 4, 5}, {1, 3, 3}, {1, 2, 2}, {1, 1, 1}, {0, 1, 1}, {3, 2, 3}},   /* depthwise */
+        {1, 1, 3, 2, 1, {3, 3, 4}, {2, 2, 3}, {2, 2, 1}, {1, 1, 1}, {0, 1, 1}, {6, 4, 4}},   /* transpose, strides */
+        {1, 2, 4, 6, 2, {2, 3, 3}, {3, 2, 2}, {1, 2, 3}, {2, 1, 1}, {1, 0, 0}, {4, 6, 8}},   /* transpose, groups, dilation */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        run_conv_nd(&cases[i], 1);
+        run_conv_nd(&cases[i], 0);
+    }
+}
+
 int main(void) {
     setenv("CUVIL_OVERSUBSCRIBE", "1", 1); /* pools of 3 threads even on 2 CPUs: uneven splits */
     test_channels_last();
     test_mbblock();
     test_conv2d();
     test_conv_transpose2d();
+    test_conv_nd();
     return ktu_finish("test_kernel_conv");
 }

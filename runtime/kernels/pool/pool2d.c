@@ -19,15 +19,6 @@
 
 #include "../rt_int.h"
 
-/* Taps k in [0, K) with lo_lim <= start + k*d < hi_lim. */
-static int64_t count_taps(int64_t start, int64_t K, int64_t d, int64_t lo_lim, int64_t hi_lim) {
-    int64_t n = 0;
-    for (int64_t k = 0; k < K; k++) {
-        const int64_t i = start + k * d;
-        n += i >= lo_lim && i < hi_lim;
-    }
-    return n;
-}
 
 void cuvil_f32_pool2d__scalar(const cuvil_pool2d_params *p, const float *x, float *y) {
     const int64_t H = p->H, W = p->W;
@@ -60,8 +51,8 @@ void cuvil_f32_pool2d__scalar(const cuvil_pool2d_params *p, const float *x, floa
                 }
                 if (p->kind == CUVIL_POOL_AVG) {
                     if (p->count_include_pad)
-                        cnt = count_taps(h0, p->KH, p->dil_h, -p->pad_t, H + p->pad_b) *
-                              count_taps(w0, p->KW, p->dil_w, -p->pad_l, W + p->pad_r);
+                        cnt = cuvil_count_taps(h0, p->KH, p->dil_h, -p->pad_t, H + p->pad_b) *
+                              cuvil_count_taps(w0, p->KW, p->dil_w, -p->pad_l, W + p->pad_r);
                     acc = cnt > 0 ? acc / (float)cnt : 0.0f;
                 } else if (p->kind == CUVIL_POOL_LP2) {
                     acc = sqrtf(acc);
@@ -259,14 +250,14 @@ static void pool_planes(const cuvil_pool2d_params *p, const float *x, float *y, 
             }
             if (p->kind == CUVIL_POOL_AVG) {
                 const float rc = (float)(p->count_include_pad
-                                             ? count_taps(h0, p->KH, dh, -p->pad_t, H + p->pad_b)
+                                             ? cuvil_count_taps(h0, p->KH, dh, -p->pad_t, H + p->pad_b)
                                              : rowcnt);
                 for (int64_t ow = 0; ow < OW; ow++) {
                     /* taps of this column inside the input (or, count_include_pad, the padding):
                      * counted here rather than kept in a row-long table on the stack */
                     const int64_t w0 = ow * sw - p->pad_l;
-                    const float cnt = rc * (float)(p->count_include_pad ? count_taps(w0, p->KW, dw, -p->pad_l, W + p->pad_r)
-                                                                       : count_taps(w0, p->KW, dw, 0, W));
+                    const float cnt = rc * (float)(p->count_include_pad ? cuvil_count_taps(w0, p->KW, dw, -p->pad_l, W + p->pad_r)
+                                                                       : cuvil_count_taps(w0, p->KW, dw, 0, W));
                     yr[ow] = cnt > 0.0f ? yr[ow] / cnt : 0.0f;
                 }
             } else if (p->kind == CUVIL_POOL_LP2) {

@@ -277,3 +277,21 @@ cuvil_status cg_emit_conv_transpose(cg_ctx *cg, cir_graph *g, cir_node *n) {
               cg_in(cg, n->in[1]), cir_in(g, n, 2) ? cg_in(cg, n->in[2]) : "NULL", cg_out(cg, n->out[0]), S);
     return CUVIL_OK;
 }
+
+cuvil_status cg_emit_conv_nd(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    cuvil_conv_nd_params p;
+    cuvil_status s = op_conv_nd_params(g, n, &p);
+    if (s) return s;
+    const char *ps = cg_param(cg, "cuvil_conv_nd_params",
+                              "{ .nsp = %d, .transpose = %d, .N = %lld, .C = %lld, .M = %lld, .group = %lld, .in = %s, "
+                              ".out = %s, .k = %s, .s = %s, .d = %s, .pb = %s }",
+                              p.nsp, p.transpose, (long long)p.N, (long long)p.C, (long long)p.M, (long long)p.group,
+                              cg_i64s(cg, p.in, CUVIL_ND_MAX), cg_i64s(cg, p.out, CUVIL_ND_MAX), cg_i64s(cg, p.k, CUVIL_ND_MAX),
+                              cg_i64s(cg, p.s, CUVIL_ND_MAX), cg_i64s(cg, p.d, CUVIL_ND_MAX), cg_i64s(cg, p.pb, CUVIL_ND_MAX));
+    cuvil_gemm_ukernel_desc uk;
+    cuvil_gemm_blocking blk = cg_target_blocking(g, &uk);
+    const char *S = cg_scratch(cg, cuvil_f32_conv_nd_scratch_size_ex(&p, &blk), "cuvil_f32_conv_nd_scratch_size(&%s)", ps);
+    cg_printf(cg, "    cuvil_f32_conv_nd(&%s, %s, %s, %s, %s, %s);\n", ps, cg_in(cg, n->in[0]), cg_in(cg, n->in[1]),
+              cir_in(g, n, 2) ? cg_in(cg, n->in[2]) : "NULL", cg_out(cg, n->out[0]), S);
+    return CUVIL_OK;
+}

@@ -56,3 +56,17 @@ cuvil_status cg_emit_window(cg_ctx *cg, cir_graph *g, cir_node *n) {
     cg_fallible(cg, "its size is negative or over the output's declared or --dim size");
     return CUVIL_OK;
 }
+
+cuvil_status cg_emit_einsum(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    op_einsum p;
+    cuvil_status s = op_einsum_plan(g, n, &p);
+    if (s) return s;
+    cuvil_sb ins = {0};
+    for (int k = 0; k < p.n_in; k++) cuvil_sb_printf(&ins, "%s%s", k ? ", " : "", cg_in(cg, n->in[k]));
+    cg_printf(cg, "    {\n        const void *const xs[] = { %s };\n", ins.s ? ins.s : "NULL");
+    cuvil_sb_free(&ins);
+    cg_printf(cg, "        cuvil_einsum_t(%s, %d, %d, %d, (const int64_t[])%s, (const int64_t[])%s, xs, %s);\n    }\n", cg_rt_type(p.dtype), p.n_in, p.n_lab,
+              p.n_out_lab, cg_i64s(cg, p.sizes, CUVIL_EINSUM_MAX_LAB), cg_i64s(cg, p.strides, p.n_in * CUVIL_EINSUM_MAX_LAB),
+              cg_out(cg, n->out[0]));
+    return CUVIL_OK;
+}

@@ -36,3 +36,19 @@ cuvil_status cg_emit_pool(cg_ctx *cg, cir_graph *g, cir_node *n) {
     cg_printf(cg, "    cuvil_f32_pool2d(&%s, %s, %s);\n", ps, cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));
     return CUVIL_OK;
 }
+
+cuvil_status cg_emit_pool_nd(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    cuvil_pool_nd_params p;
+    cuvil_status s = op_pool_nd_params(g, n, &p);
+    if (s) return s;
+    const char *ps = cg_param(cg, "cuvil_pool_nd_params",
+                              "{ .nsp = %d, .kind = %d, .dtype = %d, .count_include_pad = %d, .storage_order = %d, .N = %lld, "
+                              ".C = %lld, .p = %lld, .in = %s, .out = %s, .k = %s, .s = %s, .d = %s, .pb = %s, .pe = %s }",
+                              p.nsp, p.kind, p.dtype, p.count_include_pad, p.storage_order, (long long)p.N, (long long)p.C,
+                              (long long)p.p, cg_i64s(cg, p.in, CUVIL_ND_MAX), cg_i64s(cg, p.out, CUVIL_ND_MAX),
+                              cg_i64s(cg, p.k, CUVIL_ND_MAX), cg_i64s(cg, p.s, CUVIL_ND_MAX), cg_i64s(cg, p.d, CUVIL_ND_MAX),
+                              cg_i64s(cg, p.pb, CUVIL_ND_MAX), cg_i64s(cg, p.pe, CUVIL_ND_MAX));
+    cg_printf(cg, "    cuvil_pool_nd(&%s, %s, %s, %s);\n", ps, cg_in(cg, n->in[0]), cg_out(cg, n->out[0]),
+              cir_out_opt(g, n, 1) ? cg_out(cg, n->out[1]) : "NULL");
+    return CUVIL_OK;
+}

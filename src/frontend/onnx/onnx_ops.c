@@ -135,13 +135,40 @@ static cuvil_status auto_pad(onnx_mapper *m, onnx_node *on, cuvil_attr *out, cha
 }
 
 /* ===== Per-op mappings ===================================================================== */
+/* The spatial dims of a convolution or pooling as far as the node tells before shapes are
+ * inferred: kernel_shape's length, else the weight's or the input's declared rank; 0 unknown. */
+static int spatial_dims(onnx_mapper *m, onnx_node *on) {
+    for (int i = 0; i < on->n_attrs; i++)   /* (looked at, not consumed: the node takes it) */
+        if (!strcmp(on->attrs[i].name, "kernel_shape")) return (int)on->attrs[i].a.n;
+    for (int i = on->n_in > 1 ? 1 : 0; i >= 0; i--) {
+        cir_value *v = on->in[i] >= 0 ? cir_val(m->g, on->in[i]) : NULL;
+        if (v && v->ndim > 2) return v->ndim - 2;
+    }
+    return 0;
+}
+
+/* Conv, ConvTranspose, MaxPool, AveragePool, LpPool. What the 1-D/2-D ops do not cover goes
+ * to the N-D ones: 3-D and wider (conv_nd, conv_transpose_nd, pool_nd), LpPool, MaxPool's
+ * Indices output and its int8/uint8 input (pool_nd). */
 static cuvil_status map_conv_pool(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
-    cuvil_attr set[1];
+    cuvil_attr set[2];
     char buf[16];
     int n_set = 0;
     cuvil_status s = auto_pad(m, on, set, buf, sizeof buf, &n_set);
     if (s) return s;
-    if (kind == CIR_OP_MAX_POOL && (s = drop_output(m, on, 1, "the Indices output is not supported"))) return s;
+    int nsp = spatial_dims(m, on);
+    if (kind == CIR_OP_CONV || kind == CIR_OP_CONV_TRANSPOSE) {
+        if (nsp > 2) kind = kind == CIR_OP_CONV ? CIR_OP_CONV_ND : CIR_OP_CONV_TRANSPOSE_ND;
+        return add_node(m, on, kind, on->n_in, on->in, on->n_out, on->out, set, n_set, no_ignore);
+    }
+    bool indices = kind == CIR_OP_MAX_POOL && on->n_out > 1 && on->out[1] >= 0;
+    cir_value *x = on->n_in > 0 && on->in[0] >= 0 ? cir_val(m->g, on->in[0]) : NULL;
+    bool int_in = x && (x->dtype == CIR_U8 || x->dtype == CIR_I8);
+    if (kind == CIR_OP_POOL_ND || nsp > 2 || indices || (kind == CIR_OP_MAX_POOL && int_in)) {
+        const char *mode = kind == CIR_OP_POOL_ND ? "lp" : kind == CIR_OP_MAX_POOL ? "max" : "avg";
+        set[n_set++] = (cuvil_attr){.name = "mode", .type = CUVIL_ATTR_STRING, .s = mode};
+        return add_node(m, on, CIR_OP_POOL_ND, on->n_in, on->in, indices ? 2 : 1, on->out, set, n_set, no_ignore);
+    }
     return add_node(m, on, kind, on->n_in, on->in, on->n_out > 1 ? 1 : on->n_out, on->out, set, n_set, no_ignore);
 }
 
@@ -210,12 +237,37 @@ static cuvil_status legacy_bcast(onnx_mapper *m, onnx_node *on, cir_op_kind kind
     return CUVIL_OK;
 }
 
+/* PRelu before opset 7: a slope of C values is per channel (axis 1, as PyTorch exports it);
+ * with X's rank declared, the slope is reshaped to [C, 1, ...] so that it broadcasts so.
+ * *slope is the slope to use. */
+static cuvil_status legacy_prelu_slope(onnx_mapper *m, onnx_node *on, int *slope) {
+    cir_value *x = cir_val(m->g, on->in[0]), *sl = cir_val(m->g, on->in[1]);
+    if (x->ndim < 3 || sl->ndim != 1 || sl->dims[0] <= 1 || x->dx[1] || x->dim_sym[1] >= 0 || x->dims[1] != sl->dims[0]) return CUVIL_OK;
+    int64_t shape[CIR_MAX_DIMS], r = x->ndim - 1;
+    shape[0] = sl->dims[0];
+    for (int i = 1; i < r; i++) shape[i] = 1;
+    int sid = const_from(m, on, "slope shape", CIR_I64, 1, &r, shape);
+    if (sid < 0) return m->g->ctx->status;
+    char name[600];
+    snprintf(name, sizeof name, "%.280s (per channel)", sl->name);
+    int t = cir_value_add(m->g, name, CIR_VAL_ACT);
+    int in[2] = {on->in[1], sid};
+    if (t < 0 || cir_node_add(m->g, CIR_OP_RESHAPE, on->name, on->op, 2, in, 1, &t) < 0) return m->g->ctx->status;
+    *slope = t;
+    return CUVIL_OK;
+}
+
 static cuvil_status map_binary(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
     cuvil_attr set[2];
     int n_set = 0;
     cuvil_status s = legacy_bcast(m, on, kind, set, &n_set);
     if (s) return s;
     int nin = on->n_in;
+    if (kind == CIR_OP_PRELU && on->opset < 7 && nin == 2 && on->in[0] >= 0 && on->in[1] >= 0) {
+        int in2[2] = {on->in[0], on->in[1]};
+        if ((s = legacy_prelu_slope(m, on, &in2[1]))) return s;
+        return add_node(m, on, kind, 2, in2, on->n_out, on->out, set, n_set, legacy_ignore);
+    }
     if ((kind == CIR_OP_MAX || kind == CIR_OP_MIN) && nin > 2) {
         /* variadic Max/Min: a chain of two-input nodes, each output an intermediate value */
         int acc = on->in[0];
@@ -673,6 +725,26 @@ static cuvil_status map_constant(onnx_mapper *m, onnx_node *on, cir_op_kind kind
     return CUVIL_OK;
 }
 
+/* Einsum: the equation's characters as an INTS attribute (checked here: labels, ',', "->",
+ * '.', spaces), so the model's text is never kept as a string. */
+static cuvil_status map_einsum(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
+    onnx_attr *a = attr(on, "equation");
+    if (!a || a->a.type != CUVIL_ATTR_STRING || !a->a.s)
+        return node_err(m, on, CUVIL_ERR_MODEL, "attribute equation (a string) is required");
+    size_t len = strlen(a->a.s);
+    if (len == 0 || len > 512) return node_err(m, on, CUVIL_ERR_MODEL, "the equation has %zu characters (1 to 512)", len);
+    int64_t eq[512];
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)a->a.s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) && c != ',' && c != '-' && c != '>' && c != '.' && c != ' ')
+            return node_err(m, on, CUVIL_ERR_MODEL, "the equation has character %u at %zu, which is not a label, ',', "
+                            "\"->\", '.' or a space", c, i);
+        eq[i] = c;
+    }
+    cuvil_attr set = {.name = "equation", .type = CUVIL_ATTR_INTS, .ints = eq, .n = len};
+    return add_node(m, on, kind, on->n_in, on->in, on->n_out, on->out, &set, 1, no_ignore);
+}
+
 /* ===== The table =========================================================================== */
 static const op_map table[] = {
     {"Conv", 1, CIR_OP_CONV, map_conv_pool},
@@ -714,6 +786,7 @@ static const op_map table[] = {
     {"EyeLike", 9, CIR_OP_EYE_LIKE, NULL},
     {"LRN", 1, CIR_OP_LRN, NULL},
     {"GridSample", 16, CIR_OP_GRID_SAMPLE, NULL},
+    {"Einsum", 12, CIR_OP_EINSUM, map_einsum},
     {"HannWindow", 17, CIR_OP_WINDOW, map_window},
     {"HammingWindow", 17, CIR_OP_WINDOW, map_window},
     {"BlackmanWindow", 17, CIR_OP_WINDOW, map_window},
@@ -748,6 +821,7 @@ static const op_map table[] = {
     {"BitwiseNot", 18, CIR_OP_BITWISE_NOT, NULL},
     {"MaxPool", 1, CIR_OP_MAX_POOL, map_conv_pool},
     {"AveragePool", 1, CIR_OP_AVG_POOL, map_conv_pool},
+    {"LpPool", 1, CIR_OP_POOL_ND, map_conv_pool},
     {"GlobalAveragePool", 1, CIR_OP_GLOBAL_AVG_POOL, NULL},
     {"GlobalMaxPool", 1, CIR_OP_GLOBAL_MAX_POOL, NULL},
     {"Reshape", 1, CIR_OP_RESHAPE, map_reshape},

@@ -1,11 +1,14 @@
-/* op_conv.c -- conv and conv_transpose (1-D and 2-D, groups, dilations, auto_pad). */
+/* op_conv.c -- conv and conv_transpose (1-D and 2-D, groups, dilations, auto_pad); conv_nd and
+ * conv_transpose_nd, the same over 1 to CUVIL_ND_MAX spatial dims (fixed dims) on the N-D
+ * kernels, which the frontend picks for 3-D and wider. */
 #include "ir/ops/ops.h"
 
 #include <string.h>
 
 typedef struct conv_geo {
-    int nsp;                      /* spatial dims: 1 or 2 */
-    int64_t k[2], s[2], d[2], pb[2], pe[2], in[2], out[2];
+    int nsp;                      /* spatial dims: 1 or 2 (the _nd ops: up to CUVIL_ND_MAX) */
+    int64_t k[CUVIL_ND_MAX], s[CUVIL_ND_MAX], d[CUVIL_ND_MAX], pb[CUVIL_ND_MAX], pe[CUVIL_ND_MAX], in[CUVIL_ND_MAX],
+        out[CUVIL_ND_MAX];
     int64_t group, N, C, M;
 } conv_geo;
 
@@ -27,9 +30,10 @@ static cuvil_status spatial_attr(cir_graph *g, cir_node *n, const char *name, in
 static cuvil_status geometry(cir_graph *g, cir_node *n, bool transpose, conv_geo *c) {
     memset(c, 0, sizeof *c);
     cir_value *x = cir_in(g, n, 0), *w = cir_in(g, n, 1);
-    if (x->ndim < 3 || x->ndim > 4)
-        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' has rank %d; only 1-D and 2-D convolutions are supported",
-                            x->name, x->ndim);
+    bool nd = n->kind == CIR_OP_CONV_ND || n->kind == CIR_OP_CONV_TRANSPOSE_ND;
+    if (x->ndim < 3 || x->ndim > (nd ? 2 + CUVIL_ND_MAX : 4))
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' has rank %d; convolutions over 1 to %d spatial dims are "
+                            "supported", x->name, x->ndim, nd ? CUVIL_ND_MAX : 2);
     if (w->ndim != x->ndim)
         return cir_node_err(g, n, CUVIL_ERR_MODEL, "weight '%s' has rank %d, input has rank %d", w->name, w->ndim, x->ndim);
     c->nsp = x->ndim - 2;
@@ -55,7 +59,7 @@ static cuvil_status geometry(cir_graph *g, cir_node *n, bool transpose, conv_geo
             return cir_node_err(g, n, CUVIL_ERR_SHAPE, "weight '%s' with group=%lld gives too many output channels",
                                 w->name, (long long)c->group);
     }
-    int64_t ks[2], pads[4], op[2] = {0, 0};
+    int64_t ks[CUVIL_ND_MAX], pads[2 * CUVIL_ND_MAX], op[CUVIL_ND_MAX] = {0};
     cuvil_status s;
     if ((s = spatial_attr(g, n, "strides", c->nsp, 1, c->s, 1)) || (s = spatial_attr(g, n, "dilations", c->nsp, 1, c->d, 1)) ||
         (s = spatial_attr(g, n, "pads", c->nsp, 0, pads, 2)) || (s = spatial_attr(g, n, "kernel_shape", c->nsp, -1, ks, 1)) ||
@@ -328,3 +332,68 @@ const cir_opdef cir_op_conv = {"conv", CIR_OPF_TAKES_ACT | CIR_OPF_TAKES_RESIDUA
 const cir_opdef cir_op_conv_transpose = {"conv_transpose", CIR_OPF_TAKES_ACT | CIR_OPF_SYM_DIMS, 2, 3, 1, 1, convt_attrs,
                                          convt_infer, NULL, NULL, 0};
 const cir_opdef cir_op_mbblock = {"mbblock", CIR_OPF_TAKES_ACT | CIR_OPF_TAKES_RESIDUAL, 7, 7, 1, 1, NULL, mbblock_infer, NULL, NULL, 0};
+
+/* ===== conv_nd, conv_transpose_nd ========================================================= */
+cuvil_status op_conv_nd_params(cir_graph *g, cir_node *n, cuvil_conv_nd_params *p) {
+    conv_geo c;
+    bool transpose = n->kind == CIR_OP_CONV_TRANSPOSE_ND;
+    cuvil_status s = geometry(g, n, transpose, &c);
+    if (s) return s;
+    memset(p, 0, sizeof *p);
+    p->nsp = c.nsp;
+    p->transpose = transpose;
+    p->N = c.N;
+    p->C = c.C;
+    p->M = c.M;
+    p->group = c.group;
+    for (int i = 0; i < c.nsp; i++) {
+        p->in[i] = c.in[i];
+        p->out[i] = c.out[i];
+        p->k[i] = c.k[i];
+        p->s[i] = c.s[i];
+        p->d[i] = c.d[i];
+        p->pb[i] = c.pb[i];
+    }
+    /* the kernel's column buffer: a group's channels x taps x positions, as one tensor */
+    bool ovf = false;
+    int64_t col = cuvil_i64_mul(&ovf, transpose ? c.M / c.group : c.C / c.group, 4);
+    for (int i = 0; i < c.nsp; i++) col = cuvil_i64_mul(&ovf, cuvil_i64_mul(&ovf, col, c.k[i]), transpose ? c.in[i] : c.out[i]);
+    if (ovf || (uint64_t)col > g->limits.tensor_bytes)
+        return cir_node_err(g, n, CUVIL_ERR_SHAPE, "its column buffer (a group's channels x kernel taps x positions) is over "
+                            "the limit tensor_bytes=%llu", (unsigned long long)g->limits.tensor_bytes);
+    return CUVIL_OK;
+}
+
+static cuvil_status conv_nd_infer(cir_graph *g, cir_node *n) {
+    cuvil_status s;
+    if ((s = op_check_arity(g, n, 2, 3, 1, 1)) || (s = op_need_f32(g, n, 0)) || (s = op_need_f32(g, n, 1)) ||
+        (cir_in(g, n, 2) && (s = op_need_f32(g, n, 2))))
+        return s;
+    for (int i = 0; i < 3; i++) {
+        cir_value *v = cir_in(g, n, i);
+        if (v && !cir_value_fixed(v))
+            return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' has symbolic dims; convolutions over more than 2 "
+                                "spatial dims take fixed dims", v->name);
+    }
+    cuvil_conv_nd_params p;
+    if ((s = op_conv_nd_params(g, n, &p))) return s;
+    int64_t dims[2 + CUVIL_ND_MAX] = {p.N, p.M};
+    for (int i = 0; i < p.nsp; i++) dims[2 + i] = p.out[i];
+    cir_set_shape(cir_out(g, n, 0), CIR_F32, 2 + p.nsp, dims);
+    return CUVIL_OK;
+}
+
+static cuvil_status conv_nd_fold(cir_graph *g, cir_node *n) {
+    cuvil_conv_nd_params p;
+    cuvil_status s = op_conv_nd_params(g, n, &p);
+    if (s) return s;
+    float *out = cir_value_make_const(g, cir_out(g, n, 0));
+    if (!out) return g->ctx->status;
+    cir_value *b = cir_in(g, n, 2);
+    cuvil_f32_conv_nd__scalar(&p, cir_in(g, n, 0)->data, cir_in(g, n, 1)->data, b ? b->data : NULL, out);
+    return CUVIL_OK;
+}
+
+const cir_opdef cir_op_conv_nd = {"conv_nd", 0, 2, 3, 1, 1, conv_attrs, conv_nd_infer, conv_nd_fold, NULL, 0};
+const cir_opdef cir_op_conv_transpose_nd = {"conv_transpose_nd", 0, 2, 3, 1, 1, convt_attrs, conv_nd_infer, conv_nd_fold,
+                                            NULL, 0};

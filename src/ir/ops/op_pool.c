@@ -4,42 +4,21 @@
 
 #include <string.h>
 
-cuvil_status op_pool_params(cir_graph *g, cir_node *n, cuvil_pool2d_params *p) {
+/* The window of every spatial dim from the attributes and x's (fixed) dims: in, kernel k,
+ * strides s, dilations d, pads pb/pe (auto_pad applied) and the output size out. */
+static cuvil_status pool_dims(cir_graph *g, cir_node *n, int nsp, int64_t *in, int64_t *k, int64_t *s, int64_t *d,
+                              int64_t *pb, int64_t *pe, int64_t *out) {
     cir_value *x = cir_in(g, n, 0);
-    memset(p, 0, sizeof *p);
-    bool global = n->kind == CIR_OP_GLOBAL_AVG_POOL || n->kind == CIR_OP_GLOBAL_MAX_POOL;
-    p->kind = n->kind == CIR_OP_MAX_POOL || n->kind == CIR_OP_GLOBAL_MAX_POOL ? CUVIL_POOL_MAX : CUVIL_POOL_AVG;
-    if (x->ndim < 3) return cir_node_err(g, n, CUVIL_ERR_SHAPE, "input '%s' has rank %d < 3", x->name, x->ndim);
-    p->N = x->dims[0];
-    p->C = x->dims[1];
-    p->dil_h = p->dil_w = p->stride_h = p->stride_w = 1;
-    if (global) {
-        int64_t sp = 1;
-        for (int i = 2; i < x->ndim; i++) sp *= x->dims[i];
-        if (sp == 0)
-            return cir_node_err(g, n, CUVIL_ERR_SHAPE, "input '%s' has no spatial elements to pool over", x->name);
-        p->H = 1;
-        p->W = sp;
-        p->KH = 1;
-        p->KW = sp;
-        p->OH = p->OW = 1;
-        return CUVIL_OK;
-    }
-    int nsp = x->ndim - 2;
-    if (nsp > 2) return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "only 1-D and 2-D pooling is supported (input rank %d)", x->ndim);
     const int64_t *ks, *st, *pads, *dil;
     int nks = cir_attr_ints(n, "kernel_shape", &ks), nst = cir_attr_ints(n, "strides", &st);
     int npd = cir_attr_ints(n, "pads", &pads), ndl = cir_attr_ints(n, "dilations", &dil);
     if (nks != nsp) return cir_node_err(g, n, CUVIL_ERR_MODEL, "kernel_shape must have %d values", nsp);
     if ((nst >= 0 && nst != nsp) || (npd >= 0 && npd != 2 * nsp) || (ndl >= 0 && ndl != nsp))
         return cir_node_err(g, n, CUVIL_ERR_MODEL, "strides/pads/dilations do not match %d spatial dims", nsp);
-    if (p->kind == CUVIL_POOL_MAX && cir_attr_int(n, "storage_order"))
-        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "storage_order=1 is not supported");
     bool ceil_mode = cir_attr_int(n, "ceil_mode") != 0;
     int ap = (int)cir_attr_int(n, "auto_pad");
     if (ap != CIR_PAD_EXPLICIT && npd >= 0)
         return cir_node_err(g, n, CUVIL_ERR_MODEL, "pads and auto_pad='%s' are both given", cir_auto_pad_names[ap]);
-    int64_t in[2], k[2], s[2], d[2], pb[2], pe[2], out[2];
     for (int i = 0; i < nsp; i++) {
         in[i] = x->dims[2 + i];
         k[i] = ks[i];
@@ -79,6 +58,37 @@ cuvil_status op_pool_params(cir_graph *g, cir_node *n, cuvil_pool2d_params *p) {
         }
         if (out[i] <= 0) return cir_node_err(g, n, CUVIL_ERR_SHAPE, "output size along spatial dim %d is not positive", i);
     }
+    return CUVIL_OK;
+}
+
+cuvil_status op_pool_params(cir_graph *g, cir_node *n, cuvil_pool2d_params *p) {
+    cir_value *x = cir_in(g, n, 0);
+    memset(p, 0, sizeof *p);
+    bool global = n->kind == CIR_OP_GLOBAL_AVG_POOL || n->kind == CIR_OP_GLOBAL_MAX_POOL;
+    p->kind = n->kind == CIR_OP_MAX_POOL || n->kind == CIR_OP_GLOBAL_MAX_POOL ? CUVIL_POOL_MAX : CUVIL_POOL_AVG;
+    if (x->ndim < 3) return cir_node_err(g, n, CUVIL_ERR_SHAPE, "input '%s' has rank %d < 3", x->name, x->ndim);
+    p->N = x->dims[0];
+    p->C = x->dims[1];
+    p->dil_h = p->dil_w = p->stride_h = p->stride_w = 1;
+    if (global) {
+        int64_t sp = 1;
+        for (int i = 2; i < x->ndim; i++) sp *= x->dims[i];
+        if (sp == 0)
+            return cir_node_err(g, n, CUVIL_ERR_SHAPE, "input '%s' has no spatial elements to pool over", x->name);
+        p->H = 1;
+        p->W = sp;
+        p->KH = 1;
+        p->KW = sp;
+        p->OH = p->OW = 1;
+        return CUVIL_OK;
+    }
+    int nsp = x->ndim - 2;
+    if (nsp > 2) return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "only 1-D and 2-D pooling is supported (input rank %d)", x->ndim);
+    if (p->kind == CUVIL_POOL_MAX && cir_attr_int(n, "storage_order"))
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "storage_order=1 is not supported");
+    int64_t in[2], k[2], s[2], d[2], pb[2], pe[2], out[2];
+    cuvil_status st = pool_dims(g, n, nsp, in, k, s, d, pb, pe, out);
+    if (st) return st;
     int o = nsp == 1 ? 1 : 0;   /* a 1-D pool is a 2-D one with H = 1 */
     p->H = o ? 1 : in[0];
     p->W = in[nsp - 1];
@@ -212,3 +222,66 @@ const cir_opdef cir_op_max_pool = {"max_pool", CIR_OPF_SYM_DIMS, 1, 1, 1, 1, max
 const cir_opdef cir_op_avg_pool = {"avg_pool", CIR_OPF_SYM_DIMS, 1, 1, 1, 1, avg_pool_attrs, pool_infer, pool_fold, NULL, 0};
 const cir_opdef cir_op_global_avg_pool = {"global_avg_pool", CIR_OPF_SYM_DIMS, 1, 1, 1, 1, NULL, pool_infer, pool_fold, NULL, 0};
 const cir_opdef cir_op_global_max_pool = {"global_max_pool", CIR_OPF_SYM_DIMS, 1, 1, 1, 1, NULL, pool_infer, pool_fold, NULL, 0};
+
+/* ===== pool_nd ============================================================================ */
+/* pool_nd (x; mode max/avg/lp, p, ...; y, [indices]): pooling over 1 to CUVIL_ND_MAX spatial
+ * dims on cuvil_pool_nd, for what max_pool and avg_pool leave out: 3-D and wider, LpPool,
+ * MaxPool's Indices output and its int8/uint8 inputs. Fixed dims. */
+static const char *const pool_nd_modes[] = {"max", "avg", "lp", NULL};
+
+cuvil_status op_pool_nd_params(cir_graph *g, cir_node *n, cuvil_pool_nd_params *p) {
+    cir_value *x = cir_in(g, n, 0);
+    memset(p, 0, sizeof *p);
+    int nsp = x->ndim - 2;
+    if (nsp < 1 || nsp > CUVIL_ND_MAX)
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' has rank %d; pooling takes [N, C] and 1 to %d spatial "
+                            "dims", x->name, x->ndim, CUVIL_ND_MAX);
+    p->nsp = nsp;
+    p->kind = (int)cir_attr_int(n, "mode");
+    p->dtype = (int)x->dtype;
+    p->count_include_pad = p->kind == CUVIL_POOLND_AVG && cir_attr_int(n, "count_include_pad") != 0;
+    p->storage_order = cir_attr_int(n, "storage_order") != 0;
+    p->N = x->dims[0];
+    p->C = x->dims[1];
+    p->p = cir_attr_int(n, "p");
+    if (p->kind == CUVIL_POOLND_LP && (p->p < 1 || p->p > 64))
+        return cir_node_err(g, n, CUVIL_ERR_MODEL, "p=%lld; LpPool takes 1 to 64", (long long)p->p);
+    return pool_dims(g, n, nsp, p->in, p->k, p->s, p->d, p->pb, p->pe, p->out);
+}
+
+static cuvil_status pool_nd_infer(cir_graph *g, cir_node *n) {
+    cuvil_status s = op_check_arity(g, n, 1, 1, 1, 2);
+    if (s) return s;
+    cir_value *x = cir_in(g, n, 0);
+    int mode = (int)cir_attr_int(n, "mode");
+    if (x->dtype != CIR_F32 && !(mode == CUVIL_POOLND_MAX && (x->dtype == CIR_U8 || x->dtype == CIR_I8)))
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' is %s; %s pooling takes float32%s", x->name,
+                            cir_dtype_name(x->dtype), pool_nd_modes[mode], mode == CUVIL_POOLND_MAX ? ", int8 and uint8" : "");
+    if (cir_out_opt(g, n, 1) && mode != CUVIL_POOLND_MAX)
+        return cir_node_err(g, n, CUVIL_ERR_MODEL, "only max pooling has an indices output");
+    if (!cir_value_fixed(x))
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' has symbolic dims; this pooling (3-D or wider, LpPool, "
+                            "MaxPool's indices or integer input) takes fixed dims", x->name);
+    cuvil_pool_nd_params p;
+    if ((s = op_pool_nd_params(g, n, &p))) return s;
+    int64_t dims[2 + CUVIL_ND_MAX] = {p.N, p.C};
+    for (int i = 0; i < p.nsp; i++) dims[2 + i] = p.out[i];
+    cir_set_shape(cir_out(g, n, 0), x->dtype, 2 + p.nsp, dims);
+    if (cir_out_opt(g, n, 1)) cir_set_shape(cir_out(g, n, 1), CIR_I64, 2 + p.nsp, dims);
+    return CUVIL_OK;
+}
+
+static const cir_attr_spec pool_nd_attrs[] = {
+    {"mode", CIR_ATTR_ENUM, 0, 0, pool_nd_modes, true},
+    {"p", CIR_ATTR_INT, 2, 0, NULL, false},
+    {"kernel_shape", CIR_ATTR_INTS, 0, 0, NULL, true},
+    {"strides", CIR_ATTR_INTS, 0, 0, NULL, false},
+    {"pads", CIR_ATTR_INTS, 0, 0, NULL, false},
+    {"dilations", CIR_ATTR_INTS, 0, 0, NULL, false},
+    {"auto_pad", CIR_ATTR_ENUM, CIR_PAD_EXPLICIT, 0, cir_auto_pad_names, false},
+    {"ceil_mode", CIR_ATTR_INT, 0, 0, NULL, false},
+    {"count_include_pad", CIR_ATTR_INT, 0, 0, NULL, false},
+    {"storage_order", CIR_ATTR_INT, 0, 0, NULL, false},
+    CIR_ATTR_END,
+};
+const cir_opdef cir_op_pool_nd = {"pool_nd", 0, 1, 1, 1, 2, pool_nd_attrs, pool_nd_infer, NULL, NULL, 0};

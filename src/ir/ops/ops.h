@@ -292,6 +292,15 @@ cuvil_status op_instance_norm_params(cir_graph *g, cir_node *n, cuvil_instance_n
 cuvil_status op_pad_params(cir_graph *g, cir_node *n, cuvil_pad_params *p);
 /* The pooling ops; a 1-D pool is a 2-D one with H = 1, a global one a window over all of it. */
 cuvil_status op_pool_params(cir_graph *g, cir_node *n, cuvil_pool2d_params *p);
+/* einsum's loop (op_einsum.c): the arguments of cuvil_einsum_t, and the output's shape */
+typedef struct op_einsum {
+    int n_in, n_lab, n_out_lab, out_rank;
+    cir_dtype dtype;
+    int64_t sizes[CUVIL_EINSUM_MAX_LAB], strides[CUVIL_EINSUM_MAX_IN * CUVIL_EINSUM_MAX_LAB], out_dims[CIR_MAX_DIMS];
+} op_einsum;
+cuvil_status op_einsum_plan(cir_graph *g, cir_node *n, op_einsum *p);
+cuvil_status op_pool_nd_params(cir_graph *g, cir_node *n, cuvil_pool_nd_params *p);
+cuvil_status op_conv_nd_params(cir_graph *g, cir_node *n, cuvil_conv_nd_params *p);
 /* The reductions (mask bit d: axis d is reduced), and the output shape (ndim, dims). */
 cuvil_status op_reduce_params(cir_graph *g, cir_node *n, cuvil_reduce_params *p, int *ndim, int64_t *dims);
 /* Whether a squeeze or unsqueeze node's axes are read when the model runs (op_reshape.c). */

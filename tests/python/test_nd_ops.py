@@ -1,0 +1,111 @@
+"""Forms issue 32 brought onto naive kernels, each against an independent reference: Einsum
+against numpy.einsum (diagonals, sums, "..." broadcasting, implicit outputs, three operands,
+integers) with its malformed equations refused; 3-D Conv/ConvTranspose, LpPool and MaxPool's
+Indices output against ONNX Runtime; PRelu-6's per-channel slope against numpy."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+
+import cuvil
+import cuvil_testlib as tl
+
+F = TensorProto.FLOAT
+
+
+def _vi(name, t, shape):
+    return helper.make_tensor_value_info(name, t, shape)
+
+
+EINSUM = [
+    ("ij,jk->ik", [(3, 4), (4, 5)]),
+    ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]),
+    ("ii->i", [(4, 4)]),
+    ("ii", [(4, 4)]),                        # implicit: the trace
+    ("...ii->...i", [(2, 3, 4, 4)]),
+    ("ij->", [(3, 5)]),
+    ("ij,ij->i", [(2, 1), (2, 3)]),          # a dim of 1 broadcasts against the label (as numpy)
+    ("...i,...i->...", [(2, 1, 3), (4, 3)]),  # ellipsis dims broadcast right-aligned
+    ("ab,bc,cd->ad", [(2, 3), (3, 4), (4, 2)]),
+    ("ba,ab", [(2, 3), (3, 2)]),             # implicit: no label left, a scalar
+    ("Ba,aB", [(2, 3), (3, 2)]),
+    ("bA", [(2, 3)]),                        # implicit: labels in character order, upper case first
+    ("i,j->ij", [(3,), (4,)]),
+    (" i j , j k -> i k ", [(2, 3), (3, 2)]),
+    ("iji->j", [(2, 3, 2)]),
+]
+
+
+@pytest.mark.parametrize("eq,shapes", EINSUM)
+def test_einsum_against_numpy(tmp_path, eq, shapes):
+    rng = np.random.default_rng(abs(hash(eq)) % 2**32)
+    names = [f"x{i}" for i in range(len(shapes))]
+    feeds = {n: rng.standard_normal(s).astype(np.float32) for n, s in zip(names, shapes)}
+    want = np.einsum(eq, *feeds.values())
+    path = tl.onnx_graph_model(tmp_path / "e.onnx", [helper.make_node("Einsum", names, ["y"], equation=eq)],
+                               [_vi(n, F, s) for n, s in zip(names, shapes)], [("y", F)], opset=12)
+    got = cuvil.load(tl.compile(path, tmp_path / "e"))(**feeds)
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("t,np_t", [(TensorProto.INT32, np.int32), (TensorProto.INT64, np.int64),
+                                    (TensorProto.DOUBLE, np.float64)])
+def test_einsum_other_types(tmp_path, t, np_t):
+    rng = np.random.default_rng(3)
+    a = rng.integers(-5, 6, (2, 3, 4)).astype(np_t)
+    b = rng.integers(-5, 6, (2, 4, 3)).astype(np_t)
+    path = tl.onnx_graph_model(tmp_path / "e.onnx", [helper.make_node("Einsum", ["a", "b"], ["y"], equation="bij,bjk->bk")],
+                               [_vi("a", t, [2, 3, 4]), _vi("b", t, [2, 4, 3])], [("y", t)], opset=12)
+    got = cuvil.load(tl.compile(path, tmp_path / "e"))(a=a, b=b)
+    assert got.dtype == np_t
+    np.testing.assert_array_equal(got, np.einsum("bij,bjk->bk", a, b))
+
+
+@pytest.mark.parametrize("eq,shapes,msg", [
+    ("ij,jk", [(2, 3)], "2 terms for 1 inputs"),
+    ("ij->k", [(2, 3)], "output label k is in no input"),
+    ("ij->ii", [(2, 3)], "appears twice"),
+    ("ij", [(2, 3, 4)], "rank 3"),
+    ("i.j", [(2, 3)], "outside"),
+    ("ij,jk->ik", [(2, 3), (4, 5)], "where the label has"),
+    ("...i->i", [(2, 3)], "the output does not name"),
+    ("i$", [(2, 3)], "not a label"),
+])
+def test_einsum_malformed(tmp_path, eq, shapes, msg):
+    names = [f"x{i}" for i in range(len(shapes))]
+    path = tl.onnx_graph_model(tmp_path / "e.onnx", [helper.make_node("Einsum", names, ["y"], equation=eq)],
+                               [_vi(n, F, s) for n, s in zip(names, shapes)], [("y", F)], opset=12)
+    proc = tl.compile_raw(path, tmp_path / "e.so")
+    tl.assert_clean_failure(proc, mentions=["Einsum", msg])
+
+
+def test_conv3d_lppool_maxpool_indices(tmp_path):
+    rng = np.random.default_rng(11)
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 0, 1, 1, 0, 1], strides=[1, 2, 1], group=2),
+             helper.make_node("ConvTranspose", ["c", "wt"], ["t"], strides=[2, 1, 2], output_padding=[1, 0, 0]),
+             helper.make_node("LpPool", ["x"], ["l"], kernel_shape=[2, 3, 2], p=3, pads=[1, 1, 0, 0, 1, 1]),
+             helper.make_node("MaxPool", ["x"], ["m", "mi"], kernel_shape=[2, 2, 2], strides=[2, 1, 2], ceil_mode=1),
+             helper.make_node("MaxPool", ["x2"], ["m2", "mi2"], kernel_shape=[3, 2], pads=[1, 0, 1, 1], storage_order=1)]
+    vis = [_vi("x", F, [2, 4, 5, 6, 5]), _vi("w", F, [6, 2, 3, 2, 3]), _vi("b", F, [6]), _vi("wt", F, [6, 3, 2, 2, 3]),
+           _vi("x2", F, [2, 3, 5, 4])]
+    feeds = {"x": rng.standard_normal((2, 4, 5, 6, 5)).astype(np.float32),
+             "w": rng.standard_normal((6, 2, 3, 2, 3)).astype(np.float32),
+             "b": rng.standard_normal(6).astype(np.float32),
+             "wt": rng.standard_normal((6, 3, 2, 2, 3)).astype(np.float32),
+             "x2": rng.standard_normal((2, 3, 5, 4)).astype(np.float32)}
+    outs = [("c", F), ("t", F), ("l", F), ("m", F), ("mi", TensorProto.INT64), ("m2", F), ("mi2", TensorProto.INT64)]
+    path = tl.onnx_graph_model(tmp_path / "nd.onnx", nodes, vis, outs, opset=18)
+    model = cuvil.load(tl.compile(path, tmp_path / "nd"))
+    tl.check_vs_ort(model, path, feeds, rtol=1e-4, atol=1e-4)
+
+
+def test_prelu6_per_channel_slope(tmp_path):
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 3, 4, 5)).astype(np.float32)
+    s = np.array([0.1, -0.5, 2.0], np.float32)
+    path = tl.onnx_graph_model(tmp_path / "p.onnx", [helper.make_node("PRelu", ["x", "s"], ["y"])],
+                               [_vi("x", F, [2, 3, 4, 5]), _vi("s", F, [3])], [("y", F)], opset=6)
+    got = cuvil.load(tl.compile(path, tmp_path / "p"))(x=x, s=s)
+    np.testing.assert_allclose(got, np.where(x >= 0, x, x * s[None, :, None, None]), rtol=1e-6)
