@@ -346,6 +346,21 @@ void cuvil_f32_pool2d__scalar(const cuvil_pool2d_params *p, const float *x, floa
 void cuvil_einsum_t(int type, int n_in, int n_lab, int n_out_lab, const int64_t *sizes, const int64_t *strides,
                     const void *const *x, void *y);
 
+/* ===== TfIdfVectorizer (tfidf.c) =====================================================
+ * y [rows, out_size] float32 from x [rows, C] (int32 when x_i32, else int64): for every skip
+ * distance d in 1..max_skip+1 and start i, each n in [min_n, max_n] (n >= 2 past d = 1) whose
+ * tokens x[i], x[i+d], ... x[i+(n-1)d] lie in the row and equal n-gram g of the table adds 1
+ * at column out[g] (mode 1, TF), sets it to weights[g] (2, IDF; NULL weights: 1) or adds
+ * weights[g] (3, TFIDF; NULL: 1): ONNX's weights are per n-gram of the pool, as ONNX Runtime
+ * reads them (ONNX's reference indexes them by output column). */
+typedef struct cuvil_tfidf_params {
+    int mode, x_i32;
+    int64_t rows, C, out_size, min_n, max_n, max_skip, n_grams;
+    const int64_t *tokens, *start, *len, *out;
+    const float *weights;
+} cuvil_tfidf_params;
+void cuvil_tfidf(const cuvil_tfidf_params *p, const void *x, float *y);
+
 /* ===== N-D pooling and convolution (pool_nd.c, conv_nd.c) ============================
  * Any number of spatial dims nsp (1..CUVIL_ND_MAX), NC<spatial> layout, for the forms the 2-D
  * kernels leave out: 3-D, LpPool of any p, MaxPool's Indices and its integer types.

@@ -109,3 +109,23 @@ def test_prelu6_per_channel_slope(tmp_path):
                                [_vi("x", F, [2, 3, 4, 5]), _vi("s", F, [3])], [("y", F)], opset=6)
     got = cuvil.load(tl.compile(path, tmp_path / "p"))(x=x, s=s)
     np.testing.assert_allclose(got, np.where(x >= 0, x, x * s[None, :, None, None]), rtol=1e-6)
+
+
+@pytest.mark.parametrize("mode,skip,lo,hi", [("TF", 0, 1, 2), ("IDF", 2, 2, 3), ("TFIDF", 1, 1, 3)])
+def test_tfidf_against_ort(tmp_path, mode, skip, lo, hi):
+    rng = np.random.default_rng(21 + skip)
+    grams = lambda k, n: [int(v) for v in rng.permutation(np.array(np.meshgrid(*[range(5)] * k)).reshape(k, -1).T)[:n].ravel()]
+    pool = grams(1, 5) + grams(2, 8) + grams(3, 3)   # 5 unigrams, 8 bigrams, 3 trigrams, none twice
+    indexes = [int(v) for v in rng.permutation(16)]
+    attrs = dict(mode=mode, min_gram_length=lo, max_gram_length=hi, max_skip_count=skip, ngram_counts=[0, 5, 21],
+                 ngram_indexes=indexes, pool_int64s=pool)
+    if mode != "TF":
+        attrs["weights"] = [float(v) for v in rng.uniform(0.5, 2, 16)]
+    node = helper.make_node("TfIdfVectorizer", ["x"], ["y"], **attrs)
+    path = tl.onnx_graph_model(tmp_path / "t.onnx", [node], [_vi("x", TensorProto.INT32, [3, 12])], [("y", F)], opset=9)
+    model = cuvil.load(tl.compile(path, tmp_path / "t"))
+    tl.check_vs_ort(model, path, {"x": rng.integers(0, 5, (3, 12)).astype(np.int32)}, rtol=1e-6, atol=1e-6)
+    # the same n-gram twice in the pool: refused (ONNX Runtime refuses it too)
+    node = helper.make_node("TfIdfVectorizer", ["x"], ["y"], **{**attrs, "pool_int64s": pool[:7] + pool[5:7] + pool[9:]})
+    path = tl.onnx_graph_model(tmp_path / "d.onnx", [node], [_vi("x", TensorProto.INT32, [3, 12])], [("y", F)], opset=9)
+    tl.assert_clean_failure(tl.compile_raw(path, tmp_path / "d.so"), mentions=["TfIdfVectorizer", "twice"])

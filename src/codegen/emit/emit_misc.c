@@ -70,3 +70,36 @@ cuvil_status cg_emit_einsum(cg_ctx *cg, cir_graph *g, cir_node *n) {
               cg_out(cg, n->out[0]));
     return CUVIL_OK;
 }
+
+cuvil_status cg_emit_tfidf(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    op_tfidf t;
+    cuvil_status s = op_tfidf_table(g, n, &t);
+    if (s) return s;
+    cir_value *x = cir_in(g, n, 0);
+    int64_t np = 0;
+    for (int64_t i = 0; i < t.n_grams; i++)
+        if (t.start[i] + t.len[i] > np) np = t.start[i] + t.len[i];
+    const char *tok = cg_param(cg, "int64_t[]", "%s", cg_i64s(cg, t.tokens, (int)np));
+    const char *st = cg_param(cg, "int64_t[]", "%s", cg_i64s(cg, t.start, (int)t.n_grams));
+    const char *ln = cg_param(cg, "int64_t[]", "%s", cg_i64s(cg, t.len, (int)t.n_grams));
+    const char *out = cg_param(cg, "int64_t[]", "%s", cg_i64s(cg, t.out, (int)t.n_grams));
+    const char *w = "NULL";
+    if (t.weights) {
+        cuvil_sb sb = {0};
+        char f[32];
+        cuvil_sb_puts(&sb, "{ ");
+        for (int64_t i = 0; i < t.n_grams; i++) cuvil_sb_printf(&sb, "%s%s", i ? ", " : "", cg_float(t.weights[i], f));
+        cuvil_sb_puts(&sb, " }");
+        w = cg_param(cg, "float[]", "%s", sb.s ? sb.s : "{ 0 }");
+        cuvil_sb_free(&sb);
+    }
+    const char *ps = cg_param(cg, "cuvil_tfidf_params",
+                              "{ .mode = %d, .x_i32 = %d, .rows = %lld, .C = %lld, .out_size = %lld, .min_n = %lld, "
+                              ".max_n = %lld, .max_skip = %lld, .n_grams = %lld, .tokens = %s, .start = %s, .len = %s, "
+                              ".out = %s, .weights = %s }",
+                              t.mode, x->dtype == CIR_I32, (long long)(x->ndim == 2 ? x->dims[0] : 1),
+                              (long long)x->dims[x->ndim - 1], (long long)t.out_size, (long long)t.min_n,
+                              (long long)t.max_n, (long long)t.max_skip, (long long)t.n_grams, tok, st, ln, out, w);
+    cg_printf(cg, "    cuvil_tfidf(&%s, %s, %s);\n", ps, cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));
+    return CUVIL_OK;
+}

@@ -787,6 +787,7 @@ static const op_map table[] = {
     {"LRN", 1, CIR_OP_LRN, NULL},
     {"GridSample", 16, CIR_OP_GRID_SAMPLE, NULL},
     {"Einsum", 12, CIR_OP_EINSUM, map_einsum},
+    {"TfIdfVectorizer", 9, CIR_OP_TFIDF, NULL},
     {"HannWindow", 17, CIR_OP_WINDOW, map_window},
     {"HammingWindow", 17, CIR_OP_WINDOW, map_window},
     {"BlackmanWindow", 17, CIR_OP_WINDOW, map_window},

@@ -4,6 +4,8 @@
  * reversed, any element type (a length outside 0..T fails the run). */
 #include "ir/ops/ops.h"
 
+#include <string.h>
+
 static cuvil_status eye_infer(cir_graph *g, cir_node *n) {
     cuvil_status s = op_check_arity(g, n, 1, 1, 1, 1);
     if (s) return s;
@@ -156,3 +158,117 @@ static const cir_attr_spec window_attrs[] = {
     CIR_ATTR_END,
 };
 const cir_opdef cir_op_window = {"window", CIR_OPF_SYM_DIMS, 1, 1, 1, 1, window_attrs, window_infer, NULL, NULL, 0};
+
+/* ===== tfidf ============================================================================== */
+/* tfidf (x [C] or [B, C], int32/int64; mode, min/max_gram_length, max_skip_count, ngram_counts,
+ * ngram_indexes, pool_int64s, weights): ONNX TfIdfVectorizer as its reference computes it. The
+ * pool's n-grams become a table (op_tfidf_table; a duplicate is refused, as ONNX Runtime does);
+ * the kernel counts, for every skip distance and start, each
+ * sequence that is an n-gram of a length in [min, max] (unigrams once, at distance 1). */
+static const char *const tfidf_modes[] = {"NONE", "TF", "IDF", "TFIDF", NULL};
+
+cuvil_status op_tfidf_table(cir_graph *g, cir_node *n, op_tfidf *t) {
+    memset(t, 0, sizeof *t);
+    const int64_t *counts, *idx, *pool;
+    const float *w;
+    int nc = cir_attr_ints(n, "ngram_counts", &counts), ni = cir_attr_ints(n, "ngram_indexes", &idx);
+    int np = cir_attr_ints(n, "pool_int64s", &pool), nw = cir_attr_floats(n, "weights", &w);
+    if (np < 0) np = 0;
+    t->mode = (int)cir_attr_int(n, "mode");
+    t->min_n = cir_attr_int(n, "min_gram_length");
+    t->max_n = cir_attr_int(n, "max_gram_length");
+    t->max_skip = cir_attr_int(n, "max_skip_count");
+    if (t->mode == 0) return cir_node_err(g, n, CUVIL_ERR_MODEL, "mode must be TF, IDF or TFIDF");
+    if (t->min_n < 1 || t->max_n < t->min_n || t->max_n > 64 || t->max_skip < 0 || t->max_skip > g->limits.dim)
+        return cir_node_err(g, n, CUVIL_ERR_MODEL, "min_gram_length %lld, max_gram_length %lld (1 <= min <= max <= 64) or "
+                            "max_skip_count %lld out of range", (long long)t->min_n, (long long)t->max_n,
+                            (long long)t->max_skip);
+    if (nc <= 0 || ni <= 0) return cir_node_err(g, n, CUVIL_ERR_MODEL, "ngram_counts and ngram_indexes are required");
+    t->out_size = 0;
+    for (int i = 0; i < ni; i++) {
+        if (idx[i] < 0 || idx[i] >= g->limits.dim)
+            return cir_node_err(g, n, CUVIL_ERR_MODEL, "ngram_indexes[%d] = %lld is out of range", i, (long long)idx[i]);
+        if (idx[i] + 1 > t->out_size) t->out_size = idx[i] + 1;
+    }
+    if (nw >= 0 && nw != ni)
+        return cir_node_err(g, n, CUVIL_ERR_MODEL, "weights has %d values; ngram_indexes %d (one per n-gram)", nw, ni);
+    t->tokens = pool;
+    /* the table (at most one n-gram per pool value) and a hash of it, for duplicates */
+    size_t cap = 16;
+    while (cap < 2 * (size_t)np) cap *= 2;
+    t->start = cuvil_arena_alloc(&g->arena, sizeof(int64_t) * (size_t)(np + 1));
+    t->len = cuvil_arena_alloc(&g->arena, sizeof(int64_t) * (size_t)(np + 1));
+    t->out = cuvil_arena_alloc(&g->arena, sizeof(int64_t) * (size_t)(np + 1));
+    t->weights = nw > 0 ? cuvil_arena_alloc(&g->arena, sizeof(float) * (size_t)(np + 1)) : NULL;
+    int64_t *hash = cuvil_malloc(sizeof(int64_t) * cap);
+    if (!t->start || !t->len || !t->out || (nw > 0 && !t->weights) || !hash) {
+        cuvil_free(hash);
+        return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < cap; i++) hash[i] = -1;
+    /* n-grams of size k+1 are pool[counts[k] .. counts[k+1]) in runs of k+1; ids count them all */
+    int64_t id = 0;
+    for (int k = 0; k < nc; k++) {
+        int64_t lo = counts[k], hi = k + 1 < nc ? counts[k + 1] : np, size = k + 1;
+        if (lo < 0 || hi < lo || hi > np) {
+            cuvil_free(hash);
+            return cir_node_err(g, n, CUVIL_ERR_MODEL, "ngram_counts[%d] = %lld does not index the pool (%d values) in order",
+                                k, (long long)lo, np);
+        }
+        for (int64_t s = lo; s + size <= hi; s += size, id++) {
+            if (size < t->min_n || size > t->max_n) continue;
+            if (id >= ni) {
+                cuvil_free(hash);
+                return cir_node_err(g, n, CUVIL_ERR_MODEL, "ngram_indexes has %d values; the pool has more n-grams", ni);
+            }
+            uint64_t h = 1469598103934665603ull ^ (uint64_t)size;
+            for (int64_t j = 0; j < size; j++) h = (h ^ (uint64_t)pool[s + j]) * 1099511628211ull;
+            size_t slot = (size_t)(h & (cap - 1));
+            while (hash[slot] >= 0 && !(t->len[hash[slot]] == size &&
+                                        !memcmp(pool + t->start[hash[slot]], pool + s, sizeof(int64_t) * (size_t)size)))
+                slot = (slot + 1) & (cap - 1);
+            if (hash[slot] >= 0) {   /* (the reference's trie keeps the last id; ONNX Runtime refuses) */
+                cuvil_free(hash);
+                return cir_node_err(g, n, CUVIL_ERR_MODEL, "the pool has an n-gram of length %lld twice (at %lld), as "
+                                    "ONNX Runtime refuses too", (long long)size, (long long)s);
+            }
+            hash[slot] = t->n_grams;
+            t->start[t->n_grams] = s;
+            t->len[t->n_grams] = size;
+            if (t->weights) t->weights[t->n_grams] = w[id];
+            t->out[t->n_grams++] = idx[id];
+        }
+    }
+    cuvil_free(hash);
+    return CUVIL_OK;
+}
+
+static cuvil_status tfidf_infer(cir_graph *g, cir_node *n) {
+    cuvil_status s = op_check_arity(g, n, 1, 1, 1, 1);
+    if (s) return s;
+    cir_value *x = cir_in(g, n, 0);
+    if ((x->dtype != CIR_I32 && x->dtype != CIR_I64) || x->ndim < 1 || x->ndim > 2)
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' must be int32 or int64 of rank 1 or 2 (strings are not "
+                            "supported)", x->name);
+    if (!cir_value_fixed(x)) return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' has symbolic dims", x->name);
+    if (x->ndim == 2 && x->dims[0] < 1) return cir_node_err(g, n, CUVIL_ERR_SHAPE, "input '%s' has no rows", x->name);
+    op_tfidf t;
+    if ((s = op_tfidf_table(g, n, &t))) return s;
+    int64_t dims[2] = {x->dims[0], t.out_size};
+    if (x->ndim == 1) dims[0] = t.out_size;
+    cir_set_shape(cir_out(g, n, 0), CIR_F32, x->ndim, dims);
+    return CUVIL_OK;
+}
+
+static const cir_attr_spec tfidf_attrs[] = {
+    {"mode", CIR_ATTR_ENUM, 0, 0, tfidf_modes, true},
+    {"min_gram_length", CIR_ATTR_INT, 0, 0, NULL, true},
+    {"max_gram_length", CIR_ATTR_INT, 0, 0, NULL, true},
+    {"max_skip_count", CIR_ATTR_INT, 0, 0, NULL, true},
+    {"ngram_counts", CIR_ATTR_INTS, 0, 0, NULL, true},
+    {"ngram_indexes", CIR_ATTR_INTS, 0, 0, NULL, true},
+    {"pool_int64s", CIR_ATTR_INTS, 0, 0, NULL, false},
+    {"weights", CIR_ATTR_FLOATS, 0, 0, NULL, false},
+    CIR_ATTR_END,
+};
+const cir_opdef cir_op_tfidf = {"tfidf", 0, 1, 1, 1, 1, tfidf_attrs, tfidf_infer, NULL, NULL, 0};

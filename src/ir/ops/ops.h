@@ -299,6 +299,16 @@ typedef struct op_einsum {
     int64_t sizes[CUVIL_EINSUM_MAX_LAB], strides[CUVIL_EINSUM_MAX_IN * CUVIL_EINSUM_MAX_LAB], out_dims[CIR_MAX_DIMS];
 } op_einsum;
 cuvil_status op_einsum_plan(cir_graph *g, cir_node *n, op_einsum *p);
+/* tfidf's n-gram table (op_misc.c), in g's arena: n-gram i is tokens[start[i] .. + len[i]),
+ * counted at output column out[i] with weight weights[i] (NULL: 1) */
+typedef struct op_tfidf {
+    int mode;
+    int64_t min_n, max_n, max_skip, out_size, n_grams;
+    const int64_t *tokens;
+    int64_t *start, *len, *out;
+    float *weights;
+} op_tfidf;
+cuvil_status op_tfidf_table(cir_graph *g, cir_node *n, op_tfidf *t);
 cuvil_status op_pool_nd_params(cir_graph *g, cir_node *n, cuvil_pool_nd_params *p);
 cuvil_status op_conv_nd_params(cir_graph *g, cir_node *n, cuvil_conv_nd_params *p);
 /* The reductions (mask bit d: axis d is reduced), and the output shape (ndim, dims). */
