@@ -346,6 +346,10 @@ void cuvil_f32_pool2d__scalar(const cuvil_pool2d_params *p, const float *x, floa
 void cuvil_einsum_t(int type, int n_in, int n_lab, int n_out_lab, const int64_t *sizes, const int64_t *strides,
                     const void *const *x, void *y);
 
+/* y[b] = det(x[b]) for batch matrices of M x M (LU with partial pivoting, in double);
+ * scratch holds 8 * M * M bytes. */
+void cuvil_f32_det(int64_t batch, int64_t M, const float *x, float *y, void *scratch);
+
 /* ===== TfIdfVectorizer (tfidf.c) =====================================================
  * y [rows, out_size] float32 from x [rows, C] (int32 when x_i32, else int64): for every skip
  * distance d in 1..max_skip+1 and start i, each n in [min_n, max_n] (n >= 2 past d = 1) whose

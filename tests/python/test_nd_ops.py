@@ -129,3 +129,27 @@ def test_tfidf_against_ort(tmp_path, mode, skip, lo, hi):
     node = helper.make_node("TfIdfVectorizer", ["x"], ["y"], **{**attrs, "pool_int64s": pool[:7] + pool[5:7] + pool[9:]})
     path = tl.onnx_graph_model(tmp_path / "d.onnx", [node], [_vi("x", TensorProto.INT32, [3, 12])], [("y", F)], opset=9)
     tl.assert_clean_failure(tl.compile_raw(path, tmp_path / "d.so"), mentions=["TfIdfVectorizer", "twice"])
+
+
+def test_det_and_batchnorm_training(tmp_path):
+    rng = np.random.default_rng(17)
+    a = rng.standard_normal((3, 2, 5, 5)).astype(np.float32)
+    a[0, 1, 2] = a[0, 1, 4]   # a singular matrix
+    path = tl.onnx_graph_model(tmp_path / "d.onnx", [helper.make_node("Det", ["a"], ["d"])], [_vi("a", F, [3, 2, 5, 5])],
+                               [("d", F)], opset=11)
+    got = cuvil.load(tl.compile(path, tmp_path / "d"))(a=a)
+    np.testing.assert_allclose(got, np.linalg.det(a.astype(np.float64)), rtol=1e-4, atol=1e-5)
+    # BatchNormalization in training mode against numpy: batch statistics, running averages
+    x = rng.standard_normal((4, 3, 5)).astype(np.float32)
+    s, b, mu, var = (rng.uniform(0.5, 1.5, 3).astype(np.float32) for _ in range(4))
+    node = helper.make_node("BatchNormalization", ["x", "s", "b", "mu", "var"], ["y", "rm", "rv"], training_mode=1,
+                            momentum=0.8, epsilon=1e-3)
+    path = tl.onnx_graph_model(tmp_path / "bn.onnx", [node], [_vi(n, F, sh) for n, sh in
+                               [("x", [4, 3, 5]), ("s", [3]), ("b", [3]), ("mu", [3]), ("var", [3])]],
+                               [("y", F), ("rm", F), ("rv", F)], opset=15)
+    y, rm, rv = cuvil.load(tl.compile(path, tmp_path / "bn"))(x=x, s=s, b=b, mu=mu, var=var)
+    bm, bv = x.mean(axis=(0, 2)), x.var(axis=(0, 2))
+    np.testing.assert_allclose(y, (x - bm[:, None]) / np.sqrt(bv[:, None] + 1e-3) * s[:, None] + b[:, None], rtol=1e-4,
+                               atol=1e-5)
+    np.testing.assert_allclose(rm, mu * 0.8 + bm * 0.2, rtol=1e-5)
+    np.testing.assert_allclose(rv, var * 0.8 + bv * 0.2, rtol=1e-5)

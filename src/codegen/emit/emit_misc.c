@@ -103,3 +103,12 @@ cuvil_status cg_emit_tfidf(cg_ctx *cg, cir_graph *g, cir_node *n) {
     cg_printf(cg, "    cuvil_tfidf(&%s, %s, %s);\n", ps, cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));
     return CUVIL_OK;
 }
+
+cuvil_status cg_emit_det(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    cir_value *x = cir_in(g, n, 0);
+    int64_t m = x->dims[x->ndim - 1];   /* (its bound where symbolic) */
+    const char *S = cg_scratch(cg, (size_t)(8 * m * m), "(size_t)8 * %lld * %lld", (long long)m, (long long)m);
+    cg_printf(cg, "    cuvil_f32_det(%s, %s, %s, %s, %s);\n", cg_dimprod(cg, x->id, 0, x->ndim - 2, 1),
+              cg_dimprod(cg, x->id, x->ndim - 1, x->ndim, 1), cg_in(cg, n->in[0]), cg_out(cg, n->out[0]), S);
+    return CUVIL_OK;
+}

@@ -172,14 +172,60 @@ static cuvil_status map_conv_pool(onnx_mapper *m, onnx_node *on, cir_op_kind kin
     return add_node(m, on, kind, on->n_in, on->in, on->n_out > 1 ? 1 : on->n_out, on->out, set, n_set, no_ignore);
 }
 
+static int step(onnx_mapper *m, onnx_node *on, cir_op_kind k, int n_in, const int *in, int out, const char *what,
+                const cuvil_attr *set, int n_set);
+static int scalar_like(onnx_mapper *m, onnx_node *on, const char *what, float v, int x);
+static void all_used(onnx_node *on);
+
+/* BatchNormalization with training_mode=1 (opsets 14+) as CIR nodes, as ONNX's reference:
+ * the batch's mean and (population) variance over every axis but 1 normalise x, and the
+ * running statistics are input * momentum + batch's * (1 - momentum). X's rank must be known. */
+static cuvil_status map_batch_norm_training(onnx_mapper *m, onnx_node *on) {
+    cir_value *xv = cir_val(m->g, on->in[0]);
+    if (xv->ndim < 2 || on->n_in < 5)
+        return node_err(m, on, CUVIL_ERR_UNSUPPORTED, "training_mode=1 needs X's rank declared (at least 2) and 5 inputs");
+    onnx_attr *ea = attr(on, "epsilon"), *ma = attr(on, "momentum");
+    float eps = ea && ea->a.type == CUVIL_ATTR_FLOAT ? ea->a.f : 1e-5f, mom = ma && ma->a.type == CUVIL_ATTR_FLOAT ? ma->a.f : 0.9f;
+    all_used(on);
+    int64_t axes_v[CIR_MAX_DIMS], cshape[CIR_MAX_DIMS], flat = -1, na = 0, nc = xv->ndim - 1, one = 1;
+    for (int i = 0; i < xv->ndim; i++)
+        if (i != 1) axes_v[na++] = i;
+    cshape[0] = -1;
+    for (int i = 1; i < nc; i++) cshape[i] = 1;
+    int x = on->in[0], axes = const_from(m, on, "axes", CIR_I64, 1, &na, axes_v);
+    int cs = const_from(m, on, "channel shape", CIR_I64, 1, &nc, cshape), fl = const_from(m, on, "flat", CIR_I64, 1, &one, &flat);
+    int e = scalar_like(m, on, "eps", eps, x), mo = scalar_like(m, on, "momentum", mom, x);
+    int mo1 = scalar_like(m, on, "1-momentum", 1.0f - mom, x);
+    if (axes < 0 || cs < 0 || fl < 0 || e < 0 || mo < 0 || mo1 < 0) return m->g->ctx->status;
+    int mean = step(m, on, CIR_OP_REDUCE_MEAN, 2, (int[]){x, axes}, -1, "mean", NULL, 0);
+    int d = mean < 0 ? -1 : step(m, on, CIR_OP_SUB, 2, (int[]){x, mean}, -1, "centred", NULL, 0);
+    int d2 = d < 0 ? -1 : step(m, on, CIR_OP_MUL, 2, (int[]){d, d}, -1, "centred2", NULL, 0);
+    int var = d2 < 0 ? -1 : step(m, on, CIR_OP_REDUCE_MEAN, 2, (int[]){d2, axes}, -1, "var", NULL, 0);
+    int ve = var < 0 ? -1 : step(m, on, CIR_OP_ADD, 2, (int[]){var, e}, -1, "var_eps", NULL, 0);
+    int sd = ve < 0 ? -1 : step(m, on, CIR_OP_SQRT, 1, &ve, -1, "std", NULL, 0);
+    int q = sd < 0 ? -1 : step(m, on, CIR_OP_DIV, 2, (int[]){d, sd}, -1, "normed", NULL, 0);
+    int sc = q < 0 ? -1 : step(m, on, CIR_OP_RESHAPE, 2, (int[]){on->in[1], cs}, -1, "scale", NULL, 0);
+    int bi = sc < 0 ? -1 : step(m, on, CIR_OP_RESHAPE, 2, (int[]){on->in[2], cs}, -1, "bias", NULL, 0);
+    int ys = bi < 0 ? -1 : step(m, on, CIR_OP_MUL, 2, (int[]){q, sc}, -1, "scaled", NULL, 0);
+    if (ys < 0 || step(m, on, CIR_OP_ADD, 2, (int[]){ys, bi}, on->out[0], "y", NULL, 0) < 0) return m->g->ctx->status;
+    for (int k = 0; k < 2; k++) {   /* running mean (output 1), running variance (output 2) */
+        if (on->n_out <= 1 + k || on->out[1 + k] < 0) continue;
+        int bf = step(m, on, CIR_OP_RESHAPE, 2, (int[]){k ? var : mean, fl}, -1, k ? "batch_var" : "batch_mean", NULL, 0);
+        int a = bf < 0 ? -1 : step(m, on, CIR_OP_MUL, 2, (int[]){on->in[3 + k], mo}, -1, k ? "var_kept" : "mean_kept", NULL, 0);
+        int b = a < 0 ? -1 : step(m, on, CIR_OP_MUL, 2, (int[]){bf, mo1}, -1, k ? "var_new" : "mean_new", NULL, 0);
+        if (b < 0 || step(m, on, CIR_OP_ADD, 2, (int[]){a, b}, on->out[1 + k], k ? "running_var" : "running_mean", NULL, 0) < 0)
+            return m->g->ctx->status;
+    }
+    return CUVIL_OK;
+}
+
 static cuvil_status map_batch_norm(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
     /* before opset 7, is_test=0 (the default) means training mode */
     if (on->opset < 7 && attr_int(on, "is_test", 0) != 1)
         return node_err(m, on, CUVIL_ERR_UNSUPPORTED, "is_test=0 (training mode, opsets before 7) is not supported");
     if (attr_int(on, "spatial", 1) == 0)
         return node_err(m, on, CUVIL_ERR_UNSUPPORTED, "spatial=0 (statistics per activation, opsets 7-8) is not supported");
-    if (attr_int(on, "training_mode", 0))
-        return node_err(m, on, CUVIL_ERR_UNSUPPORTED, "training_mode=1 is not supported (inference only)");
+    if (attr_int(on, "training_mode", 0)) return map_batch_norm_training(m, on);
     /* from opset 14 the running-statistics outputs exist only in training mode */
     for (int i = 1; i < on->n_out; i++) {
         if (on->out[i] < 0) continue;
@@ -788,6 +834,7 @@ static const op_map table[] = {
     {"GridSample", 16, CIR_OP_GRID_SAMPLE, NULL},
     {"Einsum", 12, CIR_OP_EINSUM, map_einsum},
     {"TfIdfVectorizer", 9, CIR_OP_TFIDF, NULL},
+    {"Det", 11, CIR_OP_DET, NULL},
     {"HannWindow", 17, CIR_OP_WINDOW, map_window},
     {"HammingWindow", 17, CIR_OP_WINDOW, map_window},
     {"BlackmanWindow", 17, CIR_OP_WINDOW, map_window},

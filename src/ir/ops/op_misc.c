@@ -272,3 +272,19 @@ static const cir_attr_spec tfidf_attrs[] = {
     CIR_ATTR_END,
 };
 const cir_opdef cir_op_tfidf = {"tfidf", 0, 1, 1, 1, 1, tfidf_attrs, tfidf_infer, NULL, NULL, 0};
+
+/* ===== det ================================================================================ */
+/* det (x [..., M, M]): the determinant of each matrix (ONNX Det), LU with partial pivoting in
+ * double; float32. */
+static cuvil_status det_infer(cir_graph *g, cir_node *n) {
+    cuvil_status s = op_check_arity(g, n, 1, 1, 1, 1);
+    if (s || (s = op_need_f32(g, n, 0))) return s;
+    cir_value *x = cir_in(g, n, 0);
+    if (x->ndim < 2) return cir_node_err(g, n, CUVIL_ERR_SHAPE, "input '%s' has rank %d; Det takes [..., M, M]", x->name, x->ndim);
+    const cir_dim *dx[CIR_MAX_DIMS];
+    for (int d = 0; d < x->ndim; d++) dx[d] = cir_dimx(g, x, d);
+    if ((s = cir_require_eq(g, n, dx[x->ndim - 2], dx[x->ndim - 1], "the matrices' rows and columns"))) return s;
+    cir_set_shape_x(cir_out(g, n, 0), CIR_F32, x->ndim - 2, dx);
+    return CUVIL_OK;
+}
+const cir_opdef cir_op_det = {"det", CIR_OPF_SYM_DIMS, 1, 1, 1, 1, NULL, det_infer, NULL, NULL, 0};
