@@ -153,3 +153,14 @@ def test_det_and_batchnorm_training(tmp_path):
                                atol=1e-5)
     np.testing.assert_allclose(rm, mu * 0.8 + bm * 0.2, rtol=1e-5)
     np.testing.assert_allclose(rv, var * 0.8 + bv * 0.2, rtol=1e-5)
+
+
+def test_group_norm_against_ort(tmp_path):
+    rng, opset, sc = np.random.default_rng(21), 21, 6
+    node = helper.make_node("GroupNormalization", ["x", "s", "b"], ["y"], num_groups=2, epsilon=1e-4)
+    path = tl.onnx_graph_model(tmp_path / "g.onnx", [node], [_vi("x", F, [3, 6, 4, 5]), _vi("s", F, [sc]), _vi("b", F, [sc])],
+                               [("y", F)], opset=opset)
+    model = cuvil.load(tl.compile(path, tmp_path / "g"))
+    feeds = {"x": rng.standard_normal((3, 6, 4, 5)).astype(np.float32), "s": rng.standard_normal(sc).astype(np.float32),
+             "b": rng.standard_normal(sc).astype(np.float32)}
+    tl.check_vs_ort(model, path, feeds, rtol=1e-4, atol=1e-4)

@@ -842,7 +842,8 @@ void cuvil_topk_t(const cuvil_topk_params *p, int t, const void *x, void *y, int
                 int64_t at = (o * p->len + j) * p->inner + in;
                 c[j].i = j;
                 if (fl) c[j].f = ld_float(t, x, at);
-                else c[j].v = t == CUVIL_T_I32 ? ((const int32_t *)x)[at] : ((const int64_t *)x)[at];
+                else   /* (uint64 with its top bit flipped: the same order as int64) */
+                    c[j].v = t == CUVIL_T_U64 ? (int64_t)(((const uint64_t *)x)[at] ^ (1ull << 63)) : ld_int(t, x, at);
             }
             qsort(c, (size_t)p->len, sizeof *c, cmp);
             for (int64_t j = 0; j < p->k; j++) {

@@ -643,6 +643,48 @@ static cuvil_status map_mvn(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
                                                                                                   : CUVIL_OK;
 }
 
+/* GroupNormalization (opset 21; ONNX deprecated opset 18's per-group scale): x viewed as [N,
+ * G, rest] normalised per (n, g) by instance_norm, then the scale and bias per channel, as
+ * ONNX's function body. */
+static cuvil_status map_group_norm(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
+    (void)kind;
+    int64_t G = attr_int(on, "num_groups", 0);
+    onnx_attr *ea = attr(on, "epsilon");
+    float eps = ea && ea->a.type == CUVIL_ATTR_FLOAT ? ea->a.f : 1e-5f;
+    all_used(on);
+    if (G < 1 || G > m->g->limits.dim) return node_err(m, on, CUVIL_ERR_MODEL, "num_groups is %lld", (long long)G);
+    if (on->n_in < 3) return node_err(m, on, CUVIL_ERR_MODEL, "scale and bias are required");
+    cir_value *sv = cir_val(m->g, on->in[1]);
+    int64_t C = sv->ndim == 1 && !sv->dx[0] && sv->dim_sym[0] < 0 ? sv->dims[0] : -1;
+    if (C < 1) return node_err(m, on, CUVIL_ERR_UNSUPPORTED, "the scale's length must be declared");
+    cuvil_attr ea2 = {.name = "epsilon", .type = CUVIL_ATTR_FLOAT, .f = eps};
+    int64_t g3[3] = {0, G, -1}, c3[3] = {0, C, -1}, col[2] = {-1, 1}, three = 3, two = 2;
+    int x = on->in[0], sg = const_from(m, on, "group shape", CIR_I64, 1, &three, g3);
+    int sh = sg < 0 ? -1 : step(m, on, CIR_OP_SHAPE, 1, &x, -1, "shape", NULL, 0);
+    int x3 = sh < 0 ? -1 : step(m, on, CIR_OP_RESHAPE, 2, (int[]){x, sg}, -1, "grouped", NULL, 0);
+    if (x3 < 0) return m->g->ctx->status;
+    float *ones = cuvil_malloc(sizeof(float) * (size_t)G), *zeros = cuvil_calloc((size_t)G, sizeof(float));
+    if (!ones || !zeros) {
+        cuvil_free(ones);
+        cuvil_free(zeros);
+        return cuvil_err(m->g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+    }
+    for (int64_t i = 0; i < G; i++) ones[i] = 1.0f;
+    int on1 = const_from(m, on, "ones", CIR_F32, 1, &G, ones), ze = const_from(m, on, "zeros", CIR_F32, 1, &G, zeros);
+    cuvil_free(ones);
+    cuvil_free(zeros);
+    int sc = const_from(m, on, "channel shape", CIR_I64, 1, &three, c3), cl = const_from(m, on, "column", CIR_I64, 1, &two, col);
+    if (on1 < 0 || ze < 0 || sc < 0 || cl < 0) return m->g->ctx->status;
+    int y3 = step(m, on, CIR_OP_INSTANCE_NORM, 3, (int[]){x3, on1, ze}, -1, "normed", &ea2, 1);
+    int yc = y3 < 0 ? -1 : step(m, on, CIR_OP_RESHAPE, 2, (int[]){y3, sc}, -1, "per channel", NULL, 0);
+    int s2 = yc < 0 ? -1 : step(m, on, CIR_OP_RESHAPE, 2, (int[]){on->in[1], cl}, -1, "scale", NULL, 0);
+    int b2 = s2 < 0 ? -1 : step(m, on, CIR_OP_RESHAPE, 2, (int[]){on->in[2], cl}, -1, "bias", NULL, 0);
+    int ys = b2 < 0 ? -1 : step(m, on, CIR_OP_MUL, 2, (int[]){yc, s2}, -1, "scaled", NULL, 0);
+    int yb = ys < 0 ? -1 : step(m, on, CIR_OP_ADD, 2, (int[]){ys, b2}, -1, "shifted", NULL, 0);
+    return yb < 0 || step(m, on, CIR_OP_RESHAPE, 2, (int[]){yb, sh}, on->out[0], "y", NULL, 0) < 0 ? m->g->ctx->status
+                                                                                                 : CUVIL_OK;
+}
+
 /* LpNormalization: x / ||x||_p along axis (p 1 or 2), 0 where the norm is 0, as ONNX's
  * reference computes it. */
 static cuvil_status map_lp_norm(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
@@ -906,6 +948,7 @@ static const op_map table[] = {
     {"Cast", 6, CIR_OP_CAST, map_cast},
     {"Trilu", 14, CIR_OP_TRILU, NULL},
     {"InstanceNormalization", 1, CIR_OP_INSTANCE_NORM, NULL},
+    {"GroupNormalization", 18, CIR_OP_INSTANCE_NORM, map_group_norm},
     {"DepthToSpace", 1, CIR_OP_DEPTH_TO_SPACE, NULL},
     {"SpaceToDepth", 1, CIR_OP_SPACE_TO_DEPTH, NULL},
     {"CumSum", 11, CIR_OP_CUMSUM, NULL},

@@ -162,6 +162,7 @@ static cuvil_status range_infer(cir_graph *g, cir_node *n) {
     if (s) return s;
     cir_value *a = cir_in(g, n, 0);
     cir_dtype t = a->dtype;
+    g->half_input |= t == CIR_F16 || t == CIR_BF16;   /* computed in float32 between casts */
     if (t != CIR_F32 && t != CIR_F64 && t != CIR_I16 && t != CIR_I32 &&
         t != CIR_I64)
         return cir_node_err(g, n, CUVIL_ERR_DTYPE, "start '%s' has type %s; Range takes float, double, int16, int32, int64",
