@@ -749,7 +749,7 @@ static void preview(FILE *f, const cuvil_tensor_info *t, const void *data) {
         case CUVIL_DTYPE_FLOAT64: { double v; memcpy(&v, p, 8); fprintf(f, "%g", v); break; }
         case CUVIL_DTYPE_INT64: { int64_t v; memcpy(&v, p, 8); fprintf(f, "%" PRId64, v); break; }
         case CUVIL_DTYPE_INT32: { int32_t v; memcpy(&v, p, 4); fprintf(f, "%" PRId32, v); break; }
-        case CUVIL_DTYPE_INT8: fprintf(f, "%d", (int)*(const int8_t *)p); break;
+        case CUVIL_DTYPE_INT8: case CUVIL_DTYPE_INT4: fprintf(f, "%d", (int)*(const int8_t *)p); break;
         case CUVIL_DTYPE_INT16: { int16_t v; memcpy(&v, p, 2); fprintf(f, "%d", (int)v); break; }
         case CUVIL_DTYPE_UINT16: { uint16_t v; memcpy(&v, p, 2); fprintf(f, "%u", (unsigned)v); break; }
         case CUVIL_DTYPE_UINT32: { uint32_t v; memcpy(&v, p, 4); fprintf(f, "%" PRIu32, v); break; }
@@ -765,6 +765,7 @@ static void preview(FILE *f, const cuvil_tensor_info *t, const void *data) {
             break;
         }
         case CUVIL_DTYPE_UINT8:
+        case CUVIL_DTYPE_UINT4:
         case CUVIL_DTYPE_BOOL: fprintf(f, "%u", (unsigned)*(const uint8_t *)p); break;
         default: fputs("?", f); break;
         }
@@ -935,6 +936,10 @@ int main(int argc, char **argv) {
         /* NumPy has no bfloat16: a uint16 file is its bits (as the Python package takes uint16 views;
          * ONNX 1.12's test data stores bfloat16 tensors so) */
         if (tin[i].dtype == CUVIL_DTYPE_UINT16 && d->inputs[i].dtype == CUVIL_DTYPE_BFLOAT16) tin[i].dtype = CUVIL_DTYPE_BFLOAT16;
+        /* nor int4: an int8 (uint8) file holds one element per byte (the model checks the range) */
+        if ((tin[i].dtype == CUVIL_DTYPE_INT8 && d->inputs[i].dtype == CUVIL_DTYPE_INT4) ||
+            (tin[i].dtype == CUVIL_DTYPE_UINT8 && d->inputs[i].dtype == CUVIL_DTYPE_UINT4))
+            tin[i].dtype = d->inputs[i].dtype;
         if (check_input(&d->inputs[i], files[i], &tin[i], d->n_syms, d->syms))
             goto done;
         in_ptrs[i] = tin[i].data;

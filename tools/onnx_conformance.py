@@ -98,6 +98,10 @@ def mismatch(name: str, got, want) -> str | None:
         if wb is None:
             return f"{name}: got bfloat16{list(got.shape)}, want {want.dtype}{list(want.shape)}"
         got, want = ((b.astype(np.uint32) << 16).view(np.float32) for b in (gb, wb))
+    if want.dtype.name in ("int4", "uint4"):   # cuvil-run writes 4-bit values as int8/uint8, one per byte
+        if got.dtype != np.dtype(np.int8 if want.dtype.name == "int4" else np.uint8):
+            return f"{name}: got {got.dtype}{list(got.shape)}, want {want.dtype}{list(want.shape)}"
+        want = want.astype(got.dtype)
     if got.shape != want.shape or got.dtype != want.dtype:
         return f"{name}: got {got.dtype}{list(got.shape)}, want {want.dtype}{list(want.shape)}"
     if want.dtype.kind in "fc":

@@ -71,7 +71,11 @@ typedef enum cuvil_dtype {
     CUVIL_DTYPE_FLOAT64 = 11,
     CUVIL_DTYPE_UINT32 = 12,
     CUVIL_DTYPE_UINT64 = 13,
-    CUVIL_DTYPE_BFLOAT16 = 16
+    CUVIL_DTYPE_BFLOAT16 = 16,
+    /* 4-bit integers, in memory one element per byte (int8_t -8..7, uint8_t 0..15; a run
+     * fails on an input value outside that range); ONNX's files pack two per byte */
+    CUVIL_DTYPE_UINT4 = 21,
+    CUVIL_DTYPE_INT4 = 22
 } cuvil_dtype;
 
 /* One input or output. dims[i] is the size the model was compiled for; where the ONNX model

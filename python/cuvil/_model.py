@@ -18,7 +18,8 @@ from ._native import CuvilError
 
 # cuvil_dtype (ONNX TensorProto numbers) <-> NumPy
 _NP_OF = {1: np.float32, 2: np.uint8, 3: np.int8, 4: np.uint16, 5: np.int16, 6: np.int32, 7: np.int64,
-          9: np.bool_, 10: np.float16, 11: np.float64, 12: np.uint32, 13: np.uint64}
+          9: np.bool_, 10: np.float16, 11: np.float64, 12: np.uint32, 13: np.uint64,
+          21: np.uint8, 22: np.int8}   # uint4/int4: one element per byte (0..15, -8..7)
 
 
 @dataclass(frozen=True)

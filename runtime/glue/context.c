@@ -278,6 +278,30 @@ CUVIL_RT_BASELINE static cuvil_status check_args(cuvil_model *m, const void *con
     return CUVIL_OK;
 }
 
+/* int4 and uint4 inputs hold one element per byte: each must be in -8..7 or 0..15 (a model
+ * computes with them as such; a value outside would give an answer no 4-bit input could). */
+static cuvil_status check_4bit(cuvil_model *m, const void *const *in, const int64_t *const *in_dims) {
+    const cuvil_model_desc *d = m->t->desc;
+    for (int i = 0; i < d->n_inputs; i++) {
+        const cuvil_tensor_info *x = &d->inputs[i];
+        if ((x->dtype != CUVIL_DTYPE_INT4 && x->dtype != CUVIL_DTYPE_UINT4) || x->is_sequence || !in[i]) continue;
+        int64_t n = 1;
+        for (int j = 0; j < x->ndim; j++) n *= in_dims ? in_dims[i][j] : x->dims[j];
+        const int lo = x->dtype == CUVIL_DTYPE_INT4 ? -8 : 0, hi = x->dtype == CUVIL_DTYPE_INT4 ? 7 : 15;
+        for (int64_t k = 0; k < n; k++) {
+            const int v = x->dtype == CUVIL_DTYPE_INT4 ? ((const int8_t *)in[i])[k] : ((const uint8_t *)in[i])[k];
+            if (v < lo || v > hi) {
+                char msg[128];
+                snprintf(msg, sizeof msg, "element %lld is %d, outside %s's %d..%d", (long long)k, v,
+                         x->dtype == CUVIL_DTYPE_INT4 ? "int4" : "uint4", lo, hi);
+                cuvil_glue_set_err(m, msg, x->name);
+                return CUVIL_ERR_INVALID_ARG;
+            }
+        }
+    }
+    return CUVIL_OK;
+}
+
 static cuvil_status run_checked(cuvil_model *m, const void *const *in, const int64_t *const *in_dims, void *const *out,
                                 int64_t *const *out_dims) {
     const cuvil_glue_table *t = m->t;
@@ -293,6 +317,7 @@ static cuvil_status run_checked(cuvil_model *m, const void *const *in, const int
             if (d->inputs[i].is_sequence && in[i] && (st = bind_seq(m, i, in[i], D, true))) return st;
     }
     if ((st = t->check_guards(m, D))) return st;
+    if ((st = check_4bit(m, in, in_dims))) return st;
     const cuvil_pool *prev = cuvil_pool_bind(m->pool);   /* this context's threads, for its kernels */
     st = t->run(m, m->arena, m->weights, m->scratch, in, out, D);
     cuvil_pool_bind(prev);

@@ -746,7 +746,8 @@ enum {
     CUVIL_T_F32 = 1, CUVIL_T_F64, CUVIL_T_F16, CUVIL_T_BF16,
     CUVIL_T_I8, CUVIL_T_I16, CUVIL_T_I32, CUVIL_T_I64,
     CUVIL_T_U8, CUVIL_T_U16, CUVIL_T_U32, CUVIL_T_U64,
-    CUVIL_T_BOOL
+    CUVIL_T_BOOL,
+    CUVIL_T_I4, CUVIL_T_U4   /* one element per byte: -8..7, 0..15 */
 };
 
 /* IEEE half and bfloat16 <-> float32, rounding to nearest even (overflow to infinity, NaN

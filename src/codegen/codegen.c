@@ -48,8 +48,8 @@ const char *cg_ctype(cir_dtype t) {
     case CIR_I64: return "int64_t";
     case CIR_I32: return "int32_t";
     case CIR_I16: return "int16_t";
-    case CIR_I8: return "int8_t";
-    case CIR_U8: case CIR_BOOL: return "uint8_t";
+    case CIR_I8: case CIR_I4: return "int8_t";
+    case CIR_U8: case CIR_BOOL: case CIR_U4: return "uint8_t";
     case CIR_U16: case CIR_F16: case CIR_BF16: return "uint16_t";
     case CIR_U32: return "uint32_t";
     case CIR_U64: return "uint64_t";
@@ -370,7 +370,7 @@ const char *cg_rt_type(cir_dtype t) {
         [CIR_F32] = "CUVIL_T_F32", [CIR_F64] = "CUVIL_T_F64", [CIR_F16] = "CUVIL_T_F16", [CIR_BF16] = "CUVIL_T_BF16",
         [CIR_I8] = "CUVIL_T_I8",   [CIR_I16] = "CUVIL_T_I16", [CIR_I32] = "CUVIL_T_I32", [CIR_I64] = "CUVIL_T_I64",
         [CIR_U8] = "CUVIL_T_U8",   [CIR_U16] = "CUVIL_T_U16", [CIR_U32] = "CUVIL_T_U32", [CIR_U64] = "CUVIL_T_U64",
-        [CIR_BOOL] = "CUVIL_T_BOOL",
+        [CIR_BOOL] = "CUVIL_T_BOOL", [CIR_I4] = "CUVIL_T_I4", [CIR_U4] = "CUVIL_T_U4",
     };
     CUVIL_ASSERT(t > CIR_UNDEF && t < CIR_DTYPE__COUNT);
     return names[t];

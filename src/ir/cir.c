@@ -615,8 +615,8 @@ int64_t cir_const_i64(const cir_value *v, int64_t i) {
     case CIR_I64: return ((const int64_t *)d)[i];
     case CIR_I32: return ((const int32_t *)d)[i];
     case CIR_I16: return ((const int16_t *)d)[i];
-    case CIR_I8: return ((const int8_t *)d)[i];
-    case CIR_U8: return ((const uint8_t *)d)[i];
+    case CIR_I8: case CIR_I4: return ((const int8_t *)d)[i];
+    case CIR_U8: case CIR_U4: return ((const uint8_t *)d)[i];
     case CIR_U16: return ((const uint16_t *)d)[i];
     case CIR_U32: return ((const uint32_t *)d)[i];
     case CIR_U64: return (int64_t)((const uint64_t *)d)[i];
@@ -663,6 +663,8 @@ void cir_const_set_i64(cir_value *v, int64_t i, int64_t x) {
     case CIR_I16: ((int16_t *)d)[i] = (int16_t)x; break;
     case CIR_I8: ((int8_t *)d)[i] = (int8_t)x; break;
     case CIR_U8: ((uint8_t *)d)[i] = (uint8_t)x; break;
+    case CIR_I4: ((int8_t *)d)[i] = (int8_t)((((uint64_t)x & 0xF) ^ 8) - 8); break;   /* the low 4 bits */
+    case CIR_U4: ((uint8_t *)d)[i] = (uint8_t)(x & 0xF); break;
     case CIR_U16: ((uint16_t *)d)[i] = (uint16_t)x; break;
     case CIR_U32: ((uint32_t *)d)[i] = (uint32_t)x; break;
     case CIR_U64: ((uint64_t *)d)[i] = (uint64_t)x; break;

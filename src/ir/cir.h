@@ -42,6 +42,7 @@ typedef enum cir_dtype {
     CIR_I8, CIR_I16, CIR_I32, CIR_I64,
     CIR_U8, CIR_U16, CIR_U32, CIR_U64,
     CIR_BOOL,
+    CIR_I4, CIR_U4,   /* one element per byte; only the ops of cir_dtype_4bit_ok take them */
     CIR_DTYPE__COUNT
 } cir_dtype;
 

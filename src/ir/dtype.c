@@ -24,13 +24,15 @@ static const struct {
     [CIR_U32] = {"uint32", "u32", 4, CUVIL_DTYPE_UINT32, 0, 1, 0},
     [CIR_U64] = {"uint64", "u64", 8, CUVIL_DTYPE_UINT64, 0, 1, 0},
     [CIR_BOOL] = {"bool", "bool", 1, CUVIL_DTYPE_BOOL, 0, 0, 0},
+    [CIR_I4] = {"int4", "i4", 1, CUVIL_DTYPE_INT4, 0, 1, 1},
+    [CIR_U4] = {"uint4", "u4", 1, CUVIL_DTYPE_UINT4, 0, 1, 0},
 };
 
 /* the runtime's typed kernels take CIR's numbering */
 _Static_assert((int)CIR_F32 == (int)CUVIL_T_F32 && (int)CIR_F64 == (int)CUVIL_T_F64 && (int)CIR_F16 == (int)CUVIL_T_F16 && (int)CIR_BF16 == (int)CUVIL_T_BF16 &&
                    (int)CIR_I8 == (int)CUVIL_T_I8 && (int)CIR_I16 == (int)CUVIL_T_I16 && (int)CIR_I32 == (int)CUVIL_T_I32 && (int)CIR_I64 == (int)CUVIL_T_I64 &&
                    (int)CIR_U8 == (int)CUVIL_T_U8 && (int)CIR_U16 == (int)CUVIL_T_U16 && (int)CIR_U32 == (int)CUVIL_T_U32 && (int)CIR_U64 == (int)CUVIL_T_U64 &&
-                   (int)CIR_BOOL == (int)CUVIL_T_BOOL,
+                   (int)CIR_BOOL == (int)CUVIL_T_BOOL && (int)CIR_I4 == (int)CUVIL_T_I4 && (int)CIR_U4 == (int)CUVIL_T_U4,
                "cir_dtype and the runtime's CUVIL_T_* must agree");
 
 static bool valid(cir_dtype t) { return (unsigned)t < CIR_DTYPE__COUNT; }
@@ -62,7 +64,8 @@ const char *cir_dtype_public_symbol(cir_dtype t) {
         [CIR_F16] = "CUVIL_DTYPE_FLOAT16",     [CIR_BF16] = "CUVIL_DTYPE_BFLOAT16", [CIR_I8] = "CUVIL_DTYPE_INT8",
         [CIR_I16] = "CUVIL_DTYPE_INT16",       [CIR_I32] = "CUVIL_DTYPE_INT32",   [CIR_I64] = "CUVIL_DTYPE_INT64",
         [CIR_U8] = "CUVIL_DTYPE_UINT8",        [CIR_U16] = "CUVIL_DTYPE_UINT16",  [CIR_U32] = "CUVIL_DTYPE_UINT32",
-        [CIR_U64] = "CUVIL_DTYPE_UINT64",      [CIR_BOOL] = "CUVIL_DTYPE_BOOL",
+        [CIR_U64] = "CUVIL_DTYPE_UINT64",      [CIR_BOOL] = "CUVIL_DTYPE_BOOL",   [CIR_I4] = "CUVIL_DTYPE_INT4",
+        [CIR_U4] = "CUVIL_DTYPE_UINT4",
     };
     return valid(t) ? names[t] : "CUVIL_DTYPE_UNDEFINED";
 }

@@ -66,6 +66,27 @@ static cuvil_status check_declared(cir_graph *g, const cir_node *n, cir_value *v
     return s;
 }
 
+/* int4 and uint4 (one element per byte) enter only ops that convert them or move them whole;
+ * any other op would compute in 8 bits. Checks n's inputs, or its outputs once inferred. */
+static cuvil_status four_bit_ok(cir_graph *g, cir_node *n, bool outputs) {
+    switch (n->kind) {
+    case CIR_OP_CAST: case CIR_OP_QUANTIZE: case CIR_OP_DEQUANTIZE: case CIR_OP_IDENTITY: case CIR_OP_RESHAPE:
+    case CIR_OP_SQUEEZE: case CIR_OP_UNSQUEEZE: case CIR_OP_FLATTEN: case CIR_OP_SHAPE: case CIR_OP_SIZE:
+        return CUVIL_OK;
+    default: break;
+    }
+    int cnt = outputs ? n->n_out : n->n_in;
+    for (int j = 0; j < cnt; j++) {
+        int id = outputs ? n->out[j] : n->in[j];
+        const cir_value *v = id >= 0 ? cir_val(g, id) : NULL;
+        if (v && (v->dtype == CIR_I4 || v->dtype == CIR_U4))
+            return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "%s '%s' is %s; 4-bit values go only into Cast, "
+                                "QuantizeLinear, DequantizeLinear and the reshaping ops", outputs ? "output" : "input",
+                                v->name, cir_dtype_name(v->dtype));
+    }
+    return CUVIL_OK;
+}
+
 /* A cast of value `from` to type `to`, placed at pos, into *out_value, or when that is -1 into
  * a new value named after `from` ("x (as float32)"); the node is named node_name (src_op
  * src_op: messages about the cast speak of the node the model has) or else after the value.
@@ -192,7 +213,9 @@ cuvil_status cuvil_pass_shape_infer(cir_graph *g, const cuvil_options *o) {
         if (!s && g->symdims && !(n->def->flags & CIR_OPF_SYM_DIMS) && takes_symbolic(g, n, true))
             return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "takes symbolic dims, which op %s cannot take (fix them with "
                                 "--dim NAME=N)", n->def->name);
+        if (!s) s = four_bit_ok(g, n, false);
         if (!s) s = n->def->infer(g, n);
+        if (!s) s = four_bit_ok(g, n, true);
         if (s && g->half_input && n->half == CIR_UNDEF) {
             /* computed in float32 between casts: the casts are inferred first, then the node */
             cuvil_err_clear(g->ctx);

@@ -21,6 +21,8 @@ static const struct {
     [CUVIL_DTYPE_UINT32] = {"uint32", 4},
     [CUVIL_DTYPE_UINT64] = {"uint64", 8},
     [CUVIL_DTYPE_BFLOAT16] = {"bfloat16", 2},
+    [CUVIL_DTYPE_UINT4] = {"uint4", 1},   /* one element per byte in memory */
+    [CUVIL_DTYPE_INT4] = {"int4", 1},
 };
 
 #define DTYPE_TABLE_LEN (sizeof dtype_table / sizeof dtype_table[0])

@@ -138,6 +138,8 @@ static const struct {
     /* numpy has no bfloat16: ml_dtypes' bfloat16 arrays are saved as 2-byte voids ('<V2'), and
      * a 2-byte void is read as bfloat16 (np.load(f).view(ml_dtypes.bfloat16) reads ours) */
     {"V2", CUVIL_DTYPE_BFLOAT16},
+    /* nor int4/uint4: written as int8/uint8, one element per byte (read back as those) */
+    {"i1", CUVIL_DTYPE_INT4},    {"u1", CUVIL_DTYPE_UINT4},
 };
 #define N_NPY_CODES (sizeof npy_codes / sizeof npy_codes[0])
 

@@ -390,11 +390,11 @@ void cuvil_unary_t(const cuvil_act_params *a, int t, const void *x, void *y, int
 /* Element i of an integer or bool buffer, as int64 (uint64 keeps its bits). */
 static inline int64_t ld_int(int t, const void *p, int64_t i) {
     switch (t) {
-    case CUVIL_T_I8: return ((const int8_t *)p)[i];
+    case CUVIL_T_I8: case CUVIL_T_I4: return ((const int8_t *)p)[i];
     case CUVIL_T_I16: return ((const int16_t *)p)[i];
     case CUVIL_T_I32: return ((const int32_t *)p)[i];
     case CUVIL_T_I64: return ((const int64_t *)p)[i];
-    case CUVIL_T_U8: return ((const uint8_t *)p)[i];
+    case CUVIL_T_U8: case CUVIL_T_U4: return ((const uint8_t *)p)[i];
     case CUVIL_T_U16: return ((const uint16_t *)p)[i];
     case CUVIL_T_U32: return ((const uint32_t *)p)[i];
     case CUVIL_T_U64: return (int64_t)((const uint64_t *)p)[i];
@@ -406,6 +406,8 @@ static inline int64_t ld_int(int t, const void *p, int64_t i) {
 static inline void st_int(int t, void *p, int64_t i, int64_t v) {
     switch (t) {
     case CUVIL_T_I8: case CUVIL_T_U8: ((uint8_t *)p)[i] = (uint8_t)v; break;
+    case CUVIL_T_I4: ((int8_t *)p)[i] = (int8_t)((((uint64_t)v & 0xF) ^ 8) - 8); break;   /* the low 4 bits */
+    case CUVIL_T_U4: ((uint8_t *)p)[i] = (uint8_t)(v & 0xF); break;
     case CUVIL_T_I16: case CUVIL_T_U16: ((uint16_t *)p)[i] = (uint16_t)v; break;
     case CUVIL_T_I32: case CUVIL_T_U32: ((uint32_t *)p)[i] = (uint32_t)v; break;
     default: ((uint64_t *)p)[i] = (uint64_t)v; break;
@@ -432,6 +434,9 @@ static inline int64_t cvt_i64(double v) {
 
 static int64_t float_to_int(int from, int to, double v) {
     switch (to) {
+    /* 4 bits: truncated; out of range (undefined in ONNX) 0, as ONNX's reference (ml_dtypes) */
+    case CUVIL_T_I4: return v > -9.0 && v < 8.0 ? (int64_t)v : 0;
+    case CUVIL_T_U4: return v > -1.0 && v < 16.0 ? (int64_t)v : 0;
     case CUVIL_T_I64: return cvt_i64(v);
     case CUVIL_T_U64:
         if (v >= 9223372036854775808.0) return v < 18446744073709551616.0 ? (int64_t)(uint64_t)v : 0;
@@ -1032,6 +1037,8 @@ static int64_t qidx(const cuvil_quant_params *p, int64_t o, int64_t l, int64_t i
 
 static void int_range(int t, double *lo, double *hi) {
     switch (t) {
+    case CUVIL_T_I4: *lo = -8, *hi = 7; break;
+    case CUVIL_T_U4: *lo = 0, *hi = 15; break;
     case CUVIL_T_I8: *lo = -128, *hi = 127; break;
     case CUVIL_T_U8: *lo = 0, *hi = 255; break;
     case CUVIL_T_I16: *lo = -32768, *hi = 32767; break;

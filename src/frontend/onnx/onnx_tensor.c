@@ -188,16 +188,36 @@ cuvil_status cuvil_onnx_tensor_decode(cuvil_ctx *ctx, const Onnx__TensorProto *t
     if ((raw || external) && nfield)
         return cuvil_err(ctx, malformed, "tensor '%s': holds data in both %s and %s", what,
                          external ? "an external file" : "raw_data", field);
-    if (raw && t->raw_data.len != nbytes)
-        return cuvil_err(ctx, malformed, "tensor '%s': %s needs %zu bytes, raw_data holds %zu", what, sbuf, nbytes,
+    /* 4-bit types are packed two per byte (the first element in the low nibble) in raw_data,
+     * an external file and int32_data (one byte per entry); unpacked here, one per byte */
+    bool four = dt == CUVIL_DTYPE_INT4 || dt == CUVIL_DTYPE_UINT4;
+    size_t stored = four ? (numel + 1) / 2 : nbytes, stored_n = four ? stored : numel;
+    if (raw && t->raw_data.len != stored)
+        return cuvil_err(ctx, malformed, "tensor '%s': %s needs %zu bytes, raw_data holds %zu", what, sbuf, stored,
                          t->raw_data.len);
-    if (!raw && !external && nfield != numel)
-        return cuvil_err(ctx, malformed, "tensor '%s': %s needs %zu elements, %s holds %zu", what, sbuf, numel, field,
-                         nfield);
+    if (!raw && !external && nfield != stored_n)
+        return cuvil_err(ctx, malformed, "tensor '%s': %s needs %zu %s, %s holds %zu", what, sbuf, stored_n,
+                         four ? "entries (two elements each)" : "elements", field, nfield);
     void *d = alloc(alloc_arg, nbytes);
     if (!d) return cuvil_err(ctx, CUVIL_ERR_NOMEM, "tensor '%s': out of memory for %zu bytes", what, nbytes);
     *data = d;
     *nbytes_out = nbytes;
+    if (four) {
+        uint8_t *u = d;
+        if (external) {
+            cuvil_status s = read_external(ctx, t, model_dir, what, d, stored);
+            if (s) return s;
+        } else if (raw) {
+            if (stored) memcpy(d, t->raw_data.data, stored);
+        } else {
+            for (size_t i = 0; i < stored; i++) u[i] = (uint8_t)t->int32_data[i];
+        }
+        for (size_t i = numel; i-- > 0;) {   /* backwards: byte i/2 is read before anything overwrites it */
+            unsigned v = (u[i / 2] >> (4 * (i % 2))) & 0xFu;
+            u[i] = (uint8_t)(dt == CUVIL_DTYPE_INT4 && (v & 8u) ? (int)v - 16 : (int)v);
+        }
+        return CUVIL_OK;
+    }
     if (external) return read_external(ctx, t, model_dir, what, d, nbytes);
     if (raw) {
         if (nbytes) memcpy(d, t->raw_data.data, nbytes);

@@ -7,7 +7,7 @@
 #include "ir/ops/ops.h"
 
 static bool int8to32(cir_dtype t) {
-    return t == CIR_I8 || t == CIR_U8 || t == CIR_I16 || t == CIR_U16 || t == CIR_I32;
+    return t == CIR_I4 || t == CIR_U4 || t == CIR_I8 || t == CIR_U8 || t == CIR_I16 || t == CIR_U16 || t == CIR_I32;
 }
 
 cuvil_status op_quant_params(cir_graph *g, cir_node *n, cuvil_quant_params *p) {
@@ -58,7 +58,7 @@ static cuvil_status dq_infer(cir_graph *g, cir_node *n) {
     if (s) return s;
     cir_value *x = cir_in(g, n, 0), *sc = cir_in(g, n, 1), *zp = cir_in(g, n, 2);
     if (!int8to32(x->dtype))
-        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' is %s; Cuvil dequantizes int8, uint8, int16, uint16 "
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' is %s; Cuvil dequantizes int4, uint4, int8, uint8, int16, uint16 "
                             "and int32", x->name, cir_dtype_name(x->dtype));
     if (zp && zp->dtype != x->dtype)
         return cir_node_err(g, n, CUVIL_ERR_MODEL, "zero point '%s' is %s, the input %s", zp->name, cir_dtype_name(zp->dtype),
@@ -83,7 +83,7 @@ static cuvil_status q_infer(cir_graph *g, cir_node *n) {
     if ((s = op_quant_params(g, n, &p))) return s;
     cir_dtype to = zp ? zp->dtype : cir_attr_has(n, "to") && cir_attr_int(n, "to") ? (cir_dtype)cir_attr_int(n, "to") : CIR_U8;
     if (!int8to32(to) || to == CIR_I32)
-        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "output type %s (Cuvil quantizes to int8, uint8, int16, uint16)",
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "output type %s (Cuvil quantizes to int4, uint4, int8, uint8, int16, uint16)",
                             cir_dtype_name(to));
     cir_set_shape_like(cir_out(g, n, 0), to, x);
     return CUVIL_OK;
