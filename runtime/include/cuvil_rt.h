@@ -350,6 +350,38 @@ void cuvil_einsum_t(int type, int n_in, int n_lab, int n_out_lab, const int64_t 
  * scratch holds 8 * M * M bytes. */
 void cuvil_f32_det(int64_t batch, int64_t M, const float *x, float *y, void *scratch);
 
+/* ===== DFT and STFT (dft.c), float32, direct sums ====================================
+ * DFT: x [outer, len, inner, 1 or 2 (in_complex)] along len, n points (the input zero-padded or
+ * cut to n); mode 0 forward, 1 inverse (divided by n), both complex out; mode 2 the inverse of a
+ * one-sided spectrum (its first n/2 + 1 bins), real out (numpy's irfft). y [outer, out_len,
+ * inner, 2 (mode 2: 1)], out_len the bins kept (n, or n/2 + 1 one-sided). */
+typedef struct cuvil_dft_params {
+    int mode, in_complex;
+    int64_t outer, len, inner, n, out_len;
+} cuvil_dft_params;
+void cuvil_f32_dft(const cuvil_dft_params *p, const float *x, float *y);
+/* STFT: x [batch, sig_len, 1 or 2]; frame f takes win_len samples from f * step (zero past the
+ * end) times window (NULL: ones), transformed with n points; y [batch, frames, bins, 2]. */
+typedef struct cuvil_stft_params {
+    int in_complex;
+    int64_t batch, sig_len, step, frames, win_len, n, bins;
+} cuvil_stft_params;
+void cuvil_f32_stft(const cuvil_stft_params *p, const float *x, const float *window, float *y);
+/* The same with the axis and dft_length (STFT: frame_step and frame_length) read when the
+ * model runs where *_t names their type (CUVIL_T_I32/I64; 0: the constant field; n, flen -1:
+ * the default): 1 when they are invalid or give another output than the compiled one. */
+typedef struct cuvil_dft_rt_params {
+    int ndim, inverse, onesided, axis_t, len_t;
+    int64_t axis, n, dims[8], out_dims[8];
+} cuvil_dft_rt_params;
+int cuvil_f32_dft_rt(const cuvil_dft_rt_params *p, const void *axis, const void *len, const float *x, float *y);
+typedef struct cuvil_stft_rt_params {
+    int in_complex, onesided, step_t, len_t;
+    int64_t batch, sig_len, win_len, step, flen, frames, bins;   /* win_len: the window's, -1 without one */
+} cuvil_stft_rt_params;
+int cuvil_f32_stft_rt(const cuvil_stft_rt_params *p, const void *step, const void *len, const float *x,
+                      const float *window, float *y);
+
 /* ===== TfIdfVectorizer (tfidf.c) =====================================================
  * y [rows, out_size] float32 from x [rows, C] (int32 when x_i32, else int64): for every skip
  * distance d in 1..max_skip+1 and start i, each n in [min_n, max_n] (n >= 2 past d = 1) whose

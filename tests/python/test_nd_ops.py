@@ -164,3 +164,50 @@ def test_group_norm_against_ort(tmp_path):
     feeds = {"x": rng.standard_normal((3, 6, 4, 5)).astype(np.float32), "s": rng.standard_normal(sc).astype(np.float32),
              "b": rng.standard_normal(sc).astype(np.float32)}
     tl.check_vs_ort(model, path, feeds, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("inverse,onesided,length,cplx", [(0, 0, None, False), (0, 1, 7, False), (0, 0, 12, True),
+                                                          (1, 0, None, True), (1, 1, 10, True), (1, 1, 9, True)])
+def test_dft_against_numpy(tmp_path, inverse, onesided, length, cplx):
+    rng = np.random.default_rng(30 + 3 * inverse + onesided)
+    x = rng.standard_normal((2, 6, 3, 2 if cplx else 1)).astype(np.float32)
+    inits = [helper.make_tensor("len", TensorProto.INT64, [], [length])] if length else []
+    node = helper.make_node("DFT", ["x", "len" if length else "", "ax"], ["y"], inverse=inverse, onesided=onesided)
+    inits.append(helper.make_tensor("ax", TensorProto.INT64, [], [1]))
+    path = tl.onnx_graph_model(tmp_path / "d.onnx", [node], [_vi("x", F, list(x.shape))], [("y", F)], inits=inits, opset=20)
+    got = cuvil.load(tl.compile(path, tmp_path / "d"))(x=x)
+    c = x[..., 0] + 1j * x[..., 1] if cplx else x[..., 0]
+    if inverse and onesided:
+        want = np.fft.irfft(c, n=length, axis=1)[..., None]
+    elif inverse:
+        w = np.fft.ifft(c, n=length, axis=1)
+        want = np.stack([w.real, w.imag], -1)
+    else:
+        w = np.fft.fft(c, n=length, axis=1)
+        if onesided:
+            w = w[:, : (length or 6) // 2 + 1]
+        want = np.stack([w.real, w.imag], -1)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_stft_against_numpy_and_runtime_step_checked(tmp_path):
+    rng = np.random.default_rng(40)
+    sig = rng.standard_normal((2, 50, 1)).astype(np.float32)
+    win = np.hanning(12).astype(np.float32)
+    node = helper.make_node("STFT", ["s", "step", "w", "len"], ["y"])
+    path = tl.onnx_graph_model(tmp_path / "s.onnx", [node], [_vi("s", F, [2, 50, 1]), _vi("step", TensorProto.INT64, []),
+                               _vi("w", F, [12]), _vi("len", TensorProto.INT64, [])], [("y", F)],
+                               opset=17)
+    import onnx
+    m = onnx.load(path)   # the output's shape declared: 1 + (50 - 12) // 5 = 8 frames, 7 bins
+    del m.graph.output[0].type.tensor_type.shape.dim[:]
+    for d in (2, 8, 7, 2):
+        m.graph.output[0].type.tensor_type.shape.dim.add().dim_value = d
+    onnx.save(m, path)
+    model = cuvil.load(tl.compile(path, tmp_path / "s"))
+    got = model(s=sig, step=np.array(5, np.int64), w=win, len=np.array(12, np.int64))
+    frames = np.stack([sig[:, f * 5:f * 5 + 12, 0] * win for f in range(8)], 1)
+    w = np.fft.rfft(frames, axis=-1)
+    np.testing.assert_allclose(got, np.stack([w.real, w.imag], -1), rtol=1e-4, atol=1e-4)
+    with pytest.raises(cuvil.CuvilError, match=r"STFT.*frame_step"):   # 6 frames: not the declared 8
+        model(s=sig, step=np.array(7, np.int64), w=win, len=np.array(12, np.int64))

@@ -112,3 +112,65 @@ cuvil_status cg_emit_det(cg_ctx *cg, cir_graph *g, cir_node *n) {
               cg_dimprod(cg, x->id, x->ndim - 1, x->ndim, 1), cg_in(cg, n->in[0]), cg_out(cg, n->out[0]), S);
     return CUVIL_OK;
 }
+
+cuvil_status cg_emit_dft(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    if (op_dft_runtime(g, n, 1, 2)) {
+        cir_value *x = cir_in(g, n, 0), *y = cir_out(g, n, 0), *av = cir_in(g, n, 2), *lv = cir_in(g, n, 1);
+        int64_t axis = cir_attr_int(n, "axis"), len = -1;
+        if (av && cir_is_const(av)) axis = cir_const_i64(av, 0);
+        if (lv && cir_is_const(lv)) len = cir_const_i64(lv, 0);
+        bool art = av && !cir_is_const(av), lrt = lv && !cir_is_const(lv);
+        const char *ps = cg_param(cg, "cuvil_dft_rt_params",
+                                  "{ .ndim = %d, .inverse = %d, .onesided = %d, .axis_t = %s, .len_t = %s, .axis = %lld, "
+                                  ".n = %lld, .dims = %s, .out_dims = %s }", x->ndim, cir_attr_int(n, "inverse") != 0,
+                                  cir_attr_int(n, "onesided") != 0, art ? cg_rt_type(av->dtype) : "0",
+                                  lrt ? cg_rt_type(lv->dtype) : "0", (long long)axis, (long long)len,
+                                  cg_i64s(cg, x->dims, x->ndim), cg_i64s(cg, y->dims, y->ndim));
+        cg_printf(cg, "    if (cuvil_f32_dft_rt(&%s, %s, %s, %s, %s)) return 1;\n", ps, art ? cg_in(cg, n->in[2]) : "NULL",
+                  lrt ? cg_in(cg, n->in[1]) : "NULL", cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));
+        cg_fallible(cg, "its axis or dft_length is invalid or gives another output shape than the model declares");
+        return CUVIL_OK;
+    }
+    cuvil_dft_params p;
+    int axis;
+    cuvil_status s = op_dft_params(g, n, &p, &axis);
+    if (s) return s;
+    const char *ps = cg_param(cg, "cuvil_dft_params",
+                              "{ .mode = %d, .in_complex = %d, .outer = %lld, .len = %lld, .inner = %lld, .n = %lld, "
+                              ".out_len = %lld }", p.mode, p.in_complex, (long long)p.outer, (long long)p.len,
+                              (long long)p.inner, (long long)p.n, (long long)p.out_len);
+    cg_printf(cg, "    cuvil_f32_dft(&%s, %s, %s);\n", ps, cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));
+    return CUVIL_OK;
+}
+
+cuvil_status cg_emit_stft(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    if (op_dft_runtime(g, n, 1, 1) || op_dft_runtime(g, n, 3, 3)) {
+        cir_value *x = cir_in(g, n, 0), *y = cir_out(g, n, 0), *sv = cir_in(g, n, 1), *w = cir_in(g, n, 2), *lv = cir_in(g, n, 3);
+        bool srt = !cir_is_const(sv), lrt = lv && !cir_is_const(lv);
+        const char *ps = cg_param(cg, "cuvil_stft_rt_params",
+                                  "{ .in_complex = %d, .onesided = %d, .step_t = %s, .len_t = %s, .batch = %lld, "
+                                  ".sig_len = %lld, .win_len = %lld, .step = %lld, .flen = %lld, .frames = %lld, "
+                                  ".bins = %lld }", x->dims[2] == 2, cir_attr_int(n, "onesided") != 0,
+                                  srt ? cg_rt_type(sv->dtype) : "0", lrt ? cg_rt_type(lv->dtype) : "0",
+                                  (long long)x->dims[0], (long long)x->dims[1], (long long)(w ? w->dims[0] : -1),
+                                  (long long)(srt ? 0 : cir_const_i64(sv, 0)),
+                                  (long long)(lv && !lrt ? cir_const_i64(lv, 0) : -1), (long long)y->dims[1],
+                                  (long long)y->dims[2]);
+        cg_printf(cg, "    if (cuvil_f32_stft_rt(&%s, %s, %s, %s, %s, %s)) return 1;\n", ps, srt ? cg_in(cg, n->in[1]) : "NULL",
+                  lrt ? cg_in(cg, n->in[3]) : "NULL", cg_in(cg, n->in[0]), w ? cg_in(cg, n->in[2]) : "NULL",
+                  cg_out(cg, n->out[0]));
+        cg_fallible(cg, "its frame_step or frame_length is invalid or gives another output shape than the model declares");
+        return CUVIL_OK;
+    }
+    cuvil_stft_params p;
+    cuvil_status s = op_stft_params(g, n, &p);
+    if (s) return s;
+    const char *ps = cg_param(cg, "cuvil_stft_params",
+                              "{ .in_complex = %d, .batch = %lld, .sig_len = %lld, .step = %lld, .frames = %lld, "
+                              ".win_len = %lld, .n = %lld, .bins = %lld }", p.in_complex, (long long)p.batch,
+                              (long long)p.sig_len, (long long)p.step, (long long)p.frames, (long long)p.win_len,
+                              (long long)p.n, (long long)p.bins);
+    cg_printf(cg, "    cuvil_f32_stft(&%s, %s, %s, %s);\n", ps, cg_in(cg, n->in[0]),
+              cir_in(g, n, 2) ? cg_in(cg, n->in[2]) : "NULL", cg_out(cg, n->out[0]));
+    return CUVIL_OK;
+}

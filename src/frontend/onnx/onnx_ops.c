@@ -833,6 +833,13 @@ static cuvil_status map_einsum(onnx_mapper *m, onnx_node *on, cir_op_kind kind) 
     return add_node(m, on, kind, on->n_in, on->in, on->n_out, on->out, &set, 1, no_ignore);
 }
 
+/* DFT: from opset 20 the axis is an input, default -2 (before, an attribute, default 1). */
+static cuvil_status map_dft(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
+    if (on->opset < 20) return map_plain(m, on, kind);
+    cuvil_attr ax = {.name = "axis", .type = CUVIL_ATTR_INT, .i = -2};
+    return add_node(m, on, kind, on->n_in, on->in, on->n_out, on->out, &ax, 1, no_ignore);
+}
+
 /* ===== The table =========================================================================== */
 static const op_map table[] = {
     {"Conv", 1, CIR_OP_CONV, map_conv_pool},
@@ -877,6 +884,8 @@ static const op_map table[] = {
     {"Einsum", 12, CIR_OP_EINSUM, map_einsum},
     {"TfIdfVectorizer", 9, CIR_OP_TFIDF, NULL},
     {"Det", 11, CIR_OP_DET, NULL},
+    {"DFT", 17, CIR_OP_DFT, map_dft},
+    {"STFT", 17, CIR_OP_STFT, NULL},
     {"HannWindow", 17, CIR_OP_WINDOW, map_window},
     {"HammingWindow", 17, CIR_OP_WINDOW, map_window},
     {"BlackmanWindow", 17, CIR_OP_WINDOW, map_window},

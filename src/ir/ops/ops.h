@@ -309,6 +309,9 @@ typedef struct op_tfidf {
     float *weights;
 } op_tfidf;
 cuvil_status op_tfidf_table(cir_graph *g, cir_node *n, op_tfidf *t);
+cuvil_status op_dft_params(cir_graph *g, cir_node *n, cuvil_dft_params *p, int *axis);
+bool op_dft_runtime(cir_graph *g, cir_node *n, int from, int to);
+cuvil_status op_stft_params(cir_graph *g, cir_node *n, cuvil_stft_params *p);
 cuvil_status op_pool_nd_params(cir_graph *g, cir_node *n, cuvil_pool_nd_params *p);
 cuvil_status op_conv_nd_params(cir_graph *g, cir_node *n, cuvil_conv_nd_params *p);
 /* The reductions (mask bit d: axis d is reduced), and the output shape (ndim, dims). */
