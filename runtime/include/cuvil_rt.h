@@ -382,6 +382,14 @@ typedef struct cuvil_stft_rt_params {
 int cuvil_f32_stft_rt(const cuvil_stft_rt_params *p, const void *step, const void *len, const float *x,
                       const float *window, float *y);
 
+/* ===== RotaryEmbedding (rotary.c) =====================================================
+ * y = x with the first rot dims of every head rotated by the angle whose cos/sin the caches
+ * give: pairs (x[j], x[j + rot/2]), or (x[2j], x[2j+1]) interleaved, become (c x1 - s x2,
+ * s x1 + c x2). x [B, H, S, D] (x4d) or [B, S, H, D]; cache row pos[b, s] (of max_pos; 1 when
+ * one is outside them) or b * S + s without pos. */
+int cuvil_f32_rotary(int interleaved, int x4d, int64_t B, int64_t S, int64_t H, int64_t D, int64_t rot, int64_t max_pos,
+                     const float *x, const float *cos_c, const float *sin_c, const int64_t *pos, float *y);
+
 /* ===== TfIdfVectorizer (tfidf.c) =====================================================
  * y [rows, out_size] float32 from x [rows, C] (int32 when x_i32, else int64): for every skip
  * distance d in 1..max_skip+1 and start i, each n in [min_n, max_n] (n >= 2 past d = 1) whose

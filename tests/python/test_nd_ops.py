@@ -211,3 +211,22 @@ def test_stft_against_numpy_and_runtime_step_checked(tmp_path):
     np.testing.assert_allclose(got, np.stack([w.real, w.imag], -1), rtol=1e-4, atol=1e-4)
     with pytest.raises(cuvil.CuvilError, match=r"STFT.*frame_step"):   # 6 frames: not the declared 8
         model(s=sig, step=np.array(7, np.int64), w=win, len=np.array(12, np.int64))
+
+
+@pytest.mark.parametrize("interleaved,rot", [(0, 0), (1, 4)])
+def test_rotary_embedding_against_ort(tmp_path, interleaved, rot):
+    rng = np.random.default_rng(50 + interleaved)
+    D, H = 8, 2
+    half = (rot or D) // 2
+    node = helper.make_node("RotaryEmbedding", ["x", "c", "s", "p"], ["y"], interleaved=interleaved, num_heads=H,
+                            rotary_embedding_dim=rot)
+    vis = [_vi("x", F, ["b", "seq", H * D]), _vi("c", F, [16, half]), _vi("s", F, [16, half]),
+           _vi("p", TensorProto.INT64, ["b", "seq"])]
+    path = tl.onnx_graph_model(tmp_path / "r.onnx", [node], vis, [("y", F)], opset=23)
+    model = cuvil.load(tl.compile(path, tmp_path / "r", dims={"b": "1:3", "seq": "1:8"}))
+    ang = rng.uniform(0, 6, (16, half))
+    feeds = {"x": rng.standard_normal((2, 5, H * D)).astype(np.float32), "c": np.cos(ang).astype(np.float32),
+             "s": np.sin(ang).astype(np.float32), "p": rng.integers(0, 16, (2, 5)).astype(np.int64)}
+    tl.check_vs_ort(model, path, feeds, rtol=1e-5, atol=1e-5)
+    with pytest.raises(cuvil.CuvilError, match="position id is outside"):
+        model(**{**feeds, "p": np.full((2, 5), 16, np.int64)})

@@ -174,3 +174,16 @@ cuvil_status cg_emit_stft(cg_ctx *cg, cir_graph *g, cir_node *n) {
               cir_in(g, n, 2) ? cg_in(cg, n->in[2]) : "NULL", cg_out(cg, n->out[0]));
     return CUVIL_OK;
 }
+
+cuvil_status cg_emit_rotary(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    op_rotary r;
+    cuvil_status s = op_rotary_sizes(g, n, &r);
+    if (s) return s;
+    cir_value *pos = cir_in(g, n, 3);
+    cg_printf(cg, "    if (cuvil_f32_rotary(%d, %d, %s, %s, %lld, %lld, %lld, %s, %s, %s, %s, %s, %s)) return 1;\n",
+              cir_attr_int(n, "interleaved") != 0, r.x4d, cg_dim_c(cg, r.B), cg_dim_c(cg, r.S), (long long)r.H,
+              (long long)r.D, (long long)r.rot, pos ? cg_dimprod(cg, n->in[1], 0, 1, 1) : "0", cg_in(cg, n->in[0]),
+              cg_in(cg, n->in[1]), cg_in(cg, n->in[2]), pos ? cg_in(cg, n->in[3]) : "NULL", cg_out(cg, n->out[0]));
+    cg_fallible(cg, "a position id is outside the caches");
+    return CUVIL_OK;
+}

@@ -886,6 +886,7 @@ static const op_map table[] = {
     {"Det", 11, CIR_OP_DET, NULL},
     {"DFT", 17, CIR_OP_DFT, map_dft},
     {"STFT", 17, CIR_OP_STFT, NULL},
+    {"RotaryEmbedding", 23, CIR_OP_ROTARY, NULL},
     {"HannWindow", 17, CIR_OP_WINDOW, map_window},
     {"HammingWindow", 17, CIR_OP_WINDOW, map_window},
     {"BlackmanWindow", 17, CIR_OP_WINDOW, map_window},

@@ -288,3 +288,78 @@ static cuvil_status det_infer(cir_graph *g, cir_node *n) {
     return CUVIL_OK;
 }
 const cir_opdef cir_op_det = {"det", CIR_OPF_SYM_DIMS, 1, 1, 1, 1, NULL, det_infer, NULL, NULL, 0};
+
+/* ===== rotary ============================================================================= */
+/* rotary (x, cos_cache, sin_cache, [position_ids]; interleaved, num_heads,
+ * rotary_embedding_dim): ONNX RotaryEmbedding (opset 23) on cuvil_f32_rotary. x is [B, H, S,
+ * D] or [B, S, H * D] (num_heads given); the caches [max_pos, rot/2] read at position_ids [B,
+ * S] (an id outside them fails the run), or [B, S, rot/2] without ids. float32. */
+cuvil_status op_rotary_sizes(cir_graph *g, cir_node *n, op_rotary *r) {
+    cir_value *x = cir_in(g, n, 0), *c = cir_in(g, n, 1), *sn = cir_in(g, n, 2), *pos = cir_in(g, n, 3);
+    memset(r, 0, sizeof *r);
+    if (x->ndim != 3 && x->ndim != 4)
+        return cir_node_err(g, n, CUVIL_ERR_SHAPE, "input '%s' has rank %d; RotaryEmbedding takes [B, H, S, D] or [B, S, "
+                            "hidden]", x->name, x->ndim);
+    if (x->dx[x->ndim - 1]) return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "the last dim of '%s' is symbolic", x->name);
+    r->x4d = x->ndim == 4;
+    int64_t heads = cir_attr_int(n, "num_heads"), last = x->dims[x->ndim - 1];
+    if (r->x4d) {
+        if (x->dx[1]) return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "the heads dim of '%s' is symbolic", x->name);
+        r->H = x->dims[1];
+        r->D = last;
+        r->S = cir_dimx(g, x, 2);
+    } else {
+        if (heads < 1 || last % heads)
+            return cir_node_err(g, n, CUVIL_ERR_MODEL, "num_heads %lld must divide the hidden size %lld of a 3-D input",
+                                (long long)heads, (long long)last);
+        r->H = heads;
+        r->D = last / heads;
+        r->S = cir_dimx(g, x, 1);
+    }
+    r->B = cir_dimx(g, x, 0);
+    r->rot = cir_attr_int(n, "rotary_embedding_dim");
+    if (r->rot == 0) r->rot = r->D;
+    if (r->rot < 2 || r->rot > r->D || r->rot % 2)
+        return cir_node_err(g, n, CUVIL_ERR_MODEL, "rotary_embedding_dim %lld must be even and at most the head size %lld",
+                            (long long)r->rot, (long long)r->D);
+    for (int i = 1; i < 3; i++) {
+        cir_value *v = i == 1 ? c : sn;
+        if (v->ndim != (pos ? 2 : 3) || v->dx[v->ndim - 1] || v->dims[v->ndim - 1] != r->rot / 2)
+            return cir_node_err(g, n, CUVIL_ERR_SHAPE, "%s '%s' must be [%s, %lld]", i == 1 ? "cos_cache" : "sin_cache",
+                                v->name, pos ? "positions" : "batch, sequence", (long long)(r->rot / 2));
+        cuvil_status s;
+        if (!pos && ((s = cir_require_eq(g, n, cir_dimx(g, v, 0), r->B, "the caches' and the input's batch")) ||
+                     (s = cir_require_eq(g, n, cir_dimx(g, v, 1), r->S, "the caches' and the input's sequence"))))
+            return s;
+    }
+    if (pos) {
+        if (pos->dtype != CIR_I64 || pos->ndim != 2)
+            return cir_node_err(g, n, CUVIL_ERR_MODEL, "position_ids '%s' must be int64 [batch, sequence]", pos->name);
+        cuvil_status s;
+        if ((s = cir_require_eq(g, n, cir_dimx(g, pos, 0), r->B, "position_ids' and the input's batch")) ||
+            (s = cir_require_eq(g, n, cir_dimx(g, pos, 1), r->S, "position_ids' and the input's sequence")) ||
+            (s = cir_require_eq(g, n, cir_dimx(g, c, 0), cir_dimx(g, sn, 0), "the caches' lengths")))
+            return s;
+    }
+    return CUVIL_OK;
+}
+
+static cuvil_status rotary_infer(cir_graph *g, cir_node *n) {
+    cuvil_status s = op_check_arity(g, n, 3, 4, 1, 1);
+    if (s || (s = op_need_f32(g, n, 0)) || (s = op_need_f32(g, n, 1)) || (s = op_need_f32(g, n, 2))) return s;
+    op_rotary r;
+    if ((s = op_rotary_sizes(g, n, &r))) return s;
+    cir_value *x = cir_in(g, n, 0);
+    const cir_dim *dx[4];
+    for (int d = 0; d < x->ndim; d++) dx[d] = cir_dimx(g, x, d);
+    cir_set_shape_x(cir_out(g, n, 0), CIR_F32, x->ndim, dx);
+    return CUVIL_OK;
+}
+
+static const cir_attr_spec rotary_attrs[] = {
+    {"interleaved", CIR_ATTR_INT, 0, 0, NULL, false},
+    {"num_heads", CIR_ATTR_INT, 0, 0, NULL, false},
+    {"rotary_embedding_dim", CIR_ATTR_INT, 0, 0, NULL, false},
+    CIR_ATTR_END,
+};
+const cir_opdef cir_op_rotary = {"rotary", CIR_OPF_SYM_DIMS, 3, 4, 1, 1, rotary_attrs, rotary_infer, NULL, NULL, 0};
