@@ -390,6 +390,23 @@ int cuvil_f32_stft_rt(const cuvil_stft_rt_params *p, const void *step, const voi
 int cuvil_f32_rotary(int interleaved, int x4d, int64_t B, int64_t S, int64_t H, int64_t D, int64_t rot, int64_t max_pos,
                      const float *x, const float *cos_c, const float *sin_c, const int64_t *pos, float *y);
 
+/* ===== Ops whose output shape an input sets (geom.c); each returns 1 when the input's
+ * values (read when the model runs) are invalid or give another shape than the compiled one.
+ * CenterCropPad: x [in_dims] to y [out_dims] (ndim <= 8), each axis centred: cropped from
+ * (in - out) / 2 or padded with zeros before by (out - in) / 2; shape[i] is axes[i]'s size. */
+int cuvil_center_crop_pad(int ndim, const int64_t *in_dims, const int64_t *out_dims, int n_axes, const int64_t *axes,
+                          const int64_t *shape, size_t esize, const void *x, void *y);
+/* AffineGrid: grid [N, sp..., nd] = theta[n] ([nd, nd + 1]) times (x, y[, z], 1) of each point,
+ * the coordinates in -1..1 (align_corners: the end points on the corners); size (nd + 2 values)
+ * must be N, any C, then sp. */
+int cuvil_f32_affine_grid(int nd, int align_corners, int64_t N, const int64_t *sp, const int64_t *size,
+                          const float *theta, float *grid);
+/* Col2Im: x [N, C * prod(block), L] summed into y [N, C, img...] (nsp dims), block tap t of
+ * block position l at img coordinate l_i * st_i - pads_i + t_i * d_i (pads: begins, ends). */
+int cuvil_f32_col2im(int nsp, int64_t N, int64_t C, int64_t CK, int64_t L, const int64_t *img, const int64_t *d,
+                     const int64_t *st, const int64_t *pads, const int64_t *image_shape, const int64_t *block_shape,
+                     const float *x, float *y);
+
 /* ===== TfIdfVectorizer (tfidf.c) =====================================================
  * y [rows, out_size] float32 from x [rows, C] (int32 when x_i32, else int64): for every skip
  * distance d in 1..max_skip+1 and start i, each n in [min_n, max_n] (n >= 2 past d = 1) whose

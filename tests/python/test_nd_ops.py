@@ -230,3 +230,29 @@ def test_rotary_embedding_against_ort(tmp_path, interleaved, rot):
     tl.check_vs_ort(model, path, feeds, rtol=1e-5, atol=1e-5)
     with pytest.raises(cuvil.CuvilError, match="position id is outside"):
         model(**{**feeds, "p": np.full((2, 5), 16, np.int64)})
+
+
+def test_center_crop_pad_affine_grid_col2im_against_ort(tmp_path):
+    rng = np.random.default_rng(60)
+    nodes = [helper.make_node("CenterCropPad", ["x", "shape"], ["c"], axes=[0, -1]),
+             helper.make_node("AffineGrid", ["theta", "size"], ["g"], align_corners=1),
+             helper.make_node("Col2Im", ["cols", "img", "blk"], ["im"], strides=[2, 1], pads=[1, 0, 0, 1], dilations=[1, 2])]
+    vis = [_vi("x", TensorProto.INT32, [7, 4, 6]), _vi("shape", TensorProto.INT64, [2]), _vi("theta", F, [2, 3, 4]),
+           _vi("size", TensorProto.INT64, [5]), _vi("cols", F, [2, 12, 6]), _vi("img", TensorProto.INT64, [2]),
+           _vi("blk", TensorProto.INT64, [2])]
+    outs = [("c", TensorProto.INT32), ("g", F), ("im", F)]
+    path = tl.onnx_graph_model(tmp_path / "m.onnx", nodes, vis, outs, opset=20)
+    import onnx
+    m = onnx.load(path)   # the shapes the run-time inputs give, declared
+    for o, dims in zip(m.graph.output, ([4, 4, 9], [2, 3, 4, 5, 3], [2, 2, 5, 5])):
+        for d in dims:
+            o.type.tensor_type.shape.dim.add().dim_value = d
+    onnx.save(m, path)
+    model = cuvil.load(tl.compile(path, tmp_path / "m"))
+    feeds = {"x": rng.integers(-50, 50, (7, 4, 6)).astype(np.int32), "shape": np.array([4, 9], np.int64),
+             "theta": rng.standard_normal((2, 3, 4)).astype(np.float32), "size": np.array([2, 1, 3, 4, 5], np.int64),
+             "cols": rng.standard_normal((2, 12, 6)).astype(np.float32), "img": np.array([5, 5], np.int64),
+             "blk": np.array([2, 3], np.int64)}
+    tl.check_vs_ort(model, path, feeds, rtol=1e-5, atol=1e-5)
+    with pytest.raises(cuvil.CuvilError, match="CenterCropPad.*another output"):
+        model(**{**feeds, "shape": np.array([4, 8], np.int64)})

@@ -187,3 +187,42 @@ cuvil_status cg_emit_rotary(cg_ctx *cg, cir_graph *g, cir_node *n) {
     cg_fallible(cg, "a position id is outside the caches");
     return CUVIL_OK;
 }
+
+cuvil_status cg_emit_center_crop_pad(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    cir_value *x = cir_in(g, n, 0), *y = cir_out(g, n, 0);
+    int64_t axes[8];
+    int na;
+    cuvil_status s = op_ccp_axes(g, n, axes, &na);
+    if (s) return s;
+    cg_printf(cg, "    if (cuvil_center_crop_pad(%d, (const int64_t[])%s, (const int64_t[])%s, %d, (const int64_t[])%s, "
+              "(const int64_t *)%s, %zu, %s, %s)) return 1;\n", x->ndim, cg_i64s(cg, x->dims, x->ndim),
+              cg_i64s(cg, y->dims, y->ndim), na, cg_i64s(cg, axes, na), cg_in(cg, n->in[1]), cir_dtype_size(x->dtype),
+              cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));
+    cg_fallible(cg, "its shape gives another output than the model declares");
+    return CUVIL_OK;
+}
+
+cuvil_status cg_emit_affine_grid(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    cir_value *th = cir_in(g, n, 0), *y = cir_out(g, n, 0);
+    int nd = (int)th->dims[1];
+    cg_printf(cg, "    if (cuvil_f32_affine_grid(%d, %d, %lld, (const int64_t[])%s, (const int64_t *)%s, %s, %s)) return 1;\n", nd,
+              cir_attr_int(n, "align_corners") != 0, (long long)th->dims[0], cg_i64s(cg, y->dims + 1, nd),
+              cg_in(cg, n->in[1]), cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));
+    cg_fallible(cg, "its size gives another grid than the model declares");
+    return CUVIL_OK;
+}
+
+cuvil_status cg_emit_col2im(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    cir_value *x = cir_in(g, n, 0), *y = cir_out(g, n, 0);
+    int nsp = y->ndim - 2;
+    int64_t d[CUVIL_ND_MAX], st[CUVIL_ND_MAX], pads[2 * CUVIL_ND_MAX];
+    cuvil_status s = op_col2im_attrs(g, n, nsp, d, st, pads);
+    if (s) return s;
+    cg_printf(cg, "    if (cuvil_f32_col2im(%d, %lld, %lld, %lld, %lld, (const int64_t[])%s, (const int64_t[])%s, "
+              "(const int64_t[])%s, (const int64_t[])%s, (const int64_t *)%s, (const int64_t *)%s, %s, %s)) return 1;\n",
+              nsp, (long long)y->dims[0], (long long)y->dims[1], (long long)x->dims[1], (long long)x->dims[2],
+              cg_i64s(cg, y->dims + 2, nsp), cg_i64s(cg, d, nsp), cg_i64s(cg, st, nsp), cg_i64s(cg, pads, 2 * nsp),
+              cg_in(cg, n->in[1]), cg_in(cg, n->in[2]), cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));
+    cg_fallible(cg, "its image_shape or block_shape gives another output than the model declares");
+    return CUVIL_OK;
+}

@@ -27,15 +27,15 @@ bool op_dft_runtime(cir_graph *g, cir_node *n, int from, int to) {
 }
 
 /* An output whose shape depends on inputs read when the model runs: the declared one (the run
- * checks that they give it). */
-static cuvil_status declared_output(cir_graph *g, cir_node *n, int rank, const char *what) {
+ * checks that they give it), of at most 8 dims. */
+cuvil_status op_declared_output(cir_graph *g, cir_node *n, cir_dtype t, int rank, const char *what) {
     cir_value *y = cir_out(g, n, 0);
     bool ok = y->decl_ndim == rank && rank <= 8;
     for (int d = 0; ok && d < rank; d++) ok = y->decl_dims[d] >= 0;
     if (!ok)
         return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "%s read when the model runs: the output's shape must be declared "
                             "(rank %d, fixed dims) or they constant", what, rank);
-    cir_set_shape(y, CIR_F32, rank, y->decl_dims);
+    cir_set_shape(y, t, rank, y->decl_dims);
     return CUVIL_OK;
 }
 
@@ -82,7 +82,7 @@ static cuvil_status dft_infer(cir_graph *g, cir_node *n) {
         }
         if (x->ndim < 2 || (x->dims[x->ndim - 1] != 1 && x->dims[x->ndim - 1] != 2))
             return cir_node_err(g, n, CUVIL_ERR_SHAPE, "input '%s' must end in a dim of 1 (real) or 2 (complex)", x->name);
-        return declared_output(g, n, x->ndim, "dft_length or axis");
+        return op_declared_output(g, n, CIR_F32, x->ndim, "dft_length or axis");
     }
     cuvil_dft_params p;
     int a;
@@ -146,7 +146,7 @@ static cuvil_status stft_infer(cir_graph *g, cir_node *n) {
                 return cir_node_err(g, n, CUVIL_ERR_MODEL, "%s '%s' must be an int32 or int64 scalar",
                                     i == 1 ? "frame_step" : "frame_length", v->name);
         }
-        if ((s = declared_output(g, n, 4, "frame_step or frame_length"))) return s;
+        if ((s = op_declared_output(g, n, CIR_F32, 4, "frame_step or frame_length"))) return s;
         cir_value *y = cir_out(g, n, 0);
         if (y->dims[0] != x->dims[0] || y->dims[3] != 2)
             return cir_node_err(g, n, CUVIL_ERR_SHAPE, "the declared output must be [%lld, frames, bins, 2]",

@@ -310,6 +310,7 @@ typedef struct op_tfidf {
 } op_tfidf;
 cuvil_status op_tfidf_table(cir_graph *g, cir_node *n, op_tfidf *t);
 cuvil_status op_dft_params(cir_graph *g, cir_node *n, cuvil_dft_params *p, int *axis);
+cuvil_status op_declared_output(cir_graph *g, cir_node *n, cir_dtype t, int rank, const char *what);
 bool op_dft_runtime(cir_graph *g, cir_node *n, int from, int to);
 cuvil_status op_stft_params(cir_graph *g, cir_node *n, cuvil_stft_params *p);
 /* rotary's sizes (op_misc.c): x as [B, H, S, D] (x4d) or [B, S, H, D] */
@@ -319,6 +320,8 @@ typedef struct op_rotary {
     int64_t H, D, rot;
 } op_rotary;
 cuvil_status op_rotary_sizes(cir_graph *g, cir_node *n, op_rotary *r);
+cuvil_status op_ccp_axes(cir_graph *g, cir_node *n, int64_t *axes, int *na);
+cuvil_status op_col2im_attrs(cir_graph *g, cir_node *n, int nsp, int64_t *d, int64_t *st, int64_t *pads);
 cuvil_status op_pool_nd_params(cir_graph *g, cir_node *n, cuvil_pool_nd_params *p);
 cuvil_status op_conv_nd_params(cir_graph *g, cir_node *n, cuvil_conv_nd_params *p);
 /* The reductions (mask bit d: axis d is reduced), and the output shape (ndim, dims). */
