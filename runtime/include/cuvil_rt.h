@@ -1110,7 +1110,7 @@ enum { CUVIL_RESIZE_NEAREST = 0, CUVIL_RESIZE_LINEAR, CUVIL_RESIZE_CUBIC };
 enum {
     CUVIL_COORD_HALF_PIXEL = 0, CUVIL_COORD_ASYMMETRIC, CUVIL_COORD_ALIGN_CORNERS,
     CUVIL_COORD_PYTORCH_HALF_PIXEL, CUVIL_COORD_TF_HALF_PIXEL_FOR_NN,
-    CUVIL_COORD_HALF_PIXEL_SYMMETRIC
+    CUVIL_COORD_HALF_PIXEL_SYMMETRIC, CUVIL_COORD_TF_CROP_AND_RESIZE
 };
 enum {
     CUVIL_NEAREST_ROUND_PREFER_FLOOR = 0, CUVIL_NEAREST_ROUND_PREFER_CEIL, CUVIL_NEAREST_FLOOR,
@@ -1132,14 +1132,20 @@ typedef struct cuvil_resize_params {
     float scales[CUVIL_RT_MAX_DIMS];
     float cubic_coeff_a;
     int exclude_outside;
+    /* CUVIL_COORD_TF_CROP_AND_RESIZE: the region of interest along each axis (fractions of
+     * in - 1), and the value of an output whose source coordinate falls outside the input */
+    float roi_lo[CUVIL_RT_MAX_DIMS], roi_hi[CUVIL_RT_MAX_DIMS];
+    float extrapolation_value;
 } cuvil_resize_params;
 
 void cuvil_f32_resize(const cuvil_resize_params *p, const float *x, float *y);
 /* The output dims and scales of p along axes[0..nax) from scales (float32) or sizes (int64)
- * read when the model runs, by op_resize_params' rules: 1 when one is not valid (a scale not
- * a positive number, an empty axis) or a dim is over hi[i] (the room planned), else 0. */
+ * read when the model runs, by op_resize_params' rules (keep_aspect: keep_aspect_ratio_policy
+ * 1 not_larger, 2 not_smaller, on sizes; roi, NULL or 2 * nax float32 read then: the region of
+ * interest): 1 when one is not valid (a scale not a positive number, an empty axis) or a dim
+ * is over hi[i] (the room planned), else 0. */
 int cuvil_resize_rt(cuvil_resize_params *p, int nax, const int *axes, const float *scales, const int64_t *sizes,
-                    const int64_t *hi);
+                    const int64_t *hi, int keep_aspect, const float *roi);
 
 #ifdef __cplusplus
 }

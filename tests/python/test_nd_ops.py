@@ -256,3 +256,20 @@ def test_center_crop_pad_affine_grid_col2im_against_ort(tmp_path):
     tl.check_vs_ort(model, path, feeds, rtol=1e-5, atol=1e-5)
     with pytest.raises(cuvil.CuvilError, match="CenterCropPad.*another output"):
         model(**{**feeds, "shape": np.array([4, 8], np.int64)})
+
+
+@pytest.mark.parametrize("case", ["tf_crop", "not_larger", "not_smaller"])
+def test_resize_tf_crop_and_keep_aspect_against_ort(tmp_path, case):
+    rng = np.random.default_rng(70)
+    if case == "tf_crop":
+        node = helper.make_node("Resize", ["x", "roi", "", "sizes"], ["y"], mode="linear",
+                                coordinate_transformation_mode="tf_crop_and_resize", extrapolation_value=-3.0)
+        inits = [helper.make_tensor("roi", F, [8], [0, 0, -0.2, 0.1, 1, 1, 0.9, 1.3]),
+                 helper.make_tensor("sizes", TensorProto.INT64, [4], [1, 2, 5, 6])]
+    else:
+        node = helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], mode="nearest", axes=[2, 3],
+                                keep_aspect_ratio_policy=case)
+        inits = [helper.make_tensor("sizes", TensorProto.INT64, [2], [7, 4])]
+    path = tl.onnx_graph_model(tmp_path / "r.onnx", [node], [_vi("x", F, [1, 2, 4, 5])], [("y", F)], inits=inits, opset=19)
+    model = cuvil.load(tl.compile(path, tmp_path / "r"))
+    tl.check_vs_ort(model, path, {"x": rng.standard_normal((1, 2, 4, 5)).astype(np.float32)}, rtol=1e-5, atol=1e-5)

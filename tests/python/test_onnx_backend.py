@@ -35,7 +35,6 @@ OPS = {  # filter -> how many node cases ONNX 1.12 has
 # that brings their op lands, or computed as ONNX Runtime computes them where it and ONNX's data
 # disagree.
 EXPECTED = {
-    "node/test_resize_tf_crop_and_resize": ("refused", "tf_crop_and_resize"),
     # align_corners onto a length that is not a whole number (2 x 0.6): ONNX's reference divides
     # by the fractional length 1.2, ONNX Runtime (and Cuvil) by the output's 1
     "node/test_resize_downsample_scales_linear_align_corners": ("as-ort", "ONNX Runtime computes"),

@@ -446,8 +446,15 @@ static void test_resize(void) {
     in[1] = -1;
     in[2] = cst("scales", CIR_F32, 1, &d4, sc);
     k = node("Resize", 13, 3, in, 1);
-    attr_str(k, "coordinate_transformation_mode", "tf_crop_and_resize");
-    CHECK(run(k) == CUVIL_ERR_UNSUPPORTED && err_mentions("tf_crop_and_resize"));
+    attr_str(k, "coordinate_transformation_mode", "tf_crop_and_resize");   /* without its roi */
+    CHECK(run(k) == CUVIL_ERR_MODEL && err_mentions("tf_crop_and_resize needs roi"));
+    fresh();
+    in[0] = input("x", CIR_F32, 4, xd);
+    in[1] = -1;
+    in[2] = cst("scales", CIR_F32, 1, &d4, sc);
+    k = node("Resize", 18, 3, in, 1);
+    attr_int(k, "antialias", 1);
+    CHECK(run(k) == CUVIL_ERR_UNSUPPORTED && err_mentions("antialias"));
 }
 
 /* ===== Reduce ============================================================================= */

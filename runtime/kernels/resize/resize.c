@@ -11,6 +11,10 @@
  *   pytorch_half_pixel    out > 1 ? (o + 0.5) / scale - 0.5 : 0
  *   tf_half_pixel_for_nn  (o + 0.5) / scale
  *   half_pixel_symmetric  in/2 * (1 - out / (scale*in)) + (o + 0.5) / scale - 0.5
+ *   tf_crop_and_resize    lo * (in - 1) + (out == 1 ? (hi - lo) * (in - 1) / 2
+ *                                                    : o * (hi - lo) * (in - 1) / (out - 1)),
+ *                         in double as ONNX's reference; an output with a coordinate outside
+ *                         [0, in - 1] along any axis is extrapolation_value (the scalar path)
  * and becomes taps (input index, weight):
  *   nearest  one tap: x if integral, else floor/ceil by nearest_mode (round_prefer_floor
  *            takes floor at .5, round_prefer_ceil takes ceil; "at .5" allows 1e-6 of float
@@ -45,13 +49,21 @@
 #define TIE_EPS 1e-6f
 
 static int is_identity(const cuvil_resize_params *p, int d) {
-    return p->in_dims[d] == p->out_dims[d] && p->scales[d] == 1.0f;
+    return p->in_dims[d] == p->out_dims[d] && p->scales[d] == 1.0f &&
+           (p->coord_mode != CUVIL_COORD_TF_CROP_AND_RESIZE || (p->roi_lo[d] == 0.0f && p->roi_hi[d] == 1.0f));
 }
 
 static float axis_scale(const cuvil_resize_params *p, int d) {
     const float s = p->scales[d];
     if (s > 0.0f) return s;
     return p->in_dims[d] > 0 ? (float)p->out_dims[d] / (float)p->in_dims[d] : 1.0f;
+}
+
+/* tf_crop_and_resize's source coordinate, in double (as ONNX's reference). */
+static double tf_crop_coord(const cuvil_resize_params *p, int d, int64_t o) {
+    const double lo = p->roi_lo[d], hi = p->roi_hi[d], span = (double)p->in_dims[d] - 1.0;
+    const double v = p->out_dims[d] == 1 ? (hi - lo) * span / 2.0 : (double)o * (hi - lo) * span / ((double)p->out_dims[d] - 1.0);
+    return v + lo * span;
 }
 
 /* Source coordinate of output index o along axis d, in ONNX Runtime's arithmetic (float, with
@@ -66,6 +78,7 @@ static float src_coord(const cuvil_resize_params *p, int d, int64_t o) {
     case CUVIL_COORD_ALIGN_CORNERS: return out == 1.0f ? 0.0f : xr * (in - 1.0f) / (out - 1.0f);
     case CUVIL_COORD_PYTORCH_HALF_PIXEL: return out > 1.0f ? (xr + 0.5f) / s - 0.5f : 0.0f;
     case CUVIL_COORD_TF_HALF_PIXEL_FOR_NN: return (xr + 0.5f) / s;
+    case CUVIL_COORD_TF_CROP_AND_RESIZE: return (float)tf_crop_coord(p, d, o);
     case CUVIL_COORD_HALF_PIXEL_SYMMETRIC: {
         const float output_width = s * in;
         const float adjustment = out / output_width;
@@ -159,7 +172,12 @@ void cuvil_f32_resize__scalar(const cuvil_resize_params *p, const float *x, floa
         int64_t ti[CUVIL_RT_MAX_DIMS][MAX_TAPS];
         float tw[CUVIL_RT_MAX_DIMS][MAX_TAPS];
         for (int d = 0; d < nd; d++) axis_taps(p, d, oidx[d], ti[d], tw[d]);
-        int k[CUVIL_RT_MAX_DIMS] = {0};
+        int k[CUVIL_RT_MAX_DIMS] = {0}, outside = 0;
+        for (int d = 0; d < nd && p->coord_mode == CUVIL_COORD_TF_CROP_AND_RESIZE; d++)
+            if (!is_identity(p, d)) {
+                const double c = tf_crop_coord(p, d, oidx[d]);
+                outside |= c < 0.0 || c > (double)(p->in_dims[d] - 1);
+            }
         double acc = 0.0;
         for (;;) {
             double wgt = 1.0;
@@ -176,7 +194,7 @@ void cuvil_f32_resize__scalar(const cuvil_resize_params *p, const float *x, floa
             }
             if (d < 0) break;
         }
-        y[t] = (float)acc;
+        y[t] = outside ? p->extrapolation_value : (float)acc;
         for (int d = nd - 1; d >= 0; d--) {
             if (++oidx[d] < p->out_dims[d]) break;
             oidx[d] = 0;
@@ -199,7 +217,7 @@ void cuvil_f32_resize(const cuvil_resize_params *p, const float *x, float *y) {
         nt[d] = axis_ntaps(p, d);
         if (d < nd - 1) combos *= nt[d];
     }
-    if (combos > MAX_COMBOS) {
+    if (combos > MAX_COMBOS || p->coord_mode == CUVIL_COORD_TF_CROP_AND_RESIZE) {
         cuvil_f32_resize__scalar(p, x, y);
         return;
     }
@@ -275,7 +293,17 @@ void cuvil_f32_resize(const cuvil_resize_params *p, const float *x, float *y) {
 }
 
 int cuvil_resize_rt(cuvil_resize_params *p, int nax, const int *axes, const float *scales, const int64_t *sizes,
-                    const int64_t *hi) {
+                    const int64_t *hi, int keep_aspect, const float *roi) {
+    double kscale = 0.0;   /* keep_aspect_ratio_policy 1 (not_larger) / 2 (not_smaller): one scale */
+    for (int i = 0; keep_aspect && sizes && i < nax; i++) {
+        if (p->in_dims[axes[i]] == 0) return 1;
+        const double f = (double)sizes[i] / (double)p->in_dims[axes[i]];
+        if (i == 0 || (keep_aspect == 1 ? f < kscale : f > kscale)) kscale = f;
+    }
+    for (int i = 0; roi && i < nax; i++) {
+        p->roi_lo[axes[i]] = roi[i];
+        p->roi_hi[axes[i]] = roi[nax + i];
+    }
     for (int i = 0; i < nax; i++) {
         int d = axes[i];
         int64_t in = p->in_dims[d], out;
@@ -284,6 +312,11 @@ int cuvil_resize_rt(cuvil_resize_params *p, int nax, const int *axes, const floa
             if (!(sc > 0) || isinf(sc) || !(prod < 9.0e15f)) return 1;
             out = (int64_t)prod;
             p->scales[d] = sc;
+        } else if (keep_aspect) {   /* rounded half up, as ONNX's reference */
+            const double o = kscale * (double)in + 0.5;
+            if (!(o < 9.0e15)) return 1;
+            out = (int64_t)o;
+            p->scales[d] = (float)kscale;
         } else {   /* 0: the kernel derives out / in (exact nearest-neighbour ties) */
             out = sizes[i];
             if (in == 0) return 1;

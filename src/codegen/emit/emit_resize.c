@@ -4,7 +4,7 @@
 static const char *const mode_syms[] = {"CUVIL_RESIZE_NEAREST", "CUVIL_RESIZE_LINEAR", "CUVIL_RESIZE_CUBIC"};
 static const char *const coord_syms[] = {"CUVIL_COORD_HALF_PIXEL", "CUVIL_COORD_ASYMMETRIC", "CUVIL_COORD_ALIGN_CORNERS",
                                          "CUVIL_COORD_PYTORCH_HALF_PIXEL", "CUVIL_COORD_TF_HALF_PIXEL_FOR_NN",
-                                         "CUVIL_COORD_HALF_PIXEL_SYMMETRIC"};
+                                         "CUVIL_COORD_HALF_PIXEL_SYMMETRIC", "CUVIL_COORD_TF_CROP_AND_RESIZE"};
 static const char *const nearest_syms[] = {"CUVIL_NEAREST_ROUND_PREFER_FLOOR", "CUVIL_NEAREST_ROUND_PREFER_CEIL",
                                            "CUVIL_NEAREST_FLOOR", "CUVIL_NEAREST_CEIL"};
 
@@ -31,26 +31,47 @@ cuvil_status cg_emit_resize(cg_ctx *cg, cir_graph *g, cir_node *n) {
         int64_t ax[CIR_MAX_DIMS];
         for (int i = 0; i < nax; i++) ax[i] = axes[i];
         const char *hi = cg_found_his(cg, g, n, nax, slots);
-        cir_value *sc = cir_in(g, n, 2);
+        cir_value *sc = cir_in(g, n, 2), *roi = cir_in(g, n, 1);
         bool by_scales = sc && cir_value_fixed(sc) && cir_numel(sc) > 0;
+        bool tf = p.coord_mode == CUVIL_COORD_TF_CROP_AND_RESIZE, roi_rt = tf && !cir_is_const(roi);
+        char extra[CIR_MAX_DIMS * 80 + 128] = "";
+        if (tf) {   /* the constant roi (or the identity, replaced by one read when the model runs) */
+            size_t r = (size_t)snprintf(extra, sizeof extra, ", .roi_lo = {");
+            for (int d = 0; d < p.ndim; d++)
+                r += (size_t)snprintf(extra + r, sizeof extra - r, "%s%s", d ? ", " : " ", cg_float(p.roi_lo[d], buf));
+            r += (size_t)snprintf(extra + r, sizeof extra - r, " }, .roi_hi = {");
+            for (int d = 0; d < p.ndim; d++)
+                r += (size_t)snprintf(extra + r, sizeof extra - r, "%s%s", d ? ", " : " ", cg_float(p.roi_hi[d], buf));
+            snprintf(extra + r, sizeof extra - r, " }, .extrapolation_value = %s", cg_float(p.extrapolation_value, buf));
+        }
         cg_printf(cg, "    {\n        static const int64_t hi[] = %s;\n        static const int ax[] = %s;\n"
                       "        cuvil_resize_params p = { .mode = %s, .coord_mode = %s, .nearest_mode = %s, .ndim = %d, "
-                      ".in_dims = %s, .out_dims = %s, .scales = %s, .cubic_coeff_a = %s, .exclude_outside = %d };\n"
-                      "        if (cuvil_resize_rt(&p, %d, ax, %s, %s, hi)) return 1;\n",
+                      ".in_dims = %s, .out_dims = %s, .scales = %s, .cubic_coeff_a = %s, .exclude_outside = %d%s };\n"
+                      "        if (cuvil_resize_rt(&p, %d, ax, %s, %s, hi, %d, %s)) return 1;\n",
                   hi, cg_i64s(cg, ax, nax), mode_syms[p.mode], coord_syms[p.coord_mode], nearest_syms[p.nearest_mode], p.ndim, cg_dims_init(cg, n->in[0], p.ndim),
-                  cg_dims_init(cg, n->in[0], p.ndim), scales, cg_float(p.cubic_coeff_a, a), p.exclude_outside, nax,
-                  by_scales ? cg_in(cg, n->in[2]) : "NULL", by_scales ? "NULL" : cg_in(cg, n->in[3]));
+                  cg_dims_init(cg, n->in[0], p.ndim), scales, cg_float(p.cubic_coeff_a, a), p.exclude_outside, extra, nax,
+                  by_scales ? cg_in(cg, n->in[2]) : "NULL", by_scales ? "NULL" : cg_in(cg, n->in[3]),
+                  by_scales ? 0 : (int)cir_attr_int(n, "keep_aspect_ratio_policy"), roi_rt ? cg_in(cg, n->in[1]) : "NULL");
         for (int i = 0; i < nax; i++) cg_printf(cg, "        D[%d] = p.out_dims[%d];\n", slots[i], axes[i]);
         cg_printf(cg, "        cuvil_f32_resize(&p, %s, %s);\n    }\n", cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));
         cg_fallible(cg, "its scales or sizes are not valid for its input, or give a dim over the output's declared or --dim size");
         return CUVIL_OK;
     }
+    char roi[CIR_MAX_DIMS * 80 + 128] = "";
+    if (p.coord_mode == CUVIL_COORD_TF_CROP_AND_RESIZE) {
+        size_t r = (size_t)snprintf(roi, sizeof roi, ", .roi_lo = {");
+        for (int d = 0; d < p.ndim; d++) r += (size_t)snprintf(roi + r, sizeof roi - r, "%s%s", d ? ", " : " ", cg_float(p.roi_lo[d], buf));
+        r += (size_t)snprintf(roi + r, sizeof roi - r, " }, .roi_hi = {");
+        for (int d = 0; d < p.ndim; d++) r += (size_t)snprintf(roi + r, sizeof roi - r, "%s%s", d ? ", " : " ", cg_float(p.roi_hi[d], buf));
+        snprintf(roi + r, sizeof roi - r, " }, .extrapolation_value = %s", cg_float(p.extrapolation_value, buf));
+    }
     const char *ps = cg_param(cg, "cuvil_resize_params",
                               "{ .mode = %s, .coord_mode = %s, .nearest_mode = %s, .ndim = %d, .in_dims = %s, .out_dims = %s, "
-                              ".scales = %s, .cubic_coeff_a = %s, .exclude_outside = %d }",
+                              ".scales = %s, .cubic_coeff_a = %s, .exclude_outside = %d%s }",
                               mode_syms[p.mode], coord_syms[p.coord_mode], nearest_syms[p.nearest_mode], p.ndim,
                               sym ? cg_dims_init(cg, n->in[0], p.ndim) : cg_i64s(cg, p.in_dims, p.ndim),
-                              sym ? cg_dims_init(cg, n->out[0], p.ndim) : cg_i64s(cg, p.out_dims, p.ndim), scales, cg_float(p.cubic_coeff_a, a), p.exclude_outside);
+                              sym ? cg_dims_init(cg, n->out[0], p.ndim) : cg_i64s(cg, p.out_dims, p.ndim), scales, cg_float(p.cubic_coeff_a, a), p.exclude_outside,
+                              roi);
     cg_printf(cg, "    cuvil_f32_resize(&%s, %s, %s);\n", ps, cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));
     return CUVIL_OK;
 }

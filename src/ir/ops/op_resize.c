@@ -7,11 +7,10 @@
 #include <math.h>
 #include <string.h>
 
-/* keep in ORDER with CUVIL_COORD_*, then tf_crop_and_resize (refused) */
+/* keep in ORDER with CUVIL_COORD_* */
 static const char *const coord_names[] = {"half_pixel",          "asymmetric",           "align_corners",
                                           "pytorch_half_pixel", "tf_half_pixel_for_nn", "half_pixel_symmetric",
                                           "tf_crop_and_resize", NULL};
-enum { COORD_TF_CROP_AND_RESIZE = 6 };
 /* keep in ORDER with CUVIL_NEAREST_*, then "simple": ONNX Runtime's rounding for Resize-10 and
  * Upsample (down when every axis upsamples, up when every axis downsamples) */
 static const char *const nearest_names[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil", "simple", NULL};
@@ -120,9 +119,21 @@ static cuvil_status resize_params(cir_graph *g, cir_node *n, cuvil_resize_params
     p->cubic_coeff_a = cir_attr_float(n, "cubic_coeff_a");
     p->exclude_outside = cir_attr_int(n, "exclude_outside") != 0;
     int cm = (int)cir_attr_int(n, "coordinate_transformation_mode"), nm = (int)cir_attr_int(n, "nearest_mode");
-    if (cm == COORD_TF_CROP_AND_RESIZE)
-        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "coordinate_transformation_mode 'tf_crop_and_resize' is not supported");
     p->coord_mode = cm;
+    for (int d = 0; d < r; d++) p->roi_lo[d] = 0.0f, p->roi_hi[d] = 1.0f;
+    if (cm == CUVIL_COORD_TF_CROP_AND_RESIZE) {   /* the region of interest: constant, starts then ends */
+        cir_value *roi = cir_in(g, n, 1);
+        if (!roi || !cir_dtype_is_float(roi->dtype) || !cir_value_fixed(roi) || cir_numel(roi) != 2 * nax)
+            return cir_node_err(g, n, CUVIL_ERR_MODEL, "tf_crop_and_resize needs roi, %d float values", 2 * nax);
+        if (!cir_is_const(roi) && (!rt || roi->dtype != CIR_F32))
+            return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "a roi read when the model runs must be float32, with scales or "
+                                "sizes read then too");
+        for (int i = 0; i < nax && cir_is_const(roi); i++) {
+            p->roi_lo[axes[i]] = (float)cir_const_f64(roi, i);
+            p->roi_hi[axes[i]] = (float)cir_const_f64(roi, nax + i);
+        }
+        p->extrapolation_value = cir_attr_float(n, "extrapolation_value");
+    }
     if (nm == NEAREST_SIMPLE && rt && *rt)
         return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "Resize-10 or Upsample with scales computed when the model runs");
     if (nm == NEAREST_SIMPLE) {
@@ -139,9 +150,27 @@ static cuvil_status resize_params(cir_graph *g, cir_node *n, cuvil_resize_params
     if (cir_attr_int(n, "antialias") != 0)
         return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "antialias=%lld is not supported",
                             (long long)cir_attr_int(n, "antialias"));
-    if (cir_attr_int(n, "keep_aspect_ratio_policy") != 0)
-        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "keep_aspect_ratio_policy '%s' is not supported",
-                            cir_attr_enum_name(n, "keep_aspect_ratio_policy"));
+    int kar = (int)cir_attr_int(n, "keep_aspect_ratio_policy");
+    if (kar != 0 && nsz >= 0 && !(rt && *rt)) {   /* (scales given: the policy does not apply; sizes read when
+                                                     * the model runs: cuvil_resize_rt applies it) */
+        if (!cir_value_fixed(x))
+            return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "keep_aspect_ratio_policy '%s' on symbolic dims with constant "
+                                "sizes", cir_attr_enum_name(n, "keep_aspect_ratio_policy"));
+        /* one scale for every axis given, the least (not_larger) or greatest (not_smaller) of
+         * sizes / dims, each output size rounded half up, as ONNX's reference */
+        double scale = 0.0;
+        for (int i = 0; i < nax; i++) {
+            double f = (double)sz[i] / (double)x->dims[axes[i]];
+            if (i == 0 || (kar == 1 ? f < scale : f > scale)) scale = f;
+        }
+        for (int i = 0; i < nax; i++) {
+            int d = axes[i];
+            p->out_dims[d] = (int64_t)(scale * (double)x->dims[d] + 0.5);
+            if (p->out_dims[d] <= 0)
+                return cir_node_err(g, n, CUVIL_ERR_SHAPE, "axis %d of '%s' would become empty", d, x->name);
+            p->scales[d] = (float)scale;
+        }
+    }
     return CUVIL_OK;
 }
 
