@@ -407,6 +407,27 @@ int cuvil_f32_col2im(int nsp, int64_t N, int64_t C, int64_t CK, int64_t L, const
                      const int64_t *st, const int64_t *pads, const int64_t *image_shape, const int64_t *block_shape,
                      const float *x, float *y);
 
+/* ===== States carried between calls (recur.c) =======================================
+ * CausalConvWithState: y [B, C, L] = bias + the depthwise convolution (w [C, 1, K]) of past
+ * [B, C, K - 1] (NULL: zeros) followed by x [B, C, L], silu'd when asked; present (NULL: not
+ * wanted) the last K - 1 columns of that sequence. */
+void cuvil_f32_causal_conv(int64_t B, int64_t C, int64_t L, int64_t K, int silu, const float *x, const float *w,
+                           const float *bias, const float *past, float *y, float *present);
+/* LinearAttention: q [B, T, hq * dk], k [B, T, hk * dk], v [B, T, hk * dv]; per batch item and
+ * kv head a state [dk, dv] (past [B, hk, dk, dv] or zeros) steps through t: times exp(decay)
+ * (gated; decay [B, T, hk] or [B, T, hk * dk]), v replaced by beta * (v - state' k) (delta;
+ * beta [B, T, hk] or [B, T, 1]), plus k v'; then each query head of the group reads scale *
+ * q state. y [B, T, hq * dv]; present the final states (NULL: not wanted). scratch holds
+ * (dk + 1) * dv floats. */
+typedef struct cuvil_linear_attention_params {
+    int gated, delta;
+    int64_t B, T, hq, hk, dk, dv, decay_w, beta_w;
+    float scale;
+} cuvil_linear_attention_params;
+void cuvil_f32_linear_attention(const cuvil_linear_attention_params *p, const float *q, const float *k, const float *v,
+                                const float *past, const float *decay, const float *beta, float *y, float *present,
+                                void *scratch);
+
 /* ===== TfIdfVectorizer (tfidf.c) =====================================================
  * y [rows, out_size] float32 from x [rows, C] (int32 when x_i32, else int64): for every skip
  * distance d in 1..max_skip+1 and start i, each n in [min_n, max_n] (n >= 2 past d = 1) whose

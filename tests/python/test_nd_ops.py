@@ -273,3 +273,23 @@ def test_resize_tf_crop_and_keep_aspect_against_ort(tmp_path, case):
     path = tl.onnx_graph_model(tmp_path / "r.onnx", [node], [_vi("x", F, [1, 2, 4, 5])], [("y", F)], inits=inits, opset=19)
     model = cuvil.load(tl.compile(path, tmp_path / "r"))
     tl.check_vs_ort(model, path, {"x": rng.standard_normal((1, 2, 4, 5)).astype(np.float32)}, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("rule", ["linear", "gated", "delta", "gated_delta"])
+def test_linear_attention_and_causal_conv_against_reference(tmp_path, rule):
+    from onnx.reference import ReferenceEvaluator
+    rng = np.random.default_rng(80 + len(rule))
+    B, T, hq, hk, dk, dv = 2, 5, 4, 2, 3, 2
+    names = ["q", "k", "v", "past"] + (["decay"] if "gated" in rule else [""]) + (["beta"] if "delta" in rule else [])
+    nodes = [helper.make_node("LinearAttention", names, ["y", "state"], q_num_heads=hq, kv_num_heads=hk, update_rule=rule),
+             helper.make_node("CausalConvWithState", ["x", "w", "b", "cpast"], ["cy", "cstate"], activation="silu")]
+    shapes = {"q": [B, T, hq * dk], "k": [B, T, hk * dk], "v": [B, T, hk * dv], "past": [B, hk, dk, dv],
+              "decay": [B, T, hk * dk], "beta": [B, T, 1], "x": [B, 3, T], "w": [3, 1, 4], "b": [3], "cpast": [B, 3, 3]}
+    used = [n for n in names if n] + ["x", "w", "b", "cpast"]
+    path = tl.onnx_graph_model(tmp_path / "la.onnx", nodes, [_vi(n, F, shapes[n]) for n in used],
+                               [("y", F), ("state", F), ("cy", F), ("cstate", F)], opset=27)
+    feeds = {n: rng.standard_normal(shapes[n]).astype(np.float32) * (0.3 if n == "decay" else 1) for n in used}
+    got = cuvil.load(tl.compile(path, tmp_path / "la"))(**feeds)
+    want = ReferenceEvaluator(str(path)).run(None, feeds)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)

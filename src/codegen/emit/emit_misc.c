@@ -226,3 +226,32 @@ cuvil_status cg_emit_col2im(cg_ctx *cg, cir_graph *g, cir_node *n) {
     cg_fallible(cg, "its image_shape or block_shape gives another output than the model declares");
     return CUVIL_OK;
 }
+
+cuvil_status cg_emit_causal_conv(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    op_causal_conv c;
+    cuvil_status s = op_causal_conv_sizes(g, n, &c);
+    if (s) return s;
+    cg_printf(cg, "    cuvil_f32_causal_conv(%s, %lld, %s, %lld, %d, %s, %s, %s, %s, %s, %s);\n", cg_dim_c(cg, c.B),
+              (long long)c.C, cg_dim_c(cg, c.L), (long long)c.K, c.act, cg_in(cg, n->in[0]), cg_in(cg, n->in[1]),
+              cir_in(g, n, 2) ? cg_in(cg, n->in[2]) : "NULL", cir_in(g, n, 3) ? cg_in(cg, n->in[3]) : "NULL",
+              cg_out(cg, n->out[0]), cir_out_opt(g, n, 1) ? cg_out(cg, n->out[1]) : "NULL");
+    return CUVIL_OK;
+}
+
+cuvil_status cg_emit_linear_attention(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    op_linear_attention a;
+    cuvil_status s = op_linear_attention_sizes(g, n, &a);
+    if (s) return s;
+    char sc[32];
+    size_t bytes = sizeof(float) * (size_t)((a.dk + 1) * a.dv);
+    const char *S = cg_scratch(cg, bytes, "%zu", bytes);
+    cg_printf(cg, "    {\n        const cuvil_linear_attention_params p = { .gated = %d, .delta = %d, .B = %s, .T = %s, "
+              ".hq = %lld, .hk = %lld, .dk = %lld, .dv = %lld, .decay_w = %lld, .beta_w = %lld, .scale = %s };\n"
+              "        cuvil_f32_linear_attention(&p, %s, %s, %s, %s, %s, %s, %s, %s, %s);\n    }\n",
+              a.gated, a.delta, cg_dim_c(cg, a.B), cg_dim_c(cg, a.T), (long long)a.hq, (long long)a.hk, (long long)a.dk,
+              (long long)a.dv, (long long)a.decay_w, (long long)a.beta_w, cg_float(a.scale, sc), cg_in(cg, n->in[0]),
+              cg_in(cg, n->in[1]), cg_in(cg, n->in[2]), cir_in(g, n, 3) ? cg_in(cg, n->in[3]) : "NULL",
+              cir_in(g, n, 4) ? cg_in(cg, n->in[4]) : "NULL", cir_in(g, n, 5) ? cg_in(cg, n->in[5]) : "NULL",
+              cg_out(cg, n->out[0]), cir_out_opt(g, n, 1) ? cg_out(cg, n->out[1]) : "NULL", S);
+    return CUVIL_OK;
+}

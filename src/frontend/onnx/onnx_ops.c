@@ -890,6 +890,8 @@ static const op_map table[] = {
     {"CenterCropPad", 18, CIR_OP_CENTER_CROP_PAD, NULL},
     {"AffineGrid", 20, CIR_OP_AFFINE_GRID, NULL},
     {"Col2Im", 18, CIR_OP_COL2IM, NULL},
+    {"CausalConvWithState", 27, CIR_OP_CAUSAL_CONV, NULL},
+    {"LinearAttention", 27, CIR_OP_LINEAR_ATTENTION, NULL},
     {"HannWindow", 17, CIR_OP_WINDOW, map_window},
     {"HammingWindow", 17, CIR_OP_WINDOW, map_window},
     {"BlackmanWindow", 17, CIR_OP_WINDOW, map_window},

@@ -322,6 +322,20 @@ typedef struct op_rotary {
 cuvil_status op_rotary_sizes(cir_graph *g, cir_node *n, op_rotary *r);
 cuvil_status op_ccp_axes(cir_graph *g, cir_node *n, int64_t *axes, int *na);
 cuvil_status op_col2im_attrs(cir_graph *g, cir_node *n, int nsp, int64_t *d, int64_t *st, int64_t *pads);
+/* causal_conv and linear_attention's sizes (op_recur.c) */
+typedef struct op_causal_conv {
+    const cir_dim *B, *L;
+    int64_t C, K;
+    int act;
+} op_causal_conv;
+cuvil_status op_causal_conv_sizes(cir_graph *g, cir_node *n, op_causal_conv *c);
+typedef struct op_linear_attention {
+    const cir_dim *B, *T;
+    int64_t hq, hk, dk, dv, decay_w, beta_w;
+    int gated, delta;
+    float scale;
+} op_linear_attention;
+cuvil_status op_linear_attention_sizes(cir_graph *g, cir_node *n, op_linear_attention *a);
 cuvil_status op_pool_nd_params(cir_graph *g, cir_node *n, cuvil_pool_nd_params *p);
 cuvil_status op_conv_nd_params(cir_graph *g, cir_node *n, cuvil_conv_nd_params *p);
 /* The reductions (mask bit d: axis d is reduced), and the output shape (ndim, dims). */
