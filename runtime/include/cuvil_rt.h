@@ -428,6 +428,12 @@ void cuvil_f32_linear_attention(const cuvil_linear_attention_params *p, const fl
                                 const float *past, const float *decay, const float *beta, float *y, float *present,
                                 void *scratch);
 
+/* The additive mask of ONNX Runtime's contrib attention from a mask index (op_sdpa.c's
+ * mask_index): y [B, rows, T] = 0 where a key is visible, else filter; mask of type t
+ * (CUVIL_T_I32/I64/BOOL) holds counts [B] (ndim 1: key j visible when j < count), or 0/1 per
+ * key [B, T] (ndim 2) or per query and key [B, rows, T] (ndim 3). */
+void cuvil_mask_index(int t, int ndim, int64_t B, int64_t rows, int64_t T, const void *mask, float filter, float *y);
+
 /* ===== TfIdfVectorizer (tfidf.c) =====================================================
  * y [rows, out_size] float32 from x [rows, C] (int32 when x_i32, else int64): for every skip
  * distance d in 1..max_skip+1 and start i, each n in [min_n, max_n] (n >= 2 past d = 1) whose

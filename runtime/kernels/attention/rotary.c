@@ -1,6 +1,7 @@
 /*
  * rotary.c -- ONNX RotaryEmbedding (cuvil_f32_rotary): each head's first rot dims rotated
- * pairwise by the cached angle of its position, the rest copied.
+ * pairwise by the cached angle of its position, the rest copied; and the additive mask of ONNX
+ * Runtime's contrib attention from its mask index (cuvil_mask_index).
  */
 #include <string.h>
 
@@ -31,4 +32,16 @@ int cuvil_f32_rotary(int interleaved, int x4d, int64_t B, int64_t S, int64_t H, 
             }
         }
     return 0;
+}
+
+void cuvil_mask_index(int t, int ndim, int64_t B, int64_t rows, int64_t T, const void *mask, float filter, float *y) {
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t j = 0; j < T; j++) {
+                const int64_t i = ndim == 1 ? b : ndim == 2 ? b * T + j : (b * rows + r) * T + j;
+                const int64_t v = t == CUVIL_T_I32 ? ((const int32_t *)mask)[i]
+                                  : t == CUVIL_T_I64 ? ((const int64_t *)mask)[i] : ((const uint8_t *)mask)[i];
+                const int visible = ndim == 1 ? j < v : v != 0;
+                y[(b * rows + r) * T + j] = visible ? 0.0f : filter;
+            }
 }

@@ -83,3 +83,12 @@ cuvil_status cg_emit_sdpa(cg_ctx *cg, cir_graph *g, cir_node *n) {
     (void)b;
     return CUVIL_OK;
 }
+
+cuvil_status cg_emit_mask_index(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    cir_value *m = cir_in(g, n, 0);
+    char f[32];
+    cg_printf(cg, "    cuvil_mask_index(%s, %d, %s, %s, %s, %s, %s, %s);\n", cg_rt_type(m->dtype), m->ndim,
+              cg_dimprod(cg, n->out[0], 0, 1, 1), cg_dimprod(cg, n->out[0], 2, 3, 1), cg_dimprod(cg, n->out[0], 3, 4, 1),
+              cg_in(cg, n->in[0]), cg_float(cir_attr_float(n, "filter"), f), cg_out(cg, n->out[0]));
+    return CUVIL_OK;
+}

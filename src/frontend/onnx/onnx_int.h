@@ -56,6 +56,7 @@ typedef struct onnx_attr {
 /* An ONNX node whose inputs and outputs are CIR value ids (-1: omitted). */
 typedef struct onnx_node {
     const char *op, *name, *desc;   /* desc: "Conv 'conv1'" for messages */
+    const char *domain;             /* "" (ONNX's) or "com.microsoft" */
     int opset;
     int n_in, n_out;
     int *in, *out;
@@ -78,6 +79,9 @@ typedef struct onnx_mapper {
 
 /* The first opset of the ONNX domain Cuvil supports `op` from; 0 when it does not support it. */
 int cuvil_onnx_op_since(const char *op);
+/* The first opset of `domain` ("com.microsoft": ONNX Runtime's contrib ops) whose op Cuvil
+ * maps, or 0 for none. */
+int cuvil_onnx_domain_op_since(const char *domain, const char *op);
 /* Adds CIR for node on (zero or more nodes and constants). Errors name the node. */
 cuvil_status cuvil_onnx_map_node(onnx_mapper *m, onnx_node *on);
 /* After the graph is loaded: an error if a dropped output is used by a node or is a graph

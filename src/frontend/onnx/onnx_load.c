@@ -1294,12 +1294,12 @@ static cuvil_status load_nodes(loader *L, const Onnx__GraphProto *gp) {
             break;
         }
         int opset = opset_of(L, domain);
-        int since = !*domain ? cuvil_onnx_op_since(op) : 0;
+        int since = !*domain ? cuvil_onnx_op_since(op) : cuvil_onnx_domain_op_since(domain, op);
         int first = !*domain ? cuvil_onnx_first_opset(op) : 0;
         bool supported = since > 0 && opset >= since && !(first && opset < first);
         if (!supported) {
             unsup_add(&unknown, domain, op, opset, opset < 0 ? 3 : first > opset ? 2 : since ? 1 : 0, first, name);
-        } else if ((s = cuvil_onnx_check_node(L->ctx, np, desc, opset))) {
+        } else if (!*domain && (s = cuvil_onnx_check_node(L->ctx, np, desc, opset))) {
             break;
         }
         if (np->n_input > INT_MAX / 2 || np->n_output > INT_MAX / 2) {
@@ -1379,7 +1379,7 @@ static cuvil_status load_nodes(loader *L, const Onnx__GraphProto *gp) {
                 s = cuvil_err(L->ctx, CUVIL_ERR_NOMEM, "out of memory");
         if (s) break;
         if (is_loop) continue;
-        onnx_node on = {.op = op, .name = name, .desc = desc, .opset = opset, .n_in = n_in,
+        onnx_node on = {.op = op, .name = name, .desc = desc, .domain = domain, .opset = opset, .n_in = n_in,
                         .n_out = n_out, .in = in, .out = out};
         on.attrs = cuvil_arena_alloc(&g->arena, sizeof(onnx_attr) * (np->n_attribute + 1));
         if (!on.attrs) {

@@ -840,6 +840,283 @@ static cuvil_status map_dft(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
     return add_node(m, on, kind, on->n_in, on->in, on->n_out, on->out, &ax, 1, no_ignore);
 }
 
+/* ===== ONNX Runtime's contrib ops (domain com.microsoft) ===================================== */
+/* The fused ops its transformer optimiser and exporters write, as CIR nodes. */
+static float attr_float(onnx_node *on, const char *name, float def) {
+    onnx_attr *a = attr(on, name);
+    return a && a->a.type == CUVIL_ATTR_FLOAT ? a->a.f : def;
+}
+
+static int in_at(onnx_node *on, int i) { return i < on->n_in ? on->in[i] : -1; }
+static int out_at(onnx_node *on, int i) { return i < on->n_out ? on->out[i] : -1; }
+
+/* Gelu (erf), FastGelu (x [+ bias], tanh), BiasGelu (a + b, erf), QuickGelu (x sigmoid(alpha x)). */
+static cuvil_status map_ms_gelu(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
+    (void)kind;
+    bool fast = !strcmp(on->op, "FastGelu"), quick = !strcmp(on->op, "QuickGelu");
+    float alpha = attr_float(on, "alpha", 1.702f);
+    all_used(on);
+    int x = in_at(on, 0), b = in_at(on, 1);
+    if (x < 0) return node_err(m, on, CUVIL_ERR_MODEL, "input 0 is required");
+    if (b >= 0 && !quick && (x = step(m, on, CIR_OP_ADD, 2, (int[]){x, b}, -1, "biased", NULL, 0)) < 0) return m->g->ctx->status;
+    if (quick) {
+        int c = scalar_like(m, on, "alpha", alpha, x);
+        int t = c < 0 ? -1 : step(m, on, CIR_OP_MUL, 2, (int[]){x, c}, -1, "scaled", NULL, 0);
+        int sg = t < 0 ? -1 : step(m, on, CIR_OP_SIGMOID, 1, &t, -1, "sigmoid", NULL, 0);
+        return sg < 0 || step(m, on, CIR_OP_MUL, 2, (int[]){x, sg}, on->out[0], "y", NULL, 0) < 0 ? m->g->ctx->status
+                                                                                                : CUVIL_OK;
+    }
+    cuvil_attr ap = {.name = "approximate", .type = CUVIL_ATTR_STRING, .s = fast ? "tanh" : "none"};
+    return step(m, on, CIR_OP_GELU, 1, &x, on->out[0], "y", &ap, 1) < 0 ? m->g->ctx->status : CUVIL_OK;
+}
+
+/* FusedMatMul: alpha * op(A) op(B), op a transpose of the last two dims (the operand's rank
+ * declared) where transA/transB say; the batch transposes are refused. */
+static cuvil_status map_ms_fused_matmul(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
+    if (attr_int(on, "transBatchA", 0) || attr_int(on, "transBatchB", 0))
+        return node_err(m, on, CUVIL_ERR_UNSUPPORTED, "transBatchA/transBatchB are not supported");
+    float alpha = attr_float(on, "alpha", 1.0f);
+    int64_t tr[2] = {attr_int(on, "transA", 0), attr_int(on, "transB", 0)};
+    all_used(on);
+    int op[2] = {in_at(on, 0), in_at(on, 1)};
+    if (op[0] < 0 || op[1] < 0) return node_err(m, on, CUVIL_ERR_MODEL, "inputs A and B are required");
+    for (int i = 0; i < 2; i++) {
+        if (!tr[i]) continue;
+        cir_value *v = cir_val(m->g, op[i]);
+        if (v->ndim < 2)
+            return node_err(m, on, CUVIL_ERR_UNSUPPORTED, "trans%c needs the rank of '%s' declared (at least 2)", 'A' + i,
+                            v->name);
+        int64_t perm[CIR_MAX_DIMS];
+        for (int d = 0; d < v->ndim; d++) perm[d] = d;
+        perm[v->ndim - 2] = v->ndim - 1;
+        perm[v->ndim - 1] = v->ndim - 2;
+        cuvil_attr pa = {.name = "perm", .type = CUVIL_ATTR_INTS, .ints = perm, .n = (size_t)v->ndim};
+        if ((op[i] = step(m, on, CIR_OP_TRANSPOSE, 1, &op[i], -1, i ? "Bt" : "At", &pa, 1)) < 0) return m->g->ctx->status;
+    }
+    if (alpha == 1.0f) return step(m, on, kind, 2, op, on->out[0], "y", NULL, 0) < 0 ? m->g->ctx->status : CUVIL_OK;
+    int p = step(m, on, kind, 2, op, -1, "product", NULL, 0), c = p < 0 ? -1 : scalar_like(m, on, "alpha", alpha, p);
+    return c < 0 || step(m, on, CIR_OP_MUL, 2, (int[]){p, c}, on->out[0], "y", NULL, 0) < 0 ? m->g->ctx->status : CUVIL_OK;
+}
+
+/* SkipLayerNormalization (input, skip, gamma, [beta], [bias]) and its RMS form
+ * SkipSimplifiedLayerNormalization (input, skip, gamma, [bias]): layer_norm over the last axis
+ * of input + skip (+ bias); outputs y, [mean], [inv_std_var], [the sum]. SimplifiedLayer-
+ * Normalization (x, scale): RMS layer_norm along axis; outputs y, [inv_std_var]. */
+static cuvil_status map_ms_layer_norm(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
+    (void)kind;
+    bool skip = !strncmp(on->op, "Skip", 4), rms = strstr(on->op, "Simplified") != NULL;
+    float eps = attr_float(on, "epsilon", 1e-5f);
+    int64_t axis = attr_int(on, "axis", -1);
+    all_used(on);
+    cuvil_attr set[3] = {{.name = "epsilon", .type = CUVIL_ATTR_FLOAT, .f = eps},
+                         {.name = "rms", .type = CUVIL_ATTR_INT, .i = rms},
+                         {.name = "axis", .type = CUVIL_ATTR_INT, .i = skip ? -1 : axis}};
+    int x = in_at(on, 0), scale = in_at(on, skip ? 2 : 1), beta = skip && !rms ? in_at(on, 3) : -1;
+    if (x < 0 || scale < 0 || (skip && in_at(on, 1) < 0)) return node_err(m, on, CUVIL_ERR_MODEL, "a required input is missing");
+    int lo[3] = {out_at(on, 0), -1, -1};   /* layer_norm's y, mean, inv_std_dev */
+    if (skip) {
+        int bias = in_at(on, rms ? 3 : 4), sum_out = out_at(on, 3);
+        x = step(m, on, CIR_OP_ADD, 2, (int[]){x, on->in[1]}, bias >= 0 ? -1 : sum_out, "sum", NULL, 0);
+        if (x >= 0 && bias >= 0) x = step(m, on, CIR_OP_ADD, 2, (int[]){x, bias}, sum_out, "sum_bias", NULL, 0);
+        if (x < 0) return m->g->ctx->status;
+        if (rms && out_at(on, 1) >= 0)
+            return node_err(m, on, CUVIL_ERR_UNSUPPORTED, "output 1 (the mean) of an RMS normalisation is used");
+        lo[1] = rms ? -1 : out_at(on, 1);
+        lo[2] = out_at(on, 2);
+    } else {
+        lo[2] = out_at(on, 1);
+    }
+    int in[3] = {x, scale, beta}, n_out = lo[2] >= 0 ? 3 : lo[1] >= 0 ? 2 : 1;
+    return add_node(m, on, CIR_OP_LAYER_NORM, beta >= 0 ? 3 : 2, in, n_out, lo, set, 3, no_ignore);
+}
+
+/* EmbedLayerNormalization (input_ids, [segment_ids], word_embedding, position_embedding,
+ * [segment_embedding], gamma, beta, [mask], [position_ids]): layer_norm of the word, position
+ * (position_ids, else 0..seq-1) and segment embeddings' sum; outputs y, [mask_index: the
+ * mask's count per row, int32], [the sum]. */
+static cuvil_status map_ms_embed_layer_norm(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
+    (void)kind;
+    float eps = attr_float(on, "epsilon", 1e-12f);
+    all_used(on);
+    int ids = in_at(on, 0), seg = in_at(on, 1), we = in_at(on, 2), pe = in_at(on, 3), se = in_at(on, 4), gm = in_at(on, 5);
+    int bt = in_at(on, 6), mask = in_at(on, 7), pos = in_at(on, 8);
+    if (ids < 0 || we < 0 || pe < 0 || gm < 0 || bt < 0 || (seg >= 0) != (se >= 0))
+        return node_err(m, on, CUVIL_ERR_MODEL, "input_ids, the word and position embeddings, gamma and beta are required "
+                        "(segment ids and embedding together)");
+    int sum = step(m, on, CIR_OP_GATHER, 2, (int[]){we, ids}, -1, "word", NULL, 0);
+    if (sum >= 0 && pos < 0) {   /* positions 0 .. seq - 1 */
+        int64_t one = 1, idx1 = 1;
+        int sh = step(m, on, CIR_OP_SHAPE, 1, &ids, -1, "shape", NULL, 0);
+        int k1 = const_from(m, on, "seq axis", CIR_I64, 0, NULL, &idx1);
+        int len = sh < 0 || k1 < 0 ? -1 : step(m, on, CIR_OP_GATHER, 2, (int[]){sh, k1}, -1, "seq", NULL, 0);
+        int64_t zero = 0;
+        int z = const_from(m, on, "zero", CIR_I64, 0, NULL, &zero), o = const_from(m, on, "one", CIR_I64, 0, NULL, &one);
+        pos = len < 0 || z < 0 || o < 0 ? -1 : step(m, on, CIR_OP_RANGE, 3, (int[]){z, len, o}, -1, "positions", NULL, 0);
+        if (pos < 0) return m->g->ctx->status;
+    }
+    int pv = sum < 0 ? -1 : step(m, on, CIR_OP_GATHER, 2, (int[]){pe, pos}, -1, "position", NULL, 0);
+    sum = pv < 0 ? -1 : step(m, on, CIR_OP_ADD, 2, (int[]){sum, pv}, seg >= 0 ? -1 : out_at(on, 2), "word_position", NULL, 0);
+    if (sum >= 0 && seg >= 0) {
+        int sv = step(m, on, CIR_OP_GATHER, 2, (int[]){se, seg}, -1, "segment", NULL, 0);
+        sum = sv < 0 ? -1 : step(m, on, CIR_OP_ADD, 2, (int[]){sum, sv}, out_at(on, 2), "embedding_sum", NULL, 0);
+    }
+    cuvil_attr e = {.name = "epsilon", .type = CUVIL_ATTR_FLOAT, .f = eps};
+    if (sum < 0 || step(m, on, CIR_OP_LAYER_NORM, 3, (int[]){sum, gm, bt}, on->out[0], "y", &e, 1) < 0)
+        return m->g->ctx->status;
+    if (out_at(on, 1) < 0) return CUVIL_OK;
+    if (mask < 0) return node_err(m, on, CUVIL_ERR_UNSUPPORTED, "output mask_index is used but the node has no mask");
+    int64_t one = 1, ax = 1;
+    int axes = const_from(m, on, "mask axis", CIR_I64, 1, &one, &ax);
+    cuvil_attr keep = {.name = "keepdims", .type = CUVIL_ATTR_INT, .i = 0};
+    int cnt = axes < 0 ? -1 : step(m, on, CIR_OP_REDUCE_SUM, 2, (int[]){mask, axes}, -1, "mask_count", &keep, 1);
+    cuvil_attr to = {.name = "to", .type = CUVIL_ATTR_STRING, .s = "int32"};
+    return cnt < 0 || step(m, on, CIR_OP_CAST, 1, &cnt, on->out[1], "mask_index", &to, 1) < 0 ? m->g->ctx->status : CUVIL_OK;
+}
+
+/* The additive float mask (mask_index op) of a contrib attention's mask input `mask` for keys
+ * of `like` ([B, T, ...]), and attention_bias `bias` added to it; -1 for none. */
+static int ms_attn_mask(onnx_mapper *m, onnx_node *on, int mask, int like, int bias, float filter) {
+    int mk = -1;
+    if (mask >= 0) {
+        cuvil_attr f = {.name = "filter", .type = CUVIL_ATTR_FLOAT, .f = filter};
+        if ((mk = step(m, on, CIR_OP_MASK_INDEX, 2, (int[]){mask, like}, -1, "mask", &f, 1)) < 0) return -1;
+    }
+    if (bias < 0) return mk >= 0 ? mk : -2;
+    if (mk < 0) return bias;
+    return step(m, on, CIR_OP_ADD, 2, (int[]){mk, bias}, -1, "mask_bias", NULL, 0);
+}
+
+/* The attention itself: sdpa on 3-D q, k, v of `heads` heads. */
+static cuvil_status ms_sdpa(onnx_mapper *m, onnx_node *on, int q, int k, int v, int mask, int64_t heads, bool causal,
+                            float scale) {
+    cuvil_attr set[5] = {{.name = "q_num_heads", .type = CUVIL_ATTR_INT, .i = heads},
+                         {.name = "kv_num_heads", .type = CUVIL_ATTR_INT, .i = heads},
+                         {.name = "is_causal", .type = CUVIL_ATTR_INT, .i = causal},
+                         {.name = "scale", .type = CUVIL_ATTR_FLOAT, .f = scale},
+                         {.name = "has_scale", .type = CUVIL_ATTR_INT, .i = scale != 0.0f}};
+    int in[4] = {q, k, v, mask};
+    return add_node(m, on, CIR_OP_SDPA, mask >= 0 ? 4 : 3, in, 1, on->out, set, scale != 0.0f ? 5 : 3, no_ignore);
+}
+
+/* Attention (input, weights, [bias], [mask_index], [past], [attention_bias]): q, k, v from
+ * input x weights (+ bias), split by qkv_hidden_sizes (or in thirds), then sdpa; unidirectional
+ * is causal. The past/present cache, rotary and packed forms are refused. */
+static cuvil_status map_ms_attention(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
+    (void)kind;
+    int64_t heads = attr_int(on, "num_heads", 0);
+    bool causal = attr_int(on, "unidirectional", 0) != 0;
+    float scale = attr_float(on, "scale", 0.0f), filter = attr_float(on, "mask_filter_value", -10000.0f);
+    onnx_attr *qs = attr(on, "qkv_hidden_sizes");
+    if (attr_int(on, "do_rotary", 0) || attr_int(on, "past_present_share_buffer", 0))
+        return node_err(m, on, CUVIL_ERR_UNSUPPORTED, "do_rotary and past_present_share_buffer are not supported");
+    all_used(on);
+    if (heads < 1) return node_err(m, on, CUVIL_ERR_MODEL, "num_heads is required");
+    if (in_at(on, 4) >= 0 || out_at(on, 1) >= 0 || in_at(on, 6) >= 0)
+        return node_err(m, on, CUVIL_ERR_UNSUPPORTED, "the past/present key-value cache is not supported");
+    int x = in_at(on, 0), w = in_at(on, 1), b = in_at(on, 2);
+    if (x < 0 || w < 0) return node_err(m, on, CUVIL_ERR_MODEL, "input and weights are required");
+    int qkv = step(m, on, CIR_OP_MATMUL, 2, (int[]){x, w}, -1, "qkv", NULL, 0);
+    if (qkv >= 0 && b >= 0) qkv = step(m, on, CIR_OP_ADD, 2, (int[]){qkv, b}, -1, "qkv_bias", NULL, 0);
+    if (qkv < 0) return m->g->ctx->status;
+    int parts[3];
+    char nm[3][600];
+    for (int i = 0; i < 3; i++) {
+        snprintf(nm[i], sizeof nm[i], "%.280s:%c", on->name, "qkv"[i]);
+        if ((parts[i] = cir_value_add(m->g, nm[i], CIR_VAL_ACT)) < 0) return m->g->ctx->status;
+    }
+    cuvil_attr ax = {.name = "axis", .type = CUVIL_ATTR_INT, .i = -1};
+    int split_in[2] = {qkv, -1}, n_split_in = 1;
+    if (qs) {
+        if (qs->a.n != 3 || qs->a.ints[0] != qs->a.ints[1])
+            return node_err(m, on, CUVIL_ERR_MODEL, "qkv_hidden_sizes must give 3 sizes, q's and k's equal");
+        int64_t three = 3;
+        if ((split_in[1] = const_from(m, on, "qkv sizes", CIR_I64, 1, &three, qs->a.ints)) < 0) return m->g->ctx->status;
+        n_split_in = 2;
+    }
+    if (add_node(m, on, CIR_OP_SPLIT, n_split_in, split_in, 3, parts, &ax, 1, no_ignore)) return m->g->ctx->status;
+    int mask = ms_attn_mask(m, on, in_at(on, 3), parts[1], in_at(on, 5), filter);
+    if (mask == -1) return m->g->ctx->status;
+    return ms_sdpa(m, on, parts[0], parts[1], parts[2], mask < 0 ? -1 : mask, heads, causal, scale);
+}
+
+/* MultiHeadAttention (query, key, value, [bias], [key_padding_mask], [attention_bias]): 3-D
+ * query, key and value (bias split in thirds onto them), then sdpa; caches and packed forms
+ * are refused. */
+static cuvil_status map_ms_mha(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
+    (void)kind;
+    int64_t heads = attr_int(on, "num_heads", 0);
+    bool causal = attr_int(on, "unidirectional", 0) != 0;
+    float scale = attr_float(on, "scale", 0.0f), filter = attr_float(on, "mask_filter_value", -10000.0f);
+    all_used(on);
+    if (heads < 1) return node_err(m, on, CUVIL_ERR_MODEL, "num_heads is required");
+    int q = in_at(on, 0), k = in_at(on, 1), v = in_at(on, 2), b = in_at(on, 3);
+    if (q < 0 || k < 0 || v < 0)
+        return node_err(m, on, CUVIL_ERR_UNSUPPORTED, "only separate query, key and value are supported (not packed)");
+    for (int i = 6; i < on->n_in; i++)
+        if (on->in[i] >= 0) return node_err(m, on, CUVIL_ERR_UNSUPPORTED, "the past key/value cache is not supported");
+    for (int i = 1; i < on->n_out; i++)
+        if (on->out[i] >= 0) return node_err(m, on, CUVIL_ERR_UNSUPPORTED, "the present key/value outputs are not supported");
+    if (b >= 0) {
+        int parts[3], qkv[3] = {q, k, v};
+        char nm[3][600];
+        for (int i = 0; i < 3; i++) {
+            snprintf(nm[i], sizeof nm[i], "%.280s:bias_%c", on->name, "qkv"[i]);
+            if ((parts[i] = cir_value_add(m->g, nm[i], CIR_VAL_ACT)) < 0) return m->g->ctx->status;
+        }
+        cuvil_attr ax = {.name = "axis", .type = CUVIL_ATTR_INT, .i = 0};
+        if (add_node(m, on, CIR_OP_SPLIT, 1, &b, 3, parts, &ax, 1, no_ignore)) return m->g->ctx->status;
+        for (int i = 0; i < 3; i++)
+            if ((qkv[i] = step(m, on, CIR_OP_ADD, 2, (int[]){qkv[i], parts[i]}, -1, nm[i] + strlen(on->name) + 1, NULL, 0)) < 0)
+                return m->g->ctx->status;
+        q = qkv[0], k = qkv[1], v = qkv[2];
+    }
+    int mask = ms_attn_mask(m, on, in_at(on, 4), k, in_at(on, 5), filter);
+    if (mask == -1) return m->g->ctx->status;
+    return ms_sdpa(m, on, q, k, v, mask < 0 ? -1 : mask, heads, causal, scale);
+}
+
+/* RotaryEmbedding (input, position_ids, cos_cache, sin_cache): CIR's rotary with ONNX's input
+ * order; position_ids [batch, seq] (the [1] offset form and packed batching are refused). */
+static cuvil_status map_ms_rotary(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
+    if (attr_int(on, "is_packed_batching", 0)) return node_err(m, on, CUVIL_ERR_UNSUPPORTED, "is_packed_batching is not supported");
+    if (attr_float(on, "scale", 1.0f) != 1.0f) return node_err(m, on, CUVIL_ERR_UNSUPPORTED, "a scale other than 1");
+    cir_value *p = in_at(on, 1) >= 0 ? cir_val(m->g, on->in[1]) : NULL;
+    if (!p || (p->ndim >= 0 && p->ndim != 2))
+        return node_err(m, on, CUVIL_ERR_UNSUPPORTED, "position_ids must be [batch, seq] (the offset form is not supported)");
+    static const char *const ignore[] = {"scale", "is_packed_batching", NULL};
+    int in[4] = {on->in[0], in_at(on, 2), in_at(on, 3), on->in[1]};
+    return add_node(m, on, kind, 4, in, on->n_out, on->out, NULL, 0, ignore);
+}
+
+/* BiasSoftmax (data, bias): softmax(data + bias) along axis; the bias of data's rank (its
+ * dims of 1 broadcast, inner or outer alike; a bias of lower rank, which is_inner_broadcast
+ * aligns left or right, is refused). */
+static cuvil_status map_ms_bias_softmax(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
+    cuvil_attr ax = {.name = "axis", .type = CUVIL_ATTR_INT, .i = attr_int(on, "axis", 1)};
+    all_used(on);
+    if (in_at(on, 0) < 0 || in_at(on, 1) < 0) return node_err(m, on, CUVIL_ERR_MODEL, "data and bias are required");
+    cir_value *d = cir_val(m->g, on->in[0]), *b = cir_val(m->g, on->in[1]);
+    if (d->ndim < 1 || d->ndim != b->ndim)
+        return node_err(m, on, CUVIL_ERR_UNSUPPORTED, "the bias must have the data's rank, both declared");
+    int t = step(m, on, CIR_OP_ADD, 2, (int[]){in_at(on, 0), in_at(on, 1)}, -1, "biased", NULL, 0);
+    return t < 0 || step(m, on, kind, 1, &t, on->out[0], "y", &ax, 1) < 0 ? m->g->ctx->status : CUVIL_OK;
+}
+
+static const op_map ms_table[] = {
+    {"Gelu", 1, CIR_OP_GELU, map_ms_gelu},
+    {"FastGelu", 1, CIR_OP_GELU, map_ms_gelu},
+    {"BiasGelu", 1, CIR_OP_GELU, map_ms_gelu},
+    {"QuickGelu", 1, CIR_OP_GELU, map_ms_gelu},
+    {"FusedMatMul", 1, CIR_OP_MATMUL, map_ms_fused_matmul},
+    {"SkipLayerNormalization", 1, CIR_OP_LAYER_NORM, map_ms_layer_norm},
+    {"SkipSimplifiedLayerNormalization", 1, CIR_OP_LAYER_NORM, map_ms_layer_norm},
+    {"EmbedLayerNormalization", 1, CIR_OP_LAYER_NORM, map_ms_embed_layer_norm},
+    {"Attention", 1, CIR_OP_SDPA, map_ms_attention},
+    {"MultiHeadAttention", 1, CIR_OP_SDPA, map_ms_mha},
+    {"RotaryEmbedding", 1, CIR_OP_ROTARY, map_ms_rotary},
+    {"BiasSoftmax", 1, CIR_OP_SOFTMAX, map_ms_bias_softmax},
+};
+
 /* ===== The table =========================================================================== */
 static const op_map table[] = {
     {"Conv", 1, CIR_OP_CONV, map_conv_pool},
@@ -890,6 +1167,8 @@ static const op_map table[] = {
     {"CenterCropPad", 18, CIR_OP_CENTER_CROP_PAD, NULL},
     {"AffineGrid", 20, CIR_OP_AFFINE_GRID, NULL},
     {"Col2Im", 18, CIR_OP_COL2IM, NULL},
+    /* ONNX Runtime's RMS normalisation, which its optimiser writes in the ONNX domain */
+    {"SimplifiedLayerNormalization", 1, CIR_OP_LAYER_NORM, map_ms_layer_norm},
     {"CausalConvWithState", 27, CIR_OP_CAUSAL_CONV, NULL},
     {"LinearAttention", 27, CIR_OP_LINEAR_ATTENTION, NULL},
     {"HannWindow", 17, CIR_OP_WINDOW, map_window},
@@ -1034,13 +1313,26 @@ static const op_map *lookup(const char *op) {
     return NULL;
 }
 
+static const op_map *lookup_domain(const char *domain, const char *op) {
+    if (!*domain) return lookup(op);
+    if (strcmp(domain, "com.microsoft")) return NULL;
+    for (size_t i = 0; i < sizeof ms_table / sizeof ms_table[0]; i++)
+        if (!strcmp(ms_table[i].op, op)) return &ms_table[i];
+    return NULL;
+}
+
+int cuvil_onnx_domain_op_since(const char *domain, const char *op) {
+    const op_map *e = lookup_domain(domain, op);
+    return e ? e->since : 0;
+}
+
 int cuvil_onnx_op_since(const char *op) {
     const op_map *e = lookup(op);
     return e ? e->since : 0;
 }
 
 cuvil_status cuvil_onnx_map_node(onnx_mapper *m, onnx_node *on) {
-    const op_map *e = lookup(on->op);
+    const op_map *e = lookup_domain(on->domain ? on->domain : "", on->op);
     CUVIL_ASSERT(e && on->opset >= e->since);
     for (int i = 0; i < on->n_attrs; i++) on->attrs[i].used = false;
     return e->map ? e->map(m, on, e->kind) : map_plain(m, on, e->kind);

@@ -154,3 +154,28 @@ static const cir_attr_spec sdpa_attrs[] = {
 };
 
 const cir_opdef cir_op_sdpa = {"sdpa", CIR_OPF_SYM_DIMS, 3, 7, 1, 4, sdpa_attrs, sdpa_infer, NULL, NULL, 0};
+
+/* ===== mask_index ========================================================================== */
+/* mask_index (mask, like; filter): the additive float mask of ONNX Runtime's contrib Attention
+ * and MultiHeadAttention from their mask_index or key_padding_mask: [B] key counts (keys at and
+ * past the count hidden), [B, T] or [B, S, T] of 0 (hidden) / nonzero, into [B, 1, 1, T] or
+ * [B, 1, S, T] of 0 or `filter` (ONNX Runtime's mask_filter_value, added to the scores). T is
+ * like's dim 1 for the 1-D form (the keys, from a [B, T, ...] value). int32/int64/bool masks. */
+static cuvil_status mask_index_infer(cir_graph *g, cir_node *n) {
+    cuvil_status s = op_check_arity(g, n, 2, 2, 1, 1);
+    if (s) return s;
+    cir_value *m = cir_in(g, n, 0), *like = cir_in(g, n, 1);
+    if ((m->dtype != CIR_I32 && m->dtype != CIR_I64 && m->dtype != CIR_BOOL) || m->ndim < 1 || m->ndim > 3)
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "mask '%s' must be int32, int64 or bool of rank 1 to 3 (key counts, "
+                            "[batch, keys] or [batch, queries, keys])", m->name);
+    if (like->ndim < 2) return cir_node_err(g, n, CUVIL_ERR_SHAPE, "'%s' gives no key count", like->name);
+    const cir_dim *one = cir_dim_const(&g->dt, 1);
+    const cir_dim *dy[4] = {cir_dimx(g, m, 0), one, m->ndim == 3 ? cir_dimx(g, m, 1) : one,
+                            m->ndim == 1 ? cir_dimx(g, like, 1) : cir_dimx(g, m, m->ndim - 1)};
+    cir_set_shape_x(cir_out(g, n, 0), CIR_F32, 4, dy);
+    return CUVIL_OK;
+}
+
+static const cir_attr_spec mask_index_attrs[] = {{"filter", CIR_ATTR_FLOAT, 0, -10000.0f, NULL, false}, CIR_ATTR_END};
+const cir_opdef cir_op_mask_index = {"mask_index", CIR_OPF_SYM_DIMS, 2, 2, 1, 1, mask_index_attrs, mask_index_infer, NULL,
+                                     NULL, 0};
