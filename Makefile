@@ -75,7 +75,8 @@ bench: setup build
 # Fails when a case that does not pass is missing from tests/conformance/skips.txt (each with
 # its reason) or a folder passes fewer cases than tests/conformance/ratchet.txt records.
 # After a change that makes more pass: CONFORMANCE_ARGS='--write-skips tests/conformance/skips.txt
-# --write-ratchet tests/conformance/ratchet.txt'; --ort adds ONNX Runtime's column.
+# --write-ratchet tests/conformance/ratchet.txt', then tools/gen_ops_doc.py (docs/ONNX_OPS.md
+# counts the cases from the skip file); --ort adds ONNX Runtime's column.
 CONFORMANCE_ARGS ?=
 conformance: setup build
 	@$(PY) tools/onnx_conformance.py --build $(BUILD) -j$(JOBS) --ops --skips tests/conformance/skips.txt \

@@ -11,6 +11,19 @@
 
 const char *cuvil_version(void) { return CUVIL_VERSION; }
 
+size_t cuvil_supported_ops(char *buf, size_t len) {
+    cuvil_sb sb = {0};
+    cuvil_onnx_list_ops(&sb);
+    size_t n = sb.s && !sb.oom ? strlen(sb.s) : 0;
+    if (len) {
+        size_t k = n < len - 1 ? n : len - 1;
+        if (k) memcpy(buf, sb.s, k);
+        buf[k] = 0;
+    }
+    cuvil_sb_free(&sb);
+    return n;
+}
+
 void cuvil_options_init(cuvil_options *o) {
     memset(o, 0, sizeof *o);
     o->opt_level = 2;

@@ -33,6 +33,7 @@ static void usage(FILE *f) {
           "                        nesting, subgraph_depth, nodes, values, dim, tensor_bytes,\n"
           "                        total_bytes, folded_bytes, fold_ops; N may end in K, M, G or T\n"
           "  -v, --verbose         print compiler commands\n"
+          "  --list-ops            print the ONNX ops Cuvil takes (domain, op, first opset, CIR op)\n"
           "  --version, --help\n", f);
 }
 
@@ -56,6 +57,19 @@ int main(int argc, char **argv) {
         }
         if (!strcmp(argv[i], "--version")) {
             printf("cuvil-compile %s\n", cuvil_version());
+            return 0;
+        }
+        if (!strcmp(argv[i], "--list-ops")) {
+            size_t n = cuvil_supported_ops(NULL, 0);
+            char *buf = malloc(n + 1);
+            if (!buf || !n) {
+                fputs("cuvil-compile: out of memory\n", stderr);
+                free(buf);
+                return 2;
+            }
+            cuvil_supported_ops(buf, n + 1);
+            fputs(buf, stdout);
+            free(buf);
             return 0;
         }
     }

@@ -41,6 +41,11 @@ extern "C" {
 
 CUVIL_API const char *cuvil_status_str(cuvil_status s);
 CUVIL_API const char *cuvil_version(void);
+/* The ONNX ops the frontend takes, a line each, tab-separated: domain ("" for ONNX's, or
+ * com.microsoft), op, the first opset taken, the CIR op it becomes (docs/OPS.md) and "direct"
+ * or "mapped" (written as several CIR nodes or with its attributes rewritten). Copies at most
+ * len - 1 bytes and a NUL into buf (len 0: nothing) and returns the text's full length. */
+CUVIL_API size_t cuvil_supported_ops(char *buf, size_t len);
 
 /* What cuvil_compile_file() writes. */
 typedef enum cuvil_emit {

@@ -82,6 +82,10 @@ int cuvil_onnx_op_since(const char *op);
 /* The first opset of `domain` ("com.microsoft": ONNX Runtime's contrib ops) whose op Cuvil
  * maps, or 0 for none. */
 int cuvil_onnx_domain_op_since(const char *domain, const char *op);
+/* Every (domain, op) the frontend maps, a line each: domain ("" for ONNX's), op, the first
+ * opset taken, the CIR op it becomes (or starts from, where written as several), and "direct"
+ * (one node, the attributes by name) or "mapped" (a mapping function). Tab-separated. */
+void cuvil_onnx_list_ops(cuvil_sb *sb);
 /* Adds CIR for node on (zero or more nodes and constants). Errors name the node. */
 cuvil_status cuvil_onnx_map_node(onnx_mapper *m, onnx_node *on);
 /* After the graph is loaded: an error if a dropped output is used by a node or is a graph

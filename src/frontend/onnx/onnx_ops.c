@@ -1321,6 +1321,17 @@ static const op_map *lookup_domain(const char *domain, const char *op) {
     return NULL;
 }
 
+void cuvil_onnx_list_ops(cuvil_sb *sb) {
+    for (int t = 0; t < 2; t++) {
+        const op_map *tab = t ? ms_table : table;
+        size_t n = t ? sizeof ms_table / sizeof ms_table[0] : sizeof table / sizeof table[0];
+        for (size_t i = 0; i < n; i++)
+            cuvil_sb_printf(sb, "%s\t%s\t%d\t%s\t%s\n", t ? "com.microsoft" : "", tab[i].op, tab[i].since,
+                            tab[i].kind > CIR_OP_NONE && tab[i].kind < CIR_OP__COUNT ? cir_op_def(tab[i].kind)->name : "-",
+                            tab[i].map ? "mapped" : "direct");
+    }
+}
+
 int cuvil_onnx_domain_op_since(const char *domain, const char *op) {
     const op_map *e = lookup_domain(domain, op);
     return e ? e->since : 0;
