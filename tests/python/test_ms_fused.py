@@ -135,12 +135,13 @@ def test_contrib_activations_matmul_norms_softmax(tmp_path):
 
 def test_bias_softmax_against_numpy(tmp_path):   # (ONNX Runtime has it for CUDA only)
     rng = np.random.default_rng(4)
-    node = helper.make_node("BiasSoftmax", ["x", "sb"], ["bs"], domain=MS, axis=2, is_inner_broadcast=1)
+    node = helper.make_node("BiasSoftmax", ["x", "sb"], ["bs"], domain=MS, axis=1, is_inner_broadcast=1)
     path = _ms_model(tmp_path / "s.onnx", [node], [_vi("x", F, [2, 3, 8]), _vi("sb", F, [2, 1, 8])], [("bs", F)])
     x, sb = rng.standard_normal((2, 3, 8)).astype(np.float32), rng.standard_normal((2, 1, 8)).astype(np.float32)
     got = cuvil.load(tl.compile(path, tmp_path / "s"))(x=x, sb=sb)
-    e = np.exp((x + sb) - (x + sb).max(axis=2, keepdims=True))
-    np.testing.assert_allclose(got, e / e.sum(axis=2, keepdims=True), rtol=1e-5, atol=1e-6)
+    z = (x + sb).reshape(2, -1)   # over every dim from axis 1 on, as ONNX Runtime's (opset-11) softmax
+    e = np.exp(z - z.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(got, (e / e.sum(axis=1, keepdims=True)).reshape(2, 3, 8), rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("mask_rank,causal", [(0, 1), (1, 0), (2, 0), (3, 0)])
@@ -197,3 +198,12 @@ def test_contrib_refusals(tmp_path):
     node = helper.make_node("GroupQueryAttention", ["x"], ["y"], domain=MS)
     path = _ms_model(tmp_path / "q.onnx", [node], [_vi("x", F, [1, 3, 4])], [("y", F)])
     tl.assert_clean_failure(tl.compile_raw(path, tmp_path / "q.so"), mentions=["GroupQueryAttention"])
+
+
+def test_contrib_malformed_nodes_refused(tmp_path):
+    node = helper.make_node("MultiHeadAttention", ["q", "k", "v"], [""], domain=MS, num_heads=2)
+    path = _ms_model(tmp_path / "o.onnx", [node], [_vi(n, F, [1, 3, 4]) for n in "qkv"], [("q", F)])
+    tl.assert_clean_failure(tl.compile_raw(path, tmp_path / "o.so"), mentions=["MultiHeadAttention", "output 0"])
+    node = helper.make_node("Attention", ["x", "w"], ["y"], domain=MS, num_heads=2, qkv_hidden_sizes=[4.0, 4.0, 4.0])
+    path = _ms_model(tmp_path / "f.onnx", [node], [_vi("x", F, [1, 3, 4]), _vi("w", F, [4, 12])], [("y", F)])
+    tl.assert_clean_failure(tl.compile_raw(path, tmp_path / "f.so"), mentions=["Attention", "qkv_hidden_sizes"])

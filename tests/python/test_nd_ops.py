@@ -293,3 +293,51 @@ def test_linear_attention_and_causal_conv_against_reference(tmp_path, rule):
     want = ReferenceEvaluator(str(path)).run(None, feeds)
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
+
+
+def _declared(path, dims):
+    import onnx
+    m = onnx.load(path)
+    del m.graph.output[0].type.tensor_type.shape.dim[:]
+    for d in dims:
+        m.graph.output[0].type.tensor_type.shape.dim.add().dim_value = d
+    onnx.save(m, path)
+    return path
+
+
+@pytest.mark.parametrize("case", ["col2im_batch", "col2im_blocks", "ccp_other_dim", "stft_window", "einsum_huge",
+                                  "pool_huge"])
+def test_shape_inputs_refused_when_inconsistent(tmp_path, case):
+    i64 = TensorProto.INT64
+    if case == "col2im_batch":   # the declared batch must be the input's
+        node = helper.make_node("Col2Im", ["x", "img", "blk"], ["y"])
+        vis = [_vi("x", F, [1, 4, 9]), _vi("img", i64, [2])]
+        inits = [helper.make_tensor("blk", i64, [2], [2, 2])]
+        dims, msg = [2, 1, 4, 4], "batch"
+    elif case == "col2im_blocks":   # constant shapes: the columns must be the image's blocks
+        node = helper.make_node("Col2Im", ["x", "img", "blk"], ["y"])
+        vis = [_vi("x", F, [1, 4, 7])]
+        inits = [helper.make_tensor("img", i64, [2], [4, 4]), helper.make_tensor("blk", i64, [2], [2, 2])]
+        dims, msg = None, "blocks"
+    elif case == "ccp_other_dim":   # a dim not in axes must keep its size
+        node = helper.make_node("CenterCropPad", ["x", "shape"], ["y"], axes=[1])
+        vis, inits = [_vi("x", F, [4, 6]), _vi("shape", i64, [1])], []
+        dims, msg = [10, 3], "not in axes"
+    elif case == "stft_window":   # a window of another length than the frames
+        node = helper.make_node("STFT", ["s", "step", "w", "len"], ["y"])
+        vis = [_vi("s", F, [1, 64, 1]), _vi("w", F, [10])]
+        inits = [helper.make_tensor("step", i64, [], [4]), helper.make_tensor("len", i64, [], [16])]
+        dims, msg = None, "window"
+    elif case == "einsum_huge":
+        node = helper.make_node("Einsum", ["a", "b", "c", "d"], ["y"], equation="a,b,c,d->")
+        vis, inits = [_vi(n, F, [65536]) for n in "abcd"], []
+        dims, msg = None, "2^40"
+    else:
+        node = helper.make_node("LpPool", ["x"], ["y"], kernel_shape=[200, 200, 200], pads=[199] * 6)
+        vis, inits = [_vi("x", F, [1, 1, 60, 60, 60])], []
+        dims, msg = None, "2^40"
+    path = tl.onnx_graph_model(tmp_path / "m.onnx", [node], vis, [("y", F)], inits=inits, opset=18 if case != "stft_window"
+                               else 17)
+    if dims:
+        _declared(path, dims)
+    tl.assert_clean_failure(tl.compile_raw(path, tmp_path / "m.so"), mentions=[msg])

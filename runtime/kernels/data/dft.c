@@ -99,7 +99,7 @@ int cuvil_f32_stft_rt(const cuvil_stft_rt_params *p, const void *step_v, const v
     const int64_t step = p->step_t ? cuvil_ld_index(p->step_t, step_v, 0) : p->step;
     int64_t flen = p->len_t ? cuvil_ld_index(p->len_t, len_v, 0) : p->flen;
     if (flen < 0) flen = p->win_len >= 0 ? p->win_len : p->sig_len;
-    if (step < 1 || flen < 1 || flen > p->sig_len) return 1;
+    if (step < 1 || flen < 1 || flen > p->sig_len || (p->win_len >= 0 && p->win_len != flen)) return 1;
     cuvil_stft_params q = {.in_complex = p->in_complex, .batch = p->batch, .sig_len = p->sig_len, .step = step,
                            .frames = 1 + (p->sig_len - flen) / step, .win_len = p->win_len >= 0 ? p->win_len : flen,
                            .n = flen, .bins = p->onesided ? flen / 2 + 1 : flen};

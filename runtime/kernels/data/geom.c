@@ -72,7 +72,10 @@ int cuvil_f32_col2im(int nsp, int64_t N, int64_t C, int64_t CK, int64_t L, const
                      const float *x, float *y) {
     int64_t win = 1, blocks[CUVIL_ND_MAX], nb = 1, isz = 1;
     for (int i = 0; i < nsp; i++) {
-        if (image_shape[i] != img[i] || block_shape[i] < 1) return 1;
+        /* each block fits the padded image: bs - 1 <= (img + pads) / d, so no product overflows */
+        if (image_shape[i] != img[i] || block_shape[i] < 1 ||
+            block_shape[i] - 1 > (img[i] + pads[i] + pads[nsp + i]) / d[i] || win > CK / block_shape[i])
+            return 1;
         win *= block_shape[i];
         const int64_t span = img[i] + pads[i] + pads[nsp + i] - d[i] * (block_shape[i] - 1) - 1;
         if (span < 0) return 1;

@@ -18,7 +18,7 @@ void cuvil_tfidf(const cuvil_tfidf_params *p, const void *x, float *y) {
         const int64_t base = r * p->C;
         for (int64_t d = 1; d <= p->max_skip + 1; d++) {
             const int64_t n_lo = d == 1 ? p->min_n : (p->min_n > 2 ? p->min_n : 2);   /* unigrams once */
-            if (n_lo > p->max_n) break;
+            if (n_lo > p->max_n || (n_lo - 1) * d >= p->C) break;   /* (no n-gram fits at this distance or wider) */
             for (int64_t i = 0; i < p->C; i++)
                 for (int64_t g = 0; g < p->n_grams; g++) {
                     const int64_t n = p->len[g];

@@ -300,7 +300,8 @@ int cuvil_resize_rt(cuvil_resize_params *p, int nax, const int *axes, const floa
         const double f = (double)sizes[i] / (double)p->in_dims[axes[i]];
         if (i == 0 || (keep_aspect == 1 ? f < kscale : f > kscale)) kscale = f;
     }
-    for (int i = 0; roi && i < nax; i++) {
+    for (int i = 0; roi && i < nax; i++) {   /* finite and moderate: a coordinate always converts */
+        if (!(fabsf(roi[i]) <= 1e6f) || !(fabsf(roi[nax + i]) <= 1e6f)) return 1;
         p->roi_lo[axes[i]] = roi[i];
         p->roi_hi[axes[i]] = roi[nax + i];
     }

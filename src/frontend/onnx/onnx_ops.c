@@ -905,7 +905,7 @@ static cuvil_status map_ms_fused_matmul(onnx_mapper *m, onnx_node *on, cir_op_ki
 static cuvil_status map_ms_layer_norm(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
     (void)kind;
     bool skip = !strncmp(on->op, "Skip", 4), rms = strstr(on->op, "Simplified") != NULL;
-    float eps = attr_float(on, "epsilon", 1e-5f);
+    float eps = attr_float(on, "epsilon", skip ? 1e-12f : 1e-5f);   /* (ONNX Runtime's defaults) */
     int64_t axis = attr_int(on, "axis", -1);
     all_used(on);
     cuvil_attr set[3] = {{.name = "epsilon", .type = CUVIL_ATTR_FLOAT, .f = eps},
@@ -1027,7 +1027,7 @@ static cuvil_status map_ms_attention(onnx_mapper *m, onnx_node *on, cir_op_kind 
     cuvil_attr ax = {.name = "axis", .type = CUVIL_ATTR_INT, .i = -1};
     int split_in[2] = {qkv, -1}, n_split_in = 1;
     if (qs) {
-        if (qs->a.n != 3 || qs->a.ints[0] != qs->a.ints[1])
+        if (qs->a.type != CUVIL_ATTR_INTS || qs->a.n != 3 || qs->a.ints[0] != qs->a.ints[1])
             return node_err(m, on, CUVIL_ERR_MODEL, "qkv_hidden_sizes must give 3 sizes, q's and k's equal");
         int64_t three = 3;
         if ((split_in[1] = const_from(m, on, "qkv sizes", CIR_I64, 1, &three, qs->a.ints)) < 0) return m->g->ctx->status;
@@ -1088,18 +1088,20 @@ static cuvil_status map_ms_rotary(onnx_mapper *m, onnx_node *on, cir_op_kind kin
     return add_node(m, on, kind, 4, in, on->n_out, on->out, NULL, 0, ignore);
 }
 
-/* BiasSoftmax (data, bias): softmax(data + bias) along axis; the bias of data's rank (its
+/* BiasSoftmax (data, bias): softmax(data + bias) over the dims from axis on; the bias of data's rank (its
  * dims of 1 broadcast, inner or outer alike; a bias of lower rank, which is_inner_broadcast
  * aligns left or right, is refused). */
 static cuvil_status map_ms_bias_softmax(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
-    cuvil_attr ax = {.name = "axis", .type = CUVIL_ATTR_INT, .i = attr_int(on, "axis", 1)};
+    /* ONNX Runtime's softmax here is opset 11's: over everything from axis on */
+    cuvil_attr ax[2] = {{.name = "axis", .type = CUVIL_ATTR_INT, .i = attr_int(on, "axis", 1)},
+                        {.name = "coerce_2d", .type = CUVIL_ATTR_INT, .i = 1}};
     all_used(on);
     if (in_at(on, 0) < 0 || in_at(on, 1) < 0) return node_err(m, on, CUVIL_ERR_MODEL, "data and bias are required");
     cir_value *d = cir_val(m->g, on->in[0]), *b = cir_val(m->g, on->in[1]);
     if (d->ndim < 1 || d->ndim != b->ndim)
         return node_err(m, on, CUVIL_ERR_UNSUPPORTED, "the bias must have the data's rank, both declared");
     int t = step(m, on, CIR_OP_ADD, 2, (int[]){in_at(on, 0), in_at(on, 1)}, -1, "biased", NULL, 0);
-    return t < 0 || step(m, on, kind, 1, &t, on->out[0], "y", &ax, 1) < 0 ? m->g->ctx->status : CUVIL_OK;
+    return t < 0 || step(m, on, kind, 1, &t, on->out[0], "y", ax, 2) < 0 ? m->g->ctx->status : CUVIL_OK;
 }
 
 static const op_map ms_table[] = {
@@ -1346,6 +1348,9 @@ cuvil_status cuvil_onnx_map_node(onnx_mapper *m, onnx_node *on) {
     const op_map *e = lookup_domain(on->domain ? on->domain : "", on->op);
     CUVIL_ASSERT(e && on->opset >= e->since);
     for (int i = 0; i < on->n_attrs; i++) on->attrs[i].used = false;
+    /* (ONNX's ops were checked against their schemas; a contrib op's mapping needs output 0) */
+    if (on->domain && *on->domain && (on->n_out < 1 || on->out[0] < 0))
+        return node_err(m, on, CUVIL_ERR_MODEL, "output 0 is required");
     return e->map ? e->map(m, on, e->kind) : map_plain(m, on, e->kind);
 }
 

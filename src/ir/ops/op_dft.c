@@ -114,6 +114,9 @@ cuvil_status op_stft_params(cir_graph *g, cir_node *n, cuvil_stft_params *p) {
     if (!cir_in(g, n, 1)) return cir_node_err(g, n, CUVIL_ERR_MODEL, "frame_step is required");
     if ((s = const_scalar(g, n, 1, "frame_step", &step)) || (s = const_scalar(g, n, 3, "frame_length", &flen))) return s;
     if (flen < 0) flen = w ? w->dims[0] : x->dims[1];
+    if (w && w->dims[0] != flen)
+        return cir_node_err(g, n, CUVIL_ERR_SHAPE, "window '%s' has %lld values for frames of %lld", w->name,
+                            (long long)w->dims[0], (long long)flen);
     if (step < 1 || flen < 1 || flen > x->dims[1])
         return cir_node_err(g, n, CUVIL_ERR_MODEL, "frame_step %lld and frame_length %lld must be positive, the frame no "
                             "longer than the signal (%lld)", (long long)step, (long long)flen, (long long)x->dims[1]);

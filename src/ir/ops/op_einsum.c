@@ -159,7 +159,14 @@ cuvil_status op_einsum_plan(cir_graph *g, cir_node *n, op_einsum *p) {
     p->n_lab = nl;
     p->n_in = nt;
     p->dtype = t;
-    for (int i = 0; i < nl; i++) p->sizes[i] = size[lab[i]];
+    bool ovf = false;
+    int64_t work = 1;   /* the naive loop's iterations: every label's size multiplied, bounded (2^40) */
+    for (int i = 0; i < nl; i++) {
+        p->sizes[i] = size[lab[i]];
+        work = cuvil_i64_mul(&ovf, work, p->sizes[i]);
+    }
+    if (ovf || work > ((int64_t)1 << 40))
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "its loop over every label's values is more than 2^40 steps");
     /* each operand's stride per loop label: the sum over its dims with that label (the
      * diagonal of a repeated one), 0 where it lacks the label or has a broadcast 1 */
     for (int k = 0; k < nt; k++) {

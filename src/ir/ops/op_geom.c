@@ -52,7 +52,18 @@ static cuvil_status ccp_infer(cir_graph *g, cir_node *n) {
     bool konst;
     if ((s = ccp_axes(g, n, x->ndim, ax, &na)) || (s = shape_input(g, n, 1, "shape", 8, v, &cnt, &konst))) return s;
     if (cnt != na) return cir_node_err(g, n, CUVIL_ERR_MODEL, "shape has %d values for %d axes", cnt, na);
-    if (!konst) return op_declared_output(g, n, x->dtype, x->ndim, "shape");
+    if (!konst) {
+        if ((s = op_declared_output(g, n, x->dtype, x->ndim, "shape"))) return s;
+        cir_value *y = cir_out(g, n, 0);
+        for (int d = 0; d < x->ndim; d++) {
+            bool listed = false;
+            for (int i = 0; i < na; i++) listed |= ax[i] == d;
+            if (!listed && y->dims[d] != x->dims[d])
+                return cir_node_err(g, n, CUVIL_ERR_SHAPE, "the declared output's dim %d is %lld; the input's is %lld and "
+                                    "not in axes", d, (long long)y->dims[d], (long long)x->dims[d]);
+        }
+        return CUVIL_OK;
+    }
     int64_t dims[8];
     memcpy(dims, x->dims, sizeof(int64_t) * (size_t)x->ndim);
     for (int i = 0; i < na; i++) {
@@ -123,16 +134,32 @@ static cuvil_status c2i_infer(cir_graph *g, cir_node *n) {
     if (ni != nb) return cir_node_err(g, n, CUVIL_ERR_MODEL, "image_shape has %d values, block_shape %d", ni, nb);
     int64_t d[CUVIL_ND_MAX], st[CUVIL_ND_MAX], pads[2 * CUVIL_ND_MAX];
     if ((s = op_col2im_attrs(g, n, ni, d, st, pads))) return s;
-    if (!ki || !kb) return op_declared_output(g, n, CIR_F32, 2 + ni, "image_shape or block_shape");
-    int64_t dims[2 + CUVIL_ND_MAX] = {x->dims[0], 0}, prod = 1;
+    if (!ki || !kb) {
+        if ((s = op_declared_output(g, n, CIR_F32, 2 + ni, "image_shape or block_shape"))) return s;
+        if (cir_out(g, n, 0)->dims[0] != x->dims[0])
+            return cir_node_err(g, n, CUVIL_ERR_SHAPE, "the declared output's batch is not the input's (%lld)",
+                                (long long)x->dims[0]);
+        return CUVIL_OK;
+    }
+    int64_t dims[2 + CUVIL_ND_MAX] = {x->dims[0], 0}, prod = 1, blocks = 1;
+    bool ovf = false;
     for (int i = 0; i < ni; i++) {
         if (blk[i] < 1 || img[i] < 1 || img[i] > g->limits.dim || blk[i] > g->limits.dim)
             return cir_node_err(g, n, CUVIL_ERR_MODEL, "image_shape and block_shape must be positive");
-        prod *= blk[i];
+        prod = cuvil_i64_mul(&ovf, prod, blk[i]);
+        int64_t span = img[i] + pads[i] + pads[ni + i] - cuvil_i64_mul(&ovf, d[i], blk[i] - 1) - 1;
+        if (ovf || span < 0)
+            return cir_node_err(g, n, CUVIL_ERR_SHAPE, "the block (%lld, dilation %lld) does not fit image dim %d (%lld)",
+                                (long long)blk[i], (long long)d[i], i, (long long)img[i]);
+        blocks = cuvil_i64_mul(&ovf, blocks, span / st[i] + 1);
         dims[2 + i] = img[i];
     }
-    if (x->dims[1] % prod) return cir_node_err(g, n, CUVIL_ERR_SHAPE, "input '%s' dim 1 (%lld) is not a multiple of the block "
-                                               "size %lld", x->name, (long long)x->dims[1], (long long)prod);
+    if (ovf || x->dims[1] % prod)
+        return cir_node_err(g, n, CUVIL_ERR_SHAPE, "input '%s' dim 1 (%lld) is not a multiple of the block size", x->name,
+                            (long long)x->dims[1]);
+    if (blocks != x->dims[2])
+        return cir_node_err(g, n, CUVIL_ERR_SHAPE, "input '%s' has %lld columns; the image holds %lld blocks", x->name,
+                            (long long)x->dims[2], (long long)blocks);
     dims[1] = x->dims[1] / prod;
     cir_set_shape(cir_out(g, n, 0), CIR_F32, 2 + ni, dims);
     return CUVIL_OK;

@@ -246,7 +246,15 @@ cuvil_status op_pool_nd_params(cir_graph *g, cir_node *n, cuvil_pool_nd_params *
     p->p = cir_attr_int(n, "p");
     if (p->kind == CUVIL_POOLND_LP && (p->p < 1 || p->p > 64))
         return cir_node_err(g, n, CUVIL_ERR_MODEL, "p=%lld; LpPool takes 1 to 64", (long long)p->p);
-    return pool_dims(g, n, nsp, p->in, p->k, p->s, p->d, p->pb, p->pe, p->out);
+    cuvil_status s = pool_dims(g, n, nsp, p->in, p->k, p->s, p->d, p->pb, p->pe, p->out);
+    if (s) return s;
+    /* the direct loop's work: every output's window, bounded (2^40 taps) */
+    bool ovf = false;
+    int64_t work = cuvil_i64_mul(&ovf, p->N, p->C);
+    for (int i = 0; i < nsp; i++) work = cuvil_i64_mul(&ovf, work, cuvil_i64_mul(&ovf, p->out[i], p->k[i]));
+    if (ovf || work > ((int64_t)1 << 40))
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "its windows hold more than 2^40 taps in all");
+    return CUVIL_OK;
 }
 
 static cuvil_status pool_nd_infer(cir_graph *g, cir_node *n) {

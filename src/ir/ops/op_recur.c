@@ -109,6 +109,11 @@ cuvil_status op_linear_attention_sizes(cir_graph *g, cir_node *n, op_linear_atte
                                 (long long)hk, (long long)a->dk, (long long)a->dv);
         if ((s = cir_require_eq(g, n, cir_dimx(g, ps, 0), a->B, "the batches"))) return s;
     }
+    bool ovf = false;   /* the kernel's scratch: a state and a row, as one tensor */
+    int64_t scratch = cuvil_i64_mul(&ovf, cuvil_i64_mul(&ovf, a->dk + 1, a->dv), 4);
+    if (ovf || (uint64_t)scratch > g->limits.tensor_bytes)
+        return cir_node_err(g, n, CUVIL_ERR_SHAPE, "its state ([%lld, %lld] per head) is over the limit tensor_bytes",
+                            (long long)a->dk, (long long)a->dv);
     float sc = cir_attr_float(n, "scale");
     a->scale = sc != 0.0f ? sc : 1.0f / sqrtf((float)a->dk);
     return CUVIL_OK;

@@ -131,6 +131,10 @@ static cuvil_status resize_params(cir_graph *g, cir_node *n, cuvil_resize_params
         for (int i = 0; i < nax && cir_is_const(roi); i++) {
             p->roi_lo[axes[i]] = (float)cir_const_f64(roi, i);
             p->roi_hi[axes[i]] = (float)cir_const_f64(roi, nax + i);
+            if (!isfinite(p->roi_lo[axes[i]]) || !isfinite(p->roi_hi[axes[i]]) || fabsf(p->roi_lo[axes[i]]) > 1e6f ||
+                fabsf(p->roi_hi[axes[i]]) > 1e6f)
+                return cir_node_err(g, n, CUVIL_ERR_MODEL, "roi '%s' holds a value that is not finite (or beyond 1e6)",
+                                    roi->name);
         }
         p->extrapolation_value = cir_attr_float(n, "extrapolation_value");
     }
@@ -160,12 +164,16 @@ static cuvil_status resize_params(cir_graph *g, cir_node *n, cuvil_resize_params
          * sizes / dims, each output size rounded half up, as ONNX's reference */
         double scale = 0.0;
         for (int i = 0; i < nax; i++) {
+            if (x->dims[axes[i]] == 0) return cir_node_err(g, n, CUVIL_ERR_SHAPE, "axis %d of '%s' is empty", axes[i], x->name);
             double f = (double)sz[i] / (double)x->dims[axes[i]];
             if (i == 0 || (kar == 1 ? f < scale : f > scale)) scale = f;
         }
         for (int i = 0; i < nax; i++) {
             int d = axes[i];
-            p->out_dims[d] = (int64_t)(scale * (double)x->dims[d] + 0.5);
+            double o = scale * (double)x->dims[d] + 0.5;
+            if (!(o < (double)g->limits.dim))
+                return cir_node_err(g, n, CUVIL_ERR_SHAPE, "axis %d of '%s' would be over the limit dim", d, x->name);
+            p->out_dims[d] = (int64_t)o;
             if (p->out_dims[d] <= 0)
                 return cir_node_err(g, n, CUVIL_ERR_SHAPE, "axis %d of '%s' would become empty", d, x->name);
             p->scales[d] = (float)scale;
