@@ -433,6 +433,10 @@ void cuvil_f32_linear_attention(const cuvil_linear_attention_params *p, const fl
  * (CUVIL_T_I32/I64/BOOL) holds counts [B] (ndim 1: key j visible when j < count), or 0/1 per
  * key [B, T] (ndim 2) or per query and key [B, rows, T] (ndim 3). */
 void cuvil_mask_index(int t, int ndim, int64_t B, int64_t rows, int64_t T, const void *mask, float filter, float *y);
+/* GroupQueryAttention's lengths as Cuvil takes them (op_sdpa.c's gqa_check): 1 unless *total
+ * is P + S and every seqlens[b] is P + S - 1; else y = key (nbytes). */
+int cuvil_gqa_check(int64_t B, int64_t S, int64_t P, const int32_t *seqlens, const int32_t *total, const void *key,
+                    void *y, size_t nbytes);
 
 /* ===== TfIdfVectorizer (tfidf.c) =====================================================
  * y [rows, out_size] float32 from x [rows, C] (int32 when x_i32, else int64): for every skip

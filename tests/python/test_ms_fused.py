@@ -190,14 +190,38 @@ def test_contrib_mha_and_rotary(tmp_path):
     tl.check_vs_ort(model, path, feeds, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("past", [0, 5])
+def test_contrib_group_query_attention(tmp_path, past):
+    rng = np.random.default_rng(6 + past)
+    B, S, hq, hk, D = 2, 5 if not past else 1, 4, 2, 8
+    ins = ["q", "k", "v", "pk" if past else "", "pv" if past else "", "sl", "tot"]
+    node = helper.make_node("GroupQueryAttention", ins, ["y", "present_k", "present_v"], domain=MS, num_heads=hq,
+                            kv_num_heads=hk)
+    vis = [_vi("q", F, [B, S, hq * D]), _vi("k", F, [B, S, hk * D]), _vi("v", F, [B, S, hk * D]), _vi("sl", I32, [B]),
+           _vi("tot", I32, [])]
+    if past:
+        vis += [_vi("pk", F, [B, hk, past, D]), _vi("pv", F, [B, hk, past, D])]
+    path = _ms_model(tmp_path / "g.onnx", [node], vis, [("y", F), ("present_k", F), ("present_v", F)])
+    model = cuvil.load(tl.compile(path, tmp_path / "g"))
+    feeds = {v.name: rng.standard_normal([d.dim_value for d in v.type.tensor_type.shape.dim]).astype(np.float32)
+             for v in vis if v.type.tensor_type.elem_type == F}
+    feeds["sl"] = np.full(B, past + S - 1, np.int32)
+    feeds["tot"] = np.array(past + S, np.int32)
+    tl.check_vs_ort(model, path, feeds, rtol=1e-4, atol=1e-5)
+    with pytest.raises(cuvil.CuvilError, match="GroupQueryAttention.*padded rows"):   # a padded row: refused
+        model(**{**feeds, "sl": np.array([past + S - 1, past + S - 2], np.int32)})
+
+
 def test_contrib_refusals(tmp_path):
     node = helper.make_node("Attention", ["x", "w", "", "", "past"], ["y", "present"], domain=MS, num_heads=2)
     vis = [_vi("x", F, [1, 3, 4]), _vi("w", F, [4, 12]), _vi("past", F, [2, 1, 2, 2, 2])]
     path = _ms_model(tmp_path / "p.onnx", [node], vis, [("y", F), ("present", F)])
     tl.assert_clean_failure(tl.compile_raw(path, tmp_path / "p.so"), mentions=["Attention", "cache"])
-    node = helper.make_node("GroupQueryAttention", ["x"], ["y"], domain=MS)
-    path = _ms_model(tmp_path / "q.onnx", [node], [_vi("x", F, [1, 3, 4])], [("y", F)])
-    tl.assert_clean_failure(tl.compile_raw(path, tmp_path / "q.so"), mentions=["GroupQueryAttention"])
+    node = helper.make_node("GroupQueryAttention", ["x", "", "", "", "", "sl", "tot"], ["y"], domain=MS, num_heads=2,
+                            kv_num_heads=1)
+    path = _ms_model(tmp_path / "q.onnx", [node], [_vi("x", F, [1, 3, 12]), _vi("sl", I32, [1]), _vi("tot", I32, [])],
+                     [("y", F)])
+    tl.assert_clean_failure(tl.compile_raw(path, tmp_path / "q.so"), mentions=["GroupQueryAttention", "packed"])
 
 
 def test_contrib_malformed_nodes_refused(tmp_path):

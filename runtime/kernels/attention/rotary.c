@@ -45,3 +45,12 @@ void cuvil_mask_index(int t, int ndim, int64_t B, int64_t rows, int64_t T, const
                 y[(b * rows + r) * T + j] = visible ? 0.0f : filter;
             }
 }
+
+int cuvil_gqa_check(int64_t B, int64_t S, int64_t P, const int32_t *seqlens, const int32_t *total, const void *key,
+                    void *y, size_t nbytes) {
+    if ((int64_t)*total != P + S) return 1;
+    for (int64_t b = 0; b < B; b++)
+        if ((int64_t)seqlens[b] + 1 != P + S) return 1;
+    if (nbytes) memcpy(y, key, nbytes);
+    return 0;
+}

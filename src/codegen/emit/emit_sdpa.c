@@ -92,3 +92,14 @@ cuvil_status cg_emit_mask_index(cg_ctx *cg, cir_graph *g, cir_node *n) {
               cg_in(cg, n->in[0]), cg_float(cir_attr_float(n, "filter"), f), cg_out(cg, n->out[0]));
     return CUVIL_OK;
 }
+
+cuvil_status cg_emit_gqa_check(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    cir_value *k = cir_in(g, n, 2), *pk = cir_in(g, n, 3);
+    cg_printf(cg, "    if (cuvil_gqa_check(%s, %s, %s, (const int32_t *)%s, (const int32_t *)%s, %s, %s, (size_t)(%s) * %zu)) "
+              "return 1;\n", cg_dimprod(cg, n->in[2], 0, 1, 1), cg_dimprod(cg, n->in[2], 1, 2, 1),
+              pk ? cg_dimprod(cg, n->in[3], 2, 3, 1) : "0", cg_in(cg, n->in[0]), cg_in(cg, n->in[1]), cg_in(cg, n->in[2]),
+              cg_out(cg, n->out[0]), cg_dimprod(cg, n->in[2], 0, 3, 1), cir_dtype_size(k->dtype));
+    cg_fallible(cg, "its total_sequence_length is not the past's length plus the new tokens', or a seqlens_k is not "
+                "total - 1 (padded rows or a shared cache buffer, which Cuvil does not take)");
+    return CUVIL_OK;
+}

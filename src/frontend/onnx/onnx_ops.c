@@ -1075,6 +1075,44 @@ static cuvil_status map_ms_mha(onnx_mapper *m, onnx_node *on, cir_op_kind kind) 
     return ms_sdpa(m, on, q, k, v, mask < 0 ? -1 : mask, heads, causal, scale);
 }
 
+/* GroupQueryAttention (query, key, value, [past_key], [past_value], seqlens_k,
+ * total_sequence_length, ..., [attention_bias]): sdpa with grouped heads, causal, the cache
+ * concatenated (present = past then the new keys), softcap; gqa_check makes the run fail where
+ * seqlens_k or total_sequence_length ask for more (padded rows, a shared cache buffer). Packed
+ * QKV, rotary inside, local windows, smooth softmax and head sinks are refused. */
+static cuvil_status map_ms_gqa(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
+    int64_t hq = attr_int(on, "num_heads", 0), hk = attr_int(on, "kv_num_heads", 0);
+    float scale = attr_float(on, "scale", 0.0f), softcap = attr_float(on, "softcap", 0.0f);
+    if (attr_int(on, "do_rotary", 0) || attr_int(on, "smooth_softmax", 0) || attr_int(on, "local_window_size", -1) != -1 ||
+        attr_int(on, "qk_output", 0))
+        return node_err(m, on, CUVIL_ERR_UNSUPPORTED, "do_rotary, smooth_softmax, local_window_size and qk_output are not "
+                        "supported");
+    all_used(on);
+    if (hq < 1 || hk < 1) return node_err(m, on, CUVIL_ERR_MODEL, "num_heads and kv_num_heads are required");
+    int q = in_at(on, 0), k = in_at(on, 1), v = in_at(on, 2), pk = in_at(on, 3), pv = in_at(on, 4);
+    int sl = in_at(on, 5), tot = in_at(on, 6), bias = in_at(on, 10);
+    if (k < 0 || v < 0) return node_err(m, on, CUVIL_ERR_UNSUPPORTED, "packed QKV (no key and value) is not supported");
+    if ((pk >= 0) != (pv >= 0)) return node_err(m, on, CUVIL_ERR_MODEL, "past_key and past_value go together");
+    if (sl < 0 || tot < 0) return node_err(m, on, CUVIL_ERR_MODEL, "seqlens_k and total_sequence_length are required");
+    for (int i = 7; i < on->n_in; i++)
+        if (i != 10 && on->in[i] >= 0)
+            return node_err(m, on, CUVIL_ERR_UNSUPPORTED, "input %d (the rotary caches, position ids or head sink) is not "
+                            "supported", i);
+    for (int i = 3; i < on->n_out; i++)
+        if (on->out[i] >= 0) return node_err(m, on, CUVIL_ERR_UNSUPPORTED, "output %d is not supported", i);
+    int kc = step(m, on, CIR_OP_GQA_CHECK, pk >= 0 ? 4 : 3, (int[]){sl, tot, k, pk}, -1, "key_checked", NULL, 0);
+    if (kc < 0) return m->g->ctx->status;
+    cuvil_attr set[6] = {{.name = "q_num_heads", .type = CUVIL_ATTR_INT, .i = hq},
+                         {.name = "kv_num_heads", .type = CUVIL_ATTR_INT, .i = hk},
+                         {.name = "is_causal", .type = CUVIL_ATTR_INT, .i = 1},
+                         {.name = "softcap", .type = CUVIL_ATTR_FLOAT, .f = softcap},
+                         {.name = "scale", .type = CUVIL_ATTR_FLOAT, .f = scale},
+                         {.name = "has_scale", .type = CUVIL_ATTR_INT, .i = 1}};
+    int in[6] = {q, kc, v, bias, pk, pv}, outs[3] = {on->out[0], out_at(on, 1), out_at(on, 2)};
+    int n_out = outs[2] >= 0 ? 3 : outs[1] >= 0 ? 2 : 1;
+    return add_node(m, on, kind, pk >= 0 ? 6 : bias >= 0 ? 4 : 3, in, n_out, outs, set, scale != 0.0f ? 6 : 4, no_ignore);
+}
+
 /* RotaryEmbedding (input, position_ids, cos_cache, sin_cache): CIR's rotary with ONNX's input
  * order; position_ids [batch, seq] (the [1] offset form and packed batching are refused). */
 static cuvil_status map_ms_rotary(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
@@ -1115,6 +1153,7 @@ static const op_map ms_table[] = {
     {"EmbedLayerNormalization", 1, CIR_OP_LAYER_NORM, map_ms_embed_layer_norm},
     {"Attention", 1, CIR_OP_SDPA, map_ms_attention},
     {"MultiHeadAttention", 1, CIR_OP_SDPA, map_ms_mha},
+    {"GroupQueryAttention", 1, CIR_OP_SDPA, map_ms_gqa},
     {"RotaryEmbedding", 1, CIR_OP_ROTARY, map_ms_rotary},
     {"BiasSoftmax", 1, CIR_OP_SOFTMAX, map_ms_bias_softmax},
 };

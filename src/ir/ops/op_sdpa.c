@@ -179,3 +179,25 @@ static cuvil_status mask_index_infer(cir_graph *g, cir_node *n) {
 static const cir_attr_spec mask_index_attrs[] = {{"filter", CIR_ATTR_FLOAT, 0, -10000.0f, NULL, false}, CIR_ATTR_END};
 const cir_opdef cir_op_mask_index = {"mask_index", CIR_OPF_SYM_DIMS, 2, 2, 1, 1, mask_index_attrs, mask_index_infer, NULL,
                                      NULL, 0};
+
+/* ===== gqa_check =========================================================================== */
+/* gqa_check (seqlens_k [B] int32, total_sequence_length int32 scalar, key [B, S, ...], [past_key
+ * [B, H, P, D]]) -> key, copied: ONNX Runtime's GroupQueryAttention as Cuvil takes it, with
+ * every row whole and the cache not shared. The run fails unless total_sequence_length is P + S
+ * and every seqlens_k is total - 1 (padding, or a past buffer longer than the tokens in it,
+ * would need the masks Cuvil does not build). */
+static cuvil_status gqa_check_infer(cir_graph *g, cir_node *n) {
+    cuvil_status s = op_check_arity(g, n, 3, 4, 1, 1);
+    if (s) return s;
+    cir_value *sl = cir_in(g, n, 0), *tot = cir_in(g, n, 1), *k = cir_in(g, n, 2), *pk = cir_in(g, n, 3);
+    if (sl->dtype != CIR_I32 || sl->ndim != 1 || tot->dtype != CIR_I32 || cir_numel(tot) != 1)
+        return cir_node_err(g, n, CUVIL_ERR_MODEL, "seqlens_k must be int32 [batch] and total_sequence_length an int32 scalar");
+    if (k->ndim != 3 || (pk && pk->ndim != 4))
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "key must be [batch, seq, kv heads * head size] and past_key "
+                            "[batch, kv heads, past, head size]");
+    if ((s = cir_require_eq(g, n, cir_dimx(g, sl, 0), cir_dimx(g, k, 0), "seqlens_k's length and the batch"))) return s;
+    const cir_dim *dx[3] = {cir_dimx(g, k, 0), cir_dimx(g, k, 1), cir_dimx(g, k, 2)};
+    cir_set_shape_x(cir_out(g, n, 0), k->dtype, 3, dx);
+    return CUVIL_OK;
+}
+const cir_opdef cir_op_gqa_check = {"gqa_check", CIR_OPF_SYM_DIMS, 3, 4, 1, 1, NULL, gqa_check_infer, NULL, NULL, 0};
