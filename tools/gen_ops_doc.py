@@ -111,7 +111,8 @@ def render(build: Path) -> str:
         "",
         "Every op of ONNX's domain: the opset versions Cuvil takes (the first, then each later one where "
         "the op changed), the CIR op it becomes (*mapped*: written as several CIR nodes, or with its "
-        "attributes or inputs rewritten, starting from that op), that op's element types and limits "
+        "attributes or inputs rewritten, starting from that op; its notes then say \"of\" it), that op's element "
+        "types and limits "
         "(`docs/OPS.md`), and the cases of ONNX's backend suites (Debian's 1.12 data and onnx "
         "1.23.2's node cases) whose top-level graph uses it: in scope, passing, and the others by name "
         "(their reasons are in the skip file). Ops a model uses only inside a function's body are "
@@ -129,7 +130,10 @@ def render(build: Path) -> str:
         if op in taken:
             since, cir, how = taken[op]
             cir_cell = f"`{cir}`" + (" (mapped)" if how == "mapped" else "") if cir != "-" else "(mapped)"
-            lines.append(f"| {op} | {opsets(since, vers[op])} | {cir_cell} | {cases} | {cell(notes.get(cir, ''))} | "
+            note = notes.get(cir, "")
+            if how == "mapped" and note:   # (the CIR op's notes, which a composite mapping starts from)
+                note = f"of `{cir}`: {note}"
+            lines.append(f"| {op} | {opsets(since, vers[op])} | {cir_cell} | {cases} | {cell(note)} | "
                          f"{failing(c[2])} |")
         else:
             lines.append(f"| {op} | not taken | - | {cases} | - | {failing(c[2])} |")
