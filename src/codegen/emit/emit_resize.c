@@ -8,6 +8,15 @@ static const char *const coord_syms[] = {"CUVIL_COORD_HALF_PIXEL", "CUVIL_COORD_
 static const char *const nearest_syms[] = {"CUVIL_NEAREST_ROUND_PREFER_FLOOR", "CUVIL_NEAREST_ROUND_PREFER_CEIL",
                                            "CUVIL_NEAREST_FLOOR", "CUVIL_NEAREST_CEIL"};
 
+/* n floats as a C initialiser ("{ 0 }" for none) in buf. */
+static const char *floats_init(char *buf, size_t len, const float *v, int n) {
+    char f[32];
+    size_t o = (size_t)snprintf(buf, len, "{");
+    for (int d = 0; d < n; d++) o += (size_t)snprintf(buf + o, len - o, "%s%s", d ? ", " : " ", cg_float(v[d], f));
+    snprintf(buf + o, len - o, "%s", n ? " }" : " 0 }");
+    return buf;
+}
+
 cuvil_status cg_emit_resize(cg_ctx *cg, cir_graph *g, cir_node *n) {
     cuvil_resize_params p;
     bool rt;
@@ -21,49 +30,33 @@ cuvil_status cg_emit_resize(cg_ctx *cg, cir_graph *g, cir_node *n) {
         if ((s = op_resize_x(g, n, &p, dx, sc))) return s;
         for (int d = 0; d < p.ndim; d++) p.scales[d] = sc[d];
     }
-    char scales[CIR_MAX_DIMS * 36 + 8], buf[32], a[32];
-    size_t o = (size_t)snprintf(scales, sizeof scales, "{");
-    for (int d = 0; d < p.ndim; d++)
-        o += (size_t)snprintf(scales + o, sizeof scales - o, "%s%s", d ? ", " : " ", cg_float(p.scales[d], buf));
-    snprintf(scales + o, sizeof scales - o, "%s", p.ndim ? " }" : " 0 }");
+    char scales[CIR_MAX_DIMS * 36 + 8], lo[CIR_MAX_DIMS * 36 + 8], hi_roi[CIR_MAX_DIMS * 36 + 8], buf[32], a[32];
+    floats_init(scales, sizeof scales, p.scales, p.ndim);
+    char roi[CIR_MAX_DIMS * 80 + 128] = "";   /* tf_crop_and_resize's fields (a roi read when the model runs replaces them) */
+    if (p.coord_mode == CUVIL_COORD_TF_CROP_AND_RESIZE)
+        snprintf(roi, sizeof roi, ", .roi_lo = %s, .roi_hi = %s, .extrapolation_value = %s",
+                 floats_init(lo, sizeof lo, p.roi_lo, p.ndim), floats_init(hi_roi, sizeof hi_roi, p.roi_hi, p.ndim),
+                 cg_float(p.extrapolation_value, buf));
     if (rt) {   /* scales or sizes read when the model runs: p's dims and scales along the axes from them */
         int slots[CIR_MAX_DIMS];
         int64_t ax[CIR_MAX_DIMS];
         for (int i = 0; i < nax; i++) ax[i] = axes[i];
         const char *hi = cg_found_his(cg, g, n, nax, slots);
-        cir_value *sc = cir_in(g, n, 2), *roi = cir_in(g, n, 1);
+        cir_value *sc = cir_in(g, n, 2), *roi_v = cir_in(g, n, 1);
         bool by_scales = sc && cir_value_fixed(sc) && cir_numel(sc) > 0;
-        bool tf = p.coord_mode == CUVIL_COORD_TF_CROP_AND_RESIZE, roi_rt = tf && !cir_is_const(roi);
-        char extra[CIR_MAX_DIMS * 80 + 128] = "";
-        if (tf) {   /* the constant roi (or the identity, replaced by one read when the model runs) */
-            size_t r = (size_t)snprintf(extra, sizeof extra, ", .roi_lo = {");
-            for (int d = 0; d < p.ndim; d++)
-                r += (size_t)snprintf(extra + r, sizeof extra - r, "%s%s", d ? ", " : " ", cg_float(p.roi_lo[d], buf));
-            r += (size_t)snprintf(extra + r, sizeof extra - r, " }, .roi_hi = {");
-            for (int d = 0; d < p.ndim; d++)
-                r += (size_t)snprintf(extra + r, sizeof extra - r, "%s%s", d ? ", " : " ", cg_float(p.roi_hi[d], buf));
-            snprintf(extra + r, sizeof extra - r, " }, .extrapolation_value = %s", cg_float(p.extrapolation_value, buf));
-        }
+        bool roi_rt = p.coord_mode == CUVIL_COORD_TF_CROP_AND_RESIZE && !cir_is_const(roi_v);
         cg_printf(cg, "    {\n        static const int64_t hi[] = %s;\n        static const int ax[] = %s;\n"
                       "        cuvil_resize_params p = { .mode = %s, .coord_mode = %s, .nearest_mode = %s, .ndim = %d, "
                       ".in_dims = %s, .out_dims = %s, .scales = %s, .cubic_coeff_a = %s, .exclude_outside = %d%s };\n"
                       "        if (cuvil_resize_rt(&p, %d, ax, %s, %s, hi, %d, %s)) return 1;\n",
                   hi, cg_i64s(cg, ax, nax), mode_syms[p.mode], coord_syms[p.coord_mode], nearest_syms[p.nearest_mode], p.ndim, cg_dims_init(cg, n->in[0], p.ndim),
-                  cg_dims_init(cg, n->in[0], p.ndim), scales, cg_float(p.cubic_coeff_a, a), p.exclude_outside, extra, nax,
+                  cg_dims_init(cg, n->in[0], p.ndim), scales, cg_float(p.cubic_coeff_a, a), p.exclude_outside, roi, nax,
                   by_scales ? cg_in(cg, n->in[2]) : "NULL", by_scales ? "NULL" : cg_in(cg, n->in[3]),
                   by_scales ? 0 : (int)cir_attr_int(n, "keep_aspect_ratio_policy"), roi_rt ? cg_in(cg, n->in[1]) : "NULL");
         for (int i = 0; i < nax; i++) cg_printf(cg, "        D[%d] = p.out_dims[%d];\n", slots[i], axes[i]);
         cg_printf(cg, "        cuvil_f32_resize(&p, %s, %s);\n    }\n", cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));
         cg_fallible(cg, "its scales or sizes are not valid for its input, or give a dim over the output's declared or --dim size");
         return CUVIL_OK;
-    }
-    char roi[CIR_MAX_DIMS * 80 + 128] = "";
-    if (p.coord_mode == CUVIL_COORD_TF_CROP_AND_RESIZE) {
-        size_t r = (size_t)snprintf(roi, sizeof roi, ", .roi_lo = {");
-        for (int d = 0; d < p.ndim; d++) r += (size_t)snprintf(roi + r, sizeof roi - r, "%s%s", d ? ", " : " ", cg_float(p.roi_lo[d], buf));
-        r += (size_t)snprintf(roi + r, sizeof roi - r, " }, .roi_hi = {");
-        for (int d = 0; d < p.ndim; d++) r += (size_t)snprintf(roi + r, sizeof roi - r, "%s%s", d ? ", " : " ", cg_float(p.roi_hi[d], buf));
-        snprintf(roi + r, sizeof roi - r, " }, .extrapolation_value = %s", cg_float(p.extrapolation_value, buf));
     }
     const char *ps = cg_param(cg, "cuvil_resize_params",
                               "{ .mode = %s, .coord_mode = %s, .nearest_mode = %s, .ndim = %d, .in_dims = %s, .out_dims = %s, "

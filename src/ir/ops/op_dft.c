@@ -6,12 +6,19 @@
 
 #include <string.h>
 
+/* Optional input i, if present an int32 or int64 scalar. */
+static cuvil_status int_scalar(cir_graph *g, cir_node *n, int i, const char *what) {
+    cir_value *c = cir_in(g, n, i);
+    if (c && ((c->dtype != CIR_I64 && c->dtype != CIR_I32) || cir_numel(c) != 1))
+        return cir_node_err(g, n, CUVIL_ERR_MODEL, "%s '%s' must be an int32 or int64 scalar", what, c->name);
+    return CUVIL_OK;
+}
+
 /* Optional scalar integer input i, constant: its value into *v (absent: *v unchanged). */
 static cuvil_status const_scalar(cir_graph *g, cir_node *n, int i, const char *what, int64_t *v) {
     cir_value *c = cir_in(g, n, i);
-    if (!c) return CUVIL_OK;
-    if ((c->dtype != CIR_I64 && c->dtype != CIR_I32) || cir_numel(c) != 1)
-        return cir_node_err(g, n, CUVIL_ERR_MODEL, "%s '%s' must be an int32 or int64 scalar", what, c->name);
+    cuvil_status s = int_scalar(g, n, i, what);
+    if (s || !c) return s;
     if (!cir_is_const(c))
         return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "%s '%s' must be a constant (it sets the output's shape)", what,
                             c->name);
@@ -39,13 +46,20 @@ cuvil_status op_declared_output(cir_graph *g, cir_node *n, cir_dtype t, int rank
     return CUVIL_OK;
 }
 
+/* DFT's input: [..., 1 (real) or 2 (complex)]. */
+static cuvil_status dft_input(cir_graph *g, cir_node *n) {
+    cir_value *x = cir_in(g, n, 0);
+    if (x->ndim < 2 || (x->dims[x->ndim - 1] != 1 && x->dims[x->ndim - 1] != 2))
+        return cir_node_err(g, n, CUVIL_ERR_SHAPE, "input '%s' must end in a dim of 1 (real) or 2 (complex)", x->name);
+    return CUVIL_OK;
+}
+
 cuvil_status op_dft_params(cir_graph *g, cir_node *n, cuvil_dft_params *p, int *axis_out) {
     cir_value *x = cir_in(g, n, 0);
     memset(p, 0, sizeof *p);
-    if (x->ndim < 2 || (x->dims[x->ndim - 1] != 1 && x->dims[x->ndim - 1] != 2))
-        return cir_node_err(g, n, CUVIL_ERR_SHAPE, "input '%s' must end in a dim of 1 (real) or 2 (complex)", x->name);
+    cuvil_status s = dft_input(g, n);
+    if (s) return s;
     int64_t axis = cir_attr_int(n, "axis"), len = -1;
-    cuvil_status s;
     if ((s = const_scalar(g, n, 2, "axis", &axis)) || (s = const_scalar(g, n, 1, "dft_length", &len))) return s;
     if (axis < -x->ndim || axis >= x->ndim) return cir_node_err(g, n, CUVIL_ERR_MODEL, "axis %lld is out of range", (long long)axis);
     int a = (int)(axis < 0 ? axis + x->ndim : axis);
@@ -74,14 +88,7 @@ static cuvil_status dft_infer(cir_graph *g, cir_node *n) {
     cir_value *x = cir_in(g, n, 0);
     if (!cir_value_fixed(x)) return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' has symbolic dims", x->name);
     if (op_dft_runtime(g, n, 1, 2)) {
-        for (int i = 1; i < 3; i++) {
-            cir_value *v = cir_in(g, n, i);
-            if (v && ((v->dtype != CIR_I64 && v->dtype != CIR_I32) || cir_numel(v) != 1))
-                return cir_node_err(g, n, CUVIL_ERR_MODEL, "%s '%s' must be an int32 or int64 scalar",
-                                    i == 1 ? "dft_length" : "axis", v->name);
-        }
-        if (x->ndim < 2 || (x->dims[x->ndim - 1] != 1 && x->dims[x->ndim - 1] != 2))
-            return cir_node_err(g, n, CUVIL_ERR_SHAPE, "input '%s' must end in a dim of 1 (real) or 2 (complex)", x->name);
+        if ((s = int_scalar(g, n, 1, "dft_length")) || (s = int_scalar(g, n, 2, "axis")) || (s = dft_input(g, n))) return s;
         return op_declared_output(g, n, CIR_F32, x->ndim, "dft_length or axis");
     }
     cuvil_dft_params p;
@@ -103,14 +110,21 @@ static const cir_attr_spec dft_attrs[] = {
 };
 const cir_opdef cir_op_dft = {"dft", 0, 1, 3, 1, 1, dft_attrs, dft_infer, NULL, NULL, 0};
 
-cuvil_status op_stft_params(cir_graph *g, cir_node *n, cuvil_stft_params *p) {
+/* STFT's signal [batch, length, 1 or 2] and window (1-D). */
+static cuvil_status stft_inputs(cir_graph *g, cir_node *n) {
     cir_value *x = cir_in(g, n, 0), *w = cir_in(g, n, 2);
-    memset(p, 0, sizeof *p);
     if (x->ndim != 3 || (x->dims[2] != 1 && x->dims[2] != 2))
         return cir_node_err(g, n, CUVIL_ERR_SHAPE, "signal '%s' must be [batch, length, 1 or 2]", x->name);
     if (w && w->ndim != 1) return cir_node_err(g, n, CUVIL_ERR_SHAPE, "window '%s' must be 1-D", w->name);
+    return CUVIL_OK;
+}
+
+cuvil_status op_stft_params(cir_graph *g, cir_node *n, cuvil_stft_params *p) {
+    cir_value *x = cir_in(g, n, 0), *w = cir_in(g, n, 2);
+    memset(p, 0, sizeof *p);
+    cuvil_status s = stft_inputs(g, n);
+    if (s) return s;
     int64_t step = 0, flen = -1;
-    cuvil_status s;
     if (!cir_in(g, n, 1)) return cir_node_err(g, n, CUVIL_ERR_MODEL, "frame_step is required");
     if ((s = const_scalar(g, n, 1, "frame_step", &step)) || (s = const_scalar(g, n, 3, "frame_length", &flen))) return s;
     if (flen < 0) flen = w ? w->dims[0] : x->dims[1];
@@ -139,16 +153,9 @@ static cuvil_status stft_infer(cir_graph *g, cir_node *n) {
         if (v && !cir_value_fixed(v)) return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' has symbolic dims", v->name);
     }
     if (op_dft_runtime(g, n, 1, 1) || op_dft_runtime(g, n, 3, 3)) {
-        cir_value *x = cir_in(g, n, 0), *w = cir_in(g, n, 2);
-        if (x->ndim != 3 || (x->dims[2] != 1 && x->dims[2] != 2))
-            return cir_node_err(g, n, CUVIL_ERR_SHAPE, "signal '%s' must be [batch, length, 1 or 2]", x->name);
-        if (w && w->ndim != 1) return cir_node_err(g, n, CUVIL_ERR_SHAPE, "window '%s' must be 1-D", w->name);
-        for (int i = 1; i < 4; i += 2) {
-            cir_value *v = cir_in(g, n, i);
-            if (v && ((v->dtype != CIR_I64 && v->dtype != CIR_I32) || cir_numel(v) != 1))
-                return cir_node_err(g, n, CUVIL_ERR_MODEL, "%s '%s' must be an int32 or int64 scalar",
-                                    i == 1 ? "frame_step" : "frame_length", v->name);
-        }
+        cir_value *x = cir_in(g, n, 0);
+        if ((s = stft_inputs(g, n)) || (s = int_scalar(g, n, 1, "frame_step")) || (s = int_scalar(g, n, 3, "frame_length")))
+            return s;
         if ((s = op_declared_output(g, n, CIR_F32, 4, "frame_step or frame_length"))) return s;
         cir_value *y = cir_out(g, n, 0);
         if (y->dims[0] != x->dims[0] || y->dims[3] != 2)

@@ -22,9 +22,9 @@ static cuvil_status shape_input(cir_graph *g, cir_node *n, int i, const char *wh
 
 /* ===== center_crop_pad ===================================================================== */
 /* The axes (attribute; default all) as dims of x, into ax; their count. */
-static cuvil_status ccp_axes(cir_graph *g, cir_node *n, int rank, int *ax, int *na) {
+cuvil_status op_ccp_axes(cir_graph *g, cir_node *n, int64_t *ax, int *na) {
     const int64_t *a;
-    int k = cir_attr_ints(n, "axes", &a);
+    int rank = cir_in(g, n, 0)->ndim, k = cir_attr_ints(n, "axes", &a);
     if (k < 0) {
         for (int i = 0; i < rank; i++) ax[i] = i;
         *na = rank;
@@ -32,10 +32,12 @@ static cuvil_status ccp_axes(cir_graph *g, cir_node *n, int rank, int *ax, int *
     }
     if (k > rank) return cir_node_err(g, n, CUVIL_ERR_MODEL, "axes has %d values for rank %d", k, rank);
     for (int i = 0; i < k; i++) {
-        if (a[i] < -rank || a[i] >= rank) return cir_node_err(g, n, CUVIL_ERR_MODEL, "axis %lld is out of range", (long long)a[i]);
-        ax[i] = (int)(a[i] < 0 ? a[i] + rank : a[i]);
+        int d;
+        cuvil_status s = op_axis(g, n, a[i], rank, "axes", &d);
+        if (s) return s;
+        ax[i] = d;
         for (int j = 0; j < i; j++)
-            if (ax[j] == ax[i]) return cir_node_err(g, n, CUVIL_ERR_MODEL, "axis %d appears twice", ax[i]);
+            if (ax[j] == ax[i]) return cir_node_err(g, n, CUVIL_ERR_MODEL, "axis %d appears twice", d);
     }
     *na = k;
     return CUVIL_OK;
@@ -47,10 +49,10 @@ static cuvil_status ccp_infer(cir_graph *g, cir_node *n) {
     cir_value *x = cir_in(g, n, 0);
     if (!cir_value_fixed(x) || x->ndim > 8 || !cir_dtype_size(x->dtype))
         return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' must have fixed dims (at most 8)", x->name);
-    int ax[8], na, cnt;
-    int64_t v[8];
+    int64_t ax[8], v[8];
+    int na, cnt;
     bool konst;
-    if ((s = ccp_axes(g, n, x->ndim, ax, &na)) || (s = shape_input(g, n, 1, "shape", 8, v, &cnt, &konst))) return s;
+    if ((s = op_ccp_axes(g, n, ax, &na)) || (s = shape_input(g, n, 1, "shape", 8, v, &cnt, &konst))) return s;
     if (cnt != na) return cir_node_err(g, n, CUVIL_ERR_MODEL, "shape has %d values for %d axes", cnt, na);
     if (!konst) {
         if ((s = op_declared_output(g, n, x->dtype, x->ndim, "shape"))) return s;
@@ -72,13 +74,6 @@ static cuvil_status ccp_infer(cir_graph *g, cir_node *n) {
     }
     cir_set_shape(cir_out(g, n, 0), x->dtype, x->ndim, dims);
     return CUVIL_OK;
-}
-
-cuvil_status op_ccp_axes(cir_graph *g, cir_node *n, int64_t *axes, int *na) {
-    int ax[8];
-    cuvil_status s = ccp_axes(g, n, cir_in(g, n, 0)->ndim, ax, na);
-    for (int i = 0; !s && i < *na; i++) axes[i] = ax[i];
-    return s;
 }
 
 static const cir_attr_spec ccp_attrs[] = {{"axes", CIR_ATTR_INTS, 0, 0, NULL, false}, CIR_ATTR_END};
