@@ -94,7 +94,7 @@ test-c:
 # CUVIL_TEST_TARGET), so that no change passes on one ISA only. ctest already runs the kernel
 # tests on both (test_kernel_*_avx2); test_layout.py and test_targets.py name both targets
 # themselves. On an AVX2 machine without AVX-512 the first round was AVX2's.
-AVX2_TESTS ?= tests/python/test_ops.py tests/python/test_models.py tests/python/test_fusion.py \
+AVX2_TESTS ?= tests/python/test_ops.py tests/python/test_quant.py tests/python/test_models.py tests/python/test_fusion.py \
 	tests/python/test_symbolic.py
 test-python-avx2:
 	@if grep -qw avx512f /proc/cpuinfo && grep -qw avx512bw /proc/cpuinfo && grep -qw avx512dq /proc/cpuinfo \

@@ -37,26 +37,29 @@ CUVIL_RT_BASELINE static uint64_t xcr0(void) {
 /* 1: the CPU and the OS support feature name (n bytes); 0: not; -1: a name this file does
  * not know (a target table that names one is a bug, reported as missing). */
 CUVIL_RT_BASELINE static int has_feature(const char *name, size_t n) {
-    unsigned r0[4], r1[4] = {0}, r7[4] = {0};
+    unsigned r0[4], r1[4] = {0}, r7[4] = {0}, r71[4] = {0};
     cpuid(0, 0, r0);   /* r0[0]: the highest basic leaf */
     if (r0[0] >= 1) cpuid(1, 0, r1);
     if (r0[0] >= 7) cpuid(7, 0, r7);
-    const unsigned c1 = r1[2], b7 = r7[1];
+    if (r0[0] >= 7 && r7[0] >= 1) cpuid(7, 1, r71);   /* r7[0]: the highest subleaf of leaf 7 */
+    const unsigned c1 = r1[2];
     const int osxsave = (c1 >> 27) & 1;
     const uint64_t x = osxsave ? xcr0() : 0;
     const int os_avx = (x & XCR0_AVX) == XCR0_AVX, os_avx512 = (x & XCR0_AVX512) == XCR0_AVX512;
     static const struct {
         const char *name;
-        int leaf;        /* 1: CPUID.1 ECX; 7: CPUID.7.0 EBX */
+        int leaf;        /* 1: CPUID.1 ECX; 7: CPUID.7.0 EBX; 70: CPUID.7.0 ECX; 71: CPUID.7.1 EAX */
         int bit;
         int avx512;      /* needs the AVX-512 OS state (else the AVX state) */
     } table[] = {
         {"avx", 1, 28, 0},      {"fma", 1, 12, 0},      {"f16c", 1, 29, 0},     {"avx2", 7, 5, 0},
         {"avx512f", 7, 16, 1},  {"avx512dq", 7, 17, 1}, {"avx512bw", 7, 30, 1}, {"avx512vl", 7, 31, 1},
+        {"avx512vnni", 70, 11, 1}, {"avxvnni", 71, 4, 0},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
         if (strlen(table[i].name) != n || memcmp(table[i].name, name, n)) continue;
-        const unsigned reg = table[i].leaf == 1 ? c1 : b7;
+        const int lf = table[i].leaf;
+        const unsigned reg = lf == 1 ? c1 : lf == 7 ? r7[1] : lf == 70 ? r7[2] : r71[0];
         const int cpu = (reg >> table[i].bit) & 1, avx = (c1 >> 28) & 1;
         return cpu && avx && (table[i].avx512 ? os_avx512 && os_avx : os_avx);
     }

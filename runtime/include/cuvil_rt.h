@@ -902,6 +902,61 @@ void cuvil_qlinear_matmul(int64_t batch, int64_t M, int64_t N, int64_t K, int at
                           int sst, const void *a_scale, const void *b_scale, int64_t b_sn, const void *y_scale, int yt,
                           const void *yzp, void *y);
 
+/* ===== Integer GEMM (runtime/kernels/gemm/qgemm*.c) ==================================
+ * y[m, n] = epilogue(sum_k (A[m, k] - za) (B[k, n] - zb)) with A and B int8 or uint8 (any mix),
+ * the zero points one value or one per row of A (za) / column of B (zb), accumulated exactly in
+ * int32 (wrapping as int32 arithmetic does; the requantizing and float epilogues are exact for
+ * K <= CUVIL_QGEMM_K_EXACT). Inside, A is taken as uint8 (int8 + 128) and B as int8 (uint8 -
+ * 128), the zero points moved to match, and the row and column sums correct the product: one
+ * microkernel serves every mix. The microkernel is the best this CPU runs, asked once: AVX-512
+ * VNNI (vpdpbusd), AVX-512 BW (vpmaddwd on 16-bit values), AVX-VNNI, AVX2 (vpmaddwd) or portable
+ * C, each exact (no vpmaddubsw: its 16-bit sums saturate on ordinary weights).
+ * B packed: 16-column panels of K rounded up to 4, each (4 k x 16 columns) group 64 bytes, the
+ * 4 bytes of one column together; the column sums in front. The layout is the same for every
+ * microkernel, so weights packed when the model compiles serve any CPU. */
+#define CUVIL_QGEMM_K_EXACT 33025   /* 33025 * 255 * 255 < 2^31 */
+enum { CUVIL_QEPI_I32 = 0, CUVIL_QEPI_REQUANT = 1, CUVIL_QEPI_F32 = 2 };
+enum { CUVIL_QPER_ONE = 0, CUVIL_QPER_ROW = 1, CUVIL_QPER_COL = 2 };
+typedef struct cuvil_qgemm_epi {
+    int kind;                   /* CUVIL_QEPI_*: I32 y int32 = acc; REQUANT y of yt =
+                                 * clamp(rint((acc + ibias) * scale) + yzp, lo, hi) (rint: half
+                                 * to even); F32 y float = (acc + ibias) * scale + fbias */
+    int yt;                     /* REQUANT: CUVIL_T_U8 or CUVIL_T_I8 */
+    const float *scale;         /* REQUANT, F32 */
+    int scale_per;              /* CUVIL_QPER_* */
+    const int32_t *ibias;       /* REQUANT, F32: NULL or added to acc */
+    const float *fbias;         /* F32: NULL or added */
+    int bias_per;               /* CUVIL_QPER_* */
+    int32_t yzp, lo, hi;        /* REQUANT: lo..hi within yt's range (a fused Relu raises lo) */
+    void *y;
+    int64_t ldy;                /* y[m * ldy + n] */
+} cuvil_qgemm_epi;
+size_t cuvil_qgemm_packed_b_bytes(int64_t K, int64_t N);
+/* Packs B (bt CUVIL_T_U8 or CUVIL_T_I8), element (k, n) at B[k * sk + n * sn]. */
+void cuvil_qgemm_pack_b(int64_t K, int64_t N, int bt, const void *B, int64_t sk, int64_t sn, void *dst);
+/* Scratch per thread for cuvil_qgemm (b_packed: B comes packed, else it is packed each call). */
+size_t cuvil_qgemm_scratch_size(int64_t M, int64_t N, int64_t K, int b_packed);
+/* A (at) row-major with row stride lda; B either packed (Bp, of type bt) or raw (B, row-major
+ * K x N with row stride ldb, Bp NULL); azp of type at (az_n 0: none, 1, or M), bzp of type bt
+ * (bz_n 0, 1 or N). */
+void cuvil_qgemm(int64_t M, int64_t N, int64_t K, int at, const void *A, int64_t lda, int bt, const void *B,
+                 int64_t ldb, const void *Bp, const void *azp, int64_t az_n, const void *bzp, int64_t bz_n,
+                 const cuvil_qgemm_epi *e, void *scratch);
+
+/* The requantizing multiplier of QLinearConv / QLinearMatMul, as ONNX's reference rounds it:
+ * out[i] = float(x_scale * w_scale[i]) / y_scale (ys NULL: the product alone), w_scale one
+ * value (ws_n 1) or n. */
+void cuvil_qscale(int64_t n, const float *xs, const float *ws, int64_t ws_n, const float *ys, float *out);
+
+/* Integer convolution (ConvInteger, QLinearConv): for each image and group, weights (A: M/g x
+ * C/g*KH*KW, int8 or uint8, one zero point or one per output channel) times the patches of x
+ * (B, packed each call with x's zero point where the window leaves the image), y NCHW through
+ * the epilogue, whose per-row scale, bias and the weights' zero points are per output channel
+ * (the pointers offset by the group's first channel). p->act and p->packed_* are unused. */
+size_t cuvil_qconv_scratch_size(const cuvil_conv2d_params *p);
+void cuvil_qconv(const cuvil_conv2d_params *p, int xt, const void *x, const void *xzp, int wt, const void *w,
+                 const void *wzp, int64_t wz_n, const cuvil_qgemm_epi *e, void *scratch);
+
 /* Comparisons into bool bytes (0/1): p->op is one of these. */
 enum { CUVIL_CMP_EQ = 0, CUVIL_CMP_LT, CUVIL_CMP_GT, CUVIL_CMP_LE, CUVIL_CMP_GE };
 void cuvil_compare_t(const cuvil_binary_params *p, int t, const void *a, const void *b, uint8_t *y);

@@ -29,7 +29,7 @@ static const char *layout_name(int64_t layout) {
 }
 
 /* The fields of op_conv_params() as a C initialiser (shared by both params structs). */
-static const char *geo_fields(const cuvil_conv2d_params *p, char *buf, size_t len) {
+const char *cg_conv_geo_fields(const cuvil_conv2d_params *p, char *buf, size_t len) {
     char a[128];
     snprintf(buf, len,
              ".N = %lld, .C = %lld, .H = %lld, .W = %lld, .M = %lld, .OH = %lld, .OW = %lld, .KH = %lld, .KW = %lld, "
@@ -174,7 +174,7 @@ cuvil_status cg_emit_conv(cg_ctx *cg, cir_graph *g, cir_node *n) {
                  (long long)pp.packed_kc, algo_name(pp.algo));
     }
     if (pp.layout) snprintf(ex + strlen(ex), sizeof ex - strlen(ex), ", .layout = %s", layout_name(pp.layout));
-    const char *p = cg_param(cg, "cuvil_conv2d_params", "{ %s%s }", sym ? geo_fields_x(cg, &pp, &gx) : geo_fields(&pp, f, sizeof f), ex);
+    const char *p = cg_param(cg, "cuvil_conv2d_params", "{ %s%s }", sym ? geo_fields_x(cg, &pp, &gx) : cg_conv_geo_fields(&pp, f, sizeof f), ex);
     cuvil_gemm_ukernel_desc uk;
     cuvil_gemm_blocking blk = cg_target_blocking(g, &uk);
     const char *S = cg_scratch(cg, sym ? conv_scratch_bound(g, &pp, &gx, false, &blk) : cuvil_f32_conv2d_scratch_size_ex(&pp, &blk),
@@ -228,7 +228,7 @@ cuvil_status cg_emit_mbblock(cg_ctx *cg, cir_graph *g, cir_node *n) {
     const cuvil_conv2d_params *c[3] = {&mp->ex, &mp->dw, &mp->pr};
     for (int i = 0; i < 3; i++) {
         char geo[1024];
-        const char *gs = geo_fields(c[i], geo, sizeof geo);
+        const char *gs = cg_conv_geo_fields(c[i], geo, sizeof geo);
         if (sym && c[i]->M) {   /* ex: x's map, dw: x's -> y's, pr: y's */
             const cir_dim *zero = cir_dim_const(&g->dt, 0);
             op_geo_x gx = {.N = f[0], .H = i == 2 ? f[3] : f[1], .W = i == 2 ? f[4] : f[2], .OH = i == 0 ? f[1] : f[3],
@@ -265,7 +265,7 @@ cuvil_status cg_emit_conv_transpose(cg_ctx *cg, cir_graph *g, cir_node *n) {
     op_geo_x gx;
     bool sym = cg_node_symbolic(g, n);
     if (sym && (s = op_convt_x(g, n, &gx))) return s;
-    const char *p = cg_param(cg, "cuvil_conv_transpose2d_params", "{ %s }", sym ? geo_fields_x(cg, &gp, &gx) : geo_fields(&gp, f, sizeof f));
+    const char *p = cg_param(cg, "cuvil_conv_transpose2d_params", "{ %s }", sym ? geo_fields_x(cg, &gp, &gx) : cg_conv_geo_fields(&gp, f, sizeof f));
     cuvil_gemm_ukernel_desc uk;
     cuvil_gemm_blocking blk = cg_target_blocking(g, &uk);
     cuvil_conv_transpose2d_params tp;

@@ -22,6 +22,9 @@
  * symbolic node, the parameters of values a, b and y computed when the model runs (cg_bind). */
 const char *cg_bin_params(cg_ctx *cg, const cuvil_binary_params *p, const char *const *op_names, int a, int b, int y);
 
+/* The geometry fields of a conv's cuvil_conv2d_params as a C initialiser, into buf (emit_conv.c). */
+const char *cg_conv_geo_fields(const cuvil_conv2d_params *p, char *buf, size_t len);
+
 /* The runtime's enum names, for the generated C (indexed by the enum's value). */
 extern const char *const cg_bin_names[];     /* CUVIL_BIN_* */
 extern const char *const cg_cmp_names[];     /* CUVIL_CMP_* */

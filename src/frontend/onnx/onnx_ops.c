@@ -161,6 +161,13 @@ static cuvil_status map_conv_pool(onnx_mapper *m, onnx_node *on, cir_op_kind kin
         if (nsp > 2) kind = kind == CIR_OP_CONV ? CIR_OP_CONV_ND : CIR_OP_CONV_TRANSPOSE_ND;
         return add_node(m, on, kind, on->n_in, on->in, on->n_out, on->out, set, n_set, no_ignore);
     }
+    if (kind == CIR_OP_CONV_INTEGER) return add_node(m, on, kind, on->n_in, on->in, on->n_out, on->out, set, n_set, no_ignore);
+    if (kind == CIR_OP_QLINEAR_CONV) {   /* x and w first, as conv's */
+        if (on->n_in < 8) return node_err(m, on, CUVIL_ERR_MODEL, "QLinearConv has %d inputs; it takes 8 or 9", on->n_in);
+        const int in[9] = {on->in[0], on->in[3], on->in[1], on->in[2], on->in[4], on->in[5], on->in[6], on->in[7],
+                           on->n_in > 8 ? on->in[8] : -1};
+        return add_node(m, on, kind, on->n_in > 8 ? 9 : 8, in, on->n_out, on->out, set, n_set, no_ignore);
+    }
     bool indices = kind == CIR_OP_MAX_POOL && on->n_out > 1 && on->out[1] >= 0;
     cir_value *x = on->n_in > 0 && on->in[0] >= 0 ? cir_val(m->g, on->in[0]) : NULL;
     bool int_in = x && (x->dtype == CIR_U8 || x->dtype == CIR_I8);
@@ -1142,6 +1149,134 @@ static cuvil_status map_ms_bias_softmax(onnx_mapper *m, onnx_node *on, cir_op_ki
     return t < 0 || step(m, on, kind, 1, &t, on->out[0], "y", ax, 2) < 0 ? m->g->ctx->status : CUVIL_OK;
 }
 
+/* ===== ONNX Runtime's QOperator ops (com.microsoft) ======================================
+ * QLinearAdd, QLinearMul, QLinearSigmoid, QLinearLeakyRelu, QLinearAveragePool,
+ * QLinearGlobalAveragePool, QLinearConcat: DequantizeLinear of each input, the float op,
+ * QuantizeLinear, what they are defined as (ONNX Runtime computes them in float as well).
+ * QGemm, DynamicQuantizeMatMul, MatMulIntegerToFloat: qlinear_matmul on the integer GEMM. */
+
+/* A node with no attributes of on's (a step of the composite). */
+static int raw_step(onnx_mapper *m, onnx_node *on, cir_op_kind k, int n_in, const int *in, int out, const char *what) {
+    if (out < 0) {
+        char name[600];
+        snprintf(name, sizeof name, "%.280s:%s", on->name, what);
+        if ((out = cir_value_add(m->g, name, CIR_VAL_ACT)) < 0) return -1;
+    }
+    return cir_node_add(m->g, k, on->name, on->op, n_in, in, 1, &out) < 0 ? -1 : out;
+}
+
+static int dq_of(onnx_mapper *m, onnx_node *on, int i, const char *what) {
+    int x = in_at(on, i), s = in_at(on, i + 1), z = in_at(on, i + 2);
+    if (x < 0 || s < 0) {
+        node_err(m, on, CUVIL_ERR_MODEL, "input %d (%s) and its scale are required", i, what);
+        return -1;
+    }
+    return raw_step(m, on, CIR_OP_DEQUANTIZE, z >= 0 ? 3 : 2, (int[]){x, s, z}, -1, what);
+}
+
+static cuvil_status q_into(onnx_mapper *m, onnx_node *on, int v, int is) {
+    int s = in_at(on, is), z = in_at(on, is + 1);
+    if (v < 0) return m->g->ctx->status;
+    if (s < 0) return node_err(m, on, CUVIL_ERR_MODEL, "the output's scale (input %d) is required", is);
+    return raw_step(m, on, CIR_OP_QUANTIZE, z >= 0 ? 3 : 2, (int[]){v, s, z}, on->out[0], "y") < 0 ? m->g->ctx->status : CUVIL_OK;
+}
+
+static cuvil_status map_ms_qlinear(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
+    const char *op = on->op;
+    if (!strcmp(op, "QLinearAdd") || !strcmp(op, "QLinearMul")) {
+        all_used(on);
+        int a = dq_of(m, on, 0, "a"), b = a < 0 ? -1 : dq_of(m, on, 3, "b");
+        int y = b < 0 ? -1 : raw_step(m, on, kind, 2, (int[]){a, b}, -1, "float");
+        return q_into(m, on, y, 6);
+    }
+    if (!strcmp(op, "QLinearConcat")) {   /* Y_scale, Y_zero_point, then (X, X_scale, X_zero_point) each */
+        if (on->n_in < 5 || (on->n_in - 2) % 3)
+            return node_err(m, on, CUVIL_ERR_MODEL, "QLinearConcat has %d inputs; it takes 2 + 3 per tensor", on->n_in);
+        int *xs = cuvil_arena_alloc(&m->g->arena, sizeof(int) * (size_t)(on->n_in / 3 + 1));
+        if (!xs) return cuvil_err(m->g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+        int nx = 0;
+        onnx_attr *ax = attr(on, "axis");
+        all_used(on);
+        for (int i = 2; i < on->n_in; i += 3)
+            if ((xs[nx++] = dq_of(m, on, i, "x")) < 0) return m->g->ctx->status;
+        cuvil_attr set = {.name = "axis", .type = CUVIL_ATTR_INT, .i = ax ? ax->a.i : 0};
+        if (!ax) return node_err(m, on, CUVIL_ERR_MODEL, "attribute axis is required");
+        int y = step(m, on, CIR_OP_CONCAT, nx, xs, -1, "float", &set, 1);
+        return q_into(m, on, y, 0);
+    }
+    onnx_attr *cl = attr(on, "channels_last");
+    if (cl && cl->a.i) return node_err(m, on, CUVIL_ERR_UNSUPPORTED, "channels_last=1 is not supported");
+    if (cl) cl->used = true;
+    int x = dq_of(m, on, 0, "x");
+    if (x < 0) return m->g->ctx->status;
+    int y;
+    if (!strcmp(op, "QLinearAveragePool")) {
+        cuvil_attr set[1];
+        char buf[16];
+        int n_set = 0;
+        cuvil_status s = auto_pad(m, on, set, buf, sizeof buf, &n_set);
+        if (s) return s;
+        y = step(m, on, CIR_OP_AVG_POOL, 1, &x, -1, "float", set, n_set);
+    } else if (!strcmp(op, "QLinearLeakyRelu")) {
+        cuvil_attr set = {.name = "alpha", .type = CUVIL_ATTR_FLOAT, .f = attr_float(on, "alpha", 0.01f)};
+        all_used(on);
+        y = step(m, on, CIR_OP_LEAKY_RELU, 1, &x, -1, "float", &set, 1);
+    } else {   /* QLinearSigmoid, QLinearGlobalAveragePool */
+        y = step(m, on, kind, 1, &x, -1, "float", NULL, 0);
+    }
+    return q_into(m, on, y, 3);
+}
+
+/* QGemm (A, a_scale, a_zp, B, b_scale, b_zp, [C int32], [y_scale], [y_zp]; transA, transB,
+ * alpha 1): the operands transposed where asked, then qlinear_matmul (float out without
+ * y_scale). */
+static cuvil_status map_ms_qgemm(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
+    float alpha = attr_float(on, "alpha", 1.0f);
+    int64_t ta = attr_int(on, "transA", 0), tb = attr_int(on, "transB", 0);
+    all_used(on);
+    if (alpha != 1.0f) return node_err(m, on, CUVIL_ERR_UNSUPPORTED, "alpha=%g (Cuvil takes 1)", (double)alpha);
+    int a = in_at(on, 0), b = in_at(on, 3);
+    if (a < 0 || b < 0 || in_at(on, 1) < 0 || in_at(on, 4) < 0)
+        return node_err(m, on, CUVIL_ERR_MODEL, "A, B and their scales are required");
+    static const int64_t perm[2] = {1, 0};
+    cuvil_attr tp = {.name = "perm", .type = CUVIL_ATTR_INTS, .ints = perm, .n = 2};
+    if (ta && (a = raw_step(m, on, CIR_OP_TRANSPOSE, 1, &a, -1, "A^T")) < 0) return m->g->ctx->status;
+    if (ta && (cir_node_set_attr(m->g, cir_node_at(m->g, m->g->n_nodes - 1), &tp))) return m->g->ctx->status;
+    if (tb && (b = raw_step(m, on, CIR_OP_TRANSPOSE, 1, &b, -1, "B^T")) < 0) return m->g->ctx->status;
+    if (tb && (cir_node_set_attr(m->g, cir_node_at(m->g, m->g->n_nodes - 1), &tp))) return m->g->ctx->status;
+    int in[9] = {a, in_at(on, 1), in_at(on, 2), b, in_at(on, 4), in_at(on, 5), in_at(on, 7), in_at(on, 8), in_at(on, 6)};
+    return raw_step(m, on, kind, 9, in, on->out[0], "y") < 0 ? m->g->ctx->status : CUVIL_OK;
+}
+
+/* DynamicQuantizeMatMul (A float, B, b_scale, [b_zp], [bias]): A quantized as
+ * DynamicQuantizeLinear does, then qlinear_matmul with a float output, plus the bias.
+ * MatMulIntegerToFloat (A, B, a_scale, b_scale, [a_zp], [b_zp], [bias]): the same without the
+ * first step. */
+static cuvil_status map_ms_dq_matmul(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
+    all_used(on);
+    const bool dyn = !strcmp(on->op, "DynamicQuantizeMatMul");
+    int a = in_at(on, 0), b = in_at(on, 1), as, az, bs, bz, bias;
+    if (dyn) {
+        bs = in_at(on, 2), bz = in_at(on, 3), bias = in_at(on, 4);
+        char name[600];
+        int outs[3];
+        for (int k = 0; k < 3; k++) {
+            snprintf(name, sizeof name, "%.280s:%s", on->name, k == 0 ? "a_q" : k == 1 ? "a_scale" : "a_zero_point");
+            if ((outs[k] = cir_value_add(m->g, name, CIR_VAL_ACT)) < 0) return m->g->ctx->status;
+        }
+        if (a < 0 || cir_node_add(m->g, CIR_OP_DYNAMIC_QUANTIZE, on->name, on->op, 1, &a, 3, outs) < 0)
+            return a < 0 ? node_err(m, on, CUVIL_ERR_MODEL, "input A is required") : m->g->ctx->status;
+        a = outs[0], as = outs[1], az = outs[2];
+    } else {
+        as = in_at(on, 2), bs = in_at(on, 3), az = in_at(on, 4), bz = in_at(on, 5), bias = in_at(on, 6);
+    }
+    if (a < 0 || b < 0 || as < 0 || bs < 0) return node_err(m, on, CUVIL_ERR_MODEL, "A, B and the scales are required");
+    int in[6] = {a, as, az, b, bs, bz};
+    int y = raw_step(m, on, kind, 6, in, bias >= 0 ? -1 : on->out[0], "y");
+    if (y < 0 || bias < 0) return y < 0 ? m->g->ctx->status : CUVIL_OK;
+    return raw_step(m, on, CIR_OP_ADD, 2, (int[]){y, bias}, on->out[0], "biased") < 0 ? m->g->ctx->status : CUVIL_OK;
+}
+
 static const op_map ms_table[] = {
     {"Gelu", 1, CIR_OP_GELU, map_ms_gelu},
     {"FastGelu", 1, CIR_OP_GELU, map_ms_gelu},
@@ -1156,6 +1291,16 @@ static const op_map ms_table[] = {
     {"GroupQueryAttention", 1, CIR_OP_SDPA, map_ms_gqa},
     {"RotaryEmbedding", 1, CIR_OP_ROTARY, map_ms_rotary},
     {"BiasSoftmax", 1, CIR_OP_SOFTMAX, map_ms_bias_softmax},
+    {"QLinearAdd", 1, CIR_OP_ADD, map_ms_qlinear},
+    {"QLinearMul", 1, CIR_OP_MUL, map_ms_qlinear},
+    {"QLinearSigmoid", 1, CIR_OP_SIGMOID, map_ms_qlinear},
+    {"QLinearLeakyRelu", 1, CIR_OP_LEAKY_RELU, map_ms_qlinear},
+    {"QLinearAveragePool", 1, CIR_OP_AVG_POOL, map_ms_qlinear},
+    {"QLinearGlobalAveragePool", 1, CIR_OP_GLOBAL_AVG_POOL, map_ms_qlinear},
+    {"QLinearConcat", 1, CIR_OP_CONCAT, map_ms_qlinear},
+    {"QGemm", 1, CIR_OP_QLINEAR_MATMUL, map_ms_qgemm},
+    {"DynamicQuantizeMatMul", 1, CIR_OP_QLINEAR_MATMUL, map_ms_dq_matmul},
+    {"MatMulIntegerToFloat", 1, CIR_OP_QLINEAR_MATMUL, map_ms_dq_matmul},
 };
 
 /* ===== The table =========================================================================== */
@@ -1220,6 +1365,8 @@ static const op_map table[] = {
     {"DynamicQuantizeLinear", 11, CIR_OP_DYNAMIC_QUANTIZE, NULL},
     {"MatMulInteger", 10, CIR_OP_MATMUL_INTEGER, NULL},
     {"QLinearMatMul", 10, CIR_OP_QLINEAR_MATMUL, NULL},
+    {"ConvInteger", 10, CIR_OP_CONV_INTEGER, map_conv_pool},
+    {"QLinearConv", 10, CIR_OP_QLINEAR_CONV, map_conv_pool},
     {"ReverseSequence", 10, CIR_OP_REVERSE_SEQUENCE, NULL},
     {"Swish", 24, CIR_OP_MUL, map_swish},
     {"SwiGLU", 28, CIR_OP_MUL, map_swish},

@@ -3,6 +3,7 @@
  * kernels, which the frontend picks for 3-D and wider. */
 #include "ir/ops/ops.h"
 
+#include <math.h>
 #include <string.h>
 
 typedef struct conv_geo {
@@ -161,7 +162,8 @@ static cuvil_status geometry(cir_graph *g, cir_node *n, bool transpose, conv_geo
             return cir_node_err(g, n, CUVIL_ERR_SHAPE, "output size %lld along spatial dim %d is not positive",
                                 (long long)c->out[i], i);
     }
-    cir_value *b = cir_in(g, n, 2);
+    /* (conv_integer and qlinear_conv check their own inputs past the weights) */
+    cir_value *b = n->kind == CIR_OP_CONV_INTEGER || n->kind == CIR_OP_QLINEAR_CONV ? NULL : cir_in(g, n, 2);
     if (b && (b->ndim != 1 || b->dims[0] != c->M))
         return cir_node_err(g, n, CUVIL_ERR_SHAPE, "bias '%s' must have shape [%lld]", b->name, (long long)c->M);
     return CUVIL_OK;
@@ -298,13 +300,15 @@ static cuvil_status conv_fold(cir_graph *g, cir_node *n) {
     return CUVIL_OK;
 }
 
+/* the attributes every convolution takes */
+#define CONV_ATTRS                                                                         \
+    {"group", CIR_ATTR_INT, 1, 0, NULL, false}, {"strides", CIR_ATTR_INTS, 0, 0, NULL, false}, \
+        {"dilations", CIR_ATTR_INTS, 0, 0, NULL, false}, {"pads", CIR_ATTR_INTS, 0, 0, NULL, false}, \
+        {"kernel_shape", CIR_ATTR_INTS, 0, 0, NULL, false},                                    \
+        {"auto_pad", CIR_ATTR_ENUM, CIR_PAD_EXPLICIT, 0, cir_auto_pad_names, false}
+
 static const cir_attr_spec conv_attrs[] = {
-    {"group", CIR_ATTR_INT, 1, 0, NULL, false},
-    {"strides", CIR_ATTR_INTS, 0, 0, NULL, false},
-    {"dilations", CIR_ATTR_INTS, 0, 0, NULL, false},
-    {"pads", CIR_ATTR_INTS, 0, 0, NULL, false},
-    {"kernel_shape", CIR_ATTR_INTS, 0, 0, NULL, false},
-    {"auto_pad", CIR_ATTR_ENUM, CIR_PAD_EXPLICIT, 0, cir_auto_pad_names, false},
+    CONV_ATTRS,
     CIR_ATTR_END,
 };
 
@@ -316,12 +320,7 @@ static cuvil_status mbblock_infer(cir_graph *g, cir_node *n) {
 }
 
 static const cir_attr_spec convt_attrs[] = {
-    {"group", CIR_ATTR_INT, 1, 0, NULL, false},
-    {"strides", CIR_ATTR_INTS, 0, 0, NULL, false},
-    {"dilations", CIR_ATTR_INTS, 0, 0, NULL, false},
-    {"pads", CIR_ATTR_INTS, 0, 0, NULL, false},
-    {"kernel_shape", CIR_ATTR_INTS, 0, 0, NULL, false},
-    {"auto_pad", CIR_ATTR_ENUM, CIR_PAD_EXPLICIT, 0, cir_auto_pad_names, false},
+    CONV_ATTRS,
     {"output_padding", CIR_ATTR_INTS, 0, 0, NULL, false},
     {"output_shape", CIR_ATTR_INTS, 0, 0, NULL, false},
     CIR_ATTR_END,
@@ -332,6 +331,72 @@ const cir_opdef cir_op_conv = {"conv", CIR_OPF_TAKES_ACT | CIR_OPF_TAKES_RESIDUA
 const cir_opdef cir_op_conv_transpose = {"conv_transpose", CIR_OPF_TAKES_ACT | CIR_OPF_SYM_DIMS, 2, 3, 1, 1, convt_attrs,
                                          convt_infer, NULL, NULL, 0};
 const cir_opdef cir_op_mbblock = {"mbblock", CIR_OPF_TAKES_ACT | CIR_OPF_TAKES_RESIDUAL, 7, 7, 1, 1, NULL, mbblock_infer, NULL, NULL, 0};
+
+/* ===== conv_integer, qlinear_conv ========================================================= */
+/* conv_integer (x, w, [x_zp], [w_zp]) -> int32: ONNX's ConvInteger. qlinear_conv (x, w, x_scale,
+ * x_zp, w_scale, w_zp, [y_scale], [y_zp], [bias]) -> y: QLinearConv with x and w first (as
+ * conv's), bias int32; without y_scale the output is float32, x_scale * w_scale * (acc + bias)
+ * (the QDQ fold's conv whose result feeds float ops). min, max: the float result clamped to
+ * them before it is quantized (a Relu or Clip the QDQ fold took in; y's scale and zero point
+ * then constants). 1-D and 2-D, fixed dims; uint8 and int8. */
+static bool i8t(cir_dtype t) { return t == CIR_U8 || t == CIR_I8; }
+
+/* Input i: absent (when optional), else of type t (CIR_UNDEF: any 8-bit) with 1 or `per` values. */
+static cuvil_status qin(cir_graph *g, cir_node *n, int i, cir_dtype t, int64_t per, bool optional, const char *what) {
+    cir_value *v = cir_in(g, n, i);
+    if (!v) return optional ? CUVIL_OK : cir_node_err(g, n, CUVIL_ERR_MODEL, "%s is missing", what);
+    if (t == CIR_UNDEF ? !i8t(v->dtype) : v->dtype != t)
+        return cir_node_err(g, n, CUVIL_ERR_MODEL, "%s '%s' is %s; it must be %s", what, v->name, cir_dtype_name(v->dtype),
+                            t == CIR_UNDEF ? "uint8 or int8" : cir_dtype_name(t));
+    if (!cir_value_fixed(v) || (cir_numel(v) != 1 && (cir_numel(v) != per || v->ndim != 1)))
+        return cir_node_err(g, n, CUVIL_ERR_SHAPE, "%s '%s' must hold one value%s", what, v->name,
+                            per > 1 ? " or one per output channel" : "");
+    return CUVIL_OK;
+}
+
+static cuvil_status qconv_infer(cir_graph *g, cir_node *n) {
+    const bool ql = n->kind == CIR_OP_QLINEAR_CONV;
+    cuvil_status s = op_check_arity(g, n, ql ? 6 : 2, ql ? 9 : 4, 1, 1);
+    if (s) return s;
+    cir_value *x = cir_in(g, n, 0), *w = cir_in(g, n, 1);
+    if (!i8t(x->dtype) || !i8t(w->dtype))
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' is %s and weight '%s' %s; uint8 and int8 are supported",
+                            x->name, cir_dtype_name(x->dtype), w->name, cir_dtype_name(w->dtype));
+    if (!cir_value_fixed(x) || !cir_value_fixed(w))
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "the input's and the weight's dims must be fixed");
+    conv_geo c;
+    if ((s = geometry(g, n, false, &c))) return s;
+    if (c.nsp > 2) return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "integer convolutions over %d spatial dims (1-D and 2-D are)", c.nsp);
+    cir_dtype yt = CIR_I32;
+    if (!ql) {
+        if ((s = qin(g, n, 2, x->dtype, 1, true, "x_zero_point")) || (s = qin(g, n, 3, w->dtype, c.M, true, "w_zero_point")))
+            return s;
+    } else {
+        cir_value *ys = cir_in(g, n, 6), *yz = cir_in(g, n, 7);
+        if ((s = qin(g, n, 2, CIR_F32, 1, false, "x_scale")) || (s = qin(g, n, 3, x->dtype, 1, true, "x_zero_point")) ||
+            (s = qin(g, n, 4, CIR_F32, c.M, false, "w_scale")) || (s = qin(g, n, 5, w->dtype, c.M, true, "w_zero_point")) ||
+            (s = qin(g, n, 6, CIR_F32, 1, true, "y_scale")) || (s = qin(g, n, 7, CIR_UNDEF, 1, true, "y_zero_point")))
+            return s;
+        cir_value *b = cir_in(g, n, 8);
+        if (b && (b->dtype != CIR_I32 || b->ndim != 1 || b->dims[0] != c.M))
+            return cir_node_err(g, n, CUVIL_ERR_SHAPE, "bias '%s' must be int32 of shape [%lld]", b->name, (long long)c.M);
+        if (yz && !ys) return cir_node_err(g, n, CUVIL_ERR_MODEL, "y_zero_point without y_scale");
+        yt = !ys ? CIR_F32 : yz ? yz->dtype : CIR_U8;
+        if ((s = op_qclamp_check(g, n, 6, 7))) return s;
+    }
+    int64_t dims[4] = {c.N, c.M, c.out[0], c.out[1]};
+    cir_set_shape(cir_out(g, n, 0), yt, 2 + c.nsp, dims);
+    return CUVIL_OK;
+}
+
+static const cir_attr_spec qconv_attrs[] = {
+    CONV_ATTRS,
+    {"min", CIR_ATTR_FLOAT, 0, -INFINITY, NULL, false},
+    {"max", CIR_ATTR_FLOAT, 0, INFINITY, NULL, false},
+    CIR_ATTR_END,
+};
+const cir_opdef cir_op_conv_integer = {"conv_integer", 0, 2, 4, 1, 1, conv_attrs, qconv_infer, NULL, NULL, 0};
+const cir_opdef cir_op_qlinear_conv = {"qlinear_conv", 0, 6, 9, 1, 1, qconv_attrs, qconv_infer, NULL, NULL, 0};
 
 /* ===== conv_nd, conv_transpose_nd ========================================================= */
 cuvil_status op_conv_nd_params(cir_graph *g, cir_node *n, cuvil_conv_nd_params *p) {

@@ -154,6 +154,15 @@ cuvil_status op_pool_x(cir_graph *g, cir_node *n, op_geo_x *x) {
 
 static cuvil_status pool_infer(cir_graph *g, cir_node *n) {
     cuvil_status s = op_check_arity(g, n, 1, 1, 1, 1);
+    cir_value *x0 = cir_in(g, n, 0);
+    if (!s && n->kind == CIR_OP_MAX_POOL && x0 && (x0->dtype == CIR_U8 || x0->dtype == CIR_I8)) {
+        /* an 8-bit MaxPool (a QOperator model's, whose input type the frontend did not know yet)
+         * runs on pool_nd, which takes it */
+        cir_node_rekind(n, CIR_OP_POOL_ND);
+        cuvil_attr mode = {.name = "mode", .type = CUVIL_ATTR_STRING, .s = "max"};
+        if ((s = cir_node_set_attr(g, n, &mode))) return s;
+        return n->def->infer(g, n);
+    }
     if (s || (s = op_need_f32(g, n, 0))) return s;
     cuvil_pool2d_params p;
     if ((s = op_pool_params(g, n, &p))) return s;

@@ -6,6 +6,8 @@
  * b_zp, y_scale, y_zp). Fixed shapes. */
 #include "ir/ops/ops.h"
 
+#include <math.h>
+
 static bool int8to32(cir_dtype t) {
     return t == CIR_I4 || t == CIR_U4 || t == CIR_I8 || t == CIR_U8 || t == CIR_I16 || t == CIR_U16 || t == CIR_I32;
 }
@@ -167,21 +169,46 @@ static cuvil_status mmi_infer(cir_graph *g, cir_node *n) {
 }
 const cir_opdef cir_op_matmul_integer = {"matmul_integer", 0, 2, 4, 1, 1, NULL, mmi_infer, NULL, NULL, 0};
 
+/* min/max (the float result's clamp before it is quantized) need y's scale and zero point
+ * (inputs iys, iyz) as constants: the clamp becomes bounds on the quantized values. */
+cuvil_status op_qclamp_check(cir_graph *g, cir_node *n, int iys, int iyz) {
+    const float lo = cir_attr_float(n, "min"), hi = cir_attr_float(n, "max");
+    if (lo == -INFINITY && hi == INFINITY) return CUVIL_OK;
+    cir_value *ys = cir_in(g, n, iys), *yz = cir_in(g, n, iyz);
+    if (!ys || !cir_is_const(ys) || (yz && !cir_is_const(yz)))
+        return cir_node_err(g, n, CUVIL_ERR_MODEL, "min/max need a constant y_scale and y_zero_point");
+    if (!(lo <= hi)) return cir_node_err(g, n, CUVIL_ERR_MODEL, "min %g is above max %g", (double)lo, (double)hi);
+    return CUVIL_OK;
+}
+
 static cuvil_status qlmm_infer(cir_graph *g, cir_node *n) {
-    cuvil_status s = op_check_arity(g, n, 8, 8, 1, 1);
+    cuvil_status s = op_check_arity(g, n, 6, 9, 1, 1);
     if (s) return s;
     op_imatmul m;
     int64_t c;
-    cir_value *as = cir_in(g, n, 1), *bs = cir_in(g, n, 4), *ys = cir_in(g, n, 6), *yz = cir_in(g, n, 7);
+    cir_value *as = cir_in(g, n, 1), *bs = cir_in(g, n, 4), *ys = cir_in(g, n, 6), *yz = cir_in(g, n, 7), *b = cir_in(g, n, 8);
     if ((s = op_imatmul_sizes(g, n, 0, 3, &m)) || (s = per(g, n, 2, 1, cir_in(g, n, 0)->dtype, &c)) ||
         (s = per(g, n, 5, m.N, cir_in(g, n, 3)->dtype, &c)) || (s = per(g, n, 1, 1, CIR_UNDEF, &c)) ||
         (s = per(g, n, 4, m.N, as->dtype, &c)) || (s = per(g, n, 6, 1, as->dtype, &c)) || (s = per(g, n, 7, 1, CIR_UNDEF, &c)))
         return s;
-    if ((as->dtype != CIR_F32 && as->dtype != CIR_F16) || bs->dtype != as->dtype || ys->dtype != as->dtype)
+    if ((as->dtype != CIR_F32 && as->dtype != CIR_F16) || bs->dtype != as->dtype || (ys && ys->dtype != as->dtype))
         return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "the scales must all be float32 or all float16");
-    if (yz->dtype != CIR_U8 && yz->dtype != CIR_I8)
+    if (yz && yz->dtype != CIR_U8 && yz->dtype != CIR_I8)
         return cir_node_err(g, n, CUVIL_ERR_MODEL, "y_zero_point '%s' is %s", yz->name, cir_dtype_name(yz->dtype));
-    cir_set_shape(cir_out(g, n, 0), yz->dtype, m.ndim, m.dims);
+    if (yz && !ys) return cir_node_err(g, n, CUVIL_ERR_MODEL, "y_zero_point without y_scale");
+    /* (the QDQ fold's forms: float out without y_scale, an int32 bias, min/max) */
+    if ((!ys || b) && (as->dtype != CIR_F32 || (cir_in(g, n, 0)->dtype != CIR_U8 && cir_in(g, n, 0)->dtype != CIR_I8) ||
+                       (cir_in(g, n, 3)->dtype != CIR_U8 && cir_in(g, n, 3)->dtype != CIR_I8)))
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "a float output or a bias needs 8-bit operands and float32 scales");
+    if (b && (b->dtype != CIR_I32 || b->ndim != 1 || b->dims[0] != m.N))
+        return cir_node_err(g, n, CUVIL_ERR_SHAPE, "bias '%s' must be int32 of shape [%lld]", b->name, (long long)m.N);
+    if ((s = op_qclamp_check(g, n, 6, 7))) return s;
+    cir_set_shape(cir_out(g, n, 0), !ys ? CIR_F32 : yz ? yz->dtype : CIR_U8, m.ndim, m.dims);
     return CUVIL_OK;
 }
-const cir_opdef cir_op_qlinear_matmul = {"qlinear_matmul", 0, 8, 8, 1, 1, NULL, qlmm_infer, NULL, NULL, 0};
+static const cir_attr_spec qlmm_attrs[] = {
+    {"min", CIR_ATTR_FLOAT, 0, -INFINITY, NULL, false},
+    {"max", CIR_ATTR_FLOAT, 0, INFINITY, NULL, false},
+    CIR_ATTR_END,
+};
+const cir_opdef cir_op_qlinear_matmul = {"qlinear_matmul", 0, 6, 9, 1, 1, qlmm_attrs, qlmm_infer, NULL, NULL, 0};

@@ -123,6 +123,19 @@ static const char *spec_type_name(cir_attr_type t) {
     return "?";
 }
 
+void cir_node_rekind(cir_node *n, cir_op_kind kind) {
+    n->kind = kind;
+    n->def = cir_op_def(kind);
+    int na = 0;
+    for (int k = 0; k < n->n_attrs; k++) {
+        const cir_attr_spec *sp = spec_of(n, n->attrs[k].spec->name);
+        if (!sp || sp->type != n->attrs[k].spec->type) continue;
+        n->attrs[na] = n->attrs[k];
+        n->attrs[na++].spec = sp;
+    }
+    n->n_attrs = na;
+}
+
 cuvil_status cir_node_set_attr(cir_graph *g, cir_node *n, const cuvil_attr *a) {
     const char *name = a->name ? a->name : "";
     const cir_attr_spec *s = spec_of(n, name);

@@ -74,6 +74,9 @@ const char *cir_attr_enum_name(const cir_node *n, const char *name);
 /* Sets one attribute from its public form (cuvil.h), checking name, type, enum value and
  * repeats against the op's table; errors name the node and the attribute. */
 cuvil_status cir_node_set_attr(cir_graph *g, cir_node *n, const cuvil_attr *a);
+/* Makes n a node of op `kind`: the attributes set whose name and type the new op's table has
+ * move to its entries, the others are dropped (the caller checked them). */
+void cir_node_rekind(cir_node *n, cir_op_kind kind);
 /* Checks that every required attribute is set (after all cir_node_set_attr calls). */
 cuvil_status cir_node_check_attrs(cir_graph *g, cir_node *n);
 /* Appends " name=value" for every attribute set, for the IR printer (enum names, dtype
@@ -277,6 +280,8 @@ typedef struct op_imatmul {
     int ndim;
     int64_t dims[CIR_MAX_DIMS];
 } op_imatmul;
+/* qlinear_conv / qlinear_matmul: min/max need y's scale (input iys) and zero point (iyz) constant. */
+cuvil_status op_qclamp_check(cir_graph *g, cir_node *n, int iys, int iyz);
 cuvil_status op_imatmul_sizes(cir_graph *g, cir_node *n, int ia, int ib, op_imatmul *m);
 /* Whether a pad node's pads or axes are read when the model runs (op_pad.c). */
 bool op_pad_rt(cir_graph *g, cir_node *n);

@@ -1,0 +1,256 @@
+/* pass_fold_qdq.c -- a QDQ model's float Conv / MatMul / Gemm between DequantizeLinear and
+ * QuantizeLinear nodes becomes one integer node (qlinear_conv, qlinear_matmul) on the integer
+ * GEMM, as ONNX Runtime runs them:
+ *
+ *   DQ(xq, xs, xz) --\
+ *   DQ(wq, ws, wz) ---> conv / matmul / gemm [-> relu | clip] [-> Q(ys, yz)]
+ *   DQ(bq, bs) ------/   (conv's and gemm's bias: DQ of int32, or float32)
+ *
+ * x per tensor; w constant, per tensor or per output channel (conv: axis 0; matmul's [K, N]:
+ * axis 1; gemm's transposed [N, K]: axis 0); every scale and zero point a constant. With a
+ * QuantizeLinear (per tensor) as the result's only reader the node writes Q's 8-bit output
+ * (a Relu or Clip with constant bounds between them becomes the clamp of the quantized value,
+ * exactly: rounding is monotonic); otherwise it writes the float result, x_scale * w_scale *
+ * (acc + bias). The bias becomes int32 in units of x_scale * w_scale: DQ(bq, bs) whose scale is
+ * that product (as ONNX Runtime's quantizer writes it) is bq itself; any other bias is rounded
+ * to those units (an error of at most half a unit, x_scale * w_scale / 2). What does not match
+ * keeps running in float, DequantizeLinear and QuantizeLinear as nodes of their own; the fold
+ * needs K <= CUVIL_QGEMM_K_EXACT (the int32 sum exact). Runs before constant folding, which
+ * would turn the weights' DequantizeLinear into float constants. */
+#include "passes/passes_int.h"
+
+#include <math.h>
+#include <string.h>
+
+static bool i8t(cir_dtype t) { return t == CIR_U8 || t == CIR_I8; }
+
+static cir_node *producer(cir_graph *g, const cir_value *v, int region) {
+    if (!v || v->producer < 0) return NULL;
+    cir_node *p = cir_node_at(g, v->producer);
+    return p->dead || p->region != region ? NULL : p;
+}
+
+/* The only node reading v (NULL: none, several, or v is a graph output). */
+static cir_node *sole_reader(cir_graph *g, const cir_value *v) {
+    if (!v || v->n_uses != 1 || v->output_index >= 0) return NULL;
+    for (int i = 0; i < g->n_nodes; i++) {
+        cir_node *n = cir_node_at(g, i);
+        if (n->dead) continue;
+        for (int k = 0; k < cir_node_n_reads(n); k++)
+            if (cir_node_read(n, k) == v->id) return n;
+    }
+    return NULL;
+}
+
+static bool const_f32(const cir_value *v) { return v && cir_is_const(v) && v->dtype == CIR_F32; }
+
+/* A (de)quantize node's scale and zero point: constants, float32 scale, the zero point 8-bit
+ * of type t, `cnt` values each (1, or the axis' length with the node's axis == axis). */
+static bool q_params(cir_graph *g, cir_node *d, cir_dtype t, int64_t cnt, int axis, int rank) {
+    cir_value *s = cir_in(g, d, 1), *z = cir_in(g, d, 2);
+    if (!const_f32(s) || cir_numel(s) != cnt || cir_attr_int(d, "block_size") > 0) return false;
+    if (z && (!cir_is_const(z) || z->dtype != t || cir_numel(z) != cnt)) return false;
+    if (cnt == 1 && s->ndim <= 1) return true;
+    int64_t ax = cir_attr_int(d, "axis");
+    return s->ndim == 1 && (ax == axis || ax + rank == axis);
+}
+
+/* DQ of an 8-bit tensor per tensor into float32 */
+static bool dq_tensor(cir_graph *g, cir_node *d) {
+    return d && d->kind == CIR_OP_DEQUANTIZE && !d->n_post && i8t(cir_in(g, d, 0)->dtype) &&
+           cir_out(g, d, 0)->dtype == CIR_F32 && q_params(g, d, cir_in(g, d, 0)->dtype, 1, 0, 0);
+}
+
+/* DQ of constant 8-bit weights, per tensor or along axis (of len) */
+static bool dq_weight(cir_graph *g, cir_node *d, int axis, int64_t len) {
+    if (!d || d->kind != CIR_OP_DEQUANTIZE || d->n_post) return false;
+    cir_value *w = cir_in(g, d, 0);
+    if (!cir_is_const(w) || !i8t(w->dtype) || cir_out(g, d, 0)->dtype != CIR_F32) return false;
+    return q_params(g, d, w->dtype, 1, 0, w->ndim) || q_params(g, d, w->dtype, len, axis, w->ndim);
+}
+
+/* Q per tensor from float32 to 8 bits */
+static bool q_tensor(cir_graph *g, cir_node *q) {
+    return q && q->kind == CIR_OP_QUANTIZE && !q->n_post && cir_in(g, q, 0)->dtype == CIR_F32 &&
+           i8t(cir_out(g, q, 0)->dtype) && q_params(g, q, cir_out(g, q, 0)->dtype, 1, 0, 0);
+}
+
+/* A Relu, or a Clip with constant bounds, into [*lo, *hi]. */
+static bool clamp_of(cir_graph *g, cir_node *a, float *lo, float *hi) {
+    if (a->n_post) return false;
+    if (a->kind == CIR_OP_RELU) {
+        *lo = 0, *hi = INFINITY;
+        return true;
+    }
+    if (a->kind != CIR_OP_CLIP) return false;
+    cir_value *l = cir_in(g, a, 1), *h = cir_in(g, a, 2);
+    if ((l && (!const_f32(l) || cir_numel(l) != 1)) || (h && (!const_f32(h) || cir_numel(h) != 1))) return false;
+    *lo = l ? (float)cir_const_f64(l, 0) : -INFINITY;
+    *hi = h ? (float)cir_const_f64(h, 0) : INFINITY;
+    return *lo <= *hi;
+}
+
+/* The bias as int32 in units of x_scale * w_scale[i] (a new constant), or -1 when it cannot be
+ * one (not constant, not [M], out of int32's range); *id -2 on error. */
+static int int_bias(cir_graph *g, cir_node *n, cir_value *b, int region, const cir_value *xs, const cir_value *ws, int64_t M) {
+    cir_node *d = producer(g, b, region);
+    cir_value *bq = NULL, *bs = NULL, *bz = NULL;
+    if (d && d->kind == CIR_OP_DEQUANTIZE && !d->n_post) {
+        bq = cir_in(g, d, 0), bs = cir_in(g, d, 1), bz = cir_in(g, d, 2);
+        if (!cir_is_const(bq) || bq->dtype != CIR_I32 || !const_f32(bs) || (bz && !cir_is_const(bz)) ||
+            cir_attr_int(d, "block_size") > 0 || (cir_numel(bs) != 1 && cir_numel(bs) != M) || (bz && cir_numel(bz) != cir_numel(bs)))
+            return -1;
+    } else if (!const_f32(b)) {
+        return -1;
+    }
+    const cir_value *bv = bq ? bq : b;
+    if (bv->ndim != 1 || bv->dims[0] != M) return -1;
+    int32_t *ib = cuvil_malloc(sizeof(int32_t) * (size_t)M);
+    if (!ib) return -2;
+    const float x = (float)cir_const_f64(xs, 0);
+    bool ok = true;
+    for (int64_t i = 0; i < M && ok; i++) {
+        const float unit = x * (float)cir_const_f64(ws, cir_numel(ws) > 1 ? i : 0);
+        if (bq) {
+            const int64_t si = cir_numel(bs) > 1 ? i : 0, z = bz ? cir_const_i64(bz, si) : 0;
+            const float s = (float)cir_const_f64(bs, si);
+            if (s == unit && z == 0) {   /* the quantizer's own units: exact */
+                ib[i] = (int32_t)cir_const_i64(bq, i);
+                continue;
+            }
+            const double v = nearbyint((double)((float)(cir_const_i64(bq, i) - z) * s) / (double)unit);
+            ok = v == v && fabs(v) < 2147483647.0;
+            ib[i] = ok ? (int32_t)v : 0;
+        } else {
+            const double v = nearbyint(cir_const_f64(b, i) / (double)unit);
+            ok = v == v && fabs(v) < 2147483647.0;
+            ib[i] = ok ? (int32_t)v : 0;
+        }
+    }
+    int id = -1;
+    if (ok) {
+        char name[600];
+        snprintf(name, sizeof name, "%.500s:int32_bias", n->name);
+        int64_t dims = M;
+        id = cir_const_add(g, name, CIR_I32, 1, &dims, ib);
+        if (id < 0) id = -2;
+    }
+    cuvil_free(ib);
+    return id;
+}
+
+/* A transposed copy of constant 8-bit [R, C] as [C, R]. */
+static int transposed(cir_graph *g, const cir_value *w) {
+    const int64_t R = w->dims[0], C = w->dims[1];
+    char name[600];
+    snprintf(name, sizeof name, "%.500s:T", w->name);
+    int64_t dims[2] = {C, R};
+    int id = cir_const_add(g, name, w->dtype, 2, dims, NULL);
+    if (id < 0) return -1;
+    uint8_t *dst = cir_val(g, id)->data;
+    const uint8_t *src = w->data;
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t c = 0; c < C; c++) dst[c * R + r] = src[r * C + c];
+    return id;
+}
+
+static cuvil_status set_float_attr(cir_graph *g, cir_node *n, const char *name, float v) {
+    cuvil_attr a = {.name = name, .type = CUVIL_ATTR_FLOAT, .f = v};
+    return cir_node_set_attr(g, n, &a);
+}
+
+/* Folds node n if it matches; *folded says whether it did. */
+static cuvil_status fold(cir_graph *g, cir_node *n, bool *folded) {
+    *folded = false;
+    const bool conv = n->kind == CIR_OP_CONV, gemm = n->kind == CIR_OP_GEMM;
+    cir_value *xv = cir_in(g, n, 0), *wv = cir_in(g, n, 1), *yv = cir_out(g, n, 0);
+    if (n->n_post || !xv || !wv || yv->dtype != CIR_F32 || !cir_value_fixed(xv) || !cir_value_fixed(wv)) return CUVIL_OK;
+    cir_node *dx = producer(g, xv, n->region), *dw = producer(g, wv, n->region);
+    if (!dq_tensor(g, dx) || !dw) return CUVIL_OK;
+    cir_value *w0 = cir_in(g, dw, 0);
+    int64_t M, K;   /* output channels / columns; the sum's length */
+    bool trans_b = false;
+    if (conv) {
+        if (wv->ndim < 3 || wv->ndim > 4) return CUVIL_OK;
+        M = wv->dims[0];
+        K = cir_numel(wv) / (M ? M : 1);
+        if (!dq_weight(g, dw, 0, M)) return CUVIL_OK;
+    } else if (gemm) {
+        if (cir_attr_int(n, "trans_a") || cir_attr_float(n, "alpha") != 1.0f || xv->ndim != 2 || wv->ndim != 2) return CUVIL_OK;
+        if (cir_in(g, n, 2) && cir_attr_float(n, "beta") != 1.0f) return CUVIL_OK;
+        trans_b = cir_attr_int(n, "trans_b") != 0;
+        M = wv->dims[trans_b ? 0 : 1], K = wv->dims[trans_b ? 1 : 0];
+        if (!dq_weight(g, dw, trans_b ? 0 : 1, M)) return CUVIL_OK;
+    } else {
+        if (wv->ndim != 2 || xv->ndim < 2) return CUVIL_OK;
+        M = wv->dims[1], K = wv->dims[0];
+        if (!dq_weight(g, dw, 1, M)) return CUVIL_OK;
+    }
+    if (K > CUVIL_QGEMM_K_EXACT || M <= 0) return CUVIL_OK;
+    cir_value *xs = cir_in(g, dx, 1), *ws = cir_in(g, dw, 1);
+    int bias = -1;
+    cir_value *b = conv || gemm ? cir_in(g, n, 2) : NULL;
+    if (b) {
+        if (gemm && (b->ndim != 1 || b->dims[0] != M)) return CUVIL_OK;   /* (a [M, N] bias stays float) */
+        if ((bias = int_bias(g, n, b, n->region, xs, ws, M)) == -2) return g->ctx->status ? g->ctx->status : cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+        if (bias < 0) return CUVIL_OK;
+    }
+    /* the reader: Q, or a Relu/Clip then Q */
+    float lo = -INFINITY, hi = INFINITY;
+    cir_node *r = sole_reader(g, yv), *act = NULL, *q = NULL;
+    if (r && r->region == n->region && clamp_of(g, r, &lo, &hi) && cir_in(g, r, 0) == yv) {
+        act = r;
+        r = sole_reader(g, cir_out(g, act, 0));
+    }
+    if (r && r->region == n->region && q_tensor(g, r) && cir_in(g, r, 0) == (act ? cir_out(g, act, 0) : yv)) q = r;
+    if (!q) act = NULL, lo = -INFINITY, hi = INFINITY;
+    int wid = w0->id;
+    if (trans_b && (wid = transposed(g, w0)) < 0) return g->ctx->status;
+    int *in = cuvil_arena_alloc(&g->arena, sizeof(int) * 10);
+    if (!in) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+    const int xz = dx->n_in > 2 ? dx->in[2] : -1, wz = dw->n_in > 2 ? dw->in[2] : -1;
+    const int ys = q ? q->in[1] : -1, yz = q && q->n_in > 2 ? q->in[2] : -1;
+    if (conv) {
+        const int v[9] = {dx->in[0], wid, dx->in[1], xz, dw->in[1], wz, ys, yz, bias};
+        memcpy(in, v, sizeof v);
+    } else {
+        const int v[9] = {dx->in[0], dx->in[1], xz, wid, dw->in[1], wz, ys, yz, bias};
+        memcpy(in, v, sizeof v);
+    }
+    const char *note = cuvil_fused_note(g, n->fused, "DequantizeLinear");
+    if (act && note) note = cuvil_fused_note(g, note, act->src_op);
+    if (q && note) note = cuvil_fused_note(g, note, q->src_op);
+    if (!note) return g->ctx->status;
+    n->fused = note;
+    /* conv's attributes carry over; gemm's are dropped (each was checked above) */
+    if (!conv) n->n_attrs = 0;
+    cir_node_rekind(n, conv ? CIR_OP_QLINEAR_CONV : CIR_OP_QLINEAR_MATMUL);
+    n->in = in;
+    n->n_in = 9;
+    cuvil_status s;
+    if (q) {
+        n->out[0] = q->out[0];
+        cir_val(g, q->out[0])->producer = n->id;
+        q->dead = true;
+        if (act) act->dead = true;
+        if ((lo != -INFINITY && (s = set_float_attr(g, n, "min", lo))) || (hi != INFINITY && (s = set_float_attr(g, n, "max", hi))))
+            return s;
+    }
+    if ((s = n->def->infer(g, n))) return s;
+    cir_graph_count_uses(g);
+    *folded = true;
+    return CUVIL_OK;
+}
+
+cuvil_status cuvil_pass_fold_qdq(cir_graph *g, const cuvil_options *o) {
+    (void)o;
+    cir_graph_count_uses(g);
+    for (int i = 0; i < g->n_nodes; i++) {
+        cir_node *n = cir_node_at(g, i);
+        if (n->dead || (n->kind != CIR_OP_CONV && n->kind != CIR_OP_MATMUL && n->kind != CIR_OP_GEMM)) continue;
+        bool f;
+        cuvil_status s = fold(g, n, &f);
+        if (s) return s;
+    }
+    return CUVIL_OK;
+}

@@ -1,0 +1,325 @@
+"""Quantized models in every form ONNX Runtime's quantization tool writes, on Cuvil's integer
+kernels, against ONNX Runtime's own int8 run of the same file:
+- QDQ (quantize_static, int8 per channel and uint8 per tensor): the pass fold_qdq turns each
+  DequantizeLinear -> Conv/MatMul/Gemm -> QuantizeLinear into qlinear_conv / qlinear_matmul
+  (checked in --emit ir: no float conv or matmul is left);
+- QOperator (QLinearConv, QLinearMatMul, com.microsoft QLinearAdd, QGemm, ...);
+- dynamic (quantize_dynamic: DynamicQuantizeLinear + ConvInteger / MatMulInteger);
+- the ops one at a time (QLinearConv and ConvInteger over groups, strides, padding, per-channel
+  weights and each operand type; the com.microsoft QOperator ops; DynamicQuantizeMatMul and
+  MatMulIntegerToFloat), and the messages for malformed ones.
+Outputs agree within one step of the output's quantization (ONNX Runtime rounds the same
+integer sums; a float computed differently may land on the other side of a rounding tie)."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import cuvil_testlib as tl
+
+onnx = pytest.importorskip("onnx")
+torch = pytest.importorskip("torch")
+quant = pytest.importorskip("onnxruntime.quantization")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+nn = torch.nn
+
+
+def _export(module, x, path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(module, (x,), str(path), input_names=["x"], output_names=["y"], opset_version=17, dynamo=False)
+    return path
+
+
+class SmallCNN(nn.Module):
+    """Conv-ReLU, a strided conv, a depthwise conv with a residual add, a 1x1 conv, max pool,
+    global average pool and a linear head."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 16, 3, padding=1)
+        self.c2 = nn.Conv2d(16, 32, 3, stride=2, padding=1)
+        self.dw = nn.Conv2d(32, 32, 3, padding=1, groups=32)
+        self.pw = nn.Conv2d(32, 48, 1)
+        self.fc = nn.Linear(48, 10)
+
+    def forward(self, x):
+        x = torch.relu(self.c1(x))
+        x = torch.relu(self.c2(x))
+        x = torch.relu(self.dw(x)) + x
+        x = nn.functional.max_pool2d(torch.relu(self.pw(x)), 2)
+        return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(x, 1), 1))
+
+
+class SmallMLP(nn.Module):
+    """Token-wise layers of a transformer block: Linear, GELU, Linear with a residual,
+    LayerNorm, a Linear head."""
+
+    def __init__(self):
+        super().__init__()
+        self.l1 = nn.Linear(32, 64)
+        self.l2 = nn.Linear(64, 32)
+        self.ln = nn.LayerNorm(32)
+        self.head = nn.Linear(32, 16)
+
+    def forward(self, x):
+        return self.head(self.ln(self.l2(nn.functional.gelu(self.l1(x))) + x))
+
+
+def _calib(shape, n=8):
+    class Reader(quant.CalibrationDataReader):
+        def __init__(self):
+            self.it = iter([{"x": np.random.RandomState(i).randn(*shape).astype(np.float32)} for i in range(n)])
+
+        def get_next(self):
+            return next(self.it, None)
+
+    return Reader()
+
+
+def _quantize(f32, out, form, shape):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if form == "dyn_s8":
+            quant.quantize_dynamic(str(f32), str(out), weight_type=quant.QuantType.QInt8)
+        elif form == "dyn_u8":
+            quant.quantize_dynamic(str(f32), str(out), weight_type=quant.QuantType.QUInt8)
+        elif form == "qdq_s8_pc":
+            quant.quantize_static(str(f32), str(out), _calib(shape), quant_format=quant.QuantFormat.QDQ, per_channel=True)
+        elif form == "qdq_u8":
+            quant.quantize_static(str(f32), str(out), _calib(shape), quant_format=quant.QuantFormat.QDQ,
+                                  activation_type=quant.QuantType.QUInt8, weight_type=quant.QuantType.QInt8)
+        else:
+            quant.quantize_static(str(f32), str(out), _calib(shape), quant_format=quant.QuantFormat.QOperator,
+                                  per_channel=True)
+    return out
+
+
+def _output_step(path):
+    """The scale of the DequantizeLinear that writes output y (None: y is not one's output)."""
+    m = onnx.load(str(path))
+    inits = {i.name: numpy_helper.to_array(i) for i in m.graph.initializer}
+    for n in m.graph.node:
+        if n.op_type == "DequantizeLinear" and n.output[0] == "y":
+            return float(inits[n.input[1]].reshape(-1)[0])
+    return None
+
+
+def _check(path, x, tmp_path, step=None, rtol=1e-4):
+    want = tl.ort_run(path, {"x": x})["y"]
+    got = tl.compile_and_run(path, {"x": x}, tmp_path)["y"]
+    assert got.shape == want.shape and got.dtype == want.dtype
+    if step is not None:
+        err = np.abs(got.astype(np.float64) - want).max()
+        assert err <= step * 1.001, f"max error {err}, one output step is {step}"
+        # most outputs agree exactly: the integer sums are the same
+        assert np.mean(got == want) > 0.95, np.mean(got == want)
+    else:
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * np.abs(want).max())
+    return got
+
+
+FORMS = ["qdq_s8_pc", "qdq_u8", "qop_pc", "dyn_s8", "dyn_u8"]
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_cnn_quantized(tmp_path, form):
+    torch.manual_seed(0)
+    f32 = _export(SmallCNN().eval(), torch.randn(2, 3, 16, 16), tmp_path / "f32.onnx")
+    q = _quantize(f32, tmp_path / f"{form}.onnx", form, (2, 3, 16, 16))
+    x = np.random.RandomState(99).randn(2, 3, 16, 16).astype(np.float32)
+    _check(q, x, tmp_path / "run", step=_output_step(q))
+    ir = tl.compile(q, tmp_path / "ir", emit="ir").read_text()
+    # every conv and the head on the integer kernels, none left in float
+    assert " = conv " not in ir and " = gemm " not in ir and " = matmul " not in ir, ir
+    kinds = {"qdq_s8_pc": "qlinear_conv", "qdq_u8": "qlinear_conv", "qop_pc": "qlinear_conv", "dyn_s8": "conv_integer",
+             "dyn_u8": "conv_integer"}
+    assert ir.count(f" = {kinds[form]} ") == 4, ir
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_mlp_quantized(tmp_path, form):
+    torch.manual_seed(1)
+    f32 = _export(SmallMLP().eval(), torch.randn(2, 8, 32), tmp_path / "f32.onnx")
+    q = _quantize(f32, tmp_path / f"{form}.onnx", form, (2, 8, 32))
+    x = np.random.RandomState(7).randn(2, 8, 32).astype(np.float32)
+    _check(q, x, tmp_path / "run", step=_output_step(q))
+    ir = tl.compile(q, tmp_path / "ir", emit="ir").read_text()
+    assert " = matmul " not in ir and " = gemm " not in ir, ir
+
+
+def _model(tmp_path, nodes, inputs, outputs, inits, ms=False, opset=17):
+    g = helper.make_graph(nodes, "q", inputs, [helper.make_tensor_value_info(o, t, None) for o, t in outputs], inits)
+    ops = [helper.make_opsetid("", opset)] + ([helper.make_opsetid("com.microsoft", 1)] if ms else [])
+    m = helper.make_model(g, opset_imports=ops)
+    m.ir_version = 8
+    path = tmp_path / "m.onnx"
+    onnx.save(m, path)
+    return path
+
+
+def _q(rng, dtype, shape):
+    lo, hi = (0, 256) if dtype == np.uint8 else (-128, 128)
+    return rng.integers(lo, hi, size=shape).astype(dtype)
+
+
+T8 = {np.uint8: TensorProto.UINT8, np.int8: TensorProto.INT8}
+
+CONVS = [  # C, M, H, W, k, stride, pad, group, x type, w type, per-channel
+    (3, 8, 9, 11, 3, 1, 1, 1, np.uint8, np.int8, True),
+    (16, 24, 7, 7, 1, 1, 0, 1, np.uint8, np.uint8, False),
+    (8, 8, 10, 9, 3, 2, 1, 8, np.uint8, np.int8, True),
+    (12, 6, 8, 8, 3, 1, 2, 3, np.int8, np.int8, True),
+    (64, 40, 14, 14, 3, 1, 1, 1, np.uint8, np.int8, True),
+]
+
+
+@pytest.mark.parametrize("case", range(len(CONVS)))
+def test_qlinear_conv(tmp_path, case):
+    C, M, H, W, k, s, p, g, xt, wt, pc = CONVS[case]
+    rng = np.random.default_rng(case)
+    x = _q(rng, xt, (2, C, H, W))
+    w = _q(rng, wt, (M, C // g, k, k))
+    nw = M if pc else 1
+    inits = [numpy_helper.from_array(np.array(0.02, np.float32), "xs"), numpy_helper.from_array(_q(rng, xt, ()), "xz"),
+             numpy_helper.from_array(w, "w"),
+             numpy_helper.from_array(rng.uniform(0.002, 0.02, nw).astype(np.float32).reshape((nw,) if pc else ()), "ws"),
+             numpy_helper.from_array(np.zeros((nw,) if pc else (), wt), "wz"),
+             numpy_helper.from_array(np.array(0.5, np.float32), "ys"), numpy_helper.from_array(_q(rng, xt, ()), "yz"),
+             numpy_helper.from_array(rng.integers(-3000, 3000, M).astype(np.int32), "b")]
+    node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"], ["y"], kernel_shape=[k, k],
+                            strides=[s, s], pads=[p] * 4, group=g)
+    path = _model(tmp_path, [node], [helper.make_tensor_value_info("x", T8[xt], x.shape)], [("y", T8[xt])], inits)
+    want = tl.ort_run(path, {"x": x})["y"]
+    got = tl.compile_and_run(path, {"x": x}, tmp_path / "run")["y"]
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert np.abs(got.astype(np.int32) - want).max() <= 1 and np.mean(got == want) > 0.99
+
+
+@pytest.mark.parametrize("case", [0, 1, 2])
+def test_conv_integer(tmp_path, case):
+    C, M, H, W, k, s, p, g, xt, wt, pc = CONVS[case]
+    rng = np.random.default_rng(10 + case)
+    xt, wt = np.uint8, np.uint8 if case == 1 else np.int8
+    x = _q(rng, xt, (1, C, H, W))
+    inits = [numpy_helper.from_array(_q(rng, wt, (M, C // g, k, k)), "w"),
+             numpy_helper.from_array(np.array(rng.integers(0, 255), np.uint8), "xz")]
+    node = helper.make_node("ConvInteger", ["x", "w", "xz"], ["y"], kernel_shape=[k, k], strides=[s, s], pads=[p] * 4, group=g)
+    path = _model(tmp_path, [node], [helper.make_tensor_value_info("x", TensorProto.UINT8, x.shape)], [("y", TensorProto.INT32)],
+                  inits)
+    # the reference: a naive loop over the definition (ONNX Runtime's ConvInteger takes uint8 only)
+    w = numpy_helper.to_array(inits[0]).astype(np.int64)
+    xz = int(numpy_helper.to_array(inits[1]))
+    xp = np.pad(x.astype(np.int64) - xz, ((0, 0), (0, 0), (p, p), (p, p)))
+    OH, OW = (H + 2 * p - k) // s + 1, (W + 2 * p - k) // s + 1
+    want = np.zeros((1, M, OH, OW), np.int64)
+    for m in range(M):
+        gi = m // (M // g)
+        for i in range(OH):
+            for j in range(OW):
+                want[0, m, i, j] = (xp[0, gi * (C // g):(gi + 1) * (C // g), i * s:i * s + k, j * s:j * s + k] * w[m]).sum()
+    got = tl.compile_and_run(path, {"x": x}, tmp_path / "run")["y"]
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(got, want)
+
+
+def _qop_case(name, rng):
+    """One com.microsoft QOperator node: (nodes, inputs, feeds, output type, inits)."""
+    x8 = _q(rng, np.uint8, (2, 4, 6, 6))
+    sc = lambda n, v: numpy_helper.from_array(np.array(v, np.float32), n)  # noqa: E731
+    zp = lambda n, v: numpy_helper.from_array(np.array(v, np.uint8), n)  # noqa: E731
+    # scales as a calibration gives them (0.05, 0.03 and 0.04 would put many sums exactly on
+    # rounding ties, which ONNX Runtime's QLinearAdd, computing in y's units, breaks otherwise)
+    base = [sc("xs", 0.0517), zp("xz", 120), sc("ys", 0.0419), zp("yz", 100)]
+    vi = [helper.make_tensor_value_info("x", TensorProto.UINT8, x8.shape)]
+    feeds = {"x": x8}
+    ms = "com.microsoft"
+    if name in ("QLinearAdd", "QLinearMul"):
+        b8 = _q(rng, np.uint8, (1, 4, 1, 6))   # broadcast
+        node = helper.make_node(name, ["x", "xs", "xz", "b", "bs", "bz", "ys", "yz"], ["y"], domain=ms)
+        return [node], vi + [helper.make_tensor_value_info("b", TensorProto.UINT8, b8.shape)], {"x": x8, "b": b8}, \
+            TensorProto.UINT8, base + [sc("bs", 0.0311), zp("bz", 128)]
+    if name == "QLinearSigmoid":
+        return [helper.make_node(name, ["x", "xs", "xz", "ys", "yz"], ["y"], domain=ms)], vi, feeds, TensorProto.UINT8, \
+            [sc("xs", 0.05), zp("xz", 120), sc("ys", 1 / 255), zp("yz", 0)]
+    if name == "QLinearLeakyRelu":
+        return [helper.make_node(name, ["x", "xs", "xz", "ys", "yz"], ["y"], domain=ms, alpha=0.2)], vi, feeds, \
+            TensorProto.UINT8, base
+    if name == "QLinearAveragePool":
+        return [helper.make_node(name, ["x", "xs", "xz", "ys", "yz"], ["y"], domain=ms, kernel_shape=[3, 3], strides=[2, 2],
+                                 pads=[1, 1, 1, 1], count_include_pad=1)], vi, feeds, TensorProto.UINT8, base
+    if name == "QLinearGlobalAveragePool":
+        return [helper.make_node(name, ["x", "xs", "xz", "ys", "yz"], ["y"], domain=ms, channels_last=0)], vi, feeds, \
+            TensorProto.UINT8, base
+    if name == "QLinearConcat":
+        b8 = _q(rng, np.uint8, (2, 3, 6, 6))
+        node = helper.make_node(name, ["ys", "yz", "x", "xs", "xz", "b", "bs", "bz"], ["y"], domain=ms, axis=1)
+        return [node], vi + [helper.make_tensor_value_info("b", TensorProto.UINT8, b8.shape)], {"x": x8, "b": b8}, \
+            TensorProto.UINT8, base + [sc("bs", 0.0311), zp("bz", 128)]
+    a = _q(rng, np.uint8, (5, 24))
+    va = [helper.make_tensor_value_info("a", TensorProto.UINT8, a.shape)]
+    w = numpy_helper.from_array(_q(rng, np.int8, (12, 24)), "w")   # [N, K]: transB
+    ws = numpy_helper.from_array(rng.uniform(0.01, 0.03, 12).astype(np.float32), "ws")
+    wz = numpy_helper.from_array(np.zeros(12, np.int8), "wz")
+    bias = numpy_helper.from_array(rng.integers(-500, 500, 12).astype(np.int32), "bias")
+    if name == "QGemm":   # requantized
+        node = helper.make_node("QGemm", ["a", "xs", "xz", "w", "ws", "wz", "bias", "ys", "yz"], ["y"], domain=ms, transB=1)
+        return [node], va, {"a": a}, TensorProto.UINT8, base + [w, ws, wz, bias]
+    if name == "QGemmFloat":
+        node = helper.make_node("QGemm", ["a", "xs", "xz", "w", "ws", "wz", "bias"], ["y"], domain=ms, transB=1)
+        return [node], va, {"a": a}, TensorProto.FLOAT, base + [w, ws, wz, bias]
+    af = rng.standard_normal((3, 5, 24)).astype(np.float32)
+    vf = [helper.make_tensor_value_info("a", TensorProto.FLOAT, af.shape)]
+    wt = numpy_helper.from_array(_q(rng, np.int8, (24, 12)), "w")   # [K, N]
+    fb = numpy_helper.from_array(rng.standard_normal(12).astype(np.float32), "fb")
+    if name == "DynamicQuantizeMatMul":
+        node = helper.make_node(name, ["a", "w", "ws", "wz", "fb"], ["y"], domain=ms)
+        return [node], vf, {"a": af}, TensorProto.FLOAT, [wt, ws, wz, fb]
+    assert name == "MatMulIntegerToFloat"
+    node = helper.make_node(name, ["a", "w", "xs", "ws", "xz", "wz", "fb"], ["y"], domain=ms)
+    a3 = _q(rng, np.uint8, (3, 5, 24))
+    return [node], [helper.make_tensor_value_info("a", TensorProto.UINT8, a3.shape)], {"a": a3}, TensorProto.FLOAT, \
+        [sc("xs", 0.05), zp("xz", 120), wt, ws, wz, fb]
+
+
+QOPS = ["QLinearAdd", "QLinearMul", "QLinearSigmoid", "QLinearLeakyRelu", "QLinearAveragePool", "QLinearGlobalAveragePool",
+        "QLinearConcat", "QGemm", "QGemmFloat", "DynamicQuantizeMatMul", "MatMulIntegerToFloat"]
+
+
+@pytest.mark.parametrize("name", QOPS)
+def test_ms_qoperator(tmp_path, name):
+    rng = np.random.default_rng(len(name))
+    nodes, vis, feeds, yt, inits = _qop_case(name, rng)
+    path = _model(tmp_path, nodes, vis, [("y", yt)], inits, ms=True)
+    want = tl.ort_run(path, feeds)["y"]
+    got = tl.compile_and_run(path, feeds, tmp_path / "run")["y"]
+    assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, want.dtype, got.shape, want.shape)
+    if yt == TensorProto.FLOAT:
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+    else:
+        assert np.abs(got.astype(np.int32) - want).max() <= 1 and np.mean(got == want) > 0.97
+
+
+def test_qlinear_conv_refuses_bad_params(tmp_path):
+    rng = np.random.default_rng(3)
+    inits = [numpy_helper.from_array(np.array(0.02, np.float32), "xs"), numpy_helper.from_array(np.array(3, np.uint8), "xz"),
+             numpy_helper.from_array(_q(rng, np.int8, (8, 3, 3, 3)), "w"),
+             numpy_helper.from_array(np.full(5, 0.01, np.float32), "ws"),   # 5 scales for 8 channels
+             numpy_helper.from_array(np.zeros(5, np.int8), "wz"),
+             numpy_helper.from_array(np.array(0.5, np.float32), "ys"), numpy_helper.from_array(np.array(0, np.uint8), "yz")]
+    node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"], ["y"], name="qc")
+    path = _model(tmp_path, [node], [helper.make_tensor_value_info("x", TensorProto.UINT8, (1, 3, 8, 8))],
+                  [("y", TensorProto.UINT8)], inits)
+    proc = tl.compile_raw(path, tmp_path / "m.so")
+    tl.assert_clean_failure(proc, mentions=["qc", "w_scale", "one per output channel"])
+    # an x zero point of another type than x
+    inits[1] = numpy_helper.from_array(np.array(3, np.int8), "xz")
+    inits[3] = numpy_helper.from_array(np.full(8, 0.01, np.float32), "ws")
+    inits[4] = numpy_helper.from_array(np.zeros(8, np.int8), "wz")
+    path = _model(tmp_path, [node], [helper.make_tensor_value_info("x", TensorProto.UINT8, (1, 3, 8, 8))],
+                  [("y", TensorProto.UINT8)], inits)
+    proc = tl.compile_raw(path, tmp_path / "m.so")
+    tl.assert_clean_failure(proc, mentions=["qc", "x_zero_point", "int8"])
