@@ -46,6 +46,7 @@ __attribute__((destructor)) static void prof_dump_(void) {
     int runs = prof_run_ + 1 < %(iters)d ? prof_run_ + 1 : %(iters)d;
     if (runs <= 0) return;
     for (int k = 0; k < %(n)d; k++) {
+        if (prof_t_[k][0] == 0.0 && prof_t_[k][runs - 1] == 0.0) continue;   /* another file's node */
         qsort(prof_t_[k], (size_t)runs, sizeof(double), prof_cmp_);
         fprintf(stderr, "PROF %%d %%.5f %%s\n", k, prof_t_[k][runs / 2], prof_desc_[k]);
     }
@@ -75,27 +76,41 @@ def main(argv=None):
         out = Path(td) / "m"
         subprocess.run([str(build / "bin" / "cuvil-compile"), "--model", args.model, "--output", str(out),
                         "--emit", "c", "--name", "m"] + args.compile_arg, check=True)
-        src = (out / "model.c").read_text()
-        # descriptions: the comment before each "static int nodeK(" definition
-        descs = {}
-        for m in re.finditer(r"^static int node(\d+)\(", src, flags=re.M):
-            before = re.findall(r"^/\* (.*?) \*/$", src[:m.start()], flags=re.M)
-            if before:
-                descs[int(m.group(1))] = before[-1][:400]
-        calls = re.findall(r"^    (?:if \()?node(\d+)\(A, S, in, out, D\)", src, flags=re.M)
-        n = max(int(c) for c in calls) + 1
+        # the node functions live in model.c or, for a large model, in part_NNNN.c files: each
+        # file gets its own clocks (static arrays, a destructor that prints its nodes)
+        files = [out / "model.c"] + sorted(out.glob("part_*.c"))
+        call = r"node(\d+)\(A, (?:W, )?S, in, out, D\)"
+        n = 0
+        for f in files:
+            n = max([n] + [int(c) + 1 for c in re.findall(r"^    (?:if \()?" + call, f.read_text(), flags=re.M)])
+        if n == 0:
+            print("no node calls found in the generated C", file=sys.stderr)
+            return 1
         iters = args.iters + 10
-        pro = PROLOGUE % dict(n=n, iters=iters, descs=",".join(c_str(descs.get(k, "?")) for k in range(n)))
-        src = src.replace('#include "cuvil_rt.h"', pro + '\n#include "cuvil_rt.h"', 1)
-
-        src = re.sub(r"^    node(\d+)\(A, S, in, out, D\);",
-                     lambda m: f"    {{ double t_ = prof_now_(); if ({m.group(1)} == 0) prof_run_++; node{m.group(1)}(A, S, in, out, D); "
-                     f"if (prof_run_ >= 0 && prof_run_ < {iters}) prof_t_[{m.group(1)}][prof_run_] = prof_now_() - t_; }}",
-                     src, flags=re.M)
-        src = re.sub(r"^    if \(node(\d+)\(A, S, in, out, D\)\) return",
-                     lambda m: f"    if ({m.group(1)} == 0) prof_run_++;\n    if (node{m.group(1)}(A, S, in, out, D)) return",
-                     src, flags=re.M)
-        (out / "model.c").write_text(src)
+        for f in files:
+            src = f.read_text()
+            calls = [int(c) for c in re.findall(r"^    (?:if \()?" + call, src, flags=re.M)]
+            if not calls:
+                continue
+            first = calls[0]
+            # descriptions: the comment before each "static int nodeK(" definition
+            descs = {}
+            for m in re.finditer(r"^static int node(\d+)\(", src, flags=re.M):
+                before = re.findall(r"^/\* (.*?) \*/$", src[:m.start()], flags=re.M)
+                if before:
+                    descs[int(m.group(1))] = before[-1][:400]
+            pro = PROLOGUE % dict(n=n, iters=iters, descs=",".join(c_str(descs.get(k, "?")) for k in range(n)))
+            src = src.replace('#include "cuvil_rt.h"', pro + '\n#include "cuvil_rt.h"', 1)
+            if pro not in src:   # a part without that include: the prologue goes first
+                src = '#include <stdio.h>\n#include <stdlib.h>\n' + pro + src
+            src = re.sub(r"^    (node(\d+)\(A, (?:W, )?S, in, out, D\));",
+                         lambda m: f"    {{ double t_ = prof_now_(); if ({m.group(2)} == {first}) prof_run_++; {m.group(1)}; "
+                         f"if (prof_run_ >= 0 && prof_run_ < {iters}) prof_t_[{m.group(2)}][prof_run_] = prof_now_() - t_; }}",
+                         src, flags=re.M)
+            src = re.sub(r"^    if \((node(\d+)\(A, (?:W, )?S, in, out, D\))\) return",
+                         lambda m: f"    if ({m.group(2)} == {first}) prof_run_++;\n    if ({m.group(1)}) return",
+                         src, flags=re.M)
+            f.write_text(src)
         subprocess.run(["make", "-s", "-C", str(out), "-j2", "CFLAGS=-O2"], check=True)
         model = onnx.load(args.model, load_external_data=False)
         init = {i.name for i in model.graph.initializer}

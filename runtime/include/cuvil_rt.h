@@ -902,6 +902,12 @@ void cuvil_qlinear_matmul(int64_t batch, int64_t M, int64_t N, int64_t K, int at
                           int sst, const void *a_scale, const void *b_scale, int64_t b_sn, const void *y_scale, int yt,
                           const void *yzp, void *y);
 
+/* QLinearAdd as ONNX Runtime computes it, in y's units: y = clamp(rint((a - za) (as / ys) + (b -
+ * zb) (bs / ys)) + yz, lo, hi) over n elements, a, b, y uint8 or int8 (at, bt, yt), the zero
+ * points NULL (0) or one value of their tensor's type, lo..hi within yt's range. */
+void cuvil_qadd(int64_t n, int at, const void *a, const float *as, const void *az, int bt, const void *b, const float *bs,
+                const void *bz, const float *ys, int yt, const void *yz, int32_t lo, int32_t hi, void *y);
+
 /* ===== Integer GEMM (runtime/kernels/gemm/qgemm*.c) ==================================
  * y[m, n] = epilogue(sum_k (A[m, k] - za) (B[k, n] - zb)) with A and B int8 or uint8 (any mix),
  * the zero points one value or one per row of A (za) / column of B (zb), accumulated exactly in
@@ -934,12 +940,16 @@ typedef struct cuvil_qgemm_epi {
 size_t cuvil_qgemm_packed_b_bytes(int64_t K, int64_t N);
 /* Packs B (bt CUVIL_T_U8 or CUVIL_T_I8), element (k, n) at B[k * sk + n * sn]. */
 void cuvil_qgemm_pack_b(int64_t K, int64_t N, int bt, const void *B, int64_t sk, int64_t sn, void *dst);
-/* Scratch per thread for cuvil_qgemm (b_packed: B comes packed, else it is packed each call). */
-size_t cuvil_qgemm_scratch_size(int64_t M, int64_t N, int64_t K, int b_packed);
-/* A (at) row-major with row stride lda; B either packed (Bp, of type bt) or raw (B, row-major
- * K x N with row stride ldb, Bp NULL); azp of type at (az_n 0: none, 1, or M), bzp of type bt
+size_t cuvil_qgemm_packed_a_bytes(int64_t M, int64_t K);
+/* Packs A (at), row-major with row stride lda. */
+void cuvil_qgemm_pack_a(int64_t M, int64_t K, int at, const void *A, int64_t lda, void *dst);
+/* Scratch per thread for cuvil_qgemm (a_packed, b_packed: the operand comes packed, else it is
+ * packed each call). */
+size_t cuvil_qgemm_scratch_size(int64_t M, int64_t N, int64_t K, int a_packed, int b_packed);
+/* A (at) row-major with row stride lda, or packed (Ap, A ignored); B likewise: raw (row-major
+ * K x N, row stride ldb) or packed (Bp); azp of type at (az_n 0: none, 1, or M), bzp of type bt
  * (bz_n 0, 1 or N). */
-void cuvil_qgemm(int64_t M, int64_t N, int64_t K, int at, const void *A, int64_t lda, int bt, const void *B,
+void cuvil_qgemm(int64_t M, int64_t N, int64_t K, int at, const void *A, int64_t lda, const void *Ap, int bt, const void *B,
                  int64_t ldb, const void *Bp, const void *azp, int64_t az_n, const void *bzp, int64_t bz_n,
                  const cuvil_qgemm_epi *e, void *scratch);
 
@@ -948,14 +958,17 @@ void cuvil_qgemm(int64_t M, int64_t N, int64_t K, int at, const void *A, int64_t
  * value (ws_n 1) or n. */
 void cuvil_qscale(int64_t n, const float *xs, const float *ws, int64_t ws_n, const float *ys, float *out);
 
-/* Integer convolution (ConvInteger, QLinearConv): for each image and group, weights (A: M/g x
- * C/g*KH*KW, int8 or uint8, one zero point or one per output channel) times the patches of x
- * (B, packed each call with x's zero point where the window leaves the image), y NCHW through
- * the epilogue, whose per-row scale, bias and the weights' zero points are per output channel
- * (the pointers offset by the group's first channel). p->act and p->packed_* are unused. */
+/* Integer convolution (ConvInteger, QLinearConv): for each image and group, the weights (A:
+ * M/g x C/g*KH*KW, int8 or uint8, packed when the model compiles by cuvil_qconv_pack_w, one
+ * zero point or one per output channel) times the patches of x (B, packed each call with x's
+ * zero point where the window leaves the image), y NCHW through the epilogue, whose per-row
+ * scale, bias and the weights' zero points are per output channel (the pointers offset by the
+ * group's first channel). p->act and p->packed_* are unused. */
+size_t cuvil_qconv_packed_w_bytes(const cuvil_conv2d_params *p);
+void cuvil_qconv_pack_w(const cuvil_conv2d_params *p, int wt, const void *w, void *dst);
 size_t cuvil_qconv_scratch_size(const cuvil_conv2d_params *p);
-void cuvil_qconv(const cuvil_conv2d_params *p, int xt, const void *x, const void *xzp, int wt, const void *w,
-                 const void *wzp, int64_t wz_n, const cuvil_qgemm_epi *e, void *scratch);
+void cuvil_qconv(const cuvil_conv2d_params *p, int xt, const void *x, const void *xzp, const void *wp, const void *wzp,
+                 int64_t wz_n, const cuvil_qgemm_epi *e, void *scratch);
 
 /* Comparisons into bool bytes (0/1): p->op is one of these. */
 enum { CUVIL_CMP_EQ = 0, CUVIL_CMP_LT, CUVIL_CMP_GT, CUVIL_CMP_LE, CUVIL_CMP_GE };

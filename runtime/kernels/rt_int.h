@@ -351,33 +351,37 @@ void cuvil_f32_resize__scalar(const cuvil_resize_params *p, const float *x, floa
 
 /* ===== Integer GEMM microkernels (qgemm*.c) =====================================
  * c[r * ldc + j] (= or +=, accumulate) sum over k4 groups of 4 of A'[r][k] B'[k][j], for the
- * MR x 16 tile of a packed A micro-panel (bytes, or int16 when wide) and a packed B micro-panel
- * (cuvil_qgemm_pack_b's layout); features: the CPU features it needs beyond its target's, asked
- * when the model runs ("" none). The table lists them in order of preference. */
+ * MR x 16 tile of MR rows inside a packed A panel (a: its first row's bytes of the first group;
+ * the next group 48 bytes on) and a packed B micro-panel (cuvil_qgemm_pack_b's layout); wide:
+ * it widens to 16 bits (vpmaddwd); features: the CPU features it needs beyond its target's,
+ * asked when the model runs ("" none). The table lists them in order of preference. */
 typedef void (*cuvil_qgemm_uk_fn)(int64_t k4, const void *a, const int8_t *b, int32_t *c, int64_t ldc, int accumulate);
 typedef struct cuvil_qgemm_ukernel_desc {
     cuvil_qgemm_uk_fn fn;
     int mr;
     int wide;
+    int bw;   /* B's bytes per value: 1 (cuvil_qgemm_pack_b's layout), 2 (the same order, int16) */
     const char *name;
     const char *features;
 } cuvil_qgemm_ukernel_desc;
+#define CUVIL_QA_GROUP 48   /* bytes of a packed A panel per group of 4 k (12 rows x 4) */
 extern const cuvil_qgemm_ukernel_desc cuvil_qgemm_ukernels[];
 extern const int cuvil_qgemm_n_ukernels;
-const cuvil_qgemm_ukernel_desc *cuvil_qgemm_best(void);
+const cuvil_qgemm_ukernel_desc *cuvil_qgemm_best(int b16);
 int cuvil_qgemm_ukernel_runs(const cuvil_qgemm_ukernel_desc *uk);
 void cuvil_qgemm_uk_4x16__scalar(int64_t k4, const void *a, const int8_t *b, int32_t *c, int64_t ldc, int accumulate);
-void cuvil_qgemm_uk_3x16__avx2(int64_t k4, const void *a, const int8_t *b, int32_t *c, int64_t ldc, int accumulate);
+void cuvil_qgemm_uk_2x16__avx2(int64_t k4, const void *a, const int8_t *b, int32_t *c, int64_t ldc, int accumulate);
+void cuvil_qgemm_uk_2x16__avx2_b16(int64_t k4, const void *a, const int8_t *b, int32_t *c, int64_t ldc, int accumulate);
 void cuvil_qgemm_uk_6x16__avxvnni(int64_t k4, const void *a, const int8_t *b, int32_t *c, int64_t ldc, int accumulate);
-void cuvil_qgemm_uk_8x16__avx512bw(int64_t k4, const void *a, const int8_t *b, int32_t *c, int64_t ldc, int accumulate);
+void cuvil_qgemm_uk_12x16__avx512bw(int64_t k4, const void *a, const int8_t *b, int32_t *c, int64_t ldc, int accumulate);
 void cuvil_qgemm_uk_12x16__avx512vnni(int64_t k4, const void *a, const int8_t *b, int32_t *c, int64_t ldc,
                                       int accumulate);
 /* cuvil_qgemm and cuvil_qconv with a given microkernel (the tests run each). */
 void cuvil_qgemm_with(const cuvil_qgemm_ukernel_desc *uk, int64_t M, int64_t N, int64_t K, int at, const void *A,
-                      int64_t lda, int bt, const void *B, int64_t ldb, const void *Bp, const void *azp, int64_t az_n,
-                      const void *bzp, int64_t bz_n, const cuvil_qgemm_epi *e, void *scratch);
+                      int64_t lda, const void *Ap, int bt, const void *B, int64_t ldb, const void *Bp, const void *azp,
+                      int64_t az_n, const void *bzp, int64_t bz_n, const cuvil_qgemm_epi *e, void *scratch);
 void cuvil_qconv_with(const cuvil_qgemm_ukernel_desc *uk, const cuvil_conv2d_params *p, int xt, const void *x,
-                      const void *xzp, int wt, const void *w, const void *wzp, int64_t wz_n, const cuvil_qgemm_epi *e,
+                      const void *xzp, const void *wp, const void *wzp, int64_t wz_n, const cuvil_qgemm_epi *e,
                       void *scratch);
 
 #endif /* CUVIL_RT_INT_H */

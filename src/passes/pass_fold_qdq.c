@@ -15,8 +15,11 @@
  * that product (as ONNX Runtime's quantizer writes it) is bq itself; any other bias is rounded
  * to those units (an error of at most half a unit, x_scale * w_scale / 2). What does not match
  * keeps running in float, DequantizeLinear and QuantizeLinear as nodes of their own; the fold
- * needs K <= CUVIL_QGEMM_K_EXACT (the int32 sum exact). Runs before constant folding, which
- * would turn the weights' DequantizeLinear into float constants. */
+ * needs K <= CUVIL_QGEMM_K_EXACT (the int32 sum exact). An Add of two DequantizeLinear outputs
+ * of one shape read by a QuantizeLinear (a residual connection) becomes qlinear_add, computed
+ * in y's units as ONNX Runtime's QLinearAdd (the float form's rounding may differ from it at a
+ * tie: one step). Runs before constant folding, which would turn the weights' DequantizeLinear
+ * into float constants. */
 #include "passes/passes_int.h"
 
 #include <math.h>
@@ -159,6 +162,66 @@ static cuvil_status set_float_attr(cir_graph *g, cir_node *n, const char *name, 
     return cir_node_set_attr(g, n, &a);
 }
 
+/* The QuantizeLinear that alone reads n's result yv, directly or after a Relu/Clip (*act, its
+ * bounds in *lo, *hi); NULL (and no bounds) when there is none. */
+static cir_node *quantized_by(cir_graph *g, cir_node *n, cir_value *yv, cir_node **act, float *lo, float *hi) {
+    *lo = -INFINITY, *hi = INFINITY, *act = NULL;
+    cir_node *r = sole_reader(g, yv);
+    if (r && r->region == n->region && clamp_of(g, r, lo, hi) && cir_in(g, r, 0) == yv) {
+        *act = r;
+        r = sole_reader(g, cir_out(g, r, 0));
+    }
+    if (r && r->region == n->region && q_tensor(g, r) && cir_in(g, r, 0) == (*act ? cir_out(g, *act, 0) : yv)) return r;
+    *lo = -INFINITY, *hi = INFINITY, *act = NULL;
+    return NULL;
+}
+
+/* n's output becomes q's (q and act dead), with the clamp [lo, hi] as min/max. */
+static cuvil_status take_q(cir_graph *g, cir_node *n, cir_node *q, cir_node *act, float lo, float hi) {
+    n->out[0] = q->out[0];
+    cir_val(g, q->out[0])->producer = n->id;
+    q->dead = true;
+    if (act) act->dead = true;
+    cuvil_status s = CUVIL_OK;
+    if ((lo != -INFINITY && (s = set_float_attr(g, n, "min", lo))) || (hi != INFINITY && (s = set_float_attr(g, n, "max", hi))))
+        return s;
+    return CUVIL_OK;
+}
+
+static const char *fused_note(cir_graph *g, cir_node *n, cir_node *act, cir_node *q) {
+    const char *note = cuvil_fused_note(g, n->fused, "DequantizeLinear");
+    if (act && note) note = cuvil_fused_note(g, note, act->src_op);
+    if (q && note) note = cuvil_fused_note(g, note, q->src_op);
+    return note;
+}
+
+/* add(DQ(a), DQ(b)) [-> relu | clip] -> Q, a and b of one fixed shape: qlinear_add */
+static cuvil_status fold_add(cir_graph *g, cir_node *n) {
+    cir_value *av = cir_in(g, n, 0), *bv = cir_in(g, n, 1), *yv = cir_out(g, n, 0);
+    if (n->n_post || n->n_in != 2 || !av || !bv || yv->dtype != CIR_F32 || !cir_value_fixed(av) || !cir_same_dims(av, bv) ||
+        !cir_same_dims(av, yv))
+        return CUVIL_OK;
+    cir_node *da = producer(g, av, n->region), *db = producer(g, bv, n->region);
+    if (!dq_tensor(g, da) || !dq_tensor(g, db)) return CUVIL_OK;
+    float lo, hi;
+    cir_node *act, *q = quantized_by(g, n, yv, &act, &lo, &hi);
+    if (!q) return CUVIL_OK;
+    int *in = cuvil_arena_alloc(&g->arena, sizeof(int) * 9);
+    const char *note = fused_note(g, n, act, q);
+    if (!in || !note) return g->ctx->status ? g->ctx->status : cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+    const int v[8] = {da->in[0], da->in[1], da->n_in > 2 ? da->in[2] : -1, db->in[0], db->in[1], db->n_in > 2 ? db->in[2] : -1,
+                      q->in[1], q->n_in > 2 ? q->in[2] : -1};
+    memcpy(in, v, sizeof v);
+    n->fused = note;
+    cir_node_rekind(n, CIR_OP_QLINEAR_ADD);
+    n->in = in;
+    n->n_in = 8;
+    cuvil_status s = take_q(g, n, q, act, lo, hi);
+    if (s || (s = n->def->infer(g, n))) return s;
+    cir_graph_count_uses(g);
+    return CUVIL_OK;
+}
+
 /* Folds node n if it matches; *folded says whether it did. */
 static cuvil_status fold(cir_graph *g, cir_node *n, bool *folded) {
     *folded = false;
@@ -195,15 +258,8 @@ static cuvil_status fold(cir_graph *g, cir_node *n, bool *folded) {
         if ((bias = int_bias(g, n, b, n->region, xs, ws, M)) == -2) return g->ctx->status ? g->ctx->status : cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
         if (bias < 0) return CUVIL_OK;
     }
-    /* the reader: Q, or a Relu/Clip then Q */
-    float lo = -INFINITY, hi = INFINITY;
-    cir_node *r = sole_reader(g, yv), *act = NULL, *q = NULL;
-    if (r && r->region == n->region && clamp_of(g, r, &lo, &hi) && cir_in(g, r, 0) == yv) {
-        act = r;
-        r = sole_reader(g, cir_out(g, act, 0));
-    }
-    if (r && r->region == n->region && q_tensor(g, r) && cir_in(g, r, 0) == (act ? cir_out(g, act, 0) : yv)) q = r;
-    if (!q) act = NULL, lo = -INFINITY, hi = INFINITY;
+    float lo, hi;
+    cir_node *act, *q = quantized_by(g, n, yv, &act, &lo, &hi);
     int wid = w0->id;
     if (trans_b && (wid = transposed(g, w0)) < 0) return g->ctx->status;
     int *in = cuvil_arena_alloc(&g->arena, sizeof(int) * 10);
@@ -217,9 +273,7 @@ static cuvil_status fold(cir_graph *g, cir_node *n, bool *folded) {
         const int v[9] = {dx->in[0], dx->in[1], xz, wid, dw->in[1], wz, ys, yz, bias};
         memcpy(in, v, sizeof v);
     }
-    const char *note = cuvil_fused_note(g, n->fused, "DequantizeLinear");
-    if (act && note) note = cuvil_fused_note(g, note, act->src_op);
-    if (q && note) note = cuvil_fused_note(g, note, q->src_op);
+    const char *note = fused_note(g, n, act, q);
     if (!note) return g->ctx->status;
     n->fused = note;
     /* conv's attributes carry over; gemm's are dropped (each was checked above) */
@@ -228,14 +282,7 @@ static cuvil_status fold(cir_graph *g, cir_node *n, bool *folded) {
     n->in = in;
     n->n_in = 9;
     cuvil_status s;
-    if (q) {
-        n->out[0] = q->out[0];
-        cir_val(g, q->out[0])->producer = n->id;
-        q->dead = true;
-        if (act) act->dead = true;
-        if ((lo != -INFINITY && (s = set_float_attr(g, n, "min", lo))) || (hi != INFINITY && (s = set_float_attr(g, n, "max", hi))))
-            return s;
-    }
+    if (q && (s = take_q(g, n, q, act, lo, hi))) return s;
     if ((s = n->def->infer(g, n))) return s;
     cir_graph_count_uses(g);
     *folded = true;
@@ -247,9 +294,11 @@ cuvil_status cuvil_pass_fold_qdq(cir_graph *g, const cuvil_options *o) {
     cir_graph_count_uses(g);
     for (int i = 0; i < g->n_nodes; i++) {
         cir_node *n = cir_node_at(g, i);
-        if (n->dead || (n->kind != CIR_OP_CONV && n->kind != CIR_OP_MATMUL && n->kind != CIR_OP_GEMM)) continue;
+        cuvil_status s = CUVIL_OK;
         bool f;
-        cuvil_status s = fold(g, n, &f);
+        if (n->dead) continue;
+        if (n->kind == CIR_OP_CONV || n->kind == CIR_OP_MATMUL || n->kind == CIR_OP_GEMM) s = fold(g, n, &f);
+        else if (n->kind == CIR_OP_ADD) s = fold_add(g, n);
         if (s) return s;
     }
     return CUVIL_OK;

@@ -5,9 +5,10 @@
  * Covers: uint8/int8 on either side, zero points absent, one, per row and per column, the
  * three epilogues (int32; requantized to uint8/int8 with int32 bias, per-column or per-row
  * scales and a raised lower clamp; float with bias), edge shapes around MR, 16 and the K block
- * (K = 0, 1, 3, 513, 1100), B packed ahead or each call, a pool of 3 threads, the extreme
- * operands that make a 16-bit pairwise sum saturate (255 * 127 * 2), and convolutions with
- * padding (x's zero point outside the image), stride, dilation, groups and depthwise.
+ * (K = 0, 1, 3, 513, 1100), A and B packed ahead or each call (B in 8 or 16 bits), a pool of 3
+ * threads, the extreme operands that make a 16-bit pairwise sum saturate (255 * 127 * 2), and
+ * convolutions with padding (x's zero point outside the image, pads wider than the kernel),
+ * stride, dilation, groups, depthwise, 1x1 (x read in place) and pixel counts off 16.
  */
 #include "kernel_test_util.h"
 #include "../../runtime/kernels/rt_int.h"
@@ -84,16 +85,21 @@ static void run_gemm(const cuvil_qgemm_ukernel_desc *uk, const gcase *c) {
     const size_t ysz = (size_t)(M * e.ldy) * 4 + 4;
     e.y = ktu_alloc(ysz);
     memset(e.y, 0x5a, ysz);
-    void *Bp = NULL;
-    if (c->packed) {
+    void *Bp = NULL, *Ap = NULL;
+    if (c->packed && uk->bw == 1) {   /* B packed ahead; A too, in every other case */
         Bp = ktu_alloc(cuvil_qgemm_packed_b_bytes(K, N));
         cuvil_qgemm_pack_b(K, N, c->bt, B, N, 1, Bp);
+        if (M % 2) {
+            Ap = ktu_alloc(cuvil_qgemm_packed_a_bytes(M, K));
+            cuvil_qgemm_pack_a(M, K, c->at, A, K, Ap);
+        }
     }
-    const size_t per = CUVIL_ALIGN_UP(cuvil_qgemm_scratch_size(M, N, K, c->packed), 64);
+    const size_t per = CUVIL_ALIGN_UP(cuvil_qgemm_scratch_size(M, N, K, Ap != NULL, Bp != NULL), 64);
     void *scratch = ktu_alloc(per * 3);
     cuvil_pool *pool = c->threads > 1 ? cuvil_pool_create(c->threads, per, ktu_aligned_alloc, ktu_aligned_free, NULL) : NULL;
     const cuvil_pool *prev = cuvil_pool_bind(pool);
-    cuvil_qgemm_with(uk, M, N, K, c->at, A, K, c->bt, B, N, Bp, c->azn ? za : NULL, az_n, c->bzn ? zb : NULL, bz_n, &e, scratch);
+    cuvil_qgemm_with(uk, M, N, K, c->at, A, K, Ap, c->bt, B, N, Bp, c->azn ? za : NULL, az_n, c->bzn ? zb : NULL, bz_n, &e,
+                     scratch);
     cuvil_pool_bind(prev);
     cuvil_pool_destroy(pool);
     int bad = 0;
@@ -120,7 +126,7 @@ static void run_gemm(const cuvil_qgemm_ukernel_desc *uk, const gcase *c) {
                 bad = 1;
                 break;
             }
-    free(A), free(B), free(za), free(zb), free(scale), free(fbias), free(ibias), free(e.y), free(Bp), free(scratch);
+    free(A), free(B), free(za), free(zb), free(scale), free(fbias), free(ibias), free(e.y), free(Bp), free(Ap), free(scratch);
 }
 
 static void test_gemm(const cuvil_qgemm_ukernel_desc *uk) {
@@ -152,8 +158,8 @@ static void test_extremes(const cuvil_qgemm_ukernel_desc *uk) {
     for (int64_t i = 0; i < K * N; i++) B[i] = (int8_t)((i / N) % 2 || (i % N) < 10 ? 127 : -128);
     int32_t *y = ktu_alloc(sizeof(int32_t) * (size_t)(M * N));
     cuvil_qgemm_epi e = {.kind = CUVIL_QEPI_I32, .y = y, .ldy = N};
-    void *scratch = ktu_alloc(cuvil_qgemm_scratch_size(M, N, K, 0));
-    cuvil_qgemm_with(uk, M, N, K, CUVIL_T_U8, A, K, CUVIL_T_I8, B, N, NULL, NULL, 0, NULL, 0, &e, scratch);
+    void *scratch = ktu_alloc(cuvil_qgemm_scratch_size(M, N, K, 0, 0));
+    cuvil_qgemm_with(uk, M, N, K, CUVIL_T_U8, A, K, NULL, CUVIL_T_I8, B, N, NULL, NULL, 0, NULL, 0, &e, scratch);
     for (int64_t n = 0; n < N; n++) {
         int64_t acc = 0;
         for (int64_t k = 0; k < K; k++) acc += 255 * (int64_t)B[k * N + n];
@@ -195,8 +201,9 @@ static void run_conv(const cuvil_qgemm_ukernel_desc *uk, const ccase *c) {
                          .bias_per = CUVIL_QPER_ROW, .ldy = P};
     if (c->kind == CUVIL_QEPI_REQUANT) e.ibias = bias, e.yzp = 100, e.lo = 0, e.hi = 255;
     e.y = ktu_alloc((size_t)ny * 4);
-    void *scratch = ktu_alloc(cuvil_qconv_scratch_size(&p));
-    cuvil_qconv_with(uk, &p, c->xt, x, xz, c->wt, w, c->wzn ? wz : NULL, wz_n, &e, scratch);
+    void *scratch = ktu_alloc(cuvil_qconv_scratch_size(&p)), *wp = ktu_alloc(cuvil_qconv_packed_w_bytes(&p));
+    cuvil_qconv_pack_w(&p, c->wt, w, wp);
+    cuvil_qconv_with(uk, &p, c->xt, x, xz, wp, c->wzn ? wz : NULL, wz_n, &e, scratch);
     const int64_t zx = get8(c->xt, xz, 0);
     int bad = 0;
     for (int64_t n = 0; n < c->N && !bad; n++)
@@ -225,7 +232,7 @@ static void run_conv(const cuvil_qgemm_ukernel_desc *uk, const ccase *c) {
                     }
                 }
         }
-    free(x), free(w), free(wz), free(scale), free(bias), free(e.y), free(scratch);
+    free(x), free(w), free(wz), free(scale), free(bias), free(e.y), free(scratch), free(wp);
 }
 
 static void test_conv(const cuvil_qgemm_ukernel_desc *uk) {
@@ -236,6 +243,10 @@ static void test_conv(const cuvil_qgemm_ukernel_desc *uk) {
         {1, 8, 10, 9, 8, 3, 3, 2, 2, 1, 0, 2, 1, 1, 1, 8, U, U, 2, CUVIL_QEPI_REQUANT},   /* depthwise */
         {1, 12, 8, 8, 6, 3, 2, 1, 2, 2, 1, 0, 1, 2, 1, 3, U, S, 0, CUVIL_QEPI_F32},
         {1, 64, 14, 14, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, U, S, 2, CUVIL_QEPI_REQUANT},
+        {2, 5, 13, 21, 7, 5, 3, 3, 2, 3, 2, 4, 0, 2, 1, 1, S, U, 1, CUVIL_QEPI_I32},   /* pads past the kernel */
+        {1, 3, 4, 40, 4, 1, 7, 1, 3, 0, 3, 0, 3, 1, 1, 1, U, S, 0, CUVIL_QEPI_REQUANT},
+        {2, 13, 6, 20, 8, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, U, S, 1, CUVIL_QEPI_REQUANT},   /* 1x1: x read in place */
+        {1, 6, 9, 9, 5, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 1, U, U, 2, CUVIL_QEPI_F32},          /* 1x1 stride 2 */
     };
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) run_conv(uk, &cs[i]);
 }
@@ -253,6 +264,7 @@ int main(void) {
         test_conv(uk);
         printf("test_kernel_qgemm: %s checked\n", uk->name);
     }
-    printf("test_kernel_qgemm: cuvil_qgemm runs %s here\n", cuvil_qgemm_best()->name);
+    printf("test_kernel_qgemm: cuvil_qgemm runs %s here (%s for a conv's patches)\n", cuvil_qgemm_best(0)->name,
+           cuvil_qgemm_best(1)->name);
     return ktu_finish("test_kernel_qgemm");
 }

@@ -1049,8 +1049,41 @@ static void int_range(int t, double *lo, double *hi) {
     }
 }
 
+/* The common case: one float32 scale, 8-bit to float32 (a loop the compiler vectorises). */
+static int dequantize_8(const cuvil_quant_params *p, int xt, const void *x, int st, const void *scale, const void *zp, int yt,
+                        float *y) {
+    if (p->mode != 0 || st != CUVIL_T_F32 || yt != CUVIL_T_F32 || (xt != CUVIL_T_U8 && xt != CUVIL_T_I8)) return 0;
+    const int64_t n = p->outer * p->len * p->inner;
+    const float s = *(const float *)scale;
+    const int32_t z = zp ? (int32_t)ld_int(xt, zp, 0) : 0;
+    if (xt == CUVIL_T_U8)
+        for (int64_t i = 0; i < n; i++) y[i] = (float)((int32_t)((const uint8_t *)x)[i] - z) * s;
+    else
+        for (int64_t i = 0; i < n; i++) y[i] = (float)((int32_t)((const int8_t *)x)[i] - z) * s;
+    return 1;
+}
+
+/* float32 to 8 bits with one float32 scale: rint(x / s) + zp saturated (NaN: 0), branch-free */
+static int quantize_8(const cuvil_quant_params *p, int xt, const float *x, int st, const void *scale, const void *zp, int yt,
+                      void *y) {
+    if (p->mode != 0 || st != CUVIL_T_F32 || xt != CUVIL_T_F32 || (yt != CUVIL_T_U8 && yt != CUVIL_T_I8)) return 0;
+    const int64_t n = p->outer * p->len * p->inner;
+    const float s = *(const float *)scale;
+    const float z = zp ? (float)ld_int(yt, zp, 0) : 0.0f, lo = yt == CUVIL_T_U8 ? 0.0f : -128.0f, hi = yt == CUVIL_T_U8 ? 255.0f : 127.0f;
+    for (int64_t i = 0; i < n; i++) {
+        float v = nearbyintf(x[i] / s) + z;
+        v = v >= lo ? v : lo;
+        v = v <= hi ? v : hi;
+        v = x[i] == x[i] ? v : 0.0f;
+        if (yt == CUVIL_T_U8) ((uint8_t *)y)[i] = (uint8_t)v;
+        else ((int8_t *)y)[i] = (int8_t)v;
+    }
+    return 1;
+}
+
 void cuvil_dequantize_t(const cuvil_quant_params *p, int xt, const void *x, int st, const void *scale, const void *zp,
                         int yt, void *y) {
+    if (dequantize_8(p, xt, x, st, scale, zp, yt, y)) return;
     for (int64_t o = 0, e = 0; o < p->outer; o++)
         for (int64_t l = 0; l < p->len; l++)
             for (int64_t i = 0; i < p->inner; i++, e++) {
@@ -1064,6 +1097,7 @@ void cuvil_dequantize_t(const cuvil_quant_params *p, int xt, const void *x, int 
 
 void cuvil_quantize_t(const cuvil_quant_params *p, int xt, const void *x, int st, const void *scale, const void *zp,
                       int yt, void *y) {
+    if (quantize_8(p, xt, x, st, scale, zp, yt, y)) return;
     double lo, hi;
     int_range(yt, &lo, &hi);
     for (int64_t o = 0, e = 0; o < p->outer; o++)
@@ -1139,6 +1173,46 @@ void cuvil_qlinear_matmul(int64_t batch, int64_t M, int64_t N, int64_t K, int at
                 st_int(yt, y, (q * M + m) * N + nn, (int64_t)v);
             }
     }
+}
+
+/* QLinearAdd: for constant types (inlined per combination, a loop the compiler vectorises) */
+static inline __attribute__((always_inline)) void qadd_loop(int64_t n, int at, const void *restrict a, int32_t za, float ra, int bt,
+                                                            const void *restrict b, int32_t zb, float rb, int yt, int32_t zy,
+                                                            float lo, float hi, void *restrict y) {
+    const float magic = 12582912.0f;
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t av = at == CUVIL_T_U8 ? ((const uint8_t *)a)[i] : ((const int8_t *)a)[i];
+        const int32_t bv = bt == CUVIL_T_U8 ? ((const uint8_t *)b)[i] : ((const int8_t *)b)[i];
+        float f = (float)(av - za) * ra + (float)(bv - zb) * rb;
+        f = f >= lo ? f : lo;
+        f = f <= hi ? f : hi;
+        const int32_t q = (int32_t)((f + magic) - magic) + zy;
+        if (yt == CUVIL_T_U8) ((uint8_t *)y)[i] = (uint8_t)q;
+        else ((int8_t *)y)[i] = (int8_t)q;
+    }
+}
+
+void cuvil_qadd(int64_t n, int at, const void *a, const float *as, const void *az, int bt, const void *b, const float *bs,
+                const void *bz, const float *ys, int yt, const void *yz, int32_t lo, int32_t hi, void *y) {
+    const float ra = as[0] / ys[0], rb = bs[0] / ys[0];
+    const int32_t za = az ? (int32_t)ld_int(at, az, 0) : 0, zb = bz ? (int32_t)ld_int(bt, bz, 0) : 0;
+    const int32_t zy = yz ? (int32_t)ld_int(yt, yz, 0) : 0;
+    float flo = (float)(lo - zy), fhi = (float)(hi - zy);
+    if (ra != ra || rb != rb) flo = fhi = 0.0f;   /* (a NaN scale: the zero point, not undefined behaviour) */
+    const int U = CUVIL_T_U8, S = CUVIL_T_I8;
+#define QADD(a_, b_, y_) qadd_loop(n, a_, a, za, ra, b_, b, zb, rb, y_, zy, flo, fhi, y)
+    if (yt == U) {
+        if (at == U && bt == U) QADD(U, U, U);
+        else if (at == U) QADD(U, S, U);
+        else if (bt == U) QADD(S, U, U);
+        else QADD(S, S, U);
+    } else {
+        if (at == U && bt == U) QADD(U, U, S);
+        else if (at == U) QADD(U, S, S);
+        else if (bt == U) QADD(S, U, S);
+        else QADD(S, S, S);
+    }
+#undef QADD
 }
 
 /* ===== Window functions =================================================================== */

@@ -15,47 +15,67 @@
  * Packed B: a 64-byte header (K, N, type), the column sums (int32, N rounded up to 16), then
  * panels of 16 columns, each K rounded up to 4 in groups of 4: group g of panel p holds, for
  * column c, B'[4g .. 4g+3][16p + c] in bytes 4c .. 4c+3 (64 bytes: one zmm, two ymm).
- * Packed A: panels of the microkernel's MR rows, per group of 4 k the MR rows' 4 values: bytes
- * (uint8) or, for the 16-bit microkernels ("wide"), int16.
+ * Packed A: a 64-byte header (M, K, type), the row sums (int32, M rounded up to 12), then
+ * panels of 12 rows, per group of 4 k the 12 rows' 4 bytes A' (48 bytes). Every microkernel's
+ * MR (2, 4, 6, 12) divides 12: it reads its rows inside a panel. Neither layout depends on the
+ * microkernel, so a conv's weights (A) and a matmul's (B) are packed when the model compiles
+ * and serve whichever microkernel this CPU gets.
  * Loop nest per task (a block of up to QMC rows x QNC columns, tasks spread over the threads):
- * K in blocks of QKC4 groups, 16-column panels, MR-row panels (the microkernel accumulates the
- * block's int32 tile in the thread's scratch); then the epilogue reads the tile once.
+ * K in blocks of QKC4 groups, 16-column panels, MR-row sub-panels (the microkernel accumulates
+ * the block's int32 tile in the thread's scratch); then the epilogue reads the tile once.
+ * A conv's B (the image's patches) is built each call: each k's row of patch values (a copy of
+ * image rows, x's zero point outside), then 4 rows at a time interleaved into panels.
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "../rt_int.h"
 
 #define QNR 16
-#define QMR_MAX 12
-#define QKC4 128   /* 512 k: an A micro-panel of 12 rows (int16) 12 KiB, a B micro-panel 8 KiB */
-#define QMC 96     /* a multiple of every MR (3, 4, 6, 8, 12) */
+#define QMRP 12    /* packed A panel rows (a multiple of every MR) */
+#define QKC4 128   /* 512 k: a 12-row A micro-panel 6 KiB, a B micro-panel 8 KiB */
+#define QMC 96     /* a multiple of QMRP */
 #define QNC 256
 #define QHDR 64
 
 /* ===== Microkernel table ======================================================== */
 const cuvil_qgemm_ukernel_desc cuvil_qgemm_ukernels[] = {
-    {cuvil_qgemm_uk_4x16__scalar, 4, 0, "4x16__scalar", ""},
+    {cuvil_qgemm_uk_4x16__scalar, 4, 0, 1, "4x16__scalar", ""},
 #if CUVIL_HAVE_AVX2
-    {cuvil_qgemm_uk_3x16__avx2, 3, 1, "3x16__avx2", ""},
-    {cuvil_qgemm_uk_6x16__avxvnni, 6, 0, "6x16__avxvnni", "avxvnni"},
+    {cuvil_qgemm_uk_2x16__avx2, 2, 1, 1, "2x16__avx2", ""},
+    {cuvil_qgemm_uk_2x16__avx2_b16, 2, 1, 2, "2x16__avx2_b16", ""},
+    {cuvil_qgemm_uk_6x16__avxvnni, 6, 0, 1, "6x16__avxvnni", "avxvnni"},
 #endif
 #if CUVIL_HAVE_AVX512
-    {cuvil_qgemm_uk_8x16__avx512bw, 8, 1, "8x16__avx512bw", ""},
-    {cuvil_qgemm_uk_12x16__avx512vnni, 12, 0, "12x16__avx512vnni", "avx512vnni"},
+    {cuvil_qgemm_uk_12x16__avx512bw, 12, 1, 1, "12x16__avx512bw", ""},
+    {cuvil_qgemm_uk_12x16__avx512vnni, 12, 0, 1, "12x16__avx512vnni", "avx512vnni"},
 #endif
 };
 const int cuvil_qgemm_n_ukernels = (int)(sizeof cuvil_qgemm_ukernels / sizeof cuvil_qgemm_ukernels[0]);
 
-/* The last entry this CPU runs (the table is in order of preference); asked once (a race
- * between threads writes the same answer). */
-const cuvil_qgemm_ukernel_desc *cuvil_qgemm_best(void) {
-    static const cuvil_qgemm_ukernel_desc *best;
-    if (best) return best;
+/* The last entry this CPU runs (the table is in order of preference) that takes B as bytes
+ * (b16 0: B packed as the model compiled it) or either way (b16 1: B packed each call, in the
+ * microkernel's layout), or the one named by CUVIL_QGEMM_UKERNEL when this CPU runs it (to
+ * measure the others: e.g. "2x16__avx2_b16", what an AVX2 CPU without VNNI runs). Asked once
+ * each (a race between threads writes the same answer). */
+const cuvil_qgemm_ukernel_desc *cuvil_qgemm_best(int b16) {
+    static const cuvil_qgemm_ukernel_desc *best[2];
+    b16 = b16 != 0;
+    if (best[b16]) return best[b16];
     const cuvil_qgemm_ukernel_desc *b = &cuvil_qgemm_ukernels[0];
+    const char *want = getenv("CUVIL_QGEMM_UKERNEL");
     for (int i = 1; i < cuvil_qgemm_n_ukernels; i++)
-        if (cuvil_qgemm_ukernel_runs(&cuvil_qgemm_ukernels[i])) b = &cuvil_qgemm_ukernels[i];
-    best = b;
+        if (cuvil_qgemm_ukernel_runs(&cuvil_qgemm_ukernels[i]) && (b16 || cuvil_qgemm_ukernels[i].bw == 1))
+            b = &cuvil_qgemm_ukernels[i];
+    for (int i = 0; want && i < cuvil_qgemm_n_ukernels; i++)
+        if (!strcmp(want, cuvil_qgemm_ukernels[i].name) && cuvil_qgemm_ukernel_runs(&cuvil_qgemm_ukernels[i]) &&
+            (b16 || cuvil_qgemm_ukernels[i].bw == 1))
+            b = &cuvil_qgemm_ukernels[i];
+    best[b16] = b;
     return b;
 }
 
@@ -65,7 +85,7 @@ void cuvil_qgemm_uk_4x16__scalar(int64_t k4, const void *a, const int8_t *b, int
     int32_t t[4][QNR];
     memset(t, 0, sizeof t);
     const uint8_t *pa = a;
-    for (int64_t g = 0; g < k4; g++, pa += 16, b += 64)
+    for (int64_t g = 0; g < k4; g++, pa += QMRP * 4, b += 64)
         for (int r = 0; r < 4; r++)
             for (int j = 0; j < QNR; j++)
                 for (int q = 0; q < 4; q++) t[r][j] += (int32_t)pa[r * 4 + q] * (int32_t)b[j * 4 + q];
@@ -78,9 +98,6 @@ static inline int32_t ld8(int t, const void *p, int64_t i) {
     return t == CUVIL_T_I8 ? (int32_t)((const int8_t *)p)[i] : (int32_t)((const uint8_t *)p)[i];
 }
 /* A' (uint8) and B' (int8) of a stored value */
-static inline uint8_t norm_a(int t, const void *p, int64_t i) {
-    return t == CUVIL_T_I8 ? (uint8_t)(((const uint8_t *)p)[i] ^ 0x80u) : ((const uint8_t *)p)[i];
-}
 static inline int8_t norm_b(int t, const void *p, int64_t i) {
     return t == CUVIL_T_U8 ? (int8_t)(((const uint8_t *)p)[i] ^ 0x80u) : ((const int8_t *)p)[i];
 }
@@ -93,28 +110,35 @@ size_t cuvil_qgemm_packed_b_bytes(int64_t K, int64_t N) {
     return QHDR + (size_t)np * 4 + (size_t)np * (size_t)kpad(K);
 }
 
+/* B packed with 16-bit values (the b16 microkernels' layout: each group of 4 k and 16 columns
+ * 128 bytes, the same order), which a conv builds each call */
+static size_t packed_b16_bytes(int64_t K, int64_t N) {
+    const int64_t np = CUVIL_ALIGN_UP(N, QNR);
+    return QHDR + (size_t)np * 4 + (size_t)np * (size_t)kpad(K) * 2;
+}
+
 static int32_t *packed_colsum(const void *bp) { return (int32_t *)((char *)(uintptr_t)bp + QHDR); }
 static int8_t *packed_data(const void *bp, int64_t N) {
     return (int8_t *)((char *)(uintptr_t)bp + QHDR + (size_t)CUVIL_ALIGN_UP(N, QNR) * 4);
 }
 
 /* A packed B's header, zeroed sums and zeroed panels (into *cs, *d). */
-static void packed_init(void *dst, int64_t K, int64_t N, int bt, int32_t **cs, int8_t **d) {
+static void packed_init(void *dst, int64_t K, int64_t N, int bt, int bw, int32_t **cs, int8_t **d) {
     const int64_t np = CUVIL_ALIGN_UP(N, QNR);
     int64_t *h = dst;
     memset(dst, 0, QHDR);
-    h[0] = K, h[1] = N, h[2] = bt;
+    h[0] = K, h[1] = N, h[2] = bt, h[3] = bw;
     *cs = packed_colsum(dst);
     *d = packed_data(dst, N);
     memset(*cs, 0, (size_t)np * 4);
-    memset(*d, 0, (size_t)np * (size_t)kpad(K));
+    memset(*d, 0, (size_t)np * (size_t)kpad(K) * (size_t)bw);
 }
 
 void cuvil_qgemm_pack_b(int64_t K, int64_t N, int bt, const void *B, int64_t sk, int64_t sn, void *dst) {
     const int64_t kp = kpad(K);
     int32_t *cs;
     int8_t *d;
-    packed_init(dst, K, N, bt, &cs, &d);
+    packed_init(dst, K, N, bt, 1, &cs, &d);
     for (int64_t n = 0; n < N; n++) {
         int8_t *pp = d + (n / QNR) * kp * QNR + (n % QNR) * 4;
         int32_t sum = 0;
@@ -127,47 +151,72 @@ void cuvil_qgemm_pack_b(int64_t K, int64_t N, int bt, const void *B, int64_t sk,
     }
 }
 
-static size_t a_bytes(int64_t M, int64_t K) { return al64((size_t)(M + QMR_MAX) * (size_t)kpad(K) * 2); }
-
-size_t cuvil_qgemm_scratch_size(int64_t M, int64_t N, int64_t K, int b_packed) {
-    size_t s = a_bytes(M, K) + al64((size_t)(M + QMR_MAX) * 4) * 2 + al64((size_t)N * 4);
-    if (!b_packed) s += al64(cuvil_qgemm_packed_b_bytes(K, N));
-    return s + (size_t)QMC * QNC * 4;
+/* B (row-major, row stride ldb) in the b16 layout */
+static void pack_b16(int64_t K, int64_t N, int bt, const void *B, int64_t ldb, void *dst) {
+    const int64_t kp = kpad(K);
+    int32_t *cs;
+    int8_t *d;
+    packed_init(dst, K, N, bt, 2, &cs, &d);
+    int16_t *d16 = (int16_t *)d;
+    for (int64_t n = 0; n < N; n++) {
+        int16_t *pp = d16 + (n / QNR) * kp * QNR + (n % QNR) * 4;
+        int32_t sum = 0;
+        for (int64_t k = 0; k < K; k++) {
+            const int8_t v = norm_b(bt, B, k * ldb + n);
+            pp[(k / 4) * 64 + (k % 4)] = v;
+            sum += v;
+        }
+        cs[n] = sum;
+    }
 }
 
-/* A into MR-row panels (bytes, or int16 when wide), its row sums into rs. */
-static void pack_a(const cuvil_qgemm_ukernel_desc *uk, int64_t M, int64_t K, int at, const void *A, int64_t lda,
-                   void *dst, int32_t *rs) {
-    const int mr = uk->mr, w = uk->wide ? 2 : 1;
-    const int64_t kp = kpad(K), panels = (M + mr - 1) / mr;
-    memset(dst, 0, (size_t)(panels * mr) * (size_t)kp * (size_t)w);
+/* ===== Packed A ================================================================== */
+static int64_t mpad(int64_t M) { return CUVIL_ALIGN_UP(M, QMRP); }
+
+size_t cuvil_qgemm_packed_a_bytes(int64_t M, int64_t K) {
+    return QHDR + al64((size_t)mpad(M) * 4) + (size_t)mpad(M) * (size_t)kpad(K);
+}
+
+static int32_t *packed_rowsum(const void *ap) { return (int32_t *)((char *)(uintptr_t)ap + QHDR); }
+static const uint8_t *packed_a_data(const void *ap, int64_t M) {
+    return (const uint8_t *)ap + QHDR + al64((size_t)mpad(M) * 4);
+}
+
+void cuvil_qgemm_pack_a(int64_t M, int64_t K, int at, const void *A, int64_t lda, void *dst) {
+    const int64_t kp = kpad(K);
+    int64_t *h = dst;
+    memset(dst, 0, QHDR);
+    h[0] = M, h[1] = K, h[2] = at;
+    int32_t *rs = packed_rowsum(dst);
+    uint8_t *d = (uint8_t *)packed_a_data(dst, M);
+    memset(rs, 0, (size_t)mpad(M) * 4);
+    memset(d, 0, (size_t)mpad(M) * (size_t)kp);
     for (int64_t m = 0; m < M; m++) {
-        const int64_t i = m / mr, r = m % mr;
+        uint8_t *pd = d + (m / QMRP) * kp * QMRP + (m % QMRP) * 4;
+        const uint8_t *src = (const uint8_t *)A + m * lda;
+        const uint8_t flip = at == CUVIL_T_I8 ? 0x80 : 0;
         int32_t sum = 0;
-        if (w == 1) {
-            uint8_t *d = (uint8_t *)dst + (i * kp) * mr + r * 4;
-            for (int64_t k = 0; k < K; k++) {
-                const uint8_t v = norm_a(at, A, m * lda + k);
-                d[(k / 4) * mr * 4 + (k % 4)] = v;
-                sum += v;
-            }
-        } else {
-            int16_t *d = (int16_t *)dst + (i * kp) * mr + r * 4;
-            for (int64_t k = 0; k < K; k++) {
-                const uint8_t v = norm_a(at, A, m * lda + k);
-                d[(k / 4) * mr * 4 + (k % 4)] = (int16_t)v;
-                sum += v;
-            }
+        for (int64_t k = 0; k < K; k++) {
+            const uint8_t v = (uint8_t)(src[k] ^ flip);
+            pd[(k / 4) * QMRP * 4 + (k % 4)] = v;
+            sum += v;
         }
         rs[m] = sum;
     }
+}
+
+size_t cuvil_qgemm_scratch_size(int64_t M, int64_t N, int64_t K, int a_packed, int b_packed) {
+    size_t s = al64((size_t)M * 4) + al64((size_t)N * 4) + (size_t)QMC * QNC * 4;
+    if (!a_packed) s += al64(cuvil_qgemm_packed_a_bytes(M, K));
+    if (!b_packed) s += al64(packed_b16_bytes(K, N));   /* (the larger layout: the microkernel picks) */
+    return s;
 }
 
 /* ===== Driver ===================================================================== */
 typedef struct qjob {
     const cuvil_qgemm_ukernel_desc *uk;
     int64_t M, N, K, kp, mb, nb;
-    const void *ap;             /* packed A */
+    const uint8_t *ad;          /* packed A's panels */
     const int8_t *bd;           /* packed B's panels */
     const int32_t *cs, *rs;     /* column sums of B', row sums of A' */
     const int32_t *za, *zb;     /* za' per row, zb' per column */
@@ -176,45 +225,87 @@ typedef struct qjob {
     size_t blk_off;             /* the int32 tile, in each thread's scratch */
 } qjob;
 
-static inline int64_t per(int p, int64_t m, int64_t n) { return p == CUVIL_QPER_ROW ? m : p == CUVIL_QPER_COL ? n : 0; }
+static inline const float *per_ptr(const float *p, int per, int64_t m) { return per == CUVIL_QPER_ROW ? p + m : p; }
 
+/* One row of the tile through the epilogue, for constant col_s / col_b / kind / yt (each
+ * combination inlined on its own: loops without branches, which the compiler vectorises):
+ * the corrected sum v, then y = v (I32), (v + bias) * scale + fbias (F32), or clamp((v + bias)
+ * * scale) rounded to nearest even by adding and taking away 1.5 * 2^23 (exact for the clamped
+ * values, well inside 2^22), plus the zero point (REQUANT). The bias is added in int32, as
+ * ONNX Runtime does. */
+static inline __attribute__((always_inline)) void epi_row(const int32_t *restrict src, int64_t nc,
+                                                          const int32_t *restrict zb, const int32_t *restrict cs, uint32_t rs,
+                                                          uint32_t za, uint32_t K, const cuvil_qgemm_epi *e,
+                                                          const float *restrict sc, const int32_t *restrict ib,
+                                                          const float *restrict fb, int col_s, int col_b, int kind, int yt,
+                                                          void *restrict y) {
+    const float lo = (float)(e->lo - e->yzp), hi = (float)(e->hi - e->yzp), magic = 12582912.0f;
+    const int32_t zp = e->yzp;
+    const int64_t o = 0;
+    int32_t *restrict y32 = y;
+    float *restrict yf = y;
+    int8_t *restrict y8 = y;
+    uint8_t *restrict yu = y;
+    for (int64_t c = 0; c < nc; c++) {
+        const uint32_t zc = (uint32_t)zb[c];
+        const int32_t v = (int32_t)((uint32_t)src[c] - zc * rs - za * (uint32_t)cs[c] + K * za * zc);
+        if (kind == CUVIL_QEPI_I32) {
+            y32[o + c] = v;
+            continue;
+        }
+        const int32_t vb = (int32_t)((uint32_t)v + (uint32_t)(ib ? ib[col_b ? c : 0] : 0));
+        float f = (float)vb * sc[col_s ? c : 0];
+        if (kind == CUVIL_QEPI_F32) {
+            yf[o + c] = f + (fb ? fb[col_b ? c : 0] : 0.0f);
+            continue;
+        }
+        f = f >= lo ? f : lo;   /* (a NaN scale: lo) */
+        f = f <= hi ? f : hi;
+        const int32_t q = (int32_t)((f + magic) - magic) + zp;
+        if (yt == CUVIL_T_I8) y8[o + c] = (int8_t)q;
+        else yu[o + c] = (uint8_t)q;
+    }
+}
+
+/* Rows m0.. (mc) x columns n0.. (nc) of the tile, through the epilogue. */
 static void epilogue(const qjob *j, const int32_t *blk, int64_t ldc, int64_t m0, int64_t mc, int64_t n0, int64_t nc) {
     const cuvil_qgemm_epi *e = j->e;
     const uint32_t K = (uint32_t)j->K;
+    const int32_t *zb = j->zb + n0, *cs = j->cs + n0;
+    const int col_s = e->scale_per == CUVIL_QPER_COL, col_b = e->bias_per == CUVIL_QPER_COL;
     for (int64_t r = 0; r < mc; r++) {
         const int64_t m = m0 + r;
         const uint32_t za = (uint32_t)j->za[m], rs = (uint32_t)j->rs[m];
         const int32_t *src = blk + r * ldc;
-        for (int64_t c = 0; c < nc; c++) {
-            const int64_t n = n0 + c;
-            const uint32_t zb = (uint32_t)j->zb[n];
-            const int32_t v = (int32_t)((uint32_t)src[c] - zb * rs - za * (uint32_t)j->cs[n] + K * za * zb);
-            const int64_t o = m * e->ldy + n;
-            if (e->kind == CUVIL_QEPI_I32) {
-                ((int32_t *)e->y)[o] = v;
-            } else if (e->kind == CUVIL_QEPI_F32) {
-                const int64_t a = (int64_t)v + (e->ibias ? e->ibias[per(e->bias_per, m, n)] : 0);
-                float f = (float)a * e->scale[per(e->scale_per, m, n)];
-                if (e->fbias) f += e->fbias[per(e->bias_per, m, n)];
-                ((float *)e->y)[o] = f;
-            } else {
-                const int64_t a = (int64_t)v + (e->ibias ? e->ibias[per(e->bias_per, m, n)] : 0);
-                float f = (float)a * e->scale[per(e->scale_per, m, n)];
-                const float lo = (float)(e->lo - e->yzp), hi = (float)(e->hi - e->yzp);
-                f = f >= lo ? f : lo;   /* (a NaN scale: lo) */
-                f = f <= hi ? f : hi;
-                const int32_t q = (int32_t)nearbyintf(f) + e->yzp;
-                if (e->yt == CUVIL_T_I8) ((int8_t *)e->y)[o] = (int8_t)q;
-                else ((uint8_t *)e->y)[o] = (uint8_t)q;
-            }
+        const float *sc = e->scale ? (col_s ? e->scale + n0 : per_ptr(e->scale, e->scale_per, m)) : NULL;
+        const int32_t *ib = e->ibias ? (col_b ? e->ibias + n0 : e->ibias + (e->bias_per == CUVIL_QPER_ROW ? m : 0)) : NULL;
+        const float *fb = e->fbias ? (col_b ? e->fbias + n0 : e->fbias + (e->bias_per == CUVIL_QPER_ROW ? m : 0)) : NULL;
+        const int64_t o = m * e->ldy + n0;
+        void *y = (char *)e->y + (size_t)o * (e->kind == CUVIL_QEPI_REQUANT ? 1 : 4);
+#define EPI(cs_, cb_, kind_, yt_) epi_row(src, nc, zb, cs, rs, za, K, e, sc, ib, fb, cs_, cb_, kind_, yt_, y)
+        if (e->kind == CUVIL_QEPI_I32) EPI(0, 0, CUVIL_QEPI_I32, 0);
+        else if (e->kind == CUVIL_QEPI_F32) {
+            if (col_s) EPI(1, col_b, CUVIL_QEPI_F32, 0);
+            else EPI(0, col_b, CUVIL_QEPI_F32, 0);
+        } else if (e->yt == CUVIL_T_I8) {
+            if (col_s && col_b) EPI(1, 1, CUVIL_QEPI_REQUANT, CUVIL_T_I8);
+            else if (col_s) EPI(1, 0, CUVIL_QEPI_REQUANT, CUVIL_T_I8);
+            else if (col_b) EPI(0, 1, CUVIL_QEPI_REQUANT, CUVIL_T_I8);
+            else EPI(0, 0, CUVIL_QEPI_REQUANT, CUVIL_T_I8);
+        } else {
+            if (col_s && col_b) EPI(1, 1, CUVIL_QEPI_REQUANT, CUVIL_T_U8);
+            else if (col_s) EPI(1, 0, CUVIL_QEPI_REQUANT, CUVIL_T_U8);
+            else if (col_b) EPI(0, 1, CUVIL_QEPI_REQUANT, CUVIL_T_U8);
+            else EPI(0, 0, CUVIL_QEPI_REQUANT, CUVIL_T_U8);
         }
+#undef EPI
     }
 }
 
 static void qtask(void *vctx, int64_t t, int tid) {
     const qjob *j = vctx;
     const cuvil_qgemm_ukernel_desc *uk = j->uk;
-    const int mr = uk->mr, w = uk->wide ? 2 : 1;
+    const int mr = uk->mr;
     const int64_t mbi = t / j->nb, nbi = t % j->nb;
     const int64_t m0 = mbi * QMC, mc = cuvil_min_i64(QMC, j->M - m0), n0 = nbi * QNC, nc = cuvil_min_i64(QNC, j->N - n0);
     const int64_t ldc = CUVIL_ALIGN_UP(nc, QNR), g4 = j->kp / 4;
@@ -223,9 +314,9 @@ static void qtask(void *vctx, int64_t t, int tid) {
     for (int64_t k0 = 0; k0 < g4; k0 += QKC4) {
         const int64_t kk = cuvil_min_i64(QKC4, g4 - k0);
         for (int64_t n = n0; n < n0 + nc; n += QNR) {
-            const int8_t *bpan = j->bd + (n / QNR) * j->kp * QNR + k0 * 64;
+            const int8_t *bpan = j->bd + ((n / QNR) * j->kp * QNR + k0 * 64) * uk->bw;
             for (int64_t m = m0; m < m0 + mc; m += mr) {
-                const char *apan = (const char *)j->ap + ((m / mr) * j->kp * mr + k0 * 4 * mr) * w;
+                const uint8_t *apan = j->ad + (m / QMRP) * j->kp * QMRP + k0 * QMRP * 4 + (m % QMRP) * 4;
                 uk->fn(kk, apan, bpan, blk + (m - m0) * ldc + (n - n0), ldc, k0 > 0);
             }
         }
@@ -233,87 +324,232 @@ static void qtask(void *vctx, int64_t t, int tid) {
     epilogue(j, blk, ldc, m0, mc, n0, nc);
 }
 
-/* B packed in bp (cuvil_qgemm_pack_b), the scratch past what it may hold. */
-__attribute__((noinline)) static void qgemm_packed(const cuvil_qgemm_ukernel_desc *uk, int64_t M, int64_t N, int64_t K, int at, const void *A,
-                         int64_t lda, const void *bp, const void *azp, int64_t az_n, const void *bzp, int64_t bz_n,
-                         const cuvil_qgemm_epi *e, void *scratch, size_t off) {
+/* A and B packed (ap, bp); the zero points' arrays and the tiles in the scratch past off. */
+__attribute__((noinline)) static void qgemm_packed(const cuvil_qgemm_ukernel_desc *uk, int64_t M, int64_t N, int64_t K,
+                                                   const void *ap, const void *bp, const void *azp, int64_t az_n,
+                                                   const void *bzp, int64_t bz_n, const cuvil_qgemm_epi *e, void *scratch,
+                                                   size_t off) {
     if (M <= 0 || N <= 0) return;
-    const int bt = (int)((const int64_t *)bp)[2];
-    char *s0 = (char *)scratch + off;
-    void *ap = s0;
-    int32_t *rs = (int32_t *)(s0 + a_bytes(M, K)), *za = (int32_t *)((char *)rs + al64((size_t)(M + QMR_MAX) * 4));
-    int32_t *zb = (int32_t *)((char *)za + al64((size_t)(M + QMR_MAX) * 4));
-    pack_a(uk, M, K, at, A, lda, ap, rs);
+    const int at = (int)((const int64_t *)ap)[2], bt = (int)((const int64_t *)bp)[2];
+    if (((const int64_t *)bp)[3] != uk->bw) uk = cuvil_qgemm_best(((const int64_t *)bp)[3] == 2);   /* (B's layout decides) */
+    int32_t *za = (int32_t *)((char *)scratch + off), *zb = (int32_t *)((char *)za + al64((size_t)M * 4));
     const int32_t oa = at == CUVIL_T_I8 ? 128 : 0, ob = bt == CUVIL_T_U8 ? 128 : 0;
     for (int64_t m = 0; m < M; m++) za[m] = (azp && az_n ? ld8(at, azp, az_n > 1 ? m : 0) : 0) + oa;
     for (int64_t n = 0; n < N; n++) zb[n] = (bzp && bz_n ? ld8(bt, bzp, bz_n > 1 ? n : 0) : 0) - ob;
     qjob j = {
         .uk = uk, .M = M, .N = N, .K = K, .kp = kpad(K), .mb = (M + QMC - 1) / QMC, .nb = (N + QNC - 1) / QNC,
-        .ap = ap, .bd = packed_data(bp, N), .cs = packed_colsum(bp), .rs = rs, .za = za, .zb = zb, .e = e,
-        .scratch = scratch, .blk_off = off + (size_t)((char *)zb - s0) + al64((size_t)N * 4),
+        .ad = packed_a_data(ap, M), .bd = packed_data(bp, N), .cs = packed_colsum(bp), .rs = packed_rowsum(ap),
+        .za = za, .zb = zb, .e = e, .scratch = scratch,
+        .blk_off = off + al64((size_t)M * 4) + al64((size_t)N * 4),
     };
     cuvil_parallel_for(j.mb * j.nb, qtask, &j);
 }
 
 void cuvil_qgemm_with(const cuvil_qgemm_ukernel_desc *uk, int64_t M, int64_t N, int64_t K, int at, const void *A,
-                      int64_t lda, int bt, const void *B, int64_t ldb, const void *Bp, const void *azp, int64_t az_n,
-                      const void *bzp, int64_t bz_n, const cuvil_qgemm_epi *e, void *scratch) {
+                      int64_t lda, const void *Ap, int bt, const void *B, int64_t ldb, const void *Bp, const void *azp,
+                      int64_t az_n, const void *bzp, int64_t bz_n, const cuvil_qgemm_epi *e, void *scratch) {
     size_t off = 0;
-    if (!Bp) {
-        cuvil_qgemm_pack_b(K, N, bt, B, ldb, 1, scratch);
-        Bp = scratch;
-        off = al64(cuvil_qgemm_packed_b_bytes(K, N));
+    if (!Ap) {
+        cuvil_qgemm_pack_a(M, K, at, A, lda, scratch);
+        Ap = scratch;
+        off += al64(cuvil_qgemm_packed_a_bytes(M, K));
     }
-    qgemm_packed(uk, M, N, K, at, A, lda, Bp, azp, az_n, bzp, bz_n, e, scratch, off);
+    if (!Bp) {
+        if (uk->bw == 2) pack_b16(K, N, bt, B, ldb, (char *)scratch + off);
+        else cuvil_qgemm_pack_b(K, N, bt, B, ldb, 1, (char *)scratch + off);
+        Bp = (char *)scratch + off;
+        off += al64(packed_b16_bytes(K, N));
+    }
+    qgemm_packed(uk, M, N, K, Ap, Bp, azp, az_n, bzp, bz_n, e, scratch, off);
 }
 
-void cuvil_qgemm(int64_t M, int64_t N, int64_t K, int at, const void *A, int64_t lda, int bt, const void *B,
+void cuvil_qgemm(int64_t M, int64_t N, int64_t K, int at, const void *A, int64_t lda, const void *Ap, int bt, const void *B,
                  int64_t ldb, const void *Bp, const void *azp, int64_t az_n, const void *bzp, int64_t bz_n,
                  const cuvil_qgemm_epi *e, void *scratch) {
-    cuvil_qgemm_with(cuvil_qgemm_best(), M, N, K, at, A, lda, bt, B, ldb, Bp, azp, az_n, bzp, bz_n, e, scratch);
+    cuvil_qgemm_with(cuvil_qgemm_best(0), M, N, K, at, A, lda, Ap, bt, B, ldb, Bp, azp, az_n, bzp, bz_n, e, scratch);
 }
 
 /* ===== Convolution ================================================================ */
-/* The patches of one image's group (x: its first channel) as packed B: column = output pixel,
- * k = (channel, kh, kw) as the weights order it; x's zero point where the window leaves x. */
-__attribute__((noinline)) static void pack_patches(const cuvil_conv2d_params *p, int xt, const void *x, int32_t zx, void *dst) {
-    const int64_t Cg = p->C / p->group, K = Cg * p->KH * p->KW, P = p->OH * p->OW, kp = kpad(K);
-    const int64_t HW = p->H * p->W;
-    int32_t *cs;
-    int8_t *d;
-    packed_init(dst, K, P, xt, &cs, &d);
-    const int8_t pad = (int8_t)(xt == CUVIL_T_U8 ? zx - 128 : zx);
-    for (int64_t k = 0; k < K; k++) {
-        const int64_t c = k / (p->KH * p->KW), kh = k / p->KW % p->KH, kw = k % p->KW;
-        int8_t *base = d + (k / 4) * 64 + (k % 4);
-        int64_t pix = 0;
-        for (int64_t oh = 0; oh < p->OH; oh++) {
-            const int64_t ih = oh * p->stride_h - p->pad_t + kh * p->dil_h;
-            const int row = ih >= 0 && ih < p->H;
-            for (int64_t ow = 0; ow < p->OW; ow++, pix++) {
-                const int64_t iw = ow * p->stride_w - p->pad_l + kw * p->dil_w;
-                const int8_t v = row && iw >= 0 && iw < p->W ? norm_b(xt, x, c * HW + ih * p->W + iw) : pad;
-                base[(pix / QNR) * kp * QNR + (pix % QNR) * 4] = v;
-                cs[pix] += v;
+static int64_t conv_k(const cuvil_conv2d_params *p) { return p->C / p->group * p->KH * p->KW; }
+
+size_t cuvil_qconv_packed_w_bytes(const cuvil_conv2d_params *p) {
+    return (size_t)p->group * al64(cuvil_qgemm_packed_a_bytes(p->M / p->group, conv_k(p)));
+}
+
+void cuvil_qconv_pack_w(const cuvil_conv2d_params *p, int wt, const void *w, void *dst) {
+    const int64_t Mg = p->M / p->group, K = conv_k(p);
+    const size_t per = al64(cuvil_qgemm_packed_a_bytes(Mg, K));
+    for (int64_t g = 0; g < p->group; g++)
+        cuvil_qgemm_pack_a(Mg, K, wt, (const char *)w + (size_t)(g * Mg * K), K, (char *)dst + (size_t)g * per);
+}
+
+/* Rows of 4 k's patch values into the packed panels of group k4: row q holds P values, B' after
+ * an xor with fl[q] (0x80: stored uint8, else 0); past P the panels hold 0. bw 2: the values
+ * sign-extended to int16 (the b16 layout). */
+static void interleave4(const int8_t *const r0[4], const uint8_t fl[4], int64_t P, int64_t kp, int64_t k4, int bw, int8_t *d) {
+    int8_t tail[4][QNR];
+    const int8_t *r[4] = {r0[0], r0[1], r0[2], r0[3]};
+    for (int64_t p0 = 0; p0 < P; p0 += QNR) {
+        int64_t base = p0;
+        uint8_t f[4] = {fl[0], fl[1], fl[2], fl[3]};
+        if (p0 + QNR > P) {   /* the last panel: its values, normalised, then zeros */
+            for (int q = 0; q < 4; q++) {
+                for (int64_t j = 0; j < QNR; j++) tail[q][j] = j < P - p0 ? (int8_t)(r0[q][p0 + j] ^ fl[q]) : 0;
+                r[q] = tail[q];
+                f[q] = 0;
+            }
+            base = 0;
+        }
+#if defined(__SSE2__)
+        __m128i v[4];
+        for (int q = 0; q < 4; q++)
+            v[q] = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(r[q] + base)), _mm_set1_epi8((char)f[q]));
+        if (bw == 1) {
+            int8_t *o = d + p0 * kp + k4 * 64;
+            const __m128i ab0 = _mm_unpacklo_epi8(v[0], v[1]), ab1 = _mm_unpackhi_epi8(v[0], v[1]);
+            const __m128i ce0 = _mm_unpacklo_epi8(v[2], v[3]), ce1 = _mm_unpackhi_epi8(v[2], v[3]);
+            _mm_storeu_si128((__m128i *)o, _mm_unpacklo_epi16(ab0, ce0));
+            _mm_storeu_si128((__m128i *)(o + 16), _mm_unpackhi_epi16(ab0, ce0));
+            _mm_storeu_si128((__m128i *)(o + 32), _mm_unpacklo_epi16(ab1, ce1));
+            _mm_storeu_si128((__m128i *)(o + 48), _mm_unpackhi_epi16(ab1, ce1));
+        } else {
+            int16_t *o = (int16_t *)(void *)d + p0 * kp + k4 * 64;
+            __m128i w[4][2];   /* row q's 16 values as two vectors of 8 int16 */
+            for (int q = 0; q < 4; q++) {
+                const __m128i sg = _mm_cmpgt_epi8(_mm_setzero_si128(), v[q]);
+                w[q][0] = _mm_unpacklo_epi8(v[q], sg);
+                w[q][1] = _mm_unpackhi_epi8(v[q], sg);
+            }
+            for (int h = 0; h < 2; h++) {   /* pixels 8h .. 8h+7 */
+                const __m128i ab0 = _mm_unpacklo_epi16(w[0][h], w[1][h]), ab1 = _mm_unpackhi_epi16(w[0][h], w[1][h]);
+                const __m128i ce0 = _mm_unpacklo_epi16(w[2][h], w[3][h]), ce1 = _mm_unpackhi_epi16(w[2][h], w[3][h]);
+                _mm_storeu_si128((__m128i *)(o + 32 * h), _mm_unpacklo_epi32(ab0, ce0));
+                _mm_storeu_si128((__m128i *)(o + 32 * h + 8), _mm_unpackhi_epi32(ab0, ce0));
+                _mm_storeu_si128((__m128i *)(o + 32 * h + 16), _mm_unpacklo_epi32(ab1, ce1));
+                _mm_storeu_si128((__m128i *)(o + 32 * h + 24), _mm_unpackhi_epi32(ab1, ce1));
             }
         }
+#else
+        for (int j = 0; j < QNR; j++)
+            for (int q = 0; q < 4; q++) {
+                const int8_t val = (int8_t)(r[q][base + j] ^ f[q]);
+                if (bw == 1) d[(p0 * kp + k4 * 64) + j * 4 + q] = val;
+                else ((int16_t *)(void *)d)[(p0 * kp + k4 * 64) + j * 4 + q] = val;
+            }
+#endif
     }
 }
 
+/* o[i] = x[i * sw] ^ flip for i < n: a copy the compiler vectorises (no aliasing to fear) */
+static inline void copy_flip(int8_t *restrict o, const uint8_t *restrict x, int64_t n, int64_t sw, uint8_t flip) {
+    int64_t i = 0;
+#if defined(__SSE2__)
+    if (sw == 1 && n >= 16) {   /* 16 bytes at a time, the last 16 overlapping the ones before */
+        const __m128i f = _mm_set1_epi8((char)flip);
+        for (;; i += 16) {
+            i = i + 16 <= n ? i : n - 16;
+            _mm_storeu_si128((__m128i *)(o + i), _mm_xor_si128(_mm_loadu_si128((const __m128i *)(x + i)), f));
+            if (i + 16 >= n) return;
+        }
+    }
+#endif
+    if (sw == 1) {
+        for (; i < n; i++) o[i] = (int8_t)(x[i] ^ flip);
+        return;
+    }
+#if defined(__SSE2__)
+    if (sw == 2) {   /* the even bytes of 32: masked to 16 bits, packed back to bytes */
+        const __m128i m = _mm_set1_epi16(0xff), f = _mm_set1_epi8((char)flip);
+        for (; i + 16 <= n; i += 16) {
+            const __m128i a = _mm_and_si128(_mm_loadu_si128((const __m128i *)(x + 2 * i)), m);
+            const __m128i b = i + 16 < n ? _mm_and_si128(_mm_loadu_si128((const __m128i *)(x + 2 * i + 16)), m)
+                                         : _mm_and_si128(_mm_loadl_epi64((const __m128i *)(x + 2 * i + 16)), m);
+            _mm_storeu_si128((__m128i *)(o + i), _mm_xor_si128(_mm_packus_epi16(a, b), f));
+        }
+    }
+#endif
+    for (; i < n; i++) o[i] = (int8_t)(x[i * sw] ^ flip);
+}
+
+/* cs[i] += (int8)(row[i] ^ flip) */
+static inline void add_row(int32_t *restrict cs, const uint8_t *restrict row, int64_t n, uint8_t flip) {
+    for (int64_t i = 0; i < n; i++) cs[i] += (int8_t)(row[i] ^ flip);
+}
+
+/* The patches of one image's group (x: its first channel) as packed B: column = output pixel,
+ * k = (channel, kh, kw) as the weights order it; x's zero point where the window leaves x.
+ * Each k's row (np bytes, B' values) is built in `rows` (4 at a time), then interleaved. */
+__attribute__((noinline)) static void pack_patches(const cuvil_conv2d_params *p, int xt, const void *x, int32_t zx,
+                                                   int8_t *rows, int bw, void *dst) {
+    const int64_t K = conv_k(p), P = p->OH * p->OW, kp = kpad(K), np = CUVIL_ALIGN_UP(P, QNR), HW = p->H * p->W;
+    int32_t *cs;
+    int8_t *d;
+    packed_init(dst, K, P, xt, bw, &cs, &d);
+    const int8_t pad = (int8_t)(xt == CUVIL_T_U8 ? zx - 128 : zx);
+    const uint8_t flip = xt == CUVIL_T_U8 ? 0x80 : 0;
+    for (int64_t k4 = 0; k4 < kp / 4; k4++) {
+        const int8_t *r[4];
+        uint8_t fl[4] = {0, 0, 0, 0};
+        for (int q = 0; q < 4; q++) {
+            const int64_t k = k4 * 4 + q;
+            int8_t *row = rows + q * np;
+            r[q] = row;
+            if (k >= K) {
+                memset(row, 0, (size_t)P);
+                continue;
+            }
+            const int64_t c = k / (p->KH * p->KW), kh = k / p->KW % p->KH, kw = k % p->KW;
+            const uint8_t *xc = (const uint8_t *)x + c * HW;
+            /* the output columns whose input column is inside x: [lo, hi) */
+            const int64_t off = kw * p->dil_w - p->pad_l, sw = p->stride_w, ih0 = kh * p->dil_h - p->pad_t;
+            if (sw == 1 && off == 0 && p->OW == p->W && p->stride_h == 1 && ih0 >= 0 && ih0 + p->OH <= p->H) {
+                /* every patch value inside x, the rows one block (a 1x1 conv's channel): read in place */
+                r[q] = (const int8_t *)(xc + ih0 * p->W);
+                fl[q] = flip;
+                add_row(cs, xc + ih0 * p->W, P, flip);
+                continue;
+            }
+            int64_t lo = off >= 0 ? 0 : (-off + sw - 1) / sw, hi = (p->W - off + sw - 1) / sw;
+            hi = hi < 0 ? 0 : hi > p->OW ? p->OW : hi;
+            lo = lo > hi ? hi : lo;
+            for (int64_t oh = 0; oh < p->OH; oh++) {
+                int8_t *o = row + oh * p->OW;
+                const int64_t ih = oh * p->stride_h - p->pad_t + kh * p->dil_h;
+                if (ih < 0 || ih >= p->H) {
+                    memset(o, pad, (size_t)p->OW);
+                    continue;
+                }
+                const uint8_t *xr = xc + ih * p->W;
+                for (int64_t ow = 0; ow < lo; ow++) o[ow] = pad;   /* (a few columns: no memset call) */
+                copy_flip(o + lo, xr + lo * sw + off, hi - lo, sw, flip);
+                for (int64_t ow = hi; ow < p->OW; ow++) o[ow] = pad;
+            }
+            add_row(cs, (const uint8_t *)row, P, 0);
+        }
+        interleave4(r, fl, P, kp, k4, bw, d);
+    }
+}
+
+static size_t patches_bytes(const cuvil_conv2d_params *p) {
+    return al64((size_t)CUVIL_ALIGN_UP(p->OH * p->OW, QNR) * 4);
+}
+
 size_t cuvil_qconv_scratch_size(const cuvil_conv2d_params *p) {
-    const int64_t K = p->C / p->group * p->KH * p->KW, P = p->OH * p->OW;
-    return al64(cuvil_qgemm_packed_b_bytes(K, P)) + cuvil_qgemm_scratch_size(p->M / p->group, P, K, 1);
+    const int64_t K = conv_k(p), P = p->OH * p->OW;
+    return patches_bytes(p) + al64(packed_b16_bytes(K, P)) + cuvil_qgemm_scratch_size(p->M / p->group, P, K, 1, 1);
 }
 
 void cuvil_qconv_with(const cuvil_qgemm_ukernel_desc *uk, const cuvil_conv2d_params *p, int xt, const void *x,
-                      const void *xzp, int wt, const void *w, const void *wzp, int64_t wz_n, const cuvil_qgemm_epi *e,
+                      const void *xzp, const void *wp, const void *wzp, int64_t wz_n, const cuvil_qgemm_epi *e,
                       void *scratch) {
-    const int64_t G = p->group, Cg = p->C / G, Mg = p->M / G, K = Cg * p->KH * p->KW, P = p->OH * p->OW;
-    const size_t ysz = e->kind == CUVIL_QEPI_REQUANT ? 1 : 4, off = al64(cuvil_qgemm_packed_b_bytes(K, P));
+    const int64_t G = p->group, Cg = p->C / G, Mg = p->M / G, K = conv_k(p), P = p->OH * p->OW;
+    const size_t ysz = e->kind == CUVIL_QEPI_REQUANT ? 1 : 4, rows = patches_bytes(p);
+    const size_t off = rows + al64(packed_b16_bytes(K, P)), wper = al64(cuvil_qgemm_packed_a_bytes(Mg, K));
     const int32_t zx = xzp ? ld8(xt, xzp, 0) : 0;
+    void *bp = (char *)scratch + rows;
     for (int64_t n = 0; n < p->N; n++)
         for (int64_t g = 0; g < G; g++) {
-            pack_patches(p, xt, (const char *)x + (size_t)((n * p->C + g * Cg) * p->H * p->W), zx, scratch);
+            pack_patches(p, xt, (const char *)x + (size_t)((n * p->C + g * Cg) * p->H * p->W), zx, scratch, uk->bw, bp);
             cuvil_qgemm_epi eg = *e;
             eg.y = (char *)e->y + (size_t)((n * p->M + g * Mg) * P) * ysz;
             eg.ldy = P;
@@ -322,15 +558,14 @@ void cuvil_qconv_with(const cuvil_qgemm_ukernel_desc *uk, const cuvil_conv2d_par
                 if (e->ibias) eg.ibias = e->ibias + g * Mg;
                 if (e->fbias) eg.fbias = e->fbias + g * Mg;
             }
-            const void *wg = (const char *)w + (size_t)(g * Mg * K);
             const void *wzg = wzp && wz_n > 1 ? (const char *)wzp + (size_t)(g * Mg) : wzp;
-            qgemm_packed(uk, Mg, P, K, wt, wg, K, scratch, wzg, wz_n, xzp, xzp ? 1 : 0, &eg, scratch, off);
+            qgemm_packed(uk, Mg, P, K, (const char *)wp + (size_t)g * wper, bp, wzg, wz_n, xzp, xzp ? 1 : 0, &eg, scratch, off);
         }
 }
 
-void cuvil_qconv(const cuvil_conv2d_params *p, int xt, const void *x, const void *xzp, int wt, const void *w,
-                 const void *wzp, int64_t wz_n, const cuvil_qgemm_epi *e, void *scratch) {
-    cuvil_qconv_with(cuvil_qgemm_best(), p, xt, x, xzp, wt, w, wzp, wz_n, e, scratch);
+void cuvil_qconv(const cuvil_conv2d_params *p, int xt, const void *x, const void *xzp, const void *wp, const void *wzp,
+                 int64_t wz_n, const cuvil_qgemm_epi *e, void *scratch) {
+    cuvil_qconv_with(cuvil_qgemm_best(1), p, xt, x, xzp, wp, wzp, wz_n, e, scratch);
 }
 
 void cuvil_qscale(int64_t n, const float *xs, const float *ws, int64_t ws_n, const float *ys, float *out) {

@@ -1,8 +1,9 @@
 /*
  * qgemm_avx2.c -- integer GEMM microkernels on 256-bit registers (qgemm.c has the layouts).
  *
- * 3x16 AVX2: A packed as int16, B' sign-extended to int16 as it is loaded (16 bytes: 4 columns
- * x 4 k), vpmaddwd adds each pair of products into int32 exactly; an accumulator holds two
+ * 2x16 AVX2: each row's 4 bytes of A' zero-extended to int16 (and repeated), B' sign-extended
+ * to int16 as it is loaded (16 bytes: 4 columns x 4 k), vpmaddwd adds each pair of products
+ * into int32 exactly; an accumulator holds two
  * partial sums per column, added pairwise at the end (vphaddd, then vpermq restores the column
  * order). 12 accumulators, 3 broadcast A rows and one B quarter: the 16 registers.
  * 6x16 AVX-VNNI: vpdpbusd adds four uint8 x int8 products into each int32 lane, B' as packed
@@ -19,52 +20,77 @@ static inline __attribute__((always_inline)) void put8(int32_t *c, __m256i v, in
     _mm256_storeu_si256((__m256i *)c, v);
 }
 
-void cuvil_qgemm_uk_3x16__avx2(int64_t k4, const void *a, const int8_t *b, int32_t *c, int64_t ldc, int accumulate) {
-    __m256i acc[3][4];
-    for (int r = 0; r < 3; r++)
-        for (int q = 0; q < 4; q++) acc[r][q] = _mm256_setzero_si256();
-    const int16_t *pa = a;
-    for (int64_t g = 0; g < k4; g++, pa += 12, b += 64) {
-        int64_t t0, t1, t2;
-        memcpy(&t0, pa, 8);
-        memcpy(&t1, pa + 4, 8);
-        memcpy(&t2, pa + 8, 8);
-        const __m256i a0 = _mm256_set1_epi64x(t0), a1 = _mm256_set1_epi64x(t1), a2 = _mm256_set1_epi64x(t2);
-#pragma GCC unroll 4
-        for (int q = 0; q < 4; q++) {
-            const __m256i bq = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(b + 16 * q)));
-            acc[0][q] = _mm256_add_epi32(acc[0][q], _mm256_madd_epi16(bq, a0));
-            acc[1][q] = _mm256_add_epi32(acc[1][q], _mm256_madd_epi16(bq, a1));
-            acc[2][q] = _mm256_add_epi32(acc[2][q], _mm256_madd_epi16(bq, a2));
-        }
+/* (named accumulators, not arrays: with an array GCC 12 keeps a copy of each accumulator on
+ * the stack and stores it on every step) */
+#define Q4(X, r) X(r, 0) X(r, 1) X(r, 2) X(r, 3)
+#define ZERO(r, q) __m256i c##r##q = _mm256_setzero_si256();
+/* the column pairs summed (vphaddd per 128-bit lane gives columns [0 1 4 5 | 2 3 6 7]; vpermq
+ * 0,2,1,3 orders them), stored or added to c's row r */
+#define PUTROW(r)                                                                                    \
+    put8(c + (r) * ldc, _mm256_permute4x64_epi64(_mm256_hadd_epi32(c##r##0, c##r##1), 0xD8), accumulate); \
+    put8(c + (r) * ldc + 8, _mm256_permute4x64_epi64(_mm256_hadd_epi32(c##r##2, c##r##3), 0xD8), accumulate);
+
+/* an A row: its 4 bytes (vbroadcastss, a load) zero-extended to int16, 4 times over */
+static inline __attribute__((always_inline)) __m256i arow16(const uint8_t *p) {
+    return _mm256_cvtepu8_epi16(_mm_castps_si128(_mm_broadcast_ss((const float *)(const void *)p)));
+}
+
+/* 8 accumulators, an A row (or two) and the B quarters: within the 16 registers */
+void cuvil_qgemm_uk_2x16__avx2(int64_t k4, const void *a, const int8_t *b, int32_t *c, int64_t ldc, int accumulate) {
+    Q4(ZERO, 0) Q4(ZERO, 1)
+    const uint8_t *pa = a;
+    for (int64_t g = 0; g < k4; g++, pa += CUVIL_QA_GROUP, b += 64) {
+        const __m256i a0 = arow16(pa), a1 = arow16(pa + 4);
+#define QSTEP(q, unused)                                                                   \
+    {                                                                                      \
+        const __m256i bq = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(b + 16 * (q)))); \
+        c0##q = _mm256_add_epi32(c0##q, _mm256_madd_epi16(bq, a0));                        \
+        c1##q = _mm256_add_epi32(c1##q, _mm256_madd_epi16(bq, a1));                        \
     }
-    for (int r = 0; r < 3; r++) {
-        /* hadd per 128-bit lane gives columns [0 1 4 5 | 2 3 6 7]; vpermq 0,2,1,3 orders them */
-        const __m256i lo = _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc[r][0], acc[r][1]), 0xD8);
-        const __m256i hi = _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc[r][2], acc[r][3]), 0xD8);
-        put8(c + r * ldc, lo, accumulate);
-        put8(c + r * ldc + 8, hi, accumulate);
+        QSTEP(0, 0) QSTEP(1, 0) QSTEP(2, 0) QSTEP(3, 0)
+#undef QSTEP
     }
+    PUTROW(0) PUTROW(1)
+}
+
+/* The same with B already 16-bit (a conv's patches, built so each call): no sign extension in
+ * the loop. */
+void cuvil_qgemm_uk_2x16__avx2_b16(int64_t k4, const void *a, const int8_t *b8, int32_t *c, int64_t ldc, int accumulate) {
+    Q4(ZERO, 0) Q4(ZERO, 1)
+    const uint8_t *pa = a;
+    const __m256i *b = (const __m256i *)(const void *)b8;
+    for (int64_t g = 0; g < k4; g++, pa += CUVIL_QA_GROUP, b += 4) {
+        const __m256i a0 = arow16(pa), a1 = arow16(pa + 4);
+#define QSTEP(q, unused)                                                                   \
+    {                                                                                      \
+        const __m256i bq = _mm256_loadu_si256(b + (q));                                    \
+        c0##q = _mm256_add_epi32(c0##q, _mm256_madd_epi16(bq, a0));                        \
+        c1##q = _mm256_add_epi32(c1##q, _mm256_madd_epi16(bq, a1));                        \
+    }
+        QSTEP(0, 0) QSTEP(1, 0) QSTEP(2, 0) QSTEP(3, 0)
+#undef QSTEP
+    }
+    PUTROW(0) PUTROW(1)
 }
 
 __attribute__((target("avxvnni"))) void cuvil_qgemm_uk_6x16__avxvnni(int64_t k4, const void *a, const int8_t *b,
                                                                       int32_t *c, int64_t ldc, int accumulate) {
-    __m256i acc[6][2];
-    for (int r = 0; r < 6; r++) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
+#define Z2(r) __m256i c##r##0 = _mm256_setzero_si256(), c##r##1 = _mm256_setzero_si256();
+    Z2(0) Z2(1) Z2(2) Z2(3) Z2(4) Z2(5)
+#undef Z2
     const uint8_t *pa = a;
-    for (int64_t g = 0; g < k4; g++, pa += 24, b += 64) {
+    for (int64_t g = 0; g < k4; g++, pa += CUVIL_QA_GROUP, b += 64) {
         const __m256i b0 = _mm256_loadu_si256((const __m256i *)b), b1 = _mm256_loadu_si256((const __m256i *)(b + 32));
-#pragma GCC unroll 6
-        for (int r = 0; r < 6; r++) {
-            int32_t t;
-            memcpy(&t, pa + 4 * r, 4);
-            const __m256i ar = _mm256_set1_epi32(t);
-            acc[r][0] = _mm256_dpbusd_avx_epi32(acc[r][0], ar, b0);
-            acc[r][1] = _mm256_dpbusd_avx_epi32(acc[r][1], ar, b1);
-        }
+#define VSTEP(r)                                                                                  \
+    {                                                                                             \
+        const __m256i ar = _mm256_castps_si256(_mm256_broadcast_ss((const float *)(const void *)(pa + 4 * (r)))); \
+        c##r##0 = _mm256_dpbusd_avx_epi32(c##r##0, ar, b0);                                       \
+        c##r##1 = _mm256_dpbusd_avx_epi32(c##r##1, ar, b1);                                       \
     }
-    for (int r = 0; r < 6; r++) {
-        put8(c + r * ldc, acc[r][0], accumulate);
-        put8(c + r * ldc + 8, acc[r][1], accumulate);
+        VSTEP(0) VSTEP(1) VSTEP(2) VSTEP(3) VSTEP(4) VSTEP(5)
+#undef VSTEP
     }
+#define P2(r) put8(c + (r) * ldc, c##r##0, accumulate); put8(c + (r) * ldc + 8, c##r##1, accumulate);
+    P2(0) P2(1) P2(2) P2(3) P2(4) P2(5)
+#undef P2
 }

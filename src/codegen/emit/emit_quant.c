@@ -89,19 +89,36 @@ cuvil_status cg_emit_qconv(cg_ctx *cg, cir_graph *g, cir_node *n) {
     cir_value *xz = cir_in(g, n, ixz), *wz = cir_in(g, n, iwz);
     char f[768];
     const char *ps = cg_param(cg, "cuvil_conv2d_params", "{ %s }", cg_conv_geo_fields(&p, f, sizeof f));
-    const size_t need = al64(cuvil_qconv_scratch_size(&p)), extra = sizeof(float) * (size_t)p.M;
+    /* the weights packed now when they are constants (as ever), else by the run into the scratch */
+    const bool wconst = cir_is_const(w);
+    const size_t wbytes = wconst ? 0 : al64(cuvil_qconv_packed_w_bytes(&p));
+    const size_t need = al64(cuvil_qconv_scratch_size(&p)), extra = wbytes + al64(sizeof(float) * (size_t)p.M);
     const char *S = cg_scratch(cg, need + extra, "cuvil_qconv_scratch_size(&%s) + %zu + %zu", ps, need - cuvil_qconv_scratch_size(&p), extra);
+    const char *wp;
+    if (wconst) {
+        void *buf = cuvil_malloc(cuvil_qconv_packed_w_bytes(&p));
+        if (!buf) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+        cuvil_qconv_pack_w(&p, w->dtype == CIR_I8 ? CUVIL_T_I8 : CUVIL_T_U8, w->data, buf);
+        wp = cg_data(cg, buf, cuvil_qconv_packed_w_bytes(&p), CIR_U8);
+        cuvil_free(buf);
+    } else {
+        char b[96];
+        snprintf(b, sizeof b, "((char *)%s + %zu)", S, need);
+        wp = cg_str(cg, b);
+        cg_printf(cg, "    cuvil_qconv_pack_w(&%s, %s, %s, %s);\n", ps, cg_rt_type(w->dtype), cg_in(cg, n->in[1]), wp);
+    }
     const char *scale = NULL;
     int per = CUVIL_QPER_ONE, kind = CUVIL_QEPI_I32;
     if (ql) {
-        if (!(scale = qscale(cg, g, n, 2, 4, cir_in(g, n, 6) ? 6 : -1, S, need))) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+        if (!(scale = qscale(cg, g, n, 2, 4, cir_in(g, n, 6) ? 6 : -1, S, need + wbytes)))
+            return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
         per = cir_numel(cir_in(g, n, 4)) > 1 ? CUVIL_QPER_ROW : CUVIL_QPER_ONE;
         kind = y->dtype == CIR_F32 ? CUVIL_QEPI_F32 : CUVIL_QEPI_REQUANT;
     }
     qepi(cg, g, n, kind, scale, per, ql ? 8 : -1, CUVIL_QPER_ROW, ql ? 6 : -1, ql ? 7 : -1, 0);
-    cg_printf(cg, "        cuvil_qconv(&%s, %s, %s, %s, %s, %s, %s, %lld, &E, %s);\n    }\n", ps, cg_rt_type(x->dtype),
-              cg_in(cg, n->in[0]), xz ? cg_in(cg, n->in[ixz]) : "NULL", cg_rt_type(w->dtype), cg_in(cg, n->in[1]),
-              wz ? cg_in(cg, n->in[iwz]) : "NULL", wz ? (long long)cir_numel(wz) : 0LL, S);
+    cg_printf(cg, "        cuvil_qconv(&%s, %s, %s, %s, %s, %s, %lld, &E, %s);\n    }\n", ps, cg_rt_type(x->dtype),
+              cg_in(cg, n->in[0]), xz ? cg_in(cg, n->in[ixz]) : "NULL", wp, wz ? cg_in(cg, n->in[iwz]) : "NULL",
+              wz ? (long long)cir_numel(wz) : 0LL, S);
     return CUVIL_OK;
 }
 
@@ -124,10 +141,10 @@ static cuvil_status imatmul_fast(cg_ctx *cg, cir_graph *g, cir_node *n, const op
         bp = cg_data(cg, buf, nb, CIR_U8);
         cuvil_free(buf);
     }
-    const size_t need = al64(cuvil_qgemm_scratch_size(rows, m->N, m->K, bconst)), extra = sizeof(float) * (size_t)m->N;
-    const char *S = cg_scratch(cg, need + extra, "cuvil_qgemm_scratch_size(%lld, %lld, %lld, %d) + %zu + %zu", (long long)rows,
-                               (long long)m->N, (long long)m->K, bconst, need - cuvil_qgemm_scratch_size(rows, m->N, m->K, bconst),
-                               extra);
+    const size_t need = al64(cuvil_qgemm_scratch_size(rows, m->N, m->K, 0, bconst)), extra = sizeof(float) * (size_t)m->N;
+    const char *S = cg_scratch(cg, need + extra, "cuvil_qgemm_scratch_size(%lld, %lld, %lld, 0, %d) + %zu + %zu", (long long)rows,
+                               (long long)m->N, (long long)m->K, bconst,
+                               need - cuvil_qgemm_scratch_size(rows, m->N, m->K, 0, bconst), extra);
     const char *scale = NULL;
     int per = CUVIL_QPER_ONE, kind = CUVIL_QEPI_I32;
     if (q) {
@@ -140,7 +157,7 @@ static cuvil_status imatmul_fast(cg_ctx *cg, cir_graph *g, cir_node *n, const op
     const size_t ysz = kind == CUVIL_QEPI_REQUANT ? 1 : 4;
     cg_printf(cg, "        for (int64_t q = 0; q < %lld; q++) {\n            E.y = (char *)%s + (size_t)(q * %lld) * %zu;\n",
               (long long)reps, cg_out(cg, n->out[0]), (long long)(rows * m->N), ysz);
-    cg_printf(cg, "            cuvil_qgemm(%lld, %lld, %lld, %s, (const int8_t *)%s + q * %lld, %lld, %s, (const int8_t *)%s + q * %lld, "
+    cg_printf(cg, "            cuvil_qgemm(%lld, %lld, %lld, %s, (const int8_t *)%s + q * %lld, %lld, NULL, %s, (const int8_t *)%s + q * %lld, "
               "%lld, %s, %s, %lld, %s, %lld, &E, %s);\n        }\n    }\n", (long long)rows, (long long)m->N, (long long)m->K,
               cg_rt_type(a->dtype), cg_in(cg, n->in[ia]), (long long)m->a_bs, (long long)m->K, cg_rt_type(b->dtype),
               cg_in(cg, n->in[ib]), (long long)m->b_bs, (long long)m->N, bp, az ? cg_in(cg, n->in[iaz]) : "NULL",
@@ -172,5 +189,17 @@ cuvil_status cg_emit_imatmul(cg_ctx *cg, cir_graph *g, cir_node *n) {
     } else {
         cg_printf(cg, "(int32_t *)%s);\n", cg_out(cg, n->out[0]));
     }
+    return CUVIL_OK;
+}
+
+cuvil_status cg_emit_qadd(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    cir_value *a = cir_in(g, n, 0), *b = cir_in(g, n, 3), *y = cir_out(g, n, 0), *yz = cir_in(g, n, 7);
+    const int32_t tlo = y->dtype == CIR_I8 ? -128 : 0, thi = y->dtype == CIR_I8 ? 127 : 255;
+    cg_printf(cg, "    cuvil_qadd(%lld, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %d, %d, %s);\n", (long long)cir_numel(a),
+              cg_rt_type(a->dtype), cg_in(cg, n->in[0]), cg_in(cg, n->in[1]), cir_in(g, n, 2) ? cg_in(cg, n->in[2]) : "NULL",
+              cg_rt_type(b->dtype), cg_in(cg, n->in[3]), cg_in(cg, n->in[4]), cir_in(g, n, 5) ? cg_in(cg, n->in[5]) : "NULL",
+              cg_in(cg, n->in[6]), cg_rt_type(y->dtype), yz ? cg_in(cg, n->in[7]) : "NULL",
+              qbound(g, n, cir_attr_float(n, "min"), 6, 7, tlo, thi), qbound(g, n, cir_attr_float(n, "max"), 6, 7, tlo, thi),
+              cg_out(cg, n->out[0]));
     return CUVIL_OK;
 }

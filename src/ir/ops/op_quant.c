@@ -212,3 +212,32 @@ static const cir_attr_spec qlmm_attrs[] = {
     CIR_ATTR_END,
 };
 const cir_opdef cir_op_qlinear_matmul = {"qlinear_matmul", 0, 6, 9, 1, 1, qlmm_attrs, qlmm_infer, NULL, NULL, 0};
+
+/* qlinear_add (a, a_scale, a_zp, b, b_scale, b_zp, y_scale, [y_zp]): the QDQ fold's residual add
+ * (and ONNX Runtime's QLinearAdd without broadcasting), computed as ONNX Runtime does, in y's
+ * units. */
+static cuvil_status qadd_infer(cir_graph *g, cir_node *n) {
+    cuvil_status s = op_check_arity(g, n, 7, 8, 1, 1);
+    if (s) return s;
+    cir_value *a = cir_in(g, n, 0), *b = cir_in(g, n, 3), *yz = cir_in(g, n, 7);
+    for (int i = 0; i < 2; i++) {
+        cir_value *x = i ? b : a;
+        if (x->dtype != CIR_U8 && x->dtype != CIR_I8)
+            return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' is %s; uint8 and int8 are supported", x->name,
+                                cir_dtype_name(x->dtype));
+    }
+    if (!cir_value_fixed(a) || !cir_same_dims(a, b))
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "'%s' and '%s' must have the same fixed shape", a->name, b->name);
+    int64_t c;
+    if ((s = per(g, n, 1, 1, CIR_F32, &c)) || (s = per(g, n, 2, 1, a->dtype, &c)) || (s = per(g, n, 4, 1, CIR_F32, &c)) ||
+        (s = per(g, n, 5, 1, b->dtype, &c)) || (s = per(g, n, 6, 1, CIR_F32, &c)) || (s = per(g, n, 7, 1, CIR_UNDEF, &c)))
+        return s;
+    if (!cir_in(g, n, 1) || !cir_in(g, n, 4) || !cir_in(g, n, 6))
+        return cir_node_err(g, n, CUVIL_ERR_MODEL, "the scales are required");
+    if (yz && yz->dtype != CIR_U8 && yz->dtype != CIR_I8)
+        return cir_node_err(g, n, CUVIL_ERR_MODEL, "y_zero_point '%s' is %s", yz->name, cir_dtype_name(yz->dtype));
+    if ((s = op_qclamp_check(g, n, 6, 7))) return s;
+    cir_set_shape_like(cir_out(g, n, 0), yz ? yz->dtype : CIR_U8, a);
+    return CUVIL_OK;
+}
+const cir_opdef cir_op_qlinear_add = {"qlinear_add", 0, 7, 8, 1, 1, qlmm_attrs, qadd_infer, NULL, NULL, 0};
