@@ -41,6 +41,7 @@
 #define QMC 96     /* a multiple of QMRP */
 #define QNC 256
 #define QHDR 64
+#define QDW_TAPS 64   /* a depthwise conv runs on its own kernel up to this many taps */
 
 /* ===== Microkernel table ======================================================== */
 const cuvil_qgemm_ukernel_desc cuvil_qgemm_ukernels[] = {
@@ -534,14 +535,156 @@ static size_t patches_bytes(const cuvil_conv2d_params *p) {
     return al64((size_t)CUVIL_ALIGN_UP(p->OH * p->OW, QNR) * 4);
 }
 
+
+/* ===== Depthwise convolution ===================================================== */
+/* One channel per group. The channel's x - zx goes, as float, into stride_h x stride_w phase
+ * planes of the zero-padded image (plane (a, b) holds the padded pixels (i sh + a, j sw + b)), so
+ * that every tap reads one plane at a fixed offset: a tap is then one contiguous multiply-add
+ * over all the output rows at once, the rows Wq apart (the columns past OW computed and
+ * dropped). The sums are exact in float: each product is at most 255 * 255 and a window has at
+ * most QDW_TAPS of them (64 * 65025 < 2^24). Channels in tasks; then the epilogue per row. */
+typedef struct qdw_geo {
+    int64_t Hq, Wq;   /* a phase plane */
+} qdw_geo;
+
+static qdw_geo dw_geo(const cuvil_conv2d_params *p) {
+    const int64_t Hp = cuvil_max_i64(p->H + p->pad_t, (p->OH - 1) * p->stride_h + (p->KH - 1) * p->dil_h + 1);
+    const int64_t Wp = cuvil_max_i64(p->W + p->pad_l, (p->OW - 1) * p->stride_w + (p->KW - 1) * p->dil_w + 1);
+    qdw_geo g = {(Hp + p->stride_h - 1) / p->stride_h, (Wp + p->stride_w - 1) / p->stride_w};
+    return g;
+}
+
+static size_t dw_scratch(const cuvil_conv2d_params *p) {
+    const qdw_geo g = dw_geo(p);
+    return al64(sizeof(float) * (size_t)(p->stride_h * p->stride_w * g.Hq * g.Wq)) + 2 * al64(sizeof(float) * (size_t)(p->OH * g.Wq));
+}
+
+typedef struct qdw_job {
+    const cuvil_conv2d_params *p;
+    int xt;
+    const uint8_t *x;
+    int32_t zx;
+    const void *wp;
+    const void *wzp;
+    int64_t wz_n;
+    const cuvil_qgemm_epi *e;
+    void *scratch;
+} qdw_job;
+
+/* dst[j] = x[j * sw] - zx for j < n (x int8 when s8, else uint8) */
+static inline void dw_fill(float *restrict dst, const uint8_t *restrict x, int64_t n, int64_t sw, int s8, float zx) {
+    const int8_t *restrict xs = (const int8_t *)x;
+    if (n <= 0) return;
+    if (sw == 1 && s8)
+        for (int64_t j = 0; j < n; j++) dst[j] = (float)xs[j] - zx;
+    else if (sw == 1)
+        for (int64_t j = 0; j < n; j++) dst[j] = (float)x[j] - zx;
+    else if (s8)
+        for (int64_t j = 0; j < n; j++) dst[j] = (float)xs[j * sw] - zx;
+    else
+        for (int64_t j = 0; j < n; j++) dst[j] = (float)x[j * sw] - zx;
+}
+
+static inline void dw_tap(float *restrict acc, const float *restrict src, int64_t n, float w) {
+    for (int64_t i = 0; i < n; i++) acc[i] += src[i] * w;
+}
+
+static inline __attribute__((always_inline)) void dw_out(const float *restrict acc, int64_t n, int kind, int yt, float s,
+                                                         int32_t bias, float fbias, float lo, float hi, int32_t zp,
+                                                         void *restrict y) {
+    const float magic = 12582912.0f;
+    int32_t *restrict y32 = y;
+    float *restrict yf = y;
+    int8_t *restrict y8 = y;
+    uint8_t *restrict yu = y;
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t a = (int32_t)acc[i];   /* (an exact integer) */
+        if (kind == CUVIL_QEPI_I32) {
+            y32[i] = a;
+            continue;
+        }
+        float f = (float)(int32_t)((uint32_t)a + (uint32_t)bias) * s;
+        if (kind == CUVIL_QEPI_F32) {
+            yf[i] = f + fbias;
+            continue;
+        }
+        f = f >= lo ? f : lo;
+        f = f <= hi ? f : hi;
+        const int32_t q = (int32_t)((f + magic) - magic) + zp;
+        if (yt == CUVIL_T_I8) y8[i] = (int8_t)q;
+        else yu[i] = (uint8_t)q;
+    }
+}
+
+static void qdw_task(void *vctx, int64_t t, int tid) {
+    const qdw_job *j = vctx;
+    const cuvil_conv2d_params *p = j->p;
+    const cuvil_qgemm_epi *e = j->e;
+    const int64_t n = t / p->C, c = t % p->C, K = p->KH * p->KW, P = p->OH * p->OW, sh = p->stride_h, sw = p->stride_w;
+    const qdw_geo g = dw_geo(p);
+    /* the weights from the packed A (one row per group): A' - za' = w - zw */
+    const void *ap = (const char *)j->wp + (size_t)c * al64(cuvil_qgemm_packed_a_bytes(1, K));
+    const uint8_t *ad = packed_a_data(ap, 1);
+    const int wt = (int)((const int64_t *)ap)[2];
+    const int32_t za = (j->wzp && j->wz_n ? ld8(wt, j->wzp, j->wz_n > 1 ? c : 0) : 0) + (wt == CUVIL_T_I8 ? 128 : 0);
+    float *planes = cuvil_thread_scratch(j->scratch, tid);
+    float *acc = planes + al64(sizeof(float) * (size_t)(sh * sw * g.Hq * g.Wq)) / sizeof(float);
+    const size_t plane = (size_t)(g.Hq * g.Wq);
+    memset(planes, 0, sizeof(float) * plane * (size_t)(sh * sw));
+    const uint8_t *xc = j->x + (size_t)((n * p->C + c) * p->H * p->W);
+    const int s8 = j->xt == CUVIL_T_I8;
+    const float zx = (float)j->zx;
+    for (int64_t b = 0; b < sw; b++) {   /* the columns of phase b: iw + pad_l = j sw + b */
+        const int64_t iw0 = ((b - p->pad_l) % sw + sw) % sw, cnt = (p->W - iw0 + sw - 1) / sw;
+        const size_t off = (size_t)b * plane + (size_t)((iw0 + p->pad_l) / sw);
+        for (int64_t ih = 0, r = p->pad_t; ih < p->H; ih++, r++) {   /* padded row ih + pad_t */
+            float *row = planes + (size_t)((r % sh) * sw) * plane + (size_t)((r / sh) * g.Wq);
+            dw_fill(row + off, xc + ih * p->W + iw0, cnt, sw, s8, zx);
+        }
+    }
+    const int64_t L = (p->OH - 1) * g.Wq + p->OW;
+    memset(acc, 0, sizeof(float) * (size_t)L);
+    for (int64_t kh = 0; kh < p->KH; kh++)
+        for (int64_t kw = 0; kw < p->KW; kw++) {
+            const int64_t k = kh * p->KW + kw, dr = kh * p->dil_h, dc = kw * p->dil_w;
+            const float *src = planes + (size_t)((dr % sh) * sw + dc % sw) * plane + (size_t)((dr / sh) * g.Wq + dc / sw);
+            dw_tap(acc, src, L, (float)((int32_t)ad[(k / 4) * QMRP * 4 + (k % 4)] - za));
+        }
+    const float s = e->scale ? e->scale[e->scale_per == CUVIL_QPER_ROW ? c : 0] : 0.0f;
+    const int64_t bi = e->bias_per == CUVIL_QPER_ROW ? c : 0;
+    const int32_t bias = e->ibias ? e->ibias[bi] : 0;
+    const float fb = e->fbias ? e->fbias[bi] : 0.0f, lo = (float)(e->lo - e->yzp), hi = (float)(e->hi - e->yzp);
+    const size_t ysz = e->kind == CUVIL_QEPI_REQUANT ? 1 : 4;
+    /* the epilogue over all the rows at once (the dropped columns too: one long vector loop),
+     * into a buffer; then each row's OW values to y */
+    char *out = (char *)acc + al64(sizeof(float) * (size_t)(p->OH * g.Wq));
+    if (e->kind == CUVIL_QEPI_I32) dw_out(acc, L, CUVIL_QEPI_I32, 0, s, bias, fb, lo, hi, e->yzp, out);
+    else if (e->kind == CUVIL_QEPI_F32) dw_out(acc, L, CUVIL_QEPI_F32, 0, s, bias, fb, lo, hi, e->yzp, out);
+    else if (e->yt == CUVIL_T_I8) dw_out(acc, L, CUVIL_QEPI_REQUANT, CUVIL_T_I8, s, bias, fb, lo, hi, e->yzp, out);
+    else dw_out(acc, L, CUVIL_QEPI_REQUANT, CUVIL_T_U8, s, bias, fb, lo, hi, e->yzp, out);
+    char *y = (char *)e->y + (size_t)((n * p->M + c) * P) * ysz;
+    for (int64_t oh = 0; oh < p->OH; oh++)
+        memcpy(y + (size_t)(oh * p->OW) * ysz, out + (size_t)(oh * g.Wq) * ysz, (size_t)p->OW * ysz);
+}
+
 size_t cuvil_qconv_scratch_size(const cuvil_conv2d_params *p) {
     const int64_t K = conv_k(p), P = p->OH * p->OW;
+    if (p->group == p->C && p->M == p->C && p->KH * p->KW <= QDW_TAPS) return dw_scratch(p);
     return patches_bytes(p) + al64(packed_b16_bytes(K, P)) + cuvil_qgemm_scratch_size(p->M / p->group, P, K, 1, 1);
+}
+
+static int depthwise(const cuvil_conv2d_params *p) {
+    return p->group == p->C && p->M == p->C && p->KH * p->KW <= QDW_TAPS;
 }
 
 void cuvil_qconv_with(const cuvil_qgemm_ukernel_desc *uk, const cuvil_conv2d_params *p, int xt, const void *x,
                       const void *xzp, const void *wp, const void *wzp, int64_t wz_n, const cuvil_qgemm_epi *e,
                       void *scratch) {
+    if (depthwise(p)) {
+        qdw_job j = {p, xt, x, xzp ? ld8(xt, xzp, 0) : 0, wp, wzp, wz_n, e, scratch};
+        cuvil_parallel_for(p->N * p->C, qdw_task, &j);
+        return;
+    }
     const int64_t G = p->group, Cg = p->C / G, Mg = p->M / G, K = conv_k(p), P = p->OH * p->OW;
     const size_t ysz = e->kind == CUVIL_QEPI_REQUANT ? 1 : 4, rows = patches_bytes(p);
     const size_t off = rows + al64(packed_b16_bytes(K, P)), wper = al64(cuvil_qgemm_packed_a_bytes(Mg, K));
