@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""int8 models against ONNX Runtime's int8 run of the same file, and against Cuvil's float32.
+
+Builds torchvision ResNet-50 and MobileNetV2 (seeded random weights, 1x3x224x224), quantizes each
+with onnxruntime.quantization.quantize_static (QDQ, int8 per-channel weights, int8 activations,
+8 calibration inputs of N(0, 1)), compiles the int8 and the float32 file with cuvil-compile for
+each target this machine runs, and times them in rounds that alternate Cuvil and ONNX Runtime,
+each round in its own process (bench/peer_run.py), reporting medians over all rounds.
+
+    $VENV/bin/python bench/quant_bench.py [--models resnet50,mobilenet_v2] [--rounds 5] [--iters 20]
+        [--threads 1,2] [--work DIR]
+
+Each row names its target and, for x86_64-avx2, the integer microkernel: the best this CPU runs
+(AVX-VNNI here) and "2x16__avx2_b16" (CUVIL_QGEMM_UKERNEL), what an AVX2 CPU without VNNI runs.
+ONNX Runtime picks its own kernels for this CPU in every row. A benchmark, not a test.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def build(name, work):
+    f32, qdq = work / f"{name}.onnx", work / f"{name}_qdq.onnx"
+    if qdq.exists():
+        return f32, qdq
+    import torch
+    import torchvision
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, quantize_static
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+    torch.manual_seed(0)
+    m = getattr(torchvision.models, name)(weights=None).eval()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(m, (torch.randn(1, 3, 224, 224),), str(f32), input_names=["x"], output_names=["y"],
+                          opset_version=17, dynamo=False)
+        pre = work / f"{name}_pre.onnx"
+        quant_pre_process(str(f32), str(pre))
+
+        class Reader(CalibrationDataReader):
+            def __init__(self):
+                self.it = iter([{"x": np.random.RandomState(i).randn(1, 3, 224, 224).astype(np.float32)} for i in range(8)])
+
+            def get_next(self):
+                return next(self.it, None)
+
+        quantize_static(str(pre), str(qdq), Reader(), quant_format=QuantFormat.QDQ, per_channel=True)
+    return f32, qdq
+
+
+def peer(kind, what, inp, threads, iters, env=None):
+    env = dict(env or os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO / "python")] + [p for p in [env.get("PYTHONPATH")] if p])
+    out = subprocess.run([sys.executable, str(REPO / "bench" / "peer_run.py"), kind, str(what), str(inp), str(threads),
+                          str(iters)], capture_output=True, text=True, env=env, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models", default="resnet50,mobilenet_v2")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--work", default="/tmp/cuvil-quant-bench")
+    ap.add_argument("--build", default=os.environ.get("CUVIL_BUILD", str(REPO / "build")))
+    args = ap.parse_args()
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    inp = work / "x.npy"
+    np.save(inp, np.random.RandomState(99).randn(1, 3, 224, 224).astype(np.float32))
+    sys.path.insert(0, str(REPO / "tests" / "python"))
+    import cuvil_testlib as tl
+    targets = [t for t in ("x86_64-avx512", "x86_64-avx2") if tl.host_runs(t)]
+    print("| model | target | int8 microkernel | threads | Cuvil int8 ms | ORT int8 ms | ratio | Cuvil f32 ms | int8 speed-up |"
+          " Cuvil int8 / ORT int8 peak RSS MB |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for name in args.models.split(","):
+        f32, qdq = build(name, work)
+        for t in targets:
+            so_q, so_f = work / f"{name}_qdq_{t}.so", work / f"{name}_{t}.so"
+            for onnx_path, so in ((qdq, so_q), (f32, so_f)):
+                subprocess.run([str(Path(args.build) / "bin" / "cuvil-compile"), "--model", str(onnx_path), "--output",
+                                str(so), "--target", t], check=True)
+            variants = [None] + (["2x16__avx2_b16"] if t == "x86_64-avx2" else [])
+            for uk in variants:
+                env = dict(os.environ, **({"CUVIL_QGEMM_UKERNEL": uk} if uk else {}))
+                for th in (int(x) for x in args.threads.split(",")):
+                    cq, co, cf, rq, ro = [], [], [], [], []
+                    for _ in range(args.rounds):   # alternating, each in its own process
+                        r = peer("cuvil", so_q, inp, th, args.iters, env)
+                        cq += r["times_ms"]
+                        rq.append(r["peak_rss_mb"])
+                        r = peer("ort", qdq, inp, th, args.iters)
+                        co += r["times_ms"]
+                        ro.append(r["peak_rss_mb"])
+                        cf += peer("cuvil", so_f, inp, th, args.iters)["times_ms"]
+                    mq, mo, mf = statistics.median(cq), statistics.median(co), statistics.median(cf)
+                    print(f"| {name} | {t} | {uk or 'best here'} | {th} | {mq:.2f} | {mo:.2f} | {mq / mo:.2f} | {mf:.2f} |"
+                          f" {mf / mq:.2f}x | {max(rq):.0f} / {max(ro):.0f} |", flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
