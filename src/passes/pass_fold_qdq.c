@@ -10,10 +10,11 @@
  * axis 1; gemm's transposed [N, K]: axis 0); every scale and zero point a constant. With a
  * QuantizeLinear (per tensor) as the result's only reader the node writes Q's 8-bit output
  * (a Relu or Clip with constant bounds between them becomes the clamp of the quantized value,
- * exactly: rounding is monotonic); otherwise it writes the float result, x_scale * w_scale *
+ * exactly where y_scale > 0: rounding is monotonic); otherwise it writes the float result, x_scale * w_scale *
  * (acc + bias). The bias becomes int32 in units of x_scale * w_scale: DQ(bq, bs) whose scale is
  * that product (as ONNX Runtime's quantizer writes it) is bq itself; any other bias is rounded
- * to those units (an error of at most half a unit, x_scale * w_scale / 2). What does not match
+ * to those units (an error of at most half a unit, x_scale * w_scale / 2); a bias that could take
+ * the int32 sum out of range does not fold. What does not match
  * keeps running in float, DequantizeLinear and QuantizeLinear as nodes of their own; the fold
  * needs K <= CUVIL_QGEMM_K_EXACT (the int32 sum exact). An Add of two DequantizeLinear outputs
  * of one shape read by a QuantizeLinear (a residual connection) becomes qlinear_add, computed
@@ -23,6 +24,7 @@
 #include "passes/passes_int.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 static bool i8t(cir_dtype t) { return t == CIR_U8 || t == CIR_I8; }
@@ -72,10 +74,13 @@ static bool dq_weight(cir_graph *g, cir_node *d, int axis, int64_t len) {
     return q_params(g, d, w->dtype, 1, 0, w->ndim) || q_params(g, d, w->dtype, len, axis, w->ndim);
 }
 
-/* Q per tensor from float32 to 8 bits */
+/* Q per tensor from float32 to 8 bits, its type its zero point's (uint8 without one: an
+ * output_dtype with no zero point stays a node of its own) */
 static bool q_tensor(cir_graph *g, cir_node *q) {
-    return q && q->kind == CIR_OP_QUANTIZE && !q->n_post && cir_in(g, q, 0)->dtype == CIR_F32 &&
-           i8t(cir_out(g, q, 0)->dtype) && q_params(g, q, cir_out(g, q, 0)->dtype, 1, 0, 0);
+    if (!q || q->kind != CIR_OP_QUANTIZE || q->n_post || cir_in(g, q, 0)->dtype != CIR_F32) return false;
+    cir_value *z = cir_in(g, q, 2);
+    const cir_dtype t = cir_out(g, q, 0)->dtype;
+    return i8t(t) && t == (z ? z->dtype : CIR_U8) && q_params(g, q, t, 1, 0, 0);
 }
 
 /* A Relu, or a Clip with constant bounds, into [*lo, *hi]. */
@@ -94,8 +99,11 @@ static bool clamp_of(cir_graph *g, cir_node *a, float *lo, float *hi) {
 }
 
 /* The bias as int32 in units of x_scale * w_scale[i] (a new constant), or -1 when it cannot be
- * one (not constant, not [M], out of int32's range); *id -2 on error. */
-static int int_bias(cir_graph *g, cir_node *n, cir_value *b, int region, const cir_value *xs, const cir_value *ws, int64_t M) {
+ * one (not constant, not [M], or so large that the sum plus it, K products of at most 255 x 255,
+ * could leave int32: the float model would not wrap); -2 on error. */
+static int int_bias(cir_graph *g, cir_node *n, cir_value *b, int region, const cir_value *xs, const cir_value *ws, int64_t M,
+                    int64_t K) {
+    const double room = 2147483647.0 - (double)K * 65025.0;
     cir_node *d = producer(g, b, region);
     cir_value *bq = NULL, *bs = NULL, *bz = NULL;
     if (d && d->kind == CIR_OP_DEQUANTIZE && !d->n_post) {
@@ -119,14 +127,15 @@ static int int_bias(cir_graph *g, cir_node *n, cir_value *b, int region, const c
             const float s = (float)cir_const_f64(bs, si);
             if (s == unit && z == 0) {   /* the quantizer's own units: exact */
                 ib[i] = (int32_t)cir_const_i64(bq, i);
+                ok = fabs((double)ib[i]) <= room;
                 continue;
             }
             const double v = nearbyint((double)((float)(cir_const_i64(bq, i) - z) * s) / (double)unit);
-            ok = v == v && fabs(v) < 2147483647.0;
+            ok = v == v && fabs(v) <= room;
             ib[i] = ok ? (int32_t)v : 0;
         } else {
             const double v = nearbyint(cir_const_f64(b, i) / (double)unit);
-            ok = v == v && fabs(v) < 2147483647.0;
+            ok = v == v && fabs(v) <= room;
             ib[i] = ok ? (int32_t)v : 0;
         }
     }
@@ -171,7 +180,11 @@ static cir_node *quantized_by(cir_graph *g, cir_node *n, cir_value *yv, cir_node
         *act = r;
         r = sole_reader(g, cir_out(g, r, 0));
     }
-    if (r && r->region == n->region && q_tensor(g, r) && cir_in(g, r, 0) == (*act ? cir_out(g, *act, 0) : yv)) return r;
+    /* (a clamp moves onto the quantized values only through a positive y_scale: rounding x / s
+     * is monotonic increasing only then) */
+    if (r && r->region == n->region && q_tensor(g, r) && cir_in(g, r, 0) == (*act ? cir_out(g, *act, 0) : yv) &&
+        (!*act || cir_const_f64(cir_in(g, r, 1), 0) > 0))
+        return r;
     *lo = -INFINITY, *hi = INFINITY, *act = NULL;
     return NULL;
 }
@@ -223,41 +236,55 @@ static cuvil_status fold_add(cir_graph *g, cir_node *n) {
 }
 
 /* Folds node n if it matches; *folded says whether it did. */
-static cuvil_status fold(cir_graph *g, cir_node *n, bool *folded) {
+static cuvil_status fold(cir_graph *g, cir_node *n, bool *folded, const char **why) {
+#define NOFOLD(reason) \
+    do {               \
+        *why = reason; \
+        return CUVIL_OK; \
+    } while (0)
     *folded = false;
+    *why = NULL;
     const bool conv = n->kind == CIR_OP_CONV, gemm = n->kind == CIR_OP_GEMM;
     cir_value *xv = cir_in(g, n, 0), *wv = cir_in(g, n, 1), *yv = cir_out(g, n, 0);
-    if (n->n_post || !xv || !wv || yv->dtype != CIR_F32 || !cir_value_fixed(xv) || !cir_value_fixed(wv)) return CUVIL_OK;
+    if (!xv || !wv) return CUVIL_OK;
     cir_node *dx = producer(g, xv, n->region), *dw = producer(g, wv, n->region);
-    if (!dq_tensor(g, dx) || !dw) return CUVIL_OK;
+    const bool qx = dx && dx->kind == CIR_OP_DEQUANTIZE, qw = dw && dw->kind == CIR_OP_DEQUANTIZE;
+    if (!qx && !qw) return CUVIL_OK;   /* not a quantized node */
+    if (n->n_post || yv->dtype != CIR_F32 || !cir_value_fixed(xv) || !cir_value_fixed(wv)) NOFOLD("symbolic or non-float dims");
+    if (!dq_tensor(g, dx)) NOFOLD("its input is not 8-bit through a DequantizeLinear per tensor with constant scale and zero point");
+    if (!qw) NOFOLD("its weights are not a DequantizeLinear's output");
     cir_value *w0 = cir_in(g, dw, 0);
     int64_t M, K;   /* output channels / columns; the sum's length */
     bool trans_b = false;
+    const char *wmsg = "its weights' DequantizeLinear is not of constant 8-bit weights per tensor or per output channel";
     if (conv) {
-        if (wv->ndim < 3 || wv->ndim > 4) return CUVIL_OK;
+        if (wv->ndim < 3 || wv->ndim > 4) NOFOLD("a convolution over more than 2 spatial dims");
         M = wv->dims[0];
         K = cir_numel(wv) / (M ? M : 1);
-        if (!dq_weight(g, dw, 0, M)) return CUVIL_OK;
+        if (!dq_weight(g, dw, 0, M)) NOFOLD(wmsg);
     } else if (gemm) {
-        if (cir_attr_int(n, "trans_a") || cir_attr_float(n, "alpha") != 1.0f || xv->ndim != 2 || wv->ndim != 2) return CUVIL_OK;
-        if (cir_in(g, n, 2) && cir_attr_float(n, "beta") != 1.0f) return CUVIL_OK;
+        if (cir_attr_int(n, "trans_a") || cir_attr_float(n, "alpha") != 1.0f || xv->ndim != 2 || wv->ndim != 2)
+            NOFOLD("Gemm with transA or alpha other than 1");
+        if (cir_in(g, n, 2) && cir_attr_float(n, "beta") != 1.0f) NOFOLD("Gemm with beta other than 1");
         trans_b = cir_attr_int(n, "trans_b") != 0;
         M = wv->dims[trans_b ? 0 : 1], K = wv->dims[trans_b ? 1 : 0];
-        if (!dq_weight(g, dw, trans_b ? 0 : 1, M)) return CUVIL_OK;
+        if (!dq_weight(g, dw, trans_b ? 0 : 1, M)) NOFOLD(wmsg);
     } else {
-        if (wv->ndim != 2 || xv->ndim < 2) return CUVIL_OK;
+        if (wv->ndim != 2 || xv->ndim < 2) NOFOLD("MatMul whose weights are not 2-D");
         M = wv->dims[1], K = wv->dims[0];
-        if (!dq_weight(g, dw, 1, M)) return CUVIL_OK;
+        if (!dq_weight(g, dw, 1, M)) NOFOLD(wmsg);
     }
-    if (K > CUVIL_QGEMM_K_EXACT || M <= 0) return CUVIL_OK;
+    if (K > CUVIL_QGEMM_K_EXACT) NOFOLD("a sum over more than 33025 products (int32 could overflow)");
+    if (M <= 0) NOFOLD("no output channels");
     cir_value *xs = cir_in(g, dx, 1), *ws = cir_in(g, dw, 1);
     int bias = -1;
     cir_value *b = conv || gemm ? cir_in(g, n, 2) : NULL;
     if (b) {
-        if (gemm && (b->ndim != 1 || b->dims[0] != M)) return CUVIL_OK;   /* (a [M, N] bias stays float) */
-        if ((bias = int_bias(g, n, b, n->region, xs, ws, M)) == -2) return g->ctx->status ? g->ctx->status : cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
-        if (bias < 0) return CUVIL_OK;
+        if (gemm && (b->ndim != 1 || b->dims[0] != M)) NOFOLD("a Gemm bias that is not one value per column");
+        if ((bias = int_bias(g, n, b, n->region, xs, ws, M, K)) == -2) return g->ctx->status ? g->ctx->status : cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+        if (bias < 0) NOFOLD("its bias is not a constant (int32 through DequantizeLinear, or float32) within int32 in its units");
     }
+#undef NOFOLD
     float lo, hi;
     cir_node *act, *q = quantized_by(g, n, yv, &act, &lo, &hi);
     int wid = w0->id;
@@ -292,14 +319,22 @@ static cuvil_status fold(cir_graph *g, cir_node *n, bool *folded) {
 cuvil_status cuvil_pass_fold_qdq(cir_graph *g, const cuvil_options *o) {
     (void)o;
     cir_graph_count_uses(g);
+    int unfolded = 0;
     for (int i = 0; i < g->n_nodes; i++) {
         cir_node *n = cir_node_at(g, i);
         cuvil_status s = CUVIL_OK;
         bool f;
+        const char *why = NULL;
         if (n->dead) continue;
-        if (n->kind == CIR_OP_CONV || n->kind == CIR_OP_MATMUL || n->kind == CIR_OP_GEMM) s = fold(g, n, &f);
+        if (n->kind == CIR_OP_CONV || n->kind == CIR_OP_MATMUL || n->kind == CIR_OP_GEMM) s = fold(g, n, &f, &why);
         else if (n->kind == CIR_OP_ADD) s = fold_add(g, n);
         if (s) return s;
+        /* what stays float says so: the user sees which nodes of a quantized model did not
+         * become integer ones, and why (the first 8; names as the model spells them) */
+        if (why && unfolded++ < 8)
+            fprintf(stderr, "cuvil: note: %s '%.200s' runs in float32 between DequantizeLinear and QuantizeLinear: %s\n",
+                    n->src_op ? n->src_op : n->def->name, n->name, why);
     }
+    if (unfolded > 8) fprintf(stderr, "cuvil: note: and %d more quantized nodes run in float32\n", unfolded - 8);
     return CUVIL_OK;
 }

@@ -146,16 +146,16 @@ def _chain_model(ops, path):
 
 
 def test_unsupported_ops_grouped_with_counts(tmp_path):
-    """411 unsupported nodes of 3 ops (ConvInteger, RoiAlign, MaxUnpool):
+    """411 unsupported nodes of 3 ops (Bernoulli, RoiAlign, MaxUnpool):
     each op once, with its count and its first node's name; the message is not cut."""
-    ops = ([("", "ConvInteger", f"conv_int_node_{i:03d}_{'q' * 30}") for i in range(300)]
+    ops = ([("", "Bernoulli", f"bernoulli_node_{i:03d}_{'q' * 30}") for i in range(300)]
            + [("", "RoiAlign", f"roi_node_{i:03d}_{'s' * 30}") for i in range(100)]
            + [("", "MaxUnpool", f"unpool_node_{i:03d}_{'n' * 30}") for i in range(11)])
     _chain_model(ops, tmp_path / "m.onnx")
     proc = tl.compile_raw(tmp_path / "m.onnx", tmp_path / "m.so")
     tl.assert_clean_failure(proc, max_lines=5, mentions=["411 nodes use 3 ops"])
     err = proc.stderr
-    for op, n, first in (("ConvInteger", 300, ops[0][2]), ("RoiAlign", 100, ops[300][2]), ("MaxUnpool", 11, ops[400][2])):
+    for op, n, first in (("Bernoulli", 300, ops[0][2]), ("RoiAlign", 100, ops[300][2]), ("MaxUnpool", 11, ops[400][2])):
         (line,) = [ln for ln in err.splitlines() if ln.strip().startswith(op + " ")]
         assert f"{op} (opset 17); {n} nodes, the first '{first}'" in line, line
 

@@ -323,3 +323,167 @@ def test_qlinear_conv_refuses_bad_params(tmp_path):
                   [("y", TensorProto.UINT8)], inits)
     proc = tl.compile_raw(path, tmp_path / "m.so")
     tl.assert_clean_failure(proc, mentions=["qc", "x_zero_point", "int8"])
+
+
+class TinyLM(nn.Module):
+    """A decoder-ish stack of Linear layers (what MatMulNBits quantizes in a language model)."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(50, 64)
+        self.l1 = nn.Linear(64, 128)
+        self.l2 = nn.Linear(128, 64, bias=False)
+        self.head = nn.Linear(64, 50)
+
+    def forward(self, ids):
+        h = self.emb(ids)
+        h = h + self.l2(nn.functional.silu(self.l1(h)))
+        return self.head(h)
+
+
+@pytest.mark.parametrize("block,sym,bits", [(32, False, 4), (128, True, 4), (16, False, 4), (64, True, 8)])
+def test_matmul_nbits_quantizer(tmp_path, block, sym, bits):
+    """onnxruntime's MatMulNBitsQuantizer (4-bit, and 8-bit in newer versions) on a tiny
+    language-model stack: the logits and the greedy tokens against ONNX Runtime's run."""
+    from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
+    torch.manual_seed(3)
+    ids = torch.randint(0, 50, (2, 12))
+    path = tmp_path / "f32.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(TinyLM().eval(), (ids,), str(path), input_names=["ids"], output_names=["y"], opset_version=17,
+                          dynamo=False)
+        q = MatMulNBitsQuantizer(onnx.load(str(path)), bits=bits, block_size=block, is_symmetric=sym)
+        q.process()
+    qpath = tmp_path / "q.onnx"
+    q.model.save_model_to_file(str(qpath), False)
+    assert any(n.op_type == "MatMulNBits" for n in onnx.load(str(qpath)).graph.node)
+    feed = {"ids": ids.numpy()}
+    want = tl.ort_run(qpath, feed)["y"]
+    got = tl.compile_and_run(qpath, feed, tmp_path / "run")["y"]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+    assert (got.argmax(-1) == want.argmax(-1)).all()
+
+
+@pytest.mark.parametrize("bits,zp", [(4, "packed"), (2, None), (8, "float")])
+def test_matmul_nbits_node(tmp_path, bits, zp):
+    """One MatMulNBits node written by hand: K not a multiple of the block, zero points packed,
+    absent (2^(bits-1)) or float, a bias; against ONNX Runtime."""
+    rng = np.random.default_rng(bits)
+    K, N, bs = 40, 12, 16
+    nb = (K + bs - 1) // bs
+    B = rng.integers(0, 256, (N, nb, bs * bits // 8)).astype(np.uint8)
+    scales = rng.uniform(0.01, 0.1, N * nb).astype(np.float32)
+    inits = [numpy_helper.from_array(B, "B"), numpy_helper.from_array(scales, "s"),
+             numpy_helper.from_array(rng.standard_normal(N).astype(np.float32), "bias")]
+    ins = ["a", "B", "s"]
+    if zp == "packed":
+        inits.append(numpy_helper.from_array(rng.integers(0, 256, N * ((nb * bits + 7) // 8)).astype(np.uint8), "z"))
+        ins.append("z")
+    elif zp == "float":
+        inits.append(numpy_helper.from_array(rng.uniform(0, 2 ** bits - 1, N * nb).astype(np.float32), "z"))
+        ins.append("z")
+    else:
+        ins.append("")
+    ins += ["", "bias"]
+    node = helper.make_node("MatMulNBits", ins, ["y"], domain="com.microsoft", K=K, N=N, bits=bits, block_size=bs)
+    a = rng.standard_normal((3, K)).astype(np.float32)
+    path = _model(tmp_path, [node], [helper.make_tensor_value_info("a", TensorProto.FLOAT, a.shape)],
+                  [("y", TensorProto.FLOAT)], inits, ms=True)
+    # the definition, written out here: value j of a block from its byte's low bits up
+    per = 8 // bits
+    W = np.zeros((K, N), np.float64)
+    for n in range(N):
+        for k in range(K):
+            b, j = divmod(k, bs)
+            v = (int(B[n, b, j // per]) >> ((j % per) * bits)) & (2 ** bits - 1)
+            if zp == "packed":
+                z = (int(inits[3].raw_data[n * ((nb * bits + 7) // 8) + b * bits // 8]) >> (b * bits % 8)) & (2 ** bits - 1)
+            elif zp == "float":
+                z = float(numpy_helper.to_array(inits[3])[n * nb + b])
+            else:
+                z = 2 ** (bits - 1)
+            W[k, n] = (v - z) * float(scales[n * nb + b])
+    want = a.astype(np.float64) @ W + numpy_helper.to_array(inits[2])
+    got = tl.compile_and_run(path, {"a": a}, tmp_path / "run")["y"]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+    try:   # and ONNX Runtime, where its build runs this form, agrees with that reading
+        ort = tl.ort_run(path, {"a": a})["y"]
+    except Exception:   # noqa: BLE001 (2- and 8-bit forms arrived in later ONNX Runtime versions)
+        return
+    np.testing.assert_allclose(ort, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+
+
+def _qdq_conv(tmp_path, *, q_zp=True, q_outdt=None, bias=None, ys=0.05, act=None):
+    """DQ(x) -> Conv (DQ'd int8 weights, [bias]) -> [Relu] -> Q, opset 21."""
+    rng = np.random.RandomState(1)
+    inits = [numpy_helper.from_array(np.array(0.02, np.float32), "xs"), numpy_helper.from_array(np.array(128, np.uint8), "xz"),
+             numpy_helper.from_array(rng.randint(-50, 50, (4, 3, 3, 3)).astype(np.int8), "wq"),
+             numpy_helper.from_array(np.array(0.01, np.float32), "ws"), numpy_helper.from_array(np.array(0, np.int8), "wz"),
+             numpy_helper.from_array(np.array(ys, np.float32), "ys")]
+    nodes = [helper.make_node("DequantizeLinear", ["x", "xs", "xz"], ["xf"]),
+             helper.make_node("DequantizeLinear", ["wq", "ws", "wz"], ["wf"])]
+    cin = ["xf", "wf"]
+    if bias is not None:
+        inits.append(numpy_helper.from_array(np.asarray(bias, np.float32), "b"))
+        cin.append("b")
+    nodes.append(helper.make_node("Conv", cin, ["c"], pads=[1, 1, 1, 1]))
+    last = "c"
+    if act == "relu":
+        nodes.append(helper.make_node("Relu", ["c"], ["r"]))
+        last = "r"
+    qin = [last, "ys"]
+    if q_zp:
+        inits.append(numpy_helper.from_array(np.array(3, np.int8 if q_outdt == TensorProto.INT8 else np.uint8), "yz"))
+        qin.append("yz")
+    qa = {} if q_outdt is None else {"output_dtype": q_outdt}
+    nodes.append(helper.make_node("QuantizeLinear", qin, ["y"], **qa))
+    return _model(tmp_path, nodes, [helper.make_tensor_value_info("x", TensorProto.UINT8, (1, 3, 8, 8))],
+                  [("y", q_outdt or TensorProto.UINT8)], inits, opset=21)
+
+
+def _ort_float(path, feeds):
+    """ONNX Runtime without its graph optimisations: the QDQ model's float semantics."""
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    s = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+    return s.run(None, feeds)[0]
+
+
+@pytest.mark.parametrize("case", ["int8_output_dtype", "negative_scale_relu", "huge_bias", "plain"])
+def test_qdq_fold_edges(tmp_path, case):
+    """What the fold must leave alone or take exactly: a Q typed by output_dtype without a zero
+    point, a Relu before a Q of negative scale (the clamp would flip), a bias that could take the
+    int32 sum out of range; each against the float semantics (ONNX Runtime unoptimised)."""
+    unit = 0.02 * 0.01
+    kw = {"int8_output_dtype": dict(q_zp=False, q_outdt=TensorProto.INT8),
+          "negative_scale_relu": dict(ys=-0.05, act="relu"),
+          "huge_bias": dict(bias=[2147483000 * unit, -2147483000 * unit, 1.0, 2147480000 * unit]),
+          "plain": dict(act="relu")}[case]
+    path = _qdq_conv(tmp_path, **kw)
+    x = np.random.RandomState(1).randint(0, 256, (1, 3, 8, 8)).astype(np.uint8)
+    want = _ort_float(path, {"x": x})
+    got = tl.compile_and_run(path, {"x": x}, tmp_path / "run")["y"]
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert np.abs(got.astype(np.int32) - want).max() <= 1, (got.ravel()[:8], want.ravel()[:8])
+
+
+def test_conv_integer_stride2_wide(tmp_path):
+    """Stride 2 over rows whose inside part is a multiple of 16 columns (the vector path's last
+    chunk), against a naive loop."""
+    rng = np.random.default_rng(5)
+    x = rng.integers(0, 256, (1, 2, 32, 66)).astype(np.uint8)
+    w = rng.integers(0, 256, (3, 2, 3, 3)).astype(np.uint8)
+    node = helper.make_node("ConvInteger", ["x", "w"], ["y"], strides=[2, 2], pads=[1, 1, 1, 1])
+    path = _model(tmp_path, [node], [helper.make_tensor_value_info("x", TensorProto.UINT8, x.shape)], [("y", TensorProto.INT32)],
+                  [numpy_helper.from_array(w, "w")])
+    xp = np.pad(x.astype(np.int64), ((0, 0), (0, 0), (1, 1), (1, 1)))
+    OH, OW = 16, 33
+    want = np.zeros((1, 3, OH, OW), np.int64)
+    for m in range(3):
+        for i in range(OH):
+            for j in range(OW):
+                want[0, m, i, j] = (xp[0, :, 2 * i:2 * i + 3, 2 * j:2 * j + 3] * w[m].astype(np.int64)).sum()
+    got = tl.compile_and_run(path, {"x": x}, tmp_path / "run")["y"]
+    np.testing.assert_array_equal(got, want)

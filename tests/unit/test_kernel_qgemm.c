@@ -247,6 +247,9 @@ static void test_conv(const cuvil_qgemm_ukernel_desc *uk) {
         {1, 3, 4, 40, 4, 1, 7, 1, 3, 0, 3, 0, 3, 1, 1, 1, U, S, 0, CUVIL_QEPI_REQUANT},
         {2, 13, 6, 20, 8, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, U, S, 1, CUVIL_QEPI_REQUANT},   /* 1x1: x read in place */
         {1, 6, 9, 9, 5, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 1, U, U, 2, CUVIL_QEPI_F32},          /* 1x1 stride 2 */
+        {1, 2, 9, 64, 3, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, U, S, 1, CUVIL_QEPI_I32},       /* 32 columns inside */
+        {1, 2, 9, 66, 3, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, S, S, 1, CUVIL_QEPI_I32},
+        {1, 4, 5, 70, 4, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 4, U, S, 2, CUVIL_QEPI_REQUANT},   /* depthwise, wide */
     };
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) run_conv(uk, &cs[i]);
 }

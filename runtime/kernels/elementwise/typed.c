@@ -1071,10 +1071,11 @@ static int quantize_8(const cuvil_quant_params *p, int xt, const float *x, int s
     const float s = *(const float *)scale;
     const float z = zp ? (float)ld_int(yt, zp, 0) : 0.0f, lo = yt == CUVIL_T_U8 ? 0.0f : -128.0f, hi = yt == CUVIL_T_U8 ? 255.0f : 127.0f;
     for (int64_t i = 0; i < n; i++) {
-        float v = nearbyintf(x[i] / s) + z;
+        const float q = x[i] / s;
+        float v = nearbyintf(q) + z;
         v = v >= lo ? v : lo;
         v = v <= hi ? v : hi;
-        v = x[i] == x[i] ? v : 0.0f;
+        v = q == q ? v : 0.0f;   /* (a NaN quotient: 0, as the general path) */
         if (yt == CUVIL_T_U8) ((uint8_t *)y)[i] = (uint8_t)v;
         else ((int8_t *)y)[i] = (int8_t)v;
     }

@@ -42,6 +42,7 @@
 #define QNC 256
 #define QHDR 64
 #define QDW_TAPS 64   /* a depthwise conv runs on its own kernel up to this many taps */
+#define QDW_STEP 8    /* ... and strides and dilations up to this */
 
 /* ===== Microkernel table ======================================================== */
 const cuvil_qgemm_ukernel_desc cuvil_qgemm_ukernels[] = {
@@ -461,10 +462,11 @@ static inline void copy_flip(int8_t *restrict o, const uint8_t *restrict x, int6
 #if defined(__SSE2__)
     if (sw == 2) {   /* the even bytes of 32: masked to 16 bits, packed back to bytes */
         const __m128i m = _mm_set1_epi16(0xff), f = _mm_set1_epi8((char)flip);
-        for (; i + 16 <= n; i += 16) {
+        /* the 32 bytes read, x[2i .. 2i+31], must all be x's: 2i + 31 <= 2(n - 1), so i + 17 <= n
+         * (the last chunks go to the loop below) */
+        for (; i + 17 <= n; i += 16) {
             const __m128i a = _mm_and_si128(_mm_loadu_si128((const __m128i *)(x + 2 * i)), m);
-            const __m128i b = i + 16 < n ? _mm_and_si128(_mm_loadu_si128((const __m128i *)(x + 2 * i + 16)), m)
-                                         : _mm_and_si128(_mm_loadl_epi64((const __m128i *)(x + 2 * i + 16)), m);
+            const __m128i b = _mm_and_si128(_mm_loadu_si128((const __m128i *)(x + 2 * i + 16)), m);
             _mm_storeu_si128((__m128i *)(o + i), _mm_xor_si128(_mm_packus_epi16(a, b), f));
         }
     }
@@ -667,15 +669,24 @@ static void qdw_task(void *vctx, int64_t t, int tid) {
         memcpy(y + (size_t)(oh * p->OW) * ysz, out + (size_t)(oh * g.Wq) * ysz, (size_t)p->OW * ysz);
 }
 
+/* The depthwise kernel takes a conv with one channel per group, at most QDW_TAPS taps, strides
+ * and dilations up to QDW_STEP and planes of a bounded size (all checked here, before any size
+ * is multiplied: a model's strides and pads go up to 2^32); any other runs on the GEMM. */
+static int depthwise(const cuvil_conv2d_params *p) {
+    if (p->group != p->C || p->M != p->C || p->KH * p->KW > QDW_TAPS) return 0;
+    if (p->stride_h > QDW_STEP || p->stride_w > QDW_STEP || p->dil_h > QDW_STEP || p->dil_w > QDW_STEP) return 0;
+    const int64_t lim = (int64_t)1 << 28;   /* floats in the planes */
+    if (p->H + p->pad_t > lim || p->W + p->pad_l > lim || p->OH > lim || p->OW > lim) return 0;
+    const qdw_geo g = dw_geo(p);
+    return g.Hq <= lim / g.Wq && g.Hq * g.Wq <= lim / (p->stride_h * p->stride_w) && p->OH <= lim / g.Wq;
+}
+
 size_t cuvil_qconv_scratch_size(const cuvil_conv2d_params *p) {
     const int64_t K = conv_k(p), P = p->OH * p->OW;
-    if (p->group == p->C && p->M == p->C && p->KH * p->KW <= QDW_TAPS) return dw_scratch(p);
+    if (depthwise(p)) return dw_scratch(p);
     return patches_bytes(p) + al64(packed_b16_bytes(K, P)) + cuvil_qgemm_scratch_size(p->M / p->group, P, K, 1, 1);
 }
 
-static int depthwise(const cuvil_conv2d_params *p) {
-    return p->group == p->C && p->M == p->C && p->KH * p->KW <= QDW_TAPS;
-}
 
 void cuvil_qconv_with(const cuvil_qgemm_ukernel_desc *uk, const cuvil_conv2d_params *p, int xt, const void *x,
                       const void *xzp, const void *wp, const void *wzp, int64_t wz_n, const cuvil_qgemm_epi *e,

@@ -1240,10 +1240,8 @@ static cuvil_status map_ms_qgemm(onnx_mapper *m, onnx_node *on, cir_op_kind kind
         return node_err(m, on, CUVIL_ERR_MODEL, "A, B and their scales are required");
     static const int64_t perm[2] = {1, 0};
     cuvil_attr tp = {.name = "perm", .type = CUVIL_ATTR_INTS, .ints = perm, .n = 2};
-    if (ta && (a = raw_step(m, on, CIR_OP_TRANSPOSE, 1, &a, -1, "A^T")) < 0) return m->g->ctx->status;
-    if (ta && (cir_node_set_attr(m->g, cir_node_at(m->g, m->g->n_nodes - 1), &tp))) return m->g->ctx->status;
-    if (tb && (b = raw_step(m, on, CIR_OP_TRANSPOSE, 1, &b, -1, "B^T")) < 0) return m->g->ctx->status;
-    if (tb && (cir_node_set_attr(m->g, cir_node_at(m->g, m->g->n_nodes - 1), &tp))) return m->g->ctx->status;
+    if (ta && (a = step(m, on, CIR_OP_TRANSPOSE, 1, &a, -1, "A^T", &tp, 1)) < 0) return m->g->ctx->status;
+    if (tb && (b = step(m, on, CIR_OP_TRANSPOSE, 1, &b, -1, "B^T", &tp, 1)) < 0) return m->g->ctx->status;
     int in[9] = {a, in_at(on, 1), in_at(on, 2), b, in_at(on, 4), in_at(on, 5), in_at(on, 7), in_at(on, 8), in_at(on, 6)};
     return raw_step(m, on, kind, 9, in, on->out[0], "y") < 0 ? m->g->ctx->status : CUVIL_OK;
 }
@@ -1277,6 +1275,68 @@ static cuvil_status map_ms_dq_matmul(onnx_mapper *m, onnx_node *on, cir_op_kind 
     return raw_step(m, on, CIR_OP_ADD, 2, (int[]){y, bias}, on->out[0], "biased") < 0 ? m->g->ctx->status : CUVIL_OK;
 }
 
+/* MatMulNBits (A float32 [..., K], B uint8 [N, blocks, block_size * bits / 8], scales [N *
+ * blocks], [zero_points: uint8 packed like B's values, or float [N * blocks]], [g_idx], [bias
+ * [N]]; K, N, bits, block_size): A times the dequantized weights, W[k][n] = (q - zp) * scale of
+ * k's block (zp 2^(bits-1) when absent), each byte's values from its low bits up (g_idx, the
+ * 4th input, refused). The weights are
+ * dequantized now, into a float32 [K, N] constant that MatMul reads (a kernel that dequantizes
+ * inside the GEMM is to come: until then the library holds float32 weights). B, the scales and
+ * the zero points must be constants. */
+static cuvil_status map_ms_matmul_nbits(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
+    const int64_t K = attr_int(on, "K", -1), N = attr_int(on, "N", -1), bits = attr_int(on, "bits", 4);
+    const int64_t bs = attr_int(on, "block_size", -1);
+    all_used(on);
+    if (K <= 0 || N <= 0 || K > m->g->limits.dim || N > m->g->limits.dim)
+        return node_err(m, on, CUVIL_ERR_MODEL, "attributes K=%lld and N=%lld must be positive (and at most %lld)", (long long)K,
+                        (long long)N, (long long)m->g->limits.dim);
+    if (bits != 2 && bits != 4 && bits != 8) return node_err(m, on, CUVIL_ERR_UNSUPPORTED, "bits=%lld (Cuvil takes 2, 4, 8)", (long long)bits);
+    if (bs < 16 || bs > 65536 || (bs & (bs - 1)))
+        return node_err(m, on, CUVIL_ERR_MODEL, "block_size=%lld must be a power of 2 from 16", (long long)bs);
+    if (in_at(on, 4) >= 0) return node_err(m, on, CUVIL_ERR_UNSUPPORTED, "g_idx (a column order) is not supported");
+    int a = in_at(on, 0), bi = in_at(on, 1), si = in_at(on, 2), zi = in_at(on, 3), bias = in_at(on, 5);
+    if (a < 0 || bi < 0 || si < 0) return node_err(m, on, CUVIL_ERR_MODEL, "A, B and scales are required");
+    cir_value *B = cir_val(m->g, bi), *S = cir_val(m->g, si), *Z = zi >= 0 ? cir_val(m->g, zi) : NULL;
+    const int64_t nb = (K + bs - 1) / bs, blob = bs * bits / 8;
+    if (!cir_is_const(B) || !cir_is_const(S) || (Z && !cir_is_const(Z)))
+        return node_err(m, on, CUVIL_ERR_UNSUPPORTED, "B, scales and zero_points must be constants (initializers)");
+    if (B->dtype != CIR_U8 || cir_numel(B) != N * nb * blob)
+        return node_err(m, on, CUVIL_ERR_SHAPE, "B '%s' must be uint8 [%lld, %lld, %lld] (N, blocks, block bytes)", B->name,
+                        (long long)N, (long long)nb, (long long)blob);
+    if (S->dtype != CIR_F32 || cir_numel(S) != N * nb)
+        return node_err(m, on, CUVIL_ERR_SHAPE, "scales '%s' must be float32 with %lld values (N x blocks)", S->name,
+                        (long long)(N * nb));
+    const int64_t zrow = (nb * bits + 7) / 8;   /* packed zero points' bytes per column */
+    if (Z && !(Z->dtype == CIR_U8 && cir_numel(Z) == N * zrow) && !(Z->dtype == CIR_F32 && cir_numel(Z) == N * nb))
+        return node_err(m, on, CUVIL_ERR_SHAPE, "zero_points '%s' must be uint8 [%lld] (packed) or float32 [%lld]", Z->name,
+                        (long long)(N * zrow), (long long)(N * nb));
+    bool ovf = false;
+    const uint64_t nbytes = (uint64_t)cuvil_i64_mul(&ovf, cuvil_i64_mul(&ovf, K, N), 4);
+    if (ovf || nbytes > m->g->limits.total_bytes)
+        return node_err(m, on, CUVIL_ERR_UNSUPPORTED, "the dequantized weights (%lld x %lld float32) are over the limit "
+                        "total_bytes=%llu", (long long)K, (long long)N, (unsigned long long)m->g->limits.total_bytes);
+    const int64_t dims[2] = {K, N};
+    const int w = const_from(m, on, "weights", CIR_F32, 2, dims, NULL);
+    if (w < 0) return m->g->ctx->status;
+    float *W = cir_val(m->g, w)->data;
+    const uint8_t *q = B->data, *zq = Z && Z->dtype == CIR_U8 ? Z->data : NULL;
+    const float *sc = S->data, *zf = Z && Z->dtype == CIR_F32 ? Z->data : NULL;
+    const unsigned mask = (1u << bits) - 1, per = (unsigned)(8 / bits);
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t k = 0; k < K; k++) {
+            const int64_t b = k / bs, j = k % bs;
+            const uint8_t byte = q[(n * nb + b) * blob + j / per];
+            const float v = (float)((byte >> ((unsigned)(j % per) * (unsigned)bits)) & mask);
+            float z = (float)(1u << (bits - 1));
+            if (zq) z = (float)((zq[n * zrow + b * bits / 8] >> ((unsigned)(b * bits % 8))) & mask);
+            else if (zf) z = zf[n * nb + b];
+            W[k * N + n] = (v - z) * sc[n * nb + b];
+        }
+    int y = step(m, on, kind, 2, (int[]){a, w}, bias >= 0 ? -1 : on->out[0], "y", NULL, 0);
+    if (y < 0 || bias < 0) return y < 0 ? m->g->ctx->status : CUVIL_OK;
+    return step(m, on, CIR_OP_ADD, 2, (int[]){y, bias}, on->out[0], "biased", NULL, 0) < 0 ? m->g->ctx->status : CUVIL_OK;
+}
+
 static const op_map ms_table[] = {
     {"Gelu", 1, CIR_OP_GELU, map_ms_gelu},
     {"FastGelu", 1, CIR_OP_GELU, map_ms_gelu},
@@ -1301,6 +1361,7 @@ static const op_map ms_table[] = {
     {"QGemm", 1, CIR_OP_QLINEAR_MATMUL, map_ms_qgemm},
     {"DynamicQuantizeMatMul", 1, CIR_OP_QLINEAR_MATMUL, map_ms_dq_matmul},
     {"MatMulIntegerToFloat", 1, CIR_OP_QLINEAR_MATMUL, map_ms_dq_matmul},
+    {"MatMulNBits", 1, CIR_OP_MATMUL, map_ms_matmul_nbits},
 };
 
 /* ===== The table =========================================================================== */

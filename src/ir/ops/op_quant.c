@@ -175,11 +175,13 @@ cuvil_status op_qclamp_check(cir_graph *g, cir_node *n, int iys, int iyz) {
     const float lo = cir_attr_float(n, "min"), hi = cir_attr_float(n, "max");
     if (lo == -INFINITY && hi == INFINITY) return CUVIL_OK;
     cir_value *ys = cir_in(g, n, iys), *yz = cir_in(g, n, iyz);
-    if (!ys || !cir_is_const(ys) || (yz && !cir_is_const(yz)))
-        return cir_node_err(g, n, CUVIL_ERR_MODEL, "min/max need a constant y_scale and y_zero_point");
+    if (!ys || !cir_is_const(ys) || (yz && !cir_is_const(yz)) || !(cir_const_f64(ys, 0) > 0))
+        return cir_node_err(g, n, CUVIL_ERR_MODEL, "min/max need a constant positive y_scale and a constant y_zero_point");
     if (!(lo <= hi)) return cir_node_err(g, n, CUVIL_ERR_MODEL, "min %g is above max %g", (double)lo, (double)hi);
     return CUVIL_OK;
 }
+
+static bool i8(cir_dtype t) { return t == CIR_U8 || t == CIR_I8; }
 
 static cuvil_status qlmm_infer(cir_graph *g, cir_node *n) {
     cuvil_status s = op_check_arity(g, n, 6, 9, 1, 1);
@@ -203,6 +205,11 @@ static cuvil_status qlmm_infer(cir_graph *g, cir_node *n) {
     if (b && (b->dtype != CIR_I32 || b->ndim != 1 || b->dims[0] != m.N))
         return cir_node_err(g, n, CUVIL_ERR_SHAPE, "bias '%s' must be int32 of shape [%lld]", b->name, (long long)m.N);
     if ((s = op_qclamp_check(g, n, 6, 7))) return s;
+    const bool fast = as->dtype == CIR_F32 && i8(cir_in(g, n, 0)->dtype) && i8(cir_in(g, n, 3)->dtype);
+    const bool clamp = cir_attr_float(n, "min") != -INFINITY || cir_attr_float(n, "max") != INFINITY;
+    if (!fast && (!ys || !yz || clamp))   /* (the reference kernel: QLinearMatMul's own form) */
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "with float16 scales or 16-bit operands, y_scale and y_zero_point "
+                            "are required and min/max are not supported");
     cir_set_shape(cir_out(g, n, 0), !ys ? CIR_F32 : yz ? yz->dtype : CIR_U8, m.ndim, m.dims);
     return CUVIL_OK;
 }
