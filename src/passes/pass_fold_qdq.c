@@ -250,9 +250,12 @@ static cuvil_status fold(cir_graph *g, cir_node *n, bool *folded, const char **w
     cir_node *dx = producer(g, xv, n->region), *dw = producer(g, wv, n->region);
     const bool qx = dx && dx->kind == CIR_OP_DEQUANTIZE, qw = dw && dw->kind == CIR_OP_DEQUANTIZE;
     if (!qx && !qw) return CUVIL_OK;   /* not a quantized node */
-    if (n->n_post || yv->dtype != CIR_F32 || !cir_value_fixed(xv) || !cir_value_fixed(wv)) NOFOLD("symbolic or non-float dims");
+    /* (a MatMul's or Gemm's rows may be symbolic: qlinear_matmul takes them; a conv's dims not) */
+    const bool xdims = cir_value_fixed(xv) || (!conv && xv->ndim >= 2 && !xv->dx[xv->ndim - 1]);
+    if (!qw || !cir_is_const(cir_in(g, dw, 0)) || !cir_value_fixed(wv))
+        NOFOLD("its second operand is not constant weights through a DequantizeLinear (a product of two activations?)");
+    if (n->n_post || yv->dtype != CIR_F32 || !xdims) NOFOLD("symbolic dims (a convolution's) or a non-float result");
     if (!dq_tensor(g, dx)) NOFOLD("its input is not 8-bit through a DequantizeLinear per tensor with constant scale and zero point");
-    if (!qw) NOFOLD("its weights are not a DequantizeLinear's output");
     cir_value *w0 = cir_in(g, dw, 0);
     int64_t M, K;   /* output channels / columns; the sum's length */
     bool trans_b = false;

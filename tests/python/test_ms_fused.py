@@ -90,6 +90,7 @@ def _export(name: str, path):
     return names
 
 
+@pytest.mark.plain   # (transformers exports: the plain pass only, for CI time)
 @pytest.mark.parametrize("name,fused", [
     ("bert", {"EmbedLayerNormalization", "Attention", "SkipLayerNormalization", "BiasGelu"}),
     ("distilbert", {"EmbedLayerNormalization", "Attention", "SkipLayerNormalization", "BiasGelu"}),

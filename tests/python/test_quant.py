@@ -125,6 +125,7 @@ def _check(path, x, tmp_path, step=None, rtol=1e-4):
 FORMS = ["qdq_s8_pc", "qdq_u8", "qop_pc", "dyn_s8", "dyn_u8"]
 
 
+@pytest.mark.plain   # (torch exports and ONNX Runtime's quantizer: the plain pass only, for CI time)
 @pytest.mark.parametrize("form", FORMS)
 def test_cnn_quantized(tmp_path, form):
     torch.manual_seed(0)
@@ -140,6 +141,7 @@ def test_cnn_quantized(tmp_path, form):
     assert ir.count(f" = {kinds[form]} ") == 4, ir
 
 
+@pytest.mark.plain   # (torch exports and ONNX Runtime's quantizer: the plain pass only, for CI time)
 @pytest.mark.parametrize("form", FORMS)
 def test_mlp_quantized(tmp_path, form):
     torch.manual_seed(1)
@@ -341,6 +343,7 @@ class TinyLM(nn.Module):
         return self.head(h)
 
 
+@pytest.mark.plain   # (torch exports and ONNX Runtime's quantizer: the plain pass only, for CI time)
 @pytest.mark.parametrize("block,sym,bits", [(32, False, 4), (128, True, 4), (16, False, 4), (64, True, 8)])
 def test_matmul_nbits_quantizer(tmp_path, block, sym, bits):
     """onnxruntime's MatMulNBitsQuantizer (4-bit, and 8-bit in newer versions) on a tiny
@@ -487,3 +490,68 @@ def test_conv_integer_stride2_wide(tmp_path):
                 want[0, m, i, j] = (xp[0, :, 2 * i:2 * i + 3, 2 * j:2 * j + 3] * w[m].astype(np.int64)).sum()
     got = tl.compile_and_run(path, {"x": x}, tmp_path / "run")["y"]
     np.testing.assert_array_equal(got, want)
+
+
+def _bert(path):
+    """A small BERT (transformers, seeded weights) with batch and sequence symbolic."""
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    cfg = transformers.BertConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
+                                  vocab_size=100, max_position_embeddings=64, attn_implementation="eager")
+    bert = transformers.BertModel(cfg).eval()
+
+    class W(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.m = bert
+
+        def forward(self, ids, mask):
+            return self.m(input_ids=ids, attention_mask=mask).last_hidden_state
+
+    ids = torch.randint(0, 100, (2, 16))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(W(), (ids, torch.ones(2, 16, dtype=torch.int64)), str(path), input_names=["ids", "mask"],
+                          output_names=["h"], opset_version=17, dynamo=False,
+                          dynamic_axes={"ids": {0: "batch", 1: "seq"}, "mask": {0: "batch", 1: "seq"}})
+    return path
+
+
+@pytest.mark.plain   # (torch exports and ONNX Runtime's quantizer: the plain pass only, for CI time)
+@pytest.mark.parametrize("form", ["dynamic", "qdq"])
+def test_bert_quantized_symbolic(tmp_path, form):
+    """BERT with symbolic batch and sequence put through quantize_dynamic (DynamicQuantizeLinear +
+    MatMulInteger on every Linear, the embeddings' Gather dequantized) or quantize_static (QDQ:
+    the 12 weight MatMuls fold into qlinear_matmul with symbolic rows; the two products of
+    activations per layer stay float, named on stderr); several batch x sequence sizes of one
+    build, padded rows. Dynamic: against ONNX Runtime's int8 run. QDQ: against the model's float
+    semantics (ONNX Runtime unoptimised; its optimised int8 run differs from those by its own
+    QLinear approximations, ~1% here)."""
+    import cuvil
+    f32 = _bert(tmp_path / "bert.onnx")
+    q = tmp_path / f"bert_{form}.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if form == "dynamic":
+            quant.quantize_dynamic(str(f32), str(q), weight_type=quant.QuantType.QInt8)
+        else:
+            class Reader(quant.CalibrationDataReader):
+                def __init__(self):
+                    self.it = iter([{"ids": np.random.RandomState(i).randint(0, 100, (2, 16)).astype(np.int64),
+                                     "mask": np.ones((2, 16), np.int64)} for i in range(4)])
+
+                def get_next(self):
+                    return next(self.it, None)
+
+            quant.quantize_static(str(f32), str(q), Reader(), quant_format=quant.QuantFormat.QDQ, per_channel=True)
+    dims = {"batch": "1:4", "seq": "1:32"}
+    ir = tl.compile(q, tmp_path / "ir", emit="ir", dims=dims).read_text()
+    assert ir.count(" = matmul_integer " if form == "dynamic" else " = qlinear_matmul ") == 12, ir
+    model = cuvil.load(tl.compile(q, tmp_path / "so", dims=dims))
+    rng = np.random.default_rng(1)
+    for B, S in [(3, 11), (1, 32), (4, 5)]:
+        mask = np.ones((B, S), np.int64)
+        mask[0, S // 2:] = 0
+        feed = {"ids": rng.integers(0, 100, (B, S)).astype(np.int64), "mask": mask}
+        want = tl.ort_run(q, feed)["h"] if form == "dynamic" else _ort_float(q, feed)
+        np.testing.assert_allclose(model(**feed), want, rtol=1e-4, atol=1e-4 * np.abs(want).max())

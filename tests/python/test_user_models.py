@@ -20,6 +20,8 @@ import cuvil_testlib as tl
 
 torch = pytest.importorskip("torch")
 nn = torch.nn
+# whole torch models: the plain pass of make test only (the sanitizer pass's time, CI)
+pytestmark = pytest.mark.plain
 
 
 def _export(module, args, path, names, outs, dynamic=None, opset=17):

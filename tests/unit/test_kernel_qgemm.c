@@ -201,9 +201,17 @@ static void run_conv(const cuvil_qgemm_ukernel_desc *uk, const ccase *c) {
                          .bias_per = CUVIL_QPER_ROW, .ldy = P};
     if (c->kind == CUVIL_QEPI_REQUANT) e.ibias = bias, e.yzp = 100, e.lo = 0, e.hi = 255;
     e.y = ktu_alloc((size_t)ny * 4);
-    void *scratch = ktu_alloc(cuvil_qconv_scratch_size(&p)), *wp = ktu_alloc(cuvil_qconv_packed_w_bytes(&p));
+    /* every other case on a pool of 3 threads (the patches and the GEMM in tasks) */
+    static int nth = 0;
+    const int threads = (nth++ % 2) ? 3 : 1;
+    const size_t per = CUVIL_ALIGN_UP(cuvil_qconv_scratch_size(&p), 64);
+    void *scratch = ktu_alloc(per * (size_t)threads), *wp = ktu_alloc(cuvil_qconv_packed_w_bytes(&p));
     cuvil_qconv_pack_w(&p, c->wt, w, wp);
+    cuvil_pool *pool = threads > 1 ? cuvil_pool_create(threads, per, ktu_aligned_alloc, ktu_aligned_free, NULL) : NULL;
+    const cuvil_pool *prev = cuvil_pool_bind(pool);
     cuvil_qconv_with(uk, &p, c->xt, x, xz, wp, c->wzn ? wz : NULL, wz_n, &e, scratch);
+    cuvil_pool_bind(prev);
+    cuvil_pool_destroy(pool);
     const int64_t zx = get8(c->xt, xz, 0);
     int bad = 0;
     for (int64_t n = 0; n < c->N && !bad; n++)

@@ -125,13 +125,19 @@ static int8_t *packed_data(const void *bp, int64_t N) {
 }
 
 /* A packed B's header, zeroed sums and zeroed panels (into *cs, *d). */
-static void packed_init(void *dst, int64_t K, int64_t N, int bt, int bw, int32_t **cs, int8_t **d) {
-    const int64_t np = CUVIL_ALIGN_UP(N, QNR);
+/* A packed B's header (into *cs, *d: its column sums and panels, as they were) */
+static void packed_header(void *dst, int64_t K, int64_t N, int bt, int bw, int32_t **cs, int8_t **d) {
     int64_t *h = dst;
     memset(dst, 0, QHDR);
     h[0] = K, h[1] = N, h[2] = bt, h[3] = bw;
     *cs = packed_colsum(dst);
     *d = packed_data(dst, N);
+}
+
+/* ... and its column sums and panels zeroed */
+static void packed_init(void *dst, int64_t K, int64_t N, int bt, int bw, int32_t **cs, int8_t **d) {
+    const int64_t np = CUVIL_ALIGN_UP(N, QNR);
+    packed_header(dst, K, N, bt, bw, cs, d);
     memset(*cs, 0, (size_t)np * 4);
     memset(*d, 0, (size_t)np * (size_t)kpad(K) * (size_t)bw);
 }
@@ -474,63 +480,97 @@ static inline void copy_flip(int8_t *restrict o, const uint8_t *restrict x, int6
     for (; i < n; i++) o[i] = (int8_t)(x[i * sw] ^ flip);
 }
 
-/* cs[i] += (int8)(row[i] ^ flip) */
-static inline void add_row(int32_t *restrict cs, const uint8_t *restrict row, int64_t n, uint8_t flip) {
-    for (int64_t i = 0; i < n; i++) cs[i] += (int8_t)(row[i] ^ flip);
-}
-
 /* The patches of one image's group (x: its first channel) as packed B: column = output pixel,
  * k = (channel, kh, kw) as the weights order it; x's zero point where the window leaves x.
  * Each k's row (np bytes, B' values) is built in `rows` (4 at a time), then interleaved. */
-__attribute__((noinline)) static void pack_patches(const cuvil_conv2d_params *p, int xt, const void *x, int32_t zx,
-                                                   int8_t *rows, int bw, void *dst) {
-    const int64_t K = conv_k(p), P = p->OH * p->OW, kp = kpad(K), np = CUVIL_ALIGN_UP(P, QNR), HW = p->H * p->W;
+/* The patches of one image's group (x: its first channel) as packed B, in tasks: each task a
+ * group of 4 k's (their rows built in the thread's scratch, then interleaved), then the column
+ * sums in tasks over the panels (read back from the packed values). */
+typedef struct patch_job {
+    const cuvil_conv2d_params *p;
+    int xt, bw;
+    const void *x;
+    int32_t zx;
+    void *scratch;   /* each thread's rows at its slice's start */
+    int8_t *d;       /* the packed panels */
     int32_t *cs;
-    int8_t *d;
-    packed_init(dst, K, P, xt, bw, &cs, &d);
-    const int8_t pad = (int8_t)(xt == CUVIL_T_U8 ? zx - 128 : zx);
+} patch_job;
+
+static void patch_task(void *vctx, int64_t k4, int tid) {
+    const patch_job *j = vctx;
+    const cuvil_conv2d_params *p = j->p;
+    const int64_t K = conv_k(p), P = p->OH * p->OW, kp = kpad(K), np = CUVIL_ALIGN_UP(P, QNR), HW = p->H * p->W;
+    const int xt = j->xt;
+    int8_t *rows = cuvil_thread_scratch(j->scratch, tid);
+    const int8_t pad = (int8_t)(xt == CUVIL_T_U8 ? j->zx - 128 : j->zx);
     const uint8_t flip = xt == CUVIL_T_U8 ? 0x80 : 0;
-    for (int64_t k4 = 0; k4 < kp / 4; k4++) {
-        const int8_t *r[4];
-        uint8_t fl[4] = {0, 0, 0, 0};
-        for (int q = 0; q < 4; q++) {
-            const int64_t k = k4 * 4 + q;
-            int8_t *row = rows + q * np;
-            r[q] = row;
-            if (k >= K) {
-                memset(row, 0, (size_t)P);
-                continue;
-            }
-            const int64_t c = k / (p->KH * p->KW), kh = k / p->KW % p->KH, kw = k % p->KW;
-            const uint8_t *xc = (const uint8_t *)x + c * HW;
-            /* the output columns whose input column is inside x: [lo, hi) */
-            const int64_t off = kw * p->dil_w - p->pad_l, sw = p->stride_w, ih0 = kh * p->dil_h - p->pad_t;
-            if (sw == 1 && off == 0 && p->OW == p->W && p->stride_h == 1 && ih0 >= 0 && ih0 + p->OH <= p->H) {
-                /* every patch value inside x, the rows one block (a 1x1 conv's channel): read in place */
-                r[q] = (const int8_t *)(xc + ih0 * p->W);
-                fl[q] = flip;
-                add_row(cs, xc + ih0 * p->W, P, flip);
-                continue;
-            }
-            int64_t lo = off >= 0 ? 0 : (-off + sw - 1) / sw, hi = (p->W - off + sw - 1) / sw;
-            hi = hi < 0 ? 0 : hi > p->OW ? p->OW : hi;
-            lo = lo > hi ? hi : lo;
-            for (int64_t oh = 0; oh < p->OH; oh++) {
-                int8_t *o = row + oh * p->OW;
-                const int64_t ih = oh * p->stride_h - p->pad_t + kh * p->dil_h;
-                if (ih < 0 || ih >= p->H) {
-                    memset(o, pad, (size_t)p->OW);
-                    continue;
-                }
-                const uint8_t *xr = xc + ih * p->W;
-                for (int64_t ow = 0; ow < lo; ow++) o[ow] = pad;   /* (a few columns: no memset call) */
-                copy_flip(o + lo, xr + lo * sw + off, hi - lo, sw, flip);
-                for (int64_t ow = hi; ow < p->OW; ow++) o[ow] = pad;
-            }
-            add_row(cs, (const uint8_t *)row, P, 0);
+    const int8_t *r[4];
+    uint8_t fl[4] = {0, 0, 0, 0};
+    for (int q = 0; q < 4; q++) {
+        const int64_t k = k4 * 4 + q;
+        int8_t *row = rows + q * np;
+        r[q] = row;
+        if (k >= K) {
+            memset(row, 0, (size_t)P);
+            continue;
         }
-        interleave4(r, fl, P, kp, k4, bw, d);
+        const int64_t c = k / (p->KH * p->KW), kh = k / p->KW % p->KH, kw = k % p->KW;
+        const uint8_t *xc = (const uint8_t *)j->x + c * HW;
+        /* the output columns whose input column is inside x: [lo, hi) */
+        const int64_t off = kw * p->dil_w - p->pad_l, sw = p->stride_w, ih0 = kh * p->dil_h - p->pad_t;
+        if (sw == 1 && off == 0 && p->OW == p->W && p->stride_h == 1 && ih0 >= 0 && ih0 + p->OH <= p->H) {
+            /* every patch value inside x, the rows one block (a 1x1 conv's channel): read in place */
+            r[q] = (const int8_t *)(xc + ih0 * p->W);
+            fl[q] = flip;
+            continue;
+        }
+        int64_t lo = off >= 0 ? 0 : (-off + sw - 1) / sw, hi = (p->W - off + sw - 1) / sw;
+        hi = hi < 0 ? 0 : hi > p->OW ? p->OW : hi;
+        lo = lo > hi ? hi : lo;
+        for (int64_t oh = 0; oh < p->OH; oh++) {
+            int8_t *o = row + oh * p->OW;
+            const int64_t ih = oh * p->stride_h - p->pad_t + kh * p->dil_h;
+            if (ih < 0 || ih >= p->H) {
+                memset(o, pad, (size_t)p->OW);
+                continue;
+            }
+            const uint8_t *xr = xc + ih * p->W;
+            for (int64_t ow = 0; ow < lo; ow++) o[ow] = pad;   /* (a few columns: no memset call) */
+            copy_flip(o + lo, xr + lo * sw + off, hi - lo, sw, flip);
+            for (int64_t ow = hi; ow < p->OW; ow++) o[ow] = pad;
+        }
     }
+    interleave4(r, fl, P, kp, k4, j->bw, j->d);
+}
+
+/* the column sums of panels [16 t, 16 t + 16): each column's values over every group of 4 k */
+static void colsum_task(void *vctx, int64_t t, int tid) {
+    const patch_job *j = vctx;
+    (void)tid;
+    const int64_t kp = kpad(conv_k(j->p));
+    int32_t s[QNR] = {0};
+    for (int64_t pn = t * 16; pn < t * 16 + 16 && pn * QNR < CUVIL_ALIGN_UP(j->p->OH * j->p->OW, QNR); pn++) {
+        memset(s, 0, sizeof s);
+        if (j->bw == 1) {
+            const int8_t *pp = j->d + pn * kp * QNR;
+            for (int64_t g = 0; g < kp / 4; g++, pp += 64)
+                for (int c = 0; c < QNR; c++) s[c] += pp[c * 4] + pp[c * 4 + 1] + pp[c * 4 + 2] + pp[c * 4 + 3];
+        } else {
+            const int16_t *pp = (const int16_t *)(const void *)j->d + pn * kp * QNR;
+            for (int64_t g = 0; g < kp / 4; g++, pp += 64)
+                for (int c = 0; c < QNR; c++) s[c] += pp[c * 4] + pp[c * 4 + 1] + pp[c * 4 + 2] + pp[c * 4 + 3];
+        }
+        memcpy(j->cs + pn * QNR, s, sizeof s);
+    }
+}
+
+__attribute__((noinline)) static void pack_patches(const cuvil_conv2d_params *p, int xt, const void *x, int32_t zx, void *scratch,
+                                                   int bw, void *dst) {
+    const int64_t K = conv_k(p), P = p->OH * p->OW;
+    patch_job j = {p, xt, bw, x, zx, scratch, NULL, NULL};
+    packed_header(dst, K, P, xt, bw, &j.cs, &j.d);   /* (every panel byte is written below) */
+    cuvil_parallel_for(kpad(K) / 4, patch_task, &j);
+    cuvil_parallel_for((CUVIL_ALIGN_UP(P, QNR) / QNR + 15) / 16, colsum_task, &j);
 }
 
 static size_t patches_bytes(const cuvil_conv2d_params *p) {

@@ -8,9 +8,12 @@ cuvil_status cg_emit_quant(cg_ctx *cg, cir_graph *g, cir_node *n) {
     cuvil_status s = op_quant_params(g, n, &p);
     if (s) return s;
     cir_value *x = cir_in(g, n, 0), *sc = cir_in(g, n, 1), *y = cir_out(g, n, 0);
-    const char *ps = cg_param(cg, "cuvil_quant_params", "{ .outer = %lld, .len = %lld, .inner = %lld, .block = %lld, "
-                              ".mode = %d, .saturate = %d }", (long long)p.outer, (long long)p.len, (long long)p.inner,
-                              (long long)p.block, p.mode, p.saturate);
+    char outer[32];
+    snprintf(outer, sizeof outer, "%lld", (long long)p.outer);
+    /* (symbolic dims: per tensor, the run's element count) */
+    const char *ps = cg_param(cg, "cuvil_quant_params", "{ .outer = %s, .len = %lld, .inner = %lld, .block = %lld, "
+                              ".mode = %d, .saturate = %d }", cg_node_symbolic(g, n) ? cg_numel(cg, x->id) : outer,
+                              (long long)p.len, (long long)p.inner, (long long)p.block, p.mode, p.saturate);
     cg_printf(cg, "    cuvil_%s_t(&%s, %s, %s, %s, %s, %s, %s, %s);\n", n->kind == CIR_OP_QUANTIZE ? "quantize" : "dequantize", ps,
               cg_rt_type(x->dtype), cg_in(cg, n->in[0]), cg_rt_type(sc->dtype), cg_in(cg, n->in[1]),
               cir_in(g, n, 2) ? cg_in(cg, n->in[2]) : "NULL", cg_rt_type(y->dtype), cg_out(cg, n->out[0]));
@@ -130,7 +133,12 @@ static cuvil_status imatmul_fast(cg_ctx *cg, cir_graph *g, cir_node *n, const op
     cir_value *a = cir_in(g, n, ia), *b = cir_in(g, n, ib), *az = cir_in(g, n, iaz), *bz = cir_in(g, n, ibz);
     const int64_t az_n = az ? cir_numel(az) : 0, bz_n = bz ? cir_numel(bz) : 0;
     const bool flat = m->b_bs == 0 && (az_n <= 1 || m->batch == 1) && (m->a_bs != 0 || m->batch == 1);
+    /* rows: a number, or with symbolic dims the run's (the sizes in m their upper bounds, for
+     * the scratch); infer allowed symbolic dims only where the product is flat */
     const int64_t rows = flat ? m->batch * m->M : m->M, reps = flat ? 1 : m->batch;
+    char rbuf[32];
+    const char *rows_c = m->sym ? cg_dimprod(cg, a->id, 0, a->ndim - 1, 1) : (snprintf(rbuf, sizeof rbuf, "%lld", (long long)rows), rbuf);
+    if (m->sym && !flat) return cuvil_err(g->ctx, CUVIL_ERR_INTERNAL, "'%s': symbolic rows that are not one product", n->name);
     const bool bconst = cir_is_const(b) && m->b_bs == 0;
     const char *bp = "NULL";
     if (bconst) {
@@ -157,8 +165,8 @@ static cuvil_status imatmul_fast(cg_ctx *cg, cir_graph *g, cir_node *n, const op
     const size_t ysz = kind == CUVIL_QEPI_REQUANT ? 1 : 4;
     cg_printf(cg, "        for (int64_t q = 0; q < %lld; q++) {\n            E.y = (char *)%s + (size_t)(q * %lld) * %zu;\n",
               (long long)reps, cg_out(cg, n->out[0]), (long long)(rows * m->N), ysz);
-    cg_printf(cg, "            cuvil_qgemm(%lld, %lld, %lld, %s, (const int8_t *)%s + q * %lld, %lld, NULL, %s, (const int8_t *)%s + q * %lld, "
-              "%lld, %s, %s, %lld, %s, %lld, &E, %s);\n        }\n    }\n", (long long)rows, (long long)m->N, (long long)m->K,
+    cg_printf(cg, "            cuvil_qgemm(%s, %lld, %lld, %s, (const int8_t *)%s + q * %lld, %lld, NULL, %s, (const int8_t *)%s + q * %lld, "
+              "%lld, %s, %s, %lld, %s, %lld, &E, %s);\n        }\n    }\n", rows_c, (long long)m->N, (long long)m->K,
               cg_rt_type(a->dtype), cg_in(cg, n->in[ia]), (long long)m->a_bs, (long long)m->K, cg_rt_type(b->dtype),
               cg_in(cg, n->in[ib]), (long long)m->b_bs, (long long)m->N, bp, az ? cg_in(cg, n->in[iaz]) : "NULL",
               (long long)az_n, bz ? cg_in(cg, n->in[ibz]) : "NULL", (long long)bz_n, S);

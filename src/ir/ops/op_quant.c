@@ -14,8 +14,11 @@ static bool int8to32(cir_dtype t) {
 
 cuvil_status op_quant_params(cir_graph *g, cir_node *n, cuvil_quant_params *p) {
     cir_value *x = cir_in(g, n, 0), *sc = cir_in(g, n, 1), *zp = cir_in(g, n, 2);
-    if (!cir_value_fixed(x) || !cir_value_fixed(sc))
-        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "the input's and the scale's dims must be fixed");
+    /* symbolic dims per tensor only (the emitter counts the elements of the run; the sizes here
+     * are their upper bounds) */
+    if (!cir_value_fixed(sc) || (!cir_value_fixed(x) && (cir_numel(sc) != 1 || sc->ndim > 1 || cir_attr_int(n, "block_size") > 0)))
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "the scale's dims must be fixed, and the input's too unless the "
+                            "scale is one value");
     if (!cir_dtype_is_float(sc->dtype) || sc->dtype == CIR_F64)
         return cir_node_err(g, n, CUVIL_ERR_MODEL, "scale '%s' is %s; it must be float32, float16 or bfloat16", sc->name,
                             cir_dtype_name(sc->dtype));
@@ -98,20 +101,19 @@ static const cir_attr_spec q_attrs[] = {
     {"to", CIR_ATTR_DTYPE, CIR_UNDEF, 0, NULL, false},
     CIR_ATTR_END,
 };
-const cir_opdef cir_op_dequantize = {"dequantize", 0, 2, 3, 1, 1, q_attrs, dq_infer, NULL, NULL, 0};
-const cir_opdef cir_op_quantize = {"quantize", 0, 2, 3, 1, 1, q_attrs, q_infer, NULL, NULL, 0};
+const cir_opdef cir_op_dequantize = {"dequantize", CIR_OPF_SYM_DIMS, 2, 3, 1, 1, q_attrs, dq_infer, NULL, NULL, 0};
+const cir_opdef cir_op_quantize = {"quantize", CIR_OPF_SYM_DIMS, 2, 3, 1, 1, q_attrs, q_infer, NULL, NULL, 0};
 
 static cuvil_status dynq_infer(cir_graph *g, cir_node *n) {
     cuvil_status s = op_check_arity(g, n, 1, 1, 3, 3);
     if (s || (s = op_need_f32(g, n, 0))) return s;
     cir_value *x = cir_in(g, n, 0);
-    if (!cir_value_fixed(x)) return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "the input's dims must be fixed");
-    cir_set_shape_like(cir_out(g, n, 0), CIR_U8, x);
+    cir_set_shape_like(cir_out(g, n, 0), CIR_U8, x);   /* (symbolic dims too: the run counts the elements) */
     cir_set_shape(cir_out(g, n, 1), CIR_F32, 0, NULL);
     cir_set_shape(cir_out(g, n, 2), CIR_U8, 0, NULL);
     return CUVIL_OK;
 }
-const cir_opdef cir_op_dynamic_quantize = {"dynamic_quantize", 0, 1, 1, 3, 3, NULL, dynq_infer, NULL, NULL, 0};
+const cir_opdef cir_op_dynamic_quantize = {"dynamic_quantize", CIR_OPF_SYM_DIMS, 1, 1, 3, 3, NULL, dynq_infer, NULL, NULL, 0};
 
 /* The batched product's sizes: a [.., M, K], b [.., K, N] (2-D, or the same batch dims). */
 cuvil_status op_imatmul_sizes(cir_graph *g, cir_node *n, int ia, int ib, op_imatmul *m) {
@@ -119,8 +121,15 @@ cuvil_status op_imatmul_sizes(cir_graph *g, cir_node *n, int ia, int ib, op_imat
     if (!int8to32(a->dtype) || !int8to32(b->dtype) || a->dtype == CIR_I32 || b->dtype == CIR_I32)
         return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "inputs '%s' (%s) and '%s' (%s) must be 8- or 16-bit integers", a->name,
                             cir_dtype_name(a->dtype), b->name, cir_dtype_name(b->dtype));
-    if (!cir_value_fixed(a) || !cir_value_fixed(b) || a->ndim < 2 || b->ndim < 2)
-        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "the operands must be fixed and of rank 2 or more");
+    if (a->ndim < 2 || b->ndim < 2) return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "the operands must be of rank 2 or more");
+    /* symbolic dims: a's rows (its dims but the last; the sizes here their upper bounds) against
+     * a fixed 2-D b, on 8-bit operands (the integer GEMM, whose rows the run gives) */
+    m->sym = !cir_value_fixed(a);
+    if ((m->sym && (a->dx[a->ndim - 1] || !cir_value_fixed(b) || b->ndim != 2 ||
+                    (a->dtype != CIR_U8 && a->dtype != CIR_I8) || (b->dtype != CIR_U8 && b->dtype != CIR_I8))) ||
+        !cir_value_fixed(b))
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "with symbolic dims, a's last dim must be fixed and b a fixed 2-D "
+                            "matrix, both 8-bit");
     m->M = a->dims[a->ndim - 2], m->K = a->dims[a->ndim - 1], m->N = b->dims[b->ndim - 1];
     if (b->dims[b->ndim - 2] != m->K)
         return cir_node_err(g, n, CUVIL_ERR_SHAPE, "'%s' has %lld columns and '%s' %lld rows", a->name, (long long)m->K, b->name,
@@ -138,6 +147,21 @@ cuvil_status op_imatmul_sizes(cir_graph *g, cir_node *n, int ia, int ib, op_imat
     m->dims[m->ndim - 2] = m->M, m->dims[m->ndim - 1] = m->N;
     m->batch = ba > bb ? ba : bb;
     m->a_bs = ba > 1 ? m->M * m->K : 0, m->b_bs = bb > 1 ? m->K * m->N : 0;
+    return CUVIL_OK;
+}
+
+/* The output's shape: m's dims, or with symbolic dims a's dims but the last (as expressions) and N. */
+cuvil_status op_imatmul_shape(cir_graph *g, cir_node *n, const op_imatmul *m, int ia, cir_dtype t) {
+    if (!m->sym) {
+        cir_set_shape(cir_out(g, n, 0), t, m->ndim, m->dims);
+        return CUVIL_OK;
+    }
+    cir_value *a = cir_in(g, n, ia);
+    const cir_dim *dx[CIR_MAX_DIMS];
+    for (int d = 0; d < a->ndim - 1; d++)
+        if (!(dx[d] = cir_dimx(g, a, d))) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+    if (!(dx[a->ndim - 1] = cir_dim_const(&g->dt, m->N))) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+    cir_set_shape_x(cir_out(g, n, 0), t, a->ndim, dx);
     return CUVIL_OK;
 }
 
@@ -164,10 +188,11 @@ static cuvil_status mmi_infer(cir_graph *g, cir_node *n) {
     if ((s = op_imatmul_sizes(g, n, 0, 1, &m)) || (s = per(g, n, 2, m.M, cir_in(g, n, 0)->dtype, &c)) ||
         (s = per(g, n, 3, m.N, cir_in(g, n, 1)->dtype, &c)))
         return s;
-    cir_set_shape(cir_out(g, n, 0), CIR_I32, m.ndim, m.dims);
-    return CUVIL_OK;
+    if (m.sym && cir_in(g, n, 2) && cir_numel(cir_in(g, n, 2)) > 1)
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "a zero point per row of a with symbolic dims");
+    return op_imatmul_shape(g, n, &m, 0, CIR_I32);
 }
-const cir_opdef cir_op_matmul_integer = {"matmul_integer", 0, 2, 4, 1, 1, NULL, mmi_infer, NULL, NULL, 0};
+const cir_opdef cir_op_matmul_integer = {"matmul_integer", CIR_OPF_SYM_DIMS, 2, 4, 1, 1, NULL, mmi_infer, NULL, NULL, 0};
 
 /* min/max (the float result's clamp before it is quantized) need y's scale and zero point
  * (inputs iys, iyz) as constants: the clamp becomes bounds on the quantized values. */
@@ -207,18 +232,17 @@ static cuvil_status qlmm_infer(cir_graph *g, cir_node *n) {
     if ((s = op_qclamp_check(g, n, 6, 7))) return s;
     const bool fast = as->dtype == CIR_F32 && i8(cir_in(g, n, 0)->dtype) && i8(cir_in(g, n, 3)->dtype);
     const bool clamp = cir_attr_float(n, "min") != -INFINITY || cir_attr_float(n, "max") != INFINITY;
-    if (!fast && (!ys || !yz || clamp))   /* (the reference kernel: QLinearMatMul's own form) */
+    if (!fast && (!ys || !yz || clamp || m.sym))   /* (the reference kernel: QLinearMatMul's own form) */
         return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "with float16 scales or 16-bit operands, y_scale and y_zero_point "
-                            "are required and min/max are not supported");
-    cir_set_shape(cir_out(g, n, 0), !ys ? CIR_F32 : yz ? yz->dtype : CIR_U8, m.ndim, m.dims);
-    return CUVIL_OK;
+                            "are required and min/max and symbolic dims are not supported");
+    return op_imatmul_shape(g, n, &m, 0, !ys ? CIR_F32 : yz ? yz->dtype : CIR_U8);
 }
 static const cir_attr_spec qlmm_attrs[] = {
     {"min", CIR_ATTR_FLOAT, 0, -INFINITY, NULL, false},
     {"max", CIR_ATTR_FLOAT, 0, INFINITY, NULL, false},
     CIR_ATTR_END,
 };
-const cir_opdef cir_op_qlinear_matmul = {"qlinear_matmul", 0, 6, 9, 1, 1, qlmm_attrs, qlmm_infer, NULL, NULL, 0};
+const cir_opdef cir_op_qlinear_matmul = {"qlinear_matmul", CIR_OPF_SYM_DIMS, 6, 9, 1, 1, qlmm_attrs, qlmm_infer, NULL, NULL, 0};
 
 /* qlinear_add (a, a_scale, a_zp, b, b_scale, b_zp, y_scale, [y_zp]): the QDQ fold's residual add
  * (and ONNX Runtime's QLinearAdd without broadcasting), computed as ONNX Runtime does, in y's

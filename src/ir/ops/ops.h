@@ -279,7 +279,10 @@ typedef struct op_imatmul {
     int64_t batch, M, N, K, a_bs, b_bs;
     int ndim;
     int64_t dims[CIR_MAX_DIMS];
+    bool sym;   /* a's dims but the last are symbolic (the sizes above their upper bounds) */
 } op_imatmul;
+/* The output's shape of an integer matmul (a at input ia), of type t. */
+cuvil_status op_imatmul_shape(cir_graph *g, cir_node *n, const op_imatmul *m, int ia, cir_dtype t);
 /* qlinear_conv / qlinear_matmul: min/max need y's scale (input iys) and zero point (iyz) constant. */
 cuvil_status op_qclamp_check(cir_graph *g, cir_node *n, int iys, int iyz);
 cuvil_status op_imatmul_sizes(cir_graph *g, cir_node *n, int ia, int ib, op_imatmul *m);
