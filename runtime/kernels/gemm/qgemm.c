@@ -494,7 +494,13 @@ typedef struct patch_job {
     void *scratch;   /* each thread's rows at its slice's start */
     int8_t *d;       /* the packed panels */
     int32_t *cs;
+    int cs_inline;   /* one thread: the column sums added up as the rows are built (no second pass) */
 } patch_job;
+
+/* cs[i] += (int8)(row[i] ^ flip) */
+static inline void add_row(int32_t *restrict cs, const uint8_t *restrict row, int64_t n, uint8_t flip) {
+    for (int64_t i = 0; i < n; i++) cs[i] += (int8_t)(row[i] ^ flip);
+}
 
 static void patch_task(void *vctx, int64_t k4, int tid) {
     const patch_job *j = vctx;
@@ -522,6 +528,7 @@ static void patch_task(void *vctx, int64_t k4, int tid) {
             /* every patch value inside x, the rows one block (a 1x1 conv's channel): read in place */
             r[q] = (const int8_t *)(xc + ih0 * p->W);
             fl[q] = flip;
+            if (j->cs_inline) add_row(j->cs, xc + ih0 * p->W, P, flip);
             continue;
         }
         int64_t lo = off >= 0 ? 0 : (-off + sw - 1) / sw, hi = (p->W - off + sw - 1) / sw;
@@ -539,6 +546,7 @@ static void patch_task(void *vctx, int64_t k4, int tid) {
             copy_flip(o + lo, xr + lo * sw + off, hi - lo, sw, flip);
             for (int64_t ow = hi; ow < p->OW; ow++) o[ow] = pad;
         }
+        if (j->cs_inline) add_row(j->cs, (const uint8_t *)row, P, 0);
     }
     interleave4(r, fl, P, kp, k4, j->bw, j->d);
 }
@@ -567,10 +575,11 @@ static void colsum_task(void *vctx, int64_t t, int tid) {
 __attribute__((noinline)) static void pack_patches(const cuvil_conv2d_params *p, int xt, const void *x, int32_t zx, void *scratch,
                                                    int bw, void *dst) {
     const int64_t K = conv_k(p), P = p->OH * p->OW;
-    patch_job j = {p, xt, bw, x, zx, scratch, NULL, NULL};
+    patch_job j = {p, xt, bw, x, zx, scratch, NULL, NULL, cuvil_threads() == 1};
     packed_header(dst, K, P, xt, bw, &j.cs, &j.d);   /* (every panel byte is written below) */
+    if (j.cs_inline) memset(j.cs, 0, sizeof(int32_t) * (size_t)CUVIL_ALIGN_UP(P, QNR));
     cuvil_parallel_for(kpad(K) / 4, patch_task, &j);
-    cuvil_parallel_for((CUVIL_ALIGN_UP(P, QNR) / QNR + 15) / 16, colsum_task, &j);
+    if (!j.cs_inline) cuvil_parallel_for((CUVIL_ALIGN_UP(P, QNR) / QNR + 15) / 16, colsum_task, &j);
 }
 
 static size_t patches_bytes(const cuvil_conv2d_params *p) {
