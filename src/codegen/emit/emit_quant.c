@@ -12,7 +12,7 @@ cuvil_status cg_emit_quant(cg_ctx *cg, cir_graph *g, cir_node *n) {
     snprintf(outer, sizeof outer, "%lld", (long long)p.outer);
     /* (symbolic dims: per tensor, the run's element count) */
     const char *ps = cg_param(cg, "cuvil_quant_params", "{ .outer = %s, .len = %lld, .inner = %lld, .block = %lld, "
-                              ".mode = %d, .saturate = %d }", cg_node_symbolic(g, n) ? cg_numel(cg, x->id) : outer,
+                              ".mode = %d, .saturate = %d }", !cir_value_fixed(x) ? cg_numel(cg, x->id) : outer,
                               (long long)p.len, (long long)p.inner, (long long)p.block, p.mode, p.saturate);
     cg_printf(cg, "    cuvil_%s_t(&%s, %s, %s, %s, %s, %s, %s, %s);\n", n->kind == CIR_OP_QUANTIZE ? "quantize" : "dequantize", ps,
               cg_rt_type(x->dtype), cg_in(cg, n->in[0]), cg_rt_type(sc->dtype), cg_in(cg, n->in[1]),
@@ -132,13 +132,14 @@ static cuvil_status imatmul_fast(cg_ctx *cg, cir_graph *g, cir_node *n, const op
     const bool q = n->kind == CIR_OP_QLINEAR_MATMUL;
     cir_value *a = cir_in(g, n, ia), *b = cir_in(g, n, ib), *az = cir_in(g, n, iaz), *bz = cir_in(g, n, ibz);
     const int64_t az_n = az ? cir_numel(az) : 0, bz_n = bz ? cir_numel(bz) : 0;
-    const bool flat = m->b_bs == 0 && (az_n <= 1 || m->batch == 1) && (m->a_bs != 0 || m->batch == 1);
+    /* (symbolic dims: infer allowed only a 2-D b and one a zero point, so always one product,
+     * whatever a_bs is at the bounds: K may be 0) */
+    const bool flat = m->sym || (m->b_bs == 0 && (az_n <= 1 || m->batch == 1) && (m->a_bs != 0 || m->batch == 1));
     /* rows: a number, or with symbolic dims the run's (the sizes in m their upper bounds, for
      * the scratch); infer allowed symbolic dims only where the product is flat */
     const int64_t rows = flat ? m->batch * m->M : m->M, reps = flat ? 1 : m->batch;
     char rbuf[32];
     const char *rows_c = m->sym ? cg_dimprod(cg, a->id, 0, a->ndim - 1, 1) : (snprintf(rbuf, sizeof rbuf, "%lld", (long long)rows), rbuf);
-    if (m->sym && !flat) return cuvil_err(g->ctx, CUVIL_ERR_INTERNAL, "'%s': symbolic rows that are not one product", n->name);
     const bool bconst = cir_is_const(b) && m->b_bs == 0;
     const char *bp = "NULL";
     if (bconst) {
