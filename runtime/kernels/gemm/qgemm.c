@@ -556,19 +556,19 @@ static void colsum_task(void *vctx, int64_t t, int tid) {
     const patch_job *j = vctx;
     (void)tid;
     const int64_t kp = kpad(conv_k(j->p));
-    int32_t s[QNR] = {0};
+    int32_t acc[64];   /* one sum per byte of a group (4 per column): a flat loop, no spills */
     for (int64_t pn = t * 16; pn < t * 16 + 16 && pn * QNR < CUVIL_ALIGN_UP(j->p->OH * j->p->OW, QNR); pn++) {
-        memset(s, 0, sizeof s);
+        memset(acc, 0, sizeof acc);
         if (j->bw == 1) {
             const int8_t *pp = j->d + pn * kp * QNR;
             for (int64_t g = 0; g < kp / 4; g++, pp += 64)
-                for (int c = 0; c < QNR; c++) s[c] += pp[c * 4] + pp[c * 4 + 1] + pp[c * 4 + 2] + pp[c * 4 + 3];
+                for (int i = 0; i < 64; i++) acc[i] += pp[i];
         } else {
             const int16_t *pp = (const int16_t *)(const void *)j->d + pn * kp * QNR;
             for (int64_t g = 0; g < kp / 4; g++, pp += 64)
-                for (int c = 0; c < QNR; c++) s[c] += pp[c * 4] + pp[c * 4 + 1] + pp[c * 4 + 2] + pp[c * 4 + 3];
+                for (int i = 0; i < 64; i++) acc[i] += pp[i];
         }
-        memcpy(j->cs + pn * QNR, s, sizeof s);
+        for (int c = 0; c < QNR; c++) j->cs[pn * QNR + c] = acc[4 * c] + acc[4 * c + 1] + acc[4 * c + 2] + acc[4 * c + 3];
     }
 }
 
