@@ -235,14 +235,13 @@ static cuvil_status fold_add(cir_graph *g, cir_node *n) {
     return CUVIL_OK;
 }
 
-/* Folds node n if it matches; *folded says whether it did. */
-static cuvil_status fold(cir_graph *g, cir_node *n, bool *folded, const char **why) {
+/* Folds node n if it matches; where n is quantized but does not fold, *why says why. */
+static cuvil_status fold(cir_graph *g, cir_node *n, const char **why) {
 #define NOFOLD(reason) \
     do {               \
         *why = reason; \
         return CUVIL_OK; \
     } while (0)
-    *folded = false;
     *why = NULL;
     const bool conv = n->kind == CIR_OP_CONV, gemm = n->kind == CIR_OP_GEMM;
     cir_value *xv = cir_in(g, n, 0), *wv = cir_in(g, n, 1), *yv = cir_out(g, n, 0);
@@ -315,7 +314,6 @@ static cuvil_status fold(cir_graph *g, cir_node *n, bool *folded, const char **w
     if (q && (s = take_q(g, n, q, act, lo, hi))) return s;
     if ((s = n->def->infer(g, n))) return s;
     cir_graph_count_uses(g);
-    *folded = true;
     return CUVIL_OK;
 }
 
@@ -326,10 +324,9 @@ cuvil_status cuvil_pass_fold_qdq(cir_graph *g, const cuvil_options *o) {
     for (int i = 0; i < g->n_nodes; i++) {
         cir_node *n = cir_node_at(g, i);
         cuvil_status s = CUVIL_OK;
-        bool f;
         const char *why = NULL;
         if (n->dead) continue;
-        if (n->kind == CIR_OP_CONV || n->kind == CIR_OP_MATMUL || n->kind == CIR_OP_GEMM) s = fold(g, n, &f, &why);
+        if (n->kind == CIR_OP_CONV || n->kind == CIR_OP_MATMUL || n->kind == CIR_OP_GEMM) s = fold(g, n, &why);
         else if (n->kind == CIR_OP_ADD) s = fold_add(g, n);
         if (s) return s;
         /* what stays float says so: the user sees which nodes of a quantized model did not

@@ -235,21 +235,27 @@ typedef struct qjob {
 
 static inline const float *per_ptr(const float *p, int per, int64_t m) { return per == CUVIL_QPER_ROW ? p + m : p; }
 
+/* f (in y's units) clamped to [lo, hi] (relative to the zero point; a NaN: lo), rounded to
+ * nearest even by adding and taking away 1.5 * 2^23 (exact: the clamped values are well inside
+ * 2^22), plus the zero point zp */
+static inline __attribute__((always_inline)) int32_t requant(float f, float lo, float hi, int32_t zp) {
+    f = f >= lo ? f : lo;
+    f = f <= hi ? f : hi;
+    return (int32_t)((f + 12582912.0f) - 12582912.0f) + zp;
+}
+
 /* One row of the tile through the epilogue, for constant col_s / col_b / kind / yt (each
  * combination inlined on its own: loops without branches, which the compiler vectorises):
- * the corrected sum v, then y = v (I32), (v + bias) * scale + fbias (F32), or clamp((v + bias)
- * * scale) rounded to nearest even by adding and taking away 1.5 * 2^23 (exact for the clamped
- * values, well inside 2^22), plus the zero point (REQUANT). The bias is added in int32, as
- * ONNX Runtime does. */
+ * the corrected sum v, then y = v (I32), (v + bias) * scale + fbias (F32), or requant((v + bias)
+ * * scale) (REQUANT). The bias is added in int32, as ONNX Runtime does. */
 static inline __attribute__((always_inline)) void epi_row(const int32_t *restrict src, int64_t nc,
                                                           const int32_t *restrict zb, const int32_t *restrict cs, uint32_t rs,
                                                           uint32_t za, uint32_t K, const cuvil_qgemm_epi *e,
                                                           const float *restrict sc, const int32_t *restrict ib,
                                                           const float *restrict fb, int col_s, int col_b, int kind, int yt,
                                                           void *restrict y) {
-    const float lo = (float)(e->lo - e->yzp), hi = (float)(e->hi - e->yzp), magic = 12582912.0f;
+    const float lo = (float)(e->lo - e->yzp), hi = (float)(e->hi - e->yzp);
     const int32_t zp = e->yzp;
-    const int64_t o = 0;
     int32_t *restrict y32 = y;
     float *restrict yf = y;
     int8_t *restrict y8 = y;
@@ -258,20 +264,18 @@ static inline __attribute__((always_inline)) void epi_row(const int32_t *restric
         const uint32_t zc = (uint32_t)zb[c];
         const int32_t v = (int32_t)((uint32_t)src[c] - zc * rs - za * (uint32_t)cs[c] + K * za * zc);
         if (kind == CUVIL_QEPI_I32) {
-            y32[o + c] = v;
+            y32[c] = v;
             continue;
         }
         const int32_t vb = (int32_t)((uint32_t)v + (uint32_t)(ib ? ib[col_b ? c : 0] : 0));
         float f = (float)vb * sc[col_s ? c : 0];
         if (kind == CUVIL_QEPI_F32) {
-            yf[o + c] = f + (fb ? fb[col_b ? c : 0] : 0.0f);
+            yf[c] = f + (fb ? fb[col_b ? c : 0] : 0.0f);
             continue;
         }
-        f = f >= lo ? f : lo;   /* (a NaN scale: lo) */
-        f = f <= hi ? f : hi;
-        const int32_t q = (int32_t)((f + magic) - magic) + zp;
-        if (yt == CUVIL_T_I8) y8[o + c] = (int8_t)q;
-        else yu[o + c] = (uint8_t)q;
+        const int32_t q = requant(f, lo, hi, zp);
+        if (yt == CUVIL_T_I8) y8[c] = (int8_t)q;
+        else yu[c] = (uint8_t)q;
     }
 }
 
@@ -643,7 +647,6 @@ static inline void dw_tap(float *restrict acc, const float *restrict src, int64_
 static inline __attribute__((always_inline)) void dw_out(const float *restrict acc, int64_t n, int kind, int yt, float s,
                                                          int32_t bias, float fbias, float lo, float hi, int32_t zp,
                                                          void *restrict y) {
-    const float magic = 12582912.0f;
     int32_t *restrict y32 = y;
     float *restrict yf = y;
     int8_t *restrict y8 = y;
@@ -659,9 +662,7 @@ static inline __attribute__((always_inline)) void dw_out(const float *restrict a
             yf[i] = f + fbias;
             continue;
         }
-        f = f >= lo ? f : lo;
-        f = f <= hi ? f : hi;
-        const int32_t q = (int32_t)((f + magic) - magic) + zp;
+        const int32_t q = requant(f, lo, hi, zp);
         if (yt == CUVIL_T_I8) y8[i] = (int8_t)q;
         else yu[i] = (uint8_t)q;
     }
