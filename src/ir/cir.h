@@ -207,6 +207,8 @@ typedef struct cir_node {
      * to float32 before the node and its float32 outputs back to this type after it */
     cir_dtype half;
     bool half_out_done;        /* the casts after it are in place */
+    bool half_cast;            /* a cast shape inference put there (not the model's): a round trip
+                                * f32 -> half -> f32 of two of them may go (pass half_chain) */
     /* the sizes only the model's run knows that this node brings (a NonZero's count, the
      * values of a shape it reads from a tensor): g->rt_syms[rt_first .. rt_first + n_rt),
      * made once by cir_rt_found and cir_rt_load; n_rt 0 for most nodes */

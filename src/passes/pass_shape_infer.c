@@ -99,8 +99,9 @@ static int cast_at(cir_graph *g, int pos, int from, cir_dtype to, const char *no
     if (nv < 0) return -1;
     int id = cir_node_insert(g, pos, CIR_OP_CAST, node_name ? node_name : name, src_op ? src_op : "Cast", 1, &from, 1,
                              &nv);
-    if (id >= 0) cir_node_at(g, id)->region = region;   /* the region of the node it serves */
     if (id < 0) return -1;
+    cir_node_at(g, id)->region = region;   /* the region of the node it serves */
+    cir_node_at(g, id)->half_cast = true;
     cuvil_attr a = {.name = "to", .type = CUVIL_ATTR_INT, .i = cir_dtype_to_public(to)};
     if (cir_node_set_attr(g, cir_node_at(g, id), &a)) return -1;
     *out_value = nv;
@@ -177,6 +178,49 @@ static cuvil_status half_out(cir_graph *g, int i) {
     return CUVIL_OK;
 }
 
+/* Whether node n, which takes half-precision values, is computed in float32 between casts too
+ * although it has a half kernel: it is elementwise arithmetic, a pool, a reduction or a data
+ * movement whose outputs are all of its inputs' half type, and one of those inputs comes from a
+ * float32 kernel (a cast shape inference placed after it). Pass half_chain then joins the casts
+ * away, so a chain of half nodes runs in float32 (as ONNX Runtime computes them on CPUs) and its
+ * kernels fuse. Not at -O0, nor with --disable-pass half_chain. */
+static bool promote_half(cir_graph *g, const cir_node *n, const cuvil_options *o) {
+    if (!o || o->opt_level < 1 || cuvil_pass_disabled(o, "half_chain") || n->half != CIR_UNDEF || n->n_out < 1 ||
+        n->n_in > CIR_MAX_INPUTS_HALF)
+        return false;
+    switch (n->kind) {
+    case CIR_OP_ADD: case CIR_OP_SUB: case CIR_OP_MUL: case CIR_OP_DIV: case CIR_OP_POW: case CIR_OP_MAX:
+    case CIR_OP_MIN: case CIR_OP_PRELU: case CIR_OP_SUM: case CIR_OP_MEAN: case CIR_OP_WHERE:
+    case CIR_OP_MAX_POOL: case CIR_OP_AVG_POOL: case CIR_OP_GLOBAL_AVG_POOL: case CIR_OP_GLOBAL_MAX_POOL:
+    case CIR_OP_RESHAPE: case CIR_OP_FLATTEN: case CIR_OP_SQUEEZE: case CIR_OP_UNSQUEEZE: case CIR_OP_TRANSPOSE:
+    case CIR_OP_CONCAT: case CIR_OP_SLICE: case CIR_OP_SPLIT: case CIR_OP_DEPTH_TO_SPACE: case CIR_OP_SPACE_TO_DEPTH:
+    case CIR_OP_EXPAND: case CIR_OP_TILE: case CIR_OP_PAD: case CIR_OP_GATHER:
+    case CIR_OP_SOFTMAX: case CIR_OP_LOG_SOFTMAX: case CIR_OP_REDUCE_MEAN: case CIR_OP_REDUCE_SUM:
+    case CIR_OP_REDUCE_MAX: case CIR_OP_REDUCE_MIN: case CIR_OP_RESIZE:
+        break;
+    default:
+        if (!(n->def->flags & CIR_OPF_IS_ACT)) return false;
+    }
+    cir_dtype half = CIR_UNDEF;
+    bool from_f32 = false;
+    for (int j = 0; j < n->n_in; j++) {
+        const cir_value *v = cir_in(g, n, j);
+        if (!v || (v->dtype != CIR_F16 && v->dtype != CIR_BF16)) continue;
+        if (half != CIR_UNDEF && v->dtype != half) return false;
+        half = v->dtype;
+        if (v->producer >= 0) {
+            const cir_node *p = cir_node_at(g, v->producer);
+            from_f32 |= !p->dead && p->half_cast && p->n_in == 1 && cir_in(g, p, 0) && cir_in(g, p, 0)->dtype == CIR_F32;
+        }
+    }
+    if (!from_f32) return false;
+    for (int j = 0; j < n->n_out; j++) {   /* declared types: a half op's outputs are its inputs' type */
+        const cir_value *v = n->out[j] >= 0 ? cir_val(g, n->out[j]) : NULL;
+        if (v && v->ndim >= 0 && v->dtype != half) return false;
+    }
+    return true;
+}
+
 /* Whether an input of n has a dim (dims) or values (!dims) known only as expressions of the
  * symbols. */
 static bool takes_symbolic(cir_graph *g, const cir_node *n, bool dims) {
@@ -188,7 +232,6 @@ static bool takes_symbolic(cir_graph *g, const cir_node *n, bool dims) {
 }
 
 cuvil_status cuvil_pass_shape_infer(cir_graph *g, const cuvil_options *o) {
-    (void)o;
     for (int i = 0; i < g->n_nodes; i++) {
         cir_node *n = cir_node_at(g, i);
         if (n->dead) continue;
@@ -214,6 +257,11 @@ cuvil_status cuvil_pass_shape_infer(cir_graph *g, const cuvil_options *o) {
             return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "takes symbolic dims, which op %s cannot take (fix them with "
                                 "--dim NAME=N)", n->def->name);
         if (!s) s = four_bit_ok(g, n, false);
+        if (!s && promote_half(g, n, o)) {   /* in float32 between casts, as its neighbours */
+            if ((s = half_in(g, i))) return s;
+            i--;
+            continue;
+        }
         if (!s) s = n->def->infer(g, n);
         if (!s) s = four_bit_ok(g, n, true);
         if (s && g->half_input && n->half == CIR_UNDEF) {

@@ -47,6 +47,8 @@ int *cuvil_single_readers(cir_graph *g);
  * instead (collapse_chains, drop_identities) is safe anywhere: those are seen wherever the
  * producer's output is. cir_verify checks that every value is read only where its writer's
  * region holds the reader's. */
+/* Whether --disable-pass names pass `name`. */
+bool cuvil_pass_disabled(const cuvil_options *o, const char *name);
 /* True when every present input of n is constant. */
 bool cuvil_inputs_const(cir_graph *g, const cir_node *n);
 

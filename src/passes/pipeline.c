@@ -259,7 +259,7 @@ void cuvil_rewrite_end(cuvil_rewrite *rw) {
     cir_graph_count_uses(g);
 }
 
-static bool disabled(const cuvil_options *o, const char *name) {
+bool cuvil_pass_disabled(const cuvil_options *o, const char *name) {
     for (int i = 0; i < o->n_disabled; i++)
         if (!strcmp(o->disabled_passes[i], name)) return true;
     return false;
@@ -403,7 +403,7 @@ cuvil_status cuvil_run_passes(cir_graph *g, const cuvil_options *o) {
     }
     for (int i = 0; i < N_PASSES; i++) {
         const cuvil_pass *p = &pipeline[i];
-        if ((!p->required && o->opt_level < p->opt_level) || disabled(o, p->name)) continue;
+        if ((!p->required && o->opt_level < p->opt_level) || cuvil_pass_disabled(o, p->name)) continue;
         /* (an If's branches and a loop's body bound what a pass may join: passes_int.h) */
         cir_graph_count_uses(g);
         cuvil_status s = p->run(g, o);

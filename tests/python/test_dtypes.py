@@ -650,6 +650,107 @@ def test_half_inputs_of_float32_kernels_compute_in_float32(tmp_path, t):
     run_cases(tmp_path, nodes, ins, outs, {"a": a, "x": x, "a0": a0}, wants, types, inits)
 
 
+def half_chain_model(path, t, rng):
+    """x (half) -> Conv 3x3 -> Clip(0, 6) -> Conv 1x1 -> Add(the Clip) -> Relu (r2, an output too)
+    -> GlobalAveragePool -> Flatten -> Gemm -> y (half); and a model's own Cast pair: a (float32) -> Cast(half) ->
+    Cast(float32) -> z. Returns the path, the feeds and the weights as float32."""
+    h = NP[t]
+    x = values(t, (1, 3, 9, 9), rng)
+    a = rng.uniform(-3, 3, (4, 5)).astype(np.float32)
+    ws = {"k1": (rng.uniform(-0.4, 0.4, (6, 3, 3, 3))), "b1": rng.uniform(-1, 1, 6), "k2": rng.uniform(-0.4, 0.4, (6, 6, 1, 1)),
+          "gw": rng.uniform(-1, 1, (5, 6)), "gb": rng.uniform(-1, 1, 5), "lo": np.array(0.0), "hi": np.array(6.0)}
+    ws = {k: v.astype(np.float32).astype(h) for k, v in ws.items()}
+    inits = []
+    for k, v in ws.items():
+        init = onnx.numpy_helper.from_array(v.astype(np.float32), k)
+        init.data_type = ONNX_TYPE[t]
+        init.ClearField("float_data")
+        init.raw_data = v.view(np.uint16).tobytes()
+        inits.append(init)
+    half = ONNX_TYPE[t]
+    nodes = [helper.make_node("Conv", ["x", "k1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+             helper.make_node("Clip", ["c1", "lo", "hi"], ["r1"]),
+             helper.make_node("Conv", ["r1", "k2"], ["c2"]),
+             helper.make_node("Add", ["c2", "r1"], ["s"]), helper.make_node("Relu", ["s"], ["r2"]),
+             helper.make_node("GlobalAveragePool", ["r2"], ["p"]), helper.make_node("Flatten", ["p"], ["f"]),
+             helper.make_node("Gemm", ["f", "gw", "gb"], ["y"], transB=1),
+             helper.make_node("Cast", ["a"], ["ah"], to=half), helper.make_node("Cast", ["ah"], ["z"], to=TensorProto.FLOAT)]
+    g = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("x", half, [1, 3, 9, 9]),
+                                           helper.make_tensor_value_info("a", TensorProto.FLOAT, [4, 5])],
+                          [helper.make_tensor_value_info("y", half, [1, 5]), helper.make_tensor_value_info("r2", half, [1, 6, 9, 9]),
+                           helper.make_tensor_value_info("z", TensorProto.FLOAT, [4, 5])],
+                          initializer=inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, path)
+    return path, {"x": x, "a": a}, {k: v.astype(np.float32) for k, v in ws.items()}
+
+
+def chain_ref(x, w, step):
+    """The chain of half_chain_model in float32 from the rounded input and weights: r2 and y; step
+    rounds a result to the half type (identity: rounded only once, at the end)."""
+    def conv(x, k, pad):
+        n, c, hh, ww = x.shape
+        o, _, kh, kw = k.shape
+        xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+        y = np.zeros((n, o, hh + 2 * pad - kh + 1, ww + 2 * pad - kw + 1), np.float32)
+        for i in range(y.shape[2]):
+            for j in range(y.shape[3]):
+                y[0, :, i, j] = np.einsum("chw,ochw->o", xp[0, :, i:i + kh, j:j + kw], k)
+        return y
+    c1 = step(conv(x, w["k1"], 1) + w["b1"].reshape(1, -1, 1, 1))
+    r1 = step(np.clip(c1, 0, 6))
+    c2 = step(conv(r1, w["k2"], 0))
+    r2 = step(np.maximum(step(c2 + r1), 0))
+    f = step(r2.mean(axis=(2, 3)))
+    return r2, f @ w["gw"].T + w["gb"]
+
+
+@pytest.mark.parametrize("t", ["f16", "bf16"])
+def test_half_chain_runs_in_float32_between_kernels(tmp_path, t):
+    """A float16/bfloat16 model's kernels run in float32 with one cast in and one per output out
+    (pass half_chain, as ONNX Runtime computes float16 on CPUs): the IR keeps only those casts and
+    the model's own Cast pair (which rounds on purpose and must stay: z is a rounded to the type),
+    and the convs fuse the clip, the residual and the relu. The outputs are the float32 chain
+    rounded once, closer to it than to numpy rounding every intermediate; with --disable-pass
+    half_chain every intermediate is rounded, and the outputs are closer to that. float16: ONNX
+    Runtime's outputs agree with the rounded-once chain too."""
+    if t == "bf16" and BF16 is None:
+        pytest.skip("ml_dtypes is not installed: no bfloat16 in numpy")
+    h = NP[t]
+    path, feeds, w = half_chain_model(tmp_path / "chain.onnx", t, tl.seeded_rng("halfchain" + t))
+    x32 = feeds["x"].astype(np.float32)
+    f32 = lambda v: np.asarray(v, np.float32).astype(h).astype(np.float32)   # noqa: E731
+    once = [f32(v) for v in chain_ref(x32, w, lambda v: v)]
+    step = [f32(v) for v in chain_ref(x32, w, f32)]
+    z = feeds["a"].astype(h).astype(np.float32)
+    ir = tl.compile(path, tmp_path / "ir", emit="ir").read_text()
+    ops = [ln.split("=", 1)[1].split()[0] for ln in ir.splitlines() if ln.lstrip().startswith("%") and " = " in ln]
+    assert ops.count("cast") == 5, ir   # x in, y and r2 out, the model's two
+    assert "clip" not in ops and "add" not in ops and "relu" not in ops, ir   # fused into the convs
+    ulp = 2.0 ** (-10 if t == "f16" else -7)
+    err = lambda a, b: float(np.abs(a - b).mean())   # noqa: E731
+    assert err(once[0], step[0]) > 0   # the two references differ: the test can tell them apart
+
+    def outs(got):
+        return [(got[k].view(BF16) if t == "bf16" else got[k]).astype(np.float32) for k in ("r2", "y")]
+
+    got = tl.compile_and_run(path, feeds, tmp_path / "on")
+    np.testing.assert_array_equal(got["z"], z)
+    for g, o, st in zip(outs(got), once, step):
+        np.testing.assert_allclose(g, o, rtol=2 * ulp, atol=2 * ulp)
+    assert err(outs(got)[0], once[0]) < 0.5 * err(outs(got)[0], step[0])
+    got = tl.compile_and_run(path, feeds, tmp_path / "off", extra=["--disable-pass", "half_chain"])
+    np.testing.assert_array_equal(got["z"], z)
+    for g, st in zip(outs(got), step):
+        np.testing.assert_allclose(g, st, rtol=2 * ulp, atol=2 * ulp)
+    assert err(outs(got)[0], step[0]) < 0.5 * err(outs(got)[0], once[0])
+    if t == "f16":
+        ort = tl.ort_run(path, feeds)
+        for k, o in zip(("r2", "y"), once):
+            np.testing.assert_allclose(ort[k].astype(np.float32), o, rtol=2 * ulp, atol=2 * ulp)
+
+
 def test_half_path_messages_mixed_types_and_sum(tmp_path):
     """Found by a review of the float16 path: a float32 input among float16 ones of a Conv or
     Gemm is refused as ONNX Runtime refuses it (not silently computed); messages name the
