@@ -127,7 +127,7 @@ cuvil_status cuvil_options_parse(cuvil_ctx *ctx, cuvil_options *o, int argc, con
     if (!ctx) return CUVIL_ERR_INVALID_ARG;
     if (!o || argc < 0 || (argc > 0 && !argv)) return bad(ctx, "cuvil_options_parse: no options or arguments", NULL);
     const char *emit = NULL;
-    bool seen_format = false, seen_opt = false;
+    bool seen_format = false, seen_opt = false, seen_precision = false;
     if (model) *model = NULL;
     if (output) *output = NULL;
     for (int i = 0; i < argc; i++) {
@@ -157,6 +157,14 @@ cuvil_status cuvil_options_parse(cuvil_ctx *ctx, cuvil_options *o, int argc, con
             if (!strcmp(v, "asm")) o->weights_format = CUVIL_WEIGHTS_ASM;
             else if (!strcmp(v, "c")) o->weights_format = CUVIL_WEIGHTS_C;
             else return bad(ctx, "--weights-format wants asm or c, got", v);
+        } else if (!strcmp(a, "--precision")) {
+            ONCE(seen_precision);
+            seen_precision = true;
+            NEED_VALUE();
+            if (!strcmp(v, "fp32")) o->precision = CUVIL_PRECISION_FP32;
+            else if (!strcmp(v, "fp16")) o->precision = CUVIL_PRECISION_FP16;
+            else if (!strcmp(v, "bf16")) o->precision = CUVIL_PRECISION_BF16;
+            else return bad(ctx, "--precision wants fp32, fp16 or bf16, got", v);
         } else if (!strcmp(a, "--opt-level") || !strncmp(a, "-O", 2)) {
             ONCE(seen_opt);
             seen_opt = true;

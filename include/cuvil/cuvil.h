@@ -56,6 +56,15 @@ typedef enum cuvil_emit {
     CUVIL_EMIT_DOT       /* CIR as a Graphviz digraph */
 } cuvil_emit;
 
+/* How the library stores its float32 weights (--precision): as they are, or in 16 bits (IEEE
+ * half or bfloat16, rounded to nearest even), widened to float32 when a context is created.
+ * Arithmetic and activations stay float32. */
+typedef enum cuvil_precision {
+    CUVIL_PRECISION_FP32 = 0,
+    CUVIL_PRECISION_FP16,
+    CUVIL_PRECISION_BF16
+} cuvil_precision;
+
 /* How the weights reach the library: an assembler file that links weights.bin in with .incbin
  * (fast to compile; GNU assemblers), or a C array (any C compiler: Mach-O, armcc, IAR). */
 typedef enum cuvil_weights_format {
@@ -155,6 +164,7 @@ typedef struct cuvil_options {
     int verbose;                 /* print compiler commands and pass timings to stderr */
     cuvil_limits limits;         /* bounds on untrusted input; defaults from cuvil_options_init */
     cuvil_weights_format weights_format;   /* --weights-format asm|c (default asm) */
+    cuvil_precision precision;   /* --precision fp32|fp16|bf16 (default fp32) */
     int n_shapes;
     cuvil_shape_binding shapes[CUVIL_MAX_SHAPE_BINDINGS];   /* --shape INPUT=... */
     int n_seqs;

@@ -45,12 +45,14 @@ def _seq_text(v) -> str:
     raise TypeError(f"a sequence's count is an int or a (lo, hi) range, got {v!r}")
 
 
-def _args(dims, input_shapes, target, opt_level, sequences=None) -> list[str]:
+def _args(dims, input_shapes, target, opt_level, sequences=None, precision=None) -> list[str]:
     a = []
     if target:
         a += ["--target", str(target)]
     if opt_level is not None:
         a += ["--opt-level", str(int(opt_level))]
+    if precision and precision != "fp32":
+        a += ["--precision", precision]
     for name, v in (dims or {}).items():
         a += ["--dim", f"{_name(name, 'dims')}={_dim_text(v)}"]
     for name, shape in (input_shapes or {}).items():
@@ -136,7 +138,8 @@ def _fingerprint(files: list[tuple[str, Path | None]]) -> list[str]:
 
 def compile(model: Any, example_inputs: Any = None, *, input_shapes: dict | None = None, dims: dict | None = None,
             target: str | None = None, opt_level: int = 2, threads: int | None = None,
-            cache: bool = True, sequences: dict | None = None, _torch_method: str = "auto") -> CompiledModel:
+            cache: bool = True, sequences: dict | None = None, precision: str | None = None,
+            enable_fp16: bool = False, _torch_method: str = "auto") -> CompiledModel:
     """Compiles `model` into a native library and returns it ready to call.
 
     model: an ONNX file's path, ONNX bytes, an onnx.ModelProto, a torch.nn.Module, a TorchScript
@@ -155,19 +158,32 @@ def compile(model: Any, example_inputs: Any = None, *, input_shapes: dict | None
         (and gives, for a sequence output) a list of arrays.
     target: "generic", "x86_64-avx2", "x86_64-avx512", ... (default: this machine's best).
     threads: threads each call uses (default 1).
+    precision: "fp32" (default), "fp16" or "bf16": the library stores its float32 weights in 16
+        bits (rounded to nearest even; about half the file) and widens them when the model is
+        loaded; arithmetic, activations and the model's inputs and outputs stay as they are. As
+        `cuvil-compile --precision`. enable_fp16=True is precision="fp16".
     cache: reuse an earlier compile of the same model and options (in $CUVIL_CACHE_DIR, else
         ~/.cache/cuvil/python: a private folder, see docs/SECURITY.md).
     """
     dims = dict(dims or {})
     shapes = dict(input_shapes or {})
     check_threads(threads)
+    if precision is not None and precision not in ("fp32", "fp16", "bf16"):
+        raise ValueError(f"precision must be 'fp32', 'fp16' or 'bf16', got {precision!r}")
+    if not isinstance(enable_fp16, bool):
+        raise TypeError(f"enable_fp16 must be True or False, got {enable_fp16!r}")
+    if enable_fp16:
+        if precision not in (None, "fp16"):
+            raise ValueError(f"enable_fp16=True asks for precision='fp16', but precision={precision!r} was given too")
+        precision = "fp16"
     if isinstance(opt_level, bool) or not isinstance(opt_level, int) or not 0 <= opt_level <= 3:
         raise ValueError(f"opt_level must be an int in 0..3, got {opt_level!r}")
     for name, v in dims.items():   # checked before an export that may take seconds
         _name(name, "dims")
         _dim_text(v)
     if _is_torch_module(model):
-        return _compile_torch(model, example_inputs, dims, shapes, target, opt_level, threads, cache, _torch_method)
+        return _compile_torch(model, example_inputs, dims, shapes, target, opt_level, threads, cache, _torch_method,
+                              precision)
     src = None  # a model file: compiled where it lies (its external data beside it)
     if isinstance(model, (bytes, bytearray, memoryview)):
         data, label = bytes(model), "<ONNX bytes>"
@@ -181,10 +197,10 @@ def compile(model: Any, example_inputs: Any = None, *, input_shapes: dict | None
     else:
         raise TypeError(f"cuvil.compile takes an ONNX path, bytes or ModelProto, a torch.nn.Module, a "
                         f"TorchScript module or an fx.GraphModule, not {type(model).__name__}")
-    return _compile_onnx(data, src, label, _args(dims, shapes, target, opt_level, sequences), threads, cache)
+    return _compile_onnx(data, src, label, _args(dims, shapes, target, opt_level, sequences, precision), threads, cache)
 
 
-def _compile_torch(model, example_inputs, dims, shapes, target, opt_level, threads, cache, method):
+def _compile_torch(model, example_inputs, dims, shapes, target, opt_level, threads, cache, method, precision=None):
     """The first of _torch.exports' graphs that Cuvil compiles; a graph with control flow left
     in it that Cuvil cannot compile (a Loop: while_loop, a scripted loop) is a refusal that
     says so (an If, from torch.cond or a scripted if, compiles)."""
@@ -197,7 +213,8 @@ def _compile_torch(model, example_inputs, dims, shapes, target, opt_level, threa
         label = f"<torch model, exported by {e.method}>"
         try:
             # the export fixed the ranks; ranges in input_shapes became dims above
-            return _compile_onnx(e.data, None, label, _args(d, {}, target, opt_level), threads, cache)
+            return _compile_onnx(e.data, None, label, _args(d, {}, target, opt_level, precision=precision), threads,
+                                 cache)
         except CuvilError as err:
             if err.status != "unsupported":
                 raise

@@ -19,7 +19,8 @@ from ._native import CuvilError
 # cuvil_dtype (ONNX TensorProto numbers) <-> NumPy
 _NP_OF = {1: np.float32, 2: np.uint8, 3: np.int8, 4: np.uint16, 5: np.int16, 6: np.int32, 7: np.int64,
           9: np.bool_, 10: np.float16, 11: np.float64, 12: np.uint32, 13: np.uint64,
-          21: np.uint8, 22: np.int8}   # uint4/int4: one element per byte (0..15, -8..7)
+          21: np.uint8, 22: np.int8,   # uint4/int4: one element per byte (0..15, -8..7)
+          16: np.uint16}   # bfloat16: NumPy has none; its bits as uint16 (TensorSpec.bfloat16)
 
 
 @dataclass(frozen=True)
@@ -36,9 +37,16 @@ class TensorSpec:
     seq_max: int = 0
     varies: tuple = ()
     optional: bool = False   # an ONNX optional: None in (absent) and out
+    # bfloat16, which NumPy lacks: dtype is uint16 and the arrays hold the bits. An input may
+    # be a torch.bfloat16 tensor, an ml_dtypes.bfloat16 array or the uint16 bits; outputs are
+    # torch.bfloat16 tensors when an input is a torch tensor, else uint16 bits (a.view(
+    # ml_dtypes.bfloat16), or (a.astype(np.uint32) << 16).view(np.float32), reads them).
+    bfloat16: bool = False
 
     def __repr__(self):
         opt = "optional " if self.optional else ""
+        if self.bfloat16:
+            opt += "bfloat16 bits: "
         if self.sequence:
             return f"TensorSpec({self.name!r}, {opt}sequence of <= {self.seq_max} {self.dtype}{list(self.max_shape)})"
         return f"TensorSpec({self.name!r}, {opt}{self.dtype}, {self.shape})"
@@ -54,10 +62,30 @@ def _spec(t: N.TensorInfo, symbols: dict) -> TensorSpec:
     if t.is_sequence:
         varies = tuple(bool((t.seq_varies >> i) & 1) for i in range(t.ndim))
         return TensorSpec(t.name.decode(errors="replace"), np.dtype(_NP_OF[t.dtype]), dims, dims, True, int(t.seq_max),
-                          varies, bool(t.is_optional))
+                          varies, bool(t.is_optional), t.dtype == 16)
     shape = tuple(n if n in symbols else d for n, d in zip(names, dims))
     return TensorSpec(t.name.decode(errors="replace"), np.dtype(_NP_OF[t.dtype]), shape, dims,
-                      optional=bool(t.is_optional))
+                      optional=bool(t.is_optional), bfloat16=t.dtype == 16)
+
+
+def _bf16_bits(spec: TensorSpec, a):
+    """A bfloat16 input as its uint16 bits: a torch.bfloat16 tensor (shared, not copied) or an
+    ml_dtypes.bfloat16 array viewed; anything else as it is (the dtype check refuses it)."""
+    if not spec.bfloat16:
+        return a
+    if _is_torch(a) and str(a.dtype) == "torch.bfloat16":
+        import torch
+        return a.view(torch.int16).numpy().view(np.uint16)
+    if isinstance(a, np.ndarray) and a.dtype.name == "bfloat16" and a.dtype.itemsize == 2:
+        return a.view(np.uint16)
+    return a
+
+
+def _torch_out(spec: TensorSpec, r):
+    import torch
+    if spec.bfloat16:   # the bits, as the tensor they are
+        return torch.from_numpy(r.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(r)
 
 
 def _seq_block(spec: TensorSpec, info, elems) -> np.ndarray:
@@ -72,8 +100,9 @@ def _seq_block(spec: TensorSpec, info, elems) -> np.ndarray:
     hdr[0] = len(elems)
     for i, e in enumerate(elems):
         if _is_torch(e):
-            e = e.detach().cpu().contiguous().numpy()
-        a = np.asarray(e)
+            e = e.detach().cpu().contiguous()
+            e = _bf16_bits(spec, e) if spec.bfloat16 and str(e.dtype) == "torch.bfloat16" else e.numpy()
+        a = np.asarray(_bf16_bits(spec, e))
         if not a.flags.c_contiguous:   # (ascontiguousarray would make a 0-d element 1-d)
             a = a.copy(order="C")
         if a.dtype != spec.dtype:
@@ -314,14 +343,16 @@ class CompiledModel:
                 if not v.is_contiguous():
                     v = v.contiguous()
                 keep.append(v)
+                want = "bfloat16 (torch.bfloat16, or its bits as uint16)" if spec.bfloat16 else spec.dtype
                 try:
-                    a = v.numpy()  # shares the tensor's memory
-                except TypeError:
-                    raise TypeError(f"input {spec.name!r}: dtype {v.dtype}, the model takes {spec.dtype}") from None
+                    a = _bf16_bits(spec, v) if spec.bfloat16 and str(v.dtype) == "torch.bfloat16" else v.numpy()
+                except TypeError:   # (shares the tensor's memory; a dtype NumPy lacks cannot)
+                    raise TypeError(f"input {spec.name!r}: dtype {v.dtype}, the model takes {want}") from None
             else:
-                a = np.asarray(v)
+                a = np.asarray(_bf16_bits(spec, v))
             if a.dtype != spec.dtype:
-                raise TypeError(f"input {spec.name!r}: dtype {a.dtype}, the model takes {spec.dtype}")
+                want = "bfloat16 (torch.bfloat16, ml_dtypes.bfloat16, or its bits as uint16)" if spec.bfloat16 else spec.dtype
+                raise TypeError(f"input {spec.name!r}: dtype {a.dtype}, the model takes {want}")
             self._check_shape(spec, a.shape)
             arrays.append(a if a.flags.c_contiguous else a.copy(order="C"))  # (ascontiguousarray makes 0-d 1-d)
         syms = self._bind_symbols(arrays)
@@ -365,14 +396,13 @@ class CompiledModel:
                 continue
             if self.outputs[i].sequence:   # a list of arrays, from its header
                 els = _seq_list(self.outputs[i], self._desc.outputs[i], o)
-                res.append([__import__("torch").from_numpy(e) for e in els] if want_torch else els)
+                res.append([_torch_out(self.outputs[i], e) for e in els] if want_torch else els)
                 continue
             if shp != o.shape:
                 o = o.reshape(-1)[:math.prod(shp)].reshape(shp)
             res.append(o)
         if want_torch:
-            import torch
-            res = [r if isinstance(r, list) or r is None else torch.from_numpy(r) for r in res]
+            res = [r if isinstance(r, list) or r is None else _torch_out(sp, r) for r, sp in zip(res, self.outputs)]
         return (res[0] if len(res) == 1 else tuple(res)), shapes
 
     def _check_shape(self, spec: TensorSpec, shape: tuple):

@@ -15,6 +15,7 @@
 #include <string.h>
 #ifdef __linux__
 #include <sys/mman.h>
+#include <unistd.h>
 #endif
 
 #include "cuvil_model.h"   /* the ABI (include/cuvil; copied beside the runtime for --emit c) */
@@ -75,6 +76,20 @@ CUVIL_RT_BASELINE static cuvil_status no_external_weights(cuvil_model *m, const 
     return CUVIL_ERR_UNSUPPORTED;
 }
 
+/* The library's 16-bit weights, once widened, are not read again by this context: a hint that
+ * their pages may leave memory (MADV_PAGEOUT, Linux 5.4: never loses data; a file's clean
+ * pages are read again if another context widens them). */
+CUVIL_RT_BASELINE static void release_pages(const unsigned char *p, size_t n) {
+#if defined(__linux__) && defined(MADV_PAGEOUT)
+    const long ps = sysconf(_SC_PAGESIZE);
+    const uintptr_t pg = ps > 0 ? (uintptr_t)ps : 4096, lo = ((uintptr_t)p + pg - 1) / pg * pg, hi = ((uintptr_t)p + n) / pg * pg;
+    if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_PAGEOUT);
+#else
+    (void)p;
+    (void)n;
+#endif
+}
+
 /* a + b rounded up to 64, or SIZE_MAX when it overflows */
 CUVIL_RT_BASELINE static size_t add64(size_t a, size_t b) {
     size_t s = a + b;
@@ -104,6 +119,11 @@ CUVIL_RT_BASELINE cuvil_status cuvil_glue_create(const cuvil_glue_table *t, cons
         if (lacks) return cpu_lacks(m, lacks, lacks_n);
         if (t->scratch_need() > t->scratch_bytes) return CUVIL_ERR_INTERNAL;   /* a runtime with another blocking */
         if (opts->weights_path) return no_external_weights(m, opts->weights_path);
+        if (t->n_wsegs) {
+            cuvil_glue_set_err(m, "this model stores its weights in 16 bits (--precision) and widens them when a context is "
+                               "created, which needs an allocator: a caller's buffer is not supported", NULL);
+            return CUVIL_ERR_UNSUPPORTED;
+        }
         size_t need = add64(add64(context, arena), scratch);
         if (need == SIZE_MAX || need > end - base) {
             cuvil_glue_set_err(m, "the buffer is smaller than the model needs (see its header's BUFFER_BYTES)", NULL);
@@ -150,6 +170,29 @@ CUVIL_RT_BASELINE cuvil_status cuvil_glue_create(const cuvil_glue_table *t, cons
         return CUVIL_ERR_NOMEM;
     }
     m->scratch = m->arena + arena;
+    if (t->n_wsegs) {   /* the weights stored in 16 bits, widened to the float32 layout the nodes read */
+        m->weights16 = t->weights_bytes <= SIZE_MAX - 64 ? alloc(add64(t->weights_bytes, 0), 64, user) : NULL;
+        if (!m->weights16) {
+            cuvil_glue_set_err(m, "out of memory widening the model's 16-bit weights", NULL);
+            m->free(m->arena, m->user);
+            m->arena = m->scratch = NULL;
+            return CUVIL_ERR_NOMEM;
+        }
+        unsigned char *x = NULL;   /* the sources of the weights packed now, freed after */
+        if (t->transient_bytes && !(x = t->transient_bytes <= SIZE_MAX - 64 ? alloc(add64(t->transient_bytes, 0), 64, user) : NULL)) {
+            cuvil_glue_set_err(m, "out of memory packing the model's 16-bit weights", NULL);
+            m->free(m->arena, m->user);
+            m->arena = m->scratch = NULL;
+            return CUVIL_ERR_NOMEM;
+        }
+        memset(m->weights16, 0, t->weights_bytes);
+        if (x) memset(x, 0, t->transient_bytes);
+        cuvil_weights_expand(m->weights16, x, t->weights, t->wsegs, t->n_wsegs);
+        if (t->init_weights) t->init_weights(m->weights16, x);
+        if (x) m->free(x, m->user);
+        m->weights = m->weights16;
+        release_pages(t->weights, t->desc->weights_bytes);
+    }
     if (threads > 1) {
         m->pool = cuvil_pool_create(threads, scratch, alloc, m->free, user);
         if (!m->pool) {
@@ -348,5 +391,6 @@ CUVIL_RT_BASELINE void cuvil_glue_destroy(cuvil_model *m) {
     if (!m || !m->free) return;   /* (no free: it lives in the caller's buffer) */
     if (m->pool) cuvil_pool_destroy(m->pool);   /* (none where create() found the CPU lacking) */
     if (m->arena) m->free(m->arena, m->user);
+    if (m->weights16) m->free(m->weights16, m->user);
     m->free(m, m->user);
 }

@@ -35,6 +35,8 @@ extern "C" {
 struct cuvil_model {
     const struct cuvil_glue_table *t;   /* the model it runs */
     const unsigned char *weights;       /* the constants the nodes read (WEIGHTS): the table's */
+    unsigned char *weights16;           /* or, when the table stores weights in 16 bits, their float32
+                                         * layout, expanded by create() (weights points at it) */
     unsigned char *arena;               /* the activations (NULL until create() succeeds) */
     unsigned char *scratch;             /* the kernels' scratch, a slice per thread */
     int64_t *dims;                      /* the run's dims: symbols, then the sizes the run finds */
@@ -67,6 +69,16 @@ typedef struct cuvil_glue_table {
     void (*output_dims)(const int64_t *D, int64_t *const *od);
     cuvil_glue_run_fn run;
     const int16_t *out_present;        /* per output: the D index of its flag, -1 when not optional */
+    /* --precision fp16|bf16: weights holds some float32 constants in 16 bits; create() expands
+     * the n_wsegs segments into weights_bytes of float32 layout for each context (0: none) */
+    const cuvil_wseg *wsegs;
+    int n_wsegs;
+    size_t weights_bytes;
+    /* then, when not NULL, packs the weights the library holds as their source (Winograd
+     * transforms) into their place in W, from the transient_bytes at X (the sources widened,
+     * and the packing's temporary floats), which create() frees after */
+    size_t transient_bytes;
+    void (*init_weights)(unsigned char *W, unsigned char *X);
 } cuvil_glue_table;
 
 /* The model's entry points (cuvil_model.h says what each does). create() and what runs before

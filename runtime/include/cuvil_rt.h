@@ -845,6 +845,22 @@ uint16_t cuvil_f32_to_bf16(float f);
 float cuvil_f16_to_f32(uint16_t h);
 float cuvil_bf16_to_f32(uint16_t h);
 
+/* Weights stored in 16 bits (cuvil-compile --precision fp16|bf16): the library holds its
+ * float32 weights as IEEE half or bfloat16 and create() expands them, once per context, into
+ * the float32 layout the nodes read. A segment copies n bytes (CUVIL_WSEG_RAW) or widens n
+ * 16-bit values from src to float32 at dst (byte offsets). */
+enum { CUVIL_WSEG_RAW = 0, CUVIL_WSEG_F16 = 1, CUVIL_WSEG_BF16 = 2, CUVIL_WSEG_TRANSIENT = 8 };
+typedef struct cuvil_wseg {
+    uint64_t dst, src, n;
+    uint32_t kind;
+} cuvil_wseg;
+/* Expands the n_segs segments of src into dst, or with CUVIL_WSEG_TRANSIENT into x (the
+ * sources of weights packed when a context is created, freed after). The bytes no segment
+ * writes are left as they are (create() zeroes them first). Exact: every 16-bit value widens to
+ * the float32 it is. */
+void cuvil_weights_expand(unsigned char *dst, unsigned char *x, const unsigned char *src, const cuvil_wseg *segs,
+                          int64_t n_segs);
+
 /* y = a OP b (CUVIL_BIN_*, broadcast as in cuvil_binary_params; act ignored) for element type
  * t, any but bool. Returns 1 when an integer Div or Mod met a divisor of 0 (the generated code
  * makes that an error from run; ONNX Runtime's too), else 0. Integer division truncates,

@@ -37,6 +37,16 @@ struct cg_ctx {
     bool cur_symbolic;      /* the node being emitted is symbolic (cg_node_symbolic) */
     int n_ranged;           /* D's first entries: the ranged symbols (N_SYMS); the run's sizes follow */
     const cir_node *cur_node;
+    /* --precision fp16|bf16: the 16-bit type (else CIR_UNDEF); per value id, 1 when the constant
+     * is stored in it, 2 when kept float32 (plan_w16); a reader of a 16-bit constant that
+     * plan_w16 did not foresee (its id + 1: an internal error) */
+    cir_dtype w16;
+    uint8_t *w16_ok;       /* 3: packed when a context is created (cg_packs_at_create); 4: its call emitted */
+    uint8_t *w16_src;      /* per value id: 1 when only such packing reads it (it goes in the transient layout) */
+    int w16_stray;
+    cuvil_sb init;         /* the part's calls that pack weights when a context is created */
+    uint8_t *part_init;    /* per part: whether it has an init function */
+    size_t init_tmp;       /* the floats the largest of those calls needs */
 };
 
 #define BLOB_ALIGN 64
@@ -83,15 +93,165 @@ static const char *fmt_str(cg_ctx *cg, const char *fmt, ...) {
     return s;
 }
 
-/* Appends nbytes of data to the blob (aligned) and returns their offset. */
-static int64_t blob_place(cg_ctx *cg, const void *data, size_t nbytes) {
+/* --precision fp16|bf16: the ops whose float32 constant inputs are weights that may be stored
+ * in 16 bits (a convolution's or matrix product's weights and bias, normalisation parameters, an
+ * embedding table, an added or multiplied tensor). A constant that any other op reads, or that
+ * is a graph output, stays float32: quantisation scales, exponents, indices, shapes, values a
+ * Loop or If passes on, the outputs' exact values. */
+static bool w16_reader(cir_op_kind k) {
+    switch (k) {
+    case CIR_OP_CONV: case CIR_OP_CONV_TRANSPOSE: case CIR_OP_CONV_ND: case CIR_OP_CONV_TRANSPOSE_ND: case CIR_OP_MBBLOCK:
+    case CIR_OP_GEMM: case CIR_OP_MATMUL: case CIR_OP_BATCH_NORM: case CIR_OP_LAYER_NORM: case CIR_OP_INSTANCE_NORM:
+    case CIR_OP_ADD: case CIR_OP_SUB: case CIR_OP_MUL: case CIR_OP_DIV: case CIR_OP_PRELU: case CIR_OP_GATHER:
+    case CIR_OP_ATTENTION: case CIR_OP_RNN:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* The smallest float32 constant stored in 16 bits: scalars and short vectors stay exact. */
+#define W16_MIN_ELEMS 64
+
+/* Whether the cnt floats at f may be stored in the 16-bit type t: each finite one stays finite
+ * (a half holds at most 65504; an attention mask of -3.4e38 would become -inf). */
+static bool w16_fits(cir_dtype t, const float *f, int64_t cnt) {
+    if (cnt < W16_MIN_ELEMS) return false;
+    if (t == CIR_BF16) return true;   /* float32's exponent range (rounding up to inf only past 3.39e38) */
+    for (int64_t i = 0; i < cnt; i++)
+        if (isfinite(f[i]) && !(fabsf(f[i]) <= 65504.0f)) return false;
+    return true;
+}
+
+static bool add_seg(cg_output *o, uint64_t dst, uint64_t src, uint64_t n, int kind) {
+    if (o->n_segs == o->cap_segs) {
+        int cap = o->cap_segs ? 2 * o->cap_segs : 64;
+        struct cg_wseg *p = cuvil_realloc(o->segs, sizeof *p * (size_t)cap);
+        if (!p) return false;
+        o->segs = p;
+        o->cap_segs = cap;
+    }
+    o->segs[o->n_segs++] = (struct cg_wseg){dst, src, n, kind};
+    return true;
+}
+
+/* Appends nbytes of data to the blob (aligned) and returns their offset in the layout the nodes
+ * read. narrow (--precision fp16|bf16 only): data is floats, stored in 16 bits. transient (only
+ * with narrow's mode): the offset is in the layout create() frees once it has packed the weights
+ * (the source of weights packed when a context is created, cg_pack_at_create). */
+static int64_t blob_place(cg_ctx *cg, const void *data, size_t nbytes, bool narrow, bool transient) {
     cg_output *o = cg->out;
-    size_t off = cuvil_align_up(o->weights_len, BLOB_ALIGN);
+    size_t *len = transient ? &o->transient_len : &o->weights_len;
+    size_t off = cuvil_align_up(*len, BLOB_ALIGN);
     static const char zeros[BLOB_ALIGN];
-    cuvil_sb_append(&o->weights, zeros, off - o->weights.len);
-    cuvil_sb_append(&o->weights, data, nbytes);
-    o->weights_len = off + nbytes;
+    *len = off + nbytes;
+    if (cg->w16 == CIR_UNDEF) {   /* the blob is the layout */
+        cuvil_sb_append(&o->weights, zeros, off - o->weights.len);
+        cuvil_sb_append(&o->weights, data, nbytes);
+        return (int64_t)off;
+    }
+    const int t = transient ? CG_WSEG_TRANSIENT : 0;
+    struct cg_wseg *last = o->n_segs ? &o->segs[o->n_segs - 1] : NULL;
+    if (!narrow && last && last->kind == t && o->merge_raw) {   /* one copy: the padding between them stored too */
+        uint64_t pad = off - (last->dst + last->n);
+        for (uint64_t k = 0; k < pad; k += BLOB_ALIGN)
+            cuvil_sb_append(&o->weights, zeros, pad - k < BLOB_ALIGN ? (size_t)(pad - k) : BLOB_ALIGN);
+        cuvil_sb_append(&o->weights, data, nbytes);
+        last->n += pad + nbytes;
+        return (int64_t)off;
+    }
+    size_t src = cuvil_align_up(o->weights.len, BLOB_ALIGN), cnt = nbytes / sizeof(float);
+    cuvil_sb_append(&o->weights, zeros, src - o->weights.len);
+    if (!narrow) {
+        cuvil_sb_append(&o->weights, data, nbytes);
+        if (!add_seg(o, off, src, nbytes, t)) o->weights.oom = true;
+        o->merge_raw = true;
+        return (int64_t)off;
+    }
+    const float *f = data;
+    for (size_t i = 0; i < cnt; i++) {
+        uint16_t h = cg->w16 == CIR_F16 ? cir_f32_to_f16(f[i]) : cir_f32_to_bf16(f[i]);
+        cuvil_sb_append(&o->weights, &h, sizeof h);
+    }
+    if (!add_seg(o, off, src, cnt, t | (cg->w16 == CIR_F16 ? 1 : 2))) o->weights.oom = true;
+    o->merge_raw = false;
+    o->narrowed_bytes += nbytes;
     return (int64_t)off;
+}
+
+/* Places constant value r in the blob (the first time it is read). */
+static int64_t place_const(cg_ctx *cg, int r) {
+    if (cg->const_off[r] < 0) {
+        cir_value *rv = cir_val(cg->g, r);
+        cg_output *o = cg->out;
+        if (cg->w16_ok && cg->w16_ok[r] >= 3) {   /* packed when a context is created: room in the layout only */
+            size_t off = cuvil_align_up(o->weights_len, BLOB_ALIGN);
+            o->weights_len = off + cir_nbytes(rv);
+            o->merge_raw = false;   /* (its room is not stored) */
+            cg->const_off[r] = (int64_t)off;
+            return cg->const_off[r];
+        }
+        if (rv->dtype == CIR_F32) o->f32_bytes += cir_nbytes(rv);
+        cg->const_off[r] = blob_place(cg, rv->data, cir_nbytes(rv), cg->w16_ok && cg->w16_ok[r] == 1,
+                                      cg->w16_src && cg->w16_src[r] == 1);
+    }
+    /* (a reader the plan did not foresee: an internal error, never the 16-bit values read as exact) */
+    if (cg->w16_ok && cg->w16_ok[r] == 1 && (!cg->cur_node || !w16_reader(cg->cur_node->kind)) && !cg->w16_stray)
+        cg->w16_stray = r + 1;
+    return cg->const_off[r];
+}
+
+/* --precision fp16|bf16: which float32 constants are stored in 16 bits (w16_ok 1; 2 kept). */
+static cuvil_status plan_w16(cg_ctx *cg, const cuvil_options *o) {
+    cir_graph *g = cg->g;
+    cg->w16 = o->precision == CUVIL_PRECISION_FP16 ? CIR_F16 : o->precision == CUVIL_PRECISION_BF16 ? CIR_BF16 : CIR_UNDEF;
+    if (cg->w16 == CIR_UNDEF) return CUVIL_OK;
+    cg->w16_ok = cuvil_calloc((size_t)g->n_values + 1, 1);
+    if (!cg->w16_ok) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < g->n_nodes; i++) {
+        const cir_node *n = cir_node_at(g, i);
+        if (n->dead) continue;
+        for (int j = 0; j <= cir_node_n_reads(n); j++) {
+            int v = j < cir_node_n_reads(n) ? cir_node_read(n, j) : n->low.packed;
+            if (v < 0) continue;
+            const cir_value *x = cir_val(g, v);
+            if (!cir_is_const(x) || x->dtype != CIR_F32) continue;
+            cg->w16_ok[v] = cg->w16_ok[v] == 2 || !w16_reader(n->kind) ? 2 : 1;
+        }
+    }
+    for (int i = 0; i < g->n_outputs; i++) cg->w16_ok[g->outputs[i]] = 2;
+    /* Winograd-transformed weights of fixed-shape convs: packed when a context is created */
+    for (int i = 0; i < g->n_nodes; i++) {
+        const cir_node *n = cir_node_at(g, i);
+        int a = n->low.algo, pk = n->low.packed;
+        if (!n->dead && n->kind == CIR_OP_CONV && pk >= 0 && cg->w16_ok[pk] == 1 && !cg_node_symbolic(g, n) &&
+            (a == CUVIL_CONV_WINOGRAD || a == CUVIL_CONV_WINOGRAD_T || a == CUVIL_CONV_WINOGRAD2_T) && n->in[1] >= 0 &&
+            cir_is_const(cir_val(g, n->in[1])) && cir_val(g, n->in[1])->dtype == CIR_F32)
+            cg->w16_ok[pk] = 3;
+    }
+    /* the sources only those packings read: 1, else 2 (a kernel reads it) */
+    cg->w16_src = cuvil_calloc((size_t)g->n_values + 1, 1);
+    if (!cg->w16_src) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < g->n_nodes; i++) {
+        const cir_node *n = cir_node_at(g, i);
+        if (n->dead) continue;
+        for (int j = 0; j < cir_node_n_reads(n); j++) {
+            int v = cir_node_read(n, j);
+            if (v < 0 || !cir_is_const(cir_val(g, v))) continue;
+            bool by_pack = n->kind == CIR_OP_CONV && j == 1 && n->low.packed >= 0 && cg->w16_ok[n->low.packed] == 3;
+            cg->w16_src[v] = by_pack && cg->w16_src[v] != 2 ? 1 : 2;
+        }
+    }
+    for (int i = 0; i < g->n_outputs; i++) cg->w16_src[g->outputs[i]] = 2;
+    for (int v = 0; v < g->n_values; v++) {
+        const cir_value *x = cir_val(g, v);
+        if (cg->w16_ok[v] != 1) continue;
+        if (!x->data || !w16_fits(cg->w16, x->data, cir_numel(x))) {
+            cg->w16_ok[v] = 2;
+            cg->out->kept_range += cir_numel(x) >= W16_MIN_ELEMS;
+        }
+    }
+    return CUVIL_OK;
 }
 
 /* Offsets are named, not bare numbers: "A_V12" for value 12's place in the arena, "W_V3" for a
@@ -119,10 +279,7 @@ static const char *ptr(cg_ctx *cg, int vid, bool writable) {
     case CG_LOC_ARENA: return fmt_str(cg, "((%s%s *)(A + %s))", c, t, offset_name(cg, vid, false, l.index));
     case CG_LOC_CONST: {
         int r = (int)l.index;
-        if (cg->const_off[r] < 0) {
-            cir_value *rv = cir_val(cg->g, r);
-            cg->const_off[r] = blob_place(cg, rv->data, cir_nbytes(rv));
-        }
+        place_const(cg, r);
         return fmt_str(cg, "((const %s *)(WEIGHTS + %s))", t, offset_name(cg, r, true, cg->const_off[r]));
     }
     default:
@@ -145,10 +302,7 @@ const char *cg_refs(cg_ctx *cg, const int *ids, int n) {
         case CG_LOC_INPUT: kind = 2; break;
         case CG_LOC_OUTPUT: kind = 3; break;
         case CG_LOC_CONST:
-            if (cg->const_off[l.index] < 0) {
-                cir_value *rv = cir_val(cg->g, l.index);
-                cg->const_off[l.index] = blob_place(cg, rv->data, cir_nbytes(rv));
-            }
+            place_const(cg, (int)l.index);
             kind = 1;
             index = cg->const_off[l.index];
             break;
@@ -168,6 +322,22 @@ const char *cg_in(cg_ctx *cg, int value_id) { return ptr(cg, value_id, false); }
 
 const char *cg_out(cg_ctx *cg, int value_id) { return ptr(cg, value_id, true); }
 
+bool cg_packs_at_create(cg_ctx *cg, const cir_node *n) {
+    return cg->w16_ok && n->low.packed >= 0 && cg->w16_ok[n->low.packed] >= 3;
+}
+
+void cg_pack_at_create(cg_ctx *cg, const char *fn, const char *params, int source, int packed, size_t tmp_floats) {
+    if (cg->w16_ok[packed] == 4) return;   /* (one weight packed alike for several convs: once) */
+    cg->w16_ok[packed] = 4;
+    place_const(cg, packed);
+    const char *src = ptr(cg, source, false);
+    if (cg->w16_src[source] == 1)   /* in the transient layout X */
+        src = fmt_str(cg, "((const float *)(void *)(X + %s))", offset_name(cg, source, true, cg->const_off[source]));
+    cuvil_sb_printf(&cg->init, "    %s(&%s, %s, (float *)(void *)(W + %s), T);\n", fn, params, src,
+                    offset_name(cg, packed, true, cg->const_off[packed]));
+    if (tmp_floats > cg->init_tmp) cg->init_tmp = tmp_floats;
+}
+
 const char *cg_data(cg_ctx *cg, const void *data, size_t nbytes, cir_dtype dtype) {
     /* data derived at compile time (converted exponents, normalised indices, folded BatchNorm
      * scales) counts as folded: one shared constant used by many nodes must not multiply */
@@ -177,7 +347,11 @@ const char *cg_data(cg_ctx *cg, const void *data, size_t nbytes, cir_dtype dtype
         return "NULL /* over the folded_bytes limit */";
     }
     g->folded_bytes += nbytes;
-    int64_t off = blob_place(cg, data, nbytes);
+    if (dtype == CIR_F32) cg->out->f32_bytes += nbytes;
+    /* derived weights of a weight-reading op (folded BatchNorm scales) follow --precision */
+    bool narrow = cg->w16 != CIR_UNDEF && dtype == CIR_F32 && cg->cur_node && w16_reader(cg->cur_node->kind) &&
+                  w16_fits(cg->w16, data, (int64_t)(nbytes / sizeof(float)));
+    int64_t off = blob_place(cg, data, nbytes, narrow, false);
     int k = cg->n_data++;
     cuvil_sb_printf(&cg->params, "#define W_D%d ((size_t)%lld)   /* derived at compile time */\n", k, (long long)off);
     return fmt_str(cg, "((const %s *)(WEIGHTS + W_D%d))", cg_ctype(dtype), k);
@@ -936,6 +1110,13 @@ static void close_part(cg_ctx *cg, cuvil_sb *c, const char *prefix, int k, cuvil
     if (calls->s) calls->s[0] = 0;
     cg->scratch.len = 0;
     if (cg->scratch.s) cg->scratch.s[0] = 0;
+    if (cg->init.len && cg->part_init) {   /* the weights its nodes pack when a context is created */
+        cuvil_sb_printf(c, "\nCUVIL_HIDDEN void %s_part%d_init(unsigned char *W, const unsigned char *X, float *T) {\n%s}\n",
+                        prefix, k, cg->init.s);
+        cg->part_init[k] = 1;
+        cg->init.len = 0;
+        cg->init.s[0] = 0;
+    }
 }
 
 /* The target's CPU features (targets.inc); "" for an unknown target, which the driver refused. */
@@ -961,7 +1142,12 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
     }
     for (int i = 0; i < g->n_values; i++) cg.const_off[i] = -1;
     cg.named = cuvil_calloc((size_t)g->n_values + 1, 1);
-    if (!cg.named) {
+    cg.part_init = cuvil_calloc((size_t)g->n_nodes + 2, 1);   /* (at most a part per node, and one) */
+    if (!cg.named || !cg.part_init || plan_w16(&cg, o)) {   /* (plan_w16 fails only out of memory) */
+        cuvil_free(cg.named);
+        cuvil_free(cg.w16_ok);
+        cuvil_free(cg.w16_src);
+        cuvil_free(cg.part_init);
         cuvil_free(cg.const_off);
         cg_plan_free(&cg.plan);
         return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
@@ -1158,11 +1344,56 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
         if (cg.unplanned)
             st = cuvil_err(g->ctx, CUVIL_ERR_INTERNAL, "graph output '%s' has no storage", v->name);
     }
-    if (!st && out->weights_len > CUVIL_MAX_WEIGHTS_BYTES)
+    if (!st && cg.w16_stray)
+        st = cuvil_err(g->ctx, CUVIL_ERR_INTERNAL, "--precision: constant '%s', stored in 16 bits, is read where float32 "
+                       "is needed", cir_val(g, cg.w16_stray - 1)->name);
+    if (!st && out->weights.len > CUVIL_MAX_WEIGHTS_BYTES)
         st = cuvil_err(g->ctx, CUVIL_ERR_UNSUPPORTED,
                        "the model's weights, with the copies packed for its kernels, come to %zu bytes; a compiled model "
                        "links them into the library, which holds at most %zu bytes of them (x86-64's small code model "
-                       "addresses 2 GiB)", out->weights_len, (size_t)CUVIL_MAX_WEIGHTS_BYTES);
+                       "addresses 2 GiB)", out->weights.len, (size_t)CUVIL_MAX_WEIGHTS_BYTES);
+    /* weights packed when a context is created: their calls, after the widening, with room for
+     * their temporary floats at the end of the layout */
+    bool any_init = false;
+    for (int k = 0; k < n_parts && !st; k++) {
+        if (!cg.part_init[k]) continue;
+        if (!any_init) {
+            size_t tmp = cuvil_align_up(out->transient_len, BLOB_ALIGN);
+            out->transient_len = tmp + cg.init_tmp * sizeof(float);
+            cuvil_sb_printf(&cg.init, "static void init_weights(unsigned char *W, unsigned char *X) {\n"
+                                      "    float *T = (float *)(void *)(X + %zu);\n", tmp);
+        }
+        any_init = true;
+        cuvil_sb_printf(&out->model_c, "CUVIL_HIDDEN void %s_part%d_init(unsigned char *W, const unsigned char *X, float *T);\n",
+                        prefix, k);
+        cuvil_sb_printf(&cg.init, "    %s_part%d_init(W, X, T);\n", prefix, k);
+    }
+    if (any_init) cuvil_sb_printf(&out->model_c, "%s}\n", cg.init.s);
+    /* --precision with nothing stored in 16 bits: the blob is the layout, no widening */
+    if (!any_init && out->n_segs == 1 && out->segs[0].kind == 0 && out->segs[0].dst == 0 && out->segs[0].src == 0)
+        out->n_segs = 0;
+    if (!st && cg.w16 != CIR_UNDEF) {
+        /* what the library holds, on stderr: the user asked for it and may want to know */
+        fprintf(stderr, "cuvil: note: --precision %s: %.1f of %.1f MB of float32 weights stored in 16 bits; the library "
+                        "holds %.1f MB of weights, widened to %.1f MB when a context is created (and %.1f MB while it is)",
+                cg.w16 == CIR_F16 ? "fp16" : "bf16", (double)out->narrowed_bytes / 1e6, (double)out->f32_bytes / 1e6,
+                (double)out->weights.len / 1e6, (double)out->weights_len / 1e6, (double)out->transient_len / 1e6);
+        if (out->kept_range) fprintf(stderr, "; %d constants kept in float32 (values beyond float16's range)", out->kept_range);
+        fprintf(stderr, "\n");
+    }
+    if (!st && out->n_segs) {
+        cuvil_sb *c = &out->model_c;
+        cuvil_sb_printf(c, "\n/* the weights stored in 16 bits (--precision) and how create() widens them */\n"
+                           "static const cuvil_wseg wsegs_[] = {\n");
+        for (int k = 0; k < out->n_segs; k++)
+            cuvil_sb_printf(c, "    {%lluu, %lluu, %lluu, %s%s},\n", (unsigned long long)out->segs[k].dst,
+                            (unsigned long long)out->segs[k].src, (unsigned long long)out->segs[k].n,
+                            (out->segs[k].kind & 3) == 0   ? "CUVIL_WSEG_RAW"
+                            : (out->segs[k].kind & 3) == 1 ? "CUVIL_WSEG_F16"
+                                                           : "CUVIL_WSEG_BF16",
+                            out->segs[k].kind & CG_WSEG_TRANSIENT ? " | CUVIL_WSEG_TRANSIENT" : "");
+        cuvil_sb_puts(c, "};\n");
+    }
     if (!st) {
         cuvil_sb *c = &out->model_c;
         /* offsets named by the copies of graph outputs no node writes */
@@ -1190,7 +1421,7 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
         cuvil_sb_c_escape(c, opts.s ? opts.s : "");
         cuvil_sb_printf(c, "\",\n    ARENA_BYTES, %zu,\n    %s_create, %s_run, %s_errmsg, %s_destroy,\n"
                            "    N_SYMS, syms_, %s_run_shapes, CPU_FEATURES, N_RUN_SIZES, %s_output_present,\n};\n\n",
-                        out->weights_len, prefix, prefix, prefix, prefix, prefix, prefix);
+                        out->weights.len, prefix, prefix, prefix, prefix, prefix, prefix);
         cuvil_sb_printf(c, "_Static_assert(%s_BUFFER_BYTES >= CUVIL_GLUE_CONTEXT_BYTES + CUVIL_GLUE_DIMS_BYTES(N_SYMS + N_RUN_SIZES + N_PRESENT) +\n"
                            "               (ARENA_BYTES + 63) / 64 * 64 + (SCRATCH_BYTES + 63) / 64 * 64 + 64,\n"
                            "               \"the header's BUFFER_BYTES holds what create() puts in a caller's buffer\");\n\n", up);
@@ -1199,7 +1430,7 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
             "extern const unsigned char %s_weights[];\n"
             "static const cuvil_glue_table table_ = {\n"
             "    &desc_, SCRATCH_BYTES, scratch_bytes, N_SYMS + N_RUN_SIZES + N_PRESENT, in_sym_, %s_weights,\n"
-            "    check_guards, output_dims, run_nodes, out_present_,\n};\n\n"
+            "    check_guards, output_dims, run_nodes, out_present_, %s, %d, %zu, %zu, %s,\n};\n\n"
             "/* The entry points: the runtime's glue with this model's table. create() and what a context\n"
             " * whose create() failed may be asked run on any CPU of the architecture (CUVIL_RT_BASELINE):\n"
             " * create() checks first that this one has what the target's code uses. */\n"
@@ -1218,7 +1449,10 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
             "CUVIL_RT_BASELINE CUVIL_EXPORT const cuvil_model_desc *%s_model(void) { return &desc_; }\n\n"
             "#ifdef CUVIL_MODEL_SHARED\n"
             "CUVIL_RT_BASELINE CUVIL_EXPORT const cuvil_model_desc *cuvil_model_entry(void) { return &desc_; }\n#endif\n",
-            prefix, prefix, prefix, prefix, prefix, prefix, prefix, prefix, prefix);
+            prefix, prefix, out->n_segs ? "wsegs_" : "NULL", out->n_segs, out->weights_len, out->transient_len,
+            any_init ? "init_weights" : "NULL",
+            prefix, prefix, prefix, prefix,
+            prefix, prefix, prefix);
         if (c->oom || out->weights.oom || calls.oom || cg.params.oom || cg.body.oom || cg.scratch.oom)
             st = cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory generating C");
     }
@@ -1235,6 +1469,10 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
     cuvil_arena_free(&cg.strs);
     cuvil_free(cg.const_off);
     cuvil_free(cg.named);
+    cuvil_free(cg.w16_ok);
+    cuvil_free(cg.w16_src);
+    cuvil_free(cg.part_init);
+    cuvil_sb_free(&cg.init);
     size_t arena_bytes = cg.plan.arena_bytes, scratch_bytes = cg.scratch_bytes;
     /* the context and the run's dims, as create() places them in a caller's buffer */
     size_t context_bytes =
@@ -1297,6 +1535,8 @@ void cg_output_free(cg_output *out) {
     cuvil_sb_free(&out->model_c);
     cuvil_sb_free(&out->model_h);
     cuvil_sb_free(&out->weights);
+    cuvil_free(out->segs);
+    out->segs = NULL;
 }
 
 cg_file *cg_split_files(const char *text, size_t len, int *n) {

@@ -61,6 +61,16 @@ const char *cg_refs(cg_ctx *cg, const int *ids, int n);
 /* Places nbytes of compile-time data (e.g. folded BatchNorm scale) in the weights blob and
  * returns a const pointer expression of element type dtype. */
 const char *cg_data(cg_ctx *cg, const void *data, size_t nbytes, cir_dtype dtype);
+/* --precision fp16|bf16: whether packed constant `packed` (a conv's Winograd-transformed
+ * weights) is made when a context is created, from its source weights stored in 16 bits, instead
+ * of being stored: a transform of rounded weights keeps the rounding error of the weights alone
+ * (transformed weights rounded again come out 3-4 times further off), and the source is a
+ * quarter of the transform's size. If so the emitter calls cg_pack_at_create once it has the
+ * kernel's parameter block. */
+bool cg_packs_at_create(cg_ctx *cg, const cir_node *n);
+/* Emits `fn(&params, source, packed, tmp)` into the function create() runs on the widened
+ * weights (once per packed constant); tmp_floats: what the call needs at tmp. */
+void cg_pack_at_create(cg_ctx *cg, const char *fn, const char *params, int source, int packed, size_t tmp_floats);
 /* Declares `static const <type> P<k> = <init>;` at file scope and returns "P<k>"; a type
  * ending in "[]" declares an array (`static const int64_t P<k>[] = ...`). In a symbolic node
  * (cg_node_symbolic) a local `const` of the node's function: init may use the run's D[]. */
@@ -173,11 +183,24 @@ cuvil_status cg_plan_memory(cir_graph *g, cg_plan *plan);
 void cg_plan_free(cg_plan *plan);
 
 /* ===== Driver (codegen.c) ============================================================ */
+#define CG_WSEG_TRANSIENT 8
 typedef struct cg_output {
     cuvil_sb model_c;      /* model.c */
     cuvil_sb model_h;      /* <prefix>.h */
     cuvil_sb weights;      /* weights.bin */
-    size_t weights_len;    /* its size */
+    size_t weights_len;    /* the size of the weights' layout the nodes read: weights.len, unless
+                            * --precision stores some in 16 bits (then the segments below say
+                            * how create() widens weights.bin into it) */
+    struct cg_wseg {
+        uint64_t dst, src, n;
+        int kind;          /* 0 n bytes as they are, 1 n halves, 2 n bfloat16s (cuvil_wseg's), with
+                            * CG_WSEG_TRANSIENT: into the transient layout */
+    } *segs;
+    int n_segs, cap_segs;
+    bool merge_raw;        /* the last segment is raw and ends the stored layout: a raw one may join it */
+    size_t transient_len;  /* the layout create() fills, packs the weights from and frees */
+    uint64_t f32_bytes, narrowed_bytes;   /* float32 bytes placed, and of those stored in 16 bits */
+    int kept_range;        /* float32 constants kept: outside the 16-bit type's range */
     size_t arena_bytes;
 } cg_output;
 

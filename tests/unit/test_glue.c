@@ -75,7 +75,7 @@ static const cuvil_model_desc desc_ = {
     NULL, NULL, NULL, NULL, 1, syms_, NULL, "", 1, NULL,
 };
 static const cuvil_glue_table table_ = {
-    &desc_, 64, scratch_bytes, 2, in_sym_, weights_, check_guards, output_dims, run_nodes, NULL,
+    &desc_, 64, scratch_bytes, 2, in_sym_, weights_, check_guards, output_dims, run_nodes, NULL, NULL, 0, 0, 0, NULL,
 };
 
 /* a caller's allocator that counts, and fails from call fail_from on (0: never) */
@@ -292,7 +292,7 @@ static const cuvil_model_desc seq_desc_ = {
     NULL, NULL, NULL, NULL, 1, seq_syms_, NULL, "", 0, NULL,
 };
 static const cuvil_glue_table seq_table_ = {
-    &seq_desc_, 64, scratch_bytes, 1, seq_in_sym_, weights_, check_guards_none, seq_output_dims, seq_run_nodes, NULL,
+    &seq_desc_, 64, scratch_bytes, 1, seq_in_sym_, weights_, check_guards_none, seq_output_dims, seq_run_nodes, NULL, NULL, 0, 0, 0, NULL,
 };
 
 /* Runs with s holding `count` elements whose dims are d0 x d1 each (f: 2 elements of 4 x 3, or
@@ -367,7 +367,7 @@ static const cuvil_model_desc opt_desc_ = {
     NULL, NULL, NULL, NULL, 0, NULL, NULL, "", 0, NULL,
 };
 static const cuvil_glue_table opt_table_ = {
-    &opt_desc_, 64, scratch_bytes, 1, opt_in_sym_, weights_, check_guards_none, opt_output_dims, opt_run_nodes, opt_present_,
+    &opt_desc_, 64, scratch_bytes, 1, opt_in_sym_, weights_, check_guards_none, opt_output_dims, opt_run_nodes, opt_present_, NULL, 0, 0, 0, NULL,
 };
 
 static void test_optionals(void) {
@@ -394,7 +394,85 @@ static void test_optionals(void) {
     cuvil_glue_destroy(m);
 }
 
+/* ===== weights stored in 16 bits (--precision): widened per context, then packed ===== */
+/* stored: 4 raw bytes, 3 halves (1, -2, 65504), 2 bfloat16s (1.5, -0.25), a transient half (3) */
+static const unsigned char w16_[] = {1, 2, 3, 4,           0x00, 0x3c, 0x00, 0xc0, 0xff, 0x7b,
+                                     0xc0, 0x3f, 0x80, 0xbe, 0x00, 0x42};
+static const cuvil_wseg wsegs16_[] = {
+    {0, 0, 4, CUVIL_WSEG_RAW}, {64, 4, 3, CUVIL_WSEG_F16}, {128, 10, 2, CUVIL_WSEG_BF16},
+    {8, 14, 1, CUVIL_WSEG_F16 | CUVIL_WSEG_TRANSIENT},
+};
+static int inits16;
+static void init16(unsigned char *W, unsigned char *X) {   /* "packs": W[192] = 10 * X[8] */
+    inits16++;
+    float v;
+    memcpy(&v, X + 8, 4);
+    v *= 10;
+    memcpy(W + 192, &v, 4);
+}
+static cuvil_status run16(cuvil_model *m, unsigned char *A, const unsigned char *W, void *S, const void *const *in,
+                          void *const *out, int64_t *D) {
+    (void)m, (void)A, (void)S, (void)in, (void)D;
+    CHECK(W != w16_ && ((uintptr_t)W & 63) == 0, "the nodes read the widened copy, 64-byte aligned");
+    memcpy(out[0], W, 196);
+    return CUVIL_OK;
+}
+static void output_dims16(const int64_t *D, int64_t *const *od) {
+    (void)D;
+    if (od && od[0]) od[0][0] = 196;
+}
+static const cuvil_tensor_info out16_[1] = {{"w", CUVIL_DTYPE_UINT8, 1, {196}, {NULL}, 196, 0, 0, 0, 0, 0, 0}};
+static const cuvil_model_desc desc16_ = {
+    CUVIL_MODEL_ABI_VERSION, "w16", 0, 1, NULL, out16_, "sha", "v", "generic", "", 64, sizeof w16_,
+    NULL, NULL, NULL, NULL, 0, NULL, NULL, "", 0, NULL,
+};
+static const cuvil_glue_table table16_ = {
+    &desc16_, 64, scratch_bytes, 0, NULL, w16_, check_guards_none, output_dims16, run16, NULL, wsegs16_, 4, 196, 12, init16,
+};
+
+static void test_weights16(void) {
+    for (int k = 0; k < 2; k++) {   /* two contexts: each its own copy */
+        cuvil_model *m = NULL;
+        cuvil_model_options o = {.alloc = count_alloc, .free = count_free, .alloc_user = &n_alloc};
+        n_alloc = n_free = 0;
+        CHECK(cuvil_glue_create(&table16_, &o, &m) == CUVIL_OK, "create: %s", cuvil_glue_errmsg(m));
+        unsigned char w[196];
+        void *out[1] = {w};
+        CHECK(cuvil_glue_run_shapes(m, NULL, NULL, out, NULL) == CUVIL_OK, "run: %s", cuvil_glue_errmsg(m));
+        float f[3], b[2], p;
+        memcpy(f, w + 64, 12);
+        memcpy(b, w + 128, 8);
+        memcpy(&p, w + 192, 4);
+        CHECK(w[0] == 1 && w[3] == 4 && w[4] == 0 && w[8] == 0 && w[63] == 0, "raw bytes copied, the rest zero");
+        CHECK(f[0] == 1.0f && f[1] == -2.0f && f[2] == 65504.0f, "halves widened: %g %g %g", f[0], f[1], f[2]);
+        CHECK(b[0] == 1.5f && b[1] == -0.25f, "bfloat16s widened: %g %g", b[0], b[1]);
+        CHECK(p == 30.0f, "packed from the transient source: %g", p);
+        CHECK(n_alloc == 4 && n_free == 1, "context, arena, weights, transient (freed): %d %d", n_alloc, n_free);
+        cuvil_glue_destroy(m);
+        CHECK(n_free == 4, "destroy frees the widened weights too: %d", n_free);
+    }
+    CHECK(inits16 == 2, "packed once per context: %d", inits16);
+    unsigned char buf[8192];
+    cuvil_model *m = NULL;
+    cuvil_model_options o = {.buffer = buf, .buffer_bytes = sizeof buf};
+    CHECK(cuvil_glue_create(&table16_, &o, &m) == CUVIL_ERR_UNSUPPORTED && strstr(cuvil_glue_errmsg(m), "16 bits"),
+          "a caller's buffer is refused with a message: %s", cuvil_glue_errmsg(m));
+    cuvil_glue_destroy(m);
+    cuvil_model_options f = {.alloc = count_alloc, .free = count_free, .alloc_user = &n_alloc};
+    for (int from = 1; from <= 4; from++) {   /* each allocation failing: out of memory, nothing leaked */
+        n_alloc = n_free = 0;
+        fail_from = from;
+        m = NULL;
+        cuvil_status st = cuvil_glue_create(&table16_, &f, &m);
+        CHECK(st == CUVIL_ERR_NOMEM, "allocation %d failing: %d", from, (int)st);
+        cuvil_glue_destroy(m);
+        CHECK(n_alloc == n_free, "allocation %d failing: %d allocated, %d freed", from, n_alloc, n_free);
+    }
+    fail_from = 0;
+}
+
 int main(void) {
+    test_weights16();
     test_sequence_inputs();
     test_optionals();
     test_create_modes();

@@ -179,6 +179,8 @@ cuvil_status cg_emit_conv(cg_ctx *cg, cir_graph *g, cir_node *n) {
     cuvil_gemm_blocking blk = cg_target_blocking(g, &uk);
     const char *S = cg_scratch(cg, sym ? conv_scratch_bound(g, &pp, &gx, false, &blk) : cuvil_f32_conv2d_scratch_size_ex(&pp, &blk),
                                "cuvil_f32_conv2d_scratch_size(&%s)", p);
+    if (cg_packs_at_create(cg, n))   /* --precision: transformed from the 16-bit source when a context is created */
+        cg_pack_at_create(cg, "cuvil_f32_conv2d_pack", p, n->in[1], n->low.packed, cuvil_f32_conv2d_pack_tmp_floats(&pp));
     cg_printf(cg, "    cuvil_f32_conv2d%s(&%s, %s, %s, %s, %s, %s, %s);\n", n->low.packed >= 0 ? "_prepacked" : "", p,
               cg_in(cg, n->in[0]), cg_in(cg, n->low.packed >= 0 ? n->low.packed : n->in[1]),
               cir_in(g, n, 2) ? cg_in(cg, n->in[2]) : "NULL", cir_node_residual(n) >= 0 ? cg_in(cg, cir_node_residual(n)) : "NULL",

@@ -1,0 +1,174 @@
+"""--precision fp16|bf16 (Python: precision=, enable_fp16=True): the library stores its float32
+weights in 16 bits and widens them when a context is created.
+
+The reference is ONNX Runtime on the same model with every float32 initializer of 64 or more
+elements rounded to the 16-bit type (what Cuvil promises: each weight rounded once, arithmetic
+in float32). The outputs must agree with it far more closely than with the unrounded model's,
+so a build that stored float32 weights, or rounded a weight twice (Winograd-transformed weights
+rounded after their transform come out 3-4 times further off), fails. Constants that are not
+weights (a Pow's exponents, a graph output, values float16 cannot hold) stay exact.
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import cuvil_testlib as tl
+
+ml_dtypes = pytest.importorskip("ml_dtypes")   # an onnx dependency: bfloat16 in NumPy
+H16 = {"fp16": np.float16, "bf16": ml_dtypes.bfloat16}
+
+
+def cnn(path, rng):
+    """Two 3x3 convs (Winograd where the target runs it), a 1x1 conv, a pool and a Gemm."""
+    def init(n, a):
+        return numpy_helper.from_array(a.astype(np.float32), n)
+    inits = [init("k1", rng.normal(0, 0.3, (32, 16, 3, 3))), init("b1", rng.normal(0, 0.1, 32)),
+             init("k2", rng.normal(0, 0.2, (32, 32, 3, 3))), init("b2", rng.normal(0, 0.1, 32)),
+             init("k3", rng.normal(0, 0.3, (64, 32, 1, 1))), init("w", rng.normal(0, 0.3, (100, 64))),
+             init("b", rng.normal(0, 0.1, 100))]
+    nodes = [helper.make_node("Conv", ["x", "k1", "b1"], ["c1"], pads=[1, 1, 1, 1]), helper.make_node("Relu", ["c1"], ["r1"]),
+             helper.make_node("Conv", ["r1", "k2", "b2"], ["c2"], pads=[1, 1, 1, 1]), helper.make_node("Relu", ["c2"], ["r2"]),
+             helper.make_node("Conv", ["r2", "k3"], ["c3"]), helper.make_node("GlobalAveragePool", ["c3"], ["p"]),
+             helper.make_node("Flatten", ["p"], ["f"]), helper.make_node("Gemm", ["f", "w", "b"], ["y"], transB=1)]
+    g = helper.make_graph(nodes, "cnn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 24, 24])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 100])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, path)
+    return path
+
+
+def rounded(path, prec):
+    """The model with each float32 initializer of >= 64 elements rounded to the 16-bit type."""
+    m = onnx.load(path)
+    for t in m.graph.initializer:
+        if t.data_type == TensorProto.FLOAT and np.prod(t.dims) >= 64:
+            a = numpy_helper.to_array(t)
+            t.CopyFrom(numpy_helper.from_array(a.astype(H16[prec]).astype(np.float32), t.name))
+    return m
+
+
+def weights_bytes(so):
+    return json.loads(tl.run_tool("cuvil-run", [so, "--info", "--json"]).stdout)["info"]["weights_bytes"]
+
+
+@pytest.mark.parametrize("prec", ["fp16", "bf16"])
+@pytest.mark.parametrize("target", [None, "generic"])
+def test_weights_in_16_bits_match_the_rounded_model(tmp_path, prec, target):
+    """Outputs equal ONNX Runtime's on the model with rounded weights (within float32
+    arithmetic's differences), far closer than to the float32 model; the weights the library
+    holds are at most 55% of the float32 build's (the transformed Winograd weights, 4 times the
+    source's size, are made when a context is created). generic: the portable conversion."""
+    path = cnn(tmp_path / "cnn.onnx", tl.seeded_rng("precision-cnn"))
+    x = tl.seeded_rng("precision-x").standard_normal((1, 16, 24, 24)).astype(np.float32)
+    kw = {"target": target} if target else {}
+    so32 = tl.compile(path, tmp_path / "f32", **kw)
+    so16 = tl.compile(path, tmp_path / prec, extra=["--precision", prec], **kw)
+    assert weights_bytes(so16) <= 0.55 * weights_bytes(so32), (weights_bytes(so16), weights_bytes(so32))
+    y = tl.run(so16, {"x": x}, tmp_path / "run")["y"]
+    want = tl.ort_run(rounded(path, prec), {"x": x})["y"]
+    exact = tl.ort_run(path, {"x": x})["y"]
+    off = float(np.abs(want - exact).max())   # what rounding the weights does
+    assert off > 1e-4, off
+    err = float(np.abs(y - want).max())
+    assert err < off / 20, (err, off)
+    # a second context of the same library widens its own copy: same outputs
+    y2 = tl.run(so16, {"x": x}, tmp_path / "run2")["y"]
+    np.testing.assert_array_equal(y, y2)
+
+
+def test_constants_that_are_not_weights_stay_exact(tmp_path):
+    """Kept float32 under --precision fp16: a Mul's constant beyond float16's range (1e6: it would
+    become inf), a Pow's exponents (not a weight-reading op), a constant graph output, and a
+    vector of fewer than 64 elements. A weight of 1/3 next to them is rounded (the check that
+    the option took effect)."""
+    rng = tl.seeded_rng("precision-exact")
+    big = rng.uniform(1e5, 1e6, (1, 128)).astype(np.float32)
+    expo = rng.uniform(1.0, 2.0, (1, 128)).astype(np.float32)
+    small = rng.uniform(-1, 1, (1, 32)).astype(np.float32)
+    third = np.full((1, 128), 1 / 3, np.float32)
+    inits = [numpy_helper.from_array(a, n) for a, n in ((big, "big"), (expo, "expo"), (small, "small"), (third, "third"))]
+    nodes = [helper.make_node("Abs", ["x"], ["ax"]), helper.make_node("Mul", ["x", "big"], ["y_big"]),
+             helper.make_node("Pow", ["ax", "expo"], ["y_pow"]), helper.make_node("Identity", ["expo"], ["y_const"]),
+             helper.make_node("Mul", ["s", "small"], ["y_small"]), helper.make_node("Mul", ["x", "third"], ["y_third"])]
+    vi = helper.make_tensor_value_info
+    g = helper.make_graph(nodes, "exact", [vi("x", TensorProto.FLOAT, [1, 128]), vi("s", TensorProto.FLOAT, [1, 32])],
+                          [vi(n, TensorProto.FLOAT, None) for n in ("y_big", "y_pow", "y_const", "y_small", "y_third")], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    path = tmp_path / "exact.onnx"
+    onnx.save(m, path)
+    feeds = {"x": rng.uniform(-2, 2, (1, 128)).astype(np.float32), "s": rng.uniform(-2, 2, (1, 32)).astype(np.float32)}
+    proc = tl.compile_raw(path, tmp_path / "m.so", extra=["--precision", "fp16"])
+    assert proc.returncode == 0, proc.stderr
+    assert "1 constants kept in float32 (values beyond float16's range)" in proc.stderr, proc.stderr
+    got = tl.run(tmp_path / "m.so", feeds, tmp_path / "run")
+    want = tl.ort_run(path, feeds)
+    for k in ("y_big", "y_const", "y_small"):
+        np.testing.assert_array_equal(got[k], want[k], err_msg=k)
+    tl.assert_close(got["y_pow"], want["y_pow"], "y_pow")
+    np.testing.assert_array_equal(got["y_third"], feeds["x"] * np.float32(np.float16(1 / 3)))
+    assert not np.array_equal(got["y_third"], want["y_third"])
+
+
+def test_bad_precision_is_refused(tmp_path):
+    path = cnn(tmp_path / "cnn.onnx", tl.seeded_rng("precision-cnn"))
+    proc = tl.compile_raw(path, tmp_path / "m.so", extra=["--precision", "int3"])
+    tl.assert_clean_failure(proc, mentions=["--precision", "int3"], absent=[tmp_path / "m.so"])
+
+
+def test_python_precision_and_enable_fp16(tmp_path, monkeypatch):
+    """cuvil.compile(..., precision="bf16") and enable_fp16=True build what the command line
+    builds; a contradictory or unknown precision is a ValueError."""
+    cuvil = pytest.importorskip("cuvil")
+    monkeypatch.setenv("CUVIL_CACHE_DIR", str(tmp_path / "cache"))
+    path = cnn(tmp_path / "cnn.onnx", tl.seeded_rng("precision-cnn"))
+    x = tl.seeded_rng("precision-x").standard_normal((1, 16, 24, 24)).astype(np.float32)
+    target = {"target": tl.env_target()} if tl.env_target() else {}   # (the one tl.compile uses)
+    for kw, prec in (({"enable_fp16": True}, "fp16"), ({"precision": "bf16"}, "bf16")):
+        y = cuvil.compile(str(path), **kw, **target)(x)
+        so = tl.compile(path, tmp_path / prec, extra=["--precision", prec])
+        np.testing.assert_array_equal(y, tl.run(so, {"x": x}, tmp_path / f"run-{prec}")["y"])
+    with pytest.raises(ValueError, match="enable_fp16"):
+        cuvil.compile(str(path), enable_fp16=True, precision="bf16")
+    with pytest.raises(ValueError, match="precision"):
+        cuvil.compile(str(path), precision="int8")
+
+
+def test_python_bfloat16_inputs_and_outputs(tmp_path, monkeypatch):
+    """A bfloat16 model from Python: torch.bfloat16 tensors in give torch.bfloat16 out; NumPy
+    takes ml_dtypes.bfloat16 arrays or the uint16 bits and gives the bits; all three agree, and
+    with ONNX Runtime's reading of the model (float32 arithmetic, bfloat16 output)."""
+    cuvil = pytest.importorskip("cuvil")
+    torch = pytest.importorskip("torch")
+    monkeypatch.setenv("CUVIL_CACHE_DIR", str(tmp_path / "cache"))
+    rng = tl.seeded_rng("precision-bf16-io")
+    w = rng.normal(0, 0.5, (8, 6)).astype(ml_dtypes.bfloat16)
+    t = numpy_helper.from_array(w.astype(np.float32), "w")
+    t.data_type, t.raw_data = TensorProto.BFLOAT16, w.view(np.uint16).tobytes()
+    t.ClearField("float_data")
+    vi = helper.make_tensor_value_info
+    g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["m"]), helper.make_node("Tanh", ["m"], ["y"])], "bf",
+                          [vi("x", TensorProto.BFLOAT16, [3, 8])], [vi("y", TensorProto.BFLOAT16, [3, 6])], [t])
+    mp = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    mp.ir_version = 8
+    path = tmp_path / "bf.onnx"
+    onnx.save(mp, path)
+    model = cuvil.compile(str(path))
+    assert model.inputs[0].bfloat16 and model.inputs[0].dtype == np.uint16
+    x = rng.normal(0, 1, (3, 8)).astype(ml_dtypes.bfloat16)
+    yt = model(torch.from_numpy(x.view(np.int16)).view(torch.bfloat16))
+    assert isinstance(yt, torch.Tensor) and yt.dtype == torch.bfloat16
+    ym, yb = model(x), model(x.view(np.uint16))
+    assert ym.dtype == np.uint16 and yb.dtype == np.uint16
+    np.testing.assert_array_equal(ym, yb)
+    np.testing.assert_array_equal(yt.view(torch.int16).numpy().view(np.uint16), yb)
+    want = np.tanh(x.astype(np.float32) @ w.astype(np.float32))
+    np.testing.assert_allclose(yb.view(ml_dtypes.bfloat16).astype(np.float32), want, rtol=1e-2, atol=1e-2)
+    with pytest.raises(TypeError, match="bfloat16"):
+        model(x.astype(np.float32))
