@@ -95,7 +95,7 @@ test-c:
 # tests on both (test_kernel_*_avx2); test_layout.py and test_targets.py name both targets
 # themselves. On an AVX2 machine without AVX-512 the first round was AVX2's.
 AVX2_TESTS ?= tests/python/test_ops.py tests/python/test_quant.py tests/python/test_models.py tests/python/test_fusion.py \
-	tests/python/test_symbolic.py tests/python/test_precision.py
+	tests/python/test_symbolic.py tests/python/test_precision.py tests/python/test_quantizer.py
 test-python-avx2:
 	@if grep -qw avx512f /proc/cpuinfo && grep -qw avx512bw /proc/cpuinfo && grep -qw avx512dq /proc/cpuinfo \
 	    && grep -qw avx512vl /proc/cpuinfo; then \

@@ -127,7 +127,7 @@ cuvil_status cuvil_options_parse(cuvil_ctx *ctx, cuvil_options *o, int argc, con
     if (!ctx) return CUVIL_ERR_INVALID_ARG;
     if (!o || argc < 0 || (argc > 0 && !argv)) return bad(ctx, "cuvil_options_parse: no options or arguments", NULL);
     const char *emit = NULL;
-    bool seen_format = false, seen_opt = false, seen_precision = false;
+    bool seen_format = false, seen_opt = false, seen_precision = false, seen_calib = false;
     if (model) *model = NULL;
     if (output) *output = NULL;
     for (int i = 0; i < argc; i++) {
@@ -165,6 +165,24 @@ cuvil_status cuvil_options_parse(cuvil_ctx *ctx, cuvil_options *o, int argc, con
             else if (!strcmp(v, "fp16")) o->precision = CUVIL_PRECISION_FP16;
             else if (!strcmp(v, "bf16")) o->precision = CUVIL_PRECISION_BF16;
             else return bad(ctx, "--precision wants fp32, fp16 or bf16, got", v);
+        } else if (!strcmp(a, "--quantize")) {
+            ONCE(o->quantize);
+            NEED_VALUE();
+            if (!strcmp(v, "int8")) o->quantize = 8;
+            else return bad(ctx, "--quantize wants int8, got", v);
+        } else if (!strcmp(a, "--calibrate")) { ONCE(o->calibrate); NEED_VALUE(); o->calibrate = v; }
+        else if (!strcmp(a, "--calibration")) {
+            ONCE(seen_calib);
+            seen_calib = true;
+            NEED_VALUE();
+            if (!strcmp(v, "minmax")) o->calibration = CUVIL_CALIB_MINMAX;
+            else if (!strcmp(v, "percentile")) o->calibration = CUVIL_CALIB_PERCENTILE;
+            else if (!strcmp(v, "entropy")) o->calibration = CUVIL_CALIB_ENTROPY;
+            else return bad(ctx, "--calibration wants minmax, percentile or entropy, got", v);
+        } else if (!strcmp(a, "--keep-float")) {
+            NEED_VALUE();
+            if (o->n_keep_float == CUVIL_MAX_KEEP_FLOAT) return bad(ctx, "too many --keep-float options", NULL);
+            o->keep_float[o->n_keep_float++] = v;
         } else if (!strcmp(a, "--opt-level") || !strncmp(a, "-O", 2)) {
             ONCE(seen_opt);
             seen_opt = true;

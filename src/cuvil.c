@@ -2,6 +2,7 @@
 #include "codegen/toolchain_int.h"
 #include "frontend/onnx/onnx_int.h"
 #include "passes/passes_int.h"
+#include "quantize.h"
 
 #include <ctype.h>
 #include <libgen.h>
@@ -59,7 +60,7 @@ static cuvil_status pick_prefix(cuvil_ctx *ctx, const cuvil_options *o, const ch
 
 /* Passes, then the output o asks for. model_path: the model file (for output checks), or NULL
  * for a built graph. */
-static cuvil_status compile_cir(cuvil_ctx *ctx, cir_graph *g, const cuvil_options *o, const char *model_path,
+cuvil_status cuvil_compile_cir(cuvil_ctx *ctx, cir_graph *g, const cuvil_options *o, const char *model_path,
                                 const char *target, const char *prefix, const char *output) {
     cuvil_status s;
     g->target = target;
@@ -104,6 +105,15 @@ static cuvil_status check_request(cuvil_ctx *ctx, const cuvil_options *o, const 
         return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "--opt-level %d: must be 0..3", o->opt_level);
     if ((int)o->emit < CUVIL_EMIT_SO || o->emit > CUVIL_EMIT_DOT)
         return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "options.emit is %d, not one of cuvil_emit", (int)o->emit);
+    if (!o->quantize && (o->calibrate || o->n_keep_float || o->calibration))
+        return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "--calibrate, --calibration and --keep-float go with --quantize int8");
+    if (o->quantize && o->quantize != 8)
+        return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "options.quantize is %d; 8 (int8) is the one Cuvil makes", o->quantize);
+    if (o->quantize && !o->calibrate)
+        return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "--quantize int8 needs --calibrate DIR: a folder of input sets (a folder "
+                         "per set holding <input>.npy for each input, or .npy files for a model with one input)");
+    if (o->quantize && !model_path)
+        return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "--quantize takes an ONNX file, not a graph built through the API");
     *target = o->target ? o->target : cuvil_host_target();
     cuvil_status s = cuvil_check_target(ctx, *target, o->emit == CUVIL_EMIT_SO || o->emit == CUVIL_EMIT_A);
     if (s) return s;
@@ -157,9 +167,14 @@ cuvil_status cuvil_compile_file(cuvil_ctx *ctx, const char *model_path, const cu
     cir_graph *g = NULL;
     cuvil_onnx_model *model = NULL;
     if ((s = cuvil_onnx_open(ctx, model_path, o, &model))) return s;
+    if (o->quantize) {   /* calibrated and compiled twice (quantize.c) */
+        s = cuvil_quantize_compile(ctx, model, o, model_path, target, prefix, output);
+        cuvil_onnx_close(model);
+        return s;
+    }
     /* symbols with ranges: one compile, the shapes expressions of the symbols */
     if (!(s = cuvil_onnx_build(ctx, model, o, &g)) && !(s = cir_graph_bind_syms(g)))
-        s = compile_cir(ctx, g, o, model_path, target, prefix, output);
+        s = cuvil_compile_cir(ctx, g, o, model_path, target, prefix, output);
     cir_graph_free(g);
     cuvil_onnx_close(model);
     return s;
@@ -450,5 +465,5 @@ cuvil_status cuvil_compile_graph(cuvil_graph *gr, const cuvil_options *o, const 
     }
     gr->compiled = true;   /* the passes rewrite the graph from here on */
     if ((s = cir_verify(g, false, NULL))) return s;
-    return compile_cir(ctx, g, o, NULL, target, prefix, output);
+    return cuvil_compile_cir(ctx, g, o, NULL, target, prefix, output);
 }

@@ -33,6 +33,30 @@ def make_model() -> torch.nn.Module:
         torch.nn.Flatten(), torch.nn.Linear(32 * 4 * 4, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10))
 
 
+def load_split():
+    """The digits as float32 [1797, 1, 8, 8] (gray levels 0..16 scaled to 0..1), their labels,
+    and the held-out and training indices (the demo's fixed split)."""
+    digits = load_digits()
+    x = (digits.images / 16.0).astype(np.float32)[:, None]
+    y = digits.target.astype(np.int64)
+    order = np.random.RandomState(0).permutation(len(x))
+    return x, y, order[:N_TEST], order[N_TEST:]
+
+
+def train_model(x, y, train, epochs):
+    """make_model() trained with Adam on the training digits; returned in eval mode."""
+    model = make_model()
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+    xt, yt = torch.from_numpy(x[train]), torch.from_numpy(y[train])
+    for _ in range(epochs):
+        model.train()
+        for b in torch.randperm(len(train)).split(64):
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(model(xt[b]), yt[b]).backward()
+            opt.step()
+    return model.eval()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True, type=Path)
@@ -42,23 +66,9 @@ def main():
     torch.manual_seed(0)
     torch.set_num_threads(1)
 
-    digits = load_digits()
-    x = (digits.images / 16.0).astype(np.float32)[:, None]  # [1797, 1, 8, 8], gray levels 0..16
-    y = digits.target.astype(np.int64)
-    order = np.random.RandomState(0).permutation(len(x))
-    test, train = order[:N_TEST], order[N_TEST:]
-
-    model = make_model()
-    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
-    xt, yt = torch.from_numpy(x[train]), torch.from_numpy(y[train])
+    x, y, test, train = load_split()
     t0 = time.perf_counter()
-    for _ in range(args.epochs):
-        model.train()
-        for b in torch.randperm(len(train)).split(64):
-            opt.zero_grad()
-            torch.nn.functional.cross_entropy(model(xt[b]), yt[b]).backward()
-            opt.step()
-    model.eval()
+    model = train_model(x, y, train, args.epochs)
     train_s = time.perf_counter() - t0
 
     xs = torch.from_numpy(x[test])

@@ -65,6 +65,15 @@ typedef enum cuvil_precision {
     CUVIL_PRECISION_BF16
 } cuvil_precision;
 
+/* Cuvil's own quantizer (--quantize int8 --calibrate DIR): how the calibration sets' values
+ * become each activation's range. */
+typedef enum cuvil_calibration {
+    CUVIL_CALIB_MINMAX = 0,     /* the smallest and largest value seen */
+    CUVIL_CALIB_PERCENTILE,     /* |x|'s 99.999th percentile (a Relu's output: x's), ignoring outliers */
+    CUVIL_CALIB_ENTROPY         /* the threshold whose 8-bit histogram keeps the most information (KL) */
+} cuvil_calibration;
+#define CUVIL_MAX_KEEP_FLOAT 64
+
 /* How the weights reach the library: an assembler file that links weights.bin in with .incbin
  * (fast to compile; GNU assemblers), or a C array (any C compiler: Mach-O, armcc, IAR). */
 typedef enum cuvil_weights_format {
@@ -165,6 +174,14 @@ typedef struct cuvil_options {
     cuvil_limits limits;         /* bounds on untrusted input; defaults from cuvil_options_init */
     cuvil_weights_format weights_format;   /* --weights-format asm|c (default asm) */
     cuvil_precision precision;   /* --precision fp32|fp16|bf16 (default fp32) */
+    /* --quantize int8: quantize the float model's convolutions and matrix products to int8,
+     * calibrated on the input sets in `calibrate` (a folder; see cuvil-compile --help), and
+     * print the accuracy cost on them. keep_float: node names or ops left in float32. */
+    int quantize;                /* 0: no; 8: int8 */
+    const char *calibrate;
+    cuvil_calibration calibration;
+    int n_keep_float;
+    const char *keep_float[CUVIL_MAX_KEEP_FLOAT];
     int n_shapes;
     cuvil_shape_binding shapes[CUVIL_MAX_SHAPE_BINDINGS];   /* --shape INPUT=... */
     int n_seqs;

@@ -10,6 +10,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from . import _cache, _load
 from . import _native as N
 from ._model import CompiledModel, check_threads
@@ -43,6 +45,48 @@ def _seq_text(v) -> str:
     if isinstance(v, (tuple, list)) and len(v) == 2 and all(isinstance(x, int) and not isinstance(x, bool) for x in v):
         return f"{v[0]}:{v[1]}"
     raise TypeError(f"a sequence's count is an int or a (lo, hi) range, got {v!r}")
+
+
+def _write_calibration(calibration, folder: Path) -> str:
+    """The calibration sets as cuvil-compile --calibrate reads them: a folder per set of
+    <input>.npy ('/' in a name written '_'), or, for arrays alone (a model with one input), one
+    .npy file per set."""
+    sets = list(calibration)
+    if not sets:
+        raise ValueError("calibration is empty: give a list of input sets (dicts of input name -> array, or arrays)")
+    dicts = [isinstance(c, dict) for c in sets]
+    if any(dicts) and not all(dicts):
+        raise TypeError("calibration mixes dicts and arrays: give every set as a dict {input name: array}, or every "
+                        "set as one array (a model with one input)")
+    for k, c in enumerate(sets):
+        if all(dicts):
+            d = folder / f"set_{k:06d}"
+            d.mkdir()
+            for name, a in c.items():
+                if not isinstance(name, str) or not name or name in (".", "..") or "\0" in name:
+                    raise ValueError(f"calibration set {k}: input name {name!r}")
+                np.save(d / (name.replace("/", "_") + ".npy"), _as_array(a), allow_pickle=False)
+        else:
+            if isinstance(c, (list, tuple)):
+                raise TypeError(f"calibration set {k} is a {type(c).__name__}: give a dict {{input name: array}} "
+                                "(or one array for a model with one input)")
+            np.save(folder / f"set_{k:06d}.npy", _as_array(c), allow_pickle=False)
+    return str(folder)
+
+
+def _as_array(a):
+    if type(a).__module__.startswith("torch"):
+        a = a.detach().cpu().contiguous().numpy()
+    return np.ascontiguousarray(a)
+
+
+def _quant_args(quantize, calibration_dir, calibration_method, keep_float) -> list[str]:
+    if not quantize:
+        return []
+    a = ["--quantize", quantize, "--calibrate", calibration_dir, "--calibration", calibration_method]
+    for k in keep_float or ():
+        a += ["--keep-float", str(k)]
+    return a
 
 
 def _args(dims, input_shapes, target, opt_level, sequences=None, precision=None) -> list[str]:
@@ -139,7 +183,9 @@ def _fingerprint(files: list[tuple[str, Path | None]]) -> list[str]:
 def compile(model: Any, example_inputs: Any = None, *, input_shapes: dict | None = None, dims: dict | None = None,
             target: str | None = None, opt_level: int = 2, threads: int | None = None,
             cache: bool = True, sequences: dict | None = None, precision: str | None = None,
-            enable_fp16: bool = False, _torch_method: str = "auto") -> CompiledModel:
+            enable_fp16: bool = False, quantize: str | None = None, calibration=None,
+            calibration_method: str = "minmax", keep_float=None, _torch_method: str = "auto",
+            _extra: list | None = None) -> CompiledModel:
     """Compiles `model` into a native library and returns it ready to call.
 
     model: an ONNX file's path, ONNX bytes, an onnx.ModelProto, a torch.nn.Module, a TorchScript
@@ -162,6 +208,11 @@ def compile(model: Any, example_inputs: Any = None, *, input_shapes: dict | None
         bits (rounded to nearest even; about half the file) and widens them when the model is
         loaded; arithmetic, activations and the model's inputs and outputs stay as they are. As
         `cuvil-compile --precision`. enable_fp16=True is precision="fp16".
+    quantize: "int8": Cuvil's own quantizer (`cuvil-compile --quantize int8`) on `calibration`,
+        a list of input sets (each a dict {input name: array}, or one array for a model with
+        one input); calibration_method "minmax", "percentile" or "entropy"; keep_float: node
+        names or ops left in float32. The accuracy cost on the calibration sets goes to stderr.
+        Quantized builds are not cached.
     cache: reuse an earlier compile of the same model and options (in $CUVIL_CACHE_DIR, else
         ~/.cache/cuvil/python: a private folder, see docs/SECURITY.md).
     """
@@ -176,6 +227,23 @@ def compile(model: Any, example_inputs: Any = None, *, input_shapes: dict | None
         if precision not in (None, "fp16"):
             raise ValueError(f"enable_fp16=True asks for precision='fp16', but precision={precision!r} was given too")
         precision = "fp16"
+    if quantize is not None:
+        if quantize != "int8":
+            raise ValueError(f"quantize must be 'int8' (or None), got {quantize!r}")
+        if calibration is None:
+            raise ValueError("quantize='int8' needs calibration: a list of input sets")
+        if calibration_method not in ("minmax", "percentile", "entropy"):
+            raise ValueError(f"calibration_method must be 'minmax', 'percentile' or 'entropy', got {calibration_method!r}")
+        calib_dir = Path(tempfile.mkdtemp(prefix="cuvil-calibration-"))
+        try:
+            qargs = _quant_args(quantize, _write_calibration(calibration, calib_dir), calibration_method, keep_float)
+            return compile(model, example_inputs, input_shapes=input_shapes, dims=dims, target=target,
+                           opt_level=opt_level, threads=threads, cache=False, sequences=sequences, precision=precision,
+                           _torch_method=_torch_method, _extra=qargs)
+        finally:
+            shutil.rmtree(calib_dir, ignore_errors=True)
+    elif calibration is not None or keep_float:
+        raise ValueError("calibration and keep_float go with quantize='int8'")
     if isinstance(opt_level, bool) or not isinstance(opt_level, int) or not 0 <= opt_level <= 3:
         raise ValueError(f"opt_level must be an int in 0..3, got {opt_level!r}")
     for name, v in dims.items():   # checked before an export that may take seconds
@@ -183,7 +251,7 @@ def compile(model: Any, example_inputs: Any = None, *, input_shapes: dict | None
         _dim_text(v)
     if _is_torch_module(model):
         return _compile_torch(model, example_inputs, dims, shapes, target, opt_level, threads, cache, _torch_method,
-                              precision)
+                              precision, _extra)
     src = None  # a model file: compiled where it lies (its external data beside it)
     if isinstance(model, (bytes, bytearray, memoryview)):
         data, label = bytes(model), "<ONNX bytes>"
@@ -197,10 +265,12 @@ def compile(model: Any, example_inputs: Any = None, *, input_shapes: dict | None
     else:
         raise TypeError(f"cuvil.compile takes an ONNX path, bytes or ModelProto, a torch.nn.Module, a "
                         f"TorchScript module or an fx.GraphModule, not {type(model).__name__}")
-    return _compile_onnx(data, src, label, _args(dims, shapes, target, opt_level, sequences, precision), threads, cache)
+    return _compile_onnx(data, src, label, _args(dims, shapes, target, opt_level, sequences, precision) + (_extra or []),
+                         threads, cache)
 
 
-def _compile_torch(model, example_inputs, dims, shapes, target, opt_level, threads, cache, method, precision=None):
+def _compile_torch(model, example_inputs, dims, shapes, target, opt_level, threads, cache, method, precision=None,
+                   extra=None):
     """The first of _torch.exports' graphs that Cuvil compiles; a graph with control flow left
     in it that Cuvil cannot compile (a Loop: while_loop, a scripted loop) is a refusal that
     says so (an If, from torch.cond or a scripted if, compiles)."""
@@ -213,8 +283,8 @@ def _compile_torch(model, example_inputs, dims, shapes, target, opt_level, threa
         label = f"<torch model, exported by {e.method}>"
         try:
             # the export fixed the ranks; ranges in input_shapes became dims above
-            return _compile_onnx(e.data, None, label, _args(d, {}, target, opt_level, precision=precision), threads,
-                                 cache)
+            return _compile_onnx(e.data, None, label, _args(d, {}, target, opt_level, precision=precision) + (extra or []),
+                                 threads, cache)
         except CuvilError as err:
             if err.status != "unsupported":
                 raise

@@ -268,6 +268,7 @@ typedef struct cir_graph {
      * computes the node in float32 between casts instead) */
     bool half_input;
     int opt_level;             /* the options' opt level, for the lowering stage */
+    struct cuvil_quant_state *quant;   /* --quantize int8: what pass quantize does (passes/quant_int.h) */
     /* each packed constant by what it was made from (src/lower/pack.c): one weight
      * read by many nodes in the same layout is packed once */
     cuvil_map pack_index;

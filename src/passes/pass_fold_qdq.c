@@ -35,17 +35,6 @@ static cir_node *producer(cir_graph *g, const cir_value *v, int region) {
     return p->dead || p->region != region ? NULL : p;
 }
 
-/* The only node reading v (NULL: none, several, or v is a graph output). */
-static cir_node *sole_reader(cir_graph *g, const cir_value *v) {
-    if (!v || v->n_uses != 1 || v->output_index >= 0) return NULL;
-    for (int i = 0; i < g->n_nodes; i++) {
-        cir_node *n = cir_node_at(g, i);
-        if (n->dead) continue;
-        for (int k = 0; k < cir_node_n_reads(n); k++)
-            if (cir_node_read(n, k) == v->id) return n;
-    }
-    return NULL;
-}
 
 static bool const_f32(const cir_value *v) { return v && cir_is_const(v) && v->dtype == CIR_F32; }
 
@@ -175,10 +164,10 @@ static cuvil_status set_float_attr(cir_graph *g, cir_node *n, const char *name, 
  * bounds in *lo, *hi); NULL (and no bounds) when there is none. */
 static cir_node *quantized_by(cir_graph *g, cir_node *n, cir_value *yv, cir_node **act, float *lo, float *hi) {
     *lo = -INFINITY, *hi = INFINITY, *act = NULL;
-    cir_node *r = sole_reader(g, yv);
+    cir_node *r = cuvil_sole_reader(g, yv);
     if (r && r->region == n->region && clamp_of(g, r, lo, hi) && cir_in(g, r, 0) == yv) {
         *act = r;
-        r = sole_reader(g, cir_out(g, r, 0));
+        r = cuvil_sole_reader(g, cir_out(g, r, 0));
     }
     /* (a clamp moves onto the quantized values only through a positive y_scale: rounding x / s
      * is monotonic increasing only then) */

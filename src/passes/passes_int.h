@@ -47,6 +47,9 @@ int *cuvil_single_readers(cir_graph *g);
  * instead (collapse_chains, drop_identities) is safe anywhere: those are seen wherever the
  * producer's output is. cir_verify checks that every value is read only where its writer's
  * region holds the reader's. */
+/* The only live node reading v (NULL: none, several, or v is a graph output); needs the uses
+ * counted (cir_graph_count_uses). */
+cir_node *cuvil_sole_reader(cir_graph *g, const cir_value *v);
 /* Whether --disable-pass names pass `name`. */
 bool cuvil_pass_disabled(const cuvil_options *o, const char *name);
 /* True when every present input of n is constant. */

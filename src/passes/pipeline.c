@@ -18,6 +18,17 @@ static const cuvil_pass pipeline[] = {
 };
 #define N_PASSES (int)(sizeof pipeline / sizeof pipeline[0])
 
+cir_node *cuvil_sole_reader(cir_graph *g, const cir_value *v) {
+    if (!v || v->n_uses != 1 || v->output_index >= 0) return NULL;
+    for (int i = 0; i < g->n_nodes; i++) {
+        cir_node *n = cir_node_at(g, i);
+        if (n->dead) continue;
+        for (int k = 0; k < cir_node_n_reads(n); k++)
+            if (cir_node_read(n, k) == v->id) return n;
+    }
+    return NULL;
+}
+
 bool cuvil_inputs_const(cir_graph *g, const cir_node *n) {
     for (int i = 0; i < cir_node_n_reads(n); i++)
         if (cir_node_read(n, i) >= 0 && !cir_is_const(cir_val(g, cir_node_read(n, i)))) return false;

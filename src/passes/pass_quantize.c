@@ -1,0 +1,263 @@
+/* pass_quantize.c -- Cuvil's own int8 quantizer, on the graph: picks the points to quantize and
+ * either makes them graph outputs (calibration) or puts QuantizeLinear/DequantizeLinear pairs
+ * on them and int8 weights under the chosen nodes, for fold_qdq to fold (quant_int.h says how
+ * the two compiles fit together). Runs only when the driver set g->quant. */
+#include "passes/passes_int.h"
+#include "passes/quant_int.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+
+static bool const_f32(const cir_value *v) { return v && cir_is_const(v) && v->dtype == CIR_F32; }
+
+/* A float32 activation (not a constant) that a point may be. */
+static bool act_f32(const cir_value *v) { return v && !cir_is_const(v) && v->dtype == CIR_F32 && v->seq_n < 0 && v->ndim >= 0; }
+
+static void note_kept(cuvil_quant_state *st, const cir_node *n, const char *why) {
+    st->n_kept++;
+    size_t l = strlen(st->kept);
+    if (l < sizeof st->kept - 80)
+        snprintf(st->kept + l, sizeof st->kept - l, "%s%.40s '%.60s' (%s)", l ? ", " : "", n->src_op ? n->src_op : n->def->name,
+                 n->name, why);
+}
+
+/* --keep-float NAME|OP: by the node's name, its ONNX op or its CIR op */
+static bool kept_by_user(const cuvil_options *o, const cir_node *n) {
+    for (int i = 0; o && i < o->n_keep_float; i++) {
+        const char *k = o->keep_float[i];
+        if (!strcmp(k, n->name) || (n->src_op && !strcmp(k, n->src_op)) || !strcmp(k, n->def->name)) return true;
+    }
+    return false;
+}
+
+/* Whether n is a convolution, MatMul or Gemm that the integer kernels take with its weights
+ * quantized; *axis: the weights' output-channel axis, *M its length. Else NULL, or the reason
+ * when n is one of those ops. */
+static const char *unquantizable(cir_graph *g, const cir_node *n, int *axis, int64_t *M) {
+    cir_value *x = cir_in(g, n, 0), *w = cir_in(g, n, 1);
+    if (!act_f32(x) || !const_f32(w) || n->n_post) return "not float32 activations times constant weights";
+    int64_t K;
+    if (n->kind == CIR_OP_CONV) {
+        if (w->ndim != 4 || !cir_value_fixed(x) || x->ndim != 4) return "not a 2-D convolution of fixed dims";
+        *axis = 0, *M = w->dims[0];
+        K = cir_numel(w) / (*M ? *M : 1);
+        int64_t group = cir_attr_int(n, "group");
+        if (group > 1 && group == x->dims[1] && w->dims[1] == 1)
+            return "depthwise: its int8 kernel is slower here than the float32 one";
+    } else if (n->kind == CIR_OP_MATMUL) {
+        if (w->ndim != 2 || x->ndim < 2) return "weights not 2-D";
+        *axis = 1, *M = w->dims[1], K = w->dims[0];
+    } else {
+        const cir_value *c = cir_in(g, n, 2);
+        if (w->ndim != 2 || x->ndim != 2 || cir_attr_int(n, "trans_a") || cir_attr_float(n, "alpha") != 1.0f ||
+            (c && cir_attr_float(n, "beta") != 1.0f))
+            return "Gemm with transA, alpha or beta";
+        const bool tb = cir_attr_int(n, "trans_b") != 0;
+        *axis = tb ? 0 : 1, *M = w->dims[tb ? 0 : 1], K = w->dims[tb ? 1 : 0];
+    }
+    if (K > CUVIL_QGEMM_K_EXACT || *M <= 0) return "a sum over more products than int32 holds exactly";
+    return NULL;
+}
+
+/* The value a node's result is quantized at: after the Relu or Clip (constant bounds) that
+ * alone reads it, else the result; -1 when that is a graph output (kept float32: the model's
+ * outputs keep their precision). */
+static int result_point(cir_graph *g, const cir_node *n) {
+    cir_value *y = cir_out(g, n, 0);
+    cir_node *r = cuvil_sole_reader(g, y);
+    if (r && !r->region && !r->n_post && cir_in(g, r, 0) == y &&
+        (r->kind == CIR_OP_RELU ||
+         (r->kind == CIR_OP_CLIP && (!cir_in(g, r, 1) || (const_f32(cir_in(g, r, 1)) && cir_numel(cir_in(g, r, 1)) == 1)) &&
+          (!cir_in(g, r, 2) || (const_f32(cir_in(g, r, 2)) && cir_numel(cir_in(g, r, 2)) == 1)))))
+        y = cir_out(g, r, 0);
+    return act_f32(y) && y->output_index < 0 ? y->id : -1;
+}
+
+/* The points in order (value ids into pts, *n of them; is_pt marks them) and the chosen nodes
+ * (chosen[node id]). */
+static cuvil_status pick(cir_graph *g, cuvil_quant_state *st, int *pts, int *n, uint8_t *is_pt, uint8_t *chosen) {
+    *n = 0;
+#define ADD_POINT(v)                                        \
+    do {                                                    \
+        if ((v) >= 0 && !is_pt[v]) is_pt[v] = 1, pts[(*n)++] = (v); \
+    } while (0)
+    for (int i = 0; i < g->n_nodes; i++) {
+        cir_node *nd = cir_node_at(g, i);
+        if (nd->dead || (nd->kind != CIR_OP_CONV && nd->kind != CIR_OP_MATMUL && nd->kind != CIR_OP_GEMM)) continue;
+        int axis;
+        int64_t M;
+        const char *why = nd->region ? "inside an If or Loop" : unquantizable(g, nd, &axis, &M);
+        if (!why && kept_by_user(st->o, nd)) why = "--keep-float";
+        if (why) {
+            note_kept(st, nd, why);
+            continue;
+        }
+        chosen[i] = 1;
+        st->n_nodes++;
+        cir_value *x = cir_in(g, nd, 0);
+        if (x->output_index < 0) ADD_POINT(x->id);
+        ADD_POINT(result_point(g, nd));
+    }
+    /* residual Adds of two points (one shape): their result too, for qlinear_add */
+    for (int i = 0; i < g->n_nodes; i++) {
+        cir_node *nd = cir_node_at(g, i);
+        if (nd->dead || nd->kind != CIR_OP_ADD || nd->region || nd->n_in != 2 || nd->n_post || kept_by_user(st->o, nd)) continue;
+        cir_value *a = cir_in(g, nd, 0), *b = cir_in(g, nd, 1);
+        if (!a || !b || !is_pt[a->id] || !is_pt[b->id] || !cir_value_fixed(a) || !cir_same_dims(a, b) ||
+            !cir_same_dims(a, cir_out(g, nd, 0)))
+            continue;
+        ADD_POINT(result_point(g, nd));
+    }
+#undef ADD_POINT
+    return CUVIL_OK;
+}
+
+/* A constant named after v's name and what. */
+static int named_const(cir_graph *g, const char *base, const char *what, cir_dtype t, int ndim, const int64_t *dims,
+                       const void *data) {
+    char name[600];
+    snprintf(name, sizeof name, "%.500s:%s", base, what);
+    return cir_const_add(g, name, t, ndim, dims, data);
+}
+
+/* Inserts kind(in..) -> out at pos and infers it. Returns its id or -1. */
+static int insert_node(cir_graph *g, int pos, cir_op_kind kind, const char *name, const char *src_op, int n_in,
+                       const int *in, int out) {
+    int id = cir_node_insert(g, pos, kind, name, src_op, n_in, in, 1, &out);
+    if (id < 0) return -1;
+    cir_node *n = cir_node_at(g, id);
+    if (n->def->infer(g, n)) return -1;
+    cir_val(g, out)->producer = id;
+    return id;
+}
+
+/* v -> QuantizeLinear -> DequantizeLinear, which every reader of v reads instead. */
+static cuvil_status put_qdq(cir_graph *g, int v, const cuvil_qpoint *p) {
+    cir_value *x = cir_val(g, v);
+    const char *nm = x->name;
+    float sc = p->scale;
+    uint8_t zp = p->zero_point;
+    int s = named_const(g, nm, "scale", CIR_F32, 0, NULL, &sc), z = named_const(g, nm, "zero_point", CIR_U8, 0, NULL, &zp);
+    char qn[600], dn[600];
+    snprintf(qn, sizeof qn, "%.500s (uint8)", nm);
+    snprintf(dn, sizeof dn, "%.500s (dequantized)", nm);
+    int q = s < 0 || z < 0 ? -1 : cir_value_add(g, qn, CIR_VAL_ACT), d = q < 0 ? -1 : cir_value_add(g, dn, CIR_VAL_ACT);
+    if (d < 0) return g->ctx->status;
+    for (int i = 0; i < g->n_nodes; i++) {   /* the readers read the dequantized value */
+        cir_node *n = cir_node_at(g, i);
+        if (n->dead) continue;
+        for (int j = 0; j < n->n_in; j++)
+            if (n->in[j] == v) n->in[j] = d;
+        for (int j = 0; j < n->n_post; j++)
+            if (n->post[j].kind == CIR_POST_ADD && n->post[j].value == v) n->post[j].value = d;
+    }
+    x = cir_val(g, v);
+    const int pos = x->producer >= 0 ? x->producer + 1 : 0, qin[3] = {v, s, z}, din[3] = {q, s, z};
+    if (insert_node(g, pos, CIR_OP_QUANTIZE, qn, "QuantizeLinear", 3, qin, q) < 0 ||
+        insert_node(g, pos + 1, CIR_OP_DEQUANTIZE, dn, "DequantizeLinear", 3, din, d) < 0)
+        return g->ctx->status ? g->ctx->status : cuvil_err(g->ctx, CUVIL_ERR_INTERNAL, "quantize: inserting at '%s'", nm);
+    return CUVIL_OK;
+}
+
+/* Node n's weights (input 1) as int8, symmetric per output channel along axis (M channels),
+ * through a DequantizeLinear placed before n. */
+static cuvil_status quantize_weights(cir_graph *g, int id, int axis, int64_t M) {
+    cir_node *n = cir_node_at(g, id);
+    const cir_value *w = cir_in(g, n, 1);
+    const int64_t cnt = cir_numel(w), inner = axis == 0 ? cnt / M : 1, stride = axis == 0 ? 1 : M;
+    const int64_t per = cnt / M;   /* elements per channel */
+    float *sc = cuvil_malloc(sizeof(float) * (size_t)M);
+    int8_t *q = cuvil_malloc((size_t)cnt), *zp = cuvil_calloc((size_t)M, 1);
+    cuvil_status st = CUVIL_OK;
+    if (!sc || !q || !zp) st = cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+    const float *f = w->data;
+    for (int64_t c = 0; !st && c < M; c++) {   /* channel c: elements c*inner + k (axis 0) or k*M + c (axis 1) */
+        float mx = 0;
+        for (int64_t k = 0; k < per; k++) {
+            const float a = fabsf(f[axis == 0 ? c * inner + k : k * stride + c]);
+            if (a > mx) mx = a;
+        }
+        sc[c] = mx > 0 && isfinite(mx) ? mx / 127.0f : 1.0f;
+        for (int64_t k = 0; k < per; k++) {
+            const int64_t i = axis == 0 ? c * inner + k : k * stride + c;
+            float r = nearbyintf(f[i] / sc[c]);
+            q[i] = (int8_t)(r > 127 ? 127 : r < -127 ? -127 : r == r ? r : 0);
+        }
+    }
+    int wq = -1, ws = -1, wz = -1, wd = -1;
+    if (!st) {
+        const char *nm = w->name;
+        wq = named_const(g, nm, "int8", CIR_I8, w->ndim, w->dims, q);
+        ws = wq < 0 ? -1 : named_const(g, nm, "scale", CIR_F32, 1, &M, sc);
+        wz = ws < 0 ? -1 : named_const(g, nm, "zero_point", CIR_I8, 1, &M, zp);
+        char dn[600];
+        snprintf(dn, sizeof dn, "%.500s (dequantized)", nm);
+        wd = wz < 0 ? -1 : cir_value_add(g, dn, CIR_VAL_ACT);
+        if (wd < 0) st = g->ctx->status;
+    }
+    cuvil_free(sc);
+    cuvil_free(q);
+    cuvil_free(zp);
+    if (st) return st;
+    const int din[3] = {wq, ws, wz};
+    int d = cir_node_insert(g, id, CIR_OP_DEQUANTIZE, cir_val(g, wd)->name, "DequantizeLinear", 3, din, 1, &wd);
+    if (d < 0) return g->ctx->status;
+    cuvil_attr a = {.name = "axis", .type = CUVIL_ATTR_INT, .i = axis};
+    cir_node *dq = cir_node_at(g, d);
+    if ((st = cir_node_set_attr(g, dq, &a)) || (st = dq->def->infer(g, dq))) return st;
+    cir_val(g, wd)->producer = d;
+    cir_node_at(g, d + 1)->in[1] = wd;   /* n moved up one */
+    return CUVIL_OK;
+}
+
+cuvil_status cuvil_pass_quantize(cir_graph *g, const cuvil_options *o) {
+    (void)o;
+    cuvil_quant_state *st = g->quant;
+    if (!st) return CUVIL_OK;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const cir_node *n = cir_node_at(g, i);
+        if (!n->dead && (n->kind == CIR_OP_IF || n->kind == CIR_OP_LOOP))
+            return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "--quantize takes models without If and Loop for now");
+    }
+    st->n_nodes = st->n_kept = 0;
+    st->kept[0] = 0;
+    int *pts = cuvil_malloc(sizeof(int) * ((size_t)g->n_values + 1));
+    uint8_t *is_pt = cuvil_calloc((size_t)g->n_values + 1, 1), *chosen = cuvil_calloc((size_t)g->n_nodes + 1, 1);
+    int n_pts = 0;
+    cuvil_status s = !pts || !is_pt || !chosen ? cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory")
+                                               : pick(g, st, pts, &n_pts, is_pt, chosen);
+    if (!s && st->mode == QUANT_CALIBRATE) {   /* every point a graph output, after the model's own */
+        st->n_model_outputs = g->n_outputs;
+        st->names = cuvil_calloc((size_t)n_pts + 1, sizeof(char *));
+        if (!st->names) s = cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+        for (int k = 0; !s && k < n_pts; k++) {
+            if (!(st->names[k] = cuvil_strdup(cir_val(g, pts[k])->name))) s = cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+            else st->n_names = k + 1;
+            if (!s) s = cir_graph_add_output(g, pts[k]);
+        }
+    } else if (!s) {
+        if (n_pts != st->n_pts)
+            s = cuvil_err(g->ctx, CUVIL_ERR_INTERNAL, "--quantize: %d points now, %d when calibrating", n_pts, st->n_pts);
+        for (int k = 0; !s && k < n_pts; k++)
+            if (strcmp(cir_val(g, pts[k])->name, st->pts[k].name))
+                s = cuvil_err(g->ctx, CUVIL_ERR_INTERNAL, "--quantize: point %d is '%s' now, '%s' when calibrating", k,
+                              cir_val(g, pts[k])->name, st->pts[k].name);
+        /* the weights first (node ids move as nodes go in: from the last node back), then the points */
+        for (int i = g->n_nodes - 1; !s && i >= 0; i--) {
+            if (!chosen[i]) continue;
+            int axis;
+            int64_t M;
+            if (unquantizable(g, cir_node_at(g, i), &axis, &M)) continue;   /* (cannot happen: picked above) */
+            s = quantize_weights(g, i, axis, M);
+            st->n_weights += !s;
+        }
+        for (int k = 0; !s && k < n_pts; k++) s = put_qdq(g, pts[k], &st->pts[k]);
+        if (!s) cir_graph_count_uses(g);
+    }
+    cuvil_free(pts);
+    cuvil_free(is_pt);
+    cuvil_free(chosen);
+    return s;
+}
