@@ -112,6 +112,13 @@ static cuvil_status check_request(cuvil_ctx *ctx, const cuvil_options *o, const 
     if (o->quantize && !o->calibrate)
         return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "--quantize int8 needs --calibrate DIR: a folder of input sets (a folder "
                          "per set holding <input>.npy for each input, or .npy files for a model with one input)");
+    if (o->quantize && (o->opt_level < 1 || cuvil_pass_disabled(o, "fold_qdq")))
+        return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "--quantize int8 needs the fold_qdq pass (--opt-level 1 or more, not "
+                         "disabled): without it the model would run its quantization in float, slower than float32");
+    if ((int)o->calibration < CUVIL_CALIB_MINMAX || o->calibration > CUVIL_CALIB_ENTROPY || o->n_keep_float < 0 ||
+        o->n_keep_float > CUVIL_MAX_KEEP_FLOAT || (int)o->precision < CUVIL_PRECISION_FP32 || o->precision > CUVIL_PRECISION_BF16)
+        return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "options: calibration %d, n_keep_float %d or precision %d out of range",
+                         (int)o->calibration, o->n_keep_float, (int)o->precision);
     if (o->quantize && !model_path)
         return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "--quantize takes an ONNX file, not a graph built through the API");
     *target = o->target ? o->target : cuvil_host_target();

@@ -34,7 +34,6 @@
 #include <unistd.h>
 
 #define MAX_SETS 100000
-#define MAX_IO 1024   /* inputs and outputs of a model the quantizer runs */
 #define HIST_BINS 2048
 
 typedef struct loaded {
@@ -43,6 +42,9 @@ typedef struct loaded {
     cuvil_model *m;
     void **out;                /* the outputs' buffers */
     int64_t (*odims)[CUVIL_MAX_DIMS];
+    int64_t **odp;             /* odims[i], as run_shapes takes them */
+    const void **in;           /* the inputs of a run, and their dims */
+    const int64_t **idims;
 } loaded;
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
@@ -111,9 +113,14 @@ static cuvil_status load(cuvil_ctx *ctx, const char *path, loaded *L) {
     if (L->d->create(NULL, &L->m))
         return cuvil_err(ctx, CUVIL_ERR_INTERNAL, "--quantize: creating the model of %s: %s", path,
                          L->m ? L->d->errmsg(L->m) : "failed");
-    L->out = cuvil_calloc((size_t)L->d->n_outputs + 1, sizeof(void *));
-    L->odims = cuvil_calloc((size_t)L->d->n_outputs + 1, sizeof *L->odims);
-    if (!L->out || !L->odims) return cuvil_err(ctx, CUVIL_ERR_NOMEM, "out of memory");
+    const size_t no = (size_t)L->d->n_outputs + 1, ni = (size_t)L->d->n_inputs + 1;
+    L->out = cuvil_calloc(no, sizeof(void *));
+    L->odims = cuvil_calloc(no, sizeof *L->odims);
+    L->odp = cuvil_calloc(no, sizeof(int64_t *));
+    L->in = cuvil_calloc(ni, sizeof(void *));
+    L->idims = cuvil_calloc(ni, sizeof(int64_t *));
+    if (!L->out || !L->odims || !L->odp || !L->in || !L->idims) return cuvil_err(ctx, CUVIL_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < L->d->n_outputs; i++) L->odp[i] = L->odims[i];
     for (int i = 0; i < L->d->n_outputs; i++)
         if (!(L->out[i] = cuvil_aligned_alloc(64, (L->d->outputs[i].nbytes + 63) / 64 * 64 + 64)))
             return cuvil_err(ctx, CUVIL_ERR_NOMEM, "out of memory");
@@ -124,6 +131,9 @@ static void unload(loaded *L) {
     for (int i = 0; L->out && L->d && i < L->d->n_outputs; i++) cuvil_free(L->out[i]);
     cuvil_free(L->out);
     cuvil_free(L->odims);
+    cuvil_free(L->odp);
+    cuvil_free(L->in);
+    cuvil_free(L->idims);
     if (L->m) L->d->destroy(L->m);
     if (L->h) dlclose(L->h);
     memset(L, 0, sizeof *L);
@@ -135,8 +145,18 @@ static cuvil_status read_set(cuvil_ctx *ctx, const cuvil_model_desc *d, const ch
         char p[PATH_MAX], nm[256], err[512];
         const char *in = d->inputs[i].name;
         size_t k = 0;
-        for (; in[k] && k < sizeof nm - 1; k++) nm[k] = in[k] == '/' ? '_' : in[k];
+        if (strlen(in) > 240 || !strcmp(in, ".") || !strcmp(in, ".."))
+            return cuvil_err(ctx, CUVIL_ERR_UNSUPPORTED, "--calibrate: input '%.60s' has a name no file can be named after", in);
+        for (; in[k]; k++) nm[k] = in[k] == '/' ? '_' : in[k];
         nm[k] = 0;
+        for (int j = 0; !file && j < i; j++) {   /* "a/b" and "a_b" would read one file */
+            const char *o = d->inputs[j].name;
+            size_t l = 0;
+            while (o[l] && nm[l] && (o[l] == '/' ? '_' : o[l]) == nm[l]) l++;
+            if (!o[l] && !nm[l])
+                return cuvil_err(ctx, CUVIL_ERR_UNSUPPORTED, "--calibrate: inputs '%s' and '%s' would both be read from %s.npy",
+                                 o, in, nm);
+        }
         if (file) snprintf(p, sizeof p, "%s", set);
         else if ((size_t)snprintf(p, sizeof p, "%s/%s.npy", set, nm) >= sizeof p)
             return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "--calibrate: the path of input '%s' in %s is too long", in, set);
@@ -154,14 +174,8 @@ static cuvil_status read_set(cuvil_ctx *ctx, const cuvil_model_desc *d, const ch
 
 /* Runs L on the inputs ts; the outputs in L->out, their dims in L->odims. */
 static cuvil_status run(cuvil_ctx *ctx, loaded *L, const cuvil_host_tensor *ts, const char *set) {
-    const void *in[MAX_IO];
-    const int64_t *idims[MAX_IO];
-    int64_t *odims[MAX_IO];
-    if (L->d->n_inputs > MAX_IO || L->d->n_outputs > MAX_IO)
-        return cuvil_err(ctx, CUVIL_ERR_UNSUPPORTED, "--quantize: more than %d inputs or outputs", MAX_IO);
-    for (int i = 0; i < L->d->n_inputs; i++) in[i] = ts[i].data, idims[i] = ts[i].dims;
-    for (int i = 0; i < L->d->n_outputs; i++) odims[i] = L->odims[i];
-    if (L->d->run_shapes(L->m, in, idims, L->out, odims))
+    for (int i = 0; i < L->d->n_inputs; i++) L->in[i] = ts[i].data, L->idims[i] = ts[i].dims;
+    if (L->d->run_shapes(L->m, L->in, L->idims, L->out, L->odp))
         return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "--calibrate: set %s: %s", set, L->d->errmsg(L->m));
     return CUVIL_OK;
 }
@@ -174,10 +188,10 @@ static int64_t out_count(const loaded *L, int i) {
 
 /* Runs the calibration library on every set; pass 0 the ranges, pass 1 the histograms. */
 static cuvil_status collect(cuvil_ctx *ctx, loaded *L, char **sets, int n_sets, bool files, cuvil_quant_state *st, int pass) {
-    cuvil_status s = CUVIL_OK;
-    cuvil_host_tensor ts[MAX_IO];
+    cuvil_host_tensor *ts = cuvil_calloc((size_t)L->d->n_inputs + 1, sizeof *ts);
+    cuvil_status s = ts ? CUVIL_OK : cuvil_err(ctx, CUVIL_ERR_NOMEM, "out of memory");
     for (int k = 0; !s && k < n_sets; k++) {
-        memset(ts, 0, sizeof ts);
+        memset(ts, 0, sizeof *ts * (size_t)L->d->n_inputs);
         if (!(s = read_set(ctx, L->d, sets[k], files, ts)) && !(s = run(ctx, L, ts, sets[k]))) {
             for (int p = 0; p < st->n_pts; p++) {
                 cuvil_qpoint *q = &st->pts[p];
@@ -204,11 +218,12 @@ static cuvil_status collect(cuvil_ctx *ctx, loaded *L, char **sets, int n_sets, 
         }
         for (int i = 0; i < L->d->n_inputs; i++) cuvil_host_tensor_free(&ts[i]);
     }
+    cuvil_free(ts);
     return s;
 }
 
 /* The threshold (in bins) below which a fraction p of |x| lies. */
-static int percentile_bin(const uint32_t *h, double p) {
+static int percentile_bin(const uint64_t *h, double p) {
     uint64_t total = 0, acc = 0;
     for (int i = 0; i < HIST_BINS; i++) total += h[i];
     for (int i = 0; i < HIST_BINS; i++) {
@@ -220,7 +235,7 @@ static int percentile_bin(const uint32_t *h, double p) {
 
 /* The entropy threshold (in bins): the one whose histogram, clipped there and quantized to
  * `levels` bins, loses the least information (KL divergence; TensorRT's calibration). */
-static int entropy_bin(const uint32_t *h, int levels) {
+static int entropy_bin(const uint64_t *h, int levels) {
     double best = INFINITY;
     int best_i = HIST_BINS;
     double *P = cuvil_malloc(sizeof(double) * HIST_BINS), *Q = cuvil_malloc(sizeof(double) * HIST_BINS);
@@ -232,8 +247,8 @@ static int entropy_bin(const uint32_t *h, int levels) {
     for (int i = levels; i <= HIST_BINS; i++) {
         double outl = 0, tot = 0;
         for (int k = 0; k < HIST_BINS; k++) {
-            if (k < i) P[k] = h[k];
-            else outl += h[k];
+            if (k < i) P[k] = (double)h[k];
+            else outl += (double)h[k];
         }
         P[i - 1] += outl;
         for (int k = 0; k < i; k++) tot += P[k];
@@ -243,7 +258,7 @@ static int entropy_bin(const uint32_t *h, int levels) {
             const int a = (int)((int64_t)j * i / levels), b = (int)((int64_t)(j + 1) * i / levels);
             double sum = 0;
             int nz = 0;
-            for (int k = a; k < b; k++) sum += h[k], nz += h[k] != 0;
+            for (int k = a; k < b; k++) sum += (double)h[k], nz += h[k] != 0;
             for (int k = a; k < b; k++) Q[k] = h[k] && nz ? sum / nz : 0;
         }
         double qt = 0, kl = 0;
@@ -288,10 +303,10 @@ static cuvil_status report(cuvil_ctx *ctx, loaded *F, loaded *Q, char **sets, in
     double *mx = cuvil_calloc((size_t)n + 1, sizeof(double)), *sum = cuvil_calloc((size_t)n + 1, sizeof(double));
     int64_t *cnt = cuvil_calloc((size_t)n + 1, sizeof(int64_t)), *rows = cuvil_calloc((size_t)n + 1, sizeof(int64_t)),
             *agree = cuvil_calloc((size_t)n + 1, sizeof(int64_t));
-    cuvil_status s = !mx || !sum || !cnt || !rows || !agree ? cuvil_err(ctx, CUVIL_ERR_NOMEM, "out of memory") : CUVIL_OK;
-    cuvil_host_tensor ts[MAX_IO];
+    cuvil_host_tensor *ts = cuvil_calloc((size_t)Q->d->n_inputs + 1, sizeof *ts);
+    cuvil_status s = !mx || !sum || !cnt || !rows || !agree || !ts ? cuvil_err(ctx, CUVIL_ERR_NOMEM, "out of memory") : CUVIL_OK;
     for (int k = 0; !s && k < n_sets; k++) {
-        memset(ts, 0, sizeof ts);
+        memset(ts, 0, sizeof *ts * (size_t)Q->d->n_inputs);
         if (!(s = read_set(ctx, Q->d, sets[k], files, ts)) && !(s = run(ctx, F, ts, sets[k])) && !(s = run(ctx, Q, ts, sets[k]))) {
             for (int o = 0; o < n; o++) {
                 const cuvil_tensor_info *t = &Q->d->outputs[o];
@@ -329,6 +344,7 @@ static cuvil_status report(cuvil_ctx *ctx, loaded *F, loaded *Q, char **sets, in
     cuvil_free(cnt);
     cuvil_free(rows);
     cuvil_free(agree);
+    cuvil_free(ts);
     return s;
 }
 
@@ -362,7 +378,9 @@ cuvil_status cuvil_quantize_compile(cuvil_ctx *ctx, const cuvil_onnx_model *mode
     st.mode = QUANT_CALIBRATE;
     if (!(s = cuvil_onnx_build(ctx, model, o, &g)) && !(s = cir_graph_bind_syms(g))) {
         g->quant = &st;
-        s = cuvil_compile_cir(ctx, g, &o1, model_path, target, "cuvil_calibrate", lib);
+        /* (for this machine: the output's target may be one it cannot run) */
+        o1.target = cuvil_host_target();
+        s = cuvil_compile_cir(ctx, g, &o1, model_path, o1.target, "cuvil_calibrate", lib);
     }
     cir_graph_free(g);
     g = NULL;
@@ -378,7 +396,7 @@ cuvil_status cuvil_quantize_compile(cuvil_ctx *ctx, const cuvil_onnx_model *mode
         for (int p = 0; !s && p < st.n_pts; p++) {
             st.pts[p].name = st.names[p];
             st.pts[p].lo = INFINITY, st.pts[p].hi = -INFINITY;
-            if (o->calibration != CUVIL_CALIB_MINMAX && !(st.pts[p].hist = cuvil_calloc(HIST_BINS, sizeof(uint32_t))))
+            if (o->calibration != CUVIL_CALIB_MINMAX && !(st.pts[p].hist = cuvil_calloc(HIST_BINS, sizeof(uint64_t))))
                 s = cuvil_err(ctx, CUVIL_ERR_NOMEM, "out of memory");
         }
     }
@@ -400,12 +418,13 @@ cuvil_status cuvil_quantize_compile(cuvil_ctx *ctx, const cuvil_onnx_model *mode
         fprintf(stderr, "\n");
     }
     /* 3. the accuracy cost */
-    if (!s && o->emit == CUVIL_EMIT_SO) {
+    if (!s && o->emit == CUVIL_EMIT_SO && !strcmp(target, cuvil_host_target())) {
         char real[PATH_MAX];
         if (!realpath(output, real)) s = cuvil_err(ctx, CUVIL_ERR_IO, "%s: %s", output, strerror(errno));
         if (!s && !(s = load(ctx, real, &Q))) s = report(ctx, &F, &Q, sets, n_sets, files);
     } else if (!s) {
-        fprintf(stderr, "cuvil: quantize: the accuracy cost is measured for a .so output only\n");
+        fprintf(stderr, "cuvil: quantize: the accuracy cost is measured for a .so output of this machine's target "
+                        "(%s) only\n", cuvil_host_target());
     }
     unload(&Q);
     unload(&F);

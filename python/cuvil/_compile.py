@@ -51,6 +51,9 @@ def _write_calibration(calibration, folder: Path) -> str:
     """The calibration sets as cuvil-compile --calibrate reads them: a folder per set of
     <input>.npy ('/' in a name written '_'), or, for arrays alone (a model with one input), one
     .npy file per set."""
+    if isinstance(calibration, (np.ndarray, dict)) or type(calibration).__module__.startswith("torch"):
+        raise TypeError("calibration is a list of input sets (each a dict {input name: array}, or one array for a model "
+                        f"with one input), not a {type(calibration).__name__}")
     sets = list(calibration)
     if not sets:
         raise ValueError("calibration is empty: give a list of input sets (dicts of input name -> array, or arrays)")
@@ -62,10 +65,15 @@ def _write_calibration(calibration, folder: Path) -> str:
         if all(dicts):
             d = folder / f"set_{k:06d}"
             d.mkdir()
+            files = {}
             for name, a in c.items():
-                if not isinstance(name, str) or not name or name in (".", "..") or "\0" in name:
+                if not isinstance(name, str) or not name or name in (".", "..") or "\0" in name or len(name) > 240:
                     raise ValueError(f"calibration set {k}: input name {name!r}")
-                np.save(d / (name.replace("/", "_") + ".npy"), _as_array(a), allow_pickle=False)
+                f = name.replace("/", "_") + ".npy"
+                if f in files:
+                    raise ValueError(f"calibration set {k}: inputs {files[f]!r} and {name!r} would both be {f}")
+                files[f] = name
+                np.save(d / f, _as_array(a), allow_pickle=False)
         else:
             if isinstance(c, (list, tuple)):
                 raise TypeError(f"calibration set {k} is a {type(c).__name__}: give a dict {{input name: array}} "

@@ -93,33 +93,45 @@ static const char *fmt_str(cg_ctx *cg, const char *fmt, ...) {
     return s;
 }
 
-/* --precision fp16|bf16: the ops whose float32 constant inputs are weights that may be stored
- * in 16 bits (a convolution's or matrix product's weights and bias, normalisation parameters, an
- * embedding table, an added or multiplied tensor). A constant that any other op reads, or that
- * is a graph output, stays float32: quantisation scales, exponents, indices, shapes, values a
- * Loop or If passes on, the outputs' exact values. */
-static bool w16_reader(cir_op_kind k) {
+/* --precision fp16|bf16: whether input j of a node of op k is a weight that may be stored in
+ * 16 bits: a convolution's or matrix product's weights and bias, batch and layer normalisation's
+ * parameters, an embedding table, an RNN's weights and biases, the weights packed for a kernel
+ * (j -1: cir_node.low.packed). A constant that any other input reads (an Add's or Mul's operand,
+ * which may be a rotary embedding's frequencies or a float index; a Pow's exponents; an
+ * attention mask; quantisation scales), or that is a graph output, stays float32. */
+static bool w16_weight(cir_op_kind k, int j) {
     switch (k) {
-    case CIR_OP_CONV: case CIR_OP_CONV_TRANSPOSE: case CIR_OP_CONV_ND: case CIR_OP_CONV_TRANSPOSE_ND: case CIR_OP_MBBLOCK:
-    case CIR_OP_GEMM: case CIR_OP_MATMUL: case CIR_OP_BATCH_NORM: case CIR_OP_LAYER_NORM: case CIR_OP_INSTANCE_NORM:
-    case CIR_OP_ADD: case CIR_OP_SUB: case CIR_OP_MUL: case CIR_OP_DIV: case CIR_OP_PRELU: case CIR_OP_GATHER:
-    case CIR_OP_ATTENTION: case CIR_OP_RNN:
-        return true;
-    default:
-        return false;
+    case CIR_OP_CONV: case CIR_OP_CONV_TRANSPOSE: case CIR_OP_CONV_ND: case CIR_OP_CONV_TRANSPOSE_ND: case CIR_OP_GEMM:
+        return j == -1 || j == 1 || j == 2;
+    case CIR_OP_MATMUL: case CIR_OP_PRELU: return j == -1 || j == 1;
+    case CIR_OP_MBBLOCK: case CIR_OP_BATCH_NORM: return j != 0;
+    case CIR_OP_LAYER_NORM: case CIR_OP_INSTANCE_NORM: return j == 1 || j == 2;
+    case CIR_OP_GATHER: return j == 0;
+    case CIR_OP_RNN: return j == 1 || j == 2 || j == 3;   /* W, R, B */
+    default: return false;
     }
+}
+
+/* Whether op k reads any weight (the check that a 16-bit constant is read only where foreseen). */
+static bool w16_reader(cir_op_kind k) {
+    for (int j = -1; j < 8; j++)
+        if (w16_weight(k, j)) return true;
+    return false;
 }
 
 /* The smallest float32 constant stored in 16 bits: scalars and short vectors stay exact. */
 #define W16_MIN_ELEMS 64
 
 /* Whether the cnt floats at f may be stored in the 16-bit type t: each finite one stays finite
- * (a half holds at most 65504; an attention mask of -3.4e38 would become -inf). */
+ * (a half holds at most 65504; bfloat16 rounds past 3.3961e38 to inf: -FLT_MAX, a mask's
+ * value, would become -inf). */
 static bool w16_fits(cir_dtype t, const float *f, int64_t cnt) {
     if (cnt < W16_MIN_ELEMS) return false;
-    if (t == CIR_BF16) return true;   /* float32's exponent range (rounding up to inf only past 3.39e38) */
-    for (int64_t i = 0; i < cnt; i++)
-        if (isfinite(f[i]) && !(fabsf(f[i]) <= 65504.0f)) return false;
+    for (int64_t i = 0; i < cnt; i++) {
+        if (!isfinite(f[i])) continue;
+        const float r = t == CIR_F16 ? cir_f16_to_f32(cir_f32_to_f16(f[i])) : cir_bf16_to_f32(cir_f32_to_bf16(f[i]));
+        if (!isfinite(r)) return false;
+    }
     return true;
 }
 
@@ -212,23 +224,28 @@ static cuvil_status plan_w16(cg_ctx *cg, const cuvil_options *o) {
         const cir_node *n = cir_node_at(g, i);
         if (n->dead) continue;
         for (int j = 0; j <= cir_node_n_reads(n); j++) {
-            int v = j < cir_node_n_reads(n) ? cir_node_read(n, j) : n->low.packed;
+            const bool packed = j == cir_node_n_reads(n);
+            int v = packed ? n->low.packed : cir_node_read(n, j);
             if (v < 0) continue;
             const cir_value *x = cir_val(g, v);
             if (!cir_is_const(x) || x->dtype != CIR_F32) continue;
-            cg->w16_ok[v] = cg->w16_ok[v] == 2 || !w16_reader(n->kind) ? 2 : 1;
+            cg->w16_ok[v] = cg->w16_ok[v] == 2 || !w16_weight(n->kind, packed ? -1 : j < n->n_in ? j : 99) ? 2 : 1;
         }
     }
     for (int i = 0; i < g->n_outputs; i++) cg->w16_ok[g->outputs[i]] = 2;
-    /* Winograd-transformed weights of fixed-shape convs: packed when a context is created */
-    for (int i = 0; i < g->n_nodes; i++) {
-        const cir_node *n = cir_node_at(g, i);
-        int a = n->low.algo, pk = n->low.packed;
-        if (!n->dead && n->kind == CIR_OP_CONV && pk >= 0 && cg->w16_ok[pk] == 1 && !cg_node_symbolic(g, n) &&
-            (a == CUVIL_CONV_WINOGRAD || a == CUVIL_CONV_WINOGRAD_T || a == CUVIL_CONV_WINOGRAD2_T) && n->in[1] >= 0 &&
-            cir_is_const(cir_val(g, n->in[1])) && cir_val(g, n->in[1])->dtype == CIR_F32)
-            cg->w16_ok[pk] = 3;
-    }
+    /* Winograd-transformed weights of fixed-shape convs: packed when a context is created, unless
+     * another reader of the same packed weights is symbolic (its parameters are the run's) */
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < g->n_nodes; i++) {
+            const cir_node *n = cir_node_at(g, i);
+            int a = n->low.algo, pk = n->low.packed;
+            if (n->dead || pk < 0) continue;
+            const bool ok = n->kind == CIR_OP_CONV && !cg_node_symbolic(g, n) &&
+                            (a == CUVIL_CONV_WINOGRAD || a == CUVIL_CONV_WINOGRAD_T || a == CUVIL_CONV_WINOGRAD2_T) &&
+                            n->in[1] >= 0 && cir_is_const(cir_val(g, n->in[1])) && cir_val(g, n->in[1])->dtype == CIR_F32;
+            if (pass == 0 && ok && cg->w16_ok[pk] == 1) cg->w16_ok[pk] = 3;
+            else if (pass == 1 && !ok && cg->w16_ok[pk] == 3) cg->w16_ok[pk] = 1;
+        }
     /* the sources only those packings read: 1, else 2 (a kernel reads it) */
     cg->w16_src = cuvil_calloc((size_t)g->n_values + 1, 1);
     if (!cg->w16_src) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
@@ -323,7 +340,7 @@ const char *cg_in(cg_ctx *cg, int value_id) { return ptr(cg, value_id, false); }
 const char *cg_out(cg_ctx *cg, int value_id) { return ptr(cg, value_id, true); }
 
 bool cg_packs_at_create(cg_ctx *cg, const cir_node *n) {
-    return cg->w16_ok && n->low.packed >= 0 && cg->w16_ok[n->low.packed] >= 3;
+    return cg->w16_ok && n->low.packed >= 0 && cg->w16_ok[n->low.packed] >= 3 && !cg_node_symbolic(cg->g, n);
 }
 
 void cg_pack_at_create(cg_ctx *cg, const char *fn, const char *params, int source, int packed, size_t tmp_floats) {
@@ -348,8 +365,8 @@ const char *cg_data(cg_ctx *cg, const void *data, size_t nbytes, cir_dtype dtype
     }
     g->folded_bytes += nbytes;
     if (dtype == CIR_F32) cg->out->f32_bytes += nbytes;
-    /* derived weights of a weight-reading op (folded BatchNorm scales) follow --precision */
-    bool narrow = cg->w16 != CIR_UNDEF && dtype == CIR_F32 && cg->cur_node && w16_reader(cg->cur_node->kind) &&
+    /* a BatchNorm's scale and shift, derived from its parameters, follow --precision */
+    bool narrow = cg->w16 != CIR_UNDEF && dtype == CIR_F32 && cg->cur_node && cg->cur_node->kind == CIR_OP_BATCH_NORM &&
                   w16_fits(cg->w16, data, (int64_t)(nbytes / sizeof(float)));
     int64_t off = blob_place(cg, data, nbytes, narrow, false);
     int k = cg->n_data++;
@@ -1378,7 +1395,7 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
                         "holds %.1f MB of weights, widened to %.1f MB when a context is created (and %.1f MB while it is)",
                 cg.w16 == CIR_F16 ? "fp16" : "bf16", (double)out->narrowed_bytes / 1e6, (double)out->f32_bytes / 1e6,
                 (double)out->weights.len / 1e6, (double)out->weights_len / 1e6, (double)out->transient_len / 1e6);
-        if (out->kept_range) fprintf(stderr, "; %d constants kept in float32 (values beyond float16's range)", out->kept_range);
+        if (out->kept_range) fprintf(stderr, "; %d constants kept in float32 (values the 16-bit type cannot hold)", out->kept_range);
         fprintf(stderr, "\n");
     }
     if (!st && out->n_segs) {

@@ -26,7 +26,7 @@ typedef struct cuvil_qpoint {
     int dims_fixed;            /* (its element count varies with the run: counted per run) */
     double lo, hi;             /* the range seen (calibration), then the one quantized */
     uint64_t count;
-    uint32_t *hist;            /* percentile / entropy: 2048 bins of |x| over [0, max(|lo|, |hi|)] */
+    uint64_t *hist;            /* percentile / entropy: 2048 bins of |x| over [0, max(|lo|, |hi|)] */
     float scale;
     uint8_t zero_point;
 } cuvil_qpoint;

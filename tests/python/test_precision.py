@@ -82,38 +82,48 @@ def test_weights_in_16_bits_match_the_rounded_model(tmp_path, prec, target):
     np.testing.assert_array_equal(y, y2)
 
 
-def test_constants_that_are_not_weights_stay_exact(tmp_path):
-    """Kept float32 under --precision fp16: a Mul's constant beyond float16's range (1e6: it would
-    become inf), a Pow's exponents (not a weight-reading op), a constant graph output, and a
-    vector of fewer than 64 elements. A weight of 1/3 next to them is rounded (the check that
-    the option took effect)."""
+@pytest.mark.parametrize("prec", ["fp16", "bf16"])
+def test_constants_that_are_not_weights_stay_exact(tmp_path, prec):
+    """Kept float32 under --precision: an embedding table holding values the 16-bit type cannot
+    hold (fp16: 1e6; bf16: -FLT_MAX, a mask's value, which rounds to -inf), a Mul's constant (it
+    may be a rotary embedding's frequencies: rounded, long positions would drift), a Pow's
+    exponents, a constant graph output, and a vector of fewer than 64 elements. A MatMul's weights
+    of 1/3 next to them are rounded (the check that the option took effect)."""
     rng = tl.seeded_rng("precision-exact")
-    big = rng.uniform(1e5, 1e6, (1, 128)).astype(np.float32)
+    table = rng.uniform(-1, 1, (16, 128)).astype(np.float32)
+    table[3, 5] = 1e6 if prec == "fp16" else -np.finfo(np.float32).max
+    freq = rng.uniform(1e-4, 1.0, (1, 128)).astype(np.float32)
     expo = rng.uniform(1.0, 2.0, (1, 128)).astype(np.float32)
     small = rng.uniform(-1, 1, (1, 32)).astype(np.float32)
-    third = np.full((1, 128), 1 / 3, np.float32)
-    inits = [numpy_helper.from_array(a, n) for a, n in ((big, "big"), (expo, "expo"), (small, "small"), (third, "third"))]
-    nodes = [helper.make_node("Abs", ["x"], ["ax"]), helper.make_node("Mul", ["x", "big"], ["y_big"]),
+    third = np.full((128, 4), 1 / 3, np.float32)
+    inits = [numpy_helper.from_array(a, n) for a, n in
+             ((table, "table"), (freq, "freq"), (expo, "expo"), (small, "small"), (third, "third"))]
+    nodes = [helper.make_node("Abs", ["x"], ["ax"]), helper.make_node("Gather", ["table", "ids"], ["y_table"]),
+             helper.make_node("Mul", ["x", "freq"], ["y_freq"]),
              helper.make_node("Pow", ["ax", "expo"], ["y_pow"]), helper.make_node("Identity", ["expo"], ["y_const"]),
-             helper.make_node("Mul", ["s", "small"], ["y_small"]), helper.make_node("Mul", ["x", "third"], ["y_third"])]
+             helper.make_node("Mul", ["s", "small"], ["y_small"]), helper.make_node("MatMul", ["x", "third"], ["y_third"])]
     vi = helper.make_tensor_value_info
-    g = helper.make_graph(nodes, "exact", [vi("x", TensorProto.FLOAT, [1, 128]), vi("s", TensorProto.FLOAT, [1, 32])],
-                          [vi(n, TensorProto.FLOAT, None) for n in ("y_big", "y_pow", "y_const", "y_small", "y_third")], inits)
+    g = helper.make_graph(nodes, "exact", [vi("x", TensorProto.FLOAT, [1, 128]), vi("s", TensorProto.FLOAT, [1, 32]),
+                                           vi("ids", TensorProto.INT64, [2])],
+                          [vi(n, TensorProto.FLOAT, None) for n in ("y_table", "y_freq", "y_pow", "y_const", "y_small", "y_third")],
+                          inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
     m.ir_version = 8
     path = tmp_path / "exact.onnx"
     onnx.save(m, path)
-    feeds = {"x": rng.uniform(-2, 2, (1, 128)).astype(np.float32), "s": rng.uniform(-2, 2, (1, 32)).astype(np.float32)}
-    proc = tl.compile_raw(path, tmp_path / "m.so", extra=["--precision", "fp16"])
+    feeds = {"x": rng.uniform(-2, 2, (1, 128)).astype(np.float32), "s": rng.uniform(-2, 2, (1, 32)).astype(np.float32),
+             "ids": np.array([3, 7], np.int64)}
+    proc = tl.compile_raw(path, tmp_path / "m.so", extra=["--precision", prec])
     assert proc.returncode == 0, proc.stderr
-    assert "1 constants kept in float32 (values beyond float16's range)" in proc.stderr, proc.stderr
+    assert "1 constants kept in float32" in proc.stderr, proc.stderr
     got = tl.run(tmp_path / "m.so", feeds, tmp_path / "run")
     want = tl.ort_run(path, feeds)
-    for k in ("y_big", "y_const", "y_small"):
+    for k in ("y_table", "y_freq", "y_const", "y_small"):
         np.testing.assert_array_equal(got[k], want[k], err_msg=k)
     tl.assert_close(got["y_pow"], want["y_pow"], "y_pow")
-    np.testing.assert_array_equal(got["y_third"], feeds["x"] * np.float32(np.float16(1 / 3)))
-    assert not np.array_equal(got["y_third"], want["y_third"])
+    w16 = third.astype(H16[prec]).astype(np.float32)
+    np.testing.assert_allclose(got["y_third"], feeds["x"] @ w16, rtol=1e-5, atol=1e-5)
+    assert np.abs(got["y_third"] - want["y_third"]).max() > 1e-4   # rounded: not the float32 answer
 
 
 def test_bad_precision_is_refused(tmp_path):

@@ -165,6 +165,8 @@ def test_bad_quantize_requests(tmp_path):
         (["--quantize", "int4"], ["--quantize", "int4"]),
         (["--quantize", "int8", "--calibrate", tmp_path / "nope"], ["nope"]),
         (["--quantize", "int8", "--calibrate", cal, "--calibration", "magic"], ["magic"]),
+        (["--quantize", "int8", "--calibrate", cal, "--opt-level", "0"], ["fold_qdq"]),
+        (["--quantize", "int8", "--calibrate", cal, "--disable-pass", "fold_qdq"], ["fold_qdq"]),
     ]
     for extra, mentions in cases:
         tl.assert_clean_failure(tl.compile_raw(path, out, extra=extra), mentions=mentions, absent=[out], what=str(extra))
@@ -202,6 +204,8 @@ def test_digits_model_quantized_keeps_top1(tmp_path, monkeypatch):
     target = {"target": tl.env_target()} if tl.env_target() else {}
     fm = cuvil.compile(model, ex, **target)
     names = [s.name for s in fm.inputs]
+    with pytest.raises(TypeError, match="list of input sets"):   # one batch array is not a list of sets
+        cuvil.compile(model, ex, quantize="int8", calibration=x[train[:4]])
     qm = cuvil.compile(model, ex, quantize="int8", calibration=[{names[0]: x[i:i + 1]} for i in train[:100]], **target)
     agree = correct = 0
     for i in test:
