@@ -139,6 +139,21 @@ int cuvil_threads(void);
 void cuvil_parallel_for(int64_t n_tasks, cuvil_task_fn fn, void *ctx);
 void *cuvil_thread_scratch(void *scratch, int tid);
 
+/* ===== 4-bit weights (q4gemm.c) ===================================================== */
+/* y [M, N] = x [M, K] times W, W[k][n] = q * scales[n][b] - zs[n][b] for k's block b of bs (a
+ * power of two >= 16), q the 4-bit value of w's column n (w [N, blocks * bs / 2], two values a
+ * byte, low nibble first: com.microsoft MatMulNBits' B); zs the zero point times the scale.
+ * scratch: cuvil_matmul_q4_scratch_size bytes. */
+typedef struct cuvil_q4_params {
+    int64_t M, K, N, bs;
+} cuvil_q4_params;
+size_t cuvil_matmul_q4_scratch_size(int64_t M, int64_t K, int64_t bs);
+void cuvil_matmul_q4(const cuvil_q4_params *p, const float *x, const uint8_t *w, const float *scales, const float *zs,
+                     float *y, void *scratch);
+/* the reference: the same arithmetic one element at a time, no threads, no scratch */
+void cuvil_matmul_q4__scalar(const cuvil_q4_params *p, const float *x, const uint8_t *w, const float *scales,
+                             const float *zs, float *y);
+
 /* ===== GEMM ====================================================================== */
 /* batch == 0 means no work (an empty tensor). */
 /* C[m,n] = act(alpha * sum_k A'[m,k] B'[k,n] + beta * bias[m*bias_rs + n*bias_cs])

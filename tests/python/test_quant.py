@@ -409,6 +409,8 @@ def test_matmul_nbits_node(tmp_path, bits, zp):
             W[k, n] = (v - z) * float(scales[n * nb + b])
     want = a.astype(np.float64) @ W + numpy_helper.to_array(inits[2])
     got = tl.compile_and_run(path, {"a": a}, tmp_path / "run")["y"]
+    ir = tl.compile(path, tmp_path / "ir", emit="ir").read_text()
+    assert ("matmul_nbits" in ir) == (bits == 4), ir   # 4 bits: dequantized inside the product (q4gemm.c)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
     try:   # and ONNX Runtime, where its build runs this form, agrees with that reading
         ort = tl.ort_run(path, {"a": a})["y"]

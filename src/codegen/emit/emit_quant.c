@@ -212,3 +212,21 @@ cuvil_status cg_emit_qadd(cg_ctx *cg, cir_graph *g, cir_node *n) {
               cg_out(cg, n->out[0]));
     return CUVIL_OK;
 }
+
+/* matmul_nbits: 4-bit weights dequantized inside the product (cuvil_matmul_q4); a's rows the
+ * run's where they are symbolic. */
+cuvil_status cg_emit_matmul_nbits(cg_ctx *cg, cir_graph *g, cir_node *n) {
+    cir_value *a = cir_in(g, n, 0);
+    const int64_t K = cir_attr_int(n, "K"), N = cir_attr_int(n, "N"), bs = cir_attr_int(n, "block_size");
+    const int64_t rows = cir_numel(a) / K;   /* (the upper bound where they are symbolic) */
+    char rbuf[32];
+    const char *rows_c = cir_value_fixed(a) ? (snprintf(rbuf, sizeof rbuf, "%lld", (long long)rows), rbuf)
+                                            : cg_dimprod(cg, a->id, 0, a->ndim - 1, 1);
+    const char *S = cg_scratch(cg, cuvil_matmul_q4_scratch_size(rows, K, bs), "cuvil_matmul_q4_scratch_size(%lld, %lld, %lld)",
+                               (long long)rows, (long long)K, (long long)bs);
+    cg_printf(cg, "    {\n        const cuvil_q4_params p = {%s, %lld, %lld, %lld};\n"
+                  "        cuvil_matmul_q4(&p, %s, %s, %s, %s, %s, %s);\n    }\n",
+              rows_c, (long long)K, (long long)N, (long long)bs, cg_in(cg, n->in[0]), cg_in(cg, n->in[1]), cg_in(cg, n->in[2]),
+              cg_in(cg, n->in[3]), cg_out(cg, n->out[0]), S);
+    return CUVIL_OK;
+}

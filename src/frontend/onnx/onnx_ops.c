@@ -1279,10 +1279,10 @@ static cuvil_status map_ms_dq_matmul(onnx_mapper *m, onnx_node *on, cir_op_kind 
  * blocks], [zero_points: uint8 packed like B's values, or float [N * blocks]], [g_idx], [bias
  * [N]]; K, N, bits, block_size): A times the dequantized weights, W[k][n] = (q - zp) * scale of
  * k's block (zp 2^(bits-1) when absent), each byte's values from its low bits up (g_idx, the
- * 4th input, refused). The weights are
- * dequantized now, into a float32 [K, N] constant that MatMul reads (a kernel that dequantizes
- * inside the GEMM is to come: until then the library holds float32 weights). B, the scales and
- * the zero points must be constants. */
+ * 4th input, refused). 4 bits: matmul_nbits reads B as it is (its kernel dequantizes inside the
+ * product; the zero points become zp * scale). 2 and 8 bits: the weights are dequantized now,
+ * into a float32 [K, N] constant that MatMul reads. B, the scales and the zero points must be
+ * constants. */
 static cuvil_status map_ms_matmul_nbits(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
     const int64_t K = attr_int(on, "K", -1), N = attr_int(on, "N", -1), bits = attr_int(on, "bits", 4);
     const int64_t bs = attr_int(on, "block_size", -1);
@@ -1310,6 +1310,28 @@ static cuvil_status map_ms_matmul_nbits(onnx_mapper *m, onnx_node *on, cir_op_ki
     if (Z && !(Z->dtype == CIR_U8 && cir_numel(Z) == N * zrow) && !(Z->dtype == CIR_F32 && cir_numel(Z) == N * nb))
         return node_err(m, on, CUVIL_ERR_SHAPE, "zero_points '%s' must be uint8 [%lld] (packed) or float32 [%lld]", Z->name,
                         (long long)(N * zrow), (long long)(N * nb));
+    const unsigned mask = (1u << bits) - 1, per = (unsigned)(8 / bits);
+    const uint8_t *zq = Z && Z->dtype == CIR_U8 ? Z->data : NULL;
+    const float *sc = S->data, *zf = Z && Z->dtype == CIR_F32 ? Z->data : NULL;
+    if (bits == 4) {   /* the weights stay 4-bit: matmul_nbits dequantizes them inside the product */
+        const int64_t zdims[2] = {N, nb};
+        const int zs = const_from(m, on, "zero_point_scaled", CIR_F32, 2, zdims, NULL);
+        if (zs < 0) return m->g->ctx->status;
+        float *Zs = cir_val(m->g, zs)->data;
+        for (int64_t n = 0; n < N; n++)
+            for (int64_t b = 0; b < nb; b++) {
+                float z = 8;
+                if (zq) z = (float)((zq[n * zrow + b / 2] >> ((unsigned)(b & 1) * 4)) & 15);
+                else if (zf) z = zf[n * nb + b];
+                Zs[n * nb + b] = z * sc[n * nb + b];
+            }
+        const cuvil_attr at[3] = {{.name = "K", .type = CUVIL_ATTR_INT, .i = K},
+                                  {.name = "N", .type = CUVIL_ATTR_INT, .i = N},
+                                  {.name = "block_size", .type = CUVIL_ATTR_INT, .i = bs}};
+        int y = step(m, on, CIR_OP_MATMUL_NBITS, 4, (int[]){a, bi, si, zs}, bias >= 0 ? -1 : on->out[0], "y", at, 3);
+        if (y < 0 || bias < 0) return y < 0 ? m->g->ctx->status : CUVIL_OK;
+        return step(m, on, CIR_OP_ADD, 2, (int[]){y, bias}, on->out[0], "biased", NULL, 0) < 0 ? m->g->ctx->status : CUVIL_OK;
+    }
     bool ovf = false;
     const uint64_t nbytes = (uint64_t)cuvil_i64_mul(&ovf, cuvil_i64_mul(&ovf, K, N), 4);
     if (ovf || nbytes > m->g->limits.total_bytes)
@@ -1319,9 +1341,7 @@ static cuvil_status map_ms_matmul_nbits(onnx_mapper *m, onnx_node *on, cir_op_ki
     const int w = const_from(m, on, "weights", CIR_F32, 2, dims, NULL);
     if (w < 0) return m->g->ctx->status;
     float *W = cir_val(m->g, w)->data;
-    const uint8_t *q = B->data, *zq = Z && Z->dtype == CIR_U8 ? Z->data : NULL;
-    const float *sc = S->data, *zf = Z && Z->dtype == CIR_F32 ? Z->data : NULL;
-    const unsigned mask = (1u << bits) - 1, per = (unsigned)(8 / bits);
+    const uint8_t *q = B->data;
     for (int64_t n = 0; n < N; n++)
         for (int64_t k = 0; k < K; k++) {
             const int64_t b = k / bs, j = k % bs;
@@ -1332,7 +1352,8 @@ static cuvil_status map_ms_matmul_nbits(onnx_mapper *m, onnx_node *on, cir_op_ki
             else if (zf) z = zf[n * nb + b];
             W[k * N + n] = (v - z) * sc[n * nb + b];
         }
-    int y = step(m, on, kind, 2, (int[]){a, w}, bias >= 0 ? -1 : on->out[0], "y", NULL, 0);
+    (void)kind;
+    int y = step(m, on, CIR_OP_MATMUL, 2, (int[]){a, w}, bias >= 0 ? -1 : on->out[0], "y", NULL, 0);
     if (y < 0 || bias < 0) return y < 0 ? m->g->ctx->status : CUVIL_OK;
     return step(m, on, CIR_OP_ADD, 2, (int[]){y, bias}, on->out[0], "biased", NULL, 0) < 0 ? m->g->ctx->status : CUVIL_OK;
 }
@@ -1361,7 +1382,7 @@ static const op_map ms_table[] = {
     {"QGemm", 1, CIR_OP_QLINEAR_MATMUL, map_ms_qgemm},
     {"DynamicQuantizeMatMul", 1, CIR_OP_QLINEAR_MATMUL, map_ms_dq_matmul},
     {"MatMulIntegerToFloat", 1, CIR_OP_QLINEAR_MATMUL, map_ms_dq_matmul},
-    {"MatMulNBits", 1, CIR_OP_MATMUL, map_ms_matmul_nbits},
+    {"MatMulNBits", 1, CIR_OP_MATMUL_NBITS, map_ms_matmul_nbits},
 };
 
 /* ===== The table =========================================================================== */

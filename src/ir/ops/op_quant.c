@@ -7,6 +7,7 @@
 #include "ir/ops/ops.h"
 
 #include <math.h>
+#include <string.h>
 
 static bool int8to32(cir_dtype t) {
     return t == CIR_I4 || t == CIR_U4 || t == CIR_I8 || t == CIR_U8 || t == CIR_I16 || t == CIR_U16 || t == CIR_I32;
@@ -272,3 +273,43 @@ static cuvil_status qadd_infer(cir_graph *g, cir_node *n) {
     return CUVIL_OK;
 }
 const cir_opdef cir_op_qlinear_add = {"qlinear_add", 0, 7, 8, 1, 1, qlmm_attrs, qadd_infer, NULL, NULL, 0};
+
+/* matmul_nbits (a, w, scales, zs): a float32 [..., K] times 4-bit weights dequantized inside
+ * the product (q4gemm.c): w uint8 [N, blocks * block_size / 2] (MatMulNBits' B), scales and zs
+ * float32 [N, blocks] (zs: the zero point times the scale). a's rows may be symbolic. */
+static cuvil_status mmnb_infer(cir_graph *g, cir_node *n) {
+    cuvil_status s = op_check_arity(g, n, 4, 4, 1, 1);
+    if (s || (s = op_need_f32(g, n, 0))) return s;
+    const int64_t K = cir_attr_int(n, "K"), N = cir_attr_int(n, "N"), bs = cir_attr_int(n, "block_size");
+    cir_value *a = cir_in(g, n, 0), *w = cir_in(g, n, 1), *sc = cir_in(g, n, 2), *zs = cir_in(g, n, 3);
+    if (K <= 0 || N <= 0 || bs < 16 || (bs & (bs - 1)))
+        return cir_node_err(g, n, CUVIL_ERR_MODEL, "K=%lld, N=%lld, block_size=%lld", (long long)K, (long long)N, (long long)bs);
+    const int64_t nb = (K + bs - 1) / bs;
+    if (a->ndim < 1 || a->dx[a->ndim - 1] || a->dims[a->ndim - 1] != K)
+        return cir_node_err(g, n, CUVIL_ERR_SHAPE, "input '%s' must end in K=%lld", a->name, (long long)K);
+    if (w->dtype != CIR_U8 || !cir_value_fixed(w) || cir_numel(w) != N * nb * bs / 2 || sc->dtype != CIR_F32 ||
+        !cir_value_fixed(sc) || cir_numel(sc) != N * nb || zs->dtype != CIR_F32 || !cir_value_fixed(zs) || cir_numel(zs) != N * nb)
+        return cir_node_err(g, n, CUVIL_ERR_SHAPE, "weights uint8 [%lld, %lld], scales and zs float32 [%lld, %lld] expected",
+                            (long long)N, (long long)(nb * bs / 2), (long long)N, (long long)nb);
+    if (cir_value_fixed(a)) {
+        int64_t d[CIR_MAX_DIMS];
+        memcpy(d, a->dims, sizeof(int64_t) * (size_t)a->ndim);
+        d[a->ndim - 1] = N;
+        cir_set_shape(cir_out(g, n, 0), CIR_F32, a->ndim, d);
+        return CUVIL_OK;
+    }
+    const cir_dim *dx[CIR_MAX_DIMS];
+    for (int d = 0; d < a->ndim - 1; d++)
+        if (!(dx[d] = cir_dimx(g, a, d))) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+    if (!(dx[a->ndim - 1] = cir_dim_const(&g->dt, N))) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+    cir_set_shape_x(cir_out(g, n, 0), CIR_F32, a->ndim, dx);
+    return CUVIL_OK;
+}
+
+static const cir_attr_spec mmnb_attrs[] = {
+    {"K", CIR_ATTR_INT, 0, 0, NULL, true},
+    {"N", CIR_ATTR_INT, 0, 0, NULL, true},
+    {"block_size", CIR_ATTR_INT, 0, 0, NULL, true},
+    CIR_ATTR_END,
+};
+const cir_opdef cir_op_matmul_nbits = {"matmul_nbits", CIR_OPF_SYM_DIMS, 4, 4, 1, 1, mmnb_attrs, mmnb_infer, NULL, NULL, 0};
