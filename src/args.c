@@ -169,7 +169,8 @@ cuvil_status cuvil_options_parse(cuvil_ctx *ctx, cuvil_options *o, int argc, con
             ONCE(o->quantize);
             NEED_VALUE();
             if (!strcmp(v, "int8")) o->quantize = 8;
-            else return bad(ctx, "--quantize wants int8, got", v);
+            else if (!strcmp(v, "int4-weights")) o->quantize = 4;
+            else return bad(ctx, "--quantize wants int8 or int4-weights, got", v);
         } else if (!strcmp(a, "--calibrate")) { ONCE(o->calibrate); NEED_VALUE(); o->calibrate = v; }
         else if (!strcmp(a, "--calibration")) {
             ONCE(seen_calib);

@@ -107,12 +107,15 @@ static cuvil_status check_request(cuvil_ctx *ctx, const cuvil_options *o, const 
         return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "options.emit is %d, not one of cuvil_emit", (int)o->emit);
     if (!o->quantize && (o->calibrate || o->n_keep_float || o->calibration))
         return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "--calibrate, --calibration and --keep-float go with --quantize int8");
-    if (o->quantize && o->quantize != 8)
-        return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "options.quantize is %d; 8 (int8) is the one Cuvil makes", o->quantize);
-    if (o->quantize && !o->calibrate)
+    if (o->quantize && o->quantize != 8 && o->quantize != 4)
+        return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "options.quantize is %d; 8 (int8) and 4 (int4-weights) are the ones "
+                         "Cuvil makes", o->quantize);
+    if (o->quantize == 4 && (o->calibrate || o->calibration))
+        return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "--quantize int4-weights takes no calibration (the weights alone)");
+    if (o->quantize == 8 && !o->calibrate)
         return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "--quantize int8 needs --calibrate DIR: a folder of input sets (a folder "
                          "per set holding <input>.npy for each input, or .npy files for a model with one input)");
-    if (o->quantize && (o->opt_level < 1 || cuvil_pass_disabled(o, "fold_qdq")))
+    if (o->quantize == 8 && (o->opt_level < 1 || cuvil_pass_disabled(o, "fold_qdq")))
         return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "--quantize int8 needs the fold_qdq pass (--opt-level 1 or more, not "
                          "disabled): without it the model would run its quantization in float, slower than float32");
     if ((int)o->calibration < CUVIL_CALIB_MINMAX || o->calibration > CUVIL_CALIB_ENTROPY || o->n_keep_float < 0 ||
@@ -174,6 +177,14 @@ cuvil_status cuvil_compile_file(cuvil_ctx *ctx, const char *model_path, const cu
     cir_graph *g = NULL;
     cuvil_onnx_model *model = NULL;
     if ((s = cuvil_onnx_open(ctx, model_path, o, &model))) return s;
+    if (o->quantize == 4) {   /* the weights alone: pass quantize, once */
+        s = cuvil_onnx_build(ctx, model, o, &g);
+        if (!s) s = cir_graph_bind_syms(g);
+        if (!s) s = cuvil_int4_weights_compile(ctx, g, o, model_path, target, prefix, output);
+        cir_graph_free(g);
+        cuvil_onnx_close(model);
+        return s;
+    }
     if (o->quantize) {   /* calibrated and compiled twice (quantize.c) */
         s = cuvil_quantize_compile(ctx, model, o, model_path, target, prefix, output);
         cuvil_onnx_close(model);

@@ -437,3 +437,20 @@ cuvil_status cuvil_quantize_compile(cuvil_ctx *ctx, const cuvil_onnx_model *mode
     cuvil_tmp_remove(tmp);
     return s;
 }
+
+cuvil_status cuvil_int4_weights_compile(cuvil_ctx *ctx, cir_graph *g, const cuvil_options *o, const char *model_path,
+                                        const char *target, const char *prefix, const char *output) {
+    cuvil_quant_state st;
+    memset(&st, 0, sizeof st);
+    st.o = o;
+    st.mode = QUANT_INT4W;
+    g->quant = &st;
+    cuvil_status s = cuvil_compile_cir(ctx, g, o, model_path, target, prefix, output);
+    g->quant = NULL;
+    if (!s) {
+        fprintf(stderr, "cuvil: quantize: %d MatMul/Gemm weights in 4 bits (blocks of 32, asymmetric)", st.n_nodes);
+        if (st.n_kept) fprintf(stderr, "; %d kept in float32: %s%s", st.n_kept, st.kept, strlen(st.kept) > sizeof st.kept - 90 ? ", ..." : "");
+        fprintf(stderr, "\n");
+    }
+    return s;
+}

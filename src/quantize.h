@@ -12,4 +12,8 @@ cuvil_status cuvil_compile_cir(cuvil_ctx *ctx, cir_graph *g, const cuvil_options
 cuvil_status cuvil_quantize_compile(cuvil_ctx *ctx, const cuvil_onnx_model *model, const cuvil_options *o,
                                     const char *model_path, const char *target, const char *prefix, const char *output);
 
+/* --quantize int4-weights: g compiled with its MatMul/Gemm weights in 4 bits (a note on stderr). */
+cuvil_status cuvil_int4_weights_compile(cuvil_ctx *ctx, cir_graph *g, const cuvil_options *o, const char *model_path,
+                                        const char *target, const char *prefix, const char *output);
+
 #endif

@@ -26,6 +26,8 @@ static void usage(FILE *f) {
           "                        with constant weights in int8 (weights symmetric per channel,\n"
           "                        activations uint8), calibrated on --calibrate DIR; prints the\n"
           "                        accuracy cost on the calibration sets against float32\n"
+          "  --quantize int4-weights  MatMul and Gemm weights in 4 bits (blocks of 32, asymmetric),\n"
+          "                        dequantized inside the product; no calibration\n"
           "  --calibrate DIR       the input sets: a folder per set holding <input>.npy for each input\n"
           "                        ('/' in a name written '_'), or .npy files for a model with one input\n"
           "  --calibration M       minmax (default), percentile (99.999th of |x|) or entropy (KL)\n"

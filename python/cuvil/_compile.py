@@ -91,7 +91,9 @@ def _as_array(a):
 def _quant_args(quantize, calibration_dir, calibration_method, keep_float) -> list[str]:
     if not quantize:
         return []
-    a = ["--quantize", quantize, "--calibrate", calibration_dir, "--calibration", calibration_method]
+    a = ["--quantize", quantize]
+    if calibration_dir is not None:
+        a += ["--calibrate", calibration_dir, "--calibration", calibration_method]
     for k in keep_float or ():
         a += ["--keep-float", str(k)]
     return a
@@ -216,7 +218,8 @@ def compile(model: Any, example_inputs: Any = None, *, input_shapes: dict | None
         bits (rounded to nearest even; about half the file) and widens them when the model is
         loaded; arithmetic, activations and the model's inputs and outputs stay as they are. As
         `cuvil-compile --precision`. enable_fp16=True is precision="fp16".
-    quantize: "int8": Cuvil's own quantizer (`cuvil-compile --quantize int8`) on `calibration`,
+    quantize: "int4-weights": MatMul/Gemm weights in 4 bits (`--quantize int4-weights`, no
+        calibration). "int8": Cuvil's own quantizer (`cuvil-compile --quantize int8`) on `calibration`,
         a list of input sets (each a dict {input name: array}, or one array for a model with
         one input); calibration_method "minmax", "percentile" or "entropy"; keep_float: node
         names or ops left in float32. The accuracy cost on the calibration sets goes to stderr.
@@ -235,9 +238,15 @@ def compile(model: Any, example_inputs: Any = None, *, input_shapes: dict | None
         if precision not in (None, "fp16"):
             raise ValueError(f"enable_fp16=True asks for precision='fp16', but precision={precision!r} was given too")
         precision = "fp16"
+    if quantize == "int4-weights":
+        if calibration is not None:
+            raise ValueError("quantize='int4-weights' takes no calibration (the weights alone)")
+        return compile(model, example_inputs, input_shapes=input_shapes, dims=dims, target=target, opt_level=opt_level,
+                       threads=threads, cache=cache, sequences=sequences, precision=precision, _torch_method=_torch_method,
+                       _extra=_quant_args(quantize, None, None, keep_float))
     if quantize is not None:
         if quantize != "int8":
-            raise ValueError(f"quantize must be 'int8' (or None), got {quantize!r}")
+            raise ValueError(f"quantize must be 'int8', 'int4-weights' or None, got {quantize!r}")
         if calibration is None:
             raise ValueError("quantize='int8' needs calibration: a list of input sets")
         if calibration_method not in ("minmax", "percentile", "entropy"):

@@ -88,6 +88,7 @@ static cuvil_status pick(cir_graph *g, cuvil_quant_state *st, int *pts, int *n, 
         if (nd->dead || (nd->kind != CIR_OP_CONV && nd->kind != CIR_OP_MATMUL && nd->kind != CIR_OP_GEMM)) continue;
         int axis;
         int64_t M;
+        if (!const_f32(cir_in(g, nd, 1))) continue;   /* (a product of two activations: nothing to quantize) */
         const char *why = nd->region ? "inside an If or Loop" : unquantizable(g, nd, &axis, &M);
         if (!why && kept_by_user(st->o, nd)) why = "--keep-float";
         if (why) {
@@ -212,6 +213,101 @@ static cuvil_status quantize_weights(cir_graph *g, int id, int axis, int64_t M) 
     return CUVIL_OK;
 }
 
+#define INT4_BLOCK 32
+
+/* --quantize int4-weights: MatMul / Gemm n (constant 2-D weights, a's last dim K) becomes
+ * matmul_nbits: per column n and block b of 32 along K, scale (max - min) / 15 and zero point
+ * rint(-min / scale) of the block's range with 0 in it, q = clamp(rint(w / scale) + zp, 0, 15);
+ * a Gemm's bias an Add after it. Returns the reason it is left in float32, or NULL. */
+static const char *int4_weights(cir_graph *g, int id, cuvil_status *st) {
+    cir_node *n = cir_node_at(g, id);
+    cir_value *x = cir_in(g, n, 0), *w = cir_in(g, n, 1), *c = n->kind == CIR_OP_GEMM ? cir_in(g, n, 2) : NULL;
+    *st = CUVIL_OK;
+    if (!act_f32(x) || !const_f32(w) || w->ndim != 2 || n->n_post || x->ndim < 1) return "not float32 activations times 2-D constant weights";
+    const bool tb = n->kind == CIR_OP_GEMM && cir_attr_int(n, "trans_b");
+    if (n->kind == CIR_OP_GEMM && (cir_attr_int(n, "trans_a") || cir_attr_float(n, "alpha") != 1.0f || x->ndim != 2 ||
+                                   (c && cir_attr_float(n, "beta") != 1.0f)))
+        return "Gemm with transA, alpha or beta";
+    const int64_t K = w->dims[tb ? 1 : 0], N = w->dims[tb ? 0 : 1], nb = (K + INT4_BLOCK - 1) / INT4_BLOCK;
+    if (x->dx[x->ndim - 1] || x->dims[x->ndim - 1] != K) return "its input's last dim is not the weights' K";
+    if (c && !(c->ndim == 1 && c->dims[0] == N) && !(c->ndim == 2 && c->dims[0] == 1 && c->dims[1] == N))
+        return "a Gemm bias that is not one value per column";
+    const float *f = w->data;
+    uint8_t *q = cuvil_calloc((size_t)(N * nb * INT4_BLOCK / 2), 1);
+    float *sc = cuvil_malloc(sizeof(float) * (size_t)(N * nb)), *zs = cuvil_malloc(sizeof(float) * (size_t)(N * nb));
+    if (!q || !sc || !zs) {
+        cuvil_free(q), cuvil_free(sc), cuvil_free(zs);
+        *st = cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    for (int64_t col = 0; col < N; col++)
+        for (int64_t b = 0; b < nb; b++) {
+            const int64_t k0 = b * INT4_BLOCK, k1 = K - k0 < INT4_BLOCK ? K : k0 + INT4_BLOCK;
+            float mn = 0, mx = 0;
+            for (int64_t k = k0; k < k1; k++) {
+                const float v = f[tb ? col * K + k : k * N + col];
+                if (v < mn) mn = v;
+                if (v > mx) mx = v;
+            }
+            float s = (mx - mn) / 15.0f;
+            if (!(s > 0) || !isfinite(s)) s = 1.0f;
+            float z = nearbyintf(-mn / s);
+            z = z < 0 ? 0 : z > 15 ? 15 : z;
+            sc[col * nb + b] = s, zs[col * nb + b] = z * s;
+            for (int64_t k = k0; k < k1; k++) {
+                float r = nearbyintf(f[tb ? col * K + k : k * N + col] / s) + z;
+                const unsigned v = r != r ? (unsigned)z : r < 0 ? 0u : r > 15 ? 15u : (unsigned)r;
+                q[col * (nb * INT4_BLOCK / 2) + k / 2] |= (uint8_t)(v << ((k & 1) * 4));
+            }
+        }
+    const int64_t qd[2] = {N, nb * INT4_BLOCK / 2}, sd[2] = {N, nb};
+    const char *nm = w->name;
+    int wq = named_const(g, nm, "int4", CIR_U8, 2, qd, q), ws = wq < 0 ? -1 : named_const(g, nm, "scale", CIR_F32, 2, sd, sc);
+    int wz = ws < 0 ? -1 : named_const(g, nm, "zero_point_scaled", CIR_F32, 2, sd, zs);
+    cuvil_free(q), cuvil_free(sc), cuvil_free(zs);
+    if (wz < 0) {
+        *st = g->ctx->status;
+        return NULL;
+    }
+    n = cir_node_at(g, id);
+    int y = n->out[0], yb = -1;
+    if (c) {   /* the bias: an Add after the product, into the node's output */
+        char bn[600];
+        snprintf(bn, sizeof bn, "%.500s (without bias)", cir_val(g, y)->name);
+        if ((yb = cir_value_add(g, bn, CIR_VAL_ACT)) < 0) {
+            *st = g->ctx->status;
+            return NULL;
+        }
+    }
+    int *in = cuvil_arena_alloc(&g->arena, sizeof(int) * 5);
+    if (!in) {
+        *st = cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    in[0] = n->in[0], in[1] = wq, in[2] = ws, in[3] = wz, in[4] = -1;
+    const int cv = c ? c->id : -1;
+    cir_node_rekind(n, CIR_OP_MATMUL_NBITS);
+    n->in = in;
+    n->n_in = 4;
+    const cuvil_attr at[3] = {{.name = "K", .type = CUVIL_ATTR_INT, .i = K}, {.name = "N", .type = CUVIL_ATTR_INT, .i = N},
+                              {.name = "block_size", .type = CUVIL_ATTR_INT, .i = INT4_BLOCK}};
+    for (int k = 0; k < 3 && !*st; k++) *st = cir_node_set_attr(g, n, &at[k]);
+    if (!*st && c) {
+        n->out[0] = yb;
+        *st = n->def->infer(g, n);
+        cir_val(g, yb)->producer = id;
+        if (!*st) {
+            const int ain[2] = {yb, cv};
+            int a = cir_node_insert(g, id + 1, CIR_OP_ADD, cir_node_at(g, id)->name, "Gemm", 2, ain, 1, &y);
+            if (a < 0) *st = g->ctx->status;
+            else if (!(*st = cir_node_at(g, a)->def->infer(g, cir_node_at(g, a)))) cir_val(g, y)->producer = a;
+        }
+    } else if (!*st) {
+        *st = n->def->infer(g, n);
+    }
+    return NULL;
+}
+
 cuvil_status cuvil_pass_quantize(cir_graph *g, const cuvil_options *o) {
     (void)o;
     cuvil_quant_state *st = g->quant;
@@ -223,6 +319,20 @@ cuvil_status cuvil_pass_quantize(cir_graph *g, const cuvil_options *o) {
     }
     st->n_nodes = st->n_kept = 0;
     st->kept[0] = 0;
+    if (st->mode == QUANT_INT4W) {   /* from the last node back: an inserted Add moves only the nodes after it */
+        for (int i = g->n_nodes - 1; i >= 0; i--) {
+            cir_node *n = cir_node_at(g, i);
+            if (n->dead || (n->kind != CIR_OP_MATMUL && n->kind != CIR_OP_GEMM)) continue;
+            cuvil_status s = CUVIL_OK;
+            if (!const_f32(cir_in(g, n, 1))) continue;   /* (a product of two activations: nothing to quantize) */
+            const char *why = n->region ? "inside an If or Loop" : kept_by_user(st->o, n) ? "--keep-float" : int4_weights(g, i, &s);
+            if (s) return s;
+            if (why) note_kept(st, cir_node_at(g, i), why);
+            else st->n_nodes++;
+        }
+        cir_graph_count_uses(g);
+        return CUVIL_OK;
+    }
     int *pts = cuvil_malloc(sizeof(int) * ((size_t)g->n_values + 1));
     uint8_t *is_pt = cuvil_calloc((size_t)g->n_values + 1, 1), *chosen = cuvil_calloc((size_t)g->n_nodes + 1, 1);
     int n_pts = 0;

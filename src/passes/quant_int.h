@@ -19,7 +19,10 @@
 
 #include "ir/cir.h"
 
-enum { QUANT_CALIBRATE = 1, QUANT_APPLY = 2 };
+/* QUANT_INT4W: --quantize int4-weights, no calibration: every MatMul and Gemm with constant
+ * 2-D weights becomes matmul_nbits on 4-bit weights (blocks of 32 along K, asymmetric, as
+ * ONNX Runtime's MatMulNBitsQuantizer writes them) */
+enum { QUANT_CALIBRATE = 1, QUANT_APPLY = 2, QUANT_INT4W = 3 };
 
 typedef struct cuvil_qpoint {
     const char *name;          /* the value's name (the graph's arena) */

@@ -214,3 +214,43 @@ def test_digits_model_quantized_keeps_top1(tmp_path, monkeypatch):
         correct += int(b.argmax() == y[i])
     assert agree >= 0.99 * len(test), (agree, correct)
     assert correct >= 0.95 * len(test), (agree, correct)
+
+
+@pytest.mark.plain   # (a torch export and ONNX Runtime's quantizer: the plain pass only, for CI time)
+def test_int4_weights_as_onnx_runtime_quantizes_them(tmp_path, monkeypatch):
+    """--quantize int4-weights on an MLP (MatMul + Add) equals ONNX Runtime running the model
+    its MatMulNBitsQuantizer (4 bits, block 32, asymmetric) wrote from the same float model:
+    the same quantized weights, dequantized inside Cuvil's product (matmul_nbits in the IR);
+    and from Python, quantize="int4-weights"."""
+    torch = pytest.importorskip("torch")
+    cuvil = pytest.importorskip("cuvil")
+    from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
+    import warnings
+    monkeypatch.setenv("CUVIL_CACHE_DIR", str(tmp_path / "cache"))
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(96, 200), torch.nn.GELU(), torch.nn.Linear(200, 64), torch.nn.Tanh(),
+                            torch.nn.Linear(64, 10)).eval()
+    x = torch.randn(1, 3, 96)
+    path = tmp_path / "mlp.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(m, (x,), str(path), input_names=["x"], output_names=["y"], opset_version=17, dynamo=False)
+        q = MatMulNBitsQuantizer(onnx.load(str(path)), bits=4, block_size=32, is_symmetric=False)
+        q.process()
+    qpath = tmp_path / "ortq.onnx"
+    q.model.save_model_to_file(str(qpath), False)
+    assert sum(n.op_type == "MatMulNBits" for n in onnx.load(str(qpath)).graph.node) == 3
+    feeds = {"x": x.numpy()}
+    want = tl.ort_run(qpath, feeds)["y"]
+    flt = tl.ort_run(path, feeds)["y"]
+    assert np.abs(want - flt).max() > 1e-3   # 4 bits change the answer: the comparison can fail
+    ir = tl.compile(path, tmp_path / "ir", emit="ir", extra=["--quantize", "int4-weights"]).read_text()
+    assert ir.count("= matmul_nbits ") == 3 and "= matmul " not in ir, ir
+    proc = tl.compile_raw(path, tmp_path / "q4.so", extra=["--quantize", "int4-weights"])
+    assert proc.returncode == 0 and "3 MatMul/Gemm weights in 4 bits" in proc.stderr, proc.stderr
+    got = tl.run(tmp_path / "q4.so", feeds, tmp_path / "run")["y"]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    target = {"target": tl.env_target()} if tl.env_target() else {}
+    np.testing.assert_allclose(cuvil.compile(str(path), quantize="int4-weights", **target)(x.numpy()), want, rtol=1e-5, atol=1e-5)
+    tl.assert_clean_failure(tl.compile_raw(path, tmp_path / "bad.so", extra=["--quantize", "int4-weights", "--calibrate", tmp_path]),
+                            mentions=["int4-weights", "calibration"], absent=[tmp_path / "bad.so"])
