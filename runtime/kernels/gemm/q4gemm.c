@@ -6,9 +6,11 @@
  *
  * y[m][n] = sum_b scale[n][b] * (sum_{k in b} x[m][k] q[n][k]) - sum_b zs[n][b] * xs[m][b],
  * with xs[m][b] the block sums of x's row (the scratch). The inner sums run in float32 on
- * eight lanes (AVX2: sixteen nibbles widened by two byte unpacks and a convert), up to four rows
- * of x at a time so each byte of W is decoded once per four rows; tasks take 32 columns each.
- * The portable loop does the same arithmetic one element at a time. */
+ * sixteen lanes (AVX-512) or eight (AVX2): a byte's low nibbles are the values at even k and its
+ * high ones those at odd k, so x's row is copied once per call in that order (zero-padded to
+ * whole blocks), and the nibbles need only a mask, a shift and a widening convert. Up to four
+ * rows of x share each decode of W; tasks take 32 columns each. The portable loop does the
+ * same arithmetic one element at a time. */
 #include "cuvil_rt.h"
 
 #include <string.h>
@@ -16,21 +18,40 @@
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
 #define Q4_AVX2 1
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+#define Q4_AVX512 1
+#endif
 #endif
 
 #define Q4_NT 32   /* columns per task */
 
+/* The chunk of k the vector loops take: 32 (16 bytes of w), or 16 where blocks are 16. */
+static inline int64_t chunk(int64_t bs) { return bs == 16 ? 16 : 32; }
+
 size_t cuvil_matmul_q4_scratch_size(int64_t M, int64_t K, int64_t bs) {
     if (M <= 0 || K <= 0 || bs <= 0) return 64;
-    return (size_t)M * (size_t)((K + bs - 1) / bs) * sizeof(float) + 64;
+    const int64_t nb = (K + bs - 1) / bs;
+    return (size_t)M * (size_t)nb * sizeof(float) * (size_t)(1 + bs) + 128;   /* block sums, then x reordered */
 }
 
 typedef struct q4job {
     const cuvil_q4_params *p;
     const float *x, *s, *zs, *xs;
+    const float *xd;           /* each row of x, zero-padded to whole blocks, in chunks of C values: the
+                                * values at even k (low nibbles) of each 8 bytes, then those at odd k */
     const uint8_t *w;
     float *y;
 } q4job;
+
+/* x's row reordered for the nibbles: per chunk of C = 32, [evens of bytes 0-7, evens of bytes
+ * 8-15, odds of 0-7, odds of 8-15] (a chunk of 16: [evens, odds]), zeros past K. */
+static inline void reorder(const float *x, int64_t K, int64_t kpad, int64_t C, float *xd) {
+    for (int64_t c0 = 0; c0 < kpad; c0 += C)
+        for (int64_t i = 0; i < C; i++) {
+            const int64_t k = c0 + i, half = C / 2, pos = (i % 2) * half + i / 2;   /* even k: first half */
+            xd[c0 + pos] = k < K ? x[k] : 0.0f;
+        }
+}
 
 #ifdef Q4_AVX2
 static inline float hsum8(__m256 v) {
@@ -40,58 +61,102 @@ static inline float hsum8(__m256 v) {
     return _mm_cvtss_f32(a);
 }
 
-/* rows m0..m0+R-1 (R 1..4) of column n: the scaled block sums of x q, in lanes */
-static inline __attribute__((always_inline)) void col_avx2(const q4job *j, int64_t m0, int R, int64_t n, float *out) {
+#define FMA_ROWS(R, off, wv)                                                          \
+    do {                                                                              \
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(x0 + (off)), wv, s0);                   \
+        if ((R) > 1) s1 = _mm256_fmadd_ps(_mm256_loadu_ps(x1 + (off)), wv, s1);      \
+        if ((R) > 2) s2 = _mm256_fmadd_ps(_mm256_loadu_ps(x2 + (off)), wv, s2);      \
+        if ((R) > 3) s3 = _mm256_fmadd_ps(_mm256_loadu_ps(x3 + (off)), wv, s3);      \
+    } while (0)
+
+/* rows m0..m0+R-1 (R 1..4) of column n: the scaled block sums of x q */
+static inline __attribute__((always_inline)) void col_avx2(const q4job *j, int64_t m0, int R, int64_t n, int64_t b0, int64_t b1,
+                                                          float *out) {
+    const cuvil_q4_params *p = j->p;
+    const int64_t K = p->K, bs = p->bs, nb = (K + bs - 1) / bs, kpad = nb * bs, C = chunk(bs);
+    const uint8_t *q = j->w + n * (kpad / 2);
+    const __m128i lowm = _mm_set1_epi8(0x0f);
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
+    const float *x0 = j->xd + m0 * kpad, *x1 = x0 + (R > 1 ? kpad : 0), *x2 = x0 + (R > 2 ? 2 * kpad : 0),
+                *x3 = x0 + (R > 3 ? 3 * kpad : 0);
+    for (int64_t b = b0; b < b1; b++) {
+        __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+        for (int64_t k = b * bs; k < (b + 1) * bs; k += C) {
+            if (C == 32) {   /* 16 bytes: evens of 0-7 | 8-15, then odds */
+                const __m128i by = _mm_loadu_si128((const __m128i *)(const void *)(q + k / 2));
+                const __m128i lo = _mm_and_si128(by, lowm), hi = _mm_and_si128(_mm_srli_epi16(by, 4), lowm);
+                const __m256 w0 = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(lo));
+                const __m256 w1 = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(lo, 8)));
+                const __m256 w2 = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(hi));
+                const __m256 w3 = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(hi, 8)));
+                FMA_ROWS(R, k, w0);
+                FMA_ROWS(R, k + 8, w1);
+                FMA_ROWS(R, k + 16, w2);
+                FMA_ROWS(R, k + 24, w3);
+            } else {   /* 8 bytes: evens, then odds */
+                const __m128i by = _mm_loadl_epi64((const __m128i *)(const void *)(q + k / 2));
+                const __m128i lo = _mm_and_si128(by, lowm), hi = _mm_and_si128(_mm_srli_epi16(by, 4), lowm);
+                const __m256 w0 = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(lo));
+                const __m256 w1 = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(hi));
+                FMA_ROWS(R, k, w0);
+                FMA_ROWS(R, k + 8, w1);
+            }
+        }
+        const __m256 vs = _mm256_set1_ps(j->s[n * nb + b]);
+        acc0 = _mm256_fmadd_ps(s0, vs, acc0);
+        if (R > 1) acc1 = _mm256_fmadd_ps(s1, vs, acc1);
+        if (R > 2) acc2 = _mm256_fmadd_ps(s2, vs, acc2);
+        if (R > 3) acc3 = _mm256_fmadd_ps(s3, vs, acc3);
+    }
+    out[0] = hsum8(acc0);
+    if (R > 1) out[1] = hsum8(acc1);
+    if (R > 2) out[2] = hsum8(acc2);
+    if (R > 3) out[3] = hsum8(acc3);
+}
+#undef FMA_ROWS
+#endif
+
+#ifdef Q4_AVX512
+#define FMA_ROWS16(R, off, wv)                                                        \
+    do {                                                                              \
+        s0 = _mm512_fmadd_ps(_mm512_loadu_ps(x0 + (off)), wv, s0);                   \
+        if ((R) > 1) s1 = _mm512_fmadd_ps(_mm512_loadu_ps(x1 + (off)), wv, s1);      \
+        if ((R) > 2) s2 = _mm512_fmadd_ps(_mm512_loadu_ps(x2 + (off)), wv, s2);      \
+        if ((R) > 3) s3 = _mm512_fmadd_ps(_mm512_loadu_ps(x3 + (off)), wv, s3);      \
+    } while (0)
+
+/* the same on sixteen lanes, for chunks of 32 (blocks of 32 or more) */
+static inline __attribute__((always_inline)) void col_avx512(const q4job *j, int64_t m0, int R, int64_t n, int64_t b0,
+                                                            int64_t b1, float *out) {
     const cuvil_q4_params *p = j->p;
     const int64_t K = p->K, bs = p->bs, nb = (K + bs - 1) / bs, kpad = nb * bs;
     const uint8_t *q = j->w + n * (kpad / 2);
     const __m128i lowm = _mm_set1_epi8(0x0f);
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
-    float tail[4] = {0, 0, 0, 0};
-    const float *x0 = j->x + m0 * K, *x1 = x0 + (R > 1 ? K : 0), *x2 = x0 + (R > 2 ? 2 * K : 0), *x3 = x0 + (R > 3 ? 3 * K : 0);
-    for (int64_t b = 0; b < nb; b++) {
-        const int64_t k0 = b * bs, len = K - k0 < bs ? K - k0 : bs, vec = len / 16 * 16;
-        __m256 b0 = _mm256_setzero_ps(), b1 = b0, b2 = b0, b3 = b0;
-        for (int64_t k = k0; k < k0 + vec; k += 16) {
-            const __m128i by = _mm_loadl_epi64((const __m128i *)(const void *)(q + k / 2));
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
+    const float *x0 = j->xd + m0 * kpad, *x1 = x0 + (R > 1 ? kpad : 0), *x2 = x0 + (R > 2 ? 2 * kpad : 0),
+                *x3 = x0 + (R > 3 ? 3 * kpad : 0);
+    for (int64_t b = b0; b < b1; b++) {
+        __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+        for (int64_t k = b * bs; k < (b + 1) * bs; k += 32) {
+            const __m128i by = _mm_loadu_si128((const __m128i *)(const void *)(q + k / 2));
             const __m128i lo = _mm_and_si128(by, lowm), hi = _mm_and_si128(_mm_srli_epi16(by, 4), lowm);
-            const __m128i v = _mm_unpacklo_epi8(lo, hi);   /* the sixteen values in k order */
-            const __m256 w0 = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v));
-            const __m256 w1 = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(v, 8)));
-            b0 = _mm256_fmadd_ps(_mm256_loadu_ps(x0 + k), w0, b0);
-            b0 = _mm256_fmadd_ps(_mm256_loadu_ps(x0 + k + 8), w1, b0);
-            if (R > 1) {
-                b1 = _mm256_fmadd_ps(_mm256_loadu_ps(x1 + k), w0, b1);
-                b1 = _mm256_fmadd_ps(_mm256_loadu_ps(x1 + k + 8), w1, b1);
-            }
-            if (R > 2) {
-                b2 = _mm256_fmadd_ps(_mm256_loadu_ps(x2 + k), w0, b2);
-                b2 = _mm256_fmadd_ps(_mm256_loadu_ps(x2 + k + 8), w1, b2);
-            }
-            if (R > 3) {
-                b3 = _mm256_fmadd_ps(_mm256_loadu_ps(x3 + k), w0, b3);
-                b3 = _mm256_fmadd_ps(_mm256_loadu_ps(x3 + k + 8), w1, b3);
-            }
+            const __m512 w0 = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(lo));
+            const __m512 w1 = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(hi));
+            FMA_ROWS16(R, k, w0);
+            FMA_ROWS16(R, k + 16, w1);
         }
-        const float sc = j->s[n * nb + b];
-        const __m256 vs = _mm256_set1_ps(sc);
-        acc0 = _mm256_fmadd_ps(b0, vs, acc0);
-        if (R > 1) acc1 = _mm256_fmadd_ps(b1, vs, acc1);
-        if (R > 2) acc2 = _mm256_fmadd_ps(b2, vs, acc2);
-        if (R > 3) acc3 = _mm256_fmadd_ps(b3, vs, acc3);
-        for (int64_t k = k0 + vec; k < k0 + len; k++) {   /* (K not a multiple of 16 in its last block) */
-            const float wv = (float)((q[k / 2] >> ((k & 1) * 4)) & 15) * sc;
-            tail[0] += x0[k] * wv;
-            if (R > 1) tail[1] += x1[k] * wv;
-            if (R > 2) tail[2] += x2[k] * wv;
-            if (R > 3) tail[3] += x3[k] * wv;
-        }
+        const __m512 vs = _mm512_set1_ps(j->s[n * nb + b]);
+        acc0 = _mm512_fmadd_ps(s0, vs, acc0);
+        if (R > 1) acc1 = _mm512_fmadd_ps(s1, vs, acc1);
+        if (R > 2) acc2 = _mm512_fmadd_ps(s2, vs, acc2);
+        if (R > 3) acc3 = _mm512_fmadd_ps(s3, vs, acc3);
     }
-    out[0] = hsum8(acc0) + tail[0];
-    if (R > 1) out[1] = hsum8(acc1) + tail[1];
-    if (R > 2) out[2] = hsum8(acc2) + tail[2];
-    if (R > 3) out[3] = hsum8(acc3) + tail[3];
+    out[0] = _mm512_reduce_add_ps(acc0);
+    if (R > 1) out[1] = _mm512_reduce_add_ps(acc1);
+    if (R > 2) out[2] = _mm512_reduce_add_ps(acc2);
+    if (R > 3) out[3] = _mm512_reduce_add_ps(acc3);
 }
+#undef FMA_ROWS16
 #endif
 
 /* the portable loop: sum_b scale * sum_k x q, one element at a time */
@@ -110,32 +175,70 @@ static float col_scalar(const q4job *j, int64_t m, int64_t n) {
     return acc;
 }
 
+/* sum_b zs[b] xs[b]: the zero points' share (eight lanes where the target has them: in order,
+ * the compiler's one-by-one sum took a third of the kernel's time at 16 rows) */
+static inline float zdot(const float *zs, const float *xs, int64_t nb) {
+    int64_t b = 0;
+    float z = 0;
+#ifdef Q4_AVX2
+    __m256 a = _mm256_setzero_ps();
+    for (; b + 8 <= nb; b += 8) a = _mm256_fmadd_ps(_mm256_loadu_ps(zs + b), _mm256_loadu_ps(xs + b), a);
+    z = hsum8(a);
+#endif
+    for (; b < nb; b++) z += zs[b] * xs[b];
+    return z;
+}
+
+/* blocks per K tile: x's tile of four rows (16 KB at 1024 values) stays in L1 while the task's
+ * columns go by */
+static inline int64_t tile_blocks(int64_t bs) { return bs >= 1024 ? 1 : 1024 / bs; }
+
 static void q4_task(void *ctx, int64_t t, int tid) {
     (void)tid;
     const q4job *j = ctx;
     const cuvil_q4_params *p = j->p;
     const int64_t N = p->N, M = p->M, nb = (p->K + p->bs - 1) / p->bs;
     const int64_t n0 = t * Q4_NT, n1 = n0 + Q4_NT < N ? n0 + Q4_NT : N;
-    for (int64_t n = n0; n < n1; n++) {
-        const float *zs = j->zs + n * nb;
-        for (int64_t m = 0; m < M;) {
-            float v[4];
-            int R = M - m >= 4 ? 4 : 1;
-#ifdef Q4_AVX2
-            if (R == 4) col_avx2(j, m, 4, n, v);
-            else col_avx2(j, m, 1, n, v);
+    for (int64_t m = 0; m < M;) {
+#if defined(Q4_AVX2)
+        const int R = M - m >= 4 ? 4 : 1;
 #else
-            R = 1;
-            v[0] = col_scalar(j, m, n);
+        const int R = 1;
 #endif
-            for (int r = 0; r < R; r++) {
-                const float *xs = j->xs + (m + r) * nb;
-                float z = 0;
-                for (int64_t b = 0; b < nb; b++) z += zs[b] * xs[b];
-                j->y[(m + r) * N + n] = v[r] - z;
+        float acc[Q4_NT][4];
+        memset(acc, 0, sizeof acc);
+#if defined(Q4_AVX2)
+        const int64_t tb = tile_blocks(p->bs);
+        for (int64_t b0 = 0; b0 < nb; b0 += tb) {
+            const int64_t b1 = b0 + tb < nb ? b0 + tb : nb;
+            for (int64_t n = n0; n < n1; n++) {
+                float v[4];
+#ifdef Q4_AVX512
+                if (p->bs >= 32) {
+                    if (R == 4) col_avx512(j, m, 4, n, b0, b1, v);
+                    else col_avx512(j, m, 1, n, b0, b1, v);
+                } else if (R == 4) {
+                    col_avx2(j, m, 4, n, b0, b1, v);
+                } else {
+                    col_avx2(j, m, 1, n, b0, b1, v);
+                }
+#else
+                if (R == 4) col_avx2(j, m, 4, n, b0, b1, v);
+                else col_avx2(j, m, 1, n, b0, b1, v);
+#endif
+                for (int r = 0; r < R; r++) acc[n - n0][r] += v[r];
             }
-            m += R;
         }
+#else
+        for (int64_t n = n0; n < n1; n++) acc[n - n0][0] = col_scalar(j, m, n);
+#endif
+        for (int64_t n = n0; n < n1; n++) {
+            const float *zs = j->zs + n * nb;
+            for (int r = 0; r < R; r++) {
+                j->y[(m + r) * N + n] = acc[n - n0][r] - zdot(zs, j->xs + (m + r) * nb, nb);
+            }
+        }
+        m += R;
     }
 }
 
@@ -143,7 +246,13 @@ void cuvil_matmul_q4(const cuvil_q4_params *p, const float *x, const uint8_t *w,
                      float *y, void *scratch) {
     const int64_t M = p->M, K = p->K, N = p->N, bs = p->bs, nb = (K + bs - 1) / bs;
     if (M <= 0 || N <= 0) return;
-    float *xs = scratch;   /* each row's block sums */
+    float *xs = scratch;   /* each row's block sums, then its reordered copy */
+    float *xd = xs + ((M * nb + 15) / 16 * 16);
+#ifdef Q4_AVX2
+    for (int64_t m = 0; m < M; m++) reorder(x + m * K, K, nb * bs, chunk(bs), xd + m * nb * bs);
+#else
+    (void)xd;
+#endif
     for (int64_t m = 0; m < M; m++)
         for (int64_t b = 0; b < nb; b++) {
             const int64_t k0 = b * bs, k1 = K - k0 < bs ? K : k0 + bs;
@@ -151,14 +260,14 @@ void cuvil_matmul_q4(const cuvil_q4_params *p, const float *x, const uint8_t *w,
             for (int64_t k = k0; k < k1; k++) s += x[m * K + k];
             xs[m * nb + b] = s;
         }
-    q4job j = {p, x, scales, zs, xs, w, y};
+    q4job j = {p, x, scales, zs, xs, xd, w, y};
     cuvil_parallel_for((N + Q4_NT - 1) / Q4_NT, q4_task, &j);
 }
 
 void cuvil_matmul_q4__scalar(const cuvil_q4_params *p, const float *x, const uint8_t *w, const float *scales,
                              const float *zs, float *y) {
     const int64_t M = p->M, K = p->K, N = p->N, bs = p->bs, nb = (K + bs - 1) / bs;
-    q4job j = {p, x, scales, zs, NULL, w, y};
+    q4job j = {p, x, scales, zs, NULL, NULL, w, y};
     for (int64_t m = 0; m < M; m++)
         for (int64_t n = 0; n < N; n++) {
             float z = 0;
