@@ -168,6 +168,11 @@ static cuvil_status read_set(cuvil_ctx *ctx, const cuvil_model_desc *d, const ch
         if (ts[i].ndim != d->inputs[i].ndim)
             return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "--calibrate: %s has %d dims; input '%s' takes %d", p, ts[i].ndim,
                              in, d->inputs[i].ndim);
+        if (ts[i].dtype == CUVIL_DTYPE_FLOAT32)   /* ranges from NaN or Inf would quantize everything to nothing */
+            for (size_t e = 0; e < ts[i].nbytes / sizeof(float); e++)
+                if (!isfinite(((const float *)ts[i].data)[e]))
+                    return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "--calibrate: %s holds NaN or Inf (element %zu); calibration "
+                                     "sets must be finite", p, e);
     }
     return CUVIL_OK;
 }
@@ -302,9 +307,9 @@ static cuvil_status report(cuvil_ctx *ctx, loaded *F, loaded *Q, char **sets, in
     const int n = Q->d->n_outputs;
     double *mx = cuvil_calloc((size_t)n + 1, sizeof(double)), *sum = cuvil_calloc((size_t)n + 1, sizeof(double));
     int64_t *cnt = cuvil_calloc((size_t)n + 1, sizeof(int64_t)), *rows = cuvil_calloc((size_t)n + 1, sizeof(int64_t)),
-            *agree = cuvil_calloc((size_t)n + 1, sizeof(int64_t));
+            *agree = cuvil_calloc((size_t)n + 1, sizeof(int64_t)), *bad = cuvil_calloc((size_t)n + 1, sizeof(int64_t));
     cuvil_host_tensor *ts = cuvil_calloc((size_t)Q->d->n_inputs + 1, sizeof *ts);
-    cuvil_status s = !mx || !sum || !cnt || !rows || !agree || !ts ? cuvil_err(ctx, CUVIL_ERR_NOMEM, "out of memory") : CUVIL_OK;
+    cuvil_status s = !mx || !sum || !cnt || !rows || !agree || !bad || !ts ? cuvil_err(ctx, CUVIL_ERR_NOMEM, "out of memory") : CUVIL_OK;
     for (int k = 0; !s && k < n_sets; k++) {
         memset(ts, 0, sizeof *ts * (size_t)Q->d->n_inputs);
         if (!(s = read_set(ctx, Q->d, sets[k], files, ts)) && !(s = run(ctx, F, ts, sets[k])) && !(s = run(ctx, Q, ts, sets[k]))) {
@@ -315,10 +320,14 @@ static cuvil_status report(cuvil_ctx *ctx, loaded *F, loaded *Q, char **sets, in
                 const int64_t c = out_count(Q, o), last = t->ndim ? Q->odims[o][t->ndim - 1] : 1;
                 for (int64_t i = 0; i < c; i++) {
                     const double e = fabs((double)a[i] - (double)b[i]);
-                    if (e > mx[o] || e != e) mx[o] = e != e ? INFINITY : e;
-                    sum[o] += e == e ? e : 0;
+                    if (!isfinite(e)) {   /* (a NaN or Inf on one side only, or Inf on both) */
+                        bad[o] += !(a[i] == b[i]);
+                        continue;
+                    }
+                    if (e > mx[o]) mx[o] = e;
+                    sum[o] += e;
+                    cnt[o]++;
                 }
-                cnt[o] += c;
                 for (int64_t r = 0; last >= 2 && r < c / last; r++) {   /* top-1 of each row of logits */
                     int64_t ia = 0, ib = 0;
                     for (int64_t j = 1; j < last; j++) {
@@ -332,11 +341,12 @@ static cuvil_status report(cuvil_ctx *ctx, loaded *F, loaded *Q, char **sets, in
         for (int i = 0; i < Q->d->n_inputs; i++) cuvil_host_tensor_free(&ts[i]);
     }
     for (int o = 0; !s && o < n; o++) {
-        if (!cnt[o]) continue;
+        if (!cnt[o] && !bad[o]) continue;
         fprintf(stderr, "cuvil: quantize: output '%s' against float32 on the %d calibration sets: max abs error %.4g, mean %.4g",
                 Q->d->outputs[o].name, n_sets, mx[o], sum[o] / (double)cnt[o]);
         if (rows[o]) fprintf(stderr, ", top-1 agreement %lld of %lld rows (%.1f%%)", (long long)agree[o], (long long)rows[o],
                              100.0 * (double)agree[o] / (double)rows[o]);
+        if (bad[o]) fprintf(stderr, "; %lld values NaN or Inf on one side only", (long long)bad[o]);
         fprintf(stderr, "\n");
     }
     cuvil_free(mx);
@@ -344,6 +354,7 @@ static cuvil_status report(cuvil_ctx *ctx, loaded *F, loaded *Q, char **sets, in
     cuvil_free(cnt);
     cuvil_free(rows);
     cuvil_free(agree);
+    cuvil_free(bad);
     cuvil_free(ts);
     return s;
 }
@@ -402,6 +413,10 @@ cuvil_status cuvil_quantize_compile(cuvil_ctx *ctx, const cuvil_onnx_model *mode
     }
     if (!s) s = collect(ctx, &F, sets, n_sets, files, &st, 0);
     if (!s && o->calibration != CUVIL_CALIB_MINMAX) s = collect(ctx, &F, sets, n_sets, files, &st, 1);
+    for (int p = 0; !s && p < st.n_pts; p++)
+        if (!(st.pts[p].lo <= st.pts[p].hi))
+            s = cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "--calibrate: '%s' took no finite value on the %d sets (NaN or Inf "
+                          "everywhere): it cannot be quantized", st.pts[p].name, n_sets);
     if (!s) params(&st, o->calibration);
     /* 2. the model with the points quantized, into the output */
     st.mode = QUANT_APPLY;

@@ -51,6 +51,9 @@ def _write_calibration(calibration, folder: Path) -> str:
     """The calibration sets as cuvil-compile --calibrate reads them: a folder per set of
     <input>.npy ('/' in a name written '_'), or, for arrays alone (a model with one input), one
     .npy file per set."""
+    if isinstance(calibration, (str, bytes, os.PathLike)):
+        raise TypeError("calibration is a list of input sets, not a path (a folder of .npy sets: cuvil-compile "
+                        "--quantize int8 --calibrate DIR)")
     if isinstance(calibration, (np.ndarray, dict)) or type(calibration).__module__.startswith("torch"):
         raise TypeError("calibration is a list of input sets (each a dict {input name: array}, or one array for a model "
                         f"with one input), not a {type(calibration).__name__}")

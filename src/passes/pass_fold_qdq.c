@@ -318,6 +318,11 @@ cuvil_status cuvil_pass_fold_qdq(cir_graph *g, const cuvil_options *o) {
         if (n->kind == CIR_OP_CONV || n->kind == CIR_OP_MATMUL || n->kind == CIR_OP_GEMM) s = fold(g, n, &why);
         else if (n->kind == CIR_OP_ADD) s = fold_add(g, n);
         if (s) return s;
+        if (why && g->quant) {   /* Cuvil's own quantizer left its weights in float on purpose, and says so itself */
+            const cir_value *w = cir_in(g, n, 1);
+            const cir_node *p = w && w->producer >= 0 ? cir_node_at(g, w->producer) : NULL;
+            if (!p || p->kind != CIR_OP_DEQUANTIZE) why = NULL;
+        }
         /* what stays float says so: the user sees which nodes of a quantized model did not
          * become integer ones, and why (the first 8; names as the model spells them) */
         if (why && unfolded++ < 8)

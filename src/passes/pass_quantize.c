@@ -24,10 +24,25 @@ static void note_kept(cuvil_quant_state *st, const cir_node *n, const char *why)
 }
 
 /* --keep-float NAME|OP: by the node's name, its ONNX op or its CIR op */
+static bool keep_matches(const char *k, const cir_node *n) {
+    return !strcmp(k, n->name) || (n->src_op && !strcmp(k, n->src_op)) || !strcmp(k, n->def->name);
+}
+
+/* A --keep-float that names no live node: a typo would otherwise quantize what it meant. */
+static cuvil_status check_keep(cir_graph *g, const cuvil_options *o) {
+    for (int i = 0; o && i < o->n_keep_float; i++) {
+        bool found = false;
+        for (int j = 0; j < g->n_nodes && !found; j++) found = !cir_node_at(g, j)->dead && keep_matches(o->keep_float[i], cir_node_at(g, j));
+        if (!found)
+            return cuvil_err(g->ctx, CUVIL_ERR_INVALID_ARG, "--keep-float %s: no node has that name or op (node names as the "
+                             "model gives them; ops as ONNX names them, e.g. Conv, MatMul, Gemm)", o->keep_float[i]);
+    }
+    return CUVIL_OK;
+}
+
 static bool kept_by_user(const cuvil_options *o, const cir_node *n) {
     for (int i = 0; o && i < o->n_keep_float; i++) {
-        const char *k = o->keep_float[i];
-        if (!strcmp(k, n->name) || (n->src_op && !strcmp(k, n->src_op)) || !strcmp(k, n->def->name)) return true;
+        if (keep_matches(o->keep_float[i], n)) return true;
     }
     return false;
 }
@@ -319,6 +334,8 @@ cuvil_status cuvil_pass_quantize(cir_graph *g, const cuvil_options *o) {
     }
     st->n_nodes = st->n_kept = 0;
     st->kept[0] = 0;
+    cuvil_status ks = check_keep(g, st->o);
+    if (ks) return ks;
     if (st->mode == QUANT_INT4W) {   /* from the last node back: an inserted Add moves only the nodes after it */
         for (int i = g->n_nodes - 1; i >= 0; i--) {
             cir_node *n = cir_node_at(g, i);

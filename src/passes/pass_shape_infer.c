@@ -168,7 +168,7 @@ static cuvil_status half_out(cir_graph *g, int i) {
         if (nv < 0) return g->ctx->status;
         n = cir_node_at(g, i);
         cir_value *x = cir_val(g, nv), *o = cir_val(g, orig);
-        cir_set_shape(x, CIR_F32, o->ndim, o->dims);
+        cir_set_shape_like(x, CIR_F32, o);   /* (symbolic dims too: the kernel writes the run's size) */
         x->producer = i;
         n->out[j] = nv;
         int dummy = orig;   /* the cast back is named as the node: a message about its output speaks of it */

@@ -178,6 +178,11 @@ def test_bad_quantize_requests(tmp_path):
     np.save(bad / "0.npy", np.zeros((1, 16, 12, 13), np.float32))
     tl.assert_clean_failure(tl.compile_raw(path, out, extra=["--quantize", "int8", "--calibrate", bad]),
                             mentions=["set"], absent=[out])
+    np.save(bad / "0.npy", np.full((1, 16, 12, 12), np.nan, np.float32))   # NaN: no range to quantize with
+    tl.assert_clean_failure(tl.compile_raw(path, out, extra=["--quantize", "int8", "--calibrate", bad]),
+                            mentions=["NaN or Inf"], absent=[out])
+    tl.assert_clean_failure(tl.compile_raw(path, out, extra=["--quantize", "int8", "--calibrate", cal, "--keep-float", "conv9"]),
+                            mentions=["--keep-float conv9", "no node"], absent=[out])
     empty = tmp_path / "empty"
     empty.mkdir()
     tl.assert_clean_failure(tl.compile_raw(path, out, extra=["--quantize", "int8", "--calibrate", empty]),
