@@ -25,9 +25,6 @@
 
 #define Q4_NT 32   /* columns per task */
 
-/* The chunk of k the vector loops take: 32 (16 bytes of w), or 16 where blocks are 16. */
-static inline int64_t chunk(int64_t bs) { return bs == 16 ? 16 : 32; }
-
 size_t cuvil_matmul_q4_scratch_size(int64_t M, int64_t K, int64_t bs) {
     if (M <= 0 || K <= 0 || bs <= 0) return 64;
     const int64_t nb = (K + bs - 1) / bs;
@@ -43,6 +40,10 @@ typedef struct q4job {
     float *y;
 } q4job;
 
+#ifdef Q4_AVX2
+/* The chunk of k the vector loops take: 32 (16 bytes of w), or 16 where blocks are 16. */
+static inline int64_t chunk(int64_t bs) { return bs == 16 ? 16 : 32; }
+
 /* x's row reordered for the nibbles: per chunk of C = 32, [evens of bytes 0-7, evens of bytes
  * 8-15, odds of 0-7, odds of 8-15] (a chunk of 16: [evens, odds]), zeros past K. */
 static inline void reorder(const float *x, int64_t K, int64_t kpad, int64_t C, float *xd) {
@@ -53,7 +54,6 @@ static inline void reorder(const float *x, int64_t K, int64_t kpad, int64_t C, f
         }
 }
 
-#ifdef Q4_AVX2
 static inline float hsum8(__m256 v) {
     __m128 a = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     a = _mm_add_ps(a, _mm_movehl_ps(a, a));
@@ -189,9 +189,11 @@ static inline float zdot(const float *zs, const float *xs, int64_t nb) {
     return z;
 }
 
+#ifdef Q4_AVX2
 /* blocks per K tile: x's tile of four rows (16 KB at 1024 values) stays in L1 while the task's
  * columns go by */
 static inline int64_t tile_blocks(int64_t bs) { return bs >= 1024 ? 1 : 1024 / bs; }
+#endif
 
 static void q4_task(void *ctx, int64_t t, int tid) {
     (void)tid;
