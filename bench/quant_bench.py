@@ -3,11 +3,12 @@
 
 Builds torchvision ResNet-50 and MobileNetV2 (seeded random weights, 1x3x224x224), quantizes each
 with onnxruntime.quantization.quantize_static (QDQ, int8 per-channel weights, int8 activations,
-8 calibration inputs of N(0, 1)), compiles the int8 and the float32 file with cuvil-compile for
+8 calibration inputs of N(0, 1)), and BERT-base (transformers, seeded, 1x128 tokens) with
+quantize_dynamic (`--models bert_base`), compiles the int8 and the float32 file with cuvil-compile for
 each target this machine runs, and times them in rounds that alternate Cuvil and ONNX Runtime,
 each round in its own process (bench/peer_run.py), reporting medians over all rounds.
 
-    $VENV/bin/python bench/quant_bench.py [--models resnet50,mobilenet_v2] [--rounds 5] [--iters 20]
+    $VENV/bin/python bench/quant_bench.py [--models resnet50,mobilenet_v2,bert_base] [--rounds 5] [--iters 20]
         [--threads 1,2] [--work DIR]
 
 Each row names its target and, for x86_64-avx2, the integer microkernel: the best this CPU runs
@@ -28,7 +29,43 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 
 
+def build_bert(work, seq=128):
+    """BERT-base (transformers' default config, seeded random weights) at 1 x SEQ, quantized by
+    quantize_dynamic (DynamicQuantizeLinear + MatMulInteger on every Linear, int8 weights): the
+    form ONNX Runtime's documentation gives for transformers. Returns the float32 file, the int8
+    one and the .npz feed."""
+    f32, q, feed = work / "bert_base.onnx", work / "bert_base_dyn.onnx", work / "bert_feed.npz"
+    if q.exists():
+        return f32, q, feed
+    import torch
+    import transformers
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    torch.manual_seed(0)
+    bert = transformers.BertModel(transformers.BertConfig(attn_implementation="eager")).eval()
+
+    class W(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.m = bert
+
+        def forward(self, ids, mask):
+            return self.m(input_ids=ids, attention_mask=mask).last_hidden_state
+
+    rng = np.random.RandomState(7)
+    ids = rng.randint(0, 30522, (1, seq)).astype(np.int64)
+    mask = np.ones((1, seq), np.int64)
+    np.savez(feed, ids=ids, mask=mask)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(W(), (torch.from_numpy(ids), torch.from_numpy(mask)), str(f32), input_names=["ids", "mask"],
+                          output_names=["h"], opset_version=17, dynamo=False)
+        quantize_dynamic(str(f32), str(q), weight_type=QuantType.QInt8)
+    return f32, q, feed
+
+
 def build(name, work):
+    if name == "bert_base":
+        return build_bert(work)[:2]
     f32, qdq = work / f"{name}.onnx", work / f"{name}_qdq.onnx"
     if qdq.exists():
         return f32, qdq
@@ -66,7 +103,7 @@ def peer(kind, what, inp, threads, iters, env=None):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--models", default="resnet50,mobilenet_v2")
+    ap.add_argument("--models", default="resnet50,mobilenet_v2,bert_base")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--threads", default="1,2")
@@ -75,8 +112,7 @@ def main():
     args = ap.parse_args()
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
-    inp = work / "x.npy"
-    np.save(inp, np.random.RandomState(99).randn(1, 3, 224, 224).astype(np.float32))
+    np.save(work / "x.npy", np.random.RandomState(99).randn(1, 3, 224, 224).astype(np.float32))
     sys.path.insert(0, str(REPO / "tests" / "python"))
     import cuvil_testlib as tl
     targets = [t for t in ("x86_64-avx512", "x86_64-avx2") if tl.host_runs(t)]
@@ -85,6 +121,7 @@ def main():
     print("|---|---|---|---|---|---|---|---|---|---|")
     for name in args.models.split(","):
         f32, qdq = build(name, work)
+        inp = build_bert(work)[2] if name == "bert_base" else work / "x.npy"
         for t in targets:
             so_q, so_f = work / f"{name}_qdq_{t}.so", work / f"{name}_{t}.so"
             for onnx_path, so in ((qdq, so_q), (f32, so_f)):

@@ -224,6 +224,81 @@ static cuvil_status fold_add(cir_graph *g, cir_node *n) {
     return CUVIL_OK;
 }
 
+/* The float32 node that alone reads v in n's region, untouched by other passes; NULL if none. */
+static cir_node *sole_f32_reader(cir_graph *g, const cir_node *n, const cir_value *v, cir_op_kind kind) {
+    cir_node *r = cuvil_sole_reader(g, v);
+    return r && r->kind == kind && r->region == n->region && !r->n_post && r->half == CIR_UNDEF && r->n_out == 1 &&
+                   cir_out(g, r, 0)->dtype == CIR_F32
+               ? r
+               : NULL;
+}
+
+/* r = binary(v, other) or binary(other, v) of v's shape: the other operand when it is float32
+ * and one value, or one per column (its last dim N, the others 1, no more dims than v) */
+static cir_value *per_column_operand(cir_graph *g, cir_node *r, const cir_value *v, int64_t N) {
+    if (r->n_in != 2 || !cir_in(g, r, 0) || !cir_in(g, r, 1) || !cir_same_dims(cir_out(g, r, 0), v)) return NULL;
+    cir_value *o = cir_in(g, r, 0) == v ? cir_in(g, r, 1) : cir_in(g, r, 0);
+    if (o == v || o->dtype != CIR_F32 || !cir_value_fixed(o) || o->ndim > v->ndim) return NULL;
+    if (cir_numel(o) == 1) return o;
+    return o->ndim >= 1 && o->dims[o->ndim - 1] == N && cir_numel(o) == N ? o : NULL;
+}
+
+/* ONNX Runtime's dynamic form, as quantize_dynamic writes it (and its DynamicQuantizeMatMul /
+ * MatMulIntegerToFloat import as):
+ *
+ *   matmul_integer(a, b, az, bz) -> cast(float32) -> mul(s) [-> add(bias)]
+ *
+ * a and b 8-bit, az one value, s (the scales' product, known when the model runs) and the bias
+ * float32, each one value or one per column: the last node becomes qlinear_matmul's float form,
+ * y = float(acc) * s + bias in the GEMM's epilogue, as the unfused nodes round it (float(acc)
+ * rounded once, the product once; the bias added after it). a_scale is the constant 1, b_scale
+ * s (qscale's float(1 * s) is s). */
+static cuvil_status fold_dynamic(cir_graph *g, cir_node *n) {
+    cir_value *a = cir_in(g, n, 0), *b = cir_in(g, n, 1), *az = cir_in(g, n, 2), *y = cir_out(g, n, 0);
+    if (n->n_post || n->half != CIR_UNDEF || !a || !b || !i8t(a->dtype) || !i8t(b->dtype) || (az && cir_numel(az) != 1)) return CUVIL_OK;
+    op_imatmul m;
+    cuvil_status st = op_imatmul_sizes(g, n, 0, 1, &m);   /* (infer took the same sizes) */
+    if (st) return st;
+    if (m.K > CUVIL_QGEMM_K_EXACT) return CUVIL_OK;
+    cir_node *c = sole_f32_reader(g, n, y, CIR_OP_CAST), *mu = c ? sole_f32_reader(g, n, cir_out(g, c, 0), CIR_OP_MUL) : NULL;
+    cir_value *s = mu ? per_column_operand(g, mu, cir_out(g, c, 0), m.N) : NULL;
+    if (!s) return CUVIL_OK;
+    cir_node *ad = sole_f32_reader(g, n, cir_out(g, mu, 0), CIR_OP_ADD), *last = mu;
+    cir_value *fb = ad ? per_column_operand(g, ad, cir_out(g, mu, 0), m.N) : NULL;
+    if (fb) last = ad;
+    static const float one = 1.0f;
+    static const uint8_t zero = 0;
+    char name[600];
+    snprintf(name, sizeof name, "%.500s:one", n->name);
+    const int one_id = cir_const_add(g, name, CIR_F32, 0, NULL, &one);
+    int bz_id = n->n_in > 3 ? n->in[3] : -1;   /* (qlinear_matmul's b zero point is not optional) */
+    if (bz_id < 0) {
+        snprintf(name, sizeof name, "%.500s:b_zero_point", n->name);
+        bz_id = cir_const_add(g, name, b->dtype, 0, NULL, &zero);
+    }
+    int *in = cuvil_arena_alloc(&g->arena, sizeof(int) * 11);
+    if (one_id < 0 || bz_id < 0 || !in) return g->ctx->status ? g->ctx->status : cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+    const char *note = cuvil_fused_note(g, n->fused, c->src_op);
+    if (note) note = cuvil_fused_note(g, note, mu->src_op);
+    if (note && fb) note = cuvil_fused_note(g, note, ad->src_op);
+    if (!note) return g->ctx->status ? g->ctx->status : cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+    /* the last node (after every operand's producer) becomes the product, under n's name */
+    const int v[10] = {n->in[0], one_id, az ? n->in[2] : -1, n->in[1], s->id, bz_id, -1, -1, -1, fb ? fb->id : -1};
+    memcpy(in, v, sizeof v);
+    last->name = n->name;
+    last->src_op = n->src_op;
+    last->fused = note;
+    last->n_attrs = 0;
+    cir_node_rekind(last, CIR_OP_QLINEAR_MATMUL);
+    last->in = in;
+    last->n_in = 10;
+    n->dead = c->dead = true;
+    if (fb) mu->dead = true;
+    if ((st = last->def->infer(g, last))) return st;
+    cir_graph_count_uses(g);
+    return CUVIL_OK;
+}
+
 /* Folds node n if it matches; where n is quantized but does not fold, *why says why. */
 static cuvil_status fold(cir_graph *g, cir_node *n, const char **why) {
 #define NOFOLD(reason) \
@@ -317,6 +392,7 @@ cuvil_status cuvil_pass_fold_qdq(cir_graph *g, const cuvil_options *o) {
         if (n->dead) continue;
         if (n->kind == CIR_OP_CONV || n->kind == CIR_OP_MATMUL || n->kind == CIR_OP_GEMM) s = fold(g, n, &why);
         else if (n->kind == CIR_OP_ADD) s = fold_add(g, n);
+        else if (n->kind == CIR_OP_MATMUL_INTEGER) s = fold_dynamic(g, n);
         if (s) return s;
         if (why && g->quant) {   /* Cuvil's own quantizer left its weights in float on purpose, and says so itself */
             const cir_value *w = cir_in(g, n, 1);

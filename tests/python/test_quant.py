@@ -87,6 +87,8 @@ def _quantize(f32, out, form, shape):
             quant.quantize_dynamic(str(f32), str(out), weight_type=quant.QuantType.QInt8)
         elif form == "dyn_u8":
             quant.quantize_dynamic(str(f32), str(out), weight_type=quant.QuantType.QUInt8)
+        elif form == "dyn_s8_pc":
+            quant.quantize_dynamic(str(f32), str(out), weight_type=quant.QuantType.QInt8, per_channel=True)
         elif form == "qdq_s8_pc":
             quant.quantize_static(str(f32), str(out), _calib(shape), quant_format=quant.QuantFormat.QDQ, per_channel=True)
         elif form == "qdq_u8":
@@ -142,7 +144,7 @@ def test_cnn_quantized(tmp_path, form):
 
 
 @pytest.mark.plain   # (torch exports and ONNX Runtime's quantizer: the plain pass only, for CI time)
-@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("form", FORMS + ["dyn_s8_pc"])
 def test_mlp_quantized(tmp_path, form):
     torch.manual_seed(1)
     f32 = _export(SmallMLP().eval(), torch.randn(2, 8, 32), tmp_path / "f32.onnx")
@@ -151,6 +153,9 @@ def test_mlp_quantized(tmp_path, form):
     _check(q, x, tmp_path / "run", step=_output_step(q))
     ir = tl.compile(q, tmp_path / "ir", emit="ir").read_text()
     assert " = matmul " not in ir and " = gemm " not in ir, ir
+    if form.startswith("dyn"):   # MatMulInteger -> Cast -> Mul (scales) -> Add (bias): one integer GEMM, its float epilogue
+        assert " = matmul_integer " not in ir and " = cast " not in ir, ir
+        assert ir.count("# fused Cast+Mul+Add") == 3, ir
 
 
 def _model(tmp_path, nodes, inputs, outputs, inits, ms=False, opset=17):
@@ -447,6 +452,45 @@ def _qdq_conv(tmp_path, *, q_zp=True, q_outdt=None, bias=None, ys=0.05, act=None
                   [("y", q_outdt or TensorProto.UINT8)], inits, opset=21)
 
 
+DYN_CASES = {   # case: (the scale's shape, the bias' shape or None, a second reader of the Cast, folds)
+    "scalar_scale_bias": ((), (12,), False, True),
+    "column_scales": ((12,), None, False, True),
+    "column_scales_scalar_bias": ((1, 12), (), False, True),
+    "row_scales": ((5, 1), None, False, False),       # one per row: not the epilogue's
+    "cast_read_twice": ((), (12,), True, False),       # the int32 sum wanted as float elsewhere
+}
+
+
+@pytest.mark.parametrize("case", list(DYN_CASES))
+def test_dynamic_fold_edges(tmp_path, case):
+    """MatMulInteger -> Cast -> Mul [-> Add] folds into the integer GEMM's float epilogue only where
+    the scale and bias are one value or one per column and nothing else reads the steps between;
+    every case against ONNX Runtime (the unfolded float semantics) and the IR."""
+    sshape, bshape, twice, folds = DYN_CASES[case]
+    rng = np.random.default_rng(3)
+    a = _q(rng, np.uint8, (2, 5, 24))
+    inits = [numpy_helper.from_array(_q(rng, np.int8, (24, 12)), "w"), numpy_helper.from_array(np.array(7, np.uint8), "az"),
+             numpy_helper.from_array(rng.uniform(1e-4, 1e-3, sshape).astype(np.float32), "s")]
+    nodes = [helper.make_node("MatMulInteger", ["a", "w", "az"], ["acc"]), helper.make_node("Cast", ["acc"], ["f"], to=1),
+             helper.make_node("Mul", ["f", "s"], ["m"])]
+    outs, last = [], "m"
+    if bshape is not None:
+        inits.append(numpy_helper.from_array(rng.standard_normal(bshape).astype(np.float32), "b"))
+        nodes.append(helper.make_node("Add", ["b", "m"], ["y"]))
+        last = "y"
+    outs.append((last, TensorProto.FLOAT))
+    if twice:
+        nodes.append(helper.make_node("Neg", ["f"], ["g"]))
+        outs.append(("g", TensorProto.FLOAT))
+    path = _model(tmp_path, nodes, [helper.make_tensor_value_info("a", TensorProto.UINT8, a.shape)], outs, inits)
+    want = tl.ort_run(path, {"a": a})
+    got = tl.compile_and_run(path, {"a": a}, tmp_path / "run")
+    for k in want:
+        np.testing.assert_allclose(got[k], want[k], rtol=1e-6, atol=1e-6 * np.abs(want[k]).max())
+    ir = tl.compile(path, tmp_path / "ir", emit="ir").read_text()
+    assert (" = qlinear_matmul " in ir and " = matmul_integer " not in ir) == folds, ir
+
+
 def _ort_float(path, feeds):
     """ONNX Runtime without its graph optimisations: the QDQ model's float semantics."""
     import onnxruntime as ort
@@ -526,7 +570,8 @@ def test_bert_quantized_symbolic(tmp_path, form):
     MatMulInteger on every Linear, the embeddings' Gather dequantized) or quantize_static (QDQ:
     the 12 weight MatMuls fold into qlinear_matmul with symbolic rows; the two products of
     activations per layer stay float, named on stderr); several batch x sequence sizes of one
-    build, padded rows. Dynamic: against ONNX Runtime's int8 run. QDQ: against the model's float
+    build, padded rows. Dynamic: against ONNX Runtime's int8 run (each MatMulInteger folded with
+    its Cast, scale Mul and bias Add). QDQ: against the model's float
     semantics (ONNX Runtime unoptimised; its optimised int8 run differs from those by its own
     QLinear approximations, ~1% here)."""
     import cuvil
@@ -548,7 +593,9 @@ def test_bert_quantized_symbolic(tmp_path, form):
             quant.quantize_static(str(f32), str(q), Reader(), quant_format=quant.QuantFormat.QDQ, per_channel=True)
     dims = {"batch": "1:4", "seq": "1:32"}
     ir = tl.compile(q, tmp_path / "ir", emit="ir", dims=dims).read_text()
-    assert ir.count(" = matmul_integer " if form == "dynamic" else " = qlinear_matmul ") == 12, ir
+    assert ir.count(" = qlinear_matmul ") == 12, ir
+    if form == "dynamic":   # each MatMulInteger with its Cast, scale Mul and bias Add: one GEMM, the float epilogue
+        assert " = matmul_integer " not in ir and ir.count("# fused Cast+Mul+Add") == 12, ir
     model = cuvil.load(tl.compile(q, tmp_path / "so", dims=dims))
     rng = np.random.default_rng(1)
     for B, S in [(3, 11), (1, 32), (4, 5)]:

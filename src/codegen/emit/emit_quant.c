@@ -163,6 +163,8 @@ static cuvil_status imatmul_fast(cg_ctx *cg, cir_graph *g, cir_node *n, const op
         kind = fout ? CUVIL_QEPI_F32 : CUVIL_QEPI_REQUANT;
     }
     qepi(cg, g, n, kind, scale, per, q ? 8 : -1, CUVIL_QPER_COL, q ? 6 : -1, q ? 7 : -1, m->N);
+    cir_value *fb = q ? cir_in(g, n, 9) : NULL;   /* (the dynamic fold's float bias; infer: no int32 one beside it) */
+    if (fb) cg_printf(cg, "        E.fbias = %s; E.bias_per = %d;\n", cg_in(cg, n->in[9]), cir_numel(fb) > 1 ? CUVIL_QPER_COL : CUVIL_QPER_ONE);
     const size_t ysz = kind == CUVIL_QEPI_REQUANT ? 1 : 4;
     cg_printf(cg, "        for (int64_t q = 0; q < %lld; q++) {\n            E.y = (char *)%s + (size_t)(q * %lld) * %zu;\n",
               (long long)reps, cg_out(cg, n->out[0]), (long long)(rows * m->N), ysz);

@@ -210,7 +210,7 @@ cuvil_status op_qclamp_check(cir_graph *g, cir_node *n, int iys, int iyz) {
 static bool i8(cir_dtype t) { return t == CIR_U8 || t == CIR_I8; }
 
 static cuvil_status qlmm_infer(cir_graph *g, cir_node *n) {
-    cuvil_status s = op_check_arity(g, n, 6, 9, 1, 1);
+    cuvil_status s = op_check_arity(g, n, 6, 10, 1, 1);
     if (s) return s;
     op_imatmul m;
     int64_t c;
@@ -230,6 +230,11 @@ static cuvil_status qlmm_infer(cir_graph *g, cir_node *n) {
         return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "a float output or a bias needs 8-bit operands and float32 scales");
     if (b && (b->dtype != CIR_I32 || b->ndim != 1 || b->dims[0] != m.N))
         return cir_node_err(g, n, CUVIL_ERR_SHAPE, "bias '%s' must be int32 of shape [%lld]", b->name, (long long)m.N);
+    cir_value *fb = cir_in(g, n, 9);   /* (the dynamic fold's float bias, after the scale) */
+    if (fb && (ys || b || fb->dtype != CIR_F32 || !cir_value_fixed(fb) ||
+               (cir_numel(fb) != 1 && (fb->ndim < 1 || fb->dims[fb->ndim - 1] != m.N || cir_numel(fb) != m.N))))
+        return cir_node_err(g, n, CUVIL_ERR_SHAPE, "float bias '%s' must be float32, one value or [%lld], without y_scale "
+                            "or an int32 bias", fb->name, (long long)m.N);
     if ((s = op_qclamp_check(g, n, 6, 7))) return s;
     const bool fast = as->dtype == CIR_F32 && i8(cir_in(g, n, 0)->dtype) && i8(cir_in(g, n, 3)->dtype);
     const bool clamp = cir_attr_float(n, "min") != -INFINITY || cir_attr_float(n, "max") != INFINITY;
@@ -243,7 +248,7 @@ static const cir_attr_spec qlmm_attrs[] = {
     {"max", CIR_ATTR_FLOAT, 0, INFINITY, NULL, false},
     CIR_ATTR_END,
 };
-const cir_opdef cir_op_qlinear_matmul = {"qlinear_matmul", CIR_OPF_SYM_DIMS, 6, 9, 1, 1, qlmm_attrs, qlmm_infer, NULL, NULL, 0};
+const cir_opdef cir_op_qlinear_matmul = {"qlinear_matmul", CIR_OPF_SYM_DIMS, 6, 10, 1, 1, qlmm_attrs, qlmm_infer, NULL, NULL, 0};
 
 /* qlinear_add (a, a_scale, a_zp, b, b_scale, b_zp, y_scale, [y_zp]): the QDQ fold's residual add
  * (and ONNX Runtime's QLinearAdd without broadcasting), computed as ONNX Runtime does, in y's
