@@ -12,7 +12,7 @@ each round in its own process (bench/peer_run.py), reporting medians over all ro
         [--threads 1,2] [--work DIR]
 
 Each row names its target and, for x86_64-avx2, the integer microkernel: the best this CPU runs
-(AVX-VNNI here) and "2x16__avx2_b16" (CUVIL_QGEMM_UKERNEL), what an AVX2 CPU without VNNI runs.
+(AVX-VNNI here) and "2x16__avx2,2x16__avx2_b16" (CUVIL_QGEMM_UKERNEL), what an AVX2 CPU without VNNI runs.
 ONNX Runtime picks its own kernels for this CPU in every row. A benchmark, not a test.
 """
 import argparse
@@ -127,7 +127,7 @@ def main():
             for onnx_path, so in ((qdq, so_q), (f32, so_f)):
                 subprocess.run([str(Path(args.build) / "bin" / "cuvil-compile"), "--model", str(onnx_path), "--output",
                                 str(so), "--target", t], check=True)
-            variants = [None] + (["2x16__avx2_b16"] if t == "x86_64-avx2" else [])
+            variants = [None] + (["2x16__avx2,2x16__avx2_b16"] if t == "x86_64-avx2" else [])
             for uk in variants:
                 env = dict(os.environ, **({"CUVIL_QGEMM_UKERNEL": uk} if uk else {}))
                 for th in (int(x) for x in args.threads.split(",")):

@@ -356,6 +356,9 @@ void cuvil_f32_resize__scalar(const cuvil_resize_params *p, const float *x, floa
  * it widens to 16 bits (vpmaddwd); features: the CPU features it needs beyond its target's,
  * asked when the model runs ("" none). The table lists them in order of preference. */
 typedef void (*cuvil_qgemm_uk_fn)(int64_t k4, const void *a, const int8_t *b, int32_t *c, int64_t ldc, int accumulate);
+/* Two 16-column panels at once: the second's B at b + bstride bytes, its tile at c + 16. */
+typedef void (*cuvil_qgemm_uk2_fn)(int64_t k4, const void *a, const int8_t *b, int64_t bstride, int32_t *c, int64_t ldc,
+                                   int accumulate);
 typedef struct cuvil_qgemm_ukernel_desc {
     cuvil_qgemm_uk_fn fn;
     int mr;
@@ -363,6 +366,7 @@ typedef struct cuvil_qgemm_ukernel_desc {
     int bw;   /* B's bytes per value: 1 (cuvil_qgemm_pack_b's layout), 2 (the same order, int16) */
     const char *name;
     const char *features;
+    cuvil_qgemm_uk2_fn fn2;   /* NULL, or 32 columns a call (fn then takes a lone last panel) */
 } cuvil_qgemm_ukernel_desc;
 #define CUVIL_QA_GROUP 48   /* bytes of a packed A panel per group of 4 k (12 rows x 4) */
 extern const cuvil_qgemm_ukernel_desc cuvil_qgemm_ukernels[];
@@ -375,6 +379,8 @@ void cuvil_qgemm_uk_2x16__avx2_b16(int64_t k4, const void *a, const int8_t *b, i
 void cuvil_qgemm_uk_6x16__avxvnni(int64_t k4, const void *a, const int8_t *b, int32_t *c, int64_t ldc, int accumulate);
 void cuvil_qgemm_uk_12x16__avx512bw(int64_t k4, const void *a, const int8_t *b, int32_t *c, int64_t ldc, int accumulate);
 void cuvil_qgemm_uk_12x16__avx512vnni(int64_t k4, const void *a, const int8_t *b, int32_t *c, int64_t ldc,
+                                      int accumulate);
+void cuvil_qgemm_uk_12x32__avx512vnni(int64_t k4, const void *a, const int8_t *b, int64_t bstride, int32_t *c, int64_t ldc,
                                       int accumulate);
 /* cuvil_qgemm and cuvil_qconv with a given microkernel (the tests run each). */
 void cuvil_qgemm_with(const cuvil_qgemm_ukernel_desc *uk, int64_t M, int64_t N, int64_t K, int at, const void *A,

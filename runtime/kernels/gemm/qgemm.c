@@ -41,20 +41,24 @@
 #define QMC 96     /* a multiple of QMRP */
 #define QNC 256
 #define QHDR 64
+#ifndef CUVIL_QPF_HINT
+#define CUVIL_QPF_HINT 2   /* prefetcht1 (measured against t0 and nta: 1.10 / 1.12 / 1.33 ms on one 128 x 3072 x 768 product) */
+#endif
 #define QDW_TAPS 64   /* a depthwise conv runs on its own kernel up to this many taps */
 #define QDW_STEP 8    /* ... and strides and dilations up to this */
 
 /* ===== Microkernel table ======================================================== */
 const cuvil_qgemm_ukernel_desc cuvil_qgemm_ukernels[] = {
-    {cuvil_qgemm_uk_4x16__scalar, 4, 0, 1, "4x16__scalar", ""},
+    {cuvil_qgemm_uk_4x16__scalar, 4, 0, 1, "4x16__scalar", "", NULL},
 #if CUVIL_HAVE_AVX2
-    {cuvil_qgemm_uk_2x16__avx2, 2, 1, 1, "2x16__avx2", ""},
-    {cuvil_qgemm_uk_2x16__avx2_b16, 2, 1, 2, "2x16__avx2_b16", ""},
-    {cuvil_qgemm_uk_6x16__avxvnni, 6, 0, 1, "6x16__avxvnni", "avxvnni"},
+    {cuvil_qgemm_uk_2x16__avx2, 2, 1, 1, "2x16__avx2", "", NULL},
+    {cuvil_qgemm_uk_2x16__avx2_b16, 2, 1, 2, "2x16__avx2_b16", "", NULL},
+    {cuvil_qgemm_uk_6x16__avxvnni, 6, 0, 1, "6x16__avxvnni", "avxvnni", NULL},
 #endif
 #if CUVIL_HAVE_AVX512
-    {cuvil_qgemm_uk_12x16__avx512bw, 12, 1, 1, "12x16__avx512bw", ""},
-    {cuvil_qgemm_uk_12x16__avx512vnni, 12, 0, 1, "12x16__avx512vnni", "avx512vnni"},
+    {cuvil_qgemm_uk_12x16__avx512bw, 12, 1, 1, "12x16__avx512bw", "", NULL},
+    {cuvil_qgemm_uk_12x16__avx512vnni, 12, 0, 1, "12x16__avx512vnni", "avx512vnni", NULL},
+    {cuvil_qgemm_uk_12x16__avx512vnni, 12, 0, 1, "12x32__avx512vnni", "avx512vnni", cuvil_qgemm_uk_12x32__avx512vnni},
 #endif
 };
 const int cuvil_qgemm_n_ukernels = (int)(sizeof cuvil_qgemm_ukernels / sizeof cuvil_qgemm_ukernels[0]);
@@ -62,7 +66,8 @@ const int cuvil_qgemm_n_ukernels = (int)(sizeof cuvil_qgemm_ukernels / sizeof cu
 /* The last entry this CPU runs (the table is in order of preference) that takes B as bytes
  * (b16 0: B packed as the model compiled it) or either way (b16 1: B packed each call, in the
  * microkernel's layout), or the one named by CUVIL_QGEMM_UKERNEL when this CPU runs it (to
- * measure the others: e.g. "2x16__avx2_b16", what an AVX2 CPU without VNNI runs). Asked once
+ * measure the others; a comma-separated list names one for each use, the last that fits:
+ * "2x16__avx2,2x16__avx2_b16" is what an AVX2 CPU without VNNI runs). Asked once
  * each (a race between threads writes the same answer). */
 const cuvil_qgemm_ukernel_desc *cuvil_qgemm_best(int b16) {
     static const cuvil_qgemm_ukernel_desc *best[2];
@@ -73,10 +78,13 @@ const cuvil_qgemm_ukernel_desc *cuvil_qgemm_best(int b16) {
     for (int i = 1; i < cuvil_qgemm_n_ukernels; i++)
         if (cuvil_qgemm_ukernel_runs(&cuvil_qgemm_ukernels[i]) && (b16 || cuvil_qgemm_ukernels[i].bw == 1))
             b = &cuvil_qgemm_ukernels[i];
-    for (int i = 0; want && i < cuvil_qgemm_n_ukernels; i++)
-        if (!strcmp(want, cuvil_qgemm_ukernels[i].name) && cuvil_qgemm_ukernel_runs(&cuvil_qgemm_ukernels[i]) &&
-            (b16 || cuvil_qgemm_ukernels[i].bw == 1))
-            b = &cuvil_qgemm_ukernels[i];
+    for (const char *w = want; w && *w; w += strcspn(w, ",") + (w[strcspn(w, ",")] == ',')) {   /* (a list: the last that fits) */
+        const size_t len = strcspn(w, ",");
+        for (int i = 0; i < cuvil_qgemm_n_ukernels; i++)
+            if (strlen(cuvil_qgemm_ukernels[i].name) == len && !strncmp(w, cuvil_qgemm_ukernels[i].name, len) &&
+                cuvil_qgemm_ukernel_runs(&cuvil_qgemm_ukernels[i]) && (b16 || cuvil_qgemm_ukernels[i].bw == 1))
+                b = &cuvil_qgemm_ukernels[i];
+    }
     best[b16] = b;
     return b;
 }
@@ -224,6 +232,7 @@ size_t cuvil_qgemm_scratch_size(int64_t M, int64_t N, int64_t K, int a_packed, i
 typedef struct qjob {
     const cuvil_qgemm_ukernel_desc *uk;
     int64_t M, N, K, kp, mb, nb;
+    int64_t mcb;                /* rows per task: up to QMC, the blocks of M as even as panels allow */
     const uint8_t *ad;          /* packed A's panels */
     const int8_t *bd;           /* packed B's panels */
     const int32_t *cs, *rs;     /* column sums of B', row sums of A' */
@@ -319,18 +328,34 @@ static void qtask(void *vctx, int64_t t, int tid) {
     const cuvil_qgemm_ukernel_desc *uk = j->uk;
     const int mr = uk->mr;
     const int64_t mbi = t / j->nb, nbi = t % j->nb;
-    const int64_t m0 = mbi * QMC, mc = cuvil_min_i64(QMC, j->M - m0), n0 = nbi * QNC, nc = cuvil_min_i64(QNC, j->N - n0);
+    const int64_t m0 = mbi * j->mcb, mc = cuvil_min_i64(j->mcb, j->M - m0), n0 = nbi * QNC, nc = cuvil_min_i64(QNC, j->N - n0);
     const int64_t ldc = CUVIL_ALIGN_UP(nc, QNR), g4 = j->kp / 4;
     int32_t *blk = (int32_t *)((char *)cuvil_thread_scratch(j->scratch, tid) + j->blk_off);
     if (g4 == 0) memset(blk, 0, (size_t)QMC * QNC * 4);
     for (int64_t k0 = 0; k0 < g4; k0 += QKC4) {
         const int64_t kk = cuvil_min_i64(QKC4, g4 - k0);
-        for (int64_t n = n0; n < n0 + nc; n += QNR) {
+        const int64_t pstride = j->kp * QNR * uk->bw;   /* bytes from one panel to the next */
+        for (int64_t n = n0; n < n0 + nc;) {
+            const int two = uk->fn2 && n + QNR < n0 + nc, np = two ? 2 : 1;
             const int8_t *bpan = j->bd + ((n / QNR) * j->kp * QNR + k0 * 64) * uk->bw;
+            /* the next panels' slice of this K block, prefetched a part per row step while these
+             * run (a matmul's weights come from memory the first time: each block of rows reads
+             * them once) */
+            const int64_t slice = kk * 64 * uk->bw, after = (n0 + nc - (n + np * QNR) + QNR - 1) / QNR;
+            const int npf = after >= 2 && uk->fn2 ? 2 : after >= 1 ? 1 : 0;
+            const char *next = (const char *)bpan + np * pstride;
+            const int64_t per = (slice + ((mc + mr - 1) / mr) * 64 - 1) / (((mc + mr - 1) / mr) * 64) * 64;
+            int64_t pf = npf ? 0 : slice;
             for (int64_t m = m0; m < m0 + mc; m += mr) {
                 const uint8_t *apan = j->ad + (m / QMRP) * j->kp * QMRP + k0 * QMRP * 4 + (m % QMRP) * 4;
-                uk->fn(kk, apan, bpan, blk + (m - m0) * ldc + (n - n0), ldc, k0 > 0);
+                for (const int64_t e = cuvil_min_i64(pf + per, slice); pf < e; pf += 64) {
+                    __builtin_prefetch(next + pf, 0, CUVIL_QPF_HINT);
+                    if (npf == 2) __builtin_prefetch(next + pstride + pf, 0, CUVIL_QPF_HINT);
+                }
+                if (two) uk->fn2(kk, apan, bpan, pstride, blk + (m - m0) * ldc + (n - n0), ldc, k0 > 0);
+                else uk->fn(kk, apan, bpan, blk + (m - m0) * ldc + (n - n0), ldc, k0 > 0);
             }
+            n += np * QNR;
         }
     }
     epilogue(j, blk, ldc, m0, mc, n0, nc);
@@ -349,11 +374,15 @@ __attribute__((noinline)) static void qgemm_packed(const cuvil_qgemm_ukernel_des
     for (int64_t m = 0; m < M; m++) za[m] = (azp && az_n ? ld8(at, azp, az_n > 1 ? m : 0) : 0) + oa;
     for (int64_t n = 0; n < N; n++) zb[n] = (bzp && bz_n ? ld8(bt, bzp, bz_n > 1 ? n : 0) : 0) - ob;
     qjob j = {
-        .uk = uk, .M = M, .N = N, .K = K, .kp = kpad(K), .mb = (M + QMC - 1) / QMC, .nb = (N + QNC - 1) / QNC,
+        .uk = uk, .M = M, .N = N, .K = K, .kp = kpad(K), .nb = (N + QNC - 1) / QNC,
         .ad = packed_a_data(ap, M), .bd = packed_data(bp, N), .cs = packed_colsum(bp), .rs = packed_rowsum(ap),
         .za = za, .zb = zb, .e = e, .scratch = scratch,
         .blk_off = off + al64((size_t)M * 4) + al64((size_t)N * 4),
     };
+    /* (128 rows: 72 + 56, not 96 + 32, so that two threads get even shares) */
+    const int64_t blocks = (M + QMC - 1) / QMC;
+    j.mcb = cuvil_min_i64(QMC, CUVIL_ALIGN_UP((M + blocks - 1) / blocks, QMRP));
+    j.mb = (M + j.mcb - 1) / j.mcb;
     cuvil_parallel_for(j.mb * j.nb, qtask, &j);
 }
 
