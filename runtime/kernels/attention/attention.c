@@ -20,6 +20,9 @@
 #include <string.h>
 
 #include "../rt_int.h"
+#if defined(__AVX__)
+#include <immintrin.h>
+#endif
 
 #define ATT_QB 64
 
@@ -80,15 +83,49 @@ static int64_t mask_row(const cuvil_attention_params *p, const void *mask, const
     return seen;
 }
 
+/* The largest of row[0, n) (-inf if none; a NaN never wins, *nan says one was there) and the
+ * sum, in 16 lanes (two ymm: vmaxps(v, m) is v > m ? v : m). */
+static float row_max(const float *row, int64_t n, int *nan) {
+    float mx = -INFINITY;
+    int64_t j = 0;
+#if defined(__AVX__)
+    __m256 m0 = _mm256_set1_ps(-INFINITY), m1 = m0, u = _mm256_setzero_ps();
+    for (; j + 16 <= n; j += 16) {
+        const __m256 v0 = _mm256_loadu_ps(row + j), v1 = _mm256_loadu_ps(row + j + 8);
+        m0 = _mm256_max_ps(v0, m0), m1 = _mm256_max_ps(v1, m1);
+        u = _mm256_or_ps(u, _mm256_or_ps(_mm256_cmp_ps(v0, v0, _CMP_UNORD_Q), _mm256_cmp_ps(v1, v1, _CMP_UNORD_Q)));
+    }
+    float l[16];
+    _mm256_storeu_ps(l, m0), _mm256_storeu_ps(l + 8, m1);
+    for (int i = 0; i < 16; i++) mx = l[i] > mx ? l[i] : mx;
+    *nan |= _mm256_movemask_ps(u) != 0;
+#endif
+    for (; j < n; j++) {
+        mx = row[j] > mx ? row[j] : mx;
+        *nan |= row[j] != row[j];
+    }
+    return mx;
+}
+
+static float row_sum(const float *row, int64_t n) {
+    float s = 0.0f;
+    int64_t j = 0;
+#if defined(__AVX__)
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0;
+    for (; j + 16 <= n; j += 16) s0 = _mm256_add_ps(s0, _mm256_loadu_ps(row + j)), s1 = _mm256_add_ps(s1, _mm256_loadu_ps(row + j + 8));
+    float l[8];
+    _mm256_storeu_ps(l, _mm256_add_ps(s0, s1));
+    for (int i = 0; i < 8; i++) s += l[i];
+#endif
+    for (; j < n; j++) s += row[j];
+    return s;
+}
+
 /* Softmax in place of a row whose first `seen` scores may be finite. */
 static void softmax_row(const cuvil_attention_params *p, int64_t seen, float *row) {
     const int64_t kv = p->kv_len;
-    float mx = -INFINITY;
     int nan = 0;
-    for (int64_t j = 0; j < seen; j++) {
-        mx = row[j] > mx ? row[j] : mx;
-        nan |= row[j] != row[j];
-    }
+    const float mx = row_max(row, seen, &nan);
     if (mx == -INFINITY || nan) {   /* no key seen (or a NaN score): softmax gives NaN */
         const float v = mx == -INFINITY && p->empty_rows_zero && !nan ? 0.0f : NAN;
         for (int64_t j = 0; j < kv; j++) row[j] = v;
@@ -98,9 +135,7 @@ static void softmax_row(const cuvil_attention_params *p, int64_t seen, float *ro
     }
     for (int64_t j = 0; j < seen; j++) row[j] -= mx;
     cuvil_f32_vexp(row, row, (size_t)seen);
-    float s = 0.0f;
-    for (int64_t j = 0; j < seen; j++) s += row[j];
-    const float inv = 1.0f / s;
+    const float inv = 1.0f / row_sum(row, seen);
     for (int64_t j = 0; j < seen; j++) row[j] *= inv;
     for (int64_t j = seen; j < kv; j++) row[j] = 0.0f;
 }

@@ -15,6 +15,9 @@
 #include <string.h>
 
 #include "../rt_int.h"
+#if defined(__AVX__)
+#include <immintrin.h>
+#endif
 
 /* ===== float16 / bfloat16 ============================================================= */
 uint16_t cuvil_f32_to_f16(float f) {
@@ -1112,32 +1115,43 @@ void cuvil_quantize_t(const cuvil_quant_params *p, int xt, const void *x, int st
             }
 }
 
-void cuvil_dynamic_quantize(int64_t n, const float *x, uint8_t *y, float *scale, uint8_t *zp) {
-    /* the range (with 0) in 16 lanes, a loop the compiler vectorises, then across them: the same
-     * result as one running max and min (a NaN never wins a comparison; a zero result is the
-     * starting +0) */
-    float mxl[16] = {0}, mnl[16] = {0}, mx = 0.0f, mn = 0.0f;
+/* The range of x with 0 in it, as one running max and min give it: vmaxps(x, m) is x > m ? x :
+ * m, vminps(x, m) x < m ? x : m (a NaN never wins; a zero result is the starting +0). */
+static void range0(int64_t n, const float *x, float *omx, float *omn) {
+    float mx = 0.0f, mn = 0.0f;
     int64_t i = 0;
-    for (; i + 16 <= n; i += 16)
-        for (int l = 0; l < 16; l++) {
-            mxl[l] = x[i + l] > mxl[l] ? x[i + l] : mxl[l];
-            mnl[l] = x[i + l] < mnl[l] ? x[i + l] : mnl[l];
-        }
+#if defined(__AVX__)
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, b0 = a0, b1 = a0;
+    for (; i + 16 <= n; i += 16) {
+        const __m256 v0 = _mm256_loadu_ps(x + i), v1 = _mm256_loadu_ps(x + i + 8);
+        a0 = _mm256_max_ps(v0, a0), a1 = _mm256_max_ps(v1, a1);
+        b0 = _mm256_min_ps(v0, b0), b1 = _mm256_min_ps(v1, b1);
+    }
+    float l[4][8];
+    _mm256_storeu_ps(l[0], a0), _mm256_storeu_ps(l[1], a1), _mm256_storeu_ps(l[2], b0), _mm256_storeu_ps(l[3], b1);
+    for (int j = 0; j < 8; j++) {
+        mx = l[0][j] > mx ? l[0][j] : mx, mx = l[1][j] > mx ? l[1][j] : mx;
+        mn = l[2][j] < mn ? l[2][j] : mn, mn = l[3][j] < mn ? l[3][j] : mn;
+    }
+#endif
     for (; i < n; i++) {
         mx = x[i] > mx ? x[i] : mx;
         mn = x[i] < mn ? x[i] : mn;
     }
-    for (int l = 0; l < 16; l++) {
-        mx = mxl[l] > mx ? mxl[l] : mx;
-        mn = mnl[l] < mn ? mnl[l] : mn;
-    }
+    *omx = mx, *omn = mn;
+}
+
+void cuvil_dynamic_quantize(int64_t n, const float *x, uint8_t *y, float *scale, uint8_t *zp) {
+    float mx, mn;
+    range0(n, x, &mx, &mn);
     const float s = (mx == mn ? 1.0f : (mx - mn)) / 255.0f;
     float z = 0.0f - mn / s;
     z = z < 0.0f ? 0.0f : z > 255.0f ? 255.0f : z;
     const float zi = nearbyintf(z);
-    for (i = 0; i < n; i++) {
+    for (int64_t i = 0; i < n; i++) {
         float v = nearbyintf(x[i] / s) + zi;
-        v = v < 0.0f ? 0.0f : v > 255.0f ? 255.0f : v;
+        v = v >= 0.0f ? v : 0.0f;   /* (NaN: 0) */
+        v = v <= 255.0f ? v : 255.0f;
         y[i] = (uint8_t)v;
     }
     *scale = s;

@@ -207,17 +207,22 @@ void cuvil_qgemm_pack_a(int64_t M, int64_t K, int at, const void *A, int64_t lda
     uint8_t *d = (uint8_t *)packed_a_data(dst, M);
     memset(rs, 0, (size_t)mpad(M) * 4);
     memset(d, 0, (size_t)mpad(M) * (size_t)kp);
+    const uint8_t flip = at == CUVIL_T_I8 ? 0x80 : 0;
+    const uint32_t flip4 = flip * 0x01010101u;
     for (int64_t m = 0; m < M; m++) {
         uint8_t *pd = d + (m / QMRP) * kp * QMRP + (m % QMRP) * 4;
         const uint8_t *src = (const uint8_t *)A + m * lda;
-        const uint8_t flip = at == CUVIL_T_I8 ? 0x80 : 0;
         int32_t sum = 0;
-        for (int64_t k = 0; k < K; k++) {
-            const uint8_t v = (uint8_t)(src[k] ^ flip);
-            pd[(k / 4) * QMRP * 4 + (k % 4)] = v;
-            sum += v;
-        }
+        for (int64_t k = 0; k < K; k++) sum += (uint8_t)(src[k] ^ flip);   /* (vectorised) */
         rs[m] = sum;
+        int64_t g = 0;
+        for (; g < K / 4; g++) {   /* 4 bytes at a time into the group's slot */
+            uint32_t w;
+            memcpy(&w, src + 4 * g, 4);
+            w ^= flip4;
+            memcpy(pd + g * QMRP * 4, &w, 4);
+        }
+        for (int64_t k = 4 * g; k < K; k++) pd[g * QMRP * 4 + (k - 4 * g)] = (uint8_t)(src[k] ^ flip);
     }
 }
 
