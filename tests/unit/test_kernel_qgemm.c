@@ -258,6 +258,10 @@ static void test_conv(const cuvil_qgemm_ukernel_desc *uk) {
         {1, 2, 9, 64, 3, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, U, S, 1, CUVIL_QEPI_I32},       /* 32 columns inside */
         {1, 2, 9, 66, 3, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, S, S, 1, CUVIL_QEPI_I32},
         {1, 4, 5, 70, 4, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 4, U, S, 2, CUVIL_QEPI_REQUANT},   /* depthwise, wide */
+        {1, 16, 7, 7, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 16, S, S, 2, CUVIL_QEPI_REQUANT}, /* depthwise 3x3: one pass */
+        {2, 6, 14, 13, 6, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 6, S, U, 1, CUVIL_QEPI_I32},      /* depthwise 5x5 */
+        {1, 5, 11, 17, 5, 3, 3, 3, 3, 1, 1, 1, 1, 2, 2, 5, U, S, 0, CUVIL_QEPI_F32},      /* stride 3, dilation 2 */
+        {1, 3, 1, 1, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3, U, S, 2, CUVIL_QEPI_REQUANT},    /* a 1x1 image */
     };
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) run_conv(uk, &cs[i]);
 }

@@ -267,7 +267,7 @@ static inline __attribute__((always_inline)) void epi_row(const int32_t *restric
                                                           uint32_t za, uint32_t K, const cuvil_qgemm_epi *e,
                                                           const float *restrict sc, const int32_t *restrict ib,
                                                           const float *restrict fb, int col_s, int col_b, int kind, int yt,
-                                                          void *restrict y) {
+                                                          const int32_t *restrict colc, uint32_t rowc, void *restrict y) {
     const float lo = (float)(e->lo - e->yzp), hi = (float)(e->hi - e->yzp);
     const int32_t zp = e->yzp;
     int32_t *restrict y32 = y;
@@ -275,8 +275,9 @@ static inline __attribute__((always_inline)) void epi_row(const int32_t *restric
     int8_t *restrict y8 = y;
     uint8_t *restrict yu = y;
     for (int64_t c = 0; c < nc; c++) {
-        const uint32_t zc = (uint32_t)zb[c];
-        const int32_t v = (int32_t)((uint32_t)src[c] - zc * rs - za * (uint32_t)cs[c] + K * za * zc);
+        const uint32_t zc = colc ? 0 : (uint32_t)zb[c];   /* (colc: the corrections precomputed, no products) */
+        const int32_t v = colc ? (int32_t)((uint32_t)src[c] + rowc + (uint32_t)colc[c])
+                               : (int32_t)((uint32_t)src[c] - zc * rs - za * (uint32_t)cs[c] + K * za * zc);
         if (kind == CUVIL_QEPI_I32) {
             y32[c] = v;
             continue;
@@ -299,16 +300,29 @@ static void epilogue(const qjob *j, const int32_t *blk, int64_t ldc, int64_t m0,
     const uint32_t K = (uint32_t)j->K;
     const int32_t *zb = j->zb + n0, *cs = j->cs + n0;
     const int col_s = e->scale_per == CUVIL_QPER_COL, col_b = e->bias_per == CUVIL_QPER_COL;
+    /* One zero point over the tile's rows (A) and one over its columns (Z), as almost every
+     * model has: v = src + rowc + colc[c], rowc = -Z (rs - K A), colc[c] = -A cs[c], no
+     * products per element (each was a vpmulld). */
+    int32_t colc_buf[QNC];
+    const int32_t *colc = NULL;
+    int uni = nc <= QNC;
+    for (int64_t r = 1; uni && r < mc; r++) uni = j->za[m0 + r] == j->za[m0];
+    for (int64_t c = 1; uni && c < nc; c++) uni = zb[c] == zb[0];
+    const uint32_t A = (uint32_t)j->za[m0], Z = nc > 0 ? (uint32_t)zb[0] : 0;
+    if (uni) {
+        for (int64_t c = 0; c < nc; c++) colc_buf[c] = (int32_t)(0u - A * (uint32_t)cs[c]);
+        colc = colc_buf;
+    }
     for (int64_t r = 0; r < mc; r++) {
         const int64_t m = m0 + r;
-        const uint32_t za = (uint32_t)j->za[m], rs = (uint32_t)j->rs[m];
+        const uint32_t za = (uint32_t)j->za[m], rs = (uint32_t)j->rs[m], rowc = 0u - Z * (rs - K * A);
         const int32_t *src = blk + r * ldc;
         const float *sc = e->scale ? (col_s ? e->scale + n0 : per_ptr(e->scale, e->scale_per, m)) : NULL;
         const int32_t *ib = e->ibias ? (col_b ? e->ibias + n0 : e->ibias + (e->bias_per == CUVIL_QPER_ROW ? m : 0)) : NULL;
         const float *fb = e->fbias ? (col_b ? e->fbias + n0 : e->fbias + (e->bias_per == CUVIL_QPER_ROW ? m : 0)) : NULL;
         const int64_t o = m * e->ldy + n0;
         void *y = (char *)e->y + (size_t)o * (e->kind == CUVIL_QEPI_REQUANT ? 1 : 4);
-#define EPI(cs_, cb_, kind_, yt_) epi_row(src, nc, zb, cs, rs, za, K, e, sc, ib, fb, cs_, cb_, kind_, yt_, y)
+#define EPI(cs_, cb_, kind_, yt_) epi_row(src, nc, zb, cs, rs, za, K, e, sc, ib, fb, cs_, cb_, kind_, yt_, colc, rowc, y)
         if (e->kind == CUVIL_QEPI_I32) EPI(0, 0, CUVIL_QEPI_I32, 0);
         else if (e->kind == CUVIL_QEPI_F32) {
             if (col_s) EPI(1, col_b, CUVIL_QEPI_F32, 0);
@@ -643,9 +657,16 @@ static qdw_geo dw_geo(const cuvil_conv2d_params *p) {
     return g;
 }
 
+/* the phase planes; the sums (OH rows of Wq, and DW_SLACK more: the epilogue runs in whole
+ * vectors); the epilogue's output, as many; the channel's image as float */
+#define DW_SLACK 16
+static size_t dw_acc_bytes(const cuvil_conv2d_params *p, const qdw_geo *g) {
+    return al64(sizeof(float) * (size_t)(p->OH * g->Wq + DW_SLACK));
+}
 static size_t dw_scratch(const cuvil_conv2d_params *p) {
     const qdw_geo g = dw_geo(p);
-    return al64(sizeof(float) * (size_t)(p->stride_h * p->stride_w * g.Hq * g.Wq)) + 2 * al64(sizeof(float) * (size_t)(p->OH * g.Wq));
+    return al64(sizeof(float) * (size_t)(p->stride_h * p->stride_w * g.Hq * g.Wq)) + 2 * dw_acc_bytes(p, &g) +
+           al64(sizeof(float) * (size_t)(p->H * p->W));
 }
 
 typedef struct qdw_job {
@@ -660,22 +681,39 @@ typedef struct qdw_job {
     void *scratch;
 } qdw_job;
 
-/* dst[j] = x[j * sw] - zx for j < n (x int8 when s8, else uint8) */
-static inline void dw_fill(float *restrict dst, const uint8_t *restrict x, int64_t n, int64_t sw, int s8, float zx) {
+/* dst[i] = x[i] - zx for the n values of a channel's image (x int8 when s8, else uint8): one
+ * long vector loop (row by row, a 7- or 14-wide image ran in scalar remainders) */
+static void dw_convert(float *restrict dst, const uint8_t *restrict x, int64_t n, int s8, float zx) {
     const int8_t *restrict xs = (const int8_t *)x;
-    if (n <= 0) return;
-    if (sw == 1 && s8)
-        for (int64_t j = 0; j < n; j++) dst[j] = (float)xs[j] - zx;
-    else if (sw == 1)
-        for (int64_t j = 0; j < n; j++) dst[j] = (float)x[j] - zx;
-    else if (s8)
-        for (int64_t j = 0; j < n; j++) dst[j] = (float)xs[j * sw] - zx;
+    if (s8)
+        for (int64_t i = 0; i < n; i++) dst[i] = (float)xs[i] - zx;
     else
-        for (int64_t j = 0; j < n; j++) dst[j] = (float)x[j * sw] - zx;
+        for (int64_t i = 0; i < n; i++) dst[i] = (float)x[i] - zx;
+}
+
+/* dst[j] = src[j * sw] for j < n */
+static inline void dw_fill(float *restrict dst, const float *restrict src, int64_t n, int64_t sw) {
+    if (sw == 1) memcpy(dst, src, sizeof(float) * (size_t)(n > 0 ? n : 0));
+    else if (sw == 2)   /* (its own loop: vectorised as an even/odd shuffle) */
+        for (int64_t j = 0; j < n; j++) dst[j] = src[2 * j];
+    else
+        for (int64_t j = 0; j < n; j++) dst[j] = src[j * sw];
 }
 
 static inline void dw_tap(float *restrict acc, const float *restrict src, int64_t n, float w) {
     for (int64_t i = 0; i < n; i++) acc[i] += src[i] * w;
+}
+
+/* acc[i] = sum of the 9 taps' src[t][i] w[t]: one pass (tap by tap, the accumulator row went
+ * through the cache 9 times; a 112 x 112 plane does not stay in L1) */
+static void dw_taps9(float *restrict acc, const float *const src[9], const float w[9], int64_t n) {
+    const float *restrict s0 = src[0], *restrict s1 = src[1], *restrict s2 = src[2], *restrict s3 = src[3],
+                          *restrict s4 = src[4], *restrict s5 = src[5], *restrict s6 = src[6], *restrict s7 = src[7],
+                          *restrict s8 = src[8];
+    const float w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3], w4 = w[4], w5 = w[5], w6 = w[6], w7 = w[7], w8 = w[8];
+    for (int64_t i = 0; i < n; i++)
+        acc[i] = s0[i] * w0 + s1[i] * w1 + s2[i] * w2 + s3[i] * w3 + s4[i] * w4 + s5[i] * w5 + s6[i] * w6 + s7[i] * w7 +
+                 s8[i] * w8;
 }
 
 static inline __attribute__((always_inline)) void dw_out(const float *restrict acc, int64_t n, int kind, int yt, float s,
@@ -715,39 +753,52 @@ static void qdw_task(void *vctx, int64_t t, int tid) {
     const int32_t za = (j->wzp && j->wz_n ? ld8(wt, j->wzp, j->wz_n > 1 ? c : 0) : 0) + (wt == CUVIL_T_I8 ? 128 : 0);
     float *planes = cuvil_thread_scratch(j->scratch, tid);
     float *acc = planes + al64(sizeof(float) * (size_t)(sh * sw * g.Hq * g.Wq)) / sizeof(float);
+    float *img = (float *)((char *)acc + 2 * dw_acc_bytes(p, &g));
     const size_t plane = (size_t)(g.Hq * g.Wq);
     memset(planes, 0, sizeof(float) * plane * (size_t)(sh * sw));
-    const uint8_t *xc = j->x + (size_t)((n * p->C + c) * p->H * p->W);
-    const int s8 = j->xt == CUVIL_T_I8;
-    const float zx = (float)j->zx;
+    dw_convert(img, j->x + (size_t)((n * p->C + c) * p->H * p->W), p->H * p->W, j->xt == CUVIL_T_I8, (float)j->zx);
     for (int64_t b = 0; b < sw; b++) {   /* the columns of phase b: iw + pad_l = j sw + b */
         const int64_t iw0 = ((b - p->pad_l) % sw + sw) % sw, cnt = (p->W - iw0 + sw - 1) / sw;
         const size_t off = (size_t)b * plane + (size_t)((iw0 + p->pad_l) / sw);
         for (int64_t ih = 0, r = p->pad_t; ih < p->H; ih++, r++) {   /* padded row ih + pad_t */
             float *row = planes + (size_t)((r % sh) * sw) * plane + (size_t)((r / sh) * g.Wq);
-            dw_fill(row + off, xc + ih * p->W + iw0, cnt, sw, s8, zx);
+            dw_fill(row + off, img + ih * p->W + iw0, cnt, sw);
         }
     }
     const int64_t L = (p->OH - 1) * g.Wq + p->OW;
-    memset(acc, 0, sizeof(float) * (size_t)L);
-    for (int64_t kh = 0; kh < p->KH; kh++)
-        for (int64_t kw = 0; kw < p->KW; kw++) {
-            const int64_t k = kh * p->KW + kw, dr = kh * p->dil_h, dc = kw * p->dil_w;
-            const float *src = planes + (size_t)((dr % sh) * sw + dc % sw) * plane + (size_t)((dr / sh) * g.Wq + dc / sw);
-            dw_tap(acc, src, L, (float)((int32_t)ad[(k / 4) * QMRP * 4 + (k % 4)] - za));
+    if (K == 9) {   /* (the products and sums are exact integers in float: any order gives them) */
+        const float *src[9];
+        float w[9];
+        for (int64_t k = 0; k < 9; k++) {
+            const int64_t dr = (k / p->KW) * p->dil_h, dc = (k % p->KW) * p->dil_w;
+            src[k] = planes + (size_t)((dr % sh) * sw + dc % sw) * plane + (size_t)((dr / sh) * g.Wq + dc / sw);
+            w[k] = (float)((int32_t)ad[(k / 4) * QMRP * 4 + (k % 4)] - za);
         }
+        dw_taps9(acc, src, w, L);
+    } else {
+        memset(acc, 0, sizeof(float) * (size_t)L);
+        for (int64_t kh = 0; kh < p->KH; kh++)
+            for (int64_t kw = 0; kw < p->KW; kw++) {
+                const int64_t k = kh * p->KW + kw, dr = kh * p->dil_h, dc = kw * p->dil_w;
+                const float *src = planes + (size_t)((dr % sh) * sw + dc % sw) * plane + (size_t)((dr / sh) * g.Wq + dc / sw);
+                dw_tap(acc, src, L, (float)((int32_t)ad[(k / 4) * QMRP * 4 + (k % 4)] - za));
+            }
+    }
     const float s = e->scale ? e->scale[e->scale_per == CUVIL_QPER_ROW ? c : 0] : 0.0f;
     const int64_t bi = e->bias_per == CUVIL_QPER_ROW ? c : 0;
     const int32_t bias = e->ibias ? e->ibias[bi] : 0;
     const float fb = e->fbias ? e->fbias[bi] : 0.0f, lo = (float)(e->lo - e->yzp), hi = (float)(e->hi - e->yzp);
     const size_t ysz = e->kind == CUVIL_QEPI_REQUANT ? 1 : 4;
-    /* the epilogue over all the rows at once (the dropped columns too: one long vector loop),
-     * into a buffer; then each row's OW values to y */
-    char *out = (char *)acc + al64(sizeof(float) * (size_t)(p->OH * g.Wq));
-    if (e->kind == CUVIL_QEPI_I32) dw_out(acc, L, CUVIL_QEPI_I32, 0, s, bias, fb, lo, hi, e->yzp, out);
-    else if (e->kind == CUVIL_QEPI_F32) dw_out(acc, L, CUVIL_QEPI_F32, 0, s, bias, fb, lo, hi, e->yzp, out);
-    else if (e->yt == CUVIL_T_I8) dw_out(acc, L, CUVIL_QEPI_REQUANT, CUVIL_T_I8, s, bias, fb, lo, hi, e->yzp, out);
-    else dw_out(acc, L, CUVIL_QEPI_REQUANT, CUVIL_T_U8, s, bias, fb, lo, hi, e->yzp, out);
+    /* the epilogue over all the rows at once (the dropped columns too, and up to a whole
+     * vector past them, zeros: one vector loop without a scalar tail), into a buffer; then
+     * each row's OW values to y */
+    const int64_t Lv = CUVIL_ALIGN_UP(L, DW_SLACK);
+    for (int64_t i = L; i < Lv; i++) acc[i] = 0.0f;
+    char *out = (char *)acc + dw_acc_bytes(p, &g);
+    if (e->kind == CUVIL_QEPI_I32) dw_out(acc, Lv, CUVIL_QEPI_I32, 0, s, bias, fb, lo, hi, e->yzp, out);
+    else if (e->kind == CUVIL_QEPI_F32) dw_out(acc, Lv, CUVIL_QEPI_F32, 0, s, bias, fb, lo, hi, e->yzp, out);
+    else if (e->yt == CUVIL_T_I8) dw_out(acc, Lv, CUVIL_QEPI_REQUANT, CUVIL_T_I8, s, bias, fb, lo, hi, e->yzp, out);
+    else dw_out(acc, Lv, CUVIL_QEPI_REQUANT, CUVIL_T_U8, s, bias, fb, lo, hi, e->yzp, out);
     char *y = (char *)e->y + (size_t)((n * p->M + c) * P) * ysz;
     for (int64_t oh = 0; oh < p->OH; oh++)
         memcpy(y + (size_t)(oh * p->OW) * ysz, out + (size_t)(oh * g.Wq) * ysz, (size_t)p->OW * ysz);
@@ -762,7 +813,8 @@ static int depthwise(const cuvil_conv2d_params *p) {
     const int64_t lim = (int64_t)1 << 28;   /* floats in the planes */
     if (p->H + p->pad_t > lim || p->W + p->pad_l > lim || p->OH > lim || p->OW > lim) return 0;
     const qdw_geo g = dw_geo(p);
-    return g.Hq <= lim / g.Wq && g.Hq * g.Wq <= lim / (p->stride_h * p->stride_w) && p->OH <= lim / g.Wq;
+    return p->H <= lim / (p->W > 0 ? p->W : 1) && g.Hq <= lim / g.Wq && g.Hq * g.Wq <= lim / (p->stride_h * p->stride_w) &&
+           p->OH <= lim / g.Wq;
 }
 
 size_t cuvil_qconv_scratch_size(const cuvil_conv2d_params *p) {
