@@ -7,8 +7,13 @@
  * axis length 1, and inputs around 1000 that overflow a naive exp. Reduce: every op over every
  * axis mask of a 4-D tensor, plus shapes with size-1 axes, long contiguous and long kept inner
  * runs, and LogSumExp of large values. Channel affine: inner 1 and > 1, in place, activations.
+ * The kernels split over threads (LayerNorm, an activation, DynamicQuantizeLinear): on 3 threads
+ * bit for bit what one thread gives.
  */
 #include <float.h>
+#include <string.h>
+#include <stdlib.h>
+#include <math.h>
 
 #include "kernel_test_util.h"
 #include "../../runtime/kernels/rt_int.h"
@@ -252,10 +257,55 @@ static void test_affine(void) {
     run_affine(1, 2, 20, CUVIL_ACT_LEAKY_RELU);
 }
 
+/* The kernels that split their elements or rows over the threads (cuvil_parallel_range):
+ * LayerNorm, an activation, DynamicQuantizeLinear on 3 threads give the one-thread results bit
+ * for bit, on sizes that split into uneven chunks. */
+static void test_split_over_threads(void) {
+    const int64_t rows = 1001, len = 64, n = 100003;
+    float *x = ktu_falloc((size_t)n), *sc = ktu_falloc((size_t)len), *bi = ktu_falloc((size_t)len);
+    float *y1 = ktu_falloc((size_t)n), *y3 = ktu_falloc((size_t)n), *m1 = ktu_falloc((size_t)rows), *m3 = ktu_falloc((size_t)rows);
+    uint8_t *q1 = ktu_alloc((size_t)n), *q3 = ktu_alloc((size_t)n);
+    ktu_fill(x, (size_t)n, -4, 7);
+    ktu_fill(sc, (size_t)len, -2, 2);
+    ktu_fill(bi, (size_t)len, -1, 1);
+    x[77777] = NAN;   /* (DynamicQuantizeLinear: a NaN is not the range's end, quantizes to 0) */
+    const cuvil_layer_norm_params lp = {.rows = rows, .len = len, .epsilon = 1e-5f};
+    const cuvil_act_params gelu = ktu_act_params(CUVIL_ACT_GELU);
+    float s1 = 0, s3 = 0;
+    uint8_t z1 = 0, z3 = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        cuvil_pool *pool = pass ? cuvil_pool_create(3, 64, ktu_aligned_alloc, ktu_aligned_free, NULL) : NULL;
+        const cuvil_pool *prev = cuvil_pool_bind(pool);
+        cuvil_f32_layer_norm(&lp, x, sc, bi, pass ? y3 : y1, pass ? m3 : m1, NULL);
+        cuvil_dynamic_quantize(n, x, pass ? q3 : q1, pass ? &s3 : &s1, pass ? &z3 : &z1);
+        cuvil_pool_bind(prev);
+        cuvil_pool_destroy(pool);
+    }
+    ktu_checks++;
+    if (memcmp(y1, y3, sizeof(float) * (size_t)(rows * len)) || memcmp(m1, m3, sizeof(float) * (size_t)rows))
+        ktu_fail("layer_norm on 3 threads differs from 1");
+    ktu_checks++;
+    if (s1 != s3 || z1 != z3 || memcmp(q1, q3, (size_t)n) || q1[77777] != 0)
+        ktu_fail("dynamic_quantize on 3 threads differs from 1 (scale %g / %g, zero point %d / %d)", (double)s1, (double)s3,
+                 z1, z3);
+    for (int pass = 0; pass < 2; pass++) {
+        cuvil_pool *pool = pass ? cuvil_pool_create(3, 64, ktu_aligned_alloc, ktu_aligned_free, NULL) : NULL;
+        const cuvil_pool *prev = cuvil_pool_bind(pool);
+        cuvil_f32_unary(&gelu, x, pass ? y3 : y1, (size_t)n);
+        cuvil_pool_bind(prev);
+        cuvil_pool_destroy(pool);
+    }
+    ktu_checks++;
+    if (memcmp(y1, y3, sizeof(float) * (size_t)n)) ktu_fail("gelu on 3 threads differs from 1");
+    free(x), free(sc), free(bi), free(y1), free(y3), free(m1), free(m3), free(q1), free(q3);
+}
+
 int main(void) {
+    setenv("CUVIL_OVERSUBSCRIBE", "1", 1);   /* (3 threads on a 2-CPU machine) */
     test_softmax();
     test_softmax_nan_to_zero();
     test_reduce();
     test_affine();
+    test_split_over_threads();
     return ktu_finish("test_kernel_normalization");
 }

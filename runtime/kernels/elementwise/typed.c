@@ -1141,19 +1141,61 @@ static void range0(int64_t n, const float *x, float *omx, float *omn) {
     *omx = mx, *omn = mn;
 }
 
-void cuvil_dynamic_quantize(int64_t n, const float *x, uint8_t *y, float *scale, uint8_t *zp) {
-    float mx, mn;
-    range0(n, x, &mx, &mn);
-    const float s = (mx == mn ? 1.0f : (mx - mn)) / 255.0f;
-    float z = 0.0f - mn / s;
-    z = z < 0.0f ? 0.0f : z > 255.0f ? 255.0f : z;
-    const float zi = nearbyintf(z);
-    for (int64_t i = 0; i < n; i++) {
+#define DQ_CHUNKS 64   /* (the stack frame stays small: test runtime_stack_usage) */
+typedef struct dq_job {
+    const float *x;
+    uint8_t *y;
+    float s, zi;
+    int64_t n, per;
+    float mx[DQ_CHUNKS], mn[DQ_CHUNKS];   /* per chunk */
+} dq_job;
+
+static void dq_range(void *vctx, int64_t t, int tid) {
+    dq_job *j = vctx;
+    const int64_t b = t * j->per, e = b + j->per < j->n ? b + j->per : j->n;
+    (void)tid;
+    range0(e - b, j->x + b, &j->mx[t], &j->mn[t]);
+}
+
+static void dq_quant(void *vctx, int64_t b, int64_t e, int tid) {
+    const dq_job *j = vctx;
+    const float s = j->s, zi = j->zi;
+    const float *restrict x = j->x;   /* (locals: a byte store through j->y could alias j, and the loop would not vectorise) */
+    uint8_t *restrict y = j->y;
+    (void)tid;
+    for (int64_t i = b; i < e; i++) {
         float v = nearbyintf(x[i] / s) + zi;
         v = v >= 0.0f ? v : 0.0f;   /* (NaN: 0) */
         v = v <= 255.0f ? v : 255.0f;
         y[i] = (uint8_t)v;
     }
+}
+
+/* Both passes split over the threads: the range per chunk (max and min come out the same
+ * whatever the chunks), then the quantization. */
+void cuvil_dynamic_quantize(int64_t n, const float *x, uint8_t *y, float *scale, uint8_t *zp) {
+    dq_job j;
+    j.x = x, j.y = y, j.n = n;
+    const int th = cuvil_threads();
+    const int64_t want = n >= 32768 && th > 1 ? (2 * th < DQ_CHUNKS ? 2 * th : DQ_CHUNKS) : 1;
+    j.per = n > 0 ? ((n + want - 1) / want + 63) / 64 * 64 : 1;
+    const int64_t chunks = n > 0 ? (n + j.per - 1) / j.per : 0;
+    float mx = 0.0f, mn = 0.0f;
+    if (chunks <= 1) {
+        range0(n, x, &mx, &mn);
+    } else {
+        cuvil_parallel_for(chunks, dq_range, &j);
+        for (int64_t c = 0; c < chunks; c++) {
+            mx = j.mx[c] > mx ? j.mx[c] : mx;
+            mn = j.mn[c] < mn ? j.mn[c] : mn;
+        }
+    }
+    const float s = (mx == mn ? 1.0f : (mx - mn)) / 255.0f;
+    float z = 0.0f - mn / s;
+    z = z < 0.0f ? 0.0f : z > 255.0f ? 255.0f : z;
+    const float zi = nearbyintf(z);
+    j.s = s, j.zi = zi;
+    cuvil_parallel_range(n, 16384, dq_quant, &j);
     *scale = s;
     *zp = (uint8_t)zi;
 }

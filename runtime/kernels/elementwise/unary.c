@@ -88,7 +88,7 @@ void cuvil_f32_unary__scalar(const cuvil_act_params *a, const float *x, float *y
     for (size_t i = 0; i < n; i++) y[i] = cuvil_f32_act1(a, x[i]);
 }
 
-void cuvil_f32_unary(const cuvil_act_params *a, const float *x, float *y, size_t n) {
+static void unary_serial(const cuvil_act_params *a, const float *x, float *y, size_t n) {
     const float al = a->alpha, be = a->beta;
     switch (a->act) {
     case CUVIL_ACT_NONE:
@@ -149,6 +149,25 @@ void cuvil_f32_unary(const cuvil_act_params *a, const float *x, float *y, size_t
         cuvil_f32_unary__scalar(a, x, y, n);
         return;
     }
+}
+
+typedef struct unary_job {
+    const cuvil_act_params *a;
+    const float *x;
+    float *y;
+} unary_job;
+
+static void unary_range(void *vctx, int64_t b, int64_t e, int tid) {
+    const unary_job *j = vctx;
+    (void)tid;
+    unary_serial(j->a, j->x + b, j->y + b, (size_t)(e - b));
+}
+
+/* split over the threads above 8192 elements (a GELU over BERT-base's 128 x 3072 took 0.16 ms
+ * on one thread while the other waited) */
+void cuvil_f32_unary(const cuvil_act_params *a, const float *x, float *y, size_t n) {
+    unary_job j = {a, x, y};
+    cuvil_parallel_range((int64_t)n, 8192, unary_range, &j);
 }
 
 void cuvil_f32_vexp(const float *x, float *y, size_t n) {

@@ -62,20 +62,35 @@ void cuvil_f32_instance_norm(const cuvil_instance_norm_params *p, const float *x
     }
 }
 
-void cuvil_f32_layer_norm(const cuvil_layer_norm_params *p, const float *x, const float *scale, const float *bias,
-                          float *y, float *mean, float *inv_std) {
-    const int64_t n = p->len;
-    if (n <= 0) return;
-    for (int64_t r = 0; r < p->rows; r++) {
-        const float *xr = x + r * n;
-        float *yr = y + r * n;
+typedef struct ln_job {
+    const cuvil_layer_norm_params *p;
+    const float *x, *scale, *bias;
+    float *y, *mean, *inv_std;
+} ln_job;
+
+static void ln_rows(void *vctx, int64_t r0, int64_t r1, int tid) {
+    const ln_job *j = vctx;
+    const int64_t n = j->p->len;
+    const float *scale = j->scale, *bias = j->bias;
+    (void)tid;
+    for (int64_t r = r0; r < r1; r++) {
+        const float *xr = j->x + r * n;
+        float *yr = j->y + r * n;
         float m, inv;
-        row_stats(xr, n, p->epsilon, p->rms, &m, &inv);
-        if (mean) mean[r] = m;
-        if (inv_std) inv_std[r] = inv;
+        row_stats(xr, n, j->p->epsilon, j->p->rms, &m, &inv);
+        if (j->mean) j->mean[r] = m;
+        if (j->inv_std) j->inv_std[r] = inv;
         if (bias)
             for (int64_t i = 0; i < n; i++) yr[i] = (xr[i] - m) * inv * scale[i] + bias[i];
         else
             for (int64_t i = 0; i < n; i++) yr[i] = (xr[i] - m) * inv * scale[i];
     }
+}
+
+/* rows split over the threads (chunks of at least 16384 / len rows) */
+void cuvil_f32_layer_norm(const cuvil_layer_norm_params *p, const float *x, const float *scale, const float *bias,
+                          float *y, float *mean, float *inv_std) {
+    if (p->len <= 0) return;
+    ln_job j = {p, x, scale, bias, y, mean, inv_std};
+    cuvil_parallel_range(p->rows, 16384 / p->len, ln_rows, &j);
 }

@@ -302,6 +302,36 @@ const cuvil_pool *cuvil_pool_bind(const cuvil_pool *p) {
 
 int cuvil_threads(void) { return cuvil_pool_threads(bound_pool); }
 
+typedef struct range_job {
+    cuvil_range_fn fn;
+    void *ctx;
+    int64_t n, per;
+} range_job;
+
+static void range_task(void *vctx, int64_t t, int tid) {
+    const range_job *j = vctx;
+    const int64_t b = t * j->per, e = b + j->per < j->n ? b + j->per : j->n;
+    j->fn(j->ctx, b, e, tid);
+}
+
+void cuvil_parallel_range(int64_t n, int64_t grain, cuvil_range_fn fn, void *ctx) {
+    const int th = cuvil_threads();
+    if (n <= 0) return;
+    grain = grain < 1 ? 1 : grain;
+    if (th <= 1 || n < 2 * grain) {
+        fn(ctx, 0, n, 0);
+        return;
+    }
+    /* 2 chunks a thread (a late thread's share is taken by the others), at least `grain`
+     * each; with a grain of 64 or more, whole multiples of 64 (cache lines of floats and
+     * bytes alike) */
+    int64_t tasks = 2 * (int64_t)th, per = (n + tasks - 1) / tasks;
+    per = per < grain ? grain : per;
+    if (grain >= 64) per = (per + 63) / 64 * 64;
+    range_job j = {fn, ctx, n, per};
+    cuvil_parallel_for((n + per - 1) / per, range_task, &j);
+}
+
 void *cuvil_thread_scratch(void *scratch, int tid) {
     return (char *)scratch + (size_t)tid * cuvil_pool_scratch_stride(bound_pool);
 }
