@@ -137,11 +137,11 @@ int cuvil_threads(void);
 /* Runs fn(ctx, t, tid) for t in [0, n_tasks) on the bound pool's threads; returns when all
  * are done. tid < cuvil_threads() names the thread (for its scratch slice). */
 void cuvil_parallel_for(int64_t n_tasks, cuvil_task_fn fn, void *ctx);
-/* fn(ctx, begin, end, tid) over [0, n) in contiguous chunks of at least grain elements (whole
- * multiples of 64 when grain >= 64; one call of the whole range on one thread or when n < 2
- * grain): the split of an element-wise or row-wise kernel. */
+/* fn(ctx, begin, end, tid) over [0, n) in contiguous chunks of at least grain elements, whole
+ * multiples of align (one call of the whole range on one thread or when n < 2 grain): the split
+ * of an element-wise (align 64: cache lines) or row-wise (align 1) kernel. */
 typedef void (*cuvil_range_fn)(void *ctx, int64_t begin, int64_t end, int tid);
-void cuvil_parallel_range(int64_t n, int64_t grain, cuvil_range_fn fn, void *ctx);
+void cuvil_parallel_range(int64_t n, int64_t grain, int64_t align, cuvil_range_fn fn, void *ctx);
 void *cuvil_thread_scratch(void *scratch, int tid);
 
 /* ===== 4-bit weights (q4gemm.c) ===================================================== */

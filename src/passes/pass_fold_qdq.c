@@ -234,17 +234,16 @@ static cir_node *sole_f32_reader(cir_graph *g, const cir_node *n, const cir_valu
 }
 
 /* r = binary(v, other) or binary(other, v) of v's shape: the other operand when it is float32
- * and one value, or one per column (its last dim N, the others 1, no more dims than v) */
+ * and one value, or one per column ([N] or [1, N]: what qlinear_matmul's scale takes) */
 static cir_value *per_column_operand(cir_graph *g, cir_node *r, const cir_value *v, int64_t N) {
     if (r->n_in != 2 || !cir_in(g, r, 0) || !cir_in(g, r, 1) || !cir_same_dims(cir_out(g, r, 0), v)) return NULL;
     cir_value *o = cir_in(g, r, 0) == v ? cir_in(g, r, 1) : cir_in(g, r, 0);
     if (o == v || o->dtype != CIR_F32 || !cir_value_fixed(o) || o->ndim > v->ndim) return NULL;
     if (cir_numel(o) == 1) return o;
-    return o->ndim >= 1 && o->dims[o->ndim - 1] == N && cir_numel(o) == N ? o : NULL;
+    return o->ndim >= 1 && o->ndim <= 2 && o->dims[o->ndim - 1] == N && cir_numel(o) == N ? o : NULL;
 }
 
-/* ONNX Runtime's dynamic form, as quantize_dynamic writes it (and its DynamicQuantizeMatMul /
- * MatMulIntegerToFloat import as):
+/* ONNX Runtime's dynamic form, as quantize_dynamic writes it:
  *
  *   matmul_integer(a, b, az, bz) -> cast(float32) -> mul(s) [-> add(bias)]
  *
@@ -295,6 +294,39 @@ static cuvil_status fold_dynamic(cir_graph *g, cir_node *n) {
     n->dead = c->dead = true;
     if (fb) mu->dead = true;
     if ((st = last->def->infer(g, last))) return st;
+    cir_graph_count_uses(g);
+    return CUVIL_OK;
+}
+
+/* qlinear_matmul's float form without a bias (com.microsoft DynamicQuantizeMatMul and
+ * MatMulIntegerToFloat import as it, their bias as an Add after it) -> add(bias), the bias one
+ * value or one per column: the bias into the epilogue (input 9), added after the scale as the
+ * Add did. */
+static cuvil_status fold_float_bias(cir_graph *g, cir_node *n) {
+    cir_value *y = cir_out(g, n, 0);
+    if (n->n_post || n->half != CIR_UNDEF || y->dtype != CIR_F32 || cir_in(g, n, 6) || cir_in(g, n, 8) || cir_in(g, n, 9) ||
+        cir_attr_float(n, "min") != -INFINITY || cir_attr_float(n, "max") != INFINITY || !cir_in(g, n, 0) || !cir_in(g, n, 3) ||
+        !i8t(cir_in(g, n, 0)->dtype) || !i8t(cir_in(g, n, 3)->dtype) || cir_in(g, n, 1)->dtype != CIR_F32)
+        return CUVIL_OK;
+    cir_node *ad = sole_f32_reader(g, n, y, CIR_OP_ADD);
+    cir_value *fb = ad ? per_column_operand(g, ad, y, y->dims[y->ndim - 1]) : NULL;
+    if (!fb) return CUVIL_OK;
+    int *in = cuvil_arena_alloc(&g->arena, sizeof(int) * 11);
+    const char *note = in ? cuvil_fused_note(g, n->fused, ad->src_op) : NULL;
+    if (!note) return g->ctx->status ? g->ctx->status : cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < 10; i++) in[i] = i < n->n_in ? n->in[i] : -1;
+    in[9] = fb->id;
+    /* the Add (after every operand's producer) becomes the product, under n's name */
+    ad->name = n->name;
+    ad->src_op = n->src_op;
+    ad->fused = note;
+    ad->n_attrs = 0;
+    cir_node_rekind(ad, CIR_OP_QLINEAR_MATMUL);
+    ad->in = in;
+    ad->n_in = 10;
+    n->dead = true;
+    cuvil_status st = ad->def->infer(g, ad);
+    if (st) return st;
     cir_graph_count_uses(g);
     return CUVIL_OK;
 }
@@ -393,6 +425,7 @@ cuvil_status cuvil_pass_fold_qdq(cir_graph *g, const cuvil_options *o) {
         if (n->kind == CIR_OP_CONV || n->kind == CIR_OP_MATMUL || n->kind == CIR_OP_GEMM) s = fold(g, n, &why);
         else if (n->kind == CIR_OP_ADD) s = fold_add(g, n);
         else if (n->kind == CIR_OP_MATMUL_INTEGER) s = fold_dynamic(g, n);
+        else if (n->kind == CIR_OP_QLINEAR_MATMUL) s = fold_float_bias(g, n);
         if (s) return s;
         if (why && g->quant) {   /* Cuvil's own quantizer left its weights in float on purpose, and says so itself */
             const cir_value *w = cir_in(g, n, 1);

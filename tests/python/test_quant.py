@@ -308,6 +308,9 @@ def test_ms_qoperator(tmp_path, name):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
     else:
         assert np.abs(got.astype(np.int32) - want).max() <= 1 and np.mean(got == want) > 0.97
+    if name in ("DynamicQuantizeMatMul", "MatMulIntegerToFloat"):   # the bias in the GEMM's epilogue, no Add after it
+        ir = tl.compile(path, tmp_path / "ir", emit="ir").read_text()
+        assert " = add " not in ir and ir.count(" = qlinear_matmul ") == 1 and ", _, _, _, %" in ir, ir
 
 
 def test_qlinear_conv_refuses_bad_params(tmp_path):
@@ -458,6 +461,7 @@ DYN_CASES = {   # case: (the scale's shape, the bias' shape or None, a second re
     "column_scales_scalar_bias": ((1, 12), (), False, True),
     "row_scales": ((5, 1), None, False, False),       # one per row: not the epilogue's
     "cast_read_twice": ((), (12,), True, False),       # the int32 sum wanted as float elsewhere
+    "scale_rank3": ((1, 1, 12), None, False, False),   # per column but of rank 3: stays as it is, and compiles
 }
 
 

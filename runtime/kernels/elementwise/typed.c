@@ -1195,7 +1195,7 @@ void cuvil_dynamic_quantize(int64_t n, const float *x, uint8_t *y, float *scale,
     z = z < 0.0f ? 0.0f : z > 255.0f ? 255.0f : z;
     const float zi = nearbyintf(z);
     j.s = s, j.zi = zi;
-    cuvil_parallel_range(n, 16384, dq_quant, &j);
+    cuvil_parallel_range(n, 16384, 64, dq_quant, &j);
     *scale = s;
     *zp = (uint8_t)zi;
 }

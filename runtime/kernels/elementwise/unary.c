@@ -166,8 +166,12 @@ static void unary_range(void *vctx, int64_t b, int64_t e, int tid) {
 /* split over the threads above 8192 elements (a GELU over BERT-base's 128 x 3072 took 0.16 ms
  * on one thread while the other waited) */
 void cuvil_f32_unary(const cuvil_act_params *a, const float *x, float *y, size_t n) {
+    if (n < 2 * 8192) {   /* (no thread lookup: some kernels call it per element) */
+        unary_serial(a, x, y, n);
+        return;
+    }
     unary_job j = {a, x, y};
-    cuvil_parallel_range((int64_t)n, 8192, unary_range, &j);
+    cuvil_parallel_range((int64_t)n, 8192, 64, unary_range, &j);
 }
 
 void cuvil_f32_vexp(const float *x, float *y, size_t n) {

@@ -417,7 +417,7 @@ static void qtask(void *vctx, int64_t t, int tid) {
              * them once) */
             const int64_t slice = kk * 64 * uk->bw, after = (n0 + nc - (n + np * QNR) + QNR - 1) / QNR;
             const int npf = after >= 2 && uk->fn2 ? 2 : after >= 1 ? 1 : 0;
-            const char *next = (const char *)bpan + np * pstride;
+            const char *next = npf ? (const char *)bpan + np * pstride : NULL;   /* (not past packed B) */
             const int64_t per = (slice + ((mc + mr - 1) / mr) * 64 - 1) / (((mc + mr - 1) / mr) * 64) * 64;
             int64_t pf = npf ? 0 : slice;
             for (int64_t m = m0; m < m0 + mc; m += mr) {

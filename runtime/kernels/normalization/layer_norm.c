@@ -92,5 +92,5 @@ void cuvil_f32_layer_norm(const cuvil_layer_norm_params *p, const float *x, cons
                           float *y, float *mean, float *inv_std) {
     if (p->len <= 0) return;
     ln_job j = {p, x, scale, bias, y, mean, inv_std};
-    cuvil_parallel_range(p->rows, 16384 / p->len, ln_rows, &j);
+    cuvil_parallel_range(p->rows, 16384 / p->len, 1, ln_rows, &j);
 }

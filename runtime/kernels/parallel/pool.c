@@ -314,20 +314,20 @@ static void range_task(void *vctx, int64_t t, int tid) {
     j->fn(j->ctx, b, e, tid);
 }
 
-void cuvil_parallel_range(int64_t n, int64_t grain, cuvil_range_fn fn, void *ctx) {
+void cuvil_parallel_range(int64_t n, int64_t grain, int64_t align, cuvil_range_fn fn, void *ctx) {
     const int th = cuvil_threads();
     if (n <= 0) return;
     grain = grain < 1 ? 1 : grain;
+    align = align < 1 ? 1 : align;
     if (th <= 1 || n < 2 * grain) {
-        fn(ctx, 0, n, 0);
+        fn(ctx, 0, n, my_tid);   /* (inside another kernel's task: that thread's index) */
         return;
     }
     /* 2 chunks a thread (a late thread's share is taken by the others), at least `grain`
-     * each; with a grain of 64 or more, whole multiples of 64 (cache lines of floats and
-     * bytes alike) */
+     * each, whole multiples of `align` */
     int64_t tasks = 2 * (int64_t)th, per = (n + tasks - 1) / tasks;
     per = per < grain ? grain : per;
-    if (grain >= 64) per = (per + 63) / 64 * 64;
+    per = (per + align - 1) / align * align;
     range_job j = {fn, ctx, n, per};
     cuvil_parallel_for((n + per - 1) / per, range_task, &j);
 }
