@@ -33,7 +33,7 @@ static void reference(const cuvil_attention_params *p, const float *q, const flo
         for (int64_t h = 0; h < p->heads; h++)
             for (int64_t i = 0; i < p->q_len; i++) {
                 double *yr = y + b * p->y_bs + h * p->y_hs + i * p->y_rs;
-                double s[512], mx = -INFINITY, sum = 0;
+                double s[2048], mx = -INFINITY, sum = 0;   /* (kv_len <= 2048 in every case here) */
                 for (int64_t j = 0; j < p->kv_len; j++) {
                     double acc = 0;
                     for (int64_t d = 0; d < p->dim; d++)
@@ -63,6 +63,8 @@ static void reference(const cuvil_attention_params *p, const float *q, const flo
 
 /* mask_kind: 0 none, 1 float [b, 1, 1, kv] padding mask (-inf past a length per batch item; the
  * last item sees nothing when hide_all), 2 boolean [b, 1, q, kv] random with the diagonal kept */
+static int64_t bound_q, bound_kv;   /* nonzero: size the scratch for these (symbolic dims' upper bounds) */
+
 static void run(const char *name, int64_t B, int64_t H, int64_t Q, int64_t KV, int64_t D, int64_t DV, layout lay,
                 int mask_kind, int causal, int empty_zero, int hide_all) {
     cuvil_attention_params p;
@@ -102,10 +104,23 @@ static void run(const char *name, int64_t B, int64_t H, int64_t Q, int64_t KV, i
         mask = m;
     }
     reference(&p, q, k, v, mask, ref);
-    const size_t per = CUVIL_ALIGN_UP(cuvil_f32_attention_scratch_size(&p), 64);
+    /* the scratch sized as a build with symbolic dims sizes it: for the upper bounds */
+    cuvil_attention_params pb = p;
+    pb.q_len = bound_q > Q ? bound_q : Q, pb.kv_len = bound_kv > KV ? bound_kv : KV;
+    const size_t per = CUVIL_ALIGN_UP(cuvil_f32_attention_scratch_size(&pb), 64);
     void *scratch = ktu_alloc(3 * per);
+    unsigned char *one = ktu_alloc(per + 256);   /* one thread's slice and a canary after it */
+    memset(one + per, 0xA5, 256);
     for (size_t i = 0; i < ny; i++) y[i] = y3[i] = ys[i] = 12345.0f;   /* every y must be written */
-    cuvil_f32_attention(&p, q, k, v, mask, y, scratch);
+    cuvil_f32_attention(&p, q, k, v, mask, y, one);
+    ktu_checks++;
+    for (int i = 0; i < 256; i++)
+        if (one[per + (size_t)i] != 0xA5) {
+            ktu_fail("attention %s wrote past its scratch (sized for q %lld, kv %lld)", name, (long long)pb.q_len,
+                     (long long)pb.kv_len);
+            break;
+        }
+    free(one);
     cuvil_f32_attention__scalar(&p, q, k, v, mask, ys);
     cuvil_pool *pool = cuvil_pool_create(3, per, ktu_aligned_alloc, ktu_aligned_free, NULL);
     if (!pool) ktu_fail("no thread pool");
@@ -128,8 +143,19 @@ static void run(const char *name, int64_t B, int64_t H, int64_t Q, int64_t KV, i
 int main(void) {
     setenv("CUVIL_OVERSUBSCRIBE", "1", 1);
     const layout proj = {1}, heads = {0};
-    /* BERT: the projections' layout, a padding mask, 70 rows (a block of 64 and one of 6) */
-    run("bert-like", 2, 3, 70, 70, 16, 16, proj, 1, 0, 0, 0);
+    /* BERT: the projections' layout, a padding mask, 140 rows (a block of 128 and one of 12) */
+    run("bert-like", 2, 3, 140, 140, 16, 16, proj, 1, 0, 0, 0);
+    /* a build for up to 1100 (or 300) rows and keys, run at fewer: blocks of 64 rows past 1024
+     * keys, of 128 below; the GEMMs' K blocks (the keys) are not monotonic in K */
+    const int64_t runs[][3] = {{1100, 1100, 1100}, {1100, 1024, 1024}, {1100, 700, 300}, {300, 256, 256}, {300, 200, 129}};
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        char nm[96];
+        snprintf(nm, sizeof nm, "bounded by %lld, run at q %lld kv %lld", (long long)runs[i][0], (long long)runs[i][2],
+                 (long long)runs[i][1]);
+        bound_q = bound_kv = runs[i][0];
+        run(nm, 1, 2, runs[i][2], runs[i][1], 16, 16, proj, 1, 0, 0, 0);
+    }
+    bound_q = bound_kv = 0;
     run("bert-like, one item masked out, rows to 0", 3, 2, 9, 9, 8, 8, proj, 1, 0, 1, 1);
     run("bert-like, one item masked out, rows NaN", 3, 2, 9, 9, 8, 8, proj, 1, 0, 0, 1);
     /* GPT-2: the prompt (causal, square), a decode step after a cache, a chunk after a cache */

@@ -492,7 +492,10 @@ size_t cuvil_gemm_job_scratch_size(int64_t M, int64_t N, int64_t K,
                                    const cuvil_gemm_blocking *b) {
     if (M <= 0 || N <= 0 || K <= 0) return 0;
     const int64_t mr = b->uk->mr, nr = b->uk->nr;
-    const int64_t kc = pick_kc(K, b->kc);
+    /* (not pick_kc(K): its equal blocks are not monotonic in K, 300 gives 150 where 256 gives
+     * 256, and a caller with symbolic dims sizes the scratch for their upper bounds, the run
+     * taking any K up to them) */
+    const int64_t kc = cuvil_min_i64(K, b->kc);
     const int64_t mc = CUVIL_ALIGN_UP(cuvil_min_i64(b->mc, M), mr);
     const int64_t nc = CUVIL_ALIGN_UP(cuvil_min_i64(b->nc, N), nr);
     size_t a_bytes = CUVIL_ALIGN_UP((size_t)(mc * kc) * sizeof(float), 64);
