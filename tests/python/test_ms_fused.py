@@ -134,6 +134,27 @@ def test_contrib_activations_matmul_norms_softmax(tmp_path):
     tl.check_vs_ort(model, path, feeds, rtol=1e-4, atol=1e-5)
 
 
+def test_fused_matmul_transposes_intermediate_operands(tmp_path):
+    """transA / transB of an operand the graph computes (its rank not declared, as in models ONNX
+    Runtime's optimiser saved): the transpose waits for shape inference; a rank-1 operand is
+    refused there, naming it."""
+    rng = np.random.default_rng(6)
+    nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Concat", ["y", "y"], ["c"], axis=2),
+             helper.make_node("FusedMatMul", ["r", "y"], ["a"], domain=MS, transA=1, alpha=2.0),
+             helper.make_node("FusedMatMul", ["r", "c"], ["b"], domain=MS, transA=1),
+             helper.make_node("FusedMatMul", ["c", "c"], ["d"], domain=MS, transB=1, alpha=0.5)]
+    vis = [_vi("x", F, [2, 4, 5]), _vi("y", F, [2, 4, 3])]
+    path = _ms_model(tmp_path / "f.onnx", nodes, vis, [("a", F), ("b", F), ("d", F)])
+    model = cuvil.load(tl.compile(path, tmp_path / "f"))
+    feeds = {"x": rng.standard_normal((2, 4, 5)).astype(np.float32), "y": rng.standard_normal((2, 4, 3)).astype(np.float32)}
+    tl.check_vs_ort(model, path, feeds, rtol=1e-5, atol=1e-6)
+    bad = _ms_model(tmp_path / "bad.onnx", [helper.make_node("ReduceMean", ["x"], ["v"], keepdims=0, axes=[0, 1]),
+                                            helper.make_node("FusedMatMul", ["v", "v"], ["z"], domain=MS, transA=1)],
+                    [_vi("x", F, [2, 4, 5])], [("z", F)])
+    with pytest.raises(tl.CuvilError, match="has rank 1; swapping its last two dims needs 2 or more"):
+        tl.compile(bad, tmp_path / "bad")
+
+
 def test_bias_softmax_against_numpy(tmp_path):   # (ONNX Runtime has it for CUDA only)
     rng = np.random.default_rng(4)
     node = helper.make_node("BiasSoftmax", ["x", "sb"], ["bs"], domain=MS, axis=1, is_inner_broadcast=1)

@@ -495,6 +495,32 @@ def test_dynamic_fold_edges(tmp_path, case):
     assert (" = qlinear_matmul " in ir and " = matmul_integer " not in ir) == folds, ir
 
 
+MAXPOOL8 = [  # (input shape, attributes)
+    ((1, 4, 16, 16), dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])),   # ResNet's stem
+    ((2, 3, 9, 10), dict(kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)),
+    ((1, 3, 10, 11), dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=1)),
+    ((1, 2, 7, 7), dict(kernel_shape=[2, 2], strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=1)),
+    ((1, 3, 30, 31), dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], dilations=[2, 2], ceil_mode=1)),
+    ((1, 2, 7, 8), dict(kernel_shape=[3, 2], strides=[1, 3], pads=[0, 1, 2, 0])),
+    ((1, 2, 3, 2100), dict(kernel_shape=[2, 3], strides=[1, 2], pads=[1, 1, 1, 1])),   # wider than the row buffer
+]
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8])
+@pytest.mark.parametrize("case", range(len(MAXPOOL8)))
+def test_maxpool_8bit(tmp_path, dtype, case):
+    """MaxPool of uint8 / int8 (a QOperator model's, between QLinearConvs) against ONNX Runtime,
+    exactly: pads, ceil_mode, dilations, asymmetric windows, the row-wise kernel and the general
+    one past its buffer."""
+    shape, attrs = MAXPOOL8[case]
+    rng = np.random.default_rng(case)
+    x = _q(rng, dtype, shape)
+    t = T8[dtype]
+    path = _model(tmp_path, [helper.make_node("MaxPool", ["x"], ["y"], **attrs)], [helper.make_tensor_value_info("x", t, shape)],
+                  [("y", t)], [], opset=12)
+    np.testing.assert_array_equal(tl.compile_and_run(path, {"x": x}, tmp_path / "run")["y"], tl.ort_run(path, {"x": x})["y"])
+
+
 def _ort_float(path, feeds):
     """ONNX Runtime without its graph optimisations: the QDQ model's float semantics."""
     import onnxruntime as ort

@@ -615,3 +615,19 @@ def test_range_from_zero_runs_empty_tensors(tmp_path):
         tl.assert_outputs_close(tl.run(so, feed, tmp_path / f"p{past}"), tl.ort_run(m, feed))
     proc = tl.compile_raw(p, tmp_path / "zero.so", dims={"past": "0"})
     assert proc.returncode != 0 and "--dim" in proc.stderr, proc.stderr
+
+
+def test_reshape_count_mismatch_names_input_then_output(tmp_path):
+    """A Reshape of a symbolic input whose element count the run finds wrong: the message gives
+    the input's count, then the output's, as it says."""
+    g = helper.make_graph([helper.make_node("Reshape", ["x", "s"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n"])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          [onnx.numpy_helper.from_array(np.array([2, 4096], np.int64), "s")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    path = tmp_path / "r.onnx"
+    onnx.save(m, path)
+    so = tl.compile(path, tmp_path / "b", dims={"n": "1:10000"})
+    with pytest.raises(tl.CuvilError, match=r"element counts of input and output differ \(1792 and 8192\)"):
+        tl.run(so, {"x": np.zeros(1792, np.float32)}, tmp_path / "run")

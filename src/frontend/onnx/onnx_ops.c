@@ -877,8 +877,9 @@ static cuvil_status map_ms_gelu(onnx_mapper *m, onnx_node *on, cir_op_kind kind)
     return step(m, on, CIR_OP_GELU, 1, &x, on->out[0], "y", &ap, 1) < 0 ? m->g->ctx->status : CUVIL_OK;
 }
 
-/* FusedMatMul: alpha * op(A) op(B), op a transpose of the last two dims (the operand's rank
- * declared) where transA/transB say; the batch transposes are refused. */
+/* FusedMatMul: alpha * op(A) op(B), op a transpose of the last two dims where transA/transB
+ * say (an operand of undeclared rank: the transpose's swap_last2, resolved by shape
+ * inference); the batch transposes are refused. */
 static cuvil_status map_ms_fused_matmul(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
     if (attr_int(on, "transBatchA", 0) || attr_int(on, "transBatchB", 0))
         return node_err(m, on, CUVIL_ERR_UNSUPPORTED, "transBatchA/transBatchB are not supported");
@@ -890,9 +891,11 @@ static cuvil_status map_ms_fused_matmul(onnx_mapper *m, onnx_node *on, cir_op_ki
     for (int i = 0; i < 2; i++) {
         if (!tr[i]) continue;
         cir_value *v = cir_val(m->g, op[i]);
-        if (v->ndim < 2)
-            return node_err(m, on, CUVIL_ERR_UNSUPPORTED, "trans%c needs the rank of '%s' declared (at least 2)", 'A' + i,
-                            v->name);
+        if (v->ndim < 2) {   /* (a rank not declared, or below 2: shape inference knows, or says) */
+            cuvil_attr sa = {.name = "swap_last2", .type = CUVIL_ATTR_INT, .i = 1};
+            if ((op[i] = step(m, on, CIR_OP_TRANSPOSE, 1, &op[i], -1, i ? "Bt" : "At", &sa, 1)) < 0) return m->g->ctx->status;
+            continue;
+        }
         int64_t perm[CIR_MAX_DIMS];
         for (int d = 0; d < v->ndim; d++) perm[d] = d;
         perm[v->ndim - 2] = v->ndim - 1;

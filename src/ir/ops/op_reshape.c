@@ -21,7 +21,7 @@ static cuvil_status set_out(cir_graph *g, cir_node *n, int ndim, const cir_dim *
         return cir_node_err(g, n, CUVIL_ERR_SHAPE, "cannot reshape '%s' %s (%lld elements) to %lld elements", x->name,
                             cir_shape_str(g, x, sx, sizeof sx), (long long)have->c, (long long)cnt->c);
     }
-    cuvil_status s = cir_require_eq(g, n, cnt, have, "the element counts of input and output");
+    cuvil_status s = cir_require_eq(g, n, have, cnt, "the element counts of input and output");   /* (in that order) */
     if (s) return s;
     cir_set_shape_x(cir_out(g, n, 0), x->dtype, ndim, dx);
     return CUVIL_OK;

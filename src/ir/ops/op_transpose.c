@@ -63,6 +63,19 @@ cuvil_status op_transpose_params(cir_graph *g, cir_node *n, cuvil_transpose_para
 static cuvil_status transpose_infer(cir_graph *g, cir_node *n) {
     cuvil_status s = op_check_arity(g, n, 1, 1, 1, 1);
     if (s) return s;
+    /* swap_last2 (a frontend's transpose of an operand whose rank the model does not declare,
+     * com.microsoft FusedMatMul's transA/transB): the perm once the rank is known */
+    if (cir_attr_int(n, "swap_last2") && !cir_attr_has(n, "perm")) {
+        cir_value *x = cir_in(g, n, 0);
+        if (x->ndim < 2)
+            return cir_node_err(g, n, CUVIL_ERR_SHAPE, "input '%s' has rank %d; swapping its last two dims needs 2 or more",
+                                x->name, x->ndim);
+        int64_t perm[CIR_MAX_DIMS];
+        for (int d = 0; d < x->ndim; d++) perm[d] = d;
+        perm[x->ndim - 2] = x->ndim - 1, perm[x->ndim - 1] = x->ndim - 2;
+        cuvil_attr pa = {.name = "perm", .type = CUVIL_ATTR_INTS, .ints = perm, .n = (size_t)x->ndim};
+        if ((s = cir_node_set_attr(g, n, &pa))) return s;
+    }
     cuvil_transpose_params p;
     if ((s = op_transpose_params(g, n, &p))) return s;
     cir_value *x = cir_in(g, n, 0);
@@ -210,7 +223,8 @@ static cuvil_status concat_fold(cir_graph *g, cir_node *n) {
     return CUVIL_OK;
 }
 
-static const cir_attr_spec transpose_attrs[] = {{"perm", CIR_ATTR_INTS, 0, 0, NULL, false}, CIR_ATTR_END};
+static const cir_attr_spec transpose_attrs[] = {{"perm", CIR_ATTR_INTS, 0, 0, NULL, false},
+                                                {"swap_last2", CIR_ATTR_INT, 0, 0, NULL, false}, CIR_ATTR_END};
 static const cir_attr_spec concat_attrs[] = {{"axis", CIR_ATTR_INT, 0, 0, NULL, true}, CIR_ATTR_END};
 
 const cir_opdef cir_op_transpose = {"transpose", CIR_OPF_SYM_DIMS, 1, 1, 1, 1, transpose_attrs, transpose_infer, transpose_fold, NULL, 0};
