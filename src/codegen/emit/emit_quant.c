@@ -168,11 +168,16 @@ static cuvil_status imatmul_fast(cg_ctx *cg, cir_graph *g, cir_node *n, const op
     const size_t ysz = kind == CUVIL_QEPI_REQUANT ? 1 : 4;
     cg_printf(cg, "        for (int64_t q = 0; q < %lld; q++) {\n            E.y = (char *)%s + (size_t)(q * %lld) * %zu;\n",
               (long long)reps, cg_out(cg, n->out[0]), (long long)(rows * m->N), ysz);
-    cg_printf(cg, "            cuvil_qgemm(%s, %lld, %lld, %s, (const int8_t *)%s + q * %lld, %lld, NULL, %s, (const int8_t *)%s + q * %lld, "
+    /* B itself only where it is not packed: a reference would put the constant in the library
+     * beside its packed copy (BERT-base's int8 weights stored twice) */
+    char braw[512];
+    if (bconst) snprintf(braw, sizeof braw, "NULL");
+    else snprintf(braw, sizeof braw, "(const int8_t *)%s + q * %lld", cg_in(cg, n->in[ib]), (long long)m->b_bs);
+    cg_printf(cg, "            cuvil_qgemm(%s, %lld, %lld, %s, (const int8_t *)%s + q * %lld, %lld, NULL, %s, %s, "
               "%lld, %s, %s, %lld, %s, %lld, &E, %s);\n        }\n    }\n", rows_c, (long long)m->N, (long long)m->K,
-              cg_rt_type(a->dtype), cg_in(cg, n->in[ia]), (long long)m->a_bs, (long long)m->K, cg_rt_type(b->dtype),
-              cg_in(cg, n->in[ib]), (long long)m->b_bs, (long long)m->N, bp, az ? cg_in(cg, n->in[iaz]) : "NULL",
-              (long long)az_n, bz ? cg_in(cg, n->in[ibz]) : "NULL", (long long)bz_n, S);
+              cg_rt_type(a->dtype), cg_in(cg, n->in[ia]), (long long)m->a_bs, (long long)m->K, cg_rt_type(b->dtype), braw,
+              (long long)m->N, bp, az ? cg_in(cg, n->in[iaz]) : "NULL", (long long)az_n, bz ? cg_in(cg, n->in[ibz]) : "NULL",
+              (long long)bz_n, S);
     return CUVIL_OK;
 }
 
