@@ -243,6 +243,22 @@ static cir_value *per_column_operand(cir_graph *g, cir_node *r, const cir_value 
     return o->ndim >= 1 && o->ndim <= 2 && o->dims[o->ndim - 1] == N && cir_numel(o) == N ? o : NULL;
 }
 
+/* The last node of a folded chain (after every operand's producer) becomes the product
+ * qlinear_matmul (in: its 10 inputs), under the name of the chain's first node n, which dies. */
+static cuvil_status become_product(cir_graph *g, cir_node *last, cir_node *n, int *in, const char *note) {
+    last->name = n->name;
+    last->src_op = n->src_op;
+    last->fused = note;
+    last->n_attrs = 0;
+    cir_node_rekind(last, CIR_OP_QLINEAR_MATMUL);
+    last->in = in;
+    last->n_in = 10;
+    n->dead = true;
+    cuvil_status st = last->def->infer(g, last);
+    if (!st) cir_graph_count_uses(g);
+    return st;
+}
+
 /* ONNX Runtime's dynamic form, as quantize_dynamic writes it:
  *
  *   matmul_integer(a, b, az, bz) -> cast(float32) -> mul(s) [-> add(bias)]
@@ -281,21 +297,11 @@ static cuvil_status fold_dynamic(cir_graph *g, cir_node *n) {
     if (note) note = cuvil_fused_note(g, note, mu->src_op);
     if (note && fb) note = cuvil_fused_note(g, note, ad->src_op);
     if (!note) return g->ctx->status ? g->ctx->status : cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
-    /* the last node (after every operand's producer) becomes the product, under n's name */
     const int v[10] = {n->in[0], one_id, az ? n->in[2] : -1, n->in[1], s->id, bz_id, -1, -1, -1, fb ? fb->id : -1};
     memcpy(in, v, sizeof v);
-    last->name = n->name;
-    last->src_op = n->src_op;
-    last->fused = note;
-    last->n_attrs = 0;
-    cir_node_rekind(last, CIR_OP_QLINEAR_MATMUL);
-    last->in = in;
-    last->n_in = 10;
-    n->dead = c->dead = true;
+    c->dead = true;
     if (fb) mu->dead = true;
-    if ((st = last->def->infer(g, last))) return st;
-    cir_graph_count_uses(g);
-    return CUVIL_OK;
+    return become_product(g, last, n, in, note);
 }
 
 /* qlinear_matmul's float form without a bias (com.microsoft DynamicQuantizeMatMul and
@@ -316,19 +322,7 @@ static cuvil_status fold_float_bias(cir_graph *g, cir_node *n) {
     if (!note) return g->ctx->status ? g->ctx->status : cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
     for (int i = 0; i < 10; i++) in[i] = i < n->n_in ? n->in[i] : -1;
     in[9] = fb->id;
-    /* the Add (after every operand's producer) becomes the product, under n's name */
-    ad->name = n->name;
-    ad->src_op = n->src_op;
-    ad->fused = note;
-    ad->n_attrs = 0;
-    cir_node_rekind(ad, CIR_OP_QLINEAR_MATMUL);
-    ad->in = in;
-    ad->n_in = 10;
-    n->dead = true;
-    cuvil_status st = ad->def->infer(g, ad);
-    if (st) return st;
-    cir_graph_count_uses(g);
-    return CUVIL_OK;
+    return become_product(g, ad, n, in, note);
 }
 
 /* Folds node n if it matches; where n is quantized but does not fold, *why says why. */
