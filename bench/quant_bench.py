@@ -9,10 +9,10 @@ each target this machine runs, and times them in rounds that alternate Cuvil and
 each round in its own process (bench/peer_run.py), reporting medians over all rounds.
 
     $VENV/bin/python bench/quant_bench.py [--models resnet50,mobilenet_v2,bert_base] [--rounds 5] [--iters 20]
-        [--threads 1,2] [--work DIR]
+        [--threads 1,2] [--targets x86_64-avx512,x86_64-avx2] [--work DIR]
 
 Each row names its target and, for x86_64-avx2, the integer microkernel: the best this CPU runs
-(AVX-VNNI here) and "2x16__avx2,2x16__avx2_b16" (CUVIL_QGEMM_UKERNEL), what an AVX2 CPU without VNNI runs.
+(AVX-VNNI here) and "6x16__avx2w" (CUVIL_QGEMM_UKERNEL), what an AVX2 CPU without VNNI runs.
 ONNX Runtime picks its own kernels for this CPU in every row. A benchmark, not a test.
 """
 import argparse
@@ -107,6 +107,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--targets", default="x86_64-avx512,x86_64-avx2", help="those of these this machine runs")
     ap.add_argument("--work", default="/tmp/cuvil-quant-bench")
     ap.add_argument("--build", default=os.environ.get("CUVIL_BUILD", str(REPO / "build")))
     args = ap.parse_args()
@@ -115,7 +116,7 @@ def main():
     np.save(work / "x.npy", np.random.RandomState(99).randn(1, 3, 224, 224).astype(np.float32))
     sys.path.insert(0, str(REPO / "tests" / "python"))
     import cuvil_testlib as tl
-    targets = [t for t in ("x86_64-avx512", "x86_64-avx2") if tl.host_runs(t)]
+    targets = [t for t in args.targets.split(",") if tl.host_runs(t)]
     print("| model | target | int8 microkernel | threads | Cuvil int8 ms | ORT int8 ms | ratio | Cuvil f32 ms | int8 speed-up |"
           " Cuvil int8 / ORT int8 peak RSS MB |")
     print("|---|---|---|---|---|---|---|---|---|---|")
@@ -127,7 +128,7 @@ def main():
             for onnx_path, so in ((qdq, so_q), (f32, so_f)):
                 subprocess.run([str(Path(args.build) / "bin" / "cuvil-compile"), "--model", str(onnx_path), "--output",
                                 str(so), "--target", t], check=True)
-            variants = [None] + (["2x16__avx2,2x16__avx2_b16"] if t == "x86_64-avx2" else [])
+            variants = [None] + (["6x16__avx2w"] if t == "x86_64-avx2" else [])
             for uk in variants:
                 env = dict(os.environ, **({"CUVIL_QGEMM_UKERNEL": uk} if uk else {}))
                 for th in (int(x) for x in args.threads.split(",")):

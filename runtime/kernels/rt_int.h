@@ -364,11 +364,14 @@ typedef struct cuvil_qgemm_ukernel_desc {
     int mr;
     int wide;
     int bw;   /* B's bytes per value: 1 (cuvil_qgemm_pack_b's layout), 2 (the same order, int16) */
+    int w16;  /* 1: takes A and B as the driver widens them each block (qgemm.c: "w16"), B packed
+               * with bw 1 */
     const char *name;
     const char *features;
     cuvil_qgemm_uk2_fn fn2;   /* NULL, or 32 columns a call (fn then takes a lone last panel) */
 } cuvil_qgemm_ukernel_desc;
 #define CUVIL_QA_GROUP 48   /* bytes of a packed A panel per group of 4 k (12 rows x 4) */
+#define CUVIL_QA16_GROUP 48 /* int16 values of a widened A panel per group of 4 k (the same, widened) */
 extern const cuvil_qgemm_ukernel_desc cuvil_qgemm_ukernels[];
 extern const int cuvil_qgemm_n_ukernels;
 const cuvil_qgemm_ukernel_desc *cuvil_qgemm_best(int b16);
@@ -376,6 +379,7 @@ int cuvil_qgemm_ukernel_runs(const cuvil_qgemm_ukernel_desc *uk);
 void cuvil_qgemm_uk_4x16__scalar(int64_t k4, const void *a, const int8_t *b, int32_t *c, int64_t ldc, int accumulate);
 void cuvil_qgemm_uk_2x16__avx2(int64_t k4, const void *a, const int8_t *b, int32_t *c, int64_t ldc, int accumulate);
 void cuvil_qgemm_uk_2x16__avx2_b16(int64_t k4, const void *a, const int8_t *b, int32_t *c, int64_t ldc, int accumulate);
+void cuvil_qgemm_uk_6x16__avx2w(int64_t k4, const void *a, const int8_t *b, int32_t *c, int64_t ldc, int accumulate);
 void cuvil_qgemm_uk_6x16__avxvnni(int64_t k4, const void *a, const int8_t *b, int32_t *c, int64_t ldc, int accumulate);
 void cuvil_qgemm_uk_12x16__avx512bw(int64_t k4, const void *a, const int8_t *b, int32_t *c, int64_t ldc, int accumulate);
 void cuvil_qgemm_uk_12x16__avx512vnni(int64_t k4, const void *a, const int8_t *b, int32_t *c, int64_t ldc,

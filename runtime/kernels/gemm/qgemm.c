@@ -52,16 +52,17 @@
 
 /* ===== Microkernel table ======================================================== */
 const cuvil_qgemm_ukernel_desc cuvil_qgemm_ukernels[] = {
-    {cuvil_qgemm_uk_4x16__scalar, 4, 0, 1, "4x16__scalar", "", NULL},
+    {cuvil_qgemm_uk_4x16__scalar, 4, 0, 1, 0, "4x16__scalar", "", NULL},
 #if CUVIL_HAVE_AVX2
-    {cuvil_qgemm_uk_2x16__avx2, 2, 1, 1, "2x16__avx2", "", NULL},
-    {cuvil_qgemm_uk_2x16__avx2_b16, 2, 1, 2, "2x16__avx2_b16", "", NULL},
-    {cuvil_qgemm_uk_6x16__avxvnni, 6, 0, 1, "6x16__avxvnni", "avxvnni", NULL},
+    {cuvil_qgemm_uk_2x16__avx2, 2, 1, 1, 0, "2x16__avx2", "", NULL},
+    {cuvil_qgemm_uk_2x16__avx2_b16, 2, 1, 2, 0, "2x16__avx2_b16", "", NULL},
+    {cuvil_qgemm_uk_6x16__avx2w, 6, 1, 1, 1, "6x16__avx2w", "", NULL},
+    {cuvil_qgemm_uk_6x16__avxvnni, 6, 0, 1, 0, "6x16__avxvnni", "avxvnni", NULL},
 #endif
 #if CUVIL_HAVE_AVX512
-    {cuvil_qgemm_uk_12x16__avx512bw, 12, 1, 1, "12x16__avx512bw", "", NULL},
-    {cuvil_qgemm_uk_12x16__avx512vnni, 12, 0, 1, "12x16__avx512vnni", "avx512vnni", NULL},
-    {cuvil_qgemm_uk_12x16__avx512vnni, 12, 0, 1, "12x32__avx512vnni", "avx512vnni", cuvil_qgemm_uk_12x32__avx512vnni},
+    {cuvil_qgemm_uk_12x16__avx512bw, 12, 1, 1, 0, "12x16__avx512bw", "", NULL},
+    {cuvil_qgemm_uk_12x16__avx512vnni, 12, 0, 1, 0, "12x16__avx512vnni", "avx512vnni", NULL},
+    {cuvil_qgemm_uk_12x16__avx512vnni, 12, 0, 1, 0, "12x32__avx512vnni", "avx512vnni", cuvil_qgemm_uk_12x32__avx512vnni},
 #endif
 };
 const int cuvil_qgemm_n_ukernels = (int)(sizeof cuvil_qgemm_ukernels / sizeof cuvil_qgemm_ukernels[0]);
@@ -70,7 +71,7 @@ const int cuvil_qgemm_n_ukernels = (int)(sizeof cuvil_qgemm_ukernels / sizeof cu
  * (b16 0: B packed as the model compiled it) or either way (b16 1: B packed each call, in the
  * microkernel's layout), or the one named by CUVIL_QGEMM_UKERNEL when this CPU runs it (to
  * measure the others; a comma-separated list names one for each use, the last that fits:
- * "2x16__avx2,2x16__avx2_b16" is what an AVX2 CPU without VNNI runs). Asked once
+ * "6x16__avx2w" is what an AVX2 CPU without VNNI runs). Asked once
  * each (a race between threads writes the same answer). */
 const cuvil_qgemm_ukernel_desc *cuvil_qgemm_best(int b16) {
     static const cuvil_qgemm_ukernel_desc *best[2];
@@ -229,8 +230,12 @@ void cuvil_qgemm_pack_a(int64_t M, int64_t K, int at, const void *A, int64_t lda
     }
 }
 
+/* w16 microkernels: a task's rows of A for one K block and one B micro-panel, widened */
+#define QA16_BYTES ((size_t)QMC * QKC4 * 4 * 2)
+#define QB16_BYTES ((size_t)QKC4 * 64 * 2)
+
 size_t cuvil_qgemm_scratch_size(int64_t M, int64_t N, int64_t K, int a_packed, int b_packed) {
-    size_t s = al64((size_t)M * 4) + al64((size_t)N * 4) + (size_t)QMC * QNC * 4;
+    size_t s = al64((size_t)M * 4) + al64((size_t)N * 4) + (size_t)QMC * QNC * 4 + QA16_BYTES + QB16_BYTES;
     if (!a_packed) s += al64(cuvil_qgemm_packed_a_bytes(M, K));
     if (!b_packed) s += al64(packed_b16_bytes(K, N));   /* (the larger layout: the microkernel picks) */
     return s;
@@ -397,6 +402,42 @@ static void epilogue(const qjob *j, const int32_t *blk, int64_t ldc, int64_t m0,
     }
 }
 
+/* ===== w16: the operands widened for a 16-bit microkernel ========================
+ * Without VNNI, vpmaddwd multiplies int16 pairs; widening A' and B' inside the microkernel
+ * costs a conversion per load (2.5-3.3 uops per 16 multiply-adds instead of 2). A w16
+ * microkernel gets them widened once per block instead: the task's A panels for the K block
+ * zero-extended in place order (each group's 12 rows x 4 values, int16), and each B micro-panel,
+ * before its row sub-panels run, sign-extended and regrouped so that a group's 64 values are the
+ * 16 columns' (k0, k1) pairs then their (k2, k3) pairs: a vpmaddwd of a row's broadcast pair
+ * and 8 columns' pairs gives those columns' sums in its int32 lanes. */
+static void widen_a(const uint8_t *restrict src, int64_t n, int16_t *restrict dst) {
+    int64_t i = 0;
+#if defined(__AVX2__)
+    for (; i + 16 <= n; i += 16)
+        _mm256_store_si256((__m256i *)(void *)(dst + i), _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(src + i))));
+#endif
+    for (; i < n; i++) dst[i] = src[i];
+}
+
+static void widen_b(const int8_t *restrict src, int64_t kk, int16_t *restrict dst) {
+#if defined(__AVX2__)
+    /* per 128-bit lane (4 columns x 4 k): the (k0, k1) bytes of each column, then the (k2, k3) */
+    const __m256i sh = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15,
+                                        0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15);
+    for (int64_t g = 0; g < kk; g++, src += 64, dst += 64)
+        for (int i = 0; i < 2; i++) {   /* columns 8i .. 8i+7 */
+            const __m256i raw = _mm256_loadu_si256((const __m256i *)(const void *)(src + 32 * i));
+            const __m256i v = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(raw, sh), 0xD8);   /* (k0 k1 | k2 k3) */
+            _mm256_store_si256((__m256i *)(void *)(dst + 16 * i), _mm256_cvtepi8_epi16(_mm256_castsi256_si128(v)));
+            _mm256_store_si256((__m256i *)(void *)(dst + 32 + 16 * i), _mm256_cvtepi8_epi16(_mm256_extracti128_si256(v, 1)));
+        }
+#else
+    for (int64_t g = 0; g < kk; g++, src += 64, dst += 64)
+        for (int c = 0; c < QNR; c++)
+            for (int q = 0; q < 4; q++) dst[(q / 2) * 32 + c * 2 + q % 2] = src[c * 4 + q];
+#endif
+}
+
 static void qtask(void *vctx, int64_t t, int tid) {
     const qjob *j = vctx;
     const cuvil_qgemm_ukernel_desc *uk = j->uk;
@@ -405,9 +446,14 @@ static void qtask(void *vctx, int64_t t, int tid) {
     const int64_t m0 = mbi * j->mcb, mc = cuvil_min_i64(j->mcb, j->M - m0), n0 = nbi * QNC, nc = cuvil_min_i64(QNC, j->N - n0);
     const int64_t ldc = CUVIL_ALIGN_UP(nc, QNR), g4 = j->kp / 4;
     int32_t *blk = (int32_t *)((char *)cuvil_thread_scratch(j->scratch, tid) + j->blk_off);
+    int16_t *a16 = NULL, *b16 = NULL;   /* (w16: the widened operands, past the tile) */
+    if (uk->w16) a16 = (int16_t *)(void *)((char *)blk + (size_t)QMC * QNC * 4), b16 = a16 + QA16_BYTES / 2;
     if (g4 == 0) memset(blk, 0, (size_t)QMC * QNC * 4);
     for (int64_t k0 = 0; k0 < g4; k0 += QKC4) {
         const int64_t kk = cuvil_min_i64(QKC4, g4 - k0);
+        if (a16)   /* (m0 is a whole number of panels) */
+            for (int64_t pi = 0; pi < (mc + QMRP - 1) / QMRP; pi++)
+                widen_a(j->ad + (m0 / QMRP + pi) * j->kp * QMRP + k0 * QMRP * 4, kk * QMRP * 4, a16 + pi * kk * QMRP * 4);
         const int64_t pstride = j->kp * QNR * uk->bw;   /* bytes from one panel to the next */
         for (int64_t n = n0; n < n0 + nc;) {
             const int two = uk->fn2 && n + QNR < n0 + nc, np = two ? 2 : 1;
@@ -420,14 +466,16 @@ static void qtask(void *vctx, int64_t t, int tid) {
             const char *next = npf ? (const char *)bpan + np * pstride : NULL;   /* (not past packed B) */
             const int64_t per = (slice + ((mc + mr - 1) / mr) * 64 - 1) / (((mc + mr - 1) / mr) * 64) * 64;
             int64_t pf = npf ? 0 : slice;
+            if (b16) widen_b(bpan, kk, b16);
             for (int64_t m = m0; m < m0 + mc; m += mr) {
-                const uint8_t *apan = j->ad + (m / QMRP) * j->kp * QMRP + k0 * QMRP * 4 + (m % QMRP) * 4;
+                const void *apan = a16 ? (const void *)(a16 + ((m - m0) / QMRP) * kk * QMRP * 4 + (m % QMRP) * 4)
+                                       : (const void *)(j->ad + (m / QMRP) * j->kp * QMRP + k0 * QMRP * 4 + (m % QMRP) * 4);
                 for (const int64_t e = cuvil_min_i64(pf + per, slice); pf < e; pf += 64) {
                     __builtin_prefetch(next + pf, 0, CUVIL_QPF_HINT);
                     if (npf == 2) __builtin_prefetch(next + pstride + pf, 0, CUVIL_QPF_HINT);
                 }
                 if (two) uk->fn2(kk, apan, bpan, pstride, blk + (m - m0) * ldc + (n - n0), ldc, k0 > 0);
-                else uk->fn(kk, apan, bpan, blk + (m - m0) * ldc + (n - n0), ldc, k0 > 0);
+                else uk->fn(kk, apan, b16 ? (const int8_t *)(const void *)b16 : bpan, blk + (m - m0) * ldc + (n - n0), ldc, k0 > 0);
             }
             n += np * QNR;
         }
@@ -443,6 +491,12 @@ __attribute__((noinline)) static void qgemm_packed(const cuvil_qgemm_ukernel_des
     if (M <= 0 || N <= 0) return;
     const int at = (int)((const int64_t *)ap)[2], bt = (int)((const int64_t *)bp)[2];
     if (((const int64_t *)bp)[3] != uk->bw) uk = cuvil_qgemm_best(((const int64_t *)bp)[3] == 2);   /* (B's layout decides) */
+    if (uk->w16 && M < 12) {   /* (a few rows do not repay widening B: the preferred byte kernel before it) */
+        const cuvil_qgemm_ukernel_desc *alt = NULL;
+        for (const cuvil_qgemm_ukernel_desc *k = cuvil_qgemm_ukernels; k < uk; k++)
+            if (k->bw == 1 && !k->w16 && !k->fn2 && cuvil_qgemm_ukernel_runs(k)) alt = k;
+        if (alt) uk = alt;
+    }
     int32_t *za = (int32_t *)((char *)scratch + off), *zb = (int32_t *)((char *)za + al64((size_t)M * 4));
     const int32_t oa = at == CUVIL_T_I8 ? 128 : 0, ob = bt == CUVIL_T_U8 ? 128 : 0;
     for (int64_t m = 0; m < M; m++) za[m] = (azp && az_n ? ld8(at, azp, az_n > 1 ? m : 0) : 0) + oa;

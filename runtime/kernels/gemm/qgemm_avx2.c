@@ -6,6 +6,11 @@
  * into int32 exactly; an accumulator holds two
  * partial sums per column, added pairwise at the end (vphaddd, then vpermq restores the column
  * order). 12 accumulators, 3 broadcast A rows and one B quarter: the 16 registers.
+ * 6x16 AVX2 on 16-bit operands (w16): the driver widens A' and B' once per block (qgemm.c:
+ * A's panels zero-extended, B's micro-panel sign-extended and regrouped by pairs of k), so the
+ * loop has no conversions: per pair of k, two loads of B (16 columns), and per row one
+ * broadcast load of the row's two A values and two vpmaddwd + vpaddd, each int32 lane one
+ * column's sum. 12 accumulators; 2 uops per 16 multiply-adds (the 2x16 kernels spend 2.5-3.3).
  * 6x16 AVX-VNNI: vpdpbusd adds four uint8 x int8 products into each int32 lane, B' as packed
  * (two ymm per group of 4 k); built with the avxvnni attribute and picked only on a CPU that
  * has it (cuvil_qgemm_best).
@@ -71,6 +76,37 @@ void cuvil_qgemm_uk_2x16__avx2_b16(int64_t k4, const void *a, const int8_t *b8, 
 #undef QSTEP
     }
     PUTROW(0) PUTROW(1)
+}
+
+/* a: the widened A panel's row (CUVIL_QA16_GROUP int16 a group, the row's 4 values at 4 r); b: the
+ * widened micro-panel (per group of 4 k: the 16 columns' pairs (k0, k1), then their (k2, k3)) */
+void cuvil_qgemm_uk_6x16__avx2w(int64_t k4, const void *a, const int8_t *b8, int32_t *c, int64_t ldc, int accumulate) {
+#define Z2(r) __m256i c##r##0 = _mm256_setzero_si256(), c##r##1 = _mm256_setzero_si256();
+    Z2(0) Z2(1) Z2(2) Z2(3) Z2(4) Z2(5)
+#undef Z2
+    const int16_t *pa = a;
+    const __m256i *b = (const __m256i *)(const void *)b8;
+    for (int64_t g = 0; g < k4; g++, pa += CUVIL_QA16_GROUP, b += 4) {
+#define WROW(r, h)                                                                                        \
+    {                                                                                                     \
+        const __m256i ar = _mm256_castps_si256(_mm256_broadcast_ss((const float *)(const void *)(pa + 4 * (r) + 2 * (h)))); \
+        c##r##0 = _mm256_add_epi32(c##r##0, _mm256_madd_epi16(ar, b0));                                  \
+        c##r##1 = _mm256_add_epi32(c##r##1, _mm256_madd_epi16(ar, b1));                                  \
+        __asm__("" : "+x"(c##r##0), "+x"(c##r##1));   /* (each pair's sums added as they come: else GCC \
+                                                          adds the two pairs' products first and spills) */ \
+    }
+#define WPAIR(h)                                                                                          \
+    {                                                                                                     \
+        const __m256i b0 = _mm256_load_si256(b + 2 * (h)), b1 = _mm256_load_si256(b + 2 * (h) + 1);      \
+        WROW(0, h) WROW(1, h) WROW(2, h) WROW(3, h) WROW(4, h) WROW(5, h)                                 \
+    }
+        WPAIR(0) WPAIR(1)
+#undef WPAIR
+#undef WROW
+    }
+#define P2(r) put8(c + (r) * ldc, c##r##0, accumulate); put8(c + (r) * ldc + 8, c##r##1, accumulate);
+    P2(0) P2(1) P2(2) P2(3) P2(4) P2(5)
+#undef P2
 }
 
 __attribute__((target("avxvnni"))) void cuvil_qgemm_uk_6x16__avxvnni(int64_t k4, const void *a, const int8_t *b,
