@@ -566,6 +566,85 @@ def test_qdq_fold_edges(tmp_path, case):
     assert np.abs(got.astype(np.int32) - want).max() <= 1, (got.ravel()[:8], want.ravel()[:8])
 
 
+class TwoLSTM(nn.Module):
+    def __init__(self, bi):
+        super().__init__()
+        self.lstm = nn.LSTM(12, 16, num_layers=2, bidirectional=bi, batch_first=True)
+        self.fc = nn.Linear(32 if bi else 16, 5)
+
+    def forward(self, x):
+        return self.fc(self.lstm(x)[0])
+
+
+def _lstm_dequantized(m):
+    """m with each com.microsoft DynamicQuantizeLSTM replaced by an ONNX LSTM on its weights
+    dequantized here ((q - zp) * scale, W [D, I, 4H] transposed back to [D, 4H, I]): the float
+    semantics Cuvil gives it, computed without Cuvil."""
+    inits = {i.name: numpy_helper.to_array(i) for i in m.graph.initializer}
+    out = onnx.ModelProto()
+    out.CopyFrom(m)
+    for n in out.graph.node:
+        if n.op_type != "DynamicQuantizeLSTM":
+            continue
+        ins = list(n.input) + [""] * (12 - len(n.input))
+        new = []
+        for wi, si, zi in ((1, 8, 9), (2, 10, 11)):
+            q, s = inits[ins[wi]].astype(np.float32), inits[ins[si]].astype(np.float32)
+            z = inits[ins[zi]].astype(np.float32) if ins[zi] else np.zeros_like(s)
+            D, G = q.shape[0], q.shape[2]
+            s, z = (s.reshape(D, 1, 1), z.reshape(D, 1, 1)) if s.size == D else (s.reshape(D, 1, G), z.reshape(D, 1, G))
+            w = ((q - z) * s).transpose(0, 2, 1).astype(np.float32)
+            name = ins[wi] + "_float"
+            out.graph.initializer.append(numpy_helper.from_array(w, name))
+            new.append(name)
+        del n.input[:]
+        n.input.extend([ins[0], new[0], new[1]] + ins[3:8])
+        while n.input and n.input[-1] == "":
+            n.input.pop()
+        n.op_type, n.domain = "LSTM", ""
+    return out
+
+
+@pytest.mark.plain   # (a torch export and ONNX Runtime's quantizer)
+@pytest.mark.parametrize("case", ["forward_tensor", "bidirectional_channel", "bidirectional_channel_u8"])
+def test_dynamic_quantize_lstm(tmp_path, case):
+    """quantize_dynamic writes an LSTM as com.microsoft DynamicQuantizeLSTM (int8 W [D, I, 4H] and
+    R, scales per direction or per gate row). Cuvil runs it as a float32 LSTM on the dequantized
+    weights: against ONNX Runtime's float LSTM on weights dequantized by numpy (tight), and within
+    the activations' 8-bit rounding of ONNX Runtime's own int8 run. _u8: the weights as uint8
+    with the zero points moved by 128 (the same values)."""
+    torch.manual_seed(0)
+    bi, pc = case != "forward_tensor", case != "forward_tensor"
+    x = torch.randn(2, 6, 12)
+    f32 = _export(TwoLSTM(bi).eval(), x, tmp_path / "lstm.onnx")
+    q = tmp_path / "lstm_q.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        quant.quantize_dynamic(str(f32), str(q), weight_type=quant.QuantType.QInt8, per_channel=pc)
+    m = onnx.load(str(q))
+    assert sum(n.op_type == "DynamicQuantizeLSTM" for n in m.graph.node) == 2
+    if case.endswith("_u8"):
+        names = {i for n in m.graph.node if n.op_type == "DynamicQuantizeLSTM" for i in (n.input[1], n.input[2], n.input[9], n.input[11])}
+        for i in m.graph.initializer:
+            if i.name in names:
+                i.CopyFrom(numpy_helper.from_array((numpy_helper.to_array(i).astype(np.int16) + 128).astype(np.uint8), i.name))
+        onnx.save(m, str(q))
+    feeds = {"x": x.numpy()}
+    got = tl.compile_and_run(q, feeds, tmp_path / "run")["y"]
+    want = tl.ort_run(_lstm_dequantized(m), feeds)["y"]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+    ort_int8 = tl.ort_run(q, feeds)["y"]
+    assert np.abs(got - ort_int8).max() <= 0.02 * np.abs(ort_int8).max(), np.abs(got - ort_int8).max()
+    if case == "forward_tensor":   # a scale of the wrong size is refused, by name
+        n = next(n for n in m.graph.node if n.op_type == "DynamicQuantizeLSTM")
+        for i in m.graph.initializer:
+            if i.name == n.input[8]:
+                i.CopyFrom(numpy_helper.from_array(np.ones(3, np.float32), i.name))
+        onnx.save(m, str(q))
+        with pytest.raises(tl.CuvilError, match="W_scale .* must be float32 with 1 \\(per direction\\) or 64 values"):
+            tl.compile(q, tmp_path / "bad")
+
+
 def test_conv_integer_stride2_wide(tmp_path):
     """Stride 2 over rows whose inside part is a multiple of 16 columns (the vector path's last
     chunk), against a naive loop."""
