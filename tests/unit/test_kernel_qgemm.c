@@ -262,6 +262,15 @@ static void test_conv(const cuvil_qgemm_ukernel_desc *uk) {
         {2, 6, 14, 13, 6, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 6, S, U, 1, CUVIL_QEPI_I32},      /* depthwise 5x5 */
         {1, 5, 11, 17, 5, 3, 3, 3, 3, 1, 1, 1, 1, 2, 2, 5, U, S, 0, CUVIL_QEPI_F32},      /* stride 3, dilation 2 */
         {1, 3, 1, 1, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3, U, S, 2, CUVIL_QEPI_REQUANT},    /* a 1x1 image */
+        /* depthwise, requantized, >= 8 channels: 16 at a time, channels last (full and partial
+         * blocks, rows of 16+ pixels in and out, strides, dilation, uneven pads, 5x5) */
+        {1, 40, 19, 37, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 40, U, S, 2, CUVIL_QEPI_REQUANT},
+        {2, 32, 34, 33, 32, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 32, S, S, 1, CUVIL_QEPI_REQUANT},
+        {1, 16, 20, 40, 16, 5, 5, 1, 2, 2, 0, 3, 4, 1, 1, 16, U, U, 2, CUVIL_QEPI_REQUANT},
+        {1, 24, 9, 18, 24, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 24, S, S, 0, CUVIL_QEPI_REQUANT},
+        {1, 8, 7, 7, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 8, U, S, 2, CUVIL_QEPI_REQUANT},
+        {1, 17, 3, 3, 17, 3, 3, 2, 2, 0, 0, 1, 1, 1, 1, 17, S, U, 1, CUVIL_QEPI_REQUANT},
+        {1, 48, 130, 20, 48, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 48, U, S, 2, CUVIL_QEPI_REQUANT},   /* several strips */
     };
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) run_conv(uk, &cs[i]);
 }

@@ -913,6 +913,261 @@ static void qdw_task(void *vctx, int64_t t, int tid) {
         memcpy(y + (size_t)(oh * p->OW) * ysz, out + (size_t)(oh * g.Wq) * ysz, (size_t)p->OW * ysz);
 }
 
+/* ===== Depthwise, 16 channels at a time ===========================================
+ * A requantizing depthwise conv with at least 8 channels runs here instead: per task a block
+ * of 16 channels and a strip of output rows. The strip's input rows go, as float x - zx, into
+ * a channels-last buffer T[row][col][16] with the padding as zeros (16 x 16 bytes transposed at a
+ * time), so a tap is one 16-lane multiply-add per output pixel, the taps' weights w - zw a
+ * 16-lane vector each. Each output row is requantized 16 channels at a time (per-channel scale
+ * and bias vectors, the epilogue's arithmetic) into bytes [pixel][16], transposed back to the
+ * channels' rows of y. Sums exact in float as above. (The planar kernel's per-channel setup
+ * dominated the small late layers: 960 channels of 7 x 7 took 0.2 ms.) */
+#define CDW_LANES 16
+#define CDW_T_BYTES ((size_t)128 << 10)   /* a strip's input rows: about this much */
+#define CDW_MAX_WP 4096                     /* wider padded rows take the planar kernel */
+
+typedef struct cdw_geo {
+    int64_t Wp;       /* padded row: columns 0 .. Wp-1, input column iw at iw + pad_l */
+    int64_t R, rin;   /* output rows per strip; input rows a strip reads at most */
+} cdw_geo;
+
+static cdw_geo cdw_geom(const cuvil_conv2d_params *p) {
+    cdw_geo g;
+    g.Wp = cuvil_max_i64(p->W + p->pad_l, (p->OW - 1) * p->stride_w + (p->KW - 1) * p->dil_w + 1);
+    const int64_t span = (p->KH - 1) * p->dil_h + 1, row = g.Wp * CDW_LANES * (int64_t)sizeof(float);
+    const int64_t cap = cuvil_max_i64((int64_t)CDW_T_BYTES / row, span);
+    g.R = cuvil_min_i64(cuvil_max_i64((cap - span) / p->stride_h + 1, 1), p->OH);
+    g.rin = (g.R - 1) * p->stride_h + span;
+    return g;
+}
+
+static int cdw_fits(const cuvil_conv2d_params *p) {   /* (after depthwise(p): the sizes are bounded) */
+    return p->C >= 8 && cuvil_max_i64(p->W + p->pad_l, (p->OW - 1) * p->stride_w + (p->KW - 1) * p->dil_w + 1) <= CDW_MAX_WP;
+}
+
+/* T, the accumulators of a row (+ 3 pixels), the strip's bytes (+ 16 pixels), the weights, scales, biases */
+static size_t cdw_scratch(const cuvil_conv2d_params *p) {
+    const cdw_geo g = cdw_geom(p);
+    return al64(sizeof(float) * (size_t)(g.rin * g.Wp * CDW_LANES)) + al64(sizeof(float) * (size_t)((p->OW + 3) * CDW_LANES)) +
+           al64((size_t)((g.R * p->OW + 16) * CDW_LANES)) + al64(sizeof(float) * (size_t)(p->KH * p->KW * CDW_LANES)) +
+           2 * al64(sizeof(float) * CDW_LANES);
+}
+
+/* o[j][i] = in[i][j] for a 16 x 16 block of bytes (rows of in si bytes apart, of o so bytes) */
+static inline void t16x16(const uint8_t *in, int64_t si, uint8_t *o, int64_t so) {
+#if defined(__SSE2__)
+    __m128i r[16], t[16];
+    for (int i = 0; i < 16; i++) r[i] = _mm_loadu_si128((const __m128i *)(const void *)(in + i * si));
+    for (int i = 0; i < 8; i++) t[2 * i] = _mm_unpacklo_epi8(r[2 * i], r[2 * i + 1]), t[2 * i + 1] = _mm_unpackhi_epi8(r[2 * i], r[2 * i + 1]);
+    for (int i = 0; i < 4; i++)
+        for (int h = 0; h < 2; h++)
+            r[4 * i + h] = _mm_unpacklo_epi16(t[4 * i + h], t[4 * i + 2 + h]), r[4 * i + 2 + h] = _mm_unpackhi_epi16(t[4 * i + h], t[4 * i + 2 + h]);
+    for (int i = 0; i < 2; i++)
+        for (int h = 0; h < 4; h++)
+            t[8 * i + h] = _mm_unpacklo_epi32(r[8 * i + h], r[8 * i + 4 + h]), t[8 * i + 4 + h] = _mm_unpackhi_epi32(r[8 * i + h], r[8 * i + 4 + h]);
+    for (int h = 0; h < 8; h++)
+        r[h] = _mm_unpacklo_epi64(t[h], t[8 + h]), r[8 + h] = _mm_unpackhi_epi64(t[h], t[8 + h]);
+    /* r[k] holds column c of in, c = the bit-reversed interleave order below */
+    static const int col[16] = {0, 8, 4, 12, 2, 10, 6, 14, 1, 9, 5, 13, 3, 11, 7, 15};
+    for (int k = 0; k < 16; k++) _mm_storeu_si128((__m128i *)(void *)(o + col[k] * so), r[k]);
+#else
+    for (int i = 0; i < 16; i++)
+        for (int j = 0; j < 16; j++) o[j * so + i] = in[i * si + j];
+#endif
+}
+
+typedef struct cdw_job {
+    const cuvil_conv2d_params *p;
+    int xt;
+    const uint8_t *x;
+    int32_t zx;
+    const void *wp;
+    const void *wzp;
+    int64_t wz_n;
+    const cuvil_qgemm_epi *e;
+    void *scratch;
+    int64_t nblk, nstrip;
+} cdw_job;
+
+/* 16 bytes (int8 when s8) to 16 floats minus zx */
+static inline void cdw_cvt16(float *restrict d, const uint8_t *restrict b, int s8, float zx) {
+#if defined(__AVX512F__)
+    const __m128i v = _mm_loadu_si128((const __m128i *)(const void *)b);
+    const __m512i w = s8 ? _mm512_cvtepi8_epi32(v) : _mm512_cvtepu8_epi32(v);
+    _mm512_storeu_ps(d, _mm512_sub_ps(_mm512_cvtepi32_ps(w), _mm512_set1_ps(zx)));
+#elif defined(__AVX2__)
+    const __m128i v = _mm_loadu_si128((const __m128i *)(const void *)b);
+    const __m128i v1 = _mm_unpackhi_epi64(v, v);
+    const __m256i w0 = s8 ? _mm256_cvtepi8_epi32(v) : _mm256_cvtepu8_epi32(v), w1 = s8 ? _mm256_cvtepi8_epi32(v1) : _mm256_cvtepu8_epi32(v1);
+    _mm256_storeu_ps(d, _mm256_sub_ps(_mm256_cvtepi32_ps(w0), _mm256_set1_ps(zx)));
+    _mm256_storeu_ps(d + 8, _mm256_sub_ps(_mm256_cvtepi32_ps(w1), _mm256_set1_ps(zx)));
+#else
+    for (int l = 0; l < 16; l++) d[l] = (s8 ? (float)(int8_t)b[l] : (float)b[l]) - zx;
+#endif
+}
+
+/* acc[q][l] = sum over the taps of T at pixel q's tap position times the tap's weights, for
+ * the q < nq (<= 4) pixels from column c0 of output row with input rows trow (KH of them) */
+static inline __attribute__((always_inline)) void cdw_pixels(const float *restrict T, int64_t Wp, int64_t r0, int64_t c0,
+                                                              int nq, const cuvil_conv2d_params *p, const float *restrict wv,
+                                                              float *restrict acc) {
+    const int64_t sw = p->stride_w, KW = p->KW;
+#if defined(__AVX512F__)
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    for (int64_t kh = 0; kh < p->KH; kh++) {
+        const float *row = T + ((r0 + kh * p->dil_h) * Wp + c0) * CDW_LANES;
+        for (int64_t kw = 0; kw < KW; kw++) {
+            const __m512 w = _mm512_loadu_ps(wv + (kh * KW + kw) * CDW_LANES);
+            const float *v = row + kw * p->dil_w * CDW_LANES;
+            a0 = _mm512_fmadd_ps(_mm512_loadu_ps(v), w, a0);
+            if (nq > 1) a1 = _mm512_fmadd_ps(_mm512_loadu_ps(v + sw * CDW_LANES), w, a1);
+            if (nq > 2) a2 = _mm512_fmadd_ps(_mm512_loadu_ps(v + 2 * sw * CDW_LANES), w, a2);
+            if (nq > 3) a3 = _mm512_fmadd_ps(_mm512_loadu_ps(v + 3 * sw * CDW_LANES), w, a3);
+        }
+    }
+    _mm512_storeu_ps(acc, a0), _mm512_storeu_ps(acc + 16, a1), _mm512_storeu_ps(acc + 32, a2), _mm512_storeu_ps(acc + 48, a3);
+#elif defined(__AVX2__)
+    __m256 a[8];
+    for (int i = 0; i < 8; i++) a[i] = _mm256_setzero_ps();
+    for (int64_t kh = 0; kh < p->KH; kh++) {
+        const float *row = T + ((r0 + kh * p->dil_h) * Wp + c0) * CDW_LANES;
+        for (int64_t kw = 0; kw < KW; kw++) {
+            const float *wq = wv + (kh * KW + kw) * CDW_LANES;
+            const __m256 w0 = _mm256_loadu_ps(wq), w1 = _mm256_loadu_ps(wq + 8);
+            const float *v = row + kw * p->dil_w * CDW_LANES;
+            for (int q = 0; q < 4; q++)
+                if (q < nq) {
+                    a[2 * q] = _mm256_fmadd_ps(_mm256_loadu_ps(v + q * sw * CDW_LANES), w0, a[2 * q]);
+                    a[2 * q + 1] = _mm256_fmadd_ps(_mm256_loadu_ps(v + q * sw * CDW_LANES + 8), w1, a[2 * q + 1]);
+                }
+        }
+    }
+    for (int i = 0; i < 8; i++) _mm256_storeu_ps(acc + 8 * i, a[i]);
+#else
+    for (int q = 0; q < 4 * CDW_LANES; q++) acc[q] = 0.0f;
+    for (int64_t kh = 0; kh < p->KH; kh++)
+        for (int64_t kw = 0; kw < KW; kw++) {
+            const float *v = T + ((r0 + kh * p->dil_h) * Wp + c0 + kw * p->dil_w) * CDW_LANES, *w = wv + (kh * KW + kw) * CDW_LANES;
+            for (int q = 0; q < nq; q++)
+                for (int l = 0; l < CDW_LANES; l++) acc[q * CDW_LANES + l] += v[q * sw * CDW_LANES + l] * w[l];
+        }
+#endif
+}
+
+static void cdw_task(void *vctx, int64_t t, int tid) {
+    const cdw_job *j = vctx;
+    const cuvil_conv2d_params *p = j->p;
+    const cuvil_qgemm_epi *e = j->e;
+    const cdw_geo g = cdw_geom(p);
+    const int64_t n = t / (j->nblk * j->nstrip), b = t / j->nstrip % j->nblk, st = t % j->nstrip;
+    const int64_t c0 = b * CDW_LANES, cb = cuvil_min_i64(CDW_LANES, p->C - c0), K = p->KH * p->KW, P = p->OH * p->OW;
+    const int64_t oh0 = st * g.R, R = cuvil_min_i64(g.R, p->OH - oh0), Wp = g.Wp, OW = p->OW;
+    float *T = cuvil_thread_scratch(j->scratch, tid);
+    float *acc = T + al64(sizeof(float) * (size_t)(g.rin * Wp * CDW_LANES)) / sizeof(float);
+    uint8_t *ob = (uint8_t *)(acc + al64(sizeof(float) * (size_t)((OW + 3) * CDW_LANES)) / sizeof(float));
+    float *wv = (float *)(void *)(ob + al64((size_t)((g.R * OW + 16) * CDW_LANES)));
+    float *sc = wv + al64(sizeof(float) * (size_t)(K * CDW_LANES)) / sizeof(float), *bs = sc + al64(sizeof(float) * CDW_LANES) / sizeof(float);
+    /* the weights w - zw, the scales, the biases (lanes past the block: 0) */
+    for (int64_t l = 0; l < CDW_LANES; l++) {
+        const int64_t c = c0 + l;
+        if (l >= cb) {
+            for (int64_t k = 0; k < K; k++) wv[k * CDW_LANES + l] = 0.0f;
+            sc[l] = 0.0f, bs[l] = 0.0f;
+            continue;
+        }
+        const void *ap = (const char *)j->wp + (size_t)c * al64(cuvil_qgemm_packed_a_bytes(1, K));
+        const uint8_t *ad = packed_a_data(ap, 1);
+        const int wt = (int)((const int64_t *)ap)[2];
+        const int32_t za = (j->wzp && j->wz_n ? ld8(wt, j->wzp, j->wz_n > 1 ? c : 0) : 0) + (wt == CUVIL_T_I8 ? 128 : 0);
+        for (int64_t k = 0; k < K; k++) wv[k * CDW_LANES + l] = (float)((int32_t)ad[(k / 4) * QMRP * 4 + (k % 4)] - za);
+        sc[l] = e->scale ? e->scale[e->scale_per == CUVIL_QPER_ROW ? c : 0] : 0.0f;
+        const int32_t ib = e->ibias ? e->ibias[e->bias_per == CUVIL_QPER_ROW ? c : 0] : 0;
+        memcpy(&bs[l], &ib, sizeof ib);   /* (an int32 in a float's slot) */
+    }
+    /* the strip's input rows, channels last; the rows outside x and the padding columns 0. The
+     * rows inside x are one run of bytes per channel (rows r_lo .. r_hi - 1): transposed 16
+     * pixels at a time (the last 16 overlapping the ones before), each pixel's 16 channels
+     * converted to its place in T. */
+    const int64_t ih0 = oh0 * p->stride_h - p->pad_t, rin = (R - 1) * p->stride_h + (p->KH - 1) * p->dil_h + 1;
+    const int64_t r_lo = cuvil_max_i64(ih0, 0), r_hi = cuvil_min_i64(ih0 + rin, p->H), HW = p->H * p->W;
+    for (int64_t r = 0; r < rin; r++) {
+        float *tr = T + r * Wp * CDW_LANES;
+        if (ih0 + r < r_lo || ih0 + r >= r_hi) memset(tr, 0, sizeof(float) * (size_t)(Wp * CDW_LANES));
+        else {
+            memset(tr, 0, sizeof(float) * (size_t)(p->pad_l * CDW_LANES));
+            memset(tr + (p->pad_l + p->W) * CDW_LANES, 0, sizeof(float) * (size_t)((Wp - p->pad_l - p->W) * CDW_LANES));
+        }
+    }
+    const uint8_t *xb = j->x + (size_t)((n * p->C + c0) * HW + r_lo * p->W);
+    const int s8 = j->xt == CUVIL_T_I8;
+    const float zx = (float)j->zx;
+    float *T0 = T + ((r_lo - ih0) * Wp + p->pad_l) * CDW_LANES;   /* input pixel (r_lo, 0) */
+    const int64_t Lin = r_hi > r_lo ? (r_hi - r_lo) * p->W : 0;
+    uint8_t blk16[16 * 16];
+    for (int64_t i = 0; i < Lin; i += 16) {
+        const int64_t i0 = Lin < 16 ? i : cuvil_min_i64(i, Lin - 16), np = cuvil_min_i64(16, Lin - i0);
+        if (cb == CDW_LANES && np == 16) t16x16(xb + i0, HW, blk16, 16);
+        else
+            for (int64_t l = 0; l < CDW_LANES; l++)
+                for (int64_t q = 0; q < np; q++) blk16[q * 16 + l] = xb[(l < cb ? l : 0) * HW + i0 + q];
+        int64_t rr = i0 / p->W, cc = i0 % p->W;
+        for (int64_t q = 0; q < np; q++) {
+            cdw_cvt16(T0 + (rr * Wp + cc) * CDW_LANES, blk16 + q * 16, s8, zx);
+            if (++cc == p->W) cc = 0, rr++;
+        }
+    }
+    const float lo = (float)(e->lo - e->yzp), hi = (float)(e->hi - e->yzp);
+    for (int64_t oh = oh0; oh < oh0 + R; oh++) {
+        const int64_t r0 = (oh - oh0) * p->stride_h;
+        for (int64_t ow = 0; ow < OW; ow += 4)
+            cdw_pixels(T, Wp, r0, ow * p->stride_w, (int)cuvil_min_i64(4, OW - ow), p, wv, acc + ow * CDW_LANES);
+        /* requantized, 16 channels a pixel, as epi_row / requant do it */
+        for (int64_t ow = 0; ow < OW; ow++) {
+            uint8_t *o = ob + ((oh - oh0) * OW + ow) * CDW_LANES;
+            const float *a = acc + ow * CDW_LANES;
+#if defined(__AVX512F__)
+            __m512i v = _mm512_add_epi32(_mm512_cvttps_epi32(_mm512_loadu_ps(a)), _mm512_castps_si512(_mm512_loadu_ps(bs)));
+            __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(v), _mm512_loadu_ps(sc));
+            f = _mm512_min_ps(_mm512_max_ps(f, _mm512_set1_ps(lo)), _mm512_set1_ps(hi));
+            f = _mm512_sub_ps(_mm512_add_ps(f, _mm512_set1_ps(12582912.0f)), _mm512_set1_ps(12582912.0f));
+            _mm512_mask_cvtepi32_storeu_epi8(o, (__mmask16)0xFFFF, _mm512_add_epi32(_mm512_cvttps_epi32(f), _mm512_set1_epi32(e->yzp)));
+#elif defined(__AVX2__)
+            __m256i q[2];
+            for (int h = 0; h < 2; h++) {
+                const __m256i v = _mm256_add_epi32(_mm256_cvttps_epi32(_mm256_loadu_ps(a + 8 * h)), _mm256_castps_si256(_mm256_loadu_ps(bs + 8 * h)));
+                __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(v), _mm256_loadu_ps(sc + 8 * h));
+                f = _mm256_min_ps(_mm256_max_ps(f, _mm256_set1_ps(lo)), _mm256_set1_ps(hi));
+                f = _mm256_sub_ps(_mm256_add_ps(f, _mm256_set1_ps(12582912.0f)), _mm256_set1_ps(12582912.0f));
+                q[h] = _mm256_add_epi32(_mm256_cvttps_epi32(f), _mm256_set1_epi32(e->yzp));
+            }
+            const __m256i w = _mm256_permute4x64_epi64(_mm256_packs_epi32(q[0], q[1]), 0xD8);   /* (exact: within -128..255) */
+            const __m128i w0 = _mm256_castsi256_si128(w), w1 = _mm256_extracti128_si256(w, 1);
+            _mm_storeu_si128((__m128i *)(void *)o, e->yt == CUVIL_T_I8 ? _mm_packs_epi16(w0, w1) : _mm_packus_epi16(w0, w1));
+#else
+            for (int l = 0; l < CDW_LANES; l++) {
+                int32_t ib;
+                memcpy(&ib, &bs[l], sizeof ib);
+                const float f = (float)(int32_t)((uint32_t)(int32_t)a[l] + (uint32_t)ib) * sc[l];
+                o[l] = (uint8_t)requant(f, lo, hi, e->yzp);
+            }
+#endif
+        }
+    }
+    /* back to the channels' rows of y: the strip's rows are one run per channel */
+    uint8_t *y = (uint8_t *)e->y + (size_t)((n * p->M + c0) * P + oh0 * OW);
+    const int64_t Lout = R * OW;
+    for (int64_t i = 0; i < Lout; i += 16) {
+        const int64_t i0 = Lout < 16 ? i : cuvil_min_i64(i, Lout - 16);
+        if (Lout >= 16 && cb == CDW_LANES) t16x16(ob + i0 * CDW_LANES, CDW_LANES, y + i0, P);
+        else if (Lout >= 16) {
+            t16x16(ob + i0 * CDW_LANES, CDW_LANES, blk16, 16);
+            for (int64_t l = 0; l < cb; l++) memcpy(y + l * P + i0, blk16 + l * 16, 16);
+        } else
+            for (int64_t q = i0; q < Lout; q++)
+                for (int64_t l = 0; l < cb; l++) y[l * P + q] = ob[q * CDW_LANES + l];
+    }
+}
+
 /* The depthwise kernel takes a conv with one channel per group, at most QDW_TAPS taps, strides
  * and dilations up to QDW_STEP and planes of a bounded size (all checked here, before any size
  * is multiplied: a model's strides and pads go up to 2^32); any other runs on the GEMM. */
@@ -928,7 +1183,10 @@ static int depthwise(const cuvil_conv2d_params *p) {
 
 size_t cuvil_qconv_scratch_size(const cuvil_conv2d_params *p) {
     const int64_t K = conv_k(p), P = p->OH * p->OW;
-    if (depthwise(p)) return dw_scratch(p);
+    if (depthwise(p)) {
+        const size_t planar = dw_scratch(p), blocked = cdw_fits(p) ? cdw_scratch(p) : 0;
+        return planar > blocked ? planar : blocked;
+    }
     return patches_bytes(p) + al64(packed_b16_bytes(K, P)) + cuvil_qgemm_scratch_size(p->M / p->group, P, K, 1, 1);
 }
 
@@ -936,6 +1194,13 @@ size_t cuvil_qconv_scratch_size(const cuvil_conv2d_params *p) {
 void cuvil_qconv_with(const cuvil_qgemm_ukernel_desc *uk, const cuvil_conv2d_params *p, int xt, const void *x,
                       const void *xzp, const void *wp, const void *wzp, int64_t wz_n, const cuvil_qgemm_epi *e,
                       void *scratch) {
+    if (depthwise(p) && cdw_fits(p) && e->kind == CUVIL_QEPI_REQUANT) {
+        const cdw_geo g = cdw_geom(p);
+        cdw_job j = {p, xt, x, xzp ? ld8(xt, xzp, 0) : 0, wp, wzp, wz_n, e, scratch, (p->C + CDW_LANES - 1) / CDW_LANES,
+                     (p->OH + g.R - 1) / g.R};
+        cuvil_parallel_for(p->N * j.nblk * j.nstrip, cdw_task, &j);
+        return;
+    }
     if (depthwise(p)) {
         qdw_job j = {p, xt, x, xzp ? ld8(xt, xzp, 0) : 0, wp, wzp, wz_n, e, scratch};
         cuvil_parallel_for(p->N * p->C, qdw_task, &j);
