@@ -788,6 +788,7 @@ typedef struct qdw_job {
     int64_t wz_n;
     const cuvil_qgemm_epi *e;
     void *scratch;
+    int64_t nblk, nstrip;   /* (the 16-channel kernel's channel blocks and strips) */
 } qdw_job;
 
 /* dst[i] = x[i] - zx for the n values of a channel's image (x int8 when s8, else uint8): one
@@ -976,19 +977,6 @@ static inline void t16x16(const uint8_t *in, int64_t si, uint8_t *o, int64_t so)
 #endif
 }
 
-typedef struct cdw_job {
-    const cuvil_conv2d_params *p;
-    int xt;
-    const uint8_t *x;
-    int32_t zx;
-    const void *wp;
-    const void *wzp;
-    int64_t wz_n;
-    const cuvil_qgemm_epi *e;
-    void *scratch;
-    int64_t nblk, nstrip;
-} cdw_job;
-
 /* 16 bytes (int8 when s8) to 16 floats minus zx */
 static inline void cdw_cvt16(float *restrict d, const uint8_t *restrict b, int s8, float zx) {
 #if defined(__AVX512F__)
@@ -1055,7 +1043,7 @@ static inline __attribute__((always_inline)) void cdw_pixels(const float *restri
 }
 
 static void cdw_task(void *vctx, int64_t t, int tid) {
-    const cdw_job *j = vctx;
+    const qdw_job *j = vctx;
     const cuvil_conv2d_params *p = j->p;
     const cuvil_qgemm_epi *e = j->e;
     const cdw_geo g = cdw_geom(p);
@@ -1196,13 +1184,13 @@ void cuvil_qconv_with(const cuvil_qgemm_ukernel_desc *uk, const cuvil_conv2d_par
                       void *scratch) {
     if (depthwise(p) && cdw_fits(p) && e->kind == CUVIL_QEPI_REQUANT) {
         const cdw_geo g = cdw_geom(p);
-        cdw_job j = {p, xt, x, xzp ? ld8(xt, xzp, 0) : 0, wp, wzp, wz_n, e, scratch, (p->C + CDW_LANES - 1) / CDW_LANES,
+        qdw_job j = {p, xt, x, xzp ? ld8(xt, xzp, 0) : 0, wp, wzp, wz_n, e, scratch, (p->C + CDW_LANES - 1) / CDW_LANES,
                      (p->OH + g.R - 1) / g.R};
         cuvil_parallel_for(p->N * j.nblk * j.nstrip, cdw_task, &j);
         return;
     }
     if (depthwise(p)) {
-        qdw_job j = {p, xt, x, xzp ? ld8(xt, xzp, 0) : 0, wp, wzp, wz_n, e, scratch};
+        qdw_job j = {p, xt, x, xzp ? ld8(xt, xzp, 0) : 0, wp, wzp, wz_n, e, scratch, 0, 0};
         cuvil_parallel_for(p->N * p->C, qdw_task, &j);
         return;
     }
