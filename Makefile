@@ -48,7 +48,7 @@ demo: setup build
 # the kernels; compiled models stay plain), then each fuzz target for FUZZ_SECONDS (a short run
 # that must find nothing). `make test SANITIZE=0 FUZZ_SECONDS=0` skips the last two.
 SANITIZE ?= 1
-FUZZ_SECONDS ?= 60
+FUZZ_SECONDS ?= 30
 test: setup build test-c test-python test-python-avx2 test-conformance
 ifeq ($(SANITIZE),1)
 	@$(MAKE) --no-print-directory test-sanitize

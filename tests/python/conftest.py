@@ -8,7 +8,9 @@ Markers:
   slow    big models (ResNet-50, the transformers); run by default, deselect with `-m "not slow"`
   plain   run by the plain build's pass only: `make test`'s second pass (ASan + UBSan, the same
           tests on an instrumented build) deselects them with `-m "not plain"` to keep CI's time
-          (the transformers' TorchScript exports: their dynamo twins run in both passes)
+          (the transformers' TorchScript exports: their dynamo twins run in both passes; the
+          tests whose time is the system compiler's or pip's: emitted C built with make, a
+          fresh virtualenv, the README's quickstart, the codegen-time scaling check)
 
 Environment:
   CUVIL_BUILD          build folder (default <repo>/build)

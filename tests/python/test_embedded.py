@@ -96,6 +96,7 @@ def test_header_states_memory_and_runs_without_malloc(tmp_path):
     tl.assert_close(got, np.load(REF), "model run from a caller's buffer")
 
 
+@pytest.mark.plain   # (the system compiler or pip does the work: the sanitizer pass gains little; CI time)
 def test_weights_as_c_array(tmp_path):
     asm = tl.compile(EXAMPLE, tmp_path / "asm", stem="tiny")
     proc = subprocess.run([str(tl.bin_path("cuvil-compile")), "--model", str(EXAMPLE), "--output", str(tmp_path / "c.so"),

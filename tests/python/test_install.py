@@ -60,6 +60,7 @@ def test_installed_compiler_works_from_another_folder(installed, tmp_path):
     tl.assert_close(np.load(outs[0]), ref, "installed model output")
 
 
+@pytest.mark.plain   # (the system compiler or pip does the work: the sanitizer pass gains little; CI time)
 def test_installed_emit_c_builds_with_make(installed, tmp_path):
     proc = subprocess.run([str(installed / "bin" / "cuvil-compile"), "--model", str(EXAMPLE), "--output", "srcs",
                            "--emit", "c"], cwd=tmp_path, capture_output=True, text=True, env=clean_env(), timeout=600)

@@ -357,6 +357,7 @@ def test_list_devices():
         close(cm(x), ort_run(m, {"x": x})[0])
 
 
+@pytest.mark.plain   # (the system compiler or pip does the work: the sanitizer pass gains little; CI time)
 def test_readme_python_quickstart_runs_as_written(tmp_path):
     """The README's Python example, run as a user would (in a fresh process, in an empty folder)."""
     text = (REPO / "README.md").read_text()
@@ -498,6 +499,7 @@ def test_jit_errors_name_the_problem():
         cuvil.jit(lambda a, b: a @ b)(x, x)
 
 
+@pytest.mark.plain   # (the system compiler or pip does the work: the sanitizer pass gains little; CI time)
 def test_wheel_installs_into_a_fresh_virtualenv(tmp_path):
     """`make wheel` -> a wheel carrying libcuvil and its runtime; installed into a new virtualenv
     of Debian's Python (its NumPy from python3-numpy; no project packages), it imports, compiles
@@ -536,6 +538,7 @@ print("ok", lib)
     close(np.load(tmp_path / "y.npy"), want, rtol=0, atol=0)
 
 
+@pytest.mark.plain   # (the system compiler or pip does the work: the sanitizer pass gains little; CI time)
 def test_demo_trains_compiles_and_evaluates_from_c(tmp_path):
     """The README's first command's demo (tools/demo.sh): a CNN trained on scikit-learn's digits,
     compiled with cuvil.compile, run from C on the held-out digits. Its accuracy is a real one
