@@ -197,9 +197,11 @@ static void run_conv(const cuvil_qgemm_ukernel_desc *uk, const ccase *c) {
         scale[i] = ktu_uniform(1e-4f, 2e-3f);
         bias[i] = (int32_t)(ktu_u32() % 4001) - 2000;
     }
-    cuvil_qgemm_epi e = {.kind = c->kind, .yt = CUVIL_T_U8, .scale = scale, .scale_per = CUVIL_QPER_ROW,
+    /* y of x's type (int8 output: the packs and truncations of the signed path) */
+    cuvil_qgemm_epi e = {.kind = c->kind, .yt = c->xt, .scale = scale, .scale_per = CUVIL_QPER_ROW,
                          .bias_per = CUVIL_QPER_ROW, .ldy = P};
-    if (c->kind == CUVIL_QEPI_REQUANT) e.ibias = bias, e.yzp = 100, e.lo = 0, e.hi = 255;
+    if (c->kind == CUVIL_QEPI_REQUANT && c->xt == CUVIL_T_I8) e.ibias = bias, e.yzp = 5, e.lo = -128, e.hi = 127;
+    else if (c->kind == CUVIL_QEPI_REQUANT) e.ibias = bias, e.yzp = 100, e.lo = 0, e.hi = 255;
     e.y = ktu_alloc((size_t)ny * 4);
     /* every other case on a pool of 3 threads (the patches and the GEMM in tasks) */
     static int nth = 0;
@@ -271,6 +273,9 @@ static void test_conv(const cuvil_qgemm_ukernel_desc *uk) {
         {1, 8, 7, 7, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 8, U, S, 2, CUVIL_QEPI_REQUANT},
         {1, 17, 3, 3, 17, 3, 3, 2, 2, 0, 0, 1, 1, 1, 1, 17, S, U, 1, CUVIL_QEPI_REQUANT},
         {1, 48, 130, 20, 48, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 48, U, S, 2, CUVIL_QEPI_REQUANT},   /* several strips */
+        {1, 16, 40, 9, 16, 3, 3, 1, 1, 1, 1, 1, 1, 2, 1, 16, S, S, 1, CUVIL_QEPI_REQUANT},     /* int8 out, dilated rows */
+        {1, 16, 3, 2100, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 16, S, S, 2, CUVIL_QEPI_REQUANT},   /* strips of one row */
+        {1, 16, 2, 4200, 16, 1, 3, 1, 1, 0, 1, 0, 1, 1, 1, 16, U, S, 2, CUVIL_QEPI_REQUANT},   /* too wide: planar */
     };
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) run_conv(uk, &cs[i]);
 }

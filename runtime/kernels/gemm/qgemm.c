@@ -943,7 +943,9 @@ static cdw_geo cdw_geom(const cuvil_conv2d_params *p) {
 }
 
 static int cdw_fits(const cuvil_conv2d_params *p) {   /* (after depthwise(p): the sizes are bounded) */
-    return p->C >= 8 && cuvil_max_i64(p->W + p->pad_l, (p->OW - 1) * p->stride_w + (p->KW - 1) * p->dil_w + 1) <= CDW_MAX_WP;
+    const int64_t Wp = cuvil_max_i64(p->W + p->pad_l, (p->OW - 1) * p->stride_w + (p->KW - 1) * p->dil_w + 1);
+    /* (and a strip of one output row within 4 MiB: a tall dilated kernel takes the planar one) */
+    return p->C >= 8 && Wp <= CDW_MAX_WP && ((p->KH - 1) * p->dil_h + 1) * Wp * CDW_LANES * (int64_t)sizeof(float) <= ((int64_t)4 << 20);
 }
 
 /* T, the accumulators of a row (+ 3 pixels), the strip's bytes (+ 16 pixels), the weights, scales, biases */
