@@ -41,7 +41,7 @@
 #define QNR 16
 #define QMRP 12    /* packed A panel rows (a multiple of every MR) */
 #define QKC4 128   /* 512 k: a 12-row A micro-panel 6 KiB, a B micro-panel 8 KiB */
-#define QMC 96     /* a multiple of QMRP */
+#define QMC 144    /* a multiple of QMRP (a transformer's 128 tokens: one block, B read once) */
 #define QNC 256
 #define QHDR 64
 #ifndef CUVIL_QPF_HINT
@@ -507,8 +507,12 @@ __attribute__((noinline)) static void qgemm_packed(const cuvil_qgemm_ukernel_des
         .za = za, .zb = zb, .e = e, .scratch = scratch,
         .blk_off = off + al64((size_t)M * 4) + al64((size_t)N * 4),
     };
-    /* (128 rows: 72 + 56, not 96 + 32, so that two threads get even shares) */
-    const int64_t blocks = (M + QMC - 1) / QMC;
+    /* As few row blocks as QMC allows (each reads all of B), the blocks as even as panels allow
+     * (200 rows: 108 + 92, not 144 + 56); more while the tasks do not split evenly over the
+     * threads (128 rows x 768 columns on two threads: 2 x 3 tasks, not 3) */
+    int64_t blocks = (M + QMC - 1) / QMC;
+    const int64_t T = cuvil_threads();
+    while (blocks * j.nb < 4 * T && (blocks * j.nb) % T != 0 && (M + blocks) / (blocks + 1) >= 2 * QMRP) blocks++;
     j.mcb = cuvil_min_i64(QMC, CUVIL_ALIGN_UP((M + blocks - 1) / blocks, QMRP));
     j.mb = (M + j.mcb - 1) / j.mcb;
     cuvil_parallel_for(j.mb * j.nb, qtask, &j);
