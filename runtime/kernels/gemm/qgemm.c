@@ -763,9 +763,14 @@ typedef struct qdw_geo {
     int64_t Hq, Wq;   /* a phase plane */
 } qdw_geo;
 
+/* the padded row's columns: x's (after pad_l) and every tap's of every output */
+static int64_t dw_padded_w(const cuvil_conv2d_params *p) {
+    return cuvil_max_i64(p->W + p->pad_l, (p->OW - 1) * p->stride_w + (p->KW - 1) * p->dil_w + 1);
+}
+
 static qdw_geo dw_geo(const cuvil_conv2d_params *p) {
     const int64_t Hp = cuvil_max_i64(p->H + p->pad_t, (p->OH - 1) * p->stride_h + (p->KH - 1) * p->dil_h + 1);
-    const int64_t Wp = cuvil_max_i64(p->W + p->pad_l, (p->OW - 1) * p->stride_w + (p->KW - 1) * p->dil_w + 1);
+    const int64_t Wp = dw_padded_w(p);
     qdw_geo g = {(Hp + p->stride_h - 1) / p->stride_h, (Wp + p->stride_w - 1) / p->stride_w};
     return g;
 }
@@ -854,17 +859,24 @@ static inline __attribute__((always_inline)) void dw_out(const float *restrict a
     }
 }
 
+/* channel c's K taps w - zw from the packed A (one row per group: A' - za' = w - zw), as float
+ * at w[k * stride] */
+static void dw_weights(const qdw_job *j, int64_t c, int64_t K, float *w, int64_t stride) {
+    const void *ap = (const char *)j->wp + (size_t)c * al64(cuvil_qgemm_packed_a_bytes(1, K));
+    const uint8_t *ad = packed_a_data(ap, 1);
+    const int wt = (int)((const int64_t *)ap)[2];
+    const int32_t za = (j->wzp && j->wz_n ? ld8(wt, j->wzp, j->wz_n > 1 ? c : 0) : 0) + (wt == CUVIL_T_I8 ? 128 : 0);
+    for (int64_t k = 0; k < K; k++) w[k * stride] = (float)((int32_t)ad[(k / 4) * QMRP * 4 + (k % 4)] - za);
+}
+
 static void qdw_task(void *vctx, int64_t t, int tid) {
     const qdw_job *j = vctx;
     const cuvil_conv2d_params *p = j->p;
     const cuvil_qgemm_epi *e = j->e;
     const int64_t n = t / p->C, c = t % p->C, K = p->KH * p->KW, P = p->OH * p->OW, sh = p->stride_h, sw = p->stride_w;
     const qdw_geo g = dw_geo(p);
-    /* the weights from the packed A (one row per group): A' - za' = w - zw */
-    const void *ap = (const char *)j->wp + (size_t)c * al64(cuvil_qgemm_packed_a_bytes(1, K));
-    const uint8_t *ad = packed_a_data(ap, 1);
-    const int wt = (int)((const int64_t *)ap)[2];
-    const int32_t za = (j->wzp && j->wz_n ? ld8(wt, j->wzp, j->wz_n > 1 ? c : 0) : 0) + (wt == CUVIL_T_I8 ? 128 : 0);
+    float wk[QDW_TAPS];
+    dw_weights(j, c, K, wk, 1);
     float *planes = cuvil_thread_scratch(j->scratch, tid);
     float *acc = planes + al64(sizeof(float) * (size_t)(sh * sw * g.Hq * g.Wq)) / sizeof(float);
     float *img = (float *)((char *)acc + 2 * dw_acc_bytes(p, &g));
@@ -886,7 +898,7 @@ static void qdw_task(void *vctx, int64_t t, int tid) {
         for (int64_t k = 0; k < 9; k++) {
             const int64_t dr = (k / p->KW) * p->dil_h, dc = (k % p->KW) * p->dil_w;
             src[k] = planes + (size_t)((dr % sh) * sw + dc % sw) * plane + (size_t)((dr / sh) * g.Wq + dc / sw);
-            w[k] = (float)((int32_t)ad[(k / 4) * QMRP * 4 + (k % 4)] - za);
+            w[k] = wk[k];
         }
         dw_taps9(acc, src, w, L);
     } else {
@@ -895,7 +907,7 @@ static void qdw_task(void *vctx, int64_t t, int tid) {
             for (int64_t kw = 0; kw < p->KW; kw++) {
                 const int64_t k = kh * p->KW + kw, dr = kh * p->dil_h, dc = kw * p->dil_w;
                 const float *src = planes + (size_t)((dr % sh) * sw + dc % sw) * plane + (size_t)((dr / sh) * g.Wq + dc / sw);
-                dw_tap(acc, src, L, (float)((int32_t)ad[(k / 4) * QMRP * 4 + (k % 4)] - za));
+                dw_tap(acc, src, L, wk[k]);
             }
     }
     const float s = e->scale ? e->scale[e->scale_per == CUVIL_QPER_ROW ? c : 0] : 0.0f;
@@ -938,7 +950,7 @@ typedef struct cdw_geo {
 
 static cdw_geo cdw_geom(const cuvil_conv2d_params *p) {
     cdw_geo g;
-    g.Wp = cuvil_max_i64(p->W + p->pad_l, (p->OW - 1) * p->stride_w + (p->KW - 1) * p->dil_w + 1);
+    g.Wp = dw_padded_w(p);
     const int64_t span = (p->KH - 1) * p->dil_h + 1, row = g.Wp * CDW_LANES * (int64_t)sizeof(float);
     const int64_t cap = cuvil_max_i64((int64_t)CDW_T_BYTES / row, span);
     g.R = cuvil_min_i64(cuvil_max_i64((cap - span) / p->stride_h + 1, 1), p->OH);
@@ -947,7 +959,7 @@ static cdw_geo cdw_geom(const cuvil_conv2d_params *p) {
 }
 
 static int cdw_fits(const cuvil_conv2d_params *p) {   /* (after depthwise(p): the sizes are bounded) */
-    const int64_t Wp = cuvil_max_i64(p->W + p->pad_l, (p->OW - 1) * p->stride_w + (p->KW - 1) * p->dil_w + 1);
+    const int64_t Wp = dw_padded_w(p);
     /* (and a strip of one output row within 4 MiB: a tall dilated kernel takes the planar one) */
     return p->C >= 8 && Wp <= CDW_MAX_WP && ((p->KH - 1) * p->dil_h + 1) * Wp * CDW_LANES * (int64_t)sizeof(float) <= ((int64_t)4 << 20);
 }
@@ -1000,11 +1012,12 @@ static inline void cdw_cvt16(float *restrict d, const uint8_t *restrict b, int s
 #endif
 }
 
-/* acc[q][l] = sum over the taps of T at pixel q's tap position times the tap's weights, for
- * the q < nq (<= 4) pixels from column c0 of output row with input rows trow (KH of them) */
+/* acc[q][l] = sum over the taps of T at pixel q's tap position times the tap's weights (an
+ * exact integer, stored as int32), for the q < nq (<= 4) pixels from column c0 of the output row
+ * whose first input row is r0 */
 static inline __attribute__((always_inline)) void cdw_pixels(const float *restrict T, int64_t Wp, int64_t r0, int64_t c0,
                                                               int nq, const cuvil_conv2d_params *p, const float *restrict wv,
-                                                              float *restrict acc) {
+                                                              int32_t *restrict acc) {
     const int64_t sw = p->stride_w, KW = p->KW;
 #if defined(__AVX512F__)
     __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
@@ -1019,7 +1032,8 @@ static inline __attribute__((always_inline)) void cdw_pixels(const float *restri
             if (nq > 3) a3 = _mm512_fmadd_ps(_mm512_loadu_ps(v + 3 * sw * CDW_LANES), w, a3);
         }
     }
-    _mm512_storeu_ps(acc, a0), _mm512_storeu_ps(acc + 16, a1), _mm512_storeu_ps(acc + 32, a2), _mm512_storeu_ps(acc + 48, a3);
+    _mm512_storeu_si512(acc, _mm512_cvttps_epi32(a0)), _mm512_storeu_si512(acc + 16, _mm512_cvttps_epi32(a1));
+    _mm512_storeu_si512(acc + 32, _mm512_cvttps_epi32(a2)), _mm512_storeu_si512(acc + 48, _mm512_cvttps_epi32(a3));
 #elif defined(__AVX2__)
     __m256 a[8];
     for (int i = 0; i < 8; i++) a[i] = _mm256_setzero_ps();
@@ -1036,15 +1050,16 @@ static inline __attribute__((always_inline)) void cdw_pixels(const float *restri
                 }
         }
     }
-    for (int i = 0; i < 8; i++) _mm256_storeu_ps(acc + 8 * i, a[i]);
+    for (int i = 0; i < 8; i++) _mm256_storeu_si256((__m256i *)(void *)(acc + 8 * i), _mm256_cvttps_epi32(a[i]));
 #else
-    for (int q = 0; q < 4 * CDW_LANES; q++) acc[q] = 0.0f;
+    float a[4 * CDW_LANES] = {0};
     for (int64_t kh = 0; kh < p->KH; kh++)
         for (int64_t kw = 0; kw < KW; kw++) {
             const float *v = T + ((r0 + kh * p->dil_h) * Wp + c0 + kw * p->dil_w) * CDW_LANES, *w = wv + (kh * KW + kw) * CDW_LANES;
             for (int q = 0; q < nq; q++)
-                for (int l = 0; l < CDW_LANES; l++) acc[q * CDW_LANES + l] += v[q * sw * CDW_LANES + l] * w[l];
+                for (int l = 0; l < CDW_LANES; l++) a[q * CDW_LANES + l] += v[q * sw * CDW_LANES + l] * w[l];
         }
+    for (int q = 0; q < 4 * CDW_LANES; q++) acc[q] = (int32_t)a[q];
 #endif
 }
 
@@ -1057,26 +1072,22 @@ static void cdw_task(void *vctx, int64_t t, int tid) {
     const int64_t c0 = b * CDW_LANES, cb = cuvil_min_i64(CDW_LANES, p->C - c0), K = p->KH * p->KW, P = p->OH * p->OW;
     const int64_t oh0 = st * g.R, R = cuvil_min_i64(g.R, p->OH - oh0), Wp = g.Wp, OW = p->OW;
     float *T = cuvil_thread_scratch(j->scratch, tid);
-    float *acc = T + al64(sizeof(float) * (size_t)(g.rin * Wp * CDW_LANES)) / sizeof(float);
-    uint8_t *ob = (uint8_t *)(acc + al64(sizeof(float) * (size_t)((OW + 3) * CDW_LANES)) / sizeof(float));
+    int32_t *acc = (int32_t *)(void *)(T + al64(sizeof(float) * (size_t)(g.rin * Wp * CDW_LANES)) / sizeof(float));
+    uint8_t *ob = (uint8_t *)(acc + al64(sizeof(int32_t) * (size_t)((OW + 3) * CDW_LANES)) / sizeof(int32_t));
     float *wv = (float *)(void *)(ob + al64((size_t)((g.R * OW + 16) * CDW_LANES)));
-    float *sc = wv + al64(sizeof(float) * (size_t)(K * CDW_LANES)) / sizeof(float), *bs = sc + al64(sizeof(float) * CDW_LANES) / sizeof(float);
+    float *sc = wv + al64(sizeof(float) * (size_t)(K * CDW_LANES)) / sizeof(float);
+    int32_t *bs = (int32_t *)(void *)(sc + al64(sizeof(float) * CDW_LANES) / sizeof(float));
     /* the weights w - zw, the scales, the biases (lanes past the block: 0) */
     for (int64_t l = 0; l < CDW_LANES; l++) {
         const int64_t c = c0 + l;
         if (l >= cb) {
             for (int64_t k = 0; k < K; k++) wv[k * CDW_LANES + l] = 0.0f;
-            sc[l] = 0.0f, bs[l] = 0.0f;
+            sc[l] = 0.0f, bs[l] = 0;
             continue;
         }
-        const void *ap = (const char *)j->wp + (size_t)c * al64(cuvil_qgemm_packed_a_bytes(1, K));
-        const uint8_t *ad = packed_a_data(ap, 1);
-        const int wt = (int)((const int64_t *)ap)[2];
-        const int32_t za = (j->wzp && j->wz_n ? ld8(wt, j->wzp, j->wz_n > 1 ? c : 0) : 0) + (wt == CUVIL_T_I8 ? 128 : 0);
-        for (int64_t k = 0; k < K; k++) wv[k * CDW_LANES + l] = (float)((int32_t)ad[(k / 4) * QMRP * 4 + (k % 4)] - za);
+        dw_weights(j, c, K, wv + l, CDW_LANES);
         sc[l] = e->scale ? e->scale[e->scale_per == CUVIL_QPER_ROW ? c : 0] : 0.0f;
-        const int32_t ib = e->ibias ? e->ibias[e->bias_per == CUVIL_QPER_ROW ? c : 0] : 0;
-        memcpy(&bs[l], &ib, sizeof ib);   /* (an int32 in a float's slot) */
+        bs[l] = e->ibias ? e->ibias[e->bias_per == CUVIL_QPER_ROW ? c : 0] : 0;
     }
     /* the strip's input rows, channels last; the rows outside x and the padding columns 0. The
      * rows inside x are one run of bytes per channel (rows r_lo .. r_hi - 1): transposed 16
@@ -1115,36 +1126,13 @@ static void cdw_task(void *vctx, int64_t t, int tid) {
         const int64_t r0 = (oh - oh0) * p->stride_h;
         for (int64_t ow = 0; ow < OW; ow += 4)
             cdw_pixels(T, Wp, r0, ow * p->stride_w, (int)cuvil_min_i64(4, OW - ow), p, wv, acc + ow * CDW_LANES);
-        /* requantized, 16 channels a pixel, as epi_row / requant do it */
+        /* requantized, 16 channels a pixel: the GEMM epilogue's row, per-channel scales and biases */
+        static const int32_t zero16[CDW_LANES];
         for (int64_t ow = 0; ow < OW; ow++) {
             uint8_t *o = ob + ((oh - oh0) * OW + ow) * CDW_LANES;
-            const float *a = acc + ow * CDW_LANES;
-#if defined(__AVX512F__)
-            __m512i v = _mm512_add_epi32(_mm512_cvttps_epi32(_mm512_loadu_ps(a)), _mm512_castps_si512(_mm512_loadu_ps(bs)));
-            __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(v), _mm512_loadu_ps(sc));
-            f = _mm512_min_ps(_mm512_max_ps(f, _mm512_set1_ps(lo)), _mm512_set1_ps(hi));
-            f = _mm512_sub_ps(_mm512_add_ps(f, _mm512_set1_ps(12582912.0f)), _mm512_set1_ps(12582912.0f));
-            _mm512_mask_cvtepi32_storeu_epi8(o, (__mmask16)0xFFFF, _mm512_add_epi32(_mm512_cvttps_epi32(f), _mm512_set1_epi32(e->yzp)));
-#elif defined(__AVX2__)
-            __m256i q[2];
-            for (int h = 0; h < 2; h++) {
-                const __m256i v = _mm256_add_epi32(_mm256_cvttps_epi32(_mm256_loadu_ps(a + 8 * h)), _mm256_castps_si256(_mm256_loadu_ps(bs + 8 * h)));
-                __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(v), _mm256_loadu_ps(sc + 8 * h));
-                f = _mm256_min_ps(_mm256_max_ps(f, _mm256_set1_ps(lo)), _mm256_set1_ps(hi));
-                f = _mm256_sub_ps(_mm256_add_ps(f, _mm256_set1_ps(12582912.0f)), _mm256_set1_ps(12582912.0f));
-                q[h] = _mm256_add_epi32(_mm256_cvttps_epi32(f), _mm256_set1_epi32(e->yzp));
-            }
-            const __m256i w = _mm256_permute4x64_epi64(_mm256_packs_epi32(q[0], q[1]), 0xD8);   /* (exact: within -128..255) */
-            const __m128i w0 = _mm256_castsi256_si128(w), w1 = _mm256_extracti128_si256(w, 1);
-            _mm_storeu_si128((__m128i *)(void *)o, e->yt == CUVIL_T_I8 ? _mm_packs_epi16(w0, w1) : _mm_packus_epi16(w0, w1));
-#else
-            for (int l = 0; l < CDW_LANES; l++) {
-                int32_t ib;
-                memcpy(&ib, &bs[l], sizeof ib);
-                const float f = (float)(int32_t)((uint32_t)(int32_t)a[l] + (uint32_t)ib) * sc[l];
-                o[l] = (uint8_t)requant(f, lo, hi, e->yzp);
-            }
-#endif
+            const int32_t *a = acc + ow * CDW_LANES;
+            for (int64_t l = requant_row_vec(a, CDW_LANES, zero16, 0, sc, 1, bs, 1, lo, hi, e->yzp, e->yt, o); l < CDW_LANES; l++)
+                o[l] = (uint8_t)requant((float)(int32_t)((uint32_t)a[l] + (uint32_t)bs[l]) * sc[l], lo, hi, e->yzp);
         }
     }
     /* back to the channels' rows of y: the strip's rows are one run per channel */
