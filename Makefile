@@ -100,7 +100,7 @@ test-python-avx2:
 	@if grep -qw avx512f /proc/cpuinfo && grep -qw avx512bw /proc/cpuinfo && grep -qw avx512dq /proc/cpuinfo \
 	    && grep -qw avx512vl /proc/cpuinfo; then \
 	  echo "AVX-512 machine: the model-level tests again for --target x86_64-avx2"; \
-	  CUVIL_TEST_TARGET=x86_64-avx2 CUVIL_BUILD=$(abspath $(BUILD)) $(PY) -m pytest -q -p no:cacheprovider $(PYTEST_KEEP) \
+	  CUVIL_TEST_TARGET=x86_64-avx2 CUVIL_BUILD=$(abspath $(BUILD)) $(PY) -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) $(PYTEST_KEEP) \
 	    --basetemp=$(abspath $(BUILD))/pytest-tmp-avx2 -m "not slow" $(AVX2_TESTS) \
 	    && rm -rf $(abspath $(BUILD))/pytest-tmp-avx2; \
 	else echo "no AVX-512 here: the round above built for x86_64-avx2 already"; fi
@@ -109,8 +109,10 @@ test-python-avx2:
 # are kept only when it fails (PYTEST_KEEP), and a run that passes removes what is left.
 PYTEST_ARGS ?=
 PYTEST_KEEP ?= -o tmp_path_retention_policy=failed
+# pytest-xdist: one worker per core (most of a test's time is the system compiler, one process)
+PYTEST_WORKERS ?= $(JOBS)
 test-python:
-	@CUVIL_BUILD=$(abspath $(BUILD)) $(PY) -m pytest -q -p no:cacheprovider $(PYTEST_KEEP) \
+	@CUVIL_BUILD=$(abspath $(BUILD)) $(PY) -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) $(PYTEST_KEEP) \
 	    --basetemp=$(abspath $(BUILD))/pytest-tmp $(PYTEST_ARGS) tests/python
 	@rm -rf $(abspath $(BUILD))/pytest-tmp
 
