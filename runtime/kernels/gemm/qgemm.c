@@ -302,6 +302,33 @@ static inline __attribute__((always_inline)) void epi_row(const int32_t *restric
     }
 }
 
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+/* requant_row_vec's 16 columns c.. (mask k): the requantized values, as int32 */
+static inline __attribute__((always_inline)) __m512i rq16(const int32_t *src, const int32_t *colc, const int32_t *ib, const float *sc,
+                                                          int64_t c, __mmask16 k, int col_s, int col_b, __m512i vr, __m512i b1,
+                                                          __m512 s1, __m512 vlo, __m512 vhi, __m512 mag, __m512i vzp) {
+    __m512i v = _mm512_add_epi32(_mm512_add_epi32(_mm512_maskz_loadu_epi32(k, src + c), vr), _mm512_maskz_loadu_epi32(k, colc + c));
+    v = _mm512_add_epi32(v, ib && col_b ? _mm512_maskz_loadu_epi32(k, ib + c) : b1);
+    __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(v), col_s ? _mm512_maskz_loadu_ps(k, sc + c) : s1);
+    f = _mm512_min_ps(_mm512_max_ps(f, vlo), vhi);
+    f = _mm512_sub_ps(_mm512_add_ps(f, mag), mag);
+    return _mm512_add_epi32(_mm512_cvttps_epi32(f), vzp);
+}
+#elif defined(__AVX2__)
+/* requant_row_vec's 8 columns c..: the requantized values, as int32 */
+static inline __attribute__((always_inline)) __m256i rq8(const int32_t *src, const int32_t *colc, const int32_t *ib, const float *sc,
+                                                         int64_t c, int col_s, int col_b, __m256i vr, __m256i b1, __m256 s1,
+                                                         __m256 vlo, __m256 vhi, __m256 mag, __m256i vzp) {
+    __m256i v = _mm256_add_epi32(_mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(src + c)), vr),
+                                 _mm256_loadu_si256((const __m256i *)(const void *)(colc + c)));
+    v = _mm256_add_epi32(v, ib && col_b ? _mm256_loadu_si256((const __m256i *)(const void *)(ib + c)) : b1);
+    __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(v), col_s ? _mm256_loadu_ps(sc + c) : s1);
+    f = _mm256_min_ps(_mm256_max_ps(f, vlo), vhi);
+    f = _mm256_sub_ps(_mm256_add_ps(f, mag), mag);
+    return _mm256_add_epi32(_mm256_cvttps_epi32(f), vzp);
+}
+#endif
+
 /* The requantizing epilogue of one row with the zero points' corrections precomputed (rowc,
  * colc), in whole vectors: the same arithmetic as epi_row's (int32 sums that wrap, the float
  * product, max(f, lo) then min(f, hi) as requant's comparisons take a NaN, the round trip
@@ -315,30 +342,38 @@ static int64_t requant_row_vec(const int32_t *src, int64_t nc, const int32_t *co
 #if defined(__AVX512F__) && defined(__AVX512BW__)
     const __m512i vr = _mm512_set1_epi32((int32_t)rowc), vzp = _mm512_set1_epi32(zp), b1 = _mm512_set1_epi32(ib ? ib[0] : 0);
     const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi), mag = _mm512_set1_ps(12582912.0f), s1 = _mm512_set1_ps(sc[0]);
+    /* 64 columns a step: four vectors packed to bytes (exact: the values are within the type's
+     * range) and stored at once; a vpmovdb store per 16 columns was most of the epilogue's time */
+    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+#define RQ(c_, k_) rq16(src, colc, ib, sc, c_, k_, col_s, col_b, vr, b1, s1, vlo, vhi, mag, vzp)
+    for (; c + 64 <= nc; c += 64) {
+        const __m512i w01 = _mm512_packs_epi32(RQ(c, 0xFFFF), RQ(c + 16, 0xFFFF));
+        const __m512i w23 = _mm512_packs_epi32(RQ(c + 32, 0xFFFF), RQ(c + 48, 0xFFFF));
+        const __m512i b = yt == CUVIL_T_I8 ? _mm512_packs_epi16(w01, w23) : _mm512_packus_epi16(w01, w23);
+        _mm512_storeu_si512((char *)y + c, _mm512_permutexvar_epi32(order, b));
+    }
     for (; c < nc; c += 16) {
         const __mmask16 k = nc - c >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (nc - c)) - 1);
-        __m512i v = _mm512_add_epi32(_mm512_add_epi32(_mm512_maskz_loadu_epi32(k, src + c), vr), _mm512_maskz_loadu_epi32(k, colc + c));
-        v = _mm512_add_epi32(v, ib && col_b ? _mm512_maskz_loadu_epi32(k, ib + c) : b1);
-        __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(v), col_s ? _mm512_maskz_loadu_ps(k, sc + c) : s1);
-        f = _mm512_min_ps(_mm512_max_ps(f, vlo), vhi);
-        f = _mm512_sub_ps(_mm512_add_ps(f, mag), mag);
-        _mm512_mask_cvtepi32_storeu_epi8((char *)y + c, k, _mm512_add_epi32(_mm512_cvttps_epi32(f), vzp));
+        _mm512_mask_cvtepi32_storeu_epi8((char *)y + c, k, RQ(c, k));
     }
-    (void)yt;
+#undef RQ
 #elif defined(__AVX2__)
     const __m256i vr = _mm256_set1_epi32((int32_t)rowc), vzp = _mm256_set1_epi32(zp), b1 = _mm256_set1_epi32(ib ? ib[0] : 0);
     const __m256 vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi), mag = _mm256_set1_ps(12582912.0f), s1 = _mm256_set1_ps(sc[0]);
+#define RQ(c_) rq8(src, colc, ib, sc, c_, col_s, col_b, vr, b1, s1, vlo, vhi, mag, vzp)
+    /* 32 columns a step, packed as above (the values are within -128..255: the packs are exact) */
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    for (; c + 32 <= nc; c += 32) {
+        const __m256i w01 = _mm256_packs_epi32(RQ(c), RQ(c + 8)), w23 = _mm256_packs_epi32(RQ(c + 16), RQ(c + 24));
+        const __m256i b = yt == CUVIL_T_I8 ? _mm256_packs_epi16(w01, w23) : _mm256_packus_epi16(w01, w23);
+        _mm256_storeu_si256((__m256i *)(void *)((char *)y + c), _mm256_permutevar8x32_epi32(b, order));
+    }
     for (; c + 8 <= nc; c += 8) {
-        __m256i v = _mm256_add_epi32(_mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(src + c)), vr),
-                                     _mm256_loadu_si256((const __m256i *)(const void *)(colc + c)));
-        v = _mm256_add_epi32(v, ib && col_b ? _mm256_loadu_si256((const __m256i *)(const void *)(ib + c)) : b1);
-        __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(v), col_s ? _mm256_loadu_ps(sc + c) : s1);
-        f = _mm256_min_ps(_mm256_max_ps(f, vlo), vhi);
-        f = _mm256_sub_ps(_mm256_add_ps(f, mag), mag);
-        const __m256i q = _mm256_add_epi32(_mm256_cvttps_epi32(f), vzp);   /* (within -128..255: the packs are exact) */
+        const __m256i q = RQ(c);
         const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
         _mm_storel_epi64((__m128i *)(void *)((char *)y + c), yt == CUVIL_T_I8 ? _mm_packs_epi16(w, w) : _mm_packus_epi16(w, w));
     }
+#undef RQ
 #else
     (void)src, (void)nc, (void)colc, (void)rowc, (void)sc, (void)col_s, (void)ib, (void)col_b, (void)lo, (void)hi, (void)zp, (void)yt, (void)y;
 #endif
@@ -940,6 +975,7 @@ static void qdw_task(void *vctx, int64_t t, int tid) {
  * channels' rows of y. Sums exact in float as above. (The planar kernel's per-channel setup
  * dominated the small late layers: 960 channels of 7 x 7 took 0.2 ms.) */
 #define CDW_LANES 16
+#define CDW_PIX 4   /* output pixels a step (8 zmm accumulators measured slower on AVX-512) */
 #define CDW_T_BYTES ((size_t)128 << 10)   /* a strip's input rows: about this much */
 #define CDW_MAX_WP 4096                     /* wider padded rows take the planar kernel */
 
@@ -964,12 +1000,12 @@ static int cdw_fits(const cuvil_conv2d_params *p) {   /* (after depthwise(p): th
     return p->C >= 8 && Wp <= CDW_MAX_WP && ((p->KH - 1) * p->dil_h + 1) * Wp * CDW_LANES * (int64_t)sizeof(float) <= ((int64_t)4 << 20);
 }
 
-/* T, the accumulators of a row (+ 3 pixels), the strip's bytes (+ 16 pixels), the weights, scales, biases */
+/* T, the accumulators of a row (+ CDW_PIX - 1 pixels), the strip's bytes (+ 16 pixels), the weights, scales, biases */
 static size_t cdw_scratch(const cuvil_conv2d_params *p) {
     const cdw_geo g = cdw_geom(p);
-    return al64(sizeof(float) * (size_t)(g.rin * g.Wp * CDW_LANES)) + al64(sizeof(float) * (size_t)((p->OW + 3) * CDW_LANES)) +
+    return al64(sizeof(float) * (size_t)(g.rin * g.Wp * CDW_LANES)) + al64(sizeof(float) * (size_t)((p->OW + CDW_PIX - 1) * CDW_LANES)) +
            al64((size_t)((g.R * p->OW + 16) * CDW_LANES)) + al64(sizeof(float) * (size_t)(p->KH * p->KW * CDW_LANES)) +
-           2 * al64(sizeof(float) * CDW_LANES);
+           2 * al64(sizeof(float) * 4 * CDW_LANES);
 }
 
 /* o[j][i] = in[i][j] for a 16 x 16 block of bytes (rows of in si bytes apart, of o so bytes) */
@@ -1013,7 +1049,7 @@ static inline void cdw_cvt16(float *restrict d, const uint8_t *restrict b, int s
 }
 
 /* acc[q][l] = sum over the taps of T at pixel q's tap position times the tap's weights (an
- * exact integer, stored as int32), for the q < nq (<= 4) pixels from column c0 of the output row
+ * exact integer, stored as int32), for the q < nq (<= CDW_PIX) pixels from column c0 of the output row
  * whose first input row is r0 */
 static inline __attribute__((always_inline)) void cdw_pixels(const float *restrict T, int64_t Wp, int64_t r0, int64_t c0,
                                                               int nq, const cuvil_conv2d_params *p, const float *restrict wv,
@@ -1052,14 +1088,14 @@ static inline __attribute__((always_inline)) void cdw_pixels(const float *restri
     }
     for (int i = 0; i < 8; i++) _mm256_storeu_si256((__m256i *)(void *)(acc + 8 * i), _mm256_cvttps_epi32(a[i]));
 #else
-    float a[4 * CDW_LANES] = {0};
+    float a[CDW_PIX * CDW_LANES] = {0};
     for (int64_t kh = 0; kh < p->KH; kh++)
         for (int64_t kw = 0; kw < KW; kw++) {
             const float *v = T + ((r0 + kh * p->dil_h) * Wp + c0 + kw * p->dil_w) * CDW_LANES, *w = wv + (kh * KW + kw) * CDW_LANES;
             for (int q = 0; q < nq; q++)
                 for (int l = 0; l < CDW_LANES; l++) a[q * CDW_LANES + l] += v[q * sw * CDW_LANES + l] * w[l];
         }
-    for (int q = 0; q < 4 * CDW_LANES; q++) acc[q] = (int32_t)a[q];
+    for (int q = 0; q < CDW_PIX * CDW_LANES; q++) acc[q] = (int32_t)a[q];
 #endif
 }
 
@@ -1073,10 +1109,10 @@ static void cdw_task(void *vctx, int64_t t, int tid) {
     const int64_t oh0 = st * g.R, R = cuvil_min_i64(g.R, p->OH - oh0), Wp = g.Wp, OW = p->OW;
     float *T = cuvil_thread_scratch(j->scratch, tid);
     int32_t *acc = (int32_t *)(void *)(T + al64(sizeof(float) * (size_t)(g.rin * Wp * CDW_LANES)) / sizeof(float));
-    uint8_t *ob = (uint8_t *)(acc + al64(sizeof(int32_t) * (size_t)((OW + 3) * CDW_LANES)) / sizeof(int32_t));
+    uint8_t *ob = (uint8_t *)(acc + al64(sizeof(int32_t) * (size_t)((OW + CDW_PIX - 1) * CDW_LANES)) / sizeof(int32_t));
     float *wv = (float *)(void *)(ob + al64((size_t)((g.R * OW + 16) * CDW_LANES)));
-    float *sc = wv + al64(sizeof(float) * (size_t)(K * CDW_LANES)) / sizeof(float);
-    int32_t *bs = (int32_t *)(void *)(sc + al64(sizeof(float) * CDW_LANES) / sizeof(float));
+    float *sc = wv + al64(sizeof(float) * (size_t)(K * CDW_LANES)) / sizeof(float);   /* (4 copies: 4 pixels' lanes) */
+    int32_t *bs = (int32_t *)(void *)(sc + al64(sizeof(float) * 4 * CDW_LANES) / sizeof(float));
     /* the weights w - zw, the scales, the biases (lanes past the block: 0) */
     for (int64_t l = 0; l < CDW_LANES; l++) {
         const int64_t c = c0 + l;
@@ -1089,6 +1125,7 @@ static void cdw_task(void *vctx, int64_t t, int tid) {
         sc[l] = e->scale ? e->scale[e->scale_per == CUVIL_QPER_ROW ? c : 0] : 0.0f;
         bs[l] = e->ibias ? e->ibias[e->bias_per == CUVIL_QPER_ROW ? c : 0] : 0;
     }
+    for (int64_t l = CDW_LANES; l < 4 * CDW_LANES; l++) sc[l] = sc[l % CDW_LANES], bs[l] = bs[l % CDW_LANES];
     /* the strip's input rows, channels last; the rows outside x and the padding columns 0. The
      * rows inside x are one run of bytes per channel (rows r_lo .. r_hi - 1): transposed 16
      * pixels at a time (the last 16 overlapping the ones before), each pixel's 16 channels
@@ -1124,15 +1161,18 @@ static void cdw_task(void *vctx, int64_t t, int tid) {
     const float lo = (float)(e->lo - e->yzp), hi = (float)(e->hi - e->yzp);
     for (int64_t oh = oh0; oh < oh0 + R; oh++) {
         const int64_t r0 = (oh - oh0) * p->stride_h;
-        for (int64_t ow = 0; ow < OW; ow += 4)
-            cdw_pixels(T, Wp, r0, ow * p->stride_w, (int)cuvil_min_i64(4, OW - ow), p, wv, acc + ow * CDW_LANES);
-        /* requantized, 16 channels a pixel: the GEMM epilogue's row, per-channel scales and biases */
-        static const int32_t zero16[CDW_LANES];
-        for (int64_t ow = 0; ow < OW; ow++) {
+        for (int64_t ow = 0; ow < OW; ow += CDW_PIX)
+            cdw_pixels(T, Wp, r0, ow * p->stride_w, (int)cuvil_min_i64(CDW_PIX, OW - ow), p, wv, acc + ow * CDW_LANES);
+        /* requantized, 16 channels a pixel, 4 pixels a step where the row has them: the GEMM
+         * epilogue's row, per-channel scales and biases */
+        static const int32_t zero64[4 * CDW_LANES];
+        for (int64_t ow = 0; ow < OW;) {
+            const int64_t nl = (OW - ow >= 4 ? 4 : 1) * CDW_LANES;
             uint8_t *o = ob + ((oh - oh0) * OW + ow) * CDW_LANES;
             const int32_t *a = acc + ow * CDW_LANES;
-            for (int64_t l = requant_row_vec(a, CDW_LANES, zero16, 0, sc, 1, bs, 1, lo, hi, e->yzp, e->yt, o); l < CDW_LANES; l++)
+            for (int64_t l = requant_row_vec(a, nl, zero64, 0, sc, 1, bs, 1, lo, hi, e->yzp, e->yt, o); l < nl; l++)
                 o[l] = (uint8_t)requant((float)(int32_t)((uint32_t)a[l] + (uint32_t)bs[l]) * sc[l], lo, hi, e->yzp);
+            ow += nl / CDW_LANES;
         }
     }
     /* back to the channels' rows of y: the strip's rows are one run per channel */
