@@ -58,9 +58,6 @@ static const char *unquantizable(cir_graph *g, const cir_node *n, int *axis, int
         if (w->ndim != 4 || !cir_value_fixed(x) || x->ndim != 4) return "not a 2-D convolution of fixed dims";
         *axis = 0, *M = w->dims[0];
         K = cir_numel(w) / (*M ? *M : 1);
-        int64_t group = cir_attr_int(n, "group");
-        if (group > 1 && group == x->dims[1] && w->dims[1] == 1)
-            return "depthwise: its int8 kernel is slower here than the float32 one";
     } else if (n->kind == CIR_OP_MATMUL) {
         if (w->ndim != 2 || x->ndim < 2) return "weights not 2-D";
         *axis = 1, *M = w->dims[1], K = w->dims[0];

@@ -2,10 +2,9 @@
  * what the driver (src/quantize.c) and the pass (pass_quantize.c) share.
  *
  * The pass picks the points to quantize on the float graph after BatchNorm folding: the
- * float32 input of every convolution (not depthwise: its int8 kernel is slower here than the
- * float32 one), MatMul and Gemm with constant weights, and each one's result (after the Relu or
- * Clip that alone reads it), unless that result is a graph output; then the result of each Add
- * both of whose inputs are points. Nodes named by --keep-float (by node name or op) are left
+ * float32 input of every convolution (depthwise ones too), MatMul and Gemm with constant
+ * weights, and each one's result (after the Relu or Clip that alone reads it), unless that
+ * result is a graph output; then the result of each Add both of whose inputs are points. Nodes named by --keep-float (by node name or op) are left
  * out. The driver compiles the float model once with every point as an extra graph output
  * (QUANT_CALIBRATE), runs it on the calibration sets, and turns the values seen into a scale
  * and a zero point per point (QUANT_APPLY): the pass then puts a QuantizeLinear/

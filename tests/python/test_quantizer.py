@@ -23,6 +23,16 @@ import cuvil_testlib as tl
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def save_model(path, name, nodes, inits):
+    """x [1, 16, 12, 12] -> y [1, 10], opset 17."""
+    g = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 12, 12])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, path)
+    return path
+
+
 def cnn(path, rng):
     """conv 3x3 + relu, conv 3x3 + relu, conv 1x1, global pool, flatten, gemm (logits)."""
     def init(n, a):
@@ -37,12 +47,7 @@ def cnn(path, rng):
              helper.make_node("Relu", ["c2"], ["r2"]),
              helper.make_node("Conv", ["r2", "k3"], ["c3"], name="conv3"), helper.make_node("GlobalAveragePool", ["c3"], ["p"]),
              helper.make_node("Flatten", ["p"], ["f"]), helper.make_node("Gemm", ["f", "w", "b"], ["y"], transB=1, name="fc")]
-    g = helper.make_graph(nodes, "cnn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 12, 12])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])], inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 8
-    onnx.save(m, path)
-    return path
+    return save_model(path, "cnn", nodes, inits)
 
 
 POINTS = ["x", "r1", "r2", "c3", "f"]   # what the quantizer promises to quantize in cnn()
@@ -59,27 +64,27 @@ def calibration(tmp_path, n=12, shape=(1, 16, 12, 12)):
     return d, sets
 
 
-def qdq_reference(path, sets):
+def qdq_reference(path, sets, points=POINTS, weights=WEIGHTS):
     """The QDQ model the quantizer promises, from ONNX Runtime's view of the float model."""
     m = onnx.load(path)
     probe = onnx.load(path)
-    for p in POINTS[1:]:
+    for p in points[1:]:
         probe.graph.output.append(helper.make_tensor_value_info(p, TensorProto.FLOAT, None))
-    lo = {p: 0.0 for p in POINTS}
-    hi = {p: 0.0 for p in POINTS}
+    lo = {p: 0.0 for p in points}
+    hi = {p: 0.0 for p in points}
     for x in sets:
         vals = tl.ort_run(probe, {"x": x})
         vals["x"] = x
-        for p in POINTS:
+        for p in points:
             lo[p], hi[p] = min(lo[p], float(vals[p].min())), max(hi[p], float(vals[p].max()))
     g = m.graph
     inits = {t.name: numpy_helper.to_array(t) for t in g.initializer}
     new_inits, nodes = [], []
-    for p in POINTS:   # p -> Q -> DQ -> p_dq, read by everyone instead of p
+    for p in points:   # p -> Q -> DQ -> p_dq, read by everyone instead of p
         s = np.float32((hi[p] - lo[p]) / 255.0)
         z = np.uint8(np.clip(np.rint(-lo[p] / s), 0, 255))
         new_inits += [numpy_helper.from_array(np.array(s, np.float32), p + "_s"), numpy_helper.from_array(np.array(z, np.uint8), p + "_z")]
-    for name, axis in WEIGHTS.items():
+    for name, axis in weights.items():
         w = inits[name]
         mx = np.abs(w).reshape(w.shape[0], -1).max(axis=1)
         sc = np.where(mx > 0, mx / np.float32(127), np.float32(1)).astype(np.float32)
@@ -87,9 +92,9 @@ def qdq_reference(path, sets):
         new_inits += [numpy_helper.from_array(q, name + "_q"), numpy_helper.from_array(sc, name + "_ws"),
                       numpy_helper.from_array(np.zeros(w.shape[0], np.int8), name + "_wz")]
         nodes.append(helper.make_node("DequantizeLinear", [name + "_q", name + "_ws", name + "_wz"], [name + "_dq"], axis=axis))
-    ren = {p: p + "_dq" for p in POINTS}
-    ren.update({w: w + "_dq" for w in WEIGHTS})
-    for p in POINTS[:1]:
+    ren = {p: p + "_dq" for p in points}
+    ren.update({w: w + "_dq" for w in weights})
+    for p in points[:1]:
         nodes += [helper.make_node("QuantizeLinear", [p, p + "_s", p + "_z"], [p + "_q"]),
                   helper.make_node("DequantizeLinear", [p + "_q", p + "_s", p + "_z"], [p + "_dq"])]
     for n in g.node:
@@ -100,7 +105,7 @@ def qdq_reference(path, sets):
                 n2.input[i] = ren[v]
         nodes.append(n2)
         for o in n.output:
-            if o in POINTS:
+            if o in points:
                 nodes += [helper.make_node("QuantizeLinear", [o, o + "_s", o + "_z"], [o + "_q"]),
                           helper.make_node("DequantizeLinear", [o + "_q", o + "_s", o + "_z"], [o + "_dq"])]
     g2 = helper.make_graph(nodes, "qdq", list(g.input), list(g.output), list(g.initializer) + new_inits)
@@ -108,6 +113,20 @@ def qdq_reference(path, sets):
     m2.ir_version = 8
     onnx.checker.check_model(m2)
     return m2
+
+
+def closer_than_float(tmp_path, path, ref, seed):
+    """q.so's outputs on 4 test inputs are ref's (ONNX Runtime on the promised QDQ model) to
+    within a tenth of the float model's distance from it."""
+    test = tl.seeded_rng(seed)
+    for k in range(4):
+        x = test.standard_normal((1, 16, 12, 12)).astype(np.float32)
+        got = tl.run(tmp_path / "q.so", {"x": x}, tmp_path / f"run{k}")["y"]
+        want = tl.ort_run(ref, {"x": x})["y"]
+        flt = tl.ort_run(path, {"x": x})["y"]
+        d_float = float(np.abs(flt - want).max())
+        assert d_float > 1e-3, d_float   # quantizing changes the answer: the comparison can fail
+        assert float(np.abs(got - want).max()) < d_float / 10, (np.abs(got - want).max(), d_float)
 
 
 def test_int8_follows_the_promised_quantization(tmp_path):
@@ -125,15 +144,43 @@ def test_int8_follows_the_promised_quantization(tmp_path):
     assert "4 convolutions and matrix products in int8, 5 activations quantized" in proc.stderr, proc.stderr
     assert "output 'y' against float32 on the 12 calibration sets: max abs error" in proc.stderr, proc.stderr
     ref = qdq_reference(path, sets)
-    test = tl.seeded_rng("quantizer-test")
-    for k in range(4):
-        x = test.standard_normal((1, 16, 12, 12)).astype(np.float32)
-        got = tl.run(tmp_path / "q.so", {"x": x}, tmp_path / f"run{k}")["y"]
-        want = tl.ort_run(ref, {"x": x})["y"]
-        flt = tl.ort_run(path, {"x": x})["y"]
-        d_float = float(np.abs(flt - want).max())
-        assert d_float > 1e-3, d_float   # quantizing changes the answer: the comparison can fail
-        assert float(np.abs(got - want).max()) < d_float / 10, (np.abs(got - want).max(), d_float)
+    closer_than_float(tmp_path, path, ref, "quantizer-test")
+
+
+def dw_cnn(path, rng):
+    """MobileNetV2's block: conv 1x1 + clip(0, 6), depthwise 3x3 stride 2 + clip(0, 6), conv 1x1,
+    global pool, flatten, gemm."""
+    def init(n, a):
+        return numpy_helper.from_array(np.asarray(a, np.float32), n)
+    inits = [init("e1", rng.normal(0, 0.3, (32, 16, 1, 1))), init("eb1", rng.normal(0, 0.1, 32)),
+             init("d1", rng.normal(0, 0.4, (32, 1, 3, 3))), init("db1", rng.normal(0, 0.1, 32)),
+             init("p1", rng.normal(0, 0.3, (24, 32, 1, 1))), init("w", rng.normal(0, 0.3, (10, 24))),
+             init("b", rng.normal(0, 0.1, 10)), init("lo", 0.0), init("hi", 6.0)]
+    nodes = [helper.make_node("Conv", ["x", "e1", "eb1"], ["c1"], name="expand"),
+             helper.make_node("Clip", ["c1", "lo", "hi"], ["r1"]),
+             helper.make_node("Conv", ["r1", "d1", "db1"], ["c2"], group=32, pads=[1, 1, 1, 1], strides=[2, 2], name="dw"),
+             helper.make_node("Clip", ["c2", "lo", "hi"], ["r2"]),
+             helper.make_node("Conv", ["r2", "p1"], ["c3"], name="project"), helper.make_node("GlobalAveragePool", ["c3"], ["p"]),
+             helper.make_node("Flatten", ["p"], ["f"]), helper.make_node("Gemm", ["f", "w", "b"], ["y"], transB=1, name="fc")]
+    return save_model(path, "dw_cnn", nodes, inits)
+
+
+def test_depthwise_conv_quantized(tmp_path):
+    """A depthwise conv (stride 2, between Clips) is quantized like the others: an integer node,
+    and the outputs are ONNX Runtime's on the promised QDQ model to within a tenth of the float
+    model's distance from it."""
+    path = dw_cnn(tmp_path / "dw.onnx", tl.seeded_rng("quantizer-dw"))
+    cal, sets = calibration(tmp_path)
+    ir = tl.compile(path, tmp_path / "ir", emit="ir", extra=["--quantize", "int8", "--calibrate", cal]).read_text()
+    ops = [ln.split("=", 1)[1].split()[0] for ln in ir.splitlines() if ln.lstrip().startswith("%") and " = " in ln]
+    assert ops.count("qlinear_conv") == 3 and ops.count("qlinear_matmul") == 1, ir
+    assert "conv" not in ops, ir
+    proc = tl.compile_raw(path, tmp_path / "q.so", extra=["--quantize", "int8", "--calibrate", cal])
+    assert proc.returncode == 0, proc.stderr
+    assert "4 convolutions and matrix products in int8, 5 activations quantized" in proc.stderr, proc.stderr
+    assert "kept in float32" not in proc.stderr, proc.stderr
+    ref = qdq_reference(path, sets, ["x", "r1", "r2", "c3", "f"], {"e1": 0, "d1": 0, "p1": 0, "w": 0})
+    closer_than_float(tmp_path, path, ref, "quantizer-dw-test")
 
 
 @pytest.mark.parametrize("method", ["percentile", "entropy"])
