@@ -1008,23 +1008,66 @@ static size_t cdw_scratch(const cuvil_conv2d_params *p) {
            2 * al64(sizeof(float) * 4 * CDW_LANES);
 }
 
+/* The 16 x 16 byte transpose network, on vectors of V bytes (each 16-byte lane on its own): in
+ * 16 rows from in, si bytes apart; out 16 vectors whose lane L holds column 16 L + T16_COL[k] of
+ * the rows (the bit-reversed order of the interleaves), the k-th at o + k * so, or, with
+ * bitrev, at o + T16_COL[k] * so (its column's place) */
+static const int T16_COL[16] = {0, 8, 4, 12, 2, 10, 6, 14, 1, 9, 5, 13, 3, 11, 7, 15};
+#define T16_NET(name, vec, load, store, u8l, u8h, u16l, u16h, u32l, u32h, u64l, u64h)                                        \
+    static inline __attribute__((always_inline)) void name(const uint8_t *in, int64_t si, uint8_t *o, int64_t so, int bitrev) { \
+        vec r[16], t[16];                                                                                                     \
+        for (int i = 0; i < 16; i++) r[i] = load((const void *)(in + i * si));                                                \
+        for (int i = 0; i < 8; i++) t[2 * i] = u8l(r[2 * i], r[2 * i + 1]), t[2 * i + 1] = u8h(r[2 * i], r[2 * i + 1]);       \
+        for (int i = 0; i < 4; i++)                                                                                           \
+            for (int h = 0; h < 2; h++)                                                                                       \
+                r[4 * i + h] = u16l(t[4 * i + h], t[4 * i + 2 + h]), r[4 * i + 2 + h] = u16h(t[4 * i + h], t[4 * i + 2 + h]); \
+        for (int i = 0; i < 2; i++)                                                                                           \
+            for (int h = 0; h < 4; h++)                                                                                       \
+                t[8 * i + h] = u32l(r[8 * i + h], r[8 * i + 4 + h]), t[8 * i + 4 + h] = u32h(r[8 * i + h], r[8 * i + 4 + h]); \
+        for (int h = 0; h < 8; h++) r[h] = u64l(t[h], t[8 + h]), r[8 + h] = u64h(t[h], t[8 + h]);                             \
+        for (int k = 0; k < 16; k++) store((void *)(o + (bitrev ? T16_COL[k] : k) * so), r[k]);                              \
+    }
+#if defined(__SSE2__)
+static inline __m128i t16_ld128(const void *p) { return _mm_loadu_si128((const __m128i *)p); }
+static inline void t16_st128(void *p, __m128i v) { _mm_storeu_si128((__m128i *)p, v); }
+T16_NET(t16_net16, __m128i, t16_ld128, t16_st128, _mm_unpacklo_epi8, _mm_unpackhi_epi8, _mm_unpacklo_epi16, _mm_unpackhi_epi16,
+        _mm_unpacklo_epi32, _mm_unpackhi_epi32, _mm_unpacklo_epi64, _mm_unpackhi_epi64)
+#endif
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+#define T16_WIDE 64   /* pixels a step of the wide transpose (one zmm of each channel) */
+static inline __m512i t16_ld512(const void *p) { return _mm512_loadu_si512(p); }
+static inline void t16_st512(void *p, __m512i v) { _mm512_storeu_si512(p, v); }
+T16_NET(t16_wide, __m512i, t16_ld512, t16_st512, _mm512_unpacklo_epi8, _mm512_unpackhi_epi8, _mm512_unpacklo_epi16,
+        _mm512_unpackhi_epi16, _mm512_unpacklo_epi32, _mm512_unpackhi_epi32, _mm512_unpacklo_epi64, _mm512_unpackhi_epi64)
+/* (the vector of pixels i, 16 + i, 32 + i, 48 + i of a [pixel][16] buffer: rows of 16 pixels) */
+static inline __m512i t16_ld512px(const void *p) {
+    const uint8_t *b = p;
+    const __m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(const void *)b));
+    const __m512i v1 = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(const void *)(b + 256)), 1);
+    const __m512i v2 = _mm512_inserti32x4(v1, _mm_loadu_si128((const __m128i *)(const void *)(b + 512)), 2);
+    return _mm512_inserti32x4(v2, _mm_loadu_si128((const __m128i *)(const void *)(b + 768)), 3);
+}
+T16_NET(t16_wide_px, __m512i, t16_ld512px, t16_st512, _mm512_unpacklo_epi8, _mm512_unpackhi_epi8, _mm512_unpacklo_epi16,
+        _mm512_unpackhi_epi16, _mm512_unpacklo_epi32, _mm512_unpackhi_epi32, _mm512_unpacklo_epi64, _mm512_unpackhi_epi64)
+#elif defined(__AVX2__)
+#define T16_WIDE 32
+static inline __m256i t16_ld256(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
+static inline void t16_st256(void *p, __m256i v) { _mm256_storeu_si256((__m256i *)p, v); }
+static inline __m256i t16_ld256px(const void *p) {
+    const uint8_t *b = p;
+    return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)b)),
+                                   _mm_loadu_si128((const __m128i *)(const void *)(b + 256)), 1);
+}
+T16_NET(t16_wide_px, __m256i, t16_ld256px, t16_st256, _mm256_unpacklo_epi8, _mm256_unpackhi_epi8, _mm256_unpacklo_epi16,
+        _mm256_unpackhi_epi16, _mm256_unpacklo_epi32, _mm256_unpackhi_epi32, _mm256_unpacklo_epi64, _mm256_unpackhi_epi64)
+T16_NET(t16_wide, __m256i, t16_ld256, t16_st256, _mm256_unpacklo_epi8, _mm256_unpackhi_epi8, _mm256_unpacklo_epi16,
+        _mm256_unpackhi_epi16, _mm256_unpacklo_epi32, _mm256_unpackhi_epi32, _mm256_unpacklo_epi64, _mm256_unpackhi_epi64)
+#endif
+
 /* o[j][i] = in[i][j] for a 16 x 16 block of bytes (rows of in si bytes apart, of o so bytes) */
 static inline void t16x16(const uint8_t *in, int64_t si, uint8_t *o, int64_t so) {
 #if defined(__SSE2__)
-    __m128i r[16], t[16];
-    for (int i = 0; i < 16; i++) r[i] = _mm_loadu_si128((const __m128i *)(const void *)(in + i * si));
-    for (int i = 0; i < 8; i++) t[2 * i] = _mm_unpacklo_epi8(r[2 * i], r[2 * i + 1]), t[2 * i + 1] = _mm_unpackhi_epi8(r[2 * i], r[2 * i + 1]);
-    for (int i = 0; i < 4; i++)
-        for (int h = 0; h < 2; h++)
-            r[4 * i + h] = _mm_unpacklo_epi16(t[4 * i + h], t[4 * i + 2 + h]), r[4 * i + 2 + h] = _mm_unpackhi_epi16(t[4 * i + h], t[4 * i + 2 + h]);
-    for (int i = 0; i < 2; i++)
-        for (int h = 0; h < 4; h++)
-            t[8 * i + h] = _mm_unpacklo_epi32(r[8 * i + h], r[8 * i + 4 + h]), t[8 * i + 4 + h] = _mm_unpackhi_epi32(r[8 * i + h], r[8 * i + 4 + h]);
-    for (int h = 0; h < 8; h++)
-        r[h] = _mm_unpacklo_epi64(t[h], t[8 + h]), r[8 + h] = _mm_unpackhi_epi64(t[h], t[8 + h]);
-    /* r[k] holds column c of in, c = the bit-reversed interleave order below */
-    static const int col[16] = {0, 8, 4, 12, 2, 10, 6, 14, 1, 9, 5, 13, 3, 11, 7, 15};
-    for (int k = 0; k < 16; k++) _mm_storeu_si128((__m128i *)(void *)(o + col[k] * so), r[k]);
+    t16_net16(in, si, o, so, 1);
 #else
     for (int i = 0; i < 16; i++)
         for (int j = 0; j < 16; j++) o[j * so + i] = in[i * si + j];
@@ -1146,7 +1189,27 @@ static void cdw_task(void *vctx, int64_t t, int tid) {
     float *T0 = T + ((r_lo - ih0) * Wp + p->pad_l) * CDW_LANES;   /* input pixel (r_lo, 0) */
     const int64_t Lin = r_hi > r_lo ? (r_hi - r_lo) * p->W : 0;
     uint8_t blk16[16 * 16];
-    for (int64_t i = 0; i < Lin; i += 16) {
+    int64_t i = 0;
+#if defined(T16_WIDE)
+    /* T16_WIDE pixels a step (the last step overlapping the one before): each channel's run in
+     * one vector, transposed 16 lanes at a time; pixel q's 16 bytes are then at wpos[q] */
+    if (cb == CDW_LANES && Lin >= T16_WIDE) {
+        uint8_t wide[16 * T16_WIDE];
+        int wpos[T16_WIDE];
+        for (int k = 0; k < 16; k++)
+            for (int L = 0; L < T16_WIDE / 16; L++) wpos[16 * L + T16_COL[k]] = k * T16_WIDE + L * 16;
+        for (; i < Lin; i += T16_WIDE) {
+            const int64_t i0 = cuvil_min_i64(i, Lin - T16_WIDE);
+            t16_wide(xb + i0, HW, wide, T16_WIDE, 0);
+            int64_t rr = i0 / p->W, cc = i0 % p->W;
+            for (int q = 0; q < T16_WIDE; q++) {
+                cdw_cvt16(T0 + (rr * Wp + cc) * CDW_LANES, wide + wpos[q], s8, zx);
+                if (++cc == p->W) cc = 0, rr++;
+            }
+        }
+    }
+#endif
+    for (; i < Lin; i += 16) {
         const int64_t i0 = Lin < 16 ? i : cuvil_min_i64(i, Lin - 16), np = cuvil_min_i64(16, Lin - i0);
         if (cb == CDW_LANES && np == 16) t16x16(xb + i0, HW, blk16, 16);
         else
@@ -1178,7 +1241,15 @@ static void cdw_task(void *vctx, int64_t t, int tid) {
     /* back to the channels' rows of y: the strip's rows are one run per channel */
     uint8_t *y = (uint8_t *)e->y + (size_t)((n * p->M + c0) * P + oh0 * OW);
     const int64_t Lout = R * OW;
-    for (int64_t i = 0; i < Lout; i += 16) {
+    i = 0;
+#if defined(T16_WIDE)
+    if (cb == CDW_LANES && Lout >= T16_WIDE)   /* (as above; each vector row: 16-byte pixels 256 bytes apart) */
+        for (; i < Lout; i += T16_WIDE) {
+            const int64_t i0 = cuvil_min_i64(i, Lout - T16_WIDE);
+            t16_wide_px(ob + i0 * CDW_LANES, CDW_LANES, y + i0, P, 1);
+        }
+#endif
+    for (; i < Lout; i += 16) {
         const int64_t i0 = Lout < 16 ? i : cuvil_min_i64(i, Lout - 16);
         if (Lout >= 16 && cb == CDW_LANES) t16x16(ob + i0 * CDW_LANES, CDW_LANES, y + i0, P);
         else if (Lout >= 16) {
