@@ -197,10 +197,11 @@ static const char *fused_note(cir_graph *g, cir_node *n, cir_node *act, cir_node
     return note;
 }
 
-/* add(DQ(a), DQ(b)) [-> relu | clip] -> Q, a and b of one fixed shape: qlinear_add */
+/* add(DQ(a), DQ(b)) [-> relu | clip] -> Q, a and b of one shape (symbolic dims: the same
+ * expressions): qlinear_add */
 static cuvil_status fold_add(cir_graph *g, cir_node *n) {
     cir_value *av = cir_in(g, n, 0), *bv = cir_in(g, n, 1), *yv = cir_out(g, n, 0);
-    if (n->n_post || n->n_in != 2 || !av || !bv || yv->dtype != CIR_F32 || !cir_value_fixed(av) || !cir_same_dims(av, bv) ||
+    if (n->n_post || n->n_in != 2 || !av || !bv || yv->dtype != CIR_F32 || !cir_same_dims(av, bv) ||
         !cir_same_dims(av, yv))
         return CUVIL_OK;
     cir_node *da = producer(g, av, n->region), *db = producer(g, bv, n->region);
@@ -339,11 +340,12 @@ static cuvil_status fold(cir_graph *g, cir_node *n, const char **why) {
     cir_node *dx = producer(g, xv, n->region), *dw = producer(g, wv, n->region);
     const bool qx = dx && dx->kind == CIR_OP_DEQUANTIZE, qw = dw && dw->kind == CIR_OP_DEQUANTIZE;
     if (!qx && !qw) return CUVIL_OK;   /* not a quantized node */
-    /* (a MatMul's or Gemm's rows may be symbolic: qlinear_matmul takes them; a conv's dims not) */
-    const bool xdims = cir_value_fixed(xv) || (!conv && xv->ndim >= 2 && !xv->dx[xv->ndim - 1]);
+    /* (a MatMul's or Gemm's rows may be symbolic: qlinear_matmul takes them; a conv's batch and
+     * spatial dims: qlinear_conv takes them, not its channels) */
+    const bool xdims = cir_value_fixed(xv) || (conv ? xv->ndim >= 2 && !xv->dx[1] : xv->ndim >= 2 && !xv->dx[xv->ndim - 1]);
     if (!qw || !cir_is_const(cir_in(g, dw, 0)) || !cir_value_fixed(wv))
         NOFOLD("its second operand is not constant weights through a DequantizeLinear (a product of two activations?)");
-    if (n->n_post || yv->dtype != CIR_F32 || !xdims) NOFOLD("symbolic dims (a convolution's) or a non-float result");
+    if (n->n_post || yv->dtype != CIR_F32 || !xdims) NOFOLD("symbolic channels (a convolution's) or columns, or a non-float result");
     if (!dq_tensor(g, dx)) NOFOLD("its input is not 8-bit through a DequantizeLinear per tensor with constant scale and zero point");
     cir_value *w0 = cir_in(g, dw, 0);
     int64_t M, K;   /* output channels / columns; the sum's length */

@@ -144,6 +144,48 @@ def test_cnn_quantized(tmp_path, form):
 
 
 @pytest.mark.plain   # (torch exports and ONNX Runtime's quantizer: the plain pass only, for CI time)
+@pytest.mark.parametrize("form", ["qdq_s8_pc", "qdq_u8", "qop_pc", "dyn_u8"])
+def test_cnn_quantized_symbolic(tmp_path, form):
+    """The CNN with symbolic batch, height and width (an OCR model's variable width): its convs
+    and its residual add on the integer kernels at any size of one build (ConvInteger, and
+    QLinearConv and QLinearAdd as ONNX Runtime writes them or from the QDQ fold; the depthwise
+    conv of 32 channels on its 16-channel kernel), against ONNX Runtime at the ranges' ends and
+    between; a size outside them is refused. ONNX Runtime's QOperator form pools uint8 values,
+    which Cuvil's MaxPool takes at fixed dims only: refused by name."""
+    import cuvil
+    torch.manual_seed(0)
+    f32 = tmp_path / "f32.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(SmallCNN().eval(), (torch.randn(2, 3, 16, 16),), str(f32), input_names=["x"], output_names=["y"],
+                          opset_version=17, dynamo=False, dynamic_axes={"x": {0: "n", 2: "h", 3: "w"}, "y": {0: "n"}})
+    q = _quantize(f32, tmp_path / f"{form}.onnx", form, (2, 3, 16, 16))
+    dims = {"n": "1:3", "h": "8:40", "w": "8:72"}
+    if form == "qop_pc":
+        proc = tl.compile_raw(q, tmp_path / "q.so", dims=dims)
+        assert proc.returncode != 0 and "MaxPool '/MaxPool'" in proc.stderr and "symbolic dims" in proc.stderr, proc.stderr
+        return
+    ir = tl.compile(q, tmp_path / "ir", emit="ir", dims=dims).read_text()
+    kind = "conv_integer" if form.startswith("dyn") else "qlinear_conv"
+    assert " = conv " not in ir and ir.count(f" = {kind} ") == 4, ir
+    assert form.startswith("dyn") or " = qlinear_add " in ir, ir
+    model = cuvil.load(tl.compile(q, tmp_path / "so", dims=dims))
+    step = _output_step(q)
+    rng = np.random.default_rng(3)
+    for shape in [(1, 3, 8, 8), (3, 3, 40, 72), (2, 3, 17, 29), (1, 3, 40, 9)]:
+        x = rng.standard_normal(shape).astype(np.float32)
+        want, got = tl.ort_run(q, {"x": x})["y"], np.asarray(model(x))
+        assert got.shape == want.shape, (shape, got.shape, want.shape)
+        if step is None:
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+        else:   # (as _check: one output step at most, most outputs exact)
+            assert np.abs(got.astype(np.float64) - want).max() <= step * 1.001, shape
+            assert np.mean(got == want) > 0.95, (shape, np.mean(got == want))
+    with pytest.raises(ValueError, match="dim 3"):
+        model(np.zeros((1, 3, 16, 80), np.float32))
+
+
+@pytest.mark.plain   # (torch exports and ONNX Runtime's quantizer: the plain pass only, for CI time)
 @pytest.mark.parametrize("form", FORMS + ["dyn_s8_pc"])
 def test_mlp_quantized(tmp_path, form):
     torch.manual_seed(1)

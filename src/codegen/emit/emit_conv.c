@@ -43,7 +43,7 @@ const char *cg_conv_geo_fields(const cuvil_conv2d_params *p, char *buf, size_t l
 }
 
 /* geo_fields of a symbolic node: the sizes and padding of this run as C of D[]. */
-static const char *geo_fields_x(cg_ctx *cg, const cuvil_conv2d_params *p, const op_geo_x *x) {
+const char *cg_conv_geo_fields_x(cg_ctx *cg, const cuvil_conv2d_params *p, const op_geo_x *x) {
     char a[128];
     const char *s = "";
     cuvil_sb sb = {0};
@@ -134,8 +134,8 @@ static size_t scratch_over(cir_graph *g, const cir_dim *const *f, int nf, scratc
 
 typedef struct conv_at {
     const cuvil_conv2d_params *p;
-    bool transpose;
-    const cuvil_gemm_blocking *blk;
+    cg_conv_size_fn size;
+    const void *user;
 } conv_at;
 
 /* v: N, H, W, OH, OW, pad_t, pad_l, KH, KW */
@@ -144,15 +144,25 @@ static size_t conv_scratch_v(const int64_t *v, void *user) {
     if (v[3] <= 0 || v[4] <= 0) return 0;
     cuvil_conv2d_params q = *a->p;
     q.N = v[0], q.H = v[1], q.W = v[2], q.OH = v[3], q.OW = v[4], q.pad_t = v[5], q.pad_l = v[6], q.KH = v[7], q.KW = v[8];
-    return conv_scratch_at(&q, a->transpose, a->blk);
+    return a->size(&q, a->user);
 }
 
-static size_t conv_scratch_bound(cir_graph *g, const cuvil_conv2d_params *pp, const op_geo_x *gx, bool transpose,
-                                 const cuvil_gemm_blocking *blk) {
+size_t cg_conv_scratch_bound(cir_graph *g, const cuvil_conv2d_params *pp, const op_geo_x *gx, cg_conv_size_fn size,
+                             const void *user) {
     const cir_dim *f[9] = {gx->N, gx->H, gx->W, gx->OH, gx->OW, gx->pad_t, gx->pad_l, gx->KH, gx->KW};
-    conv_at a = {pp, transpose, blk};
-    size_t at_pp = conv_scratch_at(pp, transpose, blk), over = scratch_over(g, f, 9, conv_scratch_v, &a);
+    conv_at a = {pp, size, user};
+    size_t at_pp = size(pp, user), over = scratch_over(g, f, 9, conv_scratch_v, &a);
     return at_pp > over ? at_pp : over;
+}
+
+typedef struct f32_conv_at {
+    bool transpose;
+    const cuvil_gemm_blocking *blk;
+} f32_conv_at;
+
+static size_t f32_conv_size(const cuvil_conv2d_params *q, const void *user) {
+    const f32_conv_at *a = user;
+    return conv_scratch_at(q, a->transpose, a->blk);
 }
 
 cuvil_status cg_emit_conv(cg_ctx *cg, cir_graph *g, cir_node *n) {
@@ -174,10 +184,11 @@ cuvil_status cg_emit_conv(cg_ctx *cg, cir_graph *g, cir_node *n) {
                  (long long)pp.packed_kc, algo_name(pp.algo));
     }
     if (pp.layout) snprintf(ex + strlen(ex), sizeof ex - strlen(ex), ", .layout = %s", layout_name(pp.layout));
-    const char *p = cg_param(cg, "cuvil_conv2d_params", "{ %s%s }", sym ? geo_fields_x(cg, &pp, &gx) : cg_conv_geo_fields(&pp, f, sizeof f), ex);
+    const char *p = cg_param(cg, "cuvil_conv2d_params", "{ %s%s }", sym ? cg_conv_geo_fields_x(cg, &pp, &gx) : cg_conv_geo_fields(&pp, f, sizeof f), ex);
     cuvil_gemm_ukernel_desc uk;
     cuvil_gemm_blocking blk = cg_target_blocking(g, &uk);
-    const char *S = cg_scratch(cg, sym ? conv_scratch_bound(g, &pp, &gx, false, &blk) : cuvil_f32_conv2d_scratch_size_ex(&pp, &blk),
+    const f32_conv_at at = {false, &blk};
+    const char *S = cg_scratch(cg, sym ? cg_conv_scratch_bound(g, &pp, &gx, f32_conv_size, &at) : cuvil_f32_conv2d_scratch_size_ex(&pp, &blk),
                                "cuvil_f32_conv2d_scratch_size(&%s)", p);
     if (cg_packs_at_create(cg, n))   /* --precision: transformed from the 16-bit source when a context is created */
         cg_pack_at_create(cg, "cuvil_f32_conv2d_pack", p, n->in[1], n->low.packed, cuvil_f32_conv2d_pack_tmp_floats(&pp));
@@ -237,7 +248,7 @@ cuvil_status cg_emit_mbblock(cg_ctx *cg, cir_graph *g, cir_node *n) {
                            .OW = i == 0 ? f[2] : f[4], .pad_t = i == 1 ? cir_dim_const(&g->dt, c[i]->pad_t) : zero,
                            .pad_l = i == 1 ? cir_dim_const(&g->dt, c[i]->pad_l) : zero};
             if (!gx.pad_t || !gx.pad_l) return cir_dim_err(g, n, "a block's padding");
-            gs = geo_fields_x(cg, c[i], &gx);
+            gs = cg_conv_geo_fields_x(cg, c[i], &gx);
         }
         snprintf(f3[i], sizeof f3[i], "%s, .packed_mr = %lld, .packed_kc = %lld, .algo = %s", gs, (long long)c[i]->packed_mr,
                  (long long)c[i]->packed_kc, algo_name(c[i]->algo));
@@ -267,12 +278,13 @@ cuvil_status cg_emit_conv_transpose(cg_ctx *cg, cir_graph *g, cir_node *n) {
     op_geo_x gx;
     bool sym = cg_node_symbolic(g, n);
     if (sym && (s = op_convt_x(g, n, &gx))) return s;
-    const char *p = cg_param(cg, "cuvil_conv_transpose2d_params", "{ %s }", sym ? geo_fields_x(cg, &gp, &gx) : cg_conv_geo_fields(&gp, f, sizeof f));
+    const char *p = cg_param(cg, "cuvil_conv_transpose2d_params", "{ %s }", sym ? cg_conv_geo_fields_x(cg, &gp, &gx) : cg_conv_geo_fields(&gp, f, sizeof f));
     cuvil_gemm_ukernel_desc uk;
     cuvil_gemm_blocking blk = cg_target_blocking(g, &uk);
     cuvil_conv_transpose2d_params tp;
     memcpy(&tp, &gp, sizeof tp);   /* the same geometry fields (geo_fields prints both) */
-    const char *S = cg_scratch(cg, sym ? conv_scratch_bound(g, &gp, &gx, true, &blk)
+    const f32_conv_at at = {true, &blk};
+    const char *S = cg_scratch(cg, sym ? cg_conv_scratch_bound(g, &gp, &gx, f32_conv_size, &at)
                                    : cuvil_f32_conv_transpose2d_scratch_size_ex(&tp, &blk),
                                "cuvil_f32_conv_transpose2d_scratch_size(&%s)", p);
     cg_printf(cg, "    cuvil_f32_conv_transpose2d(&%s, %s, %s, %s, %s, %s);\n", p, cg_in(cg, n->in[0]),

@@ -24,6 +24,12 @@ const char *cg_bin_params(cg_ctx *cg, const cuvil_binary_params *p, const char *
 
 /* The geometry fields of a conv's cuvil_conv2d_params as a C initialiser, into buf (emit_conv.c). */
 const char *cg_conv_geo_fields(const cuvil_conv2d_params *p, char *buf, size_t len);
+/* A symbolic conv: its sizes and padding as C of the run's dims, and the scratch to reserve, the
+ * largest size(q) over values of the symbols its dims use (emit_conv.c says which; the node's
+ * run also checks its need against it) */
+const char *cg_conv_geo_fields_x(cg_ctx *cg, const cuvil_conv2d_params *p, const op_geo_x *x);
+typedef size_t (*cg_conv_size_fn)(const cuvil_conv2d_params *q, const void *user);
+size_t cg_conv_scratch_bound(cir_graph *g, const cuvil_conv2d_params *p, const op_geo_x *x, cg_conv_size_fn size, const void *user);
 
 /* The runtime's enum names, for the generated C (indexed by the enum's value). */
 extern const char *const cg_bin_names[];     /* CUVIL_BIN_* */

@@ -82,6 +82,11 @@ static void qepi(cg_ctx *cg, cir_graph *g, cir_node *n, int kind, const char *sc
     }
 }
 
+static size_t qconv_size(const cuvil_conv2d_params *q, const void *user) {
+    (void)user;
+    return cuvil_qconv_scratch_size(q);
+}
+
 cuvil_status cg_emit_qconv(cg_ctx *cg, cir_graph *g, cir_node *n) {
     const bool ql = n->kind == CIR_OP_QLINEAR_CONV;
     cuvil_conv2d_params p;
@@ -90,13 +95,20 @@ cuvil_status cg_emit_qconv(cg_ctx *cg, cir_graph *g, cir_node *n) {
     cir_value *x = cir_in(g, n, 0), *w = cir_in(g, n, 1), *y = cir_out(g, n, 0);
     const int ixz = ql ? 3 : 2, iwz = ql ? 5 : 3;
     cir_value *xz = cir_in(g, n, ixz), *wz = cir_in(g, n, iwz);
+    /* symbolic dims: the run's sizes, and the kernel's scratch the largest over the symbols' values
+     * (p: the upper bounds); the weights and scales after it */
+    const bool sym = cg_node_symbolic(g, n);
+    op_geo_x gx;
+    if (sym && (s = op_conv_x(g, n, &gx))) return s;
     char f[768];
-    const char *ps = cg_param(cg, "cuvil_conv2d_params", "{ %s }", cg_conv_geo_fields(&p, f, sizeof f));
+    const char *ps = cg_param(cg, "cuvil_conv2d_params", "{ %s }", sym ? cg_conv_geo_fields_x(cg, &p, &gx) : cg_conv_geo_fields(&p, f, sizeof f));
     /* the weights packed now when they are constants (as ever), else by the run into the scratch */
     const bool wconst = cir_is_const(w);
     const size_t wbytes = wconst ? 0 : al64(cuvil_qconv_packed_w_bytes(&p));
-    const size_t need = al64(cuvil_qconv_scratch_size(&p)), extra = wbytes + al64(sizeof(float) * (size_t)p.M);
-    const char *S = cg_scratch(cg, need + extra, "cuvil_qconv_scratch_size(&%s) + %zu + %zu", ps, need - cuvil_qconv_scratch_size(&p), extra);
+    const size_t raw = sym ? cg_conv_scratch_bound(g, &p, &gx, qconv_size, NULL) : cuvil_qconv_scratch_size(&p);
+    const size_t need = al64(raw), extra = wbytes + al64(sizeof(float) * (size_t)p.M);
+    /* (the run checks its need, its own sizes', against the reservation: past `need` lie the weights) */
+    const char *S = cg_scratch(cg, need + extra, "cuvil_qconv_scratch_size(&%s) + %zu + %zu", ps, need - raw, extra);
     const char *wp;
     if (wconst) {
         void *buf = cuvil_malloc(cuvil_qconv_packed_w_bytes(&p));
@@ -211,7 +223,7 @@ cuvil_status cg_emit_imatmul(cg_ctx *cg, cir_graph *g, cir_node *n) {
 cuvil_status cg_emit_qadd(cg_ctx *cg, cir_graph *g, cir_node *n) {
     cir_value *a = cir_in(g, n, 0), *b = cir_in(g, n, 3), *y = cir_out(g, n, 0), *yz = cir_in(g, n, 7);
     const int32_t tlo = y->dtype == CIR_I8 ? -128 : 0, thi = y->dtype == CIR_I8 ? 127 : 255;
-    cg_printf(cg, "    cuvil_qadd(%lld, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %d, %d, %s);\n", (long long)cir_numel(a),
+    cg_printf(cg, "    cuvil_qadd(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %d, %d, %s);\n", cg_numel(cg, n->in[0]),
               cg_rt_type(a->dtype), cg_in(cg, n->in[0]), cg_in(cg, n->in[1]), cir_in(g, n, 2) ? cg_in(cg, n->in[2]) : "NULL",
               cg_rt_type(b->dtype), cg_in(cg, n->in[3]), cg_in(cg, n->in[4]), cir_in(g, n, 5) ? cg_in(cg, n->in[5]) : "NULL",
               cg_in(cg, n->in[6]), cg_rt_type(y->dtype), yz ? cg_in(cg, n->in[7]) : "NULL",

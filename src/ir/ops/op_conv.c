@@ -338,7 +338,8 @@ const cir_opdef cir_op_mbblock = {"mbblock", CIR_OPF_TAKES_ACT | CIR_OPF_TAKES_R
  * conv's), bias int32; without y_scale the output is float32, x_scale * w_scale * (acc + bias)
  * (the QDQ fold's conv whose result feeds float ops). min, max: the float result clamped to
  * them before it is quantized (a Relu or Clip the QDQ fold took in; y's scale and zero point
- * then constants). 1-D and 2-D, fixed dims; uint8 and int8. */
+ * then constants). 1-D and 2-D; the batch and spatial dims may be symbolic (the channels and
+ * the weights fixed); uint8 and int8. */
 static bool i8t(cir_dtype t) { return t == CIR_U8 || t == CIR_I8; }
 
 /* Input i: absent (when optional), else of type t (CIR_UNDEF: any 8-bit) with 1 or `per` values. */
@@ -362,8 +363,9 @@ static cuvil_status qconv_infer(cir_graph *g, cir_node *n) {
     if (!i8t(x->dtype) || !i8t(w->dtype))
         return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' is %s and weight '%s' %s; uint8 and int8 are supported",
                             x->name, cir_dtype_name(x->dtype), w->name, cir_dtype_name(w->dtype));
-    if (!cir_value_fixed(x) || !cir_value_fixed(w))
-        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "the input's and the weight's dims must be fixed");
+    if (!cir_value_fixed(w)) return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "the weight's dims must be fixed");
+    op_geo_x gx;   /* (symbolic batch and spatial dims: the output's, as conv's) */
+    if (!cir_value_fixed(x) && (s = op_conv_x(g, n, &gx))) return s;
     conv_geo c;
     if ((s = geometry(g, n, false, &c))) return s;
     if (c.nsp > 2) return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "integer convolutions over %d spatial dims (1-D and 2-D are)", c.nsp);
@@ -384,6 +386,11 @@ static cuvil_status qconv_infer(cir_graph *g, cir_node *n) {
         yt = !ys ? CIR_F32 : yz ? yz->dtype : CIR_U8;
         if ((s = op_qclamp_check(g, n, 6, 7))) return s;
     }
+    if (!cir_value_fixed(x)) {
+        const cir_dim *dx[4] = {gx.N, cir_dim_const(&g->dt, c.M), c.nsp == 1 ? gx.OW : gx.OH, gx.OW};
+        cir_set_shape_x(cir_out(g, n, 0), yt, 2 + c.nsp, dx);
+        return CUVIL_OK;
+    }
     int64_t dims[4] = {c.N, c.M, c.out[0], c.out[1]};
     cir_set_shape(cir_out(g, n, 0), yt, 2 + c.nsp, dims);
     return CUVIL_OK;
@@ -395,8 +402,8 @@ static const cir_attr_spec qconv_attrs[] = {
     {"max", CIR_ATTR_FLOAT, 0, INFINITY, NULL, false},
     CIR_ATTR_END,
 };
-const cir_opdef cir_op_conv_integer = {"conv_integer", 0, 2, 4, 1, 1, conv_attrs, qconv_infer, NULL, NULL, 0};
-const cir_opdef cir_op_qlinear_conv = {"qlinear_conv", 0, 6, 9, 1, 1, qconv_attrs, qconv_infer, NULL, NULL, 0};
+const cir_opdef cir_op_conv_integer = {"conv_integer", CIR_OPF_SYM_DIMS, 2, 4, 1, 1, conv_attrs, qconv_infer, NULL, NULL, 0};
+const cir_opdef cir_op_qlinear_conv = {"qlinear_conv", CIR_OPF_SYM_DIMS, 6, 9, 1, 1, qconv_attrs, qconv_infer, NULL, NULL, 0};
 
 /* ===== conv_nd, conv_transpose_nd ========================================================= */
 cuvil_status op_conv_nd_params(cir_graph *g, cir_node *n, cuvil_conv_nd_params *p) {

@@ -263,8 +263,8 @@ static cuvil_status qadd_infer(cir_graph *g, cir_node *n) {
             return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "input '%s' is %s; uint8 and int8 are supported", x->name,
                                 cir_dtype_name(x->dtype));
     }
-    if (!cir_value_fixed(a) || !cir_same_dims(a, b))
-        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "'%s' and '%s' must have the same fixed shape", a->name, b->name);
+    if (!cir_same_dims(a, b))   /* (symbolic dims: the same expressions) */
+        return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "'%s' and '%s' must have the same shape", a->name, b->name);
     int64_t c;
     if ((s = per(g, n, 1, 1, CIR_F32, &c)) || (s = per(g, n, 2, 1, a->dtype, &c)) || (s = per(g, n, 4, 1, CIR_F32, &c)) ||
         (s = per(g, n, 5, 1, b->dtype, &c)) || (s = per(g, n, 6, 1, CIR_F32, &c)) || (s = per(g, n, 7, 1, CIR_UNDEF, &c)))
@@ -277,7 +277,7 @@ static cuvil_status qadd_infer(cir_graph *g, cir_node *n) {
     cir_set_shape_like(cir_out(g, n, 0), yz ? yz->dtype : CIR_U8, a);
     return CUVIL_OK;
 }
-const cir_opdef cir_op_qlinear_add = {"qlinear_add", 0, 7, 8, 1, 1, qlmm_attrs, qadd_infer, NULL, NULL, 0};
+const cir_opdef cir_op_qlinear_add = {"qlinear_add", CIR_OPF_SYM_DIMS, 7, 8, 1, 1, qlmm_attrs, qadd_infer, NULL, NULL, 0};
 
 /* matmul_nbits (a, w, scales, zs): a float32 [..., K] times 4-bit weights dequantized inside
  * the product (q4gemm.c): w uint8 [N, blocks * block_size / 2] (MatMulNBits' B), scales and zs
