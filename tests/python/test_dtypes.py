@@ -312,6 +312,17 @@ def test_cast_every_pair(tmp_path, src):
     run_cases(tmp_path, nodes, [("x", src, [9])], outs, {"x": x}, wants, types)
 
 
+def test_cast_integers_to_float32(tmp_path):
+    """int32, int8 and uint8 to float32 over their whole range (the fast loops): each value
+    rounded once to nearest even, as NumPy does (2^24 + 1 -> 2^24, 2^31 - 1 -> 2^31)."""
+    big = [0, 1, -1, 2**24 + 1, -(2**24 + 1), 2**24 + 3, 2**31 - 1, -2**31, 123456789, -987654321]
+    feeds = {"a": np.array(big * 4, np.int32), "b": np.arange(-128, 128, dtype=np.int8), "c": np.arange(256).astype(np.uint8)}
+    nodes = [helper.make_node("Cast", [k], [f"y_{k}"], to=ONNX_TYPE["f32"]) for k in feeds]
+    wants = {f"y_{k}": v.astype(np.float32) for k, v in feeds.items()}
+    run_cases(tmp_path, nodes, [("a", "i32", [40]), ("b", "i8", [256]), ("c", "u8", [256])],
+              [(f"y_{k}", "f32", None) for k in feeds], feeds, wants, {f"y_{k}": "f32" for k in feeds})
+
+
 # --------------------------------------------------------------------------------------------
 # Indexing with run-time indices
 # --------------------------------------------------------------------------------------------

@@ -505,6 +505,18 @@ void cuvil_cast(int from, int to, const void *x, void *y, int64_t n) {
         for (int64_t i = 0; i < n; i++) ((uint16_t *)y)[i] = cuvil_f32_to_bf16(((const float *)x)[i]);
         return;
     }
+    /* integers to float32 (a dynamically quantized model's int32 sums before their scale): tight
+     * loops, the same one rounding as below */
+    if (to == CUVIL_T_F32 && (from == CUVIL_T_I32 || from == CUVIL_T_I8 || from == CUVIL_T_U8)) {
+        float *restrict f = y;
+        if (from == CUVIL_T_I32)
+            for (int64_t i = 0; i < n; i++) f[i] = (float)((const int32_t *)x)[i];
+        else if (from == CUVIL_T_I8)
+            for (int64_t i = 0; i < n; i++) f[i] = (float)((const int8_t *)x)[i];
+        else
+            for (int64_t i = 0; i < n; i++) f[i] = (float)((const uint8_t *)x)[i];
+        return;
+    }
     bool ff = is_float_t(from);
     for (int64_t i = 0; i < n; i++) {
         if (to == CUVIL_T_BOOL) {
