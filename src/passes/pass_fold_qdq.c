@@ -245,15 +245,18 @@ static cir_value *per_column_operand(cir_graph *g, cir_node *r, const cir_value 
 }
 
 /* The last node of a folded chain (after every operand's producer) becomes the product
- * qlinear_matmul (in: its 10 inputs), under the name of the chain's first node n, which dies. */
-static cuvil_status become_product(cir_graph *g, cir_node *last, cir_node *n, int *in, const char *note) {
+ * qlinear_matmul (in: its 10 inputs) or qlinear_conv (its 9, n's attributes), under the name of
+ * the chain's first node n, which dies. */
+static cuvil_status become_product(cir_graph *g, cir_node *last, cir_node *n, cir_op_kind kind, int *in, const char *note) {
+    const bool conv = kind == CIR_OP_QLINEAR_CONV;
     last->name = n->name;
     last->src_op = n->src_op;
     last->fused = note;
-    last->n_attrs = 0;
-    cir_node_rekind(last, CIR_OP_QLINEAR_MATMUL);
+    last->attrs = conv ? n->attrs : last->attrs;   /* (qlinear_conv's min and max keep their defaults) */
+    last->n_attrs = conv ? n->n_attrs : 0;
+    cir_node_rekind(last, kind);
     last->in = in;
-    last->n_in = 10;
+    last->n_in = conv ? 9 : 10;
     n->dead = true;
     cuvil_status st = last->def->infer(g, last);
     if (!st) cir_graph_count_uses(g);
@@ -302,7 +305,69 @@ static cuvil_status fold_dynamic(cir_graph *g, cir_node *n) {
     memcpy(in, v, sizeof v);
     c->dead = true;
     if (fb) mu->dead = true;
-    return become_product(g, last, n, in, note);
+    return become_product(g, last, n, CIR_OP_QLINEAR_MATMUL, in, note);
+}
+
+/* quantize_dynamic's convolution:
+ *
+ *   conv_integer(x, w, xz, wz) [-> add(reshape(b))] -> cast(float32) -> mul(s)
+ *
+ * x and w 8-bit, xz one value, b int32 [M] (the float bias divided by the scales, computed when
+ * the model runs) reshaped to [1, M, 1(, 1)], s float32, one value: the last node becomes
+ * qlinear_conv's float form, y = float(acc + b) * s in the epilogue, as the unfused nodes round
+ * it (the int32 sum wraps as the Add's, float() rounds once, the product once). x_scale is the
+ * constant 1, w_scale s. */
+static cuvil_status fold_dynamic_conv(cir_graph *g, cir_node *n) {
+    cir_value *x = cir_in(g, n, 0), *w = cir_in(g, n, 1), *xz = cir_in(g, n, 2), *y = cir_out(g, n, 0);
+    if (n->n_post || n->half != CIR_UNDEF || !x || !w || !i8t(x->dtype) || !i8t(w->dtype) || (xz && cir_numel(xz) != 1) ||
+        y->ndim < 3 || cir_numel(w) / (w->dims[0] ? w->dims[0] : 1) > CUVIL_QGEMM_K_EXACT)
+        return CUVIL_OK;
+    const int64_t M = y->dims[1];
+    cir_node *ba = cuvil_sole_reader(g, y), *br = NULL;
+    cir_value *sum = y, *b = NULL;
+    if (ba && ba->kind == CIR_OP_ADD && ba->region == n->region && !ba->n_post && ba->n_in == 2 && cir_in(g, ba, 0) &&
+        cir_in(g, ba, 1) && cir_out(g, ba, 0)->dtype == CIR_I32 && cir_same_dims(cir_out(g, ba, 0), y)) {
+        cir_value *o = cir_in(g, ba, 0) == y ? cir_in(g, ba, 1) : cir_in(g, ba, 0);
+        br = o != y && o->producer >= 0 ? cir_node_at(g, o->producer) : NULL;
+        b = br && br->kind == CIR_OP_RESHAPE && br->region == n->region ? cir_in(g, br, 0) : NULL;
+        bool chan = b && b->dtype == CIR_I32 && cir_value_fixed(b) && b->ndim == 1 && b->dims[0] == M && cir_value_fixed(o) &&
+                    o->ndim == y->ndim && o->dims[1] == M;   /* [1, M, 1, ...]: b's values along the channels */
+        for (int i = 0; chan && i < o->ndim; i++) chan = i == 1 || o->dims[i] == 1;
+        if (!chan) return CUVIL_OK;
+        sum = cir_out(g, ba, 0);
+    } else {
+        ba = NULL;
+    }
+    cir_node *c = sole_f32_reader(g, n, sum, CIR_OP_CAST), *mu = c ? sole_f32_reader(g, n, cir_out(g, c, 0), CIR_OP_MUL) : NULL;
+    cir_value *sv = mu && mu->n_in == 2 && cir_in(g, mu, 0) && cir_in(g, mu, 1)
+                        ? (cir_in(g, mu, 0) == cir_out(g, c, 0) ? cir_in(g, mu, 1) : cir_in(g, mu, 0))
+                        : NULL;
+    if (!sv || sv == cir_out(g, c, 0) || sv->dtype != CIR_F32 || !cir_value_fixed(sv) || cir_numel(sv) != 1 ||
+        !cir_same_dims(cir_out(g, mu, 0), y))
+        return CUVIL_OK;
+    static const float one = 1.0f;
+    static const uint8_t zero = 0;
+    char name[600];
+    snprintf(name, sizeof name, "%.500s:one", n->name);
+    const int one_id = cir_const_add(g, name, CIR_F32, 0, NULL, &one);
+    int zp[2] = {xz ? n->in[2] : -1, n->n_in > 3 ? n->in[3] : -1};   /* (qlinear_conv's are not optional) */
+    for (int i = 0; i < 2; i++)
+        if (zp[i] < 0) {
+            snprintf(name, sizeof name, "%.500s:%s_zero_point", n->name, i ? "w" : "x");
+            zp[i] = cir_const_add(g, name, (i ? w : x)->dtype, 0, NULL, &zero);
+        }
+    int *in = cuvil_arena_alloc(&g->arena, sizeof(int) * 9);
+    const char *note = in && one_id >= 0 && zp[0] >= 0 && zp[1] >= 0 ? cuvil_fused_note(g, n->fused, ba ? ba->src_op : c->src_op)
+                                                                     : NULL;
+    if (note && ba) note = cuvil_fused_note(g, note, c->src_op);
+    if (note) note = cuvil_fused_note(g, note, mu->src_op);
+    if (!note) return g->ctx->status ? g->ctx->status : cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+    /* (qlinear_conv's order: x and w first) */
+    const int v[9] = {n->in[0], n->in[1], one_id, zp[0], sv->id, zp[1], -1, -1, b ? b->id : -1};
+    memcpy(in, v, sizeof v);
+    if (ba) ba->dead = true;
+    c->dead = true;
+    return become_product(g, mu, n, CIR_OP_QLINEAR_CONV, in, note);
 }
 
 /* qlinear_matmul's float form without a bias (com.microsoft DynamicQuantizeMatMul and
@@ -323,7 +388,7 @@ static cuvil_status fold_float_bias(cir_graph *g, cir_node *n) {
     if (!note) return g->ctx->status ? g->ctx->status : cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
     for (int i = 0; i < 10; i++) in[i] = i < n->n_in ? n->in[i] : -1;
     in[9] = fb->id;
-    return become_product(g, ad, n, in, note);
+    return become_product(g, ad, n, CIR_OP_QLINEAR_MATMUL, in, note);
 }
 
 /* Folds node n if it matches; where n is quantized but does not fold, *why says why. */
@@ -421,6 +486,7 @@ cuvil_status cuvil_pass_fold_qdq(cir_graph *g, const cuvil_options *o) {
         if (n->kind == CIR_OP_CONV || n->kind == CIR_OP_MATMUL || n->kind == CIR_OP_GEMM) s = fold(g, n, &why);
         else if (n->kind == CIR_OP_ADD) s = fold_add(g, n);
         else if (n->kind == CIR_OP_MATMUL_INTEGER) s = fold_dynamic(g, n);
+        else if (n->kind == CIR_OP_CONV_INTEGER) s = fold_dynamic_conv(g, n);
         else if (n->kind == CIR_OP_QLINEAR_MATMUL) s = fold_float_bias(g, n);
         if (s) return s;
         if (why && g->quant) {   /* Cuvil's own quantizer left its weights in float on purpose, and says so itself */

@@ -138,9 +138,8 @@ def test_cnn_quantized(tmp_path, form):
     ir = tl.compile(q, tmp_path / "ir", emit="ir").read_text()
     # every conv and the head on the integer kernels, none left in float
     assert " = conv " not in ir and " = gemm " not in ir and " = matmul " not in ir, ir
-    kinds = {"qdq_s8_pc": "qlinear_conv", "qdq_u8": "qlinear_conv", "qop_pc": "qlinear_conv", "dyn_s8": "conv_integer",
-             "dyn_u8": "conv_integer"}
-    assert ir.count(f" = {kinds[form]} ") == 4, ir
+    # (quantize_dynamic's ConvInteger -> Cast -> Mul: one qlinear_conv with the scale in its epilogue)
+    assert ir.count(" = qlinear_conv ") == 4 and " = conv_integer " not in ir, ir
 
 
 @pytest.mark.plain   # (torch exports and ONNX Runtime's quantizer: the plain pass only, for CI time)
@@ -166,8 +165,7 @@ def test_cnn_quantized_symbolic(tmp_path, form):
         assert proc.returncode != 0 and "MaxPool '/MaxPool'" in proc.stderr and "symbolic dims" in proc.stderr, proc.stderr
         return
     ir = tl.compile(q, tmp_path / "ir", emit="ir", dims=dims).read_text()
-    kind = "conv_integer" if form.startswith("dyn") else "qlinear_conv"
-    assert " = conv " not in ir and ir.count(f" = {kind} ") == 4, ir
+    assert " = conv " not in ir and ir.count(" = qlinear_conv ") == 4, ir
     assert form.startswith("dyn") or " = qlinear_add " in ir, ir
     model = cuvil.load(tl.compile(q, tmp_path / "so", dims=dims))
     step = _output_step(q)
@@ -272,6 +270,36 @@ def test_conv_integer(tmp_path, case):
                 want[0, m, i, j] = (xp[0, gi * (C // g):(gi + 1) * (C // g), i * s:i * s + k, j * s:j * s + k] * w[m]).sum()
     got = tl.compile_and_run(path, {"x": x}, tmp_path / "run")["y"]
     assert got.dtype == np.int32
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_conv_integer_with_scale_folds(tmp_path, bias):
+    """quantize_dynamic's convolution: ConvInteger [-> Add(Reshape(int32 bias, run-time values))] ->
+    Cast -> Mul(scale, run-time) becomes one qlinear_conv with that epilogue (older exports, as
+    ddddocr's OCR model, add the bias in int32), against ONNX Runtime's unfused nodes."""
+    rng = np.random.default_rng(21)
+    M = 12
+    x = _q(rng, np.uint8, (2, 6, 9, 10))
+    w = _q(rng, np.int8, (M, 6, 3, 3))
+    inits = [numpy_helper.from_array(w, "w"), numpy_helper.from_array(np.array(7, np.uint8), "xz"),
+             numpy_helper.from_array(np.array([1, M, 1, 1], np.int64), "bshape")]
+    nodes = [helper.make_node("ConvInteger", ["x", "w", "xz"], ["acc"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[2, 1],
+                              name="ci")]
+    ins = [helper.make_tensor_value_info("x", TensorProto.UINT8, x.shape), helper.make_tensor_value_info("s", TensorProto.FLOAT, [])]
+    feeds = {"x": x, "s": np.array(0.0037, np.float32)}
+    if bias:   # a run-time int32 bias, as the export computes it (float bias / scales, floored)
+        nodes += [helper.make_node("Reshape", ["b", "bshape"], ["b4"]), helper.make_node("Add", ["acc", "b4"], ["acc2"])]
+        ins.append(helper.make_tensor_value_info("b", TensorProto.INT32, [M]))
+        feeds["b"] = rng.integers(-20000, 20000, M).astype(np.int32)
+    nodes += [helper.make_node("Cast", ["acc2" if bias else "acc"], ["f"], to=TensorProto.FLOAT),
+              helper.make_node("Mul", ["f", "s"], ["y"])]
+    path = _model(tmp_path, nodes, ins, [("y", TensorProto.FLOAT)], inits)
+    ir = tl.compile(path, tmp_path / "ir", emit="ir").read_text()
+    assert " = conv_integer " not in ir and ir.count(" = qlinear_conv ") == 1 and " = cast " not in ir, ir
+    assert " = add " not in ir if bias else "fused Cast+Mul" in ir, ir
+    want = tl.ort_run(path, feeds)["y"]
+    got = tl.compile_and_run(path, feeds, tmp_path / "run")["y"]
     np.testing.assert_array_equal(got, want)
 
 
