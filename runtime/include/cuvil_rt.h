@@ -666,6 +666,14 @@ size_t cuvil_f32_rnn_scratch_size(const cuvil_rnn_params *p);
 int cuvil_f32_rnn(const cuvil_rnn_params *p, const float *x, const float *w, const float *r, const float *b,
                   const int32_t *seq_lens, const float *h0, const float *c0, const float *peep, float *y, float *yh,
                   float *yc, void *scratch);
+/* The same on w and r packed ahead (cuvil_f32_rnn_pack, in packed_nr-column panels with
+ * packed_kc blocking: cuvil_f32_rnn_packed_floats floats, which depend on neither the sequence
+ * nor the batch); w and r are then not read (NULL). */
+size_t cuvil_f32_rnn_packed_floats(const cuvil_rnn_params *p, int nr);
+void cuvil_f32_rnn_pack(const cuvil_rnn_params *p, const float *w, const float *r, int nr, int64_t kc, float *dst);
+int cuvil_f32_rnn_packed(const cuvil_rnn_params *p, const float *x, const float *w, const float *r, const float *packed,
+                         int packed_nr, int64_t packed_kc, const float *b, const int32_t *seq_lens, const float *h0,
+                         const float *c0, const float *peep, float *y, float *yh, float *yc, void *scratch);
 
 /* ===== Normalisation and reductions ================================================ */
 /* x viewed as [outer, axis_len, inner]; softmax (or log-softmax) along the middle axis.

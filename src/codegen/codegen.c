@@ -107,7 +107,7 @@ static bool w16_weight(cir_op_kind k, int j) {
     case CIR_OP_MBBLOCK: case CIR_OP_BATCH_NORM: return j != 0;
     case CIR_OP_LAYER_NORM: case CIR_OP_INSTANCE_NORM: return j == 1 || j == 2;
     case CIR_OP_GATHER: return j == 0;
-    case CIR_OP_RNN: return j == 1 || j == 2 || j == 3;   /* W, R, B */
+    case CIR_OP_RNN: return j == -1 || j == 1 || j == 2 || j == 3;   /* W, R, B */
     default: return false;
     }
 }

@@ -33,3 +33,30 @@ cuvil_status lower_gemm(cir_graph *g, cir_node *n, const lower_ctx *c) {
     n->low.note = cuvil_arena_strdup(&g->arena, algo);
     return n->low.note ? CUVIL_OK : cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
 }
+
+/* An RNN (RNN, GRU, LSTM) with constant weights: w and r packed now, per direction, into the
+ * panels its input projection and each step's product read (cuvil_f32_rnn_pack), so that the
+ * run packs nothing (ddddocr's 2048-wide bidirectional LSTM repacked 40 MB a call). */
+cuvil_status lower_rnn(cir_graph *g, cir_node *n, const lower_ctx *c) {
+    cir_value *w = cir_in(g, n, 1), *r = cir_in(g, n, 2);
+    if (g->opt_level < 1 || n->half != CIR_UNDEF || !cir_is_const(w) || !cir_is_const(r) || w->dtype != CIR_F32 ||
+        r->dtype != CIR_F32)
+        return CUVIL_OK;
+    op_rnn a;
+    cuvil_status s = op_rnn_sizes(g, n, &a);
+    if (s) return s;
+    const cuvil_target_info *t = c->t;
+    cuvil_rnn_params p = {.cell = (int)cir_attr_int(n, "cell"), .dirs = a.dirs, .input = a.input, .hidden = a.hidden};
+    char key[160];
+    snprintf(key, sizeof key, "rnn r%d cell%d dirs%d I%lld H%lld nr%d kc%lld", r->id, p.cell, p.dirs, (long long)p.input,
+             (long long)p.hidden, t->nr, (long long)t->kc);
+    int id;
+    bool fill;
+    if ((s = lower_packed_const(g, w, cuvil_f32_rnn_packed_floats(&p, t->nr), key, &id, &fill))) return s;
+    if (fill) cuvil_f32_rnn_pack(&p, w->data, r->data, t->nr, t->kc, cir_val(g, id)->data);
+    n->low.packed = id;
+    char note[96];
+    snprintf(note, sizeof note, "weights prepacked (nr=%d kc=%lld)", t->nr, (long long)t->kc);
+    n->low.note = cuvil_arena_strdup(&g->arena, note);
+    return n->low.note ? CUVIL_OK : cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+}

@@ -17,6 +17,7 @@ static const select_fn selections[CIR_OP__COUNT] = {
     [CIR_OP_CONV] = lower_conv,
     [CIR_OP_GEMM] = lower_gemm,
     [CIR_OP_MATMUL] = lower_gemm,
+    [CIR_OP_RNN] = lower_rnn,
 };
 
 /* Kernel selection and weight packing, node by node (the constant weights still to lower after

@@ -28,6 +28,7 @@ typedef struct lower_ctx {
 /* ===== Kernel selection (conv.c, gemm.c) ================================================ */
 cuvil_status lower_conv(cir_graph *g, cir_node *n, const lower_ctx *c);
 cuvil_status lower_gemm(cir_graph *g, cir_node *n, const lower_ctx *c);
+cuvil_status lower_rnn(cir_graph *g, cir_node *n, const lower_ctx *c);
 /* Conv n's parameters as its kernel is chosen and its weights packed (with symbolic dims: at
  * a point inside the symbols' ranges). */
 cuvil_status lower_conv_params(cir_graph *g, cir_node *n, cuvil_conv2d_params *p);

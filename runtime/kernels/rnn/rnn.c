@@ -69,8 +69,8 @@ size_t cuvil_f32_rnn_scratch_size(const cuvil_rnn_params *p) { return parts(p, c
 size_t cuvil_f32_rnn_scratch_size_ex(const cuvil_rnn_params *p, const cuvil_gemm_blocking *b) { return parts(p, b).total; }
 
 /* C[B, n] = A[B, H] times the packed block (n columns of r'). */
-static void recur(const cuvil_rnn_params *p, const float *a, const float *r, const float *pack, int64_t n, float *c,
-                  int64_t ldc, void *gs) {
+static void recur(const cuvil_rnn_params *p, const float *a, const float *r, const float *pack, int nr, int64_t kc, int64_t n,
+                  float *c, int64_t ldc, void *gs) {
     const cuvil_gemm_blocking *bl = cuvil_gemm_default_blocking();
     cuvil_gemm_job j;
     memset(&j, 0, sizeof j);
@@ -86,26 +86,59 @@ static void recur(const cuvil_rnn_params *p, const float *a, const float *r, con
     j.C = c;
     j.ldc = ldc;
     j.b_packed = pack;
-    j.b_packed_nr = bl->uk->nr;
-    j.b_packed_kc = bl->kc;
+    j.b_packed_nr = nr;
+    j.b_packed_kc = kc;
     cuvil_f32_gemm_run_serial(&j, bl, gs);
 }
 
-static void pack_block(const cuvil_rnn_params *p, const float *r, int64_t n, float *dst) {
-    const cuvil_gemm_blocking *bl = cuvil_gemm_default_blocking();
+/* b' (n rows of k values, b [n, k]) packed as the GEMM's B in nr-column panels, kc blocking */
+static void pack_block(const float *b, int64_t n, int64_t k, int nr, int64_t kc, float *dst) {
     cuvil_gemm_job j;
     memset(&j, 0, sizeof j);
     j.N = n;
-    j.K = p->hidden;
-    j.B = r;
-    j.ldb = p->hidden;
+    j.K = k;
+    j.B = b;
+    j.ldb = k;
     j.trans_b = 1;
-    cuvil_gemm_pack_b_all(&j, bl->uk->nr, bl->kc, dst);
+    cuvil_gemm_pack_b_all(&j, nr, kc, dst);
+}
+
+/* Per direction, the weights packed ahead: w' for the input projection (G H columns over the
+ * input), then r's blocks as each step's product reads them (GRU: its z/r gates', then the h
+ * gate's). Neither depends on the sequence or the batch. */
+static size_t packed_parts(const cuvil_rnn_params *p, int nr, size_t part[3]) {
+    const int64_t H = p->hidden, GH = n_gates(p->cell) * H, gru = p->cell == CUVIL_CELL_GRU;
+    part[0] = p->input > 0 ? cuvil_gemm_packed_b_floats(GH, p->input, nr) : 0;
+    part[1] = cuvil_gemm_packed_b_floats(gru ? 2 * H : GH, H, nr);
+    part[2] = gru ? cuvil_gemm_packed_b_floats(H, H, nr) : 0;
+    return part[0] + part[1] + part[2];
+}
+
+size_t cuvil_f32_rnn_packed_floats(const cuvil_rnn_params *p, int nr) {
+    size_t part[3];
+    return packed_parts(p, nr, part) * (size_t)p->dirs;
+}
+
+void cuvil_f32_rnn_pack(const cuvil_rnn_params *p, const float *w, const float *r, int nr, int64_t kc, float *dst) {
+    const int64_t I = p->input, H = p->hidden, GH = n_gates(p->cell) * H, gru = p->cell == CUVIL_CELL_GRU;
+    size_t part[3];
+    const size_t per = packed_parts(p, nr, part);
+    for (int d = 0; d < p->dirs; d++, dst += per) {
+        if (I > 0) pack_block(w + d * GH * I, GH, I, nr, kc, dst);
+        pack_block(r + d * GH * H, gru ? 2 * H : GH, H, nr, kc, dst + part[0]);
+        if (gru) pack_block(r + d * GH * H + 2 * H * H, H, H, nr, kc, dst + part[0] + part[1]);
+    }
 }
 
 int cuvil_f32_rnn(const cuvil_rnn_params *p, const float *x, const float *w, const float *r, const float *b,
                   const int32_t *seq_lens, const float *h0, const float *c0, const float *peep, float *y, float *yh,
                   float *yc, void *scratch) {
+    return cuvil_f32_rnn_packed(p, x, w, r, NULL, 0, 0, b, seq_lens, h0, c0, peep, y, yh, yc, scratch);
+}
+
+int cuvil_f32_rnn_packed(const cuvil_rnn_params *p, const float *x, const float *w, const float *r, const float *packed,
+                         int packed_nr, int64_t packed_kc, const float *b, const int32_t *seq_lens, const float *h0,
+                         const float *c0, const float *peep, float *y, float *yh, float *yc, void *scratch) {
     const int64_t S = p->seq, B = p->batch, I = p->input, H = p->hidden, G = n_gates(p->cell), GH = G * H;
     if (seq_lens)
         for (int64_t i = 0; i < B; i++)
@@ -118,9 +151,16 @@ int cuvil_f32_rnn(const cuvil_rnn_params *p, const float *x, const float *w, con
     void *gs = base + q.gemm;
     const cuvil_gemm_blocking *bl = cuvil_gemm_default_blocking();
     const int gru = p->cell == CUVIL_CELL_GRU, lstm = p->cell == CUVIL_CELL_LSTM;
+    /* the weights packed ahead (packed: w and r unread), else r's blocks packed here per direction */
+    const int nr = packed ? packed_nr : bl->uk->nr;
+    const int64_t kc = packed ? packed_kc : bl->kc;
+    size_t part[3] = {0, 0, 0};
+    const size_t per = packed ? packed_parts(p, nr, part) : 0;
     for (int d = 0; d < p->dirs; d++) {
         const int rev = p->dirs == 2 ? d == 1 : p->reverse;
-        const float *wd = w + d * GH * I, *rd = r + d * GH * H, *bd = b ? b + d * 2 * GH : NULL;
+        const float *wd = packed ? NULL : w + d * GH * I, *rd = packed ? NULL : r + d * GH * H, *bd = b ? b + d * 2 * GH : NULL;
+        const float *pw = packed ? packed + d * per : NULL;
+        const float *rp = packed ? pw + part[0] : pack, *rp2 = packed ? pw + part[0] + part[1] : pack2;
         const cuvil_rnn_act *a = p->act[d];
         /* the biases: Wb + Rb, but for GRU's candidate with linear_before_reset, Wb alone (its Rb
          * is inside the reset's product) */
@@ -139,6 +179,7 @@ int cuvil_f32_rnn(const cuvil_rnn_params *p, const float *x, const float *w, con
             j.B = wd;
             j.ldb = I;
             j.trans_b = 1;
+            if (pw) j.b_packed = pw, j.b_packed_nr = nr, j.b_packed_kc = kc;
             j.C = xw;
             j.ldc = GH;
             j.bias = bias;
@@ -150,8 +191,11 @@ int cuvil_f32_rnn(const cuvil_rnn_params *p, const float *x, const float *w, con
                 for (int64_t i = 0; i < S * B; i++) memcpy(xw + i * GH, bias, sizeof(float) * (size_t)GH);
             }
         }
-        pack_block(p, rd, gru ? 2 * H : GH, pack);
-        if (gru) pack_block(p, rd + 2 * H * H, H, pack2);
+        if (!packed) {
+            pack_block(rd, gru ? 2 * H : GH, H, nr, kc, pack);
+            if (gru) pack_block(rd + 2 * H * H, H, H, nr, kc, pack2);
+        }
+        const float *rd2 = rd ? rd + 2 * H * H : NULL;
         for (int64_t bb = 0; bb < B; bb++) {   /* [dirs, batch, hidden], layout 1 [batch, dirs, hidden] */
             const int64_t at = (p->layout ? bb * p->dirs + d : d * B + bb) * H;
             for (int64_t k = 0; k < H; k++) {
@@ -162,16 +206,16 @@ int cuvil_f32_rnn(const cuvil_rnn_params *p, const float *x, const float *w, con
         const float *pd = peep ? peep + d * 3 * H : NULL;
         for (int64_t s = 0; s < S; s++) {
             const int64_t t = rev ? S - 1 - s : s;
-            if (H > 0) recur(p, h, rd, pack, gru ? 2 * H : GH, gates, GH, gs);   /* gates = h r' */
+            if (H > 0) recur(p, h, rd, rp, nr, kc, gru ? 2 * H : GH, gates, GH, gs);   /* gates = h r' */
             if (gru && !p->linear_before_reset) {   /* the candidate's product takes (reset . h): its reset first */
                 for (int64_t bb = 0; bb < B; bb++) {
                     const float *xr = xw + (p->layout ? bb * S + t : t * B + bb) * GH;
                     for (int64_t k = 0; k < H; k++)
                         rh[bb * H + k] = act(&a[0], clipf(xr[H + k] + gates[bb * GH + H + k], p->clip)) * h[bb * H + k];
                 }
-                if (H > 0) recur(p, rh, rd + 2 * H * H, pack2, H, gates + 2 * H, GH, gs);
+                if (H > 0) recur(p, rh, rd2, rp2, nr, kc, H, gates + 2 * H, GH, gs);
             } else if (gru && H > 0) {
-                recur(p, h, rd + 2 * H * H, pack2, H, gates + 2 * H, GH, gs);
+                recur(p, h, rd2, rp2, nr, kc, H, gates + 2 * H, GH, gs);
             }
             for (int64_t bb = 0; bb < B; bb++) {
                 float *yo = y ? y + (p->layout ? (bb * S + t) * p->dirs + d : (t * p->dirs + d) * B + bb) * H : NULL;

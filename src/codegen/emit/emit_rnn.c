@@ -33,10 +33,19 @@ cuvil_status cg_emit_rnn(cg_ctx *cg, cir_graph *g, cir_node *n) {
     cuvil_gemm_blocking blk = cg_target_blocking(g, &uk);
     const char *S = cg_scratch(cg, cuvil_f32_rnn_scratch_size_ex(&hi, &blk), "cuvil_f32_rnn_scratch_size(&%s)", ps);
     const char *in[8], *out[3];
-    for (int i = 0; i < 8; i++) in[i] = cir_in(g, n, i) ? cg_in(cg, n->in[i]) : "NULL";
+    const bool packed = n->low.packed >= 0;   /* (the lowering packed w and r: neither is read) */
+    for (int i = 0; i < 8; i++) in[i] = cir_in(g, n, i) && !(packed && (i == 1 || i == 2)) ? cg_in(cg, n->in[i]) : "NULL";
     for (int i = 0; i < 3; i++) out[i] = cir_out_opt(g, n, i) ? cg_out(cg, n->out[i]) : "NULL";
-    cg_printf(cg, "    if (cuvil_f32_rnn(&%s, %s, %s, %s, %s, (const int32_t *)%s, %s, %s, %s, %s, %s, %s, %s)) return 1;\n", ps,
-              in[0], in[1], in[2], in[3], in[4], in[5], in[6], in[7], out[0], out[1], out[2], S);
+    if (packed) {
+        const cuvil_target_info *t = cuvil_target_find(g->target);
+        CUVIL_ASSERT(t);
+        cg_printf(cg, "    if (cuvil_f32_rnn_packed(&%s, %s, NULL, NULL, %s, %d, %lld, %s, (const int32_t *)%s, %s, %s, %s, %s, %s, "
+                  "%s, %s)) return 1;\n", ps, in[0], cg_in(cg, n->low.packed), t->nr, (long long)t->kc, in[3], in[4], in[5],
+                  in[6], in[7], out[0], out[1], out[2], S);
+    } else {
+        cg_printf(cg, "    if (cuvil_f32_rnn(&%s, %s, %s, %s, %s, (const int32_t *)%s, %s, %s, %s, %s, %s, %s, %s)) return 1;\n", ps,
+                  in[0], in[1], in[2], in[3], in[4], in[5], in[6], in[7], out[0], out[1], out[2], S);
+    }
     cg_fallible(cg, "a sequence length is outside 0..the sequence's length");
     return CUVIL_OK;
 }
