@@ -670,6 +670,7 @@ int cuvil_f32_rnn(const cuvil_rnn_params *p, const float *x, const float *w, con
  * packed_kc blocking: cuvil_f32_rnn_packed_floats floats, which depend on neither the sequence
  * nor the batch); w and r are then not read (NULL). */
 size_t cuvil_f32_rnn_packed_floats(const cuvil_rnn_params *p, int nr);
+size_t cuvil_f32_rnn_packed_scratch_size(const cuvil_rnn_params *p);
 void cuvil_f32_rnn_pack(const cuvil_rnn_params *p, const float *w, const float *r, int nr, int64_t kc, float *dst);
 int cuvil_f32_rnn_packed(const cuvil_rnn_params *p, const float *x, const float *w, const float *r, const float *packed,
                          int packed_nr, int64_t packed_kc, const float *b, const int32_t *seq_lens, const float *h0,

@@ -310,6 +310,7 @@ void cuvil_f32_dwconv2d(const cuvil_conv2d_params *p, const float *x, const floa
 /* cuvil_f32_attention's and cuvil_f32_mbblock's scratch for a blocking (the compiler sizes it
  * for the target's). */
 size_t cuvil_f32_rnn_scratch_size_ex(const cuvil_rnn_params *p, const cuvil_gemm_blocking *b);
+size_t cuvil_f32_rnn_packed_scratch_size_ex(const cuvil_rnn_params *p, const cuvil_gemm_blocking *b);
 size_t cuvil_f32_attention_scratch_size_ex(const cuvil_attention_params *p, const cuvil_gemm_blocking *b);
 size_t cuvil_f32_mbblock_scratch_size_ex(const cuvil_mbblock_params *p, const cuvil_gemm_blocking *b);
 /* The same on the calling thread (inside a task), x's channels xcs floats apart (H * W for a

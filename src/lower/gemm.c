@@ -50,9 +50,11 @@ cuvil_status lower_rnn(cir_graph *g, cir_node *n, const lower_ctx *c) {
     char key[160];
     snprintf(key, sizeof key, "rnn r%d cell%d dirs%d I%lld H%lld nr%d kc%lld", r->id, p.cell, p.dirs, (long long)p.input,
              (long long)p.hidden, t->nr, (long long)t->kc);
+    const size_t nf = cuvil_f32_rnn_packed_floats(&p, t->nr);
+    if (!lower_pack_fits(g, nf, 0)) return CUVIL_OK;   /* (over limits.packed_bytes: the kernel packs r per call) */
     int id;
     bool fill;
-    if ((s = lower_packed_const(g, w, cuvil_f32_rnn_packed_floats(&p, t->nr), key, &id, &fill))) return s;
+    if ((s = lower_packed_const(g, w, nf, key, &id, &fill))) return s;
     if (fill) cuvil_f32_rnn_pack(&p, w->data, r->data, t->nr, t->kc, cir_val(g, id)->data);
     n->low.packed = id;
     char note[96];

@@ -68,6 +68,20 @@ def test_cells_vs_ort(tmp_path, op, direction):
         tl.check_vs_ort(model, path, _feeds(seed, lens=True, init=True, lstm=op == "LSTM", d=d), rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("op", ["GRU", "LSTM"])
+def test_weights_packed_ahead_or_per_call(tmp_path, op):
+    """Constant W and R are packed when the model compiles (the emitted C calls
+    cuvil_f32_rnn_packed); over limits.packed_bytes they are not, and the kernel packs R per call
+    instead of refusing the model. Both against ONNX Runtime."""
+    path = _model(tmp_path, op, "bidirectional", init=True)
+    feeds = _feeds(3, init=True, lstm=op == "LSTM", d=2)
+    for name, extra in [("ahead", []), ("per_call", ["--limit", "packed_bytes=1"])]:
+        src = "".join(f.read_text() for f in tl.compile(path, tmp_path / f"c_{name}", emit="c", extra=extra).glob("*.c"))
+        assert ("cuvil_f32_rnn_packed(" in src) == (name == "ahead"), name
+        model = cuvil.load(tl.compile(path, tmp_path / name, extra=extra))
+        tl.check_vs_ort(model, path, feeds, rtol=1e-4, atol=1e-5)
+
+
 @pytest.mark.parametrize("op,attrs", [
     ("GRU", {"linear_before_reset": 1}),
     ("GRU", {"activations": ["HardSigmoid", "Softsign"], "activation_alpha": [0.3], "activation_beta": [0.4]}),

@@ -44,7 +44,7 @@ typedef struct rnn_parts {
 
 static size_t al(size_t floats) { return CUVIL_ALIGN_UP(floats * sizeof(float), 64); }
 
-static rnn_parts parts(const cuvil_rnn_params *p, const cuvil_gemm_blocking *bl) {
+static rnn_parts parts(const cuvil_rnn_params *p, const cuvil_gemm_blocking *bl, int packed) {
     const int64_t G = n_gates(p->cell), H = p->hidden, B = p->batch, nr = bl->uk->nr;
     const int64_t n1 = p->cell == CUVIL_CELL_GRU ? 2 * H : G * H;   /* the first packed block's columns */
     rnn_parts q;
@@ -55,8 +55,9 @@ static rnn_parts parts(const cuvil_rnn_params *p, const cuvil_gemm_blocking *bl)
     q.c = o, o += al((size_t)(B * H));
     q.rh = o, o += al((size_t)(B * H));
     q.bias = o, o += al((size_t)(G * H));
-    q.pack = o, o += al(cuvil_gemm_packed_b_floats(n1, H, (int)nr));
-    q.pack2 = o, o += al(p->cell == CUVIL_CELL_GRU ? cuvil_gemm_packed_b_floats(H, H, (int)nr) : 1);
+    /* (r's blocks packed per call; none with the weights packed ahead) */
+    q.pack = o, o += packed ? 0 : al(cuvil_gemm_packed_b_floats(n1, H, (int)nr));
+    q.pack2 = o, o += packed ? 0 : al(p->cell == CUVIL_CELL_GRU ? cuvil_gemm_packed_b_floats(H, H, (int)nr) : 1);
     q.gemm = o;
     const int64_t rows = p->seq * B > B ? p->seq * B : B;
     size_t g1 = cuvil_gemm_job_scratch_size(rows, G * H, p->input, bl), g2 = cuvil_gemm_job_scratch_size(B, G * H, H, bl);
@@ -65,8 +66,10 @@ static rnn_parts parts(const cuvil_rnn_params *p, const cuvil_gemm_blocking *bl)
     return q;
 }
 
-size_t cuvil_f32_rnn_scratch_size(const cuvil_rnn_params *p) { return parts(p, cuvil_gemm_default_blocking()).total; }
-size_t cuvil_f32_rnn_scratch_size_ex(const cuvil_rnn_params *p, const cuvil_gemm_blocking *b) { return parts(p, b).total; }
+size_t cuvil_f32_rnn_scratch_size(const cuvil_rnn_params *p) { return parts(p, cuvil_gemm_default_blocking(), 0).total; }
+size_t cuvil_f32_rnn_scratch_size_ex(const cuvil_rnn_params *p, const cuvil_gemm_blocking *b) { return parts(p, b, 0).total; }
+size_t cuvil_f32_rnn_packed_scratch_size(const cuvil_rnn_params *p) { return parts(p, cuvil_gemm_default_blocking(), 1).total; }
+size_t cuvil_f32_rnn_packed_scratch_size_ex(const cuvil_rnn_params *p, const cuvil_gemm_blocking *b) { return parts(p, b, 1).total; }
 
 /* C[B, n] = A[B, H] times the packed block (n columns of r'). */
 static void recur(const cuvil_rnn_params *p, const float *a, const float *r, const float *pack, int nr, int64_t kc, int64_t n,
@@ -143,7 +146,7 @@ int cuvil_f32_rnn_packed(const cuvil_rnn_params *p, const float *x, const float 
     if (seq_lens)
         for (int64_t i = 0; i < B; i++)
             if (seq_lens[i] < 0 || seq_lens[i] > S) return 1;
-    const rnn_parts q = parts(p, cuvil_gemm_default_blocking());
+    const rnn_parts q = parts(p, cuvil_gemm_default_blocking(), packed != NULL);
     char *base = (char *)scratch;
     float *xw = (float *)(base + q.xw), *gates = (float *)(base + q.gates), *h = (float *)(base + q.h);
     float *c = (float *)(base + q.c), *rh = (float *)(base + q.rh), *bias = (float *)(base + q.bias);

@@ -31,9 +31,10 @@ cuvil_status cg_emit_rnn(cg_ctx *cg, cir_graph *g, cir_node *n) {
                            .input = a.input, .hidden = a.hidden};
     cuvil_gemm_ukernel_desc uk;
     cuvil_gemm_blocking blk = cg_target_blocking(g, &uk);
-    const char *S = cg_scratch(cg, cuvil_f32_rnn_scratch_size_ex(&hi, &blk), "cuvil_f32_rnn_scratch_size(&%s)", ps);
+    const bool packed = n->low.packed >= 0;   /* (the lowering packed w and r: neither is read, nor packed here) */
+    const char *S = packed ? cg_scratch(cg, cuvil_f32_rnn_packed_scratch_size_ex(&hi, &blk), "cuvil_f32_rnn_packed_scratch_size(&%s)", ps)
+                           : cg_scratch(cg, cuvil_f32_rnn_scratch_size_ex(&hi, &blk), "cuvil_f32_rnn_scratch_size(&%s)", ps);
     const char *in[8], *out[3];
-    const bool packed = n->low.packed >= 0;   /* (the lowering packed w and r: neither is read) */
     for (int i = 0; i < 8; i++) in[i] = cir_in(g, n, i) && !(packed && (i == 1 || i == 2)) ? cg_in(cg, n->in[i]) : "NULL";
     for (int i = 0; i < 3; i++) out[i] = cir_out_opt(g, n, i) ? cg_out(cg, n->out[i]) : "NULL";
     if (packed) {
