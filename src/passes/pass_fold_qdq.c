@@ -244,6 +244,13 @@ static cir_value *per_column_operand(cir_graph *g, cir_node *r, const cir_value 
     return o->ndim >= 1 && o->ndim <= 2 && o->dims[o->ndim - 1] == N && cir_numel(o) == N ? o : NULL;
 }
 
+/* A constant of one value *v of type t named after node n ("<n>:<what>"); its id (< 0: failed) */
+static int scalar_const(cir_graph *g, const cir_node *n, const char *what, cir_dtype t, const void *v) {
+    char name[600];
+    snprintf(name, sizeof name, "%.500s:%s", n->name, what);
+    return cir_const_add(g, name, t, 0, NULL, v);
+}
+
 /* The last node of a folded chain (after every operand's producer) becomes the product
  * qlinear_matmul (in: its 10 inputs) or qlinear_conv (its 9, n's attributes), under the name of
  * the chain's first node n, which dies. */
@@ -287,14 +294,9 @@ static cuvil_status fold_dynamic(cir_graph *g, cir_node *n) {
     if (fb) last = ad;
     static const float one = 1.0f;
     static const uint8_t zero = 0;
-    char name[600];
-    snprintf(name, sizeof name, "%.500s:one", n->name);
-    const int one_id = cir_const_add(g, name, CIR_F32, 0, NULL, &one);
+    const int one_id = scalar_const(g, n, "one", CIR_F32, &one);
     int bz_id = n->n_in > 3 ? n->in[3] : -1;   /* (qlinear_matmul's b zero point is not optional) */
-    if (bz_id < 0) {
-        snprintf(name, sizeof name, "%.500s:b_zero_point", n->name);
-        bz_id = cir_const_add(g, name, b->dtype, 0, NULL, &zero);
-    }
+    if (bz_id < 0) bz_id = scalar_const(g, n, "b_zero_point", b->dtype, &zero);
     int *in = cuvil_arena_alloc(&g->arena, sizeof(int) * 11);
     if (one_id < 0 || bz_id < 0 || !in) return g->ctx->status ? g->ctx->status : cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
     const char *note = cuvil_fused_note(g, n->fused, c->src_op);
@@ -339,23 +341,15 @@ static cuvil_status fold_dynamic_conv(cir_graph *g, cir_node *n) {
         ba = NULL;
     }
     cir_node *c = sole_f32_reader(g, n, sum, CIR_OP_CAST), *mu = c ? sole_f32_reader(g, n, cir_out(g, c, 0), CIR_OP_MUL) : NULL;
-    cir_value *sv = mu && mu->n_in == 2 && cir_in(g, mu, 0) && cir_in(g, mu, 1)
-                        ? (cir_in(g, mu, 0) == cir_out(g, c, 0) ? cir_in(g, mu, 1) : cir_in(g, mu, 0))
-                        : NULL;
-    if (!sv || sv == cir_out(g, c, 0) || sv->dtype != CIR_F32 || !cir_value_fixed(sv) || cir_numel(sv) != 1 ||
-        !cir_same_dims(cir_out(g, mu, 0), y))
-        return CUVIL_OK;
+    /* (one value: a conv's columns are its pixels, so no scale per column) */
+    cir_value *sv = mu ? per_column_operand(g, mu, cir_out(g, c, 0), 1) : NULL;
+    if (!sv || cir_numel(sv) != 1) return CUVIL_OK;
     static const float one = 1.0f;
     static const uint8_t zero = 0;
-    char name[600];
-    snprintf(name, sizeof name, "%.500s:one", n->name);
-    const int one_id = cir_const_add(g, name, CIR_F32, 0, NULL, &one);
+    const int one_id = scalar_const(g, n, "one", CIR_F32, &one);
     int zp[2] = {xz ? n->in[2] : -1, n->n_in > 3 ? n->in[3] : -1};   /* (qlinear_conv's are not optional) */
     for (int i = 0; i < 2; i++)
-        if (zp[i] < 0) {
-            snprintf(name, sizeof name, "%.500s:%s_zero_point", n->name, i ? "w" : "x");
-            zp[i] = cir_const_add(g, name, (i ? w : x)->dtype, 0, NULL, &zero);
-        }
+        if (zp[i] < 0) zp[i] = scalar_const(g, n, i ? "w_zero_point" : "x_zero_point", (i ? w : x)->dtype, &zero);
     int *in = cuvil_arena_alloc(&g->arena, sizeof(int) * 9);
     const char *note = in && one_id >= 0 && zp[0] >= 0 && zp[1] >= 0 ? cuvil_fused_note(g, n->fused, ba ? ba->src_op : c->src_op)
                                                                      : NULL;

@@ -976,6 +976,7 @@ static void qdw_task(void *vctx, int64_t t, int tid) {
  * dominated the small late layers: 960 channels of 7 x 7 took 0.2 ms.) */
 #define CDW_LANES 16
 #define CDW_PIX 4   /* output pixels a step (8 zmm accumulators measured slower on AVX-512) */
+#define CDW_RQ 4    /* pixels requantized a step: 64 values, requant_row_vec's widest step */
 #define CDW_T_BYTES ((size_t)128 << 10)   /* a strip's input rows: about this much */
 #define CDW_MAX_WP 4096                     /* wider padded rows take the planar kernel */
 
@@ -1005,7 +1006,7 @@ static size_t cdw_scratch(const cuvil_conv2d_params *p) {
     const cdw_geo g = cdw_geom(p);
     return al64(sizeof(float) * (size_t)(g.rin * g.Wp * CDW_LANES)) + al64(sizeof(float) * (size_t)((p->OW + CDW_PIX - 1) * CDW_LANES)) +
            al64((size_t)((g.R * p->OW + 16) * CDW_LANES)) + al64(sizeof(float) * (size_t)(p->KH * p->KW * CDW_LANES)) +
-           2 * al64(sizeof(float) * 4 * CDW_LANES);
+           2 * al64(sizeof(float) * CDW_RQ * CDW_LANES);
 }
 
 /* The 16 x 16 byte transpose network, on vectors of V bytes (each 16-byte lane on its own): in
@@ -1154,8 +1155,8 @@ static void cdw_task(void *vctx, int64_t t, int tid) {
     int32_t *acc = (int32_t *)(void *)(T + al64(sizeof(float) * (size_t)(g.rin * Wp * CDW_LANES)) / sizeof(float));
     uint8_t *ob = (uint8_t *)(acc + al64(sizeof(int32_t) * (size_t)((OW + CDW_PIX - 1) * CDW_LANES)) / sizeof(int32_t));
     float *wv = (float *)(void *)(ob + al64((size_t)((g.R * OW + 16) * CDW_LANES)));
-    float *sc = wv + al64(sizeof(float) * (size_t)(K * CDW_LANES)) / sizeof(float);   /* (4 copies: 4 pixels' lanes) */
-    int32_t *bs = (int32_t *)(void *)(sc + al64(sizeof(float) * 4 * CDW_LANES) / sizeof(float));
+    float *sc = wv + al64(sizeof(float) * (size_t)(K * CDW_LANES)) / sizeof(float);   /* (a copy per pixel of a step) */
+    int32_t *bs = (int32_t *)(void *)(sc + al64(sizeof(float) * CDW_RQ * CDW_LANES) / sizeof(float));
     /* the weights w - zw, the scales, the biases (lanes past the block: 0) */
     for (int64_t l = 0; l < CDW_LANES; l++) {
         const int64_t c = c0 + l;
@@ -1168,7 +1169,7 @@ static void cdw_task(void *vctx, int64_t t, int tid) {
         sc[l] = e->scale ? e->scale[e->scale_per == CUVIL_QPER_ROW ? c : 0] : 0.0f;
         bs[l] = e->ibias ? e->ibias[e->bias_per == CUVIL_QPER_ROW ? c : 0] : 0;
     }
-    for (int64_t l = CDW_LANES; l < 4 * CDW_LANES; l++) sc[l] = sc[l % CDW_LANES], bs[l] = bs[l % CDW_LANES];
+    for (int64_t l = CDW_LANES; l < CDW_RQ * CDW_LANES; l++) sc[l] = sc[l % CDW_LANES], bs[l] = bs[l % CDW_LANES];
     /* the strip's input rows, channels last; the rows outside x and the padding columns 0. The
      * rows inside x are one run of bytes per channel (rows r_lo .. r_hi - 1): transposed 16
      * pixels at a time (the last 16 overlapping the ones before), each pixel's 16 channels
@@ -1226,11 +1227,11 @@ static void cdw_task(void *vctx, int64_t t, int tid) {
         const int64_t r0 = (oh - oh0) * p->stride_h;
         for (int64_t ow = 0; ow < OW; ow += CDW_PIX)
             cdw_pixels(T, Wp, r0, ow * p->stride_w, (int)cuvil_min_i64(CDW_PIX, OW - ow), p, wv, acc + ow * CDW_LANES);
-        /* requantized, 16 channels a pixel, 4 pixels a step where the row has them: the GEMM
-         * epilogue's row, per-channel scales and biases */
-        static const int32_t zero64[4 * CDW_LANES];
+        /* requantized, 16 channels a pixel, CDW_RQ pixels a step where the row has them: the
+         * GEMM epilogue's row, per-channel scales and biases */
+        static const int32_t zero64[CDW_RQ * CDW_LANES];
         for (int64_t ow = 0; ow < OW;) {
-            const int64_t nl = (OW - ow >= 4 ? 4 : 1) * CDW_LANES;
+            const int64_t nl = (OW - ow >= CDW_RQ ? CDW_RQ : 1) * CDW_LANES;
             uint8_t *o = ob + ((oh - oh0) * OW + ow) * CDW_LANES;
             const int32_t *a = acc + ow * CDW_LANES;
             for (int64_t l = requant_row_vec(a, nl, zero64, 0, sc, 1, bs, 1, lo, hi, e->yzp, e->yt, o); l < nl; l++)

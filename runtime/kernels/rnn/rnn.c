@@ -106,6 +106,14 @@ static void pack_block(const float *b, int64_t n, int64_t k, int nr, int64_t kc,
     cuvil_gemm_pack_b_all(&j, nr, kc, dst);
 }
 
+/* One direction's r (rd) as each step's product reads it: its first block (GRU: the z/r gates'
+ * 2H columns, else all G H), then GRU's h gate's H columns at dst2 */
+static void pack_r(const cuvil_rnn_params *p, const float *rd, int nr, int64_t kc, float *dst, float *dst2) {
+    const int64_t H = p->hidden, gru = p->cell == CUVIL_CELL_GRU;
+    pack_block(rd, gru ? 2 * H : n_gates(p->cell) * H, H, nr, kc, dst);
+    if (gru) pack_block(rd + 2 * H * H, H, H, nr, kc, dst2);
+}
+
 /* Per direction, the weights packed ahead: w' for the input projection (G H columns over the
  * input), then r's blocks as each step's product reads them (GRU: its z/r gates', then the h
  * gate's). Neither depends on the sequence or the batch. */
@@ -123,13 +131,12 @@ size_t cuvil_f32_rnn_packed_floats(const cuvil_rnn_params *p, int nr) {
 }
 
 void cuvil_f32_rnn_pack(const cuvil_rnn_params *p, const float *w, const float *r, int nr, int64_t kc, float *dst) {
-    const int64_t I = p->input, H = p->hidden, GH = n_gates(p->cell) * H, gru = p->cell == CUVIL_CELL_GRU;
+    const int64_t I = p->input, H = p->hidden, GH = n_gates(p->cell) * H;
     size_t part[3];
     const size_t per = packed_parts(p, nr, part);
     for (int d = 0; d < p->dirs; d++, dst += per) {
         if (I > 0) pack_block(w + d * GH * I, GH, I, nr, kc, dst);
-        pack_block(r + d * GH * H, gru ? 2 * H : GH, H, nr, kc, dst + part[0]);
-        if (gru) pack_block(r + d * GH * H + 2 * H * H, H, H, nr, kc, dst + part[0] + part[1]);
+        pack_r(p, r + d * GH * H, nr, kc, dst + part[0], dst + part[0] + part[1]);
     }
 }
 
@@ -194,10 +201,7 @@ int cuvil_f32_rnn_packed(const cuvil_rnn_params *p, const float *x, const float 
                 for (int64_t i = 0; i < S * B; i++) memcpy(xw + i * GH, bias, sizeof(float) * (size_t)GH);
             }
         }
-        if (!packed) {
-            pack_block(rd, gru ? 2 * H : GH, H, nr, kc, pack);
-            if (gru) pack_block(rd + 2 * H * H, H, H, nr, kc, pack2);
-        }
+        if (!packed) pack_r(p, rd, nr, kc, pack, pack2);
         const float *rd2 = rd ? rd + 2 * H * H : NULL;
         for (int64_t bb = 0; bb < B; bb++) {   /* [dirs, batch, hidden], layout 1 [batch, dirs, hidden] */
             const int64_t at = (p->layout ? bb * p->dirs + d : d * B + bb) * H;
