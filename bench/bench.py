@@ -272,6 +272,20 @@ def compile_timed(build, onnx_path, so, dims, target):
     return time.perf_counter() - t
 
 
+def transformer_feed(name, shape, td):
+    """The example feed of transformer name at shape (batch, seq, past), in td: one .npz of the
+    named inputs (for the servers) and a {name: .npy} dict (for cuvil-run)."""
+    b, sq, pa = shape
+    feed = build_transformers.example_feed(name, batch=b, seq=sq, past=pa)
+    xin = td / f"{name}-feed.npz"
+    np.savez(xin, **feed)
+    files = {}
+    for k, v in feed.items():
+        files[k] = td / f"{name}-in-{len(files)}.npy"
+        np.save(files[k], v)
+    return xin, files
+
+
 def transformer_rows(names, threads, args, build, td, corelat, peak):
     """The dynamo export of each model, compiled twice: with its dims symbolic over the test
     ranges (`--dim seq=1:512`), and specialised to the benchmark's shape; both in alternating
@@ -285,13 +299,7 @@ def transformer_rows(names, threads, args, build, td, corelat, peak):
         so_dyn, so_fix = td / f"{name}-dyn.so", td / f"{name}-fixed.so"
         dyn_s = compile_timed(build, onnx_path, so_dyn, ranges, args.target)
         fix_s = compile_timed(build, onnx_path, so_fix, fixed, args.target)
-        feed = build_transformers.example_feed(name, batch=b, seq=sq, past=pa)
-        xin = td / f"{name}-feed.npz"
-        np.savez(xin, **feed)
-        files = {}
-        for k, v in feed.items():
-            files[k] = td / f"{name}-in-{len(files)}.npy"
-            np.save(files[k], v)
+        xin, files = transformer_feed(name, (b, sq, pa), td)
         flops = model_flops(onnx_path, fixed)
         info = subprocess.run([str(build / "bin" / "cuvil-run"), str(so_dyn), "--info", "--json"], check=True,
                               capture_output=True, text=True).stdout

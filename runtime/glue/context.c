@@ -76,8 +76,9 @@ CUVIL_RT_BASELINE static cuvil_status no_external_weights(cuvil_model *m, const 
     return CUVIL_ERR_UNSUPPORTED;
 }
 
-/* The library's 16-bit weights, once widened, are not read again by this context: a hint that
- * their pages may leave memory (MADV_PAGEOUT, Linux 5.4: never loses data; a file's clean
+/* A segment's source in the library, once widened or copied, is not read again by this context
+ * (16-bit weights a product reads in place are no segment's): a hint that its pages may leave
+ * memory (MADV_PAGEOUT, Linux 5.4: never loses data; a file's clean
  * pages are read again if another context widens them). */
 CUVIL_RT_BASELINE static void release_pages(const unsigned char *p, size_t n) {
 #if defined(__linux__) && defined(MADV_PAGEOUT)
@@ -191,7 +192,9 @@ CUVIL_RT_BASELINE cuvil_status cuvil_glue_create(const cuvil_glue_table *t, cons
         if (t->init_weights) t->init_weights(m->weights16, x);
         if (x) m->free(x, m->user);
         m->weights = m->weights16;
-        release_pages(t->weights, t->desc->weights_bytes);
+        /* (only the widened or copied sources: a product may read its 16-bit weights in place) */
+        for (int64_t k = 0; k < t->n_wsegs; k++)
+            release_pages(t->weights + t->wsegs[k].src, (t->wsegs[k].kind & 3) ? 2 * t->wsegs[k].n : t->wsegs[k].n);
     }
     if (threads > 1) {
         m->pool = cuvil_pool_create(threads, scratch, alloc, m->free, user);

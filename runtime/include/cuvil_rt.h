@@ -191,6 +191,13 @@ size_t cuvil_f32_gemm_packed_b_floats(const cuvil_gemm_params *p);
 void cuvil_f32_gemm_pack_b(const cuvil_gemm_params *p, const float *B, float *B_packed);
 void cuvil_f32_gemm(const cuvil_gemm_params *p, const float *A, const float *B,
                     const float *bias, float *C, void *scratch);
+/* The same on a B packed as above (p->packed_nr, p->packed_kc) whose values are stored in 16
+ * bits, kind CUVIL_W16_F16 (IEEE half) or CUVIL_W16_BF16 (cuvil_f32_gemm_packed_b_floats(p) of
+ * them: --precision fp16|bf16 keeps a product's weights so in memory). Each is widened exactly
+ * to float32 as it is read; the arithmetic is cuvil_f32_gemm's on those values, the scratch
+ * cuvil_f32_gemm_scratch_size's. */
+void cuvil_f32_gemm_w16(const cuvil_gemm_params *p, int kind, const float *A, const uint16_t *B16,
+                        const float *bias, float *C, void *scratch);
 /* Naive reference with the same contract (no scratch); used by tests and constant folding. */
 void cuvil_f32_gemm__scalar(const cuvil_gemm_params *p, const float *A, const float *B,
                             const float *bias, float *C);
@@ -855,6 +862,10 @@ typedef struct cuvil_gather_params {
 } cuvil_gather_params;
 
 void cuvil_gather(const cuvil_gather_params *p, const int64_t *idx, const void *x, void *y);
+/* The same from a float32 table stored in 16 bits (x, kind CUVIL_W16_F16 or _BF16: an
+ * embedding table under --precision fp16|bf16), each row widened into y; p as for the float32
+ * table (nb_inner its rows' bytes in float32). */
+void cuvil_gather_w16(const cuvil_gather_params *p, int kind, const int64_t *idx, const uint16_t *x, float *y);
 
 /* ===== Every element type (typed.c, index.c) ========================================
  * Element types, numbered as the compiler's cir_dtype. float16 and bfloat16 compute in
@@ -873,6 +884,10 @@ uint16_t cuvil_f32_to_f16(float f);
 uint16_t cuvil_f32_to_bf16(float f);
 float cuvil_f16_to_f32(uint16_t h);
 float cuvil_bf16_to_f32(uint16_t h);
+/* The two 16-bit float types a kernel may read weights in. */
+enum { CUVIL_W16_F16 = 1, CUVIL_W16_BF16 = 2 };
+/* dst[i] = src[i] widened (exact) from kind's 16-bit type, i < n. */
+void cuvil_widen16(int kind, const uint16_t *src, float *dst, size_t n);
 
 /* Weights stored in 16 bits (cuvil-compile --precision fp16|bf16): the library holds its
  * float32 weights as IEEE half or bfloat16 and create() expands them, once per context, into
@@ -1131,6 +1146,8 @@ void cuvil_argmax_t(const cuvil_arg_params *p, int t, const void *x, int64_t *y)
  * or CUVIL_T_I64), negative ones counting from the end. Returns 0, or 1 when an index is out
  * of range (y is then partly written). */
 int cuvil_gather_rt(const cuvil_gather_params *p, int idx_t, const void *idx, const void *x, void *y);
+/* The same from a float32 table stored in 16 bits, as cuvil_gather_w16. */
+int cuvil_gather_w16_rt(const cuvil_gather_params *p, int kind, int idx_t, const void *idx, const uint16_t *x, float *y);
 
 /* GatherElements / ScatterElements along `axis`: idx and upd have shape dims, data has
  * data_dims (same rank). Scatter copies data to y first (y may equal data) then writes or

@@ -174,6 +174,8 @@ void cuvil_f32_gemv_t__avx2_fma(size_t K, size_t N, const float *a, const float 
                                 float alpha, const float *c_in, float *c);
 /* acc[t] += sum_k a[k] * panel[k*16 + t] for t < 16 (one row of A times a packed B panel). */
 void cuvil_f32_gemv_panel16__avx2_fma(size_t kc, const float *a, const float *panel, float *acc);
+/* The same on a panel of 16-bit values (kind CUVIL_W16_F16 or _BF16), widened as they load. */
+void cuvil_f32_gemv_panel16_w16__avx2_fma(int kind, size_t kc, const float *a, const uint16_t *panel, float *acc);
 /* dst[k*16 + c] = src[c*ld + k] for c < 16, k < kc (a 16-wide panel of a transposed B). */
 void cuvil_f32_gemm_pack_b_t16__avx2(size_t kc, const float *src, size_t ld, float *dst);
 #endif
@@ -195,6 +197,7 @@ void cuvil_f32_rows_ukernel_8x32__avx512(size_t nseg, const size_t *seglen, cons
                                          const float *c_in, size_t ld_in, const cuvil_ukernel_epi *epi);
 /* acc[t] += sum_k a[k] * panel[k*32 + t] for t < 32. */
 void cuvil_f32_gemv_panel32__avx512(size_t kc, const float *a, const float *panel, float *acc);
+void cuvil_f32_gemv_panel32_w16__avx512(int kind, size_t kc, const float *a, const uint16_t *panel, float *acc);
 #endif
 
 /* Every microkernel this archive was built with, best last; the default is the last one. */
@@ -254,6 +257,12 @@ typedef struct cuvil_gemm_job {
     const float *b_packed;
     int b_packed_nr;
     int64_t b_packed_kc;
+    /* B packed likewise but its values stored in 16 bits (cuvil_f32_gemm_w16), b_packed NULL:
+     * b16 CUVIL_W16_F16 or CUVIL_W16_BF16. Each K block of panels is widened to float32 as it is
+     * read (the one-row product widens in registers), so the sums are those of the float32
+     * product on the widened weights. */
+    const uint16_t *b_packed16;
+    int b16;
 } cuvil_gemm_job;
 
 /* All of A ([M, K], or [K, M] with trans_a; times alpha) in the layout the driver reads with
@@ -290,6 +299,8 @@ size_t cuvil_f32_gemm_scratch_size_ex(const cuvil_gemm_params *p, const cuvil_ge
 size_t cuvil_f32_conv_nd_scratch_size_ex(const cuvil_conv_nd_params *p, const cuvil_gemm_blocking *b);
 void cuvil_f32_gemm_ex(const cuvil_gemm_params *p, const float *A, const float *B,
                        const float *bias, float *C, void *scratch, const cuvil_gemm_blocking *b);
+void cuvil_f32_gemm_w16_ex(const cuvil_gemm_params *p, int kind, const float *A, const uint16_t *B16, const float *bias,
+                           float *C, void *scratch, const cuvil_gemm_blocking *b);
 
 /* Applies C = act(C + beta * bias) to an mr x nr tile at (m0, n0) of the product. */
 void cuvil_gemm_epilogue_tile(const cuvil_gemm_job *j, int64_t m0, int64_t n0, int64_t mr,

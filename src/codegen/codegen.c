@@ -25,7 +25,7 @@ struct cg_ctx {
     int unplanned;          /* a value with no storage was referenced (id + 1), an internal error */
     const char *fail_what;  /* cg_fallible() for the current node, else NULL */
     size_t scratch_bytes;   /* the largest scratch a node needs, for the target */
-    uint8_t *named;         /* per value id: 1 its arena offset, 2 its weights offset has a #define */
+    uint8_t *named;         /* per value id: 1 its arena offset, 2 its weights, 4 its stored offset has a #define */
     int n_data;             /* derived data blocks placed (cg_data), for their names */
     /* symbolic dims: per symbol of g->dt, the index of its dim in D[] and its step (the table's
      * symbol counts steps: the dim is D[j] = step * s) */
@@ -41,9 +41,12 @@ struct cg_ctx {
      * is stored in it, 2 when kept float32 (plan_w16); a reader of a 16-bit constant that
      * plan_w16 did not foresee (its id + 1: an internal error) */
     cir_dtype w16;
-    uint8_t *w16_ok;       /* 3: packed when a context is created (cg_packs_at_create); 4: its call emitted */
+    uint8_t *w16_ok;       /* 3: packed when a context is created (cg_packs_at_create); 4: its call emitted;
+                            * 5: stored in 16 bits and kept so in memory (cg_w16_resident) */
     uint8_t *w16_src;      /* per value id: 1 when only such packing reads it (it goes in the transient layout) */
     int w16_stray;
+    bool w16_exact_only;   /* a float16 or bfloat16 model without --precision: only weights the type holds exactly */
+    int w16_asked;         /* the node being emitted asked for this value (its id + 1) in 16 bits (cg_w16_resident) */
     cuvil_sb init;         /* the part's calls that pack weights when a context is created */
     uint8_t *part_init;    /* per part: whether it has an init function */
     size_t init_tmp;       /* the floats the largest of those calls needs */
@@ -135,6 +138,21 @@ static bool w16_fits(cir_dtype t, const float *f, int64_t cnt) {
     return true;
 }
 
+/* Whether each of the cnt floats at f is a value of the 16-bit type t (a NaN stays a NaN):
+ * stored so, none changes. */
+static bool w16_exact(cir_dtype t, const float *f, int64_t cnt) {
+    if (cnt < W16_MIN_ELEMS) return false;
+    for (int64_t i = 0; i < cnt; i++) {
+        const float r = t == CIR_F16 ? cir_f16_to_f32(cir_f32_to_f16(f[i])) : cir_bf16_to_f32(cir_f32_to_bf16(f[i]));
+        if (r != f[i] && !(isnan(r) && isnan(f[i]))) return false;
+    }
+    return true;
+}
+
+static bool w16_may(const cg_ctx *cg, const float *f, int64_t cnt) {
+    return cg->w16_exact_only ? w16_exact(cg->w16, f, cnt) : w16_fits(cg->w16, f, cnt);
+}
+
 static bool add_seg(cg_output *o, uint64_t dst, uint64_t src, uint64_t n, int kind) {
     if (o->n_segs == o->cap_segs) {
         int cap = o->cap_segs ? 2 * o->cap_segs : 64;
@@ -191,12 +209,44 @@ static int64_t blob_place(cg_ctx *cg, const void *data, size_t nbytes, bool narr
     return (int64_t)off;
 }
 
+/* A constant read in place in 16 bits (cg_w16_resident): its values narrowed, after the stored
+ * weights. A 16-bit model's (w16_exact_only) go in the layout, as raw bytes, so that the stored
+ * weights stay the layout; --precision's only in the stored weights (read through STORED), the
+ * layout holding no room for them. Returns the offset ptr() reads it at. */
+static int64_t place_w16(cg_ctx *cg, const cir_value *rv) {
+    cg_output *o = cg->out;
+    const int64_t cnt = cir_numel(rv);
+    const float *f = rv->data;
+    uint16_t *h = cuvil_malloc((size_t)(cnt ? cnt : 1) * sizeof *h);
+    if (!h) {
+        o->weights.oom = true;
+        return 0;
+    }
+    for (int64_t i = 0; i < cnt; i++) h[i] = cg->w16 == CIR_F16 ? cir_f32_to_f16(f[i]) : cir_f32_to_bf16(f[i]);
+    o->narrowed_bytes += cir_nbytes(rv);
+    o->resident16_bytes += cir_nbytes(rv);
+    int64_t off;
+    if (cg->w16_exact_only) {
+        off = blob_place(cg, h, (size_t)cnt * sizeof *h, false, false);
+    } else {
+        static const char zeros[BLOB_ALIGN];
+        const size_t src = cuvil_align_up(o->weights.len, BLOB_ALIGN);
+        cuvil_sb_append(&o->weights, zeros, src - o->weights.len);
+        cuvil_sb_append(&o->weights, h, (size_t)cnt * sizeof *h);
+        o->merge_raw = false;   /* (the next raw constant's source is not where its layout room is) */
+        off = (int64_t)src;
+    }
+    cuvil_free(h);
+    return off;
+}
+
 /* Places constant value r in the blob (the first time it is read). */
 static int64_t place_const(cg_ctx *cg, int r) {
     if (cg->const_off[r] < 0) {
         cir_value *rv = cir_val(cg->g, r);
         cg_output *o = cg->out;
-        if (cg->w16_ok && cg->w16_ok[r] >= 3) {   /* packed when a context is created: room in the layout only */
+        /* packed when a context is created: room in the layout only */
+        if (cg->w16_ok && (cg->w16_ok[r] == 3 || cg->w16_ok[r] == 4)) {
             size_t off = cuvil_align_up(o->weights_len, BLOB_ALIGN);
             o->weights_len = off + cir_nbytes(rv);
             o->merge_raw = false;   /* (its room is not stored) */
@@ -204,19 +254,44 @@ static int64_t place_const(cg_ctx *cg, int r) {
             return cg->const_off[r];
         }
         if (rv->dtype == CIR_F32) o->f32_bytes += cir_nbytes(rv);
-        cg->const_off[r] = blob_place(cg, rv->data, cir_nbytes(rv), cg->w16_ok && cg->w16_ok[r] == 1,
-                                      cg->w16_src && cg->w16_src[r] == 1);
+        if (cg->w16_ok && cg->w16_ok[r] == 5)
+            cg->const_off[r] = place_w16(cg, rv);
+        else
+            cg->const_off[r] = blob_place(cg, rv->data, cir_nbytes(rv), cg->w16_ok && cg->w16_ok[r] == 1,
+                                          cg->w16_src && cg->w16_src[r] == 1);
     }
     /* (a reader the plan did not foresee: an internal error, never the 16-bit values read as exact) */
     if (cg->w16_ok && cg->w16_ok[r] == 1 && (!cg->cur_node || !w16_reader(cg->cur_node->kind)) && !cg->w16_stray)
         cg->w16_stray = r + 1;
+    /* (16-bit values read in place: only by a kernel that asked for them) */
+    if (cg->w16_ok && cg->w16_ok[r] == 5 && (!cg->cur_node || cg->w16_asked != r + 1) && !cg->w16_stray)
+        cg->w16_stray = r + 1;
     return cg->const_off[r];
+}
+
+/* For a 16-bit model: the type (CIR_F16 or CIR_BF16) that holds exactly more bytes of its float32
+ * constants of W16_MIN_ELEMS or more, or CIR_UNDEF when neither holds any. */
+static cir_dtype half_weights_type(cir_graph *g) {
+    uint64_t bytes[2] = {0, 0};
+    for (int v = 0; v < g->n_values; v++) {
+        const cir_value *x = cir_val(g, v);
+        if (!cir_is_const(x) || x->dtype != CIR_F32 || !x->data) continue;
+        for (int k = 0; k < 2; k++)
+            if (w16_exact(k ? CIR_BF16 : CIR_F16, x->data, cir_numel(x))) bytes[k] += cir_nbytes(x);
+    }
+    return !bytes[0] && !bytes[1] ? CIR_UNDEF : bytes[0] >= bytes[1] ? CIR_F16 : CIR_BF16;
 }
 
 /* --precision fp16|bf16: which float32 constants are stored in 16 bits (w16_ok 1; 2 kept). */
 static cuvil_status plan_w16(cg_ctx *cg, const cuvil_options *o) {
     cir_graph *g = cg->g;
     cg->w16 = o->precision == CUVIL_PRECISION_FP16 ? CIR_F16 : o->precision == CUVIL_PRECISION_BF16 ? CIR_BF16 : CIR_UNDEF;
+    if (cg->w16 == CIR_UNDEF && g->half_model) {
+        /* a float16 or bfloat16 model (its kernels run in float32 between casts): the weights its
+         * 16-bit initializers became are stored and read in that type, exactly */
+        cg->w16 = half_weights_type(g);
+        cg->w16_exact_only = true;
+    }
     if (cg->w16 == CIR_UNDEF) return CUVIL_OK;
     cg->w16_ok = cuvil_calloc((size_t)g->n_values + 1, 1);
     if (!cg->w16_ok) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
@@ -246,6 +321,27 @@ static cuvil_status plan_w16(cg_ctx *cg, const cuvil_options *o) {
             if (pass == 0 && ok && cg->w16_ok[pk] == 1) cg->w16_ok[pk] = 3;
             else if (pass == 1 && !ok && cg->w16_ok[pk] == 3) cg->w16_ok[pk] = 1;
         }
+    /* a Gemm's or MatMul's prepacked B and a Gather's table, which no other node reads: kept in 16
+     * bits in memory (5), read in place and widened by the kernel (cg_w16_resident) */
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < g->n_nodes; i++) {
+            const cir_node *n = cir_node_at(g, i);
+            if (n->dead) continue;
+            for (int j = 0; j <= cir_node_n_reads(n); j++) {
+                const bool packed = j == cir_node_n_reads(n);
+                const int v = packed ? n->low.packed : cir_node_read(n, j);
+                if (v < 0) continue;
+                const bool ok = packed ? n->kind == CIR_OP_GEMM || n->kind == CIR_OP_MATMUL
+                                       : n->kind == CIR_OP_GATHER && j == 0 && n->in[0] == v && n->in[1] != v;
+                if (pass == 0 && ok && cg->w16_ok[v] == 1) cg->w16_ok[v] = 5;
+                else if (pass == 1 && !ok && cg->w16_ok[v] == 5) cg->w16_ok[v] = 1;
+            }
+        }
+    /* a 16-bit model's: only those, in the layout as they are stored, so that the stored weights
+     * stay the layout (no copy when a context is created, a caller's buffer allowed) */
+    if (cg->w16_exact_only)
+        for (int v = 0; v < g->n_values; v++)
+            if (cg->w16_ok[v] == 1 || cg->w16_ok[v] == 3) cg->w16_ok[v] = 2;
     /* the sources only those packings read: 1, else 2 (a kernel reads it) */
     cg->w16_src = cuvil_calloc((size_t)g->n_values + 1, 1);
     if (!cg->w16_src) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
@@ -262,8 +358,8 @@ static cuvil_status plan_w16(cg_ctx *cg, const cuvil_options *o) {
     for (int i = 0; i < g->n_outputs; i++) cg->w16_src[g->outputs[i]] = 2;
     for (int v = 0; v < g->n_values; v++) {
         const cir_value *x = cir_val(g, v);
-        if (cg->w16_ok[v] != 1) continue;
-        if (!x->data || !w16_fits(cg->w16, x->data, cir_numel(x))) {
+        if (cg->w16_ok[v] != 1 && cg->w16_ok[v] != 5) continue;
+        if (!x->data || !w16_may(cg, x->data, cir_numel(x))) {
             cg->w16_ok[v] = 2;
             cg->out->kept_range += cir_numel(x) >= W16_MIN_ELEMS;
         }
@@ -275,15 +371,20 @@ static cuvil_status plan_w16(cg_ctx *cg, const cuvil_options *o) {
  * constant's in the weights; the #define (with the value's name, sanitised, as a comment) is
  * written the first time one is used, before the node's function. */
 static void comment_str(cuvil_sb *o, const char *s);
-static const char *offset_name(cg_ctx *cg, int vid, bool weights, int64_t off) {
-    uint8_t bit = weights ? 2 : 1;
+static const char *offset_name_k(cg_ctx *cg, int vid, int kind, int64_t off) {
+    static const char *const pre[] = {"A", "W", "S"};
+    const uint8_t bit = (uint8_t)(1u << kind);
     if (!(cg->named[vid] & bit)) {
         cg->named[vid] |= bit;
-        cuvil_sb_printf(&cg->params, "#define %s_V%d ((size_t)%lld)   /* ", weights ? "W" : "A", vid, (long long)off);
+        cuvil_sb_printf(&cg->params, "#define %s_V%d ((size_t)%lld)   /* ", pre[kind], vid, (long long)off);
         comment_str(&cg->params, cir_val(cg->g, vid)->name);
         cuvil_sb_puts(&cg->params, " */\n");
     }
-    return fmt_str(cg, "%s_V%d", weights ? "W" : "A", vid);
+    return fmt_str(cg, "%s_V%d", pre[kind], vid);
+}
+
+static const char *offset_name(cg_ctx *cg, int vid, bool weights, int64_t off) {
+    return offset_name_k(cg, vid, weights ? 1 : 0, off);
 }
 
 static const char *ptr(cg_ctx *cg, int vid, bool writable) {
@@ -297,6 +398,11 @@ static const char *ptr(cg_ctx *cg, int vid, bool writable) {
     case CG_LOC_CONST: {
         int r = (int)l.index;
         place_const(cg, r);
+        if (cg->w16_ok && cg->w16_ok[r] == 5) {   /* 16-bit values (cg_w16_resident): in the layout or where stored */
+            const bool in_layout = cg->w16_exact_only;
+            return fmt_str(cg, "((const uint16_t *)(const void *)(%s + %s))", in_layout ? "WEIGHTS" : "STORED",
+                           offset_name_k(cg, r, in_layout ? 1 : 2, cg->const_off[r]));
+        }
         return fmt_str(cg, "((const %s *)(WEIGHTS + %s))", t, offset_name(cg, r, true, cg->const_off[r]));
     }
     default:
@@ -339,8 +445,15 @@ const char *cg_in(cg_ctx *cg, int value_id) { return ptr(cg, value_id, false); }
 
 const char *cg_out(cg_ctx *cg, int value_id) { return ptr(cg, value_id, true); }
 
+int cg_w16_resident(cg_ctx *cg, int value) {
+    if (!cg->w16_ok || value < 0 || cg->w16_ok[value] != 5) return 0;
+    cg->w16_asked = value + 1;
+    return cg->w16 == CIR_F16 ? CUVIL_W16_F16 : CUVIL_W16_BF16;
+}
+
 bool cg_packs_at_create(cg_ctx *cg, const cir_node *n) {
-    return cg->w16_ok && n->low.packed >= 0 && cg->w16_ok[n->low.packed] >= 3 && !cg_node_symbolic(cg->g, n);
+    return cg->w16_ok && n->low.packed >= 0 && (cg->w16_ok[n->low.packed] == 3 || cg->w16_ok[n->low.packed] == 4) &&
+           !cg_node_symbolic(cg->g, n);
 }
 
 void cg_pack_at_create(cg_ctx *cg, const char *fn, const char *params, int source, int packed, size_t tmp_floats) {
@@ -366,8 +479,8 @@ const char *cg_data(cg_ctx *cg, const void *data, size_t nbytes, cir_dtype dtype
     g->folded_bytes += nbytes;
     if (dtype == CIR_F32) cg->out->f32_bytes += nbytes;
     /* a BatchNorm's scale and shift, derived from its parameters, follow --precision */
-    bool narrow = cg->w16 != CIR_UNDEF && dtype == CIR_F32 && cg->cur_node && cg->cur_node->kind == CIR_OP_BATCH_NORM &&
-                  w16_fits(cg->w16, data, (int64_t)(nbytes / sizeof(float)));
+    bool narrow = cg->w16 != CIR_UNDEF && !cg->w16_exact_only && dtype == CIR_F32 && cg->cur_node &&
+                  cg->cur_node->kind == CIR_OP_BATCH_NORM && w16_may(cg, data, (int64_t)(nbytes / sizeof(float)));
     int64_t off = blob_place(cg, data, nbytes, narrow, false);
     int k = cg->n_data++;
     cuvil_sb_printf(&cg->params, "#define W_D%d ((size_t)%lld)   /* derived at compile time */\n", k, (long long)off);
@@ -1082,6 +1195,8 @@ static void shape_functions(cg_ctx *cg, cuvil_sb *c) {
 
 static void options_text(const cuvil_options *o, const char *target, cuvil_sb *out) {
     cuvil_sb_printf(out, "--target %s --opt-level %d", target, o->opt_level);
+    if (o->precision == CUVIL_PRECISION_FP16 || o->precision == CUVIL_PRECISION_BF16)
+        cuvil_sb_printf(out, " --precision %s", o->precision == CUVIL_PRECISION_FP16 ? "fp16" : "bf16");
     for (int i = 0; i < o->n_dims; i++) {
         const cuvil_dim_binding *b = &o->dims[i];
         if (b->max > 0) cuvil_sb_printf(out, " --dim %s=%lld:%lld", b->name, (long long)b->min, (long long)b->max);
@@ -1217,8 +1332,10 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
                            "#define CUVIL_EXPORT __attribute__((visibility(\"default\")))\n"
                            "#define CUVIL_HIDDEN __attribute__((visibility(\"hidden\")))\n"
                            "/* the constants, as the context holds them: node and part functions take them as W */\n"
-                           "#define WEIGHTS W\n",
-                        prefix);
+                           "#define WEIGHTS W\n"
+                           "/* the weights as the library stores them (some read in place: --precision's 16-bit products) */\n"
+                           "extern const unsigned char %s_weights[];\n#define STORED %s_weights\n",
+                        prefix, prefix, prefix);
     }
     char desc[512];
     int n_emitted = 0, n_parts = 0, in_part = 0;
@@ -1252,6 +1369,7 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
         cg.node_serial++;
         cg.cur_symbolic = cg_node_symbolic(g, n);
         cg.cur_node = n;
+        cg.w16_asked = 0;
         if (n->def->flags & CIR_OPF_ALIAS) {
             /* (checked even for a scalar output, which finds no dims) */
             bool axes_rt = (n->kind == CIR_OP_SQUEEZE || n->kind == CIR_OP_UNSQUEEZE) && op_squeeze_rt_axes(g, n);
@@ -1389,12 +1507,15 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
     /* --precision with nothing stored in 16 bits: the blob is the layout, no widening */
     if (!any_init && out->n_segs == 1 && out->segs[0].kind == 0 && out->segs[0].dst == 0 && out->segs[0].src == 0)
         out->n_segs = 0;
-    if (!st && cg.w16 != CIR_UNDEF) {
+    if (!st && cg.w16 != CIR_UNDEF && !cg.w16_exact_only) {
         /* what the library holds, on stderr: the user asked for it and may want to know */
         fprintf(stderr, "cuvil: note: --precision %s: %.1f of %.1f MB of float32 weights stored in 16 bits; the library "
                         "holds %.1f MB of weights, widened to %.1f MB when a context is created (and %.1f MB while it is)",
                 cg.w16 == CIR_F16 ? "fp16" : "bf16", (double)out->narrowed_bytes / 1e6, (double)out->f32_bytes / 1e6,
                 (double)out->weights.len / 1e6, (double)out->weights_len / 1e6, (double)out->transient_len / 1e6);
+        if (out->resident16_bytes)
+            fprintf(stderr, "; %.1f MB of them (matrix products' weights, embedding tables) are read in place in 16 bits, "
+                            "widened by the kernel", (double)out->resident16_bytes / 2e6);
         if (out->kept_range) fprintf(stderr, "; %d constants kept in float32 (values the 16-bit type cannot hold)", out->kept_range);
         fprintf(stderr, "\n");
     }

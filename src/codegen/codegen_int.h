@@ -68,6 +68,11 @@ const char *cg_data(cg_ctx *cg, const void *data, size_t nbytes, cir_dtype dtype
  * quarter of the transform's size. If so the emitter calls cg_pack_at_create once it has the
  * kernel's parameter block. */
 bool cg_packs_at_create(cg_ctx *cg, const cir_node *n);
+/* --precision fp16|bf16: CUVIL_W16_F16 or _BF16 when constant `value` of the node being emitted
+ * (a Gemm's or MatMul's prepacked B, a Gather's table) is read in place in 16 bits (cg_in then
+ * gives a const uint16_t *, for cuvil_f32_gemm_w16 or cuvil_gather_w16); else 0, the kernel
+ * reads it in float32. Only the node's kernel may read such a value (else an internal error). */
+int cg_w16_resident(cg_ctx *cg, int value);
 /* Emits `fn(&params, source, packed, tmp)` into the function create() runs on the widened
  * weights (once per packed constant); tmp_floats: what the call needs at tmp. */
 void cg_pack_at_create(cg_ctx *cg, const char *fn, const char *params, int source, int packed, size_t tmp_floats);
@@ -200,6 +205,7 @@ typedef struct cg_output {
     bool merge_raw;        /* the last segment is raw and ends the stored layout: a raw one may join it */
     size_t transient_len;  /* the layout create() fills, packs the weights from and frees */
     uint64_t f32_bytes, narrowed_bytes;   /* float32 bytes placed, and of those stored in 16 bits */
+    uint64_t resident16_bytes;   /* of those, the bytes kept in 16 bits in memory too (cg_w16_resident) */
     int kept_range;        /* float32 constants kept: outside the 16-bit type's range */
     size_t arena_bytes;
 } cg_output;

@@ -113,6 +113,7 @@ static int cast_at(cir_graph *g, int pos, int from, cir_dtype to, const char *no
  * inferred, its float32 outputs are cast back (half_out). */
 static cuvil_status half_in(cir_graph *g, int i) {
     cir_node *n = cir_node_at(g, i);
+    g->half_model = true;
     cir_dtype half = CIR_UNDEF;
     int n_in = n->n_in, orig[CIR_MAX_INPUTS_HALF], cast[CIR_MAX_INPUTS_HALF];
     if (n_in > CIR_MAX_INPUTS_HALF)

@@ -1,5 +1,6 @@
 """--precision fp16|bf16 (Python: precision=, enable_fp16=True): the library stores its float32
-weights in 16 bits and widens them when a context is created.
+weights in 16 bits; a matrix product's weights and an embedding table are read in place so, the
+others widened when a context is created.
 
 The reference is ONNX Runtime on the same model with every float32 initializer of 64 or more
 elements rounded to the 16-bit type (what Cuvil promises: each weight rounded once, arithmetic
@@ -124,6 +125,94 @@ def test_constants_that_are_not_weights_stay_exact(tmp_path, prec):
     w16 = third.astype(H16[prec]).astype(np.float32)
     np.testing.assert_allclose(got["y_third"], feeds["x"] @ w16, rtol=1e-5, atol=1e-5)
     assert np.abs(got["y_third"] - want["y_third"]).max() > 1e-4   # rounded: not the float32 answer
+
+
+def lm(path, rng, vocab=3000, d=64, h=256):
+    """An embedding table, a two-product block with a residual, and a head back to the vocabulary,
+    over a symbolic sequence length (one row runs the one-row product, more the blocked one)."""
+    def init(n, a):
+        return numpy_helper.from_array(a.astype(np.float32), n)
+    inits = [init("table", rng.normal(0, 1, (vocab, d))), init("w1", rng.normal(0, 0.2, (d, h))),
+             init("b1", rng.normal(0, 0.1, h)), init("w2", rng.normal(0, 0.1, (h, d))),
+             init("head", rng.normal(0, 0.2, (d, vocab)))]
+    nodes = [helper.make_node("Gather", ["table", "ids"], ["e"]), helper.make_node("MatMul", ["e", "w1"], ["m1"]),
+             helper.make_node("Add", ["m1", "b1"], ["a1"]), helper.make_node("Relu", ["a1"], ["r"]),
+             helper.make_node("MatMul", ["r", "w2"], ["m2"]), helper.make_node("Add", ["e", "m2"], ["res"]),
+             helper.make_node("MatMul", ["res", "head"], ["y"])]
+    g = helper.make_graph(nodes, "lm", [helper.make_tensor_value_info("ids", TensorProto.INT64, [1, "seq"])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, "seq", vocab])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, path)
+    return path
+
+
+@pytest.mark.parametrize("prec", ["fp16", "bf16"])
+@pytest.mark.parametrize("target", [None, "generic"])
+def test_products_and_tables_read_in_16_bits(tmp_path, prec, target):
+    """A MatMul's prepacked weights and a Gather's table stay in 16 bits in memory: the kernels read
+    them where the library stores them and widen them as they go (cuvil_f32_gemm_w16,
+    cuvil_gather_w16), so a context widens next to nothing (the note's figure). Outputs equal ONNX
+    Runtime's on the model with rounded weights, for one row (the one-row product) and 37 (the
+    blocked one). generic: the portable conversion."""
+    path = lm(tmp_path / "lm.onnx", tl.seeded_rng("precision-lm"))
+    kw = {"target": target} if target else {}
+    proc = tl.compile_raw(path, tmp_path / "lm.so", extra=["--precision", prec, "--dim", "seq=1:64"], **kw)
+    assert proc.returncode == 0, proc.stderr
+    import re
+    note = re.search(r"of ([0-9.]+) MB of float32 weights.*widened to ([0-9.]+) MB when a context is created.*"
+                     r"; ([0-9.]+) MB of them .* are read in place in 16 bits", proc.stderr)
+    assert note, proc.stderr
+    f32_mb, widened_mb, in_place_mb = (float(v) for v in note.groups())
+    assert f32_mb > 1.5 and widened_mb <= 0.01 and in_place_mb >= 0.45 * f32_mb, proc.stderr
+    src = tl.compile(path, tmp_path / "c", emit="c", target=target or tl.effective_target(),
+                     extra=["--precision", prec, "--dim", "seq=1:64"])
+    code = "".join(f.read_text() for f in src.glob("*.c"))
+    assert code.count("cuvil_f32_gemm_w16(") == 3 and "cuvil_gather_w16" in code
+    rng = tl.seeded_rng("precision-lm-ids")
+    for seq in (1, 37):
+        ids = rng.integers(0, 3000, (1, seq)).astype(np.int64)
+        y = tl.run(tmp_path / "lm.so", {"ids": ids}, tmp_path / f"run{seq}")["y"]
+        want = tl.ort_run(rounded(path, prec), {"ids": ids})["y"]
+        exact = tl.ort_run(path, {"ids": ids})["y"]
+        off = float(np.abs(want - exact).max())
+        assert off > 1e-3, off
+        err = float(np.abs(y - want).max())
+        assert err < off / 20, (seq, err, off)
+
+
+def test_float16_model_reads_its_products_in_16_bits(tmp_path):
+    """A float16 model (no --precision): its kernels compute in float32, and the products' weights,
+    which its float16 initializers hold exactly, stay in 16 bits: the library's weights are about
+    half those of the same model in float32, the stored weights are still the layout (no copy at
+    create: no note, and a context in the caller's buffer is allowed), and the outputs are the
+    float32 computation on those weights rounded to float16 once."""
+    rng = tl.seeded_rng("precision-lm16")
+    path32 = lm(tmp_path / "lm32.onnx", rng)
+    m = onnx.load(path32)
+    for t in m.graph.initializer:
+        t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(t).astype(np.float16), t.name))
+    m.graph.output[0].type.tensor_type.elem_type = TensorProto.FLOAT16
+    path16 = tmp_path / "lm16.onnx"
+    onnx.save(m, path16)
+    so32 = tl.compile(path32, tmp_path / "b32", extra=["--dim", "seq=1:64"])
+    so16 = tmp_path / "lm16.so"
+    proc = tl.compile_raw(path16, so16, extra=["--dim", "seq=1:64"])
+    assert proc.returncode == 0, proc.stderr
+    assert "--precision" not in proc.stderr, proc.stderr
+    assert weights_bytes(so16) <= 0.55 * weights_bytes(so32), (weights_bytes(so16), weights_bytes(so32))
+    src = tl.compile(path16, tmp_path / "c", emit="c", target=tl.effective_target(), extra=["--dim", "seq=1:64"])
+    code = "".join(f.read_text() for f in src.glob("*.c"))
+    assert code.count("cuvil_f32_gemm_w16(") == 3 and "wsegs_" not in code
+    w = {t.name: numpy_helper.to_array(t).astype(np.float32) for t in m.graph.initializer}
+    for seq in (1, 29):
+        ids = rng.integers(0, 3000, (1, seq)).astype(np.int64)
+        y = tl.run(so16, {"ids": ids}, tmp_path / f"run{seq}")["y"]
+        assert y.dtype == np.float16
+        e = w["table"][ids]
+        r = np.maximum(e @ w["w1"] + w["b1"], 0)
+        want = ((e + r @ w["w2"]) @ w["head"]).astype(np.float16)
+        np.testing.assert_allclose(y.astype(np.float32), want.astype(np.float32), rtol=2e-3, atol=2e-3)
 
 
 def test_bad_precision_is_refused(tmp_path):

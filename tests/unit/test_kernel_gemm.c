@@ -42,6 +42,10 @@ static void naive(const cuvil_gemm_params *p, const float *A, const float *B, co
 
 enum { RUN_PUBLIC, RUN_SCALAR, RUN_EX };
 
+/* nonzero: the B that run_variant gets is packed and stored in 16 bits of this kind
+ * (cuvil_f32_gemm_w16) */
+static int w16_kind;
+
 /* Runs one variant; returns 1 when C matches ref and the padding is untouched. */
 static int run_variant(const cuvil_gemm_params *p, const float *A, const float *B,
                        const float *bias, float *C, size_t c_size, const double *ref, int how,
@@ -52,7 +56,18 @@ static int run_variant(const cuvil_gemm_params *p, const float *A, const float *
     const char *vname = how == RUN_PUBLIC   ? "public"
                         : how == RUN_SCALAR ? "__scalar"
                                             : blk->uk->name;
-    if (how == RUN_PUBLIC) {
+    if (w16_kind) {
+        const uint16_t *B16 = (const uint16_t *)(const void *)B;
+        if (how == RUN_PUBLIC) {
+            scratch = ktu_alloc(cuvil_f32_gemm_scratch_size(p));
+            cuvil_f32_gemm_w16(p, w16_kind, A, B16, bias, C, scratch);
+        } else {
+            scratch = ktu_alloc(cuvil_f32_gemm_scratch_size_ex(p, blk));
+            cuvil_f32_gemm_w16_ex(p, w16_kind, A, B16, bias, C, scratch, blk);
+        }
+        vname = w16_kind == CUVIL_W16_F16 ? (how == RUN_PUBLIC ? "public f16" : "ex f16")
+                                          : (how == RUN_PUBLIC ? "public bf16" : "ex bf16");
+    } else if (how == RUN_PUBLIC) {
         scratch = ktu_alloc(cuvil_f32_gemm_scratch_size(p));
         cuvil_f32_gemm(p, A, B, bias, C, scratch);
     } else if (how == RUN_SCALAR) {
@@ -159,6 +174,42 @@ static void run_case(cuvil_gemm_params p, int bias_pattern, int data, const char
             run_variant(&q, A, Bp, bias, C, c_size, ref, u < 0 ? RUN_EX : RUN_PUBLIC, tiny_blocking(0), rtol, atol, lb);
             free(Bp);
         }
+        /* the packed B in 16 bits (--precision fp16|bf16): the same product on B's values
+         * rounded to the 16-bit type, read in place, repacked, and by the one-row path */
+        const size_t b_n = b_size + 1;
+        float *Bw = ktu_falloc(b_n);
+        double *ref16 = malloc((mn ? mn : 1) * sizeof(double));
+        for (int kind = CUVIL_W16_F16; kind <= CUVIL_W16_BF16; kind++) {
+            for (size_t i = 0; i < b_n; i++) {
+                uint16_t h = kind == CUVIL_W16_F16 ? cuvil_f32_to_f16(B[i]) : cuvil_f32_to_bf16(B[i]);
+                Bw[i] = kind == CUVIL_W16_F16 ? cuvil_f16_to_f32(h) : cuvil_bf16_to_f32(h);
+            }
+            naive(&p, A, Bw, bias, ref16);
+            for (int u = -1; u < cuvil_f32_gemm_n_ukernels; u++) {
+                const cuvil_gemm_blocking *pk = u < 0 ? cuvil_gemm_default_blocking() : tiny_blocking(u);
+                cuvil_gemm_params q = p;
+                q.packed_nr = pk->uk->nr;
+                q.packed_kc = pk->kc;
+                const size_t nf = cuvil_f32_gemm_packed_b_floats(&q);
+                float *Bp = ktu_falloc(nf + 1);
+                uint16_t *B16 = ktu_alloc((nf + 1) * sizeof(uint16_t));
+                cuvil_f32_gemm_pack_b(&q, Bw, Bp);
+                for (size_t i = 0; i < nf; i++)
+                    B16[i] = kind == CUVIL_W16_F16 ? cuvil_f32_to_f16(Bp[i]) : cuvil_f32_to_bf16(Bp[i]);
+                char lb[400];
+                snprintf(lb, sizeof lb, "%s packed-B16 nr=%lld kc=%lld", buf, (long long)q.packed_nr, (long long)q.packed_kc);
+                w16_kind = kind;
+                run_variant(&q, A, (const float *)(void *)B16, bias, C, c_size, ref16, u < 0 ? RUN_PUBLIC : RUN_EX, pk, rtol,
+                            atol, lb);
+                run_variant(&q, A, (const float *)(void *)B16, bias, C, c_size, ref16, u < 0 ? RUN_EX : RUN_PUBLIC,
+                            tiny_blocking(0), rtol, atol, lb);
+                w16_kind = 0;
+                free(Bp);
+                free(B16);
+            }
+        }
+        free(Bw);
+        free(ref16);
     }
     free(A);
     free(B);

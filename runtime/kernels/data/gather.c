@@ -28,3 +28,10 @@ void cuvil_gather(const cuvil_gather_params *p, const int64_t *idx, const void *
         }
     }
 }
+
+void cuvil_gather_w16(const cuvil_gather_params *p, int kind, const int64_t *idx, const uint16_t *x, float *y) {
+    const int64_t inner = p->nb_inner / (int64_t)sizeof(float);
+    for (int64_t o = 0; o < p->outer; o++)
+        for (int64_t j = 0; j < p->n_idx; j++)
+            cuvil_widen16(kind, x + (o * p->axis_len + idx[j]) * inner, y + (o * p->n_idx + j) * inner, (size_t)inner);
+}

@@ -31,6 +31,17 @@ int cuvil_gather_rt(const cuvil_gather_params *p, int idx_t, const void *idx, co
     return 0;
 }
 
+int cuvil_gather_w16_rt(const cuvil_gather_params *p, int kind, int idx_t, const void *idx, const uint16_t *x, float *y) {
+    const int64_t inner = p->nb_inner / (int64_t)sizeof(float);
+    for (int64_t j = 0; j < p->n_idx; j++)   /* every index first: no partial output on errors */
+        if (index_at(idx_t, idx, j, p->axis_len) < 0) return 1;
+    for (int64_t o = 0; o < p->outer; o++)
+        for (int64_t j = 0; j < p->n_idx; j++)
+            cuvil_widen16(kind, x + (o * p->axis_len + index_at(idx_t, idx, j, p->axis_len)) * inner,
+                          y + (o * p->n_idx + j) * inner, (size_t)inner);
+    return 0;
+}
+
 /* ===== Elements =========================================================================== */
 /* Offset in data of element `i` of the index space (dims), with the axis coordinate replaced
  * by `at`. */

@@ -6,7 +6,7 @@
 
 #include <string.h>
 
-#if defined(__F16C__) && defined(__AVX__)
+#if (defined(__F16C__) && defined(__AVX__)) || defined(__AVX2__)
 #include <immintrin.h>
 #endif
 
@@ -19,10 +19,22 @@ static void widen_f16(float *d, const uint16_t *s, uint64_t n) {
 }
 
 static void widen_bf16(float *d, const uint16_t *s, uint64_t n) {
-    for (uint64_t i = 0; i < n; i++) {
+    uint64_t i = 0;
+#if defined(__AVX2__)
+    for (; i + 8 <= n; i += 8) {
+        const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(s + i)));
+        _mm256_storeu_ps(d + i, _mm256_castsi256_ps(_mm256_slli_epi32(w, 16)));
+    }
+#endif
+    for (; i < n; i++) {
         uint32_t u = (uint32_t)s[i] << 16;
         memcpy(d + i, &u, sizeof u);
     }
+}
+
+void cuvil_widen16(int kind, const uint16_t *src, float *dst, size_t n) {
+    if (kind == CUVIL_W16_F16) widen_f16(dst, src, n);
+    else widen_bf16(dst, src, n);
 }
 
 void cuvil_weights_expand(unsigned char *dst, unsigned char *x, const unsigned char *src, const cuvil_wseg *segs,

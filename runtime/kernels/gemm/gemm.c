@@ -290,6 +290,29 @@ static int64_t pick_kc(int64_t K, int64_t kc_max);
  * many streams as K blocks, 22 KB each: MobileNetV2's classifier, 1280 x 1000, 0.308 ms
  * against 0.210 this way, one thread, in a slow period of the AMD EPYC VM.) */
 #define GEMV_RUN 512
+
+/* acc[t] += sum_k a[k] * w(panel[k * pnr + t]) for t < pnr, the panel's values in 16 bits
+ * (kind), widened in registers where the target has the instructions. */
+static void gemv_panel16(int kind, size_t kc, const float *a, const uint16_t *panel, int pnr, float *acc) {
+#if CUVIL_HAVE_AVX512
+    if (pnr == 32) {
+        cuvil_f32_gemv_panel32_w16__avx512(kind, kc, a, panel, acc);
+        return;
+    }
+#endif
+#if CUVIL_HAVE_AVX2
+    if (pnr == 16) {
+        cuvil_f32_gemv_panel16_w16__avx2_fma(kind, kc, a, panel, acc);
+        return;
+    }
+#endif
+    float w[CUVIL_GEMM_MAX_NR];
+    for (size_t k = 0; k < kc; k++) {
+        cuvil_widen16(kind, panel + k * (size_t)pnr, w, (size_t)pnr);
+        for (int t = 0; t < pnr; t++) acc[t] += a[k] * w[t];
+    }
+}
+
 static void gemv_packed_range(const cuvil_gemm_job *j, int64_t n_lo, int64_t n_hi) {
     const int64_t N = j->N, K = j->K, pnr = j->b_packed_nr;
     const int64_t kcb = pick_kc(K, j->b_packed_kc), Np = CUVIL_ALIGN_UP(N, pnr);
@@ -303,8 +326,12 @@ static void gemv_packed_range(const cuvil_gemm_job *j, int64_t n_lo, int64_t n_h
         for (int64_t pc = 0; pc < K; pc += kcb) {
             const int64_t kc = cuvil_min_i64(kcb, K - pc);
             for (int64_t n0 = r0; n0 < r1; n0 += pnr) {
-                const float *panel = j->b_packed + pc * Np + n0 * kc;
                 float *an = acc + (n0 - r0);
+                if (j->b_packed16) {
+                    gemv_panel16(j->b16, (size_t)kc, a + pc, j->b_packed16 + pc * Np + n0 * kc, (int)pnr, an);
+                    continue;
+                }
+                const float *panel = j->b_packed + pc * Np + n0 * kc;
 #if CUVIL_HAVE_AVX512
                 if (pnr == 32) {
                     cuvil_f32_gemv_panel32__avx512((size_t)kc, a + pc, panel, an);
@@ -464,7 +491,9 @@ static void repack_b(const cuvil_gemm_job *j, int64_t k0, int64_t kc, int64_t n0
                 float v = 0.0f;
                 if (j0 + c < nc) {
                     const int64_t pc = kk / kcb * kcb, kcp = cuvil_min_i64(kcb, j->K - pc);
-                    v = j->b_packed[pc * Np + (n / pnr) * pnr * kcp + (kk - pc) * pnr + n % pnr];
+                    const int64_t at = pc * Np + (n / pnr) * pnr * kcp + (kk - pc) * pnr + n % pnr;
+                    if (j->b_packed) v = j->b_packed[at];
+                    else cuvil_widen16(j->b16, j->b_packed16 + at, &v, 1);
                 }
                 dst[(j0 / nr) * kc * nr + k * nr + c] = v;
             }
@@ -539,7 +568,8 @@ static void gemm_range(const cuvil_gemm_job *j, const cuvil_gemm_blocking *b, vo
                              act == CUVIL_ACT_CLIP ? j->act.beta : INFINITY};
     /* prepacked A in this run's layout: read in place */
     const int a_direct = j->a_packed && j->a_packed_mr == mr && pick_kc(K, j->a_packed_kc) == kc_max;
-    const int b_direct = j->b_packed && j->b_packed_nr == nr && pick_kc(K, j->b_packed_kc) == kc_max;
+    const int b_prepacked = j->b_packed || j->b_packed16;
+    const int b_direct = b_prepacked && j->b_packed_nr == nr && pick_kc(K, j->b_packed_kc) == kc_max;
 
     for (int64_t jc = n_lo; jc < n_hi; jc += nc_max) {
         const int64_t nc = cuvil_min_i64(nc_max, n_hi - jc);
@@ -547,9 +577,12 @@ static void gemm_range(const cuvil_gemm_job *j, const cuvil_gemm_blocking *b, vo
             const int64_t kc = cuvil_min_i64(kc_max, K - pc);
             const int first = pc == 0, last = pc + kc == K;
             const float *bpk = bp;
-            if (b_direct)
+            if (b_direct && j->b_packed)
                 bpk = j->b_packed + pc * CUVIL_ALIGN_UP(N, nr) + jc * kc;
-            else if (j->b_packed)
+            else if (b_direct)   /* the block's panels, contiguous: widened in one pass */
+                cuvil_widen16(j->b16, j->b_packed16 + pc * CUVIL_ALIGN_UP(N, nr) + jc * kc, bp,
+                              (size_t)(CUVIL_ALIGN_UP(nc, nr) * kc));
+            else if (b_prepacked)
                 repack_b(j, pc, kc, jc, nc, nr, bp);
             else if (j->pack_b)
                 j->pack_b(j->pack_b_ctx, pc, kc, jc, nc, nr, bp);
@@ -642,7 +675,8 @@ int64_t cuvil_gemm_split_tiles(int64_t n, int64_t r, int64_t parts, int64_t *bou
 /* The one-row products, when they apply: 1 if done. */
 static int gemv_run(const cuvil_gemm_job *j) {
     const int64_t M = j->M, K = j->K;
-    if (K > 0 && j->b_packed && M == 1 && j->a_packed == NULL && j->pack_a == NULL && (!j->trans_a || j->lda == 1 || K == 1) &&
+    if (K > 0 && (j->b_packed || j->b_packed16) && M == 1 && j->a_packed == NULL && j->pack_a == NULL &&
+        (!j->trans_a || j->lda == 1 || K == 1) &&
         j->b_packed_nr <= CUVIL_GEMM_MAX_NR) {
         gemv_packed(j);
         return 1;
@@ -700,8 +734,8 @@ size_t cuvil_f32_gemm_scratch_size(const cuvil_gemm_params *p) {
     return cuvil_f32_gemm_scratch_size_ex(p, &default_blocking);
 }
 
-void cuvil_f32_gemm_ex(const cuvil_gemm_params *p, const float *A, const float *B,
-                       const float *bias, float *C, void *scratch, const cuvil_gemm_blocking *b) {
+static void gemm_ex(const cuvil_gemm_params *p, const float *A, const float *B, int kind, const uint16_t *B16,
+                    const float *bias, float *C, void *scratch, const cuvil_gemm_blocking *b) {
     cuvil_gemm_job j;
     memset(&j, 0, sizeof j);
     j.M = p->M;
@@ -721,15 +755,33 @@ void cuvil_f32_gemm_ex(const cuvil_gemm_params *p, const float *A, const float *
         j.b_packed_nr = (int)p->packed_nr;
         j.b_packed_kc = p->packed_kc;
     }
+    j.b16 = kind;
     const int64_t batch = p->batch; /* 0: an empty batch, nothing to do */
     for (int64_t i = 0; i < batch; i++) {
         j.A = A + i * p->a_bstride;
-        if (p->packed_nr) j.b_packed = B + i * p->b_bstride;
+        if (B16) j.b_packed16 = B16 + i * p->b_bstride;
+        else if (p->packed_nr) j.b_packed = B + i * p->b_bstride;
         else j.B = B + i * p->b_bstride;
         j.C = C + i * p->c_bstride;
         j.bias = bias ? bias + i * p->bias_bstride : NULL;
         cuvil_f32_gemm_run(&j, b, scratch);
     }
+}
+
+void cuvil_f32_gemm_ex(const cuvil_gemm_params *p, const float *A, const float *B, const float *bias, float *C,
+                       void *scratch, const cuvil_gemm_blocking *b) {
+    gemm_ex(p, A, B, 0, NULL, bias, C, scratch, b);
+}
+
+void cuvil_f32_gemm_w16_ex(const cuvil_gemm_params *p, int kind, const float *A, const uint16_t *B16, const float *bias,
+                           float *C, void *scratch, const cuvil_gemm_blocking *b) {
+    if (!p->packed_nr || (kind != CUVIL_W16_F16 && kind != CUVIL_W16_BF16)) __builtin_trap();   /* (a caller's bug) */
+    gemm_ex(p, A, NULL, kind, B16, bias, C, scratch, b);
+}
+
+void cuvil_f32_gemm_w16(const cuvil_gemm_params *p, int kind, const float *A, const uint16_t *B16, const float *bias,
+                        float *C, void *scratch) {
+    cuvil_f32_gemm_w16_ex(p, kind, A, B16, bias, C, scratch, &default_blocking);
 }
 
 size_t cuvil_f32_gemm_packed_b_floats(const cuvil_gemm_params *p) {

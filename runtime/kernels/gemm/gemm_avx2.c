@@ -224,26 +224,44 @@ static inline void transpose8x8(__m256 *r) {
 
 /* acc[0..16) += sum_k a[k] * panel[16k ..]: the panel streams once, contiguously; four k
  * steps per pass on eight accumulators hide the FMA latency. */
-void cuvil_f32_gemv_panel16__avx2_fma(size_t kc, const float *a, const float *panel, float *acc) {
+/* 8 values of a panel of kind 0 (float32) or CUVIL_W16_F16 / _BF16 (widened: F16C, or a shift). */
+static inline __attribute__((always_inline)) __m256 load8(int kind, const void *panel, size_t i) {
+    if (kind == 0) return _mm256_loadu_ps((const float *)panel + i);
+    const __m128i h = _mm_loadu_si128((const __m128i *)(const void *)((const uint16_t *)panel + i));
+    if (kind == CUVIL_W16_F16) return _mm256_cvtph_ps(h);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+static inline __attribute__((always_inline)) void panel16(int kind, size_t kc, const float *a, const void *panel,
+                                                          float *acc) {
     __m256 s[8];
     for (int i = 0; i < 8; i++) s[i] = _mm256_setzero_ps();
     size_t k = 0;
     for (; k + 4 <= kc; k += 4)
         for (int u = 0; u < 4; u++) {
             const __m256 av = _mm256_broadcast_ss(a + k + u);
-            const float *p = panel + (k + u) * 16;
-            s[2 * u] = _mm256_fmadd_ps(av, _mm256_loadu_ps(p), s[2 * u]);
-            s[2 * u + 1] = _mm256_fmadd_ps(av, _mm256_loadu_ps(p + 8), s[2 * u + 1]);
+            s[2 * u] = _mm256_fmadd_ps(av, load8(kind, panel, (k + u) * 16), s[2 * u]);
+            s[2 * u + 1] = _mm256_fmadd_ps(av, load8(kind, panel, (k + u) * 16 + 8), s[2 * u + 1]);
         }
     for (; k < kc; k++) {
         const __m256 av = _mm256_broadcast_ss(a + k);
-        s[0] = _mm256_fmadd_ps(av, _mm256_loadu_ps(panel + k * 16), s[0]);
-        s[1] = _mm256_fmadd_ps(av, _mm256_loadu_ps(panel + k * 16 + 8), s[1]);
+        s[0] = _mm256_fmadd_ps(av, load8(kind, panel, k * 16), s[0]);
+        s[1] = _mm256_fmadd_ps(av, load8(kind, panel, k * 16 + 8), s[1]);
     }
     const __m256 lo = _mm256_add_ps(_mm256_add_ps(s[0], s[2]), _mm256_add_ps(s[4], s[6]));
     const __m256 hi = _mm256_add_ps(_mm256_add_ps(s[1], s[3]), _mm256_add_ps(s[5], s[7]));
     _mm256_storeu_ps(acc, _mm256_add_ps(_mm256_loadu_ps(acc), lo));
     _mm256_storeu_ps(acc + 8, _mm256_add_ps(_mm256_loadu_ps(acc + 8), hi));
+}
+
+void cuvil_f32_gemv_panel16__avx2_fma(size_t kc, const float *a, const float *panel, float *acc) {
+    panel16(0, kc, a, panel, acc);
+}
+
+/* The same on a panel of 16-bit values (one loop per kind). */
+void cuvil_f32_gemv_panel16_w16__avx2_fma(int kind, size_t kc, const float *a, const uint16_t *panel, float *acc) {
+    if (kind == CUVIL_W16_F16) panel16(CUVIL_W16_F16, kc, a, panel, acc);
+    else panel16(CUVIL_W16_BF16, kc, a, panel, acc);
 }
 
 /* dst[k*16 + c] = src[c*ld + k] for c < 16, k < kc: one full 16-wide panel of B' = B^T. */

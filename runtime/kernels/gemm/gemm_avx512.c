@@ -194,23 +194,42 @@ void cuvil_f32_rows_ukernel_7x32__avx512(size_t nseg, const size_t *seglen, cons
     store_tile(acc, c, ldc, mr, nr, c_in, ld_in, epi);
 }
 
+/* 16 values of a panel of kind 0 (float32) or CUVIL_W16_F16 / _BF16 (widened). */
+static inline __attribute__((always_inline)) __m512 load16(int kind, const void *panel, size_t i) {
+    if (kind == 0) return _mm512_loadu_ps((const float *)panel + i);
+    const __m256i h = _mm256_loadu_si256((const __m256i *)(const void *)((const uint16_t *)panel + i));
+    if (kind == CUVIL_W16_F16) return _mm512_cvtph_ps(h);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
 /* acc[t] += sum_k a[k] * panel[k*32 + t] for t < 32 (one row of A times a packed B panel). */
-void cuvil_f32_gemv_panel32__avx512(size_t kc, const float *a, const float *panel, float *acc) {
+static inline __attribute__((always_inline)) void panel32(int kind, size_t kc, const float *a, const void *panel,
+                                                          float *acc) {
     __m512 s0 = _mm512_loadu_ps(acc), s1 = _mm512_loadu_ps(acc + 16);
     __m512 t0 = _mm512_setzero_ps(), t1 = _mm512_setzero_ps();
     size_t k = 0;
     for (; k + 2 <= kc; k += 2) {
         const __m512 a0 = _mm512_set1_ps(a[k]), a1 = _mm512_set1_ps(a[k + 1]);
-        s0 = _mm512_fmadd_ps(a0, _mm512_loadu_ps(panel + k * NR), s0);
-        s1 = _mm512_fmadd_ps(a0, _mm512_loadu_ps(panel + k * NR + 16), s1);
-        t0 = _mm512_fmadd_ps(a1, _mm512_loadu_ps(panel + (k + 1) * NR), t0);
-        t1 = _mm512_fmadd_ps(a1, _mm512_loadu_ps(panel + (k + 1) * NR + 16), t1);
+        s0 = _mm512_fmadd_ps(a0, load16(kind, panel, k * NR), s0);
+        s1 = _mm512_fmadd_ps(a0, load16(kind, panel, k * NR + 16), s1);
+        t0 = _mm512_fmadd_ps(a1, load16(kind, panel, (k + 1) * NR), t0);
+        t1 = _mm512_fmadd_ps(a1, load16(kind, panel, (k + 1) * NR + 16), t1);
     }
     for (; k < kc; k++) {
         const __m512 a0 = _mm512_set1_ps(a[k]);
-        s0 = _mm512_fmadd_ps(a0, _mm512_loadu_ps(panel + k * NR), s0);
-        s1 = _mm512_fmadd_ps(a0, _mm512_loadu_ps(panel + k * NR + 16), s1);
+        s0 = _mm512_fmadd_ps(a0, load16(kind, panel, k * NR), s0);
+        s1 = _mm512_fmadd_ps(a0, load16(kind, panel, k * NR + 16), s1);
     }
     _mm512_storeu_ps(acc, _mm512_add_ps(s0, t0));
     _mm512_storeu_ps(acc + 16, _mm512_add_ps(s1, t1));
+}
+
+void cuvil_f32_gemv_panel32__avx512(size_t kc, const float *a, const float *panel, float *acc) {
+    panel32(0, kc, a, panel, acc);
+}
+
+/* The same on a panel of 16-bit values (one loop per kind). */
+void cuvil_f32_gemv_panel32_w16__avx512(int kind, size_t kc, const float *a, const uint16_t *panel, float *acc) {
+    if (kind == CUVIL_W16_F16) panel32(CUVIL_W16_F16, kc, a, panel, acc);
+    else panel32(CUVIL_W16_BF16, kc, a, panel, acc);
 }

@@ -17,10 +17,13 @@ cuvil_status cg_emit_gather(cg_ctx *cg, cir_graph *g, cir_node *n) {
     cuvil_status s = op_gather_params(g, n, &axis, &p);
     if (s) return s;
     cir_value *iv = cir_in(g, n, 1);
+    /* a float32 table read in 16 bits (--precision): the _w16 kernels widen the rows they copy */
+    const int w16 = cg_w16_resident(cg, n->in[0]);
+    const char *w16_fn = w16 ? "_w16" : "", *kind = !w16 ? "" : w16 == CUVIL_W16_F16 ? ", CUVIL_W16_F16" : ", CUVIL_W16_BF16";
     if (!cir_is_const(iv) || cir_in(g, n, 0)->dx[axis]) {   /* checked (and normalised) by the kernel */
         const char *ps = gather_params(cg, g, n, axis);
-        cg_printf(cg, "    if (cuvil_gather_rt(&%s, %s, %s, %s, %s)) return 1;\n", ps, cg_rt_type(iv->dtype), cg_in(cg, n->in[1]),
-                  cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));
+        cg_printf(cg, "    if (cuvil_gather%s_rt(&%s%s, %s, %s, %s, %s)) return 1;\n", w16_fn, ps, kind, cg_rt_type(iv->dtype),
+                  cg_in(cg, n->in[1]), cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));
         char what[96];
         if (cir_in(g, n, 0)->dx[axis])   /* a symbolic bound: one text for every size */
             snprintf(what, sizeof what, "an index is out of range for its axis");
@@ -34,6 +37,6 @@ cuvil_status cg_emit_gather(cg_ctx *cg, cir_graph *g, cir_node *n) {
     const char *is = cg_data(cg, idx, sizeof(int64_t) * (size_t)p.n_idx, CIR_I64);
     cuvil_free(idx);
     const char *ps = gather_params(cg, g, n, axis);
-    cg_printf(cg, "    cuvil_gather(&%s, %s, %s, %s);\n", ps, is, cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));
+    cg_printf(cg, "    cuvil_gather%s(&%s%s, %s, %s, %s);\n", w16_fn, ps, kind, is, cg_in(cg, n->in[0]), cg_out(cg, n->out[0]));
     return CUVIL_OK;
 }

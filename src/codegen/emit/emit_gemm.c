@@ -3,6 +3,9 @@
  * MatMul broadcast that is neither contiguous nor shared. */
 #include "codegen/emit/emit_int.h"
 
+/* B: the packed copy when there is one (a const uint16_t * when it stays in 16 bits), else the input. */
+static const char *gemm_b(cg_ctx *cg, const cir_node *n) { return cg_in(cg, n->low.packed >= 0 ? n->low.packed : n->in[1]); }
+
 cuvil_status cg_emit_gemm(cg_ctx *cg, cir_graph *g, cir_node *n) {
     cuvil_gemm_params p;
     int64_t nirr, *offs;
@@ -14,6 +17,9 @@ cuvil_status cg_emit_gemm(cg_ctx *cg, cir_graph *g, cir_node *n) {
         CUVIL_ASSERT(t && !nirr);
         snprintf(ex, sizeof ex, ", .packed_nr = %d, .packed_kc = %lld", t->nr, (long long)t->kc);
     }
+    const int w16 = cg_w16_resident(cg, n->low.packed);   /* B in 16 bits: cuvil_f32_gemm_w16 */
+    const char *fn = w16 ? "cuvil_f32_gemm_w16" : "cuvil_f32_gemm";
+    const char *kind = !w16 ? "" : w16 == CUVIL_W16_F16 ? ", CUVIL_W16_F16" : ", CUVIL_W16_BF16";
     char bs[3][32];
     const int64_t bv[3] = {p.a_bstride, p.b_bstride, p.c_bstride};
     for (int i = 0; i < 3; i++) cg_i64(bv[i], bs[i]);
@@ -36,8 +42,8 @@ cuvil_status cg_emit_gemm(cg_ctx *cg, cir_graph *g, cir_node *n) {
         cuvil_gemm_blocking blk = cg_target_blocking(g, &uk);
         const char *S = cg_scratch(cg, cuvil_f32_gemm_scratch_size_ex(&p, &blk), "cuvil_f32_gemm_scratch_size(&%s)", ps);
         cir_value *c = cir_in(g, n, 2);
-        cg_printf(cg, "    cuvil_f32_gemm(&%s, %s, %s, %s, %s, %s);\n", ps, cg_in(cg, n->in[0]),
-                  cg_in(cg, n->low.packed >= 0 ? n->low.packed : n->in[1]), c ? cg_in(cg, n->in[2]) : "NULL", cg_out(cg, n->out[0]), S);
+        cg_printf(cg, "    %s(&%s%s, %s, %s, %s, %s, %s);\n", fn, ps, kind, cg_in(cg, n->in[0]), gemm_b(cg, n),
+                  c ? cg_in(cg, n->in[2]) : "NULL", cg_out(cg, n->out[0]), S);
         return CUVIL_OK;
     }
     const char *ps = cg_param(cg, "cuvil_gemm_params",
@@ -60,8 +66,7 @@ cuvil_status cg_emit_gemm(cg_ctx *cg, cir_graph *g, cir_node *n) {
                   c ? cg_in(cg, n->in[2]) : "NULL", cg_out(cg, n->out[0]), (long long)(p.M * p.N), S);
         return CUVIL_OK;
     }
-    cg_printf(cg, "    cuvil_f32_gemm(&%s, %s, %s, %s, %s, %s);\n", ps, cg_in(cg, n->in[0]),
-              cg_in(cg, n->low.packed >= 0 ? n->low.packed : n->in[1]),
+    cg_printf(cg, "    %s(&%s%s, %s, %s, %s, %s, %s);\n", fn, ps, kind, cg_in(cg, n->in[0]), gemm_b(cg, n),
               c ? cg_in(cg, n->in[2]) : "NULL", cg_out(cg, n->out[0]), S);
     return CUVIL_OK;
 }
