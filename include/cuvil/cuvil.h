@@ -59,7 +59,8 @@ typedef enum cuvil_emit {
 /* How the library stores its float32 weights (--precision): as they are, or in 16 bits (IEEE
  * half or bfloat16, rounded to nearest even): a Gemm's or MatMul's weights and an embedding table
  * read in 16 bits by their kernels, the others widened to float32 when a context is created.
- * Arithmetic and activations stay float32. */
+ * Arithmetic and activations stay float32, but for bf16's products on those weights, which take
+ * their other operand in bfloat16 too (float32 sums). */
 typedef enum cuvil_precision {
     CUVIL_PRECISION_FP32 = 0,
     CUVIL_PRECISION_FP16,

@@ -218,8 +218,10 @@ def compile(model: Any, example_inputs: Any = None, *, input_shapes: dict | None
     target: "generic", "x86_64-avx2", "x86_64-avx512", ... (default: this machine's best).
     threads: threads each call uses (default 1).
     precision: "fp32" (default), "fp16" or "bf16": the library stores its float32 weights in 16
-        bits (rounded to nearest even; about half the file) and widens them when the model is
-        loaded; arithmetic, activations and the model's inputs and outputs stay as they are. As
+        bits (rounded to nearest even; about half the file); a MatMul's or Gemm's weights and an
+        embedding table stay so in memory, the others are widened when the model is loaded;
+        arithmetic, activations and the model's inputs and outputs stay as they are, except that
+        with "bf16" those products take their other operand in bfloat16 too. As
         `cuvil-compile --precision`. enable_fp16=True is precision="fp16".
     quantize: "int4-weights": MatMul/Gemm weights in 4 bits (`--quantize int4-weights`, no
         calibration). "int8": Cuvil's own quantizer (`cuvil-compile --quantize int8`) on `calibration`,

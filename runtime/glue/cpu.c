@@ -54,7 +54,7 @@ CUVIL_RT_BASELINE static int has_feature(const char *name, size_t n) {
     } table[] = {
         {"avx", 1, 28, 0},      {"fma", 1, 12, 0},      {"f16c", 1, 29, 0},     {"avx2", 7, 5, 0},
         {"avx512f", 7, 16, 1},  {"avx512dq", 7, 17, 1}, {"avx512bw", 7, 30, 1}, {"avx512vl", 7, 31, 1},
-        {"avx512vnni", 70, 11, 1}, {"avxvnni", 71, 4, 0},
+        {"avx512vnni", 70, 11, 1}, {"avxvnni", 71, 4, 0}, {"avx512bf16", 71, 5, 1},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
         if (strlen(table[i].name) != n || memcmp(table[i].name, name, n)) continue;

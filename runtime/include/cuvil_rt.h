@@ -192,10 +192,11 @@ void cuvil_f32_gemm_pack_b(const cuvil_gemm_params *p, const float *B, float *B_
 void cuvil_f32_gemm(const cuvil_gemm_params *p, const float *A, const float *B,
                     const float *bias, float *C, void *scratch);
 /* The same on a B packed as above (p->packed_nr, p->packed_kc) whose values are stored in 16
- * bits, kind CUVIL_W16_F16 (IEEE half) or CUVIL_W16_BF16 (cuvil_f32_gemm_packed_b_floats(p) of
- * them: --precision fp16|bf16 keeps a product's weights so in memory). Each is widened exactly
- * to float32 as it is read; the arithmetic is cuvil_f32_gemm's on those values, the scratch
- * cuvil_f32_gemm_scratch_size's. */
+ * bits, kind CUVIL_W16_F16 (IEEE half), CUVIL_W16_BF16 or CUVIL_W16_BF16_DOT (bfloat16;
+ * cuvil_f32_gemm_packed_b_floats(p) of them: --precision fp16|bf16 keeps a product's weights so
+ * in memory). Each is widened exactly to float32 as it is read; the arithmetic is
+ * cuvil_f32_gemm's on those values (with _DOT: and on alpha * A rounded to bfloat16), the
+ * scratch cuvil_f32_gemm_scratch_size's. */
 void cuvil_f32_gemm_w16(const cuvil_gemm_params *p, int kind, const float *A, const uint16_t *B16,
                         const float *bias, float *C, void *scratch);
 /* Naive reference with the same contract (no scratch); used by tests and constant folding. */
@@ -884,8 +885,11 @@ uint16_t cuvil_f32_to_f16(float f);
 uint16_t cuvil_f32_to_bf16(float f);
 float cuvil_f16_to_f32(uint16_t h);
 float cuvil_bf16_to_f32(uint16_t h);
-/* The two 16-bit float types a kernel may read weights in. */
-enum { CUVIL_W16_F16 = 1, CUVIL_W16_BF16 = 2 };
+/* The two 16-bit float types a kernel may read weights in. CUVIL_W16_BF16_DOT: bfloat16 weights
+ * whose product takes its other operand rounded to bfloat16 too (nearest even), summed in
+ * float32: AVX-512 BF16's vdpbf16ps where the CPU has it, the same values in float32 FMAs
+ * elsewhere. */
+enum { CUVIL_W16_F16 = 1, CUVIL_W16_BF16 = 2, CUVIL_W16_BF16_DOT = 3 };
 /* dst[i] = src[i] widened (exact) from kind's 16-bit type, i < n. */
 void cuvil_widen16(int kind, const uint16_t *src, float *dst, size_t n);
 

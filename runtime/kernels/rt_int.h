@@ -198,6 +198,16 @@ void cuvil_f32_rows_ukernel_8x32__avx512(size_t nseg, const size_t *seglen, cons
 /* acc[t] += sum_k a[k] * panel[k*32 + t] for t < 32. */
 void cuvil_f32_gemv_panel32__avx512(size_t kc, const float *a, const float *panel, float *acc);
 void cuvil_f32_gemv_panel32_w16__avx512(int kind, size_t kc, const float *a, const uint16_t *panel, float *acc);
+/* CUVIL_W16_BF16_DOT on AVX-512 BF16 (run only where the CPU has it): npanels packed panels of
+ * kc steps (pack_a's mr rows; pack_b's 32 columns) converted in place into bfloat16 pairs,
+ * [ceil(kc / 2)][mr or 32][2], the second of a last odd step 0; the microkernels take kc2 pairs of
+ * such panels. */
+void cuvil_bf16_pairs_a__avx512bf16(float *panels, size_t kc, int mr, size_t npanels);
+void cuvil_bf16_pairs_b32__avx512bf16(float *panels, size_t kc, size_t npanels);
+/* the rows x 32 tile (rows 8 or 7: the panels' mr), mr x nr of it stored as the float32 ones */
+void cuvil_bf16_gemm_ukernel_x32__avx512bf16(int rows, size_t kc2, const uint16_t *a, const uint16_t *b, float *c,
+                                             size_t ldc, size_t mr, size_t nr, const float *c_in, size_t ld_in,
+                                             const cuvil_ukernel_epi *epi);
 #endif
 
 /* Every microkernel this archive was built with, best last; the default is the last one. */
@@ -301,6 +311,9 @@ void cuvil_f32_gemm_ex(const cuvil_gemm_params *p, const float *A, const float *
                        const float *bias, float *C, void *scratch, const cuvil_gemm_blocking *b);
 void cuvil_f32_gemm_w16_ex(const cuvil_gemm_params *p, int kind, const float *A, const uint16_t *B16, const float *bias,
                            float *C, void *scratch, const cuvil_gemm_blocking *b);
+/* CUVIL_W16_BF16_DOT's products on AVX-512 BF16: -1 where the CPU has it (asked once), 0 never
+ * (the float32 FMAs on the rounded values: the tests compare the two). */
+extern int cuvil_gemm_bf16_dot_hw;
 
 /* Applies C = act(C + beta * bias) to an mr x nr tile at (m0, n0) of the product. */
 void cuvil_gemm_epilogue_tile(const cuvil_gemm_job *j, int64_t m0, int64_t n0, int64_t mr,

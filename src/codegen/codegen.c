@@ -331,6 +331,10 @@ static cuvil_status plan_w16(cg_ctx *cg, const cuvil_options *o) {
                 const bool packed = j == cir_node_n_reads(n);
                 const int v = packed ? n->low.packed : cir_node_read(n, j);
                 if (v < 0) continue;
+                /* (a product's B it packed is not read when the model runs: a table tied to a
+                 * head, Gather's and the head's source, stays a table) */
+                if (!packed && j == 1 && n->low.packed >= 0 && (n->kind == CIR_OP_GEMM || n->kind == CIR_OP_MATMUL))
+                    continue;
                 const bool ok = packed ? n->kind == CIR_OP_GEMM || n->kind == CIR_OP_MATMUL
                                        : n->kind == CIR_OP_GATHER && j == 0 && n->in[0] == v && n->in[1] != v;
                 if (pass == 0 && ok && cg->w16_ok[v] == 1) cg->w16_ok[v] = 5;
@@ -445,10 +449,11 @@ const char *cg_in(cg_ctx *cg, int value_id) { return ptr(cg, value_id, false); }
 
 const char *cg_out(cg_ctx *cg, int value_id) { return ptr(cg, value_id, true); }
 
-int cg_w16_resident(cg_ctx *cg, int value) {
+int cg_w16_resident(cg_ctx *cg, int value, bool product) {
     if (!cg->w16_ok || value < 0 || cg->w16_ok[value] != 5) return 0;
     cg->w16_asked = value + 1;
-    return cg->w16 == CIR_F16 ? CUVIL_W16_F16 : CUVIL_W16_BF16;
+    if (cg->w16 == CIR_F16) return CUVIL_W16_F16;
+    return product && !cg->w16_exact_only ? CUVIL_W16_BF16_DOT : CUVIL_W16_BF16;
 }
 
 bool cg_packs_at_create(cg_ctx *cg, const cir_node *n) {
@@ -1515,7 +1520,9 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
                 (double)out->weights.len / 1e6, (double)out->weights_len / 1e6, (double)out->transient_len / 1e6);
         if (out->resident16_bytes)
             fprintf(stderr, "; %.1f MB of them (matrix products' weights, embedding tables) are read in place in 16 bits, "
-                            "widened by the kernel", (double)out->resident16_bytes / 2e6);
+                            "widened by the kernel%s", (double)out->resident16_bytes / 2e6,
+                    cg.w16 == CIR_BF16 ? " (those products round their other operand to bfloat16 too: AVX-512 BF16 where "
+                                         "the CPU has it)" : "");
         if (out->kept_range) fprintf(stderr, "; %d constants kept in float32 (values the 16-bit type cannot hold)", out->kept_range);
         fprintf(stderr, "\n");
     }

@@ -71,8 +71,10 @@ bool cg_packs_at_create(cg_ctx *cg, const cir_node *n);
 /* --precision fp16|bf16: CUVIL_W16_F16 or _BF16 when constant `value` of the node being emitted
  * (a Gemm's or MatMul's prepacked B, a Gather's table) is read in place in 16 bits (cg_in then
  * gives a const uint16_t *, for cuvil_f32_gemm_w16 or cuvil_gather_w16); else 0, the kernel
- * reads it in float32. Only the node's kernel may read such a value (else an internal error). */
-int cg_w16_resident(cg_ctx *cg, int value);
+ * reads it in float32. Only the node's kernel may read such a value (else an internal error).
+ * product: the product's B, which under --precision bf16 is CUVIL_W16_BF16_DOT (its A rounded to
+ * bfloat16 too; a 16-bit model's products keep float32 arithmetic). */
+int cg_w16_resident(cg_ctx *cg, int value, bool product);
 /* Emits `fn(&params, source, packed, tmp)` into the function create() runs on the widened
  * weights (once per packed constant); tmp_floats: what the call needs at tmp. */
 void cg_pack_at_create(cg_ctx *cg, const char *fn, const char *params, int source, int packed, size_t tmp_floats);

@@ -44,13 +44,36 @@ def cnn(path, rng):
     return path
 
 
+# the inputs that are weights (what --precision stores in 16 bits; an Add's operand is not one)
+WEIGHT_INPUTS = {("Conv", 1), ("Conv", 2), ("Gemm", 1), ("Gemm", 2), ("MatMul", 1), ("Gather", 0)}
+
+
 def rounded(path, prec):
-    """The model with each float32 initializer of >= 64 elements rounded to the 16-bit type."""
+    """The model with each float32 weight of >= 64 elements rounded to the 16-bit type; for bf16
+    also the other operand of each MatMul or Gemm with such weights (Cast to bfloat16 and back:
+    those products take both operands in bfloat16)."""
     m = onnx.load(path)
+    uses = {}
+    for n in m.graph.node:
+        for j, i in enumerate(n.input):
+            uses.setdefault(i, set()).add((n.op_type, j))
+    big = set()
     for t in m.graph.initializer:
-        if t.data_type == TensorProto.FLOAT and np.prod(t.dims) >= 64:
+        if t.data_type == TensorProto.FLOAT and np.prod(t.dims) >= 64 and uses.get(t.name, {None}) <= WEIGHT_INPUTS:
             a = numpy_helper.to_array(t)
             t.CopyFrom(numpy_helper.from_array(a.astype(H16[prec]).astype(np.float32), t.name))
+            big.add(t.name)
+    if prec == "bf16":
+        nodes = []
+        for k, n in enumerate(m.graph.node):
+            if n.op_type in ("MatMul", "Gemm") and n.input[1] in big:
+                h, r = f"_bf16_{k}", f"_bf16r_{k}"
+                nodes += [helper.make_node("Cast", [n.input[0]], [h], to=TensorProto.BFLOAT16),
+                          helper.make_node("Cast", [h], [r], to=TensorProto.FLOAT)]
+                n.input[0] = r
+            nodes.append(n)
+        del m.graph.node[:]
+        m.graph.node.extend(nodes)
     return m
 
 
@@ -123,7 +146,8 @@ def test_constants_that_are_not_weights_stay_exact(tmp_path, prec):
         np.testing.assert_array_equal(got[k], want[k], err_msg=k)
     tl.assert_close(got["y_pow"], want["y_pow"], "y_pow")
     w16 = third.astype(H16[prec]).astype(np.float32)
-    np.testing.assert_allclose(got["y_third"], feeds["x"] @ w16, rtol=1e-5, atol=1e-5)
+    x16 = feeds["x"].astype(H16[prec]).astype(np.float32) if prec == "bf16" else feeds["x"]   # (bf16: both operands)
+    np.testing.assert_allclose(got["y_third"], x16 @ w16, rtol=1e-5, atol=1e-5)
     assert np.abs(got["y_third"] - want["y_third"]).max() > 1e-4   # rounded: not the float32 answer
 
 
@@ -184,8 +208,9 @@ def test_products_and_tables_read_in_16_bits(tmp_path, prec, target):
 def test_float16_model_reads_its_products_in_16_bits(tmp_path):
     """A float16 model (no --precision): its kernels compute in float32, and the products' weights,
     which its float16 initializers hold exactly, stay in 16 bits: the library's weights are about
-    half those of the same model in float32, the stored weights are still the layout (no copy at
-    create: no note, and a context in the caller's buffer is allowed), and the outputs are the
+    half those of the same model in float32, the stored weights are still the layout (no table of
+    segments to widen: no copy at create, which is what lets a caller's buffer hold a context; no
+    note), and the outputs are the
     float32 computation on those weights rounded to float16 once."""
     rng = tl.seeded_rng("precision-lm16")
     path32 = lm(tmp_path / "lm32.onnx", rng)

@@ -65,8 +65,7 @@ static int run_variant(const cuvil_gemm_params *p, const float *A, const float *
             scratch = ktu_alloc(cuvil_f32_gemm_scratch_size_ex(p, blk));
             cuvil_f32_gemm_w16_ex(p, w16_kind, A, B16, bias, C, scratch, blk);
         }
-        vname = w16_kind == CUVIL_W16_F16 ? (how == RUN_PUBLIC ? "public f16" : "ex f16")
-                                          : (how == RUN_PUBLIC ? "public bf16" : "ex bf16");
+        vname = how == RUN_PUBLIC ? "public w16" : "ex w16";
     } else if (how == RUN_PUBLIC) {
         scratch = ktu_alloc(cuvil_f32_gemm_scratch_size(p));
         cuvil_f32_gemm(p, A, B, bias, C, scratch);
@@ -177,14 +176,24 @@ static void run_case(cuvil_gemm_params p, int bias_pattern, int data, const char
         /* the packed B in 16 bits (--precision fp16|bf16): the same product on B's values
          * rounded to the 16-bit type, read in place, repacked, and by the one-row path */
         const size_t b_n = b_size + 1;
-        float *Bw = ktu_falloc(b_n);
+        float *Bw = ktu_falloc(b_n), *Ar = ktu_falloc(a_size + 1);
         double *ref16 = malloc((mn ? mn : 1) * sizeof(double));
-        for (int kind = CUVIL_W16_F16; kind <= CUVIL_W16_BF16; kind++) {
+        /* CUVIL_W16_BF16_DOT twice: on AVX-512 BF16 where this CPU has it, and in float32 FMAs */
+        for (int kind = CUVIL_W16_F16; kind <= CUVIL_W16_BF16_DOT + 1; kind++) {
+            const int k16 = kind > CUVIL_W16_BF16_DOT ? CUVIL_W16_BF16_DOT : kind;
+            cuvil_gemm_bf16_dot_hw = kind > CUVIL_W16_BF16_DOT ? 0 : -1;
             for (size_t i = 0; i < b_n; i++) {
-                uint16_t h = kind == CUVIL_W16_F16 ? cuvil_f32_to_f16(B[i]) : cuvil_f32_to_bf16(B[i]);
-                Bw[i] = kind == CUVIL_W16_F16 ? cuvil_f16_to_f32(h) : cuvil_bf16_to_f32(h);
+                uint16_t h = k16 == CUVIL_W16_F16 ? cuvil_f32_to_f16(B[i]) : cuvil_f32_to_bf16(B[i]);
+                Bw[i] = k16 == CUVIL_W16_F16 ? cuvil_f16_to_f32(h) : cuvil_bf16_to_f32(h);
             }
-            naive(&p, A, Bw, bias, ref16);
+            if (k16 == CUVIL_W16_BF16_DOT) {   /* the sums of alpha * A rounded to bfloat16 times B */
+                cuvil_gemm_params r = p;
+                r.alpha = 1.0f;
+                for (size_t i = 0; i < a_size + 1; i++) Ar[i] = cuvil_bf16_to_f32(cuvil_f32_to_bf16(p.alpha * A[i]));
+                naive(&r, Ar, Bw, bias, ref16);
+            } else {
+                naive(&p, A, Bw, bias, ref16);
+            }
             for (int u = -1; u < cuvil_f32_gemm_n_ukernels; u++) {
                 const cuvil_gemm_blocking *pk = u < 0 ? cuvil_gemm_default_blocking() : tiny_blocking(u);
                 cuvil_gemm_params q = p;
@@ -195,10 +204,11 @@ static void run_case(cuvil_gemm_params p, int bias_pattern, int data, const char
                 uint16_t *B16 = ktu_alloc((nf + 1) * sizeof(uint16_t));
                 cuvil_f32_gemm_pack_b(&q, Bw, Bp);
                 for (size_t i = 0; i < nf; i++)
-                    B16[i] = kind == CUVIL_W16_F16 ? cuvil_f32_to_f16(Bp[i]) : cuvil_f32_to_bf16(Bp[i]);
+                    B16[i] = k16 == CUVIL_W16_F16 ? cuvil_f32_to_f16(Bp[i]) : cuvil_f32_to_bf16(Bp[i]);
                 char lb[400];
-                snprintf(lb, sizeof lb, "%s packed-B16 nr=%lld kc=%lld", buf, (long long)q.packed_nr, (long long)q.packed_kc);
-                w16_kind = kind;
+                snprintf(lb, sizeof lb, "%s packed-B16 kind=%d%s nr=%lld kc=%lld", buf, k16,
+                         kind > CUVIL_W16_BF16_DOT ? " (FMA)" : "", (long long)q.packed_nr, (long long)q.packed_kc);
+                w16_kind = k16;
                 run_variant(&q, A, (const float *)(void *)B16, bias, C, c_size, ref16, u < 0 ? RUN_PUBLIC : RUN_EX, pk, rtol,
                             atol, lb);
                 run_variant(&q, A, (const float *)(void *)B16, bias, C, c_size, ref16, u < 0 ? RUN_EX : RUN_PUBLIC,
@@ -208,7 +218,9 @@ static void run_case(cuvil_gemm_params p, int bias_pattern, int data, const char
                 free(B16);
             }
         }
+        cuvil_gemm_bf16_dot_hw = -1;
         free(Bw);
+        free(Ar);
         free(ref16);
     }
     free(A);

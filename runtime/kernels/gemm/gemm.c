@@ -313,8 +313,40 @@ static void gemv_panel16(int kind, size_t kc, const float *a, const uint16_t *pa
     }
 }
 
+/* x[i] rounded to the nearest bfloat16 (even on a tie; a NaN stays a NaN, quiet), as a float. */
+static void round_bf16(float *x, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, x + i, sizeof u);
+        if ((u & 0x7FFFFFFFu) > 0x7F800000u) u |= 0x00400000u;
+        else u += 0x7FFFu + ((u >> 16) & 1u);
+        u &= 0xFFFF0000u;
+        memcpy(x + i, &u, sizeof u);
+    }
+}
+
+int cuvil_gemm_bf16_dot_hw = -1;
+
+/* Whether CUVIL_W16_BF16_DOT's products run on vdpbf16ps here (the CPU asked once; a race
+ * writes the same answer). */
+static int bf16_dot_hw(void) {
+#if CUVIL_HAVE_AVX512
+    static int has = -1;
+    if (!cuvil_gemm_bf16_dot_hw) return 0;
+    if (has < 0) has = cuvil_rt_cpu_lacks("avx512bf16", NULL) == NULL;
+    return has;
+#else
+    return 0;
+#endif
+}
+
+#define GEMV_DOT_CHUNK 256
 static void gemv_packed_range(const cuvil_gemm_job *j, int64_t n_lo, int64_t n_hi) {
     const int64_t N = j->N, K = j->K, pnr = j->b_packed_nr;
+    /* CUVIL_W16_BF16_DOT: alpha * a rounded to bfloat16, a chunk at a time */
+    const int dot = j->b16 == CUVIL_W16_BF16_DOT;
+    const float alpha = dot ? 1.0f : j->alpha;
+    float ab[GEMV_DOT_CHUNK];
     const int64_t kcb = pick_kc(K, j->b_packed_kc), Np = CUVIL_ALIGN_UP(N, pnr);
     const float *a = j->A, *ci = j->c_init;
     float *c = j->C;
@@ -325,6 +357,17 @@ static void gemv_packed_range(const cuvil_gemm_job *j, int64_t n_lo, int64_t n_h
         for (int64_t t = 0; t < width; t++) acc[t] = 0.0f;
         for (int64_t pc = 0; pc < K; pc += kcb) {
             const int64_t kc = cuvil_min_i64(kcb, K - pc);
+            if (dot) {   /* (each chunk of a rounded once for the run's panels) */
+                for (int64_t k0 = 0; k0 < kc; k0 += GEMV_DOT_CHUNK) {
+                    const int64_t n = cuvil_min_i64(GEMV_DOT_CHUNK, kc - k0);
+                    for (int64_t k = 0; k < n; k++) ab[k] = j->alpha * a[pc + k0 + k];
+                    round_bf16(ab, (size_t)n);
+                    for (int64_t n0 = r0; n0 < r1; n0 += pnr)
+                        gemv_panel16(j->b16, (size_t)n, ab, j->b_packed16 + pc * Np + n0 * kc + k0 * pnr, (int)pnr,
+                                     acc + (n0 - r0));
+                }
+                continue;
+            }
             for (int64_t n0 = r0; n0 < r1; n0 += pnr) {
                 float *an = acc + (n0 - r0);
                 if (j->b_packed16) {
@@ -348,7 +391,7 @@ static void gemv_packed_range(const cuvil_gemm_job *j, int64_t n_lo, int64_t n_h
                     for (int64_t t = 0; t < pnr; t++) an[t] += a[pc + k] * panel[k * pnr + t];
             }
         }
-        for (int64_t n = r0; n < cuvil_min_i64(r1, N); n++) c[n] = j->alpha * acc[n - r0] + (ci ? ci[n] : 0.0f);
+        for (int64_t n = r0; n < cuvil_min_i64(r1, N); n++) c[n] = alpha * acc[n - r0] + (ci ? ci[n] : 0.0f);
     }
     cuvil_gemm_epilogue_tile(j, 0, n_lo, 1, n_hi - n_lo);
 }
@@ -567,7 +610,11 @@ static void gemm_range(const cuvil_gemm_job *j, const cuvil_gemm_blocking *b, vo
     cuvil_ukernel_epi epi = {NULL, NULL, act == CUVIL_ACT_RELU ? 0.0f : act == CUVIL_ACT_CLIP ? j->act.alpha : -INFINITY,
                              act == CUVIL_ACT_CLIP ? j->act.beta : INFINITY};
     /* prepacked A in this run's layout: read in place */
-    const int a_direct = j->a_packed && j->a_packed_mr == mr && pick_kc(K, j->a_packed_kc) == kc_max;
+    /* CUVIL_W16_BF16_DOT: each packed block of A rounded to bfloat16 (on AVX-512 BF16 converted
+     * into pairs, B's too, for vdpbf16ps), so never A read in place */
+    const int dot = j->b16 == CUVIL_W16_BF16_DOT;
+    const int dot_hw = dot && nr == 32 && (mr == 8 || mr == 7) && bf16_dot_hw();
+    const int a_direct = !dot && j->a_packed && j->a_packed_mr == mr && pick_kc(K, j->a_packed_kc) == kc_max;
     const int b_prepacked = j->b_packed || j->b_packed16;
     const int b_direct = b_prepacked && j->b_packed_nr == nr && pick_kc(K, j->b_packed_kc) == kc_max;
 
@@ -588,6 +635,9 @@ static void gemm_range(const cuvil_gemm_job *j, const cuvil_gemm_blocking *b, vo
                 j->pack_b(j->pack_b_ctx, pc, kc, jc, nc, nr, bp);
             else
                 pack_b_dense(j, pc, kc, jc, nc, nr, bp);
+#if CUVIL_HAVE_AVX512
+            if (dot_hw) cuvil_bf16_pairs_b32__avx512bf16(bp, (size_t)kc, (size_t)((nc + nr - 1) / nr));
+#endif
             for (int64_t ic = m_lo; ic < m_hi; ic += mc_max) {
                 const int64_t mc = cuvil_min_i64(mc_max, m_hi - ic);
                 const float *apk = ap;
@@ -595,6 +645,10 @@ static void gemm_range(const cuvil_gemm_job *j, const cuvil_gemm_blocking *b, vo
                 else if (j->a_packed) repack_a(j, ic, mc, pc, kc, mr, ap);
                 else if (j->pack_a) j->pack_a(j->pack_a_ctx, pc, kc, ic, mc, mr, ap);
                 else pack_a(j, ic, mc, pc, kc, mr, ap);
+#if CUVIL_HAVE_AVX512
+                if (dot_hw) cuvil_bf16_pairs_a__avx512bf16(ap, (size_t)kc, mr, (size_t)((mc + mr - 1) / mr));
+#endif
+                if (dot && !dot_hw) round_bf16(ap, (size_t)(CUVIL_ALIGN_UP(mc, mr) * kc));
                 for (int64_t ir = 0; ir < mc; ir += mr) {
                     const int64_t m0 = ic + ir;
                     const size_t mrr = (size_t)cuvil_min_i64(mr, mc - ir);
@@ -615,15 +669,23 @@ static void gemm_range(const cuvil_gemm_job *j, const cuvil_gemm_blocking *b, vo
                             cin = NULL;
                             ld_in = 0;
                         }
+                        const cuvil_ukernel_epi *ep = NULL;
                         if (last && fuse) {
                             epi.row_bias = j->bias && j->bias_cs == 0 ? j->bias + m0 : NULL;
                             epi.col_bias = j->bias && j->bias_cs == 1 ? j->bias + n0 : NULL;
-                            uk->fn((size_t)kc, apk + ir * kc, bpanel, c, (size_t)j->ldc, mrr, nrr, cin, ld_in, &epi);
-                        } else {
-                            uk->fn((size_t)kc, apk + ir * kc, bpanel, c, (size_t)j->ldc, mrr, nrr, cin, ld_in, NULL);
-                            if (last && has_epilogue)
-                                cuvil_gemm_epilogue_tile(j, m0, n0, (int64_t)mrr, (int64_t)nrr);
+                            ep = &epi;
                         }
+#if CUVIL_HAVE_AVX512
+                        if (dot_hw) {   /* the panels as bfloat16 pairs: kc2 of them */
+                            const int64_t kc2 = (kc + 1) / 2;
+                            const uint16_t *a2 = (const uint16_t *)(const void *)apk + ir * kc2 * 2;
+                            const uint16_t *b2 = (const uint16_t *)(const void *)bpk + jr * kc2 * 2;
+                            cuvil_bf16_gemm_ukernel_x32__avx512bf16(mr, (size_t)kc2, a2, b2, c, (size_t)j->ldc, mrr, nrr,
+                                                                    cin, ld_in, ep);
+                        } else
+#endif
+                        uk->fn((size_t)kc, apk + ir * kc, bpanel, c, (size_t)j->ldc, mrr, nrr, cin, ld_in, ep);
+                        if (last && has_epilogue && !ep) cuvil_gemm_epilogue_tile(j, m0, n0, (int64_t)mrr, (int64_t)nrr);
                     }
                 }
             }
@@ -775,7 +837,7 @@ void cuvil_f32_gemm_ex(const cuvil_gemm_params *p, const float *A, const float *
 
 void cuvil_f32_gemm_w16_ex(const cuvil_gemm_params *p, int kind, const float *A, const uint16_t *B16, const float *bias,
                            float *C, void *scratch, const cuvil_gemm_blocking *b) {
-    if (!p->packed_nr || (kind != CUVIL_W16_F16 && kind != CUVIL_W16_BF16)) __builtin_trap();   /* (a caller's bug) */
+    if (!p->packed_nr || kind < CUVIL_W16_F16 || kind > CUVIL_W16_BF16_DOT) __builtin_trap();   /* (a caller's bug) */
     gemm_ex(p, A, NULL, kind, B16, bias, C, scratch, b);
 }
 

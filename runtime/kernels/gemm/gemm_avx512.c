@@ -233,3 +233,83 @@ void cuvil_f32_gemv_panel32_w16__avx512(int kind, size_t kc, const float *a, con
     if (kind == CUVIL_W16_F16) panel32(CUVIL_W16_F16, kc, a, panel, acc);
     else panel32(CUVIL_W16_BF16, kc, a, panel, acc);
 }
+
+/* ===== bfloat16 products (CUVIL_W16_BF16_DOT) on AVX-512 BF16 ======================== */
+/* vdpbf16ps adds to each float32 lane the two products of a pair of bfloat16s: the packed
+ * panels hold, for each pair of k (2k2, 2k2 + 1), every row's (or column's) two values side by
+ * side. The driver packs A and B in float32 as always and converts each block in place (a pair
+ * takes the bytes of one float: the write never passes the read), rounding to nearest even. */
+#define BF16_TARGET __attribute__((target("avx512bf16")))
+
+/* idx[2i] = i, idx[2i + 1] = w + i: the values of two rows of w, interleaved. */
+static inline __attribute__((always_inline)) __m512i pair_index(int w) {
+    int16_t t[32];
+    for (int i = 0; i < 32; i++) t[i] = (int16_t)(i % 2 ? w + i / 2 : i / 2);
+    return _mm512_loadu_si512(t);
+}
+
+BF16_TARGET void cuvil_bf16_pairs_a__avx512bf16(float *panels, size_t kc, int mr, size_t npanels) {
+    const size_t kc2 = (kc + 1) / 2;
+    const __m512i idx = pair_index(mr);
+    const __mmask16 both = (__mmask16)((1u << (2 * mr)) - 1u), one = (__mmask16)((1u << mr) - 1u);
+    const __mmask32 out = (__mmask32)((1ull << (2 * mr)) - 1ull);
+    uint16_t *dst = (uint16_t *)(void *)panels;
+    for (size_t p = 0; p < npanels; p++) {
+        const float *src = panels + p * kc * (size_t)mr;
+        for (size_t k2 = 0; k2 < kc2; k2++) {
+            /* rows 2k2 and 2k2 + 1 of the panel: 2 mr consecutive floats (the second row zero past kc) */
+            const __m512 v = _mm512_maskz_loadu_ps(2 * k2 + 1 < kc ? both : one, src + 2 * k2 * (size_t)mr);
+            const __m512i h = _mm512_castsi256_si512((__m256i)_mm512_cvtneps_pbh(v));
+            _mm512_mask_storeu_epi16(dst, out, _mm512_permutexvar_epi16(idx, h));
+            dst += 2 * (size_t)mr;
+        }
+    }
+}
+
+BF16_TARGET void cuvil_bf16_pairs_b32__avx512bf16(float *panels, size_t kc, size_t npanels) {
+    const size_t kc2 = (kc + 1) / 2;
+    const __m512i idx = pair_index(16);
+    uint16_t *dst = (uint16_t *)(void *)panels;
+    for (size_t p = 0; p < npanels; p++) {
+        const float *src = panels + p * kc * NR;
+        for (size_t k2 = 0; k2 < kc2; k2++) {
+            const float *r0 = src + 2 * k2 * NR, *r1 = r0 + NR;
+            const int has1 = 2 * k2 + 1 < kc;
+            const __m512 a0 = _mm512_loadu_ps(r0), a1 = _mm512_loadu_ps(r0 + 16);
+            const __m512 b0 = has1 ? _mm512_loadu_ps(r1) : _mm512_setzero_ps();
+            const __m512 b1 = has1 ? _mm512_loadu_ps(r1 + 16) : _mm512_setzero_ps();
+            const __m512i lo = _mm512_permutexvar_epi16(idx, (__m512i)_mm512_cvtne2ps_pbh(b0, a0));
+            const __m512i hi = _mm512_permutexvar_epi16(idx, (__m512i)_mm512_cvtne2ps_pbh(b1, a1));
+            _mm512_storeu_si512(dst, lo);
+            _mm512_storeu_si512(dst + 32, hi);
+            dst += 2 * NR;
+        }
+    }
+}
+
+/* The R x 32 tile over kc2 pairs of k: a [kc2][R][2], b [kc2][32][2] bfloat16s. */
+BF16_TARGET static inline __attribute__((always_inline)) void bf16_tile(int R, size_t kc2, const uint16_t *a, const uint16_t *b,
+                                                            __m512 (*acc)[2]) {
+    for (int i = 0; i < R; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+    for (size_t k2 = 0; k2 < kc2; k2++) {
+        const __m512bh b0 = (__m512bh)_mm512_loadu_si512(b), b1 = (__m512bh)_mm512_loadu_si512(b + 32);
+        int32_t ap[8];
+        __builtin_memcpy(ap, a, sizeof(int32_t) * (size_t)R);
+        for (int i = 0; i < R; i++) {
+            const __m512bh av = (__m512bh)_mm512_set1_epi32(ap[i]);
+            acc[i][0] = _mm512_dpbf16_ps(acc[i][0], av, b0);
+            acc[i][1] = _mm512_dpbf16_ps(acc[i][1], av, b1);
+        }
+        a += 2 * (size_t)R;
+        b += 2 * NR;
+    }
+}
+
+BF16_TARGET void cuvil_bf16_gemm_ukernel_x32__avx512bf16(int rows, size_t kc2, const uint16_t *a, const uint16_t *b,
+                                                          float *c, size_t ldc, size_t mr, size_t nr, const float *c_in,
+                                                          size_t ld_in, const cuvil_ukernel_epi *epi) {
+    __m512 acc[8][2];
+    if (rows == 8) bf16_tile(8, kc2, a, b, acc);
+    else bf16_tile(7, kc2, a, b, acc);
+    store_tile(acc, c, ldc, mr, nr, c_in, ld_in, epi);
+}

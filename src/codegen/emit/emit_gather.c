@@ -18,7 +18,7 @@ cuvil_status cg_emit_gather(cg_ctx *cg, cir_graph *g, cir_node *n) {
     if (s) return s;
     cir_value *iv = cir_in(g, n, 1);
     /* a float32 table read in 16 bits (--precision): the _w16 kernels widen the rows they copy */
-    const int w16 = cg_w16_resident(cg, n->in[0]);
+    const int w16 = cg_w16_resident(cg, n->in[0], false);
     const char *w16_fn = w16 ? "_w16" : "", *kind = !w16 ? "" : w16 == CUVIL_W16_F16 ? ", CUVIL_W16_F16" : ", CUVIL_W16_BF16";
     if (!cir_is_const(iv) || cir_in(g, n, 0)->dx[axis]) {   /* checked (and normalised) by the kernel */
         const char *ps = gather_params(cg, g, n, axis);
