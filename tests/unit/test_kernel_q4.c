@@ -3,8 +3,9 @@
  * cuvil_matmul_q4__scalar) against a naive double loop written here from MatMulNBits' reading
  * of the weights: W[k][n] = q * scale - zs, q the nibble of byte k/2 of column n's row (low
  * first). Edge shapes: K a multiple of 16 or not (the last block partial), K below one block,
- * block sizes 16..256, rows 1..9 (the four-row path and its remainder), N around the 32-column
- * task, a pool of 3 threads; all 16 nibble values and negative scales.
+ * block sizes 16..256, rows 1..37 (the four-row path and its remainder; from 24 rows the blocked
+ * GEMM on W dequantized a block at a time, K blocks starting at odd k), N around the 32-column
+ * task and the GEMM's panels, a pool of 3 threads; all 16 nibble values and negative scales.
  */
 #include "kernel_test_util.h"
 
@@ -27,8 +28,10 @@ static void run_case(int64_t M, int64_t K, int64_t N, int64_t bs, int threads) {
             ref[m * N + n] = acc;
         }
     cuvil_q4_params p = {M, K, N, bs};
-    void *scratch = ktu_alloc(cuvil_matmul_q4_scratch_size(M, K, bs));
-    cuvil_pool *pool = threads > 1 ? cuvil_pool_create(threads, 64, ktu_aligned_alloc, ktu_aligned_free, NULL) : NULL;
+    /* a slice of scratch per thread, as a context gives (the many-row GEMM's blocks are per thread) */
+    const size_t stride = (cuvil_matmul_q4_scratch_size(M, K, bs) + 63) / 64 * 64;
+    void *scratch = ktu_alloc(stride * (size_t)threads);
+    cuvil_pool *pool = threads > 1 ? cuvil_pool_create(threads, stride, ktu_aligned_alloc, ktu_aligned_free, NULL) : NULL;
     const cuvil_pool *prev = cuvil_pool_bind(pool);
     cuvil_matmul_q4(&p, x, w, s, zs, y, scratch);
     cuvil_pool_bind(prev);
@@ -47,7 +50,7 @@ int main(void) {
     setenv("CUVIL_OVERSUBSCRIBE", "1", 1);
     static const int64_t Ks[] = {16, 40, 64, 100, 256, 1000};
     static const int64_t bss[] = {16, 32, 128, 256};
-    static const int64_t Ms[] = {1, 3, 4, 5, 9};
+    static const int64_t Ms[] = {1, 3, 4, 5, 9, 24, 37};   /* (from 24: W's blocks dequantized for the GEMM) */
     static const int64_t Ns[] = {1, 31, 33, 70};
     for (size_t a = 0; a < sizeof Ks / sizeof *Ks; a++)
         for (size_t b = 0; b < sizeof bss / sizeof *bss; b++)
