@@ -161,7 +161,7 @@ cuvil_status cuvil_options_parse(cuvil_ctx *ctx, cuvil_options *o, int argc, con
             ONCE(seen_precision);
             seen_precision = true;
             NEED_VALUE();
-            if (!strcmp(v, "fp32")) o->precision = CUVIL_PRECISION_FP32;
+            if (!strcmp(v, "fp32")) o->precision = CUVIL_PRECISION_FP32_STRICT;
             else if (!strcmp(v, "fp16")) o->precision = CUVIL_PRECISION_FP16;
             else if (!strcmp(v, "bf16")) o->precision = CUVIL_PRECISION_BF16;
             else return bad(ctx, "--precision wants fp32, fp16 or bf16, got", v);

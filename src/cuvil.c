@@ -119,7 +119,8 @@ static cuvil_status check_request(cuvil_ctx *ctx, const cuvil_options *o, const 
         return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "--quantize int8 needs the fold_qdq pass (--opt-level 1 or more, not "
                          "disabled): without it the model would run its quantization in float, slower than float32");
     if ((int)o->calibration < CUVIL_CALIB_MINMAX || o->calibration > CUVIL_CALIB_ENTROPY || o->n_keep_float < 0 ||
-        o->n_keep_float > CUVIL_MAX_KEEP_FLOAT || (int)o->precision < CUVIL_PRECISION_FP32 || o->precision > CUVIL_PRECISION_BF16)
+        o->n_keep_float > CUVIL_MAX_KEEP_FLOAT || (int)o->precision < CUVIL_PRECISION_FP32 ||
+        o->precision > CUVIL_PRECISION_FP32_STRICT)
         return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "options: calibration %d, n_keep_float %d or precision %d out of range",
                          (int)o->calibration, o->n_keep_float, (int)o->precision);
     if (o->quantize && !model_path)

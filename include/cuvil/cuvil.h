@@ -64,7 +64,11 @@ typedef enum cuvil_emit {
 typedef enum cuvil_precision {
     CUVIL_PRECISION_FP32 = 0,
     CUVIL_PRECISION_FP16,
-    CUVIL_PRECISION_BF16
+    CUVIL_PRECISION_BF16,
+    /* --precision fp32 said: also a float16/bfloat16 model's weights, which by default stay in 16
+     * bits where that type holds them exactly (read by the products in 16 bits, float32 sums),
+     * are stored in float32 */
+    CUVIL_PRECISION_FP32_STRICT
 } cuvil_precision;
 
 /* Cuvil's own quantizer (--quantize int8 --calibrate DIR): how the calibration sets' values

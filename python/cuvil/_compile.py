@@ -108,7 +108,7 @@ def _args(dims, input_shapes, target, opt_level, sequences=None, precision=None)
         a += ["--target", str(target)]
     if opt_level is not None:
         a += ["--opt-level", str(int(opt_level))]
-    if precision and precision != "fp32":
+    if precision:   # ("fp32" said: a float16 model's weights in float32 too)
         a += ["--precision", precision]
     for name, v in (dims or {}).items():
         a += ["--dim", f"{_name(name, 'dims')}={_dim_text(v)}"]
@@ -221,8 +221,10 @@ def compile(model: Any, example_inputs: Any = None, *, input_shapes: dict | None
         bits (rounded to nearest even; about half the file); a MatMul's or Gemm's weights and an
         embedding table stay so in memory, the others are widened when the model is loaded;
         arithmetic, activations and the model's inputs and outputs stay as they are, except that
-        with "bf16" those products take their other operand in bfloat16 too. As
-        `cuvil-compile --precision`. enable_fp16=True is precision="fp16".
+        with "bf16" those products take their other operand in bfloat16 too. A float16 or
+        bfloat16 model keeps the products' weights its initializers hold exactly in 16 bits
+        unless precision="fp32" is given. As `cuvil-compile --precision`. enable_fp16=True is
+        precision="fp16".
     quantize: "int4-weights": MatMul/Gemm weights in 4 bits (`--quantize int4-weights`, no
         calibration). "int8": Cuvil's own quantizer (`cuvil-compile --quantize int8`) on `calibration`,
         a list of input sets (each a dict {input name: array}, or one array for a model with

@@ -286,7 +286,7 @@ static cir_dtype half_weights_type(cir_graph *g) {
 static cuvil_status plan_w16(cg_ctx *cg, const cuvil_options *o) {
     cir_graph *g = cg->g;
     cg->w16 = o->precision == CUVIL_PRECISION_FP16 ? CIR_F16 : o->precision == CUVIL_PRECISION_BF16 ? CIR_BF16 : CIR_UNDEF;
-    if (cg->w16 == CIR_UNDEF && g->half_model) {
+    if (cg->w16 == CIR_UNDEF && g->half_model && o->precision != CUVIL_PRECISION_FP32_STRICT) {
         /* a float16 or bfloat16 model (its kernels run in float32 between casts): the weights its
          * 16-bit initializers became are stored and read in that type, exactly */
         cg->w16 = half_weights_type(g);
@@ -1200,8 +1200,10 @@ static void shape_functions(cg_ctx *cg, cuvil_sb *c) {
 
 static void options_text(const cuvil_options *o, const char *target, cuvil_sb *out) {
     cuvil_sb_printf(out, "--target %s --opt-level %d", target, o->opt_level);
-    if (o->precision == CUVIL_PRECISION_FP16 || o->precision == CUVIL_PRECISION_BF16)
-        cuvil_sb_printf(out, " --precision %s", o->precision == CUVIL_PRECISION_FP16 ? "fp16" : "bf16");
+    if (o->precision != CUVIL_PRECISION_FP32)
+        cuvil_sb_printf(out, " --precision %s", o->precision == CUVIL_PRECISION_FP16   ? "fp16"
+                                                : o->precision == CUVIL_PRECISION_BF16 ? "bf16"
+                                                                                        : "fp32");
     for (int i = 0; i < o->n_dims; i++) {
         const cuvil_dim_binding *b = &o->dims[i];
         if (b->max > 0) cuvil_sb_printf(out, " --dim %s=%lld:%lld", b->name, (long long)b->min, (long long)b->max);

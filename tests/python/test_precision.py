@@ -229,11 +229,17 @@ def test_float16_model_reads_its_products_in_16_bits(tmp_path):
     src = tl.compile(path16, tmp_path / "c", emit="c", target=tl.effective_target(), extra=["--dim", "seq=1:64"])
     code = "".join(f.read_text() for f in src.glob("*.c"))
     assert code.count("cuvil_f32_gemm_w16(") == 3 and "wsegs_" not in code
+    # --precision fp32 said: float32 weights, as before this storage (the same outputs)
+    so16_32 = tl.compile(path16, tmp_path / "strict", extra=["--dim", "seq=1:64", "--precision", "fp32"])
+    # (the table stays float16 either way: the Gather runs on it as it is; the products' weights double)
+    assert weights_bytes(so16_32) >= 1.4 * weights_bytes(so16), (weights_bytes(so16_32), weights_bytes(so16))
     w = {t.name: numpy_helper.to_array(t).astype(np.float32) for t in m.graph.initializer}
     for seq in (1, 29):
         ids = rng.integers(0, 3000, (1, seq)).astype(np.int64)
         y = tl.run(so16, {"ids": ids}, tmp_path / f"run{seq}")["y"]
         assert y.dtype == np.float16
+        np.testing.assert_allclose(tl.run(so16_32, {"ids": ids}, tmp_path / f"strict{seq}")["y"].astype(np.float32),
+                                   y.astype(np.float32), rtol=1e-3, atol=1e-3)
         e = w["table"][ids]
         r = np.maximum(e @ w["w1"] + w["b1"], 0)
         want = ((e + r @ w["w2"]) @ w["head"]).astype(np.float16)
