@@ -885,10 +885,11 @@ uint16_t cuvil_f32_to_f16(float f);
 uint16_t cuvil_f32_to_bf16(float f);
 float cuvil_f16_to_f32(uint16_t h);
 float cuvil_bf16_to_f32(uint16_t h);
-/* The two 16-bit float types a kernel may read weights in. CUVIL_W16_BF16_DOT: bfloat16 weights
- * whose product takes its other operand rounded to bfloat16 too (nearest even), summed in
- * float32: AVX-512 BF16's vdpbf16ps where the CPU has it, the same values in float32 FMAs
- * elsewhere. */
+/* How a kernel reads weights stored in 16 bits: IEEE half, bfloat16, or CUVIL_W16_BF16_DOT:
+ * bfloat16 weights whose product takes its other operand rounded to bfloat16 too (nearest even;
+ * a subnormal counts as zero), summed in float32: AVX-512 BF16's vdpbf16ps where the CPU has it,
+ * the same rounded values in float32 FMAs elsewhere (which keep a subnormal weight that
+ * vdpbf16ps counts as zero: weights under 1.2e-38). */
 enum { CUVIL_W16_F16 = 1, CUVIL_W16_BF16 = 2, CUVIL_W16_BF16_DOT = 3 };
 /* dst[i] = src[i] widened (exact) from kind's 16-bit type, i < n. */
 void cuvil_widen16(int kind, const uint16_t *src, float *dst, size_t n);

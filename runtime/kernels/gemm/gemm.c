@@ -313,12 +313,14 @@ static void gemv_panel16(int kind, size_t kc, const float *a, const uint16_t *pa
     }
 }
 
-/* x[i] rounded to the nearest bfloat16 (even on a tie; a NaN stays a NaN, quiet), as a float. */
+/* x[i] rounded to the nearest bfloat16 (even on a tie; a NaN stays a NaN, quiet; a subnormal
+ * becomes a zero of its sign, as vcvtneps2bf16 makes it), as a float. */
 static void round_bf16(float *x, size_t n) {
     for (size_t i = 0; i < n; i++) {
         uint32_t u;
         memcpy(&u, x + i, sizeof u);
         if ((u & 0x7FFFFFFFu) > 0x7F800000u) u |= 0x00400000u;
+        else if (!(u & 0x7F800000u)) u &= 0x80000000u;
         else u += 0x7FFFu + ((u >> 16) & 1u);
         u &= 0xFFFF0000u;
         memcpy(x + i, &u, sizeof u);

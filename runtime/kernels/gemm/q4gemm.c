@@ -14,6 +14,7 @@
 #include "../rt_int.h"
 #include "../transpose8.h"
 
+#include <math.h>
 #include <string.h>
 
 #if defined(__AVX2__) && defined(__FMA__)
@@ -71,7 +72,7 @@ static void decode_col(const q4pack *c, int64_t n, int64_t k0, int64_t kn, float
 #ifdef Q4_AVX2
     for (; i < kn && ((k0 + i) & 31); i++) {
         const int64_t k = k0 + i;
-        dst[i] = (float)((wn[k / 2] >> ((k & 1) * 4)) & 15) * sc[k / bs] - z[k / bs];
+        dst[i] = fmaf((float)((wn[k / 2] >> ((k & 1) * 4)) & 15), sc[k / bs], -z[k / bs]);
     }
     const __m128i m4 = _mm_set1_epi8(15);
     for (; i + 32 <= kn; i += 32) {   /* 16 bytes: k .. k + 31, low nibble first; 2 blocks where bs is 16 */
@@ -87,9 +88,9 @@ static void decode_col(const q4pack *c, int64_t n, int64_t k0, int64_t kn, float
         _mm256_storeu_ps(dst + i + 24, _mm256_fmsub_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(q1, 8))), s1, z1));
     }
 #endif
-    for (; i < kn; i++) {
+    for (; i < kn; i++) {   /* (one rounding, as the vector loop's fmsub) */
         const int64_t k = k0 + i;
-        dst[i] = (float)((wn[k / 2] >> ((k & 1) * 4)) & 15) * sc[k / bs] - z[k / bs];
+        dst[i] = fmaf((float)((wn[k / 2] >> ((k & 1) * 4)) & 15), sc[k / bs], -z[k / bs]);
     }
 }
 
