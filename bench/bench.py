@@ -186,10 +186,11 @@ def paired(so, onnx_path, xin, threads, rounds, iters, td, corelat):
     return med["cuvil"], med["ort"], ort_info, lat
 
 
-def alternating(peers, xin, threads, rounds, iters, td, corelat):
+def alternating(peers, xin, threads, rounds, iters, td, corelat, rss_out=None):
     """Servers for peers [(label, kind, what)], the last ONNX Runtime, in turns whose order
     rotates every round: {label: turn medians}, ONNX Runtime's start-up and peak RSS, and with
-    several threads the core-to-core round trip (ns) before each round."""
+    several threads the core-to-core round trip (ns) before each round. rss_out (a dict): every
+    peer's peak RSS (MB) by label."""
     servers = []
     try:
         for label, kind, what in peers:
@@ -210,6 +211,8 @@ def alternating(peers, xin, threads, rounds, iters, td, corelat):
                 time.sleep(GAP_S)
                 res = s.turn(iters)
                 med[s.kind].append(statistics.median(res["times_ms"]))
+                if rss_out is not None:
+                    rss_out[s.kind] = res["peak_rss_mb"]
                 if s is servers[-1]:
                     rss = res["peak_rss_mb"]
         ort_info = dict(servers[-1].ready, peak_rss_mb=rss)

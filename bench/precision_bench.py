@@ -60,13 +60,14 @@ def main(argv=None):
             for th in (int(t) for t in args.threads.split(",")):
                 start = {p: bench.cuvil(build, sos[p], files, None, th, 5, td) for p in PRECISIONS}
                 peers = [(p, "cuvil", sos[p]) for p in PRECISIONS] + [("ort", "ort", onnx_path)]
-                med, ort_info, _ = alternating_rss(peers, xin, th, args.rounds, args.iters, td)
-                ms = {k: statistics.median(v) for k, v in med["ms"].items()}
+                rss = {}
+                med, ort_info, _ = bench.alternating(peers, xin, th, args.rounds, args.iters, td, None, rss_out=rss)
+                ms = {k: statistics.median(v) for k, v in med.items()}
                 for p in PRECISIONS:
                     rows.append(dict(model=label, target=target, threads=th, precision=p, ms=round(ms[p], 2),
                                      ort_ms=round(ms["ort"], 2), ratio_ort=round(ms[p] / ms["ort"], 3),
-                                     ratio_f32=round(ms[p] / ms["fp32"], 3), rss_mb=round(med["rss"][p], 1),
-                                     ort_rss_mb=round(med["rss"]["ort"], 1), so_mb=round(sos[p].stat().st_size / 1e6, 1),
+                                     ratio_f32=round(ms[p] / ms["fp32"], 3), rss_mb=round(rss[p], 1),
+                                     ort_rss_mb=round(rss["ort"], 1), so_mb=round(sos[p].stat().st_size / 1e6, 1),
                                      start_ms=round(start[p]["load_ms"] + start[p]["first_ms"], 1),
                                      ort_start_ms=round(ort_info["load_ms"] + ort_info["first_ms"], 1)))
                     print(f"# {label} {p} threads={th}: {ms[p]:.2f} ms, ORT {ms['ort']:.2f} ms", file=sys.stderr)
@@ -78,28 +79,6 @@ def main(argv=None):
               f"{r['ratio_ort']} | {r['ratio_f32']} | {r['rss_mb']} ({r['ort_rss_mb']}) | {r['so_mb']} | "
               f"{r['start_ms']} ({r['ort_start_ms']}) |")
     return 0
-
-
-def alternating_rss(peers, xin, threads, rounds, iters, td):
-    """bench.alternating, keeping every peer's peak RSS: {"ms": {label: turn medians}, "rss":
-    {label: MB}}, and ONNX Runtime's start-up."""
-    servers = []
-    try:
-        for label, kind, what in peers:
-            servers.append(bench.Server(kind, what, xin, threads, td, label=label))
-        ms = {s.kind: [] for s in servers}
-        rss = {s.kind: 0.0 for s in servers}
-        for r in range(rounds):
-            k = r % len(servers)
-            for s in servers[k:] + servers[:k]:
-                bench.time.sleep(bench.GAP_S)
-                res = s.turn(iters)
-                ms[s.kind].append(statistics.median(res["times_ms"]))
-                rss[s.kind] = res["peak_rss_mb"]
-        return {"ms": ms, "rss": rss}, servers[-1].ready, None
-    finally:
-        for s in servers:
-            s.close()
 
 
 if __name__ == "__main__":

@@ -128,11 +128,17 @@ static bool w16_reader(cir_op_kind k) {
 /* Whether the cnt floats at f may be stored in the 16-bit type t: each finite one stays finite
  * (a half holds at most 65504; bfloat16 rounds past 3.3961e38 to inf: -FLT_MAX, a mask's
  * value, would become -inf). */
+/* x in the 16-bit type t (CIR_F16 or CIR_BF16), rounded to nearest even; and back, exactly */
+static uint16_t narrow16(cir_dtype t, float x) { return t == CIR_F16 ? cir_f32_to_f16(x) : cir_f32_to_bf16(x); }
+static float round16(cir_dtype t, float x) {
+    return t == CIR_F16 ? cir_f16_to_f32(narrow16(t, x)) : cir_bf16_to_f32(narrow16(t, x));
+}
+
 static bool w16_fits(cir_dtype t, const float *f, int64_t cnt) {
     if (cnt < W16_MIN_ELEMS) return false;
     for (int64_t i = 0; i < cnt; i++) {
         if (!isfinite(f[i])) continue;
-        const float r = t == CIR_F16 ? cir_f16_to_f32(cir_f32_to_f16(f[i])) : cir_bf16_to_f32(cir_f32_to_bf16(f[i]));
+        const float r = round16(t, f[i]);
         if (!isfinite(r)) return false;
     }
     return true;
@@ -143,7 +149,7 @@ static bool w16_fits(cir_dtype t, const float *f, int64_t cnt) {
 static bool w16_exact(cir_dtype t, const float *f, int64_t cnt) {
     if (cnt < W16_MIN_ELEMS) return false;
     for (int64_t i = 0; i < cnt; i++) {
-        const float r = t == CIR_F16 ? cir_f16_to_f32(cir_f32_to_f16(f[i])) : cir_bf16_to_f32(cir_f32_to_bf16(f[i]));
+        const float r = round16(t, f[i]);
         if (r != f[i] && !(isnan(r) && isnan(f[i]))) return false;
     }
     return true;
@@ -200,7 +206,7 @@ static int64_t blob_place(cg_ctx *cg, const void *data, size_t nbytes, bool narr
     }
     const float *f = data;
     for (size_t i = 0; i < cnt; i++) {
-        uint16_t h = cg->w16 == CIR_F16 ? cir_f32_to_f16(f[i]) : cir_f32_to_bf16(f[i]);
+        uint16_t h = narrow16(cg->w16, f[i]);
         cuvil_sb_append(&o->weights, &h, sizeof h);
     }
     if (!add_seg(o, off, src, cnt, t | (cg->w16 == CIR_F16 ? 1 : 2))) o->weights.oom = true;
@@ -222,7 +228,7 @@ static int64_t place_w16(cg_ctx *cg, const cir_value *rv) {
         o->weights.oom = true;
         return 0;
     }
-    for (int64_t i = 0; i < cnt; i++) h[i] = cg->w16 == CIR_F16 ? cir_f32_to_f16(f[i]) : cir_f32_to_bf16(f[i]);
+    for (int64_t i = 0; i < cnt; i++) h[i] = narrow16(cg->w16, f[i]);
     o->narrowed_bytes += cir_nbytes(rv);
     o->resident16_bytes += cir_nbytes(rv);
     int64_t off;
@@ -448,6 +454,12 @@ const char *cg_refs(cg_ctx *cg, const int *ids, int n) {
 const char *cg_in(cg_ctx *cg, int value_id) { return ptr(cg, value_id, false); }
 
 const char *cg_out(cg_ctx *cg, int value_id) { return ptr(cg, value_id, true); }
+
+const char *cg_w16_arg(int kind) {
+    return kind == CUVIL_W16_F16 ? ", CUVIL_W16_F16" : kind == CUVIL_W16_BF16 ? ", CUVIL_W16_BF16"
+                                   : kind == CUVIL_W16_BF16_DOT             ? ", CUVIL_W16_BF16_DOT"
+                                                                            : "";
+}
 
 int cg_w16_resident(cg_ctx *cg, int value, bool product) {
     if (!cg->w16_ok || value < 0 || cg->w16_ok[value] != 5) return 0;

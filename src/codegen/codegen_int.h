@@ -75,6 +75,8 @@ bool cg_packs_at_create(cg_ctx *cg, const cir_node *n);
  * product: the product's B, which under --precision bf16 is CUVIL_W16_BF16_DOT (its A rounded to
  * bfloat16 too; a 16-bit model's products keep float32 arithmetic). */
 int cg_w16_resident(cg_ctx *cg, int value, bool product);
+/* A cg_w16_resident kind as the kernel's argument (", CUVIL_W16_F16"), "" for 0. */
+const char *cg_w16_arg(int kind);
 /* Emits `fn(&params, source, packed, tmp)` into the function create() runs on the widened
  * weights (once per packed constant); tmp_floats: what the call needs at tmp. */
 void cg_pack_at_create(cg_ctx *cg, const char *fn, const char *params, int source, int packed, size_t tmp_floats);

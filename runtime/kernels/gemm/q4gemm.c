@@ -57,6 +57,9 @@ size_t cuvil_matmul_q4_scratch_size(int64_t M, int64_t K, int64_t bs) {
     return M >= Q4_GEMM_ROWS && q4_gemm_bound(M) > fused ? q4_gemm_bound(M) : fused;
 }
 
+/* The 4-bit value at k of a column's bytes (low nibble first). */
+static inline int nibble(const uint8_t *q, int64_t k) { return (q[k / 2] >> ((k & 1) * 4)) & 15; }
+
 typedef struct q4pack {
     const cuvil_q4_params *p;
     const uint8_t *w;
@@ -70,10 +73,7 @@ static void decode_col(const q4pack *c, int64_t n, int64_t k0, int64_t kn, float
     const float *sc = c->s + n * nb, *z = c->zs + n * nb;
     int64_t i = 0;
 #ifdef Q4_AVX2
-    for (; i < kn && ((k0 + i) & 31); i++) {
-        const int64_t k = k0 + i;
-        dst[i] = fmaf((float)((wn[k / 2] >> ((k & 1) * 4)) & 15), sc[k / bs], -z[k / bs]);
-    }
+    for (; i < kn && ((k0 + i) & 31); i++) dst[i] = fmaf((float)nibble(wn, k0 + i), sc[(k0 + i) / bs], -z[(k0 + i) / bs]);
     const __m128i m4 = _mm_set1_epi8(15);
     for (; i + 32 <= kn; i += 32) {   /* 16 bytes: k .. k + 31, low nibble first; 2 blocks where bs is 16 */
         const int64_t k = k0 + i, b0 = k / bs, b1 = (k + 16) / bs;
@@ -88,10 +88,8 @@ static void decode_col(const q4pack *c, int64_t n, int64_t k0, int64_t kn, float
         _mm256_storeu_ps(dst + i + 24, _mm256_fmsub_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(q1, 8))), s1, z1));
     }
 #endif
-    for (; i < kn; i++) {   /* (one rounding, as the vector loop's fmsub) */
-        const int64_t k = k0 + i;
-        dst[i] = fmaf((float)((wn[k / 2] >> ((k & 1) * 4)) & 15), sc[k / bs], -z[k / bs]);
-    }
+    for (; i < kn; i++)   /* (one rounding, as the vector loop's fmsub) */
+        dst[i] = fmaf((float)nibble(wn, k0 + i), sc[(k0 + i) / bs], -z[(k0 + i) / bs]);
 }
 
 /* The GEMM's B packer (cuvil_gemm_pack_b_fn): rows [k0, k0 + kc) x columns [n0, n0 + nc) of W as
@@ -290,7 +288,7 @@ static float col_scalar(const q4job *j, int64_t m, int64_t n) {
     for (int64_t b = 0; b < nb; b++) {
         const int64_t k0 = b * bs, k1 = K - k0 < bs ? K : k0 + bs;
         float blk = 0;
-        for (int64_t k = k0; k < k1; k++) blk += x[k] * (float)((q[k / 2] >> ((k & 1) * 4)) & 15);
+        for (int64_t k = k0; k < k1; k++) blk += x[k] * (float)nibble(q, k);
         acc += blk * j->s[n * nb + b];
     }
     return acc;

@@ -19,7 +19,7 @@ cuvil_status cg_emit_gather(cg_ctx *cg, cir_graph *g, cir_node *n) {
     cir_value *iv = cir_in(g, n, 1);
     /* a float32 table read in 16 bits (--precision): the _w16 kernels widen the rows they copy */
     const int w16 = cg_w16_resident(cg, n->in[0], false);
-    const char *w16_fn = w16 ? "_w16" : "", *kind = !w16 ? "" : w16 == CUVIL_W16_F16 ? ", CUVIL_W16_F16" : ", CUVIL_W16_BF16";
+    const char *w16_fn = w16 ? "_w16" : "", *kind = cg_w16_arg(w16);
     if (!cir_is_const(iv) || cir_in(g, n, 0)->dx[axis]) {   /* checked (and normalised) by the kernel */
         const char *ps = gather_params(cg, g, n, axis);
         cg_printf(cg, "    if (cuvil_gather%s_rt(&%s%s, %s, %s, %s, %s)) return 1;\n", w16_fn, ps, kind, cg_rt_type(iv->dtype),

@@ -19,10 +19,7 @@ cuvil_status cg_emit_gemm(cg_ctx *cg, cir_graph *g, cir_node *n) {
     }
     const int w16 = cg_w16_resident(cg, n->low.packed, true);   /* B in 16 bits: cuvil_f32_gemm_w16 */
     const char *fn = w16 ? "cuvil_f32_gemm_w16" : "cuvil_f32_gemm";
-    const char *kind = !w16                       ? ""
-                       : w16 == CUVIL_W16_F16     ? ", CUVIL_W16_F16"
-                       : w16 == CUVIL_W16_BF16    ? ", CUVIL_W16_BF16"
-                                                  : ", CUVIL_W16_BF16_DOT";
+    const char *kind = cg_w16_arg(w16);
     char bs[3][32];
     const int64_t bv[3] = {p.a_bstride, p.b_bstride, p.c_bstride};
     for (int i = 0; i < 3; i++) cg_i64(bv[i], bs[i]);
