@@ -12,8 +12,11 @@ each round in its own process (bench/peer_run.py), reporting medians over all ro
         [--threads 1,2] [--targets x86_64-avx512,x86_64-avx2] [--work DIR]
 
 Each row names its target and, for x86_64-avx2, the integer microkernel: the best this CPU runs
-(AVX-VNNI here) and "6x16__avx2w" (CUVIL_QGEMM_UKERNEL), what an AVX2 CPU without VNNI runs.
-ONNX Runtime picks its own kernels for this CPU in every row. A benchmark, not a test.
+and "6x16__avx2w" (CUVIL_QGEMM_UKERNEL), what an AVX2 CPU without VNNI runs. ONNX Runtime picks
+its own kernels for this CPU in those rows. Where the kernel lets CPUID fault (cpuid_fault in
+/proc/cpuinfo) on an AVX-512 CPU, a third x86_64-avx2 row, "AVX2-only CPU", runs both Cuvil and
+ONNX Runtime under bench/cpuid_mask.c, which hides AVX-512 and every VNNI from CPUID: each picks
+the kernels it would pick on an AVX2-only CPU (AMD Zen 2/3). A benchmark, not a test.
 """
 import argparse
 import json
@@ -93,6 +96,17 @@ def build(name, work):
     return f32, qdq
 
 
+def cpuid_mask(work):
+    """bench/cpuid_mask.c built into WORK, or None where this machine cannot fault CPUID or has no
+    AVX-512 to hide."""
+    flags = Path("/proc/cpuinfo").read_text().split()
+    if "cpuid_fault" not in flags or "avx512f" not in flags:
+        return None
+    so = work / "cpuid_mask.so"
+    subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-o", str(so), str(REPO / "bench" / "cpuid_mask.c")], check=True)
+    return so
+
+
 def peer(kind, what, inp, threads, iters, env=None):
     env = dict(env or os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(REPO / "python")] + [p for p in [env.get("PYTHONPATH")] if p])
@@ -117,6 +131,7 @@ def main():
     sys.path.insert(0, str(REPO / "tests" / "python"))
     import cuvil_testlib as tl
     targets = [t for t in args.targets.split(",") if tl.host_runs(t)]
+    mask = cpuid_mask(work)
     print("| model | target | int8 microkernel | threads | Cuvil int8 ms | ORT int8 ms | ratio | Cuvil f32 ms | int8 speed-up |"
           " Cuvil int8 / ORT int8 peak RSS MB |")
     print("|---|---|---|---|---|---|---|---|---|---|")
@@ -128,21 +143,26 @@ def main():
             for onnx_path, so in ((qdq, so_q), (f32, so_f)):
                 subprocess.run([str(Path(args.build) / "bin" / "cuvil-compile"), "--model", str(onnx_path), "--output",
                                 str(so), "--target", t], check=True)
-            variants = [None] + (["6x16__avx2w"] if t == "x86_64-avx2" else [])
-            for uk in variants:
-                env = dict(os.environ, **({"CUVIL_QGEMM_UKERNEL": uk} if uk else {}))
+            # (label, Cuvil's environment, ONNX Runtime's environment)
+            variants = [("best here", os.environ, os.environ)]
+            if t == "x86_64-avx2":
+                variants.append(("6x16__avx2w", dict(os.environ, CUVIL_QGEMM_UKERNEL="6x16__avx2w"), os.environ))
+                if mask:
+                    masked = dict(os.environ, LD_PRELOAD=str(mask))
+                    variants.append(("AVX2-only CPU (both)", masked, masked))
+            for label, env, ort_env in variants:
                 for th in (int(x) for x in args.threads.split(",")):
                     cq, co, cf, rq, ro = [], [], [], [], []
                     for _ in range(args.rounds):   # alternating, each in its own process
                         r = peer("cuvil", so_q, inp, th, args.iters, env)
                         cq += r["times_ms"]
                         rq.append(r["peak_rss_mb"])
-                        r = peer("ort", qdq, inp, th, args.iters)
+                        r = peer("ort", qdq, inp, th, args.iters, ort_env)
                         co += r["times_ms"]
                         ro.append(r["peak_rss_mb"])
-                        cf += peer("cuvil", so_f, inp, th, args.iters)["times_ms"]
+                        cf += peer("cuvil", so_f, inp, th, args.iters, env)["times_ms"]
                     mq, mo, mf = statistics.median(cq), statistics.median(co), statistics.median(cf)
-                    print(f"| {name} | {t} | {uk or 'best here'} | {th} | {mq:.2f} | {mo:.2f} | {mq / mo:.2f} | {mf:.2f} |"
+                    print(f"| {name} | {t} | {label} | {th} | {mq:.2f} | {mo:.2f} | {mq / mo:.2f} | {mf:.2f} |"
                           f" {mf / mq:.2f}x | {max(rq):.0f} / {max(ro):.0f} |", flush=True)
 
 
