@@ -100,9 +100,9 @@ def opsets(first: int, versions: list[int]) -> str:
 
 # What a contrib op's mapping does beyond the CIR op it becomes (its row then gives both)
 CONTRIB_NOTES = {
-    "DynamicQuantizeLSTM": "Not an integer kernel: the float32 LSTM on the weights dequantized (and transposed back "
-                           "from [D, I, 4H]) when the model compiles, with a note on stderr; ONNX Runtime also rounds "
-                           "X and h to 8 bits at each step, so the outputs differ by that rounding.",
+    "DynamicQuantizeLSTM": "An integer kernel: rnn with quant 1, W and R packed as 8-bit when the model compiles, X "
+                           "and each step's h quantized to uint8 as ONNX Runtime's kernel quantizes them (h of all "
+                           "batch rows together, as ONNX Runtime does on one thread).",
 }
 
 

@@ -683,6 +683,28 @@ void cuvil_f32_rnn_pack(const cuvil_rnn_params *p, const float *w, const float *
 int cuvil_f32_rnn_packed(const cuvil_rnn_params *p, const float *x, const float *w, const float *r, const float *packed,
                          int packed_nr, int64_t packed_kc, const float *b, const int32_t *seq_lens, const float *h0,
                          const float *c0, const float *peep, float *y, float *yh, float *yc, void *scratch);
+/* An LSTM on 8-bit weights (cuvil_rnn_q8_weights) as com.microsoft DynamicQuantizeLSTM computes
+ * it (ONNX Runtime's kernel): the products on the integer GEMM, each of its float operands
+ * quantized first as DynamicQuantizeLinear does (uint8, the range of the operand and 0): x once
+ * for every step's input projection (the steps up to the longest sequence length), h (all batch
+ * rows together) before each step's product with r. Layout 0 only. The
+ * int32 sums times (the operand's scale x the weights' scale) are the float products; the cell
+ * is cuvil_f32_rnn's. w [dirs, input, 4 hidden] and r [dirs, hidden, 4 hidden] (wt: CUVIL_T_I8
+ * or CUVIL_T_U8; ONNX Runtime's layout, the gates in LSTM's order) packed when the model compiles
+ * by cuvil_rnn_q8_pack; their scales float32 per direction (n == dirs) or per gate row (dirs x 4
+ * hidden), their zero points NULL (0) or as many as the scales, of type wt. LSTM only. */
+typedef struct cuvil_rnn_q8_weights {
+    int wt;
+    const void *packed;
+    const float *w_scale, *r_scale;
+    int64_t ws_n, rs_n;
+    const void *w_zp, *r_zp;
+} cuvil_rnn_q8_weights;
+size_t cuvil_rnn_q8_packed_bytes(const cuvil_rnn_params *p);
+void cuvil_rnn_q8_pack(const cuvil_rnn_params *p, int wt, const void *w, const void *r, void *dst);
+size_t cuvil_rnn_q8_scratch_size(const cuvil_rnn_params *p);
+int cuvil_rnn_q8(const cuvil_rnn_params *p, const cuvil_rnn_q8_weights *q, const float *x, const float *b, const int32_t *seq_lens,
+                 const float *h0, const float *c0, const float *peep, float *y, float *yh, float *yc, void *scratch);
 
 /* ===== Normalisation and reductions ================================================ */
 /* x viewed as [outer, axis_len, inner]; softmax (or log-softmax) along the middle axis.

@@ -649,7 +649,7 @@ class TwoLSTM(nn.Module):
 def _lstm_dequantized(m):
     """m with each com.microsoft DynamicQuantizeLSTM replaced by an ONNX LSTM on its weights
     dequantized here ((q - zp) * scale, W [D, I, 4H] transposed back to [D, 4H, I]): the float
-    semantics Cuvil gives it, computed without Cuvil."""
+    LSTM the 8-bit one approximates, computed without Cuvil."""
     inits = {i.name: numpy_helper.to_array(i) for i in m.graph.initializer}
     out = onnx.ModelProto()
     out.CopyFrom(m)
@@ -676,16 +676,17 @@ def _lstm_dequantized(m):
 
 
 @pytest.mark.plain   # (a torch export and ONNX Runtime's quantizer)
-@pytest.mark.parametrize("case", ["forward_tensor", "bidirectional_channel", "bidirectional_channel_u8"])
+@pytest.mark.parametrize("case", ["forward_tensor", "bidirectional_channel", "bidirectional_channel_u8", "forward_batch1"])
 def test_dynamic_quantize_lstm(tmp_path, case):
     """quantize_dynamic writes an LSTM as com.microsoft DynamicQuantizeLSTM (int8 W [D, I, 4H] and
-    R, scales per direction or per gate row). Cuvil runs it as a float32 LSTM on the dequantized
-    weights: against ONNX Runtime's float LSTM on weights dequantized by numpy (tight), and within
-    the activations' 8-bit rounding of ONNX Runtime's own int8 run. _u8: the weights as uint8
-    with the zero points moved by 128 (the same values)."""
+    R, scales per direction or per gate row). Cuvil runs it on the integer GEMM, X and h
+    quantized as ONNX Runtime's kernel quantizes them: against ONNX Runtime's own int8 run on
+    one thread (which quantizes h of every batch row together, as Cuvil does), to float32
+    rounding; and near the float LSTM on the dequantized weights. _u8: the weights as uint8 with
+    the zero points moved by 128 (the same values)."""
     torch.manual_seed(0)
-    bi, pc = case != "forward_tensor", case != "forward_tensor"
-    x = torch.randn(2, 6, 12)
+    bi, pc = case.startswith("bidirectional"), case.startswith("bidirectional")
+    x = torch.randn(1 if case.endswith("batch1") else 2, 6, 12)
     f32 = _export(TwoLSTM(bi).eval(), x, tmp_path / "lstm.onnx")
     q = tmp_path / "lstm_q.onnx"
     with warnings.catch_warnings():
@@ -701,10 +702,10 @@ def test_dynamic_quantize_lstm(tmp_path, case):
         onnx.save(m, str(q))
     feeds = {"x": x.numpy()}
     got = tl.compile_and_run(q, feeds, tmp_path / "run")["y"]
+    ort_int8 = tl.ort_run(q, feeds)["y"]   # (one thread)
+    np.testing.assert_allclose(got, ort_int8, rtol=0, atol=1e-5 * np.abs(ort_int8).max())
     want = tl.ort_run(_lstm_dequantized(m), feeds)["y"]
-    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
-    ort_int8 = tl.ort_run(q, feeds)["y"]
-    assert np.abs(got - ort_int8).max() <= 0.02 * np.abs(ort_int8).max(), np.abs(got - ort_int8).max()
+    assert np.abs(got - want).max() <= 0.02 * np.abs(want).max(), np.abs(got - want).max()
     if case == "forward_tensor":   # a scale of the wrong size is refused, by name
         n = next(n for n in m.graph.node if n.op_type == "DynamicQuantizeLSTM")
         for i in m.graph.initializer:
@@ -713,6 +714,65 @@ def test_dynamic_quantize_lstm(tmp_path, case):
         onnx.save(m, str(q))
         with pytest.raises(tl.CuvilError, match="W_scale .* must be float32 with 1 \\(per direction\\) or 64 values"):
             tl.compile(q, tmp_path / "bad")
+
+
+@pytest.mark.parametrize("case", ["reverse_states_peep_u8", "bidirectional_lens_clip", "forward_batch3_rowscales"])
+def test_dynamic_quantize_lstm_node(tmp_path, case):
+    """A DynamicQuantizeLSTM node written by hand with its optional inputs (bias, sequence
+    lengths, initial states, peepholes, zero points per row), uint8 or int8 weights, against
+    ONNX Runtime's int8 run on one thread. ONNX Runtime takes only zero points of 0: its model
+    holds the same integers as int8 (q - zp), its zero points 0."""
+    rng = np.random.default_rng(len(case))
+    S, I, H = 7, 10, 8
+    B = 3 if "batch3" in case else 1
+    D = 2 if case.startswith("bidirectional") else 1
+    u8 = case.endswith("_u8")
+    wt = np.uint8 if u8 else np.int8
+    per_row = "rowscales" in case or u8
+    shp = (D, 4 * H) if per_row else (D,)
+    ns = int(np.prod(shp))
+
+    def weights(k):   # 8-bit q and its zero points z (per row or direction), q - z within int8
+        z = (rng.integers(100, 156, shp) if u8 else rng.integers(-20, 21, shp)).astype(np.int16)
+        zb = z.reshape(D, 1, -1) if per_row else z.reshape(D, 1, 1)
+        q = np.clip(zb + rng.integers(-100, 101, (D, k, 4 * H)), -128 if not u8 else 0, 127 if not u8 else 255)
+        return q.astype(wt), z.astype(wt), (q - zb).astype(np.int8)
+
+    (wq, wz, w0), (rq, rz, r0) = weights(I), weights(H)
+    ws, rs = (rng.uniform(0.002, 0.02, ns).astype(np.float32).reshape(shp) for _ in range(2))
+    common = [numpy_helper.from_array(ws, "ws"), numpy_helper.from_array(rs, "rs"),
+              numpy_helper.from_array(rng.standard_normal((D, 8 * H)).astype(np.float32) * 0.3, "B")]
+    attrs = dict(hidden_size=H, direction={1: "forward", 2: "bidirectional"}[D])
+    if case.startswith("reverse"):
+        attrs["direction"] = "reverse"
+    if "clip" in case:
+        attrs["clip"] = 0.9
+    feeds = {"x": rng.standard_normal((S, B, I)).astype(np.float32)}
+    ins = ["x", "W", "R", "B", "", "", "", "", "ws", "wz", "rs", "rz"]
+    vis = [helper.make_tensor_value_info("x", TensorProto.FLOAT, (S, B, I))]
+    if "lens" in case:
+        common.append(numpy_helper.from_array(np.array([S - 2] * B, np.int32), "lens"))
+        ins[4] = "lens"
+    if "states" in case:
+        for k, nm in ((5, "h0"), (6, "c0")):
+            feeds[nm] = rng.standard_normal((D, B, H)).astype(np.float32) * 0.5
+            vis.append(helper.make_tensor_value_info(nm, TensorProto.FLOAT, (D, B, H)))
+            ins[k] = nm
+    if "peep" in case:
+        common.append(numpy_helper.from_array(rng.standard_normal((D, 3 * H)).astype(np.float32) * 0.2, "P"))
+        ins[7] = "P"
+    outs = [("y", TensorProto.FLOAT), ("yh", TensorProto.FLOAT), ("yc", TensorProto.FLOAT)]
+    node = helper.make_node("DynamicQuantizeLSTM", ins, ["y", "yh", "yc"], domain="com.microsoft", **attrs)
+    path = _model(tmp_path, [node], vis, outs, common + [numpy_helper.from_array(a, nm) for a, nm in
+                                                         ((wq, "W"), (rq, "R"), (wz, "wz"), (rz, "rz"))], ms=True)
+    got = tl.compile_and_run(path, feeds, tmp_path / "run")
+    ref_node = helper.make_node("DynamicQuantizeLSTM", ins[:9] + ["z0", "rs", "z0"], ["y", "yh", "yc"], domain="com.microsoft", **attrs)
+    (tmp_path / "ref").mkdir()
+    ref = _model(tmp_path / "ref", [ref_node], vis, outs, common + [numpy_helper.from_array(w0, "W"), numpy_helper.from_array(r0, "R"),
+                                                                    numpy_helper.from_array(np.zeros(shp, np.int8), "z0")], ms=True)
+    want = tl.ort_run(ref, feeds)
+    for k in ("y", "yh", "yc"):
+        np.testing.assert_allclose(got[k], want[k], rtol=0, atol=1e-5 * max(1.0, np.abs(want[k]).max()), err_msg=k)
 
 
 def test_conv_integer_stride2_wide(tmp_path):

@@ -8,6 +8,8 @@
  * the whole sequence) and applies the cell row by row. GRU's candidate gate multiplies r' by
  * (reset . h) (linear_before_reset 0) or multiplies the reset into (h r' + its bias) (1): two
  * packed blocks of r, the z/r gates' and the h gate's.
+ * On 8-bit weights (cuvil_rnn_q8, DynamicQuantizeLSTM) the same loop runs both products on the
+ * integer GEMM: x quantized once, h before each step, the int32 sums scaled back to float.
  */
 #include <math.h>
 #include <string.h>
@@ -39,12 +41,14 @@ static inline float clipf(float v, float c) { return c > 0.0f ? (v < -c ? -c : v
 
 /* The scratch's parts, each 64-byte aligned. */
 typedef struct rnn_parts {
-    size_t xw, gates, h, c, rh, bias, pack, pack2, gemm, total;
+    size_t xw, gates, h, c, rh, bias, pack, pack2, xq, hq, sc, gemm, total;
 } rnn_parts;
 
 static size_t al(size_t floats) { return CUVIL_ALIGN_UP(floats * sizeof(float), 64); }
 
-static rnn_parts parts(const cuvil_rnn_params *p, const cuvil_gemm_blocking *bl, int packed) {
+/* packed: the float weights packed ahead; q8: the 8-bit ones (cuvil_rnn_q8: x and h quantized
+ * into xq and hq, the products' float scales in sc, the integer GEMM's scratch last) */
+static rnn_parts parts(const cuvil_rnn_params *p, const cuvil_gemm_blocking *bl, int packed, int q8) {
     const int64_t G = n_gates(p->cell), H = p->hidden, B = p->batch, nr = bl->uk->nr;
     const int64_t n1 = p->cell == CUVIL_CELL_GRU ? 2 * H : G * H;   /* the first packed block's columns */
     rnn_parts q;
@@ -56,20 +60,33 @@ static rnn_parts parts(const cuvil_rnn_params *p, const cuvil_gemm_blocking *bl,
     q.rh = o, o += al((size_t)(B * H));
     q.bias = o, o += al((size_t)(G * H));
     /* (r's blocks packed per call; none with the weights packed ahead) */
+    const int64_t rows = p->seq * B > B ? p->seq * B : B;
+    if (q8) {
+        q.pack = q.pack2 = o;
+        q.xq = o, o += CUVIL_ALIGN_UP((size_t)(p->seq * B * p->input), 64);
+        q.hq = o, o += CUVIL_ALIGN_UP((size_t)(B * H), 64);
+        q.sc = o, o += al((size_t)(G * H));
+        q.gemm = o;
+        size_t g1 = cuvil_qgemm_scratch_size(rows, G * H, p->input, 0, 1), g2 = cuvil_qgemm_scratch_size(B, G * H, H, 0, 1);
+        o += g1 > g2 ? g1 : g2;
+        q.total = o;
+        return q;
+    }
+    q.xq = q.hq = q.sc = 0;
     q.pack = o, o += packed ? 0 : al(cuvil_gemm_packed_b_floats(n1, H, (int)nr));
     q.pack2 = o, o += packed ? 0 : al(p->cell == CUVIL_CELL_GRU ? cuvil_gemm_packed_b_floats(H, H, (int)nr) : 1);
     q.gemm = o;
-    const int64_t rows = p->seq * B > B ? p->seq * B : B;
     size_t g1 = cuvil_gemm_job_scratch_size(rows, G * H, p->input, bl), g2 = cuvil_gemm_job_scratch_size(B, G * H, H, bl);
     o += g1 > g2 ? g1 : g2;
     q.total = o;
     return q;
 }
 
-size_t cuvil_f32_rnn_scratch_size(const cuvil_rnn_params *p) { return parts(p, cuvil_gemm_default_blocking(), 0).total; }
-size_t cuvil_f32_rnn_scratch_size_ex(const cuvil_rnn_params *p, const cuvil_gemm_blocking *b) { return parts(p, b, 0).total; }
-size_t cuvil_f32_rnn_packed_scratch_size(const cuvil_rnn_params *p) { return parts(p, cuvil_gemm_default_blocking(), 1).total; }
-size_t cuvil_f32_rnn_packed_scratch_size_ex(const cuvil_rnn_params *p, const cuvil_gemm_blocking *b) { return parts(p, b, 1).total; }
+size_t cuvil_f32_rnn_scratch_size(const cuvil_rnn_params *p) { return parts(p, cuvil_gemm_default_blocking(), 0, 0).total; }
+size_t cuvil_f32_rnn_scratch_size_ex(const cuvil_rnn_params *p, const cuvil_gemm_blocking *b) { return parts(p, b, 0, 0).total; }
+size_t cuvil_f32_rnn_packed_scratch_size(const cuvil_rnn_params *p) { return parts(p, cuvil_gemm_default_blocking(), 1, 0).total; }
+size_t cuvil_f32_rnn_packed_scratch_size_ex(const cuvil_rnn_params *p, const cuvil_gemm_blocking *b) { return parts(p, b, 1, 0).total; }
+size_t cuvil_rnn_q8_scratch_size(const cuvil_rnn_params *p) { return parts(p, cuvil_gemm_default_blocking(), 0, 1).total; }
 
 /* C[B, n] = A[B, H] times the packed block (n columns of r'). */
 static void recur(const cuvil_rnn_params *p, const float *a, const float *r, const float *pack, int nr, int64_t kc, int64_t n,
@@ -140,25 +157,94 @@ void cuvil_f32_rnn_pack(const cuvil_rnn_params *p, const float *w, const float *
     }
 }
 
+/* ===== 8-bit weights (cuvil_rnn_q8) ===== */
+/* Per direction: w's block (K input, N 4 hidden), then r's (K hidden), each 64-byte aligned. */
+static size_t q8_w_bytes(const cuvil_rnn_params *p) {
+    return p->input > 0 ? CUVIL_ALIGN_UP(cuvil_qgemm_packed_b_bytes(p->input, 4 * p->hidden), 64) : 0;
+}
+static size_t q8_r_bytes(const cuvil_rnn_params *p) { return CUVIL_ALIGN_UP(cuvil_qgemm_packed_b_bytes(p->hidden, 4 * p->hidden), 64); }
+
+size_t cuvil_rnn_q8_packed_bytes(const cuvil_rnn_params *p) { return (q8_w_bytes(p) + q8_r_bytes(p)) * (size_t)p->dirs; }
+
+void cuvil_rnn_q8_pack(const cuvil_rnn_params *p, int wt, const void *w, const void *r, void *dst) {
+    const int64_t I = p->input, H = p->hidden, GH = 4 * H;
+    char *o = dst;
+    for (int d = 0; d < p->dirs; d++) {
+        if (I > 0) cuvil_qgemm_pack_b(I, GH, wt, (const int8_t *)w + d * I * GH, GH, 1, o);
+        o += q8_w_bytes(p);
+        cuvil_qgemm_pack_b(H, GH, wt, (const int8_t *)r + d * H * GH, GH, 1, o);
+        o += q8_r_bytes(p);
+    }
+}
+
+/* y [M, N] (row stride N) = (a - az) (B - zp) as floats: times as * scale (direction d's, one
+ * or per column), plus fbias (NULL or per column), on the packed block bp; sc: N floats. */
+static void q8_product(const cuvil_rnn_params *p, const cuvil_rnn_q8_weights *q, int d, int64_t M, int64_t N, int64_t K,
+                       const uint8_t *a, float as, uint8_t az, const void *bp, const float *scale, int64_t sn, const void *zp,
+                       const float *fbias, float *sc, float *y, void *gs) {
+    const int per = sn != p->dirs;   /* (op_rnn checked: p->dirs, or dirs x N) */
+    if (per)
+        for (int64_t n = 0; n < N; n++) sc[n] = as * scale[d * N + n];
+    else
+        sc[0] = as * scale[d];
+    cuvil_qgemm_epi e;
+    memset(&e, 0, sizeof e);
+    e.kind = CUVIL_QEPI_F32;
+    e.scale = sc;
+    e.scale_per = per ? CUVIL_QPER_COL : CUVIL_QPER_ONE;
+    e.fbias = fbias;
+    e.bias_per = CUVIL_QPER_COL;
+    e.y = y;
+    e.ldy = N;
+    const void *bz = zp ? (const void *)((const int8_t *)zp + (per ? d * N : d)) : NULL;
+    cuvil_qgemm(M, N, K, CUVIL_T_U8, a, K, NULL, q->wt, NULL, N, bp, &az, 1, bz, zp ? (per ? N : 1) : 0, &e, gs);
+}
+
+static int rnn_run(const cuvil_rnn_params *p, const float *x, const float *w, const float *r, const float *packed, int packed_nr,
+                   int64_t packed_kc, const float *b, const int32_t *seq_lens, const float *h0, const float *c0,
+                   const float *peep, float *y, float *yh, float *yc, void *scratch, const cuvil_rnn_q8_weights *q8);
+
+int cuvil_rnn_q8(const cuvil_rnn_params *p, const cuvil_rnn_q8_weights *q, const float *x, const float *b, const int32_t *seq_lens,
+                 const float *h0, const float *c0, const float *peep, float *y, float *yh, float *yc, void *scratch) {
+    return rnn_run(p, x, NULL, NULL, NULL, 0, 0, b, seq_lens, h0, c0, peep, y, yh, yc, scratch, q);
+}
+
 int cuvil_f32_rnn(const cuvil_rnn_params *p, const float *x, const float *w, const float *r, const float *b,
                   const int32_t *seq_lens, const float *h0, const float *c0, const float *peep, float *y, float *yh,
                   float *yc, void *scratch) {
-    return cuvil_f32_rnn_packed(p, x, w, r, NULL, 0, 0, b, seq_lens, h0, c0, peep, y, yh, yc, scratch);
+    return rnn_run(p, x, w, r, NULL, 0, 0, b, seq_lens, h0, c0, peep, y, yh, yc, scratch, NULL);
 }
 
 int cuvil_f32_rnn_packed(const cuvil_rnn_params *p, const float *x, const float *w, const float *r, const float *packed,
                          int packed_nr, int64_t packed_kc, const float *b, const int32_t *seq_lens, const float *h0,
                          const float *c0, const float *peep, float *y, float *yh, float *yc, void *scratch) {
+    return rnn_run(p, x, w, r, packed, packed_nr, packed_kc, b, seq_lens, h0, c0, peep, y, yh, yc, scratch, NULL);
+}
+
+static int rnn_run(const cuvil_rnn_params *p, const float *x, const float *w, const float *r, const float *packed, int packed_nr,
+                   int64_t packed_kc, const float *b, const int32_t *seq_lens, const float *h0, const float *c0,
+                   const float *peep, float *y, float *yh, float *yc, void *scratch, const cuvil_rnn_q8_weights *q8) {
     const int64_t S = p->seq, B = p->batch, I = p->input, H = p->hidden, G = n_gates(p->cell), GH = G * H;
     if (seq_lens)
         for (int64_t i = 0; i < B; i++)
             if (seq_lens[i] < 0 || seq_lens[i] > S) return 1;
-    const rnn_parts q = parts(p, cuvil_gemm_default_blocking(), packed != NULL);
+    const rnn_parts q = parts(p, cuvil_gemm_default_blocking(), packed != NULL, q8 != NULL);
     char *base = (char *)scratch;
     float *xw = (float *)(base + q.xw), *gates = (float *)(base + q.gates), *h = (float *)(base + q.h);
     float *c = (float *)(base + q.c), *rh = (float *)(base + q.rh), *bias = (float *)(base + q.bias);
     float *pack = (float *)(base + q.pack), *pack2 = (float *)(base + q.pack2);
     void *gs = base + q.gemm;
+    uint8_t *xq = (uint8_t *)(base + q.xq), *hq = (uint8_t *)(base + q.hq);
+    float *sc = (float *)(base + q.sc), xs = 1.0f;
+    uint8_t xz = 0;
+    /* 8-bit: x quantized once for every direction's input projection, over the steps any batch
+     * item takes (ONNX Runtime's range: the later steps' x is not read), layout 0 (op_rnn) */
+    int64_t steps = S;
+    if (q8 && seq_lens) {
+        steps = 0;
+        for (int64_t i = 0; i < B; i++) steps = seq_lens[i] > steps ? seq_lens[i] : steps;
+    }
+    if (q8 && steps * B * I > 0) cuvil_dynamic_quantize(steps * B * I, x, xq, &xs, &xz);
     const cuvil_gemm_blocking *bl = cuvil_gemm_default_blocking();
     const int gru = p->cell == CUVIL_CELL_GRU, lstm = p->cell == CUVIL_CELL_LSTM;
     /* the weights packed ahead (packed: w and r unread), else r's blocks packed here per direction */
@@ -168,9 +254,11 @@ int cuvil_f32_rnn_packed(const cuvil_rnn_params *p, const float *x, const float 
     const size_t per = packed ? packed_parts(p, nr, part) : 0;
     for (int d = 0; d < p->dirs; d++) {
         const int rev = p->dirs == 2 ? d == 1 : p->reverse;
-        const float *wd = packed ? NULL : w + d * GH * I, *rd = packed ? NULL : r + d * GH * H, *bd = b ? b + d * 2 * GH : NULL;
+        const float *wd = packed || !w ? NULL : w + d * GH * I, *rd = packed || !r ? NULL : r + d * GH * H, *bd = b ? b + d * 2 * GH : NULL;
         const float *pw = packed ? packed + d * per : NULL;
         const float *rp = packed ? pw + part[0] : pack, *rp2 = packed ? pw + part[0] + part[1] : pack2;
+        const char *qw = q8 ? (const char *)q8->packed + (size_t)d * (q8_w_bytes(p) + q8_r_bytes(p)) : NULL;
+        const char *qr = q8 ? qw + q8_w_bytes(p) : NULL;
         const cuvil_rnn_act *a = p->act[d];
         /* the biases: Wb + Rb, but for GRU's candidate with linear_before_reset, Wb alone (its Rb
          * is inside the reset's product) */
@@ -195,13 +283,15 @@ int cuvil_f32_rnn_packed(const cuvil_rnn_params *p, const float *x, const float 
             j.bias = bias;
             j.bias_cs = 1;
             j.beta = 1.0f;
-            if (I > 0) {
+            if (I > 0 && q8) {
+                q8_product(p, q8, d, steps * B, GH, I, xq, xs, xz, qw, q8->w_scale, q8->ws_n, q8->w_zp, bias, sc, xw, gs);
+            } else if (I > 0) {
                 cuvil_f32_gemm_run_serial(&j, bl, gs);
             } else {
                 for (int64_t i = 0; i < S * B; i++) memcpy(xw + i * GH, bias, sizeof(float) * (size_t)GH);
             }
         }
-        if (!packed) pack_r(p, rd, nr, kc, pack, pack2);
+        if (!packed && !q8) pack_r(p, rd, nr, kc, pack, pack2);
         const float *rd2 = rd ? rd + 2 * H * H : NULL;
         for (int64_t bb = 0; bb < B; bb++) {   /* [dirs, batch, hidden], layout 1 [batch, dirs, hidden] */
             const int64_t at = (p->layout ? bb * p->dirs + d : d * B + bb) * H;
@@ -211,9 +301,22 @@ int cuvil_f32_rnn_packed(const cuvil_rnn_params *p, const float *x, const float 
             }
         }
         const float *pd = peep ? peep + d * 3 * H : NULL;
+        /* an LSTM of the usual activations (sigmoid, tanh, tanh) without peepholes or coupled
+         * gates: its cell on whole rows of the vector activations (the scalar loop below calls
+         * expf and tanhf per value) */
+        const int vcell = lstm && !pd && !p->input_forget && a[0].fn == CUVIL_RNN_ACT_SIGMOID && a[1].fn == CUVIL_RNN_ACT_TANH &&
+                          a[2].fn == CUVIL_RNN_ACT_TANH;
+        const cuvil_act_params sig = {CUVIL_ACT_SIGMOID, 0.0f, 0.0f}, th = {CUVIL_ACT_TANH, 0.0f, 0.0f};
         for (int64_t s = 0; s < S; s++) {
             const int64_t t = rev ? S - 1 - s : s;
-            if (H > 0) recur(p, h, rd, rp, nr, kc, gru ? 2 * H : GH, gates, GH, gs);   /* gates = h r' */
+            if (H > 0 && q8) {   /* gates = h r', h quantized as a whole */
+                float hs;
+                uint8_t hz;
+                cuvil_dynamic_quantize(B * H, h, hq, &hs, &hz);
+                q8_product(p, q8, d, B, GH, H, hq, hs, hz, qr, q8->r_scale, q8->rs_n, q8->r_zp, NULL, sc, gates, gs);
+            } else if (H > 0) {
+                recur(p, h, rd, rp, nr, kc, gru ? 2 * H : GH, gates, GH, gs);   /* gates = h r' */
+            }
             if (gru && !p->linear_before_reset) {   /* the candidate's product takes (reset . h): its reset first */
                 for (int64_t bb = 0; bb < B; bb++) {
                     const float *xr = xw + (p->layout ? bb * S + t : t * B + bb) * GH;
@@ -232,6 +335,16 @@ int cuvil_f32_rnn_packed(const cuvil_rnn_params *p, const float *x, const float 
                 }
                 const float *xr = xw + (p->layout ? bb * S + t : t * B + bb) * GH;
                 float *gr = gates + bb * GH, *hr = h + bb * H, *cr = c + bb * H;
+                if (vcell) {   /* (i, o, f, c: sigmoid on the first three, tanh on the last, whole rows) */
+                    for (int64_t k = 0; k < GH; k++) gr[k] = clipf(xr[k] + gr[k], p->clip);
+                    cuvil_f32_unary(&sig, gr, gr, (size_t)(3 * H));
+                    cuvil_f32_unary(&th, gr + 3 * H, gr + 3 * H, (size_t)H);
+                    for (int64_t k = 0; k < H; k++) cr[k] = gr[2 * H + k] * cr[k] + gr[k] * gr[3 * H + k];
+                    cuvil_f32_unary(&th, cr, rh + bb * H, (size_t)H);
+                    for (int64_t k = 0; k < H; k++) hr[k] = gr[H + k] * rh[bb * H + k];
+                    if (yo) memcpy(yo, hr, sizeof(float) * (size_t)H);
+                    continue;
+                }
                 for (int64_t k = 0; k < H; k++) {
                     if (lstm) {
                         const float ci = cr[k];

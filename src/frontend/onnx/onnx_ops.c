@@ -518,7 +518,7 @@ static cuvil_status map_attention(onnx_mapper *m, onnx_node *on, cir_op_kind kin
 /* RNN, GRU, LSTM: rnn with the cell, and the activations resolved into codes with their alpha
  * and beta (activation_alpha/_beta are taken in order by the activations that use them; the
  * others have their op's defaults). */
-static cuvil_status rnn_node(onnx_mapper *m, onnx_node *on, int n_in, const int *in) {
+static cuvil_status rnn_node(onnx_mapper *m, onnx_node *on, int n_in, const int *in, int quant) {
     static const struct {
         const char *name;
         int fn, uses_alpha, uses_beta;
@@ -563,26 +563,27 @@ static cuvil_status rnn_node(onnx_mapper *m, onnx_node *on, int n_in, const int 
         }
     char dbuf[16];
     snprintf(dbuf, sizeof dbuf, "%s", dv);
-    cuvil_attr set[5] = {{.name = "cell", .type = CUVIL_ATTR_INT, .i = cell},
+    cuvil_attr set[6] = {{.name = "cell", .type = CUVIL_ATTR_INT, .i = cell},
                          {.name = "acts", .type = CUVIL_ATTR_INTS, .n = 3 * dirs, .ints = codes},
                          {.name = "act_alpha", .type = CUVIL_ATTR_FLOATS, .n = 3 * dirs, .floats = al},
                          {.name = "act_beta", .type = CUVIL_ATTR_FLOATS, .n = 3 * dirs, .floats = be},
-                         {.name = "direction", .type = CUVIL_ATTR_STRING, .s = dbuf}};
+                         {.name = "direction", .type = CUVIL_ATTR_STRING, .s = dbuf},
+                         {.name = "quant", .type = CUVIL_ATTR_INT, .i = quant}};
     static const char *const ignore[] = {"output_sequence", NULL};   /* opset 1: whether Y is wanted (its output says) */
     for (int i = 0; i < on->n_attrs; i++) on->attrs[i].used |= !strcmp(on->attrs[i].name, "activations");
-    return add_node(m, on, CIR_OP_RNN, n_in, in, on->n_out, on->out, set, 5, ignore);
+    return add_node(m, on, CIR_OP_RNN, n_in, in, on->n_out, on->out, set, quant ? 6 : 5, ignore);
 }
 
 static cuvil_status map_rnn(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
     (void)kind;
-    return rnn_node(m, on, on->n_in, on->in);
+    return rnn_node(m, on, on->n_in, on->in, 0);
 }
 
 static int in_at(onnx_node *on, int i);
 
 /* com.microsoft DynamicQuantizeLSTM's W [D, I, 4H] or R [D, H, 4H] (int8 or uint8) with its
- * scale and zero point ([D] per direction or [D, 4H] per gate row) as LSTM's float32 W [D, 4H,
- * I] or R [D, 4H, H]: (q - zp) * scale, transposed. Returns the constant's id, -1 on error (set). */
+ * scale and zero point ([D] per direction or [D, 4H] per gate row): checked here, by name, as
+ * the constants the kernel packs when the model compiles. 0, or -1 on error (set). */
 static int dq_lstm_weight(onnx_mapper *m, onnx_node *on, int slot, int sslot, int zslot, const char *what) {
     const int wi = in_at(on, slot), si = in_at(on, sslot), zi = in_at(on, zslot);
     if (wi < 0 || si < 0) return node_err(m, on, CUVIL_ERR_MODEL, "%s and %s_scale are required", what, what), -1;
@@ -592,7 +593,7 @@ static int dq_lstm_weight(onnx_mapper *m, onnx_node *on, int slot, int sslot, in
     if ((W->dtype != CIR_I8 && W->dtype != CIR_U8) || W->ndim != 3)
         return node_err(m, on, CUVIL_ERR_MODEL, "%s '%s' must be int8 or uint8 of rank 3 ([directions, %s, 4 x hidden_size])", what,
                         W->name, slot == 1 ? "input_size" : "hidden_size"), -1;
-    const int64_t D = W->dims[0], I = W->dims[1], G = W->dims[2];
+    const int64_t D = W->dims[0], G = W->dims[2];
     const int64_t sn = cir_numel(S);
     if (S->dtype != CIR_F32 || (sn != D && sn != D * G))
         return node_err(m, on, CUVIL_ERR_SHAPE, "%s_scale '%s' must be float32 with %lld (per direction) or %lld values (per row)",
@@ -600,46 +601,21 @@ static int dq_lstm_weight(onnx_mapper *m, onnx_node *on, int slot, int sslot, in
     if (Z && (Z->dtype != W->dtype || cir_numel(Z) != sn))
         return node_err(m, on, CUVIL_ERR_SHAPE, "%s_zero_point '%s' must have %s's type and %lld values, as its scale", what, Z->name,
                         what, (long long)sn), -1;
-    const int64_t dims[3] = {D, G, I};
-    char nm[32];
-    snprintf(nm, sizeof nm, "%s_dequantized", what);
-    const int id = const_from(m, on, nm, CIR_F32, 3, dims, NULL);
-    if (id < 0) return -1;
-    float *o = cir_val(m->g, id)->data;
-    const float *sc = S->data;
-    const int u = W->dtype == CIR_U8;
-    for (int64_t d = 0; d < D; d++)
-        for (int64_t g = 0; g < G; g++) {
-            const int64_t si2 = sn == D ? d : d * G + g;
-            const float z = Z ? (float)(u ? ((const uint8_t *)Z->data)[si2] : ((const int8_t *)Z->data)[si2]) : 0.0f;
-            for (int64_t i = 0; i < I; i++) {
-                const int64_t k = (d * I + i) * G + g;
-                const float q = (float)(u ? ((const uint8_t *)W->data)[k] : ((const int8_t *)W->data)[k]);
-                o[(d * G + g) * I + i] = (q - z) * sc[si2];
-            }
-        }
-    return id;
+    return 0;
 }
 
 /* com.microsoft DynamicQuantizeLSTM (X, W, R, [B], [sequence_lens], [initial_h], [initial_c],
- * [P], W_scale, W_zero_point, R_scale, R_zero_point; LSTM's attributes): an LSTM on the
- * weights dequantized (and transposed back to LSTM's layout). ONNX Runtime also quantizes X and
- * h at each step before its integer products; Cuvil keeps them float32, so the outputs differ
- * from ONNX Runtime's by that rounding, and cuvil-compile says so. */
+ * [P], W_scale, W_zero_point, R_scale, R_zero_point; LSTM's attributes): an rnn node of quant 1
+ * on the 8-bit weights, which quantizes X and h as ONNX Runtime's kernel does (cuvil_rnn_q8). */
 static cuvil_status map_ms_dq_lstm(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
     (void)kind;
-    const int w = dq_lstm_weight(m, on, 1, 8, 9, "W");
-    const int r = w < 0 ? -1 : dq_lstm_weight(m, on, 2, 10, 11, "R");
-    if (r < 0) return m->g->ctx->status;
-    int in[8] = {in_at(on, 0), w, r, in_at(on, 3), in_at(on, 4), in_at(on, 5), in_at(on, 6), in_at(on, 7)};
-    int n = 8;
-    while (n > 3 && in[n - 1] < 0) n--;
-    cuvil_sb d = {0};
-    cuvil_sb_safe_text(&d, on->desc, 300);
-    fprintf(stderr, "cuvil: note: %s runs as a float32 LSTM on its dequantized weights (ONNX Runtime also rounds X and h to 8 bits "
-                    "at each step: the outputs differ by that rounding)\n", d.s ? d.s : on->op);
-    cuvil_sb_free(&d);
-    return rnn_node(m, on, n, in);
+    if (dq_lstm_weight(m, on, 1, 8, 9, "W") < 0 || dq_lstm_weight(m, on, 2, 10, 11, "R") < 0) return m->g->ctx->status;
+    if (cir_val(m->g, in_at(on, 1))->dtype != cir_val(m->g, in_at(on, 2))->dtype)
+        return node_err(m, on, CUVIL_ERR_UNSUPPORTED, "W and R of different types (int8 and uint8)");
+    int in[12], n = 12;
+    for (int i = 0; i < 12; i++) in[i] = in_at(on, i);
+    while (in[n - 1] < 0) n--;   /* (W_scale and R_scale are there) */
+    return rnn_node(m, on, n, in, 1);
 }
 
 /* ===== ONNX functions written as CIR nodes ================================================ */

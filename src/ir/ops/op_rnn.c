@@ -1,18 +1,53 @@
-/* op_rnn.c -- rnn (x, w, r, [b], [sequence_lens], [initial_h], [initial_c], [p]) -> [y], [y_h],
- * [y_c]: ONNX's RNN, GRU and LSTM (attribute cell, CUVIL_CELL_*), inputs and outputs in ONNX's
- * order and layouts, on cuvil_f32_rnn (emit_rnn.c). The activations are resolved by the
- * frontend into acts (CUVIL_RNN_ACT_* per direction: f, g, h) and act_alpha/act_beta. float32;
- * the sequence length and the batch may be symbolic. */
+/* op_rnn.c -- rnn (x, w, r, [b], [sequence_lens], [initial_h], [initial_c], [p], [w_scale,
+ * w_zero_point, r_scale, r_zero_point]) -> [y], [y_h], [y_c]: ONNX's RNN, GRU and LSTM
+ * (attribute cell, CUVIL_CELL_*), inputs and outputs in ONNX's order and layouts, on
+ * cuvil_f32_rnn (emit_rnn.c). The activations are resolved by the frontend into acts
+ * (CUVIL_RNN_ACT_* per direction: f, g, h) and act_alpha/act_beta. float32; the sequence length
+ * and the batch may be symbolic. With quant 1 (com.microsoft DynamicQuantizeLSTM; LSTM only):
+ * w [dirs, input, 4 hidden] and r [dirs, hidden, 4 hidden] are int8 or uint8 constants in ONNX
+ * Runtime's layout, their scales float32 per direction or per gate row, their zero points
+ * (optional) as many, of their type; on cuvil_rnn_q8. */
 #include "ir/ops/ops.h"
 
 static const char *const direction_names[] = {"forward", "reverse", "bidirectional", NULL};
 
+/* quant 1: W [dirs, input, GH] and R [dirs, hidden, GH], 8-bit constants of one type, each
+ * with a float32 scale per direction or per gate row and optionally as many zero points of
+ * its type (LSTM only: the kernel's). */
+static cuvil_status q8_weights(cir_graph *g, cir_node *n, const op_rnn *a, int64_t GH) {
+    cir_value *w = cir_in(g, n, 1), *r = cir_in(g, n, 2);
+    if (cir_attr_int(n, "cell") != CUVIL_CELL_LSTM) return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "8-bit weights are LSTM's only");
+    if ((w->dtype != CIR_I8 && w->dtype != CIR_U8) || r->dtype != w->dtype || !cir_is_const(w) || !cir_is_const(r))
+        return cir_node_err(g, n, CUVIL_ERR_MODEL, "W '%s' and R '%s' must be int8 or uint8 constants of one type", w->name, r->name);
+    if (w->dims[0] != a->dirs || w->dims[1] != a->input || w->dims[2] != GH)
+        return cir_node_err(g, n, CUVIL_ERR_SHAPE, "W '%s' must be [%d, %lld, %lld]", w->name, a->dirs, (long long)a->input,
+                            (long long)GH);
+    if (r->dims[0] != a->dirs || r->dims[1] != a->hidden || r->dims[2] != GH)
+        return cir_node_err(g, n, CUVIL_ERR_SHAPE, "R '%s' must be [%d, %lld, %lld]", r->name, a->dirs, (long long)a->hidden,
+                            (long long)GH);
+    for (int i = 8; i < 12; i += 2) {
+        cir_value *sc = cir_in(g, n, i), *zp = cir_in(g, n, i + 1);
+        const char *what = i == 8 ? "W" : "R";
+        if (!sc) return cir_node_err(g, n, CUVIL_ERR_MODEL, "%s_scale is required", what);
+        if (!cir_value_fixed(sc) || (cir_numel(sc) != a->dirs && cir_numel(sc) != a->dirs * GH))
+            return cir_node_err(g, n, CUVIL_ERR_SHAPE, "%s_scale '%s' must be float32 with %d (per direction) or %lld values (per row)",
+                                what, sc->name, a->dirs, (long long)(a->dirs * GH));
+        if (zp && (zp->dtype != w->dtype || !cir_value_fixed(zp) || cir_numel(zp) != cir_numel(sc)))
+            return cir_node_err(g, n, CUVIL_ERR_SHAPE, "%s_zero_point '%s' must have %s's type and %lld values, as its scale", what,
+                                zp->name, what, (long long)cir_numel(sc));
+    }
+    return CUVIL_OK;
+}
+
 cuvil_status op_rnn_sizes(cir_graph *g, cir_node *n, op_rnn *a) {
     cuvil_status s;
+    a->q8 = cir_attr_int(n, "quant") != 0;
     for (int i = 0; i < n->n_in; i++)
-        if (i != 4 && cir_in(g, n, i) && (s = op_need_f32(g, n, i))) return s;
+        if (i != 4 && !(a->q8 && (i == 1 || i == 2 || i == 9 || i == 11)) && cir_in(g, n, i) && (s = op_need_f32(g, n, i)))
+            return s;
     cir_value *x = cir_in(g, n, 0), *w = cir_in(g, n, 1), *r = cir_in(g, n, 2);
     int cell = (int)cir_attr_int(n, "cell");
+    if (!a->q8 && n->n_in > 8) return cir_node_err(g, n, CUVIL_ERR_MODEL, "inputs past P are quant 1's (8-bit weights' scales)");
     a->gates = cell == CUVIL_CELL_LSTM ? 4 : cell == CUVIL_CELL_GRU ? 3 : 1;
     a->dirs = cir_attr_int(n, "direction") == 2 ? 2 : 1;
     a->layout = (int)cir_attr_int(n, "layout");
@@ -25,17 +60,23 @@ cuvil_status op_rnn_sizes(cir_graph *g, cir_node *n, op_rnn *a) {
     a->input = x->dims[2];
     if (w->ndim != 3 || r->ndim != 3 || !cir_value_fixed(w) || !cir_value_fixed(r))
         return cir_node_err(g, n, CUVIL_ERR_SHAPE, "W and R must be fixed 3-D tensors [directions, gates * hidden, ...]");
-    a->hidden = cir_attr_has(n, "hidden_size") ? cir_attr_int(n, "hidden_size") : w->dims[1] / a->gates;
-    if (a->hidden < 0 || a->hidden > w->dims[1])   /* (W holds gates * hidden rows: no overflow below) */
+    const int gd = a->q8 ? 2 : 1;   /* W's and R's gate dim (8-bit: ONNX Runtime's [dirs, input, 4 hidden]) */
+    a->hidden = cir_attr_has(n, "hidden_size") ? cir_attr_int(n, "hidden_size") : w->dims[gd] / a->gates;
+    if (a->hidden < 0 || a->hidden > w->dims[gd])   /* (W holds gates * hidden rows: no overflow below) */
         return cir_node_err(g, n, CUVIL_ERR_SHAPE, "hidden_size %lld does not fit W '%s' with %lld rows",
-                            (long long)a->hidden, w->name, (long long)w->dims[1]);
+                            (long long)a->hidden, w->name, (long long)w->dims[gd]);
     const int64_t GH = a->gates * a->hidden;
-    if (a->hidden < 0 || w->dims[0] != a->dirs || w->dims[1] != GH || w->dims[2] != a->input)
-        return cir_node_err(g, n, CUVIL_ERR_SHAPE, "W '%s' must be [%d, %lld, %lld]", w->name, a->dirs, (long long)GH,
-                            (long long)a->input);
-    if (r->dims[0] != a->dirs || r->dims[1] != GH || r->dims[2] != a->hidden)
-        return cir_node_err(g, n, CUVIL_ERR_SHAPE, "R '%s' must be [%d, %lld, %lld]", r->name, a->dirs, (long long)GH,
-                            (long long)a->hidden);
+    if (a->q8) {
+        if (a->layout) return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "8-bit weights take layout 0 only");
+        if ((s = q8_weights(g, n, a, GH))) return s;
+    } else {
+        if (a->hidden < 0 || w->dims[0] != a->dirs || w->dims[1] != GH || w->dims[2] != a->input)
+            return cir_node_err(g, n, CUVIL_ERR_SHAPE, "W '%s' must be [%d, %lld, %lld]", w->name, a->dirs, (long long)GH,
+                                (long long)a->input);
+        if (r->dims[0] != a->dirs || r->dims[1] != GH || r->dims[2] != a->hidden)
+            return cir_node_err(g, n, CUVIL_ERR_SHAPE, "R '%s' must be [%d, %lld, %lld]", r->name, a->dirs, (long long)GH,
+                                (long long)a->hidden);
+    }
     cir_value *b = cir_in(g, n, 3), *sl = cir_in(g, n, 4), *p = cir_in(g, n, 7);
     if (b && (b->ndim != 2 || !cir_value_fixed(b) || b->dims[0] != a->dirs || b->dims[1] != 2 * GH))
         return cir_node_err(g, n, CUVIL_ERR_SHAPE, "B '%s' must be [%d, %lld]", b->name, a->dirs, (long long)(2 * GH));
@@ -72,7 +113,7 @@ cuvil_status op_rnn_sizes(cir_graph *g, cir_node *n, op_rnn *a) {
 }
 
 static cuvil_status rnn_infer(cir_graph *g, cir_node *n) {
-    cuvil_status s = op_check_arity(g, n, 3, 8, 0, 3);
+    cuvil_status s = op_check_arity(g, n, 3, 12, 0, 3);
     if (s) return s;
     op_rnn a;
     if ((s = op_rnn_sizes(g, n, &a))) return s;
@@ -99,7 +140,8 @@ static const cir_attr_spec rnn_attrs[] = {
     {"acts", CIR_ATTR_INTS, 0, 0, NULL, true},
     {"act_alpha", CIR_ATTR_FLOATS, 0, 0, NULL, true},
     {"act_beta", CIR_ATTR_FLOATS, 0, 0, NULL, true},
+    {"quant", CIR_ATTR_INT, 0, 0, NULL, false},
     CIR_ATTR_END,
 };
 
-const cir_opdef cir_op_rnn = {"rnn", CIR_OPF_SYM_DIMS, 3, 8, 0, 3, rnn_attrs, rnn_infer, NULL, NULL, 0};
+const cir_opdef cir_op_rnn = {"rnn", CIR_OPF_SYM_DIMS, 3, 12, 0, 3, rnn_attrs, rnn_infer, NULL, NULL, 0};

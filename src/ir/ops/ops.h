@@ -267,6 +267,7 @@ cuvil_status op_nd_params(cir_graph *g, cir_node *n, cuvil_nd_params *p, int *nd
 /* An rnn node's sizes (op_rnn.c). */
 typedef struct op_rnn {
     int gates, dirs, layout;
+    bool q8;   /* attribute quant: 8-bit w and r with their scales and zero points (inputs 8..11) */
     int64_t input, hidden;
     const cir_dim *seq, *batch;
     cuvil_rnn_act act[2][3];
