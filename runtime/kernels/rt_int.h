@@ -414,6 +414,9 @@ void cuvil_qgemm_uk_12x16__avx512vnni(int64_t k4, const void *a, const int8_t *b
                                       int accumulate);
 void cuvil_qgemm_uk_12x32__avx512vnni(int64_t k4, const void *a, const int8_t *b, int64_t bstride, int32_t *c, int64_t ldc,
                                       int accumulate);
+void cuvil_qgemm_uk_4x16__avx512vnni(int64_t k4, const void *a, const int8_t *b, int32_t *c, int64_t ldc, int accumulate);
+void cuvil_qgemm_uk_4x32__avx512vnni(int64_t k4, const void *a, const int8_t *b, int64_t bstride, int32_t *c, int64_t ldc,
+                                     int accumulate);
 /* cuvil_qgemm and cuvil_qconv with a given microkernel (the tests run each). */
 void cuvil_qgemm_with(const cuvil_qgemm_ukernel_desc *uk, int64_t M, int64_t N, int64_t K, int at, const void *A,
                       int64_t lda, const void *Ap, int bt, const void *B, int64_t ldb, const void *Bp, const void *azp,

@@ -131,7 +131,8 @@ static void run_gemm(const cuvil_qgemm_ukernel_desc *uk, const gcase *c) {
 
 static void test_gemm(const cuvil_qgemm_ukernel_desc *uk) {
     static const int64_t shapes[][3] = {{1, 1, 1},  {1, 16, 4},    {2, 17, 3},   {13, 15, 5},   {12, 33, 64},
-                                        {97, 31, 513}, {5, 257, 37}, {200, 300, 130}, {3, 5, 0}, {25, 40, 1100}};
+                                        {97, 31, 513}, {5, 257, 37}, {200, 300, 130}, {3, 5, 0}, {25, 40, 1100},
+                                        {4, 48, 700},  {1, 100, 600}};   /* (up to 4 rows: a 4-row kernel where there is one) */
     static const int types[2] = {CUVIL_T_U8, CUVIL_T_I8};
     int i = 0;
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)

@@ -60,6 +60,7 @@ const cuvil_qgemm_ukernel_desc cuvil_qgemm_ukernels[] = {
     {cuvil_qgemm_uk_6x16__avxvnni, 6, 0, 1, 0, "6x16__avxvnni", "avxvnni", NULL},
 #endif
 #if CUVIL_HAVE_AVX512
+    {cuvil_qgemm_uk_4x16__avx512vnni, 4, 0, 1, 0, "4x32__avx512vnni", "avx512vnni", cuvil_qgemm_uk_4x32__avx512vnni},
     {cuvil_qgemm_uk_12x16__avx512bw, 12, 1, 1, 0, "12x16__avx512bw", "", NULL},
     {cuvil_qgemm_uk_12x16__avx512vnni, 12, 0, 1, 0, "12x16__avx512vnni", "avx512vnni", NULL},
     {cuvil_qgemm_uk_12x16__avx512vnni, 12, 0, 1, 0, "12x32__avx512vnni", "avx512vnni", cuvil_qgemm_uk_12x32__avx512vnni},
@@ -532,6 +533,9 @@ __attribute__((noinline)) static void qgemm_packed(const cuvil_qgemm_ukernel_des
             if (k->bw == 1 && !k->w16 && !k->fn2 && cuvil_qgemm_ukernel_runs(k)) alt = k;
         if (alt) uk = alt;
     }
+    if (M <= 4 && uk->mr > 4 && uk->fn2)   /* (up to 4 rows: a 4-row kernel of the same instructions, where there is one) */
+        for (const cuvil_qgemm_ukernel_desc *k = cuvil_qgemm_ukernels; k < cuvil_qgemm_ukernels + cuvil_qgemm_n_ukernels; k++)
+            if (k->mr == 4 && k->fn2 && k->bw == uk->bw && !strcmp(k->features, uk->features)) uk = k;
     int32_t *za = (int32_t *)((char *)scratch + off), *zb = (int32_t *)((char *)za + al64((size_t)M * 4));
     const int32_t oa = at == CUVIL_T_I8 ? 128 : 0, ob = bt == CUVIL_T_U8 ? 128 : 0;
     for (int64_t m = 0; m < M; m++) za[m] = (azp && az_n ? ld8(at, azp, az_n > 1 ? m : 0) : 0) + oa;
