@@ -4,11 +4,12 @@
 Builds torchvision ResNet-50 and MobileNetV2 (seeded random weights, 1x3x224x224), quantizes each
 with onnxruntime.quantization.quantize_static (QDQ, int8 per-channel weights, int8 activations,
 8 calibration inputs of N(0, 1)), and BERT-base (transformers, seeded, 1x128 tokens) with
-quantize_dynamic (`--models bert_base`), compiles the int8 and the float32 file with cuvil-compile for
-each target this machine runs, and times them in rounds that alternate Cuvil and ONNX Runtime,
+quantize_dynamic (`--models bert_base`), and ddddocr's captcha model from its PyPI wheel
+(`--models ddddocr`: ConvInteger and a DynamicQuantizeLSTM, no float32 file), compiles the
+int8 and the float32 file with cuvil-compile for each target this machine runs, and times them in rounds that alternate Cuvil and ONNX Runtime,
 each round in its own process (bench/peer_run.py), reporting medians over all rounds.
 
-    $VENV/bin/python bench/quant_bench.py [--models resnet50,mobilenet_v2,bert_base] [--rounds 5] [--iters 20]
+    $VENV/bin/python bench/quant_bench.py [--models resnet50,mobilenet_v2,bert_base,ddddocr] [--rounds 5] [--iters 20]
         [--threads 1,2] [--targets x86_64-avx512,x86_64-avx2] [--work DIR]
 
 Each row names its target and, for x86_64-avx2, the integer microkernel: the best this CPU runs
@@ -66,9 +67,30 @@ def build_bert(work, seq=128):
     return f32, q, feed
 
 
+def build_ddddocr(work, width=160):
+    """ddddocr's captcha model (common_old.onnx from the ddddocr 1.6.1 wheel on PyPI, fetched by
+    pip): quantize_dynamic's older form, 21 ConvInteger and a bidirectional DynamicQuantizeLSTM,
+    input [1, 1, 64, image_width]. Its output's declared shape ([1, seqlen]; it is [seqlen, 1,
+    8210]) is cleared, as Cuvil refuses it. No float32 file. Returns (None, the model, the input)."""
+    q, x = work / "ddddocr_old.onnx", work / f"ddddocr_x{width}.npy"
+    if not q.exists():
+        import zipfile
+        import onnx
+        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "ddddocr==1.6.1", "-d", str(work)], check=True,
+                       capture_output=True)
+        with zipfile.ZipFile(next(work.glob("ddddocr-1.6.1-*.whl"))) as z:
+            m = onnx.load_from_string(z.read("ddddocr/common_old.onnx"))
+        m.graph.output[0].type.tensor_type.ClearField("shape")
+        onnx.save(m, str(q))
+    np.save(x, np.random.RandomState(3).rand(1, 1, 64, width).astype(np.float32))
+    return None, q, x
+
+
 def build(name, work):
     if name == "bert_base":
         return build_bert(work)[:2]
+    if name == "ddddocr":
+        return build_ddddocr(work)[:2]
     f32, qdq = work / f"{name}.onnx", work / f"{name}_qdq.onnx"
     if qdq.exists():
         return f32, qdq
@@ -137,12 +159,14 @@ def main():
     print("|---|---|---|---|---|---|---|---|---|---|")
     for name in args.models.split(","):
         f32, qdq = build(name, work)
-        inp = build_bert(work)[2] if name == "bert_base" else work / "x.npy"
+        inp = build_bert(work)[2] if name == "bert_base" else build_ddddocr(work)[2] if name == "ddddocr" else work / "x.npy"
+        dims = ["--dim", "image_width=16:512"] if name == "ddddocr" else []
         for t in targets:
             so_q, so_f = work / f"{name}_qdq_{t}.so", work / f"{name}_{t}.so"
             for onnx_path, so in ((qdq, so_q), (f32, so_f)):
-                subprocess.run([str(Path(args.build) / "bin" / "cuvil-compile"), "--model", str(onnx_path), "--output",
-                                str(so), "--target", t], check=True)
+                if onnx_path:
+                    subprocess.run([str(Path(args.build) / "bin" / "cuvil-compile"), "--model", str(onnx_path), "--output",
+                                    str(so), "--target", t] + dims, check=True)
             # (label, Cuvil's environment, ONNX Runtime's environment)
             variants = [("best here", os.environ, os.environ)]
             if t == "x86_64-avx2":
@@ -160,10 +184,12 @@ def main():
                         r = peer("ort", qdq, inp, th, args.iters, ort_env)
                         co += r["times_ms"]
                         ro.append(r["peak_rss_mb"])
-                        cf += peer("cuvil", so_f, inp, th, args.iters, env)["times_ms"]
-                    mq, mo, mf = statistics.median(cq), statistics.median(co), statistics.median(cf)
-                    print(f"| {name} | {t} | {label} | {th} | {mq:.2f} | {mo:.2f} | {mq / mo:.2f} | {mf:.2f} |"
-                          f" {mf / mq:.2f}x | {max(rq):.0f} / {max(ro):.0f} |", flush=True)
+                        if f32:
+                            cf += peer("cuvil", so_f, inp, th, args.iters, env)["times_ms"]
+                    mq, mo = statistics.median(cq), statistics.median(co)
+                    f32_cols = f"{statistics.median(cf):.2f} | {statistics.median(cf) / mq:.2f}x" if cf else "- | -"
+                    print(f"| {name} | {t} | {label} | {th} | {mq:.2f} | {mo:.2f} | {mq / mo:.2f} | {f32_cols} |"
+                          f" {max(rq):.0f} / {max(ro):.0f} |", flush=True)
 
 
 if __name__ == "__main__":
