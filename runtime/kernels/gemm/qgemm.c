@@ -245,6 +245,7 @@ size_t cuvil_qgemm_scratch_size(int64_t M, int64_t N, int64_t K, int a_packed, i
 /* ===== Driver ===================================================================== */
 typedef struct qjob {
     const cuvil_qgemm_ukernel_desc *uk;
+    const cuvil_qgemm_ukernel_desc *tail;   /* NULL, or a 4-row kernel of uk's instructions for a block's last rows */
     int64_t M, N, K, kp, mb, nb;
     int64_t mcb;                /* rows per task: up to QMC, the blocks of M as even as panels allow */
     const uint8_t *ad;          /* packed A's panels */
@@ -503,15 +504,18 @@ static void qtask(void *vctx, int64_t t, int tid) {
             const int64_t per = (slice + ((mc + mr - 1) / mr) * 64 - 1) / (((mc + mr - 1) / mr) * 64) * 64;
             int64_t pf = npf ? 0 : slice;
             if (b16) widen_b(bpan, kk, b16);
-            for (int64_t m = m0; m < m0 + mc; m += mr) {
+            for (int64_t m = m0, step; m < m0 + mc; m += step) {
+                /* (the block's last 4 or 8 rows: the 4-row kernel, a call per 4) */
+                const cuvil_qgemm_ukernel_desc *k = j->tail && m0 + mc - m <= 8 ? j->tail : uk;
+                step = k->mr;
                 const void *apan = a16 ? (const void *)(a16 + ((m - m0) / QMRP) * kk * QMRP * 4 + (m % QMRP) * 4)
                                        : (const void *)(j->ad + (m / QMRP) * j->kp * QMRP + k0 * QMRP * 4 + (m % QMRP) * 4);
                 for (const int64_t e = cuvil_min_i64(pf + per, slice); pf < e; pf += 64) {
                     __builtin_prefetch(next + pf, 0, CUVIL_QPF_HINT);
                     if (npf == 2) __builtin_prefetch(next + pstride + pf, 0, CUVIL_QPF_HINT);
                 }
-                if (two) uk->fn2(kk, apan, bpan, pstride, blk + (m - m0) * ldc + (n - n0), ldc, k0 > 0);
-                else uk->fn(kk, apan, b16 ? (const int8_t *)(const void *)b16 : bpan, blk + (m - m0) * ldc + (n - n0), ldc, k0 > 0);
+                if (two) k->fn2(kk, apan, bpan, pstride, blk + (m - m0) * ldc + (n - n0), ldc, k0 > 0);
+                else k->fn(kk, apan, b16 ? (const int8_t *)(const void *)b16 : bpan, blk + (m - m0) * ldc + (n - n0), ldc, k0 > 0);
             }
             n += np * QNR;
         }
@@ -533,15 +537,19 @@ __attribute__((noinline)) static void qgemm_packed(const cuvil_qgemm_ukernel_des
             if (k->bw == 1 && !k->w16 && !k->fn2 && cuvil_qgemm_ukernel_runs(k)) alt = k;
         if (alt) uk = alt;
     }
-    if (M <= 4 && uk->mr > 4 && uk->fn2)   /* (up to 4 rows: a 4-row kernel of the same instructions, where there is one) */
+    /* a 4-row kernel of the same instructions, where there is one: all of a product of up to 4
+     * rows, and a block's last 4 or 8 rows (128 rows: 10 panels of 12 and 8 rows, not 11 x 12) */
+    const cuvil_qgemm_ukernel_desc *tail = NULL;
+    if (uk->mr > 4 && uk->fn2)
         for (const cuvil_qgemm_ukernel_desc *k = cuvil_qgemm_ukernels; k < cuvil_qgemm_ukernels + cuvil_qgemm_n_ukernels; k++)
-            if (k->mr == 4 && k->fn2 && k->bw == uk->bw && !strcmp(k->features, uk->features)) uk = k;
+            if (k->mr == 4 && k->fn2 && k->bw == uk->bw && !strcmp(k->features, uk->features)) tail = k;
+    if (M <= 4 && tail) uk = tail, tail = NULL;
     int32_t *za = (int32_t *)((char *)scratch + off), *zb = (int32_t *)((char *)za + al64((size_t)M * 4));
     const int32_t oa = at == CUVIL_T_I8 ? 128 : 0, ob = bt == CUVIL_T_U8 ? 128 : 0;
     for (int64_t m = 0; m < M; m++) za[m] = (azp && az_n ? ld8(at, azp, az_n > 1 ? m : 0) : 0) + oa;
     for (int64_t n = 0; n < N; n++) zb[n] = (bzp && bz_n ? ld8(bt, bzp, bz_n > 1 ? n : 0) : 0) - ob;
     qjob j = {
-        .uk = uk, .M = M, .N = N, .K = K, .kp = kpad(K), .nb = (N + QNC - 1) / QNC,
+        .uk = uk, .tail = tail, .M = M, .N = N, .K = K, .kp = kpad(K), .nb = (N + QNC - 1) / QNC,
         .ad = packed_a_data(ap, M), .bd = packed_data(bp, N), .cs = packed_colsum(bp), .rs = packed_rowsum(ap),
         .za = za, .zb = zb, .e = e, .scratch = scratch,
         .blk_off = off + al64((size_t)M * 4) + al64((size_t)N * 4),
