@@ -3,8 +3,10 @@
  * "gelu_new"), five to nine elementwise nodes, each a pass over memory. Matched here, they
  * become one gelu node (approximate='tanh' for the second), which fuse_act then moves into the
  * epilogue of the GEMM that computes x. The formula's constants must be the exact ones (to a
- * relative 1e-5), every value between must be used only by the next step, and the products may
- * come in any order: (x * 0.5) * s, (s * x) * 0.5, (0.5 * s) * x, ... */
+ * relative 1e-5) or, in a float16 or bfloat16 model (computed in float32 between casts), the
+ * exact ones rounded to that type (its sqrt 2 is 1.4140625: the model's own arithmetic is no
+ * finer than that rounding), every value between must be used only by the next step, and the
+ * products may come in any order: (x * 0.5) * s, (s * x) * 0.5, (0.5 * s) * x, ... */
 #include "passes/passes_int.h"
 
 #include <math.h>
@@ -15,10 +17,12 @@ typedef struct gelu_ctx {
     int *user;   /* per value id: the one live node that reads it, or -1 (none, several, or an output) */
 } gelu_ctx;
 
-static bool is_scalar(const cir_value *v, double want) {
+static bool is_scalar(const gelu_ctx *c, const cir_value *v, double want) {
     if (!v || !cir_is_const(v) || v->dtype != CIR_F32 || cir_numel(v) != 1) return false;
-    double x = cir_const_f64(v, 0);
-    return fabs(x - want) <= 1e-5 * fabs(want);
+    const double x = cir_const_f64(v, 0);
+    if (fabs(x - want) <= 1e-5 * fabs(want)) return true;
+    const float w = (float)want;   /* (a 16-bit model: want rounded to float16 or bfloat16, exactly) */
+    return c->g->half_model && ((float)x == cir_f16_to_f32(cir_f32_to_f16(w)) || (float)x == cir_bf16_to_f32(cir_f32_to_bf16(w)));
 }
 
 /* The node that produces v, of op kind and without a fused activation, or NULL. */
@@ -47,7 +51,7 @@ static cir_value *other_in(const gelu_ctx *c, const cir_node *n, int other) {
 static cir_value *mul_by(const gelu_ctx *c, const cir_node *n, double want) {
     if (!n) return NULL;
     cir_value *a = cir_in(c->g, n, 0), *b = cir_in(c->g, n, 1);
-    return is_scalar(b, want) ? a : is_scalar(a, want) ? b : NULL;
+    return is_scalar(c, b, want) ? a : is_scalar(c, a, want) ? b : NULL;
 }
 
 /* s = 1 + f(x) found; the Gelu is x * 0.5 * s in some order. Returns the last product, whose
@@ -57,10 +61,10 @@ static cir_node *halve_times(const gelu_ctx *c, const cir_value *s, const cir_va
     if (!m1) return NULL;
     cir_value *t = other_in(c, m1, s->id), *y1 = cir_out(c->g, m1, 0);
     if (!t || t == s) return NULL;
-    if (t == x || is_scalar(t, 0.5)) {   /* (s * x) * 0.5, (s * 0.5) * x */
+    if (t == x || is_scalar(c, t, 0.5)) {   /* (s * x) * 0.5, (s * 0.5) * x */
         cir_node *f = read_by(c, y1, CIR_OP_MUL);
         cir_value *o = f ? other_in(c, f, y1->id) : NULL;
-        if (!o || (t == x ? !is_scalar(o, 0.5) : o != x)) return NULL;
+        if (!o || (t == x ? !is_scalar(c, o, 0.5) : o != x)) return NULL;
         dead[0] = m1;
         return f;
     }
@@ -80,7 +84,7 @@ static cir_node *match(const gelu_ctx *c, cir_node *e, cir_node **dead, cir_valu
     dead[nd++] = e;
     if (e->kind == CIR_OP_ERF) {   /* u = x / sqrt 2 or x * (1 / sqrt 2) */
         cir_node *d = made_by(c, u, CIR_OP_DIV), *m = made_by(c, u, CIR_OP_MUL);
-        if (d && is_scalar(cir_in(g, d, 1), 1.4142135623730951)) x = cir_in(g, d, 0);
+        if (d && is_scalar(c, cir_in(g, d, 1), 1.4142135623730951)) x = cir_in(g, d, 0);
         else if (m) x = mul_by(c, m, 0.7071067811865476);
         if (!x) return NULL;
         dead[nd++] = d ? d : m;
@@ -94,7 +98,7 @@ static cir_node *match(const gelu_ctx *c, cir_node *e, cir_node **dead, cir_valu
             cir_node *m = made_by(c, mv, CIR_OP_MUL);
             cir_value *p3 = m && c->user[mv->id] == ad->id ? mul_by(c, m, 0.044715) : NULL;
             cir_node *pw = p3 && c->user[p3->id] == m->id ? made_by(c, p3, CIR_OP_POW) : NULL;
-            if (pw && cir_in(g, pw, 0) == xc && is_scalar(cir_in(g, pw, 1), 3.0)) {
+            if (pw && cir_in(g, pw, 0) == xc && is_scalar(c, cir_in(g, pw, 1), 3.0)) {
                 x = xc;
                 dead[nd++] = k;
                 dead[nd++] = ad;
@@ -107,7 +111,7 @@ static cir_node *match(const gelu_ctx *c, cir_node *e, cir_node **dead, cir_valu
     /* s = 1 + e */
     cir_node *one = read_by(c, ev, CIR_OP_ADD);
     cir_value *s = one ? cir_out(g, one, 0) : NULL;
-    if (!one || !is_scalar(other_in(c, one, ev->id), 1.0)) return NULL;
+    if (!one || !is_scalar(c, other_in(c, one, ev->id), 1.0)) return NULL;
     dead[nd++] = one;
     cir_node *f = halve_times(c, s, x, &dead[nd]);
     if (!f) return NULL;
