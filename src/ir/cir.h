@@ -218,6 +218,11 @@ typedef struct cir_node {
      * that branch */
     int region;
     int then_region, else_region;   /* an If's two branches (0: none); a loop's body in then_region */
+    /* an If's branch that cannot run at the sizes compiled for (1 then, 2 else; 0 none): its
+     * nodes are dead, and the run fails with fail_msg (shape inference's reason) when the
+     * condition picks it (pass_shape_infer.c) */
+    int fail_branch;
+    const char *fail_msg;
 } cir_node;
 
 /* A named dim. value: what shapes are built with (the fixed value, or for a symbolic one the

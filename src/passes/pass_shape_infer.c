@@ -232,6 +232,44 @@ static bool takes_symbolic(cir_graph *g, const cir_node *n, bool dims) {
     return false;
 }
 
+/* Node n, in a branch of an If whose condition only the run knows, cannot be inferred (status
+ * s, message on the context): at the sizes compiled for, that branch cannot run. TorchScript's
+ * exports carry such branches (silero-vad's 8 kHz path, its sizes those of a 256-sample chunk,
+ * beside the 16 kHz one compiled for 512 samples); ONNX Runtime fails only if a run takes one.
+ * So does Cuvil: the branch's nodes die, the If takes its outputs from the other branch, and the
+ * run fails with this reason when the condition picks the dead one (cg_emit_if). Not for a loop's
+ * body, nor when the If's other branch already failed. Returns true when it did. */
+static bool drop_branch(cir_graph *g, const cir_node *n, cuvil_status s) {
+    const int r = n->region;
+    if (r <= 0 || r >= g->n_regions || g->regions[r].loop || g->regions[r].cond < 0 ||
+        (s != CUVIL_ERR_SHAPE && s != CUVIL_ERR_MODEL && s != CUVIL_ERR_UNSUPPORTED))
+        return false;
+    cir_node *f = NULL;
+    for (int j = 0; j < g->n_nodes && !f; j++) {
+        cir_node *c = cir_node_at(g, j);
+        if (!c->dead && c->kind == CIR_OP_IF && (c->then_region == r || c->else_region == r)) f = c;
+    }
+    const int side = g->regions[r].is_else ? 2 : 1;
+    if (!f || f->fail_branch || (side == 1 ? f->then_region : f->else_region) != r) return false;
+    const char *why = cuvil_errmsg(g->ctx);
+    char *msg = cuvil_arena_strdup(&g->arena, why ? why : "?");
+    if (!msg) return false;
+    for (int j = 0; j < g->n_nodes; j++) {
+        cir_node *c = cir_node_at(g, j);
+        if (!c->dead && c->region && cir_region_within(g, c->region, r)) c->dead = true;
+    }
+    f->fail_branch = side;
+    f->fail_msg = msg;
+    cuvil_sb note = {0};
+    cuvil_sb_safe_text(&note, f->name, 200);
+    fprintf(stderr, "cuvil: note: If '%s': its %s branch cannot run at these sizes; a run that takes it fails (%s)\n",
+            note.s ? note.s : "?", side == 1 ? "then" : "else", msg);
+    cuvil_sb_free(&note);
+    cuvil_err_clear(g->ctx);
+    g->ctx->status = CUVIL_OK;
+    return true;
+}
+
 cuvil_status cuvil_pass_shape_infer(cir_graph *g, const cuvil_options *o) {
     for (int i = 0; i < g->n_nodes; i++) {
         cir_node *n = cir_node_at(g, i);
@@ -273,6 +311,7 @@ cuvil_status cuvil_pass_shape_infer(cir_graph *g, const cuvil_options *o) {
             i--;
             continue;
         }
+        if (s && drop_branch(g, n, s)) continue;
         if (s) return s;
         if (n->half != CIR_UNDEF && !n->half_out_done) {
             if ((s = half_out(g, i))) return s;

@@ -8,6 +8,8 @@ the run finds. References: ONNX Runtime, PyTorch (TorchScript exports of data-de
 flow)."""
 from __future__ import annotations
 
+import subprocess
+
 import numpy as np
 import onnx
 import pytest
@@ -88,6 +90,36 @@ def test_if_constant_condition_keeps_one_branch(tmp_path):
     model = cuvil.load(tl.compile(path, tmp_path / "b"))
     x = np.random.default_rng(2).standard_normal((3, 5)).astype(np.float32)
     np.testing.assert_allclose(model(x=x), x + x, rtol=1e-6)
+
+
+@pytest.mark.parametrize("failing", ["else", "both"])
+def test_if_branch_that_cannot_run_fails_only_when_taken(tmp_path, failing):
+    """A run-time condition (an input) whose else branch cannot be inferred at the sizes compiled
+    for (x [N, 5] times itself, compiled at N = 3; TorchScript exports carry such branches: silero-vad's
+    8 kHz path at a 512-sample chunk). The model compiles with a note; the then branch matches
+    ONNX Runtime, and a run that takes the else branch fails naming the If and the reason, as
+    ONNX Runtime's does. When neither branch can run, the compile fails."""
+    bad = helper.make_node("MatMul", ["x", "x"], ["ye"])
+    then_g = _branch("then", [helper.make_node("Add", ["x", "x"], ["yt"]) if failing == "else" else
+                              helper.make_node("MatMul", ["x", "x"], ["yt"])], [("yt", TensorProto.FLOAT)])
+    else_g = _branch("else", [bad], [("ye", TensorProto.FLOAT)])
+    g = helper.make_graph([helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g, name="pick")], "dead",
+                          [_vi("x", TensorProto.FLOAT, ["N", 5]), _vi("c", TensorProto.BOOL, [])], [_vi("y", TensorProto.FLOAT, None)])
+    path = _save(tmp_path, "dead", g)
+    so = tmp_path / "dead.so"
+    p = subprocess.run([str(tl.bin_path("cuvil-compile")), "--model", str(path), "--output", str(so), "--dim", "N=3"],
+                       capture_output=True, text=True)
+    if failing == "both":
+        assert p.returncode != 0 and "MatMul" in p.stderr and not so.exists(), p.stderr
+        return
+    assert p.returncode == 0 and "If 'pick': its else branch cannot run at these sizes" in p.stderr, p.stderr
+    model = cuvil.load(so)
+    x = np.random.default_rng(3).standard_normal((3, 5)).astype(np.float32)
+    np.testing.assert_allclose(model(x=x, c=np.array(True)), tl.ort_run(path, {"x": x, "c": np.array(True)})["y"], rtol=1e-6)
+    with pytest.raises(cuvil.CuvilError, match=r"If 'pick'.*else branch cannot run at the sizes compiled for: MatMul"):
+        model(x=x, c=np.array(False))
+    with pytest.raises(Exception):   # (ONNX Runtime: the MatMul's shapes)
+        tl.ort_run(path, {"x": x, "c": np.array(False)})
 
 
 class _DataDependent(torch.nn.Module):

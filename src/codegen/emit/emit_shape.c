@@ -122,9 +122,20 @@ cuvil_status cg_emit_if(cg_ctx *cg, cir_graph *g, cir_node *n) {
         return CUVIL_OK;
     }
     cg_printf(cg, "    if (*(const uint8_t *)%s) {\n", cg_in(cg, n->in[0]));
-    if_copies(cg, g, n, 0, "    ");
+    if (n->fail_branch == 1) cg_printf(cg, "        return 1;   /* (this branch cannot run at these sizes) */\n");
+    else if_copies(cg, g, n, 0, "    ");
     cg_printf(cg, "    } else {\n");
-    if_copies(cg, g, n, 1, "    ");
+    if (n->fail_branch == 2) cg_printf(cg, "        return 1;   /* (this branch cannot run at these sizes) */\n");
+    else if_copies(cg, g, n, 1, "    ");
     cg_printf(cg, "    }\n");
+    if (n->fail_branch) {
+        cuvil_sb b = {0};
+        cuvil_sb_printf(&b, "its %s branch cannot run at the sizes compiled for: %.400s", n->fail_branch == 1 ? "then" : "else",
+                        n->fail_msg);
+        char *what = b.s ? cuvil_arena_strdup(&g->arena, b.s) : NULL;
+        cuvil_sb_free(&b);
+        if (!what) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+        cg_fallible(cg, what);
+    }
     return CUVIL_OK;
 }

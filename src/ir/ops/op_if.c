@@ -3,7 +3,8 @@
  * cond (one bool) picks them (codegen.c); the node itself copies the picked branch's values into
  * its outputs. An output whose dims differ between the branches takes sizes the run finds
  * (op_found_dim: at most the larger branch's). A constant cond leaves the other branch out
- * (its inputs here become -1, and shape inference skips its nodes). */
+ * (its inputs here become -1, and shape inference skips its nodes); so does a branch that cannot
+ * run at the sizes compiled for (fail_branch: the run fails if it is picked). */
 #include "ir/ops/ops.h"
 
 static cuvil_status if_infer(cir_graph *g, cir_node *n) {
@@ -15,7 +16,11 @@ static cuvil_status if_infer(cir_graph *g, cir_node *n) {
         return cir_node_err(g, n, CUVIL_ERR_MODEL, "its condition '%s' must be one bool", c ? c->name : "?");
     if (cir_is_const(c)) {   /* one branch: the other's values are not needed */
         bool pick = ((const uint8_t *)c->data)[0] != 0;
+        if (n->fail_branch == (pick ? 1 : 2))
+            return cir_node_err(g, n, CUVIL_ERR_SHAPE, "the branch its condition takes cannot run: %s", n->fail_msg);
         for (int i = 0; i < k; i++) n->in[1 + (pick ? k : 0) + i] = -1;
+    } else if (n->fail_branch) {   /* a branch that cannot run at these sizes (shape inference): the other's */
+        for (int i = 0; i < k; i++) n->in[1 + (n->fail_branch == 2 ? k : 0) + i] = -1;
     }
     for (int i = 0; i < k; i++) {
         cir_value *t = cir_in(g, n, 1 + i), *e = cir_in(g, n, 1 + k + i), *y = cir_out(g, n, i);
