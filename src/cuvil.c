@@ -58,6 +58,30 @@ static cuvil_status pick_prefix(cuvil_ctx *ctx, const cuvil_options *o, const ch
     return CUVIL_OK;
 }
 
+/* A shape error (status s) of a graph with symbolic dims that no --dim or --shape gave: they
+ * were compiled at 1, which is often the reason (a reflect Pad wider than 1, a window larger
+ * than the input), so the message names them and how to set them. Returns s. */
+static cuvil_status dims_hint(cuvil_ctx *ctx, const cir_graph *g, cuvil_status s) {
+    if (s != CUVIL_ERR_SHAPE && s != CUVIL_ERR_MODEL && s != CUVIL_ERR_UNSUPPORTED) return s;
+    cuvil_sb b = {0};
+    int n = 0;
+    for (int i = 0; i < g->n_syms; i++)
+        if (g->syms[i].defaulted) {
+            cuvil_sb_puts(&b, n++ ? ", " : "");
+            cuvil_sb_safe_text(&b, g->syms[i].name, 80);
+        }
+    if (n && b.s && !b.oom) {
+        cuvil_sb m = {0};
+        cuvil_sb_puts(&m, cuvil_errmsg(ctx));
+        cuvil_sb_printf(&m, " (the symbolic dim%s %s, given no --dim, %s compiled at 1: --dim NAME=N sets one, "
+                            "--dim NAME=LO:HI a range)", n > 1 ? "s" : "", b.s, n > 1 ? "were" : "was");
+        if (m.s && !m.oom) cuvil_err(ctx, s, "%s", m.s);
+        cuvil_sb_free(&m);
+    }
+    cuvil_sb_free(&b);
+    return s;
+}
+
 /* Passes, then the output o asks for. model_path: the model file (for output checks), or NULL
  * for a built graph. */
 cuvil_status cuvil_compile_cir(cuvil_ctx *ctx, cir_graph *g, const cuvil_options *o, const char *model_path,
@@ -65,7 +89,7 @@ cuvil_status cuvil_compile_cir(cuvil_ctx *ctx, cir_graph *g, const cuvil_options
     cuvil_status s;
     g->target = target;
     g->opt_level = o->opt_level;
-    if ((s = cuvil_run_passes(g, o))) return s;
+    if ((s = cuvil_run_passes(g, o))) return dims_hint(ctx, g, s);
     if (o->emit == CUVIL_EMIT_IR || o->emit == CUVIL_EMIT_DOT) {
         cuvil_sb sb = {0};
         if (o->emit == CUVIL_EMIT_IR) {

@@ -236,6 +236,7 @@ typedef struct cir_sym {
      * s the table's symbol dsym (ranging over min/step .. max/step); NULL and -1 otherwise */
     const cir_dim *e;
     int dsym;
+    bool defaulted;            /* neither --dim nor --shape gave it: compiled at 1 */
 } cir_sym;
 
 /* The most elements of a value known as expressions (cir_value.sval): shapes and the like. */

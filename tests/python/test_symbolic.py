@@ -631,3 +631,22 @@ def test_reshape_count_mismatch_names_input_then_output(tmp_path):
     so = tl.compile(path, tmp_path / "b", dims={"n": "1:10000"})
     with pytest.raises(tl.CuvilError, match=r"element counts of input and output differ \(1792 and 8192\)"):
         tl.run(so, {"x": np.zeros(1792, np.float32)}, tmp_path / "run")
+
+
+def test_shape_error_names_the_dims_left_at_1(tmp_path):
+    """A reflect Pad of 3 on a symbolic axis: compiled without --dim the axis is 1, and the error
+    says which symbolic dims no --dim gave (silero-vad's, a first compile's surprise); with --dim
+    it compiles and matches ONNX Runtime."""
+    g = helper.make_graph([helper.make_node("Pad", ["x", "p"], ["y"], mode="reflect")], "pad",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["rows", "n"])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          [helper.make_tensor("p", TensorProto.INT64, [4], [0, 3, 0, 3])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    path = tmp_path / "pad.onnx"
+    onnx.save(m, path)
+    with pytest.raises(tl.CuvilError, match=r"symbolic dims rows, n, given no --dim, were compiled at 1"):
+        tl.compile(path, tmp_path / "a")
+    so = tl.compile(path, tmp_path / "b", dims={"rows": "2", "n": "4:64"})
+    x = np.random.default_rng(0).standard_normal((2, 9)).astype(np.float32)
+    np.testing.assert_array_equal(tl.run(so, {"x": x}, tmp_path / "r")["y"], tl.ort_run(path, {"x": x})["y"])

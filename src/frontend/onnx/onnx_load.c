@@ -96,8 +96,10 @@ static int sym_get(loader *L, const char *name) {
         if (!strcmp(g->syms[i].name, name)) return i;
     if (g->n_syms == (int)(sizeof g->syms / sizeof g->syms[0])) return -1;
     int64_t val = 1, lo = 0, hi = 0, step = 1;
+    bool given = false;
     for (int i = 0; i < L->o->n_dims; i++)
         if (!strcmp(L->o->dims[i].name, name)) {
+            given = true;
             if (L->o->dims[i].max > 0) {
                 lo = L->o->dims[i].min;
                 hi = val = L->o->dims[i].max;   /* the upper bound */
@@ -114,6 +116,7 @@ static int sym_get(loader *L, const char *name) {
     s->min = lo;
     s->max = hi;
     s->step = step;
+    s->defaulted = !given;
     return g->n_syms++;
 }
 
@@ -556,6 +559,7 @@ static cuvil_status load_inputs(loader *L, const Onnx__GraphProto *gp) {
                 L->bound_input[syms[k]] = name;
                 L->bound_dim[syms[k]] = k;
             }
+            if (sd && (sd->value > 0 || sd->max > 0)) sy->defaulted = false;
             if (sd && sd->value > 0) {          /* fixed by --shape */
                 sy->value = sd->value;
                 sy->min = sy->max = 0;
