@@ -429,6 +429,7 @@ cuvil_status cuvil_quantize_compile(cuvil_ctx *ctx, const cuvil_onnx_model *mode
         static const char *const meth[] = {"minmax", "percentile", "entropy"};
         fprintf(stderr, "cuvil: quantize: %d convolutions and matrix products in int8, %d activations quantized (uint8, "
                         "%s calibration on %d input sets)", st.n_nodes, st.n_pts, meth[o->calibration], n_sets);
+        if (st.n_lstm) fprintf(stderr, "; %d LSTM%s on int8 weights (X and h quantized as they run)", st.n_lstm, st.n_lstm > 1 ? "s" : "");
         if (st.n_kept) fprintf(stderr, "; %d kept in float32: %s%s", st.n_kept, st.kept, strlen(st.kept) > sizeof st.kept - 90 ? ", ..." : "");
         fprintf(stderr, "\n");
     }

@@ -2,6 +2,7 @@
  * either makes them graph outputs (calibration) or puts QuantizeLinear/DequantizeLinear pairs
  * on them and int8 weights under the chosen nodes, for fold_qdq to fold (quant_int.h says how
  * the two compiles fit together). Runs only when the driver set g->quant. */
+#include "ir/ops/ops.h"
 #include "passes/passes_int.h"
 #include "passes/quant_int.h"
 
@@ -320,6 +321,65 @@ static const char *int4_weights(cir_graph *g, int id, cuvil_status *st) {
     return NULL;
 }
 
+/* LSTM node id on 8-bit weights (rnn quant 1, as com.microsoft DynamicQuantizeLSTM): W [D, 4H, I]
+ * and R [D, 4H, H] per gate row symmetric int8 (scale max |w| / 127, rounded to nearest even),
+ * stored in the kernel's [D, I, 4H] and [D, H, 4H]; X and h are quantized as the model runs (no
+ * calibration). NULL when done (or *st set), else why not. */
+static const char *lstm_weights(cir_graph *g, int id, cuvil_status *st) {
+    cir_node *n = cir_node_at(g, id);
+    cir_value *w = cir_in(g, n, 1), *r = cir_in(g, n, 2);
+    if (cir_attr_int(n, "quant")) return NULL;   /* (8-bit already: a DynamicQuantizeLSTM) */
+    if (cir_attr_int(n, "cell") != CUVIL_CELL_LSTM) return "GRU and RNN stay float32";
+    if (cir_attr_int(n, "layout")) return "layout 1";
+    if (!const_f32(w) || !const_f32(r) || !act_f32(cir_in(g, n, 0))) return "not float32 input times constant weights";
+    op_rnn a;
+    if ((*st = op_rnn_sizes(g, n, &a))) return NULL;
+    const int64_t D = a.dirs, GH = 4 * a.hidden, I = a.input, H = a.hidden;
+    int *in = cuvil_arena_alloc(&g->arena, sizeof(int) * 13);
+    int8_t *wq = cuvil_malloc((size_t)(D * I * GH) + 1), *rq = cuvil_malloc((size_t)(D * H * GH) + 1);
+    float *sc = cuvil_malloc(sizeof(float) * (size_t)(2 * D * GH) + 1);
+    if (!in || !wq || !rq || !sc) {
+        cuvil_free(wq), cuvil_free(rq), cuvil_free(sc);
+        *st = cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    for (int which = 0; which < 2; which++) {
+        const float *src = which ? r->data : w->data;
+        const int64_t K = which ? H : I;
+        int8_t *q = which ? rq : wq;
+        float *s = sc + which * D * GH;
+        for (int64_t d = 0; d < D; d++)
+            for (int64_t row = 0; row < GH; row++) {   /* a gate row: K weights [d, row, 0..K) */
+                const float *x = src + (d * GH + row) * K;
+                float m = 0.0f;
+                for (int64_t k = 0; k < K; k++) m = fabsf(x[k]) > m ? fabsf(x[k]) : m;
+                const float scale = m > 0.0f ? m / 127.0f : 1.0f;
+                s[d * GH + row] = scale;
+                for (int64_t k = 0; k < K; k++) {
+                    float v = nearbyintf(x[k] / scale);
+                    v = v < -127.0f ? -127.0f : v > 127.0f ? 127.0f : v;
+                    q[(d * K + k) * GH + row] = (int8_t)v;
+                }
+            }
+    }
+    const int64_t wd[3] = {D, I, GH}, rd[3] = {D, H, GH}, sd[2] = {D, GH};
+    const int wi = named_const(g, n->name, "W_int8", CIR_I8, 3, wd, wq), ri = named_const(g, n->name, "R_int8", CIR_I8, 3, rd, rq);
+    const int wsi = named_const(g, n->name, "W_scale", CIR_F32, 2, sd, sc), rsi = named_const(g, n->name, "R_scale", CIR_F32, 2, sd,
+                                                                                              sc + D * GH);
+    cuvil_free(wq), cuvil_free(rq), cuvil_free(sc);
+    if (wi < 0 || ri < 0 || wsi < 0 || rsi < 0) {
+        *st = g->ctx->status ? g->ctx->status : cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    for (int k = 0; k < 12; k++) in[k] = k < n->n_in ? n->in[k] : -1;
+    in[1] = wi, in[2] = ri, in[8] = wsi, in[9] = -1, in[10] = rsi, in[11] = -1;
+    n->in = in;
+    n->n_in = 11;
+    const cuvil_attr q = {.name = "quant", .type = CUVIL_ATTR_INT, .i = 1};
+    if ((*st = cir_node_set_attr(g, n, &q)) || (*st = n->def->infer(g, n))) return NULL;
+    return NULL;
+}
+
 cuvil_status cuvil_pass_quantize(cir_graph *g, const cuvil_options *o) {
     (void)o;
     cuvil_quant_state *st = g->quant;
@@ -378,6 +438,13 @@ cuvil_status cuvil_pass_quantize(cir_graph *g, const cuvil_options *o) {
             st->n_weights += !s;
         }
         for (int k = 0; !s && k < n_pts; k++) s = put_qdq(g, pts[k], &st->pts[k]);
+        for (int i = 0; !s && i < g->n_nodes; i++) {   /* LSTMs: 8-bit weights, X and h quantized as they run */
+            cir_node *n = cir_node_at(g, i);
+            if (n->dead || n->kind != CIR_OP_RNN) continue;
+            const char *why = n->region ? "inside an If or Loop" : kept_by_user(st->o, n) ? "--keep-float" : lstm_weights(g, i, &s);
+            if (!s && why) note_kept(st, n, why);
+            else if (!s && cir_attr_int(n, "quant")) st->n_lstm++;
+        }
         if (!s) cir_graph_count_uses(g);
     }
     cuvil_free(pts);

@@ -5,7 +5,9 @@
  * float32 input of every convolution (depthwise ones too), MatMul and Gemm with constant
  * weights, and each one's result (after the Relu or Clip that alone reads it), unless that
  * result is a graph output; then the result of each Add both of whose inputs are points. Nodes named by --keep-float (by node name or op) are left
- * out. The driver compiles the float model once with every point as an extra graph output
+ * out. An LSTM (float32 input, constant weights, layout 0) takes int8 weights per gate row and
+ * quantizes X and h as it runs (rnn quant 1, as ONNX Runtime's quantize_dynamic writes it):
+ * no point, no calibration. The driver compiles the float model once with every point as an extra graph output
  * (QUANT_CALIBRATE), runs it on the calibration sets, and turns the values seen into a scale
  * and a zero point per point (QUANT_APPLY): the pass then puts a QuantizeLinear/
  * DequantizeLinear pair (uint8, per tensor) on each point and a DequantizeLinear of int8
@@ -43,6 +45,7 @@ typedef struct cuvil_quant_state {
     int n_names;
     /* what the pass did, for the report */
     int n_nodes, n_weights, n_kept;
+    int n_lstm;                /* LSTMs on 8-bit weights (X and h quantized as they run) */
     char kept[512];            /* the first nodes left in float32 and why */
 } cuvil_quant_state;
 

@@ -202,6 +202,58 @@ def test_histogram_calibrations_and_keep_float(tmp_path, method):
     assert float(np.abs(got - flt).max()) < 0.05 * float(np.abs(flt).max()), (got, flt)
 
 
+def _int8_rows(w):
+    """w [D, 4H, K] per gate row symmetric int8 (scale max |w| / 127, half to even) in
+    DynamicQuantizeLSTM's [D, K, 4H], and the scales [D, 4H]: what the quantizer promises."""
+    m = np.abs(w).max(axis=2)
+    sc = np.where(m > 0, m / np.float32(127), np.float32(1)).astype(np.float32)
+    q = np.clip(np.rint(w / sc[:, :, None]), -127, 127).astype(np.int8)
+    return q.transpose(0, 2, 1).copy(), sc
+
+
+def test_lstm_quantized_as_dynamic_quantize_lstm(tmp_path):
+    """--quantize int8 gives an LSTM int8 weights per gate row and quantizes X and h as the model
+    runs (no calibration point): against ONNX Runtime's DynamicQuantizeLSTM on the weights
+    quantized here, to float32 rounding, and near the float32 model; the report counts it, and
+    --keep-float LSTM leaves it in float32 with a note."""
+    rng = tl.seeded_rng("quantizer-lstm")
+    S, I, H, D = 6, 12, 16, 2
+    w = rng.normal(0, 0.3, (D, 4 * H, I)).astype(np.float32)
+    r = rng.normal(0, 0.3, (D, 4 * H, H)).astype(np.float32)
+    b = rng.normal(0, 0.1, (D, 8 * H)).astype(np.float32)
+    x_vi = helper.make_tensor_value_info("x", TensorProto.FLOAT, [S, 1, I])
+    y_vi = helper.make_tensor_value_info("y", TensorProto.FLOAT, [S, D, 1, H])
+    node = helper.make_node("LSTM", ["x", "W", "R", "B"], ["y"], hidden_size=H, direction="bidirectional", name="lstm")
+    g = helper.make_graph([node], "lstm", [x_vi], [y_vi], [numpy_helper.from_array(a, n) for a, n in ((w, "W"), (r, "R"), (b, "B"))])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    path = tmp_path / "lstm.onnx"
+    onnx.save(m, path)
+    cal = tmp_path / "cal"
+    cal.mkdir()
+    sets = [rng.normal(0, 1, (S, 1, I)).astype(np.float32) for _ in range(3)]
+    for k, a in enumerate(sets):
+        np.save(cal / f"{k}.npy", a)
+    proc = tl.compile_raw(path, tmp_path / "q.so", extra=["--quantize", "int8", "--calibrate", cal])
+    assert proc.returncode == 0 and "1 LSTM on int8 weights" in proc.stderr, proc.stderr
+    (wq, ws), (rq, rs) = _int8_rows(w), _int8_rows(r)
+    z = numpy_helper.from_array(np.zeros((D, 4 * H), np.int8), "z")
+    dq = helper.make_node("DynamicQuantizeLSTM", ["x", "Wq", "Rq", "B", "", "", "", "", "ws", "z", "rs", "z"], ["y"],
+                          domain="com.microsoft", hidden_size=H, direction="bidirectional")
+    ref = helper.make_model(helper.make_graph([dq], "ref", [x_vi], [y_vi], [
+        numpy_helper.from_array(a, n) for a, n in ((wq, "Wq"), (rq, "Rq"), (b, "B"), (ws, "ws"), (rs, "rs"))] + [z]),
+        opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
+    ref.ir_version = 8
+    for x in sets:
+        got = tl.run(tmp_path / "q.so", {"x": x}, tmp_path / "run")["y"]
+        want = tl.ort_run(ref, {"x": x})["y"]
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-5 * np.abs(want).max())
+        flt = tl.ort_run(path, {"x": x})["y"]
+        assert np.abs(got - flt).max() <= 0.05 * np.abs(flt).max()
+    proc = tl.compile_raw(path, tmp_path / "k.so", extra=["--quantize", "int8", "--calibrate", cal, "--keep-float", "LSTM"])
+    assert proc.returncode == 0 and "LSTM 'lstm' (--keep-float)" in proc.stderr and "on int8 weights" not in proc.stderr, proc.stderr
+
+
 def test_bad_quantize_requests(tmp_path):
     path = cnn(tmp_path / "cnn.onnx", tl.seeded_rng("quantizer-cnn"))
     cal, _ = calibration(tmp_path, n=2)
