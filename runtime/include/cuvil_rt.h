@@ -687,7 +687,10 @@ int cuvil_f32_rnn_packed(const cuvil_rnn_params *p, const float *x, const float 
  * it (ONNX Runtime's kernel): the products on the integer GEMM, each of its float operands
  * quantized first as DynamicQuantizeLinear does (uint8, the range of the operand and 0): x once
  * for every step's input projection (the steps up to the longest sequence length), h (all batch
- * rows together) before each step's product with r. Layout 0 only. The
+ * rows together) before each step's product with r. Layout 0 only. (ONNX Runtime quantizes h
+ * the same way for one batch row, or several on one thread; with sequence lengths that differ
+ * across the batch it zeroes finished rows' h and aligns reversed rows, so there the 8-bit
+ * rounding of h may differ from Cuvil's.) The
  * int32 sums times (the operand's scale x the weights' scale) are the float products; the cell
  * is cuvil_f32_rnn's. w [dirs, input, 4 hidden] and r [dirs, hidden, 4 hidden] (wt: CUVIL_T_I8
  * or CUVIL_T_U8; ONNX Runtime's layout, the gates in LSTM's order) packed when the model compiles

@@ -276,6 +276,7 @@ typedef struct cir_graph {
     /* some float16/bfloat16 nodes are computed in float32 between casts (a 16-bit model): its
      * weights are stored in 16 bits where that type holds them exactly (codegen's plan_w16) */
     bool half_model;
+    uint8_t half_types;        /* which: 1 float16, 2 bfloat16 */
     int opt_level;             /* the options' opt level, for the lowering stage */
     struct cuvil_quant_state *quant;   /* --quantize int8: what pass quantize does (passes/quant_int.h) */
     /* each packed constant by what it was made from (src/lower/pack.c): one weight

@@ -4,7 +4,7 @@
  * become one gelu node (approximate='tanh' for the second), which fuse_act then moves into the
  * epilogue of the GEMM that computes x. The formula's constants must be the exact ones (to a
  * relative 1e-5) or, in a float16 or bfloat16 model (computed in float32 between casts), the
- * exact ones rounded to that type (its sqrt 2 is 1.4140625: the model's own arithmetic is no
+ * exact ones rounded to that type (a type the model computes in) (its sqrt 2 is 1.4140625: the model's own arithmetic is no
  * finer than that rounding), every value between must be used only by the next step, and the
  * products may come in any order: (x * 0.5) * s, (s * x) * 0.5, (0.5 * s) * x, ... */
 #include "passes/passes_int.h"
@@ -22,7 +22,8 @@ static bool is_scalar(const gelu_ctx *c, const cir_value *v, double want) {
     const double x = cir_const_f64(v, 0);
     if (fabs(x - want) <= 1e-5 * fabs(want)) return true;
     const float w = (float)want;   /* (a 16-bit model: want rounded to float16 or bfloat16, exactly) */
-    return c->g->half_model && ((float)x == cir_f16_to_f32(cir_f32_to_f16(w)) || (float)x == cir_bf16_to_f32(cir_f32_to_bf16(w)));
+    return ((c->g->half_types & 1) && (float)x == cir_f16_to_f32(cir_f32_to_f16(w))) ||
+           ((c->g->half_types & 2) && (float)x == cir_bf16_to_f32(cir_f32_to_bf16(w)));
 }
 
 /* The node that produces v, of op kind and without a fused activation, or NULL. */

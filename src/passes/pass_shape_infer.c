@@ -127,6 +127,7 @@ static cuvil_status half_in(cir_graph *g, int i) {
         if (v && !h && (v->dtype == CIR_F16 || v->dtype == CIR_BF16)) h = v, half = v->dtype;
     }
     CUVIL_ASSERT(h);
+    g->half_types |= half == CIR_F16 ? 1 : 2;
     /* ops whose float inputs share one type T in ONNX: a float32 among float16 ones is an error
      * (resize's scales, batch norm's statistics and pow's exponent may differ) */
     bool one_t = n->kind == CIR_OP_CONV || n->kind == CIR_OP_CONV_TRANSPOSE || n->kind == CIR_OP_GEMM ||
@@ -258,12 +259,23 @@ static bool drop_branch(cir_graph *g, const cir_node *n, cuvil_status s) {
         cir_node *c = cir_node_at(g, j);
         if (!c->dead && c->region && cir_region_within(g, c->region, r)) c->dead = true;
     }
+    /* the size checks those nodes asked for go with them (the run would make them on the
+     * other branch's way; a live node that assumes the same asks again) */
+    int kept = 0;
+    for (int k = 0; k < g->n_guards; k++) {
+        const cir_guard *gd = &g->guards[k];
+        const cir_node *c = gd->node_id >= 0 && gd->node_id < g->n_nodes ? cir_node_at(g, gd->node_id) : NULL;
+        if (c && c->dead && c->region && cir_region_within(g, c->region, r)) continue;
+        g->guards[kept++] = *gd;
+    }
+    g->n_guards = kept;
     f->fail_branch = side;
     f->fail_msg = msg;
     cuvil_sb note = {0};
     cuvil_sb_safe_text(&note, f->name, 200);
-    fprintf(stderr, "cuvil: note: If '%s': its %s branch cannot run at these sizes; a run that takes it fails (%s)\n",
-            note.s ? note.s : "?", side == 1 ? "then" : "else", msg);
+    cuvil_sb_printf(&note, "': its %s branch cannot run at these sizes; a run that takes it fails (", side == 1 ? "then" : "else");
+    cuvil_sb_safe_text(&note, msg, 600);
+    fprintf(stderr, "cuvil: note: If '%s)\n", note.s ? note.s : "?");
     cuvil_sb_free(&note);
     cuvil_err_clear(g->ctx);
     g->ctx->status = CUVIL_OK;

@@ -122,6 +122,36 @@ def test_if_branch_that_cannot_run_fails_only_when_taken(tmp_path, failing):
         tl.ort_run(path, {"x": x, "c": np.array(False)})
 
 
+def test_if_dead_branch_leaves_no_size_check_and_a_late_constant_condition_is_refused(tmp_path):
+    """The dropped branch's size assumptions go with it: its Add of x [3, 5] and x2 [K, 5] (K a
+    range) would check K against 3, and a run of the other branch with K = 5 must not fail on
+    it. A condition that folds to a constant only after shape inference (ReduceMax over 5000
+    products: folded late) and picks the branch that cannot run fails the compile."""
+    then_g = _branch("then", [helper.make_node("Identity", ["x"], ["yt"])], [("yt", TensorProto.FLOAT)])
+    else_g = _branch("else", [helper.make_node("Add", ["x", "x2"], ["s"]), helper.make_node("MatMul", ["s", "s"], ["ye"])],
+                     [("ye", TensorProto.FLOAT)])
+    g = helper.make_graph([helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g, name="pick")], "guards",
+                          [_vi("x", TensorProto.FLOAT, ["N", 5]), _vi("x2", TensorProto.FLOAT, ["K", 5]), _vi("c", TensorProto.BOOL, [])],
+                          [_vi("y", TensorProto.FLOAT, None)])
+    path = _save(tmp_path, "guards", g)
+    model = cuvil.load(tl.compile(path, tmp_path / "b", dims={"N": "3", "K": "1:8"}))
+    x = np.random.default_rng(4).standard_normal((3, 5)).astype(np.float32)
+    np.testing.assert_array_equal(model(x=x, x2=np.ones((5, 5), np.float32), c=np.array(True)), x)
+    with pytest.raises(cuvil.CuvilError, match=r"else branch cannot run"):
+        model(x=x, x2=np.ones((3, 5), np.float32), c=np.array(False))
+    # the condition: ReduceMax(w * 2) > 0 on 5000 weights of -1, known only once folding runs
+    nodes = [helper.make_node("Mul", ["w", "two"], ["w2"]), helper.make_node("ReduceMax", ["w2"], ["m"], keepdims=0),
+             helper.make_node("Greater", ["m", "zero"], ["c"]),
+             helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g, name="pick")]
+    g = helper.make_graph(nodes, "late", [_vi("x", TensorProto.FLOAT, ["N", 5]), _vi("x2", TensorProto.FLOAT, ["K", 5])],
+                          [_vi("y", TensorProto.FLOAT, None)],
+                          [helper.make_tensor("w", TensorProto.FLOAT, [5000], [-1.0] * 5000),
+                           helper.make_tensor("two", TensorProto.FLOAT, [], [2.0]), helper.make_tensor("zero", TensorProto.FLOAT, [], [0.0])])
+    path = _save(tmp_path, "late", g)
+    with pytest.raises(tl.CuvilError, match=r"If 'pick': the branch its condition takes cannot run at these sizes: MatMul"):
+        tl.compile(path, tmp_path / "c", dims={"N": "3", "K": "1:8"})
+
+
 class _DataDependent(torch.nn.Module):
     def forward(self, x):
         if bool(x.sum() > 0):

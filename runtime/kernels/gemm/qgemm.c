@@ -542,7 +542,7 @@ __attribute__((noinline)) static void qgemm_packed(const cuvil_qgemm_ukernel_des
     const cuvil_qgemm_ukernel_desc *tail = NULL;
     if (uk->mr > 4 && uk->fn2)
         for (const cuvil_qgemm_ukernel_desc *k = cuvil_qgemm_ukernels; k < cuvil_qgemm_ukernels + cuvil_qgemm_n_ukernels; k++)
-            if (k->mr == 4 && k->fn2 && k->bw == uk->bw && !strcmp(k->features, uk->features)) tail = k;
+            if (k->mr == 4 && k->fn2 && k->bw == uk->bw && k->w16 == uk->w16 && !strcmp(k->features, uk->features)) tail = k;
     if (M <= 4 && tail) uk = tail, tail = NULL;
     int32_t *za = (int32_t *)((char *)scratch + off), *zb = (int32_t *)((char *)za + al64((size_t)M * 4));
     const int32_t oa = at == CUVIL_T_I8 ? 128 : 0, ob = bt == CUVIL_T_U8 ? 128 : 0;

@@ -206,6 +206,7 @@ static int rnn_run(const cuvil_rnn_params *p, const float *x, const float *w, co
 
 int cuvil_rnn_q8(const cuvil_rnn_params *p, const cuvil_rnn_q8_weights *q, const float *x, const float *b, const int32_t *seq_lens,
                  const float *h0, const float *c0, const float *peep, float *y, float *yh, float *yc, void *scratch) {
+    if (p->cell != CUVIL_CELL_LSTM || p->layout) return 1;   /* (op_rnn refuses these: the packing is LSTM's 4H) */
     return rnn_run(p, x, NULL, NULL, NULL, 0, 0, b, seq_lens, h0, c0, peep, y, yh, yc, scratch, q);
 }
 
@@ -309,7 +310,8 @@ static int rnn_run(const cuvil_rnn_params *p, const float *x, const float *w, co
         const cuvil_act_params sig = {CUVIL_ACT_SIGMOID, 0.0f, 0.0f}, th = {CUVIL_ACT_TANH, 0.0f, 0.0f};
         for (int64_t s = 0; s < S; s++) {
             const int64_t t = rev ? S - 1 - s : s;
-            if (H > 0 && q8) {   /* gates = h r', h quantized as a whole */
+            if (H > 0 && q8 && t >= steps) {   /* (every row past its length: nothing reads the gates) */
+            } else if (H > 0 && q8) {   /* gates = h r', h quantized as a whole */
                 float hs;
                 uint8_t hz;
                 cuvil_dynamic_quantize(B * H, h, hq, &hs, &hz);

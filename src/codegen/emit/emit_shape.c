@@ -118,7 +118,11 @@ static void if_copies(cg_ctx *cg, cir_graph *g, cir_node *n, int b, const char *
 cuvil_status cg_emit_if(cg_ctx *cg, cir_graph *g, cir_node *n) {
     cir_value *c = cir_in(g, n, 0);
     if (cir_is_const(c)) {   /* the branch it takes ran unconditionally */
-        if_copies(cg, g, n, ((const uint8_t *)c->data)[0] ? 0 : 1, "");
+        const int pick = ((const uint8_t *)c->data)[0] ? 0 : 1;
+        if (n->fail_branch == pick + 1)   /* (a condition folded after shape inference left that branch out) */
+            return cuvil_err(g->ctx, CUVIL_ERR_SHAPE, "If '%s': the branch its condition takes cannot run at these sizes: %s",
+                             n->name, n->fail_msg);
+        if_copies(cg, g, n, pick, "");
         return CUVIL_OK;
     }
     cg_printf(cg, "    if (*(const uint8_t *)%s) {\n", cg_in(cg, n->in[0]));

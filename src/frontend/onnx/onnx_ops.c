@@ -609,6 +609,7 @@ static int dq_lstm_weight(onnx_mapper *m, onnx_node *on, int slot, int sslot, in
  * on the 8-bit weights, which quantizes X and h as ONNX Runtime's kernel does (cuvil_rnn_q8). */
 static cuvil_status map_ms_dq_lstm(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
     (void)kind;
+    if (on->n_in > 12) return node_err(m, on, CUVIL_ERR_MODEL, "has %d inputs; DynamicQuantizeLSTM takes 12", on->n_in);
     if (dq_lstm_weight(m, on, 1, 8, 9, "W") < 0 || dq_lstm_weight(m, on, 2, 10, 11, "R") < 0) return m->g->ctx->status;
     if (cir_val(m->g, in_at(on, 1))->dtype != cir_val(m->g, in_at(on, 2))->dtype)
         return node_err(m, on, CUVIL_ERR_UNSUPPORTED, "W and R of different types (int8 and uint8)");

@@ -59,7 +59,8 @@ cuvil_status op_rnn_sizes(cir_graph *g, cir_node *n, op_rnn *a) {
     if (x->dx[2]) return cir_node_err(g, n, CUVIL_ERR_UNSUPPORTED, "X's input size (dim 2) must be fixed");
     a->input = x->dims[2];
     if (w->ndim != 3 || r->ndim != 3 || !cir_value_fixed(w) || !cir_value_fixed(r))
-        return cir_node_err(g, n, CUVIL_ERR_SHAPE, "W and R must be fixed 3-D tensors [directions, gates * hidden, ...]");
+        return cir_node_err(g, n, CUVIL_ERR_SHAPE, "W and R must be fixed 3-D tensors %s",
+                            a->q8 ? "[directions, input or hidden, 4 * hidden]" : "[directions, gates * hidden, ...]");
     const int gd = a->q8 ? 2 : 1;   /* W's and R's gate dim (8-bit: ONNX Runtime's [dirs, input, 4 hidden]) */
     a->hidden = cir_attr_has(n, "hidden_size") ? cir_attr_int(n, "hidden_size") : w->dims[gd] / a->gates;
     if (a->hidden < 0 || a->hidden > w->dims[gd])   /* (W holds gates * hidden rows: no overflow below) */
