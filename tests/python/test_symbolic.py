@@ -650,3 +650,30 @@ def test_shape_error_names_the_dims_left_at_1(tmp_path):
     so = tl.compile(path, tmp_path / "b", dims={"rows": "2", "n": "4:64"})
     x = np.random.default_rng(0).standard_normal((2, 9)).astype(np.float32)
     np.testing.assert_array_equal(tl.run(so, {"x": x}, tmp_path / "r")["y"], tl.ort_run(path, {"x": x})["y"])
+
+
+@pytest.mark.parametrize("delta", [1.0, -1.0])
+def test_float_range_over_a_symbolic_size(tmp_path, delta):
+    """Range(0, Cast<float>(Shape(x)[3]), 1), as YOLOv8's anchors are made (NudeNet's 320n.onnx):
+    its count is an expression of the symbol, so one build serves every width (it wanted --dim
+    on the Range's output); a delta of -1 counts down from the width. Against ONNX Runtime at
+    three widths."""
+    start, limit = ("zero", "wf") if delta > 0 else ("wf", "zero")
+    nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Gather", ["s", "i3"], ["w"], axis=0),
+             helper.make_node("Cast", ["w"], ["wf"], to=TensorProto.FLOAT),
+             helper.make_node("Range", [start, limit, "d"], ["r"]), helper.make_node("Add", ["x", "r"], ["y"])]
+    g = helper.make_graph(nodes, "frange", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, "h", "w"])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+                           helper.make_tensor_value_info("r", TensorProto.FLOAT, None)],
+                          [helper.make_tensor("i3", TensorProto.INT64, [], [3]), helper.make_tensor("zero", TensorProto.FLOAT, [], [0.0]),
+                           helper.make_tensor("d", TensorProto.FLOAT, [], [delta])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    path = tmp_path / "frange.onnx"
+    onnx.save(m, path)
+    so = tl.compile(path, tmp_path / "b", dims={"h": "1:8", "w": "1:64"})
+    for h, w in ((3, 5), (8, 64), (1, 1)):
+        x = np.random.default_rng(w).standard_normal((1, 2, h, w)).astype(np.float32)
+        got, want = tl.run(so, {"x": x}, tmp_path / f"r{w}"), tl.ort_run(path, {"x": x})
+        for k in ("y", "r"):
+            np.testing.assert_array_equal(got[k], want[k], err_msg=f"{k} at width {w}")

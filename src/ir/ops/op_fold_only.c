@@ -157,6 +157,24 @@ static cuvil_status range_count(cir_graph *g, cir_node *n, int64_t *count) {
     return CUVIL_OK;
 }
 
+/* A float scalar that holds an integer known as an expression: a constant of an integer value,
+ * or a Cast to float of an integer scalar whose value is a constant or an expression of the
+ * symbols (YOLOv8's anchors: Range(0, Cast(Shape(x)[3]), 1)), within +-2^24 where float32 holds
+ * every integer; else NULL. */
+static const cir_dim *float_int(cir_graph *g, const cir_value *v) {
+    const double lim = 16777216.0;
+    if (cir_is_const(v)) {
+        const double x = cir_const_f64(v, 0);
+        return x == floor(x) && fabs(x) <= lim ? cir_dim_const(&g->dt, (int64_t)x) : NULL;
+    }
+    if (v->producer < 0) return NULL;
+    const cir_node *c = cir_node_at(g, v->producer);
+    const cir_value *i = c->dead || c->kind != CIR_OP_CAST || c->n_in != 1 ? NULL : cir_in(g, c, 0);
+    if (!i || !cir_dtype_is_int(i->dtype) || cir_numel(i) != 1 || (!i->sval && !cir_is_const(i))) return NULL;
+    const cir_dim *e = cir_sval_at(g, i, 0);
+    return e && e->lo >= -lim && e->hi <= lim ? e : NULL;
+}
+
 static cuvil_status range_infer(cir_graph *g, cir_node *n) {
     cuvil_status s = op_check_arity(g, n, 3, 3, 1, 1);
     if (s) return s;
@@ -191,6 +209,18 @@ static cuvil_status range_infer(cir_graph *g, cir_node *n) {
                         : cir_dim_cdiv(tb, cir_dim_sub(tb, st, li), cir_dim_const(tb, -de->c));
         cnt = cir_dim_max(tb, cnt, cir_dim_const(tb, 0));
         return set_out_x(g, n, t, 1, &cnt);
+    }
+    if ((t == CIR_F32 || t == CIR_F64) && (!cir_is_const(a) || !cir_is_const(b)) && cir_is_const(c) &&
+        fabs(cir_const_f64(c, 0)) == 1.0) {
+        /* float bounds that hold integers known as expressions, a delta of +-1: the count
+         * (limit - start, or start - limit) is exact, an expression of them */
+        const cir_dim *st = float_int(g, a), *li = float_int(g, b);
+        if (st && li) {
+            cir_dimtab *tb = &g->dt;
+            const cir_dim *cnt = cir_const_f64(c, 0) > 0 ? cir_dim_sub(tb, li, st) : cir_dim_sub(tb, st, li);
+            cnt = cir_dim_max(tb, cnt, cir_dim_const(tb, 0));
+            return set_out_x(g, n, t, 1, &cnt);
+        }
     }
     if (!cir_is_const(a) || !cir_is_const(b) || !cir_is_const(c)) {
         /* read when the model runs (a float range, a delta not constant): the count is a size
