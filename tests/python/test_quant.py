@@ -525,6 +525,32 @@ def _qdq_conv(tmp_path, *, q_zp=True, q_outdt=None, bias=None, ys=0.05, act=None
                   [("y", q_outdt or TensorProto.UINT8)], inits, opset=21)
 
 
+def test_qdq_weights_quantized_in_the_model_fold(tmp_path):
+    """Float weights from a Constant node through QuantizeLinear -> DequantizeLinear (what ONNX
+    Runtime's quantize_static writes for a Paddle export, whose weights are Constant nodes): the
+    QuantizeLinear of constants folds to int8 weights and the conv runs on the integer kernel,
+    like ONNX Runtime's own int8 run of the file."""
+    rng = np.random.RandomState(3)
+    w = rng.uniform(-0.5, 0.5, (4, 3, 3, 3)).astype(np.float32)
+    inits = [numpy_helper.from_array(np.array(0.02, np.float32), "xs"), numpy_helper.from_array(np.array(128, np.uint8), "xz"),
+             numpy_helper.from_array(np.array(0.004, np.float32), "ws"), numpy_helper.from_array(np.array(-10, np.int8), "wz"),
+             numpy_helper.from_array(np.array(0.05, np.float32), "ys"), numpy_helper.from_array(np.array(3, np.uint8), "yz")]
+    nodes = [helper.make_node("Constant", [], ["w"], value=numpy_helper.from_array(w, "wv")),
+             helper.make_node("DequantizeLinear", ["x", "xs", "xz"], ["xf"]),
+             helper.make_node("QuantizeLinear", ["w", "ws", "wz"], ["wq"]),
+             helper.make_node("DequantizeLinear", ["wq", "ws", "wz"], ["wf"]),
+             helper.make_node("Conv", ["xf", "wf"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("QuantizeLinear", ["c", "ys", "yz"], ["y"])]
+    path = _model(tmp_path, nodes, [helper.make_tensor_value_info("x", TensorProto.UINT8, (1, 3, 8, 8))],
+                  [("y", TensorProto.UINT8)], inits, opset=13)
+    ir = tl.compile(path, tmp_path / "ir", emit="ir").read_text()
+    assert "qlinear_conv" in ir and "= quantize " not in ir and "= conv " not in ir, ir
+    x = rng.randint(0, 256, (1, 3, 8, 8)).astype(np.uint8)
+    got = tl.compile_and_run(path, {"x": x}, tmp_path / "run")["y"]
+    want = tl.ort_run(path, {"x": x})["y"]
+    assert np.abs(got.astype(np.int32) - want).max() <= 1
+
+
 DYN_CASES = {   # case: (the scale's shape, the bias' shape or None, a second reader of the Cast, folds)
     "scalar_scale_bias": ((), (12,), False, True),
     "column_scales": ((12,), None, False, True),

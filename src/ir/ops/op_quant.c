@@ -95,6 +95,19 @@ static cuvil_status q_infer(cir_graph *g, cir_node *n) {
     return CUVIL_OK;
 }
 
+/* QuantizeLinear of constants (a Paddle export's weights are Constant nodes, so ONNX Runtime's
+ * quantizer writes QuantizeLinear -> DequantizeLinear on them): the 8-bit constant, which
+ * fold_qdq then takes as weights through a DequantizeLinear. */
+static cuvil_status q_fold(cir_graph *g, cir_node *n) {
+    cir_value *x = cir_in(g, n, 0), *sc = cir_in(g, n, 1), *zp = cir_in(g, n, 2), *y = cir_out(g, n, 0);
+    cuvil_quant_params p;
+    cuvil_status s = op_quant_params(g, n, &p);
+    if (s) return s;
+    if (!cir_value_make_const(g, y)) return g->ctx->status;
+    cuvil_quantize_t(&p, x->dtype, x->data, sc->dtype, sc->data, zp ? zp->data : NULL, y->dtype, y->data);
+    return CUVIL_OK;
+}
+
 static const cir_attr_spec q_attrs[] = {
     {"axis", CIR_ATTR_INT, 1, 0, NULL, false},
     {"block_size", CIR_ATTR_INT, 0, 0, NULL, false},
@@ -103,7 +116,7 @@ static const cir_attr_spec q_attrs[] = {
     CIR_ATTR_END,
 };
 const cir_opdef cir_op_dequantize = {"dequantize", CIR_OPF_SYM_DIMS, 2, 3, 1, 1, q_attrs, dq_infer, NULL, NULL, 0};
-const cir_opdef cir_op_quantize = {"quantize", CIR_OPF_SYM_DIMS, 2, 3, 1, 1, q_attrs, q_infer, NULL, NULL, 0};
+const cir_opdef cir_op_quantize = {"quantize", CIR_OPF_SYM_DIMS, 2, 3, 1, 1, q_attrs, q_infer, q_fold, NULL, 0};
 
 static cuvil_status dynq_infer(cir_graph *g, cir_node *n) {
     cuvil_status s = op_check_arity(g, n, 1, 1, 3, 3);
