@@ -525,6 +525,25 @@ def _qdq_conv(tmp_path, *, q_zp=True, q_outdt=None, bias=None, ys=0.05, act=None
                   [("y", q_outdt or TensorProto.UINT8)], inits, opset=21)
 
 
+@pytest.mark.parametrize("dtype,axis,opset", [(np.uint8, -1, 13), (np.int8, 1, 11), (np.uint8, 0, 13)])
+def test_qlinear_softmax(tmp_path, dtype, axis, opset):
+    """com.microsoft QLinearSoftmax (what quantize_static's QOperator form writes for a Softmax;
+    PP-OCR's classifier ends in one): dequantized, the softmax of its opset (before 13: over
+    the dims from axis on, as one), quantized; against ONNX Runtime, within one step."""
+    rng = np.random.default_rng(opset + axis)
+    x = _q(rng, dtype, (2, 3, 5))
+    t = T8[dtype]
+    zx, zy = (np.array(120, np.uint8), np.array(0, np.uint8)) if dtype == np.uint8 else (np.array(-5, np.int8), np.array(-128, np.int8))
+    inits = [numpy_helper.from_array(np.array(0.05, np.float32), "xs"), numpy_helper.from_array(zx, "xz"),
+             numpy_helper.from_array(np.array(1 / 256, np.float32), "ys"), numpy_helper.from_array(zy, "yz")]
+    node = helper.make_node("QLinearSoftmax", ["x", "xs", "xz", "ys", "yz"], ["y"], domain="com.microsoft", axis=axis, opset=opset)
+    path = _model(tmp_path, [node], [helper.make_tensor_value_info("x", t, x.shape)], [("y", t)], inits, ms=True)
+    got = tl.compile_and_run(path, {"x": x}, tmp_path / "run")["y"]
+    want = tl.ort_run(path, {"x": x})["y"]
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert np.abs(got.astype(np.int32) - want.astype(np.int32)).max() <= 1, (got.ravel()[:10], want.ravel()[:10])
+
+
 def test_qdq_weights_quantized_in_the_model_fold(tmp_path):
     """Float weights from a Constant node through QuantizeLinear -> DequantizeLinear (what ONNX
     Runtime's quantize_static writes for a Paddle export, whose weights are Constant nodes): the

@@ -1200,7 +1200,7 @@ static cuvil_status map_ms_bias_softmax(onnx_mapper *m, onnx_node *on, cir_op_ki
 }
 
 /* ===== ONNX Runtime's QOperator ops (com.microsoft) ======================================
- * QLinearAdd, QLinearMul, QLinearSigmoid, QLinearLeakyRelu, QLinearAveragePool,
+ * QLinearAdd, QLinearMul, QLinearSigmoid, QLinearLeakyRelu, QLinearSoftmax, QLinearAveragePool,
  * QLinearGlobalAveragePool, QLinearConcat: DequantizeLinear of each input, the float op,
  * QuantizeLinear, what they are defined as (ONNX Runtime computes them in float as well).
  * QGemm, DynamicQuantizeMatMul, MatMulIntegerToFloat: qlinear_matmul on the integer GEMM. */
@@ -1253,6 +1253,17 @@ static cuvil_status map_ms_qlinear(onnx_mapper *m, onnx_node *on, cir_op_kind ki
         if (!ax) return node_err(m, on, CUVIL_ERR_MODEL, "attribute axis is required");
         int y = step(m, on, CIR_OP_CONCAT, nx, xs, -1, "float", &set, 1);
         return q_into(m, on, y, 0);
+    }
+    if (!strcmp(op, "QLinearSoftmax")) {   /* (X, X_scale, [X_zp], Y_scale, [Y_zp]; axis, opset: Softmax's opset) */
+        onnx_attr *os = attr(on, "opset");
+        if (!os) return node_err(m, on, CUVIL_ERR_MODEL, "attribute opset (the Softmax's) is required");
+        const bool coerce = os->a.i < 13;   /* (Softmax before 13: over the dims from axis on, as one) */
+        cuvil_attr set[2] = {{.name = "axis", .type = CUVIL_ATTR_INT, .i = attr_int(on, "axis", coerce ? 1 : -1)},
+                             {.name = "coerce_2d", .type = CUVIL_ATTR_INT, .i = 1}};
+        all_used(on);
+        int x = dq_of(m, on, 0, "x");
+        int y = x < 0 ? -1 : step(m, on, CIR_OP_SOFTMAX, 1, &x, -1, "float", set, coerce ? 2 : 1);
+        return q_into(m, on, y, 3);
     }
     onnx_attr *cl = attr(on, "channels_last");
     if (cl && cl->a.i) return node_err(m, on, CUVIL_ERR_UNSUPPORTED, "channels_last=1 is not supported");
@@ -1425,6 +1436,7 @@ static const op_map ms_table[] = {
     {"QLinearAdd", 1, CIR_OP_ADD, map_ms_qlinear},
     {"QLinearMul", 1, CIR_OP_MUL, map_ms_qlinear},
     {"QLinearSigmoid", 1, CIR_OP_SIGMOID, map_ms_qlinear},
+    {"QLinearSoftmax", 1, CIR_OP_SOFTMAX, map_ms_qlinear},
     {"QLinearLeakyRelu", 1, CIR_OP_LEAKY_RELU, map_ms_qlinear},
     {"QLinearAveragePool", 1, CIR_OP_AVG_POOL, map_ms_qlinear},
     {"QLinearGlobalAveragePool", 1, CIR_OP_GLOBAL_AVG_POOL, map_ms_qlinear},
