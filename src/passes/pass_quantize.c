@@ -175,6 +175,22 @@ static cuvil_status put_qdq(cir_graph *g, int v, const cuvil_qpoint *p) {
     return CUVIL_OK;
 }
 
+/* One channel's n weights src[k * ss] as int8 symmetric into dst[k * ds] (scale max |w| / 127,
+ * 1 when the max is 0 or not finite; half to even, clamped to +-127, NaN 0). Returns the scale. */
+static float sym_int8(const float *src, int64_t ss, int64_t n, int8_t *dst, int64_t ds) {
+    float mx = 0;
+    for (int64_t k = 0; k < n; k++) {
+        const float a = fabsf(src[k * ss]);
+        if (a > mx) mx = a;
+    }
+    const float sc = mx > 0 && isfinite(mx) ? mx / 127.0f : 1.0f;
+    for (int64_t k = 0; k < n; k++) {
+        const float r = nearbyintf(src[k * ss] / sc);
+        dst[k * ds] = (int8_t)(r > 127 ? 127 : r < -127 ? -127 : r == r ? r : 0);
+    }
+    return sc;
+}
+
 /* Node n's weights (input 1) as int8, symmetric per output channel along axis (M channels),
  * through a DequantizeLinear placed before n. */
 static cuvil_status quantize_weights(cir_graph *g, int id, int axis, int64_t M) {
@@ -188,17 +204,8 @@ static cuvil_status quantize_weights(cir_graph *g, int id, int axis, int64_t M) 
     if (!sc || !q || !zp) st = cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
     const float *f = w->data;
     for (int64_t c = 0; !st && c < M; c++) {   /* channel c: elements c*inner + k (axis 0) or k*M + c (axis 1) */
-        float mx = 0;
-        for (int64_t k = 0; k < per; k++) {
-            const float a = fabsf(f[axis == 0 ? c * inner + k : k * stride + c]);
-            if (a > mx) mx = a;
-        }
-        sc[c] = mx > 0 && isfinite(mx) ? mx / 127.0f : 1.0f;
-        for (int64_t k = 0; k < per; k++) {
-            const int64_t i = axis == 0 ? c * inner + k : k * stride + c;
-            float r = nearbyintf(f[i] / sc[c]);
-            q[i] = (int8_t)(r > 127 ? 127 : r < -127 ? -127 : r == r ? r : 0);
-        }
+        const int64_t at = axis == 0 ? c * inner : c, step = axis == 0 ? 1 : stride;
+        sc[c] = sym_int8(f + at, step, per, q + at, step);
     }
     int wq = -1, ws = -1, wz = -1, wd = -1;
     if (!st) {
@@ -349,18 +356,8 @@ static const char *lstm_weights(cir_graph *g, int id, cuvil_status *st) {
         int8_t *q = which ? rq : wq;
         float *s = sc + which * D * GH;
         for (int64_t d = 0; d < D; d++)
-            for (int64_t row = 0; row < GH; row++) {   /* a gate row: K weights [d, row, 0..K) */
-                const float *x = src + (d * GH + row) * K;
-                float m = 0.0f;
-                for (int64_t k = 0; k < K; k++) m = fabsf(x[k]) > m ? fabsf(x[k]) : m;
-                const float scale = m > 0.0f ? m / 127.0f : 1.0f;
-                s[d * GH + row] = scale;
-                for (int64_t k = 0; k < K; k++) {
-                    float v = nearbyintf(x[k] / scale);
-                    v = v < -127.0f ? -127.0f : v > 127.0f ? 127.0f : v;
-                    q[(d * K + k) * GH + row] = (int8_t)v;
-                }
-            }
+            for (int64_t row = 0; row < GH; row++)   /* a gate row: [d, row, 0..K) into [d, 0..K, row] */
+                s[d * GH + row] = sym_int8(src + (d * GH + row) * K, 1, K, q + d * K * GH + row, GH);
     }
     const int64_t wd[3] = {D, I, GH}, rd[3] = {D, H, GH}, sd[2] = {D, GH};
     const int wi = named_const(g, n->name, "W_int8", CIR_I8, 3, wd, wq), ri = named_const(g, n->name, "R_int8", CIR_I8, 3, rd, rq);
@@ -376,7 +373,7 @@ static const char *lstm_weights(cir_graph *g, int id, cuvil_status *st) {
     n->in = in;
     n->n_in = 11;
     const cuvil_attr q = {.name = "quant", .type = CUVIL_ATTR_INT, .i = 1};
-    if ((*st = cir_node_set_attr(g, n, &q)) || (*st = n->def->infer(g, n))) return NULL;
+    if (!(*st = cir_node_set_attr(g, n, &q))) *st = n->def->infer(g, n);
     return NULL;
 }
 

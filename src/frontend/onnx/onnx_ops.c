@@ -461,12 +461,18 @@ static cuvil_status map_concat(onnx_mapper *m, onnx_node *on, cir_op_kind kind) 
     return add_node(m, on, kind, on->n_in, on->in, on->n_out, on->out, set, 1, no_ignore);
 }
 
+/* softmax's attributes for on's axis under Softmax's opset (before 13: over the dims from axis
+ * on, as one, axis 1 by default) into set; their count. */
+static int softmax_attrs(onnx_node *on, int64_t opset, cuvil_attr set[2]) {
+    const bool coerce = opset < 13;
+    set[0] = (cuvil_attr){.name = "axis", .type = CUVIL_ATTR_INT, .i = attr_int(on, "axis", coerce ? 1 : -1)};
+    set[1] = (cuvil_attr){.name = "coerce_2d", .type = CUVIL_ATTR_INT, .i = 1};
+    return coerce ? 2 : 1;
+}
+
 static cuvil_status map_softmax(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
     cuvil_attr set[2];
-    int n_set = 0;
-    bool coerce = on->opset < 13;
-    set[n_set++] = (cuvil_attr){.name = "axis", .type = CUVIL_ATTR_INT, .i = attr_int(on, "axis", coerce ? 1 : -1)};
-    if (coerce) set[n_set++] = (cuvil_attr){.name = "coerce_2d", .type = CUVIL_ATTR_INT, .i = 1};
+    const int n_set = softmax_attrs(on, on->opset, set);
     return add_node(m, on, kind, on->n_in, on->in, on->n_out, on->out, set, n_set, no_ignore);
 }
 
@@ -581,26 +587,14 @@ static cuvil_status map_rnn(onnx_mapper *m, onnx_node *on, cir_op_kind kind) {
 
 static int in_at(onnx_node *on, int i);
 
-/* com.microsoft DynamicQuantizeLSTM's W [D, I, 4H] or R [D, H, 4H] (int8 or uint8) with its
- * scale and zero point ([D] per direction or [D, 4H] per gate row): checked here, by name, as
- * the constants the kernel packs when the model compiles. 0, or -1 on error (set). */
+/* com.microsoft DynamicQuantizeLSTM's W or R with its scale and zero point: present and
+ * constants (the kernel packs the weights when the model compiles). Their types and sizes are
+ * op_rnn's to check (q8_weights). 0, or -1 on error (set). */
 static int dq_lstm_weight(onnx_mapper *m, onnx_node *on, int slot, int sslot, int zslot, const char *what) {
     const int wi = in_at(on, slot), si = in_at(on, sslot), zi = in_at(on, zslot);
     if (wi < 0 || si < 0) return node_err(m, on, CUVIL_ERR_MODEL, "%s and %s_scale are required", what, what), -1;
-    cir_value *W = cir_val(m->g, wi), *S = cir_val(m->g, si), *Z = zi >= 0 ? cir_val(m->g, zi) : NULL;
-    if (!cir_is_const(W) || !cir_is_const(S) || (Z && !cir_is_const(Z)))
+    if (!cir_is_const(cir_val(m->g, wi)) || !cir_is_const(cir_val(m->g, si)) || (zi >= 0 && !cir_is_const(cir_val(m->g, zi))))
         return node_err(m, on, CUVIL_ERR_UNSUPPORTED, "%s, its scale and its zero point must be constants (initializers)", what), -1;
-    if ((W->dtype != CIR_I8 && W->dtype != CIR_U8) || W->ndim != 3)
-        return node_err(m, on, CUVIL_ERR_MODEL, "%s '%s' must be int8 or uint8 of rank 3 ([directions, %s, 4 x hidden_size])", what,
-                        W->name, slot == 1 ? "input_size" : "hidden_size"), -1;
-    const int64_t D = W->dims[0], G = W->dims[2];
-    const int64_t sn = cir_numel(S);
-    if (S->dtype != CIR_F32 || (sn != D && sn != D * G))
-        return node_err(m, on, CUVIL_ERR_SHAPE, "%s_scale '%s' must be float32 with %lld (per direction) or %lld values (per row)",
-                        what, S->name, (long long)D, (long long)(D * G)), -1;
-    if (Z && (Z->dtype != W->dtype || cir_numel(Z) != sn))
-        return node_err(m, on, CUVIL_ERR_SHAPE, "%s_zero_point '%s' must have %s's type and %lld values, as its scale", what, Z->name,
-                        what, (long long)sn), -1;
     return 0;
 }
 
@@ -611,11 +605,9 @@ static cuvil_status map_ms_dq_lstm(onnx_mapper *m, onnx_node *on, cir_op_kind ki
     (void)kind;
     if (on->n_in > 12) return node_err(m, on, CUVIL_ERR_MODEL, "has %d inputs; DynamicQuantizeLSTM takes 12", on->n_in);
     if (dq_lstm_weight(m, on, 1, 8, 9, "W") < 0 || dq_lstm_weight(m, on, 2, 10, 11, "R") < 0) return m->g->ctx->status;
-    if (cir_val(m->g, in_at(on, 1))->dtype != cir_val(m->g, in_at(on, 2))->dtype)
-        return node_err(m, on, CUVIL_ERR_UNSUPPORTED, "W and R of different types (int8 and uint8)");
     int in[12], n = 12;
     for (int i = 0; i < 12; i++) in[i] = in_at(on, i);
-    while (in[n - 1] < 0) n--;   /* (W_scale and R_scale are there) */
+    while (in[n - 1] < 0) n--;   /* (W_scale and R_scale are there: dq_lstm_weight) */
     return rnn_node(m, on, n, in, 1);
 }
 
@@ -1257,12 +1249,11 @@ static cuvil_status map_ms_qlinear(onnx_mapper *m, onnx_node *on, cir_op_kind ki
     if (!strcmp(op, "QLinearSoftmax")) {   /* (X, X_scale, [X_zp], Y_scale, [Y_zp]; axis, opset: Softmax's opset) */
         onnx_attr *os = attr(on, "opset");
         if (!os) return node_err(m, on, CUVIL_ERR_MODEL, "attribute opset (the Softmax's) is required");
-        const bool coerce = os->a.i < 13;   /* (Softmax before 13: over the dims from axis on, as one) */
-        cuvil_attr set[2] = {{.name = "axis", .type = CUVIL_ATTR_INT, .i = attr_int(on, "axis", coerce ? 1 : -1)},
-                             {.name = "coerce_2d", .type = CUVIL_ATTR_INT, .i = 1}};
+        cuvil_attr set[2];
+        const int n_set = softmax_attrs(on, os->a.i, set);
         all_used(on);
         int x = dq_of(m, on, 0, "x");
-        int y = x < 0 ? -1 : step(m, on, CIR_OP_SOFTMAX, 1, &x, -1, "float", set, coerce ? 2 : 1);
+        int y = x < 0 ? -1 : step(m, on, CIR_OP_SOFTMAX, 1, &x, -1, "float", set, n_set);
         return q_into(m, on, y, 3);
     }
     onnx_attr *cl = attr(on, "channels_last");
