@@ -13,7 +13,8 @@ each round in its own process (bench/peer_run.py), reporting medians over all ro
         [--threads 1,2] [--targets x86_64-avx512,x86_64-avx2] [--work DIR]
 
 Each row names its target and, for x86_64-avx2, the integer microkernel: the best this CPU runs
-and "6x16__avx2w" (CUVIL_QGEMM_UKERNEL), what an AVX2 CPU without VNNI runs. ONNX Runtime picks
+and "6x16__avx2w" (CUVIL_QGEMM_UKERNEL), what an AVX2 CPU without VNNI runs (6x16__avx2ub in its
+place on a MatMul's weights packed pair-split). ONNX Runtime picks
 its own kernels for this CPU in those rows. Where the kernel lets CPUID fault (cpuid_fault in
 /proc/cpuinfo) on an AVX-512 CPU, a third x86_64-avx2 row, "AVX2-only CPU", runs both Cuvil and
 ONNX Runtime under bench/cpuid_mask.c, which hides AVX-512 and every VNNI from CPUID: each picks

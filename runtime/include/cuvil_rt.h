@@ -694,7 +694,8 @@ int cuvil_f32_rnn_packed(const cuvil_rnn_params *p, const float *x, const float 
  * int32 sums times (the operand's scale x the weights' scale) are the float products; the cell
  * is cuvil_f32_rnn's. w [dirs, input, 4 hidden] and r [dirs, hidden, 4 hidden] (wt: CUVIL_T_I8
  * or CUVIL_T_U8; ONNX Runtime's layout, the gates in LSTM's order) packed when the model compiles
- * by cuvil_rnn_q8_pack; their scales float32 per direction (n == dirs) or per gate row (dirs x 4
+ * by cuvil_rnn_q8_pack (split: each pair-split where few pairs need it, cuvil_qgemm_pack_b_split,
+ * for a CPU without VNNI; the layout's size the same either way); their scales float32 per direction (n == dirs) or per gate row (dirs x 4
  * hidden), their zero points NULL (0) or as many as the scales, of type wt. LSTM only. */
 typedef struct cuvil_rnn_q8_weights {
     int wt;
@@ -704,7 +705,7 @@ typedef struct cuvil_rnn_q8_weights {
     const void *w_zp, *r_zp;
 } cuvil_rnn_q8_weights;
 size_t cuvil_rnn_q8_packed_bytes(const cuvil_rnn_params *p);
-void cuvil_rnn_q8_pack(const cuvil_rnn_params *p, int wt, const void *w, const void *r, void *dst);
+void cuvil_rnn_q8_pack(const cuvil_rnn_params *p, int split, int wt, const void *w, const void *r, void *dst);
 size_t cuvil_rnn_q8_scratch_size(const cuvil_rnn_params *p);
 int cuvil_rnn_q8(const cuvil_rnn_params *p, const cuvil_rnn_q8_weights *q, const float *x, const float *b, const int32_t *seq_lens,
                  const float *h0, const float *c0, const float *peep, float *y, float *yh, float *yc, void *scratch);
@@ -1030,6 +1031,19 @@ typedef struct cuvil_qgemm_epi {
 size_t cuvil_qgemm_packed_b_bytes(int64_t K, int64_t N);
 /* Packs B (bt CUVIL_T_U8 or CUVIL_T_I8), element (k, n) at B[k * sk + n * sn]. */
 void cuvil_qgemm_pack_b(int64_t K, int64_t N, int bt, const void *B, int64_t sk, int64_t sn, void *dst);
+/* Pair-split packing, for CPUs without an 8-bit dot product (VNNI): B' (B as int8, qgemm.c)
+ * packed so that no pair of k (0-1 and 2-3 of each group of 4) in a column has products that
+ * can leave int16 for any uint8 A' (its positive values sum to at most 128, its negative ones
+ * to at least -128), what is taken off kept as a list of corrections added to the int32 sums.
+ * cuvil_qgemm_pair_excess counts the pairs that need one; the layout takes
+ * cuvil_qgemm_packed_b_split_bytes(K, N, that count) and reads like cuvil_qgemm_pack_b's
+ * everywhere a packed B goes, exactly. */
+int64_t cuvil_qgemm_pair_excess(int64_t K, int64_t N, int bt, const void *B, int64_t sk, int64_t sn);
+/* The most corrections worth a split (1 pair in 256: each costs a multiply-add per row done one
+ * at a time; vpmaddubsw saves ~1/5 of the rest). */
+int64_t cuvil_qgemm_split_cap(int64_t K, int64_t N);
+size_t cuvil_qgemm_packed_b_split_bytes(int64_t K, int64_t N, int64_t excess);
+void cuvil_qgemm_pack_b_split(int64_t K, int64_t N, int bt, const void *B, int64_t sk, int64_t sn, void *dst);
 size_t cuvil_qgemm_packed_a_bytes(int64_t M, int64_t K);
 /* Packs A (at), row-major with row stride lda. */
 void cuvil_qgemm_pack_a(int64_t M, int64_t K, int at, const void *A, int64_t lda, void *dst);

@@ -397,6 +397,8 @@ typedef struct cuvil_qgemm_ukernel_desc {
     const char *name;
     const char *features;
     cuvil_qgemm_uk2_fn fn2;   /* NULL, or 32 columns a call (fn then takes a lone last panel) */
+    int split;  /* 1: exact only on a pair-split B (cuvil_qgemm_pack_b_split): the driver picks it
+                 * for such a B in place of a w16 kernel, never otherwise */
 } cuvil_qgemm_ukernel_desc;
 #define CUVIL_QA_GROUP 48   /* bytes of a packed A panel per group of 4 k (12 rows x 4) */
 #define CUVIL_QA16_GROUP 48 /* int16 values of a widened A panel per group of 4 k (the same, widened) */
@@ -408,6 +410,7 @@ void cuvil_qgemm_uk_4x16__scalar(int64_t k4, const void *a, const int8_t *b, int
 void cuvil_qgemm_uk_2x16__avx2(int64_t k4, const void *a, const int8_t *b, int32_t *c, int64_t ldc, int accumulate);
 void cuvil_qgemm_uk_2x16__avx2_b16(int64_t k4, const void *a, const int8_t *b, int32_t *c, int64_t ldc, int accumulate);
 void cuvil_qgemm_uk_6x16__avx2w(int64_t k4, const void *a, const int8_t *b, int32_t *c, int64_t ldc, int accumulate);
+void cuvil_qgemm_uk_6x16__avx2ub(int64_t k4, const void *a, const int8_t *b, int32_t *c, int64_t ldc, int accumulate);
 void cuvil_qgemm_uk_6x16__avxvnni(int64_t k4, const void *a, const int8_t *b, int32_t *c, int64_t ldc, int accumulate);
 void cuvil_qgemm_uk_12x16__avx512bw(int64_t k4, const void *a, const int8_t *b, int32_t *c, int64_t ldc, int accumulate);
 void cuvil_qgemm_uk_12x16__avx512vnni(int64_t k4, const void *a, const int8_t *b, int32_t *c, int64_t ldc,

@@ -628,6 +628,39 @@ def test_integer_matmul_weights_stored_once(tmp_path):
     assert 1024 * 1008 <= grew < 1.3 * 1024 * 1024, sizes
 
 
+@pytest.mark.parametrize("btype", [np.int8, np.uint8])
+@pytest.mark.parametrize("spikes", [12, 400])
+def test_integer_matmul_pair_split(tmp_path, btype, spikes):
+    """For x86_64-avx2 a MatMulInteger's constant B is packed pair-split where few pairs need it
+    (vpmaddubsw's int16 pair sums, exact only on pairs whose products cannot leave int16; the
+    rest a list of corrections): B mostly small with pairs of 127 / -128 that would saturate
+    (12: split, each corrected; 400: more than the split takes, the 16-bit kernel), A 255 where
+    they meet, rows past a microkernel's 6, a zero point on each side, against an exact numpy
+    product."""
+    if not tl.host_runs("x86_64-avx2"):
+        pytest.skip("this machine does not run x86_64-avx2 code")
+    rng = np.random.default_rng(5)
+    M, K, N = 37, 301, 70
+    b = rng.integers(-40, 41, size=(K, N))
+    a = rng.integers(0, 256, size=(M, K))
+    for i in range(spikes):
+        k, n = 2 * rng.integers(0, K // 2), rng.integers(0, N)
+        b[k, n] = b[k + 1, n] = 127 if i % 2 else -128
+        a[rng.integers(0, M), k:k + 2] = 255
+    a[:, K - 1] = 255
+    if btype == np.uint8:
+        b = b + 128
+    a, b = a.astype(np.uint8), b.astype(btype)
+    az, bz = np.uint8(3), btype(1)
+    inits = [numpy_helper.from_array(b, "b"), numpy_helper.from_array(np.array(az), "az"), numpy_helper.from_array(np.array(bz), "bz")]
+    node = helper.make_node("MatMulInteger", ["a", "b", "az", "bz"], ["y"])
+    path = _model(tmp_path, [node], [helper.make_tensor_value_info("a", TensorProto.UINT8, a.shape)], [("y", TensorProto.INT32)],
+                  inits)
+    got = tl.compile_and_run(path, {"a": a}, tmp_path / "run", target="x86_64-avx2")["y"]
+    want = (a.astype(np.int64) - int(az)) @ (b.astype(np.int64) - int(bz))
+    np.testing.assert_array_equal(got, want)
+
+
 MAXPOOL8 = [  # (input shape, attributes)
     ((1, 4, 16, 16), dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])),   # ResNet's stem
     ((2, 3, 9, 10), dict(kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)),

@@ -5,7 +5,8 @@
  * Covers: uint8/int8 on either side, zero points absent, one, per row and per column, the
  * three epilogues (int32; requantized to uint8/int8 with int32 bias, per-column or per-row
  * scales and a raised lower clamp; float with bias), edge shapes around MR, 16 and the K block
- * (K = 0, 1, 3, 513, 1100), A and B packed ahead or each call (B in 8 or 16 bits), a pool of 3
+ * (K = 0, 1, 3, 513, 1100), A and B packed ahead or each call (B in 8 or 16 bits, or packed
+ * pair-split: with every kernel, and the vpmaddubsw one only so), a pool of 3
  * threads, the extreme operands that make a 16-bit pairwise sum saturate (255 * 127 * 2), and
  * convolutions with padding (x's zero point outside the image, pads wider than the kernel),
  * stride, dilation, groups, depthwise, 1x1 (x read in place) and pixel counts off 16.
@@ -52,6 +53,7 @@ typedef struct gcase {
     int64_t M, N, K;
     int at, bt, azn, bzn;   /* zero points: 0 none, 1 one, 2 per row / column */
     int kind, per, packed, threads;
+    int split;   /* B packed pair-split (1: B as filled; 2: B's values small, a few at the extremes) */
 } gcase;
 
 static void run_gemm(const cuvil_qgemm_ukernel_desc *uk, const gcase *c) {
@@ -60,6 +62,12 @@ static void run_gemm(const cuvil_qgemm_ukernel_desc *uk, const gcase *c) {
     uint8_t *za = ktu_alloc((size_t)M + 1), *zb = ktu_alloc((size_t)N + 1);
     fill8(c->at, A, M * K);
     fill8(c->bt, B, K * N);
+    if (c->split == 2)   /* (most pairs inside int16, as weights are: few corrections, or none) */
+        for (int64_t i = 0; i < K * N; i++) {
+            const int v = ktu_u32() % 200 == 0 ? (ktu_u32() % 2 ? 127 : -128) : (int)(ktu_u32() % 81) - 40;
+            if (c->bt == CUVIL_T_I8) ((int8_t *)B)[i] = (int8_t)v;
+            else ((uint8_t *)B)[i] = (uint8_t)(v + 128);
+        }
     fill8(c->at, za, M);
     fill8(c->bt, zb, N);
     const int64_t az_n = c->azn == 2 ? M : c->azn, bz_n = c->bzn == 2 ? N : c->bzn;
@@ -87,8 +95,13 @@ static void run_gemm(const cuvil_qgemm_ukernel_desc *uk, const gcase *c) {
     memset(e.y, 0x5a, ysz);
     void *Bp = NULL, *Ap = NULL;
     if (c->packed && uk->bw == 1) {   /* B packed ahead; A too, in every other case */
-        Bp = ktu_alloc(cuvil_qgemm_packed_b_bytes(K, N));
-        cuvil_qgemm_pack_b(K, N, c->bt, B, N, 1, Bp);
+        if (c->split) {
+            Bp = ktu_alloc(cuvil_qgemm_packed_b_split_bytes(K, N, cuvil_qgemm_pair_excess(K, N, c->bt, B, N, 1)));
+            cuvil_qgemm_pack_b_split(K, N, c->bt, B, N, 1, Bp);
+        } else {
+            Bp = ktu_alloc(cuvil_qgemm_packed_b_bytes(K, N));
+            cuvil_qgemm_pack_b(K, N, c->bt, B, N, 1, Bp);
+        }
         if (M % 2) {
             Ap = ktu_alloc(cuvil_qgemm_packed_a_bytes(M, K));
             cuvil_qgemm_pack_a(M, K, c->at, A, K, Ap);
@@ -111,9 +124,9 @@ static void run_gemm(const cuvil_qgemm_ukernel_desc *uk, const gcase *c) {
             const double x = expect(&e, acc, m, n), g = got(&e, m * e.ldy + n);
             ktu_checks++;
             if (!close_enough(&e, g, x)) {
-                ktu_fail("qgemm %s M%lld N%lld K%lld at%d bt%d za%d zb%d kind%d per%d packed%d thr%d: [%lld,%lld] %g, expected %g",
-                         uk->name, (long long)M, (long long)N, (long long)K, c->at, c->bt, c->azn, c->bzn, c->kind, c->per,
-                         c->packed, c->threads, (long long)m, (long long)n, g, x);
+                ktu_fail("qgemm %s M%lld N%lld K%lld at%d bt%d za%d zb%d kind%d per%d packed%d split%d thr%d: [%lld,%lld] %g, "
+                         "expected %g", uk->name, (long long)M, (long long)N, (long long)K, c->at, c->bt, c->azn, c->bzn, c->kind,
+                         c->per, c->packed, c->split, c->threads, (long long)m, (long long)n, g, x);
                 bad = 1;
             }
         }
@@ -140,17 +153,25 @@ static void test_gemm(const cuvil_qgemm_ukernel_desc *uk) {
             for (int tb = 0; tb < 2; tb++, i++) {
                 gcase c = {shapes[s][0], shapes[s][1], shapes[s][2], types[ta], types[tb], i % 3, (i / 3) % 3,
                            i % 3 == 2 ? CUVIL_QEPI_F32 : (i % 3 == 1 ? CUVIL_QEPI_REQUANT : CUVIL_QEPI_I32),
-                           (i / 2) % 2 ? CUVIL_QPER_ROW : CUVIL_QPER_COL, i % 2, (i % 5 == 0) ? 3 : 1};
+                           (i / 2) % 2 ? CUVIL_QPER_ROW : CUVIL_QPER_COL, i % 2, (i % 5 == 0) ? 3 : 1, 0};
                 run_gemm(uk, &c);
+                /* B packed pair-split: every kernel adds the corrections; a split kernel runs
+                 * only on such a B */
+                c.packed = 1;
+                c.split = 1 + (i / 4) % 2;
+                if (uk->split || i % 4 == 1) run_gemm(uk, &c);
             }
     /* each epilogue on a thread pool, across several tasks */
     for (int kind = 0; kind < 3; kind++) {
-        gcase c = {250, 600, 700, CUVIL_T_U8, CUVIL_T_I8, 1, 2, kind, CUVIL_QPER_COL, 1, 3};
+        gcase c = {250, 600, 700, CUVIL_T_U8, CUVIL_T_I8, 1, 2, kind, CUVIL_QPER_COL, 1, 3, uk->split ? 2 : 0};
+        run_gemm(uk, &c);
+        c.split = 1 + kind % 2;
         run_gemm(uk, &c);
     }
 }
 
-/* 255 x 127 + 255 x 127 overflows int16 (a vpmaddubsw pair); -128 ones at the other end */
+/* 255 x 127 + 255 x 127 overflows int16 (a vpmaddubsw pair); -128 ones at the other end. B raw
+ * (packed each call), then packed pair-split: every pair needs a correction. */
 static void test_extremes(const cuvil_qgemm_ukernel_desc *uk) {
     const int64_t M = 13, N = 20, K = 1000;
     uint8_t *A = ktu_alloc((size_t)(M * K));
@@ -160,17 +181,24 @@ static void test_extremes(const cuvil_qgemm_ukernel_desc *uk) {
     int32_t *y = ktu_alloc(sizeof(int32_t) * (size_t)(M * N));
     cuvil_qgemm_epi e = {.kind = CUVIL_QEPI_I32, .y = y, .ldy = N};
     void *scratch = ktu_alloc(cuvil_qgemm_scratch_size(M, N, K, 0, 0));
-    cuvil_qgemm_with(uk, M, N, K, CUVIL_T_U8, A, K, NULL, CUVIL_T_I8, B, N, NULL, NULL, 0, NULL, 0, &e, scratch);
-    for (int64_t n = 0; n < N; n++) {
-        int64_t acc = 0;
-        for (int64_t k = 0; k < K; k++) acc += 255 * (int64_t)B[k * N + n];
-        ktu_checks++;
-        if (y[n] != acc || y[(M - 1) * N + n] != acc) {
-            ktu_fail("qgemm %s extremes: column %lld gives %d, expected %lld", uk->name, (long long)n, y[n], (long long)acc);
-            break;
+    void *Bp = ktu_alloc(cuvil_qgemm_packed_b_split_bytes(K, N, cuvil_qgemm_pair_excess(K, N, CUVIL_T_I8, B, N, 1)));
+    cuvil_qgemm_pack_b_split(K, N, CUVIL_T_I8, B, N, 1, Bp);
+    for (int split = 0; split < 2; split++) {
+        memset(y, 0, sizeof(int32_t) * (size_t)(M * N));
+        cuvil_qgemm_with(uk, M, N, K, CUVIL_T_U8, A, K, NULL, CUVIL_T_I8, split ? NULL : B, N, split ? Bp : NULL, NULL, 0, NULL,
+                         0, &e, scratch);
+        for (int64_t n = 0; n < N; n++) {
+            int64_t acc = 0;
+            for (int64_t k = 0; k < K; k++) acc += 255 * (int64_t)B[k * N + n];
+            ktu_checks++;
+            if (y[n] != acc || y[(M - 1) * N + n] != acc) {
+                ktu_fail("qgemm %s extremes%s: column %lld gives %d, expected %lld", uk->name, split ? ", B pair-split" : "",
+                         (long long)n, y[n], (long long)acc);
+                break;
+            }
         }
     }
-    free(A), free(B), free(y), free(scratch);
+    free(A), free(B), free(y), free(scratch), free(Bp);
 }
 
 typedef struct ccase {

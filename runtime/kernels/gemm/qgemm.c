@@ -9,8 +9,10 @@
  * throughout: the result is the exact one wherever it fits int32). The microkernels compute
  * sum A'B' exactly: vpdpbusd (VNNI) adds four uint8 x int8 products straight into int32;
  * without VNNI the operands are widened to 16 bits and vpmaddwd adds pairs into int32.
- * (vpmaddubsw, which MLAS uses on AVX2, adds two uint8 x int8 products into a saturating int16:
- * 255 * 127 * 2 = 64770 does not fit, so ordinary 8-bit weights give wrong sums; it is not used.)
+ * vpmaddubsw, which MLAS uses on AVX2, adds two uint8 x int8 products into a saturating int16:
+ * 255 * 127 * 2 = 64770 does not fit, so ordinary 8-bit weights give wrong sums. Cuvil uses it
+ * (6x16__avx2ub) only on a B packed pair-split ("Pair split" below): each pair's part in the
+ * panels provably inside int16, the rest a short list of exact corrections.
  *
  * Packed B: a 64-byte header (K, N, type), the column sums (int32, N rounded up to 16), then
  * panels of 16 columns, each K rounded up to 4 in groups of 4: group g of panel p holds, for
@@ -52,18 +54,19 @@
 
 /* ===== Microkernel table ======================================================== */
 const cuvil_qgemm_ukernel_desc cuvil_qgemm_ukernels[] = {
-    {cuvil_qgemm_uk_4x16__scalar, 4, 0, 1, 0, "4x16__scalar", "", NULL},
+    {cuvil_qgemm_uk_4x16__scalar, 4, 0, 1, 0, "4x16__scalar", "", NULL, 0},
 #if CUVIL_HAVE_AVX2
-    {cuvil_qgemm_uk_2x16__avx2, 2, 1, 1, 0, "2x16__avx2", "", NULL},
-    {cuvil_qgemm_uk_2x16__avx2_b16, 2, 1, 2, 0, "2x16__avx2_b16", "", NULL},
-    {cuvil_qgemm_uk_6x16__avx2w, 6, 1, 1, 1, "6x16__avx2w", "", NULL},
-    {cuvil_qgemm_uk_6x16__avxvnni, 6, 0, 1, 0, "6x16__avxvnni", "avxvnni", NULL},
+    {cuvil_qgemm_uk_2x16__avx2, 2, 1, 1, 0, "2x16__avx2", "", NULL, 0},
+    {cuvil_qgemm_uk_2x16__avx2_b16, 2, 1, 2, 0, "2x16__avx2_b16", "", NULL, 0},
+    {cuvil_qgemm_uk_6x16__avx2w, 6, 1, 1, 1, "6x16__avx2w", "", NULL, 0},
+    {cuvil_qgemm_uk_6x16__avx2ub, 6, 0, 1, 0, "6x16__avx2ub", "", NULL, 1},
+    {cuvil_qgemm_uk_6x16__avxvnni, 6, 0, 1, 0, "6x16__avxvnni", "avxvnni", NULL, 0},
 #endif
 #if CUVIL_HAVE_AVX512
-    {cuvil_qgemm_uk_4x16__avx512vnni, 4, 0, 1, 0, "4x32__avx512vnni", "avx512vnni", cuvil_qgemm_uk_4x32__avx512vnni},
-    {cuvil_qgemm_uk_12x16__avx512bw, 12, 1, 1, 0, "12x16__avx512bw", "", NULL},
-    {cuvil_qgemm_uk_12x16__avx512vnni, 12, 0, 1, 0, "12x16__avx512vnni", "avx512vnni", NULL},
-    {cuvil_qgemm_uk_12x16__avx512vnni, 12, 0, 1, 0, "12x32__avx512vnni", "avx512vnni", cuvil_qgemm_uk_12x32__avx512vnni},
+    {cuvil_qgemm_uk_4x16__avx512vnni, 4, 0, 1, 0, "4x32__avx512vnni", "avx512vnni", cuvil_qgemm_uk_4x32__avx512vnni, 0},
+    {cuvil_qgemm_uk_12x16__avx512bw, 12, 1, 1, 0, "12x16__avx512bw", "", NULL, 0},
+    {cuvil_qgemm_uk_12x16__avx512vnni, 12, 0, 1, 0, "12x16__avx512vnni", "avx512vnni", NULL, 0},
+    {cuvil_qgemm_uk_12x16__avx512vnni, 12, 0, 1, 0, "12x32__avx512vnni", "avx512vnni", cuvil_qgemm_uk_12x32__avx512vnni, 0},
 #endif
 };
 const int cuvil_qgemm_n_ukernels = (int)(sizeof cuvil_qgemm_ukernels / sizeof cuvil_qgemm_ukernels[0]);
@@ -81,13 +84,15 @@ const cuvil_qgemm_ukernel_desc *cuvil_qgemm_best(int b16) {
     const cuvil_qgemm_ukernel_desc *b = &cuvil_qgemm_ukernels[0];
     const char *want = getenv("CUVIL_QGEMM_UKERNEL");
     for (int i = 1; i < cuvil_qgemm_n_ukernels; i++)
-        if (cuvil_qgemm_ukernel_runs(&cuvil_qgemm_ukernels[i]) && (b16 || cuvil_qgemm_ukernels[i].bw == 1))
+        if (cuvil_qgemm_ukernel_runs(&cuvil_qgemm_ukernels[i]) && (b16 || cuvil_qgemm_ukernels[i].bw == 1) &&
+            !cuvil_qgemm_ukernels[i].split)
             b = &cuvil_qgemm_ukernels[i];
     for (const char *w = want; w && *w; w += strcspn(w, ",") + (w[strcspn(w, ",")] == ',')) {   /* (a list: the last that fits) */
         const size_t len = strcspn(w, ",");
         for (int i = 0; i < cuvil_qgemm_n_ukernels; i++)
             if (strlen(cuvil_qgemm_ukernels[i].name) == len && !strncmp(w, cuvil_qgemm_ukernels[i].name, len) &&
-                cuvil_qgemm_ukernel_runs(&cuvil_qgemm_ukernels[i]) && (b16 || cuvil_qgemm_ukernels[i].bw == 1))
+                cuvil_qgemm_ukernel_runs(&cuvil_qgemm_ukernels[i]) && (b16 || cuvil_qgemm_ukernels[i].bw == 1) &&
+                !cuvil_qgemm_ukernels[i].split)
                 b = &cuvil_qgemm_ukernels[i];
     }
     best[b16] = b;
@@ -172,6 +177,74 @@ void cuvil_qgemm_pack_b(int64_t K, int64_t N, int bt, const void *B, int64_t sk,
     }
 }
 
+/* ===== Pair split ==================================================================
+ * vpmaddubsw adds a pair of uint8 x int8 products into int16 with saturation. Over every uint8
+ * A', a pair (u, v) of B' gives sums from 255 x (min(u, 0) + min(v, 0)) to 255 x (max(u, 0) +
+ * max(v, 0)): inside int16 for every A' exactly when its positive values sum to at most 128 and its negative
+ * ones to at least -128 (255 x 128 = 32640; 255 x 129 = 32895). A pair beyond that has both
+ * values of one sign; the excess comes off the larger, so its part in the panels sums to 128
+ * (or -128), and (k, column, excess) goes to a list that the driver adds, times A'[m][k], to
+ * the int32 sums before the epilogue. The column sums stay those of B'. Ordinary weights
+ * need few (BERT-base's, per-tensor int8: 0.04% of pairs); a per-channel conv's need more.
+ * Layout: cuvil_qgemm_pack_b's, the header's word 4 set (word 5: the count), then per panel of
+ * 16 columns the index of its first correction (int32, one more for the end), then the
+ * corrections ordered by panel and k. */
+typedef struct qcorr {
+    int32_t k;
+    int16_t col;   /* in the panel */
+    int16_t r;     /* B'[k][col] minus the panel's value */
+} qcorr;
+
+/* the excess of the pair (u, v): 0, or what comes off the larger (*which: 0 u, 1 v) */
+static int pair_excess(int u, int v, int *which) {
+    const int pos = (u > 0 ? u : 0) + (v > 0 ? v : 0), neg = (u < 0 ? u : 0) + (v < 0 ? v : 0);
+    *which = abs(v) > abs(u);
+    return pos > 128 ? pos - 128 : neg < -128 ? neg + 128 : 0;
+}
+
+int64_t cuvil_qgemm_pair_excess(int64_t K, int64_t N, int bt, const void *B, int64_t sk, int64_t sn) {
+    int64_t n_ex = 0;
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t k = 0; k + 1 < K; k += 2) {   /* (the pairs of each group of 4; past K the padding's 0) */
+            int w;
+            n_ex += pair_excess(norm_b(bt, B, k * sk + n * sn), norm_b(bt, B, (k + 1) * sk + n * sn), &w) != 0;
+        }
+    return n_ex;
+}
+
+int64_t cuvil_qgemm_split_cap(int64_t K, int64_t N) { return N * ((K + 1) / 2) / 256; }
+
+static size_t split_idx_bytes(int64_t N) { return al64((size_t)(CUVIL_ALIGN_UP(N, QNR) / QNR + 1) * 4); }
+
+size_t cuvil_qgemm_packed_b_split_bytes(int64_t K, int64_t N, int64_t excess) {
+    return cuvil_qgemm_packed_b_bytes(K, N) + split_idx_bytes(N) + (size_t)excess * sizeof(qcorr);
+}
+
+void cuvil_qgemm_pack_b_split(int64_t K, int64_t N, int bt, const void *B, int64_t sk, int64_t sn, void *dst) {
+    cuvil_qgemm_pack_b(K, N, bt, B, sk, sn, dst);
+    const int64_t kp = kpad(K), npan = CUVIL_ALIGN_UP(N, QNR) / QNR;
+    int8_t *d = packed_data(dst, N);
+    int32_t *idx = (int32_t *)(void *)((char *)dst + cuvil_qgemm_packed_b_bytes(K, N));
+    qcorr *cr = (qcorr *)(void *)((char *)idx + split_idx_bytes(N));
+    int64_t n_ex = 0;
+    for (int64_t p = 0; p < npan; p++) {
+        idx[p] = (int32_t)n_ex;
+        for (int64_t g = 0; g < kp / 4; g++)
+            for (int c = 0; c < QNR; c++)
+                for (int h = 0; h < 2; h++) {
+                    int8_t *pr = d + p * kp * QNR + g * 64 + c * 4 + 2 * h;
+                    int w;
+                    const int ex = pair_excess(pr[0], pr[1], &w);
+                    if (!ex) continue;
+                    pr[w] = (int8_t)(pr[w] - ex);
+                    cr[n_ex++] = (qcorr){(int32_t)(4 * g + 2 * h + w), (int16_t)c, (int16_t)ex};
+                }
+    }
+    idx[npan] = (int32_t)n_ex;
+    int64_t *h = dst;
+    h[4] = 1, h[5] = n_ex;
+}
+
 /* B (row-major, row stride ldb) in the b16 layout */
 static void pack_b16(int64_t K, int64_t N, int bt, const void *B, int64_t ldb, void *dst) {
     const int64_t kp = kpad(K);
@@ -252,6 +325,8 @@ typedef struct qjob {
     const int8_t *bd;           /* packed B's panels */
     const int32_t *cs, *rs;     /* column sums of B', row sums of A' */
     const int32_t *za, *zb;     /* za' per row, zb' per column */
+    const int32_t *cidx;        /* a pair-split B's corrections: NULL, or the index per panel */
+    const qcorr *corr;          /* ... and the list */
     const cuvil_qgemm_epi *e;
     void *scratch;
     size_t blk_off;             /* the int32 tile, in each thread's scratch */
@@ -475,6 +550,30 @@ static void widen_b(const int8_t *restrict src, int64_t kk, int16_t *restrict ds
 #endif
 }
 
+/* A pair-split B's corrections q .. qe (one panel's, their k inside the K block) added to a
+ * microkernel's tile c (rows rows; a: their packed A, from its first group): r times A'[m][k],
+ * in modular int32 as the sums. Right after the microkernel: the tile's rows are in L1 (at the
+ * end of a task they came from L2, and took 5% of BERT-base's time). */
+static void correct(int32_t *c, int64_t ldc, const uint8_t *a, int64_t rows, const qcorr *q, const qcorr *qe) {
+    for (; q < qe; q++) {
+        const uint8_t *ak = a + (q->k / 4) * QMRP * 4 + q->k % 4;
+        uint32_t *col = (uint32_t *)c + q->col;
+        const uint32_t r = (uint32_t)(int32_t)q->r;
+        for (int64_t i = 0; i < rows; i++) col[i * ldc] += (uint32_t)ak[4 * i] * r;
+    }
+}
+
+/* the first of panel p's corrections whose group of 4 k is g or after */
+static const qcorr *corr_from(const qjob *j, int64_t p, int64_t g) {
+    int64_t lo = j->cidx[p], hi = j->cidx[p + 1];
+    while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (j->corr[mid].k / 4 < g) lo = mid + 1;
+        else hi = mid;
+    }
+    return j->corr + lo;
+}
+
 static void qtask(void *vctx, int64_t t, int tid) {
     const qjob *j = vctx;
     const cuvil_qgemm_ukernel_desc *uk = j->uk;
@@ -504,6 +603,9 @@ static void qtask(void *vctx, int64_t t, int tid) {
             const int64_t per = (slice + ((mc + mr - 1) / mr) * 64 - 1) / (((mc + mr - 1) / mr) * 64) * 64;
             int64_t pf = npf ? 0 : slice;
             if (b16) widen_b(bpan, kk, b16);
+            const qcorr *cq[2][2] = {{NULL, NULL}, {NULL, NULL}};   /* (each panel's corrections in this K block) */
+            if (j->corr)
+                for (int q = 0; q < np; q++) cq[q][0] = corr_from(j, n / QNR + q, k0), cq[q][1] = corr_from(j, n / QNR + q, k0 + kk);
             for (int64_t m = m0, step; m < m0 + mc; m += step) {
                 /* (the block's last 4 or 8 rows: the 4-row kernel, a call per 4) */
                 const cuvil_qgemm_ukernel_desc *k = j->tail && m0 + mc - m <= 8 ? j->tail : uk;
@@ -516,6 +618,10 @@ static void qtask(void *vctx, int64_t t, int tid) {
                 }
                 if (two) k->fn2(kk, apan, bpan, pstride, blk + (m - m0) * ldc + (n - n0), ldc, k0 > 0);
                 else k->fn(kk, apan, b16 ? (const int8_t *)(const void *)b16 : bpan, blk + (m - m0) * ldc + (n - n0), ldc, k0 > 0);
+                for (int q = 0; q < np; q++)
+                    if (cq[q][0] < cq[q][1])
+                        correct(blk + (m - m0) * ldc + (n - n0) + q * QNR, ldc, j->ad + (m / QMRP) * j->kp * QMRP + (m % QMRP) * 4,
+                                cuvil_min_i64(step, m0 + mc - m), cq[q][0], cq[q][1]);
             }
             n += np * QNR;
         }
@@ -530,7 +636,12 @@ __attribute__((noinline)) static void qgemm_packed(const cuvil_qgemm_ukernel_des
                                                    size_t off) {
     if (M <= 0 || N <= 0) return;
     const int at = (int)((const int64_t *)ap)[2], bt = (int)((const int64_t *)bp)[2];
-    if (((const int64_t *)bp)[3] != uk->bw) uk = cuvil_qgemm_best(((const int64_t *)bp)[3] == 2);   /* (B's layout decides) */
+    const int64_t *bh = bp;
+    if (bh[3] != uk->bw) uk = cuvil_qgemm_best(bh[3] == 2);   /* (B's layout decides) */
+    if (uk->split && !bh[4]) uk = cuvil_qgemm_best(0);   /* (a kernel for a pair-split B only on one) */
+    if (bh[4] && uk->w16)   /* (a pair-split B: vpmaddubsw in place of the 16-bit form) */
+        for (const cuvil_qgemm_ukernel_desc *k = cuvil_qgemm_ukernels; k < cuvil_qgemm_ukernels + cuvil_qgemm_n_ukernels; k++)
+            if (k->split && cuvil_qgemm_ukernel_runs(k)) uk = k;
     if (uk->w16 && M < 12) {   /* (a few rows do not repay widening B: the preferred byte kernel before it) */
         const cuvil_qgemm_ukernel_desc *alt = NULL;
         for (const cuvil_qgemm_ukernel_desc *k = cuvil_qgemm_ukernels; k < uk; k++)
@@ -552,8 +663,10 @@ __attribute__((noinline)) static void qgemm_packed(const cuvil_qgemm_ukernel_des
         .uk = uk, .tail = tail, .M = M, .N = N, .K = K, .kp = kpad(K), .nb = (N + QNC - 1) / QNC,
         .ad = packed_a_data(ap, M), .bd = packed_data(bp, N), .cs = packed_colsum(bp), .rs = packed_rowsum(ap),
         .za = za, .zb = zb, .e = e, .scratch = scratch,
+        .cidx = bh[4] && bh[5] ? (const int32_t *)(const void *)((const char *)bp + cuvil_qgemm_packed_b_bytes(K, N)) : NULL,
         .blk_off = off + al64((size_t)M * 4) + al64((size_t)N * 4),
     };
+    if (j.cidx) j.corr = (const qcorr *)(const void *)((const char *)j.cidx + split_idx_bytes(N));
     /* As few row blocks as QMC allows (each reads all of B), the blocks as even as panels allow
      * (200 rows: 108 + 92, not 144 + 56); more while the tasks do not split evenly over the
      * threads (128 rows x 768 columns on two threads: 2 x 3 tasks, not 3) */

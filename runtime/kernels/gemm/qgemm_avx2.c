@@ -11,6 +11,11 @@
  * loop has no conversions: per pair of k, two loads of B (16 columns), and per row one
  * broadcast load of the row's two A values and two vpmaddwd + vpaddd, each int32 lane one
  * column's sum. 12 accumulators; 2 uops per 16 multiply-adds (the 2x16 kernels spend 2.5-3.3).
+ * 6x16 AVX2 on a pair-split B (ub): vpmaddubsw multiplies a row's 4 bytes of A' by 8 columns'
+ * 4 bytes of B' and adds each pair of products into int16, vpmaddwd by ones adds the two pairs
+ * into int32, vpaddd accumulates: 3 uops per 32 multiply-adds where the w16 form spends 4. The
+ * int16 pair sum is exact only because B was packed pair-split (qgemm.c: no pair of B' whose
+ * products can leave int16 for any uint8 A'), which the driver checks before it picks this.
  * 6x16 AVX-VNNI: vpdpbusd adds four uint8 x int8 products into each int32 lane, B' as packed
  * (two ymm per group of 4 k); built with the avxvnni attribute and picked only on a CPU that
  * has it (cuvil_qgemm_best).
@@ -103,6 +108,71 @@ void cuvil_qgemm_uk_6x16__avx2w(int64_t k4, const void *a, const int8_t *b8, int
         WPAIR(0) WPAIR(1)
 #undef WPAIR
 #undef WROW
+    }
+#define P2(r) put8(c + (r) * ldc, c##r##0, accumulate); put8(c + (r) * ldc + 8, c##r##1, accumulate);
+    P2(0) P2(1) P2(2) P2(3) P2(4) P2(5)
+#undef P2
+}
+
+/* a: the packed A panel's rows (4 bytes each a group); b: a pair-split micro-panel in the packed
+ * layout. 12 accumulators, the ones, a row's broadcast and two products: the 16 registers, B
+ * read from memory by each vpmaddubsw. (In inline assembly: in C, GCC keeps B's two vectors in
+ * registers and moves the accumulators through the stack, at 0.8x the rate.) */
+void cuvil_qgemm_uk_6x16__avx2ub(int64_t k4, const void *a, const int8_t *b, int32_t *c, int64_t ldc, int accumulate) {
+#define Z2(r) __m256i c##r##0 = _mm256_setzero_si256(), c##r##1 = _mm256_setzero_si256();
+    Z2(0) Z2(1) Z2(2) Z2(3) Z2(4) Z2(5)
+#undef Z2
+    const __m256i ones = _mm256_set1_epi16(1);
+    const uint8_t *pa = a;
+    for (int64_t g = 0; g < k4; g++, pa += CUVIL_QA_GROUP, b += 64) {
+        __m256i ar, t0, t1;
+        __asm__(
+        "vpbroadcastd 0(%[pa]), %[ar]\n\t"
+        "vpmaddubsw (%[b]), %[ar], %[t0]\n\t"
+        "vpmaddubsw 32(%[b]), %[ar], %[t1]\n\t"
+        "vpmaddwd %[ones], %[t0], %[t0]\n\t"
+        "vpmaddwd %[ones], %[t1], %[t1]\n\t"
+        "vpaddd %[t0], %[c00], %[c00]\n\t"
+        "vpaddd %[t1], %[c01], %[c01]\n\t"
+        "vpbroadcastd 4(%[pa]), %[ar]\n\t"
+        "vpmaddubsw (%[b]), %[ar], %[t0]\n\t"
+        "vpmaddubsw 32(%[b]), %[ar], %[t1]\n\t"
+        "vpmaddwd %[ones], %[t0], %[t0]\n\t"
+        "vpmaddwd %[ones], %[t1], %[t1]\n\t"
+        "vpaddd %[t0], %[c10], %[c10]\n\t"
+        "vpaddd %[t1], %[c11], %[c11]\n\t"
+        "vpbroadcastd 8(%[pa]), %[ar]\n\t"
+        "vpmaddubsw (%[b]), %[ar], %[t0]\n\t"
+        "vpmaddubsw 32(%[b]), %[ar], %[t1]\n\t"
+        "vpmaddwd %[ones], %[t0], %[t0]\n\t"
+        "vpmaddwd %[ones], %[t1], %[t1]\n\t"
+        "vpaddd %[t0], %[c20], %[c20]\n\t"
+        "vpaddd %[t1], %[c21], %[c21]\n\t"
+        "vpbroadcastd 12(%[pa]), %[ar]\n\t"
+        "vpmaddubsw (%[b]), %[ar], %[t0]\n\t"
+        "vpmaddubsw 32(%[b]), %[ar], %[t1]\n\t"
+        "vpmaddwd %[ones], %[t0], %[t0]\n\t"
+        "vpmaddwd %[ones], %[t1], %[t1]\n\t"
+        "vpaddd %[t0], %[c30], %[c30]\n\t"
+        "vpaddd %[t1], %[c31], %[c31]\n\t"
+        "vpbroadcastd 16(%[pa]), %[ar]\n\t"
+        "vpmaddubsw (%[b]), %[ar], %[t0]\n\t"
+        "vpmaddubsw 32(%[b]), %[ar], %[t1]\n\t"
+        "vpmaddwd %[ones], %[t0], %[t0]\n\t"
+        "vpmaddwd %[ones], %[t1], %[t1]\n\t"
+        "vpaddd %[t0], %[c40], %[c40]\n\t"
+        "vpaddd %[t1], %[c41], %[c41]\n\t"
+        "vpbroadcastd 20(%[pa]), %[ar]\n\t"
+        "vpmaddubsw (%[b]), %[ar], %[t0]\n\t"
+        "vpmaddubsw 32(%[b]), %[ar], %[t1]\n\t"
+        "vpmaddwd %[ones], %[t0], %[t0]\n\t"
+        "vpmaddwd %[ones], %[t1], %[t1]\n\t"
+        "vpaddd %[t0], %[c50], %[c50]\n\t"
+        "vpaddd %[t1], %[c51], %[c51]\n\t"
+        : [c00] "+x"(c00), [c01] "+x"(c01), [c10] "+x"(c10), [c11] "+x"(c11), [c20] "+x"(c20), [c21] "+x"(c21), [c30] "+x"(c30), [c31] "+x"(c31), [c40] "+x"(c40), [c41] "+x"(c41), [c50] "+x"(c50), [c51] "+x"(c51),
+          [ar] "=&x"(ar), [t0] "=&x"(t0), [t1] "=&x"(t1)
+        : [pa] "r"(pa), [b] "r"(b), [ones] "x"(ones)
+        : "memory");
     }
 #define P2(r) put8(c + (r) * ldc, c##r##0, accumulate); put8(c + (r) * ldc + 8, c##r##1, accumulate);
     P2(0) P2(1) P2(2) P2(3) P2(4) P2(5)

@@ -158,21 +158,28 @@ void cuvil_f32_rnn_pack(const cuvil_rnn_params *p, const float *w, const float *
 }
 
 /* ===== 8-bit weights (cuvil_rnn_q8) ===== */
-/* Per direction: w's block (K input, N 4 hidden), then r's (K hidden), each 64-byte aligned. */
-static size_t q8_w_bytes(const cuvil_rnn_params *p) {
-    return p->input > 0 ? CUVIL_ALIGN_UP(cuvil_qgemm_packed_b_bytes(p->input, 4 * p->hidden), 64) : 0;
+/* Per direction: w's block (K input, N 4 hidden), then r's (K hidden), each 64-byte aligned and
+ * with room for a pair-split's corrections (up to cuvil_qgemm_split_cap). */
+static size_t q8_block_bytes(int64_t K, int64_t N) {
+    return CUVIL_ALIGN_UP(cuvil_qgemm_packed_b_split_bytes(K, N, cuvil_qgemm_split_cap(K, N)), 64);
 }
-static size_t q8_r_bytes(const cuvil_rnn_params *p) { return CUVIL_ALIGN_UP(cuvil_qgemm_packed_b_bytes(p->hidden, 4 * p->hidden), 64); }
+static size_t q8_w_bytes(const cuvil_rnn_params *p) { return p->input > 0 ? q8_block_bytes(p->input, 4 * p->hidden) : 0; }
+static size_t q8_r_bytes(const cuvil_rnn_params *p) { return q8_block_bytes(p->hidden, 4 * p->hidden); }
+
+static void q8_pack_block(int64_t K, int64_t N, int split, int wt, const void *b, void *dst) {
+    if (split && cuvil_qgemm_pair_excess(K, N, wt, b, N, 1) <= cuvil_qgemm_split_cap(K, N)) cuvil_qgemm_pack_b_split(K, N, wt, b, N, 1, dst);
+    else cuvil_qgemm_pack_b(K, N, wt, b, N, 1, dst);
+}
 
 size_t cuvil_rnn_q8_packed_bytes(const cuvil_rnn_params *p) { return (q8_w_bytes(p) + q8_r_bytes(p)) * (size_t)p->dirs; }
 
-void cuvil_rnn_q8_pack(const cuvil_rnn_params *p, int wt, const void *w, const void *r, void *dst) {
+void cuvil_rnn_q8_pack(const cuvil_rnn_params *p, int split, int wt, const void *w, const void *r, void *dst) {
     const int64_t I = p->input, H = p->hidden, GH = 4 * H;
     char *o = dst;
     for (int d = 0; d < p->dirs; d++) {
-        if (I > 0) cuvil_qgemm_pack_b(I, GH, wt, (const int8_t *)w + d * I * GH, GH, 1, o);
+        if (I > 0) q8_pack_block(I, GH, split, wt, (const int8_t *)w + d * I * GH, o);
         o += q8_w_bytes(p);
-        cuvil_qgemm_pack_b(H, GH, wt, (const int8_t *)r + d * H * GH, GH, 1, o);
+        q8_pack_block(H, GH, split, wt, (const int8_t *)r + d * H * GH, o);
         o += q8_r_bytes(p);
     }
 }

@@ -32,6 +32,11 @@ const char *cg_bin_params(cg_ctx *cg, const cuvil_binary_params *p, const char *
                     cg_i64s(cg, p->b_strides, p->ndim), cg_act(&p->act, act));
 }
 
+bool cg_target_pair_split(const cir_graph *g) {
+    const cuvil_target_info *t = cuvil_target_find(g->target);
+    return t && strstr(t->kernels, "avx2") && !strstr(t->kernels, "avx512");
+}
+
 cuvil_gemm_blocking cg_target_blocking(const cir_graph *g, cuvil_gemm_ukernel_desc *uk) {
     const cuvil_target_info *t = cuvil_target_find(g->target);
     if (!t) t = cuvil_target_find("generic");

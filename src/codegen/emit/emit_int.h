@@ -36,6 +36,9 @@ extern const char *const cg_bin_names[];     /* CUVIL_BIN_* */
 extern const char *const cg_cmp_names[];     /* CUVIL_CMP_* */
 extern const char *const cg_logic_names[];   /* CUVIL_LOGIC_* */
 
+/* Whether the integer GEMM's constant B is packed pair-split for the target g is compiled for
+ * (cuvil_qgemm_pack_b_split): one whose CPUs have AVX2 and may lack VNNI (x86_64-avx2). */
+bool cg_target_pair_split(const cir_graph *g);
 /* The GEMM blocking of the target g is compiled for (targets.inc); uk is filled with its tile
  * (no function: for sizes and packing only) and pointed to by the result. */
 cuvil_gemm_blocking cg_target_blocking(const cir_graph *g, cuvil_gemm_ukernel_desc *uk);

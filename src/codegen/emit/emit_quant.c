@@ -155,10 +155,15 @@ static cuvil_status imatmul_fast(cg_ctx *cg, cir_graph *g, cir_node *n, const op
     const bool bconst = cir_is_const(b) && m->b_bs == 0;
     const char *bp = "NULL";
     if (bconst) {
-        const size_t nb = cuvil_qgemm_packed_b_bytes(m->K, m->N);
+        /* pair-split for a target without VNNI where few pairs need a correction */
+        const int bt = b->dtype == CIR_I8 ? CUVIL_T_I8 : CUVIL_T_U8;
+        const int64_t ex = cg_target_pair_split(g) ? cuvil_qgemm_pair_excess(m->K, m->N, bt, b->data, m->N, 1) : -1;
+        const bool split = ex >= 0 && ex <= cuvil_qgemm_split_cap(m->K, m->N);
+        const size_t nb = split ? cuvil_qgemm_packed_b_split_bytes(m->K, m->N, ex) : cuvil_qgemm_packed_b_bytes(m->K, m->N);
         void *buf = cuvil_malloc(nb);
         if (!buf) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
-        cuvil_qgemm_pack_b(m->K, m->N, b->dtype == CIR_I8 ? CUVIL_T_I8 : CUVIL_T_U8, b->data, m->N, 1, buf);
+        if (split) cuvil_qgemm_pack_b_split(m->K, m->N, bt, b->data, m->N, 1, buf);
+        else cuvil_qgemm_pack_b(m->K, m->N, bt, b->data, m->N, 1, buf);
         bp = cg_data(cg, buf, nb, CIR_U8);
         cuvil_free(buf);
     }

@@ -36,7 +36,7 @@ cuvil_status cg_emit_rnn(cg_ctx *cg, cir_graph *g, cir_node *n) {
         void *buf = cuvil_malloc(nb ? nb : 1);
         if (!buf) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
         const int wt = w->dtype == CIR_I8 ? CUVIL_T_I8 : CUVIL_T_U8;
-        cuvil_rnn_q8_pack(&hi, wt, w->data, r->data, buf);
+        cuvil_rnn_q8_pack(&hi, cg_target_pair_split(g), wt, w->data, r->data, buf);
         const char *wp = cg_data(cg, buf, nb, CIR_U8);
         cuvil_free(buf);
         const char *S = cg_scratch(cg, cuvil_rnn_q8_scratch_size(&hi), "cuvil_rnn_q8_scratch_size(&%s)", ps);
