@@ -300,8 +300,47 @@ static void test_split_over_threads(void) {
     free(x), free(sc), free(bi), free(y1), free(y3), free(m1), free(m3), free(q1), free(q3);
 }
 
+/* DynamicQuantizeLinear on values at and next to the rounding ties of x / s (the kernel's
+ * multiply by 1 / s must give rint(x / s) exactly), NaN, a row's tail, against
+ * ONNX's formula here; ranges whose scale is 1/255 or a few ulp off a power of two. */
+static void test_dynamic_quantize_ties(void) {
+    const int64_t n = 4099;
+    float *x = ktu_falloc((size_t)n);
+    uint8_t *q = ktu_alloc((size_t)n);
+    static const float ranges[][2] = {{-1.0f, 0.0f}, {-0.3f, 7.1f}, {-1e-3f, 2.5e-3f}, {-97.0f, 158.0f}, {0.0f, 255.0f},
+                                      {-1e30f, 3e30f}, {-2.0e-37f, 1.0e-37f}};
+    for (size_t r = 0; r < sizeof ranges / sizeof ranges[0]; r++) {
+        /* (the scale the kernel takes from x's range, [mn, mx] with 0 in it: every other value inside) */
+        const float mn = ranges[r][0], mx = ranges[r][1], s = (mx - mn) / 255.0f;
+        const int64_t klo = (int64_t)ceilf(mn / s) + 1, khi = (int64_t)floorf(mx / s) - 2;
+        for (int64_t i = 0; i < n; i++) {
+            const float k = (float)(klo + (int64_t)(ktu_u32() % (uint32_t)(khi - klo + 1))) + 0.5f;   /* (a tie, then ulps off it) */
+            float v = k * s;
+            for (int u = (int)(ktu_u32() % 7) - 3; u != 0; u += u > 0 ? -1 : 1) v = nextafterf(v, u > 0 ? INFINITY : -INFINITY);
+            x[i] = i % 5 == 4 ? ktu_uniform(mn, mx) : v;
+        }
+        x[0] = mn, x[1] = mx, x[2] = NAN;
+        float so;
+        uint8_t zo;
+        cuvil_dynamic_quantize(n, x, q, &so, &zo);
+        for (int64_t i = 0; i < n; i++) {
+            float v = nearbyintf(x[i] / so) + (float)zo;
+            v = v >= 0.0f ? v : 0.0f;
+            v = v <= 255.0f ? v : 255.0f;
+            ktu_checks++;
+            if (so != s || q[i] != (uint8_t)v) {
+                ktu_fail("dynamic_quantize range [%g, %g]: x[%lld] = %.9g gives %d, expected %d (scale %.9g)", (double)mn, (double)mx,
+                         (long long)i, (double)x[i], q[i], (int)(uint8_t)v, (double)so);
+                break;
+            }
+        }
+    }
+    free(x), free(q);
+}
+
 int main(void) {
     setenv("CUVIL_OVERSUBSCRIBE", "1", 1);   /* (3 threads on a 2-CPU machine) */
+    test_dynamic_quantize_ties();
     test_softmax();
     test_softmax_nan_to_zero();
     test_reduce();

@@ -10,19 +10,21 @@
 
 #include "../rt_int.h"
 
-/* sum of xr[i] - c (c 0: the plain sum) and of its squares, in double, in 8 lanes (independent
- * chains the compiler vectorises; one running sum waits 4 cycles an element) */
+/* sum of xr[i] - c (c 0: the plain sum) and of its squares, in double, in 32 lanes (independent
+ * chains the compiler vectorises: four vectors of 8 doubles or eight of 4, so that the adds of
+ * one wait for none of the others; with 8 lanes BERT-base's layer norms took 2% of its int8
+ * run) */
 static void sums(const float *xr, int64_t n, double c, double *s1, double *s2) {
-    double a[8] = {0}, q[8] = {0};
+    double a[32] = {0}, q[32] = {0};
     int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int l = 0; l < 8; l++) {
+    for (; i + 32 <= n; i += 32)
+        for (int l = 0; l < 32; l++) {
             const double d = (double)xr[i + l] - c;
             a[l] += d;
             q[l] += d * d;
         }
     double sa = 0, sq = 0;
-    for (int l = 0; l < 8; l++) sa += a[l], sq += q[l];
+    for (int l = 0; l < 32; l++) sa += a[l], sq += q[l];
     for (; i < n; i++) {
         const double d = (double)xr[i] - c;
         sa += d;
