@@ -659,6 +659,19 @@ def test_integer_matmul_pair_split(tmp_path, btype, spikes):
     got = tl.compile_and_run(path, {"a": a}, tmp_path / "run", target="x86_64-avx2")["y"]
     want = (a.astype(np.int64) - int(az)) @ (b.astype(np.int64) - int(bz))
     np.testing.assert_array_equal(got, want)
+    # the packed weights in the library: split where the pairs needing a correction (counted
+    # here) are at most 1 in 256, their count in the header (int64 K, N, type, 1 byte a value,
+    # split, count)
+    bs = b.astype(np.int16) - (128 if btype == np.uint8 else 0)
+    p, q = bs[0:K - 1:2], bs[1:K:2]
+    need = int(((np.maximum(p, 0) + np.maximum(q, 0) > 128) | (np.minimum(p, 0) + np.minimum(q, 0) < -128)).sum())
+    split = need <= N * ((K + 1) // 2) // 256
+    assert split == (spikes == 12), need
+    blob = (tl.compile(path, tmp_path / "c", emit="c", target="x86_64-avx2") / "weights.bin").read_bytes()
+    w = np.frombuffer(blob[:len(blob) // 8 * 8], np.int64)
+    hits = [i for i in range(len(w) - 6) if w[i] == K and w[i + 1] == N and w[i + 3] == 1]
+    assert len(hits) == 1, hits
+    assert list(w[hits[0] + 4:hits[0] + 6]) == ([1, need] if split else [0, 0])
 
 
 MAXPOOL8 = [  # (input shape, attributes)
@@ -794,14 +807,19 @@ def test_dynamic_quantize_lstm(tmp_path, case):
             tl.compile(q, tmp_path / "bad")
 
 
-@pytest.mark.parametrize("case", ["reverse_states_peep_u8", "bidirectional_lens_clip", "forward_batch3_rowscales"])
+@pytest.mark.parametrize("case", ["reverse_states_peep_u8", "bidirectional_lens_clip", "forward_batch3_rowscales", "forward_split"])
 def test_dynamic_quantize_lstm_node(tmp_path, case):
     """A DynamicQuantizeLSTM node written by hand with its optional inputs (bias, sequence
     lengths, initial states, peepholes, zero points per row), uint8 or int8 weights, against
     ONNX Runtime's int8 run on one thread. ONNX Runtime takes only zero points of 0: its model
-    holds the same integers as int8 (q - zp), its zero points 0."""
+    holds the same integers as int8 (q - zp), its zero points 0. forward_split: 600 inputs,
+    weights mostly small with pairs of 127 (W packed pair-split, with corrections, for
+    x86_64-avx2, which it is built for)."""
+    split = case.endswith("_split")
+    if split and not tl.host_runs("x86_64-avx2"):
+        pytest.skip("this machine does not run x86_64-avx2 code")
     rng = np.random.default_rng(len(case))
-    S, I, H = 7, 10, 8
+    S, I, H = 7, 600 if split else 10, 8
     B = 3 if "batch3" in case else 1
     D = 2 if case.startswith("bidirectional") else 1
     u8 = case.endswith("_u8")
@@ -811,9 +829,14 @@ def test_dynamic_quantize_lstm_node(tmp_path, case):
     ns = int(np.prod(shp))
 
     def weights(k):   # 8-bit q and its zero points z (per row or direction), q - z within int8
-        z = (rng.integers(100, 156, shp) if u8 else rng.integers(-20, 21, shp)).astype(np.int16)
+        z = (rng.integers(100, 156, shp) if u8 else rng.integers(-20, 21, shp) * (not split)).astype(np.int16)
         zb = z.reshape(D, 1, -1) if per_row else z.reshape(D, 1, 1)
-        q = np.clip(zb + rng.integers(-100, 101, (D, k, 4 * H)), -128 if not u8 else 0, 127 if not u8 else 255)
+        q = np.clip(zb + rng.integers(-40 if split else -100, 41 if split else 101, (D, k, 4 * H)), -128 if not u8 else 0,
+                    127 if not u8 else 255)
+        if split:   # (pairs that vpmaddubsw would saturate on: a correction each)
+            for i in range(6):
+                kk, col = 2 * rng.integers(0, k // 2), rng.integers(0, 4 * H)
+                q[0, kk:kk + 2, col] = 127 if i % 2 else -128
         return q.astype(wt), z.astype(wt), (q - zb).astype(np.int8)
 
     (wq, wz, w0), (rq, rz, r0) = weights(I), weights(H)
@@ -843,7 +866,7 @@ def test_dynamic_quantize_lstm_node(tmp_path, case):
     node = helper.make_node("DynamicQuantizeLSTM", ins, ["y", "yh", "yc"], domain="com.microsoft", **attrs)
     path = _model(tmp_path, [node], vis, outs, common + [numpy_helper.from_array(a, nm) for a, nm in
                                                          ((wq, "W"), (rq, "R"), (wz, "wz"), (rz, "rz"))], ms=True)
-    got = tl.compile_and_run(path, feeds, tmp_path / "run")
+    got = tl.compile_and_run(path, feeds, tmp_path / "run", **({"target": "x86_64-avx2"} if split else {}))
     ref_node = helper.make_node("DynamicQuantizeLSTM", ins[:9] + ["z0", "rs", "z0"], ["y", "yh", "yc"], domain="com.microsoft", **attrs)
     (tmp_path / "ref").mkdir()
     ref = _model(tmp_path / "ref", [ref_node], vis, outs, common + [numpy_helper.from_array(w0, "W"), numpy_helper.from_array(r0, "R"),

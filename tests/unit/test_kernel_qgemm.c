@@ -171,7 +171,8 @@ static void test_gemm(const cuvil_qgemm_ukernel_desc *uk) {
 }
 
 /* 255 x 127 + 255 x 127 overflows int16 (a vpmaddubsw pair); -128 ones at the other end. B raw
- * (packed each call), then packed pair-split: every pair needs a correction. */
+ * (packed each call), then packed pair-split: each (127, 127) pair of columns 0-9 needs a
+ * correction (the (-128, 127) pairs of columns 10-19 none; -128 pairs: the random cases). */
 static void test_extremes(const cuvil_qgemm_ukernel_desc *uk) {
     const int64_t M = 13, N = 20, K = 1000;
     uint8_t *A = ktu_alloc((size_t)(M * K));

@@ -185,7 +185,8 @@ void cuvil_qgemm_pack_b(int64_t K, int64_t N, int bt, const void *B, int64_t sk,
  * values of one sign; the excess comes off the larger, so its part in the panels sums to 128
  * (or -128), and (k, column, excess) goes to a list that the driver adds, times A'[m][k], to
  * the int32 sums before the epilogue. The column sums stay those of B'. Ordinary weights
- * need few (BERT-base's, per-tensor int8: 0.04% of pairs); a per-channel conv's need more.
+ * need few (BERT-base's, per-tensor int8: 0.04% of pairs). (A conv's weights are its A, never
+ * split; as a B, per-channel conv weights would need ~3%.)
  * Layout: cuvil_qgemm_pack_b's, the header's word 4 set (word 5: the count), then per panel of
  * 16 columns the index of its first correction (int32, one more for the end), then the
  * corrections ordered by panel and k. */
@@ -226,6 +227,7 @@ void cuvil_qgemm_pack_b_split(int64_t K, int64_t N, int bt, const void *B, int64
     int8_t *d = packed_data(dst, N);
     int32_t *idx = (int32_t *)(void *)((char *)dst + cuvil_qgemm_packed_b_bytes(K, N));
     qcorr *cr = (qcorr *)(void *)((char *)idx + split_idx_bytes(N));
+    memset(idx, 0, split_idx_bytes(N));   /* (its padding too: a compiled model's bytes are all defined) */
     int64_t n_ex = 0;
     for (int64_t p = 0; p < npan; p++) {
         idx[p] = (int32_t)n_ex;
@@ -639,7 +641,8 @@ __attribute__((noinline)) static void qgemm_packed(const cuvil_qgemm_ukernel_des
     const int64_t *bh = bp;
     if (bh[3] != uk->bw) uk = cuvil_qgemm_best(bh[3] == 2);   /* (B's layout decides) */
     if (uk->split && !bh[4]) uk = cuvil_qgemm_best(0);   /* (a kernel for a pair-split B only on one) */
-    if (bh[4] && uk->w16)   /* (a pair-split B: vpmaddubsw in place of the 16-bit form) */
+    if (bh[4] && uk->w16 && M >= 4)   /* (a pair-split B: vpmaddubsw in place of the 16-bit form; for 1-3
+                                        * rows the 2-row kernel below, not 6 rows computed for them) */
         for (const cuvil_qgemm_ukernel_desc *k = cuvil_qgemm_ukernels; k < cuvil_qgemm_ukernels + cuvil_qgemm_n_ukernels; k++)
             if (k->split && cuvil_qgemm_ukernel_runs(k)) uk = k;
     if (uk->w16 && M < 12) {   /* (a few rows do not repay widening B: the preferred byte kernel before it) */

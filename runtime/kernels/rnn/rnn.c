@@ -167,6 +167,7 @@ static size_t q8_w_bytes(const cuvil_rnn_params *p) { return p->input > 0 ? q8_b
 static size_t q8_r_bytes(const cuvil_rnn_params *p) { return q8_block_bytes(p->hidden, 4 * p->hidden); }
 
 static void q8_pack_block(int64_t K, int64_t N, int split, int wt, const void *b, void *dst) {
+    memset(dst, 0, q8_block_bytes(K, N));   /* (the room not taken: a compiled model's bytes are all defined) */
     if (split && cuvil_qgemm_pair_excess(K, N, wt, b, N, 1) <= cuvil_qgemm_split_cap(K, N)) cuvil_qgemm_pack_b_split(K, N, wt, b, N, 1, dst);
     else cuvil_qgemm_pack_b(K, N, wt, b, N, 1, dst);
 }
