@@ -291,20 +291,129 @@ def compile_and_run(onnx_path, inputs: dict, work_dir, **compile_opts) -> dict:
 # --------------------------------------------------------------------------------------------
 
 
-def ort_run(onnx_model, inputs: dict) -> dict:
-    """ONNX Runtime's outputs for onnx_model (a path, bytes or a ModelProto), by output name."""
+_ORT_INT8_EXACT = None
+
+
+def ort_int8_exact() -> bool:
+    """Whether this machine's ONNX Runtime sums uint8 x int8 products exactly. With VNNI its
+    kernels do; without (an AVX2-only CPU, AVX-512 without VNNI) MLAS adds each pair of
+    products with vpmaddubsw into a saturating int16 (255 x 127 x 2 > 32767), so its int8 run
+    of a model with ordinary int8 weights is not ONNX's. Probed with a MatMulInteger whose every
+    pair saturates."""
+    global _ORT_INT8_EXACT
+    if _ORT_INT8_EXACT is None:
+        from onnx import TensorProto, helper, numpy_helper
+        g = helper.make_graph([helper.make_node("MatMulInteger", ["a", "b"], ["y"])], "probe",
+                              [helper.make_tensor_value_info("a", TensorProto.UINT8, (1, 64))],
+                              [helper.make_tensor_value_info("y", TensorProto.INT32, None)],
+                              [numpy_helper.from_array(np.full((64, 1), 127, np.int8), "b")])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+        m.ir_version = 8
+        y = _ort_session_run(m.SerializeToString(), {"a": np.full((1, 64), 255, np.uint8)})["y"]
+        _ORT_INT8_EXACT = int(y.reshape(-1)[0]) == 255 * 127 * 64
+    return _ORT_INT8_EXACT
+
+
+# (op, weight input, its zero point's input): the int8 weights an integer kernel multiplies
+# with a uint8 operand. A DequantizeLinear's int8 initializer: QDQ weights, which ONNX Runtime
+# folds into such a kernel.
+_INT8_WEIGHTS = {("", "MatMulInteger"): (1, 3), ("", "ConvInteger"): (1, 3), ("", "QLinearConv"): (3, 5),
+                 ("", "QLinearMatMul"): (3, 5), ("", "DequantizeLinear"): (0, 2), ("com.microsoft", "QGemm"): (3, 5),
+                 ("com.microsoft", "DynamicQuantizeMatMul"): (1, 3), ("com.microsoft", "MatMulIntegerToFloat"): (1, 5)}
+# ... and where the other operand's zero point is (its type: int8 x int8 does not saturate, and
+# ONNX Runtime has no int8 x uint8 kernel)
+_OTHER_ZP = {"QLinearConv": 2, "QLinearMatMul": 2, "QGemm": 2}
+
+
+def _ort_exact_int8_model(m):
+    """The same model with each int8 weight initializer of an integer op stored as uint8 (q +
+    128, its zero point + 128: the same values q - zp), so that ONNX Runtime runs its exact
+    uint8 x uint8 kernels on a CPU where its uint8 x int8 ones saturate. A model whose int8
+    weights cannot move (DynamicQuantizeLSTM: ONNX Runtime takes only zero points of 0) skips
+    the test: there is no exact ONNX Runtime reference for it on this CPU."""
+    import onnx
+    import pytest
+    from onnx import numpy_helper
+    m = type(m).FromString(m.SerializeToString())   # (a copy: the caller's model stays as it was)
+    inits = {t.name: t for t in m.graph.initializer}
+    # weights quantized in the model (QuantizeLinear of a constant, int8): quantized to uint8
+    # instead, their DequantizeLinears' zero points moved with them
+    consts = set(inits) | {o for n in m.graph.node if n.op_type == "Constant" for o in n.output}
+    for n in list(m.graph.node):
+        if (n.op_type != "QuantizeLinear" or n.domain not in ("", "ai.onnx") or len(n.input) < 3 or n.input[0] not in consts
+                or n.input[2] not in inits or inits[n.input[2]].data_type != onnx.TensorProto.INT8
+                or any(n.output[0] in d.input for d in m.graph.node if d.op_type != "DequantizeLinear")
+                or n.output[0] in {o.name for o in m.graph.output}):
+            continue
+        zq = numpy_helper.from_array((numpy_helper.to_array(inits[n.input[2]]).astype(np.int16) + 128).astype(np.uint8),
+                                     n.input[2] + "__u8q")
+        m.graph.initializer.append(zq)
+        n.input[2] = zq.name
+        for d in m.graph.node:
+            if d.op_type == "DequantizeLinear" and d.input[0] == n.output[0] and len(d.input) > 2:
+                d.input[2] = zq.name
+    for n in list(m.graph.node):
+        if n.domain == "com.microsoft" and n.op_type == "DynamicQuantizeLSTM" and any(
+                i in inits and inits[i].data_type == onnx.TensorProto.INT8 for i in n.input[1:3]):
+            pytest.skip("ONNX Runtime's int8 kernels on this CPU (no VNNI) saturate their int16 pair sums, and its "
+                        "DynamicQuantizeLSTM takes no uint8 form with a zero point: no exact reference here (the same "
+                        "Cuvil code is checked against it on a CPU with VNNI)")
+        wz = _INT8_WEIGHTS.get((n.domain if n.domain != "ai.onnx" else "", n.op_type))
+        if not wz or len(n.input) <= wz[0] or n.input[wz[0]] not in inits:
+            continue
+        w = inits[n.input[wz[0]]]
+        if w.data_type != onnx.TensorProto.INT8:
+            continue
+        oz = _OTHER_ZP.get(n.op_type)
+        if oz is not None and n.input[oz] in inits and inits[n.input[oz]].data_type == onnx.TensorProto.INT8:
+            continue
+        wv = numpy_helper.to_array(w).astype(np.int16)
+        zname = n.input[wz[1]] if len(n.input) > wz[1] and n.input[wz[1]] else None
+        if zname is not None and zname not in inits:
+            continue   # (a computed zero point: left alone)
+        if zname is not None:
+            zv = numpy_helper.to_array(inits[zname]).astype(np.int16)
+        elif n.op_type == "DequantizeLinear" and len(n.input) > 1 and n.input[1] in inits:
+            zv = np.zeros(numpy_helper.to_array(inits[n.input[1]]).shape, np.int16)   # (as many as the scales)
+        else:
+            zv = np.zeros((), np.int16)
+        nw = numpy_helper.from_array((wv + 128).astype(np.uint8), n.input[wz[0]] + "__u8")
+        nz = numpy_helper.from_array((zv + 128).astype(np.uint8), (zname or n.name or n.output[0]) + "__u8zp")
+        m.graph.initializer.extend([nw, nz])
+        ins = list(n.input) + [""] * (wz[1] + 1 - len(n.input))
+        ins[wz[0]], ins[wz[1]] = nw.name, nz.name
+        del n.input[:]
+        n.input.extend(ins)
+    return m
+
+
+def _ort_session_run(model, inputs: dict) -> dict:
     import onnxruntime as ort
 
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    so.intra_op_num_threads = 1
+    sess = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+    names = [o.name for o in sess.get_outputs()]
+    return dict(zip(names, sess.run(names, inputs)))
+
+
+def ort_run(onnx_model, inputs: dict) -> dict:
+    """ONNX Runtime's outputs for onnx_model (a path, bytes or a ModelProto), by output name.
+    On a CPU where ONNX Runtime's uint8 x int8 sums saturate (ort_int8_exact), a model with int8
+    weights runs in an equivalent uint8 form (_ort_exact_int8_model)."""
+    if not ort_int8_exact():
+        import onnx
+        if isinstance(onnx_model, bytes):
+            onnx_model = onnx.load_from_string(onnx_model)
+        elif not hasattr(onnx_model, "SerializeToString"):
+            onnx_model = onnx.load(str(onnx_model))   # (with its external data)
+        onnx_model = _ort_exact_int8_model(onnx_model)
     if hasattr(onnx_model, "SerializeToString"):
         onnx_model = onnx_model.SerializeToString()
     elif not isinstance(onnx_model, bytes):
         onnx_model = str(onnx_model)
-    so = ort.SessionOptions()
-    so.log_severity_level = 3
-    so.intra_op_num_threads = 1
-    sess = ort.InferenceSession(onnx_model, so, providers=["CPUExecutionProvider"])
-    names = [o.name for o in sess.get_outputs()]
-    return dict(zip(names, sess.run(names, inputs)))
+    return _ort_session_run(onnx_model, inputs)
 
 
 # --------------------------------------------------------------------------------------------
