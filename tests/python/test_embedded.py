@@ -100,7 +100,8 @@ def test_header_states_memory_and_runs_without_malloc(tmp_path):
 def test_weights_as_c_array(tmp_path):
     asm = tl.compile(EXAMPLE, tmp_path / "asm", stem="tiny")
     proc = subprocess.run([str(tl.bin_path("cuvil-compile")), "--model", str(EXAMPLE), "--output", str(tmp_path / "c.so"),
-                           "--weights-format", "c"], capture_output=True, text=True, timeout=600)
+                           "--weights-format", "c", "--target", tl.effective_target()], capture_output=True, text=True,
+                          timeout=600)   # (the target tl.compile took: $CUVIL_TEST_TARGET's kernels round differently)
     assert proc.returncode == 0, proc.stderr
     x = np.load(SAMPLE)
     a = tl.run(asm, {"input": x}, tmp_path / "ra")
@@ -110,7 +111,8 @@ def test_weights_as_c_array(tmp_path):
     # sources for another toolchain: weights.c, no .incbin
     out = tmp_path / "srcs"
     proc = subprocess.run([str(tl.bin_path("cuvil-compile")), "--model", str(EXAMPLE), "--output", str(out), "--emit",
-                           "c", "--weights-format", "c"], capture_output=True, text=True, timeout=600)
+                           "c", "--weights-format", "c", "--target", tl.effective_target()], capture_output=True, text=True,
+                          timeout=600)
     assert proc.returncode == 0, proc.stderr
     assert (out / "weights.c").is_file() and not (out / "weights.S").exists() and not (out / "weights.bin").exists()
     mk = subprocess.run(["make", "-s", "-j2"], cwd=out, capture_output=True, text=True, timeout=600)
