@@ -1,7 +1,10 @@
-/* weights16.c -- widening the weights a library stores in 16 bits (--precision fp16|bf16) into
- * the float32 layout its nodes read, once per context at create(). F16C converts eight halves
- * an instruction where the target has it (x86-64 AVX2 and AVX-512 targets); elsewhere, and for
- * the tails, the exact scalar conversion. bfloat16 is the upper half of a float32. */
+/* weights16.c -- float32 <-> 16 bits: widening the weights a library stores in 16 bits
+ * (--precision fp16|bf16) into the float32 layout its nodes read, once per context at create(),
+ * and the casts between float32 kernels and float16/bfloat16 values. F16C converts eight values
+ * an instruction where the target has it (x86-64 AVX2 and AVX-512 targets); bfloat16 is the upper
+ * half of a float32, rounded to nearest even in integer lanes. The results are bit for bit the
+ * exact scalar conversions' (typed.c), which run elsewhere and for the tails: a block holding a
+ * NaN, whose payload the instructions treat otherwise, goes to them too. */
 #include "cuvil_rt.h"
 
 #include <string.h>
@@ -12,8 +15,16 @@
 
 static void widen_f16(float *d, const uint16_t *s, uint64_t n) {
     uint64_t i = 0;
-#if defined(__F16C__) && defined(__AVX__)
-    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + i))));
+#if defined(__F16C__) && defined(__AVX2__)
+    const __m128i inf = _mm_set1_epi16(0x7c00), abs = _mm_set1_epi16(0x7fff);
+    for (; i + 8 <= n; i += 8) {
+        const __m128i h = _mm_loadu_si128((const __m128i *)(s + i));
+        if (_mm_movemask_epi8(_mm_cmpgt_epi16(_mm_and_si128(h, abs), inf))) {   /* a NaN: the scalar's bits */
+            for (int k = 0; k < 8; k++) d[i + k] = cuvil_f16_to_f32(s[i + k]);
+            continue;
+        }
+        _mm256_storeu_ps(d + i, _mm256_cvtph_ps(h));
+    }
 #endif
     for (; i < n; i++) d[i] = cuvil_f16_to_f32(s[i]);
 }
@@ -30,6 +41,50 @@ static void widen_bf16(float *d, const uint16_t *s, uint64_t n) {
         uint32_t u = (uint32_t)s[i] << 16;
         memcpy(d + i, &u, sizeof u);
     }
+}
+
+/* float32 -> IEEE half, to nearest even (F16C's rounding-mode immediate: not MXCSR's). */
+static void narrow_f16(uint16_t *d, const float *s, uint64_t n) {
+    uint64_t i = 0;
+#if defined(__F16C__) && defined(__AVX2__)
+    for (; i + 8 <= n; i += 8) {
+        const __m256 x = _mm256_loadu_ps(s + i);
+        if (_mm256_movemask_ps(_mm256_cmp_ps(x, x, _CMP_UNORD_Q))) {
+            for (int k = 0; k < 8; k++) d[i + k] = cuvil_f32_to_f16(s[i + k]);
+            continue;
+        }
+        _mm_storeu_si128((__m128i *)(d + i), _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    }
+#endif
+    for (; i < n; i++) d[i] = cuvil_f32_to_f16(s[i]);
+}
+
+/* float32 -> bfloat16, to nearest even: x + 0x7fff + (bit 16 of x), its upper half (not AVX-512
+ * BF16's vcvtneps2bf16, which takes subnormal inputs as zeros). */
+static void narrow_bf16(uint16_t *d, const float *s, uint64_t n) {
+    uint64_t i = 0;
+#if defined(__AVX2__)
+    const __m256i bias = _mm256_set1_epi32(0x7fff), one = _mm256_set1_epi32(1);
+    for (; i + 8 <= n; i += 8) {
+        const __m256 xf = _mm256_loadu_ps(s + i);
+        if (_mm256_movemask_ps(_mm256_cmp_ps(xf, xf, _CMP_UNORD_Q))) {
+            for (int k = 0; k < 8; k++) d[i + k] = cuvil_f32_to_bf16(s[i + k]);
+            continue;
+        }
+        const __m256i x = _mm256_castps_si256(xf);
+        const __m256i r = _mm256_srli_epi32(
+            _mm256_add_epi32(x, _mm256_add_epi32(bias, _mm256_and_si256(_mm256_srli_epi32(x, 16), one))), 16);
+        /* the eight 32-bit lanes (each < 65536) to eight uint16: packus works per 128-bit half */
+        const __m128i lo = _mm256_castsi256_si128(r), hi = _mm256_extracti128_si256(r, 1);
+        _mm_storeu_si128((__m128i *)(d + i), _mm_packus_epi32(lo, hi));
+    }
+#endif
+    for (; i < n; i++) d[i] = cuvil_f32_to_bf16(s[i]);
+}
+
+void cuvil_narrow16(int kind, const float *src, uint16_t *dst, size_t n) {
+    if (kind == CUVIL_W16_F16) narrow_f16(dst, src, n);
+    else narrow_bf16(dst, src, n);
 }
 
 void cuvil_widen16(int kind, const uint16_t *src, float *dst, size_t n) {

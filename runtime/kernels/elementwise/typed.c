@@ -488,21 +488,13 @@ void cuvil_cast(int from, int to, const void *x, void *y, int64_t n) {
         memcpy(y, x, (size_t)n * type_size(from));
         return;
     }
-    /* float16/bfloat16 <-> float32, the casts around float32 kernels: tight loops */
-    if (from == CUVIL_T_F16 && to == CUVIL_T_F32) {
-        for (int64_t i = 0; i < n; i++) ((float *)y)[i] = cuvil_f16_to_f32(((const uint16_t *)x)[i]);
+    /* float16/bfloat16 <-> float32, the casts around float32 kernels: vector loops (weights16.c) */
+    if ((from == CUVIL_T_F16 || from == CUVIL_T_BF16) && to == CUVIL_T_F32) {
+        cuvil_widen16(from == CUVIL_T_F16 ? CUVIL_W16_F16 : CUVIL_W16_BF16, x, y, (size_t)n);
         return;
     }
-    if (from == CUVIL_T_F32 && to == CUVIL_T_F16) {
-        for (int64_t i = 0; i < n; i++) ((uint16_t *)y)[i] = cuvil_f32_to_f16(((const float *)x)[i]);
-        return;
-    }
-    if (from == CUVIL_T_BF16 && to == CUVIL_T_F32) {
-        for (int64_t i = 0; i < n; i++) ((float *)y)[i] = cuvil_bf16_to_f32(((const uint16_t *)x)[i]);
-        return;
-    }
-    if (from == CUVIL_T_F32 && to == CUVIL_T_BF16) {
-        for (int64_t i = 0; i < n; i++) ((uint16_t *)y)[i] = cuvil_f32_to_bf16(((const float *)x)[i]);
+    if (from == CUVIL_T_F32 && (to == CUVIL_T_F16 || to == CUVIL_T_BF16)) {
+        cuvil_narrow16(to == CUVIL_T_F16 ? CUVIL_W16_F16 : CUVIL_W16_BF16, x, y, (size_t)n);
         return;
     }
     /* integers to float32 (a dynamically quantized model's int32 sums before their scale): tight
