@@ -127,7 +127,7 @@ cuvil_status cuvil_options_parse(cuvil_ctx *ctx, cuvil_options *o, int argc, con
     if (!ctx) return CUVIL_ERR_INVALID_ARG;
     if (!o || argc < 0 || (argc > 0 && !argv)) return bad(ctx, "cuvil_options_parse: no options or arguments", NULL);
     const char *emit = NULL;
-    bool seen_format = false, seen_opt = false, seen_precision = false, seen_calib = false;
+    bool seen_format = false, seen_opt = false, seen_precision = false, seen_calib = false, seen_act = false;
     if (model) *model = NULL;
     if (output) *output = NULL;
     for (int i = 0; i < argc; i++) {
@@ -165,6 +165,14 @@ cuvil_status cuvil_options_parse(cuvil_ctx *ctx, cuvil_options *o, int argc, con
             else if (!strcmp(v, "fp16")) o->precision = CUVIL_PRECISION_FP16;
             else if (!strcmp(v, "bf16")) o->precision = CUVIL_PRECISION_BF16;
             else return bad(ctx, "--precision wants fp32, fp16 or bf16, got", v);
+        } else if (!strcmp(a, "--activations")) {
+            ONCE(seen_act);
+            seen_act = true;
+            NEED_VALUE();
+            if (!strcmp(v, "fp32")) o->activations = CUVIL_PRECISION_FP32;
+            else if (!strcmp(v, "fp16")) o->activations = CUVIL_PRECISION_FP16;
+            else if (!strcmp(v, "bf16")) o->activations = CUVIL_PRECISION_BF16;
+            else return bad(ctx, "--activations wants fp32, fp16 or bf16, got", v);
         } else if (!strcmp(a, "--quantize")) {
             ONCE(o->quantize);
             NEED_VALUE();

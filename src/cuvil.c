@@ -144,9 +144,11 @@ static cuvil_status check_request(cuvil_ctx *ctx, const cuvil_options *o, const 
                          "disabled): without it the model would run its quantization in float, slower than float32");
     if ((int)o->calibration < CUVIL_CALIB_MINMAX || o->calibration > CUVIL_CALIB_ENTROPY || o->n_keep_float < 0 ||
         o->n_keep_float > CUVIL_MAX_KEEP_FLOAT || (int)o->precision < CUVIL_PRECISION_FP32 ||
-        o->precision > CUVIL_PRECISION_FP32_STRICT)
-        return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "options: calibration %d, n_keep_float %d or precision %d out of range",
-                         (int)o->calibration, o->n_keep_float, (int)o->precision);
+        o->precision > CUVIL_PRECISION_FP32_STRICT || (int)o->activations < CUVIL_PRECISION_FP32 ||
+        o->activations > CUVIL_PRECISION_BF16)
+        return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG,
+                         "options: calibration %d, n_keep_float %d, precision %d or activations %d out of range",
+                         (int)o->calibration, o->n_keep_float, (int)o->precision, (int)o->activations);
     if (o->quantize && !model_path)
         return cuvil_err(ctx, CUVIL_ERR_INVALID_ARG, "--quantize takes an ONNX file, not a graph built through the API");
     *target = o->target ? o->target : cuvil_host_target();

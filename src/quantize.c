@@ -385,6 +385,7 @@ cuvil_status cuvil_quantize_compile(cuvil_ctx *ctx, const cuvil_onnx_model *mode
     cuvil_options o1 = *o;
     o1.emit = CUVIL_EMIT_SO;
     o1.precision = CUVIL_PRECISION_FP32;
+    o1.activations = CUVIL_PRECISION_FP32;   /* (the ranges of the float32 model's values) */
     o1.name = NULL;
     st.mode = QUANT_CALIBRATE;
     if (!(s = cuvil_onnx_build(ctx, model, o, &g)) && !(s = cir_graph_bind_syms(g))) {

@@ -192,6 +192,11 @@ typedef struct cuvil_options {
     cuvil_shape_binding shapes[CUVIL_MAX_SHAPE_BINDINGS];   /* --shape INPUT=... */
     int n_seqs;
     cuvil_seq_binding seqs[CUVIL_MAX_SHAPE_BINDINGS];       /* --seq INPUT=... */
+    /* --activations fp16|bf16: the float32 tensors that go from one kernel to others are stored
+     * in 16 bits between them (rounded to nearest even; each kernel widens what it reads and
+     * computes in float32). CUVIL_PRECISION_FP32 (the default): as they are. Independent of
+     * `precision` (the weights). */
+    cuvil_precision activations;
 } cuvil_options;
 
 typedef struct cuvil_ctx cuvil_ctx;

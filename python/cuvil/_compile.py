@@ -197,8 +197,8 @@ def compile(model: Any, example_inputs: Any = None, *, input_shapes: dict | None
             target: str | None = None, opt_level: int = 2, threads: int | None = None,
             cache: bool = True, sequences: dict | None = None, precision: str | None = None,
             enable_fp16: bool = False, quantize: str | None = None, calibration=None,
-            calibration_method: str = "minmax", keep_float=None, _torch_method: str = "auto",
-            _extra: list | None = None) -> CompiledModel:
+            calibration_method: str = "minmax", keep_float=None, activations: str | None = None,
+            _torch_method: str = "auto", _extra: list | None = None) -> CompiledModel:
     """Compiles `model` into a native library and returns it ready to call.
 
     model: an ONNX file's path, ONNX bytes, an onnx.ModelProto, a torch.nn.Module, a TorchScript
@@ -225,6 +225,9 @@ def compile(model: Any, example_inputs: Any = None, *, input_shapes: dict | None
         bfloat16 model keeps the products' weights its initializers hold exactly in 16 bits
         unless precision="fp32" is given. As `cuvil-compile --precision`. enable_fp16=True is
         precision="fp16".
+    activations: "fp32" (default), "fp16" or "bf16": the float32 tensors that go from one kernel
+        to others (of 1,024 elements and more) are stored in 16 bits between them, each rounded
+        once to nearest even; the kernels compute in float32. As `cuvil-compile --activations`.
     quantize: "int4-weights": MatMul/Gemm weights in 4 bits (`--quantize int4-weights`, no
         calibration). "int8": Cuvil's own quantizer (`cuvil-compile --quantize int8`) on `calibration`,
         a list of input sets (each a dict {input name: array}, or one array for a model with
@@ -245,12 +248,16 @@ def compile(model: Any, example_inputs: Any = None, *, input_shapes: dict | None
         if precision not in (None, "fp16"):
             raise ValueError(f"enable_fp16=True asks for precision='fp16', but precision={precision!r} was given too")
         precision = "fp16"
+    if activations is not None:
+        if activations not in ("fp32", "fp16", "bf16"):
+            raise ValueError(f"activations must be 'fp32', 'fp16' or 'bf16', got {activations!r}")
+        _extra = ["--activations", activations] + list(_extra or [])
     if quantize == "int4-weights":
         if calibration is not None:
             raise ValueError("quantize='int4-weights' takes no calibration (the weights alone)")
         return compile(model, example_inputs, input_shapes=input_shapes, dims=dims, target=target, opt_level=opt_level,
                        threads=threads, cache=cache, sequences=sequences, precision=precision, _torch_method=_torch_method,
-                       _extra=_quant_args(quantize, None, None, keep_float))
+                       _extra=_quant_args(quantize, None, None, keep_float) + list(_extra or []))
     if quantize is not None:
         if quantize != "int8":
             raise ValueError(f"quantize must be 'int8', 'int4-weights' or None, got {quantize!r}")
@@ -263,7 +270,7 @@ def compile(model: Any, example_inputs: Any = None, *, input_shapes: dict | None
             qargs = _quant_args(quantize, _write_calibration(calibration, calib_dir), calibration_method, keep_float)
             return compile(model, example_inputs, input_shapes=input_shapes, dims=dims, target=target,
                            opt_level=opt_level, threads=threads, cache=False, sequences=sequences, precision=precision,
-                           _torch_method=_torch_method, _extra=qargs)
+                           _torch_method=_torch_method, _extra=qargs + list(_extra or []))
         finally:
             shutil.rmtree(calib_dir, ignore_errors=True)
     elif calibration is not None or keep_float:

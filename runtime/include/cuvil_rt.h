@@ -919,8 +919,12 @@ float cuvil_bf16_to_f32(uint16_t h);
 enum { CUVIL_W16_F16 = 1, CUVIL_W16_BF16 = 2, CUVIL_W16_BF16_DOT = 3 };
 /* dst[i] = src[i] widened (exact) from kind's 16-bit type, i < n. */
 void cuvil_widen16(int kind, const uint16_t *src, float *dst, size_t n);
-/* float32 -> kind (CUVIL_W16_F16 or _BF16), rounded to nearest even: cuvil_f32_to_f16 / _bf16's bits. */
-void cuvil_narrow16(int kind, const float *src, uint16_t *dst, size_t n);
+/* float32 -> kind (CUVIL_W16_F16 or _BF16), rounded to nearest even: cuvil_f32_to_f16 / _bf16's
+ * bits. Returns nonzero when a finite value overflowed to an infinity (all n are converted). */
+int cuvil_narrow16(int kind, const float *src, uint16_t *dst, size_t n);
+/* A tensor's n values narrowed so (narrow != 0: src float32, dst 16 bits; returns the overflow
+ * flag) or widened (src 16 bits, dst float32; returns 0), split over the bound pool's threads. */
+int cuvil_cast16(int kind, int narrow, const void *src, void *dst, size_t n);
 
 /* Weights stored in 16 bits (cuvil-compile --precision fp16|bf16): the library holds its
  * float32 weights as IEEE half or bfloat16 and create() expands them, once per context, into

@@ -1216,6 +1216,8 @@ static void options_text(const cuvil_options *o, const char *target, cuvil_sb *o
         cuvil_sb_printf(out, " --precision %s", o->precision == CUVIL_PRECISION_FP16   ? "fp16"
                                                 : o->precision == CUVIL_PRECISION_BF16 ? "bf16"
                                                                                         : "fp32");
+    if (o->activations == CUVIL_PRECISION_FP16 || o->activations == CUVIL_PRECISION_BF16)
+        cuvil_sb_printf(out, " --activations %s", o->activations == CUVIL_PRECISION_FP16 ? "fp16" : "bf16");
     for (int i = 0; i < o->n_dims; i++) {
         const cuvil_dim_binding *b = &o->dims[i];
         if (b->max > 0) cuvil_sb_printf(out, " --dim %s=%lld:%lld", b->name, (long long)b->min, (long long)b->max);

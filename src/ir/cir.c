@@ -204,6 +204,30 @@ int cir_node_insert(cir_graph *g, int pos, cir_op_kind kind, const char *name, c
     return pos;
 }
 
+cuvil_status cir_nodes_reorder(cir_graph *g, const int *order) {
+    const int nn = g->n_nodes;
+    cir_node *copy = cuvil_malloc(sizeof(cir_node) * ((size_t)nn + 1));
+    int *pos = cuvil_malloc(sizeof(int) * ((size_t)nn + 1));
+    if (!copy || !pos) {
+        cuvil_free(copy);
+        cuvil_free(pos);
+        return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+    }
+    for (int i = 0; i < nn; i++) copy[i] = *cir_node_at(g, i);
+    for (int k = 0; k < nn; k++) {
+        CUVIL_ASSERT(order[k] >= 0 && order[k] < nn);
+        *cir_node_at(g, k) = copy[order[k]];
+        cir_node_at(g, k)->id = k;
+        pos[order[k]] = k;
+    }
+    for (int i = 0; i < g->n_guards; i++)
+        if (g->guards[i].node_id >= 0 && g->guards[i].node_id < nn) g->guards[i].node_id = pos[g->guards[i].node_id];
+    cuvil_free(copy);
+    cuvil_free(pos);
+    cir_graph_count_uses(g);   /* (the producers' ids too) */
+    return CUVIL_OK;
+}
+
 static cuvil_status id_list_add(cir_graph *g, int **list, int *n, int *cap, int id) {
     if (*n == *cap) {
         int nc = *cap ? *cap * 2 : 8;

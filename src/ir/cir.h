@@ -209,6 +209,8 @@ typedef struct cir_node {
     bool half_out_done;        /* the casts after it are in place */
     bool half_cast;            /* a cast shape inference put there (not the model's): a round trip
                                 * f32 -> half -> f32 of two of them may go (pass half_chain) */
+    bool store16;              /* a cast --activations put there (src/lower/store16.c): narrowing,
+                                * it fails the run where a finite value overflows the type */
     /* the sizes only the model's run knows that this node brings (a NonZero's count, the
      * values of a shape it reads from a tensor): g->rt_syms[rt_first .. rt_first + n_rt),
      * made once by cir_rt_found and cir_rt_load; n_rt 0 for most nodes */
@@ -416,6 +418,11 @@ int cir_node_add(cir_graph *g, cir_op_kind kind, const char *name, const char *s
  * the call may now point at another node. Only shape inference, which runs first, inserts. */
 int cir_node_insert(cir_graph *g, int pos, cir_op_kind kind, const char *name, const char *src_op, int n_in,
                     const int *in, int n_out, const int *out);
+/* Puts the nodes in a new order: position k gets the node that was at order[k] (a permutation
+ * of 0 .. n_nodes - 1). Node ids, the values' producers and the guards' nodes follow. Where
+ * a later stage adds nodes among the others (src/lower/store16.c): added at the end, then
+ * placed all at once. */
+cuvil_status cir_nodes_reorder(cir_graph *g, const int *order);
 /* Appends a graph input / output (value ids). */
 cuvil_status cir_graph_add_input(cir_graph *g, int id);
 cuvil_status cir_graph_add_output(cir_graph *g, int id);

@@ -6,7 +6,9 @@
  * kernel and nothing to prepare. Then the steps over the whole graph: block fusion (blocks.c:
  * the convs of a block in one region, as passes_int.h says) and channels-last layouts
  * (layout.c: a tensor stays channels last only where its producer and every reader take it,
- * which an If, a loop and the nodes that copy values across regions do not). */
+ * which an If, a loop and the nodes that copy values across regions do not). Last, under
+ * --activations fp16|bf16, the casts that store the values between kernels in 16 bits
+ * (store16.c). */
 #include "lower/lower_int.h"
 
 #include <string.h>
@@ -52,7 +54,6 @@ static const struct lower_step {
 };
 
 cuvil_status cuvil_pass_lower(cir_graph *g, const cuvil_options *o) {
-    (void)o;
     const cuvil_target_info *t = cuvil_target_find(g->target ? g->target : cuvil_host_target());
     if (!t) return cuvil_err(g->ctx, CUVIL_ERR_INTERNAL, "lowering: unknown target '%s'", g->target ? g->target : "?");
     uint64_t rest = 0;
@@ -76,5 +77,5 @@ cuvil_status cuvil_pass_lower(cir_graph *g, const cuvil_options *o) {
         cuvil_status s = steps[k].run(g, &c);
         if (s) return s;
     }
-    return CUVIL_OK;
+    return lower_store16(g, o);
 }

@@ -55,5 +55,6 @@ void lower_conv_pack_key(const cuvil_conv2d_params *p, char *key, size_t n);
 /* ===== Steps over the whole graph ======================================================= */
 cuvil_status lower_fuse_blocks(cir_graph *g, const lower_ctx *c);   /* blocks.c */
 cuvil_status lower_layouts(cir_graph *g, const lower_ctx *c);       /* layout.c */
+cuvil_status lower_store16(cir_graph *g, const cuvil_options *o);   /* store16.c: --activations fp16|bf16 */
 
 #endif

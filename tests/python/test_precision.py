@@ -12,6 +12,7 @@ weights (a Pow's exponents, a graph output, values float16 cannot hold) stay exa
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import onnx
@@ -250,11 +251,14 @@ def test_bad_precision_is_refused(tmp_path):
     path = cnn(tmp_path / "cnn.onnx", tl.seeded_rng("precision-cnn"))
     proc = tl.compile_raw(path, tmp_path / "m.so", extra=["--precision", "int3"])
     tl.assert_clean_failure(proc, mentions=["--precision", "int3"], absent=[tmp_path / "m.so"])
+    proc = tl.compile_raw(path, tmp_path / "m.so", extra=["--activations", "fp8"])
+    tl.assert_clean_failure(proc, mentions=["--activations", "fp8"], absent=[tmp_path / "m.so"])
 
 
 def test_python_precision_and_enable_fp16(tmp_path, monkeypatch):
-    """cuvil.compile(..., precision="bf16") and enable_fp16=True build what the command line
-    builds; a contradictory or unknown precision is a ValueError."""
+    """cuvil.compile(..., precision="bf16"), enable_fp16=True and activations="fp16" build what
+    the command line builds (the last not what float32 builds); a contradictory or unknown
+    precision or activations is a ValueError."""
     cuvil = pytest.importorskip("cuvil")
     monkeypatch.setenv("CUVIL_CACHE_DIR", str(tmp_path / "cache"))
     path = cnn(tmp_path / "cnn.onnx", tl.seeded_rng("precision-cnn"))
@@ -264,6 +268,12 @@ def test_python_precision_and_enable_fp16(tmp_path, monkeypatch):
         y = cuvil.compile(str(path), **kw, **target)(x)
         so = tl.compile(path, tmp_path / prec, extra=["--precision", prec])
         np.testing.assert_array_equal(y, tl.run(so, {"x": x}, tmp_path / f"run-{prec}")["y"])
+    y = cuvil.compile(str(path), activations="fp16", **target)(x)
+    so = tl.compile(path, tmp_path / "act16", extra=["--activations", "fp16"])
+    np.testing.assert_array_equal(y, tl.run(so, {"x": x}, tmp_path / "run-act16")["y"])
+    assert not np.array_equal(y, cuvil.compile(str(path), **target)(x))
+    with pytest.raises(ValueError, match="activations"):
+        cuvil.compile(str(path), activations="int8")
     with pytest.raises(ValueError, match="enable_fp16"):
         cuvil.compile(str(path), enable_fp16=True, precision="bf16")
     with pytest.raises(ValueError, match="precision"):
@@ -302,3 +312,152 @@ def test_python_bfloat16_inputs_and_outputs(tmp_path, monkeypatch):
     np.testing.assert_allclose(yb.view(ml_dtypes.bfloat16).astype(np.float32), want, rtol=1e-2, atol=1e-2)
     with pytest.raises(TypeError, match="bfloat16"):
         model(x.astype(np.float32))
+
+
+# ----- --activations fp16|bf16: the values between kernels stored in 16 bits -----------------
+def blocks(path, rng):
+    """A conv + Relu, a conv whose residual (the first conv's output) and Relu fuse into it, a
+    Reshape of that (a relabelling), a MatMul, a Softmax: values of every kind the step meets
+    (a fused kernel's output, an epilogue's read, an alias, a product's input), and a small
+    one (the last MatMul's 640 outputs: not stored)."""
+    def init(n, a):
+        return numpy_helper.from_array(np.asarray(a, np.float32), n)
+    inits = [init("k1", rng.normal(0, 0.3, (16, 8, 3, 3))), init("b1", rng.normal(0, 0.1, 16)),
+             init("k2", rng.normal(0, 0.15, (16, 16, 3, 3))), init("w", rng.normal(0, 0.1, (144, 64))),
+             init("w2", rng.normal(0, 0.2, (64, 40))),
+             numpy_helper.from_array(np.array([1, 16, 144], np.int64), "shape")]
+    nodes = [helper.make_node("Conv", ["x", "k1", "b1"], ["c1"], pads=[1, 1, 1, 1]), helper.make_node("Relu", ["c1"], ["r1"]),
+             helper.make_node("Conv", ["r1", "k2"], ["c2"], pads=[1, 1, 1, 1]), helper.make_node("Add", ["c2", "r1"], ["a"]),
+             helper.make_node("Relu", ["a"], ["r2"]), helper.make_node("Reshape", ["r2", "shape"], ["s"]),
+             helper.make_node("MatMul", ["s", "w"], ["m"]), helper.make_node("Softmax", ["m"], ["p"], axis=-1),
+             helper.make_node("MatMul", ["p", "w2"], ["g"]), helper.make_node("Sigmoid", ["g"], ["y"])]
+    g = helper.make_graph(nodes, "blocks", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 12, 12])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 40]),
+                           helper.make_tensor_value_info("p", TensorProto.FLOAT, [1, 16, 64])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, path)
+    return path
+
+
+def rounded_at(path, names, to):
+    """The model with each value in `names` rounded to type `to` where it is made (Cast to it and
+    back, its readers reading the result): ONNX Runtime then computes what --activations promises."""
+    m = onnx.load(path)
+    nodes = []
+    for n in m.graph.node:
+        nodes.append(n)
+        for o in n.output:
+            if o in names:
+                nodes += [helper.make_node("Cast", [o], [o + "_h"], to=to),
+                          helper.make_node("Cast", [o + "_h"], [o + "_r"], to=TensorProto.FLOAT)]
+    for n in nodes:
+        if n.op_type != "Cast" or not n.output[0].endswith(("_h", "_r")):
+            n.input[:] = [i + "_r" if i in names else i for i in n.input]
+    del m.graph.node[:]
+    m.graph.node.extend(nodes)
+    return m
+
+
+@pytest.mark.parametrize("act", ["fp16", "bf16"])
+@pytest.mark.parametrize("target", [None, "generic"])
+def test_activations_in_16_bits_match_the_rounded_model(tmp_path, act, target):
+    """--activations: the values between kernels are the model's rounded once to 16 bits where
+    the kernel that makes them writes them. Which values: the fused conv's output r1 (read by
+    the next conv and by its epilogue), the second conv's r2 (its residual and Relu fused), the
+    MatMul's m; not the Reshape's s (it relabels r2's 16 bits), not the Softmax's p (a graph
+    output: the caller's float32), not the last MatMul's 640 outputs (under 1,024). ONNX Runtime on the
+    model rounded there must agree far more closely than the float32 model does; and the
+    library's stored values must be fewer bytes than the float32 build's would be."""
+    path = blocks(tmp_path / "blocks.onnx", tl.seeded_rng("act16-model"))
+    x = tl.seeded_rng("act16-x").standard_normal((1, 8, 12, 12)).astype(np.float32)
+    kw = {"target": target} if target else {}
+    ir = tl.compile(path, tmp_path / "ir", emit="ir", extra=["--activations", act], **kw).read_text()
+    label = "stored as float16" if act == "fp16" else "stored as bfloat16"
+    stored = set(re.findall(r'cast "(\w+) \(' + label + r'\)"', ir))
+    assert stored == {"r1", "r2", "m"}, stored
+    so = tl.compile(path, tmp_path / act, extra=["--activations", act], **kw)
+    got = tl.run(so, {"x": x}, tmp_path / "run")
+    to = TensorProto.FLOAT16 if act == "fp16" else TensorProto.BFLOAT16
+    want = tl.ort_run(rounded_at(path, {"r1", "r2", "m"}, to), {"x": x})
+    exact = tl.ort_run(path, {"x": x})
+    for k in ("y", "p"):
+        off = float(np.abs(want[k] - exact[k]).max())   # what rounding the activations does
+        assert off > (1e-5 if act == "fp16" else 1e-4), (k, off)
+        err = float(np.abs(got[k] - want[k]).max())
+        assert err < off / 10, (k, err, off)
+
+
+def hazards(path, rng):
+    """Values --activations must leave in float32: m1, which a Reshape relabels into a graph
+    output; m2, which a Sin reads (angles); mk, made from a constant float16 and bfloat16 cannot
+    hold (an attention mask's -3.4e38); and ones it stores: s (Sin's output) and m3."""
+    def init(n, a):
+        return numpy_helper.from_array(np.asarray(a, np.float32), n)
+    inits = [init("w1", rng.normal(0, 0.2, (32, 32))), init("w2", rng.normal(0, 0.2, (32, 32))),
+             init("w3", rng.normal(0, 0.2, (32, 32))), init("lowest", [np.finfo(np.float32).min]),
+             numpy_helper.from_array(np.array([1, 2048], np.int64), "flat")]
+    nodes = [helper.make_node("MatMul", ["x", "w1"], ["m1"]), helper.make_node("Reshape", ["m1", "flat"], ["o1"]),
+             helper.make_node("MatMul", ["x", "w2"], ["m2"]), helper.make_node("Sin", ["m2"], ["s"]),
+             helper.make_node("MatMul", ["s", "w3"], ["m3"]), helper.make_node("Mul", ["mask", "lowest"], ["mk"]),
+             helper.make_node("Add", ["m3", "mk"], ["a"]), helper.make_node("Softmax", ["a"], ["y"], axis=-1)]
+    g = helper.make_graph(nodes, "hazards", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64, 32]),
+                                             helper.make_tensor_value_info("mask", TensorProto.FLOAT, [1, 64, 32])],
+                          [helper.make_tensor_value_info("o1", TensorProto.FLOAT, [1, 2048]),
+                           helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 64, 32])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, path)
+    return path
+
+
+@pytest.mark.parametrize("act", ["fp16", "bf16"])
+def test_activations_keep_what_16_bits_would_break(tmp_path, act):
+    """Not stored: a value a Reshape makes a graph output (o1 equals the float32 build's), what
+    a Sin reads, what a constant beyond the type's range makes (a mask's -3.4e38, which would
+    become -inf: the masked entries' softmax stays what float32 gives). Stored: the rest."""
+    path = hazards(tmp_path / "hazards.onnx", tl.seeded_rng("act16-hazards"))
+    rng = tl.seeded_rng("act16-hazards-x")
+    feed = {"x": rng.standard_normal((1, 64, 32)).astype(np.float32),
+            "mask": (rng.random((1, 64, 32)) < 0.25).astype(np.float32)}
+    ir = tl.compile(path, tmp_path / "ir", emit="ir", extra=["--activations", act]).read_text()
+    label = "stored as float16" if act == "fp16" else "stored as bfloat16"
+    assert set(re.findall(r'cast "(\w+) \(' + label + r'\)"', ir)) == {"s", "m3"}
+    got = tl.run(tl.compile(path, tmp_path / act, extra=["--activations", act]), feed, tmp_path / "run")
+    f32 = tl.run(tl.compile(path, tmp_path / "f32"), feed, tmp_path / "run32")
+    np.testing.assert_array_equal(got["o1"], f32["o1"])
+    to = TensorProto.FLOAT16 if act == "fp16" else TensorProto.BFLOAT16
+    want = tl.ort_run(rounded_at(path, {"s", "m3"}, to), feed)["y"]
+    assert np.isfinite(got["y"]).all() and (got["y"][feed["mask"] > 0] == 0).all()
+    assert float(np.abs(got["y"] - want).max()) < 1e-5
+
+
+def test_activation_overflowing_float16_fails_the_run(tmp_path):
+    """A value beyond float16's 65504 at run time: the fp16 build's run fails naming the value
+    (not an infinity going on), on one thread and on two (the overflow in the second thread's
+    half); bfloat16 holds it, and its run gives the rounded model's."""
+    def init(n, a):
+        return numpy_helper.from_array(np.asarray(a, np.float32), n)
+    w = np.full((64, 64), 40.0, np.float32)
+    g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["big"]),
+                           helper.make_node("Transpose", ["big"], ["y"], perm=[0, 2, 1])], "ovf",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 512, 64])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 64, 512])], [init("w", w)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    path = tmp_path / "ovf.onnx"
+    onnx.save(m, path)
+    x = np.full((1, 512, 64), 0.5, np.float32)
+    x[0, 400:] = 30.0   # each sum there 64 * 30 * 40 = 76800
+    so = tl.compile(path, tmp_path / "fp16", extra=["--activations", "fp16"])
+    np.save(tmp_path / "x.npy", x)
+    for th in ("1", "2"):
+        proc = tl.run_tool("cuvil-run", [so, "--input", f"x={tmp_path / 'x.npy'}", "--output-dir", tmp_path / "o",
+                                         "--threads", th])
+        assert proc.returncode != 0 and "big (stored as float16)" in proc.stderr and "65504" in proc.stderr, proc.stderr
+    x[0, 400:] = 0.5
+    assert tl.run(so, {"x": x}, tmp_path / "fine", threads=2)["y"].shape == (1, 64, 512)
+    x[0, 400:] = 30.0
+    y = tl.run(tl.compile(path, tmp_path / "bf16", extra=["--activations", "bf16"]), {"x": x}, tmp_path / "run")["y"]
+    want = tl.ort_run(rounded_at(path, {"big"}, TensorProto.BFLOAT16), {"x": x})["y"]
+    np.testing.assert_array_equal(y, want)

@@ -140,9 +140,35 @@ static void test_narrow(void) {
     free(y);
 }
 
+/* cuvil_narrow16's flag: set by a finite value that became an infinity (at 65520 for float16,
+ * 0x7f7f8000's bits for bfloat16), in a vector block or in the tail; not by infinities, NaNs
+ * or values just below the threshold. */
+static void test_overflow_flag(void) {
+    enum { N = 21 };   /* two blocks of 8 and a tail of 5 */
+    float x[N];
+    uint16_t y[N];
+    const float below[2] = {65519.996f, from_bits(0x7f7f7fffu)}, at[2] = {65520.0f, from_bits(0x7f7f8000u)};
+    for (int t = 0; t < 2; t++) {
+        const int kind = t ? CUVIL_W16_BF16 : CUVIL_W16_F16;
+        for (int pos = 0; pos < N; pos++) {
+            for (int i = 0; i < N; i++) x[i] = (float)i - 10.0f;
+            x[3] = INFINITY;
+            x[N - 1] = -INFINITY;
+            x[7] = NAN;
+            CHECK(!cuvil_narrow16(kind, x, y, N), "%s: flag without an overflow", t ? "bf16" : "f16");
+            if (pos == 3 || pos == 7 || pos == N - 1) continue;
+            x[pos] = below[t];
+            CHECK(!cuvil_narrow16(kind, x, y, N), "%s: flag just below the threshold at %d", t ? "bf16" : "f16", pos);
+            x[pos] = (pos & 1) ? -at[t] : at[t];
+            CHECK(cuvil_narrow16(kind, x, y, N), "%s: no flag for an overflow at %d", t ? "bf16" : "f16", pos);
+        }
+    }
+}
+
 int main(void) {
     test_widen();
     test_narrow();
+    test_overflow_flag();
     if (failures) {
         fprintf(stderr, "%d failures\n", failures);
         return 1;

@@ -43,32 +43,59 @@ static void widen_bf16(float *d, const uint16_t *s, uint64_t n) {
     }
 }
 
-/* float32 -> IEEE half, to nearest even (F16C's rounding-mode immediate: not MXCSR's). */
-static void narrow_f16(uint16_t *d, const float *s, uint64_t n) {
+/* A finite float32 whose 16-bit value is an infinity: |x| past the largest finite one by half
+ * its step or more (IEEE's overflow). */
+static int overflows16(int kind, float x, uint16_t h) {
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return (h & 0x7fffu) == (kind == CUVIL_W16_F16 ? 0x7c00u : 0x7f80u) && (u & 0x7f800000u) != 0x7f800000u;
+}
+
+/* float32 -> IEEE half, to nearest even (F16C's rounding-mode immediate: not MXCSR's). Returns
+ * whether a finite value overflowed to an infinity. */
+static int narrow_f16(uint16_t *d, const float *s, uint64_t n) {
     uint64_t i = 0;
+    int ovf = 0;
 #if defined(__F16C__) && defined(__AVX2__)
+    const __m128i abs = _mm_set1_epi16(0x7fff), inf = _mm_set1_epi16(0x7c00);
     for (; i + 8 <= n; i += 8) {
         const __m256 x = _mm256_loadu_ps(s + i);
         if (_mm256_movemask_ps(_mm256_cmp_ps(x, x, _CMP_UNORD_Q))) {
-            for (int k = 0; k < 8; k++) d[i + k] = cuvil_f32_to_f16(s[i + k]);
+            for (int k = 0; k < 8; k++) {
+                d[i + k] = cuvil_f32_to_f16(s[i + k]);
+                ovf |= overflows16(CUVIL_W16_F16, s[i + k], d[i + k]);
+            }
             continue;
         }
-        _mm_storeu_si128((__m128i *)(d + i), _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        const __m128i h = _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        _mm_storeu_si128((__m128i *)(d + i), h);
+        if (_mm_movemask_epi8(_mm_cmpeq_epi16(_mm_and_si128(h, abs), inf)))   /* an infinity: was it one? */
+            for (int k = 0; k < 8; k++) ovf |= overflows16(CUVIL_W16_F16, s[i + k], d[i + k]);
     }
 #endif
-    for (; i < n; i++) d[i] = cuvil_f32_to_f16(s[i]);
+    for (; i < n; i++) {
+        d[i] = cuvil_f32_to_f16(s[i]);
+        ovf |= overflows16(CUVIL_W16_F16, s[i], d[i]);
+    }
+    return ovf;
 }
 
 /* float32 -> bfloat16, to nearest even: x + 0x7fff + (bit 16 of x), its upper half (not AVX-512
- * BF16's vcvtneps2bf16, which takes subnormal inputs as zeros). */
-static void narrow_bf16(uint16_t *d, const float *s, uint64_t n) {
+ * BF16's vcvtneps2bf16, which takes subnormal inputs as zeros). Returns whether a finite value
+ * overflowed to an infinity. */
+static int narrow_bf16(uint16_t *d, const float *s, uint64_t n) {
     uint64_t i = 0;
+    int ovf = 0;
 #if defined(__AVX2__)
     const __m256i bias = _mm256_set1_epi32(0x7fff), one = _mm256_set1_epi32(1);
+    const __m256i abs = _mm256_set1_epi32(0x7fff), inf = _mm256_set1_epi32(0x7f80);
     for (; i + 8 <= n; i += 8) {
         const __m256 xf = _mm256_loadu_ps(s + i);
         if (_mm256_movemask_ps(_mm256_cmp_ps(xf, xf, _CMP_UNORD_Q))) {
-            for (int k = 0; k < 8; k++) d[i + k] = cuvil_f32_to_bf16(s[i + k]);
+            for (int k = 0; k < 8; k++) {
+                d[i + k] = cuvil_f32_to_bf16(s[i + k]);
+                ovf |= overflows16(CUVIL_W16_BF16, s[i + k], d[i + k]);
+            }
             continue;
         }
         const __m256i x = _mm256_castps_si256(xf);
@@ -77,14 +104,19 @@ static void narrow_bf16(uint16_t *d, const float *s, uint64_t n) {
         /* the eight 32-bit lanes (each < 65536) to eight uint16: packus works per 128-bit half */
         const __m128i lo = _mm256_castsi256_si128(r), hi = _mm256_extracti128_si256(r, 1);
         _mm_storeu_si128((__m128i *)(d + i), _mm_packus_epi32(lo, hi));
+        if (_mm256_movemask_epi8(_mm256_cmpeq_epi32(_mm256_and_si256(r, abs), inf)))
+            for (int k = 0; k < 8; k++) ovf |= overflows16(CUVIL_W16_BF16, s[i + k], d[i + k]);
     }
 #endif
-    for (; i < n; i++) d[i] = cuvil_f32_to_bf16(s[i]);
+    for (; i < n; i++) {
+        d[i] = cuvil_f32_to_bf16(s[i]);
+        ovf |= overflows16(CUVIL_W16_BF16, s[i], d[i]);
+    }
+    return ovf;
 }
 
-void cuvil_narrow16(int kind, const float *src, uint16_t *dst, size_t n) {
-    if (kind == CUVIL_W16_F16) narrow_f16(dst, src, n);
-    else narrow_bf16(dst, src, n);
+int cuvil_narrow16(int kind, const float *src, uint16_t *dst, size_t n) {
+    return kind == CUVIL_W16_F16 ? narrow_f16(dst, src, n) : narrow_bf16(dst, src, n);
 }
 
 void cuvil_widen16(int kind, const uint16_t *src, float *dst, size_t n) {
@@ -104,4 +136,30 @@ void cuvil_weights_expand(unsigned char *dst, unsigned char *x, const unsigned c
         default: widen_bf16((float *)(void *)d, (const uint16_t *)(const void *)s, g->n); break;
         }
     }
+}
+
+/* cuvil_narrow16 / cuvil_widen16 of a whole tensor, split over the bound pool's threads; each
+ * thread notes an overflow in its own byte (read after the split, which the pool orders). */
+typedef struct cast16_job {
+    int kind, narrow;
+    const void *src;
+    void *dst;
+    unsigned char ovf[CUVIL_MAX_THREADS];
+} cast16_job;
+
+static void cast16_range(void *ctx, int64_t b, int64_t e, int tid) {
+    cast16_job *j = ctx;
+    if (j->narrow) {
+        if (cuvil_narrow16(j->kind, (const float *)j->src + b, (uint16_t *)j->dst + b, (size_t)(e - b))) j->ovf[tid] = 1;
+    } else {
+        cuvil_widen16(j->kind, (const uint16_t *)j->src + b, (float *)j->dst + b, (size_t)(e - b));
+    }
+}
+
+int cuvil_cast16(int kind, int narrow, const void *src, void *dst, size_t n) {
+    cast16_job j = {kind, narrow, src, dst, {0}};
+    cuvil_parallel_range((int64_t)n, 16384, 64, cast16_range, &j);
+    int ovf = 0;
+    for (int t = 0; t < CUVIL_MAX_THREADS; t++) ovf |= j.ovf[t];
+    return ovf;
 }

@@ -488,13 +488,14 @@ void cuvil_cast(int from, int to, const void *x, void *y, int64_t n) {
         memcpy(y, x, (size_t)n * type_size(from));
         return;
     }
-    /* float16/bfloat16 <-> float32, the casts around float32 kernels: vector loops (weights16.c) */
+    /* float16/bfloat16 <-> float32, the casts around float32 kernels: vector loops over the
+     * threads (weights16.c) */
     if ((from == CUVIL_T_F16 || from == CUVIL_T_BF16) && to == CUVIL_T_F32) {
-        cuvil_widen16(from == CUVIL_T_F16 ? CUVIL_W16_F16 : CUVIL_W16_BF16, x, y, (size_t)n);
+        cuvil_cast16(from == CUVIL_T_F16 ? CUVIL_W16_F16 : CUVIL_W16_BF16, 0, x, y, (size_t)n);
         return;
     }
     if (from == CUVIL_T_F32 && (to == CUVIL_T_F16 || to == CUVIL_T_BF16)) {
-        cuvil_narrow16(to == CUVIL_T_F16 ? CUVIL_W16_F16 : CUVIL_W16_BF16, x, y, (size_t)n);
+        (void)cuvil_cast16(to == CUVIL_T_F16 ? CUVIL_W16_F16 : CUVIL_W16_BF16, 1, x, y, (size_t)n);   /* (IEEE: inf) */
         return;
     }
     /* integers to float32 (a dynamically quantized model's int32 sums before their scale): tight
