@@ -4,7 +4,8 @@
 #   - Debian packages (apt-get): compiler, cmake, protobuf-c, graphviz, Python venv support,
 #     clang with libFuzzer (make fuzz), strace (a test holds one system call of the compiler),
 #     qemu-user (tests that run a build on an emulated CPU
-#     without AVX-512, and cross targets).
+#     without AVX-512, and cross targets), valgrind (the work gate counts instructions with
+#     callgrind: tools/work_gate.py).
 #   - A project virtualenv with the pinned packages of requirements.txt, outside the checkout
 #     (so every clone on a machine shares one copy of torch): $CUVIL_VENV, default
 #     ${XDG_DATA_HOME:-$HOME/.local/share}/cuvil/venv. Re-installed when requirements.txt changes.
@@ -18,7 +19,7 @@ log() { echo "setup: $*" >&2; }
 
 # --- Debian packages ------------------------------------------------------------------------
 debs=(build-essential cmake pkg-config protobuf-c-compiler libprotobuf-c-dev graphviz
-      python3-onnx python3-numpy python3-venv python3-pip nettle-dev clang libclang-rt-14-dev qemu-user strace
+      python3-onnx python3-numpy python3-venv python3-pip nettle-dev clang libclang-rt-14-dev qemu-user strace valgrind
       libonnx-testdata)
 missing=()
 for p in "${debs[@]}"; do
