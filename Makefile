@@ -5,7 +5,7 @@ CUVIL_VENV ?= $(or $(XDG_DATA_HOME),$(HOME)/.local/share)/cuvil/venv
 export CUVIL_VENV
 PY := $(CUVIL_VENV)/bin/python
 
-.PHONY: all build setup setup-debs demo test test-c test-python test-python-avx2 test-sanitize test-conformance conformance fuzz clean install bench wheel
+.PHONY: all build setup setup-debs demo test test-c test-python test-python-avx2 test-sanitize test-conformance conformance fuzz clean install bench bench-suite wheel
 
 # make install PREFIX=/opt/cuvil: the tools, libcuvil, the headers and the runtime (CMakeLists.txt)
 PREFIX ?= /usr/local
@@ -68,6 +68,14 @@ test-sanitize: setup-debs
 BENCH_ARGS ?=
 bench: setup build
 	@$(PY) bench/bench.py --build $(abspath $(BUILD)) --write bench/RESULTS.md $(BENCH_ARGS)
+
+# Not a test: the benchmark suite (issue 34): 16 architectures (bench/suite.py, models from
+# tools/models/build_suite.py and build_transformers.py, seeded weights), Cuvil against ONNX Runtime
+# at 1 and 2 threads, added to bench/RESULTS.md. SUITE_ARGS=--full for 20 turns of 10 runs (the
+# default --quick: 4 of 5); --target x86_64-avx2 for the AVX2 build.
+SUITE_ARGS ?=
+bench-suite: setup build
+	@$(PY) bench/suite.py --build $(abspath $(BUILD)) --write bench/RESULTS.md $(SUITE_ARGS)
 
 # ONNX's backend suites (Debian's libonnx-testdata 1.12 and the node cases of the pinned onnx
 # 1.23.2 wheel, written into BUILD by tools/gen_onnx_node_cases.py): every case compiled and run,
