@@ -55,6 +55,20 @@ static inline __m256 silu256(__m256 x) {
     return _mm256_div_ps(x, _mm256_add_ps(one, e));
 }
 
+/* HardSwish and HardSigmoid as unary.c's scalar loops compute them, operation for operation
+ * (a multiply and an add, not fused; min/max as its comparisons: minps(a, b) is a < b ? a : b),
+ * so the vector and scalar results are the same bits. */
+static inline __m256 hard_swish256(__m256 x) {
+    const __m256 v = _mm256_add_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.0f / 6.0f)), _mm256_set1_ps(0.5f));
+    return _mm256_mul_ps(x, _mm256_max_ps(_mm256_min_ps(v, _mm256_set1_ps(1.0f)), _mm256_setzero_ps()));
+}
+
+static inline __m256 hard_sigmoid256(__m256 x, __m256 al, __m256 be) {
+    const __m256 v = _mm256_add_ps(_mm256_mul_ps(al, x), be);
+    const __m256 c = _mm256_max_ps(_mm256_min_ps(v, _mm256_set1_ps(1.0f)), _mm256_setzero_ps());
+    return _mm256_blendv_ps(c, v, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));   /* NaN propagates */
+}
+
 static inline __m256 tanh256(__m256 x) {
     const __m256 sign = _mm256_set1_ps(-0.0f);
     const __m256 one = _mm256_set1_ps(1.0f);
@@ -133,6 +147,14 @@ int cuvil_f32_unary__avx2(const cuvil_act_params *a, const float *x, float *y, s
     case CUVIL_ACT_ERF: VLOOP(erf256); return 1;
     case CUVIL_ACT_GELU: VLOOP(gelu256); return 1;
     case CUVIL_ACT_GELU_TANH: VLOOP(gelu_tanh256); return 1;
+    case CUVIL_ACT_HARD_SWISH: VLOOP(hard_swish256); return 1;
+    case CUVIL_ACT_HARD_SIGMOID: {
+        const __m256 al = _mm256_set1_ps(a->alpha), be = _mm256_set1_ps(a->beta);
+#define HSIG(v) hard_sigmoid256(v, al, be)
+        VLOOP(HSIG);
+#undef HSIG
+        return 1;
+    }
     default: return 0;
     }
 }
