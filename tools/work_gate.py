@@ -161,7 +161,7 @@ def _clean_env():
 def count(build: Path, case: str, target: str, work: Path) -> int:
     """Instructions of one run of `case` compiled for `target` (callgrind, inside the run)."""
     import onnx
-    rng = np.random.default_rng(abs(hash_name(case)))
+    rng = np.random.default_rng(hash_name(case))
     model, feed = CASES[case](rng)
     d = work / f"{case}-{target}"
     d.mkdir(parents=True, exist_ok=True)

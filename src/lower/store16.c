@@ -136,7 +136,7 @@ cuvil_status lower_store16(cir_graph *g, const cuvil_options *o) {
     cuvil_status st = CUVIL_OK;
     /* ok[v]: every live reader of v runs in the graph's region and is not control flow;
      * h16[v]: the 16-bit value that stands for v from its producer on, or -1 */
-    bool *ok = cuvil_malloc((size_t)nv0 + 1), *wide_v = cuvil_calloc((size_t)nv0 + 1, 1);
+    bool *ok = cuvil_malloc((size_t)nv0 + 1), *wide_v = cuvil_malloc((size_t)nv0 + 1);
     int *h16 = cuvil_malloc(sizeof(int) * ((size_t)nv0 + 1));
     order_list order = {0};
     if (!ok || !wide_v || !h16) goto oom;
@@ -150,15 +150,17 @@ cuvil_status lower_store16(cir_graph *g, const cuvil_options *o) {
             if (v >= 0) ok[v] = false;
         }
     }
-    /* values beyond the type's range: made from a constant holding one, or from such a value,
-     * up to an op that bounds them (in node order: a node's inputs come before it) */
+    /* values beyond the type's range: a constant holding one (each scanned once), and what is
+     * made from such a value up to an op that bounds it (in node order: a node's inputs come
+     * before it) */
+    for (int v = 0; v < nv0; v++) wide_v[v] = const_overflows(cir_val(g, v), half);
     for (int i = 0; i < nn0; i++) {
         const cir_node *n = cir_node_at(g, i);
         if (n->dead || bounds_values(n)) continue;
         bool wide = false;
         for (int j = 0; j < cir_node_n_reads(n) && !wide; j++) {
             const int v = cir_node_read(n, j);
-            wide = v >= 0 && (wide_v[v] || const_overflows(cir_val(g, v), half));
+            wide = v >= 0 && wide_v[v];
         }
         for (int j = 0; wide && j < n->n_out; j++)
             if (n->out[j] >= 0 && n->out[j] < nv0) wide_v[n->out[j]] = true, ok[n->out[j]] = false;

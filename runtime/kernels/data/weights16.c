@@ -43,16 +43,24 @@ static void widen_bf16(float *d, const uint16_t *s, uint64_t n) {
     }
 }
 
-/* A finite float32 whose 16-bit value is an infinity: |x| past the largest finite one by half
- * its step or more (IEEE's overflow). */
-static int overflows16(int kind, float x, uint16_t h) {
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    return (h & 0x7fffu) == (kind == CUVIL_W16_F16 ? 0x7c00u : 0x7f80u) && (u & 0x7f800000u) != 0x7f800000u;
+/* float32 -> kind's 16 bits by the exact scalar conversion (typed.c), for the tails and for the
+ * blocks the vector loops hand back; returns whether a finite value overflowed to an infinity
+ * (|x| past the largest finite one by half its step or more: IEEE's overflow). */
+static int narrow_scalar(int kind, uint16_t *d, const float *s, uint64_t n) {
+    const uint16_t inf = kind == CUVIL_W16_F16 ? 0x7c00u : 0x7f80u;
+    int ovf = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, s + i, sizeof u);
+        d[i] = kind == CUVIL_W16_F16 ? cuvil_f32_to_f16(s[i]) : cuvil_f32_to_bf16(s[i]);
+        ovf |= (d[i] & 0x7fffu) == inf && (u & 0x7f800000u) != 0x7f800000u;
+    }
+    return ovf;
 }
 
-/* float32 -> IEEE half, to nearest even (F16C's rounding-mode immediate: not MXCSR's). Returns
- * whether a finite value overflowed to an infinity. */
+/* float32 -> IEEE half, to nearest even (F16C's rounding-mode immediate: not MXCSR's). A block
+ * holding a NaN (its payload), or whose result holds an infinity (was it one?), goes to the
+ * scalar conversion, which gives the same bits and the overflow. */
 static int narrow_f16(uint16_t *d, const float *s, uint64_t n) {
     uint64_t i = 0;
     int ovf = 0;
@@ -61,28 +69,21 @@ static int narrow_f16(uint16_t *d, const float *s, uint64_t n) {
     for (; i + 8 <= n; i += 8) {
         const __m256 x = _mm256_loadu_ps(s + i);
         if (_mm256_movemask_ps(_mm256_cmp_ps(x, x, _CMP_UNORD_Q))) {
-            for (int k = 0; k < 8; k++) {
-                d[i + k] = cuvil_f32_to_f16(s[i + k]);
-                ovf |= overflows16(CUVIL_W16_F16, s[i + k], d[i + k]);
-            }
+            ovf |= narrow_scalar(CUVIL_W16_F16, d + i, s + i, 8);
             continue;
         }
         const __m128i h = _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
         _mm_storeu_si128((__m128i *)(d + i), h);
-        if (_mm_movemask_epi8(_mm_cmpeq_epi16(_mm_and_si128(h, abs), inf)))   /* an infinity: was it one? */
-            for (int k = 0; k < 8; k++) ovf |= overflows16(CUVIL_W16_F16, s[i + k], d[i + k]);
+        if (_mm_movemask_epi8(_mm_cmpeq_epi16(_mm_and_si128(h, abs), inf)))
+            ovf |= narrow_scalar(CUVIL_W16_F16, d + i, s + i, 8);
     }
 #endif
-    for (; i < n; i++) {
-        d[i] = cuvil_f32_to_f16(s[i]);
-        ovf |= overflows16(CUVIL_W16_F16, s[i], d[i]);
-    }
-    return ovf;
+    return ovf | narrow_scalar(CUVIL_W16_F16, d + i, s + i, n - i);
 }
 
 /* float32 -> bfloat16, to nearest even: x + 0x7fff + (bit 16 of x), its upper half (not AVX-512
- * BF16's vcvtneps2bf16, which takes subnormal inputs as zeros). Returns whether a finite value
- * overflowed to an infinity. */
+ * BF16's vcvtneps2bf16, which takes subnormal inputs as zeros); NaN and infinity blocks as in
+ * narrow_f16. */
 static int narrow_bf16(uint16_t *d, const float *s, uint64_t n) {
     uint64_t i = 0;
     int ovf = 0;
@@ -92,10 +93,7 @@ static int narrow_bf16(uint16_t *d, const float *s, uint64_t n) {
     for (; i + 8 <= n; i += 8) {
         const __m256 xf = _mm256_loadu_ps(s + i);
         if (_mm256_movemask_ps(_mm256_cmp_ps(xf, xf, _CMP_UNORD_Q))) {
-            for (int k = 0; k < 8; k++) {
-                d[i + k] = cuvil_f32_to_bf16(s[i + k]);
-                ovf |= overflows16(CUVIL_W16_BF16, s[i + k], d[i + k]);
-            }
+            ovf |= narrow_scalar(CUVIL_W16_BF16, d + i, s + i, 8);
             continue;
         }
         const __m256i x = _mm256_castps_si256(xf);
@@ -105,14 +103,10 @@ static int narrow_bf16(uint16_t *d, const float *s, uint64_t n) {
         const __m128i lo = _mm256_castsi256_si128(r), hi = _mm256_extracti128_si256(r, 1);
         _mm_storeu_si128((__m128i *)(d + i), _mm_packus_epi32(lo, hi));
         if (_mm256_movemask_epi8(_mm256_cmpeq_epi32(_mm256_and_si256(r, abs), inf)))
-            for (int k = 0; k < 8; k++) ovf |= overflows16(CUVIL_W16_BF16, s[i + k], d[i + k]);
+            ovf |= narrow_scalar(CUVIL_W16_BF16, d + i, s + i, 8);
     }
 #endif
-    for (; i < n; i++) {
-        d[i] = cuvil_f32_to_bf16(s[i]);
-        ovf |= overflows16(CUVIL_W16_BF16, s[i], d[i]);
-    }
-    return ovf;
+    return ovf | narrow_scalar(CUVIL_W16_BF16, d + i, s + i, n - i);
 }
 
 int cuvil_narrow16(int kind, const float *src, uint16_t *dst, size_t n) {

@@ -107,10 +107,8 @@ static void unary_serial(const cuvil_act_params *a, const float *x, float *y, si
             y[i] = v > be ? be : v;
         }
         return;
-    case CUVIL_ACT_HARD_SIGMOID:   /* (AVX2: the same operations in vectors, unary_avx2.c) */
-#if CUVIL_HAVE_AVX2
-        if (cuvil_f32_unary__avx2(a, x, y, n)) return;
-#endif
+#if !CUVIL_HAVE_AVX2   /* (with AVX2 these two go to its vectors below: the same operations) */
+    case CUVIL_ACT_HARD_SIGMOID:
         for (size_t i = 0; i < n; i++) {
             float v = al * x[i] + be;
             float c = v < 1.0f ? v : 1.0f;
@@ -118,15 +116,13 @@ static void unary_serial(const cuvil_act_params *a, const float *x, float *y, si
         }
         return;
     case CUVIL_ACT_HARD_SWISH:
-#if CUVIL_HAVE_AVX2
-        if (cuvil_f32_unary__avx2(a, x, y, n)) return;
-#endif
         for (size_t i = 0; i < n; i++) {
             float v = x[i] * (1.0f / 6.0f) + 0.5f;
             v = v < 1.0f ? v : 1.0f;
             y[i] = x[i] * (v > 0.0f ? v : 0.0f);
         }
         return;
+#endif
     case CUVIL_ACT_SQRT:
         for (size_t i = 0; i < n; i++) y[i] = sqrtf(x[i]);
         return;
