@@ -128,6 +128,10 @@ def peer(kind, what, xin, threads, iters):
 GAP_S = 0.15
 
 
+# A library LD_PRELOADed into ONNX Runtime's servers only (bench/cpuid_mask.c: an AVX2-only CPU), or None.
+ORT_PRELOAD = None
+
+
 class Server:
     """A `peer_run.py KIND WHAT INPUT THREADS 0 --serve` process: the model loaded once, timed
     turns on request."""
@@ -135,9 +139,10 @@ class Server:
     def __init__(self, kind, what, xin, threads, td, label=None):
         self.kind = label or kind
         self.err = open(Path(td) / f"{self.kind}-serve.err", "w+")
+        env = dict(os.environ, LD_PRELOAD=str(ORT_PRELOAD)) if ORT_PRELOAD and kind == "ort" else None
         self.p = subprocess.Popen([sys.executable, str(REPO / "bench" / "peer_run.py"), kind, str(what), str(xin),
                                    str(threads), "0", "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=self.err, text=True)
+                                  stderr=self.err, text=True, env=env)
         try:
             self.ready = self._read()
         except BaseException:

@@ -13,7 +13,7 @@ the threads), Cuvil's start-up and both peak RSS. Then the geometric mean of the
 thread count. A model Cuvil cannot compile or run is a row saying so, not a crash of the run.
 
     $VENV/bin/python bench/suite.py [--quick | --full] [--models a,b] [--threads 1,2]
-        [--target x86_64-avx2] [--write bench/RESULTS.md]
+        [--target x86_64-avx2 [--ort-avx2-only]] [--write bench/RESULTS.md]
 
 --quick (the default): 4 turns of 5 runs (a few minutes after the exports, which are cached);
 --full: 20 turns of 10. `make bench-suite` runs --quick and writes bench/RESULTS.md.
@@ -92,7 +92,12 @@ def main(argv=None):
     ap.add_argument("--target", default=None)
     ap.add_argument("--build", default=os.environ.get("CUVIL_BUILD", str(REPO / "build")))
     ap.add_argument("--write", help="add the report to this Markdown file, under its title")
+    ap.add_argument("--ort-avx2-only", action="store_true",
+                    help="run ONNX Runtime under bench/cpuid_mask.c (AVX-512 and VNNI hidden from CPUID), as on an "
+                         "AVX2-only machine; needs an AVX-512 CPU whose kernel lets a process fault CPUID")
     args = ap.parse_args(argv)
+    # the peer processes import the cuvil package from this checkout
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(REPO / "python")] + [p for p in [os.environ.get("PYTHONPATH")] if p])
     args.rounds, args.iters = (20, 10) if args.full else (4, 5)
     build = Path(args.build)
     threads = [int(t) for t in args.threads.split(",")]
@@ -105,6 +110,13 @@ def main(argv=None):
     rows = []
     with tempfile.TemporaryDirectory(prefix="cuvil-suite-") as tds:
         td = Path(tds)
+        if args.ort_avx2_only:
+            flags = Path("/proc/cpuinfo").read_text().split()
+            if "cpuid_fault" not in flags or "avx512f" not in flags:
+                ap.error("--ort-avx2-only needs an AVX-512 CPU with cpuid_fault (see /proc/cpuinfo)")
+            bench.ORT_PRELOAD = td / "cpuid_mask.so"
+            subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-o", str(bench.ORT_PRELOAD),
+                            str(REPO / "bench" / "cpuid_mask.c")], check=True)
         corelat = bench.corelat_program(td)
         for name in names:
             if name in TRANSFORMERS:
@@ -123,10 +135,12 @@ def main(argv=None):
     tgt = args.target or "the host's best"
     info = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     lines = [f"## {datetime.date.today().isoformat()}: the benchmark suite (`bench/suite.py {'--full' if args.full else '--quick'}"
-             f"{' --target ' + args.target if args.target else ''}`)\n",
+             f"{' --target ' + args.target if args.target else ''}{' --ort-avx2-only' if args.ort_avx2_only else ''}`)\n",
              f"Machine: {bench.cpu_model()}, {os.cpu_count()} cores; one-core FMA peak "
              + ", ".join(f"{k.upper()} {v:.1f} GFLOP/s" for k, v in peaks.items())
-             + f". ONNX Runtime {onnxruntime.__version__}; Cuvil target {tgt}{', at ' + info if info else ''}. "
+             + f". ONNX Runtime {onnxruntime.__version__}"
+             + (" under bench/cpuid_mask.c (it sees an AVX2-only CPU)" if args.ort_avx2_only else "")
+             + f"; Cuvil target {tgt}{', at ' + info if info else ''}. "
              f"{args.rounds} alternating turns x {args.iters} runs; medians of the turn medians. Ratio: Cuvil / ONNX "
              f"Runtime (< 1: Cuvil faster). Error: max |Cuvil - ONNX Runtime| over the output's max |value| "
              f"(transformers: checked by tests/python/test_transformers.py). Transformers run the symbolic build "
