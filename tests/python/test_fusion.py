@@ -371,3 +371,47 @@ def test_attention_near_misses(kw, tmp_path):
         assert not _attention_nodes(ir) and "softmax" in _ops(ir), ir
     else:
         assert len(_attention_nodes(ir)) == 1 and "mul" in _ops(ir), ir
+
+
+def _conv_silu(case_id, silu_nodes, outputs=("y",), extra_inits=None):
+    """x [1, 8, 10, 12] -> Conv 3x3 (16 channels, bias) -> the given nodes on "h" -> "y"."""
+    nodes = [node("Conv", ["x", "w", "b"], ["h"], pads=[1, 1, 1, 1])] + silu_nodes
+    inits = {"w": R(16, 8, 3, 3), "b": R(16), **(extra_inits or {})}
+    return Case(case_id, 13, nodes, {"x": [1, 8, 10, 12]}, inits, outputs=list(outputs))
+
+
+@pytest.mark.parametrize("order", ["x*s", "s*x"])
+def test_sigmoid_times_input_becomes_silu_in_the_conv(order, tmp_path):
+    """torch's nn.SiLU as exported before ONNX had the op: Mul(h, Sigmoid(h)). One silu, which
+    then goes into the conv's epilogue; checked against ONNX Runtime on the two nodes, with
+    inputs scaled so the values reach past +-87 (the exp's wide path) and NaN."""
+    mul_in = ["h", "s"] if order == "x*s" else ["s", "h"]
+    c = _conv_silu(f"fuse-silu-{order}", [node("Sigmoid", ["h"], ["s"]), node("Mul", mul_in, ["y"])])
+    m, inputs, ref = c.build()
+    ir = _ir_and_check(c, tmp_path)
+    assert _ops(ir) == ["conv"], ir
+    assert "act=silu" in ir, ir
+    p = tmp_path / "m.onnx"
+    big = {k: (v * 60).astype(np.float32) for k, v in inputs.items()}
+    big["x"][0, 0, 0, :3] = [np.nan, np.inf, -np.inf]
+    want = tl.ort_run(p, big)
+    got = tl.run(tl.compile(p, tmp_path / "build-big"), big, tmp_path / "run-big")
+    tl.assert_outputs_close(got, want)
+
+
+@pytest.mark.parametrize("what", ["sigmoid-also-output", "sigmoid-of-another", "sigmoid-read-twice"])
+def test_near_silu_is_left_alone(what, tmp_path):
+    """Mul(h, Sigmoid(h)) only: a sigmoid the graph also returns or another node reads, or a
+    product with a value other than the sigmoid's input, stays as written."""
+    if what == "sigmoid-also-output":
+        c = _conv_silu("silu-near-out", [node("Sigmoid", ["h"], ["s"]), node("Mul", ["h", "s"], ["y"])],
+                       outputs=("y", "s"))
+    elif what == "sigmoid-of-another":
+        c = _conv_silu("silu-near-other", [node("Relu", ["h"], ["r"]), node("Sigmoid", ["r"], ["s"]),
+                                           node("Mul", ["h", "s"], ["y"])])
+    else:
+        c = _conv_silu("silu-near-twice", [node("Sigmoid", ["h"], ["s"]), node("Mul", ["h", "s"], ["y0"]),
+                                           node("Add", ["y0", "s"], ["y"])])
+    ir = _ir_and_check(c, tmp_path)
+    assert "silu" not in _ops(ir) and "act=silu" not in ir, ir
+    assert "sigmoid" in _ops(ir), ir

@@ -1,5 +1,5 @@
 /* op_unary.c -- elementwise activations and math: relu, leaky_relu, clip, sigmoid, ..., the
- * trigonometric and hyperbolic functions, sign, softsign, selu, thresholded_relu, shrink, mish. */
+ * trigonometric and hyperbolic functions, sign, softsign, selu, thresholded_relu, shrink, mish, silu. */
 #include "ir/ops/ops.h"
 
 #include <float.h>
@@ -171,3 +171,4 @@ UNARY(selu, CUVIL_ACT_SELU, selu_attrs, 1)
 UNARY(thresholded_relu, CUVIL_ACT_THRESHOLDED_RELU, alpha_1, 1)
 UNARY(shrink, CUVIL_ACT_SHRINK, shrink_attrs, 1)
 UNARY(mish, CUVIL_ACT_MISH, NULL, 1)
+UNARY(silu, CUVIL_ACT_SILU, NULL, 1)   /* (no ONNX op before Swish-24: pass_fuse_silu.c) */

@@ -1,0 +1,38 @@
+/* pass_fuse_silu.c -- SiLU (swish) as the exporters write it: Mul(x, Sigmoid(x)), torch's
+ * nn.SiLU before ONNX had the op (EfficientNet, YOLOv5/v8, MobileViT, ...). Three passes over
+ * memory (the value, its sigmoid, the product) and, since x has two readers, no epilogue for the
+ * node that computes x. Matched here, the pair becomes one silu node, x / (1 + exp(-x)), which
+ * fuse_act then moves into the epilogue of x's conv or GEMM. The sigmoid's output must be read
+ * by the Mul alone and not be a graph output; the Mul's other input must be the very value the
+ * sigmoid reads (not an equal one), in either order. */
+#include "passes/passes_int.h"
+
+cuvil_status cuvil_pass_fuse_silu(cir_graph *g, const cuvil_options *o) {
+    (void)o;
+    int *user = cuvil_single_readers(g);
+    if (!user) return g->ctx->status;
+    int matched = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        cir_node *sg = cir_node_at(g, i);
+        if (sg->dead || sg->kind != CIR_OP_SIGMOID || sg->n_post || sg->n_in != 1) continue;
+        cir_value *x = cir_in(g, sg, 0), *s = cir_out(g, sg, 0);
+        if (!x || !s || x->dtype != CIR_F32 || s->dtype != CIR_F32 || user[s->id] < 0) continue;
+        cir_node *m = cir_node_at(g, user[s->id]);
+        if (m->dead || m->kind != CIR_OP_MUL || m->n_post || m->n_in != 2 || m->region != sg->region) continue;
+        const int other = m->in[0] == s->id ? m->in[1] : m->in[1] == s->id ? m->in[0] : -1;
+        cir_value *y = cir_out(g, m, 0);
+        if (other != x->id || !y || y->dtype != CIR_F32 || !cir_same_dims(x, y)) continue;
+        sg->dead = true;
+        m->kind = CIR_OP_SILU;
+        m->def = cir_op_def(CIR_OP_SILU);
+        m->n_in = 1;
+        m->in[0] = x->id;
+        m->n_attrs = 0;
+        m->attrs = NULL;
+        m->fused = "silu (x * sigmoid(x))";
+        matched++;
+    }
+    cuvil_free(user);
+    if (matched) cir_graph_count_uses(g);
+    return CUVIL_OK;
+}
