@@ -141,13 +141,7 @@ cuvil_status cuvil_pass_fuse_gelu(cir_graph *g, const cuvil_options *o) {
         const bool tanh_form = e->kind == CIR_OP_TANH;
         for (int k = 0; dead[k]; k++)
             if (dead[k] != f) dead[k]->dead = true;
-        f->kind = CIR_OP_GELU;
-        f->def = cir_op_def(CIR_OP_GELU);
-        f->n_in = 1;
-        f->in[0] = x->id;
-        f->n_attrs = 0;
-        f->attrs = NULL;
-        f->fused = tanh_form ? "gelu (tanh form)" : "gelu (erf form)";
+        cuvil_node_become_unary(g, f, CIR_OP_GELU, x->id, tanh_form ? "gelu (tanh form)" : "gelu (erf form)");
         if (tanh_form) {
             cuvil_attr a = {.name = "approximate", .type = CUVIL_ATTR_STRING, .s = "tanh"};
             s = cir_node_set_attr(g, f, &a);

@@ -23,13 +23,7 @@ cuvil_status cuvil_pass_fuse_silu(cir_graph *g, const cuvil_options *o) {
         cir_value *y = cir_out(g, m, 0);
         if (other != x->id || !y || y->dtype != CIR_F32 || !cir_same_dims(x, y)) continue;
         sg->dead = true;
-        m->kind = CIR_OP_SILU;
-        m->def = cir_op_def(CIR_OP_SILU);
-        m->n_in = 1;
-        m->in[0] = x->id;
-        m->n_attrs = 0;
-        m->attrs = NULL;
-        m->fused = "silu (x * sigmoid(x))";
+        cuvil_node_become_unary(g, m, CIR_OP_SILU, x->id, "silu (x * sigmoid(x))");
         matched++;
     }
     cuvil_free(user);

@@ -37,6 +37,9 @@ const char *cuvil_fused_note(cir_graph *g, const char *fused, const char *src_op
 /* Per value id, the one live node that reads it, or -1 (no reader, several, or a graph output);
  * counts uses first. cuvil_free() it. NULL when out of memory (message on ctx). */
 int *cuvil_single_readers(cir_graph *g);
+/* Node n, which a matched pattern ends at, becomes the unary op kind on value x, without
+ * attributes (the caller sets any); fused: the comment's note. Uses are recounted by the caller. */
+void cuvil_node_become_unary(cir_graph *g, cir_node *n, cir_op_kind kind, int x, const char *fused);
 /* Regions (an If's branches, a loop's body: cir_node.region after shape inference, the live
  * one) bound what a pass may join. A fusion or a pattern that replaces several nodes by one
  * takes nodes of one region only: a node of a branch runs when the condition picks it and one

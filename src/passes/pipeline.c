@@ -123,6 +123,17 @@ const char *cuvil_fused_note(cir_graph *g, const char *fused, const char *src_op
     return f;
 }
 
+void cuvil_node_become_unary(cir_graph *g, cir_node *n, cir_op_kind kind, int x, const char *fused) {
+    (void)g;
+    n->kind = kind;
+    n->def = cir_op_def(kind);
+    n->n_in = 1;
+    n->in[0] = x;
+    n->n_attrs = 0;
+    n->attrs = NULL;
+    n->fused = fused;
+}
+
 int *cuvil_single_readers(cir_graph *g) {
     int *user = cuvil_malloc(sizeof(int) * ((size_t)g->n_values + 1));
     if (!user) {
