@@ -89,6 +89,8 @@ float cuvil_f32_sum_exp_shifted(const float *x, int64_t n, float m);
 /* Vector versions of the transcendental activations (elementwise/unary_avx2.c). Each handles
  * any n (a scalar tail included); y may equal x. Return 0 when `act` has no AVX2 version. */
 int cuvil_f32_unary__avx2(const cuvil_act_params *a, const float *x, float *y, size_t n);
+/* exp, sigmoid, SiLU and Gelu's tanh form in 16 lanes, the AVX2 kernel's bits; 0: not one of those */
+int cuvil_f32_unary__avx512(const cuvil_act_params *a, const float *x, float *y, size_t n);
 void cuvil_f32_vexp__avx2(const float *x, float *y, size_t n);
 #endif
 

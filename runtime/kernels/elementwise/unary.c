@@ -145,6 +145,9 @@ static void unary_serial(const cuvil_act_params *a, const float *x, float *y, si
         for (size_t i = 0; i < n; i++) y[i] = rintf(x[i]);
         return;
     default:
+#if CUVIL_HAVE_AVX512
+        if (cuvil_f32_unary__avx512(a, x, y, n)) return;
+#endif
 #if CUVIL_HAVE_AVX2
         if (cuvil_f32_unary__avx2(a, x, y, n)) return;
 #endif
