@@ -83,14 +83,22 @@ extern const char *const cuvil_act_names[CUVIL_ACT__COUNT];
 
 /* y[i] = exp(x[i]); y may equal x. Vectorised where the target allows. */
 void cuvil_f32_vexp(const float *x, float *y, size_t n);
+/* Activation a in place over rows rows of n values, row r at c + r ld, on the calling thread
+ * (an epilogue's tile): the kernel is picked once for all the rows. */
+void cuvil_f32_act_rows(const cuvil_act_params *a, float *c, size_t ld, size_t rows, size_t n);
 /* sum of exp(x[i] - m) for i < n, through a stack buffer (x untouched); softmax.c */
 float cuvil_f32_sum_exp_shifted(const float *x, int64_t n, float m);
 #if CUVIL_HAVE_AVX2
 /* Vector versions of the transcendental activations (elementwise/unary_avx2.c). Each handles
  * any n (a scalar tail included); y may equal x. Return 0 when `act` has no AVX2 version. */
 int cuvil_f32_unary__avx2(const cuvil_act_params *a, const float *x, float *y, size_t n);
-/* exp, sigmoid, SiLU and Gelu's tanh form in 16 lanes, the AVX2 kernel's bits; 0: not one of those */
-int cuvil_f32_unary__avx512(const cuvil_act_params *a, const float *x, float *y, size_t n);
+/* The same over rows rows of n values, row r at x + r ld and y + r ld. */
+int cuvil_f32_unary_rows__avx2(const cuvil_act_params *a, const float *x, float *y, size_t ld, size_t rows,
+                               size_t n);
+/* exp, sigmoid, SiLU and Gelu's tanh form in 16 lanes, the AVX2 kernel's bits, over rows as
+ * above; 0: not one of those */
+int cuvil_f32_unary_rows__avx512(const cuvil_act_params *a, const float *x, float *y, size_t ld, size_t rows,
+                                 size_t n);
 void cuvil_f32_vexp__avx2(const float *x, float *y, size_t n);
 #endif
 

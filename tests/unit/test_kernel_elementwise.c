@@ -1,5 +1,6 @@
 /*
- * test_kernel_elementwise.c -- unary activations (cuvil_f32_unary, __scalar, cuvil_f32_act1)
+ * test_kernel_elementwise.c -- unary activations (cuvil_f32_unary, __scalar, cuvil_f32_act1,
+ * cuvil_f32_act_rows)
  * and broadcasting binary ops (cuvil_f32_binary, __scalar) against double-precision references
  * written here.
  *
@@ -64,6 +65,21 @@ static void test_unary(void) {
             /* the per-element entry point used by epilogues */
             for (size_t i = 0; i < n; i++) y[i] = cuvil_f32_act1(&a, x0[i]);
             ktu_check(y, ref, n, rtol, atol, "act1 %s", cuvil_act_names[act]);
+            /* the tile entry point (GEMM epilogues): 3 rows of n, 5 values between them kept */
+            {
+                const size_t ld = n + 5, rows = 3;
+                float *t = ktu_falloc(rows * ld);
+                for (size_t r = 0; r < rows; r++)
+                    for (size_t i = 0; i < ld; i++) t[r * ld + i] = i < n ? x0[i] : 777.0f;
+                cuvil_f32_act_rows(&a, t, ld, rows, n);
+                for (size_t r = 0; r < rows; r++) {
+                    ktu_check(t + r * ld, ref, n, rtol, atol, "act_rows %s n=%zu row %zu", cuvil_act_names[act], n, r);
+                    for (size_t i = n; i < ld; i++)
+                        if (t[r * ld + i] != 777.0f)
+                            ktu_fail("act_rows %s n=%zu wrote between the rows", cuvil_act_names[act], n);
+                }
+                free(t);
+            }
             free(x);
             free(y);
             free(x0);

@@ -146,7 +146,7 @@ static void unary_serial(const cuvil_act_params *a, const float *x, float *y, si
         return;
     default:
 #if CUVIL_HAVE_AVX512
-        if (cuvil_f32_unary__avx512(a, x, y, n)) return;
+        if (cuvil_f32_unary_rows__avx512(a, x, y, 0, 1, n)) return;
 #endif
 #if CUVIL_HAVE_AVX2
         if (cuvil_f32_unary__avx2(a, x, y, n)) return;
@@ -154,6 +154,21 @@ static void unary_serial(const cuvil_act_params *a, const float *x, float *y, si
         cuvil_f32_unary__scalar(a, x, y, n);
         return;
     }
+}
+
+void cuvil_f32_act_rows(const cuvil_act_params *a, float *c, size_t ld, size_t rows, size_t n) {
+    if (a->act == CUVIL_ACT_NONE || rows == 0) return;
+    if (rows == 1 || ld == n) {
+        unary_serial(a, c, c, rows * n);
+        return;
+    }
+#if CUVIL_HAVE_AVX512
+    if (cuvil_f32_unary_rows__avx512(a, c, c, ld, rows, n)) return;
+#endif
+#if CUVIL_HAVE_AVX2
+    if (cuvil_f32_unary_rows__avx2(a, c, c, ld, rows, n)) return;
+#endif
+    for (size_t r = 0; r < rows; r++) unary_serial(a, c + r * ld, c + r * ld, n);
 }
 
 typedef struct unary_job {

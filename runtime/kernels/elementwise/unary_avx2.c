@@ -144,22 +144,34 @@ static inline __m256 gelu_tanh256(__m256 x) {
     return _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
 }
 
-#define VLOOP(F)                                                        \
-    do {                                                                \
-        size_t i = 0;                                                   \
-        for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, F(_mm256_loadu_ps(x + i))); \
-        if (i < n) {                                                    \
-            float t[8] = {0};                                           \
-            for (size_t k = 0; k < n - i; k++) t[k] = x[i + k];         \
-            __m256 v = F(_mm256_loadu_ps(t));                           \
-            _mm256_storeu_ps(t, v);                                     \
-            for (size_t k = 0; k < n - i; k++) y[i + k] = t[k];         \
-        }                                                               \
+/* F over rows rows of n values, row r at x0 + r ld (y0 likewise); the tail of each row as a
+ * masked load and store (the lanes past it are zeros, computed and not written). */
+#define VLOOP(F)                                                                              \
+    do {                                                                                      \
+        for (size_t r_ = 0; r_ < rows; r_++) {                                                \
+            const float *x = x0 + r_ * ld;                                                    \
+            float *y = y0 + r_ * ld;                                                          \
+            size_t i = 0;                                                                     \
+            for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, F(_mm256_loadu_ps(x + i)));   \
+            if (i < n) {                                                                      \
+                const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n - i)),        \
+                                                     _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)); \
+                _mm256_maskstore_ps(y + i, m, F(_mm256_maskload_ps(x + i, m)));               \
+            }                                                                                 \
+        }                                                                                     \
     } while (0)
 
-void cuvil_f32_vexp__avx2(const float *x, float *y, size_t n) { VLOOP(exp256); }
+void cuvil_f32_vexp__avx2(const float *x0, float *y0, size_t n) {
+    const size_t rows = 1, ld = 0;
+    VLOOP(exp256);
+}
 
 int cuvil_f32_unary__avx2(const cuvil_act_params *a, const float *x, float *y, size_t n) {
+    return cuvil_f32_unary_rows__avx2(a, x, y, 0, 1, n);
+}
+
+int cuvil_f32_unary_rows__avx2(const cuvil_act_params *a, const float *x0, float *y0, size_t ld, size_t rows,
+                               size_t n) {
     switch (a->act) {
     case CUVIL_ACT_EXP: VLOOP(exp256); return 1;
     case CUVIL_ACT_SIGMOID: VLOOP(sigmoid256); return 1;

@@ -47,18 +47,24 @@ static inline __m512 gelu_tanh512(__m512 x) {   /* x sigmoid(2u), as unary_avx2.
     return _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), exp512(m2u)));
 }
 
-/* The tail as a masked load and store: the lanes past n are zeros, computed and not written. */
-#define VLOOP512(F)                                                                   \
-    do {                                                                              \
-        size_t i = 0;                                                                 \
-        for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, F(_mm512_loadu_ps(x + i))); \
-        if (i < n) {                                                                  \
-            const __mmask16 m = (__mmask16)((1u << (n - i)) - 1);                     \
-            _mm512_mask_storeu_ps(y + i, m, F(_mm512_maskz_loadu_ps(m, x + i)));      \
-        }                                                                             \
+/* F over rows rows of n values, row r at x0 + r ld (y0 likewise); the tail of each row as a
+ * masked load and store (the lanes past it are zeros, computed and not written). */
+#define VLOOP512(F)                                                                           \
+    do {                                                                                      \
+        for (size_t r_ = 0; r_ < rows; r_++) {                                                \
+            const float *x = x0 + r_ * ld;                                                    \
+            float *y = y0 + r_ * ld;                                                          \
+            size_t i = 0;                                                                     \
+            for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, F(_mm512_loadu_ps(x + i))); \
+            if (i < n) {                                                                      \
+                const __mmask16 m = (__mmask16)((1u << (n - i)) - 1);                         \
+                _mm512_mask_storeu_ps(y + i, m, F(_mm512_maskz_loadu_ps(m, x + i)));          \
+            }                                                                                 \
+        }                                                                                     \
     } while (0)
 
-int cuvil_f32_unary__avx512(const cuvil_act_params *a, const float *x, float *y, size_t n) {
+int cuvil_f32_unary_rows__avx512(const cuvil_act_params *a, const float *x0, float *y0, size_t ld, size_t rows,
+                                 size_t n) {
     switch (a->act) {
     case CUVIL_ACT_EXP: VLOOP512(exp512); return 1;
     case CUVIL_ACT_SIGMOID: VLOOP512(sigmoid512); return 1;

@@ -223,10 +223,14 @@ static void pack_b_dense(const cuvil_gemm_job *j, int64_t k0, int64_t kc, int64_
 }
 
 /* ===== Epilogue ====================================================================== */
+/* ReLU, leaky ReLU and Clip in line, a row at a time (the compiler vectorises them); the
+ * epilogue sends the other activations to cuvil_f32_act_rows, once per tile. */
+static int act_inline(cuvil_act k) {
+    return k == CUVIL_ACT_RELU || k == CUVIL_ACT_LEAKY_RELU || k == CUVIL_ACT_CLIP;
+}
+
 static void act_row(const cuvil_act_params *a, float *r, int64_t n) {
     switch (a->act) {
-    case CUVIL_ACT_NONE:
-        return;
     case CUVIL_ACT_RELU:
         for (int64_t i = 0; i < n; i++) r[i] = r[i] < 0.0f ? 0.0f : r[i];
         return;
@@ -244,7 +248,6 @@ static void act_row(const cuvil_act_params *a, float *r, int64_t n) {
         return;
     }
     default:
-        cuvil_f32_unary(a, r, r, (size_t)n);
         return;
     }
 }
@@ -267,8 +270,10 @@ void cuvil_gemm_epilogue_tile(const cuvil_gemm_job *j, int64_t m0, int64_t n0, i
             }
         }
     }
-    if (j->act.act != CUVIL_ACT_NONE)
+    if (act_inline(j->act.act))
         for (int64_t i = 0; i < mr; i++) act_row(&j->act, c + i * j->ldc, nr);
+    else if (j->act.act != CUVIL_ACT_NONE)
+        cuvil_f32_act_rows(&j->act, c, (size_t)j->ldc, (size_t)mr, (size_t)nr);
 }
 
 /* ===== M == 1: GEMV without packing =================================================== */
