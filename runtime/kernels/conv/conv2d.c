@@ -267,8 +267,10 @@ static void pack_im2col_nhwc(const void *vctx, int64_t k0, int64_t kc, int64_t n
 }
 
 /* ===== Depthwise direct loop =========================================================== */
+/* (on the calling thread: the callers are a parallel range's tasks; over a whole plane where
+ * the plane is contiguous, so the kernel is picked once for it, not once per short row) */
 static void act_inplace(const cuvil_act_params *a, float *y, int64_t n) {
-    if (a->act != CUVIL_ACT_NONE) cuvil_f32_unary(a, y, y, (size_t)n);
+    if (a->act != CUVIL_ACT_NONE) cuvil_f32_act_rows(a, y, (size_t)n, 1, (size_t)n);
 }
 
 /* Bottom/right zero padding implied by the output size (never negative). */
@@ -511,8 +513,7 @@ static void dw_fixed(const cuvil_conv2d_params *p, const float *x, int64_t xcs, 
                 dw3_plane_s1(plane, Wp, wm, b, rm, ym, OH, OW, lo, hi);
             else
                 dw3_plane_s2(plane, Wp, wm, b, rm, ym, OH, OW, lo, hi);
-            if (!fused)
-                for (int64_t oh = 0; oh < OH; oh++) act_inplace(&p->act, ym + oh * OW, OW);
+            if (!fused) act_inplace(&p->act, ym, OH * OW);
             continue;
         }
 #endif
@@ -527,10 +528,8 @@ static void dw_fixed(const cuvil_conv2d_params *p, const float *x, int64_t xcs, 
                 dw_row_3x3s1(rows, wm, b, NULL, flat, len, lo, hi);
             else
                 dw_row_5x5s1(rows, wm, b, NULL, flat, len, lo, hi);
-            for (int64_t oh = 0; oh < OH; oh++) {
-                memcpy(ym + oh * OW, flat + oh * Wp, (size_t)OW * sizeof(float));
-                if (!fused) act_inplace(&p->act, ym + oh * OW, OW);
-            }
+            for (int64_t oh = 0; oh < OH; oh++) memcpy(ym + oh * OW, flat + oh * Wp, (size_t)OW * sizeof(float));
+            if (!fused) act_inplace(&p->act, ym, OH * OW);
             continue;
         }
         for (int64_t oh = 0; oh < OH; oh++) {
@@ -546,8 +545,8 @@ static void dw_fixed(const cuvil_conv2d_params *p, const float *x, int64_t xcs, 
                 dw_row_5x5s1(rows, wm, b, rr, yr, OW, lo, hi);
             else
                 dw_row_5x5s2(rows, wm, b, rr, yr, OW, lo, hi);
-            if (!fused) act_inplace(&p->act, yr, OW);
         }
+        if (!fused) act_inplace(&p->act, ym, OH * OW);
     }
 }
 
@@ -641,8 +640,7 @@ static void dw_block8(const cuvil_conv2d_params *p, const float *x, int64_t xcs,
     for (q = 0; q + 8 <= OP; q += 8) transpose8x8(out + q * 8, 8, yc + q, rc ? rc + q : NULL, OP);
     for (; q < OP; q++)
         for (int l = 0; l < 8; l++) yc[l * OP + q] = out[q * 8 + l] + (rc ? rc[l * OP + q] : 0.0f);
-    if (!clamp)
-        for (int l = 0; l < 8; l++) act_inplace(&p->act, yc + l * OP, OP);
+    if (!clamp) act_inplace(&p->act, yc, 8 * OP);   /* (the 8 planes are adjacent) */
 }
 #endif
 
@@ -710,8 +708,8 @@ static void dw_channels(const cuvil_conv2d_params *p, const float *x, int64_t xc
                 } else {
                     memcpy(yr, row, (size_t)OW * sizeof(float));
                 }
-                act_inplace(&p->act, yr, OW);
             }
+            act_inplace(&p->act, ym, OH * OW);
         }
     }
 }
@@ -1435,7 +1433,7 @@ static void transpose_task(void *vctx, int64_t t, int tid) {
         for (int64_t m = mv; m < m1; m++) y[m * OHW + q] = res ? src[m] + res[m * OHW + q] : src[m];
     }
     if (res)
-        for (int64_t m = m0; m < m1; m++) act_inplace(&r->p->act, y + m * OHW, OHW);
+        cuvil_f32_act_rows(&r->p->act, y + m0 * OHW, (size_t)OHW, (size_t)(m1 - m0), (size_t)OHW);
 }
 
 /* The swapped GEMM's A (OHW rows, K) packed whole, in cuvil_gemm_pack_a_all's layout: task t
@@ -1904,7 +1902,7 @@ static void direct_t_task(void *vctx, int64_t t, int tid) {
                             rows_portable(nseg, seglen, rows, (size_t)mr, b, nr, c, (size_t)M, (size_t)mrr, (size_t)nn,
                                           cin, (size_t)M, e);
                         if (last && r->fuse_act && !clamp)
-                            for (int64_t i = 0; i < mrr; i++) act_inplace(&p->act, c + i * M, nn);
+                            cuvil_f32_act_rows(&p->act, c, (size_t)M, (size_t)mrr, (size_t)nn);
                     }
                 }
             }
