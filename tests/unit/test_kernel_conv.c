@@ -842,6 +842,9 @@ static void test_channels_last(void) {
         run_layout_algo(&wino[i], XY, (int)i % 3, CUVIL_ACT_RELU, CUVIL_CONV_WINOGRAD2_T);
         run_layout_algo(&wino[i], X, 2, CUVIL_ACT_NONE, CUVIL_CONV_WINOGRAD2_T);
         run_layout_algo(&wino[i], Y, 1, CUVIL_ACT_SILU, CUVIL_CONV_WINOGRAD2_T);
+        /* channels-first outputs with an activation of the vector kernels over a residual in y */
+        run_layout_algo(&wino[i], X, 1, CUVIL_ACT_SILU, CUVIL_CONV_WINOGRAD2_T);
+        run_layout_algo(&wino[i], X, 1, CUVIL_ACT_HARD_SWISH, CUVIL_CONV_WINOGRAD_T);
     }
     static const conv_case dws[] = {
         /*  N  C   H   W   M  KH KW sh sw pt pl pb pr dh dw g */

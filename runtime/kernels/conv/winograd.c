@@ -469,63 +469,64 @@ static void output_task(void *vctx, int64_t task, int tid) {
     }
 }
 
-/* One output pixel's channels [m0, m0 + nm) of a channels-last y at y + off: yv plus the bias
- * and the residual (which may be y itself: each element read before written), then the
- * activation. */
-static void store_pixel_nhwc(const wino_run *r, int64_t off, const float *yv, int64_t m0, int64_t nm) {
-    const cuvil_conv2d_params *p = r->p;
-    const int relu = p->act.act == CUVIL_ACT_RELU;
-    float *yp = r->y + off;
-    const float *rp = r->residual ? r->residual + off : NULL;
-    for (int64_t mm = 0; mm < nm; mm++) {
-        float v = yv[mm] + (r->bias ? r->bias[m0 + mm] : 0.0f);
-        if (rp) v += rp[mm];
-        yp[mm] = relu && v < 0.0f ? 0.0f : v;
-    }
-    if (!relu && p->act.act != CUVIL_ACT_NONE) cuvil_f32_unary(&p->act, yp, yp, (size_t)nm);
-}
-
 /* The output transform of the swapped layout (M' as [xi][tile][m]): vectorised across a block
  * of output channels, one tile at a time, then each channel's 4x4 outputs stored. */
 #define OUT_T_BLOCK 64
+
+/* A tile's output points (Y: [S x S][OUT_T_BLOCK], channels [m0, m0 + nm), the tile's corner at
+ * oh0, ow0) stored: bias and residual added in Y (the residual, which may be y itself, read
+ * before anything is written), the activation over all points at once, then each point's
+ * channels to their places, channels first or last. */
+static void store_tile(const wino_run *r, float *Y, int S, int64_t oh0, int64_t ow0, int64_t m0, int64_t nm) {
+    const cuvil_conv2d_params *p = r->p;
+    const int64_t OH = p->OH, OW = p->OW, M = p->M;
+    const int nhwc = (p->layout & CUVIL_CONV_Y_NHWC) != 0;
+    const int kn = (int)cuvil_min_i64(S, OH - oh0), ln = (int)cuvil_min_i64(S, OW - ow0);
+    for (int k = 0; k < kn; k++)
+        for (int l = 0; l < ln; l++) {
+            float *yv = Y + (k * S + l) * OUT_T_BLOCK;
+            const int64_t pix = (oh0 + k) * OW + ow0 + l;
+            if (r->bias)
+                for (int64_t mm = 0; mm < nm; mm++) yv[mm] += r->bias[m0 + mm];
+            if (r->residual && nhwc) {
+                const float *rp = r->residual + (r->n * OH * OW + pix) * M + m0;
+                for (int64_t mm = 0; mm < nm; mm++) yv[mm] += rp[mm];
+            } else if (r->residual) {
+                const float *rp = r->residual + (r->n * M + m0) * OH * OW + pix;
+                for (int64_t mm = 0; mm < nm; mm++) yv[mm] += rp[mm * OH * OW];
+            }
+        }
+    if (p->act.act == CUVIL_ACT_RELU) {
+        for (int k = 0; k < kn * S; k++)
+            for (int64_t mm = 0; mm < nm; mm++) Y[k * OUT_T_BLOCK + mm] = Y[k * OUT_T_BLOCK + mm] < 0.0f ? 0.0f : Y[k * OUT_T_BLOCK + mm];
+    } else {
+        cuvil_f32_act_rows(&p->act, Y, OUT_T_BLOCK, (size_t)(kn * S), (size_t)nm);
+    }
+    for (int k = 0; k < kn; k++)
+        for (int l = 0; l < ln; l++) {
+            const float *yv = Y + (k * S + l) * OUT_T_BLOCK;
+            const int64_t pix = (oh0 + k) * OW + ow0 + l;
+            if (nhwc) {
+                memcpy(r->y + (r->n * OH * OW + pix) * M + m0, yv, (size_t)nm * sizeof(float));
+            } else {
+                float *yp = r->y + (r->n * M + m0) * OH * OW + pix;
+                for (int64_t mm = 0; mm < nm; mm++) yp[mm * OH * OW] = yv[mm];
+            }
+        }
+}
 static void output_task_t(void *vctx, int64_t task, int tid) {
     const wino_run *r = (const wino_run *)vctx;
-    const cuvil_conv2d_params *p = r->p;
-    const int64_t OH = p->OH, OW = p->OW, TW = r->g.TW, TB = r->g.TB, M = p->M;
+    const int64_t TW = r->g.TW, TB = r->g.TB, M = r->p->M;
     float *T = thread_part(r, tid); /* [4 k][6 j][OUT_T_BLOCK], then Y [4 k][4 l][OUT_T_BLOCK] */
     float *Y = T + 24 * OUT_T_BLOCK;
     const int64_t m0 = task * OUT_T_BLOCK, nm = cuvil_min_i64(M - m0, OUT_T_BLOCK);
     const int64_t xs = TB * M; /* between two points */
-    const int relu = p->act.act == CUVIL_ACT_RELU, other_act = !relu && p->act.act != CUVIL_ACT_NONE;
     for (int64_t t = 0; t < r->nt; t++) {
         const int64_t tile = r->t0 + t, th = tile / TW, tw = tile % TW;
         const float *src = r->Mb + t * M + m0;
         for (int j = 0; j < WT; j++) at4(src + j * xs, WT * xs, T + j * OUT_T_BLOCK, WT * OUT_T_BLOCK, nm);
         for (int k = 0; k < 4; k++) at4(T + k * WT * OUT_T_BLOCK, OUT_T_BLOCK, Y + k * 4 * OUT_T_BLOCK, OUT_T_BLOCK, nm);
-        if (p->layout & CUVIL_CONV_Y_NHWC) {
-            /* y and the residual [N][OH][OW][M]: a pixel's nm channels are contiguous */
-            for (int k = 0; k < 4 && 4 * th + k < OH; k++)
-                for (int64_t l = 0; l < 4 && 4 * tw + l < OW; l++) {
-                    const int64_t off = ((r->n * OH + 4 * th + k) * OW + 4 * tw + l) * M + m0;
-                    store_pixel_nhwc(r, off, Y + (k * 4 + l) * OUT_T_BLOCK, m0, nm);
-                }
-            continue;
-        }
-        for (int64_t mm = 0; mm < nm; mm++) {
-            const int64_t m = m0 + mm;
-            float *ym = r->y + (r->n * M + m) * OH * OW;
-            const float *rm = r->residual ? r->residual + (r->n * M + m) * OH * OW : NULL;
-            const float bv = r->bias ? r->bias[m] : 0.0f;
-            for (int k = 0; k < 4 && 4 * th + k < OH; k++) {
-                const int64_t off = (4 * th + k) * OW + 4 * tw, nvalid = cuvil_min_i64(4, OW - 4 * tw);
-                for (int64_t l = 0; l < nvalid; l++) {
-                    float v = Y[(k * 4 + l) * OUT_T_BLOCK + mm] + bv;
-                    if (rm) v += rm[off + l]; /* the residual may be y itself: read before written */
-                    ym[off + l] = relu && v < 0.0f ? 0.0f : v;
-                }
-                if (other_act) cuvil_f32_unary(&p->act, ym + off, ym + off, (size_t)nvalid);
-            }
-        }
+        store_tile(r, Y, 4, 4 * th, 4 * tw, m0, nm);
     }
 }
 
@@ -593,14 +594,11 @@ static void input_task_f2(void *vctx, int64_t task, int tid) {
 /* M' as [16][tile][m]: a tile at a time over a block of OUT_T_BLOCK output channels. */
 static void output_task_f2(void *vctx, int64_t task, int tid) {
     const wino_run *r = (const wino_run *)vctx;
-    const cuvil_conv2d_params *p = r->p;
-    const int64_t OH = p->OH, OW = p->OW, TW = r->g.TW, TB = r->g.TB, M = p->M;
+    const int64_t TW = r->g.TW, TB = r->g.TB, M = r->p->M;
     float *T = thread_part(r, tid); /* [2 k][4 j][OUT_T_BLOCK], then Y [2 k][2 l][OUT_T_BLOCK] */
     float *Y = T + 8 * OUT_T_BLOCK;
     const int64_t m0 = task * OUT_T_BLOCK, nm = cuvil_min_i64(M - m0, OUT_T_BLOCK);
     const int64_t xs = TB * M; /* between two points */
-    const int nhwc = (p->layout & CUVIL_CONV_Y_NHWC) != 0;
-    const int relu = p->act.act == CUVIL_ACT_RELU, other_act = !relu && p->act.act != CUVIL_ACT_NONE;
     for (int64_t t = 0; t < r->nt; t++) {
         const int64_t tile = r->t0 + t, th = tile / TW, tw = tile % TW;
         const float *src = r->Mb + t * M + m0;
@@ -623,23 +621,7 @@ static void output_task_f2(void *vctx, int64_t task, int tid) {
                 y1[e] = s1[e] - s2[e] - s3[e];
             }
         }
-        for (int k = 0; k < 2 && 2 * th + k < OH; k++)
-            for (int l = 0; l < 2 && 2 * tw + l < OW; l++) {
-                const float *yv = Y + (k * 2 + l) * OUT_T_BLOCK;
-                const int64_t pix = (2 * th + k) * OW + 2 * tw + l;
-                if (nhwc) {
-                    store_pixel_nhwc(r, (r->n * OH * OW + pix) * M + m0, yv, m0, nm);
-                    continue;
-                }
-                for (int64_t mm = 0; mm < nm; mm++) {
-                    const int64_t off = (r->n * M + m0 + mm) * OH * OW + pix;
-                    float v = yv[mm] + (r->bias ? r->bias[m0 + mm] : 0.0f);
-                    if (r->residual) v += r->residual[off];
-                    v = relu && v < 0.0f ? 0.0f : v;
-                    if (other_act) cuvil_f32_unary(&p->act, &v, &v, 1);
-                    r->y[off] = v;
-                }
-            }
+        store_tile(r, Y, 2, 2 * th, 2 * tw, m0, nm);
     }
 }
 
