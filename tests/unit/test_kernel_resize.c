@@ -113,6 +113,8 @@ static const char *coord_names[] = {"half_pixel", "asymmetric", "align_corners",
                                     "half_pixel_symmetric"};
 static const char *nearest_names[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
 
+static cuvil_pool *pool3;   /* (main makes it) */
+
 static void run_resize(const cuvil_resize_params *p) {
     int64_t nin = 1, nout = 1, maxn = 1;
     for (int d = 0; d < p->ndim; d++) {
@@ -155,13 +157,18 @@ static void run_resize(const cuvil_resize_params *p) {
         len += snprintf(label + len, sizeof label - (size_t)len, " %lld->%lld(x%g)",
                         (long long)p->in_dims[d], (long long)p->out_dims[d], (double)p->scales[d]);
     const double tol = p->mode == CUVIL_RESIZE_NEAREST ? 0.0 : 1e-5;
-    for (int v = 0; v < 2; v++) {
+    for (int v = 0; v < 3; v++) {
         for (int64_t i = 0; i < nout; i++) y[i] = NAN;
-        if (v)
+        if (v == 1) {
             cuvil_f32_resize__scalar(p, x, y);
-        else
+        } else if (v == 2) {   /* the rows split over a pool of 3 */
+            const cuvil_pool *old = cuvil_pool_bind(pool3);
             cuvil_f32_resize(p, x, y);
-        ktu_check(y, a, (size_t)nout, tol, tol, "%s [%s]", label, v ? "__scalar" : "public");
+            cuvil_pool_bind(old);
+        } else {
+            cuvil_f32_resize(p, x, y);
+        }
+        ktu_check(y, a, (size_t)nout, tol, tol, "%s [%s]", label, v == 1 ? "__scalar" : v ? "public, 3 threads" : "public");
     }
     free(x);
     free(y);
@@ -190,9 +197,12 @@ static const shape_case shapes[] = {
     {4, {1, 3, 2, 300}, {1, 3, 3, 520}, {0}},       /* wide rows cross a chunk */
     {1, {20}, {6}, {0}},                            /* exact .5 ties that float misses by an ulp */
     {1, {7}, {38}, {0}},
+    {4, {1, 8, 40, 40}, {1, 8, 80, 80}, {0}},       /* FPN's x2: rows enough to split over threads */
+    {2, {3, 700}, {5, 1400}, {0}},                  /* long rows: many chunks of columns a row */
 };
 
 int main(void) {
+    pool3 = cuvil_pool_create(3, 0, ktu_aligned_alloc, ktu_aligned_free, NULL);
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
         for (int zero_scales = 0; zero_scales < 2; zero_scales++) {
             const shape_case *s = &shapes[si];
@@ -227,5 +237,6 @@ int main(void) {
                 }
             }
         }
+    cuvil_pool_destroy(pool3);
     return ktu_finish("test_kernel_resize");
 }

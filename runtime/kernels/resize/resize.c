@@ -31,10 +31,11 @@
  * and scale are both unchanged is not interpolated. The value is the sum over all tap
  * combinations of the product of the axes' weights (separable, evaluated directly).
  *
- * The optimised version walks output rows (all axes but the last): the outer axes' taps are
- * combined once per row into (source row, weight) pairs, and the last axis uses a table of
- * taps built once per chunk of output columns (kernels have no scratch here, so the table
- * lives on the stack). Pure nearest resizes become gathers.
+ * The optimised version splits the output rows (all axes but the last) over the threads; each
+ * walks its rows once per chunk of output columns, whose last-axis taps it makes first (on the
+ * stack: kernels have no scratch here), and combines the outer axes' taps, each recomputed
+ * only when its index moves, into (source row, weight) pairs. Pure nearest resizes become
+ * gathers.
  */
 #include <math.h>
 #include <string.h>
@@ -202,6 +203,140 @@ void cuvil_f32_resize__scalar(const cuvil_resize_params *p, const float *x, floa
     }
 }
 
+/* One output row's columns [j0, j0 + nj): the sum over the nc combinations (source row offset
+ * coff, weight cw) of the outer axes' taps of the last axis' taps (ii, ww: T a column). */
+static inline void resize_cols(const float *x, float *yr, int64_t nj, int T, const int64_t *ii, const float *ww, int nc,
+                               const int64_t *coff, const float *cw) {
+    if (T == 1 && nc == 1 && cw[0] == 1.0f) {
+        const float *xr = x + coff[0];
+        for (int64_t j = 0; j < nj; j++) yr[j] = xr[ii[j]];
+        return;
+    }
+    float acc[CHUNK];
+    for (int64_t j = 0; j < nj; j++) acc[j] = 0.0f;
+    for (int c = 0; c < nc; c++) {
+        const float *xr = x + coff[c];
+        const float wc = cw[c];
+        if (T == 1) {
+            for (int64_t j = 0; j < nj; j++) acc[j] += wc * xr[ii[j]];
+        } else if (T == 2) {
+            for (int64_t j = 0; j < nj; j++) acc[j] += wc * (ww[2 * j] * xr[ii[2 * j]] + ww[2 * j + 1] * xr[ii[2 * j + 1]]);
+        } else {
+            for (int64_t j = 0; j < nj; j++) {
+                const int64_t *ij = ii + 4 * j;
+                const float *wj = ww + 4 * j;
+                acc[j] += wc * (wj[0] * xr[ij[0]] + wj[1] * xr[ij[1]] + wj[2] * xr[ij[2]] + wj[3] * xr[ij[3]]);
+            }
+        }
+    }
+    memcpy(yr, acc, (size_t)nj * sizeof(float));
+}
+
+/* Combines the outer axes' taps (axis d < last: ti[d], tw[d], nt[d] of them) into (source row
+ * offset, weight) pairs; returns their number. */
+static int resize_combos(int last, const int *nt, const int64_t *xs, int64_t (*ti)[MAX_TAPS], float (*tw)[MAX_TAPS],
+                         int64_t *coff, float *cw) {
+    int nc = 1;
+    coff[0] = 0;
+    cw[0] = 1.0f;
+    for (int d = 0; d < last; d++) {
+        const int n = nt[d];
+        for (int c = nc - 1; c >= 0; c--)
+            for (int t = n - 1; t >= 0; t--) {
+                coff[c * n + t] = coff[c] + ti[d][t] * xs[d];
+                cw[c * n + t] = cw[c] * tw[d][t];
+            }
+        nc *= n;
+    }
+    return nc;
+}
+
+typedef struct resize_job {
+    const cuvil_resize_params *p;
+    const float *x;
+    float *y;
+    int last, T;
+    int nearest;   /* one tap of weight 1 along every axis */
+    const int *nt;
+    const int64_t *xs;
+} resize_job;
+
+/* Pure nearest (one tap of weight 1 along every axis) with rows of up to NEAREST_ROW values:
+ * the row's source indices once, then each output row a gather of its source row, or a copy of
+ * the row before where both read the same source row (an upsampling's repeated rows). */
+#define NEAREST_ROW 256
+__attribute__((noinline)) static void nearest_rows(const resize_job *j, int64_t r0, int64_t r1) {   /* (its own frame) */
+    const cuvil_resize_params *p = j->p;
+    const int last = j->last;
+    const int64_t OL = p->out_dims[last];
+    int64_t ii[NEAREST_ROW], oidx[CUVIL_RT_MAX_DIMS] = {0}, src[CUVIL_RT_MAX_DIMS], prev = -1;
+    float w;
+    for (int64_t c = 0; c < OL; c++) axis_taps(p, last, c, ii + c, &w);
+    for (int64_t r = r0, d = last - 1; d >= 0; d--) {
+        oidx[d] = r % p->out_dims[d];
+        r /= p->out_dims[d];
+    }
+    for (int d = 0; d < last; d++) axis_taps(p, d, oidx[d], src + d, &w);
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t off = 0;
+        for (int d = 0; d < last; d++) off += src[d] * j->xs[d];
+        float *yr = j->y + r * OL;
+        if (off == prev) {
+            memcpy(yr, yr - OL, (size_t)OL * sizeof(float));
+        } else {
+            const float *xr = j->x + off;
+            for (int64_t c = 0; c < OL; c++) yr[c] = xr[ii[c]];
+            prev = off;
+        }
+        for (int d = last - 1; d >= 0; d--) {
+            const int wrapped = ++oidx[d] == p->out_dims[d];
+            if (wrapped) oidx[d] = 0;
+            if (r + 1 < r1) axis_taps(p, d, oidx[d], src + d, &w);
+            if (!wrapped) break;
+        }
+    }
+}
+
+/* Output rows [r0, r1) (all axes but the last), on one thread: the last axis' taps a chunk of
+ * columns at a time; an outer axis' taps recomputed only when its index moves. */
+static void resize_rows(void *vctx, int64_t r0, int64_t r1, int tid) {
+    const resize_job *j = vctx;
+    const cuvil_resize_params *p = j->p;
+    const int last = j->last, T = j->T;
+    const int64_t OL = p->out_dims[last];
+    (void)tid;
+    if (j->nearest && OL <= NEAREST_ROW) {
+        nearest_rows(j, r0, r1);
+        return;
+    }
+    int64_t ii[CHUNK * MAX_TAPS], coff[MAX_COMBOS];
+    float ww[CHUNK * MAX_TAPS], cw[MAX_COMBOS];
+    int64_t ti[CUVIL_RT_MAX_DIMS][MAX_TAPS];
+    float tw[CUVIL_RT_MAX_DIMS][MAX_TAPS];
+    for (int64_t j0 = 0; j0 < OL; j0 += CHUNK) {
+        const int64_t nj = cuvil_min_i64(CHUNK, OL - j0);
+        for (int64_t c = 0; c < nj; c++) axis_taps(p, last, j0 + c, ii + c * T, ww + c * T);
+        int64_t oidx[CUVIL_RT_MAX_DIMS] = {0};
+        for (int64_t r = r0, d = last - 1; d >= 0; d--) {
+            oidx[d] = r % p->out_dims[d];
+            r /= p->out_dims[d];
+        }
+        for (int d = 0; d < last; d++) axis_taps(p, d, oidx[d], ti[d], tw[d]);
+        int nc = resize_combos(last, j->nt, j->xs, ti, tw, coff, cw);
+        for (int64_t r = r0; r < r1; r++) {
+            resize_cols(j->x, j->y + r * OL + j0, nj, T, ii, ww, nc, coff, cw);
+            if (r + 1 == r1) break;
+            for (int d = last - 1; d >= 0; d--) {
+                const int wrapped = ++oidx[d] == p->out_dims[d];
+                if (wrapped) oidx[d] = 0;
+                axis_taps(p, d, oidx[d], ti[d], tw[d]);
+                if (!wrapped) break;
+            }
+            nc = resize_combos(last, j->nt, j->xs, ti, tw, coff, cw);
+        }
+    }
+}
+
 void cuvil_f32_resize(const cuvil_resize_params *p, const float *x, float *y) {
     const int nd = p->ndim;
     int64_t total = 1;
@@ -227,69 +362,14 @@ void cuvil_f32_resize(const cuvil_resize_params *p, const float *x, float *y) {
         xs[d] = st;
         st *= p->in_dims[d];
     }
-    const int last = nd - 1, T = nt[last];
+    const int last = nd - 1;
     const int64_t OL = p->out_dims[last];
     int64_t rows = 1;
     for (int d = 0; d < last; d++) rows *= p->out_dims[d];
-
-    int64_t ii[CHUNK * MAX_TAPS];
-    float ww[CHUNK * MAX_TAPS];
-    float acc[CHUNK];
-    int64_t coff[MAX_COMBOS];
-    float cw[MAX_COMBOS];
-    for (int64_t j0 = 0; j0 < OL; j0 += CHUNK) {
-        const int64_t nj = cuvil_min_i64(CHUNK, OL - j0);
-        for (int64_t j = 0; j < nj; j++) axis_taps(p, last, j0 + j, ii + j * T, ww + j * T);
-        int64_t oidx[CUVIL_RT_MAX_DIMS] = {0};
-        for (int64_t r = 0; r < rows; r++) {
-            /* (source row offset, weight) for every combination of the outer axes' taps */
-            int nc = 1;
-            coff[0] = 0;
-            cw[0] = 1.0f;
-            for (int d = 0; d < last; d++) {
-                int64_t ti[MAX_TAPS];
-                float tw[MAX_TAPS];
-                axis_taps(p, d, oidx[d], ti, tw);
-                const int n = nt[d];
-                for (int c = nc - 1; c >= 0; c--)
-                    for (int t = n - 1; t >= 0; t--) {
-                        coff[c * n + t] = coff[c] + ti[t] * xs[d];
-                        cw[c * n + t] = cw[c] * tw[t];
-                    }
-                nc *= n;
-            }
-            float *yr = y + r * OL + j0;
-            if (T == 1 && nc == 1 && cw[0] == 1.0f) {
-                const float *xr = x + coff[0];
-                for (int64_t j = 0; j < nj; j++) yr[j] = xr[ii[j]];
-            } else {
-                for (int64_t j = 0; j < nj; j++) acc[j] = 0.0f;
-                for (int c = 0; c < nc; c++) {
-                    const float *xr = x + coff[c];
-                    const float wc = cw[c];
-                    if (T == 1) {
-                        for (int64_t j = 0; j < nj; j++) acc[j] += wc * xr[ii[j]];
-                    } else if (T == 2) {
-                        for (int64_t j = 0; j < nj; j++)
-                            acc[j] += wc * (ww[2 * j] * xr[ii[2 * j]] +
-                                            ww[2 * j + 1] * xr[ii[2 * j + 1]]);
-                    } else {
-                        for (int64_t j = 0; j < nj; j++) {
-                            const int64_t *ij = ii + 4 * j;
-                            const float *wj = ww + 4 * j;
-                            acc[j] += wc * (wj[0] * xr[ij[0]] + wj[1] * xr[ij[1]] +
-                                            wj[2] * xr[ij[2]] + wj[3] * xr[ij[3]]);
-                        }
-                    }
-                }
-                memcpy(yr, acc, (size_t)nj * sizeof(float));
-            }
-            for (int d = last - 1; d >= 0; d--) {
-                if (++oidx[d] < p->out_dims[d]) break;
-                oidx[d] = 0;
-            }
-        }
-    }
+    int nearest = 1;
+    for (int d = 0; d < nd; d++) nearest &= nt[d] == 1;
+    resize_job j = {p, x, y, last, nt[last], nearest, nt, xs};
+    cuvil_parallel_range(rows, cuvil_max_i64(1, 16384 / cuvil_max_i64(OL, 1)), 1, resize_rows, &j);
 }
 
 int cuvil_resize_rt(cuvil_resize_params *p, int nax, const int *axes, const float *scales, const int64_t *sizes,
