@@ -100,6 +100,8 @@ int cuvil_f32_unary_rows__avx2(const cuvil_act_params *a, const float *x, float 
 int cuvil_f32_unary_rows__avx512(const cuvil_act_params *a, const float *x, float *y, size_t ld, size_t rows,
                                  size_t n);
 void cuvil_f32_vexp__avx2(const float *x, float *y, size_t n);
+/* y[c ys + r] = x[r xs + c] for r < rows, c < cols (strides in floats); data/transpose_avx2.c */
+void cuvil_transpose_f32__avx2(const float *x, int64_t xs, float *y, int64_t ys, int64_t rows, int64_t cols);
 #endif
 
 /* ===== GEMM driver ================================================================== */

@@ -42,6 +42,8 @@ static int next_perm(int *a, int n) {
     return 1;
 }
 
+static cuvil_pool *pool3;   /* (main makes it) */
+
 static void run_transpose(int ndim, const int64_t *dims, int64_t es) {
     cuvil_transpose_params p;
     memset(&p, 0, sizeof p);
@@ -90,6 +92,12 @@ static void run_transpose(int ndim, const int64_t *dims, int64_t es) {
         cuvil_transpose__scalar(&p, x, y);
         snprintf(what + len, sizeof what - (size_t)len, " [__scalar]");
         check_bytes(y, ref, nb, what);
+        memset(y, 0xAB, nb);   /* split over a pool of 3 (above 32 KB) */
+        const cuvil_pool *old = cuvil_pool_bind(pool3);
+        cuvil_transpose(&p, x, y);
+        cuvil_pool_bind(old);
+        snprintf(what + len, sizeof what - (size_t)len, " [public, 3 threads]");
+        check_bytes(y, ref, nb, what);
     } while (next_perm(p.perm, ndim));
     free(x);
     free(y);
@@ -102,6 +110,7 @@ static void test_transpose(void) {
     static const int64_t d4[] = {2, 3, 17, 20};
     static const int64_t d4b[] = {3, 1, 4, 1};
     static const int64_t d1[] = {9};
+    static const int64_t big[] = {3, 85, 203};   /* a detector head's [3, 85, cells]: split over threads */
     static const int64_t es[] = {1, 2, 4, 8, 3};
     for (size_t e = 0; e < sizeof es / sizeof es[0]; e++) {
         run_transpose(2, d2, es[e]);
@@ -109,6 +118,7 @@ static void test_transpose(void) {
         run_transpose(4, d4, es[e]);
         run_transpose(4, d4b, es[e]);
         run_transpose(1, d1, es[e]);
+        run_transpose(3, big, es[e]);
     }
 }
 
@@ -431,10 +441,12 @@ static void test_sequences(void) {
 
 int main(void) {
     test_sequences();
+    pool3 = cuvil_pool_create(3, 0, ktu_aligned_alloc, ktu_aligned_free, NULL);
     test_transpose();
     test_slice();
     test_pad();
     test_concat_split();
     test_gather();
+    cuvil_pool_destroy(pool3);
     return ktu_finish("test_kernel_data");
 }

@@ -6,8 +6,10 @@
  * of three loops runs:
  *  - the innermost destination dim is contiguous in the source: memcpy of whole rows;
  *  - some other destination dim is the source's contiguous one (a real transpose such as
- *    NCHW -> NHWC): 16x16 tiles over those two dims, so both sides touch few cache lines;
+ *    NCHW -> NHWC): 16x16 tiles over those two dims, so both sides touch few cache lines (8x8
+ *    blocks in AVX registers for 4-byte elements on the x86 targets);
  *  - otherwise: an element loop over the innermost dim's stride.
+ * The work (rows, or blocks of 64 along the tiled dim) is split over the threads above 32 KB.
  */
 #include <string.h>
 
@@ -38,73 +40,104 @@ static inline void copy_elems(char *dst, int64_t ds, const char *src, int64_t ss
     }
 }
 
-void cuvil_strided_copy(int ndim, const int64_t *dims, const int64_t *src_strides,
-                        int64_t es, const void *src, void *dst) {
-    int64_t d[CUVIL_RT_MAX_DIMS], s[CUVIL_RT_MAX_DIMS];
-    int n = 0;
-    for (int i = 0; i < ndim; i++) {
-        if (dims[i] == 0) return;
-        if (dims[i] == 1) continue;
-        if (n > 0 && s[n - 1] == src_strides[i] * dims[i]) {
-            d[n - 1] *= dims[i];
-            s[n - 1] = src_strides[i];
-            continue;
-        }
-        d[n] = dims[i];
-        s[n] = src_strides[i];
-        n++;
-    }
-    const char *x = (const char *)src;
-    char *y = (char *)dst;
-    if (n == 0) {
-        memcpy(y, x, (size_t)es);
-        return;
-    }
-    /* dense destination strides */
-    int64_t ds[CUVIL_RT_MAX_DIMS];
-    ds[n - 1] = es;
-    for (int i = n - 2; i >= 0; i--) ds[i] = ds[i + 1] * d[i + 1];
+/* The copy after the dims are merged: d, s (source byte strides), ds (dense destination
+ * strides) of n dims; the odometer walks od[0..no) (all but the innermost, and but b, the
+ * source's contiguous dim, when tiling). A unit of work is one odometer position and, when
+ * tiling, one block of UNIT_ROWS along b. */
+#define UNIT_ROWS 64
+typedef struct scopy {
+    const char *x;
+    char *y;
+    int n, b, no;
+    int od[CUVIL_RT_MAX_DIMS];
+    int64_t d[CUVIL_RT_MAX_DIMS], s[CUVIL_RT_MAX_DIMS], ds[CUVIL_RT_MAX_DIMS];
+    int64_t es, nblk;   /* blocks along b per odometer position (1 without tiling) */
+} scopy;
 
-    /* the dims walked by the odometer: all but the innermost, and but `b` when tiling */
-    int b = -1;
-    if (s[n - 1] != es)
-        for (int i = 0; i < n - 1; i++)
-            if (s[i] == es && d[i] >= 4 && d[n - 1] >= 4) b = i;
-    int od[CUVIL_RT_MAX_DIMS], no = 0;
-    for (int i = 0; i < n - 1; i++)
-        if (i != b) od[no++] = i;
-    int64_t idx[CUVIL_RT_MAX_DIMS] = {0};
-    int64_t total = 1;
-    for (int k = 0; k < no; k++) total *= d[od[k]];
-    const int64_t L = d[n - 1], sl = s[n - 1];
-    int64_t xo = 0, yo = 0;
-    for (int64_t t = 0; t < total; t++) {
+static void scopy_units(void *vctx, int64_t u0, int64_t u1, int tid) {
+    const scopy *c = vctx;
+    const int n = c->n, b = c->b;
+    const int64_t es = c->es, L = c->d[n - 1], sl = c->s[n - 1];
+    (void)tid;
+    for (int64_t u = u0; u < u1; u++) {
+        int64_t t = u / c->nblk, xo = 0, yo = 0;
+        for (int k = c->no - 1; k >= 0; k--) {
+            const int i = c->od[k];
+            const int64_t v = t % c->d[i];
+            t /= c->d[i];
+            xo += v * c->s[i];
+            yo += v * c->ds[i];
+        }
         if (sl == es) {
-            memcpy(y + yo, x + xo, (size_t)(L * es));
+            memcpy(c->y + yo, c->x + xo, (size_t)(L * es));
         } else if (b < 0) {
-            copy_elems(y + yo, es, x + xo, sl, L, es);
+            copy_elems(c->y + yo, es, c->x + xo, sl, L, es);
         } else {
-            const int64_t B = d[b], sb = s[b], dsb = ds[b];
-            for (int64_t i0 = 0; i0 < B; i0 += TILE) {
+            const int64_t sb = c->s[b], dsb = c->ds[b];
+            const int64_t ib = (u % c->nblk) * UNIT_ROWS, B = cuvil_min_i64(c->d[b], ib + UNIT_ROWS);
+#if CUVIL_HAVE_AVX2
+            if (es == 4 && sb == 4 && sl % 4 == 0 && dsb % 4 == 0) {
+                /* source rows along the innermost dim l, contiguous along b */
+                cuvil_transpose_f32__avx2((const float *)(const void *)(c->x + xo + ib * sb), sl / 4,
+                                          (float *)(void *)(c->y + yo + ib * dsb), dsb / 4, L, B - ib);
+                continue;
+            }
+#endif
+            for (int64_t i0 = ib; i0 < B; i0 += TILE) {
                 const int64_t ni = cuvil_min_i64(TILE, B - i0);
                 for (int64_t l0 = 0; l0 < L; l0 += TILE) {
                     const int64_t nl = cuvil_min_i64(TILE, L - l0);
                     for (int64_t l = l0; l < l0 + nl; l++)
-                        copy_elems(y + yo + i0 * dsb + l * es, dsb, x + xo + i0 * sb + l * sl, sb,
-                                   ni, es);
+                        copy_elems(c->y + yo + i0 * dsb + l * es, dsb, c->x + xo + i0 * sb + l * sl, sb, ni, es);
                 }
             }
         }
-        for (int k = no - 1; k >= 0; k--) {
-            const int i = od[k];
-            xo += s[i];
-            yo += ds[i];
-            if (++idx[k] < d[i]) break;
-            xo -= s[i] * d[i];
-            yo -= ds[i] * d[i];
-            idx[k] = 0;
-        }
     }
+}
+
+void cuvil_strided_copy(int ndim, const int64_t *dims, const int64_t *src_strides,
+                        int64_t es, const void *src, void *dst) {
+    scopy c;
+    int n = 0;
+    for (int i = 0; i < ndim; i++) {
+        if (dims[i] == 0) return;
+        if (dims[i] == 1) continue;
+        if (n > 0 && c.s[n - 1] == src_strides[i] * dims[i]) {
+            c.d[n - 1] *= dims[i];
+            c.s[n - 1] = src_strides[i];
+            continue;
+        }
+        c.d[n] = dims[i];
+        c.s[n] = src_strides[i];
+        n++;
+    }
+    c.x = (const char *)src;
+    c.y = (char *)dst;
+    if (n == 0) {
+        memcpy(c.y, c.x, (size_t)es);
+        return;
+    }
+    c.n = n;
+    c.es = es;
+    /* dense destination strides */
+    c.ds[n - 1] = es;
+    for (int i = n - 2; i >= 0; i--) c.ds[i] = c.ds[i + 1] * c.d[i + 1];
+
+    /* the dims walked by the odometer: all but the innermost, and but `b` when tiling */
+    c.b = -1;
+    if (c.s[n - 1] != es)
+        for (int i = 0; i < n - 1; i++)
+            if (c.s[i] == es && c.d[i] >= 4 && c.d[n - 1] >= 4) c.b = i;
+    c.no = 0;
+    for (int i = 0; i < n - 1; i++)
+        if (i != c.b) c.od[c.no++] = i;
+    int64_t total = 1;
+    for (int k = 0; k < c.no; k++) total *= c.d[c.od[k]];
+    c.nblk = c.b >= 0 ? (c.d[c.b] + UNIT_ROWS - 1) / UNIT_ROWS : 1;
+    /* units of about 32 KB or more each before the copy is split over the threads */
+    const int64_t unit_bytes = (c.b >= 0 ? UNIT_ROWS : 1) * c.d[n - 1] * es;
+    cuvil_parallel_range(total * c.nblk, cuvil_max_i64(1, (32 << 10) / cuvil_max_i64(unit_bytes, 1)), 1, scopy_units,
+                         &c);
 }
 
 void cuvil_transpose(const cuvil_transpose_params *p, const void *x, void *y) {
