@@ -181,7 +181,7 @@ const char *lower_conv_algo_name(int64_t algo, bool pointwise, bool strided_pw) 
 /* One input channel per group (C/group == 1: depthwise, and a conv of a single channel) runs
  * the depthwise loop, unless each input channel has outputs enough to fill the microkernel's
  * MR rows and either the loop cannot vectorise (a stride across other than the register-tiled
- * 3x3/5x5 ones) or there is one input channel only: then the GEMM (weights prepacked, K = the
+ * 3x3/5x5/7x7 ones) or there is one input channel only: then the GEMM (weights prepacked, K = the
  * taps), which packs each input once for all its outputs where the loop reads it once per
  * output, is faster, far faster with long kernels and strides. bench/conv_sweep.py, one
  * thread, depthwise loop -> GEMM path (AVX-512): a learned spectrogram (1 -> 257, k512 s160, 1 s
@@ -230,7 +230,7 @@ cuvil_status lower_conv(cir_graph *g, cir_node *n, const lower_ctx *c) {
                      p.OH == p.H && p.OW == p.W;
     bool strided_pw = cuvil_conv2d_strided_pointwise(&p);
     if (depthwise) {
-        snprintf(algo, sizeof algo, "direct depthwise%s", (p.KH == 3 || p.KH == 5) && p.KH == p.KW ? " (register-tiled)" : "");
+        snprintf(algo, sizeof algo, "direct depthwise%s", (p.KH == 3 || p.KH == 5 || p.KH == 7) && p.KH == p.KW ? " (register-tiled)" : "");
     } else {
         /* Winograd's transformed weights are 1.8x (F(2x2)) to 4x (F(4x4)) the GEMM's: where they
          * would bring the packed weights over limits.packed_bytes (ResNet-18's last stage at batch

@@ -326,6 +326,9 @@ static const conv_case conv_cases[] = {
     {1, 4, 10, 10, 4, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 4},   /* depthwise dilated (generic loop) */
     {1, 3, 8, 9, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3},     /* depthwise multiplier 2 */
     {1, 4, 9, 9, 4, 7, 7, 3, 3, 3, 3, 3, 3, 1, 1, 4},     /* depthwise 7x7 stride 3 (generic) */
+    {1, 3, 13, 40, 3, 7, 7, 1, 1, 3, 3, 3, 3, 1, 1, 3},   /* depthwise 7x7 s1 (ConvNeXt's), rows of 40 */
+    {1, 3, 12, 15, 3, 7, 7, 1, 1, 3, 3, 3, 3, 1, 1, 3},   /* depthwise 7x7 s1, short rows (the flat plane) */
+    {1, 2, 15, 37, 2, 7, 7, 2, 2, 3, 3, 2, 2, 1, 1, 2},   /* depthwise 7x7 s2, uneven pads */
     {1, 4, 1, 30, 6, 1, 5, 1, 1, 0, 2, 0, 2, 1, 1, 1},    /* 1-D */
     {2, 6, 1, 25, 6, 1, 3, 1, 2, 0, 1, 0, 1, 1, 2, 6},    /* 1-D depthwise, stride and dilation */
     {1, 70, 6, 7, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},    /* K = 630 > KC */

@@ -326,6 +326,53 @@ DW_ROW(5, 1)
 DW_ROW(5, 2)
 #undef DW_ROW
 
+/* 7x7: 49 taps a column are more than the compiler vectorises in one loop (it left them
+ * scalar), so the row is summed in two passes over its output, input rows 0-3 then 4-6, each
+ * pass vectorised over the columns with its 28 or 21 taps unrolled. out[ow] = b + in[ow] (in
+ * may be NULL) + the taps. */
+static inline __attribute__((always_inline)) void dw_part7(const float *const *r, const float *wk, const int nk,
+                                                           const float *in, float b, float *out, int64_t OW,
+                                                           const int S) {
+    float wl[28];
+    for (int t = 0; t < nk * 7; t++) wl[t] = wk[t];
+    for (int64_t ow = 0; ow < OW; ow++) {
+        const int64_t base = ow * S;
+        float acc = in ? b + in[ow] : b;
+        for (int kh = 0; kh < nk; kh++)
+            for (int kw = 0; kw < 7; kw++) acc = CUVIL_FMA(wl[kh * 7 + kw], r[kh][base + kw], acc);
+        out[ow] = acc;
+    }
+}
+
+#define DW_PART7(NK, S)                                                                              \
+    static __attribute__((noinline)) void dw_part7_##NK##s##S(const float *const *r, const float *wk, \
+                                                               const float *in, float b, float *out,  \
+                                                               int64_t OW) {                          \
+        dw_part7(r, wk, NK, in, b, out, OW, S);                                                      \
+    }
+DW_PART7(4, 1)
+DW_PART7(3, 1)
+DW_PART7(4, 2)
+DW_PART7(3, 2)
+#undef DW_PART7
+
+/* (the residual rr, which may be yr itself, is read by the first pass, into the starting value) */
+static void dw_row_7x7(const float *const *rows, const float *wk, float b, const float *rr, float *yr, int64_t OW,
+                       float lo, float hi, int64_t S) {
+    if (S == 1) {
+        dw_part7_4s1(rows, wk, rr, b, yr, OW);
+        dw_part7_3s1(rows + 4, wk + 28, yr, 0.0f, yr, OW);
+    } else {
+        dw_part7_4s2(rows, wk, rr, b, yr, OW);
+        dw_part7_3s2(rows + 4, wk + 28, yr, 0.0f, yr, OW);
+    }
+    /* lo/hi: Relu and Clip fused (+-inf otherwise); NaN passes through as in cuvil_f32_act1 */
+    for (int64_t ow = 0; ow < OW; ow++) {
+        const float acc = yr[ow] < lo ? lo : yr[ow];
+        yr[ow] = acc > hi ? hi : acc;
+    }
+}
+
 /* ===== 3x3 depthwise with explicit vectors (AVX-512, AVX2) ================================
  * Several output rows at once (4 at stride 1, 2 at stride 2), so that each input row is loaded
  * once for all the output rows it feeds; the 9 weights stay in registers for the whole
@@ -457,7 +504,7 @@ DW3_PLANE(2, 2)
 #endif /* DW_SIMD */
 
 static int dw_is_fixed(const cuvil_conv2d_params *p) {
-    return p->KH == p->KW && (p->KH == 3 || p->KH == 5) && p->stride_h == p->stride_w &&
+    return p->KH == p->KW && (p->KH == 3 || p->KH == 5 || p->KH == 7) && p->stride_h == p->stride_w &&
            (p->stride_w == 1 || p->stride_w == 2) && p->dil_h == 1 && p->dil_w == 1;
 }
 
@@ -468,7 +515,7 @@ static void dw_plane_dims(const cuvil_conv2d_params *p, int64_t *Hp, int64_t *Wp
     *Wp = p->pad_l + p->W + pad_end(p->W, p->OW, p->KW, p->stride_w, 1, p->pad_l);
 }
 
-/* The fixed 3x3/5x5 path for output channels [q0, q1) of all N*M: each input channel is first
+/* The fixed 3x3/5x5/7x7 path for output channels [q0, q1) of all N*M: each input channel is first
  * copied into a zero-padded plane. */
 static void dw_fixed(const cuvil_conv2d_params *p, const float *x, int64_t xcs, const float *w,
                      const float *bias, const float *residual, float *y, float *plane, int64_t q0,
@@ -521,19 +568,21 @@ static void dw_fixed(const cuvil_conv2d_params *p, const float *x, int64_t xcs, 
             /* stride 1: the whole plane as one row (output i at plane i + kh*Wp + kw), so that
              * short rows (14, 7) still fill vectors; the Wp - OW columns past each row's end
              * are computed too and dropped in the copy out */
-            const float *rows[5];
+            const float *rows[7];
             for (int64_t kh = 0; kh < K; kh++) rows[kh] = plane + kh * Wp;
             const int64_t len = (OH - 1) * Wp + OW;
             if (K == 3)
                 dw_row_3x3s1(rows, wm, b, NULL, flat, len, lo, hi);
-            else
+            else if (K == 5)
                 dw_row_5x5s1(rows, wm, b, NULL, flat, len, lo, hi);
+            else
+                dw_row_7x7(rows, wm, b, NULL, flat, len, lo, hi, 1);
             for (int64_t oh = 0; oh < OH; oh++) memcpy(ym + oh * OW, flat + oh * Wp, (size_t)OW * sizeof(float));
             if (!fused) act_inplace(&p->act, ym, OH * OW);
             continue;
         }
         for (int64_t oh = 0; oh < OH; oh++) {
-            const float *rows[5];
+            const float *rows[7];
             for (int64_t kh = 0; kh < K; kh++) rows[kh] = plane + (oh * S + kh) * Wp;
             float *yr = ym + oh * OW;
             const float *rr = rm ? rm + oh * OW : NULL;
@@ -541,10 +590,12 @@ static void dw_fixed(const cuvil_conv2d_params *p, const float *x, int64_t xcs, 
                 dw_row_3x3s1(rows, wm, b, rr, yr, OW, lo, hi);
             else if (K == 3)
                 dw_row_3x3s2(rows, wm, b, rr, yr, OW, lo, hi);
-            else if (S == 1)
+            else if (K == 5 && S == 1)
                 dw_row_5x5s1(rows, wm, b, rr, yr, OW, lo, hi);
-            else
+            else if (K == 5)
                 dw_row_5x5s2(rows, wm, b, rr, yr, OW, lo, hi);
+            else
+                dw_row_7x7(rows, wm, b, rr, yr, OW, lo, hi, S);
         }
         if (!fused) act_inplace(&p->act, ym, OH * OW);
     }
