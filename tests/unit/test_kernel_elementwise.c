@@ -128,6 +128,9 @@ static const bcase bcases[] = {
     {"last-dim vector", 3, {2, 6, 19}, {114, 19, 1}, {0, 0, 1}, 228, 19, 1, 0},
     {"transposed a", 2, {6, 10}, {1, 6}, {10, 1}, 60, 60, 0, 1},
     {"size-1 dims", 5 - 1, {1, 9, 1, 11}, {99, 11, 11, 1}, {0, 11, 0, 1}, 99, 99, 1, 1},
+    /* large enough to split over threads: rows (a squeeze-excitation scale), one long row */
+    {"per channel, many rows", 4, {1, 144, 40, 30}, {172800, 1200, 30, 1}, {0, 1, 0, 0}, 172800, 144, 1, 0},
+    {"one long row", 1, {150000}, {1}, {1}, 150000, 150000, 1, 1},
 };
 
 static void fill_bin(int op, float *v, int64_t n, int is_b) {
@@ -143,6 +146,8 @@ static void fill_bin(int op, float *v, int64_t n, int is_b) {
             v[i] = ktu_uniform(-3.0f, 3.0f);
     }
 }
+
+static cuvil_pool *pool3;   /* (main makes it) */
 
 static void test_binary(void) {
     static const int acts[] = {CUVIL_ACT_NONE, CUVIL_ACT_RELU, CUVIL_ACT_SIGMOID};
@@ -182,20 +187,23 @@ static void test_binary(void) {
                 const double rtol = op == CUVIL_BIN_POW ? 2e-6 : 1e-6, atol = 1e-7;
                 float *a = ktu_falloc((size_t)c->a_size), *b = ktu_falloc((size_t)c->b_size);
                 float *y = ktu_falloc((size_t)total);
-                /* variants: 0 out of place, 1 y == a, 2 y == b; each public and __scalar */
-                for (int v = 0; v < 6; v++) {
-                    const int where = v % 3, scalar = v >= 3;
+                /* variants: 0 out of place, 1 y == a, 2 y == b; each public, __scalar and
+                 * public on a pool of 3 threads */
+                for (int v = 0; v < 9; v++) {
+                    const int where = v % 3, scalar = v >= 3 && v < 6, pooled = v >= 6;
                     if ((where == 1 && !c->inplace_a) || (where == 2 && !c->inplace_b)) continue;
                     memcpy(a, a0, (size_t)c->a_size * sizeof(float));
                     memcpy(b, b0, (size_t)c->b_size * sizeof(float));
                     float *out = where == 1 ? a : where == 2 ? b : y;
+                    const cuvil_pool *old = pooled ? cuvil_pool_bind(pool3) : NULL;
                     if (scalar)
                         cuvil_f32_binary__scalar(&p, a, b, out);
                     else
                         cuvil_f32_binary(&p, a, b, out);
+                    if (pooled) cuvil_pool_bind(old);
                     ktu_check(out, ref, (size_t)total, rtol, atol, "binary %s %s act=%s [%s%s]",
                               bin_names[op], c->name, cuvil_act_names[acts[ai]],
-                              scalar ? "__scalar" : "public",
+                              scalar ? "__scalar" : pooled ? "public, 3 threads" : "public",
                               where == 1 ? ", y == a" : where == 2 ? ", y == b" : "");
                 }
                 free(a0);
@@ -208,7 +216,9 @@ static void test_binary(void) {
 }
 
 int main(void) {
+    pool3 = cuvil_pool_create(3, 0, ktu_aligned_alloc, ktu_aligned_free, NULL);
     test_unary();
     test_binary();
+    cuvil_pool_destroy(pool3);
     return ktu_finish("test_kernel_elementwise");
 }

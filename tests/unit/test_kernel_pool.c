@@ -58,6 +58,8 @@ static void naive_pool(const cuvil_pool2d_params *p, const float *x, double *ref
             }
 }
 
+static cuvil_pool *pool3;   /* (main makes it) */
+
 static void run_pool(const pool_case *c, int kind, int cip) {
     cuvil_pool2d_params p;
     memset(&p, 0, sizeof p);
@@ -109,6 +111,11 @@ static void run_pool(const pool_case *c, int kind, int cip) {
         for (size_t i = 0; i < ny; i++) y[i] = NAN;
         cuvil_f32_pool2d__scalar(&p, last ? xt : x, y);
         ktu_check(y, ref, ny, 1e-5, 1e-6, "%s [__scalar%s]", label, how);
+        for (size_t i = 0; i < ny; i++) y[i] = NAN;   /* planes split over a pool of 3 */
+        const cuvil_pool *old = cuvil_pool_bind(pool3);
+        cuvil_f32_pool2d(&p, last ? xt : x, y);
+        cuvil_pool_bind(old);
+        ktu_check(y, ref, ny, 1e-5, 1e-6, "%s [public, 3 threads%s]", label, how);
     }
     free(xt);
     free(x);
@@ -141,9 +148,11 @@ static const pool_case cases[] = {
     {1, 1, 4, 1100, 3, 4, 1, 1, 1, 2, 1, 1, 1, 1, 1},  /* stride 1, two chunks and a remainder */
     {1, 1, 6, 700, 3, 3, 3, 3, 0, 0, 2, 2, 1, 2, 1},   /* stride 3, dilated columns, ceil */
     {1, 1, 3, 3, 3, 3, 1, 1, 2, 2, 2, 2, 1, 1, 0},     /* windows wholly in the padding */
+    {1, 96, 56, 56, 56, 56, 1, 1, 0, 0, 0, 0, 1, 1, 0}, /* global, planes enough to split over threads */
 };
 
 int main(void) {
+    pool3 = cuvil_pool_create(3, 0, ktu_aligned_alloc, ktu_aligned_free, NULL);
     const int n = (int)(sizeof cases / sizeof cases[0]);
     for (int i = 0; i < n; i++) {
         run_pool(&cases[i], CUVIL_POOL_MAX, 0);
@@ -151,5 +160,6 @@ int main(void) {
         run_pool(&cases[i], CUVIL_POOL_AVG, 1);
         run_pool(&cases[i], CUVIL_POOL_LP2, 0);
     }
+    cuvil_pool_destroy(pool3);
     return ktu_finish("test_kernel_pool");
 }

@@ -125,6 +125,51 @@ void cuvil_binary_bind(cuvil_binary_params *p, int n, const int *nd, const int64
     bcast_strides(nd[1], d[1], nd[2], d[2], p->b_strides);
 }
 
+typedef struct bin_job {
+    const cuvil_binary_params *p;
+    const float *a, *b;
+    float *y;
+    int nd;   /* the dims after merging; the last is a row */
+    int64_t dims[CUVIL_RT_MAX_DIMS], as[CUVIL_RT_MAX_DIMS], bs[CUVIL_RT_MAX_DIMS];
+} bin_job;
+
+/* Rows [o0, o1) of the output (all dims but the last), on the calling thread. */
+static void bin_rows(void *vctx, int64_t o0, int64_t o1, int tid) {
+    const bin_job *j = vctx;
+    const int nd = j->nd;
+    const int64_t n = j->dims[nd - 1], sa = j->as[nd - 1], sb = j->bs[nd - 1];
+    int64_t idx[CUVIL_RT_MAX_DIMS] = {0}, ia = 0, ib = 0;
+    (void)tid;
+    for (int64_t r = o0, d = nd - 2; d >= 0; d--) {
+        idx[d] = r % j->dims[d];
+        r /= j->dims[d];
+        ia += idx[d] * j->as[d];
+        ib += idx[d] * j->bs[d];
+    }
+    for (int64_t o = o0; o < o1; o++) {
+        float *yo = j->y + o * n;
+        run(j->p->op, j->a + ia, sa, j->b + ib, sb, yo, n);
+        cuvil_f32_act_rows(&j->p->act, yo, (size_t)n, 1, (size_t)n);
+        for (int d = nd - 2; d >= 0; d--) {
+            ia += j->as[d];
+            ib += j->bs[d];
+            if (++idx[d] < j->dims[d]) break;
+            ia -= j->as[d] * j->dims[d];
+            ib -= j->bs[d] * j->dims[d];
+            idx[d] = 0;
+        }
+    }
+}
+
+/* Values [i0, i1) of a single-row output. */
+static void bin_part(void *vctx, int64_t i0, int64_t i1, int tid) {
+    const bin_job *j = vctx;
+    const int64_t sa = j->as[j->nd - 1], sb = j->bs[j->nd - 1];
+    (void)tid;
+    run(j->p->op, j->a + i0 * sa, sa, j->b + i0 * sb, sb, j->y + i0, i1 - i0);
+    cuvil_f32_act_rows(&j->p->act, j->y + i0, (size_t)(i1 - i0), 1, (size_t)(i1 - i0));
+}
+
 void cuvil_f32_binary(const cuvil_binary_params *p, const float *a, const float *b, float *y) {
     /* Simplify: drop size-1 dims, merge dims that are contiguous for both operands. */
     int64_t dims[CUVIL_RT_MAX_DIMS], as[CUVIL_RT_MAX_DIMS], bs[CUVIL_RT_MAX_DIMS];
@@ -149,22 +194,18 @@ void cuvil_f32_binary(const cuvil_binary_params *p, const float *a, const float 
         as[0] = bs[0] = 0;
         nd = 1;
     }
-    const int64_t n = dims[nd - 1], sa = as[nd - 1], sb = bs[nd - 1];
-    int64_t idx[CUVIL_RT_MAX_DIMS] = {0};
+    bin_job j = {p, a, b, y, nd, {0}, {0}, {0}};
+    for (int d = 0; d < nd; d++) {
+        j.dims[d] = dims[d];
+        j.as[d] = as[d];
+        j.bs[d] = bs[d];
+    }
     int64_t outer = 1;
     for (int d = 0; d < nd - 1; d++) outer *= dims[d];
-    int64_t ia = 0, ib = 0;
-    for (int64_t o = 0; o < outer; o++) {
-        float *yo = y + o * n;
-        run(p->op, a + ia, sa, b + ib, sb, yo, n);
-        if (p->act.act != CUVIL_ACT_NONE) cuvil_f32_unary(&p->act, yo, yo, (size_t)n);
-        for (int d = nd - 2; d >= 0; d--) {
-            ia += as[d];
-            ib += bs[d];
-            if (++idx[d] < dims[d]) break;
-            ia -= as[d] * dims[d];
-            ib -= bs[d] * dims[d];
-            idx[d] = 0;
-        }
-    }
+    const int64_t n = dims[nd - 1];
+    /* over the threads above 64K values: whole rows, or parts of the one row */
+    if (outer > 1)
+        cuvil_parallel_range(outer, cuvil_max_i64(1, 65536 / n), 1, bin_rows, &j);
+    else
+        cuvil_parallel_range(n, 65536, 16, bin_part, &j);
 }

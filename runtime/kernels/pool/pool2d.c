@@ -62,9 +62,21 @@ void cuvil_f32_pool2d__scalar(const cuvil_pool2d_params *p, const float *x, floa
     }
 }
 
-static void global_pool(const cuvil_pool2d_params *p, const float *x, float *y) {
+typedef struct global_job {
+    const cuvil_pool2d_params *p;
+    const float *x;
+    float *y;
+} global_job;
+
+/* Planes [nc0, nc1) of a channels-first global pool. */
+static void global_planes(void *vctx, int64_t nc0, int64_t nc1, int tid) {
+    const global_job *j = vctx;
+    const cuvil_pool2d_params *p = j->p;
+    const float *x = j->x;
+    float *y = j->y;
     const int64_t HW = p->H * p->W;
-    for (int64_t nc = 0; nc < p->N * p->C; nc++) {
+    (void)tid;
+    for (int64_t nc = nc0; nc < nc1; nc++) {
         const float *xc = x + nc * HW;
         float a8[8];
         int64_t i = 0;
@@ -95,6 +107,12 @@ static void global_pool(const cuvil_pool2d_params *p, const float *x, float *y) 
         }
         y[nc] = acc;
     }
+}
+
+/* (the planes over the threads above 64K values) */
+static void global_pool(const cuvil_pool2d_params *p, const float *x, float *y) {
+    global_job j = {p, x, y};
+    cuvil_parallel_range(p->N * p->C, cuvil_max_i64(1, 65536 / cuvil_max_i64(p->H * p->W, 1)), 1, global_planes, &j);
 }
 
 /* Global pooling of a channels-last x: the pixels in order, each folded into all C channels
