@@ -43,6 +43,7 @@ typedef struct cuvil_target_info {
     const char *features;   /* CPU features the code may use, checked at create ("" for none) */
     int mr, nr;             /* GEMM microkernel tile */
     int64_t mc, kc, nc;     /* GEMM blocking */
+    int direct;             /* the channels-first direct convolution may run (targets.inc) */
 } cuvil_target_info;
 
 /* The entry of the table for name, or NULL. */

@@ -4,8 +4,8 @@
 #include <string.h>
 
 static const cuvil_target_info targets[] = {
-#define CUVIL_TARGET(name, arch, cflags, kernels, features, mr, nr, mc, kc, nc) \
-    {name, arch, cflags, kernels, features, mr, nr, mc, kc, nc},
+#define CUVIL_TARGET(name, arch, cflags, kernels, features, mr, nr, mc, kc, nc, direct) \
+    {name, arch, cflags, kernels, features, mr, nr, mc, kc, nc, direct},
 #include "codegen/targets.inc"
 #undef CUVIL_TARGET
 };

@@ -249,7 +249,7 @@ cuvil_status lower_conv(cir_graph *g, cir_node *n, const lower_ctx *c) {
                       p.OH * p.OW <= SWAP_NEAR_WINO_T_MAX_PIXELS && lower_on_wino_t_map(c, &p)));
         bool wino_t = wino && !wino2 && wino_t_shape(&p, t);
         bool direct_t = strided_t || (packed && !wino && !swap && g->opt_level >= 2 && direct_t_pays(&p, t));
-        bool direct = packed && !wino && !swap && !direct_t && direct_pays(&p);
+        bool direct = packed && !wino && !swap && !direct_t && t->direct && direct_pays(&p);
         p.algo = wino2      ? CUVIL_CONV_WINOGRAD2_T
                  : wino_t   ? CUVIL_CONV_WINOGRAD_T
                  : wino     ? CUVIL_CONV_WINOGRAD

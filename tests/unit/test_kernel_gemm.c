@@ -373,7 +373,7 @@ static void test_target_table(void) {
         int mr, nr;
         int64_t mc, kc, nc;
     } table[] = {
-#define CUVIL_TARGET(name, arch, cflags, kernels, features, mr, nr, mc, kc, nc) {name, kernels, mr, nr, mc, kc, nc},
+#define CUVIL_TARGET(name, arch, cflags, kernels, features, mr, nr, mc, kc, nc, direct) {name, kernels, mr, nr, mc, kc, nc},
 #include "codegen/targets.inc"
 #undef CUVIL_TARGET
     };
