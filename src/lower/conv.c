@@ -60,15 +60,20 @@ static double tile_fill(int64_t rows, int64_t cols, int mr, int nr) {
 
 /* Few output pixels (a 7x7 map: 49, two 32-wide tiles of which 23% padding) fill the
  * microkernel's MR rows better than its NR columns: swap the operands where that wastes 5%
- * less (channels as columns, pixels as rows). Not for an im2col of a short K (the taps of a
- * few channels): its swapped GEMM packs the pixels' rows and transposes the output after, which
- * a short product does not pay for (bench/conv_sweep.py, AVX2, 1 -> 32 3x3 at 28x28, K = 9: 0.039
- * -> 0.069 ms swapped). A 1x1 conv reads its input in place either way. */
+ * less (channels as columns, pixels as rows). Not for a short K (the taps of a few channels)
+ * where the swapped GEMM's output is transposed after (and its pixels' rows packed, for an
+ * im2col), which a short product does not pay for: an im2col's, and a 1x1 conv's on a map
+ * larger than the channels-last regions of the layout pass (below), where it writes its
+ * output channels last instead (bench/conv_sweep.py, AVX2, 1 -> 32 3x3 at 28x28, K = 9: 0.039
+ * -> 0.069 ms swapped; cuvil-bench-conv-avx2, PP-LCNet's 1x1 16 -> 32 at 112x112, 32 channels
+ * in 6-row tiles: 0.177 -> 0.234 ms swapped, 0.45 ms in the model). */
 #define SWAP_MIN_K 32
+#define SWAP_NEAR_DW_MAX_PIXELS (28 * 28)
 static bool swapped_fits_better(const cuvil_conv2d_params *p, const cuvil_target_info *t) {
     const int64_t px = p->OH * p->OW, ch = p->M / p->group;
-    const bool short_im2col = p->KH * p->KW > 1 && p->C / p->group * p->KH * p->KW < SWAP_MIN_K;
-    return !short_im2col && tile_fill(px, ch, t->mr, t->nr) > 1.05 * tile_fill(ch, px, t->mr, t->nr);
+    const bool short_k = p->C / p->group * p->KH * p->KW < SWAP_MIN_K &&
+                         (p->KH * p->KW > 1 || px > SWAP_NEAR_DW_MAX_PIXELS);
+    return !short_k && tile_fill(px, ch, t->mr, t->nr) > 1.05 * tile_fill(ch, px, t->mr, t->nr);
 }
 
 /* Does a conv (params p, constant weights: packed) run as Winograd? */
@@ -97,8 +102,8 @@ static bool wino_t_shape(const cuvil_conv2d_params *p, const cuvil_target_info *
  * layout pass below), where the depthwise conv runs fastest. On MobileNetV2's 28x28 blocks
  * (profile_layers, one thread) the depthwise convs went 0.079 -> 0.057 ms each and 192 x
  * 28->14 0.041 -> 0.020, the GEMMs within 0.005. (At 56x56 the depthwise convs gained 0.1 ms
- * and the GEMMs lost as much, and the projection left the 112x112 block's fused kernel.) */
-#define SWAP_NEAR_DW_MAX_PIXELS (28 * 28)
+ * and the GEMMs lost as much, and the projection left the 112x112 block's fused kernel.)
+ * (SWAP_NEAR_DW_MAX_PIXELS is defined above, with swapped_fits_better.) */
 
 /* Likewise the 1x1 convs (and strided 1x1 shortcuts) on a map where the 3x3 convs run as
  * Winograd with tiles as rows (ResNets' 28x28 and 14x14 stages): all of a stage's tensors
