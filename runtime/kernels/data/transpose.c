@@ -9,7 +9,8 @@
  *    NCHW -> NHWC): 16x16 tiles over those two dims, so both sides touch few cache lines (8x8
  *    blocks in AVX registers for 4-byte elements on the x86 targets);
  *  - otherwise: an element loop over the innermost dim's stride.
- * The work (rows, or blocks of 64 along the tiled dim) is split over the threads above 32 KB.
+ * The work (rows, or blocks of 64 along the tiled dim) is split over the threads from 64 KB
+ * (at least two units of 32 KB).
  */
 #include <string.h>
 
@@ -134,7 +135,7 @@ void cuvil_strided_copy(int ndim, const int64_t *dims, const int64_t *src_stride
     int64_t total = 1;
     for (int k = 0; k < c.no; k++) total *= c.d[c.od[k]];
     c.nblk = c.b >= 0 ? (c.d[c.b] + UNIT_ROWS - 1) / UNIT_ROWS : 1;
-    /* units of about 32 KB or more each before the copy is split over the threads */
+    /* units of about 32 KB or more each, from two of them on, over the threads */
     const int64_t unit_bytes = (c.b >= 0 ? UNIT_ROWS : 1) * c.d[n - 1] * es;
     cuvil_parallel_range(total * c.nblk, cuvil_max_i64(1, (32 << 10) / cuvil_max_i64(unit_bytes, 1)), 1, scopy_units,
                          &c);

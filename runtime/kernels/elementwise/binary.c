@@ -203,7 +203,7 @@ void cuvil_f32_binary(const cuvil_binary_params *p, const float *a, const float 
     int64_t outer = 1;
     for (int d = 0; d < nd - 1; d++) outer *= dims[d];
     const int64_t n = dims[nd - 1];
-    /* over the threads above 64K values: whole rows, or parts of the one row */
+    /* over the threads from 128K values (two shares of 64K): whole rows, or parts of the one row */
     if (outer > 1)
         cuvil_parallel_range(outer, cuvil_max_i64(1, 65536 / n), 1, bin_rows, &j);
     else

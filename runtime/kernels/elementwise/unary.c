@@ -3,8 +3,10 @@
  *
  * cuvil_f32_act1() is the one definition of every activation's semantics; the __scalar
  * reference is a loop over it. The optimised cuvil_f32_unary() writes the cheap ops as plain
- * loops that the compiler vectorises, and on x86_64-avx2 sends the exp-based ones (exp,
- * sigmoid, SiLU, tanh) to the vector versions in unary_avx2.c.
+ * loops that the compiler vectorises, and on the x86 targets sends the transcendental ones to
+ * vector versions: exp, sigmoid, SiLU and Gelu's tanh form to unary_avx512.c on x86_64-avx512,
+ * those and tanh, erf, Gelu, HardSwish and HardSigmoid to unary_avx2.c otherwise.
+ * cuvil_f32_act_rows() applies one over a tile's rows on the calling thread (epilogues).
  */
 #include <math.h>
 

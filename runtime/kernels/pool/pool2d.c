@@ -109,7 +109,7 @@ static void global_planes(void *vctx, int64_t nc0, int64_t nc1, int tid) {
     }
 }
 
-/* (the planes over the threads above 64K values) */
+/* (the planes over the threads from 128K values: two shares of 64K) */
 static void global_pool(const cuvil_pool2d_params *p, const float *x, float *y) {
     global_job j = {p, x, y};
     cuvil_parallel_range(p->N * p->C, cuvil_max_i64(1, 65536 / cuvil_max_i64(p->H * p->W, 1)), 1, global_planes, &j);

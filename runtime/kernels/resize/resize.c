@@ -265,8 +265,10 @@ typedef struct resize_job {
  * the row's source indices once, then each output row a gather of its source row, or a copy of
  * the row before where both read the same source row (an upsampling's repeated rows). */
 #define NEAREST_ROW 256
-__attribute__((noinline)) static void nearest_rows(const resize_job *j, int64_t r0, int64_t r1) {   /* (its own frame) */
+static void nearest_rows(void *vctx, int64_t r0, int64_t r1, int tid) {
+    const resize_job *j = vctx;
     const cuvil_resize_params *p = j->p;
+    (void)tid;
     const int last = j->last;
     const int64_t OL = p->out_dims[last];
     int64_t ii[NEAREST_ROW], oidx[CUVIL_RT_MAX_DIMS] = {0}, src[CUVIL_RT_MAX_DIMS], prev = -1;
@@ -305,10 +307,6 @@ static void resize_rows(void *vctx, int64_t r0, int64_t r1, int tid) {
     const int last = j->last, T = j->T;
     const int64_t OL = p->out_dims[last];
     (void)tid;
-    if (j->nearest && OL <= NEAREST_ROW) {
-        nearest_rows(j, r0, r1);
-        return;
-    }
     int64_t ii[CHUNK * MAX_TAPS], coff[MAX_COMBOS];
     float ww[CHUNK * MAX_TAPS], cw[MAX_COMBOS];
     int64_t ti[CUVIL_RT_MAX_DIMS][MAX_TAPS];
@@ -369,7 +367,8 @@ void cuvil_f32_resize(const cuvil_resize_params *p, const float *x, float *y) {
     int nearest = 1;
     for (int d = 0; d < nd; d++) nearest &= nt[d] == 1;
     resize_job j = {p, x, y, last, nt[last], nearest, nt, xs};
-    cuvil_parallel_range(rows, cuvil_max_i64(1, 16384 / cuvil_max_i64(OL, 1)), 1, resize_rows, &j);
+    cuvil_parallel_range(rows, cuvil_max_i64(1, 16384 / cuvil_max_i64(OL, 1)), 1,
+                         nearest && OL <= NEAREST_ROW ? nearest_rows : resize_rows, &j);
 }
 
 int cuvil_resize_rt(cuvil_resize_params *p, int nax, const int *axes, const float *scales, const int64_t *sizes,
