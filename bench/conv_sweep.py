@@ -15,6 +15,13 @@ timings are noisy; rerun a shape that misses by a little.
 
     bench/conv_sweep.py [--build build] [--targets x86_64-avx512,x86_64-avx2] [--only NAME]
                         [--ms 300] [--write bench/RESULTS.md]
+                        [--suite all | --suite resnet18,mobilenet_v2,...]
+
+--suite takes instead every distinct Conv of the benchmark suite's vision models
+(tools/models/build_suite.py; the shapes from ONNX's shape inference): the lowering check of
+issue 34, each conv's chosen path against the fastest path Cuvil has for it, alone (--limit
+1.2 there). A conv alone is not a conv in its model: there its input may be cold, its layout
+channels last, or its block fused (those rows say what the model runs).
 """
 from __future__ import annotations
 
@@ -107,6 +114,44 @@ def conv_model(path, spec, seed=0):
     onnx.save(mdl, path)
 
 
+def suite_shapes(names):
+    """{"model: conv description": spec} for every distinct Conv (by shape and attributes) of the
+    suite's models `names`, in SHAPES' form; convs whose input dims are not all known, or with
+    auto_pad, are left out (and counted in the returned list of skipped)."""
+    import onnx
+    from onnx import shape_inference
+
+    sys.path.insert(0, str(REPO / "tools" / "models"))
+    import build_suite
+
+    shapes, seen, skipped = {}, set(), []
+    for name in names:
+        m = shape_inference.infer_shapes(onnx.load(str(build_suite.get_model(name))))
+        g = m.graph
+        dims = {vi.name: [d.dim_value if d.HasField("dim_value") else -1 for d in vi.type.tensor_type.shape.dim]
+                for vi in list(g.value_info) + list(g.input) + list(g.output)}
+        inits = {t.name: list(t.dims) for t in g.initializer}
+        for node in g.node:
+            if node.op_type != "Conv":
+                continue
+            x, w = dims.get(node.input[0]), inits.get(node.input[1])
+            at = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+            if not x or not w or min(x) <= 0 or at.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET"):
+                skipped.append(f"{name}: {node.name}")
+                continue
+            nsp = len(x) - 2
+            spec = (nsp, x[0], x[1], x[2:], w[0], w[2:], list(at.get("strides", [1] * nsp)),
+                    list(at.get("pads", [0] * 2 * nsp)), list(at.get("dilations", [1] * nsp)), int(at.get("group", 1)))
+            key = repr(spec)
+            if key in seen:
+                continue
+            seen.add(key)
+            k, st = "x".join(map(str, spec[5])), spec[6][0]
+            grp = f" g{spec[9]}" if spec[9] > 1 else ""
+            shapes[f"{name}: {x[1]}->{w[0]} {k} s{st}{grp}, {'x'.join(map(str, x[2:]))}"] = spec
+    return shapes, skipped
+
+
 def chosen_path(build, model, target):
     r = subprocess.run([str(build / "bin" / "cuvil-compile"), "--model", str(model), "--output", "-", "--emit", "ir",
                         "--target", target], capture_output=True, text=True, timeout=300)
@@ -155,7 +200,16 @@ def main():
     ap.add_argument("--limit", type=float, default=1.5)
     ap.add_argument("--no-ort", action="store_true")
     ap.add_argument("--write", default=None, help="append the table to this Markdown file")
+    ap.add_argument("--suite", default=None, help="the suite's models' convs instead: 'all' or a comma-separated list")
     a = ap.parse_args()
+    shapes, skipped = SHAPES, []
+    if a.suite:
+        sys.path.insert(0, str(REPO / "tools" / "models"))
+        import build_suite
+        names = list(build_suite.SUITE) if a.suite == "all" else a.suite.split(",")
+        shapes, skipped = suite_shapes(names)
+        print(f"# {len(shapes)} distinct convs from {len(names)} models ({len(skipped)} left out: {skipped[:5]})",
+              file=sys.stderr, flush=True)
     build = Path(a.build)
     targets = a.targets.split(",") if a.targets else [t for t in ("x86_64-avx512", "x86_64-avx2") if tl.host_runs(t)]
     host = tl.host_target()
@@ -164,7 +218,7 @@ def main():
              "|---|---|---|---|---|---|---|---|" + ("" if a.no_ort else "---|")]
     worst, misses = 0.0, []
     with tempfile.TemporaryDirectory(prefix="cuvil-conv-sweep-") as td:
-        for i, (name, spec) in enumerate(SHAPES.items()):
+        for i, (name, spec) in enumerate(shapes.items()):
             if a.only and a.only not in name:
                 continue
             model = Path(td) / f"conv{i}.onnx"
