@@ -73,7 +73,13 @@ static bool swapped_fits_better(const cuvil_conv2d_params *p, const cuvil_target
     const int64_t px = p->OH * p->OW, ch = p->M / p->group;
     const bool short_k = p->C / p->group * p->KH * p->KW < SWAP_MIN_K &&
                          (p->KH * p->KW > 1 || px > SWAP_NEAR_DW_MAX_PIXELS);
-    return !short_k && tile_fill(px, ch, t->mr, t->nr) > 1.05 * tile_fill(ch, px, t->mr, t->nr);
+    /* an im2col's swapped GEMM on a large map: its pixels' rows packed and its output
+     * transposed cost more than the fill saves (bench/conv_sweep.py --suite, x86_64-avx2, 6-row
+     * tiles: YOLO-style's stem 3 -> 16 6x6 s2 to 160x160 3.90 ms swapped against 1.65, its 16 ->
+     * 32 3x3 s2 to 80x80 1.59 against 0.91; at 14x14, ResNet-18's 128 -> 256 3x3 s2 gains,
+     * 1.50 -> 1.37) */
+    const bool large_im2col = p->KH * p->KW > 1 && px > SWAP_NEAR_DW_MAX_PIXELS;
+    return !short_k && !large_im2col && tile_fill(px, ch, t->mr, t->nr) > 1.05 * tile_fill(ch, px, t->mr, t->nr);
 }
 
 /* Does a conv (params p, constant weights: packed) run as Winograd? */
