@@ -223,35 +223,6 @@ static void pack_b_dense(const cuvil_gemm_job *j, int64_t k0, int64_t kc, int64_
 }
 
 /* ===== Epilogue ====================================================================== */
-/* ReLU, leaky ReLU and Clip in line, a row at a time (the compiler vectorises them); the
- * epilogue sends the other activations to cuvil_f32_act_rows, once per tile. */
-static int act_inline(cuvil_act k) {
-    return k == CUVIL_ACT_RELU || k == CUVIL_ACT_LEAKY_RELU || k == CUVIL_ACT_CLIP;
-}
-
-static void act_row(const cuvil_act_params *a, float *r, int64_t n) {
-    switch (a->act) {
-    case CUVIL_ACT_RELU:
-        for (int64_t i = 0; i < n; i++) r[i] = r[i] < 0.0f ? 0.0f : r[i];
-        return;
-    case CUVIL_ACT_LEAKY_RELU: {
-        const float al = a->alpha;
-        for (int64_t i = 0; i < n; i++) r[i] = r[i] >= 0.0f ? r[i] : al * r[i];
-        return;
-    }
-    case CUVIL_ACT_CLIP: {
-        const float lo = a->alpha, hi = a->beta;
-        for (int64_t i = 0; i < n; i++) {
-            float v = r[i] < lo ? lo : r[i];
-            r[i] = v > hi ? hi : v;
-        }
-        return;
-    }
-    default:
-        return;
-    }
-}
-
 void cuvil_gemm_epilogue_tile(const cuvil_gemm_job *j, int64_t m0, int64_t n0, int64_t mr,
                               int64_t nr) {
     float *c = j->C + m0 * j->ldc + n0;
@@ -270,10 +241,7 @@ void cuvil_gemm_epilogue_tile(const cuvil_gemm_job *j, int64_t m0, int64_t n0, i
             }
         }
     }
-    if (act_inline(j->act.act))
-        for (int64_t i = 0; i < mr; i++) act_row(&j->act, c + i * j->ldc, nr);
-    else if (j->act.act != CUVIL_ACT_NONE)
-        cuvil_f32_act_rows(&j->act, c, (size_t)j->ldc, (size_t)mr, (size_t)nr);
+    cuvil_f32_act_rows(&j->act, c, (size_t)j->ldc, (size_t)mr, (size_t)nr);   /* (the kernel picked once a tile) */
 }
 
 /* ===== M == 1: GEMV without packing =================================================== */
