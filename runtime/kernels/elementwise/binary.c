@@ -172,7 +172,8 @@ static void bin_part(void *vctx, int64_t i0, int64_t i1, int tid) {
 
 void cuvil_f32_binary(const cuvil_binary_params *p, const float *a, const float *b, float *y) {
     /* Simplify: drop size-1 dims, merge dims that are contiguous for both operands. */
-    int64_t dims[CUVIL_RT_MAX_DIMS], as[CUVIL_RT_MAX_DIMS], bs[CUVIL_RT_MAX_DIMS];
+    bin_job j = {p, a, b, y, 0, {0}, {0}, {0}};
+    int64_t *dims = j.dims, *as = j.as, *bs = j.bs;
     int nd = 0;
     for (int d = 0; d < p->ndim; d++) {
         if (p->dims[d] == 0) return;
@@ -194,12 +195,7 @@ void cuvil_f32_binary(const cuvil_binary_params *p, const float *a, const float 
         as[0] = bs[0] = 0;
         nd = 1;
     }
-    bin_job j = {p, a, b, y, nd, {0}, {0}, {0}};
-    for (int d = 0; d < nd; d++) {
-        j.dims[d] = dims[d];
-        j.as[d] = as[d];
-        j.bs[d] = bs[d];
-    }
+    j.nd = nd;
     int64_t outer = 1;
     for (int d = 0; d < nd - 1; d++) outer *= dims[d];
     const int64_t n = dims[nd - 1];
