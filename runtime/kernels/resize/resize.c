@@ -256,10 +256,31 @@ typedef struct resize_job {
     const float *x;
     float *y;
     int last, T;
-    int nearest;   /* one tap of weight 1 along every axis */
     const int *nt;
     const int64_t *xs;
 } resize_job;
+
+/* The outer axes' indices of output row r (all axes but the last) and their taps. */
+static void row_start(const cuvil_resize_params *p, int last, int64_t r, int64_t *oidx, int64_t (*ti)[MAX_TAPS],
+                      float (*tw)[MAX_TAPS]) {
+    for (int d = last - 1; d >= 0; d--) {
+        oidx[d] = r % p->out_dims[d];
+        r /= p->out_dims[d];
+    }
+    for (int d = 0; d < last; d++) axis_taps(p, d, oidx[d], ti[d], tw[d]);
+}
+
+/* The next output row: the outer indices moved on like an odometer, the taps of those that
+ * moved recomputed. */
+static void row_next(const cuvil_resize_params *p, int last, int64_t *oidx, int64_t (*ti)[MAX_TAPS],
+                     float (*tw)[MAX_TAPS]) {
+    for (int d = last - 1; d >= 0; d--) {
+        const int wrapped = ++oidx[d] == p->out_dims[d];
+        if (wrapped) oidx[d] = 0;
+        axis_taps(p, d, oidx[d], ti[d], tw[d]);
+        if (!wrapped) break;
+    }
+}
 
 /* Pure nearest (one tap of weight 1 along every axis) with rows of up to NEAREST_ROW values:
  * the row's source indices once, then each output row a gather of its source row, or a copy of
@@ -271,17 +292,13 @@ static void nearest_rows(void *vctx, int64_t r0, int64_t r1, int tid) {
     (void)tid;
     const int last = j->last;
     const int64_t OL = p->out_dims[last];
-    int64_t ii[NEAREST_ROW], oidx[CUVIL_RT_MAX_DIMS] = {0}, src[CUVIL_RT_MAX_DIMS], prev = -1;
-    float w;
+    int64_t ii[NEAREST_ROW], oidx[CUVIL_RT_MAX_DIMS] = {0}, ti[CUVIL_RT_MAX_DIMS][MAX_TAPS], prev = -1;
+    float w, tw[CUVIL_RT_MAX_DIMS][MAX_TAPS];
     for (int64_t c = 0; c < OL; c++) axis_taps(p, last, c, ii + c, &w);
-    for (int64_t r = r0, d = last - 1; d >= 0; d--) {
-        oidx[d] = r % p->out_dims[d];
-        r /= p->out_dims[d];
-    }
-    for (int d = 0; d < last; d++) axis_taps(p, d, oidx[d], src + d, &w);
+    row_start(p, last, r0, oidx, ti, tw);
     for (int64_t r = r0; r < r1; r++) {
         int64_t off = 0;
-        for (int d = 0; d < last; d++) off += src[d] * j->xs[d];
+        for (int d = 0; d < last; d++) off += ti[d][0] * j->xs[d];
         float *yr = j->y + r * OL;
         if (off == prev) {
             memcpy(yr, yr - OL, (size_t)OL * sizeof(float));
@@ -290,12 +307,7 @@ static void nearest_rows(void *vctx, int64_t r0, int64_t r1, int tid) {
             for (int64_t c = 0; c < OL; c++) yr[c] = xr[ii[c]];
             prev = off;
         }
-        for (int d = last - 1; d >= 0; d--) {
-            const int wrapped = ++oidx[d] == p->out_dims[d];
-            if (wrapped) oidx[d] = 0;
-            if (r + 1 < r1) axis_taps(p, d, oidx[d], src + d, &w);
-            if (!wrapped) break;
-        }
+        if (r + 1 < r1) row_next(p, last, oidx, ti, tw);
     }
 }
 
@@ -315,22 +327,11 @@ static void resize_rows(void *vctx, int64_t r0, int64_t r1, int tid) {
         const int64_t nj = cuvil_min_i64(CHUNK, OL - j0);
         for (int64_t c = 0; c < nj; c++) axis_taps(p, last, j0 + c, ii + c * T, ww + c * T);
         int64_t oidx[CUVIL_RT_MAX_DIMS] = {0};
-        for (int64_t r = r0, d = last - 1; d >= 0; d--) {
-            oidx[d] = r % p->out_dims[d];
-            r /= p->out_dims[d];
-        }
-        for (int d = 0; d < last; d++) axis_taps(p, d, oidx[d], ti[d], tw[d]);
-        int nc = resize_combos(last, j->nt, j->xs, ti, tw, coff, cw);
+        row_start(p, last, r0, oidx, ti, tw);
         for (int64_t r = r0; r < r1; r++) {
-            resize_cols(j->x, j->y + r * OL + j0, nj, T, ii, ww, nc, coff, cw);
-            if (r + 1 == r1) break;
-            for (int d = last - 1; d >= 0; d--) {
-                const int wrapped = ++oidx[d] == p->out_dims[d];
-                if (wrapped) oidx[d] = 0;
-                axis_taps(p, d, oidx[d], ti[d], tw[d]);
-                if (!wrapped) break;
-            }
-            nc = resize_combos(last, j->nt, j->xs, ti, tw, coff, cw);
+            resize_cols(j->x, j->y + r * OL + j0, nj, T, ii, ww, resize_combos(last, j->nt, j->xs, ti, tw, coff, cw),
+                        coff, cw);
+            if (r + 1 < r1) row_next(p, last, oidx, ti, tw);
         }
     }
 }
@@ -364,9 +365,9 @@ void cuvil_f32_resize(const cuvil_resize_params *p, const float *x, float *y) {
     const int64_t OL = p->out_dims[last];
     int64_t rows = 1;
     for (int d = 0; d < last; d++) rows *= p->out_dims[d];
-    int nearest = 1;
+    int nearest = 1;   /* one tap of weight 1 along every axis */
     for (int d = 0; d < nd; d++) nearest &= nt[d] == 1;
-    resize_job j = {p, x, y, last, nt[last], nearest, nt, xs};
+    resize_job j = {p, x, y, last, nt[last], nt, xs};
     cuvil_parallel_range(rows, cuvil_max_i64(1, 16384 / cuvil_max_i64(OL, 1)), 1,
                          nearest && OL <= NEAREST_ROW ? nearest_rows : resize_rows, &j);
 }
