@@ -128,6 +128,17 @@ def peer(kind, what, xin, threads, iters):
 GAP_S = 0.15
 
 
+def cpuid_mask(work):
+    """bench/cpuid_mask.c built into WORK, or None where this machine cannot fault CPUID or has no
+    AVX-512 to hide."""
+    flags = Path("/proc/cpuinfo").read_text().split()
+    if "cpuid_fault" not in flags or "avx512f" not in flags:
+        return None
+    so = work / "cpuid_mask.so"
+    subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-o", str(so), str(REPO / "bench" / "cpuid_mask.c")], check=True)
+    return so
+
+
 # A library LD_PRELOADed into ONNX Runtime's servers only (bench/cpuid_mask.c: an AVX2-only CPU), or None.
 ORT_PRELOAD = None
 

@@ -32,6 +32,8 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "bench"))
+from bench import cpuid_mask  # noqa: E402
 
 
 def build_bert(work, seq=128):
@@ -117,17 +119,6 @@ def build(name, work):
 
         quantize_static(str(pre), str(qdq), Reader(), quant_format=QuantFormat.QDQ, per_channel=True)
     return f32, qdq
-
-
-def cpuid_mask(work):
-    """bench/cpuid_mask.c built into WORK, or None where this machine cannot fault CPUID or has no
-    AVX-512 to hide."""
-    flags = Path("/proc/cpuinfo").read_text().split()
-    if "cpuid_fault" not in flags or "avx512f" not in flags:
-        return None
-    so = work / "cpuid_mask.so"
-    subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-o", str(so), str(REPO / "bench" / "cpuid_mask.c")], check=True)
-    return so
 
 
 def peer(kind, what, inp, threads, iters, env=None):

@@ -111,12 +111,9 @@ def main(argv=None):
     with tempfile.TemporaryDirectory(prefix="cuvil-suite-") as tds:
         td = Path(tds)
         if args.ort_avx2_only:
-            flags = Path("/proc/cpuinfo").read_text().split()
-            if "cpuid_fault" not in flags or "avx512f" not in flags:
+            bench.ORT_PRELOAD = bench.cpuid_mask(td)
+            if not bench.ORT_PRELOAD:
                 ap.error("--ort-avx2-only needs an AVX-512 CPU with cpuid_fault (see /proc/cpuinfo)")
-            bench.ORT_PRELOAD = td / "cpuid_mask.so"
-            subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-o", str(bench.ORT_PRELOAD),
-                            str(REPO / "bench" / "cpuid_mask.c")], check=True)
         corelat = bench.corelat_program(td)
         for name in names:
             if name in TRANSFORMERS:
