@@ -16,26 +16,27 @@
 #include <math.h>
 
 #include "../rt_int.h"
+#include "vexp_consts.h"
 
 /* exp(x - n ln 2) for n = round(x log2 e): the polynomial on the reduced argument. */
 static inline __m256 exp_reduced256(__m256 x, __m256 n) {
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-    __m256 p = _mm256_set1_ps(1.9875691500E-4f);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507E-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073E-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894E-2f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459E-1f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201E-1f));
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(VEXP_LN2_HI), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(VEXP_LN2_LO), r);
+    __m256 p = _mm256_set1_ps(VEXP_P0);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(VEXP_P1));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(VEXP_P2));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(VEXP_P3));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(VEXP_P4));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(VEXP_P5));
     p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
     return p;
 }
 
 static inline __m256 exp256_wide(__m256 x) {
-    const __m256 hi = _mm256_set1_ps(89.0f), lo = _mm256_set1_ps(-104.0f);
+    const __m256 hi = _mm256_set1_ps(VEXP_HI), lo = _mm256_set1_ps(VEXP_LO);
     const __m256 nan_mask = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
     __m256 xc = _mm256_min_ps(_mm256_max_ps(x, lo), hi);
-    __m256 n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(1.44269504088896341f)),
+    __m256 n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(VEXP_LOG2E)),
                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m256 p = exp_reduced256(xc, n);
     /* 2^n = 2^n1 * 2^n2 with n1 = n >> 1: both halves stay normal for n in [-150, 128]. */
@@ -57,7 +58,7 @@ static inline __m256 exp256_wide(__m256 x) {
 static inline __m256 exp256(__m256 x) {
     const __m256 ax = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x);
     if (_mm256_movemask_ps(_mm256_cmp_ps(ax, _mm256_set1_ps(87.0f), _CMP_LT_OQ)) != 0xff) return exp256_wide(x);
-    const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+    const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(VEXP_LOG2E)),
                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m256 p = exp_reduced256(x, n);
     const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);   /* 2^n */
@@ -138,7 +139,7 @@ static inline __m256 gelu256(__m256 x) {
 
 static inline __m256 gelu_tanh256(__m256 x) {
     /* -2u = x (c0 + c1 x^2), c0 = -2 sqrt(2/pi), c1 = c0 * 0.044715 */
-    const __m256 c0 = _mm256_set1_ps(-1.5957691216057308f), c1 = _mm256_set1_ps(-0.0713548162726009f);
+    const __m256 c0 = _mm256_set1_ps(VGELU_TANH_C0), c1 = _mm256_set1_ps(VGELU_TANH_C1);
     __m256 m2u = _mm256_mul_ps(x, _mm256_fmadd_ps(c1, _mm256_mul_ps(x, x), c0));
     __m256 e = exp256(m2u);
     return _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), e));

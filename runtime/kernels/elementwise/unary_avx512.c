@@ -14,19 +14,20 @@
 #include <immintrin.h>
 
 #include "../rt_int.h"
+#include "vexp_consts.h"
 
 static inline __m512 exp512(__m512 x) {
-    const __m512 xc = _mm512_min_ps(_mm512_set1_ps(89.0f), _mm512_max_ps(_mm512_set1_ps(-104.0f), x));
-    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(1.44269504088896341f)),
+    const __m512 xc = _mm512_min_ps(_mm512_set1_ps(VEXP_HI), _mm512_max_ps(_mm512_set1_ps(VEXP_LO), x));
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(VEXP_LOG2E)),
                                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), xc);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-    __m512 p = _mm512_set1_ps(1.9875691500E-4f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507E-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073E-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894E-2f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459E-1f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201E-1f));
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(VEXP_LN2_HI), xc);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(VEXP_LN2_LO), r);
+    __m512 p = _mm512_set1_ps(VEXP_P0);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(VEXP_P1));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(VEXP_P2));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(VEXP_P3));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(VEXP_P4));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(VEXP_P5));
     p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
     return _mm512_scalef_ps(p, n);
 }
@@ -42,7 +43,7 @@ static inline __m512 silu512(__m512 x) {
 }
 
 static inline __m512 gelu_tanh512(__m512 x) {   /* x sigmoid(2u), as unary_avx2.c's */
-    const __m512 c0 = _mm512_set1_ps(-1.5957691216057308f), c1 = _mm512_set1_ps(-0.0713548162726009f);
+    const __m512 c0 = _mm512_set1_ps(VGELU_TANH_C0), c1 = _mm512_set1_ps(VGELU_TANH_C1);
     const __m512 m2u = _mm512_mul_ps(x, _mm512_fmadd_ps(c1, _mm512_mul_ps(x, x), c0));
     return _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), exp512(m2u)));
 }

@@ -1,0 +1,23 @@
+/* vexp_consts.h -- the constants of the vector exp (Cephes' single-precision scheme) and of
+ * Gelu's tanh form, shared by unary_avx2.c and unary_avx512.c, whose results must be the same
+ * bits: the argument clamps, log2 e, ln 2 in two parts (the first exact in float, so x - n ln 2
+ * is exact), and the degree-6 polynomial of exp on the reduced argument, highest power first. */
+#ifndef CUVIL_VEXP_CONSTS_H
+#define CUVIL_VEXP_CONSTS_H
+
+#define VEXP_HI 89.0f
+#define VEXP_LO (-104.0f)
+#define VEXP_LOG2E 1.44269504088896341f
+#define VEXP_LN2_HI 0.693359375f
+#define VEXP_LN2_LO (-2.12194440e-4f)
+#define VEXP_P0 1.9875691500E-4f
+#define VEXP_P1 1.3981999507E-3f
+#define VEXP_P2 8.3334519073E-3f
+#define VEXP_P3 4.1665795894E-2f
+#define VEXP_P4 1.6666665459E-1f
+#define VEXP_P5 5.0000001201E-1f
+/* Gelu's tanh form as x sigmoid(2u): -2u = x (C0 + C1 x^2), C0 = -2 sqrt(2/pi), C1 = C0 * 0.044715 */
+#define VGELU_TANH_C0 (-1.5957691216057308f)
+#define VGELU_TANH_C1 (-0.0713548162726009f)
+
+#endif
