@@ -10,7 +10,7 @@
  * A path is timed only where the runtime takes it for this shape: "depthwise" (the direct
  * loop on the weights as they are: group == C), "gemm" (im2col GEMM, weights prepacked as
  * the GEMM's A), "gemm_t" (pixels as rows), "direct", "direct_t", "winograd", "winograd_t",
- * "winograd2_t". Each is checked against the scalar reference before it is timed: a path
+ * "winograd2_t", "grouped". Each is checked against the scalar reference before it is timed: a path
  * that gives another answer is reported as an error, not a time. MS: the time to spend on
  * each path (default 300 ms).
  */
@@ -54,7 +54,8 @@ static int cmp_double(const void *a, const void *b) {
 typedef struct path {
     const char *name;
     int64_t algo;
-    int packed;   /* 0: weights as they are; 1: packed as the GEMM's A (MR rows); 2: as its B (NR) */
+    int packed;   /* 0: weights as they are; 1: packed as the GEMM's A (MR rows); 2: as its B (NR);
+                   * 3: for the grouped direct convolution (CUVIL_GCONV_LANES) */
 } path;
 
 static const path paths[] = {
@@ -66,6 +67,7 @@ static const path paths[] = {
     {"winograd", CUVIL_CONV_WINOGRAD, 1},
     {"winograd_t", CUVIL_CONV_WINOGRAD_T, 2},
     {"winograd2_t", CUVIL_CONV_WINOGRAD2_T, 2},
+    {"grouped", CUVIL_CONV_GROUPED, 3},
 };
 
 /* Does the runtime run path pa for p (and not quietly another)? */
@@ -76,6 +78,7 @@ static int takes(const path *pa, const cuvil_conv2d_params *p) {
     case CUVIL_CONV_GEMM_T: return 1;
     case CUVIL_CONV_DIRECT: return cuvil_conv2d_direct_applies(p);
     case CUVIL_CONV_DIRECT_T: return cuvil_conv2d_direct_t_applies(p);
+    case CUVIL_CONV_GROUPED: return cuvil_conv2d_grouped_applies(p);
     default: return cuvil_conv2d_winograd_applies(p);
     }
 }
@@ -114,7 +117,7 @@ int main(int argc, char **argv) {
         const path *pa = &paths[k];
         cuvil_conv2d_params q = p;
         q.algo = pa->algo;
-        q.packed_mr = pa->packed == 1 ? b->uk->mr : pa->packed == 2 ? b->uk->nr : 0;
+        q.packed_mr = pa->packed == 1 ? b->uk->mr : pa->packed == 2 ? b->uk->nr : pa->packed == 3 ? CUVIL_GCONV_LANES : 0;
         q.packed_kc = pa->packed ? b->kc : 0;
         if (!takes(pa, &q)) continue;
         size_t np = cuvil_f32_conv2d_packed_floats(&q), nt = cuvil_f32_conv2d_pack_tmp_floats(&q);

@@ -88,6 +88,7 @@ SHAPES = {
 # the lowering's note (src/lower/conv.c) -> the bench's path name
 NOTES = [
     ("direct depthwise", "depthwise"),
+    ("grouped direct", "grouped"),
     ("winograd F(2x2,3x3), tiles as rows", "winograd2_t"),
     ("winograd F(4x4,3x3), tiles as rows", "winograd_t"),
     ("winograd F(4x4,3x3)", "winograd"),

@@ -270,6 +270,13 @@ int cuvil_conv2d_direct_applies(const cuvil_conv2d_params *p);
  * CUVIL_CONV_GEMM_T with a channels-last x (tap-major, packed_mr = NR); y either layout. */
 #define CUVIL_CONV_DIRECT_T 6
 int cuvil_conv2d_direct_t_applies(const cuvil_conv2d_params *p);
+/* Grouped convolution with few channels a group (group > 1, at least 2 input channels a
+ * group; any stride, dilation, padding; x and y channels first): direct, a group's output
+ * channels the lanes of a vector, on weights packed per group, per chunk of
+ * CUVIL_GCONV_LANES output channels, tap-major (packed_mr = CUVIL_GCONV_LANES). */
+#define CUVIL_CONV_GROUPED 7
+#define CUVIL_GCONV_LANES 8
+int cuvil_conv2d_grouped_applies(const cuvil_conv2d_params *p);
 /* Whether the depthwise loop (one input channel per group) runs p vectorised: register-tiled
  * (3x3 or 5x5, stride 1 or 2, undilated) or along unit-stride rows; else it gathers one input
  * column per output and tap, and the GEMM is faster where there are several outputs per input

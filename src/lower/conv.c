@@ -185,6 +185,7 @@ const char *lower_conv_algo_name(int64_t algo, bool pointwise, bool strided_pw) 
     case CUVIL_CONV_GEMM_T:
         return strided_pw ? "1x1 strided as gemm on a subsampled copy, pixels as rows" : "im2col+gemm, pixels as rows";
     case CUVIL_CONV_DIRECT: return pointwise ? "1x1 direct (input read in place)" : "direct (taps read in place from 4 phases)";
+    case CUVIL_CONV_GROUPED: return "grouped direct, output channels as lanes";
     default: return pointwise ? "1x1 as gemm" : strided_pw ? "1x1 strided as gemm on a subsampled copy" : "im2col+gemm";
     }
 }
@@ -221,6 +222,21 @@ static bool direct_t_strided(const cuvil_conv2d_params *p, const cuvil_target_in
            t->nr >= 16;
 }
 
+/* A grouped conv of few output channels a group (RegNet's 8 in, 8 out) as per-group GEMMs
+ * fills few of the microkernel's rows on a short K, and packs its input for each: the direct
+ * grouped kernel (a group's output channels as vector lanes, its input read in place from a
+ * channels-last tile) runs it instead. bench/conv_sweep.py's cuvil-bench-conv, one thread,
+ * GEMM -> grouped, AVX2 / AVX-512: RegNetY-400MF's 48 (g6) 3x3 s2 112 -> 56 0.76 -> 0.36 /
+ * 0.54 -> 0.34 ms, 208 (g26) at 14x14 0.32 -> 0.083 / 0.30 -> 0.12, 440 (g55) at 7x7 0.35 ->
+ * 0.092 / 0.21 -> 0.061; ResNeXt's 32 groups of 4 at 56x56 2.50 -> 1.07 / 1.48 -> 0.97 ms, of
+ * 32 at 7x7 0.97 -> 0.54 / 0.58 -> 0.42. With many output channels a group the GEMM fills
+ * its tiles and wins (AlexNet's 96 -> 256 g2 5x5, 128 a group: 4.9 against 6.3 ms, AVX2).
+ * Measured on AVX2 and AVX-512 only: the portable targets keep the GEMM. */
+#define GROUPED_MAX_MG 64
+static bool grouped_pays(const cuvil_conv2d_params *p, const cuvil_target_info *t) {
+    return cuvil_conv2d_grouped_applies(p) && p->M / p->group <= GROUPED_MAX_MG && t->nr >= 16;
+}
+
 /* Depthwise convolutions (see dw_runs_gemm) run the direct loop; the others run as GEMMs (1x1
  * stride-1 ones straight on the input, the rest through im2col packing), and their constant
  * weights are packed now into the panels the target's microkernel reads. */
@@ -248,6 +264,7 @@ cuvil_status lower_conv(cir_graph *g, cir_node *n, const lower_ctx *c) {
          * 8), the conv takes a kernel on weights packed as they are */
         bool allow_wino = true;
     choose:;
+        const bool grouped = packed && g->opt_level >= 2 && !strided_t && grouped_pays(&p, t);
         bool wino2 = allow_wino && runs_winograd2(g, packed, &p);
         bool wino = (allow_wino && runs_winograd(g, packed, &p)) || wino2;
         /* the swapped GEMMs run group by group with a transpose each: one group only (grouped
@@ -261,18 +278,23 @@ cuvil_status lower_conv(cir_graph *g, cir_node *n, const lower_ctx *c) {
         bool wino_t = wino && !wino2 && wino_t_shape(&p, t);
         bool direct_t = strided_t || (packed && !wino && !swap && g->opt_level >= 2 && direct_t_pays(&p, t));
         bool direct = packed && !wino && !swap && !direct_t && t->direct && direct_pays(&p);
-        p.algo = wino2      ? CUVIL_CONV_WINOGRAD2_T
+        p.algo = grouped    ? CUVIL_CONV_GROUPED
+                 : wino2    ? CUVIL_CONV_WINOGRAD2_T
                  : wino_t   ? CUVIL_CONV_WINOGRAD_T
                  : wino     ? CUVIL_CONV_WINOGRAD
                  : direct_t ? CUVIL_CONV_DIRECT_T
                  : swap     ? CUVIL_CONV_GEMM_T
                  : direct   ? CUVIL_CONV_DIRECT
                             : 0;
-        snprintf(algo, sizeof algo, "%s, gemm %dx%d kc=%lld", lower_conv_algo_name(p.algo, pointwise, strided_pw), t->mr, t->nr,
-                 (long long)t->kc);
+        if (grouped)
+            snprintf(algo, sizeof algo, "%s, %d channels a vector", lower_conv_algo_name(p.algo, pointwise, strided_pw),
+                     CUVIL_GCONV_LANES);
+        else
+            snprintf(algo, sizeof algo, "%s, gemm %dx%d kc=%lld", lower_conv_algo_name(p.algo, pointwise, strided_pw), t->mr,
+                     t->nr, (long long)t->kc);
         if (packed) {
             /* the swapped GEMMs pack the weights as their B */
-            p.packed_mr = cuvil_conv2d_algo_packs_b(p.algo) ? t->nr : t->mr;
+            p.packed_mr = grouped ? CUVIL_GCONV_LANES : cuvil_conv2d_algo_packs_b(p.algo) ? t->nr : t->mr;
             p.packed_kc = t->kc;
             if (wino && !lower_pack_fits(g, cuvil_f32_conv2d_packed_floats(&p), *c->rest)) {
                 allow_wino = false;

@@ -37,8 +37,11 @@ CASES = {
     # stride 4 with 33-float kernel rows: the direct convolution (AlexNet's first conv)
     "alexnet-11x11-s4": ([1, 3, 99, 99], [64, 3, 11, 11], [4, 4], [2, 2, 2, 2], 1,
                          "direct on a channels-last padded copy"),
-    # grouped convs are never swapped (pixels as rows), on AVX2 either
-    "grouped-g4-s2": ([1, 64, 56, 56], [64, 16, 3, 3], [2, 2], [1, 1, 1, 1], 4, "im2col+gemm, gemm"),
+    # few output channels a group: the grouped direct kernel (16 a group here; RegNet's 8), on
+    # AVX2 too; many: the GEMM, group by group, never swapped (pixels as rows)
+    "grouped-g4-s2": ([1, 64, 56, 56], [64, 16, 3, 3], [2, 2], [1, 1, 1, 1], 4, "grouped direct"),
+    "regnet-g26": ([1, 208, 14, 14], [208, 8, 3, 3], [1, 1], [1, 1, 1, 1], 26, "grouped direct"),
+    "alexnet-g2-5x5": ([1, 96, 27, 27], [256, 48, 5, 5], [1, 1], [2, 2, 2, 2], 2, "im2col+gemm, gemm"),
 }
 
 

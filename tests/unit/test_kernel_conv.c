@@ -158,11 +158,17 @@ static void run_conv(const conv_case *cc, int with_bias, int res_mode, int act, 
                                 CUVIL_ACT_TAN};
     int skip_wino = 0;
     for (size_t k = 0; k < sizeof jumpy / sizeof jumpy[0]; k++) skip_wino |= int_data && act == jumpy[k];
-    for (int v = -22; v < cuvil_f32_gemm_n_ukernels; v++) {
+    for (int v = -24; v < cuvil_f32_gemm_n_ukernels; v++) {
         if (skip_wino && (v == -7 || v == -6 || v == -5 || (v <= -13 && v >= -14) || v == -18 || v == -19)) continue;
         const float *r = start_y(res_mode, res, y, ny);
         void *scratch = NULL;
-        if (v <= -20) {
+        if (v <= -23) {
+            /* grouped direct convolution (CUVIL_CONV_GROUPED), on one thread (-23) and on a
+             * pool of 3 (-24) */
+            if (!cuvil_conv2d_grouped_applies(&p)) continue;
+            run_prepacked(&p, CUVIL_CONV_GROUPED, CUVIL_GCONV_LANES, 0, v == -24 ? 3 : 1, x, w, bias, r, y, ref, ny, rtol,
+                          atol, label, "grouped");
+        } else if (v <= -20) {
             /* direct convolution on a channels-last copy (CUVIL_CONV_DIRECT_T), channels first
              * in and out: weights packed for the runtime's NR on one thread (-20) and on a pool
              * of 3 (-21), and for an NR no microkernel has (-22: the portable loop) */
@@ -317,6 +323,11 @@ static const conv_case conv_cases[] = {
     {1, 8, 7, 7, 12, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2},    /* groups 2 */
     {2, 12, 6, 6, 8, 3, 3, 2, 2, 1, 1, 0, 0, 1, 1, 4},    /* groups 4, stride 2 */
     {1, 6, 6, 6, 6, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 3},     /* grouped pointwise */
+    {1, 16, 9, 11, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2},  /* 8 channels a group (RegNet's), 99 pixels */
+    {2, 24, 11, 13, 24, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 3}, /* 8 a group, stride 2, batch 2 */
+    {1, 16, 7, 7, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2},   /* 20 outputs a group: a partial chunk */
+    {1, 32, 6, 9, 32, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 2},   /* 16 a group, dilated */
+    {1, 12, 10, 8, 6, 3, 2, 1, 2, 1, 0, 0, 1, 1, 1, 3},   /* 4 in, 2 out a group, asymmetric */
     {1, 7, 9, 19, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 7},    /* depthwise 3x3 s1 */
     {2, 5, 10, 21, 5, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 5},   /* depthwise 3x3 s2 */
     {1, 4, 9, 23, 4, 3, 3, 2, 2, 0, 0, 1, 1, 1, 1, 4},    /* depthwise 3x3 s2 SAME-upper */

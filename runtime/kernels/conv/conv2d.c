@@ -913,6 +913,9 @@ static int64_t ks_parts(const cuvil_conv2d_params *p, const cuvil_gemm_blocking 
 /* The direct convolution on a channels-last copy (CUVIL_CONV_DIRECT_T, below): its weights
  * are packed as a pixels-as-rows GEMM's of a channels-last x, K tap-major. */
 static int is_direct_t(const cuvil_conv2d_params *p);
+static int is_grouped(const cuvil_conv2d_params *p) {
+    return p->algo == CUVIL_CONV_GROUPED && p->packed_mr == CUVIL_GCONV_LANES && cuvil_conv2d_grouped_applies(p);
+}
 static size_t direct_t_scratch(const cuvil_conv2d_params *p);
 static void conv2d_direct_t(const cuvil_conv2d_params *p, const float *x, const float *w_packed, const float *bias,
                             const float *residual, float *y, void *scratch);
@@ -1218,6 +1221,7 @@ static void conv2d_direct(const cuvil_conv2d_params *p, const float *x, const fl
 
 size_t cuvil_f32_conv2d_scratch_size_ex(const cuvil_conv2d_params *p,
                                         const cuvil_gemm_blocking *b) {
+    if (is_grouped(p)) return cuvil_f32_gconv2d_scratch_size(p);
     if (cuvil_conv2d_strided_pointwise(p)) {
         const cuvil_conv2d_params q = subsampled(p);
         return CUVIL_ALIGN_UP(cuvil_f32_conv2d_scratch_size_ex(&q, b), 64) +
@@ -1293,6 +1297,7 @@ size_t cuvil_f32_conv2d_packed_floats(const cuvil_conv2d_params *p) {
     const int64_t Cg = p->C / p->group, Mg = p->M / p->group;
     if (dw_tap_major(p)) return (size_t)(p->KH * p->KW * p->M);
     if (is_depthwise(p) || p->packed_mr <= 0) return 0;
+    if (is_grouped(p)) return cuvil_f32_gconv2d_packed_floats(p);
     if (is_winograd(p)) return cuvil_f32_conv2d_winograd_packed_floats(p, (int)p->packed_mr);
     if (is_gemm_t(p) || is_direct_t(p))
         return (size_t)p->group * cuvil_gemm_packed_b_floats(Mg, Cg * p->KH * p->KW, (int)p->packed_mr);
@@ -1312,6 +1317,10 @@ void cuvil_f32_conv2d_pack(const cuvil_conv2d_params *p, const float *w, float *
         return;
     }
     if (is_depthwise(p) || p->packed_mr <= 0) return;
+    if (is_grouped(p)) {
+        cuvil_f32_gconv2d_pack(p, w, w_packed);
+        return;
+    }
     if (is_winograd(p)) {
         cuvil_f32_conv2d_winograd_pack(p, w, (int)p->packed_mr, p->packed_kc, w_packed, tmp);
         return;
@@ -1365,6 +1374,10 @@ void cuvil_f32_conv2d_prepacked(const cuvil_conv2d_params *p, const float *x, co
     }
     if (is_depthwise(p) || p->packed_mr <= 0) {   /* nothing was packed: w_packed is w */
         cuvil_f32_conv2d(p, x, w_packed, bias, residual, y, scratch);
+        return;
+    }
+    if (is_grouped(p)) {
+        cuvil_f32_gconv2d(p, x, w_packed, bias, residual, y, scratch);
         return;
     }
     if (cuvil_conv2d_strided_pointwise(p)) {

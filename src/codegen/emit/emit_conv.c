@@ -14,6 +14,7 @@ static const char *algo_name(int64_t algo) {
     case CUVIL_CONV_DIRECT: return "CUVIL_CONV_DIRECT";
     case CUVIL_CONV_WINOGRAD2_T: return "CUVIL_CONV_WINOGRAD2_T";
     case CUVIL_CONV_DIRECT_T: return "CUVIL_CONV_DIRECT_T";
+    case CUVIL_CONV_GROUPED: return "CUVIL_CONV_GROUPED";
     default: CUVIL_ASSERT(!"a conv algorithm without a name"); return "0";
     }
 }
@@ -177,7 +178,9 @@ cuvil_status cg_emit_conv(cg_ctx *cg, cir_graph *g, cir_node *n) {
     if (n->low.packed >= 0) {
         const cuvil_target_info *t = cuvil_target_find(g->target);
         CUVIL_ASSERT(t);
-        pp.packed_mr = cuvil_conv2d_algo_packs_b(n->low.algo) ? t->nr : t->mr;
+        pp.packed_mr = n->low.algo == CUVIL_CONV_GROUPED     ? CUVIL_GCONV_LANES
+                       : cuvil_conv2d_algo_packs_b(n->low.algo) ? t->nr
+                                                                : t->mr;
         pp.packed_kc = n->low.kc ? n->low.kc : t->kc;
         pp.algo = n->low.algo;   /* the scratch below is the algorithm's */
         snprintf(ex, sizeof ex, ", .packed_mr = %lld, .packed_kc = %lld, .algo = %s", (long long)pp.packed_mr,
