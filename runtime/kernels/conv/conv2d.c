@@ -439,68 +439,72 @@ static void copy_rows_phased(const float *s, int64_t rows, int64_t W, int64_t pl
 }
 
 #ifdef DW_SIMD
-/* Output rows [oh0, oh0 + RB) of one channel from its zero-padded plane (row stride Wp), one
- * vector of columns at a time (the last one masked); the RB accumulators are independent.
- * (Two vectors across, 4 x 2 accumulators, measured slower on Zen 4: 144 x 56 x 56 0.20
- * against 0.18 ms.) */
-static inline __attribute__((always_inline)) void dw3_rows(const float *plane, int64_t Wp, const dwv *wv, dwv vb,
+/* Output rows [oh0, oh0 + RB) of one channel of a KxK conv (K 3 or 5) from its zero-padded
+ * plane (row stride Wp), one vector of columns at a time (the last one masked); the RB
+ * accumulators are independent. Each input row is loaded once for every output row it feeds:
+ * its K taps are K plain loads (stride 2: the plane's rows are phased, even padded columns
+ * then odd ones, so tap kw reads (kw & 1 ? odd : even) + kw / 2). The 9 weights of a 3x3 stay
+ * in registers; a 5x5's 25 are read from the stack where they do not fit (AVX2), an operand of
+ * the FMA. Only the last, partial vector of a row is stored masked: a masked store is slow on
+ * AMD's AVX2 (32 x 112x112 3x3, one thread, Zen 4: 0.287 -> 0.1xx ms unmasked). (Two vectors
+ * across, 4 x 2 accumulators, measured slower on Zen 4: 144 x 56 x 56 0.20 against 0.18 ms.) */
+static inline __attribute__((always_inline)) void dwk_rows(const float *plane, int64_t Wp, const dwv *wv, dwv vb,
                                                            dwv vlo, dwv vhi, const float *res, float *y, int64_t oh0,
-                                                           int64_t OW, const int S, const int RB) {
+                                                           int64_t OW, const int K, const int S, const int RB) {
     for (int64_t c0 = 0; c0 < OW; c0 += DW_SIMD) {
         dwv acc[4];
         for (int r = 0; r < RB; r++) acc[r] = vb;
-        for (int ir = 0; ir < (RB - 1) * S + 3; ir++) {
-            dwv a0, a1, a2;
+        for (int ir = 0; ir < (RB - 1) * S + K; ir++) {
+            dwv a[5];
             if (S == 1) {
                 const float *src = plane + (oh0 + ir) * Wp + c0;
-                a0 = DW_LOAD(src);
-                a1 = DW_LOAD(src + 1);
-                a2 = DW_LOAD(src + 2);
+                for (int kw = 0; kw < K; kw++) a[kw] = DW_LOAD(src + kw);
             } else {
-                /* phased rows: the even padded columns, then the odd ones from (Wp + 1) / 2 */
                 const float *ev = plane + (oh0 * 2 + ir) * Wp + c0, *od = ev + (Wp + 1) / 2;
-                a0 = DW_LOAD(ev);
-                a1 = DW_LOAD(od);
-                a2 = DW_LOAD(ev + 1);
+                for (int kw = 0; kw < K; kw++) a[kw] = DW_LOAD((kw & 1 ? od : ev) + kw / 2);
             }
             for (int r = 0; r < RB; r++) {
                 const int kh = ir - r * S;
-                if (kh < 0 || kh > 2) continue;
-                acc[r] = DW_FMA(wv[kh * 3 + 0], a0, acc[r]);
-                acc[r] = DW_FMA(wv[kh * 3 + 1], a1, acc[r]);
-                acc[r] = DW_FMA(wv[kh * 3 + 2], a2, acc[r]);
+                if (kh < 0 || kh >= K) continue;
+                for (int kw = 0; kw < K; kw++) acc[r] = DW_FMA(wv[kh * K + kw], a[kw], acc[r]);
             }
         }
+        const int full = c0 + DW_SIMD <= OW;
         const dwm m = dw_mask(OW - c0);
         for (int r = 0; r < RB; r++) {
             const int64_t o = (oh0 + r) * OW + c0;
             dwv v = acc[r];
-            if (res) v = DW_ADD(v, DW_LOADM(res + o, m));
+            if (res) v = DW_ADD(v, full ? DW_LOAD(res + o) : DW_LOADM(res + o, m));
             /* (bound, v): max/min return their second operand when either is NaN, so NaN
              * passes through as in cuvil_f32_act1 */
             v = DW_MIN(vhi, DW_MAX(vlo, v));
-            DW_STOREM(y + o, v, m);
+            if (full)
+                DW_STORE(y + o, v);
+            else
+                DW_STOREM(y + o, v, m);
         }
     }
 }
 
-#define DW3_PLANE(S, RB)                                                                                      \
-    static __attribute__((noinline)) void dw3_plane_s##S(const float *plane, int64_t Wp, const float *w, float b, \
-                                                         const float *res, float *y, int64_t OH, int64_t OW,    \
-                                                         float lo, float hi) {                                  \
-        dwv wv[9];                                                                                            \
-        for (int t = 0; t < 9; t++) wv[t] = DW_SET1(w[t]);                                                    \
-        const dwv vb = DW_SET1(b), vlo = DW_SET1(lo), vhi = DW_SET1(hi);                                      \
-        int64_t oh = 0;                                                                                       \
-        for (; oh + RB <= OH; oh += RB) dw3_rows(plane, Wp, wv, vb, vlo, vhi, res, y, oh, OW, S, RB);         \
-        for (; oh < OH; oh++) dw3_rows(plane, Wp, wv, vb, vlo, vhi, res, y, oh, OW, S, 1);                    \
+#define DWK_PLANE(K, S, RB)                                                                                    \
+    static __attribute__((noinline)) void dw##K##_plane_s##S(const float *plane, int64_t Wp, const float *w, float b, \
+                                                             const float *res, float *y, int64_t OH, int64_t OW,    \
+                                                             float lo, float hi) {                                  \
+        dwv wv[K * K];                                                                                         \
+        for (int t = 0; t < K * K; t++) wv[t] = DW_SET1(w[t]);                                                 \
+        const dwv vb = DW_SET1(b), vlo = DW_SET1(lo), vhi = DW_SET1(hi);                                       \
+        int64_t oh = 0;                                                                                        \
+        for (; oh + RB <= OH; oh += RB) dwk_rows(plane, Wp, wv, vb, vlo, vhi, res, y, oh, OW, K, S, RB);       \
+        for (; oh < OH; oh++) dwk_rows(plane, Wp, wv, vb, vlo, vhi, res, y, oh, OW, K, S, 1);                  \
     }
-DW3_PLANE(1, 4)
+DWK_PLANE(3, 1, 4)
 /* (Stride 2 with 4 rows measured slower, 144 x 56x56 -> 28x28 0.105 -> 0.116 ms, and so did
  * prefetching the next channel's input while computing this one, 0.105 -> 0.108-0.114. Of the
  * 0.104 ms the phased copy takes 0.061 and the taps 0.043: skipping either, one thread, alone.) */
-DW3_PLANE(2, 2)
-#undef DW3_PLANE
+DWK_PLANE(3, 2, 2)
+DWK_PLANE(5, 1, 4)
+DWK_PLANE(5, 2, 2)
+#undef DWK_PLANE
 #endif /* DW_SIMD */
 
 static int dw_is_fixed(const cuvil_conv2d_params *p) {
@@ -527,7 +531,7 @@ static void dw_fixed(const cuvil_conv2d_params *p, const float *x, int64_t xcs, 
     int64_t cur = -1;
     memset(plane, 0, (size_t)(Hp * Wp + DW_SLACK) * sizeof(float)); /* borders (and slack) stay zero */
 #ifdef DW_SIMD
-    const int phased = K == 3 && S == 2; /* dw3_plane_s2 reads rows split into even and odd columns */
+    const int phased = (K == 3 || K == 5) && S == 2; /* dwK_plane_s2 reads rows split into even and odd columns */
 #else
     const int phased = 0;
 #endif
@@ -555,11 +559,15 @@ static void dw_fixed(const cuvil_conv2d_params *p, const float *x, int64_t xcs, 
         const float *rm = residual ? residual + (n * p->M + m) * OH * OW : NULL;
         const float b = bias ? bias[m] : 0.0f;
 #ifdef DW_SIMD
-        if (K == 3 && (S == 2 || OW >= 16)) {
-            if (S == 1)
+        if ((K == 3 || K == 5) && (S == 2 || OW >= 16)) {
+            if (K == 3 && S == 1)
                 dw3_plane_s1(plane, Wp, wm, b, rm, ym, OH, OW, lo, hi);
-            else
+            else if (K == 3)
                 dw3_plane_s2(plane, Wp, wm, b, rm, ym, OH, OW, lo, hi);
+            else if (S == 1)
+                dw5_plane_s1(plane, Wp, wm, b, rm, ym, OH, OW, lo, hi);
+            else
+                dw5_plane_s2(plane, Wp, wm, b, rm, ym, OH, OW, lo, hi);
             if (!fused) act_inplace(&p->act, ym, OH * OW);
             continue;
         }
