@@ -446,7 +446,7 @@ static void copy_rows_phased(const float *s, int64_t rows, int64_t W, int64_t pl
  * then odd ones, so tap kw reads (kw & 1 ? odd : even) + kw / 2). The 9 weights of a 3x3 stay
  * in registers; a 5x5's 25 are read from the stack where they do not fit (AVX2), an operand of
  * the FMA. Only the last, partial vector of a row is stored masked: a masked store is slow on
- * AMD's AVX2 (32 x 112x112 3x3, one thread, Zen 4: 0.287 -> 0.1xx ms unmasked). (Two vectors
+ * AMD's AVX2 (32 x 112x112 3x3, one thread, Zen 4: 0.287 -> 0.144 ms unmasked). (Two vectors
  * across, 4 x 2 accumulators, measured slower on Zen 4: 144 x 56 x 56 0.20 against 0.18 ms.) */
 static inline __attribute__((always_inline)) void dwk_rows(const float *plane, int64_t Wp, const dwv *wv, dwv vb,
                                                            dwv vlo, dwv vhi, const float *res, float *y, int64_t oh0,
