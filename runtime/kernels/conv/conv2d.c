@@ -1973,10 +1973,11 @@ static void direct_t_task(void *vctx, int64_t t, int tid) {
                         else
                             rows_portable(nseg, seglen, rows, (size_t)mr, b, nr, c, (size_t)M, (size_t)mrr, (size_t)nn,
                                           cin, (size_t)M, e);
-                        if (last && r->fuse_act && !clamp)
-                            cuvil_f32_act_rows(&p->act, c, (size_t)M, (size_t)mrr, (size_t)nn);
                     }
                 }
+                /* any other activation once for the band's tiles (one call, not one a tile) */
+                if (last && r->fuse_act && !clamp)
+                    cuvil_f32_act_rows(&p->act, r->c + qb * M + n_lo, (size_t)M, (size_t)(qe - qb), (size_t)(n_hi - n_lo));
             }
             k0 = k1;
         }
