@@ -339,6 +339,8 @@ static const conv_case conv_cases[] = {
     {1, 4, 9, 9, 4, 7, 7, 3, 3, 3, 3, 3, 3, 1, 1, 4},     /* depthwise 7x7 stride 3 (generic) */
     {1, 3, 13, 40, 3, 7, 7, 1, 1, 3, 3, 3, 3, 1, 1, 3},   /* depthwise 7x7 s1 (ConvNeXt's), rows of 40 */
     {1, 3, 12, 15, 3, 7, 7, 1, 1, 3, 3, 3, 3, 1, 1, 3},   /* depthwise 7x7 s1, short rows (the flat plane) */
+    {1, 3, 13, 37, 3, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 3},   /* depthwise 7x7 s2 (phased rows), 19 wide */
+    {1, 2, 11, 20, 2, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 2},   /* depthwise 5x5 s1, 20 wide: a full and a masked vector */
     {1, 2, 15, 37, 2, 7, 7, 2, 2, 3, 3, 2, 2, 1, 1, 2},   /* depthwise 7x7 s2, uneven pads */
     {1, 4, 1, 30, 6, 1, 5, 1, 1, 0, 2, 0, 2, 1, 1, 1},    /* 1-D */
     {2, 6, 1, 25, 6, 1, 3, 1, 2, 0, 1, 0, 1, 1, 2, 6},    /* 1-D depthwise, stride and dilation */

@@ -439,23 +439,30 @@ static void copy_rows_phased(const float *s, int64_t rows, int64_t W, int64_t pl
 }
 
 #ifdef DW_SIMD
-/* Output rows [oh0, oh0 + RB) of one channel of a KxK conv (K 3 or 5) from its zero-padded
+/* AVX-512 broadcasts a 7x7's weights at each use, an operand of the FMA (49 vectors of 64 bytes
+ * would make too big a frame; 96 x 56x56 0.54 -> 0.37 ms); AVX2, which has no broadcast
+ * operand, reads them from the frame (0.50 against 0.61 ms broadcast). */
+#define DW_W_AT_USE(K) (DW_SIMD == 16 && (K) == 7)
+
+/* Output rows [oh0, oh0 + RB) of one channel of a KxK conv (K 3, 5 or 7) from its zero-padded
  * plane (row stride Wp), one vector of columns at a time (the last one masked); the RB
  * accumulators are independent. Each input row is loaded once for every output row it feeds:
  * its K taps are K plain loads (stride 2: the plane's rows are phased, even padded columns
  * then odd ones, so tap kw reads (kw & 1 ? odd : even) + kw / 2). The 9 weights of a 3x3 stay
- * in registers; a 5x5's 25 are read from the stack where they do not fit (AVX2), an operand of
- * the FMA. Only the last, partial vector of a row is stored masked: a masked store is slow on
+ * in registers; a 5x5's 25 and a 7x7's 49 are read from the stack where they do not fit, an
+ * operand of the FMA (ConvNeXt-Tiny's 96 x 56x56 7x7, AVX2, one thread: 4.0 -> 0.xx ms against
+ * the row loop, which the compiler left scalar). Only the last, partial vector of a row is stored masked: a masked store is slow on
  * AMD's AVX2 (32 x 112x112 3x3, one thread, Zen 4: 0.287 -> 0.144 ms unmasked). (Two vectors
  * across, 4 x 2 accumulators, measured slower on Zen 4: 144 x 56 x 56 0.20 against 0.18 ms.) */
-static inline __attribute__((always_inline)) void dwk_rows(const float *plane, int64_t Wp, const dwv *wv, dwv vb,
+static inline __attribute__((always_inline)) void dwk_rows(const float *plane, int64_t Wp, const dwv *wv,
+                                                           const float *wf, dwv vb,
                                                            dwv vlo, dwv vhi, const float *res, float *y, int64_t oh0,
                                                            int64_t OW, const int K, const int S, const int RB) {
     for (int64_t c0 = 0; c0 < OW; c0 += DW_SIMD) {
         dwv acc[4];
         for (int r = 0; r < RB; r++) acc[r] = vb;
         for (int ir = 0; ir < (RB - 1) * S + K; ir++) {
-            dwv a[5];
+            dwv a[7];
             if (S == 1) {
                 const float *src = plane + (oh0 + ir) * Wp + c0;
                 for (int kw = 0; kw < K; kw++) a[kw] = DW_LOAD(src + kw);
@@ -466,7 +473,8 @@ static inline __attribute__((always_inline)) void dwk_rows(const float *plane, i
             for (int r = 0; r < RB; r++) {
                 const int kh = ir - r * S;
                 if (kh < 0 || kh >= K) continue;
-                for (int kw = 0; kw < K; kw++) acc[r] = DW_FMA(wv[kh * K + kw], a[kw], acc[r]);
+                for (int kw = 0; kw < K; kw++)
+                    acc[r] = DW_FMA(DW_W_AT_USE(K) ? DW_SET1(wf[kh * K + kw]) : wv[kh * K + kw], a[kw], acc[r]);
             }
         }
         const int full = c0 + DW_SIMD <= OW;
@@ -490,12 +498,12 @@ static inline __attribute__((always_inline)) void dwk_rows(const float *plane, i
     static __attribute__((noinline)) void dw##K##_plane_s##S(const float *plane, int64_t Wp, const float *w, float b, \
                                                              const float *res, float *y, int64_t OH, int64_t OW,    \
                                                              float lo, float hi) {                                  \
-        dwv wv[K * K];                                                                                         \
-        for (int t = 0; t < K * K; t++) wv[t] = DW_SET1(w[t]);                                                 \
+        dwv wv[DW_W_AT_USE(K) ? 1 : K * K];                                                                    \
+        for (int t = 0; t < (DW_W_AT_USE(K) ? 0 : K * K); t++) wv[t] = DW_SET1(w[t]);                           \
         const dwv vb = DW_SET1(b), vlo = DW_SET1(lo), vhi = DW_SET1(hi);                                       \
         int64_t oh = 0;                                                                                        \
-        for (; oh + RB <= OH; oh += RB) dwk_rows(plane, Wp, wv, vb, vlo, vhi, res, y, oh, OW, K, S, RB);       \
-        for (; oh < OH; oh++) dwk_rows(plane, Wp, wv, vb, vlo, vhi, res, y, oh, OW, K, S, 1);                  \
+        for (; oh + RB <= OH; oh += RB) dwk_rows(plane, Wp, wv, w, vb, vlo, vhi, res, y, oh, OW, K, S, RB);       \
+        for (; oh < OH; oh++) dwk_rows(plane, Wp, wv, w, vb, vlo, vhi, res, y, oh, OW, K, S, 1);                  \
     }
 DWK_PLANE(3, 1, 4)
 /* (Stride 2 with 4 rows measured slower, 144 x 56x56 -> 28x28 0.105 -> 0.116 ms, and so did
@@ -504,7 +512,10 @@ DWK_PLANE(3, 1, 4)
 DWK_PLANE(3, 2, 2)
 DWK_PLANE(5, 1, 4)
 DWK_PLANE(5, 2, 2)
+DWK_PLANE(7, 1, 4)
+DWK_PLANE(7, 2, 2)
 #undef DWK_PLANE
+#undef DW_W_AT_USE
 #endif /* DW_SIMD */
 
 static int dw_is_fixed(const cuvil_conv2d_params *p) {
@@ -531,7 +542,7 @@ static void dw_fixed(const cuvil_conv2d_params *p, const float *x, int64_t xcs, 
     int64_t cur = -1;
     memset(plane, 0, (size_t)(Hp * Wp + DW_SLACK) * sizeof(float)); /* borders (and slack) stay zero */
 #ifdef DW_SIMD
-    const int phased = (K == 3 || K == 5) && S == 2; /* dwK_plane_s2 reads rows split into even and odd columns */
+    const int phased = S == 2; /* dwK_plane_s2 (K 3, 5, 7: all dw_fixed takes) reads rows split into even and odd columns */
 #else
     const int phased = 0;
 #endif
@@ -559,15 +570,19 @@ static void dw_fixed(const cuvil_conv2d_params *p, const float *x, int64_t xcs, 
         const float *rm = residual ? residual + (n * p->M + m) * OH * OW : NULL;
         const float b = bias ? bias[m] : 0.0f;
 #ifdef DW_SIMD
-        if ((K == 3 || K == 5) && (S == 2 || OW >= 16)) {
+        if (S == 2 || OW >= 16) {
             if (K == 3 && S == 1)
                 dw3_plane_s1(plane, Wp, wm, b, rm, ym, OH, OW, lo, hi);
             else if (K == 3)
                 dw3_plane_s2(plane, Wp, wm, b, rm, ym, OH, OW, lo, hi);
-            else if (S == 1)
+            else if (K == 5 && S == 1)
                 dw5_plane_s1(plane, Wp, wm, b, rm, ym, OH, OW, lo, hi);
-            else
+            else if (K == 5)
                 dw5_plane_s2(plane, Wp, wm, b, rm, ym, OH, OW, lo, hi);
+            else if (S == 1)
+                dw7_plane_s1(plane, Wp, wm, b, rm, ym, OH, OW, lo, hi);
+            else
+                dw7_plane_s2(plane, Wp, wm, b, rm, ym, OH, OW, lo, hi);
             if (!fused) act_inplace(&p->act, ym, OH * OW);
             continue;
         }
