@@ -450,7 +450,7 @@ static void copy_rows_phased(const float *s, int64_t rows, int64_t W, int64_t pl
  * its K taps are K plain loads (stride 2: the plane's rows are phased, even padded columns
  * then odd ones, so tap kw reads (kw & 1 ? odd : even) + kw / 2). The 9 weights of a 3x3 stay
  * in registers; a 5x5's 25 and a 7x7's 49 are read from the stack where they do not fit, an
- * operand of the FMA (ConvNeXt-Tiny's 96 x 56x56 7x7, AVX2, one thread: 4.0 -> 0.xx ms against
+ * operand of the FMA (ConvNeXt-Tiny's 96 x 56x56 7x7, AVX2, one thread: 4.0 -> 0.50 ms against
  * the row loop, which the compiler left scalar). Only the last, partial vector of a row is stored masked: a masked store is slow on
  * AMD's AVX2 (32 x 112x112 3x3, one thread, Zen 4: 0.287 -> 0.144 ms unmasked). (Two vectors
  * across, 4 x 2 accumulators, measured slower on Zen 4: 144 x 56 x 56 0.20 against 0.18 ms.) */
