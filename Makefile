@@ -5,7 +5,7 @@ CUVIL_VENV ?= $(or $(XDG_DATA_HOME),$(HOME)/.local/share)/cuvil/venv
 export CUVIL_VENV
 PY := $(CUVIL_VENV)/bin/python
 
-.PHONY: all build setup setup-debs demo test test-c test-python test-python-avx2 test-sanitize test-conformance conformance fuzz clean install bench bench-suite wheel
+.PHONY: all build setup setup-debs demo test test-c test-python test-python-avx2 test-sanitize test-conformance conformance fuzz clean install bench bench-full bench-models wheel
 
 # make install PREFIX=/opt/cuvil: the tools, libcuvil, the headers and the runtime (CMakeLists.txt)
 PREFIX ?= /usr/local
@@ -62,20 +62,24 @@ test-sanitize: setup-debs
 	@cmake --build $(BUILD)-asan -j$(JOBS)
 	@$(MAKE) --no-print-directory test-c test-python BUILD=$(BUILD)-asan PYTEST_ARGS='-m "not plain"'
 
-# Not a test: Cuvil vs ONNX Runtime (and PyTorch) on ResNet-18/50 and MobileNetV2 at 1 and 2
-# threads, plus the GEMM microbenchmark, written into bench/RESULTS.md (~12 min on 2 cores with
-# the build, ~3 of them Cuvil against ONNX Runtime; BENCH_ARGS=--no-torch skips PyTorch).
-BENCH_ARGS ?=
-bench: setup build
-	@$(PY) bench/bench.py --build $(abspath $(BUILD)) --write bench/RESULTS.md $(BENCH_ARGS)
-
 # Not a test: the benchmark suite (issue 34): 16 architectures (bench/suite.py, models from
 # tools/models/build_suite.py and build_transformers.py, seeded weights), Cuvil against ONNX Runtime
-# at 1 and 2 threads, added to bench/RESULTS.md. SUITE_ARGS=--full for 20 turns of 10 runs (the
-# default --quick: 4 of 5); --target x86_64-avx2 for the AVX2 build.
+# in alternating turns at 1 and 2 threads, and the GEMM microbenchmark, added to bench/RESULTS.md.
+# `make bench`: 4 turns of 5 runs (~15 min with the exports the first time); `make bench-full`: 20
+# of 10, with PyTorch eager and torch.compile columns. SUITE_ARGS='--target x86_64-avx2
+# --ort-avx2-only' for the AVX2 build against an AVX2-only ONNX Runtime (on an AVX-512 machine).
 SUITE_ARGS ?=
-bench-suite: setup build
-	@$(PY) bench/suite.py --build $(abspath $(BUILD)) --write bench/RESULTS.md $(SUITE_ARGS)
+bench: setup build
+	@$(PY) bench/suite.py --build $(abspath $(BUILD)) --quick --gemm --write bench/RESULTS.md $(SUITE_ARGS)
+
+bench-full: setup build
+	@$(PY) bench/suite.py --build $(abspath $(BUILD)) --full --gemm --torch --write bench/RESULTS.md $(SUITE_ARGS)
+
+# Not a test: the earlier benchmark, ResNet-18/50 and MobileNetV2 against ONNX Runtime, PyTorch
+# eager and AOTInductor, at 1 and 2 threads (bench/bench.py; BENCH_ARGS=--no-torch skips PyTorch).
+BENCH_ARGS ?=
+bench-models: setup build
+	@$(PY) bench/bench.py --build $(abspath $(BUILD)) --write bench/RESULTS.md $(BENCH_ARGS)
 
 # ONNX's backend suites (Debian's libonnx-testdata 1.12 and the node cases of the pinned onnx
 # 1.23.2 wheel, written into BUILD by tools/gen_onnx_node_cases.py): every case compiled and run,

@@ -19,8 +19,9 @@ of processes.
     $VENV/bin/python bench/bench.py [--models resnet18,resnet50,mobilenet_v2] [--threads 1,2]
         [--rounds 30] [--iters 10] [--no-torch] [--target x86_64-avx2] [--write bench/RESULTS.md]
 
-`make bench` runs it with --write: the new run replaces the part of bench/RESULTS.md above its
-"## Earlier runs" heading, and the GEMM microbenchmark (build/bin/cuvil-bench-gemm) is added.
+`make bench-models` runs it with --write: the new run, with the GEMM microbenchmark
+(build/bin/cuvil-bench-gemm), goes first in bench/RESULTS.md, under its title (`make bench`
+runs the 16-model suite, bench/suite.py).
 """
 import argparse
 import datetime
@@ -450,7 +451,7 @@ def main(argv=None):
                           file=sys.stderr)
     import onnxruntime
     lines = []
-    lines.append(f"## {datetime.date.today().isoformat()}: `make bench`\n")
+    lines.append(f"## {datetime.date.today().isoformat()}: `make bench-models`\n")
     lines.append(f"Machine: {cpu_model()}, {os.cpu_count()} cores; measured one-core FMA peak "
                  + ", ".join(f"{k.upper()} {v:.1f} GFLOP/s" for k, v in peaks.items())
                  + f" (bench/peak.c); Cuvil target `{target}`. ONNX Runtime {onnxruntime.__version__} "
@@ -500,13 +501,12 @@ def main(argv=None):
             out = subprocess.run([str(gemm)], check=True, capture_output=True, text=True).stdout
             report += ("\nGEMM microkernels (`build/bin/cuvil-bench-gemm`, one thread; `ukernel`: the microkernel "
                        "alone on L1-resident panels, `square`/`layer`: the whole driver):\n\n" + out)
+        # the report goes first, under the file's title and preamble (as bench/suite.py's do); the
+        # sections below it stay
         path = Path(args.write)
-        old = path.read_text() if path.exists() else ""
-        head = ("# Cuvil vs ONNX Runtime — measured results\n\nReproduce: `make bench` (after `make test` has built "
-                "Cuvil and the project virtualenv), or\n`$VENV/bin/python bench/bench.py --write bench/RESULTS.md`. "
-                "Per-layer times: `bench/profile_layers.py --model M.onnx`.\n\n")
-        hist = old[old.index(HISTORY):] if HISTORY in old else HISTORY + "\n"
-        path.write_text(head + report + "\n" + hist)
+        old = path.read_text() if path.exists() else "# Cuvil vs ONNX Runtime — measured results\n"
+        cut = old.index("\n## ") + 1 if "\n## " in old else len(old)
+        path.write_text(old[:cut] + report + "\n" + old[cut:])
     return 0
 
 

@@ -13,6 +13,8 @@
  *   square   C = A B, M = N = K (64 ... 1024), the whole driver: packing, blocking, edges
  *   layer    the products of the benchmark models' convolutions as im2col GEMMs
  *            (M = output channels, N = output pixels, K = input channels x taps), one thread
+ *   square, 2 threads   the squares of 256 and more on a pool of 2 threads (the x86
+ *            kernels): % of twice the one-core peak, the per-thread efficiency
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,8 +78,20 @@ static double time_ukernel(const cuvil_gemm_ukernel_desc *uk, int64_t kc, int ro
     return best;
 }
 
-/* median GFLOP/s of C[M,N] = A[M,K] B[K,N] through the driver */
-static double time_gemm(const cuvil_gemm_blocking *blk, int64_t M, int64_t N, int64_t K, int quick) {
+static void *pool_alloc(size_t size, size_t align, void *user) {
+    (void)user;
+    void *p = NULL;
+    return posix_memalign(&p, align < sizeof(void *) ? sizeof(void *) : align, size ? size : 1) ? NULL : p;
+}
+
+static void pool_free(void *p, void *user) {
+    (void)user;
+    free(p);
+}
+
+/* median GFLOP/s of C[M,N] = A[M,K] B[K,N] through the driver, on `threads` threads (a pool
+ * of them when more than 1: the driver splits the product as in a model) */
+static double time_gemm(const cuvil_gemm_blocking *blk, int64_t M, int64_t N, int64_t K, int quick, int threads) {
     float *A = falloc((size_t)(M * K)), *B = falloc((size_t)(K * N)), *C = falloc((size_t)(M * N));
     cuvil_gemm_params p;
     memset(&p, 0, sizeof p);
@@ -89,7 +103,14 @@ static double time_gemm(const cuvil_gemm_blocking *blk, int64_t M, int64_t N, in
     p.ldc = N;
     p.alpha = 1.0f;
     p.batch = 1;
-    void *scratch = falloc(cuvil_f32_gemm_scratch_size_ex(&p, blk) / sizeof(float) + 16);
+    const size_t per = (cuvil_f32_gemm_scratch_size_ex(&p, blk) + 127) / 64 * 64;
+    void *scratch = falloc(per * (size_t)threads / sizeof(float) + 16);
+    cuvil_pool *pool = threads > 1 ? cuvil_pool_create(threads, per, pool_alloc, pool_free, NULL) : NULL;
+    if (threads > 1 && !pool) {
+        fprintf(stderr, "no thread pool\n");
+        exit(2);
+    }
+    const cuvil_pool *prev = cuvil_pool_bind(pool);
     const double flop = 2.0 * (double)M * (double)N * (double)K;
     int reps = (int)(2e8 / flop) + 1;
     if (reps > 200) reps = 200;
@@ -101,6 +122,8 @@ static double time_gemm(const cuvil_gemm_blocking *blk, int64_t M, int64_t N, in
         for (int i = 0; i < reps; i++) cuvil_f32_gemm_ex(&p, A, B, NULL, C, scratch, blk);
         g[r] = flop * reps / (now() - t0) * 1e-9;
     }
+    cuvil_pool_bind(prev);
+    cuvil_pool_destroy(pool);
     for (int i = 1; i < rounds; i++) /* insertion sort for the median */
         for (int j = i; j > 0 && g[j] < g[j - 1]; j--) {
             double t = g[j];
@@ -177,16 +200,24 @@ int main(int argc, char **argv) {
         }
         for (size_t i = 0; i < sizeof squares / sizeof squares[0]; i++) {
             if (quick && squares[i] > 512) break;
-            g = time_gemm(&blk, squares[i], squares[i], squares[i], quick);
+            g = time_gemm(&blk, squares[i], squares[i], squares[i], quick, 1);
             printf("| %s | square | %lld | %lld | %lld | %.1f | %.1f |\n", uk->name, (long long)squares[i],
                    (long long)squares[i], (long long)squares[i], g, 100 * g / peak);
         }
         for (size_t i = 0; i < sizeof layers / sizeof layers[0]; i++) {
             if (quick && i >= 5) break;
-            g = time_gemm(&blk, layers[i][0], layers[i][1], layers[i][2], quick);
+            g = time_gemm(&blk, layers[i][0], layers[i][1], layers[i][2], quick, 1);
             printf("| %s | layer | %lld | %lld | %lld | %.1f | %.1f |\n", uk->name, (long long)layers[i][0],
                    (long long)layers[i][1], (long long)layers[i][2], g, 100 * g / peak);
         }
+        /* two threads (the machines here have 2 cores): % of twice the one-core peak */
+        if (strstr(uk->name, "avx"))
+            for (size_t i = 0; i < sizeof squares / sizeof squares[0]; i++) {
+                if (squares[i] < 256 || (quick && squares[i] > 512)) continue;
+                g = time_gemm(&blk, squares[i], squares[i], squares[i], quick, 2);
+                printf("| %s | square, 2 threads | %lld | %lld | %lld | %.1f | %.1f |\n", uk->name, (long long)squares[i],
+                       (long long)squares[i], (long long)squares[i], g, 100 * g / (2 * peak));
+            }
         fflush(stdout);
     }
     return 0;

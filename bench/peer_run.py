@@ -5,6 +5,8 @@ with two threads on two cores that alone slowed a Cuvil run beside it by 40%).
 
     peer_run.py ort   MODEL.onnx INPUT.npy THREADS ITERS
     peer_run.py eager NAME       INPUT.npy THREADS ITERS
+    peer_run.py suite-eager NAME INPUT.npy THREADS ITERS     (a bench/suite.py model; suite-compile:
+                                                              under torch.compile, compiled by the first run)
     peer_run.py aoti  PACKAGE.pt2 INPUT.npy THREADS ITERS
     peer_run.py cuvil MODEL.so   INPUT.npy THREADS ITERS     (through the cuvil package)
 
@@ -60,6 +62,11 @@ def main():
             import build_models
             model = build_models.build_torch_model(what).eval()
             fn = model
+        elif kind in ("suite-eager", "suite-compile"):
+            sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools" / "models"))
+            import build_suite
+            model = build_suite.build_torch(what)
+            fn = torch.compile(model) if kind == "suite-compile" else model
         else:
             fn = torch._inductor.aoti_load_package(what)
 

@@ -13,10 +13,12 @@ the threads), Cuvil's start-up and both peak RSS. Then the geometric mean of the
 thread count. A model Cuvil cannot compile or run is a row saying so, not a crash of the run.
 
     $VENV/bin/python bench/suite.py [--quick | --full] [--models a,b] [--threads 1,2]
-        [--target x86_64-avx2 [--ort-avx2-only]] [--write bench/RESULTS.md]
+        [--target x86_64-avx2 [--ort-avx2-only]] [--gemm] [--torch] [--write bench/RESULTS.md]
 
---quick (the default): 4 turns of 5 runs (a few minutes after the exports, which are cached);
---full: 20 turns of 10. `make bench-suite` runs --quick and writes bench/RESULTS.md.
+--quick (the default): 4 turns of 5 runs (~10 minutes after the exports, which are cached);
+--full: 20 turns of 10. --gemm adds the GEMM microbenchmark, --torch PyTorch eager and
+torch.compile columns for the vision models. `make bench` runs --quick --gemm and `make
+bench-full` --full --gemm --torch, each writing bench/RESULTS.md.
 """
 import argparse
 import datetime
@@ -39,6 +41,18 @@ import bench  # noqa: E402
 import build_suite  # noqa: E402
 
 TRANSFORMERS = ("bert", "distilbert", "gpt2_decode")
+
+
+def fmt_ms(v):
+    return "-" if v is None else v if isinstance(v, str) else f"{v:.2f}"
+
+
+def torch_ms(kind, name, xin, threads, args):
+    """The median ms of a PyTorch peer (bench/peer_run.py), or the reason it did not run."""
+    try:
+        return statistics.median(bench.peer(kind, name, xin, threads, args.rounds * args.iters)["times_ms"])
+    except Exception as e:   # noqa: BLE001  (a cell that says so)
+        return "fails: " + str(e).splitlines()[0][:80]
 
 
 def vision_row(name, build, args, td, corelat, peak, threads):
@@ -72,7 +86,14 @@ def vision_row(name, build, args, td, corelat, peak, threads):
         cu_info = bench.cuvil(build, so, xin, "input", th, args.iters, td)
         cu, ot, ort_info, _ = bench.paired(so, onnx_path, xin, th, args.rounds, args.iters, td, corelat)
         c, o = statistics.median(cu), statistics.median(ot)
-        rows.append(dict(model=spec.label, threads=th, cuvil_ms=c, ort_ms=o, ratio=c / o, err=err,
+        eager = compiled = None
+        if args.torch:
+            # PyTorch on the same module, input and threads, each in its own process after
+            # Cuvil's and ONNX Runtime's turns (not alternating): eager, then torch.compile
+            # (compiled by its first run, which is not timed)
+            eager, compiled = torch_ms("suite-eager", name, xin, th, args), torch_ms("suite-compile", name, xin, th, args)
+        rows.append(dict(model=spec.label, threads=th, cuvil_ms=c, ort_ms=o, ratio=c / o, err=err, eager=eager,
+                         compiled=compiled,
                          cuvil_pct=100 * flops / (c * 1e-3) / (peak * 1e9 * th),
                          ort_pct=100 * flops / (o * 1e-3) / (peak * 1e9 * th), gflop=flops / 1e9,
                          start_ms=cu_info["load_ms"] + cu_info["first_ms"], cuvil_rss=cu_info["peak_rss_mb"],
@@ -89,6 +110,10 @@ def main(argv=None):
     mode.add_argument("--full", action="store_true", help="20 turns of 10 runs")
     ap.add_argument("--models", default=",".join(list(build_suite.SUITE) + list(TRANSFORMERS)))
     ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--gemm", action="store_true",
+                    help="also the GEMM microbenchmark (build/bin/cuvil-bench-gemm; --quick with --quick)")
+    ap.add_argument("--torch", action="store_true",
+                    help="also PyTorch eager and torch.compile on the vision models (each in its own process)")
     ap.add_argument("--target", default=None)
     ap.add_argument("--build", default=os.environ.get("CUVIL_BUILD", str(REPO / "build")))
     ap.add_argument("--write", help="add the report to this Markdown file, under its title")
@@ -143,16 +168,18 @@ def main(argv=None):
              f"(transformers: checked by tests/python/test_transformers.py). Transformers run the symbolic build "
              f"(`--dim seq=1:512` etc.).\n",
              "| model | threads | Cuvil ms | ORT ms | Cuvil/ORT | Cuvil % peak | ORT % peak | GFLOP | error | Cuvil start ms "
-             "| Cuvil RSS MB | ORT RSS MB | compile s |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| Cuvil RSS MB | ORT RSS MB | compile s |" + (" PyTorch eager ms | torch.compile ms |" if args.torch else ""),
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if args.torch else "")]
     for r in rows:
         if "error" in r:
-            lines.append(f"| {r['model']} | - | - | - | **fails**: {r['error'].replace('|', '/')} | | | | | | | | |")
+            lines.append(f"| {r['model']} | - | - | - | **fails**: {r['error'].replace('|', '/')} | | | | | | | | |"
+                         + (" | |" if args.torch else ""))
             continue
         err = f"{r['err']:.1e}" if r["err"] is not None else "-"
         lines.append(f"| {r['model']} | {r['threads']} | {r['cuvil_ms']:.2f} | {r['ort_ms']:.2f} | **{r['ratio']:.2f}** | "
                      f"{r['cuvil_pct']:.0f} | {r['ort_pct']:.0f} | {r['gflop']:.2f} | {err} | {r['start_ms']:.0f} | "
-                     f"{r['cuvil_rss']:.0f} | {r['ort_rss']:.0f} | {r['compile_s']:.1f} |")
+                     f"{r['cuvil_rss']:.0f} | {r['ort_rss']:.0f} | {r['compile_s']:.1f} |"
+                     + (f" {fmt_ms(r.get('eager'))} | {fmt_ms(r.get('compiled'))} |" if args.torch else ""))
     for th in threads:
         rs = [r["ratio"] for r in rows if "error" not in r and r["threads"] == th]
         if rs:
@@ -163,6 +190,12 @@ def main(argv=None):
     failed = [r["model"] for r in rows if "error" in r]
     if failed:
         lines.append(f"\nNot run: {', '.join(failed)}.")
+    if args.gemm:
+        gemm = build / "bin" / "cuvil-bench-gemm"
+        out = subprocess.run([str(gemm)] + ([] if args.full else ["--quick"]), capture_output=True, text=True)
+        lines.append(f"\nGEMM (`build/bin/cuvil-bench-gemm{'' if args.full else ' --quick'}`; `ukernel`: the microkernel "
+                     "alone on L1-resident panels; `square`, `layer`: the whole driver, one thread; `square, 2 threads`: "
+                     "% of twice the one-core peak):\n\n" + (out.stdout if out.returncode == 0 else f"fails: {out.stderr}"))
     report = "\n".join(lines) + "\n"
     print(report)
     if args.write:
