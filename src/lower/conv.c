@@ -233,8 +233,16 @@ static bool direct_t_strided(const cuvil_conv2d_params *p, const cuvil_target_in
  * its tiles and wins (AlexNet's 96 -> 256 g2 5x5, 128 a group: 4.9 against 6.3 ms, AVX2).
  * Measured on AVX2 and AVX-512 only: the portable targets keep the GEMM. */
 #define GROUPED_MAX_MG 64
-static bool grouped_pays(const cuvil_conv2d_params *p, const cuvil_target_info *t) {
-    return cuvil_conv2d_grouped_applies(p) && p->M / p->group <= GROUPED_MAX_MG && t->nr >= 16;
+/* Its scratch, a thread's copy of one group's padded input, is bounded (at the symbols' upper
+ * bounds where the dims are symbolic): a larger map keeps the GEMM, whose packing is blocked. */
+#define GROUPED_MAX_TILE_BYTES ((size_t)8 << 20)
+static bool grouped_pays(cir_graph *g, cir_node *n, const cuvil_conv2d_params *p, const cuvil_target_info *t) {
+    if (!cuvil_conv2d_grouped_applies(p) || p->M / p->group > GROUPED_MAX_MG || t->nr < 16) return false;
+    cuvil_conv2d_params u = *p;
+    if (g->symdims && op_conv_params(g, n, false, &u)) return false;
+    u.algo = CUVIL_CONV_GROUPED;
+    u.packed_mr = CUVIL_GCONV_LANES;
+    return cuvil_f32_conv2d_scratch_size(&u) <= GROUPED_MAX_TILE_BYTES;
 }
 
 /* Depthwise convolutions (see dw_runs_gemm) run the direct loop; the others run as GEMMs (1x1
@@ -264,7 +272,7 @@ cuvil_status lower_conv(cir_graph *g, cir_node *n, const lower_ctx *c) {
          * 8), the conv takes a kernel on weights packed as they are */
         bool allow_wino = true;
     choose:;
-        const bool grouped = packed && g->opt_level >= 2 && !strided_t && grouped_pays(&p, t);
+        const bool grouped = packed && g->opt_level >= 2 && !strided_t && grouped_pays(g, n, &p, t);
         bool wino2 = allow_wino && runs_winograd2(g, packed, &p);
         bool wino = (allow_wino && runs_winograd(g, packed, &p)) || wino2;
         /* the swapped GEMMs run group by group with a transpose each: one group only (grouped
