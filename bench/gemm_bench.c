@@ -10,7 +10,8 @@
  *   ukernel  the microkernel alone on L1-resident packed panels (kc = the blocking's KC)
  *   rows     its variant reading A's rows in place (the channels-last direct convolution's),
  *            MR rows of 3 segments (a 3x3 conv's kernel rows), L1-resident
- *   square   C = A B, M = N = K (64 ... 1024), the whole driver: packing, blocking, edges
+ *   square   C = A B, M = N = K (64 ... 1024), the whole driver: packing, blocking, edges;
+ *            the median GFLOP/s of calls timed one by one
  *   layer    the products of the benchmark models' convolutions as im2col GEMMs
  *            (M = output channels, N = output pixels, K = input channels x taps), one thread
  *   square, 2 threads   the squares of 256 and more on a pool of 2 threads (the x86
@@ -89,8 +90,14 @@ static void pool_free(void *p, void *user) {
     free(p);
 }
 
-/* median GFLOP/s of C[M,N] = A[M,K] B[K,N] through the driver, on `threads` threads (a pool
- * of them when more than 1: the driver splits the product as in a model) */
+/* The pool of the two-thread rows: one for all of a kernel's rows, made before them and kept, as
+ * a model's context keeps its own (a pool made for each size left the worker on the caller's CPU
+ * for some of them: those rows ran at one thread's speed), its scratch stride g_pool_stride. */
+static cuvil_pool *g_pool;
+static size_t g_pool_stride;
+
+/* median GFLOP/s of C[M,N] = A[M,K] B[K,N] through the driver, on one thread or (threads > 1)
+ * on g_pool: the driver splits the product as in a model */
 static double time_gemm(const cuvil_gemm_blocking *blk, int64_t M, int64_t N, int64_t K, int quick, int threads) {
     float *A = falloc((size_t)(M * K)), *B = falloc((size_t)(K * N)), *C = falloc((size_t)(M * N));
     cuvil_gemm_params p;
@@ -103,28 +110,30 @@ static double time_gemm(const cuvil_gemm_blocking *blk, int64_t M, int64_t N, in
     p.ldc = N;
     p.alpha = 1.0f;
     p.batch = 1;
-    const size_t per = (cuvil_f32_gemm_scratch_size_ex(&p, blk) + 127) / 64 * 64;
-    void *scratch = falloc(per * (size_t)threads / sizeof(float) + 16);
-    cuvil_pool *pool = threads > 1 ? cuvil_pool_create(threads, per, pool_alloc, pool_free, NULL) : NULL;
-    if (threads > 1 && !pool) {
-        fprintf(stderr, "no thread pool\n");
+    const size_t per = threads > 1 ? g_pool_stride : (cuvil_f32_gemm_scratch_size_ex(&p, blk) + 127) / 64 * 64;
+    if (threads > 1 && (!g_pool || cuvil_pool_threads(g_pool) != threads ||
+                        cuvil_f32_gemm_scratch_size_ex(&p, blk) > g_pool_stride)) {
+        fprintf(stderr, "no thread pool of %d for this size\n", threads);
         exit(2);
     }
-    const cuvil_pool *prev = cuvil_pool_bind(pool);
+    void *scratch = falloc(per * (size_t)threads / sizeof(float) + 16);
+    const cuvil_pool *prev = cuvil_pool_bind(threads > 1 ? g_pool : NULL);
     const double flop = 2.0 * (double)M * (double)N * (double)K;
-    int reps = (int)(2e8 / flop) + 1;
-    if (reps > 200) reps = 200;
-    const int rounds = quick ? 3 : 7;
-    double g[16];
+    /* each call timed alone, the median of them (as the models' medians): a batch's mean
+     * would carry the calls where this VM left one of two threads waiting (p90 at half speed) */
+    enum { MAXC = 512 };
+    static double g[MAXC];
+    int calls = (int)((quick ? 1e9 : 4e9) / flop) + 1;
+    if (calls < 15) calls = 15;
+    if (calls > MAXC) calls = MAXC;
     cuvil_f32_gemm_ex(&p, A, B, NULL, C, scratch, blk); /* warm */
-    for (int r = 0; r < rounds; r++) {
+    for (int r = 0; r < calls; r++) {
         double t0 = now();
-        for (int i = 0; i < reps; i++) cuvil_f32_gemm_ex(&p, A, B, NULL, C, scratch, blk);
-        g[r] = flop * reps / (now() - t0) * 1e-9;
+        cuvil_f32_gemm_ex(&p, A, B, NULL, C, scratch, blk);
+        g[r] = flop / (now() - t0) * 1e-9;
     }
     cuvil_pool_bind(prev);
-    cuvil_pool_destroy(pool);
-    for (int i = 1; i < rounds; i++) /* insertion sort for the median */
+    for (int i = 1; i < calls; i++) /* insertion sort for the median */
         for (int j = i; j > 0 && g[j] < g[j - 1]; j--) {
             double t = g[j];
             g[j] = g[j - 1];
@@ -134,7 +143,7 @@ static double time_gemm(const cuvil_gemm_blocking *blk, int64_t M, int64_t N, in
     free(B);
     free(C);
     free(scratch);
-    return g[rounds / 2];
+    return g[calls / 2];
 }
 
 static int can_run(const cuvil_gemm_ukernel_desc *uk) {
@@ -211,13 +220,27 @@ int main(int argc, char **argv) {
                    (long long)layers[i][1], (long long)layers[i][2], g, 100 * g / peak);
         }
         /* two threads (the machines here have 2 cores): % of twice the one-core peak */
-        if (strstr(uk->name, "avx"))
-            for (size_t i = 0; i < sizeof squares / sizeof squares[0]; i++) {
+        if (strstr(uk->name, "avx")) {
+            cuvil_gemm_params big;
+            memset(&big, 0, sizeof big);
+            big.M = big.N = big.K = big.lda = big.ldb = big.ldc = squares[sizeof squares / sizeof squares[0] - 1];
+            big.batch = 1;
+            g_pool_stride = (cuvil_f32_gemm_scratch_size_ex(&big, &blk) + 127) / 64 * 64;
+            g_pool = cuvil_pool_create(2, g_pool_stride, pool_alloc, pool_free, NULL);
+            if (!g_pool || cuvil_pool_threads(g_pool) != 2) {
+                printf("| %s | square, 2 threads: no pool of 2 threads here | | | | | |\n", uk->name);
+                cuvil_pool_destroy(g_pool);
+                g_pool = NULL;
+            }
+            for (size_t i = 0; g_pool && i < sizeof squares / sizeof squares[0]; i++) {
                 if (squares[i] < 256 || (quick && squares[i] > 512)) continue;
                 g = time_gemm(&blk, squares[i], squares[i], squares[i], quick, 2);
                 printf("| %s | square, 2 threads | %lld | %lld | %lld | %.1f | %.1f |\n", uk->name, (long long)squares[i],
                        (long long)squares[i], (long long)squares[i], g, 100 * g / (2 * peak));
             }
+            cuvil_pool_destroy(g_pool);
+            g_pool = NULL;
+        }
         fflush(stdout);
     }
     return 0;
