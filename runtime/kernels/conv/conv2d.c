@@ -691,8 +691,36 @@ static void dw_block8(const cuvil_conv2d_params *p, const float *x, int64_t xcs,
     const int clamp = !residual && (p->act.act == CUVIL_ACT_RELU || p->act.act == CUVIL_ACT_CLIP);
     const __m256 vlo = _mm256_set1_ps(p->act.act == CUVIL_ACT_RELU ? 0.0f : p->act.alpha);
     const __m256 vhi = _mm256_set1_ps(p->act.act == CUVIL_ACT_RELU ? INFINITY : p->act.beta);
-    for (int64_t oh = 0; oh < OH; oh++)
-        for (int64_t ow = 0; ow < OW; ow++) {
+    for (int64_t oh = 0; oh < OH; oh++) {
+        int64_t ow = 0;
+        /* 4 pixels of a row at a time: each tap's weights loaded once for 4 independent sums
+         * (one sum a pixel waited on its own chain of KH*KW dependent FMAs) */
+        for (; ow + 4 <= OW; ow += 4) {
+            const float *src = tile + (oh * sh * Wp + ow * sw) * 8;
+            const int64_t ps = sw * 8;
+            __m256 a0 = vb, a1 = vb, a2 = vb, a3 = vb;
+            for (int64_t kh = 0; kh < KH; kh++)
+                for (int64_t kw = 0; kw < KW; kw++) {
+                    const __m256 w = wv[kh * KW + kw];
+                    const float *x = src + (kh * Wp + kw) * 8;
+                    a0 = _mm256_fmadd_ps(w, _mm256_loadu_ps(x), a0);
+                    a1 = _mm256_fmadd_ps(w, _mm256_loadu_ps(x + ps), a1);
+                    a2 = _mm256_fmadd_ps(w, _mm256_loadu_ps(x + 2 * ps), a2);
+                    a3 = _mm256_fmadd_ps(w, _mm256_loadu_ps(x + 3 * ps), a3);
+                }
+            if (clamp) {
+                a0 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, a0));
+                a1 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, a1));
+                a2 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, a2));
+                a3 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, a3));
+            }
+            float *o = out + (oh * OW + ow) * 8;
+            _mm256_storeu_ps(o, a0);
+            _mm256_storeu_ps(o + 8, a1);
+            _mm256_storeu_ps(o + 16, a2);
+            _mm256_storeu_ps(o + 24, a3);
+        }
+        for (; ow < OW; ow++) {
             const float *src = tile + (oh * sh * Wp + ow * sw) * 8;
             __m256 acc = vb;
             if (KH == 3 && KW == 3) {
@@ -708,6 +736,7 @@ static void dw_block8(const cuvil_conv2d_params *p, const float *x, int64_t xcs,
             if (clamp) acc = _mm256_min_ps(vhi, _mm256_max_ps(vlo, acc));
             _mm256_storeu_ps(out + (oh * OW + ow) * 8, acc);
         }
+    }
     /* out: back to 8 planes (+ residual, which may be y itself) */
     float *yc = y + (n * p->M + c) * OP;
     const float *rc = residual ? residual + (n * p->M + c) * OP : NULL;
