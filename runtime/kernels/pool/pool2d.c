@@ -89,7 +89,13 @@ static void global_planes(void *vctx, int64_t nc0, int64_t nc1, int tid) {
             for (int k = 0; k < 8; k++) acc = a8[k] > acc ? a8[k] : acc;
             for (; i < HW; i++) acc = xc[i] > acc ? xc[i] : acc;
         } else if (p->kind == CUVIL_POOL_AVG) {
-            for (int k = 0; k < 8; k++) a8[k] = 0.0f;
+            /* 32 partial sums (four vectors, four independent chains of adds: one vector's
+             * chain made a 14x14 plane wait on 24 dependent adds) */
+            float a32[32];
+            for (int k = 0; k < 32; k++) a32[k] = 0.0f;
+            for (; i + 32 <= HW; i += 32)
+                for (int k = 0; k < 32; k++) a32[k] += xc[i + k];
+            for (int k = 0; k < 8; k++) a8[k] = (a32[k] + a32[k + 8]) + (a32[k + 16] + a32[k + 24]);
             for (; i + 8 <= HW; i += 8)
                 for (int k = 0; k < 8; k++) a8[k] += xc[i + k];
             acc = 0.0f;
