@@ -43,7 +43,6 @@ sys.path.insert(0, str(REPO / "tools" / "models"))
 import build_models  # noqa: E402
 import build_transformers  # noqa: E402
 
-HISTORY = "## Earlier runs"
 
 
 def model_flops(path: Path, dims: dict | None = None) -> float:

@@ -278,7 +278,7 @@ int cuvil_conv2d_direct_t_applies(const cuvil_conv2d_params *p);
 #define CUVIL_GCONV_LANES 8
 int cuvil_conv2d_grouped_applies(const cuvil_conv2d_params *p);
 /* Whether the depthwise loop (one input channel per group) runs p vectorised: register-tiled
- * (3x3 or 5x5, stride 1 or 2, undilated) or along unit-stride rows; else it gathers one input
+ * (3x3, 5x5 or 7x7, stride 1 or 2, undilated) or along unit-stride rows; else it gathers one input
  * column per output and tap, and the GEMM is faster where there are several outputs per input
  * channel (src/lower/conv.c). */
 int cuvil_conv2d_dw_vectorized(const cuvil_conv2d_params *p);

@@ -362,16 +362,17 @@ void cuvil_f32_dwconv2d_serial(const cuvil_conv2d_params *p, const float *x, int
 void cuvil_f32_dwconv2d_nhwc(const cuvil_conv2d_params *p, const float *x, const float *w, int64_t wcs, int64_t wts,
                              const float *bias, const float *residual, float *y);
 
-/* Winograd F(4x4, 3x3), or F(2x2, 3x3) for algo CUVIL_CONV_WINOGRAD2_T (winograd.c): 3x3,
- * stride 1, undilated, one group. The weights are transformed and packed for the GEMM's MR/KC
- * (packed_floats floats; tmp holds 36 x M x C floats); run with the packed_mr/packed_kc of p. */
-/* The grouped direct convolution (gconv.c, CUVIL_CONV_GROUPED): scratch per thread, packed
- * weights, the packer, the kernel. */
+/* The grouped direct convolution (gconv.c, CUVIL_CONV_GROUPED): scratch per thread (SIZE_MAX
+ * where the tile's size overflows), packed weights, the packer, the kernel. */
 size_t cuvil_f32_gconv2d_scratch_size(const cuvil_conv2d_params *p);
 size_t cuvil_f32_gconv2d_packed_floats(const cuvil_conv2d_params *p);
 void cuvil_f32_gconv2d_pack(const cuvil_conv2d_params *p, const float *w, float *w_packed);
 void cuvil_f32_gconv2d(const cuvil_conv2d_params *p, const float *x, const float *w_packed, const float *bias,
                        const float *residual, float *y, void *scratch);
+
+/* Winograd F(4x4, 3x3), or F(2x2, 3x3) for algo CUVIL_CONV_WINOGRAD2_T (winograd.c): 3x3,
+ * stride 1, undilated, one group. The weights are transformed and packed for the GEMM's MR/KC
+ * (packed_floats floats; tmp holds 36 x M x C floats); run with the packed_mr/packed_kc of p. */
 size_t cuvil_f32_conv2d_winograd_scratch_size(const cuvil_conv2d_params *p, const cuvil_gemm_blocking *b);
 size_t cuvil_f32_conv2d_winograd_packed_floats(const cuvil_conv2d_params *p, int mr);
 void cuvil_f32_conv2d_winograd_pack(const cuvil_conv2d_params *p, const float *w, int mr, int64_t kc_max,

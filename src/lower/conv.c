@@ -234,7 +234,8 @@ static bool direct_t_strided(const cuvil_conv2d_params *p, const cuvil_target_in
  * Measured on AVX2 and AVX-512 only: the portable targets keep the GEMM. */
 #define GROUPED_MAX_MG 64
 /* Its scratch, a thread's copy of one group's padded input, is bounded (at the symbols' upper
- * bounds where the dims are symbolic): a larger map keeps the GEMM, whose packing is blocked. */
+ * bounds where the dims are symbolic; SIZE_MAX where it overflows): a larger map keeps the
+ * GEMM, whose packing is blocked. */
 #define GROUPED_MAX_TILE_BYTES ((size_t)8 << 20)
 static bool grouped_pays(cir_graph *g, cir_node *n, const cuvil_conv2d_params *p, const cuvil_target_info *t) {
     if (!cuvil_conv2d_grouped_applies(p) || p->M / p->group > GROUPED_MAX_MG || t->nr < 16) return false;
@@ -270,9 +271,9 @@ cuvil_status lower_conv(cir_graph *g, cir_node *n, const lower_ctx *c) {
         /* Winograd's transformed weights are 1.8x (F(2x2)) to 4x (F(4x4)) the GEMM's: where they
          * would bring the packed weights over limits.packed_bytes (ResNet-18's last stage at batch
          * 8), the conv takes a kernel on weights packed as they are */
-        bool allow_wino = true;
+        bool allow_wino = true, allow_grouped = true;
     choose:;
-        const bool grouped = packed && g->opt_level >= 2 && !strided_t && grouped_pays(g, n, &p, t);
+        const bool grouped = allow_grouped && packed && g->opt_level >= 2 && !strided_t && grouped_pays(g, n, &p, t);
         bool wino2 = allow_wino && runs_winograd2(g, packed, &p);
         bool wino = (allow_wino && runs_winograd(g, packed, &p)) || wino2;
         /* the swapped GEMMs run group by group with a transpose each: one group only (grouped
@@ -306,6 +307,12 @@ cuvil_status lower_conv(cir_graph *g, cir_node *n, const lower_ctx *c) {
             p.packed_kc = t->kc;
             if (wino && !lower_pack_fits(g, cuvil_f32_conv2d_packed_floats(&p), *c->rest)) {
                 allow_wino = false;
+                goto choose;
+            }
+            /* (a group's output channels padded to whole vectors: up to 8x the weights where a
+             * group has few; the GEMM's, padded to its rows, may still fit) */
+            if (grouped && !lower_pack_fits(g, cuvil_f32_conv2d_packed_floats(&p), *c->rest)) {
+                allow_grouped = false;
                 goto choose;
             }
             int id;

@@ -920,3 +920,20 @@ def test_views_that_run_nothing_make_no_parts(tmp_path):
     x = np.linspace(-1, 1, 20, dtype=np.float32).reshape(4, 5)
     so = tl.compile(tmp_path / "views.onnx", tmp_path / "so", opt_level=0)
     np.testing.assert_array_equal(tl.run(so, {"x": x}, tmp_path / "run")["y"], np.maximum(x, 0))
+
+
+@pytest.mark.parametrize("group", [1, 2])
+def test_conv_whose_padded_input_overflows_is_refused(group, tmp_path):
+    """Strides and pads each within the dim limit (2^32 - 1) on a 1x1 input give a 2x2 output,
+    but a zero-padded copy of the input (what the conv kernels make) of 2^64 floats and more:
+    its size wrapped, and the run wrote past its scratch (a crash) until the conv's check
+    refused it. One message naming the node, a non-zero exit, no library."""
+    s = 2 ** 32 - 1
+    w = numpy_helper.from_array(np.ones((2, 4 // group, 1, 1), np.float32), "w")
+    m = _model([helper.make_node("Conv", ["x", "w"], ["y"], name="huge_pads", strides=[s, s], pads=[0, 0, s, s],
+                                 group=group)],
+               [_vi("x", [1, 4, 1, 1])], [_vi("y", None)], [w])
+    p = tmp_path / "m.onnx"
+    onnx.save(m, p)
+    proc = tl.compile_raw(p, tmp_path / "m.so")
+    tl.assert_clean_failure(proc, mentions=["huge_pads", "zero-padded input", "tensor_bytes"], absent=[tmp_path / "m.so"])

@@ -373,11 +373,11 @@ static void dw_row_7x7(const float *const *rows, const float *wk, float b, const
     }
 }
 
-/* ===== 3x3 depthwise with explicit vectors (AVX-512, AVX2) ================================
+/* ===== 3x3, 5x5 and 7x7 depthwise with explicit vectors (AVX-512, AVX2) ===================
  * Several output rows at once (4 at stride 1, 2 at stride 2), so that each input row is loaded
- * once for all the output rows it feeds; the 9 weights stay in registers for the whole
- * channel. At stride 2 the plane's rows are stored phased (even columns, then odd ones), so
- * that the three taps of a row are three plain loads (splitting them with permutes in
+ * once for all the output rows it feeds (dwk_rows, below, on the weights). At stride 2 the
+ * plane's rows are stored phased (even columns, then odd ones), so that the K taps of a row
+ * are K plain loads (splitting them with permutes in
  * registers, for every row that reads them, made 96 x 112 x 112 stride 2 0.28 ms against 0.25
  * on Zen 4). The last vector of a row is masked: loads may run up to DW_SLACK floats past the
  * plane (lanes that are never stored), so the plane has that much zeroed slack. */
@@ -440,8 +440,9 @@ static void copy_rows_phased(const float *s, int64_t rows, int64_t W, int64_t pl
 
 #ifdef DW_SIMD
 /* AVX-512 broadcasts a 7x7's weights at each use, an operand of the FMA (49 vectors of 64 bytes
- * would make too big a frame; 96 x 56x56 0.54 -> 0.37 ms); AVX2, which has no broadcast
- * operand, reads them from the frame (0.50 against 0.61 ms broadcast). */
+ * in the frame made dw7_plane_s2's 4,616 bytes, over the runtime's 4 KB limit; and 96 x 56x56
+ * 0.54 -> 0.37 ms); AVX2, which has no broadcast operand, reads them from its frame (0.50
+ * against 0.61 ms broadcast). */
 #define DW_W_AT_USE(K) (DW_SIMD == 16 && (K) == 7)
 
 /* Output rows [oh0, oh0 + RB) of one channel of a KxK conv (K 3, 5 or 7) from its zero-padded
@@ -449,10 +450,11 @@ static void copy_rows_phased(const float *s, int64_t rows, int64_t W, int64_t pl
  * accumulators are independent. Each input row is loaded once for every output row it feeds:
  * its K taps are K plain loads (stride 2: the plane's rows are phased, even padded columns
  * then odd ones, so tap kw reads (kw & 1 ? odd : even) + kw / 2). The 9 weights of a 3x3 stay
- * in registers; a 5x5's 25 and a 7x7's 49 are read from the stack where they do not fit, an
- * operand of the FMA (ConvNeXt-Tiny's 96 x 56x56 7x7, AVX2, one thread: 4.0 -> 0.50 ms against
- * the row loop, which the compiler left scalar). Only the last, partial vector of a row is stored masked: a masked store is slow on
- * AMD's AVX2 (32 x 112x112 3x3, one thread, Zen 4: 0.287 -> 0.144 ms unmasked). (Two vectors
+ * in registers; a 5x5's 25 (and on AVX2 a 7x7's 49) are read from the frame where they do not
+ * fit, an operand of the FMA; AVX-512 broadcasts a 7x7's from w (DW_W_AT_USE) (ConvNeXt-Tiny's
+ * 96 x 56x56 7x7, AVX2, one thread: 4.0 -> 0.50 ms against the row loop, which the compiler
+ * left scalar). Only the last, partial vector of a row is stored masked: a masked store is
+ * slow on AMD's AVX2 (32 x 112x112 3x3, one thread, Zen 4: 0.287 -> 0.144 ms unmasked). (Two vectors
  * across, 4 x 2 accumulators, measured slower on Zen 4: 144 x 56 x 56 0.20 against 0.18 ms.) */
 static inline __attribute__((always_inline)) void dwk_rows(const float *plane, int64_t Wp, const dwv *wv,
                                                            const float *wf, dwv vb,

@@ -42,10 +42,19 @@ static void gc_dims(const cuvil_conv2d_params *p, int64_t *Hp, int64_t *Wp) {
     *Wp = (p->OW - 1) * p->stride_w + (p->KW - 1) * p->dil_w + 1;
 }
 
+/* (SIZE_MAX where the tile's floats overflow: sizes from a model (strides and pads of 2^32 - 1
+ * give a 2x2 output) may multiply past 2^64; the lowering then keeps the GEMM) */
 size_t cuvil_f32_gconv2d_scratch_size(const cuvil_conv2d_params *p) {
-    int64_t Hp, Wp;
-    gc_dims(p, &Hp, &Wp);
-    return CUVIL_ALIGN_UP((size_t)(Hp * Wp * (p->C / p->group)) * sizeof(float), 64);
+    int64_t hs, hk, ws, wk, Hp, Wp, a, n;
+    if (p->OH < 1 || p->OW < 1 || p->KH < 1 || p->KW < 1 || p->group < 1 ||
+        __builtin_mul_overflow(p->OH - 1, p->stride_h, &hs) || __builtin_mul_overflow(p->KH - 1, p->dil_h, &hk) ||
+        __builtin_add_overflow(hs, hk, &Hp) || __builtin_add_overflow(Hp, 1, &Hp) ||
+        __builtin_mul_overflow(p->OW - 1, p->stride_w, &ws) || __builtin_mul_overflow(p->KW - 1, p->dil_w, &wk) ||
+        __builtin_add_overflow(ws, wk, &Wp) || __builtin_add_overflow(Wp, 1, &Wp) ||
+        __builtin_mul_overflow(Hp, Wp, &a) || __builtin_mul_overflow(a, p->C / p->group, &n) ||
+        n > (int64_t)(SIZE_MAX / sizeof(float) / 2))
+        return SIZE_MAX;
+    return CUVIL_ALIGN_UP((size_t)n * sizeof(float), 64);
 }
 
 size_t cuvil_f32_gconv2d_packed_floats(const cuvil_conv2d_params *p) {

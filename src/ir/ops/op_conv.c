@@ -162,6 +162,17 @@ static cuvil_status geometry(cir_graph *g, cir_node *n, bool transpose, conv_geo
             return cir_node_err(g, n, CUVIL_ERR_SHAPE, "output size %lld along spatial dim %d is not positive",
                                 (long long)c->out[i], i);
     }
+    if (!transpose) {
+        /* the kernels copy an image zero-padded (C x the padded extents), so that size is
+         * bounded as a tensor's is: pads and strides each within limits.dim could make one past
+         * 2^64 (strides and pads of 2^32 - 1 on a 1x1 input: a 2x2 output) */
+        int64_t padded = cuvil_i64_mul(&ovf, c->C, 4);
+        for (int i = 0; i < c->nsp; i++)
+            padded = cuvil_i64_mul(&ovf, padded, cuvil_i64_add(&ovf, cuvil_i64_add(&ovf, c->in[i], c->pb[i]), c->pe[i]));
+        if (ovf || (uint64_t)padded > g->limits.tensor_bytes)
+            return cir_node_err(g, n, CUVIL_ERR_SHAPE, "its zero-padded input (channels x each spatial dim with its pads) "
+                                "is over the limit tensor_bytes=%llu", (unsigned long long)g->limits.tensor_bytes);
+    }
     /* (conv_integer and qlinear_conv check their own inputs past the weights) */
     cir_value *b = n->kind == CIR_OP_CONV_INTEGER || n->kind == CIR_OP_QLINEAR_CONV ? NULL : cir_in(g, n, 2);
     if (b && (b->ndim != 1 || b->dims[0] != c->M))
