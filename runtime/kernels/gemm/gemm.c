@@ -775,13 +775,15 @@ void cuvil_f32_gemm_run(const cuvil_gemm_job *j, const cuvil_gemm_blocking *b, v
     s.j = j;
     s.b = b;
     s.scratch = scratch;
-    const int b_only_prepacked = (j->b_packed || j->b_packed16) && !j->a_packed && tiles_m >= 2 * (int64_t)threads;
+    /* (16-bit B is widened block by block in every task that reads it: a row split would widen
+     * all of it in each, so those keep the columns) */
+    const int b_only_prepacked = j->b_packed && !j->a_packed && tiles_m >= 2 * (int64_t)threads;
     s.by_m = b_only_prepacked || (tiles_n < 4 * threads && tiles_m > tiles_n);
     /* two tasks per thread, so that a thread slowed down (a busy core, a noisy neighbour on a
      * VM) leaves the other the rest; one each where every task packs all of the operand it
      * shares (B for rows, A for columns), which a second task would pack again (squares of
      * 256-512, AVX2, two threads: 66% -> 73-78% of twice the one-core peak) */
-    const int redundant = s.by_m ? !(j->b_packed || j->b_packed16) : !j->a_packed;
+    const int redundant = s.by_m ? !j->b_packed : !j->a_packed;
     const int64_t want = redundant ? threads : cuvil_min_i64(2 * (int64_t)threads, CUVIL_MAX_THREADS);
     const int64_t parts = s.by_m ? cuvil_gemm_split_tiles(M, mr, want, s.bound) : cuvil_gemm_split_tiles(N, nr, want, s.bound);
     cuvil_parallel_for(parts, gemm_task, &s);
