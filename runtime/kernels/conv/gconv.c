@@ -88,25 +88,15 @@ static void gc_pack_tile(const cuvil_conv2d_params *p, const float *xg, float *t
         }
         memset(row, 0, (size_t)(pl * Cg) * sizeof(float));
         memset(row + (pl + nw) * Cg, 0, (size_t)((Wp - pl - nw) * Cg) * sizeof(float));
+        /* the row's Cg channels (rows HW apart) transposed into its pixels (Cg floats each) */
         const float *xr = xg + h * W;
         float *dst = row + pl * Cg;
-        int64_t c0 = 0;
-#if GC_AVX2
-        /* 8 channels x 8 columns a transpose */
-        for (; c0 + 8 <= Cg; c0 += 8) {
-            int64_t w = 0;
-            for (; w + 8 <= nw; w += 8) {
-                __m256 v[8];
-                for (int i = 0; i < 8; i++) v[i] = _mm256_loadu_ps(xr + (c0 + i) * HW + w);
-                cuvil_transpose8_regs(v);
-                for (int i = 0; i < 8; i++) _mm256_storeu_ps(dst + (w + i) * Cg + c0, v[i]);
-            }
-            for (; w < nw; w++)
-                for (int64_t c = c0; c < c0 + 8; c++) dst[w * Cg + c] = xr[c * HW + w];
-        }
+#if CUVIL_HAVE_AVX2
+        cuvil_transpose_f32__avx2(xr, HW, dst, Cg, Cg, nw);
+#else
+        for (int64_t c = 0; c < Cg; c++)
+            for (int64_t w = 0; w < nw; w++) dst[w * Cg + c] = xr[c * HW + w];
 #endif
-        for (; c0 < Cg; c0++)
-            for (int64_t w = 0; w < nw; w++) dst[w * Cg + c0] = xr[c0 * HW + w];
     }
 }
 
