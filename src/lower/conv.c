@@ -146,10 +146,28 @@ static bool next_to_depthwise(cir_graph *g, const cir_node *n) {
  * the residual 0.307 -> 0.222 ms, 144/192 -> 32 at 28x28 -0.005 each; but 32 -> 16 at
  * 112x112 0.211 -> 0.291, hence C >= 128. (ResNet-50's 256 -> 64 at 56x56: 1.048 -> 1.031
  * alone, the whole model within noise: left to the GEMM.) */
+static bool strided_few_outputs(const cuvil_conv2d_params *p);
 static bool direct_pays(const cuvil_conv2d_params *p) {
     if (!cuvil_conv2d_direct_applies(p)) return false;
     if (p->KH * p->KW == 1 && p->stride_h == 1) return p->M <= 32 && p->C >= 128;
-    return p->stride_h == 2 && p->KH * p->KW > 1 && p->C * p->KH * p->KW >= 256;
+    return (p->stride_h == 2 && p->KH * p->KW > 1 && p->C * p->KH * p->KW >= 256) || strided_few_outputs(p);
+}
+
+/* With few output channels the GEMM's packing of the input (K rows a pixel) serves only a
+ * few tiles of them, and the direct convolutions, which read the input in place, win at
+ * shorter K too: YOLO's stem (3 -> 16, 6x6 s2 at 320x320, K 108) and its next conv (16 -> 32,
+ * 3x3 s2 at 160x160, K 144). cuvil-bench-conv, one thread, medians of 5 runs, GEMM -> the
+ * direct path the target takes: AVX2 (the channels-last one) 2.14 -> 1.44 ms and 0.91 ->
+ * 0.69; 3 -> 16 5x5 s2 at 224x224 (K 75) 0.58 -> 0.43; AVX-512 (the channels-first one, whose
+ * tiles are 8 channels: the channels-last one pads 16 channels to 32 columns, 2.05 ms) 1.38
+ * -> 0.98, 0.82 -> 0.67 (the channels-last one 0.67 too), 0.56 -> 0.39. Not a stem of K 27
+ * (3 -> 32 3x3 s2: AVX2 0.37 against 0.43 channels last; AVX-512 0.31 against 0.33), nor
+ * ResNet's 3 -> 64 7x7 (even). */
+#define FEW_OUTPUTS_MAX_M 32
+#define FEW_OUTPUTS_MIN_K 64
+static bool strided_few_outputs(const cuvil_conv2d_params *p) {
+    return p->stride_h == 2 && p->stride_w == 2 && p->KH * p->KW > 1 && p->M <= FEW_OUTPUTS_MAX_M &&
+           p->C * p->KH * p->KW >= FEW_OUTPUTS_MIN_K;
 }
 
 /* The direct convolution on a channels-last copy of the input (CUVIL_CONV_DIRECT_T) where the
@@ -163,7 +181,8 @@ static bool direct_pays(const cuvil_conv2d_params *p) {
  * 7x7, K 147 in segments of 21) slower: those keep their GEMMs. Measured on AVX2 and AVX-512
  * only (NR 16 and 32): the portable targets keep the channels-first one. */
 static bool direct_t_pays(const cuvil_conv2d_params *p, const cuvil_target_info *t) {
-    return cuvil_conv2d_direct_t_applies(p) && p->KH * p->KW > 1 && direct_pays(p) && t->nr >= 16;
+    return cuvil_conv2d_direct_t_applies(p) && p->KH * p->KW > 1 && direct_pays(p) && t->nr >= 16 &&
+           !(strided_few_outputs(p) && p->M < t->nr && t->direct);
 }
 
 /* Is conv n's output map one of the sizes where Winograd runs with tiles as rows? */
