@@ -156,6 +156,9 @@ int main(void) {
         run(nm, 1, 2, runs[i][2], runs[i][1], 16, 16, proj, 1, 0, 0, 0);
     }
     bound_q = bound_kv = 0;
+    /* Whisper-like: blocks of 64 rows past 1024 keys, a task a head (K and V packed once a head)
+     * with 1 and 3 threads; the runs above, of 2 heads, take it with 1 thread and not with 3 */
+    run("whisper-like, 3 heads of 1030 rows", 1, 3, 1030, 1030, 16, 8, proj, 0, 0, 0, 0);
     run("bert-like, one item masked out, rows to 0", 3, 2, 9, 9, 8, 8, proj, 1, 0, 1, 1);
     run("bert-like, one item masked out, rows NaN", 3, 2, 9, 9, 8, 8, proj, 1, 0, 0, 1);
     /* GPT-2: the prompt (causal, square), a decode step after a cache, a chunk after a cache */

@@ -45,14 +45,24 @@ static size_t scratch_for(int64_t qb, int64_t kv, const cuvil_attention_params *
     return CUVIL_ALIGN_UP((size_t)(qb * kv) * sizeof(float), 64) + (s1 > s2 ? s1 : s2);
 }
 
+/* Bytes of a head's K (as the first product's B, [kv, dim] transposed) and V (the second's,
+ * [kv, v_dim]) packed in the microkernel's panels, each 64-aligned. */
+static size_t packed_kv_bytes(const cuvil_attention_params *p, const cuvil_gemm_blocking *b) {
+    const int nr = b->uk->nr;
+    return CUVIL_ALIGN_UP(cuvil_gemm_packed_b_floats(p->kv_len, p->dim, nr) * sizeof(float), 64) +
+           CUVIL_ALIGN_UP(cuvil_gemm_packed_b_floats(p->v_dim, p->kv_len, nr) * sizeof(float), 64);
+}
+
 /* With symbolic dims p holds the upper bounds and the run's block may be the other size: the
  * larger of the two cases (up to ATT_QB_KV keys in blocks of ATT_QB rows, more in blocks of
- * ATT_QB_LONG), each growing with the rows and the keys. */
+ * ATT_QB_LONG), each growing with the rows and the keys; then, where a head may have several
+ * blocks of queries (att_by_head), its packed K and V, which also grow with the keys. */
 size_t cuvil_f32_attention_scratch_size_ex(const cuvil_attention_params *p, const cuvil_gemm_blocking *b) {
     const int64_t q = p->q_len, kv = p->kv_len;
     const size_t shortk = scratch_for(q < ATT_QB ? q : ATT_QB, kv < ATT_QB_KV ? kv : ATT_QB_KV, p, b);
     const size_t longk = kv > ATT_QB_KV ? scratch_for(q < ATT_QB_LONG ? q : ATT_QB_LONG, kv, p, b) : 0;
-    return shortk > longk ? shortk : longk;
+    const size_t blocks = CUVIL_ALIGN_UP(shortk > longk ? shortk : longk, 64);
+    return q > ATT_QB_LONG ? blocks + packed_kv_bytes(p, b) : blocks;
 }
 
 /* Soft-capping of n scores (softcap > 0). */
@@ -167,6 +177,7 @@ typedef struct att_ctx {
     int qk_mode;
     void *scratch;
     int64_t n_qb;   /* query blocks per (batch, head) */
+    int by_head;    /* a task is a (batch, head), its K and V packed once (att_by_head) */
 } att_ctx;
 
 static int64_t kv_head(const cuvil_attention_params *p, int64_t h) { return p->kv_group > 1 ? h / p->kv_group : h; }
@@ -177,19 +188,14 @@ static void copy_qk(const att_ctx *c, int stage, int64_t b, int64_t h, int64_t q
         memcpy(c->qk + ((b * p->heads + h) * p->q_len + qi) * p->kv_len, row, sizeof(float) * (size_t)p->kv_len);
 }
 
-static void att_task(void *vctx, int64_t t, int tid) {
-    const att_ctx *c = (const att_ctx *)vctx;
+/* Query rows [r0, r0 + rows) of (batch b, head h): scores in s (rows x kv), the GEMMs' scratch
+ * gs; kp and vp the head's K and V packed in the microkernel's panels, or NULL (packed by the
+ * GEMM, as it goes). */
+static void att_block(const att_ctx *c, int64_t b, int64_t h, int64_t r0, int64_t rows, float *s, void *gs,
+                      const float *kp, const float *vp) {
     const cuvil_attention_params *p = c->p;
-    const int64_t qb = q_block(p), blk = t % c->n_qb, bh = t / c->n_qb, h = bh % p->heads, b = bh / p->heads;
-    const int64_t r0 = blk * qb, rows = cuvil_min_i64(qb, p->q_len - r0), kv = p->kv_len;
+    const int64_t kv = p->kv_len;
     float *y = c->y + b * p->y_bs + h * p->y_hs + r0 * p->y_rs;
-    if (kv == 0) {   /* no keys: an empty sum of values */
-        for (int64_t i = 0; i < rows; i++) memset(y + i * p->y_rs, 0, sizeof(float) * (size_t)p->v_dim);
-        return;
-    }
-    char *scr = cuvil_thread_scratch(c->scratch, tid);
-    float *s = (float *)scr;
-    void *gs = scr + CUVIL_ALIGN_UP((size_t)(qb * kv) * sizeof(float), 64);
     const cuvil_gemm_blocking *bl = cuvil_gemm_default_blocking();
     cuvil_gemm_job j;
     memset(&j, 0, sizeof j);
@@ -203,6 +209,11 @@ static void att_task(void *vctx, int64_t t, int tid) {
     j.B = c->k + b * p->k_bs + kv_head(p, h) * p->k_hs;
     j.ldb = p->k_rs;
     j.trans_b = 1;
+    if (kp) {
+        j.b_packed = kp;
+        j.b_packed_nr = bl->uk->nr;
+        j.b_packed_kc = bl->kc;
+    }
     j.C = s;
     j.ldc = kv;
     if (p->dim > 0) cuvil_f32_gemm_run_serial(&j, bl, gs);
@@ -226,17 +237,82 @@ static void att_task(void *vctx, int64_t t, int tid) {
     j.alpha = 1.0f;
     j.B = c->v + b * p->v_bs + kv_head(p, h) * p->v_hs;
     j.ldb = p->v_rs;
+    if (vp) {
+        j.b_packed = vp;
+        j.b_packed_nr = bl->uk->nr;
+        j.b_packed_kc = bl->kc;
+    }
     j.C = y;
     j.ldc = p->y_rs;
     cuvil_f32_gemm_run_serial(&j, bl, gs);
+}
+
+static void att_task(void *vctx, int64_t t, int tid) {
+    const att_ctx *c = (const att_ctx *)vctx;
+    const cuvil_attention_params *p = c->p;
+    const int64_t qb = q_block(p), kv = p->kv_len;
+    const int64_t bh = c->by_head ? t : t / c->n_qb, h = bh % p->heads, b = bh / p->heads;
+    const int64_t blk0 = c->by_head ? 0 : t % c->n_qb, blk1 = c->by_head ? c->n_qb : blk0 + 1;
+    if (kv == 0) {   /* no keys: an empty sum of values */
+        for (int64_t blk = blk0; blk < blk1; blk++) {
+            const int64_t r0 = blk * qb, rows = cuvil_min_i64(qb, p->q_len - r0);
+            float *y = c->y + b * p->y_bs + h * p->y_hs + r0 * p->y_rs;
+            for (int64_t i = 0; i < rows; i++) memset(y + i * p->y_rs, 0, sizeof(float) * (size_t)p->v_dim);
+        }
+        return;
+    }
+    char *scr = cuvil_thread_scratch(c->scratch, tid);
+    float *s = (float *)scr;
+    void *gs = scr + CUVIL_ALIGN_UP((size_t)(qb * kv) * sizeof(float), 64);
+    float *kp = NULL, *vp = NULL;
+    if (c->by_head) {
+        /* K and V packed once for all the head's blocks (Whisper-tiny's encoder, 1500 tokens in
+         * 24 blocks: each block packed both again, 768 KB) */
+        const cuvil_gemm_blocking *bl = cuvil_gemm_default_blocking();
+        const int nr = bl->uk->nr;
+        kp = (float *)(scr + CUVIL_ALIGN_UP(scratch_for(qb, kv, p, bl), 64));
+        vp = (float *)((char *)kp + CUVIL_ALIGN_UP(cuvil_gemm_packed_b_floats(kv, p->dim, nr) * sizeof(float), 64));
+        cuvil_gemm_job j;
+        memset(&j, 0, sizeof j);
+        if (p->dim > 0) {
+            j.N = kv;
+            j.K = p->dim;
+            j.B = c->k + b * p->k_bs + kv_head(p, h) * p->k_hs;
+            j.ldb = p->k_rs;
+            j.trans_b = 1;
+            cuvil_gemm_pack_b_all(&j, nr, bl->kc, kp);
+        }
+        if (p->v_dim > 0) {
+            j.N = p->v_dim;
+            j.K = kv;
+            j.B = c->v + b * p->v_bs + kv_head(p, h) * p->v_hs;
+            j.ldb = p->v_rs;
+            j.trans_b = 0;
+            cuvil_gemm_pack_b_all(&j, nr, bl->kc, vp);
+        }
+    }
+    for (int64_t blk = blk0; blk < blk1; blk++) {
+        const int64_t r0 = blk * qb, rows = cuvil_min_i64(qb, p->q_len - r0);
+        /* (a block of one row takes the one-row products on the operands as they lie, as
+         * with a task a block: the same sums whatever the threads) */
+        att_block(c, b, h, r0, rows, s, gs, rows > 1 ? kp : NULL, rows > 1 ? vp : NULL);
+    }
+}
+
+/* A task a head rather than a block of queries where a head has several blocks (K and V
+ * packed once a head, not once a block) and the heads go round the threads evenly. */
+static int att_by_head(const cuvil_attention_params *p, int64_t n_qb) {
+    const int64_t heads = p->batch * p->heads, threads = cuvil_threads();
+    return n_qb >= 2 && p->q_len > ATT_QB_LONG && (heads % threads == 0 || heads >= 4 * threads);
 }
 
 void cuvil_f32_attention_qk(const cuvil_attention_params *p, const float *q, const float *k, const float *v,
                             const void *mask, const int64_t *nonpad, float *y, float *qk, int qk_mode, void *scratch) {
     if (p->batch <= 0 || p->heads <= 0 || p->q_len <= 0) return;
     if (p->v_dim <= 0 && !qk) return;
-    att_ctx c = {p, q, k, v, mask, nonpad, y, qk, qk_mode, scratch, (p->q_len + q_block(p) - 1) / q_block(p)};
-    cuvil_parallel_for(p->batch * p->heads * c.n_qb, att_task, &c);
+    att_ctx c = {p, q, k, v, mask, nonpad, y, qk, qk_mode, scratch, (p->q_len + q_block(p) - 1) / q_block(p), 0};
+    c.by_head = att_by_head(p, c.n_qb);
+    cuvil_parallel_for(p->batch * p->heads * (c.by_head ? 1 : c.n_qb), att_task, &c);
 }
 
 void cuvil_f32_attention(const cuvil_attention_params *p, const float *q, const float *k, const float *v,
