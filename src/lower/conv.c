@@ -185,6 +185,19 @@ static bool direct_t_pays(const cuvil_conv2d_params *p, const cuvil_target_info 
            !(strided_few_outputs(p) && p->M < t->nr && t->direct);
 }
 
+/* A 1x1 conv on a 1x1 map to at most half its channels (a squeeze-excitation block's reduction,
+ * a classifier head's): a one-row product, which the direct convolution on channels-last pixels
+ * runs as the weights' row of panels read once (a 1x1 map is the same channels first or last),
+ * where the pixels-as-rows GEMM and the GEMM cost twice that or more. cuvil-bench-conv, one
+ * thread, medians of 3 runs, AVX2 / AVX-512, chosen before -> direct: EfficientNet-B0's 672 ->
+ * 28 0.008 -> 0.004 / 0.006 -> 0.003 ms, 1152 -> 48 0.015 -> 0.009 / 0.015 -> 0.010, 96 -> 4
+ * (the GEMM) 2x; MobileNetV3's 960 -> 240 0.030 -> 0.028 / 0.036 -> 0.032. Expansions (28 ->
+ * 672, 48 -> 1152, 512 -> 1280) measured even: left to the pixels-as-rows GEMM. */
+static bool squeeze_on_one_pixel(const cuvil_conv2d_params *p, bool pointwise, const cuvil_target_info *t) {
+    return pointwise && p->OH * p->OW == 1 && p->C >= 2 * p->M && p->group == 1 && t->nr >= 16 &&
+           cuvil_conv2d_direct_t_applies(p);
+}
+
 /* Is conv n's output map one of the sizes where Winograd runs with tiles as rows? */
 bool lower_on_wino_t_map(const lower_ctx *c, const cuvil_conv2d_params *p) {
     for (int i = 0; i < c->n_wino_t; i++)
@@ -304,7 +317,8 @@ cuvil_status lower_conv(cir_graph *g, cir_node *n, const lower_ctx *c) {
                      (g->opt_level >= 2 && (pointwise || strided_pw) && p.group == 1 &&
                       p.OH * p.OW <= SWAP_NEAR_WINO_T_MAX_PIXELS && lower_on_wino_t_map(c, &p)));
         bool wino_t = wino && !wino2 && wino_t_shape(&p, t);
-        bool direct_t = strided_t || (packed && !wino && !swap && g->opt_level >= 2 && direct_t_pays(&p, t));
+        bool direct_t = strided_t || (packed && !wino && !swap && g->opt_level >= 2 && direct_t_pays(&p, t)) ||
+                        (packed && g->opt_level >= 2 && squeeze_on_one_pixel(&p, pointwise, t));
         bool direct = packed && !wino && !swap && !direct_t && t->direct && direct_pays(&p);
         p.algo = grouped    ? CUVIL_CONV_GROUPED
                  : wino2    ? CUVIL_CONV_WINOGRAD2_T

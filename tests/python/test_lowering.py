@@ -52,6 +52,11 @@ CASES = {
     "few-outputs-3x3-s2": ([1, 16, 96, 96], [32, 16, 3, 3], [2, 2], [1, 1, 1, 1], 1,
                            "direct on a channels-last padded copy"),
     "stem-3x3-s2-k27": ([1, 3, 56, 56], [32, 3, 3, 3], [2, 2], [1, 1, 1, 1], 1, "im2col+gemm, gemm"),
+    # a squeeze-excitation block's reduction on a 1x1 map: the direct convolution on its pixel;
+    # its expansion keeps the pixels-as-rows GEMM
+    "se-reduce-1x1-map": ([1, 672, 1, 1], [28, 672, 1, 1], [1, 1], [0, 0, 0, 0], 1,
+                          "1x1 direct on channels-last pixels read in place"),
+    "se-expand-1x1-map": ([1, 28, 1, 1], [672, 28, 1, 1], [1, 1], [0, 0, 0, 0], 1, "im2col+gemm, pixels as rows"),
 }
 
 
