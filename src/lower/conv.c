@@ -87,13 +87,23 @@ static bool runs_winograd(const cir_graph *g, bool packed, const cuvil_conv2d_pa
     return packed && g->opt_level >= 2 && winograd_pays(p);
 }
 
-/* Where 4x4 tiles are too few (7x7: 4, 43% padding, 37 MB of weights at 512 channels),
- * Winograd F(2x2,3x3) with tiles as rows: 16 tiles at 7x7 (8x8 pixels), 2.25x fewer multiplies
- * than the GEMM on 1.78x the weights. */
+/* Do 2x2 tiles take fewer multiplies than 4x4 ones, counting what pads the map (16 a 2x2 tile,
+ * 36 a 4x4)? A map 2 high: half of every 4x4 tile is padding. */
+static bool wino2_fewer_multiplies(const cuvil_conv2d_params *p) {
+    const int64_t t4 = ((p->OH + 3) / 4) * ((p->OW + 3) / 4), t2 = ((p->OH + 1) / 2) * ((p->OW + 1) / 2);
+    return 16 * t2 < 36 * t4;
+}
+
+/* Where 4x4 tiles are too few (7x7: 4, 43% padding, 37 MB of weights at 512 channels) or pad
+ * the map more than 2x2 ones cost, Winograd F(2x2,3x3) with tiles as rows: 16 tiles at 7x7
+ * (8x8 pixels), 2.25x fewer multiplies than the GEMM on 1.78x the weights. (The CRNN's 256 ->
+ * 256 at 2x80: F(4x4) 20 tiles, half padding, 1.37 / 1.34 ms AVX2 / AVX-512 against F(2x2)'s
+ * 40 tiles 0.96 / 0.91, bench/conv_sweep.py --suite, one thread.) */
 static bool runs_winograd2(const cir_graph *g, bool packed, const cuvil_conv2d_params *p) {
     const int64_t tiles = ((p->OH + 1) / 2) * ((p->OW + 1) / 2);
-    return packed && g->opt_level >= 2 && cuvil_conv2d_winograd_applies(p) && !winograd_pays(p) &&
-           tiles >= 16 && tiles <= 64 && p->C >= WINO2_MIN_CHANNELS && p->M >= WINO2_MIN_CHANNELS;
+    return packed && g->opt_level >= 2 && cuvil_conv2d_winograd_applies(p) &&
+           (!winograd_pays(p) || wino2_fewer_multiplies(p)) && tiles >= 16 && tiles <= 64 &&
+           p->C >= WINO2_MIN_CHANNELS && p->M >= WINO2_MIN_CHANNELS;
 }
 
 /* Few tiles (14x14: 16 of 32 columns) fill the rows of Winograd's 36 GEMMs better (8 of 8)
@@ -370,5 +380,5 @@ cuvil_status lower_conv(cir_graph *g, cir_node *n, const lower_ctx *c) {
 }
 
 bool lower_runs_wino_t(const cir_graph *g, const cuvil_conv2d_params *p, const cuvil_target_info *t) {
-    return runs_winograd(g, g->opt_level >= 1, p) && wino_t_shape(p, t);
+    return runs_winograd(g, g->opt_level >= 1, p) && !runs_winograd2(g, g->opt_level >= 1, p) && wino_t_shape(p, t);
 }
