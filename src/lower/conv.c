@@ -156,11 +156,10 @@ static bool next_to_depthwise(cir_graph *g, const cir_node *n) {
  * the residual 0.307 -> 0.222 ms, 144/192 -> 32 at 28x28 -0.005 each; but 32 -> 16 at
  * 112x112 0.211 -> 0.291, hence C >= 128. (ResNet-50's 256 -> 64 at 56x56: 1.048 -> 1.031
  * alone, the whole model within noise: left to the GEMM.) */
-static bool strided_few_outputs(const cuvil_conv2d_params *p);
 static bool direct_pays(const cuvil_conv2d_params *p) {
     if (!cuvil_conv2d_direct_applies(p)) return false;
     if (p->KH * p->KW == 1 && p->stride_h == 1) return p->M <= 32 && p->C >= 128;
-    return (p->stride_h == 2 && p->KH * p->KW > 1 && p->C * p->KH * p->KW >= 256) || strided_few_outputs(p);
+    return p->stride_h == 2 && p->KH * p->KW > 1 && p->C * p->KH * p->KW >= 256;
 }
 
 /* With few output channels the GEMM's packing of the input (K rows a pixel) serves only a
@@ -176,8 +175,14 @@ static bool direct_pays(const cuvil_conv2d_params *p) {
 #define FEW_OUTPUTS_MAX_M 32
 #define FEW_OUTPUTS_MIN_K 64
 static bool strided_few_outputs(const cuvil_conv2d_params *p) {
-    return p->stride_h == 2 && p->stride_w == 2 && p->KH * p->KW > 1 && p->M <= FEW_OUTPUTS_MAX_M &&
-           p->C * p->KH * p->KW >= FEW_OUTPUTS_MIN_K;
+    return cuvil_conv2d_direct_applies(p) && p->stride_h == 2 && p->stride_w == 2 && p->KH * p->KW > 1 &&
+           p->M <= FEW_OUTPUTS_MAX_M && p->C * p->KH * p->KW >= FEW_OUTPUTS_MIN_K;
+}
+
+/* direct_pays, with the shapes above where they were measured (AVX2, AVX-512: NR 16 and 32;
+ * the portable targets keep their GEMM there). */
+static bool direct_pays_on(const cuvil_conv2d_params *p, const cuvil_target_info *t) {
+    return direct_pays(p) || (t->nr >= 16 && strided_few_outputs(p));
 }
 
 /* The direct convolution on a channels-last copy of the input (CUVIL_CONV_DIRECT_T) where the
@@ -191,7 +196,7 @@ static bool strided_few_outputs(const cuvil_conv2d_params *p) {
  * 7x7, K 147 in segments of 21) slower: those keep their GEMMs. Measured on AVX2 and AVX-512
  * only (NR 16 and 32): the portable targets keep the channels-first one. */
 static bool direct_t_pays(const cuvil_conv2d_params *p, const cuvil_target_info *t) {
-    return cuvil_conv2d_direct_t_applies(p) && p->KH * p->KW > 1 && direct_pays(p) && t->nr >= 16 &&
+    return cuvil_conv2d_direct_t_applies(p) && p->KH * p->KW > 1 && direct_pays_on(p, t) && t->nr >= 16 &&
            !(strided_few_outputs(p) && p->M < t->nr && t->direct);
 }
 
@@ -329,7 +334,7 @@ cuvil_status lower_conv(cir_graph *g, cir_node *n, const lower_ctx *c) {
         bool wino_t = wino && !wino2 && wino_t_shape(&p, t);
         bool direct_t = strided_t || (packed && !wino && !swap && g->opt_level >= 2 && direct_t_pays(&p, t)) ||
                         (packed && g->opt_level >= 2 && squeeze_on_one_pixel(&p, pointwise, t));
-        bool direct = packed && !wino && !swap && !direct_t && t->direct && direct_pays(&p);
+        bool direct = packed && !wino && !swap && !direct_t && t->direct && direct_pays_on(&p, t);
         p.algo = grouped    ? CUVIL_CONV_GROUPED
                  : wino2    ? CUVIL_CONV_WINOGRAD2_T
                  : wino_t   ? CUVIL_CONV_WINOGRAD_T
