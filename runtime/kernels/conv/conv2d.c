@@ -1165,37 +1165,50 @@ typedef struct direct_run {
     int64_t Wv, NV, K, kcb, Mp, per;
 } direct_run;
 
-/* The strip of panel v0 (Mp x NR, bias not yet added) to y's rows, with the epilogue. */
-static void direct_store(const direct_run *r, const float *strip, int64_t v0) {
+/* The strip of panel v0 (Mp x NR, bias not yet added) to y's rows, with the epilogue. Another
+ * activation than Relu and Clip runs once on the whole strip (its M rows, in place), between
+ * adding the bias and residual and the copy out, not once for each row segment of each channel
+ * (32 floats a call). cuvil-bench-conv with SiLU, AVX-512, one thread, medians of 5 runs:
+ * YOLO-style's stem (3 -> 16 6x6 s2 at 320x320) 1.27 -> 1.08 ms, its 128 -> 32 1x1 at 40x40
+ * 0.174 -> 0.148; the model within noise (13.31 / 13.40 ms, alternating). */
+static void direct_store(const direct_run *r, float *strip, int64_t v0) {
     const cuvil_conv2d_params *p = r->p;
     const int64_t nr = r->uk->nr, OW = p->OW, OHW = p->OH * p->OW, Wv = r->Wv;
     const cuvil_act a = p->act.act;
     const int clamp = a == CUVIL_ACT_RELU || a == CUVIL_ACT_CLIP;
+    const int after = a != CUVIL_ACT_NONE && !clamp;
     const float lo = a == CUVIL_ACT_RELU ? 0.0f : p->act.alpha, hi = a == CUVIL_ACT_RELU ? INFINITY : p->act.beta;
-    for (int64_t l = 0; l < nr && v0 + l < r->NV;) {
-        const int64_t v = v0 + l, row = v / Wv, col = v % Wv;
-        if (col >= OW) { /* between two rows */
-            l += Wv - col;
-            continue;
-        }
-        const int64_t len = cuvil_min_i64(OW - col, nr - l), off = row * OW + col;
-        for (int64_t m = 0; m < p->M; m++) {
-            const float *src = strip + m * nr + l;
-            const float bm = r->bias ? r->bias[m] : 0.0f;
-            float *dst = r->y + m * OHW + off;
-            /* the residual may be y itself: each element is read before it is written */
-            const float *res = r->residual ? r->residual + m * OHW + off : NULL;
-            for (int64_t i = 0; i < len; i++) {
-                float v1 = src[i] + bm + (res ? res[i] : 0.0f);
-                if (clamp) {
-                    v1 = v1 < lo ? lo : v1; /* NaN passes, as in cuvil_f32_act1 */
-                    v1 = v1 > hi ? hi : v1;
-                }
-                dst[i] = v1;
+    for (int pass = after ? 0 : 1; pass < 2; pass++) {
+        if (pass == 1 && after) act_inplace(&p->act, strip, p->M * nr); /* (lanes between rows too: never stored) */
+        for (int64_t l = 0; l < nr && v0 + l < r->NV;) {
+            const int64_t v = v0 + l, row = v / Wv, col = v % Wv;
+            if (col >= OW) { /* between two rows */
+                l += Wv - col;
+                continue;
             }
-            if (!clamp) act_inplace(&p->act, dst, len);
+            const int64_t len = cuvil_min_i64(OW - col, nr - l), off = row * OW + col;
+            for (int64_t m = 0; m < p->M; m++) {
+                float *src = strip + m * nr + l;
+                float *dst = r->y + m * OHW + off;
+                if (pass == 1 && after) { /* the sums, with the activation: copied out */
+                    memcpy(dst, src, (size_t)len * sizeof(float));
+                    continue;
+                }
+                const float bm = r->bias ? r->bias[m] : 0.0f;
+                /* the residual may be y itself: each element is read before it is written */
+                const float *res = r->residual ? r->residual + m * OHW + off : NULL;
+                for (int64_t i = 0; i < len; i++) {
+                    float v1 = src[i] + bm + (res ? res[i] : 0.0f);
+                    if (clamp) {
+                        v1 = v1 < lo ? lo : v1; /* NaN passes, as in cuvil_f32_act1 */
+                        v1 = v1 > hi ? hi : v1;
+                    }
+                    if (after) src[i] = v1; /* the activation after, on the whole strip */
+                    else dst[i] = v1;
+                }
+            }
+            l += len;
         }
-        l += len;
     }
 }
 
