@@ -197,7 +197,7 @@ static bool direct_pays_on(const cuvil_conv2d_params *p, const cuvil_target_info
  * only (NR 16 and 32): the portable targets keep the channels-first one. */
 static bool direct_t_pays(const cuvil_conv2d_params *p, const cuvil_target_info *t) {
     return cuvil_conv2d_direct_t_applies(p) && p->KH * p->KW > 1 && direct_pays_on(p, t) && t->nr >= 16 &&
-           !(strided_few_outputs(p) && p->M < t->nr && t->direct);
+           !(strided_few_outputs(p) && !direct_pays(p) && p->M < t->nr && t->direct);
 }
 
 /* A 1x1 conv on a 1x1 map to at most half its channels (a squeeze-excitation block's reduction,

@@ -59,7 +59,7 @@ CASES = {
     "se-expand-1x1-map": ([1, 28, 1, 1], [672, 28, 1, 1], [1, 1], [0, 0, 0, 0], 1, "im2col+gemm, pixels as rows"),
     # a map 2 high (a CRNN's last convs): 4x4 tiles are half padding, 2x2 ones take fewer multiplies
     "crnn-2x80": ([1, 256, 2, 80], [256, 256, 3, 3], [1, 1], [1, 1, 1, 1], 1, "winograd F(2x2,3x3), tiles as rows"),
-    "crnn-4x80": ([1, 256, 4, 80], [256, 256, 3, 3], [1, 1], [1, 1, 1, 1], 1, "winograd F(4x4,3x3)"),
+    "crnn-4x80": ([1, 256, 4, 80], [256, 256, 3, 3], [1, 1], [1, 1, 1, 1], 1, "winograd F(4x4,3x3), tiles as rows"),
 }
 
 

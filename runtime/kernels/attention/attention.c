@@ -9,8 +9,11 @@
  * and the two products run on the GEMM driver with those strides (k as a transposed B).
  *
  * Work is split in tasks of up to ATT_QB query rows of one (batch, head), so that a decode step
- * (one query row) still has a task per head. Each task holds its rows' scores (q_block x kv_len)
- * and the GEMM's packing buffers in its thread's scratch slice. Masks: an additive float mask
+ * (one query row) still has a task per head; or, where a head has several such blocks and the
+ * heads go round the threads evenly, in tasks of a whole (batch, head), whose K and V are packed
+ * once for all its blocks (att_by_head). Each task holds its rows' scores (q_block x kv_len),
+ * the GEMM's packing buffers and (a task a head) the packed K and V in its thread's scratch
+ * slice. Masks: an additive float mask
  * or a boolean one (false: the key is not seen), broadcast through strides, and a causal mask
  * computed, not read: query i of q_len sees keys j <= i + kv_len - q_len (a KV cache of
  * kv_len - q_len earlier tokens comes first). A row that sees no key is NaN, as softmax over
@@ -53,16 +56,21 @@ static size_t packed_kv_bytes(const cuvil_attention_params *p, const cuvil_gemm_
            CUVIL_ALIGN_UP(cuvil_gemm_packed_b_floats(p->v_dim, p->kv_len, nr) * sizeof(float), 64);
 }
 
+/* A head's packed K and V are kept (a task a head) only up to this size: a long context (32768
+ * keys of 128 floats) would otherwise reserve 32 MB a thread for them. */
+#define ATT_KV_PACK_MAX ((size_t)4 << 20)
+
 /* With symbolic dims p holds the upper bounds and the run's block may be the other size: the
  * larger of the two cases (up to ATT_QB_KV keys in blocks of ATT_QB rows, more in blocks of
  * ATT_QB_LONG), each growing with the rows and the keys; then, where a head may have several
- * blocks of queries (att_by_head), its packed K and V, which also grow with the keys. */
+ * blocks of queries (att_by_head), its packed K and V, which also grow with the keys, up to
+ * ATT_KV_PACK_MAX (a run whose packed K and V would be larger keeps tasks of a block). */
 size_t cuvil_f32_attention_scratch_size_ex(const cuvil_attention_params *p, const cuvil_gemm_blocking *b) {
     const int64_t q = p->q_len, kv = p->kv_len;
     const size_t shortk = scratch_for(q < ATT_QB ? q : ATT_QB, kv < ATT_QB_KV ? kv : ATT_QB_KV, p, b);
     const size_t longk = kv > ATT_QB_KV ? scratch_for(q < ATT_QB_LONG ? q : ATT_QB_LONG, kv, p, b) : 0;
-    const size_t blocks = CUVIL_ALIGN_UP(shortk > longk ? shortk : longk, 64);
-    return q > ATT_QB_LONG ? blocks + packed_kv_bytes(p, b) : blocks;
+    const size_t blocks = CUVIL_ALIGN_UP(shortk > longk ? shortk : longk, 64), kvp = packed_kv_bytes(p, b);
+    return q > ATT_QB_LONG ? blocks + (kvp < ATT_KV_PACK_MAX ? kvp : ATT_KV_PACK_MAX) : blocks;
 }
 
 /* Soft-capping of n scores (softcap > 0). */
@@ -303,7 +311,8 @@ static void att_task(void *vctx, int64_t t, int tid) {
  * packed once a head, not once a block) and the heads go round the threads evenly. */
 static int att_by_head(const cuvil_attention_params *p, int64_t n_qb) {
     const int64_t heads = p->batch * p->heads, threads = cuvil_threads();
-    return n_qb >= 2 && p->q_len > ATT_QB_LONG && (heads % threads == 0 || heads >= 4 * threads);
+    return n_qb >= 2 && p->q_len > ATT_QB_LONG && packed_kv_bytes(p, cuvil_gemm_default_blocking()) <= ATT_KV_PACK_MAX &&
+           (heads % threads == 0 || heads >= 4 * threads);
 }
 
 void cuvil_f32_attention_qk(const cuvil_attention_params *p, const float *q, const float *k, const float *v,
