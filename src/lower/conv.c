@@ -196,8 +196,10 @@ static bool direct_pays_on(const cuvil_conv2d_params *p, const cuvil_target_info
  * 7x7, K 147 in segments of 21) slower: those keep their GEMMs. Measured on AVX2 and AVX-512
  * only (NR 16 and 32): the portable targets keep the channels-first one. */
 static bool direct_t_pays(const cuvil_conv2d_params *p, const cuvil_target_info *t) {
-    return cuvil_conv2d_direct_t_applies(p) && p->KH * p->KW > 1 && direct_pays_on(p, t) && t->nr >= 16 &&
-           !(strided_few_outputs(p) && !direct_pays(p) && p->M < t->nr && t->direct);
+    if (!cuvil_conv2d_direct_t_applies(p) || p->KH * p->KW == 1 || t->nr < 16) return false;
+    /* the few-output shapes: where the channels-first one runs too, only those whose outputs
+     * fill the tiles' NR columns (strided_few_outputs) */
+    return direct_pays(p) || (strided_few_outputs(p) && !(p->M < t->nr && t->direct));
 }
 
 /* A 1x1 conv on a 1x1 map to at most half its channels (a squeeze-excitation block's reduction,
