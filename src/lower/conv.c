@@ -202,6 +202,22 @@ static bool direct_t_pays(const cuvil_conv2d_params *p, const cuvil_target_info 
     return direct_pays(p) || (strided_few_outputs(p) && !(p->M < t->nr && t->direct));
 }
 
+/* A strided conv of a 3x3 or larger kernel that direct_t_pays but whose few output pixels
+ * the swapped GEMM took (swapped_fits_better: 20x20 -> 10x10), on a channels-first input: the
+ * swapped GEMM packs its im2col from that input, channel by channel, where the direct
+ * convolution copies it once into a channels-last padded tile and reads the taps in place.
+ * bench/conv_sweep.py --suite (each conv alone, channels-first input, one thread, Intel Xeon
+ * AVX-512 VM), swapped GEMM -> direct, AVX-512 / AVX2: YOLO-style's 128 -> 128 3x3 s2 at
+ * 20x20 0.273 -> 0.182 / 0.381 -> 0.272 ms, its 128 -> 256 0.451 -> 0.358 / 0.663 -> 0.561,
+ * ResNet-18's 128 -> 256 at 28x28 0.912 -> 0.733 / 1.326 -> 1.065. On a channels-last input the
+ * swapped GEMM's im2col reads whole pixels and the two measured even (direct_t_pays): there it
+ * stays (ResNet-50 with every such conv switched, AVX-512: 57.0 -> 58.5 ms, its 28x28 and
+ * 14x14 stages channels last). Not the 2x2 s2 patches of ConvNeXt's downsampling, whose
+ * windows do not overlap (AVX-512 even: 384 -> 768 0.778 / 0.783 ms). */
+bool lower_direct_t_over_swap(const cuvil_conv2d_params *p, const cuvil_target_info *t) {
+    return p->KH >= 3 && p->KW >= 3 && p->stride_h >= 2 && p->stride_w >= 2 && p->group == 1 && direct_t_pays(p, t);
+}
+
 /* A 1x1 conv on a 1x1 map to at most half its channels (a squeeze-excitation block's reduction,
  * a classifier head's): a one-row product, which the direct convolution on channels-last pixels
  * runs as the weights' row of panels read once (a 1x1 map is the same channels first or last),

@@ -110,13 +110,24 @@ cuvil_status lower_layouts(cir_graph *g, const lower_ctx *c) {
         }
         if (n->kind != CIR_OP_CONV) continue;
         const int layout = (last[n->in[0]] ? CUVIL_CONV_X_NHWC : 0) | (last[n->out[0]] ? CUVIL_CONV_Y_NHWC : 0);
-        if (!layout) continue;
+        /* a swapped GEMM of a strided 3x3 (or larger) conv on a channels-first input: the
+         * direct convolution on a channels-last copy (lower_direct_t_over_swap) */
+        const bool over_swap = !(layout & CUVIL_CONV_X_NHWC) && n->low.algo == CUVIL_CONV_GEMM_T && n->low.packed >= 0;
+        if (!layout && !over_swap) continue;
         cuvil_conv2d_params p;
         if ((s = lower_conv_params(g, n, &p))) break;
+        if (!layout && !lower_direct_t_over_swap(&p, t)) continue;
         n->low.layout = layout;
         const char *base = n->low.note ? n->low.note : "";
         char algo[CIR_ALGO_MAX], direct[CIR_ALGO_MAX];
-        bool repack = false; /* the weights packed again, for another K blocking */
+        bool repack = false; /* the weights packed again, for another K blocking or kernel */
+        if (over_swap && lower_direct_t_over_swap(&p, t)) {
+            n->low.algo = CUVIL_CONV_DIRECT_T;   /* its weights tap-major: repacked below */
+            repack = true;
+            snprintf(direct, sizeof direct, "%s, gemm %dx%d kc=%lld, weights prepacked",
+                     lower_conv_algo_name(CUVIL_CONV_DIRECT_T, false, false), t->mr, t->nr, (long long)t->kc);
+            base = direct;
+        }
         if (n->low.algo == CUVIL_CONV_GEMM_T && (layout & CUVIL_CONV_X_NHWC) && direct_t_projection(&p, t)) {
             /* the same packed weights (a 1x1 conv's are the same tap-major or not), but for
              * their K blocking: repacked below where that changes */
@@ -130,8 +141,11 @@ cuvil_status lower_layouts(cir_graph *g, const lower_ctx *c) {
                      (long long)(n->low.kc ? n->low.kc : t->kc));
             base = direct;
         }
-        snprintf(algo, sizeof algo, "%s, channels last %s", base,
-                 layout == CUVIL_CONV_X_NHWC ? "in" : layout == CUVIL_CONV_Y_NHWC ? "out" : "in and out");
+        if (layout)
+            snprintf(algo, sizeof algo, "%s, channels last %s", base,
+                     layout == CUVIL_CONV_X_NHWC ? "in" : layout == CUVIL_CONV_Y_NHWC ? "out" : "in and out");
+        else
+            snprintf(algo, sizeof algo, "%s", base);
         /* the weights tap-major: the depthwise conv's (a tap's weights for a vector of
          * channels), and a GEMM's of several taps reading channels last (K = tap C + c, the
          * order its im2col of that input comes in); the weights packed before are left unused

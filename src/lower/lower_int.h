@@ -40,6 +40,10 @@ const char *lower_conv_algo_name(int64_t algo, bool pointwise, bool strided_pw);
  * one of c's sizes where one does. */
 bool lower_runs_wino_t(const cir_graph *g, const cuvil_conv2d_params *p, const cuvil_target_info *t);
 bool lower_on_wino_t_map(const lower_ctx *c, const cuvil_conv2d_params *p);
+/* Whether a conv the swapped GEMM took (CUVIL_CONV_GEMM_T), whose input stays channels first,
+ * runs the direct convolution on a channels-last copy instead (the layout pass asks, knowing
+ * the input's layout). */
+bool lower_direct_t_over_swap(const cuvil_conv2d_params *p, const cuvil_target_info *t);
 
 /* ===== Weight packing (pack.c) ========================================================== */
 /* A float32 constant of nf elements for weights w in a kernel's layout, shared by every node

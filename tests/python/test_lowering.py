@@ -51,6 +51,12 @@ CASES = {
                             "x86_64-avx512": "direct (taps read in place from 4 phases)"}),
     "few-outputs-3x3-s2": ([1, 16, 96, 96], [32, 16, 3, 3], [2, 2], [1, 1, 1, 1], 1,
                            "direct on a channels-last padded copy"),
+    # a strided 3x3 conv whose few output pixels the swapped GEMM would take (YOLO-style's 128 ->
+    # 128 at 20x20), on a channels-first input: the direct convolution on a channels-last copy;
+    # ConvNeXt's 2x2 s2 patches keep the swapped GEMM
+    "s2-3x3-few-pixels": ([1, 128, 20, 20], [128, 128, 3, 3], [2, 2], [1, 1, 1, 1], 1,
+                          "direct on a channels-last padded copy"),
+    "s2-2x2-patches": ([1, 192, 28, 28], [384, 192, 2, 2], [2, 2], [0, 0, 0, 0], 1, "im2col+gemm, pixels as rows"),
     "stem-3x3-s2-k27": ([1, 3, 56, 56], [32, 3, 3, 3], [2, 2], [1, 1, 1, 1], 1, "im2col+gemm, gemm"),
     # a squeeze-excitation block's reduction on a 1x1 map: the direct convolution on its pixel;
     # its expansion keeps the pixels-as-rows GEMM
