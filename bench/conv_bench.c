@@ -102,6 +102,10 @@ int main(int argc, char **argv) {
         fprintf(stderr, "cuvil-bench-conv: not a valid convolution\n");
         return 2;
     }
+    /* CUVIL_BENCH_ACT: an activation fused into every path (cuvil_act's number, alpha 0, beta 0;
+     * HardSwish is 6); CUVIL_BENCH_ONLY: only the path of that name (to profile it) */
+    const char *act_env = getenv("CUVIL_BENCH_ACT"), *only = getenv("CUVIL_BENCH_ONLY");
+    if (act_env) p.act.act = atoi(act_env);
     const cuvil_gemm_blocking *b = cuvil_gemm_default_blocking();
     const size_t nx = (size_t)(p.N * p.C * p.H * p.W), nw = (size_t)(p.M * (p.C / p.group) * p.KH * p.KW),
                  ny = (size_t)(p.N * p.M * p.OH * p.OW);
@@ -119,7 +123,7 @@ int main(int argc, char **argv) {
         q.algo = pa->algo;
         q.packed_mr = pa->packed == 1 ? b->uk->mr : pa->packed == 2 ? b->uk->nr : pa->packed == 3 ? CUVIL_GCONV_LANES : 0;
         q.packed_kc = pa->packed ? b->kc : 0;
-        if (!takes(pa, &q)) continue;
+        if (!takes(pa, &q) || (only && strcmp(only, pa->name))) continue;
         size_t np = cuvil_f32_conv2d_packed_floats(&q), nt = cuvil_f32_conv2d_pack_tmp_floats(&q);
         float *wp = w, *tmp = NULL;
         if (pa->packed) {

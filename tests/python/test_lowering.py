@@ -45,7 +45,8 @@ CASES = {
     "alexnet-g2-5x5": ([1, 96, 27, 27], [256, 48, 5, 5], [1, 1], [2, 2, 2, 2], 2, "im2col+gemm, gemm"),
     # stride 2 with few output channels and K >= 64 (YOLO's stem, 3 -> 16 6x6, K 108): a direct
     # convolution, the one each target has tiles for (AVX-512's channels-last tiles are 32
-    # channels wide); K 27 (the usual 3x3 stem) keeps the GEMM
+    # channels wide); K 27 (the usual 3x3 stem) the direct path too, whose stem kernel takes a
+    # 3x3 s2 conv of at most 4 input channels
     "few-outputs-6x6-s2": ([1, 3, 64, 64], [16, 3, 6, 6], [2, 2], [2, 2, 2, 2], 1,
                            {"x86_64-avx2": "direct on a channels-last padded copy",
                             "x86_64-avx512": "direct (taps read in place from 4 phases)"}),
@@ -57,7 +58,9 @@ CASES = {
     "s2-3x3-few-pixels": ([1, 128, 20, 20], [128, 128, 3, 3], [2, 2], [1, 1, 1, 1], 1,
                           "direct on a channels-last padded copy"),
     "s2-2x2-patches": ([1, 192, 28, 28], [384, 192, 2, 2], [2, 2], [0, 0, 0, 0], 1, "im2col+gemm, pixels as rows"),
-    "stem-3x3-s2-k27": ([1, 3, 56, 56], [32, 3, 3, 3], [2, 2], [1, 1, 1, 1], 1, "im2col+gemm, gemm"),
+    "stem-3x3-s2-k27": ([1, 3, 56, 56], [32, 3, 3, 3], [2, 2], [1, 1, 1, 1], 1,
+                        "direct (taps read in place from 4 phases)"),
+    "stem-3x3-s2-5-channels": ([1, 5, 112, 112], [16, 5, 3, 3], [2, 2], [1, 1, 1, 1], 1, "im2col+gemm, gemm"),
     # a squeeze-excitation block's reduction on a 1x1 map: the direct convolution on its pixel;
     # its expansion keeps the pixels-as-rows GEMM
     "se-reduce-1x1-map": ([1, 672, 1, 1], [28, 672, 1, 1], [1, 1], [0, 0, 0, 0], 1,

@@ -378,6 +378,12 @@ static const conv_case conv_cases[] = {
     {1, 8, 1, 1, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 8},     /* depthwise 8 channels on a 1x1 map */
     {1, 9, 10, 12, 9, 4, 3, 3, 2, 2, 0, 1, 2, 1, 1, 9},   /* depthwise 4x3 kernel, strides 3x2, uneven pads */
     {1, 100, 14, 14, 100, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 100}, /* depthwise 14x14, split among threads */
+    /* stems (3x3 s2 on at most 4 channels: the direct path's stem kernel on AVX2 and AVX-512) */
+    {2, 3, 35, 37, 13, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1},  /* 13 outputs (a partial block), 19 wide, batch 2 */
+    {1, 1, 17, 66, 4, 3, 3, 2, 2, 0, 0, 1, 1, 1, 1, 1},   /* one channel, SAME-upper pads, 33 wide */
+    {1, 4, 20, 100, 9, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1},  /* 4 channels, 50 wide: several blocks of vectors */
+    {1, 3, 9, 130, 16, 3, 3, 2, 2, 1, 1, 0, 0, 1, 1, 1},  /* 65 wide (one past 4 AVX-512 or 8 AVX2 vectors), odd pads */
+    {1, 2, 7, 59, 5, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1},   /* 30 wide: the rest 2 AVX-512 vectors or 2 of AVX2's (14) */
     {2, 8, 10, 10, 12, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2},  /* groups 2, batch 2, 100 pixels: pixel bands per image and group */
     {2, 20, 9, 11, 6, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},   /* pointwise, batch 2, 99 pixels: direct reads whole panels in place, the last copied */
     {2, 64, 7, 7, 200, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},  /* 3x3 at 7x7, 200 channels: too few pixels for bands, runs of columns, A packed by each thread */
@@ -397,9 +403,11 @@ static void test_conv2d(void) {
     }
     /* every activation through each path, with bias and in-place/separate residual */
     static const int paths[] = {1, 4, 15, 24, 33};
-    for (int act = 0; act < CUVIL_ACT__COUNT; act++)
+    for (int act = 0; act < CUVIL_ACT__COUNT; act++) {
         for (size_t k = 0; k < sizeof paths / sizeof paths[0]; k++)
             run_conv(&conv_cases[paths[k]], 1, 1 + (act + (int)k) % 2, act, 1);
+        run_conv(&conv_cases[n - 5], 1, act % 3, act, 1);   /* a stem, without and with residuals */
+    }
 }
 
 /* ---- ConvTranspose ---------------------------------------------------------------------- */

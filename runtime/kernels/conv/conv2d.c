@@ -1233,6 +1233,140 @@ static void conv2d_gemm(const cuvil_conv2d_params *p, const float *x, const floa
                         const float *bias, const float *residual, float *y, void *scratch,
                         const cuvil_gemm_blocking *b);
 
+/* ===== A stem: 3x3 stride 2 on a few input channels =======================================
+ * The first conv of most mobile CNNs (3 -> 16 or 32, 3x3 s2 at 224x224: K 27) through the
+ * direct path's microkernel pays a call, a strip's store and its epilogue for every 16 pixels
+ * of 27 taps; through the GEMM, an im2col packing as long as the product. Here a vector of
+ * output pixels of STEM_RB rows and STEM_MB output channels is summed in registers over all
+ * taps, each weight broadcast once per vector, the input read from its zero-padded copy with
+ * each row's even columns before its odd ones (pad_image, phased), and stored with the bias,
+ * residual and activation to the channels-first output. cuvil-bench-conv, one thread, Intel
+ * Xeon VM (CUVIL_BENCH_ACT=6: HardSwish): MobileNetV3's 3 -> 16 at 224x224, AVX2, GEMM 0.298
+ * ms, the direct microkernel 0.321, this kernel (see the commit). The weights are read from the
+ * direct path's packing (the GEMM's A: MR rows a panel, one K block). */
+#ifdef DW_SIMD
+#define STEM_MB 4
+#if DW_SIMD == 16
+#define STEM_P 4   /* vectors of output pixels (4 x 4 sums in registers of 32; at most 4) */
+#else
+#define STEM_P 2   /* (4 x 2 sums: 4 x 3 and the 3 inputs take all 16 registers, and spill) */
+#endif
+#define STEM_MAX_C 4
+
+static int stem_applies(const cuvil_conv2d_params *p) {
+    return p->KH == 3 && p->KW == 3 && p->stride_h == 2 && p->stride_w == 2 && p->dil_h == 1 && p->dil_w == 1 &&
+           p->group == 1 && p->C <= STEM_MAX_C && p->N > 0 && p->OH > 0 && p->OW > 0;
+}
+
+typedef struct stem_run {
+    const cuvil_conv2d_params *p;
+    const float *xpad, *a, *bias, *residual;
+    float *y;
+    int64_t Hp, Wp, mr, bands, band_rows;
+} stem_run;
+
+/* Output channels [m0, m0 + mb) (mb <= STEM_MB) with weights wb ([tap][STEM_MB], zeros past
+ * mb), row oh, output pixels [c0, c0 + P vectors) (the last vector masked where the row ends). */
+static inline __attribute__((always_inline)) void stem_block(const stem_run *r, const float *wb, int64_t m0, int mb,
+                                                             int64_t oh, int64_t c0, const int P) {
+    const cuvil_conv2d_params *p = r->p;
+    const int64_t OW = p->OW, OHW = p->OH * p->OW, Wp = r->Wp, We = (Wp + 1) / 2, plane = r->Hp * Wp;
+    const int full = c0 + P * DW_SIMD <= OW;
+    const dwm msk = dw_mask(OW - c0 - (P - 1) * DW_SIMD);
+    dwv acc[STEM_MB][STEM_P];
+#pragma GCC unroll 8
+    for (int j = 0; j < STEM_MB; j++) {
+        const dwv b = DW_SET1(r->bias && j < mb ? r->bias[m0 + j] : 0.0f);
+#pragma GCC unroll 8
+        for (int v = 0; v < P; v++) acc[j][v] = b;
+    }
+    for (int64_t c = 0; c < p->C; c++) {
+        const float *pc = r->xpad + c * plane + 2 * oh * Wp + c0, *wc = wb + c * 9 * STEM_MB;
+#pragma GCC unroll 4
+        for (int kh = 0; kh < 3; kh++) {
+            const float *ev = pc + kh * Wp, *od = ev + We;
+#pragma GCC unroll 4
+            for (int kw = 0; kw < 3; kw++) {
+                const float *src = kw == 1 ? od : ev + kw / 2;
+                dwv x[STEM_P];
+#pragma GCC unroll 8
+                for (int v = 0; v < P; v++)
+                    x[v] = full || v < P - 1 ? DW_LOAD(src + v * DW_SIMD) : DW_LOADM(src + v * DW_SIMD, msk);
+#pragma GCC unroll 8
+                for (int j = 0; j < STEM_MB; j++) {
+                    const dwv w = DW_SET1(wc[(kh * 3 + kw) * STEM_MB + j]);
+#pragma GCC unroll 8
+                    for (int v = 0; v < P; v++) acc[j][v] = DW_FMA(w, x[v], acc[j][v]);
+                }
+            }
+        }
+    }
+    const int clamp = p->act.act == CUVIL_ACT_RELU || p->act.act == CUVIL_ACT_CLIP;
+    const float lo = p->act.act == CUVIL_ACT_RELU ? 0.0f : p->act.alpha, hi = p->act.act == CUVIL_ACT_RELU ? INFINITY : p->act.beta;
+    const dwv vlo = DW_SET1(lo), vhi = DW_SET1(hi);
+    for (int j = 0; j < mb; j++)
+        for (int v = 0; v < P; v++) {
+            const int64_t o = (m0 + j) * OHW + oh * OW + c0 + v * DW_SIMD;
+            const int whole = full || v < P - 1;
+            dwv y = acc[j][v];
+            if (r->residual) y = DW_ADD(y, whole ? DW_LOAD(r->residual + o) : DW_LOADM(r->residual + o, msk));
+            if (clamp) y = DW_MIN(vhi, DW_MAX(vlo, y));   /* (NaN passes, as in dwk_rows) */
+            if (whole)
+                DW_STORE(r->y + o, y);
+            else
+                DW_STOREM(r->y + o, y, msk);
+        }
+}
+
+/* Task t: a band of rows of one block of STEM_MB output channels, its weights gathered from the
+ * packed panels first. */
+static void stem_task(void *vctx, int64_t t, int tid) {
+    (void)tid;
+    const stem_run *r = (const stem_run *)vctx;
+    const cuvil_conv2d_params *p = r->p;
+    const int64_t m0 = t / r->bands * STEM_MB, h0 = t % r->bands * r->band_rows, K = p->C * 9;
+    const int mb = (int)cuvil_min_i64(STEM_MB, p->M - m0);
+    float wb[STEM_MAX_C * 9 * STEM_MB];
+    for (int64_t k = 0; k < K; k++)
+        for (int j = 0; j < STEM_MB; j++) {
+            const int64_t m = m0 + j;
+            wb[k * STEM_MB + j] = j < mb ? r->a[(m / r->mr) * K * r->mr + k * r->mr + m % r->mr] : 0.0f;
+        }
+    const int64_t h1 = cuvil_min_i64(p->OH, h0 + r->band_rows), OW = p->OW;
+    const int clamp = p->act.act == CUVIL_ACT_RELU || p->act.act == CUVIL_ACT_CLIP;
+    for (int64_t oh = h0; oh < h1; oh++) {
+        int64_t c0 = 0;
+        for (; c0 + STEM_P * DW_SIMD <= OW; c0 += STEM_P * DW_SIMD) stem_block(r, wb, m0, mb, oh, c0, STEM_P);
+        /* the rest: 1 to STEM_P vectors, the last maybe partial */
+        const int64_t left = (OW - c0 + DW_SIMD - 1) / DW_SIMD;
+        if (left == 1) stem_block(r, wb, m0, mb, oh, c0, 1);
+        else if (left == 2) stem_block(r, wb, m0, mb, oh, c0, 2);
+#if STEM_P > 2
+        else if (left == 3) stem_block(r, wb, m0, mb, oh, c0, 3);
+        else if (left == 4) stem_block(r, wb, m0, mb, oh, c0, 4);
+#endif
+        if (!clamp)
+            for (int j = 0; j < mb; j++) act_inplace(&p->act, r->y + (m0 + j) * p->OH * OW + oh * OW, OW);
+    }
+}
+
+/* Scratch: the image's padded, phased copy (at most the direct path's image part). */
+static void conv2d_stem(const cuvil_conv2d_params *p, const float *x, const float *w_packed, const float *bias,
+                        const float *residual, float *y, void *scratch, int64_t mr) {
+    int64_t Hp, Wp;
+    padded_dims(p, &Hp, &Wp);
+    const int64_t blocks = (p->M + STEM_MB - 1) / STEM_MB, band_rows = 8, bands = (p->OH + band_rows - 1) / band_rows;
+    stem_run r = {p, (const float *)scratch, w_packed, bias, NULL, NULL, Hp, Wp, mr, bands, band_rows};
+    const int64_t ysz = p->M * p->OH * p->OW;
+    for (int64_t n = 0; n < p->N; n++) {
+        pad_image(p, x + n * p->C * p->H * p->W, (float *)scratch, Hp, Wp, 1);
+        r.y = y + n * ysz;
+        r.residual = residual ? residual + n * ysz : NULL;
+        cuvil_parallel_for(blocks * bands, stem_task, &r);
+    }
+}
+#endif
+
 static void conv2d_direct(const cuvil_conv2d_params *p, const float *x, const float *w_packed, const float *bias,
                           const float *residual, float *y, void *scratch, const cuvil_gemm_blocking *b) {
     const cuvil_gemm_ukernel_desc *uk = b->uk;
@@ -1242,6 +1376,12 @@ static void conv2d_direct(const cuvil_conv2d_params *p, const float *x, const fl
         conv2d_gemm(p, x, NULL, w_packed, bias, residual, y, scratch, b);
         return;
     }
+#ifdef DW_SIMD
+    if (stem_applies(p) && kcb >= K && uk->mr <= 8) {
+        conv2d_stem(p, x, w_packed, bias, residual, y, scratch, uk->mr);
+        return;
+    }
+#endif
     int64_t plane, Wv, Hp, Wp;
     direct_dims(p, &plane, &Wv);
     padded_dims(p, &Hp, &Wp);
