@@ -670,11 +670,16 @@ static void dw_block8(const cuvil_conv2d_params *p, const float *x, int64_t xcs,
     const float *xc = x + (n * p->C + c) * xcs;
     /* in: pixel q's 8 channels to tile[(pt + q / W) * Wp + pl + q % W] */
     int64_t q = 0;
-    for (; q + 8 <= HW; q += 8) {
+    float *dst = tile + (pt * Wp + pl) * 8;   /* pixel q's place in the tile; its column ww */
+    for (int64_t ww = 0; q + 8 <= HW; q += 8) {
         transpose8x8(xc + q, xcs, blk, NULL, 8);
         for (int i = 0; i < 8; i++) {
-            const int64_t h = (q + i) / W, ww = (q + i) % W;
-            _mm256_storeu_ps(tile + ((pt + h) * Wp + pl + ww) * 8, _mm256_loadu_ps(blk + i * 8));
+            _mm256_storeu_ps(dst, _mm256_loadu_ps(blk + i * 8));
+            dst += 8;
+            if (++ww == W) {   /* the next row (no division a pixel) */
+                ww = 0;
+                dst += (Wp - W) * 8;
+            }
         }
     }
     for (; q < HW; q++)
