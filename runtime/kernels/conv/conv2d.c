@@ -2216,20 +2216,32 @@ static void conv2d_direct_t(const cuvil_conv2d_params *p, const float *x, const 
     const size_t copy = in_place ? 0 : CUVIL_ALIGN_UP((size_t)(r.Hp * r.Wp * p->C) * sizeof(float), 64);
     r.pix = (int64_t *)((char *)scratch + copy);
     float *yt = y_nhwc ? NULL : (float *)((char *)r.pix + CUVIL_ALIGN_UP((size_t)OHW * sizeof(int64_t), 64));
-    for (int64_t q = 0; q < OHW; q++)
-        r.pix[q] = ((q / p->OW) * p->stride_h * r.Wp + (q % p->OW) * p->stride_w) * p->C;
+    /* output pixel q's first float in the (padded) channels-last input; a row at a time, no
+     * division a pixel (YOLO-style's 160x160 stem: 25,600 of them, each run, on one thread) */
+    for (int64_t oh = 0, q = 0; oh < p->OH; oh++)
+        for (int64_t ow = 0; ow < p->OW; ow++, q++) r.pix[q] = (oh * p->stride_h * r.Wp + ow * p->stride_w) * p->C;
     /* a channels-first y: the residual and then the activation go into the transposing copy */
     r.fuse_act = y_nhwc || !residual;
     const int64_t threads = cuvil_threads(), panels = (M + r.nr - 1) / r.nr, row_tiles = (OHW + mr - 1) / mr;
-    if (p->KH * p->KW > 1) {
-        r.by_cols = threads > 1 && (panels % threads == 0 || panels >= 4 * threads);
+    const int64_t by_cols = (panels + threads - 1) / threads * row_tiles;
+    const int64_t by_rows = (row_tiles + threads - 1) / threads * panels;
+    if (panels < 4 * threads) {
+        /* Few panels: by rows, each thread reading its pixels only, unless the busiest thread
+         * has 5% fewer tiles by columns (where every thread reads every pixel), or about as
+         * many and the weights outweigh the pixels (M > OH OW). YOLO-style, AVX2, two threads,
+         * in the model (bench/profile_layers.py), columns -> rows: 1x1 convs of 2 and 4 panels
+         * (267 tiles by columns against 268 by rows) 64 -> 32 at 40x40 0.102 -> 0.070 ms, 128 ->
+         * 64 at 20x20 0.082 -> 0.052; its 3x3 s2 convs 32 -> 64 to 40x40 0.42 -> 0.32, 64 -> 64
+         * to 20x20 0.225 -> 0.175; the model 8.52 -> 7.88 ms (AVX-512 6.64 -> 6.31). With 8 panels
+         * or more (ResNet-50's 128 outputs) rows measured slower in the model: the rules below. */
+        r.by_cols = threads > 1 && (by_cols * 20 < by_rows * 19 || (by_cols * 20 <= by_rows * 21 && M > OHW));
+    } else if (p->KH * p->KW > 1) {
+        r.by_cols = threads > 1;
     } else {
         /* a 1x1 conv: the split whose busiest thread has fewer tiles; on a tie the one that
          * reads less, the columns where the weights outweigh the pixels (M > OH OW). (ResNet-50's
          * 512 -> 128 at 28x28 on two threads, alone: 0.565 ms by columns, the rule above, 0.543
          * by rows.) */
-        const int64_t by_cols = (panels + threads - 1) / threads * row_tiles;
-        const int64_t by_rows = (row_tiles + threads - 1) / threads * panels;
         r.by_cols = threads > 1 && (by_cols < by_rows || (by_cols == by_rows && M > OHW));
     }
     const int64_t parts = r.by_cols ? cuvil_gemm_split_tiles(M, r.nr, threads, r.bound)
