@@ -116,12 +116,20 @@ cuvil_status lower_layouts(cir_graph *g, const lower_ctx *c) {
         if (!layout && !over_swap) continue;
         cuvil_conv2d_params p;
         if ((s = lower_conv_params(g, n, &p))) break;
-        if (!layout && !lower_direct_t_over_swap(&p, t)) continue;
+        bool to_direct_t = false;   /* (where its weights, packed again, fit the packing budget) */
+        if (over_swap && lower_direct_t_over_swap(&p, t)) {
+            cuvil_conv2d_params q = p;
+            q.algo = CUVIL_CONV_DIRECT_T;
+            q.packed_mr = t->nr;
+            q.packed_kc = t->kc;
+            to_direct_t = lower_pack_fits(g, cuvil_f32_conv2d_packed_floats(&q), 0);
+        }
+        if (!layout && !to_direct_t) continue;
         n->low.layout = layout;
         const char *base = n->low.note ? n->low.note : "";
         char algo[CIR_ALGO_MAX], direct[CIR_ALGO_MAX];
         bool repack = false; /* the weights packed again, for another K blocking or kernel */
-        if (over_swap && lower_direct_t_over_swap(&p, t)) {
+        if (to_direct_t) {
             n->low.algo = CUVIL_CONV_DIRECT_T;   /* its weights tap-major: repacked below */
             repack = true;
             snprintf(direct, sizeof direct, "%s, gemm %dx%d kc=%lld, weights prepacked",

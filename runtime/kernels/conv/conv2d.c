@@ -1241,14 +1241,15 @@ static void conv2d_gemm(const cuvil_conv2d_params *p, const float *x, const floa
 /* ===== A stem: 3x3 stride 2 on a few input channels =======================================
  * The first conv of most mobile CNNs (3 -> 16 or 32, 3x3 s2 at 224x224: K 27) through the
  * direct path's microkernel pays a call, a strip's store and its epilogue for every 16 pixels
- * of 27 taps; through the GEMM, an im2col packing as long as the product. Here a vector of
- * output pixels of STEM_RB rows and STEM_MB output channels is summed in registers over all
- * taps, each weight broadcast once per vector, the input read from its zero-padded copy with
+ * of 27 taps; through the GEMM, an im2col packing as long as the product. Here STEM_P vectors of
+ * a row's output pixels for STEM_MB output channels are summed in registers over all taps, each
+ * weight broadcast once for the STEM_P vectors, the input read from its zero-padded copy with
  * each row's even columns before its odd ones (pad_image, phased), and stored with the bias,
  * residual and activation to the channels-first output. cuvil-bench-conv, one thread, Intel
- * Xeon VM (CUVIL_BENCH_ACT=6: HardSwish): MobileNetV3's 3 -> 16 at 224x224, AVX2, GEMM 0.298
- * ms, the direct microkernel 0.321, this kernel (see the commit). The weights are read from the
- * direct path's packing (the GEMM's A: MR rows a panel, one K block). */
+ * Xeon VM (CUVIL_BENCH_ACT=6: HardSwish): MobileNetV3's 3 -> 16 at 224x224, AVX2, GEMM 0.29-0.30
+ * ms, the direct path's microkernel 0.32, this kernel 0.19-0.20 (without an activation:
+ * 0.275-0.294, 0.265, 0.17). The weights are read from the direct path's packing (the GEMM's
+ * A: MR rows a panel, one K block: conv2d_direct sends other packings to the GEMM first). */
 #ifdef DW_SIMD
 #define STEM_MB 4
 #if DW_SIMD == 16
@@ -2226,14 +2227,16 @@ static void conv2d_direct_t(const cuvil_conv2d_params *p, const float *x, const 
     const int64_t by_cols = (panels + threads - 1) / threads * row_tiles;
     const int64_t by_rows = (row_tiles + threads - 1) / threads * panels;
     if (panels < 4 * threads) {
-        /* Few panels: by rows, each thread reading its pixels only, unless the busiest thread
-         * has 5% fewer tiles by columns (where every thread reads every pixel), or about as
-         * many and the weights outweigh the pixels (M > OH OW). YOLO-style, AVX2, two threads,
-         * in the model (bench/profile_layers.py), columns -> rows: 1x1 convs of 2 and 4 panels
-         * (267 tiles by columns against 268 by rows) 64 -> 32 at 40x40 0.102 -> 0.070 ms, 128 ->
-         * 64 at 20x20 0.082 -> 0.052; its 3x3 s2 convs 32 -> 64 to 40x40 0.42 -> 0.32, 64 -> 64
-         * to 20x20 0.225 -> 0.175; the model 8.52 -> 7.88 ms (AVX-512 6.64 -> 6.31). With 8 panels
-         * or more (ResNet-50's 128 outputs) rows measured slower in the model: the rules below. */
+        /* Fewer than 4 panels a thread: by rows, each thread reading its pixels only, unless
+         * the busiest thread has 5% fewer tiles by columns (where every thread reads every
+         * pixel), or about as many and the weights outweigh the pixels (M > OH OW). YOLO-style,
+         * AVX2, two threads, in the model (bench/profile_layers.py), columns -> rows: 1x1 convs
+         * of 2 and 4 panels (267 tiles by columns against 268 by rows; 134 against 136) 64 -> 32
+         * at 40x40 0.102 -> 0.070 ms, 128 -> 64 at 20x20 0.082 -> 0.052; its 3x3 s2 convs 32 ->
+         * 64 to 40x40 0.42 -> 0.32, 64 -> 64 to 20x20 0.225 -> 0.175. With 4 panels a thread or
+         * more (ResNet-50's 128 outputs in 16-column panels, AVX2, two threads) rows measured
+         * slower in the model: the rules below. (On AVX-512 those are 4 panels of 32 and take
+         * this rule: ResNet-50 there within noise, 31.7 / 31.3 ms.) */
         r.by_cols = threads > 1 && (by_cols * 20 < by_rows * 19 || (by_cols * 20 <= by_rows * 21 && M > OHW));
     } else if (p->KH * p->KW > 1) {
         r.by_cols = threads > 1;
