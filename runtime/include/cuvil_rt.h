@@ -264,6 +264,10 @@ int cuvil_conv2d_packed_tap_major(const cuvil_conv2d_params *p);
  * them. */
 #define CUVIL_CONV_DIRECT 4
 int cuvil_conv2d_direct_applies(const cuvil_conv2d_params *p);
+/* A stem (3x3 stride 2 on at most 4 input channels, groups and dilations 1), which the x86
+ * runtimes' direct path (CUVIL_CONV_DIRECT) runs with a kernel of its own; the lowering picks
+ * the direct path for it there. */
+int cuvil_conv2d_stem_applies(const cuvil_conv2d_params *p);
 /* Direct convolution with pixels as rows (group 1, undilated): each image copied once,
  * zero-padded and channels last (from x in either layout), and read in place by MR x NR
  * register tiles of output pixels x output channels, on weights packed as for

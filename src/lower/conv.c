@@ -171,7 +171,7 @@ static bool direct_pays(const cuvil_conv2d_params *p) {
  * tiles are 8 channels: the channels-last one pads 16 channels to 32 columns, 2.05 ms) 1.38
  * -> 0.98, 0.82 -> 0.67 (the channels-last one 0.67 too), 0.56 -> 0.39. Not a 3x3 stem of K 27
  * (3 -> 32 3x3 s2: AVX2 0.37 against 0.43 channels last; AVX-512 0.31 against 0.33), which
- * the direct path's stem kernel takes (stem, below), nor ResNet's 3 -> 64 7x7 (even). */
+ * the direct path's stem kernel takes (cuvil_conv2d_stem_applies, below), nor ResNet's 3 -> 64 7x7 (even). */
 #define FEW_OUTPUTS_MAX_M 32
 #define FEW_OUTPUTS_MIN_K 64
 static bool strided_few_outputs(const cuvil_conv2d_params *p) {
@@ -179,23 +179,18 @@ static bool strided_few_outputs(const cuvil_conv2d_params *p) {
            p->M <= FEW_OUTPUTS_MAX_M && p->C * p->KH * p->KW >= FEW_OUTPUTS_MIN_K;
 }
 
-/* A stem (a 3x3 stride-2 conv on at most 4 input channels: the first conv of most mobile
- * CNNs) runs the direct path, where the x86 runtimes sum STEM_MB output channels of a few
+/* A stem (cuvil_conv2d_stem_applies: a 3x3 stride-2 conv on at most 4 input channels, the
+ * first conv of most mobile CNNs) runs the direct path, where the x86 runtimes sum STEM_MB output channels of a few
  * vectors of pixels in registers over all its taps (conv2d.c, the stem kernel) rather than
  * packing an im2col as long as the product. cuvil-bench-conv, one thread, Intel Xeon VM, GEMM
  * -> direct, AVX2 / AVX-512: MobileNetV3's 3 -> 16 at 224x224 0.275-0.294 -> 0.17 / 0.17-0.18 ->
  * 0.14-0.15 ms (with HardSwish fused, AVX2, 0.29-0.30 -> 0.19-0.20); MobileNetV2's 3 -> 32
- * 0.42-0.45 -> 0.33-0.35 / 0.24-0.27 -> 0.25-0.26. */
-#define STEM_MAX_C 4
-static bool stem(const cuvil_conv2d_params *p) {
-    return cuvil_conv2d_direct_applies(p) && p->KH == 3 && p->KW == 3 && p->stride_h == 2 && p->stride_w == 2 &&
-           p->C <= STEM_MAX_C;
-}
+ * 0.42-0.45 -> 0.33-0.35 / 0.24-0.27 -> 0.25-0.26. The runtime tells which shapes it takes. */
 
 /* direct_pays, with the shapes above where they were measured (AVX2, AVX-512: NR 16 and 32;
  * the portable targets keep their GEMM there). */
 static bool direct_pays_on(const cuvil_conv2d_params *p, const cuvil_target_info *t) {
-    return direct_pays(p) || (t->nr >= 16 && (strided_few_outputs(p) || stem(p)));
+    return direct_pays(p) || (t->nr >= 16 && (strided_few_outputs(p) || cuvil_conv2d_stem_applies(p)));
 }
 
 /* The direct convolution on a channels-last copy of the input (CUVIL_CONV_DIRECT_T) where the
@@ -366,7 +361,7 @@ cuvil_status lower_conv(cir_graph *g, cir_node *n, const lower_ctx *c) {
         bool direct_t = strided_t || (packed && !wino && !swap && g->opt_level >= 2 && direct_t_pays(&p, t)) ||
                         (packed && g->opt_level >= 2 && squeeze_on_one_pixel(&p, pointwise, t));
         /* (the stem kernel on AVX2 too, whose direct path runs nothing else: targets.inc) */
-        bool direct = packed && !wino && !swap && !direct_t && (t->direct || (t->nr >= 16 && stem(&p))) &&
+        bool direct = packed && !wino && !swap && !direct_t && (t->direct || (t->nr >= 16 && cuvil_conv2d_stem_applies(&p))) &&
                       direct_pays_on(&p, t);
         p.algo = grouped    ? CUVIL_CONV_GROUPED
                  : wino2    ? CUVIL_CONV_WINOGRAD2_T

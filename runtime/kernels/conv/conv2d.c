@@ -1250,6 +1250,12 @@ static void conv2d_gemm(const cuvil_conv2d_params *p, const float *x, const floa
  * ms, the direct path's microkernel 0.32, this kernel 0.19-0.20 (without an activation:
  * 0.275-0.294, 0.265, 0.17). The weights are read from the direct path's packing (the GEMM's
  * A: MR rows a panel, one K block: conv2d_direct sends other packings to the GEMM first). */
+#define STEM_MAX_C 4
+int cuvil_conv2d_stem_applies(const cuvil_conv2d_params *p) {
+    return p->KH == 3 && p->KW == 3 && p->stride_h == 2 && p->stride_w == 2 && p->dil_h == 1 && p->dil_w == 1 &&
+           p->group == 1 && p->C <= STEM_MAX_C && p->N > 0 && p->OH > 0 && p->OW > 0;
+}
+
 #ifdef DW_SIMD
 #define STEM_MB 4
 #if DW_SIMD == 16
@@ -1257,18 +1263,16 @@ static void conv2d_gemm(const cuvil_conv2d_params *p, const float *x, const floa
 #else
 #define STEM_P 2   /* (4 x 2 sums: 4 x 3 and the 3 inputs take all 16 registers, and spill) */
 #endif
-#define STEM_MAX_C 4
 
-static int stem_applies(const cuvil_conv2d_params *p) {
-    return p->KH == 3 && p->KW == 3 && p->stride_h == 2 && p->stride_w == 2 && p->dil_h == 1 && p->dil_w == 1 &&
-           p->group == 1 && p->C <= STEM_MAX_C && p->N > 0 && p->OH > 0 && p->OW > 0;
-}
-
+/* The activation a stem clamps to in registers (Relu, Clip: clamp, lo, hi); the others run
+ * on each finished row. */
 typedef struct stem_run {
     const cuvil_conv2d_params *p;
     const float *xpad, *a, *bias, *residual;
     float *y;
     int64_t Hp, Wp, mr, bands, band_rows;
+    int clamp;
+    float lo, hi;
 } stem_run;
 
 /* Output channels [m0, m0 + mb) (mb <= STEM_MB) with weights wb ([tap][STEM_MB], zeros past
@@ -1307,16 +1311,14 @@ static inline __attribute__((always_inline)) void stem_block(const stem_run *r, 
             }
         }
     }
-    const int clamp = p->act.act == CUVIL_ACT_RELU || p->act.act == CUVIL_ACT_CLIP;
-    const float lo = p->act.act == CUVIL_ACT_RELU ? 0.0f : p->act.alpha, hi = p->act.act == CUVIL_ACT_RELU ? INFINITY : p->act.beta;
-    const dwv vlo = DW_SET1(lo), vhi = DW_SET1(hi);
+    const dwv vlo = DW_SET1(r->lo), vhi = DW_SET1(r->hi);
     for (int j = 0; j < mb; j++)
         for (int v = 0; v < P; v++) {
             const int64_t o = (m0 + j) * OHW + oh * OW + c0 + v * DW_SIMD;
             const int whole = full || v < P - 1;
             dwv y = acc[j][v];
             if (r->residual) y = DW_ADD(y, whole ? DW_LOAD(r->residual + o) : DW_LOADM(r->residual + o, msk));
-            if (clamp) y = DW_MIN(vhi, DW_MAX(vlo, y));   /* (NaN passes, as in dwk_rows) */
+            if (r->clamp) y = DW_MIN(vhi, DW_MAX(vlo, y));   /* (NaN passes, as in dwk_rows) */
             if (whole)
                 DW_STORE(r->y + o, y);
             else
@@ -1339,7 +1341,6 @@ static void stem_task(void *vctx, int64_t t, int tid) {
             wb[k * STEM_MB + j] = j < mb ? r->a[(m / r->mr) * K * r->mr + k * r->mr + m % r->mr] : 0.0f;
         }
     const int64_t h1 = cuvil_min_i64(p->OH, h0 + r->band_rows), OW = p->OW;
-    const int clamp = p->act.act == CUVIL_ACT_RELU || p->act.act == CUVIL_ACT_CLIP;
     for (int64_t oh = h0; oh < h1; oh++) {
         int64_t c0 = 0;
         for (; c0 + STEM_P * DW_SIMD <= OW; c0 += STEM_P * DW_SIMD) stem_block(r, wb, m0, mb, oh, c0, STEM_P);
@@ -1351,7 +1352,7 @@ static void stem_task(void *vctx, int64_t t, int tid) {
         else if (left == 3) stem_block(r, wb, m0, mb, oh, c0, 3);
         else if (left == 4) stem_block(r, wb, m0, mb, oh, c0, 4);
 #endif
-        if (!clamp)
+        if (!r->clamp)
             for (int j = 0; j < mb; j++) act_inplace(&p->act, r->y + (m0 + j) * p->OH * OW + oh * OW, OW);
     }
 }
@@ -1362,7 +1363,9 @@ static void conv2d_stem(const cuvil_conv2d_params *p, const float *x, const floa
     int64_t Hp, Wp;
     padded_dims(p, &Hp, &Wp);
     const int64_t blocks = (p->M + STEM_MB - 1) / STEM_MB, band_rows = 8, bands = (p->OH + band_rows - 1) / band_rows;
-    stem_run r = {p, (const float *)scratch, w_packed, bias, NULL, NULL, Hp, Wp, mr, bands, band_rows};
+    const int relu = p->act.act == CUVIL_ACT_RELU;
+    stem_run r = {p, (const float *)scratch, w_packed, bias, NULL, NULL, Hp, Wp, mr, bands, band_rows,
+                  relu || p->act.act == CUVIL_ACT_CLIP, relu ? 0.0f : p->act.alpha, relu ? INFINITY : p->act.beta};
     const int64_t ysz = p->M * p->OH * p->OW;
     for (int64_t n = 0; n < p->N; n++) {
         pad_image(p, x + n * p->C * p->H * p->W, (float *)scratch, Hp, Wp, 1);
@@ -1383,7 +1386,7 @@ static void conv2d_direct(const cuvil_conv2d_params *p, const float *x, const fl
         return;
     }
 #ifdef DW_SIMD
-    if (stem_applies(p) && kcb >= K && uk->mr <= 8) {
+    if (cuvil_conv2d_stem_applies(p) && kcb >= K) {   /* (K in one block) */
         conv2d_stem(p, x, w_packed, bias, residual, y, scratch, uk->mr);
         return;
     }
