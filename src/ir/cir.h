@@ -182,9 +182,12 @@ typedef struct cir_lowering {
      * cuvil_mbblock_params; attention, from its fusion pass: cir_attention_kp); NULL for most */
     const void *params;
     /* a conv's channels-last input and output (CUVIL_CONV_X_NHWC | CUVIL_CONV_Y_NHWC), a global
-     * pool's input (CUVIL_POOL_X_NHWC), from the layout step; 0: NCHW */
+     * pool's input (CUVIL_POOL_X_NHWC), a binary op's inputs of its output's shape and its
+     * output (CIR_BIN_CHANNELS_LAST), from the layout step; 0: NCHW */
     int layout;
 } cir_lowering;
+
+#define CIR_BIN_CHANNELS_LAST 1
 
 typedef struct cir_node {
     int id;

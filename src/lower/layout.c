@@ -61,6 +61,37 @@ static bool layout_ok(cir_graph *g, cir_node *n, int layout) {
     return cuvil_conv2d_layout_ok(&p) != 0;
 }
 
+/* A float32 elementwise binary op of fixed shapes with a 4-D output, each of whose inputs is
+ * either an activation of the output's shape (read in the output's layout) or broadcast over
+ * H and W ([.., C, 1, 1]: a squeeze-excitation's scale, a PReLU's slope, a per-channel bias),
+ * whose bytes are the same channels first or last. Returns the mask of the inputs of the first
+ * kind (bit j: input j), 0 where the op cannot run channels last. (Squeeze-excitation blocks,
+ * x * sigmoid(fc(pool(x))), had the depthwise conv that makes x and the projection that reads
+ * x * s leave the channels-last regions, with transposes around them.) */
+static unsigned bin_full_inputs(cir_graph *g, const cir_node *n) {
+    switch (n->kind) {
+    case CIR_OP_ADD: case CIR_OP_SUB: case CIR_OP_MUL: case CIR_OP_DIV: case CIR_OP_MAX: case CIR_OP_MIN:
+    case CIR_OP_PRELU: break;
+    default: return 0;
+    }
+    if (n->dead || n->half != CIR_UNDEF || n->n_in != 2 || n->n_out != 1 || n->n_rt || cir_node_n_reads(n) != n->n_in)
+        return 0;
+    const cir_value *y = cir_out(g, n, 0);
+    if (!y || y->dtype != CIR_F32 || y->ndim != 4 || y->seq_n >= 0 || !cir_value_fixed(y)) return 0;
+    unsigned full = 0;
+    for (int j = 0; j < 2; j++) {
+        const cir_value *v = cir_in(g, n, j);
+        if (!v || v->dtype != CIR_F32 || v->ndim < 0 || v->ndim > 4 || v->seq_n >= 0 || !cir_value_fixed(v)) return 0;
+        if (v->ndim == 4 && !memcmp(v->dims, y->dims, sizeof v->dims[0] * 4)) {
+            if (v->kind != CIR_VAL_ACT) return 0;   /* (a constant or graph input stays as it is given) */
+            full |= 1u << j;
+        } else if (!(v->ndim < 1 || v->dims[v->ndim - 1] == 1) || !(v->ndim < 2 || v->dims[v->ndim - 2] == 1)) {
+            return 0;
+        }
+    }
+    return full;
+}
+
 cuvil_status lower_layouts(cir_graph *g, const lower_ctx *c) {
     const cuvil_target_info *t = c->t;
     if (g->opt_level < 2) return CUVIL_OK;
@@ -69,7 +100,7 @@ cuvil_status lower_layouts(cir_graph *g, const lower_ctx *c) {
     /* what a conv can write, 4-D and not a graph output */
     for (int i = 0; i < g->n_nodes; i++) {
         cir_node *n = cir_node_at(g, i);
-        if (!layout_ok(g, n, CUVIL_CONV_Y_NHWC)) continue;
+        if (!layout_ok(g, n, CUVIL_CONV_Y_NHWC) && !bin_full_inputs(g, n)) continue;
         const cir_value *v = cir_val(g, n->out[0]);
         last[v->id] = v->kind == CIR_VAL_ACT && v->ndim == 4 && v->output_index < 0;
     }
@@ -77,21 +108,28 @@ cuvil_status lower_layouts(cir_graph *g, const lower_ctx *c) {
     for (int i = 0; i < g->n_nodes; i++) {
         cir_node *n = cir_node_at(g, i);
         if (n->dead) continue;
+        const unsigned full = bin_full_inputs(g, n);
         for (int j = 0; j < n->n_in; j++)
-            if (n->in[j] >= 0 && !(j == 0 && layout_ok(g, n, CUVIL_CONV_X_NHWC))) last[n->in[j]] = false;
+            if (n->in[j] >= 0 && !(j == 0 && layout_ok(g, n, CUVIL_CONV_X_NHWC)) && !(full >> j & 1))
+                last[n->in[j]] = false;
         for (int j = n->n_in; j < cir_node_n_reads(n); j++)   /* the values the epilogue adds */
             if (cir_node_read(n, j) >= 0 && !layout_ok(g, n, CUVIL_CONV_Y_NHWC)) last[cir_node_read(n, j)] = false;
         if (n->low.packed >= 0) last[n->low.packed] = false;
     }
-    /* the depthwise conv's input and output, a residual and the output it is added to: both
-     * channels last or neither */
+    /* the depthwise conv's input and output, a residual and the output it is added to, a
+     * binary op's inputs of its output's shape and its output: both channels last or neither */
     for (bool changed = true; changed;) {
         changed = false;
         for (int i = 0; i < g->n_nodes; i++) {
             cir_node *n = cir_node_at(g, i);
-            if (n->dead || n->kind != CIR_OP_CONV) continue;
+            const unsigned full = n->dead ? 0 : bin_full_inputs(g, n);
+            if (n->dead || (n->kind != CIR_OP_CONV && !full)) continue;
             const int x = n->in[0], y = n->out[0];
             int pairs[2][2] = {{lower_is_depthwise(g, n) ? x : -1, y}, {cir_node_residual(n), y}};
+            if (full) {
+                pairs[0][0] = full & 1 ? n->in[0] : -1;
+                pairs[1][0] = full & 2 ? n->in[1] : -1;
+            }
             for (int k = 0; k < 2; k++)
                 if (pairs[k][0] >= 0 && last[pairs[k][0]] != last[pairs[k][1]]) {
                     last[pairs[k][0]] = last[pairs[k][1]] = false;
@@ -106,6 +144,11 @@ cuvil_status lower_layouts(cir_graph *g, const lower_ctx *c) {
         if (is_global_pool(n) && last[n->in[0]]) {
             n->low.layout = CUVIL_POOL_X_NHWC;
             if (!(n->low.note = cuvil_arena_strdup(&g->arena, "channels last in"))) s = cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+            continue;
+        }
+        if (bin_full_inputs(g, n) && last[n->out[0]]) {
+            n->low.layout = CIR_BIN_CHANNELS_LAST;
+            if (!(n->low.note = cuvil_arena_strdup(&g->arena, "channels last"))) s = cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
             continue;
         }
         if (n->kind != CIR_OP_CONV) continue;

@@ -254,3 +254,74 @@ def test_generated_c_keeps_algo_notes_whole(tmp_path):
     assert len(notes) == 2, src
     for n in notes:
         assert len(n) > 96 and n.endswith("weights transformed and prepacked, channels last in and out"), n
+
+
+def _se_blocks(tapped: bool) -> Case:
+    """Two MobileNetV3-style blocks with squeeze-excitation at 7x7, batch 2: expand 1x1 ->
+    depthwise 3x3 -> x * HardSigmoid(fc2(Relu(fc1(pool(x))))) -> project 1x1, the first block's
+    scale on the Mul's left (as torchvision exports it), the second's on its right; between the
+    blocks a per-channel constant added ([1, C, 1, 1]) and a PReLU (slope [C, 1, 1]). The scale
+    is per image ([2, C, 1, 1]). `tapped`: the second block's x * s is also a graph output, and
+    the PReLU's output is multiplied by a constant broadcast over the rows ([7]: not over H and W,
+    so channels first)."""
+    def se(i, x, c, r, scale_left):
+        return [
+            node("GlobalAveragePool", [x], [f"g{i}"]),
+            node("Conv", [f"g{i}", f"wf{i}", f"bf{i}"], [f"f{i}"]), node("Relu", [f"f{i}"], [f"fr{i}"]),
+            node("Conv", [f"fr{i}", f"wg{i}", f"bg{i}"], [f"h{i}"]),
+            node("HardSigmoid", [f"h{i}"], [f"s{i}"], alpha=1.0 / 6, beta=0.5),
+            node("Mul", [f"s{i}", x] if scale_left else [x, f"s{i}"], [f"m{i}"]),
+        ]
+    nodes = [node("Conv", ["x", "w0", "b0"], ["c0"]),
+             node("Conv", ["c0", "we1", "be1"], ["e1c"]), node("Relu", ["e1c"], ["e1"]),
+             node("Conv", ["e1", "wd1", "bd1"], ["d1"], group=96, pads=[1, 1, 1, 1]),
+             *se(1, "d1", 96, 24, True),
+             node("Conv", ["m1", "wp1", "bp1"], ["p1"]),
+             node("Add", ["p1", "k"], ["q1"]), node("PRelu", ["q1", "slope"], ["a1"]),
+             *([node("Mul", ["a1", "row"], ["a1w"])] if tapped else []),
+             node("Conv", ["a1w" if tapped else "a1", "we2", "be2"], ["e2c"]), node("Relu", ["e2c"], ["e2"]),
+             node("Conv", ["e2", "wd2", "bd2"], ["d2"], group=96, pads=[1, 1, 1, 1]),
+             *se(2, "d2", 96, 24, False),
+             node("Conv", ["m2", "wp2", "bp2"], ["p2"]),
+             node("GlobalAveragePool", ["p2"], ["y"])]
+    inits = {"w0": R(32, 24, 1, 1), "b0": R(32), "k": R(1, 32, 1, 1), "slope": R(32, 1, 1), "row": R(7)}
+    for i in (1, 2):
+        inits.update({f"we{i}": R(96, 32, 1, 1), f"be{i}": R(96), f"wd{i}": R(96, 1, 3, 3), f"bd{i}": R(96),
+                      f"wf{i}": R(24, 96, 1, 1), f"bf{i}": R(24), f"wg{i}": R(96, 24, 1, 1), f"bg{i}": R(96),
+                      f"wp{i}": R(32, 96, 1, 1), f"bp{i}": R(32)})
+    return Case(f"layout-se-{'tapped' if tapped else 'blocks'}", 13, nodes, {"x": [2, 24, 7, 7]}, inits,
+                outputs=["y", "m2"] if tapped else ["y"])
+
+
+def _bin_layouts(ir: str) -> dict:
+    """binary node name -> True where it runs channels last, from --emit ir."""
+    out = {}
+    for line in ir.splitlines():
+        m = re.search(r'= (mul|add|prelu) "([^"]*)"', line)
+        if m:
+            out[m.group(2)] = line.rstrip().endswith("# channels last")
+    return out
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("tapped", [False, True], ids=["blocks", "tapped"])
+def test_channels_last_se_blocks(tapped, target, tmp_path):
+    """The squeeze-excitation Mul, a per-channel Add and a PReLU run channels last, so the
+    depthwise convs beside them stay in the region; a Mul whose output the caller gets (tapped)
+    writes NCHW, and so its depthwise conv's side. Outputs against ONNX Runtime."""
+    p, inputs, ref, ir = _ir(_se_blocks(tapped), tmp_path, target)
+    lay, bins = _layouts(ir), _bin_layouts(ir)
+    assert set(bins) == {"Mul_m1", "Add_q1", "PRelu_a1", "Mul_m2"} | ({"Mul_a1w"} if tapped else set()), ir
+    assert bins["Mul_m1"], ir
+    assert lay["Conv_d1"] == "in and out", ir
+    if tapped:
+        # the row-broadcast Mul reads NCHW, and so the PReLU and the Add before it (one layout
+        # for an op's input and output of the same shape), and the projection writes NCHW
+        assert not any(bins[k] for k in ("Mul_m2", "Mul_a1w", "PRelu_a1", "Add_q1")), ir
+        assert lay["Conv_p1"] == "in", ir
+        assert "Conv_d2" not in lay, ir
+    else:
+        assert bins["Mul_m2"], ir
+        assert lay["Conv_d2"] == "in and out", ir
+        assert all(bins.values()), ir
+    _check_outputs(p, inputs, ref, tmp_path, target)

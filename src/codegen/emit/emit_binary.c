@@ -24,7 +24,28 @@ cuvil_status cg_emit_binary(cg_ctx *cg, cir_graph *g, cir_node *n) {
         return CUVIL_OK;
     }
     int bi = n->n_in > 1 && n->in[1] >= 0 ? n->in[1] : n->in[0];
-    const char *ps = cg_bin_params(cg, &p, cg_bin_names, n->in[0], bi, n->out[0]);
+    const char *ps;
+    if (n->low.layout & CIR_BIN_CHANNELS_LAST) {
+        /* channels last (the layout step: fixed shapes, a 4-D y, each input y's shape, in y's
+         * layout, or broadcast over H and W): the op on the dims as the bytes lie, [N, H, W, C],
+         * an input broadcast over H and W read as [N', 1, 1, C'] (the same bytes) */
+        int64_t d[3][4];
+        const cir_value *v[3] = {cir_in(g, n, 0), cir_val(g, bi), y};
+        for (int k = 0; k < 3; k++) {
+            int64_t r[4] = {1, 1, 1, 1};
+            CUVIL_ASSERT(v[k]->ndim >= 0 && v[k]->ndim <= 4);
+            for (int i = 0; i < v[k]->ndim; i++) r[4 - v[k]->ndim + i] = v[k]->dims[i];
+            d[k][0] = r[0], d[k][1] = r[2], d[k][2] = r[3], d[k][3] = r[1];
+        }
+        cuvil_binary_params q = p;
+        cuvil_binary_bind(&q, 3, (const int[]){4, 4, 4}, (const int64_t *const[]){d[0], d[1], d[2]});
+        char act[128];
+        ps = cg_param(cg, "cuvil_binary_params", "{ .op = %s, .ndim = %d, .dims = %s, .a_strides = %s, .b_strides = %s, .act = %s }",
+                      cg_bin_names[q.op], q.ndim, cg_i64s(cg, q.dims, q.ndim), cg_i64s(cg, q.a_strides, q.ndim),
+                      cg_i64s(cg, q.b_strides, q.ndim), cg_act(&q.act, act));
+    } else {
+        ps = cg_bin_params(cg, &p, cg_bin_names, n->in[0], bi, n->out[0]);
+    }
     cir_value *b = cir_val(g, bi);
     const char *bexpr = cg_in(cg, bi);
     if (b->dtype != CIR_F32) {   /* Pow's constant exponent: as float32 */
