@@ -415,3 +415,33 @@ def test_near_silu_is_left_alone(what, tmp_path):
     ir = _ir_and_check(c, tmp_path)
     assert "silu" not in _ops(ir) and "act=silu" not in ir, ir
     assert "sigmoid" in _ops(ir), ir
+
+
+@pytest.mark.parametrize("form", ["attr-13", "attr-neg-13", "input-18"])
+def test_mean_over_h_and_w_becomes_global_pool(form, tmp_path):
+    """ReduceMean over H and W keeping them (timm's squeeze-excitation) on a conv's 4-D output
+    becomes a global average pool, with its axes as an attribute (opset 13, also as -1, -2) or
+    as a constant input (opset 18); checked against ONNX Runtime."""
+    opset = 18 if form == "input-18" else 13
+    axes = [-1, -2] if form == "attr-neg-13" else [2, 3]
+    rm = (node("ReduceMean", ["h", "axes"], ["y"], keepdims=1) if opset == 18
+          else node("ReduceMean", ["h"], ["y"], axes=axes, keepdims=1))
+    c = _conv_silu(f"mean-pool-{form}", [rm], extra_inits={"axes": np.array(axes, np.int64)} if opset == 18 else None)
+    c.opset = opset
+    ir = _ir_and_check(c, tmp_path)
+    assert _ops(ir) == ["conv", "global_avg_pool"], ir
+
+
+@pytest.mark.parametrize("what", ["keepdims-0", "axes-1-2", "axes-3", "3-d"])
+def test_other_means_stay_reductions(what, tmp_path):
+    """A ReduceMean that is not a global pool's [N, C, H, W] -> [N, C, 1, 1] stays one: without
+    keepdims, over C and H, over W alone, or of a 3-D tensor over its last two axes."""
+    if what == "3-d":
+        nodes = [node("Reshape", ["h", "shape"], ["h3"]), node("ReduceMean", ["h3"], ["y"], axes=[1, 2], keepdims=1)]
+        c = _conv_silu("mean-3d", nodes, extra_inits={"shape": np.array([16, 10, 12], np.int64)})
+    else:
+        attrs = {"keepdims-0": dict(axes=[2, 3], keepdims=0), "axes-1-2": dict(axes=[1, 2], keepdims=1),
+                 "axes-3": dict(axes=[3], keepdims=1)}[what]
+        c = _conv_silu(f"mean-{what}", [node("ReduceMean", ["h"], ["y"], **attrs)])
+    ir = _ir_and_check(c, tmp_path)
+    assert "reduce_mean" in _ops(ir) and "global_avg_pool" not in _ops(ir), ir
