@@ -4,6 +4,7 @@
  * (links the host target's runtime); not a test: run it by hand or from `make bench`.
  *
  *   cuvil-bench-gemm [--quick]
+ *   cuvil-bench-gemm --shape M N K [THREADS [PACKED_B]]   (one product; see one_shape)
  *
  * Peak: independent FMA chains of the widest vectors each ISA has (8 lanes AVX2, 16 AVX-512),
  * timed for ~0.2 s; the best of 3. Rows:
@@ -98,7 +99,8 @@ static size_t g_pool_stride;
 
 /* median GFLOP/s of C[M,N] = A[M,K] B[K,N] through the driver, on one thread or (threads > 1)
  * on g_pool: the driver splits the product as in a model */
-static double time_gemm(const cuvil_gemm_blocking *blk, int64_t M, int64_t N, int64_t K, int quick, int threads) {
+static double time_gemm_b(const cuvil_gemm_blocking *blk, int64_t M, int64_t N, int64_t K, int quick, int threads,
+                          int packed_b) {
     float *A = falloc((size_t)(M * K)), *B = falloc((size_t)(K * N)), *C = falloc((size_t)(M * N));
     cuvil_gemm_params p;
     memset(&p, 0, sizeof p);
@@ -110,6 +112,14 @@ static double time_gemm(const cuvil_gemm_blocking *blk, int64_t M, int64_t N, in
     p.ldc = N;
     p.alpha = 1.0f;
     p.batch = 1;
+    if (packed_b) {   /* B packed ahead of time, as a MatMul's or Gemm's weights are */
+        p.packed_nr = blk->uk->nr;
+        p.packed_kc = blk->kc;
+        float *bp = falloc(cuvil_f32_gemm_packed_b_floats(&p));
+        cuvil_f32_gemm_pack_b(&p, B, bp);
+        free(B);
+        B = bp;
+    }
     const size_t per = threads > 1 ? g_pool_stride : (cuvil_f32_gemm_scratch_size_ex(&p, blk) + 127) / 64 * 64;
     if (threads > 1 && (!g_pool || cuvil_pool_threads(g_pool) != threads ||
                         cuvil_f32_gemm_scratch_size_ex(&p, blk) > g_pool_stride)) {
@@ -146,6 +156,10 @@ static double time_gemm(const cuvil_gemm_blocking *blk, int64_t M, int64_t N, in
     return g[calls / 2];
 }
 
+static double time_gemm(const cuvil_gemm_blocking *blk, int64_t M, int64_t N, int64_t K, int quick, int threads) {
+    return time_gemm_b(blk, M, N, K, quick, threads, 0);
+}
+
 static int can_run(const cuvil_gemm_ukernel_desc *uk) {
 #if defined(__x86_64__)
     __builtin_cpu_init();
@@ -158,8 +172,48 @@ static int can_run(const cuvil_gemm_ukernel_desc *uk) {
     return 1;
 }
 
+/* --shape M N K [threads [packed]]: one product through the default blocking (its microkernel
+ * and the target's mc/kc/nc, each overridable by CUVIL_BENCH_MC/KC/NC), B dense or (packed 1)
+ * packed ahead of time; GFLOP/s and % of threads x the one-core peak. */
+static int one_shape(int argc, char **argv, double peak) {
+    if (argc < 5) {
+        fprintf(stderr, "usage: cuvil-bench-gemm --shape M N K [THREADS [PACKED_B]]\n");
+        return 2;
+    }
+    const int64_t M = atoll(argv[2]), N = atoll(argv[3]), K = atoll(argv[4]);
+    const int threads = argc > 5 ? atoi(argv[5]) : 1, packed = argc > 6 ? atoi(argv[6]) : 0;
+    if (M <= 0 || N <= 0 || K <= 0 || threads < 1 || threads > CUVIL_MAX_THREADS) {
+        fprintf(stderr, "cuvil-bench-gemm: bad shape or thread count\n");
+        return 2;
+    }
+    cuvil_gemm_blocking blk = *cuvil_gemm_default_blocking();
+    const char *e;
+    if ((e = getenv("CUVIL_BENCH_MC")) && atoll(e) > 0) blk.mc = atoll(e);
+    if ((e = getenv("CUVIL_BENCH_KC")) && atoll(e) > 0) blk.kc = atoll(e);
+    if ((e = getenv("CUVIL_BENCH_NC")) && atoll(e) > 0) blk.nc = atoll(e);
+    if (threads > 1) {
+        cuvil_gemm_params q;
+        memset(&q, 0, sizeof q);
+        q.M = M, q.N = N, q.K = K, q.lda = K, q.ldb = q.ldc = N, q.batch = 1;
+        g_pool_stride = (cuvil_f32_gemm_scratch_size_ex(&q, &blk) + 127) / 64 * 64;
+        g_pool = cuvil_pool_create(threads, g_pool_stride, pool_alloc, pool_free, NULL);
+        if (!g_pool || cuvil_pool_threads(g_pool) != threads) {
+            fprintf(stderr, "cuvil-bench-gemm: no pool of %d threads\n", threads);
+            return 2;
+        }
+    }
+    const double g = time_gemm_b(&blk, M, N, K, 0, threads, packed);
+    printf("| %s mc=%lld kc=%lld nc=%lld | %s%s | %lld | %lld | %lld | %.1f | %.1f |\n", blk.uk->name, (long long)blk.mc,
+           (long long)blk.kc, (long long)blk.nc, threads > 1 ? "threads " : "1 thread", packed ? ", B packed" : "",
+           (long long)M, (long long)N, (long long)K, g, 100 * g / (threads * peak));
+    cuvil_pool_destroy(g_pool);
+    g_pool = NULL;
+    return 0;
+}
+
 int main(int argc, char **argv) {
     const int quick = argc > 1 && !strcmp(argv[1], "--quick");
+    const int shape = argc > 1 && !strcmp(argv[1], "--shape");
     double peak = 0;
     const char *peak_isa = "none measured (portable build)";
 #if CUVIL_HAVE_AVX2
@@ -177,6 +231,7 @@ int main(int argc, char **argv) {
     }
 #endif
     printf("%% of peak: of the %s peak, %.1f GFLOP/s (one core)\n\n", peak_isa, peak);
+    if (shape) return one_shape(argc, argv, peak);
     printf("| kernel | case | M | N | K | GFLOP/s | %% peak |\n|---|---|---|---|---|---|---|\n");
     const cuvil_gemm_blocking *def = cuvil_gemm_default_blocking();
     static const int64_t squares[] = {64, 128, 256, 384, 512, 768, 1024};
