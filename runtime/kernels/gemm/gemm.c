@@ -591,8 +591,9 @@ static void gemm_range(const cuvil_gemm_job *j, const cuvil_gemm_blocking *b, vo
                                                               (j->bias_rs == 0 && j->bias_cs == 1)));
     const int fuse = has_epilogue && bias_fusable;
     /* any other activation (SiLU, HardSwish, ...) after the microkernel has added the bias, once
-     * a row panel (mr rows of the block's nc columns) is done: one call a panel, not a tile
-     * (EfficientNet-B0's 16 -> 96 1x1 at 112x112 with SiLU, AVX2, one thread: 1.23 -> 0.90 ms) */
+     * a strip (the block's rows of NR columns) is done: one call a strip, not a tile (per tile,
+     * EfficientNet-B0's 16 -> 96 1x1 at 112x112 with SiLU, AVX2, one thread, took 1.23 ms, a
+     * call per MR rows of nc columns 0.90) */
     const int act_after = fuse && act != CUVIL_ACT_NONE && act != CUVIL_ACT_RELU && act != CUVIL_ACT_CLIP;
     cuvil_ukernel_epi epi = {NULL, NULL, act == CUVIL_ACT_RELU ? 0.0f : act == CUVIL_ACT_CLIP ? j->act.alpha : -INFINITY,
                              act == CUVIL_ACT_CLIP ? j->act.beta : INFINITY};
@@ -637,13 +638,20 @@ static void gemm_range(const cuvil_gemm_job *j, const cuvil_gemm_blocking *b, vo
                 if (dot_hw) cuvil_bf16_pairs_a__avx512bf16(ap, (size_t)kc, mr, (size_t)((mc + mr - 1) / mr));
 #endif
                 if (dot && !dot_hw) round_bf16(ap, (size_t)(CUVIL_ALIGN_UP(mc, mr) * kc));
-                for (int64_t ir = 0; ir < mc; ir += mr) {
-                    const int64_t m0 = ic + ir;
-                    const size_t mrr = (size_t)cuvil_min_i64(mr, mc - ir);
-                    for (int64_t jr = 0; jr < nc; jr += nr) {
-                        const int64_t n0 = jc + jr;
-                        const size_t nrr = (size_t)cuvil_min_i64(nr, nc - jr);
-                        const float *bpanel = bpk + jr * kc;
+                /* BLIS's order: each B micro-panel (kc x NR, 16-24 KiB) stays in L1 while every
+                 * A micro-panel of the block (mc x kc in L2) passes it; the other order streamed
+                 * the whole B block (kc x nc, 1 MiB: larger than a 512 KiB L2) from L2 or L3
+                 * once per MR rows. AVX2 6x16, B packed ahead, one thread / two: 128 x 768 x
+                 * 3072 79-82% -> 85-87% / 73-75% -> 79-82% of the FMA peak, 512^3 82-85% ->
+                 * 88-93% / 85-88% -> 91-92%, 256^3 87-89% -> 91-92% (cuvil-bench-gemm-avx2
+                 * --shape, this session's Xeon) */
+                for (int64_t jr = 0; jr < nc; jr += nr) {
+                    const int64_t n0 = jc + jr;
+                    const size_t nrr = (size_t)cuvil_min_i64(nr, nc - jr);
+                    const float *bpanel = bpk + jr * kc;
+                    for (int64_t ir = 0; ir < mc; ir += mr) {
+                        const int64_t m0 = ic + ir;
+                        const size_t mrr = (size_t)cuvil_min_i64(mr, mc - ir);
                         float *c = j->C + m0 * j->ldc + n0;
                         const float *cin;
                         size_t ld_in;
@@ -675,8 +683,10 @@ static void gemm_range(const cuvil_gemm_job *j, const cuvil_gemm_blocking *b, vo
                         uk->fn((size_t)kc, apk + ir * kc, bpanel, c, (size_t)j->ldc, mrr, nrr, cin, ld_in, ep);
                         if (last && has_epilogue && !ep) cuvil_gemm_epilogue_tile(j, m0, n0, (int64_t)mrr, (int64_t)nrr);
                     }
+                    /* the other activations once a strip of the block's rows is done (mc x NR,
+                     * still in L1) */
                     if (last && act_after)
-                        cuvil_f32_act_rows(&j->act, j->C + m0 * j->ldc + jc, (size_t)j->ldc, mrr, (size_t)nc);
+                        cuvil_f32_act_rows(&j->act, j->C + ic * j->ldc + n0, (size_t)j->ldc, (size_t)mc, nrr);
                 }
             }
         }
