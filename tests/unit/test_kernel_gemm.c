@@ -276,6 +276,13 @@ static void test_activations(void) {
             p.beta = t == 2 ? 0.25f : 1.0f;
             run_case(p, 1 + t % 3, 1, "act");
         }
+    /* more rows than a block's mc, columns ending in a partial strip, K in two blocks: the
+     * activations applied a strip (mc rows of NR columns) at a time, after the last K block */
+    for (int act = 0; act < CUVIL_ACT__COUNT; act++) {
+        cuvil_gemm_params p = make(300, 37, 300, 0, 0, 1);
+        p.act = ktu_act_params(act);
+        run_case(p, 1, 1, "act, blocks");
+    }
 }
 
 static void test_batches(void) {

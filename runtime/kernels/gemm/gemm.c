@@ -777,18 +777,25 @@ void cuvil_f32_gemm_run(const cuvil_gemm_job *j, const cuvil_gemm_blocking *b, v
     }
     /* Split the columns (each thread packs its own B panels and reads all of A) unless there
      * are too few of them to go round; then the rows (each thread packs all of B). B packed
-     * ahead of time and A not (a MatMul's or Gemm's weights): the rows, whose split packs each
-     * row of A once where the columns' packs all of A in every task (AVX2, two threads, the
-     * whole model: ConvNeXt-Tiny 57-59 -> 53-54 ms, ViT-S/16 53-61 -> 51-53, BERT-base at 128
-     * tokens 131-133 -> 122). */
+     * ahead of time and A not (a MatMul's or Gemm's weights): the rows where there are more of
+     * them than columns, whose split packs each row of A once where the columns' packs all of A
+     * in every task (AVX2, two threads, the whole model, with the macro-kernel's earlier loop
+     * order: ConvNeXt-Tiny 57-59 -> 53-54 ms, ViT-S/16 53-61 -> 51-53, BERT-base at 128 tokens
+     * 131-133 -> 122); the columns where there are at least as many columns as rows, since
+     * every task of the rows' split then streams all of B, the larger operand, from memory
+     * where each of the columns' streams its share (two threads, cuvil-run --bench medians:
+     * BERT-base at 128 tokens AVX2 137.0 -> 123.5 ms; ConvNeXt-Tiny, whose last stages have 49
+     * and 196 rows, AVX2 57.4 -> 53.9, AVX-512 45.6 -> 40.3; ViT-S/16 AVX2 50.8 -> 49.3, AVX-512
+     * 38.0 -> 37.0; Whisper-tiny's encoder, 1500 rows, and the CRNN even). */
     gemm_split s;
     s.j = j;
     s.b = b;
     s.scratch = scratch;
     /* (16-bit B is widened block by block in every task that reads it: a row split would widen
      * all of it in each, so those keep the columns) */
-    const int b_only_prepacked = j->b_packed && !j->a_packed && tiles_m >= 2 * (int64_t)threads;
-    s.by_m = b_only_prepacked || (tiles_n < 4 * threads && tiles_m > tiles_n);
+    const int b_rows = j->b_packed && !j->a_packed && tiles_m >= 2 * (int64_t)threads &&
+                                 !(N >= M && tiles_n >= 4 * (int64_t)threads);
+    s.by_m = b_rows || (tiles_n < 4 * threads && tiles_m > tiles_n);
     /* two tasks per thread, so that a thread slowed down (a busy core, a noisy neighbour on a
      * VM) leaves the other the rest; one each where every task packs all of the operand it
      * shares (B for rows, A for columns), which a second task would pack again (squares of
