@@ -203,9 +203,10 @@ static int one_shape(int argc, char **argv, double peak) {
         }
     }
     const double g = time_gemm_b(&blk, M, N, K, 0, threads, packed);
-    printf("| %s mc=%lld kc=%lld nc=%lld | %s%s | %lld | %lld | %lld | %.1f | %.1f |\n", blk.uk->name, (long long)blk.mc,
-           (long long)blk.kc, (long long)blk.nc, threads > 1 ? "threads " : "1 thread", packed ? ", B packed" : "",
-           (long long)M, (long long)N, (long long)K, g, 100 * g / (threads * peak));
+    printf("| kernel, blocking | threads, B | M | N | K | GFLOP/s | %% peak |\n|---|---|---|---|---|---|---|\n");
+    printf("| %s mc=%lld kc=%lld nc=%lld | %d%s | %lld | %lld | %lld | %.1f | %.1f |\n", blk.uk->name, (long long)blk.mc,
+           (long long)blk.kc, (long long)blk.nc, threads, packed ? ", B packed" : ", B dense",
+           (long long)M, (long long)N, (long long)K, g, peak > 0 ? 100 * g / (threads * peak) : 0.0);
     cuvil_pool_destroy(g_pool);
     g_pool = NULL;
     return 0;

@@ -36,8 +36,9 @@ static bool direct_t_projection(const cuvil_conv2d_params *p, const cuvil_target
  * a time into a tile and back. A tensor whose producer and consumers can all take it
  * channels last (cuvil_conv2d_layout_ok: the pixels-as-rows GEMM writes it and reads it as a
  * 1x1 conv's input, the depthwise conv reads and writes it, a GEMM adds it as its residual,
- * a global pool reads it, Winograd with tiles as rows reads and writes it) is kept so, with no
- * transposes; the others, and the graph's outputs, stay NCHW. */
+ * a global pool reads it, Winograd with tiles as rows reads and writes it, an elementwise
+ * binary op reads and writes it: bin_full_inputs) is kept so, with no transposes; the others,
+ * and the graph's outputs, stay NCHW. */
 
 static bool is_global_pool(const cir_node *n) {
     return n->kind == CIR_OP_GLOBAL_AVG_POOL || n->kind == CIR_OP_GLOBAL_MAX_POOL;
@@ -65,9 +66,10 @@ static bool layout_ok(cir_graph *g, cir_node *n, int layout) {
  * either an activation of the output's shape (read in the output's layout) or broadcast over
  * H and W ([.., C, 1, 1]: a squeeze-excitation's scale, a PReLU's slope, a per-channel bias),
  * whose bytes are the same channels first or last. Returns the mask of the inputs of the first
- * kind (bit j: input j), 0 where the op cannot run channels last. (Squeeze-excitation blocks,
+ * kind (bit j: input j), 0 where the op cannot run channels last or has no such input. (Squeeze-excitation blocks,
  * x * sigmoid(fc(pool(x))), had the depthwise conv that makes x and the projection that reads
- * x * s leave the channels-last regions, with transposes around them.) */
+ * x * s leave the channels-last regions, with transposes around them.) An op with a fused
+ * activation (an epilogue read) is left NCHW. */
 static unsigned bin_full_inputs(cir_graph *g, const cir_node *n) {
     switch (n->kind) {
     case CIR_OP_ADD: case CIR_OP_SUB: case CIR_OP_MUL: case CIR_OP_DIV: case CIR_OP_MAX: case CIR_OP_MIN:
@@ -97,7 +99,7 @@ cuvil_status lower_layouts(cir_graph *g, const lower_ctx *c) {
     if (g->opt_level < 2) return CUVIL_OK;
     bool *last = cuvil_calloc((size_t)g->n_values + 1, sizeof *last); /* value v channels last */
     if (!last) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
-    /* what a conv can write, 4-D and not a graph output */
+    /* what a conv or a binary op can write, 4-D and not a graph output */
     for (int i = 0; i < g->n_nodes; i++) {
         cir_node *n = cir_node_at(g, i);
         if (!layout_ok(g, n, CUVIL_CONV_Y_NHWC) && !bin_full_inputs(g, n)) continue;

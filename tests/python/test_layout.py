@@ -260,13 +260,16 @@ def _se_blocks(tapped: bool) -> Case:
     """Two MobileNetV3-style blocks with squeeze-excitation at 7x7, batch 2: expand 1x1 ->
     depthwise 3x3 -> x * HardSigmoid(fc2(Relu(fc1(pool(x))))) -> project 1x1, the first block's
     scale on the Mul's left (as torchvision exports it), the second's on its right; between the
-    blocks a per-channel constant added ([1, C, 1, 1]) and a PReLU (slope [C, 1, 1]). The scale
+    blocks a per-channel constant minus the projection ([1, C, 1, 1] on the left), the Max of
+    that and the projection (two channels-last inputs) and a PReLU (slope [C, 1, 1]); the second
+    block's pool a ReduceMean over H and W. The scale
     is per image ([2, C, 1, 1]). `tapped`: the second block's x * s is also a graph output, and
     the PReLU's output is multiplied by a constant broadcast over the rows ([7]: not over H and W,
     so channels first)."""
     def se(i, x, c, r, scale_left):
+        mean = i == 2 and not tapped   # timm's x.mean((2, 3), keepdim=True): a global pool too
         return [
-            node("GlobalAveragePool", [x], [f"g{i}"]),
+            node("ReduceMean", [x], [f"g{i}"], axes=[2, 3], keepdims=1) if mean else node("GlobalAveragePool", [x], [f"g{i}"]),
             node("Conv", [f"g{i}", f"wf{i}", f"bf{i}"], [f"f{i}"]), node("Relu", [f"f{i}"], [f"fr{i}"]),
             node("Conv", [f"fr{i}", f"wg{i}", f"bg{i}"], [f"h{i}"]),
             node("HardSigmoid", [f"h{i}"], [f"s{i}"], alpha=1.0 / 6, beta=0.5),
@@ -277,7 +280,8 @@ def _se_blocks(tapped: bool) -> Case:
              node("Conv", ["e1", "wd1", "bd1"], ["d1"], group=96, pads=[1, 1, 1, 1]),
              *se(1, "d1", 96, 24, True),
              node("Conv", ["m1", "wp1", "bp1"], ["p1"]),
-             node("Add", ["p1", "k"], ["q1"]), node("PRelu", ["q1", "slope"], ["a1"]),
+             node("Sub", ["k", "p1"], ["q0"]), node("Max", ["q0", "p1"], ["q1"]),
+             node("PRelu", ["q1", "slope"], ["a1"]),
              *([node("Mul", ["a1", "row"], ["a1w"])] if tapped else []),
              node("Conv", ["a1w" if tapped else "a1", "we2", "be2"], ["e2c"]), node("Relu", ["e2c"], ["e2"]),
              node("Conv", ["e2", "wd2", "bd2"], ["d2"], group=96, pads=[1, 1, 1, 1]),
@@ -297,7 +301,7 @@ def _bin_layouts(ir: str) -> dict:
     """binary node name -> True where it runs channels last, from --emit ir."""
     out = {}
     for line in ir.splitlines():
-        m = re.search(r'= (mul|add|prelu) "([^"]*)"', line)
+        m = re.search(r'= (mul|add|sub|max|prelu) "([^"]*)"', line)
         if m:
             out[m.group(2)] = line.rstrip().endswith("# channels last")
     return out
@@ -311,17 +315,18 @@ def test_channels_last_se_blocks(tapped, target, tmp_path):
     writes NCHW, and so its depthwise conv's side. Outputs against ONNX Runtime."""
     p, inputs, ref, ir = _ir(_se_blocks(tapped), tmp_path, target)
     lay, bins = _layouts(ir), _bin_layouts(ir)
-    assert set(bins) == {"Mul_m1", "Add_q1", "PRelu_a1", "Mul_m2"} | ({"Mul_a1w"} if tapped else set()), ir
+    assert set(bins) == {"Mul_m1", "Sub_q0", "Max_q1", "PRelu_a1", "Mul_m2"} | ({"Mul_a1w"} if tapped else set()), ir
     assert bins["Mul_m1"], ir
     assert lay["Conv_d1"] == "in and out", ir
     if tapped:
-        # the row-broadcast Mul reads NCHW, and so the PReLU and the Add before it (one layout
-        # for an op's input and output of the same shape), and the projection writes NCHW
-        assert not any(bins[k] for k in ("Mul_m2", "Mul_a1w", "PRelu_a1", "Add_q1")), ir
+        # the row-broadcast Mul reads NCHW, and so the PReLU, the Max and the Sub before it (one
+        # layout for an op's input and output of the same shape), and the projection writes NCHW
+        assert not any(bins[k] for k in ("Mul_m2", "Mul_a1w", "PRelu_a1", "Max_q1", "Sub_q0")), ir
         assert lay["Conv_p1"] == "in", ir
         assert "Conv_d2" not in lay, ir
     else:
         assert bins["Mul_m2"], ir
         assert lay["Conv_d2"] == "in and out", ir
+        assert lay["ReduceMean_g2"] == "in", ir   # (pass mean_pool: a global pool, channels last)
         assert all(bins.values()), ir
     _check_outputs(p, inputs, ref, tmp_path, target)

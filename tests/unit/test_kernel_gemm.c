@@ -405,13 +405,16 @@ static void test_target_table(void) {
  * a prepacked B split by panels; each output is computed by one thread exactly as on one, so
  * the results must be identical to the single-thread ones (and those match the reference). */
 static void test_threads(void) {
-    static const int64_t shapes[][3] = {{257, 301, 519}, {512, 49, 300}, {40, 3000, 64}, {1, 1000, 512}, {7, 9, 5}};
+    /* (40 x 40: as many columns as rows but, with 3 threads, too few tiles of them: the rows) */
+    static const int64_t shapes[][3] = {{257, 301, 519}, {512, 49, 300}, {40, 3000, 64}, {1, 1000, 512}, {7, 9, 5},
+                                        {40, 40, 70}};
     const cuvil_gemm_blocking *def = cuvil_gemm_default_blocking();
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         const int64_t M = shapes[i][0], N = shapes[i][1], K = shapes[i][2];
         for (int packed = 0; packed < 2; packed++) {
             cuvil_gemm_params p = make(M, N, K, 0, 0, 0);
-            p.act = ktu_act_params(CUVIL_ACT_RELU);
+            /* (with B packed, SiLU: applied a strip at a time after the microkernel) */
+            p.act = ktu_act_params(packed ? CUVIL_ACT_SILU : CUVIL_ACT_RELU);
             float *A = ktu_falloc((size_t)(M * K)), *B = ktu_falloc((size_t)(K * N)), *bias = ktu_falloc((size_t)M);
             float *C1 = ktu_falloc((size_t)(M * N)), *C3 = ktu_falloc((size_t)(M * N));
             ktu_fill(A, (size_t)(M * K), -1, 1);

@@ -684,7 +684,7 @@ static void gemm_range(const cuvil_gemm_job *j, const cuvil_gemm_blocking *b, vo
                         if (last && has_epilogue && !ep) cuvil_gemm_epilogue_tile(j, m0, n0, (int64_t)mrr, (int64_t)nrr);
                     }
                     /* the other activations once a strip of the block's rows is done (mc x NR,
-                     * still in L1) */
+                     * just written: in L1 or L2) */
                     if (last && act_after)
                         cuvil_f32_act_rows(&j->act, j->C + ic * j->ldc + n0, (size_t)j->ldc, (size_t)mc, nrr);
                 }
@@ -781,7 +781,8 @@ void cuvil_f32_gemm_run(const cuvil_gemm_job *j, const cuvil_gemm_blocking *b, v
      * them than columns, whose split packs each row of A once where the columns' packs all of A
      * in every task (AVX2, two threads, the whole model, with the macro-kernel's earlier loop
      * order: ConvNeXt-Tiny 57-59 -> 53-54 ms, ViT-S/16 53-61 -> 51-53, BERT-base at 128 tokens
-     * 131-133 -> 122); the columns where there are at least as many columns as rows, since
+     * 131-133 -> 122); the columns where there are at least as many columns as rows (and 4
+     * tiles of them a thread), since
      * every task of the rows' split then streams all of B, the larger operand, from memory
      * where each of the columns' streams its share (two threads, cuvil-run --bench medians:
      * BERT-base at 128 tokens AVX2 137.0 -> 123.5 ms; ConvNeXt-Tiny, whose last stages have 49
