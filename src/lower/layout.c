@@ -112,7 +112,7 @@ cuvil_status lower_layouts(cir_graph *g, const lower_ctx *c) {
         if (n->dead) continue;
         const unsigned full = bin_full_inputs(g, n);
         for (int j = 0; j < n->n_in; j++)
-            if (n->in[j] >= 0 && !(j == 0 && layout_ok(g, n, CUVIL_CONV_X_NHWC)) && !(full >> j & 1))
+            if (n->in[j] >= 0 && !(j == 0 && layout_ok(g, n, CUVIL_CONV_X_NHWC)) && !(j < 2 && (full >> j & 1)))
                 last[n->in[j]] = false;
         for (int j = n->n_in; j < cir_node_n_reads(n); j++)   /* the values the epilogue adds */
             if (cir_node_read(n, j) >= 0 && !layout_ok(g, n, CUVIL_CONV_Y_NHWC)) last[cir_node_read(n, j)] = false;
