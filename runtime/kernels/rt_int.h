@@ -62,9 +62,10 @@ static inline void cuvil_copy_rows(float *dst, int64_t dld, const float *src, in
     case w:                                                                                         \
         for (int64_t k = 0; k < rows; k++) __builtin_memcpy(dst + k * dld, src + k * sld, w * sizeof(float)); \
         return;
-        /* 4, 6, 7: the pixels-as-rows A panels of the 4x8, 6x16 and 7x32 tiles (7 rows through
-         * libc's memcpy, one call per k step, made packing a 49 x 960 A 2.3x slower) */
+        /* 4, 5, 6, 7: the pixels-as-rows A panels of the 4x8, 5x16, 6x16 and 7x32 tiles (7 rows
+         * through libc's memcpy, one call per k step, made packing a 49 x 960 A 2.3x slower) */
         CUVIL_COPY_ROWS_CASE(4)
+        CUVIL_COPY_ROWS_CASE(5)
         CUVIL_COPY_ROWS_CASE(6)
         CUVIL_COPY_ROWS_CASE(7)
         CUVIL_COPY_ROWS_CASE(8)
@@ -176,6 +177,12 @@ void cuvil_f32_rows_ukernel_4x8__scalar(size_t nseg, const size_t *seglen, const
 void cuvil_f32_gemm_ukernel_6x16__avx2_fma(size_t kc, const float *a, const float *b, float *c,
                                            size_t ldc, size_t mr, size_t nr, const float *c_in,
                                            size_t ld_in, const cuvil_ukernel_epi *epi);
+void cuvil_f32_gemm_ukernel_5x16__avx2_fma(size_t kc, const float *a, const float *b, float *c,
+                                           size_t ldc, size_t mr, size_t nr, const float *c_in,
+                                           size_t ld_in, const cuvil_ukernel_epi *epi);
+void cuvil_f32_rows_ukernel_5x16__avx2_fma(size_t nseg, const size_t *seglen, const float *const *rows,
+                                           const float *b, float *c, size_t ldc, size_t mr, size_t nr,
+                                           const float *c_in, size_t ld_in, const cuvil_ukernel_epi *epi);
 void cuvil_f32_conv_ukernel_6x16__avx2_fma(size_t kc, const float *a, const float *b, const int64_t *boff,
                                            float *c, int accumulate);
 void cuvil_f32_rows_ukernel_6x16__avx2_fma(size_t nseg, const size_t *seglen, const float *const *rows,

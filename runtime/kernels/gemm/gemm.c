@@ -34,6 +34,9 @@ const cuvil_gemm_ukernel_desc cuvil_f32_gemm_ukernels[] = {
     {cuvil_f32_gemm_ukernel_4x8__scalar, 4, 8, "4x8__scalar", cuvil_f32_conv_ukernel_4x8__scalar,
      cuvil_f32_rows_ukernel_4x8__scalar},
 #if CUVIL_HAVE_AVX2
+    /* for 49 rows (7x7 maps as pixels-as-rows GEMMs): 50 in 5s, 54 in 6s
+     * (cuvil_gemm_blocking_for_rows) */
+    {cuvil_f32_gemm_ukernel_5x16__avx2_fma, 5, 16, "5x16__avx2_fma", NULL, cuvil_f32_rows_ukernel_5x16__avx2_fma},
     {cuvil_f32_gemm_ukernel_6x16__avx2_fma, 6, 16, "6x16__avx2_fma", cuvil_f32_conv_ukernel_6x16__avx2_fma,
      cuvil_f32_rows_ukernel_6x16__avx2_fma},
 #endif
@@ -73,7 +76,7 @@ cuvil_gemm_blocking cuvil_gemm_blocking_for_rows(const cuvil_gemm_blocking *b, i
         /* a smaller MR does fewer FMAs per load: in place it ran ~2.5% slower per FMA (7x32
          * against 8x32 on a 1024->256 1x1 conv at 14x14, 196 rows: 0.993 against 0.968 ms),
          * so it must save more than 5% of the rows (49: 49 against 56; 196: 196 against 200
-         * stays 8x32) */
+         * stays 8x32; AVX2's 5x16 alone 2-4% slower per FMA than 6x16) */
         if (uk->nr != b->uk->nr || rows * 20 >= best_rows * 19) continue;
         best_rows = rows;
         best.uk = uk;

@@ -1,9 +1,12 @@
 /*
- * gemm_avx2.c -- the 6x16 AVX2+FMA GEMM microkernel (x86_64-avx2 target only).
+ * gemm_avx2.c -- the 6x16 AVX2+FMA GEMM microkernel (x86_64-avx2 target only), and a 5x16 one
+ * for row counts that 6-row tiles pad (49 pixels: 50 rows in 5s, not 54 in 6s).
  *
  * 12 ymm accumulators (6 rows x 2 vectors of 8), 2 ymm for the B row, 1 for the broadcast A
  * element: 15 of the 16 registers. Each k step is 2 loads, 6 broadcasts and 12 FMAs, so the two
- * FMA ports stay busy as long as the packed panels come from L1/L2.
+ * FMA ports stay busy as long as the packed panels come from L1/L2. The 5x16 tile: 10
+ * accumulators, 2 loads and 5 broadcasts for 10 FMAs, still more chains than the FMA latency
+ * times the two ports.
  */
 #include <immintrin.h>
 
@@ -12,15 +15,16 @@
 #define MR 6
 #define NR 16
 
-/* Rows [0, mr) x columns [0, nr) of the accumulators into c: + c_in, then the fused epilogue
- * (bias, then the clamp); an edge tile spills them and stores the valid part. */
-static inline __attribute__((always_inline)) void store_tile(__m256 (*acc)[2], float *c, size_t ldc, size_t mr,
-                                                             size_t nr, const float *c_in, size_t ld_in,
-                                                             const cuvil_ukernel_epi *epi) {
-    if (mr == MR && nr == NR) {
+/* Rows [0, mr) x columns [0, nr) of the accumulators (a tile of TR rows: MR or 5) into c: +
+ * c_in, then the fused epilogue (bias, then the clamp); an edge tile spills them and stores the
+ * valid part. */
+static inline __attribute__((always_inline)) void store_tile_r(__m256 (*acc)[2], const int TR, float *c, size_t ldc,
+                                                               size_t mr, size_t nr, const float *c_in, size_t ld_in,
+                                                               const cuvil_ukernel_epi *epi) {
+    if (mr == (size_t)TR && nr == NR) {
         if (c_in)
 #pragma GCC unroll 6
-            for (int i = 0; i < MR; i++) {
+            for (int i = 0; i < TR; i++) {
                 acc[i][0] = _mm256_add_ps(acc[i][0], _mm256_loadu_ps(c_in + i * ld_in));
                 acc[i][1] = _mm256_add_ps(acc[i][1], _mm256_loadu_ps(c_in + i * ld_in + 8));
             }
@@ -34,14 +38,14 @@ static inline __attribute__((always_inline)) void store_tile(__m256 (*acc)[2], f
             }
             const float *rb = epi->row_bias;
 #pragma GCC unroll 6
-            for (int i = 0; i < MR; i++) {
+            for (int i = 0; i < TR; i++) {
                 const __m256 bi = rb ? _mm256_set1_ps(rb[i]) : _mm256_setzero_ps();
                 acc[i][0] = _mm256_min_ps(hi, _mm256_max_ps(lo, _mm256_add_ps(acc[i][0], _mm256_add_ps(bi, cb0))));
                 acc[i][1] = _mm256_min_ps(hi, _mm256_max_ps(lo, _mm256_add_ps(acc[i][1], _mm256_add_ps(bi, cb1))));
             }
         }
 #pragma GCC unroll 6
-        for (int i = 0; i < MR; i++) {
+        for (int i = 0; i < TR; i++) {
             _mm256_storeu_ps(c + i * ldc, acc[i][0]);
             _mm256_storeu_ps(c + i * ldc + 8, acc[i][1]);
         }
@@ -51,11 +55,17 @@ static inline __attribute__((always_inline)) void store_tile(__m256 (*acc)[2], f
     /* Edge tile: spill the accumulators and store the valid part. */
     float t[MR][NR] __attribute__((aligned(32)));
 #pragma GCC unroll 6
-    for (int i = 0; i < MR; i++) {
+    for (int i = 0; i < TR; i++) {
         _mm256_store_ps(t[i], acc[i][0]);
         _mm256_store_ps(t[i] + 8, acc[i][1]);
     }
     cuvil_ukernel_store_rows(t[0], NR, c, ldc, mr, nr, c_in, ld_in, epi);
+}
+
+static inline __attribute__((always_inline)) void store_tile(__m256 (*acc)[2], float *c, size_t ldc, size_t mr,
+                                                             size_t nr, const float *c_in, size_t ld_in,
+                                                             const cuvil_ukernel_epi *epi) {
+    store_tile_r(acc, MR, c, ldc, mr, nr, c_in, ld_in, epi);
 }
 
 void cuvil_f32_gemm_ukernel_6x16__avx2_fma(size_t kc, const float *a, const float *b, float *c,
@@ -133,6 +143,58 @@ void cuvil_f32_rows_ukernel_6x16__avx2_fma(size_t nseg, const size_t *seglen, co
         }
     }
     store_tile(acc, c, ldc, mr, nr, c_in, ld_in, epi);
+}
+
+/* The 5x16 tile: A packed in panels of 5 rows. */
+void cuvil_f32_gemm_ukernel_5x16__avx2_fma(size_t kc, const float *a, const float *b, float *c,
+                                           size_t ldc, size_t mr, size_t nr, const float *c_in,
+                                           size_t ld_in, const cuvil_ukernel_epi *epi) {
+    __m256 acc[5][2];
+#pragma GCC unroll 5
+    for (int i = 0; i < 5; i++) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+#pragma GCC unroll 4
+    for (size_t k = 0; k < kc; k++) {
+        const __m256 b0 = _mm256_loadu_ps(b + k * NR), b1 = _mm256_loadu_ps(b + k * NR + 8);
+#pragma GCC unroll 5
+        for (int i = 0; i < 5; i++) {
+            const __m256 av = _mm256_broadcast_ss(a + k * 5 + i);
+            acc[i][0] = _mm256_fmadd_ps(av, b0, acc[i][0]);
+            acc[i][1] = _mm256_fmadd_ps(av, b1, acc[i][1]);
+        }
+    }
+    store_tile_r(acc, 5, c, ldc, mr, nr, c_in, ld_in, epi);
+}
+
+/* The 5x16 tile with A's rows read in place, as cuvil_f32_rows_ukernel_6x16__avx2_fma (row i of
+ * segment s at rows[s * 5 + i]). */
+void cuvil_f32_rows_ukernel_5x16__avx2_fma(size_t nseg, const size_t *seglen, const float *const *rows,
+                                           const float *b, float *c, size_t ldc, size_t mr, size_t nr,
+                                           const float *c_in, size_t ld_in, const cuvil_ukernel_epi *epi) {
+    __m256 acc[5][2];
+#pragma GCC unroll 5
+    for (int i = 0; i < 5; i++) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+    for (size_t s = 0; s < nseg; s++) {
+        const float *a0 = rows[s * 5], *a1 = rows[s * 5 + 1], *a2 = rows[s * 5 + 2];
+        const float *a3 = rows[s * 5 + 3], *a4 = rows[s * 5 + 4];
+#pragma GCC unroll 4
+        for (size_t k = 0; k < seglen[s]; k++) {
+            const __m256 b0 = _mm256_loadu_ps(b + k * NR), b1 = _mm256_loadu_ps(b + k * NR + 8);
+#define ROW(i, ai)                                            \
+    do {                                                      \
+        const __m256 av = _mm256_broadcast_ss(ai + k);        \
+        acc[i][0] = _mm256_fmadd_ps(av, b0, acc[i][0]);       \
+        acc[i][1] = _mm256_fmadd_ps(av, b1, acc[i][1]);       \
+    } while (0)
+            ROW(0, a0);
+            ROW(1, a1);
+            ROW(2, a2);
+            ROW(3, a3);
+            ROW(4, a4);
+#undef ROW
+        }
+        b += seglen[s] * NR;
+    }
+    store_tile_r(acc, 5, c, ldc, mr, nr, c_in, ld_in, epi);
 }
 
 /* ===== GEMV with B stored [N, K] (M == 1, trans_b) ===================================== */
