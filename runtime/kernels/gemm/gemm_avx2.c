@@ -113,36 +113,39 @@ void cuvil_f32_gemm_ukernel_6x16__avx2_fma(size_t kc, const float *a, const floa
     store_tile(acc, c, ldc, mr, nr, c_in, ld_in, epi);
 }
 
-/* The 6x16 tile with A's rows read in place, in segments (direct convolution on a
- * channels-last image, conv2d.c): segment s is, for row i, the seglen[s] floats at
- * rows[s * 6 + i]; B a packed panel of their sum x 16. */
+/* A TR x 16 tile (TR: MR or 5) with A's rows read in place, in segments (direct convolution on
+ * a channels-last image, conv2d.c): segment s is, for row i, the seglen[s] floats at
+ * rows[s * TR + i]; B a packed panel of their sum x 16. */
+static inline __attribute__((always_inline)) void rows_tile(const int TR, size_t nseg, const size_t *seglen,
+                                                            const float *const *rows, const float *b, float *c,
+                                                            size_t ldc, size_t mr, size_t nr, const float *c_in,
+                                                            size_t ld_in, const cuvil_ukernel_epi *epi) {
+    __m256 acc[MR][2];
+#pragma GCC unroll 6
+    for (int i = 0; i < TR; i++) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+    for (size_t s = 0; s < nseg; s++) {
+        const float *ar[MR];
+#pragma GCC unroll 6
+        for (int i = 0; i < TR; i++) ar[i] = rows[s * (size_t)TR + (size_t)i];
+#pragma GCC unroll 4
+        for (size_t k = 0; k < seglen[s]; k++) {
+            const __m256 b0 = _mm256_loadu_ps(b + k * NR), b1 = _mm256_loadu_ps(b + k * NR + 8);
+#pragma GCC unroll 6
+            for (int i = 0; i < TR; i++) {
+                const __m256 av = _mm256_broadcast_ss(ar[i] + k);
+                acc[i][0] = _mm256_fmadd_ps(av, b0, acc[i][0]);
+                acc[i][1] = _mm256_fmadd_ps(av, b1, acc[i][1]);
+            }
+        }
+        b += seglen[s] * NR;
+    }
+    store_tile_r(acc, TR, c, ldc, mr, nr, c_in, ld_in, epi);
+}
+
 void cuvil_f32_rows_ukernel_6x16__avx2_fma(size_t nseg, const size_t *seglen, const float *const *rows,
                                            const float *b, float *c, size_t ldc, size_t mr, size_t nr,
                                            const float *c_in, size_t ld_in, const cuvil_ukernel_epi *epi) {
-    __m256 acc[MR][2];
-    for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
-    for (size_t s = 0; s < nseg; s++) {
-        const float *a0 = rows[s * MR], *a1 = rows[s * MR + 1], *a2 = rows[s * MR + 2];
-        const float *a3 = rows[s * MR + 3], *a4 = rows[s * MR + 4], *a5 = rows[s * MR + 5];
-        for (size_t k = 0; k < seglen[s]; k++) {
-            const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
-#define ROW(i, ai)                                            \
-    do {                                                      \
-        const __m256 av = _mm256_broadcast_ss(ai + k);        \
-        acc[i][0] = _mm256_fmadd_ps(av, b0, acc[i][0]);       \
-        acc[i][1] = _mm256_fmadd_ps(av, b1, acc[i][1]);       \
-    } while (0)
-            ROW(0, a0);
-            ROW(1, a1);
-            ROW(2, a2);
-            ROW(3, a3);
-            ROW(4, a4);
-            ROW(5, a5);
-#undef ROW
-            b += NR;
-        }
-    }
-    store_tile(acc, c, ldc, mr, nr, c_in, ld_in, epi);
+    rows_tile(MR, nseg, seglen, rows, b, c, ldc, mr, nr, c_in, ld_in, epi);
 }
 
 /* The 5x16 tile: A packed in panels of 5 rows. */
@@ -165,36 +168,11 @@ void cuvil_f32_gemm_ukernel_5x16__avx2_fma(size_t kc, const float *a, const floa
     store_tile_r(acc, 5, c, ldc, mr, nr, c_in, ld_in, epi);
 }
 
-/* The 5x16 tile with A's rows read in place, as cuvil_f32_rows_ukernel_6x16__avx2_fma (row i of
- * segment s at rows[s * 5 + i]). */
+/* The 5x16 tile with A's rows read in place (row i of segment s at rows[s * 5 + i]). */
 void cuvil_f32_rows_ukernel_5x16__avx2_fma(size_t nseg, const size_t *seglen, const float *const *rows,
                                            const float *b, float *c, size_t ldc, size_t mr, size_t nr,
                                            const float *c_in, size_t ld_in, const cuvil_ukernel_epi *epi) {
-    __m256 acc[5][2];
-#pragma GCC unroll 5
-    for (int i = 0; i < 5; i++) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
-    for (size_t s = 0; s < nseg; s++) {
-        const float *a0 = rows[s * 5], *a1 = rows[s * 5 + 1], *a2 = rows[s * 5 + 2];
-        const float *a3 = rows[s * 5 + 3], *a4 = rows[s * 5 + 4];
-#pragma GCC unroll 4
-        for (size_t k = 0; k < seglen[s]; k++) {
-            const __m256 b0 = _mm256_loadu_ps(b + k * NR), b1 = _mm256_loadu_ps(b + k * NR + 8);
-#define ROW(i, ai)                                            \
-    do {                                                      \
-        const __m256 av = _mm256_broadcast_ss(ai + k);        \
-        acc[i][0] = _mm256_fmadd_ps(av, b0, acc[i][0]);       \
-        acc[i][1] = _mm256_fmadd_ps(av, b1, acc[i][1]);       \
-    } while (0)
-            ROW(0, a0);
-            ROW(1, a1);
-            ROW(2, a2);
-            ROW(3, a3);
-            ROW(4, a4);
-#undef ROW
-        }
-        b += seglen[s] * NR;
-    }
-    store_tile_r(acc, 5, c, ldc, mr, nr, c_in, ld_in, epi);
+    rows_tile(5, nseg, seglen, rows, b, c, ldc, mr, nr, c_in, ld_in, epi);
 }
 
 /* ===== GEMV with B stored [N, K] (M == 1, trans_b) ===================================== */
