@@ -149,6 +149,8 @@ static const pool_case cases[] = {
     {1, 1, 6, 700, 3, 3, 3, 3, 0, 0, 2, 2, 1, 2, 1},   /* stride 3, dilated columns, ceil */
     {1, 1, 3, 3, 3, 3, 1, 1, 2, 2, 2, 2, 1, 1, 0},     /* windows wholly in the padding */
     {1, 96, 56, 56, 56, 56, 1, 1, 0, 0, 0, 0, 1, 1, 0}, /* global, planes enough to split over threads */
+    {2, 40, 25, 23, 25, 23, 1, 1, 0, 0, 0, 0, 1, 1, 0}, /* global, two images of an odd pixel count: halves */
+    {1, 2100, 4, 4, 4, 4, 1, 1, 0, 0, 0, 0, 1, 1, 0},  /* global, channels in several runs of the halves' stack sums */
 };
 
 int main(void) {

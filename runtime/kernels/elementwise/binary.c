@@ -199,9 +199,12 @@ void cuvil_f32_binary(const cuvil_binary_params *p, const float *a, const float 
     int64_t outer = 1;
     for (int d = 0; d < nd - 1; d++) outer *= dims[d];
     const int64_t n = dims[nd - 1];
-    /* over the threads from 128K values (two shares of 64K): whole rows, or parts of the one row */
+    /* over the threads from 32K values (two shares of 16K): whole rows, or parts of the one row.
+     * (From 128K before: on two threads a squeeze-excitation scale of 120 x 28x28 ran on the
+     * caller alone, reading the half of its input the other core had just written from that
+     * core's cache, 0.009 ms on one thread and 0.016 on two; MobileNetV3, AVX2.) */
     if (outer > 1)
-        cuvil_parallel_range(outer, cuvil_max_i64(1, 65536 / n), 1, bin_rows, &j);
+        cuvil_parallel_range(outer, cuvil_max_i64(1, 16384 / n), 1, bin_rows, &j);
     else
-        cuvil_parallel_range(n, 65536, 16, bin_part, &j);
+        cuvil_parallel_range(n, 16384, 16, bin_part, &j);
 }
