@@ -289,10 +289,12 @@ static void test_pad(void) {
 
 /* ---- Concat / Split ------------------------------------------------------------------------ */
 static void test_concat_split(void) {
-    static const int64_t chunks[][4] = {{4, 12, 0, 8}, {1, 3, 5, 7}, {64, 4, 4, 100}};
-    static const int64_t outers[] = {1, 3, 17};
-    for (size_t ci = 0; ci < 3; ci++)
-        for (size_t oi = 0; oi < 3; oi++) {
+    /* the last two: over 64 KB, split over a pool of 3 at byte ranges that cut pieces and rows */
+    static const int64_t chunks[][4] = {{4, 12, 0, 8}, {1, 3, 5, 7}, {64, 4, 4, 100}, {1000, 36, 0, 2052},
+                                        {40000, 30000, 1, 20003}};
+    static const int64_t outers[] = {1, 3, 17, 40};
+    for (size_t ci = 0; ci < sizeof chunks / sizeof chunks[0]; ci++)
+        for (size_t oi = 0; oi < sizeof outers / sizeof outers[0]; oi++) {
             const int64_t outer = outers[oi];
             const int n = 4;
             int64_t row = 0;
@@ -309,15 +311,24 @@ static void test_concat_split(void) {
                 for (int i = 0; i < n; i++)
                     for (int64_t b = 0; b < chunks[ci][i]; b++)
                         ref[pos++] = ins[i][r * chunks[ci][i] + b];
-            cuvil_concat(outer, n, chunks[ci], (const void *const *)ins, y);
-            char what[64];
-            snprintf(what, sizeof what, "concat chunks %zu outer %lld", ci, (long long)outer);
-            check_bytes(y, ref, (size_t)(outer * row), what);
-            cuvil_split(outer, n, chunks[ci], ref, (void *const *)outs);
+            for (int pooled = 0; pooled < 2; pooled++) {
+                const cuvil_pool *old = cuvil_pool_bind(pooled ? pool3 : NULL);
+                memset(y, 0xAB, (size_t)(outer * row));
+                cuvil_concat(outer, n, chunks[ci], (const void *const *)ins, y);
+                char what[80];
+                snprintf(what, sizeof what, "concat chunks %zu outer %lld%s", ci, (long long)outer,
+                         pooled ? " [3 threads]" : "");
+                check_bytes(y, ref, (size_t)(outer * row), what);
+                for (int i = 0; i < n; i++) memset(outs[i], 0xAB, (size_t)(outer * chunks[ci][i]));
+                cuvil_split(outer, n, chunks[ci], ref, (void *const *)outs);
+                for (int i = 0; i < n; i++) {
+                    snprintf(what, sizeof what, "split chunks %zu outer %lld output %d%s", ci, (long long)outer, i,
+                             pooled ? " [3 threads]" : "");
+                    check_bytes(outs[i], ins[i], (size_t)(outer * chunks[ci][i]), what);
+                }
+                cuvil_pool_bind(old);
+            }
             for (int i = 0; i < n; i++) {
-                snprintf(what, sizeof what, "split chunks %zu outer %lld output %d", ci,
-                         (long long)outer, i);
-                check_bytes(outs[i], ins[i], (size_t)(outer * chunks[ci][i]), what);
                 free(ins[i]);
                 free(outs[i]);
             }
