@@ -12,7 +12,7 @@
  * the GEMM's A), "gemm_t" (pixels as rows), "direct", "direct_t", "winograd", "winograd_t",
  * "winograd2_t", "grouped". Each is checked against the scalar reference before it is timed: a path
  * that gives another answer is reported as an error, not a time. MS: the time to spend on
- * each path (default 300 ms).
+ * each path (default 300 ms). CUVIL_BENCH_THREADS=N times each path on a pool of N threads.
  */
 #include <math.h>
 #include <stdio.h>
@@ -44,6 +44,17 @@ static float *frand(size_t n, unsigned seed) {
         f[i] = (float)(seed >> 8) / (float)(1u << 24) - 0.5f;
     }
     return f;
+}
+
+static void *pool_alloc(size_t size, size_t align, void *user) {
+    (void)user;
+    void *p = NULL;
+    return posix_memalign(&p, align < sizeof(void *) ? sizeof(void *) : align, size ? size : 1) ? NULL : p;
+}
+
+static void pool_free(void *p, void *user) {
+    (void)user;
+    free(p);
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -106,6 +117,9 @@ int main(int argc, char **argv) {
      * HardSwish is 6); CUVIL_BENCH_ONLY: only the path of that name (to profile it) */
     const char *act_env = getenv("CUVIL_BENCH_ACT"), *only = getenv("CUVIL_BENCH_ONLY");
     if (act_env) p.act.act = atoi(act_env);
+    const char *th_env = getenv("CUVIL_BENCH_THREADS");
+    const int threads = th_env && atoi(th_env) > 1 ? atoi(th_env) : 1;
+    size_t stride = 0;   /* each thread's scratch: the largest any path needs */
     const cuvil_gemm_blocking *b = cuvil_gemm_default_blocking();
     const size_t nx = (size_t)(p.N * p.C * p.H * p.W), nw = (size_t)(p.M * (p.C / p.group) * p.KH * p.KW),
                  ny = (size_t)(p.N * p.M * p.OH * p.OW);
@@ -116,6 +130,23 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < ny; i++) scale = fmax(scale, fabs(ref[i]));
     printf("{\"mr\": %d, \"nr\": %d, \"kc\": %lld, \"OH\": %lld, \"OW\": %lld, \"paths\": {", b->uk->mr, b->uk->nr,
            (long long)b->kc, (long long)p.OH, (long long)p.OW);
+    for (size_t k = 0; k < sizeof paths / sizeof paths[0]; k++) {
+        cuvil_conv2d_params q = p;
+        q.algo = paths[k].algo;
+        q.packed_mr = paths[k].packed == 1 ? b->uk->mr : paths[k].packed == 2 ? b->uk->nr
+                      : paths[k].packed == 3 ? CUVIL_GCONV_LANES : 0;
+        q.packed_kc = paths[k].packed ? b->kc : 0;
+        if (takes(&paths[k], &q)) {
+            const size_t need = (cuvil_f32_conv2d_scratch_size(&q) + 127) / 64 * 64;
+            stride = need > stride ? need : stride;
+        }
+    }
+    cuvil_pool *pool = threads > 1 ? cuvil_pool_create(threads, stride, pool_alloc, pool_free, NULL) : NULL;
+    if (threads > 1 && !pool) {
+        fprintf(stderr, "cuvil-bench-conv: cannot start %d threads\n", threads);
+        return 2;
+    }
+    cuvil_pool_bind(pool);
     int first = 1;
     for (size_t k = 0; k < sizeof paths / sizeof paths[0]; k++) {
         const path *pa = &paths[k];
@@ -131,7 +162,7 @@ int main(int argc, char **argv) {
             tmp = nt ? (float *)xalloc(nt * sizeof(float)) : NULL;
             cuvil_f32_conv2d_pack(&q, w, wp, tmp);
         }
-        void *scratch = xalloc(cuvil_f32_conv2d_scratch_size(&q) + 64);
+        void *scratch = xalloc(stride * (size_t)threads + 64);
         cuvil_f32_conv2d_prepacked(&q, x, wp, bias, NULL, y, scratch);
         double err = 0;
         for (size_t i = 0; i < ny; i++) err = fmax(err, fabs(y[i] - ref[i]));
@@ -156,6 +187,8 @@ int main(int argc, char **argv) {
         if (wp != w) free(wp);
     }
     printf("}}\n");
+    cuvil_pool_bind(NULL);
+    cuvil_pool_destroy(pool);
     free(x);
     free(w);
     free(bias);

@@ -1345,12 +1345,17 @@ static inline __attribute__((always_inline)) void stem_block(const stem_run *r, 
 }
 
 /* Task t: a band of rows of one block of STEM_MB output channels, its weights gathered from the
- * packed panels first. */
+ * packed panels first. The tasks go band by band, all blocks of a band together, so that each
+ * thread reads the input rows of its own bands only: by blocks first, both threads of two read
+ * the whole image, half of it from the other core's cache (cuvil-bench-conv with
+ * CUVIL_BENCH_THREADS, AVX2, 3 -> 32 at 224x224: 0.38 ms on one thread, 0.26 on two; now
+ * 0.20). */
 static void stem_task(void *vctx, int64_t t, int tid) {
     (void)tid;
     const stem_run *r = (const stem_run *)vctx;
     const cuvil_conv2d_params *p = r->p;
-    const int64_t m0 = t / r->bands * STEM_MB, h0 = t % r->bands * r->band_rows, K = p->C * 9;
+    const int64_t blocks = (p->M + STEM_MB - 1) / STEM_MB, K = p->C * 9;
+    const int64_t m0 = t % blocks * STEM_MB, h0 = t / blocks * r->band_rows;
     const int mb = (int)cuvil_min_i64(STEM_MB, p->M - m0);
     float wb[STEM_MAX_C * 9 * STEM_MB];
     for (int64_t k = 0; k < K; k++)
