@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "../runtime/kernels/rt_int.h"
+#include "bench_pool.h"
 
 static double now(void) {
     struct timespec t;
@@ -44,17 +45,6 @@ static float *frand(size_t n, unsigned seed) {
         f[i] = (float)(seed >> 8) / (float)(1u << 24) - 0.5f;
     }
     return f;
-}
-
-static void *pool_alloc(size_t size, size_t align, void *user) {
-    (void)user;
-    void *p = NULL;
-    return posix_memalign(&p, align < sizeof(void *) ? sizeof(void *) : align, size ? size : 1) ? NULL : p;
-}
-
-static void pool_free(void *p, void *user) {
-    (void)user;
-    free(p);
 }
 
 static int cmp_double(const void *a, const void *b) {

@@ -30,6 +30,7 @@
 #include "../runtime/kernels/rt_int.h"
 #if defined(__x86_64__)
 #include "peak.h"
+#include "bench_pool.h"
 #endif
 
 static double now(void) {
@@ -78,17 +79,6 @@ static double time_ukernel(const cuvil_gemm_ukernel_desc *uk, int64_t kc, int ro
     free(b);
     free(c);
     return best;
-}
-
-static void *pool_alloc(size_t size, size_t align, void *user) {
-    (void)user;
-    void *p = NULL;
-    return posix_memalign(&p, align < sizeof(void *) ? sizeof(void *) : align, size ? size : 1) ? NULL : p;
-}
-
-static void pool_free(void *p, void *user) {
-    (void)user;
-    free(p);
 }
 
 /* The pool of the two-thread rows: one for all of a kernel's rows, made before them and kept, as
