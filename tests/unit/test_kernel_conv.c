@@ -378,6 +378,13 @@ static const conv_case conv_cases[] = {
     {1, 8, 1, 1, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 8},     /* depthwise 8 channels on a 1x1 map */
     {1, 9, 10, 12, 9, 4, 3, 3, 2, 2, 0, 1, 2, 1, 1, 9},   /* depthwise 4x3 kernel, strides 3x2, uneven pads */
     {1, 100, 14, 14, 100, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 100}, /* depthwise 14x14, split among threads */
+    /* depthwise planes the threads split by rows (from 6400 input pixels: each thread a band of
+     * rows of every channel) */
+    {1, 24, 80, 85, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 24}, /* 3x3 s1, 80 rows */
+    {1, 16, 26, 250, 16, 3, 3, 2, 2, 0, 0, 1, 1, 1, 1, 16}, /* 3x3 s2 SAME-upper, 13 rows (bands of 4 and 5) */
+    {1, 4, 117, 61, 4, 5, 5, 2, 2, 2, 2, 2, 2, 1, 1, 4},   /* 5x5 s2, 59 rows */
+    {2, 2, 81, 83, 2, 7, 7, 1, 1, 3, 3, 3, 3, 1, 1, 2},    /* 7x7 s1, batch 2 */
+    {1, 3, 90, 91, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3},   /* 3x3 s1, multiplier 2 */
     /* stems (3x3 s2 on at most 4 channels: the direct path's stem kernel on AVX2 and AVX-512) */
     {2, 3, 35, 37, 13, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1},  /* 13 outputs (a partial block), 19 wide, batch 2 */
     {1, 1, 17, 66, 4, 3, 3, 2, 2, 0, 0, 1, 1, 1, 1, 1},   /* one channel, SAME-upper pads, 33 wide */

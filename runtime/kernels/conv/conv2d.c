@@ -536,7 +536,7 @@ static void dw_plane_dims(const cuvil_conv2d_params *p, int64_t *Hp, int64_t *Wp
  * copied into a zero-padded plane. */
 static void dw_fixed(const cuvil_conv2d_params *p, const float *x, int64_t xcs, const float *w,
                      const float *bias, const float *residual, float *y, float *plane, int64_t q0,
-                     int64_t q1) {
+                     int64_t q1, int64_t oh0, int64_t oh1) {
     const int64_t H = p->H, W = p->W, OH = p->OH, OW = p->OW, K = p->KH, S = p->stride_w;
     const int64_t mult = p->M / p->group, pt = p->pad_t, pl = p->pad_l;
     int64_t Hp, Wp;
@@ -560,11 +560,16 @@ static void dw_fixed(const cuvil_conv2d_params *p, const float *x, int64_t xcs, 
         if (ci != cur) {
             /* (filling the plane a few rows ahead of the computed rows, to read them from L1,
              * measured slower: 144 x 56 x 56 stride 1 0.180 -> 0.207 ms) */
-            const float *xc = x + ci * xcs;
-            if (phased)
-                copy_rows_phased(xc, H, W, pl, plane + pt * Wp, plane + pt * Wp + (Wp + 1) / 2, Wp);
-            else
-                for (int64_t h = 0; h < H; h++) memcpy(plane + (pt + h) * Wp + pl, xc + h * W, (size_t)W * sizeof(float));
+            /* the input rows output rows [oh0, oh1) read */
+            const int64_t h0 = cuvil_max_i64(0, oh0 * S - pt), h1 = cuvil_min_i64(H, (oh1 - 1) * S - pt + K);
+            const float *xc = x + ci * xcs + h0 * W;
+            float *pr = plane + (pt + h0) * Wp;
+            if (h1 <= h0) {
+            } else if (phased) {
+                copy_rows_phased(xc, h1 - h0, W, pl, pr, pr + (Wp + 1) / 2, Wp);
+            } else {
+                for (int64_t h = 0; h < h1 - h0; h++) memcpy(pr + h * Wp + pl, xc + h * W, (size_t)W * sizeof(float));
+            }
             cur = ci;
         }
         const float *wm = w + m * K * K;
@@ -573,23 +578,27 @@ static void dw_fixed(const cuvil_conv2d_params *p, const float *x, int64_t xcs, 
         const float b = bias ? bias[m] : 0.0f;
 #ifdef DW_SIMD
         if (S == 2 || OW >= 16) {
+            /* rows [oh0, oh1): the plane from the first one's top row, y and the residual from it */
+            const float *pb = plane + oh0 * S * Wp, *rb = rm ? rm + oh0 * OW : NULL;
+            float *yb = ym + oh0 * OW;
+            const int64_t nh = oh1 - oh0;
             if (K == 3 && S == 1)
-                dw3_plane_s1(plane, Wp, wm, b, rm, ym, OH, OW, lo, hi);
+                dw3_plane_s1(pb, Wp, wm, b, rb, yb, nh, OW, lo, hi);
             else if (K == 3)
-                dw3_plane_s2(plane, Wp, wm, b, rm, ym, OH, OW, lo, hi);
+                dw3_plane_s2(pb, Wp, wm, b, rb, yb, nh, OW, lo, hi);
             else if (K == 5 && S == 1)
-                dw5_plane_s1(plane, Wp, wm, b, rm, ym, OH, OW, lo, hi);
+                dw5_plane_s1(pb, Wp, wm, b, rb, yb, nh, OW, lo, hi);
             else if (K == 5)
-                dw5_plane_s2(plane, Wp, wm, b, rm, ym, OH, OW, lo, hi);
+                dw5_plane_s2(pb, Wp, wm, b, rb, yb, nh, OW, lo, hi);
             else if (S == 1)
-                dw7_plane_s1(plane, Wp, wm, b, rm, ym, OH, OW, lo, hi);
+                dw7_plane_s1(pb, Wp, wm, b, rb, yb, nh, OW, lo, hi);
             else
-                dw7_plane_s2(plane, Wp, wm, b, rm, ym, OH, OW, lo, hi);
-            if (!fused) act_inplace(&p->act, ym, OH * OW);
+                dw7_plane_s2(pb, Wp, wm, b, rb, yb, nh, OW, lo, hi);
+            if (!fused) act_inplace(&p->act, yb, nh * OW);
             continue;
         }
 #endif
-        if (S == 1 && !rm && OW < 32) {
+        if (S == 1 && !rm && OW < 32 && oh0 == 0 && oh1 == OH) {
             /* stride 1: the whole plane as one row (output i at plane i + kh*Wp + kw), so that
              * short rows (14, 7) still fill vectors; the Wp - OW columns past each row's end
              * are computed too and dropped in the copy out */
@@ -606,7 +615,7 @@ static void dw_fixed(const cuvil_conv2d_params *p, const float *x, int64_t xcs, 
             if (!fused) act_inplace(&p->act, ym, OH * OW);
             continue;
         }
-        for (int64_t oh = 0; oh < OH; oh++) {
+        for (int64_t oh = oh0; oh < oh1; oh++) {
             const float *rows[7];
             for (int64_t kh = 0; kh < K; kh++) rows[kh] = plane + (oh * S + kh) * Wp;
             float *yr = ym + oh * OW;
@@ -622,7 +631,7 @@ static void dw_fixed(const cuvil_conv2d_params *p, const float *x, int64_t xcs, 
             else
                 dw_row_7x7(rows, wm, b, rr, yr, OW, lo, hi, S);
         }
-        if (!fused) act_inplace(&p->act, ym, OH * OW);
+        if (!fused) act_inplace(&p->act, ym + oh0 * OW, (oh1 - oh0) * OW);
     }
 }
 
@@ -780,7 +789,7 @@ static void dw_channels(const cuvil_conv2d_params *p, const float *x, int64_t xc
     const int64_t mult = p->M / p->group; /* output channels per input channel */
     if (dw_is_fixed(p)) {
         dw_fixed(p, x, xcs, w, bias, residual, y,
-                 (float *)((char *)row + CUVIL_ALIGN_UP((size_t)OW * sizeof(float), 64)), q0, q1);
+                 (float *)((char *)row + CUVIL_ALIGN_UP((size_t)OW * sizeof(float), 64)), q0, q1, 0, OH);
         return;
     }
     for (int64_t q = q0; q < q1; q++) {
@@ -865,6 +874,19 @@ static void dw_task(void *vctx, int64_t t, int tid) {
              cuvil_min_i64(total, q0 + s->per));
 }
 
+#ifdef DW_SIMD
+/* Task t of the row split: output rows [OH t / T, OH (t + 1) / T) of every channel. */
+static void dw_rows_task(void *vctx, int64_t t, int tid) {
+    const dw_split *s = (const dw_split *)vctx;
+    const cuvil_conv2d_params *p = s->p;
+    const int64_t T = s->per, oh0 = p->OH * t / T, oh1 = p->OH * (t + 1) / T;
+    float *row = (float *)cuvil_thread_scratch(s->scratch, tid);
+    if (oh1 > oh0)
+        dw_fixed(p, s->x, p->H * p->W, s->w, s->bias, s->residual, s->y,
+                 (float *)((char *)row + CUVIL_ALIGN_UP((size_t)p->OW * sizeof(float), 64)), 0, p->N * p->M, oh0, oh1);
+}
+#endif
+
 void cuvil_f32_dwconv2d(const cuvil_conv2d_params *p, const float *x, const float *w,
                         const float *bias, const float *residual, float *y, float *row) {
     const int64_t total = p->N * p->M;
@@ -873,6 +895,21 @@ void cuvil_f32_dwconv2d(const cuvil_conv2d_params *p, const float *x, const floa
         dw_range(p, x, p->H * p->W, w, bias, residual, y, row, 0, total);
         return;
     }
+#ifdef DW_SIMD
+    /* Large planes of the vector path (80x80 and up): the threads split the rows of every
+     * channel, as the stem and the 1x1 convs before and after them split their pixels, so that
+     * each reads what its core wrote (by channels, each read half its input from the other
+     * core's cache). MobileNetV3, AVX2, two threads, bench/profile_layers.py: 16 x 112x112 3x3
+     * 0.074 -> 0.058 ms; 72 x 56x56 3x3 even (0.058 -> 0.061); 120 x 28x28 5x5, whose input
+     * comes channels first from a transposing copy that splits the channels, 0.056 -> 0.077,
+     * so smaller planes keep the channels' split. */
+    if (dw_is_fixed(p) && (p->stride_w == 2 || p->OW >= 16) && !(DW_BLOCKED8 && dw_blocked(p)) &&
+        p->H * p->W >= 6400 && p->OH >= 4 * (int64_t)threads) {
+        dw_split s = {p, x, w, bias, residual, y, row, threads};
+        cuvil_parallel_for(threads, dw_rows_task, &s);
+        return;
+    }
+#endif
     /* a few tasks per thread: channels cost the same, but threads may not start together */
     const int64_t tasks = cuvil_min_i64(total, 4 * (int64_t)threads);
     int64_t per = (total + tasks - 1) / tasks;
