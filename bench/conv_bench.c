@@ -12,7 +12,9 @@
  * the GEMM's A), "gemm_t" (pixels as rows), "direct", "direct_t", "winograd", "winograd_t",
  * "winograd2_t", "grouped". Each is checked against the scalar reference before it is timed: a path
  * that gives another answer is reported as an error, not a time. MS: the time to spend on
- * each path (default 300 ms). CUVIL_BENCH_THREADS=N times each path on a pool of N threads.
+ * each path (default 300 ms). CUVIL_BENCH_THREADS=N times each path on a pool of N threads;
+ * CUVIL_BENCH_NHWC=1 gives every path its input and output channels last (as the lowering's
+ * layout pass does inside a channels-last region).
  */
 #include <math.h>
 #include <stdio.h>
@@ -74,6 +76,9 @@ static const path paths[] = {
 /* Does the runtime run path pa for p (and not quietly another)? */
 static int takes(const path *pa, const cuvil_conv2d_params *p) {
     const int dw = p->group == p->C;
+    /* channels last: the paths that take it (not the channels-first GEMM, direct and Winograd) */
+    if (p->layout && (pa->algo == CUVIL_CONV_DIRECT || pa->algo == CUVIL_CONV_WINOGRAD || (pa->algo == 0 && pa->packed)))
+        return 0;
     switch (pa->algo) {
     case 0: return pa->packed ? 1 : dw;   /* algo 0 unpacked with group == C: the direct loop */
     case CUVIL_CONV_GEMM_T: return 1;
@@ -107,6 +112,8 @@ int main(int argc, char **argv) {
      * HardSwish is 6); CUVIL_BENCH_ONLY: only the path of that name (to profile it) */
     const char *act_env = getenv("CUVIL_BENCH_ACT"), *only = getenv("CUVIL_BENCH_ONLY");
     if (act_env) p.act.act = atoi(act_env);
+    if (getenv("CUVIL_BENCH_NHWC") && atoi(getenv("CUVIL_BENCH_NHWC")))
+        p.layout = CUVIL_CONV_X_NHWC | CUVIL_CONV_Y_NHWC;
     const char *th_env = getenv("CUVIL_BENCH_THREADS");
     const int threads = th_env && atoi(th_env) > 1 ? atoi(th_env) : 1;
     size_t stride = 0;   /* each thread's scratch: the largest any path needs */

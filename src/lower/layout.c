@@ -13,13 +13,24 @@
  * 32 12% faster: there, at most 5 tiles of NR. On AVX-512 the weights are packed in one K block
  * (below), and then the larger ones gain too: 1024 -> 256 at 14x14 1.11-1.16 -> 1.03-1.05 ms /
  * 0.61-0.65 -> 0.51, 2048 -> 512 at 7x7 1.20-1.25 -> 1.03-1.20 / 0.79-0.82 -> 0.49-0.59, 960 ->
- * 320 at 7x7 0.30 -> 0.28 / 0.225 -> 0.153. Not expansions (32 -> 64 at 28x28 6% / 16% slower,
- * 24 -> 144 at 56x56 19%, 256 -> 1024 at 14x14 +7% / -8%): with few input channels a tile's
- * setup outweighs the packing. */
+ * 320 at 7x7 0.30 -> 0.28 / 0.225 -> 0.153.
+ * Also a 1x1 conv to at most twice its input channels and at most 256 outputs, no more outputs
+ * than pixels: since the rows microkernels took their k loop unrolled (5c49096) and the 1x1
+ * split stopped reading every pixel on both threads for a 1% smaller share (a5f5480's
+ * successor), cuvil-bench-conv with CUVIL_BENCH_NHWC=1 and HardSwish, direct / GEMM, AVX2 one
+ * thread / two: 64 -> 64 at 56x56 0.85 / 0.90, 128 -> 128 at 28x28 0.92 / 0.90, 32 -> 32 at
+ * 112x112 0.77 / 0.78, 96 -> 96 at 28x28 0.91 / 0.90, 64 -> 128 at 56x56 0.93 / 0.95, 128 -> 256
+ * at 28x28 0.97 / 0.94, 512 -> 128 at 28x28 0.85, 672 -> 112 at 14x14 0.94 / 0.95; AVX-512 64 ->
+ * 64 0.83 / 0.88, 128 -> 128 0.97 / 0.95, 64 -> 128 0.93 / 1.00. Left to the GEMM: 256 -> 256 at
+ * 14x14 (AVX2 0.93 / 1.06, AVX-512 0.98 / 1.19: more outputs than pixels), 2048 -> 512 at 7x7
+ * (1.03 / 1.03) and expansions by 4 or more (24 -> 144 at 56x56 1.07 / 1.10, 112 -> 672 at
+ * 14x14 1.10 / 1.07): with few input channels a tile's setup outweighs the packing. */
 static bool direct_t_projection(const cuvil_conv2d_params *p, const cuvil_target_info *t) {
-    return cuvil_conv2d_direct_t_applies(p) && p->KH == 1 && p->KW == 1 && p->stride_h == 1 && p->stride_w == 1 &&
-           p->pad_t == 0 && p->pad_l == 0 && p->OH == p->H && p->OW == p->W && t->nr >= 16 && p->C >= 2 * p->M &&
-           (t->nr >= 32 || p->M <= 5 * t->nr);
+    if (!cuvil_conv2d_direct_t_applies(p) || p->KH != 1 || p->KW != 1 || p->stride_h != 1 || p->stride_w != 1 ||
+        p->pad_t != 0 || p->pad_l != 0 || p->OH != p->H || p->OW != p->W || t->nr < 16)
+        return false;
+    return (p->C >= 2 * p->M && (t->nr >= 32 || p->M <= 5 * t->nr)) ||
+           (p->M <= 2 * p->C && p->M <= 256 && p->M <= p->OH * p->OW);
 }
 
 /* Its weights in K blocks of up to this many channels (one block up to 1024) on targets of 32

@@ -1326,6 +1326,7 @@ typedef struct stem_run {
     const float *xpad, *a, *bias, *residual;
     float *y;
     int64_t Hp, Wp, mr, bands, band_rows;
+    int64_t group_bands;   /* bands a group (one a thread) */
     int clamp;
     float lo, hi;
 } stem_run;
@@ -1382,17 +1383,21 @@ static inline __attribute__((always_inline)) void stem_block(const stem_run *r, 
 }
 
 /* Task t: a band of rows of one block of STEM_MB output channels, its weights gathered from the
- * packed panels first. The tasks go band by band, all blocks of a band together, so that each
- * thread reads the input rows of its own bands only: by blocks first, both threads of two read
- * the whole image, half of it from the other core's cache (cuvil-bench-conv with
- * CUVIL_BENCH_THREADS, AVX2, 3 -> 32 at 224x224: 0.38 ms on one thread, 0.26 on two; now
- * 0.20). */
+ * packed panels first. The bands are in one group per thread, and the tasks go group by group
+ * (within a group, block by block), so that each thread reads the input rows of its own bands
+ * only: by blocks first, both threads of two read the whole image, half of it from the other
+ * core's cache; band by band, one thread wrote all output planes at once (cuvil-bench-conv with
+ * CUVIL_BENCH_THREADS, AVX2, 3 -> 32 at 224x224 with SiLU, one thread / two, medians of 4
+ * interleaved runs: by blocks 0.576 / 0.364 ms, by bands 0.578 / 0.309, in groups 0.560 /
+ * 0.303). */
 static void stem_task(void *vctx, int64_t t, int tid) {
     (void)tid;
     const stem_run *r = (const stem_run *)vctx;
     const cuvil_conv2d_params *p = r->p;
-    const int64_t blocks = (p->M + STEM_MB - 1) / STEM_MB, K = p->C * 9;
-    const int64_t m0 = t % blocks * STEM_MB, h0 = t / blocks * r->band_rows;
+    const int64_t blocks = (p->M + STEM_MB - 1) / STEM_MB, K = p->C * 9, per = r->group_bands;
+    const int64_t g = t / (blocks * per), band = g * per + t % per;
+    if (band >= r->bands) return;   /* (the last group's tasks past the bands) */
+    const int64_t m0 = t % (blocks * per) / per * STEM_MB, h0 = band * r->band_rows;
     const int mb = (int)cuvil_min_i64(STEM_MB, p->M - m0);
     float wb[STEM_MAX_C * 9 * STEM_MB];
     for (int64_t k = 0; k < K; k++)
@@ -1424,14 +1429,16 @@ static void conv2d_stem(const cuvil_conv2d_params *p, const float *x, const floa
     padded_dims(p, &Hp, &Wp);
     const int64_t blocks = (p->M + STEM_MB - 1) / STEM_MB, band_rows = 8, bands = (p->OH + band_rows - 1) / band_rows;
     const int relu = p->act.act == CUVIL_ACT_RELU;
+    const int64_t groups = cuvil_min_i64(cuvil_threads(), bands);
     stem_run r = {p, (const float *)scratch, w_packed, bias, NULL, NULL, Hp, Wp, mr, bands, band_rows,
-                  relu || p->act.act == CUVIL_ACT_CLIP, relu ? 0.0f : p->act.alpha, relu ? INFINITY : p->act.beta};
+                  (bands + groups - 1) / groups, relu || p->act.act == CUVIL_ACT_CLIP, relu ? 0.0f : p->act.alpha,
+                  relu ? INFINITY : p->act.beta};
     const int64_t ysz = p->M * p->OH * p->OW;
     for (int64_t n = 0; n < p->N; n++) {
         pad_image(p, x + n * p->C * p->H * p->W, (float *)scratch, Hp, Wp, 1);
         r.y = y + n * ysz;
         r.residual = residual ? residual + n * ysz : NULL;
-        cuvil_parallel_for(blocks * bands, stem_task, &r);
+        cuvil_parallel_for(groups * blocks * r.group_bands, stem_task, &r);
     }
 }
 #endif
@@ -2304,11 +2311,11 @@ static void conv2d_direct_t(const cuvil_conv2d_params *p, const float *x, const 
     } else if (p->KH * p->KW > 1) {
         r.by_cols = threads > 1;
     } else {
-        /* a 1x1 conv: the split whose busiest thread has fewer tiles; on a tie the one that
-         * reads less, the columns where the weights outweigh the pixels (M > OH OW). (ResNet-50's
-         * 512 -> 128 at 28x28 on two threads, alone: 0.565 ms by columns, the rule above, 0.543
-         * by rows.) */
-        r.by_cols = threads > 1 && (by_cols < by_rows || (by_cols == by_rows && M > OHW));
+        /* a 1x1 conv: the same rule. (With the columns wherever their busiest thread had fewer
+         * tiles, each thread read every pixel for a share 1% smaller: cuvil-bench-conv, channels
+         * last, AVX2, two threads, 128 -> 128 at 28x28 0.18 -> 0.135 ms, 64 -> 128 at 56x56 0.387
+         * -> 0.312; ResNet-50's 512 -> 128 at 28x28 0.565 by columns, 0.543 by rows.) */
+        r.by_cols = threads > 1 && (by_cols * 20 < by_rows * 19 || (by_cols * 20 <= by_rows * 21 && M > OHW));
     }
     const int64_t parts = r.by_cols ? cuvil_gemm_split_tiles(M, r.nr, threads, r.bound)
                                     : cuvil_gemm_split_tiles(OHW, mr, threads, r.bound);
