@@ -330,3 +330,32 @@ def test_channels_last_se_blocks(tapped, target, tmp_path):
         assert lay["ReduceMean_g2"] == "in", ir   # (pass mean_pool: a global pool, channels last)
         assert all(bins.values()), ir
     _check_outputs(p, inputs, ref, tmp_path, target)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_square_and_doubling_1x1_direct(target, tmp_path):
+    """1x1 convs beside depthwise convs at 28x28, batch 2, channels last: the square one (64 ->
+    64) and the doubling one (64 -> 128) run as the direct convolution on pixels read in place
+    (src/lower/layout.c, direct_t_projection), the expansion by 4 (128 -> 512) as the
+    pixels-as-rows GEMM, which packs them. Checked against ONNX Runtime."""
+    nodes = [
+        node("Conv", ["x", "w0", "b0"], ["c0"]), node("Relu", ["c0"], ["r0"]),
+        node("Conv", ["r0", "wd1"], ["d1"], group=64, pads=[1, 1, 1, 1]),
+        node("Conv", ["d1", "w1", "b1"], ["c1"]), node("Relu", ["c1"], ["r1"]),
+        node("Conv", ["r1", "wd2"], ["d2"], group=64, pads=[1, 1, 1, 1]),
+        node("Conv", ["d2", "w2", "b2"], ["c2"]), node("Relu", ["c2"], ["r2"]),
+        node("Conv", ["r2", "wd3"], ["d3"], group=128, pads=[1, 1, 1, 1]),
+        node("Conv", ["d3", "w3", "b3"], ["c3"]),
+        node("GlobalAveragePool", ["c3"], ["y"]),
+    ]
+    inits = {"w0": R(64, 32, 1, 1), "b0": R(64), "wd1": R(64, 1, 3, 3), "w1": R(64, 64, 1, 1), "b1": R(64),
+             "wd2": R(64, 1, 3, 3), "w2": R(128, 64, 1, 1), "b2": R(128), "wd3": R(128, 1, 3, 3),
+             "w3": R(512, 128, 1, 1), "b3": R(512)}
+    p, inputs, ref, ir = _ir(Case("layout-square-1x1", 13, nodes, {"x": [2, 32, 28, 28]}, inits), tmp_path, target)
+    lines = {n: [ln for ln in ir.splitlines() if f'"{n}"' in ln][0] for n in ("Conv_c1", "Conv_c2", "Conv_c3")}
+    for n in ("Conv_c1", "Conv_c2", "Conv_c3"):
+        assert "channels last in" in lines[n], ir
+    assert "pixels read in place" in lines["Conv_c1"], ir
+    assert "pixels read in place" in lines["Conv_c2"], ir
+    assert "pixels read in place" not in lines["Conv_c3"] and "im2col+gemm" in lines["Conv_c3"], ir
+    _check_outputs(p, inputs, ref, tmp_path, target)
