@@ -820,6 +820,7 @@ typedef enum cuvil_ref_kind {
 typedef struct cuvil_ref {
     int32_t kind;            /* cuvil_ref_kind */
     int64_t index;
+    int64_t offset;          /* an output's: bytes into the caller's buffer (0 for the others) */
 } cuvil_ref;
 
 /* ptrs[i] = the address refs[i] names. */

@@ -403,7 +403,11 @@ static const char *ptr(cg_ctx *cg, int vid, bool writable) {
     const char *t = cg_ctype(v->dtype), *c = writable ? "" : "const ";
     switch (l.kind) {
     case CG_LOC_INPUT: return fmt_str(cg, "((const %s *)in[%lld])", t, (long long)l.index);
-    case CG_LOC_OUTPUT: return fmt_str(cg, "((%s%s *)out[%lld])", c, t, (long long)l.index);
+    case CG_LOC_OUTPUT:
+        if (l.off)   /* a Concat's input written in its slice of the output */
+            return fmt_str(cg, "((%s%s *)(void *)((unsigned char *)out[%lld] + %lld))", c, t, (long long)l.index,
+                           (long long)l.off);
+        return fmt_str(cg, "((%s%s *)out[%lld])", c, t, (long long)l.index);
     case CG_LOC_ARENA: return fmt_str(cg, "((%s%s *)(A + %s))", c, t, offset_name(cg, vid, false, l.index));
     case CG_LOC_CONST: {
         int r = (int)l.index;
@@ -443,7 +447,8 @@ const char *cg_refs(cg_ctx *cg, const int *ids, int n) {
         }
         const char *idx = kind == 0 ? offset_name(cg, vid, false, index)
                           : kind == 1 ? offset_name(cg, (int)l.index, true, index) : fmt_str(cg, "%lld", (long long)index);
-        cuvil_sb_printf(&sb, "%s{ %s, %s }", i ? ", " : " ", kinds[kind], idx);
+        cuvil_sb_printf(&sb, "%s{ %s, %s, %lld }", i ? ", " : " ", kinds[kind], idx,
+                        (long long)(kind == 3 ? l.off : 0));
     }
     cuvil_sb_puts(&sb, " }");
     const char *p = sb.oom ? NULL : cg_param(cg, "cuvil_ref[]", "%s", sb.s);
@@ -1365,8 +1370,8 @@ cuvil_status cg_generate(cir_graph *g, const cuvil_options *o, const char *prefi
     for (int i = 0; i < g->n_nodes && !st; i++) {
         cir_node *n = cir_node_at(g, i);
         bool view = (n->def->flags & CIR_OPF_ALIAS) && cg.plan.aliased[i];
-        if (n->dead || (view && !n->n_rt))
-            continue;   /* (a view sharing its input's bytes: nothing to run) */
+        if (n->dead || (view && !n->n_rt) || (n->kind == CIR_OP_CONCAT && cg.plan.aliased[i]))
+            continue;   /* (a view sharing its input's bytes, a Concat whose inputs are in place: nothing to run) */
         int k = region_chain(g, n, chain), keep = 0;
         while (keep < open && keep < k && open_stack[keep] == chain[keep]) keep++;
         if (n_parts && (st = close_regions(&cg, &calls, &open, keep, open_begin))) break;

@@ -177,11 +177,14 @@ typedef enum cg_loc_kind { CG_LOC_NONE = 0, CG_LOC_INPUT, CG_LOC_OUTPUT, CG_LOC_
 typedef struct cg_loc {
     cg_loc_kind kind;
     int64_t index;     /* input/output position, or byte offset in arena/weights */
+    int64_t off;       /* an output's: bytes into the caller's buffer (a Concat's input written in place) */
 } cg_loc;
 
 typedef struct cg_plan {
     cg_loc *loc;        /* per value id */
-    bool *aliased;      /* per node: an ALIAS node whose output shares its input's bytes */
+    /* per node: an ALIAS node whose output shares its input's bytes, or a Concat whose inputs
+     * were written in place (nothing to run) */
+    bool *aliased;
     size_t arena_bytes;
 } cg_plan;
 

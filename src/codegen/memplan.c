@@ -370,6 +370,49 @@ static bool residual_in_place(cir_graph *g, int *root, int *last) {
     return moved;
 }
 
+/* A Concat along its outermost dim (nothing but 1s before the axis: NCHW channels at batch 1,
+ * a detector's rows of boxes) whose inputs are each written by a node of the main graph, used
+ * by this Concat once, neither a graph input nor a graph output, and at offsets of whole cache
+ * lines: each input is placed in place, in its slice of the output, and the Concat has
+ * nothing to copy (plan->aliased). up[x] = the Concat's output, upoff[x] = x's byte offset in it;
+ * resolved into root[] and off[] by the caller. Every kernel writes exactly its output's bytes
+ * (a graph output is a caller's buffer of that size), so slices side by side do not touch. */
+static void concat_in_place(cir_graph *g, cg_plan *plan, const int *root, int *up, int64_t *upoff) {
+    for (int i = 0; i < g->n_nodes; i++) {
+        cir_node *n = cir_node_at(g, i);
+        if (n->dead || n->kind != CIR_OP_CONCAT || n->n_in < 2 || n->n_out != 1 || n->out[0] < 0 || n->n_rt ||
+            n->region != 0 || n->half != CIR_UNDEF || cg_node_symbolic(g, n))
+            continue;
+        const cir_value *y = cir_val(g, n->out[0]);
+        if (y->kind != CIR_VAL_ACT || root[y->id] != y->id || !cir_value_fixed(y)) continue;
+        int64_t chunk[64], *ch = n->n_in <= 64 ? chunk : cuvil_malloc(sizeof(int64_t) * (size_t)n->n_in);
+        if (!ch) continue;   /* (no room to decide: the Concat copies, as before) */
+        bool ok = op_concat_layout(g, n, ch) == 1;
+        int64_t off = 0;
+        for (int j = 0; ok && j < n->n_in; j++) {
+            const int x = n->in[j];
+            const cir_value *xv = x >= 0 ? cir_val(g, x) : NULL;
+            const cir_node *pn = xv && xv->producer >= 0 ? cir_node_at(g, xv->producer) : NULL;
+            ok = xv && pn && xv->kind == CIR_VAL_ACT && xv->output_index < 0 && xv->dtype == y->dtype &&
+                 root[x] == x && up[x] < 0 && !pn->dead && pn->region == 0 && pn->then_region == 0 &&
+                 pn->else_region == 0 && pn->half == CIR_UNDEF && off % ALIGN == 0 &&
+                 (int64_t)cir_nbytes(xv) == ch[j];
+            for (int k = 0; ok && k < j; k++) ok = n->in[k] != x;   /* (each input once) */
+            off += ch[j];
+        }
+        if (ok && off == (int64_t)cir_nbytes(y)) {
+            off = 0;
+            for (int j = 0; j < n->n_in; j++) {
+                up[n->in[j]] = y->id;
+                upoff[n->in[j]] = off;
+                off += ch[j];
+            }
+            plan->aliased[i] = true;
+        }
+        if (ch != chunk) cuvil_free(ch);
+    }
+}
+
 cuvil_status cg_plan_memory(cir_graph *g, cg_plan *plan) {
     memset(plan, 0, sizeof *plan);
     int nv = g->n_values, nn = g->n_nodes;
@@ -377,9 +420,11 @@ cuvil_status cg_plan_memory(cir_graph *g, cg_plan *plan) {
     plan->aliased = cuvil_calloc((size_t)nn + 1, sizeof *plan->aliased);
     int *root = cuvil_malloc(sizeof(int) * ((size_t)nv + 1));
     int *first = cuvil_malloc(sizeof(int) * ((size_t)nv + 1)), *last = cuvil_malloc(sizeof(int) * ((size_t)nv + 1));
+    int *up = cuvil_malloc(sizeof(int) * ((size_t)nv + 1));
+    int64_t *upoff = cuvil_calloc((size_t)nv + 1, sizeof *upoff), *off = cuvil_calloc((size_t)nv + 1, sizeof *off);
     interval *iv = cuvil_calloc((size_t)nv + 1, sizeof *iv);
     cuvil_status st = CUVIL_OK;
-    if (!plan->loc || !plan->aliased || !root || !first || !last || !iv) {
+    if (!plan->loc || !plan->aliased || !root || !first || !last || !up || !upoff || !off || !iv) {
         st = cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory planning memory");
         goto done;
     }
@@ -392,6 +437,20 @@ cuvil_status cg_plan_memory(cir_graph *g, cg_plan *plan) {
         if (y->output_index >= 0) continue;
         plan->aliased[i] = true;
         root[y->id] = root[n->in[0]];
+    }
+    /* Concats whose inputs are written in their slices of the output: each value's root and
+     * offset through the chain of Concats that hold it (a Concat's output may be another's input) */
+    for (int v = 0; v < nv; v++) up[v] = -1;
+    concat_in_place(g, plan, root, up, upoff);
+    for (int v = 0; v < nv; v++) {
+        int r = root[v];
+        int64_t o = 0;
+        for (int hops = 0; up[r] >= 0 && hops <= nn; hops++) {
+            o += upoff[r];
+            r = up[r];
+        }
+        root[v] = r;
+        off[v] = o;
     }
     lifetimes_of_roots(g, root, first, last);
     /* a conv that adds a residual writes over it where that is the residual's last use */
@@ -420,19 +479,26 @@ cuvil_status cg_plan_memory(cir_graph *g, cg_plan *plan) {
                        other >= 0 ? cir_val(g, iv[other].value)->name : "?");
     if (st) goto done;
     plan->arena_bytes = arena;
-    for (int i = 0; i < ni; i++) plan->loc[iv[i].value] = (cg_loc){CG_LOC_ARENA, (int64_t)iv[i].offset};
-    for (int i = 0; i < g->n_inputs; i++) plan->loc[g->inputs[i]] = (cg_loc){CG_LOC_INPUT, i};
+    for (int i = 0; i < ni; i++) plan->loc[iv[i].value] = (cg_loc){CG_LOC_ARENA, (int64_t)iv[i].offset, 0};
+    for (int i = 0; i < g->n_inputs; i++) plan->loc[g->inputs[i]] = (cg_loc){CG_LOC_INPUT, i, 0};
     for (int v = 0; v < nv; v++) {
         cir_value *val = cir_val(g, v);
-        if (val->kind == CIR_VAL_CONST) plan->loc[v] = (cg_loc){CG_LOC_CONST, v};
-        else if (val->kind == CIR_VAL_ACT && val->output_index >= 0) plan->loc[v] = (cg_loc){CG_LOC_OUTPUT, val->output_index};
+        if (val->kind == CIR_VAL_CONST) plan->loc[v] = (cg_loc){CG_LOC_CONST, v, 0};
+        else if (val->kind == CIR_VAL_ACT && val->output_index >= 0) plan->loc[v] = (cg_loc){CG_LOC_OUTPUT, val->output_index, 0};
     }
     for (int v = 0; v < nv; v++)
-        if (root[v] != v) plan->loc[v] = plan->loc[root[v]];
+        if (root[v] != v) {
+            plan->loc[v] = plan->loc[root[v]];
+            if (plan->loc[v].kind == CG_LOC_ARENA) plan->loc[v].index += off[v];
+            else if (plan->loc[v].kind == CG_LOC_OUTPUT) plan->loc[v].off += off[v];
+        }
 done:
     cuvil_free(root);
     cuvil_free(first);
     cuvil_free(last);
+    cuvil_free(up);
+    cuvil_free(upoff);
+    cuvil_free(off);
     cuvil_free(iv);
     if (st) cg_plan_free(plan);
     return st;

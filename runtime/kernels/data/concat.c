@@ -14,7 +14,7 @@ void cuvil_resolve_refs(const cuvil_ref *refs, int64_t n, unsigned char *arena, 
         case CUVIL_REF_ARENA: ptrs[i] = arena + r->index; break;
         case CUVIL_REF_WEIGHTS: ptrs[i] = (void *)(uintptr_t)(weights + r->index); break;
         case CUVIL_REF_INPUT: ptrs[i] = (void *)(uintptr_t)in[r->index]; break;
-        default: ptrs[i] = out[r->index]; break;
+        default: ptrs[i] = (unsigned char *)out[r->index] + r->offset; break;
         }
     }
 }
