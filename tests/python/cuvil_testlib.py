@@ -281,6 +281,18 @@ def run(so, inputs: dict, work_dir=None, **kw) -> dict:
     return got
 
 
+def check_target_outputs(onnx_path, inputs: dict, ref: dict, work_dir, target: str) -> None:
+    """onnx_path built for target and run on 1 and 2 threads, its outputs against ref (ONNX
+    Runtime's), where this machine executes target's code (an AVX2-only machine checks the
+    AVX-512 build's choices, in its IR or C, only)."""
+    if not host_runs(target):
+        return
+    so = compile(onnx_path, Path(work_dir) / "build", target=target)
+    for threads in (1, 2):
+        got = run(so, inputs, Path(work_dir) / f"t{threads}", threads=threads)
+        assert_outputs_close(got, ref)
+
+
 def compile_and_run(onnx_path, inputs: dict, work_dir, **compile_opts) -> dict:
     so = compile(onnx_path, Path(work_dir) / "build", **compile_opts)
     return run(so, inputs, Path(work_dir) / "run")

@@ -62,9 +62,4 @@ def test_concats_in_place(target, tmp_path):
     # after both (Tanh writes through ptr(), the Split through its table of outputs)
     assert re.search(r"out\[1\] \+ 4608\)\)", code), code
     assert re.search(r"CUVIL_REF_OUTPUT, 1, 6912 }", code), code
-    if not tl.host_runs(target):
-        return
-    so = tl.compile(p, tmp_path / "so", target=target)
-    for threads in (1, 2):
-        got = tl.run(so, inputs, tmp_path / f"t{threads}", threads=threads)
-        tl.assert_outputs_close(got, ref)
+    tl.check_target_outputs(p, inputs, ref, tmp_path, target)

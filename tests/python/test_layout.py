@@ -96,17 +96,6 @@ def _ir(c: Case, tmp_path, target: str):
     return p, inputs, ref, tl.compile(p, tmp_path / "ir", emit="ir", target=target).read_text()
 
 
-def _check_outputs(p, inputs, ref, tmp_path, target: str):
-    """Built for target and run on 1 and 2 threads, against ONNX Runtime, where this machine
-    executes target's code (an AVX2-only machine checks the AVX-512 choices in the IR only)."""
-    if not tl.host_runs(target):
-        return
-    so = tl.compile(p, tmp_path / "build", target=target)
-    for threads in (1, 2):
-        got = tl.run(so, inputs, tmp_path / f"t{threads}", threads=threads)
-        tl.assert_outputs_close(got, ref)
-
-
 # 28x28 on AVX-512: the 1x1 convs run with pixels as rows only beside a depthwise conv, so the
 # first conv and the blocks' sums (its residual) stay NCHW; each depthwise conv and the 1x1 convs
 # on either side of it take channels last. On AVX2 (6 rows of 16) the first conv's 784 pixels
@@ -145,7 +134,7 @@ def test_channels_last_region(tapped, hw, target, tmp_path):
         # direct convolution): both targets' microkernels have 16 or 32 columns
         proj = [re.search(r'"([^"]*)"', ln).group(1) for ln in ir.splitlines() if "pixels read in place" in ln]
         assert sorted(proj) == ["Conv_p1", "Conv_p2"], ir
-    _check_outputs(p, inputs, ref, tmp_path, target)
+    tl.check_target_outputs(p, inputs, ref, tmp_path, target)
 
 
 def _wino_bottlenecks() -> Case:
@@ -221,7 +210,7 @@ def test_channels_last_resnet_stages(stage, target, tmp_path):
     assert _layouts(ir) == want, ir
     for note, n in notes.items():
         assert ir.count(note) == n, (note, ir)
-    _check_outputs(p, inputs, ref, tmp_path, target)
+    tl.check_target_outputs(p, inputs, ref, tmp_path, target)
 
 
 @pytest.mark.parametrize("target", TARGETS)
@@ -240,7 +229,7 @@ def test_projection_whole_k(target, tmp_path):
     proj = [ln for ln in ir.splitlines() if '"Conv_c2"' in ln]
     assert "pixels read in place" in proj[0], ir
     assert ("kc=320" if target == "x86_64-avx512" else "kc=256") in proj[0], ir
-    _check_outputs(p, inputs, ref, tmp_path, target)
+    tl.check_target_outputs(p, inputs, ref, tmp_path, target)
 
 
 def test_generated_c_keeps_algo_notes_whole(tmp_path):
@@ -329,7 +318,7 @@ def test_channels_last_se_blocks(tapped, target, tmp_path):
         assert lay["Conv_d2"] == "in and out", ir
         assert lay["ReduceMean_g2"] == "in", ir   # (pass mean_pool: a global pool, channels last)
         assert all(bins.values()), ir
-    _check_outputs(p, inputs, ref, tmp_path, target)
+    tl.check_target_outputs(p, inputs, ref, tmp_path, target)
 
 
 @pytest.mark.parametrize("target", TARGETS)
@@ -358,4 +347,4 @@ def test_square_and_doubling_1x1_direct(target, tmp_path):
     assert "pixels read in place" in lines["Conv_c1"], ir
     assert "pixels read in place" in lines["Conv_c2"], ir
     assert "pixels read in place" not in lines["Conv_c3"] and "im2col+gemm" in lines["Conv_c3"], ir
-    _check_outputs(p, inputs, ref, tmp_path, target)
+    tl.check_target_outputs(p, inputs, ref, tmp_path, target)
