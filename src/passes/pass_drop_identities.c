@@ -1,9 +1,10 @@
 /* pass_drop_identities.c -- nodes whose output is their input, bit for bit, are removed: an
  * identity (Dropout), a Cast to the input's own type, x + 0, x - 0, x * 1, x / 1 (the constant on
  * either side of + and *), a Transpose that keeps the order of the dims or undoes the Transpose
- * before it, a Max, Min or Concat of one input, and a Reshape, Flatten, Squeeze, Unsqueeze or Expand to
- * the shape the input already has. Each only where the output has the input's type and shape
- * (a constant that broadcasts the input to a larger shape leaves the node alone).
+ * before it, a Max, Min or Concat of one input, a Slice of all of its input, and a Reshape,
+ * Flatten, Squeeze, Unsqueeze or Expand to the shape the input already has. Each only where the
+ * output has the input's type and shape (a constant that broadcasts the input to a larger shape
+ * leaves the node alone).
  *
  * IEEE arithmetic decides which zero: -0 + +0 is +0 (ONNX Runtime returns it too), so x + c is x
  * for every x only when every element of c is -0, and x - c when every element is +0; 1 / (x + 0)
@@ -79,6 +80,19 @@ static int transpose_identity(cir_graph *g, cir_node *n) {
     return t->in[0];
 }
 
+/* A Slice from index 0 with step 1 along every axis (the output's shape the input's: checked by
+ * the caller): the value it copies, else -1. (GhostNet's ghost modules slice their Concat back
+ * to its own channel count: 32 copies of up to 48 x 112x112 floats.) */
+static int slice_identity(cir_graph *g, cir_node *n) {
+    const cir_dim *start[CIR_MAX_DIMS], *cnt[CIR_MAX_DIMS];
+    int64_t steps[CIR_MAX_DIMS];
+    cir_value *x = cir_in(g, n, 0);
+    if (x->ndim < 0 || op_slice_x(g, n, start, cnt, steps)) return -1;
+    for (int d = 0; d < x->ndim; d++)
+        if (steps[d] != 1 || !cir_dim_is_const(start[d]) || start[d]->c != 0) return -1;
+    return x->id;
+}
+
 cuvil_status cuvil_pass_drop_identities(cir_graph *g, const cuvil_options *o) {
     (void)o;
     cuvil_rewrite rw;
@@ -103,6 +117,7 @@ cuvil_status cuvil_pass_drop_identities(cir_graph *g, const cuvil_options *o) {
             if (n->n_in == 1) to = x->id;
             break;
         case CIR_OP_TRANSPOSE: to = transpose_identity(g, n); break;
+        case CIR_OP_SLICE: to = slice_identity(g, n); break;
         case CIR_OP_RESHAPE: case CIR_OP_FLATTEN: case CIR_OP_SQUEEZE: case CIR_OP_UNSQUEEZE: case CIR_OP_EXPAND:
             to = x->id;
             break;

@@ -225,6 +225,26 @@ def test_identity_arithmetic_keeps_the_shape_and_type(tmp_path):
     assert got == ["add", "neg"], ir
 
 
+@pytest.mark.parametrize("starts,ends,axes,steps,shape,removed", [
+    ([0], [64], [1], [1], [4, 16], True),                   # a ghost module's x[:, :out] of all of x's channels
+    ([0, -100], [2**62, 2**62], [0, 1], None, [4, 16], True),   # clamped to the whole axes
+    ([0], [16], [-1], [2], [4, 8], False),                  # every other element
+    ([15], [-17], [1], [-1], [4, 16], False),               # reversed: the same shape, not the same values
+    ([1], [16], [1], [1], [4, 15], False),                  # from 1
+])
+def test_slice_of_all_of_its_input_goes(tmp_path, starts, ends, axes, steps, shape, removed):
+    inits = {"s": np.array(starts, np.int64), "e": np.array(ends, np.int64), "a": np.array(axes, np.int64)}
+    ins = ["r", "s", "e", "a"]
+    if steps is not None:
+        inits["st"] = np.array(steps, np.int64)
+        ins.append("st")
+    m = build([helper.make_node("Neg", ["x"], ["r"]), helper.make_node("Slice", ins, ["t"]),
+               helper.make_node("Relu", ["t"], ["y"])],
+              [("x", F32, [4, 16])], [("y", F32, shape)], inits)
+    got, ir = check(tmp_path, m, {"x": xfeed()})
+    assert got == (["neg", "relu"] if removed else ["neg", "slice", "relu"]), ir
+
+
 def test_transpose_pair_that_cancels_goes(tmp_path):
     m = build([helper.make_node("Transpose", ["x"], ["t"], perm=[2, 0, 1]),
                helper.make_node("Transpose", ["t"], ["u"], perm=[1, 2, 0]),
