@@ -389,26 +389,26 @@ static void concat_in_place(cir_graph *g, cg_plan *plan, const int *root, int *u
         if (!ch) continue;   /* (no room to decide: the Concat copies, as before) */
         bool ok = op_concat_layout(g, n, ch) == 1;
         int64_t off = 0;
+        int taken = 0;   /* inputs marked up[x] = -2 while deciding: an input met twice finds its mark */
         for (int j = 0; ok && j < n->n_in; j++) {
             const int x = n->in[j];
             const cir_value *xv = x >= 0 ? cir_val(g, x) : NULL;
             const cir_node *pn = xv && xv->producer >= 0 ? cir_node_at(g, xv->producer) : NULL;
             ok = xv && pn && xv->kind == CIR_VAL_ACT && xv->output_index < 0 && xv->dtype == y->dtype &&
-                 root[x] == x && up[x] < 0 && !pn->dead && pn->region == 0 && pn->then_region == 0 &&
+                 root[x] == x && up[x] == -1 && !pn->dead && pn->region == 0 && pn->then_region == 0 &&
                  pn->else_region == 0 && pn->half == CIR_UNDEF && off % ALIGN == 0 &&
                  (int64_t)cir_nbytes(xv) == ch[j];
-            for (int k = 0; ok && k < j; k++) ok = n->in[k] != x;   /* (each input once) */
+            if (ok) up[x] = -2, taken++;
             off += ch[j];
         }
-        if (ok && off == (int64_t)cir_nbytes(y)) {
-            off = 0;
-            for (int j = 0; j < n->n_in; j++) {
-                up[n->in[j]] = y->id;
-                upoff[n->in[j]] = off;
-                off += ch[j];
-            }
-            plan->aliased[i] = true;
+        ok = ok && off == (int64_t)cir_nbytes(y);
+        off = 0;
+        for (int j = 0; j < taken; j++) {   /* (the inputs marked are the first `taken`, each once) */
+            up[n->in[j]] = ok ? y->id : -1;
+            upoff[n->in[j]] = ok ? off : 0;
+            off += ch[j];
         }
+        if (ok) plan->aliased[i] = true;
         if (ch != chunk) cuvil_free(ch);
     }
 }

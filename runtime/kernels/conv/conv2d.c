@@ -781,6 +781,12 @@ static size_t dw_scratch_size(const cuvil_conv2d_params *p) {
     return n;
 }
 
+/* dw_fixed's zero-padded plane in a thread's scratch: after the row of OW floats that the
+ * generic loop keeps there. */
+static float *dw_plane_after_row(float *row, int64_t OW) {
+    return (float *)((char *)row + CUVIL_ALIGN_UP((size_t)OW * sizeof(float), 64));
+}
+
 /* Output channels [q0, q1) of all N*M, one at a time; `row` is one thread's scratch. */
 static void dw_channels(const cuvil_conv2d_params *p, const float *x, int64_t xcs, const float *w, const float *bias,
                         const float *residual, float *y, float *row, int64_t q0, int64_t q1) {
@@ -788,8 +794,7 @@ static void dw_channels(const cuvil_conv2d_params *p, const float *x, int64_t xc
     const int64_t sh = p->stride_h, sw = p->stride_w, dh = p->dil_h, dw = p->dil_w;
     const int64_t mult = p->M / p->group; /* output channels per input channel */
     if (dw_is_fixed(p)) {
-        dw_fixed(p, x, xcs, w, bias, residual, y,
-                 (float *)((char *)row + CUVIL_ALIGN_UP((size_t)OW * sizeof(float), 64)), q0, q1, 0, OH);
+        dw_fixed(p, x, xcs, w, bias, residual, y, dw_plane_after_row(row, OW), q0, q1, 0, OH);
         return;
     }
     for (int64_t q = q0; q < q1; q++) {
@@ -882,8 +887,8 @@ static void dw_rows_task(void *vctx, int64_t t, int tid) {
     const int64_t T = s->per, oh0 = p->OH * t / T, oh1 = p->OH * (t + 1) / T;
     float *row = (float *)cuvil_thread_scratch(s->scratch, tid);
     if (oh1 > oh0)
-        dw_fixed(p, s->x, p->H * p->W, s->w, s->bias, s->residual, s->y,
-                 (float *)((char *)row + CUVIL_ALIGN_UP((size_t)p->OW * sizeof(float), 64)), 0, p->N * p->M, oh0, oh1);
+        dw_fixed(p, s->x, p->H * p->W, s->w, s->bias, s->residual, s->y, dw_plane_after_row(row, p->OW), 0, p->N * p->M,
+                 oh0, oh1);
 }
 #endif
 
@@ -989,9 +994,9 @@ static void pad_rows(void *vctx, int64_t r0, int64_t r1, int tid) {
 }
 
 /* One image, all channels, into its zero-padded copy (Hp x Wp per channel); phased: each
- * padded row stored as its even columns, then its odd ones (for stride 2 across). The rows
- * over the threads from 32K floats: on one thread, MobileNetV3's stem (3 x 226x226, phased)
- * took 0.248 ms on one thread and 0.201 on two. */
+ * padded row stored as its even columns, then its odd ones (for stride 2 across). The rows go
+ * over the threads from 32K floats: copied on the calling thread alone, MobileNetV3's stem
+ * (3 x 226x226, phased) took 0.248 ms on one thread and 0.201 on two. */
 static void pad_image(const cuvil_conv2d_params *p, const float *xn, float *xpad, int64_t Hp, int64_t Wp, int phased) {
     pad_job j = {p, xn, xpad, Hp, Wp, phased};
     cuvil_parallel_range(p->C * Hp, cuvil_max_i64(1, 16384 / cuvil_max_i64(Wp, 1)), 1, pad_rows, &j);
