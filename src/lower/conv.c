@@ -107,10 +107,38 @@ static bool runs_winograd2(const cir_graph *g, bool packed, const cuvil_conv2d_p
 }
 
 /* Few tiles (14x14: 16 of 32 columns) fill the rows of Winograd's 36 GEMMs better (8 of 8)
- * than their columns, the tiles' usual place. */
+ * than their columns, the tiles' usual place. And on maps up to 40x40 (100 tiles) on the x86
+ * targets, whatever the fill: with tiles as rows the input transform reads a channels-last x a
+ * vector of channels at a time, where the channels-first one gathers each row's four phases
+ * element by element (43% of a 64 -> 64 conv at 56x56, perf, AVX-512). cuvil-bench-conv, one
+ * thread, channels first -> tiles as rows on a channels-last x (CUVIL_BENCH_NHWC=1), AVX-512 /
+ * AVX2: 32 -> 32 at 40x40 0.199 -> 0.092 / 0.231 -> 0.129 ms, 64 -> 64 at 40x40 0.49 -> 0.27 /
+ * 0.56 -> 0.37, at 20x20 0.147 -> 0.077 / 0.194 -> 0.111 (on a channels-first x tiles as rows
+ * are slower: 64 -> 64 at 40x40 0.56 / 0.66; the 1x1 conv that makes x then runs as the
+ * pixels-as-rows GEMM: feeds_wino_t). Larger maps keep the channels-first kernel, whose
+ * neighbours' 1x1 GEMMs read and write channels first (YOLO-style at 80x80 with them all
+ * channels last: its 1x1 convs 0.09 -> 0.14 ms, one thread). */
+#define WINO_T_MAX_TILES 100
 static bool wino_t_shape(const cuvil_conv2d_params *p, const cuvil_target_info *t) {
     const int64_t tiles = ((p->OH + 3) / 4) * ((p->OW + 3) / 4);
+    if (t->nr >= 16 && tiles <= WINO_T_MAX_TILES) return true;
     return tiles <= 64 && tile_fill(tiles, p->M, t->mr, t->nr) > 1.05 * tile_fill(p->M, tiles, t->mr, t->nr);
+}
+
+/* With few channels Winograd's transforms, O(C + M) a tile, outweigh the multiplies it saves
+ * on its GEMMs' C x M: channels first (tiles as columns), where the channels-first direct
+ * convolution's tiles of MR = 8 output channels are full, that runs instead.
+ * cuvil-bench-conv, one thread, AVX-512, Winograd -> direct: 16 -> 16 at 160x160 1.05 -> 0.74
+ * ms, at 80x80 0.27 -> 0.17 (YOLO-style's), at 56x56 0.143 -> 0.086; 24 -> 24 at 160x160 1.70
+ * -> 1.62, at 80x80 0.43 -> 0.38. From 32 channels Winograd wins or ties (32 -> 32 at 80x80
+ * 0.62 against 0.65, 32 -> 64 at 16x160 0.32 against 0.50, 48 -> 48 at 56x56 0.59 against 0.71).
+ * On AVX2, whose direct path is the channels-last one at 16 columns, Winograd takes 24 channels
+ * (0.46 against 0.80 ms at 80x80) and 16 within 15%: it keeps them. Channels counted as
+ * 2CM / (C + M) (the transforms' cost against the GEMMs'). */
+#define WINO_DIRECT_MAX_CHANNELS 24
+static bool direct_over_winograd(const cuvil_conv2d_params *p, const cuvil_target_info *t) {
+    return t->direct && t->nr >= 32 && 2 * p->C * p->M <= WINO_DIRECT_MAX_CHANNELS * (p->C + p->M) &&
+           !wino_t_shape(p, t) && cuvil_conv2d_direct_applies(p);
 }
 
 /* A 1x1 conv beside a depthwise conv on a map of up to 28x28 runs as the pixels-as-rows GEMM
@@ -131,6 +159,23 @@ bool lower_is_depthwise(cir_graph *g, const cir_node *n) {
     if (n->dead || n->kind != CIR_OP_CONV) return false;
     const cir_value *x = cir_in(g, n, 0), *w = cir_in(g, n, 1);
     return x && w && x->ndim == 4 && w->ndim == 4 && w->dims[1] == 1 && x->dims[1] > 1 && w->dims[0] == x->dims[1];
+}
+
+/* Is conv n's output's one use a conv that runs Winograd with tiles as rows (its input)? A 1x1
+ * conv that makes that input then runs as the pixels-as-rows GEMM, whose output can be
+ * channels last (the layout pass), where the Winograd input transform reads it fastest
+ * (wino_t_shape). */
+static bool feeds_wino_t(cir_graph *g, const cir_node *n, const cuvil_target_info *t) {
+    const cir_value *y = cir_val(g, n->out[0]);
+    if (y->n_uses != 1) return false;
+    for (int i = 0; i < g->n_nodes; i++) {
+        cir_node *c = cir_node_at(g, i);
+        if (c->dead || c->n_in < 2 || c->in[0] != y->id) continue;
+        cuvil_conv2d_params q;
+        return c->kind == CIR_OP_CONV && c->half == CIR_UNDEF && cir_is_const(cir_in(g, c, 1)) &&
+               !lower_conv_params(g, c, &q) && lower_runs_wino_t(g, &q, t);
+    }
+    return false;
 }
 
 /* Is conv n's input made by a depthwise conv, or its output's one use a depthwise conv? */
@@ -348,7 +393,8 @@ cuvil_status lower_conv(cir_graph *g, cir_node *n, const lower_ctx *c) {
     choose:;
         const bool grouped = allow_grouped && packed && g->opt_level >= 2 && !strided_t && grouped_pays(g, n, &p, t);
         bool wino2 = allow_wino && runs_winograd2(g, packed, &p);
-        bool wino = (allow_wino && runs_winograd(g, packed, &p)) || wino2;
+        const bool few_channels = packed && g->opt_level >= 2 && runs_winograd(g, packed, &p) && direct_over_winograd(&p, t);
+        bool wino = (allow_wino && runs_winograd(g, packed, &p) && !few_channels) || wino2;
         /* the swapped GEMMs run group by group with a transpose each: one group only (grouped
          * convs, conv_sweep.py: 64 -> 64 g4 3x3 s2 at 56x56, AVX2, 0.34 -> 0.74 ms swapped) */
         bool swap = packed && !wino && !strided_t && p.group == 1 &&
@@ -356,13 +402,14 @@ cuvil_status lower_conv(cir_graph *g, cir_node *n, const lower_ctx *c) {
                      (g->opt_level >= 2 && pointwise && p.group == 1 && p.OH * p.OW <= SWAP_NEAR_DW_MAX_PIXELS &&
                       next_to_depthwise(g, n)) ||
                      (g->opt_level >= 2 && (pointwise || strided_pw) && p.group == 1 &&
-                      p.OH * p.OW <= SWAP_NEAR_WINO_T_MAX_PIXELS && lower_on_wino_t_map(c, &p)));
+                      p.OH * p.OW <= SWAP_NEAR_WINO_T_MAX_PIXELS && lower_on_wino_t_map(c, &p)) ||
+                     (g->opt_level >= 2 && pointwise && feeds_wino_t(g, n, t)));
         bool wino_t = wino && !wino2 && wino_t_shape(&p, t);
         bool direct_t = strided_t || (packed && !wino && !swap && g->opt_level >= 2 && direct_t_pays(&p, t)) ||
                         (packed && g->opt_level >= 2 && squeeze_on_one_pixel(&p, pointwise, t));
         /* (the stem kernel on AVX2 too, whose direct path runs nothing else: targets.inc) */
         bool direct = packed && !wino && !swap && !direct_t && (t->direct || (t->nr >= 16 && cuvil_conv2d_stem_applies(&p))) &&
-                      direct_pays_on(&p, t);
+                      (direct_pays_on(&p, t) || few_channels);
         p.algo = grouped    ? CUVIL_CONV_GROUPED
                  : wino2    ? CUVIL_CONV_WINOGRAD2_T
                  : wino_t   ? CUVIL_CONV_WINOGRAD_T

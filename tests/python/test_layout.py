@@ -189,18 +189,14 @@ _SAME = {
                                      "Conv_c2": "in and out", "GlobalAveragePool_y": "in"}, {"tiles as rows": 2}),
 }
 _STAGES = {(k, t): v for k, v in _SAME.items() for t in TARGETS}
-# Direct: at 15x15 AVX-512's 8 rows take the 3x3 stride-1 conv's 16 tiles per image as rows
-# (Winograd), so all three convs are channels last, the strided ones direct on a channels-last
-# copy. AVX2's 6 rows do not (16 tiles fill 89% of 18 rows, its 48 channels all of 48 columns):
-# that conv stays NCHW, and so does the first conv's output; the first conv, whose 15x15 pixels
-# the swapped GEMM would take as rows, takes the copy on its channels-first input too
-# (lower_direct_t_over_swap), writing NCHW.
-_STAGES[("direct", "x86_64-avx512")] = (
-    _direct, {"Conv_c1": "out", "Conv_c2": "in and out", "Conv_c3": "in and out", "GlobalAveragePool_y": "in"},
-    {"direct on a channels-last padded copy": 2, "tiles as rows": 1})
-_STAGES[("direct", "x86_64-avx2")] = (
-    _direct, {"Conv_c3": "out", "GlobalAveragePool_y": "in"},
-    {"direct on a channels-last padded copy": 2, "tiles as rows": 0})
+# Direct: the 3x3 stride-1 conv's 16 tiles per image at 15x15 run as rows (Winograd; on
+# AVX2, whose 6 rows the 16 tiles fill to 89%, since tiles as rows take every map of up to 100
+# tiles on x86), so all three convs are channels last, the strided ones direct on a
+# channels-last copy.
+for _t in TARGETS:
+    _STAGES[("direct", _t)] = (
+        _direct, {"Conv_c1": "out", "Conv_c2": "in and out", "Conv_c3": "in and out", "GlobalAveragePool_y": "in"},
+        {"direct on a channels-last padded copy": 2, "tiles as rows": 1})
 
 
 @pytest.mark.parametrize("stage,target", sorted(_STAGES), ids=[f"{s}-{t}" for s, t in sorted(_STAGES)])
@@ -229,6 +225,54 @@ def test_projection_whole_k(target, tmp_path):
     proj = [ln for ln in ir.splitlines() if '"Conv_c2"' in ln]
     assert "pixels read in place" in proj[0], ir
     assert ("kc=320" if target == "x86_64-avx512" else "kc=256") in proj[0], ir
+    tl.check_target_outputs(p, inputs, ref, tmp_path, target)
+
+
+def _c3_bottleneck(hw: int, ch: int) -> Case:
+    """A YOLO-style bottleneck at hw x hw: a 1x1 conv to ch channels (SiLU), a 3x3 conv (SiLU)
+    whose output is added to the 1x1 conv's input, that sum concatenated with the input (so
+    channels first: a Concat reads it), then a 1x1 conv."""
+    nodes = [
+        node("Conv", ["x", "w1", "b1"], ["c1"]), node("Sigmoid", ["c1"], ["g1"]), node("Mul", ["c1", "g1"], ["s1"]),
+        node("Conv", ["s1", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1]), node("Sigmoid", ["c2"], ["g2"]),
+        node("Mul", ["c2", "g2"], ["s2"]),
+        node("Add", ["x", "s2"], ["a"]),
+        node("Concat", ["a", "x"], ["cat"], axis=1),
+        node("Conv", ["cat", "w3", "b3"], ["y"]),
+    ]
+    inits = {"w1": R(ch, 2 * ch, 1, 1), "b1": R(ch), "w2": R(2 * ch, ch, 3, 3), "b2": R(2 * ch),
+             "w3": R(2 * ch, 4 * ch, 1, 1), "b3": R(2 * ch)}
+    return Case(f"layout-c3-{hw}-{ch}", 13, nodes, {"x": [1, 2 * ch, hw, hw]}, inits)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_winograd_tiles_as_rows_up_to_40x40(target, tmp_path):
+    """On a 40x40 map (100 tiles) the 3x3 conv runs Winograd with tiles as rows whatever the
+    tiles' fill, reading its input channels last (the input transform a vector of channels at a
+    time), and the 1x1 conv that makes that input runs as the pixels-as-rows GEMM to write it so
+    (feeds_wino_t), though 1600 pixels is over the maps where 1x1 convs go channels last for
+    their own sake; its output, which a Concat reads, stays channels first. The last 1x1 conv,
+    on the Concat, keeps its channels-first GEMM. Both targets; outputs against ONNX Runtime."""
+    p, inputs, ref, ir = _ir(_c3_bottleneck(40, 32), tmp_path, target)
+    assert _layouts(ir) == {"Conv_c1": "out", "Conv_c2": "in"}, ir
+    line = {m.group(1): ln for ln in ir.splitlines() if (m := re.search(r'= conv "([^"]*)"', ln))}
+    assert "winograd F(4x4,3x3), tiles as rows" in line["Conv_c2"], ir
+    assert "pixels as rows" in line["Conv_c1"], ir
+    assert "1x1 as gemm" in line["Conv_y"], ir
+    tl.check_target_outputs(p, inputs, ref, tmp_path, target)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_few_channel_3x3_on_a_large_map(target, tmp_path):
+    """16 -> 32 -> 3x3 at 80x80 (400 tiles: channels first). On AVX-512 the 3x3 conv's 16 and
+    32 channels (2CM/(C+M) = 21) run the channels-first direct convolution, whose transforms-free
+    tiles of 8 output channels beat Winograd there; AVX2, whose direct path is channels last at
+    16 columns, keeps Winograd (tiles as columns). Outputs against ONNX Runtime."""
+    p, inputs, ref, ir = _ir(_c3_bottleneck(80, 16), tmp_path, target)
+    line = {m.group(1): ln for ln in ir.splitlines() if (m := re.search(r'= conv "([^"]*)"', ln))}
+    want = "direct (taps read in place" if target == "x86_64-avx512" else "winograd F(4x4,3x3), gemm"
+    assert want in line["Conv_c2"], ir
+    assert _layouts(ir) == {}, ir
     tl.check_target_outputs(p, inputs, ref, tmp_path, target)
 
 
