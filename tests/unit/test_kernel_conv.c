@@ -869,6 +869,9 @@ static void test_channels_last(void) {
         {1, 20, 28, 28, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},   /* 49 tiles */
         {1, 8, 10, 13, 5, 3, 3, 1, 1, 0, 2, 1, 0, 1, 1, 1},     /* uneven pads, C < a vector */
         {1, 440, 28, 28, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},  /* several tile blocks (32 + 17 tiles) */
+        /* on 3 threads each image's tiles in 3 contiguous parts, one a thread (wino_t_private) */
+        {2, 24, 44, 50, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},   /* 143 tiles, partial ones, batch */
+        {1, 72, 52, 52, 72, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},   /* 169 tiles: a part in two blocks */
     };
     for (size_t i = 0; i < sizeof wino / sizeof wino[0]; i++) {
         run_layout_algo(&wino[i], XY, (int)i % 3, CUVIL_ACT_RELU, CUVIL_CONV_WINOGRAD_T);

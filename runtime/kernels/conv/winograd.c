@@ -231,6 +231,7 @@ typedef struct wino_run {
     int64_t n;            /* image */
     int64_t t0, nt;       /* this block's tiles */
     int64_t per_c;        /* channels per task in the transforms (tiles, channels-last x) */
+    int64_t parts;        /* wino_t_private: the parts of an image's tiles, one a thread */
 } wino_run;
 
 static float *thread_part(const wino_run *r, int tid) {
@@ -642,6 +643,45 @@ static void block_task(void *vctx, int64_t task, int tid) {
     output_task(&r, 0, tid);
 }
 
+/* Does p, with tiles as rows (F(4x4)), run each image's tiles in one contiguous part a thread
+ * (range_task), *g its plan? Shared, a block's V and M cross between the cores twice (the
+ * input transform split by tiles, the GEMMs by point, the output transform by channel): half
+ * of 36 T (C + M) floats; private, each thread reads all 36 C M floats of the transformed
+ * weights, (threads - 1) x that more. Private where it moves less, with at least 32 tiles a
+ * thread: ResNets' and YOLO's 56x56 and 40x40 maps (T 196 at 64 channels, 100 at 32), not their
+ * 28x28 and 14x14 (49 tiles at 128 channels, 16 at 256), whose weights are the larger part. */
+#define WINO_T_PRIVATE_MIN_TILES 32
+static int wino_t_private(const cuvil_conv2d_params *p, int nr, int threads, wino_geo *g) {
+    if (p->algo != CUVIL_CONV_WINOGRAD_T || threads <= 1) return 0;
+    *g = wino_plan_budget(p, nr, PRIVATE_BUDGET);
+    return g->T >= WINO_T_PRIVATE_MIN_TILES * (int64_t)threads &&
+           g->T * (p->C + p->M) > 2 * (int64_t)(threads - 1) * p->C * p->M;
+}
+
+/* Part `task` % parts of image `task` / parts (its tiles the part's contiguous share, in
+ * blocks of TB) on one thread, each block's three phases one after the other, V and M at the
+ * start of the thread's own slice. */
+static void range_task(void *vctx, int64_t task, int tid) {
+    wino_run r = *(const wino_run *)vctx;
+    const cuvil_conv2d_params *p = r.p;
+    const int64_t part = task % r.parts, a = r.g.T * part / r.parts, e = r.g.T * (part + 1) / r.parts;
+    r.n = task / r.parts;
+    r.V = (float *)cuvil_thread_scratch(r.scratch, tid);
+    r.Mb = (float *)((char *)r.V + wino_v_bytes(p, &r.g));
+    for (r.t0 = a; r.t0 < e; r.t0 += r.g.TB) {
+        r.nt = cuvil_min_i64(r.g.TB, e - r.t0);
+        if (p->layout & CUVIL_CONV_X_NHWC) {
+            r.per_c = r.nt;
+            input_task_nhwc(&r, 0, tid);
+        } else {
+            r.per_c = p->C;
+            input_task(&r, 0, tid);
+        }
+        for (int xi = 0; xi < WP; xi++) gemm_task(&r, xi, tid);
+        for (int64_t mb = 0; mb * OUT_T_BLOCK < p->M; mb++) output_task_t(&r, mb, tid);
+    }
+}
+
 void cuvil_f32_conv2d_winograd(const cuvil_conv2d_params *p, const float *x, const float *w_packed,
                                const float *bias, const float *residual, float *y, void *scratch,
                                const cuvil_gemm_blocking *b) {
@@ -660,6 +700,12 @@ void cuvil_f32_conv2d_winograd(const cuvil_conv2d_params *p, const float *x, con
     if (wino_private(p, b->uk->nr, threads, &r.g)) {
         r.shared = wino_shared_bytes(p, &r.g);
         cuvil_parallel_for(p->N * wino_blocks(&r.g), block_task, &r);
+        return;
+    }
+    if (wino_t_private(p, b->uk->nr, threads, &r.g)) {
+        r.shared = wino_shared_bytes(p, &r.g);
+        r.parts = threads;
+        cuvil_parallel_for(p->N * threads, range_task, &r);
         return;
     }
     r.g = wino_plan(p, b->uk->nr);
