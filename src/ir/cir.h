@@ -185,6 +185,11 @@ typedef struct cir_lowering {
      * pool's input (CUVIL_POOL_X_NHWC), a binary op's inputs of its output's shape and its
      * output (CIR_BIN_CHANNELS_LAST), from the layout step; 0: NCHW */
     int layout;
+    /* a conv's algo chosen so that its tensors could be channels last (a 1x1 conv's
+     * pixels-as-rows GEMM beside a depthwise conv or Winograd with tiles as rows; Winograd with
+     * tiles as rows where the fill alone would not take it): the layout step gives it back its
+     * channels-first algorithm where neither its input nor its output ends channels last */
+    bool for_layout;
 } cir_lowering;
 
 #define CIR_BIN_CHANNELS_LAST 1

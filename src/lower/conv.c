@@ -107,22 +107,36 @@ static bool runs_winograd2(const cir_graph *g, bool packed, const cuvil_conv2d_p
 }
 
 /* Few tiles (14x14: 16 of 32 columns) fill the rows of Winograd's 36 GEMMs better (8 of 8)
- * than their columns, the tiles' usual place. And on maps up to 40x40 (100 tiles) on the x86
- * targets, whatever the fill: with tiles as rows the input transform reads a channels-last x a
- * vector of channels at a time, where the channels-first one gathers each row's four phases
- * element by element (43% of a 64 -> 64 conv at 56x56, perf, AVX-512). cuvil-bench-conv, one
- * thread, channels first -> tiles as rows on a channels-last x (CUVIL_BENCH_NHWC=1), AVX-512 /
- * AVX2: 32 -> 32 at 40x40 0.199 -> 0.092 / 0.231 -> 0.129 ms, 64 -> 64 at 40x40 0.49 -> 0.27 /
- * 0.56 -> 0.37, at 20x20 0.147 -> 0.077 / 0.194 -> 0.111 (on a channels-first x tiles as rows
- * are slower: 64 -> 64 at 40x40 0.56 / 0.66; the 1x1 conv that makes x then runs as the
- * pixels-as-rows GEMM: feeds_wino_t). Larger maps keep the channels-first kernel, whose
- * neighbours' 1x1 GEMMs read and write channels first (YOLO-style at 80x80 with them all
- * channels last: its 1x1 convs 0.09 -> 0.14 ms, one thread). */
+ * than their columns, the tiles' usual place (wino_t_fills_better). On the x86 targets also
+ * for a channels-last layout (wino_t_for_layout): with tiles as rows the input transform reads
+ * a channels-last x a vector of channels at a time, where the channels-first one gathers each
+ * row's four phases element by element (43% of a 64 -> 64 conv at 56x56, perf, AVX-512).
+ * cuvil-bench-conv, one thread, channels first -> tiles as rows on a channels-last x
+ * (CUVIL_BENCH_NHWC=1), AVX-512 / AVX2: 32 -> 32 at 40x40 0.199 -> 0.092 / 0.231 -> 0.129 ms,
+ * 64 -> 64 at 40x40 0.49 -> 0.27 / 0.56 -> 0.37, at 20x20 0.147 -> 0.077 / 0.194 -> 0.111, at
+ * 56x56 0.89 -> 0.56 / 1.09 -> 0.74. On a channels-first x and y it is slower (64 -> 64 at
+ * 40x40 0.56 / 0.66), and there the layout step gives the conv back its channels-first kernel
+ * (lower_conv_channels_first); the 1x1 convs that make x run as the pixels-as-rows GEMM to
+ * write it channels last (feeds_wino_t, and those on the same map: lower_conv). Every map of
+ * up to 40x40 (100 tiles), and up to 56x56 (196) where the tiles fill the GEMMs' rows within
+ * 90% of their columns: ResNet-50, 56x56 stage channels last, cuvil-run --bench medians of 8
+ * alternating turns, one thread / two, AVX2 72.8 -> 70.3 / 38.4 -> 37.0 ms, AVX-512 55.2 ->
+ * 54.1 / 28.2 -> 27.2. (Larger maps keep the channels-first kernel: YOLO-style's at 80x80, whose
+ * 1x1 neighbours of 16-32 channels lose more as pixels-as-rows GEMMs, 0.09 -> 0.14 ms.) */
 #define WINO_T_MAX_TILES 100
-static bool wino_t_shape(const cuvil_conv2d_params *p, const cuvil_target_info *t) {
+#define WINO_T_WIDE_MAX_TILES 196
+static bool wino_t_fills_better(const cuvil_conv2d_params *p, const cuvil_target_info *t) {
     const int64_t tiles = ((p->OH + 3) / 4) * ((p->OW + 3) / 4);
-    if (t->nr >= 16 && tiles <= WINO_T_MAX_TILES) return true;
     return tiles <= 64 && tile_fill(tiles, p->M, t->mr, t->nr) > 1.05 * tile_fill(p->M, tiles, t->mr, t->nr);
+}
+static bool wino_t_for_layout(const cuvil_conv2d_params *p, const cuvil_target_info *t) {
+    const int64_t tiles = ((p->OH + 3) / 4) * ((p->OW + 3) / 4);
+    if (t->nr < 16) return false;
+    return tiles <= WINO_T_MAX_TILES ||
+           (tiles <= WINO_T_WIDE_MAX_TILES && tile_fill(tiles, p->M, t->mr, t->nr) >= 0.9 * tile_fill(p->M, tiles, t->mr, t->nr));
+}
+static bool wino_t_shape(const cuvil_conv2d_params *p, const cuvil_target_info *t) {
+    return wino_t_fills_better(p, t) || wino_t_for_layout(p, t);
 }
 
 /* With few channels Winograd's transforms, O(C + M) a tile, outweigh the multiplies it saves
@@ -138,7 +152,7 @@ static bool wino_t_shape(const cuvil_conv2d_params *p, const cuvil_target_info *
 #define WINO_DIRECT_MAX_CHANNELS 24
 static bool direct_over_winograd(const cuvil_conv2d_params *p, const cuvil_target_info *t) {
     return t->direct && t->nr >= 32 && 2 * p->C * p->M <= WINO_DIRECT_MAX_CHANNELS * (p->C + p->M) &&
-           !wino_t_shape(p, t) && cuvil_conv2d_direct_applies(p);
+           cuvil_conv2d_direct_applies(p);
 }
 
 /* A 1x1 conv beside a depthwise conv on a map of up to 28x28 runs as the pixels-as-rows GEMM
@@ -151,7 +165,11 @@ static bool direct_over_winograd(const cuvil_conv2d_params *p, const cuvil_targe
 
 /* Likewise the 1x1 convs (and strided 1x1 shortcuts) on a map where the 3x3 convs run as
  * Winograd with tiles as rows (ResNets' 28x28 and 14x14 stages): all of a stage's tensors
- * can then be channels last, the Winograd transforms reading and writing them so. */
+ * can then be channels last, the Winograd transforms reading and writing them so. On larger
+ * maps (ResNets' 56x56) only where the swap fills the tiles within 90% (not YOLO-style's 16
+ * output channels in 32 columns) and every use of the output can read it channels last
+ * (uses_read_channels_last). Each is marked for the layout step, which gives it back the GEMM
+ * where neither its input nor its output ends channels last. */
 #define SWAP_NEAR_WINO_T_MAX_PIXELS (28 * 28)
 
 /* Is n a depthwise conv (one input channel per group, as many groups as channels)? */
@@ -176,6 +194,30 @@ static bool feeds_wino_t(cir_graph *g, const cir_node *n, const cuvil_target_inf
                !lower_conv_params(g, c, &q) && lower_runs_wino_t(g, &q, t);
     }
     return false;
+}
+
+/* Could conv n's output be channels last: not a graph output, and each of its uses a conv (its
+ * input), a global pool or an elementwise binary op, the kinds that read a channels-last
+ * tensor (the layout pass decides)? A pixels-as-rows GEMM whose output ends channels first
+ * transposes it: YOLO-style's 64 -> 255 head at 40x40, read by a Reshape, 0.30 -> 0.45 ms on one
+ * thread so. */
+static bool uses_read_channels_last(cir_graph *g, const cir_node *n) {
+    const cir_value *y = cir_val(g, n->out[0]);
+    if (y->output_index >= 0 || y->n_uses < 1) return false;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const cir_node *c = cir_node_at(g, i);
+        if (c->dead) continue;
+        for (int j = 0; j < c->n_in; j++) {
+            if (c->in[j] != y->id) continue;
+            switch (c->kind) {
+            case CIR_OP_CONV: if (j != 0) return false; break;
+            case CIR_OP_GLOBAL_AVG_POOL: case CIR_OP_GLOBAL_MAX_POOL:
+            case CIR_OP_ADD: case CIR_OP_SUB: case CIR_OP_MUL: case CIR_OP_DIV: case CIR_OP_MAX: case CIR_OP_MIN: break;
+            default: return false;
+            }
+        }
+    }
+    return true;
 }
 
 /* Is conv n's input made by a depthwise conv, or its output's one use a depthwise conv? */
@@ -397,13 +439,16 @@ cuvil_status lower_conv(cir_graph *g, cir_node *n, const lower_ctx *c) {
         bool wino = (allow_wino && runs_winograd(g, packed, &p) && !few_channels) || wino2;
         /* the swapped GEMMs run group by group with a transpose each: one group only (grouped
          * convs, conv_sweep.py: 64 -> 64 g4 3x3 s2 at 56x56, AVX2, 0.34 -> 0.74 ms swapped) */
-        bool swap = packed && !wino && !strided_t && p.group == 1 &&
-                    (swapped_fits_better(&p, t) ||
-                     (g->opt_level >= 2 && pointwise && p.group == 1 && p.OH * p.OW <= SWAP_NEAR_DW_MAX_PIXELS &&
-                      next_to_depthwise(g, n)) ||
-                     (g->opt_level >= 2 && (pointwise || strided_pw) && p.group == 1 &&
-                      p.OH * p.OW <= SWAP_NEAR_WINO_T_MAX_PIXELS && lower_on_wino_t_map(c, &p)) ||
-                     (g->opt_level >= 2 && pointwise && feeds_wino_t(g, n, t)));
+        const bool fits_swapped = packed && !wino && !strided_t && p.group == 1 && swapped_fits_better(&p, t);
+        const bool swap_fill_ok = tile_fill(p.OH * p.OW, p.M, t->mr, t->nr) >= 0.9 * tile_fill(p.M, p.OH * p.OW, t->mr, t->nr);
+        const bool swap_for_layout =
+            packed && !wino && !strided_t && p.group == 1 && !fits_swapped && g->opt_level >= 2 &&
+            ((pointwise && p.OH * p.OW <= SWAP_NEAR_DW_MAX_PIXELS && next_to_depthwise(g, n)) ||
+             ((pointwise || strided_pw) &&
+              (p.OH * p.OW <= SWAP_NEAR_WINO_T_MAX_PIXELS || (swap_fill_ok && uses_read_channels_last(g, n))) &&
+              lower_on_wino_t_map(c, &p)) ||
+             (pointwise && feeds_wino_t(g, n, t)));
+        bool swap = fits_swapped || swap_for_layout;
         bool wino_t = wino && !wino2 && wino_t_shape(&p, t);
         bool direct_t = strided_t || (packed && !wino && !swap && g->opt_level >= 2 && direct_t_pays(&p, t)) ||
                         (packed && g->opt_level >= 2 && squeeze_on_one_pixel(&p, pointwise, t));
@@ -451,6 +496,7 @@ cuvil_status lower_conv(cir_graph *g, cir_node *n, const lower_ctx *c) {
             cuvil_free(tmp);
             n->low.packed = id;
             n->low.algo = (int)p.algo;
+            n->low.for_layout = (swap && swap_for_layout) || (wino_t && !wino_t_fills_better(&p, t));
             snprintf(algo + strlen(algo), sizeof algo - strlen(algo), ", weights %s",
                      wino ? "transformed and prepacked" : "prepacked");
         }
@@ -459,6 +505,60 @@ cuvil_status lower_conv(cir_graph *g, cir_node *n, const lower_ctx *c) {
     return n->low.note ? CUVIL_OK : cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
 }
 
+/* Conv n, whose algorithm lower_conv chose for a channels-last layout (n->low.for_layout) that
+ * the layout step did not give it, neither its input nor its output channels last: the
+ * channels-first one it would take otherwise, the GEMM for a 1x1 conv's pixels-as-rows one,
+ * Winograd with tiles as columns for tiles as rows, its weights packed for that. (On a
+ * channels-first x and y each measured slower than its channels-first twin: 64 -> 64 at 40x40,
+ * AVX-512, Winograd with tiles as rows 0.56 against 0.49 ms, cuvil-bench-conv.) Where those
+ * weights would bring the packed ones over limits.packed_bytes it keeps what it has. */
+cuvil_status lower_conv_channels_first(cir_graph *g, cir_node *n, const lower_ctx *c) {
+    const cuvil_target_info *t = c->t;
+    cuvil_conv2d_params p;
+    cuvil_status s = lower_conv_params(g, n, &p);
+    if (s) return s;
+    const bool wino = n->low.algo == CUVIL_CONV_WINOGRAD_T;
+    p.algo = wino ? CUVIL_CONV_WINOGRAD : 0;
+    p.layout = 0;
+    p.packed_mr = t->mr;
+    p.packed_kc = t->kc;
+    const size_t nf = cuvil_f32_conv2d_packed_floats(&p);
+    const int old = n->low.packed;
+    lower_release_pack(g, n);
+    if (!lower_pack_fits(g, nf, 0)) {
+        if (n->low.packed < 0 && old >= 0) {   /* released: counted again */
+            n->low.packed = old;
+            g->packed_bytes += cir_nbytes(cir_val(g, old));
+        }
+        return CUVIL_OK;
+    }
+    int id;
+    bool fill;
+    char key[400];
+    lower_conv_pack_key(&p, key, sizeof key);
+    const cir_value *w = cir_in(g, n, 1);
+    if ((s = lower_packed_const(g, w, nf, key, &id, &fill))) return s;
+    float *tmp = NULL;
+    const size_t nt = fill ? cuvil_f32_conv2d_pack_tmp_floats(&p) : 0;
+    if (nt && !(tmp = cuvil_malloc(nt * sizeof(float))))
+        return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory transforming weights");
+    if (fill) cuvil_f32_conv2d_pack(&p, w->data, cir_val(g, id)->data, tmp);
+    cuvil_free(tmp);
+    n->low.packed = id;
+    n->low.algo = (int)p.algo;
+    n->low.kc = 0;
+    n->low.for_layout = false;
+    const bool pointwise = p.KH == 1 && p.KW == 1 && p.stride_h == 1 && p.stride_w == 1 && p.pad_t == 0 &&
+                           p.pad_l == 0 && p.OH == p.H && p.OW == p.W;
+    char algo[CIR_ALGO_MAX];
+    snprintf(algo, sizeof algo, "%s, gemm %dx%d kc=%lld, weights %s",
+             lower_conv_algo_name(p.algo, pointwise, cuvil_conv2d_strided_pointwise(&p)), t->mr, t->nr,
+             (long long)t->kc, wino ? "transformed and prepacked" : "prepacked");
+    n->low.note = cuvil_arena_strdup(&g->arena, algo);
+    return n->low.note ? CUVIL_OK : cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+}
+
 bool lower_runs_wino_t(const cir_graph *g, const cuvil_conv2d_params *p, const cuvil_target_info *t) {
-    return runs_winograd(g, g->opt_level >= 1, p) && !runs_winograd2(g, g->opt_level >= 1, p) && wino_t_shape(p, t);
+    return runs_winograd(g, g->opt_level >= 1, p) && !runs_winograd2(g, g->opt_level >= 1, p) && wino_t_shape(p, t) &&
+           !(g->opt_level >= 2 && direct_over_winograd(p, t));
 }

@@ -44,6 +44,9 @@ bool lower_on_wino_t_map(const lower_ctx *c, const cuvil_conv2d_params *p);
  * runs the direct convolution on a channels-last copy instead (the layout pass asks, knowing
  * the input's layout). */
 bool lower_direct_t_over_swap(const cuvil_conv2d_params *p, const cuvil_target_info *t);
+/* Conv n, its algo chosen for a channels-last layout it did not get (n->low.for_layout): its
+ * channels-first algorithm and weights (the layout step). */
+cuvil_status lower_conv_channels_first(cir_graph *g, cir_node *n, const lower_ctx *c);
 
 /* ===== Weight packing (pack.c) ========================================================== */
 /* A float32 constant of nf elements for weights w in a kernel's layout, shared by every node

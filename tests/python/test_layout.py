@@ -276,6 +276,84 @@ def test_few_channel_3x3_on_a_large_map(target, tmp_path):
     tl.check_target_outputs(p, inputs, ref, tmp_path, target)
 
 
+def _lines(ir: str) -> dict:
+    """conv node name -> its IR line."""
+    return {m.group(1): ln for ln in ir.splitlines() if (m := re.search(r'= conv "([^"]*)"', ln))}
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_channels_first_where_the_layout_was_not_taken(target, tmp_path):
+    """Kernels chosen for a channels-last layout that the layout pass did not give them get
+    their channels-first kernels back. A 3x3 conv at 40x40 on a graph input whose output is a
+    graph output (Winograd with tiles as rows on that map, for the layout: reverted to tiles as
+    columns, channels first in and out). At 20x20, where another input's 3x3 convs run Winograd
+    with tiles as rows (the first writing channels last for the second), a 1x1 conv on the same
+    map (swapped to the pixels-as-rows GEMM there) whose output a Reshape reads: reverted to
+    the GEMM. Both targets, outputs against ONNX Runtime."""
+    import numpy as np
+    nodes = [
+        node("Conv", ["z", "w1", "b1"], ["y1"], pads=[1, 1, 1, 1]),
+        node("Conv", ["x", "w2", "b2"], ["c2"]), node("Reshape", ["c2", "shape"], ["y2"]),
+        node("Conv", ["x", "w3", "b3"], ["c3"], pads=[1, 1, 1, 1]), node("Relu", ["c3"], ["r3"]),
+        node("Conv", ["r3", "w4", "b4"], ["y3"], pads=[1, 1, 1, 1]),
+    ]
+    inits = {"w1": R(64, 48, 3, 3), "b1": R(64), "w2": R(40, 48, 1, 1), "b2": R(40),
+             "w3": R(64, 48, 3, 3), "b3": R(64), "w4": R(64, 64, 3, 3), "b4": R(64),
+             "shape": np.array([1, 40, 400], dtype=np.int64)}
+    case = Case("layout-revert", 13, nodes, {"x": [1, 48, 20, 20], "z": [1, 48, 40, 40]}, inits,
+                outputs=["y1", "y2", "y3"])
+    p, inputs, ref, ir = _ir(case, tmp_path, target)
+    line = _lines(ir)
+    assert "winograd F(4x4,3x3), gemm" in line["Conv_y1"] and "channels last" not in line["Conv_y1"], ir
+    assert "1x1 as gemm" in line["Conv_c2"], ir
+    assert "tiles as rows" in line["Conv_c3"] and "channels last out" in line["Conv_c3"], ir
+    assert "tiles as rows" in line["Conv_y3"] and "channels last in" in line["Conv_y3"], ir
+    tl.check_target_outputs(p, inputs, ref, tmp_path, target)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_head_read_by_a_reshape_keeps_its_gemm(target, tmp_path):
+    """At 40x40 a 1x1 conv feeds a 3x3 conv (Winograd with tiles as rows, channels-last input),
+    whose output feeds a 1x1 head to 255 channels that a Reshape reads: the head is not swapped
+    to the pixels-as-rows GEMM on the Winograd map (it would transpose its output, and make the
+    3x3 conv's output channels last for nothing), so the 3x3 conv writes channels first."""
+    import numpy as np
+    nodes = [
+        node("Conv", ["x", "w1", "b1"], ["c1"]),
+        node("Conv", ["c1", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1]),
+        node("Conv", ["c2", "w3", "b3"], ["c3"]), node("Reshape", ["c3", "shape"], ["y"]),
+    ]
+    inits = {"w1": R(32, 64, 1, 1), "b1": R(32), "w2": R(64, 32, 3, 3), "b2": R(64),
+             "w3": R(255, 64, 1, 1), "b3": R(255), "shape": np.array([1, 3, 85, 1600], dtype=np.int64)}
+    p, inputs, ref, ir = _ir(Case("layout-head", 13, nodes, {"x": [1, 64, 40, 40]}, inits), tmp_path, target)
+    line = _lines(ir)
+    assert _layouts(ir) == {"Conv_c1": "out", "Conv_c2": "in"}, ir
+    assert "1x1 as gemm" in line["Conv_c3"], ir
+    tl.check_target_outputs(p, inputs, ref, tmp_path, target)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_resnet_56x56_stage_channels_last(target, tmp_path):
+    """A ResNet-50 bottleneck at 56x56 (196 tiles, 64 channels: Winograd with tiles as rows
+    where the tiles fill the rows as well as the columns), its 1x1 convs swapped to the
+    pixels-as-rows GEMM. Outputs against ONNX Runtime."""
+    nodes = [
+        node("Conv", ["x", "w1", "b1"], ["c1"]), node("Relu", ["c1"], ["r1"]),
+        node("Conv", ["r1", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1]), node("Relu", ["c2"], ["r2"]),
+        node("Conv", ["r2", "w3", "b3"], ["c3"]),
+        node("Add", ["c3", "x"], ["s"]), node("Relu", ["s"], ["o"]),
+        node("GlobalAveragePool", ["o"], ["y"]),
+    ]
+    inits = {"w1": R(64, 256, 1, 1), "b1": R(64), "w2": R(64, 64, 3, 3), "b2": R(64),
+             "w3": R(256, 64, 1, 1), "b3": R(256)}
+    p, inputs, ref, ir = _ir(Case("layout-56", 13, nodes, {"x": [1, 256, 56, 56]}, inits), tmp_path, target)
+    line = _lines(ir)
+    assert "tiles as rows" in line["Conv_c2"] and "channels last in and out" in line["Conv_c2"], ir
+    # (the sum stays channels first: its other input is the graph's input)
+    assert _layouts(ir) == {"Conv_c1": "out", "Conv_c2": "in and out", "Conv_c3": "in"}, ir
+    tl.check_target_outputs(p, inputs, ref, tmp_path, target)
+
+
 def test_generated_c_keeps_algo_notes_whole(tmp_path):
     """The generated C's comment on each node ends with the lowering's whole note: the Winograd
     convs' (over 96 bytes: algorithm, tiles as rows, weights, layout) are not cut short."""
