@@ -406,6 +406,23 @@ static bool grouped_pays(cir_graph *g, cir_node *n, const cuvil_conv2d_params *p
     return cuvil_f32_conv2d_scratch_size(&u) <= GROUPED_MAX_TILE_BYTES;
 }
 
+/* Conv weights w packed for p's algorithm (p->packed_mr, p->packed_kc), Winograd's transformed:
+ * the packed constant's id in *id (shared with a node that packed w the same way). */
+static cuvil_status pack_conv_weights(cir_graph *g, const cir_value *w, const cuvil_conv2d_params *p, int *id) {
+    bool fill;
+    char key[400];
+    lower_conv_pack_key(p, key, sizeof key);
+    cuvil_status s = lower_packed_const(g, w, cuvil_f32_conv2d_packed_floats(p), key, id, &fill);
+    if (s || !fill) return s;
+    float *tmp = NULL;
+    const size_t nt = cuvil_f32_conv2d_pack_tmp_floats(p);
+    if (nt && !(tmp = cuvil_malloc(nt * sizeof(float))))
+        return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory transforming weights");
+    cuvil_f32_conv2d_pack(p, w->data, cir_val(g, *id)->data, tmp);
+    cuvil_free(tmp);
+    return CUVIL_OK;
+}
+
 /* Depthwise convolutions (see dw_runs_gemm) run the direct loop; the others run as GEMMs (1x1
  * stride-1 ones straight on the input, the rest through im2col packing), and their constant
  * weights are packed now into the panels the target's microkernel reads. */
@@ -484,16 +501,7 @@ cuvil_status lower_conv(cir_graph *g, cir_node *n, const lower_ctx *c) {
                 goto choose;
             }
             int id;
-            bool fill;
-            char key[400];
-            lower_conv_pack_key(&p, key, sizeof key);
-            if ((s = lower_packed_const(g, w, cuvil_f32_conv2d_packed_floats(&p), key, &id, &fill))) return s;
-            float *tmp = NULL;
-            size_t nt = fill ? cuvil_f32_conv2d_pack_tmp_floats(&p) : 0;
-            if (nt && !(tmp = cuvil_malloc(nt * sizeof(float))))
-                return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory transforming weights");
-            if (fill) cuvil_f32_conv2d_pack(&p, w->data, cir_val(g, id)->data, tmp);
-            cuvil_free(tmp);
+            if ((s = pack_conv_weights(g, w, &p, &id))) return s;
             n->low.packed = id;
             n->low.algo = (int)p.algo;
             n->low.for_layout = (swap && swap_for_layout) || (wino_t && !wino_t_fills_better(&p, t));
@@ -533,17 +541,7 @@ cuvil_status lower_conv_channels_first(cir_graph *g, cir_node *n, const lower_ct
         return CUVIL_OK;
     }
     int id;
-    bool fill;
-    char key[400];
-    lower_conv_pack_key(&p, key, sizeof key);
-    const cir_value *w = cir_in(g, n, 1);
-    if ((s = lower_packed_const(g, w, nf, key, &id, &fill))) return s;
-    float *tmp = NULL;
-    const size_t nt = fill ? cuvil_f32_conv2d_pack_tmp_floats(&p) : 0;
-    if (nt && !(tmp = cuvil_malloc(nt * sizeof(float))))
-        return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory transforming weights");
-    if (fill) cuvil_f32_conv2d_pack(&p, w->data, cir_val(g, id)->data, tmp);
-    cuvil_free(tmp);
+    if ((s = pack_conv_weights(g, cir_in(g, n, 1), &p, &id))) return s;
     n->low.packed = id;
     n->low.algo = (int)p.algo;
     n->low.kc = 0;
