@@ -49,9 +49,45 @@ static inline __attribute__((always_inline)) void store_tile(__m512 (*acc)[2], f
     }
 }
 
+/* A tile of at most 16 columns (the last of a GEMM whose N is 16 past a multiple of 32: 112 =
+ * 3 x 32 + 16, 80, 48, 24 + 8): its R rows over the first vector of each packed B row only,
+ * half the FMAs of the whole tile, which the masked store would mostly drop. Two sets of R
+ * sums (even and odd k) keep 2R FMAs in flight for the FMA latency. */
+static inline __attribute__((always_inline)) void half_tile(int R, size_t kc, const float *a, const float *b,
+                                                           __m512 (*acc)[2]) {
+    __m512 e[8], o[8];
+    for (int i = 0; i < R; i++) e[i] = o[i] = _mm512_setzero_ps();
+    size_t k = 0;
+    for (; k + 2 <= kc; k += 2) {
+        const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + NR);
+#pragma GCC unroll 8
+        for (int i = 0; i < R; i++) {
+            e[i] = _mm512_fmadd_ps(_mm512_set1_ps(a[i]), b0, e[i]);
+            o[i] = _mm512_fmadd_ps(_mm512_set1_ps(a[R + i]), b1, o[i]);
+        }
+        a += 2 * R;
+        b += 2 * NR;
+    }
+    if (k < kc) {
+        const __m512 b0 = _mm512_loadu_ps(b);
+#pragma GCC unroll 8
+        for (int i = 0; i < R; i++) e[i] = _mm512_fmadd_ps(_mm512_set1_ps(a[i]), b0, e[i]);
+    }
+    for (int i = 0; i < R; i++) {
+        acc[i][0] = _mm512_add_ps(e[i], o[i]);
+        acc[i][1] = _mm512_setzero_ps();
+    }
+}
+
 void cuvil_f32_gemm_ukernel_8x32__avx512(size_t kc, const float *a, const float *b, float *c, size_t ldc,
                                          size_t mr, size_t nr, const float *c_in, size_t ld_in,
                                          const cuvil_ukernel_epi *epi) {
+    if (nr <= 16) {
+        __m512 acc[MR][2];
+        half_tile(MR, kc, a, b, acc);
+        store_tile(acc, c, ldc, mr, nr, c_in, ld_in, epi);
+        return;
+    }
     __m512 c00 = _mm512_setzero_ps(), c01 = _mm512_setzero_ps();
     __m512 c10 = _mm512_setzero_ps(), c11 = _mm512_setzero_ps();
     __m512 c20 = _mm512_setzero_ps(), c21 = _mm512_setzero_ps();
@@ -95,6 +131,11 @@ void cuvil_f32_gemm_ukernel_7x32__avx512(size_t kc, const float *a, const float 
                                          const cuvil_ukernel_epi *epi) {
     enum { R = 7 };
     __m512 acc[R][2];
+    if (nr <= 16) {
+        half_tile(R, kc, a, b, acc);
+        store_tile(acc, c, ldc, mr, nr, c_in, ld_in, epi);
+        return;
+    }
     for (int i = 0; i < R; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
     for (size_t k = 0; k < kc; k++) {
         const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
@@ -136,6 +177,38 @@ void cuvil_f32_conv_ukernel_8x32__avx512(size_t kc, const float *a, const float 
     }
 }
 
+/* half_tile for the rows microkernels: R rows read in place, segment by segment. */
+static inline __attribute__((always_inline)) void half_rows(int R, size_t nseg, const size_t *seglen,
+                                                           const float *const *rows, const float *b, __m512 (*acc)[2]) {
+    __m512 e[8], o[8];
+    for (int i = 0; i < R; i++) e[i] = o[i] = _mm512_setzero_ps();
+    for (size_t sg = 0; sg < nseg; sg++) {
+        const float *a[8];
+        for (int i = 0; i < R; i++) a[i] = rows[sg * (size_t)R + (size_t)i];
+        const size_t len = seglen[sg];
+        size_t k = 0;
+        for (; k + 2 <= len; k += 2) {
+            const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + NR);
+#pragma GCC unroll 8
+            for (int i = 0; i < R; i++) {
+                e[i] = _mm512_fmadd_ps(_mm512_set1_ps(a[i][k]), b0, e[i]);
+                o[i] = _mm512_fmadd_ps(_mm512_set1_ps(a[i][k + 1]), b1, o[i]);
+            }
+            b += 2 * NR;
+        }
+        if (k < len) {
+            const __m512 b0 = _mm512_loadu_ps(b);
+#pragma GCC unroll 8
+            for (int i = 0; i < R; i++) e[i] = _mm512_fmadd_ps(_mm512_set1_ps(a[i][k]), b0, e[i]);
+            b += NR;
+        }
+    }
+    for (int i = 0; i < R; i++) {
+        acc[i][0] = _mm512_add_ps(e[i], o[i]);
+        acc[i][1] = _mm512_setzero_ps();
+    }
+}
+
 /* The 8x32 tile with A's rows read in place, in segments (direct convolution on a
  * channels-last image, conv2d.c): segment s is, for row i, the seglen[s] floats at
  * rows[s * 8 + i]; B a packed panel of their sum x 32. */
@@ -143,6 +216,11 @@ void cuvil_f32_rows_ukernel_8x32__avx512(size_t nseg, const size_t *seglen, cons
                                          const float *b, float *c, size_t ldc, size_t mr, size_t nr,
                                          const float *c_in, size_t ld_in, const cuvil_ukernel_epi *epi) {
     __m512 acc[MR][2];
+    if (nr <= 16) {
+        half_rows(MR, nseg, seglen, rows, b, acc);
+        store_tile(acc, c, ldc, mr, nr, c_in, ld_in, epi);
+        return;
+    }
     for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
     for (size_t s = 0; s < nseg; s++) {
         const float *a0 = rows[s * MR], *a1 = rows[s * MR + 1], *a2 = rows[s * MR + 2], *a3 = rows[s * MR + 3];
@@ -176,6 +254,11 @@ void cuvil_f32_rows_ukernel_7x32__avx512(size_t nseg, const size_t *seglen, cons
                                          const float *c_in, size_t ld_in, const cuvil_ukernel_epi *epi) {
     enum { R = 7 };
     __m512 acc[R][2];
+    if (nr <= 16) {
+        half_rows(R, nseg, seglen, rows, b, acc);
+        store_tile(acc, c, ldc, mr, nr, c_in, ld_in, epi);
+        return;
+    }
     for (int i = 0; i < R; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
     for (size_t s = 0; s < nseg; s++) {
         const float *a[R];
