@@ -51,30 +51,23 @@ static inline __attribute__((always_inline)) void store_tile(__m512 (*acc)[2], f
 
 /* A tile of at most 16 columns (the last of a GEMM whose N is 16 past a multiple of 32: 112 =
  * 3 x 32 + 16, 80, 48, 24 + 8): its R rows over the first vector of each packed B row only,
- * half the FMAs of the whole tile, which the masked store would mostly drop. Two sets of R
- * sums (even and odd k) keep 2R FMAs in flight for the FMA latency. */
+ * half the FMAs of the whole tile, which the masked store would mostly drop. Each sum runs
+ * over k in order, as the whole tile's first vector does: a column's value does not depend on
+ * which tile it falls in (the threads' splits of N move the tiles' edges, and a model's
+ * output is the same bit for bit on 1 thread and 3). R = 8 sums keep 8 FMAs in flight. */
 static inline __attribute__((always_inline)) void half_tile(int R, size_t kc, const float *a, const float *b,
                                                            __m512 (*acc)[2]) {
-    __m512 e[8], o[8];
-    for (int i = 0; i < R; i++) e[i] = o[i] = _mm512_setzero_ps();
-    size_t k = 0;
-    for (; k + 2 <= kc; k += 2) {
-        const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + NR);
-#pragma GCC unroll 8
-        for (int i = 0; i < R; i++) {
-            e[i] = _mm512_fmadd_ps(_mm512_set1_ps(a[i]), b0, e[i]);
-            o[i] = _mm512_fmadd_ps(_mm512_set1_ps(a[R + i]), b1, o[i]);
-        }
-        a += 2 * R;
-        b += 2 * NR;
-    }
-    if (k < kc) {
+    __m512 e[8];
+    for (int i = 0; i < R; i++) e[i] = _mm512_setzero_ps();
+    for (size_t k = 0; k < kc; k++) {
         const __m512 b0 = _mm512_loadu_ps(b);
 #pragma GCC unroll 8
         for (int i = 0; i < R; i++) e[i] = _mm512_fmadd_ps(_mm512_set1_ps(a[i]), b0, e[i]);
+        a += R;
+        b += NR;
     }
     for (int i = 0; i < R; i++) {
-        acc[i][0] = _mm512_add_ps(e[i], o[i]);
+        acc[i][0] = e[i];
         acc[i][1] = _mm512_setzero_ps();
     }
 }
@@ -180,23 +173,12 @@ void cuvil_f32_conv_ukernel_8x32__avx512(size_t kc, const float *a, const float 
 /* half_tile for the rows microkernels: R rows read in place, segment by segment. */
 static inline __attribute__((always_inline)) void half_rows(int R, size_t nseg, const size_t *seglen,
                                                            const float *const *rows, const float *b, __m512 (*acc)[2]) {
-    __m512 e[8], o[8];
-    for (int i = 0; i < R; i++) e[i] = o[i] = _mm512_setzero_ps();
+    __m512 e[8];
+    for (int i = 0; i < R; i++) e[i] = _mm512_setzero_ps();
     for (size_t sg = 0; sg < nseg; sg++) {
         const float *a[8];
         for (int i = 0; i < R; i++) a[i] = rows[sg * (size_t)R + (size_t)i];
-        const size_t len = seglen[sg];
-        size_t k = 0;
-        for (; k + 2 <= len; k += 2) {
-            const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + NR);
-#pragma GCC unroll 8
-            for (int i = 0; i < R; i++) {
-                e[i] = _mm512_fmadd_ps(_mm512_set1_ps(a[i][k]), b0, e[i]);
-                o[i] = _mm512_fmadd_ps(_mm512_set1_ps(a[i][k + 1]), b1, o[i]);
-            }
-            b += 2 * NR;
-        }
-        if (k < len) {
+        for (size_t k = 0; k < seglen[sg]; k++) {
             const __m512 b0 = _mm512_loadu_ps(b);
 #pragma GCC unroll 8
             for (int i = 0; i < R; i++) e[i] = _mm512_fmadd_ps(_mm512_set1_ps(a[i][k]), b0, e[i]);
@@ -204,7 +186,7 @@ static inline __attribute__((always_inline)) void half_rows(int R, size_t nseg, 
         }
     }
     for (int i = 0; i < R; i++) {
-        acc[i][0] = _mm512_add_ps(e[i], o[i]);
+        acc[i][0] = e[i];
         acc[i][1] = _mm512_setzero_ps();
     }
 }
