@@ -224,6 +224,19 @@ static bool uses_read_channels_last(cir_graph *g, const cir_node *n) {
 static bool next_to_depthwise(cir_graph *g, const cir_node *n) {
     const cir_value *x = cir_in(g, n, 0), *y = cir_val(g, n->out[0]);
     if (x->producer >= 0 && lower_is_depthwise(g, cir_node_at(g, x->producer))) return true;
+    /* or through a squeeze-excitation's scale: x = d * s (either order), d of x's shape made by
+     * a depthwise conv (MobileNetV3's and EfficientNet's projections), which the layout pass
+     * keeps channels last with d where the projection reads x so */
+    if (x->producer >= 0) {
+        const cir_node *m = cir_node_at(g, x->producer);
+        if (!m->dead && m->kind == CIR_OP_MUL && m->n_in == 2)
+            for (int j = 0; j < 2; j++) {
+                const cir_value *d = cir_in(g, m, j);
+                if (d && d->producer >= 0 && d->ndim == x->ndim && !memcmp(d->dims, x->dims, sizeof d->dims[0] * (size_t)x->ndim) &&
+                    lower_is_depthwise(g, cir_node_at(g, d->producer)))
+                    return true;
+            }
+    }
     if (y->n_uses != 1) return false;
     for (int i = 0; i < g->n_nodes; i++) {
         cir_node *c = cir_node_at(g, i);

@@ -444,6 +444,32 @@ def test_channels_last_se_blocks(tapped, target, tmp_path):
 
 
 @pytest.mark.parametrize("target", TARGETS)
+def test_projection_after_squeeze_excitation_at_14x14(target, tmp_path):
+    """A MobileNetV3-style block at 14x14 (196 pixels: the projection's tiles fill no better as
+    rows): expand 1x1 -> depthwise 3x3 -> x * HardSigmoid(fc(pool(x))) -> project 1x1 + the
+    block's input. The projection reads the depthwise conv's output through the scale's Mul,
+    so it runs as the pixels-as-rows GEMM beside a depthwise conv, and the block is channels
+    last from the expansion's output to the projection's input (the depthwise conv, the pool
+    and the Mul on it). Outputs against ONNX Runtime."""
+    nodes = [
+        node("Conv", ["x", "we", "be"], ["e"]), node("Relu", ["e"], ["er"]),
+        node("Conv", ["er", "wd", "bd"], ["d"], group=120, pads=[1, 1, 1, 1]), node("Relu", ["d"], ["dr"]),
+        node("GlobalAveragePool", ["dr"], ["g"]),
+        node("Conv", ["g", "wf", "bf"], ["f"]), node("HardSigmoid", ["f"], ["s"], alpha=1.0 / 6, beta=0.5),
+        node("Mul", ["dr", "s"], ["m"]),
+        node("Conv", ["m", "wp", "bp"], ["p"]), node("Add", ["p", "x"], ["y"]),
+    ]
+    inits = {"we": R(120, 40, 1, 1), "be": R(120), "wd": R(120, 1, 3, 3), "bd": R(120),
+             "wf": R(120, 120, 1, 1), "bf": R(120), "wp": R(40, 120, 1, 1), "bp": R(40)}
+    p, inputs, ref, ir = _ir(Case("layout-se-14", 13, nodes, {"x": [1, 40, 14, 14]}, inits), tmp_path, target)
+    lay = _layouts(ir)
+    assert lay.get("Conv_e") == "out" and lay.get("Conv_d") == "in and out", ir
+    assert lay.get("Conv_p", "").startswith("in"), ir
+    assert "pixels as rows" in _lines(ir)["Conv_p"], ir
+    tl.check_target_outputs(p, inputs, ref, tmp_path, target)
+
+
+@pytest.mark.parametrize("target", TARGETS)
 def test_square_and_doubling_1x1_direct(target, tmp_path):
     """1x1 convs beside depthwise convs at 28x28, batch 2, channels last: the square one (64 ->
     64) and the doubling one (64 -> 128) run as the direct convolution on pixels read in place
