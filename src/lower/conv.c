@@ -98,12 +98,21 @@ static bool wino2_fewer_multiplies(const cuvil_conv2d_params *p) {
  * the map more than 2x2 ones cost, Winograd F(2x2,3x3) with tiles as rows: 16 tiles at 7x7
  * (8x8 pixels), 2.25x fewer multiplies than the GEMM on 1.78x the weights. (The CRNN's 256 ->
  * 256 at 2x80: F(4x4) 20 tiles, half padding, 1.37 / 1.34 ms AVX2 / AVX-512 against F(2x2)'s
- * 40 tiles 0.96 / 0.91, bench/conv_sweep.py --suite, one thread.) */
+ * 40 tiles 0.96 / 0.91, bench/conv_sweep.py --suite, one thread.) Not where its transformed
+ * weights pass 4 MiB an image of the batch: a model's run then streams them from memory, and
+ * 1.78x the bytes cost more than the multiplies save. Alone, with the weights warm in cache,
+ * F(2x2) wins (ResNets' 512 -> 512 at 7x7, AVX-512: 1.32 against 1.35-1.40 ms, 16.8 MB of
+ * them); in ResNet-50 it took 2.26 ms a conv against the GEMM's 1.82 (profile_layers, one
+ * thread). cuvil-run --bench, medians of 10 alternating turns, one thread / two: ResNet-18
+ * AVX-512 20.76 -> 20.04 / 11.46 -> 10.80 ms, AVX2 26.30 -> 26.19 / 14.60 -> 14.35;
+ * ResNet-50 AVX-512 52.88 -> 52.04 / 28.27 -> 27.82, AVX2 70.84 -> 70.81 / 37.56 -> 37.25. */
+#define WINO2_MAX_WEIGHT_BYTES ((double)(4u << 20))
 static bool runs_winograd2(const cir_graph *g, bool packed, const cuvil_conv2d_params *p) {
     const int64_t tiles = ((p->OH + 1) / 2) * ((p->OW + 1) / 2);
     return packed && g->opt_level >= 2 && cuvil_conv2d_winograd_applies(p) &&
            (!winograd_pays(p) || wino2_fewer_multiplies(p)) && tiles >= 16 && tiles <= 64 &&
-           p->C >= WINO2_MIN_CHANNELS && p->M >= WINO2_MIN_CHANNELS;
+           p->C >= WINO2_MIN_CHANNELS && p->M >= WINO2_MIN_CHANNELS &&
+           64.0 * (double)p->C * (double)p->M <= WINO2_MAX_WEIGHT_BYTES * (double)p->N;
 }
 
 /* Few tiles (14x14: 16 of 32 columns) fill the rows of Winograd's 36 GEMMs better (8 of 8)

@@ -69,6 +69,10 @@ CASES = {
     # a map 2 high (a CRNN's last convs): 4x4 tiles are half padding, 2x2 ones take fewer multiplies
     "crnn-2x80": ([1, 256, 2, 80], [256, 256, 3, 3], [1, 1], [1, 1, 1, 1], 1, "winograd F(2x2,3x3), tiles as rows"),
     "crnn-4x80": ([1, 256, 4, 80], [256, 256, 3, 3], [1, 1], [1, 1, 1, 1], 1, "winograd F(4x4,3x3), tiles as rows"),
+    # 7x7 at 512 channels (ResNets' last stage): F(2x2)'s 16.8 MB of transformed weights pass
+    # 4 MiB an image (the pixels-as-rows GEMM); at 256 channels they are 4 MiB (F(2x2))
+    "resnet-7x7-512": ([1, 512, 7, 7], [512, 512, 3, 3], [1, 1], [1, 1, 1, 1], 1, "im2col+gemm, pixels as rows"),
+    "7x7-256": ([1, 256, 7, 7], [256, 256, 3, 3], [1, 1], [1, 1, 1, 1], 1, "winograd F(2x2,3x3), tiles as rows"),
 }
 
 
