@@ -355,6 +355,9 @@ static const conv_case conv_cases[] = {
     {1, 300, 6, 5, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},   /* 3x3 s1, C > KC */
     {1, 2, 2, 3, 3, 3, 3, 1, 1, 2, 2, 2, 2, 1, 1, 1},     /* 3x3 s1, image smaller than a tile */
     {2, 13, 28, 40, 147, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1}, /* 3x3 s1, on 3 threads a block of tiles each */
+    /* planes of over 16K floats: the direct path's padded copy in bands of rows, on 3 threads */
+    {1, 3, 150, 130, 8, 6, 6, 2, 2, 2, 2, 2, 2, 1, 1, 1},   /* a stem 6x6 s2 (phased), 2 bands a channel */
+    {2, 2, 140, 121, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},   /* 3x3 s1, batch, 2 bands a channel */
     {2, 5, 11, 8, 7, 1, 1, 2, 3, 0, 0, 0, 0, 1, 1, 1},    /* 1x1 strides 2x3, batch (subsampled) */
     {1, 12, 14, 14, 40, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 1}, /* 1x1 stride 2 to 7x7 (pixels as rows) */
     {1, 3, 16, 34, 3, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 3},   /* depthwise 3x3 s2, even width */
