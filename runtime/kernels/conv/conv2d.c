@@ -1336,15 +1336,18 @@ int cuvil_conv2d_stem_applies(const cuvil_conv2d_params *p) {
 #define STEM_P 2   /* (4 x 2 sums: 4 x 3 and the 3 inputs take all 16 registers, and spill) */
 #endif
 
-/* The activation a stem clamps to in registers (Relu, Clip: clamp, lo, hi); the others run
- * on each finished row. */
+/* The activation a stem applies in registers: Relu and Clip (clamp: lo, hi) and HardSwish
+ * (hswish: the same arithmetic as cuvil_f32_act1's, a multiply and an add, then min and max as
+ * its comparisons, so the same bits); the others run on each finished row. HardSwish in
+ * registers rather than on the rows after: cuvil-bench-conv, MobileNetV3's and PP-LCNet's stem
+ * (3 -> 16 at 224x224) with it, one thread, AVX-512 / AVX2: 0.163 -> 0.138 / 0.195 -> 0.189 ms. */
 typedef struct stem_run {
     const cuvil_conv2d_params *p;
     const float *xpad, *a, *bias, *residual;
     float *y;
     int64_t Hp, Wp, mr, bands, band_rows;
     int64_t group_bands;   /* bands a group (one a thread) */
-    int clamp;
+    int clamp, hswish;
     float lo, hi;
 } stem_run;
 
@@ -1392,6 +1395,10 @@ static inline __attribute__((always_inline)) void stem_block(const stem_run *r, 
             dwv y = acc[j][v];
             if (r->residual) y = DW_ADD(y, whole ? DW_LOAD(r->residual + o) : DW_LOADM(r->residual + o, msk));
             if (r->clamp) y = DW_MIN(vhi, DW_MAX(vlo, y));   /* (NaN passes, as in dwk_rows) */
+            if (r->hswish) {
+                const dwv h = DW_ADD(DW_MUL(y, DW_SET1(1.0f / 6.0f)), DW_SET1(0.5f));
+                y = DW_MUL(y, DW_MAX(DW_MIN(h, DW_SET1(1.0f)), DW_SET1(0.0f)));
+            }
             if (whole)
                 DW_STORE(r->y + o, y);
             else
@@ -1434,7 +1441,7 @@ static void stem_task(void *vctx, int64_t t, int tid) {
         else if (left == 3) stem_block(r, wb, m0, mb, oh, c0, 3);
         else if (left == 4) stem_block(r, wb, m0, mb, oh, c0, 4);
 #endif
-        if (!r->clamp)
+        if (!r->clamp && !r->hswish)
             for (int j = 0; j < mb; j++) act_inplace(&p->act, r->y + (m0 + j) * p->OH * OW + oh * OW, OW);
     }
 }
@@ -1448,8 +1455,8 @@ static void conv2d_stem(const cuvil_conv2d_params *p, const float *x, const floa
     const int relu = p->act.act == CUVIL_ACT_RELU;
     const int64_t groups = cuvil_min_i64(cuvil_threads(), bands);
     stem_run r = {p, (const float *)scratch, w_packed, bias, NULL, NULL, Hp, Wp, mr, bands, band_rows,
-                  (bands + groups - 1) / groups, relu || p->act.act == CUVIL_ACT_CLIP, relu ? 0.0f : p->act.alpha,
-                  relu ? INFINITY : p->act.beta};
+                  (bands + groups - 1) / groups, relu || p->act.act == CUVIL_ACT_CLIP, p->act.act == CUVIL_ACT_HARD_SWISH,
+                  relu ? 0.0f : p->act.alpha, relu ? INFINITY : p->act.beta};
     const int64_t ysz = p->M * p->OH * p->OW;
     for (int64_t n = 0; n < p->N; n++) {
         pad_image(p, x + n * p->C * p->H * p->W, (float *)scratch, Hp, Wp, 1);

@@ -19,6 +19,7 @@ static inline dwm dw_mask(int64_t n) { return (dwm)(n >= 16 ? 0xFFFFu : (1u << n
 #define DW_SET1(x) _mm512_set1_ps(x)
 #define DW_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
 #define DW_ADD(a, b) _mm512_add_ps(a, b)
+#define DW_MUL(a, b) _mm512_mul_ps(a, b)
 #define DW_MAX(a, b) _mm512_max_ps(a, b)
 #define DW_MIN(a, b) _mm512_min_ps(a, b)
 #elif defined(__AVX2__) && defined(__FMA__)
@@ -36,6 +37,7 @@ static inline dwm dw_mask(int64_t n) {
 #define DW_SET1(x) _mm256_set1_ps(x)
 #define DW_FMA(a, b, c) _mm256_fmadd_ps(a, b, c)
 #define DW_ADD(a, b) _mm256_add_ps(a, b)
+#define DW_MUL(a, b) _mm256_mul_ps(a, b)
 #define DW_MAX(a, b) _mm256_max_ps(a, b)
 #define DW_MIN(a, b) _mm256_min_ps(a, b)
 #endif
