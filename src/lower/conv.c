@@ -55,7 +55,10 @@ static bool winograd_pays(const cuvil_conv2d_params *p) {
 
 /* The share of the microkernel's work that is not padding, for rows x cols in MR x NR tiles. */
 static double tile_fill(int64_t rows, int64_t cols, int mr, int nr) {
-    return (double)rows / (double)((rows + mr - 1) / mr * mr) * (double)cols / (double)((cols + nr - 1) / nr * nr);
+    int64_t padded = (cols + nr - 1) / nr * nr;
+    /* (the 32-column microkernels run a last tile of at most 16 columns as one vector) */
+    if (nr == 32 && cols % 32 && cols % 32 <= 16) padded -= 16;
+    return (double)rows / (double)((rows + mr - 1) / mr * mr) * (double)cols / (double)padded;
 }
 
 /* Few output pixels (a 7x7 map: 49, two 32-wide tiles of which 23% padding) fill the

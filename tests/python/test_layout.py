@@ -189,6 +189,15 @@ _SAME = {
                                      "Conv_c2": "in and out", "GlobalAveragePool_y": "in"}, {"tiles as rows": 2}),
 }
 _STAGES = {(k, t): v for k, v in _SAME.items() for t in TARGETS}
+# Bottlenecks on AVX-512: the first 1x1 conv's 196 pixels fill its GEMM's columns to 94% (the
+# last tile of 4 runs as one 16-lane vector), its 32 channels as rows to 98%: it keeps the
+# channels-first GEMM (its input is the graph's), and the strided 3x3 conv after it takes the
+# direct convolution on a channels-last copy of its channels-first input (no tap-major im2col
+# for it then).
+_STAGES[("bottlenecks", "x86_64-avx512")] = (
+    _bottlenecks, {"Conv_c2": "out", "Conv_d": "out", "Conv_c3": "in and out", "Conv_c4": "in and out",
+                   "Conv_c5": "in and out", "Conv_c6": "in and out", "GlobalAveragePool_y": "in"},
+    {"weights tap-major": 1})
 # Direct: the 3x3 stride-1 conv's 16 tiles per image at 15x15 run as rows (Winograd; on
 # AVX2, whose 6 rows the 16 tiles fill to 89%, since tiles as rows take every map of up to 100
 # tiles on x86), so all three convs are channels last, the strided ones direct on a
