@@ -110,13 +110,20 @@ static bool wino2_fewer_multiplies(const cuvil_conv2d_params *p) {
  * AVX-512 20.76 -> 20.04 / 11.46 -> 10.80 ms, AVX2 26.30 -> 26.19 / 14.60 -> 14.35;
  * ResNet-50 AVX-512 52.88 -> 52.04 / 28.27 -> 27.82, AVX2 70.84 -> 70.81 / 37.56 -> 37.25. */
 #define WINO2_MAX_WEIGHT_BYTES ((double)(4u << 20))
-static bool runs_winograd2(const cir_graph *g, bool packed, const cuvil_conv2d_params *p) {
+static bool wino2_shape(const cuvil_conv2d_params *p) {
     const int64_t tiles = ((p->OH + 1) / 2) * ((p->OW + 1) / 2);
-    return packed && g->opt_level >= 2 && cuvil_conv2d_winograd_applies(p) &&
-           (!winograd_pays(p) || wino2_fewer_multiplies(p)) && tiles >= 16 && tiles <= 64 &&
-           p->C >= WINO2_MIN_CHANNELS && p->M >= WINO2_MIN_CHANNELS &&
-           64.0 * (double)p->C * (double)p->M <= WINO2_MAX_WEIGHT_BYTES * (double)p->N;
+    return cuvil_conv2d_winograd_applies(p) && (!winograd_pays(p) || wino2_fewer_multiplies(p)) && tiles >= 16 &&
+           tiles <= 64 && p->C >= WINO2_MIN_CHANNELS && p->M >= WINO2_MIN_CHANNELS;
 }
+static bool wino2_weights_fit(const cuvil_conv2d_params *p) {
+    return 64.0 * (double)p->C * (double)p->M <= WINO2_MAX_WEIGHT_BYTES * (double)p->N;
+}
+static bool runs_winograd2(const cir_graph *g, bool packed, const cuvil_conv2d_params *p) {
+    return packed && g->opt_level >= 2 && wino2_shape(p) && wino2_weights_fit(p);
+}
+/* A map where F(2x2) would be the Winograd but its weights are too many: not F(4x4) either,
+ * whose are 2.25x those (a 2x80 map at 512 channels). */
+static bool wino2_refused(const cuvil_conv2d_params *p) { return wino2_shape(p) && !wino2_weights_fit(p); }
 
 /* Few tiles (14x14: 16 of 32 columns) fill the rows of Winograd's 36 GEMMs better (8 of 8)
  * than their columns, the tiles' usual place (wino_t_fills_better). On the x86 targets also
@@ -478,7 +485,7 @@ cuvil_status lower_conv(cir_graph *g, cir_node *n, const lower_ctx *c) {
         const bool grouped = allow_grouped && packed && g->opt_level >= 2 && !strided_t && grouped_pays(g, n, &p, t);
         bool wino2 = allow_wino && runs_winograd2(g, packed, &p);
         const bool few_channels = packed && g->opt_level >= 2 && runs_winograd(g, packed, &p) && direct_over_winograd(&p, t);
-        bool wino = (allow_wino && runs_winograd(g, packed, &p) && !few_channels) || wino2;
+        bool wino = (allow_wino && runs_winograd(g, packed, &p) && !few_channels && !wino2_refused(&p)) || wino2;
         /* the swapped GEMMs run group by group with a transpose each: one group only (grouped
          * convs, conv_sweep.py: 64 -> 64 g4 3x3 s2 at 56x56, AVX2, 0.34 -> 0.74 ms swapped) */
         const bool fits_swapped = packed && !wino && !strided_t && p.group == 1 && swapped_fits_better(&p, t);
@@ -529,7 +536,8 @@ cuvil_status lower_conv(cir_graph *g, cir_node *n, const lower_ctx *c) {
             if ((s = pack_conv_weights(g, w, &p, &id))) return s;
             n->low.packed = id;
             n->low.algo = (int)p.algo;
-            n->low.for_layout = (swap && swap_for_layout) || (wino_t && !wino_t_fills_better(&p, t));
+            n->low.for_layout = (p.algo == CUVIL_CONV_GEMM_T && swap_for_layout) ||
+                                (p.algo == CUVIL_CONV_WINOGRAD_T && !wino_t_fills_better(&p, t));
             snprintf(algo + strlen(algo), sizeof algo - strlen(algo), ", weights %s",
                      wino ? "transformed and prepacked" : "prepacked");
         }
@@ -583,5 +591,5 @@ cuvil_status lower_conv_channels_first(cir_graph *g, cir_node *n, const lower_ct
 
 bool lower_runs_wino_t(const cir_graph *g, const cuvil_conv2d_params *p, const cuvil_target_info *t) {
     return runs_winograd(g, g->opt_level >= 1, p) && !runs_winograd2(g, g->opt_level >= 1, p) && wino_t_shape(p, t) &&
-           !(g->opt_level >= 2 && direct_over_winograd(p, t));
+           !(g->opt_level >= 2 && direct_over_winograd(p, t)) && !wino2_refused(p);
 }

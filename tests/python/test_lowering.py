@@ -77,6 +77,8 @@ CASES = {
     # 4 MiB an image (the pixels-as-rows GEMM); at 256 channels they are 4 MiB (F(2x2))
     "resnet-7x7-512": ([1, 512, 7, 7], [512, 512, 3, 3], [1, 1], [1, 1, 1, 1], 1, "im2col+gemm, pixels as rows"),
     "7x7-256": ([1, 256, 7, 7], [256, 256, 3, 3], [1, 1], [1, 1, 1, 1], 1, "winograd F(2x2,3x3), tiles as rows"),
+    # a 2x80 map at 512 channels: F(2x2) refused for its weights, and so F(4x4), whose are more
+    "2x80-512": ([1, 512, 2, 80], [512, 512, 3, 3], [1, 1], [1, 1, 1, 1], 1, "im2col+gemm, gemm"),
 }
 
 

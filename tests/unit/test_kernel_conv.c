@@ -1028,8 +1028,47 @@ static void test_conv_nd(void) {
     }
 }
 
+/* Winograd with tiles as rows gives the same bits on 1 thread and on 3: 387 tiles (9 x 43) of
+ * 16 channels split as 129 a thread, each part a block of 128 tiles and one of 1, where the
+ * shared plan on one thread runs other blocks; a one-tile block once took the one-row product,
+ * whose sums run in another order. */
+static void test_winograd_threads_bitwise(void) {
+    const conv_case cc = {1, 16, 36, 172, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+    cuvil_conv2d_params p = to_params(&cc);
+    p.layout = CUVIL_CONV_X_NHWC | CUVIL_CONV_Y_NHWC;
+    p.algo = CUVIL_CONV_WINOGRAD_T;
+    const cuvil_gemm_blocking *def = cuvil_gemm_default_blocking();
+    p.packed_mr = def->uk->nr;
+    p.packed_kc = def->kc;
+    const size_t nx = (size_t)(p.C * p.H * p.W), ny = (size_t)(p.M * p.OH * p.OW);
+    const size_t nw = (size_t)(p.M * p.C * 9), nf = cuvil_f32_conv2d_packed_floats(&p);
+    float *x = ktu_falloc(nx), *w = ktu_falloc(nw), *b = ktu_falloc((size_t)p.M), *y[2];
+    float *wp = ktu_falloc(nf), *tmp = ktu_falloc(cuvil_f32_conv2d_pack_tmp_floats(&p));
+    ktu_fill(x, nx, -1, 1);
+    ktu_fill(w, nw, -1, 1);
+    ktu_fill(b, (size_t)p.M, -1, 1);
+    cuvil_f32_conv2d_pack(&p, w, wp, tmp);
+    const size_t per = CUVIL_ALIGN_UP(cuvil_f32_conv2d_scratch_size(&p), 64);
+    for (int k = 0; k < 2; k++) {
+        const int threads = k ? 3 : 1;
+        y[k] = ktu_falloc(ny);
+        void *scratch = ktu_alloc((size_t)threads * per);
+        cuvil_pool *pool = threads > 1 ? cuvil_pool_create(threads, per, ktu_aligned_alloc, ktu_aligned_free, NULL) : NULL;
+        if (threads > 1 && !pool) ktu_fail("winograd threads: no thread pool");
+        const cuvil_pool *prev = cuvil_pool_bind(pool);
+        cuvil_f32_conv2d_prepacked(&p, x, wp, b, NULL, y[k], scratch);
+        cuvil_pool_bind(prev);
+        cuvil_pool_destroy(pool);
+        free(scratch);
+    }
+    if (memcmp(y[0], y[1], ny * sizeof(float)))
+        ktu_fail("winograd, tiles as rows, 387 tiles: 3 threads differ from 1 in the bits");
+    free(x), free(w), free(b), free(wp), free(tmp), free(y[0]), free(y[1]);
+}
+
 int main(void) {
     setenv("CUVIL_OVERSUBSCRIBE", "1", 1); /* pools of 3 threads even on 2 CPUs: uneven splits */
+    test_winograd_threads_bitwise();
     test_channels_last();
     test_mbblock();
     test_conv2d();

@@ -403,7 +403,10 @@ static void gemm_task(void *vctx, int64_t xi, int tid) {
         j.b_packed_kc = p->packed_kc;
         j.C = r->Mb + xi * TB * p->M;
         j.ldc = p->M;
-        cuvil_f32_gemm_run_serial(&j, r->b, (char *)thread_part(r, tid) + transform_bytes(TB));
+        /* (the blocked GEMM at every block's size: a block of one tile would take the one-row
+         * product, whose sums run in another order, and the blocks' sizes depend on the threads:
+         * a model's output would change with their number) */
+        cuvil_f32_gemm_run_range(&j, r->b, (char *)thread_part(r, tid) + transform_bytes(TB), 0, j.M, 0, j.N);
         return;
     }
     j.M = p->M;
@@ -417,7 +420,7 @@ static void gemm_task(void *vctx, int64_t xi, int tid) {
     j.ldb = TB;
     j.C = r->Mb + xi * p->M * TB;
     j.ldc = TB;
-    cuvil_f32_gemm_run_serial(&j, r->b, (char *)thread_part(r, tid) + transform_bytes(TB));
+    cuvil_f32_gemm_run_range(&j, r->b, (char *)thread_part(r, tid) + transform_bytes(TB), 0, j.M, 0, j.N);
 }
 
 static void output_task(void *vctx, int64_t task, int tid) {
