@@ -166,12 +166,13 @@ cuvil_status lower_layouts(cir_graph *g, const lower_ctx *c) {
         }
         if (n->kind != CIR_OP_CONV) continue;
         const int layout = (last[n->in[0]] ? CUVIL_CONV_X_NHWC : 0) | (last[n->out[0]] ? CUVIL_CONV_Y_NHWC : 0);
-        /* a swapped GEMM of a strided 3x3 (or larger) conv on a channels-first input: the
-         * direct convolution on a channels-last copy (lower_direct_t_over_swap) */
+        /* a kernel chosen for a layout that did not come: its channels-first twin */
         if (!layout && n->low.for_layout) {
             if ((s = lower_conv_channels_first(g, n, c))) break;
             continue;
         }
+        /* a swapped GEMM of a strided 3x3 (or larger) conv on a channels-first input: the
+         * direct convolution on a channels-last copy (lower_direct_t_over_swap) */
         const bool over_swap = !(layout & CUVIL_CONV_X_NHWC) && n->low.algo == CUVIL_CONV_GEMM_T && n->low.packed >= 0;
         if (!layout && !over_swap) continue;
         cuvil_conv2d_params p;
