@@ -174,6 +174,19 @@ static bool direct_over_winograd(const cuvil_conv2d_params *p, const cuvil_targe
            cuvil_conv2d_direct_applies(p);
 }
 
+/* Does a conv run Winograd F(4x4) (with tiles as columns or rows): where it pays, but not
+ * with few channels on a target that runs the direct convolution instead, nor on a map where
+ * F(2x2) was refused for its weights (lower_conv and lower_runs_wino_t ask the same). */
+static bool runs_winograd4(const cir_graph *g, bool packed, const cuvil_conv2d_params *p, const cuvil_target_info *t) {
+    return runs_winograd(g, packed, p) && !direct_over_winograd(p, t) && !wino2_refused(p);
+}
+
+/* Is p a 1x1 stride-1 unpadded conv (its input is the GEMM's operand as it lies)? */
+static bool conv_pointwise(const cuvil_conv2d_params *p) {
+    return p->KH == 1 && p->KW == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_t == 0 && p->pad_l == 0 &&
+           p->OH == p->H && p->OW == p->W;
+}
+
 /* A 1x1 conv beside a depthwise conv on a map of up to 28x28 runs as the pixels-as-rows GEMM
  * too, whatever the tiles' fill, so that the tensor between them can be channels last (the
  * layout pass below), where the depthwise conv runs fastest. On MobileNetV2's 28x28 blocks
@@ -471,8 +484,7 @@ cuvil_status lower_conv(cir_graph *g, cir_node *n, const lower_ctx *c) {
     /* a single input channel with a gathering stride and long kernel rows: the direct
      * convolution, as for more channels (conv_sweep.py: 1 -> 4, k400 s160, AVX2 0.034 -> 0.021 ms) */
     bool depthwise = p.C / p.group == 1 && !dw_runs_gemm(&p, packed, t) && !strided_t;
-    bool pointwise = p.KH == 1 && p.KW == 1 && p.stride_h == 1 && p.stride_w == 1 && p.pad_t == 0 && p.pad_l == 0 &&
-                     p.OH == p.H && p.OW == p.W;
+    bool pointwise = conv_pointwise(&p);
     bool strided_pw = cuvil_conv2d_strided_pointwise(&p);
     if (depthwise) {
         snprintf(algo, sizeof algo, "direct depthwise%s", (p.KH == 3 || p.KH == 5 || p.KH == 7) && p.KH == p.KW ? " (register-tiled)" : "");
@@ -484,8 +496,8 @@ cuvil_status lower_conv(cir_graph *g, cir_node *n, const lower_ctx *c) {
     choose:;
         const bool grouped = allow_grouped && packed && g->opt_level >= 2 && !strided_t && grouped_pays(g, n, &p, t);
         bool wino2 = allow_wino && runs_winograd2(g, packed, &p);
-        const bool few_channels = packed && g->opt_level >= 2 && runs_winograd(g, packed, &p) && direct_over_winograd(&p, t);
-        bool wino = (allow_wino && runs_winograd(g, packed, &p) && !few_channels && !wino2_refused(&p)) || wino2;
+        const bool few_channels = runs_winograd(g, packed, &p) && direct_over_winograd(&p, t);
+        bool wino = (allow_wino && runs_winograd4(g, packed, &p, t)) || wino2;
         /* the swapped GEMMs run group by group with a transpose each: one group only (grouped
          * convs, conv_sweep.py: 64 -> 64 g4 3x3 s2 at 56x56, AVX2, 0.34 -> 0.74 ms swapped) */
         const bool fits_swapped = packed && !wino && !strided_t && p.group == 1 && swapped_fits_better(&p, t);
@@ -579,17 +591,14 @@ cuvil_status lower_conv_channels_first(cir_graph *g, cir_node *n, const lower_ct
     n->low.algo = (int)p.algo;
     n->low.kc = 0;
     n->low.for_layout = false;
-    const bool pointwise = p.KH == 1 && p.KW == 1 && p.stride_h == 1 && p.stride_w == 1 && p.pad_t == 0 &&
-                           p.pad_l == 0 && p.OH == p.H && p.OW == p.W;
     char algo[CIR_ALGO_MAX];
     snprintf(algo, sizeof algo, "%s, gemm %dx%d kc=%lld, weights %s",
-             lower_conv_algo_name(p.algo, pointwise, cuvil_conv2d_strided_pointwise(&p)), t->mr, t->nr,
+             lower_conv_algo_name(p.algo, conv_pointwise(&p), cuvil_conv2d_strided_pointwise(&p)), t->mr, t->nr,
              (long long)t->kc, wino ? "transformed and prepacked" : "prepacked");
     n->low.note = cuvil_arena_strdup(&g->arena, algo);
     return n->low.note ? CUVIL_OK : cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
 }
 
 bool lower_runs_wino_t(const cir_graph *g, const cuvil_conv2d_params *p, const cuvil_target_info *t) {
-    return runs_winograd(g, g->opt_level >= 1, p) && !runs_winograd2(g, g->opt_level >= 1, p) && wino_t_shape(p, t) &&
-           !(g->opt_level >= 2 && direct_over_winograd(p, t)) && !wino2_refused(p);
+    return runs_winograd4(g, g->opt_level >= 1, p, t) && !runs_winograd2(g, g->opt_level >= 1, p) && wino_t_shape(p, t);
 }

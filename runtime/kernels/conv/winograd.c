@@ -629,21 +629,36 @@ static void output_task_f2(void *vctx, int64_t task, int tid) {
     }
 }
 
-/* Block `task` (image task / blocks, its tiles the next TB) on one thread, its three phases one
- * after the other, V and M at the start of the thread's own slice. */
+/* The block r->t0, r->nt of image r->n on one thread, its three phases one after the other, V
+ * and M at the start of the thread's own slice (block_task, range_task). */
+static void private_block(wino_run *r, int tid) {
+    const cuvil_conv2d_params *p = r->p;
+    r->V = (float *)cuvil_thread_scratch(r->scratch, tid);
+    r->Mb = (float *)((char *)r->V + wino_v_bytes(p, &r->g));
+    if (p->layout & CUVIL_CONV_X_NHWC) {
+        r->per_c = r->nt;
+        input_task_nhwc(r, 0, tid);
+    } else {
+        r->per_c = p->C;
+        input_task(r, 0, tid);
+    }
+    for (int xi = 0; xi < WP; xi++) gemm_task(r, xi, tid);
+    if (p->algo == CUVIL_CONV_WINOGRAD_T) {
+        for (int64_t mb = 0; mb * OUT_T_BLOCK < p->M; mb++) output_task_t(r, mb, tid);
+    } else {
+        r->per_c = p->M;
+        output_task(r, 0, tid);
+    }
+}
+
+/* Block `task` (image task / blocks, its tiles the next TB) on one thread. */
 static void block_task(void *vctx, int64_t task, int tid) {
     wino_run r = *(const wino_run *)vctx;
     const int64_t nblk = wino_blocks(&r.g);
     r.n = task / nblk;
     r.t0 = task % nblk * r.g.TB;
     r.nt = cuvil_min_i64(r.g.TB, r.g.T - r.t0);
-    r.V = (float *)cuvil_thread_scratch(r.scratch, tid);
-    r.Mb = (float *)((char *)r.V + wino_v_bytes(r.p, &r.g));
-    r.per_c = r.p->C;
-    input_task(&r, 0, tid);
-    for (int xi = 0; xi < WP; xi++) gemm_task(&r, xi, tid);
-    r.per_c = r.p->M;
-    output_task(&r, 0, tid);
+    private_block(&r, tid);
 }
 
 /* Does p, with tiles as rows (F(4x4)), run each image's tiles in one contiguous part a thread
@@ -662,26 +677,14 @@ static int wino_t_private(const cuvil_conv2d_params *p, int nr, int threads, win
 }
 
 /* Part `task` % parts of image `task` / parts (its tiles the part's contiguous share, in
- * blocks of TB) on one thread, each block's three phases one after the other, V and M at the
- * start of the thread's own slice. */
+ * blocks of TB) on one thread. */
 static void range_task(void *vctx, int64_t task, int tid) {
     wino_run r = *(const wino_run *)vctx;
-    const cuvil_conv2d_params *p = r.p;
     const int64_t part = task % r.parts, a = r.g.T * part / r.parts, e = r.g.T * (part + 1) / r.parts;
     r.n = task / r.parts;
-    r.V = (float *)cuvil_thread_scratch(r.scratch, tid);
-    r.Mb = (float *)((char *)r.V + wino_v_bytes(p, &r.g));
     for (r.t0 = a; r.t0 < e; r.t0 += r.g.TB) {
         r.nt = cuvil_min_i64(r.g.TB, e - r.t0);
-        if (p->layout & CUVIL_CONV_X_NHWC) {
-            r.per_c = r.nt;
-            input_task_nhwc(&r, 0, tid);
-        } else {
-            r.per_c = p->C;
-            input_task(&r, 0, tid);
-        }
-        for (int xi = 0; xi < WP; xi++) gemm_task(&r, xi, tid);
-        for (int64_t mb = 0; mb * OUT_T_BLOCK < p->M; mb++) output_task_t(&r, mb, tid);
+        private_block(&r, tid);
     }
 }
 
