@@ -112,12 +112,22 @@ void cuvil_transpose_f32__avx2(const float *x, int64_t xs, float *y, int64_t ys,
  * (accumulating over K blocks). kc may be 0. */
 /* What a microkernel fuses into its store (the GEMM's epilogue on the last K block):
  * c = min(max(acc + c_in + row_bias[i] + col_bias[j], lo), hi), NaN passing through; either
- * bias may be NULL, lo/hi +-inf for no clamp (Relu: 0/+inf, Clip: its bounds). */
+ * bias may be NULL, lo/hi +-inf for no clamp (Relu: 0/+inf, Clip: its bounds). hswish: then
+ * HardSwish, v * max(min(v * (1/6) + 0.5, 1), 0), in the vector kernels the operations of
+ * unary_avx2.c's hard_swish256 in that order (so the same bits as applying it after). */
 typedef struct cuvil_ukernel_epi {
     const float *row_bias;
     const float *col_bias;
     float lo, hi;
+    int hswish;
 } cuvil_ukernel_epi;
+
+/* HardSwish in scalar code, for the epilogues of the portable microkernels. */
+static inline float cuvil_hswish1(float x) {
+    float v = x * (1.0f / 6.0f) + 0.5f;
+    v = v < 1.0f ? v : 1.0f;
+    return x * (v > 0.0f ? v : 0.0f);
+}
 
 /* The valid part (mr x nr) of a tile spilled to t (row stride ldt) into c: + c_in, then epi. */
 static inline void cuvil_ukernel_store_rows(const float *t, size_t ldt, float *c, size_t ldc, size_t mr, size_t nr,
@@ -134,7 +144,8 @@ static inline void cuvil_ukernel_store_rows(const float *t, size_t ldt, float *c
         for (size_t j = 0; j < nr; j++) {
             float v = ci[j] + rb + (epi->col_bias ? epi->col_bias[j] : 0.0f);
             v = v < lo ? lo : v;
-            ci[j] = v > hi ? hi : v;
+            v = v > hi ? hi : v;
+            ci[j] = epi->hswish ? cuvil_hswish1(v) : v;
         }
     }
 }

@@ -458,10 +458,88 @@ static void test_threads(void) {
     }
 }
 
+/* Every microkernel's edge tiles (mr < MR rows, nr < NR columns), with and without c_in and
+ * each form of its epilogue (a row bias with Relu's clamp, a column bias with Clip's, a column
+ * bias then HardSwish): each value the same, bit for bit, as the full tile's at its place (so
+ * that how a product is cut into tiles, by blocks or by threads, never changes a result),
+ * within rounding of a double loop, and nothing written outside the mr x nr window. HardSwish
+ * in the store: the bits of cuvil_f32_act_rows applied to the tile after (the vector kernels;
+ * the portable one within rounding). */
+static void test_ukernel_edges(void) {
+    enum { KC = 37, LD = 80 };
+    for (int u = 0; u < cuvil_f32_gemm_n_ukernels; u++) {
+        const cuvil_gemm_ukernel_desc *uk = &cuvil_f32_gemm_ukernels[u];
+        const int MRk = uk->mr, NRk = uk->nr;
+        float *a = ktu_falloc((size_t)(KC * MRk)), *b = ktu_falloc((size_t)(KC * NRk));
+        float *cin = ktu_falloc((size_t)(MRk * LD)), *rb = ktu_falloc((size_t)MRk), *cb = ktu_falloc((size_t)NRk);
+        float *full = ktu_falloc((size_t)(MRk * LD)), *c = ktu_falloc((size_t)(MRk * LD));
+        ktu_fill(a, (size_t)(KC * MRk), -1, 1);
+        ktu_fill(b, (size_t)(KC * NRk), -1, 1);
+        ktu_fill(cin, (size_t)(MRk * LD), -1, 1);
+        ktu_fill(rb, (size_t)MRk, -1, 1);
+        ktu_fill(cb, (size_t)NRk, -1, 1);
+        for (int form = 0; form < 8; form++) {
+            /* 0 none, 1 row bias + Relu, 2 column bias + Clip, 3 column bias + HardSwish */
+            const int with_in = form & 1, epi_kind = form >> 1;
+            cuvil_ukernel_epi epi = {epi_kind == 1 ? rb : NULL, epi_kind >= 2 ? cb : NULL,
+                                     epi_kind == 1 ? 0.0f : epi_kind == 2 ? -0.25f : -INFINITY,
+                                     epi_kind == 1 || epi_kind == 3 ? INFINITY : 0.5f, epi_kind == 3};
+            const cuvil_ukernel_epi *ep = epi_kind ? &epi : NULL;
+            uk->fn(KC, a, b, full, LD, (size_t)MRk, (size_t)NRk, with_in ? cin : NULL, with_in ? LD : 0, ep);
+            if (epi_kind == 3) {   /* the store's HardSwish against the activation applied after */
+                cuvil_ukernel_epi plain = epi;
+                plain.hswish = 0;
+                uk->fn(KC, a, b, c, LD, (size_t)MRk, (size_t)NRk, with_in ? cin : NULL, with_in ? LD : 0, &plain);
+                const cuvil_act_params hs = {CUVIL_ACT_HARD_SWISH, 0.0f, 0.0f};
+                cuvil_f32_act_rows(&hs, c, LD, (size_t)MRk, (size_t)NRk);
+                const int exact = strstr(uk->name, "scalar") == NULL;
+                ktu_checks++;
+                for (int i = 0; i < MRk; i++)
+                    for (int j = 0; j < NRk; j++) {
+                        const float x = full[i * LD + j], y = c[i * LD + j];
+                        if (exact ? memcmp(&x, &y, sizeof x) != 0 : fabsf(x - y) > 1e-6f * (1 + fabsf(y)))
+                            ktu_fail("%s HardSwish in the store: c[%d][%d] = %.9g, after the tile %.9g", uk->name, i, j, x, y);
+                    }
+            }
+            for (int mr = 1; mr <= MRk; mr++)
+                for (int nr = 1; nr <= NRk; nr++) {
+                    for (int i = 0; i < MRk * LD; i++) c[i] = SENTINEL;
+                    uk->fn(KC, a, b, c, LD, (size_t)mr, (size_t)nr, with_in ? cin : NULL, with_in ? LD : 0, ep);
+                    ktu_checks++;
+                    for (int i = 0; i < MRk; i++)
+                        for (int j = 0; j < LD; j++) {
+                            const float got = c[i * LD + j];
+                            if (i < mr && j < nr) {
+                                double v = with_in ? cin[i * LD + j] : 0.0;
+                                for (int k = 0; k < KC; k++) v += (double)a[k * MRk + i] * b[k * NRk + j];
+                                if (epi_kind) v += epi_kind == 1 ? rb[i] : cb[j];
+                                if (ep) v = v < epi.lo ? epi.lo : v > epi.hi ? epi.hi : v;
+                                if (epi_kind == 3) v = v * fmin(fmax(v / 6 + 0.5, 0.0), 1.0);
+                                if (memcmp(&got, &full[i * LD + j], sizeof got) || fabs(got - v) > 1e-4 * (1 + fabs(v)))
+                                    ktu_fail("%s tile %dx%d form %d: c[%d][%d] = %.9g, the full tile's %.9g, a double loop's %.9g",
+                                             uk->name, mr, nr, form, i, j, got, full[i * LD + j], v);
+                            } else if (got != SENTINEL) {
+                                ktu_fail("%s tile %dx%d form %d: wrote c[%d][%d] outside the tile", uk->name, mr, nr, form, i,
+                                         j);
+                            }
+                        }
+                }
+        }
+        free(a);
+        free(b);
+        free(cin);
+        free(rb);
+        free(cb);
+        free(full);
+        free(c);
+    }
+}
+
 int main(void) {
     setenv("CUVIL_OVERSUBSCRIBE", "1", 1); /* pools of 3 threads even on 2 CPUs: uneven splits */
     test_target_table();
     test_threads();
+    test_ukernel_edges();
     test_shapes();
     test_activations();
     test_batches();

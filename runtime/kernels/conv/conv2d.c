@@ -2206,6 +2206,7 @@ static void rows_portable(size_t nseg, const size_t *seglen, const float *const 
                 v += epi->col_bias ? epi->col_bias[j] : 0.0f;
                 v = v < epi->lo ? epi->lo : v;
                 v = v > epi->hi ? epi->hi : v;
+                if (epi->hswish) v = cuvil_hswish1(v);
             }
             ci[j] = v;
         }
@@ -2230,7 +2231,8 @@ static void direct_t_task(void *vctx, int64_t t, int tid) {
     const int64_t n_lo = r->by_cols ? r->bound[t] : 0, n_hi = r->by_cols ? r->bound[t + 1] : M;
     const cuvil_act act = p->act.act;
     const int clamp = act == CUVIL_ACT_NONE || act == CUVIL_ACT_RELU || act == CUVIL_ACT_CLIP;
-    cuvil_ukernel_epi epi = {NULL, NULL, -INFINITY, INFINITY};
+    /* HardSwish in the microkernel's store too (no second pass over the band's tiles) */
+    cuvil_ukernel_epi epi = {NULL, NULL, -INFINITY, INFINITY, r->fuse_act && act == CUVIL_ACT_HARD_SWISH};
     if (r->fuse_act && act == CUVIL_ACT_RELU) epi.lo = 0.0f;
     if (r->fuse_act && act == CUVIL_ACT_CLIP) {
         epi.lo = p->act.alpha;
@@ -2277,7 +2279,7 @@ static void direct_t_task(void *vctx, int64_t t, int tid) {
                     }
                 }
                 /* any other activation once for the band's tiles (one call, not one a tile) */
-                if (last && r->fuse_act && !clamp)
+                if (last && r->fuse_act && !clamp && !epi.hswish)
                     cuvil_f32_act_rows(&p->act, r->c + qb * M + n_lo, (size_t)M, (size_t)(qe - qb), (size_t)(n_hi - n_lo));
             }
             k0 = k1;

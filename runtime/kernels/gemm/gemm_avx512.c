@@ -15,6 +15,13 @@
 #define MR 8
 #define NR 32
 
+/* HardSwish with the operations of unary_avx2.c's hard_swish256, in its order, on 16 lanes (the
+ * bits of the activation applied after the tile, which that function does on this target). */
+static inline __attribute__((always_inline)) __m512 hswish16(__m512 x) {
+    const __m512 v = _mm512_add_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.0f / 6.0f)), _mm512_set1_ps(0.5f));
+    return _mm512_mul_ps(x, _mm512_max_ps(_mm512_min_ps(v, _mm512_set1_ps(1.0f)), _mm512_setzero_ps()));
+}
+
 /* Rows [0, mr) x columns [0, nr) of the accumulators into c: + c_in, then the fused epilogue
  * (bias, then the clamp: max(lo, v), min(hi, v) keep a NaN v). Partial columns: masked loads
  * and stores touch only the valid part. */
@@ -43,6 +50,10 @@ static inline __attribute__((always_inline)) void store_tile(__m512 (*acc)[2], f
             const __m512 bi = epi->row_bias ? _mm512_set1_ps(epi->row_bias[i]) : _mm512_setzero_ps();
             v0 = _mm512_min_ps(hi, _mm512_max_ps(lo, _mm512_add_ps(v0, _mm512_add_ps(bi, cb0))));
             v1 = _mm512_min_ps(hi, _mm512_max_ps(lo, _mm512_add_ps(v1, _mm512_add_ps(bi, cb1))));
+            if (epi->hswish) {
+                v0 = hswish16(v0);
+                v1 = hswish16(v1);
+            }
         }
         _mm512_mask_storeu_ps(c + i * ldc, m0, v0);
         _mm512_mask_storeu_ps(c + i * ldc + 16, m1, v1);
