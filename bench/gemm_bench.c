@@ -127,12 +127,19 @@ static double time_gemm_b(const cuvil_gemm_blocking *blk, int64_t M, int64_t N, 
     if (calls < 15) calls = 15;
     if (calls > MAXC) calls = MAXC;
     cuvil_f32_gemm_ex(&p, A, B, NULL, C, scratch, blk); /* warm */
+    /* CUVIL_BENCH_FLUSH=MB: before each call (untimed) that many MB are read and written, so
+     * that B, A and C come from memory as a model's weights do (each layer's are read once a run) */
+    const char *fl = getenv("CUVIL_BENCH_FLUSH");
+    const size_t flush_n = fl && atoll(fl) > 0 ? (size_t)atoll(fl) << 18 : 0;
+    float *flush = flush_n ? falloc(flush_n) : NULL;
     for (int r = 0; r < calls; r++) {
+        for (size_t i = 0; i < flush_n; i += 16) flush[i] += 1.0f;
         double t0 = now();
         cuvil_f32_gemm_ex(&p, A, B, NULL, C, scratch, blk);
         g[r] = flop / (now() - t0) * 1e-9;
     }
     cuvil_pool_bind(prev);
+    free(flush);
     for (int i = 1; i < calls; i++) /* insertion sort for the median */
         for (int j = i; j > 0 && g[j] < g[j - 1]; j--) {
             double t = g[j];

@@ -898,10 +898,15 @@ static void test_channels_last(void) {
         {1, 16, 1, 1, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 16},     /* a 1x1 map: every tap but one outside */
         {1, 9, 10, 12, 9, 4, 3, 3, 2, 2, 0, 1, 2, 1, 1, 9},      /* 4x3, strides 3x2: the portable loop */
         {1, 160, 14, 14, 160, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 160}, /* enough work to split among threads */
+        /* 7 and 8 rows on 3 threads: each thread a part of the channels, every row (the last
+         * part ending in a partial vector: 228 = 28.5 x 8) */
+        {1, 228, 7, 7, 228, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 228},
+        {2, 480, 7, 7, 480, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 480},
     };
     for (size_t i = 0; i < sizeof dws / sizeof dws[0]; i++) {
         run_layout(&dws[i], XY, (int)i % 3, CUVIL_ACT_CLIP);
         run_layout(&dws[i], XY, 0, CUVIL_ACT_HARD_SWISH);
+        run_layout(&dws[i], XY, 1, CUVIL_ACT_SILU);
     }
     /* what cuvil_conv2d_layout_ok refuses */
     cuvil_conv2d_params p = to_params(&gemm[0]);

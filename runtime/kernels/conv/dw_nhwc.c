@@ -26,7 +26,9 @@ typedef struct dwn_run {
     const float *x, *w, *bias, *res;
     float *y;
     int64_t wcs, wts;
-    int64_t per; /* output rows (of all images) per task */
+    int64_t per;         /* output rows (of all images) per task */
+    int64_t cparts, cper; /* or parts of the channels (cper a multiple of DW_SIMD), each every row */
+    int hswish;          /* HardSwish in the store (else a pass over each row after) */
 } dwn_run;
 
 /* Output pixel (oh, ow) of image n, all channels, one at a time (the portable path): the taps
@@ -54,10 +56,10 @@ static void pixel_scalar(const dwn_run *r, int64_t n, int64_t oh, int64_t ow, fl
 /* The epilogue of one output vector: + residual, Relu/Clip (lo, hi), stored (masked for the
  * last, partial vector of channels only: a masked store is slow on AMD's AVX2). */
 static inline __attribute__((always_inline)) void store_vec(dwv v, const float *res, float *y, dwm m, int full,
-                                                            dwv vlo, dwv vhi) {
+                                                            dwv vlo, dwv vhi, int hswish) {
     if (res) v = DW_ADD(v, DW_LOADM(res, m));
     /* (bound, v): NaN passes through, as in cuvil_f32_act1 */
-    v = DW_MIN(vhi, DW_MAX(vlo, v));
+    v = hswish ? dw_hswish(v) : DW_MIN(vhi, DW_MAX(vlo, v));
     if (full)
         DW_STORE(y, v);
     else
@@ -87,7 +89,8 @@ static inline __attribute__((always_inline)) void block_vec(const dwn_run *r, co
             for (int i = 0; i < RB; i++) acc[i] = DW_FMA(wv[kh * KW + kw], col[i * S + kw], acc[i]);
     }
     for (int i = 0; i < RB; i++)
-        store_vec(acc[i], rrow ? rrow + (ow0 + i) * C + c0 : NULL, yrow + (ow0 + i) * C + c0, m, full, vlo, vhi);
+        store_vec(acc[i], rrow ? rrow + (ow0 + i) * C + c0 : NULL, yrow + (ow0 + i) * C + c0, m, full, vlo, vhi,
+                  r->hswish);
 }
 
 /* Output pixel ow of row oh, channels [c0, c0 + DW_SIMD): the taps [kh0, kh1) down and those
@@ -107,20 +110,20 @@ static inline __attribute__((always_inline)) void pixel_vec(const dwn_run *r, co
         for (int kw = 0; kw < KW; kw++)
             if (kw >= kw0 && kw < kw1) acc = DW_FMA(wv[kh * KW + kw], DW_LOADM(xr + kw * C, m), acc);
     }
-    store_vec(acc, rrow ? rrow + ow * C + c0 : NULL, yrow + ow * C + c0, m, full, vlo, vhi);
+    store_vec(acc, rrow ? rrow + ow * C + c0 : NULL, yrow + ow * C + c0, m, full, vlo, vhi, r->hswish);
 }
 
-/* Row oh, every channel: the border pixels [0, a) and [b, OW) one by one, the interior
+/* Row oh, channels [cb, ce): the border pixels [0, a) and [b, OW) one by one, the interior
  * [a, b) in blocks of 4 (one function per kernel size and stride, ROW_VEC below, so that each
  * has its own small frame). */
 static inline __attribute__((always_inline)) void row_vec(const dwn_run *r, const float *xn, int64_t kh0, int64_t kh1,
                                                           int64_t oh, int64_t a, int64_t b, float *yrow,
-                                                          const float *rrow, float lo, float hi, const int K,
-                                                          const int S) {
+                                                          const float *rrow, float lo, float hi, int64_t cb,
+                                                          int64_t ce, const int K, const int S) {
     const cuvil_conv2d_params *p = r->p;
-    const int64_t C = p->C;
+    const int64_t C = ce;   /* (the masks: the part's last channel) */
     const dwv vlo = DW_SET1(lo), vhi = DW_SET1(hi);
-    for (int64_t c0 = 0; c0 < C; c0 += DW_SIMD) {
+    for (int64_t c0 = cb; c0 < C; c0 += DW_SIMD) {
         const dwm m = dw_mask(C - c0);
         const int full = C - c0 >= DW_SIMD;
         dwv wv[25];
@@ -140,8 +143,9 @@ static inline __attribute__((always_inline)) void row_vec(const dwn_run *r, cons
 #define ROW_VEC(K, S)                                                                                            \
     static __attribute__((noinline)) void row_vec_##K##_##S(const dwn_run *r, const float *xn, int64_t kh0,      \
                                                             int64_t kh1, int64_t oh, int64_t a, int64_t b,      \
-                                                            float *yrow, const float *rrow, float lo, float hi) { \
-        row_vec(r, xn, kh0, kh1, oh, a, b, yrow, rrow, lo, hi, K, S);                                          \
+                                                            float *yrow, const float *rrow, float lo, float hi, \
+                                                            int64_t cb, int64_t ce) {                           \
+        row_vec(r, xn, kh0, kh1, oh, a, b, yrow, rrow, lo, hi, cb, ce, K, S);                                  \
     }
 ROW_VEC(3, 1)
 ROW_VEC(3, 2)
@@ -150,8 +154,8 @@ ROW_VEC(5, 2)
 #undef ROW_VEC
 #endif
 
-/* Output rows [q0, q1) of all N*OH. */
-static void rows(const dwn_run *r, int64_t q0, int64_t q1) {
+/* Output rows [q0, q1) of all N*OH, channels [cb, ce) (the portable path: all of them). */
+static void rows(const dwn_run *r, int64_t q0, int64_t q1, int64_t cb, int64_t ce) {
     const cuvil_conv2d_params *p = r->p;
     const int64_t C = p->C, OW = p->OW;
 #ifdef DW_SIMD
@@ -175,18 +179,25 @@ static void rows(const dwn_run *r, int64_t q0, int64_t q1) {
             const int64_t ih0 = oh * p->stride_h - p->pad_t;
             const int64_t kh0 = ih0 < 0 ? -ih0 : 0, kh1 = cuvil_min_i64(p->KH, p->H - ih0);
             if (p->KW == 3 && S == 1)
-                row_vec_3_1(r, xn, kh0, kh1, oh, a, b, yrow, rrow, lo, hi);
+                row_vec_3_1(r, xn, kh0, kh1, oh, a, b, yrow, rrow, lo, hi, cb, ce);
             else if (p->KW == 3)
-                row_vec_3_2(r, xn, kh0, kh1, oh, a, b, yrow, rrow, lo, hi);
+                row_vec_3_2(r, xn, kh0, kh1, oh, a, b, yrow, rrow, lo, hi, cb, ce);
             else if (S == 1)
-                row_vec_5_1(r, xn, kh0, kh1, oh, a, b, yrow, rrow, lo, hi);
+                row_vec_5_1(r, xn, kh0, kh1, oh, a, b, yrow, rrow, lo, hi, cb, ce);
             else
-                row_vec_5_2(r, xn, kh0, kh1, oh, a, b, yrow, rrow, lo, hi);
-            if (!clamp) cuvil_f32_unary(&p->act, yrow, yrow, (size_t)(OW * C));
+                row_vec_5_2(r, xn, kh0, kh1, oh, a, b, yrow, rrow, lo, hi, cb, ce);
+            if (!clamp && !r->hswish) {
+                if (cb == 0 && ce == C)
+                    cuvil_f32_unary(&p->act, yrow, yrow, (size_t)(OW * C));
+                else   /* the part's channels of each pixel */
+                    cuvil_f32_act_rows(&p->act, yrow + cb, (size_t)C, (size_t)OW, (size_t)(ce - cb));
+            }
         }
         return;
     }
 #endif
+    (void)cb;
+    (void)ce;
     for (int64_t q = q0; q < q1; q++) {
         float *yrow = r->y + q * OW * C;
         const float *rrow = r->res ? r->res + q * OW * C : NULL;
@@ -199,19 +210,36 @@ static void rows_task(void *vctx, int64_t t, int tid) {
     (void)tid;
     const dwn_run *r = (const dwn_run *)vctx;
     const int64_t total = r->p->N * r->p->OH;
-    rows(r, t * r->per, cuvil_min_i64(total, (t + 1) * r->per));
+    if (r->cparts > 1)
+        rows(r, 0, total, t * r->cper, cuvil_min_i64(r->p->C, (t + 1) * r->cper));
+    else
+        rows(r, t * r->per, cuvil_min_i64(total, (t + 1) * r->per), 0, r->p->C);
 }
 
 void cuvil_f32_dwconv2d_nhwc(const cuvil_conv2d_params *p, const float *x, const float *w, int64_t wcs, int64_t wts,
                              const float *bias, const float *residual, float *y) {
     const int64_t total = p->N * p->OH;
     if (total <= 0 || p->OW <= 0 || p->C <= 0) return;
-    dwn_run r = {p, x, w, bias, residual, y, wcs, wts, total};
+    dwn_run r = {p, x, w, bias, residual, y, wcs, wts, total, 1, p->C, 0};
+#ifdef DW_SIMD
+    r.hswish = wcs == 1 && p->act.act == CUVIL_ACT_HARD_SWISH;
+#endif
     const int64_t threads = cuvil_threads();
-    /* one run of rows per thread: the GEMMs on either side split the pixels the same way */
+    /* one run of rows per thread: the GEMMs on either side split the pixels the same way; with
+     * fewer than 4 rows a thread (a 7x7 map: 4 and 3 on two threads), a part of the channels
+     * instead, every row */
     if (threads > 1 && total >= 2 && (double)total * (double)(p->OW * p->C * p->KH * p->KW) >= 1e5) {
         const int64_t tasks = cuvil_min_i64(total, threads);
         r.per = (total + tasks - 1) / tasks;
+#ifdef DW_SIMD
+        const int64_t vecs = (p->C + DW_SIMD - 1) / DW_SIMD;
+        if (wcs == 1 && total < 4 * threads && total % threads && vecs >= 2 * threads) {
+            r.cper = (vecs + threads - 1) / threads * DW_SIMD;
+            r.cparts = (p->C + r.cper - 1) / r.cper;
+            cuvil_parallel_for(r.cparts, rows_task, &r);
+            return;
+        }
+#endif
     }
     cuvil_parallel_for((total + r.per - 1) / r.per, rows_task, &r);
 }

@@ -42,4 +42,13 @@ static inline dwm dw_mask(int64_t n) {
 #define DW_MIN(a, b) _mm256_min_ps(a, b)
 #endif
 
+#ifdef DW_SIMD
+/* HardSwish with the operations of unary_avx2.c's hard_swish256 in their order (the bits of
+ * the activation applied after the conv). */
+static inline dwv dw_hswish(dwv x) {
+    const dwv v = DW_ADD(DW_MUL(x, DW_SET1(1.0f / 6.0f)), DW_SET1(0.5f));
+    return DW_MUL(x, DW_MAX(DW_MIN(v, DW_SET1(1.0f)), DW_SET1(0.0f)));
+}
+#endif
+
 #endif
