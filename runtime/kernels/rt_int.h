@@ -112,9 +112,10 @@ void cuvil_transpose_f32__avx2(const float *x, int64_t xs, float *y, int64_t ys,
  * (accumulating over K blocks). kc may be 0. */
 /* What a microkernel fuses into its store (the GEMM's epilogue on the last K block):
  * c = min(max(acc + c_in + row_bias[i] + col_bias[j], lo), hi), NaN passing through; either
- * bias may be NULL, lo/hi +-inf for no clamp (Relu: 0/+inf, Clip: its bounds). hswish: then
- * HardSwish, v * max(min(v * (1/6) + 0.5, 1), 0), in the vector kernels the operations of
- * unary_avx2.c's hard_swish256 in that order (so the same bits as applying it after). */
+ * bias may be NULL, lo/hi +-inf for no clamp (Relu: 0/+inf, Clip: its bounds). hswish:
+ * HardSwish instead of the clamp (lo/hi must then be -inf/+inf: the AVX2 kernels skip it),
+ * v * max(min(v * (1/6) + 0.5, 1), 0), in the vector kernels the operations of unary_avx2.c's
+ * hard_swish256 in that order (so the same bits as applying it after). */
 typedef struct cuvil_ukernel_epi {
     const float *row_bias;
     const float *col_bias;

@@ -902,10 +902,14 @@ static void test_channels_last(void) {
          * part ending in a partial vector: 228 = 28.5 x 8) */
         {1, 228, 7, 7, 228, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 228},
         {2, 480, 7, 7, 480, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 480},
+        /* 7x7 taps: the portable loop, which must keep the split by rows (with the residual in
+         * y, a conv that every thread ran whole added it twice) */
+        {1, 96, 7, 7, 96, 7, 7, 1, 1, 3, 3, 3, 3, 1, 1, 96},
     };
     for (size_t i = 0; i < sizeof dws / sizeof dws[0]; i++) {
         run_layout(&dws[i], XY, (int)i % 3, CUVIL_ACT_CLIP);
         run_layout(&dws[i], XY, 0, CUVIL_ACT_HARD_SWISH);
+        run_layout(&dws[i], XY, 2, CUVIL_ACT_HARD_SWISH);   /* the residual in y, then HardSwish */
         run_layout(&dws[i], XY, 1, CUVIL_ACT_SILU);
     }
     /* what cuvil_conv2d_layout_ok refuses */

@@ -121,11 +121,10 @@ static inline __attribute__((always_inline)) void row_vec(const dwn_run *r, cons
                                                           const float *rrow, float lo, float hi, int64_t cb,
                                                           int64_t ce, const int K, const int S) {
     const cuvil_conv2d_params *p = r->p;
-    const int64_t C = ce;   /* (the masks: the part's last channel) */
     const dwv vlo = DW_SET1(lo), vhi = DW_SET1(hi);
-    for (int64_t c0 = cb; c0 < C; c0 += DW_SIMD) {
-        const dwm m = dw_mask(C - c0);
-        const int full = C - c0 >= DW_SIMD;
+    for (int64_t c0 = cb; c0 < ce; c0 += DW_SIMD) {
+        const dwm m = dw_mask(ce - c0);   /* (the part's last vector may be partial) */
+        const int full = ce - c0 >= DW_SIMD;
         dwv wv[25];
         for (int t = 0; t < K * K; t++) wv[t] = DW_LOADM(r->w + t * r->wts + c0, m);
         const dwv vb = r->bias ? DW_LOADM(r->bias + c0, m) : DW_SET1(0.0f);
@@ -154,13 +153,25 @@ ROW_VEC(5, 2)
 #undef ROW_VEC
 #endif
 
-/* Output rows [q0, q1) of all N*OH, channels [cb, ce) (the portable path: all of them). */
+/* Does the conv run the vector rows (tap-major weights, 3x3 or 5x5, stride 1 or 2 across)? */
+static int vec_rows(const cuvil_conv2d_params *p, int64_t wcs) {
+#ifdef DW_SIMD
+    return wcs == 1 && p->KH == p->KW && (p->KW == 3 || p->KW == 5) && (p->stride_w == 1 || p->stride_w == 2);
+#else
+    (void)p;
+    (void)wcs;
+    return 0;
+#endif
+}
+
+/* Output rows [q0, q1) of all N*OH, channels [cb, ce) (the vector rows; the portable loop takes
+ * every channel, and is never given a part of them: cuvil_f32_dwconv2d_nhwc). */
 static void rows(const dwn_run *r, int64_t q0, int64_t q1, int64_t cb, int64_t ce) {
     const cuvil_conv2d_params *p = r->p;
     const int64_t C = p->C, OW = p->OW;
 #ifdef DW_SIMD
     const int64_t S = p->stride_w;
-    if (r->wcs == 1 && p->KH == p->KW && (p->KW == 3 || p->KW == 5) && (S == 1 || S == 2)) {
+    if (vec_rows(p, r->wcs)) {
         const cuvil_act act = p->act.act;
         const int clamp = act == CUVIL_ACT_NONE || act == CUVIL_ACT_RELU || act == CUVIL_ACT_CLIP;
         const float lo = act == CUVIL_ACT_RELU ? 0.0f : act == CUVIL_ACT_CLIP ? p->act.alpha : -INFINITY;
@@ -221,9 +232,7 @@ void cuvil_f32_dwconv2d_nhwc(const cuvil_conv2d_params *p, const float *x, const
     const int64_t total = p->N * p->OH;
     if (total <= 0 || p->OW <= 0 || p->C <= 0) return;
     dwn_run r = {p, x, w, bias, residual, y, wcs, wts, total, 1, p->C, 0};
-#ifdef DW_SIMD
-    r.hswish = wcs == 1 && p->act.act == CUVIL_ACT_HARD_SWISH;
-#endif
+    r.hswish = vec_rows(p, wcs) && p->act.act == CUVIL_ACT_HARD_SWISH;
     const int64_t threads = cuvil_threads();
     /* one run of rows per thread: the GEMMs on either side split the pixels the same way; with
      * fewer than 4 rows a thread (a 7x7 map: 4 and 3 on two threads), a part of the channels
@@ -233,7 +242,7 @@ void cuvil_f32_dwconv2d_nhwc(const cuvil_conv2d_params *p, const float *x, const
         r.per = (total + tasks - 1) / tasks;
 #ifdef DW_SIMD
         const int64_t vecs = (p->C + DW_SIMD - 1) / DW_SIMD;
-        if (wcs == 1 && total < 4 * threads && total % threads && vecs >= 2 * threads) {
+        if (vec_rows(p, wcs) && total < 4 * threads && total % threads && vecs >= 2 * threads) {
             r.cper = (vecs + threads - 1) / threads * DW_SIMD;
             r.cparts = (p->C + r.cper - 1) / r.cper;
             cuvil_parallel_for(r.cparts, rows_task, &r);
