@@ -196,16 +196,19 @@ def main(argv=None):
     if failed:
         lines.append(f"\nNot run: {', '.join(failed)}.")
     if args.gemm:
+        # the target's own GEMM bench (cuvil-bench-gemm-avx2: % of the AVX2 peak) where there is one
         gemm = build / "bin" / "cuvil-bench-gemm"
+        if isa and (build / "bin" / f"cuvil-bench-gemm-{isa}").exists():
+            gemm = build / "bin" / f"cuvil-bench-gemm-{isa}"
         out = subprocess.run([str(gemm)] + ([] if args.full else ["--quick"]), capture_output=True, text=True)
-        lines.append(f"\nGEMM (`build/bin/cuvil-bench-gemm{'' if args.full else ' --quick'}`; `ukernel`: the microkernel "
+        lines.append(f"\nGEMM (`build/bin/{gemm.name}{'' if args.full else ' --quick'}`; `ukernel`: the microkernel "
                      "alone on L1-resident panels; `square`, `layer`: the whole driver, one thread; `square, 2 threads`: "
                      "% of twice the one-core peak):\n\n" + (out.stdout if out.returncode == 0 else f"fails: {out.stderr}"))
     report = "\n".join(lines) + "\n"
     print(report)
     if args.write:
         path = Path(args.write)
-        old = path.read_text()
+        old = path.read_text() if path.exists() else "# Cuvil vs ONNX Runtime — measured results\n\n"
         cut = old.index("\n## ") + 1 if "\n## " in old else len(old)
         path.write_text(old[:cut] + report + "\n" + old[cut:])
     return 0
