@@ -18,8 +18,11 @@ static bool pads_fixed(cir_graph *g, cir_node *d) {
  * Measured on MobileNetV2 (bench/profile_layers.py, AMD EPYC Zen 4, 1 MB L2): its 112x112 block
  * (4.8 MB) 1.15 -> 0.88 ms on one thread, 0.54 -> 0.46-0.51 ms on two; the 56x56 and 28x28
  * blocks (1.8 and 0.6 MB) gained nothing or lost up to 0.03 ms (halo rows computed twice, GEMMs
- * on short bands), so they run layer by layer. */
-#define MBBLOCK_MIN_BYTES (4 * 1024 * 1024)
+ * on short bands), so they run layer by layer. MobileNetV3-Large's 112x112 block (3.2 MB, 16 ->
+ * 64 -> 24), Intel Xeon VM with 2 MB of L2, AVX2, one thread: 0.679 -> 0.630 ms; its 56x56 one
+ * (0.9 MB) 0.354 -> 0.380, as MobileNetV2's; the model in alternating cuvil-run turns 0.1-1.7%
+ * faster on both targets and thread counts (within this VM's noise). */
+#define MBBLOCK_MIN_BYTES (2 * 1024 * 1024)
 /* Without an expand conv (MobileNetV2's first block: depthwise 32 x 112x112, 1.6 MB, then
  * 32 -> 16), where the depthwise conv's input is at least this large: the two convs 0.416 ->
  * 0.361 ms, the model 7.78 -> 7.67 ms on one thread (medians of 30 alternating processes; two

@@ -505,3 +505,30 @@ def test_square_and_doubling_1x1_direct(target, tmp_path):
     assert "pixels read in place" in lines["Conv_c2"], ir
     assert "pixels read in place" not in lines["Conv_c3"] and "im2col+gemm" in lines["Conv_c3"], ir
     tl.check_target_outputs(p, inputs, ref, tmp_path, target)
+
+
+def _inverted_residual(c_in: int, hidden: int, hw: int) -> Case:
+    """MobileNetV3-Large's second block at hw x hw: expand 1x1 + Relu -> depthwise 3x3 stride 2 +
+    Relu -> project 1x1 to 24 channels."""
+    nodes = [
+        node("Conv", ["x", "we", "be"], ["ec"]), node("Relu", ["ec"], ["e"]),
+        node("Conv", ["e", "wd", "bd"], ["dc"], group=hidden, pads=[1, 1, 1, 1], strides=[2, 2]),
+        node("Relu", ["dc"], ["d"]),
+        node("Conv", ["d", "wp", "bp"], ["y"]),
+    ]
+    inits = {"we": R(hidden, c_in, 1, 1), "be": R(hidden), "wd": R(hidden, 1, 3, 3), "bd": R(hidden),
+             "wp": R(24, hidden, 1, 1), "bp": R(24)}
+    return Case(f"inverted-residual-{hidden}-{hw}", 13, nodes, {"x": [1, c_in, hw, hw]}, inits)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("c_in,hidden,hw,fused", [(16, 64, 112, True), (24, 72, 56, False)],
+                         ids=["3.2MB-fused", "0.9MB-layer-by-layer"])
+def test_inverted_residual_block_fused_from_2mb(c_in, hidden, hw, fused, target, tmp_path):
+    """An inverted-residual block whose expanded tensor passes 2 MB (MobileNetV3-Large's 16 -> 64
+    at 112x112: 3.2 MB) runs as one kernel, band by band (the expand conv in it); its 56x56 block
+    (0.9 MB, in L2) runs layer by layer."""
+    p, inputs, ref, ir = _ir(_inverted_residual(c_in, hidden, hw), tmp_path, target)
+    assert ("expand 1x1 -> depthwise 3x3 s2 -> project 1x1 in bands of rows" in ir) == fused, ir
+    assert ("in bands of rows" in ir) == fused, ir
+    tl.check_target_outputs(p, inputs, ref, tmp_path, target)
