@@ -123,7 +123,7 @@ typedef struct cuvil_ukernel_epi {
     int hswish;
 } cuvil_ukernel_epi;
 
-/* HardSwish in scalar code, for the epilogues of the portable microkernels. */
+/* HardSwish in scalar code (cuvil_f32_act1 and the portable microkernels' epilogues). */
 static inline float cuvil_hswish1(float x) {
     float v = x * (1.0f / 6.0f) + 0.5f;
     v = v < 1.0f ? v : 1.0f;

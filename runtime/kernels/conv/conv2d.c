@@ -1395,10 +1395,7 @@ static inline __attribute__((always_inline)) void stem_block(const stem_run *r, 
             dwv y = acc[j][v];
             if (r->residual) y = DW_ADD(y, whole ? DW_LOAD(r->residual + o) : DW_LOADM(r->residual + o, msk));
             if (r->clamp) y = DW_MIN(vhi, DW_MAX(vlo, y));   /* (NaN passes, as in dwk_rows) */
-            if (r->hswish) {
-                const dwv h = DW_ADD(DW_MUL(y, DW_SET1(1.0f / 6.0f)), DW_SET1(0.5f));
-                y = DW_MUL(y, DW_MAX(DW_MIN(h, DW_SET1(1.0f)), DW_SET1(0.0f)));
-            }
+            if (r->hswish) y = dw_hswish(y);
             if (whole)
                 DW_STORE(r->y + o, y);
             else

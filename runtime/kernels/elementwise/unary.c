@@ -43,11 +43,7 @@ float cuvil_f32_act1(const cuvil_act_params *a, float x) {
         v = v < 1.0f ? v : 1.0f;
         return v > 0.0f ? v : 0.0f;
     }
-    case CUVIL_ACT_HARD_SWISH: {
-        float v = x * (1.0f / 6.0f) + 0.5f;
-        v = v < 1.0f ? v : 1.0f;
-        return x * (v > 0.0f ? v : 0.0f);
-    }
+    case CUVIL_ACT_HARD_SWISH: return cuvil_hswish1(x);
     case CUVIL_ACT_TANH: return tanhf(x);
     case CUVIL_ACT_EXP: return expf(x);
     case CUVIL_ACT_LOG: return logf(x);
@@ -118,11 +114,7 @@ static void unary_serial(const cuvil_act_params *a, const float *x, float *y, si
         }
         return;
     case CUVIL_ACT_HARD_SWISH:
-        for (size_t i = 0; i < n; i++) {
-            float v = x[i] * (1.0f / 6.0f) + 0.5f;
-            v = v < 1.0f ? v : 1.0f;
-            y[i] = x[i] * (v > 0.0f ? v : 0.0f);
-        }
+        for (size_t i = 0; i < n; i++) y[i] = cuvil_hswish1(x[i]);
         return;
 #endif
     case CUVIL_ACT_SQRT:
