@@ -15,6 +15,12 @@
 #define MR 6
 #define NR 16
 
+/* The packed B row (one line) 8 k steps ahead into L1 (past a panel's end: the next panel's,
+ * or nothing; a prefetch never faults): ResNet-50 one thread 82.0 -> 78.7 ms (alternating
+ * cuvil-run turns, Xeon VM), MobileNetV3, ResNet-18 on two threads and the YOLO-style
+ * detector within noise. */
+#define B_PREFETCH(b) _mm_prefetch((const char *)((b) + 8 * NR), _MM_HINT_T0)
+
 /* HardSwish, as unary_avx2.c's hard_swish256 computes it (the same operations in the same
  * order: a tile's values are those of the activation applied after it). */
 static inline __attribute__((always_inline)) __m256 hswish8(__m256 x) {
@@ -153,6 +159,7 @@ void cuvil_f32_gemm_ukernel_6x16__avx2_fma(size_t kc, const float *a, const floa
     } while (0)
 
     for (size_t k = 0; k < kc; k++) {
+        B_PREFETCH(b);
         STEP(0);
         a += MR;
         b += NR;
@@ -179,6 +186,7 @@ static inline __attribute__((always_inline)) void rows_tile(const int TR, size_t
         for (int i = 0; i < TR; i++) ar[i] = rows[s * (size_t)TR + (size_t)i];
 #pragma GCC unroll 4
         for (size_t k = 0; k < seglen[s]; k++) {
+            B_PREFETCH(b + k * NR);
             const __m256 b0 = _mm256_loadu_ps(b + k * NR), b1 = _mm256_loadu_ps(b + k * NR + 8);
 #pragma GCC unroll 6
             for (int i = 0; i < TR; i++) {
@@ -207,6 +215,7 @@ void cuvil_f32_gemm_ukernel_5x16__avx2_fma(size_t kc, const float *a, const floa
     for (int i = 0; i < 5; i++) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
 #pragma GCC unroll 4
     for (size_t k = 0; k < kc; k++) {
+        B_PREFETCH(b + k * NR);
         const __m256 b0 = _mm256_loadu_ps(b + k * NR), b1 = _mm256_loadu_ps(b + k * NR + 8);
 #pragma GCC unroll 5
         for (int i = 0; i < 5; i++) {

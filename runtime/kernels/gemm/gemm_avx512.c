@@ -15,6 +15,17 @@
 #define MR 8
 #define NR 32
 
+/* Both lines of the packed B row 8 k steps ahead into L1 (past a panel's end: the next
+ * panel's, or nothing; a prefetch never faults). B is a layer's weights, read from L3 or
+ * memory once a run where the pixels are few: ResNet-50 one thread 58.1 -> 55.6 ms, ResNet-18
+ * 23.1 -> 21.8, the YOLO-style detector 10.9 -> 10.5 (alternating cuvil-run turns, Xeon VM);
+ * MobileNetV3 and ViT-S/16 within noise. */
+#define B_PREFETCH(b)                                                  \
+    do {                                                               \
+        _mm_prefetch((const char *)((b) + 8 * NR), _MM_HINT_T0);       \
+        _mm_prefetch((const char *)((b) + 8 * NR + 16), _MM_HINT_T0);  \
+    } while (0)
+
 /* HardSwish with the operations of unary_avx2.c's hard_swish256, in its order, on 16 lanes (the
  * bits of the activation applied after the tile, which that function does on this target). */
 static inline __attribute__((always_inline)) __m512 hswish16(__m512 x) {
@@ -108,6 +119,7 @@ void cuvil_f32_gemm_ukernel_8x32__avx512(size_t kc, const float *a, const float 
         r1 = _mm512_fmadd_ps(av, b1, r1);             \
     } while (0)
     for (size_t k = 0; k < kc; k++) {
+        B_PREFETCH(b);
         const __m512 b0 = _mm512_loadu_ps(b);
         const __m512 b1 = _mm512_loadu_ps(b + 16);
         ROW(0, c00, c01);
@@ -219,6 +231,7 @@ void cuvil_f32_rows_ukernel_8x32__avx512(size_t nseg, const size_t *seglen, cons
         const float *a0 = rows[s * MR], *a1 = rows[s * MR + 1], *a2 = rows[s * MR + 2], *a3 = rows[s * MR + 3];
         const float *a4 = rows[s * MR + 4], *a5 = rows[s * MR + 5], *a6 = rows[s * MR + 6], *a7 = rows[s * MR + 7];
         for (size_t k = 0; k < seglen[s]; k++) {
+            B_PREFETCH(b);
             const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
 #define ROW(i, ai)                                        \
     do {                                                  \
