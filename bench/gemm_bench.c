@@ -14,7 +14,11 @@
  *   square   C = A B, M = N = K (64 ... 1024), the whole driver: packing, blocking, edges;
  *            the median GFLOP/s of calls timed one by one
  *   layer    the products of the benchmark models' convolutions as im2col GEMMs
- *            (M = output channels, N = output pixels, K = input channels x taps), one thread
+ *            (M = output channels, N = output pixels, K = input channels x taps), one thread;
+ *            A (the weights) dense, packed on every call
+ *   layer, pixels as rows   the same product as the channels-last lowering runs it: the
+ *            pixels as the rows (M and N swapped), the weights B packed ahead of time, as a
+ *            model's are (printed with the layer's M, N, K)
  *   square, 2 threads   the squares of 256 and more on a pool of 2 threads (the x86
  *            kernels): % of twice the one-core peak, the per-thread efficiency
  */
@@ -271,6 +275,9 @@ int main(int argc, char **argv) {
             g = time_gemm(&blk, layers[i][0], layers[i][1], layers[i][2], quick, 1);
             printf("| %s | layer | %lld | %lld | %lld | %.1f | %.1f |\n", uk->name, (long long)layers[i][0],
                    (long long)layers[i][1], (long long)layers[i][2], g, 100 * g / peak);
+            g = time_gemm_b(&blk, layers[i][1], layers[i][0], layers[i][2], quick, 1, 1);
+            printf("| %s | layer, pixels as rows | %lld | %lld | %lld | %.1f | %.1f |\n", uk->name,
+                   (long long)layers[i][0], (long long)layers[i][1], (long long)layers[i][2], g, 100 * g / peak);
         }
         /* two threads (the machines here have 2 cores): % of twice the one-core peak */
         if (strstr(uk->name, "avx")) {
