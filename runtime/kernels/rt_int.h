@@ -226,6 +226,12 @@ void cuvil_f32_rows_ukernel_7x32__avx512(size_t nseg, const size_t *seglen, cons
 void cuvil_f32_rows_ukernel_8x32__avx512(size_t nseg, const size_t *seglen, const float *const *rows,
                                          const float *b, float *c, size_t ldc, size_t mr, size_t nr,
                                          const float *c_in, size_t ld_in, const cuvil_ukernel_epi *epi);
+/* A 12 x 32 tile with A's 12 rows read in place (row i at a + i * lda, kc floats) against one
+ * packed B panel (kc x 32): the tile of the driver's A-in-place order (gemm.c), stored like the
+ * 8x32 microkernel's (c_in, then the epilogue; columns past nr not stored). */
+void cuvil_f32_gemm_lda_ukernel_12x32__avx512(size_t kc, const float *a, size_t lda, const float *b, float *c,
+                                              size_t ldc, size_t nr, const float *c_in, size_t ld_in,
+                                              const cuvil_ukernel_epi *epi);
 /* acc[t] += sum_k a[k] * panel[k*32 + t] for t < 32. */
 void cuvil_f32_gemv_panel32__avx512(size_t kc, const float *a, const float *panel, float *acc);
 void cuvil_f32_gemv_panel32_w16__avx512(int kind, size_t kc, const float *a, const uint16_t *panel, float *acc);
