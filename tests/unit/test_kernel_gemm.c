@@ -458,6 +458,61 @@ static void test_threads(void) {
     }
 }
 
+/* A row-major A times a B packed ahead runs, on AVX-512, with A's rows read in place 12 at a time
+ * (gemm.c's gemm_range_lda; any target: whichever path it takes); the same product with A given
+ * transposed (trans_a: A packed, the 8x32 tiles) must give the same bits: row counts that leave
+ * 1-11 rows to the rows microkernel, partial panels, several K blocks, a row or column bias
+ * with Relu, HardSwish or SiLU (after the tile), an initial value (beta with a full bias). */
+static void test_a_in_place(void) {
+    static const int64_t shapes[][3] = {{12, 32, 8}, {197, 100, 500}, {25, 40, 1}, {49, 512, 700}, {37, 16, 193},
+                                        {13, 1, 64}, {24, 333, 384}};
+    static const cuvil_act acts[] = {CUVIL_ACT_RELU, CUVIL_ACT_HARD_SWISH, CUVIL_ACT_SILU, CUVIL_ACT_NONE};
+    const cuvil_gemm_blocking *def = cuvil_gemm_default_blocking();
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (int form = 0; form < 4; form++) {
+            const int64_t M = shapes[i][0], N = shapes[i][1], K = shapes[i][2];
+            cuvil_gemm_params p = make(M, N, K, 0, 0, 0);
+            p.act = ktu_act_params(acts[form]);
+            p.packed_nr = def->uk->nr;
+            p.packed_kc = def->kc;
+            /* form 0: a bias a row, 1 and 2: a column, 3: a full [M, N] one (the initial value) */
+            p.bias_rs = form == 0 || form == 3 ? (form == 3 ? N : 1) : 0;
+            p.bias_cs = form == 0 ? 0 : 1;
+            float *A = ktu_falloc((size_t)(M * K)), *At = ktu_falloc((size_t)(M * K)), *B = ktu_falloc((size_t)(K * N));
+            float *bias = ktu_falloc((size_t)(M * N)), *C1 = ktu_falloc((size_t)(M * N)), *C2 = ktu_falloc((size_t)(M * N));
+            ktu_fill(A, (size_t)(M * K), -1, 1);
+            ktu_fill(B, (size_t)(K * N), -1, 1);
+            ktu_fill(bias, (size_t)(M * N), -1, 1);
+            for (int64_t m = 0; m < M; m++)
+                for (int64_t k = 0; k < K; k++) At[k * M + m] = A[m * K + k];
+            float *Bp = ktu_falloc(cuvil_f32_gemm_packed_b_floats(&p));
+            cuvil_f32_gemm_pack_b(&p, B, Bp);
+            void *scratch = ktu_alloc(cuvil_f32_gemm_scratch_size(&p) + 64);
+            cuvil_f32_gemm(&p, A, Bp, bias, C1, scratch);
+            cuvil_gemm_params t = p;
+            t.trans_a = 1;
+            t.lda = M;
+            cuvil_f32_gemm(&t, At, Bp, bias, C2, scratch);
+            ktu_checks++;
+            if (memcmp(C1, C2, (size_t)(M * N) * sizeof(float)) != 0)
+                ktu_fail("gemm %lldx%lldx%lld (B prepacked, form %d): A row-major and A transposed differ", (long long)M,
+                         (long long)N, (long long)K, form);
+            double *ref = malloc((size_t)(M * N) * sizeof(double));
+            naive(&p, A, B, bias, ref);
+            ktu_check(C1, ref, (size_t)(M * N), 1e-4, 1e-4, "gemm %lldx%lldx%lld form %d, A row-major, B prepacked",
+                      (long long)M, (long long)N, (long long)K, form);
+            free(ref);
+            free(scratch);
+            free(Bp);
+            free(A);
+            free(At);
+            free(B);
+            free(bias);
+            free(C1);
+            free(C2);
+        }
+}
+
 /* Every microkernel's edge tiles (mr < MR rows, nr < NR columns), with and without c_in and
  * each form of its epilogue (a row bias with Relu's clamp, a column bias with Clip's, a column
  * bias then HardSwish): each value the same, bit for bit, as the full tile's at its place (so
@@ -539,6 +594,7 @@ int main(void) {
     setenv("CUVIL_OVERSUBSCRIBE", "1", 1); /* pools of 3 threads even on 2 CPUs: uneven splits */
     test_target_table();
     test_threads();
+    test_a_in_place();
     test_ukernel_edges();
     test_shapes();
     test_activations();
