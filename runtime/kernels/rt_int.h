@@ -313,6 +313,9 @@ typedef struct cuvil_gemm_job {
      * 128 x 768 x 3072 product 5.93 ms against 5.77, 32 rows 1.53 against 1.55.) */
     const uint16_t *b_packed16;
     int b16;
+    /* A's rows read in place for any number of rows (AVX-512, B prepacked with 32 columns, alpha
+     * 1: the caller checks): the driver then uses no scratch (conv2d.c's 1x1 direct_t) */
+    int a_in_place;
 } cuvil_gemm_job;
 
 /* All of A ([M, K], or [K, M] with trans_a; times alpha) in the layout the driver reads with

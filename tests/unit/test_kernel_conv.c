@@ -781,6 +781,72 @@ static void run_layout(const conv_case *cc, int64_t layout, int res_mode, int ac
     run_layout_algo(cc, layout, res_mode, act, CUVIL_CONV_GEMM_T);
 }
 
+/* A 1x1 stride-1 direct_t conv with x and y channels last runs, on AVX-512, as a GEMM with x's
+ * rows read in place (conv2d.c's direct_t_as_gemm), where 12-row tiles waste few rows; with y
+ * channels first it runs its tiles (rows microkernel) and a transposing copy. Without a residual
+ * the two orders of operations are the same, so the outputs must be the same bits, on 1 and 3
+ * threads (any target: whichever paths it takes). */
+static void test_direct_t_as_gemm_bits(void) {
+    const int64_t X = CUVIL_CONV_X_NHWC, Y = CUVIL_CONV_Y_NHWC;
+    const cuvil_gemm_blocking *def = cuvil_gemm_default_blocking();
+    static const conv_case cases[] = {
+        /*  N  C   H   W   M  KH KW sh sw pt pl pb pr dh dw g */
+        {1, 192, 12, 10, 32, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},   /* 120 pixels: 10 tiles of 12 */
+        {2, 96, 14, 14, 40, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},    /* 196: 4 rows left, a panel of 8 columns */
+        {1, 1100, 4, 3, 80, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},    /* K in two blocks, a half panel */
+        {1, 64, 10, 11, 24, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},    /* 110: 2 rows left */
+    };
+    static const int acts[] = {CUVIL_ACT_RELU, CUVIL_ACT_HARD_SWISH, CUVIL_ACT_SILU, CUVIL_ACT_NONE};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (int a = 0; a < 4; a++)
+            for (int threads = 1; threads <= 3; threads += 2) {
+                cuvil_conv2d_params p = to_params(&cases[i]);
+                p.act = ktu_act_params(acts[a]);
+                p.algo = CUVIL_CONV_DIRECT_T;
+                p.packed_mr = def->uk->nr;
+                p.packed_kc = cases[i].C > 1024 ? 1024 : cases[i].C;
+                const int64_t HW = p.H * p.W, OHW = p.OH * p.OW;
+                const size_t nx = (size_t)(p.N * p.C * HW), nw = (size_t)(p.M * p.C), ny = (size_t)(p.N * p.M * OHW);
+                float *x = ktu_falloc(nx), *xl = ktu_falloc(nx), *w = ktu_falloc(nw), *b = ktu_falloc((size_t)p.M);
+                float *y1 = ktu_falloc(ny), *y2 = ktu_falloc(ny), *y2l = ktu_falloc(ny);
+                ktu_fill(x, nx, -1, 1);
+                ktu_fill(w, nw, -1, 1);
+                ktu_fill(b, (size_t)p.M, -1, 1);
+                relayout_f(x, xl, p.N, p.C, HW, 1);
+                const size_t nf = cuvil_f32_conv2d_packed_floats(&p), nt = cuvil_f32_conv2d_pack_tmp_floats(&p);
+                float *wp = ktu_falloc(nf), *tmp = nt ? ktu_falloc(nt) : NULL;
+                cuvil_f32_conv2d_pack(&p, w, wp, tmp);
+                free(tmp);
+                cuvil_conv2d_params q1 = p, q2 = p;
+                q1.layout = X | Y;
+                q2.layout = X;
+                const size_t per = CUVIL_ALIGN_UP(cuvil_f32_conv2d_scratch_size(&q1), 64) +
+                                   CUVIL_ALIGN_UP(cuvil_f32_conv2d_scratch_size(&q2), 64);
+                void *scratch = ktu_alloc((size_t)threads * per);
+                cuvil_pool *pool = threads > 1 ? cuvil_pool_create(threads, per, ktu_aligned_alloc, ktu_aligned_free, NULL) : NULL;
+                if (threads > 1 && !pool) ktu_fail("direct_t as gemm: no thread pool");
+                const cuvil_pool *prev = cuvil_pool_bind(pool);
+                cuvil_f32_conv2d_prepacked(&q1, xl, wp, b, NULL, y1, scratch);
+                cuvil_f32_conv2d_prepacked(&q2, xl, wp, b, NULL, y2, scratch);
+                cuvil_pool_bind(prev);
+                cuvil_pool_destroy(pool);
+                relayout_f(y2, y2l, p.N, p.M, OHW, 1);
+                ktu_checks++;
+                if (memcmp(y1, y2l, ny * sizeof(float)) != 0)
+                    ktu_fail("direct_t 1x1 case %zu act %s, %d thread%s: channels-last y differs from channels-first y", i,
+                             cuvil_act_names[acts[a]], threads, threads > 1 ? "s" : "");
+                free(x);
+                free(xl);
+                free(w);
+                free(b);
+                free(wp);
+                free(y1);
+                free(y2);
+                free(y2l);
+                free(scratch);
+            }
+}
+
 static void test_channels_last(void) {
     const int64_t X = CUVIL_CONV_X_NHWC, Y = CUVIL_CONV_Y_NHWC, XY = X | Y;
     static const conv_case gemm[] = {
@@ -1079,6 +1145,7 @@ int main(void) {
     setenv("CUVIL_OVERSUBSCRIBE", "1", 1); /* pools of 3 threads even on 2 CPUs: uneven splits */
     test_winograd_threads_bitwise();
     test_channels_last();
+    test_direct_t_as_gemm_bits();
     test_mbblock();
     test_conv2d();
     test_conv_transpose2d();

@@ -583,6 +583,12 @@ static inline const cuvil_ukernel_epi *tile_inputs(const cuvil_gemm_job *j, int 
 }
 
 #if CUVIL_HAVE_AVX512
+/* The A-in-place path (gemm_range) for this job and microkernel, whatever its rows. */
+static int lda_applies(const cuvil_gemm_job *j, const cuvil_gemm_ukernel_desc *uk) {
+    return uk->nr == 32 && uk->mr <= 8 && uk->rows && j->b_packed && j->b_packed_nr == 32 && !j->trans_a &&
+           !j->a_packed && !j->pack_a && j->alpha == 1.0f && j->b16 != CUVIL_W16_BF16_DOT;
+}
+
 /* The bytes of B a block of columns keeps in L2 while every 12-row tile of A passes it. */
 #define LDA_B_BLOCK_BYTES (512 * 1024)
 
@@ -693,8 +699,7 @@ static void gemm_range(const cuvil_gemm_job *j, const cuvil_gemm_blocking *b, vo
      * 1.13 -> 1.08; ViT-S/16 77.4 -> 70.8 ms (two threads 43.3 -> 40.5). On AVX2 the same order
      * with 6 rows (its 16 registers hold no more) measured within 2% of the packed path: not
      * taken. (alpha 1 only: the packed path folds alpha into A, which would change the bits.) */
-    if (nr == 32 && uk->mr <= 8 && uk->rows && j->b_packed && j->b_packed_nr == 32 && !j->trans_a && !j->a_packed &&
-        !j->pack_a && j->alpha == 1.0f && !dot && m_hi - m_lo >= 12) {
+    if (lda_applies(j, uk) && (m_hi - m_lo >= 12 || j->a_in_place)) {
         gemm_range_lda(j, uk, m_lo, m_hi, n_lo, n_hi, &epi, fuse, has_epilogue, act_after);
         return;
     }
@@ -881,7 +886,13 @@ void cuvil_f32_gemm_run(const cuvil_gemm_job *j, const cuvil_gemm_blocking *b, v
      * 256-512, AVX2, two threads: 66% -> 73-78% of twice the one-core peak) */
     const int redundant = s.by_m ? !j->b_packed : !j->a_packed;
     const int64_t want = redundant ? threads : cuvil_min_i64(2 * (int64_t)threads, CUVIL_MAX_THREADS);
-    const int64_t parts = s.by_m ? cuvil_gemm_split_tiles(M, mr, want, s.bound) : cuvil_gemm_split_tiles(N, nr, want, s.bound);
+    /* (rows in whole 12-row tiles where A is read in place: each part's last tile otherwise goes
+     * to the 8-row kernel for a few rows) */
+    int64_t mt = mr;
+#if CUVIL_HAVE_AVX512
+    if (lda_applies(j, b->uk)) mt = 12;
+#endif
+    const int64_t parts = s.by_m ? cuvil_gemm_split_tiles(M, mt, want, s.bound) : cuvil_gemm_split_tiles(N, nr, want, s.bound);
     cuvil_parallel_for(parts, gemm_task, &s);
 }
 

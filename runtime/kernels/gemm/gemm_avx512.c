@@ -171,22 +171,18 @@ void cuvil_f32_gemm_ukernel_7x32__avx512(size_t kc, const float *a, const float 
  * the packed kernel), and the rows stay in L1 while the block's B panels pass (gemm.c's
  * A-in-place order), so nothing is packed. Each sum runs over k in order from zero, c_in added
  * at the store: the bits of the packed kernels' tiles. */
-void cuvil_f32_gemm_lda_ukernel_12x32__avx512(size_t kc, const float *a, size_t lda, const float *b, float *c,
-                                              size_t ldc, size_t nr, const float *c_in, size_t ld_in,
-                                              const cuvil_ukernel_epi *epi) {
-    enum { R = 12 };
-    __m512 acc[R][2];
-#pragma GCC unroll 12
-    for (int i = 0; i < R; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+/* The 12 rows' sums over W vectors of each B row (W = 1: a panel's first 16 columns only). */
+static inline __attribute__((always_inline)) void lda_sums(const int W, size_t kc, const float *a, size_t lda,
+                                                          const float *b, __m512 (*acc)[2]) {
     const float *a3 = a + 3 * lda, *a6 = a + 6 * lda, *a9 = a + 9 * lda;
     for (size_t k = 0; k < kc; k++) {
         B_PREFETCH(b);
-        const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
-#define ROW(i, p, o)                                               \
-    do {                                                           \
-        const __m512 av = _mm512_set1_ps((p)[(o) + k]);            \
-        acc[i][0] = _mm512_fmadd_ps(av, b0, acc[i][0]);            \
-        acc[i][1] = _mm512_fmadd_ps(av, b1, acc[i][1]);            \
+        const __m512 b0 = _mm512_loadu_ps(b), b1 = W == 2 ? _mm512_loadu_ps(b + 16) : b0;
+#define ROW(i, p, o)                                                        \
+    do {                                                                    \
+        const __m512 av = _mm512_set1_ps((p)[(o) + k]);                     \
+        acc[i][0] = _mm512_fmadd_ps(av, b0, acc[i][0]);                     \
+        if (W == 2) acc[i][1] = _mm512_fmadd_ps(av, b1, acc[i][1]);         \
     } while (0)
 #define ROWS3(i, p) ROW(i, p, 0); ROW(i + 1, p, lda); ROW(i + 2, p, 2 * lda)
         ROWS3(0, a);
@@ -197,7 +193,19 @@ void cuvil_f32_gemm_lda_ukernel_12x32__avx512(size_t kc, const float *a, size_t 
 #undef ROW
         b += NR;
     }
-    store_tile(acc, c, ldc, R, nr, c_in, ld_in, epi);
+}
+
+void cuvil_f32_gemm_lda_ukernel_12x32__avx512(size_t kc, const float *a, size_t lda, const float *b, float *c,
+                                              size_t ldc, size_t nr, const float *c_in, size_t ld_in,
+                                              const cuvil_ukernel_epi *epi) {
+    __m512 acc[12][2];
+#pragma GCC unroll 12
+    for (int i = 0; i < 12; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+    if (nr <= 16)   /* a last panel of at most 16 columns: its first vector only, as half_tile */
+        lda_sums(1, kc, a, lda, b, acc);
+    else
+        lda_sums(2, kc, a, lda, b, acc);
+    store_tile(acc, c, ldc, 12, nr, c_in, ld_in, epi);
 }
 
 /* The 8x32 tile with B's rows at b + boff[k] (direct convolution): a whole tile of row
