@@ -781,12 +781,13 @@ static void run_layout(const conv_case *cc, int64_t layout, int res_mode, int ac
     run_layout_algo(cc, layout, res_mode, act, CUVIL_CONV_GEMM_T);
 }
 
-/* A 1x1 stride-1 direct_t conv with x and y channels last runs, on AVX-512, as a GEMM with x's
- * rows read in place (conv2d.c's direct_t_as_gemm), where 12-row tiles waste few rows; with y
- * channels first it runs its tiles (rows microkernel) and a transposing copy. Without a residual
- * the two orders of operations are the same, so the outputs must be the same bits, on 1 and 3
- * threads (any target: whichever paths it takes). */
-static void test_direct_t_as_gemm_bits(void) {
+/* A 1x1 stride-1 conv with x and y channels last (lowered as direct_t or as the pixels-as-rows
+ * GEMM) runs, on AVX-512, as a GEMM with x's rows read in place (conv2d.c's
+ * pointwise_nhwc_as_gemm), where 12-row tiles waste few rows; with y channels first it runs its
+ * own path (direct_t's tiles, the GEMM on packed pixels) and a transposing copy. Without a
+ * residual the two orders of operations are the same, so the outputs must be the same bits, on
+ * 1 and 3 threads (any target: whichever paths it takes). */
+static void test_pointwise_nhwc_as_gemm_bits(void) {
     const int64_t X = CUVIL_CONV_X_NHWC, Y = CUVIL_CONV_Y_NHWC;
     const cuvil_gemm_blocking *def = cuvil_gemm_default_blocking();
     static const conv_case cases[] = {
@@ -797,14 +798,17 @@ static void test_direct_t_as_gemm_bits(void) {
         {1, 64, 10, 11, 24, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},    /* 110: 2 rows left */
     };
     static const int acts[] = {CUVIL_ACT_RELU, CUVIL_ACT_HARD_SWISH, CUVIL_ACT_SILU, CUVIL_ACT_NONE};
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    for (size_t i = 0; i < 2 * sizeof cases / sizeof cases[0]; i++)
         for (int a = 0; a < 4; a++)
             for (int threads = 1; threads <= 3; threads += 2) {
-                cuvil_conv2d_params p = to_params(&cases[i]);
+                const size_t ci = i % (sizeof cases / sizeof cases[0]);
+                const int gemm_t = i >= sizeof cases / sizeof cases[0];
+                cuvil_conv2d_params p = to_params(&cases[ci]);
                 p.act = ktu_act_params(acts[a]);
-                p.algo = CUVIL_CONV_DIRECT_T;
+                /* (the lowering's K blocks: all of K up to 1024 for direct_t, KC for the GEMM) */
+                p.algo = gemm_t ? CUVIL_CONV_GEMM_T : CUVIL_CONV_DIRECT_T;
                 p.packed_mr = def->uk->nr;
-                p.packed_kc = cases[i].C > 1024 ? 1024 : cases[i].C;
+                p.packed_kc = gemm_t ? def->kc : cases[ci].C > 1024 ? 1024 : cases[ci].C;
                 const int64_t HW = p.H * p.W, OHW = p.OH * p.OW;
                 const size_t nx = (size_t)(p.N * p.C * HW), nw = (size_t)(p.M * p.C), ny = (size_t)(p.N * p.M * OHW);
                 float *x = ktu_falloc(nx), *xl = ktu_falloc(nx), *w = ktu_falloc(nw), *b = ktu_falloc((size_t)p.M);
@@ -833,8 +837,8 @@ static void test_direct_t_as_gemm_bits(void) {
                 relayout_f(y2, y2l, p.N, p.M, OHW, 1);
                 ktu_checks++;
                 if (memcmp(y1, y2l, ny * sizeof(float)) != 0)
-                    ktu_fail("direct_t 1x1 case %zu act %s, %d thread%s: channels-last y differs from channels-first y", i,
-                             cuvil_act_names[acts[a]], threads, threads > 1 ? "s" : "");
+                    ktu_fail("%s 1x1 case %zu act %s, %d thread%s: channels-last y differs from channels-first y",
+                             gemm_t ? "gemm_t" : "direct_t", ci, cuvil_act_names[acts[a]], threads, threads > 1 ? "s" : "");
                 free(x);
                 free(xl);
                 free(w);
@@ -1145,7 +1149,7 @@ int main(void) {
     setenv("CUVIL_OVERSUBSCRIBE", "1", 1); /* pools of 3 threads even on 2 CPUs: uneven splits */
     test_winograd_threads_bitwise();
     test_channels_last();
-    test_direct_t_as_gemm_bits();
+    test_pointwise_nhwc_as_gemm_bits();
     test_mbblock();
     test_conv2d();
     test_conv_transpose2d();

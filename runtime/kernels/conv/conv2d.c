@@ -1039,6 +1039,58 @@ static size_t direct_t_scratch(const cuvil_conv2d_params *p);
 static void conv2d_direct_t(const cuvil_conv2d_params *p, const float *x, const float *w_packed, const float *bias,
                             const float *residual, float *y, void *scratch);
 
+/* A 1x1 stride-1 conv on a channels-last x and y (either lowering: the pixels-as-rows GEMM or
+ * direct_t) is the GEMM y = x W with x's rows as they lie and the weights packed ahead as its B:
+ * on AVX-512 it runs as one (cuvil_f32_gemm_run), on its A-in-place path whatever rows a thread
+ * gets (gemm.c: the pixels 12 at a time, the weights read in place, no scratch, so the choice
+ * here at run time needs none that the compiler sized), the residual as the product's initial
+ * value, the bias and activation in its epilogue. Where 12-row tiles waste few rows (not 7x7
+ * maps), and for the activations the tile's store applies (SiLU's pass after the tiles measured
+ * slower: EfficientNet-B0 two threads +3%). ResNet-50 one thread 57.5 -> 55.6 ms (direct_t's
+ * convs; alternating cuvil-run turns, AVX-512). */
+static int pointwise_nhwc_as_gemm(const cuvil_conv2d_params *p) {
+#if CUVIL_HAVE_AVX512
+    const cuvil_gemm_ukernel_desc *uk = cuvil_gemm_default_blocking()->uk;
+    /* rows the 12-row tiles waste: a last 1-8 rows take an 8-row tile, 9-11 two */
+    const int64_t OHW = p->OH * p->OW, r = OHW % 12, waste = r == 0 ? 0 : r <= 8 ? 8 - r : 16 - r;
+    return waste * 16 <= OHW && is_pointwise(p) && p->group == 1 && (p->layout & CUVIL_CONV_X_NHWC) &&
+           (p->layout & CUVIL_CONV_Y_NHWC) && p->packed_mr == 32 && p->packed_kc > 0 && uk->nr == 32 &&
+           uk->mr <= 8 && uk->rows &&
+           (p->act.act == CUVIL_ACT_NONE || p->act.act == CUVIL_ACT_RELU || p->act.act == CUVIL_ACT_CLIP ||
+            p->act.act == CUVIL_ACT_HARD_SWISH);
+#else
+    (void)p;
+    return 0;
+#endif
+}
+
+static void pointwise_nhwc_gemm(const cuvil_conv2d_params *p, const float *x, const float *w_packed, const float *bias,
+                                const float *residual, float *y, void *scratch) {
+    const int64_t OHW = p->OH * p->OW;
+    cuvil_gemm_job j;
+    memset(&j, 0, sizeof j);
+    j.M = OHW;
+    j.N = p->M;
+    j.K = p->C;
+    j.lda = p->C;
+    j.alpha = 1.0f;
+    j.b_packed_nr = (int)p->packed_mr;
+    j.b_packed_kc = p->packed_kc;
+    j.b_packed = w_packed;
+    j.ldc = j.ld_init = p->M;
+    j.bias = bias;
+    j.bias_cs = 1;
+    j.beta = 1.0f;
+    j.act = p->act;
+    j.a_in_place = 1;
+    for (int64_t n = 0; n < p->N; n++) {
+        j.A = x + n * OHW * p->C;
+        j.C = y + n * OHW * p->M;
+        j.c_init = residual ? residual + n * OHW * p->M : NULL;
+        cuvil_f32_gemm_run(&j, cuvil_gemm_default_blocking(), scratch);
+    }
+}
+
 /* The swapped GEMM's scratch: its packing (per thread), then y' (OH*OW x M/group), A packed,
  * with the K split (ks_parts) the second partial product, then the padded input. */
 static size_t gemm_t_scratch(const cuvil_conv2d_params *p, const cuvil_gemm_blocking *b_default) {
@@ -1998,6 +2050,10 @@ static int64_t gemm_t_band_split(int64_t OHW, int64_t Mg, int64_t K, int mr, int
 static void conv2d_gemm_t(const cuvil_conv2d_params *p, const float *x, const float *w_packed, const float *bias,
                           const float *residual, float *y, void *scratch, const cuvil_gemm_blocking *b_default) {
     if (p->N <= 0 || p->M <= 0 || p->OH <= 0 || p->OW <= 0) return;
+    if (pointwise_nhwc_as_gemm(p)) {
+        pointwise_nhwc_gemm(p, x, w_packed, bias, residual, y, scratch);
+        return;
+    }
     /* A (the pixels) is packed here, so any MR may pack it: the one that pads the fewest rows */
     const cuvil_gemm_blocking br = cuvil_gemm_blocking_for_rows(b_default, p->OH * p->OW), *b = &br;
     const int64_t G = p->group, Cg = p->C / G, Mg = p->M / G;
@@ -2118,29 +2174,6 @@ static int direct_t_in_place(const cuvil_conv2d_params *p) {
     int64_t Hp, Wp;
     direct_t_dims(p, &Hp, &Wp);
     return (p->layout & CUVIL_CONV_X_NHWC) && Hp == p->H && Wp == p->W;
-}
-
-/* A 1x1 stride-1 conv on a channels-last x and y is the GEMM y = x W with x's rows as they lie
- * and the weights packed ahead as its B: on AVX-512 it runs as one (cuvil_f32_gemm_run), on its
- * A-in-place path whatever rows a thread gets (gemm.c: the pixels 12 at a time, the weights read
- * in place, no scratch, so the choice here at run time needs none that the compiler sized), the
- * residual as the product's initial value, the bias and activation in its epilogue, in the order
- * of the rows microkernel's store: the same bits as the tiles below. ResNet-50 one thread 58.5
- * -> 57.7 ms (alternating cuvil-run turns, AVX-512). */
-static int direct_t_as_gemm(const cuvil_conv2d_params *p) {
-#if CUVIL_HAVE_AVX512
-    const cuvil_gemm_ukernel_desc *uk = cuvil_gemm_default_blocking()->uk;
-    /* rows the 12-row tiles waste: a last 1-8 rows take an 8-row tile, 9-11 two */
-    const int64_t OHW = p->OH * p->OW, r = OHW % 12, waste = r == 0 ? 0 : r <= 8 ? 8 - r : 16 - r;
-    return waste * 16 <= OHW && direct_t_in_place(p) && p->KH == 1 && p->KW == 1 && p->stride_h == 1 && p->stride_w == 1 &&
-           (p->layout & CUVIL_CONV_Y_NHWC) && p->packed_mr == 32 && p->packed_kc > 0 && uk->nr == 32 &&
-           uk->mr <= 8 && uk->rows &&
-           (p->act.act == CUVIL_ACT_NONE || p->act.act == CUVIL_ACT_RELU || p->act.act == CUVIL_ACT_CLIP ||
-            p->act.act == CUVIL_ACT_HARD_SWISH);
-#else
-    (void)p;
-    return 0;
-#endif
 }
 
 /* The padded copy (none in place), each output pixel's window's offset in it, then (a
@@ -2310,30 +2343,8 @@ static void direct_t_task(void *vctx, int64_t t, int tid) {
 static void conv2d_direct_t(const cuvil_conv2d_params *p, const float *x, const float *w_packed, const float *bias,
                             const float *residual, float *y, void *scratch) {
     if (p->N <= 0 || p->M <= 0 || p->OH <= 0 || p->OW <= 0) return;
-    if (direct_t_as_gemm(p)) {
-        const int64_t OHW = p->OH * p->OW;
-        cuvil_gemm_job j;
-        memset(&j, 0, sizeof j);
-        j.M = OHW;
-        j.N = p->M;
-        j.K = p->C;
-        j.lda = p->C;
-        j.alpha = 1.0f;
-        j.b_packed_nr = (int)p->packed_mr;
-        j.b_packed_kc = p->packed_kc;
-        j.b_packed = w_packed;
-        j.ldc = j.ld_init = p->M;
-        j.bias = bias;
-        j.bias_cs = 1;
-        j.beta = 1.0f;
-        j.act = p->act;
-        j.a_in_place = 1;
-        for (int64_t n = 0; n < p->N; n++) {
-            j.A = x + n * OHW * p->C;
-            j.C = y + n * OHW * p->M;
-            j.c_init = residual ? residual + n * OHW * p->M : NULL;
-            cuvil_f32_gemm_run(&j, cuvil_gemm_default_blocking(), scratch);
-        }
+    if (pointwise_nhwc_as_gemm(p)) {
+        pointwise_nhwc_gemm(p, x, w_packed, bias, residual, y, scratch);
         return;
     }
     direct_t_run r;

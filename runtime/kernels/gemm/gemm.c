@@ -662,8 +662,6 @@ static void gemm_range(const cuvil_gemm_job *j, const cuvil_gemm_blocking *b, vo
     const int64_t kc_max = pick_kc(K, b->kc);
     const int64_t mc_max = CUVIL_ALIGN_UP(cuvil_min_i64(b->mc, M), mr);
     const int64_t nc_max = CUVIL_ALIGN_UP(cuvil_min_i64(b->nc, N), nr);
-    float *ap = (float *)scratch;
-    float *bp = ap + CUVIL_ALIGN_UP((size_t)(mc_max * kc_max), 16);
     const int has_epilogue = j->bias != NULL || j->act.act != CUVIL_ACT_NONE;
     /* the microkernel applies a per-row or per-column bias and Relu/Clip as it stores */
     const cuvil_act act = j->act.act;
@@ -704,6 +702,9 @@ static void gemm_range(const cuvil_gemm_job *j, const cuvil_gemm_blocking *b, vo
         return;
     }
 #endif
+    /* (the scratch, which the path above does not use: a_in_place jobs may have none) */
+    float *ap = (float *)scratch;
+    float *bp = ap + CUVIL_ALIGN_UP((size_t)(mc_max * kc_max), 16);
 
     for (int64_t jc = n_lo; jc < n_hi; jc += nc_max) {
         const int64_t nc = cuvil_min_i64(nc_max, n_hi - jc);
@@ -879,7 +880,10 @@ void cuvil_f32_gemm_run(const cuvil_gemm_job *j, const cuvil_gemm_blocking *b, v
      * all of it in each, so those keep the columns) */
     const int b_rows = j->b_packed && !j->a_packed && tiles_m >= 2 * (int64_t)threads &&
                                  !(N >= M && tiles_n >= 4 * (int64_t)threads);
-    s.by_m = b_rows || (tiles_n < 4 * threads && tiles_m > tiles_n);
+    s.by_m = b_rows || (tiles_n < 4 * threads && tiles_m > tiles_n) ||
+             /* a conv's pixels read in place: by rows, as its lowering's bands, so that each
+              * thread reads the pixels it wrote in the layer before (pool.c) */
+             (j->a_in_place && (M + 11) / 12 >= 2 * (int64_t)threads);
     /* two tasks per thread, so that a thread slowed down (a busy core, a noisy neighbour on a
      * VM) leaves the other the rest; one each where every task packs all of the operand it
      * shares (B for rows, A for columns), which a second task would pack again (squares of
