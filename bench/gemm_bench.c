@@ -13,6 +13,8 @@
  *            MR rows of 3 segments (a 3x3 conv's kernel rows), L1-resident
  *   square   C = A B, M = N = K (64 ... 1024), the whole driver: packing, blocking, edges;
  *            the median GFLOP/s of calls timed one by one
+ *   square, B packed   the same from 256 up with B packed ahead of time, as a MatMul's
+ *            weights are (AVX-512: A's rows then read in place, gemm.c)
  *   layer    the products of the benchmark models' convolutions as im2col GEMMs
  *            (M = output channels, N = output pixels, K = input channels x taps), one thread;
  *            A (the weights) dense, packed on every call
@@ -268,6 +270,10 @@ int main(int argc, char **argv) {
             if (quick && squares[i] > 512) break;
             g = time_gemm(&blk, squares[i], squares[i], squares[i], quick, 1);
             printf("| %s | square | %lld | %lld | %lld | %.1f | %.1f |\n", uk->name, (long long)squares[i],
+                   (long long)squares[i], (long long)squares[i], g, 100 * g / peak);
+            if (squares[i] < 256) continue;
+            g = time_gemm_b(&blk, squares[i], squares[i], squares[i], quick, 1, 1);
+            printf("| %s | square, B packed | %lld | %lld | %lld | %.1f | %.1f |\n", uk->name, (long long)squares[i],
                    (long long)squares[i], (long long)squares[i], g, 100 * g / peak);
         }
         for (size_t i = 0; i < sizeof layers / sizeof layers[0]; i++) {
