@@ -313,8 +313,10 @@ typedef struct cuvil_gemm_job {
      * 128 x 768 x 3072 product 5.93 ms against 5.77, 32 rows 1.53 against 1.55.) */
     const uint16_t *b_packed16;
     int b16;
-    /* A's rows read in place for any number of rows (AVX-512, B prepacked with 32 columns, alpha
-     * 1: the caller checks): the driver then uses no scratch (conv2d.c's 1x1 direct_t) */
+    /* A's rows read in place for any number of rows (AVX-512): the driver then uses no scratch.
+     * The caller checks what gemm.c's lda_applies needs (B packed ahead in 32 columns, the 8x32
+     * or 7x32 microkernel, A row-major and not packed, alpha 1), as conv2d.c's
+     * pointwise_nhwc_as_gemm does; otherwise the packed path runs, on the scratch. */
     int a_in_place;
 } cuvil_gemm_job;
 
@@ -338,8 +340,8 @@ size_t cuvil_gemm_job_scratch_size(int64_t M, int64_t N, int64_t K, const cuvil_
  * slice of scratch); _serial runs it on the calling thread (inside a task). */
 void cuvil_f32_gemm_run(const cuvil_gemm_job *j, const cuvil_gemm_blocking *b, void *scratch);
 void cuvil_f32_gemm_run_serial(const cuvil_gemm_job *j, const cuvil_gemm_blocking *b, void *scratch);
-/* Rows [m_lo, m_hi) x columns [n_lo, n_hi) of the product (K > 0; m_lo a multiple of MR, n_lo
- * of NR), on the calling thread. */
+/* Rows [m_lo, m_hi) x columns [n_lo, n_hi) of the product (K > 0; n_lo a multiple of NR and,
+ * where A is packed ahead, m_lo of MR), on the calling thread. */
 void cuvil_f32_gemm_run_range(const cuvil_gemm_job *j, const cuvil_gemm_blocking *b, void *scratch, int64_t m_lo,
                               int64_t m_hi, int64_t n_lo, int64_t n_hi);
 /* Cuts n rows (or columns) in tiles of r into at most `parts` runs of whole tiles (the last may

@@ -461,8 +461,10 @@ static void test_threads(void) {
 /* A row-major A times a B packed ahead runs, on AVX-512, with A's rows read in place 12 at a time
  * (gemm.c's gemm_range_lda; any target: whichever path it takes); the same product with A given
  * transposed (trans_a: A packed, the 8x32 tiles) must give the same bits: row counts that leave
- * 1-11 rows to the rows microkernel, partial panels, several K blocks, a row or column bias
- * with Relu, HardSwish or SiLU (after the tile), an initial value (beta with a full bias). */
+ * 1-11 rows to the rows microkernel, partial panels, several K blocks, rows longer than K
+ * (lda), a row or column bias with Relu, HardSwish or SiLU (after the tile), a full [M, N] bias
+ * (the epilogue after the tile); and through the driver's job, an initial value (c_init, a
+ * conv's residual) with a column bias and HardSwish, on 1 and 3 threads. */
 static void test_a_in_place(void) {
     static const int64_t shapes[][3] = {{12, 32, 8}, {197, 100, 500}, {25, 40, 1}, {49, 512, 700}, {37, 16, 193},
                                         {13, 1, 64}, {24, 333, 384}};
@@ -472,19 +474,21 @@ static void test_a_in_place(void) {
         for (int form = 0; form < 4; form++) {
             const int64_t M = shapes[i][0], N = shapes[i][1], K = shapes[i][2];
             cuvil_gemm_params p = make(M, N, K, 0, 0, 0);
+            p.lda = K + (int64_t)(i % 2) * 3; /* rows longer than K every other case */
             p.act = ktu_act_params(acts[form]);
             p.packed_nr = def->uk->nr;
             p.packed_kc = def->kc;
-            /* form 0: a bias a row, 1 and 2: a column, 3: a full [M, N] one (the initial value) */
+            /* form 0: a bias a row, 1 and 2: a column, 3: a full [M, N] one */
             p.bias_rs = form == 0 || form == 3 ? (form == 3 ? N : 1) : 0;
             p.bias_cs = form == 0 ? 0 : 1;
-            float *A = ktu_falloc((size_t)(M * K)), *At = ktu_falloc((size_t)(M * K)), *B = ktu_falloc((size_t)(K * N));
+            const int64_t lda = p.lda;
+            float *A = ktu_falloc((size_t)(M * lda)), *At = ktu_falloc((size_t)(M * K)), *B = ktu_falloc((size_t)(K * N));
             float *bias = ktu_falloc((size_t)(M * N)), *C1 = ktu_falloc((size_t)(M * N)), *C2 = ktu_falloc((size_t)(M * N));
-            ktu_fill(A, (size_t)(M * K), -1, 1);
+            ktu_fill(A, (size_t)(M * lda), -1, 1);
             ktu_fill(B, (size_t)(K * N), -1, 1);
             ktu_fill(bias, (size_t)(M * N), -1, 1);
             for (int64_t m = 0; m < M; m++)
-                for (int64_t k = 0; k < K; k++) At[k * M + m] = A[m * K + k];
+                for (int64_t k = 0; k < K; k++) At[k * M + m] = A[m * lda + k];
             float *Bp = ktu_falloc(cuvil_f32_gemm_packed_b_floats(&p));
             cuvil_f32_gemm_pack_b(&p, B, Bp);
             void *scratch = ktu_alloc(cuvil_f32_gemm_scratch_size(&p) + 64);
@@ -497,7 +501,33 @@ static void test_a_in_place(void) {
             if (memcmp(C1, C2, (size_t)(M * N) * sizeof(float)) != 0)
                 ktu_fail("gemm %lldx%lldx%lld (B prepacked, form %d): A row-major and A transposed differ", (long long)M,
                          (long long)N, (long long)K, form);
+            if (form == 1)
+                for (int threads = 1; threads <= 3; threads += 2) { /* c_init through the job */
+                    cuvil_gemm_job j;
+                    memset(&j, 0, sizeof j);
+                    j.M = M, j.N = N, j.K = K, j.lda = lda, j.alpha = 1.0f, j.ldc = j.ld_init = N;
+                    j.b_packed = Bp, j.b_packed_nr = (int)p.packed_nr, j.b_packed_kc = p.packed_kc;
+                    j.bias = bias, j.bias_cs = 1, j.beta = 1.0f, j.act = p.act, j.c_init = bias;
+                    const size_t per = CUVIL_ALIGN_UP(cuvil_gemm_job_scratch_size(M, N, K, def), 64);
+                    void *sc = ktu_alloc((size_t)threads * per + 64);
+                    cuvil_pool *pool = threads > 1 ? cuvil_pool_create(threads, per, ktu_aligned_alloc, ktu_aligned_free, NULL) : NULL;
+                    const cuvil_pool *prev = cuvil_pool_bind(pool);
+                    j.A = A;
+                    j.C = C1;
+                    cuvil_f32_gemm_run(&j, def, sc);
+                    cuvil_gemm_job jt = j;
+                    jt.A = At, jt.lda = M, jt.trans_a = 1, jt.C = C2;
+                    cuvil_f32_gemm_run(&jt, def, sc);
+                    cuvil_pool_bind(prev);
+                    cuvil_pool_destroy(pool);
+                    free(sc);
+                    ktu_checks++;
+                    if (memcmp(C1, C2, (size_t)(M * N) * sizeof(float)) != 0)
+                        ktu_fail("gemm %lldx%lldx%lld with c_init, %d thread%s: A row-major and A transposed differ",
+                                 (long long)M, (long long)N, (long long)K, threads, threads > 1 ? "s" : "");
+                }
             double *ref = malloc((size_t)(M * N) * sizeof(double));
+            cuvil_f32_gemm(&p, A, Bp, bias, C1, scratch);
             naive(&p, A, B, bias, ref);
             ktu_check(C1, ref, (size_t)(M * N), 1e-4, 1e-4, "gemm %lldx%lldx%lld form %d, A row-major, B prepacked",
                       (long long)M, (long long)N, (long long)K, form);

@@ -21,7 +21,9 @@
  * most KC; alpha is folded into the packed A; edge tiles compute a full MR x NR tile on the
  * zero-padded panels and store only the valid part. A transposed B is packed with 8x8
  * register transposes on AVX2. A single-row product (M == 1, e.g. a batch-1 fully connected
- * layer) skips packing and streams B once (GEMV).
+ * layer) skips packing and streams B once (GEMV). On AVX-512, a row-major A times a B packed
+ * ahead takes another order (gemm_range_lda): A's rows read in place 12 at a time, each against
+ * every panel of a block of B kept in L2, nothing packed.
  */
 #include <math.h>
 #include <string.h>
@@ -583,10 +585,15 @@ static inline const cuvil_ukernel_epi *tile_inputs(const cuvil_gemm_job *j, int 
 }
 
 #if CUVIL_HAVE_AVX512
-/* The A-in-place path (gemm_range) for this job and microkernel, whatever its rows. */
-static int lda_applies(const cuvil_gemm_job *j, const cuvil_gemm_ukernel_desc *uk) {
+/* The A-in-place path (gemm_range) for this job and blocking, whatever its rows: where the
+ * packed path would block K as the weights were packed (so that a part of a thread split taking
+ * either path sums in the same blocks: the same bits), or for any blocking where the job asks
+ * for it (a_in_place, whose caller checks the rest). */
+static int lda_applies(const cuvil_gemm_job *j, const cuvil_gemm_blocking *b) {
+    const cuvil_gemm_ukernel_desc *uk = b->uk;
     return uk->nr == 32 && uk->mr <= 8 && uk->rows && j->b_packed && j->b_packed_nr == 32 && !j->trans_a &&
-           !j->a_packed && !j->pack_a && j->alpha == 1.0f && j->b16 != CUVIL_W16_BF16_DOT;
+           !j->a_packed && !j->pack_a && j->alpha == 1.0f && j->b16 != CUVIL_W16_BF16_DOT &&
+           (j->a_in_place || pick_kc(j->K, j->b_packed_kc) == pick_kc(j->K, b->kc));
 }
 
 /* The bytes of B a block of columns keeps in L2 while every 12-row tile of A passes it. */
@@ -638,8 +645,9 @@ static void gemm_range_lda(const cuvil_gemm_job *j, const cuvil_gemm_ukernel_des
 }
 #endif
 
-/* Rows [m_lo, m_hi) x columns [n_lo, n_hi) of the product (m_lo a multiple of MR, n_lo of
- * NR, so that prepacked panels are read in place), on the calling thread. */
+/* Rows [m_lo, m_hi) x columns [n_lo, n_hi) of the product (n_lo a multiple of NR and, where A
+ * is packed ahead, m_lo of MR, so that prepacked panels are read in place), on the calling
+ * thread. */
 static void gemm_range(const cuvil_gemm_job *j, const cuvil_gemm_blocking *b, void *scratch, int64_t m_lo,
                        int64_t m_hi, int64_t n_lo, int64_t n_hi) {
     const int64_t M = j->M, N = j->N, K = j->K;
@@ -697,7 +705,7 @@ static void gemm_range(const cuvil_gemm_job *j, const cuvil_gemm_blocking *b, vo
      * 1.13 -> 1.08; ViT-S/16 77.4 -> 70.8 ms (two threads 43.3 -> 40.5). On AVX2 the same order
      * with 6 rows (its 16 registers hold no more) measured within 2% of the packed path: not
      * taken. (alpha 1 only: the packed path folds alpha into A, which would change the bits.) */
-    if (lda_applies(j, uk) && (m_hi - m_lo >= 12 || j->a_in_place)) {
+    if (lda_applies(j, b) && (m_hi - m_lo >= 12 || j->a_in_place)) {
         gemm_range_lda(j, uk, m_lo, m_hi, n_lo, n_hi, &epi, fuse, has_epilogue, act_after);
         return;
     }
@@ -894,7 +902,7 @@ void cuvil_f32_gemm_run(const cuvil_gemm_job *j, const cuvil_gemm_blocking *b, v
      * to the 8-row kernel for a few rows) */
     int64_t mt = mr;
 #if CUVIL_HAVE_AVX512
-    if (lda_applies(j, b->uk)) mt = 12;
+    if (lda_applies(j, b)) mt = 12;
 #endif
     const int64_t parts = s.by_m ? cuvil_gemm_split_tiles(M, mt, want, s.bound) : cuvil_gemm_split_tiles(N, nr, want, s.bound);
     cuvil_parallel_for(parts, gemm_task, &s);

@@ -1,5 +1,7 @@
 /*
- * gemm_avx512.c -- the 8x32 AVX-512 GEMM microkernel (x86_64-avx512 target only).
+ * gemm_avx512.c -- the 8x32 AVX-512 GEMM microkernel (x86_64-avx512 target only), its 7-row,
+ * rows-in-place and direct-convolution variants, and the 12x32 tile that reads A's rows in place
+ * (gemm.c's A-in-place order).
  *
  * 16 zmm accumulators (8 rows x 2 vectors of 16), 2 zmm for the B row; each A element is an
  * embedded broadcast operand of its two FMAs, so a k step is 2 vector loads and 16 FMAs with
