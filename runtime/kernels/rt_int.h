@@ -320,6 +320,10 @@ typedef struct cuvil_gemm_job {
     int a_in_place;
 } cuvil_gemm_job;
 
+/* The rows of the A-in-place path's tile (AVX-512's 12x32: gemm.c's order and thread split,
+ * conv2d.c's choice of the path). */
+#define CUVIL_GEMM_LDA_ROWS 12
+
 /* All of A ([M, K], or [K, M] with trans_a; times alpha) in the layout the driver reads with
  * a microkernel of MR rows and a KC blocking: for each K block [pc, pc + kc) of
  * cuvil_gemm_kc_split(K, kc_max), ALIGN_UP(M, mr) rows as mr-row panels of kc steps, at

@@ -1054,7 +1054,7 @@ static int pointwise_nhwc_as_gemm(const cuvil_conv2d_params *p) {
 #if CUVIL_HAVE_AVX512
     const cuvil_gemm_ukernel_desc *uk = cuvil_gemm_default_blocking()->uk;
     /* rows the 12-row tiles waste: a last 1-8 rows take an 8-row tile, 9-11 two */
-    const int64_t OHW = p->OH * p->OW, r = OHW % 12, waste = r == 0 ? 0 : r <= 8 ? 8 - r : 16 - r;
+    const int64_t OHW = p->OH * p->OW, r = OHW % CUVIL_GEMM_LDA_ROWS, waste = r == 0 ? 0 : r <= 8 ? 8 - r : 16 - r;
     return waste * 16 <= OHW && is_pointwise(p) && p->group == 1 && (p->layout & CUVIL_CONV_X_NHWC) &&
            (p->layout & CUVIL_CONV_Y_NHWC) && p->packed_mr == 32 && p->packed_kc > 0 && uk->nr == 32 &&
            uk->mr <= 8 && uk->rows;

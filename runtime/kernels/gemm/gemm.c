@@ -605,7 +605,7 @@ static int lda_applies(const cuvil_gemm_job *j, const cuvil_gemm_blocking *b) {
 static void gemm_range_lda(const cuvil_gemm_job *j, const cuvil_gemm_ukernel_desc *uk, int64_t m_lo, int64_t m_hi,
                            int64_t n_lo, int64_t n_hi, cuvil_ukernel_epi *epi, int fuse, int has_epilogue,
                            int act_after) {
-    enum { R = 12, NRL = 32 };
+    enum { R = CUVIL_GEMM_LDA_ROWS, NRL = 32 };
     const int64_t K = j->K, kcb = pick_kc(K, j->b_packed_kc), Np = CUVIL_ALIGN_UP(j->N, NRL);
     const int64_t nc_blk = cuvil_max_i64(NRL, LDA_B_BLOCK_BYTES / (kcb * (int64_t)sizeof(float)) / NRL * NRL);
     for (int64_t jc = n_lo; jc < n_hi; jc += nc_blk) {
@@ -705,7 +705,7 @@ static void gemm_range(const cuvil_gemm_job *j, const cuvil_gemm_blocking *b, vo
      * 1.13 -> 1.08; ViT-S/16 77.4 -> 70.8 ms (two threads 43.3 -> 40.5). On AVX2 the same order
      * with 6 rows (its 16 registers hold no more) measured within 2% of the packed path: not
      * taken. (alpha 1 only: the packed path folds alpha into A, which would change the bits.) */
-    if (lda_applies(j, b) && (m_hi - m_lo >= 12 || j->a_in_place)) {
+    if (lda_applies(j, b) && (m_hi - m_lo >= CUVIL_GEMM_LDA_ROWS || j->a_in_place)) {
         gemm_range_lda(j, uk, m_lo, m_hi, n_lo, n_hi, &epi, fuse, has_epilogue, act_after);
         return;
     }
@@ -891,7 +891,7 @@ void cuvil_f32_gemm_run(const cuvil_gemm_job *j, const cuvil_gemm_blocking *b, v
     s.by_m = b_rows || (tiles_n < 4 * threads && tiles_m > tiles_n) ||
              /* a conv's pixels read in place: by rows, as its lowering's bands, so that each
               * thread reads the pixels it wrote in the layer before (pool.c) */
-             (j->a_in_place && (M + 11) / 12 >= 2 * (int64_t)threads);
+             (j->a_in_place && (M + CUVIL_GEMM_LDA_ROWS - 1) / CUVIL_GEMM_LDA_ROWS >= 2 * (int64_t)threads);
     /* two tasks per thread, so that a thread slowed down (a busy core, a noisy neighbour on a
      * VM) leaves the other the rest; one each where every task packs all of the operand it
      * shares (B for rows, A for columns), which a second task would pack again (squares of
@@ -902,7 +902,7 @@ void cuvil_f32_gemm_run(const cuvil_gemm_job *j, const cuvil_gemm_blocking *b, v
      * to the 8-row kernel for a few rows) */
     int64_t mt = mr;
 #if CUVIL_HAVE_AVX512
-    if (lda_applies(j, b)) mt = 12;
+    if (lda_applies(j, b)) mt = CUVIL_GEMM_LDA_ROWS;
 #endif
     const int64_t parts = s.by_m ? cuvil_gemm_split_tiles(M, mt, want, s.bound) : cuvil_gemm_split_tiles(N, nr, want, s.bound);
     cuvil_parallel_for(parts, gemm_task, &s);

@@ -169,10 +169,6 @@ void cuvil_f32_gemm_ukernel_7x32__avx512(size_t kc, const float *a, const float 
     store_tile(acc, c, ldc, mr, nr, c_in, ld_in, epi);
 }
 
-/* 12 rows read in place, 24 accumulators: each B row's two vectors serve 12 broadcasts (8 in
- * the packed kernel), and the rows stay in L1 while the block's B panels pass (gemm.c's
- * A-in-place order), so nothing is packed. Each sum runs over k in order from zero, c_in added
- * at the store: the bits of the packed kernels' tiles. */
 /* The 12 rows' sums over W vectors of each B row (W = 1: a panel's first 16 columns only). */
 static inline __attribute__((always_inline)) void lda_sums(const int W, size_t kc, const float *a, size_t lda,
                                                           const float *b, __m512 (*acc)[2]) {
@@ -197,6 +193,11 @@ static inline __attribute__((always_inline)) void lda_sums(const int W, size_t k
     }
 }
 
+/* 12 rows read in place, 24 accumulators: each B row's two vectors serve 12 broadcasts (8 in
+ * the packed kernel), and the rows stay in L1 while the block's B panels pass (gemm.c's
+ * A-in-place order), so nothing is packed. Each sum runs over k in order from zero, c_in added
+ * at the store: the bits of the packed kernels' tiles. */
+_Static_assert(CUVIL_GEMM_LDA_ROWS == 12, "lda_sums reads 4 x 3 rows");
 void cuvil_f32_gemm_lda_ukernel_12x32__avx512(size_t kc, const float *a, size_t lda, const float *b, float *c,
                                               size_t ldc, size_t nr, const float *c_in, size_t ld_in,
                                               const cuvil_ukernel_epi *epi) {
