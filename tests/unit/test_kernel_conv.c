@@ -394,6 +394,7 @@ static const conv_case conv_cases[] = {
     {1, 4, 20, 100, 9, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1},  /* 4 channels, 50 wide: several blocks of vectors */
     {1, 3, 9, 130, 16, 3, 3, 2, 2, 1, 1, 0, 0, 1, 1, 1},  /* 65 wide (one past 4 AVX-512 or 8 AVX2 vectors), odd pads */
     {1, 2, 7, 59, 5, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1},   /* 30 wide: the rest 2 AVX-512 vectors or 2 of AVX2's (14) */
+    {1, 3, 20, 112, 32, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1}, /* 32 outputs: 5 blocks of 6 and one of 2; 56 wide */
     {2, 8, 10, 10, 12, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2},  /* groups 2, batch 2, 100 pixels: pixel bands per image and group */
     {2, 20, 9, 11, 6, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},   /* pointwise, batch 2, 99 pixels: direct reads whole panels in place, the last copied */
     {2, 64, 7, 7, 200, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},  /* 3x3 at 7x7, 200 channels: too few pixels for bands, runs of columns, A packed by each thread */
