@@ -74,15 +74,19 @@ static double tile_fill(int64_t rows, int64_t cols, int mr, int nr) {
 #define SWAP_NEAR_DW_MAX_PIXELS (28 * 28)
 static bool swapped_fits_better(const cuvil_conv2d_params *p, const cuvil_target_info *t) {
     const int64_t px = p->OH * p->OW, ch = p->M / p->group;
-    const bool short_k = p->C / p->group * p->KH * p->KW < SWAP_MIN_K &&
-                         (p->KH * p->KW > 1 || px > SWAP_NEAR_DW_MAX_PIXELS);
-    /* an im2col's swapped GEMM on a large map: its pixels' rows packed and its output
-     * transposed cost more than the fill saves (bench/conv_sweep.py --suite, x86_64-avx2, 6-row
-     * tiles: YOLO-style's stem 3 -> 16 6x6 s2 to 160x160 3.90 ms swapped against 1.65, its 16 ->
-     * 32 3x3 s2 to 80x80 1.59 against 0.91; at 14x14, ResNet-18's 128 -> 256 3x3 s2 gains,
-     * 1.50 -> 1.37) */
-    const bool large_im2col = p->KH * p->KW > 1 && px > SWAP_NEAR_DW_MAX_PIXELS;
-    return !short_k && !large_im2col && tile_fill(px, ch, t->mr, t->nr) > 1.05 * tile_fill(ch, px, t->mr, t->nr);
+    const bool short_k = p->C / p->group * p->KH * p->KW < SWAP_MIN_K && p->KH * p->KW > 1;
+    /* the swapped GEMM on a map larger than 28x28: its pixels' rows packed and its output
+     * transposed cost more than the fill saves, for an im2col (bench/conv_sweep.py --suite,
+     * x86_64-avx2, 6-row tiles: YOLO-style's stem 3 -> 16 6x6 s2 to 160x160 3.90 ms swapped
+     * against 1.65, its 16 -> 32 3x3 s2 to 80x80 1.59 against 0.91; at 14x14, ResNet-18's 128 ->
+     * 256 3x3 s2 gains, 1.50 -> 1.37) and for a 1x1 conv (cuvil-bench-conv-avx2, one thread,
+     * channels first in and out, 16 or 32 output channels, which fill 6-row tiles 89%: at 112x112
+     * K 32 -> 16 0.22 against 0.38 ms swapped, 32 -> 32 0.39 against 0.67, 144 -> 32 2.10
+     * against 2.53; at 56x56 K 32 -> 16 0.044 against 0.049, 96 -> 16 0.12 against 0.24, 144 ->
+     * 32 0.40 against 0.51; at 28x28 within 10%; at 7x7 swapped gains 10-18%, 80 to 480 channels
+     * in and out). */
+    const bool large_map = px > SWAP_NEAR_DW_MAX_PIXELS;
+    return !short_k && !large_map && tile_fill(px, ch, t->mr, t->nr) > 1.05 * tile_fill(ch, px, t->mr, t->nr);
 }
 
 /* Does a conv (params p, constant weights: packed) run as Winograd? */

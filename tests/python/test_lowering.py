@@ -70,6 +70,13 @@ CASES = {
     "se-reduce-1x1-map": ([1, 672, 1, 1], [28, 672, 1, 1], [1, 1], [0, 0, 0, 0], 1,
                           "1x1 direct on channels-last pixels read in place"),
     "se-expand-1x1-map": ([1, 28, 1, 1], [672, 28, 1, 1], [1, 1], [0, 0, 0, 0], 1, "im2col+gemm, pixels as rows"),
+    # a 1x1 conv on a map larger than 28x28 keeps the GEMM with output channels as rows, even
+    # where 6-row tiles fill worse than 16 columns (AVX2: 16 channels in 18 rows): packing its
+    # pixels' rows and transposing the output cost more than the fill saves (MobileNetV2's
+    # 32 -> 16 at 112x112, cuvil-bench-conv-avx2: 0.22 ms against 0.38 swapped); at 7x7 (49
+    # pixels: two thirds of 4 16-wide tiles) the swapped GEMM
+    "pointwise-112x112-to-16": ([1, 32, 112, 112], [16, 32, 1, 1], [1, 1], [0, 0, 0, 0], 1, "1x1 as gemm"),
+    "pointwise-7x7": ([1, 160, 7, 7], [480, 160, 1, 1], [1, 1], [0, 0, 0, 0], 1, "im2col+gemm, pixels as rows"),
     # a map 2 high (a CRNN's last convs): 4x4 tiles are half padding, 2x2 ones take fewer multiplies
     "crnn-2x80": ([1, 256, 2, 80], [256, 256, 3, 3], [1, 1], [1, 1, 1, 1], 1, "winograd F(2x2,3x3), tiles as rows"),
     "crnn-4x80": ([1, 256, 4, 80], [256, 256, 3, 3], [1, 1], [1, 1, 1, 1], 1, "winograd F(4x4,3x3), tiles as rows"),
