@@ -124,9 +124,43 @@ static inline __attribute__((always_inline)) void store_tile(__m256 (*acc)[2], f
     store_tile_r(acc, MR, c, ldc, mr, nr, c_in, ld_in, epi);
 }
 
+/* An edge tile of TR < MR rows (A still packed in panels of MR, its rows past TR zero): only
+ * TR rows' FMAs, each row's in the same order as the whole tile's, so the same values. A 4-row
+ * tile's 8 sums take 4 cycles a k step (the FMA's latency) where the whole tile's 12 take 6:
+ * cuvil-bench-gemm-avx2 --shape, one thread, old and new in turns, medians of 6: 32 x 3136 x
+ * 288 (tiles 5 x 6 + 2) 93.1 -> 99.3 GFLOP/s, 40 x 784 x 960 99.3 -> 100.6; 16 rows (6, 6, 4)
+ * 86 either way, its B's packing the bound there. */
+static inline __attribute__((always_inline)) void short_tile(const int TR, size_t kc, const float *a, const float *b,
+                                                             float *c, size_t ldc, size_t nr, const float *c_in,
+                                                             size_t ld_in, const cuvil_ukernel_epi *epi) {
+    __m256 acc[MR][2];
+#pragma GCC unroll 6
+    for (int i = 0; i < TR; i++) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+#pragma GCC unroll 2
+    for (size_t k = 0; k < kc; k++) {
+        B_PREFETCH(b + k * NR);
+        const __m256 b0 = _mm256_loadu_ps(b + k * NR), b1 = _mm256_loadu_ps(b + k * NR + 8);
+#pragma GCC unroll 6
+        for (int i = 0; i < TR; i++) {
+            const __m256 av = _mm256_broadcast_ss(a + k * MR + i);
+            acc[i][0] = _mm256_fmadd_ps(av, b0, acc[i][0]);
+            acc[i][1] = _mm256_fmadd_ps(av, b1, acc[i][1]);
+        }
+    }
+    store_tile_r(acc, TR, c, ldc, (size_t)TR, nr, c_in, ld_in, epi);
+}
+
 void cuvil_f32_gemm_ukernel_6x16__avx2_fma(size_t kc, const float *a, const float *b, float *c,
                                            size_t ldc, size_t mr, size_t nr, const float *c_in,
                                            size_t ld_in, const cuvil_ukernel_epi *epi) {
+    switch (mr) {   /* an edge tile: its rows only */
+    case 1: short_tile(1, kc, a, b, c, ldc, nr, c_in, ld_in, epi); return;
+    case 2: short_tile(2, kc, a, b, c, ldc, nr, c_in, ld_in, epi); return;
+    case 3: short_tile(3, kc, a, b, c, ldc, nr, c_in, ld_in, epi); return;
+    case 4: short_tile(4, kc, a, b, c, ldc, nr, c_in, ld_in, epi); return;
+    case 5: short_tile(5, kc, a, b, c, ldc, nr, c_in, ld_in, epi); return;
+    default: break;
+    }
     __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps();
     __m256 c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
     __m256 c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps();
