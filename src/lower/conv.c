@@ -307,7 +307,7 @@ static bool direct_pays(const cuvil_conv2d_params *p) {
  * tiles are 8 channels: the channels-last one pads 16 channels to 32 columns, 2.05 ms) 1.38
  * -> 0.98, 0.82 -> 0.67 (the channels-last one 0.67 too), 0.56 -> 0.39. Not a 3x3 stem of K 27
  * (3 -> 32 3x3 s2: AVX2 0.37 against 0.43 channels last; AVX-512 0.31 against 0.33), which
- * the direct path's stem kernel takes (cuvil_conv2d_stem_applies, below), nor ResNet's 3 -> 64 7x7 (even). */
+ * the direct path's stem kernel takes (cuvil_conv2d_stem_applies, below). */
 #define FEW_OUTPUTS_MAX_M 32
 #define FEW_OUTPUTS_MIN_K 64
 static bool strided_few_outputs(const cuvil_conv2d_params *p) {
@@ -315,13 +315,18 @@ static bool strided_few_outputs(const cuvil_conv2d_params *p) {
            p->M <= FEW_OUTPUTS_MAX_M && p->C * p->KH * p->KW >= FEW_OUTPUTS_MIN_K;
 }
 
-/* A stem (cuvil_conv2d_stem_applies: a 3x3 stride-2 conv on at most 4 input channels, the
- * first conv of most mobile CNNs) runs the direct path, where the x86 runtimes sum STEM_MB output channels of a few
- * vectors of pixels in registers over all its taps (conv2d.c, the stem kernel) rather than
- * packing an im2col as long as the product. cuvil-bench-conv, one thread, Intel Xeon VM, GEMM
- * -> direct, AVX2 / AVX-512: MobileNetV3's 3 -> 16 at 224x224 0.275-0.294 -> 0.17 / 0.17-0.18 ->
- * 0.14-0.15 ms (with HardSwish fused, AVX2, 0.29-0.30 -> 0.19-0.20); MobileNetV2's 3 -> 32
- * 0.42-0.45 -> 0.33-0.35 / 0.24-0.27 -> 0.25-0.26. The runtime tells which shapes it takes. */
+/* A stem (cuvil_conv2d_stem_applies: a KxK stride-2 conv, K 3 to 7, on at most 4 input
+ * channels, the first conv of most CNNs) runs the direct path, where the x86 runtimes sum
+ * STEM_MB output channels of a few vectors of pixels in registers over all its taps (conv2d.c,
+ * the stem kernel) rather than packing an im2col as long as the product. cuvil-bench-conv, one
+ * thread, Intel Xeon VM, GEMM -> direct, AVX2 / AVX-512: MobileNetV3's 3 -> 16 at 224x224
+ * 0.275-0.294 -> 0.17 / 0.17-0.18 -> 0.14-0.15 ms (with HardSwish fused, AVX2, 0.29-0.30 ->
+ * 0.19-0.20); MobileNetV2's 3 -> 32 0.42-0.45 -> 0.33-0.35 / 0.24-0.27 -> 0.25-0.26; ResNet's
+ * 3 -> 64 7x7 (K 147) 2.85-2.91 -> 2.65-2.67 / 1.82-1.83 -> 1.72-1.73 (ResNet-18 in alternating
+ * cuvil-run turns: AVX-512 20.78 -> 20.50 ms, AVX2 within noise, 26.05 / 26.10). YOLO-style's
+ * 3 -> 16 6x6 keeps the channels-last direct path on AVX2 (strided_few_outputs: its output
+ * channels last for the next conv); on AVX-512 the stem kernel (0.79-0.84 ms, as the direct
+ * path's microkernel did; the model 9.79 -> 9.69 ms). The runtime tells which shapes it takes. */
 
 /* direct_pays, with the shapes above where they were measured (AVX2, AVX-512: NR 16 and 32;
  * the portable targets keep their GEMM there). */

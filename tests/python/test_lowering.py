@@ -64,6 +64,8 @@ CASES = {
                         "x86_64-avx512": "direct on a channels-last padded copy"}),
     "stem-3x3-s2-k27": ([1, 3, 56, 56], [32, 3, 3, 3], [2, 2], [1, 1, 1, 1], 1,
                         "direct (taps read in place from 4 phases)"),
+    # ResNet's 7x7 stem (K 147): the stem kernel too (conv2d.c: KxK stride 2, K 3 to 7)
+    "stem-7x7-s2": ([1, 3, 64, 64], [64, 3, 7, 7], [2, 2], [3, 3, 3, 3], 1, "direct (taps read in place from 4 phases)"),
     "stem-3x3-s2-5-channels": ([1, 5, 112, 112], [16, 5, 3, 3], [2, 2], [1, 1, 1, 1], 1, "im2col+gemm, gemm"),
     # a squeeze-excitation block's reduction on a 1x1 map: the direct convolution on its pixel;
     # its expansion keeps the pixels-as-rows GEMM

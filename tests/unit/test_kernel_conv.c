@@ -388,13 +388,17 @@ static const conv_case conv_cases[] = {
     {1, 4, 117, 61, 4, 5, 5, 2, 2, 2, 2, 2, 2, 1, 1, 4},   /* 5x5 s2, 59 rows */
     {2, 2, 81, 83, 2, 7, 7, 1, 1, 3, 3, 3, 3, 1, 1, 2},    /* 7x7 s1, batch 2 */
     {1, 3, 90, 91, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3},   /* 3x3 s1, multiplier 2 */
-    /* stems (3x3 s2 on at most 4 channels: the direct path's stem kernel on AVX2 and AVX-512) */
+    /* stems (KxK s2, K 3 to 7, on at most 4 channels and 147 taps: the direct path's stem kernel
+     * on AVX2 and AVX-512) */
     {2, 3, 35, 37, 13, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1},  /* 13 outputs (a partial block), 19 wide, batch 2 */
     {1, 1, 17, 66, 4, 3, 3, 2, 2, 0, 0, 1, 1, 1, 1, 1},   /* one channel, SAME-upper pads, 33 wide */
     {1, 4, 20, 100, 9, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1},  /* 4 channels, 50 wide: several blocks of vectors */
     {1, 3, 9, 130, 16, 3, 3, 2, 2, 1, 1, 0, 0, 1, 1, 1},  /* 65 wide (one past 4 AVX-512 or 8 AVX2 vectors), odd pads */
     {1, 2, 7, 59, 5, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1},   /* 30 wide: the rest 2 AVX-512 vectors or 2 of AVX2's (14) */
     {1, 3, 20, 112, 32, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1}, /* 32 outputs: 5 blocks of 6 and one of 2; 56 wide */
+    {1, 3, 41, 57, 13, 5, 5, 2, 2, 2, 2, 2, 2, 1, 1, 1},  /* a 5x5 stem, 29 wide */
+    {1, 3, 30, 44, 64, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 1},  /* ResNet's 7x7 stem (K 147): 10 blocks of 6 and one of 4 */
+    {1, 4, 14, 20, 8, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 1},   /* 4 x 7x7 (K 196): past the stem kernel's 147 taps */
     {2, 8, 10, 10, 12, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2},  /* groups 2, batch 2, 100 pixels: pixel bands per image and group */
     {2, 20, 9, 11, 6, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},   /* pointwise, batch 2, 99 pixels: direct reads whole panels in place, the last copied */
     {2, 64, 7, 7, 200, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},  /* 3x3 at 7x7, 200 channels: too few pixels for bands, runs of columns, A packed by each thread */
@@ -419,8 +423,8 @@ static void test_conv2d(void) {
             run_conv(&conv_cases[paths[k]], 1, 1 + (act + (int)k) % 2, act, 1);
         for (int i = 0; i < n; i++) {   /* the stems (conv2d.c's stem kernel), without and with residuals */
             const conv_case *c = &conv_cases[i];
-            if (c->KH == 3 && c->KW == 3 && c->sh == 2 && c->sw == 2 && c->C <= 4 && c->group == 1 && c->dh == 1 &&
-                c->dw == 1)
+            if (c->KH == c->KW && c->KH >= 3 && c->KH <= 7 && c->sh == 2 && c->sw == 2 && c->C <= 4 &&
+                c->C * c->KH * c->KW <= 147 && c->group == 1 && c->dh == 1 && c->dw == 1)
                 run_conv(c, 1, (act + i) % 3, act, 1);
         }
     }

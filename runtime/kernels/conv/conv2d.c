@@ -1362,7 +1362,7 @@ static void conv2d_gemm(const cuvil_conv2d_params *p, const float *x, const floa
                         const float *bias, const float *residual, float *y, void *scratch,
                         const cuvil_gemm_blocking *b);
 
-/* ===== A stem: 3x3 stride 2 on a few input channels =======================================
+/* ===== A stem: KxK stride 2 (K 3 to 7) on a few input channels ============================
  * The first conv of most mobile CNNs (3 -> 16 or 32, 3x3 s2 at 224x224: K 27) through the
  * direct path's microkernel pays a call, a strip's store and its epilogue for every 16 pixels
  * of 27 taps; through the GEMM, an im2col packing as long as the product. Here STEM_P vectors of
@@ -1373,11 +1373,16 @@ static void conv2d_gemm(const cuvil_conv2d_params *p, const float *x, const floa
  * Xeon VM (CUVIL_BENCH_ACT=6: HardSwish): MobileNetV3's 3 -> 16 at 224x224, AVX2, GEMM 0.29-0.30
  * ms, the direct path's microkernel 0.32, this kernel 0.19-0.20 (without an activation:
  * 0.275-0.294, 0.265, 0.17). The weights are read from the direct path's packing (the GEMM's
- * A: MR rows a panel, one K block: conv2d_direct sends other packings to the GEMM first). */
+ * A: MR rows a panel, one K block: conv2d_direct sends other packings to the GEMM first).
+ * The same loop takes larger stems (a tap kw of a row: phase kw % 2 at kw / 2): ResNet's 3 ->
+ * 64 7x7 (K 147) AVX2 2.85-2.91 ms as the GEMM, 2.65-2.67 here; AVX-512 1.82-1.83 and 1.72-1.73
+ * (cuvil-bench-conv, one thread). */
 #define STEM_MAX_C 4
+#define STEM_MAX_TAPS 147   /* C x KH x KW: ResNet's 3 x 7x7 */
 int cuvil_conv2d_stem_applies(const cuvil_conv2d_params *p) {
-    return p->KH == 3 && p->KW == 3 && p->stride_h == 2 && p->stride_w == 2 && p->dil_h == 1 && p->dil_w == 1 &&
-           p->group == 1 && p->C <= STEM_MAX_C && p->N > 0 && p->OH > 0 && p->OW > 0;
+    return p->KH == p->KW && p->KH >= 3 && p->KH <= 7 && p->stride_h == 2 && p->stride_w == 2 && p->dil_h == 1 &&
+           p->dil_w == 1 && p->group == 1 && p->C <= STEM_MAX_C && p->C * p->KH * p->KW <= STEM_MAX_TAPS &&
+           p->N > 0 && p->OH > 0 && p->OW > 0;
 }
 
 #ifdef DW_SIMD
@@ -1424,21 +1429,21 @@ static inline __attribute__((always_inline)) void stem_block(const stem_run *r, 
 #pragma GCC unroll 8
         for (int v = 0; v < P; v++) acc[j][v] = b;
     }
+    const int64_t KH = p->KH, KW = p->KW;
+    const float *wc = wb;
     for (int64_t c = 0; c < p->C; c++) {
-        const float *pc = r->xpad + c * plane + 2 * oh * Wp + c0, *wc = wb + c * 9 * STEM_MB;
-#pragma GCC unroll 4
-        for (int kh = 0; kh < 3; kh++) {
+        const float *pc = r->xpad + c * plane + 2 * oh * Wp + c0;
+        for (int64_t kh = 0; kh < KH; kh++) {
             const float *ev = pc + kh * Wp, *od = ev + We;
-#pragma GCC unroll 4
-            for (int kw = 0; kw < 3; kw++) {
-                const float *src = kw == 1 ? od : ev + kw / 2;
+            for (int64_t kw = 0; kw < KW; kw++, wc += STEM_MB) {
+                const float *src = (kw & 1 ? od : ev) + kw / 2;   /* padded column 2 ow + kw */
                 dwv x[STEM_P];
 #pragma GCC unroll 8
                 for (int v = 0; v < P; v++)
                     x[v] = full || v < P - 1 ? DW_LOAD(src + v * DW_SIMD) : DW_LOADM(src + v * DW_SIMD, msk);
 #pragma GCC unroll 8
                 for (int j = 0; j < MB; j++) {
-                    const dwv w = DW_SET1(wc[(kh * 3 + kw) * STEM_MB + j]);
+                    const dwv w = DW_SET1(wc[j]);
 #pragma GCC unroll 8
                     for (int v = 0; v < P; v++) acc[j][v] = DW_FMA(w, x[v], acc[j][v]);
                 }
@@ -1493,12 +1498,12 @@ static void stem_task(void *vctx, int64_t t, int tid) {
     (void)tid;
     const stem_run *r = (const stem_run *)vctx;
     const cuvil_conv2d_params *p = r->p;
-    const int64_t blocks = (p->M + STEM_MB - 1) / STEM_MB, K = p->C * 9, per = r->group_bands;
+    const int64_t blocks = (p->M + STEM_MB - 1) / STEM_MB, K = p->C * p->KH * p->KW, per = r->group_bands;
     const int64_t g = t / (blocks * per), band = g * per + t % per;
     if (band >= r->bands) return;   /* (the last group's tasks past the bands) */
     const int64_t m0 = t % (blocks * per) / per * STEM_MB, h0 = band * r->band_rows;
     const int mb = (int)cuvil_min_i64(STEM_MB, p->M - m0);
-    float wb[STEM_MAX_C * 9 * STEM_MB];
+    float wb[STEM_MAX_TAPS * STEM_MB];
     for (int j = 0; j < mb; j++) {   /* channel m's weights: row m % mr of panel m / mr */
         const int64_t m = m0 + j;
         const float *src = r->a + (m / r->mr) * K * r->mr + m % r->mr;
