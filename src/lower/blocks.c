@@ -9,7 +9,7 @@
  * output dims), so the depthwise conv's padding must be numbers (not SAME over a symbol). */
 static bool pads_fixed(cir_graph *g, cir_node *d) {
     op_geo_x x;
-    return !g->symdims || (!op_conv_x(g, d, &x) && cir_dim_is_const(x.pad_t) && cir_dim_is_const(x.pad_l));
+    return !g->symdims || (!op_conv_kx(g, d, &x) && cir_dim_is_const(x.pad_t) && cir_dim_is_const(x.pad_l));
 }
 
 /* ===== Inverted-residual blocks ========================================================== */

@@ -18,7 +18,7 @@ cuvil_status lower_conv_params(cir_graph *g, cir_node *n, cuvil_conv2d_params *p
     cuvil_status s = op_conv_params(g, n, false, p);
     if (s || !g->symdims) return s;
     op_geo_x x;
-    if ((s = op_conv_x(g, n, &x))) return s;
+    if ((s = op_conv_kx(g, n, &x))) return s;
     int ns = g->dt.n_syms;
     int64_t *vals = cuvil_malloc(sizeof(int64_t) * ((size_t)ns + 1));
     if (!vals) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");

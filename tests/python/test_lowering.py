@@ -155,3 +155,62 @@ def test_grouped_symbolic(target, tmp_path):
         for shape in ((1, 16, 9, 13), (2, 16, 100, 37)):
             x = np.random.default_rng(sum(shape)).standard_normal(shape).astype(np.float32)
             tl.assert_outputs_close(tl.run(so, {"x": x}, tmp_path / f"r{hi}-{shape[2]}", threads=2), tl.ort_run(p, {"x": x}))
+
+
+def _w1_model(path, xs, ws, strides, pads, dilations, batch_sym=None):
+    """A conv over [N, C, H, W] with KW = 1 (strides, pads and dilations along H), or its 1-D twin."""
+    rng = np.random.default_rng(11)
+    w = onnx.numpy_helper.from_array((rng.standard_normal(ws) / np.sqrt(np.prod(ws[1:]))).astype(np.float32), "w")
+    b = onnx.numpy_helper.from_array(rng.standard_normal(ws[0]).astype(np.float32), "b")
+    shape = [batch_sym or xs[0]] + list(xs[1:])
+    g = helper.make_graph([helper.make_node("Conv", ["x", "w", "b"], ["y"], strides=strides, pads=pads,
+                                            dilations=dilations)],
+                          "conv", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], initializer=[w, b])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    onnx.save(m, path)
+
+
+# (C, H, M, K, stride, pads (top, bottom), dilation): Magika's 256 -> 512 5x1 on 512 x 1 (smaller)
+W1_CASES = {"magika-like": (64, 120, 96, 5, 1, (0, 0), 1), "strided-padded-dilated": (24, 77, 40, 3, 2, (2, 1), 2)}
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("case", sorted(W1_CASES))
+def test_conv_one_pixel_wide_runs_as_1d(case, target, tmp_path):
+    """A 2-D conv whose W axis is trivial (W = KW = 1, as jax2tf writes a 1-D conv) takes the
+    kernels' 1-D view, H and W swapped: the same algorithm as its 1-D twin over [N, C, L], and
+    ONNX Runtime's numbers, with a fixed and a symbolic batch."""
+    C, H, M, K, s, (pt, pb), d = W1_CASES[case]
+    p = tmp_path / "m.onnx"
+    _w1_model(p, [2, C, H, 1], [M, C, K, 1], [s, 1], [pt, 0, pb, 0], [d, 1])
+    twin = tmp_path / "twin.onnx"
+    _w1_model(twin, [2, C, H], [M, C, K], [s], [pt, pb], [d])
+
+    def note(path, name):
+        ir = tl.compile(path, tmp_path / name, emit="ir", target=target).read_text()
+        (line,) = [ln for ln in ir.splitlines() if " = conv " in ln]
+        return line.split("#")[-1].strip()
+
+    def kernel_params(path, name):   # the conv's parameters as the emitted C gives them to the runtime
+        c = tl.compile(path, tmp_path / name, emit="c", target=target)
+        text = "".join(f.read_text() for f in sorted(c.glob("*.c")))
+        found = re.findall(r"cuvil_conv2d_params P\d+ = (\{.*?\});", text)
+        assert len(found) == 1, found
+        return found[0]
+
+    assert note(p, "ir") == note(twin, "ir_twin")
+    params = kernel_params(p, "c")
+    assert ".H = 1," in params and params == kernel_params(twin, "c_twin"), params
+    if not tl.host_runs(target):
+        return
+    x = np.random.default_rng(3).standard_normal([2, C, H, 1]).astype(np.float32)
+    so = tl.compile(p, tmp_path / "build", target=target)
+    for threads in (1, 2):
+        tl.assert_outputs_close(tl.run(so, {"x": x}, tmp_path / f"t{threads}", threads=threads), tl.ort_run(p, {"x": x}))
+    sym = tmp_path / "sym.onnx"
+    _w1_model(sym, [2, C, H, 1], [M, C, K, 1], [s, 1], [pt, 0, pb, 0], [d, 1], batch_sym="n")
+    so = tl.compile(sym, tmp_path / "build_sym", target=target, dims={"n": "1:4"})
+    x3 = np.random.default_rng(4).standard_normal([3, C, H, 1]).astype(np.float32)
+    tl.assert_outputs_close(tl.run(so, {"x": x3}, tmp_path / "sym_run"), tl.ort_run(p.with_name("sym.onnx"), {"x": x3}))

@@ -173,7 +173,7 @@ cuvil_status cg_emit_conv(cg_ctx *cg, cir_graph *g, cir_node *n) {
     pp.layout = n->low.layout;
     op_geo_x gx;
     bool sym = cg_node_symbolic(g, n);
-    if (sym && (s = op_conv_x(g, n, &gx))) return s;
+    if (sym && (s = op_conv_kx(g, n, &gx))) return s;
     char f[1024], ex[160] = "";
     if (n->low.packed >= 0) {
         const cuvil_target_info *t = cuvil_target_find(g->target);

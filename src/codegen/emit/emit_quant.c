@@ -99,7 +99,7 @@ cuvil_status cg_emit_qconv(cg_ctx *cg, cir_graph *g, cir_node *n) {
      * (p: the upper bounds); the weights and scales after it */
     const bool sym = cg_node_symbolic(g, n);
     op_geo_x gx;
-    if (sym && (s = op_conv_x(g, n, &gx))) return s;
+    if (sym && (s = op_conv_kx(g, n, &gx))) return s;
     char f[768];
     const char *ps = cg_param(cg, "cuvil_conv2d_params", "{ %s }", sym ? cg_conv_geo_fields_x(cg, &p, &gx) : cg_conv_geo_fields(&p, f, sizeof f));
     /* the weights packed now when they are constants (as ever), else by the run into the scratch */

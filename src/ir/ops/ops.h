@@ -221,6 +221,9 @@ typedef struct op_geo_x {
     const cir_dim *N, *H, *W, *OH, *OW, *KH, *KW, *pad_t, *pad_l, *pad_b, *pad_r;
 } op_geo_x;
 cuvil_status op_conv_x(cir_graph *g, cir_node *n, op_geo_x *x);
+/* op_conv_x as the kernels take it (op_conv_params' view: a conv one pixel wide is a 1-D one
+ * along H, H and W swapped). */
+cuvil_status op_conv_kx(cir_graph *g, cir_node *n, op_geo_x *x);
 cuvil_status op_pool_x(cir_graph *g, cir_node *n, op_geo_x *x);
 cuvil_status op_convt_x(cir_graph *g, cir_node *n, op_geo_x *x);
 
