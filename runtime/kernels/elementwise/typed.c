@@ -267,10 +267,23 @@ static inline uint8_t cmp(int op, int c) {   /* c: -1, 0, 1, or 2 for unordered 
 
 #define ORDER(x, y) ((x) < (y) ? -1 : (x) > (y) ? 1 : (x) == (y) ? 0 : 2)
 
+/* The comparison chosen once, outside the loop, as C's operators: each gives cmp's result
+ * (a NaN operand: all false). With the switch inside the loop Magika's one-hot Equal (int32,
+ * 2048 x 257) took 0.56 ms on one thread. */
+#define CMP_LOOPS(X, Y)                                                         \
+    switch (p->op) {                                                            \
+    case CUVIL_CMP_EQ: BCAST2(p, y[o] = (X) == (Y)); break;                     \
+    case CUVIL_CMP_LT: BCAST2(p, y[o] = (X) < (Y)); break;                      \
+    case CUVIL_CMP_GT: BCAST2(p, y[o] = (X) > (Y)); break;                      \
+    case CUVIL_CMP_LE: BCAST2(p, y[o] = (X) <= (Y)); break;                     \
+    case CUVIL_CMP_GE: BCAST2(p, y[o] = (X) >= (Y)); break;                     \
+    default: BCAST2(p, { (void)ia; (void)ib; y[o] = 0; }); break;               \
+    }
+
 #define CMP_INT(TAG, T, U)                                                                      \
     case TAG: {                                                                                 \
         const T *A = a, *B = b;                                                                 \
-        BCAST2(p, y[o] = cmp(p->op, ORDER(A[ia], B[ib])));                                      \
+        CMP_LOOPS(A[ia], B[ib]);                                                                \
         break;                                                                                  \
     }
 
@@ -278,12 +291,12 @@ void cuvil_compare_t(const cuvil_binary_params *p, int t, const void *a, const v
     switch (t) {
     case CUVIL_T_F32: {
         const float *A = a, *B = b;
-        BCAST2(p, y[o] = cmp(p->op, ORDER(A[ia], B[ib])));
+        CMP_LOOPS(A[ia], B[ib]);
         break;
     }
     case CUVIL_T_F64: {
         const double *A = a, *B = b;
-        BCAST2(p, y[o] = cmp(p->op, ORDER(A[ia], B[ib])));
+        CMP_LOOPS(A[ia], B[ib]);
         break;
     }
     case CUVIL_T_F16: case CUVIL_T_BF16:
@@ -498,11 +511,13 @@ void cuvil_cast(int from, int to, const void *x, void *y, int64_t n) {
         (void)cuvil_cast16(to == CUVIL_T_F16 ? CUVIL_W16_F16 : CUVIL_W16_BF16, 1, x, y, (size_t)n);   /* (IEEE: inf) */
         return;
     }
-    /* integers to float32 (a dynamically quantized model's int32 sums before their scale): tight
-     * loops, the same one rounding as below */
-    if (to == CUVIL_T_F32 && (from == CUVIL_T_I32 || from == CUVIL_T_I8 || from == CUVIL_T_U8)) {
+    /* integers and bools to float32 (a dynamically quantized model's int32 sums before their
+     * scale): tight loops, the same one rounding as below */
+    if (to == CUVIL_T_F32 && (from == CUVIL_T_I32 || from == CUVIL_T_I8 || from == CUVIL_T_U8 || from == CUVIL_T_BOOL)) {
         float *restrict f = y;
-        if (from == CUVIL_T_I32)
+        if (from == CUVIL_T_BOOL)   /* (a one-hot's mask: Magika's 2048 x 257 took 1.2 ms element by element) */
+            for (int64_t i = 0; i < n; i++) f[i] = ((const uint8_t *)x)[i] != 0 ? 1.0f : 0.0f;
+        else if (from == CUVIL_T_I32)
             for (int64_t i = 0; i < n; i++) f[i] = (float)((const int32_t *)x)[i];
         else if (from == CUVIL_T_I8)
             for (int64_t i = 0; i < n; i++) f[i] = (float)((const int8_t *)x)[i];
