@@ -55,6 +55,46 @@ static cir_value *mul_by(const gelu_ctx *c, const cir_node *n, double want) {
     return is_scalar(c, b, want) ? a : is_scalar(c, a, want) ? b : NULL;
 }
 
+/* x^3's coefficient c: a float model's exact 0.044715 within a relative 1e-5, or a 16-bit
+ * model's rounding of it (is_scalar's rule, for a product of the model's scalars). */
+static bool near(const gelu_ctx *c, double v, double want) {
+    if (fabs(v - want) <= 1e-5 * fabs(want)) return true;
+    const float w = (float)want;
+    return ((c->g->half_types & 1) && fabs(v - cir_f16_to_f32(cir_f32_to_f16(w))) <= 1e-6 * fabs(want)) ||
+           ((c->g->half_types & 2) && fabs(v - cir_bf16_to_f32(cir_f32_to_bf16(w))) <= 1e-6 * fabs(want));
+}
+
+/* Product node n as x^pw times a coefficient: a tree of products whose leaves are x, scalar
+ * constants and Pow(x, 3), each value between read only by the next product (jax2tf writes
+ * 0.044715 x^3 as x * (x * (0.044715 * x)); PyTorch's exports as 0.044715 * Pow(x, 3)). The
+ * nodes go to dead[*nd...] (at most 6 of them). */
+static bool power_term(const gelu_ctx *c, cir_node *n, const cir_value *x, int *pw, double *coef, cir_node **dead,
+                       int *nd, int depth) {
+    if (depth > 3 || *nd >= 6) return false;
+    dead[(*nd)++] = n;
+    for (int i = 0; i < 2; i++) {
+        cir_value *v = cir_in(c->g, n, i);
+        if (v == x) {
+            (*pw)++;
+            continue;
+        }
+        if (v && cir_is_const(v) && v->dtype == CIR_F32 && cir_numel(v) == 1) {
+            *coef *= cir_const_f64(v, 0);
+            continue;
+        }
+        if (!v || c->user[v->id] != n->id) return false;
+        cir_node *m = made_by(c, v, CIR_OP_MUL), *p = made_by(c, v, CIR_OP_POW);
+        if (m && power_term(c, m, x, pw, coef, dead, nd, depth + 1)) continue;
+        if (p && cir_in(c->g, p, 0) == x && is_scalar(c, cir_in(c->g, p, 1), 3.0) && *nd < 6) {
+            *pw += 3;
+            dead[(*nd)++] = p;
+            continue;
+        }
+        return false;
+    }
+    return true;
+}
+
 /* s = 1 + f(x) found; the Gelu is x * 0.5 * s in some order. Returns the last product, whose
  * output is the Gelu's, or NULL. dead[] gets the product nodes that go (at most 2). */
 static cir_node *halve_times(const gelu_ctx *c, const cir_value *s, const cir_value *x, cir_node **dead) {
@@ -94,17 +134,17 @@ static cir_node *match(const gelu_ctx *c, cir_node *e, cir_node **dead, cir_valu
         cir_value *a = k ? mul_by(c, k, 0.7978845608028654) : NULL;
         cir_node *ad = a && c->user[a->id] == k->id ? made_by(c, a, CIR_OP_ADD) : NULL;
         if (!ad) return NULL;
-        for (int side = 0; side < 2 && !x; side++) {
+        for (int side = 0; side < 2 && !x; side++) {   /* ad = x + 0.044715 x^3 */
             cir_value *xc = cir_in(g, ad, side), *mv = cir_in(g, ad, 1 - side);
-            cir_node *m = made_by(c, mv, CIR_OP_MUL);
-            cir_value *p3 = m && c->user[mv->id] == ad->id ? mul_by(c, m, 0.044715) : NULL;
-            cir_node *pw = p3 && c->user[p3->id] == m->id ? made_by(c, p3, CIR_OP_POW) : NULL;
-            if (pw && cir_in(g, pw, 0) == xc && is_scalar(c, cir_in(g, pw, 1), 3.0)) {
+            cir_node *m = made_by(c, mv, CIR_OP_MUL), *chain[6];
+            int pw = 0, nc = 0;
+            double coef = 1.0;
+            if (m && c->user[mv->id] == ad->id && power_term(c, m, xc, &pw, &coef, chain, &nc, 0) && pw == 3 &&
+                near(c, coef, 0.044715)) {
                 x = xc;
                 dead[nd++] = k;
                 dead[nd++] = ad;
-                dead[nd++] = m;
-                dead[nd++] = pw;
+                for (int i = 0; i < nc; i++) dead[nd++] = chain[i];
             }
         }
         if (!x) return NULL;
@@ -131,7 +171,7 @@ cuvil_status cuvil_pass_fuse_gelu(cir_graph *g, const cuvil_options *o) {
     cuvil_status s = CUVIL_OK;
     int matched = 0;
     for (int i = 0; i < g->n_nodes && !s; i++) {
-        cir_node *e = cir_node_at(g, i), *dead[12];
+        cir_node *e = cir_node_at(g, i), *dead[16];
         cir_value *x;
         if (e->dead || (e->kind != CIR_OP_ERF && e->kind != CIR_OP_TANH) || e->n_post) continue;
         cir_node *f = match(&c, e, dead, &x);

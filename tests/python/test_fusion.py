@@ -40,6 +40,21 @@ def _gelu_tanh(x="h", y="y"):
     return nodes, inits
 
 
+def _gelu_tanh_jax(x="h", y="y", c1=0.044715, power=3):
+    """jax2tf's (Magika's): the cube as products, x * (x * (0.044715 * x)), and the halving last:
+    x * (0.5 * (1 + tanh(sqrt(2/pi) * (x + that))))."""
+    nodes = [node("Mul", ["c1", x], ["m0"])]
+    prev = "m0"
+    for i in range(power - 1):
+        nodes.append(node("Mul", [x, prev], [f"m{i + 1}"]))
+        prev = f"m{i + 1}"
+    nodes += [node("Add", [x, prev], ["a"]), node("Mul", ["c0", "a"], ["k"]), node("Tanh", ["k"], ["t"]),
+              node("Add", ["one", "t"], ["s"]), node("Mul", ["half", "s"], ["hs"]), node("Mul", [x, "hs"], [y])]
+    inits = {"half": f32(0.5).reshape(()), "c1": f32(c1).reshape(()),
+             "c0": f32(np.sqrt(2.0 / np.pi)).reshape(()), "one": f32(1.0).reshape(())}
+    return nodes, inits
+
+
 def _linear_gelu(case_id, gelu_nodes, gelu_inits, bias_shape=(48,)):
     """x [2, 5, 32] -> MatMul W [32, 48] -> Add b -> Gelu -> MatMul W2 [48, 16]."""
     nodes = [node("MatMul", ["x", "w"], ["mm"]), node("Add", ["mm", "b"], ["h"])] + gelu_nodes + \
@@ -74,6 +89,21 @@ def test_tanh_gelu_becomes_the_tanh_form(tmp_path):
     ir = _ir_and_check(_linear_gelu("fuse-tanh", *_gelu_tanh()), tmp_path)
     assert _ops(ir) == ["matmul", "matmul"], ir
     assert "act=gelu(1," in ir, ir
+
+
+def test_jax_tanh_gelu_becomes_the_tanh_form(tmp_path):
+    ir = _ir_and_check(_linear_gelu("fuse-tanh-jax", *_gelu_tanh_jax()), tmp_path)
+    assert _ops(ir) == ["matmul", "matmul"], ir
+    assert "act=gelu(1," in ir, ir
+
+
+@pytest.mark.parametrize("what", ["square", "fourth-power", "not-0.044715"])
+def test_near_jax_tanh_gelu_is_left_alone(what, tmp_path):
+    """x^2 or x^4 in place of the cube, or another coefficient: not Gelu; the nodes stay."""
+    kw = {"square": {"power": 2}, "fourth-power": {"power": 4}, "not-0.044715": {"c1": 0.045}}[what]
+    ir = _ir_and_check(_linear_gelu(f"fuse-near-jax-{what}", *_gelu_tanh_jax(**kw)), tmp_path)
+    assert "gelu" not in ir
+    assert "tanh" in ir
 
 
 @pytest.mark.parametrize("what", ["not-sqrt2", "not-half"])
