@@ -20,6 +20,16 @@ typedef struct conv_geo {
     bool swap_hw;
 } conv_geo;
 
+/* H <-> W, OH <-> OW, KH <-> KW, pad_t <-> pad_l of a struct of those fields (swap_hw). */
+#define SWAP_HW(T, s)                                 \
+    do {                                              \
+        T t_ = (s)->H;                                \
+        (s)->H = (s)->W, (s)->W = t_;                 \
+        t_ = (s)->OH, (s)->OH = (s)->OW, (s)->OW = t_; \
+        t_ = (s)->KH, (s)->KH = (s)->KW, (s)->KW = t_; \
+        t_ = (s)->pad_t, (s)->pad_t = (s)->pad_l, (s)->pad_l = t_; \
+    } while (0)
+
 /* Reads an INTS attribute of nsp elements, or fills def. */
 static cuvil_status spatial_attr(cir_graph *g, cir_node *n, const char *name, int nsp, int64_t def, int64_t *out,
                                  int count_mult) {
@@ -227,12 +237,9 @@ cuvil_status op_conv_kx(cir_graph *g, cir_node *n, op_geo_x *x) {
     cuvil_status s = op_conv_x(g, n, x);
     if (s || (s = geometry(g, n, false, &c))) return s;
     if (c.swap_hw) {   /* (as op_conv_params: W, KW, OW are 1, its pads 0) */
-        const cir_dim *t0;
-        t0 = x->H, x->H = x->W, x->W = t0;
-        t0 = x->OH, x->OH = x->OW, x->OW = t0;
-        t0 = x->KH, x->KH = x->KW, x->KW = t0;
-        t0 = x->pad_t, x->pad_t = x->pad_l, x->pad_l = t0;
-        t0 = x->pad_b, x->pad_b = x->pad_r, x->pad_r = t0;
+        SWAP_HW(const cir_dim *, x);
+        const cir_dim *t0 = x->pad_b;
+        x->pad_b = x->pad_r, x->pad_r = t0;
     }
     return CUVIL_OK;
 }
@@ -319,12 +326,9 @@ cuvil_status op_conv_params(cir_graph *g, cir_node *n, bool transpose, cuvil_con
     cir_act act = cir_node_act(n);
     *p = geo_params(&c, &act);
     if (c.swap_hw) {   /* H along W: a 1-D convolution, H = KH = OH = 1 (conv_geo's swap_hw) */
-        int64_t t0;
-        t0 = p->H, p->H = p->W, p->W = t0;
-        t0 = p->OH, p->OH = p->OW, p->OW = t0;
-        t0 = p->KH, p->KH = p->KW, p->KW = t0;
-        t0 = p->stride_h, p->stride_h = p->stride_w, p->stride_w = t0;
-        t0 = p->pad_t, p->pad_t = p->pad_l, p->pad_l = t0;
+        SWAP_HW(int64_t, p);
+        int64_t t0 = p->stride_h;
+        p->stride_h = p->stride_w, p->stride_w = t0;
         t0 = p->dil_h, p->dil_h = p->dil_w, p->dil_w = t0;
     }
     return CUVIL_OK;
