@@ -61,6 +61,11 @@ cuvil_status lower_fuse_blocks(cir_graph *g, const lower_ctx *c) {
         if (!D || D->low.packed >= 0 || cir_in(g, D, 0)->dtype != CIR_F32 || D->region != P->region) continue;
         cir_node *E = sole_conv_producer(g, D->in[0]);   /* (a block's convs: one region, passes_int.h) */
         if (E && E->region != P->region) E = NULL;
+        /* a conv one pixel wide has H and W swapped in its kernel view (op_conv_params), where
+         * the block's emitter gives the kernel the model's axes: none in a block (a depthwise
+         * conv of a block is 3x3 or 5x5, never one pixel wide, so none is lost) */
+        if (op_conv_swaps_hw(g, D) || op_conv_swaps_hw(g, P)) continue;
+        if (E && op_conv_swaps_hw(g, E)) E = NULL;
         cuvil_mbblock_params mp;
         cuvil_status s;
         if ((s = lower_conv_params(g, D, &mp.dw)) || (s = lower_conv_params(g, P, &mp.pr))) return s;

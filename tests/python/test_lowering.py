@@ -214,3 +214,33 @@ def test_conv_one_pixel_wide_runs_as_1d(case, target, tmp_path):
     so = tl.compile(sym, tmp_path / "build_sym", target=target, dims={"n": "1:4"})
     x3 = np.random.default_rng(4).standard_normal([3, C, H, 1]).astype(np.float32)
     tl.assert_outputs_close(tl.run(so, {"x": x3}, tmp_path / "sym_run"), tl.ort_run(p.with_name("sym.onnx"), {"x": x3}))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_block_one_pixel_wide(target, tmp_path):
+    """An inverted-residual block on a map one pixel wide (expand 1x1, depthwise 3x3 padded on
+    both axes, project 1x1; the expanded tensor 2.3 MB, where blocks fuse): the 1x1 convs take
+    the 1-D kernel view, the depthwise conv does not, so the block stays three convs; ONNX
+    Runtime's numbers."""
+    rng = np.random.default_rng(21)
+    H, C, E = 6000, 16, 96
+    inits = [onnx.numpy_helper.from_array(a.astype(np.float32), n) for n, a in [
+        ("we", rng.standard_normal([E, C, 1, 1]) / 4), ("wd", rng.standard_normal([E, 1, 3, 3]) / 3),
+        ("wp", rng.standard_normal([C, E, 1, 1]) / 10)]]
+    nodes = [helper.make_node("Conv", ["x", "we"], ["e"]), helper.make_node("Relu", ["e"], ["er"]),
+             helper.make_node("Conv", ["er", "wd"], ["d"], group=E, pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["d"], ["dr"]), helper.make_node("Conv", ["dr", "wp"], ["y"])]
+    g = helper.make_graph(nodes, "blk", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, C, H, 1])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], initializer=inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    p = tmp_path / "m.onnx"
+    onnx.save(m, p)
+    ir = tl.compile(p, tmp_path / "ir", emit="ir", target=target).read_text()
+    assert " = mbblock " not in ir and ir.count(" = conv ") == 3, ir
+    if not tl.host_runs(target):
+        return
+    x = rng.standard_normal([1, C, H, 1]).astype(np.float32)
+    so = tl.compile(p, tmp_path / "build", target=target)
+    for threads in (1, 2):
+        tl.assert_outputs_close(tl.run(so, {"x": x}, tmp_path / f"t{threads}", threads=threads), tl.ort_run(p, {"x": x}))

@@ -399,6 +399,8 @@ static const conv_case conv_cases[] = {
     {1, 3, 41, 57, 13, 5, 5, 2, 2, 2, 2, 2, 2, 1, 1, 1},  /* a 5x5 stem, 29 wide */
     {1, 3, 30, 44, 64, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 1},  /* ResNet's 7x7 stem (K 147): 10 blocks of 6 and one of 4 */
     {1, 4, 14, 20, 8, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 1},   /* 4 x 7x7 (K 196): past the stem kernel's 147 taps */
+    {1, 3, 22, 37, 7, 4, 4, 2, 2, 1, 1, 2, 2, 1, 1, 1},   /* a 4x4 stem (even K), uneven pads */
+    {1, 4, 26, 66, 11, 6, 6, 2, 2, 2, 2, 2, 2, 1, 1, 1},  /* 4 x 6x6: 144 taps, the most with 4 channels */
     {2, 8, 10, 10, 12, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2},  /* groups 2, batch 2, 100 pixels: pixel bands per image and group */
     {2, 20, 9, 11, 6, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},   /* pointwise, batch 2, 99 pixels: direct reads whole panels in place, the last copied */
     {2, 64, 7, 7, 200, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},  /* 3x3 at 7x7, 200 channels: too few pixels for bands, runs of columns, A packed by each thread */

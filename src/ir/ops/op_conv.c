@@ -232,6 +232,11 @@ cuvil_status op_conv_x(cir_graph *g, cir_node *n, op_geo_x *x) {
     return CUVIL_OK;
 }
 
+bool op_conv_swaps_hw(cir_graph *g, cir_node *n) {
+    conv_geo c;
+    return !geometry(g, n, false, &c) && c.swap_hw;
+}
+
 cuvil_status op_conv_kx(cir_graph *g, cir_node *n, op_geo_x *x) {
     conv_geo c;
     cuvil_status s = op_conv_x(g, n, x);

@@ -224,6 +224,8 @@ cuvil_status op_conv_x(cir_graph *g, cir_node *n, op_geo_x *x);
 /* op_conv_x as the kernels take it (op_conv_params' view: a conv one pixel wide is a 1-D one
  * along H, H and W swapped). */
 cuvil_status op_conv_kx(cir_graph *g, cir_node *n, op_geo_x *x);
+/* Whether conv n's kernel view swaps H and W (a 2-D conv one pixel wide: op_conv_params). */
+bool op_conv_swaps_hw(cir_graph *g, cir_node *n);
 cuvil_status op_pool_x(cir_graph *g, cir_node *n, op_geo_x *x);
 cuvil_status op_convt_x(cir_graph *g, cir_node *n, op_geo_x *x);
 
