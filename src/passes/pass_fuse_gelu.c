@@ -17,13 +17,17 @@ typedef struct gelu_ctx {
     int *user;   /* per value id: the one live node that reads it, or -1 (none, several, or an output) */
 } gelu_ctx;
 
-static bool is_scalar(const gelu_ctx *c, const cir_value *v, double want) {
-    if (!v || !cir_is_const(v) || v->dtype != CIR_F32 || cir_numel(v) != 1) return false;
-    const double x = cir_const_f64(v, 0);
+/* A formula's constant x is want: within a relative 1e-5, or in a 16-bit model want rounded to
+ * float16 or bfloat16, exactly. */
+static bool near(const gelu_ctx *c, double x, double want) {
     if (fabs(x - want) <= 1e-5 * fabs(want)) return true;
-    const float w = (float)want;   /* (a 16-bit model: want rounded to float16 or bfloat16, exactly) */
+    const float w = (float)want;
     return ((c->g->half_types & 1) && (float)x == cir_f16_to_f32(cir_f32_to_f16(w))) ||
            ((c->g->half_types & 2) && (float)x == cir_bf16_to_f32(cir_f32_to_bf16(w)));
+}
+
+static bool is_scalar(const gelu_ctx *c, const cir_value *v, double want) {
+    return v && cir_is_const(v) && v->dtype == CIR_F32 && cir_numel(v) == 1 && near(c, cir_const_f64(v, 0), want);
 }
 
 /* The node that produces v, of op kind and without a fused activation, or NULL. */
@@ -53,15 +57,6 @@ static cir_value *mul_by(const gelu_ctx *c, const cir_node *n, double want) {
     if (!n) return NULL;
     cir_value *a = cir_in(c->g, n, 0), *b = cir_in(c->g, n, 1);
     return is_scalar(c, b, want) ? a : is_scalar(c, a, want) ? b : NULL;
-}
-
-/* x^3's coefficient c: a float model's exact 0.044715 within a relative 1e-5, or a 16-bit
- * model's rounding of it (is_scalar's rule, for a product of the model's scalars). */
-static bool near(const gelu_ctx *c, double v, double want) {
-    if (fabs(v - want) <= 1e-5 * fabs(want)) return true;
-    const float w = (float)want;
-    return ((c->g->half_types & 1) && fabs(v - cir_f16_to_f32(cir_f32_to_f16(w))) <= 1e-6 * fabs(want)) ||
-           ((c->g->half_types & 2) && fabs(v - cir_bf16_to_f32(cir_f32_to_bf16(w))) <= 1e-6 * fabs(want));
 }
 
 /* Product node n as x^pw times a coefficient: a tree of products whose leaves are x, scalar

@@ -124,29 +124,36 @@ static inline __attribute__((always_inline)) void store_tile(__m256 (*acc)[2], f
     store_tile_r(acc, MR, c, ldc, mr, nr, c_in, ld_in, epi);
 }
 
-/* An edge tile of TR < MR rows (A still packed in panels of MR, its rows past TR zero): only
- * TR rows' FMAs, each row's in the same order as the whole tile's, so the same values. A 4-row
- * tile's 8 sums take 4 cycles a k step (the FMA's latency) where the whole tile's 12 take 6:
- * cuvil-bench-gemm-avx2 --shape, one thread, old and new in turns, medians of 6: 32 x 3136 x
- * 288 (tiles 5 x 6 + 2) 93.1 -> 99.3 GFLOP/s, 40 x 784 x 960 99.3 -> 100.6; 16 rows (6, 6, 4)
- * 86 either way, its B's packing the bound there. */
-static inline __attribute__((always_inline)) void short_tile(const int TR, size_t kc, const float *a, const float *b,
-                                                             float *c, size_t ldc, size_t nr, const float *c_in,
-                                                             size_t ld_in, const cuvil_ukernel_epi *epi) {
-    __m256 acc[MR][2];
+/* The sums of a TR x 16 tile over A packed in panels of AS rows (AS = TR for the 5x16 tile's
+ * panels, MR for an edge tile of a 6x16 panel, whose rows past TR are zero), each row's FMAs in
+ * k order from zero (the 6x16 tile's order: an edge tile's values are the whole tile's). */
+static inline __attribute__((always_inline)) void packed_sums(const int TR, const int AS, size_t kc, const float *a,
+                                                              const float *b, __m256 (*acc)[2]) {
 #pragma GCC unroll 6
     for (int i = 0; i < TR; i++) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
-#pragma GCC unroll 2
+#pragma GCC unroll 4
     for (size_t k = 0; k < kc; k++) {
         B_PREFETCH(b + k * NR);
         const __m256 b0 = _mm256_loadu_ps(b + k * NR), b1 = _mm256_loadu_ps(b + k * NR + 8);
 #pragma GCC unroll 6
         for (int i = 0; i < TR; i++) {
-            const __m256 av = _mm256_broadcast_ss(a + k * MR + i);
+            const __m256 av = _mm256_broadcast_ss(a + k * (size_t)AS + (size_t)i);
             acc[i][0] = _mm256_fmadd_ps(av, b0, acc[i][0]);
             acc[i][1] = _mm256_fmadd_ps(av, b1, acc[i][1]);
         }
     }
+}
+
+/* An edge tile of TR < MR rows: only its rows' FMAs. A 4-row tile's 8 sums take 4 cycles a k
+ * step (the FMA's latency) where the whole tile's 12 take 6: cuvil-bench-gemm-avx2 --shape, one
+ * thread, old and new in turns, medians of 6: 32 x 3136 x 288 (tiles 5 x 6 + 2) 93.1 -> 99.3
+ * GFLOP/s, 40 x 784 x 960 99.3 -> 100.6; 16 rows (6, 6, 4) 86 either way, its B's packing the
+ * bound there. */
+static inline __attribute__((always_inline)) void short_tile(const int TR, size_t kc, const float *a, const float *b,
+                                                             float *c, size_t ldc, size_t nr, const float *c_in,
+                                                             size_t ld_in, const cuvil_ukernel_epi *epi) {
+    __m256 acc[MR][2];
+    packed_sums(TR, MR, kc, a, b, acc);
     store_tile_r(acc, TR, c, ldc, (size_t)TR, nr, c_in, ld_in, epi);
 }
 
@@ -245,19 +252,7 @@ void cuvil_f32_gemm_ukernel_5x16__avx2_fma(size_t kc, const float *a, const floa
                                            size_t ldc, size_t mr, size_t nr, const float *c_in,
                                            size_t ld_in, const cuvil_ukernel_epi *epi) {
     __m256 acc[5][2];
-#pragma GCC unroll 5
-    for (int i = 0; i < 5; i++) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
-#pragma GCC unroll 4
-    for (size_t k = 0; k < kc; k++) {
-        B_PREFETCH(b + k * NR);
-        const __m256 b0 = _mm256_loadu_ps(b + k * NR), b1 = _mm256_loadu_ps(b + k * NR + 8);
-#pragma GCC unroll 5
-        for (int i = 0; i < 5; i++) {
-            const __m256 av = _mm256_broadcast_ss(a + k * 5 + i);
-            acc[i][0] = _mm256_fmadd_ps(av, b0, acc[i][0]);
-            acc[i][1] = _mm256_fmadd_ps(av, b1, acc[i][1]);
-        }
-    }
+    packed_sums(5, 5, kc, a, b, acc);
     store_tile_r(acc, 5, c, ldc, mr, nr, c_in, ld_in, epi);
 }
 

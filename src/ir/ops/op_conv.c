@@ -12,11 +12,12 @@ typedef struct conv_geo {
         out[CUVIL_ND_MAX];
     int64_t group, N, C, M;
     /* A 2-D convolution whose W axis is trivial (W, KW and OW are 1, W a number, no pads along
-     * it): the kernels see the 1-D convolution along H that it is, with H and W swapped (op_conv_params,
-     * op_conv_kx; op_conv_x and the shapes keep the model's axes). [C][H][1] is [C][1][H] in memory, and channels last [H][1][C] is [1][H][C], so
-     * the swap is exact; the tensors' shapes stay as the model has them. The 1-D paths run it as
-     * a row of pixels, not a map one pixel wide (Magika's 256 -> 512 5x1 conv on 512 x 1,
-     * cuvil-bench-conv-avx2, one thread: im2col GEMM 8.47 ms as 512 x 1, 6.91 as 1 x 512). */
+     * it): the kernels see the 1-D convolution along H that it is, with H and W swapped
+     * (op_conv_params, op_conv_kx; op_conv_x and the tensors' shapes keep the model's axes).
+     * [C][H][1] is [C][1][H] in memory, and channels last [H][1][C] is [1][H][C], so the swap
+     * is exact. The 1-D paths run it as a row of pixels, not a map one pixel wide (Magika's
+     * 256 -> 512 5x1 conv on 512 x 1, cuvil-bench-conv-avx2, one thread: im2col GEMM 8.47 ms
+     * as 512 x 1, 6.91 as 1 x 512). */
     bool swap_hw;
 } conv_geo;
 
