@@ -16,6 +16,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "cuvil_rt.h"
 
@@ -122,6 +123,23 @@ typedef struct cuvil_ukernel_epi {
     float lo, hi;
     int hswish;
 } cuvil_ukernel_epi;
+
+/* cond ? a : b as a blend of the bits under cond's mask: no branch, so the loops over it
+ * vectorise. (`x >= 0 ? x : a * x` became a branch with the product inside, mispredicted on
+ * random signs: PRelu and LeakyRelu on 16 x 28 x 22 x 22 took 0.84 and 0.96 ms, a Mul of that
+ * size 0.024; now 0.025.) */
+static inline float cuvil_pick(int cond, float a, float b) {
+    uint32_t ab, bb;
+    memcpy(&ab, &a, sizeof ab);
+    memcpy(&bb, &b, sizeof bb);
+    const uint32_t m = 0u - (uint32_t)(cond != 0), r = (ab & m) | (bb & ~m);
+    float y;
+    memcpy(&y, &r, sizeof y);
+    return y;
+}
+
+/* x where x >= 0 (-0 included), else alt (NaN: alt) */
+static inline float cuvil_select_ge0(float x, float alt) { return cuvil_pick(x >= 0.0f, x, alt); }
 
 /* HardSwish in scalar code (cuvil_f32_act1 and the portable microkernels' epilogues). */
 static inline float cuvil_hswish1(float x) {

@@ -16,12 +16,9 @@ cuvil_status cuvil_pass_fuse_silu(cir_graph *g, const cuvil_options *o) {
         cir_node *sg = cir_node_at(g, i);
         if (sg->dead || sg->kind != CIR_OP_SIGMOID || sg->n_post || sg->n_in != 1) continue;
         cir_value *x = cir_in(g, sg, 0), *s = cir_out(g, sg, 0);
-        if (!x || !s || x->dtype != CIR_F32 || s->dtype != CIR_F32 || user[s->id] < 0) continue;
-        cir_node *m = cir_node_at(g, user[s->id]);
-        if (m->dead || m->kind != CIR_OP_MUL || m->n_post || m->n_in != 2 || m->region != sg->region) continue;
-        const int other = m->in[0] == s->id ? m->in[1] : m->in[1] == s->id ? m->in[0] : -1;
-        cir_value *y = cir_out(g, m, 0);
-        if (other != x->id || !y || y->dtype != CIR_F32 || !cir_same_dims(x, y)) continue;
+        if (!x || !s || x->dtype != CIR_F32) continue;
+        cir_node *m = cuvil_mul_by_input(g, user, s, x, sg->region);
+        if (!m) continue;
         sg->dead = true;
         cuvil_node_become_unary(g, m, CIR_OP_SILU, x->id, "silu (x * sigmoid(x))");
         matched++;

@@ -37,6 +37,10 @@ const char *cuvil_fused_note(cir_graph *g, const char *fused, const char *src_op
 /* Per value id, the one live node that reads it, or -1 (no reader, several, or a graph output);
  * counts uses first. cuvil_free() it. NULL when out of memory (message on ctx). */
 int *cuvil_single_readers(cir_graph *g);
+/* The Mul that alone reads t (float32, read once, not a graph output), in region, with x (the
+ * very value, either side) as its other input and x's dims as its output's: where an
+ * activation written as x * f(x) ends (fuse_silu, fuse_mish). NULL if there is none. */
+cir_node *cuvil_mul_by_input(cir_graph *g, const int *user, const cir_value *t, const cir_value *x, int region);
 /* Node n, which a matched pattern ends at, becomes the unary op kind on value x, without
  * attributes (the caller sets any); fused: the comment's note. Uses are recounted by the caller. */
 void cuvil_node_become_unary(cir_graph *g, cir_node *n, cir_op_kind kind, int x, const char *fused);

@@ -134,6 +134,15 @@ void cuvil_node_become_unary(cir_graph *g, cir_node *n, cir_op_kind kind, int x,
     n->fused = fused;
 }
 
+cir_node *cuvil_mul_by_input(cir_graph *g, const int *user, const cir_value *t, const cir_value *x, int region) {
+    if (!t || t->dtype != CIR_F32 || user[t->id] < 0) return NULL;
+    cir_node *m = cir_node_at(g, user[t->id]);
+    if (m->dead || m->kind != CIR_OP_MUL || m->n_post || m->n_in != 2 || m->region != region) return NULL;
+    const int other = m->in[0] == t->id ? m->in[1] : m->in[1] == t->id ? m->in[0] : -1;
+    cir_value *y = cir_out(g, m, 0);
+    return other == x->id && y && y->dtype == CIR_F32 && cir_same_dims(x, y) ? m : NULL;
+}
+
 int *cuvil_single_readers(cir_graph *g) {
     int *user = cuvil_malloc(sizeof(int) * ((size_t)g->n_values + 1));
     if (!user) {

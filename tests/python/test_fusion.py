@@ -410,6 +410,17 @@ def _conv_silu(case_id, silu_nodes, outputs=("y",), extra_inits=None):
     return Case(case_id, 13, nodes, {"x": [1, 8, 10, 12]}, inits, outputs=list(outputs))
 
 
+def _check_scaled_inputs(inputs, tmp_path):
+    """The model _ir_and_check saved, on its inputs times 60 (past the exp's +-87) with NaN,
+    +inf and -inf in x: the same as ONNX Runtime's."""
+    p = tmp_path / "m.onnx"
+    big = {k: (v * 60).astype(np.float32) for k, v in inputs.items()}
+    big["x"][0, 0, 0, :3] = [np.nan, np.inf, -np.inf]
+    want = tl.ort_run(p, big)
+    got = tl.run(tl.compile(p, tmp_path / "build-big"), big, tmp_path / "run-big")
+    tl.assert_outputs_close(got, want)
+
+
 @pytest.mark.parametrize("order", ["x*s", "s*x"])
 def test_sigmoid_times_input_becomes_silu_in_the_conv(order, tmp_path):
     """torch's nn.SiLU as exported before ONNX had the op: Mul(h, Sigmoid(h)). One silu, which
@@ -421,12 +432,7 @@ def test_sigmoid_times_input_becomes_silu_in_the_conv(order, tmp_path):
     ir = _ir_and_check(c, tmp_path)
     assert _ops(ir) == ["conv"], ir
     assert "act=silu" in ir, ir
-    p = tmp_path / "m.onnx"
-    big = {k: (v * 60).astype(np.float32) for k, v in inputs.items()}
-    big["x"][0, 0, 0, :3] = [np.nan, np.inf, -np.inf]
-    want = tl.ort_run(p, big)
-    got = tl.run(tl.compile(p, tmp_path / "build-big"), big, tmp_path / "run-big")
-    tl.assert_outputs_close(got, want)
+    _check_scaled_inputs(inputs, tmp_path)
 
 
 @pytest.mark.parametrize("what", ["sigmoid-also-output", "sigmoid-of-another", "sigmoid-read-twice"])
@@ -445,6 +451,40 @@ def test_near_silu_is_left_alone(what, tmp_path):
     ir = _ir_and_check(c, tmp_path)
     assert "silu" not in _ops(ir) and "act=silu" not in ir, ir
     assert "sigmoid" in _ops(ir), ir
+
+
+@pytest.mark.parametrize("order", ["x*t", "t*x"])
+def test_softplus_tanh_times_input_becomes_mish_in_the_conv(order, tmp_path):
+    """Mish as exported before ONNX had the op (darknet's YOLOv4, torch's F.mish at opset < 18):
+    Mul(h, Tanh(Softplus(h))). One mish, which then goes into the conv's epilogue; checked
+    against ONNX Runtime on the three nodes, with inputs scaled past the exp's range and NaN,
+    +-inf (Mish(-inf) is NaN in both: -inf * tanh(0))."""
+    mul_in = ["h", "t"] if order == "x*t" else ["t", "h"]
+    c = _conv_silu(f"fuse-mish-{order}", [node("Softplus", ["h"], ["s"]), node("Tanh", ["s"], ["t"]),
+                                          node("Mul", mul_in, ["y"])])
+    m, inputs, ref = c.build()
+    ir = _ir_and_check(c, tmp_path)
+    assert _ops(ir) == ["conv"], ir
+    assert "act=mish" in ir, ir
+    _check_scaled_inputs(inputs, tmp_path)
+
+
+@pytest.mark.parametrize("what", ["tanh-also-output", "softplus-read-twice", "tanh-of-another"])
+def test_near_mish_is_left_alone(what, tmp_path):
+    """Mul(h, Tanh(Softplus(h))) only: a tanh the graph also returns, a softplus another node
+    reads, or a product with a value other than the softplus's input stays as written."""
+    if what == "tanh-also-output":
+        c = _conv_silu("mish-near-out", [node("Softplus", ["h"], ["s"]), node("Tanh", ["s"], ["t"]),
+                                         node("Mul", ["h", "t"], ["y"])], outputs=("y", "t"))
+    elif what == "softplus-read-twice":
+        c = _conv_silu("mish-near-twice", [node("Softplus", ["h"], ["s"]), node("Tanh", ["s"], ["t"]),
+                                           node("Mul", ["h", "t"], ["y0"]), node("Add", ["y0", "s"], ["y"])])
+    else:
+        c = _conv_silu("mish-near-other", [node("Relu", ["h"], ["r"]), node("Softplus", ["r"], ["s"]),
+                                           node("Tanh", ["s"], ["t"]), node("Mul", ["h", "t"], ["y"])])
+    ir = _ir_and_check(c, tmp_path)
+    assert "mish" not in _ops(ir) and "act=mish" not in ir, ir
+    assert "tanh" in _ops(ir), ir
 
 
 @pytest.mark.parametrize("form", ["attr-13", "attr-neg-13", "input-18"])

@@ -97,7 +97,7 @@ static void run(int op, const float *a, int64_t sa, const float *b, int64_t sb, 
         break;
     case CUVIL_BIN_MAX: RUN(av > bv || av != av ? av : bv); break;
     case CUVIL_BIN_MIN: RUN(av < bv || av != av ? av : bv); break;
-    case CUVIL_BIN_PRELU: RUN(av >= 0.0f ? av : av * bv); break;
+    case CUVIL_BIN_PRELU: RUN(cuvil_select_ge0(av, av * bv)); break;
     case CUVIL_BIN_MOD: RUN(f32_mod(av, bv)); break;
     case CUVIL_BIN_FMOD: RUN(fmodf(av, bv)); break;
     default: break;

@@ -97,7 +97,7 @@ static void unary_serial(const cuvil_act_params *a, const float *x, float *y, si
         for (size_t i = 0; i < n; i++) y[i] = x[i] < 0.0f ? 0.0f : x[i];
         return;
     case CUVIL_ACT_LEAKY_RELU:
-        for (size_t i = 0; i < n; i++) y[i] = x[i] >= 0.0f ? x[i] : al * x[i];
+        for (size_t i = 0; i < n; i++) y[i] = cuvil_select_ge0(x[i], al * x[i]);
         return;
     case CUVIL_ACT_CLIP:
         for (size_t i = 0; i < n; i++) {
@@ -117,9 +117,11 @@ static void unary_serial(const cuvil_act_params *a, const float *x, float *y, si
         for (size_t i = 0; i < n; i++) y[i] = cuvil_hswish1(x[i]);
         return;
 #endif
+#if !CUVIL_HAVE_AVX2   /* (with AVX2: its sqrt instruction, the same bits; sqrtf's errno kept GCC's loop scalar) */
     case CUVIL_ACT_SQRT:
         for (size_t i = 0; i < n; i++) y[i] = sqrtf(x[i]);
         return;
+#endif
     case CUVIL_ACT_NEG:
         for (size_t i = 0; i < n; i++) y[i] = -x[i];
         return;
@@ -137,6 +139,22 @@ static void unary_serial(const cuvil_act_params *a, const float *x, float *y, si
         return;
     case CUVIL_ACT_ROUND:
         for (size_t i = 0; i < n; i++) y[i] = rintf(x[i]);
+        return;
+    /* (act1's definitions as selects that vectorise: same values) */
+    case CUVIL_ACT_SOFTSIGN:
+        for (size_t i = 0; i < n; i++) y[i] = x[i] / (1.0f + fabsf(x[i]));
+        return;
+    case CUVIL_ACT_SIGN:
+        for (size_t i = 0; i < n; i++) {
+            const float v = x[i];
+            y[i] = cuvil_pick(v > 0.0f, 1.0f, cuvil_pick(v < 0.0f, -1.0f, v));
+        }
+        return;
+    case CUVIL_ACT_THRESHOLDED_RELU:
+        for (size_t i = 0; i < n; i++) {
+            const float v = x[i];
+            y[i] = cuvil_pick(v > al || v != v, v, 0.0f);
+        }
         return;
     default:
 #if CUVIL_HAVE_AVX512

@@ -13,6 +13,7 @@
  * 0.5 x (1 + tanh u) without the cancellation for negative x.
  */
 #include <immintrin.h>
+#include <float.h>
 #include <math.h>
 
 #include "../rt_int.h"
@@ -145,6 +146,90 @@ static inline __m256 gelu_tanh256(__m256 x) {
     return _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
 }
 
+/* log: Cephes' logf. x = m 2^e with m in [sqrt(1/2), sqrt(2)), log(m) = t - t^2/2 + t^3 P(t) for
+ * t = m - 1 (P of degree 8), e ln2 added in two parts (ln2 = 0.693359375 - 2.12194440e-4, the
+ * first exact in a few bits). Subnormal x scaled by 2^23 first. x < 0: NaN; 0: -inf; +inf:
+ * +inf; NaN: itself. About 1 ulp against the double logarithm. */
+static inline __m256 log256(__m256 x) {
+    const __m256 one = _mm256_set1_ps(1.0f);
+    const __m256 sub = _mm256_cmp_ps(x, _mm256_set1_ps(FLT_MIN), _CMP_LT_OQ);
+    const __m256 xs = _mm256_blendv_ps(x, _mm256_mul_ps(x, _mm256_set1_ps(8388608.0f)), sub);
+    const __m256i xi = _mm256_castps_si256(xs);
+    __m256 e = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_srli_epi32(xi, 23), _mm256_set1_epi32(126)));
+    e = _mm256_sub_ps(e, _mm256_and_ps(sub, _mm256_set1_ps(23.0f)));
+    /* the mantissa in [0.5, 1) */
+    __m256 m = _mm256_castsi256_ps(
+        _mm256_or_si256(_mm256_and_si256(xi, _mm256_set1_epi32(0x007fffff)), _mm256_set1_epi32(0x3f000000)));
+    /* below sqrt(1/2): 2m - 1 and e - 1, else m - 1 */
+    const __m256 lt = _mm256_cmp_ps(m, _mm256_set1_ps(0.707106781186547524f), _CMP_LT_OQ);
+    e = _mm256_sub_ps(e, _mm256_and_ps(lt, one));
+    m = _mm256_add_ps(_mm256_sub_ps(m, one), _mm256_and_ps(lt, m));
+    const __m256 z = _mm256_mul_ps(m, m);
+    __m256 p = _mm256_set1_ps(7.0376836292E-2f);
+    p = _mm256_fmadd_ps(p, m, _mm256_set1_ps(-1.1514610310E-1f));
+    p = _mm256_fmadd_ps(p, m, _mm256_set1_ps(1.1676998740E-1f));
+    p = _mm256_fmadd_ps(p, m, _mm256_set1_ps(-1.2420140846E-1f));
+    p = _mm256_fmadd_ps(p, m, _mm256_set1_ps(1.4249322787E-1f));
+    p = _mm256_fmadd_ps(p, m, _mm256_set1_ps(-1.6668057665E-1f));
+    p = _mm256_fmadd_ps(p, m, _mm256_set1_ps(2.0000714765E-1f));
+    p = _mm256_fmadd_ps(p, m, _mm256_set1_ps(-2.4999993993E-1f));
+    p = _mm256_fmadd_ps(p, m, _mm256_set1_ps(3.3333331174E-1f));
+    __m256 y = _mm256_mul_ps(_mm256_mul_ps(p, m), z);
+    y = _mm256_fmadd_ps(e, _mm256_set1_ps(-2.12194440E-4f), y);
+    y = _mm256_fmadd_ps(z, _mm256_set1_ps(-0.5f), y);
+    __m256 r = _mm256_add_ps(m, y);
+    r = _mm256_fmadd_ps(e, _mm256_set1_ps(0.693359375f), r);
+    r = _mm256_blendv_ps(r, _mm256_set1_ps(-INFINITY), _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_EQ_OQ));
+    r = _mm256_blendv_ps(r, x, _mm256_cmp_ps(x, _mm256_set1_ps(INFINITY), _CMP_EQ_OQ));
+    r = _mm256_blendv_ps(r, _mm256_set1_ps(NAN), _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_LT_OQ));
+    return _mm256_blendv_ps(r, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+}
+
+/* log(1 + exp(x)) = max(x, 0) + log1p(exp(-|x|)); log1p(u) for u in [0, 1] as log(w) - ((w - 1)
+ * - u) / w with w = 1 + u (the rounding of w corrected: exact to a few ulp, u itself where w
+ * rounds to 1). */
+static inline __m256 softplus256(__m256 x) {
+    const __m256 one = _mm256_set1_ps(1.0f);
+    const __m256 u = exp256(_mm256_or_ps(x, _mm256_set1_ps(-0.0f)));   /* exp(-|x|); NaN stays */
+    const __m256 w = _mm256_add_ps(one, u);
+    const __m256 l = _mm256_sub_ps(log256(w), _mm256_div_ps(_mm256_sub_ps(_mm256_sub_ps(w, one), u), w));
+    return _mm256_add_ps(_mm256_max_ps(x, _mm256_setzero_ps()), l);
+}
+
+/* x tanh(softplus(x)) = x n / (n + 2) with n = e^x (e^x + 2): one exp and one division, no
+ * cancellation (all terms positive). e^x taken at min(x, 20), past which the ratio is 1 in
+ * single precision (and a NaN x stays in the product). */
+static inline __m256 mish256(__m256 x) {
+    const __m256 e = exp256(_mm256_min_ps(x, _mm256_set1_ps(20.0f)));
+    const __m256 n = _mm256_mul_ps(e, _mm256_add_ps(e, _mm256_set1_ps(2.0f)));
+    return _mm256_mul_ps(x, _mm256_div_ps(n, _mm256_add_ps(n, _mm256_set1_ps(2.0f))));
+}
+
+/* exp(x) - 1 without the cancellation near 0: for |x| < 0.5 its Taylor series to x^8 (the next
+ * term below 1.5e-8 of the value), exp(x) - 1 beyond. */
+static inline __m256 expm1_256(__m256 x) {
+    __m256 p = _mm256_set1_ps(1.0f / 40320.0f);
+    p = _mm256_fmadd_ps(p, x, _mm256_set1_ps(1.0f / 5040.0f));
+    p = _mm256_fmadd_ps(p, x, _mm256_set1_ps(1.0f / 720.0f));
+    p = _mm256_fmadd_ps(p, x, _mm256_set1_ps(1.0f / 120.0f));
+    p = _mm256_fmadd_ps(p, x, _mm256_set1_ps(1.0f / 24.0f));
+    p = _mm256_fmadd_ps(p, x, _mm256_set1_ps(1.0f / 6.0f));
+    p = _mm256_fmadd_ps(p, x, _mm256_set1_ps(0.5f));
+    const __m256 small = _mm256_fmadd_ps(_mm256_mul_ps(p, x), x, x);
+    const __m256 big = _mm256_sub_ps(exp256(x), _mm256_set1_ps(1.0f));
+    const __m256 ax = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x);
+    return _mm256_blendv_ps(big, small, _mm256_cmp_ps(ax, _mm256_set1_ps(0.5f), _CMP_LT_OQ));
+}
+
+/* Elu (scale 1) and Selu: x where x > 0 or (zero_keeps: Elu) x == 0, else alpha expm1(x); times
+ * scale. */
+static inline __m256 elu256(__m256 x, __m256 al, __m256 scale, __m256 zero_keeps) {
+    const __m256 neg = _mm256_mul_ps(al, expm1_256(x));
+    const __m256 keep = _mm256_or_ps(_mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_GT_OQ),
+                                     _mm256_and_ps(zero_keeps, _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_EQ_OQ)));
+    return _mm256_mul_ps(scale, _mm256_blendv_ps(neg, x, keep));
+}
+
 /* F over rows rows of n values, row r at x0 + r ld (y0 likewise); the tail of each row as a
  * masked load and store (the lanes past it are zeros, computed and not written). */
 #define VLOOP(F)                                                                              \
@@ -187,6 +272,21 @@ int cuvil_f32_unary_rows__avx2(const cuvil_act_params *a, const float *x0, float
 #define HSIG(v) hard_sigmoid256(v, al, be)
         VLOOP(HSIG);
 #undef HSIG
+        return 1;
+    }
+    case CUVIL_ACT_LOG: VLOOP(log256); return 1;
+    case CUVIL_ACT_SQRT: VLOOP(_mm256_sqrt_ps); return 1;
+    case CUVIL_ACT_SOFTPLUS: VLOOP(softplus256); return 1;
+    case CUVIL_ACT_MISH: VLOOP(mish256); return 1;
+    case CUVIL_ACT_ELU:
+    case CUVIL_ACT_SELU: {
+        /* Elu's alpha; Selu's alpha and gamma (beta) */
+        const int selu = a->act == CUVIL_ACT_SELU;
+        const __m256 al = _mm256_set1_ps(a->alpha), sc = _mm256_set1_ps(selu ? a->beta : 1.0f);
+        const __m256 zk = _mm256_castsi256_ps(_mm256_set1_epi32(selu ? 0 : -1));
+#define ELU(v) elu256(v, al, sc, zk)
+        VLOOP(ELU);
+#undef ELU
         return 1;
     }
     default: return 0;
