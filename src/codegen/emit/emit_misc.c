@@ -61,6 +61,35 @@ cuvil_status cg_emit_einsum(cg_ctx *cg, cir_graph *g, cir_node *n) {
     op_einsum p;
     cuvil_status s = op_einsum_plan(g, n, &p);
     if (s) return s;
+    op_einsum_gemm_plan q;
+    if (op_einsum_gemm(&p, &q)) {   /* a contraction: the GEMM, operands read in place */
+        const cuvil_gemm_params *gp = &q.p;
+        char al[32], be[32], act[128];
+        const char *ps = cg_param(cg, "cuvil_gemm_params",
+                                  "{ .M = %lld, .N = %lld, .K = %lld, .lda = %lld, .ldb = %lld, .ldc = %lld, .trans_a = %d, "
+                                  ".trans_b = %d, .alpha = %s, .beta = %s, .batch = %lld, .a_bstride = %lld, "
+                                  ".b_bstride = %lld, .c_bstride = %lld, .act = %s }",
+                                  (long long)gp->M, (long long)gp->N, (long long)gp->K, (long long)gp->lda,
+                                  (long long)gp->ldb, (long long)gp->ldc, gp->trans_a, gp->trans_b, cg_float(gp->alpha, al),
+                                  cg_float(gp->beta, be), (long long)gp->batch, (long long)gp->a_bstride,
+                                  (long long)gp->b_bstride, (long long)gp->c_bstride, cg_act(&gp->act, act));
+        cuvil_gemm_ukernel_desc uk;
+        cuvil_gemm_blocking blk = cg_target_blocking(g, &uk);
+        const char *S = cg_scratch(cg, cuvil_f32_gemm_scratch_size_ex(gp, &blk), "cuvil_f32_gemm_scratch_size(&%s)", ps);
+        const char *A = cg_in(cg, n->in[q.swap ? 1 : 0]), *B = cg_in(cg, n->in[q.swap ? 0 : 1]);
+        if (!q.n_items) {
+            cg_printf(cg, "    cuvil_f32_gemm(&%s, %s, %s, NULL, %s, %s);\n", ps, A, B, cg_out(cg, n->out[0]), S);
+            return CUVIL_OK;
+        }
+        int64_t *offs = cuvil_malloc(sizeof(int64_t) * 3 * (size_t)q.n_items);
+        if (!offs) return cuvil_err(g->ctx, CUVIL_ERR_NOMEM, "out of memory");
+        op_einsum_gemm_offsets(&p, &q, offs);
+        const char *tab = cg_param(cg, "int64_t[]", "%s", cg_i64s(cg, offs, (int)(3 * q.n_items)));
+        cuvil_free(offs);
+        cg_printf(cg, "    for (int64_t i = 0; i < %lld; i++)\n        cuvil_f32_gemm(&%s, %s + %s[3 * i], %s + %s[3 * i + 1], NULL, "
+                      "%s + %s[3 * i + 2], %s);\n", (long long)q.n_items, ps, A, tab, B, tab, cg_out(cg, n->out[0]), tab, S);
+        return CUVIL_OK;
+    }
     cuvil_sb ins = {0};
     for (int k = 0; k < p.n_in; k++) cuvil_sb_printf(&ins, "%s%s", k ? ", " : "", cg_in(cg, n->in[k]));
     cg_printf(cg, "    {\n        const void *const xs[] = { %s };\n", ins.s ? ins.s : "NULL");

@@ -1,5 +1,6 @@
 /* op_einsum.c -- einsum (x0, x1, ...; equation): ONNX Einsum as numpy computes it, on the
- * naive kernel cuvil_einsum_t. The equation is an INTS attribute holding its characters (the
+ * naive kernel cuvil_einsum_t, or on the GEMM for a float32 contraction of two operands
+ * (op_einsum_gemm, below). The equation is an INTS attribute holding its characters (the
  * frontend checks them: letters, ',', "->", "...", spaces), so no text of the model is kept
  * as a string. Repeated labels in one term take the diagonal; labels absent from the output
  * are summed; "..." stands for the same broadcast run of dims in every term; a dim of 1
@@ -185,6 +186,136 @@ cuvil_status op_einsum_plan(cir_graph *g, cir_node *n, op_einsum *p) {
         }
     }
     return CUVIL_OK;
+}
+
+/* ===== Einsum as a GEMM ====================================================================
+ * A float32 contraction of two operands is C[batch, m, n] = sum_k A[batch, m, k] B[batch, k, n]
+ * once its labels are grouped by where they occur: in both inputs and the output (batch), in
+ * the first input and the output (m), in the second and the output (n), in both inputs only
+ * (k). A group of several labels is one dim when its labels nest in every operand that has
+ * them (outer stride = inner stride x inner size), so that the GEMM reads the operands in
+ * place with one row stride each; a batch group that does not nest becomes a table of offsets.
+ * Anything else (a label summed in one input only, an output label broadcast in both, a group
+ * that does not nest, an operand whose rows and columns are both strided) keeps the naive
+ * loop. */
+typedef struct ein_group {
+    int64_t size;
+    int64_t st[3];   /* stride in A, B, C of the group's innermost label */
+} ein_group;
+
+/* Merges the labels lab[0..n) (strides st[which][l]) into g; false if they do not nest. */
+static bool ein_merge(const op_einsum *p, const int *lab, int n, const int64_t (*st)[CUVIL_EINSUM_MAX_LAB],
+                      const bool *uses, ein_group *gr) {
+    int order[CUVIL_EINSUM_MAX_LAB];
+    memcpy(order, lab, sizeof(int) * (size_t)n);
+    /* outermost first: by the largest stride of any operand that has the label */
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0; j--) {
+            int64_t a = 0, b = 0;
+            for (int w = 0; w < 3; w++)
+                if (uses[w]) {
+                    if (st[w][order[j - 1]] > a) a = st[w][order[j - 1]];
+                    if (st[w][order[j]] > b) b = st[w][order[j]];
+                }
+            if (a >= b) break;
+            const int t = order[j - 1];
+            order[j - 1] = order[j];
+            order[j] = t;
+        }
+    gr->size = 1;
+    for (int w = 0; w < 3; w++) gr->st[w] = 0;
+    for (int i = 0; i < n; i++) {
+        const int l = order[i];
+        for (int w = 0; w < 3 && i > 0; w++)
+            if (uses[w] && st[w][order[i - 1]] != st[w][l] * p->sizes[l]) return false;
+        gr->size *= p->sizes[l];
+    }
+    if (n > 0)
+        for (int w = 0; w < 3; w++) gr->st[w] = uses[w] ? st[w][order[n - 1]] : 0;
+    return true;
+}
+
+bool op_einsum_gemm(const op_einsum *p, op_einsum_gemm_plan *q) {
+    memset(q, 0, sizeof *q);
+    if (p->dtype != CIR_F32 || p->n_in != 2) return false;
+    int64_t st[3][CUVIL_EINSUM_MAX_LAB] = {{0}};
+    int64_t acc = 1;
+    for (int l = p->n_out_lab - 1; l >= 0; l--) st[2][l] = acc, acc *= p->sizes[l];   /* C is dense, in output order */
+    int grp[4][CUVIL_EINSUM_MAX_LAB], ng[4] = {0};   /* batch, m, n, k */
+    for (int l = 0; l < p->n_lab; l++) {
+        st[0][l] = p->strides[l];
+        st[1][l] = p->strides[CUVIL_EINSUM_MAX_LAB + l];
+        if (p->sizes[l] == 0) return false;   /* (an empty product: the loop's) */
+        if (p->sizes[l] == 1) continue;
+        const bool a = st[0][l] != 0, b = st[1][l] != 0, out = l < p->n_out_lab;
+        const int which = out ? (a && b ? 0 : a ? 1 : b ? 2 : -1) : (a && b ? 3 : -1);
+        if (which < 0) return false;
+        grp[which][ng[which]++] = l;
+    }
+    static const bool uses[4][3] = {{true, true, true}, {true, false, true}, {false, true, true}, {true, true, false}};
+    ein_group m, n, k;
+    if (!ein_merge(p, grp[1], ng[1], (const int64_t (*)[CUVIL_EINSUM_MAX_LAB])st, uses[1], &m) ||
+        !ein_merge(p, grp[2], ng[2], (const int64_t (*)[CUVIL_EINSUM_MAX_LAB])st, uses[2], &n) ||
+        !ein_merge(p, grp[3], ng[3], (const int64_t (*)[CUVIL_EINSUM_MAX_LAB])st, uses[3], &k))
+        return false;
+    /* each operand's layout: rows or columns contiguous (a dim of 1 has either) */
+    const bool a_rows = k.size == 1 || k.st[0] == 1, a_cols = m.size == 1 || m.st[0] == 1;
+    const bool b_rows = n.size == 1 || n.st[1] == 1, b_cols = k.size == 1 || k.st[1] == 1;
+    const bool c_rows = n.size == 1 || n.st[2] == 1, c_cols = m.size == 1 || m.st[2] == 1;
+    if (!(a_rows || a_cols) || !(b_rows || b_cols) || !(c_rows || c_cols)) return false;
+    cuvil_gemm_params *g = &q->p;
+    g->alpha = 1.0f;
+    g->batch = 1;
+    /* C[m, n] row-major, or C^T[n, m] = B'^T A'^T when C's columns are the contiguous ones */
+    q->swap = !c_rows;
+    const ein_group *ra = q->swap ? &n : &m, *rb = q->swap ? &m : &n;   /* rows, columns of the product */
+    const int ia = q->swap ? 1 : 0, ib = q->swap ? 0 : 1;              /* operand read as A, as B */
+    const bool ra_rows = q->swap ? b_cols : a_rows, rb_rows = q->swap ? a_cols : b_rows;
+    g->M = ra->size;
+    g->N = rb->size;
+    g->K = k.size;
+    g->ldc = g->M == 1 ? g->N : ra->st[2];
+    /* A'[i, kk] at ra->st[ia] i + k.st[ia] kk: row-major with lda = its row stride, else transposed */
+    g->trans_a = !ra_rows;
+    g->lda = g->trans_a ? (g->K == 1 ? g->M : k.st[ia]) : (g->M == 1 ? g->K : ra->st[ia]);
+    /* B'[kk, j] at k.st[ib] kk + rb->st[ib] j */
+    g->trans_b = !rb_rows;
+    g->ldb = g->trans_b ? (g->N == 1 ? g->K : rb->st[ib]) : (g->K == 1 ? g->N : k.st[ib]);
+    /* the batch: one strided run, or a table */
+    ein_group b;
+    if (ein_merge(p, grp[0], ng[0], (const int64_t (*)[CUVIL_EINSUM_MAX_LAB])st, uses[0], &b)) {
+        g->batch = b.size;
+        g->a_bstride = b.st[ia];
+        g->b_bstride = b.st[ib];
+        g->c_bstride = b.st[2];
+        return true;
+    }
+    int64_t items = 1;
+    for (int i = 0; i < ng[0]; i++) items *= p->sizes[grp[0][i]];
+    if (items > 65536) return false;
+    q->n_items = items;
+    q->ia = ia;
+    q->ib = ib;
+    q->n_batch_lab = ng[0];
+    for (int i = 0; i < ng[0]; i++) q->batch_lab[i] = grp[0][i];
+    return true;
+}
+
+void op_einsum_gemm_offsets(const op_einsum *p, const op_einsum_gemm_plan *q, int64_t *offs) {
+    int64_t acc = 1, cst[CUVIL_EINSUM_MAX_LAB];
+    for (int l = p->n_out_lab - 1; l >= 0; l--) cst[l] = acc, acc *= p->sizes[l];
+    for (int64_t it = 0; it < q->n_items; it++) {
+        int64_t r = it, o[3] = {0, 0, 0};
+        for (int i = q->n_batch_lab - 1; i >= 0; i--) {
+            const int l = q->batch_lab[i];
+            const int64_t idx = r % p->sizes[l];
+            r /= p->sizes[l];
+            o[0] += idx * p->strides[q->ia * CUVIL_EINSUM_MAX_LAB + l];
+            o[1] += idx * p->strides[q->ib * CUVIL_EINSUM_MAX_LAB + l];
+            o[2] += idx * cst[l];
+        }
+        for (int w = 0; w < 3; w++) offs[3 * it + w] = o[w];
+    }
 }
 
 static cuvil_status einsum_infer(cir_graph *g, cir_node *n) {

@@ -313,6 +313,18 @@ typedef struct op_einsum {
     int64_t sizes[CUVIL_EINSUM_MAX_LAB], strides[CUVIL_EINSUM_MAX_IN * CUVIL_EINSUM_MAX_LAB], out_dims[CIR_MAX_DIMS];
 } op_einsum;
 cuvil_status op_einsum_plan(cir_graph *g, cir_node *n, op_einsum *p);
+/* A float32 Einsum of two operands as one cuvil_f32_gemm (op_einsum.c): its params (batch:
+ * one strided run), the operands swapped (swap: input 1 is the GEMM's A, C computed transposed
+ * as stored), or n_items > 0 calls with p.batch 1 at the offsets op_einsum_gemm_offsets writes
+ * (A's, B's and C's, 3 per item). false: not a contraction the GEMM reads in place. */
+typedef struct op_einsum_gemm_plan {
+    cuvil_gemm_params p;
+    bool swap;
+    int64_t n_items;
+    int ia, ib, n_batch_lab, batch_lab[CUVIL_EINSUM_MAX_LAB];
+} op_einsum_gemm_plan;
+bool op_einsum_gemm(const op_einsum *p, op_einsum_gemm_plan *q);
+void op_einsum_gemm_offsets(const op_einsum *p, const op_einsum_gemm_plan *q, int64_t *offs);
 /* tfidf's n-gram table (op_misc.c), in g's arena: n-gram i is tokens[start[i] .. + len[i]),
  * counted at output column out[i] with weight weights[i] (NULL: 1) */
 typedef struct op_tfidf {
