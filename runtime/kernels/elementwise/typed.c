@@ -535,15 +535,57 @@ void cuvil_cast(int from, int to, const void *x, void *y, int64_t n) {
 }
 
 /* ===== Where, broadcast copies ============================================================ */
+/* n elements of es bytes: dst[i] = src[i * ss] (ss 0: one value repeated, 1: a copy). */
+static void run_copy(char *dst, const char *src, int64_t ss, int64_t n, int64_t es) {
+    if (ss == 1) {
+        memcpy(dst, src, (size_t)(n * es));
+        return;
+    }
+    switch (es) {   /* a value repeated */
+    case 1: memset(dst, *src, (size_t)n); return;
+    case 2: { uint16_t v; memcpy(&v, src, 2); for (int64_t i = 0; i < n; i++) memcpy(dst + 2 * i, &v, 2); return; }
+    case 4: { uint32_t v; memcpy(&v, src, 4); for (int64_t i = 0; i < n; i++) memcpy(dst + 4 * i, &v, 4); return; }
+    case 8: { uint64_t v; memcpy(&v, src, 8); for (int64_t i = 0; i < n; i++) memcpy(dst + 8 * i, &v, 8); return; }
+    default: for (int64_t i = 0; i < n; i++) memcpy(dst + i * es, src, (size_t)es); return;
+    }
+}
+
+/* Where on the rows of its innermost dim: each operand's row contiguous or one value (stride 1
+ * or 0), the choice a blend of the bits (no branch: random conditions mispredicted, 9 ns an
+ * element, 7.4 ms for 64 x 112 x 112 floats); other strides element by element. */
+#define WHERE_ROW(T)                                                                               \
+    do {                                                                                           \
+        const T *xr = (const T *)(const void *)(X + ox * es), *yr = (const T *)(const void *)(Y + oy * es); \
+        T *orow = (T *)(void *)(O + o * es);                                                       \
+        for (int64_t i = 0; i < n; i++) {                                                          \
+            const T m = (T)0 - (T)(c[oc + i * cs] != 0);                                           \
+            orow[i] = (T)((xr[i * xs] & m) | (yr[i * ys] & (T)~m));                                \
+        }                                                                                          \
+    } while (0)
+
 void cuvil_where(const cuvil_where_params *p, const uint8_t *c, const void *x, const void *y, void *out) {
     int64_t total = 1, es = p->elem_size;
     for (int d = 0; d < p->ndim; d++) total *= p->dims[d];
+    if (total == 0) return;
+    const int last = p->ndim - 1;
+    const int64_t n = p->ndim ? p->dims[last] : 1;
+    const int64_t cs = p->ndim ? p->c_strides[last] : 0, xs = p->ndim ? p->x_strides[last] : 0,
+                  ys = p->ndim ? p->y_strides[last] : 0;
     int64_t idx[CUVIL_RT_MAX_DIMS] = {0}, oc = 0, ox = 0, oy = 0;
     const char *X = x, *Y = y;
     char *O = out;
-    for (int64_t i = 0; i < total; i++) {
-        memcpy(O + i * es, c[oc] ? X + ox * es : Y + oy * es, (size_t)es);
-        for (int d = p->ndim - 1; d >= 0; d--) {
+    for (int64_t o = 0; o < total; o += n) {
+        switch (es) {
+        case 1: WHERE_ROW(uint8_t); break;
+        case 2: WHERE_ROW(uint16_t); break;
+        case 4: WHERE_ROW(uint32_t); break;
+        case 8: WHERE_ROW(uint64_t); break;
+        default:
+            for (int64_t i = 0; i < n; i++)
+                memcpy(O + (o + i) * es, c[oc + i * cs] ? X + (ox + i * xs) * es : Y + (oy + i * ys) * es, (size_t)es);
+            break;
+        }
+        for (int d = last - 1; d >= 0; d--) {   /* the next row */
             oc += p->c_strides[d];
             ox += p->x_strides[d];
             oy += p->y_strides[d];
@@ -555,24 +597,50 @@ void cuvil_where(const cuvil_where_params *p, const uint8_t *c, const void *x, c
         }
     }
 }
+#undef WHERE_ROW
 
+/* Row by row over the innermost dim (after joining neighbouring dims that are both copied or
+ * both broadcast): a row is a copy, one value repeated, or (Tile) the source row repeated.
+ * (Element by element with a modulo per dim it took 8.8 ms to expand 64 values to 64 x 112 x
+ * 112.) */
 void cuvil_bcast_copy(const cuvil_bcast_copy_params *p, const void *x, void *y) {
-    int64_t total = 1, es = p->elem_size, xs[CUVIL_RT_MAX_DIMS], s = 1;
-    for (int d = p->ndim - 1; d >= 0; d--) {
-        xs[d] = s;
-        s *= p->x_dims[d];
+    int64_t D[CUVIL_RT_MAX_DIMS], XD[CUVIL_RT_MAX_DIMS], total = 1, es = p->elem_size;
+    int nd = 0;
+    for (int d = 0; d < p->ndim; d++) {
+        total *= p->dims[d];
+        if (p->dims[d] == 1) continue;
+        const int full = p->x_dims[d] == p->dims[d], one = p->x_dims[d] == 1;
+        if (nd > 0 && ((full && XD[nd - 1] == D[nd - 1]) || (one && XD[nd - 1] == 1))) {
+            D[nd - 1] *= p->dims[d];
+            XD[nd - 1] *= p->x_dims[d];
+            continue;
+        }
+        D[nd] = p->dims[d];
+        XD[nd++] = p->x_dims[d];
     }
-    for (int d = 0; d < p->ndim; d++) total *= p->dims[d];
     if (total == 0) return;
+    if (nd == 0) {
+        memcpy(y, x, (size_t)es);
+        return;
+    }
+    int64_t xs[CUVIL_RT_MAX_DIMS], st = 1;
+    for (int d = nd - 1; d >= 0; d--) xs[d] = st, st *= XD[d];
+    const int64_t inner = D[nd - 1], xin = XD[nd - 1];
     int64_t idx[CUVIL_RT_MAX_DIMS] = {0};
     const char *X = x;
     char *Y = y;
-    for (int64_t i = 0; i < total; i++) {
+    for (int64_t o = 0; o < total; o += inner) {
         int64_t off = 0;
-        for (int d = 0; d < p->ndim; d++) off += (idx[d] % p->x_dims[d]) * xs[d];
-        memcpy(Y + i * es, X + off * es, (size_t)es);
-        for (int d = p->ndim - 1; d >= 0; d--) {
-            if (++idx[d] < p->dims[d]) break;
+        for (int d = 0; d < nd - 1; d++) off += (idx[d] % XD[d]) * xs[d];
+        const char *src = X + off * es;
+        char *dst = Y + o * es;
+        if (xin == inner || xin == 1) {
+            run_copy(dst, src, xin == 1 ? 0 : 1, inner, es);
+        } else {   /* a tile of the row: inner is a multiple of xin */
+            for (int64_t j = 0; j < inner; j += xin) memcpy(dst + j * es, src, (size_t)((inner - j < xin ? inner - j : xin) * es));
+        }
+        for (int d = nd - 2; d >= 0; d--) {
+            if (++idx[d] < D[d]) break;
             idx[d] = 0;
         }
     }
