@@ -1,4 +1,5 @@
-"""Expand, Tile and Where (typed.c's row-by-row copies and blends) against numpy on shapes that
+"""Expand, Tile and Where (typed.c's row-by-row copies and blends), ArgMax / ArgMin and ReduceMax /
+ReduceMin (their rows and NaN rules) against numpy or ONNX Runtime. Expand, Tile, Where on shapes that
 reach each of their paths: dims joined or not (copied next to broadcast, size-1 dims between),
 a row copied, one value repeated, a tiled row, an outer dim tiled; Where with each operand
 broadcast along rows and along columns, in 1, 2, 4 and 8-byte types, and a condition of
@@ -64,4 +65,54 @@ def test_where_against_numpy(tmp_path, cs, xs, ys, t, np_t):
     got = cuvil.load(tl.compile(path, tmp_path / "w"))(c=c, x=x, y=y)
     want = np.where(c, x, y)
     assert got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+
+
+ARG = [((3, 7, 5), 1), ((2, 300, 4), 1), ((4, 9, 300), 1), ((6, 5), 0), ((2, 3, 4), 2)]
+
+
+@pytest.mark.parametrize("op", ["ArgMax", "ArgMin"])
+@pytest.mark.parametrize("select_last", [0, 1])
+@pytest.mark.parametrize("shape,axis", ARG)
+def test_arg_extremes(tmp_path, shape, axis, select_last, op):
+    """ArgMax / ArgMin over an axis with inner positions (the float32 path that walks the axis
+    outermost, in chunks of 256 positions: 300 crosses one) and without: ties (values rounded to
+    a few levels) against ONNX Runtime, with select_last the last of equal extremes; then a NaN
+    in some columns, where Cuvil takes the first NaN (numpy's argmax; ONNX Runtime skips NaN)."""
+    rng = np.random.default_rng(sum(shape) + axis)
+    x = np.round(rng.standard_normal(shape) * 2).astype(np.float32)
+    path = tl.onnx_graph_model(tmp_path / "a.onnx", [helper.make_node(op, ["x"], ["y"], axis=axis, keepdims=0,
+                                                                        select_last_index=select_last)],
+                               [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))], [("y", TensorProto.INT64)],
+                               opset=13)
+    model = cuvil.load(tl.compile(path, tmp_path / "a"))
+    np.testing.assert_array_equal(model(x=x), tl.ort_run(path, {"x": x})["y"])
+    flat = x.reshape(-1)
+    flat[rng.integers(0, flat.size, size=max(1, flat.size // 40))] = np.nan
+    xm = np.moveaxis(x, axis, -1)
+    ext = xm.max(axis=-1, initial=-np.inf, where=~np.isnan(xm)) if op == "ArgMax" else \
+        xm.min(axis=-1, initial=np.inf, where=~np.isnan(xm))
+    hit = xm == ext[..., None]
+    n = xm.shape[-1]
+    pick = (n - 1 - np.argmax(hit[..., ::-1], axis=-1)) if select_last else np.argmax(hit, axis=-1)
+    nan = np.isnan(xm)
+    np.testing.assert_array_equal(model(x=x), np.where(nan.any(axis=-1), np.argmax(nan, axis=-1), pick))
+
+
+@pytest.mark.parametrize("op", ["ReduceMax", "ReduceMin"])
+@pytest.mark.parametrize("axes", [[2, 3], [1]])
+def test_reduce_extremes_with_nan(tmp_path, op, axes):
+    """ReduceMax / ReduceMin over H and W (contiguous segments of 37 x 41, past the kernel's
+    32-wide partial results and with a tail) and over the channels (rows): a NaN anywhere in a
+    reduced set gives NaN (numpy's max), the others the extreme."""
+    rng = np.random.default_rng(len(axes))
+    x = rng.standard_normal((2, 5, 37, 41)).astype(np.float32)
+    x[0, 1, 3, 40] = np.nan
+    x[1, 4, 36, 0] = np.nan
+    x[1, 2, 0, 5] = np.nan
+    path = tl.onnx_graph_model(tmp_path / "r.onnx", [helper.make_node(op, ["x"], ["y"], axes=axes, keepdims=1)],
+                               [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
+                               [("y", TensorProto.FLOAT)], opset=13)
+    got = cuvil.load(tl.compile(path, tmp_path / "r"))(x=x)
+    want = (np.max if op == "ReduceMax" else np.min)(x, axis=tuple(axes), keepdims=True)
     np.testing.assert_array_equal(got, want)

@@ -1038,7 +1038,39 @@ void cuvil_reduce_t(const cuvil_reduce_params *p, int t, const void *x, void *y)
 }
 
 /* ===== ArgMax / ArgMin ==================================================================== */
+/* ArgMax / ArgMin on float32 with inner > 1: the axis walked outermost, a chunk of the inner
+ * positions at a time, so each step reads a contiguous row (down a column of 12,544-float
+ * strides, 64 x 112 x 112 over its channels took 2.8 ms, ONNX Runtime 1.0). The same rule as
+ * below: the first NaN wins and stays, else the first (or with select_last the last) extreme. */
+static void argmax_f32_rows(const cuvil_arg_params *p, const float *x, int64_t *y) {
+    enum { CH = 256 };
+    float bv[CH];
+    int32_t bk[CH];
+    uint8_t bn[CH];
+    for (int64_t o = 0; o < p->outer; o++)
+        for (int64_t i0 = 0; i0 < p->inner; i0 += CH) {
+            const int64_t c = p->inner - i0 < CH ? p->inner - i0 : CH;
+            const float *r0 = x + o * p->axis_len * p->inner + i0;
+            for (int64_t i = 0; i < c; i++) bv[i] = r0[i], bk[i] = 0, bn[i] = r0[i] != r0[i];
+            for (int64_t k = 1; k < p->axis_len; k++) {
+                const float *r = r0 + k * p->inner;
+                for (int64_t i = 0; i < c; i++) {
+                    const float v = r[i];
+                    const int better = (bn[i] == 0) & ((v != v) | (p->is_min ? v < bv[i] : v > bv[i]) | (p->select_last & (v == bv[i])));
+                    bv[i] = better ? v : bv[i];
+                    bk[i] = better ? (int32_t)k : bk[i];
+                    bn[i] = (uint8_t)(bn[i] | (better & (v != v)));
+                }
+            }
+            for (int64_t i = 0; i < c; i++) y[o * p->inner + i0 + i] = bk[i];
+        }
+}
+
 void cuvil_argmax_t(const cuvil_arg_params *p, int t, const void *x, int64_t *y) {
+    if (t == CUVIL_T_F32 && p->inner > 1 && p->axis_len > 0 && p->axis_len <= INT32_MAX) {
+        argmax_f32_rows(p, x, y);
+        return;
+    }
     for (int64_t o = 0; o < p->outer; o++)
         for (int64_t in = 0; in < p->inner; in++) {
             int64_t best = 0;

@@ -41,6 +41,12 @@ static inline float finish(int op, float acc, float m, int64_t count) {
     }
 }
 
+/* max / min with a NaN x taken (and then kept), as a blend of the bits: no branch, so the loops
+ * vectorise (written as ?: with ||, ReduceMax over 64 x 112 x 112's H and W took 0.91 ms, ONNX
+ * Runtime 0.13) */
+static inline float nan_max(float a, float x) { return ((x > a) | (x != x)) ? x : a; }
+static inline float nan_min(float a, float x) { return ((x < a) | (x != x)) ? x : a; }
+
 /* ---- contiguous segment reductions (8 partial accumulators) ---- */
 static float seg_sum(const float *x, int64_t n, int mode) {
     /* mode 0: x, 1: x*x, 2: |x| */
@@ -64,27 +70,30 @@ static float seg_sum(const float *x, int64_t n, int mode) {
     return s;
 }
 
+/* (a row of SEGW partial results, which GCC vectorises as a map; an unrolled 8 it did not) */
+#define SEGW 32
 static float seg_max(const float *x, int64_t n, float m) {
-    float a8[8];
+    float a[SEGW];
     int64_t i = 0;
-    for (int k = 0; k < 8; k++) a8[k] = m;
-    for (; i + 8 <= n; i += 8)
-        for (int k = 0; k < 8; k++) a8[k] = x[i + k] > a8[k] || x[i + k] != x[i + k] ? x[i + k] : a8[k];
-    for (int k = 0; k < 8; k++) m = a8[k] > m || a8[k] != a8[k] ? a8[k] : m;
-    for (; i < n; i++) m = x[i] > m || x[i] != x[i] ? x[i] : m;
+    for (int k = 0; k < SEGW; k++) a[k] = m;
+    for (; i + SEGW <= n; i += SEGW)
+        for (int k = 0; k < SEGW; k++) a[k] = nan_max(a[k], x[i + k]);
+    for (int k = 0; k < SEGW; k++) m = nan_max(m, a[k]);
+    for (; i < n; i++) m = nan_max(m, x[i]);
     return m;
 }
 
 static float seg_min(const float *x, int64_t n, float m) {
-    float a8[8];
+    float a[SEGW];
     int64_t i = 0;
-    for (int k = 0; k < 8; k++) a8[k] = m;
-    for (; i + 8 <= n; i += 8)
-        for (int k = 0; k < 8; k++) a8[k] = x[i + k] < a8[k] || x[i + k] != x[i + k] ? x[i + k] : a8[k];
-    for (int k = 0; k < 8; k++) m = a8[k] < m || a8[k] != a8[k] ? a8[k] : m;
-    for (; i < n; i++) m = x[i] < m || x[i] != x[i] ? x[i] : m;
+    for (int k = 0; k < SEGW; k++) a[k] = m;
+    for (; i + SEGW <= n; i += SEGW)
+        for (int k = 0; k < SEGW; k++) a[k] = nan_min(a[k], x[i + k]);
+    for (int k = 0; k < SEGW; k++) m = nan_min(m, a[k]);
+    for (; i < n; i++) m = nan_min(m, x[i]);
     return m;
 }
+#undef SEGW
 
 static float seg_prod(const float *x, int64_t n, float p) {
     for (int64_t i = 0; i < n; i++) p *= x[i];
@@ -192,10 +201,10 @@ static void reduce_rows(int op, const float *x, const odo *red, int64_t n, int64
                 for (int64_t i = 0; i < c; i++) acc[i] += fabsf(xr[i]);
                 break;
             case CUVIL_REDUCE_MAX:
-                for (int64_t i = 0; i < c; i++) acc[i] = xr[i] > acc[i] || xr[i] != xr[i] ? xr[i] : acc[i];
+                for (int64_t i = 0; i < c; i++) acc[i] = nan_max(acc[i], xr[i]);
                 break;
             case CUVIL_REDUCE_MIN:
-                for (int64_t i = 0; i < c; i++) acc[i] = xr[i] < acc[i] || xr[i] != xr[i] ? xr[i] : acc[i];
+                for (int64_t i = 0; i < c; i++) acc[i] = nan_min(acc[i], xr[i]);
                 break;
             case CUVIL_REDUCE_PROD:
                 for (int64_t i = 0; i < c; i++) acc[i] *= xr[i];
