@@ -1,5 +1,6 @@
 """Expand, Tile and Where (typed.c's row-by-row copies and blends), ArgMax / ArgMin and ReduceMax /
-ReduceMin (their rows and NaN rules) against numpy or ONNX Runtime. Expand, Tile, Where on shapes that
+ReduceMin (their rows and NaN rules), TopK on float32 (its keys) against numpy or ONNX Runtime.
+Expand, Tile, Where on shapes that
 reach each of their paths: dims joined or not (copied next to broadcast, size-1 dims between),
 a row copied, one value repeated, a tiled row, an outer dim tiled; Where with each operand
 broadcast along rows and along columns, in 1, 2, 4 and 8-byte types, and a condition of
@@ -116,3 +117,38 @@ def test_reduce_extremes_with_nan(tmp_path, op, axes):
     got = cuvil.load(tl.compile(path, tmp_path / "r"))(x=x)
     want = (np.max if op == "ReduceMax" else np.min)(x, axis=tuple(axes), keepdims=True)
     np.testing.assert_array_equal(got, want)
+
+
+TOPK = [((40, 112), -1, 10), ((3, 50, 4), 1, 7), ((6, 9), 1, 9), ((2, 1000), 1, 300), ((5, 8), 0, 2)]
+
+
+@pytest.mark.parametrize("largest", [1, 0])
+@pytest.mark.parametrize("shape,axis,k", TOPK)
+def test_topk_float32(tmp_path, shape, axis, k, largest):
+    """TopK on float32 (its selection by 64-bit keys): ties (values rounded to a few levels, +0
+    and -0 equal) come in index order, against ONNX Runtime; then NaN, which comes first for
+    largest and last otherwise (ties among NaN by index), against that order sorted by numpy."""
+    rng = np.random.default_rng(sum(shape) + k + largest)
+    x = np.round(rng.standard_normal(shape) * 2).astype(np.float32)
+    x[x == 0] = np.where(rng.random(int((x == 0).sum())) < 0.5, np.float32(-0.0), np.float32(0.0))
+    vi = helper.make_tensor_value_info
+    path = tl.onnx_graph_model(tmp_path / "k.onnx", [helper.make_node("TopK", ["x", "k"], ["v", "i"], axis=axis,
+                                                                        largest=largest)],
+                               [vi("x", TensorProto.FLOAT, list(shape))], [("v", TensorProto.FLOAT), ("i", TensorProto.INT64)],
+                               [numpy_helper.from_array(np.array([k], np.int64), "k")], opset=11)
+    model = cuvil.load(tl.compile(path, tmp_path / "k"))
+    got_v, got_i = model(x=x)
+    want = tl.ort_run(path, {"x": x})
+    np.testing.assert_array_equal(got_i, want["i"])
+    np.testing.assert_array_equal(got_v, want["v"])
+    flat = x.reshape(-1)
+    flat[rng.integers(0, flat.size, size=max(2, flat.size // 30))] = np.nan
+    got_v, got_i = model(x=x)
+    xm = np.moveaxis(x, axis, -1)
+    n = xm.shape[-1]
+    nan = np.isnan(xm)
+    key = np.where(nan, -np.inf if largest else np.inf, -xm if largest else xm)   # NaN first / last
+    order = np.argsort(key, axis=-1, kind="stable")[..., :k]
+    np.testing.assert_array_equal(np.moveaxis(got_i, axis, -1), order)
+    np.testing.assert_array_equal(np.moveaxis(got_v, axis, -1), np.take_along_axis(xm, order, axis=-1))
+    assert n >= k

@@ -909,9 +909,103 @@ static int topk_cmp_i_asc(const void *a, const void *b) {
     return x->i < y->i ? -1 : x->i > y->i;
 }
 
+/* Puts the first k of c[0..n) in cmp's order (a total order: ties broken by index) into
+ * c[0..k), sorted. For k well below n, a heap of the best k so far whose root is the worst of
+ * them (most candidates cost one comparison with it), then the k sorted: what a sort of all n
+ * gives, in n log k (the full sort of each 112-long row, k 10, took 8x ONNX Runtime's time). */
+static void topk_sift(topk_item *h, int64_t k, int64_t i, int (*cmp)(const void *, const void *)) {
+    for (;;) {
+        int64_t w = i, l = 2 * i + 1, r = l + 1;
+        if (l < k && cmp(&h[l], &h[w]) > 0) w = l;
+        if (r < k && cmp(&h[r], &h[w]) > 0) w = r;
+        if (w == i) return;
+        const topk_item t = h[i];
+        h[i] = h[w];
+        h[w] = t;
+        i = w;
+    }
+}
+
+static void topk_select(topk_item *c, int64_t n, int64_t k, int (*cmp)(const void *, const void *)) {
+    if (k <= 0) return;
+    if (k * 4 > n) {
+        qsort(c, (size_t)n, sizeof *c, cmp);
+        return;
+    }
+    for (int64_t i = k / 2 - 1; i >= 0; i--) topk_sift(c, k, i, cmp);   /* heap of c[0..k) */
+    for (int64_t j = k; j < n; j++)
+        if (cmp(&c[j], &c[0]) < 0) {   /* better than the worst kept */
+            c[0] = c[j];
+            topk_sift(c, k, 0, cmp);
+        }
+    qsort(c, (size_t)k, sizeof *c, cmp);
+}
+
 size_t cuvil_topk_scratch_size(const cuvil_topk_params *p) { return sizeof(topk_item) * (size_t)p->len; }
 
+/* float32 rows shorter than 2^32: each candidate one 64-bit key, larger = earlier in the
+ * qsort comparator's order: the value's bits made monotonic (-0 as +0; for largest NaN above
+ * all, else the order reversed and NaN below all) above the index complemented (ties: the
+ * smaller index first). The best k by a heap of keys whose root is the worst kept, then sorted
+ * (the comparator through qsort took 1.6x ONNX Runtime's time on 112-long rows, k 10). */
+static inline uint64_t topk_key(float v, int64_t j, uint32_t flip) {
+    uint32_t u;
+    v = v == 0.0f ? 0.0f : v;
+    memcpy(&u, &v, sizeof u);
+    u ^= (uint32_t)((int32_t)u >> 31) | 0x80000000u;   /* ascending as unsigned */
+    const uint32_t nan = 0u - (uint32_t)(v != v);
+    const uint32_t hi = ((u ^ flip) & ~nan) | (~flip & nan);   /* flip 0 (largest: NaN top) or ~0 (NaN bottom) */
+    return ((uint64_t)hi << 32) | (uint64_t)(0xffffffffu - (uint32_t)j);
+}
+
+static void key_sift(uint64_t *h, int64_t k, int64_t i) {   /* min-heap */
+    for (;;) {
+        int64_t w = i, l = 2 * i + 1, r = l + 1;
+        if (l < k && h[l] < h[w]) w = l;
+        if (r < k && h[r] < h[w]) w = r;
+        if (w == i) return;
+        const uint64_t t = h[i];
+        h[i] = h[w];
+        h[w] = t;
+        i = w;
+    }
+}
+
+static void topk_f32_rows(const cuvil_topk_params *p, const float *x, float *y, int64_t *idx, uint64_t *h) {
+    const uint32_t flip = p->largest ? 0u : 0xffffffffu;
+    const int64_t k = p->k, n = p->len;
+    if (k <= 0) return;   /* (no output; the heap's root would be read before it is written) */
+    for (int64_t o = 0; o < p->outer; o++)
+        for (int64_t in = 0; in < p->inner; in++) {
+            const float *row = x + o * n * p->inner + in;
+            for (int64_t j = 0; j < k; j++) h[j] = topk_key(row[j * p->inner], j, flip);
+            for (int64_t i = k / 2 - 1; i >= 0; i--) key_sift(h, k, i);
+            for (int64_t j = k; j < n; j++) {
+                const uint64_t v = topk_key(row[j * p->inner], j, flip);
+                if (v > h[0]) {
+                    h[0] = v;
+                    key_sift(h, k, 0);
+                }
+            }
+            for (int64_t e = k - 1; e > 0; e--) {   /* heap sort: ascending keys from the end, the best first */
+                const uint64_t t = h[0];
+                h[0] = h[e];
+                h[e] = t;
+                key_sift(h, e, 0);
+            }
+            for (int64_t j = 0; j < k; j++) {
+                const int64_t at = (o * k + j) * p->inner + in, src = 0xffffffffu - (uint32_t)h[j];
+                idx[at] = src;
+                y[at] = row[src * p->inner];
+            }
+        }
+}
+
 void cuvil_topk_t(const cuvil_topk_params *p, int t, const void *x, void *y, int64_t *idx, void *scratch) {
+    if (t == CUVIL_T_F32 && p->len < 0xffffffffLL && p->k <= p->len) {   /* (keys: smaller than topk_item) */
+        topk_f32_rows(p, x, y, idx, scratch);
+        return;
+    }
     topk_item *c = scratch;
     bool fl = is_float_t(t);
     int (*cmp)(const void *, const void *) = fl ? (p->largest ? topk_cmp_f : topk_cmp_f_asc)
@@ -925,7 +1019,7 @@ void cuvil_topk_t(const cuvil_topk_params *p, int t, const void *x, void *y, int
                 else   /* (uint64 with its top bit flipped: the same order as int64) */
                     c[j].v = t == CUVIL_T_U64 ? (int64_t)(((const uint64_t *)x)[at] ^ (1ull << 63)) : ld_int(t, x, at);
             }
-            qsort(c, (size_t)p->len, sizeof *c, cmp);
+            topk_select(c, p->len, p->k, cmp);
             for (int64_t j = 0; j < p->k; j++) {
                 int64_t at = (o * p->k + j) * p->inner + in, src = (o * p->len + c[j].i) * p->inner + in;
                 idx[at] = c[j].i;
