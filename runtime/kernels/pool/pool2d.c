@@ -318,12 +318,24 @@ static void pool_planes(const cuvil_pool2d_params *p, const float *x, float *y, 
                 const float rc = (float)(p->count_include_pad
                                              ? cuvil_count_taps(h0, p->KH, dh, -p->pad_t, H + p->pad_b)
                                              : rowcnt);
+                /* taps of each column inside the input (or, count_include_pad, the padding):
+                 * KW for the columns whose window lies inside [lim_lo, lim_hi), counted at the
+                 * edges (a count per column took 3.4x ONNX Runtime's time on a 3x3 stride-1
+                 * pool without the padding's taps) */
+                const int64_t lim_lo = p->count_include_pad ? -p->pad_l : 0, lim_hi = p->count_include_pad ? W + p->pad_r : W;
+                const int64_t span = (p->KW - 1) * dw;
+                int64_t in0 = lim_lo + p->pad_l <= 0 ? 0 : (lim_lo + p->pad_l + sw - 1) / sw;   /* first ow with w0 >= lim_lo */
+                int64_t in1 = lim_hi - span + p->pad_l > 0 ? (lim_hi - span + p->pad_l + sw - 1) / sw : 0;   /* w0 + span < lim_hi */
+                in1 = cuvil_min_i64(in1, OW);
+                in0 = cuvil_min_i64(in0, in1);
+                const float full = rc * (float)p->KW;
                 for (int64_t ow = 0; ow < OW; ow++) {
-                    /* taps of this column inside the input (or, count_include_pad, the padding):
-                     * counted here rather than kept in a row-long table on the stack */
+                    if (ow == in0 && in1 > in0) {
+                        for (; ow < in1; ow++) yr[ow] = full > 0.0f ? yr[ow] / full : 0.0f;
+                        if (ow == OW) break;
+                    }
                     const int64_t w0 = ow * sw - p->pad_l;
-                    const float cnt = rc * (float)(p->count_include_pad ? cuvil_count_taps(w0, p->KW, dw, -p->pad_l, W + p->pad_r)
-                                                                       : cuvil_count_taps(w0, p->KW, dw, 0, W));
+                    const float cnt = rc * (float)cuvil_count_taps(w0, p->KW, dw, lim_lo, lim_hi);
                     yr[ow] = cnt > 0.0f ? yr[ow] / cnt : 0.0f;
                 }
             } else if (p->kind == CUVIL_POOL_LP2) {
