@@ -212,6 +212,16 @@ static inline void resize_cols(const float *x, float *yr, int64_t nj, int T, con
         for (int64_t j = 0; j < nj; j++) yr[j] = xr[ii[j]];
         return;
     }
+    if (T == 2 && nc == 2) {   /* bilinear: both source rows in one pass, no partial sums kept (the same operations) */
+        const float *x0 = x + coff[0], *x1 = x + coff[1];
+        const float c0 = cw[0], c1 = cw[1];
+        for (int64_t j = 0; j < nj; j++) {
+            const int64_t i0 = ii[2 * j], i1 = ii[2 * j + 1];
+            const float w0 = ww[2 * j], w1 = ww[2 * j + 1];
+            yr[j] = c0 * (w0 * x0[i0] + w1 * x0[i1]) + c1 * (w0 * x1[i0] + w1 * x1[i1]);
+        }
+        return;
+    }
     float acc[CHUNK];
     for (int64_t j = 0; j < nj; j++) acc[j] = 0.0f;
     for (int c = 0; c < nc; c++) {
