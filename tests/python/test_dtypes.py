@@ -323,6 +323,35 @@ def test_cast_integers_to_float32(tmp_path):
               [(f"y_{k}", "f32", None) for k in feeds], feeds, wants, {f"y_{k}": "f32" for k in feeds})
 
 
+def test_cast_fast_pairs_at_their_edges(tmp_path):
+    """The tight loops for float32 <-> int64, float32 -> int32 / bool, int64 <-> int32 at the
+    values where the rules matter, against ONNX Runtime: int64 rounded once to float32 (2^24 + 1,
+    2^63 - 1), float32 truncated toward zero, out of range and NaN to the integer minimum (x86's
+    integer indefinite), int64 -> int32 keeping the low bits, int32 -> int64 sign-extended,
+    NaN and -0 to bool."""
+    f = np.array([0.0, -0.0, 1.5, -1.5, 2.5e9, -2.5e9, 9.3e18, -9.3e18, 3e38, -np.inf, np.inf, np.nan,
+                  2**31 - 128, -2**31, 123.999, -0.999] * 3, np.float32)
+    i64 = np.array([0, 1, -1, 2**24 + 1, -(2**24 + 1), 2**53 + 1, 2**63 - 1, -2**63, 2**32 + 7, -(2**32) - 9,
+                    2**31, -2**31 - 1, 123456789012, 5, -6, 7] * 3, np.int64)
+    i32 = np.array([0, 1, -1, 2**31 - 1, -2**31, 65536, -65537, 42] * 6, np.int32)
+    nodes = [helper.make_node("Cast", ["f"], ["f_i64"], to=ONNX_TYPE["i64"]),
+             helper.make_node("Cast", ["f"], ["f_i32"], to=ONNX_TYPE["i32"]),
+             helper.make_node("Cast", ["f"], ["f_b"], to=ONNX_TYPE["bool"]),
+             helper.make_node("Cast", ["i64"], ["i64_f"], to=ONNX_TYPE["f32"]),
+             helper.make_node("Cast", ["i64"], ["i64_i32"], to=ONNX_TYPE["i32"]),
+             helper.make_node("Cast", ["i32"], ["i32_i64"], to=ONNX_TYPE["i64"])]
+    vi = helper.make_tensor_value_info
+    path = tl.onnx_graph_model(tmp_path / "c.onnx", nodes,
+                               [vi("f", ONNX_TYPE["f32"], [48]), vi("i64", ONNX_TYPE["i64"], [48]), vi("i32", ONNX_TYPE["i32"], [48])],
+                               [("f_i64", ONNX_TYPE["i64"]), ("f_i32", ONNX_TYPE["i32"]), ("f_b", ONNX_TYPE["bool"]),
+                                ("i64_f", ONNX_TYPE["f32"]), ("i64_i32", ONNX_TYPE["i32"]), ("i32_i64", ONNX_TYPE["i64"])])
+    feeds = {"f": f, "i64": i64, "i32": i32}
+    got = tl.compile_and_run(path, feeds, tmp_path)
+    for name, w in tl.ort_run(path, feeds).items():
+        assert got[name].dtype == w.dtype, name
+        np.testing.assert_array_equal(got[name], w, err_msg=name)
+
+
 # --------------------------------------------------------------------------------------------
 # Indexing with run-time indices
 # --------------------------------------------------------------------------------------------

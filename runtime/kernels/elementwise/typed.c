@@ -509,6 +509,34 @@ void cuvil_cast(int from, int to, const void *x, void *y, int64_t n) {
             for (int64_t i = 0; i < n; i++) f[i] = (float)((const uint8_t *)x)[i];
         return;
     }
+    /* the other casts exporters put on large tensors (indices, masks, int64 shape arithmetic
+     * kept in float): tight loops with the rules below (element by element through the type
+     * switches, 64 x 112 x 112 float32 -> int64 took 3.8x ONNX Runtime's time, int64 -> float32
+     * 2.9x) */
+    if (from == CUVIL_T_I64 && to == CUVIL_T_F32) {
+        for (int64_t i = 0; i < n; i++) ((float *)y)[i] = (float)((const int64_t *)x)[i];
+        return;
+    }
+    if (from == CUVIL_T_F32 && to == CUVIL_T_I64) {
+        for (int64_t i = 0; i < n; i++) ((int64_t *)y)[i] = cvt_i64((double)((const float *)x)[i]);
+        return;
+    }
+    if (from == CUVIL_T_F32 && to == CUVIL_T_I32) {
+        for (int64_t i = 0; i < n; i++) ((int32_t *)y)[i] = cvt_i32((double)((const float *)x)[i]);
+        return;
+    }
+    if (from == CUVIL_T_I64 && to == CUVIL_T_I32) {
+        for (int64_t i = 0; i < n; i++) ((uint32_t *)y)[i] = (uint32_t)((const uint64_t *)x)[i];
+        return;
+    }
+    if (from == CUVIL_T_I32 && to == CUVIL_T_I64) {
+        for (int64_t i = 0; i < n; i++) ((int64_t *)y)[i] = ((const int32_t *)x)[i];
+        return;
+    }
+    if (from == CUVIL_T_F32 && to == CUVIL_T_BOOL) {
+        for (int64_t i = 0; i < n; i++) ((uint8_t *)y)[i] = ((const float *)x)[i] != 0.0f;
+        return;
+    }
     bool ff = is_float_t(from);
     for (int64_t i = 0; i < n; i++) {
         if (to == CUVIL_T_BOOL) {
