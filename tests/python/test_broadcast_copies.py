@@ -1,5 +1,6 @@
 """Expand, Tile and Where (typed.c's row-by-row copies and blends), ArgMax / ArgMin and ReduceMax /
-ReduceMin (their rows and NaN rules), TopK on float32 (its keys) against numpy or ONNX Runtime.
+ReduceMin (their rows and NaN rules), TopK on float32 (its keys), GatherElements (its rows) against
+numpy, ONNX Runtime or a loop written here.
 Expand, Tile, Where on shapes that
 reach each of their paths: dims joined or not (copied next to broadcast, size-1 dims between),
 a row copied, one value repeated, a tiled row, an outer dim tiled; Where with each operand
@@ -152,3 +153,28 @@ def test_topk_float32(tmp_path, shape, axis, k, largest):
     np.testing.assert_array_equal(np.moveaxis(got_i, axis, -1), order)
     np.testing.assert_array_equal(np.moveaxis(got_v, axis, -1), np.take_along_axis(xm, order, axis=-1))
     assert n >= k
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2, -1])
+@pytest.mark.parametrize("t,np_t", [(TensorProto.FLOAT, np.float32), (TensorProto.INT64, np.int64),
+                                    (TensorProto.UINT8, np.uint8)])
+def test_gather_elements_rows(tmp_path, axis, t, np_t):
+    """GatherElements (its row-by-row path: a row's base once, each element its index times the
+    axis' stride) on data [3, 5, 7] with indices smaller than the data on the other axes, int32
+    and negative indices, against a loop over every index written here."""
+    rng = np.random.default_rng(axis + 10)
+    data = (rng.standard_normal((3, 5, 7)) * 100).astype(np_t)
+    ishape = [2, 4, 6]
+    ax = axis % 3
+    ishape[ax] = 9
+    idx = rng.integers(-data.shape[ax], data.shape[ax], ishape).astype(np.int32)
+    want = np.empty(ishape, np_t)
+    for c in np.ndindex(*ishape):
+        src = list(c)
+        src[ax] = idx[c] % data.shape[ax]
+        want[c] = data[tuple(src)]
+    vi = helper.make_tensor_value_info
+    path = tl.onnx_graph_model(tmp_path / "g.onnx", [helper.make_node("GatherElements", ["d", "i"], ["y"], axis=axis)],
+                               [vi("d", t, [3, 5, 7]), vi("i", TensorProto.INT32, ishape)], [("y", t)], opset=13)
+    got = cuvil.load(tl.compile(path, tmp_path / "g"))(d=data, i=idx)
+    np.testing.assert_array_equal(got, want)

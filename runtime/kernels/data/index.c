@@ -69,8 +69,42 @@ int cuvil_gather_elements(const cuvil_elements_params *p, int idx_t, const void 
     int64_t len = p->data_dims[p->axis];
     for (int64_t i = 0; i < n; i++)
         if (index_at(idx_t, idx, i, len) < 0) return 1;
-    for (int64_t i = 0; i < n; i++, next_coord(p, coord))
-        memcpy((char *)y + i * es, (const char *)x + data_offset(p, coord, index_at(idx_t, idx, i, len)) * es, (size_t)es);
+    if (n == 0 || p->ndim < 1) {   /* (rank 0: one element) */
+        if (n) memcpy(y, (const char *)x + index_at(idx_t, idx, 0, len) * es, (size_t)es);
+        return 0;
+    }
+    /* row by row over the innermost dim: the row's base offset once, then each element its
+     * index times the axis' stride (element by element through every dim, 64 x 56 x 56 took
+     * 4x ONNX Runtime's time) */
+    const int last = p->ndim - 1;
+    int64_t ds[CUVIL_RT_MAX_DIMS] = {0}, st = 1;
+    for (int d = last; d >= 0; d--) ds[d] = st, st *= p->data_dims[d];
+    const int64_t L = p->dims[last], sa = ds[p->axis], sj = p->axis == last ? 0 : 1;
+    const char *X = x;
+    char *Y = y;
+    for (int64_t i = 0; i < n; i += L) {
+        int64_t base = 0;
+        for (int d = 0; d < last; d++)
+            if (d != p->axis) base += coord[d] * ds[d];
+        switch (es) {
+        case 4:
+            for (int64_t j = 0; j < L; j++)
+                ((uint32_t *)(void *)Y)[i + j] = ((const uint32_t *)(const void *)X)[base + index_at(idx_t, idx, i + j, len) * sa + j * sj];
+            break;
+        case 8:
+            for (int64_t j = 0; j < L; j++)
+                ((uint64_t *)(void *)Y)[i + j] = ((const uint64_t *)(const void *)X)[base + index_at(idx_t, idx, i + j, len) * sa + j * sj];
+            break;
+        default:
+            for (int64_t j = 0; j < L; j++)
+                memcpy(Y + (i + j) * es, X + (base + index_at(idx_t, idx, i + j, len) * sa + j * sj) * es, (size_t)es);
+            break;
+        }
+        for (int d = last - 1; d >= 0; d--) {   /* the next row */
+            if (++coord[d] < p->dims[d]) break;
+            coord[d] = 0;
+        }
+    }
     return 0;
 }
 
