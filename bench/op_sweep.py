@@ -140,6 +140,12 @@ def cases():
     add("MatMulInteger 128x768x768", [n("MatMulInteger", ["a", "w", "az"], ["y"])],
         {"a": rng.integers(0, 255, [128, 768]).astype(np.uint8)},
         [C("w", rng.integers(-100, 100, [768, 768]).astype(np.int8)), C("az", np.uint8(128))], outs=(("y", I32),))
+    xy = rng.random([1, 2000, 2]).astype(np.float32) * 600
+    boxes = np.concatenate([xy, xy + rng.random([1, 2000, 2]).astype(np.float32) * 60 + 5], -1)
+    add("NonMaxSuppression (80 classes x 2000 boxes)", [n("NonMaxSuppression", ["b", "s", "m", "i", "t"], ["y"])],
+        {"b": np.ascontiguousarray(boxes), "s": rng.random([1, 80, 2000]).astype(np.float32)},
+        [C("m", np.array([100], np.int64)), C("i", np.array([0.5], np.float32)), C("t", np.array([0.3], np.float32))],
+        outs=(("y", I64),))
     T, B, IN, H = 50, 1, 128, 256
     add("LSTM (50 steps, 128 -> 256)", [n("LSTM", ["a", "w", "r", "bb"], ["y"], hidden_size=H)],
         {"a": rng.standard_normal([T, B, IN]).astype(np.float32)},

@@ -194,6 +194,26 @@ def test_non_max_suppression_vs_ort(tmp_path, center):
         model(**{**feeds, "iou": np.array([1.5], np.float32)})
 
 
+def test_non_max_suppression_ties_vs_ort(tmp_path):
+    """NonMaxSuppression taking candidates from a heap of keys: 4 classes of 300 boxes with scores
+    rounded to tenths (ties, taken by index) and signed zeros, thresholds that keep a few or a
+    hundred a class, against ONNX Runtime."""
+    nodes = [helper.make_node("NonMaxSuppression", ["boxes", "scores", "mx", "iou", "sth"], ["sel"])]
+    path = _model(tmp_path, "nmsties", nodes,
+                  [_vi("boxes", TensorProto.FLOAT, [1, 300, 4]), _vi("scores", TensorProto.FLOAT, [1, 4, 300]),
+                   _vi("mx", TensorProto.INT64, [1]), _vi("iou", TensorProto.FLOAT, [1]),
+                   _vi("sth", TensorProto.FLOAT, [1])], [("sel", TensorProto.INT64)])
+    model = cuvil.load(tl.compile(path, tmp_path / "b"))
+    rng = np.random.default_rng(29)
+    xy = rng.uniform(0, 100, (1, 300, 2))
+    boxes = np.concatenate([xy, xy + rng.uniform(2, 20, (1, 300, 2))], axis=2).astype(np.float32)
+    scores = np.round(rng.uniform(-1, 1, (1, 4, 300)), 1).astype(np.float32)
+    scores[scores == 0] = np.where(rng.random(int((scores == 0).sum())) < 0.5, np.float32(-0.0), np.float32(0.0))
+    for mx, iou, sth in [(100, 0.5, -2.0), (5, 0.3, 0.0), (300, 0.7, -0.5), (50, 0.0, 0.4)]:
+        _check(model, path, {"boxes": boxes, "scores": scores, "mx": np.array([mx], np.int64),
+                             "iou": np.array([iou], np.float32), "sth": np.array([sth], np.float32)})
+
+
 def test_onehot_and_unique_vs_ort(tmp_path):
     """OneHot with depth an input (float, truncated; --dim oh=0:12 bounds the new axis) over
     indices with negative and out-of-range values, and Unique (sorted, and by first occurrence

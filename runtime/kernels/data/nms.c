@@ -6,6 +6,7 @@
  */
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../rt_int.h"
 
@@ -22,7 +23,41 @@ static int cand_cmp(const void *pa, const void *pb) {
     return a->index < b->index ? -1 : a->index > b->index;
 }
 
-size_t cuvil_nms_scratch_size(int64_t n) { return (size_t)(n > 0 ? n : 1) * (sizeof(nms_cand) + sizeof(int64_t)); }
+/* the candidates, the kept indices and each box's extents and area (nms_box) */
+typedef struct nms_box {
+    float x0, y0, x1, y1, area;
+} nms_box;
+
+/* A candidate as one key, larger = taken first (cand_cmp's order): the score's bits made
+ * monotonic (-0 as +0, NaN below every number) above the index complemented (ties: the lower
+ * index first). Taken from a heap as needed, not all sorted: a class stops at max_per_class
+ * boxes (sorting every class's candidates took 86% of 80 classes of 2000 boxes, 3.9x ONNX
+ * Runtime's time). */
+static inline uint64_t cand_key(float v, int64_t i) {
+    uint32_t u;
+    v = v == 0.0f ? 0.0f : v;
+    memcpy(&u, &v, sizeof u);
+    u ^= (uint32_t)((int32_t)u >> 31) | 0x80000000u;
+    const uint32_t hi = v != v ? 0u : u;
+    return ((uint64_t)hi << 32) | (uint64_t)(0xffffffffu - (uint32_t)i);
+}
+
+static void key_down(uint64_t *h, int64_t n, int64_t i) {   /* max-heap */
+    for (;;) {
+        int64_t w = i, l = 2 * i + 1, r = l + 1;
+        if (l < n && h[l] > h[w]) w = l;
+        if (r < n && h[r] > h[w]) w = r;
+        if (w == i) return;
+        const uint64_t t = h[i];
+        h[i] = h[w];
+        h[w] = t;
+        i = w;
+    }
+}
+
+size_t cuvil_nms_scratch_size(int64_t n) {
+    return (size_t)(n > 0 ? n : 1) * (sizeof(nms_cand) + sizeof(int64_t) + sizeof(nms_box));
+}
 
 /* The extent [lo, hi] of a box along one axis from two corner coordinates (any order). */
 static void extent(float a, float b, float *lo, float *hi) {
@@ -30,23 +65,28 @@ static void extent(float a, float b, float *lo, float *hi) {
     *hi = a <= b ? b : a;
 }
 
-/* Whether box q is suppressed by kept box k: their IoU over thr (boxes of no area never are). */
-static bool suppressed(const float *k, const float *q, int center, float thr) {
-    float kx0, kx1, ky0, ky1, qx0, qx1, qy0, qy1;
-    if (center) {   /* [x_center, y_center, width, height] */
-        kx0 = k[0] - k[2] / 2, kx1 = k[0] + k[2] / 2, ky0 = k[1] - k[3] / 2, ky1 = k[1] + k[3] / 2;
-        qx0 = q[0] - q[2] / 2, qx1 = q[0] + q[2] / 2, qy0 = q[1] - q[3] / 2, qy1 = q[1] + q[3] / 2;
-    } else {   /* [y1, x1, y2, x2]: any diagonal pair of corners */
-        extent(k[1], k[3], &kx0, &kx1);
-        extent(k[0], k[2], &ky0, &ky1);
-        extent(q[1], q[3], &qx0, &qx1);
-        extent(q[0], q[2], &qy0, &qy1);
+/* Box b's extents and area, computed once a batch: [x_center, y_center, width, height] with
+ * center, else [y1, x1, y2, x2] with any diagonal pair of corners (the same operations the
+ * test below made for each pair: 80 classes of 2000 boxes took 3.9x ONNX Runtime's time). */
+static nms_box box_of(const float *b, int center) {
+    nms_box r;
+    if (center) {
+        r.x0 = b[0] - b[2] / 2, r.x1 = b[0] + b[2] / 2, r.y0 = b[1] - b[3] / 2, r.y1 = b[1] + b[3] / 2;
+    } else {
+        extent(b[1], b[3], &r.x0, &r.x1);
+        extent(b[0], b[2], &r.y0, &r.y1);
     }
-    float ix0 = kx0 > qx0 ? kx0 : qx0, ix1 = kx1 < qx1 ? kx1 : qx1;
-    float iy0 = ky0 > qy0 ? ky0 : qy0, iy1 = ky1 < qy1 ? ky1 : qy1;
+    r.area = (r.x1 - r.x0) * (r.y1 - r.y0);
+    return r;
+}
+
+/* Whether box q is suppressed by kept box k: their IoU over thr (boxes of no area never are). */
+static bool suppressed(const nms_box *k, const nms_box *q, float thr) {
+    float ix0 = k->x0 > q->x0 ? k->x0 : q->x0, ix1 = k->x1 < q->x1 ? k->x1 : q->x1;
+    float iy0 = k->y0 > q->y0 ? k->y0 : q->y0, iy1 = k->y1 < q->y1 ? k->y1 : q->y1;
     if (!(ix1 > ix0) || !(iy1 > iy0)) return false;
     float inter = (ix1 - ix0) * (iy1 - iy0);
-    float ka = (kx1 - kx0) * (ky1 - ky0), qa = (qx1 - qx0) * (qy1 - qy0), uni = ka + qa - inter;
+    float ka = k->area, qa = q->area, uni = ka + qa - inter;
     if (!(inter > 0) || !(ka > 0) || !(qa > 0) || !(uni > 0)) return false;
     return inter / uni > thr;
 }
@@ -60,23 +100,40 @@ int64_t cuvil_nms(const float *boxes, const float *scores, int64_t nb, int64_t n
     if (most <= 0) return 0;
     nms_cand *cand = scratch;
     int64_t *kept = (int64_t *)(void *)(cand + (n > 0 ? n : 1));
+    nms_box *bxs = (nms_box *)(void *)(kept + (n > 0 ? n : 1));
     for (int64_t b = 0; b < nb; b++) {
-        const float *bx = boxes + b * n * 4;
+        for (int64_t i = 0; i < n; i++) bxs[i] = box_of(boxes + (b * n + i) * 4, center);
         for (int64_t c = 0; c < nc; c++) {
             const float *sc = scores + (b * nc + c) * n;
             int64_t m = 0, nk = 0;
+            uint64_t *key = (uint64_t *)(void *)cand;   /* (8 of nms_cand's 16 bytes a candidate) */
+            const int keyed = n < 0xffffffffLL;
             for (int64_t i = 0; i < n; i++)
-                if (!score_threshold || sc[i] > *score_threshold) cand[m++] = (nms_cand){sc[i], i};
-            qsort(cand, (size_t)m, sizeof *cand, cand_cmp);
-            for (int64_t j = 0; j < m && nk < most; j++) {
+                if (!score_threshold || sc[i] > *score_threshold) {
+                    if (keyed) key[m++] = cand_key(sc[i], i);
+                    else cand[m++] = (nms_cand){sc[i], i};
+                }
+            if (keyed)   /* a max-heap of the keys, popped in order until the class has its boxes */
+                for (int64_t i = m / 2 - 1; i >= 0; i--) key_down(key, m, i);
+            else
+                qsort(cand, (size_t)m, sizeof *cand, cand_cmp);
+            for (int64_t j = 0, left = m; j < m && nk < most; j++) {
+                int64_t idx;
+                if (keyed) {
+                    idx = (int64_t)(0xffffffffu - (uint32_t)key[0]);
+                    key[0] = key[--left];
+                    key_down(key, left, 0);
+                } else {
+                    idx = cand[j].index;
+                }
                 bool keep = true;
-                for (int64_t t = 0; t < nk && keep; t++) keep = !suppressed(bx + kept[t] * 4, bx + cand[j].index * 4, center, thr);
+                for (int64_t t = 0; t < nk && keep; t++) keep = !suppressed(&bxs[kept[t]], &bxs[idx], thr);
                 if (!keep) continue;
                 if (count == cap) return -1;
-                kept[nk++] = cand[j].index;
+                kept[nk++] = idx;
                 y[count * 3] = b;
                 y[count * 3 + 1] = c;
-                y[count * 3 + 2] = cand[j].index;
+                y[count * 3 + 2] = idx;
                 count++;
             }
         }
