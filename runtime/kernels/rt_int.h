@@ -141,6 +141,30 @@ static inline float cuvil_pick(int cond, float a, float b) {
 /* x where x >= 0 (-0 included), else alt (NaN: alt) */
 static inline float cuvil_select_ge0(float x, float alt) { return cuvil_pick(x >= 0.0f, x, alt); }
 
+/* The bits of a float as an unsigned key in the float's order (-0 taken as +0, so the two are
+ * equal; NaN lands above +inf or below -inf by its sign: callers place it themselves). */
+static inline uint32_t cuvil_f32_order_bits(float v) {
+    uint32_t u;
+    v = v == 0.0f ? 0.0f : v;
+    memcpy(&u, &v, sizeof u);
+    return u ^ ((uint32_t)((int32_t)u >> 31) | 0x80000000u);
+}
+
+/* Sifts h[i] down a binary heap of n 64-bit keys: the largest at the root (max 1) or the
+ * smallest (max 0). */
+static inline void cuvil_u64_heap_down(uint64_t *h, int64_t n, int64_t i, int max) {
+    for (;;) {
+        int64_t w = i, l = 2 * i + 1, r = l + 1;
+        if (l < n && (max ? h[l] > h[w] : h[l] < h[w])) w = l;
+        if (r < n && (max ? h[r] > h[w] : h[r] < h[w])) w = r;
+        if (w == i) return;
+        const uint64_t t = h[i];
+        h[i] = h[w];
+        h[w] = t;
+        i = w;
+    }
+}
+
 /* HardSwish in scalar code (cuvil_f32_act1 and the portable microkernels' epilogues). */
 static inline float cuvil_hswish1(float x) {
     float v = x * (1.0f / 6.0f) + 0.5f;

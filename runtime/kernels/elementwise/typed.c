@@ -977,26 +977,10 @@ size_t cuvil_topk_scratch_size(const cuvil_topk_params *p) { return sizeof(topk_
  * smaller index first). The best k by a heap of keys whose root is the worst kept, then sorted
  * (the comparator through qsort took 1.6x ONNX Runtime's time on 112-long rows, k 10). */
 static inline uint64_t topk_key(float v, int64_t j, uint32_t flip) {
-    uint32_t u;
-    v = v == 0.0f ? 0.0f : v;
-    memcpy(&u, &v, sizeof u);
-    u ^= (uint32_t)((int32_t)u >> 31) | 0x80000000u;   /* ascending as unsigned */
+    const uint32_t u = cuvil_f32_order_bits(v);   /* ascending as unsigned */
     const uint32_t nan = 0u - (uint32_t)(v != v);
     const uint32_t hi = ((u ^ flip) & ~nan) | (~flip & nan);   /* flip 0 (largest: NaN top) or ~0 (NaN bottom) */
     return ((uint64_t)hi << 32) | (uint64_t)(0xffffffffu - (uint32_t)j);
-}
-
-static void key_sift(uint64_t *h, int64_t k, int64_t i) {   /* min-heap */
-    for (;;) {
-        int64_t w = i, l = 2 * i + 1, r = l + 1;
-        if (l < k && h[l] < h[w]) w = l;
-        if (r < k && h[r] < h[w]) w = r;
-        if (w == i) return;
-        const uint64_t t = h[i];
-        h[i] = h[w];
-        h[w] = t;
-        i = w;
-    }
 }
 
 static void topk_f32_rows(const cuvil_topk_params *p, const float *x, float *y, int64_t *idx, uint64_t *h) {
@@ -1007,19 +991,19 @@ static void topk_f32_rows(const cuvil_topk_params *p, const float *x, float *y, 
         for (int64_t in = 0; in < p->inner; in++) {
             const float *row = x + o * n * p->inner + in;
             for (int64_t j = 0; j < k; j++) h[j] = topk_key(row[j * p->inner], j, flip);
-            for (int64_t i = k / 2 - 1; i >= 0; i--) key_sift(h, k, i);
+            for (int64_t i = k / 2 - 1; i >= 0; i--) cuvil_u64_heap_down(h, k, i, 0);
             for (int64_t j = k; j < n; j++) {
                 const uint64_t v = topk_key(row[j * p->inner], j, flip);
                 if (v > h[0]) {
                     h[0] = v;
-                    key_sift(h, k, 0);
+                    cuvil_u64_heap_down(h, k, 0, 0);
                 }
             }
             for (int64_t e = k - 1; e > 0; e--) {   /* heap sort: ascending keys from the end, the best first */
                 const uint64_t t = h[0];
                 h[0] = h[e];
                 h[e] = t;
-                key_sift(h, e, 0);
+                cuvil_u64_heap_down(h, e, 0, 0);
             }
             for (int64_t j = 0; j < k; j++) {
                 const int64_t at = (o * k + j) * p->inner + in, src = 0xffffffffu - (uint32_t)h[j];
