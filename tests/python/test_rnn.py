@@ -84,6 +84,8 @@ def test_weights_packed_ahead_or_per_call(tmp_path, op):
 
 @pytest.mark.parametrize("op,attrs", [
     ("GRU", {"linear_before_reset": 1}),
+    ("GRU", {"clip": 0.6}),
+    ("GRU", {"clip": 0.6, "linear_before_reset": 1}),
     ("GRU", {"activations": ["HardSigmoid", "Softsign"], "activation_alpha": [0.3], "activation_beta": [0.4]}),
     ("LSTM", {"clip": 0.7, "input_forget": 1}),
     ("LSTM", {"activations": ["Sigmoid", "LeakyRelu", "ScaledTanh"], "activation_alpha": [0.2, 0.9],

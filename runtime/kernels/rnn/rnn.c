@@ -315,6 +315,8 @@ static int rnn_run(const cuvil_rnn_params *p, const float *x, const float *w, co
          * expf and tanhf per value) */
         const int vcell = lstm && !pd && !p->input_forget && a[0].fn == CUVIL_RNN_ACT_SIGMOID && a[1].fn == CUVIL_RNN_ACT_TANH &&
                           a[2].fn == CUVIL_RNN_ACT_TANH;
+        /* a GRU of the usual activations (sigmoid, tanh): its gates on whole rows the same way */
+        const int vgru = gru && a[0].fn == CUVIL_RNN_ACT_SIGMOID && a[1].fn == CUVIL_RNN_ACT_TANH;
         const cuvil_act_params sig = {CUVIL_ACT_SIGMOID, 0.0f, 0.0f}, th = {CUVIL_ACT_TANH, 0.0f, 0.0f};
         for (int64_t s = 0; s < S; s++) {
             const int64_t t = rev ? S - 1 - s : s;
@@ -330,8 +332,15 @@ static int rnn_run(const cuvil_rnn_params *p, const float *x, const float *w, co
             if (gru && !p->linear_before_reset) {   /* the candidate's product takes (reset . h): its reset first */
                 for (int64_t bb = 0; bb < B; bb++) {
                     const float *xr = xw + (p->layout ? bb * S + t : t * B + bb) * GH;
+                    float *rr = rh + bb * H;
+                    if (vgru) {   /* the reset gate on the row, then times h */
+                        for (int64_t k = 0; k < H; k++) rr[k] = clipf(xr[H + k] + gates[bb * GH + H + k], p->clip);
+                        cuvil_f32_unary(&sig, rr, rr, (size_t)H);
+                        for (int64_t k = 0; k < H; k++) rr[k] *= h[bb * H + k];
+                        continue;
+                    }
                     for (int64_t k = 0; k < H; k++)
-                        rh[bb * H + k] = act(&a[0], clipf(xr[H + k] + gates[bb * GH + H + k], p->clip)) * h[bb * H + k];
+                        rr[k] = act(&a[0], clipf(xr[H + k] + gates[bb * GH + H + k], p->clip)) * h[bb * H + k];
                 }
                 if (H > 0) recur(p, rh, rd2, rp2, nr, kc, H, gates + 2 * H, GH, gs);
             } else if (gru && H > 0) {
@@ -352,6 +361,23 @@ static int rnn_run(const cuvil_rnn_params *p, const float *x, const float *w, co
                     for (int64_t k = 0; k < H; k++) cr[k] = gr[2 * H + k] * cr[k] + gr[k] * gr[3 * H + k];
                     cuvil_f32_unary(&th, cr, rh + bb * H, (size_t)H);
                     for (int64_t k = 0; k < H; k++) hr[k] = gr[H + k] * rh[bb * H + k];
+                    if (yo) memcpy(yo, hr, sizeof(float) * (size_t)H);
+                    continue;
+                }
+                if (vgru) {   /* z (and the reset, linear_before_reset) by sigmoid, the candidate by tanh, whole rows */
+                    const float *rb = bd ? bd + GH + 2 * H : NULL;
+                    for (int64_t k = 0; k < H; k++) gr[k] = clipf(xr[k] + gr[k], p->clip);
+                    cuvil_f32_unary(&sig, gr, gr, (size_t)H);
+                    if (p->linear_before_reset) {
+                        for (int64_t k = 0; k < H; k++) gr[H + k] = clipf(xr[H + k] + gr[H + k], p->clip);
+                        cuvil_f32_unary(&sig, gr + H, gr + H, (size_t)H);
+                        for (int64_t k = 0; k < H; k++)
+                            gr[2 * H + k] = clipf(xr[2 * H + k] + gr[H + k] * (gr[2 * H + k] + (rb ? rb[k] : 0.0f)), p->clip);
+                    } else {
+                        for (int64_t k = 0; k < H; k++) gr[2 * H + k] = clipf(xr[2 * H + k] + gr[2 * H + k], p->clip);
+                    }
+                    cuvil_f32_unary(&th, gr + 2 * H, gr + 2 * H, (size_t)H);
+                    for (int64_t k = 0; k < H; k++) hr[k] = (1.0f - gr[k]) * gr[2 * H + k] + gr[k] * hr[k];
                     if (yo) memcpy(yo, hr, sizeof(float) * (size_t)H);
                     continue;
                 }
