@@ -312,6 +312,25 @@ def test_resize_tf_crop_and_keep_aspect_against_ort(tmp_path, case):
     tl.check_vs_ort(model, path, {"x": rng.standard_normal((1, 2, 4, 5)).astype(np.float32)}, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("shape,scales,ctm", [
+    ((1, 3, 40, 70), (2.0, 2.0), "half_pixel"),           # rows past a block, columns past a chunk
+    ((2, 2, 23, 45), (1.7, 2.3), "pytorch_half_pixel"),
+    ((1, 2, 50, 90), (0.6, 0.45), "half_pixel"),          # downsampling: the next row's source rows both new
+    ((1, 1, 9, 130), (3.0, 1.0), "align_corners"),        # the last axis unchanged: one tap a column
+    ((1, 2, 17, 33), (2.0, 2.0), "asymmetric"),
+])
+def test_resize_bilinear_against_ort(tmp_path, shape, scales, ctm):
+    """Bilinear Resize keeps each source row's interpolated columns for the next output rows
+    (resize.c): upsampled, downsampled and unequal scales, maps larger than one block of rows
+    and one chunk of columns."""
+    rng = np.random.default_rng(71)
+    node = helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="linear", coordinate_transformation_mode=ctm)
+    inits = [helper.make_tensor("scales", F, [4], [1.0, 1.0, *scales])]
+    path = tl.onnx_graph_model(tmp_path / "r.onnx", [node], [_vi("x", F, list(shape))], [("y", F)], inits=inits, opset=19)
+    model = cuvil.load(tl.compile(path, tmp_path / "r"))
+    tl.check_vs_ort(model, path, {"x": rng.standard_normal(shape).astype(np.float32)}, rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("rule", ["linear", "gated", "delta", "gated_delta"])
 def test_linear_attention_and_causal_conv_against_reference(tmp_path, rule):
     from onnx.reference import ReferenceEvaluator
