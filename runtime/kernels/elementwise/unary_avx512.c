@@ -1,6 +1,6 @@
 /*
  * unary_avx512.c -- AVX-512 versions of the exp-based activations that models spend time in
- * (exp, sigmoid, SiLU, Gelu's tanh form; x86_64-avx512 target only); the others stay in
+ * (exp, sigmoid, SiLU, Gelu's tanh form, tanh; x86_64-avx512 target only); the others stay in
  * unary_avx2.c.
  *
  * The same arithmetic as unary_avx2.c's exp256, sixteen lanes at a time, with the bits it gives
@@ -48,6 +48,26 @@ static inline __m512 gelu_tanh512(__m512 x) {   /* x sigmoid(2u), as unary_avx2.
     return _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), exp512(m2u)));
 }
 
+static inline __m512 tanh512(__m512 x) {   /* unary_avx2.c's tanh256, sixteen lanes */
+    const __m512 c = _mm512_set1_ps(VTANH_CLAMP);
+    const __m512 xc = _mm512_max_ps(_mm512_sub_ps(_mm512_setzero_ps(), c), _mm512_min_ps(c, x));
+    const __m512 z = _mm512_mul_ps(xc, xc);
+    __m512 p = _mm512_set1_ps(VTANH_P0);
+    p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(VTANH_P1));
+    p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(VTANH_P2));
+    p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(VTANH_P3));
+    p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(VTANH_P4));
+    p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(VTANH_P5));
+    p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(VTANH_P6));
+    __m512 q = _mm512_set1_ps(VTANH_Q0);
+    q = _mm512_fmadd_ps(q, z, _mm512_set1_ps(VTANH_Q1));
+    q = _mm512_fmadd_ps(q, z, _mm512_set1_ps(VTANH_Q2));
+    q = _mm512_fmadd_ps(q, z, _mm512_set1_ps(VTANH_Q3));
+    const __m512 r = _mm512_div_ps(_mm512_mul_ps(p, xc), q);
+    const __mmask16 tiny = _mm512_cmp_ps_mask(_mm512_abs_ps(x), _mm512_set1_ps(VTANH_TINY), _CMP_LT_OQ);
+    return _mm512_mask_blend_ps(tiny, r, x);
+}
+
 /* F over rows rows of n values, row r at x0 + r ld (y0 likewise); the tail of each row as a
  * masked load and store (the lanes past it are zeros, computed and not written). */
 #define VLOOP512(F)                                                                           \
@@ -71,6 +91,7 @@ int cuvil_f32_unary_rows__avx512(const cuvil_act_params *a, const float *x0, flo
     case CUVIL_ACT_SIGMOID: VLOOP512(sigmoid512); return 1;
     case CUVIL_ACT_SILU: VLOOP512(silu512); return 1;
     case CUVIL_ACT_GELU_TANH: VLOOP512(gelu_tanh512); return 1;
+    case CUVIL_ACT_TANH: VLOOP512(tanh512); return 1;
     default: return 0;
     }
 }
