@@ -88,8 +88,10 @@ void cuvil_f32_vexp(const float *x, float *y, size_t n);
 /* Activation a in place over rows rows of n values, row r at c + r ld, on the calling thread
  * (an epilogue's tile): the kernel is picked once for all the rows. */
 void cuvil_f32_act_rows(const cuvil_act_params *a, float *c, size_t ld, size_t rows, size_t n);
-/* sum of exp(x[i] - m) for i < n, through a stack buffer (x untouched); softmax.c */
-float cuvil_f32_sum_exp_shifted(const float *x, int64_t n, float m);
+/* The sum of exp(x[i] - m) for i < n, each also stored in y[i] where y is not NULL (y may
+ * equal x): softmax's exponentials and their sum in one pass. Vectorised where the target
+ * allows (unary.c). */
+float cuvil_f32_sum_exp_shifted(const float *x, float *y, int64_t n, float m);
 #if CUVIL_HAVE_AVX2
 /* Vector versions of the transcendental activations (elementwise/unary_avx2.c). Each handles
  * any n (a scalar tail included); y may equal x. Return 0 when `act` has no AVX2 version. */
@@ -102,8 +104,12 @@ int cuvil_f32_unary_rows__avx2(const cuvil_act_params *a, const float *x, float 
 int cuvil_f32_unary_rows__avx512(const cuvil_act_params *a, const float *x, float *y, size_t ld, size_t rows,
                                  size_t n);
 void cuvil_f32_vexp__avx2(const float *x, float *y, size_t n);
+float cuvil_f32_sum_exp_shifted__avx2(const float *x, float *y, size_t n, float m);
 /* y[c ys + r] = x[r xs + c] for r < rows, c < cols (strides in floats); data/transpose_avx2.c */
 void cuvil_transpose_f32__avx2(const float *x, int64_t xs, float *y, int64_t ys, int64_t rows, int64_t cols);
+#endif
+#if CUVIL_HAVE_AVX512
+float cuvil_f32_sum_exp_shifted__avx512(const float *x, float *y, size_t n, float m);
 #endif
 
 /* ===== GEMM driver ================================================================== */

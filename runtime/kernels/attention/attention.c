@@ -142,20 +142,6 @@ static float row_max(const float *row, int64_t n, int *nan) {
     return mx;
 }
 
-static float row_sum(const float *row, int64_t n) {
-    float s = 0.0f;
-    int64_t j = 0;
-#if defined(__AVX__)
-    __m256 s0 = _mm256_setzero_ps(), s1 = s0;
-    for (; j + 16 <= n; j += 16) s0 = _mm256_add_ps(s0, _mm256_loadu_ps(row + j)), s1 = _mm256_add_ps(s1, _mm256_loadu_ps(row + j + 8));
-    float l[8];
-    _mm256_storeu_ps(l, _mm256_add_ps(s0, s1));
-    for (int i = 0; i < 8; i++) s += l[i];
-#endif
-    for (; j < n; j++) s += row[j];
-    return s;
-}
-
 /* Softmax in place of a row whose first `seen` scores may be finite. */
 static void softmax_row(const cuvil_attention_params *p, int64_t seen, float *row) {
     const int64_t kv = p->kv_len;
@@ -168,9 +154,7 @@ static void softmax_row(const cuvil_attention_params *p, int64_t seen, float *ro
             for (int64_t j = 0; j < kv; j++) row[j] = row[j] != row[j] ? 0.0f : row[j];
         return;
     }
-    for (int64_t j = 0; j < seen; j++) row[j] -= mx;
-    cuvil_f32_vexp(row, row, (size_t)seen);
-    const float inv = 1.0f / row_sum(row, seen);
+    const float inv = 1.0f / cuvil_f32_sum_exp_shifted(row, row, seen, mx);
     for (int64_t j = 0; j < seen; j++) row[j] *= inv;
     for (int64_t j = seen; j < kv; j++) row[j] = 0.0f;
 }

@@ -207,9 +207,29 @@ void cuvil_f32_unary(const cuvil_act_params *a, const float *x, float *y, size_t
 }
 
 void cuvil_f32_vexp(const float *x, float *y, size_t n) {
-#if CUVIL_HAVE_AVX2
+#if CUVIL_HAVE_AVX512
+    static const cuvil_act_params e = {CUVIL_ACT_EXP, 0.0f, 0.0f};
+    cuvil_f32_unary_rows__avx512(&e, x, y, 0, 1, n);
+#elif CUVIL_HAVE_AVX2
     cuvil_f32_vexp__avx2(x, y, n);
 #else
     for (size_t i = 0; i < n; i++) y[i] = expf(x[i]);
+#endif
+}
+
+float cuvil_f32_sum_exp_shifted(const float *x, float *y, int64_t n, float m) {
+    if (n <= 0) return 0.0f;
+#if CUVIL_HAVE_AVX512
+    return cuvil_f32_sum_exp_shifted__avx512(x, y, (size_t)n, m);
+#elif CUVIL_HAVE_AVX2
+    return cuvil_f32_sum_exp_shifted__avx2(x, y, (size_t)n, m);
+#else
+    float s = 0.0f;
+    for (int64_t i = 0; i < n; i++) {
+        const float e = expf(x[i] - m);
+        if (y) y[i] = e;
+        s += e;
+    }
+    return s;
 #endif
 }

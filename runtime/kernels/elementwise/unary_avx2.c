@@ -253,6 +253,33 @@ void cuvil_f32_vexp__avx2(const float *x0, float *y0, size_t n) {
     VLOOP(exp256);
 }
 
+/* exp(x - m) of 16 values a step in two sums (8 in the tail, masked: its lanes past n add 0),
+ * stored where y is given; the sums' lanes added at the end. */
+float cuvil_f32_sum_exp_shifted__avx2(const float *x, float *y, size_t n, float m) {
+    const __m256 vm = _mm256_set1_ps(m);
+    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __m256 e0 = exp256(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm));
+        const __m256 e1 = exp256(_mm256_sub_ps(_mm256_loadu_ps(x + i + 8), vm));
+        if (y) _mm256_storeu_ps(y + i, e0), _mm256_storeu_ps(y + i + 8, e1);
+        s0 = _mm256_add_ps(s0, e0);
+        s1 = _mm256_add_ps(s1, e1);
+    }
+    for (; i < n; i += 8) {
+        const __m256i k = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)cuvil_min_i64(8, (int64_t)(n - i))),
+                                             _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        const __m256 e = _mm256_and_ps(exp256(_mm256_sub_ps(_mm256_maskload_ps(x + i, k), vm)), _mm256_castsi256_ps(k));
+        if (y) _mm256_maskstore_ps(y + i, k, e);
+        s0 = _mm256_add_ps(s0, e);
+    }
+    const __m256 s = _mm256_add_ps(s0, s1);
+    __m128 h = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_add_ss(h, _mm_movehdup_ps(h));
+    return _mm_cvtss_f32(h);
+}
+
 int cuvil_f32_unary__avx2(const cuvil_act_params *a, const float *x, float *y, size_t n) {
     return cuvil_f32_unary_rows__avx2(a, x, y, 0, 1, n);
 }

@@ -84,6 +84,27 @@ static inline __m512 tanh512(__m512 x) {   /* unary_avx2.c's tanh256, sixteen la
         }                                                                                     \
     } while (0)
 
+/* unary_avx2.c's cuvil_f32_sum_exp_shifted__avx2, 32 values a step, the tail masked */
+float cuvil_f32_sum_exp_shifted__avx512(const float *x, float *y, size_t n, float m) {
+    const __m512 vm = _mm512_set1_ps(m);
+    __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        const __m512 e0 = exp512(_mm512_sub_ps(_mm512_loadu_ps(x + i), vm));
+        const __m512 e1 = exp512(_mm512_sub_ps(_mm512_loadu_ps(x + i + 16), vm));
+        if (y) _mm512_storeu_ps(y + i, e0), _mm512_storeu_ps(y + i + 16, e1);
+        s0 = _mm512_add_ps(s0, e0);
+        s1 = _mm512_add_ps(s1, e1);
+    }
+    for (; i < n; i += 16) {
+        const __mmask16 k = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        const __m512 e = _mm512_maskz_mov_ps(k, exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + i), vm)));
+        if (y) _mm512_mask_storeu_ps(y + i, k, e);
+        s0 = _mm512_add_ps(s0, e);
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
+}
+
 int cuvil_f32_unary_rows__avx512(const cuvil_act_params *a, const float *x0, float *y0, size_t ld, size_t rows,
                                  size_t n) {
     switch (a->act) {

@@ -132,7 +132,7 @@ static float reduce_segments(int op, const float *x, const odo *red, int64_t n, 
         acc = 0.0f;
         off = 0;
         for (int64_t s = 0; s < nseg; s++) {
-            acc += cuvil_f32_sum_exp_shifted(x + off, n, m);
+            acc += cuvil_f32_sum_exp_shifted(x + off, NULL, n, m);
             off = odo_next(red, idx, off);
         }
         return finish(op, acc, m, count);

@@ -36,29 +36,6 @@ static float row_max(const float *x, int64_t n) {
     return m;
 }
 
-static float row_sum(const float *x, int64_t n) {
-    float s8[8] = {0};
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int k = 0; k < 8; k++) s8[k] += x[i + k];
-    float s = 0.0f;
-    for (int k = 0; k < 8; k++) s += s8[k];
-    for (; i < n; i++) s += x[i];
-    return s;
-}
-
-float cuvil_f32_sum_exp_shifted(const float *x, int64_t n, float m) {
-    float t[CHUNK];
-    float s = 0.0f;
-    for (int64_t i0 = 0; i0 < n; i0 += CHUNK) {
-        const int64_t c = cuvil_min_i64(CHUNK, n - i0);
-        for (int64_t i = 0; i < c; i++) t[i] = x[i0 + i] - m;
-        cuvil_f32_vexp(t, t, (size_t)c);
-        s += row_sum(t, c);
-    }
-    return s;
-}
-
 static void softmax_rows(const cuvil_softmax_params *p, const float *x, float *y) {
     const int64_t L = p->axis_len;
     for (int64_t o = 0; o < p->outer; o++) {
@@ -67,12 +44,10 @@ static void softmax_rows(const cuvil_softmax_params *p, const float *x, float *y
         const float m = row_max(xr, L);
         if (p->log) {
             /* (x - m) first: exact, so large inputs keep their precision */
-            const float ls = logf(cuvil_f32_sum_exp_shifted(xr, L, m));
+            const float ls = logf(cuvil_f32_sum_exp_shifted(xr, NULL, L, m));
             for (int64_t i = 0; i < L; i++) yr[i] = (xr[i] - m) - ls;
         } else {
-            for (int64_t i = 0; i < L; i++) yr[i] = xr[i] - m;
-            cuvil_f32_vexp(yr, yr, (size_t)L);
-            const float inv = 1.0f / row_sum(yr, L);
+            const float inv = 1.0f / cuvil_f32_sum_exp_shifted(xr, yr, L, m);
             for (int64_t i = 0; i < L; i++) yr[i] *= inv;
         }
         if (p->nan_to_zero) zero_nans(yr, L, 1);
