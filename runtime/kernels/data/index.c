@@ -64,11 +64,35 @@ static int64_t count(const int64_t *dims, int n) {
     return c;
 }
 
+/* Are the n indices all within [-len, len)? (an or of the bad ones, no early exit: a loop the
+ * compiler vectorises) */
+static int indices_fit(int idx_t, const void *idx, int64_t n, int64_t len) {
+    int bad = 0;
+    if (idx_t == CUVIL_T_I32) {
+        const int32_t *v = idx;
+        for (int64_t i = 0; i < n; i++) bad |= (v[i] < -len) | (v[i] >= len);
+    } else {
+        const int64_t *v = idx;
+        for (int64_t i = 0; i < n; i++) bad |= (v[i] < -len) | (v[i] >= len);
+    }
+    return !bad;
+}
+
+/* y[j] = x[base + v_j sa + j sj] for a row of L 4-byte values, v_j the row's indices made
+ * non-negative (checked before: |v| < len) without a branch */
+#define GATHER_ROW4(T)                                                                            \
+    do {                                                                                          \
+        const T *ir = (const T *)idx + i;                                                         \
+        for (int64_t j = 0; j < L; j++) {                                                         \
+            const int64_t v = ir[j];                                                              \
+            y4[i + j] = x4[base + (v + (v < 0 ? len : 0)) * sa + j * sj];                         \
+        }                                                                                         \
+    } while (0)
+
 int cuvil_gather_elements(const cuvil_elements_params *p, int idx_t, const void *idx, const void *x, void *y) {
     int64_t n = count(p->dims, p->ndim), es = p->elem_size, coord[CUVIL_RT_MAX_DIMS] = {0};
     int64_t len = p->data_dims[p->axis];
-    for (int64_t i = 0; i < n; i++)
-        if (index_at(idx_t, idx, i, len) < 0) return 1;
+    if (!indices_fit(idx_t, idx, n, len)) return 1;
     if (n == 0 || p->ndim < 1) {   /* (rank 0: one element) */
         if (n) memcpy(y, (const char *)x + index_at(idx_t, idx, 0, len) * es, (size_t)es);
         return 0;
@@ -87,10 +111,13 @@ int cuvil_gather_elements(const cuvil_elements_params *p, int idx_t, const void 
         for (int d = 0; d < last; d++)
             if (d != p->axis) base += coord[d] * ds[d];
         switch (es) {
-        case 4:
-            for (int64_t j = 0; j < L; j++)
-                ((uint32_t *)(void *)Y)[i + j] = ((const uint32_t *)(const void *)X)[base + index_at(idx_t, idx, i + j, len) * sa + j * sj];
+        case 4: {   /* (the index type's loop: index_at's per element took 1.8x ONNX Runtime's time) */
+            const uint32_t *x4 = (const uint32_t *)(const void *)X;
+            uint32_t *y4 = (uint32_t *)(void *)Y;
+            if (idx_t == CUVIL_T_I32) GATHER_ROW4(int32_t);
+            else GATHER_ROW4(int64_t);
             break;
+        }
         case 8:
             for (int64_t j = 0; j < L; j++)
                 ((uint64_t *)(void *)Y)[i + j] = ((const uint64_t *)(const void *)X)[base + index_at(idx_t, idx, i + j, len) * sa + j * sj];
@@ -107,6 +134,7 @@ int cuvil_gather_elements(const cuvil_elements_params *p, int idx_t, const void 
     }
     return 0;
 }
+#undef GATHER_ROW4
 
 /* dst = dst (reduction) src for one element of type t. */
 static void reduce_into(int t, int reduction, void *dst, const void *src) {
