@@ -13,7 +13,10 @@
 /* sum of xr[i] - c (c 0: the plain sum) and of its squares, in double, in 32 lanes (independent
  * chains the compiler vectorises: four vectors of 8 doubles or eight of 4, so that the adds of
  * one wait for none of the others; with 8 lanes BERT-base's layer norms took 2% of its int8
- * run) */
+ * run), the row's last n % 32 values into the first lanes, then the lanes added pairwise (a
+ * tree five adds deep: folded one after another, 2 x 32 dependent adds a pass made a row of 96
+ * or 112 wait some 250 cycles, ConvNeXt-Tiny's layer norms over 96 channels 1.6x ONNX Runtime's
+ * time, x86_64-avx512, AMD EPYC) */
 static void sums(const float *xr, int64_t n, double c, double *s1, double *s2) {
     double a[32] = {0}, q[32] = {0};
     int64_t i = 0;
@@ -23,14 +26,14 @@ static void sums(const float *xr, int64_t n, double c, double *s1, double *s2) {
             a[l] += d;
             q[l] += d * d;
         }
-    double sa = 0, sq = 0;
-    for (int l = 0; l < 32; l++) sa += a[l], sq += q[l];
-    for (; i < n; i++) {
-        const double d = (double)xr[i] - c;
-        sa += d;
-        sq += d * d;
+    for (int l = 0; l < n - i; l++) {
+        const double d = (double)xr[i + l] - c;
+        a[l] += d;
+        q[l] += d * d;
     }
-    *s1 = sa, *s2 = sq;
+    for (int w = 16; w >= 1; w /= 2)
+        for (int l = 0; l < w; l++) a[l] += a[l + w], q[l] += q[l + w];
+    *s1 = a[0], *s2 = q[0];
 }
 
 /* The mean of n > 0 floats and 1 / sqrt(variance + eps), accumulated in double (two passes:
