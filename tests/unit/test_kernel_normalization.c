@@ -338,6 +338,50 @@ static void test_dynamic_quantize_ties(void) {
     free(x), free(q);
 }
 
+/* LayerNormalization's statistics (its mean and 1 / sqrt(var + eps) outputs) against double
+ * where the mean dwarfs the spread (offsets 1e4, 1e6 and -3e5: the float mean the kernel shifts
+ * by is off by a fair part of the spread, 4096 values of 1e6 +- 1 by some 0.1, and the double
+ * sums about it must recover the exact ones),
+ * on rows whose float sum overflows (values near 3e38: the shift falls back to the mean in
+ * double), a constant row (variance 0) and lengths around the 32 lanes; y itself where the
+ * offset is 0 (with an offset its float rounding of x - mean dominates). */
+static void test_layer_norm_precision(void) {
+    const int64_t lens[] = {1, 7, 31, 32, 33, 96, 112, 200, 4096};
+    const double offs[] = {0.0, 1e4, 1e6, -3e5, 3e38}, spreads[] = {1.0, 1.0, 1.0, 1e-2, 1e37};
+    for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++)
+        for (size_t oi = 0; oi < sizeof offs / sizeof offs[0]; oi++) {
+            const int64_t len = lens[li], rows = 3;
+            const double off = offs[oi], spread = spreads[oi];
+            float *x = ktu_falloc((size_t)(rows * len)), *y = ktu_falloc((size_t)(rows * len));
+            float *sc = ktu_falloc((size_t)len), *bi = ktu_falloc((size_t)len);
+            float *m = ktu_falloc((size_t)rows), *inv = ktu_falloc((size_t)rows);
+            double *ref = malloc(sizeof(double) * (size_t)(rows * len)), *mref = malloc(sizeof(double) * (size_t)rows);
+            double *iref = malloc(sizeof(double) * (size_t)rows);
+            ktu_fill(sc, (size_t)len, 0.5, 2);
+            ktu_fill(bi, (size_t)len, -1, 1);
+            ktu_fill(x, (size_t)(rows * len), -1, 1);
+            for (int64_t i = 0; i < rows * len; i++) x[i] = (float)(off + spread * x[i]);
+            for (int64_t i = 0; i < len; i++) x[2 * len + i] = (float)(off + spread * 0.25);   /* a constant row */
+            for (int64_t r = 0; r < rows; r++) {
+                double mean = 0, var = 0;
+                for (int64_t i = 0; i < len; i++) mean += x[r * len + i];
+                mean /= (double)len;
+                for (int64_t i = 0; i < len; i++) var += ((double)x[r * len + i] - mean) * ((double)x[r * len + i] - mean);
+                var /= (double)len;
+                mref[r] = mean;
+                iref[r] = 1.0 / sqrt(var + 1e-5);
+                for (int64_t i = 0; i < len; i++) ref[r * len + i] = ((double)x[r * len + i] - mean) * iref[r] * sc[i] + bi[i];
+            }
+            const cuvil_layer_norm_params lp = {.rows = rows, .len = len, .epsilon = 1e-5f};
+            cuvil_f32_layer_norm(&lp, x, sc, bi, y, m, inv);
+            ktu_check(m, mref, (size_t)rows, 1e-6, 0.0, "layer_norm mean len=%lld offset %g", (long long)len, off);
+            ktu_check(inv, iref, (size_t)rows, 1e-5, 0.0, "layer_norm 1/std len=%lld offset %g", (long long)len, off);
+            if (off == 0.0)
+                ktu_check(y, ref, (size_t)(rows * len), 1e-5, 1e-5, "layer_norm len=%lld", (long long)len);
+            free(x), free(y), free(sc), free(bi), free(m), free(inv), free(ref), free(mref), free(iref);
+        }
+}
+
 int main(void) {
     setenv("CUVIL_OVERSUBSCRIBE", "1", 1);   /* (3 threads on a 2-CPU machine) */
     test_dynamic_quantize_ties();
@@ -346,5 +390,6 @@ int main(void) {
     test_reduce();
     test_affine();
     test_split_over_threads();
+    test_layer_norm_precision();
     return ktu_finish("test_kernel_normalization");
 }

@@ -1,9 +1,9 @@
 /*
  * layer_norm.c -- LayerNormalization: each row of x viewed as [rows, len] is normalised,
  * y = (x - mean) / sqrt(var + eps) * scale + bias, with scale and bias of len elements (or
- * bias absent). Mean and variance are accumulated in double in two passes over the row (the
- * row is read three times; rows are short enough to stay in cache), so large offsets lose no
- * precision. RMSNormalization is the same without the mean. InstanceNormalization is the same per (image, channel) row, with one scale and
+ * bias absent). Mean and variance are accumulated in double about the row's mean taken first in
+ * float (row_stats: the row is read three times; rows are short enough to stay in cache), so
+ * large offsets lose no precision. RMSNormalization is the same without the mean. InstanceNormalization is the same per (image, channel) row, with one scale and
  * bias per channel.
  */
 #include <math.h>
@@ -36,21 +36,41 @@ static void sums(const float *xr, int64_t n, double c, double *s1, double *s2) {
     *s1 = a[0], *s2 = q[0];
 }
 
-/* The mean of n > 0 floats and 1 / sqrt(variance + eps), accumulated in double (two passes:
- * the mean, then the squares about it); rms: the mean is taken as 0 (1 / sqrt(mean of squares +
- * eps)). */
+/* The sum of n floats in float, 32 lanes added pairwise at the end (the shift of row_stats) */
+static float fsum(const float *xr, int64_t n) {
+    float a[32] = {0};
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32)
+        for (int l = 0; l < 32; l++) a[l] += xr[i + l];
+    for (int l = 0; l < n - i; l++) a[l] += xr[i + l];
+    for (int w = 16; w >= 1; w /= 2)
+        for (int l = 0; l < w; l++) a[l] += a[l + w];
+    return a[0];
+}
+
+/* The mean of n > 0 floats and 1 / sqrt(variance + eps), accumulated in double about a shift c
+ * near the mean: the sums s of x - c and q of its squares give the mean c + s/n and the
+ * variance q/n - (s/n)^2, in which nothing cancels (|s/n| is the float mean's error). The
+ * shift is the mean taken in float (a pass of 16-lane float vectors, not 8-lane double ones),
+ * or, where that sum overflows, the mean in double. rms: the mean is taken as 0 (1 / sqrt(mean
+ * of squares + eps)). */
 static void row_stats(const float *xr, int64_t n, float eps, int rms, float *m, float *inv) {
     double s, q;
-    sums(xr, n, 0.0, &s, &q);
     if (rms) {
+        sums(xr, n, 0.0, &s, &q);
         *inv = (float)(1.0 / sqrt(q / (double)n + (double)eps));
         *m = 0.0f;
         return;
     }
-    const double mean = s / (double)n;
-    sums(xr, n, mean, &s, &q);
-    *inv = (float)(1.0 / sqrt(q / (double)n + (double)eps));
-    *m = (float)mean;
+    double c = (double)(fsum(xr, n) / (float)n);
+    if (!isfinite(c)) {
+        sums(xr, n, 0.0, &s, &q);
+        c = s / (double)n;
+    }
+    sums(xr, n, c, &s, &q);
+    const double d = s / (double)n, var = q / (double)n - d * d;
+    *inv = (float)(1.0 / sqrt((var > 0.0 ? var : 0.0) + (double)eps));
+    *m = (float)(c + d);
 }
 
 void cuvil_f32_instance_norm(const cuvil_instance_norm_params *p, const float *x, const float *scale, const float *bias,
