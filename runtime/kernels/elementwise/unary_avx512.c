@@ -64,8 +64,11 @@ static inline __m512 tanh512(__m512 x) {   /* unary_avx2.c's tanh256, sixteen la
     q = _mm512_fmadd_ps(q, z, _mm512_set1_ps(VTANH_Q2));
     q = _mm512_fmadd_ps(q, z, _mm512_set1_ps(VTANH_Q3));
     const __m512 r = _mm512_div_ps(_mm512_mul_ps(p, xc), q);
-    const __mmask16 tiny = _mm512_cmp_ps_mask(_mm512_abs_ps(x), _mm512_set1_ps(VTANH_TINY), _CMP_LT_OQ);
-    return _mm512_mask_blend_ps(tiny, r, x);
+    const __m512 ax = _mm512_abs_ps(x);
+    const __m512 one = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(_mm512_set1_ps(1.0f)),
+                                                           _mm512_andnot_si512(_mm512_castps_si512(ax), _mm512_castps_si512(x))));
+    const __m512 sat = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(ax, _mm512_set1_ps(VTANH_ONE), _CMP_GE_OQ), r, one);
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(ax, _mm512_set1_ps(VTANH_TINY), _CMP_LT_OQ), sat, x);
 }
 
 /* F over rows rows of n values, row r at x0 + r ld (y0 likewise); the tail of each row as a
